@@ -1,0 +1,36 @@
+"""xlasdk: build XLA computations op by op, read their HLO, save them, compile and run them.
+
+``import xlasdk as xs`` and ``from xlasdk import ops``.
+"""
+
+from __future__ import annotations
+
+from . import ops
+from .attrs import (
+    ComparisonDirection, ComparisonType, ConvolutionDimensionNumbers, CurrentSourceInfoMetadata,
+    DotDimensionNumbers, FftType, GatherDimensionNumbers, OpMetadata, OpSharding, PaddingConfig,
+    PaddingConfigDimension, PaddingType, PrecisionConfig, RandomAlgorithm, ResultAccuracy,
+    ScatterDimensionNumbers, current_source_info_metadata, make_convolution_dimension_numbers,
+    make_dot_dimension_numbers, make_padding_config, make_replica_groups, window_padding_type_to_pad_values,
+)
+from .builder import XlaBuilder, XlaOp
+from .computation import XlaComputation
+from .errors import CompileError, DTypeError, FormatError, ShapeError, XlaRuntimeError, XlaSdkError
+from .shape import Layout, ProgramShape, Shape, shape_from_pyval
+from .types import PrimitiveType, bfloat16, dtype_to_etype, etype_to_dtype
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ops", "XlaBuilder", "XlaOp", "XlaComputation",
+    "Shape", "ProgramShape", "Layout", "shape_from_pyval", "PrimitiveType", "bfloat16", "dtype_to_etype",
+    "etype_to_dtype",
+    "XlaSdkError", "ShapeError", "DTypeError", "CompileError", "XlaRuntimeError", "FormatError",
+    "ComparisonDirection", "ComparisonType", "ConvolutionDimensionNumbers", "CurrentSourceInfoMetadata",
+    "DotDimensionNumbers", "FftType", "GatherDimensionNumbers", "OpMetadata", "OpSharding", "PaddingConfig",
+    "PaddingConfigDimension", "PaddingType", "PrecisionConfig", "RandomAlgorithm", "ResultAccuracy",
+    "ScatterDimensionNumbers", "current_source_info_metadata", "make_convolution_dimension_numbers",
+    "make_dot_dimension_numbers", "make_padding_config", "make_replica_groups",
+    "window_padding_type_to_pad_values",
+    "__version__",
+]

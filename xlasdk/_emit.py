@@ -1,0 +1,211 @@
+"""Emit an xlasdk graph as a StableHLO module in MLIR's generic operation syntax.
+
+Pure string generation (no MLIR context): each op becomes one line
+``%N = "stablehlo.add"(%a, %b) {attrs} : (types) -> type loc(...)``. Tuple-shaped values are kept
+*unpacked* (a Python tuple of element values) as long as possible: ``Tuple`` and
+``GetTupleElement`` cost nothing, multi-result ops (variadic Reduce, Sort, While) hand out
+``%N#i``, and a ``stablehlo.tuple`` is emitted only where a single tuple-typed value is needed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Union
+
+from .builder import Region, XlaOp
+from .shape import Shape
+
+Val = Union[str, tuple["Val", ...]]
+
+_SYM_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_$.]*$")
+
+
+def _symbol(name: str) -> str:
+    if _SYM_RE.match(name):
+        return "@" + name
+    return '@"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _types(shapes: list[Shape]) -> str:
+    return ", ".join(s.mlir_type() for s in shapes)
+
+
+def _results(shapes: list[Shape]) -> str:
+    if len(shapes) == 1:
+        return shapes[0].mlir_type()
+    return "(" + _types(shapes) + ")"
+
+
+class Emitter:
+    """Turns graphs into generic-syntax MLIR lines."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.lines: list[str] = []
+
+    def fresh(self) -> str:
+        self.n += 1
+        return f"%{self.n}"
+
+    # -- values ------------------------------------------------------------------------------
+    def ref(self, val: Val, shape: Shape, indent: str) -> str:
+        """A single SSA name for ``val``, materializing a ``stablehlo.tuple`` if needed."""
+        if isinstance(val, str):
+            return val
+        elems = shape.tuple_shapes()
+        parts = [self.ref(v, s, indent) for v, s in zip(val, elems)]
+        name = self.fresh()
+        self.lines.append(
+            f'{indent}{name} = "stablehlo.tuple"({", ".join(parts)}) : ({_types(list(elems))}) -> '
+            f"{shape.mlir_type()}\n"
+        )
+        return name
+
+    def flat(self, val: Val, shape: Shape, indent: str) -> tuple[list[str], list[Shape]]:
+        """One level of flattening: a tuple value becomes its elements."""
+        if shape.is_tuple():
+            elems = list(shape.tuple_shapes())
+            if isinstance(val, tuple):
+                return [self.ref(v, s, indent) for v, s in zip(val, elems)], elems
+            names = []
+            for i, s in enumerate(elems):
+                name = self.fresh()
+                self.lines.append(
+                    f'{indent}{name} = "stablehlo.get_tuple_element"({val}) {{index = {i} : i32}} : '
+                    f"({shape.mlir_type()}) -> {s.mlir_type()}\n"
+                )
+                names.append(name)
+            return names, elems
+        return [self.ref(val, shape, indent)], [shape]
+
+    # -- graphs ------------------------------------------------------------------------------
+    def graph(self, env: dict[int, Val], roots: list[XlaOp], indent: str) -> None:
+        """Emit every op reachable from ``roots`` not yet in ``env``, in creation order."""
+        todo: dict[int, XlaOp] = {}
+        stack = list(roots)
+        while stack:
+            o = stack.pop()
+            if o.id in env or o.id in todo:
+                continue
+            if o.opcode == "parameter":
+                raise AssertionError(f"parameter {o.extra} not bound")  # pragma: no cover
+            todo[o.id] = o
+            stack.extend(o.operands)
+        for i in sorted(todo):
+            self.op(todo[i], env, indent)
+
+    def op(self, o: XlaOp, env: dict[int, Val], indent: str) -> None:
+        code = o.opcode
+        if code == "tuple":
+            env[o.id] = tuple(env[x.id] for x in o.operands)
+            return
+        if code == "get_tuple_element":
+            src = o.operands[0]
+            sval = env[src.id]
+            idx: int = o.extra
+            if isinstance(sval, tuple):
+                env[o.id] = sval[idx]
+                return
+            name = self.fresh()
+            self.lines.append(
+                f'{indent}{name} = "stablehlo.get_tuple_element"({sval}) {{index = {idx} : i32}} : '
+                f"({src.shape.mlir_type()}) -> {o.shape.mlir_type()} {o.loc}\n"
+            )
+            env[o.id] = name
+            return
+        variadic = code in _VARIADIC_OPERANDS
+        args: list[str] = []
+        in_shapes: list[Shape] = []
+        for x in o.operands:
+            if variadic and x.shape.is_tuple():
+                names, shapes = self.flat(env[x.id], x.shape, indent)
+                args.extend(names)
+                in_shapes.extend(shapes)
+            else:
+                args.append(self.ref(env[x.id], x.shape, indent))
+                in_shapes.append(x.shape)
+        multi = o.shape.is_tuple() and code not in _TUPLE_RESULT_OPS
+        out_shapes = list(o.shape.tuple_shapes()) if multi else [o.shape]
+        region_txt = ""
+        if o.regions:
+            region_txt = " (" + ", ".join(self.region(r, env, indent) for r in o.regions) + ")"
+        name = self.fresh()
+        if multi:
+            lhs = f"{name}:{len(out_shapes)} = " if out_shapes else ""
+            env[o.id] = tuple(f"{name}#{i}" for i in range(len(out_shapes)))
+        else:
+            lhs = f"{name} = "
+            env[o.id] = name
+        attrs = f" {{{o.attrs}}}" if o.attrs else ""
+        self.lines.append(
+            f'{indent}{lhs}"{code}"({", ".join(args)}){region_txt}{attrs} : ({_types(in_shapes)}) -> '
+            f"{_results(out_shapes) if out_shapes else '()'} {o.loc}\n"
+        )
+
+    def region(self, r: Region, outer: dict[int, Val], indent: str) -> str:
+        inner = indent + "  "
+        env: dict[int, Val] = dict(outer)
+        bargs: list[str] = []
+        for p in r.params:
+            if p.shape.is_tuple():
+                vals = []
+                for s in p.shape.tuple_shapes():
+                    a = self.fresh()
+                    bargs.append(f"{a}: {s.mlir_type()}")
+                    vals.append(a)
+                env[p.id] = tuple(vals)
+            else:
+                a = self.fresh()
+                bargs.append(f"{a}: {p.shape.mlir_type()}")
+                env[p.id] = a
+        saved = self.lines
+        self.lines = []
+        self.graph(env, list(r.results), inner)
+        rets: list[str] = []
+        rshapes: list[Shape] = []
+        for x in r.results:
+            names, shapes = self.flat(env[x.id], x.shape, inner)
+            rets.extend(names)
+            rshapes.extend(shapes)
+        body = self.lines
+        self.lines = saved
+        head = f"{indent}^bb0({', '.join(bargs)}):\n" if bargs else ""
+        ret = f'{inner}"stablehlo.return"({", ".join(rets)}) : ({_types(rshapes)}) -> ()\n'
+        return "{\n" + head + "".join(body) + ret + indent + "}"
+
+
+# Ops whose tuple-shaped operands are passed element by element (StableHLO is variadic there).
+_VARIADIC_OPERANDS = frozenset({"stablehlo.while", "stablehlo.optimization_barrier"})
+# Ops that genuinely produce one tuple-typed value rather than several results.
+_TUPLE_RESULT_OPS = frozenset({"stablehlo.tuple"})
+
+
+def emit_module(
+    name: str,
+    params: list[XlaOp],
+    root: XlaOp,
+    module_attrs: str = "",
+) -> str:
+    """The full StableHLO module text of the graph ``params -> root``."""
+    em = Emitter()
+    env: dict[int, Val] = {}
+    args = []
+    for i, p in enumerate(params):
+        a = f"%arg{i}"
+        pname = p.extra[1] if p.extra[1] else f"p{i}"
+        args.append(f"{a}: {p.shape.mlir_type()} loc({_quote(pname)})")
+        env[p.id] = a
+    indent = "    "
+    em.graph(env, [root], indent)
+    rets, rshapes = em.flat(env[root.id], root.shape, indent)
+    attrs = f" attributes {{{module_attrs}}}" if module_attrs else ""
+    head = (
+        f"module {_symbol(name)}{attrs} {{\n"
+        f"  func.func public @main({', '.join(args)}) -> ({_types(rshapes)}) {{\n"
+    )
+    tail = f'    "func.return"({", ".join(rets)}) : ({_types(rshapes)}) -> ()\n  }}\n}}\n'
+    return head + "".join(em.lines) + tail
+
+
+def _quote(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'

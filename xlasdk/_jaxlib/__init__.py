@@ -1,0 +1,7 @@
+"""The one layer of xlasdk that touches jaxlib internals.
+
+``mlir``: the MLIR context, parsing, verification, StableHLO <-> HLO conversion and portable
+artifacts. ``pjrt``: PJRT clients, compilation, transfers and execution.
+Everything else in xlasdk imports jaxlib only through these modules, so a jaxlib release that
+moves an internal needs changes here only.
+"""

@@ -1,0 +1,440 @@
+"""``XlaBuilder`` and ``XlaOp``: a computation graph built op by op.
+
+An :class:`XlaOp` is a node of the graph: its result :class:`~xlasdk.shape.Shape` is computed
+by the op's shape rule in Python when the op is built, before anything reaches MLIR or XLA.
+:meth:`XlaBuilder.build` turns the graph reachable from a root into an
+:class:`~xlasdk.computation.XlaComputation` (a StableHLO module; HLO on demand).
+
+The graph is plain Python; the only text form produced here is StableHLO in MLIR's generic
+syntax (see :mod:`xlasdk._emit`), so building needs no MLIR context and no jaxlib call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .errors import ShapeError
+from .shape import ProgramShape, Shape
+
+if TYPE_CHECKING:
+    from .attrs import OpMetadata, OpSharding
+    from .computation import XlaComputation
+
+__all__ = ["XlaBuilder", "XlaOp", "Region", "user_frame", "where"]
+
+_IDS = itertools.count(1)  # op ids are unique across builders (regions nest builders)
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def user_frame() -> tuple[str, int]:
+    """File name and line of the innermost caller outside the xlasdk package."""
+    f: Any = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+        f = f.f_back
+    if f is None:  # pragma: no cover - only when called from inside xlasdk with no user frame
+        return ("<unknown>", 0)
+    return (f.f_code.co_filename, f.f_lineno)
+
+
+def where() -> str:
+    """`` — at file.py:42`` for error messages, naming the user's line."""
+    fname, line = user_frame()
+    return f" — at {os.path.basename(fname)}:{line}"
+
+
+def _mlir_str(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+class Region:
+    """A sub-computation attached to an op (reducer, comparator, loop body, branch).
+
+    ``params`` are the sub-builder's Parameter ops in order (tuple-shaped parameters become
+    one block argument per element); ``results`` are the returned ops (a tuple-valued result is
+    returned element by element).
+    """
+
+    __slots__ = ("params", "results")
+
+    def __init__(self, params: Sequence[XlaOp], results: Sequence[XlaOp]) -> None:
+        self.params = tuple(params)
+        self.results = tuple(results)
+
+
+class XlaOp:
+    """The value of one operation of an :class:`XlaBuilder`.
+
+    Attributes
+    ----------
+    builder: the builder that owns the op.
+    shape: the result :class:`Shape`, known as soon as the op is built.
+
+    Python operators map to XLA ops: ``+ - * / % ** @`` to Add, Sub, Mul, Div, Rem, Pow, Dot,
+    unary ``-`` to Neg and ``abs()`` to Abs; a Python scalar on one side becomes a constant of
+    the other side's dtype. Comparisons are not overloaded (use ``ops.Lt`` and friends), so that
+    XlaOps stay hashable.
+    """
+
+    __slots__ = ("builder", "shape", "opcode", "operands", "attrs", "regions", "loc", "id", "extra")
+
+    def __init__(
+        self,
+        builder: XlaBuilder,
+        opcode: str,
+        operands: tuple[XlaOp, ...],
+        shape: Shape,
+        attrs: str,
+        regions: tuple[Region, ...],
+        loc: str,
+        extra: Any,
+    ) -> None:
+        self.builder = builder
+        self.opcode = opcode
+        self.operands = operands
+        self.shape = shape
+        self.attrs = attrs
+        self.regions = regions
+        self.loc = loc
+        self.extra = extra
+        self.id = builder._next_id()
+
+    # -- Pythonic views of the shape ---------------------------------------------------------
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """numpy dtype of the result (raises DTypeError for tuple and token results)."""
+        return self.shape.numpy_dtype()
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        return self.shape.dimensions()
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape.dimensions())
+
+    def __repr__(self) -> str:
+        kind = self.opcode.rsplit(".", 1)[-1]
+        return f"XlaOp({kind}: {self.shape}, builder={self.builder.name!r})"
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __bool__(self) -> bool:
+        raise TypeError("XlaOp has no truth value: use ops.Select / ops.Conditional for data-dependent choices")
+
+    # -- operators (implemented in ops.elementwise) ------------------------------------------
+    def __add__(self, other: Any) -> XlaOp:
+        return _ew().Add(self, other)
+
+    def __radd__(self, other: Any) -> XlaOp:
+        return _ew().Add(other, self)
+
+    def __sub__(self, other: Any) -> XlaOp:
+        return _ew().Sub(self, other)
+
+    def __rsub__(self, other: Any) -> XlaOp:
+        return _ew().Sub(other, self)
+
+    def __mul__(self, other: Any) -> XlaOp:
+        return _ew().Mul(self, other)
+
+    def __rmul__(self, other: Any) -> XlaOp:
+        return _ew().Mul(other, self)
+
+    def __truediv__(self, other: Any) -> XlaOp:
+        return _ew().Div(self, other)
+
+    def __rtruediv__(self, other: Any) -> XlaOp:
+        return _ew().Div(other, self)
+
+    def __mod__(self, other: Any) -> XlaOp:
+        return _ew().Rem(self, other)
+
+    def __rmod__(self, other: Any) -> XlaOp:
+        return _ew().Rem(other, self)
+
+    def __pow__(self, other: Any) -> XlaOp:
+        return _ew().Pow(self, other)
+
+    def __rpow__(self, other: Any) -> XlaOp:
+        return _ew().Pow(other, self)
+
+    def __matmul__(self, other: XlaOp) -> XlaOp:
+        from .ops import linalg
+
+        return linalg.Dot(self, other)
+
+    def __neg__(self) -> XlaOp:
+        return _ew().Neg(self)
+
+    def __abs__(self) -> XlaOp:
+        return _ew().Abs(self)
+
+    def __and__(self, other: Any) -> XlaOp:
+        return _ew().And(self, other)
+
+    def __or__(self, other: Any) -> XlaOp:
+        return _ew().Or(self, other)
+
+    def __xor__(self, other: Any) -> XlaOp:
+        return _ew().Xor(self, other)
+
+    def __invert__(self) -> XlaOp:
+        return _ew().Not(self)
+
+
+_EW: Any = None
+
+
+def _ew() -> Any:
+    global _EW
+    if _EW is None:
+        from .ops import elementwise
+
+        _EW = elementwise
+    return _EW
+
+
+class XlaBuilder:
+    """Builds one computation op by op.
+
+    ``b = XlaBuilder("name")``; add ops with the functions of :mod:`xlasdk.ops` (each takes the
+    builder or an operand of it); ``b.build(root)`` returns the
+    :class:`~xlasdk.computation.XlaComputation`. A builder may be used by one thread at a time.
+    """
+
+    def __init__(self, name: str = "xla_computation") -> None:
+        if not isinstance(name, str) or not name:
+            raise ShapeError(f"XlaBuilder: name must be a non-empty str, got {name!r}")
+        self.name = name
+        self._count = 0
+        self._params: dict[int, XlaOp] = {}
+        self._last: XlaOp | None = None
+        self._metadata: OpMetadata | None = None
+        self._metadata_loc: str | None = None
+        self._sharding: OpSharding | None = None
+        self._loc_cache: dict[tuple[str, int], str] = {}
+
+    def _next_id(self) -> int:
+        self._count += 1
+        return next(_IDS)
+
+    def __repr__(self) -> str:
+        return f"XlaBuilder({self.name!r}, {self._count} ops)"
+
+    # -- locations / metadata ----------------------------------------------------------------
+    def _location(self) -> str:
+        """MLIR location of the op being built: the builder's metadata, else the user's line."""
+        if self._metadata_loc is not None:
+            return self._metadata_loc
+        f: Any = sys._getframe(2)
+        while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+            f = f.f_back
+        if f is None:
+            return "loc(unknown)"
+        key = (f.f_code.co_filename, f.f_lineno)
+        loc = self._loc_cache.get(key)
+        if loc is None:
+            loc = self._loc_cache[key] = f"loc({_mlir_str(key[0])}:{key[1]}:0)"
+        return loc
+
+    def set_op_metadata(self, metadata: OpMetadata) -> None:
+        """Attach ``metadata`` (op_name, source_file, source_line) to every op built from now on.
+
+        ``op_name`` becomes the HLO ``metadata={op_name=...}`` and names the instruction;
+        ``source_file``/``source_line`` replace the caller's line. ``op_type`` is kept on the
+        builder (HLO conversion from StableHLO locations carries no op_type).
+        """
+        self._metadata = metadata
+        file_part = ""
+        if getattr(metadata, "source_file", ""):
+            file_part = f"{_mlir_str(metadata.source_file)}:{int(metadata.source_line)}:0"
+        name = getattr(metadata, "op_name", "") or ""
+        if name and file_part:
+            self._metadata_loc = f"loc(fused[{_mlir_str(name)}, {file_part}])"
+        elif name:
+            self._metadata_loc = f"loc({_mlir_str(name)})"
+        elif file_part:
+            self._metadata_loc = f"loc({file_part})"
+        else:
+            self._metadata_loc = "loc(unknown)"
+
+    def clear_op_metadata(self) -> None:
+        """Go back to recording the caller's file and line on each op."""
+        self._metadata = None
+        self._metadata_loc = None
+
+    def get_op_metadata(self) -> OpMetadata | None:
+        return self._metadata
+
+    @contextlib.contextmanager
+    def op_metadata(
+        self,
+        op_name: str = "",
+        op_type: str = "",
+        source_file: str | None = None,
+        source_line: int | None = None,
+    ) -> Iterator[None]:
+        """Context manager: ops built inside carry this metadata.
+
+        When ``source_file`` is None the caller's file and line of the ``with`` statement are used.
+        The previous metadata is restored on exit.
+        """
+        from .attrs import OpMetadata
+
+        if source_file is None:
+            source_file, line = user_frame()
+            if source_line is None:
+                source_line = line
+        md = OpMetadata(op_type=op_type, op_name=op_name, source_file=source_file, source_line=source_line or 0)
+        prev = self._metadata
+        self.set_op_metadata(md)
+        try:
+            yield
+        finally:
+            if prev is None:
+                self.clear_op_metadata()
+            else:
+                self.set_op_metadata(prev)
+
+    def set_sharding(self, sharding: OpSharding) -> None:
+        """Attach ``sharding`` to ops built from now on (recorded as ``mhlo.sharding``)."""
+        self._sharding = sharding
+
+    def clear_sharding(self) -> None:
+        self._sharding = None
+
+    # -- graph -------------------------------------------------------------------------------
+    def _add(
+        self,
+        opcode: str,
+        operands: tuple[XlaOp, ...],
+        shape: Shape,
+        attrs: str = "",
+        regions: tuple[Region, ...] = (),
+        extra: Any = None,
+    ) -> XlaOp:
+        loc = self._metadata_loc if self._metadata_loc is not None else self._location()
+        if self._sharding is not None:
+            sh = f'mhlo.sharding = {_mlir_str(self._sharding.to_hlo_string())}'
+            attrs = f"{attrs}, {sh}" if attrs else sh
+        op = XlaOp(self, opcode, operands, shape, attrs, regions, loc, extra)
+        self._last = op
+        return op
+
+    def _add_parameter(self, number: int, shape: Shape, name: str) -> XlaOp:
+        if number in self._params:
+            raise ShapeError(
+                f"Parameter: parameter number {number} is already used by builder {self.name!r}{where()}"
+            )
+        op = self._add("parameter", (), shape, extra=(number, name))
+        self._params[number] = op
+        return op
+
+    def parameters(self) -> list[XlaOp]:
+        """The Parameter ops in parameter-number order."""
+        return [self._params[k] for k in sorted(self._params)]
+
+    def get_shape(self, op: XlaOp) -> Shape:
+        """The result shape of ``op`` (same as ``op.shape``)."""
+        self._check_own(op, "get_shape")
+        return op.shape
+
+    def _check_own(self, op: Any, what: str) -> None:
+        if not isinstance(op, XlaOp):
+            raise ShapeError(f"{what}: expected an XlaOp, got {type(op).__name__}{where()}")
+        if op.builder is not self:
+            raise ShapeError(
+                f"{what}: op belongs to builder {op.builder.name!r}, not {self.name!r}{where()}"
+            )
+
+    def _program_shape(self, root: XlaOp) -> ProgramShape:
+        params = self.parameters()
+        nums = sorted(self._params)
+        if nums != list(range(len(nums))):
+            missing = sorted(set(range(max(nums) + 1)) - set(nums))
+            raise ShapeError(
+                f"build: parameter numbers must be 0..{len(nums) - 1} without gaps; missing {missing}{where()}"
+            )
+        return ProgramShape([p.shape for p in params], root.shape, [p.extra[1] or f"p{p.extra[0]}" for p in params])
+
+    def get_program_shape(self, root: XlaOp | None = None) -> ProgramShape:
+        """Parameter shapes and the shape of ``root`` (default: the last op built)."""
+        r = self._root(root)
+        return self._program_shape(r)
+
+    def _root(self, root: XlaOp | Sequence[XlaOp] | None) -> XlaOp:
+        if root is None:
+            if self._last is None:
+                raise ShapeError(f"build: builder {self.name!r} has no ops{where()}")
+            return self._last
+        if isinstance(root, (list, tuple)):
+            from .ops.control import Tuple
+
+            return Tuple(self, list(root))
+        self._check_own(root, "build")
+        return root
+
+    def build(self, root: XlaOp | Sequence[XlaOp] | None = None) -> XlaComputation:
+        """Build the computation whose result is ``root``.
+
+        Parameters
+        ----------
+        root: the result op (default: the last op built). A tuple-shaped root (for example an
+            ``ops.Tuple``, or a list of ops) gives a computation with a tuple result, which runs
+            as several outputs.
+
+        Raises
+        ------
+        ShapeError: no ops, ``root`` from another builder, or gaps in parameter numbers.
+        """
+        from .computation import XlaComputation
+
+        r = self._root(root)
+        return XlaComputation._from_builder(self, r, self._program_shape(r))
+
+    def is_constant(self, op: XlaOp) -> bool:
+        """True if ``op`` depends on no Parameter and no side-effecting or random op."""
+        self._check_own(op, "is_constant")
+        seen: dict[int, bool] = {}
+        stack = [op]
+        while stack:
+            o = stack.pop()
+            if o.id in seen:
+                continue
+            if o.opcode in _NON_CONSTANT_OPCODES:
+                return False
+            seen[o.id] = True
+            stack.extend(o.operands)
+        return True
+
+
+_NON_CONSTANT_OPCODES = frozenset(
+    {
+        "parameter",
+        "stablehlo.rng",
+        "stablehlo.rng_bit_generator",
+        "stablehlo.custom_call",
+        "stablehlo.replica_id",
+        "stablehlo.partition_id",
+        "stablehlo.infeed",
+        "stablehlo.recv",
+        "stablehlo.all_reduce",
+        "stablehlo.all_gather",
+        "stablehlo.all_to_all",
+        "stablehlo.reduce_scatter",
+        "stablehlo.collective_permute",
+        "stablehlo.create_token",
+        "stablehlo.after_all",
+    }
+)

@@ -1,0 +1,42 @@
+"""The xlasdk exception hierarchy.
+
+Every error xlasdk raises for something a user passed derives from :class:`XlaSdkError`.
+Build-time mistakes are :class:`ShapeError` (also a ``ValueError``) or :class:`DTypeError`
+(also a ``TypeError``), raised by the op call itself and naming the op, the operand, what was
+expected and what was given, and the user's source line.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "XlaSdkError",
+    "ShapeError",
+    "DTypeError",
+    "CompileError",
+    "XlaRuntimeError",
+    "FormatError",
+]
+
+
+class XlaSdkError(Exception):
+    """Base class of every error raised by xlasdk."""
+
+
+class ShapeError(XlaSdkError, ValueError):
+    """An operand or attribute has the wrong rank, dimensions or value for an operation."""
+
+
+class DTypeError(XlaSdkError, TypeError):
+    """An operand has an element type the operation does not accept, or a dtype is unknown."""
+
+
+class CompileError(XlaSdkError):
+    """XLA failed to compile a computation (wraps jaxlib's ``JaxRuntimeError``)."""
+
+
+class XlaRuntimeError(XlaSdkError, RuntimeError):
+    """Executing a compiled computation or moving data to or from a device failed."""
+
+
+class FormatError(XlaSdkError, ValueError):
+    """A file or in-memory blob is missing, empty, truncated, corrupt or of the wrong format."""

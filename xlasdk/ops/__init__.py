@@ -1,0 +1,38 @@
+"""One function per XLA operation, named as in XLA's *operation semantics*.
+
+Each op lives in the module of its family, beside its shape rule:
+``sources`` (Parameter, Constant, Iota), ``elementwise`` (unary, binary, comparisons, Select,
+Clamp, ConvertElementType), ``shaping`` (Broadcast, Reshape, Transpose, Slice, ConcatInDim...),
+``linalg`` (Dot, DotGeneral...), ``conv`` (ConvGeneralDilated, Conv), ``reduce`` (Reduce...),
+``control`` (Tuple, GetTupleElement, While, Conditional, Call).
+"""
+
+from __future__ import annotations
+
+from .control import GetTupleElement, Tuple
+from .conv import Conv, ConvGeneralDilated
+from .elementwise import (
+    Abs, Acos, Acosh, Add, And, Asin, Asinh, Atan, Atan2, Atanh, BesselI1e, Cbrt, Ceil, Clamp, Clz,
+    Compare, Complex, Conj, ConvertElementType, Cos, Cosh, Digamma, Div, Eq, Erf, Erfc, ErfInv, Exp,
+    Expm1, Floor, Ge, Gt, Imag, IsFinite, Le, Lgamma, Log, Log1p, Logistic, Lt, Max, Min, Mul, Ne, Neg,
+    NextAfter, Not, Or, Polygamma, PopulationCount, Pow, Real, Reciprocal, Rem, Round, RoundNearestEven,
+    Rsqrt, Select, ShiftLeft, ShiftRightArithmetic, ShiftRightLogical, Sign, Sin, Sinh, Sqrt, Square,
+    Sub, Tan, Tanh, Xor, Zeta,
+)
+from .linalg import Dot, DotGeneral
+from .reduce import Reduce
+from .shaping import Broadcast, BroadcastInDim, ConcatInDim, Reshape, Slice, Transpose
+from .sources import Constant, ConstantLiteral, Iota, Parameter
+
+__all__ = [
+    "Abs", "Acos", "Acosh", "Add", "And", "Asin", "Asinh", "Atan", "Atan2", "Atanh", "BesselI1e",
+    "Broadcast", "BroadcastInDim", "Cbrt", "Ceil", "Clamp", "Clz", "Compare", "Complex", "ConcatInDim",
+    "Conj", "Constant", "ConstantLiteral", "Conv", "ConvGeneralDilated", "ConvertElementType", "Cos",
+    "Cosh", "Digamma", "Div", "Dot", "DotGeneral", "Eq", "Erf", "Erfc", "ErfInv", "Exp", "Expm1",
+    "Floor", "Ge", "GetTupleElement", "Gt", "Imag", "Iota", "IsFinite", "Le", "Lgamma", "Log", "Log1p",
+    "Logistic", "Lt", "Max", "Min", "Mul", "Ne", "Neg", "NextAfter", "Not", "Or", "Parameter",
+    "Polygamma", "PopulationCount", "Pow", "Real", "Reciprocal", "Reduce", "Rem", "Reshape", "Round",
+    "RoundNearestEven", "Rsqrt", "Select", "ShiftLeft", "ShiftRightArithmetic", "ShiftRightLogical",
+    "Sign", "Sin", "Sinh", "Slice", "Sqrt", "Square", "Sub", "Tan", "Tanh", "Transpose", "Tuple", "Xor",
+    "Zeta",
+]

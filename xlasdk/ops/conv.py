@@ -1,0 +1,161 @@
+"""Convolutions: ``ConvGeneralDilated`` and the NCHW shorthand ``Conv``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..builder import XlaOp
+from ..errors import ShapeError
+from ..types import COMPLEX, FLOATS, INTS
+from ._core import array_shape, dense_i64, dtype_error, i64, i64_array, int_list, operand, same_builder, shape_error
+from .linalg import precision_attr, preferred_type
+
+__all__ = ["ConvGeneralDilated", "Conv", "conv_output_size"]
+
+_NUMERIC = INTS | FLOATS | COMPLEX
+
+
+def conv_output_size(size: int, window: int, stride: int, lo: int, hi: int, lhs_dil: int, rhs_dil: int) -> int:
+    """One spatial output size: ``floor((padded_in - dilated_window) / stride) + 1`` (0 if negative)."""
+    padded = (size - 1) * lhs_dil + 1 + lo + hi if size > 0 else lo + hi
+    dwin = (window - 1) * rhs_dil + 1 if window > 0 else 0
+    if padded < dwin or padded <= 0:
+        return 0
+    return (padded - dwin) // stride + 1
+
+
+def ConvGeneralDilated(
+    lhs: XlaOp,
+    rhs: XlaOp,
+    window_strides: Sequence[int],
+    padding: Any,
+    lhs_dilation: Sequence[int] | None = None,
+    rhs_dilation: Sequence[int] | None = None,
+    dimension_numbers: Any = None,
+    feature_group_count: int = 1,
+    batch_group_count: int = 1,
+    precision_config: Any = None,
+    preferred_element_type: Any = None,
+) -> XlaOp:
+    """General dilated, grouped convolution (XLA ``ConvGeneralDilated``; ``stablehlo.convolution``).
+
+    Parameters
+    ----------
+    lhs: input of rank ``n + 2`` (batch B, feature C, n spatial dims, placed per dimension_numbers).
+    rhs: kernel of rank ``n + 2`` (output feature O, input feature I, n spatial window dims).
+    window_strides: n strides >= 1.
+    padding: ``"SAME"``, ``"VALID"``, an ``xs.PaddingType`` or n ``(lo, hi)`` pairs (negative
+        values crop). SAME/VALID are computed on the dilated input and window.
+    lhs_dilation, rhs_dilation: n factors >= 1 (input "transposed conv" dilation; atrous window).
+    dimension_numbers: ``xs.ConvolutionDimensionNumbers``, layout strings such as
+        ``("NCHW", "OIHW", "NCHW")`` or ``("NHWC", "HWIO", "NHWC")``, or None for NC.../OI.../NC...
+    feature_group_count: G >= 1 with ``C == I * G`` and ``O % G == 0`` (G == C is depthwise).
+    batch_group_count: BG >= 1 with ``B % BG == 0`` and ``O % BG == 0``; the output batch is B / BG.
+    precision_config, preferred_element_type: as for :func:`~xlasdk.ops.DotGeneral`.
+
+    Returns
+    -------
+    XlaOp with output batch ``B / batch_group_count``, feature O, and spatial sizes
+    ``floor(((in - 1) * lhs_dil + 1 + lo + hi - ((k - 1) * rhs_dil + 1)) / stride) + 1``, laid out
+    per the output dimension numbers.
+
+    Raises
+    ------
+    ShapeError: ranks differ, attribute lengths differ from n, strides/dilations < 1, group counts
+    that do not divide, or both group counts > 1. DTypeError: element types differ or are not numeric.
+    """
+    op = "ConvGeneralDilated"
+    from ..attrs import ConvolutionDimensionNumbers, convert_padding, make_convolution_dimension_numbers
+
+    x = operand(op, "lhs", lhs)
+    w = operand(op, "rhs", rhs)
+    same_builder(op, [("lhs", x), ("rhs", w)])
+    et = x.shape.element_type()
+    if et not in _NUMERIC:
+        dtype_error(op, f"operand 'lhs' must be numeric, got {x.shape}")
+    if w.shape.element_type() is not et:
+        dtype_error(op, f"operand 'rhs' has element type {w.shape}, expected {et.name.lower()} like 'lhs' {x.shape}")
+    r = x.shape.rank()
+    if r < 2 or w.shape.rank() != r:
+        shape_error(op, f"operands must have equal rank >= 2, got 'lhs' {x.shape} and 'rhs' {w.shape}")
+    n = r - 2
+    try:
+        dn = (
+            dimension_numbers
+            if isinstance(dimension_numbers, ConvolutionDimensionNumbers)
+            else make_convolution_dimension_numbers(dimension_numbers, n)
+        )
+    except ShapeError as e:
+        shape_error(op, f"bad dimension_numbers: {e}")
+    xd, wd = x.shape.dimensions(), w.shape.dimensions()
+    strides = int_list(op, "window_strides", window_strides)
+    ldil = int_list(op, "lhs_dilation", lhs_dilation) if lhs_dilation else (1,) * n
+    rdil = int_list(op, "rhs_dilation", rhs_dilation) if rhs_dilation else (1,) * n
+    for name, v in (("window_strides", strides), ("lhs_dilation", ldil), ("rhs_dilation", rdil)):
+        if len(v) != n:
+            shape_error(op, f"{name} has {len(v)} entries, expected {n} (spatial dimensions)")
+        if any(s < 1 for s in v):
+            shape_error(op, f"{name} {list(v)} must all be >= 1")
+    in_sp = [xd[d] for d in dn.input_spatial_dimensions]
+    k_sp = [wd[d] for d in dn.kernel_spatial_dimensions]
+    if isinstance(padding, str) or type(padding).__name__ == "PaddingType":
+        eff_in = [(s - 1) * ld + 1 for s, ld in zip(in_sp, ldil)]
+        eff_k = [(k - 1) * rd + 1 for k, rd in zip(k_sp, rdil)]
+    else:
+        eff_in, eff_k = in_sp, k_sp
+    try:
+        pads = convert_padding(padding, eff_in, eff_k, strides)
+    except ShapeError as e:
+        shape_error(op, str(e))
+    g, bg = int(feature_group_count), int(batch_group_count)
+    if g < 1 or bg < 1:
+        shape_error(op, f"feature_group_count ({g}) and batch_group_count ({bg}) must be >= 1")
+    if g > 1 and bg > 1:
+        shape_error(op, "feature_group_count and batch_group_count cannot both be > 1")
+    B, C = xd[dn.input_batch_dimension], xd[dn.input_feature_dimension]
+    I, O = wd[dn.kernel_input_feature_dimension], wd[dn.kernel_output_feature_dimension]
+    if C % g or C // g != I:
+        shape_error(
+            op, f"input features ({C}, from 'lhs' {x.shape}) must equal kernel input features ({I}, from 'rhs' "
+            f"{w.shape}) times feature_group_count ({g})"
+        )
+    if O % g:
+        shape_error(op, f"kernel output features ({O}) must be divisible by feature_group_count ({g})")
+    if B % bg or O % bg:
+        shape_error(op, f"batch ({B}) and kernel output features ({O}) must be divisible by batch_group_count ({bg})")
+    out = [0] * r
+    out[dn.output_batch_dimension] = B // bg
+    out[dn.output_feature_dimension] = O
+    for i, d in enumerate(dn.output_spatial_dimensions):
+        out[d] = conv_output_size(in_sp[i], k_sp[i], strides[i], pads[i][0], pads[i][1], ldil[i], rdil[i])
+    rt = preferred_type(op, et, preferred_element_type)
+    attrs = (
+        f"window_strides = {i64_array(strides)}, "
+        + (f"padding = {dense_i64([list(p) for p in pads])}, " if n else "")
+        + f"lhs_dilation = {i64_array(ldil)}, rhs_dilation = {i64_array(rdil)}, "
+        f"dimension_numbers = {dn.to_mlir()}, feature_group_count = {i64(g)}, batch_group_count = {i64(bg)}"
+        + precision_attr(op, precision_config)
+    )
+    return x.builder._add("stablehlo.convolution", (x, w), array_shape(rt, out), attrs)
+
+
+def Conv(
+    lhs: XlaOp,
+    rhs: XlaOp,
+    window_strides: Sequence[int],
+    padding: Any,
+    feature_group_count: int = 1,
+    batch_group_count: int = 1,
+    precision_config: Any = None,
+    preferred_element_type: Any = None,
+) -> XlaOp:
+    """Convolution in NCHW / OIHW / NCHW layout (any number of spatial dims), no dilation.
+
+    ``padding`` is ``"SAME"``, ``"VALID"`` or a list of ``(lo, hi)``. See
+    :func:`ConvGeneralDilated` for shapes and errors.
+    """
+    return ConvGeneralDilated(
+        lhs, rhs, window_strides, padding, None, None, None, feature_group_count, batch_group_count,
+        precision_config, preferred_element_type,
+    )

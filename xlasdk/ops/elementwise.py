@@ -1,0 +1,664 @@
+"""Element-wise ops: unary, binary, comparisons, ``Select``, ``Clamp``, ``ConvertElementType``.
+
+The ops are data: :data:`UNARY` and :data:`BINARY` map each public name to its StableHLO/CHLO
+op, the element types it accepts and its result type rule; the functions are generated from the
+tables. Binary ops follow XLA's broadcasting: equal shapes, a scalar against anything,
+same-rank arrays whose sizes differ only where one of them is 1 (degenerate broadcasting), or
+an explicit ``broadcast_dimensions`` mapping the lower-rank operand into the higher-rank one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from ..builder import XlaOp
+from ..shape import Shape
+from ..types import COMPLEX, FLOATS, INTS, PrimitiveType, SIGNED_INTS, UNSIGNED_INTS, dtype_to_etype
+from ._core import array_shape, dtype_error, i64_array, operand, same_builder, shape_error
+from .sources import constant_like
+
+_P = PrimitiveType
+_BOOL = frozenset({_P.PRED})
+_FLOAT = FLOATS
+_FC = FLOATS | COMPLEX
+_NUM = INTS | FLOATS | COMPLEX
+_SNUM = SIGNED_INTS | FLOATS | COMPLEX
+_INT = INTS
+_INTBOOL = INTS | _BOOL
+_ALL = _NUM | _BOOL
+_REAL = INTS | FLOATS | _BOOL
+
+_COMPLEX_PART = {_P.C64: _P.F32, _P.C128: _P.F64}
+_MAKE_COMPLEX = {_P.F32: _P.C64, _P.F64: _P.C128}
+
+_KIND_NAMES = [
+    (_FC, "floating-point or complex"),
+    (_FLOAT, "floating-point"),
+    (_SNUM, "signed integer, floating-point or complex"),
+    (_NUM, "numeric"),
+    (_INT, "integer"),
+    (_INTBOOL, "integer or pred"),
+    (_ALL, "array"),
+    (_REAL, "real (non-complex)"),
+    (COMPLEX, "complex"),
+]
+
+
+def _kind(allowed: frozenset[PrimitiveType]) -> str:
+    for s, n in _KIND_NAMES:
+        if s == allowed:
+            return n
+    return "/".join(sorted(e.name.lower() for e in allowed))
+
+
+def _check_dtype(op: str, name: str, x: XlaOp, allowed: frozenset[PrimitiveType]) -> PrimitiveType:
+    et = x.shape.element_type()
+    if et not in allowed:
+        dtype_error(op, f"operand {name!r} must be {_kind(allowed)}, got {x.shape}")
+    return et
+
+
+# -- unary --------------------------------------------------------------------------------------
+
+_RESULT_ACCURACY_OPS = frozenset(
+    {"Exp", "Expm1", "Log", "Log1p", "Sin", "Cos", "Tan", "Tanh", "Sqrt", "Rsqrt", "Cbrt", "Logistic"}
+)
+
+
+@dataclass(frozen=True)
+class UnaryOp:
+    """One row of the unary op table."""
+
+    name: str
+    opcode: str
+    allowed: frozenset[PrimitiveType]
+    result: Callable[[PrimitiveType], PrimitiveType] = lambda e: e
+    hlo: str = ""
+
+
+def _part(e: PrimitiveType) -> PrimitiveType:
+    return _COMPLEX_PART.get(e, e)
+
+
+UNARY: dict[str, UnaryOp] = {
+    u.name: u
+    for u in [
+        UnaryOp("Abs", "stablehlo.abs", _SNUM, _part, "abs"),
+        UnaryOp("Neg", "stablehlo.negate", _NUM, hlo="negate"),
+        UnaryOp("Exp", "stablehlo.exponential", _FC, hlo="exponential"),
+        UnaryOp("Expm1", "stablehlo.exponential_minus_one", _FC, hlo="exponential-minus-one"),
+        UnaryOp("Log", "stablehlo.log", _FC, hlo="log"),
+        UnaryOp("Log1p", "stablehlo.log_plus_one", _FC, hlo="log-plus-one"),
+        UnaryOp("Sqrt", "stablehlo.sqrt", _FC, hlo="sqrt"),
+        UnaryOp("Rsqrt", "stablehlo.rsqrt", _FC, hlo="rsqrt"),
+        UnaryOp("Cbrt", "stablehlo.cbrt", _FLOAT, hlo="cbrt"),
+        UnaryOp("Tanh", "stablehlo.tanh", _FC, hlo="tanh"),
+        UnaryOp("Logistic", "stablehlo.logistic", _FC, hlo="logistic"),
+        UnaryOp("Sin", "stablehlo.sine", _FC, hlo="sine"),
+        UnaryOp("Cos", "stablehlo.cosine", _FC, hlo="cosine"),
+        UnaryOp("Tan", "stablehlo.tan", _FC, hlo="tan"),
+        UnaryOp("Floor", "stablehlo.floor", _FLOAT, hlo="floor"),
+        UnaryOp("Ceil", "stablehlo.ceil", _FLOAT, hlo="ceil"),
+        UnaryOp("Round", "stablehlo.round_nearest_afz", _FLOAT, hlo="round-nearest-afz"),
+        UnaryOp("RoundNearestEven", "stablehlo.round_nearest_even", _FLOAT, hlo="round-nearest-even"),
+        UnaryOp("Sign", "stablehlo.sign", _SNUM, hlo="sign"),
+        UnaryOp("Not", "stablehlo.not", _INTBOOL, hlo="not"),
+        UnaryOp("IsFinite", "stablehlo.is_finite", _FLOAT, lambda e: _P.PRED, "is-finite"),
+        UnaryOp("Real", "stablehlo.real", _FC, _part, "real"),
+        UnaryOp("Imag", "stablehlo.imag", _FC, _part, "imag"),
+        UnaryOp("Conj", "chlo.conj", COMPLEX, hlo="(complex (real x) (negate (imag x)))"),
+        UnaryOp("PopulationCount", "stablehlo.popcnt", _INT, hlo="popcnt"),
+        UnaryOp("Clz", "stablehlo.count_leading_zeros", _INT, hlo="count-leading-zeros"),
+        UnaryOp("Erf", "chlo.erf", _FLOAT, hlo="erf"),
+        UnaryOp("Erfc", "chlo.erfc", _FLOAT, hlo="erfc (expanded)"),
+        UnaryOp("ErfInv", "chlo.erf_inv", _FLOAT, hlo="erf-inv (expanded)"),
+        UnaryOp("Lgamma", "chlo.lgamma", _FLOAT, hlo="lgamma (expanded)"),
+        UnaryOp("Digamma", "chlo.digamma", _FLOAT, hlo="digamma (expanded)"),
+        UnaryOp("Acos", "chlo.acos", _FC, hlo="acos (expanded)"),
+        UnaryOp("Asin", "chlo.asin", _FC, hlo="asin (expanded)"),
+        UnaryOp("Atan", "chlo.atan", _FC, hlo="atan (expanded)"),
+        UnaryOp("Acosh", "chlo.acosh", _FC, hlo="acosh (expanded)"),
+        UnaryOp("Asinh", "chlo.asinh", _FC, hlo="asinh (expanded)"),
+        UnaryOp("Atanh", "chlo.atanh", _FC, hlo="atanh (expanded)"),
+        UnaryOp("Cosh", "chlo.cosh", _FC, hlo="cosh (expanded)"),
+        UnaryOp("Sinh", "chlo.sinh", _FC, hlo="sinh (expanded)"),
+        UnaryOp("Square", "chlo.square", _NUM, hlo="multiply(x, x)"),
+        UnaryOp("BesselI1e", "chlo.bessel_i1e", _FLOAT, hlo="bessel-i1e (expanded)"),
+    ]
+}
+
+
+def _unary(u: UnaryOp) -> Callable[..., XlaOp]:
+    def op(operand_: XlaOp, result_accuracy: Any = None) -> XlaOp:
+        x = operand(u.name, "operand", operand_)
+        et = _check_dtype(u.name, "operand", x, u.allowed)
+        attrs = ""
+        if result_accuracy is not None:
+            if u.name not in _RESULT_ACCURACY_OPS:
+                shape_error(u.name, "result_accuracy is not supported by this op")
+            from ..attrs import ResultAccuracy
+
+            if not isinstance(result_accuracy, ResultAccuracy):
+                dtype_error(u.name, f"result_accuracy must be an xs.ResultAccuracy, got {type(result_accuracy).__name__}")
+            if result_accuracy.validate()[0].name != "DEFAULT":
+                attrs = f"result_accuracy = {result_accuracy.to_mlir()}"
+        shape = x.shape if u.result(et) is et else array_shape(u.result(et), x.shape.dimensions())
+        return x.builder._add(u.opcode, (x,), shape, attrs)
+
+    accuracy = (
+        "\n    result_accuracy: optional :class:`~xlasdk.ResultAccuracy` (DEFAULT, HIGHEST or a TOLERANCE)."
+        if u.name in _RESULT_ACCURACY_OPS
+        else ""
+    )
+    op.__name__ = op.__qualname__ = u.name
+    op.__doc__ = (
+        f"Element-wise {u.name} (XLA ``{u.hlo}``; ``{u.opcode}``).\n\n"
+        f"Parameters\n----------\noperand: an array of {_kind(u.allowed)} element type, any shape.{accuracy}\n\n"
+        f"Returns\n-------\nXlaOp of the operand's shape"
+        + (" (element type: the real part type for complex)" if u.result is _part else "")
+        + (" and element type pred" if u.name == "IsFinite" else "")
+        + ".\n\nRaises\n------\nDTypeError: the operand is not an XlaOp or has an element type outside "
+        f"{_kind(u.allowed)}.\nShapeError: the operand is a tuple or token."
+    )
+    return op
+
+
+# -- binary -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BinaryOp:
+    """One row of the binary op table."""
+
+    name: str
+    opcode: str
+    allowed: frozenset[PrimitiveType]
+    result: Callable[[PrimitiveType], PrimitiveType] = lambda e: e
+    hlo: str = ""
+    semantics: str = ""
+
+
+BINARY: dict[str, BinaryOp] = {
+    b.name: b
+    for b in [
+        BinaryOp("Add", "stablehlo.add", _ALL, hlo="add", semantics="lhs + rhs (logical or for pred)"),
+        BinaryOp("Sub", "stablehlo.subtract", _NUM, hlo="subtract"),
+        BinaryOp("Mul", "stablehlo.multiply", _ALL, hlo="multiply", semantics="lhs * rhs (logical and for pred)"),
+        BinaryOp(
+            "Div", "stablehlo.divide", _NUM, hlo="divide",
+            semantics="Integer division truncates toward zero. As XLA defines it, x / 0 is -1 for signed "
+            "and all ones for unsigned types, and INT_MIN / -1 is INT_MIN (lowered with a guarded divisor "
+            "so that constant folding never traps).",
+        ),
+        BinaryOp(
+            "Rem", "stablehlo.remainder", _REAL - _BOOL, hlo="remainder",
+            semantics="The result takes the dividend's sign (C fmod). As XLA defines it, x % 0 is x and "
+            "INT_MIN % -1 is 0 for integers; a float x % 0 is NaN.",
+        ),
+        BinaryOp("Max", "stablehlo.maximum", _REAL, hlo="maximum", semantics="NaN propagates."),
+        BinaryOp("Min", "stablehlo.minimum", _REAL, hlo="minimum", semantics="NaN propagates."),
+        BinaryOp(
+            "Pow", "stablehlo.power", _NUM, hlo="power",
+            semantics="For integers a negative exponent gives 0, except 1**n = 1 and (-1)**n = +-1.",
+        ),
+        BinaryOp("Atan2", "stablehlo.atan2", _FC, hlo="atan2"),
+        BinaryOp("Complex", "stablehlo.complex", frozenset(_MAKE_COMPLEX), _MAKE_COMPLEX.__getitem__, "complex"),
+        BinaryOp("And", "stablehlo.and", _INTBOOL, hlo="and"),
+        BinaryOp("Or", "stablehlo.or", _INTBOOL, hlo="or"),
+        BinaryOp("Xor", "stablehlo.xor", _INTBOOL, hlo="xor"),
+        BinaryOp(
+            "ShiftLeft", "stablehlo.shift_left", _INT, hlo="shift-left",
+            semantics="A shift by the bit width or more (or a negative amount, read as unsigned) gives 0.",
+        ),
+        BinaryOp(
+            "ShiftRightArithmetic", "stablehlo.shift_right_arithmetic", _INT, hlo="shift-right-arithmetic",
+            semantics="A shift by the bit width or more fills with the sign bit.",
+        ),
+        BinaryOp(
+            "ShiftRightLogical", "stablehlo.shift_right_logical", _INT, hlo="shift-right-logical",
+            semantics="A shift by the bit width or more gives 0.",
+        ),
+        BinaryOp("NextAfter", "chlo.next_after", _FLOAT, hlo="next-after (expanded)"),
+        BinaryOp("Polygamma", "chlo.polygamma", _FLOAT, hlo="polygamma (expanded)"),
+        BinaryOp("Zeta", "chlo.zeta", _FLOAT, hlo="zeta (expanded)"),
+    ]
+}
+
+
+def _coerce(op: str, lhs: Any, rhs: Any) -> tuple[XlaOp, XlaOp]:
+    """Turn a Python/numpy scalar on one side into a constant of the other side's dtype."""
+    l_is = isinstance(lhs, XlaOp)
+    r_is = isinstance(rhs, XlaOp)
+    if l_is and r_is:
+        return lhs, rhs
+    if l_is and _is_scalar(rhs):
+        x = operand(op, "lhs", lhs)
+        return x, constant_like(op, rhs, _scalar_like(x))
+    if r_is and _is_scalar(lhs):
+        y = operand(op, "rhs", rhs)
+        return constant_like(op, lhs, _scalar_like(y)), y
+    bad = "lhs" if not l_is else "rhs"
+    dtype_error(op, f"operand {bad!r} must be an XlaOp (or a scalar beside one), got {type(lhs if bad == 'lhs' else rhs).__name__}")
+
+
+def _is_scalar(v: Any) -> bool:
+    return isinstance(v, (bool, int, float, complex, np.generic))
+
+
+class _ScalarLike:
+    """Stand-in with the dtype of an op and a rank-0 shape (for constant_like)."""
+
+    __slots__ = ("shape", "dtype", "builder")
+
+    def __init__(self, x: XlaOp) -> None:
+        self.shape = array_shape(x.shape.element_type(), ())
+        self.dtype = x.dtype
+        self.builder = x.builder
+
+
+def _scalar_like(x: XlaOp) -> Any:
+    return _ScalarLike(x)
+
+
+def broadcast_shapes(
+    op: str, lhs: XlaOp, rhs: XlaOp, broadcast_dimensions: Sequence[int] | None
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """XLA's binary-op broadcasting rule.
+
+    Returns ``(result_dims, lhs_map, rhs_map)``: the result dimensions, and for each operand the
+    result dimension each of its dimensions maps to (for ``broadcast_in_dim``).
+    """
+    ld, rd = lhs.shape.dimensions(), rhs.shape.dimensions()
+    if broadcast_dimensions:
+        bd = tuple(int(d) for d in broadcast_dimensions)
+        lo_is_lhs = len(ld) < len(rd)
+        lo, hi = (ld, rd) if lo_is_lhs else (rd, ld)
+        lo_name = "lhs" if lo_is_lhs else "rhs"
+        if len(ld) == len(rd):
+            if bd != tuple(range(len(ld))):
+                shape_error(
+                    op, f"broadcast_dimensions {list(bd)} given for operands of equal rank {len(ld)}; "
+                    f"expected {list(range(len(ld)))} or none"
+                )
+            lo_is_lhs, lo, hi, lo_name = False, rd, ld, "rhs"
+        if len(bd) != len(lo):
+            shape_error(
+                op, f"broadcast_dimensions has {len(bd)} entries, expected {len(lo)} (the rank of operand "
+                f"{lo_name!r}, {lhs.shape if lo_is_lhs else rhs.shape})"
+            )
+        if len(set(bd)) != len(bd) or any(not 0 <= d < len(hi) for d in bd) or list(bd) != sorted(bd):
+            shape_error(
+                op, f"broadcast_dimensions {list(bd)} must be strictly increasing dimension numbers < {len(hi)}"
+            )
+        res = list(hi)
+        for i, d in enumerate(bd):
+            if lo[i] != hi[d] and lo[i] != 1 and hi[d] != 1:
+                shape_error(
+                    op, f"operand {lo_name!r} dimension {i} has size {lo[i]}, but it maps to dimension {d} of "
+                    f"size {hi[d]} (sizes must match or one must be 1)"
+                )
+            res[d] = max(lo[i], hi[d])
+        hmap = tuple(range(len(hi)))
+        return (tuple(res), bd, hmap) if lo_is_lhs else (tuple(res), hmap, bd)
+    if ld == rd:
+        ident = tuple(range(len(ld)))
+        return ld, ident, ident
+    if not rd:
+        return ld, tuple(range(len(ld))), ()
+    if not ld:
+        return rd, (), tuple(range(len(rd)))
+    if len(ld) == len(rd):
+        res = []
+        for i, (a, b) in enumerate(zip(ld, rd)):
+            if a != b and a != 1 and b != 1:
+                shape_error(
+                    op, f"operand 'rhs' has shape {rhs.shape}, incompatible with 'lhs' {lhs.shape} in dimension "
+                    f"{i} ({b} vs {a}; sizes must match or one must be 1)"
+                )
+            res.append(max(a, b))
+        ident = tuple(range(len(ld)))
+        return tuple(res), ident, ident
+    shape_error(
+        op, f"operand 'rhs' has shape {rhs.shape}, expected {lhs.shape} (or a scalar, or set broadcast_dimensions "
+        f"to map the rank-{min(len(ld), len(rd))} operand into the rank-{max(len(ld), len(rd))} one)"
+    )
+
+
+def broadcast_to(x: XlaOp, dims: tuple[int, ...], mapping: tuple[int, ...]) -> XlaOp:
+    """``stablehlo.broadcast_in_dim`` of ``x`` to ``dims`` (no-op when already that shape)."""
+    if x.shape.dimensions() == dims and mapping == tuple(range(len(dims))):
+        return x
+    if x.opcode == "stablehlo.constant" and x.shape.rank() == 0:
+        # a splat constant: re-emit at the full shape instead of broadcasting
+        attrs = x.attrs.rsplit(" : ", 1)[0]
+        shape = array_shape(x.shape.element_type(), dims)
+        return x.builder._add("stablehlo.constant", (), shape, f"{attrs} : {shape.mlir_type()}")
+    shape = array_shape(x.shape.element_type(), dims)
+    return x.builder._add(
+        "stablehlo.broadcast_in_dim", (x,), shape, f"broadcast_dimensions = {i64_array(mapping)}"
+    )
+
+
+def binary_operands(
+    op: str, lhs: Any, rhs: Any, broadcast_dimensions: Sequence[int] | None, allowed: frozenset[PrimitiveType]
+) -> tuple[XlaOp, XlaOp, PrimitiveType]:
+    """Check, coerce and broadcast the two operands of an element-wise binary op."""
+    x, y = _coerce(op, lhs, rhs)
+    x = operand(op, "lhs", x)
+    y = operand(op, "rhs", y)
+    same_builder(op, [("lhs", x), ("rhs", y)])
+    ex = _check_dtype(op, "lhs", x, allowed)
+    ey = y.shape.element_type()
+    if ex is not ey:
+        dtype_error(op, f"operand 'rhs' has element type {ey.name.lower()} ({y.shape}), expected {ex.name.lower()} like 'lhs' ({x.shape})")
+    dims, lmap, rmap = broadcast_shapes(op, x, y, broadcast_dimensions)
+    return broadcast_to(x, dims, lmap), broadcast_to(y, dims, rmap), ex
+
+
+def _binary(bo: BinaryOp) -> Callable[..., XlaOp]:
+    guarded = bo.name in ("Div", "Rem")
+
+    def op(lhs: Any, rhs: Any, broadcast_dimensions: Sequence[int] | None = None) -> XlaOp:
+        x, y, et = binary_operands(bo.name, lhs, rhs, broadcast_dimensions, bo.allowed)
+        if guarded and et in INTS:
+            return _int_div_rem(bo, x, y, et)
+        res_et = bo.result(et)
+        shape = x.shape if res_et is et else array_shape(res_et, x.shape.dimensions())
+        return x.builder._add(bo.opcode, (x, y), shape)
+
+    op.__name__ = op.__qualname__ = bo.name
+    op.__doc__ = (
+        f"Element-wise {bo.name} of two arrays (XLA ``{bo.hlo}``; ``{bo.opcode}``).\n\n"
+        + (bo.semantics + "\n\n" if bo.semantics else "")
+        + "Parameters\n----------\n"
+        f"lhs, rhs: arrays of the same {_kind(bo.allowed)} element type; one may be a Python scalar, which "
+        "becomes a constant of the other's element type. Shapes must be equal, or one a scalar, or of "
+        "equal rank with sizes differing only where one is 1.\n"
+        "broadcast_dimensions: for operands of different rank, the dimensions of the higher-rank operand "
+        "that the lower-rank operand's dimensions map to (strictly increasing).\n\n"
+        "Returns\n-------\nXlaOp of the broadcast shape"
+        + (", element type " + ("complex" if bo.name == "Complex" else "") if bo.name == "Complex" else "")
+        + ".\n\nRaises\n------\nDTypeError: element types differ, are not allowed, or a scalar does not fit.\n"
+        "ShapeError: shapes cannot be broadcast together, or bad broadcast_dimensions."
+    )
+    return op
+
+
+def _int_div_rem(bo: BinaryOp, x: XlaOp, y: XlaOp, et: PrimitiveType) -> XlaOp:
+    """Integer Div/Rem with XLA's defined results for x/0 and INT_MIN/-1, never trapping."""
+    b = x.builder
+    pred = array_shape(_P.PRED, x.shape.dimensions())
+
+    def cmp(a: XlaOp, c: XlaOp, d: str, t: str) -> XlaOp:
+        return b._add(
+            "stablehlo.compare", (a, c), pred,
+            f"comparison_direction = #stablehlo<comparison_direction {d}>, "
+            f"compare_type = #stablehlo<comparison_type {t}>",
+        )
+
+    ctype = "SIGNED" if et in SIGNED_INTS else "UNSIGNED"
+    zero = constant_like(bo.name, 0, x)
+    one = constant_like(bo.name, 1, x)
+    bad = cmp(y, zero, "EQ", ctype)
+    if et in SIGNED_INTS:
+        int_min = constant_like(bo.name, int(ml_dtypes.iinfo(x.dtype).min), x)
+        minus1 = constant_like(bo.name, -1, x)
+        overflow = b._add("stablehlo.and", (cmp(x, int_min, "EQ", ctype), cmp(y, minus1, "EQ", ctype)), pred)
+        bad = b._add("stablehlo.or", (bad, overflow), pred)
+    # With the divisor 1 in place of 0 and -1: INT_MIN / 1 = INT_MIN and INT_MIN % 1 = 0, as XLA
+    # defines INT_MIN / -1 and INT_MIN % -1; the x / 0 and x % 0 lanes are replaced below.
+    safe_y = b._add("stablehlo.select", (bad, one, y), y.shape)
+    res = b._add(bo.opcode, (x, safe_y), x.shape)
+    by_zero = cmp(y, zero, "EQ", ctype)
+    if bo.name == "Div":
+        all_ones = -1 if et in SIGNED_INTS else int(ml_dtypes.iinfo(x.dtype).max)
+        return b._add("stablehlo.select", (by_zero, constant_like(bo.name, all_ones, x), res), x.shape)
+    return b._add("stablehlo.select", (by_zero, x, res), x.shape)
+
+
+# -- comparisons --------------------------------------------------------------------------------
+
+
+def default_compare_type(et: PrimitiveType) -> str:
+    """XLA's default comparison type for an element type."""
+    if et in FLOATS or et in COMPLEX:
+        return "FLOAT"
+    if et in SIGNED_INTS:
+        return "SIGNED"
+    return "UNSIGNED"
+
+
+def Compare(
+    lhs: Any,
+    rhs: Any,
+    direction: Any,
+    compare_type: Any = None,
+    broadcast_dimensions: Sequence[int] | None = None,
+) -> XlaOp:
+    """Element-wise comparison giving pred (XLA ``compare``; ``stablehlo.compare``).
+
+    Parameters
+    ----------
+    lhs, rhs: arrays of the same element type (broadcast as for binary ops).
+    direction: ``xs.ComparisonDirection`` or one of ``"EQ" "NE" "LT" "LE" "GT" "GE"``.
+    compare_type: ``xs.ComparisonType`` or ``"FLOAT" "TOTALORDER" "SIGNED" "UNSIGNED"``; default
+        FLOAT for floating and complex types (IEEE: NaN compares unequal to everything and
+        -0.0 == +0.0), SIGNED/UNSIGNED for integers, UNSIGNED for pred. TOTALORDER orders
+        -NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN.
+
+    Returns: XlaOp of element type pred and the broadcast shape.
+
+    Raises
+    ------
+    ShapeError: unknown direction/compare type, shapes that do not broadcast.
+    DTypeError: element types differ, or TOTALORDER/FLOAT on integers, SIGNED/UNSIGNED on floats.
+    """
+    from ..attrs import ComparisonDirection, ComparisonType
+
+    d = ComparisonDirection.parse(direction)
+    x, y, et = binary_operands("Compare", lhs, rhs, broadcast_dimensions, _ALL)
+    if compare_type is None:
+        ct = default_compare_type(et)
+    else:
+        ct = ComparisonType.parse(compare_type).name
+        is_fp = et in FLOATS or et in COMPLEX
+        if is_fp != (ct in ("FLOAT", "TOTALORDER")):
+            dtype_error("Compare", f"compare_type {ct} does not apply to element type {et.name.lower()}")
+    shape = array_shape(_P.PRED, x.shape.dimensions())
+    return x.builder._add(
+        "stablehlo.compare", (x, y), shape,
+        f"comparison_direction = #stablehlo<comparison_direction {d.name}>, "
+        f"compare_type = #stablehlo<comparison_type {ct}>",
+    )
+
+
+def _comparison(direction: str) -> Callable[..., XlaOp]:
+    def op(lhs: Any, rhs: Any, broadcast_dimensions: Sequence[int] | None = None) -> XlaOp:
+        return Compare(lhs, rhs, direction, None, broadcast_dimensions)
+
+    op.__name__ = op.__qualname__ = direction.capitalize()
+    op.__doc__ = (
+        f"Element-wise ``lhs {direction} rhs`` giving pred (``stablehlo.compare`` {direction}, with the "
+        "default comparison type: IEEE FLOAT for floating types, SIGNED/UNSIGNED for integers).\n\n"
+        "See :func:`Compare` for shapes, broadcasting and errors."
+    )
+    return op
+
+
+# -- generated public functions -----------------------------------------------------------------
+
+Abs = _unary(UNARY["Abs"])
+Neg = _unary(UNARY["Neg"])
+Exp = _unary(UNARY["Exp"])
+Expm1 = _unary(UNARY["Expm1"])
+Log = _unary(UNARY["Log"])
+Log1p = _unary(UNARY["Log1p"])
+Sqrt = _unary(UNARY["Sqrt"])
+Rsqrt = _unary(UNARY["Rsqrt"])
+Cbrt = _unary(UNARY["Cbrt"])
+Tanh = _unary(UNARY["Tanh"])
+Logistic = _unary(UNARY["Logistic"])
+Sin = _unary(UNARY["Sin"])
+Cos = _unary(UNARY["Cos"])
+Tan = _unary(UNARY["Tan"])
+Floor = _unary(UNARY["Floor"])
+Ceil = _unary(UNARY["Ceil"])
+Round = _unary(UNARY["Round"])
+RoundNearestEven = _unary(UNARY["RoundNearestEven"])
+Sign = _unary(UNARY["Sign"])
+Not = _unary(UNARY["Not"])
+IsFinite = _unary(UNARY["IsFinite"])
+Real = _unary(UNARY["Real"])
+Imag = _unary(UNARY["Imag"])
+Conj = _unary(UNARY["Conj"])
+PopulationCount = _unary(UNARY["PopulationCount"])
+Clz = _unary(UNARY["Clz"])
+Erf = _unary(UNARY["Erf"])
+Erfc = _unary(UNARY["Erfc"])
+ErfInv = _unary(UNARY["ErfInv"])
+Lgamma = _unary(UNARY["Lgamma"])
+Digamma = _unary(UNARY["Digamma"])
+Acos = _unary(UNARY["Acos"])
+Asin = _unary(UNARY["Asin"])
+Atan = _unary(UNARY["Atan"])
+Acosh = _unary(UNARY["Acosh"])
+Asinh = _unary(UNARY["Asinh"])
+Atanh = _unary(UNARY["Atanh"])
+Cosh = _unary(UNARY["Cosh"])
+Sinh = _unary(UNARY["Sinh"])
+Square = _unary(UNARY["Square"])
+BesselI1e = _unary(UNARY["BesselI1e"])
+
+Add = _binary(BINARY["Add"])
+Sub = _binary(BINARY["Sub"])
+Mul = _binary(BINARY["Mul"])
+Div = _binary(BINARY["Div"])
+Rem = _binary(BINARY["Rem"])
+Max = _binary(BINARY["Max"])
+Min = _binary(BINARY["Min"])
+Pow = _binary(BINARY["Pow"])
+Atan2 = _binary(BINARY["Atan2"])
+Complex = _binary(BINARY["Complex"])
+And = _binary(BINARY["And"])
+Or = _binary(BINARY["Or"])
+Xor = _binary(BINARY["Xor"])
+ShiftLeft = _binary(BINARY["ShiftLeft"])
+ShiftRightArithmetic = _binary(BINARY["ShiftRightArithmetic"])
+ShiftRightLogical = _binary(BINARY["ShiftRightLogical"])
+NextAfter = _binary(BINARY["NextAfter"])
+Polygamma = _binary(BINARY["Polygamma"])
+Zeta = _binary(BINARY["Zeta"])
+
+Eq = _comparison("EQ")
+Ne = _comparison("NE")
+Lt = _comparison("LT")
+Le = _comparison("LE")
+Gt = _comparison("GT")
+Ge = _comparison("GE")
+
+
+def Reciprocal(operand_: XlaOp) -> XlaOp:
+    """Element-wise ``1 / x`` for floating-point or complex arrays (XLA ``divide``).
+
+    Raises DTypeError for other element types.
+    """
+    x = operand("Reciprocal", "operand", operand_)
+    _check_dtype("Reciprocal", "operand", x, _FC)
+    return Div(1, x)
+
+
+# -- Select, Clamp, ConvertElementType -----------------------------------------------------------
+
+
+def Select(pred: XlaOp, on_true: XlaOp, on_false: XlaOp) -> XlaOp:
+    """Element-wise choice ``pred ? on_true : on_false`` (XLA ``select``; ``stablehlo.select``).
+
+    Parameters
+    ----------
+    pred: pred array of the operands' shape, or a pred scalar (selects whole operands).
+    on_true, on_false: arrays of the same shape and element type.
+
+    Returns: XlaOp of ``on_true``'s shape.
+
+    Raises
+    ------
+    DTypeError: ``pred`` is not pred, or the branches' element types differ.
+    ShapeError: the branches' shapes differ, or ``pred`` has another non-scalar shape.
+    """
+    p = operand("Select", "pred", pred)
+    t = operand("Select", "on_true", on_true)
+    f = operand("Select", "on_false", on_false)
+    same_builder("Select", [("pred", p), ("on_true", t), ("on_false", f)])
+    if p.shape.element_type() is not _P.PRED:
+        dtype_error("Select", f"operand 'pred' must have element type pred, got {p.shape}")
+    if t.shape.element_type() is not f.shape.element_type():
+        dtype_error("Select", f"operand 'on_false' has element type {f.shape}, expected that of 'on_true' {t.shape}")
+    if t.shape.dimensions() != f.shape.dimensions():
+        shape_error("Select", f"operand 'on_false' has shape {f.shape}, expected {t.shape} like 'on_true'")
+    if p.shape.rank() != 0 and p.shape.dimensions() != t.shape.dimensions():
+        shape_error("Select", f"operand 'pred' has shape {p.shape}, expected pred{list(t.shape.dimensions())} or pred[]")
+    return t.builder._add("stablehlo.select", (p, t, f), t.shape)
+
+
+def Clamp(min: Any, operand_: Any, max: Any) -> XlaOp:  # noqa: A002 - XLA's parameter names
+    """Element-wise ``min(max(operand, min), max)`` (XLA ``clamp``; ``stablehlo.clamp``).
+
+    ``min`` and ``max`` may be scalars or arrays of the operand's shape (or Python scalars); if
+    ``min > max`` every element becomes ``max``. A NaN operand stays NaN.
+
+    Raises
+    ------
+    DTypeError: element types differ. ShapeError: a bound is neither a scalar nor the operand's shape.
+    """
+    x = operand("Clamp", "operand", operand_)
+    lo = constant_like("Clamp", min, _scalar_like(x)) if _is_scalar(min) else operand("Clamp", "min", min)
+    hi = constant_like("Clamp", max, _scalar_like(x)) if _is_scalar(max) else operand("Clamp", "max", max)
+    same_builder("Clamp", [("operand", x), ("min", lo), ("max", hi)])
+    _check_dtype("Clamp", "operand", x, _REAL)
+    for name, v in (("min", lo), ("max", hi)):
+        if v.shape.element_type() is not x.shape.element_type():
+            dtype_error("Clamp", f"operand {name!r} has element type {v.shape}, expected {x.shape.element_type().name.lower()}")
+        if v.shape.rank() != 0 and v.shape.dimensions() != x.shape.dimensions():
+            shape_error("Clamp", f"operand {name!r} has shape {v.shape}, expected a scalar or {x.shape}")
+    return x.builder._add("stablehlo.clamp", (lo, x, hi), x.shape)
+
+
+def ConvertElementType(operand_: XlaOp, new_element_type: Any) -> XlaOp:
+    """Convert each element to ``new_element_type`` (XLA ``convert``; ``stablehlo.convert``).
+
+    Float to integer truncates toward zero and, on XLA:CPU, saturates out-of-range values and
+    maps NaN to 0 (StableHLO leaves these implementation-defined). Integer to narrower integer
+    wraps; anything to pred is ``x != 0``; float to narrower float rounds to nearest even
+    (bf16, f16 and the fp8 types, overflow to inf or NaN as the target type defines).
+
+    Parameters
+    ----------
+    operand_: an array.
+    new_element_type: numpy/ml_dtypes dtype, name or :class:`~xlasdk.PrimitiveType`.
+
+    Returns: XlaOp of the operand's dimensions with the new element type.
+
+    Raises
+    ------
+    DTypeError: unknown element type, or complex to a real type (take ``Real`` first).
+    """
+    x = operand("ConvertElementType", "operand", operand_)
+    try:
+        et = dtype_to_etype(new_element_type)
+    except Exception:
+        dtype_error("ConvertElementType", f"new_element_type {new_element_type!r} is not an XLA element type")
+    src = x.shape.element_type()
+    if src in COMPLEX and et not in COMPLEX:
+        dtype_error("ConvertElementType", f"cannot convert complex {x.shape} to {et.name.lower()}; use Real/Imag first")
+    if et is src:
+        return x
+    return x.builder._add("stablehlo.convert", (x,), array_shape(et, x.shape.dimensions()))
+
+
+def _result_shape(x: XlaOp, et: PrimitiveType) -> Shape:
+    return array_shape(et, x.shape.dimensions())

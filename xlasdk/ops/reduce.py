@@ -1,0 +1,99 @@
+"""Reductions: ``Reduce`` (variadic). Window reductions and ``Map`` join this module."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..builder import XlaBuilder, XlaOp
+from ..shape import Shape
+from ._core import array_shape, dtype_error, i64_array, int_list, operand, same_builder, shape_error, subcomputation
+
+__all__ = ["Reduce", "reducer_region", "as_op_list"]
+
+
+def as_op_list(op: str, name: str, v: Any, builder: XlaBuilder | None) -> list[XlaOp]:
+    """A non-empty list of array XlaOps from one op or a sequence of them."""
+    items = [v] if isinstance(v, XlaOp) else v
+    if not isinstance(items, (list, tuple)) or not items:
+        shape_error(op, f"{name} must be an XlaOp or a non-empty list of XlaOps, got {v!r}")
+    return [operand(op, f"{name}[{i}]", x, builder) for i, x in enumerate(items)]
+
+
+def reducer_region(op: str, computation: Any, inits: Sequence[XlaOp], builder: XlaBuilder) -> Any:
+    """Region of a reducer ``(acc_0..acc_n-1, x_0..x_n-1) -> (acc_0..acc_n-1)`` over scalars.
+
+    Raises ShapeError/DTypeError naming the op when the computation's signature or results do
+    not match the init values' scalar shapes.
+    """
+    scalars = [Shape._make(i.shape.element_type(), ()) for i in inits]
+    region, results = subcomputation(op, "computation", computation, scalars + scalars, builder)
+    flat: list[Shape] = []
+    for r in results:
+        flat.extend(r.tuple_shapes() if r.is_tuple() else [r])
+    if flat != scalars:
+        shape_error(
+            op, f"computation returns ({', '.join(map(str, flat))}) but must return "
+            f"({', '.join(map(str, scalars))}), one scalar per operand"
+        )
+    return region
+
+
+def Reduce(
+    builder: XlaBuilder,
+    operands: XlaOp | Sequence[XlaOp],
+    init_values: XlaOp | Sequence[XlaOp],
+    computation: Any,
+    dimensions_to_reduce: Sequence[int],
+) -> XlaOp:
+    """Reduce arrays over dimensions with a reducer (XLA ``Reduce``; ``stablehlo.reduce``).
+
+    Parameters
+    ----------
+    builder: the XlaBuilder.
+    operands: N arrays of equal dimensions ``(d0, ..., dr-1)`` (element types may differ).
+    init_values: N scalars, ``init_values[i]`` of ``operands[i]``'s element type; the identity of
+        the reducer (0 for add, -inf for max...), since XLA may apply it any number of times.
+    computation: reducer taking ``(acc_0..acc_{N-1}, x_0..x_{N-1})`` scalars (XLA's order) and
+        returning N scalars: an XlaComputation, or a Python callable of XlaOps returning an XlaOp
+        or a tuple/list of them. The reduction order is unspecified, so the reducer should be
+        associative and commutative.
+    dimensions_to_reduce: distinct dimension numbers to remove.
+
+    Returns
+    -------
+    For N = 1 an XlaOp of the operand's dimensions without ``dimensions_to_reduce``; for N > 1
+    a tuple-shaped XlaOp of N such arrays (take them with ``GetTupleElement``).
+
+    Raises
+    ------
+    ShapeError: operand dimensions differ, bad dimensions, init values not scalars, or a reducer
+    whose parameters or results do not match. DTypeError: an init value's type differs from
+    its operand's.
+    """
+    op = "Reduce"
+    if not isinstance(builder, XlaBuilder):
+        dtype_error(op, f"first argument must be an XlaBuilder, got {type(builder).__name__}")
+    xs = as_op_list(op, "operands", operands, builder)
+    inits = as_op_list(op, "init_values", init_values, builder)
+    same_builder(op, [(f"operands[{i}]", x) for i, x in enumerate(xs)] + [(f"init_values[{i}]", v) for i, v in enumerate(inits)])
+    if len(inits) != len(xs):
+        shape_error(op, f"{len(xs)} operands but {len(inits)} init_values")
+    dims0 = xs[0].shape.dimensions()
+    for i, (x, v) in enumerate(zip(xs, inits)):
+        if x.shape.dimensions() != dims0:
+            shape_error(op, f"operand 'operands[{i}]' has shape {x.shape}, expected dimensions {list(dims0)} like operands[0]")
+        if v.shape.rank() != 0:
+            shape_error(op, f"operand 'init_values[{i}]' must be a scalar, got {v.shape}")
+        if v.shape.element_type() is not x.shape.element_type():
+            dtype_error(op, f"operand 'init_values[{i}]' is {v.shape}, expected {x.shape.element_type().name.lower()}[] like operands[{i}]")
+    dims = int_list(op, "dimensions_to_reduce", dimensions_to_reduce)
+    if len(set(dims)) != len(dims) or any(not 0 <= d < len(dims0) for d in dims):
+        shape_error(op, f"dimensions_to_reduce {list(dims)} must be distinct dimension numbers < {len(dims0)}")
+    region = reducer_region(op, computation, inits, builder)
+    out_dims = tuple(s for i, s in enumerate(dims0) if i not in dims)
+    outs = [array_shape(x.shape.element_type(), out_dims) for x in xs]
+    shape = outs[0] if len(outs) == 1 else Shape.tuple_shape(outs)
+    return builder._add(
+        "stablehlo.reduce", tuple(xs) + tuple(inits), shape, f"dimensions = {i64_array(sorted(dims))}", (region,)
+    )

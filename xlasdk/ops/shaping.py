@@ -1,0 +1,190 @@
+"""Shape-changing ops: ``Broadcast``, ``BroadcastInDim``, ``Reshape``, ``Transpose``, ``Slice``,
+``ConcatInDim``. Each wrapper sits beside its shape rule."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..builder import XlaBuilder, XlaOp
+from ._core import array_shape, dtype_error, i64, i64_array, int_list, operand, same_builder, shape_error
+
+__all__ = ["Broadcast", "BroadcastInDim", "Reshape", "Transpose", "Slice", "ConcatInDim"]
+
+
+def Broadcast(operand_: XlaOp, sizes: Sequence[int]) -> XlaOp:
+    """Add leading dimensions: result shape is ``sizes + operand.dims`` (XLA ``Broadcast``).
+
+    Maps to ``stablehlo.broadcast_in_dim`` with the operand's dimensions at the end.
+
+    Raises ShapeError for negative sizes.
+    """
+    x = operand("Broadcast", "operand", operand_)
+    sz = int_list("Broadcast", "sizes", sizes)
+    if any(s < 0 for s in sz):
+        shape_error("Broadcast", f"sizes must be >= 0, got {list(sz)}")
+    dims = sz + x.shape.dimensions()
+    mapping = tuple(range(len(sz), len(dims)))
+    return x.builder._add(
+        "stablehlo.broadcast_in_dim", (x,), array_shape(x.shape.element_type(), dims),
+        f"broadcast_dimensions = {i64_array(mapping)}",
+    )
+
+
+def BroadcastInDim(operand_: XlaOp, shape: Sequence[int], broadcast_dimensions: Sequence[int]) -> XlaOp:
+    """Broadcast ``operand`` to dimensions ``shape`` (XLA ``BroadcastInDim``; ``stablehlo.broadcast_in_dim``).
+
+    Operand dimension ``i`` becomes result dimension ``broadcast_dimensions[i]``; its size must
+    equal ``shape[broadcast_dimensions[i]]`` or be 1.
+
+    Raises
+    ------
+    ShapeError: ``broadcast_dimensions`` has the wrong length, repeats or is out of range, or a size
+    does not match.
+    """
+    op = "BroadcastInDim"
+    x = operand(op, "operand", operand_)
+    out = int_list(op, "shape", shape)
+    bd = int_list(op, "broadcast_dimensions", broadcast_dimensions)
+    xd = x.shape.dimensions()
+    if any(s < 0 for s in out):
+        shape_error(op, f"shape must have sizes >= 0, got {list(out)}")
+    if len(bd) != len(xd):
+        shape_error(op, f"broadcast_dimensions has {len(bd)} entries, expected {len(xd)} (rank of {x.shape})")
+    if len(set(bd)) != len(bd) or any(not 0 <= d < len(out) for d in bd):
+        shape_error(op, f"broadcast_dimensions {list(bd)} must be distinct dimension numbers < {len(out)}")
+    for i, d in enumerate(bd):
+        if xd[i] != 1 and xd[i] != out[d]:
+            shape_error(
+                op, f"operand dimension {i} has size {xd[i]}, but result dimension {d} has size {out[d]} "
+                "(must be equal, or the operand size 1)"
+            )
+    return x.builder._add(
+        "stablehlo.broadcast_in_dim", (x,), array_shape(x.shape.element_type(), out),
+        f"broadcast_dimensions = {i64_array(bd)}",
+    )
+
+
+def Reshape(operand_: XlaOp, dimensions: Sequence[int] | None = None, new_sizes: Sequence[int] | None = None) -> XlaOp:
+    """Reshape to ``new_sizes`` (row-major order) (XLA ``Reshape``; ``stablehlo.reshape``).
+
+    Called as ``Reshape(x, new_sizes)`` or, in the former form, ``Reshape(x, dimensions,
+    new_sizes)`` where ``dimensions`` first transposes the operand.
+
+    Raises ShapeError if the element counts differ or a size is negative.
+    """
+    op = "Reshape"
+    x = operand(op, "operand", operand_)
+    if new_sizes is None:
+        if dimensions is None:
+            shape_error(op, "new_sizes is required")
+        new_sizes, dimensions = dimensions, None
+    sizes = int_list(op, "new_sizes", new_sizes)
+    if dimensions is not None:
+        perm = int_list(op, "dimensions", dimensions)
+        if perm != tuple(range(x.shape.rank())):
+            x = Transpose(x, perm)
+    if any(s < 0 for s in sizes):
+        shape_error(op, f"new_sizes must be >= 0, got {list(sizes)}")
+    n = 1
+    for s in sizes:
+        n *= s
+    if n != x.shape.size():
+        shape_error(
+            op, f"cannot reshape {x.shape} ({x.shape.size()} elements) to {list(sizes)} ({n} elements)"
+        )
+    if sizes == x.shape.dimensions():
+        return x
+    return x.builder._add("stablehlo.reshape", (x,), array_shape(x.shape.element_type(), sizes))
+
+
+def Transpose(operand_: XlaOp, permutation: Sequence[int]) -> XlaOp:
+    """Permute dimensions: result dim ``i`` is operand dim ``permutation[i]`` (``stablehlo.transpose``).
+
+    Raises ShapeError if ``permutation`` is not a permutation of ``range(rank)``.
+    """
+    op = "Transpose"
+    x = operand(op, "operand", operand_)
+    perm = int_list(op, "permutation", permutation)
+    if sorted(perm) != list(range(x.shape.rank())):
+        shape_error(op, f"permutation {list(perm)} is not a permutation of range({x.shape.rank()}) for {x.shape}")
+    xd = x.shape.dimensions()
+    return x.builder._add(
+        "stablehlo.transpose", (x,), array_shape(x.shape.element_type(), tuple(xd[p] for p in perm)),
+        f"permutation = {i64_array(perm)}",
+    )
+
+
+def slice_shape(op: str, dims: tuple[int, ...], start: tuple[int, ...], limit: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...]:
+    """Shape rule of Slice: ``ceil((limit - start) / stride)`` per dimension."""
+    r = len(dims)
+    for name, v in (("start_indices", start), ("limit_indices", limit), ("strides", strides)):
+        if len(v) != r:
+            shape_error(op, f"{name} has {len(v)} entries, expected {r} (the operand rank)")
+    out = []
+    for i in range(r):
+        if strides[i] < 1:
+            shape_error(op, f"strides[{i}] = {strides[i]}, must be >= 1")
+        if not 0 <= start[i] <= limit[i] <= dims[i]:
+            shape_error(
+                op, f"dimension {i}: need 0 <= start ({start[i]}) <= limit ({limit[i]}) <= size ({dims[i]})"
+            )
+        out.append(-(-(limit[i] - start[i]) // strides[i]))
+    return tuple(out)
+
+
+def Slice(
+    operand_: XlaOp, start_indices: Sequence[int], limit_indices: Sequence[int], strides: Sequence[int] | None = None
+) -> XlaOp:
+    """Static slice ``operand[start:limit:stride]`` per dimension (XLA ``Slice``; ``stablehlo.slice``).
+
+    Returns: XlaOp with dimension ``i`` of size ``ceil((limit[i] - start[i]) / strides[i])``.
+
+    Raises ShapeError: wrong number of indices, a stride < 1, or indices out of bounds.
+    """
+    op = "Slice"
+    x = operand(op, "operand", operand_)
+    st = int_list(op, "start_indices", start_indices)
+    li = int_list(op, "limit_indices", limit_indices)
+    sr = int_list(op, "strides", strides) if strides is not None else (1,) * x.shape.rank()
+    dims = slice_shape(op, x.shape.dimensions(), st, li, sr)
+    return x.builder._add(
+        "stablehlo.slice", (x,), array_shape(x.shape.element_type(), dims),
+        f"start_indices = {i64_array(st)}, limit_indices = {i64_array(li)}, strides = {i64_array(sr)}",
+    )
+
+
+def ConcatInDim(builder: XlaBuilder, operands: Sequence[XlaOp], dimension: int) -> XlaOp:
+    """Concatenate ``operands`` along ``dimension`` (XLA ``ConcatInDim``; ``stablehlo.concatenate``).
+
+    All operands need the same element type and rank, and equal sizes except in ``dimension``.
+
+    Raises
+    ------
+    ShapeError: no operands, rank or size mismatch, ``dimension`` out of range.
+    DTypeError: element types differ.
+    """
+    op = "ConcatInDim"
+    if not isinstance(builder, XlaBuilder):
+        dtype_error(op, f"first argument must be an XlaBuilder, got {type(builder).__name__}")
+    if isinstance(operands, XlaOp) or not isinstance(operands, (list, tuple)) or not operands:
+        shape_error(op, "operands must be a non-empty list of XlaOps")
+    xs = [operand(op, f"operands[{i}]", o, builder) for i, o in enumerate(operands)]
+    same_builder(op, [(f"operands[{i}]", o) for i, o in enumerate(xs)])
+    first = xs[0].shape
+    r = first.rank()
+    d = int_list(op, "dimension", dimension)[0]
+    if not 0 <= d < r:
+        shape_error(op, f"dimension {d} out of range for rank {r}")
+    total = 0
+    for i, o in enumerate(xs):
+        s = o.shape
+        if s.element_type() is not first.element_type():
+            dtype_error(op, f"operand 'operands[{i}]' has element type {s}, expected {first.element_type().name.lower()}")
+        if s.rank() != r or any(a != b for j, (a, b) in enumerate(zip(s.dimensions(), first.dimensions())) if j != d):
+            shape_error(op, f"operand 'operands[{i}]' has shape {s}, expected {first} except in dimension {d}")
+        total += s.dimensions()[d]
+    dims = list(first.dimensions())
+    dims[d] = total
+    return builder._add(
+        "stablehlo.concatenate", tuple(xs), array_shape(first.element_type(), dims), f"dimension = {i64(d)}"
+    )

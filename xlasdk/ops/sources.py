@@ -1,0 +1,193 @@
+"""Ops with no operands: ``Parameter``, ``Constant``, ``ConstantLiteral``, ``Iota``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from ..builder import XlaBuilder, XlaOp
+from ..errors import DTypeError
+from ..shape import Shape, shape_from_pyval
+from ..types import PrimitiveType, canonical_dtype, dtype_to_etype
+from ._core import array_shape, dtype_error, i64, shape_error
+
+__all__ = ["Parameter", "Constant", "ConstantLiteral", "Iota", "constant_like", "dense_attr"]
+
+
+def _check_builder(op: str, builder: Any) -> XlaBuilder:
+    if not isinstance(builder, XlaBuilder):
+        dtype_error(op, f"first argument must be an XlaBuilder, got {type(builder).__name__}")
+    return builder
+
+
+def Parameter(builder: XlaBuilder, parameter_number: int, shape: Shape, name: str = "", replicated_at_leaf_buffers: Any = None) -> XlaOp:
+    """Declare input ``parameter_number`` of the computation, of shape ``shape``.
+
+    Parameters
+    ----------
+    builder: the XlaBuilder.
+    parameter_number: 0-based position among the computation's parameters; numbers must end
+        up contiguous (0..n-1) when the computation is built.
+    shape: an array, tuple or token :class:`~xlasdk.Shape`.
+    name: optional name shown in the program shape and in error messages of executables.
+
+    Returns: an XlaOp of ``shape``. Maps to an HLO ``parameter`` / a ``func.func`` argument.
+
+    Raises
+    ------
+    ShapeError: negative or reused ``parameter_number``. DTypeError: ``shape`` is not a Shape.
+    """
+    b = _check_builder("Parameter", builder)
+    if isinstance(parameter_number, bool) or not isinstance(parameter_number, (int, np.integer)):
+        dtype_error("Parameter", f"parameter_number must be an int, got {parameter_number!r}")
+    if parameter_number < 0:
+        shape_error("Parameter", f"parameter_number must be >= 0, got {parameter_number}")
+    if not isinstance(shape, Shape):
+        dtype_error("Parameter", f"shape must be an xlasdk Shape, got {type(shape).__name__}")
+    if not isinstance(name, str):
+        dtype_error("Parameter", f"name must be a str, got {type(name).__name__}")
+    return b._add_parameter(int(parameter_number), shape, name)
+
+
+def _as_array(op: str, value: Any) -> np.ndarray[Any, Any]:
+    if isinstance(value, bool):
+        return np.asarray(value, dtype=np.bool_)
+    if isinstance(value, int):
+        if not -(2**31) <= value < 2**31:
+            dtype_error(op, f"Python int {value} does not fit s32; pass a numpy scalar such as np.int64({value})")
+        return np.asarray(value, dtype=np.int32)
+    if isinstance(value, float):
+        return np.asarray(value, dtype=np.float32)
+    if isinstance(value, complex):
+        return np.asarray(value, dtype=np.complex64)
+    if isinstance(value, (np.ndarray, np.generic)):
+        arr = np.asarray(value)
+    elif isinstance(value, (list, tuple)):
+        arr = np.asarray(value)
+        if arr.dtype == object:
+            dtype_error(op, f"cannot make a constant of ragged or mixed value {value!r}")
+        if arr.dtype == np.float64:
+            arr = arr.astype(np.float32)
+        elif arr.dtype == np.int64:
+            arr = arr.astype(np.int32)
+        elif arr.dtype == np.complex128:
+            arr = arr.astype(np.complex64)
+    elif hasattr(value, "__array__"):
+        arr = np.asarray(value)
+    else:
+        dtype_error(op, f"cannot make a constant of {type(value).__name__}")
+    try:
+        dtype_to_etype(arr.dtype)
+    except DTypeError:
+        dtype_error(op, f"dtype {arr.dtype} has no XLA element type")
+    return arr if arr.flags.c_contiguous else arr.copy(order="C")
+
+
+def dense_attr(arr: np.ndarray[Any, Any], shape: Shape) -> str:
+    """``dense<"0x..."> : tensor<...>``; a one-element ``arr`` is a splat of ``shape``."""
+    if arr.size == 0:
+        return f"dense<> : {shape.mlir_type()}"
+    return f'dense<"0x{arr.tobytes().hex().upper()}"> : {shape.mlir_type()}'
+
+
+def _constant(b: XlaBuilder, arr: np.ndarray[Any, Any], shape: Shape) -> XlaOp:
+    return b._add("stablehlo.constant", (), shape, f"value = {dense_attr(arr, shape)}")
+
+
+def Constant(builder: XlaBuilder, value: Any) -> XlaOp:
+    """A constant array.
+
+    Parameters
+    ----------
+    builder: the XlaBuilder.
+    value: a numpy array or scalar of any XLA dtype (including ml_dtypes bfloat16, float8_*,
+        int4), a Python scalar (``bool`` -> pred, ``int`` -> s32, ``float`` -> f32, ``complex``
+        -> c64) or a nested list of numbers (float64/int64 lists narrow to f32/s32 as Python
+        scalars do; pass a numpy array to keep 64 bits).
+
+    Returns: an XlaOp of the value's shape. Maps to HLO ``constant`` / ``stablehlo.constant``.
+
+    Raises
+    ------
+    DTypeError: a value with no XLA element type (strings, objects) or a Python int outside s32.
+    """
+    b = _check_builder("Constant", builder)
+    arr = _as_array("Constant", value)
+    shape = array_shape(dtype_to_etype(arr.dtype), tuple(int(d) for d in arr.shape))
+    return _constant(b, arr, shape)
+
+
+def ConstantLiteral(builder: XlaBuilder, value: Any) -> XlaOp:
+    """Same as :func:`Constant` (the former API's name for literals); tuples give a Tuple."""
+    if isinstance(value, tuple):
+        from .control import Tuple
+
+        return Tuple(builder, [ConstantLiteral(builder, v) for v in value])
+    return Constant(builder, value)
+
+
+def constant_like(op: str, value: Any, like: XlaOp) -> XlaOp:
+    """A splat constant of ``like``'s shape and dtype from a Python/numpy scalar.
+
+    Raises DTypeError if ``value`` does not fit the dtype exactly in kind (a float for an
+    integer operand, a negative or too-large int for the type, a complex for a real type).
+    """
+    dt = like.dtype
+    kind = dt.kind
+    v = value.item() if isinstance(value, np.generic) else value
+    ok = not ((isinstance(v, complex) and kind != "c") or (isinstance(v, float) and kind in "iub"))
+    if ok and isinstance(v, int) and not isinstance(v, bool):
+        if kind in "iu":
+            info = ml_dtypes.iinfo(dt)
+            ok = int(info.min) <= v <= int(info.max)
+        elif kind == "b":
+            ok = v in (0, 1)
+    if not ok:
+        dtype_error(op, f"scalar {value!r} cannot be represented as {like.shape.element_type().name.lower()}")
+    arr = np.asarray(v).astype(dt)
+    return _constant(like.builder, arr.reshape(()), like.shape)
+
+
+def Iota(builder: XlaBuilder, shape_or_dtype: Any, size_or_dimension: int | None = None, iota_dimension: int | None = None) -> XlaOp:
+    """Values ``0, 1, 2, ...`` along one dimension.
+
+    Two forms, as in the former API: ``Iota(b, dtype, size)`` gives a 1-D array of ``size``
+    elements; ``Iota(b, shape, iota_dimension)`` gives an array of ``shape`` counting along
+    ``iota_dimension``.
+
+    Returns: XlaOp of the requested shape. Maps to HLO ``iota`` / ``stablehlo.iota``.
+
+    Raises
+    ------
+    ShapeError: negative size, dimension out of range, or a non-array shape.
+    DTypeError: unknown dtype or a PRED iota.
+    """
+    b = _check_builder("Iota", builder)
+    if isinstance(shape_or_dtype, Shape):
+        shape = shape_or_dtype
+        dim = iota_dimension if iota_dimension is not None else size_or_dimension
+        if not shape.is_array():
+            shape_error("Iota", f"shape must be an array shape, got {shape}")
+        if dim is None:
+            dim = 0
+        if not 0 <= int(dim) < max(shape.rank(), 1) or shape.rank() == 0:
+            shape_error("Iota", f"iota_dimension {dim} out of range for {shape}")
+    else:
+        try:
+            dt = canonical_dtype(shape_or_dtype)
+        except DTypeError:
+            dtype_error("Iota", f"{shape_or_dtype!r} is neither a Shape nor a dtype")
+        size = size_or_dimension
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+            shape_error("Iota", f"size must be an int >= 0, got {size!r}")
+        shape = array_shape(dtype_to_etype(dt), (int(size),))
+        dim = 0
+    if shape.element_type() is PrimitiveType.PRED:
+        dtype_error("Iota", "element type pred is not allowed (use an integer or float type)")
+    return b._add("stablehlo.iota", (), shape, f"iota_dimension = {i64(int(dim))}")
+
+
+def _pyval_shape(value: Any) -> Shape:  # pragma: no cover - kept for symmetry with xla_client
+    return shape_from_pyval(value)

@@ -1,0 +1,382 @@
+"""PJRT clients and devices: ``client``, ``devices``, ``load_pjrt_plugin``, ``Device``, ``Client``.
+
+Clients are created on first use and cached per platform and device count. The built-in
+platform is ``"cpu"`` (XLA's TFRT CPU client); other platforms (CUDA, ROCm, TPU, ...) come from
+PJRT plugins added with :func:`load_pjrt_plugin`.
+
+Device strings read ``"platform:id"`` (``"cpu:0"``) or just ``"platform"`` (its first device);
+they resolve against the platform's *default* client: the first client created for that
+platform. Call ``xs.client("cpu", num_devices=4)`` before anything else to make a 4-device CPU
+client the default, so that ``"cpu:3"`` names a device.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Mapping
+from typing import Any, Final
+
+from .._jaxlib import pjrt
+from ..errors import FormatError, XlaSdkError
+
+__all__ = [
+    "Device",
+    "Client",
+    "UnknownDeviceError",
+    "devices",
+    "client",
+    "load_pjrt_plugin",
+    "default_device",
+]
+
+
+class UnknownDeviceError(XlaSdkError, ValueError):
+    """A device or platform name matches no device of any available client."""
+
+
+class Device:
+    """One device of a PJRT client (a CPU "device", a GPU, a TPU core).
+
+    Attributes
+    ----------
+    id : int
+        The device id within its client (``0 .. n-1``).
+    platform : str
+        ``"cpu"``, ``"cuda"``, ``"rocm"``, ``"tpu"``...
+    device_kind : str
+        The hardware kind reported by PJRT (``"cpu"``, ``"NVIDIA H100 80GB HBM3"``...).
+
+    ``str(device)`` is ``"cpu:0"``. Devices compare equal when they are the same device of the
+    same client; devices of two independent clients are different devices.
+    """
+
+    __slots__ = ("_d", "_client", "id", "platform", "device_kind", "local_hardware_id", "_str", "_sharding")
+
+    id: int
+    platform: str
+    device_kind: str
+    local_hardware_id: int
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("Device objects come from xs.devices(), xs.client(...).devices() or Client.device(id)")
+
+    @classmethod
+    def _make(cls, jax_device: Any, owner: Client) -> Device:
+        d = object.__new__(cls)
+        d._d = jax_device
+        d._client = owner
+        d.id, d.platform, d.device_kind, d.local_hardware_id = pjrt.device_info(jax_device)
+        d._str = f"{d.platform}:{d.id}"
+        d._sharding = pjrt.single_device_sharding(jax_device)
+        return d
+
+    @property
+    def client(self) -> Client:
+        """The :class:`Client` this device belongs to."""
+        return self._client  # type: ignore[no-any-return]
+
+    def memory_stats(self) -> dict[str, int] | None:
+        """Allocator statistics in bytes (``bytes_in_use``, ``bytes_limit``...); None on CPU.
+
+        Maps to PJRT ``Device::GetAllocatorStats`` (``Device.memory_stats()`` in jaxlib).
+        """
+        return pjrt.device_memory_stats(self._d)
+
+    def __str__(self) -> str:
+        return self._str  # type: ignore[no-any-return]
+
+    def __repr__(self) -> str:
+        return f"Device({self._str}, kind={self.device_kind!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, Device):
+            return NotImplemented
+        return self._client is other._client and self.id == other.id
+
+    def __hash__(self) -> int:
+        return hash((id(self._client), self.id))
+
+
+class Client:
+    """A PJRT client: one backend (CPU, or a plugin's platform) and its devices.
+
+    Get one with :func:`client`; ``client.devices()`` lists its devices.
+
+    Attributes
+    ----------
+    platform : str
+        ``"cpu"``, ``"cuda"``...
+    platform_version : str
+        The backend's version string (``"cpu"`` for the built-in CPU client).
+    name : str
+        The name it is registered under (the platform, or the plugin name).
+    """
+
+    __slots__ = ("_c", "name", "platform", "platform_version", "_devices", "_by_id", "__weakref__")
+
+    name: str
+    platform: str
+    platform_version: str
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("use xs.client(platform, num_devices=None) or xs.load_pjrt_plugin(name, path)")
+
+    @classmethod
+    def _make(cls, jax_client: Any, name: str) -> Client:
+        c = object.__new__(cls)
+        c._c = jax_client
+        c.name = name
+        c.platform, c.platform_version = pjrt.client_info(jax_client)
+        c._devices = tuple(Device._make(d, c) for d in pjrt.client_devices(jax_client))
+        c._by_id = {d.id: d for d in c._devices}
+        return c
+
+    def devices(self) -> list[Device]:
+        """The client's devices, in id order."""
+        return list(self._devices)
+
+    @property
+    def device_count(self) -> int:
+        """Number of devices of this client."""
+        return len(self._devices)
+
+    def device(self, device_id: int) -> Device:
+        """The device with id ``device_id``.
+
+        Raises
+        ------
+        UnknownDeviceError
+            If the client has no such device.
+        """
+        d = self._by_id.get(device_id)
+        if d is None:
+            raise UnknownDeviceError(
+                f"{self.name} client has no device {device_id!r}; its devices are "
+                + ", ".join(str(x) for x in self._devices)
+            )
+        return d  # type: ignore[no-any-return]
+
+    @property
+    def default_device(self) -> Device:
+        """The first device of the client."""
+        return self._devices[0]  # type: ignore[no-any-return]
+
+    def __repr__(self) -> str:
+        return f"Client({self.name!r}, platform={self.platform!r}, devices={len(self._devices)})"
+
+
+# -- registry ---------------------------------------------------------------------------------
+_lock: Final = threading.RLock()
+_clients: dict[tuple[str, int | None], Client] = {}
+_defaults: dict[str, Client] = {}
+_plugins: dict[str, tuple[str, dict[str, Any] | None]] = {}  # name -> (path, options)
+_default_device: Device | None = None
+
+_NAME_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_DEVICE_RE: Final = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?::\s*(\d+))?\s*$")
+_GPU_ALIASES: Final = ("cuda", "rocm")
+
+
+def _canonical_platform(platform: str) -> str:
+    p = platform.strip().lower()
+    if p == "host":
+        return "cpu"
+    if p == "gpu":
+        with _lock:
+            for alias in _GPU_ALIASES:
+                if alias in _plugins or alias in _defaults:
+                    return alias
+    return p
+
+
+def _default_platform() -> str:
+    with _lock:
+        for name in _plugins:
+            return name
+    return "cpu"
+
+
+def _new_client(platform: str, num_devices: int | None) -> Client:
+    if platform == "cpu":
+        return Client._make(pjrt.make_cpu_client(num_devices), "cpu")
+    if platform in _plugins:
+        _path, options = _plugins[platform]
+        c = Client._make(pjrt.make_plugin_client(platform, options), platform)
+        if num_devices is not None and num_devices != len(c._devices):
+            raise UnknownDeviceError(
+                f"client({platform!r}, num_devices={num_devices}): the {platform} plugin has "
+                f"{len(c._devices)} devices and cannot be given another count"
+            )
+        return c
+    loaded = ", ".join(["cpu", *_plugins])
+    raise UnknownDeviceError(
+        f"no PJRT client for platform {platform!r}: available are {loaded}; add a plugin with "
+        f"xs.load_pjrt_plugin({platform!r}, '/path/to/pjrt_plugin.so')"
+    )
+
+
+def client(platform: str = "cpu", num_devices: int | None = None, *, cached: bool = True) -> Client:
+    """The PJRT client of ``platform``, created on first use.
+
+    Parameters
+    ----------
+    platform:
+        ``"cpu"`` (built in) or the name of a plugin added with :func:`load_pjrt_plugin`
+        (``"gpu"`` means whichever of ``"cuda"``/``"rocm"`` is loaded).
+    num_devices:
+        For ``"cpu"``: the number of CPU devices (1 by default in XLA). ``None`` returns the
+        platform's default client (the first one created). Clients are cached per
+        ``(platform, num_devices)``.
+    cached:
+        ``False`` creates a new, independent client every call (its devices and buffers are
+        separate from every other client's).
+
+    Returns
+    -------
+    Client
+
+    Raises
+    ------
+    UnknownDeviceError
+        For an unknown platform or a bad ``num_devices``.
+    XlaRuntimeError
+        When PJRT fails to create the client.
+
+    Maps to ``xla_client.make_cpu_client(num_devices=...)`` or ``make_c_api_client(plugin)``.
+    """
+    global _default_device
+    if not isinstance(platform, str):
+        raise UnknownDeviceError(f"client: platform must be a string such as 'cpu', got {platform!r}")
+    if num_devices is not None and (
+        isinstance(num_devices, bool) or not isinstance(num_devices, int) or num_devices < 1
+    ):
+        raise UnknownDeviceError(f"client: num_devices must be a positive int or None, got {num_devices!r}")
+    p = _canonical_platform(platform)
+    with _lock:
+        if not cached:
+            return _new_client(p, num_devices)
+        key = (p, num_devices)
+        c = _clients.get(key) if num_devices is not None else _defaults.get(p)
+        if c is None:
+            c = _new_client(p, num_devices)
+            _clients.setdefault(key, c)
+            _clients.setdefault((p, len(c._devices)), c)
+            _defaults.setdefault(p, c)
+        return c
+
+
+def devices(platform: str | None = None) -> list[Device]:
+    """The devices of ``platform``'s default client.
+
+    ``None`` means the default platform: the first plugin added with :func:`load_pjrt_plugin`,
+    else ``"cpu"``.
+    """
+    return client(platform if platform is not None else _default_platform()).devices()
+
+
+def default_device() -> Device:
+    """The first device of the default platform's default client."""
+    global _default_device
+    d = _default_device
+    if d is None:
+        d = devices()[0]
+        with _lock:
+            if _default_device is None and not _plugins:
+                _default_device = d
+    return d
+
+
+def load_pjrt_plugin(name: str, path: str | os.PathLike[str], *, options: Mapping[str, Any] | None = None) -> Client:
+    """Add a PJRT plugin (CUDA, ROCm, TPU, another CPU backend) from its shared library.
+
+    Parameters
+    ----------
+    name:
+        The platform name to register it under (``"cuda"``, ``"tpu"``...); :func:`client` and
+        device strings (``"cuda:0"``) then use this name.
+    path:
+        Path of the plugin library exporting ``GetPjrtApi`` (e.g. ``xla_cuda_plugin.so``).
+    options:
+        Client creation options passed to the plugin. For ``"cuda"``/``"rocm"`` the default is
+        jaxlib's GPU options read from ``XLA_PYTHON_CLIENT_*`` environment variables.
+
+    Returns
+    -------
+    Client
+        The plugin's client (also returned later by ``xs.client(name)``). Loading the same
+        name and path again returns the same client.
+
+    Raises
+    ------
+    FormatError
+        If ``path`` is not a file.
+    UnknownDeviceError
+        For an invalid name, or a name already loaded from another path.
+    XlaRuntimeError
+        When the library cannot be loaded or the client cannot be created.
+
+    Maps to ``xla_client.load_pjrt_plugin_dynamically`` and ``make_c_api_client``. A GPU
+    plugin needs its CUDA/ROCm runtime libraries loadable (installed system-wide or preloaded).
+    """
+    global _default_device
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise UnknownDeviceError(f"load_pjrt_plugin: name must be an identifier such as 'cuda', got {name!r}")
+    key = name.lower()
+    if key in ("cpu", "host"):
+        raise UnknownDeviceError(
+            "load_pjrt_plugin: 'cpu' is the built-in client; register a CPU plugin under another name"
+        )
+    spath = os.fspath(path)
+    if not os.path.isfile(spath):
+        raise FormatError(f"load_pjrt_plugin({name!r}): no such file: {spath}")
+    real = os.path.realpath(spath)
+    with _lock:
+        if key in _plugins:
+            prev = _plugins[key][0]
+            if prev != real:
+                raise UnknownDeviceError(f"load_pjrt_plugin: {name!r} is already loaded from {prev}")
+            return client(key)
+        if pjrt.plugin_loaded(key):
+            raise UnknownDeviceError(f"load_pjrt_plugin: a PJRT plugin named {key!r} is already loaded")
+        opts: dict[str, Any] | None = dict(options) if options is not None else None
+        if opts is None and key in _GPU_ALIASES:
+            opts = pjrt.gpu_plugin_options() or None
+        pjrt.load_plugin(key, real)
+        _plugins[key] = (real, opts)
+        _default_device = None
+        try:
+            return client(key)
+        except Exception:
+            # Keep the registration (the library stays loaded) so that a retry reports clearly.
+            raise
+
+
+def _resolve_device(device: Device | str | int | None) -> Device:
+    """A :class:`Device` from a Device, a ``"cpu:0"`` / ``"cpu"`` string, an id or None.
+
+    ``None`` is :func:`default_device`; an int is a device id of the default platform.
+
+    Raises
+    ------
+    UnknownDeviceError
+        For an unknown platform or device id, or a value of another type.
+    """
+    if isinstance(device, Device):
+        return device
+    if device is None:
+        return default_device()
+    if isinstance(device, str):
+        m = _DEVICE_RE.match(device)
+        if m is None:
+            raise UnknownDeviceError(f"device {device!r} is not of the form 'cpu:0' or 'cpu'")
+        c = client(m.group(1))
+        return c.device(int(m.group(2))) if m.group(2) is not None else c.default_device
+    if isinstance(device, int) and not isinstance(device, bool):
+        return client(_default_platform()).device(device)
+    raise UnknownDeviceError(
+        f"device must be an xs.Device, a 'cpu:0'-style string, an int id or None; got {type(device).__name__}"
+    )

@@ -1,0 +1,363 @@
+"""``Shape`` and ``ProgramShape``: XLA shapes in HLO notation, plus ``shape_from_pyval``.
+
+A :class:`Shape` is an array shape (element type and dimensions, optionally a layout), a tuple
+of shapes, or a token. ``str(shape)`` prints HLO notation: ``f32[2,3]``, ``s32[]``,
+``(f32[2], s32[])``, ``token[]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .errors import DTypeError, ShapeError
+from .types import (
+    PrimitiveType,
+    canonical_dtype,
+    dtype_to_etype,
+    etype_to_dtype,
+    hlo_element_name,
+    mlir_element_type,
+)
+
+__all__ = ["Layout", "Shape", "ProgramShape", "shape_from_pyval"]
+
+
+class Layout:
+    """An array layout, given as ``minor_to_major`` dimension order."""
+
+    __slots__ = ("_m2m",)
+
+    def __init__(self, minor_to_major: Sequence[int]) -> None:
+        self._m2m = tuple(int(d) for d in minor_to_major)
+
+    def minor_to_major(self) -> tuple[int, ...]:
+        """Dimension numbers from the fastest-varying to the slowest-varying."""
+        return self._m2m
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Layout) and other._m2m == self._m2m
+
+    def __hash__(self) -> int:
+        return hash(self._m2m)
+
+    def __repr__(self) -> str:
+        return "{" + ",".join(map(str, self._m2m)) + "}"
+
+
+class Shape:
+    """An XLA shape: array (element type + dimensions), tuple of shapes, or token.
+
+    Build with :meth:`array_shape`, :meth:`scalar_shape`, :meth:`tuple_shape` or
+    :meth:`token_shape`. Shapes are immutable, hashable and compare by value (the layout is
+    ignored unless both sides have one).
+    """
+
+    __slots__ = ("_etype", "_dims", "_tuple", "_layout", "_dynamic", "_hash", "_mlir", "_str")
+
+    _etype: PrimitiveType
+    _dims: tuple[int, ...]
+    _tuple: tuple[Shape, ...] | None
+    _layout: Layout | None
+    _dynamic: tuple[bool, ...]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("use Shape.array_shape, Shape.scalar_shape, Shape.tuple_shape or Shape.token_shape")
+
+    @classmethod
+    def _make(
+        cls,
+        etype: PrimitiveType,
+        dims: tuple[int, ...],
+        tup: tuple[Shape, ...] | None = None,
+        layout: Layout | None = None,
+        dynamic: tuple[bool, ...] | None = None,
+    ) -> Shape:
+        s = object.__new__(cls)
+        s._etype = etype
+        s._dims = dims
+        s._tuple = tup
+        s._layout = layout
+        s._dynamic = dynamic if dynamic is not None else (False,) * len(dims)
+        s._hash = None
+        s._mlir = None
+        s._str = None
+        return s
+
+    # -- constructors ------------------------------------------------------------------------
+    @staticmethod
+    def array_shape(
+        dtype_or_etype: Any,
+        dims: Iterable[int] = (),
+        layout: Sequence[int] | Layout | None = None,
+        dynamic_dimensions: Sequence[bool] | None = None,
+    ) -> Shape:
+        """An array shape.
+
+        Parameters
+        ----------
+        dtype_or_etype: numpy/ml_dtypes dtype, type, name or :class:`PrimitiveType`.
+        dims: the dimension sizes, each ``>= 0``.
+        layout: optional ``minor_to_major`` order (a permutation of ``range(len(dims))``).
+        dynamic_dimensions: optional per-dimension flags (``dims`` is then the upper bound).
+
+        Raises
+        ------
+        DTypeError: unknown element type. ShapeError: a negative or non-integer size, a bad
+        layout, or ``dynamic_dimensions`` of the wrong length.
+        """
+        etype = dtype_to_etype(dtype_or_etype)
+        try:
+            d = tuple(_as_dim(x) for x in dims)
+        except TypeError:
+            raise ShapeError(f"Shape.array_shape: dims must be a sequence of ints, got {dims!r}") from None
+        lay: Layout | None = None
+        if layout is not None:
+            lay = layout if isinstance(layout, Layout) else Layout(layout)
+            if sorted(lay.minor_to_major()) != list(range(len(d))):
+                raise ShapeError(
+                    f"Shape.array_shape: layout {list(lay.minor_to_major())} is not a permutation of "
+                    f"range({len(d)})"
+                )
+        dyn: tuple[bool, ...] | None = None
+        if dynamic_dimensions is not None:
+            dyn = tuple(bool(x) for x in dynamic_dimensions)
+            if len(dyn) != len(d):
+                raise ShapeError(
+                    f"Shape.array_shape: dynamic_dimensions has {len(dyn)} entries, expected {len(d)}"
+                )
+        return Shape._make(etype, d, None, lay, dyn)
+
+    @staticmethod
+    def scalar_shape(dtype_or_etype: Any) -> Shape:
+        """A rank-0 array shape of the given element type."""
+        return Shape._make(dtype_to_etype(dtype_or_etype), ())
+
+    @staticmethod
+    def tuple_shape(shapes: Iterable[Shape]) -> Shape:
+        """A tuple shape of ``shapes`` (which may themselves be tuples)."""
+        tup = tuple(shapes)
+        for i, s in enumerate(tup):
+            if not isinstance(s, Shape):
+                raise ShapeError(f"Shape.tuple_shape: element {i} is {type(s).__name__}, expected Shape")
+        return Shape._make(PrimitiveType.TUPLE, (), tup)
+
+    @staticmethod
+    def token_shape() -> Shape:
+        """The shape of a token (ordering of side-effecting ops)."""
+        return Shape._make(PrimitiveType.TOKEN, ())
+
+    # -- queries -----------------------------------------------------------------------------
+    def element_type(self) -> PrimitiveType:
+        return self._etype
+
+    def numpy_dtype(self) -> np.dtype[Any]:
+        """numpy dtype of an array shape. Raises DTypeError for tuples and tokens."""
+        return etype_to_dtype(self._etype)
+
+    def dimensions(self) -> tuple[int, ...]:
+        return self._dims
+
+    def rank(self) -> int:
+        return len(self._dims)
+
+    def is_array(self) -> bool:
+        return self._tuple is None and self._etype is not PrimitiveType.TOKEN
+
+    def is_tuple(self) -> bool:
+        return self._tuple is not None
+
+    def is_token(self) -> bool:
+        return self._etype is PrimitiveType.TOKEN
+
+    def tuple_shapes(self) -> tuple[Shape, ...]:
+        """Element shapes of a tuple shape. Raises ShapeError for other shapes."""
+        if self._tuple is None:
+            raise ShapeError(f"tuple_shapes: {self} is not a tuple shape")
+        return self._tuple
+
+    def leaf_count(self) -> int:
+        return 1 if self._tuple is None else len(self._tuple)
+
+    def layout(self) -> Layout | None:
+        return self._layout
+
+    def with_major_to_minor_layout_if_absent(self) -> Shape:
+        """This shape with the default (row-major) layout added where none is set."""
+        if self._tuple is not None:
+            return Shape.tuple_shape(s.with_major_to_minor_layout_if_absent() for s in self._tuple)
+        if self._layout is not None or self.is_token():
+            return self
+        return Shape._make(
+            self._etype, self._dims, None, Layout(tuple(range(len(self._dims) - 1, -1, -1))), self._dynamic
+        )
+
+    def is_dynamic_dimension(self, i: int) -> bool:
+        return self._dynamic[i]
+
+    def is_static(self) -> bool:
+        return not any(self._dynamic)
+
+    def size(self) -> int:
+        """Number of elements of an array shape."""
+        n = 1
+        for d in self._dims:
+            n *= d
+        return n
+
+    # -- text forms --------------------------------------------------------------------------
+    def mlir_type(self) -> str:
+        """MLIR type: ``tensor<2x3xf32>``, ``tuple<...>``, ``!stablehlo.token``."""
+        t = self._mlir
+        if t is None:
+            if self._tuple is not None:
+                t = "tuple<" + ", ".join(s.mlir_type() for s in self._tuple) + ">"
+            elif self._etype is PrimitiveType.TOKEN:
+                t = "!stablehlo.token"
+            else:
+                et = mlir_element_type(self._etype)
+                t = "tensor<" + "".join(f"{d}x" for d in self._dims) + et + ">"
+            self._mlir = t
+        return t
+
+    def __str__(self) -> str:
+        s = self._str
+        if s is None:
+            if self._tuple is not None:
+                s = "(" + ", ".join(str(x) for x in self._tuple) + ")"
+            elif self._etype is PrimitiveType.TOKEN:
+                s = "token[]"
+            else:
+                dims = ",".join(
+                    ("<=" if dyn else "") + str(d) for d, dyn in zip(self._dims, self._dynamic)
+                )
+                s = f"{hlo_element_name(self._etype)}[{dims}]"
+                if self._layout is not None:
+                    s += repr(self._layout)
+            self._str = s
+        return s
+
+    def __repr__(self) -> str:
+        return f"Shape({self})"
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self._etype, self._dims, self._tuple, self._dynamic)
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, Shape):
+            return NotImplemented
+        if self._key() != other._key():
+            return False
+        return self._layout is None or other._layout is None or self._layout == other._layout
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if h is None:
+            h = self._hash = hash(self._key())
+        return h
+
+
+def _as_dim(x: Any) -> int:
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        raise TypeError
+    v = int(x)
+    if v < 0:
+        raise ShapeError(f"Shape.array_shape: dimension sizes must be >= 0, got {v}")
+    return v
+
+
+def array_shape_fast(dtype: np.dtype[Any], dims: tuple[int, ...]) -> Shape:
+    """Internal: array shape from an already-canonical numpy dtype and int tuple."""
+    return Shape._make(dtype_to_etype(dtype), dims)
+
+
+class ProgramShape:
+    """Parameter shapes and result shape of a computation."""
+
+    __slots__ = ("_params", "_result", "_names")
+
+    def __init__(
+        self, parameter_shapes: Sequence[Shape], result_shape: Shape, parameter_names: Sequence[str] = ()
+    ) -> None:
+        self._params = tuple(parameter_shapes)
+        self._result = result_shape
+        self._names = tuple(parameter_names) or tuple(f"p{i}" for i in range(len(self._params)))
+
+    def parameter_shapes(self) -> tuple[Shape, ...]:
+        return self._params
+
+    def result_shape(self) -> Shape:
+        return self._result
+
+    def parameter_names(self) -> tuple[str, ...]:
+        return self._names
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, ProgramShape)
+            and other._params == self._params
+            and other._result == self._result
+        )
+
+    def __hash__(self) -> int:
+        return hash((self._params, self._result))
+
+    def __str__(self) -> str:
+        ps = ", ".join(f"{n}: {s}" for n, s in zip(self._names, self._params))
+        return f"({ps}) -> {self._result}"
+
+    def __repr__(self) -> str:
+        return f"ProgramShape({self})"
+
+
+def shape_from_pyval(value: Any) -> Shape:
+    """The XLA shape of a Python or numpy value.
+
+    numpy arrays and numpy scalars keep their dtype; Python ``bool`` is ``pred[]``, ``int`` is
+    ``s32[]``, ``float`` is ``f32[]`` and ``complex`` is ``c64[]``; tuples (and lists of arrays)
+    become tuple shapes, recursively.
+
+    Raises
+    ------
+    DTypeError: for values of no XLA element type (strings, objects).
+    """
+    if isinstance(value, tuple):
+        return Shape.tuple_shape(shape_from_pyval(v) for v in value)
+    if isinstance(value, bool):
+        return Shape.scalar_shape(np.bool_)
+    if isinstance(value, int):
+        return Shape.scalar_shape(np.int32)
+    if isinstance(value, float):
+        return Shape.scalar_shape(np.float32)
+    if isinstance(value, complex):
+        return Shape.scalar_shape(np.complex64)
+    if isinstance(value, (np.ndarray, np.generic)):
+        return Shape._make(dtype_to_etype(value.dtype), tuple(int(d) for d in value.shape))
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    if shape is not None and dtype is not None:
+        return Shape._make(dtype_to_etype(dtype), tuple(int(d) for d in shape))
+    if isinstance(value, list):
+        arr = np.asarray(value)
+        if arr.dtype == object:
+            raise DTypeError(f"shape_from_pyval: cannot take the shape of ragged list {value!r}")
+        return shape_from_pyval(arr.astype(canonical_dtype(_python_default(arr.dtype))))
+    raise DTypeError(f"shape_from_pyval: {type(value).__name__} value has no XLA shape")
+
+
+def _python_default(dt: np.dtype[Any]) -> np.dtype[Any]:
+    if dt == np.float64:
+        return np.dtype(np.float32)
+    if dt == np.int64:
+        return np.dtype(np.int32)
+    if dt == np.complex128:
+        return np.dtype(np.complex64)
+    return dt
