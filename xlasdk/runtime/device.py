@@ -248,7 +248,6 @@ def client(platform: str = "cpu", num_devices: int | None = None, *, cached: boo
 
     Maps to ``xla_client.make_cpu_client(num_devices=...)`` or ``make_c_api_client(plugin)``.
     """
-    global _default_device
     if not isinstance(platform, str):
         raise UnknownDeviceError(f"client: platform must be a string such as 'cpu', got {platform!r}")
     if num_devices is not None and (
@@ -283,10 +282,7 @@ def default_device() -> Device:
     global _default_device
     d = _default_device
     if d is None:
-        d = devices()[0]
-        with _lock:
-            if _default_device is None and not _plugins:
-                _default_device = d
+        d = _default_device = devices()[0]
     return d
 
 
@@ -348,11 +344,7 @@ def load_pjrt_plugin(name: str, path: str | os.PathLike[str], *, options: Mappin
         pjrt.load_plugin(key, real)
         _plugins[key] = (real, opts)
         _default_device = None
-        try:
-            return client(key)
-        except Exception:
-            # Keep the registration (the library stays loaded) so that a retry reports clearly.
-            raise
+        return client(key)
 
 
 def _resolve_device(device: Device | str | int | None) -> Device:
