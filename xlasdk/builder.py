@@ -222,6 +222,7 @@ class XlaBuilder:
         self._last: XlaOp | None = None
         self._metadata: OpMetadata | None = None
         self._metadata_loc: str | None = None
+        self._metadata_name = ""
         self._sharding: OpSharding | None = None
         self._loc_cache: dict[tuple[str, int], str] = {}
 
@@ -234,9 +235,7 @@ class XlaBuilder:
 
     # -- locations / metadata ----------------------------------------------------------------
     def _location(self) -> str:
-        """MLIR location of the op being built: the builder's metadata, else the user's line."""
-        if self._metadata_loc is not None:
-            return self._metadata_loc
+        """MLIR location of the op being built: the builder's metadata and/or the user's line."""
         f: Any = sys._getframe(2)
         while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
             f = f.f_back
@@ -245,34 +244,36 @@ class XlaBuilder:
         key = (f.f_code.co_filename, f.f_lineno)
         loc = self._loc_cache.get(key)
         if loc is None:
-            loc = self._loc_cache[key] = f"loc({_mlir_str(key[0])}:{key[1]}:0)"
+            file_loc = f"{_mlir_str(key[0])}:{key[1]}:0"
+            name = self._metadata_name
+            loc = f"loc(fused[{_mlir_str(name)}, {file_loc}])" if name else f"loc({file_loc})"
+            self._loc_cache[key] = loc
         return loc
 
     def set_op_metadata(self, metadata: OpMetadata) -> None:
-        """Attach ``metadata`` (op_name, source_file, source_line) to every op built from now on.
+        """Attach ``metadata`` to every op built from now on.
 
-        ``op_name`` becomes the HLO ``metadata={op_name=...}`` and names the instruction;
-        ``source_file``/``source_line`` replace the caller's line. ``op_type`` is kept on the
-        builder (HLO conversion from StableHLO locations carries no op_type).
+        ``op_name`` becomes HLO ``metadata={op_name=...}`` (XLA also names the instruction after
+        it). ``source_file``/``source_line`` replace the caller's line when set; when empty, each
+        op keeps its own caller line. ``op_type`` is kept on the builder only (StableHLO
+        locations, from which XLA derives HLO metadata, carry no op_type).
         """
         self._metadata = metadata
-        file_part = ""
+        self._loc_cache = {}
+        name = getattr(metadata, "op_name", "") or ""
+        self._metadata_name = name
         if getattr(metadata, "source_file", ""):
             file_part = f"{_mlir_str(metadata.source_file)}:{int(metadata.source_line)}:0"
-        name = getattr(metadata, "op_name", "") or ""
-        if name and file_part:
-            self._metadata_loc = f"loc(fused[{_mlir_str(name)}, {file_part}])"
-        elif name:
-            self._metadata_loc = f"loc({_mlir_str(name)})"
-        elif file_part:
-            self._metadata_loc = f"loc({file_part})"
+            self._metadata_loc = f"loc(fused[{_mlir_str(name)}, {file_part}])" if name else f"loc({file_part})"
         else:
-            self._metadata_loc = "loc(unknown)"
+            self._metadata_loc = None
 
     def clear_op_metadata(self) -> None:
-        """Go back to recording the caller's file and line on each op."""
+        """Go back to recording only the caller's file and line on each op."""
         self._metadata = None
         self._metadata_loc = None
+        self._metadata_name = ""
+        self._loc_cache = {}
 
     def get_op_metadata(self) -> OpMetadata | None:
         return self._metadata
@@ -287,16 +288,12 @@ class XlaBuilder:
     ) -> Iterator[None]:
         """Context manager: ops built inside carry this metadata.
 
-        When ``source_file`` is None the caller's file and line of the ``with`` statement are used.
-        The previous metadata is restored on exit.
+        With ``source_file`` None (the default) each op keeps its own caller line and gains
+        ``op_name``. The previous metadata is restored on exit.
         """
         from .attrs import OpMetadata
 
-        if source_file is None:
-            source_file, line = user_frame()
-            if source_line is None:
-                source_line = line
-        md = OpMetadata(op_type=op_type, op_name=op_name, source_file=source_file, source_line=source_line or 0)
+        md = OpMetadata(op_type=op_type, op_name=op_name, source_file=source_file or "", source_line=source_line or 0)
         prev = self._metadata
         self.set_op_metadata(md)
         try:

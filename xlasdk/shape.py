@@ -331,6 +331,8 @@ def shape_from_pyval(value: Any) -> Shape:
     """
     if isinstance(value, tuple):
         return Shape.tuple_shape(shape_from_pyval(v) for v in value)
+    if isinstance(value, (np.ndarray, np.generic)):  # before float: np.float64 is a float subclass
+        return Shape._make(dtype_to_etype(value.dtype), tuple(int(d) for d in value.shape))
     if isinstance(value, bool):
         return Shape.scalar_shape(np.bool_)
     if isinstance(value, int):
@@ -339,8 +341,6 @@ def shape_from_pyval(value: Any) -> Shape:
         return Shape.scalar_shape(np.float32)
     if isinstance(value, complex):
         return Shape.scalar_shape(np.complex64)
-    if isinstance(value, (np.ndarray, np.generic)):
-        return Shape._make(dtype_to_etype(value.dtype), tuple(int(d) for d in value.shape))
     shape = getattr(value, "shape", None)
     dtype = getattr(value, "dtype", None)
     if shape is not None and dtype is not None:

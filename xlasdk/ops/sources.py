@@ -52,6 +52,8 @@ def Parameter(builder: XlaBuilder, parameter_number: int, shape: Shape, name: st
 
 
 def _as_array(op: str, value: Any) -> np.ndarray[Any, Any]:
+    if isinstance(value, (np.ndarray, np.generic)):  # before the Python types: np.float64 is a float
+        return _checked(op, np.asarray(value))
     if isinstance(value, bool):
         return np.asarray(value, dtype=np.bool_)
     if isinstance(value, int):
@@ -62,9 +64,7 @@ def _as_array(op: str, value: Any) -> np.ndarray[Any, Any]:
         return np.asarray(value, dtype=np.float32)
     if isinstance(value, complex):
         return np.asarray(value, dtype=np.complex64)
-    if isinstance(value, (np.ndarray, np.generic)):
-        arr = np.asarray(value)
-    elif isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple)):
         arr = np.asarray(value)
         if arr.dtype == object:
             dtype_error(op, f"cannot make a constant of ragged or mixed value {value!r}")
@@ -78,6 +78,10 @@ def _as_array(op: str, value: Any) -> np.ndarray[Any, Any]:
         arr = np.asarray(value)
     else:
         dtype_error(op, f"cannot make a constant of {type(value).__name__}")
+    return _checked(op, arr)
+
+
+def _checked(op: str, arr: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     try:
         dtype_to_etype(arr.dtype)
     except DTypeError:

@@ -1,0 +1,429 @@
+"""``DeviceArray`` (an array in device memory) and ``device_put``.
+
+A :class:`DeviceArray` owns one PJRT buffer on one device. Values move to a device with
+:func:`device_put` (or implicitly when an :class:`~xlasdk.Executable` is called with numpy
+arguments) and back with :meth:`DeviceArray.to_numpy`, ``np.asarray(x)`` or DLPack.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import numpy as np
+
+from .._jaxlib import pjrt
+from ..errors import DTypeError, XlaRuntimeError
+from ..shape import Shape
+from ..types import canonical_dtype
+from .device import Device, _resolve_device
+
+__all__ = ["DeviceArray", "device_put"]
+
+_INT32_MIN: Final = -(2**31)
+_INT32_MAX: Final = 2**31 - 1
+# DLPack device types whose memory the host can read directly.
+_DL_HOST_READABLE: Final = frozenset({1, 3, 11, 13})  # kDLCPU, kDLCUDAHost, kDLROCMHost, kDLCUDAManaged
+
+_avals: dict[tuple[tuple[int, ...], np.dtype[Any]], pjrt.Aval] = {}
+
+
+def _aval(shape: tuple[int, ...], dtype: np.dtype[Any]) -> pjrt.Aval:
+    """A cached :class:`pjrt.Aval` for ``(shape, dtype)``."""
+    key = (shape, dtype)
+    a = _avals.get(key)
+    if a is None:
+        if len(_avals) >= 4096:
+            _avals.clear()
+        a = _avals[key] = pjrt.Aval(shape, dtype)
+    return a
+
+
+class DeviceArray:
+    """An array in the memory of one device.
+
+    Attributes
+    ----------
+    shape : tuple of int
+    dtype : numpy.dtype
+        numpy or ml_dtypes dtype (``float32``, ``bfloat16``, ``int4``...).
+    device : Device
+
+    Values are computed asynchronously: a DeviceArray returned by an executable may still be
+    in flight; reading it (:meth:`to_numpy`) or :meth:`block_until_ready` waits.
+
+    Using a deleted array raises :class:`~xlasdk.XlaRuntimeError`.
+    """
+
+    __slots__ = ("_arr", "_shape", "_dtype", "_device", "_exported", "__weakref__")
+
+    _arr: Any
+    _shape: tuple[int, ...]
+    _dtype: np.dtype[Any]
+    _device: Device
+    _exported: bool
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("DeviceArray objects are made by xs.device_put(value, device) or by running an executable")
+
+    @classmethod
+    def _wrap(cls, arr: Any, shape: tuple[int, ...], dtype: np.dtype[Any], device: Device) -> DeviceArray:
+        a = object.__new__(cls)
+        a._arr = arr
+        a._shape = shape
+        a._dtype = dtype
+        a._device = device
+        a._exported = False
+        return a
+
+    # -- metadata ------------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Dimension sizes."""
+        return self._shape
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """Element type as a numpy / ml_dtypes dtype."""
+        return self._dtype
+
+    @property
+    def device(self) -> Device:
+        """The device holding the buffer."""
+        return self._device
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        n = 1
+        for d in self._shape:
+            n *= d
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        """Logical size in bytes, ``size * dtype.itemsize`` (as numpy counts it; 4-bit types
+        count one byte per element). See :meth:`on_device_size_in_bytes` for the device's figure."""
+        return self.size * self._dtype.itemsize
+
+    def xla_shape(self) -> Shape:
+        """The XLA :class:`~xlasdk.Shape` (``f32[2,3]``)."""
+        return Shape.array_shape(self._dtype, self._shape)
+
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError("len() of a 0-d DeviceArray")
+        return self._shape[0]
+
+    # -- lifetime ------------------------------------------------------------------------------
+    def _live(self) -> Any:
+        arr = self._arr
+        if arr is None:
+            raise XlaRuntimeError(f"{self._describe()} has been deleted")
+        return arr
+
+    def _describe(self) -> str:
+        return f"DeviceArray {self.xla_shape()} on {self._device}"
+
+    def is_deleted(self) -> bool:
+        """Whether :meth:`delete` was called (the buffer is gone)."""
+        return self._arr is None
+
+    def delete(self) -> None:
+        """Free the device buffer now instead of when the array is garbage collected.
+
+        Deleting twice is allowed. If the buffer was exported with DLPack, the memory is
+        released when the last consumer lets go of it. Maps to PJRT ``Buffer::Delete``.
+        """
+        arr = self._arr
+        if arr is None:
+            return
+        self._arr = None
+        if not self._exported:  # deleting under a live DLPack consumer aborts the process in XLA
+            pjrt.array_delete(arr)
+
+    def block_until_ready(self) -> DeviceArray:
+        """Wait until the value is computed; return ``self``.
+
+        Raises
+        ------
+        XlaRuntimeError
+            If the array was deleted or the computation producing it failed.
+        """
+        pjrt.array_block(self._live())
+        return self
+
+    def on_device_size_in_bytes(self) -> int:
+        """Bytes the buffer occupies on the device (``PjRtBuffer::GetOnDeviceSizeInBytes``)."""
+        return pjrt.array_on_device_size(self._live())
+
+    def unsafe_buffer_pointer(self) -> int:
+        """Device address of the buffer (valid while the array is alive and not deleted)."""
+        return pjrt.array_pointer(self._live())
+
+    # -- host access ---------------------------------------------------------------------------
+    def to_numpy(self) -> np.ndarray[Any, Any]:
+        """The value as a numpy array, waiting for it if needed.
+
+        The result is **read-only** (``flags.writeable`` is False): it is a cached host copy
+        (on CPU, a zero-copy view) shared by every call. Use ``np.array(x)`` or
+        ``x.to_numpy().copy()`` for a writable copy. It stays valid after :meth:`delete`.
+
+        Raises
+        ------
+        XlaRuntimeError
+            If the array was deleted or the computation producing it failed.
+        """
+        return pjrt.array_to_numpy(self._live())
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray[Any, Any]:
+        """numpy conversion: ``np.asarray(x)`` is read-only (see :meth:`to_numpy`); ``np.array(x)``
+        (``copy=True``) is a writable copy; ``copy=False`` raises ValueError if a cast is needed."""
+        v = self.to_numpy()
+        if dtype is not None and np.dtype(dtype) != v.dtype:
+            if copy is False:
+                raise ValueError(f"cannot convert {self._describe()} to {np.dtype(dtype)} without a copy")
+            return v.astype(dtype)
+        return v.copy() if copy else v
+
+    def item(self) -> Any:
+        """The single element as a Python scalar."""
+        return self.to_numpy().item()
+
+    def __float__(self) -> float:
+        return float(self.to_numpy())
+
+    def __int__(self) -> int:
+        return int(self.to_numpy())
+
+    def __complex__(self) -> complex:
+        return complex(self.to_numpy())
+
+    def __bool__(self) -> bool:
+        return bool(self.to_numpy())
+
+    def __index__(self) -> int:
+        return self.to_numpy().__index__()  # type: ignore[no-any-return]
+
+    # -- DLPack --------------------------------------------------------------------------------
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(device_type, device_id)`` for DLPack: ``(1, 0)`` on CPU, ``(2, id)`` on CUDA."""
+        t = pjrt.dlpack_device_type(self._device.platform)
+        if t is None:
+            raise BufferError(f"platform {self._device.platform!r} has no DLPack device type")
+        return (t, 0 if t == 1 else self._device.local_hardware_id)
+
+    def __dlpack__(
+        self,
+        *,
+        stream: int | Any | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """Export as a DLPack capsule (``np.from_dlpack(x)``, ``torch.from_dlpack(x)``).
+
+        The capsule aliases the device buffer (no copy) unless ``copy=True``. A legacy
+        (unversioned) capsule is returned whatever ``max_version`` asks, as the standard allows.
+
+        Raises
+        ------
+        BufferError
+            If ``dl_device`` asks for another device, or the array was deleted.
+        """
+        if self._arr is None:
+            raise BufferError(f"{self._describe()} has been deleted")
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError(f"cannot export {self._describe()} to DLPack device {tuple(dl_device)}")
+        if copy:
+            fresh = _put_numpy(np.array(self.to_numpy()), self._device)
+            fresh._exported = True
+            return pjrt.dlpack_export(fresh._arr, None if stream is None else int(stream))
+        self._exported = True
+        return pjrt.dlpack_export(self._arr, None if stream is None else int(stream))
+
+    # -- printing ------------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        if self._arr is None:
+            return f"DeviceArray(<deleted>, shape={self._shape}, dtype={self._dtype}, device={self._device})"
+        try:
+            v = self.to_numpy()
+        except XlaRuntimeError as e:
+            return f"DeviceArray(<error: {e}>, shape={self._shape}, dtype={self._dtype}, device={self._device})"
+        body = np.array2string(v, separator=", ", prefix="DeviceArray(")
+        return f"DeviceArray({body}, dtype={self._dtype}, device={self._device})"
+
+    def __str__(self) -> str:
+        if self._arr is None:
+            return "<deleted>"
+        return str(self.to_numpy())
+
+
+# -- device_put -----------------------------------------------------------------------------
+def _python_scalar(value: bool | int | float | complex, what: str) -> np.ndarray[Any, Any]:
+    """A Python scalar as a 0-d array of its default XLA type (pred, s32, f32, c64)."""
+    if isinstance(value, bool):
+        return np.asarray(value, np.bool_)
+    if isinstance(value, int):
+        if not _INT32_MIN <= value <= _INT32_MAX:
+            raise DTypeError(
+                f"{what}: the Python int {value} does not fit s32 (Python ints become s32); "
+                "pass np.int64(...) or np.uint32(...) to choose a wider type"
+            )
+        return np.asarray(value, np.int32)
+    if isinstance(value, float):
+        return np.asarray(value, np.float32)
+    return np.asarray(value, np.complex64)
+
+
+def _from_list(value: list[Any] | tuple[Any, ...], what: str) -> np.ndarray[Any, Any]:
+    try:
+        arr = np.asarray(value)
+    except ValueError as e:
+        raise DTypeError(f"{what}: cannot make an array of {type(value).__name__} value: {e}") from None
+    if arr.dtype == np.int64:
+        if arr.size and (arr.min() < _INT32_MIN or arr.max() > _INT32_MAX):
+            raise DTypeError(f"{what}: list values do not fit s32 (Python ints become s32); pass a numpy array")
+        return arr.astype(np.int32)
+    if arr.dtype == np.float64:
+        return arr.astype(np.float32)
+    if arr.dtype == np.complex128:
+        return arr.astype(np.complex64)
+    return arr
+
+
+def _native(arr: np.ndarray[Any, Any], what: str) -> np.ndarray[Any, Any]:
+    """``arr`` with an XLA dtype in native byte order (DTypeError for object/str arrays)."""
+    dt = arr.dtype
+    if not dt.isnative:
+        arr = arr.astype(dt.newbyteorder("="))
+        dt = arr.dtype
+    try:
+        canon = canonical_dtype(dt)
+    except DTypeError:
+        raise DTypeError(f"{what}: dtype {dt} is not an XLA element type") from None
+    if canon is not dt:
+        arr = arr.view(canon) if canon == dt else arr.astype(canon)
+    return arr
+
+
+def _put_numpy(arr: np.ndarray[Any, Any], device: Device) -> DeviceArray:
+    """Copy a numpy array with a canonical, native dtype to ``device``."""
+    shape = arr.shape
+    dtype = arr.dtype
+    aval = _aval(shape, dtype)
+    buf = pjrt.put(arr, aval, device._sharding, device._d)
+    return DeviceArray._wrap(buf, shape, dtype, device)
+
+
+def _to_host(value: Any, what: str) -> np.ndarray[Any, Any]:
+    """Any accepted non-DeviceArray value as a host numpy array of an XLA dtype."""
+    if isinstance(value, np.ndarray):
+        return _native(value, what)
+    if isinstance(value, np.generic):
+        return _native(np.asarray(value), what)
+    if isinstance(value, (bool, int, float, complex)):
+        return _python_scalar(value, what)
+    if isinstance(value, (list, tuple)):
+        return _native(_from_list(value, what), what)
+    if hasattr(value, "__array__"):
+        return _native(np.asarray(value), what)
+    raise DTypeError(
+        f"{what}: cannot put a {type(value).__name__} on a device; expected a numpy array, a Python "
+        "or numpy scalar, a DeviceArray or an object with __dlpack__"
+    )
+
+
+def _dlpack_host(value: Any, what: str) -> np.ndarray[Any, Any] | None:
+    """A host numpy copy of a DLPack producer whose memory the host can read, else None."""
+    try:
+        dev_type = int(value.__dlpack_device__()[0])
+    except Exception:
+        dev_type = 1
+    if dev_type not in _DL_HOST_READABLE:
+        return None
+    try:
+        return _native(np.from_dlpack(value), what)
+    except (BufferError, TypeError, ValueError, RuntimeError):
+        return None  # e.g. bfloat16 / fp8, which numpy's DLPack import does not know
+
+
+def _put_dlpack(value: Any, device: Device, what: str) -> DeviceArray:
+    host = _dlpack_host(value, what)
+    if host is not None:
+        return _put_numpy(host, device)
+    # Not host-readable, or a dtype numpy's DLPack import rejects: let XLA import it (a copy).
+    try:
+        dev_type = int(value.__dlpack_device__()[0])
+    except Exception:
+        dev_type = 1
+    target = device
+    if pjrt.dlpack_device_type(device.platform) != dev_type:
+        if dev_type not in _DL_HOST_READABLE:
+            raise XlaRuntimeError(
+                f"{what}: cannot import a DLPack tensor of device type {dev_type} to {device}; "
+                "copy it to the host (or to a device of that platform) first"
+            )
+        from .device import client as _client
+
+        target = _client("cpu").default_device
+    try:
+        capsule = value.__dlpack__()
+    except Exception as e:
+        raise XlaRuntimeError(f"{what}: __dlpack__() failed: {e}") from e
+    arr = pjrt.dlpack_import(capsule, target._d)
+    shape, dtype = pjrt.array_shape_dtype(arr)
+    dtype = canonical_dtype(dtype)
+    imported = DeviceArray._wrap(arr, shape, dtype, target)
+    # Re-put through the fast path so the buffer carries our aval (no hidden imports later).
+    return _put_numpy(imported.to_numpy(), device)
+
+
+def device_put(value: Any, device: Device | str | None = None) -> DeviceArray:
+    """Copy ``value`` to ``device`` and return it as a :class:`DeviceArray`.
+
+    Parameters
+    ----------
+    value:
+        * a numpy array of any XLA element type (incl. ml_dtypes ``bfloat16``, ``float8_*``,
+          ``int4``); non-contiguous and non-native byte order arrays are fine;
+        * a numpy scalar (keeps its dtype) or a Python scalar: ``bool`` -> pred, ``int`` -> s32
+          (must fit), ``float`` -> f32, ``complex`` -> c64 (as :func:`~xlasdk.shape_from_pyval`);
+        * a (nested) list, converted like Python scalars (float -> f32, int -> s32);
+        * a :class:`DeviceArray`: returned as is on the same device, else copied;
+        * anything with ``__dlpack__`` (torch, cupy, jax arrays...), or with ``__array__``.
+    device:
+        A :class:`Device`, a ``"cpu:0"``-style string, or None for the default device.
+
+    Returns
+    -------
+    DeviceArray
+        Always a new buffer (the host data is copied during the call), except for a
+        DeviceArray already on ``device``.
+
+    Raises
+    ------
+    DTypeError
+        For values of no XLA element type (strings, objects) or a Python int outside s32.
+    UnknownDeviceError
+        For an unknown device.
+    XlaRuntimeError
+        If the transfer fails or ``value`` is a deleted DeviceArray.
+
+    Maps to ``xla_client.batched_device_put`` (``PjRtClient::BufferFromHostBuffer``).
+    """
+    dev = _resolve_device(device)
+    what = "device_put"
+    if isinstance(value, np.ndarray):
+        return _put_numpy(_native(value, what), dev)
+    if isinstance(value, DeviceArray):
+        value._live()
+        if value._device == dev:
+            return value
+        return _put_numpy(value.to_numpy(), dev)
+    if not isinstance(value, (np.ndarray, np.generic)) and hasattr(value, "__dlpack__"):
+        return _put_dlpack(value, dev, what)
+    return _put_numpy(_to_host(value, what), dev)
