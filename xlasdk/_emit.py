@@ -5,6 +5,11 @@ Pure string generation (no MLIR context): each op becomes one line
 *unpacked* (a Python tuple of element values) as long as possible: ``Tuple`` and
 ``GetTupleElement`` cost nothing, multi-result ops (variadic Reduce, Sort, While) hand out
 ``%N#i``, and a ``stablehlo.tuple`` is emitted only where a single tuple-typed value is needed.
+
+Regions are emitted with block arguments for their parameters, or, when the region has
+``bindings`` (branches of ``stablehlo.if``/``stablehlo.case``), with each parameter standing for
+an outer value captured implicitly. The pseudo-op ``call`` (XLA ``Call``) is inlined: its
+region's graph is emitted in place with the parameters bound to the operands.
 """
 
 from __future__ import annotations
@@ -91,6 +96,8 @@ class Emitter:
                 raise AssertionError(f"parameter {o.extra} not bound")  # pragma: no cover
             todo[o.id] = o
             stack.extend(o.operands)
+            for r in o.regions:
+                stack.extend(r.bindings or ())
         for i in sorted(todo):
             self.op(todo[i], env, indent)
 
@@ -98,6 +105,9 @@ class Emitter:
         code = o.opcode
         if code == "tuple":
             env[o.id] = tuple(env[x.id] for x in o.operands)
+            return
+        if code == "call":
+            self.inline(o, env, indent)
             return
         if code == "get_tuple_element":
             src = o.operands[0]
@@ -146,8 +156,10 @@ class Emitter:
         inner = indent + "  "
         env: dict[int, Val] = dict(outer)
         bargs: list[str] = []
-        for p in r.params:
-            if p.shape.is_tuple():
+        for i, p in enumerate(r.params):
+            if r.bindings is not None:  # implicit capture: the parameter is an outer value
+                env[p.id] = outer[r.bindings[i].id]
+            elif p.shape.is_tuple():
                 vals = []
                 for s in p.shape.tuple_shapes():
                     a = self.fresh()
@@ -172,6 +184,20 @@ class Emitter:
         head = f"{indent}^bb0({', '.join(bargs)}):\n" if bargs else ""
         ret = f'{inner}"stablehlo.return"({", ".join(rets)}) : ({_types(rshapes)}) -> ()\n'
         return "{\n" + head + "".join(body) + ret + indent + "}"
+
+    def inline(self, o: XlaOp, env: dict[int, Val], indent: str) -> None:
+        """Emit the graph of ``o``'s one region in place, its parameters bound to ``o``'s operands.
+
+        The region's ops are emitted afresh for each inlined use (a private copy of ``env``), so
+        one computation called twice with different operands yields two copies.
+        """
+        (r,) = o.regions
+        inner: dict[int, Val] = dict(env)
+        for p, x in zip(r.params, o.operands, strict=True):
+            inner[p.id] = env[x.id]
+        self.graph(inner, list(r.results), indent)
+        vals = tuple(inner[x.id] for x in r.results)
+        env[o.id] = vals[0] if len(vals) == 1 else vals
 
 
 # Ops whose tuple-shaped operands are passed element by element (StableHLO is variadic there).

@@ -59,13 +59,27 @@ class Region:
     ``params`` are the sub-builder's Parameter ops in order (tuple-shaped parameters become
     one block argument per element); ``results`` are the returned ops (a tuple-valued result is
     returned element by element).
+
+    ``bindings``, when given, holds one op of the enclosing graph per parameter: the region then
+    has no block arguments and each parameter stands for its bound outer value, captured
+    implicitly (the branches of ``stablehlo.if`` / ``stablehlo.case`` work this way). Bound
+    values are dependencies of the op that owns the region.
     """
 
-    __slots__ = ("params", "results")
+    __slots__ = ("params", "results", "bindings")
 
-    def __init__(self, params: Sequence[XlaOp], results: Sequence[XlaOp]) -> None:
+    def __init__(
+        self, params: Sequence[XlaOp], results: Sequence[XlaOp], bindings: Sequence[XlaOp] | None = None
+    ) -> None:
         self.params = tuple(params)
         self.results = tuple(results)
+        self.bindings = None if bindings is None else tuple(bindings)
+        if self.bindings is not None and len(self.bindings) != len(self.params):
+            raise ValueError(f"Region: {len(self.bindings)} bindings for {len(self.params)} parameters")
+
+    def with_bindings(self, bindings: Sequence[XlaOp]) -> Region:
+        """The same region with its parameters bound to the outer values ``bindings``."""
+        return Region(self.params, self.results, bindings)
 
 
 class XlaOp:
@@ -413,6 +427,8 @@ class XlaBuilder:
                 return False
             seen[o.id] = True
             stack.extend(o.operands)
+            for r in o.regions:
+                stack.extend(r.bindings or ())
         return True
 
 

@@ -336,6 +336,10 @@ def shape_from_pyval(value: Any) -> Shape:
     if isinstance(value, bool):
         return Shape.scalar_shape(np.bool_)
     if isinstance(value, int):
+        if not -(2**31) <= value < 2**31:
+            raise DTypeError(
+                f"shape_from_pyval: Python int {value} does not fit s32; pass a numpy scalar such as np.int64({value})"
+            )
         return Shape.scalar_shape(np.int32)
     if isinstance(value, float):
         return Shape.scalar_shape(np.float32)
@@ -346,9 +350,14 @@ def shape_from_pyval(value: Any) -> Shape:
     if shape is not None and dtype is not None:
         return Shape._make(dtype_to_etype(dtype), tuple(int(d) for d in shape))
     if isinstance(value, list):
-        arr = np.asarray(value)
+        try:
+            arr = np.asarray(value)
+        except ValueError:  # ragged nesting
+            arr = np.empty(0, dtype=object)
         if arr.dtype == object:
-            raise DTypeError(f"shape_from_pyval: cannot take the shape of ragged list {value!r}")
+            raise DTypeError(f"shape_from_pyval: cannot take the shape of ragged or mixed list {value!r}")
+        if arr.dtype == np.int64 and arr.size and not (-(2**31) <= int(arr.min()) and int(arr.max()) < 2**31):
+            raise DTypeError("shape_from_pyval: list of Python ints does not fit s32; pass a numpy int64 array")
         return shape_from_pyval(arr.astype(canonical_dtype(_python_default(arr.dtype))))
     raise DTypeError(f"shape_from_pyval: {type(value).__name__} value has no XLA shape")
 

@@ -121,7 +121,7 @@ ARRAY_TYPES: Final = frozenset(_TABLE)
 
 def _lookup_dtype(dtype: DTypeLike) -> PrimitiveType | None:
     if isinstance(dtype, PrimitiveType):
-        return dtype
+        return dtype if dtype in _TABLE else None  # TUPLE, TOKEN... are not element types
     if isinstance(dtype, str):
         key = dtype.strip()
         low = key.lower()

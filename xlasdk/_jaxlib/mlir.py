@@ -15,6 +15,7 @@ from jaxlib import _jax as _J
 from jaxlib.mlir import ir as _ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 from jaxlib.mlir.dialects import chlo as _chlo
+from jaxlib.mlir.dialects import mhlo as _mhlo
 from jaxlib.mlir.dialects import stablehlo as _stablehlo
 
 __all__ = [
@@ -29,6 +30,19 @@ __all__ = [
     "hlo_dot_graph",
     "stablehlo_current_version",
     "stablehlo_minimum_version",
+    # formats (xlasdk/formats.py)
+    "hlo_module_from_text",
+    "hlo_module_from_proto",
+    "hlo_module_to_text",
+    "hlo_module_to_proto",
+    "hlo_proto_to_stablehlo",
+    "xla_computation_from_proto",
+    "module_to_text",
+    "main_signature",
+    "module_name",
+    "serialize_portable_artifact",
+    "deserialize_portable_artifact",
+    "stablehlo_version_for",
 ]
 
 JAXLIB_VERSION: str = jaxlib.__version__ if hasattr(jaxlib, "__version__") else "unknown"
@@ -48,6 +62,7 @@ def context() -> Any:
         ctx.load_all_available_dialects()
         _stablehlo.register_dialect(ctx)
         _chlo.register_dialect(ctx)
+        _mhlo.register_mhlo_dialect(ctx)  # HLO imported from XLA dumps keeps mhlo.fusion & co.
         _local.ctx = ctx
     return ctx
 
@@ -108,3 +123,148 @@ def stablehlo_current_version() -> str:
 
 def stablehlo_minimum_version() -> str:
     return str(_stablehlo.get_minimum_version())
+
+
+# -- file formats (used by xlasdk/formats.py) ----------------------------------------------------
+class _QuietNativeStderr:
+    """Send file descriptor 2 to /dev/null for the duration of a call.
+
+    XLA logs a RET_CHECK failure with a C++ stack trace on stderr before it returns the very
+    same error as a status; the status becomes our exception, the log is noise.
+    """
+
+    def __enter__(self) -> None:
+        import os
+        import sys
+
+        self._saved: int | None = None
+        try:
+            sys.stderr.flush()
+            self._saved = os.dup(2)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 2)
+            os.close(devnull)
+        except OSError:  # pragma: no cover - no usable fd 2: nothing to silence
+            self._saved = None
+
+    def __exit__(self, *exc: object) -> None:
+        import os
+
+        if self._saved is not None:
+            os.dup2(self._saved, 2)
+            os.close(self._saved)
+
+
+def hlo_module_from_text(text: str) -> Any:
+    """XLA's HLO text parser: ``HloModule`` (raises on syntax errors).
+
+    Some shape-inconsistent instructions make this parser abort the process instead of
+    raising; callers must pre-check the text (``xlasdk.formats``).
+    """
+    return _hlo.hlo_module_from_text(text)
+
+
+def hlo_module_from_proto(data: bytes) -> Any:
+    """``HloModule`` from a serialized ``HloModuleProto``, validated by XLA (raises on bad protos)."""
+    with _QuietNativeStderr():
+        return _hlo.XlaComputation(data).get_hlo_module()
+
+
+def hlo_module_to_text(module: Any, *, metadata: bool = True) -> str:
+    """HLO text of an ``HloModule`` with large constants written out (re-parsable)."""
+    opts = _hlo.HloPrintOptions()
+    opts.print_metadata = metadata
+    opts.print_large_constants = True
+    return str(module.to_string(opts))
+
+
+def hlo_module_to_proto(module: Any) -> bytes:
+    return bytes(module.as_serialized_hlo_module_proto())
+
+
+def hlo_proto_to_stablehlo(proto: bytes) -> bytes:
+    """XLA's HLO -> StableHLO importer: MLIR bytecode (may keep ``mhlo.*`` ops such as fusions).
+
+    Tuple parameters and results of the entry computation are flattened. Some inconsistent
+    modules abort the process here; callers must pre-check them (``xlasdk.formats``).
+    """
+    return bytes(_J.mlir.hlo_to_stablehlo(proto))
+
+
+def xla_computation_from_proto(proto: bytes) -> Any:
+    """jaxlib ``XlaComputation`` over a serialized ``HloModuleProto`` (for ``as_hlo_text``)."""
+    with _QuietNativeStderr():
+        return _hlo.XlaComputation(proto)
+
+
+def module_to_text(module: Any, *, debug_info: bool = True, generic: bool = False) -> str:
+    """Module text (pretty by default, MLIR generic syntax when ``generic``), with locations."""
+    with context():
+        return str(
+            module.operation.get_asm(
+                enable_debug_info=debug_info, print_generic_op_form=generic, large_elements_limit=None
+            )
+        )
+
+
+def module_name(module: Any) -> str | None:
+    """The module's ``sym_name`` (``module @name``), or None."""
+    attrs = module.operation.attributes
+    if "sym_name" not in attrs:
+        return None
+    return str(_ir.StringAttr(attrs["sym_name"]).value)
+
+
+def main_signature(module: Any) -> tuple[list[str], list[str | None], list[str]] | None:
+    """``(argument types, argument location names, result types)`` of ``func.func @main``.
+
+    Types are MLIR type strings (``tensor<2x3xf32>``); a location name is the string of a
+    ``loc("name")`` argument location (None otherwise). None when the module has no ``main``.
+    """
+    with context():
+        for op in module.body.operations:
+            if op.operation.name != "func.func":
+                continue
+            attrs = op.operation.attributes
+            if str(_ir.StringAttr(attrs["sym_name"]).value) != "main":
+                continue
+            ftype = _ir.FunctionType(_ir.TypeAttr(attrs["function_type"]).value)
+            names: list[str | None] = []
+            for arg in op.regions[0].blocks[0].arguments if len(op.regions[0].blocks) else []:
+                loc = str(arg.location)
+                names.append(loc[5:-2].replace('\\"', '"') if loc.startswith('loc("') and loc.endswith('")') else None)
+            if len(names) != len(ftype.inputs):
+                names = [None] * len(ftype.inputs)
+            return [str(t) for t in ftype.inputs], names, [str(t) for t in ftype.results]
+    return None
+
+
+def serialize_portable_artifact(module: Any, target_version: str) -> bytes:
+    """StableHLO portable artifact of ``module`` for ``target_version`` (raises on failure).
+
+    CHLO ops are legalized to StableHLO on the way; versions above the current one are clamped.
+    """
+    buf = _module_bytecode(module)
+    return bytes(_J.mlir.serialize_portable_artifact(buf, target_version))
+
+
+def _module_bytecode(module: Any) -> bytes:
+    import io
+
+    out = io.BytesIO()
+    with context():
+        module.operation.write_bytecode(out)
+    return out.getvalue()
+
+
+def deserialize_portable_artifact(data: bytes) -> Any:
+    """``ir.Module`` (current StableHLO) from a portable artifact; raises on corrupt data."""
+    ctx = context()
+    with ctx, _ir.Location.unknown():
+        return _J.mlir.deserialize_portable_artifact(data, context=ctx)
+
+
+def stablehlo_version_for(requirement: str) -> str:
+    """The StableHLO version of a compatibility requirement: ``NONE``, ``WEEK_4``, ``WEEK_12``, ``MAX``."""
+    req = getattr(_stablehlo.StablehloCompatibilityRequirement, requirement)
+    return str(_stablehlo.get_version_from_compatibility_requirement(req))

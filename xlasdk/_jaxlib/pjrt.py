@@ -24,16 +24,15 @@ Fast path (see ``shared/design/jaxlib-facts.md`` sections 0 and 9)
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import sys
-import threading
 import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 import jaxlib
 import numpy as np
-from jaxlib import _jax as _J
 from jaxlib import xla_client as _xc
 
 from ..errors import CompileError, FormatError, XlaRuntimeError
@@ -79,6 +78,8 @@ __all__ = [
     "serialize_executable",
     "deserialize_executable",
 ]
+
+_J: Final[Any] = importlib.import_module("jaxlib._jax")  # untyped extension module
 
 JAXLIB_VERSION: Final[str] = str(getattr(jaxlib, "__version__", "unknown"))
 XLA_CLIENT_VERSION: Final[int] = int(getattr(_xc, "_version", 0))
@@ -253,7 +254,8 @@ def client_devices(client: Any) -> list[Any]:
 def device_info(device: Any) -> tuple[int, str, str, int]:
     """``(id, platform, device_kind, local_hardware_id)`` of a jaxlib device."""
     hw = getattr(device, "local_hardware_id", None)
-    return int(device.id), str(device.platform), str(device.device_kind), int(hw if hw is not None else device.id)
+    hw_id = int(hw if hw is not None else device.id)
+    return int(device.id), str(device.platform), str(device.device_kind), hw_id
 
 
 def device_memory_stats(device: Any) -> dict[str, int] | None:
@@ -361,10 +363,10 @@ def execute_multi(
         sharding = _xc.GSPMDSharding(tuple(devices), _xc.HloSharding.replicate())
         args = [
             _xc.ArrayImpl(aval, sharding, list(shards), True, True)
-            for aval, shards in zip(avals, shards_per_param)
+            for aval, shards in zip(avals, shards_per_param, strict=True)
         ]
         results = executable.execute_sharded(args)
-        return _shimmed(results.disassemble_into_single_device_arrays)  # type: ignore[no-any-return]
+        return _shimmed(results.disassemble_into_single_device_arrays)
     except Exception as e:
         raise _runtime_error(f"executing {name!r} on {len(devices)} devices", e) from e
 
@@ -530,8 +532,11 @@ def serialize_executable(executable: Any, name: str) -> bytes:
         raise _runtime_error(f"serializing {name!r}", e) from e
 
 
-def deserialize_executable(client: Any, blob: bytes, devices: Sequence[Any], what: str) -> Any:
-    """``client.deserialize_executable(blob, DeviceList(devices), None)``.
+def deserialize_executable(client: Any, blob: bytes, devices: Sequence[Any], options: Any, what: str) -> Any:
+    """``client.deserialize_executable(blob, DeviceList(devices), options)``.
+
+    ``options`` (from :func:`make_compile_options`) carries the device assignment to load onto;
+    without it the executable keeps the device ids it was compiled for.
 
     Raises
     ------
@@ -539,6 +544,6 @@ def deserialize_executable(client: Any, blob: bytes, devices: Sequence[Any], wha
         When XLA cannot parse the blob.
     """
     try:
-        return client.deserialize_executable(blob, _xc.DeviceList(tuple(devices)), None)
+        return client.deserialize_executable(blob, _xc.DeviceList(tuple(devices)), options)
     except Exception as e:
         raise FormatError(f"{what}: XLA could not load the executable: {_one_line(e)}") from e

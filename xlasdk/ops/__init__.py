@@ -9,7 +9,10 @@ Clamp, ConvertElementType), ``shaping`` (Broadcast, Reshape, Transpose, Slice, C
 
 from __future__ import annotations
 
-from .control import GetTupleElement, Tuple
+from .control import Call, Conditional, GetTupleElement, Tuple, While
+from .collectives import (
+    AllGather, AllReduce, AllToAll, CollectivePermute, CrossReplicaSum, PartitionId, ReduceScatter, ReplicaId,
+)
 from .conv import Conv, ConvGeneralDilated
 from .elementwise import (
     Abs, Acos, Acosh, Add, And, Asin, Asinh, Atan, Atan2, Atanh, BesselI1e, Cbrt, Ceil, Clamp, Clz,
@@ -20,19 +23,34 @@ from .elementwise import (
     Sub, Tan, Tanh, Xor, Zeta,
 )
 from .linalg import Dot, DotGeneral
-from .reduce import Reduce
-from .shaping import Broadcast, BroadcastInDim, ConcatInDim, Reshape, Slice, Transpose
+from .reduce import Map, Reduce
+from .indexing import DynamicSlice, DynamicUpdateSlice, Gather, Scatter
+from .shaping import Broadcast, BroadcastInDim, Collapse, ConcatInDim, Pad, Reshape, Rev, Slice, SliceInDim, Transpose
+from .sort import Sort, TopK
 from .sources import Constant, ConstantLiteral, Iota, Parameter
+from .side_effects import (
+    AfterAll, CreateToken, CustomCall, CustomCallApiVersion, CustomCallSchedule, CustomCallWithLayout,
+    InfeedWithToken, OptimizationBarrier, OutfeedWithToken,
+)
+from .window import ReduceWindow, ReduceWindowWithGeneralPadding, SelectAndScatterWithGeneralPadding
 
 __all__ = [
     "Abs", "Acos", "Acosh", "Add", "And", "Asin", "Asinh", "Atan", "Atan2", "Atanh", "BesselI1e",
-    "Broadcast", "BroadcastInDim", "Cbrt", "Ceil", "Clamp", "Clz", "Compare", "Complex", "ConcatInDim",
+    "Broadcast", "BroadcastInDim", "Call", "Cbrt", "Ceil", "Clamp", "Clz", "Compare", "Complex",
+    "ConcatInDim", "Conditional",
     "Conj", "Constant", "ConstantLiteral", "Conv", "ConvGeneralDilated", "ConvertElementType", "Cos",
     "Cosh", "Digamma", "Div", "Dot", "DotGeneral", "Eq", "Erf", "Erfc", "ErfInv", "Exp", "Expm1",
     "Floor", "Ge", "GetTupleElement", "Gt", "Imag", "Iota", "IsFinite", "Le", "Lgamma", "Log", "Log1p",
     "Logistic", "Lt", "Max", "Min", "Mul", "Ne", "Neg", "NextAfter", "Not", "Or", "Parameter",
     "Polygamma", "PopulationCount", "Pow", "Real", "Reciprocal", "Reduce", "Rem", "Reshape", "Round",
     "RoundNearestEven", "Rsqrt", "Select", "ShiftLeft", "ShiftRightArithmetic", "ShiftRightLogical",
-    "Sign", "Sin", "Sinh", "Slice", "Sqrt", "Square", "Sub", "Tan", "Tanh", "Transpose", "Tuple", "Xor",
+    "Sign", "Sin", "Sinh", "Slice", "Sort", "Sqrt", "Square", "Sub", "Tan", "Tanh", "TopK", "Transpose",
+    "Tuple", "While", "Xor",
     "Zeta",
+    "Map", "ReduceWindow", "ReduceWindowWithGeneralPadding", "SelectAndScatterWithGeneralPadding",
+    "Collapse", "DynamicSlice", "DynamicUpdateSlice", "Gather", "Pad", "Rev", "Scatter", "SliceInDim",
+    "AllGather", "AllReduce", "AllToAll", "CollectivePermute", "CrossReplicaSum", "PartitionId", "ReduceScatter",
+    "ReplicaId",
+    "AfterAll", "CreateToken", "CustomCall", "CustomCallApiVersion", "CustomCallSchedule", "CustomCallWithLayout",
+    "InfeedWithToken", "OptimizationBarrier", "OutfeedWithToken",
 ]

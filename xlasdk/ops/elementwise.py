@@ -17,6 +17,7 @@ import ml_dtypes
 import numpy as np
 
 from ..builder import XlaOp
+from ..errors import ShapeError
 from ..shape import Shape
 from ..types import COMPLEX, FLOATS, INTS, PrimitiveType, SIGNED_INTS, UNSIGNED_INTS, dtype_to_etype
 from ._core import array_shape, dtype_error, i64_array, operand, same_builder, shape_error
@@ -64,6 +65,10 @@ def _check_dtype(op: str, name: str, x: XlaOp, allowed: frozenset[PrimitiveType]
 
 
 # -- unary --------------------------------------------------------------------------------------
+
+# CHLO ops XLA cannot lower for 8- and 4-bit floats: computed in f32 and rounded back.
+_VIA_F32 = frozenset({"Erfc", "BesselI1e"})
+_NARROW_FLOATS = frozenset(e for e in FLOATS if e not in (_P.F16, _P.BF16, _P.F32, _P.F64))
 
 _RESULT_ACCURACY_OPS = frozenset(
     {"Exp", "Expm1", "Log", "Log1p", "Sin", "Cos", "Tan", "Tanh", "Sqrt", "Rsqrt", "Cbrt", "Logistic"}
@@ -148,6 +153,12 @@ def _unary(u: UnaryOp) -> Callable[..., XlaOp]:
             if result_accuracy.validate()[0].name != "DEFAULT":
                 attrs = f"result_accuracy = {result_accuracy.to_mlir()}"
         shape = x.shape if u.result(et) is et else array_shape(u.result(et), x.shape.dimensions())
+        if u.name == "Square" and et in INTS:  # chlo.square takes only float/complex
+            return x.builder._add("stablehlo.multiply", (x, x), shape)
+        if u.name in _VIA_F32 and et in _NARROW_FLOATS:  # no XLA lowering for 8/4-bit floats
+            f32 = array_shape(_P.F32, x.shape.dimensions())
+            wide = x.builder._add("stablehlo.convert", (x,), f32)
+            return x.builder._add("stablehlo.convert", (x.builder._add(u.opcode, (wide,), f32),), shape)
         return x.builder._add(u.opcode, (x,), shape, attrs)
 
     accuracy = (
@@ -204,7 +215,9 @@ BINARY: dict[str, BinaryOp] = {
         BinaryOp("Min", "stablehlo.minimum", _REAL, hlo="minimum", semantics="NaN propagates."),
         BinaryOp(
             "Pow", "stablehlo.power", _NUM, hlo="power",
-            semantics="For integers a negative exponent gives 0, except 1**n = 1 and (-1)**n = +-1.",
+            semantics="For integers a negative exponent gives 0, except 1**n = 1 and (-1)**n = +-1 "
+            "(-1 for odd n), as XLA:CPU computes it; these lanes are lowered with selects so that XLA's "
+            "constant folding, which gives 0 for (-1)**-n, agrees. 0**0 is 1.",
         ),
         BinaryOp("Atan2", "stablehlo.atan2", _FC, hlo="atan2"),
         BinaryOp("Complex", "stablehlo.complex", frozenset(_MAKE_COMPLEX), _MAKE_COMPLEX.__getitem__, "complex"),
@@ -367,6 +380,8 @@ def _binary(bo: BinaryOp) -> Callable[..., XlaOp]:
         x, y, et = binary_operands(bo.name, lhs, rhs, broadcast_dimensions, bo.allowed)
         if guarded and et in INTS:
             return _int_div_rem(bo, x, y, et)
+        if bo.name == "Pow" and et in SIGNED_INTS:
+            return _int_pow(x, y)
         res_et = bo.result(et)
         shape = x.shape if res_et is et else array_shape(res_et, x.shape.dimensions())
         return x.builder._add(bo.opcode, (x, y), shape)
@@ -421,6 +436,38 @@ def _int_div_rem(bo: BinaryOp, x: XlaOp, y: XlaOp, et: PrimitiveType) -> XlaOp:
     return b._add("stablehlo.select", (by_zero, x, res), x.shape)
 
 
+def _int_pow(x: XlaOp, y: XlaOp) -> XlaOp:
+    """Signed integer Pow whose negative-exponent lanes do not depend on XLA's evaluator.
+
+    XLA:CPU gives ``x ** -n`` = 0 except ``1 ** -n`` = 1 and ``(-1) ** -n`` = +-1, but XLA's
+    constant folder (HloEvaluator) gives 0 for ``(-1) ** -n``; the exponent is clamped to 0 in
+    those lanes and the defined result selected in.
+    """
+    b = x.builder
+    pred = array_shape(_P.PRED, x.shape.dimensions())
+
+    def cmp(a: XlaOp, c: XlaOp, d: str) -> XlaOp:
+        return b._add(
+            "stablehlo.compare", (a, c), pred,
+            f"comparison_direction = #stablehlo<comparison_direction {d}>, "
+            "compare_type = #stablehlo<comparison_type SIGNED>",
+        )
+
+    zero = constant_like("Pow", 0, x)
+    one = constant_like("Pow", 1, x)
+    minus1 = constant_like("Pow", -1, x)
+    neg = cmp(y, zero, "LT")
+    powered = b._add("stablehlo.power", (x, b._add("stablehlo.select", (neg, zero, y), y.shape)), x.shape)
+    odd = cmp(b._add("stablehlo.and", (y, one), y.shape), one, "EQ")
+    of_minus1 = b._add("stablehlo.select", (odd, minus1, one), x.shape)
+    neg_val = b._add(
+        "stablehlo.select",
+        (cmp(x, one, "EQ"), one, b._add("stablehlo.select", (cmp(x, minus1, "EQ"), of_minus1, zero), x.shape)),
+        x.shape,
+    )
+    return b._add("stablehlo.select", (neg, neg_val, powered), x.shape)
+
+
 # -- comparisons --------------------------------------------------------------------------------
 
 
@@ -456,19 +503,31 @@ def Compare(
     Raises
     ------
     ShapeError: unknown direction/compare type, shapes that do not broadcast.
-    DTypeError: element types differ, or TOTALORDER/FLOAT on integers, SIGNED/UNSIGNED on floats.
+    DTypeError: element types differ, or TOTALORDER/FLOAT on integers, SIGNED/UNSIGNED on floats,
+    or complex operands with a direction other than EQ/NE or a compare type other than FLOAT.
     """
     from ..attrs import ComparisonDirection, ComparisonType
 
-    d = ComparisonDirection.parse(direction)
+    try:
+        d = ComparisonDirection.parse(direction)
+        parsed_ct = None if compare_type is None else ComparisonType.parse(compare_type)
+    except ShapeError as e:
+        shape_error("Compare", str(e))
     x, y, et = binary_operands("Compare", lhs, rhs, broadcast_dimensions, _ALL)
-    if compare_type is None:
+    if parsed_ct is None:
         ct = default_compare_type(et)
     else:
-        ct = ComparisonType.parse(compare_type).name
+        ct = parsed_ct.name
         is_fp = et in FLOATS or et in COMPLEX
-        if is_fp != (ct in ("FLOAT", "TOTALORDER")):
+        if is_fp != (ct in ("FLOAT", "TOTALORDER")) or (et in COMPLEX and ct != "FLOAT"):
             dtype_error("Compare", f"compare_type {ct} does not apply to element type {et.name.lower()}")
+    if et in COMPLEX and d.name not in ("EQ", "NE"):
+        # XLA:CPU orders complex lexicographically at run time, but its constant folder aborts
+        # the process on such a compare; like JAX, only EQ/NE are offered.
+        dtype_error(
+            "Compare", f"direction {d.name} is not defined for complex {x.shape}; only EQ and NE are "
+            "(compare Real/Imag parts instead)"
+        )
     shape = array_shape(_P.PRED, x.shape.dimensions())
     return x.builder._add(
         "stablehlo.compare", (x, y), shape,

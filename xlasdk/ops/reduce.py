@@ -9,7 +9,7 @@ from ..builder import XlaBuilder, XlaOp
 from ..shape import Shape
 from ._core import array_shape, dtype_error, i64_array, int_list, operand, same_builder, shape_error, subcomputation
 
-__all__ = ["Reduce", "reducer_region", "as_op_list"]
+__all__ = ["Reduce", "reducer_region", "as_op_list", "Map"]
 
 
 def as_op_list(op: str, name: str, v: Any, builder: XlaBuilder | None) -> list[XlaOp]:
@@ -96,4 +96,66 @@ def Reduce(
     shape = outs[0] if len(outs) == 1 else Shape.tuple_shape(outs)
     return builder._add(
         "stablehlo.reduce", tuple(xs) + tuple(inits), shape, f"dimensions = {i64_array(sorted(dims))}", (region,)
+    )
+
+
+def Map(
+    builder: XlaBuilder,
+    operands: XlaOp | Sequence[XlaOp],
+    computation: Any,
+    dimensions: Sequence[int],
+    static_operands: Sequence[XlaOp] = (),
+) -> XlaOp:
+    """Apply a scalar computation element-wise across arrays (XLA ``Map``; ``stablehlo.map``).
+
+    Output element ``[i...]`` is ``computation(operands[0][i...], ..., operands[N-1][i...])``.
+
+    Parameters
+    ----------
+    builder: the XlaBuilder.
+    operands: N >= 1 arrays of equal dimensions ``(d0, ..., dr-1)`` (element types may differ).
+    computation: takes N scalars, one of each operand's element type, and returns one scalar:
+        an XlaComputation, or a Python callable of XlaOps returning an XlaOp.
+    dimensions: the mapped dimensions; must be all of them in order, ``[0, 1, ..., r-1]``.
+    static_operands: must be empty (XLA's Map has no static operands; the former API kept the
+        parameter).
+
+    Returns
+    -------
+    XlaOp of shape ``(d0, ..., dr-1)`` with the computation's result element type.
+
+    Raises
+    ------
+    ShapeError: no operands, operands of different dimensions, ``dimensions`` other than
+        ``[0..r-1]``, non-empty ``static_operands``, or a computation whose parameters do not
+        match or that does not return exactly one scalar.
+    DTypeError: ``builder`` is not an XlaBuilder or an operand is not an XlaOp.
+    """
+    op = "Map"
+    if not isinstance(builder, XlaBuilder):
+        dtype_error(op, f"first argument must be an XlaBuilder, got {type(builder).__name__}")
+    xs = as_op_list(op, "operands", operands, builder)
+    dims0 = xs[0].shape.dimensions()
+    for i, x in enumerate(xs):
+        if x.shape.dimensions() != dims0:
+            shape_error(
+                op, f"operand 'operands[{i}]' has shape {x.shape}, expected dimensions {list(dims0)} like operands[0]"
+            )
+    dims = int_list(op, "dimensions", dimensions)
+    if list(dims) != list(range(len(dims0))):
+        shape_error(
+            op, f"dimensions {list(dims)} must be all dimensions in order, {list(range(len(dims0)))}, for operand "
+            f"'operands[0]' {xs[0].shape}"
+        )
+    if isinstance(static_operands, XlaOp) or (static_operands is not None and len(static_operands) != 0):
+        shape_error(op, f"static_operands are not supported (XLA's Map takes none), got {static_operands!r}")
+    scalars = [Shape._make(x.shape.element_type(), ()) for x in xs]
+    region, results = subcomputation(op, "computation", computation, scalars, builder)
+    if len(results) != 1 or not results[0].is_array() or results[0].rank() != 0:
+        shape_error(
+            op, f"computation returns ({', '.join(map(str, results))}) but must return one scalar"
+        )
+    return builder._add(
+        "stablehlo.map", tuple(xs), array_shape(results[0].element_type(), dims0), f"dimensions = {i64_array(dims)}",
+        (region,),
     )

@@ -3,12 +3,19 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
+from typing import Any
 
+from ..attrs import PaddingConfig, make_padding_config
 from ..builder import XlaBuilder, XlaOp
+from ..errors import ShapeError
 from ._core import array_shape, dtype_error, i64, i64_array, int_list, operand, same_builder, shape_error
 
-__all__ = ["Broadcast", "BroadcastInDim", "Reshape", "Transpose", "Slice", "ConcatInDim"]
+__all__ = [
+    "Broadcast", "BroadcastInDim", "Reshape", "Transpose", "Slice", "ConcatInDim",
+    "Rev", "SliceInDim", "Pad", "Collapse", "pad_shape",
+]
 
 
 def Broadcast(operand_: XlaOp, sizes: Sequence[int]) -> XlaOp:
@@ -188,3 +195,178 @@ def ConcatInDim(builder: XlaBuilder, operands: Sequence[XlaOp], dimension: int) 
     return builder._add(
         "stablehlo.concatenate", tuple(xs), array_shape(first.element_type(), dims), f"dimension = {i64(d)}"
     )
+
+
+# -- Rev, SliceInDim, Pad, Collapse -----------------------------------------------------------
+
+
+def Rev(operand_: XlaOp, dimensions: Sequence[int]) -> XlaOp:
+    """Reverse the order of elements along ``dimensions`` (XLA ``Rev``; ``stablehlo.reverse``).
+
+    Parameters
+    ----------
+    operand_: array ``(d0, ..., dr-1)`` of any element type.
+    dimensions: distinct dimension numbers in ``[0, r)`` (may be empty: a copy).
+
+    Returns
+    -------
+    XlaOp of the operand's shape and element type.
+
+    Raises
+    ------
+    ShapeError: a dimension repeated or out of range.
+    """
+    op = "Rev"
+    x = operand(op, "operand", operand_)
+    dims = int_list(op, "dimensions", dimensions)
+    r = x.shape.rank()
+    if len(set(dims)) != len(dims) or any(not 0 <= d < r for d in dims):
+        shape_error(op, f"dimensions {list(dims)} must be distinct dimension numbers in [0, {r}) for operand {x.shape}")
+    return x.builder._add(
+        "stablehlo.reverse", (x,), array_shape(x.shape.element_type(), x.shape.dimensions()),
+        f"dimensions = {i64_array(dims)}",
+    )
+
+
+def _one_int(op: str, name: str, value: Any) -> int:
+    if not isinstance(value, bool):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    shape_error(op, f"{name} must be an int, got {type(value).__name__} {value!r}")
+
+
+def SliceInDim(operand_: XlaOp, start_index: int, limit_index: int, stride: int, dimno: int) -> XlaOp:
+    """Static slice ``start_index:limit_index:stride`` of dimension ``dimno`` only, the other
+    dimensions whole (XLA ``SliceInDim``; ``stablehlo.slice``).
+
+    Parameters
+    ----------
+    operand_: array ``(d0, ..., dr-1)`` of any element type.
+    start_index, limit_index: ``0 <= start_index <= limit_index <= d_dimno``.
+    stride: >= 1.
+    dimno: the dimension to slice, in ``[0, r)``.
+
+    Returns
+    -------
+    XlaOp with dimension ``dimno`` of size ``ceil((limit_index - start_index) / stride)``.
+
+    Raises
+    ------
+    ShapeError: ``dimno`` out of range, indices out of bounds or decreasing, stride < 1, a
+        non-int argument.
+    """
+    op = "SliceInDim"
+    x = operand(op, "operand", operand_)
+    st = _one_int(op, "start_index", start_index)
+    li = _one_int(op, "limit_index", limit_index)
+    sr = _one_int(op, "stride", stride)
+    d = _one_int(op, "dimno", dimno)
+    xd = x.shape.dimensions()
+    if not 0 <= d < len(xd):
+        shape_error(op, f"dimno {d} out of range for operand {x.shape} (rank {len(xd)})")
+    start, limit, strides = [0] * len(xd), list(xd), [1] * len(xd)
+    start[d], limit[d], strides[d] = st, li, sr
+    dims = slice_shape(op, xd, tuple(start), tuple(limit), tuple(strides))
+    return x.builder._add(
+        "stablehlo.slice", (x,), array_shape(x.shape.element_type(), dims),
+        f"start_indices = {i64_array(start)}, limit_indices = {i64_array(limit)}, strides = {i64_array(strides)}",
+    )
+
+
+def pad_shape(op: str, dims: tuple[int, ...], config: Sequence[tuple[int, int, int]]) -> tuple[int, ...]:
+    """Shape rule of Pad: ``lo + hi + d + max(d - 1, 0) * interior`` per dimension, each >= 0."""
+    if len(config) != len(dims):
+        shape_error(op, f"padding_config has {len(config)} dimensions, expected {len(dims)} (the operand rank)")
+    out = []
+    for i, (d, (lo, hi, interior)) in enumerate(zip(dims, config, strict=True)):
+        n = lo + hi + d + max(d - 1, 0) * interior
+        if n < 0:
+            shape_error(
+                op, f"padding_config dimension {i} (lo {lo}, hi {hi}, interior {interior}) on size {d} gives a "
+                f"negative size {n}"
+            )
+        out.append(n)
+    return tuple(out)
+
+
+def Pad(operand_: XlaOp, padding_value: XlaOp, padding_config: PaddingConfig | Sequence[Sequence[int]]) -> XlaOp:
+    """Pad ``operand`` with ``padding_value`` at the edges and between elements (XLA ``Pad``;
+    ``stablehlo.pad``).
+
+    Per dimension, ``interior`` copies of the value go between neighbouring elements, then
+    ``lo`` before and ``hi`` after; a negative ``lo``/``hi`` removes that many elements from
+    that end of the interior-padded array (it may cut into the padding of the other end).
+    Result element ``j`` of a dimension is operand element ``(j - lo) / (interior + 1)`` when that
+    is a whole number in range, else ``padding_value``.
+
+    Parameters
+    ----------
+    operand_: array ``(d0, ..., dr-1)`` of any element type.
+    padding_value: scalar of the operand's element type.
+    padding_config: :class:`xlasdk.PaddingConfig` (see :func:`xlasdk.make_padding_config`) or a
+        sequence of ``(lo, hi, interior)`` / ``(lo, hi)`` per dimension; ``interior >= 0``.
+
+    Returns
+    -------
+    XlaOp with dimension ``i`` of size ``lo + hi + d_i + max(d_i - 1, 0) * interior``.
+
+    Raises
+    ------
+    ShapeError: ``padding_value`` not a scalar, ``padding_config`` malformed or of another rank,
+        a negative interior padding, or a negative result size.
+    DTypeError: ``padding_value`` of another element type.
+    """
+    op = "Pad"
+    x = operand(op, "operand", operand_)
+    pv = operand(op, "padding_value", padding_value)
+    same_builder(op, [("operand", x), ("padding_value", pv)])
+    if pv.shape.rank() != 0:
+        shape_error(op, f"operand 'padding_value' must be a scalar, got {pv.shape}")
+    et = x.shape.element_type()
+    if pv.shape.element_type() is not et:
+        dtype_error(op, f"operand 'padding_value' is {pv.shape}, expected {et.name.lower()}[] like operand {x.shape}")
+    try:
+        config = make_padding_config(padding_config)
+        triples = config.validate()
+    except ShapeError as e:
+        shape_error(op, f"padding_config: {e}")
+    dims = pad_shape(op, x.shape.dimensions(), triples)
+    return x.builder._add("stablehlo.pad", (x, pv), array_shape(et, dims), config.to_mlir())
+
+
+def Collapse(operand_: XlaOp, dimensions: Sequence[int]) -> XlaOp:
+    """Merge the consecutive dimensions ``dimensions`` into one (XLA ``Collapse``; a
+    ``stablehlo.reshape``).
+
+    ``Collapse(x[2,3,4], [1, 2])`` has shape ``(2, 12)``; zero or one dimension returns the
+    operand itself.
+
+    Parameters
+    ----------
+    operand_: array ``(d0, ..., dr-1)`` of any element type.
+    dimensions: ascending consecutive dimension numbers ``[k, k+1, ..., m]`` in ``[0, r)``.
+
+    Returns
+    -------
+    XlaOp of the operand's element type with dimensions ``k..m`` replaced by their product.
+
+    Raises
+    ------
+    ShapeError: dimensions out of range, not ascending or not consecutive.
+    """
+    op = "Collapse"
+    x = operand(op, "operand", operand_)
+    dims = int_list(op, "dimensions", dimensions)
+    xd = x.shape.dimensions()
+    if any(not 0 <= d < len(xd) for d in dims):
+        shape_error(op, f"dimensions {list(dims)} out of range for operand {x.shape} (rank {len(xd)})")
+    if dims and list(dims) != list(range(dims[0], dims[0] + len(dims))):
+        shape_error(op, f"dimensions {list(dims)} must be consecutive and ascending")
+    if len(dims) <= 1:
+        return x
+    n = 1
+    for d in dims:
+        n *= xd[d]
+    return Reshape(x, xd[: dims[0]] + (n,) + xd[dims[-1] + 1 :])

@@ -65,12 +65,17 @@ def _as_array(op: str, value: Any) -> np.ndarray[Any, Any]:
     if isinstance(value, complex):
         return np.asarray(value, dtype=np.complex64)
     if isinstance(value, (list, tuple)):
-        arr = np.asarray(value)
+        try:
+            arr = np.asarray(value)
+        except ValueError:  # ragged nesting
+            arr = np.empty(0, dtype=object)
         if arr.dtype == object:
             dtype_error(op, f"cannot make a constant of ragged or mixed value {value!r}")
         if arr.dtype == np.float64:
             arr = arr.astype(np.float32)
         elif arr.dtype == np.int64:
+            if arr.size and not (-(2**31) <= int(arr.min()) and int(arr.max()) < 2**31):
+                dtype_error(op, "list of Python ints does not fit s32; pass a numpy array of dtype int64")
             arr = arr.astype(np.int32)
         elif arr.dtype == np.complex128:
             arr = arr.astype(np.complex64)

@@ -63,7 +63,7 @@ class DeviceArray:
     _exported: bool
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise TypeError("DeviceArray objects are made by xs.device_put(value, device) or by running an executable")
+        raise TypeError("DeviceArray objects are made by xs.device_put(value, device) or executables")
 
     @classmethod
     def _wrap(cls, arr: Any, shape: tuple[int, ...], dtype: np.dtype[Any], device: Device) -> DeviceArray:
@@ -206,7 +206,7 @@ class DeviceArray:
         return bool(self.to_numpy())
 
     def __index__(self) -> int:
-        return self.to_numpy().__index__()  # type: ignore[no-any-return]
+        return self.to_numpy().__index__()
 
     # -- DLPack --------------------------------------------------------------------------------
     def __dlpack_device__(self) -> tuple[int, int]:
@@ -252,7 +252,7 @@ class DeviceArray:
         try:
             v = self.to_numpy()
         except XlaRuntimeError as e:
-            return f"DeviceArray(<error: {e}>, shape={self._shape}, dtype={self._dtype}, device={self._device})"
+            return f"DeviceArray(<error: {e}>, dtype={self._dtype}, device={self._device})"
         body = np.array2string(v, separator=", ", prefix="DeviceArray(")
         return f"DeviceArray({body}, dtype={self._dtype}, device={self._device})"
 
@@ -286,7 +286,7 @@ def _from_list(value: list[Any] | tuple[Any, ...], what: str) -> np.ndarray[Any,
         raise DTypeError(f"{what}: cannot make an array of {type(value).__name__} value: {e}") from None
     if arr.dtype == np.int64:
         if arr.size and (arr.min() < _INT32_MIN or arr.max() > _INT32_MAX):
-            raise DTypeError(f"{what}: list values do not fit s32 (Python ints become s32); pass a numpy array")
+            raise DTypeError(f"{what}: list values do not fit s32 (Python ints become s32); pass an array")
         return arr.astype(np.int32)
     if arr.dtype == np.float64:
         return arr.astype(np.float32)
@@ -295,9 +295,15 @@ def _from_list(value: list[Any] | tuple[Any, ...], what: str) -> np.ndarray[Any,
     return arr
 
 
+_canonical: dict[np.dtype[Any], np.dtype[Any]] = {}
+
+
 def _native(arr: np.ndarray[Any, Any], what: str) -> np.ndarray[Any, Any]:
     """``arr`` with an XLA dtype in native byte order (DTypeError for object/str arrays)."""
     dt = arr.dtype
+    canon = _canonical.get(dt)
+    if canon is dt:
+        return arr
     if not dt.isnative:
         arr = arr.astype(dt.newbyteorder("="))
         dt = arr.dtype
@@ -305,7 +311,9 @@ def _native(arr: np.ndarray[Any, Any], what: str) -> np.ndarray[Any, Any]:
         canon = canonical_dtype(dt)
     except DTypeError:
         raise DTypeError(f"{what}: dtype {dt} is not an XLA element type") from None
-    if canon is not dt:
+    if canon is dt:
+        _canonical[dt] = canon
+    else:
         arr = arr.view(canon) if canon == dt else arr.astype(canon)
     return arr
 
@@ -356,20 +364,22 @@ def _put_dlpack(value: Any, device: Device, what: str) -> DeviceArray:
     if host is not None:
         return _put_numpy(host, device)
     # Not host-readable, or a dtype numpy's DLPack import rejects: let XLA import it (a copy).
+    # Host memory goes through the built-in CPU client (plugin clients cannot import DLPack).
     try:
         dev_type = int(value.__dlpack_device__()[0])
     except Exception:
         dev_type = 1
-    target = device
-    if pjrt.dlpack_device_type(device.platform) != dev_type:
-        if dev_type not in _DL_HOST_READABLE:
-            raise XlaRuntimeError(
-                f"{what}: cannot import a DLPack tensor of device type {dev_type} to {device}; "
-                "copy it to the host (or to a device of that platform) first"
-            )
+    if dev_type in _DL_HOST_READABLE:
         from .device import client as _client
 
         target = _client("cpu").default_device
+    elif pjrt.dlpack_device_type(device.platform) == dev_type:
+        target = device
+    else:
+        raise XlaRuntimeError(
+            f"{what}: cannot import a DLPack tensor of device type {dev_type} to {device}; "
+            "copy it to the host (or to a device of that platform) first"
+        )
     try:
         capsule = value.__dlpack__()
     except Exception as e:
@@ -378,7 +388,8 @@ def _put_dlpack(value: Any, device: Device, what: str) -> DeviceArray:
     shape, dtype = pjrt.array_shape_dtype(arr)
     dtype = canonical_dtype(dtype)
     imported = DeviceArray._wrap(arr, shape, dtype, target)
-    # Re-put through the fast path so the buffer carries our aval (no hidden imports later).
+    if target is device:
+        return imported
     return _put_numpy(imported.to_numpy(), device)
 
 

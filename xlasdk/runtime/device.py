@@ -5,9 +5,10 @@ platform is ``"cpu"`` (XLA's TFRT CPU client); other platforms (CUDA, ROCm, TPU,
 PJRT plugins added with :func:`load_pjrt_plugin`.
 
 Device strings read ``"platform:id"`` (``"cpu:0"``) or just ``"platform"`` (its first device);
-they resolve against the platform's *default* client: the first client created for that
-platform. Call ``xs.client("cpu", num_devices=4)`` before anything else to make a 4-device CPU
-client the default, so that ``"cpu:3"`` names a device.
+they resolve against the platform's *default* client, ``xs.client(platform)``. The default CPU
+client has one device unless ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` is set
+before it is created; ``xs.client("cpu", num_devices=N)`` is a separate N-device client whose
+devices are passed as :class:`Device` objects.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ class Device:
     device_kind : str
         The hardware kind reported by PJRT (``"cpu"``, ``"NVIDIA H100 80GB HBM3"``...).
 
-    ``str(device)`` is ``"cpu:0"``. Devices compare equal when they are the same device of the
+    ``str(device)`` is ``"cpu:0"`` (for a plugin, its registered name and the id), a string
+    that device arguments accept. Devices compare equal when they are the same device of the
     same client; devices of two independent clients are different devices.
     """
 
@@ -58,9 +60,13 @@ class Device:
     platform: str
     device_kind: str
     local_hardware_id: int
+    _d: Any
+    _client: Client
+    _str: str
+    _sharding: Any
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise TypeError("Device objects come from xs.devices(), xs.client(...).devices() or Client.device(id)")
+        raise TypeError("Device objects come from xs.devices(), xs.client().devices() or Client.device(id)")
 
     @classmethod
     def _make(cls, jax_device: Any, owner: Client) -> Device:
@@ -68,14 +74,14 @@ class Device:
         d._d = jax_device
         d._client = owner
         d.id, d.platform, d.device_kind, d.local_hardware_id = pjrt.device_info(jax_device)
-        d._str = f"{d.platform}:{d.id}"
+        d._str = f"{owner.name}:{d.id}"  # the name device strings resolve (a plugin's name)
         d._sharding = pjrt.single_device_sharding(jax_device)
         return d
 
     @property
     def client(self) -> Client:
         """The :class:`Client` this device belongs to."""
-        return self._client  # type: ignore[no-any-return]
+        return self._client
 
     def memory_stats(self) -> dict[str, int] | None:
         """Allocator statistics in bytes (``bytes_in_use``, ``bytes_limit``...); None on CPU.
@@ -85,7 +91,7 @@ class Device:
         return pjrt.device_memory_stats(self._d)
 
     def __str__(self) -> str:
-        return self._str  # type: ignore[no-any-return]
+        return self._str
 
     def __repr__(self) -> str:
         return f"Device({self._str}, kind={self.device_kind!r})"
@@ -121,6 +127,9 @@ class Client:
     name: str
     platform: str
     platform_version: str
+    _c: Any
+    _devices: tuple[Device, ...]
+    _by_id: dict[int, Device]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("use xs.client(platform, num_devices=None) or xs.load_pjrt_plugin(name, path)")
@@ -158,12 +167,12 @@ class Client:
                 f"{self.name} client has no device {device_id!r}; its devices are "
                 + ", ".join(str(x) for x in self._devices)
             )
-        return d  # type: ignore[no-any-return]
+        return d
 
     @property
     def default_device(self) -> Device:
         """The first device of the client."""
-        return self._devices[0]  # type: ignore[no-any-return]
+        return self._devices[0]
 
     def __repr__(self) -> str:
         return f"Client({self.name!r}, platform={self.platform!r}, devices={len(self._devices)})"
@@ -171,7 +180,7 @@ class Client:
 
 # -- registry ---------------------------------------------------------------------------------
 _lock: Final = threading.RLock()
-_clients: dict[tuple[str, int | None], Client] = {}
+_clients: dict[tuple[str, int], Client] = {}
 _defaults: dict[str, Client] = {}
 _plugins: dict[str, tuple[str, dict[str, Any] | None]] = {}  # name -> (path, options)
 _default_device: Device | None = None
@@ -205,13 +214,7 @@ def _new_client(platform: str, num_devices: int | None) -> Client:
         return Client._make(pjrt.make_cpu_client(num_devices), "cpu")
     if platform in _plugins:
         _path, options = _plugins[platform]
-        c = Client._make(pjrt.make_plugin_client(platform, options), platform)
-        if num_devices is not None and num_devices != len(c._devices):
-            raise UnknownDeviceError(
-                f"client({platform!r}, num_devices={num_devices}): the {platform} plugin has "
-                f"{len(c._devices)} devices and cannot be given another count"
-            )
-        return c
+        return Client._make(pjrt.make_plugin_client(platform, options), platform)
     loaded = ", ".join(["cpu", *_plugins])
     raise UnknownDeviceError(
         f"no PJRT client for platform {platform!r}: available are {loaded}; add a plugin with "
@@ -228,9 +231,10 @@ def client(platform: str = "cpu", num_devices: int | None = None, *, cached: boo
         ``"cpu"`` (built in) or the name of a plugin added with :func:`load_pjrt_plugin`
         (``"gpu"`` means whichever of ``"cuda"``/``"rocm"`` is loaded).
     num_devices:
-        For ``"cpu"``: the number of CPU devices (1 by default in XLA). ``None`` returns the
-        platform's default client (the first one created). Clients are cached per
-        ``(platform, num_devices)``.
+        For ``"cpu"``: the number of CPU devices. ``None`` gives the platform's default client
+        (for CPU: 1 device, or ``--xla_force_host_platform_device_count`` from ``XLA_FLAGS``),
+        which device strings such as ``"cpu:0"`` refer to. Another count gives a separate
+        client, cached per ``(platform, num_devices)``. Plugins have a fixed device count.
     cached:
         ``False`` creates a new, independent client every call (its devices and buffers are
         separate from every other client's).
@@ -256,15 +260,21 @@ def client(platform: str = "cpu", num_devices: int | None = None, *, cached: boo
         raise UnknownDeviceError(f"client: num_devices must be a positive int or None, got {num_devices!r}")
     p = _canonical_platform(platform)
     with _lock:
-        if not cached:
+        if not cached and (p == "cpu" or num_devices is None):
             return _new_client(p, num_devices)
-        key = (p, num_devices)
-        c = _clients.get(key) if num_devices is not None else _defaults.get(p)
+        default = _defaults.get(p)
+        if default is None:
+            default = _defaults[p] = _new_client(p, None)
+        if num_devices is None or num_devices == len(default._devices):
+            return default if cached else _new_client(p, None)
+        if p != "cpu":
+            raise UnknownDeviceError(
+                f"client({platform!r}, num_devices={num_devices}): the {p} plugin has "
+                f"{len(default._devices)} devices and cannot be given another count"
+            )
+        c = _clients.get((p, num_devices))
         if c is None:
-            c = _new_client(p, num_devices)
-            _clients.setdefault(key, c)
-            _clients.setdefault((p, len(c._devices)), c)
-            _defaults.setdefault(p, c)
+            c = _clients[(p, num_devices)] = _new_client(p, num_devices)
         return c
 
 
@@ -286,7 +296,9 @@ def default_device() -> Device:
     return d
 
 
-def load_pjrt_plugin(name: str, path: str | os.PathLike[str], *, options: Mapping[str, Any] | None = None) -> Client:
+def load_pjrt_plugin(
+    name: str, path: str | os.PathLike[str], *, options: Mapping[str, Any] | None = None
+) -> Client:
     """Add a PJRT plugin (CUDA, ROCm, TPU, another CPU backend) from its shared library.
 
     Parameters
@@ -366,7 +378,18 @@ def _resolve_device(device: Device | str | int | None) -> Device:
         if m is None:
             raise UnknownDeviceError(f"device {device!r} is not of the form 'cpu:0' or 'cpu'")
         c = client(m.group(1))
-        return c.device(int(m.group(2))) if m.group(2) is not None else c.default_device
+        if m.group(2) is None:
+            return c.default_device
+        try:
+            return c.device(int(m.group(2)))
+        except UnknownDeviceError as e:
+            hint = ""
+            if c.platform == "cpu":
+                hint = (
+                    "; devices of xs.client('cpu', num_devices=N) are passed as Device objects, or set "
+                    "XLA_FLAGS=--xla_force_host_platform_device_count=N before the first use"
+                )
+            raise UnknownDeviceError(f"unknown device {device!r}: {e}{hint}") from None
     if isinstance(device, int) and not isinstance(device, bool):
         return client(_default_platform()).device(device)
     raise UnknownDeviceError(

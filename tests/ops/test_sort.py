@@ -1,0 +1,246 @@
+"""Tests of xlasdk/ops/sort.py: Sort (variadic, comparators, total order) and TopK."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+from helpers import run
+
+import xlasdk as xs
+from xlasdk import ops
+from xlasdk.errors import DTypeError, ShapeError
+
+S = xs.Shape
+RNG = np.random.default_rng(1234)
+
+
+def assert_error(ei: pytest.ExceptionInfo[Exception], *fragments: str) -> None:
+    """The message names every fragment and ends with this file's name and the raising line."""
+    msg = str(ei.value)
+    for f in fragments:
+        assert f in msg, msg
+    assert ei.tb is not None
+    assert msg.endswith(f" — at test_sort.py:{ei.tb.tb_lineno}"), msg
+
+
+def bits(a: np.ndarray[Any, Any]) -> list[int]:
+    return [int(v) for v in a.view(np.uint32)]
+
+
+# -- Sort ------------------------------------------------------------------------------------------
+
+def test_sort_default_order_across_dtypes() -> None:
+    """Ascending, one operand, each dtype in one computation (constants carry the narrow types)."""
+    arrays: list[np.ndarray[Any, Any]] = [
+        RNG.standard_normal(17).astype(np.float32),
+        RNG.standard_normal(9),
+        RNG.standard_normal(11).astype(np.float16),
+        RNG.integers(-128, 127, 20).astype(np.int8),
+        RNG.integers(-(2**31), 2**31 - 1, 20).astype(np.int32),
+        RNG.integers(-(2**62), 2**62, 20).astype(np.int64),
+        np.array([2**31 + 5, 3, 0, 2**32 - 1, 7], np.uint32),  # wrong if compared as signed
+        RNG.integers(0, 255, 15).astype(np.uint8),
+        np.array([True, False, True, False]),
+        np.array([3 + 1j, 1 - 1j, -1 + 5j, 1 + 0j, 1 - 2j], np.complex64),  # by real, then imaginary
+    ]
+    b = xs.XlaBuilder("sorts")
+    bf = np.array([3, -1, 0.5, 2, -7], ml_dtypes.bfloat16)
+    outs = [ops.Sort(b, ops.Constant(b, a)) for a in arrays]
+    outs.append(ops.ConvertElementType(ops.Sort(b, ops.Constant(b, bf)), np.float32))
+    got = run(b.build(outs))
+    for g, a in zip(got, arrays, strict=False):
+        assert g.dtype == a.dtype
+        np.testing.assert_array_equal(g, np.sort(a))
+    np.testing.assert_array_equal(got[-1], np.sort(bf.astype(np.float32)))
+
+
+def test_sort_total_order_nan_and_signed_zero() -> None:
+    """[NaN, 1, -0.0, 0.0, -inf, -NaN] ascending -> [-NaN, -inf, -0.0, 0.0, 1, NaN] (bit for bit)."""
+    nan = np.float32(np.nan)
+    x = np.array([nan, 1, -0.0, 0.0, -np.inf, -nan], np.float32)
+    b = xs.XlaBuilder("total")
+    p = ops.Parameter(b, 0, S.array_shape(np.float32, (6,)))
+    stable = ops.Sort(b, p, is_stable=True)
+    descending = ops.Sort(b, [p], comparator=lambda u, v: ops.Compare(u, v, "GT", "TOTALORDER"))
+    up, down = run(b.build([stable, descending]), x)
+    expected = [0xFFC00000, 0xFF800000, 0x80000000, 0x00000000, 0x3F800000, 0x7FC00000]
+    assert bits(up) == expected
+    assert bits(down) == expected[::-1]
+
+
+def test_sort_with_payloads_stable_matches_argsort() -> None:
+    keys = RNG.integers(0, 5, 40).astype(np.int32)  # many ties: stability matters
+    payload = np.arange(40, dtype=np.float32) * 1.5
+    other = RNG.integers(-9, 9, 40).astype(np.int64)
+    b = xs.XlaBuilder("payload")
+    pk = ops.Parameter(b, 0, S.array_shape(np.int32, (40,)))
+    pp = ops.Parameter(b, 1, S.array_shape(np.float32, (40,)))
+    po = ops.Parameter(b, 2, S.array_shape(np.int64, (40,)))
+    s = ops.Sort(b, [pk, pp, po], is_stable=True)
+    got = run(b.build([ops.GetTupleElement(s, i) for i in range(3)]), keys, payload, other)
+    order = np.argsort(keys, kind="stable")
+    np.testing.assert_array_equal(got[0], keys[order])
+    np.testing.assert_array_equal(got[1], payload[order])
+    np.testing.assert_array_equal(got[2], other[order])
+
+
+def test_sort_custom_comparators() -> None:
+    """Descending (stable), by the second operand, and lexicographic on two keys."""
+    k1 = RNG.integers(0, 4, 30).astype(np.int32)
+    k2 = RNG.standard_normal(30).astype(np.float32)
+    idx = np.arange(30, dtype=np.int32)
+    b = xs.XlaBuilder("comparators")
+    p1 = ops.Parameter(b, 0, S.array_shape(np.int32, (30,)))
+    p2 = ops.Parameter(b, 1, S.array_shape(np.float32, (30,)))
+    pi = ops.Parameter(b, 2, S.array_shape(np.int32, (30,)))
+
+    def descending(a: xs.XlaOp, b_: xs.XlaOp, *payload: xs.XlaOp) -> xs.XlaOp:
+        return ops.Gt(a, b_)
+
+    def by_second(l0: xs.XlaOp, r0: xs.XlaOp, l1: xs.XlaOp, r1: xs.XlaOp, l2: xs.XlaOp, r2: xs.XlaOp) -> xs.XlaOp:
+        return ops.Lt(l1, r1)
+
+    def lexicographic(l0: xs.XlaOp, r0: xs.XlaOp, l1: xs.XlaOp, r1: xs.XlaOp, l2: xs.XlaOp, r2: xs.XlaOp) -> xs.XlaOp:
+        return ops.Or(ops.Lt(l0, r0), ops.And(ops.Eq(l0, r0), ops.Lt(l1, r1)))
+
+    d = ops.Sort(b, [p1, pi], is_stable=True, comparator=descending)
+    s2 = ops.Sort(b, [p1, p2, pi], comparator=by_second)
+    lx = ops.Sort(b, [p1, p2, pi], dimension=0, comparator=lexicographic)
+    outs = [ops.GetTupleElement(d, 1), ops.GetTupleElement(s2, 2), ops.GetTupleElement(lx, 2)]
+    got = run(b.build(outs), k1, k2, idx)
+    np.testing.assert_array_equal(got[0], np.argsort(-k1, kind="stable"))
+    np.testing.assert_array_equal(got[1], np.argsort(k2))  # k2 values are distinct
+    np.testing.assert_array_equal(got[2], np.lexsort((k2, k1)))
+
+
+def test_sort_along_non_last_dimensions() -> None:
+    x2 = RNG.standard_normal((4, 6)).astype(np.float32)
+    x3 = RNG.integers(-50, 50, (3, 5, 2)).astype(np.int32)
+    b = xs.XlaBuilder("dims")
+    p2 = ops.Parameter(b, 0, S.array_shape(np.float32, (4, 6)))
+    p3 = ops.Parameter(b, 1, S.array_shape(np.int32, (3, 5, 2)))
+    outs = [ops.Sort(b, p2, 0), ops.Sort(b, p2, dimension=-2), ops.Sort(b, p2, 1), ops.Sort(b, p3, 1),
+            ops.Sort(b, p3, 0), ops.Sort(b, p3)]
+    got = run(b.build(outs), x2, x3)
+    expected = [np.sort(x2, 0), np.sort(x2, 0), np.sort(x2, 1), np.sort(x3, 1), np.sort(x3, 0), np.sort(x3, 2)]
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(g, e)
+
+
+def test_sort_xla_computation_comparator_and_former_argument_order() -> None:
+    cb = xs.XlaBuilder("gt")
+    ops.Gt(ops.Parameter(cb, 0, S.scalar_shape(np.float32)), ops.Parameter(cb, 1, S.scalar_shape(np.float32)))
+    gt = cb.build()
+    x = RNG.standard_normal((3, 4)).astype(np.float32)
+    b = xs.XlaBuilder("former")
+    p = ops.Parameter(b, 0, S.array_shape(np.float32, (3, 4)))
+    outs = [
+        ops.Sort(b, [p], gt),  # xla_client: Sort(builder, operands, comparator, dimension, is_stable)
+        ops.Sort(b, [p], gt, 0, True),
+        ops.Sort(b, p, comparator=gt, dimension=0),
+    ]
+    comp = b.build(outs)
+    assert "stablehlo.sort" in comp.as_stablehlo_text()
+    got = run(comp, x)
+    np.testing.assert_array_equal(got[0], -np.sort(-x, 1))
+    np.testing.assert_array_equal(got[1], -np.sort(-x, 0))
+    np.testing.assert_array_equal(got[2], -np.sort(-x, 0))
+
+
+# -- TopK ------------------------------------------------------------------------------------------
+
+def test_topk_matches_numpy() -> None:
+    x = RNG.standard_normal((5, 12)).astype(np.float32)
+    xi = RNG.permutation(50).astype(np.int32)[:20]
+    b = xs.XlaBuilder("topk")
+    p = ops.Parameter(b, 0, S.array_shape(np.float32, (5, 12)))
+    pi = ops.Parameter(b, 1, S.array_shape(np.int32, (20,)))
+    outs = []
+    for t in (ops.TopK(p, 4), ops.TopK(pi, 7), ops.TopK(p, 3, largest=False), ops.TopK(pi, 20, largest=False)):
+        outs += [ops.GetTupleElement(t, 0), ops.GetTupleElement(t, 1)]
+    got = run(b.build(outs), x, xi)
+    top = np.argsort(-x, axis=1)[:, :4]
+    np.testing.assert_array_equal(got[0], np.take_along_axis(x, top, 1))
+    np.testing.assert_array_equal(got[1], top)
+    assert got[1].dtype == np.int32 and got[0].shape == (5, 4)
+    np.testing.assert_array_equal(got[3], np.argsort(-xi)[:7])
+    np.testing.assert_array_equal(got[2], xi[np.argsort(-xi)[:7]])
+    low = np.argsort(x, axis=1)[:, :3]
+    np.testing.assert_array_equal(got[4], np.take_along_axis(x, low, 1))
+    np.testing.assert_array_equal(got[5], low)
+    np.testing.assert_array_equal(got[6], np.sort(xi))
+    np.testing.assert_array_equal(got[7], np.argsort(xi))
+
+
+def test_topk_ties_nan_and_k_zero() -> None:
+    nan = np.float32(np.nan)
+    x = np.array([1, nan, 3, 1, -np.inf, -nan, 3, 0], np.float32)
+    b = xs.XlaBuilder("ties")
+    p = ops.Parameter(b, 0, S.array_shape(np.float32, (8,)))
+    big, small, none = ops.TopK(p, 8), ops.TopK(p, 8, largest=False), ops.TopK(p, 0)
+    outs = [ops.GetTupleElement(t, i) for t in (big, small, none) for i in (0, 1)]
+    got = run(b.build(outs), x)
+    assert got[1].tolist() == [1, 2, 6, 0, 3, 7, 4, 5]  # NaN first, ties by lower index, -NaN last
+    assert bits(got[0]) == bits(x[got[1]])
+    assert got[3].tolist() == [5, 4, 7, 0, 3, 2, 6, 1]
+    assert got[4].shape == (0,) and got[5].shape == (0,) and got[5].dtype == np.int32
+
+
+# -- errors ----------------------------------------------------------------------------------------
+
+def test_sort_errors() -> None:
+    ei: pytest.ExceptionInfo[Any]
+    b = xs.XlaBuilder("e")
+    x = ops.Constant(b, np.zeros((2, 3), np.float32))
+    y = ops.Constant(b, np.zeros((3, 2), np.int32))
+    with pytest.raises(ShapeError) as ei:
+        ops.Sort(b, [x, y])
+    assert_error(ei, "Sort: operand 'operands[1]' has shape s32[3,2], expected dimensions [2, 3]")
+    with pytest.raises(ShapeError) as ei:
+        ops.Sort(b, x, dimension=2)
+    assert_error(ei, "Sort: dimension 2 out of range for rank 2 operands f32[2,3]")
+    with pytest.raises(DTypeError) as ei:
+        ops.Sort(b, x, dimension=1.0)
+    assert_error(ei, "Sort: dimension must be an int, got 1.0")
+    with pytest.raises(ShapeError) as ei:
+        ops.Sort(b, ops.Constant(b, np.float32(1)))
+    assert_error(ei, "Sort: operand 'operands[0]' is the scalar f32[]")
+    with pytest.raises(ShapeError) as ei:
+        ops.Sort(b, [], dimension=0)
+    assert_error(ei, "Sort: operands must be an XlaOp or a non-empty list of XlaOps")
+    with pytest.raises(ShapeError) as ei:
+        ops.Sort(b, [x], comparator=lambda u, v: ops.Sub(u, v))
+    assert_error(ei, "Sort: comparator returns (f32[]) but must return one pred[]")
+    with pytest.raises(ShapeError) as ei:
+        ops.Sort(b, [x, x], comparator=lambda u, v: ops.Lt(u, v))
+    assert_error(ei, "Sort: comparator", "takes 2 arguments but 4 are passed (f32[], f32[], f32[], f32[])")
+    with pytest.raises(DTypeError) as ei:
+        ops.Sort(b, x, is_stable="yes")
+    assert_error(ei, "Sort: is_stable must be a bool, got 'yes'")
+    with pytest.raises(DTypeError) as ei:
+        ops.Sort(b, [x, 1.0])  # type: ignore[list-item]
+    assert_error(ei, "Sort: operand 'operands[1]' must be an XlaOp, got float")
+
+
+def test_topk_errors() -> None:
+    ei: pytest.ExceptionInfo[Any]
+    b = xs.XlaBuilder("e")
+    x = ops.Constant(b, np.zeros((2, 3), np.float32))
+    with pytest.raises(ShapeError) as ei:
+        ops.TopK(x, 4)
+    assert_error(ei, "TopK: k = 4 out of range [0, 3] for operand f32[2,3]")
+    with pytest.raises(ShapeError) as ei:
+        ops.TopK(x, -1)
+    assert_error(ei, "TopK: k = -1 out of range")
+    with pytest.raises(DTypeError) as ei:
+        ops.TopK(x, 2.0)  # type: ignore[arg-type]
+    assert_error(ei, "TopK: k must be an int, got 2.0")
+    with pytest.raises(DTypeError) as ei:
+        ops.TopK(ops.Constant(b, np.zeros(3, np.complex64)), 1)
+    assert_error(ei, "TopK: operand 'operand' is c64[3]; TopK needs an integer or floating-point type")
+    with pytest.raises(ShapeError) as ei:
+        ops.TopK(ops.Constant(b, np.float32(0)), 0)
+    assert_error(ei, "TopK: operand 'operand' is the scalar f32[]")

@@ -1,0 +1,522 @@
+"""Collectives across replicas and partitions: ``AllReduce``, ``AllGather``, ``ReduceScatter``,
+``AllToAll``, ``CollectivePermute``, ``CrossReplicaSum``, ``ReplicaId``, ``PartitionId``.
+
+Each wrapper sits beside its shape rule (plain functions of dimensions and attributes). Replica
+groups are lists of lists of replica ids (``[[0, 1], [2, 3]]``; ``None`` or ``[]`` means one group
+of every replica); they must hold each id ``0..N-1`` exactly once, in groups of equal size.
+
+A computation using collectives runs on several devices when compiled with ``num_replicas``
+(or ``num_partitions``); on one device each collective sees a single participant (AllReduce,
+AllGather with ``shard_count=1``, ReduceScatter with ``shard_count=1`` and AllToAll with
+``split_count=1`` are the identity, ReplicaId and PartitionId are 0).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+from ..attrs import make_replica_groups
+from ..builder import Region, XlaBuilder, XlaOp
+from ..errors import ShapeError
+from ..shape import Layout, Shape
+from ..types import PrimitiveType
+from ._core import array_shape, dtype_error, i64, operand, shape_error, subcomputation
+
+__all__ = [
+    "AllReduce",
+    "AllGather",
+    "ReduceScatter",
+    "AllToAll",
+    "CollectivePermute",
+    "CrossReplicaSum",
+    "ReplicaId",
+    "PartitionId",
+    "all_gather_shape",
+    "reduce_scatter_shape",
+    "all_to_all_shape",
+]
+
+
+# -- attribute helpers ----------------------------------------------------------------------------
+
+def _int(op: str, name: str, value: Any) -> int:
+    if isinstance(value, bool):
+        shape_error(op, f"{name} must be an int, got bool {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        shape_error(op, f"{name} must be an int, got {type(value).__name__} {value!r}")
+
+
+def _replica_groups(op: str, replica_groups: Any) -> list[list[int]]:
+    """Checked groups (``[]`` for "all replicas"): equal sizes, each id 0..N-1 exactly once."""
+    try:
+        groups = make_replica_groups(replica_groups)
+    except ShapeError as e:
+        shape_error(op, str(e))
+    ids = sorted(i for g in groups for i in g)
+    if ids != list(range(len(ids))):
+        missing = sorted(set(range(max(ids) + 1)) - set(ids))
+        shape_error(
+            op,
+            f"replica_groups {groups} must hold each replica id 0..{len(ids) - 1} exactly once "
+            f"(missing {missing})",
+        )
+    return groups
+
+
+def _groups_mlir(groups: Sequence[Sequence[int]]) -> str:
+    if not groups:
+        return "dense<> : tensor<0x0xi64>"
+    body = ", ".join("[" + ", ".join(str(int(v)) for v in g) + "]" for g in groups)
+    return f"dense<[{body}]> : tensor<{len(groups)}x{len(groups[0])}xi64>"
+
+
+def _channel(op: str, channel_id: Any, use_global_device_ids: Any = None) -> list[str]:
+    """Attribute parts for ``channel_id`` (an int >= 1 or an object with ``.handle``) and
+    ``use_global_device_ids`` (which needs a channel)."""
+    parts: list[str] = []
+    if channel_id is not None:
+        handle = getattr(channel_id, "handle", channel_id)
+        h = _int(op, "channel_id", handle)
+        if h < 1:
+            shape_error(op, f"channel_id must be >= 1, got {h}")
+        parts.append(f"channel_handle = #stablehlo.channel_handle<handle = {h}, type = 1>")
+    if use_global_device_ids:
+        if channel_id is None:
+            shape_error(op, "use_global_device_ids=True needs a channel_id (replica groups then hold global device ids)")
+        parts.append("use_global_device_ids")
+    return parts
+
+
+def _check_layout(op: str, name: str, layout: Any, result: Shape) -> None:
+    """Accept ``layout`` (a Shape, a Layout or a minor_to_major sequence) when it agrees with
+    ``result`` and is the default row-major layout: StableHLO collectives carry no layout."""
+    if layout is None:
+        return
+    if isinstance(layout, Shape):
+        if not layout.is_array():
+            shape_error(op, f"{name} must be an array shape, got {layout}")
+        if layout.element_type() is not result.element_type() or layout.dimensions() != result.dimensions():
+            shape_error(op, f"{name} is {layout}, but the result is {result}")
+        lay = layout.layout()
+        m2m = None if lay is None else lay.minor_to_major()
+    elif isinstance(layout, Layout):
+        m2m = layout.minor_to_major()
+    else:
+        try:
+            m2m = tuple(_int(op, name, v) for v in layout)
+        except TypeError:
+            shape_error(op, f"{name} must be a Shape, a Layout or a minor_to_major sequence, got {layout!r}")
+    default = tuple(range(result.rank() - 1, -1, -1))
+    if m2m is not None and tuple(m2m) != default:
+        shape_error(
+            op,
+            f"{name} asks for layout {{{','.join(map(str, m2m))}}}, but only the default layout "
+            f"{{{','.join(map(str, default))}}} of {result} can be expressed (StableHLO collectives carry no layout)",
+        )
+
+
+def _dim(op: str, name: str, value: Any, rank: int, shape: Shape) -> int:
+    d = _int(op, name, value)
+    if not 0 <= d < rank:
+        shape_error(op, f"{name} {d} is out of range for operand 'operand' of shape {shape} (rank {rank})")
+    return d
+
+
+def _count(op: str, name: str, value: Any) -> int:
+    n = _int(op, name, value)
+    if n < 1:
+        shape_error(op, f"{name} must be >= 1, got {n}")
+    return n
+
+
+def _implicit_groups(op: str, groups: list[list[int]], count: int, count_name: str, channel_id: Any) -> list[list[int]]:
+    """Explicit groups must have ``count`` members. Without groups and without a channel (cross-
+    replica mode) every replica takes part, so ``count`` replicas: say so explicitly, which lets
+    XLA reject a replica count that differs instead of computing on missing shards."""
+    if groups:
+        if len(groups[0]) != count:
+            shape_error(op, f"{count_name} is {count}, but replica_groups {groups} have {len(groups[0])} members each")
+        return groups
+    if channel_id is None:
+        return [list(range(count))]
+    return groups
+
+
+def _reducer(op: str, computation: Any, etype: PrimitiveType, builder: XlaBuilder) -> Region:
+    """Region of a binary scalar reducer ``(T, T) -> T``."""
+    scalar = Shape._make(etype, ())
+    region, results = subcomputation(op, "computation", computation, [scalar, scalar], builder)
+    flat: list[Shape] = []
+    for r in results:
+        flat.extend(r.tuple_shapes() if r.is_tuple() else [r])
+    if flat != [scalar]:
+        shape_error(
+            op, f"computation returns ({', '.join(map(str, flat))}) but must return one {scalar} (the reduction of "
+            "its two arguments)"
+        )
+    return region
+
+
+# -- shape rules ----------------------------------------------------------------------------------
+
+def all_gather_shape(dims: Sequence[int], all_gather_dimension: int, shard_count: int) -> tuple[int, ...]:
+    """AllGather: the gather dimension is multiplied by ``shard_count``."""
+    out = list(dims)
+    out[all_gather_dimension] *= shard_count
+    return tuple(out)
+
+
+def reduce_scatter_shape(op: str, shape: Shape, scatter_dimension: int, shard_count: int) -> tuple[int, ...]:
+    """ReduceScatter: the scatter dimension is divided by ``shard_count`` (must divide evenly)."""
+    out = list(shape.dimensions())
+    if out[scatter_dimension] % shard_count:
+        shape_error(
+            op, f"operand 'operand' has shape {shape}: dimension {scatter_dimension} (size "
+            f"{out[scatter_dimension]}) is not divisible by shard_count {shard_count}"
+        )
+    out[scatter_dimension] //= shard_count
+    return tuple(out)
+
+
+def all_to_all_shape(
+    op: str, shape: Shape, split_dimension: int, concat_dimension: int, split_count: int
+) -> tuple[int, ...]:
+    """AllToAll: the split dimension is divided by ``split_count`` (must divide evenly), the
+    concat dimension multiplied by it."""
+    out = list(shape.dimensions())
+    if out[split_dimension] % split_count:
+        shape_error(
+            op, f"operand 'operand' has shape {shape}: split dimension {split_dimension} (size "
+            f"{out[split_dimension]}) is not divisible by split_count {split_count}"
+        )
+    out[split_dimension] //= split_count
+    out[concat_dimension] *= split_count
+    return tuple(out)
+
+
+# -- ops ------------------------------------------------------------------------------------------
+
+def AllReduce(
+    operand_: XlaOp,
+    computation: Any,
+    replica_groups: Sequence[Sequence[int]] | None = None,
+    channel_id: Any = None,
+    shape_with_layout: Shape | None = None,
+    use_global_device_ids: bool | None = None,
+) -> XlaOp:
+    """Reduce ``operand`` element-wise across the replicas of each group; every member gets the
+    result (XLA ``AllReduce``; ``stablehlo.all_reduce``).
+
+    Parameters
+    ----------
+    operand: array of any shape ``(d0, ..., dn)`` and element type ``T``, or a flat tuple of such
+        arrays sharing one element type (each element is reduced; the result is a tuple).
+    computation: binary reducer ``(T[], T[]) -> T[]`` (an XlaComputation or a Python callable,
+        e.g. ``ops.Add``). The combination order is unspecified: use an associative and
+        commutative reducer.
+    replica_groups: lists of replica ids reduced together, e.g. ``[[0, 1], [2, 3]]``; ``None``
+        (default) reduces across all replicas.
+    channel_id: int >= 1 (or an object with ``.handle``): makes the reduction cross-partition
+        (across replicas and partitions; with ``use_global_device_ids`` groups hold global
+        device ids).
+    shape_with_layout: optional Shape equal to the result (only the default layout is
+        expressible).
+    use_global_device_ids: interpret ``replica_groups`` as global device ids (needs
+        ``channel_id``).
+
+    Returns
+    -------
+    XlaOp of ``operand``'s shape. With one participant (a single device) it equals ``operand``.
+
+    Raises
+    ------
+    ShapeError: bad replica groups, a reducer of the wrong signature, a tuple with mixed
+    element types or nested tuples, ``use_global_device_ids`` without ``channel_id``, or a
+    ``shape_with_layout`` that differs from the result. DTypeError: ``operand`` is not an XlaOp.
+    """
+    op = "AllReduce"
+    if isinstance(operand_, XlaOp) and operand_.shape.is_tuple():
+        from .control import GetTupleElement
+
+        elems = operand_.shape.tuple_shapes()
+        if not elems or not all(e.is_array() for e in elems):
+            shape_error(op, f"operand 'operand' must be an array or a flat tuple of arrays, got {operand_.shape}")
+        if any(e.element_type() is not elems[0].element_type() for e in elems):
+            shape_error(op, f"operand 'operand' is the tuple {operand_.shape}: its elements must share one element type")
+        xs = [GetTupleElement(operand_, i) for i in range(len(elems))]
+        result: Shape = operand_.shape
+    else:
+        xs = [operand(op, "operand", operand_)]
+        result = xs[0].shape
+    b = xs[0].builder
+    groups = _replica_groups(op, replica_groups)
+    parts = [f"replica_groups = {_groups_mlir(groups)}"] + _channel(op, channel_id, use_global_device_ids)
+    if shape_with_layout is not None:
+        if result.is_tuple():
+            if not isinstance(shape_with_layout, Shape) or shape_with_layout != result:
+                shape_error(op, f"shape_with_layout is {shape_with_layout}, but the result is {result}")
+        else:
+            _check_layout(op, "shape_with_layout", shape_with_layout, result)
+    region = _reducer(op, computation, xs[0].shape.element_type(), b)
+    return b._add("stablehlo.all_reduce", tuple(xs), result, ", ".join(parts), (region,))
+
+
+def CrossReplicaSum(operand_: XlaOp, replica_groups: Sequence[Sequence[int]] | None = None) -> XlaOp:
+    """Sum ``operand`` across the replicas of each group (XLA ``CrossReplicaSum``): an
+    :func:`AllReduce` with ``Add`` as the reducer (logical or for ``pred``).
+
+    Parameters
+    ----------
+    operand: array ``(d0, ..., dn)`` of any element type.
+    replica_groups: as for :func:`AllReduce` (``None``: all replicas).
+
+    Returns
+    -------
+    XlaOp of ``operand``'s shape (``operand`` itself on a single device).
+
+    Raises
+    ------
+    ShapeError: bad replica groups. DTypeError: ``operand`` is not an XlaOp.
+    """
+    from .elementwise import Add
+
+    x = operand("CrossReplicaSum", "operand", operand_)
+    groups = _replica_groups("CrossReplicaSum", replica_groups)
+    region = _reducer("CrossReplicaSum", Add, x.shape.element_type(), x.builder)
+    return x.builder._add(
+        "stablehlo.all_reduce", (x,), x.shape, f"replica_groups = {_groups_mlir(groups)}", (region,)
+    )
+
+
+def AllGather(
+    operand_: XlaOp,
+    all_gather_dimension: int,
+    shard_count: int,
+    replica_groups: Sequence[Sequence[int]] | None = None,
+    channel_id: Any = None,
+    shape_with_layout: Shape | None = None,
+    use_global_device_ids: bool | None = None,
+) -> XlaOp:
+    """Concatenate the operands of the ``shard_count`` members of each group along
+    ``all_gather_dimension``, in group order (XLA ``AllGather``; ``stablehlo.all_gather``).
+
+    Parameters
+    ----------
+    operand: array ``(d0, ..., dn)`` of any element type.
+    all_gather_dimension: the dimension ``k`` to concatenate along (``0 <= k <= n``).
+    shard_count: number of participants per group (>= 1). With explicit ``replica_groups`` it
+        must equal the group size; without groups and without ``channel_id`` the computation
+        must be compiled with ``shard_count`` replicas (the groups are emitted as
+        ``[[0, ..., shard_count-1]]``).
+    replica_groups: lists of replica ids, e.g. ``[[0, 1], [2, 3]]``; ``None``: all replicas.
+    channel_id: int >= 1: gather across replicas and partitions.
+    shape_with_layout: optional Shape equal to the result (default layout only).
+    use_global_device_ids: groups hold global device ids (needs ``channel_id``).
+
+    Returns
+    -------
+    XlaOp of shape ``operand.dims`` with ``d_k * shard_count`` at ``k``; ``operand`` itself for
+    ``shard_count=1``.
+
+    Raises
+    ------
+    ShapeError: dimension out of range, ``shard_count < 1`` or different from the group size,
+    bad replica groups, ``use_global_device_ids`` without ``channel_id``, or a mismatching
+    ``shape_with_layout``. DTypeError: ``operand`` is not an XlaOp.
+    """
+    op = "AllGather"
+    x = operand(op, "operand", operand_)
+    dim = _dim(op, "all_gather_dimension", all_gather_dimension, x.shape.rank(), x.shape)
+    n = _count(op, "shard_count", shard_count)
+    groups = _implicit_groups(op, _replica_groups(op, replica_groups), n, "shard_count", channel_id)
+    channel = _channel(op, channel_id, use_global_device_ids)
+    result = array_shape(x.shape.element_type(), all_gather_shape(x.shape.dimensions(), dim, n))
+    _check_layout(op, "shape_with_layout", shape_with_layout, result)
+    attrs = [f"all_gather_dim = {i64(dim)}", f"replica_groups = {_groups_mlir(groups)}"] + channel
+    return x.builder._add("stablehlo.all_gather", (x,), result, ", ".join(attrs))
+
+
+def ReduceScatter(
+    operand_: XlaOp,
+    computation: Any,
+    scatter_dimension: int,
+    shard_count: int,
+    replica_groups: Sequence[Sequence[int]] | None = None,
+    channel_id: Any = None,
+    layout: Any = None,
+    use_global_device_ids: bool | None = None,
+) -> XlaOp:
+    """Reduce ``operand`` across each group like :func:`AllReduce`, then split the result into
+    ``shard_count`` blocks along ``scatter_dimension``; member ``i`` of a group gets block ``i``
+    (XLA ``ReduceScatter``; ``stablehlo.reduce_scatter``).
+
+    Parameters
+    ----------
+    operand: array ``(d0, ..., dn)`` of element type ``T``; ``d_k`` must be divisible by
+        ``shard_count``.
+    computation: binary reducer ``(T[], T[]) -> T[]`` (XlaComputation or callable).
+    scatter_dimension: the dimension ``k`` to split.
+    shard_count: participants per group (>= 1); equals the group size with explicit
+        ``replica_groups``; without groups and ``channel_id`` the computation must run on
+        ``shard_count`` replicas (groups are emitted as ``[[0, ..., shard_count-1]]``).
+    replica_groups, channel_id, use_global_device_ids: as for :func:`AllReduce`.
+    layout: optional Layout / Shape / minor_to_major of the result (default layout only).
+
+    Returns
+    -------
+    XlaOp of shape ``operand.dims`` with ``d_k / shard_count`` at ``k`` (``operand`` itself for
+    ``shard_count=1`` on one device).
+
+    Raises
+    ------
+    ShapeError: dimension out of range, ``d_k`` not divisible by ``shard_count``, a group size
+    different from ``shard_count``, bad replica groups or reducer, or a non-default layout.
+    DTypeError: ``operand`` is not an XlaOp.
+    """
+    op = "ReduceScatter"
+    x = operand(op, "operand", operand_)
+    dim = _dim(op, "scatter_dimension", scatter_dimension, x.shape.rank(), x.shape)
+    n = _count(op, "shard_count", shard_count)
+    groups = _implicit_groups(op, _replica_groups(op, replica_groups), n, "shard_count", channel_id)
+    channel = _channel(op, channel_id, use_global_device_ids)
+    result = array_shape(x.shape.element_type(), reduce_scatter_shape(op, x.shape, dim, n))
+    _check_layout(op, "layout", layout, result)
+    region = _reducer(op, computation, x.shape.element_type(), x.builder)
+    attrs = [f"scatter_dimension = {i64(dim)}", f"replica_groups = {_groups_mlir(groups)}"] + channel
+    return x.builder._add("stablehlo.reduce_scatter", (x,), result, ", ".join(attrs), (region,))
+
+
+def AllToAll(
+    operand_: XlaOp,
+    split_dimension: int,
+    concat_dimension: int,
+    split_count: int,
+    replica_groups: Sequence[Sequence[int]] | None = None,
+    layout: Any = None,
+    channel_id: Any = None,
+) -> XlaOp:
+    """Split ``operand`` into ``split_count`` blocks along ``split_dimension``, send block ``i``
+    to member ``i`` of the group, and concatenate the received blocks along
+    ``concat_dimension`` in group order (XLA ``AllToAll``; ``stablehlo.all_to_all``).
+
+    Parameters
+    ----------
+    operand: array ``(d0, ..., dn)`` of any element type; ``d_split`` divisible by
+        ``split_count``.
+    split_dimension, concat_dimension: dimension numbers (may be equal).
+    split_count: participants per group (>= 1). With explicit ``replica_groups`` it must equal
+        the group size; without groups the groups are emitted as
+        ``[[0, ..., split_count-1]]`` (StableHLO needs explicit groups), so the computation
+        must run on ``split_count`` replicas.
+    replica_groups: lists of replica ids; ``None``: all replicas.
+    layout: optional Layout / Shape / minor_to_major of the result (default layout only).
+    channel_id: int >= 1 for a cross-partition exchange.
+
+    Returns
+    -------
+    XlaOp of shape ``operand.dims`` with ``d_split / split_count`` at ``split_dimension`` and
+    then ``* split_count`` at ``concat_dimension`` (``operand`` itself for ``split_count=1``).
+
+    Raises
+    ------
+    ShapeError: dimensions out of range, ``split_count < 1``, ``d_split`` not divisible,
+    a group size different from ``split_count``, bad replica groups, or a non-default layout.
+    DTypeError: ``operand`` is not an XlaOp.
+    """
+    op = "AllToAll"
+    x = operand(op, "operand", operand_)
+    sd = _dim(op, "split_dimension", split_dimension, x.shape.rank(), x.shape)
+    cd = _dim(op, "concat_dimension", concat_dimension, x.shape.rank(), x.shape)
+    n = _count(op, "split_count", split_count)
+    groups = _replica_groups(op, replica_groups)
+    if groups and len(groups[0]) != n:
+        shape_error(op, f"split_count is {n}, but replica_groups {groups} have {len(groups[0])} members each")
+    groups = groups or [list(range(n))]  # empty groups crash StableHLO's verifier (division by zero)
+    channel = _channel(op, channel_id)
+    result = array_shape(x.shape.element_type(), all_to_all_shape(op, x.shape, sd, cd, n))
+    _check_layout(op, "layout", layout, result)
+    attrs = [
+        f"split_dimension = {i64(sd)}",
+        f"concat_dimension = {i64(cd)}",
+        f"split_count = {i64(n)}",
+        f"replica_groups = {_groups_mlir(groups)}",
+    ] + channel
+    return x.builder._add("stablehlo.all_to_all", (x,), result, ", ".join(attrs))
+
+
+def CollectivePermute(
+    operand_: XlaOp, source_target_pairs: Sequence[tuple[int, int]], channel_id: Any = None
+) -> XlaOp:
+    """Send ``operand`` from each source replica to its target replica
+    (XLA ``CollectivePermute``; ``stablehlo.collective_permute``).
+
+    A replica that is no pair's target receives zeros.
+
+    Parameters
+    ----------
+    operand: array ``(d0, ..., dn)`` of any element type.
+    source_target_pairs: ``[(source, target), ...]`` replica ids >= 0; no source and no target
+        may appear twice. ``[]`` sends nothing (every replica gets zeros).
+    channel_id: int >= 1 for a cross-partition permute.
+
+    Returns
+    -------
+    XlaOp of ``operand``'s shape.
+
+    Raises
+    ------
+    ShapeError: a pair that is not two ints >= 0, or a repeated source or target.
+    DTypeError: ``operand`` is not an XlaOp.
+    """
+    op = "CollectivePermute"
+    x = operand(op, "operand", operand_)
+    pairs: list[tuple[int, int]] = []
+    try:
+        items = list(source_target_pairs)
+    except TypeError:
+        shape_error(op, f"source_target_pairs must be a sequence of (source, target) pairs, got {source_target_pairs!r}")
+    for i, p in enumerate(items):
+        try:
+            s, t = p
+        except (TypeError, ValueError):
+            shape_error(op, f"source_target_pairs[{i}] must be a (source, target) pair, got {p!r}")
+        s, t = _int(op, f"source_target_pairs[{i}][0]", s), _int(op, f"source_target_pairs[{i}][1]", t)
+        if s < 0 or t < 0:
+            shape_error(op, f"source_target_pairs[{i}] = ({s}, {t}): replica ids must be >= 0")
+        pairs.append((s, t))
+    for k, what in ((0, "source"), (1, "target")):
+        seen = [p[k] for p in pairs]
+        dup = sorted({v for v in seen if seen.count(v) > 1})
+        if dup:
+            shape_error(op, f"{what} replica ids {dup} appear more than once in source_target_pairs {pairs}")
+    if pairs:
+        body = ", ".join(f"[{s}, {t}]" for s, t in pairs)
+        stp = f"dense<[{body}]> : tensor<{len(pairs)}x2xi64>"
+    else:
+        stp = "dense<> : tensor<0x2xi64>"
+    attrs = [f"source_target_pairs = {stp}"] + _channel(op, channel_id)
+    return x.builder._add("stablehlo.collective_permute", (x,), x.shape, ", ".join(attrs))
+
+
+def ReplicaId(builder: XlaBuilder) -> XlaOp:
+    """This replica's id, a ``u32[]`` scalar (XLA ``ReplicaId``; ``stablehlo.replica_id``).
+
+    0 on a single device. Raises DTypeError when ``builder`` is not an XlaBuilder.
+    """
+    if not isinstance(builder, XlaBuilder):
+        dtype_error("ReplicaId", f"first argument must be an XlaBuilder, got {type(builder).__name__}")
+    return builder._add("stablehlo.replica_id", (), Shape._make(PrimitiveType.U32, ()))
+
+
+def PartitionId(builder: XlaBuilder) -> XlaOp:
+    """This partition's id, a ``u32[]`` scalar (XLA ``PartitionId``; ``stablehlo.partition_id``).
+
+    0 on a single device. Raises DTypeError when ``builder`` is not an XlaBuilder.
+    """
+    if not isinstance(builder, XlaBuilder):
+        dtype_error("PartitionId", f"first argument must be an XlaBuilder, got {type(builder).__name__}")
+    return builder._add("stablehlo.partition_id", (), Shape._make(PrimitiveType.U32, ()))

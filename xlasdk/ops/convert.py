@@ -1,0 +1,136 @@
+"""Bit-level conversions: ``BitcastConvertType`` (``stablehlo.bitcast_convert``) and
+``ReducePrecision`` (``stablehlo.reduce_precision``), each beside its shape rule."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..builder import XlaOp
+from ..types import COMPLEX, FLOATS, PrimitiveType, dtype_to_etype, etype_to_dtype
+from ._core import array_shape, dtype_error, operand, shape_error
+
+__all__ = ["BitcastConvertType", "ReducePrecision", "bit_width", "bitcast_shape"]
+
+_P = PrimitiveType
+
+
+def bit_width(et: PrimitiveType) -> int:
+    """Storage width in bits of one element of ``et`` as XLA counts it (pred: 1, s4: 4, c64: 64)."""
+    if et is _P.PRED:
+        return 1
+    dt = etype_to_dtype(et)
+    if et in COMPLEX:
+        return int(dt.itemsize) * 8
+    import ml_dtypes
+
+    info: Any = ml_dtypes.finfo(dt) if et in FLOATS else ml_dtypes.iinfo(dt)
+    return int(info.bits)
+
+
+def bitcast_shape(op: str, src: PrimitiveType, dims: tuple[int, ...], dst: PrimitiveType) -> tuple[int, ...]:
+    """Shape rule of ``BitcastConvertType``.
+
+    Same width: the same dimensions. To a narrower type (ratio ``r = src_bits / dst_bits``): a
+    new minor dimension of size ``r``. To a wider type: the operand's last dimension must be
+    ``dst_bits / src_bits`` and is removed. Complex types bitcast only to complex types of the
+    same width; pred and sub-byte types only to types of their own width.
+    """
+    if (src in COMPLEX) != (dst in COMPLEX):
+        dtype_error(op, f"cannot bitcast between complex and real types ({src.name.lower()} to {dst.name.lower()})")
+    sb, db = bit_width(src), bit_width(dst)
+    if sb == db:
+        return dims
+    for et in (src, dst):
+        if et is _P.PRED or et in COMPLEX or bit_width(et) < 8:
+            dtype_error(
+                op, f"cannot bitcast {src.name.lower()} to {dst.name.lower()}: {et.name.lower()} only bitcasts to a type "
+                f"of the same width ({bit_width(et)} bits)"
+            )
+    if sb > db:
+        return dims + (sb // db,)
+    ratio = db // sb
+    if not dims or dims[-1] != ratio:
+        shape_error(
+            op, f"bitcasting {src.name.lower()}{list(dims)} to the wider {dst.name.lower()} needs a last dimension of size "
+            f"{ratio} (= {db} / {sb} bits), got {list(dims)}"
+        )
+    return dims[:-1]
+
+
+def BitcastConvertType(operand_: XlaOp, new_element_type: Any) -> XlaOp:
+    """Reinterpret the bits of each element as another element type (XLA ``BitcastConvertType``;
+    ``stablehlo.bitcast_convert``), like numpy's ``x.view(dtype)`` on little-endian machines.
+
+    Parameters
+    ----------
+    operand_: an array ``(...)`` of any element type.
+    new_element_type: numpy/ml_dtypes dtype, name or :class:`~xlasdk.PrimitiveType`.
+
+    Returns
+    -------
+    XlaOp: same width: the operand's dimensions; to a narrower type ``(..., r)`` with
+    ``r = old_bits / new_bits`` (element ``[..., k]`` holds the ``k``-th least significant
+    piece); to a wider type the operand must be ``(..., r)`` and the result is ``(...)``.
+
+    Raises
+    ------
+    DTypeError: an unknown element type, complex to real or back, or a width change involving
+        pred, complex or sub-byte (2/4-bit) types.
+    ShapeError: to a wider type, the operand's last dimension is not the width ratio.
+    """
+    op = "BitcastConvertType"
+    x = operand(op, "operand", operand_)
+    try:
+        et = dtype_to_etype(new_element_type)
+    except Exception:
+        dtype_error(op, f"new_element_type {new_element_type!r} is not an XLA element type")
+    src = x.shape.element_type()
+    dims = bitcast_shape(op, src, x.shape.dimensions(), et)
+    if et is src:
+        return x
+    return x.builder._add("stablehlo.bitcast_convert", (x,), array_shape(et, dims))
+
+
+def ReducePrecision(operand_: XlaOp, exponent_bits: int, mantissa_bits: int) -> XlaOp:
+    """Round floating-point values to a narrower format and back (XLA ``ReducePrecision``;
+    ``stablehlo.reduce_precision``).
+
+    Each value is rounded to the nearest value of a format with ``exponent_bits`` exponent bits
+    and ``mantissa_bits`` explicit mantissa bits (ties to even), keeping the operand's element
+    type. Values beyond that format's range become +-inf, NaN stays NaN (its bits are
+    implementation-defined), and values below its smallest normal are flushed
+    to (signed) zero, as XLA:CPU does. ``(8, 7)`` emulates bfloat16 and ``(5, 10)`` float16 (for
+    normal values).
+
+    Parameters
+    ----------
+    operand_: a floating-point array ``(...)``.
+    exponent_bits: >= 1. mantissa_bits: >= 0.
+
+    Returns
+    -------
+    XlaOp of the operand's shape and element type.
+
+    Raises
+    ------
+    DTypeError: a non-floating-point operand, or non-int bit counts.
+    ShapeError: ``exponent_bits < 1`` or ``mantissa_bits < 0``.
+    """
+    op = "ReducePrecision"
+    x = operand(op, "operand", operand_)
+    et = x.shape.element_type()
+    if et not in FLOATS:
+        dtype_error(op, f"operand 'operand' must be floating-point, got {x.shape}")
+    for name, v in (("exponent_bits", exponent_bits), ("mantissa_bits", mantissa_bits)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            dtype_error(op, f"{name} must be an int, got {v!r}")
+    e, m = int(exponent_bits), int(mantissa_bits)
+    if e < 1:
+        shape_error(op, f"exponent_bits must be >= 1, got {e}")
+    if m < 0:
+        shape_error(op, f"mantissa_bits must be >= 0, got {m}")
+    return x.builder._add(
+        "stablehlo.reduce_precision", (x,), x.shape, f"exponent_bits = {e} : i32, mantissa_bits = {m} : i32"
+    )

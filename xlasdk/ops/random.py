@@ -1,0 +1,153 @@
+"""Random numbers: ``RngBitGenerator`` (counter-based, with explicit state), and the legacy
+stateful ``RngUniform`` / ``RngNormal`` (XLA ``Rng``; ``stablehlo.rng``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..attrs import RandomAlgorithm, RandomDistribution
+from ..builder import XlaOp
+from ..shape import Shape
+from ..types import FLOATS, INTS, PrimitiveType, UNSIGNED_INTS
+from ._core import array_shape, dtype_error, operand, same_builder, shape_error
+from .sources import Constant
+
+__all__ = ["RngBitGenerator", "RngUniform", "RngNormal"]
+
+_P = PrimitiveType
+# State sizes (u64 words) each algorithm accepts. DEFAULT is Philox on XLA's CPU and GPU backends.
+_STATE_SIZES = {
+    RandomAlgorithm.THREE_FRY: (2,),
+    RandomAlgorithm.PHILOX: (2, 3),
+    RandomAlgorithm.DEFAULT: (2, 3),
+}
+# Sub-byte unsigned types are stored unpacked and are not produced by XLA's bit generators.
+_BIT_TYPES = frozenset(e for e in UNSIGNED_INTS if e not in (_P.U2, _P.U4))
+
+
+def _result_shape(op: str, shape: Any) -> Shape:
+    if not isinstance(shape, Shape):
+        dtype_error(op, f"shape must be an xlasdk Shape (xs.Shape.array_shape(...)), got {type(shape).__name__}")
+    if not shape.is_array():
+        shape_error(op, f"shape must be an array shape, got {shape}")
+    return shape
+
+
+def RngBitGenerator(algorithm: Any, initial_state: XlaOp, shape: Shape) -> XlaOp:
+    """Random bits from a counter-based generator with explicit state (XLA ``RngBitGenerator``;
+    ``stablehlo.rng_bit_generator``).
+
+    The same algorithm and ``initial_state`` always give the same bits (on a given backend);
+    feed the returned state into the next call to continue the stream.
+
+    Parameters
+    ----------
+    algorithm: ``xs.RandomAlgorithm`` (DEFAULT, THREE_FRY, PHILOX), or its name (``"PHILOX"``,
+        ``"RNG_PHILOX"``) or number. DEFAULT lets the backend choose (Philox on CPU and GPU).
+    initial_state: ``(2,)`` u64 for THREE_FRY; ``(2,)`` or ``(3,)`` u64 for PHILOX and DEFAULT.
+    shape: the output :class:`~xlasdk.Shape`, of element type u8, u16, u32 or u64 (any dimensions).
+
+    Returns
+    -------
+    A tuple-shaped XlaOp ``(new_state, bits)``: ``new_state`` of ``initial_state``'s shape and
+    ``bits`` of ``shape``; take them with ``GetTupleElement(r, 0)`` and ``GetTupleElement(r, 1)``.
+
+    Raises
+    ------
+    ShapeError: unknown algorithm, a state that is not a vector of the size the algorithm needs,
+        or a non-array ``shape``.
+    DTypeError: a state that is not u64, an output type that is not u8/u16/u32/u64, or ``shape``
+        not a Shape.
+    """
+    op = "RngBitGenerator"
+    try:
+        alg = RandomAlgorithm.parse(algorithm)
+    except Exception as e:
+        shape_error(op, f"bad algorithm: {e}")
+    st = operand(op, "initial_state", initial_state)
+    out = _result_shape(op, shape)
+    if st.shape.element_type() is not _P.U64:
+        dtype_error(op, f"operand 'initial_state' must be u64, got {st.shape}")
+    sizes = _STATE_SIZES[alg]
+    if st.shape.rank() != 1 or st.shape.dimensions()[0] not in sizes:
+        want = " or ".join(f"u64[{s}]" for s in sizes)
+        shape_error(op, f"operand 'initial_state' must be {want} for {alg.name}, got {st.shape}")
+    if out.element_type() not in _BIT_TYPES:
+        dtype_error(op, f"shape must have element type u8, u16, u32 or u64, got {out}")
+    return st.builder._add(
+        "stablehlo.rng_bit_generator", (st,), Shape.tuple_shape([st.shape, out]),
+        f"rng_algorithm = {alg.to_mlir()}",
+    )
+
+
+def _rng(op: str, dist: RandomDistribution, p0: tuple[str, Any], p1: tuple[str, Any], shape: Any) -> XlaOp:
+    a = operand(op, p0[0], p0[1])
+    b = operand(op, p1[0], p1[1])
+    builder = same_builder(op, [(p0[0], a), (p1[0], b)])
+    out = _result_shape(op, shape)
+    for name, v in ((p0[0], a), (p1[0], b)):
+        if v.shape.rank() != 0:
+            shape_error(op, f"operand {name!r} must be a scalar, got {v.shape}")
+    et = a.shape.element_type()
+    allowed = FLOATS if dist is RandomDistribution.NORMAL else FLOATS | (INTS - {_P.S2, _P.S4, _P.U2, _P.U4})
+    if et not in allowed:
+        kind = "floating-point" if dist is RandomDistribution.NORMAL else "floating-point or integer"
+        dtype_error(op, f"operand {p0[0]!r} must be {kind}, got {a.shape}")
+    if b.shape.element_type() is not et:
+        dtype_error(op, f"operand {p1[0]!r} has element type {b.shape}, expected {et.name.lower()} like {p0[0]!r}")
+    if out.element_type() is not et:
+        dtype_error(op, f"shape has element type {out}, expected {et.name.lower()} like operand {p0[0]!r}")
+    dims = Constant(builder, np.asarray(out.dimensions(), dtype=np.int64))
+    return builder._add(
+        "stablehlo.rng", (a, b, dims), array_shape(et, out.dimensions()), f"rng_distribution = {dist.to_mlir()}"
+    )
+
+
+def RngUniform(a: XlaOp, b: XlaOp, shape: Shape) -> XlaOp:
+    """Uniform random numbers in ``[a, b)`` (XLA ``RngUniform``; ``stablehlo.rng`` UNIFORM).
+
+    The legacy stateful generator: its seed is implementation-defined (XLA keeps a per-module
+    state), so values may differ between runs and compilations. For reproducible streams use
+    :func:`RngBitGenerator`. Results for ``b <= a`` are implementation-defined.
+
+    Parameters
+    ----------
+    a, b: scalars of one floating-point or integer element type (the bounds).
+    shape: the output :class:`~xlasdk.Shape`, of the same element type as ``a``.
+
+    Returns
+    -------
+    XlaOp of ``shape``.
+
+    Raises
+    ------
+    ShapeError: ``a`` or ``b`` is not a scalar, or ``shape`` is not an array shape.
+    DTypeError: element types differ or are not numeric (pred, complex and 2/4-bit types are
+        rejected), or ``shape`` is not a Shape.
+    """
+    return _rng("RngUniform", RandomDistribution.UNIFORM, ("a", a), ("b", b), shape)
+
+
+def RngNormal(mu: XlaOp, sigma: XlaOp, shape: Shape) -> XlaOp:
+    """Normally distributed random numbers with mean ``mu`` and standard deviation ``sigma``
+    (XLA ``RngNormal``; ``stablehlo.rng`` NORMAL).
+
+    The legacy stateful generator (see :func:`RngUniform` on seeding).
+
+    Parameters
+    ----------
+    mu, sigma: floating-point scalars of one element type.
+    shape: the output :class:`~xlasdk.Shape`, of the same element type.
+
+    Returns
+    -------
+    XlaOp of ``shape``.
+
+    Raises
+    ------
+    ShapeError: ``mu`` or ``sigma`` is not a scalar, or ``shape`` is not an array shape.
+    DTypeError: element types differ or are not floating-point, or ``shape`` is not a Shape.
+    """
+    return _rng("RngNormal", RandomDistribution.NORMAL, ("mu", mu), ("sigma", sigma), shape)

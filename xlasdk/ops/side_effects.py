@@ -1,0 +1,599 @@
+"""Tokens, side effects and escape hatches: ``CreateToken``, ``AfterAll``,
+``OptimizationBarrier``, ``CustomCall``, ``CustomCallWithLayout``, ``InfeedWithToken``,
+``OutfeedWithToken``.
+
+A token orders side-effecting ops: an op that takes a token runs after the op that made it.
+Only ops that the computation's root depends on are part of the built computation, so the
+token returned by a side-effecting op (``OutfeedWithToken``) must reach the root (for example
+``ops.Tuple(b, [result, token])``), and so must the result of a ``CustomCall`` with
+``has_side_effect=True``.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import operator
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..builder import XlaBuilder, XlaOp
+from ..shape import Shape
+from ..types import PrimitiveType, mlir_element_type
+from ._core import any_operand, dtype_error, shape_error
+
+__all__ = [
+    "CreateToken",
+    "AfterAll",
+    "OptimizationBarrier",
+    "CustomCall",
+    "CustomCallWithLayout",
+    "CustomCallApiVersion",
+    "CustomCallSchedule",
+    "InfeedWithToken",
+    "OutfeedWithToken",
+]
+
+_TOKEN = Shape._make(PrimitiveType.TOKEN, ())
+
+
+# -- tokens ---------------------------------------------------------------------------------------
+
+def CreateToken(builder: XlaBuilder) -> XlaOp:
+    """A fresh token, for ordering side-effecting ops (XLA ``CreateToken``;
+    ``stablehlo.create_token``, HLO ``after-all()``).
+
+    Returns
+    -------
+    XlaOp of shape ``token[]``.
+
+    Raises
+    ------
+    DTypeError: ``builder`` is not an XlaBuilder.
+    """
+    if not isinstance(builder, XlaBuilder):
+        dtype_error("CreateToken", f"first argument must be an XlaBuilder, got {type(builder).__name__}")
+    return builder._add("stablehlo.create_token", (), _TOKEN)
+
+
+def _token(op: str, name: str, x: Any, builder: XlaBuilder | None = None) -> XlaOp:
+    t = any_operand(op, name, x, builder)
+    if not t.shape.is_token():
+        shape_error(op, f"operand {name!r} must be a token, got {t.shape}")
+    return t
+
+
+def AfterAll(builder: XlaBuilder, tokens: Sequence[XlaOp]) -> XlaOp:
+    """A token that comes after every token of ``tokens`` (XLA ``AfterAll``;
+    ``stablehlo.after_all``): joins several orderings into one.
+
+    Parameters
+    ----------
+    builder: the XlaBuilder.
+    tokens: a list of ``token[]`` ops of ``builder`` (may be empty: a fresh token).
+
+    Returns
+    -------
+    XlaOp of shape ``token[]``.
+
+    Raises
+    ------
+    DTypeError: ``builder`` is not an XlaBuilder, ``tokens`` not a list/tuple of XlaOps.
+    ShapeError: an element is not a token or belongs to another builder.
+    """
+    op = "AfterAll"
+    if not isinstance(builder, XlaBuilder):
+        dtype_error(op, f"first argument must be an XlaBuilder, got {type(builder).__name__}")
+    if isinstance(tokens, XlaOp) or not isinstance(tokens, (list, tuple)):
+        dtype_error(op, f"tokens must be a list or tuple of token XlaOps, got {type(tokens).__name__}")
+    toks = tuple(_token(op, f"tokens[{i}]", t, builder) for i, t in enumerate(tokens))
+    return builder._add("stablehlo.after_all", toks, _TOKEN)
+
+
+def OptimizationBarrier(operand: XlaOp) -> XlaOp:
+    """Pass ``operand`` through unchanged while keeping XLA from moving computations across
+    this point (XLA ``OptimizationBarrier``; ``stablehlo.optimization_barrier``).
+
+    Everything ``operand`` depends on is computed before anything that uses the result.
+
+    Parameters
+    ----------
+    operand: an array, a token, or a flat tuple of them (for example ``ops.Tuple(b, [x, y])``).
+
+    Returns
+    -------
+    XlaOp of ``operand``'s shape and value (a tuple stays a tuple).
+
+    Raises
+    ------
+    DTypeError: ``operand`` is not an XlaOp. ShapeError: a tuple nested in the tuple.
+    """
+    op = "OptimizationBarrier"
+    x = any_operand(op, "operand", operand)
+    if x.shape.is_tuple() and any(e.is_tuple() for e in x.shape.tuple_shapes()):
+        shape_error(op, f"operand 'operand' must be an array, a token or a flat tuple, got {x.shape}")
+    return x.builder._add("stablehlo.optimization_barrier", (x,), x.shape)
+
+
+# -- custom calls ---------------------------------------------------------------------------------
+
+class CustomCallApiVersion(enum.IntEnum):
+    """Calling convention of a custom-call target (XLA ``CustomCallApiVersion``).
+
+    ``API_VERSION_ORIGINAL``: ``void f(void* out, const void** in)`` (CPU);
+    ``API_VERSION_STATUS_RETURNING`` and ``..._UNIFIED`` add a status argument (and the opaque
+    bytes); ``API_VERSION_TYPED_FFI``: an XLA FFI handler, whose attributes are
+    ``backend_config`` as a dict.
+    """
+
+    API_VERSION_UNSPECIFIED = 0
+    API_VERSION_ORIGINAL = 1
+    API_VERSION_STATUS_RETURNING = 2
+    API_VERSION_STATUS_RETURNING_UNIFIED = 3
+    API_VERSION_TYPED_FFI = 4
+
+
+class CustomCallSchedule(enum.IntEnum):
+    """Scheduling hint of a custom call (XLA ``CustomCallSchedule``). StableHLO has no field
+    for it: only ``SCHEDULE_NONE`` is accepted."""
+
+    SCHEDULE_NONE = 0
+    SCHEDULE_LATEST = 1
+    SCHEDULE_EARLIEST = 2
+
+
+def _api_version(op: str, value: Any) -> CustomCallApiVersion:
+    if isinstance(value, str):
+        key = value.strip().upper()
+        key = key if key.startswith("API_VERSION_") else "API_VERSION_" + key
+        if key in CustomCallApiVersion.__members__:
+            v = CustomCallApiVersion[key]
+        else:
+            shape_error(op, f"unknown api_version {value!r}; expected one of {', '.join(CustomCallApiVersion.__members__)}")
+    else:
+        try:
+            if isinstance(value, bool):
+                raise TypeError
+            v = CustomCallApiVersion(operator.index(value))
+        except (TypeError, ValueError):
+            shape_error(op, f"unknown api_version {value!r}; expected a CustomCallApiVersion (1-4)")
+    if v is CustomCallApiVersion.API_VERSION_UNSPECIFIED:
+        shape_error(op, "api_version API_VERSION_UNSPECIFIED cannot be compiled; use API_VERSION_ORIGINAL (1) or later")
+    return v
+
+
+def _mlir_string(data: str | bytes) -> str:
+    """An MLIR string literal holding ``data`` byte for byte (``\\XX`` escapes)."""
+    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    out = []
+    for c in raw:
+        if 0x20 <= c < 0x7F and c not in (0x22, 0x5C):
+            out.append(chr(c))
+        else:
+            out.append(f"\\{c:02X}")
+    return '"' + "".join(out) + '"'
+
+
+def _float_literal(x: float, bits: int) -> str:
+    if math.isfinite(x):
+        s = repr(float(x))
+        if "e" in s or "E" in s:
+            mant, _, exp = s.lower().partition("e")
+            s = (mant if "." in mant else mant + ".0") + "e" + exp
+        elif "." not in s:
+            s += ".0"
+        return s
+    dt, u = {16: (np.float16, np.uint16), 32: (np.float32, np.uint32)}.get(bits, (np.float64, np.uint64))
+    return hex(int(np.array(x, dtype=dt).view(u)))
+
+
+_DENSE_ARRAY = {"int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "float32": "f32", "float64": "f64", "bool": "i1"}
+
+
+def _ffi_attr(op: str, path: str, v: Any) -> str:
+    """One FFI attribute (typed-FFI ``backend_config`` value) in MLIR syntax."""
+    if isinstance(v, (bool, np.bool_)):
+        return "true" if v else "false"
+    if isinstance(v, np.generic) and v.dtype.kind in "iuf":  # before int/float: np.float64 is a float
+        et = mlir_element_type(_etype_of(v.dtype))
+        if v.dtype.kind == "f":
+            return f"{_float_literal(float(v), v.dtype.itemsize * 8)} : {et}"
+        return f"{int(v)} : {et}"
+    if isinstance(v, str):
+        return _mlir_string(v)
+    if isinstance(v, int):
+        if not -(2**63) <= v < 2**63:
+            shape_error(op, f"backend_config{path} = {v} does not fit in i64")
+        return f"{v} : i64"
+    if isinstance(v, float):
+        return f"{_float_literal(v, 32)} : f32"
+    if isinstance(v, np.ndarray) and v.ndim == 1 and v.dtype.name in _DENSE_ARRAY:
+        et = _DENSE_ARRAY[v.dtype.name]
+        if v.size == 0:
+            return f"array<{et}>"
+        if v.dtype.kind == "f":
+            items = ", ".join(_float_literal(float(e), v.dtype.itemsize * 8) for e in v)
+        elif v.dtype.kind == "b":
+            items = ", ".join("true" if e else "false" for e in v)
+        else:
+            items = ", ".join(str(int(e)) for e in v)
+        return f"array<{et}: {items}>"
+    if isinstance(v, Mapping):
+        return _ffi_dict(op, path, v)
+    shape_error(
+        op,
+        f"backend_config{path} has unsupported value {v!r}: use str, bool, int (i64), float (f32), a numpy "
+        "scalar, a 1-D numpy array of int8/16/32/64, float32/64 or bool, or a nested dict",
+    )
+
+
+def _etype_of(dt: np.dtype[Any]) -> PrimitiveType:
+    from ..types import dtype_to_etype
+
+    return dtype_to_etype(dt)
+
+
+def _ffi_dict(op: str, path: str, d: Mapping[Any, Any]) -> str:
+    parts = []
+    for k, v in d.items():
+        if not isinstance(k, str) or not k:
+            shape_error(op, f"backend_config{path} keys must be non-empty str, got {k!r}")
+        parts.append(f"{_mlir_string(k)} = {_ffi_attr(op, f'{path}[{k!r}]', v)}")
+    return "{" + ", ".join(parts) + "}"
+
+
+def _shape_arg(op: str, name: str, shape: Any, *, allow_tuple: bool = True, allow_token: bool = True) -> Shape:
+    if not isinstance(shape, Shape):
+        dtype_error(op, f"{name} must be a Shape, got {type(shape).__name__}")
+    leaves = shape.tuple_shapes() if shape.is_tuple() else (shape,)
+    if shape.is_tuple() and not allow_tuple:
+        shape_error(op, f"{name} must be an array shape, got {shape}")
+    for s in leaves:
+        if s.is_tuple():
+            shape_error(op, f"{name} must be an array, a token or a flat tuple of them, got {shape}")
+        if s.is_token() and not allow_token:
+            shape_error(op, f"{name} must hold arrays only, got {shape}")
+    return shape
+
+
+# XLA-internal targets the CPU compiler handles itself. Called with other operand counts or
+# result shapes than XLA's own passes produce, several of them abort the process inside XLA,
+# so their signatures are checked here first.
+_ANNOTATIONS_SAME_SHAPE = frozenset(
+    {
+        "Sharding", "ShardBarrierFrom", "ShardBarrierTo", "MoveToHost", "MoveToDevice",
+        "annotate_device_placement", "LayoutConstraint", "SetBound",
+    }
+)
+_ANNOTATIONS_RESHAPE = frozenset({"SPMDFullToShardShape", "SPMDShardToFullShape"})
+_INTERNAL_ONLY = re.compile(r"^(SliceToDynamic|__onednn\$.*)$")
+
+
+def _check_builtin_target(op: str, target: str, operands: Sequence[XlaOp], result: Shape) -> None:
+    if _INTERNAL_ONLY.match(target):
+        shape_error(
+            op,
+            f"call_target_name {target!r} is internal to XLA's CPU compiler (it needs backend data XLA's own "
+            "passes produce, and crashes XLA otherwise); it cannot be called directly",
+        )
+    if target in _ANNOTATIONS_SAME_SHAPE or target in _ANNOTATIONS_RESHAPE:
+        if len(operands) != 1 or not operands[0].shape.is_array():
+            got = ", ".join(str(o.shape) for o in operands)
+            shape_error(op, f"target {target!r} takes exactly one array operand, got ({got})")
+        x = operands[0].shape
+        if not result.is_array() or result.element_type() is not x.element_type():
+            shape_error(op, f"target {target!r} returns an array of its operand's element type ({x}), got shape {result}")
+        if target in _ANNOTATIONS_SAME_SHAPE and result.dimensions() != x.dimensions():
+            shape_error(op, f"target {target!r} returns its operand's shape {x}, got shape {result}")
+    if target == "TopK":
+        _check_topk(op, operands, result)
+
+
+def _check_topk(op: str, operands: Sequence[XlaOp], result: Shape) -> None:
+    """XLA CPU's ``TopK``: ``f32[b, n]`` (or ``f32[n]``) -> ``(f32[b, k], s32[b, k])``, ``k <= n``."""
+    if len(operands) != 1 or not operands[0].shape.is_array():
+        got = ", ".join(str(o.shape) for o in operands)
+        shape_error(op, f"target 'TopK' takes one f32[batch, n] or f32[n] operand, got ({got})")
+    x = operands[0].shape
+    if x.element_type() is not PrimitiveType.F32:
+        dtype_error(op, f"target 'TopK' needs an f32 operand, got operand 'operands[0]' of shape {x}")
+    if x.rank() not in (1, 2):
+        shape_error(op, f"target 'TopK' needs a rank-1 or rank-2 operand, got operand 'operands[0]' of shape {x}")
+    elems = result.tuple_shapes() if result.is_tuple() else ()
+    ok = (
+        len(elems) == 2
+        and all(e.is_array() for e in elems)
+        and elems[0].element_type() is PrimitiveType.F32
+        and elems[1].element_type() is PrimitiveType.S32
+        and elems[0].dimensions() == elems[1].dimensions()
+        and elems[0].rank() == x.rank()
+        and elems[0].dimensions()[:-1] == x.dimensions()[:-1]
+        and 0 <= elems[0].dimensions()[-1] <= x.dimensions()[-1]
+    )
+    if not ok:
+        batch = "".join(f"{d}," for d in x.dimensions()[:-1])
+        shape_error(
+            op,
+            f"target 'TopK' on {x} returns (f32[{batch}k], s32[{batch}k]) with 0 <= k <= "
+            f"{x.dimensions()[-1]}, got shape {result}",
+        )
+
+
+def _layout_attr(op: str, name: str, shape: Shape) -> str:
+    """``dense<[1, 0]> : tensor<2xindex>`` for an array shape's layout (default row-major)."""
+    if not shape.is_array():
+        shape_error(op, f"{name} must be an array shape to carry a layout, got {shape}")
+    lay = shape.layout()
+    m2m = lay.minor_to_major() if lay is not None else tuple(range(shape.rank() - 1, -1, -1))
+    if not m2m:
+        return "dense<> : tensor<0xindex>"
+    return f"dense<[{', '.join(map(str, m2m))}]> : tensor<{len(m2m)}xindex>"
+
+
+def _custom_call(
+    op: str,
+    builder: XlaBuilder,
+    call_target_name: Any,
+    operands: Any,
+    shape: Any,
+    opaque: Any,
+    has_side_effect: Any,
+    schedule: Any,
+    api_version: Any,
+    backend_config: Any,
+    operand_shapes_with_layout: Sequence[Shape] | None,
+) -> XlaOp:
+    if not isinstance(builder, XlaBuilder):
+        dtype_error(op, f"first argument must be an XlaBuilder, got {type(builder).__name__}")
+    if isinstance(call_target_name, bytes):
+        try:
+            call_target_name = call_target_name.decode("utf-8")
+        except UnicodeDecodeError:
+            shape_error(op, f"call_target_name {call_target_name!r} is not UTF-8")
+    if not isinstance(call_target_name, str) or not call_target_name:
+        dtype_error(op, f"call_target_name must be a non-empty str, got {call_target_name!r}")
+    if isinstance(operands, XlaOp) or not isinstance(operands, (list, tuple)):
+        dtype_error(op, f"operands must be a list or tuple of XlaOps, got {type(operands).__name__}")
+    xs = tuple(any_operand(op, f"operands[{i}]", x, builder) for i, x in enumerate(operands))
+    result = _shape_arg(op, "shape", shape)
+    version = _api_version(op, api_version)
+    if schedule not in (None, CustomCallSchedule.SCHEDULE_NONE, 0):
+        shape_error(op, f"schedule {schedule!r} cannot be expressed in StableHLO; only SCHEDULE_NONE is supported")
+    if not isinstance(opaque, (bytes, bytearray, str)):
+        dtype_error(op, f"opaque must be bytes or str, got {type(opaque).__name__}")
+    if backend_config is not None and len(opaque):
+        shape_error(op, "give either opaque or backend_config, not both")
+    parts = [f"call_target_name = {_mlir_string(call_target_name)}"]
+    config: Any = opaque if backend_config is None else backend_config
+    if version is CustomCallApiVersion.API_VERSION_TYPED_FFI:
+        if isinstance(config, Mapping):
+            parts.append(f"backend_config = {_ffi_dict(op, '', config)}")
+        elif len(config):
+            shape_error(
+                op, "with api_version API_VERSION_TYPED_FFI the backend_config must be a dict of attributes "
+                f"(got {type(config).__name__})"
+            )
+    else:
+        if isinstance(config, Mapping):
+            shape_error(
+                op, f"a dict backend_config needs api_version API_VERSION_TYPED_FFI (got {version.name}); "
+                "pass bytes or str for other versions"
+            )
+        if not isinstance(config, (bytes, bytearray, str)):
+            dtype_error(op, f"backend_config must be bytes, str or a dict, got {type(config).__name__}")
+        if len(config):
+            parts.append(f"backend_config = {_mlir_string(config)}")
+    if has_side_effect:
+        parts.append("has_side_effect = true")
+    parts.append(f"api_version = {int(version)} : i32")
+    if operand_shapes_with_layout is not None:
+        if isinstance(operand_shapes_with_layout, Shape) or not isinstance(operand_shapes_with_layout, (list, tuple)):
+            dtype_error(op, "operand_shapes_with_layout must be a list of Shapes, one per operand")
+        if len(operand_shapes_with_layout) != len(xs):
+            shape_error(op, f"operand_shapes_with_layout has {len(operand_shapes_with_layout)} shapes for {len(xs)} operands")
+        op_layouts = []
+        for i, (x, s) in enumerate(zip(xs, operand_shapes_with_layout)):
+            s = _shape_arg(op, f"operand_shapes_with_layout[{i}]", s, allow_tuple=False, allow_token=False)
+            if s != x.shape:
+                shape_error(op, f"operand_shapes_with_layout[{i}] is {s}, but operand 'operands[{i}]' has shape {x.shape}")
+            op_layouts.append(_layout_attr(op, f"operand 'operands[{i}]'", s))
+        res_leaves = result.tuple_shapes() if result.is_tuple() else (result,)
+        res_layouts = [_layout_attr(op, "shape_with_layout", s) for s in res_leaves]
+        parts.append(f"operand_layouts = [{', '.join(op_layouts)}]")
+        parts.append(f"result_layouts = [{', '.join(res_layouts)}]")
+    _check_builtin_target(op, call_target_name, xs, result)
+    return builder._add("stablehlo.custom_call", xs, result, ", ".join(parts))
+
+
+def CustomCall(
+    builder: XlaBuilder,
+    call_target_name: str | bytes,
+    operands: Sequence[XlaOp],
+    shape: Shape,
+    opaque: bytes | str = b"",
+    has_side_effect: bool = False,
+    schedule: CustomCallSchedule | int | None = None,
+    api_version: CustomCallApiVersion | int | str = CustomCallApiVersion.API_VERSION_ORIGINAL,
+    backend_config: bytes | str | Mapping[str, Any] | None = None,
+) -> XlaOp:
+    """Call a function registered with XLA under ``call_target_name`` (XLA ``CustomCall``;
+    ``stablehlo.custom_call``).
+
+    The target is looked up when the computation is compiled: an unknown name fails then
+    (``xs.CompileError`` naming the target), not here. What the call computes is up to the
+    target; a target given operands or a result shape it does not expect has undefined
+    behaviour. XLA's CPU compiler handles some targets itself (``TopK``, ``Sharding``...); their
+    signatures are checked here, since wrong ones crash XLA.
+
+    Parameters
+    ----------
+    builder: the XlaBuilder.
+    call_target_name: the registered name (str, or bytes as in the former API).
+    operands: list of XlaOps (arrays, tuples or tokens) passed to the target.
+    shape: result Shape: an array, a token, or a flat tuple of them (several results, taken
+        with ``GetTupleElement``).
+    opaque: bytes (or str) handed to the target verbatim (the HLO ``backend_config``).
+    has_side_effect: keep the call even if its result looked unused, and never merge or
+        reorder it with other side effects. The result must still reach the root to be built.
+    schedule: ``CustomCallSchedule.SCHEDULE_NONE`` only (StableHLO has no schedule).
+    api_version: a :class:`CustomCallApiVersion` (or its value or name); default
+        ``API_VERSION_ORIGINAL``.
+    backend_config: instead of ``opaque``: bytes/str, or for ``API_VERSION_TYPED_FFI`` a dict of
+        FFI attributes (str, bool, int -> i64, float -> f32, numpy scalars keep their type,
+        1-D numpy arrays become dense arrays, nested dicts).
+
+    Returns
+    -------
+    XlaOp of ``shape``.
+
+    Raises
+    ------
+    DTypeError: ``builder`` not an XlaBuilder, an operand not an XlaOp, ``shape`` not a Shape,
+    or a bad ``call_target_name``/``opaque`` type.
+    ShapeError: nested tuple shapes, operands of another builder, an unknown or unspecified
+    api_version, a schedule other than NONE, a backend_config not matching the api_version,
+    or a built-in CPU target called with the wrong signature.
+    """
+    return _custom_call(
+        "CustomCall", builder, call_target_name, operands, shape, opaque, has_side_effect, schedule,
+        api_version, backend_config, None,
+    )
+
+
+def CustomCallWithLayout(
+    builder: XlaBuilder,
+    call_target_name: str | bytes,
+    operands: Sequence[XlaOp],
+    shape_with_layout: Shape,
+    operand_shapes_with_layout: Sequence[Shape],
+    opaque: bytes | str = b"",
+    has_side_effect: bool = False,
+    schedule: CustomCallSchedule | int | None = None,
+    api_version: CustomCallApiVersion | int | str = CustomCallApiVersion.API_VERSION_ORIGINAL,
+    backend_config: bytes | str | Mapping[str, Any] | None = None,
+) -> XlaOp:
+    """:func:`CustomCall` with the memory layouts of the operands and results fixed
+    (XLA ``CustomCallWithLayout``; ``stablehlo.custom_call`` with ``operand_layouts`` and
+    ``result_layouts``).
+
+    Parameters
+    ----------
+    shape_with_layout: result Shape (array, or flat tuple of arrays); each array's
+        ``layout`` (``minor_to_major``) is what the target writes; an array without layout
+        means row-major.
+    operand_shapes_with_layout: one array Shape per operand, equal to the operand's shape, with
+        the layout the target reads.
+    Other parameters: as for :func:`CustomCall`.
+
+    Returns
+    -------
+    XlaOp of ``shape_with_layout`` (values as the target writes them; XLA converts layouts).
+
+    Raises
+    ------
+    As :func:`CustomCall`; also ShapeError when the operand shapes differ from the operands,
+    their count differs, or an operand or result is a tuple or token (no layout possible).
+    """
+    if operand_shapes_with_layout is None:
+        dtype_error("CustomCallWithLayout", "operand_shapes_with_layout must be a list of Shapes, one per operand")
+    return _custom_call(
+        "CustomCallWithLayout", builder, call_target_name, operands, shape_with_layout, opaque, has_side_effect,
+        schedule, api_version, backend_config, operand_shapes_with_layout,
+    )
+
+
+# -- infeed / outfeed -----------------------------------------------------------------------------
+
+def InfeedWithToken(token: XlaOp, shape: Shape, config: str = "") -> XlaOp:
+    """Read a value of ``shape`` from the device's infeed queue, after ``token``
+    (XLA ``InfeedWithToken``; ``stablehlo.infeed``).
+
+    Parameters
+    ----------
+    token: a ``token[]`` op.
+    shape: the value's Shape: an array or a flat tuple of arrays (layouts, when set, are kept
+        in the ``layout`` attribute).
+    config: backend-specific configuration string.
+
+    Returns
+    -------
+    XlaOp of tuple shape ``(shape, token[])``: take the data with ``GetTupleElement(r, 0)`` and
+    the token that orders later side effects with ``GetTupleElement(r, 1)``.
+
+    Raises
+    ------
+    DTypeError: ``token`` not an XlaOp, ``shape`` not a Shape, ``config`` not a str.
+    ShapeError: ``token`` is not a token, ``shape`` holds tokens or nested tuples.
+    """
+    op = "InfeedWithToken"
+    t = _token(op, "token", token)
+    s = _shape_arg(op, "shape", shape, allow_token=False)
+    if not isinstance(config, str):
+        dtype_error(op, f"config must be a str, got {type(config).__name__}")
+    leaves = list(s.tuple_shapes()) if s.is_tuple() else [s]
+    parts = [f"infeed_config = {_mlir_string(config)}"]
+    if any(x.layout() is not None for x in leaves):
+        lays = []
+        for x in leaves:
+            lay = x.layout()
+            m2m = lay.minor_to_major() if lay is not None else tuple(range(x.rank() - 1, -1, -1))
+            lays.append("[" + ", ".join(map(str, m2m)) + "]")
+        parts.append(f"layout = [{', '.join(lays)}]")
+    b = t.builder
+    raw = b._add("stablehlo.infeed", (t,), Shape.tuple_shape(leaves + [_TOKEN]), ", ".join(parts))
+    if not s.is_tuple():
+        return raw
+    from .control import GetTupleElement, Tuple
+
+    data = Tuple(b, [GetTupleElement(raw, i) for i in range(len(leaves))])
+    return Tuple(b, [data, GetTupleElement(raw, len(leaves))])
+
+
+def OutfeedWithToken(operand: XlaOp, token: XlaOp, shape_with_layout: Shape, outfeed_config: str = "") -> XlaOp:
+    """Write ``operand`` to the device's outfeed queue, after ``token``
+    (XLA ``OutfeedWithToken``; ``stablehlo.outfeed``).
+
+    Parameters
+    ----------
+    operand: an array or a flat tuple of arrays.
+    token: a ``token[]`` op of the same builder.
+    shape_with_layout: ``operand``'s Shape (its layout, if any, is how the host reads it).
+    outfeed_config: backend-specific configuration string.
+
+    Returns
+    -------
+    XlaOp of shape ``token[]``. It must reach the computation's root (e.g. in a tuple with
+    the result), otherwise the outfeed is not part of the built computation.
+
+    Raises
+    ------
+    DTypeError: an argument of the wrong type. ShapeError: ``token`` is not a token,
+    ``operand`` is a token or a nested tuple, operands of different builders, or
+    ``shape_with_layout`` differs from ``operand``'s shape.
+    """
+    op = "OutfeedWithToken"
+    x = any_operand(op, "operand", operand)
+    t = _token(op, "token", token, x.builder)
+    s = _shape_arg(op, "shape_with_layout", shape_with_layout, allow_token=False)
+    if not isinstance(outfeed_config, str):
+        dtype_error(op, f"outfeed_config must be a str, got {type(outfeed_config).__name__}")
+    if x.shape.is_token():
+        shape_error(op, "operand 'operand' must be an array or a tuple of arrays, got token[]")
+    if x.shape.is_tuple():
+        from .control import GetTupleElement
+
+        for e in x.shape.tuple_shapes():
+            if not e.is_array():
+                shape_error(op, f"operand 'operand' must be an array or a flat tuple of arrays, got {x.shape}")
+        inputs = [GetTupleElement(x, i) for i in range(x.shape.leaf_count())]
+    else:
+        inputs = [x]
+    if s != x.shape:
+        shape_error(op, f"shape_with_layout is {s}, but operand 'operand' has shape {x.shape}")
+    return x.builder._add(
+        "stablehlo.outfeed", tuple(inputs) + (t,), _TOKEN, f"outfeed_config = {_mlir_string(outfeed_config)}"
+    )
+

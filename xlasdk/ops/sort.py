@@ -1,0 +1,197 @@
+"""Sorting: ``Sort`` (variadic, with a comparator) and ``TopK``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..builder import Region, XlaBuilder, XlaOp
+from ..shape import Shape
+from ..types import COMPLEX, FLOATS, PrimitiveType
+from ._core import array_shape, dtype_error, i64, operand, shape_error, subcomputation
+from .reduce import as_op_list
+
+__all__ = ["Sort", "TopK", "default_comparator"]
+
+_PRED_SCALAR = Shape._make(PrimitiveType.PRED, ())
+
+
+def _is_computation(v: Any) -> bool:
+    from ..computation import XlaComputation
+
+    return isinstance(v, XlaComputation) or (callable(v) and not isinstance(v, XlaOp))
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def _less(lhs: XlaOp, rhs: XlaOp) -> XlaOp:
+    """``lhs < rhs`` in XLA's total order (floats: -NaN < -inf < ... < -0 < +0 < ... < inf < NaN;
+    complex: lexicographic on (real, imag) in that order)."""
+    from .elementwise import And, Compare, Eq, Imag, Or, Real
+
+    et = lhs.shape.element_type()
+    if et in COMPLEX:
+        lr, rr = Real(lhs), Real(rhs)
+        return Or(
+            Compare(lr, rr, "LT", "TOTALORDER"),
+            And(Eq(lr, rr), Compare(Imag(lhs), Imag(rhs), "LT", "TOTALORDER")),
+        )
+    return Compare(lhs, rhs, "LT", "TOTALORDER" if et in FLOATS else None)
+
+
+def default_comparator(*args: XlaOp) -> XlaOp:
+    """XLA's default sort order: ascending on the first operand in total order.
+
+    Takes ``(lhs_0, rhs_0, lhs_1, rhs_1, ...)`` scalars and returns ``lhs_0 < rhs_0`` with
+    :func:`_less` (the other operands ride along as payloads).
+    """
+    return _less(args[0], args[1])
+
+
+def _comparator_region(op: str, comparator: Any, xs: Sequence[XlaOp], builder: XlaBuilder) -> Region:
+    scalars: list[Shape] = []
+    for x in xs:
+        s = Shape._make(x.shape.element_type(), ())
+        scalars += [s, s]
+    region, results = subcomputation(op, "comparator", comparator, scalars, builder)
+    if len(results) != 1 or results[0] != _PRED_SCALAR:
+        shape_error(
+            op, f"comparator returns ({', '.join(map(str, results))}) but must return one pred[] "
+            "(true when lhs sorts before rhs)"
+        )
+    return region
+
+
+def Sort(
+    builder: XlaBuilder,
+    operands: XlaOp | Sequence[XlaOp],
+    dimension: Any = -1,
+    is_stable: Any = False,
+    comparator: Any = None,
+) -> XlaOp:
+    """Sort arrays along one dimension, together, by a comparator (XLA ``Sort``; ``stablehlo.sort``).
+
+    Parameters
+    ----------
+    builder: the XlaBuilder.
+    operands: one array or a list of N arrays of equal dimensions ``(d0, ..., dr-1)``, r >= 1
+        (element types may differ). All are permuted the same way: operands after the first
+        ride along as payloads unless the comparator looks at them.
+    dimension: the dimension to sort along; negative counts from the end (default -1, the last).
+    is_stable: keep the original order of elements the comparator finds equivalent. When
+        false the order of equivalent elements is unspecified.
+    comparator: XlaComputation (built by another builder) or Python callable taking ``2 * N``
+        scalars ``(lhs_0, rhs_0, lhs_1, rhs_1, ...)`` in XLA's order (``lhs_i``/``rhs_i`` of
+        ``operands[i]``'s element type) and returning ``pred[]``: true when lhs sorts strictly
+        before rhs. It must be a strict weak order, otherwise the result is unspecified. Default:
+        ascending on ``operands[0]`` in XLA's total order (floats: -NaN < -inf < ... < -0.0 <
+        +0.0 < ... < +inf < +NaN; complex: by real part, then imaginary part; integers and pred
+        by value).
+
+        For the former ``xla_client`` argument order ``Sort(builder, operands, comparator,
+        dimension, is_stable)``, a computation given third is recognised as the comparator.
+
+    Returns
+    -------
+    For N = 1 an XlaOp of the operand's shape; for N > 1 a tuple-shaped XlaOp of the N sorted
+    arrays (take them with ``GetTupleElement``).
+
+    Raises
+    ------
+    ShapeError: no operands, operand dimensions differ, a rank-0 operand, ``dimension`` out of
+        range, or a comparator whose parameters or result do not match.
+    DTypeError: an operand is not an XlaOp, ``dimension`` is not an int, ``is_stable`` is not a
+        bool, or ``comparator`` is neither a callable nor an XlaComputation.
+    """
+    op = "Sort"
+    if not isinstance(builder, XlaBuilder):
+        dtype_error(op, f"first argument must be an XlaBuilder, got {type(builder).__name__}")
+    if _is_computation(dimension):  # former order: (builder, operands, comparator, dimension, is_stable)
+        dimension, is_stable, comparator = (
+            is_stable if _is_int(is_stable) else -1,
+            comparator if comparator is not None else False,
+            dimension,
+        )
+    xs = as_op_list(op, "operands", operands, builder)
+    dims0 = xs[0].shape.dimensions()
+    for k, x in enumerate(xs[1:], 1):
+        if x.shape.dimensions() != dims0:
+            shape_error(
+                op, f"operand 'operands[{k}]' has shape {x.shape}, expected dimensions {list(dims0)} like operands[0]"
+            )
+    rank = len(dims0)
+    if rank == 0:
+        shape_error(op, f"operand 'operands[0]' is the scalar {xs[0].shape}; sorting needs rank >= 1")
+    if not _is_int(dimension):
+        dtype_error(op, f"dimension must be an int, got {dimension!r}")
+    d = int(dimension)
+    if not -rank <= d < rank:
+        shape_error(op, f"dimension {d} out of range for rank {rank} operands {xs[0].shape}")
+    d %= rank
+    if not isinstance(is_stable, (bool, np.bool_)):
+        dtype_error(op, f"is_stable must be a bool, got {is_stable!r}")
+    region = _comparator_region(op, default_comparator if comparator is None else comparator, xs, builder)
+    shape = xs[0].shape if len(xs) == 1 else Shape.tuple_shape([x.shape for x in xs])
+    attrs = f"dimension = {i64(d)}, is_stable = {'true' if is_stable else 'false'}"
+    return builder._add("stablehlo.sort", tuple(xs), shape, attrs, (region,))
+
+
+def TopK(operand_: XlaOp, k: int, largest: bool = True) -> XlaOp:
+    """The ``k`` largest (or smallest) elements along the last dimension, with their indices.
+
+    Parameters
+    ----------
+    operand_: array ``(..., n)`` of an integer or floating-point type, rank >= 1.
+    k: how many elements to keep, ``0 <= k <= n``.
+    largest: true (default) for the k largest, first the largest; false for the k smallest,
+        first the smallest.
+
+    Elements are ordered in XLA's total order (+NaN above +inf, -NaN below -inf, +0.0 above
+    -0.0); equal elements keep their original order (lower index first).
+
+    Returns
+    -------
+    A tuple-shaped XlaOp ``(values, indices)``: ``values`` of shape ``(..., k)`` and the
+    operand's type, ``indices`` s32 ``(..., k)`` positions in the last dimension.
+
+    Maps to ``chlo.top_k`` (XLA ``TopK``) when ``largest``; otherwise to a stable
+    ``stablehlo.sort`` of (operand, iota) followed by slices.
+
+    Raises
+    ------
+    ShapeError: rank-0 operand, or ``k`` outside ``[0, n]``.
+    DTypeError: ``k`` is not an int, or a pred or complex operand.
+    """
+    op = "TopK"
+    x = operand(op, "operand", operand_)
+    et = x.shape.element_type()
+    if et is PrimitiveType.PRED or et in COMPLEX:
+        dtype_error(op, f"operand 'operand' is {x.shape}; TopK needs an integer or floating-point type")
+    dims = x.shape.dimensions()
+    if not dims:
+        shape_error(op, f"operand 'operand' is the scalar {x.shape}; TopK needs rank >= 1")
+    if not _is_int(k):
+        dtype_error(op, f"k must be an int, got {k!r}")
+    if not 0 <= int(k) <= dims[-1]:
+        shape_error(op, f"k = {k} out of range [0, {dims[-1]}] for operand {x.shape}")
+    if not isinstance(largest, (bool, np.bool_)):
+        dtype_error(op, f"largest must be a bool, got {largest!r}")
+    kk = int(k)
+    out_dims = dims[:-1] + (kk,)
+    values = array_shape(et, out_dims)
+    indices = array_shape(PrimitiveType.S32, out_dims)
+    b = x.builder
+    if largest:
+        return b._add("chlo.top_k", (x,), Shape.tuple_shape([values, indices]), f"k = {i64(kk)}")
+    from .control import GetTupleElement, Tuple
+    from .shaping import Slice
+    from .sources import Iota
+
+    iota = Iota(b, array_shape(PrimitiveType.S32, dims), len(dims) - 1)
+    s = Sort(b, [x, iota], dimension=-1, is_stable=True)
+    start, limit = (0,) * len(dims), out_dims
+    return Tuple(b, [Slice(GetTupleElement(s, i), start, limit) for i in range(2)])

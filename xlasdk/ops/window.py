@@ -1,0 +1,458 @@
+"""Window ops: ``ReduceWindow`` (variadic), ``ReduceWindowWithGeneralPadding`` and
+``SelectAndScatterWithGeneralPadding``.
+
+Shape rule (per dimension, shared by both ops): the operand of size ``n`` is base-dilated to
+``(n - 1) * base_dilation + 1`` elements (0 when ``n == 0``), padded by ``lo + hi`` (negative
+values crop), and a window of ``(w - 1) * window_dilation + 1`` elements slides over it with the
+stride: ``floor((padded - dilated_window) / stride) + 1`` windows (0 when the window does not fit).
+
+Negative padding is lowered as a ``stablehlo.slice`` of the operand followed by the window op
+with the remaining non-negative padding (mathematically identical): XLA:CPU aborts the process
+on some negative-padding reduce windows (its algebraic simplifier, case C-06).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..attrs import ScatterDimensionNumbers
+from ..builder import Region, XlaBuilder, XlaOp
+from ..computation import XlaComputation
+from ..errors import ShapeError
+from ..shape import Shape
+from ..types import PrimitiveType, etype_to_dtype
+from ._core import (
+    array_shape,
+    dense_i64,
+    dtype_error,
+    i64_array,
+    int_list,
+    operand,
+    same_builder,
+    shape_error,
+    subcomputation,
+)
+from .reduce import as_op_list, reducer_region
+from .shaping import Slice
+
+__all__ = [
+    "ReduceWindow",
+    "ReduceWindowWithGeneralPadding",
+    "SelectAndScatterWithGeneralPadding",
+    "reduce_window_shape",
+    "split_negative_padding",
+]
+
+Pads = tuple[tuple[int, int], ...]
+
+
+# -- shape rule ----------------------------------------------------------------------------------
+
+def _dilated(size: int, factor: int) -> int:
+    return (size - 1) * factor + 1 if size > 0 else 0
+
+
+def reduce_window_shape(
+    dims: Sequence[int],
+    window_dimensions: Sequence[int],
+    window_strides: Sequence[int],
+    base_dilations: Sequence[int],
+    window_dilations: Sequence[int],
+    padding: Sequence[tuple[int, int]],
+) -> tuple[int, ...]:
+    """Output dimensions of a window op (attributes already checked; padded sizes >= 0)."""
+    out = []
+    for n, w, s, bd, wd, (lo, hi) in zip(
+        dims, window_dimensions, window_strides, base_dilations, window_dilations, padding, strict=True
+    ):
+        padded = _dilated(n, bd) + lo + hi
+        dwin = _dilated(w, wd)
+        out.append(0 if padded < dwin else (padded - dwin) // s + 1)
+    return tuple(out)
+
+
+def split_negative_padding(
+    dims: Sequence[int], base_dilations: Sequence[int], padding: Sequence[tuple[int, int]]
+) -> tuple[tuple[int, ...], tuple[int, ...], Pads]:
+    """Rewrite padding with negative entries as a slice of the operand plus non-negative padding.
+
+    Returns ``(start, limit, pads)``: padding the base-dilated ``operand[start:limit]`` by
+    ``pads`` (all ``>= 0``) gives the same array as padding the base-dilated operand by
+    ``padding`` (both fill with the init value, as base-dilation holes are). Needs
+    ``dilated(n) + lo + hi >= 0`` in each dimension.
+    """
+    starts, limits, pads = [], [], []
+    for n, d, (lo, hi) in zip(dims, base_dilations, padding, strict=True):
+        size = _dilated(n, d)
+        total = size + lo + hi
+        a, b = max(0, -lo), min(size, size + hi)  # kept range of dilated positions [a, b)
+        i0 = min(-(-a // d), n)
+        i1 = max(min(-(-b // d), n), i0) if b > a else i0
+        m = i1 - i0
+        new_lo = i0 * d + lo if m else total
+        new_lo = min(max(new_lo, 0), total)
+        new_hi = total - new_lo - _dilated(m, d)
+        starts.append(i0)
+        limits.append(i1)
+        pads.append((new_lo, new_hi))
+    return tuple(starts), tuple(limits), tuple(pads)
+
+
+def _window_config(
+    op: str,
+    x: XlaOp,
+    xname: str,
+    window_dimensions: Any,
+    window_strides: Any,
+    base_dilations: Any,
+    window_dilations: Any,
+    padding: Any,
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...], Pads]:
+    """Check the window attributes against operand ``x``; resolve SAME/VALID to explicit pairs."""
+    from ..attrs import PaddingType, convert_padding
+
+    dims = x.shape.dimensions()
+    r = len(dims)
+    win = int_list(op, "window_dimensions", window_dimensions)
+    strides = int_list(op, "window_strides", window_strides)
+    bdil = int_list(op, "base_dilations", base_dilations) if base_dilations else (1,) * r
+    wdil = int_list(op, "window_dilations", window_dilations) if window_dilations else (1,) * r
+    for name, v in (
+        ("window_dimensions", win), ("window_strides", strides),
+        ("base_dilations", bdil), ("window_dilations", wdil),
+    ):
+        if len(v) != r:
+            shape_error(op, f"{name} has {len(v)} entries, expected {r} (the rank of operand {xname!r} {x.shape})")
+        if any(s < 1 for s in v):
+            shape_error(op, f"{name} {list(v)} must all be >= 1 (operand {xname!r} {x.shape})")
+    if isinstance(padding, (str, PaddingType)):
+        eff_in: Sequence[int] = [_dilated(n, d) for n, d in zip(dims, bdil, strict=True)]
+        eff_win: Sequence[int] = [_dilated(w, d) for w, d in zip(win, wdil, strict=True)]
+    else:
+        eff_in, eff_win = dims, win
+    try:
+        pads = tuple(convert_padding(padding, eff_in, eff_win, strides))
+    except ShapeError as e:
+        shape_error(op, f"{e} (operand {xname!r} {x.shape})")
+    for i, (n, d, (lo, hi)) in enumerate(zip(dims, bdil, pads, strict=True)):
+        if _dilated(n, d) + lo + hi < 0:
+            shape_error(
+                op, f"padding ({lo}, {hi}) of dimension {i} crops more than the {_dilated(n, d)} elements of the "
+                f"(base-dilated) operand {xname!r} {x.shape}"
+            )
+    return win, strides, bdil, wdil, pads
+
+
+def _crop(xs: list[XlaOp], start: tuple[int, ...], limit: tuple[int, ...]) -> list[XlaOp]:
+    if start == (0,) * len(start) and limit == xs[0].shape.dimensions():
+        return xs
+    return [Slice(x, start, limit) for x in xs]
+
+
+# -- ReduceWindow --------------------------------------------------------------------------------
+
+def ReduceWindow(
+    operand_: XlaOp | Sequence[XlaOp],
+    init_value: XlaOp | Sequence[XlaOp],
+    computation: Any,
+    window_dimensions: Sequence[int],
+    window_strides: Sequence[int],
+    padding: Any,
+    base_dilations: Sequence[int] = (),
+    window_dilations: Sequence[int] = (),
+) -> XlaOp:
+    """Reduce each window of an array with a reducer (XLA ``ReduceWindow``; ``stablehlo.reduce_window``).
+
+    Each output element is the reduction, by ``computation`` starting from ``init_value``, of the
+    elements under one window position over the base-dilated, padded operand (the padding and
+    the dilation holes hold ``init_value``). Pooling is ReduceWindow: max-pool with ``Max`` and
+    ``-inf``, sum-pool with ``Add`` and 0.
+
+    Parameters
+    ----------
+    operand: array of rank r, shape ``(d0, ..., dr-1)``, any element type; or a list of N such
+        arrays of equal dimensions (element types may differ) for a variadic reduction (for
+        example an argmax over (value, index) pairs).
+    init_value: scalar of the operand's element type (or a list of N, one per operand); the
+        reducer's identity (0 for add, -inf for max), as XLA may apply it any number of times.
+    computation: reducer taking ``(acc_0..acc_{N-1}, x_0..x_{N-1})`` scalars (XLA's order) and
+        returning N scalars: an XlaComputation, or a Python callable of XlaOps. The order in
+        which elements of a window are combined is unspecified: use an associative and
+        commutative reducer.
+    window_dimensions: r window sizes >= 1.
+    window_strides: r strides >= 1.
+    padding: ``"SAME"``, ``"VALID"``, an ``xs.PaddingType``, or r ``(lo, hi)`` pairs; negative
+        values crop. SAME gives ``ceil(dilated_in / stride)`` windows, computed on the
+        base-dilated input and the dilated window.
+    base_dilations: r factors >= 1 (``()`` for all 1): ``d - 1`` holes between input elements.
+    window_dilations: r factors >= 1 (``()`` for all 1): the window skips ``d - 1`` elements.
+
+    Returns
+    -------
+    XlaOp of shape ``(o0, ..., or-1)`` with ``o_i = floor((padded_i - dilated_window_i) /
+    stride_i) + 1`` (0 when the window does not fit), where ``padded_i = (d_i - 1) *
+    base_dilation_i + 1 + lo_i + hi_i``; for N > 1 operands a tuple-shaped XlaOp of N such
+    arrays, of the operands' element types (take them with ``GetTupleElement``).
+
+    Raises
+    ------
+    ShapeError: an attribute's length differs from the operand rank, a size, stride or dilation
+        < 1, a padding that is not r pairs or crops more than the operand, operands of different
+        dimensions, init values that are not scalars, a different number of operands and init
+        values, or a reducer whose parameters or results do not match.
+    DTypeError: an init value's element type differs from its operand's, or a non-XlaOp operand.
+
+    Notes
+    -----
+    Negative padding is lowered as a ``stablehlo.slice`` of the operand and a reduce window
+    with the remaining non-negative padding (same values; XLA:CPU aborts on some windows with
+    negative padding otherwise).
+    """
+    return _reduce_window(
+        "ReduceWindow", operand_, init_value, computation, window_dimensions, window_strides,
+        padding, base_dilations, window_dilations,
+    )
+
+
+def ReduceWindowWithGeneralPadding(
+    operand_: XlaOp | Sequence[XlaOp],
+    init_value: XlaOp | Sequence[XlaOp],
+    computation: Any,
+    window_dimensions: Sequence[int],
+    window_strides: Sequence[int],
+    base_dilations: Sequence[int],
+    window_dilations: Sequence[int],
+    padding: Sequence[tuple[int, int]],
+) -> XlaOp:
+    """:func:`ReduceWindow` in the former ``xla_client`` argument order (``stablehlo.reduce_window``).
+
+    ``padding`` is r ``(lo, hi)`` pairs (negative values crop); ``base_dilations`` and
+    ``window_dilations`` are r factors >= 1 (empty means all 1). Parameters, result shape and
+    errors are those of :func:`ReduceWindow`.
+    """
+    return _reduce_window(
+        "ReduceWindowWithGeneralPadding", operand_, init_value, computation, window_dimensions,
+        window_strides, padding, base_dilations, window_dilations,
+    )
+
+
+def _reduce_window(
+    op: str,
+    operand_: Any,
+    init_value: Any,
+    computation: Any,
+    window_dimensions: Any,
+    window_strides: Any,
+    padding: Any,
+    base_dilations: Any,
+    window_dilations: Any,
+) -> XlaOp:
+    variadic = isinstance(operand_, (list, tuple))
+    xs = as_op_list(op, "operands", operand_, None) if variadic else [operand(op, "operand", operand_)]
+    vlist = isinstance(init_value, (list, tuple))
+    inits = as_op_list(op, "init_values", init_value, None) if vlist else [operand(op, "init_value", init_value)]
+    xnames = [f"operands[{i}]" for i in range(len(xs))] if variadic else ["operand"]
+    inames = [f"init_values[{i}]" for i in range(len(inits))] if vlist else ["init_value"]
+    builder: XlaBuilder = same_builder(op, list(zip(xnames, xs, strict=True)) + list(zip(inames, inits, strict=True)))
+    if len(inits) != len(xs):
+        shape_error(op, f"{len(xs)} operands but {len(inits)} init values")
+    dims = xs[0].shape.dimensions()
+    for i, (x, v) in enumerate(zip(xs, inits, strict=True)):
+        if x.shape.dimensions() != dims:
+            shape_error(
+                op, f"operand {xnames[i]!r} has shape {x.shape}, expected dimensions {list(dims)} like {xnames[0]!r}"
+            )
+        if v.shape.rank() != 0:
+            shape_error(op, f"operand {inames[i]!r} must be a scalar, got {v.shape}")
+        if v.shape.element_type() is not x.shape.element_type():
+            dtype_error(
+                op, f"operand {inames[i]!r} is {v.shape}, expected {x.shape.element_type().name.lower()}[] like "
+                f"operand {xnames[i]!r} {x.shape}"
+            )
+    win, strides, bdil, wdil, pads = _window_config(
+        op, xs[0], xnames[0], window_dimensions, window_strides, base_dilations, window_dilations, padding
+    )
+    region = reducer_region(op, computation, inits, builder)
+    out_dims = reduce_window_shape(dims, win, strides, bdil, wdil, pads)
+    if any(lo < 0 or hi < 0 for lo, hi in pads):
+        start, limit, pads = split_negative_padding(dims, bdil, pads)
+        xs = _crop(xs, start, limit)
+    outs = [array_shape(x.shape.element_type(), out_dims) for x in xs]
+    shape = outs[0] if len(outs) == 1 else Shape.tuple_shape(outs)
+    attrs = (
+        f"window_dimensions = {i64_array(win)}, window_strides = {i64_array(strides)}, "
+        f"base_dilations = {i64_array(bdil)}, window_dilations = {i64_array(wdil)}"
+        + (f", padding = {dense_i64([list(p) for p in pads])}" if pads else "")
+    )
+    return builder._add("stablehlo.reduce_window", tuple(xs) + tuple(inits), shape, attrs, (region,))
+
+
+# -- SelectAndScatter ----------------------------------------------------------------------------
+
+def SelectAndScatterWithGeneralPadding(
+    operand_: XlaOp,
+    select: Any,
+    window_dimensions: Sequence[int],
+    window_strides: Sequence[int],
+    padding: Sequence[tuple[int, int]],
+    source: XlaOp,
+    init_value: XlaOp,
+    scatter: Any,
+) -> XlaOp:
+    """Scatter ``source`` to the element each window selects (XLA ``SelectAndScatter``;
+    ``stablehlo.select_and_scatter``): the gradient of a pooling op.
+
+    For each window position (as in :func:`ReduceWindow`, no dilation), one operand element is
+    selected by scanning the window in row-major order: the current choice ``a`` is kept while
+    ``select(a, b)`` is true and replaced by ``b`` otherwise (with ``Ge``: the first maximum
+    in row-major order wins ties). The matching ``source`` element is combined into the output at the selected
+    position with ``scatter``; the output starts as ``init_value`` everywhere. With ``Ge`` and
+    ``Add`` this is the max-pool gradient. Padding positions are never selected; a window that
+    holds only padding drops its source element.
+
+    Parameters
+    ----------
+    operand: array of rank r, shape ``(d0, ..., dr-1)``.
+    select: ``(a, b) -> pred`` over two scalars of the operand's element type (XlaComputation
+        or Python callable); should be a total order such as ``Ge`` / ``Le``.
+    window_dimensions: r window sizes >= 1.
+    window_strides: r strides >= 1.
+    padding: r ``(lo, hi)`` pairs (negative values crop: cropped elements are never selected),
+        or ``"SAME"`` / ``"VALID"`` / an ``xs.PaddingType``.
+    source: array of the operand's element type and of the ReduceWindow output shape for these
+        window attributes (one element per window position).
+    init_value: scalar of the operand's element type, the output's initial value.
+    scatter: reducer ``(acc, x) -> scalar`` over the element type (usually ``Add``).
+
+    Returns
+    -------
+    XlaOp of the operand's shape ``(d0, ..., dr-1)`` and element type.
+
+    Raises
+    ------
+    ShapeError: attribute lengths differ from r, sizes or strides < 1, bad padding, ``source``
+        not of the window output shape, ``init_value`` not a scalar, or ``select`` / ``scatter``
+        with the wrong parameters or results.
+    DTypeError: ``source`` or ``init_value`` of another element type than the operand.
+
+    Notes
+    -----
+    XLA documents that ``select(a, b)`` is called with ``a`` before ``b`` in row-major order and
+    must be transitive, so the choice does not depend on the scan order. XLA:CPU does not keep
+    that order (its expansion picks another of several tied elements), so xlasdk lowers the op
+    itself: a variadic ``stablehlo.reduce_window`` over (operand, linear index) whose reducer
+    calls ``select`` with the lower index first, then a ``stablehlo.scatter`` of ``source`` at
+    the selected indices. The order in which several source values reaching one element are
+    combined is unspecified (it only matters for a non-associative ``scatter``).
+    """
+    op = "SelectAndScatterWithGeneralPadding"
+    x = operand(op, "operand", operand_)
+    src = operand(op, "source", source)
+    init = operand(op, "init_value", init_value)
+    b: XlaBuilder = same_builder(op, [("operand", x), ("source", src), ("init_value", init)])
+    et = x.shape.element_type()
+    if init.shape.rank() != 0:
+        shape_error(op, f"operand 'init_value' must be a scalar, got {init.shape}")
+    for name, v in (("source", src), ("init_value", init)):
+        if v.shape.element_type() is not et:
+            dtype_error(op, f"operand {name!r} is {v.shape}, expected element type {et.name.lower()} like operand "
+                        f"'operand' {x.shape}")
+    win, strides, bdil, wdil, pads = _window_config(
+        op, x, "operand", window_dimensions, window_strides, (), (), padding
+    )
+    dims = x.shape.dimensions()
+    expect = reduce_window_shape(dims, win, strides, bdil, wdil, pads)
+    if src.shape.dimensions() != expect:
+        shape_error(
+            op, f"operand 'source' has shape {src.shape}, expected {array_shape(et, expect)} (one element per window "
+            f"position over operand {x.shape})"
+        )
+    scalar = Shape._make(et, ())
+    sel_region, sel_out = subcomputation(op, "select", select, [scalar, scalar], b)
+    pred = Shape._make(PrimitiveType.PRED, ())
+    if sel_out != [pred]:
+        shape_error(op, f"select returns ({', '.join(map(str, sel_out))}) but must return one pred[]")
+    sc_region = reducer_region(op, scatter, [init], b)
+    return _select_and_scatter(b, x, src, init, select, sel_region, sc_region, win, strides, pads)
+
+
+def _inline(region: Region, args: Sequence[XlaOp], builder: XlaBuilder) -> list[XlaOp]:
+    """Copy a closed region's graph into ``builder`` with its parameters bound to ``args``."""
+    env: dict[int, XlaOp] = {p.id: a for p, a in zip(region.params, args, strict=True)}
+    todo: dict[int, XlaOp] = {}
+    stack = list(region.results)
+    while stack:
+        o = stack.pop()
+        if o.id not in env and o.id not in todo:
+            todo[o.id] = o
+            stack.extend(o.operands)
+    for i in sorted(todo):
+        o = todo[i]
+        new = builder._add(o.opcode, tuple(env[x.id] for x in o.operands), o.shape, o.attrs, o.regions, o.extra)
+        new.loc = o.loc
+        env[i] = new
+    return [env[r.id] for r in region.results]
+
+
+def _select_and_scatter(
+    b: XlaBuilder,
+    x: XlaOp,
+    src: XlaOp,
+    init: XlaOp,
+    select: Any,
+    sel_region: Region,
+    sc_region: Region,
+    win: tuple[int, ...],
+    strides: tuple[int, ...],
+    pads: Pads,
+) -> XlaOp:
+    """Lowering with XLA's documented selection rule (see the Notes of the public op).
+
+    A variadic reduce window over ``(operand, row-major linear index)`` finds each window's
+    selected element, with a reducer that calls ``select`` with the lower index first; padding
+    carries the index ``n`` (never selected). A scatter of ``source`` into ``n + 1`` elements
+    (the last one collects windows of padding only) combines the values with ``scatter``.
+    """
+    from .control import GetTupleElement
+    from .elementwise import And, Eq, Lt, Ne, Not, Or, Select
+    from .shaping import Reshape
+    from .sources import Constant, Iota
+
+    dims = x.shape.dimensions()
+    et = x.shape.element_type()
+    n = 1
+    for d in dims:
+        n *= d
+    idt = np.dtype(np.int32 if n < 2**31 - 1 else np.int64)
+    idx = Reshape(Iota(b, idt, n), dims)
+    value_init = Constant(b, np.zeros((), etype_to_dtype(et)))
+    absent = Constant(b, np.asarray(n, idt))
+
+    def choose(av: XlaOp, ai: XlaOp, bv: XlaOp, bi: XlaOp) -> tuple[XlaOp, XlaOp]:
+        if callable(select) and not isinstance(select, XlaComputation):
+            ab, ba = select(av, bv), select(bv, av)
+        else:
+            ab, ba = _inline(sel_region, (av, bv), av.builder)[0], _inline(sel_region, (bv, av), av.builder)[0]
+        rule = Select(Lt(ai, bi), ab, Not(ba))
+        none = Constant(av.builder, np.asarray(n, idt))
+        take_a = Or(Eq(bi, none), And(Ne(ai, none), rule))
+        return Select(take_a, av, bv), Select(take_a, ai, bi)
+
+    chosen = _reduce_window(
+        "SelectAndScatterWithGeneralPadding", [x, idx], [value_init, absent], choose, win, strides, pads, (), ()
+    )
+    sel = GetTupleElement(chosen, 1)
+    m = 1
+    for d in src.shape.dimensions():
+        m *= d
+    base = b._add("stablehlo.broadcast_in_dim", (init,), array_shape(et, (n + 1,)), "broadcast_dimensions = array<i64>")
+    dn = ScatterDimensionNumbers(inserted_window_dims=[0], scatter_dims_to_operand_dims=[0], index_vector_dim=1)
+    scattered = b._add(
+        "stablehlo.scatter", (base, Reshape(sel, (m, 1)), Reshape(src, (m,))), base.shape,
+        f"scatter_dimension_numbers = {dn.to_mlir()}, indices_are_sorted = false, unique_indices = false",
+        (sc_region,),
+    )
+    return Reshape(Slice(scattered, (0,), (n,)), dims)

@@ -1,0 +1,38 @@
+"""Running computations on PJRT devices: clients, devices, arrays, compilation, execution.
+
+``xs.compile(computation, device)`` gives an :class:`Executable`; calling it with numpy arrays,
+Python scalars or :class:`DeviceArray` values runs it. ``xs.device_put`` moves values to a
+device; ``xs.devices()`` / ``xs.client()`` list the devices; ``xs.load_pjrt_plugin`` adds a
+backend (CUDA, ROCm, TPU...) from its PJRT plugin library.
+"""
+
+from __future__ import annotations
+
+from .array import DeviceArray, device_put
+from .device import Client, Device, UnknownDeviceError, client, default_device, devices, load_pjrt_plugin
+from .executable import (
+    CompileOptions,
+    Executable,
+    MemoryStats,
+    compile,
+    deserialize_executable,
+    load_executable,
+)
+
+__all__ = [
+    "Device",
+    "Client",
+    "devices",
+    "client",
+    "default_device",
+    "load_pjrt_plugin",
+    "UnknownDeviceError",
+    "DeviceArray",
+    "device_put",
+    "CompileOptions",
+    "Executable",
+    "MemoryStats",
+    "compile",
+    "deserialize_executable",
+    "load_executable",
+]
