@@ -54,10 +54,10 @@ def main() -> int:
     rng = np.random.default_rng(0)
     args = [
         rng.standard_normal((BATCH, IN), dtype=np.float32),
-        rng.standard_normal((IN, HIDDEN), dtype=np.float32) / np.sqrt(IN),
-        rng.standard_normal(HIDDEN, dtype=np.float32) * 0.1,
-        rng.standard_normal((HIDDEN, OUT), dtype=np.float32) / np.sqrt(HIDDEN),
-        rng.standard_normal(OUT, dtype=np.float32) * 0.1,
+        rng.standard_normal((IN, HIDDEN), dtype=np.float32) / np.float32(np.sqrt(IN)),
+        rng.standard_normal(HIDDEN, dtype=np.float32) * np.float32(0.1),
+        rng.standard_normal((HIDDEN, OUT), dtype=np.float32) / np.float32(np.sqrt(HIDDEN)),
+        rng.standard_normal(OUT, dtype=np.float32) * np.float32(0.1),
     ]
     exe = xs.compile(comp, device="cpu:0")
     logits, probs = exe(*args)

@@ -15,6 +15,10 @@ from .attrs import (
 )
 from .builder import XlaBuilder, XlaOp
 from .computation import XlaComputation
+from .runtime import (
+    Client, CompileOptions, Device, DeviceArray, Executable, MemoryStats, UnknownDeviceError, client, compile,
+    default_device, deserialize_executable, device_put, devices, load_executable, load_pjrt_plugin,
+)
 from .errors import CompileError, DTypeError, FormatError, ShapeError, XlaRuntimeError, XlaSdkError
 from .shape import Layout, ProgramShape, Shape, shape_from_pyval
 from .types import PrimitiveType, bfloat16, dtype_to_etype, etype_to_dtype
@@ -32,5 +36,8 @@ __all__ = [
     "ScatterDimensionNumbers", "current_source_info_metadata", "make_convolution_dimension_numbers",
     "make_dot_dimension_numbers", "make_padding_config", "make_replica_groups",
     "window_padding_type_to_pad_values",
+    "Client", "CompileOptions", "Device", "DeviceArray", "Executable", "MemoryStats", "UnknownDeviceError",
+    "client", "compile", "default_device", "deserialize_executable", "device_put", "devices", "load_executable",
+    "load_pjrt_plugin",
     "__version__",
 ]

@@ -381,8 +381,9 @@ def test_select_and_scatter_init_value_and_first_max_on_ties() -> None:
 
 
 def test_select_and_scatter_ties_go_to_first_in_row_major_order_with_xla_computations() -> None:
-    # Ties at (0, 1) and (1, 0): XLA documents select(a, b) with a before b in row-major order,
-    # so Ge selects (0, 1). (XLA:CPU's own expansion of select_and_scatter picks (1, 0).)
+    # XLA documents select(a, b) with a before b in row-major order, so Ge picks the first of tied
+    # maxima. XLA:CPU's own select_and_scatter breaks that once the minor dimension has low padding:
+    # for [[0, 5], [5, 0]] with padding ((0, 0), (1, 0)) it sends the second window's value to (1, 0).
     ge_b = xs.XlaBuilder("ge")
     ge = ge_b.build(ops.Ge(ops.Parameter(ge_b, 0, xs.Shape.scalar_shape(np.float32)),
                            ops.Parameter(ge_b, 1, xs.Shape.scalar_shape(np.float32))))
@@ -393,16 +394,24 @@ def test_select_and_scatter_ties_go_to_first_in_row_major_order_with_xla_computa
     b = xs.XlaBuilder("sas_order")
     x = f32(b, 0, [3, 3])
     s = f32(b, 1, [2, 2])
+    x2 = f32(b, 2, [2, 2])
+    s2 = f32(b, 3, [1, 2])
     z = ops.Constant(b, np.float32(0))
     r1 = ops.SelectAndScatterWithGeneralPadding(x, ge, (2, 2), (1, 1), "VALID", s, z, add)
     r2 = ops.SelectAndScatterWithGeneralPadding(x, ops.Ge, (2, 2), (1, 1), "VALID", s, z, ops.Add)
-    sv = np.array([[1, 2], [4, 8]], np.float32)
-    got = run(b.build(ops.Tuple(b, [r1, r2])), xv, sv)
+    r3 = ops.SelectAndScatterWithGeneralPadding(x2, ge, (2, 2), (1, 1), ((0, 0), (1, 0)), s2, z, ops.Add)
+    sv, xv2, sv2 = np.array([[1, 2], [4, 8]], np.float32), np.array([[0, 5], [5, 0]], np.float32), np.array(
+        [[1, 2]], np.float32)
+    got = run(b.build(ops.Tuple(b, [r1, r2, r3])), xv, sv, xv2, sv2)
     exp = np.array([[0, 1 + 2, 0], [4, 0, 8], [0, 0, 0]], np.float32)
     np.testing.assert_array_equal(got[0], exp)
     np.testing.assert_array_equal(got[1], exp)
-    np.testing.assert_array_equal(exp, ref_select_and_scatter(xv, sv, (2, 2), (1, 1), [(0, 0), (0, 0)], 0.0,
-                                                              lambda a, c: a >= c))
+    np.testing.assert_array_equal(got[2], [[0, 2], [1, 0]])
+    ge_ref = lambda a, c: a >= c  # noqa: E731
+    np.testing.assert_array_equal(exp, ref_select_and_scatter(xv, sv, (2, 2), (1, 1), [(0, 0)] * 2, 0.0, ge_ref))
+    np.testing.assert_array_equal(
+        got[2], ref_select_and_scatter(xv2, sv2, (2, 2), (1, 1), [(0, 0), (1, 0)], 0.0, ge_ref)
+    )
 
 
 def test_select_and_scatter_empty_operand_drops_padding_only_windows() -> None:

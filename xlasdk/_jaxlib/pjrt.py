@@ -422,9 +422,12 @@ def array_pointer(array: Any) -> int:
         raise _runtime_error("unsafe_buffer_pointer", e) from e
 
 
-def array_shape_dtype(array: Any) -> tuple[tuple[int, ...], np.dtype[Any]]:
-    """Shape and dtype of a jaxlib array from its aval."""
-    aval = array.aval
+def array_shape_dtype(array: Any) -> tuple[tuple[int, ...], np.dtype[Any]] | None:
+    """Shape and dtype of a jaxlib array from its aval; None when jaxlib made it without one
+    (arrays jaxlib creates itself get no aval once its ``import jax.core`` has failed)."""
+    aval = getattr(array, "aval", None)
+    if aval is None:
+        return None
     return tuple(int(d) for d in aval.shape), np.dtype(aval.dtype)
 
 

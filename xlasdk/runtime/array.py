@@ -385,12 +385,10 @@ def _put_dlpack(value: Any, device: Device, what: str) -> DeviceArray:
     except Exception as e:
         raise XlaRuntimeError(f"{what}: __dlpack__() failed: {e}") from e
     arr = pjrt.dlpack_import(capsule, target._d)
-    shape, dtype = pjrt.array_shape_dtype(arr)
-    dtype = canonical_dtype(dtype)
-    imported = DeviceArray._wrap(arr, shape, dtype, target)
-    if target is device:
-        return imported
-    return _put_numpy(imported.to_numpy(), device)
+    meta = pjrt.array_shape_dtype(arr)
+    if target is device and meta is not None:
+        return DeviceArray._wrap(arr, meta[0], canonical_dtype(meta[1]), device)
+    return _put_numpy(_native(pjrt.array_to_numpy(arr), what), device)
 
 
 def device_put(value: Any, device: Device | str | None = None) -> DeviceArray:
