@@ -6,6 +6,7 @@ graph are produced from it on demand (and cached) by XLA's own converter.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from ._jaxlib import mlir as _mlir
@@ -43,6 +44,7 @@ class XlaComputation:
         c._text = None
         c._module = None
         c._xla = None
+        c._source_format = None
         return c
 
     @classmethod
@@ -59,6 +61,80 @@ class XlaComputation:
         c = cls._new(name, program_shape)
         c._text = text
         return c
+
+    @classmethod
+    def _from_loaded(
+        cls,
+        name: str,
+        program_shape: ProgramShape,
+        module: Any,
+        text: str,
+        *,
+        xla: Any = None,
+        source_format: str | None = None,
+    ) -> XlaComputation:
+        """A computation loaded and verified by :mod:`xlasdk.formats`.
+
+        ``module`` is the parsed ``ir.Module``, ``text`` its StableHLO text; ``xla`` the jaxlib
+        ``XlaComputation`` of the original HLO when it was loaded from HLO (so ``as_hlo_text``
+        gives back the HLO that was loaded).
+        """
+        c = cls._new(name, program_shape)
+        c._text = text
+        c._module = module
+        c._xla = xla
+        c._source_format = source_format
+        return c
+
+    # -- loading (see xlasdk.formats) --------------------------------------------------------
+    @classmethod
+    def from_hlo_text(cls, text: str) -> XlaComputation:
+        """A computation from HLO text (``HloModule name ... ENTRY ... { ... }``).
+
+        The text is checked for inconsistencies that would crash XLA (a ``reshape`` changing
+        the element count, a ``get-tuple-element`` out of range...), parsed by XLA's HLO parser,
+        imported as StableHLO and verified. The program shape comes from the entry computation
+        (tuple parameters and results are flattened); ``as_hlo_text()`` gives the HLO back.
+
+        Raises
+        ------
+        FormatError
+            For syntax errors or an inconsistent module, naming the line and the problem.
+        """
+        from .formats import computation_from_hlo_text
+
+        return computation_from_hlo_text(text)
+
+    @classmethod
+    def from_stablehlo(cls, text_or_bytes: str | bytes) -> XlaComputation:
+        """A computation from StableHLO text, MLIR bytecode or a StableHLO portable artifact.
+
+        The module must have a ``func.func @main``; it is verified on load. Artifacts written for
+        an older StableHLO version are upgraded.
+
+        Raises
+        ------
+        FormatError
+            For syntax or verification errors, corrupt bytecode, or no ``main`` function.
+        """
+        from .formats import computation_from_stablehlo
+
+        return computation_from_stablehlo(text_or_bytes)
+
+    @classmethod
+    def from_hlo_proto(cls, data: bytes) -> XlaComputation:
+        """A computation from a serialized ``xla.HloModuleProto``.
+
+        The ``HloProto`` / ``HloSnapshot`` wrappers written by XLA's dump flags load too.
+
+        Raises
+        ------
+        FormatError
+            For empty, truncated, corrupt or non-proto data and inconsistent modules.
+        """
+        from .formats import computation_from_hlo_proto
+
+        return computation_from_hlo_proto(data)
 
     # -- identity ----------------------------------------------------------------------------
     @property
@@ -135,6 +211,64 @@ class XlaComputation:
     def as_hlo_dot_graph(self) -> str:
         """Graphviz dot text of the HLO graph."""
         return _mlir.hlo_dot_graph(self._xla_computation())
+
+    # -- files -------------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str], *, format: str | None = None, target_version: str | None = None) -> None:
+        """Write the computation to ``path``, in the format its suffix names.
+
+        ``.hlo`` / ``.hlo.txt`` / ``.txt``: HLO text; ``.mlir``: StableHLO text (with source
+        locations); ``.mlirbc``: StableHLO portable artifact (``target_version`` as in
+        :meth:`serialize_portable_artifact`); ``.pb``: serialized ``HloModuleProto``. Load it
+        back with :func:`xlasdk.load_computation`. The file appears atomically (written under a
+        temporary name, then renamed).
+
+        Parameters
+        ----------
+        path: the file to write.
+        format: ``"hlo"``, ``"mlir"``, ``"mlirbc"`` or ``"pb"`` to override the suffix.
+        target_version: StableHLO version of a ``.mlirbc`` artifact.
+
+        Raises
+        ------
+        FormatError
+            For an unknown suffix, a module the format cannot hold, or an unwritable path.
+        """
+        from .formats import save_computation
+
+        save_computation(self, path, format, target_version=target_version)
+
+    def serialize_portable_artifact(self, target_version: str | None = None) -> bytes:
+        """The computation as a StableHLO portable artifact (versioned MLIR bytecode).
+
+        Parameters
+        ----------
+        target_version:
+            ``"MAJOR.MINOR.PATCH"`` (e.g. ``"1.9.0"``), or ``"WEEK_4"``, ``"WEEK_12"``, ``"MAX"``
+            (StableHLO's compatibility windows) or ``"current"``. Default: the oldest StableHLO
+            version that holds every op of the computation, so the oldest consumers can read it.
+
+        Returns
+        -------
+        bytes
+            Starting with ``b"ML\\xefR"``; load with :meth:`from_stablehlo` or
+            :func:`xlasdk.load_computation` (``.mlirbc``).
+
+        Raises
+        ------
+        FormatError
+            If ``target_version`` is not a version, is outside the versions this jaxlib writes,
+            or is too old for an op used (the message gives the oldest version that works); or
+            if the module holds non-StableHLO ops (``mhlo.fusion`` from an optimized XLA dump).
+        """
+        from .formats import serialize_portable_artifact
+
+        return serialize_portable_artifact(self, target_version)
+
+    @property
+    def source_format(self) -> str | None:
+        """The format the computation was loaded from (``"hlo"``, ``"mlir"``, ``"mlirbc"``,
+        ``"pb"``), or None for a built computation."""
+        return self._source_format
 
     def get_hlo_module(self) -> Any:
         """jaxlib's ``HloModule`` (for the ``xla_client`` compatibility surface)."""

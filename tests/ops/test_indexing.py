@@ -528,6 +528,8 @@ def test_gather_errors() -> None:
         ops.Gather(x, i, TAKE_DN, [1, 3, 1])
     with error(ShapeError, "Gather", "slice_sizes[0] = 2", "collapsed_slice_dims"):
         ops.Gather(x, i, TAKE_DN, [2, 3])
+    with error(ShapeError, "Gather", "slice_sizes[0] = 0 must be 1", "collapsed_slice_dims"):
+        ops.Gather(x, i, TAKE_DN, [0, 3])
     with error(ShapeError, "Gather", "slice_sizes[0] = -1"):
         ops.Gather(x, i, TAKE_DN, [-1, 3])
     with error(ShapeError, "Gather", "start_index_map", "2 components"):
@@ -552,6 +554,8 @@ def test_gather_errors() -> None:
     )
     with error(ShapeError, "Gather", "batching dimensions differ", "dimension 0 has 5", "has 4"):
         ops.Gather(x, i, dn, [1, 1])
+    with error(ShapeError, "Gather", "slice_sizes[0] = 2 must be 1", "operand_batching_dims"):
+        ops.Gather(x, i, dn, [2, 1])
     with error(ShapeError, "Gather", "dimension_numbers", "repeated"):
         ops.Gather(x, i, {"offset_dims": [1, 1], "collapsed_slice_dims": [0], "start_index_map": [0]}, [1, 3])
     with error(ShapeError, "Gather", "unknown fields", "bogus"):

@@ -161,6 +161,25 @@ def test_C06_negative_padding_lowers_to_slice_without_negative_pads() -> None:
     assert "padding = dense<0>" in text
 
 
+def test_C06_split_negative_padding_is_exact_for_every_small_case() -> None:
+    """Cropping ``x[start:limit]`` then padding by the non-negative remainder equals padding ``x``."""
+    from xlasdk.ops.window import split_negative_padding
+
+    checked = 0
+    for n, d, lo, hi in itertools.product(range(6), range(1, 4), range(-7, 3), range(-7, 3)):
+        size = (n - 1) * d + 1 if n else 0
+        if size + lo + hi < 0:
+            continue
+        x = np.arange(1, n + 1, dtype=np.int32)
+        (start,), (limit,), ((plo, phi),) = split_negative_padding([n], [d], [(lo, hi)])
+        assert plo >= 0 and phi >= 0 and 0 <= start <= limit <= n
+        want = dilate_and_pad(x, 0, [d], [(lo, hi)])
+        np.testing.assert_array_equal(dilate_and_pad(x[start:limit], 0, [d], [(plo, phi)]), want,
+                                      err_msg=f"n={n} d={d} pads=({lo}, {hi})")
+        checked += 1
+    assert checked > 500
+
+
 def test_C06_formerly_crashing_case_survives_in_subprocess() -> None:
     code = textwrap.dedent(
         """
@@ -454,7 +473,7 @@ def test_reduce_window_errors() -> None:
           "ReduceWindow", "base_dilations", ">= 1")
     check(ShapeError, lambda: RW(x, z, ops.Add, (2, 2), (1, 1), "VALID", (), (1,)), "ReduceWindow", "window_dilations")
     check(ShapeError, lambda: RW(x, z, ops.Add, (2, 2), (1, 1), [(0, 0)]), "ReduceWindow", "padding", "operand")
-    check(ShapeError, lambda: RW(x, z, ops.Add, (2, 2), (1, 1), [(0, 0, 0), (0, 0)]), "ReduceWindow", "padding[0]")
+    check(ShapeError, lambda: RW(x, z, ops.Add, (2, 2), (1, 1), [(0, 0, 0), (0, 0)]), "ReduceWindow", "padding[0]")  # type: ignore[list-item]
     check(ShapeError, lambda: RW(x, z, ops.Add, (2, 2), (1, 1), "FULL"), "ReduceWindow", "FULL")
     check(ShapeError, lambda: RW(x, z, ops.Add, (1, 1), (1, 1), [(-3, -2), (0, 0)]), "ReduceWindow", "crops", "operand")
     check(ShapeError, lambda: RWG(x, z, ops.Add, (2, 2), (1, 1), (), (), [(0, 0)]),

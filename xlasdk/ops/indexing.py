@@ -140,8 +140,10 @@ def gather_shape(
         ("operand_batching_dims", dn.operand_batching_dims),
     ):
         for d in dims:
-            if slice_sizes[d] > 1:
-                shape_error(op, f"slice_sizes[{d}] = {slice_sizes[d]} must be 0 or 1: dimension {d} is in {what}")
+            if slice_sizes[d] != 1:
+                # StableHLO also allows 0 here, but then the slice is empty while the result is not:
+                # XLA:CPU returns zeros there, the specification the operand's elements.
+                shape_error(op, f"slice_sizes[{d}] = {slice_sizes[d]} must be 1: dimension {d} is in {what}")
     for a, b in zip(dn.operand_batching_dims, dn.start_indices_batching_dims, strict=True):
         if xd[a] != idd[b]:
             shape_error(
@@ -187,7 +189,7 @@ def Gather(
         index vectors (``index_vector_dim == rank`` means scalars: vectors of one component).
     dimension_numbers: :class:`xlasdk.GatherDimensionNumbers` (or an object or mapping with
         the same fields, such as the former ``xla_client`` proto).
-    slice_sizes: one size per operand dimension, ``0 <= slice_sizes[i] <= d_i``; at most 1 in
+    slice_sizes: one size per operand dimension, ``0 <= slice_sizes[i] <= d_i``; exactly 1 in
         collapsed and operand batching dimensions.
     indices_are_sorted: a promise that the indices are sorted (ascending, after mapping); if it
         is false in fact, the result is undefined.

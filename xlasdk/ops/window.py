@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..attrs import ScatterDimensionNumbers
+from ..attrs import PaddingType, ScatterDimensionNumbers, convert_padding
 from ..builder import Region, XlaBuilder, XlaOp
 from ..computation import XlaComputation
 from ..errors import ShapeError
@@ -92,8 +92,7 @@ def split_negative_padding(
         i0 = min(-(-a // d), n)
         i1 = max(min(-(-b // d), n), i0) if b > a else i0
         m = i1 - i0
-        new_lo = i0 * d + lo if m else total
-        new_lo = min(max(new_lo, 0), total)
+        new_lo = i0 * d + lo if m else total  # i0 * d >= a >= -lo, so new_lo >= 0
         new_hi = total - new_lo - _dilated(m, d)
         starts.append(i0)
         limits.append(i1)
@@ -112,8 +111,6 @@ def _window_config(
     padding: Any,
 ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...], Pads]:
     """Check the window attributes against operand ``x``; resolve SAME/VALID to explicit pairs."""
-    from ..attrs import PaddingType, convert_padding
-
     dims = x.shape.dimensions()
     r = len(dims)
     win = int_list(op, "window_dimensions", window_dimensions)
@@ -160,7 +157,7 @@ def ReduceWindow(
     computation: Any,
     window_dimensions: Sequence[int],
     window_strides: Sequence[int],
-    padding: Any,
+    padding: PaddingType | str | Sequence[tuple[int, int]],
     base_dilations: Sequence[int] = (),
     window_dilations: Sequence[int] = (),
 ) -> XlaOp:
@@ -297,7 +294,7 @@ def SelectAndScatterWithGeneralPadding(
     select: Any,
     window_dimensions: Sequence[int],
     window_strides: Sequence[int],
-    padding: Sequence[tuple[int, int]],
+    padding: PaddingType | str | Sequence[tuple[int, int]],
     source: XlaOp,
     init_value: XlaOp,
     scatter: Any,
