@@ -5,11 +5,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..builder import XlaOp
-from ..types import COMPLEX, FLOATS, INTS, PrimitiveType, dtype_to_etype
-from ._core import array_shape, dtype_error, operand, same_builder, shape_error
+import numpy as np
 
-__all__ = ["Dot", "DotGeneral", "precision_attr", "preferred_type"]
+from ..builder import XlaBuilder, XlaOp
+from ..shape import Shape
+from ..types import COMPLEX, FLOATS, INTS, PrimitiveType, dtype_to_etype, etype_to_dtype
+from . import elementwise as ew
+from ._core import array_shape, dtype_error, operand, same_builder, shape_error
+from .control import GetTupleElement
+from .reduce import Reduce
+from .shaping import BroadcastInDim, ConcatInDim, Pad, Slice, Transpose
+from .sort import Sort
+from .sources import Constant, Iota, constant_like
+from .special import any_true, while_loop
+
+__all__ = [
+    "Dot", "DotGeneral", "precision_attr", "preferred_type",
+    "Cholesky", "TriangularSolve", "QR", "Eigh", "SVD",
+]
 
 _NUMERIC = INTS | FLOATS | COMPLEX | {PrimitiveType.PRED}
 
@@ -155,3 +168,616 @@ def Dot(lhs: XlaOp, rhs: XlaOp, precision_config: Any = None, preferred_element_
         )
     dn = DotDimensionNumbers(lhs_contracting_dimensions=[k_l], rhs_contracting_dimensions=[0])
     return _dot_general(op, x, y, dn, precision_config, preferred_element_type)
+
+
+# -- factorizations: Cholesky, TriangularSolve, QR, Eigh, SVD ------------------------------------
+
+_DECOMP_TYPES = frozenset({PrimitiveType.F32, PrimitiveType.F64, PrimitiveType.C64, PrimitiveType.C128})
+_REAL_OF = {
+    PrimitiveType.F32: PrimitiveType.F32, PrimitiveType.F64: PrimitiveType.F64,
+    PrimitiveType.C64: PrimitiveType.F32, PrimitiveType.C128: PrimitiveType.F64,
+}
+
+
+def _flag(op: str, name: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        dtype_error(op, f"{name} must be a bool, got {value!r}")
+    return bool(value)
+
+
+def _matrix_operand(op: str, name: str, a: Any, square: bool = True) -> XlaOp:
+    """An ``(..., m, n)`` f32/f64/c64/c128 operand (square when asked)."""
+    x = operand(op, name, a)
+    et = x.shape.element_type()
+    if et not in _DECOMP_TYPES:
+        dtype_error(op, f"operand {name!r} must be f32, f64, c64 or c128, got {x.shape}")
+    d = x.shape.dimensions()
+    if len(d) < 2:
+        shape_error(op, f"operand {name!r} must have rank >= 2 (..., m, n), got {x.shape}")
+    if square and d[-1] != d[-2]:
+        shape_error(op, f"operand {name!r} must be square in its last two dimensions (..., n, n), got {x.shape}")
+    return x
+
+
+def Cholesky(a: XlaOp, lower: bool = True) -> XlaOp:
+    """Cholesky factor of Hermitian positive-definite matrices (XLA ``Cholesky``;
+    ``stablehlo.cholesky``).
+
+    ``lower=True`` gives ``L`` with ``a = L @ L^H``, reading only the lower triangle of ``a``;
+    ``lower=False`` gives ``U`` with ``a = U^H @ U``, reading only the upper triangle. The other
+    triangle of the result is implementation-defined (take ``tril``/``triu`` of it), and so is the
+    whole result when ``a`` is not positive definite (XLA:CPU fills it with NaN).
+
+    Parameters
+    ----------
+    a: ``(..., n, n)`` of f32, f64, c64 or c128.
+    lower: which triangle to read and produce.
+
+    Returns
+    -------
+    XlaOp of ``a``'s shape and element type.
+
+    Raises
+    ------
+    ShapeError: rank < 2 or non-square matrices.
+    DTypeError: another element type, or ``lower`` not a bool.
+    """
+    op = "Cholesky"
+    x = _matrix_operand(op, "a", a)
+    lo = _flag(op, "lower", lower)
+    return x.builder._add("stablehlo.cholesky", (x,), x.shape, f"lower = {'true' if lo else 'false'}")
+
+
+def TriangularSolve(
+    a: XlaOp,
+    b: XlaOp,
+    left_side: bool = True,
+    lower: bool = True,
+    unit_diagonal: bool = False,
+    transpose_a: Any = False,
+) -> XlaOp:
+    """Solve a triangular system (XLA ``TriangularSolve``; ``stablehlo.triangular_solve``).
+
+    ``left_side=True`` solves ``op(a) @ x = b``, ``left_side=False`` solves ``x @ op(a) = b``,
+    where ``op(a)`` is ``a``, ``a^T`` or ``a^H`` by ``transpose_a``. Only the triangle of ``a``
+    named by ``lower`` is read; with ``unit_diagonal`` its diagonal is taken to be ones (and not
+    read). A singular ``a`` gives implementation-defined values (inf/NaN on XLA:CPU).
+
+    Parameters
+    ----------
+    a: ``(..., m, m)`` of f32, f64, c64 or c128.
+    b: ``(..., m, n)`` if ``left_side`` else ``(..., n, m)``, same batch dimensions and element
+        type as ``a``.
+    left_side, lower, unit_diagonal: bools.
+    transpose_a: ``ops.TriangularSolveOptions_Transpose`` (NO_TRANSPOSE, TRANSPOSE, ADJOINT), its
+        name, or a bool (True: TRANSPOSE, False: NO_TRANSPOSE).
+
+    Returns
+    -------
+    XlaOp ``x`` of ``b``'s shape.
+
+    Raises
+    ------
+    ShapeError: non-square ``a``, ranks or batch dimensions that differ, ``b``'s solved
+        dimension not ``m``, or an unknown ``transpose_a``.
+    DTypeError: element types outside f32/f64/c64/c128 or different, or flags that are not bools.
+    """
+    op = "TriangularSolve"
+    from ..attrs import TriangularSolveOptions_Transpose
+
+    x = _matrix_operand(op, "a", a)
+    y = _matrix_operand(op, "b", b, square=False)
+    same_builder(op, [("a", x), ("b", y)])
+    if y.shape.element_type() is not x.shape.element_type():
+        dtype_error(op, f"operand 'b' has element type {y.shape}, expected {x.shape.element_type().name.lower()} like 'a'")
+    ls = _flag(op, "left_side", left_side)
+    lo = _flag(op, "lower", lower)
+    ud = _flag(op, "unit_diagonal", unit_diagonal)
+    if isinstance(transpose_a, (bool, np.bool_)):
+        tr = TriangularSolveOptions_Transpose.TRANSPOSE if transpose_a else TriangularSolveOptions_Transpose.NO_TRANSPOSE
+    else:
+        try:
+            tr = TriangularSolveOptions_Transpose.parse(transpose_a)
+        except Exception as e:
+            shape_error(op, f"bad transpose_a: {e}")
+    ad, bd = x.shape.dimensions(), y.shape.dimensions()
+    if len(bd) != len(ad) or bd[:-2] != ad[:-2]:
+        shape_error(op, f"operand 'b' has shape {y.shape}; expected the batch dimensions {list(ad[:-2])} of 'a' {x.shape}")
+    m = ad[-1]
+    solved = bd[-2] if ls else bd[-1]
+    if solved != m:
+        which = "second-to-last" if ls else "last"
+        shape_error(
+            op, f"operand 'b' has shape {y.shape}; with left_side={ls} its {which} dimension must be {m} "
+            f"(the size of 'a' {x.shape})"
+        )
+    attrs = (
+        f"left_side = {'true' if ls else 'false'}, lower = {'true' if lo else 'false'}, "
+        f"unit_diagonal = {'true' if ud else 'false'}, transpose_a = {tr.to_mlir()}"
+    )
+    return x.builder._add("stablehlo.triangular_solve", (x, y), y.shape, attrs)
+
+
+# -- small building blocks of the decompositions ----------------------------------------------------
+
+def _iota(b: XlaBuilder, dims: tuple[int, ...], dim: int) -> XlaOp:
+    return Iota(b, array_shape(PrimitiveType.S32, dims), dim)
+
+
+def _tri_mask(b: XlaBuilder, dims: tuple[int, ...], direction: str) -> XlaOp:
+    """pred ``(..., m, n)``: ``row <direction> col`` on the last two dimensions."""
+    r = len(dims)
+    return ew.Compare(_iota(b, dims, r - 2), _iota(b, dims, r - 1), direction)
+
+
+def _zeros(like: XlaOp) -> XlaOp:
+    return constant_like("linalg", 0, like)
+
+
+def _eye(b: XlaBuilder, et: PrimitiveType, dims: tuple[int, ...]) -> XlaOp:
+    proto = Constant(b, np.zeros((), dtype=etype_to_dtype(et)))
+    one = ew.broadcast_to(constant_like("linalg", 1, proto), dims, ())
+    return ew.Select(_tri_mask(b, dims, "EQ"), one, ew.broadcast_to(proto, dims, ()))
+
+
+def _sum(x: XlaOp, axis: int) -> XlaOp:
+    b = x.builder
+    zero = Constant(b, np.zeros((), dtype=x.dtype))
+    return Reduce(b, x, zero, ew.Add, [axis % x.shape.rank()])
+
+
+def _conj(x: XlaOp) -> XlaOp:
+    return ew.Conj(x) if x.shape.element_type() in COMPLEX else x
+
+
+def _abs2(x: XlaOp) -> XlaOp:
+    """``|x|^2`` in the real type."""
+    if x.shape.element_type() in COMPLEX:
+        return ew.Square(ew.Real(x)) + ew.Square(ew.Imag(x))
+    return x * x
+
+
+def _to(x: XlaOp, et: PrimitiveType) -> XlaOp:
+    """A real array as element type ``et`` (complex with zero imaginary part when ``et`` is)."""
+    if et in COMPLEX and x.shape.element_type() not in COMPLEX:
+        return ew.Complex(x, _zeros(x))
+    return x
+
+
+def _adjoint(x: XlaOp) -> XlaOp:
+    r = x.shape.rank()
+    return _conj(Transpose(x, list(range(r - 2)) + [r - 1, r - 2]))
+
+
+def _diag(x: XlaOp) -> XlaOp:
+    """The diagonal ``(..., k)`` of square matrices ``(..., k, k)``."""
+    return _sum(ew.Select(_tri_mask(x.builder, x.shape.dimensions(), "EQ"), x, _zeros(x)), -1)
+
+
+def _slice2(x: XlaOp, rows: tuple[int, int], cols: tuple[int, int]) -> XlaOp:
+    d = x.shape.dimensions()
+    lead = len(d) - 2
+    return Slice(x, [0] * lead + [rows[0], cols[0]], list(d[:lead]) + [rows[1], cols[1]], [1] * len(d))
+
+
+def _split(x: XlaOp, axis: int, k: int) -> tuple[XlaOp, XlaOp]:
+    """``x`` cut along ``axis`` (-2 rows, -1 columns) into the first ``k`` and the rest."""
+    d = x.shape.dimensions()
+    rows, cols = (0, d[-2]), (0, d[-1])
+    if axis == -2:
+        return _slice2(x, (0, k), cols), _slice2(x, (k, d[-2]), cols)
+    return _slice2(x, rows, (0, k)), _slice2(x, rows, (k, d[-1]))
+
+
+def _concat(parts: list[XlaOp], axis: int) -> XlaOp:
+    parts = [p for p in parts if p.shape.dimensions()[axis] > 0]
+    if len(parts) == 1:
+        return parts[0]
+    return ConcatInDim(parts[0].builder, parts, parts[0].shape.rank() + axis)
+
+
+def _permute(x: XlaOp, axis: int, perm: list[int]) -> XlaOp:
+    """Rows (axis -2) or columns (axis -1) of ``x`` reordered: new position j takes old perm[j]."""
+    if perm == list(range(len(perm))):
+        return x
+    runs: list[tuple[int, int]] = []
+    for p in perm:
+        if runs and runs[-1][1] == p:
+            runs[-1] = (runs[-1][0], p + 1)
+        else:
+            runs.append((p, p + 1))
+    d = x.shape.dimensions()
+    full = (0, d[-2]), (0, d[-1])
+    parts = [_slice2(x, r, full[1]) if axis == -2 else _slice2(x, full[0], r) for r in runs]
+    return _concat(parts, axis)
+
+
+def _round_robin(k: int) -> list[int]:
+    """One step of the round-robin tournament on positions ``[top 0..k-1 | bottom k..2k-1]``
+    (pairs ``(i, k + i)``): position 0 stays, the other ``2k - 1`` move one place around the
+    circle. After ``2k - 1`` steps every two indices have been paired once and the order is back."""
+    if k <= 1:
+        return list(range(2 * k))
+    top = [0, k] + list(range(1, k - 1))
+    bottom = list(range(k + 1, 2 * k)) + [k - 1]
+    return top + bottom
+
+
+def _rows_vec(v: XlaOp, dims: tuple[int, ...], axis: int) -> XlaOp:
+    """``(..., k)`` broadcast to ``dims`` = ``(..., k, N)`` (axis -2) or ``(..., N, k)`` (axis -1)."""
+    lead = len(dims) - 2
+    return BroadcastInDim(v, dims, list(range(lead)) + [len(dims) + axis])
+
+
+def _jacobi_rotation(
+    app: XlaOp, aqq: XlaOp, apq: XlaOp, tol: float
+) -> tuple[XlaOp, XlaOp, XlaOp, XlaOp]:
+    """Rotation ``J = [[c, s z], [-s conj(z), c]]`` with ``J^H [[app, apq], [conj(apq), aqq]] J``
+    diagonal (Golub & Van Loan's symmetric Schur 2x2, with the phase ``z = apq / |apq|``).
+
+    ``app``/``aqq`` are real ``(..., k)``; ``apq`` real or complex. Pairs with ``|apq| <= tol *
+    sqrt(|app| |aqq|)`` are left alone (``c = 1, s = 0``). Returns ``(c, s*z, s*conj(z), active)``
+    in ``apq``'s type, ``active`` a pred of the pairs rotated.
+    """
+    et = apq.shape.element_type()
+    ap = ew.Sqrt(_abs2(apq)) if et in COMPLEX else ew.Abs(apq)
+    thresh = ew.Sqrt(ew.Abs(app)) * ew.Sqrt(ew.Abs(aqq)) * tol
+    active = ew.Gt(ap, thresh)
+    safe_ap = ew.Select(active, ap, constant_like("linalg", 1, ap))
+    tau = (aqq - app) / (safe_ap * 2.0)
+    sign = ew.Select(ew.Ge(tau, 0.0), constant_like("linalg", 1, tau), constant_like("linalg", -1, tau))
+    t = sign / (ew.Abs(tau) + ew.Sqrt(tau * tau + 1.0))
+    t = ew.Select(active, t, _zeros(t))
+    active = ew.And(active, ew.Ne(t, 0.0))
+    c = ew.Rsqrt(t * t + 1.0)
+    s = t * c
+    if et in COMPLEX:
+        z = apq / _to(safe_ap, et)
+        sz = z * _to(s, et)
+        return _to(c, et), sz, _conj(sz), active
+    z = ew.Select(ew.Ge(apq, 0.0), constant_like("linalg", 1, apq), constant_like("linalg", -1, apq))
+    sz = s * z
+    return c, sz, sz, active
+
+
+def _rotate(x: XlaOp, axis: int, k: int, c: XlaOp, s_p: XlaOp, s_q: XlaOp) -> XlaOp:
+    """Rotate the pairs ``(i, k + i)`` of rows (axis -2) or columns (axis -1) of ``x``:
+    ``p' = c p - s_p q`` and ``q' = s_q p + c q`` (with per-pair ``c, s_p, s_q`` of shape (..., k))."""
+    p, q = _split(x, axis, k)
+    dims = p.shape.dimensions()
+    cb, pb, qb = (_rows_vec(v, dims, axis) for v in (c, s_p, s_q))
+    return _concat([cb * p - pb * q, qb * p + cb * q], axis)
+
+
+def _eigh_sweeps(a: XlaOp, v: XlaOp, k: int, tol: float, max_iter: int) -> tuple[XlaOp, XlaOp]:
+    """Cyclic two-sided Jacobi on Hermitian ``a (..., 2k, 2k)``, accumulating ``v``: sweeps of
+    ``2k - 1`` rounds of ``k`` disjoint rotations (round-robin order) until a sweep rotates nothing
+    or ``max_iter`` sweeps ran. The pairing order is back to the start after each sweep."""
+    perm = _round_robin(k)
+    rounds = 2 * k - 1
+    b = a.builder
+    zero = Constant(b, np.int32(0))
+
+    def round_body(vals: list[XlaOp]) -> list[XlaOp]:
+        a, v, moved, i = vals
+        dims = a.shape.dimensions()
+        r = len(dims)
+        row, col = _iota(a.builder, dims, r - 2), _iota(a.builder, dims, r - 1)
+        pivots = ew.Or(ew.Eq(col, row + k), ew.Eq(row, col + k))
+        tl, br = _diag(_slice2(a, (0, k), (0, k))), _diag(_slice2(a, (k, 2 * k), (k, 2 * k)))
+        tr = _diag(_slice2(a, (0, k), (k, 2 * k)))
+        if tl.shape.element_type() in COMPLEX:
+            tl, br = ew.Real(tl), ew.Real(br)
+        c, sz, szc, active = _jacobi_rotation(tl, br, tr, tol)
+        a = _rotate(a, -2, k, c, sz, szc)     # J^H a: p' = c p - s z q, q' = s conj(z) p + c q
+        a = _rotate(a, -1, k, c, szc, sz)     # (J^H a) J: p' = c p - s conj(z) q, q' = s z p + c q
+        a = ew.Select(pivots, _zeros(a), a)   # the rotated entries are zero; drop their rounding noise
+        v = _rotate(v, -1, k, c, szc, sz)
+        a = _permute(_permute(a, -2, perm), -1, perm)
+        v = _permute(v, -1, perm)
+        return [a, v, ew.Or(moved, any_true(active)), i + 1]
+
+    def sweep(vals: list[XlaOp]) -> list[XlaOp]:
+        a, v, _, n = vals
+        no = Constant(a.builder, np.bool_(False))
+        a, v, moved, _ = while_loop(
+            [a, v, no, Constant(a.builder, np.int32(0))], lambda u: ew.Lt(u[3], rounds), round_body
+        )
+        return [a, v, moved, n + 1]
+
+    def more(vals: list[XlaOp]) -> XlaOp:
+        return ew.And(vals[2], ew.Lt(vals[3], max_iter))
+
+    a, v, _, _ = while_loop([a, v, Constant(b, np.bool_(True)), zero], more, sweep)
+    return a, v
+
+
+def _svd_sweeps(w: XlaOp, v: XlaOp, k: int, tol: float, max_iter: int) -> tuple[XlaOp, XlaOp]:
+    """One-sided (Hestenes) Jacobi on the columns of ``w (..., m, 2k)``, accumulating ``v``:
+    rotates column pairs until all are orthogonal to ``tol`` (relative) or ``max_iter`` sweeps."""
+    perm = _round_robin(k)
+    rounds = 2 * k - 1
+    b = w.builder
+    zero = Constant(b, np.int32(0))
+
+    def round_body(vals: list[XlaOp]) -> list[XlaOp]:
+        w, v, moved, i = vals
+        p, q = _split(w, -1, k)
+        alpha = _sum(_abs2(p), -2)
+        beta = _sum(_abs2(q), -2)
+        gamma = _sum(_conj(p) * q, -2)
+        c, sz, szc, active = _jacobi_rotation(alpha, beta, gamma, tol)
+        w = _permute(_rotate(w, -1, k, c, szc, sz), -1, perm)
+        v = _permute(_rotate(v, -1, k, c, szc, sz), -1, perm)
+        return [w, v, ew.Or(moved, any_true(active)), i + 1]
+
+    def sweep(vals: list[XlaOp]) -> list[XlaOp]:
+        w, v, _, n = vals
+        no = Constant(w.builder, np.bool_(False))
+        w, v, moved, _ = while_loop(
+            [w, v, no, Constant(w.builder, np.int32(0))], lambda u: ew.Lt(u[3], rounds), round_body
+        )
+        return [w, v, moved, n + 1]
+
+    def more(vals: list[XlaOp]) -> XlaOp:
+        return ew.And(vals[2], ew.Lt(vals[3], max_iter))
+
+    w, v, _, _ = while_loop([w, v, Constant(b, np.bool_(True)), zero], more, sweep)
+    return w, v
+
+
+def _pad_last2(x: XlaOp, rows: int, cols: int) -> XlaOp:
+    if rows == 0 and cols == 0:
+        return x
+    r = x.shape.rank()
+    zero = Constant(x.builder, np.zeros((), dtype=x.dtype))
+    return Pad(x, zero, [(0, 0, 0)] * (r - 2) + [(0, rows, 0), (0, cols, 0)])
+
+
+def _sort_columns(keys: XlaOp, mats: list[XlaOp], descending: bool) -> tuple[XlaOp, list[XlaOp]]:
+    """Sort ``keys (..., N)`` (stable) and reorder the columns of each ``(..., r, N)`` matrix alike."""
+    b = keys.builder
+
+    def cmp(*args: XlaOp) -> XlaOp:
+        return ew.Gt(args[0], args[1]) if descending else ew.Lt(args[0], args[1])
+
+    out = []
+    for m in mats:
+        kb = _rows_vec(keys, m.shape.dimensions(), -1)
+        out.append(GetTupleElement(Sort(b, [kb, m], -1, True, cmp), 1))
+    return Sort(b, [keys], -1, True, lambda x, y: cmp(x, y)), out
+
+
+def _check_iter(op: str, max_iter: Any, epsilon: Any) -> tuple[int, float | None]:
+    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+        shape_error(op, f"max_iter must be an int >= 1, got {max_iter!r}")
+    if epsilon is not None:
+        if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.integer, np.floating)):
+            dtype_error(op, f"epsilon must be a float, got {epsilon!r}")
+        if not 0 <= float(epsilon) < 1:
+            shape_error(op, f"epsilon must be in [0, 1), got {epsilon!r}")
+    return int(max_iter), None if epsilon is None else float(epsilon)
+
+
+def QR(operand_: XlaOp, full_matrices: bool = True) -> tuple[XlaOp, XlaOp]:
+    """QR decomposition ``a = q @ r`` by Householder reflections (the former XLA ``QR``).
+
+    Lowered to XLA's ``Qr`` and ``ProductOfElementaryHouseholderReflectors`` custom calls, which
+    XLA expands into ops (its ``QrExpander``), plus slicing and masking.
+
+    Parameters
+    ----------
+    operand_: ``(..., m, n)`` of f32, f64, c64 or c128.
+    full_matrices: True for ``q (..., m, m)`` and ``r (..., m, n)``; False for the reduced
+        ``q (..., m, k)`` and ``r (..., k, n)`` with ``k = min(m, n)``.
+
+    Returns
+    -------
+    A Python tuple ``(q, r)``: ``q`` with orthonormal columns (``q^H q = I``), ``r`` upper
+    triangular (zeros below the diagonal). The signs of ``r``'s diagonal are not normalized.
+
+    Raises
+    ------
+    ShapeError: rank < 2.
+    DTypeError: another element type, or ``full_matrices`` not a bool.
+    """
+    op = "QR"
+    x = _matrix_operand(op, "operand", operand_, square=False)
+    full = _flag(op, "full_matrices", full_matrices)
+    b = x.builder
+    d = x.shape.dimensions()
+    lead, (m, n) = d[:-2], d[-2:]
+    k = min(m, n)
+    et = x.shape.element_type()
+    taus_shape = array_shape(et, lead + (k,))
+    qr = b._add(
+        "stablehlo.custom_call", (x,), Shape.tuple_shape([x.shape, taus_shape]),
+        'call_target_name = "Qr", api_version = 1 : i32',
+    )
+    fact, taus = GetTupleElement(qr, 0), GetTupleElement(qr, 1)
+    if m > n and full:
+        refl = _pad_last2(fact, 0, m - n)
+    elif m < n:
+        refl = _slice2(fact, (0, m), (0, m))
+    else:
+        refl = fact
+    q = b._add(
+        "stablehlo.custom_call", (refl, taus), refl.shape,
+        'call_target_name = "ProductOfElementaryHouseholderReflectors", api_version = 1 : i32',
+    )
+    r = fact if full else _slice2(fact, (0, k), (0, n))
+    r = ew.Select(_tri_mask(b, r.shape.dimensions(), "LE"), r, _zeros(r))
+    return q, r
+
+
+def _hermitian(x: XlaOp, lower: bool) -> XlaOp:
+    """The Hermitian matrix given by one triangle of ``x`` (diagonal: its real part)."""
+    b = x.builder
+    dims = x.shape.dimensions()
+    keep = _tri_mask(b, dims, "GT" if lower else "LT")
+    full = ew.Select(keep, x, _adjoint(x))
+    if x.shape.element_type() in COMPLEX:
+        full = ew.Select(_tri_mask(b, dims, "EQ"), ew.Complex(ew.Real(full), _zeros(ew.Real(full))), full)
+    return full
+
+
+def Eigh(
+    a: XlaOp,
+    lower: bool = True,
+    max_iter: int = 100,
+    epsilon: float | None = None,
+    sort_eigenvalues: bool = True,
+) -> tuple[XlaOp, XlaOp]:
+    """Eigendecomposition of Hermitian (real symmetric) matrices, ``a = v @ diag(w) @ v^H``
+    (the former XLA ``Eigh``).
+
+    Built from XLA ops: cyclic two-sided Jacobi with a round-robin (parallel) ordering, each
+    sweep ``n - 1`` rounds of ``n / 2`` independent rotations, in a ``stablehlo.while`` that ends
+    after a sweep that rotated nothing or after ``max_iter`` sweeps. Pairs whose off-diagonal
+    entry is at most ``epsilon * sqrt(|a_pp a_qq|)`` count as converged, which gives eigenvalues
+    with small relative error for well-scaled matrices and orthonormal eigenvectors to working
+    precision. Sorting uses a stable ``stablehlo.sort``.
+
+    Parameters
+    ----------
+    a: ``(..., n, n)`` of f32, f64, c64 or c128. Only the triangle named by ``lower`` is read
+        (the diagonal's imaginary part is ignored).
+    lower: read the lower (True) or upper (False) triangle.
+    max_iter: the most sweeps (>= 1).
+    epsilon: the relative threshold above; default the element type's machine epsilon.
+    sort_eigenvalues: sort ascending (with their eigenvectors); otherwise the order is
+        unspecified.
+
+    Returns
+    -------
+    A Python tuple ``(v, w)`` in the former xla_client order: eigenvectors ``v (..., n, n)`` as
+    columns, of ``a``'s type, and eigenvalues ``w (..., n)`` of the real type (f32 for c64).
+    Eigenvectors are defined up to a phase (sign), and within a repeated eigenvalue up to a
+    rotation of its eigenspace.
+
+    Raises
+    ------
+    ShapeError: rank < 2, non-square matrices, ``max_iter < 1`` or ``epsilon`` outside [0, 1).
+    DTypeError: another element type, or flags that are not bools.
+    """
+    op = "Eigh"
+    x = _matrix_operand(op, "a", a)
+    lo = _flag(op, "lower", lower)
+    srt = _flag(op, "sort_eigenvalues", sort_eigenvalues)
+    iters, eps_given = _check_iter(op, max_iter, epsilon)
+    b = x.builder
+    et = x.shape.element_type()
+    rt = _REAL_OF[et]
+    d = x.shape.dimensions()
+    n = d[-1]
+    if n == 0:
+        return x, ew.Real(_diag(x)) if et in COMPLEX else _diag(x)
+    tol = eps_given if eps_given is not None else float(np.finfo(etype_to_dtype(rt)).eps)
+    pad = n % 2
+    h = _pad_last2(_hermitian(x, lo), pad, pad)
+    big = h.shape.dimensions()
+    k = big[-1] // 2
+    a_out, v = _eigh_sweeps(h, _eye(b, et, big), k, tol, iters)
+    w = _diag(a_out)
+    if et in COMPLEX:
+        w = ew.Real(w)
+    if srt:
+        if pad:
+            last = ew.Eq(_iota(b, w.shape.dimensions(), w.shape.rank() - 1), big[-1] - 1)
+            w = ew.Select(last, constant_like(op, float("inf"), w), w)
+        w, (v,) = _sort_columns(w, [v], descending=False)
+    if pad:
+        v = _slice2(v, (0, n), (0, n))
+        w = Slice(w, [0] * w.shape.rank(), list(d[:-2]) + [n], [1] * w.shape.rank())
+    return v, w
+
+
+def SVD(
+    a: XlaOp,
+    max_iter: int = 100,
+    epsilon: float | None = None,
+    full_matrices: bool = True,
+) -> tuple[XlaOp, XlaOp, XlaOp]:
+    """Singular value decomposition ``a = u @ diag(s) @ v^H`` (the former XLA ``SVD``).
+
+    Built from XLA ops: one-sided (Hestenes) Jacobi on the columns of ``a`` (of ``a^H`` when
+    ``m < n``), with a round-robin ordering of column pairs, in a ``stablehlo.while`` that ends
+    after a sweep that rotated nothing or after ``max_iter`` sweeps; pairs whose columns are
+    orthogonal to ``epsilon`` (relative) count as converged. The singular values are the final
+    column norms (accurate to working precision relative to ``s_max``); the left vectors are
+    the normalized columns, made exactly orthonormal, and completed to a square ``u`` when
+    ``full_matrices``, by a Householder QR.
+
+    Parameters
+    ----------
+    a: ``(..., m, n)`` of f32, f64, c64 or c128.
+    max_iter: the most sweeps (>= 1).
+    epsilon: the relative orthogonality threshold; default ``sqrt(max(m, n))`` times the
+        element type's machine epsilon.
+    full_matrices: True for ``u (..., m, m)`` and ``v (..., n, n)``; False for ``u (..., m, k)``
+        and ``v (..., n, k)``, ``k = min(m, n)``.
+
+    Returns
+    -------
+    A Python tuple ``(u, s, v)``: ``u`` and ``v`` with orthonormal columns, of ``a``'s type;
+    ``s (..., k)`` of the real type, non-negative and descending. Note ``v``, not ``v^H``. Singular
+    vectors are defined up to a phase (sign) shared by ``u[:, i]`` and ``v[:, i]``, and within a
+    repeated singular value up to a rotation; the columns of ``u`` or ``v`` beyond those of
+    nonzero singular values are any orthonormal completion.
+
+    Raises
+    ------
+    ShapeError: rank < 2, ``max_iter < 1`` or ``epsilon`` outside [0, 1).
+    DTypeError: another element type, or ``full_matrices`` not a bool.
+    """
+    op = "SVD"
+    x = _matrix_operand(op, "a", a, square=False)
+    full = _flag(op, "full_matrices", full_matrices)
+    iters, eps_given = _check_iter(op, max_iter, epsilon)
+    b = x.builder
+    et = x.shape.element_type()
+    d = x.shape.dimensions()
+    m, n = d[-2:]
+    wide = m < n
+    if wide:
+        x, m, n = _adjoint(x), n, m
+    lead = d[:-2]
+    rt = _REAL_OF[et]
+    if n == 0:  # no singular values: u is any orthonormal basis, v is empty
+        s = Constant(b, np.zeros(lead + (0,), dtype=etype_to_dtype(rt)))
+        u0 = _eye(b, et, lead + ((m, m) if full else (m, 0)))
+        v0 = _eye(b, et, lead + (0, 0))
+        return (v0, s, u0) if wide else (u0, s, v0)
+    tol = eps_given if eps_given is not None else float(np.finfo(etype_to_dtype(rt)).eps) * float(np.sqrt(m))
+    pad = n % 2
+    w = _pad_last2(x, 0, pad)
+    big_n = n + pad
+    k = big_n // 2
+    w, v = _svd_sweeps(w, _eye(b, et, lead + (big_n, big_n)), k, tol, iters)
+    norms = ew.Sqrt(_sum(_abs2(w), -2))
+    if pad:
+        last = ew.Eq(_iota(b, norms.shape.dimensions(), norms.shape.rank() - 1), big_n - 1)
+        norms = ew.Select(last, constant_like(op, -1.0, norms), norms)
+    s, (w, v) = _sort_columns(norms, [w, v], descending=True)
+    if pad:
+        s = Slice(s, [0] * s.shape.rank(), list(lead) + [n], [1] * s.shape.rank())
+        w = _slice2(w, (0, m), (0, n))
+        v = _slice2(v, (0, n), (0, n))
+    pos = ew.Gt(s, 0.0)
+    safe = ew.Select(pos, s, constant_like(op, 1.0, s))
+    u = ew.Select(_rows_vec(pos, w.shape.dimensions(), -1), w / _rows_vec(_to(safe, et), w.shape.dimensions(), -1), _zeros(w))
+    q, r = QR(u, full_matrices=full)
+    rd = _diag(_slice2(r, (0, n), (0, n)))
+    if et in COMPLEX:
+        mag = ew.Sqrt(_abs2(rd))
+        phase = ew.Select(ew.Gt(mag, 0.0), rd / _to(ew.Select(ew.Gt(mag, 0.0), mag, constant_like(op, 1.0, mag)), et),
+                          constant_like(op, 1, rd))
+    else:
+        phase = ew.Select(ew.Lt(rd, 0.0), constant_like(op, -1, rd), constant_like(op, 1, rd))
+    qd = q.shape.dimensions()
+    if qd[-1] > n:
+        phase = _concat([phase, Constant(b, np.ones(lead + (qd[-1] - n,), dtype=etype_to_dtype(et)))], -1)
+    u = q * _rows_vec(phase, qd, -1)
+    if wide:
+        return v, s, u
+    return u, s, v
