@@ -22,6 +22,9 @@ from .types import (
     mlir_element_type,
 )
 
+_TOKEN = PrimitiveType.TOKEN
+_TUPLE = PrimitiveType.TUPLE
+
 __all__ = ["Layout", "Shape", "ProgramShape", "shape_from_pyval"]
 
 
@@ -164,13 +167,13 @@ class Shape:
         return len(self._dims)
 
     def is_array(self) -> bool:
-        return self._tuple is None and self._etype is not PrimitiveType.TOKEN
+        return self._tuple is None and self._etype is not _TOKEN
 
     def is_tuple(self) -> bool:
         return self._tuple is not None
 
     def is_token(self) -> bool:
-        return self._etype is PrimitiveType.TOKEN
+        return self._etype is _TOKEN
 
     def tuple_shapes(self) -> tuple[Shape, ...]:
         """Element shapes of a tuple shape. Raises ShapeError for other shapes."""

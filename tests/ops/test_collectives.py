@@ -103,7 +103,10 @@ def test_replica_and_partition_id_on_one_device() -> None:
 
 # -- four replicas ------------------------------------------------------------------------------
 
-def _four_replicas(comp: xs.XlaComputation, per_replica: list[list[np.ndarray[Any, Any]]]) -> list[list[np.ndarray[Any, Any]]]:
+Arrays = list[np.ndarray[Any, Any]]
+
+
+def _four_replicas(comp: xs.XlaComputation, per_replica: list[Arrays]) -> list[Arrays]:
     dev = xs.client("cpu", num_devices=4).devices()[0]
     exe = xs.compile(comp, dev, options=xs.CompileOptions(num_replicas=4))
     outs = exe.execute_replicated(per_replica)
@@ -129,7 +132,7 @@ def test_four_replica_semantics() -> None:
         ops.AllToAll(p, 0, 0, 2, [[3, 1], [0, 2]]),                  # 10
         ops.PartitionId(b),                                          # 11
     ]
-    got = _four_replicas(b.build(ops.Tuple(b, outs)), [[x, n] for x, n in zip(xsr, ns)])
+    got = _four_replicas(b.build(ops.Tuple(b, outs)), [[x, n] for x, n in zip(xsr, ns, strict=True)])
     total = sum(xsr)
     groups = {0: [0, 2], 2: [0, 2], 1: [1, 3], 3: [1, 3]}
     pair_groups = {0: [0, 1], 1: [0, 1], 2: [2, 3], 3: [2, 3]}
@@ -211,12 +214,14 @@ def test_shape_rules() -> None:
     assert ops.AllGather(p, 2, 3).shape == S.array_shape(np.int8, (6, 4, 6))
     assert ops.ReduceScatter(p, ops.Add, 0, 3).shape == S.array_shape(np.int8, (2, 4, 2))
     assert ops.AllToAll(p, 1, 2, 2).shape == S.array_shape(np.int8, (6, 2, 4))
-    assert ops.AllGather(p, 0, 2, shape_with_layout=S.array_shape(np.int8, (12, 4, 2), layout=(2, 1, 0))).dims == (12, 4, 2)
+    row_major = S.array_shape(np.int8, (12, 4, 2), layout=(2, 1, 0))
+    assert ops.AllGather(p, 0, 2, shape_with_layout=row_major).dims == (12, 4, 2)
 
 
 # -- errors -------------------------------------------------------------------------------------
 
 def test_errors_replica_groups_and_channels() -> None:
+    ei: pytest.ExceptionInfo[Any]
     b = xs.XlaBuilder("e")
     p = param(b, 0, np.float32, (4, 6))
     with pytest.raises(ShapeError) as ei:
@@ -232,17 +237,21 @@ def test_errors_replica_groups_and_channels() -> None:
         ops.AllReduce(p, ops.Add, [[0]], use_global_device_ids=True)
     assert_error(ei, "AllReduce", "use_global_device_ids", "channel_id")
     with pytest.raises(ShapeError) as ei:
+        ops.AllGather(p, 0, 1, channel_id=1, use_global_device_ids=True)
+    assert_error(ei, "AllGather", "use_global_device_ids=True needs explicit replica_groups")
+    with pytest.raises(ShapeError) as ei:
         ops.AllGather(p, 0, 1, channel_id=0)
     assert_error(ei, "AllGather", "channel_id must be >= 1")
     with pytest.raises(ShapeError) as ei:
         ops.CollectivePermute(p, [(0, 1)], channel_id="x")
     assert_error(ei, "CollectivePermute", "channel_id must be an int")
     with pytest.raises(ShapeError) as ei:
-        ops.AllReduce(p, ops.Add, "01")
+        ops.AllReduce(p, ops.Add, "01")  # type: ignore[arg-type]
     assert_error(ei, "AllReduce", "replica_groups")
 
 
 def test_errors_operands_and_reducers() -> None:
+    ei: pytest.ExceptionInfo[Any]
     b = xs.XlaBuilder("e")
     p = param(b, 0, np.float32, (4, 6))
     q = param(b, 1, np.int32, (3,))
@@ -280,6 +289,7 @@ def test_errors_operands_and_reducers() -> None:
 
 
 def test_errors_dimensions_and_counts() -> None:
+    ei: pytest.ExceptionInfo[Any]
     b = xs.XlaBuilder("e")
     p = param(b, 0, np.float32, (4, 6))
     with pytest.raises(ShapeError) as ei:
@@ -306,12 +316,21 @@ def test_errors_dimensions_and_counts() -> None:
     with pytest.raises(ShapeError) as ei:
         ops.AllToAll(p, 0, 1, 2, [[0, 1, 2, 3]])
     assert_error(ei, "AllToAll", "split_count is 2", "4 members")
+    z = param(b, 1, np.float32, (0, 4))
     with pytest.raises(ShapeError) as ei:
-        ops.AllGather(p, True, 1)  # type: ignore[arg-type]
+        ops.AllGather(z, 0, 1)
+    assert_error(ei, "AllGather", "operand 'operand' has shape f32[0,4]", "must not have size 0")
+    with pytest.raises(ShapeError) as ei:
+        ops.ReduceScatter(z, ops.Add, 0, 1)
+    assert_error(ei, "ReduceScatter", "operand 'operand' has shape f32[0,4]", "must not have size 0")
+    assert ops.AllGather(z, 1, 2).dims == (0, 8) and ops.AllToAll(z, 0, 1, 2).dims == (0, 8)
+    with pytest.raises(ShapeError) as ei:
+        ops.AllGather(p, True, 1)
     assert_error(ei, "AllGather", "all_gather_dimension must be an int")
 
 
 def test_errors_collective_permute_pairs() -> None:
+    ei: pytest.ExceptionInfo[Any]
     b = xs.XlaBuilder("e")
     p = param(b, 0, np.float32, (4,))
     with pytest.raises(ShapeError) as ei:
@@ -324,7 +343,7 @@ def test_errors_collective_permute_pairs() -> None:
         ops.CollectivePermute(p, [(0, -1)])
     assert_error(ei, "CollectivePermute", "source_target_pairs[0] = (0, -1)", ">= 0")
     with pytest.raises(ShapeError) as ei:
-        ops.CollectivePermute(p, [(0, 1, 2)])
+        ops.CollectivePermute(p, [(0, 1, 2)])  # type: ignore[list-item]
     assert_error(ei, "CollectivePermute", "source_target_pairs[0] must be a (source, target) pair")
     with pytest.raises(ShapeError) as ei:
         ops.CollectivePermute(p, 3)  # type: ignore[arg-type]

@@ -37,6 +37,11 @@ def param(b: xs.XlaBuilder, i: int, dtype: Any, dims: tuple[int, ...]) -> xs.Xla
     return ops.Parameter(b, i, S.array_shape(dtype, dims))
 
 
+def topk_shape(dims: tuple[int, ...], index_dtype: Any = np.int32) -> xs.Shape:
+    """(f32[dims], s32[dims]): the result of XLA CPU's TopK target."""
+    return S.tuple_shape([S.array_shape(np.float32, dims), S.array_shape(index_dtype, dims)])
+
+
 def run_in_subprocess(body: str) -> None:
     code = "import numpy as np, xlasdk as xs\nfrom xlasdk import ops\nS = xs.Shape\n" + textwrap.dedent(body)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -79,6 +84,7 @@ def test_tokens_and_optimization_barrier_pass_values_through() -> None:
 
 
 def test_token_errors() -> None:
+    ei: pytest.ExceptionInfo[Any]
     b = xs.XlaBuilder("e")
     p = param(b, 0, np.float32, (2,))
     t = ops.CreateToken(b)
@@ -112,8 +118,8 @@ def test_custom_call_topk_target_values() -> None:
     v = rng.permutation(7).astype(np.float32)
     b = xs.XlaBuilder("topk")
     px, pv = param(b, 0, np.float32, (4, 10)), param(b, 1, np.float32, (7,))
-    r2 = ops.CustomCall(b, b"TopK", [px], S.tuple_shape([S.array_shape(np.float32, (4, 3)), S.array_shape(np.int32, (4, 3))]))
-    r1 = ops.CustomCall(b, "TopK", [pv], S.tuple_shape([S.array_shape(np.float32, (7,)), S.array_shape(np.int32, (7,))]))
+    r2 = ops.CustomCall(b, b"TopK", [px], topk_shape((4, 3)))
+    r1 = ops.CustomCall(b, "TopK", [pv], topk_shape((7,)))
     got = run(b.build(ops.Tuple(b, [ops.GetTupleElement(r2, 0), ops.GetTupleElement(r2, 1),
                                     ops.GetTupleElement(r1, 0), ops.GetTupleElement(r1, 1)])), x, v)
     idx = np.argsort(-x, axis=1, kind="stable")[:, :3]
@@ -167,9 +173,12 @@ def test_custom_call_hlo_attributes() -> None:
         backend_config={"n": 3, "x": 2.5, "s": "hi", "flag": True, "arr": np.array([1, 2], np.int32),
                         "d": np.float64(0.125), "u": np.uint8(7), "inner": {"k": -1}},
     )
-    status = ops.CustomCall(b, "baz", [], S.array_shape(np.int32, ()), backend_config="text", api_version="STATUS_RETURNING")
+    status = ops.CustomCall(
+        b, "baz", [], S.array_shape(np.int32, ()), backend_config="text", api_version="STATUS_RETURNING"
+    )
     lay = ops.CustomCallWithLayout(
-        b, "qux", [p], S.array_shape(np.float32, (5, 2), layout=(0, 1)), [S.array_shape(np.float32, (2, 5), layout=(0, 1))]
+        b, "qux", [p], S.array_shape(np.float32, (5, 2), layout=(0, 1)),
+        [S.array_shape(np.float32, (2, 5), layout=(0, 1))],
     )
     assert ffi.shape.leaf_count() == 2
     hlo = b.build(ops.Tuple(b, [raw, ops.GetTupleElement(ffi, 1), status, lay])).as_hlo_text(print_metadata=False)
@@ -180,10 +189,12 @@ def test_custom_call_hlo_attributes() -> None:
                  "d = 1.250000e-01 : f64", "u = 7 : ui8", "inner = {k = -1 : i64}"):
         assert frag in hlo, frag
     assert 'custom_call_target="baz", api_version=API_VERSION_STATUS_RETURNING, backend_config="text"' in hlo
-    assert "f32[5,2]{0,1} custom-call(%p0.1), custom_call_target=\"qux\", operand_layout_constraints={f32[2,5]{0,1}}" in hlo
+    qux = 'f32[5,2]{0,1} custom-call(%p0.1), custom_call_target="qux", operand_layout_constraints={f32[2,5]{0,1}}'
+    assert qux in hlo
 
 
 def test_custom_call_errors() -> None:
+    ei: pytest.ExceptionInfo[Any]
     b = xs.XlaBuilder("e")
     p = param(b, 0, np.float32, (2, 5))
     f = p.shape
@@ -239,6 +250,7 @@ def test_custom_call_errors() -> None:
 
 
 def test_builtin_targets_are_checked_before_xla_sees_them() -> None:
+    ei: pytest.ExceptionInfo[Any]
     b = xs.XlaBuilder("e")
     p = param(b, 0, np.float32, (2, 5))
     f = p.shape
@@ -247,10 +259,10 @@ def test_builtin_targets_are_checked_before_xla_sees_them() -> None:
         ops.CustomCall(b, "TopK", [p], f)
     assert_error(ei, "CustomCall", "target 'TopK' on f32[2,5] returns (f32[2,k], s32[2,k])", "got shape f32[2,5]")
     with pytest.raises(ShapeError) as ei:
-        ops.CustomCall(b, "TopK", [p], S.tuple_shape([S.array_shape(np.float32, (2, 7)), S.array_shape(np.int32, (2, 7))]))
+        ops.CustomCall(b, "TopK", [p], topk_shape((2, 7)))
     assert_error(ei, "CustomCall", "0 <= k <= 5")
     with pytest.raises(ShapeError) as ei:
-        ops.CustomCall(b, "TopK", [p], S.tuple_shape([S.array_shape(np.float32, (2, 3)), S.array_shape(np.int64, (2, 3))]))
+        ops.CustomCall(b, "TopK", [p], topk_shape((2, 3), np.int64))
     assert_error(ei, "CustomCall", "s32[2,k]")
     with pytest.raises(ShapeError) as ei:
         ops.CustomCall(b, "TopK", [p, p], topk)
@@ -317,7 +329,9 @@ def test_infeed_outfeed_build_and_hlo() -> None:
     arr = S.array_shape(np.float32, (2, 3))
     inf1 = ops.InfeedWithToken(t, arr)
     assert inf1.shape == S.tuple_shape([arr, S.token_shape()])
-    data_shape = S.tuple_shape([S.array_shape(np.int32, (4,), layout=(0,)), S.array_shape(np.float32, (2, 2), layout=(0, 1))])
+    data_shape = S.tuple_shape(
+        [S.array_shape(np.int32, (4,), layout=(0,)), S.array_shape(np.float32, (2, 2), layout=(0, 1))]
+    )
     inf2 = ops.InfeedWithToken(ops.GetTupleElement(inf1, 1), data_shape, config="cfg")
     assert inf2.shape == S.tuple_shape([data_shape, S.token_shape()])
     data = ops.GetTupleElement(inf2, 0)
@@ -335,6 +349,7 @@ def test_infeed_outfeed_build_and_hlo() -> None:
 
 
 def test_infeed_outfeed_errors() -> None:
+    ei: pytest.ExceptionInfo[Any]
     b = xs.XlaBuilder("e")
     p = param(b, 0, np.float32, (2,))
     t = ops.CreateToken(b)

@@ -9,10 +9,10 @@ Clamp, ConvertElementType), ``shaping`` (Broadcast, Reshape, Transpose, Slice, C
 
 from __future__ import annotations
 
-from .control import Call, Conditional, GetTupleElement, Tuple, While
 from .collectives import (
     AllGather, AllReduce, AllToAll, CollectivePermute, CrossReplicaSum, PartitionId, ReduceScatter, ReplicaId,
 )
+from .control import Call, Conditional, GetTupleElement, Tuple, While
 from .conv import Conv, ConvGeneralDilated
 from .elementwise import (
     Abs, Acos, Acosh, Add, And, Asin, Asinh, Atan, Atan2, Atanh, BesselI1e, Cbrt, Ceil, Clamp, Clz,
@@ -26,12 +26,12 @@ from .linalg import Dot, DotGeneral
 from .reduce import Map, Reduce
 from .indexing import DynamicSlice, DynamicUpdateSlice, Gather, Scatter
 from .shaping import Broadcast, BroadcastInDim, Collapse, ConcatInDim, Pad, Reshape, Rev, Slice, SliceInDim, Transpose
-from .sort import Sort, TopK
-from .sources import Constant, ConstantLiteral, Iota, Parameter
 from .side_effects import (
     AfterAll, CreateToken, CustomCall, CustomCallApiVersion, CustomCallSchedule, CustomCallWithLayout,
     InfeedWithToken, OptimizationBarrier, OutfeedWithToken,
 )
+from .sort import Sort, TopK
+from .sources import Constant, ConstantLiteral, Iota, Parameter
 from .window import ReduceWindow, ReduceWindowWithGeneralPadding, SelectAndScatterWithGeneralPadding
 
 __all__ = [

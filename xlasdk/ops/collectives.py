@@ -74,9 +74,11 @@ def _groups_mlir(groups: Sequence[Sequence[int]]) -> str:
     return f"dense<[{body}]> : tensor<{len(groups)}x{len(groups[0])}xi64>"
 
 
-def _channel(op: str, channel_id: Any, use_global_device_ids: Any = None) -> list[str]:
+def _channel(
+    op: str, channel_id: Any, use_global_device_ids: Any = None, groups: Sequence[Sequence[int]] = ()
+) -> list[str]:
     """Attribute parts for ``channel_id`` (an int >= 1 or an object with ``.handle``) and
-    ``use_global_device_ids`` (which needs a channel)."""
+    ``use_global_device_ids`` (which needs a channel and explicit ``groups``)."""
     parts: list[str] = []
     if channel_id is not None:
         handle = getattr(channel_id, "handle", channel_id)
@@ -86,7 +88,11 @@ def _channel(op: str, channel_id: Any, use_global_device_ids: Any = None) -> lis
         parts.append(f"channel_handle = #stablehlo.channel_handle<handle = {h}, type = 1>")
     if use_global_device_ids:
         if channel_id is None:
-            shape_error(op, "use_global_device_ids=True needs a channel_id (replica groups then hold global device ids)")
+            shape_error(
+                op, "use_global_device_ids=True needs a channel_id (replica groups then hold global device ids)"
+            )
+        if not groups:
+            shape_error(op, "use_global_device_ids=True needs explicit replica_groups (of global device ids)")
         parts.append("use_global_device_ids")
     return parts
 
@@ -173,6 +179,8 @@ def all_gather_shape(dims: Sequence[int], all_gather_dimension: int, shard_count
 def reduce_scatter_shape(op: str, shape: Shape, scatter_dimension: int, shard_count: int) -> tuple[int, ...]:
     """ReduceScatter: the scatter dimension is divided by ``shard_count`` (must divide evenly)."""
     out = list(shape.dimensions())
+    if out[scatter_dimension] == 0:
+        shape_error(op, f"operand 'operand' has shape {shape}: scatter_dimension {scatter_dimension} must not have size 0")
     if out[scatter_dimension] % shard_count:
         shape_error(
             op, f"operand 'operand' has shape {shape}: dimension {scatter_dimension} (size "
@@ -226,7 +234,7 @@ def AllReduce(
     shape_with_layout: optional Shape equal to the result (only the default layout is
         expressible).
     use_global_device_ids: interpret ``replica_groups`` as global device ids (needs
-        ``channel_id``).
+        ``channel_id`` and explicit ``replica_groups``).
 
     Returns
     -------
@@ -235,7 +243,8 @@ def AllReduce(
     Raises
     ------
     ShapeError: bad replica groups, a reducer of the wrong signature, a tuple with mixed
-    element types or nested tuples, ``use_global_device_ids`` without ``channel_id``, or a
+    element types or nested tuples, ``use_global_device_ids`` without ``channel_id`` or
+    without groups, or a
     ``shape_with_layout`` that differs from the result. DTypeError: ``operand`` is not an XlaOp.
     """
     op = "AllReduce"
@@ -246,7 +255,9 @@ def AllReduce(
         if not elems or not all(e.is_array() for e in elems):
             shape_error(op, f"operand 'operand' must be an array or a flat tuple of arrays, got {operand_.shape}")
         if any(e.element_type() is not elems[0].element_type() for e in elems):
-            shape_error(op, f"operand 'operand' is the tuple {operand_.shape}: its elements must share one element type")
+            shape_error(
+                op, f"operand 'operand' is the tuple {operand_.shape}: its elements must share one element type"
+            )
         xs = [GetTupleElement(operand_, i) for i in range(len(elems))]
         result: Shape = operand_.shape
     else:
@@ -254,7 +265,7 @@ def AllReduce(
         result = xs[0].shape
     b = xs[0].builder
     groups = _replica_groups(op, replica_groups)
-    parts = [f"replica_groups = {_groups_mlir(groups)}"] + _channel(op, channel_id, use_global_device_ids)
+    parts = [f"replica_groups = {_groups_mlir(groups)}"] + _channel(op, channel_id, use_global_device_ids, groups)
     if shape_with_layout is not None:
         if result.is_tuple():
             if not isinstance(shape_with_layout, Shape) or shape_with_layout != result:
@@ -315,7 +326,7 @@ def AllGather(
     replica_groups: lists of replica ids, e.g. ``[[0, 1], [2, 3]]``; ``None``: all replicas.
     channel_id: int >= 1: gather across replicas and partitions.
     shape_with_layout: optional Shape equal to the result (default layout only).
-    use_global_device_ids: groups hold global device ids (needs ``channel_id``).
+    use_global_device_ids: groups hold global device ids (needs ``channel_id`` and groups).
 
     Returns
     -------
@@ -324,16 +335,18 @@ def AllGather(
 
     Raises
     ------
-    ShapeError: dimension out of range, ``shard_count < 1`` or different from the group size,
-    bad replica groups, ``use_global_device_ids`` without ``channel_id``, or a mismatching
-    ``shape_with_layout``. DTypeError: ``operand`` is not an XlaOp.
+    ShapeError: dimension out of range or of size 0, ``shard_count < 1`` or different from the
+    group size, bad replica groups, ``use_global_device_ids`` without ``channel_id`` or groups,
+    or a mismatching ``shape_with_layout``. DTypeError: ``operand`` is not an XlaOp.
     """
     op = "AllGather"
     x = operand(op, "operand", operand_)
     dim = _dim(op, "all_gather_dimension", all_gather_dimension, x.shape.rank(), x.shape)
     n = _count(op, "shard_count", shard_count)
     groups = _implicit_groups(op, _replica_groups(op, replica_groups), n, "shard_count", channel_id)
-    channel = _channel(op, channel_id, use_global_device_ids)
+    channel = _channel(op, channel_id, use_global_device_ids, groups)
+    if x.shape.dimensions()[dim] == 0:
+        shape_error(op, f"operand 'operand' has shape {x.shape}: all_gather_dimension {dim} must not have size 0")
     result = array_shape(x.shape.element_type(), all_gather_shape(x.shape.dimensions(), dim, n))
     _check_layout(op, "shape_with_layout", shape_with_layout, result)
     attrs = [f"all_gather_dim = {i64(dim)}", f"replica_groups = {_groups_mlir(groups)}"] + channel
@@ -373,7 +386,7 @@ def ReduceScatter(
 
     Raises
     ------
-    ShapeError: dimension out of range, ``d_k`` not divisible by ``shard_count``, a group size
+    ShapeError: dimension out of range, ``d_k`` zero or not divisible by ``shard_count``, a group size
     different from ``shard_count``, bad replica groups or reducer, or a non-default layout.
     DTypeError: ``operand`` is not an XlaOp.
     """
@@ -382,7 +395,7 @@ def ReduceScatter(
     dim = _dim(op, "scatter_dimension", scatter_dimension, x.shape.rank(), x.shape)
     n = _count(op, "shard_count", shard_count)
     groups = _implicit_groups(op, _replica_groups(op, replica_groups), n, "shard_count", channel_id)
-    channel = _channel(op, channel_id, use_global_device_ids)
+    channel = _channel(op, channel_id, use_global_device_ids, groups)
     result = array_shape(x.shape.element_type(), reduce_scatter_shape(op, x.shape, dim, n))
     _check_layout(op, "layout", layout, result)
     region = _reducer(op, computation, x.shape.element_type(), x.builder)
@@ -478,7 +491,9 @@ def CollectivePermute(
     try:
         items = list(source_target_pairs)
     except TypeError:
-        shape_error(op, f"source_target_pairs must be a sequence of (source, target) pairs, got {source_target_pairs!r}")
+        shape_error(
+            op, f"source_target_pairs must be a sequence of (source, target) pairs, got {source_target_pairs!r}"
+        )
     for i, p in enumerate(items):
         try:
             s, t = p

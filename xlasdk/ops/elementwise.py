@@ -361,6 +361,19 @@ def binary_operands(
     op: str, lhs: Any, rhs: Any, broadcast_dimensions: Sequence[int] | None, allowed: frozenset[PrimitiveType]
 ) -> tuple[XlaOp, XlaOp, PrimitiveType]:
     """Check, coerce and broadcast the two operands of an element-wise binary op."""
+    if type(lhs) is XlaOp and type(rhs) is XlaOp and not broadcast_dimensions:
+        # Fast path: two arrays of one builder with identical shapes (the common case).
+        ls, rs = lhs.shape, rhs.shape
+        et = ls._etype
+        if (
+            lhs.builder is rhs.builder
+            and et is rs._etype
+            and et in allowed
+            and ls._dims == rs._dims
+            and ls._tuple is None
+            and rs._tuple is None
+        ):
+            return lhs, rhs, et
     x, y = _coerce(op, lhs, rhs)
     x = operand(op, "lhs", x)
     y = operand(op, "rhs", y)

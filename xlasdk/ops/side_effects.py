@@ -152,7 +152,8 @@ def _api_version(op: str, value: Any) -> CustomCallApiVersion:
         if key in CustomCallApiVersion.__members__:
             v = CustomCallApiVersion[key]
         else:
-            shape_error(op, f"unknown api_version {value!r}; expected one of {', '.join(CustomCallApiVersion.__members__)}")
+            names = ", ".join(CustomCallApiVersion.__members__)
+            shape_error(op, f"unknown api_version {value!r}; expected one of {names}")
     else:
         try:
             if isinstance(value, bool):
@@ -165,7 +166,7 @@ def _api_version(op: str, value: Any) -> CustomCallApiVersion:
     return v
 
 
-def _mlir_string(data: str | bytes) -> str:
+def _mlir_string(data: str | bytes | bytearray) -> str:
     """An MLIR string literal holding ``data`` byte for byte (``\\XX`` escapes)."""
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     out = []
@@ -190,7 +191,9 @@ def _float_literal(x: float, bits: int) -> str:
     return hex(int(np.array(x, dtype=dt).view(u)))
 
 
-_DENSE_ARRAY = {"int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "float32": "f32", "float64": "f64", "bool": "i1"}
+_DENSE_ARRAY = {
+    "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "float32": "f32", "float64": "f64", "bool": "i1",
+}
 
 
 def _ffi_attr(op: str, path: str, v: Any) -> str:
@@ -285,7 +288,9 @@ def _check_builtin_target(op: str, target: str, operands: Sequence[XlaOp], resul
             shape_error(op, f"target {target!r} takes exactly one array operand, got ({got})")
         x = operands[0].shape
         if not result.is_array() or result.element_type() is not x.element_type():
-            shape_error(op, f"target {target!r} returns an array of its operand's element type ({x}), got shape {result}")
+            shape_error(
+                op, f"target {target!r} returns an array of its operand's element type ({x}), got shape {result}"
+            )
         if target in _ANNOTATIONS_SAME_SHAPE and result.dimensions() != x.dimensions():
             shape_error(op, f"target {target!r} returns its operand's shape {x}, got shape {result}")
     if target == "TopK":
@@ -393,12 +398,15 @@ def _custom_call(
         if isinstance(operand_shapes_with_layout, Shape) or not isinstance(operand_shapes_with_layout, (list, tuple)):
             dtype_error(op, "operand_shapes_with_layout must be a list of Shapes, one per operand")
         if len(operand_shapes_with_layout) != len(xs):
-            shape_error(op, f"operand_shapes_with_layout has {len(operand_shapes_with_layout)} shapes for {len(xs)} operands")
+            n = len(operand_shapes_with_layout)
+            shape_error(op, f"operand_shapes_with_layout has {n} shapes for {len(xs)} operands")
         op_layouts = []
-        for i, (x, s) in enumerate(zip(xs, operand_shapes_with_layout)):
+        for i, (x, s) in enumerate(zip(xs, operand_shapes_with_layout, strict=True)):
             s = _shape_arg(op, f"operand_shapes_with_layout[{i}]", s, allow_tuple=False, allow_token=False)
             if s != x.shape:
-                shape_error(op, f"operand_shapes_with_layout[{i}] is {s}, but operand 'operands[{i}]' has shape {x.shape}")
+                shape_error(
+                    op, f"operand_shapes_with_layout[{i}] is {s}, but operand 'operands[{i}]' has shape {x.shape}"
+                )
             op_layouts.append(_layout_attr(op, f"operand 'operands[{i}]'", s))
         res_leaves = result.tuple_shapes() if result.is_tuple() else (result,)
         res_layouts = [_layout_attr(op, "shape_with_layout", s) for s in res_leaves]

@@ -299,16 +299,17 @@ def SelectAndScatterWithGeneralPadding(
     init_value: XlaOp,
     scatter: Any,
 ) -> XlaOp:
-    """Scatter ``source`` to the element each window selects (XLA ``SelectAndScatter``;
-    ``stablehlo.select_and_scatter``): the gradient of a pooling op.
+    """Scatter ``source`` to the element each window selects (XLA ``SelectAndScatter``): the
+    gradient of a pooling op. Lowered to ``stablehlo.reduce_window`` + ``stablehlo.scatter``
+    (see Notes), not ``stablehlo.select_and_scatter``.
 
     For each window position (as in :func:`ReduceWindow`, no dilation), one operand element is
     selected by scanning the window in row-major order: the current choice ``a`` is kept while
-    ``select(a, b)`` is true and replaced by ``b`` otherwise (with ``Ge``: the first maximum
-    in row-major order wins ties). The matching ``source`` element is combined into the output at the selected
-    position with ``scatter``; the output starts as ``init_value`` everywhere. With ``Ge`` and
-    ``Add`` this is the max-pool gradient. Padding positions are never selected; a window that
-    holds only padding drops its source element.
+    ``select(a, b)`` is true and replaced by ``b`` otherwise (with ``Ge``: the first maximum in
+    row-major order wins ties). The matching ``source`` element is combined into the output at
+    the selected position with ``scatter``; the output starts as ``init_value`` everywhere. With
+    ``Ge`` and ``Add`` this is the max-pool gradient. Padding positions are never selected; a
+    window that holds only padding drops its source element.
 
     Parameters
     ----------
