@@ -84,8 +84,11 @@ class Emitter:
         return [self.ref(val, shape, indent)], [shape]
 
     # -- graphs ------------------------------------------------------------------------------
-    def graph(self, env: dict[int, Val], roots: list[XlaOp], indent: str) -> None:
-        """Emit every op reachable from ``roots`` not yet in ``env``, in creation order."""
+    def graph(self, env: dict[int, Val], roots: list[XlaOp], indent: str) -> list[int]:
+        """Emit every op reachable from ``roots`` not yet in ``env``, in creation order.
+
+        Returns the ids of the ops emitted (so a region can drop them from ``env`` afterwards).
+        """
         todo: dict[int, XlaOp] = {}
         stack = list(roots)
         while stack:
@@ -98,8 +101,10 @@ class Emitter:
             stack.extend(o.operands)
             for r in o.regions:
                 stack.extend(r.bindings or ())
-        for i in sorted(todo):
+        order = sorted(todo)
+        for i in order:
             self.op(todo[i], env, indent)
+        return order
 
     def op(self, o: XlaOp, env: dict[int, Val], indent: str) -> None:
         code = o.opcode
@@ -154,7 +159,10 @@ class Emitter:
 
     def region(self, r: Region, outer: dict[int, Val], indent: str) -> str:
         inner = indent + "  "
-        env: dict[int, Val] = dict(outer)
+        # One env for every scope: op ids are unique across builders, so the region's entries
+        # cannot clash with the outer ones; they are dropped at the end so that the same
+        # computation can be emitted again as another region (no per-region copy of env).
+        env = outer
         bargs: list[str] = []
         for i, p in enumerate(r.params):
             if r.bindings is not None:  # implicit capture: the parameter is an outer value
@@ -172,7 +180,7 @@ class Emitter:
                 env[p.id] = a
         saved = self.lines
         self.lines = []
-        self.graph(env, list(r.results), inner)
+        emitted = self.graph(env, list(r.results), inner)
         rets: list[str] = []
         rshapes: list[Shape] = []
         for x in r.results:
@@ -181,6 +189,10 @@ class Emitter:
             rshapes.extend(shapes)
         body = self.lines
         self.lines = saved
+        for k in emitted:
+            del env[k]
+        for p in r.params:
+            del env[p.id]
         head = f"{indent}^bb0({', '.join(bargs)}):\n" if bargs else ""
         ret = f'{inner}"stablehlo.return"({", ".join(rets)}) : ({_types(rshapes)}) -> ()\n'
         return "{\n" + head + "".join(body) + ret + indent + "}"
@@ -188,15 +200,19 @@ class Emitter:
     def inline(self, o: XlaOp, env: dict[int, Val], indent: str) -> None:
         """Emit the graph of ``o``'s one region in place, its parameters bound to ``o``'s operands.
 
-        The region's ops are emitted afresh for each inlined use (a private copy of ``env``), so
-        one computation called twice with different operands yields two copies.
+        The region's ops are emitted afresh for each inlined use (their ``env`` entries are
+        dropped afterwards), so one computation called twice with different operands yields two
+        copies.
         """
         (r,) = o.regions
-        inner: dict[int, Val] = dict(env)
         for p, x in zip(r.params, o.operands, strict=True):
-            inner[p.id] = env[x.id]
-        self.graph(inner, list(r.results), indent)
-        vals = tuple(inner[x.id] for x in r.results)
+            env[p.id] = env[x.id]
+        emitted = self.graph(env, list(r.results), indent)
+        vals = tuple(env[x.id] for x in r.results)
+        for k in emitted:
+            del env[k]
+        for p in r.params:
+            del env[p.id]
         env[o.id] = vals[0] if len(vals) == 1 else vals
 
 

@@ -180,7 +180,9 @@ def reduce_scatter_shape(op: str, shape: Shape, scatter_dimension: int, shard_co
     """ReduceScatter: the scatter dimension is divided by ``shard_count`` (must divide evenly)."""
     out = list(shape.dimensions())
     if out[scatter_dimension] == 0:
-        shape_error(op, f"operand 'operand' has shape {shape}: scatter_dimension {scatter_dimension} must not have size 0")
+        shape_error(
+            op, f"operand 'operand' has shape {shape}: scatter_dimension {scatter_dimension} must not have size 0"
+        )
     if out[scatter_dimension] % shard_count:
         shape_error(
             op, f"operand 'operand' has shape {shape}: dimension {scatter_dimension} (size "

@@ -221,8 +221,16 @@ BINARY: dict[str, BinaryOp] = {
         ),
         BinaryOp("Atan2", "stablehlo.atan2", _FC, hlo="atan2"),
         BinaryOp("Complex", "stablehlo.complex", frozenset(_MAKE_COMPLEX), _MAKE_COMPLEX.__getitem__, "complex"),
-        BinaryOp("And", "stablehlo.and", _INTBOOL, hlo="and"),
-        BinaryOp("Or", "stablehlo.or", _INTBOOL, hlo="or"),
+        BinaryOp(
+            "And", "stablehlo.and", _INTBOOL, hlo="and",
+            semantics="Bitwise for integers, logical for pred. Signed integers are combined as their "
+            "unsigned bit patterns (XLA:CPU crashes compiling some signed forms).",
+        ),
+        BinaryOp(
+            "Or", "stablehlo.or", _INTBOOL, hlo="or",
+            semantics="Bitwise for integers, logical for pred. Signed integers are combined as their "
+            "unsigned bit patterns (XLA:CPU crashes compiling some signed forms).",
+        ),
         BinaryOp("Xor", "stablehlo.xor", _INTBOOL, hlo="xor"),
         BinaryOp(
             "ShiftLeft", "stablehlo.shift_left", _INT, hlo="shift-left",
@@ -395,6 +403,8 @@ def _binary(bo: BinaryOp) -> Callable[..., XlaOp]:
             return _int_div_rem(bo, x, y, et)
         if bo.name == "Pow" and et in SIGNED_INTS:
             return _int_pow(x, y)
+        if bo.name in ("And", "Or") and et in _AS_UNSIGNED:
+            return _unsigned_bitwise(bo.opcode, x, y)
         res_et = bo.result(et)
         shape = x.shape if res_et is et else array_shape(res_et, x.shape.dimensions())
         return x.builder._add(bo.opcode, (x, y), shape)
@@ -449,6 +459,23 @@ def _int_div_rem(bo: BinaryOp, x: XlaOp, y: XlaOp, et: PrimitiveType) -> XlaOp:
     return b._add("stablehlo.select", (by_zero, x, res), x.shape)
 
 
+_AS_UNSIGNED = {_P.S8: _P.U8, _P.S16: _P.U16, _P.S32: _P.U32, _P.S64: _P.U64}
+
+
+def _unsigned_bitwise(opcode: str, x: XlaOp, y: XlaOp) -> XlaOp:
+    """``and``/``or`` of signed integers computed on their unsigned bit patterns.
+
+    XLA:CPU (jaxlib 0.10.2) segfaults while compiling ``and``/``or`` of a narrowing signed
+    convert (s32 -> s8, s64 -> s32...) and another operand; bitcasting to unsigned first gives
+    the same bits and avoids the crashing rewrite.
+    """
+    b = x.builder
+    ushape = array_shape(_AS_UNSIGNED[x.shape.element_type()], x.shape.dimensions())
+    xu = b._add("stablehlo.bitcast_convert", (x,), ushape)
+    yu = b._add("stablehlo.bitcast_convert", (y,), ushape)
+    return b._add("stablehlo.bitcast_convert", (b._add(opcode, (xu, yu), ushape),), x.shape)
+
+
 def _int_pow(x: XlaOp, y: XlaOp) -> XlaOp:
     """Signed integer Pow whose negative-exponent lanes do not depend on XLA's evaluator.
 
@@ -471,7 +498,7 @@ def _int_pow(x: XlaOp, y: XlaOp) -> XlaOp:
     minus1 = constant_like("Pow", -1, x)
     neg = cmp(y, zero, "LT")
     powered = b._add("stablehlo.power", (x, b._add("stablehlo.select", (neg, zero, y), y.shape)), x.shape)
-    odd = cmp(b._add("stablehlo.and", (y, one), y.shape), one, "EQ")
+    odd = cmp(_unsigned_bitwise("stablehlo.and", y, one), one, "EQ")
     of_minus1 = b._add("stablehlo.select", (odd, minus1, one), x.shape)
     neg_val = b._add(
         "stablehlo.select",

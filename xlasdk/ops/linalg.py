@@ -526,6 +526,19 @@ def _svd_sweeps(w: XlaOp, v: XlaOp, k: int, tol: float, max_iter: int) -> tuple[
     return w, v
 
 
+def _scale(x: XlaOp) -> tuple[XlaOp, XlaOp]:
+    """``(x / m, m)`` with ``m (...)`` the largest magnitude of each matrix (1 where it is 0 or
+    not finite), so that sums of squares neither overflow nor underflow."""
+    b = x.builder
+    mag = ew.Abs(x)
+    zero = Constant(b, np.zeros((), dtype=mag.dtype))
+    r = x.shape.rank()
+    m = Reduce(b, mag, zero, ew.Max, [r - 2, r - 1])
+    m = ew.Select(ew.And(ew.IsFinite(m), ew.Gt(m, 0.0)), m, constant_like("linalg", 1, m))
+    mb = BroadcastInDim(_to(m, x.shape.element_type()), x.shape.dimensions(), list(range(r - 2)))
+    return x / mb, m
+
+
 def _pad_last2(x: XlaOp, rows: int, cols: int) -> XlaOp:
     if rows == 0 and cols == 0:
         return x
