@@ -40,3 +40,14 @@ def test_tuple_and_get_tuple_element_cost_nothing() -> None:
     comp = b.build(y)
     assert "stablehlo.tuple" not in comp._mlir_module_text()
     np.testing.assert_array_equal(xs.compile(comp)(np.array([1, 2, 3], np.int32)).to_numpy(), [0, 0, 0])
+
+
+def test_side_effects_not_reachable_from_root_are_kept() -> None:
+    b = xs.XlaBuilder("t")
+    x = ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, (2,)))
+    tok = ops.CreateToken(b)
+    ops.OutfeedWithToken(x, tok, xs.Shape.array_shape(np.float32, (2,)))
+    root = ops.Neg(x)
+    hlo = b.build(root).as_hlo_text()
+    assert "outfeed(" in hlo
+    assert "negate(" in hlo

@@ -15,6 +15,7 @@ region's graph is emitted in place with the parameters bound to the operands.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Union
 
 from .builder import Region, XlaOp
@@ -227,8 +228,13 @@ def emit_module(
     params: list[XlaOp],
     root: XlaOp,
     module_attrs: str = "",
+    side_effects: Sequence[XlaOp] = (),
 ) -> str:
-    """The full StableHLO module text of the graph ``params -> root``."""
+    """The full StableHLO module text of the graph ``params -> root``.
+
+    ``side_effects`` are ops emitted even if ``root`` does not depend on them (outfeed, send,
+    custom calls with side effects), in their place in creation order.
+    """
     em = Emitter()
     env: dict[int, Val] = {}
     args = []
@@ -238,7 +244,7 @@ def emit_module(
         args.append(f"{a}: {p.shape.mlir_type()} loc({_quote(pname)})")
         env[p.id] = a
     indent = "    "
-    em.graph(env, [root], indent)
+    em.graph(env, [root, *side_effects], indent)
     rets, rshapes = em.flat(env[root.id], root.shape, indent)
     attrs = f" attributes {{{module_attrs}}}" if module_attrs else ""
     head = (

@@ -239,6 +239,7 @@ class XlaBuilder:
         self._metadata_name = ""
         self._sharding: OpSharding | None = None
         self._loc_cache: dict[tuple[str, int], str] = {}
+        self._side_effects: list[XlaOp] = []
 
     def _next_id(self) -> int:
         self._count += 1
@@ -341,6 +342,10 @@ class XlaBuilder:
             attrs = f"{attrs}, {sh}" if attrs else sh
         op = XlaOp(self, opcode, operands, shape, attrs, regions, loc, extra)
         self._last = op
+        if opcode in _SIDE_EFFECT_OPCODES or (
+            opcode == "stablehlo.custom_call" and "has_side_effect = true" in attrs
+        ):
+            self._side_effects.append(op)  # kept in the computation even if the root does not use it
         return op
 
     def _add_parameter(self, number: int, shape: Shape, name: str) -> XlaOp:
@@ -431,6 +436,9 @@ class XlaBuilder:
                 stack.extend(r.bindings or ())
         return True
 
+
+# Ops kept in a built computation even when its root does not depend on them, as XLA's builder does.
+_SIDE_EFFECT_OPCODES = frozenset({"stablehlo.outfeed", "stablehlo.send", "stablehlo.infeed", "stablehlo.recv"})
 
 _NON_CONSTANT_OPCODES = frozenset(
     {

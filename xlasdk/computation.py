@@ -53,6 +53,7 @@ class XlaComputation:
         c._builder = builder
         c._root = root
         c._params = tuple(builder.parameters())
+        c._side_effects = tuple(builder._side_effects)
         return c
 
     @classmethod
@@ -156,7 +157,7 @@ class XlaComputation:
             from ._emit import emit_module
 
             assert self._root is not None
-            self._text = emit_module(self._name, list(self._params), self._root)
+            self._text = emit_module(self._name, list(self._params), self._root, side_effects=self._side_effects)
         return self._text
 
     def _mlir_module(self) -> Any:

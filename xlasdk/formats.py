@@ -789,7 +789,12 @@ def _program_shape(module: Any, what: str) -> ProgramShape:
     result = outs[0] if len(outs) == 1 else Shape.tuple_shape(outs)
     pnames = [n if n else f"p{i}" for i, n in enumerate(names)]
     if len(set(pnames)) != len(pnames):  # HLO tuple parameters flatten into several arguments
-        pnames = [f"{n}.{i}" if pnames.count(n) > 1 else n for i, n in enumerate(pnames)]
+        seen: Counter[str] = Counter()
+        renamed = []
+        for n in pnames:
+            renamed.append(f"{n}.{seen[n]}" if pnames.count(n) > 1 else n)
+            seen[n] += 1
+        pnames = renamed
     return ProgramShape(params, result, pnames)
 
 

@@ -22,7 +22,11 @@ from .elementwise import (
     Rsqrt, Select, ShiftLeft, ShiftRightArithmetic, ShiftRightLogical, Sign, Sin, Sinh, Sqrt, Square,
     Sub, Tan, Tanh, Xor, Zeta,
 )
-from .linalg import Dot, DotGeneral
+from ..attrs import TriangularSolveOptions_Transpose
+from .convert import BitcastConvertType, ReducePrecision
+from .fft import Fft
+from .linalg import QR, SVD, Cholesky, Dot, DotGeneral, Eigh, TriangularSolve
+from .random import RngBitGenerator, RngNormal, RngUniform
 from .reduce import Map, Reduce
 from .indexing import DynamicSlice, DynamicUpdateSlice, Gather, Scatter
 from .shaping import Broadcast, BroadcastInDim, Collapse, ConcatInDim, Pad, Reshape, Rev, Slice, SliceInDim, Transpose
@@ -32,6 +36,7 @@ from .side_effects import (
 )
 from .sort import Sort, TopK
 from .sources import Constant, ConstantLiteral, Iota, Parameter
+from .special import BesselI0e, Igamma, Igammac, RegularizedIncompleteBeta
 from .window import ReduceWindow, ReduceWindowWithGeneralPadding, SelectAndScatterWithGeneralPadding
 
 __all__ = [
@@ -53,4 +58,7 @@ __all__ = [
     "ReplicaId",
     "AfterAll", "CreateToken", "CustomCall", "CustomCallApiVersion", "CustomCallSchedule", "CustomCallWithLayout",
     "InfeedWithToken", "OptimizationBarrier", "OutfeedWithToken",
+    "Fft", "Cholesky", "TriangularSolve", "TriangularSolveOptions_Transpose", "QR", "Eigh", "SVD",
+    "RngBitGenerator", "RngUniform", "RngNormal", "BitcastConvertType", "ReducePrecision",
+    "Igamma", "Igammac", "RegularizedIncompleteBeta", "BesselI0e",
 ]

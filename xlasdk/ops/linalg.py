@@ -687,13 +687,15 @@ def Eigh(
         return x, ew.Real(_diag(x)) if et in COMPLEX else _diag(x)
     tol = eps_given if eps_given is not None else float(np.finfo(etype_to_dtype(rt)).eps)
     pad = n % 2
-    h = _pad_last2(_hermitian(x, lo), pad, pad)
+    h, scale = _scale(_hermitian(x, lo))
+    h = _pad_last2(h, pad, pad)
     big = h.shape.dimensions()
     k = big[-1] // 2
     a_out, v = _eigh_sweeps(h, _eye(b, et, big), k, tol, iters)
     w = _diag(a_out)
     if et in COMPLEX:
         w = ew.Real(w)
+    w = w * BroadcastInDim(scale, w.shape.dimensions(), list(range(w.shape.rank() - 1)))
     if srt:
         if pad:
             last = ew.Eq(_iota(b, w.shape.dimensions(), w.shape.rank() - 1), big[-1] - 1)
@@ -763,7 +765,8 @@ def SVD(
         return (v0, s, u0) if wide else (u0, s, v0)
     tol = eps_given if eps_given is not None else float(np.finfo(etype_to_dtype(rt)).eps) * float(np.sqrt(m))
     pad = n % 2
-    w = _pad_last2(x, 0, pad)
+    w, scale = _scale(x)
+    w = _pad_last2(w, 0, pad)
     big_n = n + pad
     k = big_n // 2
     w, v = _svd_sweeps(w, _eye(b, et, lead + (big_n, big_n)), k, tol, iters)
@@ -791,6 +794,7 @@ def SVD(
     if qd[-1] > n:
         phase = _concat([phase, Constant(b, np.ones(lead + (qd[-1] - n,), dtype=etype_to_dtype(et)))], -1)
     u = q * _rows_vec(phase, qd, -1)
+    s = s * BroadcastInDim(scale, s.shape.dimensions(), list(range(s.shape.rank() - 1)))
     if wide:
         return v, s, u
     return u, s, v
