@@ -70,7 +70,7 @@ from .builder import XlaOp
 from .computation import XlaComputation as _XlaComputation
 from .errors import DTypeError, ShapeError, XlaRuntimeError
 from .runtime import CompileOptions as _CompileOptions
-from .runtime import Device, DeviceArray, Executable, MemoryStats, device_put
+from .runtime import Device, DeviceArray, Executable, MemoryStats, UnknownDeviceError, device_put
 from .runtime import client as _sdk_client
 from .runtime import compile as _sdk_compile
 from .runtime import deserialize_executable as _sdk_deserialize
@@ -284,6 +284,11 @@ class XlaComputation(_XlaComputation):
 
     def __init__(self, serialized_hlo_module_proto: bytes) -> None:
         pass  # all done in __new__
+
+    def __copy__(self) -> XlaComputation:
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        return new
 
     @classmethod
     def _adopt(cls, comp: _XlaComputation) -> XlaComputation:
@@ -1037,8 +1042,8 @@ class Client:
             raise TypeError(f"{what}: compile_options must be a CompileOptions, got {type(opts).__name__}")
         if isinstance(opts, CompileOptions):
             opts._check_supported(what)
-        if executable_devices is not None and len(executable_devices) > 0:
-            devs = list(executable_devices)
+        devs = list(executable_devices) if executable_devices is not None else []
+        if devs:
             if len(devs) != opts.num_devices:
                 raise CompileError(
                     f"{what}: {len(devs)} executable_devices for num_replicas={opts.num_replicas} x "
@@ -1047,12 +1052,14 @@ class Client:
             ids = np.asarray([d.id for d in devs], dtype=np.int64).reshape(opts.num_replicas, opts.num_partitions)
             opts = _CompileOptions(opts.num_replicas, opts.num_partitions, ids, opts.env_option_overrides)
             base = devs[0]
-        elif opts.device_assignment is not None:
-            base = self._c.device(opts.device_assignment[0][0])
         else:
             base = self._c.default_device
         try:
+            if opts.device_assignment is not None and not devs:
+                base = self._c.device(opts.device_assignment[0][0])
             exe = _sdk_compile(comp, base, options=opts)
+        except UnknownDeviceError as e:
+            raise CompileError(f"{what}: {e}") from e
         except _errors.CompileError as e:
             if isinstance(e, XlaRuntimeError):
                 raise

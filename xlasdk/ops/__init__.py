@@ -9,11 +9,13 @@ Clamp, ConvertElementType), ``shaping`` (Broadcast, Reshape, Transpose, Slice, C
 
 from __future__ import annotations
 
+from ..attrs import TriangularSolveOptions_Transpose
 from .collectives import (
     AllGather, AllReduce, AllToAll, CollectivePermute, CrossReplicaSum, PartitionId, ReduceScatter, ReplicaId,
 )
 from .control import Call, Conditional, GetTupleElement, Tuple, While
 from .conv import Conv, ConvGeneralDilated
+from .convert import BitcastConvertType, ReducePrecision
 from .elementwise import (
     Abs, Acos, Acosh, Add, And, Asin, Asinh, Atan, Atan2, Atanh, BesselI1e, Cbrt, Ceil, Clamp, Clz,
     Compare, Complex, Conj, ConvertElementType, Cos, Cosh, Digamma, Div, Eq, Erf, Erfc, ErfInv, Exp,
@@ -22,8 +24,6 @@ from .elementwise import (
     Rsqrt, Select, ShiftLeft, ShiftRightArithmetic, ShiftRightLogical, Sign, Sin, Sinh, Sqrt, Square,
     Sub, Tan, Tanh, Xor, Zeta,
 )
-from ..attrs import TriangularSolveOptions_Transpose
-from .convert import BitcastConvertType, ReducePrecision
 from .fft import Fft
 from .linalg import QR, SVD, Cholesky, Dot, DotGeneral, Eigh, TriangularSolve
 from .random import RngBitGenerator, RngNormal, RngUniform

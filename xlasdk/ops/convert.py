@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from ..builder import XlaOp
@@ -23,9 +24,7 @@ def bit_width(et: PrimitiveType) -> int:
     dt = etype_to_dtype(et)
     if et in COMPLEX:
         return int(dt.itemsize) * 8
-    import ml_dtypes
-
-    info: Any = ml_dtypes.finfo(dt) if et in FLOATS else ml_dtypes.iinfo(dt)
+    info: Any = ml_dtypes.finfo(dt) if et in FLOATS else ml_dtypes.iinfo(dt)  # type: ignore[no-untyped-call]
     return int(info.bits)
 
 
@@ -45,16 +44,16 @@ def bitcast_shape(op: str, src: PrimitiveType, dims: tuple[int, ...], dst: Primi
     for et in (src, dst):
         if et is _P.PRED or et in COMPLEX or bit_width(et) < 8:
             dtype_error(
-                op, f"cannot bitcast {src.name.lower()} to {dst.name.lower()}: {et.name.lower()} only bitcasts to a type "
-                f"of the same width ({bit_width(et)} bits)"
+                op, f"cannot bitcast {src.name.lower()} to {dst.name.lower()}: {et.name.lower()} only bitcasts to "
+                f"a type of the same width ({bit_width(et)} bits)"
             )
     if sb > db:
         return dims + (sb // db,)
     ratio = db // sb
     if not dims or dims[-1] != ratio:
         shape_error(
-            op, f"bitcasting {src.name.lower()}{list(dims)} to the wider {dst.name.lower()} needs a last dimension of size "
-            f"{ratio} (= {db} / {sb} bits), got {list(dims)}"
+            op, f"bitcasting {src.name.lower()}{list(dims)} to the wider {dst.name.lower()} needs a last dimension "
+            f"of size {ratio} (= {db} / {sb} bits), got {list(dims)}"
         )
     return dims[:-1]
 
@@ -99,10 +98,13 @@ def ReducePrecision(operand_: XlaOp, exponent_bits: int, mantissa_bits: int) -> 
 
     Each value is rounded to the nearest value of a format with ``exponent_bits`` exponent bits
     and ``mantissa_bits`` explicit mantissa bits (ties to even), keeping the operand's element
-    type. Values beyond that format's range become +-inf, NaN stays NaN (its bits are
-    implementation-defined), and values below its smallest normal are flushed
-    to (signed) zero, as XLA:CPU does. ``(8, 7)`` emulates bfloat16 and ``(5, 10)`` float16 (for
-    normal values).
+    type. The mantissa is rounded at the value's own exponent; then, if ``exponent_bits`` is
+    narrower than the computation type's (8 for f16, bf16 and f32, which XLA:CPU computes in
+    f32; 11 for f64), results beyond the format's largest finite value become +-inf and results
+    below its smallest normal become +-0 (denormals of the narrow format are flushed). Otherwise
+    denormals are rounded like other values. NaN stays NaN (its bits are implementation-defined).
+    ``(8, 7)`` on f32 is exactly bfloat16 rounding; ``(5, 10)`` is float16 rounding for results
+    that are normal float16 numbers.
 
     Parameters
     ----------

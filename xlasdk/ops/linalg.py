@@ -269,12 +269,15 @@ def TriangularSolve(
     y = _matrix_operand(op, "b", b, square=False)
     same_builder(op, [("a", x), ("b", y)])
     if y.shape.element_type() is not x.shape.element_type():
-        dtype_error(op, f"operand 'b' has element type {y.shape}, expected {x.shape.element_type().name.lower()} like 'a'")
+        dtype_error(
+            op, f"operand 'b' has element type {y.shape}, expected {x.shape.element_type().name.lower()} like 'a'"
+        )
     ls = _flag(op, "left_side", left_side)
     lo = _flag(op, "lower", lower)
     ud = _flag(op, "unit_diagonal", unit_diagonal)
     if isinstance(transpose_a, (bool, np.bool_)):
-        tr = TriangularSolveOptions_Transpose.TRANSPOSE if transpose_a else TriangularSolveOptions_Transpose.NO_TRANSPOSE
+        tso = TriangularSolveOptions_Transpose
+        tr = tso.TRANSPOSE if transpose_a else tso.NO_TRANSPOSE
     else:
         try:
             tr = TriangularSolveOptions_Transpose.parse(transpose_a)
@@ -282,7 +285,9 @@ def TriangularSolve(
             shape_error(op, f"bad transpose_a: {e}")
     ad, bd = x.shape.dimensions(), y.shape.dimensions()
     if len(bd) != len(ad) or bd[:-2] != ad[:-2]:
-        shape_error(op, f"operand 'b' has shape {y.shape}; expected the batch dimensions {list(ad[:-2])} of 'a' {x.shape}")
+        shape_error(
+            op, f"operand 'b' has shape {y.shape}; expected the batch dimensions {list(ad[:-2])} of 'a' {x.shape}"
+        )
     m = ad[-1]
     solved = bd[-2] if ls else bd[-1]
     if solved != m:
@@ -781,13 +786,14 @@ def SVD(
         v = _slice2(v, (0, n), (0, n))
     pos = ew.Gt(s, 0.0)
     safe = ew.Select(pos, s, constant_like(op, 1.0, s))
-    u = ew.Select(_rows_vec(pos, w.shape.dimensions(), -1), w / _rows_vec(_to(safe, et), w.shape.dimensions(), -1), _zeros(w))
+    wd = w.shape.dimensions()
+    u = ew.Select(_rows_vec(pos, wd, -1), w / _rows_vec(_to(safe, et), wd, -1), _zeros(w))
     q, r = QR(u, full_matrices=full)
     rd = _diag(_slice2(r, (0, n), (0, n)))
     if et in COMPLEX:
         mag = ew.Sqrt(_abs2(rd))
-        phase = ew.Select(ew.Gt(mag, 0.0), rd / _to(ew.Select(ew.Gt(mag, 0.0), mag, constant_like(op, 1.0, mag)), et),
-                          constant_like(op, 1, rd))
+        nz = ew.Gt(mag, 0.0)
+        phase = ew.Select(nz, rd / _to(ew.Select(nz, mag, constant_like(op, 1.0, mag)), et), constant_like(op, 1, rd))
     else:
         phase = ew.Select(ew.Lt(rd, 0.0), constant_like(op, -1, rd), constant_like(op, 1, rd))
     qd = q.shape.dimensions()

@@ -10,7 +10,7 @@ import numpy as np
 from ..attrs import RandomAlgorithm, RandomDistribution
 from ..builder import XlaOp
 from ..shape import Shape
-from ..types import FLOATS, INTS, PrimitiveType, UNSIGNED_INTS
+from ..types import FLOATS, INTS, UNSIGNED_INTS, PrimitiveType
 from ._core import array_shape, dtype_error, operand, same_builder, shape_error
 from .sources import Constant
 

@@ -87,16 +87,18 @@ def _operands(op: str, named: Sequence[tuple[str, Any]]) -> tuple[list[XlaOp], P
         if x.shape.element_type() is not et:
             dtype_error(op, f"operand {name!r} has element type {x.shape}, expected {et.name.lower()} like the others")
         xs.append(x)
-    same_builder(op, [(n, x) for (n, _), x in zip(named, xs)])
+    same_builder(op, [(n, x) for (n, _), x in zip(named, xs, strict=True)])
     dims: tuple[int, ...] | None = None
-    for (name, _), x in zip(named, xs):
+    for (name, _), x in zip(named, xs, strict=True):
         d = x.shape.dimensions()
         if x.shape.rank() == 0:
             continue
         if dims is None:
             dims = d
         elif d != dims:
-            shape_error(op, f"operand {name!r} has shape {x.shape}, expected {list(dims)} like the others (or a scalar)")
+            shape_error(
+                op, f"operand {name!r} has shape {x.shape}, expected {list(dims)} like the others (or a scalar)"
+            )
     target = dims if dims is not None else ()
     ct = _UPCAST[et]
     out = []
@@ -184,7 +186,7 @@ def _igammac_cf(ax: XlaOp, x: XlaOp, a: XlaOp, enabled: XlaOp) -> XlaOp:
         en2 = ew.And(en, ew.Gt(t2, eps))
         new = [ans2, t2, y2, z2, c2, n_pkm1, n_qkm1, n_pkm2, n_qkm2]
         old = [ans, t, y, z, c, pkm1, qkm1, pkm2, qkm2]
-        return [en2] + [ew.Select(en, nv, ov) for nv, ov in zip(new, old)] + [i + 1]
+        return [en2] + [ew.Select(en, nv, ov) for nv, ov in zip(new, old, strict=True)] + [i + 1]
 
     out = while_loop([enabled, ans, t, y, z, c, pkm1, qkm1, pkm2, qkm2, i0], cond, body)
     return out[1] * ax

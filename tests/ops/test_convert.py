@@ -1,0 +1,262 @@
+"""BitcastConvertType (same width, narrower, wider) against numpy's ``view``, ReducePrecision
+against rounding through ml_dtypes / numpy narrow types, and their errors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+from helpers import run
+
+import xlasdk as xs
+from xlasdk import ops
+from xlasdk.errors import DTypeError, ShapeError
+
+S = xs.Shape.array_shape
+
+
+def check(exc: type[Exception], fn: Callable[[], Any], *words: str) -> None:
+    """``fn`` (a lambda written on one line) raises ``exc`` naming the words and this file's line."""
+    line = fn.__code__.co_firstlineno
+    with pytest.raises(exc) as ei:
+        fn()
+    msg = str(ei.value)
+    for w in words:
+        assert w in msg, (w, msg)
+    assert msg.endswith(f" — at test_convert.py:{line}"), msg
+
+
+SPECIAL_F32_BITS = np.array(
+    [0x00000000, 0x80000000, 0x3F800000, 0xBF800000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001,
+     0xFFC00123, 0x00000001, 0x807FFFFF, 0x7F7FFFFF, 0x12345678, 0xDEADBEEF],
+    dtype=np.uint32,
+)
+
+
+# -- BitcastConvertType ----------------------------------------------------------------------------
+
+def test_bitcast_same_width_matches_view() -> None:
+    """Same-width bitcasts keep the dimensions and every bit (NaN payloads, -0.0, denormals)."""
+    rng = np.random.default_rng(0)
+    f32 = SPECIAL_F32_BITS.view(np.float32).reshape(2, 7)
+    f64 = rng.integers(0, 2**63, 6, dtype=np.int64).view(np.float64).reshape(3, 2)
+    u16 = rng.integers(0, 2**16, 5, dtype=np.uint16)
+    s8 = np.array([-128, -1, 0, 1, 127], np.int8)
+    b = xs.XlaBuilder("same")
+    p32 = ops.Parameter(b, 0, S(np.float32, (2, 7)))
+    p64 = ops.Parameter(b, 1, S(np.float64, (3, 2)))
+    p16 = ops.Parameter(b, 2, S(np.uint16, (5,)))
+    p8 = ops.Parameter(b, 3, S(np.int8, (5,)))
+    outs = [
+        ops.BitcastConvertType(p32, np.uint32),
+        ops.BitcastConvertType(p32, "int32"),
+        ops.BitcastConvertType(ops.BitcastConvertType(p32, np.int32), np.float32),
+        ops.BitcastConvertType(p64, np.int64),
+        ops.BitcastConvertType(p64, xs.PrimitiveType.U64),
+        ops.BitcastConvertType(p16, np.float16),
+        ops.BitcastConvertType(p16, ml_dtypes.bfloat16),
+        ops.BitcastConvertType(p8, np.uint8),
+    ]
+    assert all(o.dims == d for o, d in zip(outs, [(2, 7)] * 3 + [(3, 2)] * 2 + [(5,)] * 3, strict=True))
+    # bf16 cannot come back through the test runner: bitcast it back to u16 inside the graph
+    outs[6] = ops.BitcastConvertType(outs[6], np.uint16)
+    got = run(b.build(ops.Tuple(b, outs)), f32, f64, u16, s8)
+    wants = [f32.view(np.uint32), f32.view(np.int32), f32, f64.view(np.int64), f64.view(np.uint64),
+             u16.view(np.float16), u16, s8.view(np.uint8)]
+    for g, w in zip(got, wants, strict=True):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g.view(np.uint8), w.view(np.uint8))
+
+
+def test_bitcast_to_narrower_adds_minor_dimension() -> None:
+    """f32 -> u8 gives (..., 4), least significant byte first, as numpy's view on little-endian."""
+    rng = np.random.default_rng(1)
+    f32 = SPECIAL_F32_BITS.view(np.float32).reshape(2, 7)
+    f64 = rng.standard_normal((3,))
+    u64 = rng.integers(0, 2**63, (2, 2), dtype=np.int64).view(np.uint64)
+    b = xs.XlaBuilder("narrower")
+    p32 = ops.Parameter(b, 0, S(np.float32, (2, 7)))
+    p64 = ops.Parameter(b, 1, S(np.float64, (3,)))
+    pu = ops.Parameter(b, 2, S(np.uint64, (2, 2)))
+    scalar = ops.Constant(b, np.float32(1.0))
+    outs = [
+        ops.BitcastConvertType(p32, np.uint8),
+        ops.BitcastConvertType(p64, np.uint16),
+        ops.BitcastConvertType(pu, np.uint32),
+        ops.BitcastConvertType(p64, np.float32),
+        ops.BitcastConvertType(scalar, np.int16),
+    ]
+    assert [o.dims for o in outs] == [(2, 7, 4), (3, 4), (2, 2, 2), (3, 2), (2,)]
+    got = run(b.build(ops.Tuple(b, outs)), f32, f64, u64)
+    wants = [
+        f32.view(np.uint8).reshape(2, 7, 4),
+        f64.view(np.uint16).reshape(3, 4),
+        u64.view(np.uint32).reshape(2, 2, 2),
+        f64.view(np.float32).reshape(3, 2),
+        np.float32(1.0).reshape(1).view(np.int16),
+    ]
+    for g, w in zip(got, wants, strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g.view(np.uint8), w.view(np.uint8))
+    np.testing.assert_array_equal(got[0][0, 2], [0, 0, 128, 63])  # 1.0f = 0x3f800000
+
+
+def test_bitcast_to_wider_removes_minor_dimension() -> None:
+    rng = np.random.default_rng(2)
+    u8 = rng.integers(0, 256, (3, 4), dtype=np.uint8)
+    s16 = rng.integers(-(2**15), 2**15, (2, 5, 2), dtype=np.int16)
+    f32 = rng.standard_normal((4, 2)).astype(np.float32)
+    b = xs.XlaBuilder("wider")
+    p8 = ops.Parameter(b, 0, S(np.uint8, (3, 4)))
+    p16 = ops.Parameter(b, 1, S(np.int16, (2, 5, 2)))
+    pf = ops.Parameter(b, 2, S(np.float32, (4, 2)))
+    outs = [
+        ops.BitcastConvertType(p8, np.float32),
+        ops.BitcastConvertType(p16, np.int32),
+        ops.BitcastConvertType(pf, np.float64),
+    ]
+    assert [o.dims for o in outs] == [(3,), (2, 5), (4,)]
+    got = run(b.build(ops.Tuple(b, outs)), u8, s16, f32)
+    wants = [u8.view(np.float32).reshape(3), s16.view(np.int32).reshape(2, 5), f32.view(np.float64).reshape(4)]
+    for g, w in zip(got, wants, strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g.view(np.uint8), w.view(np.uint8))
+
+
+def test_bitcast_identity_and_empty() -> None:
+    b = xs.XlaBuilder("identity")
+    p = ops.Parameter(b, 0, S(np.float32, (0, 3)))
+    assert ops.BitcastConvertType(p, np.float32) is p
+    e = ops.BitcastConvertType(p, np.uint8)
+    w = ops.BitcastConvertType(e, np.float32)
+    assert e.dims == (0, 3, 4) and w.dims == (0, 3)
+    got = run(b.build(ops.Tuple(b, [e, w])), np.zeros((0, 3), np.float32))
+    assert got[0].shape == (0, 3, 4) and got[1].shape == (0, 3)
+
+
+def test_bitcast_errors() -> None:
+    b = xs.XlaBuilder("errors")
+    u8 = ops.Parameter(b, 0, S(np.uint8, (3, 2)))
+    f32 = ops.Parameter(b, 1, S(np.float32, (3,)))
+    c64 = ops.Parameter(b, 2, S(np.complex64, (3,)))
+    pred = ops.Parameter(b, 3, S(np.bool_, (4,)))
+    s4 = ops.Constant(b, np.zeros((2,), ml_dtypes.int4))
+    scalar = ops.Constant(b, np.uint8(1))
+    check(ShapeError, lambda: ops.BitcastConvertType(u8, np.float32), "BitcastConvertType", "last dimension", "4")
+    check(ShapeError, lambda: ops.BitcastConvertType(scalar, np.uint16), "BitcastConvertType", "last dimension", "2")
+    check(DTypeError, lambda: ops.BitcastConvertType(c64, np.uint64), "BitcastConvertType", "complex", "c64")
+    check(DTypeError, lambda: ops.BitcastConvertType(f32, np.complex64), "BitcastConvertType", "complex", "f32")
+    check(DTypeError, lambda: ops.BitcastConvertType(c64, np.float32), "BitcastConvertType", "complex")
+    check(DTypeError, lambda: ops.BitcastConvertType(pred, np.uint8), "BitcastConvertType", "pred", "same width")
+    check(DTypeError, lambda: ops.BitcastConvertType(s4, np.int8), "BitcastConvertType", "s4", "same width")
+    check(DTypeError, lambda: ops.BitcastConvertType(f32, "float37"), "BitcastConvertType", "new_element_type", "float37")
+    check(DTypeError, lambda: ops.BitcastConvertType([1.0], np.uint8), "BitcastConvertType", "operand 'operand'")
+
+
+# -- ReducePrecision -------------------------------------------------------------------------------
+
+def round_mantissa(x: np.ndarray[Any, Any], bits: int) -> np.ndarray[Any, Any]:
+    """Round f32/f64 values to ``bits`` mantissa bits at their own exponent (ties to even), by
+    integer arithmetic on the bit patterns (a carry moves into the exponent; inf stays inf)."""
+    ut, total = (np.uint32, 23) if x.dtype == np.float32 else (np.uint64, 52)
+    u = x.view(ut).astype(np.uint64)
+    drop = np.uint64(total - bits)
+    if drop == 0:
+        return x.copy()
+    lsb = (u >> drop) & np.uint64(1)
+    r = ((u + (np.uint64(1) << (drop - np.uint64(1))) - np.uint64(1) + lsb) >> drop) << drop
+    return r.astype(ut).view(x.dtype)
+
+
+def reduce_ref(x: np.ndarray[Any, Any], exponent_bits: int, mantissa_bits: int) -> np.ndarray[Any, Any]:
+    """XLA's ReducePrecision: round the mantissa; if the exponent range shrinks, results above the
+    format's largest finite value become +-inf and results below its smallest normal +-0."""
+    r = round_mantissa(x, mantissa_bits)
+    src_exponent_bits = 8 if x.dtype == np.float32 else 11
+    if exponent_bits < src_exponent_bits:
+        emax = 2 ** (exponent_bits - 1) - 1
+        big = (2 - 2.0**-mantissa_bits) * 2.0**emax
+        with np.errstate(invalid="ignore"):
+            r = np.where(np.abs(r) > big, np.copysign(np.inf, x), r)
+            r = np.where(np.abs(r) < 2.0 ** (1 - emax), np.copysign(0.0, x), r)
+    return r.astype(x.dtype)
+
+
+def test_reduce_precision_against_reference() -> None:
+    """(8, 7), (5, 10), (4, 3), (8, 23) on f32 and (8, 23), (11, 52), (5, 2) on f64, on random bit
+    patterns: overflow to inf, ties to even, NaN, denormals, values below a narrowed exponent
+    range (flushed). (8, 7) is exactly bfloat16 rounding and, for f16-normal results, (5, 10) is
+    float16 rounding."""
+    rng = np.random.default_rng(3)
+    x32 = np.concatenate([
+        rng.integers(0, 2**32, 20000, dtype=np.uint64).astype(np.uint32).view(np.float32),
+        (rng.standard_normal(2000) * 2.0 ** rng.integers(-30, 30, 2000)).astype(np.float32),
+        SPECIAL_F32_BITS.view(np.float32),
+        np.array([1 + 2**-8, 1 + 3 * 2**-8, 65520.0, 65519.0, 2**-14, 2**-15, 240.0, 248.0], np.float32),
+    ])
+    assert x32.dtype == np.float32
+    x64 = np.concatenate([
+        rng.standard_normal(3000) * 2.0 ** rng.integers(-140, 140, 3000),
+        rng.integers(0, 2**63, 3000, dtype=np.int64).view(np.float64),
+        [3.5e38, 1e-46, np.nan, -0.0, np.inf],
+    ])
+    cfg32 = [(8, 7), (5, 10), (4, 3), (8, 23)]
+    cfg64 = [(8, 23), (11, 52), (5, 2)]
+    b = xs.XlaBuilder("reduce_precision")
+    p32 = ops.Parameter(b, 0, S(np.float32, x32.shape))
+    p64 = ops.Parameter(b, 1, S(np.float64, x64.shape))
+    outs = [ops.ReducePrecision(p32, e, m) for e, m in cfg32] + [ops.ReducePrecision(p64, e, m) for e, m in cfg64]
+    assert all(o.shape == p.shape for o, p in zip(outs, [p32] * 4 + [p64] * 3, strict=True))
+    got = run(b.build(ops.Tuple(b, outs)), x32, x64)
+    for g, x, (e, m) in zip(got, [x32] * 4 + [x64] * 3, cfg32 + cfg64, strict=True):
+        nan = np.isnan(x)
+        assert g.dtype == x.dtype
+        assert np.isnan(g[nan]).all(), (e, m)  # NaN stays NaN (its payload is implementation-defined)
+        want = reduce_ref(x, e, m)
+        np.testing.assert_array_equal(g[~nan], want[~nan], err_msg=f"{x.dtype} {(e, m)}")
+        np.testing.assert_array_equal(np.signbit(g[~nan]), np.signbit(want[~nan]), err_msg=f"{(e, m)}")
+    ok = ~np.isnan(x32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.testing.assert_array_equal(got[0][ok], x32.astype(ml_dtypes.bfloat16).astype(np.float32)[ok])
+        h = x32.astype(np.float16)
+    normal = ok & (np.abs(h) >= 2.0**-14)
+    np.testing.assert_array_equal(got[1][normal], h.astype(np.float32)[normal])
+    assert got[4][x64 == 3.5e38][0] == np.inf  # beyond f32's range
+    assert got[4][x64 == 1e-46][0] == 0.0  # below f32's smallest normal
+
+
+def test_reduce_precision_narrow_inputs() -> None:
+    """f16 and bf16 operands (built as constants) behave as computed in f32: (5, 2) on f16 is
+    float8_e5m2 rounding with results below 2^-14 flushed (the exponent is narrower than f32's),
+    (8, 3) on bf16 rounds the mantissa and keeps bf16 denormals."""
+    xs16 = np.array([1.0, 1.125, 1.375, 57344.0, 61440.0, -0.0, 3e-5, 2.0**-14, 100.0, 1.5e-5], np.float16)
+    xbf = np.array([1.0, 1.0625, 1.1875, 3.0e38, -2.5, 1e-39, -3e-39], ml_dtypes.bfloat16)
+    b = xs.XlaBuilder("narrow")
+    r16 = ops.ReducePrecision(ops.Constant(b, xs16), 5, 2)
+    rbf = ops.ReducePrecision(ops.Constant(b, xbf), 8, 3)
+    assert r16.dtype == np.float16 and rbf.dtype == ml_dtypes.bfloat16
+    got16, gotbf = run(b.build(ops.Tuple(b, [r16, ops.BitcastConvertType(rbf, np.uint16)])))
+    with np.errstate(over="ignore"):
+        want16 = xs16.astype(ml_dtypes.float8_e5m2).astype(np.float16)
+    want16[np.abs(want16) < 2.0**-14] = 0.0
+    np.testing.assert_array_equal(got16, want16)
+    np.testing.assert_array_equal(got16, reduce_ref(xs16.astype(np.float32), 5, 2).astype(np.float16))
+    assert got16[-1] == 0.0 and got16[6] == 0.0  # f16 denormals 1.5e-5 and 3e-5 are flushed
+    np.testing.assert_array_equal(gotbf.view(ml_dtypes.bfloat16).astype(np.float32),
+                                  round_mantissa(xbf.astype(np.float32), 3))
+
+
+def test_reduce_precision_errors() -> None:
+    b = xs.XlaBuilder("errors")
+    f = ops.Parameter(b, 0, S(np.float32, (3,)))
+    i = ops.Parameter(b, 1, S(np.int32, (3,)))
+    c = ops.Parameter(b, 2, S(np.complex64, (3,)))
+    check(DTypeError, lambda: ops.ReducePrecision(i, 8, 7), "ReducePrecision", "operand 'operand'", "s32")
+    check(DTypeError, lambda: ops.ReducePrecision(c, 8, 7), "ReducePrecision", "operand 'operand'", "c64")
+    check(ShapeError, lambda: ops.ReducePrecision(f, 0, 7), "ReducePrecision", "exponent_bits", ">= 1")
+    check(ShapeError, lambda: ops.ReducePrecision(f, 8, -1), "ReducePrecision", "mantissa_bits", ">= 0")
+    check(DTypeError, lambda: ops.ReducePrecision(f, 8.0, 7), "ReducePrecision", "exponent_bits", "int")
+    check(DTypeError, lambda: ops.ReducePrecision(f, 8, True), "ReducePrecision", "mantissa_bits", "int")
