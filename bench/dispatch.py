@@ -1,94 +1,108 @@
-"""Per-call dispatch time of a tiny computation (f32[2,3] add).
+"""Per-call dispatch time of a tiny computation: f32[2,3] add.
 
-Figures (median microseconds per call):
-- numpy in -> ``exe(a, b)`` -> ``to_numpy()``;
-- device-resident ``DeviceArray`` args -> ``exe(a, b)`` -> ``block_until_ready()``;
-and, if ``jax`` is importable, the same with ``jax.jit`` (numpy args + ``np.asarray``; ``jax.Array``
-args + ``block_until_ready``), with the ratio xlasdk / JAX.
+Figures (median microseconds per call, contenders interleaved in the same process):
 
-    python bench/dispatch.py [--calls 3000] [--json out.json]
+- device-resident: ``exe(da, db).block_until_ready()`` with ``DeviceArray`` arguments, against
+  ``f(ja, jb).block_until_ready()`` for ``f = jax.jit(lambda x, y: x + y)`` and ``jax.Array``
+  arguments (target: <= 1.5x JAX);
+- numpy in/out: ``exe(a, b).to_numpy()`` with numpy arguments, against ``np.asarray(f(a, b))``
+  (target: <= 2.0x JAX);
+- for reference, the same two paths written directly against jaxlib (``execute_sharded`` +
+  result handlers, ``batched_device_put``): the floor for any Python-level dispatcher.
+
+Without ``jax`` installed the JAX columns are n/a.
+
+    python bench/dispatch.py [--calls 2000] [--rounds 15] [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
-from collections.abc import Callable
+import os
+import sys
 from typing import Any
 
 import numpy as np
 
-import xlasdk as xs
-from xlasdk import ops
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _timing as T  # noqa: E402
+
+import xlasdk as xs  # noqa: E402
+from xlasdk import ops  # noqa: E402
 
 
-def median_us(fn: Callable[[], Any], calls: int, repeats: int = 5) -> float:
-    """Median over ``repeats`` batches of the mean per-call time of ``calls`` calls, in us."""
-    for _ in range(min(200, calls)):
-        fn()
-    batches = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        batches.append((time.perf_counter() - t0) / calls * 1e6)
-    return statistics.median(batches)
-
-
-def xlasdk_figures(calls: int) -> dict[str, float]:
+def _add_executable() -> xs.Executable:
     b = xs.XlaBuilder("add")
     s = xs.Shape.array_shape(np.float32, (2, 3))
     ops.Add(ops.Parameter(b, 0, s, "a"), ops.Parameter(b, 1, s, "b"))
-    exe = xs.compile(b.build())
+    return xs.compile(b.build())
+
+
+def run(calls: int = 2000, rounds: int = 15) -> list[dict[str, Any]]:
+    """The two dispatch rows (and two reference rows) of the table."""
+    exe = _add_executable()
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     c = np.ones((2, 3), np.float32)
     da, dc = xs.device_put(a), xs.device_put(c)
     assert np.array_equal(exe(a, c).to_numpy(), a + c)
-    return {
-        "numpy_in_out_us": median_us(lambda: exe(a, c).to_numpy(), calls),
-        "device_resident_us": median_us(lambda: exe(da, dc).block_until_ready(), calls),
+    assert np.array_equal(exe(da, dc).to_numpy(), a + c)
+
+    # The floor: the same work written directly against jaxlib (what exe() does, minus checks).
+    from xlasdk._jaxlib import pjrt
+
+    plan = exe._plan
+    jexe, handlers, bufs = exe._exe, plan.handlers, [da._arr, dc._arr]
+    aval, sharding, jdev = plan.params[0].aval, plan.sharding, plan.jdevice
+
+    def raw_dev() -> Any:
+        return jexe.execute_sharded(bufs).consume_with_handlers(handlers)[0].block_until_ready()
+
+    def raw_np() -> Any:
+        x = pjrt._batched_device_put(aval, sharding, [a], [jdev], True, False, pjrt._IMMUTABLE_DURING_CALL, True)
+        y = pjrt._batched_device_put(aval, sharding, [c], [jdev], True, False, pjrt._IMMUTABLE_DURING_CALL, True)
+        return np.asarray(memoryview(jexe.execute_sharded([x, y]).consume_with_handlers(handlers)[0]))
+
+    fns: dict[str, Any] = {
+        "x_dev": lambda: exe(da, dc).block_until_ready(),
+        "x_np": lambda: exe(a, c).to_numpy(),
+        "raw_dev": raw_dev,
+        "raw_np": raw_np,
     }
-
-
-def jax_figures(calls: int) -> dict[str, float] | None:
-    try:
-        import jax
-        import jax.numpy as jnp  # noqa: F401
-    except ImportError:
-        return None
-    f = jax.jit(lambda x, y: x + y)
-    a = np.arange(6, dtype=np.float32).reshape(2, 3)
-    c = np.ones((2, 3), np.float32)
-    ja, jc = jax.device_put(a), jax.device_put(c)
-    return {
-        "numpy_in_out_us": median_us(lambda: np.asarray(f(a, c)), calls),
-        "device_resident_us": median_us(lambda: f(ja, jc).block_until_ready(), calls),
-    }
-
-
-def run(calls: int) -> list[dict[str, Any]]:
-    mine = xlasdk_figures(calls)
-    peer = jax_figures(calls)
+    jax = T.jax_or_none()
+    if jax is not None:
+        f = jax.jit(lambda x, y: x + y)
+        ja, jc = jax.device_put(a), jax.device_put(c)
+        assert np.array_equal(np.asarray(f(a, c)), a + c)
+        fns["j_dev"] = lambda: f(ja, jc).block_until_ready()
+        fns["j_np"] = lambda: np.asarray(f(a, c))
+    t = T.interleaved(fns, calls, rounds)
+    us = {k: T.median(v) * 1e6 for k, v in t.items()}
+    jname = f"jax {jax.__version__} jit" if jax is not None else "jax (not installed)"
     rows = []
-    for key, label in (("device_resident_us", "exe(*device_arrays) + ready"), ("numpy_in_out_us", "exe(*numpy) + to_numpy()")):
-        p = peer[key] if peer else None
-        rows.append({"figure": label, "xlasdk_us": mine[key], "jax_us": p, "ratio": mine[key] / p if p else None})
+    for key, label, target, raw in (
+        ("dev", "dispatch: exe(*device_arrays) + ready, f32[2,3] add", 1.5, "raw_dev"),
+        ("np", "dispatch: exe(*numpy) + to_numpy(), f32[2,3] add", 2.0, "raw_np"),
+    ):
+        peer = us.get(f"j_{key}")
+        r = T.ratio(t[f"x_{key}"], t[f"j_{key}"]) if peer is not None else None
+        rows.append(
+            T.row(label, "us", us[f"x_{key}"], peer, jname, r, target, f"<= {target}x", raw_jaxlib_us=us[raw])
+        )
     return rows
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--calls", type=int, default=3000)
-    ap.add_argument("--json")
+    ap.add_argument("--calls", type=int, default=2000, help="calls per timed batch")
+    ap.add_argument("--rounds", type=int, default=15, help="interleaved rounds (medians are taken)")
+    ap.add_argument("--json", help="write the rows to this JSON file")
     a = ap.parse_args()
-    rows = run(a.calls)
-    print(f"{'figure':<32} {'xlasdk us':>10} {'jax us':>8} {'ratio':>6}")
+    rows = run(a.calls, a.rounds)
+    T.print_rows(rows)
     for r in rows:
-        j = f"{r['jax_us']:.1f}" if r["jax_us"] else "n/a"
-        ratio = f"{r['ratio']:.2f}" if r["ratio"] else "n/a"
-        print(f"{r['figure']:<32} {r['xlasdk_us']:>10.1f} {j:>8} {ratio:>6}")
+        print(f"  reference, raw jaxlib calls for {r['figure'].split(': ')[1].split(',')[0]}: {r['raw_jaxlib_us']:.1f} us")
     if a.json:
         with open(a.json, "w") as fh:
             json.dump(rows, fh, indent=2)

@@ -109,6 +109,27 @@ class Emitter:
 
     def op(self, o: XlaOp, env: dict[int, Val], indent: str) -> None:
         code = o.opcode
+        if not o.regions and o.shape._tuple is None and code not in _SPECIAL_OPS:
+            # Fast path, the common case: one result, no regions, operands that are single
+            # SSA values. Same text as the general path below.
+            fast_args: list[str] = []
+            fast_types: list[str] = []
+            for x in o.operands:
+                v = env[x.id]
+                if type(v) is not str:
+                    break
+                fast_args.append(v)
+                fast_types.append(x.shape.mlir_type())
+            else:
+                self.n += 1
+                name = f"%{self.n}"
+                env[o.id] = name
+                attrs = f" {{{o.attrs}}}" if o.attrs else ""
+                self.lines.append(
+                    f'{indent}{name} = "{code}"({", ".join(fast_args)}){attrs} : ({", ".join(fast_types)}) -> '
+                    f"{o.shape.mlir_type()} {o.loc}\n"
+                )
+                return
         if code == "tuple":
             env[o.id] = tuple(env[x.id] for x in o.operands)
             return
@@ -221,6 +242,8 @@ class Emitter:
 _VARIADIC_OPERANDS = frozenset({"stablehlo.while", "stablehlo.optimization_barrier"})
 # Ops that genuinely produce one tuple-typed value rather than several results.
 _TUPLE_RESULT_OPS = frozenset({"stablehlo.tuple"})
+# Ops that Emitter.op's fast path leaves to the general path.
+_SPECIAL_OPS = frozenset({"tuple", "call", "get_tuple_element"}) | _VARIADIC_OPERANDS
 
 
 def emit_module(

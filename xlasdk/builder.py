@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .errors import ShapeError
+from .errors import DTypeError, ShapeError
 from .shape import ProgramShape, Shape
 
 if TYPE_CHECKING:
@@ -203,6 +203,15 @@ class XlaOp:
     def __xor__(self, other: Any) -> XlaOp:
         return _ew().Xor(self, other)
 
+    def __rand__(self, other: Any) -> XlaOp:
+        return _ew().And(other, self)
+
+    def __ror__(self, other: Any) -> XlaOp:
+        return _ew().Or(other, self)
+
+    def __rxor__(self, other: Any) -> XlaOp:
+        return _ew().Xor(other, self)
+
     def __invert__(self) -> XlaOp:
         return _ew().Not(self)
 
@@ -228,8 +237,10 @@ class XlaBuilder:
     """
 
     def __init__(self, name: str = "xla_computation") -> None:
-        if not isinstance(name, str) or not name:
-            raise ShapeError(f"XlaBuilder: name must be a non-empty str, got {name!r}")
+        if not isinstance(name, str):
+            raise DTypeError(f"XlaBuilder: name must be a non-empty str, got {type(name).__name__} {name!r}{where()}")
+        if not name:
+            raise ShapeError(f"XlaBuilder: name must be a non-empty str, got ''{where()}")
         self.name = name
         self._count = 0
         self._params: dict[int, XlaOp] = {}
@@ -272,7 +283,19 @@ class XlaBuilder:
         it). ``source_file``/``source_line`` replace the caller's line when set; when empty, each
         op keeps its own caller line. ``op_type`` is kept on the builder only (StableHLO
         locations, from which XLA derives HLO metadata, carry no op_type).
+
+        Raises
+        ------
+        DTypeError: ``metadata`` is not an ``xs.OpMetadata``.
+        ShapeError: its ``source_line`` is not an int >= 0.
         """
+        from .attrs import OpMetadata
+
+        if not isinstance(metadata, OpMetadata):
+            raise DTypeError(f"set_op_metadata: expected an xs.OpMetadata, got {type(metadata).__name__}{where()}")
+        line = metadata.source_line
+        if isinstance(line, bool) or not isinstance(line, (int, np.integer)) or line < 0:
+            raise ShapeError(f"set_op_metadata: source_line must be an int >= 0, got {line!r}{where()}")
         self._metadata = metadata
         self._loc_cache = {}
         name = getattr(metadata, "op_name", "") or ""
@@ -368,7 +391,7 @@ class XlaBuilder:
 
     def _check_own(self, op: Any, what: str) -> None:
         if not isinstance(op, XlaOp):
-            raise ShapeError(f"{what}: expected an XlaOp, got {type(op).__name__}{where()}")
+            raise DTypeError(f"{what}: expected an XlaOp, got {type(op).__name__}{where()}")
         if op.builder is not self:
             raise ShapeError(
                 f"{what}: op belongs to builder {op.builder.name!r}, not {self.name!r}{where()}"

@@ -346,8 +346,6 @@ def _summary(a: np.ndarray[Any, Any]) -> str:
     if a.size == 0:
         return "(empty)"
     flat = a.reshape(-1)
-    if a.dtype.kind in "biuf" and a.dtype.kind != "b" or a.dtype.kind == "V" or a.dtype.kind == "c":
-        pass
     try:
         f = flat.astype(np.float64) if a.dtype.kind not in "bc" else None
     except (TypeError, ValueError):
@@ -531,6 +529,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
     if not hasattr(args, "debug"):
         args.debug = False
     from xlasdk.errors import CompileError, DTypeError, FormatError, ShapeError, XlaRuntimeError, XlaSdkError
+    from xlasdk.runtime.device import UnknownDeviceError
 
     try:
         return _COMMANDS[args.command](args, out)
@@ -540,7 +539,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
     except BaseException as e:
         if isinstance(e, SystemExit):
             raise
-        if isinstance(e, (UsageError, FormatError, ShapeError, DTypeError)) or type(e).__name__ == "UnknownDeviceError":
+        if isinstance(e, (UsageError, FormatError, ShapeError, DTypeError, UnknownDeviceError)):
             code, kind = EXIT_USAGE, "error"
         elif isinstance(e, (CompileError, XlaRuntimeError, XlaSdkError)):
             code, kind = EXIT_RUNTIME, "error"

@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import bisect
 import enum
+import hashlib
 import os
 import re
 import tempfile
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
@@ -272,6 +273,7 @@ class _HShape:
     etype: str  # "tuple" for tuples
     dims: tuple[int, ...] = ()
     elems: tuple[_HShape, ...] = ()
+    layout: tuple[int, ...] | None = None  # minor_to_major, when written
 
     @property
     def is_tuple(self) -> bool:
@@ -303,6 +305,7 @@ class _Instr:
     pos: int
     root: bool = False
     number: int | None = None  # parameter(N)
+    spans: dict[str, tuple[int, int]] = field(default_factory=dict)  # source spans: "opcode", "operands", "all"
 
 
 @dataclass
@@ -441,9 +444,24 @@ class _Parser:
                     break
                 self.expect(",")
         t = self.peek()
-        if t is not None and t.kind == "punct" and t.text == "{":  # layout
+        layout = None
+        t1 = self.peek(1)
+        if (t is not None and t.kind == "punct" and t.text == "{" and t1 is not None
+                and (t1.text.isdigit() or t1.text in ("}", ":"))):  # layout: {1,0} or {1,0:T(8,128)...}
+            start = self.i
             self.skip_group()
-        return _HShape(et, tuple(dims))
+            inner = self.toks[start + 1 : self.i - 1]
+            m2m: list[int] = []
+            for tok in inner:
+                if tok.kind == "punct" and tok.text == ":":
+                    break
+                if tok.kind == "word":
+                    if not tok.text.isdigit():
+                        m2m = []
+                        break
+                    m2m.append(int(tok.text))
+            layout = tuple(m2m) if len(m2m) == len(dims) else None
+        return _HShape(et, tuple(dims), (), layout)
 
     def operands(self, opcode: str) -> list[str] | None:
         """Operand names of ``opcode(...)``; the current token is ``(``."""
@@ -483,9 +501,10 @@ class _Parser:
             raise _Unparsed(f"expected an instruction name, got {name_tok.text!r}")
         self.expect("=")
         shape = self.shape()
+        op_tok = self.peek()
         opcode = self.word()
         t = self.peek()
-        if t is None or t.text != "(":
+        if t is None or t.text != "(" or op_tok is None:
             raise _Unparsed(f"expected '(' after {opcode!r}")
         number = None
         if opcode == "parameter":
@@ -493,12 +512,19 @@ class _Parser:
             if t1 is not None and t2 is not None and t1.text.isdigit() and t2.text == ")":
                 number = int(t1.text)
         operands = self.operands(opcode)
+        close = self.toks[self.i - 1]
         attrs: dict[str, str] = {}
         while self.accept(","):
             key = self.word()
             self.expect("=")
             attrs[key] = self.value()
-        return _Instr(name_tok.text.lstrip("%"), shape, opcode, operands, attrs, name_tok.pos, root, number)
+        last = self.toks[self.i - 1]
+        spans = {
+            "opcode": (op_tok.pos, op_tok.pos + len(op_tok.text)),
+            "operands": (t.pos, close.pos + 1),
+            "all": ((t0.pos if root and t0 is not None else name_tok.pos), last.pos + len(last.text)),
+        }
+        return _Instr(name_tok.text.lstrip("%"), shape, opcode, operands, attrs, name_tok.pos, root, number, spans)
 
     def computation(self) -> _Comp:
         entry = self.accept("ENTRY")
@@ -678,6 +704,89 @@ def _check_module(mod: _HloModuleText) -> list[tuple[int, str]]:
     return problems
 
 
+def _hlo_shape_text(s: _HShape) -> str:
+    if s.is_tuple:
+        return "(" + ", ".join(_hlo_shape_text(e) for e in s.elems) + ")"
+    return f"{s.etype}[{','.join(map(str, s.dims))}]"
+
+
+def _bitcast_as_ops(ins: _Instr, src: _HShape, operand: str) -> str | None:
+    """HLO lines computing ``bitcast`` without one: transpose to physical order, reshape, transpose back.
+
+    None when the bitcast changes the element type or a layout is unknown.
+    """
+    dst = ins.shape
+    if dst is None or not (src.is_array and dst.is_array) or src.etype != dst.etype or src.count() != dst.count():
+        return None
+
+    def default(s: _HShape) -> tuple[int, ...]:
+        return tuple(range(len(s.dims) - 1, -1, -1))
+
+    ls = src.layout if src.layout is not None else default(src)
+    ld = dst.layout if dst.layout is not None else default(dst)
+    major_src = list(reversed(ls))  # physical order, major to minor
+    major_dst = list(reversed(ld))
+    et = src.etype
+    t1 = f"{ins.name}.xlasdk_t"
+    r = f"{ins.name}.xlasdk_r"
+    dims1 = [src.dims[i] for i in major_src]
+    dims_r = [dst.dims[i] for i in major_dst]
+    perm_back = [major_dst.index(j) for j in range(len(dst.dims))]
+    root = "ROOT " if ins.root else ""
+    return (
+        f"{t1} = {et}[{','.join(map(str, dims1))}] transpose({operand}), "
+        f"dimensions={{{','.join(map(str, major_src))}}}\n  "
+        f"{r} = {et}[{','.join(map(str, dims_r))}] reshape({t1})\n  "
+        f"{root}{ins.name} = {_hlo_shape_text(dst)} transpose({r}), dimensions={{{','.join(map(str, perm_back))}}}"
+    )
+
+
+def _importable_hlo(text: str) -> str | None:
+    """Optimized HLO (XLA's ``*after_optimizations*`` dumps) rewritten so it imports as StableHLO.
+
+    ``fusion`` instructions become ``call``\ s of their fused computations, and ``bitcast``\ s
+    become ``reshape`` (between default layouts) or transpose/reshape/transpose (otherwise):
+    the same values, in ops that StableHLO has. None when nothing needs rewriting.
+    """
+    if "fusion(" not in text and "bitcast(" not in text:
+        return None
+    mod = _parse_hlo_text(text)
+    if mod is None:
+        return None
+    edits: list[tuple[int, int, str]] = []
+    for comp in mod.comps:
+        for ins in comp.instrs:
+            if ins.opcode == "fusion" and "calls" in ins.attrs and ins.operands is not None:
+                callee = ins.attrs["calls"].strip()
+                if callee.startswith("{"):
+                    continue
+                o0, o1 = ins.spans["operands"]
+                keep = "".join(f", {k}={ins.attrs[k]}" for k in ("metadata", "sharding") if k in ins.attrs)
+                start = ins.spans["opcode"][0]
+                edits.append((start, ins.spans["all"][1], f"call{text[o0:o1]}, to_apply={callee}{keep}"))
+            elif ins.opcode == "bitcast" and ins.operands is not None and len(ins.operands) == 1:
+                src_ins = comp.by_name.get(ins.operands[0])
+                if src_ins is None or src_ins.shape is None or ins.shape is None:
+                    continue
+                src, dst = src_ins.shape, ins.shape
+                if (src.is_array and dst.is_array and src.etype == dst.etype
+                        and src.layout in (None, tuple(range(len(src.dims) - 1, -1, -1)))
+                        and dst.layout in (None, tuple(range(len(dst.dims) - 1, -1, -1)))):
+                    o = ins.spans["opcode"]
+                    edits.append((o[0], o[1], "reshape"))
+                    continue
+                lines = _bitcast_as_ops(ins, src, ins.operands[0])
+                if lines is not None:
+                    a, b = ins.spans["all"]
+                    edits.append((a, b, lines))
+    if not edits:
+        return None
+    out = text
+    for a, b, rep in sorted(edits, reverse=True):
+        out = out[:a] + rep + out[b:]
+    return out
+
+
 def check_hlo_text(text: str, what: str = "HLO text") -> None:
     """Reject HLO text that XLA's parser or importer would crash on, with a FormatError.
 
@@ -800,10 +909,11 @@ def _program_shape(module: Any, what: str) -> ProgramShape:
 
 # -- error messages ------------------------------------------------------------------------------
 def _one_line(e: BaseException) -> str:
+    """The first line of an exception message, without an absl status prefix (``INVALID_ARGUMENT: ``)."""
     for line in str(e).splitlines():
         line = line.strip()
         if line:
-            return line
+            return re.sub(r"^[A-Z_]{4,}: ", "", line)
     return type(e).__name__
 
 
@@ -867,8 +977,15 @@ def _from_hlo_module(hm: Any, what: str, checked_text: str | None, fmt: Format) 
     if checked_text is None:
         check_hlo_text(text, what)
     proto = _mlir.hlo_module_to_proto(hm)
+    import_proto = proto
+    rewritten = _importable_hlo(text)
+    if rewritten is not None:  # an optimized module: fusions and bitcasts in StableHLO terms
+        try:
+            import_proto = _mlir.hlo_module_to_proto(_mlir.hlo_module_from_text(rewritten))
+        except Exception as e:  # pragma: no cover - the rewrite keeps the module valid
+            raise FormatError(f"{what}: cannot import the optimized HLO: {_xla_text_problem(e)}") from None
     try:
-        bc = _mlir.hlo_proto_to_stablehlo(proto)
+        bc = _mlir.hlo_proto_to_stablehlo(import_proto)
     except Exception as e:
         raise FormatError(f"{what}: XLA could not import the HLO module: {_one_line(e)}") from None
     module = _verify_converted(bc, what)
@@ -935,7 +1052,7 @@ def computation_from_hlo_proto(data: bytes, what: str = "from_hlo_proto") -> Xla
     try:
         hm = _mlir.hlo_module_from_proto(inner)
     except Exception as e:
-        raise FormatError(f"{what}: corrupt HloModuleProto: {re.sub(r'^[A-Z_]+: ', '', _one_line(e))}") from None
+        raise FormatError(f"{what}: corrupt HloModuleProto: {_one_line(e)}") from None
     return _from_hlo_module(hm, what, None, Format.HLO_PROTO)
 
 
@@ -973,24 +1090,35 @@ def computation_from_stablehlo(data: str | bytes, what: str = "from_stablehlo") 
     return _loaded(module, what, fmt=Format.STABLEHLO_TEXT)
 
 
+# sha256 of bytecode this process wrote itself (safe to decode in-process); the rest is decoded
+# in a child process first, because MLIR's bytecode reader can crash on corrupt input.
+_TRUSTED_BYTECODE: OrderedDict[bytes, None] = OrderedDict()
+_TRUSTED_MAX: Final = 1024
+
+
+def _trust(data: bytes) -> None:
+    _TRUSTED_BYTECODE[hashlib.sha256(data).digest()] = None
+    while len(_TRUSTED_BYTECODE) > _TRUSTED_MAX:
+        _TRUSTED_BYTECODE.popitem(last=False)
+
+
 def _from_bytecode(data: bytes, what: str) -> XlaComputation:
     version = portable_artifact_version(data)
-    if version is not None:
+    kind = f"StableHLO portable artifact (v{version})" if version else "MLIR bytecode"
+    if hashlib.sha256(data).digest() in _TRUSTED_BYTECODE:
         try:
-            module = _mlir.deserialize_portable_artifact(data)
-        except Exception as e:
-            raise FormatError(
-                f"{what}: corrupt or truncated StableHLO portable artifact (v{version}): {_one_line(e)}"
-            ) from None
-        try:
-            module.operation.verify()
-        except Exception as e:  # pragma: no cover - deserialization verifies
-            raise FormatError(f"{what}: invalid StableHLO: {_mlir_problem(e, 'bytecode')}") from None
+            module = _mlir.deserialize_portable_artifact(data) if version else _mlir.parse_module(data)
+        except Exception as e:  # pragma: no cover - bytes this process wrote
+            raise FormatError(f"{what}: corrupt or truncated {kind}: {_one_line(e)}") from None
         return _loaded(module, what, fmt=Format.PORTABLE_ARTIFACT)
     try:
-        module = _mlir.parse_module(data)
+        text = _mlir.bytecode_to_text_isolated(data, artifact=version is not None)
+    except ValueError as e:
+        raise FormatError(f"{what}: corrupt or truncated {kind}: {_one_line(e)}") from None
+    try:
+        module = _mlir.parse_module(text)
     except Exception as e:
-        raise FormatError(f"{what}: corrupt or truncated MLIR bytecode: {_mlir_problem(e, 'bytecode')}") from None
+        raise FormatError(f"{what}: invalid StableHLO in the {kind}: {_mlir_problem(e, 'bytecode')}") from None
     return _loaded(module, what, fmt=Format.PORTABLE_ARTIFACT)
 
 
@@ -1181,6 +1309,12 @@ def serialize_portable_artifact(
     comp: XlaComputation, target_version: str | None = None, *, what: str = "serialize_portable_artifact"
 ) -> bytes:
     """The computation as a StableHLO portable artifact (see ``XlaComputation`` for the contract)."""
+    data = _serialize_portable_artifact(comp, target_version, what)
+    _trust(data)
+    return data
+
+
+def _serialize_portable_artifact(comp: XlaComputation, target_version: str | None, what: str) -> bytes:
     module = comp._mlir_module()
     current = _mlir.stablehlo_current_version()
     minimum = _mlir.stablehlo_minimum_version()

@@ -56,7 +56,7 @@ def test_fft_types_against_numpy(cdt: Any) -> None:
         outs.append(ops.Fft(p, getattr(xs.FftType, kind), lengths))
         axes = tuple(range(len(shp) - len(lengths), len(shp)))
         a64 = a.astype(np.complex128 if not real_in else np.float64)
-        fn = {"FFT": np.fft.fftn, "IFFT": np.fft.ifftn, "RFFT": np.fft.rfftn, "IRFFT": np.fft.irfftn}[kind]
+        fn: Any = {"FFT": np.fft.fftn, "IFFT": np.fft.ifftn, "RFFT": np.fft.rfftn, "IRFFT": np.fft.irfftn}[kind]
         want = fn(a64, s=lengths, axes=axes)
         wants.append(want)
         args.append(a)
@@ -131,4 +131,4 @@ def test_fft_errors() -> None:
     check(ShapeError, lambda: ops.Fft(c, "FFT", [3, 4, 8]), "Fft", "operand 'operand'", "rank 2")
     check(ShapeError, lambda: ops.Fft(c, "DCT", [8]), "Fft", "fft_type", "DCT")
     check(ShapeError, lambda: ops.Fft(c, 7, [8]), "Fft", "fft_type", "7")
-    check(DTypeError, lambda: ops.Fft(np.zeros(8), "FFT", [8]), "Fft", "operand 'operand'", "XlaOp")
+    check(DTypeError, lambda: ops.Fft(np.zeros(8), "FFT", [8]), "Fft", "operand 'operand'", "XlaOp")  # type: ignore[arg-type]

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ..builder import XlaOp
 from ..errors import ShapeError
 from ..types import COMPLEX, FLOATS, INTS
 from ._core import array_shape, dense_i64, dtype_error, i64, i64_array, int_list, operand, same_builder, shape_error
-from .linalg import precision_attr, preferred_type
+from .linalg import precision_attr, preferred_type, widen_sub_byte
 
 __all__ = ["ConvGeneralDilated", "Conv", "conv_output_size"]
 
@@ -65,8 +67,28 @@ def ConvGeneralDilated(
     ShapeError: ranks differ, attribute lengths differ from n, strides/dilations < 1, group counts
     that do not divide, or both group counts > 1. DTypeError: element types differ or are not numeric.
     """
-    op = "ConvGeneralDilated"
-    from ..attrs import ConvolutionDimensionNumbers, convert_padding, make_convolution_dimension_numbers
+    return _conv_general_dilated(
+        "ConvGeneralDilated", lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+        feature_group_count, batch_group_count, precision_config, preferred_element_type,
+    )
+
+
+def _conv_general_dilated(
+    op: str,
+    lhs: XlaOp,
+    rhs: XlaOp,
+    window_strides: Sequence[int],
+    padding: Any,
+    lhs_dilation: Sequence[int] | None = None,
+    rhs_dilation: Sequence[int] | None = None,
+    dimension_numbers: Any = None,
+    feature_group_count: int = 1,
+    batch_group_count: int = 1,
+    precision_config: Any = None,
+    preferred_element_type: Any = None,
+) -> XlaOp:
+    """Implementation of ConvGeneralDilated and Conv; errors name ``op``."""
+    from ..attrs import convert_padding, make_convolution_dimension_numbers
 
     x = operand(op, "lhs", lhs)
     w = operand(op, "rhs", rhs)
@@ -80,14 +102,17 @@ def ConvGeneralDilated(
     if r < 2 or w.shape.rank() != r:
         shape_error(op, f"operands must have equal rank >= 2, got 'lhs' {x.shape} and 'rhs' {w.shape}")
     n = r - 2
-    try:
-        dn = (
-            dimension_numbers
-            if isinstance(dimension_numbers, ConvolutionDimensionNumbers)
-            else make_convolution_dimension_numbers(dimension_numbers, n)
-        )
+    try:  # an existing ConvolutionDimensionNumbers is validated and its spatial count checked too
+        dn = make_convolution_dimension_numbers(dimension_numbers, n)
     except ShapeError as e:
         shape_error(op, f"bad dimension_numbers: {e}")
+    for part, dims in (
+        ("input", [dn.input_batch_dimension, dn.input_feature_dimension, *dn.input_spatial_dimensions]),
+        ("kernel", [dn.kernel_output_feature_dimension, dn.kernel_input_feature_dimension, *dn.kernel_spatial_dimensions]),
+        ("output", [dn.output_batch_dimension, dn.output_feature_dimension, *dn.output_spatial_dimensions]),
+    ):
+        if any(not 0 <= int(d) < r for d in dims):
+            shape_error(op, f"bad dimension_numbers: {part} dimensions {[int(d) for d in dims]} must be < {r} (the rank)")
     xd, wd = x.shape.dimensions(), w.shape.dimensions()
     strides = int_list(op, "window_strides", window_strides)
     ldil = int_list(op, "lhs_dilation", lhs_dilation) if lhs_dilation else (1,) * n
@@ -108,6 +133,9 @@ def ConvGeneralDilated(
         pads = convert_padding(padding, eff_in, eff_k, strides)
     except ShapeError as e:
         shape_error(op, str(e))
+    for name, v in (("feature_group_count", feature_group_count), ("batch_group_count", batch_group_count)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            dtype_error(op, f"{name} must be an int, got {type(v).__name__} {v!r}")
     g, bg = int(feature_group_count), int(batch_group_count)
     if g < 1 or bg < 1:
         shape_error(op, f"feature_group_count ({g}) and batch_group_count ({bg}) must be >= 1")
@@ -137,6 +165,7 @@ def ConvGeneralDilated(
         f"dimension_numbers = {dn.to_mlir()}, feature_group_count = {i64(g)}, batch_group_count = {i64(bg)}"
         + precision_attr(op, precision_config)
     )
+    x, w = widen_sub_byte(x, et, rt), widen_sub_byte(w, et, rt)
     return x.builder._add("stablehlo.convolution", (x, w), array_shape(rt, out), attrs)
 
 
@@ -155,7 +184,7 @@ def Conv(
     ``padding`` is ``"SAME"``, ``"VALID"`` or a list of ``(lo, hi)``. See
     :func:`ConvGeneralDilated` for shapes and errors.
     """
-    return ConvGeneralDilated(
-        lhs, rhs, window_strides, padding, None, None, None, feature_group_count, batch_group_count,
+    return _conv_general_dilated(
+        "Conv", lhs, rhs, window_strides, padding, None, None, None, feature_group_count, batch_group_count,
         precision_config, preferred_element_type,
     )

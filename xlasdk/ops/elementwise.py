@@ -561,7 +561,8 @@ def Compare(
     ------
     ShapeError: unknown direction/compare type, shapes that do not broadcast.
     DTypeError: element types differ, or TOTALORDER/FLOAT on integers, SIGNED/UNSIGNED on floats,
-    or complex operands with a direction other than EQ/NE or a compare type other than FLOAT.
+    SIGNED on pred, or complex operands with a direction other than EQ/NE or a compare type other
+    than FLOAT.
     """
     from ..attrs import ComparisonDirection, ComparisonType
 
@@ -576,7 +577,11 @@ def Compare(
     else:
         ct = parsed_ct.name
         is_fp = et in FLOATS or et in COMPLEX
-        if is_fp != (ct in ("FLOAT", "TOTALORDER")) or (et in COMPLEX and ct != "FLOAT"):
+        if (
+            is_fp != (ct in ("FLOAT", "TOTALORDER"))
+            or (et in COMPLEX and ct != "FLOAT")
+            or (et is _P.PRED and ct != "UNSIGNED")  # XLA's verifier rejects SIGNED pred compares
+        ):
             dtype_error("Compare", f"compare_type {ct} does not apply to element type {et.name.lower()}")
     if et in COMPLEX and d.name not in ("EQ", "NE"):
         # XLA:CPU orders complex lexicographically at run time, but its constant folder aborts

@@ -40,8 +40,29 @@ def precision_attr(op: str, precision_config: Any) -> str:
         return ""
     if n not in (1, 2):
         shape_error(op, f"precision_config has {n} operand precisions, expected 2 (lhs, rhs) or 1 (both)")
-    pc = precision_config if n == 2 else PrecisionConfig([precision_config.operand_precision[0]] * 2)
-    return f", precision_config = {pc.to_mlir()}"
+    from ..errors import ShapeError
+
+    try:
+        pc = precision_config if n == 2 else PrecisionConfig([precision_config.operand_precision[0]] * 2)
+        text = pc.to_mlir()
+    except ShapeError as e:  # an unknown name appended to operand_precision
+        shape_error(op, f"precision_config: {e}")
+    return f", precision_config = {text}"
+
+
+_SUB_BYTE = frozenset({PrimitiveType.S2, PrimitiveType.S4, PrimitiveType.U2, PrimitiveType.U4})
+
+
+def widen_sub_byte(x: XlaOp, et: PrimitiveType, rt: PrimitiveType) -> XlaOp:
+    """``x`` converted to ``rt`` when it holds 2/4-bit integers and the result type differs.
+
+    XLA:CPU rejects a dot/convolution of s4/u4 operands with a wider result type (its verifier
+    reports "custom element sizes on non-sub-byte types"); converting the operands to the result
+    type first computes the same values.
+    """
+    if et not in _SUB_BYTE or rt is et:
+        return x
+    return x.builder._add("stablehlo.convert", (x,), array_shape(rt, x.shape.dimensions()))
 
 
 def preferred_type(op: str, et: PrimitiveType, preferred_element_type: Any) -> PrimitiveType:
@@ -135,6 +156,7 @@ def _dot_general(op: str, x: XlaOp, y: XlaOp, dn: Any, precision_config: Any, pr
     out += [s for i, s in enumerate(yd) if i not in rc and i not in rb]
     rt = preferred_type(op, et, preferred_element_type)
     attrs = f"dot_dimension_numbers = {dn.to_mlir()}" + precision_attr(op, precision_config)
+    x, y = widen_sub_byte(x, et, rt), widen_sub_byte(y, et, rt)
     return x.builder._add("stablehlo.dot_general", (x, y), array_shape(rt, out), attrs)
 
 

@@ -88,6 +88,8 @@ def Reshape(operand_: XlaOp, dimensions: Sequence[int] | None = None, new_sizes:
     sizes = int_list(op, "new_sizes", new_sizes)
     if dimensions is not None:
         perm = int_list(op, "dimensions", dimensions)
+        if sorted(perm) != list(range(x.shape.rank())):
+            shape_error(op, f"dimensions {list(perm)} is not a permutation of range({x.shape.rank()}) for {x.shape}")
         if perm != tuple(range(x.shape.rank())):
             x = Transpose(x, perm)
     if any(s < 0 for s in sizes):

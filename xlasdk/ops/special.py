@@ -241,7 +241,7 @@ def Igamma(a: Any, x: Any) -> XlaOp:
     ax, enabled, use_cf = _igamma_parts(aa, xx)
     series = _igamma_series(ax, xx, aa, ew.And(enabled, ew.Not(use_cf)))
     cf = _igammac_cf(ax, xx, aa, ew.And(enabled, use_cf))
-    out = ew.Select(use_cf, 1.0 - cf, series)
+    out = ew.Clamp(0.0, ew.Select(use_cf, 1.0 - cf, series), 1.0)
     return _finish(_igamma_edges(aa, xx, out, lower=True), et)
 
 
@@ -250,7 +250,8 @@ def Igammac(a: Any, x: Any) -> XlaOp:
     (the former XLA ``Igammac``; ``scipy.special.gammaincc``).
 
     Computed directly (not as ``1 - P``) by the continued fraction where ``x > max(1, a)``,
-    else as ``1 - P`` by the series; see :func:`Igamma` for the expansion. Edge values as
+    else as ``1 - P`` by the series, so there its accuracy is absolute (about the machine epsilon),
+    not relative, when ``Q`` is tiny; see :func:`Igamma` for the expansion. Results lie in [0, 1]. Edge values as
     scipy: ``Q(a, 0) = 1``, ``Q(a, inf) = 0``, ``Q(0, x > 0) = 0``, ``Q(inf, x) = 1``; NaN for
     ``a < 0``, ``x < 0``, ``a = x = 0``, NaN inputs.
 
@@ -271,7 +272,7 @@ def Igammac(a: Any, x: Any) -> XlaOp:
     ax, enabled, use_cf = _igamma_parts(aa, xx)
     series = _igamma_series(ax, xx, aa, ew.And(enabled, ew.Not(use_cf)))
     cf = _igammac_cf(ax, xx, aa, ew.And(enabled, use_cf))
-    out = ew.Select(use_cf, cf, 1.0 - series)
+    out = ew.Clamp(0.0, ew.Select(use_cf, cf, 1.0 - series), 1.0)
     return _finish(_igamma_edges(aa, xx, out, lower=False), et)
 
 
@@ -326,8 +327,9 @@ def RegularizedIncompleteBeta(a: Any, b: Any, x: Any) -> XlaOp:
     Expanded into XLA ops: the continued fraction of DLMF 8.17.22 by the modified Lentz method
     in a ``stablehlo.while`` (at most 200 steps for f32, 600 for f64), applied to ``(a, b, x)``
     when ``x < (a + 1) / (a + b + 2)`` and to ``(b, a, 1 - x)`` otherwise (``I = 1 - I'``).
-    Edge values as scipy: ``I_0 = 0``, ``I_1 = 1``, ``a = 0 < b`` gives 1, ``b = 0 < a`` gives 0;
-    NaN for ``a < 0``, ``b < 0``, ``a = b = 0``, ``x`` outside ``[0, 1]`` and NaN inputs. The log of
+    Edge values as scipy: ``I_0 = 0``, ``I_1 = 1``, ``a = 0 < b`` or ``b = inf`` gives 1, ``b = 0 < a``
+    or ``a = inf`` gives 0; NaN for ``a < 0``, ``b < 0``, ``a = b = 0``, ``a = b = inf``, ``x`` outside
+    ``[0, 1]`` and NaN inputs. Results lie in [0, 1]. The log of
     ``B(a, b)`` is taken as ``lgamma(a) + lgamma(b) - lgamma(a + b)``, so accuracy drops for
     ``a + b`` in the thousands and beyond.
 
@@ -355,13 +357,16 @@ def RegularizedIncompleteBeta(a: Any, b: Any, x: Any) -> XlaOp:
     cf = _betacf(a1, b1, x1, ok)
     lbeta = ew.Lgamma(a1) + ew.Lgamma(b1) - ew.Lgamma(a1 + b1)
     res = cf * ew.Exp(ew.Log(x1) * a1 + ew.Log1p(-x1) * b1 - lbeta) / a1
-    out = ew.Select(swap, 1.0 - res, res)
+    out = ew.Clamp(0.0, ew.Select(swap, 1.0 - res, res), 1.0)
+    inf = float("inf")
+    out = ew.Select(ew.And(ew.Eq(aa, inf), ew.Lt(bb, inf)), _full(0.0, out), out)
+    out = ew.Select(ew.And(ew.Eq(bb, inf), ew.Lt(aa, inf)), _full(1.0, out), out)
     out = ew.Select(ew.Eq(xx, 0.0), _full(0.0, out), out)
     out = ew.Select(ew.Eq(xx, 1.0), _full(1.0, out), out)
     out = ew.Select(ew.And(ew.Eq(aa, 0.0), ew.Gt(bb, 0.0)), _full(1.0, out), out)
     out = ew.Select(ew.And(ew.Eq(bb, 0.0), ew.Gt(aa, 0.0)), _full(0.0, out), out)
     bad = ew.Or(ew.Or(ew.Lt(aa, 0.0), ew.Lt(bb, 0.0)), ew.Or(ew.Lt(xx, 0.0), ew.Gt(xx, 1.0)))
-    bad = ew.Or(bad, ew.And(ew.Eq(aa, 0.0), ew.Eq(bb, 0.0)))
+    bad = ew.Or(bad, ew.Or(ew.And(ew.Eq(aa, 0.0), ew.Eq(bb, 0.0)), ew.And(ew.Eq(aa, inf), ew.Eq(bb, inf))))
     bad = ew.Or(bad, ew.Or(_isnan(aa), ew.Or(_isnan(bb), _isnan(xx))))
     out = ew.Select(bad, _full(float("nan"), out), out)
     return _finish(out, et)

@@ -42,6 +42,8 @@ __all__ = [
 ]
 
 OptionValue = str | bool | int | float
+_ndarray: Final = np.ndarray
+_put: Final = pjrt.put  # bound once: the call path reads module globals only
 
 
 class _ComputationLike(Protocol):
@@ -387,7 +389,7 @@ class _CallPlan:
 
     __slots__ = (
         "name", "params", "nparams", "device", "jdevice", "sharding", "handlers", "outputs",
-        "is_tuple", "multi", "signature", "unsupported_output",
+        "is_tuple", "multi", "signature", "unsupported_output", "fast", "checks", "out_dims", "out_dtype",
     )
 
     def __init__(self, name: str, program_shape: ProgramShape, devices: Sequence[Device]) -> None:
@@ -412,6 +414,10 @@ class _CallPlan:
         )
         self.handlers = [pjrt.result_handler(_aval(d, t), self.sharding) for d, t in self.outputs]
         self.signature = ", ".join(f"{p.name}: {p.shape}" for p in self.params)
+        # exe(*args) may take the fast path: one device, array parameters, array outputs.
+        self.fast = not self.multi and self.unsupported_output is None and all(p.supported for p in self.params)
+        self.checks = tuple((p, p.dtype, p.dims, p.aval) for p in self.params)
+        self.out_dims, self.out_dtype = self.outputs[0] if self.outputs else ((), np.dtype(np.uint8))
 
     def output_error(self) -> XlaRuntimeError:
         return XlaRuntimeError(f"{self.name}: outputs of shape {self.unsupported_output} cannot be returned")
@@ -544,6 +550,33 @@ class Executable:
         Maps to PJRT ``LoadedExecutable::Execute`` (``execute_sharded``).
         """
         plan = self._plan
+        if not plan.fast or len(args) != plan.nparams:
+            return self._call_checked(args)
+        # The fast path: every check below is an identity or tuple comparison against data
+        # computed once per executable; anything unusual goes through spec.to_buffer, which
+        # checks and converts (and raises the errors).
+        device = plan.device
+        bufs = []
+        for a, (spec, dtype, dims, aval) in zip(args, plan.checks):  # the count is checked above
+            ty = type(a)
+            if ty is DeviceArray:
+                arr = a._arr
+                if arr is not None and a._device is device and a._dtype is dtype and a._shape == dims:
+                    bufs.append(arr)
+                    continue
+            elif ty is _ndarray and a.dtype is dtype and a.shape == dims:
+                bufs.append(_put(a, aval, plan.sharding, plan.jdevice))
+                continue
+            bufs.append(spec.to_buffer(a, device))
+        outs = pjrt.execute(self._exe, bufs, plan.handlers, self._name)
+        if plan.is_tuple:
+            wrap = DeviceArray._wrap
+            return tuple(wrap(o, d, t, device) for o, (d, t) in zip(outs, plan.outputs, strict=True))
+        return DeviceArray._wrap(outs[0], plan.out_dims, plan.out_dtype, device)
+
+    def _call_checked(self, args: tuple[Any, ...]) -> DeviceArray | tuple[DeviceArray, ...]:
+        """``exe(*args)`` for every case the fast path leaves out (and its errors)."""
+        plan = self._plan
         if len(args) != plan.nparams:
             raise plan.count_error(len(args))
         if plan.multi:
@@ -554,24 +587,7 @@ class Executable:
         if plan.unsupported_output is not None:
             raise plan.output_error()
         device = plan.device
-        sharding = plan.sharding
-        jdevice = plan.jdevice
-        put = pjrt.put
-        bufs = []
-        for spec, a in zip(plan.params, args, strict=False):  # the count is checked above
-            ty = type(a)
-            dims = spec.dims
-            if ty is np.ndarray:
-                dt = a.dtype
-                if (dt is not spec.dtype and dt != spec.dtype) or a.shape != dims:
-                    bufs.append(spec.to_buffer(a, device))
-                else:
-                    bufs.append(put(a, spec.aval, sharding, jdevice))
-            elif ty is DeviceArray and a._device is device and a._dtype is spec.dtype and a._shape == dims:
-                arr = a._arr  # None once deleted: to_buffer raises
-                bufs.append(arr if arr is not None else spec.to_buffer(a, device))
-            else:
-                bufs.append(spec.to_buffer(a, device))
+        bufs = [spec.to_buffer(a, device) for spec, a in zip(plan.params, args, strict=True)]
         outs = pjrt.execute(self._exe, bufs, plan.handlers, self._name)
         wrap = DeviceArray._wrap
         if plan.is_tuple:

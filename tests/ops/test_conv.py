@@ -1,0 +1,255 @@
+"""Tests of xlasdk/ops/conv.py (ConvGeneralDilated, Conv) against a direct-loop numpy reference."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+from helpers import run
+
+import xlasdk as xs
+from xlasdk import ops
+
+HERE = os.path.basename(__file__)
+RNG = np.random.default_rng(11)
+
+
+def err(exc: type[Exception], fn: Callable[[], Any], *words: str) -> str:
+    """``fn()`` raises ``exc`` whose message has ``words`` and points at the caller's line."""
+    line = sys._getframe(1).f_lineno
+    with pytest.raises(exc) as info:
+        fn()
+    msg = str(info.value)
+    for w in words:
+        assert w in msg, (w, msg)
+    assert f" — at {HERE}:{line}" in msg, msg
+    return msg
+
+
+def ref_conv(x: np.ndarray[Any, Any], w: np.ndarray[Any, Any], strides: Sequence[int], pads: Sequence[tuple[int, int]],
+             lhs_dil: Sequence[int] | None = None, rhs_dil: Sequence[int] | None = None, fgc: int = 1,
+             bgc: int = 1) -> np.ndarray[Any, Any]:
+    """Convolution in (B, C, *S) / (O, I, *K) -> (B / bgc, O, *S') layout, by direct loops in float64."""
+    x = x.astype(np.float64)
+    w = w.astype(np.float64)
+    n = x.ndim - 2
+    lhs_dil = list(lhs_dil or [1] * n)
+    rhs_dil = list(rhs_dil or [1] * n)
+    B, C = x.shape[:2]
+    O, I = w.shape[:2]
+    # input dilation: holes between the input elements
+    dil = np.zeros((B, C, *[(s - 1) * d + 1 if s else 0 for s, d in zip(x.shape[2:], lhs_dil)]))
+    dil[(slice(None), slice(None), *[slice(None, None, d) for d in lhs_dil])] = x
+    # padding: positive pads zeros, negative crops
+    for i, (lo, hi) in enumerate(pads):
+        ax = 2 + i
+        if lo < 0:
+            dil = dil.take(range(-lo, dil.shape[ax]), axis=ax)
+        if hi < 0:
+            dil = dil.take(range(0, max(dil.shape[ax] + hi, 0)), axis=ax)
+        width = [(0, 0)] * dil.ndim
+        width[ax] = (max(lo, 0), max(hi, 0))
+        dil = np.pad(dil, width)
+    # kernel (window) dilation
+    wd = np.zeros((O, I, *[(k - 1) * d + 1 for k, d in zip(w.shape[2:], rhs_dil)]))
+    wd[(slice(None), slice(None), *[slice(None, None, d) for d in rhs_dil])] = w
+    out_sp = [max((p - k) // s + 1, 0) if p >= k else 0 for p, k, s in zip(dil.shape[2:], wd.shape[2:], strides)]
+    Bo = B // bgc
+    out = np.zeros((Bo, O, *out_sp))
+    per_fg, per_bg = O // fgc, O // bgc
+    for o in range(O):
+        g, k = o // per_fg, o // per_bg  # feature group (input channels) and batch group (input batches)
+        xs_ = dil[k * Bo:(k + 1) * Bo, g * I:(g + 1) * I]
+        for pos in itertools.product(*[range(s) for s in out_sp]):
+            win = tuple(slice(p * s, p * s + kd) for p, s, kd in zip(pos, strides, wd.shape[2:]))
+            out[(slice(None), o, *pos)] = (xs_[(slice(None), slice(None), *win)] * wd[o]).sum(axis=tuple(range(1, 2 + n)))
+    return out
+
+
+def same_pads(sizes: Sequence[int], windows: Sequence[int], strides: Sequence[int]) -> list[tuple[int, int]]:
+    """TF/XLA SAME padding: output ceil(in / stride), the odd element of padding on the high side."""
+    out = []
+    for n, k, s in zip(sizes, windows, strides):
+        total = max((-(-n // s) - 1) * s + k - n, 0)
+        out.append((total // 2, total - total // 2))
+    return out
+
+
+def sample(shape: tuple[int, ...], dtype: Any = np.float32) -> np.ndarray[Any, Any]:
+    if np.dtype(dtype).kind in "iu":
+        return RNG.integers(-4, 5, shape).astype(dtype)
+    return RNG.normal(size=shape).astype(dtype)
+
+
+# (name, lhs shape NC.., rhs shape OI.., strides, padding, lhs_dil, rhs_dil, fgc, bgc)
+NCHW_CASES: list[tuple[str, tuple[int, ...], tuple[int, ...], list[int], Any, Any, Any, int, int]] = [
+    ("valid", (2, 3, 6, 7), (4, 3, 3, 2), [1, 1], "VALID", None, None, 1, 1),
+    ("strided_explicit", (2, 3, 7, 7), (4, 3, 3, 3), [2, 3], [(1, 2), (0, 1)], None, None, 1, 1),
+    ("same_odd", (1, 2, 7, 5), (3, 2, 3, 4), [2, 2], "SAME", None, None, 1, 1),
+    ("negative_pad", (1, 2, 6, 6), (2, 2, 2, 2), [1, 1], [(-1, 0), (-2, -1)], None, None, 1, 1),
+    ("lhs_dilation", (1, 2, 4, 3), (2, 2, 3, 2), [1, 1], [(2, 2), (1, 1)], [2, 3], None, 1, 1),
+    ("rhs_dilation", (1, 2, 8, 9), (3, 2, 3, 2), [1, 2], "VALID", None, [2, 3], 1, 1),
+    ("both_dilations_same", (1, 1, 5, 5), (1, 1, 3, 3), [2, 1], "SAME", [2, 1], [1, 2], 1, 1),
+    ("groups", (2, 4, 5, 5), (6, 2, 3, 3), [1, 1], [(1, 1), (1, 1)], None, None, 2, 1),
+    ("depthwise", (1, 3, 5, 4), (6, 1, 2, 2), [1, 1], "VALID", None, None, 3, 1),  # multiplier 2
+    ("batch_groups", (4, 2, 5, 5), (6, 2, 3, 3), [2, 2], [(1, 0), (0, 1)], None, None, 1, 2),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_conv_general_dilated_nchw(dtype: Any) -> None:
+    b = xs.XlaBuilder("conv")
+    outs, args, wants = [], [], []
+    for name, ls, rs, st, pad, ld, rd, g, bg in NCHW_CASES:
+        x, w = sample(ls, dtype), sample(rs, dtype)
+        X = ops.Parameter(b, len(args), xs.shape_from_pyval(x))
+        W = ops.Parameter(b, len(args) + 1, xs.shape_from_pyval(w))
+        args += [x, w]
+        outs.append(ops.ConvGeneralDilated(X, W, st, pad, lhs_dilation=ld, rhs_dilation=rd,
+                                           dimension_numbers=("NCHW", "OIHW", "NCHW"), feature_group_count=g,
+                                           batch_group_count=bg))
+        if isinstance(pad, str):
+            eff_in = [(s - 1) * d + 1 for s, d in zip(ls[2:], ld or [1, 1])]
+            eff_k = [(k - 1) * d + 1 for k, d in zip(rs[2:], rd or [1, 1])]
+            pad = same_pads(eff_in, eff_k, st) if pad == "SAME" else [(0, 0), (0, 0)]
+        wants.append(ref_conv(x, w, st, pad, ld, rd, g, bg))
+    for o, want, case in zip(outs, wants, NCHW_CASES):
+        assert o.dims == want.shape, case[0]
+    for got, want, case in zip(run(b.build(outs), *args), wants, NCHW_CASES):
+        assert got.dtype == np.dtype(dtype)
+        if np.dtype(dtype).kind == "i":
+            np.testing.assert_array_equal(got, want, err_msg=case[0])
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=case[0])
+
+
+def test_conv_layouts_nhwc_hwio_and_mixed() -> None:
+    x = sample((2, 6, 5, 3))  # NHWC
+    w = sample((3, 2, 3, 4))  # HWIO
+    xc, wc = x.transpose(0, 3, 1, 2), w.transpose(3, 2, 0, 1)  # to NCHW / OIHW
+    want = ref_conv(xc, wc, [1, 2], [(1, 1), (0, 1)])
+    x1 = sample((5, 2, 4, 3))  # "HNWC"-style odd layout
+    w1 = sample((2, 3, 2, 4))  # "WIHO"
+    want1 = ref_conv(x1.transpose(1, 3, 0, 2), w1.transpose(3, 1, 2, 0), [1, 1], [(0, 0), (0, 0)])
+    dn_obj = xs.make_convolution_dimension_numbers(("NHWC", "HWIO", "NHWC"), 2)
+    b = xs.XlaBuilder("layouts")
+    X, W, X1, W1 = (ops.Parameter(b, i, xs.shape_from_pyval(a)) for i, a in enumerate((x, w, x1, w1)))
+    outs = [
+        ops.ConvGeneralDilated(X, W, [1, 2], [(1, 1), (0, 1)], dimension_numbers=("NHWC", "HWIO", "NHWC")),
+        ops.ConvGeneralDilated(X, W, [1, 2], [(1, 1), (0, 1)], dimension_numbers=("NHWC", "HWIO", "NCHW")),
+        ops.ConvGeneralDilated(X, W, [1, 2], [(1, 1), (0, 1)], dimension_numbers=dn_obj),
+        ops.ConvGeneralDilated(X1, W1, [1, 1], "VALID", dimension_numbers=("HNWC", "WIHO", "CNHW")),
+    ]
+    r = run(b.build(outs), x, w, x1, w1)
+    np.testing.assert_allclose(r[0], want.transpose(0, 2, 3, 1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(r[1], want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(r[2], r[0], rtol=0, atol=0)
+    np.testing.assert_allclose(r[3], want1.transpose(1, 0, 2, 3), rtol=1e-5, atol=1e-5)
+
+
+def test_conv_1d_and_3d() -> None:
+    x1, w1 = sample((2, 3, 9)), sample((4, 3, 3))
+    x3, w3 = sample((1, 2, 4, 5, 3)), sample((3, 2, 2, 3, 2))
+    b = xs.XlaBuilder("nd")
+    X1, W1, X3, W3 = (ops.Parameter(b, i, xs.shape_from_pyval(a)) for i, a in enumerate((x1, w1, x3, w3)))
+    outs = [
+        ops.ConvGeneralDilated(X1, W1, [2], [(1, 2)], rhs_dilation=[2], dimension_numbers=("NCH", "OIH", "NCH")),
+        ops.ConvGeneralDilated(X3, W3, [1, 2, 1], [(1, 0), (0, 0), (1, 1)], dimension_numbers=("NCDHW", "OIDHW", "NCDHW")),
+        ops.ConvGeneralDilated(X3, W3, [1, 1, 1], "VALID"),  # None: NC.../OI.../NC...
+    ]
+    r = run(b.build(outs), x1, w1, x3, w3)
+    np.testing.assert_allclose(r[0], ref_conv(x1, w1, [2], [(1, 2)], None, [2]), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(r[1], ref_conv(x3, w3, [1, 2, 1], [(1, 0), (0, 0), (1, 1)]), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(r[2], ref_conv(x3, w3, [1, 1, 1], [(0, 0)] * 3), rtol=1e-5, atol=1e-5)
+
+
+def test_conv_shorthand() -> None:
+    x, w = sample((2, 4, 6, 5)), sample((6, 2, 3, 3))
+    b = xs.XlaBuilder("conv_short")
+    X, W = ops.Parameter(b, 0, xs.shape_from_pyval(x)), ops.Parameter(b, 1, xs.shape_from_pyval(w))
+    outs = [
+        ops.Conv(X, W, [1, 1], "SAME", feature_group_count=2),
+        ops.Conv(X, W, [2, 1], xs.PaddingType.VALID, feature_group_count=2),
+        ops.Conv(X, W, [1, 2], [(2, 0), (1, 1)], feature_group_count=2),
+        ops.Conv(ops.Reshape(X, [4, 2, 6, 5]), W, [1, 1], "VALID", batch_group_count=2),
+    ]
+    assert outs[0].dims == (2, 6, 6, 5)
+    r = run(b.build(outs), x, w)
+    np.testing.assert_allclose(r[0], ref_conv(x, w, [1, 1], same_pads([6, 5], [3, 3], [1, 1]), fgc=2), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(r[1], ref_conv(x, w, [2, 1], [(0, 0), (0, 0)], fgc=2), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(r[2], ref_conv(x, w, [1, 2], [(2, 0), (1, 1)], fgc=2), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(r[3], ref_conv(x.reshape(4, 2, 6, 5), w, [1, 1], [(0, 0)] * 2, bgc=2), rtol=1e-5, atol=1e-5)
+
+
+def test_conv_precision_and_preferred_type() -> None:
+    xi, wi = sample((1, 2, 4, 4), np.int8) * 30, sample((2, 2, 2, 2), np.int8) * 30
+    xb, wb = sample((1, 2, 4, 4)).astype(ml_dtypes.bfloat16), sample((2, 2, 2, 2)).astype(ml_dtypes.bfloat16)
+    xu4 = RNG.integers(0, 16, (1, 1, 3, 3)).astype(ml_dtypes.uint4)
+    b = xs.XlaBuilder("conv_pref")
+    XI, WI = ops.Parameter(b, 0, xs.shape_from_pyval(xi)), ops.Parameter(b, 1, xs.shape_from_pyval(wi))
+    pc = xs.PrecisionConfig([xs.PrecisionConfig.Precision.HIGHEST, xs.PrecisionConfig.Precision.HIGH])
+    outs = [
+        ops.ConvGeneralDilated(XI, WI, [1, 1], "VALID", preferred_element_type=np.int32, precision_config=pc),
+        ops.Conv(ops.Constant(b, xb), ops.Constant(b, wb), [1, 1], "VALID", preferred_element_type=np.float32),
+        ops.Conv(ops.Constant(b, xu4), ops.Constant(b, xu4), [1, 1], "VALID", preferred_element_type=np.int32),
+    ]
+    assert [str(o.shape) for o in outs] == ["s32[1,2,3,3]", "f32[1,2,3,3]", "s32[1,1,1,1]"]
+    comp = b.build(outs)
+    conv_lines = [ln for ln in comp.as_hlo_text().splitlines() if " convolution(" in ln]
+    assert "operand_precision={highest,high}" in conv_lines[0]
+    r = run(comp, xi, wi)
+    want = ref_conv(xi, wi, [1, 1], [(0, 0)] * 2)
+    assert np.abs(want).max() > 127  # the s8 result would overflow
+    np.testing.assert_array_equal(r[0], want)
+    np.testing.assert_allclose(r[1], ref_conv(xb.astype(np.float32), wb.astype(np.float32), [1, 1], [(0, 0)] * 2),
+                               rtol=1e-5, atol=1e-5)
+    assert r[2].ravel()[0] == int((xu4.astype(np.int64) ** 2).sum())
+
+
+def test_conv_errors() -> None:
+    b = xs.XlaBuilder("conv_err")
+    x = ops.Parameter(b, 0, xs.Shape.array_shape("f32", [1, 4, 5, 5]))
+    w = ops.Parameter(b, 1, xs.Shape.array_shape("f32", [6, 4, 3, 3]))
+    wi = ops.Parameter(b, 2, xs.Shape.array_shape("s32", [6, 4, 3, 3]))
+    w3 = ops.Parameter(b, 3, xs.Shape.array_shape("f32", [6, 4, 3]))
+    w2 = ops.Parameter(b, 4, xs.Shape.array_shape("f32", [6, 2, 3, 3]))
+    bo = ops.Parameter(b, 5, xs.Shape.array_shape("pred", [1, 1, 2, 2]))
+    C = ops.ConvGeneralDilated
+    err(xs.DTypeError, lambda: C(x, wi, [1, 1], "VALID"), "ConvGeneralDilated: operand 'rhs' has element type s32[6,4,3,3], expected f32 like 'lhs'")
+    err(xs.DTypeError, lambda: C(bo, bo, [1, 1], "VALID"), "ConvGeneralDilated: operand 'lhs' must be numeric, got pred[1,1,2,2]")
+    err(xs.ShapeError, lambda: C(x, w3, [1, 1], "VALID"), "ConvGeneralDilated: operands must have equal rank >= 2, got 'lhs' f32[1,4,5,5] and 'rhs' f32[6,4,3]")
+    err(xs.ShapeError, lambda: C(x, w, [1], "VALID"), "ConvGeneralDilated: window_strides has 1 entries, expected 2")
+    err(xs.ShapeError, lambda: C(x, w, [1, 0], "VALID"), "ConvGeneralDilated: window_strides [1, 0] must all be >= 1")
+    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", lhs_dilation=[0, 1]), "ConvGeneralDilated: lhs_dilation [0, 1] must all be >= 1")
+    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", rhs_dilation=[1]), "ConvGeneralDilated: rhs_dilation has 1 entries, expected 2")
+    err(xs.ShapeError, lambda: C(x, w, [1, 1], "FOO"), "ConvGeneralDilated: unknown PaddingType 'FOO'")
+    err(xs.ShapeError, lambda: C(x, w, [1, 1], [(1, 1)]), "ConvGeneralDilated: padding has 1 (lo, hi) pairs, expected one per spatial dimension (2)")
+    err(xs.ShapeError, lambda: C(x, w, [1, 1], [(1, 1, 1), (0, 0)]), "ConvGeneralDilated: padding[0] must be a (lo, hi) pair of ints")
+    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", feature_group_count=3), "ConvGeneralDilated: input features (4, from 'lhs' f32[1,4,5,5]) must equal kernel input features (4, from 'rhs' f32[6,4,3,3]) times feature_group_count (3)")
+    err(xs.ShapeError, lambda: C(x, w2, [1, 1], "VALID"), "ConvGeneralDilated: input features (4", "kernel input features (2")
+    err(xs.ShapeError, lambda: C(ops.Reshape(x, [1, 4, 25, 1]), ops.Slice(w2, [0, 0, 0, 0], [5, 2, 3, 3]), [1, 1], "VALID", feature_group_count=2), "ConvGeneralDilated: kernel output features (5) must be divisible by feature_group_count (2)")
+    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", feature_group_count=0), "ConvGeneralDilated: feature_group_count (0) and batch_group_count (1) must be >= 1")
+    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", batch_group_count=2), "ConvGeneralDilated: batch (1) and kernel output features (6) must be divisible by batch_group_count (2)")
+    err(xs.ShapeError, lambda: C(x, w2, [1, 1], "VALID", feature_group_count=2, batch_group_count=2), "ConvGeneralDilated: feature_group_count and batch_group_count cannot both be > 1")
+    err(xs.DTypeError, lambda: C(x, w, [1, 1], "VALID", feature_group_count=1.5), "ConvGeneralDilated: feature_group_count must be an int, got float 1.5")
+    err(xs.DTypeError, lambda: C(x, w, [1, 1], "VALID", batch_group_count="2"), "ConvGeneralDilated: batch_group_count must be an int, got str")
+    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", dimension_numbers=("NCHW", "OIHW")), "ConvGeneralDilated: bad dimension_numbers", "3 layout strings")
+    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", dimension_numbers=("NCHW", "OIHX", "NCHW")), "ConvGeneralDilated: bad dimension_numbers", "spatial letters")
+    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", dimension_numbers=xs.make_convolution_dimension_numbers(("NCH", "OIH", "NCH"), 1)), "ConvGeneralDilated: bad dimension_numbers", "expected num_spatial_dimensions=2")
+    bad_dn = xs.make_convolution_dimension_numbers(None, 2)
+    bad_dn.input_spatial_dimensions = [2, 7]
+    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", dimension_numbers=bad_dn), "ConvGeneralDilated: bad dimension_numbers: input dimensions [0, 1, 2, 7] must be < 4")
+    err(xs.DTypeError, lambda: C(x, w, [1, 1], "VALID", preferred_element_type=np.int32), "ConvGeneralDilated: preferred_element_type s32 is not compatible with f32 operands")
+    err(xs.DTypeError, lambda: C(x, w, [1, 1], "VALID", precision_config="x"), "ConvGeneralDilated: precision_config must be an xs.PrecisionConfig")
+    err(xs.ShapeError, lambda: C(ops.Constant(b, np.float32(1)), ops.Constant(b, np.float32(1)), [], "VALID"), "ConvGeneralDilated: operands must have equal rank >= 2")
+    err(xs.DTypeError, lambda: C(x, np.ones((6, 4, 3, 3)), [1, 1], "VALID"), "ConvGeneralDilated: operand 'rhs' must be an XlaOp, got ndarray")
+    # the shorthand names itself
+    err(xs.ShapeError, lambda: ops.Conv(x, w, [1, 1], "XX"), "Conv: unknown PaddingType 'XX'")
+    err(xs.ShapeError, lambda: ops.Conv(x, w, [1, 1, 1], "SAME"), "Conv: window_strides has 3 entries, expected 2")
+    err(xs.ShapeError, lambda: ops.Conv(x, w2, [1, 1], "SAME"), "Conv: input features (4")

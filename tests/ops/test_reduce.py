@@ -1,0 +1,149 @@
+"""Tests of Reduce in xlasdk/ops/reduce.py: single and variadic reductions, reducers, errors."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from helpers import run
+
+import xlasdk as xs
+from xlasdk import ops
+
+HERE = os.path.basename(__file__)
+S = xs.Shape
+
+
+def err(exc: type[Exception], fn: Callable[[], Any], *words: str) -> str:
+    """``fn()`` raises ``exc`` whose message has ``words`` and points at the caller's line."""
+    line = sys._getframe(1).f_lineno
+    with pytest.raises(exc) as info:
+        fn()
+    msg = str(info.value)
+    for w in words:
+        assert w in msg, (w, msg)
+    assert f" — at {HERE}:{line}" in msg, msg
+    return msg
+
+
+def scalar_computation(name: str, dtype: Any, fn: Callable[[xs.XlaOp, xs.XlaOp], xs.XlaOp]) -> xs.XlaComputation:
+    sb = xs.XlaBuilder(name)
+    a = ops.Parameter(sb, 0, S.scalar_shape(dtype))
+    c = ops.Parameter(sb, 1, S.scalar_shape(dtype))
+    return sb.build(fn(a, c))
+
+
+def test_reduce_single_operand_dims() -> None:
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 7.5
+    xi = (np.arange(24, dtype=np.int32) * 7 % 11).reshape(2, 3, 4)
+    add = scalar_computation("add", np.float32, ops.Add)
+    b = xs.XlaBuilder("reduce")
+    X, XI = ops.Parameter(b, 0, xs.shape_from_pyval(x)), ops.Parameter(b, 1, xs.shape_from_pyval(xi))
+    zero = ops.Constant(b, np.float32(0))
+    outs = [
+        ops.Reduce(b, X, zero, add, [0]),  # an XlaComputation reducer
+        ops.Reduce(b, X, zero, lambda a, c: a + c, [1]),  # a callable
+        ops.Reduce(b, X, zero, ops.Add, (0, 2)),  # several dims
+        ops.Reduce(b, X, zero, add, [2, 0]),  # unsorted dims
+        ops.Reduce(b, X, zero, add, [0, 1, 2]),  # to a scalar
+        ops.Reduce(b, X, zero, add, []),  # nothing reduced
+        ops.Reduce(b, X, ops.Constant(b, np.float32(-np.inf)), ops.Max, [1, 2]),
+        ops.Reduce(b, XI, ops.Constant(b, np.int32(1)), lambda a, c: ops.Mul(a, c), [2]),
+        ops.Reduce(b, XI, ops.Constant(b, np.int32(2**31 - 1)), ops.Min, [0]),
+        ops.Reduce(b, ops.Gt(X, 0.0), ops.Constant(b, False), ops.Or, [2]),  # pred "any"
+    ]
+    wants = [x.sum(0), x.sum(1), x.sum((0, 2)), x.sum((0, 2)), x.sum(), x, x.max((1, 2)),
+             np.prod(xi, axis=2, dtype=np.int64).astype(np.int32), xi.min(0), (x > 0).any(2)]
+    assert [o.dims for o in outs] == [w.shape for w in wants]
+    for k, (o, w) in enumerate(zip(run(b.build(outs), x, xi), wants)):
+        assert o.dtype == w.dtype, k
+        np.testing.assert_allclose(o, w, rtol=1e-6, err_msg=str(k))
+
+
+def test_reduce_empty_dimension_gives_init() -> None:
+    x = np.zeros((0, 3), np.float32)
+    b = xs.XlaBuilder("reduce0")
+    X = ops.Parameter(b, 0, xs.shape_from_pyval(x))
+    (o,) = run(b.build(ops.Reduce(b, X, ops.Constant(b, np.float32(5)), ops.Add, [0])), x)
+    np.testing.assert_array_equal(o, [5, 5, 5])
+
+
+def _argmax_reducer(av: xs.XlaOp, ai: xs.XlaOp, xv: xs.XlaOp, xi: xs.XlaOp) -> tuple[xs.XlaOp, xs.XlaOp]:
+    """(value, index) max with the smaller index on ties; parameters in XLA's order (accs, then xs)."""
+    take_x = ops.Or(ops.Gt(xv, av), ops.And(ops.Eq(xv, av), ops.Lt(xi, ai)))
+    return ops.Select(take_x, xv, av), ops.Select(take_x, xi, ai)
+
+
+def test_reduce_variadic_argmax() -> None:
+    x = np.array([[3, 9, 1, 9], [-2, -5, -1, -7], [4, 4, 4, 4]], np.float32)
+    idx = np.broadcast_to(np.arange(4, dtype=np.int32), x.shape).copy()
+    # the same reducer as an XlaComputation with a tuple root
+    sb = xs.XlaBuilder("argmax")
+    ps = [ops.Parameter(sb, k, S.scalar_shape(t)) for k, t in enumerate((np.float32, np.int32, np.float32, np.int32))]
+    comp = sb.build(list(_argmax_reducer(*ps)))
+    b = xs.XlaBuilder("variadic")
+    X, I = ops.Parameter(b, 0, xs.shape_from_pyval(x)), ops.Parameter(b, 1, xs.shape_from_pyval(idx))
+    inits = [ops.Constant(b, np.float32(-np.inf)), ops.Constant(b, np.int32(-1))]
+    r1 = ops.Reduce(b, [X, I], inits, _argmax_reducer, [1])
+    r2 = ops.Reduce(b, (X, I), inits, comp, [1])
+    r3 = ops.Reduce(b, [X, I], inits, lambda a, c, d, e: ops.Tuple(a.builder, list(_argmax_reducer(a, c, d, e))), [1])
+    assert str(r1.shape) == "(f32[3], s32[3])"
+    outs = [ops.GetTupleElement(r, k) for r in (r1, r2, r3) for k in (0, 1)]
+    res = run(b.build(outs), x, idx)
+    for k in range(3):
+        np.testing.assert_array_equal(res[2 * k], x.max(1))
+        np.testing.assert_array_equal(res[2 * k + 1], np.argmax(x, 1).astype(np.int32))  # first index on ties
+
+
+def test_reduce_variadic_mixed_types_over_two_dims() -> None:
+    x = np.arange(12, dtype=np.float64).reshape(3, 4)
+    n = np.ones((3, 4), np.int32)
+    b = xs.XlaBuilder("sumcount")
+    X, N = ops.Parameter(b, 0, xs.shape_from_pyval(x)), ops.Parameter(b, 1, xs.shape_from_pyval(n))
+    r = ops.Reduce(b, [X, N], [ops.Constant(b, np.float64(0)), ops.Constant(b, np.int32(0))],
+                   lambda s, c, xv, nv: (s + xv, c + nv), [0, 1])
+    total, count = run(b.build(r), x, n)  # a tuple root gives two outputs
+    assert total == x.sum() and total.dtype == np.float64
+    assert count == 12 and count.dtype == np.int32
+
+
+def test_reduce_errors() -> None:
+    b = xs.XlaBuilder("reduce_err")
+    x = ops.Parameter(b, 0, S.array_shape("f32", [2, 3]))
+    i = ops.Parameter(b, 1, S.array_shape("s32", [2, 3]))
+    z, zi = ops.Constant(b, np.float32(0)), ops.Constant(b, np.int32(0))
+    addf = scalar_computation("addf", np.float32, ops.Add)
+    addi = scalar_computation("addi", np.int32, ops.Add)
+    sb = xs.XlaBuilder("vec")
+    vec = sb.build(ops.Add(ops.Parameter(sb, 0, S.array_shape("f32", [2])), ops.Parameter(sb, 1, S.array_shape("f32", [2]))))
+    R = ops.Reduce
+    # reducer signatures
+    err(xs.ShapeError, lambda: R(b, x, z, addi, [0]), "Reduce: computation 'addi' takes (s32[], s32[]) but must take (f32[], f32[])")
+    err(xs.ShapeError, lambda: R(b, x, z, vec, [0]), "Reduce: computation 'vec' takes (f32[2], f32[2]) but must take (f32[], f32[])")
+    err(xs.ShapeError, lambda: R(b, x, z, lambda a: a, [0]), "Reduce: computation <lambda> takes 1 arguments but 2 are passed (f32[], f32[])")
+    err(xs.ShapeError, lambda: R(b, x, z, lambda a, c, d: a, [0]), "Reduce: computation <lambda> takes 3 arguments but 2 are passed")
+    err(xs.ShapeError, lambda: R(b, x, z, lambda a, c: ops.ConvertElementType(a, np.int32), [0]), "Reduce: computation returns (s32[]) but must return (f32[]), one scalar per operand")
+    err(xs.ShapeError, lambda: R(b, x, z, lambda a, c: (a, c), [0]), "Reduce: computation returns (f32[], f32[]) but must return (f32[])")
+    err(xs.ShapeError, lambda: R(b, x, z, lambda a, c: ops.Broadcast(a, [2]), [0]), "Reduce: computation returns (f32[2]) but must return (f32[])")
+    err(xs.DTypeError, lambda: R(b, x, z, lambda a, c: None, [0]), "Reduce: computation must return an XlaOp or a tuple/list of XlaOps, got NoneType")
+    err(xs.ShapeError, lambda: R(b, x, z, lambda a, c: z, [0]), "Reduce: computation returned an op of builder 'reduce_err'", "cannot be captured")
+    err(xs.DTypeError, lambda: R(b, x, z, 5, [0]), "Reduce: computation must be an XlaComputation or a callable, got int")
+    err(xs.ShapeError, lambda: R(b, [x, i], [z, zi], lambda a, c, d, e: a, [0]), "Reduce: computation returns (f32[]) but must return (f32[], s32[])")
+    err(xs.ShapeError, lambda: R(b, [x, i], [z, zi], lambda a, c, d, e: (c, a), [0]), "Reduce: computation returns (s32[], f32[]) but must return (f32[], s32[])")
+    err(xs.ShapeError, lambda: R(b, [x, i], [z, zi], addf, [0]), "Reduce: computation 'addf' takes (f32[], f32[]) but must take (f32[], s32[], f32[], s32[])")
+    # operands, init values and dimensions
+    err(xs.ShapeError, lambda: R(b, x, z, addf, [0, 0]), "Reduce: dimensions_to_reduce [0, 0] must be distinct dimension numbers < 2")
+    err(xs.ShapeError, lambda: R(b, x, z, addf, [2]), "Reduce: dimensions_to_reduce [2] must be distinct")
+    err(xs.ShapeError, lambda: R(b, x, z, addf, [-1]), "Reduce: dimensions_to_reduce [-1]")
+    err(xs.ShapeError, lambda: R(b, x, ops.Constant(b, np.zeros(2, np.float32)), addf, [0]), "Reduce: operand 'init_values[0]' must be a scalar, got f32[2]")
+    err(xs.DTypeError, lambda: R(b, x, zi, addf, [0]), "Reduce: operand 'init_values[0]' is s32[], expected f32[] like operands[0]")
+    err(xs.ShapeError, lambda: R(b, [x, i], [z], addf, [0]), "Reduce: 2 operands but 1 init_values")
+    err(xs.ShapeError, lambda: R(b, [x, ops.Transpose(i, [1, 0])], [z, zi], lambda a, c, d, e: (a, c), [0]), "Reduce: operand 'operands[1]' has shape s32[3,2], expected dimensions [2, 3] like operands[0]")
+    err(xs.ShapeError, lambda: R(b, [], [], addf, [0]), "Reduce: operands must be an XlaOp or a non-empty list of XlaOps")
+    err(xs.DTypeError, lambda: R(x, x, z, addf, [0]), "Reduce: first argument must be an XlaBuilder, got XlaOp")
+    err(xs.ShapeError, lambda: R(b, x, ops.Constant(xs.XlaBuilder("o"), np.float32(0)), addf, [0]), "Reduce: operand 'init_values[0]' belongs to builder 'o', but the op is built in 'reduce_err'")
+    err(xs.DTypeError, lambda: R(b, [x, "y"], [z, z], addf, [0]), "Reduce: operand 'operands[1]' must be an XlaOp, got str")

@@ -1,0 +1,201 @@
+"""Tests of xlasdk/ops/shaping.py: Broadcast, BroadcastInDim, Reshape, Transpose, Slice, ConcatInDim."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+from helpers import run
+
+import xlasdk as xs
+from xlasdk import ops
+
+HERE = os.path.basename(__file__)
+
+
+def err(exc: type[Exception], fn: Callable[[], Any], *words: str) -> str:
+    """``fn()`` raises ``exc`` whose message has ``words`` and points at the caller's line."""
+    line = sys._getframe(1).f_lineno
+    with pytest.raises(exc) as info:
+        fn()
+    msg = str(info.value)
+    for w in words:
+        assert w in msg, (w, msg)
+    assert f" — at {HERE}:{line}" in msg, msg
+    return msg
+
+
+def params(b: xs.XlaBuilder, *arrays: np.ndarray[Any, Any]) -> list[xs.XlaOp]:
+    return [ops.Parameter(b, i, xs.shape_from_pyval(a)) for i, a in enumerate(arrays)]
+
+
+A23 = np.arange(6, dtype=np.float32).reshape(2, 3)
+A234 = np.arange(24, dtype=np.int32).reshape(2, 3, 4)
+
+
+def test_broadcast() -> None:
+    v = np.array([1, 2, 3], np.int8)
+    b = xs.XlaBuilder("bc")
+    X, V = params(b, A23, v)
+    outs = [ops.Broadcast(X, [4]), ops.Broadcast(V, (2, 1)), ops.Broadcast(X, []), ops.Broadcast(ops.Constant(b, np.float32(7)), [2, 2]),
+            ops.Broadcast(V, [0])]
+    assert [o.dims for o in outs] == [(4, 2, 3), (2, 1, 3), (2, 3), (2, 2), (0, 3)]
+    r = run(b.build(outs), A23, v)
+    np.testing.assert_array_equal(r[0], np.broadcast_to(A23, (4, 2, 3)))
+    np.testing.assert_array_equal(r[1], np.broadcast_to(v, (2, 1, 3)))
+    assert r[1].dtype == np.int8
+    np.testing.assert_array_equal(r[2], A23)
+    np.testing.assert_array_equal(r[3], np.full((2, 2), 7, np.float32))
+    assert r[4].shape == (0, 3)
+
+
+def test_broadcast_in_dim() -> None:
+    v = np.array([10, 20, 30], np.float32)
+    c = np.array([[1], [2]], np.float32)
+    b = xs.XlaBuilder("bid")
+    X, V, C = params(b, A23, v, c)
+    outs = [
+        ops.BroadcastInDim(V, [2, 3], [1]),
+        ops.BroadcastInDim(V, [3, 2], [0]),
+        ops.BroadcastInDim(C, [2, 4], [0, 1]),  # size-1 dimension expands
+        ops.BroadcastInDim(X, [4, 2, 5, 3], [1, 3]),
+        ops.BroadcastInDim(X, [3, 4, 2], [2, 0]),  # a transposing broadcast
+        ops.BroadcastInDim(ops.Constant(b, np.float32(1.5)), [2], []),
+    ]
+    r = run(b.build(outs), A23, v, c)
+    np.testing.assert_array_equal(r[0], np.broadcast_to(v, (2, 3)))
+    np.testing.assert_array_equal(r[1], np.broadcast_to(v[:, None], (3, 2)))
+    np.testing.assert_array_equal(r[2], np.broadcast_to(c, (2, 4)))
+    np.testing.assert_array_equal(r[3], np.broadcast_to(A23[None, :, None, :], (4, 2, 5, 3)))
+    np.testing.assert_array_equal(r[4], np.broadcast_to(A23.T[:, None, :], (3, 4, 2)))
+    np.testing.assert_array_equal(r[5], [1.5, 1.5])
+
+
+def test_reshape_both_forms() -> None:
+    b = xs.XlaBuilder("reshape")
+    (X,) = params(b, A234)
+    outs = [
+        ops.Reshape(X, [6, 4]),
+        ops.Reshape(X, new_sizes=[24]),
+        ops.Reshape(X, [2, 0, 1], [4, 6]),  # former form: transpose by dimensions first
+        ops.Reshape(X, dimensions=[0, 1, 2], new_sizes=[3, 8]),
+        ops.Reshape(ops.Reshape(X, [24]), [1, 2, 1, 12]),
+        ops.Reshape(ops.Slice(X, [0, 0, 0], [1, 1, 1]), []),  # to a scalar
+    ]
+    assert [o.dims for o in outs] == [(6, 4), (24,), (4, 6), (3, 8), (1, 2, 1, 12), ()]
+    assert ops.Reshape(X, [2, 3, 4]) is X  # same dimensions: no op
+    r = run(b.build(outs), A234)
+    np.testing.assert_array_equal(r[0], A234.reshape(6, 4))
+    np.testing.assert_array_equal(r[1], A234.ravel())
+    np.testing.assert_array_equal(r[2], A234.transpose(2, 0, 1).reshape(4, 6))
+    np.testing.assert_array_equal(r[3], A234.reshape(3, 8))
+    np.testing.assert_array_equal(r[4], A234.reshape(1, 2, 1, 12))
+    assert r[5].shape == () and r[5] == 0
+
+
+def test_reshape_empty_and_dtypes() -> None:
+    e = np.zeros((0, 3), np.float32)
+    b = xs.XlaBuilder("reshape0")
+    E = ops.Parameter(b, 0, xs.shape_from_pyval(e))
+    bf = ops.Constant(b, np.arange(6).astype(ml_dtypes.bfloat16))
+    r = run(b.build([ops.Reshape(E, [3, 0]), ops.ConvertElementType(ops.Reshape(bf, [3, 2]), np.float32)]), e)
+    assert r[0].shape == (3, 0)
+    np.testing.assert_array_equal(r[1], np.arange(6, dtype=np.float32).reshape(3, 2))
+
+
+def test_transpose() -> None:
+    b = xs.XlaBuilder("transpose")
+    (X,) = params(b, A234)
+    perms = [(0, 1, 2), (2, 1, 0), (1, 2, 0), (0, 2, 1)]
+    outs = [ops.Transpose(X, p) for p in perms]
+    assert [o.dims for o in outs] == [A234.transpose(p).shape for p in perms]
+    for o, p in zip(run(b.build(outs), A234), perms):
+        np.testing.assert_array_equal(o, A234.transpose(p))
+
+
+def test_slice_with_strides() -> None:
+    x = np.arange(60, dtype=np.float64).reshape(6, 10)
+    b = xs.XlaBuilder("slice")
+    (X,) = params(b, x)
+    outs = [
+        ops.Slice(X, [1, 2], [5, 9]),
+        ops.Slice(X, [0, 0], [6, 10], [2, 3]),
+        ops.Slice(X, [1, 1], [6, 10], [4, 4]),
+        ops.Slice(X, [3, 5], [3, 9], [1, 2]),  # empty dimension
+        ops.Slice(X, (0, 9), (6, 10), (5, 1)),
+    ]
+    wants = [x[1:5, 2:9], x[0:6:2, 0:10:3], x[1:6:4, 1:10:4], x[3:3, 5:9:2], x[0:6:5, 9:10]]
+    assert [o.dims for o in outs] == [w.shape for w in wants]
+    for o, w in zip(run(b.build(outs), x), wants):
+        np.testing.assert_array_equal(o, w)
+
+
+def test_concat_in_dim() -> None:
+    p = np.arange(6, dtype=np.int32).reshape(2, 3)
+    q = np.arange(100, 104, dtype=np.int32).reshape(2, 2)
+    s = np.arange(200, 209, dtype=np.int32).reshape(3, 3)
+    e = np.zeros((0, 3), np.int32)
+    b = xs.XlaBuilder("concat")
+    P_, Q, S, E = params(b, p, q, s, e)
+    outs = [ops.ConcatInDim(b, [P_, Q], 1), ops.ConcatInDim(b, (P_, S, P_), 0), ops.ConcatInDim(b, [P_], 0),
+            ops.ConcatInDim(b, [E, P_, E], 0)]
+    assert [o.dims for o in outs] == [(2, 5), (7, 3), (2, 3), (2, 3)]
+    r = run(b.build(outs), p, q, s, e)
+    np.testing.assert_array_equal(r[0], np.concatenate([p, q], 1))
+    np.testing.assert_array_equal(r[1], np.concatenate([p, s, p], 0))
+    np.testing.assert_array_equal(r[2], p)
+    np.testing.assert_array_equal(r[3], p)
+
+
+def test_shaping_errors() -> None:
+    b = xs.XlaBuilder("errs")
+    x = ops.Parameter(b, 0, xs.Shape.array_shape("f32", [2, 3]))
+    v = ops.Parameter(b, 1, xs.Shape.array_shape("f32", [3]))
+    i = ops.Parameter(b, 2, xs.Shape.array_shape("s32", [2, 3]))
+    tup = ops.Parameter(b, 3, xs.Shape.tuple_shape([xs.Shape.array_shape("f32", [2])]))
+    other = xs.XlaBuilder("other")
+    # Broadcast
+    err(xs.ShapeError, lambda: ops.Broadcast(x, [-1]), "Broadcast: sizes must be >= 0, got [-1]")
+    err(xs.ShapeError, lambda: ops.Broadcast(x, [2.0]), "Broadcast: sizes must be a sequence of ints, got [2.0]")
+    err(xs.ShapeError, lambda: ops.Broadcast(x, None), "Broadcast: sizes must be a sequence of ints, got None")
+    err(xs.DTypeError, lambda: ops.Broadcast(np.ones(2), [2]), "Broadcast: operand 'operand' must be an XlaOp, got ndarray")
+    err(xs.ShapeError, lambda: ops.Broadcast(tup, [2]), "Broadcast: operand 'operand' must be an array, got (f32[2])")
+    # BroadcastInDim
+    err(xs.ShapeError, lambda: ops.BroadcastInDim(v, [2, 3], [0, 1]), "BroadcastInDim: broadcast_dimensions has 2 entries, expected 1 (rank of f32[3])")
+    err(xs.ShapeError, lambda: ops.BroadcastInDim(x, [2, 3, 4], [0, 0]), "BroadcastInDim: broadcast_dimensions [0, 0] must be distinct")
+    err(xs.ShapeError, lambda: ops.BroadcastInDim(v, [2, 3], [2]), "BroadcastInDim: broadcast_dimensions [2] must be distinct dimension numbers < 2")
+    err(xs.ShapeError, lambda: ops.BroadcastInDim(v, [3, 2], [1]), "BroadcastInDim: operand dimension 0 has size 3, but result dimension 1 has size 2")
+    err(xs.ShapeError, lambda: ops.BroadcastInDim(v, [-3], [0]), "BroadcastInDim: shape must have sizes >= 0, got [-3]")
+    # Reshape
+    err(xs.ShapeError, lambda: ops.Reshape(x, [4]), "Reshape: cannot reshape f32[2,3] (6 elements) to [4] (4 elements)")
+    err(xs.ShapeError, lambda: ops.Reshape(x, [-1, 6]), "Reshape: new_sizes must be >= 0, got [-1, 6]")
+    err(xs.ShapeError, lambda: ops.Reshape(x), "Reshape: new_sizes is required")
+    err(xs.ShapeError, lambda: ops.Reshape(x, [0, 0], [6]), "Reshape: dimensions [0, 0] is not a permutation of range(2) for f32[2,3]")
+    err(xs.ShapeError, lambda: ops.Reshape(x, ["a"]), "Reshape: new_sizes must be a sequence of ints")
+    # Transpose
+    err(xs.ShapeError, lambda: ops.Transpose(x, [0, 0]), "Transpose: permutation [0, 0] is not a permutation of range(2) for f32[2,3]")
+    err(xs.ShapeError, lambda: ops.Transpose(x, [0]), "Transpose: permutation [0] is not a permutation of range(2)")
+    err(xs.DTypeError, lambda: ops.Transpose("x", [0]), "Transpose: operand 'operand' must be an XlaOp, got str")
+    # Slice
+    err(xs.ShapeError, lambda: ops.Slice(x, [0], [1], [1]), "Slice: start_indices has 1 entries, expected 2 (the operand rank)")
+    err(xs.ShapeError, lambda: ops.Slice(x, [0, 0], [2], [1, 1]), "Slice: limit_indices has 1 entries, expected 2")
+    err(xs.ShapeError, lambda: ops.Slice(x, [0, 0], [2, 3], [1]), "Slice: strides has 1 entries, expected 2")
+    err(xs.ShapeError, lambda: ops.Slice(x, [0, 0], [2, 3], [1, 0]), "Slice: strides[1] = 0, must be >= 1")
+    err(xs.ShapeError, lambda: ops.Slice(x, [0, 0], [3, 3], [1, 1]), "Slice: dimension 0: need 0 <= start (0) <= limit (3) <= size (2)")
+    err(xs.ShapeError, lambda: ops.Slice(x, [1, 0], [0, 3]), "Slice: dimension 0: need 0 <= start (1) <= limit (0)")
+    err(xs.ShapeError, lambda: ops.Slice(x, [0, -1], [2, 3]), "Slice: dimension 1: need 0 <= start (-1)")
+    # ConcatInDim
+    err(xs.ShapeError, lambda: ops.ConcatInDim(b, [], 0), "ConcatInDim: operands must be a non-empty list of XlaOps")
+    err(xs.ShapeError, lambda: ops.ConcatInDim(b, x, 0), "ConcatInDim: operands must be a non-empty list")
+    err(xs.DTypeError, lambda: ops.ConcatInDim(b, [x, i], 0), "ConcatInDim: operand 'operands[1]' has element type s32[2,3], expected f32")
+    err(xs.ShapeError, lambda: ops.ConcatInDim(b, [x, v], 0), "ConcatInDim: operand 'operands[1]' has shape f32[3], expected f32[2,3] except in dimension 0")
+    err(xs.ShapeError, lambda: ops.ConcatInDim(b, [x, ops.Transpose(x, [1, 0])], 0), "ConcatInDim: operand 'operands[1]' has shape f32[3,2]")
+    err(xs.ShapeError, lambda: ops.ConcatInDim(b, [x, x], 2), "ConcatInDim: dimension 2 out of range for rank 2")
+    err(xs.ShapeError, lambda: ops.ConcatInDim(b, [x, x], -1), "ConcatInDim: dimension -1 out of range for rank 2")
+    err(xs.DTypeError, lambda: ops.ConcatInDim(x, [x], 0), "ConcatInDim: first argument must be an XlaBuilder, got XlaOp")
+    err(xs.ShapeError, lambda: ops.ConcatInDim(other, [x], 0), "ConcatInDim: operand 'operands[0]' belongs to builder 'errs', but the op is built in 'other'")

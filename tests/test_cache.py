@@ -1,0 +1,324 @@
+"""Tests of xlasdk/runtime/cache.py: keys, entries, corruption, LRU eviction, concurrent writers,
+and compile_cached (the hook behind ``xs.compile(..., cache=True)``)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import xlasdk as xs
+from xlasdk import ops
+from xlasdk.runtime import cache as cache_mod
+from xlasdk.runtime.cache import CompileCache, compile_cached, module_fingerprint, resolve_cache
+
+REPO = str(Path(__file__).resolve().parents[1])
+F32 = np.float32
+
+
+def _rt() -> Any:
+    if hasattr(xs, "compile"):
+        return xs
+    from xlasdk import runtime
+
+    return runtime
+
+
+def chain(n: int, name: str = "chain") -> xs.XlaComputation:
+    """x -> sin(x) * 1.0001 + 0.5, n times, on f32[64]."""
+    b = xs.XlaBuilder(name)
+    x = ops.Parameter(b, 0, xs.Shape.array_shape(F32, (64,)), "x")
+    y = x
+    for _ in range(n):
+        y = ops.Sin(y) * F32(1.0001) + F32(0.5)
+    return b.build(y)
+
+
+def chain_oracle(x: np.ndarray[Any, Any], n: int) -> np.ndarray[Any, Any]:
+    y = x.astype(F32)
+    for _ in range(n):
+        y = (np.sin(y) * F32(1.0001) + F32(0.5)).astype(F32)
+    return y
+
+
+KEY_ARGS: dict[str, Any] = dict(options="CompileOptions(num_replicas=1, num_partitions=1)", platform="cpu",
+                                device_kind="cpu", device_ids=[0], jaxlib_version="0.10.2", xla_flags="")
+
+
+# -- keys ------------------------------------------------------------------------------------------------
+def test_key_depends_on_every_component() -> None:
+    base = CompileCache.key("module text", **KEY_ARGS)
+    assert len(base) == 64 and base == CompileCache.key("module text", **KEY_ARGS)
+    variants = {
+        "module": CompileCache.key("module text ", **KEY_ARGS),
+        **{k: CompileCache.key("module text", **{**KEY_ARGS, k: v}) for k, v in {
+            "options": "CompileOptions(num_replicas=2, num_partitions=1)",
+            "platform": "cuda",
+            "device_kind": "NVIDIA H200",
+            "device_ids": [1],
+            "jaxlib_version": "0.10.3",
+            "xla_flags": "--xla_cpu_enable_fast_math=true",
+        }.items()},
+    }
+    assert len(set(variants.values()) | {base}) == len(variants) + 1, variants
+    assert module_fingerprint("abc") == module_fingerprint(b"abc") == (
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+
+
+def test_key_reads_xla_flags_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    args = {k: v for k, v in KEY_ARGS.items() if k != "xla_flags"}
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    k1 = CompileCache.key("m", **args)
+    monkeypatch.setenv("XLA_FLAGS", "--xla_dump_to=/tmp/x")
+    assert CompileCache.key("m", **args) != k1
+
+
+# -- entries ---------------------------------------------------------------------------------------------
+def test_put_get_info_clear(tmp_path: Path) -> None:
+    c = CompileCache(tmp_path / "c", max_bytes=1 << 20)
+    k = CompileCache.key("m1", **KEY_ARGS)
+    assert c.get(k) is None
+    c.put(k, b"payload-1", name="m1")
+    assert c.get(k) == b"payload-1"
+    k2 = CompileCache.key("m2", **KEY_ARGS)
+    c.put(k2, b"x" * 1000, name="m2")
+    info = c.info()
+    assert info.entries == 2 and info.directory == str(tmp_path / "c") and info.max_bytes == 1 << 20
+    assert info.total_bytes > 1000
+    assert {e.name for e in c.entries()} == {"m1", "m2"}
+    assert "entries:   2" in str(info)
+    c.discard(k)
+    assert c.get(k) is None and c.info().entries == 1
+    assert c.clear() == 1 and c.info().entries == 0
+    with pytest.raises(xs.XlaSdkError, match="not a cache key"):
+        c.get("../../etc/passwd")
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "garbage", "empty", "other_key"])
+def test_corrupt_entries_are_discarded(tmp_path: Path, damage: str) -> None:
+    c = CompileCache(tmp_path)
+    k = CompileCache.key("m", **KEY_ARGS)
+    c.put(k, bytes(range(256)) * 10, name="m")
+    path = tmp_path / f"{k}.xlaexe"
+    raw = path.read_bytes()
+    if damage == "flip":
+        b = bytearray(raw)
+        b[len(b) // 2] ^= 1
+        path.write_bytes(bytes(b))
+    elif damage == "truncate":
+        path.write_bytes(raw[: len(raw) - 7])
+    elif damage == "garbage":
+        path.write_bytes(b"garbage" * 100)
+    elif damage == "empty":
+        path.write_bytes(b"")
+    else:  # a valid entry stored under another key's name
+        k2 = CompileCache.key("m2", **KEY_ARGS)
+        c.put(k2, b"other", name="m2")
+        os.replace(tmp_path / f"{k2}.xlaexe", path)
+    assert c.get(k) is None
+    assert not path.exists()
+
+
+def test_lru_eviction_keeps_recently_used_entries(tmp_path: Path) -> None:
+    payload = b"p" * 4000
+    c = CompileCache(tmp_path, max_bytes=3 * 4200)
+    keys = [CompileCache.key(f"m{i}", **KEY_ARGS) for i in range(4)]
+    now = time.time()
+    for i, k in enumerate(keys[:3]):
+        c.put(k, payload, name=f"m{i}")
+        os.utime(tmp_path / f"{k}.xlaexe", (now - 100 + i, now - 100 + i))  # m0 oldest
+    assert c.get(keys[0]) == payload  # a hit makes m0 the most recently used
+    c.put(keys[3], payload, name="m3")  # over the limit: the least recently used (m1) goes
+    assert c.get(keys[1]) is None
+    for k in (keys[0], keys[2], keys[3]):
+        assert c.get(k) == payload
+    assert c.info().total_bytes <= c.max_bytes
+    assert c.evict(0) == 3 and c.info().entries == 0
+
+
+def test_stale_temporary_files_are_cleaned(tmp_path: Path) -> None:
+    c = CompileCache(tmp_path)
+    stale = tmp_path / ".tmp-dead-writer"
+    stale.write_bytes(b"half an entry")
+    old = time.time() - 7200
+    os.utime(stale, (old, old))
+    fresh = tmp_path / ".tmp-live-writer"
+    fresh.write_bytes(b"being written")
+    c.put(CompileCache.key("m", **KEY_ARGS), b"x")
+    assert not stale.exists() and fresh.exists()
+    c.clear()
+    assert os.listdir(tmp_path) == []
+
+
+def test_concurrent_writers_and_readers_never_see_a_broken_entry(tmp_path: Path) -> None:
+    """4 processes write the same 5 keys 40 times each (payloads of 0.2-1 MB) while reading them."""
+    code = textwrap.dedent(
+        f"""
+        import hashlib, sys
+        sys.path.insert(0, {REPO!r})
+        from xlasdk.runtime.cache import CompileCache
+        c = CompileCache({str(tmp_path)!r}, max_bytes=1 << 30)
+        keys = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(5)]
+        me = int(sys.argv[1])
+        bad = 0
+        for it in range(40):
+            k = keys[(it + me) % 5]
+            n = 200_000 + 20_000 * ((it * 7 + me) % 40)
+            c.put(k, k.encode() * (n // 64), name=f"w{{me}}")
+            for k2 in keys:
+                got = c.get(k2)
+                if got is not None and (len(got) % 64 or got[:64] != k2.encode() or got != k2.encode() * (len(got) // 64)):
+                    bad += 1
+        print("bad", bad)
+        """
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(i)], stdout=subprocess.PIPE, text=True)
+             for i in range(4)]
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    assert all(o.strip() == "bad 0" for o in outs), outs
+    c = CompileCache(tmp_path)
+    assert c.info().entries == 5
+    assert not [n for n in os.listdir(tmp_path) if n.startswith(".tmp-")]
+    for e in c.entries():
+        data = c.get(e.key)
+        assert data is not None and data == e.key.encode() * (len(data) // 64)
+
+
+# -- resolve_cache / environment ---------------------------------------------------------------------------
+def test_resolve_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("XLASDK_CACHE_DIR", raising=False)
+    monkeypatch.delenv("XLASDK_CACHE_MAX_BYTES", raising=False)
+    assert resolve_cache(None) is None
+    assert resolve_cache(False) is None
+    d = resolve_cache(tmp_path / "d")
+    assert d is not None and d.directory == str(tmp_path / "d")
+    mine = CompileCache(tmp_path / "e")
+    assert resolve_cache(mine) is mine
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    on = resolve_cache(True)
+    assert on is not None and on.directory == str(tmp_path / "xdg" / "xlasdk")
+    monkeypatch.setenv("XLASDK_CACHE_DIR", str(tmp_path / "env"))
+    env = resolve_cache(None)
+    assert env is not None and env.directory == str(tmp_path / "env")
+    assert resolve_cache(False) is None
+    monkeypatch.setenv("XLASDK_CACHE_MAX_BYTES", "12345")
+    assert CompileCache(tmp_path).max_bytes == 12345
+    monkeypatch.setenv("XLASDK_CACHE_MAX_BYTES", "lots")
+    with pytest.raises(xs.XlaSdkError, match="XLASDK_CACHE_MAX_BYTES='lots' is not an integer"):
+        CompileCache(tmp_path)
+    with pytest.raises(TypeError, match="cache must be True, False, None, a directory or an xs.CompileCache"):
+        resolve_cache(3)  # type: ignore[arg-type]
+    with pytest.raises(xs.XlaSdkError, match="max_bytes must be an int >= 0"):
+        CompileCache(tmp_path, max_bytes=-1)
+
+
+# -- compile through the cache --------------------------------------------------------------------------------
+def _compile_via_cache(cache: Any, comp: xs.XlaComputation, builds: list[int]) -> Any:
+    rt = _rt()
+    dev = rt.devices()[0]
+    opts = rt.CompileOptions()
+
+    def build() -> Any:
+        builds.append(1)
+        return rt.compile(comp, dev, options=opts)
+
+    return compile_cached(cache, comp._mlir_module_text(), opts, [dev], build)
+
+
+def test_compile_cached_miss_hit_and_corrupt_entry(tmp_path: Path) -> None:
+    comp = chain(20, "cached20")
+    x = np.linspace(-2, 2, 64).astype(F32)
+    want = chain_oracle(x, 20)
+    c = CompileCache(tmp_path)
+    builds: list[int] = []
+    exe = _compile_via_cache(c, comp, builds)
+    assert len(builds) == 1 and c.info().entries == 1
+    np.testing.assert_allclose(np.asarray(exe(x)), want, rtol=1e-5, atol=1e-6)
+    hit = _compile_via_cache(c, comp, builds)
+    assert len(builds) == 1  # served from the cache
+    assert hit.name == "cached20" and hit.program_shape() == comp.program_shape()
+    np.testing.assert_array_equal(np.asarray(hit(x)), np.asarray(exe(x)))
+    # an entry damaged on disk is dropped and the program recompiled and stored again
+    (entry,) = c.entries()
+    raw = bytearray(Path(entry.path).read_bytes())
+    raw[-100] ^= 0xFF
+    Path(entry.path).write_bytes(bytes(raw))
+    again = _compile_via_cache(c, comp, builds)
+    assert len(builds) == 2 and c.info().entries == 1
+    np.testing.assert_array_equal(np.asarray(again(x)), np.asarray(exe(x)))
+    # a well-formed entry whose payload is not an executable: discarded, recompiled
+    c.put(entry.key, b"not an executable", name="bogus")
+    fixed = _compile_via_cache(c, comp, builds)
+    assert len(builds) == 3
+    np.testing.assert_array_equal(np.asarray(fixed(x)), np.asarray(exe(x)))
+    assert c.get(entry.key) != b"not an executable"
+    # another module is another entry
+    _compile_via_cache(c, chain(3, "cached3"), builds)
+    assert len(builds) == 4 and c.info().entries == 2
+    # no cache: always compiles
+    _compile_via_cache(False, comp, builds)
+    assert len(builds) == 5
+
+
+def test_compile_cached_unwritable_directory_warns_and_still_compiles(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    builds: list[int] = []
+    with pytest.warns(RuntimeWarning, match="cannot store the executable"):
+        exe = _compile_via_cache(CompileCache(blocker / "sub"), chain(2, "w"), builds)
+    x = np.zeros(64, F32)
+    np.testing.assert_allclose(np.asarray(exe(x)), chain_oracle(x, 2), rtol=1e-6)
+
+
+def test_warm_hit_is_much_faster_than_compiling(tmp_path: Path) -> None:
+    comp = chain(400, "big")
+    c = CompileCache(tmp_path)
+    builds: list[int] = []
+    t0 = time.perf_counter()
+    _compile_via_cache(c, comp, builds)
+    cold = time.perf_counter() - t0
+    warm = min(_timed(lambda: _compile_via_cache(c, comp, builds)) for _ in range(3))
+    assert len(builds) == 1
+    assert warm * 3 < cold, (warm, cold)
+
+
+def _timed(fn: Any) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def test_cache_env_var_turns_the_cache_on_for_compile_cached(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XLASDK_CACHE_DIR", str(tmp_path / "envcache"))
+    builds: list[int] = []
+    _compile_via_cache(None, chain(2, "env"), builds)
+    _compile_via_cache(None, chain(2, "env"), builds)
+    assert len(builds) == 1
+    assert CompileCache(tmp_path / "envcache").info().entries == 1
+    cache_mod._caches.clear()
+
+
+def _compile_takes_cache() -> bool:
+    import inspect
+
+    return "cache" in inspect.signature(_rt().compile).parameters
+
+
+@pytest.mark.skipif(not _compile_takes_cache(), reason="xs.compile(..., cache=) is not wired yet")
+def test_xs_compile_cache_argument(tmp_path: Path) -> None:
+    rt = _rt()
+    comp = chain(5, "wired")
+    x = np.ones(64, F32)
+    e1 = rt.compile(comp, cache=tmp_path)
+    assert CompileCache(tmp_path).info().entries == 1
+    e2 = rt.compile(comp, cache=tmp_path)
+    np.testing.assert_array_equal(np.asarray(e1(x)), np.asarray(e2(x)))
+    np.testing.assert_allclose(np.asarray(e2(x)), chain_oracle(x, 5), rtol=1e-5)
