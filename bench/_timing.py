@@ -9,6 +9,7 @@ contender is the median of its batches, and a ratio is the median of the per-rou
 
 from __future__ import annotations
 
+import importlib
 import statistics
 import time
 from collections.abc import Callable, Mapping
@@ -59,8 +60,8 @@ def once(fn: Callable[[], Any]) -> float:
 def jax_or_none() -> Any:
     """The ``jax`` module, or None when it is not installed (the peer figures become n/a)."""
     try:
-        import jax
-        import jax.numpy  # noqa: F401
+        jax = importlib.import_module("jax")
+        importlib.import_module("jax.numpy")
     except ImportError:
         return None
     return jax

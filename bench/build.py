@@ -25,14 +25,16 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import _timing as T  # noqa: E402
+import _timing as tm  # noqa: E402
 
 import xlasdk as xs  # noqa: E402
 from xlasdk import ops  # noqa: E402
 from xlasdk._jaxlib import mlir as _mlir  # noqa: E402
 
 JAX_MAX_OPS = 20000
-_STEPS = ("build_s", "emit_stablehlo_s", "parse_verify_s", "convert_from_bytecode_s", "convert_from_text_s", "print_hlo_s")
+_STEPS = (
+    "build_s", "emit_stablehlo_s", "parse_verify_s", "convert_from_bytecode_s", "convert_from_text_s", "print_hlo_s"
+)
 
 
 def build_chain(n: int) -> tuple[xs.XlaComputation, float]:
@@ -94,10 +96,10 @@ def xlasdk_steps(n: int) -> dict[str, float]:
 
 def jax_lower(n: int) -> float | None:
     """Seconds for ``jax.jit(f).lower(x).as_text()`` of the chain (a fresh ``f``), or None."""
-    jax = T.jax_or_none()
+    jax = tm.jax_or_none()
     if jax is None:
         return None
-    import jax.numpy as jnp
+    jnp = jax.numpy
 
     def f(x: Any) -> Any:
         y = x
@@ -144,17 +146,17 @@ def run(sizes: list[int], repeats: int = 3) -> list[dict[str, Any]]:
 def table_rows(results: list[dict[str, Any]], n: int = 10000) -> list[dict[str, Any]]:
     """The rows for ``run_all.py``: the HLO figure (the issue's target) and the StableHLO one."""
     r = next(x for x in results if x["ops"] == n)
-    jax = T.jax_or_none()
+    jax = tm.jax_or_none()
     jname = f"jax {jax.__version__} lower+as_text" if jax is not None else "jax (not installed)"
     peer = None if r["jax_lower_as_text_s"] is None else r["jax_lower_as_text_s"] * 1e3
     return [
-        T.row(
+        tm.row(
             f"build {n // 1000}k-op graph + as_hlo_text()", "ms", r["build_to_hlo_text_s"] * 1e3, peer, jname,
             r["ratio_hlo_vs_jax"], 0.2, "<= 0.2x",
             steps_ms={k[:-2]: r[k] * 1e3 for k in _STEPS},
             ops_per_s=r["ops_per_s"],
         ),
-        T.row(
+        tm.row(
             f"build {n // 1000}k-op graph + as_stablehlo_text() (info)", "ms", r["build_to_stablehlo_text_s"] * 1e3,
             peer, jname, r["ratio_stablehlo_vs_jax"], None, "-",
         ),
@@ -179,8 +181,8 @@ def main() -> None:
             f"{r['parse_verify_s'] * 1e3:>7.1f} {r['convert_from_bytecode_s'] * 1e3:>8.1f} "
             f"{r['convert_from_text_s'] * 1e3:>8.1f} {r['print_hlo_s'] * 1e3:>7.1f} | "
             f"{r['build_to_hlo_text_s'] * 1e3:>9.1f} {r['build_to_stablehlo_text_s'] * 1e3:>9.1f} "
-            f"{T.fmt(jt * 1e3 if jt else None):>8} {T.fmt(r['ratio_hlo_vs_jax'], 3):>7} "
-            f"{T.fmt(r['ratio_stablehlo_vs_jax'], 3):>8}"
+            f"{tm.fmt(jt * 1e3 if jt else None):>8} {tm.fmt(r['ratio_hlo_vs_jax'], 3):>7} "
+            f"{tm.fmt(r['ratio_stablehlo_vs_jax'], 3):>8}"
         )
     if a.json:
         with open(a.json, "w") as fh:

@@ -27,7 +27,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import _timing as T  # noqa: E402
+import _timing as tm  # noqa: E402
 
 import xlasdk as xs  # noqa: E402
 from xlasdk import ops  # noqa: E402
@@ -40,14 +40,19 @@ def _add_executable() -> xs.Executable:
     return xs.compile(b.build())
 
 
+def _one(out: xs.DeviceArray | tuple[xs.DeviceArray, ...]) -> xs.DeviceArray:
+    assert isinstance(out, xs.DeviceArray)
+    return out
+
+
 def run(calls: int = 2000, rounds: int = 15) -> list[dict[str, Any]]:
     """The two dispatch rows (and two reference rows) of the table."""
     exe = _add_executable()
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     c = np.ones((2, 3), np.float32)
     da, dc = xs.device_put(a), xs.device_put(c)
-    assert np.array_equal(exe(a, c).to_numpy(), a + c)
-    assert np.array_equal(exe(da, dc).to_numpy(), a + c)
+    assert np.array_equal(_one(exe(a, c)).to_numpy(), a + c)
+    assert np.array_equal(_one(exe(da, dc)).to_numpy(), a + c)
 
     # The floor: the same work written directly against jaxlib (what exe() does, minus checks).
     from xlasdk._jaxlib import pjrt
@@ -65,20 +70,20 @@ def run(calls: int = 2000, rounds: int = 15) -> list[dict[str, Any]]:
         return np.asarray(memoryview(jexe.execute_sharded([x, y]).consume_with_handlers(handlers)[0]))
 
     fns: dict[str, Any] = {
-        "x_dev": lambda: exe(da, dc).block_until_ready(),
-        "x_np": lambda: exe(a, c).to_numpy(),
+        "x_dev": lambda: _one(exe(da, dc)).block_until_ready(),
+        "x_np": lambda: _one(exe(a, c)).to_numpy(),
         "raw_dev": raw_dev,
         "raw_np": raw_np,
     }
-    jax = T.jax_or_none()
+    jax = tm.jax_or_none()
     if jax is not None:
         f = jax.jit(lambda x, y: x + y)
         ja, jc = jax.device_put(a), jax.device_put(c)
         assert np.array_equal(np.asarray(f(a, c)), a + c)
         fns["j_dev"] = lambda: f(ja, jc).block_until_ready()
         fns["j_np"] = lambda: np.asarray(f(a, c))
-    t = T.interleaved(fns, calls, rounds)
-    us = {k: T.median(v) * 1e6 for k, v in t.items()}
+    t = tm.interleaved(fns, calls, rounds)
+    us = {k: tm.median(v) * 1e6 for k, v in t.items()}
     jname = f"jax {jax.__version__} jit" if jax is not None else "jax (not installed)"
     rows = []
     for key, label, target, raw in (
@@ -86,9 +91,9 @@ def run(calls: int = 2000, rounds: int = 15) -> list[dict[str, Any]]:
         ("np", "dispatch: exe(*numpy) + to_numpy(), f32[2,3] add", 2.0, "raw_np"),
     ):
         peer = us.get(f"j_{key}")
-        r = T.ratio(t[f"x_{key}"], t[f"j_{key}"]) if peer is not None else None
+        r = tm.ratio(t[f"x_{key}"], t[f"j_{key}"]) if peer is not None else None
         rows.append(
-            T.row(label, "us", us[f"x_{key}"], peer, jname, r, target, f"<= {target}x", raw_jaxlib_us=us[raw])
+            tm.row(label, "us", us[f"x_{key}"], peer, jname, r, target, f"<= {target}x", raw_jaxlib_us=us[raw])
         )
     return rows
 
@@ -100,9 +105,10 @@ def main() -> None:
     ap.add_argument("--json", help="write the rows to this JSON file")
     a = ap.parse_args()
     rows = run(a.calls, a.rounds)
-    T.print_rows(rows)
+    tm.print_rows(rows)
     for r in rows:
-        print(f"  reference, raw jaxlib calls for {r['figure'].split(': ')[1].split(',')[0]}: {r['raw_jaxlib_us']:.1f} us")
+        what = r["figure"].split(": ")[1].split(",")[0]
+        print(f"  reference, the same with raw jaxlib calls, {what}: {r['raw_jaxlib_us']:.1f} us")
     if a.json:
         with open(a.json, "w") as fh:
             json.dump(rows, fh, indent=2)

@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import _timing as T  # noqa: E402
+import _timing as tm  # noqa: E402
 
 import xlasdk as xs  # noqa: E402
 from xlasdk import ops  # noqa: E402
@@ -43,6 +43,11 @@ def _close(got: Any, want: np.ndarray[Any, Any]) -> bool:
     return bool(np.max(np.abs(got - want)) <= 1e-4 * np.max(np.abs(want)))
 
 
+def _one(out: xs.DeviceArray | tuple[xs.DeviceArray, ...]) -> xs.DeviceArray:
+    assert isinstance(out, xs.DeviceArray)
+    return out
+
+
 def run(n: int = 1024, calls: int = 3, rounds: int = 15) -> list[dict[str, Any]]:
     """The matmul rows of the table: device-resident (target) and numpy in/out (information)."""
     rng = np.random.default_rng(0)
@@ -51,35 +56,33 @@ def run(n: int = 1024, calls: int = 3, rounds: int = 15) -> list[dict[str, Any]]
     want = a.astype(np.float64) @ c.astype(np.float64)
     exe = _matmul_executable(n)
     da, dc = xs.device_put(a), xs.device_put(c)
-    assert _close(exe(da, dc).to_numpy(), want) and _close(a @ c, want)
+    assert _close(_one(exe(da, dc)).to_numpy(), want) and _close(a @ c, want)
     fns: dict[str, Any] = {
-        "x_dev": lambda: exe(da, dc).block_until_ready(),
-        "x_np": lambda: exe(a, c).to_numpy(),
+        "x_dev": lambda: _one(exe(da, dc)).block_until_ready(),
+        "x_np": lambda: _one(exe(a, c)).to_numpy(),
         "numpy": lambda: a @ c,
     }
-    jax = T.jax_or_none()
+    jax = tm.jax_or_none()
     if jax is not None:
-        import jax.numpy as jnp
-
-        f = jax.jit(jnp.matmul)
+        f = jax.jit(jax.numpy.matmul)
         ja, jc = jax.device_put(a), jax.device_put(c)
         assert _close(f(ja, jc), want)
         fns["j_dev"] = lambda: f(ja, jc).block_until_ready()
         fns["j_np"] = lambda: np.asarray(f(a, c))
-    t = T.interleaved(fns, calls, rounds, warmup=3)
-    ms = {k: T.median(v) * 1e3 for k, v in t.items()}
+    t = tm.interleaved(fns, calls, rounds, warmup=3)
+    ms = {k: tm.median(v) * 1e3 for k, v in t.items()}
     jname = f"jax {jax.__version__} jit(matmul)" if jax is not None else "jax (not installed)"
     has_jax = "j_dev" in t
     return [
-        T.row(
+        tm.row(
             f"{n}x{n} f32 matmul, device-resident", "ms", ms["x_dev"], ms.get("j_dev"), jname,
-            T.ratio(t["x_dev"], t["j_dev"]) if has_jax else None, 1.1, "<= 1.1x",
-            numpy_ms=ms["numpy"], ratio_vs_numpy=T.ratio(t["x_dev"], t["numpy"]),
+            tm.ratio(t["x_dev"], t["j_dev"]) if has_jax else None, 1.1, "<= 1.1x",
+            numpy_ms=ms["numpy"], ratio_vs_numpy=tm.ratio(t["x_dev"], t["numpy"]),
         ),
-        T.row(
+        tm.row(
             f"{n}x{n} f32 matmul, numpy in/out (info)", "ms", ms["x_np"], ms.get("j_np"), jname,
-            T.ratio(t["x_np"], t["j_np"]) if has_jax else None, None, "-",
-            numpy_ms=ms["numpy"], ratio_vs_numpy=T.ratio(t["x_np"], t["numpy"]),
+            tm.ratio(t["x_np"], t["j_np"]) if has_jax else None, None, "-",
+            numpy_ms=ms["numpy"], ratio_vs_numpy=tm.ratio(t["x_np"], t["numpy"]),
         ),
     ]
 
@@ -92,7 +95,7 @@ def main() -> None:
     ap.add_argument("--json", help="write the rows to this JSON file")
     a = ap.parse_args()
     rows = run(a.n, a.calls, a.rounds)
-    T.print_rows(rows)
+    tm.print_rows(rows)
     for r in rows:
         print(f"  numpy a @ b: {r['numpy_ms']:.2f} ms; xlasdk / numpy = {r['ratio_vs_numpy']:.3f} ({r['figure']})")
     if a.json:

@@ -23,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import _timing as T  # noqa: E402
+import _timing as tm  # noqa: E402
 
 
 def _machine() -> dict[str, Any]:
@@ -39,7 +39,7 @@ def _machine() -> dict[str, Any]:
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     import jaxlib
 
-    jax = T.jax_or_none()
+    jax = tm.jax_or_none()
     return {
         "cpu": model,
         "cores": os.cpu_count(),
@@ -54,7 +54,7 @@ def _machine() -> dict[str, Any]:
 def _compile_cache_rows() -> list[dict[str, Any]]:
     """Rows from ``bench/compile_cache.py`` when it exists and exposes ``table_rows()`` or ``run()``."""
     label = "compile, warm on-disk cache, 1000-op module"
-    na = [T.row(label, "ms", None, None, "cold compile", None, 1 / 30, "<= 1/30")]
+    na = [tm.row(label, "ms", None, None, "cold compile", None, 1 / 30, "<= 1/30")]
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compile_cache.py")
     if not os.path.exists(path):
         na[0]["note"] = "bench/compile_cache.py not present"
@@ -70,7 +70,7 @@ def _compile_cache_rows() -> list[dict[str, Any]]:
             raise TypeError("compile_cache rows must be dicts with at least 'figure' and 'ratio'")
         out = []
         for r in rows:
-            base = T.row(label, "ms", None, None, "cold compile", None, 1 / 30, "<= 1/30")
+            base = tm.row(label, "ms", None, None, "cold compile", None, 1 / 30, "<= 1/30")
             base.update(r)
             if base.get("ok") is None and base.get("ratio") is not None and base.get("target") is not None:
                 base["ok"] = bool(base["ratio"] <= base["target"])
@@ -119,7 +119,7 @@ def main() -> None:
         f"{res['date']}  {m['cpu']}, {m['cores']} cores, load {m['load_average_1m_at_start']} -> "
         f"{m['load_average_1m_at_end']}; python {m['python']}, jaxlib {m['jaxlib']}, jax {m['jax'] or 'not installed'}"
     )
-    T.print_rows(res["rows"])
+    tm.print_rows(res["rows"])
     for r in res["rows"]:
         if r.get("note"):
             print(f"  note ({r['figure']}): {r['note']}")

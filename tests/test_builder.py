@@ -4,7 +4,6 @@ properties and is_constant."""
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -20,8 +19,8 @@ S = xs.Shape
 
 
 def err(exc: type[Exception], fn: Callable[[], Any], *words: str) -> str:
-    """``fn()`` raises ``exc`` whose message has ``words`` and points at the caller's line."""
-    line = sys._getframe(1).f_lineno
+    """``fn()`` raises ``exc`` whose message has ``words`` and points at the line of ``fn`` (a one-line lambda)."""
+    line = fn.__code__.co_firstlineno
     with pytest.raises(exc) as info:
         fn()
     msg = str(info.value)
@@ -71,7 +70,7 @@ def test_get_shape_and_program_shape() -> None:
     b = xs.XlaBuilder("shapes")
     x = ops.Parameter(b, 0, S.array_shape("f32", [2, 3]), "x")
     y = ops.Parameter(b, 1, S.scalar_shape("s8"))
-    t = ops.Parameter(b, 2, S.tuple_shape([S.array_shape("f32", [4]), S.scalar_shape("pred")]), "t")
+    ops.Parameter(b, 2, S.tuple_shape([S.array_shape("f32", [4]), S.scalar_shape("pred")]), "t")
     r = ops.Reduce(b, x, ops.Constant(b, np.float32(0)), ops.Add, [1])
     assert b.get_shape(x) == S.array_shape("f32", [2, 3]) == x.shape
     assert b.get_shape(r) == S.array_shape("f32", [2])
@@ -127,14 +126,16 @@ def test_builder_errors() -> None:
     err(xs.ShapeError, lambda: xs.XlaBuilder("empty").build(), "build: builder 'empty' has no ops")
     err(xs.ShapeError, lambda: xs.XlaBuilder("empty").get_program_shape(), "builder 'empty' has no ops")
     err(xs.ShapeError, lambda: b.build(y), "build: op belongs to builder 'other', not 'berr'")
-    err(xs.DTypeError, lambda: b.build(5), "build: expected an XlaOp, got int")
+    err(xs.DTypeError, lambda: b.build(5), "build: expected an XlaOp, got int")  # type: ignore[arg-type]
     err(xs.ShapeError, lambda: b.build([x, y]), "Tuple", "belongs to builder 'other'")
     err(xs.ShapeError, lambda: b.get_shape(y), "get_shape: op belongs to builder 'other', not 'berr'")
-    err(xs.DTypeError, lambda: b.get_shape("x"), "get_shape: expected an XlaOp, got str")
+    err(xs.DTypeError, lambda: b.get_shape("x"), "get_shape: expected an XlaOp, got str")  # type: ignore[arg-type]
     err(xs.ShapeError, lambda: b.is_constant(y), "is_constant: op belongs to builder 'other'")
     err(xs.ShapeError, lambda: xs.XlaBuilder(""), "XlaBuilder: name must be a non-empty str, got ''")
-    err(xs.DTypeError, lambda: xs.XlaBuilder(3), "XlaBuilder: name must be a non-empty str, got int 3")  # type: ignore[arg-type]
-    err(xs.ShapeError, lambda: ops.Add(x, y), "Add: operand 'rhs' belongs to builder 'other', but 'lhs' belongs to 'berr'")
+    err(xs.DTypeError, lambda: xs.XlaBuilder(3),  # type: ignore[arg-type]
+        "XlaBuilder: name must be a non-empty str, got int 3")
+    err(xs.ShapeError, lambda: ops.Add(x, y),
+        "Add: operand 'rhs' belongs to builder 'other', but 'lhs' belongs to 'berr'")
 
 
 def test_names_with_odd_characters_build() -> None:

@@ -23,14 +23,6 @@ REPO = str(Path(__file__).resolve().parents[1])
 F32 = np.float32
 
 
-def _rt() -> Any:
-    if hasattr(xs, "compile"):
-        return xs
-    from xlasdk import runtime
-
-    return runtime
-
-
 def chain(n: int, name: str = "chain") -> xs.XlaComputation:
     """x -> sin(x) * 1.0001 + 0.5, n times, on f32[64]."""
     b = xs.XlaBuilder(name)
@@ -174,7 +166,7 @@ def test_concurrent_writers_and_readers_never_see_a_broken_entry(tmp_path: Path)
             c.put(k, k.encode() * (n // 64), name=f"w{{me}}")
             for k2 in keys:
                 got = c.get(k2)
-                if got is not None and (len(got) % 64 or got[:64] != k2.encode() or got != k2.encode() * (len(got) // 64)):
+                if got is not None and got != k2.encode() * (len(got) // 64) or got is not None and len(got) % 64:
                     bad += 1
         print("bad", bad)
         """
@@ -222,13 +214,12 @@ def test_resolve_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 # -- compile through the cache --------------------------------------------------------------------------------
 def _compile_via_cache(cache: Any, comp: xs.XlaComputation, builds: list[int]) -> Any:
-    rt = _rt()
-    dev = rt.devices()[0]
-    opts = rt.CompileOptions()
+    dev = xs.devices()[0]
+    opts = xs.CompileOptions()
 
     def build() -> Any:
         builds.append(1)
-        return rt.compile(comp, dev, options=opts)
+        return xs.compile(comp, dev, options=opts)
 
     return compile_cached(cache, comp._mlir_module_text(), opts, [dev], build)
 
@@ -309,16 +300,16 @@ def test_cache_env_var_turns_the_cache_on_for_compile_cached(monkeypatch: pytest
 def _compile_takes_cache() -> bool:
     import inspect
 
-    return "cache" in inspect.signature(_rt().compile).parameters
+    return "cache" in inspect.signature(xs.compile).parameters
 
 
 @pytest.mark.skipif(not _compile_takes_cache(), reason="xs.compile(..., cache=) is not wired yet")
 def test_xs_compile_cache_argument(tmp_path: Path) -> None:
-    rt = _rt()
+    compile_: Any = xs.compile
     comp = chain(5, "wired")
     x = np.ones(64, F32)
-    e1 = rt.compile(comp, cache=tmp_path)
+    e1 = compile_(comp, cache=tmp_path)
     assert CompileCache(tmp_path).info().entries == 1
-    e2 = rt.compile(comp, cache=tmp_path)
+    e2 = compile_(comp, cache=tmp_path)
     np.testing.assert_array_equal(np.asarray(e1(x)), np.asarray(e2(x)))
     np.testing.assert_allclose(np.asarray(e2(x)), chain_oracle(x, 5), rtol=1e-5)

@@ -36,7 +36,8 @@ def inputs(b: xs.XlaBuilder, arrays: list[np.ndarray[Any, Any]], const: bool) ->
     return [ops.Parameter(b, i, xs.shape_from_pyval(a)) for i, a in enumerate(arrays)]
 
 
-def go(b: xs.XlaBuilder, outs: list[xs.XlaOp], arrays: list[np.ndarray[Any, Any]], const: bool) -> list[np.ndarray[Any, Any]]:
+def go(b: xs.XlaBuilder, outs: list[xs.XlaOp], arrays: list[np.ndarray[Any, Any]],
+       const: bool) -> list[np.ndarray[Any, Any]]:
     return run_any(b.build(outs), *([] if const else arrays))
 
 
@@ -53,7 +54,7 @@ FORMS = pytest.mark.parametrize("const", [False, True], ids=["param", "const"])
 
 @FORMS
 def test_C01_nan_through_max_min_reduce(const: bool) -> None:
-    cases = [
+    cases: list[tuple[np.ndarray[Any, Any], str]] = [
         (np.array([NAN, 1.0], np.float32), "max"),
         (np.array([1.0, NAN], np.float32), "max"),
         (np.array([NAN, 1.0], np.float64), "max"),
@@ -63,12 +64,12 @@ def test_C01_nan_through_max_min_reduce(const: bool) -> None:
     b = xs.XlaBuilder("c01")
     xs_ = inputs(b, [c[0] for c in cases], const)
     outs = []
-    for x, (a, kind) in zip(xs_, cases):
+    for x, (a, kind) in zip(xs_, cases, strict=True):
         init = ops.Constant(b, a.dtype.type(-INF if kind == "max" else INF))
         f = ops.Max if kind == "max" else ops.Min
         outs.append(ops.Reduce(b, x, init, lambda p, q, f=f: f(p, q), [0]))
     res = go(b, outs, [c[0] for c in cases], const)
-    for r, (a, _) in zip(res, cases):
+    for r, (a, _) in zip(res, cases, strict=True):
         assert r.shape == () and r.dtype == a.dtype
         assert np.isnan(r), (a, r)
 
@@ -191,7 +192,7 @@ def test_C04_float_to_int_nan_inf_out_of_range(const: bool) -> None:
     b = xs.XlaBuilder("c04")
     (X,) = inputs(b, [C04_X], const)
     res = go(b, [ops.ConvertElementType(X, t) for t in C04], [C04_X], const)
-    for got, (t, want) in zip(res, C04.items()):
+    for got, (t, want) in zip(res, C04.items(), strict=True):
         assert got.dtype == t
         np.testing.assert_array_equal(got, np.array(want, t), err_msg=str(t))
 
@@ -204,7 +205,8 @@ def test_C04_pred_wrap_and_int_to_float(const: bool) -> None:
     g = np.array([16777217, 2147483647], np.int32)
     b = xs.XlaBuilder("c04b")
     F, I, W, G = inputs(b, [f, i, w, g], const)
-    outs = [ops.ConvertElementType(F, np.bool_), ops.ConvertElementType(I, np.bool_), ops.ConvertElementType(W, np.uint8),
+    outs = [ops.ConvertElementType(F, np.bool_), ops.ConvertElementType(I, np.bool_),
+            ops.ConvertElementType(W, np.uint8),
             ops.ConvertElementType(G, np.float32)]
     r = go(b, outs, [f, i, w, g], const)
     np.testing.assert_array_equal(r[0], [False, False, True, True])
@@ -220,7 +222,8 @@ SHIFT_CASES = [
     ("u8", np.uint8, [128], [2], None, [224], [32]),
     ("s32", np.int32, [1, -8, 8, -1, 5, 1], [32, 32, 40, 32, -1, 31], [0, 0, 0, 0, 0, I32_MIN], [0, -1, 0, -1, 0, 0],
      [0, 0, 0, 0, 0, 0]),
-    ("u32", np.uint32, [1, 0x80000000, 0xFFFFFFFF], [32, 33, 0xFFFFFFFF], [0, 0, 0], [0, 0xFFFFFFFF, 0xFFFFFFFF], [0, 0, 0]),
+    ("u32", np.uint32, [1, 0x80000000, 0xFFFFFFFF], [32, 33, 0xFFFFFFFF], [0, 0, 0], [0, 0xFFFFFFFF, 0xFFFFFFFF],
+     [0, 0, 0]),
 ]
 
 
@@ -244,7 +247,8 @@ def test_C05_s8_shifts(const: bool) -> None:
     s1, s2, s3 = np.array([1, 1, 8], np.int8), np.array([7, 8, 100], np.int8), np.array([7, 8, 1], np.int8)
     b = xs.XlaBuilder("c05s8")
     X, S1, S2, S3 = inputs(b, [x, s1, s2, s3], const)
-    r = go(b, [ops.ShiftLeft(X, S1), ops.ShiftRightArithmetic(X, S2), ops.ShiftRightLogical(X, S3)], [x, s1, s2, s3], const)
+    outs = [ops.ShiftLeft(X, S1), ops.ShiftRightArithmetic(X, S2), ops.ShiftRightLogical(X, S3)]
+    r = go(b, outs, [x, s1, s2, s3], const)
     np.testing.assert_array_equal(r[0], np.array([0, -128, 0], np.int8))
     np.testing.assert_array_equal(r[1], np.array([-1, 0, 0], np.int8))
     np.testing.assert_array_equal(r[2], np.array([1, 0, 0], np.int8))

@@ -193,7 +193,7 @@ def test_C08_inputs_that_crash_xla_are_format_errors() -> None:
 def test_every_format_pair_round_trips_with_identical_results(tmp_path: Path) -> None:
     built = build_mixed()
     expect = run(built, A, B)
-    for got, want in zip(expect, mixed_oracle()):
+    for got, want in zip(expect, mixed_oracle(), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-6)
     fmts = list(Format)
     first = {}
@@ -210,7 +210,7 @@ def test_every_format_pair_round_trips_with_identical_results(tmp_path: Path) ->
             ps = back.program_shape()
             assert ps.parameter_shapes() == built.program_shape().parameter_shapes(), (f1, f2)
             assert ps.result_shape() == built.program_shape().result_shape(), (f1, f2)
-            for got, want in zip(run(back, A, B), expect):
+            for got, want in zip(run(back, A, B), expect, strict=True):
                 np.testing.assert_array_equal(got, want, err_msg=f"{f1.value} -> {f2.value}")
 
 
@@ -224,7 +224,7 @@ def test_from_memory_constructors_and_their_types() -> None:
     pb = xs.XlaComputation.from_hlo_proto(built.as_serialized_hlo_module_proto())
     for c in (hlo, shlo, shlo_b, art, pb):
         assert c.name == "mixed"
-        for got, want in zip(run(c, A, B), expect):
+        for got, want in zip(run(c, A, B), expect, strict=True):
             np.testing.assert_array_equal(got, want)
     # parameter names survive StableHLO text and artifacts (argument locations), and HLO (names)
     assert shlo.program_shape().parameter_names() == ("a", "b")
@@ -279,7 +279,7 @@ def test_txt_and_unknown_suffixes_are_recognised_by_content(tmp_path: Path) -> N
     for name, data in cases.items():
         (tmp_path / name).write_bytes(data)
         c = load_computation(tmp_path / name)
-        for got, want in zip(run(c, A, B), expect):
+        for got, want in zip(run(c, A, B), expect, strict=True):
             np.testing.assert_array_equal(got, want, err_msg=name)
     assert formats.format_from_suffix("a.hlo.txt") is Format.HLO_TEXT
     assert formats.format_from_suffix("a.HLO") is Format.HLO_TEXT
@@ -350,7 +350,7 @@ def test_bit_flipped_artifacts_and_protos_never_crash() -> None:
     import random
     blobs = {blobs!r}
     for kind, good in blobs.items():
-        for seed in range(12):
+        for seed in range(6):
             rnd = random.Random(seed)
             b = bytearray(good)
             for _ in range(2):
@@ -359,7 +359,7 @@ def test_bit_flipped_artifacts_and_protos_never_crash() -> None:
             report(f"{{kind}}:{{seed}}", lambda: load(bytes(b)).as_hlo_text())
     """
     res = run_in_subprocess(code)
-    assert len(res) == 24
+    assert len(res) == 12
     for r in res:
         assert r["error"] in (None, "FormatError"), r
 
@@ -472,7 +472,7 @@ def test_portable_artifacts_of_older_versions_load_and_run(tmp_path: Path) -> No
         p = tmp_path / f"v{got_v}.mlirbc"
         p.write_bytes(data)
         c = load_computation(p)
-        for got, want in zip(run(c, A, B), expect):
+        for got, want in zip(run(c, A, B), expect, strict=True):
             np.testing.assert_array_equal(got, want, err_msg=v)
     built.save(tmp_path / "t.mlirbc", target_version="1.0.0")
     assert formats.portable_artifact_version((tmp_path / "t.mlirbc").read_bytes()) == "1.0.0"
@@ -500,7 +500,7 @@ def test_xla_dump_files_load_and_run(tmp_path: Path) -> None:
     for name in before_txt + after_txt + before_pb + after_pb + mlir_files:
         c = load_computation(dump / name)
         assert c.program_shape().parameter_shapes() == build_mixed().program_shape().parameter_shapes()
-        for got, want in zip(run(c, A, B), expect):
+        for got, want in zip(run(c, A, B), expect, strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-5, err_msg=name)
     # the optimized module keeps XLA's fusions (mhlo.fusion): not StableHLO, so no portable artifact
     opt = load_computation(dump / after_txt[0])
@@ -509,7 +509,7 @@ def test_xla_dump_files_load_and_run(tmp_path: Path) -> None:
         with pytest.raises(xs.FormatError, match="mhlo.fusion.*save it as .mlir, .hlo or .pb"):
             opt.serialize_portable_artifact()
     opt.save(tmp_path / "opt.mlir")
-    for got, want in zip(run(load_computation(tmp_path / "opt.mlir"), A, B), expect):
+    for got, want in zip(run(load_computation(tmp_path / "opt.mlir"), A, B), expect, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-5)
     # a dump file that is not a module
     other = [n for n in names if n.endswith("buffer-assignment.txt")]
@@ -545,7 +545,7 @@ ENTRY %main (x: f32[2,3]) -> (f32[3,2], f32[6]) {
 
 
 # -- the HLO pre-check's parser understands XLA's own printing -----------------------------------------
-SAMPLE = """HloModule sample, entry_computation_layout={(f32[4,8]{1,0}, s32[], (f32[3], s32[2]))->(f32[8,4]{1,0}, f32[])}
+SAMPLE = """HloModule sample, entry_computation_layout={(f32[4,8]{1,0}, s32[], (f32[3], s32[2]))->(f32[8,4], f32[])}
 
 add {
   a = f32[] parameter(0)
@@ -641,16 +641,8 @@ def _c14() -> xs.XlaComputation:
     return b.build(a * bb + a)
 
 
-def _rt() -> Any:
-    if hasattr(xs, "compile"):
-        return xs
-    from xlasdk import runtime
-
-    return runtime
-
-
 def test_C14_executable_round_trip_same_and_second_client(tmp_path: Path) -> None:
-    rt = _rt()
+    rt = xs
     a, b = np.array([1, 2, 3], F32), np.array([4, 5, 6], F32)
     exe = rt.compile(_c14())
     np.testing.assert_array_equal(np.asarray(exe(a, b)), [5, 12, 21])
@@ -671,8 +663,8 @@ def test_C14_truncated_and_garbage_blobs_raise_format_error(tmp_path: Path) -> N
     code = f"""
     import numpy as np
     sys.path.insert(0, {os.path.join(REPO, 'tests')!r})
-    from test_formats import _c14, _rt
-    rt = _rt()
+    from test_formats import _c14
+    rt = xs
     blob = rt.compile(_c14()).serialize()
     report("half", lambda: rt.deserialize_executable(blob[: len(blob) // 2]))
     report("garbage", lambda: rt.deserialize_executable(b"garbage"))

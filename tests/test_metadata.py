@@ -46,7 +46,7 @@ def test_default_metadata_is_the_callers_line() -> None:
     assert src(l_add) in hlo_line(hlo, "add")
     assert src(l_red) in hlo_line(hlo, "reduce")
     assert src(l_red) in hlo_line(hlo, "maximum")  # ops of the reducer: the line that defined them
-    assert "%x_in.1 = f32[2]{0} parameter(0), metadata={op_name=\"x_in\"}" in hlo
+    assert '%x_in.1 = f32[2]{0} parameter(0), metadata={op_name="x_in"}' in hlo
     bare = b.build(r).as_hlo_text(print_metadata=False)
     assert "metadata=" not in bare and "source_file" not in bare
 
@@ -143,7 +143,8 @@ def test_op_metadata_object() -> None:
     assert (md.op_type, md.op_name, md.source_file, md.source_line) == ("", "", "", 0)
     md.op_name = "x"
     assert md == xs.OpMetadata(op_name="x") and md != xs.OpMetadata(op_name="y")
-    assert xs.OpMetadata(op_name="a", source_file="f.py", source_line=3).to_mlir_location() == 'loc(fused["a", "f.py":3:0])'
+    loc = xs.OpMetadata(op_name="a", source_file="f.py", source_line=3).to_mlir_location()
+    assert loc == 'loc(fused["a", "f.py":3:0])'
 
 
 def test_set_op_metadata_errors() -> None:

@@ -127,7 +127,8 @@ def test_dynamic_dimensions() -> None:
         (("f32", 3), {}, xs.ShapeError, "dims must be a sequence of ints"),
         (("f32", [2, 3]), {"layout": [0, 0]}, xs.ShapeError, "layout \\[0, 0\\] is not a permutation of range\\(2\\)"),
         (("f32", [2, 3]), {"layout": [0]}, xs.ShapeError, "is not a permutation"),
-        (("f32", [2, 3]), {"dynamic_dimensions": [True]}, xs.ShapeError, "dynamic_dimensions has 1 entries, expected 2"),
+        (("f32", [2, 3]), {"dynamic_dimensions": [True]}, xs.ShapeError,
+         "dynamic_dimensions has 1 entries, expected 2"),
         ((object, [2]), {}, xs.DTypeError, "is not an XLA element type"),
         ((np.str_, [2]), {}, xs.DTypeError, "is not an XLA element type"),
         (("nope", [2]), {}, xs.DTypeError, "is not an XLA element type"),
@@ -144,7 +145,7 @@ def test_constructor_errors() -> None:
     with pytest.raises(TypeError, match="use Shape.array_shape"):
         S()
     with pytest.raises(xs.ShapeError, match="element 1 is int, expected Shape"):
-        S.tuple_shape([S.scalar_shape("f32"), 3])
+        S.tuple_shape([S.scalar_shape("f32"), 3])  # type: ignore[list-item]
     with pytest.raises(xs.DTypeError):
         S.scalar_shape(object)
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import xlasdk as xs
-from xlasdk import types as T
+from xlasdk import types as xtypes
 
 P = xs.PrimitiveType
 
@@ -72,43 +72,44 @@ def test_dtype_etype_round_trip(etype: xs.PrimitiveType, dtype: Any, names: list
     assert isinstance(got, np.dtype) and got == npd
     assert xs.etype_to_dtype(int(etype.value)) == npd  # proto number
     assert xs.etype_to_dtype(npd) == npd  # a dtype is accepted too
-    assert T.canonical_dtype(names[0]) == npd
+    assert xtypes.canonical_dtype(names[0]) == npd
 
 
 def test_every_array_type_is_covered() -> None:
     covered = {t[0] for t in TABLE}
-    assert covered == set(T.ARRAY_TYPES)
+    assert covered == set(xtypes.ARRAY_TYPES)
     non_array = {P.PRIMITIVE_TYPE_INVALID, P.TUPLE, P.TOKEN, P.OPAQUE_TYPE}
     assert covered | non_array == set(P)
 
 
 def test_categories() -> None:
-    assert T.SIGNED_INTS == {P.S2, P.S4, P.S8, P.S16, P.S32, P.S64}
-    assert T.UNSIGNED_INTS == {P.U2, P.U4, P.U8, P.U16, P.U32, P.U64}
-    assert T.COMPLEX == {P.C64, P.C128}
-    assert P.BF16 in T.FLOATS and P.F8E4M3FN in T.FLOATS and P.F4E2M1FN in T.FLOATS
-    assert P.PRED not in T.INTS | T.FLOATS | T.COMPLEX
-    assert T.INEXACT == T.FLOATS | T.COMPLEX
+    assert xtypes.SIGNED_INTS == {P.S2, P.S4, P.S8, P.S16, P.S32, P.S64}
+    assert xtypes.UNSIGNED_INTS == {P.U2, P.U4, P.U8, P.U16, P.U32, P.U64}
+    assert xtypes.COMPLEX == {P.C64, P.C128}
+    assert P.BF16 in xtypes.FLOATS and P.F8E4M3FN in xtypes.FLOATS and P.F4E2M1FN in xtypes.FLOATS
+    assert P.PRED not in xtypes.INTS | xtypes.FLOATS | xtypes.COMPLEX
+    assert xtypes.INEXACT == xtypes.FLOATS | xtypes.COMPLEX
 
 
 def test_mlir_and_hlo_spellings() -> None:
-    assert T.mlir_element_type(P.U8) == "ui8"
-    assert T.mlir_element_type(P.S4) == "i4"
-    assert T.mlir_element_type(P.PRED) == "i1"
-    assert T.mlir_element_type(P.C128) == "complex<f64>"
-    assert T.mlir_element_type(P.F8E4M3FN) == "f8E4M3FN"
-    assert T.hlo_element_name(P.PRED) == "pred"
-    assert T.hlo_element_name(P.BF16) == "bf16"
-    assert T.hlo_element_name(P.TOKEN) == "token"
-    for et in T.ARRAY_TYPES:
-        assert T.etype_from_mlir(T.mlir_element_type(et)) is et
+    assert xtypes.mlir_element_type(P.U8) == "ui8"
+    assert xtypes.mlir_element_type(P.S4) == "i4"
+    assert xtypes.mlir_element_type(P.PRED) == "i1"
+    assert xtypes.mlir_element_type(P.C128) == "complex<f64>"
+    assert xtypes.mlir_element_type(P.F8E4M3FN) == "f8E4M3FN"
+    assert xtypes.hlo_element_name(P.PRED) == "pred"
+    assert xtypes.hlo_element_name(P.BF16) == "bf16"
+    assert xtypes.hlo_element_name(P.TOKEN) == "token"
+    for et in xtypes.ARRAY_TYPES:
+        assert xtypes.etype_from_mlir(xtypes.mlir_element_type(et)) is et
 
 
 def test_bfloat16_export() -> None:
     assert xs.bfloat16 is ml_dtypes.bfloat16
 
 
-BAD_DTYPES: list[Any] = [object, np.object_, str, np.str_, "U5", "S3", "foo", "", "tuple", "token", None, 3.5, "datetime64[s]",
+BAD_DTYPES: list[Any] = [object, np.object_, str, np.str_, "U5", "S3", "foo", "", "tuple", "token", None, 3.5,
+                         "datetime64[s]",
                          np.dtype("V4"), P.TUPLE, P.TOKEN, P.OPAQUE_TYPE, P.PRIMITIVE_TYPE_INVALID]
 
 

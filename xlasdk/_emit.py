@@ -59,7 +59,7 @@ class Emitter:
         if isinstance(val, str):
             return val
         elems = shape.tuple_shapes()
-        parts = [self.ref(v, s, indent) for v, s in zip(val, elems)]
+        parts = [self.ref(v, s, indent) for v, s in zip(val, elems, strict=False)]
         name = self.fresh()
         self.lines.append(
             f'{indent}{name} = "stablehlo.tuple"({", ".join(parts)}) : ({_types(list(elems))}) -> '
@@ -72,7 +72,7 @@ class Emitter:
         if shape.is_tuple():
             elems = list(shape.tuple_shapes())
             if isinstance(val, tuple):
-                return [self.ref(v, s, indent) for v, s in zip(val, elems)], elems
+                return [self.ref(v, s, indent) for v, s in zip(val, elems, strict=False)], elems
             names = []
             for i, s in enumerate(elems):
                 name = self.fresh()

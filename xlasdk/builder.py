@@ -16,7 +16,7 @@ import itertools
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -148,40 +148,40 @@ class XlaOp:
 
     # -- operators (implemented in ops.elementwise) ------------------------------------------
     def __add__(self, other: Any) -> XlaOp:
-        return _ew().Add(self, other)
+        return cast(XlaOp, _ew().Add(self, other))
 
     def __radd__(self, other: Any) -> XlaOp:
-        return _ew().Add(other, self)
+        return cast(XlaOp, _ew().Add(other, self))
 
     def __sub__(self, other: Any) -> XlaOp:
-        return _ew().Sub(self, other)
+        return cast(XlaOp, _ew().Sub(self, other))
 
     def __rsub__(self, other: Any) -> XlaOp:
-        return _ew().Sub(other, self)
+        return cast(XlaOp, _ew().Sub(other, self))
 
     def __mul__(self, other: Any) -> XlaOp:
-        return _ew().Mul(self, other)
+        return cast(XlaOp, _ew().Mul(self, other))
 
     def __rmul__(self, other: Any) -> XlaOp:
-        return _ew().Mul(other, self)
+        return cast(XlaOp, _ew().Mul(other, self))
 
     def __truediv__(self, other: Any) -> XlaOp:
-        return _ew().Div(self, other)
+        return cast(XlaOp, _ew().Div(self, other))
 
     def __rtruediv__(self, other: Any) -> XlaOp:
-        return _ew().Div(other, self)
+        return cast(XlaOp, _ew().Div(other, self))
 
     def __mod__(self, other: Any) -> XlaOp:
-        return _ew().Rem(self, other)
+        return cast(XlaOp, _ew().Rem(self, other))
 
     def __rmod__(self, other: Any) -> XlaOp:
-        return _ew().Rem(other, self)
+        return cast(XlaOp, _ew().Rem(other, self))
 
     def __pow__(self, other: Any) -> XlaOp:
-        return _ew().Pow(self, other)
+        return cast(XlaOp, _ew().Pow(self, other))
 
     def __rpow__(self, other: Any) -> XlaOp:
-        return _ew().Pow(other, self)
+        return cast(XlaOp, _ew().Pow(other, self))
 
     def __matmul__(self, other: XlaOp) -> XlaOp:
         from .ops import linalg
@@ -189,31 +189,31 @@ class XlaOp:
         return linalg.Dot(self, other)
 
     def __neg__(self) -> XlaOp:
-        return _ew().Neg(self)
+        return cast(XlaOp, _ew().Neg(self))
 
     def __abs__(self) -> XlaOp:
-        return _ew().Abs(self)
+        return cast(XlaOp, _ew().Abs(self))
 
     def __and__(self, other: Any) -> XlaOp:
-        return _ew().And(self, other)
+        return cast(XlaOp, _ew().And(self, other))
 
     def __or__(self, other: Any) -> XlaOp:
-        return _ew().Or(self, other)
+        return cast(XlaOp, _ew().Or(self, other))
 
     def __xor__(self, other: Any) -> XlaOp:
-        return _ew().Xor(self, other)
+        return cast(XlaOp, _ew().Xor(self, other))
 
     def __rand__(self, other: Any) -> XlaOp:
-        return _ew().And(other, self)
+        return cast(XlaOp, _ew().And(other, self))
 
     def __ror__(self, other: Any) -> XlaOp:
-        return _ew().Or(other, self)
+        return cast(XlaOp, _ew().Or(other, self))
 
     def __rxor__(self, other: Any) -> XlaOp:
-        return _ew().Xor(other, self)
+        return cast(XlaOp, _ew().Xor(other, self))
 
     def __invert__(self) -> XlaOp:
-        return _ew().Not(self)
+        return cast(XlaOp, _ew().Not(self))
 
 
 _EW: Any = None
@@ -422,6 +422,7 @@ class XlaBuilder:
 
             return Tuple(self, list(root))
         self._check_own(root, "build")
+        assert isinstance(root, XlaOp)
         return root
 
     def build(self, root: XlaOp | Sequence[XlaOp] | None = None) -> XlaComputation:

@@ -96,7 +96,7 @@ def _human_time(s: float) -> str:
 def _table(rows: list[list[str]], out: IO[str]) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
-        out.write("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() + "\n")
+        out.write("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n")
 
 
 def _device(args: argparse.Namespace) -> Any:
@@ -168,7 +168,7 @@ def _cmd_inspect(args: argparse.Namespace, out: IO[str]) -> int:
         "program_shape": str(ps),
         "parameters": [
             {"index": i, "name": n, "shape": str(s)}
-            for i, (n, s) in enumerate(zip(ps.parameter_names(), ps.parameter_shapes()))
+            for i, (n, s) in enumerate(zip(ps.parameter_names(), ps.parameter_shapes(), strict=True))
         ],
         "result": str(ps.result_shape()),
         "op_counts": dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
@@ -323,9 +323,9 @@ def _gather_inputs(args: argparse.Namespace, ps: Any) -> list[np.ndarray[Any, An
         assign(key, _load_npy(path, f"--input {key}"), path)
     rng = np.random.default_rng(args.seed)
     values: list[np.ndarray[Any, Any]] = []
-    for i, (n, s) in enumerate(zip(names, shapes)):
+    for i, (n, s) in enumerate(zip(names, shapes, strict=True)):
         if not s.is_array():
-            raise UsageError(f"parameter {i} ({n!r}) has shape {s}: only array parameters can be given on the command line")
+            raise UsageError(f"parameter {i} ({n!r}) has shape {s}: only array parameters can be given as inputs")
         if i not in given:
             if not args.random_inputs:
                 raise UsageError(
@@ -380,7 +380,10 @@ def _cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
     result = exe(*inputs)
     outs = list(result) if isinstance(result, tuple) else [result]
     host = [np.asarray(o) for o in outs]
-    out.write(f"{comp.name} on {dev}: {len(inputs)} input(s), {len(host)} output(s); compiled in {_human_time(compile_s)}\n")
+    out.write(
+        f"{comp.name} on {dev}: {len(inputs)} input(s), {len(host)} output(s); "
+        f"compiled in {_human_time(compile_s)}\n"
+    )
     for i, a in enumerate(host):
         out.write(f"  output {i}: {_describe_array(a):<16} {_summary(a)}\n")
     if args.repeat > 1:
@@ -397,7 +400,8 @@ def _cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
         )
     if args.output is not None:
         try:
-            np.savez(args.output, **{f"output_{i}": a for i, a in enumerate(host)})
+            savez: Any = np.savez
+            savez(args.output, **{f"output_{i}": a for i, a in enumerate(host)})
         except OSError as e:
             raise UsageError(f"--output {args.output}: cannot write: {e.strerror or e}") from None
         out.write(f"  wrote {args.output if args.output.endswith('.npz') else args.output + '.npz'}\n")
@@ -424,7 +428,7 @@ def _cmd_cache(args: argparse.Namespace, out: IO[str]) -> int:
 # -- parser -------------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of the ``xlasdk`` command."""
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help="show Python tracebacks and XLA's log output on errors")
     p = _Parser(
@@ -493,7 +497,8 @@ def build_parser() -> argparse.ArgumentParser:
     csub = s.add_subparsers(dest="cache_command", required=True, metavar="ACTION", parser_class=_Parser)
     for name, hlp in (("info", "entry count and size (--list: every entry)"), ("clear", "delete every entry")):
         c = csub.add_parser(name, parents=[common], help=hlp, description=hlp[0].upper() + hlp[1:] + ".")
-        c.add_argument("--dir", default=None, help="the cache directory (default: $XLASDK_CACHE_DIR or ~/.cache/xlasdk)")
+        c.add_argument("--dir", default=None,
+                       help="the cache directory (default: $XLASDK_CACHE_DIR or ~/.cache/xlasdk)")
         if name == "info":
             c.add_argument("--list", action="store_true", help="list the entries, most recently used first")
     return p

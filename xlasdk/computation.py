@@ -27,6 +27,17 @@ class XlaComputation:
     :meth:`as_stablehlo_text`.
     """
 
+    _name: str
+    _program_shape: ProgramShape
+    _builder: XlaBuilder | None
+    _root: XlaOp | None
+    _params: tuple[XlaOp, ...]
+    _side_effects: tuple[XlaOp, ...]
+    _text: str | None
+    _module: Any
+    _xla: Any
+    _source_format: str | None
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError(
             "XlaComputation is made by XlaBuilder.build() or loaded with xs.load_computation / "
@@ -41,6 +52,7 @@ class XlaComputation:
         c._builder = None
         c._root = None
         c._params = ()
+        c._side_effects = ()
         c._text = None
         c._module = None
         c._xla = None
@@ -157,7 +169,9 @@ class XlaComputation:
             from ._emit import emit_module
 
             assert self._root is not None
-            self._text = emit_module(self._name, list(self._params), self._root, side_effects=self._side_effects)
+            self._text = emit_module(
+                self._name, list(self._params), self._root, side_effects=self._side_effects
+            )
         return self._text
 
     def _mlir_module(self) -> Any:
@@ -214,7 +228,9 @@ class XlaComputation:
         return _mlir.hlo_dot_graph(self._xla_computation())
 
     # -- files -------------------------------------------------------------------------------
-    def save(self, path: str | os.PathLike[str], *, format: str | None = None, target_version: str | None = None) -> None:
+    def save(
+        self, path: str | os.PathLike[str], *, format: str | None = None, target_version: str | None = None
+    ) -> None:
         """Write the computation to ``path``, in the format its suffix names.
 
         ``.hlo`` / ``.hlo.txt`` / ``.txt``: HLO text; ``.mlir``: StableHLO text (with source

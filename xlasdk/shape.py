@@ -65,6 +65,9 @@ class Shape:
     _tuple: tuple[Shape, ...] | None
     _layout: Layout | None
     _dynamic: tuple[bool, ...]
+    _hash: int | None
+    _mlir: str | None
+    _str: str | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("use Shape.array_shape, Shape.scalar_shape, Shape.tuple_shape or Shape.token_shape")
@@ -234,7 +237,7 @@ class Shape:
                 s = "token[]"
             else:
                 dims = ",".join(
-                    ("<=" if dyn else "") + str(d) for d, dyn in zip(self._dims, self._dynamic)
+                    ("<=" if dyn else "") + str(d) for d, dyn in zip(self._dims, self._dynamic, strict=False)
                 )
                 s = f"{hlo_element_name(self._etype)}[{dims}]"
                 if self._layout is not None:
@@ -314,7 +317,7 @@ class ProgramShape:
         return hash((self._params, self._result))
 
     def __str__(self) -> str:
-        ps = ", ".join(f"{n}: {s}" for n, s in zip(self._names, self._params))
+        ps = ", ".join(f"{n}: {s}" for n, s in zip(self._names, self._params, strict=False))
         return f"({ps}) -> {self._result}"
 
     def __repr__(self) -> str:

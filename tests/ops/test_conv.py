@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,8 +20,8 @@ RNG = np.random.default_rng(11)
 
 
 def err(exc: type[Exception], fn: Callable[[], Any], *words: str) -> str:
-    """``fn()`` raises ``exc`` whose message has ``words`` and points at the caller's line."""
-    line = sys._getframe(1).f_lineno
+    """``fn()`` raises ``exc`` whose message has ``words`` and points at the line of ``fn`` (a one-line lambda)."""
+    line = fn.__code__.co_firstlineno
     with pytest.raises(exc) as info:
         fn()
     msg = str(info.value)
@@ -44,8 +43,8 @@ def ref_conv(x: np.ndarray[Any, Any], w: np.ndarray[Any, Any], strides: Sequence
     B, C = x.shape[:2]
     O, I = w.shape[:2]
     # input dilation: holes between the input elements
-    dil = np.zeros((B, C, *[(s - 1) * d + 1 if s else 0 for s, d in zip(x.shape[2:], lhs_dil)]))
-    dil[(slice(None), slice(None), *[slice(None, None, d) for d in lhs_dil])] = x
+    dil = np.zeros((B, C) + tuple((s - 1) * d + 1 if s else 0 for s, d in zip(x.shape[2:], lhs_dil, strict=True)))
+    dil[(slice(None), slice(None)) + tuple(slice(None, None, d) for d in lhs_dil)] = x
     # padding: positive pads zeros, negative crops
     for i, (lo, hi) in enumerate(pads):
         ax = 2 + i
@@ -57,25 +56,27 @@ def ref_conv(x: np.ndarray[Any, Any], w: np.ndarray[Any, Any], strides: Sequence
         width[ax] = (max(lo, 0), max(hi, 0))
         dil = np.pad(dil, width)
     # kernel (window) dilation
-    wd = np.zeros((O, I, *[(k - 1) * d + 1 for k, d in zip(w.shape[2:], rhs_dil)]))
-    wd[(slice(None), slice(None), *[slice(None, None, d) for d in rhs_dil])] = w
-    out_sp = [max((p - k) // s + 1, 0) if p >= k else 0 for p, k, s in zip(dil.shape[2:], wd.shape[2:], strides)]
+    wd = np.zeros((O, I) + tuple((k - 1) * d + 1 for k, d in zip(w.shape[2:], rhs_dil, strict=True)))
+    wd[(slice(None), slice(None)) + tuple(slice(None, None, d) for d in rhs_dil)] = w
+    sizes: list[tuple[int, int, int]] = list(zip(dil.shape[2:], wd.shape[2:], strides, strict=True))
+    out_sp = [max((p - k) // s + 1, 0) if p >= k else 0 for p, k, s in sizes]
     Bo = B // bgc
-    out = np.zeros((Bo, O, *out_sp))
+    out = np.zeros((Bo, O) + tuple(out_sp))
     per_fg, per_bg = O // fgc, O // bgc
     for o in range(O):
         g, k = o // per_fg, o // per_bg  # feature group (input channels) and batch group (input batches)
         xs_ = dil[k * Bo:(k + 1) * Bo, g * I:(g + 1) * I]
         for pos in itertools.product(*[range(s) for s in out_sp]):
-            win = tuple(slice(p * s, p * s + kd) for p, s, kd in zip(pos, strides, wd.shape[2:]))
-            out[(slice(None), o, *pos)] = (xs_[(slice(None), slice(None), *win)] * wd[o]).sum(axis=tuple(range(1, 2 + n)))
+            win = tuple(slice(p * s, p * s + kd) for p, s, kd in zip(pos, strides, wd.shape[2:], strict=True))
+            prod = xs_[(slice(None), slice(None)) + win] * wd[o]
+            out[(slice(None), o) + tuple(pos)] = prod.sum(axis=tuple(range(1, 2 + n)))
     return out
 
 
 def same_pads(sizes: Sequence[int], windows: Sequence[int], strides: Sequence[int]) -> list[tuple[int, int]]:
     """TF/XLA SAME padding: output ceil(in / stride), the odd element of padding on the high side."""
     out = []
-    for n, k, s in zip(sizes, windows, strides):
+    for n, k, s in zip(sizes, windows, strides, strict=True):
         total = max((-(-n // s) - 1) * s + k - n, 0)
         out.append((total // 2, total - total // 2))
     return out
@@ -105,8 +106,10 @@ NCHW_CASES: list[tuple[str, tuple[int, ...], tuple[int, ...], list[int], Any, An
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
 def test_conv_general_dilated_nchw(dtype: Any) -> None:
     b = xs.XlaBuilder("conv")
-    outs, args, wants = [], [], []
-    for name, ls, rs, st, pad, ld, rd, g, bg in NCHW_CASES:
+    outs: list[xs.XlaOp] = []
+    args: list[np.ndarray[Any, Any]] = []
+    wants: list[np.ndarray[Any, Any]] = []
+    for _, ls, rs, st, pad, ld, rd, g, bg in NCHW_CASES:
         x, w = sample(ls, dtype), sample(rs, dtype)
         X = ops.Parameter(b, len(args), xs.shape_from_pyval(x))
         W = ops.Parameter(b, len(args) + 1, xs.shape_from_pyval(w))
@@ -115,13 +118,13 @@ def test_conv_general_dilated_nchw(dtype: Any) -> None:
                                            dimension_numbers=("NCHW", "OIHW", "NCHW"), feature_group_count=g,
                                            batch_group_count=bg))
         if isinstance(pad, str):
-            eff_in = [(s - 1) * d + 1 for s, d in zip(ls[2:], ld or [1, 1])]
-            eff_k = [(k - 1) * d + 1 for k, d in zip(rs[2:], rd or [1, 1])]
+            eff_in = [(s - 1) * d + 1 for s, d in zip(ls[2:], ld or [1, 1], strict=True)]
+            eff_k = [(k - 1) * d + 1 for k, d in zip(rs[2:], rd or [1, 1], strict=True)]
             pad = same_pads(eff_in, eff_k, st) if pad == "SAME" else [(0, 0), (0, 0)]
         wants.append(ref_conv(x, w, st, pad, ld, rd, g, bg))
-    for o, want, case in zip(outs, wants, NCHW_CASES):
+    for o, want, case in zip(outs, wants, NCHW_CASES, strict=True):
         assert o.dims == want.shape, case[0]
-    for got, want, case in zip(run(b.build(outs), *args), wants, NCHW_CASES):
+    for got, want, case in zip(run(b.build(outs), *args), wants, NCHW_CASES, strict=True):
         assert got.dtype == np.dtype(dtype)
         if np.dtype(dtype).kind == "i":
             np.testing.assert_array_equal(got, want, err_msg=case[0])
@@ -160,7 +163,8 @@ def test_conv_1d_and_3d() -> None:
     X1, W1, X3, W3 = (ops.Parameter(b, i, xs.shape_from_pyval(a)) for i, a in enumerate((x1, w1, x3, w3)))
     outs = [
         ops.ConvGeneralDilated(X1, W1, [2], [(1, 2)], rhs_dilation=[2], dimension_numbers=("NCH", "OIH", "NCH")),
-        ops.ConvGeneralDilated(X3, W3, [1, 2, 1], [(1, 0), (0, 0), (1, 1)], dimension_numbers=("NCDHW", "OIDHW", "NCDHW")),
+        ops.ConvGeneralDilated(X3, W3, [1, 2, 1], [(1, 0), (0, 0), (1, 1)],
+                               dimension_numbers=("NCDHW", "OIDHW", "NCDHW")),
         ops.ConvGeneralDilated(X3, W3, [1, 1, 1], "VALID"),  # None: NC.../OI.../NC...
     ]
     r = run(b.build(outs), x1, w1, x3, w3)
@@ -181,10 +185,12 @@ def test_conv_shorthand() -> None:
     ]
     assert outs[0].dims == (2, 6, 6, 5)
     r = run(b.build(outs), x, w)
-    np.testing.assert_allclose(r[0], ref_conv(x, w, [1, 1], same_pads([6, 5], [3, 3], [1, 1]), fgc=2), rtol=1e-5, atol=1e-5)
+    want0 = ref_conv(x, w, [1, 1], same_pads([6, 5], [3, 3], [1, 1]), fgc=2)
+    np.testing.assert_allclose(r[0], want0, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(r[1], ref_conv(x, w, [2, 1], [(0, 0), (0, 0)], fgc=2), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(r[2], ref_conv(x, w, [1, 2], [(2, 0), (1, 1)], fgc=2), rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(r[3], ref_conv(x.reshape(4, 2, 6, 5), w, [1, 1], [(0, 0)] * 2, bgc=2), rtol=1e-5, atol=1e-5)
+    want3 = ref_conv(x.reshape(4, 2, 6, 5), w, [1, 1], [(0, 0)] * 2, bgc=2)
+    np.testing.assert_allclose(r[3], want3, rtol=1e-5, atol=1e-5)
 
 
 def test_conv_precision_and_preferred_type() -> None:
@@ -221,34 +227,60 @@ def test_conv_errors() -> None:
     w2 = ops.Parameter(b, 4, xs.Shape.array_shape("f32", [6, 2, 3, 3]))
     bo = ops.Parameter(b, 5, xs.Shape.array_shape("pred", [1, 1, 2, 2]))
     C = ops.ConvGeneralDilated
-    err(xs.DTypeError, lambda: C(x, wi, [1, 1], "VALID"), "ConvGeneralDilated: operand 'rhs' has element type s32[6,4,3,3], expected f32 like 'lhs'")
-    err(xs.DTypeError, lambda: C(bo, bo, [1, 1], "VALID"), "ConvGeneralDilated: operand 'lhs' must be numeric, got pred[1,1,2,2]")
-    err(xs.ShapeError, lambda: C(x, w3, [1, 1], "VALID"), "ConvGeneralDilated: operands must have equal rank >= 2, got 'lhs' f32[1,4,5,5] and 'rhs' f32[6,4,3]")
+    err(xs.DTypeError, lambda: C(x, wi, [1, 1], "VALID"),
+        "ConvGeneralDilated: operand 'rhs' has element type s32[6,4,3,3], expected f32 like 'lhs'")
+    err(xs.DTypeError, lambda: C(bo, bo, [1, 1], "VALID"),
+        "ConvGeneralDilated: operand 'lhs' must be numeric, got pred[1,1,2,2]")
+    err(xs.ShapeError, lambda: C(x, w3, [1, 1], "VALID"),
+        "ConvGeneralDilated: operands must have equal rank >= 2, got 'lhs' f32[1,4,5,5] and 'rhs' f32[6,4,3]")
     err(xs.ShapeError, lambda: C(x, w, [1], "VALID"), "ConvGeneralDilated: window_strides has 1 entries, expected 2")
     err(xs.ShapeError, lambda: C(x, w, [1, 0], "VALID"), "ConvGeneralDilated: window_strides [1, 0] must all be >= 1")
-    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", lhs_dilation=[0, 1]), "ConvGeneralDilated: lhs_dilation [0, 1] must all be >= 1")
-    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", rhs_dilation=[1]), "ConvGeneralDilated: rhs_dilation has 1 entries, expected 2")
+    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", lhs_dilation=[0, 1]),
+        "ConvGeneralDilated: lhs_dilation [0, 1] must all be >= 1")
+    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", rhs_dilation=[1]),
+        "ConvGeneralDilated: rhs_dilation has 1 entries, expected 2")
     err(xs.ShapeError, lambda: C(x, w, [1, 1], "FOO"), "ConvGeneralDilated: unknown PaddingType 'FOO'")
-    err(xs.ShapeError, lambda: C(x, w, [1, 1], [(1, 1)]), "ConvGeneralDilated: padding has 1 (lo, hi) pairs, expected one per spatial dimension (2)")
-    err(xs.ShapeError, lambda: C(x, w, [1, 1], [(1, 1, 1), (0, 0)]), "ConvGeneralDilated: padding[0] must be a (lo, hi) pair of ints")
-    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", feature_group_count=3), "ConvGeneralDilated: input features (4, from 'lhs' f32[1,4,5,5]) must equal kernel input features (4, from 'rhs' f32[6,4,3,3]) times feature_group_count (3)")
-    err(xs.ShapeError, lambda: C(x, w2, [1, 1], "VALID"), "ConvGeneralDilated: input features (4", "kernel input features (2")
-    err(xs.ShapeError, lambda: C(ops.Reshape(x, [1, 4, 25, 1]), ops.Slice(w2, [0, 0, 0, 0], [5, 2, 3, 3]), [1, 1], "VALID", feature_group_count=2), "ConvGeneralDilated: kernel output features (5) must be divisible by feature_group_count (2)")
-    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", feature_group_count=0), "ConvGeneralDilated: feature_group_count (0) and batch_group_count (1) must be >= 1")
-    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", batch_group_count=2), "ConvGeneralDilated: batch (1) and kernel output features (6) must be divisible by batch_group_count (2)")
-    err(xs.ShapeError, lambda: C(x, w2, [1, 1], "VALID", feature_group_count=2, batch_group_count=2), "ConvGeneralDilated: feature_group_count and batch_group_count cannot both be > 1")
-    err(xs.DTypeError, lambda: C(x, w, [1, 1], "VALID", feature_group_count=1.5), "ConvGeneralDilated: feature_group_count must be an int, got float 1.5")
-    err(xs.DTypeError, lambda: C(x, w, [1, 1], "VALID", batch_group_count="2"), "ConvGeneralDilated: batch_group_count must be an int, got str")
-    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", dimension_numbers=("NCHW", "OIHW")), "ConvGeneralDilated: bad dimension_numbers", "3 layout strings")
-    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", dimension_numbers=("NCHW", "OIHX", "NCHW")), "ConvGeneralDilated: bad dimension_numbers", "spatial letters")
-    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", dimension_numbers=xs.make_convolution_dimension_numbers(("NCH", "OIH", "NCH"), 1)), "ConvGeneralDilated: bad dimension_numbers", "expected num_spatial_dimensions=2")
+    err(xs.ShapeError, lambda: C(x, w, [1, 1], [(1, 1)]),
+        "ConvGeneralDilated: padding has 1 (lo, hi) pairs, expected one per spatial dimension (2)")
+    err(xs.ShapeError, lambda: C(x, w, [1, 1], [(1, 1, 1), (0, 0)]),
+        "ConvGeneralDilated: padding[0] must be a (lo, hi) pair of ints")
+    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", feature_group_count=3),
+        "ConvGeneralDilated: input features (4, from 'lhs' f32[1,4,5,5]) must equal kernel input features ",
+        "(4, from 'rhs' f32[6,4,3,3]) times feature_group_count (3)")
+    err(xs.ShapeError, lambda: C(x, w2, [1, 1], "VALID"),
+        "ConvGeneralDilated: input features (4", "kernel input features (2")
+    x25, w5 = ops.Reshape(x, [1, 4, 25, 1]), ops.Slice(w2, [0, 0, 0, 0], [5, 2, 3, 3])
+    err(xs.ShapeError, lambda: C(x25, w5, [1, 1], "VALID", feature_group_count=2),
+        "ConvGeneralDilated: kernel output features (5) must be divisible by feature_group_count (2)")
+    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", feature_group_count=0),
+        "ConvGeneralDilated: feature_group_count (0) and batch_group_count (1) must be >= 1")
+    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", batch_group_count=2),
+        "ConvGeneralDilated: batch (1) and kernel output features (6) must be divisible by batch_group_count (2)")
+    err(xs.ShapeError, lambda: C(x, w2, [1, 1], "VALID", feature_group_count=2, batch_group_count=2),
+        "ConvGeneralDilated: feature_group_count and batch_group_count cannot both be > 1")
+    err(xs.DTypeError, lambda: C(x, w, [1, 1], "VALID", feature_group_count=1.5),  # type: ignore[arg-type]
+        "ConvGeneralDilated: feature_group_count must be an int, got float 1.5")
+    err(xs.DTypeError, lambda: C(x, w, [1, 1], "VALID", batch_group_count="2"),  # type: ignore[arg-type]
+        "ConvGeneralDilated: batch_group_count must be an int, got str")
+    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", dimension_numbers=("NCHW", "OIHW")),
+        "ConvGeneralDilated: bad dimension_numbers", "3 layout strings")
+    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", dimension_numbers=("NCHW", "OIHX", "NCHW")),
+        "ConvGeneralDilated: bad dimension_numbers", "spatial letters")
+    dn1 = xs.make_convolution_dimension_numbers(("NCH", "OIH", "NCH"), 1)
+    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", dimension_numbers=dn1),
+        "ConvGeneralDilated: bad dimension_numbers", "expected num_spatial_dimensions=2")
     bad_dn = xs.make_convolution_dimension_numbers(None, 2)
     bad_dn.input_spatial_dimensions = [2, 7]
-    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", dimension_numbers=bad_dn), "ConvGeneralDilated: bad dimension_numbers: input dimensions [0, 1, 2, 7] must be < 4")
-    err(xs.DTypeError, lambda: C(x, w, [1, 1], "VALID", preferred_element_type=np.int32), "ConvGeneralDilated: preferred_element_type s32 is not compatible with f32 operands")
-    err(xs.DTypeError, lambda: C(x, w, [1, 1], "VALID", precision_config="x"), "ConvGeneralDilated: precision_config must be an xs.PrecisionConfig")
-    err(xs.ShapeError, lambda: C(ops.Constant(b, np.float32(1)), ops.Constant(b, np.float32(1)), [], "VALID"), "ConvGeneralDilated: operands must have equal rank >= 2")
-    err(xs.DTypeError, lambda: C(x, np.ones((6, 4, 3, 3)), [1, 1], "VALID"), "ConvGeneralDilated: operand 'rhs' must be an XlaOp, got ndarray")
+    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", dimension_numbers=bad_dn),
+        "ConvGeneralDilated: bad dimension_numbers: input dimensions [0, 1, 2, 7] must be < 4")
+    err(xs.DTypeError, lambda: C(x, w, [1, 1], "VALID", preferred_element_type=np.int32),
+        "ConvGeneralDilated: preferred_element_type s32 is not compatible with f32 operands")
+    err(xs.DTypeError, lambda: C(x, w, [1, 1], "VALID", precision_config="x"),
+        "ConvGeneralDilated: precision_config must be an xs.PrecisionConfig")
+    err(xs.ShapeError, lambda: C(ops.Constant(b, np.float32(1)), ops.Constant(b, np.float32(1)), [], "VALID"),
+        "ConvGeneralDilated: operands must have equal rank >= 2")
+    err(xs.DTypeError, lambda: C(x, np.ones((6, 4, 3, 3)), [1, 1], "VALID"),  # type: ignore[arg-type]
+        "ConvGeneralDilated: operand 'rhs' must be an XlaOp, got ndarray")
     # the shorthand names itself
     err(xs.ShapeError, lambda: ops.Conv(x, w, [1, 1], "XX"), "Conv: unknown PaddingType 'XX'")
     err(xs.ShapeError, lambda: ops.Conv(x, w, [1, 1, 1], "SAME"), "Conv: window_strides has 3 entries, expected 2")

@@ -26,7 +26,7 @@ from helpers import run
 
 import xlasdk as xs
 from xlasdk import ops
-from xlasdk import types as T
+from xlasdk import types as xtypes
 from xlasdk.ops import elementwise as ew
 
 P = xs.PrimitiveType
@@ -41,8 +41,8 @@ def run_any(comp: xs.XlaComputation, *args: Any) -> list[np.ndarray[Any, Any]]:
 
 
 def err(exc: type[Exception], fn: Callable[[], Any], *words: str) -> str:
-    """``fn()`` raises ``exc`` whose message has ``words`` and points at the caller's line."""
-    line = sys._getframe(1).f_lineno
+    """``fn()`` raises ``exc`` whose message has ``words`` and points at the line of ``fn`` (a one-line lambda)."""
+    line = fn.__code__.co_firstlineno
     with pytest.raises(exc) as info:
         fn()
     msg = str(info.value)
@@ -66,13 +66,13 @@ def dt(et: xs.PrimitiveType) -> np.dtype[Any]:
 
 
 def carrier(et: xs.PrimitiveType) -> Any:
-    if et in T.FLOATS:
+    if et in xtypes.FLOATS:
         return np.float64
-    if et in T.COMPLEX:
+    if et in xtypes.COMPLEX:
         return np.complex128
-    if et in T.SIGNED_INTS:
+    if et in xtypes.SIGNED_INTS:
         return np.int64
-    if et in T.UNSIGNED_INTS:
+    if et in xtypes.UNSIGNED_INTS:
         return np.uint64
     return np.bool_
 
@@ -87,14 +87,14 @@ def wrap(v: np.ndarray[Any, Any], et: xs.PrimitiveType) -> np.ndarray[Any, Any]:
     out = []
     for x in v.tolist():
         x = int(x) & ((1 << w) - 1)
-        if et in T.SIGNED_INTS and x >= 1 << (w - 1):
+        if et in xtypes.SIGNED_INTS and x >= 1 << (w - 1):
             x -= 1 << w
         out.append(x)
     return np.array(out, dtype=object)
 
 
 def int_range(et: xs.PrimitiveType) -> tuple[int, int]:
-    info = ml_dtypes.iinfo(dt(et))
+    info = ml_dtypes.iinfo(dt(et))  # type: ignore[no-untyped-call]
     return int(info.min), int(info.max)
 
 
@@ -110,7 +110,7 @@ def build_and_run(et: xs.PrimitiveType, inputs: list[list[np.ndarray[Any, Any]]]
     """One computation: ``fns[i](*converted inputs[i])`` for every i; returns the outputs."""
     b = xs.XlaBuilder(f"ew_{et.name}")
     outs, args, n = [], [], 0
-    for ins, fn in zip(inputs, fns):
+    for ins, fn in zip(inputs, fns, strict=True):
         converted = []
         for a in ins:
             p = ops.Parameter(b, n, xs.shape_from_pyval(a))
@@ -132,10 +132,11 @@ def tol(et: xs.PrimitiveType, scale: float = 1.0) -> dict[str, float]:
 
 def assert_close(got: np.ndarray[Any, Any], want: np.ndarray[Any, Any], et: xs.PrimitiveType, scale: float = 1.0,
                  what: str = "") -> None:
-    g = got.astype(np.complex128 if et in T.COMPLEX else np.float64)
+    g = got.astype(np.complex128 if et in xtypes.COMPLEX else np.float64)
     w = np.asarray(want, dtype=g.dtype)
     # the result type cannot hold more than its range: references saturate like the result
-    np.testing.assert_allclose(g, w, equal_nan=True, err_msg=what, **tol(et, scale))
+    t = tol(et, scale)
+    np.testing.assert_allclose(g, w, rtol=t["rtol"], atol=t["atol"], equal_nan=True, err_msg=what)
 
 
 # ------------------------------------------------------------------------------ unary table
@@ -271,9 +272,9 @@ def _int_sample(et: xs.PrimitiveType) -> np.ndarray[Any, Any]:
 
 
 def _unary_inputs(name: str, et: xs.PrimitiveType) -> np.ndarray[Any, Any]:
-    if et in T.FLOATS:
+    if et in xtypes.FLOATS:
         return rounded(_float_domain(UNARY_REF[name][1]), et)
-    if et in T.COMPLEX:
+    if et in xtypes.COMPLEX:
         return rounded(_complex_domain(UNARY_REF[name][2]), et)
     return _int_sample(et)
 
@@ -287,7 +288,7 @@ def unary_results(et: xs.PrimitiveType) -> dict[str, tuple[np.ndarray[Any, Any],
     names = [n for n, e in _unary_cases() if e is et]
     inputs = [[_unary_inputs(n, et)] for n in names]
     outs = build_and_run(et, inputs, [getattr(ops, n) for n in names])
-    return {n: (i[0], o) for n, i, o in zip(names, inputs, outs)}
+    return {n: (i[0], o) for n, i, o in zip(names, inputs, outs, strict=True)}
 
 
 @pytest.mark.parametrize(("name", "et"), _unary_cases(), ids=[f"{n}-{e.name}" for n, e in _unary_cases()])
@@ -296,7 +297,7 @@ def test_unary_values(name: str, et: xs.PrimitiveType) -> None:
     u = ew.UNARY[name]
     assert got.dtype == dt(u.result(et)), (got.dtype, u.result(et))
     assert got.shape == x.shape
-    if et in T.INTS or et is P.PRED:
+    if et in xtypes.INTS or et is P.PRED:
         want = INT_UNARY_REF[name](x, et)
         np.testing.assert_array_equal(got.astype(object) if et is not P.PRED else got, want)
         return
@@ -340,7 +341,8 @@ def test_reciprocal() -> None:
     np.testing.assert_array_equal(o, [0.5, -0.25, np.inf, -np.inf, 0.0])
     np.testing.assert_allclose(oz, 1 / z, rtol=1e-6)
     i = ops.Constant(b, np.int32(2))
-    err(xs.DTypeError, lambda: ops.Reciprocal(i), "Reciprocal", "operand 'operand' must be floating-point or complex", "s32[]")
+    err(xs.DTypeError, lambda: ops.Reciprocal(i),
+        "Reciprocal", "operand 'operand' must be floating-point or complex", "s32[]")
 
 
 @pytest.mark.parametrize("name", sorted(ew.UNARY))
@@ -348,12 +350,12 @@ def test_unary_rejects_other_types(name: str) -> None:
     u = ew.UNARY[name]
     b = xs.XlaBuilder("bad")
     fn = getattr(ops, name)
-    for et in sorted(T.ARRAY_TYPES):
+    for et in sorted(xtypes.ARRAY_TYPES):
         x = ops.Parameter(b, len(b.parameters()), xs.Shape.array_shape(et, [2]))
         if et in u.allowed:
             assert fn(x).dims == (2,)
         else:
-            msg = err(xs.DTypeError, lambda: fn(x), f"{name}: operand 'operand' must be")
+            msg = err(xs.DTypeError, lambda: fn(x), f"{name}: operand 'operand' must be")  # noqa: B023 - called at once
             assert f"got {x.shape}" in msg
     tup = ops.Parameter(b, len(b.parameters()), xs.Shape.tuple_shape([xs.Shape.array_shape("f32", [2])]))
     err(xs.ShapeError, lambda: fn(tup), name, "operand 'operand' must be an array, got (f32[2])")
@@ -396,7 +398,8 @@ def test_result_accuracy_errors() -> None:
     ra = xs.ResultAccuracy(mode="HIGHEST")
     err(xs.ShapeError, lambda: ops.Abs(x, result_accuracy=ra), "Abs: result_accuracy is not supported by this op")
     err(xs.ShapeError, lambda: ops.Floor(x, result_accuracy=ra), "Floor", "result_accuracy")
-    err(xs.DTypeError, lambda: ops.Exp(x, result_accuracy="HIGHEST"), "Exp", "result_accuracy must be an xs.ResultAccuracy, got str")
+    err(xs.DTypeError, lambda: ops.Exp(x, result_accuracy="HIGHEST"),
+        "Exp", "result_accuracy must be an xs.ResultAccuracy, got str")
 
 
 # ------------------------------------------------------------------------------ binary table
@@ -411,11 +414,12 @@ def _rem_trunc(a: int, b: int) -> int:
     return a - _div_trunc(a, b) * b
 
 
-def _shift_ref(name: str, x: np.ndarray[Any, Any], s: np.ndarray[Any, Any], et: xs.PrimitiveType) -> np.ndarray[Any, Any]:
+def _shift_ref(name: str, x: np.ndarray[Any, Any], s: np.ndarray[Any, Any],
+               et: xs.PrimitiveType) -> np.ndarray[Any, Any]:
     w = width(et)
     mask = (1 << w) - 1
     out = []
-    for a, n in zip(x.tolist(), s.tolist()):
+    for a, n in zip(x.tolist(), s.tolist(), strict=True):
         a, n = int(a), int(n)
         if name == "ShiftLeft":
             out.append(a << n)
@@ -431,8 +435,8 @@ def _shift_ref(name: str, x: np.ndarray[Any, Any], s: np.ndarray[Any, Any], et: 
 
 def _int_pow(a: int, n: int) -> int:
     if n < 0:
-        return 1 if a == 1 else ((-1) ** n if a == -1 else 0)
-    return int(a) ** int(n)
+        return 1 if a == 1 else ((-1 if n % 2 else 1) if a == -1 else 0)
+    return int(int(a) ** int(n))
 
 
 def _make_complex(re: np.ndarray[Any, Any], im: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
@@ -482,7 +486,8 @@ def _binary_float_domain(kind: str, n: int) -> np.ndarray[Any, Any]:
     if kind == "any":
         return np.concatenate([[0.0, -0.0, 1.5, -2.5, np.inf, np.nan, 3.0, -0.0], r.uniform(-8, 8, n - 8)])
     if kind == "nonzero":
-        return np.concatenate([[2.0, -3.0, 0.5, 1.0, 7.0, -1.0, np.inf, 2.0], r.uniform(0.5, 6, n - 8) * r.choice([-1, 1], n - 8)])
+        rand = r.uniform(0.5, 6, n - 8) * r.choice([-1, 1], n - 8)
+        return np.concatenate([[2.0, -3.0, 0.5, 1.0, 7.0, -1.0, np.inf, 2.0], rand])
     if kind == "pos":
         return r.uniform(0.5, 4, n)
     if kind == "exponent":
@@ -496,7 +501,7 @@ def _binary_float_domain(kind: str, n: int) -> np.ndarray[Any, Any]:
 
 def _binary_int_domain(kind: str, et: xs.PrimitiveType, n: int) -> np.ndarray[Any, Any]:
     if et is P.PRED:
-        return np.array([True, True, False, False] * (n // 4)) if kind != "shift" else np.array([True, False] * (n // 2))
+        return np.array([True, True, False, False] * (n // 4))
     lo, hi = int_range(et)
     r = _RNG
     if kind == "shift":
@@ -518,9 +523,9 @@ def _binary_int_domain(kind: str, et: xs.PrimitiveType, n: int) -> np.ndarray[An
 def _binary_inputs(name: str, et: xs.PrimitiveType) -> list[np.ndarray[Any, Any]]:
     _, _, ld, rd, _ = BINARY_REF[name]
     n = 16
-    if et in T.FLOATS:
+    if et in xtypes.FLOATS:
         return [rounded(_binary_float_domain(ld, n), et), rounded(_binary_float_domain(rd, n), et)]
-    if et in T.COMPLEX:
+    if et in xtypes.COMPLEX:
         r = _RNG
         a = r.uniform(-3, 3, n) + 1j * r.uniform(-3, 3, n)
         c = r.uniform(-3, 3, n) + 1j * r.uniform(-3, 3, n)
@@ -540,7 +545,7 @@ def binary_results(et: xs.PrimitiveType) -> dict[str, tuple[list[np.ndarray[Any,
     names = [n for n, e in _binary_cases() if e is et]
     inputs = [_binary_inputs(n, et) for n in names]
     outs = build_and_run(et, inputs, [getattr(ops, n) for n in names])
-    return {n: (i, o) for n, i, o in zip(names, inputs, outs)}
+    return {n: (i, o) for n, i, o in zip(names, inputs, outs, strict=True)}
 
 
 @pytest.mark.parametrize(("name", "et"), _binary_cases(), ids=[f"{n}-{e.name}" for n, e in _binary_cases()])
@@ -554,12 +559,13 @@ def test_binary_values(name: str, et: xs.PrimitiveType) -> None:
         want = {"Add": x | y, "Mul": x & y, "Max": x | y, "Min": x & y, "And": x & y, "Or": x | y, "Xor": x ^ y}[name]
         np.testing.assert_array_equal(got, want)
         return
-    if et in T.INTS:
+    if et in xtypes.INTS:
         if name.startswith("Shift"):
             want = _shift_ref(name, x, y, et)
         else:
             assert iref is not None
-            want = wrap(np.array([iref(int(a), int(c)) for a, c in zip(x.tolist(), y.tolist())], dtype=object), et)
+            pairs = zip(x.tolist(), y.tolist(), strict=True)
+            want = wrap(np.array([iref(int(a), int(c)) for a, c in pairs], dtype=object), et)
         np.testing.assert_array_equal(got.astype(object), want, err_msg=f"{name} {x} {y}")
         return
     with np.errstate(all="ignore"):
@@ -584,12 +590,12 @@ def test_binary_rejects_other_types(name: str) -> None:
     bo = ew.BINARY[name]
     b = xs.XlaBuilder("bad")
     fn = getattr(ops, name)
-    for et in sorted(T.ARRAY_TYPES):
+    for et in sorted(xtypes.ARRAY_TYPES):
         x = ops.Parameter(b, len(b.parameters()), xs.Shape.array_shape(et, [2]))
         if et in bo.allowed:
             assert fn(x, x).shape == xs.Shape.array_shape(bo.result(et), [2])
         else:
-            err(xs.DTypeError, lambda: fn(x, x), f"{name}: operand 'lhs' must be", str(x.shape))
+            err(xs.DTypeError, lambda: fn(x, x), f"{name}: operand 'lhs' must be", str(x.shape))  # noqa: B023
 
 
 def test_pow_integer_negative_exponents() -> None:
@@ -622,7 +628,8 @@ def test_int_bitwise_of_narrowing_converts_compiles() -> None:
     res = run(b.build(outs), x, y)
     for k, t in enumerate((np.int8, np.int16, np.int32)):
         xt, yt = x.astype(t), y.astype(t)
-        for got, want in zip(res[4 * k: 4 * k + 4], [xt & yt, xt | np.array([1, 2, 3, 4], t), xt & yt, xt | yt]):
+        wants = [xt & yt, xt | np.array([1, 2, 3, 4], t), xt & yt, xt | yt]
+        for got, want in zip(res[4 * k: 4 * k + 4], wants, strict=True):
             assert got.dtype == t
             np.testing.assert_array_equal(got, want)
 
@@ -656,7 +663,7 @@ def test_broadcasting_rules() -> None:
     ]
     assert [c[0].dims for c in cases] == [(2, 3)] * len(cases)
     outs = run(b.build([c[0] for c in cases]), a23, r3, c2, c21, r13)
-    for out, (_, want) in zip(outs, cases):
+    for out, (_, want) in zip(outs, cases, strict=True):
         np.testing.assert_array_equal(out, want)
 
 
@@ -666,7 +673,8 @@ def test_broadcast_dimensions_into_rank3() -> None:
     m = np.arange(8, dtype=np.int32).reshape(2, 4)
     b = xs.XlaBuilder("bcast3")
     X, V, M = (ops.Parameter(b, i, xs.shape_from_pyval(a)) for i, a in enumerate((x, v, m)))
-    o1, o2, o3 = run(b.build([ops.Mul(X, V, [1]), ops.Sub(M, X, [0, 2]), ops.Add(X, ops.Reshape(V, [1, 3, 1]))]), x, v, m)
+    outs = [ops.Mul(X, V, [1]), ops.Sub(M, X, [0, 2]), ops.Add(X, ops.Reshape(V, [1, 3, 1]))]
+    o1, o2, o3 = run(b.build(outs), x, v, m)
     np.testing.assert_array_equal(o1, x * v[None, :, None])
     np.testing.assert_array_equal(o2, m[:, None, :] - x)
     np.testing.assert_array_equal(o3, x + v[None, :, None])
@@ -680,14 +688,19 @@ def test_broadcasting_errors() -> None:
     V2 = ops.Parameter(b, 3, xs.Shape.array_shape("f32", [2]))
     I = ops.Parameter(b, 4, xs.Shape.array_shape("s32", [2, 3]))
     other = ops.Parameter(xs.XlaBuilder("other"), 0, xs.Shape.array_shape("f32", [2, 3]))
-    err(xs.ShapeError, lambda: ops.Add(A, B32), "Add: operand 'rhs' has shape f32[3,2], incompatible with 'lhs' f32[2,3]")
-    err(xs.ShapeError, lambda: ops.Add(A, V3), "Add: operand 'rhs' has shape f32[3], expected f32[2,3]", "broadcast_dimensions")
-    err(xs.ShapeError, lambda: ops.Sub(A, V3, [0]), "Sub: operand 'rhs' dimension 0 has size 3, but it maps to dimension 0 of size 2")
+    err(xs.ShapeError, lambda: ops.Add(A, B32),
+        "Add: operand 'rhs' has shape f32[3,2], incompatible with 'lhs' f32[2,3]")
+    err(xs.ShapeError, lambda: ops.Add(A, V3),
+        "Add: operand 'rhs' has shape f32[3], expected f32[2,3]", "broadcast_dimensions")
+    err(xs.ShapeError, lambda: ops.Sub(A, V3, [0]),
+        "Sub: operand 'rhs' dimension 0 has size 3, but it maps to dimension 0 of size 2")
     err(xs.ShapeError, lambda: ops.Mul(A, V2, [0, 1]), "Mul: broadcast_dimensions has 2 entries, expected 1", "'rhs'")
     err(xs.ShapeError, lambda: ops.Mul(V2, A, [2]), "Mul: broadcast_dimensions [2] must be strictly increasing")
-    err(xs.ShapeError, lambda: ops.Max(A, A, [1, 0]), "Max: broadcast_dimensions [1, 0] given for operands of equal rank 2")
+    err(xs.ShapeError, lambda: ops.Max(A, A, [1, 0]),
+        "Max: broadcast_dimensions [1, 0] given for operands of equal rank 2")
     err(xs.DTypeError, lambda: ops.Add(A, I), "Add: operand 'rhs' has element type s32", "expected f32 like 'lhs'")
-    err(xs.ShapeError, lambda: ops.Add(A, other), "Add: operand 'rhs' belongs to builder 'other'", "'lhs' belongs to 'bcast_err'")
+    err(xs.ShapeError, lambda: ops.Add(A, other),
+        "Add: operand 'rhs' belongs to builder 'other'", "'lhs' belongs to 'bcast_err'")
     err(xs.DTypeError, lambda: ops.Add(A, "x"), "Add: operand 'rhs' must be an XlaOp (or a scalar beside one), got str")
     err(xs.DTypeError, lambda: ops.Add([1.0], A), "Add: operand 'lhs' must be an XlaOp", "got list")
     err(xs.DTypeError, lambda: ops.Add(1, 2), "Add: operand 'lhs' must be an XlaOp")
@@ -711,9 +724,10 @@ def test_python_operators() -> None:
              X + np.float32(1), np.float32(1) - X]
     outs = run(b.build(exprs), x, y, m, n)
     wants = [x + y, x - y, x * y, x / y, np.fmod(x, y), x ** np.abs(y), m @ n, -x, np.abs(x),
-             x + 1, 1 + x, x - 2.5, 2.5 - x, x * 2, 3 * x, x / 4, 1.0 / x, np.fmod(x, 1.0), np.fmod(7.0, y), x ** 2, 2 ** x,
+             x + 1, 1 + x, x - 2.5, 2.5 - x, x * 2, 3 * x, x / 4, 1.0 / x, np.fmod(x, 1.0), np.fmod(7.0, y),
+             x ** 2, 2 ** x,
              x + 1, 1 - x]
-    for k, (o, w) in enumerate(zip(outs, wants)):
+    for k, (o, w) in enumerate(zip(outs, wants, strict=True)):
         assert o.dtype == np.float32, k
         np.testing.assert_allclose(o, w.astype(np.float32), rtol=1e-6, err_msg=str(k))
 
@@ -725,8 +739,9 @@ def test_python_operators_int_and_bitwise() -> None:
     X, Y = ops.Parameter(b, 0, xs.shape_from_pyval(x)), ops.Parameter(b, 1, xs.shape_from_pyval(y))
     exprs = [X / Y, X % Y, X & Y, X | Y, X ^ Y, ~X, X + 1, 10 - X, X * -2, X ** 2, 3 & X, -X, abs(X)]
     outs = run(b.build(exprs), x, y)
-    wants = [[3, -2, -2, 0], [1, -1, 2, 5], x & y, x | y, x ^ y, ~x, x + 1, 10 - x, x * -2, x ** 2, 3 & x, -x, np.abs(x)]
-    for k, (o, w) in enumerate(zip(outs, wants)):
+    wants = [[3, -2, -2, 0], [1, -1, 2, 5], x & y, x | y, x ^ y, ~x, x + 1, 10 - x, x * -2, x ** 2, 3 & x, -x,
+             np.abs(x)]
+    for k, (o, w) in enumerate(zip(outs, wants, strict=True)):
         assert o.dtype == np.int32, k
         np.testing.assert_array_equal(o, w, err_msg=str(k))
 
@@ -758,7 +773,7 @@ def test_comparisons_ieee_nan_and_signed_zero() -> None:
     outs = run(b.build([f(A, C) for f in fns]), a, c)
     with np.errstate(invalid="ignore"):
         wants = [a == c, a != c, a < c, a <= c, a > c, a >= c]
-    for f, o, w in zip(fns, outs, wants):
+    for f, o, w in zip(fns, outs, wants, strict=True):
         assert o.dtype == np.bool_
         np.testing.assert_array_equal(o, w, err_msg=f.__name__)
     assert outs[0][3] and outs[0][4] and not outs[0][2] and outs[1][2]  # -0 == +0, NaN != NaN
@@ -780,7 +795,7 @@ def test_compare_totalorder() -> None:
     ia = np.repeat(np.arange(8), 8)
     ic = np.tile(np.arange(8), 8)
     wants = [ia == ic, ia != ic, ia < ic, ia <= ic, ia > ic, ia >= ic, ia < ic, ia < ic]
-    for d, o, w in zip(dirs + ["LT enum", "lt lower"], outs, wants):
+    for d, o, w in zip(dirs + ["LT enum", "lt lower"], outs, wants, strict=True):
         np.testing.assert_array_equal(o, w, err_msg=d)
 
 
@@ -822,12 +837,16 @@ def test_compare_errors() -> None:
     bo = ops.Parameter(b, 3, xs.Shape.array_shape("pred", [2]))
     err(xs.ShapeError, lambda: ops.Compare(f, f, "FOO"), "Compare: unknown ComparisonDirection 'FOO'")
     err(xs.ShapeError, lambda: ops.Compare(f, f, "LT", "BAR"), "Compare: unknown ComparisonType 'BAR'")
-    err(xs.DTypeError, lambda: ops.Compare(i, i, "LT", "TOTALORDER"), "Compare: compare_type TOTALORDER does not apply to element type s32")
-    err(xs.DTypeError, lambda: ops.Compare(i, i, "LT", "FLOAT"), "Compare: compare_type FLOAT does not apply to element type s32")
-    err(xs.DTypeError, lambda: ops.Compare(f, f, "LT", "SIGNED"), "Compare: compare_type SIGNED does not apply to element type f32")
+    err(xs.DTypeError, lambda: ops.Compare(i, i, "LT", "TOTALORDER"),
+        "Compare: compare_type TOTALORDER does not apply to element type s32")
+    err(xs.DTypeError, lambda: ops.Compare(i, i, "LT", "FLOAT"),
+        "Compare: compare_type FLOAT does not apply to element type s32")
+    err(xs.DTypeError, lambda: ops.Compare(f, f, "LT", "SIGNED"),
+        "Compare: compare_type SIGNED does not apply to element type f32")
     err(xs.DTypeError, lambda: ops.Compare(bo, bo, "EQ", "SIGNED"), "Compare", "SIGNED", "pred")
     err(xs.DTypeError, lambda: ops.Lt(z, z), "Compare: direction LT is not defined for complex c64[2]; only EQ and NE")
-    err(xs.DTypeError, lambda: ops.Compare(z, z, "EQ", "TOTALORDER"), "Compare: compare_type TOTALORDER does not apply to element type c64")
+    err(xs.DTypeError, lambda: ops.Compare(z, z, "EQ", "TOTALORDER"),
+        "Compare: compare_type TOTALORDER does not apply to element type c64")
     err(xs.DTypeError, lambda: ops.Eq(f, i), "Compare: operand 'rhs' has element type s32")
     err(xs.ShapeError, lambda: ops.Lt(f, ops.Reshape(f, [2, 1])), "Compare: operand 'rhs' has shape f32[2,1]")
 
@@ -865,11 +884,14 @@ def test_select() -> None:
     x = ops.Parameter(b, 3, xs.Shape.array_shape("f32", [3]))
     y = ops.Parameter(b, 4, xs.Shape.array_shape("f32", [2]))
     err(xs.DTypeError, lambda: ops.Select(Tt, Tt, Ff), "Select: operand 'pred' must have element type pred, got s32[3]")
-    err(xs.DTypeError, lambda: ops.Select(Pp, Tt, x), "Select: operand 'on_false' has element type f32[3]", "'on_true' s32[3]")
-    err(xs.ShapeError, lambda: ops.Select(Pp, x, ops.Slice(x, [0], [2])), "Select: operand 'on_false' has shape f32[2], expected f32[3]")
-    err(xs.ShapeError, lambda: ops.Select(ops.Constant(b, [True, False]), x, x), "Select: operand 'pred' has shape pred[2]", "pred[]")
+    err(xs.DTypeError, lambda: ops.Select(Pp, Tt, x),
+        "Select: operand 'on_false' has element type f32[3]", "'on_true' s32[3]")
+    err(xs.ShapeError, lambda: ops.Select(Pp, x, ops.Slice(x, [0], [2])),
+        "Select: operand 'on_false' has shape f32[2], expected f32[3]")
+    err(xs.ShapeError, lambda: ops.Select(ops.Constant(b, [True, False]), x, x),
+        "Select: operand 'pred' has shape pred[2]", "pred[]")
     assert ops.Select(ops.Constant(b, [True, False]), y, y).dims == (2,)
-    err(xs.DTypeError, lambda: ops.Select(True, x, x), "Select: operand 'pred' must be an XlaOp, got bool")
+    err(xs.DTypeError, lambda: ops.Select(True, x, x), "Select: operand 'pred' must be an XlaOp, got bool")  # type: ignore[arg-type]
 
 
 def test_clamp() -> None:
@@ -892,8 +914,10 @@ def test_clamp() -> None:
     np.testing.assert_array_equal(outs[4], [2, 2, 2, 2, 2])
     z = ops.Parameter(b, 3, xs.Shape.array_shape("c64", [2]))
     err(xs.DTypeError, lambda: ops.Clamp(0, XI, 1.5), "Clamp: scalar 1.5 cannot be represented as s32")
-    err(xs.DTypeError, lambda: ops.Clamp(ops.Constant(b, 0.0), XI, ops.Constant(b, 1)), "Clamp: operand 'min' has element type f32[]", "expected s32")
-    err(xs.ShapeError, lambda: ops.Clamp(ops.Constant(b, [0.0, 1.0]), X, 1.0), "Clamp: operand 'min' has shape f32[2], expected a scalar or f32[5]")
+    err(xs.DTypeError, lambda: ops.Clamp(ops.Constant(b, 0.0), XI, ops.Constant(b, 1)),
+        "Clamp: operand 'min' has element type f32[]", "expected s32")
+    err(xs.ShapeError, lambda: ops.Clamp(ops.Constant(b, [0.0, 1.0]), X, 1.0),
+        "Clamp: operand 'min' has shape f32[2], expected a scalar or f32[5]")
     err(xs.DTypeError, lambda: ops.Clamp(z, z, z), "Clamp: operand 'operand' must be real (non-complex), got c64[2]")
     err(xs.DTypeError, lambda: ops.Clamp(0.0, "x", 1.0), "Clamp: operand 'operand' must be an XlaOp, got str")
 
@@ -913,10 +937,12 @@ def test_convert_element_type() -> None:
     exprs = [
         ops.ConvertElementType(F, np.int32), ops.ConvertElementType(F, "u8"), ops.ConvertElementType(I, np.float64),
         ops.ConvertElementType(I, xs.PrimitiveType.S8), ops.ConvertElementType(B, np.float32),
-        ops.ConvertElementType(B, np.int32), ops.ConvertElementType(F, np.complex64), ops.ConvertElementType(Z, np.complex128),
+        ops.ConvertElementType(B, np.int32), ops.ConvertElementType(F, np.complex64),
+        ops.ConvertElementType(Z, np.complex128),
         ops.ConvertElementType(I, "bfloat16"), ops.ConvertElementType(F, ml_dtypes.float8_e4m3fn),
     ]
-    assert [str(e.shape) for e in exprs] == ["s32[5]", "u8[5]", "f64[4]", "s8[4]", "f32[2]", "s32[2]", "c64[5]", "c128[1]",
+    assert [str(e.shape) for e in exprs] == ["s32[5]", "u8[5]", "f64[4]", "s8[4]", "f32[2]", "s32[2]", "c64[5]",
+                                             "c128[1]",
                                              "bf16[4]", "f8e4m3fn[5]"]
     outs = run_any(b.build(exprs), f, i, bo, z)
     np.testing.assert_array_equal(outs[0], [1, -1, 0, 255, 2147483647])
@@ -928,11 +954,15 @@ def test_convert_element_type() -> None:
     np.testing.assert_array_equal(outs[6], f.astype(np.complex64))
     np.testing.assert_array_equal(outs[7], z.astype(np.complex128))
     np.testing.assert_array_equal(outs[8].astype(np.float32), [1, -1, 0, 300])
-    np.testing.assert_array_equal(outs[9].astype(np.float32), f.astype(ml_dtypes.float8_e4m3fn).astype(np.float32)[:4].tolist() + [np.nan])
-    err(xs.DTypeError, lambda: ops.ConvertElementType(F, "nope"), "ConvertElementType: new_element_type 'nope' is not an XLA element type")
+    fp8 = f.astype(ml_dtypes.float8_e4m3fn).astype(np.float32)
+    np.testing.assert_array_equal(outs[9].astype(np.float32), fp8[:4].tolist() + [np.nan])  # 1e10: NaN (no inf)
+    err(xs.DTypeError, lambda: ops.ConvertElementType(F, "nope"),
+        "ConvertElementType: new_element_type 'nope' is not an XLA element type")
     err(xs.DTypeError, lambda: ops.ConvertElementType(F, xs.PrimitiveType.TUPLE), "ConvertElementType", "TUPLE")
-    err(xs.DTypeError, lambda: ops.ConvertElementType(Z, np.float32), "ConvertElementType: cannot convert complex c64[1] to f32")
-    err(xs.DTypeError, lambda: ops.ConvertElementType(np.zeros(2), np.float32), "ConvertElementType: operand 'operand' must be an XlaOp")
+    err(xs.DTypeError, lambda: ops.ConvertElementType(Z, np.float32),
+        "ConvertElementType: cannot convert complex c64[1] to f32")
+    err(xs.DTypeError, lambda: ops.ConvertElementType(np.zeros(2), np.float32),  # type: ignore[arg-type]
+        "ConvertElementType: operand 'operand' must be an XlaOp")
 
 
 def test_math_constants_sanity() -> None:

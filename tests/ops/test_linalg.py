@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -26,8 +25,8 @@ def run_any(comp: xs.XlaComputation, *args: Any) -> list[np.ndarray[Any, Any]]:
 
 
 def err(exc: type[Exception], fn: Callable[[], Any], *words: str) -> str:
-    """``fn()`` raises ``exc`` whose message has ``words`` and points at the caller's line."""
-    line = sys._getframe(1).f_lineno
+    """``fn()`` raises ``exc`` whose message has ``words`` and points at the line of ``fn`` (a one-line lambda)."""
+    line = fn.__code__.co_firstlineno
     with pytest.raises(exc) as info:
         fn()
     msg = str(info.value)
@@ -58,7 +57,7 @@ def test_dot_all_rank_combinations(dtype: Any) -> None:
     assert [o.dims for o in outs] == [(), (2,), (4,), (2, 4), (2, 4), ()]
     r = run(b.build(outs), v3, w3, m23, m34)
     wants = [v3 @ w3, m23 @ v3, v3 @ m34, m23 @ m34, m23 @ m34, v3 @ w3]
-    for o, want in zip(r, wants):
+    for o, want in zip(r, wants, strict=True):
         assert o.dtype == np.dtype(dtype)
         if np.dtype(dtype).kind in "fc":
             np.testing.assert_allclose(o, want, rtol=1e-5, atol=1e-6)
@@ -103,7 +102,8 @@ def test_dot_general_vs_einsum(ls: tuple[int, ...], rs: tuple[int, ...], dn: Any
         getattr(proto, field).extend(vals)
     b = xs.XlaBuilder("dg")
     X, Y, XI, YI = (ops.Parameter(b, i, xs.shape_from_pyval(a)) for i, a in enumerate((x, y, xi, yi)))
-    outs = [ops.DotGeneral(X, Y, dn), ops.DotGeneral(X, Y, obj), ops.DotGeneral(X, Y, proto), ops.DotGeneral(XI, YI, dn)]
+    outs = [ops.DotGeneral(X, Y, dn), ops.DotGeneral(X, Y, obj), ops.DotGeneral(X, Y, proto),
+            ops.DotGeneral(XI, YI, dn)]
     want = np.einsum(spec, x.astype(np.float64), y.astype(np.float64))
     assert all(o.dims == want.shape for o in outs)
     r = run(b.build(outs), x, y, xi, yi)
@@ -150,7 +150,8 @@ def test_preferred_element_type() -> None:
         ops.Dot(ops.Constant(b, u4), ops.Constant(b, u4), preferred_element_type=np.int32),  # sub-byte operands
         ops.Dot(ops.Constant(b, s4), ops.Constant(b, s4), preferred_element_type=xs.PrimitiveType.S32),
     ]
-    assert [str(o.shape) for o in outs] == ["s32[2,2]", "s32[2,2]", "f32[2,2]", "f32[1,1]", "bf16[1,1]", "s32[2,2]", "s32[2,2]"]
+    assert [str(o.shape) for o in outs] == ["s32[2,2]", "s32[2,2]", "f32[2,2]", "f32[1,1]", "bf16[1,1]", "s32[2,2]",
+                                            "s32[2,2]"]
     r = run_any(b.build(outs), a, c)
     want = a.astype(np.int64) @ c.astype(np.int64)
     assert want.max() > 127  # would overflow s8
@@ -171,17 +172,26 @@ def test_dot_errors() -> None:
     x3 = ops.Parameter(b, 3, xs.Shape.array_shape("f32", [1, 2, 3]))
     s = ops.Parameter(b, 4, xs.Shape.array_shape("f32", []))
     other = ops.Parameter(xs.XlaBuilder("other"), 0, xs.Shape.array_shape("f32", [3, 4]))
-    err(xs.ShapeError, lambda: ops.Dot(x3, y), "Dot: operand 'lhs' must have rank 1 or 2, got f32[1,2,3] (use DotGeneral)")
+    err(xs.ShapeError, lambda: ops.Dot(x3, y),
+        "Dot: operand 'lhs' must have rank 1 or 2, got f32[1,2,3] (use DotGeneral)")
     err(xs.ShapeError, lambda: ops.Dot(x, s), "Dot: operand 'rhs' must have rank 1 or 2, got f32[]")
-    err(xs.ShapeError, lambda: ops.Dot(x, x), "Dot: operand 'rhs' has shape f32[2,3]; its first dimension must equal the last dimension of 'lhs' f32[2,3] (3)")
-    err(xs.DTypeError, lambda: ops.Dot(x, i), "Dot: operand 'rhs' has element type s32[3,4], expected f32 like 'lhs' f32[2,3]")
+    err(xs.ShapeError, lambda: ops.Dot(x, x),
+        "Dot: operand 'rhs' has shape f32[2,3]; its first dimension must equal",
+        "the last dimension of 'lhs' f32[2,3] (3)")
+    err(xs.DTypeError, lambda: ops.Dot(x, i),
+        "Dot: operand 'rhs' has element type s32[3,4], expected f32 like 'lhs' f32[2,3]")
     err(xs.ShapeError, lambda: ops.Dot(x, other), "Dot: operand 'rhs' belongs to builder 'other'")
-    err(xs.DTypeError, lambda: ops.Dot(x, "y"), "Dot: operand 'rhs' must be an XlaOp, got str")
-    err(xs.DTypeError, lambda: ops.Dot(x, y, preferred_element_type=np.int32), "Dot: preferred_element_type s32 is not compatible with f32 operands")
-    err(xs.DTypeError, lambda: ops.Dot(x, y, preferred_element_type=np.complex64), "Dot: preferred_element_type c64 is not compatible")
-    err(xs.DTypeError, lambda: ops.Dot(x, y, preferred_element_type="foo"), "Dot: preferred_element_type 'foo' is not an XLA element type")
-    err(xs.ShapeError, lambda: ops.Dot(x, y, precision_config=xs.PrecisionConfig(["HIGH"] * 3)), "Dot: precision_config has 3 operand precisions")
-    err(xs.DTypeError, lambda: ops.Dot(x, y, precision_config="HIGH"), "Dot: precision_config must be an xs.PrecisionConfig, got str")
+    err(xs.DTypeError, lambda: ops.Dot(x, "y"), "Dot: operand 'rhs' must be an XlaOp, got str")  # type: ignore[arg-type]
+    err(xs.DTypeError, lambda: ops.Dot(x, y, preferred_element_type=np.int32),
+        "Dot: preferred_element_type s32 is not compatible with f32 operands")
+    err(xs.DTypeError, lambda: ops.Dot(x, y, preferred_element_type=np.complex64),
+        "Dot: preferred_element_type c64 is not compatible")
+    err(xs.DTypeError, lambda: ops.Dot(x, y, preferred_element_type="foo"),
+        "Dot: preferred_element_type 'foo' is not an XLA element type")
+    err(xs.ShapeError, lambda: ops.Dot(x, y, precision_config=xs.PrecisionConfig(["HIGH"] * 3)),
+        "Dot: precision_config has 3 operand precisions")
+    err(xs.DTypeError, lambda: ops.Dot(x, y, precision_config="HIGH"),
+        "Dot: precision_config must be an xs.PrecisionConfig, got str")
     bad = xs.PrecisionConfig()
     bad.operand_precision.append("FOO")
     err(xs.ShapeError, lambda: ops.Dot(x, y, precision_config=bad), "Dot: precision_config: unknown Precision 'FOO'")
@@ -193,14 +203,25 @@ def test_dot_general_errors() -> None:
     y = ops.Parameter(b, 1, xs.Shape.array_shape("f32", [3, 4]))
     z = ops.Parameter(b, 2, xs.Shape.array_shape("f32", [5, 3, 4]))
     DN = xs.DotDimensionNumbers
-    err(xs.ShapeError, lambda: ops.DotGeneral(x, y, (([2], [0]), ([], []))), "DotGeneral: lhs_contracting_dimensions [2] must be distinct dimension numbers < 2")
-    err(xs.ShapeError, lambda: ops.DotGeneral(x, y, (([1], [0, 1]), ([], []))), "DotGeneral: bad dimension_numbers", "must have the same length")
-    err(xs.ShapeError, lambda: ops.DotGeneral(x, y, (([0], [0]), ([], []))), "DotGeneral: contracting dimension 0 of 'lhs' f32[2,3] has size 2, but contracting dimension 0 of 'rhs' f32[3,4] has size 3")
-    err(xs.ShapeError, lambda: ops.DotGeneral(x, z, (([1], [1]), ([0], [0]))), "DotGeneral: batch dimension 0 of 'lhs' f32[2,3] has size 2, but batch dimension 0 of 'rhs' f32[5,3,4] has size 5")
-    err(xs.ShapeError, lambda: ops.DotGeneral(x, x, (([0], [0]), ([0], [0]))), "DotGeneral: bad dimension_numbers", "share dimensions [0]")
+    err(xs.ShapeError, lambda: ops.DotGeneral(x, y, (([2], [0]), ([], []))),
+        "DotGeneral: lhs_contracting_dimensions [2] must be distinct dimension numbers < 2")
+    err(xs.ShapeError, lambda: ops.DotGeneral(x, y, (([1], [0, 1]), ([], []))),
+        "DotGeneral: bad dimension_numbers", "must have the same length")
+    err(xs.ShapeError, lambda: ops.DotGeneral(x, y, (([0], [0]), ([], []))),
+        "DotGeneral: contracting dimension 0 of 'lhs' f32[2,3] has size 2,",
+        "but contracting dimension 0 of 'rhs' f32[3,4] has size 3")
+    err(xs.ShapeError, lambda: ops.DotGeneral(x, z, (([1], [1]), ([0], [0]))),
+        "DotGeneral: batch dimension 0 of 'lhs' f32[2,3] has size 2,",
+        "but batch dimension 0 of 'rhs' f32[5,3,4] has size 5")
+    err(xs.ShapeError, lambda: ops.DotGeneral(x, x, (([0], [0]), ([0], [0]))),
+        "DotGeneral: bad dimension_numbers", "share dimensions [0]")
     err(xs.ShapeError, lambda: ops.DotGeneral(x, y, "junk"), "DotGeneral: bad dimension_numbers 'junk'")
-    err(xs.ShapeError, lambda: ops.DotGeneral(x, y, (([1, 1], [0, 0]), ([], []))), "DotGeneral: bad dimension_numbers", "repeated")
-    err(xs.ShapeError, lambda: ops.DotGeneral(x, y, DN(lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[7])), "DotGeneral: rhs_contracting_dimensions [7] must be distinct dimension numbers < 2")
-    err(xs.DTypeError, lambda: ops.DotGeneral(x, ops.ConvertElementType(y, np.float64), (([1], [0]), ([], []))), "DotGeneral: operand 'rhs' has element type f64[3,4]")
+    err(xs.ShapeError, lambda: ops.DotGeneral(x, y, (([1, 1], [0, 0]), ([], []))),
+        "DotGeneral: bad dimension_numbers", "repeated")
+    err(xs.ShapeError, lambda: ops.DotGeneral(x, y, DN(lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[7])),
+        "DotGeneral: rhs_contracting_dimensions [7] must be distinct dimension numbers < 2")
+    err(xs.DTypeError, lambda: ops.DotGeneral(x, ops.ConvertElementType(y, np.float64), (([1], [0]), ([], []))),
+        "DotGeneral: operand 'rhs' has element type f64[3,4]")
     tup = ops.Parameter(b, 3, xs.Shape.tuple_shape([]))
-    err(xs.ShapeError, lambda: ops.DotGeneral(tup, y, (([1], [0]), ([], []))), "DotGeneral: operand 'lhs' must be an array, got ()")
+    err(xs.ShapeError, lambda: ops.DotGeneral(tup, y, (([1], [0]), ([], []))),
+        "DotGeneral: operand 'lhs' must be an array, got ()")

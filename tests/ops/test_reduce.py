@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -19,8 +18,8 @@ S = xs.Shape
 
 
 def err(exc: type[Exception], fn: Callable[[], Any], *words: str) -> str:
-    """``fn()`` raises ``exc`` whose message has ``words`` and points at the caller's line."""
-    line = sys._getframe(1).f_lineno
+    """``fn()`` raises ``exc`` whose message has ``words`` and points at the line of ``fn`` (a one-line lambda)."""
+    line = fn.__code__.co_firstlineno
     with pytest.raises(exc) as info:
         fn()
     msg = str(info.value)
@@ -59,7 +58,7 @@ def test_reduce_single_operand_dims() -> None:
     wants = [x.sum(0), x.sum(1), x.sum((0, 2)), x.sum((0, 2)), x.sum(), x, x.max((1, 2)),
              np.prod(xi, axis=2, dtype=np.int64).astype(np.int32), xi.min(0), (x > 0).any(2)]
     assert [o.dims for o in outs] == [w.shape for w in wants]
-    for k, (o, w) in enumerate(zip(run(b.build(outs), x, xi), wants)):
+    for k, (o, w) in enumerate(zip(run(b.build(outs), x, xi), wants, strict=True)):
         assert o.dtype == w.dtype, k
         np.testing.assert_allclose(o, w, rtol=1e-6, err_msg=str(k))
 
@@ -119,31 +118,52 @@ def test_reduce_errors() -> None:
     addf = scalar_computation("addf", np.float32, ops.Add)
     addi = scalar_computation("addi", np.int32, ops.Add)
     sb = xs.XlaBuilder("vec")
-    vec = sb.build(ops.Add(ops.Parameter(sb, 0, S.array_shape("f32", [2])), ops.Parameter(sb, 1, S.array_shape("f32", [2]))))
+    v0, v1 = ops.Parameter(sb, 0, S.array_shape("f32", [2])), ops.Parameter(sb, 1, S.array_shape("f32", [2]))
+    vec = sb.build(ops.Add(v0, v1))
     R = ops.Reduce
     # reducer signatures
-    err(xs.ShapeError, lambda: R(b, x, z, addi, [0]), "Reduce: computation 'addi' takes (s32[], s32[]) but must take (f32[], f32[])")
-    err(xs.ShapeError, lambda: R(b, x, z, vec, [0]), "Reduce: computation 'vec' takes (f32[2], f32[2]) but must take (f32[], f32[])")
-    err(xs.ShapeError, lambda: R(b, x, z, lambda a: a, [0]), "Reduce: computation <lambda> takes 1 arguments but 2 are passed (f32[], f32[])")
-    err(xs.ShapeError, lambda: R(b, x, z, lambda a, c, d: a, [0]), "Reduce: computation <lambda> takes 3 arguments but 2 are passed")
-    err(xs.ShapeError, lambda: R(b, x, z, lambda a, c: ops.ConvertElementType(a, np.int32), [0]), "Reduce: computation returns (s32[]) but must return (f32[]), one scalar per operand")
-    err(xs.ShapeError, lambda: R(b, x, z, lambda a, c: (a, c), [0]), "Reduce: computation returns (f32[], f32[]) but must return (f32[])")
-    err(xs.ShapeError, lambda: R(b, x, z, lambda a, c: ops.Broadcast(a, [2]), [0]), "Reduce: computation returns (f32[2]) but must return (f32[])")
-    err(xs.DTypeError, lambda: R(b, x, z, lambda a, c: None, [0]), "Reduce: computation must return an XlaOp or a tuple/list of XlaOps, got NoneType")
-    err(xs.ShapeError, lambda: R(b, x, z, lambda a, c: z, [0]), "Reduce: computation returned an op of builder 'reduce_err'", "cannot be captured")
-    err(xs.DTypeError, lambda: R(b, x, z, 5, [0]), "Reduce: computation must be an XlaComputation or a callable, got int")
-    err(xs.ShapeError, lambda: R(b, [x, i], [z, zi], lambda a, c, d, e: a, [0]), "Reduce: computation returns (f32[]) but must return (f32[], s32[])")
-    err(xs.ShapeError, lambda: R(b, [x, i], [z, zi], lambda a, c, d, e: (c, a), [0]), "Reduce: computation returns (s32[], f32[]) but must return (f32[], s32[])")
-    err(xs.ShapeError, lambda: R(b, [x, i], [z, zi], addf, [0]), "Reduce: computation 'addf' takes (f32[], f32[]) but must take (f32[], s32[], f32[], s32[])")
+    err(xs.ShapeError, lambda: R(b, x, z, addi, [0]),
+        "Reduce: computation 'addi' takes (s32[], s32[]) but must take (f32[], f32[])")
+    err(xs.ShapeError, lambda: R(b, x, z, vec, [0]),
+        "Reduce: computation 'vec' takes (f32[2], f32[2]) but must take (f32[], f32[])")
+    err(xs.ShapeError, lambda: R(b, x, z, lambda a: a, [0]),
+        "Reduce: computation <lambda> takes 1 arguments but 2 are passed (f32[], f32[])")
+    err(xs.ShapeError, lambda: R(b, x, z, lambda a, c, d: a, [0]),
+        "Reduce: computation <lambda> takes 3 arguments but 2 are passed")
+    err(xs.ShapeError, lambda: R(b, x, z, lambda a, c: ops.ConvertElementType(a, np.int32), [0]),
+        "Reduce: computation returns (s32[]) but must return (f32[]), one scalar per operand")
+    err(xs.ShapeError, lambda: R(b, x, z, lambda a, c: (a, c), [0]),
+        "Reduce: computation returns (f32[], f32[]) but must return (f32[])")
+    err(xs.ShapeError, lambda: R(b, x, z, lambda a, c: ops.Broadcast(a, [2]), [0]),
+        "Reduce: computation returns (f32[2]) but must return (f32[])")
+    err(xs.DTypeError, lambda: R(b, x, z, lambda a, c: None, [0]),
+        "Reduce: computation must return an XlaOp or a tuple/list of XlaOps, got NoneType")
+    err(xs.ShapeError, lambda: R(b, x, z, lambda a, c: z, [0]),
+        "Reduce: computation returned an op of builder 'reduce_err'", "cannot be captured")
+    err(xs.DTypeError, lambda: R(b, x, z, 5, [0]),
+        "Reduce: computation must be an XlaComputation or a callable, got int")
+    err(xs.ShapeError, lambda: R(b, [x, i], [z, zi], lambda a, c, d, e: a, [0]),
+        "Reduce: computation returns (f32[]) but must return (f32[], s32[])")
+    err(xs.ShapeError, lambda: R(b, [x, i], [z, zi], lambda a, c, d, e: (c, a), [0]),
+        "Reduce: computation returns (s32[], f32[]) but must return (f32[], s32[])")
+    err(xs.ShapeError, lambda: R(b, [x, i], [z, zi], addf, [0]),
+        "Reduce: computation 'addf' takes (f32[], f32[]) but must take (f32[], s32[], f32[], s32[])")
     # operands, init values and dimensions
-    err(xs.ShapeError, lambda: R(b, x, z, addf, [0, 0]), "Reduce: dimensions_to_reduce [0, 0] must be distinct dimension numbers < 2")
+    err(xs.ShapeError, lambda: R(b, x, z, addf, [0, 0]),
+        "Reduce: dimensions_to_reduce [0, 0] must be distinct dimension numbers < 2")
     err(xs.ShapeError, lambda: R(b, x, z, addf, [2]), "Reduce: dimensions_to_reduce [2] must be distinct")
     err(xs.ShapeError, lambda: R(b, x, z, addf, [-1]), "Reduce: dimensions_to_reduce [-1]")
-    err(xs.ShapeError, lambda: R(b, x, ops.Constant(b, np.zeros(2, np.float32)), addf, [0]), "Reduce: operand 'init_values[0]' must be a scalar, got f32[2]")
-    err(xs.DTypeError, lambda: R(b, x, zi, addf, [0]), "Reduce: operand 'init_values[0]' is s32[], expected f32[] like operands[0]")
+    err(xs.ShapeError, lambda: R(b, x, ops.Constant(b, np.zeros(2, np.float32)), addf, [0]),
+        "Reduce: operand 'init_values[0]' must be a scalar, got f32[2]")
+    err(xs.DTypeError, lambda: R(b, x, zi, addf, [0]),
+        "Reduce: operand 'init_values[0]' is s32[], expected f32[] like operands[0]")
     err(xs.ShapeError, lambda: R(b, [x, i], [z], addf, [0]), "Reduce: 2 operands but 1 init_values")
-    err(xs.ShapeError, lambda: R(b, [x, ops.Transpose(i, [1, 0])], [z, zi], lambda a, c, d, e: (a, c), [0]), "Reduce: operand 'operands[1]' has shape s32[3,2], expected dimensions [2, 3] like operands[0]")
-    err(xs.ShapeError, lambda: R(b, [], [], addf, [0]), "Reduce: operands must be an XlaOp or a non-empty list of XlaOps")
-    err(xs.DTypeError, lambda: R(x, x, z, addf, [0]), "Reduce: first argument must be an XlaBuilder, got XlaOp")
-    err(xs.ShapeError, lambda: R(b, x, ops.Constant(xs.XlaBuilder("o"), np.float32(0)), addf, [0]), "Reduce: operand 'init_values[0]' belongs to builder 'o', but the op is built in 'reduce_err'")
-    err(xs.DTypeError, lambda: R(b, [x, "y"], [z, z], addf, [0]), "Reduce: operand 'operands[1]' must be an XlaOp, got str")
+    err(xs.ShapeError, lambda: R(b, [x, ops.Transpose(i, [1, 0])], [z, zi], lambda a, c, d, e: (a, c), [0]),
+        "Reduce: operand 'operands[1]' has shape s32[3,2], expected dimensions [2, 3] like operands[0]")
+    err(xs.ShapeError, lambda: R(b, [], [], addf, [0]),
+        "Reduce: operands must be an XlaOp or a non-empty list of XlaOps")
+    err(xs.DTypeError, lambda: R(x, x, z, addf, [0]), "Reduce: first argument must be an XlaBuilder, got XlaOp")  # type: ignore[arg-type]
+    err(xs.ShapeError, lambda: R(b, x, ops.Constant(xs.XlaBuilder("o"), np.float32(0)), addf, [0]),
+        "Reduce: operand 'init_values[0]' belongs to builder 'o', but the op is built in 'reduce_err'")
+    err(xs.DTypeError, lambda: R(b, [x, "y"], [z, z], addf, [0]),  # type: ignore[list-item]
+        "Reduce: operand 'operands[1]' must be an XlaOp, got str")

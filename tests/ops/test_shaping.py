@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -19,8 +18,8 @@ HERE = os.path.basename(__file__)
 
 
 def err(exc: type[Exception], fn: Callable[[], Any], *words: str) -> str:
-    """``fn()`` raises ``exc`` whose message has ``words`` and points at the caller's line."""
-    line = sys._getframe(1).f_lineno
+    """``fn()`` raises ``exc`` whose message has ``words`` and points at the line of ``fn`` (a one-line lambda)."""
+    line = fn.__code__.co_firstlineno
     with pytest.raises(exc) as info:
         fn()
     msg = str(info.value)
@@ -42,7 +41,8 @@ def test_broadcast() -> None:
     v = np.array([1, 2, 3], np.int8)
     b = xs.XlaBuilder("bc")
     X, V = params(b, A23, v)
-    outs = [ops.Broadcast(X, [4]), ops.Broadcast(V, (2, 1)), ops.Broadcast(X, []), ops.Broadcast(ops.Constant(b, np.float32(7)), [2, 2]),
+    outs = [ops.Broadcast(X, [4]), ops.Broadcast(V, (2, 1)), ops.Broadcast(X, []),
+            ops.Broadcast(ops.Constant(b, np.float32(7)), [2, 2]),
             ops.Broadcast(V, [0])]
     assert [o.dims for o in outs] == [(4, 2, 3), (2, 1, 3), (2, 3), (2, 2), (0, 3)]
     r = run(b.build(outs), A23, v)
@@ -114,7 +114,7 @@ def test_transpose() -> None:
     perms = [(0, 1, 2), (2, 1, 0), (1, 2, 0), (0, 2, 1)]
     outs = [ops.Transpose(X, p) for p in perms]
     assert [o.dims for o in outs] == [A234.transpose(p).shape for p in perms]
-    for o, p in zip(run(b.build(outs), A234), perms):
+    for o, p in zip(run(b.build(outs), A234), perms, strict=True):
         np.testing.assert_array_equal(o, A234.transpose(p))
 
 
@@ -131,7 +131,7 @@ def test_slice_with_strides() -> None:
     ]
     wants = [x[1:5, 2:9], x[0:6:2, 0:10:3], x[1:6:4, 1:10:4], x[3:3, 5:9:2], x[0:6:5, 9:10]]
     assert [o.dims for o in outs] == [w.shape for w in wants]
-    for o, w in zip(run(b.build(outs), x), wants):
+    for o, w in zip(run(b.build(outs), x), wants, strict=True):
         np.testing.assert_array_equal(o, w)
 
 
@@ -161,41 +161,55 @@ def test_shaping_errors() -> None:
     other = xs.XlaBuilder("other")
     # Broadcast
     err(xs.ShapeError, lambda: ops.Broadcast(x, [-1]), "Broadcast: sizes must be >= 0, got [-1]")
-    err(xs.ShapeError, lambda: ops.Broadcast(x, [2.0]), "Broadcast: sizes must be a sequence of ints, got [2.0]")
-    err(xs.ShapeError, lambda: ops.Broadcast(x, None), "Broadcast: sizes must be a sequence of ints, got None")
-    err(xs.DTypeError, lambda: ops.Broadcast(np.ones(2), [2]), "Broadcast: operand 'operand' must be an XlaOp, got ndarray")
+    err(xs.ShapeError, lambda: ops.Broadcast(x, [2.0]), "Broadcast: sizes must be a sequence of ints, got [2.0]")  # type: ignore[list-item]
+    err(xs.ShapeError, lambda: ops.Broadcast(x, None), "Broadcast: sizes must be a sequence of ints, got None")  # type: ignore[arg-type]
+    err(xs.DTypeError, lambda: ops.Broadcast(np.ones(2), [2]),  # type: ignore[arg-type]
+        "Broadcast: operand 'operand' must be an XlaOp, got ndarray")
     err(xs.ShapeError, lambda: ops.Broadcast(tup, [2]), "Broadcast: operand 'operand' must be an array, got (f32[2])")
     # BroadcastInDim
-    err(xs.ShapeError, lambda: ops.BroadcastInDim(v, [2, 3], [0, 1]), "BroadcastInDim: broadcast_dimensions has 2 entries, expected 1 (rank of f32[3])")
-    err(xs.ShapeError, lambda: ops.BroadcastInDim(x, [2, 3, 4], [0, 0]), "BroadcastInDim: broadcast_dimensions [0, 0] must be distinct")
-    err(xs.ShapeError, lambda: ops.BroadcastInDim(v, [2, 3], [2]), "BroadcastInDim: broadcast_dimensions [2] must be distinct dimension numbers < 2")
-    err(xs.ShapeError, lambda: ops.BroadcastInDim(v, [3, 2], [1]), "BroadcastInDim: operand dimension 0 has size 3, but result dimension 1 has size 2")
+    err(xs.ShapeError, lambda: ops.BroadcastInDim(v, [2, 3], [0, 1]),
+        "BroadcastInDim: broadcast_dimensions has 2 entries, expected 1 (rank of f32[3])")
+    err(xs.ShapeError, lambda: ops.BroadcastInDim(x, [2, 3, 4], [0, 0]),
+        "BroadcastInDim: broadcast_dimensions [0, 0] must be distinct")
+    err(xs.ShapeError, lambda: ops.BroadcastInDim(v, [2, 3], [2]),
+        "BroadcastInDim: broadcast_dimensions [2] must be distinct dimension numbers < 2")
+    err(xs.ShapeError, lambda: ops.BroadcastInDim(v, [3, 2], [1]),
+        "BroadcastInDim: operand dimension 0 has size 3, but result dimension 1 has size 2")
     err(xs.ShapeError, lambda: ops.BroadcastInDim(v, [-3], [0]), "BroadcastInDim: shape must have sizes >= 0, got [-3]")
     # Reshape
     err(xs.ShapeError, lambda: ops.Reshape(x, [4]), "Reshape: cannot reshape f32[2,3] (6 elements) to [4] (4 elements)")
     err(xs.ShapeError, lambda: ops.Reshape(x, [-1, 6]), "Reshape: new_sizes must be >= 0, got [-1, 6]")
     err(xs.ShapeError, lambda: ops.Reshape(x), "Reshape: new_sizes is required")
-    err(xs.ShapeError, lambda: ops.Reshape(x, [0, 0], [6]), "Reshape: dimensions [0, 0] is not a permutation of range(2) for f32[2,3]")
-    err(xs.ShapeError, lambda: ops.Reshape(x, ["a"]), "Reshape: new_sizes must be a sequence of ints")
+    err(xs.ShapeError, lambda: ops.Reshape(x, [0, 0], [6]),
+        "Reshape: dimensions [0, 0] is not a permutation of range(2) for f32[2,3]")
+    err(xs.ShapeError, lambda: ops.Reshape(x, ["a"]), "Reshape: new_sizes must be a sequence of ints")  # type: ignore[list-item]
     # Transpose
-    err(xs.ShapeError, lambda: ops.Transpose(x, [0, 0]), "Transpose: permutation [0, 0] is not a permutation of range(2) for f32[2,3]")
+    err(xs.ShapeError, lambda: ops.Transpose(x, [0, 0]),
+        "Transpose: permutation [0, 0] is not a permutation of range(2) for f32[2,3]")
     err(xs.ShapeError, lambda: ops.Transpose(x, [0]), "Transpose: permutation [0] is not a permutation of range(2)")
-    err(xs.DTypeError, lambda: ops.Transpose("x", [0]), "Transpose: operand 'operand' must be an XlaOp, got str")
+    err(xs.DTypeError, lambda: ops.Transpose("x", [0]), "Transpose: operand 'operand' must be an XlaOp, got str")  # type: ignore[arg-type]
     # Slice
-    err(xs.ShapeError, lambda: ops.Slice(x, [0], [1], [1]), "Slice: start_indices has 1 entries, expected 2 (the operand rank)")
+    err(xs.ShapeError, lambda: ops.Slice(x, [0], [1], [1]),
+        "Slice: start_indices has 1 entries, expected 2 (the operand rank)")
     err(xs.ShapeError, lambda: ops.Slice(x, [0, 0], [2], [1, 1]), "Slice: limit_indices has 1 entries, expected 2")
     err(xs.ShapeError, lambda: ops.Slice(x, [0, 0], [2, 3], [1]), "Slice: strides has 1 entries, expected 2")
     err(xs.ShapeError, lambda: ops.Slice(x, [0, 0], [2, 3], [1, 0]), "Slice: strides[1] = 0, must be >= 1")
-    err(xs.ShapeError, lambda: ops.Slice(x, [0, 0], [3, 3], [1, 1]), "Slice: dimension 0: need 0 <= start (0) <= limit (3) <= size (2)")
+    err(xs.ShapeError, lambda: ops.Slice(x, [0, 0], [3, 3], [1, 1]),
+        "Slice: dimension 0: need 0 <= start (0) <= limit (3) <= size (2)")
     err(xs.ShapeError, lambda: ops.Slice(x, [1, 0], [0, 3]), "Slice: dimension 0: need 0 <= start (1) <= limit (0)")
     err(xs.ShapeError, lambda: ops.Slice(x, [0, -1], [2, 3]), "Slice: dimension 1: need 0 <= start (-1)")
     # ConcatInDim
     err(xs.ShapeError, lambda: ops.ConcatInDim(b, [], 0), "ConcatInDim: operands must be a non-empty list of XlaOps")
-    err(xs.ShapeError, lambda: ops.ConcatInDim(b, x, 0), "ConcatInDim: operands must be a non-empty list")
-    err(xs.DTypeError, lambda: ops.ConcatInDim(b, [x, i], 0), "ConcatInDim: operand 'operands[1]' has element type s32[2,3], expected f32")
-    err(xs.ShapeError, lambda: ops.ConcatInDim(b, [x, v], 0), "ConcatInDim: operand 'operands[1]' has shape f32[3], expected f32[2,3] except in dimension 0")
-    err(xs.ShapeError, lambda: ops.ConcatInDim(b, [x, ops.Transpose(x, [1, 0])], 0), "ConcatInDim: operand 'operands[1]' has shape f32[3,2]")
+    err(xs.ShapeError, lambda: ops.ConcatInDim(b, x, 0), "ConcatInDim: operands must be a non-empty list")  # type: ignore[arg-type]
+    err(xs.DTypeError, lambda: ops.ConcatInDim(b, [x, i], 0),
+        "ConcatInDim: operand 'operands[1]' has element type s32[2,3], expected f32")
+    err(xs.ShapeError, lambda: ops.ConcatInDim(b, [x, v], 0),
+        "ConcatInDim: operand 'operands[1]' has shape f32[3], expected f32[2,3] except in dimension 0")
+    err(xs.ShapeError, lambda: ops.ConcatInDim(b, [x, ops.Transpose(x, [1, 0])], 0),
+        "ConcatInDim: operand 'operands[1]' has shape f32[3,2]")
     err(xs.ShapeError, lambda: ops.ConcatInDim(b, [x, x], 2), "ConcatInDim: dimension 2 out of range for rank 2")
     err(xs.ShapeError, lambda: ops.ConcatInDim(b, [x, x], -1), "ConcatInDim: dimension -1 out of range for rank 2")
-    err(xs.DTypeError, lambda: ops.ConcatInDim(x, [x], 0), "ConcatInDim: first argument must be an XlaBuilder, got XlaOp")
-    err(xs.ShapeError, lambda: ops.ConcatInDim(other, [x], 0), "ConcatInDim: operand 'operands[0]' belongs to builder 'errs', but the op is built in 'other'")
+    err(xs.DTypeError, lambda: ops.ConcatInDim(x, [x], 0),  # type: ignore[arg-type]
+        "ConcatInDim: first argument must be an XlaBuilder, got XlaOp")
+    err(xs.ShapeError, lambda: ops.ConcatInDim(other, [x], 0),
+        "ConcatInDim: operand 'operands[0]' belongs to builder 'errs', but the op is built in 'other'")

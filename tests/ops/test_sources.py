@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -14,7 +13,7 @@ from helpers import run
 
 import xlasdk as xs
 from xlasdk import ops
-from xlasdk import types as T
+from xlasdk import types as xtypes
 
 P = xs.PrimitiveType
 HERE = os.path.basename(__file__)
@@ -27,8 +26,8 @@ def run_any(comp: xs.XlaComputation, *args: Any) -> list[np.ndarray[Any, Any]]:
 
 
 def err(exc: type[Exception], fn: Callable[[], Any], *words: str) -> str:
-    """``fn()`` raises ``exc`` whose message has ``words`` and points at the caller's line."""
-    line = sys._getframe(1).f_lineno
+    """``fn()`` raises ``exc`` whose message has ``words`` and points at the line of ``fn`` (a one-line lambda)."""
+    line = fn.__code__.co_firstlineno
     with pytest.raises(exc) as info:
         fn()
     msg = str(info.value)
@@ -50,32 +49,32 @@ def _sample(et: xs.PrimitiveType) -> np.ndarray[Any, Any]:
     dt = xs.etype_to_dtype(et)
     if et is P.PRED:
         return np.array([True, False, True])
-    if et in T.INTS:
-        info = ml_dtypes.iinfo(dt)
+    if et in xtypes.INTS:
+        info = ml_dtypes.iinfo(dt)  # type: ignore[no-untyped-call]
         if dt.itemsize == 1 and int(info.max) - int(info.min) < 256:
             return np.arange(int(info.min), int(info.max) + 1).astype(dt)
         return np.array([int(info.min), -1 if info.min else 0, 0, 1, int(info.max)], dtype=dt)
-    if et in T.COMPLEX:
+    if et in xtypes.COMPLEX:
         return np.array([1 + 2j, -0.0 - 1j, np.inf + 0j, np.nan * 1j], dt)
     if dt.itemsize == 1:  # fp8 and fp4: every bit pattern
-        n = 1 << ml_dtypes.finfo(dt).bits
+        n = 1 << ml_dtypes.finfo(dt).bits  # type: ignore[no-untyped-call]
         return np.arange(n, dtype=np.uint8).view(dt)
-    fi = ml_dtypes.finfo(dt)
+    fi = ml_dtypes.finfo(dt)  # type: ignore[no-untyped-call]
     return np.array([0.0, -0.0, 1.5, float(fi.max), -float(fi.max), float(fi.tiny), np.inf, -np.inf, np.nan]).astype(dt)
 
 
-ARRAY_TYPES = sorted(T.ARRAY_TYPES)
+ARRAY_TYPES = sorted(xtypes.ARRAY_TYPES)
 
 
 def test_constant_every_dtype_round_trips_bits() -> None:
     b = xs.XlaBuilder("consts")
     samples = [_sample(et) for et in ARRAY_TYPES]
     cs = [ops.Constant(b, s) for s in samples]
-    for c, s, et in zip(cs, samples, ARRAY_TYPES):
+    for c, s, et in zip(cs, samples, ARRAY_TYPES, strict=True):
         assert c.shape == xs.Shape.array_shape(et, s.shape) and c.dtype == s.dtype
     outs = run_any(b.build(cs))
     assert len(outs) == len(samples)
-    for out, s, et in zip(outs, samples, ARRAY_TYPES):
+    for out, s, et in zip(outs, samples, ARRAY_TYPES, strict=True):
         assert out.dtype == s.dtype, et
         assert out.shape == s.shape, et
         assert bits(out) == bits(s), et
@@ -184,13 +183,16 @@ def test_constant_errors() -> None:
     err(xs.DTypeError, lambda: ops.Constant(b, 2**31), "Constant", "Python int 2147483648 does not fit s32")
     err(xs.DTypeError, lambda: ops.Constant(b, -(2**31) - 1), "Constant", "does not fit s32")
     err(xs.DTypeError, lambda: ops.Constant(b, [1, 2**40]), "Constant", "does not fit s32")
-    err(xs.DTypeError, lambda: ops.Constant("b", 1), "Constant", "first argument must be an XlaBuilder, got str")
+    err(xs.DTypeError, lambda: ops.Constant("b", 1), "Constant", "first argument must be an XlaBuilder, got str")  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------------- Iota
 
 
-@pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.int64, np.float32, np.float64, np.float16, np.int8, np.uint64])
+IOTA_TYPES = [np.int32, np.uint8, np.int64, np.float32, np.float64, np.float16, np.int8, np.uint64]
+
+
+@pytest.mark.parametrize("dtype", IOTA_TYPES)
 def test_iota_vector_form(dtype: Any) -> None:
     b = xs.XlaBuilder("iota")
     x = ops.Iota(b, dtype, 7)
@@ -208,7 +210,8 @@ def test_iota_shape_form_every_dimension() -> None:
     assert all(x.shape == s for x in xs_)
     outs = run(b.build([*xs_, kw]))
     for d in range(3):
-        expected = np.broadcast_to(np.arange(s.dimensions()[d]).reshape([-1 if i == d else 1 for i in range(3)]), (2, 3, 4))
+        counts = np.arange(s.dimensions()[d]).reshape([-1 if i == d else 1 for i in range(3)])
+        expected = np.broadcast_to(counts, (2, 3, 4))
         np.testing.assert_array_equal(outs[d], expected)
     np.testing.assert_array_equal(outs[3], outs[1])
 
@@ -235,23 +238,25 @@ def test_iota_bf16_rounds_to_nearest_even() -> None:
         assert out.dtype == ml_dtypes.bfloat16
         np.testing.assert_array_equal(out[255:261].astype(np.float32), [255, 256, 256, 258, 260, 260])
         assert float(out[299]) == 300.0
-        np.testing.assert_array_equal(out.astype(np.float32), np.arange(300).astype(ml_dtypes.bfloat16).astype(np.float32))
+        want = np.arange(300).astype(ml_dtypes.bfloat16).astype(np.float32)  # ml_dtypes rounds to nearest even
+        np.testing.assert_array_equal(out.astype(np.float32), want)
 
 
 def test_iota_errors() -> None:
     b = xs.XlaBuilder("iota_err")
     s23 = xs.Shape.array_shape("f32", [2, 3])
     err(xs.ShapeError, lambda: ops.Iota(b, np.float32, -1), "Iota", "size must be an int >= 0, got -1")
-    err(xs.ShapeError, lambda: ops.Iota(b, np.int32, 3.0), "Iota", "size", "3.0")
+    err(xs.ShapeError, lambda: ops.Iota(b, np.int32, 3.0), "Iota", "size", "3.0")  # type: ignore[arg-type]
     err(xs.ShapeError, lambda: ops.Iota(b, np.int32), "Iota", "size", "None")
     err(xs.DTypeError, lambda: ops.Iota(b, "pred", 3), "Iota", "element type pred is not allowed")
     err(xs.DTypeError, lambda: ops.Iota(b, xs.Shape.array_shape("pred", [3]), 0), "Iota", "pred")
     err(xs.DTypeError, lambda: ops.Iota(b, object, 3), "Iota", "is neither a Shape nor a dtype")
-    err(xs.ShapeError, lambda: ops.Iota(b, xs.Shape.scalar_shape("f32"), 0), "Iota", "iota_dimension 0 out of range for f32[]")
+    err(xs.ShapeError, lambda: ops.Iota(b, xs.Shape.scalar_shape("f32"), 0),
+        "Iota", "iota_dimension 0 out of range for f32[]")
     err(xs.ShapeError, lambda: ops.Iota(b, s23, 2), "Iota", "iota_dimension 2 out of range for f32[2,3]")
     err(xs.ShapeError, lambda: ops.Iota(b, s23, -1), "Iota", "iota_dimension -1")
     err(xs.ShapeError, lambda: ops.Iota(b, xs.Shape.tuple_shape([s23]), 0), "Iota", "shape must be an array shape")
-    err(xs.DTypeError, lambda: ops.Iota(None, np.int32, 3), "Iota", "first argument must be an XlaBuilder")
+    err(xs.DTypeError, lambda: ops.Iota(None, np.int32, 3), "Iota", "first argument must be an XlaBuilder")  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------------- Parameter
@@ -282,13 +287,14 @@ def test_parameter_errors() -> None:
     b = xs.XlaBuilder("perr")
     f32 = xs.Shape.array_shape("f32", [2])
     ops.Parameter(b, 0, f32)
-    err(xs.ShapeError, lambda: ops.Parameter(b, 0, f32), "Parameter", "parameter number 0 is already used by builder 'perr'")
+    err(xs.ShapeError, lambda: ops.Parameter(b, 0, f32),
+        "Parameter", "parameter number 0 is already used by builder 'perr'")
     err(xs.ShapeError, lambda: ops.Parameter(b, -1, f32), "Parameter", "parameter_number must be >= 0, got -1")
-    err(xs.DTypeError, lambda: ops.Parameter(b, 1.0, f32), "Parameter", "parameter_number must be an int, got 1.0")
+    err(xs.DTypeError, lambda: ops.Parameter(b, 1.0, f32), "Parameter", "parameter_number must be an int, got 1.0")  # type: ignore[arg-type]
     err(xs.DTypeError, lambda: ops.Parameter(b, True, f32), "Parameter", "parameter_number must be an int")
-    err(xs.DTypeError, lambda: ops.Parameter(b, 1, "f32[2]"), "Parameter", "shape must be an xlasdk Shape, got str")
-    err(xs.DTypeError, lambda: ops.Parameter(b, 1, f32, 5), "Parameter", "name must be a str, got int")
-    err(xs.DTypeError, lambda: ops.Parameter("b", 1, f32), "Parameter", "first argument must be an XlaBuilder")
+    err(xs.DTypeError, lambda: ops.Parameter(b, 1, "f32[2]"), "Parameter", "shape must be an xlasdk Shape, got str")  # type: ignore[arg-type]
+    err(xs.DTypeError, lambda: ops.Parameter(b, 1, f32, 5), "Parameter", "name must be a str, got int")  # type: ignore[arg-type]
+    err(xs.DTypeError, lambda: ops.Parameter("b", 1, f32), "Parameter", "first argument must be an XlaBuilder")  # type: ignore[arg-type]
 
 
 def test_parameter_gaps_fail_at_build() -> None:

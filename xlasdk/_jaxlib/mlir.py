@@ -6,12 +6,12 @@ objects typed ``Any``; callers never import jaxlib themselves.
 
 from __future__ import annotations
 
+import importlib
 import threading
 from typing import Any
 
 import jaxlib
 import jaxlib._hlo as _hlo
-from jaxlib import _jax as _J
 from jaxlib.mlir import ir as _ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 from jaxlib.mlir.dialects import chlo as _chlo
@@ -46,6 +46,8 @@ __all__ = [
     "stablehlo_version_for",
     "bytecode_to_text_isolated",
 ]
+
+_J: Any = importlib.import_module("jaxlib._jax")  # untyped extension module
 
 JAXLIB_VERSION: str = jaxlib.__version__ if hasattr(jaxlib, "__version__") else "unknown"
 MlirError = _ir.MLIRError

@@ -396,7 +396,7 @@ def host_view(array: Any) -> np.ndarray[Any, Any] | None:
     the device buffer, so the memory stays valid while the view lives, even after a delete.
     """
     try:
-        return _asarray(_memoryview(array))  # type: ignore[no-any-return]
+        return _asarray(_memoryview(array))
     except Exception:
         return None
 

@@ -17,7 +17,7 @@ import numpy as np
 from ..builder import Region, XlaBuilder, XlaOp, where
 from ..errors import DTypeError, ShapeError
 from ..shape import Shape
-from ..types import COMPLEX, FLOATS, INTS, PrimitiveType, SIGNED_INTS, UNSIGNED_INTS
+from ..types import COMPLEX, FLOATS, INTS, SIGNED_INTS, UNSIGNED_INTS, PrimitiveType
 
 __all__ = [
     "shape_error",
@@ -169,7 +169,7 @@ def subcomputation(
     if isinstance(computation, XlaComputation):
         region = computation._region()
         got = [p.shape for p in region.params]
-        if len(got) != len(param_shapes) or any(g != e for g, e in zip(got, param_shapes)):
+        if len(got) != len(param_shapes) or any(g != e for g, e in zip(got, param_shapes, strict=False)):
             shape_error(
                 op,
                 f"{name} {computation.name!r} takes ({', '.join(map(str, got))}) but must take "

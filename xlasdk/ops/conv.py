@@ -108,11 +108,15 @@ def _conv_general_dilated(
         shape_error(op, f"bad dimension_numbers: {e}")
     for part, dims in (
         ("input", [dn.input_batch_dimension, dn.input_feature_dimension, *dn.input_spatial_dimensions]),
-        ("kernel", [dn.kernel_output_feature_dimension, dn.kernel_input_feature_dimension, *dn.kernel_spatial_dimensions]),
+        (
+            "kernel",
+            [dn.kernel_output_feature_dimension, dn.kernel_input_feature_dimension, *dn.kernel_spatial_dimensions],
+        ),
         ("output", [dn.output_batch_dimension, dn.output_feature_dimension, *dn.output_spatial_dimensions]),
     ):
         if any(not 0 <= int(d) < r for d in dims):
-            shape_error(op, f"bad dimension_numbers: {part} dimensions {[int(d) for d in dims]} must be < {r} (the rank)")
+            listed = [int(d) for d in dims]
+            shape_error(op, f"bad dimension_numbers: {part} dimensions {listed} must be < {r} (the rank)")
     xd, wd = x.shape.dimensions(), w.shape.dimensions()
     strides = int_list(op, "window_strides", window_strides)
     ldil = int_list(op, "lhs_dilation", lhs_dilation) if lhs_dilation else (1,) * n
@@ -125,17 +129,17 @@ def _conv_general_dilated(
     in_sp = [xd[d] for d in dn.input_spatial_dimensions]
     k_sp = [wd[d] for d in dn.kernel_spatial_dimensions]
     if isinstance(padding, str) or type(padding).__name__ == "PaddingType":
-        eff_in = [(s - 1) * ld + 1 for s, ld in zip(in_sp, ldil)]
-        eff_k = [(k - 1) * rd + 1 for k, rd in zip(k_sp, rdil)]
+        eff_in = [(s - 1) * ld + 1 for s, ld in zip(in_sp, ldil, strict=False)]
+        eff_k = [(k - 1) * rd + 1 for k, rd in zip(k_sp, rdil, strict=False)]
     else:
         eff_in, eff_k = in_sp, k_sp
     try:
         pads = convert_padding(padding, eff_in, eff_k, strides)
     except ShapeError as e:
         shape_error(op, str(e))
-    for name, v in (("feature_group_count", feature_group_count), ("batch_group_count", batch_group_count)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            dtype_error(op, f"{name} must be an int, got {type(v).__name__} {v!r}")
+    for name, count in (("feature_group_count", feature_group_count), ("batch_group_count", batch_group_count)):
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)):
+            dtype_error(op, f"{name} must be an int, got {type(count).__name__} {count!r}")
     g, bg = int(feature_group_count), int(batch_group_count)
     if g < 1 or bg < 1:
         shape_error(op, f"feature_group_count ({g}) and batch_group_count ({bg}) must be >= 1")

@@ -19,7 +19,7 @@ import numpy as np
 from ..builder import XlaOp
 from ..errors import ShapeError
 from ..shape import Shape
-from ..types import COMPLEX, FLOATS, INTS, PrimitiveType, SIGNED_INTS, UNSIGNED_INTS, dtype_to_etype
+from ..types import COMPLEX, FLOATS, INTS, SIGNED_INTS, PrimitiveType, dtype_to_etype
 from ._core import array_shape, dtype_error, i64_array, operand, same_builder, shape_error
 from .sources import constant_like
 
@@ -152,7 +152,8 @@ def _unary(u: UnaryOp) -> Callable[..., XlaOp]:
             from ..attrs import ResultAccuracy
 
             if not isinstance(result_accuracy, ResultAccuracy):
-                dtype_error(u.name, f"result_accuracy must be an xs.ResultAccuracy, got {type(result_accuracy).__name__}")
+                got = type(result_accuracy).__name__
+                dtype_error(u.name, f"result_accuracy must be an xs.ResultAccuracy, got {got}")
             if result_accuracy.validate()[0].name != "DEFAULT":
                 attrs = f"result_accuracy = {result_accuracy.to_mlir()}"
         shape = x.shape if u.result(et) is et else array_shape(u.result(et), x.shape.dimensions())
@@ -281,7 +282,8 @@ def _coerce(op: str, lhs: Any, rhs: Any) -> tuple[XlaOp, XlaOp]:
         y = operand(op, "rhs", rhs)
         return constant_like(op, lhs, _scalar_like(y)), y
     bad = "lhs" if not l_is else "rhs"
-    dtype_error(op, f"operand {bad!r} must be an XlaOp (or a scalar beside one), got {type(lhs if bad == 'lhs' else rhs).__name__}")
+    got = type(lhs if bad == "lhs" else rhs).__name__
+    dtype_error(op, f"operand {bad!r} must be an XlaOp (or a scalar beside one), got {got}")
 
 
 def _is_scalar(v: Any) -> bool:
@@ -352,7 +354,7 @@ def broadcast_shapes(
         return rd, (), tuple(range(len(rd)))
     if len(ld) == len(rd):
         res = []
-        for i, (a, b) in enumerate(zip(ld, rd)):
+        for i, (a, b) in enumerate(zip(ld, rd, strict=False)):
             if a != b and a != 1 and b != 1:
                 shape_error(
                     op, f"operand 'rhs' has shape {rhs.shape}, incompatible with 'lhs' {lhs.shape} in dimension "
@@ -406,7 +408,11 @@ def binary_operands(
     ex = _check_dtype(op, "lhs", x, allowed)
     ey = y.shape.element_type()
     if ex is not ey:
-        dtype_error(op, f"operand 'rhs' has element type {ey.name.lower()} ({y.shape}), expected {ex.name.lower()} like 'lhs' ({x.shape})")
+        dtype_error(
+            op,
+            f"operand 'rhs' has element type {ey.name.lower()} ({y.shape}), expected {ex.name.lower()} like 'lhs' "
+            f"({x.shape})",
+        )
     dims, lmap, rmap = broadcast_shapes(op, x, y, broadcast_dimensions)
     return broadcast_to(x, dims, lmap), broadcast_to(y, dims, rmap), ex
 
@@ -464,7 +470,7 @@ def _int_div_rem(bo: BinaryOp, x: XlaOp, y: XlaOp, et: PrimitiveType) -> XlaOp:
     one = constant_like(bo.name, 1, x)
     bad = cmp(y, zero, "EQ", ctype)
     if et in SIGNED_INTS:
-        int_min = constant_like(bo.name, int(ml_dtypes.iinfo(x.dtype).min), x)
+        int_min = constant_like(bo.name, int(ml_dtypes.iinfo(x.dtype).min), x)  # type: ignore[no-untyped-call]
         minus1 = constant_like(bo.name, -1, x)
         overflow = b._add("stablehlo.and", (cmp(x, int_min, "EQ", ctype), cmp(y, minus1, "EQ", ctype)), pred)
         bad = b._add("stablehlo.or", (bad, overflow), pred)
@@ -474,7 +480,7 @@ def _int_div_rem(bo: BinaryOp, x: XlaOp, y: XlaOp, et: PrimitiveType) -> XlaOp:
     res = b._add(bo.opcode, (x, safe_y), x.shape)
     by_zero = cmp(y, zero, "EQ", ctype)
     if bo.name == "Div":
-        all_ones = -1 if et in SIGNED_INTS else int(ml_dtypes.iinfo(x.dtype).max)
+        all_ones = -1 if et in SIGNED_INTS else int(ml_dtypes.iinfo(x.dtype).max)  # type: ignore[no-untyped-call]
         return b._add("stablehlo.select", (by_zero, constant_like(bo.name, all_ones, x), res), x.shape)
     return b._add("stablehlo.select", (by_zero, x, res), x.shape)
 
@@ -722,7 +728,8 @@ def Select(pred: XlaOp, on_true: XlaOp, on_false: XlaOp) -> XlaOp:
     if t.shape.dimensions() != f.shape.dimensions():
         shape_error("Select", f"operand 'on_false' has shape {f.shape}, expected {t.shape} like 'on_true'")
     if p.shape.rank() != 0 and p.shape.dimensions() != t.shape.dimensions():
-        shape_error("Select", f"operand 'pred' has shape {p.shape}, expected pred{list(t.shape.dimensions())} or pred[]")
+        want = list(t.shape.dimensions())
+        shape_error("Select", f"operand 'pred' has shape {p.shape}, expected pred{want} or pred[]")
     return t.builder._add("stablehlo.select", (p, t, f), t.shape)
 
 
@@ -743,7 +750,8 @@ def Clamp(min: Any, operand_: Any, max: Any) -> XlaOp:  # noqa: A002 - XLA's par
     _check_dtype("Clamp", "operand", x, _REAL)
     for name, v in (("min", lo), ("max", hi)):
         if v.shape.element_type() is not x.shape.element_type():
-            dtype_error("Clamp", f"operand {name!r} has element type {v.shape}, expected {x.shape.element_type().name.lower()}")
+            want = x.shape.element_type().name.lower()
+            dtype_error("Clamp", f"operand {name!r} has element type {v.shape}, expected {want}")
         if v.shape.rank() != 0 and v.shape.dimensions() != x.shape.dimensions():
             shape_error("Clamp", f"operand {name!r} has shape {v.shape}, expected a scalar or {x.shape}")
     return x.builder._add("stablehlo.clamp", (lo, x, hi), x.shape)

@@ -77,7 +77,8 @@ def Reshape(operand_: XlaOp, dimensions: Sequence[int] | None = None, new_sizes:
     Called as ``Reshape(x, new_sizes)`` or, in the former form, ``Reshape(x, dimensions,
     new_sizes)`` where ``dimensions`` first transposes the operand.
 
-    Raises ShapeError if the element counts differ or a size is negative.
+    Raises ShapeError if the element counts differ, a size is negative, or ``dimensions`` is not
+    a permutation of the operand's dimensions.
     """
     op = "Reshape"
     x = operand(op, "operand", operand_)

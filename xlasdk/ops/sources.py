@@ -22,7 +22,9 @@ def _check_builder(op: str, builder: Any) -> XlaBuilder:
     return builder
 
 
-def Parameter(builder: XlaBuilder, parameter_number: int, shape: Shape, name: str = "", replicated_at_leaf_buffers: Any = None) -> XlaOp:
+def Parameter(
+    builder: XlaBuilder, parameter_number: int, shape: Shape, name: str = "", replicated_at_leaf_buffers: Any = None
+) -> XlaOp:
     """Declare input ``parameter_number`` of the computation, of shape ``shape``.
 
     Parameters
@@ -149,7 +151,7 @@ def constant_like(op: str, value: Any, like: XlaOp) -> XlaOp:
     ok = not ((isinstance(v, complex) and kind != "c") or (isinstance(v, float) and kind in "iub"))
     if ok and isinstance(v, int) and not isinstance(v, bool):
         if kind in "iu":
-            info = ml_dtypes.iinfo(dt)
+            info = ml_dtypes.iinfo(dt)  # type: ignore[no-untyped-call]
             ok = int(info.min) <= v <= int(info.max)
         elif kind == "b":
             ok = v in (0, 1)
@@ -159,7 +161,9 @@ def constant_like(op: str, value: Any, like: XlaOp) -> XlaOp:
     return _constant(like.builder, arr.reshape(()), like.shape)
 
 
-def Iota(builder: XlaBuilder, shape_or_dtype: Any, size_or_dimension: int | None = None, iota_dimension: int | None = None) -> XlaOp:
+def Iota(
+    builder: XlaBuilder, shape_or_dtype: Any, size_or_dimension: int | None = None, iota_dimension: int | None = None
+) -> XlaOp:
     """Values ``0, 1, 2, ...`` along one dimension.
 
     Two forms, as in the former API: ``Iota(b, dtype, size)`` gives a 1-D array of ``size``

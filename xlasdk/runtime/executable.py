@@ -417,7 +417,8 @@ class _CallPlan:
         # exe(*args) may take the fast path: one device, array parameters, array outputs.
         self.fast = not self.multi and self.unsupported_output is None and all(p.supported for p in self.params)
         self.checks = tuple((p, p.dtype, p.dims, p.aval) for p in self.params)
-        self.out_dims, self.out_dtype = self.outputs[0] if self.outputs else ((), np.dtype(np.uint8))
+        first: tuple[tuple[int, ...], np.dtype[Any]] = self.outputs[0] if self.outputs else ((), np.dtype(np.uint8))
+        self.out_dims, self.out_dtype = first
 
     def output_error(self) -> XlaRuntimeError:
         return XlaRuntimeError(f"{self.name}: outputs of shape {self.unsupported_output} cannot be returned")
@@ -557,7 +558,7 @@ class Executable:
         # checks and converts (and raises the errors).
         device = plan.device
         bufs = []
-        for a, (spec, dtype, dims, aval) in zip(args, plan.checks):  # the count is checked above
+        for a, (spec, dtype, dims, aval) in zip(args, plan.checks):  # noqa: B905 (count checked; kwargs cost)
             ty = type(a)
             if ty is DeviceArray:
                 arr = a._arr
