@@ -243,6 +243,23 @@ def test_from_memory_constructors_and_their_types() -> None:
         xs.XlaComputation.from_hlo_proto(built.as_hlo_text().encode())
 
 
+def test_empty_inputs_and_unknown_format_names(tmp_path: Path) -> None:
+    with pytest.raises(xs.FormatError, match="from_hlo_text: the HLO text is empty"):
+        xs.XlaComputation.from_hlo_text("  \n")
+    with pytest.raises(xs.FormatError, match="from_stablehlo: the StableHLO text is empty"):
+        xs.XlaComputation.from_stablehlo("")
+    with pytest.raises(xs.FormatError, match="from_stablehlo: the data is empty"):
+        xs.XlaComputation.from_stablehlo(b"")
+    with pytest.raises(xs.FormatError, match="from_hlo_proto: the data is empty"):
+        xs.XlaComputation.from_hlo_proto(b"")
+    with pytest.raises(xs.FormatError, match="from_stablehlo: invalid StableHLO: .*no 'main'|has no 'main'"):
+        xs.XlaComputation.from_stablehlo("module @m {\n}\n")
+    p = tmp_path / "m.hlo"
+    p.write_text(C08["reshape32"])
+    with pytest.raises(xs.FormatError, match="unknown format 'docx': use one of hlo, mlir, mlirbc, pb"):
+        load_computation(p, "docx")
+
+
 def test_loaded_hlo_prints_the_hlo_it_was_loaded_from() -> None:
     text = C08["reshape32"]
     comp = xs.XlaComputation.from_hlo_text(text)
