@@ -51,3 +51,12 @@ def test_side_effects_not_reachable_from_root_are_kept() -> None:
     hlo = b.build(root).as_hlo_text()
     assert "outfeed(" in hlo
     assert "negate(" in hlo
+
+
+def test_list_root_does_not_change_the_default_root() -> None:
+    b = xs.XlaBuilder("t")
+    x = ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, (2,)))
+    y = ops.Neg(x)
+    both = b.build([x, y])
+    assert both.program_shape().result_shape().is_tuple()
+    assert b.build().program_shape().result_shape() == y.shape

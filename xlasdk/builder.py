@@ -420,7 +420,10 @@ class XlaBuilder:
         if isinstance(root, (list, tuple)):
             from .ops.control import Tuple
 
-            return Tuple(self, list(root))
+            last = self._last
+            tup = Tuple(self, list(root))
+            self._last = last  # a root given as a list does not become the default root
+            return tup
         self._check_own(root, "build")
         assert isinstance(root, XlaOp)
         return root
