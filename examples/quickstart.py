@@ -38,7 +38,8 @@ def build_mlp() -> xs.XlaComputation:
     return b.build(ops.Tuple(b, [logits, probs]))
 
 
-def numpy_mlp(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, w2: np.ndarray, b2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def numpy_mlp(*args: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    x, w1, b1, w2, b2 = args
     logits = np.maximum(x @ w1 + b1, 0) @ w2 + b2
     e = np.exp(logits - logits.max(axis=1, keepdims=True))
     return logits, e / e.sum(axis=1, keepdims=True)

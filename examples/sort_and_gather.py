@@ -39,7 +39,10 @@ def build() -> xs.XlaComputation:
     best = ops.TopK(scores, K)
     best_scores, best_ids = ops.GetTupleElement(best, 0), ops.GetTupleElement(best, 1)
     return b.build(
-        [sorted_scores, sorted_ids, best_scores, best_ids, take_rows(features, sorted_ids), take_rows(features, best_ids)]
+        [
+            sorted_scores, sorted_ids, best_scores, best_ids,
+            take_rows(features, sorted_ids), take_rows(features, best_ids),
+        ]
     )
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xlasdk import attrs as A
+from xlasdk import attrs as A  # noqa: N812 - short alias used throughout
 from xlasdk._jaxlib.mlir import context
 from xlasdk.errors import ShapeError, XlaSdkError
 
@@ -600,7 +600,7 @@ def test_window_padding_same_matches_formula(dims: list[tuple[int, int, int]]) -
     ins, windows, strides = ([d[k] for d in dims] for k in range(3))
     got = A.window_padding_type_to_pad_values("SAME", ins, windows, strides)
     assert got == [pad_by_hand(*d) for d in dims]
-    for (size, window, stride), (lo, hi) in zip(dims, got):
+    for (size, window, stride), (lo, hi) in zip(dims, got, strict=True):
         assert hi - lo in (0, 1)
         if size:
             out = (size + lo + hi - window) // stride + 1

@@ -7,19 +7,49 @@ from __future__ import annotations
 
 from . import ops
 from .attrs import (
-    ComparisonDirection, ComparisonType, ConvolutionDimensionNumbers, CurrentSourceInfoMetadata,
-    DotDimensionNumbers, FftType, GatherDimensionNumbers, OpMetadata, OpSharding, PaddingConfig,
-    PaddingConfigDimension, PaddingType, PrecisionConfig, RandomAlgorithm, ResultAccuracy,
-    ScatterDimensionNumbers, current_source_info_metadata, make_convolution_dimension_numbers,
-    make_dot_dimension_numbers, make_padding_config, make_replica_groups, window_padding_type_to_pad_values,
+    ComparisonDirection,
+    ComparisonType,
+    ConvolutionDimensionNumbers,
+    CurrentSourceInfoMetadata,
+    DotDimensionNumbers,
+    FftType,
+    GatherDimensionNumbers,
+    OpMetadata,
+    OpSharding,
+    PaddingConfig,
+    PaddingConfigDimension,
+    PaddingType,
+    PrecisionConfig,
+    RandomAlgorithm,
+    ResultAccuracy,
+    ScatterDimensionNumbers,
+    current_source_info_metadata,
+    make_convolution_dimension_numbers,
+    make_dot_dimension_numbers,
+    make_padding_config,
+    make_replica_groups,
+    window_padding_type_to_pad_values,
 )
 from .builder import XlaBuilder, XlaOp
 from .computation import XlaComputation
-from .runtime import (
-    Client, CompileOptions, Device, DeviceArray, Executable, MemoryStats, UnknownDeviceError, client, compile,
-    default_device, deserialize_executable, device_put, devices, load_executable, load_pjrt_plugin,
-)
 from .errors import CompileError, DTypeError, FormatError, ShapeError, XlaRuntimeError, XlaSdkError
+from .runtime import (
+    Client,
+    CompileOptions,
+    Device,
+    DeviceArray,
+    Executable,
+    MemoryStats,
+    UnknownDeviceError,
+    client,
+    compile,
+    default_device,
+    deserialize_executable,
+    device_put,
+    devices,
+    load_executable,
+    load_pjrt_plugin,
+)
 from .shape import Layout, ProgramShape, Shape, shape_from_pyval
 from .types import PrimitiveType, bfloat16, dtype_to_etype, etype_to_dtype
 

@@ -22,9 +22,11 @@ import operator
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, TypeVar
 
 from .errors import ShapeError
+
+_E = TypeVar("_E", bound="_AttrEnum")
 
 __all__ = [
     "ComparisonDirection",
@@ -131,7 +133,7 @@ class _ProtoLike:
         return self._values() == other._values()
 
     def __repr__(self) -> str:
-        args = ", ".join(f"{f}={v!r}" for f, v in zip(self._FIELDS, self._values()))
+        args = ", ".join(f"{f}={v!r}" for f, v in zip(self._FIELDS, self._values(), strict=True))
         return f"{type(self).__name__}({args})"
 
 
@@ -152,7 +154,7 @@ class _AttrEnum(enum.Enum):
         return {}
 
     @classmethod
-    def parse(cls, value: Any) -> Self:
+    def parse(cls: type[_E], value: Any) -> _E:
         """The member named or numbered by ``value``.
 
         Parameters
@@ -744,7 +746,7 @@ class ConvolutionDimensionNumbers(_ProtoLike):
         self.validate()
         body = ", ".join(
             f"{f} = {_mlir_list(v) if isinstance(v, (list, tuple)) else v}"
-            for f, v in zip(self._FIELDS, self._values())
+            for f, v in zip(self._FIELDS, self._values(), strict=True)
         )
         return f"#stablehlo.conv<raw {body}>"
 
@@ -1201,7 +1203,7 @@ def window_padding_type_to_pad_values(
     if kind is PaddingType.VALID:
         return [(0, 0)] * len(strides)
     pads = []
-    for size, window, stride in zip(ins, windows, strides):
+    for size, window, stride in zip(ins, windows, strides, strict=True):
         out_size = -(-size // stride)
         total = max((out_size - 1) * stride + window - size, 0)
         pads.append((total // 2, total - total // 2))

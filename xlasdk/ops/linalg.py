@@ -145,7 +145,7 @@ def _dot_general(op: str, x: XlaOp, y: XlaOp, dn: Any, precision_config: Any, pr
     if set(lc) & set(lb) or set(rc) & set(rb):
         shape_error(op, "a dimension cannot be both a batch and a contracting dimension")
     for kind, ls, rs in (("contracting", lc, rc), ("batch", lb, rb)):
-        for a, b in zip(ls, rs):
+        for a, b in zip(ls, rs, strict=True):
             if xd[a] != yd[b]:
                 shape_error(
                     op, f"{kind} dimension {a} of 'lhs' {x.shape} has size {xd[a]}, but {kind} dimension {b} of "

@@ -76,17 +76,21 @@ def Reduce(
         dtype_error(op, f"first argument must be an XlaBuilder, got {type(builder).__name__}")
     xs = as_op_list(op, "operands", operands, builder)
     inits = as_op_list(op, "init_values", init_values, builder)
-    same_builder(op, [(f"operands[{i}]", x) for i, x in enumerate(xs)] + [(f"init_values[{i}]", v) for i, v in enumerate(inits)])
+    named = [(f"operands[{i}]", x) for i, x in enumerate(xs)] + [(f"init_values[{i}]", v) for i, v in enumerate(inits)]
+    same_builder(op, named)
     if len(inits) != len(xs):
         shape_error(op, f"{len(xs)} operands but {len(inits)} init_values")
     dims0 = xs[0].shape.dimensions()
-    for i, (x, v) in enumerate(zip(xs, inits)):
+    for i, (x, v) in enumerate(zip(xs, inits, strict=True)):
         if x.shape.dimensions() != dims0:
-            shape_error(op, f"operand 'operands[{i}]' has shape {x.shape}, expected dimensions {list(dims0)} like operands[0]")
+            shape_error(
+                op, f"operand 'operands[{i}]' has shape {x.shape}, expected dimensions {list(dims0)} like operands[0]"
+            )
         if v.shape.rank() != 0:
             shape_error(op, f"operand 'init_values[{i}]' must be a scalar, got {v.shape}")
         if v.shape.element_type() is not x.shape.element_type():
-            dtype_error(op, f"operand 'init_values[{i}]' is {v.shape}, expected {x.shape.element_type().name.lower()}[] like operands[{i}]")
+            want = x.shape.element_type().name.lower()
+            dtype_error(op, f"operand 'init_values[{i}]' is {v.shape}, expected {want}[] like operands[{i}]")
     dims = int_list(op, "dimensions_to_reduce", dimensions_to_reduce)
     if len(set(dims)) != len(dims) or any(not 0 <= d < len(dims0) for d in dims):
         shape_error(op, f"dimensions_to_reduce {list(dims)} must be distinct dimension numbers < {len(dims0)}")

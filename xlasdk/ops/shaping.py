@@ -124,7 +124,9 @@ def Transpose(operand_: XlaOp, permutation: Sequence[int]) -> XlaOp:
     )
 
 
-def slice_shape(op: str, dims: tuple[int, ...], start: tuple[int, ...], limit: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...]:
+def slice_shape(
+    op: str, dims: tuple[int, ...], start: tuple[int, ...], limit: tuple[int, ...], strides: tuple[int, ...]
+) -> tuple[int, ...]:
     """Shape rule of Slice: ``ceil((limit - start) / stride)`` per dimension."""
     r = len(dims)
     for name, v in (("start_indices", start), ("limit_indices", limit), ("strides", strides)):
@@ -189,8 +191,12 @@ def ConcatInDim(builder: XlaBuilder, operands: Sequence[XlaOp], dimension: int) 
     for i, o in enumerate(xs):
         s = o.shape
         if s.element_type() is not first.element_type():
-            dtype_error(op, f"operand 'operands[{i}]' has element type {s}, expected {first.element_type().name.lower()}")
-        if s.rank() != r or any(a != b for j, (a, b) in enumerate(zip(s.dimensions(), first.dimensions())) if j != d):
+            want = first.element_type().name.lower()
+            dtype_error(op, f"operand 'operands[{i}]' has element type {s}, expected {want}")
+        same = s.rank() == r and all(
+            a == b for j, (a, b) in enumerate(zip(s.dimensions(), first.dimensions(), strict=True)) if j != d
+        )
+        if not same:
             shape_error(op, f"operand 'operands[{i}]' has shape {s}, expected {first} except in dimension {d}")
         total += s.dimensions()[d]
     dims = list(first.dimensions())
