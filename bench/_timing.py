@@ -103,10 +103,10 @@ def fmt(v: float | None, digits: int = 1) -> str:
 
 def print_rows(rows: list[dict[str, Any]]) -> None:
     """Print rows as a fixed-width table."""
-    print(f"{'figure':<46} {'unit':>4} {'xlasdk':>9} {'peer':>9} {'peer is':<22} {'ratio':>6} {'target':>8} {'ok':>3}")
+    print(f"{'figure':<54} {'unit':>4} {'xlasdk':>9} {'peer':>9} {'peer is':<26} {'ratio':>6} {'target':>8} {'ok':>3}")
     for r in rows:
         ok = {True: "yes", False: "NO", None: "-"}[r["ok"]]
         print(
-            f"{r['figure']:<46} {r['unit']:>4} {fmt(r['xlasdk']):>9} {fmt(r['peer']):>9} {r['peer_name']:<22} "
+            f"{r['figure']:<54} {r['unit']:>4} {fmt(r['xlasdk']):>9} {fmt(r['peer']):>9} {r['peer_name']:<26} "
             f"{fmt(r['ratio'], 3):>6} {r['target_text']:>8} {ok:>3}"
         )

@@ -6,7 +6,7 @@ The peer is JAX (``pip install jax==<jaxlib's version>`` in the same environment
 xlasdk dependency); without it the peer columns are n/a. Ratios are xlasdk / peer, medians of
 interleaved rounds, and a target holds when ``ratio <= target``.
 
-    python bench/run_all.py [--json out.json] [--quick]
+    python bench/run_all.py [--json out.json] [--quick] [--check]
 """
 
 from __future__ import annotations
@@ -112,6 +112,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", help="write the table (and the machine description) to this JSON file")
     ap.add_argument("--quick", action="store_true", help="fewer rounds and no 100k-op graph (a smoke run)")
+    ap.add_argument("--check", action="store_true", help="exit with status 1 when a target does not hold")
     a = ap.parse_args()
     res = run(a.quick)
     m = res["machine"]
@@ -130,6 +131,11 @@ def main() -> None:
         with open(a.json, "w") as fh:
             json.dump(res, fh, indent=2)
         print(f"wrote {a.json}")
+    missed = [r["figure"] for r in res["rows"] if r["ok"] is False]
+    if missed:
+        print(f"targets not met: {'; '.join(missed)}")
+    if a.check and missed:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -153,6 +153,12 @@ def test_convert_between_every_format(hlo_file: Path, tmp_path: Path) -> None:
     assert portable_artifact_version((tmp_path / "v.mlirbc").read_bytes()) == "1.0.0"
     code, _, _ = cli("convert", str(hlo_file), str(tmp_path / "forced.bin"), "--to", "mlir")
     assert code == 0 and "func.func" in (tmp_path / "forced.bin").read_text()
+    code, out, _ = cli("convert", str(tmp_path / "forced.bin"), str(tmp_path / "f2.bin"), "--from", "stablehlo",
+                       "--to", "pb")
+    assert code == 0 and "(HLO module proto," in out
+    code, _, err = cli("convert", str(hlo_file), str(tmp_path / "f3.bin"), "--to", "nope")
+    assert code == 2
+    assert_one_line_error(err, "unknown format 'nope'")
 
 
 @pytest.mark.parametrize("args, fragment", [

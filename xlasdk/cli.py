@@ -226,13 +226,13 @@ def _cmd_inspect(args: argparse.Namespace, out: IO[str]) -> int:
 
 # -- convert ------------------------------------------------------------------------------------------
 def _cmd_convert(args: argparse.Namespace, out: IO[str]) -> int:
-    from xlasdk.formats import Format, format_from_suffix, portable_artifact_version, save_computation
+    from xlasdk.formats import Format, _parse_format, format_from_suffix, portable_artifact_version, save_computation
 
     comp = _load(args.input, args.from_format)
     to = args.to_format
     save_computation(comp, args.output, to, target_version=args.target_version)
     size = os.path.getsize(args.output)
-    fmt = Format(to) if to else (format_from_suffix(args.output) or Format.HLO_TEXT)
+    fmt = _parse_format(to) if to else (format_from_suffix(args.output) or Format.HLO_TEXT)
     label = fmt.description
     if fmt is Format.PORTABLE_ARTIFACT:
         with open(args.output, "rb") as f:

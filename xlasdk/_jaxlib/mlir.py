@@ -150,10 +150,13 @@ class _QuietNativeStderr:
     same error as a status; the status becomes our exception, the log is noise.
     """
 
+    _lock = threading.Lock()  # fd 2 is process-wide: one silencer at a time
+
     def __enter__(self) -> None:
         import os
         import sys
 
+        self._lock.acquire()
         self._saved: int | None = None
         try:
             sys.stderr.flush()
@@ -167,9 +170,12 @@ class _QuietNativeStderr:
     def __exit__(self, *exc: object) -> None:
         import os
 
-        if self._saved is not None:
-            os.dup2(self._saved, 2)
-            os.close(self._saved)
+        try:
+            if self._saved is not None:
+                os.dup2(self._saved, 2)
+                os.close(self._saved)
+        finally:
+            self._lock.release()
 
 
 def hlo_module_from_text(text: str) -> Any:
@@ -334,6 +340,10 @@ def bytecode_to_text_isolated(data: bytes, *, artifact: bool, timeout: float = 6
     import subprocess
     import sys
 
+    if not sys.executable:  # pragma: no cover - embedded interpreters: no child process possible
+        with context() as ctx, _ir.Location.unknown():
+            m = _J.mlir.deserialize_portable_artifact(data, context=ctx) if artifact else _ir.Module.parse(data)
+            return str(m.operation.get_asm(enable_debug_info=True, print_generic_op_form=True))
     env = dict(os.environ)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     try:
