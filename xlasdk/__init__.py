@@ -33,8 +33,10 @@ from .attrs import (
 from .builder import XlaBuilder, XlaOp
 from .computation import XlaComputation
 from .errors import CompileError, DTypeError, FormatError, ShapeError, XlaRuntimeError, XlaSdkError
+from .formats import load_computation
 from .runtime import (
     Client,
+    CompileCache,
     CompileOptions,
     Device,
     DeviceArray,
@@ -68,6 +70,6 @@ __all__ = [
     "window_padding_type_to_pad_values",
     "Client", "CompileOptions", "Device", "DeviceArray", "Executable", "MemoryStats", "UnknownDeviceError",
     "client", "compile", "default_device", "deserialize_executable", "device_put", "devices", "load_executable",
-    "load_pjrt_plugin",
+    "load_pjrt_plugin", "load_computation", "CompileCache",
     "__version__",
 ]

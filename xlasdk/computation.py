@@ -204,7 +204,7 @@ class XlaComputation:
         if self._xla is None:
             self._mlir_module()  # verify first: a clear error instead of a converter message
             try:
-                self._xla = _mlir.module_to_hlo(self._mlir_module_text())
+                self._xla = _mlir.parsed_module_to_hlo(self._mlir_module())
             except Exception as e:  # jaxlib raises its own runtime error type
                 raise CompileError(f"converting {self._name!r} to HLO failed: {e}") from e
         return self._xla

@@ -9,6 +9,7 @@ backend (CUDA, ROCm, TPU...) from its PJRT plugin library.
 from __future__ import annotations
 
 from .array import DeviceArray, device_put
+from .cache import CompileCache
 from .device import Client, Device, UnknownDeviceError, client, default_device, devices, load_pjrt_plugin
 from .executable import (
     CompileOptions,
@@ -20,6 +21,7 @@ from .executable import (
 )
 
 __all__ = [
+    "CompileCache",
     "Device",
     "Client",
     "devices",

@@ -30,6 +30,7 @@ from ..errors import CompileError, DTypeError, FormatError, ShapeError, XlaRunti
 from ..shape import ProgramShape, Shape
 from ..types import COMPLEX, FLOATS, INTS, PrimitiveType
 from .array import DeviceArray, _aval, _native, _put_dlpack, _put_numpy
+from .cache import CacheArg, compile_cached
 from .device import Client, Device, UnknownDeviceError, _resolve_device
 
 __all__ = [
@@ -760,6 +761,7 @@ def compile(
     device: Device | str | None = None,
     *,
     options: CompileOptions | None = None,
+    cache: CacheArg = None,
 ) -> Executable:
     """Compile ``computation`` with XLA and load it on ``device``.
 
@@ -772,6 +774,11 @@ def compile(
         several replicas/partitions it is the first device used.
     options:
         :class:`CompileOptions` (replicas, partitions, device assignment, XLA flags).
+    cache:
+        The on-disk compile cache: ``True`` (the default cache directory), a directory, an
+        :class:`~xlasdk.runtime.cache.CompileCache`, ``False`` (never), or ``None`` (the cache in
+        ``$XLASDK_CACHE_DIR`` if that variable is set, else none). A hit loads the stored
+        executable instead of compiling; a corrupt entry is discarded and recompiled.
 
     Returns
     -------
@@ -801,8 +808,12 @@ def compile(
     jopts = pjrt.make_compile_options(
         opts.num_replicas, opts.num_partitions, assignment, opts.env_option_overrides
     )
-    exe = pjrt.compile_and_load(devs[0].client._c, text, [d._d for d in devs], jopts, name)
-    return Executable._make(exe, name, program_shape, devs, opts.num_replicas, opts.num_partitions)
+
+    def build() -> Executable:
+        exe = pjrt.compile_and_load(devs[0].client._c, text, [d._d for d in devs], jopts, name)
+        return Executable._make(exe, name, program_shape, devs, opts.num_replicas, opts.num_partitions)
+
+    return compile_cached(cache, text, opts, devs, build)
 
 
 # -- deserialization --------------------------------------------------------------------------
