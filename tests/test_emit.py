@@ -60,3 +60,18 @@ def test_list_root_does_not_change_the_default_root() -> None:
     both = b.build([x, y])
     assert both.program_shape().result_shape().is_tuple()
     assert b.build().program_shape().result_shape() == y.shape
+
+
+def test_nested_tuple_root_and_tuple_parameter_give_a_clear_compile_error() -> None:
+    import pytest
+
+    b = xs.XlaBuilder("nested")
+    x = ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, (2,)))
+    comp = b.build(ops.Tuple(b, [x, ops.Tuple(b, [x, x])]))
+    assert "(f32[2], (f32[2], f32[2]))" in str(comp.program_shape())
+    with pytest.raises(xs.CompileError, match="nested tuple"):
+        xs.compile(comp)
+    b2 = xs.XlaBuilder("tuple_param")
+    t = ops.Parameter(b2, 0, xs.Shape.tuple_shape([xs.Shape.array_shape(np.float32, (2,))]))
+    with pytest.raises(xs.CompileError, match="parameter 0"):
+        xs.compile(b2.build(ops.GetTupleElement(t, 0)))

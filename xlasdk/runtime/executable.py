@@ -800,6 +800,7 @@ def compile(
         raise TypeError(f"compile: options must be xs.CompileOptions, got {type(opts).__name__}")
     name = str(computation.name)
     program_shape = computation.program_shape()
+    _check_runnable(name, program_shape)
     devs = _place(opts, device)
     text = computation._mlir_module_text()
     # Always explicit: without it XLA assigns replica 0 to device 0 whatever DeviceList says.
@@ -814,6 +815,22 @@ def compile(
         return Executable._make(exe, name, program_shape, devs, opts.num_replicas, opts.num_partitions)
 
     return compile_cached(cache, text, opts, devs, build)
+
+
+def _check_runnable(name: str, program_shape: ProgramShape) -> None:
+    """PJRT executables take and return flat lists of arrays: reject nested tuples up front."""
+    for i, p in enumerate(program_shape.parameter_shapes()):
+        if p.is_tuple():
+            raise CompileError(
+                f"compile: parameter {i} of {name!r} is a tuple {p}; PJRT executables take arrays only "
+                "(pass the elements as separate parameters)"
+            )
+    r = program_shape.result_shape()
+    if r.is_tuple() and any(s.is_tuple() for s in r.tuple_shapes()):
+        raise CompileError(
+            f"compile: {name!r} returns a nested tuple {r}; PJRT executables return a flat list of arrays "
+            "(build the root as one flat ops.Tuple)"
+        )
 
 
 # -- deserialization --------------------------------------------------------------------------
