@@ -1,4 +1,4 @@
-"""Tests of xlasdk/formats.py and the file methods of XlaComputation: every format, round trips
+"""Tests of xlasdk/formats/ and the file methods of XlaComputation: every format, round trips
 across every format pair, XLA dump files, portable artifact versions, corrupt inputs (each in a
 subprocess: the process must survive), C-08 and C-14."""
 

@@ -31,7 +31,7 @@ __all__ = [
     "hlo_dot_graph",
     "stablehlo_current_version",
     "stablehlo_minimum_version",
-    # formats (xlasdk/formats.py)
+    # formats (xlasdk/formats/)
     "hlo_module_from_text",
     "hlo_module_from_proto",
     "hlo_module_to_text",
@@ -142,7 +142,7 @@ def stablehlo_minimum_version() -> str:
     return str(_stablehlo.get_minimum_version())
 
 
-# -- file formats (used by xlasdk/formats.py) ----------------------------------------------------
+# -- file formats (used by xlasdk/formats/) ----------------------------------------------------
 class _QuietNativeStderr:
     """Send file descriptor 2 to /dev/null for the duration of a call.
 

@@ -1,0 +1,73 @@
+"""Reading and writing computations in every XLA file format.
+
+=============================  ==============================  ===================================
+suffix                         format                          written by
+=============================  ==============================  ===================================
+``.hlo``, ``.hlo.txt``,        HLO text                        ``comp.as_hlo_text()``, XLA dumps
+``.txt``                                                       (``*.before_optimizations.txt``)
+``.mlir``                      StableHLO text (MLIR)           ``comp.as_stablehlo_text()``
+``.mlirbc``                    StableHLO portable artifact     ``comp.serialize_portable_artifact()``
+                               (MLIR bytecode also loads)
+``.pb``, ``.hlo.pb``           ``HloModuleProto`` (XLA dumps'  ``comp.as_serialized_hlo_module_proto()``
+                               ``HloProto`` / ``HloSnapshot``
+                               wrappers also load)
+=============================  ==============================  ===================================
+
+:func:`load_computation` picks the format from the suffix; for ``.txt`` and unknown suffixes it
+recognises the format from the content. Whatever the input, a bad file raises
+:class:`~xlasdk.FormatError` naming the file and what was wrong, never a crash: XLA's HLO text
+parser and its HLO -> StableHLO importer abort the process on some inconsistent modules
+(a ``reshape`` that changes the element count, a ``get-tuple-element`` out of range, a
+``conditional`` branch of the wrong arity...), so HLO is first checked here, in Python, for the
+inconsistencies known to crash XLA; everything loaded is then verified by the MLIR verifier.
+MLIR's bytecode reader can crash on corrupt bytes, so bytecode this process did not write itself
+is decoded in a child process first (about 0.3 s per file).
+
+Optimized HLO (XLA's ``*after_optimizations*`` dumps) loads too: for the StableHLO import,
+``fusion`` instructions become calls of their fused computations and ``bitcast`` instructions
+become reshapes/transposes; ``as_hlo_text()`` still prints the module as it was loaded.
+
+Modules of this package (everything public is re-exported here):
+
+=====================  ========================================================================
+``sniff``              :class:`Format`, file suffixes, recognising a format from the content
+``protobuf``           the protobuf wire-format walker that finds an ``HloModuleProto``
+``hlo_text``           the small HLO text parser; :func:`hlo_opcode_counts`
+``hlo_check``          :func:`check_hlo_text`: rejects HLO that XLA's parser/importer abort on
+``hlo_rewrite``        optimized HLO made importable (``fusion`` -> ``call``, ``bitcast``)
+``program_shape``      the program shape of a loaded module, from MLIR types
+``diagnostics``        one-line descriptions of MLIR/XLA errors
+``artifact``           portable artifact versions and serialization
+``loaders``            ``computation_from_*``, :func:`load_computation`
+``saving``             :func:`computation_bytes`, :func:`save_computation`
+=====================  ========================================================================
+"""
+
+from __future__ import annotations
+
+from .artifact import portable_artifact_version, serialize_portable_artifact
+from .hlo_check import check_hlo_text
+from .hlo_text import _parse_hlo_text as _parse_hlo_text  # used by tests
+from .hlo_text import hlo_opcode_counts
+from .loaders import computation_from_hlo_proto, computation_from_hlo_text, computation_from_stablehlo, load_computation
+from .protobuf import _proto_fields as _proto_fields  # used by tests
+from .saving import computation_bytes, save_computation
+from .sniff import Format, PathLike, format_from_suffix, sniff_format
+from .sniff import _parse_format as _parse_format  # used by xlasdk.cli
+
+__all__ = [
+    "Format",
+    "load_computation",
+    "save_computation",
+    "computation_bytes",
+    "format_from_suffix",
+    "sniff_format",
+    "computation_from_hlo_text",
+    "computation_from_stablehlo",
+    "computation_from_hlo_proto",
+    "portable_artifact_version",
+    "serialize_portable_artifact",
+    "check_hlo_text",
+    "hlo_opcode_counts",
+    "PathLike",
+]

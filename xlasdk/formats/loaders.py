@@ -1,0 +1,273 @@
+"""Loading computations: from HLO text, HLO protos, StableHLO text and bytecode, and from files.
+
+HLO is pre-checked (:mod:`.hlo_check`), parsed by XLA, imported as StableHLO and verified;
+bytecode this process did not write itself is decoded in a child process first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import TYPE_CHECKING, Any
+
+from .._jaxlib import mlir as _mlir
+from ..errors import FormatError
+from .artifact import _TRUSTED_BYTECODE, portable_artifact_version
+from .diagnostics import _mlir_problem, _one_line, _xla_text_problem
+from .hlo_check import check_hlo_text
+from .hlo_rewrite import _importable_hlo
+from .program_shape import _program_shape
+from .protobuf import _find_module_proto
+from .sniff import (
+    _BYTECODE_MAGIC,
+    _SUFFIX_LIST,
+    Format,
+    PathLike,
+    _as_text,
+    _parse_format,
+    _strip_leading_comments,
+    format_from_suffix,
+    sniff_format,
+)
+
+if TYPE_CHECKING:
+    from ..computation import XlaComputation
+
+
+def _loaded(
+    module: Any,
+    what: str,
+    *,
+    fmt: Format,
+    xla: Any = None,
+    name: str | None = None,
+) -> XlaComputation:
+    from ..computation import XlaComputation
+
+    program_shape = _program_shape(module, what)
+    mname = name or _mlir.module_name(module) or "main"
+    text = _mlir.module_to_text(module, debug_info=True)
+    return XlaComputation._from_loaded(mname, program_shape, module, text, xla=xla, source_format=fmt.value)
+
+
+def _verify_converted(data: bytes, what: str) -> Any:
+    try:
+        return _mlir.parse_module(data)
+    except Exception as e:
+        raise FormatError(f"{what}: the module is inconsistent: {_mlir_problem(e, 'hlo')}") from None
+
+
+def _from_hlo_module(hm: Any, what: str, checked_text: str | None, fmt: Format) -> XlaComputation:
+    text = checked_text if checked_text is not None else _mlir.hlo_module_to_text(hm)
+    if checked_text is None:
+        check_hlo_text(text, what)
+    proto = _mlir.hlo_module_to_proto(hm)
+    import_proto = proto
+    try:
+        rewritten = _importable_hlo(text)
+    except Exception:  # pragma: no cover - a rewriter bug must not hide the module
+        rewritten = None
+    if rewritten is not None:  # an optimized module: fusions and bitcasts in StableHLO terms
+        check_hlo_text(rewritten, what)
+        try:
+            import_proto = _mlir.hlo_module_to_proto(_mlir.hlo_module_from_text(rewritten))
+        except Exception as e:  # pragma: no cover - the rewrite keeps the module valid
+            raise FormatError(f"{what}: cannot import the optimized HLO: {_xla_text_problem(e)}") from None
+    try:
+        bc = _mlir.hlo_proto_to_stablehlo(import_proto)
+    except Exception as e:
+        raise FormatError(f"{what}: XLA could not import the HLO module: {_one_line(e)}") from None
+    module = _verify_converted(bc, what)
+    try:
+        xla = _mlir.xla_computation_from_proto(proto)
+    except Exception as e:  # pragma: no cover - the proto came from XLA itself
+        raise FormatError(f"{what}: {_one_line(e)}") from None
+    return _loaded(module, what, fmt=fmt, xla=xla, name=str(hm.name))
+
+
+def computation_from_hlo_text(text: str, what: str = "from_hlo_text") -> XlaComputation:
+    """An :class:`~xlasdk.XlaComputation` from HLO text (``HloModule ...``).
+
+    The text is pre-checked for the inconsistencies that crash XLA, parsed by XLA, imported as
+    StableHLO and verified.
+
+    Raises
+    ------
+    FormatError
+        For syntax errors and inconsistent modules, naming ``what``, the line and the problem.
+    """
+    if not isinstance(text, str):
+        raise FormatError(f"{what}: expected HLO text (str), got {type(text).__name__}")
+    if not text.strip():
+        raise FormatError(f"{what}: the HLO text is empty")
+    head = _strip_leading_comments(text)
+    if not head.startswith("HloModule"):
+        found = sniff_format(text.encode("utf-8", "replace"))
+        hint = f" (it looks like {found.description})" if found not in (None, Format.HLO_TEXT) else ""
+        raise FormatError(f"{what}: not HLO text: it does not start with 'HloModule'{hint}")
+    check_hlo_text(text, what)
+    try:
+        hm = _mlir.hlo_module_from_text(text)
+    except Exception as e:
+        raise FormatError(f"{what}: HLO syntax error: {_xla_text_problem(e)}") from None
+    return _from_hlo_module(hm, what, text, Format.HLO_TEXT)
+
+
+def computation_from_hlo_proto(data: bytes, what: str = "from_hlo_proto") -> XlaComputation:
+    """An :class:`~xlasdk.XlaComputation` from a serialized ``HloModuleProto``.
+
+    Also accepts the ``HloProto`` and ``HloSnapshot`` wrappers of XLA's ``*.hlo.pb`` dumps.
+
+    Raises
+    ------
+    FormatError
+        For empty, truncated or corrupt data and inconsistent modules.
+    """
+    if isinstance(data, (bytearray, memoryview)):
+        data = bytes(data)
+    if not isinstance(data, bytes):
+        raise FormatError(f"{what}: expected bytes of an HloModuleProto, got {type(data).__name__}")
+    if not data:
+        raise FormatError(f"{what}: the data is empty")
+    found = sniff_format(data)
+    if found is not None and found is not Format.HLO_PROTO:
+        raise FormatError(f"{what}: not an HLO module proto: it holds {found.description}")
+    try:
+        inner = _find_module_proto(data)
+    except ValueError as e:
+        raise FormatError(f"{what}: not a valid protobuf message (truncated or corrupt): {e}") from None
+    if inner is None:
+        raise FormatError(f"{what}: the protobuf message is not an HloModuleProto (no name and computations)")
+    try:
+        hm = _mlir.hlo_module_from_proto(inner)
+    except Exception as e:
+        raise FormatError(f"{what}: corrupt HloModuleProto: {_one_line(e)}") from None
+    return _from_hlo_module(hm, what, None, Format.HLO_PROTO)
+
+
+def computation_from_stablehlo(data: str | bytes, what: str = "from_stablehlo") -> XlaComputation:
+    """An :class:`~xlasdk.XlaComputation` from StableHLO text, MLIR bytecode or a portable artifact.
+
+    Raises
+    ------
+    FormatError
+        For syntax errors, modules that fail MLIR verification, corrupt bytecode or a module
+        without a ``main`` function.
+    """
+    if isinstance(data, (bytearray, memoryview)):
+        data = bytes(data)
+    if isinstance(data, bytes):
+        if not data:
+            raise FormatError(f"{what}: the data is empty")
+        if data.startswith(_BYTECODE_MAGIC):
+            return _from_bytecode(data, what)
+        text = _as_text(data)
+        if text is None:
+            raise FormatError(f"{what}: neither StableHLO text nor MLIR bytecode (binary data without the "
+                              "'ML\\xefR' bytecode header)")
+        data = text
+    if not isinstance(data, str):
+        raise FormatError(f"{what}: expected StableHLO text (str) or bytecode (bytes), got {type(data).__name__}")
+    if not data.strip():
+        raise FormatError(f"{what}: the StableHLO text is empty")
+    if _strip_leading_comments(data).startswith("HloModule"):
+        raise FormatError(f"{what}: not StableHLO: it holds HLO text (use from_hlo_text or a .hlo suffix)")
+    try:
+        module = _mlir.parse_module(data)
+    except Exception as e:
+        raise FormatError(f"{what}: invalid StableHLO: {_mlir_problem(e, 'text')}") from None
+    return _loaded(module, what, fmt=Format.STABLEHLO_TEXT)
+
+
+def _from_bytecode(data: bytes, what: str) -> XlaComputation:
+    version = portable_artifact_version(data)
+    kind = f"StableHLO portable artifact (v{version})" if version else "MLIR bytecode"
+    if hashlib.sha256(data).digest() in _TRUSTED_BYTECODE:
+        try:
+            module = _mlir.deserialize_portable_artifact(data) if version else _mlir.parse_module(data)
+        except Exception as e:  # pragma: no cover - bytes this process wrote
+            raise FormatError(f"{what}: corrupt or truncated {kind}: {_one_line(e)}") from None
+        return _loaded(module, what, fmt=Format.PORTABLE_ARTIFACT)
+    try:
+        text = _mlir.bytecode_to_text_isolated(data, artifact=version is not None)
+    except ValueError as e:
+        raise FormatError(f"{what}: corrupt or truncated {kind}: {_one_line(e)}") from None
+    try:
+        module = _mlir.parse_module(text)
+    except Exception as e:
+        raise FormatError(f"{what}: invalid StableHLO in the {kind}: {_mlir_problem(e, 'bytecode')}") from None
+    return _loaded(module, what, fmt=Format.PORTABLE_ARTIFACT)
+
+
+def _read(path: PathLike, what: str) -> bytes:
+    spath = os.fspath(path)
+    if os.path.isdir(spath):
+        raise FormatError(f"{what}: is a directory, not a file")
+    try:
+        with open(spath, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise FormatError(f"{what}: no such file") from None
+    except OSError as e:
+        raise FormatError(f"{what}: cannot read the file: {e.strerror or e}") from None
+
+
+def load_computation(path: PathLike, format: Format | str | None = None) -> XlaComputation:
+    """Load a computation from a file, choosing the format by the suffix.
+
+    Parameters
+    ----------
+    path:
+        ``.hlo`` / ``.hlo.txt`` (HLO text), ``.mlir`` (StableHLO text), ``.mlirbc`` (StableHLO
+        portable artifact or MLIR bytecode), ``.pb`` (``HloModuleProto``, or the ``HloProto``
+        XLA's dumps write). For ``.txt`` and any other suffix the format is recognised from the
+        content, so XLA dump files such as ``module_0000.main.before_optimizations.txt`` load as
+        they are.
+    format:
+        Force a format (``"hlo"``, ``"mlir"``, ``"mlirbc"``, ``"pb"`` or a :class:`Format`).
+
+    Returns
+    -------
+    XlaComputation
+        Compiles, runs, prints and saves like a built one; its program shape comes from the
+        module's ``main`` function (HLO tuple parameters and results are flattened).
+
+    Raises
+    ------
+    FormatError
+        If the file is missing, empty, truncated, corrupt, of another format than its suffix
+        says, or holds an inconsistent module; the message names the file and the problem.
+    """
+    spath = os.fspath(path)
+    what = spath
+    data = _read(spath, what)
+    if not data:
+        raise FormatError(f"{what}: the file is empty")
+    fmt = _parse_format(format) if format is not None else format_from_suffix(spath)
+    sniffed = sniff_format(data)
+    if fmt is None:
+        if sniffed is None:
+            raise FormatError(
+                f"{what}: not a recognised computation format (expected HLO text, StableHLO text, a "
+                f"portable artifact or an HloModuleProto; suffixes {_SUFFIX_LIST})"
+            )
+        fmt = sniffed
+    elif sniffed is not None and sniffed is not fmt:
+        raise FormatError(
+            f"{what}: the suffix says {fmt.description}, but the file holds {sniffed.description}"
+        )
+    if fmt is Format.HLO_TEXT:
+        text = _as_text(data)
+        if text is None:
+            raise FormatError(f"{what}: not HLO text (binary data, or not UTF-8)")
+        return computation_from_hlo_text(text, what)
+    if fmt is Format.STABLEHLO_TEXT:
+        text = _as_text(data)
+        if text is None:
+            raise FormatError(f"{what}: not StableHLO text (binary data, or not UTF-8)")
+        return computation_from_stablehlo(text, what)
+    if fmt is Format.PORTABLE_ARTIFACT:
+        if not data.startswith(_BYTECODE_MAGIC):
+            raise FormatError(f"{what}: not a StableHLO portable artifact (no 'ML\\xefR' bytecode header)")
+        return _from_bytecode(data, what)
+    return computation_from_hlo_proto(data, what)

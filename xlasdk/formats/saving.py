@@ -1,0 +1,75 @@
+"""Saving computations: the bytes of each format, and atomic writes of files."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import TYPE_CHECKING
+
+from .._jaxlib import mlir as _mlir
+from ..errors import FormatError
+from .artifact import serialize_portable_artifact
+from .sniff import _SUFFIX_LIST, Format, PathLike, _parse_format, format_from_suffix
+
+if TYPE_CHECKING:
+    from ..computation import XlaComputation
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".xlasdk-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def computation_bytes(
+    comp: XlaComputation, fmt: Format, *, target_version: str | None = None, what: str = "save"
+) -> bytes:
+    """``comp`` in the given format, as the bytes a file of that format holds."""
+    if fmt is Format.HLO_TEXT:
+        return comp.as_hlo_text().encode("utf-8")
+    if fmt is Format.STABLEHLO_TEXT:
+        return _mlir.module_to_text(comp._mlir_module(), debug_info=True).encode("utf-8")
+    if fmt is Format.PORTABLE_ARTIFACT:
+        return serialize_portable_artifact(comp, target_version, what=what)
+    return comp.as_serialized_hlo_module_proto()
+
+
+def save_computation(
+    comp: XlaComputation, path: PathLike, format: Format | str | None = None, *, target_version: str | None = None
+) -> None:
+    """Write ``comp`` to ``path`` in the format of its suffix (see :func:`load_computation`).
+
+    The file is written to a temporary name and renamed, so readers never see half a file.
+
+    Raises
+    ------
+    FormatError
+        For an unknown suffix, a module the format cannot hold (``mhlo`` ops in a portable
+        artifact, a too-old ``target_version``) or a directory that cannot be written.
+    """
+    spath = os.fspath(path)
+    if format is not None:
+        fmt = _parse_format(format)
+    else:
+        found = format_from_suffix(spath)
+        if found is None and spath.lower().endswith(".txt"):
+            found = Format.HLO_TEXT
+        if found is None:
+            raise FormatError(f"save({spath!r}): unknown suffix; use one of {_SUFFIX_LIST}, or pass format=")
+        fmt = found
+    if target_version is not None and fmt is not Format.PORTABLE_ARTIFACT:
+        raise FormatError(f"save({spath!r}): target_version applies only to .mlirbc portable artifacts")
+    data = computation_bytes(comp, fmt, target_version=target_version, what=f"save({spath!r})")
+    try:
+        _atomic_write(spath, data)
+    except OSError as e:
+        raise FormatError(f"save({spath!r}): cannot write the file: {e.strerror or e}") from None
