@@ -53,7 +53,9 @@ def main() -> int:
     checks["result dtype f32"] = got.dtype == np.float32
     for name, ok in checks.items():
         print(f"{'ok  ' if ok else 'FAIL'} {name}")
-    return 0 if all(checks.values()) else 1
+    ok = all(checks.values())
+    print("MATCH" if ok else "MISMATCH")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -693,3 +693,11 @@ def test_replicated_execution_on_two_cpu_devices() -> None:
         backend.compile(_dot_add_computation(), devices)
     with pytest.raises(xla_client.XlaRuntimeError, match="execute_replicated"):
         compiled.execute([bufs[0]])
+
+
+def test_gpu_backends_explain_the_plugin_route() -> None:
+    assert xla_client.get_local_backend().platform == "cpu"
+    with pytest.raises(xla_client.XlaRuntimeError, match="load_pjrt_plugin"):
+        xla_client.make_gpu_client()
+    with pytest.raises(xla_client.XlaRuntimeError, match="load_pjrt_plugin"):
+        xla_client.get_local_backend("gpu")

@@ -90,7 +90,8 @@ __all__ = [
     "ResultAccuracy", "OpSharding", "make_replica_groups", "CurrentSourceInfoMetadata", "OpMetadata",
     "CompileOptions", "ExecutableBuildOptions", "DebugOptions", "DeviceAssignment",
     "XlaRuntimeError", "CompileError", "FormatError",
-    "Device", "Client", "make_cpu_client", "LoadedExecutable", "ExecuteResults", "Buffer", "ArrayImpl",
+    "Device", "Client", "make_cpu_client", "make_gpu_client",
+    "get_local_backend", "LoadedExecutable", "ExecuteResults", "Buffer", "ArrayImpl",
     "execute_with_python_values", "execute_with_python_values_replicated",
 ]
 
@@ -1138,6 +1139,36 @@ def make_cpu_client(
     if distributed_client is not None or num_nodes != 1 or node_id != 0 or collectives is not None:
         raise XlaRuntimeError("make_cpu_client: multi-process CPU clients are not supported by xlasdk")
     return Client._make(_sdk_client("cpu", num_devices))
+
+
+def make_gpu_client(*args: Any, **kwargs: Any) -> Client:
+    """Not provided: GPU backends come from PJRT plugins.
+
+    Raises
+    ------
+    XlaRuntimeError
+        Always, explaining how to get a GPU client: load the CUDA or ROCm PJRT plugin with
+        ``xs.load_pjrt_plugin(name, path)`` and use the returned ``xs.Client``.
+    """
+    raise XlaRuntimeError(
+        "make_gpu_client: xlasdk runs GPUs through PJRT plugins; load one with "
+        "xs.load_pjrt_plugin('cuda', '/path/to/xla_cuda_plugin.so') and compile for its devices"
+    )
+
+
+def get_local_backend(name: str | None = None) -> Client:
+    """The former ``xla_client.get_local_backend``: ``"cpu"`` (or None) gives :func:`make_cpu_client`.
+
+    Raises
+    ------
+    XlaRuntimeError
+        For any other backend name (GPU and TPU backends come from PJRT plugins).
+    """
+    if name in (None, "cpu"):
+        return make_cpu_client()
+    raise XlaRuntimeError(
+        f"get_local_backend: backend {name!r} is not built in; load its PJRT plugin with xs.load_pjrt_plugin"
+    )
 
 
 # -- running with Python values ---------------------------------------------------------------

@@ -6,8 +6,12 @@ Every function takes and returns plain Python / numpy values or opaque jaxlib ob
 compilation, :class:`XlaRuntimeError` for execution and transfers, :class:`FormatError` for
 serialized executables) with a one-line message naming what failed.
 
-Fast path (see ``shared/design/jaxlib-facts.md`` sections 0 and 9)
-------------------------------------------------------------------
+Fast path
+---------
+jaxlib retries a failing ``import jax`` (about 70 us each time) whenever an array is created
+without an abstract value (DLPack import, ``disassemble_into_single_device_arrays``, the first
+readback of a fresh array); the paths below avoid it.
+
 * Host -> device uses ``batched_device_put`` with a real :class:`Aval` (no hidden ``import jax``)
   and ``HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL`` (the numpy data is copied during the
   call, so the caller may mutate it afterwards).
