@@ -1,12 +1,27 @@
-"""Test helpers: run a computation on the CPU and get numpy results."""
+"""Test helpers shared by the test files.
+
+- :func:`run` compiles a computation for the CPU and returns every output as numpy (including
+  ml_dtypes results such as bf16, fp8 and int4).
+- :func:`err`, :func:`check`, :func:`assert_error` and :func:`error` assert that an op call
+  raises the expected error whose message names the given words and points at the calling test
+  file's line (``" — at test_x.py:LINE"``). The file name is always taken from the test code
+  itself (the lambda, the traceback or the caller's frame), never from this module.
+- :func:`shape` and :func:`param` build array shapes and parameters tersely.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
+import pytest
 
 import xlasdk as xs
+from xlasdk import ops
 
 
 def run(comp: xs.XlaComputation, *args: Any) -> list[np.ndarray[Any, Any]]:
@@ -14,3 +29,87 @@ def run(comp: xs.XlaComputation, *args: Any) -> list[np.ndarray[Any, Any]]:
     out = xs.compile(comp, device="cpu:0")(*(np.asarray(a) for a in args))
     outs = out if isinstance(out, tuple) else (out,)
     return [o.to_numpy() for o in outs]
+
+
+# -- shapes and parameters -------------------------------------------------------------------------
+
+def shape(dtype: Any, dims: Sequence[int]) -> xs.Shape:
+    """The array shape ``dtype[dims]``."""
+    return xs.Shape.array_shape(np.dtype(dtype), tuple(dims))
+
+
+def param(b: xs.XlaBuilder, i: int, dtype: Any, dims: tuple[int, ...]) -> xs.XlaOp:
+    """Parameter number ``i`` of ``b`` with the array shape ``dtype[dims]``."""
+    return ops.Parameter(b, i, xs.Shape.array_shape(dtype, dims))
+
+
+# -- error assertions ------------------------------------------------------------------------------
+
+def _raises_from(exc: type[Exception], fn: Callable[[], Any], words: Sequence[str]) -> tuple[str, str]:
+    """Call ``fn`` (a lambda written on one line), expecting ``exc`` whose message has every word.
+
+    Returns the message and the location suffix it should carry: ``" — at FILE:LINE"`` with the
+    file name and first line of ``fn`` (so the calling test file, wherever this helper lives).
+    """
+    code = fn.__code__
+    where = f" — at {os.path.basename(code.co_filename)}:{code.co_firstlineno}"
+    with pytest.raises(exc) as info:
+        fn()
+    msg = str(info.value)
+    for w in words:
+        assert w in msg, (w, msg)
+    return msg, where
+
+
+def err(exc: type[Exception], fn: Callable[[], Any], *words: str) -> str:
+    """``fn()`` raises ``exc`` whose message has ``words`` and points at the line of ``fn`` (a one-line lambda).
+
+    The location ``" — at test_x.py:LINE"`` may stand anywhere in the message. Returns the message.
+    """
+    msg, where = _raises_from(exc, fn, words)
+    assert where in msg, msg
+    return msg
+
+
+def check(exc: type[Exception], fn: Callable[[], Any], *words: str) -> None:
+    """``fn`` (a lambda written on one line) raises ``exc`` naming the words and the test file's line.
+
+    The message must end with the location ``" — at test_x.py:LINE"``.
+    """
+    msg, where = _raises_from(exc, fn, words)
+    assert msg.endswith(where), msg
+
+
+def assert_error(ei: pytest.ExceptionInfo[Exception], *fragments: str) -> None:
+    """The message names every fragment and ends with the test file's name and the raising line.
+
+    ``ei`` comes from ``with pytest.raises(...) as ei:``; its traceback starts in the test
+    function at the line that raised.
+    """
+    msg = str(ei.value)
+    for f in fragments:
+        assert f in msg, msg
+    assert ei.tb is not None
+    here = os.path.basename(ei.tb.tb_frame.f_code.co_filename)
+    assert msg.endswith(f" — at {here}:{ei.tb.tb_lineno}"), msg
+
+
+@contextlib.contextmanager
+def error(exc: type[Exception], *parts: str) -> Iterator[None]:
+    """Expect ``exc`` whose message contains ``parts`` and points at a line of this ``with`` block.
+
+    The location must name the calling test file and a line from the ``with`` statement's line
+    to four lines below it.
+    """
+    caller = sys._getframe(2)  # 0: this generator, 1: contextlib's __enter__, 2: the with statement
+    line = caller.f_lineno
+    here = os.path.basename(caller.f_code.co_filename)
+    with pytest.raises(exc) as info:
+        yield
+    msg = str(info.value)
+    for p in parts:
+        assert p in msg, (p, msg)
+    marker = f" — at {here}:"
+    assert marker in msg, msg
+    at = int(msg.rsplit(marker, 1)[1].split()[0])
+    assert line <= at <= line + 4, (line, msg)

@@ -24,12 +24,6 @@ I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 
 
-def run_any(comp: xs.XlaComputation, *args: Any) -> list[np.ndarray[Any, Any]]:
-    """helpers.run, also reading back ml_dtypes results (bf16, fp8) that np.asarray cannot."""
-    return [r.item()._single_device_array_to_np_array_did_copy()[0] if r.dtype == object else r
-            for r in run(comp, *args)]
-
-
 def inputs(b: xs.XlaBuilder, arrays: list[np.ndarray[Any, Any]], const: bool) -> list[xs.XlaOp]:
     if const:
         return [ops.Constant(b, a) for a in arrays]
@@ -38,7 +32,7 @@ def inputs(b: xs.XlaBuilder, arrays: list[np.ndarray[Any, Any]], const: bool) ->
 
 def go(b: xs.XlaBuilder, outs: list[xs.XlaOp], arrays: list[np.ndarray[Any, Any]],
        const: bool) -> list[np.ndarray[Any, Any]]:
-    return run_any(b.build(outs), *([] if const else arrays))
+    return run(b.build(outs), *([] if const else arrays))
 
 
 def same_bits(got: np.ndarray[Any, Any], want: np.ndarray[Any, Any]) -> None:
@@ -281,7 +275,7 @@ def test_C10_bf16_iota() -> None:
     b = xs.XlaBuilder("c10iota")
     v = ops.Iota(b, ml_dtypes.bfloat16, 300)
     s = ops.Iota(b, xs.Shape.array_shape(ml_dtypes.bfloat16, [300]), 0)
-    for r in run_any(b.build([v, s])):
+    for r in run(b.build([v, s])):
         assert r.dtype == ml_dtypes.bfloat16 and r.shape == (300,)
         np.testing.assert_array_equal(r[255:261].astype(np.float32), [255, 256, 256, 258, 260, 260])
         assert float(r[299]) == 300.0

@@ -854,7 +854,45 @@ def make_convolution_dimension_numbers(
 # Gather and scatter.
 
 
-class GatherDimensionNumbers(_ProtoLike):
+class _GatherScatterDimensionNumbers(_ProtoLike):
+    """What Gather and Scatter dimension numbers share: six fields of the same roles under
+    different names, checked the same way and printed as ``#stablehlo.<_MNEMONIC><...>``.
+
+    A subclass lists its fields in ``_FIELDS`` in this order of roles: the window dimensions
+    (ascending), the operand dimensions absent from the window (ascending), the operand dimension
+    each index-vector component indexes, ``index_vector_dim``, the operand batching dimensions
+    (ascending) and the batching dimensions of the indices.
+    """
+
+    _MNEMONIC: ClassVar[str]
+
+    def validate(self) -> None:
+        """Check the fields (they may have been edited in place); raises ShapeError."""
+        window, dropped, index_map, ivd_name, op_batching, idx_batching = self._FIELDS
+        _dims(getattr(self, window), window, sort=True)
+        dropped_dims = _dims(getattr(self, dropped), dropped, sort=True)
+        index_map_dims = _dims(getattr(self, index_map), index_map)
+        ivd = _dim(getattr(self, ivd_name), ivd_name)
+        op_batch = _dims(getattr(self, op_batching), op_batching, sort=True)
+        idx_batch = _dims(getattr(self, idx_batching), idx_batching)
+        _disjoint(dropped_dims, op_batch, dropped, op_batching)
+        _disjoint(index_map_dims, op_batch, index_map, op_batching)
+        if ivd in idx_batch:
+            raise ShapeError(f"{idx_batching} {idx_batch} must not contain {ivd_name} {ivd}")
+        _same_len(op_batch, idx_batch, op_batching, idx_batching)
+
+    def to_mlir(self) -> str:
+        """``#stablehlo.gather<...>`` / ``#stablehlo.scatter<...>``: the window, dropped and
+        batching lists, the index map, then ``index_vector_dim = n`` (empty lists omitted)."""
+        self.validate()
+        window, dropped, index_map, ivd_name, op_batching, idx_batching = self._FIELDS
+        lists = (window, dropped, op_batching, idx_batching, index_map)
+        parts = [f"{k} = {_mlir_list(v)}" for k in lists if len(v := getattr(self, k))]
+        parts.append(f"{ivd_name} = {_dim(getattr(self, ivd_name), ivd_name)}")
+        return f"#stablehlo.{self._MNEMONIC}<" + ", ".join(parts) + ">"
+
+
+class GatherDimensionNumbers(_GatherScatterDimensionNumbers):
     """Dimension numbers of Gather (XLA ``GatherDimensionNumbers`` proto;
     StableHLO ``#stablehlo.gather<...>``).
 
@@ -889,6 +927,7 @@ class GatherDimensionNumbers(_ProtoLike):
         "operand_batching_dims",
         "start_indices_batching_dims",
     )
+    _MNEMONIC = "gather"
 
     def __init__(
         self,
@@ -907,38 +946,8 @@ class GatherDimensionNumbers(_ProtoLike):
         self.start_indices_batching_dims = _dims(start_indices_batching_dims, "start_indices_batching_dims")
         self.validate()
 
-    def validate(self) -> None:
-        """Check the fields (they may have been edited in place); raises ShapeError."""
-        _dims(self.offset_dims, "offset_dims", sort=True)
-        collapsed = _dims(self.collapsed_slice_dims, "collapsed_slice_dims", sort=True)
-        start_map = _dims(self.start_index_map, "start_index_map")
-        ivd = _dim(self.index_vector_dim, "index_vector_dim")
-        op_batch = _dims(self.operand_batching_dims, "operand_batching_dims", sort=True)
-        idx_batch = _dims(self.start_indices_batching_dims, "start_indices_batching_dims")
-        _disjoint(collapsed, op_batch, "collapsed_slice_dims", "operand_batching_dims")
-        _disjoint(start_map, op_batch, "start_index_map", "operand_batching_dims")
-        if ivd in idx_batch:
-            raise ShapeError(
-                f"start_indices_batching_dims {idx_batch} must not contain index_vector_dim {ivd}"
-            )
-        _same_len(op_batch, idx_batch, "operand_batching_dims", "start_indices_batching_dims")
 
-    def to_mlir(self) -> str:
-        """``#stablehlo.gather<offset_dims = [...], ..., index_vector_dim = n>`` (empty lists omitted)."""
-        self.validate()
-        fields = (
-            ("offset_dims", self.offset_dims),
-            ("collapsed_slice_dims", self.collapsed_slice_dims),
-            ("operand_batching_dims", self.operand_batching_dims),
-            ("start_indices_batching_dims", self.start_indices_batching_dims),
-            ("start_index_map", self.start_index_map),
-        )
-        parts = [f"{k} = {_mlir_list(v)}" for k, v in fields if len(v)]
-        parts.append(f"index_vector_dim = {_dim(self.index_vector_dim, 'index_vector_dim')}")
-        return "#stablehlo.gather<" + ", ".join(parts) + ">"
-
-
-class ScatterDimensionNumbers(_ProtoLike):
+class ScatterDimensionNumbers(_GatherScatterDimensionNumbers):
     """Dimension numbers of Scatter (XLA ``ScatterDimensionNumbers`` proto;
     StableHLO ``#stablehlo.scatter<...>``).
 
@@ -971,6 +980,7 @@ class ScatterDimensionNumbers(_ProtoLike):
         "input_batching_dims",
         "scatter_indices_batching_dims",
     )
+    _MNEMONIC = "scatter"
 
     def __init__(
         self,
@@ -992,37 +1002,6 @@ class ScatterDimensionNumbers(_ProtoLike):
             scatter_indices_batching_dims, "scatter_indices_batching_dims"
         )
         self.validate()
-
-    def validate(self) -> None:
-        """Check the fields (they may have been edited in place); raises ShapeError."""
-        _dims(self.update_window_dims, "update_window_dims", sort=True)
-        inserted = _dims(self.inserted_window_dims, "inserted_window_dims", sort=True)
-        to_operand = _dims(self.scatter_dims_to_operand_dims, "scatter_dims_to_operand_dims")
-        ivd = _dim(self.index_vector_dim, "index_vector_dim")
-        in_batch = _dims(self.input_batching_dims, "input_batching_dims", sort=True)
-        idx_batch = _dims(self.scatter_indices_batching_dims, "scatter_indices_batching_dims")
-        _disjoint(inserted, in_batch, "inserted_window_dims", "input_batching_dims")
-        _disjoint(to_operand, in_batch, "scatter_dims_to_operand_dims", "input_batching_dims")
-        if ivd in idx_batch:
-            raise ShapeError(
-                f"scatter_indices_batching_dims {idx_batch} must not contain index_vector_dim {ivd}"
-            )
-        _same_len(in_batch, idx_batch, "input_batching_dims", "scatter_indices_batching_dims")
-
-    def to_mlir(self) -> str:
-        """``#stablehlo.scatter<update_window_dims = [...], ..., index_vector_dim = n>`` (empty lists
-        omitted)."""
-        self.validate()
-        fields = (
-            ("update_window_dims", self.update_window_dims),
-            ("inserted_window_dims", self.inserted_window_dims),
-            ("input_batching_dims", self.input_batching_dims),
-            ("scatter_indices_batching_dims", self.scatter_indices_batching_dims),
-            ("scatter_dims_to_operand_dims", self.scatter_dims_to_operand_dims),
-        )
-        parts = [f"{k} = {_mlir_list(v)}" for k, v in fields if len(v)]
-        parts.append(f"index_vector_dim = {_dim(self.index_vector_dim, 'index_vector_dim')}")
-        return "#stablehlo.scatter<" + ", ".join(parts) + ">"
 
 
 # --------------------------------------------------------------------------------------------

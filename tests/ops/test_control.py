@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import run
+from helpers import assert_error, run
 
 import xlasdk as xs
 from xlasdk import ops
@@ -17,15 +17,6 @@ S = xs.Shape
 
 def scalar(b: xs.XlaBuilder, v: Any, dtype: Any) -> xs.XlaOp:
     return ops.Constant(b, np.asarray(v, dtype=dtype))
-
-
-def assert_error(ei: pytest.ExceptionInfo[Exception], *fragments: str) -> None:
-    """The message names every fragment and ends with this file's name and the raising line."""
-    msg = str(ei.value)
-    for f in fragments:
-        assert f in msg, msg
-    assert ei.tb is not None
-    assert msg.endswith(f" — at test_control.py:{ei.tb.tb_lineno}"), msg
 
 
 def computation(name: str, shapes: list[S], fn: Any) -> xs.XlaComputation:

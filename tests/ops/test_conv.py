@@ -3,32 +3,18 @@
 from __future__ import annotations
 
 import itertools
-import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers import run
+from helpers import err, run
 
 import xlasdk as xs
 from xlasdk import ops
 
-HERE = os.path.basename(__file__)
 RNG = np.random.default_rng(11)
-
-
-def err(exc: type[Exception], fn: Callable[[], Any], *words: str) -> str:
-    """``fn()`` raises ``exc`` whose message has ``words`` and points at the line of ``fn`` (a one-line lambda)."""
-    line = fn.__code__.co_firstlineno
-    with pytest.raises(exc) as info:
-        fn()
-    msg = str(info.value)
-    for w in words:
-        assert w in msg, (w, msg)
-    assert f" — at {HERE}:{line}" in msg, msg
-    return msg
 
 
 def ref_conv(x: np.ndarray[Any, Any], w: np.ndarray[Any, Any], strides: Sequence[int], pads: Sequence[tuple[int, int]],

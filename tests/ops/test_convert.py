@@ -3,30 +3,17 @@ against rounding through ml_dtypes / numpy narrow types, and their errors."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import ml_dtypes
 import numpy as np
-import pytest
-from helpers import run
+from helpers import check, run
 
 import xlasdk as xs
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
 
 S = xs.Shape.array_shape
-
-
-def check(exc: type[Exception], fn: Callable[[], Any], *words: str) -> None:
-    """``fn`` (a lambda written on one line) raises ``exc`` naming the words and this file's line."""
-    line = fn.__code__.co_firstlineno
-    with pytest.raises(exc) as ei:
-        fn()
-    msg = str(ei.value)
-    for w in words:
-        assert w in msg, (w, msg)
-    assert msg.endswith(f" — at test_convert.py:{line}"), msg
 
 
 SPECIAL_F32_BITS = np.array(

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import sys
 import warnings
 from collections.abc import Callable
@@ -22,7 +21,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 import scipy.special as sp
-from helpers import run
+from helpers import err, run
 
 import xlasdk as xs
 from xlasdk import ops
@@ -30,26 +29,7 @@ from xlasdk import types as xtypes
 from xlasdk.ops import elementwise as ew
 
 P = xs.PrimitiveType
-HERE = os.path.basename(__file__)
 F32 = xs.Shape.array_shape
-
-
-def run_any(comp: xs.XlaComputation, *args: Any) -> list[np.ndarray[Any, Any]]:
-    """helpers.run, also reading back ml_dtypes results (bf16, fp8, int4) that np.asarray cannot."""
-    return [r.item()._single_device_array_to_np_array_did_copy()[0] if r.dtype == object else r
-            for r in run(comp, *args)]
-
-
-def err(exc: type[Exception], fn: Callable[[], Any], *words: str) -> str:
-    """``fn()`` raises ``exc`` whose message has ``words`` and points at the line of ``fn`` (a one-line lambda)."""
-    line = fn.__code__.co_firstlineno
-    with pytest.raises(exc) as info:
-        fn()
-    msg = str(info.value)
-    for w in words:
-        assert w in msg, (w, msg)
-    assert f" — at {HERE}:{line}" in msg, msg
-    return msg
 
 
 # ------------------------------------------------------------------------------ element types
@@ -118,7 +98,7 @@ def build_and_run(et: xs.PrimitiveType, inputs: list[list[np.ndarray[Any, Any]]]
             args.append(a)
             converted.append(ops.ConvertElementType(p, et))
         outs.append(fn(*converted))
-    return run_any(b.build(outs), *args)
+    return run(b.build(outs), *args)
 
 
 def tol(et: xs.PrimitiveType, scale: float = 1.0) -> dict[str, float]:
@@ -944,7 +924,7 @@ def test_convert_element_type() -> None:
     assert [str(e.shape) for e in exprs] == ["s32[5]", "u8[5]", "f64[4]", "s8[4]", "f32[2]", "s32[2]", "c64[5]",
                                              "c128[1]",
                                              "bf16[4]", "f8e4m3fn[5]"]
-    outs = run_any(b.build(exprs), f, i, bo, z)
+    outs = run(b.build(exprs), f, i, bo, z)
     np.testing.assert_array_equal(outs[0], [1, -1, 0, 255, 2147483647])
     np.testing.assert_array_equal(outs[1], [1, 0, 0, 255, 255])
     np.testing.assert_array_equal(outs[2], [1, -1, 0, 300])

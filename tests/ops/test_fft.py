@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
-from helpers import run
+from helpers import check, run
 
 import xlasdk as xs
 from xlasdk import ops
@@ -15,17 +14,6 @@ from xlasdk.errors import DTypeError, ShapeError
 
 S = xs.Shape.array_shape
 REAL = {np.complex64: np.float32, np.complex128: np.float64}
-
-
-def check(exc: type[Exception], fn: Callable[[], Any], *words: str) -> None:
-    """``fn`` (a lambda written on one line) raises ``exc`` naming the words and this file's line."""
-    line = fn.__code__.co_firstlineno
-    with pytest.raises(exc) as ei:
-        fn()
-    msg = str(ei.value)
-    for w in words:
-        assert w in msg, (w, msg)
-    assert msg.endswith(f" — at test_fft.py:{line}"), msg
 
 
 @pytest.mark.parametrize("cdt", [np.complex64, np.complex128])

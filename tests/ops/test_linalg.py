@@ -2,38 +2,17 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers import run
+from helpers import err, run
 
 import xlasdk as xs
 from xlasdk import ops
 
-HERE = os.path.basename(__file__)
 RNG = np.random.default_rng(7)
-
-
-def run_any(comp: xs.XlaComputation, *args: Any) -> list[np.ndarray[Any, Any]]:
-    """helpers.run, also reading back ml_dtypes results (bf16, fp8, int4) that np.asarray cannot."""
-    return [r.item()._single_device_array_to_np_array_did_copy()[0] if r.dtype == object else r
-            for r in run(comp, *args)]
-
-
-def err(exc: type[Exception], fn: Callable[[], Any], *words: str) -> str:
-    """``fn()`` raises ``exc`` whose message has ``words`` and points at the line of ``fn`` (a one-line lambda)."""
-    line = fn.__code__.co_firstlineno
-    with pytest.raises(exc) as info:
-        fn()
-    msg = str(info.value)
-    for w in words:
-        assert w in msg, (w, msg)
-    assert f" — at {HERE}:{line}" in msg, msg
-    return msg
 
 
 def sample(shape: tuple[int, ...], dtype: Any) -> np.ndarray[Any, Any]:
@@ -71,7 +50,7 @@ def test_dot_pred_and_bf16() -> None:
     b = xs.XlaBuilder("dot2")
     Pp, Q = ops.Parameter(b, 0, xs.shape_from_pyval(p)), ops.Parameter(b, 1, xs.shape_from_pyval(q))
     X = ops.Constant(b, x)
-    o1, o2 = run_any(b.build([ops.Dot(Pp, Q), ops.Dot(X, X)]), p, q)
+    o1, o2 = run(b.build([ops.Dot(Pp, Q), ops.Dot(X, X)]), p, q)
     np.testing.assert_array_equal(o1, (p.astype(int) @ q.astype(int)) > 0)  # or of ands
     assert o2.dtype == ml_dtypes.bfloat16
     np.testing.assert_array_equal(o2.astype(np.float32), [[7, 10], [15, 22]])
@@ -152,7 +131,7 @@ def test_preferred_element_type() -> None:
     ]
     assert [str(o.shape) for o in outs] == ["s32[2,2]", "s32[2,2]", "f32[2,2]", "f32[1,1]", "bf16[1,1]", "s32[2,2]",
                                             "s32[2,2]"]
-    r = run_any(b.build(outs), a, c)
+    r = run(b.build(outs), a, c)
     want = a.astype(np.int64) @ c.astype(np.int64)
     assert want.max() > 127  # would overflow s8
     np.testing.assert_array_equal(r[0], want)

@@ -4,12 +4,11 @@ even sizes, rank-deficient, zero, repeated-eigenvalue and badly scaled matrices;
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
-from helpers import run
+from helpers import check, run
 
 import xlasdk as xs
 from xlasdk import ops
@@ -19,17 +18,6 @@ S = xs.Shape.array_shape
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 EPS = {np.float32: 1.2e-7, np.complex64: 1.2e-7, np.float64: 2.3e-16, np.complex128: 2.3e-16}
 T = ops.TriangularSolveOptions_Transpose
-
-
-def check(exc: type[Exception], fn: Callable[[], Any], *words: str) -> None:
-    """``fn`` (a lambda written on one line) raises ``exc`` naming the words and this file's line."""
-    line = fn.__code__.co_firstlineno
-    with pytest.raises(exc) as ei:
-        fn()
-    msg = str(ei.value)
-    for w in words:
-        assert w in msg, (w, msg)
-    assert msg.endswith(f" — at test_linalg_decomp.py:{line}"), msg
 
 
 def H(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:

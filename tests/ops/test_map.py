@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
-from helpers import run
+from helpers import check, run
 
 import xlasdk as xs
 from xlasdk import ops
@@ -64,17 +63,6 @@ def test_map_three_operands_rank0_and_rank3() -> None:
     got = run(b.build(ops.Tuple(b, [m0, m3])), np.asarray(a), c3)
     np.testing.assert_array_equal(got[0], a * a - a)
     np.testing.assert_array_equal(got[1], np.where(c3 > 10, c3, -c3))
-
-
-def check(exc: type[Exception], fn: Callable[[], Any], *words: str) -> None:
-    """``fn`` (a lambda written on one line) raises ``exc`` whose message names the words and the line."""
-    line = fn.__code__.co_firstlineno
-    with pytest.raises(exc) as ei:
-        fn()
-    msg = str(ei.value)
-    for w in words:
-        assert w in msg, (w, msg)
-    assert msg.endswith(f" — at test_map.py:{line}"), msg
 
 
 def test_map_errors() -> None:

@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
-from helpers import run
+from helpers import check, run
 
 import xlasdk as xs
 from xlasdk import ops
@@ -16,17 +15,6 @@ from xlasdk.errors import DTypeError, ShapeError
 
 S = xs.Shape.array_shape
 N = 1 << 16  # samples per statistical check
-
-
-def check(exc: type[Exception], fn: Callable[[], Any], *words: str) -> None:
-    """``fn`` (a lambda written on one line) raises ``exc`` naming the words and this file's line."""
-    line = fn.__code__.co_firstlineno
-    with pytest.raises(exc) as ei:
-        fn()
-    msg = str(ei.value)
-    for w in words:
-        assert w in msg, (w, msg)
-    assert msg.endswith(f" — at test_random.py:{line}"), msg
 
 
 ALGORITHMS = [("THREE_FRY", 2), ("PHILOX", 2), ("PHILOX", 3), ("DEFAULT", 2), ("DEFAULT", 3)]

@@ -3,42 +3,19 @@ loop-based Pad reference; case C-13; errors."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers import run
+from helpers import error, run, shape
 
 import xlasdk as xs
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
 
 Arr = np.ndarray[Any, Any]
-HERE = os.path.basename(__file__)
-
-
-def shape(dtype: Any, dims: Sequence[int]) -> xs.Shape:
-    return xs.Shape.array_shape(np.dtype(dtype), tuple(dims))
-
-
-@contextlib.contextmanager
-def error(exc: type[Exception], *parts: str) -> Iterator[None]:
-    """Expect ``exc`` whose message contains ``parts`` and points at a line of this ``with`` block."""
-    line = sys._getframe(2).f_lineno
-    with pytest.raises(exc) as info:
-        yield
-    msg = str(info.value)
-    for p in parts:
-        assert p in msg, (p, msg)
-    marker = f" — at {HERE}:"
-    assert marker in msg, msg
-    at = int(msg.rsplit(marker, 1)[1].split()[0])
-    assert line <= at <= line + 4, (line, msg)
 
 
 def ref_pad(x: Arr, value: Any, config: Sequence[tuple[int, int, int]]) -> Arr:

@@ -15,26 +15,13 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers import run
+from helpers import assert_error, param, run
 
 import xlasdk as xs
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
 
 S = xs.Shape
-
-
-def assert_error(ei: pytest.ExceptionInfo[Exception], *fragments: str) -> None:
-    """The message names every fragment and ends with this file's name and the raising line."""
-    msg = str(ei.value)
-    for f in fragments:
-        assert f in msg, msg
-    assert ei.tb is not None
-    assert msg.endswith(f" — at test_side_effects.py:{ei.tb.tb_lineno}"), msg
-
-
-def param(b: xs.XlaBuilder, i: int, dtype: Any, dims: tuple[int, ...]) -> xs.XlaOp:
-    return ops.Parameter(b, i, S.array_shape(dtype, dims))
 
 
 def topk_shape(dims: tuple[int, ...], index_dtype: Any = np.int32) -> xs.Shape:

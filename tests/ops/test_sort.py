@@ -7,7 +7,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers import run
+from helpers import assert_error, run
 
 import xlasdk as xs
 from xlasdk import ops
@@ -15,15 +15,6 @@ from xlasdk.errors import DTypeError, ShapeError
 
 S = xs.Shape
 RNG = np.random.default_rng(1234)
-
-
-def assert_error(ei: pytest.ExceptionInfo[Exception], *fragments: str) -> None:
-    """The message names every fragment and ends with this file's name and the raising line."""
-    msg = str(ei.value)
-    for f in fragments:
-        assert f in msg, msg
-    assert ei.tb is not None
-    assert msg.endswith(f" — at test_sort.py:{ei.tb.tb_lineno}"), msg
 
 
 def bits(a: np.ndarray[Any, Any]) -> list[int]:

@@ -2,39 +2,18 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers import run
+from helpers import err, run
 
 import xlasdk as xs
 from xlasdk import ops
 from xlasdk import types as xtypes
 
 P = xs.PrimitiveType
-HERE = os.path.basename(__file__)
-
-
-def run_any(comp: xs.XlaComputation, *args: Any) -> list[np.ndarray[Any, Any]]:
-    """helpers.run, also reading back ml_dtypes results (bf16, fp8, int4) that np.asarray cannot."""
-    return [r.item()._single_device_array_to_np_array_did_copy()[0] if r.dtype == object else r
-            for r in run(comp, *args)]
-
-
-def err(exc: type[Exception], fn: Callable[[], Any], *words: str) -> str:
-    """``fn()`` raises ``exc`` whose message has ``words`` and points at the line of ``fn`` (a one-line lambda)."""
-    line = fn.__code__.co_firstlineno
-    with pytest.raises(exc) as info:
-        fn()
-    msg = str(info.value)
-    for w in words:
-        assert w in msg, (w, msg)
-    assert f" — at {HERE}:{line}" in msg, msg
-    return msg
 
 
 def bits(a: np.ndarray[Any, Any]) -> bytes:
@@ -72,7 +51,7 @@ def test_constant_every_dtype_round_trips_bits() -> None:
     cs = [ops.Constant(b, s) for s in samples]
     for c, s, et in zip(cs, samples, ARRAY_TYPES, strict=True):
         assert c.shape == xs.Shape.array_shape(et, s.shape) and c.dtype == s.dtype
-    outs = run_any(b.build(cs))
+    outs = run(b.build(cs))
     assert len(outs) == len(samples)
     for out, s, et in zip(outs, samples, ARRAY_TYPES, strict=True):
         assert out.dtype == s.dtype, et
@@ -107,7 +86,7 @@ def test_constant_scalars(value: Any, dtype: Any) -> None:
     b = xs.XlaBuilder("scalar")
     c = ops.Constant(b, value)
     assert c.shape == xs.Shape.scalar_shape(dtype) and c.dims == () and c.ndim == 0
-    (out,) = run_any(b.build(c))
+    (out,) = run(b.build(c))
     expected = np.asarray(value, dtype=dtype)
     assert out.dtype == expected.dtype and out.shape == ()
     assert bits(out) == bits(expected)
@@ -146,7 +125,7 @@ def test_constant_empty(et: xs.PrimitiveType, dims: tuple[int, ...]) -> None:
     arr = np.zeros(dims, xs.etype_to_dtype(et))
     c = ops.Constant(b, arr)
     assert c.shape == xs.Shape.array_shape(et, dims)
-    (out,) = run_any(b.build(c))
+    (out,) = run(b.build(c))
     assert out.shape == dims and out.dtype == arr.dtype
 
 
@@ -221,7 +200,7 @@ def test_iota_empty_and_names() -> None:
     e = ops.Iota(b, "s32", 0)
     n = ops.Iota(b, "float32", 3)
     u4 = ops.Iota(b, ml_dtypes.uint4, 16)
-    outs = run_any(b.build([e, n, u4]))
+    outs = run(b.build([e, n, u4]))
     assert outs[0].shape == (0,)
     np.testing.assert_array_equal(outs[1], np.arange(3, dtype=np.float32))
     assert outs[2].dtype == ml_dtypes.uint4
@@ -233,7 +212,7 @@ def test_iota_bf16_rounds_to_nearest_even() -> None:
     b = xs.XlaBuilder("iota_bf16")
     v = ops.Iota(b, ml_dtypes.bfloat16, 300)
     s = ops.Iota(b, xs.Shape.array_shape(P.BF16, [300]), 0)
-    o1, o2 = run_any(b.build([v, s]))
+    o1, o2 = run(b.build([v, s]))
     for out in (o1, o2):
         assert out.dtype == ml_dtypes.bfloat16
         np.testing.assert_array_equal(out[255:261].astype(np.float32), [255, 256, 256, 258, 260, 260])

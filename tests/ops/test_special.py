@@ -3,14 +3,13 @@ values, for f16/bf16/f32/f64, with scalar broadcasting, and their errors."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 import pytest
 import scipy.special as sp
-from helpers import run
+from helpers import check, run
 
 import xlasdk as xs
 from xlasdk import ops
@@ -18,17 +17,6 @@ from xlasdk.errors import DTypeError, ShapeError
 
 S = xs.Shape.array_shape
 INF, NAN = np.inf, np.nan
-
-
-def check(exc: type[Exception], fn: Callable[[], Any], *words: str) -> None:
-    """``fn`` (a lambda written on one line) raises ``exc`` naming the words and this file's line."""
-    line = fn.__code__.co_firstlineno
-    with pytest.raises(exc) as ei:
-        fn()
-    msg = str(ei.value)
-    for w in words:
-        assert w in msg, (w, msg)
-    assert msg.endswith(f" — at test_special.py:{line}"), msg
 
 
 def grid(dtype: Any) -> tuple[np.ndarray[Any, Any], ...]:

@@ -13,7 +13,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers import run
+from helpers import check, run
 
 import xlasdk as xs
 from xlasdk import ops
@@ -445,16 +445,6 @@ def test_select_and_scatter_empty_operand_drops_padding_only_windows() -> None:
 
 
 # -- errors --------------------------------------------------------------------------------------
-
-def check(exc: type[Exception], fn: Callable[[], Any], *words: str) -> None:
-    """``fn`` (a lambda written on one line) raises ``exc`` whose message names the words and the line."""
-    line = fn.__code__.co_firstlineno
-    with pytest.raises(exc) as ei:
-        fn()
-    msg = str(ei.value)
-    for w in words:
-        assert w in msg, (w, msg)
-    assert msg.endswith(f" — at test_window.py:{line}"), msg
 
 
 def test_reduce_window_errors() -> None:

@@ -74,20 +74,12 @@ def ConvGeneralDilated(
 
 
 def _conv_general_dilated(
-    op: str,
-    lhs: XlaOp,
-    rhs: XlaOp,
-    window_strides: Sequence[int],
-    padding: Any,
-    lhs_dilation: Sequence[int] | None = None,
-    rhs_dilation: Sequence[int] | None = None,
-    dimension_numbers: Any = None,
-    feature_group_count: int = 1,
-    batch_group_count: int = 1,
-    precision_config: Any = None,
-    preferred_element_type: Any = None,
+    op: str, lhs: XlaOp, rhs: XlaOp, window_strides: Sequence[int], padding: Any,
+    lhs_dilation: Sequence[int] | None, rhs_dilation: Sequence[int] | None, dimension_numbers: Any,
+    feature_group_count: int, batch_group_count: int, precision_config: Any, preferred_element_type: Any,
 ) -> XlaOp:
-    """Implementation of ConvGeneralDilated and Conv; errors name ``op``."""
+    """Implementation of ConvGeneralDilated and Conv; errors name ``op``. Every argument is
+    passed: the defaults are those of the public functions."""
     from ..attrs import convert_padding, make_convolution_dimension_numbers
 
     x = operand(op, "lhs", lhs)

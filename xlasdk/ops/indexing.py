@@ -88,6 +88,49 @@ def _index_vector_size(op: str, index_dims: tuple[int, ...], ivd: int, idx_name:
     return index_dims[ivd] if ivd < len(index_dims) else 1
 
 
+def _check_index_dims(
+    op: str, dn: GatherDimensionNumbers | ScatterDimensionNumbers, operand_shape: Shape, idx_name: str, idx_shape: Shape
+) -> None:
+    """The checks Gather and Scatter share, on the fields by their role (the order of ``_FIELDS``:
+    window, dropped, index map, ``index_vector_dim``, operand batching, index batching): one
+    index map entry per index-vector component, every dimension in range of the operand or the
+    indices, and the window, dropped and batching dimensions adding up to the operand's rank."""
+    window, dropped, index_map, _, op_batching, idx_batching = dn._FIELDS
+    xd, idd = operand_shape.dimensions(), idx_shape.dimensions()
+    r_op = len(xd)
+    ivd = dn.index_vector_dim
+    nvec = _index_vector_size(op, idd, ivd, idx_name, idx_shape)
+    imap = getattr(dn, index_map)
+    if len(imap) != nvec:
+        shape_error(
+            op, f"dimension_numbers.{index_map} {imap} has {len(imap)} entries, but the index "
+            f"vectors of {idx_name!r} {idx_shape} (index_vector_dim = {ivd}) have {nvec} components"
+        )
+    of_op = f"operand {operand_shape}"
+    for what in (dropped, index_map, op_batching):
+        _in_range(op, what, getattr(dn, what), r_op, of_op)
+    _in_range(op, idx_batching, getattr(dn, idx_batching), len(idd), f"{idx_name!r} {idx_shape}")
+    counts = [(what, len(getattr(dn, what))) for what in (window, dropped, op_batching)]
+    n_dims = sum(n for _, n in counts)
+    if n_dims != r_op:
+        terms = " + ".join(f"{what} ({n})" for what, n in counts)
+        shape_error(op, f"operand {operand_shape} has rank {r_op}, but {terms} give {n_dims}")
+
+
+def _check_batching_sizes(
+    op: str, dn: GatherDimensionNumbers | ScatterDimensionNumbers, operand_shape: Shape, idx_name: str, idx_shape: Shape
+) -> None:
+    """Each operand batching dimension has the size of its paired batching dimension of the indices."""
+    *_, op_batching, idx_batching = dn._FIELDS
+    xd, idd = operand_shape.dimensions(), idx_shape.dimensions()
+    for a, b in zip(getattr(dn, op_batching), getattr(dn, idx_batching), strict=True):
+        if xd[a] != idd[b]:
+            shape_error(
+                op, f"batching dimensions differ in size: operand {operand_shape} dimension {a} has {xd[a]}, "
+                f"{idx_name!r} {idx_shape} dimension {b} has {idd[b]}"
+            )
+
+
 # -- Gather -----------------------------------------------------------------------------------
 
 
@@ -103,29 +146,9 @@ def gather_shape(
     Raises ShapeError naming ``op`` on any inconsistency between the operand, the indices, the
     dimension numbers and ``slice_sizes``.
     """
+    _check_index_dims(op, dn, operand_shape, "start_indices", indices_shape)
     xd, idd = operand_shape.dimensions(), indices_shape.dimensions()
-    r_op, r_idx = len(xd), len(idd)
-    ivd = dn.index_vector_dim
-    nvec = _index_vector_size(op, idd, ivd, "start_indices", indices_shape)
-    if len(dn.start_index_map) != nvec:
-        shape_error(
-            op, f"dimension_numbers.start_index_map {dn.start_index_map} has {len(dn.start_index_map)} entries, but "
-            f"the index vectors of 'start_indices' {indices_shape} (index_vector_dim = {ivd}) have {nvec} components"
-        )
-    of_op = f"operand {operand_shape}"
-    _in_range(op, "collapsed_slice_dims", dn.collapsed_slice_dims, r_op, of_op)
-    _in_range(op, "start_index_map", dn.start_index_map, r_op, of_op)
-    _in_range(op, "operand_batching_dims", dn.operand_batching_dims, r_op, of_op)
-    _in_range(
-        op, "start_indices_batching_dims", dn.start_indices_batching_dims, r_idx, f"'start_indices' {indices_shape}"
-    )
-    n_dims = len(dn.offset_dims) + len(dn.collapsed_slice_dims) + len(dn.operand_batching_dims)
-    if n_dims != r_op:
-        shape_error(
-            op, f"operand {operand_shape} has rank {r_op}, but offset_dims ({len(dn.offset_dims)}) + "
-            f"collapsed_slice_dims ({len(dn.collapsed_slice_dims)}) + operand_batching_dims "
-            f"({len(dn.operand_batching_dims)}) give {n_dims}"
-        )
+    r_op, ivd = len(xd), dn.index_vector_dim
     if len(slice_sizes) != r_op:
         shape_error(
             op, f"slice_sizes has {len(slice_sizes)} entries, expected {r_op} (the rank of operand {operand_shape})"
@@ -144,12 +167,7 @@ def gather_shape(
                 # StableHLO also allows 0 here, but then the slice is empty while the result is not:
                 # XLA:CPU returns zeros there, the specification the operand's elements.
                 shape_error(op, f"slice_sizes[{d}] = {slice_sizes[d]} must be 1: dimension {d} is in {what}")
-    for a, b in zip(dn.operand_batching_dims, dn.start_indices_batching_dims, strict=True):
-        if xd[a] != idd[b]:
-            shape_error(
-                op, f"batching dimensions differ in size: operand {operand_shape} dimension {a} has {xd[a]}, "
-                f"'start_indices' {indices_shape} dimension {b} has {idd[b]}"
-            )
+    _check_batching_sizes(op, dn, operand_shape, "start_indices", indices_shape)
     batch_sizes = [s for i, s in enumerate(idd) if i != ivd]
     dropped = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
     offset_sizes = [s for i, s in enumerate(slice_sizes) if i not in dropped]
@@ -239,37 +257,11 @@ def scatter_check(
     larger than the operand dimensions outside ``inserted_window_dims`` and
     ``input_batching_dims``. Raises ShapeError naming ``op``.
     """
+    _check_index_dims(op, dn, operand_shape, "scatter_indices", indices_shape)
+    _check_batching_sizes(op, dn, operand_shape, "scatter_indices", indices_shape)
     xd, idd, ud = operand_shape.dimensions(), indices_shape.dimensions(), updates_shape.dimensions()
-    r_op, r_idx, r_upd = len(xd), len(idd), len(ud)
-    ivd = dn.index_vector_dim
-    nvec = _index_vector_size(op, idd, ivd, "scatter_indices", indices_shape)
-    s2o = dn.scatter_dims_to_operand_dims
-    if len(s2o) != nvec:
-        shape_error(
-            op, f"dimension_numbers.scatter_dims_to_operand_dims {s2o} has {len(s2o)} entries, but the index "
-            f"vectors of 'scatter_indices' {indices_shape} (index_vector_dim = {ivd}) have {nvec} components"
-        )
+    r_upd, ivd = len(ud), dn.index_vector_dim
     of_op = f"operand {operand_shape}"
-    _in_range(op, "inserted_window_dims", dn.inserted_window_dims, r_op, of_op)
-    _in_range(op, "scatter_dims_to_operand_dims", s2o, r_op, of_op)
-    _in_range(op, "input_batching_dims", dn.input_batching_dims, r_op, of_op)
-    _in_range(
-        op, "scatter_indices_batching_dims", dn.scatter_indices_batching_dims, r_idx,
-        f"'scatter_indices' {indices_shape}",
-    )
-    n_dims = len(dn.update_window_dims) + len(dn.inserted_window_dims) + len(dn.input_batching_dims)
-    if n_dims != r_op:
-        shape_error(
-            op, f"operand {operand_shape} has rank {r_op}, but update_window_dims ({len(dn.update_window_dims)}) + "
-            f"inserted_window_dims ({len(dn.inserted_window_dims)}) + input_batching_dims "
-            f"({len(dn.input_batching_dims)}) give {n_dims}"
-        )
-    for a, b in zip(dn.input_batching_dims, dn.scatter_indices_batching_dims, strict=True):
-        if xd[a] != idd[b]:
-            shape_error(
-                op, f"batching dimensions differ in size: operand {operand_shape} dimension {a} has {xd[a]}, "
-                f"'scatter_indices' {indices_shape} dimension {b} has {idd[b]}"
-            )
     scatter_sizes = [s for i, s in enumerate(idd) if i != ivd]
     dropped = set(dn.inserted_window_dims) | set(dn.input_batching_dims)
     window_bounds = [s for i, s in enumerate(xd) if i not in dropped]

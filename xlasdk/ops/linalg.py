@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -476,14 +477,36 @@ def _rotate(x: XlaOp, axis: int, k: int, c: XlaOp, s_p: XlaOp, s_q: XlaOp) -> Xl
     return _concat([cb * p - pb * q, qb * p + cb * q], axis)
 
 
+def _jacobi_sweeps(
+    x: XlaOp, v: XlaOp, k: int, max_iter: int, round_body: Callable[[list[XlaOp]], list[XlaOp]]
+) -> tuple[XlaOp, XlaOp]:
+    """The sweep loop of the Jacobi methods: sweeps of ``2k - 1`` rounds of
+    ``round_body([x, v, moved, i]) -> [x', v', moved or rotated, i + 1]``, in nested
+    ``stablehlo.while`` loops, until a sweep rotates nothing or ``max_iter`` sweeps ran."""
+    rounds = 2 * k - 1
+    b = x.builder
+    zero = Constant(b, np.int32(0))
+
+    def sweep(vals: list[XlaOp]) -> list[XlaOp]:
+        x, v, _, n = vals
+        no = Constant(x.builder, np.bool_(False))
+        x, v, moved, _ = while_loop(
+            [x, v, no, Constant(x.builder, np.int32(0))], lambda u: ew.Lt(u[3], rounds), round_body
+        )
+        return [x, v, moved, n + 1]
+
+    def more(vals: list[XlaOp]) -> XlaOp:
+        return ew.And(vals[2], ew.Lt(vals[3], max_iter))
+
+    x, v, _, _ = while_loop([x, v, Constant(b, np.bool_(True)), zero], more, sweep)
+    return x, v
+
+
 def _eigh_sweeps(a: XlaOp, v: XlaOp, k: int, tol: float, max_iter: int) -> tuple[XlaOp, XlaOp]:
     """Cyclic two-sided Jacobi on Hermitian ``a (..., 2k, 2k)``, accumulating ``v``: sweeps of
     ``2k - 1`` rounds of ``k`` disjoint rotations (round-robin order) until a sweep rotates nothing
     or ``max_iter`` sweeps ran. The pairing order is back to the start after each sweep."""
     perm = _round_robin(k)
-    rounds = 2 * k - 1
-    b = a.builder
-    zero = Constant(b, np.int32(0))
 
     def round_body(vals: list[XlaOp]) -> list[XlaOp]:
         a, v, moved, i = vals
@@ -504,28 +527,13 @@ def _eigh_sweeps(a: XlaOp, v: XlaOp, k: int, tol: float, max_iter: int) -> tuple
         v = _permute(v, -1, perm)
         return [a, v, ew.Or(moved, any_true(active)), i + 1]
 
-    def sweep(vals: list[XlaOp]) -> list[XlaOp]:
-        a, v, _, n = vals
-        no = Constant(a.builder, np.bool_(False))
-        a, v, moved, _ = while_loop(
-            [a, v, no, Constant(a.builder, np.int32(0))], lambda u: ew.Lt(u[3], rounds), round_body
-        )
-        return [a, v, moved, n + 1]
-
-    def more(vals: list[XlaOp]) -> XlaOp:
-        return ew.And(vals[2], ew.Lt(vals[3], max_iter))
-
-    a, v, _, _ = while_loop([a, v, Constant(b, np.bool_(True)), zero], more, sweep)
-    return a, v
+    return _jacobi_sweeps(a, v, k, max_iter, round_body)
 
 
 def _svd_sweeps(w: XlaOp, v: XlaOp, k: int, tol: float, max_iter: int) -> tuple[XlaOp, XlaOp]:
     """One-sided (Hestenes) Jacobi on the columns of ``w (..., m, 2k)``, accumulating ``v``:
     rotates column pairs until all are orthogonal to ``tol`` (relative) or ``max_iter`` sweeps."""
     perm = _round_robin(k)
-    rounds = 2 * k - 1
-    b = w.builder
-    zero = Constant(b, np.int32(0))
 
     def round_body(vals: list[XlaOp]) -> list[XlaOp]:
         w, v, moved, i = vals
@@ -538,19 +546,7 @@ def _svd_sweeps(w: XlaOp, v: XlaOp, k: int, tol: float, max_iter: int) -> tuple[
         v = _permute(_rotate(v, -1, k, c, szc, sz), -1, perm)
         return [w, v, ew.Or(moved, any_true(active)), i + 1]
 
-    def sweep(vals: list[XlaOp]) -> list[XlaOp]:
-        w, v, _, n = vals
-        no = Constant(w.builder, np.bool_(False))
-        w, v, moved, _ = while_loop(
-            [w, v, no, Constant(w.builder, np.int32(0))], lambda u: ew.Lt(u[3], rounds), round_body
-        )
-        return [w, v, moved, n + 1]
-
-    def more(vals: list[XlaOp]) -> XlaOp:
-        return ew.And(vals[2], ew.Lt(vals[3], max_iter))
-
-    w, v, _, _ = while_loop([w, v, Constant(b, np.bool_(True)), zero], more, sweep)
-    return w, v
+    return _jacobi_sweeps(w, v, k, max_iter, round_body)
 
 
 def _scale(x: XlaOp) -> tuple[XlaOp, XlaOp]:

@@ -206,12 +206,19 @@ def _igamma_edges(a: XlaOp, x: XlaOp, out: XlaOp, lower: bool) -> XlaOp:
     return ew.Select(bad, _full(float("nan"), out), out)
 
 
-def _igamma_parts(a: XlaOp, x: XlaOp) -> tuple[XlaOp, XlaOp, XlaOp]:
-    ax, underflow = _log_ax(a, x)
-    domain = ew.Or(ew.Or(ew.Le(x, 0.0), ew.Le(a, 0.0)), ew.Or(_isnan(a), _isnan(x)))
-    finite = ew.And(ew.IsFinite(a), ew.IsFinite(x))
+def _igamma(op: str, a: Any, x: Any, lower: bool) -> XlaOp:
+    """P(a, x) (``lower``) or Q(a, x): the series where ``x <= max(1, a)``, else the continued
+    fraction, each computed for its own elements only, then the other one as ``1 -`` it."""
+    (aa, xx), et = _operands(op, [("a", a), ("x", x)])
+    ax, underflow = _log_ax(aa, xx)
+    domain = ew.Or(ew.Or(ew.Le(xx, 0.0), ew.Le(aa, 0.0)), ew.Or(_isnan(aa), _isnan(xx)))
+    finite = ew.And(ew.IsFinite(aa), ew.IsFinite(xx))
     enabled = ew.And(ew.Not(ew.Or(domain, underflow)), finite)
-    return ax, enabled, ew.And(ew.Gt(x, 1.0), ew.Gt(x, a))
+    use_cf = ew.And(ew.Gt(xx, 1.0), ew.Gt(xx, aa))
+    series = _igamma_series(ax, xx, aa, ew.And(enabled, ew.Not(use_cf)))
+    cf = _igammac_cf(ax, xx, aa, ew.And(enabled, use_cf))
+    out = ew.Select(use_cf, 1.0 - cf, series) if lower else ew.Select(use_cf, cf, 1.0 - series)
+    return _finish(_igamma_edges(aa, xx, ew.Clamp(0.0, out, 1.0), lower=lower), et)
 
 
 def Igamma(a: Any, x: Any) -> XlaOp:
@@ -237,12 +244,7 @@ def Igamma(a: Any, x: Any) -> XlaOp:
     DTypeError: an operand that is not floating-point, or element types that differ.
     ShapeError: shapes that differ (other than scalars).
     """
-    (aa, xx), et = _operands("Igamma", [("a", a), ("x", x)])
-    ax, enabled, use_cf = _igamma_parts(aa, xx)
-    series = _igamma_series(ax, xx, aa, ew.And(enabled, ew.Not(use_cf)))
-    cf = _igammac_cf(ax, xx, aa, ew.And(enabled, use_cf))
-    out = ew.Clamp(0.0, ew.Select(use_cf, 1.0 - cf, series), 1.0)
-    return _finish(_igamma_edges(aa, xx, out, lower=True), et)
+    return _igamma("Igamma", a, x, lower=True)
 
 
 def Igammac(a: Any, x: Any) -> XlaOp:
@@ -268,12 +270,7 @@ def Igammac(a: Any, x: Any) -> XlaOp:
     DTypeError: an operand that is not floating-point, or element types that differ.
     ShapeError: shapes that differ (other than scalars).
     """
-    (aa, xx), et = _operands("Igammac", [("a", a), ("x", x)])
-    ax, enabled, use_cf = _igamma_parts(aa, xx)
-    series = _igamma_series(ax, xx, aa, ew.And(enabled, ew.Not(use_cf)))
-    cf = _igammac_cf(ax, xx, aa, ew.And(enabled, use_cf))
-    out = ew.Clamp(0.0, ew.Select(use_cf, cf, 1.0 - series), 1.0)
-    return _finish(_igamma_edges(aa, xx, out, lower=False), et)
+    return _igamma("Igammac", a, x, lower=False)
 
 
 # -- incomplete beta -----------------------------------------------------------------------------
