@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import Union
 
-from .builder import Region, XlaOp
+from .builder import Region, XlaOp, _mlir_str
 from .shape import Shape
 
 Val = Union[str, tuple["Val", ...]]
@@ -264,7 +264,7 @@ def emit_module(
     for i, p in enumerate(params):
         a = f"%arg{i}"
         pname = p.extra[1] if p.extra[1] else f"p{i}"
-        args.append(f"{a}: {p.shape.mlir_type()} loc({_quote(pname)})")
+        args.append(f"{a}: {p.shape.mlir_type()} loc({_mlir_str(pname)})")
         env[p.id] = a
     indent = "    "
     em.graph(env, [root, *side_effects], indent)
@@ -276,7 +276,3 @@ def emit_module(
     )
     tail = f'    "func.return"({", ".join(rets)}) : ({_types(rshapes)}) -> ()\n  }}\n}}\n'
     return head + "".join(em.lines) + tail
-
-
-def _quote(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
