@@ -57,6 +57,16 @@ def cli(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+def hlo_block_counts(text: str) -> dict[str, dict[str, int]]:
+    """Opcode counts per computation of printed HLO text ("ENTRY" for the entry computation)."""
+    blocks: dict[str, dict[str, int]] = {}
+    for m in re.finditer(r"^(ENTRY )?%?(\S+) \([^\n]*\{\n(.*?)^\}", text, re.M | re.S):
+        counts = blocks.setdefault("ENTRY" if m.group(1) else m.group(2), {})
+        for op in re.findall(r"^\s*(?:ROOT )?%\S+ = \S+(?: \S+)*? ([a-z][\w-]*)\(", m.group(3), re.M):
+            counts[op] = counts.get(op, 0) + 1
+    return blocks
+
+
 def assert_one_line_error(err: str, *fragments: str) -> None:
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
@@ -100,14 +110,12 @@ def test_inspect_text_report(hlo_file: Path) -> None:
     assert f"file:          {hlo_file} (HLO text)" in out
     assert "program shape: (a: f32[2,3], b: f32[3]) -> (f32[2,1], f32[])" in out
     assert re.search(r"^\s+0\s+a\s+f32\[2,3\]$", out, re.M) and re.search(r"^\s+1\s+b\s+f32\[3\]$", out, re.M)
-    # op counts against the HLO text itself (one instruction per line)
-    text = build().as_hlo_text()
-    want: dict[str, int] = {}
-    for m in re.finditer(r"^\s*(?:ROOT )?%\S+ = \S+(?: \S+)*? ([a-z][\w-]*)\(", text, re.M):
-        want[m.group(1)] = want.get(m.group(1), 0) + 1
+    # op counts of the entry computation against the HLO text itself (one instruction per line)
+    want = hlo_block_counts(build().as_hlo_text())["ENTRY"]
+    assert want["parameter"] == 2
     for op in ("dot", "reduce", "exponential", "parameter"):
-        assert re.search(rf"^\s+{op}\s+{want[op]}$", out, re.M), (op, want[op], out)
-    assert f"ops:           {sum(want.values())} HLO instructions" in out
+        assert re.search(rf"^  {op}\s+{want[op]}$", out, re.M), (op, want[op], out)
+    assert f"ops:           {sum(want.values())} HLO instructions in the entry computation" in out
     assert re.search(r"^\s+flops\s+[\d,]+$", out, re.M)
     assert re.search(r"^\s+peak_memory_in_bytes\s+\d+ B$", out, re.M)
     assert "optimized HLO" not in out
@@ -130,6 +138,46 @@ def test_inspect_json_optimized_and_options(hlo_file: Path) -> None:
     code, _, err = cli("inspect", str(hlo_file), "--no-compile", "--optimized")
     assert code == 2
     assert_one_line_error(err, "--optimized needs compilation")
+
+
+def test_inspect_counts_sub_computations_apart(tmp_path: Path) -> None:
+    """5 parameters and two reducer regions of 2 parameters each: 'parameter 5' in the entry computation,
+    the regions' instructions listed apart under 'in 2 sub-computations'."""
+    bld = xs.XlaBuilder("fiveparams")
+    ps = [ops.Parameter(bld, i, xs.Shape.array_shape(F32, (4, 3)), f"p{i}") for i in range(5)]
+    s = ps[0] + ps[1] + ps[2] + ps[3] + ps[4]
+    mx = ops.Reduce(bld, s, ops.Constant(bld, F32(-np.inf)), ops.Max, [1])
+    sm = ops.Reduce(bld, s, ops.Constant(bld, F32(0)), ops.Add, [0])
+    comp = bld.build(ops.Tuple(bld, [mx, sm]))
+    path = tmp_path / "five.hlo"
+    comp.save(path)
+    blocks = hlo_block_counts(comp.as_hlo_text())
+    entry = blocks.pop("ENTRY")
+    assert entry["parameter"] == 5 and len(blocks) == 2
+    sub: dict[str, int] = {}
+    for counts in blocks.values():
+        for op, n in counts.items():
+            sub[op] = sub.get(op, 0) + n
+    assert sub == {"parameter": 4, "maximum": 1, "add": 1}
+    code, out, err = cli("inspect", str(path), "--no-compile")
+    assert code == 0, err
+    assert f"ops:           {sum(entry.values())} HLO instructions in the entry computation\n" in out
+    assert re.search(r"^  parameter\s+5$", out, re.M) and re.search(r"^  add\s+4$", out, re.M)  # p0+...+p4
+    assert re.search(rf"^  in 2 sub-computations:\s+6 more \({', '.join(blocks)}\)$", out, re.M), out
+    assert re.search(r"^    parameter\s+4$", out, re.M) and re.search(r"^    maximum\s+1$", out, re.M)
+    assert re.search(r"^    add\s+1$", out, re.M)
+    code, out, _ = cli("inspect", str(path), "--no-compile", "--json")
+    rep = json.loads(out)
+    assert rep["op_counts"] == entry and rep["op_counts"]["parameter"] == 5
+    assert rep["sub_computations"] == {"count": 2, "names": list(blocks), "op_counts": sub}
+    # a module without sub-computations prints no such line
+    bld = xs.XlaBuilder("flat")
+    ops.Exp(ops.Parameter(bld, 0, xs.Shape.array_shape(F32, (2,)), "x"))
+    flat = bld.build()
+    flat.save(tmp_path / "flat.hlo")
+    code, out, _ = cli("inspect", str(tmp_path / "flat.hlo"), "--no-compile")
+    assert code == 0 and "ops:           2 HLO instructions in the entry computation" in out
+    assert "sub-computation" not in out
 
 
 # -- convert -------------------------------------------------------------------------------------------------
@@ -237,6 +285,104 @@ def test_run_input_errors(hlo_file: Path, tmp_path: Path) -> None:
         assert_one_line_error(err, "xlasdk run: error:", fragment)
 
 
+def test_run_value_previews_stay_on_one_line(tmp_path: Path) -> None:
+    """Values in exponent form and complex values made numpy wrap the preview onto more lines."""
+    bld = xs.XlaBuilder("wide")
+    x = ops.Parameter(bld, 0, xs.Shape.array_shape(F32, (8,)), "x")
+    c = ops.Parameter(bld, 1, xs.Shape.array_shape(np.complex64, (8,)), "c")
+    comp = bld.build(ops.Tuple(bld, [x * F32(1e10), c * c]))
+    comp.save(tmp_path / "wide.hlo")
+    rng = np.random.default_rng(7)
+    xv = (rng.standard_normal(8) * 1e9).astype(F32)
+    cv = ((rng.standard_normal(8) + 1j * rng.standard_normal(8)) * 1e3).astype(np.complex64)
+    np.save(tmp_path / "x.npy", xv)
+    np.save(tmp_path / "c.npy", cv)
+    code, out, err = cli("run", str(tmp_path / "wide.hlo"), "--input", f"x={tmp_path / 'x.npy'}",
+                         "--input", f"c={tmp_path / 'c.npy'}")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert len(lines) == 3, out
+    want = [xv.astype(np.float64) * F32(1e10), cv * cv]
+    for i, (line, w) in enumerate(zip(lines[1:], want, strict=True)):
+        assert line.startswith(f"  output {i}: ") and line.endswith(", ...]"), line
+        items = [t.strip() for t in line[line.index("[", 20) + 1 : -len(", ...]")].split(", ")]
+        assert len(items) == 6
+        got = np.array([complex(t.replace(" ", "")) for t in items])
+        np.testing.assert_allclose(got, w[:6], rtol=2e-6)
+        assert any("e+" in t for t in items)  # the exponent form that used to wrap
+
+
+def test_run_checks_the_output_path_before_compiling(tmp_path: Path) -> None:
+    # a module XLA cannot compile (exit 1): the bad --output must be reported first, with nothing run
+    bad = tmp_path / "custom.hlo"
+    bad.write_text('HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n'
+                   '  ROOT r = f32[2] custom-call(p), custom_call_target="no_such_kernel"\n}\n')
+    missing = tmp_path / "nodir" / "o.npz"
+    code, out, err = cli("run", str(bad), "--random-inputs", "--output", str(missing))
+    assert code == 2 and out == ""
+    assert_one_line_error(err, "xlasdk run: error:", f"--output {missing}: cannot write: directory "
+                          f"{tmp_path / 'nodir'} does not exist")
+    code, out, err = cli("run", str(tmp_path / "missing.hlo"), "--output", str(bad / "o"))  # a file as directory
+    assert code == 2 and out == ""
+    assert_one_line_error(err, f"--output {bad / 'o'}: cannot write: {bad} is not a directory")
+    (tmp_path / "d.npz").mkdir()
+    code, out, err = cli("run", str(bad), "--random-inputs", "--output", str(tmp_path / "d"))  # d -> d.npz
+    assert code == 2 and out == ""
+    assert_one_line_error(err, "cannot write: it is a directory")
+    assert not missing.parent.exists()
+
+
+def test_cli_errors_use_cli_names(hlo_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Errors name the CLI's options (--from, --to, --device...), not the Python API's arguments."""
+    hlo_bin = tmp_path / "a.bin"
+    shutil.copy(hlo_file, hlo_bin)
+    np.save(tmp_path / "a.npy", A)
+    code, _, err = cli("convert", str(hlo_bin), str(tmp_path / "x.mlir"), "--from", "mlir")
+    assert code == 2 and "suffix" not in err
+    assert_one_line_error(err, "xlasdk convert: error:", f"{hlo_bin}: --from mlir says StableHLO text, but the "
+                          "file holds HLO text")
+    code, _, err = cli("inspect", str(hlo_file), "--format", "mlir", "--no-compile")
+    assert code == 2
+    assert_one_line_error(err, "xlasdk inspect: error:", "--format mlir says StableHLO text")
+    code, _, err = cli("convert", str(hlo_file), str(tmp_path / "q.xyz"))
+    assert code == 2 and "format=" not in err and "save(" not in err
+    assert_one_line_error(err, f"{tmp_path / 'q.xyz'}: unknown suffix", "or pass --to FORMAT")
+    assert not (tmp_path / "q.xyz").exists()
+    code, _, err = cli("convert", str(hlo_file), str(tmp_path / "t.mlir"), "--target-version", "1.0.0")
+    assert code == 2 and "save(" not in err
+    assert_one_line_error(err, f"{tmp_path / 't.mlir'}: --target-version applies only to .mlirbc")
+    code, _, err = cli("convert", str(hlo_file), str(tmp_path / "nodir" / "x.mlir"))
+    assert code == 2
+    assert_one_line_error(err, "cannot write: directory", "does not exist")
+    for verb in (["run", str(hlo_file), "--random-inputs"], ["inspect", str(hlo_file)]):
+        code, _, err = cli(*verb, "--device", "cpu:5")
+        assert code == 2 and "xs." not in err and "client(" not in err
+        assert_one_line_error(err, f"xlasdk {verb[0]}: error: --device cpu:5: no such device; the cpu platform has "
+                              "1 device: cpu:0", "XLA_FLAGS=--xla_force_host_platform_device_count=N")
+    code, _, err = cli("run", str(hlo_file), "--random-inputs", "--device", "gpu:0")
+    assert code == 2 and "xs." not in err and "load_pjrt_plugin" not in err
+    assert_one_line_error(err, "--device gpu:0: no platform 'gpu'; the devices are cpu:0")
+    code, _, err = cli("devices", "--platform", "nosuchplatform")
+    assert code == 2 and "xs." not in err
+    assert_one_line_error(err, "--platform nosuchplatform: no such platform; the devices are cpu:0")
+    capsys.readouterr()
+    assert main(["run", str(hlo_file), "--input", "x", str(tmp_path / "a.npy")]) == 2  # argparse: sys.stderr
+    npy = tmp_path / "a.npy"
+    assert_one_line_error(capsys.readouterr().err, f"xlasdk run: error: unrecognized arguments: {npy}; --input "
+                          f"takes NAME=FILE.npy as one argument, e.g. --input x={npy}", "(see 'xlasdk run --help')")
+    assert main(["cache", "info", "extra"]) == 2
+    assert_one_line_error(capsys.readouterr().err, "xlasdk cache info: error: unrecognized arguments: extra",
+                          "(see 'xlasdk cache info --help')")
+    code, _, err = cli("run", str(hlo_file), "--input", f"7={tmp_path / 'a.npy'}")
+    assert code == 2 and "no parameter named" not in err
+    assert_one_line_error(err, f"--input 7={tmp_path / 'a.npy'}: parameter index 7 is out of range; the program has "
+                          "2 parameters: 0:a, 1:b")
+    np.savez(tmp_path / "in.npz", **{"2": B})
+    code, _, err = cli("run", str(hlo_file), "--inputs", str(tmp_path / "in.npz"))
+    assert code == 2
+    assert_one_line_error(err, "parameter index 2 is out of range; the program has 2 parameters")
+
+
 def test_errors_exit_codes_and_debug(tmp_path: Path) -> None:
     code, _, err = cli("run", str(tmp_path / "missing.hlo"))
     assert code == 2
@@ -307,6 +453,36 @@ def test_subprocess_run_is_quiet_and_errors_are_one_line(hlo_file: Path, tmp_pat
     assert r.returncode == 2
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
     assert str(crash) in r.stderr and "reshape 'result' cannot turn f32[4,8]" in r.stderr
+
+
+def test_closed_stdout_exits_quietly(hlo_file: Path, tmp_path: Path) -> None:
+    """`xlasdk ... | head -1`: a reader that goes away ends the command quietly, exit code 0."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    env["PYTHONPATH"] = REPO
+    cmd = [sys.executable, "-m", "xlasdk.cli"]
+    procs = []
+    # stdout a pipe whose reader is already gone (`| head -0`): every write fails with EPIPE
+    for argv in (["inspect", str(hlo_file)], ["run", str(hlo_file), "--random-inputs"], ["devices"]):
+        r, w = os.pipe()
+        os.close(r)
+        procs.append((argv, subprocess.Popen([*cmd, *argv], stdout=w, stderr=subprocess.PIPE, text=True, env=env)))
+        os.close(w)
+    # a real pipeline, its output larger than the pipe's buffer so that head leaves before it is written
+    big = tmp_path / "big.hlo"
+    body = "".join(f"  a{i} = f32[4] add(p, p)\n" for i in range(3000))
+    big.write_text(f"HloModule big\nENTRY e {{\n  p = f32[4] parameter(0)\n{body}  ROOT r = f32[4] add(p, p)\n}}\n")
+    bash = shutil.which("bash")
+    pipeline = None
+    if bash is not None and shutil.which("head") is not None:
+        line = " ".join([*cmd, "inspect", str(big), "--no-compile", "--hlo"])
+        pipeline = subprocess.Popen([bash, "-c", f"set -o pipefail; {line} | head -1"], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, env=env)
+    for argv, p in procs:
+        _, err = p.communicate(timeout=300)
+        assert (p.returncode, err) == (0, ""), argv
+    if pipeline is not None:
+        out, err = pipeline.communicate(timeout=300)
+        assert (pipeline.returncode, err, out) == (0, "", f"file:          {big} (HLO text)\n")
 
 
 @pytest.mark.skipif(shutil.which("xlasdk") is None, reason="the xlasdk console script is not installed")

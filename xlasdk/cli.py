@@ -5,8 +5,9 @@ A thin argparse layer over the public API. Verbs: ``devices``, ``version``, ``in
 
 Exit codes: 0 success; 1 runtime failure (compilation or execution); 2 usage or input error
 (bad arguments, unreadable or invalid files, inputs that do not match the program). Errors are
-one line on stderr, ``xlasdk: error: ...``; ``--debug`` adds the Python traceback and XLA's own
-log output.
+one line on stderr, ``xlasdk VERB: error: ...``; ``--debug`` adds the Python traceback and XLA's own
+log output. Output piped into a reader that leaves early (``xlasdk inspect f.hlo | head -1``) ends
+the command quietly with exit code 0.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 import time
 import traceback
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import IO, Any, NoReturn
@@ -101,25 +104,88 @@ def _table(rows: list[list[str]], out: IO[str]) -> None:
 
 def _device(args: argparse.Namespace) -> Any:
     rt = _api()
+    from xlasdk.runtime.device import UnknownDeviceError, _resolve_device
+
     with _quiet_native_logs(not args.debug):
         if args.device is None:
             return rt.devices()[0]
-        from xlasdk.runtime.device import _resolve_device
+        try:
+            return _resolve_device(args.device)
+        except UnknownDeviceError:
+            # The API's message points at xs.client(...) / xs.load_pjrt_plugin(...); say it in CLI terms.
+            raise UsageError(_unknown_device_message(args.device)) from None
 
-        return _resolve_device(args.device)
+
+def _unknown_device_message(spec: str) -> str:
+    """Why ``--device SPEC`` names no device, the devices there are, and how to get more CPU devices."""
+    from xlasdk.runtime.device import UnknownDeviceError
+
+    rt = _api()
+    known = ", ".join(str(d) for d in rt.devices())
+    more = (
+        " (for more CPU devices set XLA_FLAGS=--xla_force_host_platform_device_count=N; "
+        "see 'xlasdk devices')"
+    )
+    m = re.match(r"^\s*([A-Za-z_]\w*)\s*(?::\s*(\d+))?\s*$", spec)
+    if m is None:
+        return f"--device {spec!r}: expected PLATFORM:ID such as cpu:0; the devices are {known} (see 'xlasdk devices')"
+    platform = m.group(1)
+    try:
+        devs = rt.devices(platform)
+    except UnknownDeviceError:
+        return f"--device {spec}: no platform {platform!r}; the devices are {known} (see 'xlasdk devices')"
+    names = ", ".join(str(d) for d in devs)
+    count = f"{len(devs)} device{'s' if len(devs) != 1 else ''}"
+    hint = more if devs and devs[0].platform == "cpu" else " (see 'xlasdk devices')"
+    return f"--device {spec}: no such device; the {platform} platform has {count}: {names}{hint}"
 
 
-def _load(path: str, fmt: str | None = None) -> Any:
+def _load(path: str, fmt: str | None = None, option: str = "--format") -> Any:
+    """``load_computation(path, fmt)``; errors about the forced format name ``option`` (``--from``...)."""
+    from xlasdk.errors import FormatError
     from xlasdk.formats import load_computation
 
-    return load_computation(path, fmt)
+    try:
+        return load_computation(path, fmt)
+    except FormatError as e:
+        msg = str(e)
+        if fmt is not None and msg.startswith("unknown format "):
+            raise UsageError(f"{option} {fmt}: {msg}") from None
+        if fmt is not None and ": the suffix says " in msg:  # the API's name for its format= argument
+            raise UsageError(
+                msg.replace(": the suffix says ", f": {option} {fmt} says ", 1) + f"; drop {option} to detect it"
+            ) from None
+        raise
+
+
+def _check_writable(path: str, label: str) -> None:
+    """Reject an output ``path`` that cannot be written (missing directory...) before any work is done.
+
+    ``label`` starts the message, e.g. ``--output out.npz``.
+    """
+    full = os.path.abspath(path)
+    parent = os.path.dirname(full)
+    if os.path.isdir(full):
+        raise UsageError(f"{label}: cannot write: it is a directory")
+    if not os.path.exists(parent):
+        raise UsageError(f"{label}: cannot write: directory {parent} does not exist")
+    if not os.path.isdir(parent):
+        raise UsageError(f"{label}: cannot write: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK) or (os.path.exists(full) and not os.access(full, os.W_OK)):
+        raise UsageError(f"{label}: cannot write: permission denied")
 
 
 # -- devices / version --------------------------------------------------------------------------------
 def _cmd_devices(args: argparse.Namespace, out: IO[str]) -> int:
     rt = _api()
+    from xlasdk.runtime.device import UnknownDeviceError
+
     with _quiet_native_logs(not args.debug):
-        devs = rt.devices(args.platform)
+        try:
+            devs = rt.devices(args.platform)
+        except UnknownDeviceError:
+            known = ", ".join(str(d) for d in rt.devices())
+            raise UsageError(f"--platform {args.platform}: no such platform; the devices are {known}") from None
     rows = [["DEVICE", "PLATFORM", "ID", "KIND"]]
     for d in devs:
         rows.append([str(d), str(d.platform), str(d.id), str(d.device_kind)])
@@ -155,12 +221,53 @@ def _format_label(comp: Any, path: str) -> str:
     return label
 
 
-def _cmd_inspect(args: argparse.Namespace, out: IO[str]) -> int:
-    from xlasdk.formats import hlo_opcode_counts
+_COMP_HEADER_RE = re.compile(r"^(ENTRY\s+)?%?([^\s(]+)\s*\(.*\{\s*$")
 
+
+def _op_counts(hlo_text: str) -> tuple[Counter[str], list[tuple[str, Counter[str]]]]:
+    """Opcode counts of the entry computation, and ``(name, counts)`` of every other computation.
+
+    Sub-computations are reducer / comparator / loop-body regions the entry computation calls;
+    their parameters and instructions are not the program's, so they are counted apart.
+    """
+    from xlasdk.formats import hlo_opcode_counts
+    from xlasdk.formats.hlo_text import _parse_hlo_text
+
+    mod = _parse_hlo_text(hlo_text)
+    comps: list[tuple[str, bool, Counter[str]]] = []
+    if mod is not None:
+        for c in mod.comps:
+            comps.append((c.name, c.entry, Counter(i.opcode for i in c.instrs)))
+    else:  # text the small parser does not follow: XLA prints one computation block per header line
+        name, entry = "", False
+        body: list[str] = []
+        for line in hlo_text.splitlines():
+            m = _COMP_HEADER_RE.match(line)
+            if m is not None:
+                name, entry, body = m.group(2), m.group(1) is not None, []
+            elif line.startswith("}") and name:
+                comps.append((name, entry, hlo_opcode_counts("\n".join(body))))
+                name = ""
+            elif name:
+                body.append(line)
+    if not comps:
+        return hlo_opcode_counts(hlo_text), []
+    entry_idx = next((i for i, c in enumerate(comps) if c[1]), len(comps) - 1)  # HLO: ENTRY, else the last
+    subs = [(n, c) for i, (n, _, c) in enumerate(comps) if i != entry_idx]
+    return comps[entry_idx][2], subs
+
+
+def _sorted_counts(counts: Counter[str]) -> dict[str, int]:
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _cmd_inspect(args: argparse.Namespace, out: IO[str]) -> int:
     comp = _load(args.file, args.format)
     ps = comp.program_shape()
-    counts = hlo_opcode_counts(comp.as_hlo_text(print_metadata=False))
+    counts, subs = _op_counts(comp.as_hlo_text(print_metadata=False))
+    sub_counts: Counter[str] = Counter()
+    for _, c in subs:
+        sub_counts.update(c)
     report: dict[str, Any] = {
         "file": args.file,
         "format": _format_label(comp, args.file),
@@ -171,7 +278,12 @@ def _cmd_inspect(args: argparse.Namespace, out: IO[str]) -> int:
             for i, (n, s) in enumerate(zip(ps.parameter_names(), ps.parameter_shapes(), strict=True))
         ],
         "result": str(ps.result_shape()),
-        "op_counts": dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "op_counts": _sorted_counts(counts),
+        "sub_computations": {
+            "count": len(subs),
+            "names": [n for n, _ in subs],
+            "op_counts": _sorted_counts(sub_counts),
+        },
     }
     exe = None
     if not args.no_compile:
@@ -199,10 +311,15 @@ def _cmd_inspect(args: argparse.Namespace, out: IO[str]) -> int:
     for p in report["parameters"]:
         out.write(f"  {p['index']:>3}  {p['name']:<20} {p['shape']}\n")
     out.write(f"result:        {ps.result_shape()}\n")
-    total = sum(counts.values())
-    out.write(f"ops:           {total} HLO instructions\n")
+    out.write(f"ops:           {sum(counts.values())} HLO instructions in the entry computation\n")
     for op, n in report["op_counts"].items():
         out.write(f"  {op:<28} {n}\n")
+    if subs:
+        label = f"in {len(subs)} sub-computation{'s' if len(subs) != 1 else ''}:"
+        shown = ", ".join(n for n, _ in subs[:4]) + (", ..." if len(subs) > 4 else "")
+        out.write(f"  {label:<28} {sum(sub_counts.values())} more ({shown})\n")
+        for op, n in report["sub_computations"]["op_counts"].items():
+            out.write(f"    {op:<26} {n}\n")
     if exe is not None:
         out.write(f"cost analysis ({report['device']}):\n")
         for k, v in sorted(report["cost_analysis"].items()):
@@ -226,11 +343,31 @@ def _cmd_inspect(args: argparse.Namespace, out: IO[str]) -> int:
 
 # -- convert ------------------------------------------------------------------------------------------
 def _cmd_convert(args: argparse.Namespace, out: IO[str]) -> int:
+    from xlasdk.errors import FormatError
     from xlasdk.formats import Format, _parse_format, format_from_suffix, portable_artifact_version, save_computation
+    from xlasdk.formats.sniff import _SUFFIX_LIST
 
-    comp = _load(args.input, args.from_format)
     to = args.to_format
-    save_computation(comp, args.output, to, target_version=args.target_version)
+    if to is not None:
+        try:
+            _parse_format(to)
+        except FormatError as e:
+            raise UsageError(f"--to {to}: {e}") from None
+    elif format_from_suffix(args.output) is None and not args.output.lower().endswith(".txt"):
+        raise UsageError(
+            f"{args.output}: unknown suffix; use one of {_SUFFIX_LIST}, or pass --to FORMAT (hlo, mlir, mlirbc or pb)"
+        )
+    _check_writable(args.output, args.output)
+    comp = _load(args.input, args.from_format, "--from")
+    try:
+        save_computation(comp, args.output, to, target_version=args.target_version)
+    except FormatError as e:  # the API's wording: save('OUT'): ..., format=, target_version
+        msg = str(e)
+        prefix = f"save({args.output!r}): "
+        if msg.startswith(prefix):
+            msg = f"{args.output}: " + msg[len(prefix):]
+        msg = msg.replace("target_version", "--target-version").replace("pass format=", "pass --to FORMAT")
+        raise UsageError(msg) from None
     size = os.path.getsize(args.output)
     fmt = _parse_format(to) if to else (format_from_suffix(args.output) or Format.HLO_TEXT)
     label = fmt.description
@@ -293,15 +430,20 @@ def _gather_inputs(args: argparse.Namespace, ps: Any) -> list[np.ndarray[Any, An
     shapes = list(ps.parameter_shapes())
     given: dict[int, tuple[np.ndarray[Any, Any], str]] = {}
 
-    def assign(key: str, arr: np.ndarray[Any, Any], source: str) -> None:
+    listing = ", ".join(f"{i}:{n}" for i, n in enumerate(names))
+
+    def assign(key: str, arr: np.ndarray[Any, Any], source: str, where: str) -> None:
         idx = _param_index(key, names)
-        if idx is None:
+        if idx is None and key.isdigit():
+            have = f"{len(names)} parameter{'s' if len(names) != 1 else ''}"
             raise UsageError(
-                f"{source}: no parameter named {key!r}; parameters are "
-                + ", ".join(f"{i}:{n}" for i, n in enumerate(names))
+                f"{where}: parameter index {int(key)} is out of range; the program has {have}"
+                + (f": {listing}" if names else "")
             )
+        if idx is None:
+            raise UsageError(f"{where}: no parameter named {key!r}; parameters are {listing or '(none)'}")
         if idx in given:
-            raise UsageError(f"{source}: parameter {idx} ({names[idx]!r}) is given twice")
+            raise UsageError(f"{where}: parameter {idx} ({names[idx]!r}) is given twice")
         given[idx] = (arr, source)
 
     if args.inputs is not None:
@@ -315,12 +457,12 @@ def _gather_inputs(args: argparse.Namespace, ps: Any) -> list[np.ndarray[Any, An
             raise UsageError(f"--inputs: {args.inputs}: a single array; use --input NAME={args.inputs}")
         with npz:
             for key in npz.files:
-                assign(key, npz[key], f"{args.inputs}[{key}]")
+                assign(key, npz[key], f"{args.inputs}[{key}]", f"--inputs {args.inputs}[{key}]")
     for spec in args.input or []:
         if "=" not in spec:
             raise UsageError(f"--input {spec!r}: expected NAME=FILE.npy")
         key, path = spec.split("=", 1)
-        assign(key, _load_npy(path, f"--input {key}"), path)
+        assign(key, _load_npy(path, f"--input {key}"), path, f"--input {spec}")
     rng = np.random.default_rng(args.seed)
     values: list[np.ndarray[Any, Any]] = []
     for i, (n, s) in enumerate(zip(names, shapes, strict=True)):
@@ -360,7 +502,7 @@ def _summary(a: np.ndarray[Any, Any]) -> str:
         stats = f"true {int(flat.sum())} of {flat.size}"
     else:
         stats = f"abs max {float(np.abs(flat).max()):.6g}"
-    head = np.array2string(flat[:6], precision=6, separator=", ", threshold=6)
+    head = np.array2string(flat[:6], max_line_width=sys.maxsize, precision=6, separator=", ", threshold=6)
     if flat.size > 6:
         head = head[:-1] + ", ...]"
     return f"{stats}  {head}"
@@ -369,6 +511,9 @@ def _summary(a: np.ndarray[Any, Any]) -> str:
 def _cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
     if args.repeat < 1:
         raise UsageError(f"--repeat must be >= 1, got {args.repeat}")
+    if args.output is not None:  # before the (slow) load and compile
+        npz = args.output if args.output.endswith(".npz") else args.output + ".npz"  # what np.savez writes
+        _check_writable(npz, f"--output {args.output}")
     comp = _load(args.file, args.format)
     ps = comp.program_shape()
     inputs = _gather_inputs(args, ps)
@@ -442,9 +587,11 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("devices", parents=[common], help="list the devices of a platform",
                        description="A table of the devices of a platform (default: the default platform).")
     s.add_argument("--platform", default=None, help="platform name, e.g. cpu, cuda (default: the default platform)")
+    s.set_defaults(verb_parser=s)
 
-    sub.add_parser("version", parents=[common], help="print the xlasdk, jaxlib and StableHLO versions",
-                   description="Print the xlasdk, jaxlib, StableHLO and Python versions.")
+    s = sub.add_parser("version", parents=[common], help="print the xlasdk, jaxlib and StableHLO versions",
+                       description="Print the xlasdk, jaxlib, StableHLO and Python versions.")
+    s.set_defaults(verb_parser=s)
 
     fmt_help = "force the input format: hlo, mlir, mlirbc or pb (default: by suffix, then by content)"
     s = sub.add_parser(
@@ -461,6 +608,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--stablehlo", action="store_true", help="print the StableHLO text")
     s.add_argument("--no-compile", action="store_true", help="skip compiling (no cost or memory figures)")
     s.add_argument("--json", action="store_true", help="print the report as JSON")
+    s.set_defaults(verb_parser=s)
 
     s = sub.add_parser(
         "convert", parents=[common], help="convert a module between file formats",
@@ -474,6 +622,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: the oldest version that holds every op)")
     s.add_argument("--from", dest="from_format", default=None, help=fmt_help)
     s.add_argument("--to", dest="to_format", default=None, help="force the output format: hlo, mlir, mlirbc or pb")
+    s.set_defaults(verb_parser=s)
 
     s = sub.add_parser(
         "run", parents=[common], help="run a module on a device and summarize its outputs",
@@ -491,6 +640,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0, help="seed of --random-inputs (default 0)")
     s.add_argument("--output", metavar="OUT.npz", default=None, help="save the outputs (output_0, output_1, ...)")
     s.add_argument("--repeat", type=int, default=1, metavar="N", help="run N times and report min/median time")
+    s.set_defaults(verb_parser=s)
 
     s = sub.add_parser("cache", parents=[common], help="inspect or clear the compile cache",
                        description="The on-disk compile cache (XLASDK_CACHE_DIR, default ~/.cache/xlasdk).")
@@ -501,6 +651,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the cache directory (default: $XLASDK_CACHE_DIR or ~/.cache/xlasdk)")
         if name == "info":
             c.add_argument("--list", action="store_true", help="list the entries, most recently used first")
+        c.set_defaults(verb_parser=c)
     return p
 
 
@@ -519,16 +670,57 @@ def _error_line(e: BaseException) -> str:
     return msg
 
 
+def _unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, extras: list[str]) -> NoReturn:
+    """Report arguments no parser took as the verb's usage error (``xlasdk run: error: ...``)."""
+    verb_parser: argparse.ArgumentParser = getattr(args, "verb_parser", parser)
+    msg = f"unrecognized arguments: {' '.join(extras)}"
+    bad = [spec for spec in getattr(args, "input", None) or [] if "=" not in spec]
+    if bad:
+        msg += f"; --input takes NAME=FILE.npy as one argument, e.g. --input {bad[0]}={extras[0]}"
+    verb_parser.error(msg)
+
+
+def _silence_stdout(*streams: IO[str]) -> None:
+    """After a BrokenPipeError: point the streams' file descriptors at /dev/null so that nothing more,
+    not even the interpreter's final flush, writes into the closed pipe (Python docs, "Note on SIGPIPE")."""
+    fds = set()
+    for stream in streams:
+        try:
+            fds.add(stream.fileno())
+        except (AttributeError, OSError, ValueError):
+            continue
+    for fd in fds:
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, fd)
+            os.close(devnull)
+        except OSError:  # pragma: no cover
+            pass
+
+
 def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, stderr: IO[str] | None = None) -> int:
     """Entry point of the ``xlasdk`` console script; returns the exit code.
 
-    ``stdout`` / ``stderr`` default to the process streams (tests pass buffers).
+    ``stdout`` / ``stderr`` default to the process streams (tests pass buffers). When the reader
+    of stdout goes away (``xlasdk inspect f.hlo | head -1``) the command stops quietly, exit code 0.
     """
     out = stdout if stdout is not None else sys.stdout
     err = stderr if stderr is not None else sys.stderr
+    try:
+        code = _main(argv, out, err)
+        out.flush()
+        return code
+    except BrokenPipeError:
+        _silence_stdout(out)
+        return EXIT_OK
+
+
+def _main(argv: Sequence[str] | None, out: IO[str], err: IO[str]) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extras = parser.parse_known_args(argv)
+        if extras:
+            _unrecognized(parser, args, extras)
     except SystemExit as e:  # argparse: --help (0) or a usage error (2), already printed
         return int(e.code) if isinstance(e.code, int) else EXIT_USAGE
     if not hasattr(args, "debug"):
@@ -541,6 +733,8 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
     except KeyboardInterrupt:
         err.write("xlasdk: interrupted\n")
         return 130
+    except BrokenPipeError:
+        raise
     except BaseException as e:
         if isinstance(e, SystemExit):
             raise
