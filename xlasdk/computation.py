@@ -29,7 +29,6 @@ class XlaComputation:
 
     _name: str
     _program_shape: ProgramShape
-    _builder: XlaBuilder | None
     _root: XlaOp | None
     _params: tuple[XlaOp, ...]
     _side_effects: tuple[XlaOp, ...]
@@ -49,7 +48,6 @@ class XlaComputation:
         c = object.__new__(cls)
         c._name = name
         c._program_shape = program_shape
-        c._builder = None
         c._root = None
         c._params = ()
         c._side_effects = ()
@@ -62,17 +60,9 @@ class XlaComputation:
     @classmethod
     def _from_builder(cls, builder: XlaBuilder, root: XlaOp, program_shape: ProgramShape) -> XlaComputation:
         c = cls._new(builder.name, program_shape)
-        c._builder = builder
         c._root = root
         c._params = tuple(builder.parameters())
         c._side_effects = tuple(builder._side_effects)
-        return c
-
-    @classmethod
-    def _from_mlir_text(cls, text: str, name: str, program_shape: ProgramShape) -> XlaComputation:
-        """A computation from StableHLO module text already known to be valid."""
-        c = cls._new(name, program_shape)
-        c._text = text
         return c
 
     @classmethod
