@@ -58,7 +58,8 @@ def _not_own(op: str, name: str, computation: Any, builder: XlaBuilder) -> None:
     """Reject a computation built by the very builder it would be used in."""
     from ..computation import XlaComputation
 
-    if isinstance(computation, XlaComputation) and getattr(computation, "_builder", None) is builder:
+    root = computation._root if isinstance(computation, XlaComputation) else None
+    if root is not None and root.builder is builder:
         shape_error(
             op, f"{name} {computation.name!r} was built by builder {builder.name!r} itself; build "
             "sub-computations with their own XlaBuilder (or pass a Python callable)"

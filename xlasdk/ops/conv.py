@@ -11,7 +11,7 @@ from ..builder import XlaOp
 from ..errors import ShapeError
 from ..types import COMPLEX, FLOATS, INTS
 from ._core import array_shape, dense_i64, dtype_error, i64, i64_array, int_list, operand, same_builder, shape_error
-from .linalg import precision_attr, preferred_type, widen_sub_byte
+from .linalg import contraction_type, narrow_to, precision_attr, preferred_type, widen_sub_byte
 
 __all__ = ["ConvGeneralDilated", "Conv", "conv_output_size"]
 
@@ -64,8 +64,9 @@ def ConvGeneralDilated(
 
     Raises
     ------
-    ShapeError: ranks differ, attribute lengths differ from n, strides/dilations < 1, group counts
-    that do not divide, or both group counts > 1. DTypeError: element types differ or are not numeric.
+    ShapeError: ranks differ, attribute lengths differ from n, strides/dilations < 1, a kernel spatial
+    size < 1, group counts that do not divide, or both group counts > 1.
+    DTypeError: element types differ or are not numeric.
     """
     return _conv_general_dilated(
         "ConvGeneralDilated", lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
@@ -120,8 +121,10 @@ def _conv_general_dilated(
             shape_error(op, f"{name} {list(v)} must all be >= 1")
     in_sp = [xd[d] for d in dn.input_spatial_dimensions]
     k_sp = [wd[d] for d in dn.kernel_spatial_dimensions]
+    if any(k < 1 for k in k_sp):  # StableHLO and XLA need a non-empty window
+        shape_error(op, f"kernel spatial sizes {k_sp} of 'rhs' {w.shape} must all be >= 1")
     if isinstance(padding, str) or type(padding).__name__ == "PaddingType":
-        eff_in = [(s - 1) * ld + 1 for s, ld in zip(in_sp, ldil, strict=False)]
+        eff_in = [(s - 1) * ld + 1 if s else 0 for s, ld in zip(in_sp, ldil, strict=False)]
         eff_k = [(k - 1) * rd + 1 for k, rd in zip(k_sp, rdil, strict=False)]
     else:
         eff_in, eff_k = in_sp, k_sp
@@ -161,8 +164,9 @@ def _conv_general_dilated(
         f"dimension_numbers = {dn.to_mlir()}, feature_group_count = {i64(g)}, batch_group_count = {i64(bg)}"
         + precision_attr(op, precision_config)
     )
-    x, w = widen_sub_byte(x, et, rt), widen_sub_byte(w, et, rt)
-    return x.builder._add("stablehlo.convolution", (x, w), array_shape(rt, out), attrs)
+    ct = contraction_type(rt)
+    x, w = widen_sub_byte(x, et, ct), widen_sub_byte(w, et, ct)
+    return narrow_to(x.builder._add("stablehlo.convolution", (x, w), array_shape(ct, out), attrs), rt)
 
 
 def Conv(

@@ -342,7 +342,7 @@ def broadcast_shapes(
                     op, f"operand {lo_name!r} dimension {i} has size {lo[i]}, but it maps to dimension {d} of "
                     f"size {hi[d]} (sizes must match or one must be 1)"
                 )
-            res[d] = max(lo[i], hi[d])
+            res[d] = hi[d] if lo[i] == 1 else lo[i]  # a size-1 side takes the other's size (even 0)
         hmap = tuple(range(len(hi)))
         return (tuple(res), bd, hmap) if lo_is_lhs else (tuple(res), hmap, bd)
     if ld == rd:
@@ -360,7 +360,7 @@ def broadcast_shapes(
                     op, f"operand 'rhs' has shape {rhs.shape}, incompatible with 'lhs' {lhs.shape} in dimension "
                     f"{i} ({b} vs {a}; sizes must match or one must be 1)"
                 )
-            res.append(max(a, b))
+            res.append(b if a == 1 else a)  # a size-1 side takes the other's size (even 0)
         ident = tuple(range(len(ld)))
         return tuple(res), ident, ident
     shape_error(
@@ -567,7 +567,8 @@ def Compare(
     ------
     ShapeError: unknown direction/compare type, shapes that do not broadcast.
     DTypeError: element types differ, or TOTALORDER/FLOAT on integers, SIGNED/UNSIGNED on floats,
-    SIGNED on pred, or complex operands with a direction other than EQ/NE or a compare type other
+    SIGNED on pred or unsigned integers, UNSIGNED on signed integers (XLA's verifier rejects
+    those), or complex operands with a direction other than EQ/NE or a compare type other
     than FLOAT.
     """
     from ..attrs import ComparisonDirection, ComparisonType
@@ -587,6 +588,7 @@ def Compare(
             is_fp != (ct in ("FLOAT", "TOTALORDER"))
             or (et in COMPLEX and ct != "FLOAT")
             or (et is _P.PRED and ct != "UNSIGNED")  # XLA's verifier rejects SIGNED pred compares
+            or (et in INTS and ct != ("SIGNED" if et in SIGNED_INTS else "UNSIGNED"))  # and the other sign
         ):
             dtype_error("Compare", f"compare_type {ct} does not apply to element type {et.name.lower()}")
     if et in COMPLEX and d.name not in ("EQ", "NE"):

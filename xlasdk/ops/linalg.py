@@ -51,19 +51,36 @@ def precision_attr(op: str, precision_config: Any) -> str:
     return f", precision_config = {text}"
 
 
-_SUB_BYTE = frozenset({PrimitiveType.S2, PrimitiveType.S4, PrimitiveType.U2, PrimitiveType.U4})
+_SUB_BYTE = frozenset(
+    {PrimitiveType.S2, PrimitiveType.S4, PrimitiveType.U2, PrimitiveType.U4, PrimitiveType.F4E2M1FN}
+)
+# XLA:CPU has no 2-bit dot/convolution ("unsupported operand type S2 in op dot"): such results are
+# computed in 8 bits and converted back (integer wrap-around gives the same 2-bit values).
+_TWO_BIT_WIDE = {PrimitiveType.S2: PrimitiveType.S8, PrimitiveType.U2: PrimitiveType.U8}
 
 
 def widen_sub_byte(x: XlaOp, et: PrimitiveType, rt: PrimitiveType) -> XlaOp:
-    """``x`` converted to ``rt`` when it holds 2/4-bit integers and the result type differs.
+    """``x`` converted to ``rt`` when it holds 2/4-bit values and the result type differs.
 
-    XLA:CPU rejects a dot/convolution of s4/u4 operands with a wider result type (its verifier
-    reports "custom element sizes on non-sub-byte types"); converting the operands to the result
-    type first computes the same values.
+    XLA:CPU rejects a dot/convolution of s4/u4/f4e2m1fn operands with a wider result type (its
+    verifier reports "custom element sizes on non-sub-byte types"); converting the operands to
+    the result type first computes the same values.
     """
     if et not in _SUB_BYTE or rt is et:
         return x
     return x.builder._add("stablehlo.convert", (x,), array_shape(rt, x.shape.dimensions()))
+
+
+def contraction_type(rt: PrimitiveType) -> PrimitiveType:
+    """The type a dot/convolution with result type ``rt`` is computed in (s8/u8 for s2/u2)."""
+    return _TWO_BIT_WIDE.get(rt, rt)
+
+
+def narrow_to(r: XlaOp, rt: PrimitiveType) -> XlaOp:
+    """``r`` converted to ``rt`` if it was computed in another type (see :func:`contraction_type`)."""
+    if r.shape.element_type() is rt:
+        return r
+    return r.builder._add("stablehlo.convert", (r,), array_shape(rt, r.shape.dimensions()))
 
 
 def preferred_type(op: str, et: PrimitiveType, preferred_element_type: Any) -> PrimitiveType:
@@ -156,9 +173,10 @@ def _dot_general(op: str, x: XlaOp, y: XlaOp, dn: Any, precision_config: Any, pr
     out += [s for i, s in enumerate(xd) if i not in lc and i not in lb]
     out += [s for i, s in enumerate(yd) if i not in rc and i not in rb]
     rt = preferred_type(op, et, preferred_element_type)
+    ct = contraction_type(rt)
     attrs = f"dot_dimension_numbers = {dn.to_mlir()}" + precision_attr(op, precision_config)
-    x, y = widen_sub_byte(x, et, rt), widen_sub_byte(y, et, rt)
-    return x.builder._add("stablehlo.dot_general", (x, y), array_shape(rt, out), attrs)
+    x, y = widen_sub_byte(x, et, ct), widen_sub_byte(y, et, ct)
+    return narrow_to(x.builder._add("stablehlo.dot_general", (x, y), array_shape(ct, out), attrs), rt)
 
 
 def Dot(lhs: XlaOp, rhs: XlaOp, precision_config: Any = None, preferred_element_type: Any = None) -> XlaOp:

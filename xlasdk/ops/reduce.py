@@ -7,6 +7,7 @@ from typing import Any
 
 from ..builder import XlaBuilder, XlaOp
 from ..shape import Shape
+from ..types import FLOATS, PrimitiveType
 from ._core import array_shape, dtype_error, i64_array, int_list, operand, same_builder, shape_error, subcomputation
 
 __all__ = ["Reduce", "reducer_region", "as_op_list", "Map"]
@@ -18,6 +19,19 @@ def as_op_list(op: str, name: str, v: Any, builder: XlaBuilder | None) -> list[X
     if not isinstance(items, (list, tuple)) or not items:
         shape_error(op, f"{name} must be an XlaOp or a non-empty list of XlaOps, got {v!r}")
     return [operand(op, f"{name}[{i}]", x, builder) for i, x in enumerate(items)]
+
+
+def same_float_precision(op: str, names: Sequence[str], xs: Sequence[XlaOp]) -> None:
+    """DTypeError unless the floating-point operands share one type: XLA's HLO verifier rejects
+    ``reduce`` and ``map`` instructions that mix precisions (f32 with bf16, f16, f64, fp8...)."""
+    floats = [(n, x) for n, x in zip(names, xs, strict=True) if x.shape.element_type() in FLOATS]
+    for n, x in floats[1:]:
+        if x.shape.element_type() is not floats[0][1].shape.element_type():
+            dtype_error(
+                op, f"operand {n!r} is {x.shape} but {floats[0][0]!r} is {floats[0][1].shape}: floating-point "
+                "operands of different precisions cannot be combined (XLA rejects mixed precision); "
+                "ConvertElementType them to one type"
+            )
 
 
 def reducer_region(op: str, computation: Any, inits: Sequence[XlaOp], builder: XlaBuilder) -> Any:
@@ -51,7 +65,8 @@ def Reduce(
     Parameters
     ----------
     builder: the XlaBuilder.
-    operands: N arrays of equal dimensions ``(d0, ..., dr-1)`` (element types may differ).
+    operands: N arrays of equal dimensions ``(d0, ..., dr-1)`` (element types may differ, but the
+        floating-point ones must share one type: XLA rejects mixed precisions).
     init_values: N scalars, ``init_values[i]`` of ``operands[i]``'s element type; the identity of
         the reducer (0 for add, -inf for max...), since XLA may apply it any number of times.
     computation: reducer taking ``(acc_0..acc_{N-1}, x_0..x_{N-1})`` scalars (XLA's order) and
@@ -69,7 +84,8 @@ def Reduce(
     ------
     ShapeError: operand dimensions differ, bad dimensions, init values not scalars, or a reducer
     whose parameters or results do not match. DTypeError: an init value's type differs from
-    its operand's.
+    its operand's, floating-point operands of different types, or 2-bit (s2, u2) operands
+    beside operands of other widths (XLA:CPU cannot compile either).
     """
     op = "Reduce"
     if not isinstance(builder, XlaBuilder):
@@ -80,6 +96,13 @@ def Reduce(
     same_builder(op, named)
     if len(inits) != len(xs):
         shape_error(op, f"{len(xs)} operands but {len(inits)} init_values")
+    same_float_precision(op, [f"operands[{i}]" for i in range(len(xs))], xs)
+    two_bit = [i for i, x in enumerate(xs) if x.shape.element_type() in (PrimitiveType.S2, PrimitiveType.U2)]
+    if two_bit and len(two_bit) != len(xs):  # XLA:CPU fails compiling it (a RET_CHECK on the layouts)
+        dtype_error(
+            op, f"operand 'operands[{two_bit[0]}]' is {xs[two_bit[0]].shape}: 2-bit operands (s2, u2) can be "
+            "reduced together only with other 2-bit operands; ConvertElementType them to s8/u8 first"
+        )
     dims0 = xs[0].shape.dimensions()
     for i, (x, v) in enumerate(zip(xs, inits, strict=True)):
         if x.shape.dimensions() != dims0:
@@ -117,7 +140,8 @@ def Map(
     Parameters
     ----------
     builder: the XlaBuilder.
-    operands: N >= 1 arrays of equal dimensions ``(d0, ..., dr-1)`` (element types may differ).
+    operands: N >= 1 arrays of equal dimensions ``(d0, ..., dr-1)`` (element types may differ, but
+        the floating-point ones must share one type: XLA rejects mixed precisions).
     computation: takes N scalars, one of each operand's element type, and returns one scalar:
         an XlaComputation, or a Python callable of XlaOps returning an XlaOp.
     dimensions: the mapped dimensions; must be all of them in order, ``[0, 1, ..., r-1]``.
@@ -133,7 +157,8 @@ def Map(
     ShapeError: no operands, operands of different dimensions, ``dimensions`` other than
         ``[0..r-1]``, non-empty ``static_operands``, or a computation whose parameters do not
         match or that does not return exactly one scalar.
-    DTypeError: ``builder`` is not an XlaBuilder or an operand is not an XlaOp.
+    DTypeError: ``builder`` is not an XlaBuilder, an operand is not an XlaOp, or floating-point
+        operands of different types.
     """
     op = "Map"
     if not isinstance(builder, XlaBuilder):
@@ -145,6 +170,7 @@ def Map(
             shape_error(
                 op, f"operand 'operands[{i}]' has shape {x.shape}, expected dimensions {list(dims0)} like operands[0]"
             )
+    same_float_precision(op, [f"operands[{i}]" for i in range(len(xs))], xs)
     dims = int_list(op, "dimensions", dimensions)
     if list(dims) != list(range(len(dims0))):
         shape_error(

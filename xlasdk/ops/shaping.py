@@ -10,6 +10,7 @@ from typing import Any
 from ..attrs import PaddingConfig, make_padding_config
 from ..builder import XlaBuilder, XlaOp
 from ..errors import ShapeError
+from ..types import PrimitiveType
 from ._core import array_shape, dtype_error, i64, i64_array, int_list, operand, same_builder, shape_error
 
 __all__ = [
@@ -165,10 +166,15 @@ def Slice(
     )
 
 
+_TWO_BIT_WIDE = {PrimitiveType.S2: PrimitiveType.S8, PrimitiveType.U2: PrimitiveType.U8}
+
+
 def ConcatInDim(builder: XlaBuilder, operands: Sequence[XlaOp], dimension: int) -> XlaOp:
     """Concatenate ``operands`` along ``dimension`` (XLA ``ConcatInDim``; ``stablehlo.concatenate``).
 
     All operands need the same element type and rank, and equal sizes except in ``dimension``.
+    2-bit operands (s2, u2) are joined as s8/u8 and converted back (XLA:CPU crashes on a 2-bit
+    concatenate).
 
     Raises
     ------
@@ -201,9 +207,13 @@ def ConcatInDim(builder: XlaBuilder, operands: Sequence[XlaOp], dimension: int) 
         total += s.dimensions()[d]
     dims = list(first.dimensions())
     dims[d] = total
-    return builder._add(
-        "stablehlo.concatenate", tuple(xs), array_shape(first.element_type(), dims), f"dimension = {i64(d)}"
-    )
+    et = first.element_type()
+    wide = _TWO_BIT_WIDE.get(et)
+    if wide is not None:  # XLA:CPU aborts the process compiling a 2-bit concatenate: join 8-bit copies
+        xs = [builder._add("stablehlo.convert", (o,), array_shape(wide, o.shape.dimensions())) for o in xs]
+        joined = builder._add("stablehlo.concatenate", tuple(xs), array_shape(wide, dims), f"dimension = {i64(d)}")
+        return builder._add("stablehlo.convert", (joined,), array_shape(et, dims))
+    return builder._add("stablehlo.concatenate", tuple(xs), array_shape(et, dims), f"dimension = {i64(d)}")
 
 
 # -- Rev, SliceInDim, Pad, Collapse -----------------------------------------------------------

@@ -16,6 +16,12 @@ from .reduce import as_op_list
 __all__ = ["Sort", "TopK", "default_comparator"]
 
 _PRED_SCALAR = Shape._make(PrimitiveType.PRED, ())
+_TWO_BIT = frozenset({PrimitiveType.S2, PrimitiveType.U2})
+# Sub-byte types TopK widens (XLA:CPU's top_k and sort reject them); the values are exact in the wider type.
+_TOPK_WIDE = {
+    PrimitiveType.S2: PrimitiveType.S8, PrimitiveType.U2: PrimitiveType.U8, PrimitiveType.S4: PrimitiveType.S8,
+    PrimitiveType.U4: PrimitiveType.U8, PrimitiveType.F4E2M1FN: PrimitiveType.F32,
+}
 
 
 def _is_computation(v: Any) -> bool:
@@ -105,7 +111,8 @@ def Sort(
     ShapeError: no operands, operand dimensions differ, a rank-0 operand, ``dimension`` out of
         range, or a comparator whose parameters or result do not match.
     DTypeError: an operand is not an XlaOp, ``dimension`` is not an int, ``is_stable`` is not a
-        bool, or ``comparator`` is neither a callable nor an XlaComputation.
+        bool, ``comparator`` is neither a callable nor an XlaComputation, or a 2-bit (s2, u2)
+        operand (XLA:CPU sorts them wrongly; convert them to s8/u8 first).
     """
     op = "Sort"
     if not isinstance(builder, XlaBuilder):
@@ -126,6 +133,12 @@ def Sort(
     rank = len(dims0)
     if rank == 0:
         shape_error(op, f"operand 'operands[0]' is the scalar {xs[0].shape}; sorting needs rank >= 1")
+    two_bit = [k for k, x in enumerate(xs) if x.shape.element_type() in _TWO_BIT]
+    if two_bit:  # XLA:CPU sorts them wrongly, or fails to compile beside other widths
+        dtype_error(
+            op, f"operand 'operands[{two_bit[0]}]' is {xs[two_bit[0]].shape}: XLA:CPU cannot sort 2-bit types "
+            "(s2, u2); ConvertElementType them to s8/u8 first"
+        )
     if not _is_int(dimension):
         dtype_error(op, f"dimension must be an int, got {dimension!r}")
     d = int(dimension)
@@ -159,7 +172,9 @@ def TopK(operand_: XlaOp, k: int, largest: bool = True) -> XlaOp:
     operand's type, ``indices`` s32 ``(..., k)`` positions in the last dimension.
 
     Maps to ``chlo.top_k`` (XLA ``TopK``) when ``largest``; otherwise to a stable
-    ``stablehlo.sort`` of (operand, iota) followed by slices.
+    ``stablehlo.sort`` of (operand, iota) followed by slices. 2- and 4-bit operands (s2, u2, s4,
+    u4, f4e2m1fn) are converted to s8/u8/f32 first and the values back (XLA:CPU cannot compile
+    either form on them).
 
     Raises
     ------
@@ -185,6 +200,12 @@ def TopK(operand_: XlaOp, k: int, largest: bool = True) -> XlaOp:
     values = array_shape(et, out_dims)
     indices = array_shape(PrimitiveType.S32, out_dims)
     b = x.builder
+    wide = _TOPK_WIDE.get(et)
+    if wide is not None:  # computed in a wider type, then the values converted back (exact)
+        from .control import GetTupleElement, Tuple
+
+        t = TopK(b._add("stablehlo.convert", (x,), array_shape(wide, dims)), kk, largest)
+        return Tuple(b, [b._add("stablehlo.convert", (GetTupleElement(t, 0),), values), GetTupleElement(t, 1)])
     if largest:
         return b._add("chlo.top_k", (x,), Shape.tuple_shape([values, indices]), f"k = {i64(kk)}")
     from .control import GetTupleElement, Tuple
