@@ -280,11 +280,6 @@ def _as_dim(x: Any) -> int:
     return v
 
 
-def array_shape_fast(dtype: np.dtype[Any], dims: tuple[int, ...]) -> Shape:
-    """Internal: array shape from an already-canonical numpy dtype and int tuple."""
-    return Shape._make(dtype_to_etype(dtype), dims)
-
-
 class ProgramShape:
     """Parameter shapes and result shape of a computation."""
 

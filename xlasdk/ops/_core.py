@@ -9,7 +9,7 @@ the op's shape rule (raising ``ShapeError``/``DTypeError`` through :func:`shape_
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
 import numpy as np
@@ -17,7 +17,7 @@ import numpy as np
 from ..builder import Region, XlaBuilder, XlaOp, where
 from ..errors import DTypeError, ShapeError
 from ..shape import Shape
-from ..types import COMPLEX, FLOATS, INTS, SIGNED_INTS, UNSIGNED_INTS, PrimitiveType
+from ..types import COMPLEX, FLOATS, INTS, PrimitiveType
 
 __all__ = [
     "shape_error",
@@ -133,14 +133,6 @@ def is_complex(e: PrimitiveType) -> bool:
     return e in COMPLEX
 
 
-def is_signed(e: PrimitiveType) -> bool:
-    return e in SIGNED_INTS
-
-
-def is_unsigned(e: PrimitiveType) -> bool:
-    return e in UNSIGNED_INTS
-
-
 # -- sub-computations ----------------------------------------------------------------------------
 
 def subcomputation(
@@ -224,8 +216,3 @@ def subcomputation(
                 "arguments (values of the enclosing computation cannot be captured)",
             )
     return Region(params, results), [r.shape for r in results]
-
-
-def check_callable(op: str, name: str, f: Callable[..., Any]) -> None:  # pragma: no cover - helper
-    if not callable(f):
-        dtype_error(op, f"{name} must be callable")

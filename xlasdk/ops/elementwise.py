@@ -18,7 +18,6 @@ import numpy as np
 
 from ..builder import XlaOp
 from ..errors import ShapeError
-from ..shape import Shape
 from ..types import COMPLEX, FLOATS, INTS, SIGNED_INTS, PrimitiveType, dtype_to_etype
 from ._core import array_shape, dtype_error, i64_array, operand, same_builder, shape_error
 from .sources import constant_like
@@ -789,7 +788,3 @@ def ConvertElementType(operand_: XlaOp, new_element_type: Any) -> XlaOp:
     if et is src:
         return x
     return x.builder._add("stablehlo.convert", (x,), array_shape(et, x.shape.dimensions()))
-
-
-def _result_shape(x: XlaOp, et: PrimitiveType) -> Shape:
-    return array_shape(et, x.shape.dimensions())

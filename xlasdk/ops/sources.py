@@ -9,7 +9,7 @@ import numpy as np
 
 from ..builder import XlaBuilder, XlaOp
 from ..errors import DTypeError
-from ..shape import Shape, shape_from_pyval
+from ..shape import Shape
 from ..types import PrimitiveType, canonical_dtype, dtype_to_etype
 from ._core import array_shape, dtype_error, i64, shape_error
 
@@ -200,7 +200,3 @@ def Iota(
     if shape.element_type() is PrimitiveType.PRED:
         dtype_error("Iota", "element type pred is not allowed (use an integer or float type)")
     return b._add("stablehlo.iota", (), shape, f"iota_dimension = {i64(int(dim))}")
-
-
-def _pyval_shape(value: Any) -> Shape:  # pragma: no cover - kept for symmetry with xla_client
-    return shape_from_pyval(value)
