@@ -1,9 +1,12 @@
 """Graph-building speed: build an N-op element-wise chain and get its HLO text.
 
 For each N (default 1k, 10k, 100k) it prints the time to build the graph (and ops/s, which
-must not fall as N grows: no quadratic behaviour), then the steps to HLO text: emitting the
-StableHLO module text, parsing + verifying it, converting it with XLA's converter, printing
-HLO; and ``comp.as_hlo_text()`` end to end. If ``jax`` is importable, the peer is
+must not fall as N grows: no quadratic behaviour), then the time xlasdk's direct HLO printer
+takes (``xlasdk/_hlo_emit.py``, what ``as_hlo_text()`` uses for graphs of ops that map one to
+one onto HLO instructions), and, for comparison, the steps of the route through XLA's converter
+(which ``as_hlo_text()`` takes for the other graphs): emitting the StableHLO module text,
+parsing + verifying it, converting it, printing HLO; and ``comp.as_hlo_text()`` end to end.
+If ``jax`` is importable, the peer is
 ``jax.jit(f).lower(x).as_text()`` of the same chain (traced afresh each time), for N <= 20k.
 
 The chain alternates ``y = y + x`` and ``y = y * x`` on f32[128], as the JAX function does.
@@ -33,7 +36,8 @@ from xlasdk._jaxlib import mlir as _mlir  # noqa: E402
 
 JAX_MAX_OPS = 20000
 _STEPS = (
-    "build_s", "emit_stablehlo_s", "parse_verify_s", "convert_from_bytecode_s", "convert_from_text_s", "print_hlo_s"
+    "build_s", "print_hlo_direct_s", "emit_stablehlo_s", "parse_verify_s", "convert_from_bytecode_s",
+    "convert_from_text_s", "print_hlo_s",
 )
 
 
@@ -69,6 +73,10 @@ def xlasdk_steps(n: int) -> dict[str, float]:
     """Seconds of each step from graph to HLO text, done one by one."""
     comp, t_build = build_chain(n)
     t0 = time.perf_counter()
+    direct = comp._direct_hlo_text(True, True)
+    t_direct = time.perf_counter() - t0
+    assert direct is not None, "the chain should take the direct HLO printer"
+    t0 = time.perf_counter()
     text = comp._mlir_module_text()
     t_emit = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -86,6 +94,7 @@ def xlasdk_steps(n: int) -> dict[str, float]:
     return {
         "build_s": t_build,
         "ops_per_s": n / t_build,
+        "print_hlo_direct_s": t_direct,
         "emit_stablehlo_s": t_emit,
         "parse_verify_s": t_parse,
         "convert_from_bytecode_s": t_conv_bc,
@@ -171,13 +180,15 @@ def main() -> None:
     a = ap.parse_args()
     res = run([int(s) for s in a.sizes.split(",")], a.repeats)
     print(
-        f"{'ops':>7} {'build ms':>9} {'ops/s':>9} {'emit':>7} {'parse':>7} {'conv bc':>8} {'conv txt':>8} "
+        f"{'ops':>7} {'build ms':>9} {'ops/s':>9} {'direct':>7} | {'emit':>7} {'parse':>7} {'conv bc':>8} "
+        f"{'conv txt':>8} "
         f"{'print':>7} | {'->HLO ms':>9} {'->SHLO ms':>9} {'jax ms':>8} {'HLO/jax':>7} {'SHLO/jax':>8}"
     )
     for r in res:
         jt = r["jax_lower_as_text_s"]
         print(
-            f"{r['ops']:>7} {r['build_s'] * 1e3:>9.1f} {r['ops_per_s']:>9.0f} {r['emit_stablehlo_s'] * 1e3:>7.1f} "
+            f"{r['ops']:>7} {r['build_s'] * 1e3:>9.1f} {r['ops_per_s']:>9.0f} {r['print_hlo_direct_s'] * 1e3:>7.1f} | "
+            f"{r['emit_stablehlo_s'] * 1e3:>7.1f} "
             f"{r['parse_verify_s'] * 1e3:>7.1f} {r['convert_from_bytecode_s'] * 1e3:>8.1f} "
             f"{r['convert_from_text_s'] * 1e3:>8.1f} {r['print_hlo_s'] * 1e3:>7.1f} | "
             f"{r['build_to_hlo_text_s'] * 1e3:>9.1f} {r['build_to_stablehlo_text_s'] * 1e3:>9.1f} "

@@ -31,6 +31,43 @@ def run(comp: xs.XlaComputation, *args: Any) -> list[np.ndarray[Any, Any]]:
     return [o.to_numpy() for o in outs]
 
 
+def assert_same_outputs(
+    got: Sequence[np.ndarray[Any, Any]], want: Sequence[np.ndarray[Any, Any]], what: str = ""
+) -> None:
+    """Equal shapes and dtypes; integers and pred bit for bit, floats to 1e-6 (NaN equal to NaN)."""
+    assert len(got) == len(want), (what, len(got), len(want))
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        assert g.shape == w.shape and g.dtype == w.dtype, (what, i, g.shape, g.dtype, w.shape, w.dtype)
+        if g.dtype.kind in "biu":
+            np.testing.assert_array_equal(g, w, err_msg=f"{what} output {i}")
+        else:
+            wide = np.complex128 if g.dtype.kind == "c" else np.float64
+            np.testing.assert_allclose(
+                g.astype(wide), w.astype(wide), rtol=1e-6, atol=0, equal_nan=True, err_msg=f"{what} output {i}"
+            )
+
+
+def check_direct_hlo(comp: xs.XlaComputation, *args: Any, outs: Sequence[np.ndarray[Any, Any]] | None = None) -> bool:
+    """If ``comp``'s HLO text is printed directly from the graph (``xlasdk._hlo_emit``), check it
+    against XLA: XLA's HLO parser (through ``XlaComputation.from_hlo_text``) accepts it, its
+    program shape is ``comp``'s, and compiled it computes the same values as ``comp`` (``outs``,
+    or ``run(comp, *args)``). Returns whether the direct printer handled ``comp``.
+    """
+    text = comp._direct_hlo_text(True, True)
+    if text is None:
+        return False
+    loaded = xs.XlaComputation.from_hlo_text(text)
+    ps, lps = comp.program_shape(), loaded.program_shape()
+    assert lps.parameter_shapes() == ps.parameter_shapes(), (lps, ps)
+    result = ps.result_shape()
+    if result.is_tuple() and len(result.tuple_shapes()) == 1:
+        result = result.tuple_shapes()[0]  # a one-element tuple root is one HLO result
+    assert lps.result_shape() in (result, ps.result_shape()), (lps, ps)
+    want = run(comp, *args) if outs is None else outs
+    assert_same_outputs(run(loaded, *args), want, "direct HLO text vs StableHLO")
+    return True
+
+
 # -- shapes and parameters -------------------------------------------------------------------------
 
 def shape(dtype: Any, dims: Sequence[int]) -> xs.Shape:

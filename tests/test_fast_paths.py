@@ -364,4 +364,4 @@ def test_parsed_module_to_hlo_matches_the_text_route() -> None:
     via_module = _mlir.hlo_text(_mlir.parsed_module_to_hlo(_mlir.parse_module(text)))
     assert via_module == via_text
     assert 'op_name="scaled"' in via_module and "test_fast_paths.py" in via_module  # locations kept
-    assert comp.as_hlo_text() == via_text
+    assert comp._converted_hlo_text() == via_text  # the converter route of as_hlo_text()

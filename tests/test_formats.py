@@ -698,3 +698,20 @@ def test_C14_truncated_and_garbage_blobs_raise_format_error(tmp_path: Path) -> N
     assert "truncated" in res["half"]["msg"]
     assert_format_error(res["file"], str(tmp_path / "half.xlaexe"), "truncated")
     assert_format_error(res["missing"], str(tmp_path / "missing.xlaexe"))
+
+
+def test_hlo_with_rank0_dynamic_slice_loads_and_runs() -> None:
+    """StableHLO's pretty printer writes a rank-0 dynamic_slice its parser rejects ("expected
+    'sizes'"); a loaded module is compiled from the generic form, which always parses back."""
+    text = (
+        "HloModule m, entry_computation_layout={(f32[])->(f32[], f32[])}\n\n"
+        "ENTRY %main.1 (x: f32[]) -> (f32[], f32[]) {\n"
+        "  %x = f32[] parameter(0)\n"
+        "  %d = f32[] dynamic-slice(%x), dynamic_slice_sizes={}\n"
+        "  %n = f32[] negate(%d)\n"
+        "  ROOT %t = (f32[], f32[]) tuple(%d, %n)\n"
+        "}\n"
+    )
+    comp = xs.XlaComputation.from_hlo_text(text)
+    got = [o.to_numpy() for o in xs.compile(comp)(np.float32(2.5))]
+    assert got == [np.float32(2.5), np.float32(-2.5)]

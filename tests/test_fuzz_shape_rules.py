@@ -10,6 +10,8 @@ wrong element types). Every draw is a :class:`Case`; :func:`fuzz_one` then check
   StableHLO's own type inference) and XLA converts to HLO (``comp.as_hlo_text()``); the HLO
   module's ``entry_computation_layout`` and ENTRY ``ROOT`` shape equal the program shape and the
   op's predicted ``.shape``;
+* where xlasdk prints the HLO text itself (``xlasdk/_hlo_emit.py``), XLA parses that text and
+  it computes the same values as the StableHLO module (``helpers.check_direct_hlo``);
 * and both agree with an independent reference written here from XLA's operation semantics and
   the StableHLO specification (``Case.want``): a rule that is too lax (MLIR/XLA errors) and one
   that is too strict (a valid input rejected) both fail.
@@ -39,7 +41,7 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
-from helpers import run
+from helpers import check_direct_hlo, run
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
@@ -256,7 +258,7 @@ def hlo_shapes(text: str) -> tuple[list[str], str, str]:
 def check_hlo(comp: xs.XlaComputation, root_shape: xs.Shape) -> None:
     """MLIR verifies the module, XLA converts it, and both agree with the predicted shapes."""
     comp._mlir_module()  # parse + verify: an XlaSdkError ("internal error") if a shape rule was wrong
-    text = comp.as_hlo_text(print_metadata=False)
+    text = comp._converted_hlo_text(print_metadata=False)  # XLA's converter, not xlasdk's direct printer
     params, result, root = hlo_shapes(text)
     ps = comp.program_shape()
     predicted = ps.result_shape()
@@ -338,6 +340,7 @@ def fuzz_many(cases: list[Case], seed: int, values: bool) -> None:
     comp = b.build(ops.Tuple(b, roots))
     check_hlo(comp, comp.program_shape().result_shape())
     outs = run(comp, *args)
+    check_direct_hlo(comp, *args, outs=outs)  # xlasdk's own HLO text, where it prints it, agrees with XLA
     assert len(outs) == len(roots)
     for out, r in zip(outs, roots, strict=True):
         assert out.shape == r.shape.dimensions() and out.dtype == r.dtype, (out.shape, out.dtype, r.shape)

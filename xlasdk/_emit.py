@@ -15,8 +15,8 @@ region's graph is emitted in place with the parameters bound to the operands.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import Union
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Union
 
 from .builder import Region, XlaOp, _mlir_str
 from .shape import Shape
@@ -90,22 +90,10 @@ class Emitter:
 
         Returns the ids of the ops emitted (so a region can drop them from ``env`` afterwards).
         """
-        todo: dict[int, XlaOp] = {}
-        stack = list(roots)
-        while stack:
-            o = stack.pop()
-            if o.id in env or o.id in todo:
-                continue
-            if o.opcode == "parameter":
-                raise AssertionError(f"parameter {o.extra} not bound")  # pragma: no cover
-            todo[o.id] = o
-            stack.extend(o.operands)
-            for r in o.regions:
-                stack.extend(r.bindings or ())
-        order = sorted(todo)
-        for i in order:
-            self.op(todo[i], env, indent)
-        return order
+        todo = pending(env, roots)
+        for o in todo:
+            self.op(o, env, indent)
+        return [o.id for o in todo]
 
     def op(self, o: XlaOp, env: dict[int, Val], indent: str) -> None:
         code = o.opcode
@@ -220,22 +208,44 @@ class Emitter:
         return "{\n" + head + "".join(body) + ret + indent + "}"
 
     def inline(self, o: XlaOp, env: dict[int, Val], indent: str) -> None:
-        """Emit the graph of ``o``'s one region in place, its parameters bound to ``o``'s operands.
+        inline_call(o, env, lambda e, roots: self.graph(e, roots, indent))
 
-        The region's ops are emitted afresh for each inlined use (their ``env`` entries are
-        dropped afterwards), so one computation called twice with different operands yields two
-        copies.
-        """
-        (r,) = o.regions
-        for p, x in zip(r.params, o.operands, strict=True):
-            env[p.id] = env[x.id]
-        emitted = self.graph(env, list(r.results), indent)
-        vals = tuple(env[x.id] for x in r.results)
-        for k in emitted:
-            del env[k]
-        for p in r.params:
-            del env[p.id]
-        env[o.id] = vals[0] if len(vals) == 1 else vals
+
+def pending(env: Mapping[int, object], roots: list[XlaOp]) -> list[XlaOp]:
+    """Every op reachable from ``roots`` (through operands and region bindings) not yet in
+    ``env``, in creation order: the ops a graph walk still has to emit."""
+    todo: dict[int, XlaOp] = {}
+    stack = list(roots)
+    while stack:
+        o = stack.pop()
+        if o.id in env or o.id in todo:
+            continue
+        if o.opcode == "parameter":
+            raise AssertionError(f"parameter {o.extra} not bound")  # pragma: no cover
+        todo[o.id] = o
+        stack.extend(o.operands)
+        for r in o.regions:
+            stack.extend(r.bindings or ())
+    return [todo[i] for i in sorted(todo)]
+
+
+def inline_call(o: XlaOp, env: dict[int, Any], graph: Callable[[dict[int, Any], list[XlaOp]], list[int]]) -> None:
+    """Emit the graph of ``o``'s (a ``call``'s) one region in place with ``graph``, its parameters
+    bound to ``o``'s operands; ``env[o.id]`` becomes its result (a tuple for several).
+
+    The region's ops are emitted afresh for each inlined use (their ``env`` entries are dropped
+    afterwards), so one computation called twice with different operands yields two copies.
+    """
+    (r,) = o.regions
+    for p, x in zip(r.params, o.operands, strict=True):
+        env[p.id] = env[x.id]
+    emitted = graph(env, list(r.results))
+    vals = tuple(env[x.id] for x in r.results)
+    for k in emitted:
+        del env[k]
+    for p in r.params:
+        del env[p.id]
+    env[o.id] = vals[0] if len(vals) == 1 else vals
 
 
 # Ops whose tuple-shaped operands are passed element by element (StableHLO is variadic there).

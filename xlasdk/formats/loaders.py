@@ -46,7 +46,7 @@ def _loaded(
 
     program_shape = _program_shape(module, what)
     mname = name or _mlir.module_name(module) or "main"
-    text = _mlir.module_to_text(module, debug_info=True)
+    text = _mlir.module_to_text(module, debug_info=True, generic=True)  # the pretty form may not parse back
     return XlaComputation._from_loaded(mname, program_shape, module, text, xla=xla, source_format=fmt.value)
 
 

@@ -1,0 +1,449 @@
+"""The direct HLO printer (``xlasdk/_hlo_emit.py``), the fast path of ``as_hlo_text()``.
+
+Every check goes through XLA: the printed text must parse with XLA's HLO parser
+(``XlaComputation.from_hlo_text``), have the computation's program shape, and compute the same
+values as the computation compiled from StableHLO (``helpers.check_direct_hlo``). Constants are
+checked bit for bit against the numpy arrays they came from; metadata against what XLA's own
+converter writes. ``test_fuzz_shape_rules.py`` runs the same check on its random graphs.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+from helpers import assert_same_outputs, check_direct_hlo, run
+
+import xlasdk as xs
+from xlasdk import ops
+from xlasdk._jaxlib import mlir as _mlir
+
+RNG = np.random.default_rng(7)
+
+
+def p(b: xs.XlaBuilder, i: int, dt: Any, dims: tuple[int, ...], name: str = "") -> xs.XlaOp:
+    return ops.Parameter(b, i, xs.Shape.array_shape(np.dtype(dt), dims), name)
+
+
+def data(dt: Any, dims: tuple[int, ...], lo: float = -3, hi: float = 3) -> np.ndarray[Any, Any]:
+    dt = np.dtype(dt)
+    if dt == np.bool_:
+        return RNG.integers(0, 2, dims).astype(bool)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return RNG.integers(max(info.min, -100), min(info.max, 100), dims, endpoint=True).astype(dt)
+    if dt.kind == "c":
+        return (RNG.uniform(lo, hi, dims) + 1j * RNG.uniform(lo, hi, dims)).astype(dt)
+    return RNG.uniform(lo, hi, dims).astype(dt)
+
+
+def direct(comp: xs.XlaComputation, *args: Any) -> None:
+    """The direct printer handles ``comp`` and XLA agrees with it."""
+    assert check_direct_hlo(comp, *args), "expected the direct HLO printer to handle this computation"
+
+
+# -- element-wise ----------------------------------------------------------------------------------
+
+UNARY_FLOAT = [
+    "Abs", "Neg", "Exp", "Expm1", "Log", "Log1p", "Sqrt", "Rsqrt", "Cbrt", "Sin", "Cos", "Tan", "Tanh",
+    "Logistic", "Floor", "Ceil", "Round", "RoundNearestEven", "Sign", "IsFinite",
+]
+BINARY_FLOAT = ["Add", "Sub", "Mul", "Div", "Rem", "Max", "Min", "Pow", "Atan2"]
+BINARY_INT = ["Add", "Sub", "Mul", "Div", "Rem", "Max", "Min", "Pow", "And", "Or", "Xor",
+              "ShiftLeft", "ShiftRightArithmetic", "ShiftRightLogical"]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.float16, ml_dtypes.bfloat16])
+def test_float_elementwise(dt: Any) -> None:
+    b = xs.XlaBuilder("float_ops")
+    x, y = p(b, 0, dt, (2, 3), "x"), p(b, 1, dt, (2, 3), "y")
+    outs = [getattr(ops, n)(x) for n in UNARY_FLOAT] + [getattr(ops, n)(x, y) for n in BINARY_FLOAT]
+    direct(b.build(ops.Tuple(b, outs)), data(dt, (2, 3), 0.1, 3), data(dt, (2, 3), 0.5, 2))
+
+
+@pytest.mark.parametrize("dt", [np.int8, np.int32, np.int64, np.uint8, np.uint32])
+def test_int_elementwise(dt: Any) -> None:
+    b = xs.XlaBuilder("int_ops")
+    x, y = p(b, 0, dt, (7,)), p(b, 1, dt, (7,))
+    outs = [getattr(ops, n)(x, y) for n in BINARY_INT]
+    outs += [ops.Not(x), ops.PopulationCount(x), ops.Clz(x), ops.ConvertElementType(x, np.float32)]
+    if np.dtype(dt).kind == "i":
+        outs += [ops.Abs(x), ops.Neg(x), ops.Sign(x)]
+    y_data = np.array([1, 2, 3, 0, 5, 7, 2], dt)  # includes a zero divisor (guarded in xlasdk)
+    direct(b.build(ops.Tuple(b, outs)), data(dt, (7,)), y_data)
+
+
+def test_complex_pred_and_conversions() -> None:
+    b = xs.XlaBuilder("mixed")
+    re_, im = p(b, 0, np.float32, (3,)), p(b, 1, np.float32, (3,))
+    c = ops.Complex(re_, im)
+    m = p(b, 2, np.bool_, (3,))
+    outs = [
+        c, ops.Real(c), ops.Imag(c), ops.Abs(c), ops.Exp(c), ops.Mul(c, c),
+        ops.And(m, ops.Not(m)), ops.Or(m, m), ops.Xor(m, m),
+        ops.ConvertElementType(re_, np.int32), ops.ConvertElementType(m, np.float32),
+        ops.BitcastConvertType(re_, np.uint32), ops.BitcastConvertType(re_, np.uint8),
+        ops.ConvertElementType(re_, ml_dtypes.bfloat16),
+    ]
+    direct(b.build(ops.Tuple(b, outs)), data(np.float32, (3,)), data(np.float32, (3,)), data(np.bool_, (3,)))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.int32, np.uint16, np.bool_])
+def test_compare_every_direction(dt: Any) -> None:
+    b = xs.XlaBuilder("cmp")
+    x, y = p(b, 0, dt, (4,)), p(b, 1, dt, (4,))
+    outs = [ops.Compare(x, y, d) for d in ("EQ", "NE", "LT", "LE", "GT", "GE")]
+    if np.dtype(dt).kind == "f":
+        outs += [ops.Compare(x, y, d, "TOTALORDER") for d in ("EQ", "LT", "GE")]
+    xd, yd = data(dt, (4,)), data(dt, (4,))
+    if np.dtype(dt).kind == "f":
+        xd[:2] = [np.nan, -0.0]
+        yd[:2] = [np.nan, 0.0]  # FLOAT and TOTALORDER disagree on both
+    direct(b.build(ops.Tuple(b, outs)), xd, yd)
+
+
+def test_compare_type_printed_only_when_not_default() -> None:
+    b = xs.XlaBuilder("cmp")
+    x = p(b, 0, np.float32, (2,))
+    comp = b.build(ops.Tuple(b, [ops.Lt(x, x), ops.Compare(x, x, "LT", "TOTALORDER")]))
+    text = comp.as_hlo_text()
+    assert "direction=LT, metadata" in text
+    assert "direction=LT, type=TOTALORDER" in text
+
+
+def test_select_and_clamp_broadcast_scalars() -> None:
+    b = xs.XlaBuilder("sel")
+    x, y = p(b, 0, np.float32, (2, 3)), p(b, 1, np.float32, (2, 3))
+    flag = p(b, 2, np.bool_, ())
+    lo, hi = p(b, 3, np.float32, ()), p(b, 4, np.float32, ())
+    outs = [ops.Select(flag, x, y), ops.Select(ops.Lt(x, y), x, y), ops.Clamp(lo, x, hi), ops.Clamp(y, x, y)]
+    comp = b.build(ops.Tuple(b, outs))
+    assert comp.as_hlo_text().count("broadcast(") == 3  # scalar pred, lo and hi
+    for flag_v in (True, False):
+        direct(comp, data(np.float32, (2, 3)), data(np.float32, (2, 3)), np.bool_(flag_v), np.float32(-1),
+               np.float32(1))
+
+
+# -- constants, bit for bit ----------------------------------------------------------------------
+
+def _special(dt: Any) -> np.ndarray[Any, Any]:
+    dt = np.dtype(dt)
+    if dt == np.bool_:
+        return np.array([True, False, True, True, False])
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return np.array([info.min, info.max, 0, 1, info.max // 3], dt)
+    if dt.kind == "c":  # XLA's parser makes (nan, x) all NaN: no NaN parts here
+        part = np.float32 if dt == np.complex64 else np.float64
+        v = _special(part)
+        v = v[~np.isnan(v)]
+        out = np.zeros(len(v), dt)
+        out.real, out.imag = v, v[::-1]
+        return out
+    fi = ml_dtypes.finfo(dt)
+    # No -0.0: XLA's HLO parser reads "-0" (which its printer writes too) as +0.
+    vals = [0.0, np.inf, -np.inf, np.nan, float(fi.max), float(-fi.max), float(fi.tiny),
+            float(fi.smallest_subnormal), 0.1, 1 / 3, -2.5, 1e4]
+    rand = (RNG.standard_normal(40) * 10.0 ** RNG.integers(-8, 8, 40)).astype(np.float64)
+    with np.errstate(over="ignore"):
+        out = np.concatenate([np.array(vals), rand]).astype(dt)
+    out[out == 0] = 0  # values that underflowed to -0.0 (see above)
+    return out
+
+
+def bits(a: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """The raw bits of ``a`` (complex: of each part), flattened."""
+    flat = np.ascontiguousarray(a).reshape(-1)
+    size = flat.dtype.itemsize // (2 if flat.dtype.kind == "c" else 1)
+    return flat.view(f"u{size}")
+
+
+@pytest.mark.parametrize(
+    "dt", [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+           np.float16, ml_dtypes.bfloat16, np.float32, np.float64, np.complex64, np.complex128],
+)
+def test_constants_round_trip_bit_for_bit(dt: Any) -> None:
+    """Every value, including extremes, subnormals, infinities and NaN, reads back bit for bit."""
+    v = _special(dt)
+    b = xs.XlaBuilder("consts")
+    outs = [ops.Constant(b, v), ops.Constant(b, v[2]), ops.Constant(b, v[:4].reshape(2, 2))]
+    comp = b.build(ops.Tuple(b, outs))
+    text = comp.as_hlo_text()
+    assert text == comp._direct_hlo_text(True, True)
+    got = run(xs.XlaComputation.from_hlo_text(text))
+    for g, want in zip(got, [v, v[2], v[:4].reshape(2, 2)], strict=True):
+        assert g.dtype == want.dtype and g.shape == want.shape
+        np.testing.assert_array_equal(bits(g), bits(np.asarray(want)))
+
+
+def test_constant_text_reads_like_xla() -> None:
+    b = xs.XlaBuilder("c")
+    outs = [ops.Constant(b, np.float32(0.1)), ops.Constant(b, np.array([[1, 2], [3, 4]], np.int32)),
+            ops.Constant(b, np.array([1.5, -np.inf, np.nan, -0.0], np.float32)), ops.Constant(b, True)]
+    text = b.build(ops.Tuple(b, outs)).as_hlo_text()
+    assert "f32[] constant(0.1)" in text
+    assert "s32[2,2]{1,0} constant({ { 1, 2 }, { 3, 4 } })" in text
+    assert "f32[4]{0} constant({1.5, -inf, nan, -0})" in text
+    assert "pred[] constant(true)" in text
+
+
+def test_splat_constant_is_scalar_and_broadcast() -> None:
+    b = xs.XlaBuilder("splat")
+    x = p(b, 0, np.float32, (2, 3))
+    comp = b.build(ops.Add(x, 2.5))
+    text = comp.as_hlo_text()
+    assert re.search(r"%constant\.\d+ = f32\[\] constant\(2\.5\)\n  %broadcast\.\d+ = f32\[2,3\]\{1,0\} broadcast\(",
+                     text)
+    direct(comp, data(np.float32, (2, 3)))
+
+
+def test_large_constants_elided_like_xla() -> None:
+    b = xs.XlaBuilder("big")
+    comp = b.build(ops.Tuple(b, [ops.Constant(b, np.arange(10, dtype=np.float32)),
+                                 ops.Constant(b, np.arange(11, dtype=np.float32))]))
+    short = comp.as_hlo_text(print_large_constants=False)
+    assert short == comp._direct_hlo_text(True, False)
+    assert "constant({0, 1, 2, 3, 4, 5, 6, 7, 8, 9})" in short and "f32[11]{0} constant({...})" in short
+    conv = comp._converted_hlo_text(print_large_constants=False)
+    assert "f32[11]{0} constant({...})" in conv and "constant({0, 1, 2, 3, 4, 5, 6, 7, 8, 9})" in conv
+
+
+# -- data movement, dot, reduce, calls -------------------------------------------------------------
+
+def test_shape_ops() -> None:
+    b = xs.XlaBuilder("shaping")
+    x = p(b, 0, np.float32, (2, 3, 4))
+    v = p(b, 1, np.int32, (4,))
+    outs = [
+        ops.Reshape(x, new_sizes=(6, 4)), ops.Transpose(x, (2, 0, 1)), ops.Slice(x, (0, 1, 0), (2, 3, 4), (1, 1, 2)),
+        ops.SliceInDim(x, 1, 4, 2, 2), ops.ConcatInDim(b, [x, x], 1),
+        ops.Iota(b, xs.Shape.array_shape(np.int32, (3, 5)), 1),
+        ops.BroadcastInDim(v, (3, 4), (1,)), ops.Broadcast(v, (2,)), ops.Collapse(x, (0, 1)),
+        ops.Transpose(ops.Transpose(x, (1, 0, 2)), (1, 0, 2)),
+    ]
+    direct(b.build(ops.Tuple(b, outs)), data(np.float32, (2, 3, 4)), data(np.int32, (4,)))
+
+
+def test_pad_reverse_dynamic_slices_reduce_precision() -> None:
+    b = xs.XlaBuilder("moves")
+    x = p(b, 0, np.float32, (3, 4))
+    i, j = p(b, 1, np.int32, ()), p(b, 2, np.int32, ())
+    zero = ops.Constant(b, np.float32(0))
+    outs = [
+        ops.Pad(x, zero, [(1, 2, 0), (0, 0, 1)]), ops.Pad(x, zero, [(-1, 1, 1), (2, -2, 0)]),
+        ops.Rev(x, (0, 1)), ops.DynamicSlice(x, [i, j], (2, 2)),
+        ops.DynamicUpdateSlice(x, ops.Constant(b, np.ones((2, 2), np.float32)), [i, j]),
+        ops.ReducePrecision(x, 5, 10),
+    ]
+    comp = b.build(ops.Tuple(b, outs))
+    text = comp.as_hlo_text()
+    assert "padding=1_2x0_0_1" in text and "padding=-1_1_1x2_-2" in text
+    assert "dynamic_slice_sizes={2,2}" in text and "exponent_bits=5, mantissa_bits=10" in text
+    xd = data(np.float32, (3, 4))
+    for iv, jv in ((0, 0), (1, 3), (-5, 9)):  # start indices are clamped
+        direct(comp, xd, np.int32(iv), np.int32(jv))
+
+
+def test_sort_single_multi_and_stable() -> None:
+    b = xs.XlaBuilder("sorts")
+    k = p(b, 0, np.float32, (2, 5))
+    v = p(b, 1, np.int32, (2, 5))
+    s1 = ops.Sort(b, k, dimension=1)
+    s2 = ops.Sort(b, [k, v], dimension=0, is_stable=True)
+    comp = b.build(ops.Tuple(b, [s1, ops.GetTupleElement(s2, 0), ops.GetTupleElement(s2, 1)]))
+    text = comp.as_hlo_text()
+    assert "dimensions={1}, to_apply=" in text and "dimensions={0}, is_stable=true, to_apply=" in text
+    kd = np.array([[3, 1, 2, 1, 0], [1, 1, 1, 0, 2]], np.float32)
+    vd = np.arange(10, dtype=np.int32).reshape(2, 5)
+    direct(comp, kd, vd)
+    got = run(comp, kd, vd)
+    np.testing.assert_array_equal(got[0], np.sort(kd, axis=1))
+    np.testing.assert_array_equal(got[2], np.take_along_axis(vd, np.argsort(kd, axis=0, kind="stable"), 0))
+
+
+def test_dot_general_forms() -> None:
+    b = xs.XlaBuilder("dots")
+    x, y = p(b, 0, np.float32, (2, 3, 4)), p(b, 1, np.float32, (2, 4, 5))
+    m, n = p(b, 2, np.float32, (3, 4)), p(b, 3, np.float32, (4,))
+    dn = xs.DotDimensionNumbers(lhs_contracting_dimensions=[2], rhs_contracting_dimensions=[1],
+                                lhs_batch_dimensions=[0], rhs_batch_dimensions=[0])
+    outs = [
+        ops.DotGeneral(x, y, dn), ops.Dot(m, n), ops.Dot(m, ops.Transpose(m, (1, 0))),
+        ops.Dot(m, n, precision_config=xs.PrecisionConfig(["HIGHEST", "DEFAULT"])),
+        ops.Dot(m, n, preferred_element_type=np.float64),
+    ]
+    comp = b.build(ops.Tuple(b, outs))
+    text = comp.as_hlo_text()
+    assert "lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}" in text
+    assert "operand_precision={highest,default}" in text
+    direct(comp, data(np.float32, (2, 3, 4)), data(np.float32, (2, 4, 5)), data(np.float32, (3, 4)),
+           data(np.float32, (4,)))
+
+
+def _adder(dt: Any) -> xs.XlaComputation:
+    b = xs.XlaBuilder("add")
+    return b.build(ops.Add(p(b, 0, dt, ()), p(b, 1, dt, ())))
+
+
+def test_reduce_single_and_variadic() -> None:
+    b = xs.XlaBuilder("reduces")
+    x = p(b, 0, np.float32, (3, 4))
+    idx = ops.Iota(b, xs.Shape.array_shape(np.int32, (3, 4)), 1)
+
+    def argmax(a: xs.XlaOp, i: xs.XlaOp, c: xs.XlaOp, j: xs.XlaOp) -> xs.XlaOp:
+        keep = ops.Ge(a, c)
+        return ops.Tuple(a.builder, [ops.Select(keep, a, c), ops.Select(keep, i, j)])
+
+    s = ops.Reduce(b, x, ops.Constant(b, np.float32(0)), _adder(np.float32), [1])
+    am = ops.Reduce(b, [x, idx], [ops.Constant(b, np.float32(-np.inf)), ops.Constant(b, np.int32(0))], argmax, [1])
+    outs = [s, ops.GetTupleElement(am, 0), ops.GetTupleElement(am, 1),
+            ops.Reduce(b, x, ops.Constant(b, np.float32(0)), _adder(np.float32), [0, 1])]
+    comp = b.build(ops.Tuple(b, outs))
+    text = comp.as_hlo_text()
+    assert text.count("%region_") == 6  # three reducers: a header and a to_apply each
+    xd = data(np.float32, (3, 4))
+    direct(comp, xd)
+    got = run(comp, xd)
+    np.testing.assert_allclose(got[0], xd.sum(1), rtol=1e-6)
+    np.testing.assert_array_equal(got[2], xd.argmax(1))
+
+
+def test_call_is_inlined_and_tuples_are_free() -> None:
+    inner = xs.XlaBuilder("inner")
+    a, c = p(inner, 0, np.float32, (2,)), p(inner, 1, np.float32, (2,))
+    fn = inner.build(ops.Tuple(inner, [ops.Add(a, c), ops.Mul(a, c)]))
+    b = xs.XlaBuilder("outer")
+    x, y = p(b, 0, np.float32, (2,)), p(b, 1, np.float32, (2,))
+    r1 = ops.Call(b, fn, [x, y])
+    r2 = ops.Call(b, fn, [ops.GetTupleElement(r1, 0), y])
+    t = ops.Tuple(b, [r2, x])
+    comp = b.build(ops.Tuple(b, [ops.GetTupleElement(ops.GetTupleElement(t, 0), 1), ops.GetTupleElement(t, 1)]))
+    text = comp.as_hlo_text()
+    assert text.count(" add(") == 2 and "call(" not in text and "get-tuple-element" not in text
+    direct(comp, data(np.float32, (2,)), data(np.float32, (2,)))
+
+
+def test_one_element_tuple_and_parameter_roots() -> None:
+    b = xs.XlaBuilder("roots")
+    x = p(b, 0, np.float32, (2,), "x")
+    comp = b.build(ops.Tuple(b, [ops.Neg(x)]))
+    assert "ENTRY %main.1 (x.1: f32[2]) -> f32[2] {" in comp.as_hlo_text()
+    direct(comp, data(np.float32, (2,)))
+    b2 = xs.XlaBuilder("identity")
+    y = p(b2, 0, np.int32, (3,))
+    comp2 = b2.build(y)
+    assert "ROOT %p0.1 = s32[3]{0} parameter(0)" in comp2.as_hlo_text()
+    direct(comp2, data(np.int32, (3,)))
+    b3 = xs.XlaBuilder("unused")
+    p(b3, 0, np.float32, (2,))
+    z = p(b3, 1, np.float32, (2,))
+    direct(b3.build(ops.Tuple(b3, [z, z])), data(np.float32, (2,)), data(np.float32, (2,)))
+
+
+# -- names and metadata ----------------------------------------------------------------------------
+
+def _xla_metadata(text: str) -> list[str]:
+    """The metadata XLA reads from ``text`` (parsed and printed back by XLA), one per instruction."""
+    printed = _mlir.hlo_module_to_text(_mlir.hlo_module_from_text(text))
+    return sorted(re.findall(r"metadata=\{[^}]*\}", printed))
+
+
+def test_metadata_and_odd_names_match_the_converter() -> None:
+    b = xs.XlaBuilder("my comp-1.x/ü")
+    x = p(b, 0, np.float32, (2,), 'we"ird name/1')
+    y = p(b, 1, np.float32, (2,), "")
+    z = p(b, 2, np.float32, (2,), "3d.tensor")
+    with b.op_metadata(op_name='jit(f)/q"u\\ote\nline'):
+        s = ops.Sub(x, y)
+    with b.op_metadata(op_name="fixed", source_file="/no/such/file.py", source_line=42):
+        m = ops.Mul(s, z)
+    comp = b.build(ops.Tuple(b, [ops.Add(m, x), s]))
+    text = comp.as_hlo_text()
+    assert text == comp._direct_hlo_text(True, True)
+    assert _xla_metadata(text) == _xla_metadata(comp._converted_hlo_text())
+    assert 'op_name="fixed" source_file="/no/such/file.py" source_line=42' in text
+    direct(comp, *(data(np.float32, (2,)) for _ in range(3)))
+    plain = comp.as_hlo_text(print_metadata=False)
+    assert "metadata" not in plain and plain.replace(" ", "") != text.replace(" ", "")
+
+
+def test_exact_text_of_a_small_graph() -> None:
+    b = xs.XlaBuilder("small")
+    x = p(b, 0, np.float32, (2, 3), "x")
+    y = ops.Mul(ops.Add(x, x), x); line = y.builder and __import__("inspect").currentframe().f_lineno  # noqa: E702
+    text = b.build(y).as_hlo_text()
+    md = f'metadata={{source_file="{__file__}" source_line={line} source_end_line={line}}}'
+    assert text == (
+        "HloModule small, entry_computation_layout={(f32[2,3]{1,0})->f32[2,3]{1,0}}\n\n"
+        "ENTRY %main.1 (x.1: f32[2,3]) -> f32[2,3] {\n"
+        '  %x.1 = f32[2,3]{1,0} parameter(0), metadata={op_name="x"}\n'
+        f"  %add.1 = f32[2,3]{{1,0}} add(%x.1, %x.1), {md}\n"
+        f"  ROOT %multiply.1 = f32[2,3]{{1,0}} multiply(%add.1, %x.1), {md}\n"
+        "}\n"
+    )
+
+
+# -- the fast path is taken; the rest falls back ---------------------------------------------------
+
+def test_direct_path_does_not_call_the_converter(monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(*a: Any, **k: Any) -> Any:
+        raise AssertionError("the converter was called")
+
+    monkeypatch.setattr(_mlir, "parsed_module_to_hlo", boom)
+    monkeypatch.setattr(_mlir, "parse_module", boom)
+    b = xs.XlaBuilder("chain")
+    x = p(b, 0, np.float32, (128,))
+    y = x
+    for i in range(100):
+        y = ops.Add(y, x) if i % 2 == 0 else ops.Mul(y, x)
+    comp = b.build(y)
+    text = comp.as_hlo_text()
+    assert text.count(" add(") == 50 and text.count(" multiply(") == 50
+    assert comp.as_hlo_text() is text  # cached per option pair
+
+
+def _while_comp() -> xs.XlaComputation:
+    cb = xs.XlaBuilder("cond")
+    cond = cb.build(ops.Lt(p(cb, 0, np.int32, ()), ops.Constant(cb, np.int32(5))))
+    bb = xs.XlaBuilder("body")
+    body = bb.build(ops.Add(p(bb, 0, np.int32, ()), ops.Constant(bb, np.int32(1))))
+    b = xs.XlaBuilder("loop")
+    return b.build(ops.While(cond, body, p(b, 0, np.int32, ())))
+
+
+def test_unsupported_graphs_fall_back_to_the_converter() -> None:
+    comp = _while_comp()
+    assert comp._direct_hlo_text(True, True) is None
+    assert comp.as_hlo_text() == comp._converted_hlo_text()
+    assert "while(" in comp.as_hlo_text()
+    b = xs.XlaBuilder("conv")
+    x = p(b, 0, np.float32, (1, 1, 4, 4))
+    w = p(b, 1, np.float32, (1, 1, 2, 2))
+    conv = b.build(ops.ConvGeneralDilated(x, w, (1, 1), "VALID"))
+    assert conv._direct_hlo_text(True, True) is None and "convolution(" in conv.as_hlo_text()
+    b2 = xs.XlaBuilder("sharded")
+    y = p(b2, 0, np.float32, (2,))
+    b2.set_sharding(xs.OpSharding.replicate() if hasattr(xs.OpSharding, "replicate") else xs.OpSharding())
+    z = ops.Neg(y)
+    b2.clear_sharding()
+    sharded = b2.build(z)
+    assert sharded._direct_hlo_text(True, True) is None and "sharding=" in sharded.as_hlo_text()
+
+
+def test_loaded_computations_keep_their_hlo() -> None:
+    comp = _while_comp()
+    loaded = xs.XlaComputation.from_hlo_text(comp.as_hlo_text())
+    assert loaded.as_hlo_text() == comp.as_hlo_text()
+
+
+def test_direct_text_loads_back_to_the_same_values() -> None:
+    b = xs.XlaBuilder("roundtrip")
+    x = p(b, 0, np.float32, (4,))
+    y = ops.Tanh(ops.Sub(ops.Mul(x, 3.0), ops.Constant(b, np.arange(4, dtype=np.float32))))
+    comp = b.build(y)
+    xd = data(np.float32, (4,))
+    assert_same_outputs(run(xs.XlaComputation.from_hlo_text(comp.as_hlo_text()), xd),
+                        [np.tanh(xd * 3 - np.arange(4, dtype=np.float32))])

@@ -1,0 +1,557 @@
+"""Print an xlasdk graph directly as HLO text: the fast path of ``XlaComputation.as_hlo_text``.
+
+The graph's ops are StableHLO ops (``XlaOp.opcode``, attributes as MLIR text), so this is a
+StableHLO -> HLO printer for the ops that map one to one onto an HLO instruction: element-wise
+ops, ``compare``, ``select``, ``clamp``, conversions, ``reduce_precision``, constants,
+``broadcast_in_dim``, ``reshape``, ``transpose``, ``slice``, ``concatenate``, ``pad``,
+``reverse``, ``dynamic_slice``, ``dynamic_update_slice``, ``iota``, ``dot_general``, ``reduce``
+and ``sort`` (with their region as an HLO computation), tuples and inlined calls. It gives the HLO of the ops
+*as built* (as jaxlib's former ``XlaBuilder`` did), in XLA's text syntax (``%name = shape
+opcode(operands), attributes, metadata={...}``, default layouts), without an MLIR context or
+XLA's converter, which costs about 25 us per op.
+
+Anything else (control flow, convolutions, windowed reductions, gathers, collectives, custom calls, shardings,
+side-effecting ops, exotic element types in constants, ...) raises :class:`Unsupported`, and the
+caller uses XLA's StableHLO -> HLO converter instead, which may also fold and simplify.
+``tests/test_hlo_emit.py`` checks the printed text against XLA: its HLO parser accepts it,
+and the program computes the same values as the converter's HLO.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Union
+
+import numpy as np
+
+from ._emit import inline_call, pending
+from .builder import Region, XlaOp
+from .shape import Shape
+from .types import PrimitiveType
+
+__all__ = ["Unsupported", "print_hlo_module"]
+
+_P = PrimitiveType
+
+
+class Unsupported(Exception):
+    """The graph holds an op (or attribute, or constant) this printer does not handle."""
+
+
+# StableHLO ops without attributes that are one HLO instruction of the same operands.
+_PLAIN: dict[str, str] = {
+    f"stablehlo.{k}": v
+    for k, v in {
+        "add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
+        "remainder": "remainder", "maximum": "maximum", "minimum": "minimum", "power": "power",
+        "atan2": "atan2", "and": "and", "or": "or", "xor": "xor", "shift_left": "shift-left",
+        "shift_right_arithmetic": "shift-right-arithmetic", "shift_right_logical": "shift-right-logical",
+        "complex": "complex", "abs": "abs", "negate": "negate", "exponential": "exponential",
+        "exponential_minus_one": "exponential-minus-one", "log": "log", "log_plus_one": "log-plus-one",
+        "sqrt": "sqrt", "rsqrt": "rsqrt", "cbrt": "cbrt", "sine": "sine", "cosine": "cosine", "tan": "tan",
+        "tanh": "tanh", "logistic": "logistic", "floor": "floor", "ceil": "ceil",
+        "round_nearest_afz": "round-nearest-afz", "round_nearest_even": "round-nearest-even", "sign": "sign",
+        "not": "not", "popcnt": "popcnt", "count_leading_zeros": "count-leading-zeros", "is_finite": "is-finite",
+        "real": "real", "imag": "imag", "convert": "convert", "bitcast_convert": "bitcast-convert",
+        "reshape": "reshape",
+    }.items()
+}
+
+# Element types whose constants are printed here (others go to the converter).
+_CONST_TYPES = frozenset(
+    {_P.PRED, _P.S8, _P.S16, _P.S32, _P.S64, _P.U8, _P.U16, _P.U32, _P.U64, _P.F16, _P.BF16, _P.F32, _P.F64,
+     _P.C64, _P.C128}
+)
+_DEFAULT_COMPARE = {  # XLA's Comparison::DefaultComparisonType
+    **{t: "FLOAT" for t in (_P.F16, _P.BF16, _P.F32, _P.F64, _P.C64, _P.C128)},
+    **{t: "SIGNED" for t in (_P.S2, _P.S4, _P.S8, _P.S16, _P.S32, _P.S64)},
+    **{t: "UNSIGNED" for t in (_P.PRED, _P.U2, _P.U4, _P.U8, _P.U16, _P.U32, _P.U64)},
+}
+_LARGE_CONSTANT = 10  # XLA prints constants of more elements as {...} without print_large_constants
+
+_I64_ARRAY = re.compile(r"array<i64(?:: ([-0-9, ]*))?>")
+_LOC_FILE = re.compile(r'^"((?:[^"\\]|\\.)*)":(\d+):(\d+)$')
+_LOC_NAME = re.compile(r'^"((?:[^"\\]|\\.)*)"$')
+_LOC_FUSED = re.compile(r'^fused\["((?:[^"\\]|\\.)*)", (.*)\]$')
+_COMPARE = re.compile(
+    r"^comparison_direction = #stablehlo<comparison_direction (\w+)>"
+    r"(?:, compare_type = #stablehlo<comparison_type (\w+)>)?$"
+)
+_DOT = re.compile(r"^dot_dimension_numbers = #stablehlo\.dot<(.*?)>(?:, precision_config = \[(.*)\])?$")
+_DOT_FIELD = re.compile(r"(\w+)_dimensions = \[([0-9, ]*)\]")
+_PRECISION = re.compile(r"#stablehlo<precision (\w+)>")
+_SORT = re.compile(r"^dimension = (\d+) : i64, is_stable = (true|false)$")
+_REDUCE_PRECISION = re.compile(r"^exponent_bits = (\d+) : i32, mantissa_bits = (\d+) : i32$")
+_PAD = re.compile(r"^edge_padding_low = (.*?), edge_padding_high = (.*?), interior_padding = (.*)$")
+_SLICE = re.compile(r"^start_indices = (.*?), limit_indices = (.*?), strides = (.*)$")
+_NAME_BAD = re.compile(r"[^A-Za-z0-9_\-]")
+
+Val = Union[str, tuple["Val", ...]]
+
+
+def _ints(text: str) -> list[int]:
+    m = _I64_ARRAY.fullmatch(text.strip())
+    if m is None:
+        raise Unsupported(text)
+    return [int(v) for v in m.group(1).split(",")] if m.group(1) else []
+
+
+def _braces(values: list[int]) -> str:
+    return "{" + ",".join(str(v) for v in values) + "}"
+
+
+def _unescape_mlir(s: str) -> str:
+    return re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), s)
+
+
+def _hlo_str(s: str) -> str:
+    """A C-escaped, double-quoted string as XLA's HLO printer writes it."""
+    out = s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    return '"' + "".join(c if c >= " " or c in "\\" else f"\\{ord(c):03o}" for c in out) + '"'
+
+
+def _metadata(loc: str) -> tuple[str, str]:
+    """HLO ``, metadata={...}`` text for an xlasdk MLIR location (as XLA's converter derives it),
+    and the instruction name it implies ('' for the opcode): the last component of ``op_name``."""
+    inner = loc[4:-1] if loc.startswith("loc(") and loc.endswith(")") else None
+    if inner is None:
+        raise Unsupported(loc)
+    if inner == "unknown":
+        return "", ""
+    op_name = ""
+    m = _LOC_FUSED.match(inner)
+    if m is not None:
+        op_name, inner = _unescape_mlir(m.group(1)), m.group(2)
+    fm = _LOC_FILE.match(inner)
+    parts = []
+    if op_name:
+        parts.append(f"op_name={_hlo_str(op_name)}")
+    if fm is not None:
+        line = int(fm.group(2))
+        parts.append(f"source_file={_hlo_str(_unescape_mlir(fm.group(1)))} source_line={line} source_end_line={line}")
+        if fm.group(3) != "0":
+            raise Unsupported(loc)
+    else:
+        nm = _LOC_NAME.match(inner)
+        if nm is None or op_name:
+            raise Unsupported(loc)
+        op_name = _unescape_mlir(nm.group(1))
+        parts.append(f"op_name={_hlo_str(op_name)}")
+    return ", metadata={" + " ".join(parts) + "}", _name_base(op_name.rsplit("/", 1)[-1]) if op_name else ""
+
+
+def _name_base(name: str) -> str:
+    """An HLO instruction name stem: letters, digits, ``_`` and ``-`` (no ``.``: the uniquing
+    suffix is ``.N``), not starting with a digit or ``-``."""
+    base = _NAME_BAD.sub("_", name)
+    return base if base and (base[0].isalpha() or base[0] == "_") else "_" + base
+
+
+# -- constants ------------------------------------------------------------------------------------
+def _float_text(v: Any, dtype: np.dtype[Any]) -> str:
+    f = float(v)
+    if f != f:
+        bits = np.asarray(v, dtype).view(f"u{dtype.itemsize}")
+        canon = np.asarray(np.nan, dtype).view(f"u{dtype.itemsize}")
+        neg = np.asarray(-np.nan, dtype).view(f"u{dtype.itemsize}")
+        if bits == canon:
+            return "nan"
+        if bits == neg:
+            return "-nan"
+        raise Unsupported("NaN payload")
+    if f in (float("inf"), float("-inf")):
+        return "inf" if f > 0 else "-inf"
+    if f == int(f) and abs(f) < 1e16:
+        return ("-0" if np.signbit(f) else "0") if f == 0 else str(int(f))
+    s = str(v)  # numpy's shortest repr for the value's own type
+    # XLA reads a double, rejects it beyond the type's largest finite value, then rounds it.
+    d = float(s)
+    if abs(d) <= abs(f) and np.asarray(d).astype(dtype) == v:
+        return s
+    return repr(f)  # the exact value (a binary fraction) as a double
+
+
+def _elem_text(v: Any, et: PrimitiveType, dtype: np.dtype[Any]) -> str:
+    if et is _P.PRED:
+        return "1" if v else "0"
+    if et in (_P.C64, _P.C128):
+        part = np.dtype(np.float32 if et is _P.C64 else np.float64)
+        return f"({_float_text(part.type(v.real), part)}, {_float_text(part.type(v.imag), part)})"
+    if dtype.kind in "iu":
+        return str(int(v))
+    return _float_text(v, dtype)
+
+
+def _literal(arr: np.ndarray[Any, Any], et: PrimitiveType) -> str:
+    if arr.ndim == 0:
+        v = arr[()]
+        if et is _P.PRED:
+            return "true" if v else "false"
+        return _elem_text(v, et, arr.dtype)
+
+    if arr.ndim == 1:
+        return "{" + ", ".join(_elem_text(v, et, arr.dtype) for v in arr) + "}"
+
+    def nest(a: np.ndarray[Any, Any]) -> str:  # XLA spaces every level of a rank >= 2 literal
+        if a.ndim == 1:
+            return "{ " + ", ".join(_elem_text(v, et, arr.dtype) for v in a) + " }"
+        return "{ " + ", ".join(nest(s) for s in a) + " }"
+
+    return nest(arr)
+
+
+def _constant_value(o: XlaOp) -> np.ndarray[Any, Any]:
+    """The value of a ``stablehlo.constant``: its full array, or a 0-d array for a splat."""
+    shape = o.shape
+    et = shape.element_type()
+    if et not in _CONST_TYPES or shape.size() == 0:
+        raise Unsupported("constant")
+    attrs = o.attrs
+    start = attrs.find('dense<"0x')
+    if not attrs.startswith("value = ") or start < 0:
+        raise Unsupported(attrs)
+    end = attrs.index('"', start + 9)
+    dtype = shape.numpy_dtype()
+    raw = np.frombuffer(bytes.fromhex(attrs[start + 9 : end]), dtype=np.uint8 if et is _P.PRED else dtype)
+    if et is _P.PRED:
+        raw = raw.astype(np.bool_)
+    return raw.reshape(()) if raw.size == 1 else raw.reshape(shape.dimensions())
+
+
+# -- the printer ----------------------------------------------------------------------------------
+class _Computation:
+    """One HLO computation being printed: its instruction lines and the index of each name."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.index: dict[str, int] = {}
+        self.params: list[str] = []
+
+
+class _Printer:
+    def __init__(self, metadata: bool, large_constants: bool) -> None:
+        self.metadata = metadata
+        self.large_constants = large_constants
+        self.counts: dict[str, int] = {}
+        self.shapes: dict[Shape, str] = {}
+        self.md: dict[str, tuple[str, str]] = {}
+        self.attrs: dict[tuple[str, str], str] = {}
+        self.computations: list[str] = []
+        self.n_regions = 0
+        self.comp = _Computation()
+
+    def unique(self, base: str) -> str:
+        n = self.counts.get(base, 0) + 1
+        self.counts[base] = n
+        return f"{base}.{n}"
+
+    def shape(self, s: Shape) -> str:
+        """HLO shape with XLA's default (major-to-minor) layout: ``f32[2,3]{1,0}``."""
+        t = self.shapes.get(s)
+        if t is None:
+            if s._tuple is not None:
+                t = "(" + _commas([self.shape(e) for e in s._tuple]) + ")"
+            elif s._etype is _P.TOKEN:
+                t = "token[]"
+            else:
+                if s.layout() is not None or not s.is_static():
+                    raise Unsupported("layout or dynamic shape")
+                rank = len(s._dims)
+                t = str(s) + (_braces(list(range(rank - 1, -1, -1))) if rank else "")
+            self.shapes[s] = t
+        return t
+
+    def meta(self, loc: str) -> tuple[str, str]:
+        """The ``, metadata={...}`` text of ``loc`` ('' without metadata) and its name stem."""
+        t = self.md.get(loc)
+        if t is None:
+            t = _metadata(loc)
+            if not self.metadata:
+                t = ("", t[1])
+            self.md[loc] = t
+        return t
+
+    def add(self, base: str, shape: Shape, body: str, name_hint: str = "") -> str:
+        """Append ``%name = shape body`` to the current computation; return the name (the
+        ``name_hint`` stem, XLA's choice for an op with an ``op_name``, else ``base``)."""
+        name = self.unique(name_hint or base)
+        c = self.comp
+        c.index[name] = len(c.lines)
+        c.lines.append(f"  %{name} = {self.shape(shape)} {body}\n")
+        return name
+
+    # -- graphs ---------------------------------------------------------------------------------
+    def graph(self, env: dict[int, Val], roots: list[XlaOp]) -> list[int]:
+        """Print every op reachable from ``roots`` not yet in ``env``, in creation order."""
+        todo = pending(env, roots)
+        for o in todo:
+            self.op(o, env)
+        return [o.id for o in todo]
+
+    def op(self, o: XlaOp, env: dict[int, Val]) -> None:
+        code = o.opcode
+        hlo = _PLAIN.get(code)
+        if hlo is not None and not o.attrs and o.shape._tuple is None:
+            args = []
+            for x in o.operands:
+                v = env[x.id]
+                if type(v) is not str:
+                    raise Unsupported("tuple operand")
+                args.append(v)
+            md, hint = self.meta(o.loc)
+            env[o.id] = self.add(hlo, o.shape, f"{hlo}(%{', %'.join(args)}){md}", hint)
+            return
+        if code == "tuple":
+            env[o.id] = tuple(env[x.id] for x in o.operands)
+            return
+        if code == "get_tuple_element":
+            sval = env[o.operands[0].id]
+            if not isinstance(sval, tuple):
+                raise Unsupported("get_tuple_element of a tuple value")
+            env[o.id] = sval[o.extra]
+            return
+        if code == "call":
+            self.inline(o, env)
+            return
+        if o.shape._tuple is not None and code not in ("stablehlo.reduce", "stablehlo.sort"):
+            raise Unsupported(code)
+        if "mhlo." in o.attrs:
+            raise Unsupported(o.attrs)
+        args = [self.single(env[x.id]) for x in o.operands]
+        md, hint = self.meta(o.loc)
+        if code == "stablehlo.constant":
+            self.constant(o, env)
+        elif code in ("stablehlo.reduce", "stablehlo.sort"):
+            self.with_region(o, args, md, hint, env)
+        elif code in ("stablehlo.select", "stablehlo.clamp"):
+            # HLO wants full-shape operands where StableHLO allows scalars (as XLA's converter does).
+            dims = o.shape.dimensions()
+            for i, x in enumerate(o.operands):
+                if x.shape.dimensions() != dims:
+                    bshape = Shape._make(x.shape.element_type(), dims)
+                    args[i] = self.add("broadcast", bshape, f"broadcast(%{args[i]}), dimensions={{}}{md}")
+            name = code[10:]
+            env[o.id] = self.add(name, o.shape, f"{name}(%{', %'.join(args)}){md}", hint)
+        else:
+            base, extra = self.attributes(code, o)
+            env[o.id] = self.add(base, o.shape, f"{base}({', '.join('%' + a for a in args)}){extra}{md}", hint)
+
+    def constant(self, o: XlaOp, env: dict[int, Val]) -> None:
+        """``constant(literal)``; a splat is a scalar constant and a broadcast (no metadata), as
+        XLA's converter writes it."""
+        value = _constant_value(o)
+        et = o.shape.element_type()
+        shape = o.shape if value.ndim == o.shape.rank() else Shape._make(et, ())
+        if not self.large_constants and value.size > _LARGE_CONSTANT:
+            literal = "{...}"
+        else:
+            literal = _literal(value, et)
+        name = self.add("constant", shape, f"constant({literal})")
+        if shape is not o.shape:
+            name = self.add("broadcast", o.shape, f"broadcast(%{name}), dimensions={{}}")
+        env[o.id] = name
+
+    def single(self, v: Val) -> str:
+        if type(v) is not str:
+            raise Unsupported("tuple operand")
+        return v
+
+    def attributes(self, code: str, o: XlaOp) -> tuple[str, str]:
+        """HLO opcode and ``, attr=...`` text of an op with attributes (cached per attribute text)."""
+        key = (code, o.attrs)
+        got = self.attrs.get(key)
+        if got is None:
+            got = _attributes(code, o.attrs, o)
+            self.attrs[key] = got
+        base, extra = got.split("|", 1)
+        return base, extra
+
+    def with_region(self, o: XlaOp, args: list[str], md: str, hint: str, env: dict[int, Val]) -> None:
+        """``reduce`` or ``sort``: the region becomes a computation; several results a tuple and
+        ``get-tuple-element``s."""
+        (r,) = o.regions
+        attrs = o.attrs
+        if o.opcode == "stablehlo.reduce" and attrs.startswith("dimensions = "):
+            base, extra = "reduce", f", dimensions={_braces(_ints(attrs[13:]))}"
+        elif o.opcode == "stablehlo.sort" and (m := _SORT.match(attrs)) is not None:
+            stable = ", is_stable=true" if m.group(2) == "true" else ""
+            base, extra = "sort", f", dimensions={{{m.group(1)}}}{stable}"
+        else:
+            raise Unsupported(attrs)
+        to_apply = self.region(r)
+        name = self.add(base, o.shape, f"{base}(%{', %'.join(args)}){extra}, to_apply=%{to_apply}{md}", hint)
+        if o.shape._tuple is None:
+            env[o.id] = name
+            return
+        elems = []
+        for i, sh in enumerate(o.shape._tuple):
+            elems.append(self.add("get-tuple-element", sh, f"get-tuple-element(%{name}), index={i}{md}"))
+        env[o.id] = tuple(elems)
+
+    def region(self, r: Region) -> str:
+        """Print ``r`` as its own HLO computation; return its name."""
+        outer = self.comp
+        self.comp = _Computation()
+        env: dict[int, Val] = {}
+        for i, p in enumerate(r.params):
+            if p.shape._tuple is not None:
+                raise Unsupported("tuple region parameter")
+            name = self.add("Arg_" + str(i), p.shape, f"parameter({i})")
+            self.comp.params.append(f"{name}: {p.shape}")
+            env[p.id] = name
+        self.graph(env, list(r.results))
+        root_shape, root = self.root(env, list(r.results))
+        cname = self.unique(f"region_{self.n_regions}")
+        self.n_regions += 1
+        self.computations.append(self.finish(f"%{cname}", root_shape, root))
+        self.comp = outer
+        return cname
+
+    def root(self, env: dict[int, Val], results: list[XlaOp], flatten_single: bool = False) -> tuple[Shape, str]:
+        if len(results) == 1 and results[0].shape._tuple is None:
+            return results[0].shape, self.single(env[results[0].id])
+        vals: list[str] = []
+        shapes: list[Shape] = []
+        for x in results:
+            v = env[x.id]
+            if x.shape._tuple is None:
+                vals.append(self.single(v))
+                shapes.append(x.shape)
+            elif isinstance(v, tuple) and all(s._tuple is None for s in x.shape._tuple):
+                vals.extend(self.single(e) for e in v)
+                shapes.extend(x.shape._tuple)
+            else:
+                raise Unsupported("nested tuple result")
+        if flatten_single and len(vals) == 1:  # one result: XLA's converter returns it untupled
+            return shapes[0], vals[0]
+        shape = Shape.tuple_shape(shapes)
+        return shape, self.add("tuple", shape, f"tuple({_commas(['%' + v for v in vals])})")
+
+    def finish(self, head: str, root_shape: Shape, root: str) -> str:
+        c = self.comp
+        i = c.index[root]
+        c.lines[i] = "  ROOT " + c.lines[i][2:]
+        result = root_shape if root_shape._tuple is None else "(" + _commas([str(e) for e in root_shape._tuple]) + ")"
+        return f"{head} ({_commas(c.params)}) -> {result} {{\n" + "".join(c.lines) + "}\n"
+
+    def inline(self, o: XlaOp, env: dict[int, Val]) -> None:
+        inline_call(o, env, self.graph)
+
+
+def _commas(items: list[str]) -> str:
+    """XLA's list printing: ``a, b, c, d, e, /*index=5*/f, ...``."""
+    if len(items) <= 5:
+        return ", ".join(items)
+    return ", ".join(f"/*index={i}*/{v}" if i and i % 5 == 0 else v for i, v in enumerate(items))
+
+
+def _attributes(code: str, attrs: str, o: XlaOp) -> str:
+    """``"opcode|, attr=value..."`` for the StableHLO ops with attributes handled here."""
+    if code == "stablehlo.broadcast_in_dim" and attrs.startswith("broadcast_dimensions = "):
+        return f"broadcast|, dimensions={_braces(_ints(attrs[23:]))}"
+    if code == "stablehlo.transpose" and attrs.startswith("permutation = "):
+        return f"transpose|, dimensions={_braces(_ints(attrs[14:]))}"
+    if code == "stablehlo.concatenate" and attrs.startswith("dimension = ") and attrs.endswith(" : i64"):
+        return f"concatenate|, dimensions={{{int(attrs[12:-6])}}}"
+    if code == "stablehlo.iota" and attrs.startswith("iota_dimension = ") and attrs.endswith(" : i64"):
+        return f"iota|, iota_dimension={int(attrs[17:-6])}"
+    if code == "stablehlo.slice":
+        m = _SLICE.match(attrs)
+        if m is not None:
+            starts, limits, strides = (_ints(m.group(k)) for k in (1, 2, 3))
+            parts = [
+                f"[{a}:{b}]" if c == 1 else f"[{a}:{b}:{c}]" for a, b, c in zip(starts, limits, strides, strict=True)
+            ]
+            return "slice|, slice={" + ", ".join(parts) + "}"
+    if code == "stablehlo.reverse" and attrs.startswith("dimensions = "):
+        return f"reverse|, dimensions={_braces(_ints(attrs[13:]))}"
+    if code == "stablehlo.dynamic_slice" and attrs.startswith("slice_sizes = "):
+        return f"dynamic-slice|, dynamic_slice_sizes={_braces(_ints(attrs[14:]))}"
+    if code == "stablehlo.dynamic_update_slice" and not attrs:
+        return "dynamic-update-slice|"
+    if code == "stablehlo.pad" and (m := _PAD.match(attrs)) is not None and o.shape.rank() > 0:
+        lo, hi, interior = (_ints(m.group(k)) for k in (1, 2, 3))
+        parts = [f"{a}_{b}" + (f"_{c}" if c else "") for a, b, c in zip(lo, hi, interior, strict=True)]
+        return "pad|, padding=" + "x".join(parts)
+    if code == "stablehlo.reduce_precision" and (m := _REDUCE_PRECISION.match(attrs)) is not None:
+        return f"reduce-precision|, exponent_bits={m.group(1)}, mantissa_bits={m.group(2)}"
+    if code == "stablehlo.compare":
+        m = _COMPARE.match(attrs)
+        if m is not None:
+            direction, ctype = m.group(1), m.group(2)
+            et = o.operands[0].shape.element_type()
+            extra = f", direction={direction}"
+            if ctype is not None and ctype != _DEFAULT_COMPARE.get(et):
+                extra += f", type={ctype}"
+            return "compare|" + extra
+    if code == "stablehlo.dot_general":
+        m = _DOT.match(attrs)
+        if m is not None:
+            fields = {k: v for k, v in _DOT_FIELD.findall(m.group(1))}
+            if len(fields) != len(_DOT_FIELD.findall(m.group(1))) or m.group(1).count("=") != len(fields):
+                raise Unsupported(attrs)
+            extra = ""
+            for side in ("lhs", "rhs"):
+                for kind, hlo in (("batching", "batch"), ("contracting", "contracting")):
+                    v = fields.get(f"{side}_{kind}")
+                    if v is not None and v.strip():
+                        extra += f", {side}_{hlo}_dims={{{v.replace(' ', '')}}}"
+            if m.group(2) is not None:
+                precs = _PRECISION.findall(m.group(2))
+                if len(precs) != 2:
+                    raise Unsupported(attrs)
+                if any(p != "DEFAULT" for p in precs):
+                    extra += f", operand_precision={{{precs[0].lower()},{precs[1].lower()}}}"
+            return "dot|" + extra
+    raise Unsupported(f"{code} {{{attrs}}}")
+
+
+def _module_name(name: str) -> str:
+    s = re.sub(r"[^A-Za-z0-9_.\-]", "_", name)
+    return s if s and (s[0].isalpha() or s[0] == "_") else "_" + s
+
+
+def print_hlo_module(
+    name: str,
+    params: list[XlaOp],
+    root: XlaOp,
+    side_effects: tuple[XlaOp, ...] = (),
+    *,
+    metadata: bool = True,
+    large_constants: bool = True,
+) -> str:
+    """The HLO module text of the graph ``params -> root``.
+
+    Raises
+    ------
+    Unsupported
+        If the graph holds anything this printer does not handle (the caller then converts the
+        StableHLO module with XLA's converter).
+    """
+    if side_effects:
+        raise Unsupported("side effects")
+    p = _Printer(metadata, large_constants)
+    env: dict[int, Val] = {}
+    for i, op in enumerate(params):
+        if op.shape._tuple is not None or op.shape.is_token():
+            raise Unsupported("tuple or token parameter")
+        pname = op.extra[1] or f"p{i}"
+        md, _ = p.meta(f"loc({_mlir_quote(pname)})")
+        n = p.add(_name_base(pname), op.shape, f"parameter({i}){md}")
+        p.comp.params.append(f"{n}: {op.shape}")
+        env[op.id] = n
+    entry = p.comp
+    p.graph(env, [root])
+    p.comp = entry
+    root_shape, root_name = p.root(env, [root], flatten_single=True)
+    entry_text = p.finish("ENTRY %" + p.unique("main"), root_shape, root_name)
+    layout = "(" + _commas([p.shape(op.shape) for op in params]) + ")->" + p.shape(root_shape)
+    return (
+        f"HloModule {_module_name(name)}, entry_computation_layout={{{layout}}}\n\n"
+        + "".join(c + "\n" for c in p.computations)
+        + entry_text
+    )
+
+
+def _mlir_quote(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
