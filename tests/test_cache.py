@@ -313,3 +313,141 @@ def test_xs_compile_cache_argument(tmp_path: Path) -> None:
     e2 = compile_(comp, cache=tmp_path)
     np.testing.assert_array_equal(np.asarray(e1(x)), np.asarray(e2(x)))
     np.testing.assert_allclose(np.asarray(e2(x)), chain_oracle(x, 5), rtol=1e-5)
+
+
+# -- the hit path: what a warm hit does and does not do -----------------------------------------------------
+def test_a_hit_does_not_rehash_the_text_of_the_same_computation(monkeypatch: pytest.MonkeyPatch,
+                                                                  tmp_path: Path) -> None:
+    hashed: list[int] = []
+    real = cache_mod.module_fingerprint
+
+    def counting(text: str | bytes) -> str:
+        hashed.append(len(text))
+        return real(text)
+
+    monkeypatch.setattr(cache_mod, "module_fingerprint", counting)
+    comp = chain(4, "memo")
+    x = np.linspace(-1, 1, 64).astype(F32)
+    first = xs.compile(comp, cache=tmp_path)  # miss: hashes the text once
+    assert len(hashed) == 1
+    for _ in range(3):
+        hit = xs.compile(comp, cache=tmp_path)
+        np.testing.assert_allclose(np.asarray(hit(x)), chain_oracle(x, 4), rtol=1e-5)
+    assert len(hashed) == 1, "a hit on the same computation hashed its module text again"
+    np.testing.assert_array_equal(np.asarray(first(x)), np.asarray(hit(x)))
+    # another computation object with the same text is hashed (once), and hits the same entry
+    twin = chain(4, "memo")
+    assert twin._mlir_module_text() == comp._mlir_module_text()
+    xs.compile(twin, cache=tmp_path)
+    xs.compile(twin, cache=tmp_path)
+    assert len(hashed) == 2 and CompileCache(tmp_path).info().entries == 1
+    # without a source object (compile_cached called directly) the text is hashed every time
+    builds: list[int] = []
+    _compile_via_cache(tmp_path, comp, builds)
+    _compile_via_cache(tmp_path, comp, builds)
+    assert len(hashed) == 4 and builds == []
+
+
+def test_fingerprint_memo_follows_the_text_object_and_dies_with_the_computation() -> None:
+    import gc
+
+    class Comp:  # any weakly referenceable object
+        pass
+
+    src = Comp()
+    a, b = "module A", "module B"
+    assert cache_mod._fingerprint_of(src, a) == module_fingerprint(a)
+    assert cache_mod._fingerprint_of(src, b) == module_fingerprint(b)  # another text: not the memo
+    assert cache_mod._fingerprint_of(src, a) == module_fingerprint(a)
+    assert cache_mod._fingerprint_of(3, a) == module_fingerprint(a)  # not weakly referenceable
+    assert src in cache_mod._fingerprints
+    n = len(cache_mod._fingerprints)
+    del src
+    gc.collect()
+    assert len(cache_mod._fingerprints) == n - 1
+
+
+def test_a_hit_neither_compiles_nor_builds_compile_options(monkeypatch: pytest.MonkeyPatch,
+                                                           tmp_path: Path) -> None:
+    from xlasdk._jaxlib import pjrt
+
+    comp = chain(3, "nocompile")
+    xs.compile(comp, cache=tmp_path)
+    xs.compile(comp, cache=tmp_path)  # the first hit may build the (memoised) load options
+    calls: list[str] = []
+
+    def forbid(name: str) -> Any:
+        def f(*a: Any, **k: Any) -> Any:
+            calls.append(name)
+            raise AssertionError(f"{name} called on a cache hit")
+        return f
+
+    monkeypatch.setattr(pjrt, "compile_and_load", forbid("compile_and_load"))
+    monkeypatch.setattr(pjrt, "make_compile_options", forbid("make_compile_options"))
+    x = np.full(64, 0.25, F32)
+    hit = xs.compile(comp, cache=tmp_path)
+    assert calls == []
+    np.testing.assert_allclose(np.asarray(hit(x)), chain_oracle(x, 3), rtol=1e-5)
+
+
+@pytest.mark.parametrize("where", ["entry header", "executable header", "blob start", "blob middle", "last byte"])
+def test_a_corrupt_entry_is_still_a_miss_through_xs_compile(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                           where: str) -> None:
+    """The hit path skips the executable's own crc32 because the entry's sha256 covers the same
+    bytes: a flipped bit anywhere in the file must still be caught, dropped and recompiled."""
+    from xlasdk._jaxlib import pjrt
+
+    comp = chain(6, "flip")
+    x = np.linspace(-3, 3, 64).astype(F32)
+    want = np.asarray(xs.compile(comp, cache=tmp_path)(x))
+    (entry,) = CompileCache(tmp_path).entries()
+    raw = bytearray(Path(entry.path).read_bytes())
+    cache_fixed = len(cache_mod._MAGIC) + cache_mod._PREFIX.size + 32
+    hlen = cache_mod._PREFIX.unpack_from(raw, len(cache_mod._MAGIC))[1]
+    payload = cache_fixed + hlen  # where the xlasdk executable (its own magic, header, blob) starts
+    at = {
+        "entry header": cache_fixed + 3,
+        "executable header": payload + 40,
+        "blob start": len(raw) - 2000,
+        "blob middle": payload + (len(raw) - payload) // 2,
+        "last byte": len(raw) - 1,
+    }[where]
+    raw[at] ^= 0x10
+    Path(entry.path).write_bytes(bytes(raw))
+    compiled: list[int] = []
+    real = pjrt.compile_and_load
+
+    def counting(*a: Any) -> Any:
+        compiled.append(1)
+        return real(*a)
+
+    monkeypatch.setattr(pjrt, "compile_and_load", counting)
+    again = xs.compile(comp, cache=tmp_path)
+    assert compiled == [1], "a damaged entry was loaded instead of recompiled"
+    np.testing.assert_array_equal(np.asarray(again(x)), want)
+    assert Path(entry.path).read_bytes() != bytes(raw)  # replaced by a good entry
+    xs.compile(comp, cache=tmp_path)
+    assert compiled == [1]  # which now hits
+
+
+def test_deserialize_takes_any_bytes_like_and_keeps_no_view_of_mutable_input() -> None:
+    from xlasdk.runtime.executable import deserialize_executable
+
+    comp = chain(2, "bytes_like")
+    exe = xs.compile(comp)
+    data = exe.serialize()
+    x = np.linspace(0, 1, 64).astype(F32)
+    want = chain_oracle(x, 2)
+    spread = np.zeros(2 * len(data), np.uint8)
+    spread[::2] = np.frombuffer(data, np.uint8)
+    strided = spread.data[::2]  # not contiguous
+    assert not strided.c_contiguous
+    for form in (data, bytearray(data), memoryview(data), memoryview(data)[0:], strided):
+        np.testing.assert_allclose(np.asarray(deserialize_executable(form)(x)), want, rtol=1e-5)
+    bad = bytearray(data)
+    bad[-1] ^= 1
+    with pytest.raises(xs.FormatError, match="checksum mismatch"):
+        deserialize_executable(bad)
+    bad.extend(b"resizable")  # no buffer export left behind
+    with pytest.raises(xs.FormatError, match="checksum mismatch"):
+        deserialize_executable(memoryview(bytes(bad))[: len(data)])

@@ -8,6 +8,8 @@ Key
     sha256 over the module fingerprint (sha256 of the StableHLO text given to XLA), the compile
     options, the platform, the device kind, the device ids, the jaxlib version and the
     ``XLA_FLAGS`` environment variable. Any change to one of them is a different entry.
+    ``xs.compile`` remembers the fingerprint of each computation's text (which never changes)
+    for as long as the computation lives, so compiling it again does not hash the text again.
 Entries
     One file per key: a small header (name, key, sizes) and XLA's serialized executable, under a
     sha256 checksum. Files are written under a temporary name and renamed into place
@@ -31,6 +33,7 @@ import struct
 import tempfile
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Union
@@ -64,6 +67,7 @@ _FORMAT_VERSION: Final = 1
 _SUFFIX: Final = ".xlaexe"
 _TMP_PREFIX: Final = ".tmp-"
 _STALE_TMP_SECONDS: Final = 3600.0
+_UTIME_FD: Final = os.utime in os.supports_fd  # refresh a hit's mtime through its open file
 
 CacheArg = Union[bool, str, "os.PathLike[str]", "CompileCache", None]
 
@@ -94,6 +98,71 @@ def module_fingerprint(module_text: str | bytes) -> str:
     """sha256 (hex) of the StableHLO module text: the module part of a cache key."""
     data = module_text.encode("utf-8") if isinstance(module_text, str) else bytes(module_text)
     return hashlib.sha256(data).hexdigest()
+
+
+#: ``computation -> (module text, its fingerprint)``, for as long as the computation lives.
+_fingerprints: weakref.WeakKeyDictionary[Any, tuple[str, str]] = weakref.WeakKeyDictionary()
+
+
+def _fingerprint_of(source: object, module_text: str) -> str:
+    """:func:`module_fingerprint` of ``module_text``, remembered per ``source`` computation.
+
+    The memo is used only while the computation hands back the very same text object (its
+    text is made once and never changes), so a changed text is always hashed afresh. Objects
+    that cannot be weakly referenced are hashed every time.
+    """
+    try:
+        memo = _fingerprints.get(source)
+    except TypeError:  # not weakly referenceable, or unhashable
+        return module_fingerprint(module_text)
+    if memo is not None and memo[0] is module_text:
+        return memo[1]
+    fp = module_fingerprint(module_text)
+    _fingerprints[source] = (module_text, fp)
+    return fp
+
+
+_keys: dict[tuple[Any, ...], str] = {}  # _key's memo
+_KEYS_MAX: Final = 1024
+
+
+def _key(
+    fingerprint: str,
+    *,
+    options: str,
+    platform: str,
+    device_kind: str,
+    device_ids: Sequence[int] = (),
+    jaxlib_version: str | None = None,
+    xla_flags: str | None = None,
+) -> str:
+    """:meth:`CompileCache.key` from the module's :func:`module_fingerprint` (memoised: a pure
+    function of its arguments, with ``$XLA_FLAGS`` read on every call)."""
+    if jaxlib_version is None:
+        from .._jaxlib.pjrt import JAXLIB_VERSION
+
+        jaxlib_version = JAXLIB_VERSION
+    if xla_flags is None:
+        xla_flags = os.environ.get("XLA_FLAGS", "")
+    ids = [int(i) for i in device_ids]
+    inputs = (fingerprint, options, platform, device_kind, tuple(ids), jaxlib_version, xla_flags)
+    key = _keys.get(inputs)
+    if key is None:
+        material = {
+            "format": _FORMAT_VERSION,
+            "module": fingerprint,
+            "options": options,
+            "platform": platform,
+            "device_kind": device_kind,
+            "device_ids": ids,
+            "jaxlib": jaxlib_version,
+            "xla_flags": xla_flags,
+        }
+        key = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+        if len(_keys) >= _KEYS_MAX:
+            _keys.clear()
+        _keys[inputs] = key
+    return key
 
 
 @dataclass(frozen=True)
@@ -184,23 +253,15 @@ class CompileCache:
         ``options`` is a canonical text of the compile options (``repr(CompileOptions)``);
         ``jaxlib_version`` defaults to the running jaxlib, ``xla_flags`` to ``$XLA_FLAGS``.
         """
-        if jaxlib_version is None:
-            from .._jaxlib.pjrt import JAXLIB_VERSION
-
-            jaxlib_version = JAXLIB_VERSION
-        if xla_flags is None:
-            xla_flags = os.environ.get("XLA_FLAGS", "")
-        material = {
-            "format": _FORMAT_VERSION,
-            "module": module_fingerprint(module_text),
-            "options": options,
-            "platform": platform,
-            "device_kind": device_kind,
-            "device_ids": [int(i) for i in device_ids],
-            "jaxlib": jaxlib_version,
-            "xla_flags": xla_flags,
-        }
-        return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+        return _key(
+            module_fingerprint(module_text),
+            options=options,
+            platform=platform,
+            device_kind=device_kind,
+            device_ids=device_ids,
+            jaxlib_version=jaxlib_version,
+            xla_flags=xla_flags,
+        )
 
     def _path(self, key: str) -> str:
         if len(key) != 64 or any(c not in "0123456789abcdef" for c in key):
@@ -213,20 +274,25 @@ class CompileCache:
 
         A hit refreshes the entry's last-used time.
         """
+        payload = self._load(key)
+        return None if payload is None else bytes(payload)
+
+    def _load(self, key: str) -> memoryview | None:
+        """:meth:`get` without copying: a view of the verified payload inside the file's bytes."""
         path = self._path(key)
         try:
-            with open(path, "rb") as f:
+            with open(path, "rb", buffering=0) as f:
                 raw = f.read()
+                payload = _decode(raw, key)
+                if payload is not None:
+                    try:
+                        os.utime(f.fileno() if _UTIME_FD else path)
+                    except OSError:
+                        pass
         except OSError:
             return None
-        payload = _decode(raw, key)
         if payload is None:
             self._unlink(path)
-            return None
-        try:
-            os.utime(path)
-        except OSError:
-            pass
         return payload
 
     def discard(self, key: str) -> None:
@@ -347,27 +413,27 @@ def _encode(key: str, name: str, payload: bytes) -> bytes:
     return _MAGIC + _PREFIX.pack(_FORMAT_VERSION, len(header), len(payload)) + digest + header + payload
 
 
-def _split(raw: bytes) -> tuple[bytes, bytes] | None:
+def _split(raw: bytes) -> tuple[memoryview, memoryview] | None:
+    """(header, payload) views into ``raw`` once its length and sha256 check out, else None."""
     fixed = len(_MAGIC) + _PREFIX.size + 32
     if len(raw) < fixed or not raw.startswith(_MAGIC):
         return None
     version, hlen, plen = _PREFIX.unpack_from(raw, len(_MAGIC))
     if version != _FORMAT_VERSION or len(raw) != fixed + hlen + plen:
         return None
-    digest = raw[fixed - 32 : fixed]
-    body = raw[fixed:]
-    if hashlib.sha256(body).digest() != digest:
+    body = memoryview(raw)[fixed:]
+    if hashlib.sha256(body).digest() != raw[fixed - 32 : fixed]:
         return None
     return body[:hlen], body[hlen:]
 
 
-def _decode(raw: bytes, key: str) -> bytes | None:
+def _decode(raw: bytes, key: str) -> memoryview | None:
     parts = _split(raw)
     if parts is None:
         return None
     header, payload = parts
     try:
-        if json.loads(header.decode()).get("key") != key:
+        if json.loads(bytes(header)).get("key") != key:
             return None
     except (ValueError, UnicodeDecodeError, AttributeError):
         return None
@@ -427,6 +493,8 @@ def compile_cached(
     options: Any,
     devices: Sequence[Device],
     build: Callable[[], Executable],
+    *,
+    source: object = None,
 ) -> Executable:
     """``build()`` through the cache: a hit deserializes, a miss compiles and stores.
 
@@ -442,6 +510,9 @@ def compile_cached(
         The devices the executable is placed on (the first is where a hit is loaded).
     build:
         Compiles and returns the :class:`~xlasdk.Executable` on a miss.
+    source:
+        The computation ``module_text`` came from, if any: the text's fingerprint is remembered
+        on it (weakly) so that compiling the same computation again does not hash it again.
 
     A corrupt or incompatible entry is deleted and the program recompiled; failing to store
     an entry (read-only directory, full disk) warns once and never fails the compile.
@@ -450,19 +521,21 @@ def compile_cached(
     if c is None:
         return build()
     dev = devices[0]
-    key = c.key(
-        module_text,
+    fp = module_fingerprint(module_text) if source is None else _fingerprint_of(source, module_text)
+    key = _key(
+        fp,
         options=repr(options),
         platform=str(dev.platform),
         device_kind=str(dev.device_kind),
         device_ids=[int(d.id) for d in devices],
     )
-    data = c.get(key)
+    data = c._load(key)
     if data is not None:
         from .executable import deserialize_executable
 
         try:
-            return deserialize_executable(data, dev)
+            # The entry's sha256 covers these bytes: the executable's own crc32 is not redone.
+            return deserialize_executable(data, dev, _verified=True)
         except (FormatError, XlaSdkError):
             c.discard(key)
     exe = build()

@@ -803,18 +803,18 @@ def compile(
     _check_runnable(name, program_shape)
     devs = _place(opts, device)
     text = computation._mlir_module_text()
-    # Always explicit: without it XLA assigns replica 0 to device 0 whatever DeviceList says.
-    ids = [d.id for d in devs]
-    assignment = np.asarray(ids, dtype=np.int64).reshape(opts.num_replicas, opts.num_partitions)
-    jopts = pjrt.make_compile_options(
-        opts.num_replicas, opts.num_partitions, assignment, opts.env_option_overrides
-    )
 
-    def build() -> Executable:
+    def build() -> Executable:  # only on a cache miss (or with no cache)
+        # Always explicit: without it XLA assigns replica 0 to device 0 whatever DeviceList says.
+        ids = [d.id for d in devs]
+        assignment = np.asarray(ids, dtype=np.int64).reshape(opts.num_replicas, opts.num_partitions)
+        jopts = pjrt.make_compile_options(
+            opts.num_replicas, opts.num_partitions, assignment, opts.env_option_overrides
+        )
         exe = pjrt.compile_and_load(devs[0].client._c, text, [d._d for d in devs], jopts, name)
         return Executable._make(exe, name, program_shape, devs, opts.num_replicas, opts.num_partitions)
 
-    return compile_cached(cache, text, opts, devs, build)
+    return compile_cached(cache, text, opts, devs, build, source=computation)
 
 
 def _check_runnable(name: str, program_shape: ProgramShape) -> None:
@@ -857,33 +857,44 @@ def _shape_from_json(j: Any) -> Shape:
     return Shape.array_shape(PrimitiveType(int(j["etype"])), [int(d) for d in j["dims"]])
 
 
-def _parse(data: Any, what: str) -> tuple[dict[str, Any], bytes]:
+def _parse(data: Any, what: str, verified: bool = False) -> tuple[dict[str, Any], bytes]:
+    """(header, XLA blob) of :meth:`Executable.serialize` bytes, after every format check.
+
+    ``verified``: the caller has already checked these exact bytes against a stronger checksum
+    (the compile cache's sha256), so the crc32 is not computed again.
+    """
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise FormatError(f"{what}: expected bytes, got {type(data).__name__}")
-    data = bytes(data)
-    if not data:
+    if not (isinstance(data, bytes) or isinstance(data, memoryview) and isinstance(data.obj, bytes)
+            and data.c_contiguous):
+        data = bytes(data)  # a private copy of mutable buffers
+    # Views of immutable bytes: the only copy made is the blob handed to XLA.
+    view = memoryview(data).cast("B")
+    n = len(view)
+    if not n:
         raise FormatError(f"{what}: the data is empty")
-    if not data.startswith(_MAGIC):
-        if _MAGIC.startswith(data):
-            raise FormatError(f"{what}: truncated: only {len(data)} bytes")
+    if view[: len(_MAGIC)].tobytes() != _MAGIC:
+        if n < len(_MAGIC) and _MAGIC.startswith(view.tobytes()):
+            raise FormatError(f"{what}: truncated: only {n} bytes")
         raise FormatError(
             f"{what}: not an xlasdk serialized executable (it does not start with {_MAGIC!r}; "
-            f"starts with {data[:16]!r})"
+            f"starts with {bytes(view[:16])!r})"
         )
     fixed = len(_MAGIC) + _PREFIX.size
-    if len(data) < fixed:
-        raise FormatError(f"{what}: truncated: {len(data)} bytes, the fixed header alone is {fixed}")
-    version, hlen, blen, crc = _PREFIX.unpack_from(data, len(_MAGIC))
+    if n < fixed:
+        raise FormatError(f"{what}: truncated: {n} bytes, the fixed header alone is {fixed}")
+    version, hlen, blen, crc = _PREFIX.unpack_from(view, len(_MAGIC))
     if version != _FORMAT_VERSION:
         raise FormatError(f"{what}: format version {version} is unsupported (xlasdk reads {_FORMAT_VERSION})")
     expected = fixed + hlen + blen
-    if len(data) != expected:
-        kind = "truncated" if len(data) < expected else "has trailing data"
-        raise FormatError(f"{what}: {kind}: {len(data)} bytes, the header says {expected}")
-    hbytes = data[fixed : fixed + hlen]
-    blob = data[fixed + hlen :]
-    if zlib.crc32(blob, zlib.crc32(hbytes)) != crc:
+    if n != expected:
+        kind = "truncated" if n < expected else "has trailing data"
+        raise FormatError(f"{what}: {kind}: {n} bytes, the header says {expected}")
+    hbytes = bytes(view[fixed : fixed + hlen])
+    body = view[fixed + hlen :]
+    if not verified and zlib.crc32(body, zlib.crc32(hbytes)) != crc:
         raise FormatError(f"{what}: corrupt: checksum mismatch")
+    blob = bytes(body)
     try:
         header = json.loads(hbytes.decode())
         if not isinstance(header, dict):
@@ -893,7 +904,32 @@ def _parse(data: Any, what: str) -> tuple[dict[str, Any], bytes]:
     return header, blob
 
 
-def deserialize_executable(data: bytes, device: Device | str | None = None, *, _what: str = "") -> Executable:
+_load_options_memo: dict[tuple[int, int, tuple[int, ...]], Any] = {}
+
+
+def _load_options(nr: int, npart: int, ids: tuple[int, ...]) -> Any:
+    """The jaxlib ``CompileOptions`` that place a deserialized executable on device ``ids``.
+
+    Memoised: the object is only ever read (jaxlib copies it into each load).
+    """
+    key = (nr, npart, ids)
+    opts = _load_options_memo.get(key)
+    if opts is None:
+        assignment = np.asarray(ids, dtype=np.int64).reshape(nr, npart)
+        opts = pjrt.make_compile_options(nr, npart, assignment, ())
+        if len(_load_options_memo) >= 256:
+            _load_options_memo.clear()
+        _load_options_memo[key] = opts
+    return opts
+
+
+def deserialize_executable(
+    data: bytes | bytearray | memoryview,
+    device: Device | str | None = None,
+    *,
+    _what: str = "",
+    _verified: bool = False,
+) -> Executable:
     """Load an executable made by :meth:`Executable.serialize`, without compiling.
 
     Parameters
@@ -915,7 +951,7 @@ def deserialize_executable(data: bytes, device: Device | str | None = None, *, _
     Maps to PJRT ``DeserializeExecutable`` (``client.deserialize_executable``).
     """
     what = _what or "deserialize_executable"
-    header, blob = _parse(data, what)
+    header, blob = _parse(data, what, _verified)
     try:
         name = str(header["name"])
         jaxlib_version = str(header["jaxlib"])
@@ -947,8 +983,7 @@ def deserialize_executable(data: bytes, device: Device | str | None = None, *, _
             devs = [base.client.device(i) for i in ids]
         except UnknownDeviceError as e:
             raise UnknownDeviceError(f"{what}: {name!r} needs devices {ids}: {e}") from None
-    assignment = np.asarray([d.id for d in devs], dtype=np.int64).reshape(nr, npart)
-    options = pjrt.make_compile_options(nr, npart, assignment, ())
+    options = _load_options(nr, npart, tuple(d.id for d in devs))
     exe = pjrt.deserialize_executable(base.client._c, blob, [d._d for d in devs], options, what)
     program_shape = ProgramShape(params, result, names)
     return Executable._make(exe, name, program_shape, devs, nr, npart)
