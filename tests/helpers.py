@@ -1,7 +1,10 @@
 """Test helpers shared by the test files.
 
 - :func:`run` compiles a computation for the CPU and returns every output as numpy (including
-  ml_dtypes results such as bf16, fp8 and int4).
+  ml_dtypes results such as bf16, fp8 and int4). With ``XLASDK_CHECK_DIRECT_HLO=1`` in the
+  environment it also checks every computation it runs with :func:`check_direct_hlo` (a deep
+  local run of the direct HLO printer against XLA; about twice the compile time).
+- :func:`check_direct_hlo` checks xlasdk's directly printed HLO text against XLA.
 - :func:`err`, :func:`check`, :func:`assert_error` and :func:`error` assert that an op call
   raises the expected error whose message names the given words and points at the calling test
   file's line (``" — at test_x.py:LINE"``). The file name is always taken from the test code
@@ -28,7 +31,10 @@ def run(comp: xs.XlaComputation, *args: Any) -> list[np.ndarray[Any, Any]]:
     """Compile ``comp`` for cpu:0, run it on ``args`` and return every output as numpy."""
     out = xs.compile(comp, device="cpu:0")(*(np.asarray(a) for a in args))
     outs = out if isinstance(out, tuple) else (out,)
-    return [o.to_numpy() for o in outs]
+    result = [o.to_numpy() for o in outs]
+    if os.environ.get("XLASDK_CHECK_DIRECT_HLO"):  # a deep local run: every computation a test runs
+        check_direct_hlo(comp, *args, outs=result)
+    return result
 
 
 def assert_same_outputs(
@@ -53,7 +59,7 @@ def check_direct_hlo(comp: xs.XlaComputation, *args: Any, outs: Sequence[np.ndar
     program shape is ``comp``'s, and compiled it computes the same values as ``comp`` (``outs``,
     or ``run(comp, *args)``). Returns whether the direct printer handled ``comp``.
     """
-    text = comp._direct_hlo_text(True, True)
+    text = comp._direct_hlo_text(True, True) if comp._root is not None else None
     if text is None:
         return False
     loaded = xs.XlaComputation.from_hlo_text(text)

@@ -4,14 +4,17 @@ The graph's ops are StableHLO ops (``XlaOp.opcode``, attributes as MLIR text), s
 StableHLO -> HLO printer for the ops that map one to one onto an HLO instruction: element-wise
 ops, ``compare``, ``select``, ``clamp``, conversions, ``reduce_precision``, constants,
 ``broadcast_in_dim``, ``reshape``, ``transpose``, ``slice``, ``concatenate``, ``pad``,
-``reverse``, ``dynamic_slice``, ``dynamic_update_slice``, ``iota``, ``dot_general``, ``reduce``
-and ``sort`` (with their region as an HLO computation), tuples and inlined calls. It gives the HLO of the ops
+``reverse``, ``dynamic_slice``, ``dynamic_update_slice``, ``iota``, ``dot_general``,
+``convolution``, ``gather``, ``fft``, ``cholesky``, ``triangular_solve``, ``rng_bit_generator``,
+``optimization_barrier``, the ops with regions (``reduce``, ``reduce_window``, ``scatter``,
+``sort``: the region becomes an HLO computation; ``while``; ``if``/``case`` as ``conditional``),
+tuples and inlined calls. It gives the HLO of the ops
 *as built* (as jaxlib's former ``XlaBuilder`` did), in XLA's text syntax (``%name = shape
 opcode(operands), attributes, metadata={...}``, default layouts), without an MLIR context or
 XLA's converter, which costs about 25 us per op.
 
-Anything else (control flow, convolutions, windowed reductions, gathers, collectives, custom calls, shardings,
-side-effecting ops, exotic element types in constants, ...) raises :class:`Unsupported`, and the
+Anything else (CHLO ops, which XLA's converter expands; collectives, custom calls, shardings,
+side-effecting ops, fp8/int4 constants, ...) raises :class:`Unsupported`, and the
 caller uses XLA's StableHLO -> HLO converter instead, which may also fold and simplify.
 ``tests/test_hlo_emit.py`` checks the printed text against XLA: its HLO parser accepts it,
 and the program computes the same values as the converter's HLO.
@@ -27,7 +30,7 @@ import numpy as np
 from ._emit import inline_call, pending
 from .builder import Region, XlaOp
 from .shape import Shape
-from .types import PrimitiveType
+from .types import PrimitiveType, hlo_element_name
 
 __all__ = ["Unsupported", "print_hlo_module"]
 
@@ -67,6 +70,12 @@ _DEFAULT_COMPARE = {  # XLA's Comparison::DefaultComparisonType
     **{t: "SIGNED" for t in (_P.S2, _P.S4, _P.S8, _P.S16, _P.S32, _P.S64)},
     **{t: "UNSIGNED" for t in (_P.PRED, _P.U2, _P.U4, _P.U8, _P.U16, _P.U32, _P.U64)},
 }
+# Words the HLO parser reads as something other than a name (names get a trailing "_").
+_KEYWORDS = frozenset(
+    {hlo_element_name(t) for t in PrimitiveType if t not in (_P.PRIMITIVE_TYPE_INVALID, _P.TUPLE, _P.OPAQUE_TYPE)}
+    | {"token", "opaque", "tuple", "true", "false", "inf", "nan", "ENTRY", "ROOT", "HloModule", "maximal",
+       "replicated", "manual", "last_tile_dim_replicate", "last_tile_dims", "unknown"}
+)
 _LARGE_CONSTANT = 10  # XLA prints constants of more elements as {...} without print_large_constants
 
 _I64_ARRAY = re.compile(r"array<i64(?:: ([-0-9, ]*))?>")
@@ -77,9 +86,9 @@ _COMPARE = re.compile(
     r"^comparison_direction = #stablehlo<comparison_direction (\w+)>"
     r"(?:, compare_type = #stablehlo<comparison_type (\w+)>)?$"
 )
-_DOT = re.compile(r"^dot_dimension_numbers = #stablehlo\.dot<(.*?)>(?:, precision_config = \[(.*)\])?$")
-_DOT_FIELD = re.compile(r"(\w+)_dimensions = \[([0-9, ]*)\]")
 _PRECISION = re.compile(r"#stablehlo<precision (\w+)>")
+_REGION_OPS = frozenset({"stablehlo.reduce", "stablehlo.sort", "stablehlo.reduce_window", "stablehlo.scatter"})
+_RNG = re.compile(r"^rng_algorithm = #stablehlo<rng_algorithm (DEFAULT|THREE_FRY|PHILOX)>$")
 _SORT = re.compile(r"^dimension = (\d+) : i64, is_stable = (true|false)$")
 _REDUCE_PRECISION = re.compile(r"^exponent_bits = (\d+) : i32, mantissa_bits = (\d+) : i32$")
 _PAD = re.compile(r"^edge_padding_low = (.*?), edge_padding_high = (.*?), interior_padding = (.*)$")
@@ -142,9 +151,11 @@ def _metadata(loc: str) -> tuple[str, str]:
 
 def _name_base(name: str) -> str:
     """An HLO instruction name stem: letters, digits, ``_`` and ``-`` (no ``.``: the uniquing
-    suffix is ``.N``), not starting with a digit or ``-``."""
+    suffix is ``.N``), not starting with a digit or ``-``, not a word of HLO's syntax."""
     base = _NAME_BAD.sub("_", name)
-    return base if base and (base[0].isalpha() or base[0] == "_") else "_" + base
+    if not base or not (base[0].isalpha() or base[0] == "_"):
+        base = "_" + base
+    return base + "_" if base in _KEYWORDS else base
 
 
 # -- constants ------------------------------------------------------------------------------------
@@ -301,6 +312,8 @@ class _Printer:
             md, hint = self.meta(o.loc)
             env[o.id] = self.add(hlo, o.shape, f"{hlo}(%{', %'.join(args)}){md}", hint)
             return
+        if "mhlo." in o.attrs:  # a sharding or other XLA-specific attribute: the converter knows them
+            raise Unsupported(o.attrs)
         if code == "tuple":
             env[o.id] = tuple(env[x.id] for x in o.operands)
             return
@@ -313,15 +326,33 @@ class _Printer:
         if code == "call":
             self.inline(o, env)
             return
-        if o.shape._tuple is not None and code not in ("stablehlo.reduce", "stablehlo.sort"):
+        if code in ("stablehlo.while", "stablehlo.if", "stablehlo.case"):
+            if o.attrs:
+                raise Unsupported(o.attrs)
+            md, hint = self.meta(o.loc)
+            self.control(o, env, md, hint)
+            return
+        if code in ("stablehlo.rng_bit_generator", "stablehlo.optimization_barrier"):
+            md, hint = self.meta(o.loc)
+            if code == "stablehlo.optimization_barrier":
+                (x,) = o.operands
+                name = self.add("opt-barrier", o.shape, f"opt-barrier(%{self.ref(env[x.id], x.shape, md)}){md}", hint)
+            else:
+                m = _RNG.match(o.attrs)
+                if m is None:
+                    raise Unsupported(o.attrs)
+                state = self.single(env[o.operands[0].id])
+                body = f"rng-bit-generator(%{state}), algorithm=rng_{m.group(1).lower()}{md}"
+                name = self.add("rng-bit-generator", o.shape, body, hint)
+            env[o.id] = self.unpack(name, o.shape, md)
+            return
+        if o.shape._tuple is not None and code not in _REGION_OPS:
             raise Unsupported(code)
-        if "mhlo." in o.attrs:
-            raise Unsupported(o.attrs)
         args = [self.single(env[x.id]) for x in o.operands]
         md, hint = self.meta(o.loc)
         if code == "stablehlo.constant":
             self.constant(o, env)
-        elif code in ("stablehlo.reduce", "stablehlo.sort"):
+        elif code in _REGION_OPS:
             self.with_region(o, args, md, hint, env)
         elif code in ("stablehlo.select", "stablehlo.clamp"):
             # HLO wants full-shape operands where StableHLO allows scalars (as XLA's converter does).
@@ -367,8 +398,8 @@ class _Printer:
         return base, extra
 
     def with_region(self, o: XlaOp, args: list[str], md: str, hint: str, env: dict[int, Val]) -> None:
-        """``reduce`` or ``sort``: the region becomes a computation; several results a tuple and
-        ``get-tuple-element``s."""
+        """``reduce``, ``sort``, ``reduce-window``, ``scatter``: the region becomes an HLO
+        computation (``to_apply``); several results are a tuple and ``get-tuple-element``s."""
         (r,) = o.regions
         attrs = o.attrs
         if o.opcode == "stablehlo.reduce" and attrs.startswith("dimensions = "):
@@ -376,6 +407,10 @@ class _Printer:
         elif o.opcode == "stablehlo.sort" and (m := _SORT.match(attrs)) is not None:
             stable = ", is_stable=true" if m.group(2) == "true" else ""
             base, extra = "sort", f", dimensions={{{m.group(1)}}}{stable}"
+        elif o.opcode == "stablehlo.reduce_window":
+            base, extra = "reduce-window", _reduce_window_attrs(attrs, o)
+        elif o.opcode == "stablehlo.scatter":
+            base, extra = "scatter", _gather_scatter_attrs(attrs, "scatter")
         else:
             raise Unsupported(attrs)
         to_apply = self.region(r)
@@ -394,11 +429,18 @@ class _Printer:
         self.comp = _Computation()
         env: dict[int, Val] = {}
         for i, p in enumerate(r.params):
-            if p.shape._tuple is not None:
-                raise Unsupported("tuple region parameter")
-            name = self.add("Arg_" + str(i), p.shape, f"parameter({i})")
+            tup = p.shape._tuple
+            name = self.add("arg_tuple" if tup is not None else f"Arg_{i}", p.shape, f"parameter({i})")
             self.comp.params.append(f"{name}: {p.shape}")
-            env[p.id] = name
+            if tup is None:
+                env[p.id] = name
+            elif all(e._tuple is None for e in tup):  # a tuple parameter: its elements, unpacked
+                env[p.id] = tuple(
+                    self.add("get-tuple-element", e, f"get-tuple-element(%{name}), index={k}")
+                    for k, e in enumerate(tup)
+                )
+            else:
+                raise Unsupported("nested tuple parameter")
         self.graph(env, list(r.results))
         root_shape, root = self.root(env, list(r.results))
         cname = self.unique(f"region_{self.n_regions}")
@@ -406,6 +448,47 @@ class _Printer:
         self.computations.append(self.finish(f"%{cname}", root_shape, root))
         self.comp = outer
         return cname
+
+    def ref(self, v: Val, shape: Shape, md: str) -> str:
+        """One HLO value for ``v``: a ``tuple`` instruction for an unpacked tuple of arrays."""
+        if type(v) is str:
+            return v
+        assert isinstance(v, tuple) and shape._tuple is not None
+        names = [self.single(e) for e in v]
+        return self.add("tuple", shape, f"tuple({_commas(['%' + n for n in names])}){md}")
+
+    def unpack(self, name: str, shape: Shape, md: str) -> Val:
+        """``name``'s value: itself, or for a tuple its elements as ``get-tuple-element``s."""
+        if shape._tuple is None:
+            return name
+        return tuple(
+            self.add("get-tuple-element", e, f"get-tuple-element(%{name}), index={k}{md}")
+            for k, e in enumerate(shape._tuple)
+        )
+
+    def control(self, o: XlaOp, env: dict[int, Val], md: str, hint: str) -> None:
+        """``while`` (a tuple carry becomes one tuple operand) and ``conditional`` (each branch
+        takes its bound operand as its one parameter)."""
+        if o.opcode == "stablehlo.while":
+            cond, body = o.regions
+            (x,) = o.operands
+            carry = self.ref(env[x.id], x.shape, md)
+            c, bd = self.region(cond), self.region(body)
+            name = self.add("while", o.shape, f"while(%{carry}), condition=%{c}, body=%{bd}{md}", hint)
+        else:
+            args = [self.single(env[o.operands[0].id])]
+            for r in o.regions:
+                if r.bindings is None or len(r.bindings) != 1 or len(r.params) != 1:
+                    raise Unsupported("branch arity")
+                (x,) = r.bindings
+                args.append(self.ref(env[x.id], x.shape, ""))
+            names = [self.region(Region(r.params, r.results)) for r in o.regions]
+            if o.opcode == "stablehlo.if":
+                branches = f"true_computation=%{names[0]}, false_computation=%{names[1]}"
+            else:
+                branches = "branch_computations={" + ", ".join("%" + n for n in names) + "}"
+            name = self.add("conditional", o.shape, f"conditional(%{', %'.join(args)}), {branches}{md}", hint)
+        env[o.id] = self.unpack(name, o.shape, md)
 
     def root(self, env: dict[int, Val], results: list[XlaOp], flatten_single: bool = False) -> tuple[Shape, str]:
         if len(results) == 1 and results[0].shape._tuple is None:
@@ -475,6 +558,31 @@ def _attributes(code: str, attrs: str, o: XlaOp) -> str:
         return "pad|, padding=" + "x".join(parts)
     if code == "stablehlo.reduce_precision" and (m := _REDUCE_PRECISION.match(attrs)) is not None:
         return f"reduce-precision|, exponent_bits={m.group(1)}, mantissa_bits={m.group(2)}"
+    if code == "stablehlo.fft":
+        a = _attr_dict(attrs)
+        ftype = re.fullmatch(r"#stablehlo<fft_type (\w+)>", a.pop("fft_type", ""))
+        lengths = _ints(a.pop("fft_length", ""))
+        if ftype is None or a:
+            raise Unsupported(attrs)
+        return f"fft|, fft_type={ftype.group(1)}, fft_length={_braces(lengths)}"
+    if code == "stablehlo.cholesky" and attrs in ("lower = true", "lower = false"):
+        return "cholesky|" + (", lower=true" if attrs.endswith("true") else "")
+    if code == "stablehlo.triangular_solve":
+        a = _attr_dict(attrs)
+        extra = ""
+        for flag in ("left_side", "lower", "unit_diagonal"):
+            value = a.pop(flag, "false")
+            if value not in ("true", "false"):
+                raise Unsupported(attrs)
+            extra += f", {flag}=true" if value == "true" else ""
+        tr = re.fullmatch(r"#stablehlo<transpose (\w+)>", a.pop("transpose_a", ""))
+        if tr is None or a:
+            raise Unsupported(attrs)
+        return f"triangular-solve|{extra}, transpose_a={tr.group(1)}"
+    if code == "stablehlo.gather":
+        return "gather|" + _gather_scatter_attrs(attrs, "gather")
+    if code == "stablehlo.convolution":
+        return "convolution|" + _convolution_attrs(attrs, o)
     if code == "stablehlo.compare":
         m = _COMPARE.match(attrs)
         if m is not None:
@@ -485,30 +593,203 @@ def _attributes(code: str, attrs: str, o: XlaOp) -> str:
                 extra += f", type={ctype}"
             return "compare|" + extra
     if code == "stablehlo.dot_general":
-        m = _DOT.match(attrs)
-        if m is not None:
-            fields = {k: v for k, v in _DOT_FIELD.findall(m.group(1))}
-            if len(fields) != len(_DOT_FIELD.findall(m.group(1))) or m.group(1).count("=") != len(fields):
-                raise Unsupported(attrs)
-            extra = ""
-            for side in ("lhs", "rhs"):
-                for kind, hlo in (("batching", "batch"), ("contracting", "contracting")):
-                    v = fields.get(f"{side}_{kind}")
-                    if v is not None and v.strip():
-                        extra += f", {side}_{hlo}_dims={{{v.replace(' ', '')}}}"
-            if m.group(2) is not None:
-                precs = _PRECISION.findall(m.group(2))
-                if len(precs) != 2:
-                    raise Unsupported(attrs)
-                if any(p != "DEFAULT" for p in precs):
-                    extra += f", operand_precision={{{precs[0].lower()},{precs[1].lower()}}}"
-            return "dot|" + extra
+        a = _attr_dict(attrs)
+        dn = a.pop("dot_dimension_numbers", "")
+        if not (dn.startswith("#stablehlo.dot<") and dn.endswith(">")):
+            raise Unsupported(attrs)
+        fields = _attr_dict(dn[15:-1])
+        extra = ""
+        for side in ("lhs", "rhs"):
+            for kind, hlo in (("batching", "batch"), ("contracting", "contracting")):
+                dims = _list(fields.pop(f"{side}_{kind}_dimensions", "[]"))
+                if dims:
+                    extra += f", {side}_{hlo}_dims={_braces(dims)}"
+        extra += _precision(a)
+        if a or fields:  # an algorithm, or anything else this printer does not know
+            raise Unsupported(attrs)
+        return "dot|" + extra
     raise Unsupported(f"{code} {{{attrs}}}")
+
+
+def _split_top(text: str) -> list[str]:
+    """``text`` split at the commas outside brackets and quotes."""
+    parts, depth, start, quoted = [], 0, 0, False
+    for i, ch in enumerate(text):
+        if ch == '"' and (i == 0 or text[i - 1] != "\\"):
+            quoted = not quoted
+        elif quoted:
+            continue
+        elif ch in "<[({":
+            depth += 1
+        elif ch in ">])}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    tail = text[start:].strip()
+    return parts + [tail] if tail else parts
+
+
+def _attr_dict(text: str) -> dict[str, str]:
+    """``a = 1 : i64, b = array<i64: 1>`` -> ``{"a": "1 : i64", "b": "array<i64: 1>"}``."""
+    out = {}
+    for part in _split_top(text):
+        key, eq, value = part.partition(" = ")
+        if not eq:
+            raise Unsupported(text)
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _int_attr(text: str) -> int:
+    value, _, typ = text.partition(" : ")
+    if typ not in ("i64", "i32"):
+        raise Unsupported(text)
+    return int(value)
+
+
+def _list(text: str) -> list[int]:
+    """``[1, 2]`` -> [1, 2]."""
+    if not (text.startswith("[") and text.endswith("]")):
+        raise Unsupported(text)
+    inner = text[1:-1].strip()
+    return [int(v) for v in inner.split(",")] if inner else []
+
+
+def _pairs(text: str, rank: int) -> list[tuple[int, int]]:
+    """``dense<[[1, 0], [0, 2]]> : tensor<2x2xi64>`` (or a splat ``dense<0>``) -> [(1, 0), (0, 2)]."""
+    m = re.fullmatch(r"dense<(.*)> : tensor<\d+x2xi64>", text)
+    if m is None:
+        raise Unsupported(text)
+    body = m.group(1).replace(" ", "")
+    if not body.startswith("["):
+        return [(int(body), int(body))] * rank
+    flat = [int(v) for v in re.findall(r"-?\d+", body)]
+    return list(zip(flat[0::2], flat[1::2], strict=True))
+
+
+def _window(sizes: list[int], strides: list[int], pads: list[tuple[int, int]], lhs: list[int], rhs: list[int]) -> str:
+    """XLA's ``window={size=.. stride=.. pad=.. lhs_dilate=.. rhs_dilate=..}`` (defaults left out)."""
+    if not sizes:
+        raise Unsupported("empty window")
+    parts = ["size=" + "x".join(map(str, sizes))]
+    if any(s != 1 for s in strides):
+        parts.append("stride=" + "x".join(map(str, strides)))
+    if any(p != (0, 0) for p in pads):
+        parts.append("pad=" + "x".join(f"{a}_{b}" for a, b in pads))
+    if any(d != 1 for d in lhs):
+        parts.append("lhs_dilate=" + "x".join(map(str, lhs)))
+    if any(d != 1 for d in rhs):
+        parts.append("rhs_dilate=" + "x".join(map(str, rhs)))
+    return "window={" + " ".join(parts) + "}"
+
+
+def _precision(a: dict[str, str]) -> str:
+    text = a.pop("precision_config", None)
+    if text is None:
+        return ""
+    precs = _PRECISION.findall(text)
+    if len(precs) != 2:
+        raise Unsupported(text)
+    if all(p == "DEFAULT" for p in precs):
+        return ""
+    return f", operand_precision={{{precs[0].lower()},{precs[1].lower()}}}"
+
+
+def _reduce_window_attrs(attrs: str, o: XlaOp) -> str:
+    a = _attr_dict(attrs)
+    rank = o.operands[0].shape.rank()
+    sizes = _ints(a.pop("window_dimensions"))
+    strides = _ints(a.pop("window_strides", f"array<i64: {', '.join(['1'] * rank)}>"))
+    lhs = _ints(a.pop("base_dilations", f"array<i64: {', '.join(['1'] * rank)}>"))
+    rhs = _ints(a.pop("window_dilations", f"array<i64: {', '.join(['1'] * rank)}>"))
+    pads = _pairs(a.pop("padding"), rank) if "padding" in a else [(0, 0)] * rank
+    if a or rank == 0:
+        raise Unsupported(attrs)
+    return ", " + _window(sizes, strides, pads, lhs, rhs)
+
+
+_GATHER_FIELDS = ("offset_dims", "collapsed_slice_dims", "start_index_map")
+_SCATTER_FIELDS = ("update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims")
+
+
+def _gather_scatter_attrs(attrs: str, kind: str) -> str:
+    a = _attr_dict(attrs)
+    dn = a.pop("dimension_numbers" if kind == "gather" else "scatter_dimension_numbers", "")
+    if not (dn.startswith(f"#stablehlo.{kind}<") and dn.endswith(">")):
+        raise Unsupported(attrs)
+    fields = _attr_dict(dn[len(kind) + 12 : -1])
+    extra = ""
+    for key in _GATHER_FIELDS if kind == "gather" else _SCATTER_FIELDS:  # HLO's parser wants these
+        extra += f", {key}={_braces(_list(fields.pop(key, '[]')))}"
+    extra += f", index_vector_dim={int(fields.pop('index_vector_dim', '0'))}"
+    for key, value in fields.items():  # the batching dimensions, when there are any
+        extra += f", {key}={_braces(_list(value))}"
+    if kind == "gather":
+        extra += f", slice_sizes={_braces(_ints(a.pop('slice_sizes')))}"
+    for flag in ("indices_are_sorted", "unique_indices"):
+        value = a.pop(flag, "false")
+        if value == "true":
+            extra += f", {flag}=true"
+        elif value != "false":
+            raise Unsupported(attrs)
+    if a:
+        raise Unsupported(attrs)
+    return extra
+
+
+_CONV_KEYS = re.compile(r"^#stablehlo\.conv<raw (.*)>$")
+
+
+def _convolution_attrs(attrs: str, o: XlaOp) -> str:
+    a = _attr_dict(attrs)
+    m = _CONV_KEYS.match(a.pop("dimension_numbers", ""))
+    if m is None:
+        raise Unsupported(attrs)
+    dn = _attr_dict(m.group(1))
+    ib, if_ = int(dn["input_batch_dimension"]), int(dn["input_feature_dimension"])
+    isp = _list(dn["input_spatial_dimensions"])
+    ki, ko = int(dn["kernel_input_feature_dimension"]), int(dn["kernel_output_feature_dimension"])
+    ksp = _list(dn["kernel_spatial_dimensions"])
+    ob, of = int(dn["output_batch_dimension"]), int(dn["output_feature_dimension"])
+    osp = _list(dn["output_spatial_dimensions"])
+    n = len(isp)
+    if n == 0 or n > 10:
+        raise Unsupported("convolution spatial rank")
+
+    def labels(rank: int, first: tuple[int, str], second: tuple[int, str], spatial: list[int]) -> str:
+        out = [""] * rank
+        out[first[0]], out[second[0]] = first[1], second[1]
+        for k, d in enumerate(spatial):
+            out[d] = str(k)
+        return "".join(out)
+
+    dim_labels = (
+        labels(n + 2, (ib, "b"), (if_, "f"), isp) + "_" + labels(n + 2, (ko, "o"), (ki, "i"), ksp) + "->"
+        + labels(n + 2, (ob, "b"), (of, "f"), osp)
+    )
+    ones = f"array<i64: {', '.join(['1'] * n)}>"
+    kernel = o.operands[1].shape.dimensions()
+    window = _window(
+        [kernel[d] for d in ksp], _ints(a.pop("window_strides", ones)),
+        _pairs(a.pop("padding"), n) if "padding" in a else [(0, 0)] * n,
+        _ints(a.pop("lhs_dilation", ones)), _ints(a.pop("rhs_dilation", ones)),
+    )
+    extra = f", {window}, dim_labels={dim_labels}"
+    for key in ("feature_group_count", "batch_group_count"):
+        count = _int_attr(a.pop(key, "1 : i64"))
+        if count != 1:
+            extra += f", {key}={count}"
+    extra += _precision(a)
+    if a.pop("window_reversal", None) not in (None, f"array<i1: {', '.join(['false'] * n)}>") or a:
+        raise Unsupported(attrs)
+    return extra
 
 
 def _module_name(name: str) -> str:
     s = re.sub(r"[^A-Za-z0-9_.\-]", "_", name)
-    return s if s and (s[0].isalpha() or s[0] == "_") else "_" + s
+    s = s if s and (s[0].isalpha() or s[0] == "_") else "_" + s
+    return s + "_" if s in _KEYWORDS else s
 
 
 def print_hlo_module(

@@ -209,12 +209,13 @@ class XlaComputation:
         of more than 10 elements print as ``{...}`` (the text no longer parses back).
 
         For a built computation whose ops all map one to one onto HLO instructions (element-wise
-        ops, compare/select/clamp, conversions, constants, broadcast, reshape, transpose, slice,
-        concatenate, pad, reverse, dynamic slices, iota, dot, reduce, sort, tuples, calls), the
-        text is printed directly from the graph: the ops as built, in XLA's HLO syntax, about
-        3 us per op. Otherwise (control flow, convolutions, windowed reductions, gathers,
-        collectives, custom calls, shardings...) it is XLA's StableHLO -> HLO converter's
-        output, which may fold constants and simplify. Both compute the same
+        ops, compare/select/clamp, conversions, constants, shape ops, dynamic slices, dot,
+        convolution, gather, scatter, reduce, reduce-window, sort, while, conditional, fft,
+        cholesky, triangular-solve, rng-bit-generator, tuples, calls), the text is printed
+        directly from the graph: the ops as built, in XLA's HLO syntax, about 3 us per op.
+        Otherwise (CHLO ops such as ``Erf`` or ``Lgamma``, collectives, custom calls, shardings,
+        side effects, fp8/int4 constants) it is XLA's StableHLO -> HLO converter's output,
+        which may fold constants and simplify. Both compute the same
         values; ``tests/test_hlo_emit.py`` checks the direct text against XLA.
         """
         if self._root is not None:
