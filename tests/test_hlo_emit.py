@@ -574,3 +574,7 @@ def test_names_that_are_hlo_words_still_parse(name: str) -> None:
     comp = b.build(y)
     assert comp.as_hlo_text().startswith("HloModule ")
     direct(comp, data(np.float32, (2,)))
+    b2 = xs.XlaBuilder(name)
+    conv = b2.build(ops.Erf(p(b2, 0, np.float32, (2,), name)))  # through XLA's converter
+    assert conv._direct_hlo_text(True, True) is None
+    xs.XlaComputation.from_hlo_text(conv.as_hlo_text())

@@ -786,6 +786,15 @@ def _convolution_attrs(attrs: str, o: XlaOp) -> str:
     return extra
 
 
+def parsable_module_name(text: str) -> str:
+    """HLO ``text`` with a module name that is an HLO word (``HloModule true``, as XLA's converter
+    writes it and its parser rejects) given a trailing ``_``."""
+    head, sep, rest = text.partition(",")
+    if head.startswith("HloModule ") and head[10:] in _KEYWORDS:
+        return head + "_" + sep + rest
+    return text
+
+
 def _module_name(name: str) -> str:
     s = re.sub(r"[^A-Za-z0-9_.\-]", "_", name)
     s = s if s and (s[0].isalpha() or s[0] == "_") else "_" + s

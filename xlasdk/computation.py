@@ -242,8 +242,10 @@ class XlaComputation:
 
     def _converted_hlo_text(self, print_metadata: bool = True, print_large_constants: bool = True) -> str:
         """HLO text from XLA's StableHLO -> HLO converter (the path for every computation)."""
-        return _mlir.hlo_text(
-            self._xla_computation(), metadata=print_metadata, large_constants=print_large_constants
+        from ._hlo_emit import parsable_module_name
+
+        return parsable_module_name(
+            _mlir.hlo_text(self._xla_computation(), metadata=print_metadata, large_constants=print_large_constants)
         )
 
     def as_serialized_hlo_module_proto(self) -> bytes:
