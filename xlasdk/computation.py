@@ -215,8 +215,9 @@ class XlaComputation:
         directly from the graph: the ops as built, in XLA's HLO syntax, about 3 us per op.
         Otherwise (CHLO ops such as ``Erf`` or ``Lgamma``, collectives, custom calls, shardings,
         side effects, fp8/int4 constants) it is XLA's StableHLO -> HLO converter's output,
-        which may fold constants and simplify. Both compute the same
-        values; ``tests/test_hlo_emit.py`` checks the direct text against XLA.
+        which may fold constants and simplify. Both compute the same values, and both load back
+        with :meth:`from_hlo_text`; ``tests/test_hlo_emit.py`` checks the direct text against
+        XLA. A computation loaded from HLO prints the HLO it was loaded from.
         """
         if self._root is not None:
             key = (print_metadata, print_large_constants)
@@ -241,7 +242,8 @@ class XlaComputation:
             return None
 
     def _converted_hlo_text(self, print_metadata: bool = True, print_large_constants: bool = True) -> str:
-        """HLO text from XLA's StableHLO -> HLO converter (the path for every computation)."""
+        """HLO text from XLA's StableHLO -> HLO converter (or of the HLO a computation was loaded
+        from): what ``as_hlo_text()`` gives where the direct printer does not apply."""
         from ._hlo_emit import parsable_module_name
 
         return parsable_module_name(
@@ -249,7 +251,8 @@ class XlaComputation:
         )
 
     def as_serialized_hlo_module_proto(self) -> bytes:
-        """The computation as a serialized ``xla.HloModuleProto``."""
+        """The computation as a serialized ``xla.HloModuleProto``, made by XLA's StableHLO -> HLO
+        converter (the program of :meth:`as_hlo_text`, possibly with constants folded)."""
         return _mlir.hlo_proto(self._xla_computation())
 
     def as_hlo_dot_graph(self) -> str:
