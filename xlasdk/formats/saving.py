@@ -30,6 +30,18 @@ def _atomic_write(path: str, data: bytes) -> None:
         raise
 
 
+def stablehlo_file_text(module: object) -> str:
+    """The text of a ``.mlir`` file: MLIR's pretty form with source locations, or the generic form
+    where the pretty form would not parse back (StableHLO prints a rank-0 ``dynamic_slice`` that
+    its own parser rejects), so that every saved file loads."""
+    text = _mlir.module_to_text(module, debug_info=True)
+    try:
+        _mlir.parse_module(text, verify=False)
+    except _mlir.MlirError:
+        return _mlir.module_to_text(module, debug_info=True, generic=True)
+    return text
+
+
 def computation_bytes(
     comp: XlaComputation, fmt: Format, *, target_version: str | None = None, what: str = "save"
 ) -> bytes:
@@ -37,7 +49,7 @@ def computation_bytes(
     if fmt is Format.HLO_TEXT:
         return comp.as_hlo_text().encode("utf-8")
     if fmt is Format.STABLEHLO_TEXT:
-        return _mlir.module_to_text(comp._mlir_module(), debug_info=True).encode("utf-8")
+        return stablehlo_file_text(comp._mlir_module()).encode("utf-8")
     if fmt is Format.PORTABLE_ARTIFACT:
         return serialize_portable_artifact(comp, target_version, what=what)
     return comp.as_serialized_hlo_module_proto()
