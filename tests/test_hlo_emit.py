@@ -179,6 +179,21 @@ def test_constants_round_trip_bit_for_bit(dt: Any) -> None:
         np.testing.assert_array_equal(bits(g), bits(np.asarray(want)))
 
 
+@pytest.mark.parametrize("dt", [np.float16, ml_dtypes.bfloat16, np.float32, np.float64])
+def test_large_float_constants_round_trip_bit_for_bit(dt: Any) -> None:
+    """Constants of more than 1000 elements take the vectorized %.Ng path: still exact."""
+    v = np.concatenate([_special(dt)] * 3 + [
+        (RNG.standard_normal(3000) * 10.0 ** RNG.integers(-30, 30, 3000)).astype(np.float64)
+    ]).astype(dt) if dt is not np.float16 else np.concatenate(
+        [_special(dt)] * 3 + [RNG.standard_normal(3000).astype(dt)]
+    )
+    v[v == 0] = 0  # no -0.0 (see _special)
+    b = xs.XlaBuilder("big")
+    comp = b.build(ops.Constant(b, v.reshape(-1, 3)[:1000]))
+    got = run(xs.XlaComputation.from_hlo_text(comp.as_hlo_text()))[0]
+    np.testing.assert_array_equal(bits(got), bits(v.reshape(-1, 3)[:1000]))
+
+
 def test_constant_text_reads_like_xla() -> None:
     b = xs.XlaBuilder("c")
     outs = [ops.Constant(b, np.float32(0.1)), ops.Constant(b, np.array([[1, 2], [3, 4]], np.int32)),

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from typing import Any, Union
 
+import ml_dtypes
 import numpy as np
 
 from ._emit import inline_call, pending
@@ -177,9 +178,19 @@ def _float_text(v: Any, dtype: np.dtype[Any]) -> str:
     s = str(v)  # numpy's shortest repr for the value's own type
     # XLA reads a double, rejects it beyond the type's largest finite value, then rounds it.
     d = float(s)
-    if abs(d) <= abs(f) and np.asarray(d).astype(dtype) == v:
+    if abs(d) <= _max_finite(dtype) and dtype.type(d) == v:
         return s
     return repr(f)  # the exact value (a binary fraction) as a double
+
+
+_MAX_FINITE: dict[np.dtype[Any], float] = {}
+
+
+def _max_finite(dtype: np.dtype[Any]) -> float:
+    m = _MAX_FINITE.get(dtype)
+    if m is None:
+        m = _MAX_FINITE[dtype] = float(ml_dtypes.finfo(dtype).max)
+    return m
 
 
 def _elem_text(v: Any, et: PrimitiveType, dtype: np.dtype[Any]) -> str:
@@ -193,22 +204,53 @@ def _elem_text(v: Any, et: PrimitiveType, dtype: np.dtype[Any]) -> str:
     return _float_text(v, dtype)
 
 
+# Significant digits that read back (as a double, then rounded) to the same value: far enough
+# from the midpoints between neighbours that the double's own rounding cannot matter.
+_DIGITS = {_P.F16: 5, _P.BF16: 4, _P.F32: 9}
+_SHORTEST_UP_TO = 1000  # elements: larger constants use the vectorized %.Ng form
+
+
+def _fast_float_texts(flat: np.ndarray[Any, Any], et: PrimitiveType) -> list[str]:
+    """Element texts of a large real float array: ``repr`` for f64 (shortest round trip), else
+    ``%.Ng``; values whose short form would read back beyond the type's range (its largest
+    finite values), infinities, NaN and -0 are handled as :func:`_float_text` does."""
+    wide = flat.astype(np.float64)
+    texts = list(map(repr, wide.tolist())) if et is _P.F64 else [f"%.{_DIGITS[et]}g" % v for v in wide.tolist()]
+    with np.errstate(over="ignore", invalid="ignore"):
+        back = np.array([float(t) for t in texts]) if et is not _P.F64 else wide
+        odd = ~np.isfinite(wide) | (wide == 0) | (np.abs(back) > _max_finite(flat.dtype))
+    for i in np.flatnonzero(odd).tolist():
+        texts[i] = _float_text(flat[i], flat.dtype)
+    return texts
+
+
 def _literal(arr: np.ndarray[Any, Any], et: PrimitiveType) -> str:
     if arr.ndim == 0:
         v = arr[()]
         if et is _P.PRED:
             return "true" if v else "false"
         return _elem_text(v, et, arr.dtype)
-
+    flat = arr.reshape(-1)
+    if et is _P.PRED:
+        texts = ["1" if v else "0" for v in flat.tolist()]
+    elif arr.dtype.kind in "iu":
+        texts = list(map(str, flat.tolist()))
+    elif et in _DIGITS or et is _P.F64:
+        texts = _fast_float_texts(flat, et) if flat.size > _SHORTEST_UP_TO else [
+            _float_text(v, arr.dtype) for v in flat
+        ]
+    else:
+        texts = [_elem_text(v, et, arr.dtype) for v in flat]
     if arr.ndim == 1:
-        return "{" + ", ".join(_elem_text(v, et, arr.dtype) for v in arr) + "}"
+        return "{" + ", ".join(texts) + "}"
 
-    def nest(a: np.ndarray[Any, Any]) -> str:  # XLA spaces every level of a rank >= 2 literal
-        if a.ndim == 1:
-            return "{ " + ", ".join(_elem_text(v, et, arr.dtype) for v in a) + " }"
-        return "{ " + ", ".join(nest(s) for s in a) + " }"
+    def nest(dims: tuple[int, ...], start: int) -> str:  # XLA spaces every level of rank >= 2
+        if len(dims) == 1:
+            return "{ " + ", ".join(texts[start : start + dims[0]]) + " }"
+        step = int(np.prod(dims[1:]))
+        return "{ " + ", ".join(nest(dims[1:], start + k * step) for k in range(dims[0])) + " }"
 
-    return nest(arr)
+    return nest(arr.shape, 0)
 
 
 def _constant_value(o: XlaOp) -> np.ndarray[Any, Any]:
