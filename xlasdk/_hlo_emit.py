@@ -189,7 +189,7 @@ _MAX_FINITE: dict[np.dtype[Any], float] = {}
 def _max_finite(dtype: np.dtype[Any]) -> float:
     m = _MAX_FINITE.get(dtype)
     if m is None:
-        m = _MAX_FINITE[dtype] = float(ml_dtypes.finfo(dtype).max)
+        m = _MAX_FINITE[dtype] = float(ml_dtypes.finfo(dtype).max)  # type: ignore[no-untyped-call]
     return m
 
 
