@@ -23,12 +23,12 @@ and the program computes the same values as the converter's HLO.
 from __future__ import annotations
 
 import re
-from typing import Any, Union
+from typing import Any
 
 import ml_dtypes
 import numpy as np
 
-from ._emit import inline_call, pending
+from ._emit import Val, inline_call, pending
 from .builder import Region, XlaOp
 from .shape import Shape
 from .types import PrimitiveType, hlo_element_name
@@ -95,8 +95,6 @@ _REDUCE_PRECISION = re.compile(r"^exponent_bits = (\d+) : i32, mantissa_bits = (
 _PAD = re.compile(r"^edge_padding_low = (.*?), edge_padding_high = (.*?), interior_padding = (.*)$")
 _SLICE = re.compile(r"^start_indices = (.*?), limit_indices = (.*?), strides = (.*)$")
 _NAME_BAD = re.compile(r"[^A-Za-z0-9_\-]")
-
-Val = Union[str, tuple["Val", ...]]
 
 
 def _ints(text: str) -> list[int]:
