@@ -732,3 +732,39 @@ def test_mlir_file_of_a_rank0_dynamic_slice_loads_back(tmp_path: Path) -> None:
     comp2 = b2.build(ops.Neg(ops.Parameter(b2, 0, xs.Shape.array_shape(np.float32, (2,)), "x")))
     comp2.save(plain)
     assert "stablehlo.negate %" in plain.read_text()
+
+
+def test_hlo_text_with_elided_constants_is_rejected() -> None:
+    """XLA's parser reads ``constant({...})`` (print_large_constants=False) as garbage values."""
+    b = xs.XlaBuilder("elided")
+    x = ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, (20,)), "x")
+    comp = b.build(ops.Add(x, ops.Constant(b, np.arange(20, dtype=np.float32))))
+    short = comp.as_hlo_text(print_large_constants=False)
+    assert "constant({...})" in short
+    with pytest.raises(xs.FormatError, match=r"line \d+: a constant's value is elided"):
+        xs.XlaComputation.from_hlo_text(short)
+    full = xs.XlaComputation.from_hlo_text(comp.as_hlo_text())
+    np.testing.assert_array_equal(xs.compile(full)(np.ones(20, np.float32)).to_numpy(), np.arange(1, 21))
+
+
+def test_parameter_names_survive_hlo_and_mlir_round_trips(tmp_path: Path) -> None:
+    names = ['a"b', "π", "x\ny", "back\\slash", "plain"]
+    b = xs.XlaBuilder("names")
+    ps = [ops.Parameter(b, i, xs.Shape.array_shape(np.float32, (2,)), n) for i, n in enumerate(names)]
+    comp = b.build(ops.Tuple(b, ps))
+    assert comp.program_shape().parameter_names() == tuple(names)
+    assert xs.XlaComputation.from_hlo_text(comp.as_hlo_text()).program_shape().parameter_names() == tuple(names)
+    comp.save(tmp_path / "n.mlir")
+    assert xs.load_computation(tmp_path / "n.mlir").program_shape().parameter_names() == tuple(names)
+
+
+def test_hlo_syntax_error_names_the_cause() -> None:
+    text = (
+        "HloModule m, entry_computation_layout={(f32[2]{0})->f32[2]{0}}\n\n"
+        "ENTRY %main.1 (p: f32[2]) -> f32[2] {\n"
+        "  %p = f32[2]{0} parameter(0)\n"
+        "  ROOT %a = f32[2] add(%p, %b)\n"
+        "}\n"
+    )
+    with pytest.raises(xs.FormatError, match=r"line 5, column 28: .*instruction does not exist: b"):
+        xs.XlaComputation.from_hlo_text(text)

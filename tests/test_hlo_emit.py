@@ -450,7 +450,7 @@ def test_exact_text_of_a_small_graph() -> None:
         '  %x.1 = f32[2,3]{1,0} parameter(0), metadata={op_name="x"}\n'
         f"  %add.1 = f32[2,3]{{1,0}} add(%x.1, %x.1), {md}\n"
         f"  ROOT %multiply.1 = f32[2,3]{{1,0}} multiply(%add.1, %x.1), {md}\n"
-        "}\n"
+        "}\n\n"
     )
 
 

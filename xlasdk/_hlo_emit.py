@@ -880,6 +880,7 @@ def print_hlo_module(
         f"HloModule {_module_name(name)}, entry_computation_layout={{{layout}}}\n\n"
         + "".join(c + "\n" for c in p.computations)
         + entry_text
+        + "\n"  # XLA's printer ends a module with an empty line too
     )
 
 

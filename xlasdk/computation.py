@@ -206,13 +206,16 @@ class XlaComputation:
 
         Each instruction shows ``metadata={op_name=... source_file=... source_line=...}`` when
         ``print_metadata`` is true (the default). With ``print_large_constants=False``, constants
-        of more than 10 elements print as ``{...}`` (the text no longer parses back).
+        of more than 10 elements print as ``{...}`` (for reading only: ``from_hlo_text`` rejects
+        such text, as XLA would fill the constants with garbage).
 
         For a built computation whose ops all map one to one onto HLO instructions (element-wise
         ops, compare/select/clamp, conversions, constants, shape ops, dynamic slices, dot,
         convolution, gather, scatter, reduce, reduce-window, sort, while, conditional, fft,
         cholesky, triangular-solve, rng-bit-generator, tuples, calls), the text is printed
-        directly from the graph: the ops as built, in XLA's HLO syntax, about 3 us per op.
+        directly from the graph: the ops as built, in XLA's HLO syntax, about 3 us per op
+        (``Tuple``, ``GetTupleElement`` and ``Call`` are resolved, as XLA's converter does:
+        tuples appear only where an HLO instruction takes or returns one).
         Otherwise (CHLO ops such as ``Erf`` or ``Lgamma``, collectives, custom calls, shardings,
         side effects, fp8/int4 constants) it is XLA's StableHLO -> HLO converter's output,
         which may fold constants and simplify. Both compute the same values, and both load back

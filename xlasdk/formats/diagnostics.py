@@ -38,8 +38,15 @@ def _mlir_problem(e: BaseException, kind: str) -> str:
 def _xla_text_problem(e: BaseException) -> str:
     """XLA's parser message: 'INVALID_ARGUMENT: Syntax error ...\\nwas parsing 4:26: error: ...'."""
     msg = str(e)
-    m = re.search(r"was parsing (\d+):(\d+): error: ([^\n]*)", msg)
-    if m is not None:
-        return f"line {m.group(1)}, column {m.group(2)}: {m.group(3).strip()}"
-    line = _one_line(e)
-    return re.sub(r"^[A-Z_]+: ", "", line)
+    found = re.findall(r"was parsing (\d+):(\d+): error: ([^\n]*)", msg)
+    if found:
+        line, col, first = found[0]
+        # XLA stacks several messages for one place; the second often names the cause
+        # ("cannot parse as an instruction name ...:" then "instruction does not exist: b").
+        detail = [m.strip().rstrip(":") for ln, c, m in found if (ln, c) == (line, col)]
+        text = detail[0] + (f" ({detail[1]})" if len(detail) > 1 and detail[1] != detail[0] else "")
+        return f"line {line}, column {col}: {text}"
+    line = re.sub(r"^[A-Z_]+: ", "", _one_line(e)).strip().rstrip(":")
+    if line == "Syntax error when trying to parse the text as a HloModule":
+        return "XLA's parser rejected it without saying where (look for impossible shapes, e.g. f32[-3])"
+    return line

@@ -165,10 +165,14 @@ def _element_bits(etype: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+_ELIDED_CONSTANT = re.compile(r"^[^\n\"]*\bconstant\(\{\.\.\.\}\)", re.MULTILINE)
+
+
 def check_hlo_text(text: str, what: str = "HLO text") -> None:
     """Reject HLO text that XLA's parser or importer would crash on, with a FormatError.
 
-    Checks (in Python, before XLA sees the text): element counts of ``reshape``; operands and
+    Checks (in Python, before XLA sees the text): constants elided as ``{...}`` (XLA reads them
+    as garbage); element counts of ``reshape``; operands and
     indices of ``get-tuple-element``; parameter numbering; the arity and parameter shapes of
     computations called by ``call``, ``fusion``, ``while`` and ``conditional``; ``topk`` results;
     the parameter count of ``entry_computation_layout``. Text this checker cannot follow is
@@ -179,6 +183,14 @@ def check_hlo_text(text: str, what: str = "HLO text") -> None:
     FormatError
         Naming ``what``, the line and the problem.
     """
+    elided = _ELIDED_CONSTANT.search(text)
+    if elided is not None:  # XLA's parser accepts it and fills the constant with garbage
+        line = text.count("\n", 0, elided.start()) + 1
+        raise FormatError(
+            f"{what}: line {line}: a constant's value is elided as {{...}} (HLO printed with "
+            "print_large_constants=False); XLA would read garbage values. Print it with "
+            "print_large_constants=True (the default)"
+        )
     mod = _parse_hlo_text(text)
     if mod is None:
         return
