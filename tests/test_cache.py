@@ -451,3 +451,25 @@ def test_deserialize_takes_any_bytes_like_and_keeps_no_view_of_mutable_input() -
     bad.extend(b"resizable")  # no buffer export left behind
     with pytest.raises(xs.FormatError, match="checksum mismatch"):
         deserialize_executable(memoryview(bytes(bad))[: len(data)])
+
+
+def test_hits_and_misses_are_counted(tmp_path: Path) -> None:
+    cache = xs.CompileCache(tmp_path / "counted")
+    comp = chain(4, "counted")
+    x = np.full(64, 0.5, F32)
+    first = xs.compile(comp, cache=cache)
+    assert (cache.hits, cache.misses) == (0, 1)
+    second = xs.compile(comp, cache=cache)
+    third = xs.compile(chain(4, "counted"), cache=cache)  # the same module built again
+    assert (cache.hits, cache.misses) == (2, 1)
+    assert "hits=2, misses=1" in repr(cache)
+    for exe in (first, second, third):
+        np.testing.assert_allclose(np.asarray(exe(x)), chain_oracle(x, 4), rtol=1e-5)
+    (path,) = (tmp_path / "counted").rglob("*.xlaexe")  # a damaged entry is a miss, compiled again
+    with open(path, "r+b") as fh:
+        fh.seek(-1, os.SEEK_END)
+        last = fh.read(1)
+        fh.seek(-1, os.SEEK_END)
+        fh.write(bytes([last[0] ^ 1]))
+    xs.compile(comp, cache=cache)
+    assert (cache.hits, cache.misses) == (2, 2)

@@ -214,6 +214,10 @@ class CompileCache:
 
     Safe for several threads and processes at once: entries appear by atomic rename, readers
     validate every entry, and eviction tolerates files vanishing under it.
+
+    ``hits`` and ``misses`` count the compiles this object served from disk and the ones XLA
+    had to do, in this process (pass your own ``CompileCache`` to ``xs.compile(cache=...)`` to
+    read them).
     """
 
     def __init__(self, directory: str | os.PathLike[str] | None = None, *, max_bytes: int | None = None) -> None:
@@ -224,6 +228,8 @@ class CompileCache:
             raise XlaSdkError(f"CompileCache: max_bytes must be an int >= 0, got {max_bytes!r}")
         self._max = max_bytes
         self._warned = False
+        self.hits = 0
+        self.misses = 0
 
     @property
     def directory(self) -> str:
@@ -234,7 +240,7 @@ class CompileCache:
         return self._max
 
     def __repr__(self) -> str:
-        return f"CompileCache({self._dir!r}, max_bytes={self._max})"
+        return f"CompileCache({self._dir!r}, max_bytes={self._max}, hits={self.hits}, misses={self.misses})"
 
     # -- keys ------------------------------------------------------------------------------------
     @staticmethod
@@ -535,9 +541,12 @@ def compile_cached(
 
         try:
             # The entry's sha256 covers these bytes: the executable's own crc32 is not redone.
-            return deserialize_executable(data, dev, _verified=True)
+            exe = deserialize_executable(data, dev, _verified=True)
+            c.hits += 1
+            return exe
         except (FormatError, XlaSdkError):
             c.discard(key)
+    c.misses += 1
     exe = build()
     try:
         c.put(key, exe.serialize(), name=exe.name)
