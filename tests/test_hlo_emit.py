@@ -351,6 +351,35 @@ def test_fft_linalg_rng_and_barrier() -> None:
     np.testing.assert_array_equal(got[6], args[3])
 
 
+def _four_replicas(comp: xs.XlaComputation, per_replica: list[list[Any]]) -> list[list[np.ndarray[Any, Any]]]:
+    dev = xs.client("cpu", num_devices=4).devices()[0]
+    exe = xs.compile(comp, dev, options=xs.CompileOptions(num_replicas=4))
+    return [[np.asarray(o) for o in (r if isinstance(r, tuple) else (r,))] for r in exe.execute_replicated(per_replica)]
+
+
+def test_collectives_on_four_replicas() -> None:
+    b = xs.XlaBuilder("collectives")
+    x = p(b, 0, np.float32, (4, 2))
+    outs = [
+        ops.AllReduce(x, ops.Add), ops.AllReduce(x, ops.Max, [[0, 2], [1, 3]], channel_id=3),
+        ops.AllGather(x, 1, 2, [[0, 1], [2, 3]]), ops.ReduceScatter(x, ops.Add, 0, 4),
+        ops.AllToAll(x, 0, 0, 2, [[3, 1], [0, 2]]), ops.CollectivePermute(x, [(0, 1), (1, 2), (2, 3)]),
+        ops.ReplicaId(b), ops.PartitionId(b), ops.CrossReplicaSum(x),
+    ]
+    comp = b.build(ops.Tuple(b, outs))
+    text = comp.as_hlo_text()
+    assert text == comp._direct_hlo_text(True, True)
+    assert "replica_groups={{0,2},{1,3}}, channel_id=3, to_apply=" in text
+    assert "source_target_pairs={{0,1},{1,2},{2,3}}" in text and " replica-id()" in text
+    per_replica = [[data(np.float32, (4, 2))] for _ in range(4)]
+    want = _four_replicas(comp, per_replica)
+    got = _four_replicas(xs.XlaComputation.from_hlo_text(text), per_replica)
+    for r in range(4):
+        assert_same_outputs(got[r], want[r], f"replica {r}")
+    np.testing.assert_allclose(want[1][0], sum(a[0] for a in per_replica), rtol=1e-6)
+    assert int(want[2][6]) == 2
+
+
 def _adder(dt: Any) -> xs.XlaComputation:
     b = xs.XlaBuilder("add")
     return b.build(ops.Add(p(b, 0, dt, ()), p(b, 1, dt, ())))

@@ -6,18 +6,19 @@ ops, ``compare``, ``select``, ``clamp``, conversions, ``reduce_precision``, cons
 ``broadcast_in_dim``, ``reshape``, ``transpose``, ``slice``, ``concatenate``, ``pad``,
 ``reverse``, ``dynamic_slice``, ``dynamic_update_slice``, ``iota``, ``dot_general``,
 ``convolution``, ``gather``, ``fft``, ``cholesky``, ``triangular_solve``, ``rng_bit_generator``,
-``optimization_barrier``, the ops with regions (``reduce``, ``reduce_window``, ``scatter``,
-``sort``: the region becomes an HLO computation; ``while``; ``if``/``case`` as ``conditional``),
-tuples and inlined calls. It gives the HLO of the ops
-*as built* (as jaxlib's former ``XlaBuilder`` did), in XLA's text syntax (``%name = shape
-opcode(operands), attributes, metadata={...}``, default layouts), without an MLIR context or
-XLA's converter, which costs about 25 us per op.
+``optimization_barrier``, collectives (``all_gather``, ``all_to_all`` along one dimension,
+``collective_permute``, ``replica_id``, ``partition_id``), the ops with a region (``reduce``,
+``reduce_window``, ``scatter``, ``all_reduce``, ``reduce_scatter``, ``sort``: the region becomes
+an HLO computation), ``while``, ``if``/``case`` (as ``conditional``), tuples and inlined calls.
+It gives the HLO of the ops *as built* (as jaxlib's former ``XlaBuilder`` did), in XLA's text
+syntax (``%name = shape opcode(operands), attributes, metadata={...}``, default layouts),
+without an MLIR context or XLA's converter, which costs about 25 us per op.
 
-Anything else (CHLO ops, which XLA's converter expands; collectives, custom calls, shardings,
-side-effecting ops, fp8/int4 constants, ...) raises :class:`Unsupported`, and the
-caller uses XLA's StableHLO -> HLO converter instead, which may also fold and simplify.
-``tests/test_hlo_emit.py`` checks the printed text against XLA: its HLO parser accepts it,
-and the program computes the same values as the converter's HLO.
+Anything else (CHLO ops, which XLA's converter expands; variadic or two-dimension collectives,
+custom calls, shardings, side-effecting ops, fp8/int4 constants, ...) raises
+:class:`Unsupported`, and the caller uses XLA's StableHLO -> HLO converter instead, which may
+also fold and simplify. ``tests/test_hlo_emit.py`` checks the printed text against XLA: its HLO
+parser accepts it, and the program computes the same values as the converter's HLO.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ _PLAIN: dict[str, str] = {
         "round_nearest_afz": "round-nearest-afz", "round_nearest_even": "round-nearest-even", "sign": "sign",
         "not": "not", "popcnt": "popcnt", "count_leading_zeros": "count-leading-zeros", "is_finite": "is-finite",
         "real": "real", "imag": "imag", "convert": "convert", "bitcast_convert": "bitcast-convert",
-        "reshape": "reshape",
+        "reshape": "reshape", "replica_id": "replica-id", "partition_id": "partition-id",
     }.items()
 }
 
@@ -88,7 +89,10 @@ _COMPARE = re.compile(
     r"(?:, compare_type = #stablehlo<comparison_type (\w+)>)?$"
 )
 _PRECISION = re.compile(r"#stablehlo<precision (\w+)>")
-_REGION_OPS = frozenset({"stablehlo.reduce", "stablehlo.sort", "stablehlo.reduce_window", "stablehlo.scatter"})
+_REGION_OPS = frozenset({
+    "stablehlo.reduce", "stablehlo.sort", "stablehlo.reduce_window", "stablehlo.scatter", "stablehlo.all_reduce",
+    "stablehlo.reduce_scatter",
+})
 _RNG = re.compile(r"^rng_algorithm = #stablehlo<rng_algorithm (DEFAULT|THREE_FRY|PHILOX)>$")
 _SORT = re.compile(r"^dimension = (\d+) : i64, is_stable = (true|false)$")
 _REDUCE_PRECISION = re.compile(r"^exponent_bits = (\d+) : i32, mantissa_bits = (\d+) : i32$")
@@ -115,7 +119,7 @@ def _unescape_mlir(s: str) -> str:
 def _hlo_str(s: str) -> str:
     """A C-escaped, double-quoted string as XLA's HLO printer writes it."""
     out = s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
-    return '"' + "".join(c if c >= " " or c in "\\" else f"\\{ord(c):03o}" for c in out) + '"'
+    return '"' + "".join(c if c >= " " else f"\\{ord(c):03o}" for c in out) + '"'
 
 
 def _metadata(loc: str) -> tuple[str, str]:
@@ -350,7 +354,7 @@ class _Printer:
                     raise Unsupported("tuple operand")
                 args.append(v)
             md, hint = self.meta(o.loc)
-            env[o.id] = self.add(hlo, o.shape, f"{hlo}(%{', %'.join(args)}){md}", hint)
+            env[o.id] = self.add(hlo, o.shape, f"{hlo}({_operands(args)}){md}", hint)
             return
         if "mhlo." in o.attrs:  # a sharding or other XLA-specific attribute: the converter knows them
             raise Unsupported(o.attrs)
@@ -402,10 +406,10 @@ class _Printer:
                     bshape = Shape._make(x.shape.element_type(), dims)
                     args[i] = self.add("broadcast", bshape, f"broadcast(%{args[i]}), dimensions={{}}{md}")
             name = code[10:]
-            env[o.id] = self.add(name, o.shape, f"{name}(%{', %'.join(args)}){md}", hint)
+            env[o.id] = self.add(name, o.shape, f"{name}({_operands(args)}){md}", hint)
         else:
             base, extra = self.attributes(code, o)
-            env[o.id] = self.add(base, o.shape, f"{base}({', '.join('%' + a for a in args)}){extra}{md}", hint)
+            env[o.id] = self.add(base, o.shape, f"{base}({_operands(args)}){extra}{md}", hint)
 
     def constant(self, o: XlaOp, env: dict[int, Val]) -> None:
         """``constant(literal)``; a splat is a scalar constant and a broadcast (no metadata), as
@@ -451,10 +455,12 @@ class _Printer:
             base, extra = "reduce-window", _reduce_window_attrs(attrs, o)
         elif o.opcode == "stablehlo.scatter":
             base, extra = "scatter", _gather_scatter_attrs(attrs, "scatter")
+        elif o.opcode in ("stablehlo.all_reduce", "stablehlo.reduce_scatter") and o.shape._tuple is None:
+            base, extra = o.opcode[10:].replace("_", "-"), _collective_attrs(o.opcode, attrs)
         else:
             raise Unsupported(attrs)
         to_apply = self.region(r)
-        name = self.add(base, o.shape, f"{base}(%{', %'.join(args)}){extra}, to_apply=%{to_apply}{md}", hint)
+        name = self.add(base, o.shape, f"{base}({_operands(args)}){extra}, to_apply=%{to_apply}{md}", hint)
         if o.shape._tuple is None:
             env[o.id] = name
             return
@@ -527,7 +533,7 @@ class _Printer:
                 branches = f"true_computation=%{names[0]}, false_computation=%{names[1]}"
             else:
                 branches = "branch_computations={" + ", ".join("%" + n for n in names) + "}"
-            name = self.add("conditional", o.shape, f"conditional(%{', %'.join(args)}), {branches}{md}", hint)
+            name = self.add("conditional", o.shape, f"conditional({_operands(args)}), {branches}{md}", hint)
         env[o.id] = self.unpack(name, o.shape, md)
 
     def root(self, env: dict[int, Val], results: list[XlaOp], flatten_single: bool = False) -> tuple[Shape, str]:
@@ -559,6 +565,11 @@ class _Printer:
 
     def inline(self, o: XlaOp, env: dict[int, Val]) -> None:
         inline_call(o, env, self.graph)
+
+
+def _operands(names: list[str]) -> str:
+    """``%a, %b`` (XLA's ``/*index=5*/`` marks from the sixth on); empty for no operands."""
+    return _commas(["%" + n for n in names])
 
 
 def _commas(items: list[str]) -> str:
@@ -619,6 +630,8 @@ def _attributes(code: str, attrs: str, o: XlaOp) -> str:
         if tr is None or a:
             raise Unsupported(attrs)
         return f"triangular-solve|{extra}, transpose_a={tr.group(1)}"
+    if code in ("stablehlo.all_gather", "stablehlo.all_to_all", "stablehlo.collective_permute"):
+        return code[10:].replace("_", "-") + "|" + _collective_attrs(code, attrs)
     if code == "stablehlo.gather":
         return "gather|" + _gather_scatter_attrs(attrs, "gather")
     if code == "stablehlo.convolution":
@@ -675,9 +688,9 @@ def _attr_dict(text: str) -> dict[str, str]:
     out = {}
     for part in _split_top(text):
         key, eq, value = part.partition(" = ")
-        if not eq:
+        if not eq and not re.fullmatch(r"\w+", part):
             raise Unsupported(text)
-        out[key.strip()] = value.strip()
+        out[key.strip()] = value.strip()  # a unit attribute ("use_global_device_ids") has value ''
     return out
 
 
@@ -773,6 +786,45 @@ def _gather_scatter_attrs(attrs: str, kind: str) -> str:
             extra += f", {flag}=true"
         elif value != "false":
             raise Unsupported(attrs)
+    if a:
+        raise Unsupported(attrs)
+    return extra
+
+
+def _groups(text: str) -> str:
+    """``dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>`` -> ``{{0,1},{2,3}}`` (``dense<>`` -> ``{}``)."""
+    m = re.fullmatch(r"dense<(.*)> : tensor<\d+x\d+xi64>", text)
+    if m is None or (m.group(1) and not m.group(1).startswith("[[")):
+        raise Unsupported(text)
+    rows = re.findall(r"\[([-0-9, ]*)\]", m.group(1))
+    return "{" + ",".join("{" + r.replace(" ", "") + "}" for r in rows) + "}"
+
+
+def _collective_attrs(code: str, attrs: str) -> str:
+    """``replica_groups={{..}}, dimensions={d}, channel_id=n, use_global_device_ids=true`` & co."""
+    a = _attr_dict(attrs)
+    if code == "stablehlo.collective_permute":
+        extra = ", source_target_pairs=" + _groups(a.pop("source_target_pairs"))
+    else:
+        extra = ", replica_groups=" + _groups(a.pop("replica_groups", "dense<> : tensor<0x0xi64>"))
+    if code == "stablehlo.all_gather":
+        extra += f", dimensions={{{_int_attr(a.pop('all_gather_dim'))}}}"
+    elif code == "stablehlo.reduce_scatter":
+        extra += f", dimensions={{{_int_attr(a.pop('scatter_dimension'))}}}"
+    elif code == "stablehlo.all_to_all":
+        split, concat = _int_attr(a.pop("split_dimension")), _int_attr(a.pop("concat_dimension"))
+        a.pop("split_count")
+        if split != concat:  # HLO's array all-to-all splits and concatenates along one dimension
+            raise Unsupported(attrs)
+        extra += f", dimensions={{{split}}}"
+    channel = a.pop("channel_handle", None)
+    if channel is not None:
+        m = re.fullmatch(r"#stablehlo\.channel_handle<handle = (\d+), type = \d+>", channel)
+        if m is None:
+            raise Unsupported(channel)
+        extra += f", channel_id={m.group(1)}"
+    if a.pop("use_global_device_ids", None) is not None:
+        extra += ", use_global_device_ids=true"
     if a:
         raise Unsupported(attrs)
     return extra

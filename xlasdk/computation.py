@@ -212,13 +212,13 @@ class XlaComputation:
         For a built computation whose ops all map one to one onto HLO instructions (element-wise
         ops, compare/select/clamp, conversions, constants, shape ops, dynamic slices, dot,
         convolution, gather, scatter, reduce, reduce-window, sort, while, conditional, fft,
-        cholesky, triangular-solve, rng-bit-generator, tuples, calls), the text is printed
-        directly from the graph: the ops as built, in XLA's HLO syntax, about 3 us per op
-        (``Tuple``, ``GetTupleElement`` and ``Call`` are resolved, as XLA's converter does:
-        tuples appear only where an HLO instruction takes or returns one).
-        Otherwise (CHLO ops such as ``Erf`` or ``Lgamma``, collectives, custom calls, shardings,
-        side effects, fp8/int4 constants) it is XLA's StableHLO -> HLO converter's output,
-        which may fold constants and simplify. Both compute the same values, and both load back
+        cholesky, triangular-solve, rng-bit-generator, collectives, tuples, calls), the text is
+        printed directly from the graph: the ops as built, in XLA's HLO syntax, about 3 us per
+        op (``Tuple``, ``GetTupleElement`` and ``Call`` are resolved, as XLA's converter does:
+        tuples appear only where an HLO instruction takes or returns one). Otherwise (CHLO ops
+        such as ``Erf`` or ``Lgamma``, custom calls, shardings, side effects, fp8/int4
+        constants) it is XLA's StableHLO -> HLO converter's output, which may fold constants
+        and simplify. Both compute the same values, and both load back
         with :meth:`from_hlo_text`; ``tests/test_hlo_emit.py`` checks the direct text against
         XLA. A computation loaded from HLO prints the HLO it was loaded from.
         """
