@@ -40,7 +40,7 @@ def _xla_text_problem(e: BaseException) -> str:
     msg = str(e)
     found = re.findall(r"was parsing (\d+):(\d+): error: ([^\n]*)", msg)
     if found:
-        line, col, first = found[0]
+        line, col, _ = found[0]
         # XLA stacks several messages for one place; the second often names the cause
         # ("cannot parse as an instruction name ...:" then "instruction does not exist: b").
         detail = [m.strip().rstrip(":") for ln, c, m in found if (ln, c) == (line, col)]
