@@ -768,3 +768,16 @@ def test_hlo_syntax_error_names_the_cause() -> None:
     )
     with pytest.raises(xs.FormatError, match=r"line 5, column 28: .*instruction does not exist: b"):
         xs.XlaComputation.from_hlo_text(text)
+
+
+def test_stablehlo_text_of_a_rank0_dynamic_slice_loads_back() -> None:
+    b = xs.XlaBuilder("ds0")
+    x = ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, ()), "x")
+    comp = b.build(ops.Neg(ops.DynamicSlice(x, [], ())))
+    loaded = xs.XlaComputation.from_stablehlo(comp.as_stablehlo_text())
+    assert xs.compile(loaded)(np.float32(2)).to_numpy() == np.float32(-2)
+    b2 = xs.XlaBuilder("ds1")  # a rank-1 dynamic_slice keeps the pretty form
+    y = ops.Parameter(b2, 0, xs.Shape.array_shape(np.float32, (4,)), "y")
+    text = b2.build(ops.DynamicSlice(y, [ops.Constant(b2, np.int32(1))], (2,))).as_stablehlo_text()
+    assert "stablehlo.dynamic_slice %" in text
+    assert xs.XlaComputation.from_stablehlo(text).program_shape().result_shape().dimensions() == (2,)
