@@ -622,3 +622,18 @@ def test_names_that_are_hlo_words_still_parse(name: str) -> None:
     conv = b2.build(ops.Erf(p(b2, 0, np.float32, (2,), name)))  # through XLA's converter
     assert conv._direct_hlo_text(True, True) is None
     xs.XlaComputation.from_hlo_text(conv.as_hlo_text())
+
+
+def test_parameter_sharding_is_kept() -> None:
+    """A Parameter built under ``set_sharding`` carries it (it used to be dropped)."""
+    b = xs.XlaBuilder("sharded_param")
+    tiled = xs.OpSharding(type=xs.OpSharding.Type.OTHER, tile_assignment_dimensions=[2, 1],
+                          tile_assignment_devices=[0, 1])
+    b.set_sharding(tiled)
+    x = p(b, 0, np.float32, (4, 2), "x")
+    b.clear_sharding()
+    comp = b.build(ops.Neg(x))
+    assert comp._direct_hlo_text(True, True) is None  # shardings go through XLA's converter
+    assert "parameter(0), sharding={devices=[2,1]0,1}" in comp.as_hlo_text()
+    xd = data(np.float32, (4, 2))
+    np.testing.assert_array_equal(run(comp, xd)[0], -xd)

@@ -274,7 +274,8 @@ def emit_module(
     for i, p in enumerate(params):
         a = f"%arg{i}"
         pname = p.extra[1] if p.extra[1] else f"p{i}"
-        args.append(f"{a}: {p.shape.mlir_type()} loc({_mlir_str(pname)})")
+        arg_attrs = f" {{{p.attrs}}}" if p.attrs else ""  # a Parameter built under set_sharding
+        args.append(f"{a}: {p.shape.mlir_type()}{arg_attrs} loc({_mlir_str(pname)})")
         env[p.id] = a
     indent = "    "
     em.graph(env, [root, *side_effects], indent)

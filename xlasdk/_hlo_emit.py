@@ -915,8 +915,8 @@ def print_hlo_module(
     p = _Printer(metadata, large_constants)
     env: dict[int, Val] = {}
     for i, op in enumerate(params):
-        if op.shape._tuple is not None or op.shape.is_token():
-            raise Unsupported("tuple or token parameter")
+        if op.shape._tuple is not None or op.shape.is_token() or op.attrs:
+            raise Unsupported("tuple, token or sharded parameter")
         pname = op.extra[1] or f"p{i}"
         md, _ = p.meta(f"loc({_mlir_quote(pname)})")
         n = p.add(_name_base(pname), op.shape, f"parameter({i}){md}")
