@@ -10,6 +10,7 @@ converter writes. ``test_fuzz_shape_rules.py`` runs the same check on its random
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any
 
 import ml_dtypes
@@ -470,7 +471,8 @@ def test_metadata_and_odd_names_match_the_converter() -> None:
 def test_exact_text_of_a_small_graph() -> None:
     b = xs.XlaBuilder("small")
     x = p(b, 0, np.float32, (2, 3), "x")
-    y = ops.Mul(ops.Add(x, x), x); line = y.builder and __import__("inspect").currentframe().f_lineno  # noqa: E702
+    y = ops.Mul(ops.Add(x, x), x)
+    line = sys._getframe().f_lineno - 1  # the line above, where both ops were built
     text = b.build(y).as_hlo_text()
     md = f'metadata={{source_file="{__file__}" source_line={line} source_end_line={line}}}'
     assert text == (
