@@ -12,7 +12,7 @@ import bisect
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, NamedTuple
 
 _TOKEN_RE: Final = re.compile(
     r"""(?P<skip>\s+|/\*.*?\*/|//[^\n]*)
@@ -28,8 +28,7 @@ class _Unparsed(Exception):
     """The pre-check's parser did not understand the text (XLA's parser then has the last word)."""
 
 
-@dataclass(frozen=True)
-class _Tok:
+class _Tok(NamedTuple):  # a tuple: hundreds of thousands are made for a large module
     kind: str
     text: str
     pos: int
@@ -115,16 +114,17 @@ class _Parser:
     def __init__(self, text: str) -> None:
         self.text = text
         toks: list[_Tok] = []
+        append = toks.append
         pos = 0
-        n = len(text)
-        while pos < n:
-            m = _TOKEN_RE.match(text, pos)
-            if m is None:
+        for m in _TOKEN_RE.finditer(text):
+            if m.start() != pos:  # finditer skipped text no token matches
                 raise _Unparsed(f"unexpected character {text[pos]!r}")
             kind = m.lastgroup or ""
             if kind != "skip":
-                toks.append(_Tok(kind, m.group(), pos))
+                append(_Tok(kind, m.group(), pos))
             pos = m.end()
+        if pos != len(text):
+            raise _Unparsed(f"unexpected character {text[pos]!r}")
         self.toks = toks
         self.i = 0
 
