@@ -30,7 +30,7 @@ import ml_dtypes
 import numpy as np
 
 from ._emit import Val, inline_call, pending
-from .builder import Region, XlaOp
+from .builder import Region, XlaOp, _mlir_str
 from .shape import Shape
 from .types import PrimitiveType, hlo_element_name
 
@@ -918,7 +918,7 @@ def print_hlo_module(
         if op.shape._tuple is not None or op.shape.is_token() or op.attrs:
             raise Unsupported("tuple, token or sharded parameter")
         pname = op.extra[1] or f"p{i}"
-        md, _ = p.meta(f"loc({_mlir_quote(pname)})")
+        md, _ = p.meta(f"loc({_mlir_str(pname)})")
         n = p.add(_name_base(pname), op.shape, f"parameter({i}){md}")
         p.comp.params.append(f"{n}: {op.shape}")
         env[op.id] = n
@@ -935,6 +935,3 @@ def print_hlo_module(
         + "\n"  # XLA's printer ends a module with an empty line too
     )
 
-
-def _mlir_quote(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
