@@ -202,8 +202,19 @@ def test_constant_text_reads_like_xla() -> None:
     text = b.build(ops.Tuple(b, outs)).as_hlo_text()
     assert "f32[] constant(0.1)" in text
     assert "s32[2,2]{1,0} constant({ { 1, 2 }, { 3, 4 } })" in text
-    assert "f32[4]{0} constant({1.5, -inf, nan, -0})" in text
+    assert "f32[4]{0} constant({1.5, -inf, nan, -0.0})" in text  # XLA writes -0, which it reads as +0
     assert "pred[] constant(true)" in text
+
+
+def test_negative_zero_constants_keep_their_sign_in_the_parsed_module() -> None:
+    """XLA's printer writes -0 and its parser reads that as +0; xlasdk writes -0.0. (XLA:CPU may
+    still return +0 for a constant output at run time, so this checks the parsed module.)"""
+    b = xs.XlaBuilder("negzero")
+    comp = b.build(ops.Tuple(b, [ops.Constant(b, np.float32(-0.0)), ops.Constant(b, np.array([-0.0, 2], np.float64))]))
+    parsed = _mlir.hlo_module_to_text(_mlir.hlo_module_from_text(comp.as_hlo_text()))
+    assert "f32[] constant(-0)" in parsed and "constant({-0, 2})" in parsed
+    converted = _mlir.hlo_module_to_text(_mlir.hlo_module_from_text(comp._converted_hlo_text()))
+    assert "f32[] constant(0)" in converted  # the converter's text loses the sign
 
 
 def test_splat_constant_is_scalar_and_broadcast() -> None:
@@ -256,7 +267,7 @@ def test_pad_reverse_dynamic_slices_reduce_precision() -> None:
     ]
     comp = b.build(ops.Tuple(b, outs))
     text = comp.as_hlo_text()
-    assert "padding=1_2x0_0_1" in text and "padding=-1_1_1x2_-2" in text
+    assert "padding=1_2_0x0_0_1" in text and "padding=-1_1_1x2_-2_0" in text  # as XLA writes them
     assert "dynamic_slice_sizes={2,2}" in text and "exponent_bits=5, mantissa_bits=10" in text
     xd = data(np.float32, (3, 4))
     for iv, jv in ((0, 0), (1, 3), (-5, 9)):  # start indices are clamped
@@ -639,3 +650,25 @@ def test_parameter_sharding_is_kept() -> None:
     assert "parameter(0), sharding={devices=[2,1]0,1}" in comp.as_hlo_text()
     xd = data(np.float32, (4, 2))
     np.testing.assert_array_equal(run(comp, xd)[0], -xd)
+
+
+@pytest.mark.parametrize("name", ["Model/__call__", "__init__", "ééé", "日本語", "..", "a/b/"])
+def test_op_names_xla_would_reject_as_instruction_names(name: str) -> None:
+    """XLA's parser rejects instruction names starting with "__" (as "_" + "_..." from non-ASCII)."""
+    b = xs.XlaBuilder("names")
+    x = p(b, 0, np.float32, (2,), name.rsplit("/", 1)[-1] or "p")
+    with b.op_metadata(op_name=name):
+        y = ops.Add(x, x)
+    direct(b.build(y), data(np.float32, (2,)))
+
+
+def test_metadata_strings_are_escaped_like_xla() -> None:
+    b = xs.XlaBuilder("escapes")
+    x = p(b, 0, np.float32, (2,), "x")
+    with b.op_metadata(op_name="cr\r tab\t q' dq\" bs\\ del\x7f é"):
+        y = ops.Neg(x)
+    comp = b.build(y)
+    ours = re.findall(r"metadata=\{op_name=\"(?:[^\"\\]|\\.)*\"", comp.as_hlo_text())
+    xla = re.findall(r"metadata=\{op_name=\"(?:[^\"\\]|\\.)*\"", comp._converted_hlo_text())
+    assert ours == xla and len(ours) == 2
+    assert "\\r" in ours[1] and "\\303\\251" in ours[1] and "\\177" in ours[1] and "\\'" in ours[1]

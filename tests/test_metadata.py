@@ -156,5 +156,15 @@ def test_set_op_metadata_errors() -> None:
     line = here() + 2
     with pytest.raises(xs.ShapeError) as e2:
         b.set_op_metadata(xs.OpMetadata(op_name="a", source_file="f.py", source_line=-3))
-    assert f"set_op_metadata: source_line must be an int >= 0, got -3 — at {HERE}:{line}" in str(e2.value)
+    want = f"set_op_metadata: source_line must be an int in [0, 2**31) (HLO holds an int32), got -3 — at {HERE}:{line}"
+    assert want in str(e2.value)
+    line = here() + 2
+    with pytest.raises(xs.ShapeError) as e3:
+        b.set_op_metadata(xs.OpMetadata(op_name="a", source_file="f.py", source_line=2**31))
+    assert f"got {2**31} — at {HERE}:{line}" in str(e3.value)
+    with b.op_metadata(op_name="a", source_file="f.py", source_line=2**31 - 1):  # the largest that fits
+        x = ops.Neg(ops.Parameter(b, 0, F32_2))
+    text = b.build(x).as_hlo_text()
+    assert f"source_line={2**31 - 1}" in text
+    xs.XlaComputation.from_hlo_text(text)
     assert b.get_op_metadata() is None

@@ -116,10 +116,20 @@ def _unescape_mlir(s: str) -> str:
     return re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), s)
 
 
+_C_ESCAPES = {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t", ord('"'): '\\"', ord("'"): "\\'",
+              ord("\\"): "\\\\"}
+
+
 def _hlo_str(s: str) -> str:
-    """A C-escaped, double-quoted string as XLA's HLO printer writes it."""
-    out = s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
-    return '"' + "".join(c if c >= " " else f"\\{ord(c):03o}" for c in out) + '"'
+    """A double-quoted string C-escaped as XLA's HLO printer writes it (absl::CEscape: named
+    escapes, other bytes outside printable ASCII, UTF-8 included, in octal)."""
+    if s.isascii() and s.isprintable() and not any(c in s for c in "\\\"'"):
+        return '"' + s + '"'
+    out = []
+    for byte in s.encode("utf-8"):
+        esc = _C_ESCAPES.get(byte)
+        out.append(esc if esc is not None else chr(byte) if 0x20 <= byte < 0x7F else f"\\{byte:03o}")
+    return '"' + "".join(out) + '"'
 
 
 def _metadata(loc: str) -> tuple[str, str]:
@@ -140,7 +150,9 @@ def _metadata(loc: str) -> tuple[str, str]:
         parts.append(f"op_name={_hlo_str(op_name)}")
     if fm is not None:
         line = int(fm.group(2))
-        parts.append(f"source_file={_hlo_str(_unescape_mlir(fm.group(1)))} source_line={line} source_end_line={line}")
+        parts.append(f"source_file={_hlo_str(_unescape_mlir(fm.group(1)))}")
+        if line:  # XLA leaves zero fields out
+            parts.append(f"source_line={line} source_end_line={line}")
         if fm.group(3) != "0":
             raise Unsupported(loc)
     else:
@@ -158,6 +170,8 @@ def _name_base(name: str) -> str:
     base = _NAME_BAD.sub("_", name)
     if not base or not (base[0].isalpha() or base[0] == "_"):
         base = "_" + base
+    if base.startswith("__"):  # XLA's parser rejects names starting with "__" (its converter writes "a_")
+        base = "a" + base[1:]
     return base + "_" if base in _KEYWORDS else base
 
 
@@ -176,7 +190,8 @@ def _float_text(v: Any, dtype: np.dtype[Any]) -> str:
     if f in (float("inf"), float("-inf")):
         return "inf" if f > 0 else "-inf"
     if f == int(f) and abs(f) < 1e16:
-        return ("-0" if np.signbit(f) else "0") if f == 0 else str(int(f))
+        # "-0.0", not XLA's own "-0", which its parser reads back as +0.
+        return ("-0.0" if np.signbit(f) else "0") if f == 0 else str(int(f))
     s = str(v)  # numpy's shortest repr for the value's own type
     # XLA reads a double, rejects it beyond the type's largest finite value, then rounds it.
     d = float(s)
@@ -561,7 +576,7 @@ class _Printer:
         i = c.index[root]
         c.lines[i] = "  ROOT " + c.lines[i][2:]
         result = root_shape if root_shape._tuple is None else "(" + _commas([str(e) for e in root_shape._tuple]) + ")"
-        return f"{head} ({_commas(c.params)}) -> {result} {{\n" + "".join(c.lines) + "}\n"
+        return f"{head} ({', '.join(c.params)}) -> {result} {{\n" + "".join(c.lines) + "}\n"
 
     def inline(self, o: XlaOp, env: dict[int, Val]) -> None:
         inline_call(o, env, self.graph)
@@ -593,8 +608,9 @@ def _attributes(code: str, attrs: str, o: XlaOp) -> str:
         m = _SLICE.match(attrs)
         if m is not None:
             starts, limits, strides = (_ints(m.group(k)) for k in (1, 2, 3))
+            full = any(c != 1 for c in strides)  # XLA writes every stride once one is not 1
             parts = [
-                f"[{a}:{b}]" if c == 1 else f"[{a}:{b}:{c}]" for a, b, c in zip(starts, limits, strides, strict=True)
+                f"[{a}:{b}:{c}]" if full else f"[{a}:{b}]" for a, b, c in zip(starts, limits, strides, strict=True)
             ]
             return "slice|, slice={" + ", ".join(parts) + "}"
     if code == "stablehlo.reverse" and attrs.startswith("dimensions = "):
@@ -605,7 +621,8 @@ def _attributes(code: str, attrs: str, o: XlaOp) -> str:
         return "dynamic-update-slice|"
     if code == "stablehlo.pad" and (m := _PAD.match(attrs)) is not None and o.shape.rank() > 0:
         lo, hi, interior = (_ints(m.group(k)) for k in (1, 2, 3))
-        parts = [f"{a}_{b}" + (f"_{c}" if c else "") for a, b, c in zip(lo, hi, interior, strict=True)]
+        full = any(interior)  # XLA writes every interior value once one is not 0
+        parts = [f"{a}_{b}" + (f"_{c}" if full else "") for a, b, c in zip(lo, hi, interior, strict=True)]
         return "pad|, padding=" + "x".join(parts)
     if code == "stablehlo.reduce_precision" and (m := _REDUCE_PRECISION.match(attrs)) is not None:
         return f"reduce-precision|, exponent_bits={m.group(1)}, mantissa_bits={m.group(2)}"
@@ -655,7 +672,7 @@ def _attributes(code: str, attrs: str, o: XlaOp) -> str:
         for side in ("lhs", "rhs"):
             for kind, hlo in (("batching", "batch"), ("contracting", "contracting")):
                 dims = _list(fields.pop(f"{side}_{kind}_dimensions", "[]"))
-                if dims:
+                if dims or kind == "contracting":  # XLA writes contracting dims even when empty
                     extra += f", {side}_{hlo}_dims={_braces(dims)}"
         extra += _precision(a)
         if a or fields:  # an algorithm, or anything else this printer does not know
@@ -775,9 +792,10 @@ def _gather_scatter_attrs(attrs: str, kind: str) -> str:
     extra = ""
     for key in _GATHER_FIELDS if kind == "gather" else _SCATTER_FIELDS:  # HLO's parser wants these
         extra += f", {key}={_braces(_list(fields.pop(key, '[]')))}"
-    extra += f", index_vector_dim={int(fields.pop('index_vector_dim', '0'))}"
+    ivd = int(fields.pop("index_vector_dim", "0"))
     for key, value in fields.items():  # the batching dimensions, when there are any
         extra += f", {key}={_braces(_list(value))}"
+    extra += f", index_vector_dim={ivd}"
     if kind == "gather":
         extra += f", slice_sizes={_braces(_ints(a.pop('slice_sizes')))}"
     for flag in ("indices_are_sorted", "unique_indices"):

@@ -287,15 +287,17 @@ class XlaBuilder:
         Raises
         ------
         DTypeError: ``metadata`` is not an ``xs.OpMetadata``.
-        ShapeError: its ``source_line`` is not an int >= 0.
+        ShapeError: its ``source_line`` is not an int in ``[0, 2**31)``.
         """
         from .attrs import OpMetadata
 
         if not isinstance(metadata, OpMetadata):
             raise DTypeError(f"set_op_metadata: expected an xs.OpMetadata, got {type(metadata).__name__}{where()}")
         line = metadata.source_line
-        if isinstance(line, bool) or not isinstance(line, (int, np.integer)) or line < 0:
-            raise ShapeError(f"set_op_metadata: source_line must be an int >= 0, got {line!r}{where()}")
+        if isinstance(line, bool) or not isinstance(line, (int, np.integer)) or not 0 <= line < 2**31:
+            raise ShapeError(
+                f"set_op_metadata: source_line must be an int in [0, 2**31) (HLO holds an int32), got {line!r}{where()}"
+            )
         self._metadata = metadata
         self._loc_cache = {}
         name = getattr(metadata, "op_name", "") or ""
