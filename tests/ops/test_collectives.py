@@ -335,3 +335,25 @@ def test_errors_collective_permute_pairs() -> None:
     with pytest.raises(ShapeError) as ei:
         ops.CollectivePermute(p, 3)  # type: ignore[arg-type]
     assert_error(ei, "CollectivePermute", "source_target_pairs must be a sequence")
+
+
+def test_channel_ids_beyond_num_partitions_are_a_compile_error() -> None:
+    """With a channel_id, CollectivePermute and AllToAll exchange between partitions; ids past
+    num_partitions made XLA:CPU abort the process (CollectivePermute) or fail at run time."""
+    b = xs.XlaBuilder("cross_partition")
+    x = param(b, 0, np.float32, (4, 2))
+    comp = b.build(ops.CollectivePermute(x, [(0, 3), (3, 0), (1, 2), (2, 1)], channel_id=9))
+    dev = xs.client("cpu", num_devices=4).devices()[0]
+    with pytest.raises(xs.CompileError, match=r"CollectivePermute with a channel_id .* ids \[1, 2, 3\] are >= "
+                                              r"num_partitions=1"):
+        xs.compile(comp, dev, options=xs.CompileOptions(num_replicas=4))
+    b2 = xs.XlaBuilder("a2a")
+    y = param(b2, 0, np.float32, (4, 2))
+    with pytest.raises(xs.CompileError, match=r"AllToAll with a channel_id"):
+        xs.compile(b2.build(ops.AllToAll(y, 0, 0, 4, channel_id=7)), dev, options=xs.CompileOptions(num_replicas=4))
+    # Without a channel the ids are replica ids, and the same permute runs.
+    b3 = xs.XlaBuilder("replicas")
+    z = param(b3, 0, np.float32, (4, 2))
+    got = _four_replicas(b3.build(ops.CollectivePermute(z, [(0, 3), (3, 0), (1, 2), (2, 1)])),
+                         [[np.full((4, 2), r, np.float32)] for r in range(4)])
+    assert [float(g[0][0, 0]) for g in got] == [3.0, 2.0, 1.0, 0.0]

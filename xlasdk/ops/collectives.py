@@ -14,6 +14,7 @@ AllGather with ``shard_count=1``, ReduceScatter with ``shard_count=1`` and AllTo
 from __future__ import annotations
 
 import operator
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -537,3 +538,45 @@ def PartitionId(builder: XlaBuilder) -> XlaOp:
     if not isinstance(builder, XlaBuilder):
         dtype_error("PartitionId", f"first argument must be an XlaBuilder, got {type(builder).__name__}")
     return builder._add("stablehlo.partition_id", (), Shape._make(PrimitiveType.U32, ()))
+
+
+# Ops whose ``channel_id`` makes their ids partition ids, and the attribute that holds the ids.
+_PARTITION_IDS = {
+    "stablehlo.collective_permute": ("CollectivePermute", "source_target_pairs"),
+    "stablehlo.all_to_all": ("AllToAll", "replica_groups"),
+}
+
+
+def partition_ids_problem(roots: Sequence[XlaOp], num_partitions: int) -> str | None:
+    """Why a graph cannot run with ``num_partitions`` partitions, or None.
+
+    A ``CollectivePermute`` or ``AllToAll`` with a ``channel_id`` exchanges data between
+    partitions, so the ids it names are partition ids; XLA:CPU aborts the process (a failed
+    bounds check) or fails at run time when one is ``>= num_partitions``. Called by
+    :func:`xlasdk.compile` for built computations.
+    """
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        o = stack.pop()
+        if o.id in seen:
+            continue
+        seen.add(o.id)
+        stack.extend(o.operands)
+        for r in o.regions:
+            stack.extend(r.results)
+            stack.extend(r.bindings or ())
+        found = _PARTITION_IDS.get(o.opcode)
+        if found is None or "channel_handle" not in o.attrs:
+            continue
+        name, attr = found
+        m = re.search(rf"{attr} = dense<([^>]*)>", o.attrs)
+        ids = [int(v) for v in re.findall(r"-?\d+", m.group(1))] if m is not None else []
+        bad = sorted({i for i in ids if i >= num_partitions})
+        if bad:
+            return (
+                f"{name} with a channel_id exchanges data between partitions, so its {attr} are partition "
+                f"ids, but ids {bad} are >= num_partitions={num_partitions} (XLA:CPU would abort the process "
+                "running it); compile with more partitions, or drop channel_id to exchange between replicas"
+            )
+    return None

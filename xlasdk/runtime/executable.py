@@ -801,6 +801,13 @@ def compile(
     name = str(computation.name)
     program_shape = computation.program_shape()
     _check_runnable(name, program_shape)
+    root = getattr(computation, "_root", None)
+    if root is not None:  # a built computation: what XLA would abort on, checked on its graph
+        from ..ops.collectives import partition_ids_problem
+
+        problem = partition_ids_problem([root, *getattr(computation, "_side_effects", ())], opts.num_partitions)
+        if problem is not None:
+            raise CompileError(f"compile: {name!r}: {problem}")
     devs = _place(opts, device)
     text = computation._mlir_module_text()
 
