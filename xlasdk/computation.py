@@ -37,6 +37,7 @@ class XlaComputation:
     _xla: Any
     _source_format: str | None
     _hlo_texts: dict[tuple[bool, bool], str | None]
+    _cross_partition: list[tuple[str, str, list[int]]] | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError(
@@ -57,6 +58,7 @@ class XlaComputation:
         c._xla = None
         c._source_format = None
         c._hlo_texts = {}
+        c._cross_partition = None
         return c
 
     @classmethod
@@ -190,6 +192,16 @@ class XlaComputation:
             except _mlir.MlirError:
                 return _mlir.module_to_text(module, debug_info=debug_info, generic=True)
         return text
+
+    def _cross_partition_ids(self) -> list[tuple[str, str, list[int]]]:
+        """The partition ids named by cross-partition collectives of a built graph (found once;
+        ``xs.compile`` checks them against ``num_partitions``). Empty for loaded computations."""
+        if self._cross_partition is None:
+            from .ops.collectives import cross_partition_ids
+
+            roots = [] if self._root is None else [self._root, *self._side_effects]
+            self._cross_partition = cross_partition_ids(roots)
+        return self._cross_partition
 
     def _region(self) -> Region:
         """This computation as a region body (only for computations built by an XlaBuilder)."""

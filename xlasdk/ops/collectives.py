@@ -547,14 +547,14 @@ _PARTITION_IDS = {
 }
 
 
-def partition_ids_problem(roots: Sequence[XlaOp], num_partitions: int) -> str | None:
-    """Why a graph cannot run with ``num_partitions`` partitions, or None.
+def cross_partition_ids(roots: Sequence[XlaOp]) -> list[tuple[str, str, list[int]]]:
+    """``(op, attribute, ids)`` of every ``CollectivePermute`` or ``AllToAll`` with a
+    ``channel_id`` reachable from ``roots`` (sub-computations included).
 
-    A ``CollectivePermute`` or ``AllToAll`` with a ``channel_id`` exchanges data between
-    partitions, so the ids it names are partition ids; XLA:CPU aborts the process (a failed
-    bounds check) or fails at run time when one is ``>= num_partitions``. Called by
-    :func:`xlasdk.compile` for built computations.
+    With a channel these ops exchange data between partitions, so the ids they name are
+    partition ids; see :func:`partition_ids_problem`.
     """
+    out: list[tuple[str, str, list[int]]] = []
     seen: set[int] = set()
     stack = list(roots)
     while stack:
@@ -571,7 +571,17 @@ def partition_ids_problem(roots: Sequence[XlaOp], num_partitions: int) -> str | 
             continue
         name, attr = found
         m = re.search(rf"{attr} = dense<([^>]*)>", o.attrs)
-        ids = [int(v) for v in re.findall(r"-?\d+", m.group(1))] if m is not None else []
+        out.append((name, attr, [int(v) for v in re.findall(r"-?\d+", m.group(1))] if m is not None else []))
+    return out
+
+
+def partition_ids_problem(found: Sequence[tuple[str, str, list[int]]], num_partitions: int) -> str | None:
+    """Why the collectives ``found`` by :func:`cross_partition_ids` cannot run with
+    ``num_partitions`` partitions, or None: XLA:CPU aborts the process (a failed bounds check)
+    or fails at run time when a partition id is ``>= num_partitions``. Called by
+    :func:`xlasdk.compile` for built computations.
+    """
+    for name, attr, ids in found:
         bad = sorted({i for i in ids if i >= num_partitions})
         if bad:
             return (

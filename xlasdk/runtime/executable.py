@@ -801,11 +801,11 @@ def compile(
     name = str(computation.name)
     program_shape = computation.program_shape()
     _check_runnable(name, program_shape)
-    root = getattr(computation, "_root", None)
-    if root is not None:  # a built computation: what XLA would abort on, checked on its graph
+    cross_partition = getattr(computation, "_cross_partition_ids", None)
+    if cross_partition is not None:  # what XLA would abort on, found once per computation
         from ..ops.collectives import partition_ids_problem
 
-        problem = partition_ids_problem([root, *getattr(computation, "_side_effects", ())], opts.num_partitions)
+        problem = partition_ids_problem(cross_partition(), opts.num_partitions)
         if problem is not None:
             raise CompileError(f"compile: {name!r}: {problem}")
     devs = _place(opts, device)
