@@ -363,6 +363,19 @@ def test_fft_linalg_rng_and_barrier() -> None:
     np.testing.assert_array_equal(got[6], args[3])
 
 
+def test_convolutions_with_the_same_attributes_and_other_kernels() -> None:
+    """The window size comes from the kernel's shape, not the attribute text (a cache keyed on the
+    text alone printed the first kernel's size for both)."""
+    b = xs.XlaBuilder("two_convs")
+    x = p(b, 0, np.float32, (1, 1, 5, 5))
+    k2, k3 = p(b, 1, np.float32, (1, 1, 2, 2)), p(b, 2, np.float32, (1, 1, 3, 3))
+    comp = b.build(ops.Tuple(b, [ops.ConvGeneralDilated(x, k2, (1, 1), "VALID"),
+                                 ops.ConvGeneralDilated(x, k3, (1, 1), "VALID")]))
+    text = comp.as_hlo_text()
+    assert "window={size=2x2}" in text and "window={size=3x3}" in text
+    direct(comp, data(np.float32, (1, 1, 5, 5)), data(np.float32, (1, 1, 2, 2)), data(np.float32, (1, 1, 3, 3)))
+
+
 def _four_replicas(comp: xs.XlaComputation, per_replica: list[list[Any]]) -> list[list[np.ndarray[Any, Any]]]:
     dev = xs.client("cpu", num_devices=4).devices()[0]
     exe = xs.compile(comp, dev, options=xs.CompileOptions(num_replicas=4))

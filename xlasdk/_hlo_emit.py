@@ -93,6 +93,10 @@ _REGION_OPS = frozenset({
     "stablehlo.reduce", "stablehlo.sort", "stablehlo.reduce_window", "stablehlo.scatter", "stablehlo.all_reduce",
     "stablehlo.reduce_scatter",
 })
+_COLLECTIVES = frozenset({
+    "stablehlo.all_reduce", "stablehlo.reduce_scatter", "stablehlo.all_gather", "stablehlo.all_to_all",
+    "stablehlo.collective_permute",
+})
 _RNG = re.compile(r"^rng_algorithm = #stablehlo<rng_algorithm (DEFAULT|THREE_FRY|PHILOX)>$")
 _SORT = re.compile(r"^dimension = (\d+) : i64, is_stable = (true|false)$")
 _REDUCE_PRECISION = re.compile(r"^exponent_bits = (\d+) : i32, mantissa_bits = (\d+) : i32$")
@@ -305,7 +309,7 @@ class _Printer:
         self.counts: dict[str, int] = {}
         self.shapes: dict[Shape, str] = {}
         self.md: dict[str, tuple[str, str]] = {}
-        self.attrs: dict[tuple[str, str], str] = {}
+        self.attrs: dict[tuple[Any, ...], tuple[str, str]] = {}
         self.computations: list[str] = []
         self.n_regions = 0
         self.comp = _Computation()
@@ -423,7 +427,7 @@ class _Printer:
             name = code[10:]
             env[o.id] = self.add(name, o.shape, f"{name}({_operands(args)}){md}", hint)
         else:
-            base, extra = self.attributes(code, o)
+            base, extra = self.attributes(o)
             env[o.id] = self.add(base, o.shape, f"{base}({_operands(args)}){extra}{md}", hint)
 
     def constant(self, o: XlaOp, env: dict[int, Val]) -> None:
@@ -446,34 +450,21 @@ class _Printer:
             raise Unsupported("tuple operand")
         return v
 
-    def attributes(self, code: str, o: XlaOp) -> tuple[str, str]:
-        """HLO opcode and ``, attr=...`` text of an op with attributes (cached per attribute text)."""
-        key = (code, o.attrs)
+    def attributes(self, o: XlaOp) -> tuple[str, str]:
+        """HLO opcode and ``, attr=...`` text of an op with attributes, cached per attribute text
+        and operand and result shapes (a convolution's window size is its kernel's shape)."""
+        key = (o.opcode, o.attrs, o.shape, *(x.shape for x in o.operands))
         got = self.attrs.get(key)
         if got is None:
-            got = _attributes(code, o.attrs, o)
+            got = _attributes(o.opcode, o.attrs, o)
             self.attrs[key] = got
-        base, extra = got.split("|", 1)
-        return base, extra
+        return got
 
     def with_region(self, o: XlaOp, args: list[str], md: str, hint: str, env: dict[int, Val]) -> None:
         """``reduce``, ``sort``, ``reduce-window``, ``scatter``: the region becomes an HLO
         computation (``to_apply``); several results are a tuple and ``get-tuple-element``s."""
         (r,) = o.regions
-        attrs = o.attrs
-        if o.opcode == "stablehlo.reduce" and attrs.startswith("dimensions = "):
-            base, extra = "reduce", f", dimensions={_braces(_ints(attrs[13:]))}"
-        elif o.opcode == "stablehlo.sort" and (m := _SORT.match(attrs)) is not None:
-            stable = ", is_stable=true" if m.group(2) == "true" else ""
-            base, extra = "sort", f", dimensions={{{m.group(1)}}}{stable}"
-        elif o.opcode == "stablehlo.reduce_window":
-            base, extra = "reduce-window", _reduce_window_attrs(attrs, o)
-        elif o.opcode == "stablehlo.scatter":
-            base, extra = "scatter", _gather_scatter_attrs(attrs, "scatter")
-        elif o.opcode in ("stablehlo.all_reduce", "stablehlo.reduce_scatter") and o.shape._tuple is None:
-            base, extra = o.opcode[10:].replace("_", "-"), _collective_attrs(o.opcode, attrs)
-        else:
-            raise Unsupported(attrs)
+        base, extra = self.attributes(o)
         to_apply = self.region(r)
         name = self.add(base, o.shape, f"{base}({_operands(args)}){extra}, to_apply=%{to_apply}{md}", hint)
         if o.shape._tuple is None:
@@ -594,16 +585,26 @@ def _commas(items: list[str]) -> str:
     return ", ".join(f"/*index={i}*/{v}" if i and i % 5 == 0 else v for i, v in enumerate(items))
 
 
-def _attributes(code: str, attrs: str, o: XlaOp) -> str:
-    """``"opcode|, attr=value..."`` for the StableHLO ops with attributes handled here."""
+def _attributes(code: str, attrs: str, o: XlaOp) -> tuple[str, str]:
+    """HLO opcode and ``, attr=value...`` text of the StableHLO ops with attributes handled here."""
+    if code == "stablehlo.reduce" and attrs.startswith("dimensions = "):
+        return "reduce", f", dimensions={_braces(_ints(attrs[13:]))}"
+    if code == "stablehlo.sort" and (m := _SORT.match(attrs)) is not None:
+        return "sort", f", dimensions={{{m.group(1)}}}" + (", is_stable=true" if m.group(2) == "true" else "")
+    if code == "stablehlo.reduce_window":
+        return "reduce-window", _reduce_window_attrs(attrs, o)
+    if code == "stablehlo.scatter":
+        return "scatter", _gather_scatter_attrs(attrs, "scatter")
+    if code in _COLLECTIVES and o.shape._tuple is None:
+        return code[10:].replace("_", "-"), _collective_attrs(code, attrs)
     if code == "stablehlo.broadcast_in_dim" and attrs.startswith("broadcast_dimensions = "):
-        return f"broadcast|, dimensions={_braces(_ints(attrs[23:]))}"
+        return "broadcast", f", dimensions={_braces(_ints(attrs[23:]))}"
     if code == "stablehlo.transpose" and attrs.startswith("permutation = "):
-        return f"transpose|, dimensions={_braces(_ints(attrs[14:]))}"
+        return "transpose", f", dimensions={_braces(_ints(attrs[14:]))}"
     if code == "stablehlo.concatenate" and attrs.startswith("dimension = ") and attrs.endswith(" : i64"):
-        return f"concatenate|, dimensions={{{int(attrs[12:-6])}}}"
+        return "concatenate", f", dimensions={{{int(attrs[12:-6])}}}"
     if code == "stablehlo.iota" and attrs.startswith("iota_dimension = ") and attrs.endswith(" : i64"):
-        return f"iota|, iota_dimension={int(attrs[17:-6])}"
+        return "iota", f", iota_dimension={int(attrs[17:-6])}"
     if code == "stablehlo.slice":
         m = _SLICE.match(attrs)
         if m is not None:
@@ -612,29 +613,29 @@ def _attributes(code: str, attrs: str, o: XlaOp) -> str:
             parts = [
                 f"[{a}:{b}:{c}]" if full else f"[{a}:{b}]" for a, b, c in zip(starts, limits, strides, strict=True)
             ]
-            return "slice|, slice={" + ", ".join(parts) + "}"
+            return "slice", ", slice={" + ", ".join(parts) + "}"
     if code == "stablehlo.reverse" and attrs.startswith("dimensions = "):
-        return f"reverse|, dimensions={_braces(_ints(attrs[13:]))}"
+        return "reverse", f", dimensions={_braces(_ints(attrs[13:]))}"
     if code == "stablehlo.dynamic_slice" and attrs.startswith("slice_sizes = "):
-        return f"dynamic-slice|, dynamic_slice_sizes={_braces(_ints(attrs[14:]))}"
+        return "dynamic-slice", f", dynamic_slice_sizes={_braces(_ints(attrs[14:]))}"
     if code == "stablehlo.dynamic_update_slice" and not attrs:
-        return "dynamic-update-slice|"
+        return "dynamic-update-slice", ""
     if code == "stablehlo.pad" and (m := _PAD.match(attrs)) is not None and o.shape.rank() > 0:
         lo, hi, interior = (_ints(m.group(k)) for k in (1, 2, 3))
         full = any(interior)  # XLA writes every interior value once one is not 0
         parts = [f"{a}_{b}" + (f"_{c}" if full else "") for a, b, c in zip(lo, hi, interior, strict=True)]
-        return "pad|, padding=" + "x".join(parts)
+        return "pad", ", padding=" + "x".join(parts)
     if code == "stablehlo.reduce_precision" and (m := _REDUCE_PRECISION.match(attrs)) is not None:
-        return f"reduce-precision|, exponent_bits={m.group(1)}, mantissa_bits={m.group(2)}"
+        return "reduce-precision", f", exponent_bits={m.group(1)}, mantissa_bits={m.group(2)}"
     if code == "stablehlo.fft":
         a = _attr_dict(attrs)
         ftype = re.fullmatch(r"#stablehlo<fft_type (\w+)>", a.pop("fft_type", ""))
         lengths = _ints(a.pop("fft_length", ""))
         if ftype is None or a:
             raise Unsupported(attrs)
-        return f"fft|, fft_type={ftype.group(1)}, fft_length={_braces(lengths)}"
+        return "fft", f", fft_type={ftype.group(1)}, fft_length={_braces(lengths)}"
     if code == "stablehlo.cholesky" and attrs in ("lower = true", "lower = false"):
-        return "cholesky|" + (", lower=true" if attrs.endswith("true") else "")
+        return "cholesky", (", lower=true" if attrs.endswith("true") else "")
     if code == "stablehlo.triangular_solve":
         a = _attr_dict(attrs)
         extra = ""
@@ -646,13 +647,11 @@ def _attributes(code: str, attrs: str, o: XlaOp) -> str:
         tr = re.fullmatch(r"#stablehlo<transpose (\w+)>", a.pop("transpose_a", ""))
         if tr is None or a:
             raise Unsupported(attrs)
-        return f"triangular-solve|{extra}, transpose_a={tr.group(1)}"
-    if code in ("stablehlo.all_gather", "stablehlo.all_to_all", "stablehlo.collective_permute"):
-        return code[10:].replace("_", "-") + "|" + _collective_attrs(code, attrs)
+        return "triangular-solve", f"{extra}, transpose_a={tr.group(1)}"
     if code == "stablehlo.gather":
-        return "gather|" + _gather_scatter_attrs(attrs, "gather")
+        return "gather", _gather_scatter_attrs(attrs, "gather")
     if code == "stablehlo.convolution":
-        return "convolution|" + _convolution_attrs(attrs, o)
+        return "convolution", _convolution_attrs(attrs, o)
     if code == "stablehlo.compare":
         m = _COMPARE.match(attrs)
         if m is not None:
@@ -661,7 +660,7 @@ def _attributes(code: str, attrs: str, o: XlaOp) -> str:
             extra = f", direction={direction}"
             if ctype is not None and ctype != _DEFAULT_COMPARE.get(et):
                 extra += f", type={ctype}"
-            return "compare|" + extra
+            return "compare", extra
     if code == "stablehlo.dot_general":
         a = _attr_dict(attrs)
         dn = a.pop("dot_dimension_numbers", "")
@@ -677,7 +676,7 @@ def _attributes(code: str, attrs: str, o: XlaOp) -> str:
         extra += _precision(a)
         if a or fields:  # an algorithm, or anything else this printer does not know
             raise Unsupported(attrs)
-        return "dot|" + extra
+        return "dot", extra
     raise Unsupported(f"{code} {{{attrs}}}")
 
 
