@@ -30,7 +30,7 @@ import ml_dtypes
 import numpy as np
 
 from ._emit import Val, inline_call, pending
-from .builder import Region, XlaOp, _mlir_str
+from .builder import Region, XlaOp, _mlir_str, _mlir_unescape
 from .shape import Shape
 from .types import PrimitiveType, hlo_element_name
 
@@ -116,10 +116,6 @@ def _braces(values: list[int]) -> str:
     return "{" + ",".join(str(v) for v in values) + "}"
 
 
-def _unescape_mlir(s: str) -> str:
-    return re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), s)
-
-
 _C_ESCAPES = {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t", ord('"'): '\\"', ord("'"): "\\'",
               ord("\\"): "\\\\"}
 
@@ -147,14 +143,14 @@ def _metadata(loc: str) -> tuple[str, str]:
     op_name = ""
     m = _LOC_FUSED.match(inner)
     if m is not None:
-        op_name, inner = _unescape_mlir(m.group(1)), m.group(2)
+        op_name, inner = _mlir_unescape(m.group(1)), m.group(2)
     fm = _LOC_FILE.match(inner)
     parts = []
     if op_name:
         parts.append(f"op_name={_hlo_str(op_name)}")
     if fm is not None:
         line = int(fm.group(2))
-        parts.append(f"source_file={_hlo_str(_unescape_mlir(fm.group(1)))}")
+        parts.append(f"source_file={_hlo_str(_mlir_unescape(fm.group(1)))}")
         if line:  # XLA leaves zero fields out
             parts.append(f"source_line={line} source_end_line={line}")
         if fm.group(3) != "0":
@@ -163,7 +159,7 @@ def _metadata(loc: str) -> tuple[str, str]:
         nm = _LOC_NAME.match(inner)
         if nm is None or op_name:
             raise Unsupported(loc)
-        op_name = _unescape_mlir(nm.group(1))
+        op_name = _mlir_unescape(nm.group(1))
         parts.append(f"op_name={_hlo_str(op_name)}")
     return ", metadata={" + " ".join(parts) + "}", _name_base(op_name.rsplit("/", 1)[-1]) if op_name else ""
 

@@ -53,6 +53,35 @@ def _mlir_str(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
+def _mlir_unescape(s: str) -> str:
+    """The inverse of :func:`_mlir_str` and of MLIR's own string printing: an MLIR string literal's
+    contents, from ``\\XX`` hex bytes (UTF-8), ``\\\\``, ``\\"``, ``\\n``, ``\\t``."""
+    if "\\" not in s:
+        return s
+    out = bytearray()
+    i = 0
+    while i < len(s):
+        c = s[i]
+        if c == "\\" and i + 1 < len(s):
+            nxt = s[i + 1]
+            if nxt in "\\\"":
+                out += nxt.encode()
+                i += 2
+                continue
+            if nxt in "nt":
+                out += b"\n" if nxt == "n" else b"\t"
+                i += 2
+                continue
+            h = s[i + 1 : i + 3]
+            if len(h) == 2 and all(ch in "0123456789abcdefABCDEF" for ch in h):
+                out.append(int(h, 16))
+                i += 3
+                continue
+        out += c.encode()
+        i += 1
+    return out.decode("utf-8", "replace")
+
+
 class Region:
     """A sub-computation attached to an op (reducer, comparator, loop body, branch).
 

@@ -18,6 +18,8 @@ from jaxlib.mlir.dialects import chlo as _chlo
 from jaxlib.mlir.dialects import mhlo as _mhlo
 from jaxlib.mlir.dialects import stablehlo as _stablehlo
 
+from ..builder import _mlir_unescape
+
 __all__ = [
     "JAXLIB_VERSION",
     "MlirError",
@@ -238,34 +240,6 @@ def module_name(module: Any) -> str | None:
     return str(_ir.StringAttr(attrs["sym_name"]).value)
 
 
-def _unescape(s: str) -> str:
-    """An MLIR string literal's contents: ``\\XX`` hex bytes (UTF-8), ``\\\\``, ``\\"``, ``\\n``, ``\\t``."""
-    if "\\" not in s:
-        return s
-    out = bytearray()
-    i = 0
-    while i < len(s):
-        c = s[i]
-        if c == "\\" and i + 1 < len(s):
-            nxt = s[i + 1]
-            if nxt in "\\\"":
-                out += nxt.encode()
-                i += 2
-                continue
-            if nxt in "nt":
-                out += b"\n" if nxt == "n" else b"\t"
-                i += 2
-                continue
-            h = s[i + 1 : i + 3]
-            if len(h) == 2 and all(ch in "0123456789abcdefABCDEF" for ch in h):
-                out.append(int(h, 16))
-                i += 3
-                continue
-        out += c.encode()
-        i += 1
-    return out.decode("utf-8", "replace")
-
-
 def main_signature(module: Any) -> tuple[list[str], list[str | None], list[str]] | None:
     """``(argument types, argument location names, result types)`` of ``func.func @main``.
 
@@ -283,7 +257,7 @@ def main_signature(module: Any) -> tuple[list[str], list[str | None], list[str]]
             names: list[str | None] = []
             for arg in op.regions[0].blocks[0].arguments if len(op.regions[0].blocks) else []:
                 loc = str(arg.location)
-                names.append(_unescape(loc[5:-2]) if loc.startswith('loc("') and loc.endswith('")') else None)
+                names.append(_mlir_unescape(loc[5:-2]) if loc.startswith('loc("') and loc.endswith('")') else None)
             if len(names) != len(ftype.inputs):
                 names = [None] * len(ftype.inputs)
             return [str(t) for t in ftype.inputs], names, [str(t) for t in ftype.results]
