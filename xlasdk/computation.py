@@ -184,14 +184,7 @@ class XlaComputation:
         The text loads back with :meth:`from_stablehlo`: where StableHLO's pretty form would not
         parse back (a rank-0 ``dynamic_slice``), the module is printed in MLIR's generic syntax.
         """
-        module = self._mlir_module()
-        text = _mlir.module_to_pretty_text(module, debug_info=debug_info)
-        if "stablehlo.dynamic_slice" in text:  # the one op known to print what cannot be parsed
-            try:
-                _mlir.parse_module(text, verify=False)
-            except _mlir.MlirError:
-                return _mlir.module_to_text(module, debug_info=debug_info, generic=True)
-        return text
+        return _mlir.module_to_parsable_text(self._mlir_module(), debug_info=debug_info)
 
     def _cross_partition_ids(self) -> list[tuple[str, str, list[int]]]:
         """The partition ids named by cross-partition collectives of a built graph (found once;

@@ -89,6 +89,19 @@ def module_to_pretty_text(module: Any, *, debug_info: bool = False) -> str:
         return str(module.operation.get_asm(enable_debug_info=debug_info, large_elements_limit=None))
 
 
+def module_to_parsable_text(module: Any, *, debug_info: bool, always_check: bool = False) -> str:
+    """Pretty text of ``module`` that parses back: the generic form where the pretty one would
+    not (StableHLO prints a rank-0 ``dynamic_slice`` that its own parser rejects). The pretty
+    text is test-parsed when ``always_check``, else only when it holds a ``dynamic_slice``."""
+    text = module_to_pretty_text(module, debug_info=debug_info)
+    if always_check or "stablehlo.dynamic_slice" in text:
+        try:
+            parse_module(text, verify=False)
+        except MlirError:
+            return module_to_text(module, debug_info=debug_info, generic=True)
+    return text
+
+
 def module_to_bytecode(module: Any) -> bytes:
     """MLIR bytecode of a module, keeping locations."""
     import io

@@ -34,12 +34,7 @@ def stablehlo_file_text(module: object) -> str:
     """The text of a ``.mlir`` file: MLIR's pretty form with source locations, or the generic form
     where the pretty form would not parse back (StableHLO prints a rank-0 ``dynamic_slice`` that
     its own parser rejects), so that every saved file loads."""
-    text = _mlir.module_to_text(module, debug_info=True)
-    try:
-        _mlir.parse_module(text, verify=False)
-    except _mlir.MlirError:
-        return _mlir.module_to_text(module, debug_info=True, generic=True)
-    return text
+    return _mlir.module_to_parsable_text(module, debug_info=True, always_check=True)
 
 
 def computation_bytes(
