@@ -46,7 +46,6 @@ __all__ = [
     "serialize_portable_artifact",
     "deserialize_portable_artifact",
     "stablehlo_version_for",
-    "bytecode_to_text_isolated",
 ]
 
 _J: Any = importlib.import_module("jaxlib._jax")  # untyped extension module
@@ -306,83 +305,3 @@ def stablehlo_version_for(requirement: str) -> str:
     """The StableHLO version of a compatibility requirement: ``NONE``, ``WEEK_4``, ``WEEK_12``, ``MAX``."""
     req = getattr(_stablehlo.StablehloCompatibilityRequirement, requirement)
     return str(_stablehlo.get_version_from_compatibility_requirement(req))
-
-
-_BYTECODE_CHILD = r"""
-import sys
-try:
-    from jaxlib import _jax as J
-    from jaxlib.mlir import ir
-    from jaxlib.mlir._mlir_libs import _jax_mlir_ext
-    from jaxlib.mlir.dialects import chlo, mhlo, stablehlo
-    data = sys.stdin.buffer.read()
-    registry = ir.DialectRegistry()
-    _jax_mlir_ext.register_dialects(registry)
-    ctx = ir.Context()
-    ctx.append_dialect_registry(registry)
-    ctx.load_all_available_dialects()
-    stablehlo.register_dialect(ctx)
-    chlo.register_dialect(ctx)
-    mhlo.register_mhlo_dialect(ctx)
-    with ctx, ir.Location.unknown():
-        if sys.argv[1] == "artifact":
-            m = J.mlir.deserialize_portable_artifact(data, context=ctx)
-        else:
-            m = ir.Module.parse(data)
-        text = m.operation.get_asm(enable_debug_info=True, print_generic_op_form=True, large_elements_limit=None)
-    sys.stdout.write(text)
-except BaseException as e:
-    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
-    sys.stderr.write("XLASDK-ERROR " + (" ".join(lines[:3]) or type(e).__name__) + "\n")
-    sys.exit(3)
-"""
-
-
-def bytecode_to_text_isolated(data: bytes, *, artifact: bool, timeout: float = 600.0) -> str:
-    """MLIR text (generic form, with locations) of MLIR bytecode or a portable artifact.
-
-    The bytes are decoded in a child interpreter: MLIR's bytecode reader can crash the process
-    (SIGSEGV / SIGABRT) on corrupt input instead of reporting an error. The text it hands back
-    is then parsed safely in this process.
-
-    Raises
-    ------
-    ValueError
-        With a one-line reason when the bytes do not decode (or the reader crashed).
-    """
-    import os
-    import signal
-    import subprocess
-    import sys
-
-    if not sys.executable:  # pragma: no cover - embedded interpreters: no child process possible
-        with context() as ctx, _ir.Location.unknown():
-            m = _J.mlir.deserialize_portable_artifact(data, context=ctx) if artifact else _ir.Module.parse(data)
-            return str(m.operation.get_asm(enable_debug_info=True, print_generic_op_form=True))
-    env = dict(os.environ)
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    try:
-        r = subprocess.run(
-            [sys.executable, "-c", _BYTECODE_CHILD, "artifact" if artifact else "bytecode"],
-            input=data,
-            capture_output=True,
-            timeout=timeout,
-            env=env,
-        )
-    except subprocess.TimeoutExpired:
-        raise ValueError(f"decoding did not finish within {timeout:.0f} s") from None
-    except OSError as e:  # pragma: no cover - cannot start a Python process
-        raise ValueError(f"cannot start a decoder process: {e}") from None
-    if r.returncode == 0:
-        return r.stdout.decode("utf-8")
-    err = r.stderr.decode("utf-8", "replace")
-    for line in err.splitlines():
-        if line.startswith("XLASDK-ERROR "):
-            raise ValueError(line[len("XLASDK-ERROR ") :])
-    if r.returncode < 0:
-        try:
-            sig = signal.Signals(-r.returncode).name
-        except ValueError:  # pragma: no cover
-            sig = f"signal {-r.returncode}"
-        raise ValueError(f"the MLIR bytecode reader crashed on it ({sig})")
-    raise ValueError(f"the decoder process failed (exit {r.returncode})")

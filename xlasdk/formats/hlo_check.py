@@ -183,14 +183,7 @@ def check_hlo_text(text: str, what: str = "HLO text") -> None:
     FormatError
         Naming ``what``, the line and the problem.
     """
-    elided = _ELIDED_CONSTANT.search(text)
-    if elided is not None:  # XLA's parser accepts it and fills the constant with garbage
-        line = text.count("\n", 0, elided.start()) + 1
-        raise FormatError(
-            f"{what}: line {line}: a constant's value is elided as {{...}} (HLO printed with "
-            "print_large_constants=False); XLA would read garbage values. Print it with "
-            "print_large_constants=True (the default)"
-        )
+    check_elided_constants(text, what)
     mod = _parse_hlo_text(text)
     if mod is None:
         return
@@ -199,3 +192,15 @@ def check_hlo_text(text: str, what: str = "HLO text") -> None:
         pos, msg = problems[0]
         more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
         raise FormatError(f"{what}: line {mod.line(pos)}: {msg}{more}")
+
+
+def check_elided_constants(text: str, what: str) -> None:
+    """Reject HLO text whose constants are elided as ``{...}`` (XLA's parser reads garbage)."""
+    elided = _ELIDED_CONSTANT.search(text)
+    if elided is not None:  # XLA's parser accepts it and fills the constant with garbage
+        line = text.count("\n", 0, elided.start()) + 1
+        raise FormatError(
+            f"{what}: line {line}: a constant's value is elided as {{...}} (HLO printed with "
+            "print_large_constants=False); XLA would read garbage values. Print it with "
+            "print_large_constants=True (the default)"
+        )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from .hlo_text import _HShape, _Instr, _parse_hlo_text
 
 
@@ -52,6 +54,38 @@ def _bitcast_as_ops(ins: _Instr, src: _HShape, operand: str) -> str | None:
     )
 
 
+def _bitcast_convert_as_ops(ins: _Instr, src: _HShape, operand: str) -> str | None:
+    """HLO lines for a ``bitcast`` that changes the element type (``s32[] bitcast(f32[])``, as XLA
+    writes for ``jnp.sort``'s total-order comparator): a ``bitcast-convert`` of the same width,
+    followed by the layout-aware reshape of :func:`_bitcast_as_ops` when the dimensions change too.
+
+    None when the element widths differ or a layout is unknown (the import then reports it).
+    """
+    dst = ins.shape
+    if dst is None or not (src.is_array and dst.is_array):
+        return None
+    sb, db = _ELEMENT_BITS.get(src.etype), _ELEMENT_BITS.get(dst.etype)
+    if sb is None or sb != db or src.count() != dst.count():
+        return None
+    root = "ROOT " if ins.root else ""
+    if src.dims == dst.dims and _default_layout(src) and _default_layout(dst):
+        return f"{root}{ins.name} = {_hlo_shape_text(dst)} bitcast-convert({operand})"
+    mid = _HShape(dst.etype, src.dims, (), src.layout)
+    mid_name = f"{ins.name}.xlasdk_bc"
+    rest = _bitcast_as_ops(_Instr(ins.name, dst, "bitcast", [mid_name], {}, ins.pos, ins.root), mid, mid_name)
+    if rest is None:
+        return None
+    return f"{mid_name} = {_hlo_shape_text(mid)} bitcast-convert({operand})\n  {rest}"
+
+
+_ELEMENT_BITS: Final = {
+    "pred": 8, "s2": 2, "u2": 2, "s4": 4, "u4": 4, "s8": 8, "u8": 8, "s16": 16, "u16": 16, "s32": 32, "u32": 32,
+    "s64": 64, "u64": 64, "f16": 16, "bf16": 16, "f32": 32, "f64": 64, "c64": 64, "c128": 128, "f8e5m2": 8,
+    "f8e4m3fn": 8, "f8e4m3b11fnuz": 8, "f8e5m2fnuz": 8, "f8e4m3fnuz": 8, "f8e4m3": 8, "f8e3m4": 8, "f8e8m0fnu": 8,
+    "f4e2m1fn": 4,
+}
+
+
 def _importable_hlo(text: str) -> str | None:
     """Optimized HLO (XLA's ``*after_optimizations*`` dumps) rewritten so it imports as StableHLO.
 
@@ -85,7 +119,10 @@ def _importable_hlo(text: str) -> str | None:
                     o = ins.spans["opcode"]
                     edits.append((o[0], o[1], "reshape"))
                     continue
-                lines = _bitcast_as_ops(ins, src, ins.operands[0])
+                if src.is_array and dst.is_array and src.etype != dst.etype:
+                    lines = _bitcast_convert_as_ops(ins, src, ins.operands[0])
+                else:
+                    lines = _bitcast_as_ops(ins, src, ins.operands[0])
                 if lines is not None:
                     a, b = ins.spans["all"]
                     edits.append((a, b, lines))

@@ -107,6 +107,7 @@ class _HloModuleText:
         return None
 
 
+_STACK_FRAME_TABLES: Final = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
 _ARRAY_ETYPE_RE: Final = re.compile(r"^(pred|[suf]\d+|bf16|c64|c128|f8e\w+|f4e\w+|tf32)$")
 
 
@@ -312,6 +313,19 @@ class _Parser:
             comp.by_name[ins.name] = ins
         return comp
 
+    def stack_frame_tables(self) -> None:
+        """Skip the ``FileNames`` / ``FunctionNames`` / ``FileLocations`` / ``StackFrames`` blocks
+        that XLA writes between the module header and the first computation (every JAX dump has
+        them; instructions refer to them by ``stack_frame_id`` in their metadata)."""
+        while True:
+            t, t1 = self.peek(), self.peek(1)
+            if t is None or t.text not in _STACK_FRAME_TABLES or t1 is None or not t1.text.isdigit():
+                return
+            self.next()
+            while (n := self.peek()) is not None and n.kind == "word" and n.text.isdigit():
+                self.next()
+                self.value()
+
     def module(self) -> _HloModuleText:
         t = self.next()
         if t.text != "HloModule":
@@ -322,6 +336,7 @@ class _Parser:
             key = self.word()
             self.expect("=")
             attrs[key] = self.value()
+        self.stack_frame_tables()
         comps: list[_Comp] = []
         while self.peek() is not None:
             comps.append(self.computation())
@@ -332,7 +347,7 @@ class _Parser:
 def _parse_hlo_text(text: str) -> _HloModuleText | None:
     try:
         return _Parser(text).module()
-    except _Unparsed:
+    except (_Unparsed, RecursionError):
         return None
 
 

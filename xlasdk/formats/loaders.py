@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from typing import TYPE_CHECKING, Any
 
+from .._jaxlib import isolated
 from .._jaxlib import mlir as _mlir
 from ..errors import FormatError
+from . import untrusted
 from .artifact import _TRUSTED_BYTECODE, portable_artifact_version
-from .diagnostics import _mlir_problem, _one_line, _xla_text_problem
-from .hlo_check import check_hlo_text
-from .hlo_rewrite import _importable_hlo
+from .diagnostics import _one_line
+from .hlo_check import check_elided_constants, check_hlo_text
 from .program_shape import _program_shape
 from .protobuf import _find_module_proto
 from .sniff import (
@@ -50,51 +52,67 @@ def _loaded(
     return XlaComputation._from_loaded(mname, program_shape, module, text, xla=xla, source_format=fmt.value)
 
 
-def _verify_converted(data: bytes, what: str) -> Any:
-    try:
-        return _mlir.parse_module(data)
-    except Exception as e:
-        raise FormatError(f"{what}: the module is inconsistent: {_mlir_problem(e, 'hlo')}") from None
-
-
-def _from_hlo_module(hm: Any, what: str, checked_text: str | None, fmt: Format) -> XlaComputation:
-    text = checked_text if checked_text is not None else _mlir.hlo_module_to_text(hm)
-    if checked_text is None:
+def _hlo_failure(e: isolated.Failed, what: str, text: str | None) -> FormatError:
+    """The FormatError for an HLO module the worker could not load (after the Python pre-check,
+    which names the line and instruction of the faults it knows, has had its say)."""
+    if text is not None:
         check_hlo_text(text, what)
-    proto = _mlir.hlo_module_to_proto(hm)
-    import_proto = proto
+    if e.stage == "syntax":
+        return FormatError(f"{what}: HLO syntax error: {e.message}")
+    if e.stage == "proto":
+        return FormatError(f"{what}: corrupt HloModuleProto: {e.message}")
+    if e.stage == "rewrite":
+        return FormatError(f"{what}: cannot import the optimized HLO: {e.message}")
+    if e.stage == "import":
+        return FormatError(f"{what}: XLA could not import the HLO module: {e.message}")
+    if e.stage == "format":
+        return FormatError(e.message)
+    if e.stage.startswith("verify"):
+        return FormatError(f"{what}: the module is inconsistent: {_with_line(e.message, text)}")
+    return FormatError(f"{what}: cannot load the HLO module: {e.message}")
+
+
+def _with_line(message: str, text: str | None) -> str:
+    """``instruction 'add.3': ...`` with the HLO line of that instruction, when the text has it."""
+    m = re.match(r"instruction '([^']+)': ", message)
+    if m is None or text is None:
+        return message
+    name = re.escape(m.group(1))
+    found = re.search(rf"^[ \t]*(?:ROOT[ \t]+)?%?{name}[ \t]*=", text, re.MULTILINE)
+    if found is None:
+        return message
+    return f"line {text.count(chr(10), 0, found.start()) + 1}: {message}"
+
+
+def _from_hlo(kind: str, data: str | bytes, what: str, fmt: Format) -> XlaComputation:
+    """Load HLO text or proto bytes: every native step runs first in the worker process."""
+    text = data if isinstance(data, str) else None
     try:
-        rewritten = _importable_hlo(text)
-    except Exception:  # pragma: no cover - a rewriter bug must not hide the module
-        rewritten = None
-    if rewritten is not None:  # an optimized module: fusions and bitcasts in StableHLO terms
-        check_hlo_text(rewritten, what)
-        try:
-            import_proto = _mlir.hlo_module_to_proto(_mlir.hlo_module_from_text(rewritten))
-        except Exception as e:  # pragma: no cover - the rewrite keeps the module valid
-            raise FormatError(f"{what}: cannot import the optimized HLO: {_xla_text_problem(e)}") from None
-    try:
-        bc = _mlir.hlo_proto_to_stablehlo(import_proto)
-    except Exception as e:
-        raise FormatError(f"{what}: XLA could not import the HLO module: {_one_line(e)}") from None
-    module = _verify_converted(bc, what)
-    try:
-        xla = _mlir.xla_computation_from_proto(proto)
-    except Exception as e:  # pragma: no cover - the proto came from XLA itself
-        raise FormatError(f"{what}: {_one_line(e)}") from None
-    return _loaded(module, what, fmt=fmt, xla=xla, name=str(hm.name))
+        proto, bc, name = untrusted.load_hlo(kind, data, what)
+    except isolated.Failed as e:
+        raise _hlo_failure(e, what, text) from None
+    except FormatError:  # the worker died: the pre-check may know why, with a line number
+        if text is not None:
+            check_hlo_text(text, what)
+        raise
+    # The worker carried these exact bytes through every step below: they are safe here.
+    module = _mlir.parse_module(bc)
+    xla = _mlir.xla_computation_from_proto(proto)
+    return _loaded(module, what, fmt=fmt, xla=xla, name=name)
 
 
 def computation_from_hlo_text(text: str, what: str = "from_hlo_text") -> XlaComputation:
     """An :class:`~xlasdk.XlaComputation` from HLO text (``HloModule ...``).
 
-    The text is pre-checked for the inconsistencies that crash XLA, parsed by XLA, imported as
-    StableHLO and verified.
+    XLA parses the text, imports it as StableHLO and verifies it, first in xlasdk's worker
+    process (XLA aborts on some inconsistent modules), then here. Optimized HLO (fusions,
+    bitcasts, layouts, the stack-frame tables of JAX dumps) is rewritten for the import.
 
     Raises
     ------
     FormatError
-        For syntax errors and inconsistent modules, naming ``what``, the line and the problem.
+        For syntax errors and inconsistent modules, naming ``what``, the line and the problem;
+        for modules XLA aborts on, XLA's ``Check failed:`` line.
     """
     if not isinstance(text, str):
         raise FormatError(f"{what}: expected HLO text (str), got {type(text).__name__}")
@@ -105,12 +123,8 @@ def computation_from_hlo_text(text: str, what: str = "from_hlo_text") -> XlaComp
         found = sniff_format(text.encode("utf-8", "replace"))
         hint = f" (it looks like {found.description})" if found not in (None, Format.HLO_TEXT) else ""
         raise FormatError(f"{what}: not HLO text: it does not start with 'HloModule'{hint}")
-    check_hlo_text(text, what)
-    try:
-        hm = _mlir.hlo_module_from_text(text)
-    except Exception as e:
-        raise FormatError(f"{what}: HLO syntax error: {_xla_text_problem(e)}") from None
-    return _from_hlo_module(hm, what, text, Format.HLO_TEXT)
+    check_elided_constants(text, what)
+    return _from_hlo("text", text, what, Format.HLO_TEXT)
 
 
 def computation_from_hlo_proto(data: bytes, what: str = "from_hlo_proto") -> XlaComputation:
@@ -138,11 +152,7 @@ def computation_from_hlo_proto(data: bytes, what: str = "from_hlo_proto") -> Xla
         raise FormatError(f"{what}: not a valid protobuf message (truncated or corrupt): {e}") from None
     if inner is None:
         raise FormatError(f"{what}: the protobuf message is not an HloModuleProto (no name and computations)")
-    try:
-        hm = _mlir.hlo_module_from_proto(inner)
-    except Exception as e:
-        raise FormatError(f"{what}: corrupt HloModuleProto: {_one_line(e)}") from None
-    return _from_hlo_module(hm, what, None, Format.HLO_PROTO)
+    return _from_hlo("proto", inner, what, Format.HLO_PROTO)
 
 
 def computation_from_stablehlo(data: str | bytes, what: str = "from_stablehlo") -> XlaComputation:
@@ -172,11 +182,18 @@ def computation_from_stablehlo(data: str | bytes, what: str = "from_stablehlo") 
         raise FormatError(f"{what}: the StableHLO text is empty")
     if _strip_leading_comments(data).startswith("HloModule"):
         raise FormatError(f"{what}: not StableHLO: it holds HLO text (use from_hlo_text or a .hlo suffix)")
+    text = _stablehlo_in_worker(data, "text", what, "invalid StableHLO")
+    return _loaded(_mlir.parse_module(text), what, fmt=Format.STABLEHLO_TEXT)
+
+
+def _stablehlo_in_worker(data: str | bytes, kind: str, what: str, problem: str) -> str:
+    """The generic text of a StableHLO module that the worker parsed and verified."""
     try:
-        module = _mlir.parse_module(data)
-    except Exception as e:
-        raise FormatError(f"{what}: invalid StableHLO: {_mlir_problem(e, 'text')}") from None
-    return _loaded(module, what, fmt=Format.STABLEHLO_TEXT)
+        return untrusted.parse_stablehlo(data, kind, what)
+    except isolated.Failed as e:
+        if e.stage == "format":
+            raise FormatError(e.message) from None
+        raise FormatError(f"{what}: {problem}: {e.message}") from None
 
 
 def _from_bytecode(data: bytes, what: str) -> XlaComputation:
@@ -188,15 +205,11 @@ def _from_bytecode(data: bytes, what: str) -> XlaComputation:
         except Exception as e:  # pragma: no cover - bytes this process wrote
             raise FormatError(f"{what}: corrupt or truncated {kind}: {_one_line(e)}") from None
         return _loaded(module, what, fmt=Format.PORTABLE_ARTIFACT)
-    try:
-        text = _mlir.bytecode_to_text_isolated(data, artifact=version is not None)
-    except ValueError as e:
-        raise FormatError(f"{what}: corrupt or truncated {kind}: {_one_line(e)}") from None
-    try:
-        module = _mlir.parse_module(text)
-    except Exception as e:
-        raise FormatError(f"{what}: invalid StableHLO in the {kind}: {_mlir_problem(e, 'bytecode')}") from None
-    return _loaded(module, what, fmt=Format.PORTABLE_ARTIFACT)
+    if version is not None:
+        text = _stablehlo_in_worker(data, "artifact", what, f"corrupt or truncated {kind}")
+    else:
+        text = _stablehlo_in_worker(data, "bytecode", what, f"corrupt or truncated {kind}")
+    return _loaded(_mlir.parse_module(text), what, fmt=Format.PORTABLE_ARTIFACT)
 
 
 def _read(path: PathLike, what: str) -> bytes:

@@ -32,6 +32,7 @@ from ..types import COMPLEX, FLOATS, INTS, PrimitiveType
 from .array import DeviceArray, _aval, _native, _put_dlpack, _put_numpy
 from .cache import CacheArg, compile_cached
 from .device import Client, Device, UnknownDeviceError, _resolve_device
+from .isolated_compile import compile_isolated
 
 __all__ = [
     "CompileOptions",
@@ -810,6 +811,9 @@ def compile(
             raise CompileError(f"compile: {name!r}: {problem}")
     devs = _place(opts, device)
     text = computation._mlir_module_text()
+    # Loaded from a file or bytes: not checked op by op, so XLA's compiler runs in the worker
+    # process first (it aborts on some verified modules). Other platforms compile in-process.
+    isolate = getattr(computation, "_source_format", None) is not None and devs[0].platform == "cpu"
 
     def build() -> Executable:  # only on a cache miss (or with no cache)
         # Always explicit: without it XLA assigns replica 0 to device 0 whatever DeviceList says.
@@ -818,7 +822,13 @@ def compile(
         jopts = pjrt.make_compile_options(
             opts.num_replicas, opts.num_partitions, assignment, opts.env_option_overrides
         )
-        exe = pjrt.compile_and_load(devs[0].client._c, text, [d._d for d in devs], jopts, name)
+        if isolate:
+            exe = compile_isolated(
+                devs[0].client._c, text, [d._d for d in devs], jopts,
+                opts.num_replicas, opts.num_partitions, opts.env_option_overrides, name,
+            )
+        else:
+            exe = pjrt.compile_and_load(devs[0].client._c, text, [d._d for d in devs], jopts, name)
         return Executable._make(exe, name, program_shape, devs, opts.num_replicas, opts.num_partitions)
 
     return compile_cached(cache, text, opts, devs, build, source=computation)

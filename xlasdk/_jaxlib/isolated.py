@@ -1,0 +1,261 @@
+"""XLA and MLIR work on untrusted input, done in a child process that may die instead of this one.
+
+XLA's HLO parser, its HLO -> StableHLO importer, MLIR's parsers and XLA's compiler ``CHECK``-fail
+(abort the process) or overflow the native stack on many inputs that a user can hand to xlasdk:
+files from other tools, cut-down repros, broken files. Nothing from a file reaches such a code
+path in the user's process until this module has run the very same steps on the very same bytes
+in a child process (the *worker*) and the child survived. The steps are deterministic, so the
+parent can then repeat them (or deserialize what the child made) safely.
+
+One worker process is started on first use (about 1 s: it imports jaxlib and xlasdk) and serves
+every later request over a pipe (a few ms per small request); a worker that dies is replaced on
+the next request. A death becomes :class:`WorkerDied` carrying the signal and XLA's own
+``Check failed:`` line from the child's stderr.
+
+A request names a function (``"xlasdk.formats.untrusted:load_hlo"``) that the worker imports
+and calls; this module knows nothing of what the functions do (``xlasdk.formats.untrusted``
+holds them), so ``_jaxlib`` depends on nothing above it.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+from typing import Any, Final
+
+__all__ = ["Failed", "WorkerDied", "request", "shutdown", "worker_pid"]
+
+_LEN: Final = struct.Struct("<Q")
+_DEATH_TAIL: Final = 64 * 1024  # bytes of the child's stderr searched for XLA's fatal line
+
+
+class Failed(Exception):  # noqa: N818 - a reply, not a bug
+    """The worker ran the request and it failed cleanly: ``stage`` and XLA's / MLIR's message."""
+
+    def __init__(self, stage: str, message: str) -> None:
+        super().__init__(message)
+        self.stage = stage
+        self.message = message
+
+
+class WorkerDied(Exception):  # noqa: N818
+    """The worker process died on the request (an abort, a segfault, a stack overflow) or ran
+    past its time limit. ``reason`` is one line: the signal and XLA's ``Check failed:`` line."""
+
+    def __init__(self, reason: str, *, timed_out: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.timed_out = timed_out
+
+
+# -- the parent side ---------------------------------------------------------------------------
+class _Worker:
+    def __init__(self) -> None:
+        env = dict(os.environ)
+        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # keep 'F'atal and 'E'rror lines: they name the cause
+        env["XLASDK_WORKER"] = "1"
+        self.log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", "from xlasdk._jaxlib.isolated import _serve; _serve()"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            env=env,
+            close_fds=True,
+        )
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        try:
+            self.proc.kill()
+        except OSError:  # pragma: no cover - already gone
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            pass
+        for f in (self.proc.stdin, self.proc.stdout):
+            try:
+                if f is not None:
+                    f.close()
+            except OSError:  # pragma: no cover
+                pass
+        self.log.close()
+
+    def call(self, target: str, args: tuple[Any, ...], timeout: float | None) -> Any:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        start = self.log.seek(0, os.SEEK_END)
+        payload = pickle.dumps((target, args), protocol=pickle.HIGHEST_PROTOCOL)
+        timer = None
+        timed_out = threading.Event()
+        if timeout is not None:
+            def expire() -> None:
+                timed_out.set()
+                try:
+                    self.proc.kill()
+                except OSError:  # pragma: no cover
+                    pass
+
+            timer = threading.Timer(timeout, expire)
+            timer.daemon = True
+            timer.start()
+        try:
+            try:
+                self.proc.stdin.write(_LEN.pack(len(payload)) + payload)
+                self.proc.stdin.flush()
+                head = _read_exact(self.proc.stdout, _LEN.size)
+                reply = pickle.loads(_read_exact(self.proc.stdout, _LEN.unpack(head)[0]))
+            except (OSError, EOFError, pickle.UnpicklingError, struct.error):
+                try:
+                    self.proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:  # pragma: no cover - alive but the pipe broke
+                    self.proc.kill()
+                    self.proc.wait()
+                if timed_out.is_set():
+                    raise WorkerDied(f"did not finish within {timeout:g} s", timed_out=True) from None
+                raise WorkerDied(self._death(start)) from None
+        finally:
+            if timer is not None:
+                timer.cancel()
+        kind = reply[0]
+        if kind == "ok":
+            return reply[1]
+        raise Failed(reply[1], reply[2])
+
+    def _death(self, start: int) -> str:
+        rc = self.proc.returncode
+        if rc is not None and rc < 0:
+            try:
+                how = f"it died with {signal.Signals(-rc).name}"
+            except ValueError:  # pragma: no cover
+                how = f"it died with signal {-rc}"
+        else:
+            how = f"it exited with status {rc}"
+        self.log.seek(max(start, self.log.seek(0, os.SEEK_END) - _DEATH_TAIL))
+        err = self.log.read().decode("utf-8", "replace")
+        line = fatal_line(err)
+        return f"{how}: {line}" if line else how
+
+
+def fatal_line(stderr_text: str) -> str | None:
+    """XLA's fatal log line (``... Check failed: ...``), without the log prefix, from stderr text."""
+    lines = [ln.strip() for ln in stderr_text.splitlines() if ln.strip()]
+    for key in ("Check failed", "Fatal Python error", "LLVM ERROR", "RET_CHECK failure"):
+        for ln in lines:
+            if key in ln:
+                return _strip_log_prefix(ln)
+    for ln in lines:
+        if ln[:1] == "F" and ln[1:5].isdigit():  # absl FATAL: F1201 12:00:00.000000  1234 file.cc:12] msg
+            return _strip_log_prefix(ln)
+    return None
+
+
+def _strip_log_prefix(line: str) -> str:
+    head, sep, rest = line.partition("] ")
+    if sep and (head[:1] in "FEWI" and head[1:5].isdigit()):
+        src = head.rsplit(" ", 1)[-1]
+        return f"{src}] {rest.strip()}"
+    return line[:500]
+
+
+def _read_exact(f: Any, n: int) -> bytes:
+    chunks = []
+    while n:
+        b = f.read(n)
+        if not b:
+            raise EOFError
+        chunks.append(b)
+        n -= len(b)
+    return b"".join(chunks)
+
+
+_lock = threading.Lock()
+_worker: _Worker | None = None
+
+
+def request(target: str, *args: Any, timeout: float | None = None) -> Any:
+    """Call ``target`` (``"package.module:function"``) with ``args`` in the worker process and
+    return what it returns (arguments and results are pickled; the function raises
+    :class:`Failed` for a clean failure).
+
+    Raises
+    ------
+    Failed
+        The request failed cleanly in the worker (``.stage``, ``.message``).
+    WorkerDied
+        The worker died on it (or ran past ``timeout`` seconds and was killed); a fresh worker
+        serves the next request.
+    """
+    global _worker
+    with _lock:
+        if _worker is None or not _worker.alive():
+            if _worker is not None:
+                _worker.kill()
+            try:
+                _worker = _Worker()
+            except OSError as e:  # pragma: no cover - cannot start a Python process
+                raise WorkerDied(f"cannot start a worker process: {e}") from None
+        w = _worker
+        try:
+            return w.call(target, args, timeout)
+        except WorkerDied:
+            w.kill()
+            _worker = None
+            raise
+
+
+def worker_pid() -> int | None:
+    """The worker's process id, or None when none is running (for tests and diagnostics)."""
+    with _lock:
+        return _worker.proc.pid if _worker is not None and _worker.alive() else None
+
+
+def shutdown() -> None:
+    """Stop the worker (a new one starts on the next request)."""
+    global _worker
+    with _lock:
+        if _worker is not None:
+            _worker.kill()
+            _worker = None
+
+
+import atexit  # noqa: E402
+
+atexit.register(shutdown)
+
+
+# -- the child side ----------------------------------------------------------------------------
+def _serve() -> None:  # pragma: no cover - runs in the worker process (tests exercise it there)
+    """The worker's loop: read a request from stdin, run it, write the reply to stdout."""
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # anything printed by native code goes to the log, never into the protocol
+    inp = sys.stdin.buffer
+    import importlib
+
+    while True:
+        try:
+            head = _read_exact(inp, _LEN.size)
+        except EOFError:
+            return
+        target, args = pickle.loads(_read_exact(inp, _LEN.unpack(head)[0]))
+        try:
+            modname, _, fname = target.partition(":")
+            fn = getattr(importlib.import_module(modname), fname)
+            reply: tuple[Any, ...] = ("ok", fn(*args))
+        except Failed as e:
+            reply = ("failed", e.stage, e.message)
+        except RecursionError:
+            reply = ("failed", "recursion", "nested too deeply")
+        except Exception as e:  # a bug in the worker: report it, do not hang the parent
+            reply = ("failed", "internal", f"{type(e).__name__}: {e}")
+        data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
+        out.write(_LEN.pack(len(data)) + data)
+        out.flush()

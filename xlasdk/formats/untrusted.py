@@ -1,0 +1,130 @@
+"""Loading files that xlasdk did not write: every XLA/MLIR step runs first in the worker process.
+
+XLA's HLO parser and importer and MLIR's parsers abort the process (``CHECK`` failures, native
+stack overflows) on inputs that a user can have in a file. The functions named ``*_in_worker``
+run in :mod:`xlasdk._jaxlib.isolated`'s child process and perform, on the very bytes the user
+gave, every native step the loader will then repeat in the user's process; the parent functions
+call them and turn a clean failure or a death into :class:`~xlasdk.FormatError`. Only bytes that
+the worker has carried through every step reach XLA or MLIR in the user's process.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._jaxlib import isolated
+from .._jaxlib import mlir as _mlir
+from ..errors import FormatError
+from .diagnostics import _mlir_problem, _one_line, _xla_text_problem
+from .hlo_rewrite import _importable_hlo
+from .program_shape import _program_shape
+
+_Failed = isolated.Failed
+
+
+# -- run in the worker -------------------------------------------------------------------------
+def load_hlo_in_worker(kind: str, data: str | bytes, what: str) -> tuple[bytes, bytes, str]:
+    """(``HloModuleProto``, imported StableHLO bytecode, module name) of HLO text or a proto.
+
+    Every native step of :func:`xlasdk.formats.loaders._from_hlo_module` is run here: XLA's
+    parser, the proto round trip, the optimized-HLO rewrite, the StableHLO import and MLIR's
+    verifier, the program shape and the module's text.
+    """
+    if kind == "text":
+        assert isinstance(data, str)
+        try:
+            hm = _mlir.hlo_module_from_text(data)
+        except Exception as e:
+            raise _Failed("syntax", _xla_text_problem(e)) from None
+        text = data
+    else:
+        assert isinstance(data, bytes)
+        try:
+            hm = _mlir.hlo_module_from_proto(data)
+        except Exception as e:
+            raise _Failed("proto", _one_line(e)) from None
+        text = _mlir.hlo_module_to_text(hm)
+    proto = _mlir.hlo_module_to_proto(hm)
+    name = str(_mlir.hlo_module_from_proto(proto).name)
+    _mlir.xla_computation_from_proto(proto)
+    import_proto = proto
+    rewritten = _importable_hlo(text)
+    if rewritten is not None:  # an optimized module: fusions and bitcasts in StableHLO terms
+        try:
+            import_proto = _mlir.hlo_module_to_proto(_mlir.hlo_module_from_text(rewritten))
+        except Exception as e:
+            raise _Failed("rewrite", _xla_text_problem(e)) from None
+    try:
+        bc = _mlir.hlo_proto_to_stablehlo(import_proto)
+    except Exception as e:
+        raise _Failed("import", _one_line(e)) from None
+    module = _parse_verified(bc, "hlo")
+    _check_module(module, what)
+    return proto, bc, name
+
+
+def parse_stablehlo_in_worker(data: str | bytes, kind: str, what: str) -> str:
+    """Generic MLIR text (with locations) of StableHLO text (``kind="text"``), MLIR bytecode
+    (``"bytecode"``) or a portable artifact (``"artifact"``), parsed and verified here."""
+    if kind == "artifact":
+        assert isinstance(data, bytes)
+        try:
+            module = _mlir.deserialize_portable_artifact(data)
+        except Exception as e:
+            raise _Failed("decode", _one_line(e)) from None
+    elif kind == "bytecode":
+        try:
+            module = _mlir.parse_module(data, verify=False)
+        except Exception as e:
+            raise _Failed("decode", _one_line(e)) from None
+    else:
+        module = _parse_verified(data, "text")
+    text = _mlir.module_to_text(module, debug_info=True, generic=True)
+    if kind != "text":
+        module = _parse_verified(text, "bytecode")
+    _check_module(module, what)
+    return text
+
+
+def _parse_verified(data: str | bytes, kind: str) -> Any:
+    try:
+        return _mlir.parse_module(data)
+    except Exception as e:
+        raise _Failed(f"verify-{kind}", _mlir_problem(e, kind)) from None
+
+
+def _check_module(module: Any, what: str) -> None:
+    try:
+        _program_shape(module, what)
+    except FormatError as e:
+        raise _Failed("format", str(e)) from None
+    _mlir.module_to_text(module, debug_info=True, generic=True)
+
+
+# -- the user's process ------------------------------------------------------------------------
+def load_hlo(kind: str, data: str | bytes, what: str) -> tuple[bytes, bytes, str]:
+    """:func:`load_hlo_in_worker` run in the worker.
+
+    Raises
+    ------
+    isolated.Failed
+        A clean failure (``stage`` and XLA's message).
+    FormatError
+        The worker died on the module: names ``what`` and XLA's ``Check failed:`` line.
+    """
+    try:
+        result: tuple[bytes, bytes, str] = isolated.request(
+            "xlasdk.formats.untrusted:load_hlo_in_worker", kind, data, what
+        )
+    except isolated.WorkerDied as e:
+        raise FormatError(f"{what}: XLA aborted while loading this module ({e.reason})") from None
+    return result
+
+
+def parse_stablehlo(data: str | bytes, kind: str, what: str) -> str:
+    """:func:`parse_stablehlo_in_worker` run in the worker (raises as :func:`load_hlo`)."""
+    try:
+        text: str = isolated.request("xlasdk.formats.untrusted:parse_stablehlo_in_worker", data, kind, what)
+    except isolated.WorkerDied as e:
+        raise FormatError(f"{what}: the MLIR parser crashed on this module ({e.reason})") from None
+    return text
