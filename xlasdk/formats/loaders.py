@@ -29,6 +29,7 @@ from .sniff import (
     _parse_format,
     _strip_leading_comments,
     format_from_suffix,
+    jax_exported_hint,
     sniff_format,
 )
 
@@ -146,6 +147,8 @@ def computation_from_hlo_proto(data: bytes, what: str = "from_hlo_proto") -> Xla
     found = sniff_format(data)
     if found is not None and found is not Format.HLO_PROTO:
         raise FormatError(f"{what}: not an HLO module proto: it holds {found.description}")
+    if found is None and (hint := jax_exported_hint(data)) is not None:
+        raise FormatError(f"{what}: {hint}")
     try:
         inner = _find_module_proto(data)
     except ValueError as e:
@@ -172,6 +175,8 @@ def computation_from_stablehlo(data: str | bytes, what: str = "from_stablehlo") 
         if data.startswith(_BYTECODE_MAGIC):
             return _from_bytecode(data, what)
         text = _as_text(data)
+        if text is None and (hint := jax_exported_hint(data)) is not None:
+            raise FormatError(f"{what}: {hint}")
         if text is None:
             raise FormatError(f"{what}: neither StableHLO text nor MLIR bytecode (binary data without the "
                               "'ML\\xefR' bytecode header)")
@@ -258,6 +263,8 @@ def load_computation(path: PathLike, format: Format | str | None = None) -> XlaC
         raise FormatError(f"{what}: the file is empty")
     fmt = _parse_format(format) if format is not None else format_from_suffix(spath)
     sniffed = sniff_format(data)
+    if sniffed is None and (hint := jax_exported_hint(data)) is not None:
+        raise FormatError(f"{what}: {hint}")
     if fmt is None:
         if sniffed is None:
             raise FormatError(

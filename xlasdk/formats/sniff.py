@@ -117,3 +117,21 @@ def sniff_format(data: bytes) -> Format | None:
     except ValueError:
         pass
     return None
+
+
+def jax_exported_hint(data: bytes) -> str | None:
+    """A pointer to what loads, when ``data`` looks like ``jax.export``'s ``Exported.serialize()``.
+
+    That file is a flatbuffer (JAX's own format: calling convention, shardings, effects) that
+    embeds the StableHLO module as MLIR bytecode; xlasdk loads the module, not the wrapper.
+    """
+    if data.startswith(_BYTECODE_MAGIC) or len(data) < 16 or _BYTECODE_MAGIC not in data:
+        return None
+    if _as_text(data) is not None:
+        return None
+    return (
+        "it looks like a jax.export Exported.serialize() file (JAX's flatbuffer around a StableHLO "
+        "module); xlasdk loads the module itself: in JAX, write exported.mlir_module_serialized to a "
+        ".mlirbc file, or exported.mlir_module() to a .mlir file, and load that"
+    )
+

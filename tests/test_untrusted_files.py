@@ -1,0 +1,216 @@
+"""Files xlasdk did not write: loading and compiling them fails closed (xlasdk errors, never a death).
+
+Every XLA/MLIR step on file content runs first in xlasdk's worker process
+(``xlasdk._jaxlib.isolated``); these tests feed it modules that abort XLA and check that the
+user's process gets an xlasdk error carrying XLA's own message, and that the worker comes back.
+Cases C-15 (stack-frame tables) and C-16 (element-type-changing bitcast) from shared/cases.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import xlasdk as xs
+import xlasdk.formats.loaders as loaders
+from xlasdk._jaxlib import isolated
+
+_TABLES = """
+FileNames
+1 "model.py"
+
+FunctionNames
+1 "f"
+
+FileLocations
+1 {file_name_id=1 function_name_id=1 line=3 end_line=3 column=1 end_column=9}
+
+StackFrames
+1 {file_location_id=1 parent_frame_id=1}
+"""
+
+
+def _c15(n: int, tables: bool = True) -> str:
+    return (
+        f"HloModule bad, entry_computation_layout={{(f32[4,8]{{1,0}})->f32[{n}]{{0}}}}\n"
+        + (_TABLES if tables else "")
+        + "\nENTRY main {\n"
+        "  a = f32[4,8]{1,0} parameter(0)\n"
+        f'  ROOT r = f32[{n}]{{0}} reshape(a), metadata={{op_name="jit(f)/reshape" stack_frame_id=1}}\n'
+        "}\n"
+    )
+
+
+def test_c15_stack_frame_tables_bad_reshape_is_rejected_with_its_line() -> None:
+    plain = _c15(31, tables=False)
+    with pytest.raises(xs.FormatError, match=r"line 5: reshape .r. cannot turn f32\[4,8\] \(32 elements\)"):
+        xs.XlaComputation.from_hlo_text(plain)
+    with pytest.raises(xs.FormatError, match=r"line 17: reshape .r. cannot turn f32\[4,8\] \(32 elements\)"):
+        xs.XlaComputation.from_hlo_text(_c15(31))
+
+
+def test_c15_stack_frame_tables_valid_module_loads_and_runs(tmp_path: object) -> None:
+    comp = xs.XlaComputation.from_hlo_text(_c15(32))
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+    np.testing.assert_array_equal(xs.compile(comp)(x).to_numpy(), x.reshape(32))
+    # the metadata's stack_frame_id and the tables survive: XLA prints them back
+    text = comp.as_hlo_text()
+    assert "StackFrames" in text and "stack_frame_id=1" in text
+
+
+_C16 = """HloModule sortkey
+
+ENTRY main {
+  %x = f32[] parameter(0)
+  ROOT %b = s32[] bitcast(f32[] %x)
+}
+"""
+
+
+@pytest.mark.parametrize(("x", "want"), [(-0.0, -2147483648), (1.0, 1065353216), (-1.5, -1077936128)])
+def test_c16_bitcast_that_changes_element_type_is_bitcast_convert(x: float, want: int) -> None:
+    comp = xs.XlaComputation.from_hlo_text(_C16)
+    got = xs.compile(comp)(np.float32(x)).to_numpy()
+    assert got.dtype == np.int32 and int(got) == want == int(np.float32(x).view(np.int32))
+
+
+def test_bitcast_that_changes_element_type_and_shape() -> None:
+    text = """HloModule m
+
+ENTRY main {
+  p = f32[2,3]{1,0} parameter(0)
+  ROOT b = u32[6]{0} bitcast(p)
+}
+"""
+    x = np.array([[1.0, -0.0, 2.5], [np.inf, -3.0, 1e-30]], np.float32)
+    got = xs.compile(xs.XlaComputation.from_hlo_text(text))(x).to_numpy()
+    np.testing.assert_array_equal(got, x.reshape(6).view(np.uint32))
+
+
+def test_bitcast_that_changes_element_type_under_a_transposed_layout() -> None:
+    # physical order of p is [3,2] (layout {0,1}): the result is the column-major bytes
+    text = """HloModule m
+
+ENTRY main {
+  p = f32[2,3]{0,1} parameter(0)
+  ROOT b = s32[6]{0} bitcast(p)
+}
+"""
+    x = np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5
+    got = xs.compile(xs.XlaComputation.from_hlo_text(text))(x).to_numpy()
+    np.testing.assert_array_equal(got, x.T.reshape(6).view(np.int32))
+
+
+def test_module_xla_aborts_on_is_a_format_error_with_xlas_check_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The Python pre-check does not understand the text (simulated): XLA's parser aborts, in the worker.
+    monkeypatch.setattr(loaders, "check_hlo_text", lambda text, what: None)
+    with pytest.raises(xs.FormatError) as info:
+        xs.XlaComputation.from_hlo_text(_c15(31))
+    msg = str(info.value)
+    assert "from_hlo_text" in msg and "SIGABRT" in msg and "Check failed" in msg and "f32[31]" in msg
+    # the worker is replaced: the next load works
+    comp = xs.XlaComputation.from_hlo_text(_c15(32))
+    assert comp.program_shape().result_shape().dimensions() == (32,)
+
+
+def test_file_xla_aborts_on_names_the_file(tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pathlib
+
+    assert isinstance(tmp_path, pathlib.Path)
+    path = tmp_path / "module_0000.jit_f.cpu_after_optimizations.txt"
+    path.write_text(_c15(31))
+    with pytest.raises(xs.FormatError, match=r"cpu_after_optimizations\.txt: line 17: reshape 'r'"):
+        xs.load_computation(path)
+    monkeypatch.setattr(loaders, "check_hlo_text", lambda text, what: None)
+    with pytest.raises(xs.FormatError, match=r"cpu_after_optimizations\.txt: XLA aborted .*Check failed"):
+        xs.load_computation(path)
+
+
+def test_loaded_module_whose_compile_kills_xla_is_a_compile_error() -> None:
+    # C-03's constant division by zero: XLA:CPU's constant folding dies with SIGFPE. Loaded from
+    # text, the program is compiled in the worker first.
+    text = """HloModule m
+
+ENTRY main {
+  a = s32[] constant(7)
+  b = s32[] constant(0)
+  ROOT d = s32[] divide(a, b)
+}
+"""
+    comp = xs.XlaComputation.from_hlo_text(text)
+    with pytest.raises(xs.CompileError, match=r"XLA aborted on this program \(it died with SIGFPE"):
+        xs.compile(comp)
+    # and the process, and the worker, carry on
+    ok = xs.XlaComputation.from_hlo_text(text.replace("constant(0)", "constant(2)"))
+    assert int(xs.compile(ok)().to_numpy()) == 3
+
+
+def test_inconsistent_hlo_names_the_line_and_the_instruction() -> None:
+    text = """HloModule m
+
+ENTRY main {
+  p = f32[2] parameter(0)
+  q = f32[3] parameter(1)
+  ROOT s = f32[2] add(p, q)
+}
+"""
+    with pytest.raises(xs.FormatError, match=r"from_hlo_text: .*line 6"):
+        xs.XlaComputation.from_hlo_text(text)
+
+
+def test_deeply_nested_stablehlo_is_a_format_error() -> None:
+    # MLIR's parser recurses per nesting level: 100,000 nested tuple types overflow the native stack.
+    depth = 100_000
+    ty = "tuple<" * depth + "tensor<f32>" + ">" * depth
+    text = f"func.func @main(%a: {ty}) -> tensor<f32> {{\n  %c = stablehlo.constant dense<1.0> : tensor<f32>\n" \
+           "  return %c : tensor<f32>\n}\n"
+    with pytest.raises(xs.FormatError, match=r"from_stablehlo"):
+        xs.XlaComputation.from_stablehlo(text)
+
+
+def test_deeply_nested_hlo_tuple_shape_is_a_format_error() -> None:
+    depth = 20_000
+    shape = "(" * depth + "f32[]" + ")" * depth
+    text = f"HloModule m\n\nENTRY main {{\n  ROOT p = {shape} parameter(0)\n}}\n"
+    with pytest.raises(xs.FormatError, match=r"from_hlo_text"):
+        xs.XlaComputation.from_hlo_text(text)
+
+
+def test_recursive_call_in_stablehlo_is_an_xlasdk_error() -> None:
+    text = """func.func @main(%a: tensor<f32>) -> tensor<f32> {
+  %r = func.call @main(%a) : (tensor<f32>) -> tensor<f32>
+  return %r : tensor<f32>
+}
+"""
+    with pytest.raises(xs.XlaSdkError):
+        xs.compile(xs.XlaComputation.from_stablehlo(text))
+
+
+def test_corrupt_bytecode_is_decoded_in_the_worker() -> None:
+    b = xs.XlaBuilder("f")
+    from xlasdk import ops
+
+    ops.Add(ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, (3,)), "x"), ops.Constant(b, np.float32(1)))
+    data = b.build().serialize_portable_artifact()
+    for cut in (len(data) // 3, len(data) // 2, len(data) - 3):
+        with pytest.raises(xs.FormatError, match="from_stablehlo"):
+            xs.XlaComputation.from_stablehlo(data[:cut])
+
+
+def test_worker_reports_death_and_restarts() -> None:
+    import os
+    import signal
+
+    isolated.request("os:getpid")  # start (or reuse) the worker
+    pid = isolated.worker_pid()
+    assert pid is not None and pid != os.getpid()
+    with pytest.raises(isolated.WorkerDied, match="SIGKILL"):
+        isolated.request("os:kill", pid, signal.SIGKILL)
+    assert isolated.request("os:getpid") != pid
+
+
+def test_worker_timeout_kills_the_request() -> None:
+    with pytest.raises(isolated.WorkerDied, match="did not finish within 0.5 s") as info:
+        isolated.request("time:sleep", 30, timeout=0.5)
+    assert info.value.timed_out
+    assert isolated.request("math:sqrt", 16.0) == 4.0
