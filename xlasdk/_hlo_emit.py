@@ -30,7 +30,9 @@ import ml_dtypes
 import numpy as np
 
 from ._emit import Val, inline_call, pending
-from .builder import Region, XlaOp, _mlir_str, _mlir_unescape
+from ._metadata import FIELDS as _MD_FIELDS
+from ._metadata import parse_location
+from .builder import Region, XlaOp, _mlir_str
 from .shape import Shape
 from .types import PrimitiveType, hlo_element_name
 
@@ -81,9 +83,6 @@ _KEYWORDS = frozenset(
 _LARGE_CONSTANT = 10  # XLA prints constants of more elements as {...} without print_large_constants
 
 _I64_ARRAY = re.compile(r"array<i64(?:: ([-0-9, ]*))?>")
-_LOC_FILE = re.compile(r'^"((?:[^"\\]|\\.)*)":(\d+):(\d+)$')
-_LOC_NAME = re.compile(r'^"((?:[^"\\]|\\.)*)"$')
-_LOC_FUSED = re.compile(r'^fused\["((?:[^"\\]|\\.)*)", (.*)\]$')
 _COMPARE = re.compile(
     r"^comparison_direction = #stablehlo<comparison_direction (\w+)>"
     r"(?:, compare_type = #stablehlo<comparison_type (\w+)>)?$"
@@ -133,35 +132,18 @@ def _hlo_str(s: str) -> str:
 
 
 def _metadata(loc: str) -> tuple[str, str]:
-    """HLO ``, metadata={...}`` text for an xlasdk MLIR location (as XLA's converter derives it),
-    and the instruction name it implies ('' for the opcode): the last component of ``op_name``."""
-    inner = loc[4:-1] if loc.startswith("loc(") and loc.endswith(")") else None
-    if inner is None:
+    """HLO ``, metadata={...}`` text for an xlasdk MLIR location (as XLA's converter derives it,
+    with the fields it drops: see :mod:`xlasdk._metadata`), and the instruction name it implies
+    ('' for the opcode): the last component of the ``op_name`` the converter sees."""
+    parsed = parse_location(loc)
+    if parsed is None:
         raise Unsupported(loc)
-    if inner == "unknown":
-        return "", ""
-    op_name = ""
-    m = _LOC_FUSED.match(inner)
-    if m is not None:
-        op_name, inner = _mlir_unescape(m.group(1)), m.group(2)
-    fm = _LOC_FILE.match(inner)
-    parts = []
-    if op_name:
-        parts.append(f"op_name={_hlo_str(op_name)}")
-    if fm is not None:
-        line = int(fm.group(2))
-        parts.append(f"source_file={_hlo_str(_mlir_unescape(fm.group(1)))}")
-        if line:  # XLA leaves zero fields out
-            parts.append(f"source_line={line} source_end_line={line}")
-        if fm.group(3) != "0":
-            raise Unsupported(loc)
-    else:
-        nm = _LOC_NAME.match(inner)
-        if nm is None or op_name:
-            raise Unsupported(loc)
-        op_name = _mlir_unescape(nm.group(1))
-        parts.append(f"op_name={_hlo_str(op_name)}")
-    return ", metadata={" + " ".join(parts) + "}", _name_base(op_name.rsplit("/", 1)[-1]) if op_name else ""
+    fields, op_name = parsed
+    parts = [
+        f"{k}={_hlo_str(fields[k]) if isinstance(fields[k], str) else fields[k]}" for k in _MD_FIELDS if k in fields
+    ]
+    text = ", metadata={" + " ".join(parts) + "}" if parts else ""
+    return text, _name_base(op_name.rsplit("/", 1)[-1]) if op_name else ""
 
 
 def _name_base(name: str) -> str:

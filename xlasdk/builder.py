@@ -275,8 +275,8 @@ class XlaBuilder:
         self._params: dict[int, XlaOp] = {}
         self._last: XlaOp | None = None
         self._metadata: OpMetadata | None = None
-        self._metadata_loc: str | None = None
-        self._metadata_name = ""
+        self._metadata_loc: str | None = None  # the location of every op, when the metadata has a file
+        self._metadata_fields: dict[str, Any] = {}  # metadata fields added to each caller-line location
         self._sharding: OpSharding | None = None
         self._loc_cache: dict[tuple[str, int], str] = {}
         self._side_effects: list[XlaOp] = []
@@ -299,49 +299,71 @@ class XlaBuilder:
         key = (f.f_code.co_filename, f.f_lineno)
         loc = self._loc_cache.get(key)
         if loc is None:
-            file_loc = f"{_mlir_str(key[0])}:{key[1]}:0"
-            name = self._metadata_name
-            loc = f"loc(fused[{_mlir_str(name)}, {file_loc}])" if name else f"loc({file_loc})"
+            if self._metadata_fields:
+                from ._metadata import location
+
+                loc = location(**self._metadata_fields, source_file=key[0], source_line=key[1])
+            else:
+                loc = f"loc({_mlir_str(key[0])}:{key[1]}:0)"
             self._loc_cache[key] = loc
         return loc
 
     def set_op_metadata(self, metadata: OpMetadata) -> None:
         """Attach ``metadata`` to every op built from now on.
 
-        ``op_name`` becomes HLO ``metadata={op_name=...}`` (XLA also names the instruction after
-        it). ``source_file``/``source_line`` replace the caller's line when set; when empty, each
-        op keeps its own caller line. ``op_type`` is kept on the builder only (StableHLO
-        locations, from which XLA derives HLO metadata, carry no op_type).
+        Every field of ``xs.OpMetadata`` is kept, and shows in ``as_hlo_text()`` and
+        ``as_serialized_hlo_module_proto()`` as XLA's ``OpMetadata``: ``op_type``, ``op_name``
+        (XLA also names the instruction after its last ``/`` component), ``source_file``,
+        ``source_line``, ``source_end_line``, ``source_column``, ``source_end_column``,
+        ``deduplicated_name``, ``scheduling_name``. They live in the op's StableHLO location
+        (see :meth:`xs.OpMetadata.to_mlir_location <xlasdk.OpMetadata.to_mlir_location>`), so
+        saved ``.mlir`` / ``.mlirbc`` files keep them too.
+
+        ``source_file`` and the line and column numbers replace the caller's line when
+        ``source_file`` is set; when it is empty, each op records its own caller's file and
+        line instead (and the numbers are not used). A zero ``source_end_line`` /
+        ``source_end_column`` means the same as the start (as in MLIR file locations).
 
         Raises
         ------
-        DTypeError: ``metadata`` is not an ``xs.OpMetadata``.
-        ShapeError: its ``source_line`` is not an int in ``[0, 2**31)``.
+        DTypeError: ``metadata`` is not an ``xs.OpMetadata``, or a string field is not a str.
+        ShapeError: a line or column number is not an int in ``[0, 2**31)``.
         """
+        from ._metadata import FIELDS, INT_FIELDS, location
         from .attrs import OpMetadata
 
         if not isinstance(metadata, OpMetadata):
             raise DTypeError(f"set_op_metadata: expected an xs.OpMetadata, got {type(metadata).__name__}{where()}")
-        line = metadata.source_line
-        if isinstance(line, bool) or not isinstance(line, (int, np.integer)) or not 0 <= line < 2**31:
-            raise ShapeError(
-                f"set_op_metadata: source_line must be an int in [0, 2**31) (HLO holds an int32), got {line!r}{where()}"
-            )
+        fields: dict[str, Any] = {}
+        for f in FIELDS:
+            v = getattr(metadata, f)
+            if f in INT_FIELDS:
+                if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= v < 2**31:
+                    raise ShapeError(
+                        f"set_op_metadata: {f} must be an int in [0, 2**31) (HLO holds an int32), got {v!r}{where()}"
+                    )
+                fields[f] = int(v)
+            else:
+                if v is None:
+                    v = ""
+                if not isinstance(v, str):
+                    raise DTypeError(f"set_op_metadata: {f} must be a str, got {type(v).__name__} {v!r}{where()}")
+                fields[f] = v
         self._metadata = metadata
         self._loc_cache = {}
-        name = getattr(metadata, "op_name", "") or ""
-        self._metadata_name = name
-        if getattr(metadata, "source_file", ""):
-            file_part = f"{_mlir_str(metadata.source_file)}:{int(metadata.source_line)}:0"
-            self._metadata_loc = f"loc(fused[{_mlir_str(name)}, {file_part}])" if name else f"loc({file_part})"
+        if fields["source_file"]:
+            self._metadata_loc = location(**fields)
         else:
             self._metadata_loc = None
+        self._metadata_fields = {
+            k: v for k, v in fields.items() if v and k not in INT_FIELDS and k != "source_file"
+        }
 
     def clear_op_metadata(self) -> None:
         """Go back to recording only the caller's file and line on each op."""
         self._metadata = None
         self._metadata_loc = None
-        self._metadata_name = ""
+        self._metadata_fields = {}
         self._loc_cache = {}
 
     def get_op_metadata(self) -> OpMetadata | None:
@@ -354,15 +376,31 @@ class XlaBuilder:
         op_type: str = "",
         source_file: str | None = None,
         source_line: int | None = None,
+        *,
+        source_end_line: int = 0,
+        source_column: int = 0,
+        source_end_column: int = 0,
+        deduplicated_name: str = "",
+        scheduling_name: str = "",
     ) -> Iterator[None]:
-        """Context manager: ops built inside carry this metadata.
+        """Context manager: ops built inside carry this metadata (see :meth:`set_op_metadata`).
 
-        With ``source_file`` None (the default) each op keeps its own caller line and gains
-        ``op_name``. The previous metadata is restored on exit.
+        With ``source_file`` None (the default) each op keeps its own caller line and gains the
+        other fields. The previous metadata is restored on exit.
         """
         from .attrs import OpMetadata
 
-        md = OpMetadata(op_type=op_type, op_name=op_name, source_file=source_file or "", source_line=source_line or 0)
+        md = OpMetadata(
+            op_type=op_type,
+            op_name=op_name,
+            source_file=source_file or "",
+            source_line=source_line or 0,
+            source_end_line=source_end_line,
+            source_column=source_column,
+            source_end_column=source_end_column,
+            deduplicated_name=deduplicated_name,
+            scheduling_name=scheduling_name,
+        )
         prev = self._metadata
         self.set_op_metadata(md)
         try:
@@ -432,9 +470,16 @@ class XlaBuilder:
         params = self.parameters()
         nums = sorted(self._params)
         if nums != list(range(len(nums))):
-            missing = sorted(set(range(max(nums) + 1)) - set(nums))
+            have = set(nums)
+            missing: list[int] = []
+            i = 0
+            while len(missing) < 10 and i < nums[-1]:  # at most len(nums) + 10 steps, whatever the numbers
+                if i not in have:
+                    missing.append(i)
+                i += 1
+            more = ", ..." if i < nums[-1] else ""
             raise ShapeError(
-                f"build: parameter numbers must be 0..{len(nums) - 1} without gaps; missing {missing}{where()}"
+                f"build: parameter numbers must be 0..{len(nums) - 1} without gaps; missing {missing}{more}{where()}"
             )
         return ProgramShape([p.shape for p in params], root.shape, [p.extra[1] or f"p{p.extra[0]}" for p in params])
 

@@ -212,10 +212,28 @@ class XlaComputation:
         if self._xla is None:
             self._mlir_module()  # verify first: a clear error instead of a converter message
             try:
-                self._xla = _mlir.parsed_module_to_hlo(self._mlir_module())
+                self._xla = self._converted()
             except Exception as e:  # jaxlib raises its own runtime error type
                 raise CompileError(f"converting {self._name!r} to HLO failed: {e}") from e
         return self._xla
+
+    def _converted(self) -> Any:
+        """XLA's StableHLO -> HLO conversion of the module, with every op's metadata.
+
+        The converter reads ``op_type``, ``op_name`` and the ``source_*`` fields from locations;
+        the fields it drops (``deduplicated_name``, ``scheduling_name``, names with an ``@``, the
+        end of a range lost in a portable artifact) sit in a dictionary on the location
+        (:mod:`xlasdk._metadata`). Where there is one, the module is converted with a marker in
+        each such location and the fields are written into the converted HLO module proto.
+        """
+        from . import _metadata
+
+        marked = _metadata.mark_locations(self._mlir_module_text())
+        if marked is None:
+            return _mlir.parsed_module_to_hlo(self._mlir_module())
+        text, table = marked
+        proto = _mlir.hlo_proto(_mlir.module_to_hlo(text))
+        return _mlir.xla_computation_from_proto(_metadata.patch_hlo_proto(proto, table))
 
     def as_hlo_text(self, print_metadata: bool = True, print_large_constants: bool = True) -> str:
         """HLO text of the (unoptimized) computation.
