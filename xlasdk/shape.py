@@ -15,17 +15,51 @@ import numpy as np
 from .errors import DTypeError, ShapeError
 from .types import (
     PrimitiveType,
+    byte_width,
     canonical_dtype,
     dtype_to_etype,
     etype_to_dtype,
     hlo_element_name,
     mlir_element_type,
+    show,
 )
 
 _TOKEN = PrimitiveType.TOKEN
 _TUPLE = PrimitiveType.TUPLE
 
-__all__ = ["Layout", "Shape", "ProgramShape", "shape_from_pyval"]
+__all__ = ["Layout", "Shape", "ProgramShape", "shape_from_pyval", "MAX_ARRAY_BYTES", "array_size_problem"]
+
+#: The largest array XLA represents: ``ShapeUtil::ValidateShapeSize`` multiplies the dimension
+#: sizes, then the element size in bytes, in int64 and rejects a shape if either overflows; XLA:CPU
+#: aborts the process on such a shape. xlasdk checks the same thing when a Shape is made and when
+#: an op computes its result shape: the product of the non-zero dimension sizes times the element
+#: size in bytes (``xs.types.byte_width``: 1 for pred and 2/4-bit types) must be at most
+#: ``2**63 - 1``. (Sizes of 0 count as 1, so that the rule does not depend on the order of the
+#: dimensions: XLA rejects ``[2**62, 2**62, 0]`` though it holds no element.)
+MAX_ARRAY_BYTES = 2**63 - 1
+
+
+def array_size_problem(etype: PrimitiveType, dims: Sequence[int]) -> str | None:
+    """Why an array of ``etype`` and ``dims`` is too large for XLA, or None (see
+    :data:`MAX_ARRAY_BYTES`)."""
+    n = byte_width(etype)
+    for d in dims:
+        if d > 1:
+            n *= d
+    if n <= MAX_ARRAY_BYTES:
+        return None
+    text = f"{hlo_element_name(etype)}[{','.join(map(str, dims))}]"
+    return (
+        f"{text} is too large: its non-zero dimension sizes times {byte_width(etype)} byte(s) per element "
+        f"give {n} bytes (about 2**{n.bit_length() - 1}), over XLA's limit of 2**63 - 1 (sizes and byte size "
+        "must fit in int64)"
+    )
+
+
+def _where() -> str:
+    from .builder import where  # lazily: builder imports this module
+
+    return where()
 
 
 class Layout:
@@ -115,24 +149,31 @@ class Shape:
         layout, or ``dynamic_dimensions`` of the wrong length.
         """
         etype = dtype_to_etype(dtype_or_etype)
+        if isinstance(dims, (str, bytes, bytearray)):
+            raise ShapeError(f"Shape.array_shape: dims must be a sequence of ints, got {show(dims)}{_where()}")
         try:
             d = tuple(_as_dim(x) for x in dims)
         except TypeError:
-            raise ShapeError(f"Shape.array_shape: dims must be a sequence of ints, got {dims!r}") from None
+            raise ShapeError(
+                f"Shape.array_shape: dims must be a sequence of ints, got {show(dims)}{_where()}"
+            ) from None
+        problem = array_size_problem(etype, d)
+        if problem is not None:
+            raise ShapeError(f"Shape.array_shape: {problem}{_where()}")
         lay: Layout | None = None
         if layout is not None:
-            lay = layout if isinstance(layout, Layout) else Layout(layout)
+            lay = layout if isinstance(layout, Layout) else _layout(layout, len(d))
             if sorted(lay.minor_to_major()) != list(range(len(d))):
                 raise ShapeError(
                     f"Shape.array_shape: layout {list(lay.minor_to_major())} is not a permutation of "
-                    f"range({len(d)})"
+                    f"range({len(d)}){_where()}"
                 )
         dyn: tuple[bool, ...] | None = None
         if dynamic_dimensions is not None:
-            dyn = tuple(bool(x) for x in dynamic_dimensions)
+            dyn = _flags(dynamic_dimensions)
             if len(dyn) != len(d):
                 raise ShapeError(
-                    f"Shape.array_shape: dynamic_dimensions has {len(dyn)} entries, expected {len(d)}"
+                    f"Shape.array_shape: dynamic_dimensions has {len(dyn)} entries, expected {len(d)}{_where()}"
                 )
         return Shape._make(etype, d, None, lay, dyn)
 
@@ -276,8 +317,31 @@ def _as_dim(x: Any) -> int:
         raise TypeError
     v = int(x)
     if v < 0:
-        raise ShapeError(f"Shape.array_shape: dimension sizes must be >= 0, got {v}")
+        raise ShapeError(f"Shape.array_shape: dimension sizes must be >= 0, got {v}{_where()}")
     return v
+
+
+def _layout(value: Any, rank: int) -> Layout:
+    """A Layout from a ``minor_to_major`` sequence of ints (ShapeError otherwise)."""
+    if not isinstance(value, (list, tuple, range, np.ndarray)) or not all(
+        isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in value
+    ):
+        raise ShapeError(
+            f"Shape.array_shape: layout must be a Layout or a minor_to_major sequence of ints, got {show(value)}"
+            f"{_where()}"
+        )
+    return Layout(value)
+
+
+def _flags(value: Any) -> tuple[bool, ...]:
+    """``dynamic_dimensions``: a sequence of bools (or of 0 and 1; ShapeError otherwise)."""
+    if not isinstance(value, (list, tuple, np.ndarray)) or not all(
+        isinstance(v, (bool, np.bool_)) or (isinstance(v, (int, np.integer)) and v in (0, 1)) for v in value
+    ):
+        raise ShapeError(
+            f"Shape.array_shape: dynamic_dimensions must be a sequence of bools, got {show(value)}{_where()}"
+        )
+    return tuple(bool(v) for v in value)
 
 
 class ProgramShape:
@@ -349,14 +413,14 @@ def shape_from_pyval(value: Any) -> Shape:
     shape = getattr(value, "shape", None)
     dtype = getattr(value, "dtype", None)
     if shape is not None and dtype is not None:
-        return Shape._make(dtype_to_etype(dtype), tuple(int(d) for d in shape))
+        return Shape.array_shape(dtype, shape)
     if isinstance(value, list):
         try:
             arr = np.asarray(value)
-        except ValueError:  # ragged nesting
+        except (ValueError, TypeError, OverflowError, RecursionError):  # ragged, mixed, too deep
             arr = np.empty(0, dtype=object)
         if arr.dtype == object:
-            raise DTypeError(f"shape_from_pyval: cannot take the shape of ragged or mixed list {value!r}")
+            raise DTypeError(f"shape_from_pyval: cannot take the shape of ragged or mixed list {show(value)}")
         if arr.dtype == np.int64 and arr.size and not (-(2**31) <= int(arr.min()) and int(arr.max()) < 2**31):
             raise DTypeError("shape_from_pyval: list of Python ints does not fit s32; pass a numpy int64 array")
         return shape_from_pyval(arr.astype(canonical_dtype(_python_default(arr.dtype))))

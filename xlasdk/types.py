@@ -8,6 +8,7 @@ known element type raises :class:`~xlasdk.errors.DTypeError`.
 from __future__ import annotations
 
 import enum
+import reprlib
 from typing import Any, Final
 
 import ml_dtypes
@@ -20,6 +21,8 @@ __all__ = [
     "dtype_to_etype",
     "etype_to_dtype",
     "canonical_dtype",
+    "byte_width",
+    "show",
     "bfloat16",
     "DTypeLike",
 ]
@@ -119,6 +122,22 @@ INEXACT: Final = FLOATS | COMPLEX
 ARRAY_TYPES: Final = frozenset(_TABLE)
 
 
+_REPR = reprlib.Repr()
+_REPR.maxlevel = 3
+_REPR.maxstring = 60
+_REPR.maxother = 80
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxset = _REPR.maxdict = 8
+
+
+def show(value: Any) -> str:
+    """A short ``repr`` of a user value for error messages: bounded in length and nesting (a
+    deeply nested or self-referencing list cannot raise RecursionError), never raising."""
+    try:
+        return _REPR.repr(value)
+    except Exception:  # a user object whose __repr__ raises
+        return f"<{type(value).__name__} object>"
+
+
 def _lookup_dtype(dtype: DTypeLike) -> PrimitiveType | None:
     if isinstance(dtype, PrimitiveType):
         return dtype if dtype in _TABLE else None  # TUPLE, TOKEN... are not element types
@@ -133,9 +152,9 @@ def _lookup_dtype(dtype: DTypeLike) -> PrimitiveType | None:
         return None
     try:
         npd = np.dtype(dtype)
-    except (TypeError, ValueError):
+        return _DTYPE_TO_ETYPE.get(npd)
+    except Exception:  # numpy raises TypeError, ValueError, KeyError, RecursionError... for non-dtypes
         return None
-    return _DTYPE_TO_ETYPE.get(npd)
 
 
 def dtype_to_etype(dtype: DTypeLike) -> PrimitiveType:
@@ -155,7 +174,7 @@ def dtype_to_etype(dtype: DTypeLike) -> PrimitiveType:
     et = _lookup_dtype(dtype)
     if et is None:
         raise DTypeError(
-            f"dtype_to_etype: {dtype!r} is not an XLA element type; expected one of "
+            f"dtype_to_etype: {show(dtype)} is not an XLA element type; expected one of "
             + ", ".join(sorted(str(v[0]) for v in _TABLE.values()))
         )
     return et
@@ -176,13 +195,22 @@ def etype_to_dtype(etype: PrimitiveType | int | DTypeLike) -> np.dtype[Any]:
             raise DTypeError(f"etype_to_dtype: {etype} is not an XLA PrimitiveType number") from None
     et = _lookup_dtype(etype)
     if et is None or et not in _TABLE:
-        raise DTypeError(f"etype_to_dtype: {etype!r} has no numpy dtype (it is not an array element type)")
+        raise DTypeError(f"etype_to_dtype: {show(etype)} has no numpy dtype (it is not an array element type)")
     return _TABLE[et][0]
 
 
 def canonical_dtype(dtype: DTypeLike) -> np.dtype[Any]:
     """Return the numpy dtype of anything :func:`dtype_to_etype` accepts."""
     return _TABLE[dtype_to_etype(dtype)][0]
+
+
+def byte_width(etype: PrimitiveType) -> int:
+    """Bytes XLA counts per element of an array element type (``ShapeUtil::ByteSizeOfPrimitiveType``):
+    1 for pred and the 2/4-bit types, 16 for c128."""
+    return _WIDTH[etype]
+
+
+_WIDTH: Final[dict[PrimitiveType, int]] = {k: max(1, int(v[0].itemsize)) for k, v in _TABLE.items()}
 
 
 def mlir_element_type(etype: PrimitiveType) -> str:

@@ -9,6 +9,7 @@ the op's shape rule (raising ``ShapeError``/``DTypeError`` through :func:`shape_
 from __future__ import annotations
 
 import inspect
+import operator
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -16,8 +17,8 @@ import numpy as np
 
 from ..builder import Region, XlaBuilder, XlaOp, where
 from ..errors import DTypeError, ShapeError
-from ..shape import Shape
-from ..types import COMPLEX, FLOATS, INTS, PrimitiveType
+from ..shape import Shape, array_size_problem
+from ..types import COMPLEX, FLOATS, INTS, PrimitiveType, show
 
 __all__ = [
     "shape_error",
@@ -25,6 +26,15 @@ __all__ = [
     "operand",
     "same_builder",
     "int_list",
+    "opt_int_list",
+    "int_arg",
+    "bool_arg",
+    "is_index",
+    "show",
+    "INT64_MIN",
+    "INT64_MAX",
+    "MAX_PARAMETER_NUMBER",
+    "MAX_PARTICIPANTS",
     "i64_array",
     "i64",
     "dense_i64",
@@ -86,17 +96,115 @@ def same_builder(op: str, named: Sequence[tuple[str, XlaOp]]) -> XlaBuilder:
     return b
 
 
-def int_list(op: str, name: str, value: Any) -> tuple[int, ...]:
-    """A tuple of Python ints from a sequence of ints (ShapeError otherwise)."""
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        return (int(value),)
+# -- argument normalization ---------------------------------------------------------------------
+# Every integer, flag and integer list an op takes goes through these: Python ints and numpy
+# integer scalars are accepted, bools, floats, strings, None and other objects are refused with an
+# xlasdk error naming the op and the argument, and every int must fit in int64 (XLA's attributes
+# are int64). Ops then check their own ranges (dimension numbers, sizes >= 0...).
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+#: Parameter numbers are below 2**31 (MLIR function arguments and XLA's builders index them in 32 bits).
+MAX_PARAMETER_NUMBER = 2**31 - 1
+#: Collectives: replica, partition and device ids are below 2**20 and groups have at most 2**20
+#: members (``shard_count``, ``split_count``). xlasdk writes every id of the groups it makes into
+#: the module, so these bound the text a single integer can make it write.
+MAX_PARTICIPANTS = 2**20
+
+
+def is_index(value: Any) -> bool:
+    """A Python int or numpy integer scalar, not a bool."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _fail(error: type[Exception], op: str, msg: str) -> NoReturn:
+    raise error(f"{op}: {msg}{where()}")
+
+
+def _range_text(lo: int, hi: int) -> str:
+    if lo == INT64_MIN and hi == INT64_MAX:
+        return "an int64 (in [-2**63, 2**63))"
+    if hi == INT64_MAX:
+        return f">= {lo}"
+    return f"in [{lo}, {hi}]"
+
+
+def int_arg(
+    op: str,
+    name: str,
+    value: Any,
+    *,
+    lo: int = INT64_MIN,
+    hi: int = INT64_MAX,
+    error: type[Exception] = ShapeError,
+    show_type: bool = True,
+) -> int:
+    """One int argument (a Python int or numpy integer, or an object with ``__index__``), in
+    ``[lo, hi]``. A wrong type raises ``error``, an out-of-range value ShapeError."""
+    v: int | None = None
+    if not isinstance(value, (bool, np.bool_)):
+        try:
+            v = operator.index(value)
+        except Exception:  # TypeError, or anything a user __index__ raises
+            v = None
+    if v is None:
+        got = f"{type(value).__name__} {show(value)}" if show_type else show(value)
+        _fail(error, op, f"{name} must be an int, got {got}")
+    if not lo <= v <= hi:
+        shape_error(op, f"{name} must be {_range_text(lo, hi)}, got {v}")
+    return v
+
+
+def bool_arg(op: str, name: str, value: Any, error: type[Exception] = DTypeError) -> bool:
+    """A flag: a Python or numpy bool (ints, None and other objects raise ``error``)."""
+    if not isinstance(value, (bool, np.bool_)):
+        _fail(error, op, f"{name} must be a bool, got {show(value)}")
+    return bool(value)
+
+
+def int_list(
+    op: str,
+    name: str,
+    value: Any,
+    *,
+    lo: int = INT64_MIN,
+    hi: int = INT64_MAX,
+    error: type[Exception] = ShapeError,
+) -> tuple[int, ...]:
+    """A tuple of ints from a sequence of ints (list, tuple, range, 1-D integer numpy array; a
+    single int is a one-element list), each in ``[lo, hi]``.
+
+    Anything else (strings, sets, dicts, generators, nested lists, floats, bools, None inside)
+    raises ``error`` ("NAME must be a sequence of ints"), an int out of range ShapeError naming
+    its position.
+    """
+    if is_index(value):
+        items: Any = (value,)
+    elif isinstance(value, (str, bytes, bytearray)) or not isinstance(value, (Sequence, np.ndarray)):
+        _fail(error, op, f"{name} must be a sequence of ints, got {show(value)}")
+    else:
+        items = value
+    out: list[int] = []
     try:
-        out = tuple(int(v) for v in value if not isinstance(v, bool) and isinstance(v, (int, np.integer)))
-        if len(out) != len(value):
-            raise TypeError
-    except TypeError:
-        shape_error(op, f"{name} must be a sequence of ints, got {value!r}")
-    return out
+        for v in items:
+            if not is_index(v):
+                _fail(error, op, f"{name} must be a sequence of ints, got {show(value)}")
+            out.append(int(v))
+    except TypeError:  # a 0-d numpy array, or a Sequence whose iteration fails
+        _fail(error, op, f"{name} must be a sequence of ints, got {show(value)}")
+    for i, v in enumerate(out):
+        if not lo <= v <= hi:
+            what = name if is_index(value) else f"{name}[{i}]"
+            shape_error(op, f"{what} must be {_range_text(lo, hi)}, got {v}")
+    return tuple(out)
+
+
+def opt_int_list(op: str, name: str, value: Any, default: tuple[int, ...], **kw: Any) -> tuple[int, ...]:
+    """:func:`int_list`, or ``default`` when ``value`` is None or empty."""
+    if value is None:
+        return default
+    out = int_list(op, name, value, **kw)
+    return out if out else default
 
 
 def i64_array(values: Sequence[int]) -> str:
@@ -117,8 +225,18 @@ def dense_i64(values: Sequence[int] | Sequence[Sequence[int]]) -> str:
     return f"dense<{arr.tolist()}> : tensor<{dims}i64>".replace("'", "")
 
 
-def array_shape(etype: PrimitiveType, dims: Sequence[int]) -> Shape:
-    return Shape._make(etype, tuple(dims))
+def array_shape(etype: PrimitiveType, dims: Sequence[int], op: str = "") -> Shape:
+    """The array shape ``etype[dims]`` of an op's result (or of a value it makes).
+
+    Raises ShapeError naming ``op`` when the array is too large for XLA (its byte size must fit
+    in int64, see :data:`xlasdk.shape.MAX_ARRAY_BYTES`): nothing with such a shape reaches XLA,
+    which aborts the process on it.
+    """
+    d = tuple(dims)
+    problem = array_size_problem(etype, d)
+    if problem is not None:
+        shape_error(op or "xlasdk", f"the result shape {problem}")
+    return Shape._make(etype, d)
 
 
 def is_float(e: PrimitiveType) -> bool:

@@ -5,12 +5,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from ..builder import XlaOp
-from ..errors import ShapeError
+from ..errors import DTypeError, ShapeError
 from ..types import COMPLEX, FLOATS, INTS
-from ._core import array_shape, dense_i64, dtype_error, i64, i64_array, int_list, operand, same_builder, shape_error
+from ._core import (
+    INT64_MAX,
+    array_shape,
+    dense_i64,
+    dtype_error,
+    i64,
+    i64_array,
+    int_arg,
+    int_list,
+    operand,
+    opt_int_list,
+    same_builder,
+    shape_error,
+)
 from .linalg import contraction_type, narrow_to, precision_attr, preferred_type, widen_sub_byte
 
 __all__ = ["ConvGeneralDilated", "Conv", "conv_output_size"]
@@ -112,8 +123,8 @@ def _conv_general_dilated(
             shape_error(op, f"bad dimension_numbers: {part} dimensions {listed} must be < {r} (the rank)")
     xd, wd = x.shape.dimensions(), w.shape.dimensions()
     strides = int_list(op, "window_strides", window_strides)
-    ldil = int_list(op, "lhs_dilation", lhs_dilation) if lhs_dilation else (1,) * n
-    rdil = int_list(op, "rhs_dilation", rhs_dilation) if rhs_dilation else (1,) * n
+    ldil = opt_int_list(op, "lhs_dilation", lhs_dilation, (1,) * n)
+    rdil = opt_int_list(op, "rhs_dilation", rhs_dilation, (1,) * n)
     for name, v in (("window_strides", strides), ("lhs_dilation", ldil), ("rhs_dilation", rdil)):
         if len(v) != n:
             shape_error(op, f"{name} has {len(v)} entries, expected {n} (spatial dimensions)")
@@ -123,19 +134,23 @@ def _conv_general_dilated(
     k_sp = [wd[d] for d in dn.kernel_spatial_dimensions]
     if any(k < 1 for k in k_sp):  # StableHLO and XLA need a non-empty window
         shape_error(op, f"kernel spatial sizes {k_sp} of 'rhs' {w.shape} must all be >= 1")
+    dil_in = [(s - 1) * ld + 1 if s else 0 for s, ld in zip(in_sp, ldil, strict=False)]
+    dil_k = [(k - 1) * rd + 1 for k, rd in zip(k_sp, rdil, strict=False)]
+    if max(dil_in + dil_k, default=0) > INT64_MAX:  # XLA computes these sizes in int64
+        shape_error(op, f"dilated input sizes {dil_in} or window sizes {dil_k} do not fit in int64")
     if isinstance(padding, str) or type(padding).__name__ == "PaddingType":
-        eff_in = [(s - 1) * ld + 1 if s else 0 for s, ld in zip(in_sp, ldil, strict=False)]
-        eff_k = [(k - 1) * rd + 1 for k, rd in zip(k_sp, rdil, strict=False)]
+        eff_in, eff_k = dil_in, dil_k
     else:
         eff_in, eff_k = in_sp, k_sp
     try:
         pads = convert_padding(padding, eff_in, eff_k, strides)
     except ShapeError as e:
         shape_error(op, str(e))
-    for name, count in (("feature_group_count", feature_group_count), ("batch_group_count", batch_group_count)):
-        if isinstance(count, bool) or not isinstance(count, (int, np.integer)):
-            dtype_error(op, f"{name} must be an int, got {type(count).__name__} {count!r}")
-    g, bg = int(feature_group_count), int(batch_group_count)
+    for i, (lo, hi) in enumerate(pads):
+        if not all(-INT64_MAX <= v <= INT64_MAX for v in (lo, hi, dil_in[i] + lo + hi)):
+            shape_error(op, f"padding[{i}] = ({lo}, {hi}) on the dilated input size {dil_in[i]} does not fit in int64")
+    g = int_arg(op, "feature_group_count", feature_group_count, error=DTypeError)
+    bg = int_arg(op, "batch_group_count", batch_group_count, error=DTypeError)
     if g < 1 or bg < 1:
         shape_error(op, f"feature_group_count ({g}) and batch_group_count ({bg}) must be >= 1")
     if g > 1 and bg > 1:
@@ -165,8 +180,9 @@ def _conv_general_dilated(
         + precision_attr(op, precision_config)
     )
     ct = contraction_type(rt)
-    x, w = widen_sub_byte(x, et, ct), widen_sub_byte(w, et, ct)
-    return narrow_to(x.builder._add("stablehlo.convolution", (x, w), array_shape(ct, out), attrs), rt)
+    result = array_shape(ct, out, op)
+    x, w = widen_sub_byte(x, et, ct, op), widen_sub_byte(w, et, ct, op)
+    return narrow_to(x.builder._add("stablehlo.convolution", (x, w), result, attrs), rt, op)
 
 
 def Conv(

@@ -19,7 +19,7 @@ import numpy as np
 from ..builder import XlaOp
 from ..errors import ShapeError
 from ..types import COMPLEX, FLOATS, INTS, SIGNED_INTS, PrimitiveType, dtype_to_etype
-from ._core import array_shape, dtype_error, i64_array, operand, same_builder, shape_error
+from ._core import array_shape, dtype_error, i64_array, int_list, operand, same_builder, shape_error, show
 from .sources import constant_like
 
 _P = PrimitiveType
@@ -153,9 +153,12 @@ def _unary(u: UnaryOp) -> Callable[..., XlaOp]:
             if not isinstance(result_accuracy, ResultAccuracy):
                 got = type(result_accuracy).__name__
                 dtype_error(u.name, f"result_accuracy must be an xs.ResultAccuracy, got {got}")
-            if result_accuracy.validate()[0].name != "DEFAULT":
-                attrs = f"result_accuracy = {result_accuracy.to_mlir()}"
-        shape = x.shape if u.result(et) is et else array_shape(u.result(et), x.shape.dimensions())
+            try:
+                if result_accuracy.validate()[0].name != "DEFAULT":
+                    attrs = f"result_accuracy = {result_accuracy.to_mlir()}"
+            except ShapeError as e:  # fields set to bad values after construction
+                shape_error(u.name, f"result_accuracy: {e}")
+        shape = x.shape if u.result(et) is et else array_shape(u.result(et), x.shape.dimensions(), u.name)
         if u.name == "Square" and et in INTS:  # chlo.square takes only float/complex
             return x.builder._add("stablehlo.multiply", (x, x), shape)
         if u.name in ("Clz", "PopulationCount") and et in _AS_UNSIGNED:
@@ -313,8 +316,8 @@ def broadcast_shapes(
     result dimension each of its dimensions maps to (for ``broadcast_in_dim``).
     """
     ld, rd = lhs.shape.dimensions(), rhs.shape.dimensions()
-    if broadcast_dimensions:
-        bd = tuple(int(d) for d in broadcast_dimensions)
+    bd = () if broadcast_dimensions is None else int_list(op, "broadcast_dimensions", broadcast_dimensions)
+    if bd:
         lo_is_lhs = len(ld) < len(rd)
         lo, hi = (ld, rd) if lo_is_lhs else (rd, ld)
         lo_name = "lhs" if lo_is_lhs else "rhs"
@@ -368,16 +371,16 @@ def broadcast_shapes(
     )
 
 
-def broadcast_to(x: XlaOp, dims: tuple[int, ...], mapping: tuple[int, ...]) -> XlaOp:
+def broadcast_to(x: XlaOp, dims: tuple[int, ...], mapping: tuple[int, ...], op: str = "") -> XlaOp:
     """``stablehlo.broadcast_in_dim`` of ``x`` to ``dims`` (no-op when already that shape)."""
     if x.shape.dimensions() == dims and mapping == tuple(range(len(dims))):
         return x
     if x.opcode == "stablehlo.constant" and x.shape.rank() == 0:
         # a splat constant: re-emit at the full shape instead of broadcasting
         attrs = x.attrs.rsplit(" : ", 1)[0]
-        shape = array_shape(x.shape.element_type(), dims)
+        shape = array_shape(x.shape.element_type(), dims, op)
         return x.builder._add("stablehlo.constant", (), shape, f"{attrs} : {shape.mlir_type()}")
-    shape = array_shape(x.shape.element_type(), dims)
+    shape = array_shape(x.shape.element_type(), dims, op)
     return x.builder._add(
         "stablehlo.broadcast_in_dim", (x,), shape, f"broadcast_dimensions = {i64_array(mapping)}"
     )
@@ -387,7 +390,7 @@ def binary_operands(
     op: str, lhs: Any, rhs: Any, broadcast_dimensions: Sequence[int] | None, allowed: frozenset[PrimitiveType]
 ) -> tuple[XlaOp, XlaOp, PrimitiveType]:
     """Check, coerce and broadcast the two operands of an element-wise binary op."""
-    if type(lhs) is XlaOp and type(rhs) is XlaOp and not broadcast_dimensions:
+    if type(lhs) is XlaOp and type(rhs) is XlaOp and broadcast_dimensions is None:
         # Fast path: two arrays of one builder with identical shapes (the common case).
         ls, rs = lhs.shape, rhs.shape
         et = ls._etype
@@ -413,7 +416,7 @@ def binary_operands(
             f"({x.shape})",
         )
     dims, lmap, rmap = broadcast_shapes(op, x, y, broadcast_dimensions)
-    return broadcast_to(x, dims, lmap), broadcast_to(y, dims, rmap), ex
+    return broadcast_to(x, dims, lmap, op), broadcast_to(y, dims, rmap, op), ex
 
 
 def _binary(bo: BinaryOp) -> Callable[..., XlaOp]:
@@ -431,7 +434,7 @@ def _binary(bo: BinaryOp) -> Callable[..., XlaOp]:
             # XLA:CPU computes pred add as or, but its constant folder as xor (true + true = false)
             return x.builder._add("stablehlo.or" if bo.name == "Add" else "stablehlo.and", (x, y), x.shape)
         res_et = bo.result(et)
-        shape = x.shape if res_et is et else array_shape(res_et, x.shape.dimensions())
+        shape = x.shape if res_et is et else array_shape(res_et, x.shape.dimensions(), bo.name)
         return x.builder._add(bo.opcode, (x, y), shape)
 
     op.__name__ = op.__qualname__ = bo.name
@@ -781,10 +784,10 @@ def ConvertElementType(operand_: XlaOp, new_element_type: Any) -> XlaOp:
     try:
         et = dtype_to_etype(new_element_type)
     except Exception:
-        dtype_error("ConvertElementType", f"new_element_type {new_element_type!r} is not an XLA element type")
+        dtype_error("ConvertElementType", f"new_element_type {show(new_element_type)} is not an XLA element type")
     src = x.shape.element_type()
     if src in COMPLEX and et not in COMPLEX:
         dtype_error("ConvertElementType", f"cannot convert complex {x.shape} to {et.name.lower()}; use Real/Imag first")
     if et is src:
         return x
-    return x.builder._add("stablehlo.convert", (x,), array_shape(et, x.shape.dimensions()))
+    return x.builder._add("stablehlo.convert", (x,), array_shape(et, x.shape.dimensions(), "ConvertElementType"))

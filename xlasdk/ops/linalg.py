@@ -12,7 +12,7 @@ from ..builder import XlaBuilder, XlaOp
 from ..shape import Shape
 from ..types import COMPLEX, FLOATS, INTS, PrimitiveType, dtype_to_etype, etype_to_dtype
 from . import elementwise as ew
-from ._core import array_shape, dtype_error, operand, same_builder, shape_error
+from ._core import array_shape, bool_arg, dtype_error, int_list, operand, same_builder, shape_error, show
 from .control import GetTupleElement
 from .reduce import Reduce
 from .shaping import BroadcastInDim, ConcatInDim, Pad, Slice, Transpose
@@ -36,7 +36,10 @@ def precision_attr(op: str, precision_config: Any) -> str:
 
     if not isinstance(precision_config, PrecisionConfig):
         dtype_error(op, f"precision_config must be an xs.PrecisionConfig, got {type(precision_config).__name__}")
-    n = len(precision_config.operand_precision)
+    precisions = precision_config.operand_precision
+    if not isinstance(precisions, (list, tuple)):  # the field was replaced after construction
+        dtype_error(op, f"precision_config.operand_precision must be a list, got {show(precisions)}")
+    n = len(precisions)
     if n == 0:
         return ""
     if n not in (1, 2):
@@ -44,7 +47,7 @@ def precision_attr(op: str, precision_config: Any) -> str:
     from ..errors import ShapeError
 
     try:
-        pc = precision_config if n == 2 else PrecisionConfig([precision_config.operand_precision[0]] * 2)
+        pc = PrecisionConfig(list(precisions) if n == 2 else [precisions[0]] * 2)
         text = pc.to_mlir()
     except ShapeError as e:  # an unknown name appended to operand_precision
         shape_error(op, f"precision_config: {e}")
@@ -59,7 +62,7 @@ _SUB_BYTE = frozenset(
 _TWO_BIT_WIDE = {PrimitiveType.S2: PrimitiveType.S8, PrimitiveType.U2: PrimitiveType.U8}
 
 
-def widen_sub_byte(x: XlaOp, et: PrimitiveType, rt: PrimitiveType) -> XlaOp:
+def widen_sub_byte(x: XlaOp, et: PrimitiveType, rt: PrimitiveType, op: str = "") -> XlaOp:
     """``x`` converted to ``rt`` when it holds 2/4-bit values and the result type differs.
 
     XLA:CPU rejects a dot/convolution of s4/u4/f4e2m1fn operands with a wider result type (its
@@ -68,7 +71,7 @@ def widen_sub_byte(x: XlaOp, et: PrimitiveType, rt: PrimitiveType) -> XlaOp:
     """
     if et not in _SUB_BYTE or rt is et:
         return x
-    return x.builder._add("stablehlo.convert", (x,), array_shape(rt, x.shape.dimensions()))
+    return x.builder._add("stablehlo.convert", (x,), array_shape(rt, x.shape.dimensions(), op))
 
 
 def contraction_type(rt: PrimitiveType) -> PrimitiveType:
@@ -76,11 +79,11 @@ def contraction_type(rt: PrimitiveType) -> PrimitiveType:
     return _TWO_BIT_WIDE.get(rt, rt)
 
 
-def narrow_to(r: XlaOp, rt: PrimitiveType) -> XlaOp:
+def narrow_to(r: XlaOp, rt: PrimitiveType, op: str = "") -> XlaOp:
     """``r`` converted to ``rt`` if it was computed in another type (see :func:`contraction_type`)."""
     if r.shape.element_type() is rt:
         return r
-    return r.builder._add("stablehlo.convert", (r,), array_shape(rt, r.shape.dimensions()))
+    return r.builder._add("stablehlo.convert", (r,), array_shape(rt, r.shape.dimensions(), op))
 
 
 def preferred_type(op: str, et: PrimitiveType, preferred_element_type: Any) -> PrimitiveType:
@@ -90,14 +93,14 @@ def preferred_type(op: str, et: PrimitiveType, preferred_element_type: Any) -> P
     try:
         pt = dtype_to_etype(preferred_element_type)
     except Exception:
-        dtype_error(op, f"preferred_element_type {preferred_element_type!r} is not an XLA element type")
+        dtype_error(op, f"preferred_element_type {show(preferred_element_type)} is not an XLA element type")
     if (pt in COMPLEX) != (et in COMPLEX) or (et in FLOATS and pt in INTS):
         dtype_error(op, f"preferred_element_type {pt.name.lower()} is not compatible with {et.name.lower()} operands")
     return pt
 
 
 def _check_dims(op: str, name: str, dims: Any, rank: int) -> tuple[int, ...]:
-    out = tuple(int(d) for d in dims)
+    out = int_list(op, f"dimension_numbers.{name}", dims)
     if len(set(out)) != len(out) or any(not 0 <= d < rank for d in out):
         shape_error(op, f"{name} {list(out)} must be distinct dimension numbers < {rank}")
     return out
@@ -175,8 +178,9 @@ def _dot_general(op: str, x: XlaOp, y: XlaOp, dn: Any, precision_config: Any, pr
     rt = preferred_type(op, et, preferred_element_type)
     ct = contraction_type(rt)
     attrs = f"dot_dimension_numbers = {dn.to_mlir()}" + precision_attr(op, precision_config)
-    x, y = widen_sub_byte(x, et, ct), widen_sub_byte(y, et, ct)
-    return narrow_to(x.builder._add("stablehlo.dot_general", (x, y), array_shape(ct, out), attrs), rt)
+    result = array_shape(ct, out, op)
+    x, y = widen_sub_byte(x, et, ct, op), widen_sub_byte(y, et, ct, op)
+    return narrow_to(x.builder._add("stablehlo.dot_general", (x, y), result, attrs), rt, op)
 
 
 def Dot(lhs: XlaOp, rhs: XlaOp, precision_config: Any = None, preferred_element_type: Any = None) -> XlaOp:
@@ -221,9 +225,7 @@ _REAL_OF = {
 
 
 def _flag(op: str, name: str, value: Any) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        dtype_error(op, f"{name} must be a bool, got {value!r}")
-    return bool(value)
+    return bool_arg(op, name, value)
 
 
 def _matrix_operand(op: str, name: str, a: Any, square: bool = True) -> XlaOp:
@@ -347,7 +349,7 @@ def TriangularSolve(
 # -- small building blocks of the decompositions ----------------------------------------------------
 
 def _iota(b: XlaBuilder, dims: tuple[int, ...], dim: int) -> XlaOp:
-    return Iota(b, array_shape(PrimitiveType.S32, dims), dim)
+    return Iota(b, array_shape(PrimitiveType.S32, dims, "linalg"), dim)
 
 
 def _tri_mask(b: XlaBuilder, dims: tuple[int, ...], direction: str) -> XlaOp:
@@ -422,31 +424,35 @@ def _concat(parts: list[XlaOp], axis: int) -> XlaOp:
     return ConcatInDim(parts[0].builder, parts, parts[0].shape.rank() + axis)
 
 
-def _permute(x: XlaOp, axis: int, perm: list[int]) -> XlaOp:
-    """Rows (axis -2) or columns (axis -1) of ``x`` reordered: new position j takes old perm[j]."""
-    if perm == list(range(len(perm))):
+def _permute(x: XlaOp, axis: int, runs: list[tuple[int, int]]) -> XlaOp:
+    """Rows (axis -2) or columns (axis -1) of ``x`` reordered: the ranges ``runs`` (``[start, stop)``
+    of old positions) placed one after the other (see :func:`_round_robin`)."""
+    if len(runs) <= 1:
         return x
-    runs: list[tuple[int, int]] = []
-    for p in perm:
-        if runs and runs[-1][1] == p:
-            runs[-1] = (runs[-1][0], p + 1)
-        else:
-            runs.append((p, p + 1))
     d = x.shape.dimensions()
     full = (0, d[-2]), (0, d[-1])
     parts = [_slice2(x, r, full[1]) if axis == -2 else _slice2(x, full[0], r) for r in runs]
     return _concat(parts, axis)
 
 
-def _round_robin(k: int) -> list[int]:
+def _round_robin(k: int) -> list[tuple[int, int]]:
     """One step of the round-robin tournament on positions ``[top 0..k-1 | bottom k..2k-1]``
     (pairs ``(i, k + i)``): position 0 stays, the other ``2k - 1`` move one place around the
-    circle. After ``2k - 1`` steps every two indices have been paired once and the order is back."""
+    circle. After ``2k - 1`` steps every two indices have been paired once and the order is back.
+
+    The new order is ``0, k, 1..k-2 | k+1..2k-1, k-1``, returned as runs of consecutive old
+    positions (at most five, whatever ``k``: nothing here grows with the matrix size)."""
     if k <= 1:
-        return list(range(2 * k))
-    top = [0, k] + list(range(1, k - 1))
-    bottom = list(range(k + 1, 2 * k)) + [k - 1]
-    return top + bottom
+        return [(0, 2 * k)]
+    runs: list[tuple[int, int]] = []
+    for start, stop in ((0, 1), (k, k + 1), (1, k - 1), (k + 1, 2 * k), (k - 1, k)):
+        if stop <= start:
+            continue
+        if runs and runs[-1][1] == start:
+            runs[-1] = (runs[-1][0], stop)
+        else:
+            runs.append((start, stop))
+    return runs
 
 
 def _rows_vec(v: XlaOp, dims: tuple[int, ...], axis: int) -> XlaOp:
@@ -602,15 +608,25 @@ def _sort_columns(keys: XlaOp, mats: list[XlaOp], descending: bool) -> tuple[Xla
     return Sort(b, [keys], -1, True, lambda x, y: cmp(x, y)), out
 
 
+_MAX_ITER = 2**31 - 1  # the sweep counter is an s32
+
+
 def _check_iter(op: str, max_iter: Any, epsilon: Any) -> tuple[int, float | None]:
-    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
-        shape_error(op, f"max_iter must be an int >= 1, got {max_iter!r}")
+    if isinstance(max_iter, (bool, np.bool_)) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+        shape_error(op, f"max_iter must be an int >= 1, got {show(max_iter)}")
+    if max_iter > _MAX_ITER:
+        shape_error(op, f"max_iter must be < 2**31 (the sweep counter is an s32), got {max_iter}")
+    eps: float | None = None
     if epsilon is not None:
-        if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.integer, np.floating)):
-            dtype_error(op, f"epsilon must be a float, got {epsilon!r}")
-        if not 0 <= float(epsilon) < 1:
-            shape_error(op, f"epsilon must be in [0, 1), got {epsilon!r}")
-    return int(max_iter), None if epsilon is None else float(epsilon)
+        if isinstance(epsilon, (bool, np.bool_)) or not isinstance(epsilon, (int, float, np.integer, np.floating)):
+            dtype_error(op, f"epsilon must be a float, got {show(epsilon)}")
+        try:
+            eps = float(epsilon)
+        except OverflowError:  # an int too large for a float
+            eps = float("inf")
+        if not 0 <= eps < 1:
+            shape_error(op, f"epsilon must be in [0, 1), got {show(epsilon)}")
+    return int(max_iter), eps
 
 
 def QR(operand_: XlaOp, full_matrices: bool = True) -> tuple[XlaOp, XlaOp]:
@@ -643,7 +659,9 @@ def QR(operand_: XlaOp, full_matrices: bool = True) -> tuple[XlaOp, XlaOp]:
     lead, (m, n) = d[:-2], d[-2:]
     k = min(m, n)
     et = x.shape.element_type()
-    taus_shape = array_shape(et, lead + (k,))
+    if full:  # q is (..., m, m): check it before building anything
+        array_shape(et, lead + (m, m), op)
+    taus_shape = array_shape(et, lead + (k,), op)
     qr = b._add(
         "stablehlo.custom_call", (x,), Shape.tuple_shape([x.shape, taus_shape]),
         'call_target_name = "Qr", api_version = 1 : i32',
@@ -726,6 +744,7 @@ def Eigh(
     n = d[-1]
     if n == 0:
         return x, ew.Real(_diag(x)) if et in COMPLEX else _diag(x)
+    array_shape(et, d[:-2] + (n + n % 2, n + n % 2), op)  # the padded matrix the sweeps work on
     tol = eps_given if eps_given is not None else float(np.finfo(etype_to_dtype(rt)).eps)
     pad = n % 2
     h, scale = _scale(_hermitian(x, lo))
@@ -799,6 +818,8 @@ def SVD(
         x, m, n = _adjoint(x), n, m
     lead = d[:-2]
     rt = _REAL_OF[et]
+    for dims in (lead + (m, n + 1), lead + (n + 1, n + 1), lead + ((m, m) if full else (m, n))):
+        array_shape(et, dims, op)  # the work matrices and u: checked before building anything
     if n == 0:  # no singular values: u is any orthonormal basis, v is empty
         s = Constant(b, np.zeros(lead + (0,), dtype=etype_to_dtype(rt)))
         u0 = _eye(b, et, lead + ((m, m) if full else (m, 0)))
@@ -833,8 +854,9 @@ def SVD(
     else:
         phase = ew.Select(ew.Lt(rd, 0.0), constant_like(op, -1, rd), constant_like(op, 1, rd))
     qd = q.shape.dimensions()
-    if qd[-1] > n:
-        phase = _concat([phase, Constant(b, np.ones(lead + (qd[-1] - n,), dtype=etype_to_dtype(et)))], -1)
+    if qd[-1] > n:  # a broadcast scalar: no host array the size of the matrix
+        ones = ew.broadcast_to(Constant(b, np.ones((), dtype=etype_to_dtype(et))), lead + (qd[-1] - n,), (), op)
+        phase = _concat([phase, ones], -1)
     u = q * _rows_vec(phase, qd, -1)
     s = s * BroadcastInDim(scale, s.shape.dimensions(), list(range(s.shape.rank() - 1)))
     if wide:

@@ -3,15 +3,25 @@
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
-from typing import Any
 
 from ..attrs import PaddingConfig, make_padding_config
 from ..builder import XlaBuilder, XlaOp
 from ..errors import ShapeError
 from ..types import PrimitiveType
-from ._core import array_shape, dtype_error, i64, i64_array, int_list, operand, same_builder, shape_error
+from ._core import (
+    INT64_MAX,
+    INT64_MIN,
+    array_shape,
+    dtype_error,
+    i64,
+    i64_array,
+    int_arg,
+    int_list,
+    operand,
+    same_builder,
+    shape_error,
+)
 
 __all__ = [
     "Broadcast", "BroadcastInDim", "Reshape", "Transpose", "Slice", "ConcatInDim",
@@ -33,7 +43,7 @@ def Broadcast(operand_: XlaOp, sizes: Sequence[int]) -> XlaOp:
     dims = sz + x.shape.dimensions()
     mapping = tuple(range(len(sz), len(dims)))
     return x.builder._add(
-        "stablehlo.broadcast_in_dim", (x,), array_shape(x.shape.element_type(), dims),
+        "stablehlo.broadcast_in_dim", (x,), array_shape(x.shape.element_type(), dims, "Broadcast"),
         f"broadcast_dimensions = {i64_array(mapping)}",
     )
 
@@ -67,7 +77,7 @@ def BroadcastInDim(operand_: XlaOp, shape: Sequence[int], broadcast_dimensions: 
                 "(must be equal, or the operand size 1)"
             )
     return x.builder._add(
-        "stablehlo.broadcast_in_dim", (x,), array_shape(x.shape.element_type(), out),
+        "stablehlo.broadcast_in_dim", (x,), array_shape(x.shape.element_type(), out, op),
         f"broadcast_dimensions = {i64_array(bd)}",
     )
 
@@ -105,7 +115,7 @@ def Reshape(operand_: XlaOp, dimensions: Sequence[int] | None = None, new_sizes:
         )
     if sizes == x.shape.dimensions():
         return x
-    return x.builder._add("stablehlo.reshape", (x,), array_shape(x.shape.element_type(), sizes))
+    return x.builder._add("stablehlo.reshape", (x,), array_shape(x.shape.element_type(), sizes, op))
 
 
 def Transpose(operand_: XlaOp, permutation: Sequence[int]) -> XlaOp:
@@ -120,7 +130,7 @@ def Transpose(operand_: XlaOp, permutation: Sequence[int]) -> XlaOp:
         shape_error(op, f"permutation {list(perm)} is not a permutation of range({x.shape.rank()}) for {x.shape}")
     xd = x.shape.dimensions()
     return x.builder._add(
-        "stablehlo.transpose", (x,), array_shape(x.shape.element_type(), tuple(xd[p] for p in perm)),
+        "stablehlo.transpose", (x,), array_shape(x.shape.element_type(), tuple(xd[p] for p in perm), op),
         f"permutation = {i64_array(perm)}",
     )
 
@@ -161,7 +171,7 @@ def Slice(
     sr = int_list(op, "strides", strides) if strides is not None else (1,) * x.shape.rank()
     dims = slice_shape(op, x.shape.dimensions(), st, li, sr)
     return x.builder._add(
-        "stablehlo.slice", (x,), array_shape(x.shape.element_type(), dims),
+        "stablehlo.slice", (x,), array_shape(x.shape.element_type(), dims, op),
         f"start_indices = {i64_array(st)}, limit_indices = {i64_array(li)}, strides = {i64_array(sr)}",
     )
 
@@ -190,7 +200,7 @@ def ConcatInDim(builder: XlaBuilder, operands: Sequence[XlaOp], dimension: int) 
     same_builder(op, [(f"operands[{i}]", o) for i, o in enumerate(xs)])
     first = xs[0].shape
     r = first.rank()
-    d = int_list(op, "dimension", dimension)[0]
+    d = int_arg(op, "dimension", dimension)
     if not 0 <= d < r:
         shape_error(op, f"dimension {d} out of range for rank {r}")
     total = 0
@@ -210,10 +220,11 @@ def ConcatInDim(builder: XlaBuilder, operands: Sequence[XlaOp], dimension: int) 
     et = first.element_type()
     wide = _TWO_BIT_WIDE.get(et)
     if wide is not None:  # XLA:CPU aborts the process compiling a 2-bit concatenate: join 8-bit copies
-        xs = [builder._add("stablehlo.convert", (o,), array_shape(wide, o.shape.dimensions())) for o in xs]
-        joined = builder._add("stablehlo.concatenate", tuple(xs), array_shape(wide, dims), f"dimension = {i64(d)}")
-        return builder._add("stablehlo.convert", (joined,), array_shape(et, dims))
-    return builder._add("stablehlo.concatenate", tuple(xs), array_shape(et, dims), f"dimension = {i64(d)}")
+        shape = array_shape(et, dims, op)
+        xs = [builder._add("stablehlo.convert", (o,), array_shape(wide, o.shape.dimensions(), op)) for o in xs]
+        joined = builder._add("stablehlo.concatenate", tuple(xs), array_shape(wide, dims, op), f"dimension = {i64(d)}")
+        return builder._add("stablehlo.convert", (joined,), shape)
+    return builder._add("stablehlo.concatenate", tuple(xs), array_shape(et, dims, op), f"dimension = {i64(d)}")
 
 
 # -- Rev, SliceInDim, Pad, Collapse -----------------------------------------------------------
@@ -242,18 +253,9 @@ def Rev(operand_: XlaOp, dimensions: Sequence[int]) -> XlaOp:
     if len(set(dims)) != len(dims) or any(not 0 <= d < r for d in dims):
         shape_error(op, f"dimensions {list(dims)} must be distinct dimension numbers in [0, {r}) for operand {x.shape}")
     return x.builder._add(
-        "stablehlo.reverse", (x,), array_shape(x.shape.element_type(), x.shape.dimensions()),
+        "stablehlo.reverse", (x,), x.shape,
         f"dimensions = {i64_array(dims)}",
     )
-
-
-def _one_int(op: str, name: str, value: Any) -> int:
-    if not isinstance(value, bool):
-        try:
-            return operator.index(value)
-        except TypeError:
-            pass
-    shape_error(op, f"{name} must be an int, got {type(value).__name__} {value!r}")
 
 
 def SliceInDim(operand_: XlaOp, start_index: int, limit_index: int, stride: int, dimno: int) -> XlaOp:
@@ -278,10 +280,10 @@ def SliceInDim(operand_: XlaOp, start_index: int, limit_index: int, stride: int,
     """
     op = "SliceInDim"
     x = operand(op, "operand", operand_)
-    st = _one_int(op, "start_index", start_index)
-    li = _one_int(op, "limit_index", limit_index)
-    sr = _one_int(op, "stride", stride)
-    d = _one_int(op, "dimno", dimno)
+    st = int_arg(op, "start_index", start_index)
+    li = int_arg(op, "limit_index", limit_index)
+    sr = int_arg(op, "stride", stride)
+    d = int_arg(op, "dimno", dimno)
     xd = x.shape.dimensions()
     if not 0 <= d < len(xd):
         shape_error(op, f"dimno {d} out of range for operand {x.shape} (rank {len(xd)})")
@@ -289,7 +291,7 @@ def SliceInDim(operand_: XlaOp, start_index: int, limit_index: int, stride: int,
     start[d], limit[d], strides[d] = st, li, sr
     dims = slice_shape(op, xd, tuple(start), tuple(limit), tuple(strides))
     return x.builder._add(
-        "stablehlo.slice", (x,), array_shape(x.shape.element_type(), dims),
+        "stablehlo.slice", (x,), array_shape(x.shape.element_type(), dims, op),
         f"start_indices = {i64_array(start)}, limit_indices = {i64_array(limit)}, strides = {i64_array(strides)}",
     )
 
@@ -300,7 +302,13 @@ def pad_shape(op: str, dims: tuple[int, ...], config: Sequence[tuple[int, int, i
         shape_error(op, f"padding_config has {len(config)} dimensions, expected {len(dims)} (the operand rank)")
     out = []
     for i, (d, (lo, hi, interior)) in enumerate(zip(dims, config, strict=True)):
-        n = lo + hi + d + max(d - 1, 0) * interior
+        inner = d + max(d - 1, 0) * interior
+        if not all(INT64_MIN <= v <= INT64_MAX for v in (lo, hi, interior, inner)):
+            shape_error(
+                op, f"padding_config dimension {i} (lo {lo}, hi {hi}, interior {interior}) on size {d}: the "
+                "paddings and the interior-padded size must fit in int64"
+            )
+        n = lo + hi + inner
         if n < 0:
             shape_error(
                 op, f"padding_config dimension {i} (lo {lo}, hi {hi}, interior {interior}) on size {d} gives a "
@@ -352,7 +360,7 @@ def Pad(operand_: XlaOp, padding_value: XlaOp, padding_config: PaddingConfig | S
     except ShapeError as e:
         shape_error(op, f"padding_config: {e}")
     dims = pad_shape(op, x.shape.dimensions(), triples)
-    return x.builder._add("stablehlo.pad", (x, pv), array_shape(et, dims), config.to_mlir())
+    return x.builder._add("stablehlo.pad", (x, pv), array_shape(et, dims, op), config.to_mlir())
 
 
 def Collapse(operand_: XlaOp, dimensions: Sequence[int]) -> XlaOp:

@@ -11,7 +11,7 @@ from ..builder import XlaBuilder, XlaOp
 from ..errors import DTypeError
 from ..shape import Shape
 from ..types import PrimitiveType, canonical_dtype, dtype_to_etype
-from ._core import array_shape, dtype_error, i64, shape_error
+from ._core import MAX_PARAMETER_NUMBER, array_shape, dtype_error, i64, int_arg, shape_error, show
 
 __all__ = ["Parameter", "Constant", "ConstantLiteral", "Iota", "constant_like", "dense_attr"]
 
@@ -30,8 +30,8 @@ def Parameter(
     Parameters
     ----------
     builder: the XlaBuilder.
-    parameter_number: 0-based position among the computation's parameters; numbers must end
-        up contiguous (0..n-1) when the computation is built.
+    parameter_number: 0-based position among the computation's parameters, ``< 2**31``; numbers
+        must end up contiguous (0..n-1) when the computation is built.
     shape: an array, tuple or token :class:`~xlasdk.Shape`.
     name: optional name shown in the program shape and in error messages of executables.
 
@@ -39,13 +39,19 @@ def Parameter(
 
     Raises
     ------
-    ShapeError: negative or reused ``parameter_number``. DTypeError: ``shape`` is not a Shape.
+    ShapeError: ``parameter_number`` negative, ``>= 2**31`` or reused. DTypeError: ``shape`` is not a
+    Shape, ``parameter_number`` not an int, ``name`` not a str.
     """
     b = _check_builder("Parameter", builder)
-    if isinstance(parameter_number, bool) or not isinstance(parameter_number, (int, np.integer)):
-        dtype_error("Parameter", f"parameter_number must be an int, got {parameter_number!r}")
+    if isinstance(parameter_number, (bool, np.bool_)) or not isinstance(parameter_number, (int, np.integer)):
+        dtype_error("Parameter", f"parameter_number must be an int, got {show(parameter_number)}")
     if parameter_number < 0:
         shape_error("Parameter", f"parameter_number must be >= 0, got {parameter_number}")
+    if parameter_number > MAX_PARAMETER_NUMBER:
+        shape_error(
+            "Parameter", f"parameter_number must be < 2**31, got {parameter_number} (the numbers of a computation's "
+            "parameters are 0..n-1)"
+        )
     if not isinstance(shape, Shape):
         dtype_error("Parameter", f"shape must be an xlasdk Shape, got {type(shape).__name__}")
     if not isinstance(name, str):
@@ -69,10 +75,10 @@ def _as_array(op: str, value: Any) -> np.ndarray[Any, Any]:
     if isinstance(value, (list, tuple)):
         try:
             arr = np.asarray(value)
-        except ValueError:  # ragged nesting
+        except (ValueError, TypeError, OverflowError, RecursionError):  # ragged, mixed, too large, too deep
             arr = np.empty(0, dtype=object)
         if arr.dtype == object:
-            dtype_error(op, f"cannot make a constant of ragged or mixed value {value!r}")
+            dtype_error(op, f"cannot make a constant of ragged or mixed value {show(value)}")
         if arr.dtype == np.float64:
             arr = arr.astype(np.float32)
         elif arr.dtype == np.int64:
@@ -82,7 +88,10 @@ def _as_array(op: str, value: Any) -> np.ndarray[Any, Any]:
         elif arr.dtype == np.complex128:
             arr = arr.astype(np.complex64)
     elif hasattr(value, "__array__"):
-        arr = np.asarray(value)
+        try:
+            arr = np.asarray(value)
+        except Exception as e:  # whatever the object's __array__ raises
+            dtype_error(op, f"cannot make a constant of {type(value).__name__}: __array__ raised {type(e).__name__}")
     else:
         dtype_error(op, f"cannot make a constant of {type(value).__name__}")
     return _checked(op, arr)
@@ -126,7 +135,7 @@ def Constant(builder: XlaBuilder, value: Any) -> XlaOp:
     """
     b = _check_builder("Constant", builder)
     arr = _as_array("Constant", value)
-    shape = array_shape(dtype_to_etype(arr.dtype), tuple(int(d) for d in arr.shape))
+    shape = array_shape(dtype_to_etype(arr.dtype), tuple(int(d) for d in arr.shape), "Constant")
     return _constant(b, arr, shape)
 
 
@@ -155,9 +164,17 @@ def constant_like(op: str, value: Any, like: XlaOp) -> XlaOp:
             ok = int(info.min) <= v <= int(info.max)
         elif kind == "b":
             ok = v in (0, 1)
-    if not ok:
-        dtype_error(op, f"scalar {value!r} cannot be represented as {like.shape.element_type().name.lower()}")
-    arr = np.asarray(v).astype(dt)
+    if ok and not isinstance(v, (bool, int, float, complex)):  # np.str_, np.datetime64, np.void...
+        ok = False
+    arr: np.ndarray[Any, Any] | None = None
+    if ok:
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):
+                arr = np.asarray(v).astype(dt)
+        except (OverflowError, ValueError, TypeError):  # an int too large for a float type
+            arr = None
+    if arr is None:
+        dtype_error(op, f"scalar {show(value)} cannot be represented as {like.shape.element_type().name.lower()}")
     return _constant(like.builder, arr.reshape(()), like.shape)
 
 
@@ -180,22 +197,26 @@ def Iota(
     b = _check_builder("Iota", builder)
     if isinstance(shape_or_dtype, Shape):
         shape = shape_or_dtype
-        dim = iota_dimension if iota_dimension is not None else size_or_dimension
+        if iota_dimension is not None and size_or_dimension is not None:
+            shape_error("Iota", "give the iota dimension once (size_or_dimension or iota_dimension)")
+        dim_arg = iota_dimension if iota_dimension is not None else size_or_dimension
+        name = "iota_dimension" if iota_dimension is not None or size_or_dimension is None else "size_or_dimension"
         if not shape.is_array():
             shape_error("Iota", f"shape must be an array shape, got {shape}")
-        if dim is None:
-            dim = 0
-        if not 0 <= int(dim) < max(shape.rank(), 1) or shape.rank() == 0:
+        dim = 0 if dim_arg is None else int_arg("Iota", name, dim_arg)
+        if not 0 <= dim < max(shape.rank(), 1) or shape.rank() == 0:
             shape_error("Iota", f"iota_dimension {dim} out of range for {shape}")
     else:
         try:
             dt = canonical_dtype(shape_or_dtype)
         except DTypeError:
-            dtype_error("Iota", f"{shape_or_dtype!r} is neither a Shape nor a dtype")
+            dtype_error("Iota", f"{show(shape_or_dtype)} is neither a Shape nor a dtype")
         size = size_or_dimension
-        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
-            shape_error("Iota", f"size must be an int >= 0, got {size!r}")
-        shape = array_shape(dtype_to_etype(dt), (int(size),))
+        if isinstance(size, (bool, np.bool_)) or not isinstance(size, (int, np.integer)) or size < 0:
+            shape_error("Iota", f"size must be an int >= 0, got {show(size)}")
+        if iota_dimension is not None and int_arg("Iota", "iota_dimension", iota_dimension) != 0:
+            shape_error("Iota", f"iota_dimension must be 0 (or None) for a 1-D iota, got {iota_dimension}")
+        shape = array_shape(dtype_to_etype(dt), (int(size),), "Iota")
         dim = 0
     if shape.element_type() is PrimitiveType.PRED:
         dtype_error("Iota", "element type pred is not allowed (use an integer or float type)")
