@@ -140,10 +140,18 @@ def _metadata(loc: str) -> tuple[str, str]:
         raise Unsupported(loc)
     fields, op_name = parsed
     parts = [
-        f"{k}={_hlo_str(fields[k]) if isinstance(fields[k], str) else fields[k]}" for k in _MD_FIELDS if k in fields
+        f"{k}={_md_value(k, fields[k])}" for k in _MD_FIELDS if k in fields
     ]
     text = ", metadata={" + " ".join(parts) + "}" if parts else ""
     return text, _name_base(op_name.rsplit("/", 1)[-1]) if op_name else ""
+
+
+def _md_value(field: str, v: Any) -> str:
+    if not isinstance(v, str):
+        return str(v)
+    if field == "scheduling_name":  # XLA's printer writes it as it is (the builder refuses quotes & co.)
+        return f'"{v}"'
+    return _hlo_str(v)
 
 
 def _name_base(name: str) -> str:

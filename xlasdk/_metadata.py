@@ -75,7 +75,8 @@ _STR = r'"(?:[^"\\]|\\.)*"'
 _STR_RE = re.compile(_STR)
 _FILE_RE = re.compile(rf"({_STR}):(\d+):(\d+)(?: to (\d*):(\d+))?")
 _KEY_VALUE_RE = re.compile(rf"([A-Za-z_][A-Za-z0-9_.$]*) = ({_STR}|-?\d+)(?: : [a-z]+\d*)?")
-_SCAN_RE = re.compile(rf"{_STR}|fused<\{{")
+_STR_OR_QUOTE_RE = re.compile(rf'{_STR}|"')
+_SIMPLE_FUSED_RE = re.compile(rf'fused<\{{(?:{_STR}|[^"{{}}\[\]])*\}}>\[(?:{_STR}|[^"\[\]()])*\]')
 _ALIAS_RE = re.compile(r"^(#loc[0-9]*) = loc\((.*)\)$", re.M)
 
 
@@ -287,6 +288,11 @@ def parse_location(loc: str) -> tuple[dict[str, Any], str] | None:
     return {k: v for k, v in fields.items() if v}, converter_name
 
 
+def _in_string(text: str, line_start: int, i: int) -> bool:
+    """Whether ``text[i]`` lies inside a string literal (MLIR strings do not span lines)."""
+    return any(m.group(0) == '"' for m in _STR_OR_QUOTE_RE.finditer(text, line_start, i))
+
+
 def mark_locations(text: str) -> tuple[str, list[dict[str, Any]]] | None:
     """``text`` (an MLIR module, any syntax, location aliases or not) with each location holding
     xlasdk's ``fused<{...}>`` fields made XLA-readable: the dictionary is replaced by a marker
@@ -298,12 +304,24 @@ def mark_locations(text: str) -> tuple[str, list[dict[str, Any]]] | None:
     aliases: dict[str, str] | None = None
     table: list[dict[str, Any]] = []
     index: dict[tuple[tuple[str, Any], ...], int] = {}
+    seen: dict[str, str] = {}  # location text from "fused<{" to its "]" -> replacement
     out: list[str] = []
     last = 0
-    for m in _SCAN_RE.finditer(text):
-        if m.start() < last or m.group(0)[0] == '"':
+    pos = 0
+    while True:
+        start = text.find("fused<{", pos)
+        if start < 0:
+            break
+        pos = start + 7
+        if start < last or _in_string(text, text.rfind("\n", 0, start) + 1, start):
             continue
-        parsed = _parse_dict(text, m.end() - 1)
+        simple = _SIMPLE_FUSED_RE.match(text, start)
+        if simple is not None and simple.group(0) in seen:  # the same location as before
+            out.append(text[last:start])
+            out.append(seen[simple.group(0)])
+            last = pos = simple.end()
+            continue
+        parsed = _parse_dict(text, start + 6)
         if parsed is None or not text.startswith(">[", parsed[1]):
             continue
         extra, end = parsed
@@ -313,25 +331,25 @@ def mark_locations(text: str) -> tuple[str, list[dict[str, Any]]] | None:
         split = _split_items(text, end + 1)
         if split is None:
             continue
-        items = split[0]
-        if aliases is None:
-            aliases = {a: b for a, b in _ALIAS_RE.findall(text)} if "#loc" in text else {}
-        fields, _ = _item_fields(items, aliases)
-        entry: dict[str, Any] = {"op_type": fields.get("op_type", "")}
-        entry.update(extra)
-        key = tuple(sorted(entry.items()))
-        k = index.get(key)
-        if k is None:
-            k = index[key] = len(table)
-            table.append(entry)
-        real = [it for it in items if it != "unknown"]
-        out.append(text[last : m.start()])
-        out.append(f'fused["{_MARK}{k}:"' + (", " if real else ""))
-        if real:
-            last = end + 2  # keep the items as they are
-        else:
-            out.append("]")
-            last = split[1]
+        items = [it for it in split[0] if it != "unknown"]
+        head = text[start : split[1]]
+        done = seen.get(head)
+        if done is None:
+            if aliases is None:
+                aliases = {a: b for a, b in _ALIAS_RE.findall(text)} if "#loc" in text else {}
+            fields, _ = _item_fields(items, aliases)
+            entry: dict[str, Any] = {"op_type": fields.get("op_type", "")}
+            entry.update(extra)
+            key = tuple(sorted(entry.items()))
+            k = index.get(key)
+            if k is None:
+                k = index[key] = len(table)
+                table.append(entry)
+            marker = f'"{_MARK}{k}:"'
+            done = seen[head] = f"fused[{', '.join([marker, *items])}]"
+        out.append(text[last:start])
+        out.append(done)
+        last = pos = split[1]
     if not table:
         return None
     out.append(text[last:])

@@ -327,7 +327,9 @@ class XlaBuilder:
         Raises
         ------
         DTypeError: ``metadata`` is not an ``xs.OpMetadata``, or a string field is not a str.
-        ShapeError: a line or column number is not an int in ``[0, 2**31)``.
+        ShapeError: a line or column number is not an int in ``[0, 2**31)``, or
+            ``scheduling_name`` holds a quote, backslash or control character (XLA's HLO printer
+            writes it unescaped, so such a name would not read back).
         """
         from ._metadata import FIELDS, INT_FIELDS, location
         from .attrs import OpMetadata
@@ -348,6 +350,11 @@ class XlaBuilder:
                     v = ""
                 if not isinstance(v, str):
                     raise DTypeError(f"set_op_metadata: {f} must be a str, got {type(v).__name__} {v!r}{where()}")
+                if f == "scheduling_name" and any(c in '"\\' or c < " " or c == "\x7f" for c in v):
+                    raise ShapeError(
+                        f"set_op_metadata: scheduling_name must not hold quotes, backslashes or control characters "
+                        f"(XLA writes it unescaped in HLO text), got {v!r}{where()}"
+                    )
                 fields[f] = v
         self._metadata = metadata
         self._loc_cache = {}
