@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
-import tempfile
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from .._atomic import atomic_write
 from .._jaxlib import mlir as _mlir
 from ..errors import FormatError
 from .artifact import serialize_portable_artifact
@@ -15,19 +16,9 @@ if TYPE_CHECKING:
     from ..computation import XlaComputation
 
 
-def _atomic_write(path: str, data: bytes) -> None:
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".xlasdk-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+def _atomic_write(path: str, data: bytes, check: Callable[[str], object] | None = None) -> None:
+    """Write ``data`` to a synced temporary file beside ``path``, ``check`` it, rename it over ``path``."""
+    atomic_write(path, data, check=check)
 
 
 def stablehlo_file_text(module: object) -> str:
@@ -50,20 +41,14 @@ def computation_bytes(
     return comp.as_serialized_hlo_module_proto()
 
 
-def save_computation(
-    comp: XlaComputation, path: PathLike, format: Format | str | None = None, *, target_version: str | None = None
-) -> None:
-    """Write ``comp`` to ``path`` in the format of its suffix (see :func:`load_computation`).
-
-    The file is written to a temporary name and renamed, so readers never see half a file.
+def save_format(spath: str, format: Format | str | None, target_version: str | None) -> Format:
+    """The format ``save_computation(comp, spath, format, target_version=...)`` writes.
 
     Raises
     ------
     FormatError
-        For an unknown suffix, a module the format cannot hold (``mhlo`` ops in a portable
-        artifact, a too-old ``target_version``) or a directory that cannot be written.
+        For an unknown suffix or format, or a ``target_version`` for another format than ``.mlirbc``.
     """
-    spath = os.fspath(path)
     if format is not None:
         fmt = _parse_format(format)
     else:
@@ -75,8 +60,42 @@ def save_computation(
         fmt = found
     if target_version is not None and fmt is not Format.PORTABLE_ARTIFACT:
         raise FormatError(f"save({spath!r}): target_version applies only to .mlirbc portable artifacts")
+    return fmt
+
+
+def save_computation(
+    comp: XlaComputation, path: PathLike, format: Format | str | None = None, *, target_version: str | None = None
+) -> None:
+    """Write ``comp`` to ``path`` in the format of its suffix (see :func:`load_computation`).
+
+    The bytes are made first, then written to a temporary file in the same directory, synced and
+    renamed over ``path``: readers never see half a file, and a module that cannot be serialized
+    or a write that fails leaves an existing file exactly as it was.
+
+    Raises
+    ------
+    FormatError
+        For an unknown suffix, a module the format cannot hold (``mhlo`` ops in a portable
+        artifact, a too-old ``target_version``) or a directory that cannot be written.
+    """
+    write_computation(comp, os.fspath(path), format, target_version=target_version)
+
+
+def write_computation(
+    comp: XlaComputation,
+    spath: str,
+    format: Format | str | None = None,
+    *,
+    target_version: str | None = None,
+    check: Callable[[str], object] | None = None,
+) -> Format:
+    """:func:`save_computation`, with ``check(temporary_path)`` called on the complete file before
+    it replaces ``spath`` (an exception from ``check`` leaves ``spath`` untouched and passes
+    through). Returns the format written."""
+    fmt = save_format(spath, format, target_version)
     data = computation_bytes(comp, fmt, target_version=target_version, what=f"save({spath!r})")
     try:
-        _atomic_write(spath, data)
+        _atomic_write(spath, data, check)
     except OSError as e:
         raise FormatError(f"save({spath!r}): cannot write the file: {e.strerror or e}") from None
+    return fmt

@@ -718,9 +718,15 @@ class Executable:
         return _MAGIC + _PREFIX.pack(_FORMAT_VERSION, len(hbytes), len(blob), crc) + hbytes + blob
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write :meth:`serialize` to ``path`` (load it with :func:`load_executable`)."""
-        with open(path, "wb") as f:
-            f.write(self.serialize())
+        """Write :meth:`serialize` to ``path`` (load it with :func:`load_executable`).
+
+        The executable is serialized first, then written to a temporary file in the same
+        directory, synced and renamed over ``path``: a failed serialization or write leaves an
+        existing file exactly as it was and no temporary file behind (``OSError`` on a failed write).
+        """
+        from .._atomic import atomic_write
+
+        atomic_write(path, self.serialize())
 
 
 # -- compile ----------------------------------------------------------------------------------
