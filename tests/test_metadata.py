@@ -436,7 +436,8 @@ def test_stablehlo_from_other_tools() -> None:
         "    %1 = stablehlo.sine %0 : tensor<2xf32> loc(#loc4)\n"
         "    %2 = stablehlo.cosine %1 : tensor<2xf32> loc(#loc5)\n"
         '    %3 = stablehlo.tanh %2 : tensor<2xf32> loc(fused<"other">["t", "g.py":1:2])\n'
-        "    return %3 : tensor<2xf32>\n"
+        '    %4 = stablehlo.abs %3 : tensor<2xf32> loc(fused<{op_type = 3 : i32, scheduling_name = "ok"}>["a"])\n'
+        "    return %4 : tensor<2xf32>\n"
         "  }\n"
         "}\n"
         '#loc1 = loc("Dense:")\n'
@@ -449,6 +450,7 @@ def test_stablehlo_from_other_tools() -> None:
     assert_full(hlo)
     assert hlo_line(hlo, "sine").endswith('metadata={op_name="s;fused<{ in a string"}')
     assert 'scheduling_name="inner"' in hlo_line(hlo, "cosine")
+    assert hlo_line(hlo, "abs").endswith('metadata={op_name="a" scheduling_name="ok"}')  # op_type = 3: ignored
     assert hlo_line(hlo, "tanh").endswith(
         'metadata={op_name="t" source_file="g.py" source_line=1 source_end_line=1 source_column=2 source_end_column=2}'
     )

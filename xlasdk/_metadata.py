@@ -251,6 +251,13 @@ def _item_fields(items: list[str], aliases: dict[str, str] | None) -> tuple[dict
     return fields, plain
 
 
+def _extra_ok(key: str, value: str | int) -> bool:
+    """Whether ``key = value`` of a location dictionary is an xlasdk field of the right type."""
+    if key not in _EXTRA_KEYS:
+        return False
+    return isinstance(value, int) == (key in INT_FIELDS)
+
+
 def parse_location(loc: str) -> tuple[dict[str, Any], str] | None:
     """The metadata fields of an xlasdk location (as :func:`location` writes it, or MLIR prints
     it), with the ``op_name`` XLA's converter sees (it names the instruction after it).
@@ -281,7 +288,7 @@ def parse_location(loc: str) -> tuple[dict[str, Any], str] | None:
     else:
         items = [inner]
     fields, plain = _item_fields(items, None)
-    if not plain or any(k not in _EXTRA_KEYS for k in extra):
+    if not plain or any(not _extra_ok(k, v) for k, v in extra.items()):
         return None
     converter_name = str(fields.get("op_name", ""))
     fields.update(extra)
@@ -325,7 +332,7 @@ def mark_locations(text: str) -> tuple[str, list[dict[str, Any]]] | None:
         if parsed is None or not text.startswith(">[", parsed[1]):
             continue
         extra, end = parsed
-        extra = {k: v for k, v in extra.items() if k in _EXTRA_KEYS}
+        extra = {k: v for k, v in extra.items() if _extra_ok(k, v)}
         if not extra:
             continue
         split = _split_items(text, end + 1)

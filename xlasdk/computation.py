@@ -238,8 +238,13 @@ class XlaComputation:
     def as_hlo_text(self, print_metadata: bool = True, print_large_constants: bool = True) -> str:
         """HLO text of the (unoptimized) computation.
 
-        Each instruction shows ``metadata={op_name=... source_file=... source_line=...}`` when
-        ``print_metadata`` is true (the default). With ``print_large_constants=False``, constants
+        Each instruction shows its ``metadata={...}`` when ``print_metadata`` is true (the
+        default): for a built computation, every field of the ``xs.OpMetadata`` it was built under
+        (``op_type``, ``op_name``, ``source_file``, ``source_line``, ``source_end_line``,
+        ``source_column``, ``source_end_column``, ``deduplicated_name``, ``scheduling_name``; by
+        default the caller's file and line), the same on both paths below; for a computation
+        loaded from HLO, the metadata it was loaded with (``stack_frame_id`` and the stack frame
+        tables of XLA's dumps included). With ``print_large_constants=False``, constants
         of more than 10 elements print as ``{...}`` (for reading only: ``from_hlo_text`` rejects
         such text, as XLA would fill the constants with garbage).
 
@@ -289,7 +294,12 @@ class XlaComputation:
 
     def as_serialized_hlo_module_proto(self) -> bytes:
         """The computation as a serialized ``xla.HloModuleProto``, made by XLA's StableHLO -> HLO
-        converter (the program of :meth:`as_hlo_text`, possibly with constants folded)."""
+        converter (the program of :meth:`as_hlo_text`, possibly with constants folded).
+
+        Each instruction's ``OpMetadata`` holds the same fields as :meth:`as_hlo_text` shows
+        (those XLA's converter does not read from StableHLO locations, such as
+        ``deduplicated_name`` and ``scheduling_name``, are written into the proto after
+        conversion); a computation loaded from HLO gives back the module it was loaded from."""
         return _mlir.hlo_proto(self._xla_computation())
 
     def as_hlo_dot_graph(self) -> str:
@@ -307,6 +317,16 @@ class XlaComputation:
         :meth:`serialize_portable_artifact`); ``.pb``: serialized ``HloModuleProto``. Load it
         back with :func:`xlasdk.load_computation`. The file appears atomically (written under a
         temporary name, then renamed).
+
+        Op metadata: a built computation's ``xs.OpMetadata`` fields all come back from every
+        format (in ``.mlir`` / ``.mlirbc`` they live in the op locations, see
+        :meth:`xs.OpMetadata.to_mlir_location <xlasdk.OpMetadata.to_mlir_location>`). A
+        computation loaded from HLO keeps all its metadata as ``.hlo`` and ``.pb``; as ``.mlir``
+        / ``.mlirbc`` it keeps what XLA's HLO -> StableHLO importer carries: ``op_name`` (ops
+        without one get their instruction name), ``source_file`` / ``source_line`` of ops with an
+        ``op_name``, and the innermost stack frame of ops with a ``stack_frame_id`` (without its
+        end column); ``op_type``, columns, end lines, ``deduplicated_name`` and
+        ``scheduling_name`` are lost there.
 
         Parameters
         ----------
