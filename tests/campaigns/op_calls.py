@@ -384,7 +384,12 @@ def _mutate_value(v: Any, rng: random.Random, c: Ctx) -> tuple[Any, str]:
             return [v], "nested one level"
         return (tuple(items) if isinstance(v, tuple) else items), label
     if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and r < 0.3:
-        choice = rng.choice([[v], (v, v), v + 2**62, -v - 1, v * 2**31, float(v), np.int32(v), str(v)])
+        variants: list[Callable[[int], Any]] = [
+            lambda v: [v], lambda v: (v, v), lambda v: v + 2**62, lambda v: -v - 1, lambda v: v * 2**31,
+            lambda v: float(v), lambda v: np.int64(v) if -(2**63) <= v < 2**63 else np.uint64(v % 2**64),
+            lambda v: str(v),
+        ]
+        choice = rng.choice(variants)(int(v))
         return choice, f"int {v} -> {_describe(choice)}"
     value, label = _pick(rng, c)
     return value, label
@@ -588,7 +593,10 @@ def _child_main(argv: Sequence[str]) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
     sys.setrecursionlimit(3000)
     seen: dict[str, tuple[str, str]] = {}
-    w = sys.stdout
+    # the protocol goes to the original stdout; anything the calls print goes to stderr
+    w = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     for i in range(start, stop):
         w.write(f"B {i}\n")
         w.flush()

@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from ..builder import Region, XlaBuilder, XlaOp, where
-from ..errors import DTypeError, ShapeError
+from ..errors import DTypeError, ShapeError, XlaSdkError
 from ..shape import Shape, array_size_problem
 from ..types import COMPLEX, FLOATS, INTS, PrimitiveType, show
 
@@ -27,9 +27,11 @@ __all__ = [
     "same_builder",
     "int_list",
     "opt_int_list",
+    "int_tuples",
     "int_arg",
     "bool_arg",
     "is_index",
+    "is_sequence",
     "show",
     "INT64_MIN",
     "INT64_MAX",
@@ -117,6 +119,13 @@ def is_index(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
+def is_sequence(value: Any) -> bool:
+    """A list, tuple, range or other ``Sequence`` that is not a string, or a numpy array of rank >= 1."""
+    if isinstance(value, np.ndarray):
+        return value.ndim >= 1
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray))
+
+
 def _fail(error: type[Exception], op: str, msg: str) -> NoReturn:
     raise error(f"{op}: {msg}{where()}")
 
@@ -180,7 +189,7 @@ def int_list(
     """
     if is_index(value):
         items: Any = (value,)
-    elif isinstance(value, (str, bytes, bytearray)) or not isinstance(value, (Sequence, np.ndarray)):
+    elif not is_sequence(value):
         _fail(error, op, f"{name} must be a sequence of ints, got {show(value)}")
     else:
         items = value
@@ -197,6 +206,26 @@ def int_list(
             what = name if is_index(value) else f"{name}[{i}]"
             shape_error(op, f"{what} must be {_range_text(lo, hi)}, got {v}")
     return tuple(out)
+
+
+def int_tuples(
+    op: str, name: str, value: Any, what: str, sizes: tuple[int, ...] | None = None
+) -> list[tuple[int, ...]]:
+    """A list of int tuples from a sequence of sequences of ints (paddings, replica groups),
+    each of a length in ``sizes`` when given (``what`` describes one entry for the messages:
+    "a (lo, hi) pair of ints"). Every int must fit in int64. ShapeError otherwise, naming the
+    entry (``padding[1]``) or the element (``padding[1][0]``)."""
+    if not is_sequence(value):
+        shape_error(op, f"{name} must be a sequence of {what}s, got {show(value)}")
+    out: list[tuple[int, ...]] = []
+    for i, entry in enumerate(value):
+        if not is_sequence(entry):
+            shape_error(op, f"{name}[{i}] must be {what}, got {show(entry)}")
+        items = list(entry)
+        if sizes is not None and len(items) not in sizes:
+            shape_error(op, f"{name}[{i}] must be {what}, got {show(entry)}")
+        out.append(tuple(int_arg(op, f"{name}[{i}][{j}]", v) for j, v in enumerate(items)))
+    return out
 
 
 def opt_int_list(op: str, name: str, value: Any, default: tuple[int, ...], **kw: Any) -> tuple[int, ...]:
@@ -319,7 +348,16 @@ def subcomputation(
             f"{name} {getattr(computation, '__name__', 'callable')} takes {nparams} arguments but "
             f"{len(args)} are passed ({', '.join(map(str, param_shapes))})",
         )
-    out = computation(*args)
+    try:
+        out = computation(*args)
+    except XlaSdkError:
+        raise
+    except Exception as e:  # the callable cannot be called with these arguments, or failed
+        what = getattr(computation, "__name__", type(computation).__name__)
+        dtype_error(
+            op, f"{name} {what} raised {type(e).__name__} when called with ({', '.join(map(str, param_shapes))}): "
+            f"{str(e)[:300]}"
+        )
     if isinstance(out, XlaOp):
         results = [out]
     elif isinstance(out, (tuple, list)) and out and all(isinstance(o, XlaOp) for o in out):

@@ -13,17 +13,30 @@ AllGather with ``shard_count=1``, ReduceScatter with ``shard_count=1`` and AllTo
 
 from __future__ import annotations
 
-import operator
+import collections
 import re
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from ..attrs import make_replica_groups
 from ..builder import Region, XlaBuilder, XlaOp
 from ..errors import ShapeError
 from ..shape import Layout, Shape
 from ..types import PrimitiveType
-from ._core import array_shape, dtype_error, i64, operand, shape_error, subcomputation
+from ._core import (
+    MAX_PARTICIPANTS,
+    array_shape,
+    dtype_error,
+    i64,
+    int_arg,
+    int_tuples,
+    operand,
+    shape_error,
+    show,
+    subcomputation,
+)
 
 __all__ = [
     "AllReduce",
@@ -43,26 +56,27 @@ __all__ = [
 # -- attribute helpers ----------------------------------------------------------------------------
 
 def _int(op: str, name: str, value: Any) -> int:
-    if isinstance(value, bool):
-        shape_error(op, f"{name} must be an int, got bool {value!r}")
-    try:
-        return operator.index(value)
-    except TypeError:
-        shape_error(op, f"{name} must be an int, got {type(value).__name__} {value!r}")
+    return int_arg(op, name, value)
 
 
 def _replica_groups(op: str, replica_groups: Any) -> list[list[int]]:
-    """Checked groups (``[]`` for "all replicas"): equal sizes, each id 0..N-1 exactly once."""
+    """Checked groups (``[]`` for "all replicas"): equal sizes, each id 0..N-1 exactly once, ids
+    below :data:`~xlasdk.ops._core.MAX_PARTICIPANTS`."""
+    if replica_groups is not None:  # ints checked here, the group structure by make_replica_groups
+        replica_groups = int_tuples(op, "replica_groups", replica_groups, "a sequence of replica ids")
     try:
         groups = make_replica_groups(replica_groups)
     except ShapeError as e:
         shape_error(op, str(e))
     ids = sorted(i for g in groups for i in g)
+    if ids and ids[-1] >= MAX_PARTICIPANTS:
+        shape_error(op, f"replica_groups hold the id {ids[-1]}; replica ids must be < 2**20")
     if ids != list(range(len(ids))):
-        missing = sorted(set(range(max(ids) + 1)) - set(ids))
+        have = set(ids)
+        missing = [i for i in range(ids[-1]) if i not in have][:10]  # ids[-1] < 2**20
         shape_error(
             op,
-            f"replica_groups {groups} must hold each replica id 0..{len(ids) - 1} exactly once "
+            f"replica_groups {show(groups)} must hold each replica id 0..{len(ids) - 1} exactly once "
             f"(missing {missing})",
         )
     return groups
@@ -82,11 +96,13 @@ def _channel(
     ``use_global_device_ids`` (which needs a channel and explicit ``groups``)."""
     parts: list[str] = []
     if channel_id is not None:
-        handle = getattr(channel_id, "handle", channel_id)
+        handle = getattr(channel_id, "handle", channel_id) if not isinstance(channel_id, XlaOp) else channel_id
         h = _int(op, "channel_id", handle)
         if h < 1:
             shape_error(op, f"channel_id must be >= 1, got {h}")
         parts.append(f"channel_handle = #stablehlo.channel_handle<handle = {h}, type = 1>")
+    if use_global_device_ids is not None and not isinstance(use_global_device_ids, (bool, np.bool_)):
+        dtype_error(op, f"use_global_device_ids must be a bool or None, got {show(use_global_device_ids)}")
     if use_global_device_ids:
         if channel_id is None:
             shape_error(
@@ -116,7 +132,7 @@ def _check_layout(op: str, name: str, layout: Any, result: Shape) -> None:
         try:
             m2m = tuple(_int(op, name, v) for v in layout)
         except TypeError:
-            shape_error(op, f"{name} must be a Shape, a Layout or a minor_to_major sequence, got {layout!r}")
+            shape_error(op, f"{name} must be a Shape, a Layout or a minor_to_major sequence, got {show(layout)}")
     default = tuple(range(result.rank() - 1, -1, -1))
     if m2m is not None and tuple(m2m) != default:
         shape_error(
@@ -134,9 +150,12 @@ def _dim(op: str, name: str, value: Any, rank: int, shape: Shape) -> int:
 
 
 def _count(op: str, name: str, value: Any) -> int:
+    """A participant count: an int in ``[1, 2**20]`` (xlasdk writes that many ids into the groups)."""
     n = _int(op, name, value)
     if n < 1:
         shape_error(op, f"{name} must be >= 1, got {n}")
+    if n > MAX_PARTICIPANTS:
+        shape_error(op, f"{name} must be <= 2**20 (the most participants xlasdk writes into replica groups), got {n}")
     return n
 
 
@@ -350,7 +369,7 @@ def AllGather(
     channel = _channel(op, channel_id, use_global_device_ids, groups)
     if x.shape.dimensions()[dim] == 0:
         shape_error(op, f"operand 'operand' has shape {x.shape}: all_gather_dimension {dim} must not have size 0")
-    result = array_shape(x.shape.element_type(), all_gather_shape(x.shape.dimensions(), dim, n))
+    result = array_shape(x.shape.element_type(), all_gather_shape(x.shape.dimensions(), dim, n), op)
     _check_layout(op, "shape_with_layout", shape_with_layout, result)
     attrs = [f"all_gather_dim = {i64(dim)}", f"replica_groups = {_groups_mlir(groups)}"] + channel
     return x.builder._add("stablehlo.all_gather", (x,), result, ", ".join(attrs))
@@ -399,7 +418,7 @@ def ReduceScatter(
     n = _count(op, "shard_count", shard_count)
     groups = _implicit_groups(op, _replica_groups(op, replica_groups), n, "shard_count", channel_id)
     channel = _channel(op, channel_id, use_global_device_ids, groups)
-    result = array_shape(x.shape.element_type(), reduce_scatter_shape(op, x.shape, dim, n))
+    result = array_shape(x.shape.element_type(), reduce_scatter_shape(op, x.shape, dim, n), op)
     _check_layout(op, "layout", layout, result)
     region = _reducer(op, computation, x.shape.element_type(), x.builder)
     attrs = [f"scatter_dimension = {i64(dim)}", f"replica_groups = {_groups_mlir(groups)}"] + channel
@@ -453,7 +472,7 @@ def AllToAll(
         shape_error(op, f"split_count is {n}, but replica_groups {groups} have {len(groups[0])} members each")
     groups = groups or [list(range(n))]  # empty groups crash StableHLO's verifier (division by zero)
     channel = _channel(op, channel_id)
-    result = array_shape(x.shape.element_type(), all_to_all_shape(op, x.shape, sd, cd, n))
+    result = array_shape(x.shape.element_type(), all_to_all_shape(op, x.shape, sd, cd, n), op)
     _check_layout(op, "layout", layout, result)
     attrs = [
         f"split_dimension = {i64(sd)}",
@@ -495,20 +514,20 @@ def CollectivePermute(
         items = list(source_target_pairs)
     except TypeError:
         shape_error(
-            op, f"source_target_pairs must be a sequence of (source, target) pairs, got {source_target_pairs!r}"
+            op, f"source_target_pairs must be a sequence of (source, target) pairs, got {show(source_target_pairs)}"
         )
     for i, p in enumerate(items):
         try:
             s, t = p
         except (TypeError, ValueError):
-            shape_error(op, f"source_target_pairs[{i}] must be a (source, target) pair, got {p!r}")
+            shape_error(op, f"source_target_pairs[{i}] must be a (source, target) pair, got {show(p)}")
         s, t = _int(op, f"source_target_pairs[{i}][0]", s), _int(op, f"source_target_pairs[{i}][1]", t)
-        if s < 0 or t < 0:
-            shape_error(op, f"source_target_pairs[{i}] = ({s}, {t}): replica ids must be >= 0")
+        if not (0 <= s < MAX_PARTICIPANTS and 0 <= t < MAX_PARTICIPANTS):
+            shape_error(op, f"source_target_pairs[{i}] = ({s}, {t}): replica ids must be >= 0 and < 2**20")
         pairs.append((s, t))
     for k, what in ((0, "source"), (1, "target")):
-        seen = [p[k] for p in pairs]
-        dup = sorted({v for v in seen if seen.count(v) > 1})
+        counts = collections.Counter(p[k] for p in pairs)
+        dup = sorted(v for v, c in counts.items() if c > 1)
         if dup:
             shape_error(op, f"{what} replica ids {dup} appear more than once in source_target_pairs {pairs}")
     if pairs:

@@ -10,7 +10,7 @@ import numpy as np
 from ..builder import Region, XlaBuilder, XlaOp
 from ..shape import Shape
 from ..types import PrimitiveType
-from ._core import any_operand, dtype_error, operand, shape_error, subcomputation
+from ._core import any_operand, dtype_error, operand, shape_error, show, subcomputation
 
 __all__ = ["Tuple", "GetTupleElement", "While", "Conditional", "Call"]
 
@@ -45,7 +45,7 @@ def GetTupleElement(tuple_data: XlaOp, index: int) -> XlaOp:
     if not t.shape.is_tuple():
         shape_error("GetTupleElement", f"operand 'tuple_data' must be a tuple, got {t.shape}")
     if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
-        dtype_error("GetTupleElement", f"index must be an int, got {index!r}")
+        dtype_error("GetTupleElement", f"index must be an int, got {show(index)}")
     n = t.shape.leaf_count()
     if not 0 <= int(index) < n:
         shape_error("GetTupleElement", f"index {index} out of range for tuple {t.shape} of {n} elements")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..attrs import PaddingType
 from ..builder import XlaOp
 from ..errors import DTypeError, ShapeError
 from ..types import COMPLEX, FLOATS, INTS
@@ -17,10 +18,12 @@ from ._core import (
     i64_array,
     int_arg,
     int_list,
+    int_tuples,
     operand,
     opt_int_list,
     same_builder,
     shape_error,
+    show,
 )
 from .linalg import contraction_type, narrow_to, precision_attr, preferred_type, widen_sub_byte
 
@@ -92,7 +95,7 @@ def _conv_general_dilated(
 ) -> XlaOp:
     """Implementation of ConvGeneralDilated and Conv; errors name ``op``. Every argument is
     passed: the defaults are those of the public functions."""
-    from ..attrs import convert_padding, make_convolution_dimension_numbers
+    from ..attrs import ConvolutionDimensionNumbers, convert_padding, make_convolution_dimension_numbers
 
     x = operand(op, "lhs", lhs)
     w = operand(op, "rhs", rhs)
@@ -106,6 +109,19 @@ def _conv_general_dilated(
     if r < 2 or w.shape.rank() != r:
         shape_error(op, f"operands must have equal rank >= 2, got 'lhs' {x.shape} and 'rhs' {w.shape}")
     n = r - 2
+    if not (
+        dimension_numbers is None
+        or isinstance(dimension_numbers, ConvolutionDimensionNumbers)
+        or (
+            isinstance(dimension_numbers, (list, tuple))
+            and len(dimension_numbers) == 3
+            and all(isinstance(v, str) for v in dimension_numbers)
+        )
+    ):
+        shape_error(
+            op, "bad dimension_numbers: must be 3 layout strings (lhs, rhs, out) such as ('NCHW', 'OIHW', 'NCHW'), "
+            f"None or a ConvolutionDimensionNumbers, got {show(dimension_numbers)}"
+        )
     try:  # an existing ConvolutionDimensionNumbers is validated and its spatial count checked too
         dn = make_convolution_dimension_numbers(dimension_numbers, n)
     except ShapeError as e:
@@ -138,10 +154,11 @@ def _conv_general_dilated(
     dil_k = [(k - 1) * rd + 1 for k, rd in zip(k_sp, rdil, strict=False)]
     if max(dil_in + dil_k, default=0) > INT64_MAX:  # XLA computes these sizes in int64
         shape_error(op, f"dilated input sizes {dil_in} or window sizes {dil_k} do not fit in int64")
-    if isinstance(padding, str) or type(padding).__name__ == "PaddingType":
+    if isinstance(padding, (str, PaddingType)):
         eff_in, eff_k = dil_in, dil_k
     else:
         eff_in, eff_k = in_sp, k_sp
+        padding = int_tuples(op, "padding", padding, "a (lo, hi) pair of ints", (2,))
     try:
         pads = convert_padding(padding, eff_in, eff_k, strides)
     except ShapeError as e:

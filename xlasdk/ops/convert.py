@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import ml_dtypes
-import numpy as np
 
 from ..builder import XlaOp
+from ..errors import DTypeError
 from ..types import COMPLEX, FLOATS, PrimitiveType, dtype_to_etype, etype_to_dtype
-from ._core import array_shape, dtype_error, operand, shape_error
+from ._core import array_shape, dtype_error, int_arg, operand, shape_error, show
 
 __all__ = ["BitcastConvertType", "ReducePrecision", "bit_width", "bitcast_shape"]
 
@@ -84,12 +84,15 @@ def BitcastConvertType(operand_: XlaOp, new_element_type: Any) -> XlaOp:
     try:
         et = dtype_to_etype(new_element_type)
     except Exception:
-        dtype_error(op, f"new_element_type {new_element_type!r} is not an XLA element type")
+        dtype_error(op, f"new_element_type {show(new_element_type)} is not an XLA element type")
     src = x.shape.element_type()
     dims = bitcast_shape(op, src, x.shape.dimensions(), et)
     if et is src:
         return x
-    return x.builder._add("stablehlo.bitcast_convert", (x,), array_shape(et, dims))
+    return x.builder._add("stablehlo.bitcast_convert", (x,), array_shape(et, dims, op))
+
+
+_MAX_BITS = 2**31 - 1
 
 
 def ReducePrecision(operand_: XlaOp, exponent_bits: int, mantissa_bits: int) -> XlaOp:
@@ -125,14 +128,14 @@ def ReducePrecision(operand_: XlaOp, exponent_bits: int, mantissa_bits: int) -> 
     et = x.shape.element_type()
     if et not in FLOATS:
         dtype_error(op, f"operand 'operand' must be floating-point, got {x.shape}")
-    for name, v in (("exponent_bits", exponent_bits), ("mantissa_bits", mantissa_bits)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            dtype_error(op, f"{name} must be an int, got {v!r}")
-    e, m = int(exponent_bits), int(mantissa_bits)
+    e = int_arg(op, "exponent_bits", exponent_bits, error=DTypeError, show_type=False)
+    m = int_arg(op, "mantissa_bits", mantissa_bits, error=DTypeError, show_type=False)
     if e < 1:
         shape_error(op, f"exponent_bits must be >= 1, got {e}")
     if m < 0:
         shape_error(op, f"mantissa_bits must be >= 0, got {m}")
+    if e > _MAX_BITS or m > _MAX_BITS:  # i32 attributes
+        shape_error(op, f"exponent_bits and mantissa_bits must be < 2**31, got {e} and {m}")
     return x.builder._add(
         "stablehlo.reduce_precision", (x,), x.shape, f"exponent_bits = {e} : i32, mantissa_bits = {m} : i32"
     )

@@ -96,6 +96,6 @@ def Fft(operand_: XlaOp, fft_type: Any, fft_lengths: Sequence[int]) -> XlaOp:
     lengths = int_list(op, "fft_lengths", fft_lengths)
     et, dims = fft_shape(op, x.shape.element_type(), x.shape.dimensions(), kind, lengths)
     return x.builder._add(
-        "stablehlo.fft", (x,), array_shape(et, dims),
+        "stablehlo.fft", (x,), array_shape(et, dims, op),
         f"fft_type = {kind.to_mlir()}, fft_length = {i64_array(lengths)}",
     )

@@ -17,7 +17,17 @@ from ..builder import Region, XlaBuilder, XlaOp
 from ..errors import ShapeError
 from ..shape import Shape
 from ..types import INTS, PrimitiveType
-from ._core import array_shape, dtype_error, i64_array, int_list, operand, same_builder, shape_error, subcomputation
+from ._core import (
+    array_shape,
+    bool_arg,
+    dtype_error,
+    i64_array,
+    int_list,
+    operand,
+    same_builder,
+    shape_error,
+    subcomputation,
+)
 
 __all__ = [
     "Gather",
@@ -47,9 +57,7 @@ def _index_operand(op: str, name: str, x: XlaOp) -> PrimitiveType:
 
 
 def _flag(op: str, name: str, value: Any) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        dtype_error(op, f"{name} must be a bool, got {type(value).__name__} {value!r}")
-    return bool(value)
+    return bool_arg(op, name, value)
 
 
 def _dnums(op: str, value: Any, cls: Any, required: tuple[str, ...]) -> Any:
@@ -241,7 +249,7 @@ def Gather(
         f"dimension_numbers = {dn.to_mlir()}, indices_are_sorted = {str(sorted_).lower()}, "
         f"slice_sizes = {i64_array(sizes)}"
     )
-    return b._add("stablehlo.gather", (x, idx), array_shape(x.shape.element_type(), dims), attrs)
+    return b._add("stablehlo.gather", (x, idx), array_shape(x.shape.element_type(), dims, op), attrs)
 
 
 # -- Scatter ----------------------------------------------------------------------------------
@@ -394,7 +402,7 @@ def Scatter(
             f"indices_are_sorted = {str(sorted_).lower()}, scatter_dimension_numbers = {d.to_mlir()}, "
             f"unique_indices = {str(unique).lower()}"
         )
-        return b._add("stablehlo.scatter", (operand_op, indices_op, upd), array_shape(et, dims), attrs, (region,))
+        return b._add("stablehlo.scatter", (operand_op, indices_op, upd), array_shape(et, dims, op), attrs, (region,))
 
     if ivd < len(idd) and idd[ivd] == 0:
         # Empty index vectors: every window starts at the origin. XLA:CPU keeps only the last
@@ -529,7 +537,7 @@ def DynamicSlice(
     starts = _start_indices(op, x, start_indices)
     sizes = dynamic_slice_shape(op, x.shape, int_list(op, "slice_sizes", slice_sizes))
     return x.builder._add(
-        "stablehlo.dynamic_slice", (x, *starts), array_shape(x.shape.element_type(), sizes),
+        "stablehlo.dynamic_slice", (x, *starts), array_shape(x.shape.element_type(), sizes, op),
         f"slice_sizes = {i64_array(sizes)}",
     )
 
@@ -588,5 +596,5 @@ def DynamicUpdateSlice(operand_: XlaOp, update: XlaOp, start_indices: Sequence[X
     dynamic_update_slice_check(op, x.shape, u.shape)
     starts = _start_indices(op, x, start_indices)
     return x.builder._add(
-        "stablehlo.dynamic_update_slice", (x, u, *starts), array_shape(x.shape.element_type(), x.shape.dimensions())
+        "stablehlo.dynamic_update_slice", (x, u, *starts), x.shape
     )

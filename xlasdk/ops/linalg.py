@@ -144,7 +144,7 @@ def DotGeneral(
         try:
             dn = make_dot_dimension_numbers(dimension_numbers)
         except Exception as e:
-            shape_error(op, f"bad dimension_numbers {dimension_numbers!r}: {e}")
+            shape_error(op, f"bad dimension_numbers {show(dimension_numbers)}: {str(e)[:300]}")
     return _dot_general(op, x, y, dn, precision_config, preferred_element_type)
 
 

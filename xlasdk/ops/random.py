@@ -101,7 +101,7 @@ def _rng(op: str, dist: RandomDistribution, p0: tuple[str, Any], p1: tuple[str, 
         dtype_error(op, f"shape has element type {out}, expected {et.name.lower()} like operand {p0[0]!r}")
     dims = Constant(builder, np.asarray(out.dimensions(), dtype=np.int64))
     return builder._add(
-        "stablehlo.rng", (a, b, dims), array_shape(et, out.dimensions()), f"rng_distribution = {dist.to_mlir()}"
+        "stablehlo.rng", (a, b, dims), array_shape(et, out.dimensions(), op), f"rng_distribution = {dist.to_mlir()}"
     )
 
 

@@ -8,7 +8,17 @@ from typing import Any
 from ..builder import XlaBuilder, XlaOp
 from ..shape import Shape
 from ..types import FLOATS, PrimitiveType
-from ._core import array_shape, dtype_error, i64_array, int_list, operand, same_builder, shape_error, subcomputation
+from ._core import (
+    array_shape,
+    dtype_error,
+    i64_array,
+    int_list,
+    operand,
+    same_builder,
+    shape_error,
+    show,
+    subcomputation,
+)
 
 __all__ = ["Reduce", "reducer_region", "as_op_list", "Map"]
 
@@ -17,7 +27,7 @@ def as_op_list(op: str, name: str, v: Any, builder: XlaBuilder | None) -> list[X
     """A non-empty list of array XlaOps from one op or a sequence of them."""
     items = [v] if isinstance(v, XlaOp) else v
     if not isinstance(items, (list, tuple)) or not items:
-        shape_error(op, f"{name} must be an XlaOp or a non-empty list of XlaOps, got {v!r}")
+        shape_error(op, f"{name} must be an XlaOp or a non-empty list of XlaOps, got {show(v)}")
     return [operand(op, f"{name}[{i}]", x, builder) for i, x in enumerate(items)]
 
 
@@ -119,7 +129,7 @@ def Reduce(
         shape_error(op, f"dimensions_to_reduce {list(dims)} must be distinct dimension numbers < {len(dims0)}")
     region = reducer_region(op, computation, inits, builder)
     out_dims = tuple(s for i, s in enumerate(dims0) if i not in dims)
-    outs = [array_shape(x.shape.element_type(), out_dims) for x in xs]
+    outs = [array_shape(x.shape.element_type(), out_dims, op) for x in xs]
     shape = outs[0] if len(outs) == 1 else Shape.tuple_shape(outs)
     return builder._add(
         "stablehlo.reduce", tuple(xs) + tuple(inits), shape, f"dimensions = {i64_array(sorted(dims))}", (region,)
@@ -177,8 +187,8 @@ def Map(
             op, f"dimensions {list(dims)} must be all dimensions in order, {list(range(len(dims0)))}, for operand "
             f"'operands[0]' {xs[0].shape}"
         )
-    if isinstance(static_operands, XlaOp) or (static_operands is not None and len(static_operands) != 0):
-        shape_error(op, f"static_operands are not supported (XLA's Map takes none), got {static_operands!r}")
+    if static_operands is not None and not (isinstance(static_operands, (list, tuple)) and not static_operands):
+        shape_error(op, f"static_operands are not supported (XLA's Map takes none), got {show(static_operands)}")
     scalars = [Shape._make(x.shape.element_type(), ()) for x in xs]
     region, results = subcomputation(op, "computation", computation, scalars, builder)
     if len(results) != 1 or not results[0].is_array() or results[0].rank() != 0:
@@ -186,6 +196,6 @@ def Map(
             op, f"computation returns ({', '.join(map(str, results))}) but must return one scalar"
         )
     return builder._add(
-        "stablehlo.map", tuple(xs), array_shape(results[0].element_type(), dims0), f"dimensions = {i64_array(dims)}",
-        (region,),
+        "stablehlo.map", tuple(xs), array_shape(results[0].element_type(), dims0, op),
+        f"dimensions = {i64_array(dims)}", (region,),
     )

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from ..attrs import PaddingConfig, make_padding_config
+from ..attrs import PaddingConfig, PaddingConfigDimension, make_padding_config
 from ..builder import XlaBuilder, XlaOp
-from ..errors import ShapeError
 from ..types import PrimitiveType
 from ._core import (
     INT64_MAX,
@@ -18,9 +18,11 @@ from ._core import (
     i64_array,
     int_arg,
     int_list,
+    int_tuples,
     operand,
     same_builder,
     shape_error,
+    show,
 )
 
 __all__ = [
@@ -354,13 +356,41 @@ def Pad(operand_: XlaOp, padding_value: XlaOp, padding_config: PaddingConfig | S
     et = x.shape.element_type()
     if pv.shape.element_type() is not et:
         dtype_error(op, f"operand 'padding_value' is {pv.shape}, expected {et.name.lower()}[] like operand {x.shape}")
-    try:
-        config = make_padding_config(padding_config)
-        triples = config.validate()
-    except ShapeError as e:
-        shape_error(op, f"padding_config: {e}")
+    triples = padding_triples(op, padding_config)
     dims = pad_shape(op, x.shape.dimensions(), triples)
+    config = make_padding_config(triples)  # from checked ints: cannot fail
     return x.builder._add("stablehlo.pad", (x, pv), array_shape(et, dims, op), config.to_mlir())
+
+
+def padding_triples(op: str, padding_config: Any) -> list[tuple[int, int, int]]:
+    """``(lo, hi, interior)`` per dimension from a PaddingConfig (its fields read and checked
+    here) or a sequence of ``(lo, hi)`` / ``(lo, hi, interior)``; interior >= 0 (ShapeError)."""
+    name = "padding_config"
+    if isinstance(padding_config, PaddingConfig):
+        entries = padding_config.dimensions
+        name = "padding_config.dimensions"
+        if not isinstance(entries, (list, tuple)):
+            shape_error(op, f"{name} must be a list of PaddingConfigDimension, got {show(entries)}")
+    else:
+        entries = padding_config
+    rows: list[tuple[int, ...]] = []
+    if isinstance(entries, (list, tuple)) and any(isinstance(e, PaddingConfigDimension) for e in entries):
+        for i, e in enumerate(entries):
+            if not isinstance(e, PaddingConfigDimension):
+                shape_error(op, f"{name}[{i}] must be a PaddingConfigDimension like the others, got {show(e)}")
+            rows.append(tuple(
+                int_arg(op, f"{name}[{i}].{f}", getattr(e, f, None))
+                for f in ("edge_padding_low", "edge_padding_high", "interior_padding")
+            ))
+    else:
+        rows = int_tuples(op, name, entries, "(lo, hi) or (lo, hi, interior)", (2, 3))
+    out = []
+    for i, r in enumerate(rows):
+        lo, hi, interior = r if len(r) == 3 else (r[0], r[1], 0)
+        if interior < 0:
+            shape_error(op, f"{name}[{i}]: interior_padding must be >= 0, got {interior}")
+        out.append((lo, hi, interior))
+    return out
 
 
 def Collapse(operand_: XlaOp, dimensions: Sequence[int]) -> XlaOp:

@@ -23,7 +23,7 @@ import numpy as np
 from ..builder import XlaBuilder, XlaOp
 from ..shape import Shape
 from ..types import PrimitiveType, mlir_element_type
-from ._core import any_operand, dtype_error, shape_error
+from ._core import any_operand, bool_arg, dtype_error, is_index, shape_error, show
 
 __all__ = [
     "CreateToken",
@@ -153,14 +153,14 @@ def _api_version(op: str, value: Any) -> CustomCallApiVersion:
             v = CustomCallApiVersion[key]
         else:
             names = ", ".join(CustomCallApiVersion.__members__)
-            shape_error(op, f"unknown api_version {value!r}; expected one of {names}")
+            shape_error(op, f"unknown api_version {show(value)}; expected one of {names}")
     else:
         try:
             if isinstance(value, bool):
                 raise TypeError
             v = CustomCallApiVersion(operator.index(value))
         except (TypeError, ValueError):
-            shape_error(op, f"unknown api_version {value!r}; expected a CustomCallApiVersion (1-4)")
+            shape_error(op, f"unknown api_version {show(value)}; expected a CustomCallApiVersion (1-4)")
     if v is CustomCallApiVersion.API_VERSION_UNSPECIFIED:
         shape_error(op, "api_version API_VERSION_UNSPECIFIED cannot be compiled; use API_VERSION_ORIGINAL (1) or later")
     return v
@@ -196,7 +196,7 @@ _DENSE_ARRAY = {
 }
 
 
-def _ffi_attr(op: str, path: str, v: Any) -> str:
+def _ffi_attr(op: str, path: str, v: Any, depth: int = 0) -> str:
     """One FFI attribute (typed-FFI ``backend_config`` value) in MLIR syntax."""
     if isinstance(v, (bool, np.bool_)):
         return "true" if v else "false"
@@ -225,10 +225,10 @@ def _ffi_attr(op: str, path: str, v: Any) -> str:
             items = ", ".join(str(int(e)) for e in v)
         return f"array<{et}: {items}>"
     if isinstance(v, Mapping):
-        return _ffi_dict(op, path, v)
+        return _ffi_dict(op, path, v, depth + 1)
     shape_error(
         op,
-        f"backend_config{path} has unsupported value {v!r}: use str, bool, int (i64), float (f32), a numpy "
+        f"backend_config{path} has unsupported value {show(v)}: use str, bool, int (i64), float (f32), a numpy "
         "scalar, a 1-D numpy array of int8/16/32/64, float32/64 or bool, or a nested dict",
     )
 
@@ -239,12 +239,17 @@ def _etype_of(dt: np.dtype[Any]) -> PrimitiveType:
     return dtype_to_etype(dt)
 
 
-def _ffi_dict(op: str, path: str, d: Mapping[Any, Any]) -> str:
+_FFI_MAX_DEPTH = 64
+
+
+def _ffi_dict(op: str, path: str, d: Mapping[Any, Any], depth: int = 0) -> str:
+    if depth > _FFI_MAX_DEPTH:
+        shape_error(op, f"backend_config{path[:80]}... nests dicts more than {_FFI_MAX_DEPTH} levels deep")
     parts = []
     for k, v in d.items():
         if not isinstance(k, str) or not k:
-            shape_error(op, f"backend_config{path} keys must be non-empty str, got {k!r}")
-        parts.append(f"{_mlir_string(k)} = {_ffi_attr(op, f'{path}[{k!r}]', v)}")
+            shape_error(op, f"backend_config{path} keys must be non-empty str, got {show(k)}")
+        parts.append(f"{_mlir_string(k)} = {_ffi_attr(op, f'{path}[{k!r}]', v, depth)}")
     return "{" + ", ".join(parts) + "}"
 
 
@@ -357,16 +362,18 @@ def _custom_call(
         try:
             call_target_name = call_target_name.decode("utf-8")
         except UnicodeDecodeError:
-            shape_error(op, f"call_target_name {call_target_name!r} is not UTF-8")
+            shape_error(op, f"call_target_name {show(call_target_name)} is not UTF-8")
     if not isinstance(call_target_name, str) or not call_target_name:
-        dtype_error(op, f"call_target_name must be a non-empty str, got {call_target_name!r}")
+        dtype_error(op, f"call_target_name must be a non-empty str, got {show(call_target_name)}")
     if isinstance(operands, XlaOp) or not isinstance(operands, (list, tuple)):
         dtype_error(op, f"operands must be a list or tuple of XlaOps, got {type(operands).__name__}")
     xs = tuple(any_operand(op, f"operands[{i}]", x, builder) for i, x in enumerate(operands))
     result = _shape_arg(op, "shape", shape)
     version = _api_version(op, api_version)
-    if schedule not in (None, CustomCallSchedule.SCHEDULE_NONE, 0):
-        shape_error(op, f"schedule {schedule!r} cannot be expressed in StableHLO; only SCHEDULE_NONE is supported")
+    if not (schedule is None or (is_index(schedule) and schedule == CustomCallSchedule.SCHEDULE_NONE)):
+        shape_error(
+            op, f"schedule {show(schedule)} cannot be expressed in StableHLO; only SCHEDULE_NONE is supported"
+        )
     if not isinstance(opaque, (bytes, bytearray, str)):
         dtype_error(op, f"opaque must be bytes or str, got {type(opaque).__name__}")
     if backend_config is not None and len(opaque):
@@ -376,6 +383,8 @@ def _custom_call(
     if version is CustomCallApiVersion.API_VERSION_TYPED_FFI:
         if isinstance(config, Mapping):
             parts.append(f"backend_config = {_ffi_dict(op, '', config)}")
+        elif not isinstance(config, (bytes, bytearray, str)):
+            dtype_error(op, f"backend_config must be a dict, bytes or str, got {type(config).__name__}")
         elif len(config):
             shape_error(
                 op, "with api_version API_VERSION_TYPED_FFI the backend_config must be a dict of attributes "
@@ -391,7 +400,7 @@ def _custom_call(
             dtype_error(op, f"backend_config must be bytes, str or a dict, got {type(config).__name__}")
         if len(config):
             parts.append(f"backend_config = {_mlir_string(config)}")
-    if has_side_effect:
+    if bool_arg(op, "has_side_effect", has_side_effect):
         parts.append("has_side_effect = true")
     parts.append(f"api_version = {int(version)} : i32")
     if operand_shapes_with_layout is not None:

@@ -10,7 +10,7 @@ import numpy as np
 from ..builder import Region, XlaBuilder, XlaOp
 from ..shape import Shape
 from ..types import COMPLEX, FLOATS, PrimitiveType
-from ._core import array_shape, dtype_error, i64, operand, shape_error, subcomputation
+from ._core import array_shape, dtype_error, i64, operand, shape_error, show, subcomputation
 from .reduce import as_op_list
 
 __all__ = ["Sort", "TopK", "default_comparator"]
@@ -140,13 +140,13 @@ def Sort(
             "(s2, u2); ConvertElementType them to s8/u8 first"
         )
     if not _is_int(dimension):
-        dtype_error(op, f"dimension must be an int, got {dimension!r}")
+        dtype_error(op, f"dimension must be an int, got {show(dimension)}")
     d = int(dimension)
     if not -rank <= d < rank:
         shape_error(op, f"dimension {d} out of range for rank {rank} operands {xs[0].shape}")
     d %= rank
     if not isinstance(is_stable, (bool, np.bool_)):
-        dtype_error(op, f"is_stable must be a bool, got {is_stable!r}")
+        dtype_error(op, f"is_stable must be a bool, got {show(is_stable)}")
     region = _comparator_region(op, default_comparator if comparator is None else comparator, xs, builder)
     shape = xs[0].shape if len(xs) == 1 else Shape.tuple_shape([x.shape for x in xs])
     attrs = f"dimension = {i64(d)}, is_stable = {'true' if is_stable else 'false'}"
@@ -190,21 +190,21 @@ def TopK(operand_: XlaOp, k: int, largest: bool = True) -> XlaOp:
     if not dims:
         shape_error(op, f"operand 'operand' is the scalar {x.shape}; TopK needs rank >= 1")
     if not _is_int(k):
-        dtype_error(op, f"k must be an int, got {k!r}")
+        dtype_error(op, f"k must be an int, got {show(k)}")
     if not 0 <= int(k) <= dims[-1]:
         shape_error(op, f"k = {k} out of range [0, {dims[-1]}] for operand {x.shape}")
     if not isinstance(largest, (bool, np.bool_)):
-        dtype_error(op, f"largest must be a bool, got {largest!r}")
+        dtype_error(op, f"largest must be a bool, got {show(largest)}")
     kk = int(k)
     out_dims = dims[:-1] + (kk,)
-    values = array_shape(et, out_dims)
-    indices = array_shape(PrimitiveType.S32, out_dims)
+    values = array_shape(et, out_dims, op)
+    indices = array_shape(PrimitiveType.S32, out_dims, op)
     b = x.builder
     wide = _TOPK_WIDE.get(et)
     if wide is not None:  # computed in a wider type, then the values converted back (exact)
         from .control import GetTupleElement, Tuple
 
-        t = TopK(b._add("stablehlo.convert", (x,), array_shape(wide, dims)), kk, largest)
+        t = TopK(b._add("stablehlo.convert", (x,), array_shape(wide, dims, op)), kk, largest)
         return Tuple(b, [b._add("stablehlo.convert", (GetTupleElement(t, 0),), values), GetTupleElement(t, 1)])
     if largest:
         return b._add("chlo.top_k", (x,), Shape.tuple_shape([values, indices]), f"k = {i64(kk)}")
@@ -212,7 +212,7 @@ def TopK(operand_: XlaOp, k: int, largest: bool = True) -> XlaOp:
     from .shaping import Slice
     from .sources import Iota
 
-    iota = Iota(b, array_shape(PrimitiveType.S32, dims), len(dims) - 1)
+    iota = Iota(b, array_shape(PrimitiveType.S32, dims, op), len(dims) - 1)
     s = Sort(b, [x, iota], dimension=-1, is_stable=True)
     start, limit = (0,) * len(dims), out_dims
     return Tuple(b, [Slice(GetTupleElement(s, i), start, limit) for i in range(2)])

@@ -80,8 +80,8 @@ def _operands(op: str, named: Sequence[tuple[str, Any]]) -> tuple[list[XlaOp], P
         dtype_error(op, f"operand {ref_name!r} must be f16, bf16, f32 or f64, got {ref.shape}")
     xs: list[XlaOp] = []
     for name, v in named:
-        if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool):
-            xs.append(Constant(ref.builder, np.asarray(v, dtype=ref.dtype)))
+        if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)):
+            xs.append(constant_like(op, v, ew._scalar_like(ref)))  # DTypeError if it does not fit
             continue
         x = operand(op, name, v)
         if x.shape.element_type() is not et:

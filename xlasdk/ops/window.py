@@ -25,12 +25,16 @@ from ..errors import ShapeError
 from ..shape import Shape
 from ..types import PrimitiveType, etype_to_dtype
 from ._core import (
+    INT64_MAX,
+    INT64_MIN,
     array_shape,
     dense_i64,
     dtype_error,
     i64_array,
     int_list,
+    int_tuples,
     operand,
+    opt_int_list,
     same_builder,
     shape_error,
     subcomputation,
@@ -115,8 +119,8 @@ def _window_config(
     r = len(dims)
     win = int_list(op, "window_dimensions", window_dimensions)
     strides = int_list(op, "window_strides", window_strides)
-    bdil = int_list(op, "base_dilations", base_dilations) if base_dilations else (1,) * r
-    wdil = int_list(op, "window_dilations", window_dilations) if window_dilations else (1,) * r
+    bdil = opt_int_list(op, "base_dilations", base_dilations, (1,) * r)
+    wdil = opt_int_list(op, "window_dilations", window_dilations, (1,) * r)
     for name, v in (
         ("window_dimensions", win), ("window_strides", strides),
         ("base_dilations", bdil), ("window_dilations", wdil),
@@ -125,16 +129,28 @@ def _window_config(
             shape_error(op, f"{name} has {len(v)} entries, expected {r} (the rank of operand {xname!r} {x.shape})")
         if any(s < 1 for s in v):
             shape_error(op, f"{name} {list(v)} must all be >= 1 (operand {xname!r} {x.shape})")
+    dil_in = [_dilated(n, d) for n, d in zip(dims, bdil, strict=True)]
+    dil_win = [_dilated(w, d) for w, d in zip(win, wdil, strict=True)]
+    if max(dil_in + dil_win, default=0) > INT64_MAX:  # XLA computes these sizes in int64
+        shape_error(
+            op, f"base-dilated operand sizes {dil_in} or dilated window sizes {dil_win} do not fit in int64 "
+            f"(operand {xname!r} {x.shape})"
+        )
     if isinstance(padding, (str, PaddingType)):
-        eff_in: Sequence[int] = [_dilated(n, d) for n, d in zip(dims, bdil, strict=True)]
-        eff_win: Sequence[int] = [_dilated(w, d) for w, d in zip(win, wdil, strict=True)]
+        eff_in: Sequence[int] = dil_in
+        eff_win: Sequence[int] = dil_win
     else:
         eff_in, eff_win = dims, win
+        padding = int_tuples(op, "padding", padding, "a (lo, hi) pair of ints", (2,))
     try:
         pads = tuple(convert_padding(padding, eff_in, eff_win, strides))
     except ShapeError as e:
         shape_error(op, f"{e} (operand {xname!r} {x.shape})")
     for i, (n, d, (lo, hi)) in enumerate(zip(dims, bdil, pads, strict=True)):
+        if not all(INT64_MIN <= v <= INT64_MAX for v in (lo, hi, _dilated(n, d) + lo + hi)):
+            shape_error(
+                op, f"padding ({lo}, {hi}) of dimension {i} does not fit in int64 (operand {xname!r} {x.shape})"
+            )
         if _dilated(n, d) + lo + hi < 0:
             shape_error(
                 op, f"padding ({lo}, {hi}) of dimension {i} crops more than the {_dilated(n, d)} elements of the "
@@ -277,7 +293,7 @@ def _reduce_window(
     if any(lo < 0 or hi < 0 for lo, hi in pads):
         start, limit, pads = split_negative_padding(dims, bdil, pads)
         xs = _crop(xs, start, limit)
-    outs = [array_shape(x.shape.element_type(), out_dims) for x in xs]
+    outs = [array_shape(x.shape.element_type(), out_dims, op) for x in xs]
     shape = outs[0] if len(outs) == 1 else Shape.tuple_shape(outs)
     attrs = (
         f"window_dimensions = {i64_array(win)}, window_strides = {i64_array(strides)}, "
@@ -365,8 +381,8 @@ def SelectAndScatterWithGeneralPadding(
     expect = reduce_window_shape(dims, win, strides, bdil, wdil, pads)
     if src.shape.dimensions() != expect:
         shape_error(
-            op, f"operand 'source' has shape {src.shape}, expected {array_shape(et, expect)} (one element per window "
-            f"position over operand {x.shape})"
+            op, f"operand 'source' has shape {src.shape}, expected {array_shape(et, expect, op)} (one element per "
+            f"window position over operand {x.shape})"
         )
     scalar = Shape._make(et, ())
     sel_region, sel_out = subcomputation(op, "select", select, [scalar, scalar], b)
@@ -446,7 +462,8 @@ def _select_and_scatter(
     m = 1
     for d in src.shape.dimensions():
         m *= d
-    base = b._add("stablehlo.broadcast_in_dim", (init,), array_shape(et, (n + 1,)), "broadcast_dimensions = array<i64>")
+    shape = array_shape(et, (n + 1,), "SelectAndScatterWithGeneralPadding")
+    base = b._add("stablehlo.broadcast_in_dim", (init,), shape, "broadcast_dimensions = array<i64>")
     dn = ScatterDimensionNumbers(inserted_window_dims=[0], scatter_dims_to_operand_dims=[0], index_vector_dim=1)
     scattered = b._add(
         "stablehlo.scatter", (base, Reshape(sel, (m, 1)), Reshape(src, (m,))), base.shape,
