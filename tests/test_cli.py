@@ -491,3 +491,343 @@ def test_console_script() -> None:
     assert r.returncode == 0 and r.stdout.startswith("xlasdk ")
     r = subprocess.run(["xlasdk", "nosuchverb"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and r.stderr.count("\n") == 1
+
+
+# -- element types numpy does not have (bf16, fp8, int4, int2) ------------------------------------------------
+def _save_module(tmp_path: Path, name: str, bld: xs.XlaBuilder, root: Any) -> Path:
+    path = tmp_path / f"{name}.hlo"
+    bld.build(root).save(path)
+    return path
+
+
+def _load_outputs(path: Path) -> dict[str, np.ndarray[Any, Any]]:
+    """``--output`` read the documented way: plain np.load, then the '__dtypes__' manifest's views."""
+    import ml_dtypes
+
+    with np.load(path) as z:  # plain numpy, no pickles
+        arrays = {k: z[k] for k in z.files}
+    types = json.loads(str(arrays.pop("__dtypes__"))) if "__dtypes__" in arrays else {}
+    for key, name in types.items():
+        assert arrays[key].dtype.kind == "V"  # raw bytes in the file
+        arrays[key] = arrays[key].view(getattr(ml_dtypes, name))
+    return arrays
+
+
+def test_run_bf16_inputs_and_outputs_round_trip(tmp_path: Path) -> None:
+    import ml_dtypes
+
+    bf16 = ml_dtypes.bfloat16
+    bld = xs.XlaBuilder("bf16ops")
+    x = ops.Parameter(bld, 0, xs.Shape.array_shape(bf16, (2, 3)), "x")
+    y = ops.Parameter(bld, 1, xs.Shape.array_shape(bf16, (2, 3)), "y")
+    path = _save_module(tmp_path, "bf16", bld, ops.Tuple(bld, [x * y, x + y]))
+    rng = np.random.default_rng(5)
+    xv = (rng.standard_normal((2, 3)) * 3).astype(bf16)
+    yv = (rng.standard_normal((2, 3)) * 3).astype(bf16)
+    np.save(tmp_path / "x.npy", xv)  # numpy writes these as raw '|V2'
+    np.save(tmp_path / "y.npy", yv)
+    assert np.load(tmp_path / "x.npy").dtype == np.dtype("V2")
+    out = tmp_path / "out.npz"
+    code, text, err = cli("run", str(path), "--input", f"x={tmp_path / 'x.npy'}", "--input",
+                          f"y={tmp_path / 'y.npy'}", "--output", str(out))
+    assert code == 0, err
+    assert re.search(r"output 0: bf16\[2,3\]\s+min ", text) and re.search(r"output 1: bf16\[2,3\]", text)
+    with np.load(out) as z:
+        assert z.files == ["output_0", "output_1", "__dtypes__"]
+        assert json.loads(str(z["__dtypes__"])) == {"output_0": "bfloat16", "output_1": "bfloat16"}
+        np.testing.assert_array_equal(z["output_0"].view(bf16), xv * yv)  # as --help shows
+    got = _load_outputs(out)
+    assert list(got) == ["output_0", "output_1"] and got["output_0"].dtype == bf16
+    # one rounding per op, as ml_dtypes does it
+    np.testing.assert_array_equal(got["output_0"], xv * yv)
+    np.testing.assert_array_equal(got["output_1"], xv + yv)
+    # the output file is the input of another run: output_0 -> x, output_1 -> y
+    code, text2, err = cli("run", str(path), "--inputs", str(out), "--output", str(tmp_path / "out2.npz"))
+    assert code == 0, err
+    again = _load_outputs(tmp_path / "out2.npz")
+    a, b = got["output_0"], got["output_1"]
+    np.testing.assert_array_equal(again["output_0"], a * b)
+    np.testing.assert_array_equal(again["output_1"], a + b)
+    # one array of an .npz: FILE.npz:KEY
+    code, _, err = cli("run", str(path), "--input", f"x={out}:output_1", "--input", f"y={out}:output_0")
+    assert code == 0, err
+
+
+def test_run_fp8_every_kind_and_e5m2_files_numpy_cannot_read(tmp_path: Path) -> None:
+    import ml_dtypes
+
+    kinds = ["float8_e4m3fn", "float8_e5m2", "float8_e4m3", "float8_e3m4", "float8_e4m3fnuz", "float8_e5m2fnuz",
+             "float8_e4m3b11fnuz", "float8_e8m0fnu", "float4_e2m1fn"]
+    dts = [np.dtype(getattr(ml_dtypes, k)) for k in kinds]
+    xv = np.array([0.5, 1.0, 1.5, 2.0, 3.0, 0.25, 4.0, 0.125], F32)
+    bld = xs.XlaBuilder("tofp8")
+    x = ops.Parameter(bld, 0, xs.Shape.array_shape(F32, (8,)), "x")
+    to8 = _save_module(tmp_path, "to8", bld, ops.Tuple(bld, [ops.ConvertElementType(x, dt) for dt in dts]))
+    yv = (np.random.default_rng(1).standard_normal(8) * 2).astype(F32)  # rounded to each kind by XLA
+    np.save(tmp_path / "x.npy", yv)
+    code, _, err = cli("run", str(to8), "--input", f"x={tmp_path / 'x.npy'}", "--output", str(tmp_path / "f8.npz"))
+    assert code == 0, err
+    got = _load_outputs(tmp_path / "f8.npz")
+    for i, dt in enumerate(dts):
+        assert got[f"output_{i}"].dtype == dt
+        np.testing.assert_array_equal(got[f"output_{i}"].astype(F32), yv.astype(dt).astype(F32), err_msg=dt.name)
+    # back to f32 through the file: every kind as an input, exact values
+    bld = xs.XlaBuilder("from8")
+    ps = [ops.Parameter(bld, i, xs.Shape.array_shape(dt, (8,)), f"p{i}") for i, dt in enumerate(dts)]
+    from8 = _save_module(tmp_path, "from8", bld, ops.Tuple(bld, [ops.ConvertElementType(p, F32) for p in ps]))
+    for i, dt in enumerate(dts):
+        np.save(tmp_path / f"in{i}.npy", xv.astype(dt))  # float8_e5m2 is written with descr '<f1' ...
+    with pytest.raises(ValueError, match="descr"):
+        np.load(tmp_path / "in1.npy")  # ... which numpy itself cannot read back
+    args = [a for i in range(len(dts)) for a in ("--input", f"p{i}={tmp_path / f'in{i}.npy'}")]
+    code, _, err = cli("run", str(from8), *args, "--output", str(tmp_path / "back.npz"))
+    assert code == 0, err
+    back = _load_outputs(tmp_path / "back.npz")
+    assert "__dtypes__" not in np.load(tmp_path / "back.npz").files  # f32 outputs only: no manifest
+    for i, dt in enumerate(dts):
+        np.testing.assert_array_equal(back[f"output_{i}"], xv.astype(dt).astype(F32), err_msg=dt.name)
+    # and in an .npz written by numpy (the '<f1' member too)
+    np.savez(tmp_path / "ins.npz", **{f"p{i}": xv.astype(dt) for i, dt in enumerate(dts)})
+    code, _, err = cli("run", str(from8), "--inputs", str(tmp_path / "ins.npz"))
+    assert code == 0, err
+
+
+def test_run_int4_uint4_int2_uint2(tmp_path: Path) -> None:
+    import ml_dtypes
+
+    cases = [(ml_dtypes.int4, -8, 7), (ml_dtypes.uint4, 0, 15), (ml_dtypes.int2, -2, 1), (ml_dtypes.uint2, 0, 3)]
+    rng = np.random.default_rng(3)
+    for dt, lo, hi in cases:
+        name = np.dtype(dt).name
+        bld = xs.XlaBuilder(f"add_{name}")
+        a = ops.Parameter(bld, 0, xs.Shape.array_shape(dt, (4, 4)), "a")
+        b = ops.Parameter(bld, 1, xs.Shape.array_shape(dt, (4, 4)), "b")
+        path = _save_module(tmp_path, name, bld, ops.Tuple(bld, [a + b, a * b, ops.ConvertElementType(a, np.int32)]))
+        av = rng.integers(lo, hi + 1, (4, 4))
+        bv = rng.integers(lo, hi + 1, (4, 4))
+        np.savez(tmp_path / f"{name}.npz", a=av.astype(dt), b=bv.astype(dt))
+        out = tmp_path / f"{name}_out.npz"
+        code, text, err = cli("run", str(path), "--inputs", str(tmp_path / f"{name}.npz"), "--output", str(out))
+        assert code == 0, (name, err)
+        got = _load_outputs(out)
+        span = hi - lo + 1
+
+        def wrap(v: np.ndarray[Any, Any], lo: int = lo, span: int = span) -> np.ndarray[Any, Any]:
+            return (v - lo) % span + lo  # two's complement wrap-around of the narrow type
+
+        assert got["output_0"].dtype == np.dtype(dt)
+        np.testing.assert_array_equal(got["output_0"].astype(np.int64), wrap(av + bv), err_msg=name)
+        np.testing.assert_array_equal(got["output_1"].astype(np.int64), wrap(av * bv), err_msg=name)
+        np.testing.assert_array_equal(got["output_2"], av.astype(np.int32))
+        code, _, err = cli("run", str(path), "--random-inputs", "--seed", "2")  # random values of the narrow type
+        assert code == 0, (name, err)
+
+
+def test_run_raw_inputs_of_the_wrong_size_or_type_are_named(tmp_path: Path) -> None:
+    import ml_dtypes
+
+    bld = xs.XlaBuilder("halfs")
+    x = ops.Parameter(bld, 0, xs.Shape.array_shape(ml_dtypes.bfloat16, (3,)), "x")
+    h = ops.Parameter(bld, 1, xs.Shape.array_shape(np.float16, (3,)), "h")
+    path = _save_module(tmp_path, "halfs", bld, ops.Tuple(bld, [x, h]))
+    np.save(tmp_path / "f8.npy", np.ones(3, ml_dtypes.float8_e4m3fn))  # raw 1-byte values
+    np.save(tmp_path / "h.npy", np.ones(3, np.float16))
+    code, _, err = cli("run", str(path), "--input", f"x={tmp_path / 'f8.npy'}", "--input", f"h={tmp_path / 'h.npy'}")
+    assert code == 2
+    assert_one_line_error(err, "xlasdk run: error: input for parameter 0 ('x') must be bf16[3] (2-byte elements), "
+                          f"but {tmp_path / 'f8.npy'} holds raw 1-byte values (|V1[3])")
+    # raw 2-byte values without a manifest are read as the parameter's type, even f16 ...
+    np.save(tmp_path / "x.npy", np.ones(3, ml_dtypes.bfloat16))
+    code, text, err = cli("run", str(path), "--input", f"x={tmp_path / 'x.npy'}",
+                          "--input", f"h={tmp_path / 'x.npy'}", "--output", str(tmp_path / "o.npz"))
+    assert code == 0, err
+    # ... but a manifest says what they are: a bf16 output is no f16 input
+    code, _, err = cli("run", str(path), "--input", f"x={tmp_path / 'o.npz'}:output_0",
+                       "--input", f"h={tmp_path / 'o.npz'}:output_0")
+    assert code == 2
+    assert_one_line_error(err, "input for parameter 1 ('h') must be f16[3], but "
+                          f"{tmp_path / 'o.npz'}[output_0] holds bf16[3]")
+    code, _, err = cli("run", str(path), "--input", f"x={tmp_path / 'o.npz'}:nope")
+    assert code == 2
+    assert_one_line_error(err, "has no array 'nope'; it holds output_0, output_1")
+
+
+# -- convert checks what it wrote -------------------------------------------------------------------------------
+def test_convert_checks_the_written_file(hlo_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from xlasdk.formats import saving
+
+    out = tmp_path / "c.mlir"
+    code, text, err = cli("convert", str(hlo_file), str(out))
+    assert code == 0, err
+    assert text.startswith(f"wrote {out} (StableHLO text, ") and text.endswith("bytes, loads back and compiles)\n")
+    old = out.read_bytes()
+    real = saving.computation_bytes
+
+    def leftovers() -> list[str]:
+        return sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp"))
+
+    # bytes that do not load back: exit 1, the old file as it was, no temporary file
+    monkeypatch.setattr(saving, "computation_bytes", lambda *a, **k: real(*a, **k)[:-40])
+    code, _, err = cli("convert", str(hlo_file), str(out))
+    assert code == 1
+    assert_one_line_error(err, f"xlasdk convert: error: {out}: the written file does not load back (",
+                          "nothing was written")
+    assert ".tmp" not in err and out.read_bytes() == old and leftovers() == []
+    code, _, err = cli("convert", str(hlo_file), str(tmp_path / "new.mlir"))
+    assert code == 1 and not (tmp_path / "new.mlir").exists() and leftovers() == []
+    # --no-check writes whatever the bytes are
+    code, text, _ = cli("convert", str(hlo_file), str(tmp_path / "unchecked.mlir"), "--no-check")
+    assert code == 0 and text.endswith(" bytes)\n")
+    # another module: loads back, but with another program shape
+    other = xs.XlaBuilder("other")
+    ops.Neg(ops.Parameter(other, 0, xs.Shape.array_shape(F32, (5,)), "z"))
+    other_comp = other.build()
+    monkeypatch.setattr(saving, "computation_bytes", lambda comp, *a, **k: real(other_comp, *a, **k))
+    code, _, err = cli("convert", str(hlo_file), str(out))
+    assert code == 1 and out.read_bytes() == old and leftovers() == []
+    assert_one_line_error(err, "the written file loads back with another program shape (f32[5] -> f32[5], expected "
+                          "f32[2,3], f32[3] -> (f32[2,1], f32[]))")
+    # same program shape, but XLA cannot compile what was written, though it compiles the source
+    bad = xs.XlaComputation.from_hlo_text(
+        "HloModule m\nENTRY e {\n  a = f32[2,3] parameter(0)\n  b = f32[3] parameter(1)\n"
+        '  r = f32[2,1] custom-call(a, b), custom_call_target="no_such_kernel"\n  s = f32[] constant(0)\n'
+        "  ROOT t = (f32[2,1], f32[]) tuple(r, s)\n}\n")
+    monkeypatch.setattr(saving, "computation_bytes", lambda comp, *a, **k: real(bad, *a, **k))
+    code, _, err = cli("convert", str(hlo_file), str(out))
+    assert code == 1 and out.read_bytes() == old and leftovers() == []
+    assert_one_line_error(err, f"{out}: the written StableHLO text does not compile, though {hlo_file} does (",
+                          "no_such_kernel")
+    code, text, err = cli("convert", str(hlo_file), str(out), "--no-compile")  # loads back: enough
+    assert code == 0 and text.endswith("bytes, loads back)\n") and out.read_bytes() != old
+    # a source that does not compile here either: the file is written, and the report says so
+    monkeypatch.setattr(saving, "computation_bytes", real)
+    src = tmp_path / "custom.hlo"
+    src.write_text(bad.as_hlo_text())
+    code, text, err = cli("convert", str(src), str(tmp_path / "custom.pb"))
+    assert code == 0, err
+    assert text.rstrip().endswith(f"loads back; like {src}, it does not compile on cpu:0)")
+
+
+# -- supervised runs: --timeout, XLA aborts ---------------------------------------------------------------------
+def _forever(tmp_path: Path) -> Path:
+    """A While whose condition is always true."""
+    bld = xs.XlaBuilder("forever")
+    n = ops.Parameter(bld, 0, xs.Shape.array_shape(np.int32, ()), "n")
+    loop = ops.While(lambda c: ops.Eq(c, c), lambda c: c + np.int32(1), n)
+    return _save_module(tmp_path, "forever", bld, loop)
+
+
+def _bad_sorts(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """Sorts whose comparators are not strict weak orders: always true (on distinct keys), and <=
+    (on equal keys); the keys of the second."""
+    cb = xs.XlaBuilder("always_true")
+    for i in range(2):
+        ops.Parameter(cb, i, xs.Shape.array_shape(F32, ()), f"v{i}")
+    ops.Constant(cb, np.bool_(True))
+    paths = []
+    for name, cmp in (("alwaystrue", cb.build()), ("lessequal", lambda a, b: ops.Le(a, b))):
+        bld = xs.XlaBuilder(name)
+        x = ops.Parameter(bld, 0, xs.Shape.array_shape(F32, (100000,)), "x")
+        paths.append(_save_module(tmp_path, name, bld, ops.Sort(bld, x, comparator=cmp)))
+    np.save(tmp_path / "zeros.npy", np.zeros(100000, F32))
+    return paths[0], paths[1], tmp_path / "zeros.npy"
+
+
+def _popen(*argv: str, script: str | None = None) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    env["PYTHONPATH"] = REPO
+    cmd = [sys.executable, script] if script else [sys.executable, "-m", "xlasdk.cli"]
+    return subprocess.Popen([*cmd, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def test_timeout_ends_programs_that_never_finish(tmp_path: Path) -> None:
+    """The xlasdk command (a forked child) and main() from Python (a spawned child) alike."""
+    forever = _forever(tmp_path)
+    always, lessequal, zeros = _bad_sorts(tmp_path)
+    procs = [_popen("run", str(forever), "--random-inputs", "--timeout", "8"),
+             _popen("run", str(always), "--random-inputs", "--timeout", "8"),
+             _popen("run", str(lessequal), "--input", f"x={zeros}", "--timeout", "8")]
+    code, out, err = cli("run", str(forever), "--random-inputs", "--timeout", "8")
+    assert code == 1 and out == ""
+    assert_one_line_error(err, f"xlasdk run: error: {forever}: ", "did not finish within 8 s (--timeout)")
+    results = [(p, *p.communicate(timeout=120)) for p in procs]
+    p, out, err = results[0]
+    assert p.returncode == 1 and out == ""
+    assert_one_line_error(err, f"xlasdk run: error: {forever}: the run did not finish within 8 s (--timeout)")
+    # XLA:CPU's sort loops or runs off the array with such comparators: a run that never ends, or a crash
+    for path, (p, out, err) in zip((always, lessequal), results[1:], strict=True):
+        assert p.returncode == 1 and out == ""
+        assert_one_line_error(err, f"xlasdk run: error: {path}: ")
+        assert re.search(r": (the run did not finish within 8 s \(--timeout\)|XLA crashed while running \(SIG\w+\))",
+                         err), err
+    code, _, err = cli("run", str(forever), "--timeout", "0")
+    assert code == 2
+    assert_one_line_error(err, "--timeout must be > 0 seconds")
+
+
+_ABORTING = """\
+import os, sys
+import numpy as np
+import xlasdk.cli as cli
+import xlasdk.runtime.executable as ex
+
+def abort(*args, **kwargs):  # what XLA does on a failed CHECK: log F..., a stack trace, abort()
+    os.write(2, b"W0000 00:00:00.000000   123 fake.cc:1] a warning before\\n")
+    os.write(2, b"F0000 00:00:00.000000   123 fake.cc:2] Check failed: 1 == 2 (synthetic)\\n")
+    os.write(2, b"*** Check failure stack trace: ***\\n    @ 0x1234 xla::Frame()\\n")
+    os.abort()
+
+def half_write(f, **arrays):  # dies in the middle of writing --output
+    f.write(b"PK-half-a-file")
+    f.flush()
+    abort()
+
+if sys.argv[1] == "when-running":
+    ex.Executable.__call__ = abort
+else:
+    np.savez = half_write
+sys.argv = ["xlasdk", *sys.argv[2:]]
+sys.exit(cli.main())
+"""
+
+
+def test_an_abort_in_xla_is_one_line_and_exit_1(hlo_file: Path, tmp_path: Path) -> None:
+    script = tmp_path / "aborting.py"
+    script.write_text(_ABORTING)
+    old = tmp_path / "o.npz"
+    old.write_bytes(b"old outputs")
+    p = _popen("when-running", "run", str(hlo_file), "--random-inputs", script=str(script))
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 1 and out == ""
+    lines = err.splitlines()  # XLA's earlier log lines still flow; the fatal line and stack are summarized
+    assert lines == ["W0000 00:00:00.000000   123 fake.cc:1] a warning before",
+                     f"xlasdk run: error: {hlo_file}: XLA aborted while running (SIGABRT): fake.cc:2] Check failed: "
+                     "1 == 2 (synthetic)"], err
+    p = _popen("when-running", "--debug", "run", str(hlo_file), "--random-inputs", script=str(script))
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 1 and "*** Check failure stack trace: ***" in err and "xla::Frame()" in err
+    assert err.splitlines()[-1].startswith(f"xlasdk run: error: {hlo_file}: XLA aborted while running (SIGABRT)")
+    # killed while writing --output: the old file stays, the half-written temporary file is removed
+    p = _popen("when-writing", "run", str(hlo_file), "--random-inputs", "--output", str(old), script=str(script))
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 1
+    assert err.strip().endswith("XLA aborted while writing the output (SIGABRT): fake.cc:2] Check failed: 1 == 2 "
+                                "(synthetic)"), err
+    assert old.read_bytes() == b"old outputs"
+    assert sorted(q.name for q in tmp_path.iterdir()) == ["aborting.py", "o.npz"]
+
+
+def test_xla_ending_the_process_is_reported(hlo_file: Path, tmp_path: Path) -> None:
+    """A real one: XLA logs a fatal error and ends the process on an unknown XLA_FLAGS flag."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    env["PYTHONPATH"] = REPO
+    env["XLA_FLAGS"] = "--xla_no_such_flag=1"
+    mlir = tmp_path / "m.mlir"
+    build().save(mlir)
+    for argv in (["devices"], ["run", str(mlir), "--random-inputs"]):
+        r = subprocess.run([sys.executable, "-m", "xlasdk.cli", *argv], capture_output=True, text=True, env=env,
+                           timeout=300)
+        assert r.returncode == 1 and r.stdout == "", (argv, r.stderr)
+        assert_one_line_error(r.stderr, f"xlasdk {argv[0]}: error: ", "Unknown flag in XLA_FLAGS: --xla_no_such_flag=1")
+        assert re.search(r"XLA ended the process while starting the device client \(exit status \d+\): \S+\.cc:\d+\] ",
+                         r.stderr) or "XLA aborted while starting the device client" in r.stderr, r.stderr

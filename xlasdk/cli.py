@@ -118,6 +118,7 @@ _STAGES: dict[str, tuple[str, str]] = {  # what the child reports it is doing ->
     "writing": ("writing the output", "while writing the output"),
     "checking": ("checking the written file", "while checking the written file"),
 }
+_TIMED_STAGES = frozenset({"compiling", "running", "checking"})  # what --timeout bounds: XLA's work
 _CHILD_ENV = "XLASDK_CLI_CHILD"
 _FATAL_START_RE = re.compile(
     r"^(?:F\d{4} \d\d:\d\d:\d\d|\*\*\* Check failure stack trace|LLVM ERROR|Fatal Python error)"
@@ -244,6 +245,9 @@ class _Watch:
         self.debug = debug
         self.stage = "start"
         self.exit_code: int | None = None
+        self.changed = threading.Condition()
+        self.ended = False  # the status pipe closed: the child is gone
+        self.clock: float | None = None  # when the timed stages began
         self.holding = False
         self.held: list[str] = []
         self.tail: list[str] = []
@@ -269,12 +273,34 @@ class _Watch:
             os.close(fd)
 
     def read_status(self, fd: int) -> None:
-        for line, _ in self._lines(fd):
-            kind, _, value = line.partition(" ")
-            if kind == "stage":
-                self.stage = value
-            elif kind == "exit" and value.lstrip("-").isdigit():
-                self.exit_code = int(value)
+        try:
+            for line, _ in self._lines(fd):
+                kind, _, value = line.partition(" ")
+                with self.changed:
+                    if kind == "stage":
+                        self.stage = value
+                        if value in _TIMED_STAGES and self.clock is None:
+                            self.clock = time.monotonic()
+                    elif kind == "exit" and value.lstrip("-").isdigit():
+                        self.exit_code = int(value)
+                    self.changed.notify_all()
+        finally:
+            with self.changed:
+                self.ended = True
+                self.changed.notify_all()
+
+    def wait(self, timeout: float | None) -> bool:
+        """Wait for the child's end; False when ``timeout`` seconds of timed stages passed first."""
+        with self.changed:
+            while not self.ended:
+                if timeout is None or self.clock is None:
+                    self.changed.wait()
+                    continue
+                remaining = self.clock + timeout - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self.changed.wait(remaining)
+        return True
 
     def read_stderr(self, fd: int) -> None:
         for line, newline in self._lines(fd):
@@ -411,8 +437,7 @@ def _supervise(args: argparse.Namespace, argv: list[str], out: IO[str], err: IO[
         timed_out = interrupted = False
         restore = _forward_termination(child)
         try:
-            readers[0].join(timeout)  # the status pipe ends when the child does
-            if readers[0].is_alive():
+            if not watch.wait(timeout):
                 timed_out = True
                 child.kill()
         except KeyboardInterrupt:  # Ctrl-C reached both; a child inside XLA cannot stop by itself
@@ -451,8 +476,10 @@ def _supervise(args: argparse.Namespace, argv: list[str], out: IO[str], err: IO[
                 sig = f"signal {-rc}"
             if sig == "SIGABRT":
                 how = f"XLA aborted {during} ({sig})"
+            elif sig == "SIGKILL":
+                how = f"the process was killed {during} (SIGKILL; out of memory?)"
             else:
-                how = f"the process died {during} ({sig}{'; out of memory?' if sig == 'SIGKILL' else ''})"
+                how = f"XLA crashed {during} ({sig})"
         else:
             how = f"XLA ended the process {during} (exit status {rc})"
         msg = f"{how}: {fatal}" if fatal else how + ("" if args.debug else "; rerun with --debug to see XLA's log")
@@ -1240,8 +1267,9 @@ element types:
 
 crashes and --timeout:
   The work runs in a child process: if XLA aborts, the command reports its "Check failed" line
-  (exit code 1) instead of dying; --timeout S ends a run that takes longer, with exit code 1 and
-  "... did not finish within S s (--timeout)". --debug shows XLA's full log.
+  (exit code 1) instead of dying. --timeout S bounds compiling and running (reading the files
+  and starting up are not counted): past S seconds the child is killed, exit code 1,
+  "FILE: the run did not finish within S s (--timeout)". --debug shows XLA's full log.
 
 exit codes: 0 success, 1 runtime failure (compile, execute, XLA abort, --timeout), 2 usage or input error
 """
@@ -1271,7 +1299,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(verb_parser=s)
 
     fmt_help = "force the input format: hlo, mlir, mlirbc or pb (default: by suffix, then by content)"
-    timeout_help = "stop the command after S seconds (load, compile and run), exit code 1"
+    timeout_help = "stop when compiling takes more than S seconds (exit code 1)"
     s = sub.add_parser(
         "inspect", parents=[common], help="program shape, op counts, cost and memory of a module",
         description="Print a module's program shape, HLO op counts by opcode, XLA's cost analysis and memory "
@@ -1330,8 +1358,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "fp8, int4)")
     s.add_argument("--repeat", type=int, default=1, metavar="N", help="run N times and report min/median time")
     s.add_argument("--timeout", type=float, default=None, metavar="S",
-                   help="stop after S seconds (load, compile and run) with exit code 1: a While whose condition "
-                        "stays true, or a Sort whose comparator is not a strict weak order, never ends")
+                   help="stop when compiling and running take more than S seconds, with exit code 1: a While whose "
+                        "condition stays true, or a Sort whose comparator is not a strict weak order, never ends")
     s.set_defaults(verb_parser=s)
 
     s = sub.add_parser("cache", parents=[common], help="inspect or clear the compile cache",
