@@ -3,8 +3,10 @@
 A thin argparse layer over the public API. Verbs: ``devices``, ``version``, ``inspect``,
 ``convert``, ``run``, ``cache info|clear``; ``xlasdk VERB --help`` documents each.
 
-Exit codes: 0 success; 1 runtime failure (compilation or execution); 2 usage or input error
-(bad arguments, unreadable or invalid files, inputs that do not match the program). Errors are
+Exit codes: 0 success; 1 runtime failure (compilation or execution, XLA aborting, ``--timeout``);
+2 usage or input error (bad arguments, unreadable or invalid files, inputs that do not match the
+program). Run as the ``xlasdk`` command, the verbs that start XLA work in a supervised child
+process (see "supervision" below), so that an abort in XLA is an error line, not a crash. Errors are
 one line on stderr, ``xlasdk VERB: error: ...``; ``--debug`` adds the Python traceback and XLA's own
 log output. Output piped into a reader that leaves early (``xlasdk inspect f.hlo | head -1``) ends
 the command quietly with exit code 0.
@@ -97,7 +99,8 @@ def _quiet_native_logs(enabled: bool) -> Iterator[None]:
 # comparator is not a strict weak order run forever). So the verbs that start XLA (devices, inspect,
 # convert, run) do their work in a child process that this process watches: a child that dies by a
 # signal, or that XLA ends with exit(), becomes exit code 1 and one line naming what it was doing and
-# XLA's "Check failed" line; --timeout kills the child after S seconds (exit code 1). A watchdog
+# XLA's "Check failed" line; --timeout kills the child once compiling and running have taken S
+# seconds (exit code 1; reading files and starting up do not count). A watchdog
 # thread calling os._exit(1) would handle --timeout only, not aborts, and would end any Python program
 # that calls main() in-process; a child process does both and leaves its caller running.
 # The child is forked when this process is the xlasdk command itself (main() with no arguments and
@@ -292,7 +295,7 @@ class _Watch:
     def wait(self, timeout: float | None) -> bool:
         """Wait for the child's end; False when ``timeout`` seconds of timed stages passed first."""
         with self.changed:
-            while not self.ended:
+            while not self.ended and self.exit_code is None:  # "exit N" comes last, after every output
                 if timeout is None or self.clock is None:
                     self.changed.wait()
                     continue
@@ -438,8 +441,8 @@ def _supervise(args: argparse.Namespace, argv: list[str], out: IO[str], err: IO[
         restore = _forward_termination(child)
         try:
             if not watch.wait(timeout):
-                timed_out = True
                 child.kill()
+                timed_out = watch.exit_code is None
         except KeyboardInterrupt:  # Ctrl-C reached both; a child inside XLA cannot stop by itself
             interrupted = True
             readers[0].join(2.0)
@@ -449,15 +452,16 @@ def _supervise(args: argparse.Namespace, argv: list[str], out: IO[str], err: IO[
         rc = child.wait()
         for t in readers[1:]:
             t.join(5.0)
+        if watch.exit_code is None:  # killed, or died: it may have left a temporary file
+            for target in _output_targets(args):
+                remove_temp_files(target, child.pid)
         if interrupted:
             if watch.exit_code != 130:
                 err.write("xlasdk: interrupted\n")
             return 130
-        if watch.exit_code is not None and not timed_out:
+        if watch.exit_code is not None:
             watch.release()
             return watch.exit_code
-        for target in _output_targets(args):
-            remove_temp_files(target, child.pid)
         noun, during = _STAGES.get(watch.stage, (watch.stage, f"while {watch.stage}"))
         if timed_out:
             assert timeout is not None
