@@ -4,6 +4,7 @@ op_metadata context manager, OpMetadata and current_source_info_metadata, as see
 from __future__ import annotations
 
 import os
+import pathlib
 import sys
 
 import numpy as np
@@ -304,8 +305,8 @@ def test_every_field_in_the_hlo_proto() -> None:
 
 
 @pytest.mark.parametrize("suffix", [".hlo", ".pb", ".mlir", ".mlirbc"])
-def test_every_field_survives_save_and_load(tmp_path: object, suffix: str) -> None:
-    path = os.path.join(str(tmp_path), "model" + suffix)
+def test_every_field_survives_save_and_load(tmp_path: pathlib.Path, suffix: str) -> None:
+    path = os.path.join(tmp_path, "model" + suffix)
     full_graph().save(path)
     if suffix == ".mlir":  # the fields live in the location (see xs.OpMetadata.to_mlir_location)
         with open(path) as f:
@@ -314,7 +315,7 @@ def test_every_field_survives_save_and_load(tmp_path: object, suffix: str) -> No
     loaded = xs.load_computation(path)
     assert_full(loaded.as_hlo_text())
     assert_full_proto(loaded.as_serialized_hlo_module_proto())
-    again = os.path.join(str(tmp_path), "again" + suffix)
+    again = os.path.join(tmp_path, "again" + suffix)
     loaded.save(again)
     assert_full(xs.load_computation(again).as_hlo_text())
 
@@ -485,10 +486,10 @@ source_file="x.py" source_line=5 profile_type={1} deduplicated_name="fus" schedu
 
 
 @pytest.mark.parametrize("suffix", ["", ".hlo", ".pb"])
-def test_loaded_hlo_prints_back_with_all_its_metadata(tmp_path: object, suffix: str) -> None:
+def test_loaded_hlo_prints_back_with_all_its_metadata(tmp_path: pathlib.Path, suffix: str) -> None:
     comp = xs.XlaComputation.from_hlo_text(XLA_DUMP)
     if suffix:
-        path = os.path.join(str(tmp_path), "dump" + suffix)
+        path = os.path.join(tmp_path, "dump" + suffix)
         comp.save(path)
         comp = xs.load_computation(path)
     text = comp.as_hlo_text()
@@ -504,10 +505,10 @@ def test_loaded_hlo_prints_back_with_all_its_metadata(tmp_path: object, suffix: 
     }
 
 
-def test_loaded_hlo_saved_as_stablehlo_keeps_what_xla_imports(tmp_path: object) -> None:
+def test_loaded_hlo_saved_as_stablehlo_keeps_what_xla_imports(tmp_path: pathlib.Path) -> None:
     """XLA's HLO -> StableHLO importer keeps op_name, source_file and source_line (the rest is
     not in the module it makes)."""
-    path = os.path.join(str(tmp_path), "dump.mlir")
+    path = os.path.join(tmp_path, "dump.mlir")
     xs.XlaComputation.from_hlo_text(XLA_DUMP).save(path)
     line = hlo_line(xs.load_computation(path).as_hlo_text(), "tanh")
     assert 'op_name="jit(f)/tanh" source_file="x.py" source_line=5' in line

@@ -82,7 +82,8 @@ class XlaComputation:
     ) -> XlaComputation:
         """A computation loaded and verified by :mod:`xlasdk.formats`.
 
-        ``module`` is the parsed ``ir.Module``, ``text`` its StableHLO text; ``xla`` the jaxlib
+        ``module`` is the parsed ``ir.Module``, ``text`` its StableHLO text with locations (op
+        metadata lives there, see :meth:`_converted`); ``xla`` the jaxlib
         ``XlaComputation`` of the original HLO when it was loaded from HLO (so ``as_hlo_text``
         gives back the HLO that was loaded).
         """
