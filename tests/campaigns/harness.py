@@ -18,7 +18,8 @@ API
 ``run_batch(tasks, timeout=60.0, *, env=None, cwd=None, max_tasks_per_child=None, on_outcome=None) -> Report``
     Runs the tasks in order in one child process, restarting it after a death, a timeout or
     every ``max_tasks_per_child`` tasks. ``timeout`` is per task (seconds, from sending the
-    input to receiving the result, the child's start-up not counted). ``env`` adds to (or with
+    input to receiving the result; for a child's first task that includes the interpreter's
+    start-up and the source's imports). ``env`` adds to (or with
     a value of None removes from) the parent's environment; ``on_outcome(outcome)`` is called
     after each task (for progress lines or an early stop: return ``False`` to stop the batch).
 
