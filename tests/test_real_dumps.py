@@ -1,0 +1,224 @@
+"""Real XLA dumps of real JAX programs (tests/data/dumps/, made by tools/make_dump_corpus.py): every
+loadable file of every program loads, compiles and reproduces JAX's recorded outputs, through the API
+and through ``xlasdk run``; JAX's own ``Exported.serialize()`` file is refused with a FormatError.
+
+Each load/compile/run happens in a child process: a crash in XLA (an abort, a segfault) fails that
+one test, naming the signal and XLA's last words, instead of killing pytest. Nothing here imports jax.
+
+Comparison (``assert_matches_jax``): shapes and dtypes exact; integers, bool and unsigned exact;
+floats pass if bit-identical, else within a per-dtype tolerance (``FLOAT_TOL``). A module compiled
+again by XLA can round differently from JAX's own run: an optimized dump goes through the pipeline a
+second time (fusion and reassociation may change), and any module may be fused differently. What the
+generator measured, jitted vs op-by-op (``jax.disable_jit()``, no fusion at all), bounds how far that
+moves: at most 8e-8 of the output's largest magnitude in f32 (about 1 ulp), and 1 bf16 ulp of the
+output's largest magnitude (0.0156 on values up to 3.16) for the bf16 transformer. The tolerances
+allow a few times that (f32: 1e-5 relative + 1e-6 of the largest magnitude, ~80 ulp; bf16: 2 ulp,
+2**-6 relative + 2**-6 of the largest magnitude) and still catch every real error: a wrong op,
+operand order, parameter order, bitcast or RNG bit gives differences of order 1. (With jaxlib 0.10.2
+every file reproduces JAX's outputs bit for bit; the tolerances are the margin for other XLA versions.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DUMPS = Path(__file__).resolve().parent / "data" / "dumps"
+PROGRAMS = ("transformer_bf16", "convnet_train", "gru_scan", "int_indexing")
+LOADABLE = (
+    "module.before_optimizations.txt",  # XLA dump: HLO text before optimizations
+    "module.before_optimizations.hlo.pb",  # XLA dump: HloProto before optimizations
+    "module.cpu_after_optimizations.txt",  # XLA dump: optimized HLO text
+    "module.cpu_after_optimizations.hlo.pb",  # XLA dump: optimized HloProto
+    "lowered.mlir",  # jax.jit(f).lower(*args).as_text()
+    "exported.mlirbc",  # jax.export.export(jax.jit(f))(*args).mlir_module_serialized
+)
+CASES = [pytest.param(p, f, id=f"{p}/{f}") for p in PROGRAMS for f in LOADABLE]
+# dtype -> (rtol, atol as a fraction of the largest |expected| in that output), used when not bit-identical
+FLOAT_TOL = {"float32": (1e-5, 1e-6), "bfloat16": (2.0**-6, 2.0**-6)}
+TIMEOUT = 300
+
+# The child: load FILE, compile for cpu:0, run on the recorded inputs, save the outputs (dtype names beside).
+CHILD = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    import ml_dtypes
+    sys.path.insert(0, {repo!r})
+    import xlasdk as xs
+
+    path, io_path, out_path = sys.argv[1:4]
+    with np.load(io_path) as z:
+        ins = [z[f"in{{i}}"] for i in range(len(z["in_dtypes"]))]
+        ins = [a.view(getattr(ml_dtypes, d)) if a.dtype.kind == "V" else a for a, d in zip(ins, z["in_dtypes"])]
+    comp = xs.load_computation(path)
+    shapes = comp.program_shape().parameter_shapes()
+    got = [(tuple(s.dimensions()), np.dtype(s.numpy_dtype())) for s in shapes]
+    want = [(a.shape, a.dtype) for a in ins]
+    assert got == want, f"parameters {{got}}, the recorded inputs are {{want}}"
+    exe = xs.compile(comp, device="cpu:0")
+    out = exe(*ins)
+    outs = [o.to_numpy() for o in (out if isinstance(out, tuple) else (out,))]
+    np.savez(out_path, **{{f"out{{i}}": o for i, o in enumerate(outs)}}, out_dtypes=[o.dtype.name for o in outs])
+    print("OK", flush=True)
+    """
+).format(repo=str(REPO))
+
+
+def _dtype(name: str) -> np.dtype[Any]:
+    return np.dtype(getattr(ml_dtypes, name)) if hasattr(ml_dtypes, name) else np.dtype(name)
+
+
+def load_npz(path: Path, prefix: str, dtypes_key: str) -> list[np.ndarray[Any, Any]]:
+    """``prefix0``, ``prefix1``, ... of an .npz; raw ``|V2`` (bfloat16) arrays viewed as ``dtypes_key`` names."""
+    with np.load(path, allow_pickle=False) as z:
+        names = [str(d) for d in z[dtypes_key]]
+        arrays = [z[f"{prefix}{i}"] for i in range(len(names))]
+    return [a.view(_dtype(d)) if a.dtype.kind == "V" else a for a, d in zip(arrays, names, strict=True)]
+
+
+def recorded(program: str) -> tuple[list[np.ndarray[Any, Any]], list[np.ndarray[Any, Any]]]:
+    """The program's recorded inputs and JAX's outputs."""
+    io = DUMPS / program / "io.npz"
+    return load_npz(io, "in", "in_dtypes"), load_npz(io, "out", "out_dtypes")
+
+
+def died(r: subprocess.CompletedProcess[str], what: str) -> str:
+    """Why a child failed: its exit code or signal name, and the last lines of its stderr and stdout."""
+    how = f"signal {signal.Signals(-r.returncode).name}" if r.returncode < 0 else f"exit code {r.returncode}"
+    err = (r.stderr or "").strip().splitlines()
+    fatal = [ln for ln in err if ln[:1] == "F" and "] " in ln[:60]]  # XLA's fatal log line: "F... Check failed: ..."
+    tail = "\n".join([*fatal, *[ln for ln in err if not ln.lstrip().startswith("@ ") and ln not in fatal][-12:]])
+    return f"{what}: the process ended with {how}; stderr:\n{tail}\nstdout ends:\n{(r.stdout or '')[-1000:]}"
+
+
+def run_child(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="1", PYTHONPATH=str(REPO))
+    env.pop("XLA_FLAGS", None)  # a dump flag in the environment would slow every child and litter
+    try:
+        return subprocess.run([sys.executable, *argv], capture_output=True, text=True, env=env, timeout=TIMEOUT,
+                              cwd=str(REPO))
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{argv}: no result after {TIMEOUT} s")
+
+
+def assert_matches_jax(got: list[np.ndarray[Any, Any]], want: list[np.ndarray[Any, Any]], what: str) -> None:
+    """Every output as JAX computed it: integers exactly, floats bit for bit or within FLOAT_TOL[dtype]."""
+    assert len(got) == len(want), f"{what}: {len(got)} outputs, JAX has {len(want)}"
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        assert (g.shape, g.dtype) == (w.shape, w.dtype), f"{what}: out{i} {g.dtype}{g.shape}, JAX {w.dtype}{w.shape}"
+        if g.dtype.kind in "biuV":
+            np.testing.assert_array_equal(g, w, err_msg=f"{what}: output {i}")
+            continue
+        if np.array_equal(g, w, equal_nan=True):
+            continue  # bit for bit (up to NaN payloads)
+        rtol, atol_frac = FLOAT_TOL[g.dtype.name]
+        w64, g64 = w.astype(np.float64), g.astype(np.float64)
+        atol = atol_frac * float(np.max(np.abs(w64), initial=0.0, where=np.isfinite(w64)))
+        np.testing.assert_allclose(g64, w64, rtol=rtol, atol=atol, equal_nan=True,
+                                   err_msg=f"{what}: output {i} ({g.dtype}; rtol {rtol}, atol {atol:.3g})")
+
+
+# -- the corpus itself ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_corpus_is_complete(program: str) -> None:
+    d = DUMPS / program
+    for f in (*LOADABLE, "exported.jax_export", "io.npz"):
+        assert (d / f).is_file() and (d / f).stat().st_size > 0, d / f
+    ins, outs = recorded(program)
+    assert ins and outs
+    header = next(ln for ln in (d / "module.before_optimizations.txt").read_text().splitlines() if "ENTRY" in ln)
+    assert header.split(" -> ")[0].count(": ") == len(ins), (header, len(ins))  # one input per ENTRY parameter
+
+
+def test_corpus_covers_what_it_is_meant_to() -> None:
+    """The optimized GRU dump has an element-type-changing bitcast (the float sort's total order), a while
+    loop and threefry's shifts; the transformer's dumps are bf16; the conv net's has convolutions and
+    reduce-windows of the backward pass."""
+    gru = (DUMPS / "gru_scan" / "module.cpu_after_optimizations.txt").read_text()
+    assert any(" bitcast(" in ln and "= s32[" in ln and "f32" not in ln.split("bitcast(")[0] for ln in gru.splitlines())
+    assert " while(" in gru and "shift-right-logical(" in gru and " sort(" in gru
+    assert "bf16[8,16]" in (DUMPS / "transformer_bf16" / "module.cpu_after_optimizations.txt").read_text()
+    conv = (DUMPS / "convnet_train" / "module.before_optimizations.txt").read_text()
+    assert " convolution(" in conv and " reduce-window(" in conv and " select-and-scatter(" in conv
+
+
+# -- load, compile, run: the API ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("program", "fname"), CASES)
+def test_load_compile_run_matches_jax(program: str, fname: str, tmp_path: Path) -> None:
+    path = DUMPS / program / fname
+    out = tmp_path / "out.npz"
+    r = run_child(["-c", CHILD, str(path), str(DUMPS / program / "io.npz"), str(out)])
+    if r.returncode != 0 or not out.exists():
+        pytest.fail(died(r, f"xs.load_computation/compile/run({program}/{fname})"), pytrace=False)
+    _, want = recorded(program)
+    assert_matches_jax(load_npz(out, "out", "out_dtypes"), want, f"{program}/{fname}")
+
+
+# -- the same through `xlasdk run` ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("program", "fname"), CASES)
+def test_cli_run_matches_jax(program: str, fname: str, tmp_path: Path) -> None:
+    ins, want = recorded(program)
+    inputs, out = tmp_path / "in.npz", tmp_path / "out.npz"
+    np.savez(inputs, **{str(i): a for i, a in enumerate(ins)})  # keyed by parameter index
+    path = DUMPS / program / fname
+    r = run_child(["-m", "xlasdk.cli", "run", str(path), "--device", "cpu:0", "--inputs", str(inputs),
+                   "--output", str(out)])
+    if r.returncode != 0 or not out.exists():
+        pytest.fail(died(r, f"xlasdk run {program}/{fname}"), pytrace=False)
+    with np.load(out, allow_pickle=False) as z:  # output_N; bf16 as raw |V2 named in the "__dtypes__" manifest
+        raw = [z[f"output_{i}"] for i in range(sum(k.startswith("output_") for k in z.files))]
+        types = json.loads(str(z["__dtypes__"])) if "__dtypes__" in z.files else {}
+    got = [g.view(_dtype(types[f"output_{i}"])) if f"output_{i}" in types else g for i, g in enumerate(raw)]
+    assert_matches_jax(got, want, f"xlasdk run {program}/{fname}")
+
+
+# -- jax.export's own serialization is not a module -----------------------------------------------------------
+
+REFUSE = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, {repo!r})
+    import xlasdk as xs
+    try:
+        xs.load_computation(sys.argv[1])
+    except xs.FormatError as e:
+        print("FormatError: " + str(e))
+    else:
+        print("LOADED")
+    """
+).format(repo=str(REPO))
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_jax_export_file_is_refused_pointing_at_mlir_module_serialized(program: str) -> None:
+    path = DUMPS / program / "exported.jax_export"
+    r = run_child(["-c", REFUSE, str(path)])
+    if r.returncode != 0:
+        pytest.fail(died(r, f"xs.load_computation({program}/exported.jax_export)"), pytrace=False)
+    line = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
+    assert line.startswith("FormatError: "), f"expected xs.FormatError, got: {r.stdout[-500:]!r}"
+    assert "mlir_module_serialized" in line and str(path) in line, line
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_cli_refuses_jax_export_file(program: str) -> None:
+    path = DUMPS / program / "exported.jax_export"
+    r = run_child(["-m", "xlasdk.cli", "run", str(path), "--random-inputs"])
+    assert r.returncode == 2, died(r, f"xlasdk run {program}/exported.jax_export (want exit code 2)")
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "mlir_module_serialized" in lines[0], r.stderr
