@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from .errors import DTypeError, ShapeError
-from .shape import ProgramShape, Shape
+from .shape import MAX_ARRAY_BYTES, ProgramShape, Shape
 
 if TYPE_CHECKING:
     from .attrs import OpMetadata, OpSharding
@@ -280,6 +280,7 @@ class XlaBuilder:
         self._sharding: OpSharding | None = None
         self._loc_cache: dict[tuple[str, int], str] = {}
         self._side_effects: list[XlaOp] = []
+        self._nbytes = 0  # bytes of every array built, regions included (checked by build)
 
     def _next_id(self) -> int:
         self._count += 1
@@ -441,6 +442,10 @@ class XlaBuilder:
             attrs = f"{attrs}, {sh}" if attrs else sh
         op = XlaOp(self, opcode, operands, shape, attrs, regions, loc, extra)
         self._last = op
+        self._nbytes += shape._heap_bytes()
+        for region in regions:
+            if region.results:  # the sub-computation's arrays are buffers of this computation too
+                self._nbytes += getattr(region.results[0].builder, "_nbytes", 0)
         if opcode in _SIDE_EFFECT_OPCODES or (
             opcode == "stablehlo.custom_call" and "has_side_effect = true" in attrs
         ):
@@ -522,11 +527,19 @@ class XlaBuilder:
 
         Raises
         ------
-        ShapeError: no ops, ``root`` from another builder, or gaps in parameter numbers.
+        ShapeError: no ops, ``root`` from another builder, gaps in parameter numbers, or arrays
+        that add up to more than 2**62 bytes (``xs.shape.MAX_ARRAY_BYTES``; sub-computations
+        included).
         """
         from .computation import XlaComputation
 
         r = self._root(root)
+        if self._nbytes > MAX_ARRAY_BYTES:
+            raise ShapeError(
+                f"build: the arrays of builder {self.name!r} add up to {self._nbytes} bytes (about "
+                f"2**{self._nbytes.bit_length() - 1}); a computation may hold at most 2**62 bytes of arrays "
+                f"(XLA places them all in one int64-addressed heap and aborts when it overflows){where()}"
+            )
         return XlaComputation._from_builder(self, r, self._program_shape(r))
 
     def is_constant(self, op: XlaOp) -> bool:

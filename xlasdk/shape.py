@@ -29,14 +29,16 @@ _TUPLE = PrimitiveType.TUPLE
 
 __all__ = ["Layout", "Shape", "ProgramShape", "shape_from_pyval", "MAX_ARRAY_BYTES", "array_size_problem"]
 
-#: The largest array XLA represents: ``ShapeUtil::ValidateShapeSize`` multiplies the dimension
-#: sizes, then the element size in bytes, in int64 and rejects a shape if either overflows; XLA:CPU
-#: aborts the process on such a shape. xlasdk checks the same thing when a Shape is made and when
-#: an op computes its result shape: the product of the non-zero dimension sizes times the element
-#: size in bytes (``xs.types.byte_width``: 1 for pred and 2/4-bit types) must be at most
-#: ``2**63 - 1``. (Sizes of 0 count as 1, so that the rule does not depend on the order of the
-#: dimensions: XLA rejects ``[2**62, 2**62, 0]`` though it holds no element.)
-MAX_ARRAY_BYTES = 2**63 - 1
+#: The largest array xlasdk builds, in bytes: 2**62 (4 EiB). XLA itself rejects a shape whose
+#: dimension sizes multiplied together, or that product times the element size, overflow int64
+#: (``ShapeUtil::ValidateShapeSize``), and XLA:CPU aborts the process on such a shape; it also
+#: aborts (``std::bad_alloc``) compiling element-wise ops on arrays of more than 2**62 elements.
+#: So xlasdk checks, when a Shape is made and when an op computes its result shape, that the
+#: product of the non-zero dimension sizes times the element size in bytes (``types.byte_width``:
+#: 1 for pred and the 2/4-bit types) is at most ``2**62``. Sizes of 0 count as 1, so that the
+#: rule does not depend on the order of the dimensions (XLA rejects ``[2**62, 2**62, 0]`` though
+#: it holds no element).
+MAX_ARRAY_BYTES = 2**62
 
 
 def array_size_problem(etype: PrimitiveType, dims: Sequence[int]) -> str | None:
@@ -51,8 +53,8 @@ def array_size_problem(etype: PrimitiveType, dims: Sequence[int]) -> str | None:
     text = f"{hlo_element_name(etype)}[{','.join(map(str, dims))}]"
     return (
         f"{text} is too large: its non-zero dimension sizes times {byte_width(etype)} byte(s) per element "
-        f"give {n} bytes (about 2**{n.bit_length() - 1}), over XLA's limit of 2**63 - 1 (sizes and byte size "
-        "must fit in int64)"
+        f"give {n} bytes (about 2**{n.bit_length() - 1}); an array may hold at most 2**62 bytes (XLA needs "
+        "sizes and byte sizes that fit in int64, and XLA:CPU aborts on arrays of more than 2**62 elements)"
     )
 
 
@@ -246,6 +248,17 @@ class Shape:
 
     def is_static(self) -> bool:
         return not any(self._dynamic)
+
+    def _heap_bytes(self) -> int:
+        """Bytes XLA reserves for a value of this shape, as :func:`array_size_problem` counts them
+        (sizes of 0 count as 1; 0 for tuples and tokens, whose elements are other values)."""
+        if self._tuple is not None or self._etype is _TOKEN:
+            return 0
+        n = byte_width(self._etype)
+        for d in self._dims:
+            if d > 1:
+                n *= d
+        return n
 
     def size(self) -> int:
         """Number of elements of an array shape."""

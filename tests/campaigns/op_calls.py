@@ -352,6 +352,15 @@ HOSTILE: list[tuple[str, Callable[[Ctx], Any]]] = [
     ("pred[] op", _op(PRED, ())),
     ("c64[2,3] op", _op(C64, (2, 3))),
     ("f32[1,1,1,1] op", _op(F32, (1, 1, 1, 1))),
+    # the largest arrays allowed (2**62 bytes): built, compiled, never run
+    ("s8[2**62] op", _op(S8, (2**62,))),
+    ("s8[2**31,2**31] op", _op(S8, (2**31, 2**31))),
+    ("f32[2**60] op", _op(F32, (2**60,))),
+    ("f32[2**30,2**30] op", _op(F32, (2**30, 2**30))),
+    ("c64[2**29,2**30] op", _op(C64, (2**29, 2**30))),
+    ("pred[2**62] op", _op(PRED, (2**62,))),
+    ("s8[2**62] Shape", _big_shape(S8, (2**62,))),
+    ("f32[2**30,2**30] Shape", _big_shape(F32, (2**30, 2**30))),
     ("[f32[] op, 1]", lambda c: [c.p(F32, ()), 1]),
     ("[s32[] op, s8[] op]", lambda c: [c.p(S32, ()), c.p(S8, ())]),
     ("list of 2 f32[2,3] ops", lambda c: [c.p(F32, (2, 3)), c.p(F32, (2, 3))]),
@@ -497,12 +506,17 @@ def _input(s: xs.Shape) -> Any:
     return np.zeros(s.dimensions(), dtype=s.numpy_dtype())
 
 
-def _root(result: Any) -> Any:
+def _root(result: Any) -> tuple[xs.XlaBuilder, Any]:
+    """The builder the op built into and the root to build (a list for QR/Eigh/SVD's tuples)."""
     if isinstance(result, xs.XlaOp):
-        return result
+        return result.builder, result
     if isinstance(result, tuple) and result and all(isinstance(r, xs.XlaOp) for r in result):
-        return list(result)
+        return result[0].builder, list(result)
     raise TypeError(f"the op returned {type(result).__name__}, not an XlaOp")
+
+
+def _has_token(s: xs.Shape) -> bool:
+    return s.is_token() or (s.is_tuple() and any(_has_token(e) for e in s.tuple_shapes()))
 
 
 def _exc_name(e: BaseException) -> str:
@@ -543,9 +557,10 @@ def run_call(spec_or_index: CallSpec | int, seed: int = 0, compile_run: bool = T
         out["detail"] = "built"
         return out
     stage = "build"
+    key = ""
     try:
-        assert spec.ctx is not None
-        comp = spec.ctx.b.build(_root(result))
+        builder, root = _root(result)
+        comp = builder.build(root)
         text = comp._mlir_module_text()
         key = _LOC.sub("", text)
         if seen is not None and key in seen:
@@ -556,6 +571,7 @@ def run_call(spec_or_index: CallSpec | int, seed: int = 0, compile_run: bool = T
         runnable = (
             not _FEED.search(text)
             and all(s.is_array() for s in ps.parameter_shapes())
+            and not _has_token(ps.result_shape())  # an executable cannot return a token
             and sum(_nbytes(s) for s in leaves) <= RUN_LIMIT_BYTES
         )
         stage = "compile"
@@ -575,7 +591,7 @@ def run_call(spec_or_index: CallSpec | int, seed: int = 0, compile_run: bool = T
             raise
         out.update(kind="raw", detail=f"{stage}: {_exc_name(e)}", message=f"{str(e)[:300]} (at {_where(e)})")
         return out
-    if seen is not None:
+    if seen is not None and key:
         seen[key] = (detail, message)
     out["detail"], out["message"] = detail, message
     return out

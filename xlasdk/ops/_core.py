@@ -257,9 +257,9 @@ def dense_i64(values: Sequence[int] | Sequence[Sequence[int]]) -> str:
 def array_shape(etype: PrimitiveType, dims: Sequence[int], op: str = "") -> Shape:
     """The array shape ``etype[dims]`` of an op's result (or of a value it makes).
 
-    Raises ShapeError naming ``op`` when the array is too large for XLA (its byte size must fit
-    in int64, see :data:`xlasdk.shape.MAX_ARRAY_BYTES`): nothing with such a shape reaches XLA,
-    which aborts the process on it.
+    Raises ShapeError naming ``op`` when the array is too large for XLA (more than 2**62 bytes,
+    see :data:`xlasdk.shape.MAX_ARRAY_BYTES`): nothing with such a shape reaches XLA, which
+    aborts the process on it.
     """
     d = tuple(dims)
     problem = array_size_problem(etype, d)
