@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from . import ops
+from . import distributed, ops
 from .attrs import (
     ComparisonDirection,
     ComparisonType,
@@ -32,7 +32,17 @@ from .attrs import (
 )
 from .builder import XlaBuilder, XlaOp
 from .computation import XlaComputation
-from .errors import CompileError, DTypeError, FormatError, ShapeError, XlaRuntimeError, XlaSdkError
+from .distributed import process_count, process_index
+from .errors import (
+    CompileError,
+    DistributedError,
+    DTypeError,
+    FormatError,
+    PluginError,
+    ShapeError,
+    XlaRuntimeError,
+    XlaSdkError,
+)
 from .formats import load_computation
 from .runtime import (
     Client,
@@ -51,6 +61,7 @@ from .runtime import (
     devices,
     load_executable,
     load_pjrt_plugin,
+    local_devices,
 )
 from .shape import Layout, ProgramShape, Shape, shape_from_pyval
 from .types import PrimitiveType, bfloat16, dtype_to_etype, etype_to_dtype
@@ -71,5 +82,6 @@ __all__ = [
     "Client", "CompileOptions", "Device", "DeviceArray", "Executable", "MemoryStats", "UnknownDeviceError",
     "client", "compile", "default_device", "deserialize_executable", "device_put", "devices", "load_executable",
     "load_pjrt_plugin", "load_computation", "CompileCache",
+    "distributed", "local_devices", "process_index", "process_count", "DistributedError", "PluginError",
     "__version__",
 ]

@@ -15,6 +15,8 @@ __all__ = [
     "CompileError",
     "XlaRuntimeError",
     "FormatError",
+    "DistributedError",
+    "PluginError",
 ]
 
 
@@ -40,3 +42,15 @@ class XlaRuntimeError(XlaSdkError, RuntimeError):
 
 class FormatError(XlaSdkError, ValueError):
     """A file or in-memory blob is missing, empty, truncated, corrupt or of the wrong format."""
+
+
+class DistributedError(XlaRuntimeError):
+    """A multi-process run failed: a process did not join, died, or left (``xs.distributed``).
+
+    Raised by ``xs.distributed.initialize`` / ``shutdown`` and by executions whose cross-process
+    collectives fail (XLA's distributed runtime and gloo collectives)."""
+
+
+class PluginError(XlaRuntimeError):
+    """A PJRT plugin could not be used: a bad library, a PJRT C API or jaxlib version mismatch,
+    or a failed initialization (``load_pjrt_plugin``, ``xs.client("cuda")``)."""

@@ -10,7 +10,16 @@ from __future__ import annotations
 
 from .array import DeviceArray, device_put
 from .cache import CompileCache
-from .device import Client, Device, UnknownDeviceError, client, default_device, devices, load_pjrt_plugin
+from .device import (
+    Client,
+    Device,
+    UnknownDeviceError,
+    client,
+    default_device,
+    devices,
+    load_pjrt_plugin,
+    local_devices,
+)
 from .executable import (
     CompileOptions,
     Executable,
@@ -25,6 +34,7 @@ __all__ = [
     "Device",
     "Client",
     "devices",
+    "local_devices",
     "client",
     "default_device",
     "load_pjrt_plugin",

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any, Final
 
+from .._jaxlib import distributed as _dist
 from .._jaxlib import pjrt
 from ..errors import FormatError, XlaSdkError
 from ..types import show
@@ -29,6 +30,7 @@ __all__ = [
     "Client",
     "UnknownDeviceError",
     "devices",
+    "local_devices",
     "client",
     "load_pjrt_plugin",
     "default_device",
@@ -56,18 +58,26 @@ class Device:
         ``"cpu"``, ``"cuda"``, ``"rocm"``, ``"tpu"``...
     device_kind : str
         The hardware kind reported by PJRT (``"cpu"``, ``"NVIDIA H100 80GB HBM3"``...).
+    process_index : int
+        The process that owns the device: 0 in a single process; under
+        ``xs.distributed.initialize`` the index of the process whose device it is (XLA numbers
+        the CPU devices of process ``p`` from ``p * 2048``). Only the devices of this process
+        (``xs.local_devices()``) hold its arrays.
 
     ``str(device)`` is ``"cpu:0"`` (for a plugin, its registered name and the id), a string
     that device arguments accept. Devices compare equal when they are the same device of the
     same client; devices of two independent clients are different devices.
     """
 
-    __slots__ = ("_d", "_client", "id", "platform", "device_kind", "local_hardware_id", "_str", "_sharding")
+    __slots__ = (
+        "_d", "_client", "id", "platform", "device_kind", "local_hardware_id", "process_index", "_str", "_sharding",
+    )
 
     id: int
     platform: str
     device_kind: str
     local_hardware_id: int
+    process_index: int
     _d: Any
     _client: Client
     _str: str
@@ -82,6 +92,7 @@ class Device:
         d._d = jax_device
         d._client = owner
         d.id, d.platform, d.device_kind, d.local_hardware_id = pjrt.device_info(jax_device)
+        d.process_index = _dist.device_process_index(jax_device)
         d._str = f"{owner.name}:{d.id}"  # the name device strings resolve (a plugin's name)
         d._sharding = pjrt.single_device_sharding(jax_device)
         return d
@@ -130,14 +141,20 @@ class Client:
         The name it is registered under (the platform, or the plugin name).
     """
 
-    __slots__ = ("_c", "name", "platform", "platform_version", "_devices", "_by_id", "__weakref__")
+    __slots__ = (
+        "_c", "name", "platform", "platform_version", "_devices", "_local", "_by_id", "process_index", "process_count",
+        "__weakref__",
+    )
 
     name: str
     platform: str
     platform_version: str
     _c: Any
     _devices: tuple[Device, ...]
+    _local: tuple[Device, ...]
     _by_id: dict[int, Device]
+    process_index: int
+    process_count: int
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("use xs.client(platform, num_devices=None) or xs.load_pjrt_plugin(name, path)")
@@ -148,18 +165,38 @@ class Client:
         c._c = jax_client
         c.name = name
         c.platform, c.platform_version = pjrt.client_info(jax_client)
-        c._devices = tuple(Device._make(d, c) for d in pjrt.client_devices(jax_client))
+        c.process_index = _dist.client_process_index(jax_client)
+        local = pjrt.client_devices(jax_client)
+        try:
+            every = _dist.client_global_devices(jax_client)
+        except Exception:  # a backend without a global view: its devices are its own
+            every = local
+        local_ids = {int(d.id) for d in local}
+        c._devices = tuple(Device._make(d, c) for d in every)
+        c._local = tuple(d for d in c._devices if d.id in local_ids)
         c._by_id = {d.id: d for d in c._devices}
+        c.process_count = len({d.process_index for d in c._devices} | {c.process_index})
         return c
 
     def devices(self) -> list[Device]:
-        """The client's devices, in id order."""
+        """Every device of the client, in id order: under ``xs.distributed.initialize`` the
+        devices of all processes (PJRT ``Client::devices``)."""
         return list(self._devices)
+
+    def local_devices(self) -> list[Device]:
+        """The devices this process addresses, in id order (PJRT ``addressable_devices``); the
+        same as :meth:`devices` in a single process."""
+        return list(self._local)
 
     @property
     def device_count(self) -> int:
-        """Number of devices of this client."""
+        """Number of devices of this client, in all processes."""
         return len(self._devices)
+
+    @property
+    def local_device_count(self) -> int:
+        """Number of devices of this process."""
+        return len(self._local)
 
     def device(self, device_id: int) -> Device:
         """The device with id ``device_id``.
@@ -179,8 +216,8 @@ class Client:
 
     @property
     def default_device(self) -> Device:
-        """The first device of the client."""
-        return self._devices[0]
+        """The first device of this process."""
+        return self._local[0]
 
     def __repr__(self) -> str:
         return f"Client({self.name!r}, platform={self.platform!r}, devices={len(self._devices)})"
@@ -279,12 +316,12 @@ def client(platform: str = "cpu", num_devices: int | None = None, *, cached: boo
         default = _defaults.get(p)
         if default is None:
             default = _defaults[p] = _new_client(p, None)
-        if num_devices is None or num_devices == len(default._devices):
+        if num_devices is None or num_devices == len(default._local):
             return default if cached else _new_client(p, None)
         if p != "cpu":
             raise UnknownDeviceError(
                 f"client({platform!r}, num_devices={num_devices}): the {p} plugin has "
-                f"{len(default._devices)} devices and cannot be given another count"
+                f"{len(default._local)} devices and cannot be given another count"
             )
         c = _clients.get((p, num_devices))
         if c is None:
@@ -296,18 +333,50 @@ def devices(platform: str | None = None) -> list[Device]:
     """The devices of ``platform``'s default client.
 
     ``None`` means the default platform: the first plugin added with :func:`load_pjrt_plugin`,
-    else ``"cpu"``.
+    else ``"cpu"``. Under ``xs.distributed.initialize`` these are the devices of every process
+    (global); :func:`local_devices` lists this process's own.
     """
     return client(platform if platform is not None else _default_platform()).devices()
 
 
+def local_devices(platform: str | None = None) -> list[Device]:
+    """The devices of ``platform``'s default client that this process addresses.
+
+    The same as :func:`devices` in a single process; under ``xs.distributed.initialize`` only
+    this process's devices (PJRT ``addressable_devices``).
+    """
+    return client(platform if platform is not None else _default_platform()).local_devices()
+
+
 def default_device() -> Device:
-    """The first device of the default platform's default client."""
+    """The first device of this process on the default platform's default client."""
     global _default_device
     d = _default_device
     if d is None:
-        d = _default_device = devices()[0]
+        d = _default_device = client(_default_platform()).default_device
     return d
+
+
+def _install_distributed(jax_client: Any) -> Client:
+    """Make the multi-process CPU client the default ``"cpu"`` client (``xs.distributed``)."""
+    global _default_device
+    with _lock:
+        c = Client._make(jax_client, "cpu")
+        _defaults["cpu"] = c
+        for key in [k for k in _clients if k[0] == "cpu"]:
+            del _clients[key]
+        _default_device = None
+        return c
+
+
+def _uninstall_distributed(c: Client) -> None:
+    """Forget the multi-process client (after ``xs.distributed.shutdown``): the next use of
+    ``"cpu"`` makes a single-process client again."""
+    global _default_device
+    with _lock:
+        if _defaults.get("cpu") is c:
+            del _defaults["cpu"]
+            _default_device = None
 
 
 def load_pjrt_plugin(

@@ -508,6 +508,13 @@ class Executable:
         return self._devices
 
     @property
+    def local_devices(self) -> tuple[Device, ...]:
+        """The devices of :attr:`devices` that this process addresses, in the same order (all of
+        them in a single process; under ``xs.distributed`` this process's own)."""
+        me = self.client.process_index
+        return tuple(d for d in self._devices if d.process_index == me)
+
+    @property
     def client(self) -> Client:
         return self._devices[0].client
 
@@ -606,15 +613,16 @@ class Executable:
         Parameters
         ----------
         per_device_args:
-            One argument list per device, in the order of :attr:`devices` (replica-major).
-            Each argument is anything ``exe(*args)`` accepts and is placed on its device; the
-            argument shapes are the parameter shapes (parameters are not sharded).
+            One argument list per device of this process, in the order of :attr:`local_devices`
+            (replica-major; in a single process every device of :attr:`devices`). Each argument
+            is anything ``exe(*args)`` accepts and is placed on its device; the argument shapes
+            are the parameter shapes (parameters are not sharded).
 
         Returns
         -------
         list
-            One entry per device, in the same order: a DeviceArray, or a tuple of them for
-            a tuple result, on that device.
+            One entry per device of this process, in the same order: a DeviceArray, or a tuple
+            of them for a tuple result, on that device.
 
         Raises
         ------
@@ -622,11 +630,15 @@ class Executable:
             As for ``exe(*args)``, naming the device; also for a wrong number of lists.
         XlaRuntimeError
             On failure while running.
+        DistributedError
+            Under ``xs.distributed``, when the program's collectives fail because another
+            process died or left (gloo's error, within about 30 s at most).
 
-        Maps to PJRT ``LoadedExecutable::Execute`` over all addressable devices.
+        Maps to PJRT ``LoadedExecutable::Execute`` over all addressable devices; under
+        ``xs.distributed.initialize`` every process calls it with its own devices' arguments.
         """
         plan = self._plan
-        devs = self._devices
+        devs = self.local_devices
         if isinstance(per_device_args, (str, bytes)) or not isinstance(per_device_args, Sequence):
             raise ShapeError(
                 f"{self._name}: execute_replicated takes a list of {len(devs)} argument lists, "
@@ -648,9 +660,16 @@ class Executable:
                 raise plan.count_error(len(args), where)
             for spec, a in zip(plan.params, args, strict=True):
                 shards[spec.index][k] = spec.to_buffer(a, dev, where)
-        outs = pjrt.execute_multi(
-            self._exe, shards, [p.aval for p in plan.params], [d._d for d in devs], self._name
-        )
+        try:
+            outs = pjrt.execute_multi(
+                self._exe, shards, [p.aval for p in plan.params], [d._d for d in self._devices], self._name
+            )
+        except XlaRuntimeError as e:
+            if self.client.process_count > 1:
+                from ..distributed import _execution_failed
+
+                raise _execution_failed(self._name, e) from e
+            raise
         wrap = DeviceArray._wrap
         result: list[DeviceArray | tuple[DeviceArray, ...]] = []
         for k, dev in enumerate(devs):
@@ -749,8 +768,8 @@ def _place(options: CompileOptions, device: Device | str | None) -> list[Device]
     base = _resolve_device(device)
     if n == 1:
         return [base]
-    all_devs = base.client.devices()
-    start = all_devs.index(base)
+    all_devs = base.client.devices()  # under xs.distributed: every process's, the same everywhere
+    start = 0 if device is None else all_devs.index(base)
     if start + n > len(all_devs):
         raise CompileError(
             f"compile: num_replicas={options.num_replicas} x num_partitions={options.num_partitions} needs "

@@ -1,0 +1,101 @@
+"""The coordinator process: XLA's distributed runtime *service*, alone in a process of its own.
+
+Run by path (``python .../_coordinator.py ARGS``, never imported by xlasdk), so that starting it
+imports jaxlib only, not xlasdk. :func:`xlasdk._jaxlib.distributed.start_coordinator` starts it.
+
+Why a process of its own (measured with jaxlib 0.10.2, see distributed-facts.md):
+
+* every client aborts (SIGABRT) as soon as the service goes away, so the service must outlive
+  every client; in a separate process it survives the death of any worker, process 0 included;
+* binding a port that is taken sometimes crashes the process (SIGSEGV) instead of raising.
+
+Protocol: one line on stdout, ``ready PORT`` once the service listens (``error MESSAGE`` if it
+could not start), then it reads stdin: the line ``stop`` shuts the service down and exits 0 (sent
+once every client has shut down); end of input without ``stop`` (its starter exited or died)
+keeps the service up for ``--linger`` seconds more, so that the other processes can still shut
+down cleanly, then exits. SIGINT is ignored (a Ctrl-C in the terminal reaches the workers, which
+then shut down through this service).
+
+A port of 0 picks a free port: a socket with ``SO_REUSEPORT`` is bound to port 0 and kept open
+while the service runs (gRPC binds with ``SO_REUSEPORT`` too, so it shares that port), which
+keeps the kernel from handing the same port to anyone else who asks for a free one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import sys
+import threading
+
+
+def _reserve(host: str) -> tuple[socket.socket, int]:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    s = socket.socket(family, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if hasattr(socket, "SO_REUSEPORT"):
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    s.bind((host, 0))
+    return s, int(s.getsockname()[1])
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--host", required=True)
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--num-processes", type=int, required=True)
+    p.add_argument("--heartbeat-timeout", type=int, required=True)
+    p.add_argument("--register-timeout", type=int, required=True)
+    p.add_argument("--shutdown-timeout", type=int, required=True)
+    p.add_argument("--linger", type=float, required=True)
+    a = p.parse_args()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    host = a.host.strip("[]")
+    reservation = None
+    port = a.port
+    try:
+        if port == 0:
+            reservation, port = _reserve(host)
+        import importlib
+
+        jax_ext = importlib.import_module("jaxlib._jax")
+        bind = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        service = jax_ext.get_distributed_runtime_service(
+            bind,
+            a.num_processes,
+            heartbeat_timeout=a.heartbeat_timeout,
+            cluster_register_timeout=a.register_timeout,
+            shutdown_timeout=a.shutdown_timeout,
+            recoverable=True,
+        )
+    except Exception as e:
+        msg = " ".join(str(e).split()) or type(e).__name__
+        sys.stdout.write(f"error {msg}\n")
+        sys.stdout.flush()
+        return 3
+    sys.stdout.write(f"ready {port}\n")
+    sys.stdout.flush()
+    stop = False
+    for line in sys.stdin:
+        if line.strip() == "stop":
+            stop = True
+            break
+    if stop:
+        # Every client has shut down: the service goes, bounded in time.
+        worker = threading.Thread(target=service.shutdown, daemon=True)
+        worker.start()
+        worker.join(10.0)
+    else:
+        # The starter is gone: serve the others a while longer, then leave without a shutdown
+        # (a shutdown with clients still connected only makes it wait, then abort them anyway).
+        threading.Event().wait(max(0.0, a.linger))
+    if reservation is not None:
+        reservation.close()
+    sys.stdout.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,414 @@
+"""Several processes, several hosts: XLA's distributed runtime and gloo CPU collectives.
+
+Every process of a job calls :func:`initialize` once, before its first computation; then
+``xs.client("cpu")`` is one client spanning all processes: :func:`xlasdk.devices` lists the
+devices of every process (the same list everywhere), :func:`xlasdk.local_devices` this
+process's own. A program compiled for several devices (``CompileOptions(num_replicas=...)``)
+is compiled by every process, and each runs it with the arguments of its own devices
+(``exe.execute_replicated``), getting back its own devices' results; the cross-process
+collectives (``AllReduce``, ``AllGather``...) go over TCP (gloo).
+
+::
+
+    import xlasdk as xs
+    xs.distributed.initialize()           # reads XLASDK_COORDINATOR, _NUM_PROCESSES, _PROCESS_ID
+    print(xs.process_index(), xs.process_count(), xs.devices(), xs.local_devices())
+    ...
+    xs.distributed.shutdown()             # also run at exit
+
+``python -m xlasdk.launch -n 2 script.py`` (or ``xlasdk launch``) runs a script in N local
+processes with those variables set.
+
+Failures (each gives a :class:`~xlasdk.DistributedError`, never a hang or an abort):
+
+* a process that never joins: :func:`initialize` fails in every other process after
+  ``join_timeout`` seconds (about; at most ``join_timeout + 10``);
+* a process that dies: an execution whose collectives wait for it fails at once when it dies
+  mid-run, or after 30 s (gloo's fixed rendezvous timeout) when it died before the program's
+  first collective. The collectives of the survivors cannot be used again (jaxlib keeps the
+  error): shut down and exit. :func:`shutdown` then waits at most ``shutdown_timeout`` seconds;
+* process 0 may die too: the coordinator (XLA's distributed runtime service) runs in a process of
+  its own, started by process 0 (or by the launcher) and kept until the others have left.
+
+If the coordinator's *host* goes down, XLA ends the other processes (SIGABRT): nothing in the
+process can catch that.
+
+Maps to jaxlib's ``get_distributed_runtime_service`` / ``get_distributed_runtime_client``,
+``make_gloo_tcp_collectives`` and ``make_cpu_client(distributed_client=..., node_id=...,
+num_nodes=..., collectives=...)``, as ``jax.distributed.initialize`` does on CPU.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Final
+
+from ._jaxlib import distributed as _dist
+from .errors import DistributedError, XlaRuntimeError
+from .runtime import device as _device
+
+__all__ = [
+    "initialize",
+    "shutdown",
+    "is_initialized",
+    "process_index",
+    "process_count",
+    "barrier",
+    "DistributedError",
+    "ENV_COORDINATOR",
+    "ENV_NUM_PROCESSES",
+    "ENV_PROCESS_ID",
+    "ENV_LOCAL_DEVICE_COUNT",
+    "ENV_START_COORDINATOR",
+]
+
+ENV_COORDINATOR: Final = "XLASDK_COORDINATOR"
+ENV_NUM_PROCESSES: Final = "XLASDK_NUM_PROCESSES"
+ENV_PROCESS_ID: Final = "XLASDK_PROCESS_ID"
+ENV_LOCAL_DEVICE_COUNT: Final = "XLASDK_LOCAL_DEVICE_COUNT"
+ENV_START_COORDINATOR: Final = "XLASDK_START_COORDINATOR"  # "0": the launcher runs it
+ENV_JOIN_TIMEOUT: Final = "XLASDK_JOIN_TIMEOUT"
+ENV_HEARTBEAT_TIMEOUT: Final = "XLASDK_HEARTBEAT_TIMEOUT"
+ENV_SHUTDOWN_TIMEOUT: Final = "XLASDK_SHUTDOWN_TIMEOUT"
+
+DEFAULT_JOIN_TIMEOUT: Final = 120.0
+DEFAULT_HEARTBEAT_TIMEOUT: Final = 30.0
+DEFAULT_SHUTDOWN_TIMEOUT: Final = 30.0
+GLOO_RENDEZVOUS_TIMEOUT: Final = 30.0  # fixed inside jaxlib 0.10.2's gloo collectives
+
+
+@dataclass
+class _State:
+    address: str
+    num_processes: int
+    process_id: int
+    join_timeout: float
+    heartbeat_timeout: float
+    shutdown_timeout: float
+    dc: Any
+    client: _device.Client
+    coordinator: _dist.CoordinatorProcess | None
+    broken: str | None = None  # why the collectives can no longer be used
+    barriers: dict[str, int] = field(default_factory=dict)
+
+
+_lock: Final = threading.RLock()
+_state: _State | None = None
+_failing = False  # an uncaught exception is ending the process
+_hooked = False
+
+
+# -- argument handling ------------------------------------------------------------------------------
+def _env_int(name: str) -> int | None:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise DistributedError(f"initialize: ${name} must be an integer, got {raw!r}") from None
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise DistributedError(f"initialize: ${name} must be a number of seconds, got {raw!r}") from None
+
+
+def _check_int(name: str, value: Any, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise DistributedError(f"initialize: {name} must be an int >= {low}, got {value!r}")
+    return value
+
+
+def _check_seconds(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value != value:
+        raise DistributedError(f"initialize: {name} must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+def _split_address(address: str) -> tuple[str, int]:
+    """``host:port`` (``[v6]:port`` too) -> (host, port)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise DistributedError(
+            f"initialize: coordinator_address must be 'host:port' such as '10.0.0.1:1234', got {address!r}"
+        )
+    return host.strip("[]"), int(port)
+
+
+# -- initialize / shutdown ----------------------------------------------------------------------------
+def initialize(
+    coordinator_address: str | None = None,
+    num_processes: int | None = None,
+    process_id: int | None = None,
+    *,
+    local_device_count: int | None = None,
+    join_timeout: float | None = None,
+    heartbeat_timeout: float | None = None,
+    shutdown_timeout: float | None = None,
+    start_coordinator: bool | None = None,
+    coordinator_bind_address: str | None = None,
+) -> None:
+    """Join this process to a job of ``num_processes`` processes; call once in each, first.
+
+    Parameters
+    ----------
+    coordinator_address:
+        ``"host:port"`` of the coordinator, the same in every process: the host of process 0 and
+        a free port there (process 0 starts the coordinator on it). Default: ``$XLASDK_COORDINATOR``.
+    num_processes:
+        How many processes take part. Default: ``$XLASDK_NUM_PROCESSES``.
+    process_id:
+        This process's index, ``0 .. num_processes - 1``, unique. Default: ``$XLASDK_PROCESS_ID``.
+    local_device_count:
+        CPU devices in this process (default ``$XLASDK_LOCAL_DEVICE_COUNT``, else 1). Device
+        ids are ``process_index * 2048 + local index``.
+    join_timeout:
+        Seconds to wait for every process to join (default ``$XLASDK_JOIN_TIMEOUT``, else
+        120). A process that has not joined by then makes :func:`initialize` fail everywhere.
+    heartbeat_timeout:
+        Seconds of silence after which the coordinator counts a process as dead (default
+        ``$XLASDK_HEARTBEAT_TIMEOUT``, else 30).
+    shutdown_timeout:
+        Seconds :func:`shutdown` waits for the other processes to finish (default
+        ``$XLASDK_SHUTDOWN_TIMEOUT``, else 30).
+    start_coordinator:
+        Whether process 0 starts the coordinator (default: yes, unless
+        ``$XLASDK_START_COORDINATOR`` is ``0``, as the launcher sets, which runs it itself).
+    coordinator_bind_address:
+        Where process 0's coordinator listens (default ``[::]:PORT``: every interface, the port of
+        ``coordinator_address``).
+
+    Raises
+    ------
+    DistributedError
+        For missing or invalid arguments, when already initialized, when the coordinator cannot
+        start (port taken), or when not every process joined within ``join_timeout`` seconds
+        (also: wrong address, different ``num_processes`` or duplicate ``process_id`` elsewhere).
+
+    After it, ``xs.client("cpu")``, ``xs.devices()`` and device strings use the multi-process
+    client; devices obtained before belong to a separate single-process client. :func:`shutdown`
+    runs at exit. Maps to jaxlib's distributed runtime service and client (``recoverable=True``)
+    and ``make_cpu_client(distributed_client=..., collectives=make_gloo_tcp_collectives(...))``.
+    """
+    global _state
+    with _lock:
+        if _state is not None:
+            raise DistributedError(
+                f"initialize: already initialized (process {_state.process_id} of {_state.num_processes}, "
+                f"coordinator {_state.address}); call xs.distributed.shutdown() first"
+            )
+        address = coordinator_address if coordinator_address is not None else os.environ.get(ENV_COORDINATOR)
+        n = num_processes if num_processes is not None else _env_int(ENV_NUM_PROCESSES)
+        pid = process_id if process_id is not None else _env_int(ENV_PROCESS_ID)
+        missing = [
+            f"{arg} (or ${env})"
+            for arg, env, v in (
+                ("coordinator_address", ENV_COORDINATOR, address),
+                ("num_processes", ENV_NUM_PROCESSES, n),
+                ("process_id", ENV_PROCESS_ID, pid),
+            )
+            if v is None
+        ]
+        if missing:
+            raise DistributedError(
+                "initialize: missing " + ", ".join(missing)
+                + "; run under 'python -m xlasdk.launch -n N script.py' or pass them"
+            )
+        assert address is not None and n is not None and pid is not None
+        if not isinstance(address, str):
+            raise DistributedError(f"initialize: coordinator_address must be a 'host:port' string, got {address!r}")
+        host, port = _split_address(address.strip())
+        n = _check_int("num_processes", n, 1)
+        pid = _check_int("process_id", pid, 0)
+        if pid >= n:
+            raise DistributedError(f"initialize: process_id {pid} is not below num_processes {n}")
+        ldc = local_device_count if local_device_count is not None else _env_int(ENV_LOCAL_DEVICE_COUNT)
+        if ldc is not None:
+            ldc = _check_int("local_device_count", ldc, 1)
+        join = _check_seconds(
+            "join_timeout",
+            join_timeout if join_timeout is not None else _env_float(ENV_JOIN_TIMEOUT, DEFAULT_JOIN_TIMEOUT),
+        )
+        beat = _check_seconds(
+            "heartbeat_timeout",
+            heartbeat_timeout if heartbeat_timeout is not None
+            else _env_float(ENV_HEARTBEAT_TIMEOUT, DEFAULT_HEARTBEAT_TIMEOUT),
+        )
+        down = _check_seconds(
+            "shutdown_timeout",
+            shutdown_timeout if shutdown_timeout is not None
+            else _env_float(ENV_SHUTDOWN_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT),
+        )
+        if start_coordinator is None:
+            start_coordinator = os.environ.get(ENV_START_COORDINATOR, "1").strip() != "0"
+        who = f"process {pid} of {n}"
+        address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+        coordinator: _dist.CoordinatorProcess | None = None
+        if pid == 0 and start_coordinator:
+            bind_host, bind_port = (
+                _split_address(coordinator_bind_address) if coordinator_bind_address is not None else ("::", port)
+            )
+            coordinator = _dist.start_coordinator(
+                bind_host, bind_port, n,
+                heartbeat_timeout=beat, register_timeout=join, shutdown_timeout=down,
+                linger=down + beat + 10.0, startup_timeout=join,
+            )
+        dc = None
+        try:
+            dc = _dist.make_client(
+                address, pid, join_timeout=join, heartbeat_timeout=beat, shutdown_timeout=down
+            )
+            t0 = time.monotonic()
+            why = _dist.connect(dc)
+            if why is not None:
+                waited = time.monotonic() - t0
+                raise DistributedError(
+                    f"initialize: {who}: not every process joined the coordinator at {address} within "
+                    f"{waited:.0f} s (join_timeout={join:g} s): a process did not start or crashed before "
+                    f"initialize(), the coordinator is not reachable, or the processes disagree on "
+                    f"num_processes or process ids [jaxlib: {why}]"
+                )
+            jclient = _dist.make_cpu_client(dc, pid, n, ldc, join)
+        except BaseException:
+            if dc is not None:
+                _dist.client_shutdown(dc, 5.0)
+            if coordinator is not None:
+                coordinator.release()
+            raise
+        client = _device._install_distributed(jclient)
+        _state = _State(address, n, pid, join, beat, down, dc, client, coordinator)
+        _hook_exit()
+
+
+def shutdown() -> None:
+    """Leave the job: wait for the other processes (at most ``shutdown_timeout`` seconds),
+    disconnect, and (process 0) stop the coordinator once everyone has left.
+
+    Call it in every process when done; it also runs at exit (``atexit``), and a second call
+    does nothing. Afterwards ``xs.client("cpu")`` is a single-process client again.
+
+    Never raises: a process that does not arrive in time is left behind (the coordinator stays up
+    for it ``shutdown_timeout + heartbeat_timeout + 10`` seconds more). Maps to jaxlib's
+    ``wait_at_barrier`` + ``DistributedRuntimeClient.shutdown`` + the service's ``shutdown``.
+    """
+    global _state
+    with _lock:
+        st = _state
+        if st is None:
+            return
+        _state = None
+        deadline = time.monotonic() + st.shutdown_timeout
+        if st.broken is None and not _failing and st.num_processes > 1:
+            why = _dist.barrier(st.dc, "xlasdk/shutdown", st.shutdown_timeout)
+            if why is not None:
+                _warn(f"shutdown: not every process reached shutdown within {st.shutdown_timeout:g} s; leaving")
+        alone = True
+        if st.coordinator is not None and st.num_processes > 1:
+            left = max(1.0, deadline - time.monotonic())
+            alone = _dist.wait_until_alone(st.dc, st.process_id, st.num_processes, left)
+        _dist.client_shutdown(st.dc, 10.0)
+        _device._uninstall_distributed(st.client)
+        if st.coordinator is not None:
+            if alone:
+                st.coordinator.stop()
+            else:
+                st.coordinator.release()
+
+
+def _warn(msg: str) -> None:
+    try:
+        sys.stderr.write(f"xlasdk.distributed: {msg}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _hook_exit() -> None:
+    """Shut down at exit; skip the final wait for the others when an exception ends the process."""
+    global _hooked
+    if _hooked:
+        return
+    _hooked = True
+    previous = sys.excepthook
+
+    def excepthook(t: type[BaseException], v: BaseException, tb: TracebackType | None) -> None:
+        global _failing
+        _failing = True
+        previous(t, v, tb)
+
+    sys.excepthook = excepthook
+    atexit.register(shutdown)
+
+
+def _execution_failed(name: str, e: XlaRuntimeError) -> DistributedError:
+    """The error for an execution of a multi-process program that failed: say what it means."""
+    msg = str(e)
+    st = _state
+    why = "another process died or left" if "Gloo" in msg or "peer" in msg or "Connection" in msg else "it failed"
+    if "GetKeyValue() timed out" in msg or "context initialization failed" in msg:
+        why = f"another process did not take part within {GLOO_RENDEZVOUS_TIMEOUT:g} s (it died or left)"
+    where = f"process {st.process_id} of {st.num_processes}: " if st is not None else ""
+    err = DistributedError(
+        f"{where}executing {name!r} across processes failed because {why}; this process's collectives "
+        f"cannot be used again: call xs.distributed.shutdown() and exit [{msg}]"
+    )
+    if st is not None and st.broken is None:
+        st.broken = str(err)
+    return err
+
+
+# -- queries --------------------------------------------------------------------------------------------
+def is_initialized() -> bool:
+    """Whether :func:`initialize` has run (and :func:`shutdown` not yet)."""
+    return _state is not None
+
+
+def process_index() -> int:
+    """This process's index in the job (0 without :func:`initialize`)."""
+    st = _state
+    return st.process_id if st is not None else 0
+
+
+def process_count() -> int:
+    """The number of processes in the job (1 without :func:`initialize`)."""
+    st = _state
+    return st.num_processes if st is not None else 1
+
+
+def barrier(name: str = "barrier", timeout: float = 60.0) -> None:
+    """Wait until every process has called ``barrier(name)``, at most ``timeout`` seconds.
+
+    Calling it several times with the same name is fine (each call is numbered).
+
+    Raises
+    ------
+    DistributedError
+        When not every process arrived in time, or without :func:`initialize`.
+
+    Maps to the distributed runtime client's ``wait_at_barrier``.
+    """
+    st = _state
+    if st is None:
+        raise DistributedError("barrier: xs.distributed.initialize() has not been called")
+    seconds = _check_seconds("timeout", timeout)
+    k = st.barriers.get(name, 0)
+    st.barriers[name] = k + 1
+    why = _dist.barrier(st.dc, f"user/{name}/{k}", seconds)
+    if why is not None:
+        raise DistributedError(
+            f"barrier {name!r}: process {st.process_id} of {st.num_processes}: not every process arrived "
+            f"within {seconds:g} s [{why}]"
+        )
