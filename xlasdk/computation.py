@@ -36,6 +36,7 @@ class XlaComputation:
     _module: Any
     _xla: Any
     _source_format: str | None
+    _proto: bytes | None  # a loaded HLO module's verified HloModuleProto, read on first need
     _hlo_texts: dict[tuple[bool, bool], str | None]
     _cross_partition: list[tuple[str, str, list[int]]] | None
 
@@ -57,6 +58,7 @@ class XlaComputation:
         c._module = None
         c._xla = None
         c._source_format = None
+        c._proto = None
         c._hlo_texts = {}
         c._cross_partition = None
         return c
@@ -79,19 +81,24 @@ class XlaComputation:
         *,
         xla: Any = None,
         source_format: str | None = None,
+        proto: bytes | None = None,
     ) -> XlaComputation:
         """A computation loaded and verified by :mod:`xlasdk.formats`.
 
         ``module`` is the parsed ``ir.Module``, ``text`` its StableHLO text with locations (op
         metadata lives there, see :meth:`_converted`); ``xla`` the jaxlib
         ``XlaComputation`` of the original HLO when it was loaded from HLO (so ``as_hlo_text``
-        gives back the HLO that was loaded).
+        gives back the HLO that was loaded). ``module`` may be None (it is parsed from ``text``
+        when first needed), and ``proto`` (a verified ``HloModuleProto``) may stand for ``xla``
+        (read when first needed): loading a large module then costs only what the loader's
+        worker process spent on it.
         """
         c = cls._new(name, program_shape)
         c._text = text
         c._module = module
         c._xla = xla
         c._source_format = source_format
+        c._proto = proto
         return c
 
     # -- loading (see xlasdk.formats) --------------------------------------------------------
@@ -210,6 +217,9 @@ class XlaComputation:
 
     # -- HLO ---------------------------------------------------------------------------------
     def _xla_computation(self) -> Any:
+        if self._xla is None and self._proto is not None:  # loaded from HLO: the verified proto
+            self._xla = _mlir.xla_computation_from_proto(self._proto)
+            self._proto = None
         if self._xla is None:
             self._mlir_module()  # verify first: a clear error instead of a converter message
             try:

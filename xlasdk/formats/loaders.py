@@ -89,17 +89,20 @@ def _from_hlo(kind: str, data: str | bytes, what: str, fmt: Format) -> XlaComput
     """Load HLO text or proto bytes: every native step runs first in the worker process."""
     text = data if isinstance(data, str) else None
     try:
-        proto, bc, name = untrusted.load_hlo(kind, data, what)
+        proto, mtext, name, program_shape = untrusted.load_hlo(kind, data, what)
     except isolated.Failed as e:
         raise _hlo_failure(e, what, text) from None
     except FormatError:  # the worker died: the pre-check may know why, with a line number
         if text is not None:
             check_hlo_text(text, what)
         raise
-    # The worker carried these exact bytes through every step below: they are safe here.
-    module = _mlir.parse_module(bc)
-    xla = _mlir.xla_computation_from_proto(proto)
-    return _loaded(module, what, fmt=fmt, xla=xla, name=name)
+    # The worker carried these exact bytes through every step the computation will take with
+    # them here (parse, verify, print, XLA's proto reader); they are read when first needed.
+    from ..computation import XlaComputation
+
+    return XlaComputation._from_loaded(
+        name, program_shape, None, mtext, source_format=fmt.value, proto=proto
+    )
 
 
 def computation_from_hlo_text(text: str, what: str = "from_hlo_text") -> XlaComputation:

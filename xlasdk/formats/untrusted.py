@@ -10,7 +10,7 @@ the worker has carried through every step reach XLA or MLIR in the user's proces
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._jaxlib import isolated
 from .._jaxlib import mlir as _mlir
@@ -19,12 +19,16 @@ from .diagnostics import _mlir_problem, _one_line, _xla_text_problem
 from .hlo_rewrite import _importable_hlo
 from .program_shape import _program_shape
 
+if TYPE_CHECKING:
+    from ..shape import ProgramShape
+
 _Failed = isolated.Failed
 
 
 # -- run in the worker -------------------------------------------------------------------------
-def load_hlo_in_worker(kind: str, data: str | bytes, what: str) -> tuple[bytes, bytes, str]:
-    """(``HloModuleProto``, imported StableHLO bytecode, module name) of HLO text or a proto.
+def load_hlo_in_worker(kind: str, data: str | bytes, what: str) -> tuple[bytes, str, str, ProgramShape]:
+    """(``HloModuleProto``, the imported StableHLO module's text, module name, program shape) of
+    HLO text or a proto.
 
     Every native step of :func:`xlasdk.formats.loaders._from_hlo_module` is run here: XLA's
     parser, the proto round trip, the optimized-HLO rewrite, the StableHLO import and MLIR's
@@ -45,7 +49,7 @@ def load_hlo_in_worker(kind: str, data: str | bytes, what: str) -> tuple[bytes, 
             raise _Failed("proto", _one_line(e)) from None
         text = _mlir.hlo_module_to_text(hm)
     proto = _mlir.hlo_module_to_proto(hm)
-    name = str(_mlir.hlo_module_from_proto(proto).name)
+    name = str(hm.name)
     _mlir.xla_computation_from_proto(proto)
     import_proto = proto
     rewritten = _importable_hlo(text)
@@ -59,8 +63,8 @@ def load_hlo_in_worker(kind: str, data: str | bytes, what: str) -> tuple[bytes, 
     except Exception as e:
         raise _Failed("import", _one_line(e)) from None
     module = _parse_verified(bc, "hlo")
-    _check_module(module, what)
-    return proto, bc, name
+    program_shape, mtext = _check_module(module, what)
+    return proto, mtext, name, program_shape
 
 
 def parse_stablehlo_in_worker(data: str | bytes, kind: str, what: str) -> str:
@@ -82,8 +86,7 @@ def parse_stablehlo_in_worker(data: str | bytes, kind: str, what: str) -> str:
     text = _mlir.module_to_text(module, debug_info=True, generic=True)
     if kind != "text":
         module = _parse_verified(text, "bytecode")
-    _check_module(module, what)
-    return text
+    return _check_module(module, what)[1]
 
 
 def _parse_verified(data: str | bytes, kind: str) -> Any:
@@ -93,16 +96,17 @@ def _parse_verified(data: str | bytes, kind: str) -> Any:
         raise _Failed(f"verify-{kind}", _mlir_problem(e, kind)) from None
 
 
-def _check_module(module: Any, what: str) -> None:
+def _check_module(module: Any, what: str) -> tuple[ProgramShape, str]:
+    """The program shape and generic text (with locations) of a verified module."""
     try:
-        _program_shape(module, what)
+        program_shape = _program_shape(module, what)
     except FormatError as e:
         raise _Failed("format", str(e)) from None
-    _mlir.module_to_text(module, debug_info=True, generic=True)
+    return program_shape, _mlir.module_to_text(module, debug_info=True, generic=True)
 
 
 # -- the user's process ------------------------------------------------------------------------
-def load_hlo(kind: str, data: str | bytes, what: str) -> tuple[bytes, bytes, str]:
+def load_hlo(kind: str, data: str | bytes, what: str) -> tuple[bytes, str, str, ProgramShape]:
     """:func:`load_hlo_in_worker` run in the worker.
 
     Raises
@@ -113,7 +117,7 @@ def load_hlo(kind: str, data: str | bytes, what: str) -> tuple[bytes, bytes, str
         The worker died on the module: names ``what`` and XLA's ``Check failed:`` line.
     """
     try:
-        result: tuple[bytes, bytes, str] = isolated.request(
+        result: tuple[bytes, str, str, ProgramShape] = isolated.request(
             "xlasdk.formats.untrusted:load_hlo_in_worker", kind, data, what
         )
     except isolated.WorkerDied as e:
