@@ -1,7 +1,7 @@
 """The ``xlasdk`` command: list devices, inspect, convert and run XLA computations.
 
 A thin argparse layer over the public API. Verbs: ``devices``, ``version``, ``inspect``,
-``convert``, ``run``, ``cache info|clear``; ``xlasdk VERB --help`` documents each.
+``convert``, ``run``, ``cache info|clear``, ``launch``; ``xlasdk VERB --help`` documents each.
 
 Exit codes: 0 success; 1 runtime failure (compilation or execution, XLA aborting, ``--timeout``);
 2 usage or input error (bad arguments, unreadable or invalid files, inputs that do not match the
@@ -612,20 +612,83 @@ def _check_writable(path: str, label: str) -> None:
 # -- devices / version --------------------------------------------------------------------------------
 def _cmd_devices(args: argparse.Namespace, out: IO[str]) -> int:
     rt = _api()
+    from xlasdk import distributed
     from xlasdk.runtime.device import UnknownDeviceError
 
     _stage("client")
-    with _quiet_native_logs(not args.debug):
-        try:
-            devs = rt.devices(args.platform)
-        except UnknownDeviceError:
-            known = ", ".join(str(d) for d in rt.devices())
-            raise UsageError(f"--platform {args.platform}: no such platform; the devices are {known}") from None
-    rows = [["DEVICE", "PLATFORM", "ID", "KIND"]]
-    for d in devs:
-        rows.append([str(d), str(d.platform), str(d.id), str(d.device_kind)])
-    _table(rows, out)
+    joined = False
+    if os.environ.get(distributed.ENV_COORDINATOR) and not distributed.is_initialized():
+        # Under 'xlasdk launch' (or with the variables set by hand): join the job, list every process's devices.
+        distributed.initialize()
+        joined = True
+    try:
+        with _quiet_native_logs(not args.debug):
+            try:
+                devs = rt.devices(args.platform)
+            except UnknownDeviceError:
+                known = ", ".join(str(d) for d in rt.devices())
+                raise UsageError(f"--platform {args.platform}: no such platform; the devices are {known}") from None
+        if distributed.is_initialized():
+            me = distributed.process_index()
+            out.write(f"process {me} of {distributed.process_count()}\n")
+            rows = [["DEVICE", "PLATFORM", "ID", "PROCESS", "LOCAL", "KIND"]]
+            for d in devs:
+                local = "yes" if d.process_index == me else "no"
+                rows.append([str(d), str(d.platform), str(d.id), str(d.process_index), local, str(d.device_kind)])
+        else:
+            rows = [["DEVICE", "PLATFORM", "ID", "KIND"]]
+            for d in devs:
+                rows.append([str(d), str(d.platform), str(d.id), str(d.device_kind)])
+        _table(rows, out)
+        out.flush()
+    finally:
+        if joined:
+            distributed.shutdown()
     return EXIT_OK
+
+
+class _BinarySink:
+    """A binary stream writing into a text stream (``main(stdout=StringIO())``)."""
+
+    def __init__(self, text: IO[str]) -> None:
+        self.text = text
+
+    def write(self, data: bytes) -> int:
+        self.text.write(data.decode("utf-8", "replace"))
+        return len(data)
+
+    def flush(self) -> None:
+        self.text.flush()
+
+
+def _binary(stream: IO[str]) -> Any:
+    buffer = getattr(stream, "buffer", None)
+    return buffer if buffer is not None else _BinarySink(stream)
+
+
+def _cmd_launch(args: argparse.Namespace, out: IO[str]) -> int:
+    from xlasdk.launch import command_for, launch
+
+    if args.num_processes < 1:
+        raise UsageError(f"-n must be >= 1, got {args.num_processes}")
+    if args.local_device_count is not None and args.local_device_count < 1:
+        raise UsageError(f"--local-device-count must be >= 1, got {args.local_device_count}")
+    if args.grace < 0:
+        raise UsageError(f"--grace must be >= 0 seconds, got {args.grace:g}")
+    try:
+        command = command_for(args.launch_module, args.launch_script, args.launch_args)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    out.flush()
+    result = launch(
+        command, args.num_processes, timeout=args.timeout, local_device_count=args.local_device_count,
+        join_timeout=args.join_timeout, keep_going=args.keep_going, grace=args.grace, prefix=not args.no_prefix,
+        stdout=_binary(out), stderr=_binary(_ERR_STREAM[0] if _ERR_STREAM else sys.stderr),
+    )
+    return result.returncode
+
+
+_ERR_STREAM: list[IO[str]] = []  # the error stream of the running main() (launch copies stderr there)
 
 
 def _cmd_version(args: argparse.Namespace, out: IO[str]) -> int:
@@ -1376,6 +1439,19 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "info":
             c.add_argument("--list", action="store_true", help="list the entries, most recently used first")
         c.set_defaults(verb_parser=c)
+
+    from xlasdk.launch import build_parser as launch_options
+
+    s = sub.add_parser(
+        "launch", parents=[common], help="run a Python script in N local processes of one xs.distributed job",
+        usage="xlasdk launch -n N [OPTIONS] (SCRIPT | -m MODULE) [ARGS...]",
+        description="Run 'python SCRIPT ARGS' (or 'python -m MODULE ARGS') in N local processes with "
+                    "XLASDK_COORDINATOR, XLASDK_NUM_PROCESSES and XLASDK_PROCESS_ID set, so that "
+                    "xs.distributed.initialize() joins them; the same as 'python -m xlasdk.launch'. Output lines "
+                    "are prefixed with [i]; when a process fails the others are stopped.",
+    )
+    launch_options(s)
+    s.set_defaults(verb_parser=s)
     return p
 
 
@@ -1386,6 +1462,7 @@ _COMMANDS = {
     "convert": _cmd_convert,
     "run": _cmd_run,
     "cache": _cmd_cache,
+    "launch": _cmd_launch,
 }
 
 
@@ -1446,7 +1523,18 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
 def _main(argv: Sequence[str] | None, out: IO[str], err: IO[str], own_process: bool = False) -> int:
     parser = build_parser()
     try:
-        args, extras = parser.parse_known_args(argv)
+        raw = list(argv) if argv is not None else sys.argv[1:]
+        verb_at = next((i for i, t in enumerate(raw) if not t.startswith("-")), None)
+        launch_program: tuple[str | None, str | None, list[str]] | None = None
+        if verb_at is not None and raw[verb_at] == "launch":  # the program's arguments are not ours
+            from xlasdk.launch import split_argv
+
+            opts, module, script, rest = split_argv(raw[verb_at + 1 :])
+            raw = raw[: verb_at + 1] + opts
+            launch_program = (module, script, rest)
+        args, extras = parser.parse_known_args(raw)
+        if launch_program is not None:
+            args.launch_module, args.launch_script, args.launch_args = launch_program
         if extras:
             _unrecognized(parser, args, extras)
     except SystemExit as e:  # argparse: --help (0) or a usage error (2), already printed
@@ -1460,6 +1548,7 @@ def _main(argv: Sequence[str] | None, out: IO[str], err: IO[str], own_process: b
         timeout = getattr(args, "timeout", None)
         if timeout is not None and not timeout > 0:
             raise UsageError(f"--timeout must be > 0 seconds, got {timeout:g}")
+        _ERR_STREAM[:] = [err]
         mode = _supervision(args, own_process)
         if mode is not None:
             child_argv = list(argv) if argv is not None else sys.argv[1:]
