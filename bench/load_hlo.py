@@ -1,0 +1,86 @@
+"""Loading HLO text that xlasdk did not write, against XLA's own parser on the same text.
+
+``xs.XlaComputation.from_hlo_text`` runs every native step on file content in xlasdk's worker
+process first (fail closed: XLA aborts on some inconsistent modules): XLA's parser, XLA's
+HLO -> StableHLO import, MLIR's verifier, the program shape and the module's text. The peer is
+XLA's HLO text parser alone (``hlo_module_from_text``), in this process, on the same text, which
+neither verifies nor imports. Also printed: the round trip of a tiny module through the warm
+worker (the fixed cost of the child-process step per file) and the worker's cold start.
+
+    python bench/load_hlo.py [--sizes 1000,10000,100000] [--rounds 3] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _timing as tm  # noqa: E402
+
+import xlasdk as xs  # noqa: E402
+from xlasdk._jaxlib import isolated  # noqa: E402
+from xlasdk._jaxlib import mlir as _mlir  # noqa: E402
+
+_TINY = "HloModule tiny\n\nENTRY main {\n  p = f32[4] parameter(0)\n  ROOT n = f32[4] negate(p)\n}\n"
+
+
+def chain_text(n: int) -> str:
+    """A valid HLO module of ``n`` element-wise instructions in a chain (with metadata, as dumps have)."""
+    lines = ["HloModule chain", "", "ENTRY main {", "  p0 = f32[8]{0} parameter(0)", "  p1 = f32[8]{0} parameter(1)"]
+    prev = "p0"
+    ops = ("add", "multiply", "subtract", "maximum")
+    for i in range(n):
+        lines.append(f'  v{i} = f32[8]{{0}} {ops[i % 4]}({prev}, p1), metadata={{op_name="jit(f)/op{i}"}}')
+        prev = f"v{i}"
+    lines += [f"  ROOT r = f32[8]{{0}} negate({prev})", "}", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1000,10000,100000")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--json")
+    args = ap.parse_args(argv)
+    isolated.shutdown()
+    cold = tm.once(lambda: xs.XlaComputation.from_hlo_text(_TINY))
+    rows: list[dict[str, Any]] = []
+    tiny = tm.interleaved(
+        {"xlasdk": lambda: xs.XlaComputation.from_hlo_text(_TINY), "xla": lambda: _mlir.hlo_module_from_text(_TINY)},
+        calls=20, rounds=max(args.rounds, 5), warmup=5,
+    )
+    rows.append(tm.row("load 2-instruction HLO text (warm worker)", "ms", tm.median(tiny["xlasdk"]) * 1e3,
+                       tm.median(tiny["xla"]) * 1e3, "XLA's parser, in-process", tm.ratio(tiny["xlasdk"], tiny["xla"]),
+                       None, "-"))
+    rows.append(tm.row("worker cold start + first load", "ms", cold * 1e3, None, "-", None, None, "-"))
+    for n in (int(s) for s in args.sizes.split(",")):
+        text = chain_text(n)
+        mine: list[float] = []
+        peer: list[float] = []
+        for r in range(args.rounds):
+            order = ("xla", "xlasdk") if r % 2 == 0 else ("xlasdk", "xla")
+            for name in order:
+                t0 = time.perf_counter()
+                if name == "xla":
+                    _mlir.hlo_module_from_text(text)
+                else:
+                    xs.XlaComputation.from_hlo_text(text)
+                (peer if name == "xla" else mine).append(time.perf_counter() - t0)
+        rows.append(tm.row(f"load {n}-instruction HLO text (parse+import+verify+shape)", "ms", tm.median(mine) * 1e3,
+                           tm.median(peer) * 1e3, "XLA's parser, in-process", tm.ratio(mine, peer),
+                           2.0 if n == 100000 else None, "<= 2" if n == 100000 else "-"))
+    tm.print_rows(rows)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return rows
+
+
+if __name__ == "__main__":
+    main()
