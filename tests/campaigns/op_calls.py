@@ -184,7 +184,9 @@ def _templates() -> dict[str, Template]:
                  ("NCHW", "OIHW", "NCHW")],
                 {},
             ),
-            "Conv": lambda c: ([c.p(F32, (1, 2, 5, 5)), c.p(F32, (4, 1, 3, 3)), [1, 1], "SAME"], {"feature_group_count": 2}),
+            "Conv": lambda c: (
+                [c.p(F32, (1, 2, 5, 5)), c.p(F32, (4, 1, 3, 3)), [1, 1], "SAME"], {"feature_group_count": 2}
+            ),
             "Reduce": lambda c: ([c.b, c.p(F32, (2, 3)), c.c(np.float32(0)), ops.Add, [1]], {}),
             "ReduceWindow": lambda c: ([c.p(F32, (4, 4)), c.c(np.float32(0)), ops.Add, [2, 2], [1, 1], "VALID"], {}),
             "ReduceWindowWithGeneralPadding": lambda c: (
@@ -302,8 +304,12 @@ def _op(dtype: Any, dims: tuple[int, ...]) -> Callable[[Ctx], Any]:
 
 # (label, factory): factories run inside the call's try block, so a value that cannot even be
 # made (a Shape over the size limit) counts as an error of the call.
+def _const(v: Any) -> Callable[[Ctx], Any]:
+    return lambda c: v
+
+
 HOSTILE: list[tuple[str, Callable[[Ctx], Any]]] = [
-    (repr(v), (lambda v: lambda c: v)(v))
+    (repr(v), _const(v))
     for v in [
         None, True, False, 0, 1, -1, 2, 3, -7, 2**31 - 1, 2**31, -(2**31) - 1, 2**32, 2**62, 2**63 - 1, 2**63,
         -(2**63), -(2**63) - 1, 2**64, 10**40, 1.5, 0.0, -0.0, math.nan, math.inf, -math.inf, 1e300, 2.0,
@@ -699,7 +705,7 @@ def run_campaign(
         q: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=_reader, args=(proc.stdout, q), daemon=True).start()
         err_lines: collections.deque[str] = collections.deque(maxlen=30)
-        threading.Thread(target=lambda: err_lines.extend(proc.stderr or []), daemon=True).start()
+        threading.Thread(target=err_lines.extend, args=(proc.stderr or [],), daemon=True).start()
         begun: int | None = None
         hung = False
         while True:

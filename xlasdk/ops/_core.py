@@ -216,7 +216,7 @@ def int_tuples(
     "a (lo, hi) pair of ints"). Every int must fit in int64. ShapeError otherwise, naming the
     entry (``padding[1]``) or the element (``padding[1][0]``)."""
     if not is_sequence(value):
-        shape_error(op, f"{name} must be a sequence of {what}s, got {show(value)}")
+        shape_error(op, f"{name} must be a sequence of entries, each {what}, got {show(value)}")
     out: list[tuple[int, ...]] = []
     for i, entry in enumerate(value):
         if not is_sequence(entry):

@@ -1,0 +1,336 @@
+"""What the ops do with arguments no valid call has (issue 9: "the process must never die on
+anything a user can pass"): shapes too large for XLA, integers that would make xlasdk loop or
+allocate per unit, and malformed arguments of every Python type. Each raises an xlasdk error
+naming the op and the argument, at the caller's line, never a raw Python exception, never an
+abort inside XLA.
+
+The op-call campaign (tests/campaigns/test_op_calls.py) calls every op with such arguments at
+random; these are the cases it found, each pinned down.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+from helpers import err, error, run
+
+import xlasdk as xs
+from xlasdk import ops
+from xlasdk.errors import DTypeError, ShapeError, XlaSdkError
+from xlasdk.ops import elementwise as ew
+
+F32 = np.float32
+
+
+def param(b: xs.XlaBuilder, i: int, dtype: Any, dims: tuple[int, ...]) -> xs.XlaOp:
+    return ops.Parameter(b, i, xs.Shape.array_shape(dtype, dims))
+
+
+def _deep(n: int) -> list[Any]:
+    v: list[Any] = [0]
+    for _ in range(n):
+        v = [v]
+    return v
+
+
+def _cycle() -> list[Any]:
+    v: list[Any] = [1]
+    v.append(v)
+    return v
+
+
+# -- the size of an array ------------------------------------------------------------------------
+# XLA rejects a shape whose size or byte size overflows int64, and XLA:CPU aborts the process on
+# one (and, compiling element-wise ops, on arrays of more than 2**62 elements): xlasdk allows at
+# most 2**62 bytes per array and per computation.
+
+
+def test_shapes_over_the_limit_are_refused_when_made() -> None:
+    S = xs.Shape.array_shape
+    err(ShapeError, lambda: S(F32, (2**62, 4)), "Shape.array_shape", "f32[4611686018427387904,4] is too large", "2**62")
+    err(ShapeError, lambda: S(np.int8, (2**63 - 1,)), "Shape.array_shape", "too large")
+    err(ShapeError, lambda: S(np.int8, (2**62 + 1,)), "Shape.array_shape", "too large")
+    err(ShapeError, lambda: S(F32, (2**63,)), "Shape.array_shape", "too large")
+    err(ShapeError, lambda: S(F32, (0, 2**62, 2**62)), "too large")  # XLA multiplies in order: it overflows
+    err(ShapeError, lambda: S(np.complex128, (2**59,)), "16 byte(s) per element")
+    assert S(np.int8, (2**62,)).dimensions() == (2**62,)  # the largest array
+    assert S(F32, (2**60, 0)).size() == 0
+    assert xs.shape.MAX_ARRAY_BYTES == 2**62
+
+
+def test_results_over_the_limit_are_refused_by_the_op() -> None:
+    b = xs.XlaBuilder("big")
+    x = param(b, 0, F32, (2, 3))
+    err(ShapeError, lambda: ops.Iota(b, F32, 2**63 - 1), "Iota: the result shape f32[9223372036854775807] is too large")
+    err(ShapeError, lambda: ops.Broadcast(x, [2**62, 2**62]), "Broadcast: the result shape", "too large")
+    err(ShapeError, lambda: ops.BroadcastInDim(x, [2**61, 2, 3], [1, 2]), "BroadcastInDim", "too large")
+    col, row = param(b, 1, F32, (2**40, 1)), param(b, 2, F32, (1, 2**40))
+    err(ShapeError, lambda: ops.Add(col, row), "Add: the result shape f32[1099511627776,1099511627776]", "too large")
+    err(ShapeError, lambda: ops.Mul(col, row), "Mul", "too large")
+    err(ShapeError, lambda: ops.Lt(col, row), "Compare: the result shape", "too large")  # comparisons report as Compare
+    big = param(b, 3, F32, (2**60,))
+    err(ShapeError, lambda: ops.ConvertElementType(big, np.complex128), "ConvertElementType", "c128[1152921504606846976]")  # noqa: E501
+    err(ShapeError, lambda: ops.ConcatInDim(b, [big, big, big, big, big], 0), "ConcatInDim", "too large")
+    err(ShapeError, lambda: ops.Pad(x, ops.Constant(b, F32(0)), [(0, 2**62), (0, 0)]), "Pad", "too large")
+    err(ShapeError, lambda: ops.Dot(col, row), "Dot: the result shape", "too large")
+    err(ShapeError, lambda: ops.AllGather(big, 0, 8), "AllGather", "too large")
+
+
+def test_a_computation_holds_at_most_2_62_bytes_of_arrays() -> None:
+    # XLA:CPU's heap simulator puts every buffer in one int64-addressed heap and aborts when it
+    # overflows (Igamma of two f32[2**30,2**30] did); build() refuses such a computation
+    b = xs.XlaBuilder("heap")
+    x = param(b, 0, F32, (2**30, 2**30))
+    y = ops.Add(x, x)  # each array is allowed; together they are 2**63 bytes
+    err(ShapeError, lambda: b.build(y), "build: the arrays of builder 'heap' add up to 9223372036854775808 bytes", "2**62")  # noqa: E501
+    # sub-computations count too
+    sub = xs.XlaBuilder("body")
+    z = param(sub, 0, F32, (2**29, 2**30))
+    ops.Neg(z)
+    body = sub.build()  # 2**62 bytes: allowed
+    c = xs.XlaBuilder("caller")
+    w = param(c, 0, F32, (2, 2))
+    ops.Call(c, lambda v: v + 1.0, [w])
+    assert c.build().program_shape().result_shape() == xs.Shape.array_shape(F32, (2, 2))
+    c2 = xs.XlaBuilder("caller2")
+    w2 = param(c2, 0, F32, (2**29, 2**30))
+    r = ops.Call(c2, body, [w2])  # with the body's arrays: 2**63 bytes
+    err(ShapeError, lambda: c2.build(r), "build", "add up to", "at most 2**62 bytes")
+
+
+def test_the_largest_arrays_compile_without_killing_the_process() -> None:
+    # s8[2**62 + 1] made XLA:CPU abort (std::bad_alloc) compiling an Add; the largest array
+    # xlasdk builds compiles (in a child process, so that a regression shows as a failure here)
+    code = textwrap.dedent(
+        """
+        import numpy as np, xlasdk as xs
+        from xlasdk import ops
+        b = xs.XlaBuilder("edge")
+        x = ops.Parameter(b, 0, xs.Shape.array_shape(np.int8, (2**61,)))
+        ops.Add(x, x)
+        xs.compile(b.build())
+        b = xs.XlaBuilder("edge1")
+        ops.Parameter(b, 0, xs.Shape.array_shape(np.int8, (2**62,)))
+        xs.compile(b.build())
+        print("OK")
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "OK" in out.stdout, out.stderr[-2000:]
+
+
+def test_shape_from_pyval_of_an_object_claiming_a_huge_shape() -> None:
+    class Fake:
+        shape = (2**62, 2**62)
+        dtype = np.dtype(F32)
+
+    with pytest.raises(ShapeError, match="too large"):
+        xs.shape_from_pyval(Fake())
+
+
+# -- integers xlasdk would loop or allocate over ---------------------------------------------------
+
+
+def test_parameter_numbers_are_below_2_31_and_gaps_are_reported_without_allocating() -> None:
+    b = xs.XlaBuilder("params")
+    f2 = xs.Shape.array_shape(F32, (2,))
+    err(ShapeError, lambda: ops.Parameter(b, 2**31, f2), "Parameter: parameter_number must be < 2**31, got 2147483648")
+    err(ShapeError, lambda: ops.Parameter(b, 2**63, f2), "Parameter", "< 2**31")
+    err(DTypeError, lambda: ops.Parameter(b, 1.0, f2), "Parameter", "parameter_number must be an int, got 1.0")  # noqa: E501  # type: ignore[arg-type]
+    err(DTypeError, lambda: ops.Parameter(b, np.bool_(True), f2), "Parameter", "parameter_number must be an int")  # noqa: E501  # type: ignore[arg-type]
+    ops.Parameter(b, 0, f2)
+    ops.Parameter(b, np.int64(2**31 - 1), f2)  # numpy ints are ints
+    t0 = time.perf_counter()
+    # build() listed every missing number: a set of 2**31 ints
+    err(ShapeError, lambda: b.build(), "build: parameter numbers must be 0..1 without gaps; missing [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], ...")  # noqa: E501
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_collective_counts_and_ids_are_bounded() -> None:
+    # shard_count / split_count become groups [[0, ..., n-1]] written into the module: 2**31 made
+    # xlasdk build a list of 2**31 ids
+    b = xs.XlaBuilder("coll")
+    x = param(b, 0, F32, (4, 4))
+    err(ShapeError, lambda: ops.AllGather(x, 0, 2**31), "AllGather: shard_count must be <= 2**20", "2147483648")
+    err(ShapeError, lambda: ops.ReduceScatter(x, ops.Add, 0, 2**31), "ReduceScatter: shard_count must be <= 2**20")
+    err(ShapeError, lambda: ops.AllToAll(x, 0, 0, 2**31), "AllToAll: split_count must be <= 2**20")
+    err(ShapeError, lambda: ops.AllGather(x, 0, 0), "AllGather: shard_count must be >= 1")
+    err(ShapeError, lambda: ops.AllReduce(x, ops.Add, [[0, 2**62]]), "AllReduce", "replica ids must be < 2**20")
+    err(ShapeError, lambda: ops.CrossReplicaSum(x, [[0, 2**19]]), "CrossReplicaSum", "exactly once", "missing [1, 2, 3")
+    err(ShapeError, lambda: ops.CollectivePermute(x, [(0, 2**31)]), "CollectivePermute", "< 2**20")
+    err(ShapeError, lambda: ops.AllReduce(x, ops.Add, channel_id=2**63), "AllReduce", "channel_id must be an int64")
+    assert ops.AllGather(x, np.int64(0), np.int32(1)).shape == x.shape  # numpy ints are ints
+
+
+def test_decompositions_do_no_host_work_per_row() -> None:
+    # SVD of a (1, 2**31) matrix built a numpy array of 2**31 ones (8 GiB); Eigh of a
+    # (2**30, 2**30) one a Python list of 2**30 ints for its round-robin order
+    b = xs.XlaBuilder("decomp")
+    wide = param(b, 0, F32, (1, 2**31))
+    err(ShapeError, lambda: ops.SVD(wide), "SVD: the result shape f32[2147483648,2147483648] is too large")
+    err(ShapeError, lambda: ops.QR(ops.Transpose(wide, [1, 0])), "QR", "too large")
+    t0 = time.perf_counter()
+    u, s, v = ops.SVD(wide, full_matrices=False)
+    vecs, vals = ops.Eigh(param(b, 1, F32, (2**30, 2**30)))
+    assert time.perf_counter() - t0 < 5.0
+    assert (u.dims, s.dims, v.dims) == ((1, 1), (1,), (2**31, 1))
+    assert (vecs.dims, vals.dims) == ((2**30, 2**30), (2**30,))
+    err(ShapeError, lambda: ops.Eigh(param(b, 2, F32, (3, 3)), max_iter=2**31), "Eigh: max_iter must be < 2**31")
+    err(ShapeError, lambda: ops.SVD(param(b, 3, F32, (3, 2)), epsilon=10**400), "SVD: epsilon must be in [0, 1)")
+
+
+def test_decompositions_still_compute() -> None:
+    # the round-robin order is now kept as runs of rows: results unchanged
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((5, 5)).astype(F32)
+    a = a + a.T
+    m = rng.standard_normal((6, 3)).astype(F32)
+    b = xs.XlaBuilder("decomp_values")
+    v, w = ops.Eigh(param(b, 0, F32, (5, 5)))
+    u, s, vv = ops.SVD(param(b, 1, F32, (6, 3)))
+    vecs, vals, uu, ss, vs = run(b.build([v, w, u, s, vv]), a, m)
+    np.testing.assert_allclose(vals, np.linalg.eigvalsh(a), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(vecs @ np.diag(vals) @ vecs.T, a, atol=1e-4)
+    np.testing.assert_allclose(ss, np.linalg.svd(m, compute_uv=False), rtol=1e-4)
+    np.testing.assert_allclose(uu[:, :3] @ np.diag(ss) @ vs.T, m, atol=1e-4)
+
+
+def test_cpu_clients_have_at_most_4096_devices() -> None:
+    # 100000 made XLA:CPU work for minutes and gigabytes
+    with pytest.raises(XlaSdkError, match=r"num_devices must be an int in \[1, 4096\] or None, got 100000"):
+        xs.client("cpu", num_devices=100000)
+    for bad in (0, -1, True, 2.0, "2", [2]):
+        with pytest.raises(XlaSdkError, match="num_devices"):
+            xs.client("cpu", num_devices=bad)  # type: ignore[arg-type]
+    assert len(xs.client("cpu", num_devices=np.int64(2)).devices()) == 2
+
+
+# -- malformed arguments ---------------------------------------------------------------------------
+
+BINARY = sorted(ew.BINARY) + ["Eq", "Ne", "Lt", "Le", "Gt", "Ge"]
+
+
+def _pair(b: xs.XlaBuilder, name: str) -> tuple[xs.XlaOp, xs.XlaOp]:
+    allowed = ew.BINARY[name].allowed if name in ew.BINARY else ew._ALL
+    dt = next(d for d in (F32, np.int32, np.bool_) if xs.dtype_to_etype(d) in allowed)
+    return param(b, 0, dt, (2, 3)), param(b, 1, dt, (3,))
+
+
+BAD_BROADCAST_DIMENSIONS = [
+    ([[1]], "must be a sequence of ints"),
+    ("1", "must be a sequence of ints"),
+    ([1.0], "must be a sequence of ints"),
+    ([None], "must be a sequence of ints"),
+    ([True], "must be a sequence of ints"),
+    ([-1], "strictly increasing dimension numbers < 2"),
+    ([1, 1], "has 2 entries, expected 1"),
+    ([2**63], "broadcast_dimensions[0] must be an int64"),
+    ({1}, "must be a sequence of ints"),
+    (np.array([[1]]), "must be a sequence of ints"),
+    (np.float64(1), "must be a sequence of ints"),
+    (_cycle(), "must be a sequence of ints"),
+    (_deep(3000), "must be a sequence of ints"),
+]
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_binary_ops_reject_malformed_broadcast_dimensions(name: str) -> None:
+    b = xs.XlaBuilder("bd")
+    x, y = _pair(b, name)
+    fn = getattr(ops, name)
+    reported = name if name in ew.BINARY else "Compare"  # Eq, Lt... report as Compare
+    for value, words in BAD_BROADCAST_DIMENSIONS:
+        with error(ShapeError, f"{reported}: ", words):
+            fn(x, y, broadcast_dimensions=value)
+    with error(ShapeError, f"{reported}: broadcast_dimensions"):
+        fn(x, y, broadcast_dimensions=ops.Tuple(b, []))  # an XlaOp is no sequence (its truth value raised)
+    # numpy ints and arrays are sequences of ints; None and [] mean "no mapping"
+    assert fn(x, y, broadcast_dimensions=np.array([1])).dims == (2, 3)
+    assert fn(x, y, broadcast_dimensions=[np.int64(1)]).dims == (2, 3)
+    assert fn(x, y, broadcast_dimensions=1).dims == (2, 3)  # one int is a one-element list
+    assert fn(x, x, broadcast_dimensions=[]).dims == (2, 3)
+
+
+def test_int_lists_everywhere() -> None:
+    b = xs.XlaBuilder("lists")
+    x = param(b, 0, F32, (2, 3))
+    err(ShapeError, lambda: ops.Transpose(x, [True, False]), "Transpose: permutation must be a sequence of ints")
+    err(ShapeError, lambda: ops.Reshape(x, [math_nan()]), "Reshape: new_sizes must be a sequence of ints, got [nan]")
+    err(ShapeError, lambda: ops.Broadcast(x, _deep(3000)), "Broadcast: sizes must be a sequence of ints, got [[[[...]]]]")  # noqa: E501
+    err(ShapeError, lambda: ops.Rev(x, "0"), "Rev: dimensions must be a sequence of ints, got '0'")
+    err(ShapeError, lambda: ops.Slice(x, [0, 0], [2, 3], (i for i in (1, 1))), "Slice: strides must be a sequence of ints")  # noqa: E501
+    err(ShapeError, lambda: ops.Slice(x, [0, 2**63], [2, 3]), "Slice: start_indices[1] must be an int64")
+    err(ShapeError, lambda: ops.ConcatInDim(b, [x, x], []), "ConcatInDim: dimension must be an int, got list []")
+    err(ShapeError, lambda: ops.SliceInDim(x, 0, 1, True, 0), "SliceInDim: stride must be an int, got bool True")
+    err(ShapeError, lambda: ops.Pad(x, ops.Constant(b, F32(0)), _cycle()), "Pad: padding_config[0] must be (lo, hi)")
+    err(ShapeError, lambda: ops.Pad(x, ops.Constant(b, F32(0)), [(0, 2**63), (0, 0)]), "Pad: padding_config[0][1] must be an int64")  # noqa: E501
+    err(ShapeError, lambda: ops.Reduce(b, x, ops.Constant(b, F32(0)), ops.Add, [[0]]), "Reduce: dimensions_to_reduce must be a sequence of ints")  # noqa: E501
+    assert ops.Slice(x, np.array([0, 1]), (np.int32(2), np.int64(3))).dims == (2, 2)
+    assert ops.SliceInDim(x, np.int64(1), np.uint8(3), np.int16(1), np.int8(1)).dims == (2, 2)
+    assert ops.TopK(x, np.int64(2)).shape.tuple_shapes()[0].dimensions() == (2, 2)
+    assert ops.GetTupleElement(ops.Tuple(b, [x]), np.int32(0)) is not None
+
+
+def math_nan() -> float:
+    return float("nan")
+
+
+def test_windows_and_convolutions_reject_malformed_paddings() -> None:
+    b = xs.XlaBuilder("win")
+    x = param(b, 0, F32, (1, 1, 4, 4))
+    k = param(b, 1, F32, (1, 1, 2, 2))
+    z = ops.Constant(b, F32(0))
+    err(ShapeError, lambda: ops.ConvGeneralDilated(x, k, [1, 1], _deep(3000)), "ConvGeneralDilated: padding[0] must be a (lo, hi) pair of ints")  # noqa: E501
+    err(ShapeError, lambda: ops.ConvGeneralDilated(x, k, [1, 1], [(0, 0), np.array(2)]), "padding[1] must be a (lo, hi) pair")  # noqa: E501
+    err(ShapeError, lambda: ops.ConvGeneralDilated(x, k, [1, 1], "SAME", np.array([[1]])), "lhs_dilation must be a sequence of ints")  # noqa: E501
+    err(ShapeError, lambda: ops.ConvGeneralDilated(x, k, [1, 1], "SAME", None, None, _deep(3000)), "bad dimension_numbers")  # noqa: E501
+    err(ShapeError, lambda: ops.ConvGeneralDilated(x, k, [1, 1], "VALID", [2**62, 1]), "ConvGeneralDilated", "do not fit in int64")  # noqa: E501
+    err(DTypeError, lambda: ops.Conv(x, k, [1, 1], "SAME", feature_group_count=None), "Conv: feature_group_count must be an int, got NoneType None")  # noqa: E501  # type: ignore[arg-type]
+    err(ShapeError, lambda: ops.ReduceWindow(x, z, ops.Add, [1, 1, 2, 2], [1, 1, 1, 1], np.array(None, dtype=object)), "ReduceWindow: padding must be a sequence")  # noqa: E501
+    err(ShapeError, lambda: ops.ReduceWindow(x, z, ops.Add, [1, 1, 2, 2], [1, 1, 1, 1], "VALID", [1, 1, 2**62, 1]), "ReduceWindow", "do not fit in int64")  # noqa: E501
+    err(ShapeError, lambda: ops.AllReduce(x, ops.Add, _deep(3000)), "AllReduce: replica_groups[0][0] must be an int, got list")  # noqa: E501
+
+
+def test_flags_and_other_scalars() -> None:
+    b = xs.XlaBuilder("flags")
+    x = param(b, 0, F32, (2, 3))
+    t = param(b, 1, F32, (3, 3))
+    err(DTypeError, lambda: ops.Cholesky(t, lower=_deep(3000)), "Cholesky: lower must be a bool, got [[[[...]]]]")
+    err(DTypeError, lambda: ops.CustomCall(b, "Sharding", [x], x.shape, has_side_effect=x), "CustomCall: has_side_effect must be a bool")  # noqa: E501
+    err(ShapeError, lambda: ops.CustomCall(b, "Sharding", [x], x.shape, schedule=np.array([0, 1])), "CustomCall: schedule")  # noqa: E501
+    err(DTypeError, lambda: ops.CustomCall(b, "f", [x], x.shape, api_version=4, backend_config=7), "CustomCall: backend_config must be a dict, bytes or str")  # noqa: E501
+    err(ShapeError, lambda: ops.Iota(b, xs.Shape.array_shape(np.int32, (2, 3)), iota_dimension=b), "Iota: iota_dimension must be an int")  # noqa: E501
+    err(ShapeError, lambda: ops.Iota(b, np.int32, 4, iota_dimension=np.array(None, dtype=object)), "Iota: iota_dimension must be an int")  # noqa: E501
+    err(ShapeError, lambda: ops.Map(b, [x], ops.Neg, [0, 1], static_operands=5), "Map: static_operands are not supported")  # noqa: E501
+    err(DTypeError, lambda: ops.AllReduce(x, ops.Add, use_global_device_ids=x), "AllReduce: use_global_device_ids must be a bool")  # noqa: E501
+    err(DTypeError, lambda: ops.ReducePrecision(x, 2.0, 3), "ReducePrecision: exponent_bits must be an int, got 2.0")
+    err(ShapeError, lambda: ops.ReducePrecision(x, 2**31, 3), "ReducePrecision: exponent_bits and mantissa_bits must be < 2**31")  # noqa: E501
+    err(DTypeError, lambda: ops.Add(x, 10**400), "Add: scalar", "cannot be represented as f32")
+    err(DTypeError, lambda: ops.Igamma(x, 10**400), "Igamma: scalar", "cannot be represented as f32")
+    err(DTypeError, lambda: ops.Add(x, np.str_("a")), "Add: scalar", "cannot be represented as f32")
+    err(DTypeError, lambda: ops.Constant(b, [2**64]), "Constant", "ragged or mixed")
+    err(DTypeError, lambda: ops.Constant(b, _deep(3000)), "Constant", "ragged or mixed")
+    err(DTypeError, lambda: ops.Constant(b, _cycle()), "Constant", "ragged or mixed")
+    err(DTypeError, lambda: ops.ConvertElementType(x, _cycle()), "ConvertElementType: new_element_type [1, [1, [1, [...]]]] is not an XLA element type")  # noqa: E501
+
+
+def test_callables_that_raise_name_the_op() -> None:
+    b = xs.XlaBuilder("callables")
+    x = param(b, 0, F32, (2, 3))
+    z = ops.Constant(b, F32(0))
+    err(DTypeError, lambda: ops.Reduce(b, x, z, int, [0]), "Reduce: computation int raised TypeError when called with (f32[], f32[])")  # noqa: E501
+    err(DTypeError, lambda: ops.Sort(b, x, 0, True, lambda a, c: 1 / 0), "Sort: comparator <lambda> raised ZeroDivisionError")  # noqa: E501
+    err(DTypeError, lambda: ops.Map(b, [x], print, [0, 1]), "Map: computation must return an XlaOp")
+
+
+def test_messages_are_short_for_huge_values() -> None:
+    b = xs.XlaBuilder("short")
+    x = param(b, 0, F32, (2, 3))
+    msg = err(ShapeError, lambda: ops.Transpose(x, list(range(10**5)) + [None]), "Transpose: permutation must be a sequence of ints")  # noqa: E501
+    assert len(msg) < 300, msg
