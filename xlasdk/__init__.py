@@ -63,7 +63,9 @@ from .runtime import (
     load_pjrt_plugin,
     local_devices,
 )
+from .runtime.sharded import ShardedArray, shard
 from .shape import Layout, ProgramShape, Shape, shape_from_pyval
+from .sharding import HloSharding
 from .types import PrimitiveType, bfloat16, dtype_to_etype, etype_to_dtype
 
 __version__ = "0.1.0"
@@ -83,5 +85,6 @@ __all__ = [
     "client", "compile", "default_device", "deserialize_executable", "device_put", "devices", "load_executable",
     "load_pjrt_plugin", "load_computation", "CompileCache",
     "distributed", "local_devices", "process_index", "process_count", "DistributedError", "PluginError",
+    "HloSharding", "ShardedArray", "shard",
     "__version__",
 ]

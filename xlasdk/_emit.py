@@ -281,9 +281,30 @@ def emit_module(
     em.graph(env, [root, *side_effects], indent)
     rets, rshapes = em.flat(env[root.id], root.shape, indent)
     attrs = f" attributes {{{module_attrs}}}" if module_attrs else ""
+    results = _types(rshapes)
+    shardings = _result_shardings(root, len(rshapes))
+    if shardings is not None:  # the root's shardings are the program's result shardings
+        results = ", ".join(
+            t.mlir_type() + (f" {{mhlo.sharding = {sh.to_mlir()}}}" if sh is not None else "")
+            for t, sh in zip(rshapes, shardings, strict=True)
+        )
     head = (
         f"module {_symbol(name)}{attrs} {{\n"
-        f"  func.func public @main({', '.join(args)}) -> ({_types(rshapes)}) {{\n"
+        f"  func.func public @main({', '.join(args)}) -> ({results}) {{\n"
     )
     tail = f'    "func.return"({", ".join(rets)}) : ({_types(rshapes)}) -> ()\n  }}\n}}\n'
     return head + "".join(em.lines) + tail
+
+
+def _result_shardings(root: XlaOp, n: int) -> list[Any] | None:
+    """The sharding of each of the ``n`` results of a computation whose root is ``root`` (None
+    where a result has none), or None when no result has one: a tuple root's elements, or the
+    root op's own sharding (one per result of a tuple-shaped op)."""
+    if root.sharding is not None:
+        sh = root.sharding
+        elems = list(sh.tuple_elements) if sh.is_tuple else [sh]
+        return elems if len(elems) == n else None
+    if root.opcode == "tuple" and len(root.operands) == n:
+        found = [x.sharding if not x.shape.is_tuple() else None for x in root.operands]
+        return found if any(f is not None for f in found) else None
+    return None

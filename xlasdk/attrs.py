@@ -1295,32 +1295,40 @@ class _ShardingType(enum.Enum):
     TUPLE = 2
     OTHER = 3
     MANUAL = 4
+    UNKNOWN = 5
+    UNREDUCED = 6
 
 
 _ShardingType.__name__, _ShardingType.__qualname__ = "Type", "OpSharding.Type"
 
 
 class OpSharding(_ProtoLike):
-    """How an op's value is split over devices (a minimal XLA ``OpSharding`` proto).
+    """How an op's value is split over devices (XLA's ``OpSharding`` proto).
 
     Attributes
     ----------
     type : OpSharding.Type
         ``REPLICATED`` (every device holds all), ``MAXIMAL`` (one device, the first of
         ``tile_assignment_devices``), ``TUPLE`` (``tuple_shardings`` per element), ``OTHER``
-        (tiled by ``tile_assignment_dimensions`` over ``tile_assignment_devices``), ``MANUAL``.
+        (tiled by ``tile_assignment_dimensions`` over ``tile_assignment_devices``), ``MANUAL``,
+        ``UNKNOWN``, ``UNREDUCED``.
     tile_assignment_dimensions : list of int
-        Number of tiles along each dimension (plus a last replication dimension if
-        ``replicate_on_last_tile_dim``).
+        Number of tiles along each dimension (plus trailing subgroup dimensions if
+        ``replicate_on_last_tile_dim`` or ``last_tile_dims``).
     tile_assignment_devices : list of int
-        Device ids, row-major over ``tile_assignment_dimensions``.
+        Device ids, row-major over ``tile_assignment_dimensions`` (empty with an iota).
     tuple_shardings : list of OpSharding
         Per-element shardings of a tuple.
     replicate_on_last_tile_dim : bool
         The last tile dimension replicates instead of splitting.
+    last_tile_dims : list of OpSharding.Type
+        Kinds of the trailing subgroup dimensions (``REPLICATED``, ``MANUAL``, ``UNREDUCED``).
+    iota_reshape_dims, iota_transpose_perm : list of int
+        The devices as an iota: ``arange(n).reshape(iota_reshape_dims).transpose(iota_transpose_perm)``.
 
     ``to_hlo_string()`` gives XLA's sharding text (``{devices=[2,1]0,1}``), which is what the
-    ``mhlo.sharding`` attribute holds in StableHLO.
+    ``mhlo.sharding`` attribute holds in StableHLO; :class:`xlasdk.HloSharding` parses that text
+    (``xs.HloSharding.parse(text).to_op_sharding()``).
     """
 
     Type = _ShardingType
@@ -1330,6 +1338,9 @@ class OpSharding(_ProtoLike):
         "tile_assignment_devices",
         "tuple_shardings",
         "replicate_on_last_tile_dim",
+        "last_tile_dims",
+        "iota_reshape_dims",
+        "iota_transpose_perm",
     )
 
     def __init__(
@@ -1339,6 +1350,9 @@ class OpSharding(_ProtoLike):
         tile_assignment_devices: Iterable[int] = (),
         tuple_shardings: Iterable[OpSharding] = (),
         replicate_on_last_tile_dim: bool = False,
+        last_tile_dims: Iterable[_ShardingType | str] = (),
+        iota_reshape_dims: Iterable[int] = (),
+        iota_transpose_perm: Iterable[int] = (),
     ):
         self.type: Any = _sharding_type(type)
         self.tile_assignment_dimensions = _spatial_ints(
@@ -1347,6 +1361,9 @@ class OpSharding(_ProtoLike):
         self.tile_assignment_devices = _spatial_ints(tile_assignment_devices, "tile_assignment_devices", 0)
         self.tuple_shardings: list[OpSharding] = list(tuple_shardings)
         self.replicate_on_last_tile_dim = bool(replicate_on_last_tile_dim)
+        self.last_tile_dims: list[Any] = [_sharding_type(t) for t in last_tile_dims]
+        self.iota_reshape_dims = _spatial_ints(iota_reshape_dims, "iota_reshape_dims", 1)
+        self.iota_transpose_perm = _spatial_ints(iota_transpose_perm, "iota_transpose_perm", 0)
 
     def to_hlo_string(self) -> str:
         """XLA's sharding text: ``{replicated}``, ``{maximal device=0}``, ``{devices=[2,1]0,1}``,
@@ -1357,35 +1374,9 @@ class OpSharding(_ProtoLike):
         ShapeError
             If the fields do not describe a valid sharding of their type.
         """
-        kind = _sharding_type(self.type)
-        if kind is _ShardingType.REPLICATED:
-            return "{replicated}"
-        if kind is _ShardingType.MANUAL:
-            return "{manual}"
-        devices = _spatial_ints(self.tile_assignment_devices, "tile_assignment_devices", 0)
-        if kind is _ShardingType.MAXIMAL:
-            if not devices:
-                raise ShapeError("OpSharding MAXIMAL needs the device in tile_assignment_devices")
-            return f"{{maximal device={devices[0]}}}"
-        if kind is _ShardingType.TUPLE:
-            for i, s in enumerate(self.tuple_shardings):
-                if not isinstance(s, OpSharding):
-                    raise ShapeError(
-                        f"OpSharding.tuple_shardings[{i}] must be an OpSharding, got {type(s).__name__}"
-                    )
-            return "{" + ", ".join(s.to_hlo_string() for s in self.tuple_shardings) + "}"
-        dims = _spatial_ints(self.tile_assignment_dimensions, "tile_assignment_dimensions", 1)
-        if not dims:
-            raise ShapeError("OpSharding OTHER needs tile_assignment_dimensions")
-        if math.prod(dims) != len(devices) or len(set(devices)) != len(devices):
-            raise ShapeError(
-                f"OpSharding tile_assignment_devices {devices} must be {math.prod(dims)} distinct devices "
-                f"for tile_assignment_dimensions {dims}"
-            )
-        text = "{devices=[" + ",".join(map(str, dims)) + "]" + ",".join(map(str, devices))
-        if self.replicate_on_last_tile_dim:
-            text += " last_tile_dim_replicate"
-        return text + "}"
+        from .sharding import HloSharding
+
+        return HloSharding.from_op_sharding(self).to_hlo()
 
     def to_mlir(self) -> str:
         """The ``mhlo.sharding`` string attribute: ``"{devices=[2,1]0,1}"``."""

@@ -24,8 +24,9 @@ from .errors import DTypeError, ShapeError
 from .shape import MAX_ARRAY_BYTES, ProgramShape, Shape
 
 if TYPE_CHECKING:
-    from .attrs import OpMetadata, OpSharding
+    from .attrs import OpMetadata
     from .computation import XlaComputation
+    from .sharding import HloSharding, ShardingLike
 
 __all__ = ["XlaBuilder", "XlaOp", "Region", "user_frame", "where"]
 
@@ -125,7 +126,7 @@ class XlaOp:
     XlaOps stay hashable.
     """
 
-    __slots__ = ("builder", "shape", "opcode", "operands", "attrs", "regions", "loc", "id", "extra")
+    __slots__ = ("builder", "shape", "opcode", "operands", "attrs", "regions", "loc", "id", "extra", "sharding")
 
     def __init__(
         self,
@@ -147,6 +148,7 @@ class XlaOp:
         self.loc = loc
         self.extra = extra
         self.id = builder._next_id()
+        self.sharding: HloSharding | None = None  # set by XlaBuilder._add under set_sharding
 
     # -- Pythonic views of the shape ---------------------------------------------------------
     @property
@@ -277,7 +279,8 @@ class XlaBuilder:
         self._metadata: OpMetadata | None = None
         self._metadata_loc: str | None = None  # the location of every op, when the metadata has a file
         self._metadata_fields: dict[str, Any] = {}  # metadata fields added to each caller-line location
-        self._sharding: OpSharding | None = None
+        self._sharding: HloSharding | None = None
+        self._sharded = False  # some op of this builder carries a sharding (xs.compile checks them)
         self._loc_cache: dict[tuple[str, int], str] = {}
         self._side_effects: list[XlaOp] = []
         self._nbytes = 0  # bytes of every array built, regions included (checked by build)
@@ -419,12 +422,65 @@ class XlaBuilder:
             else:
                 self.set_op_metadata(prev)
 
-    def set_sharding(self, sharding: OpSharding) -> None:
-        """Attach ``sharding`` to ops built from now on (recorded as ``mhlo.sharding``)."""
-        self._sharding = sharding
+    def set_sharding(self, sharding: ShardingLike | None) -> None:
+        """Attach ``sharding`` to the ops built from now on (their ``mhlo.sharding`` attribute;
+        ``sharding={...}`` in HLO text).
+
+        A Parameter built under it takes it as the argument's sharding, an op as its result's
+        (XLA's SPMD partitioner keeps it), and the root op of :meth:`build` gives the program's
+        result sharding. Compile with ``xs.CompileOptions(num_partitions=N)`` to partition.
+
+        Parameters
+        ----------
+        sharding:
+            An ``xs.HloSharding``, an ``xs.OpSharding`` or XLA's notation
+            (``"{devices=[2,1]0,1}"``, ``"{replicated}"``...); None clears it.
+
+        Scalar ops built under a tiled sharding (the constants Python operators make, such as
+        the ``2.0`` of ``x * 2.0``) are left without one: a scalar has nothing to split.
+        Ops with a tuple result take a tuple sharding with one element per result, or a single
+        sharding that applies to every result.
+
+        Raises
+        ------
+        ShapeError
+            For text that is not a sharding or fields that describe no valid sharding; later,
+            from the op itself, for an op whose rank the tiled sharding does not fit.
+        DTypeError
+            For a value that is not a sharding.
+        """
+        if sharding is None:
+            self._sharding = None
+            return
+        from .sharding import HloSharding
+
+        try:
+            self._sharding = HloSharding.of(sharding)
+        except (ShapeError, DTypeError) as e:
+            raise type(e)(f"set_sharding: {e}{where()}") from None
 
     def clear_sharding(self) -> None:
+        """Build the next ops without a sharding."""
         self._sharding = None
+
+    def get_sharding(self) -> HloSharding | None:
+        """The sharding ops are built with now (None when there is none)."""
+        return self._sharding
+
+    @contextlib.contextmanager
+    def sharding(self, sharding: ShardingLike | None) -> Iterator[None]:
+        """Context manager: the ops built inside carry ``sharding`` (see :meth:`set_sharding`);
+        the previous sharding is restored on exit::
+
+            with b.sharding("{devices=[4,1]<=[4]}"):
+                x = ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, (8, 16)), "x")
+        """
+        prev = self._sharding
+        self.set_sharding(sharding)
+        try:
+            yield
+        finally:
+            self._sharding = prev
 
     # -- graph -------------------------------------------------------------------------------
     def _add(
@@ -437,10 +493,17 @@ class XlaBuilder:
         extra: Any = None,
     ) -> XlaOp:
         loc = self._metadata_loc if self._metadata_loc is not None else self._location()
+        sharding = None
         if self._sharding is not None:
-            sh = f'mhlo.sharding = {_mlir_str(self._sharding.to_hlo_string())}'
-            attrs = f"{attrs}, {sh}" if attrs else sh
+            from .sharding import sharding_for_shape
+
+            sharding = sharding_for_shape(self._sharding, shape, opcode)
+            if sharding is not None:
+                sh = f"mhlo.sharding = {sharding.to_mlir()}"
+                attrs = f"{attrs}, {sh}" if attrs else sh
+                self._sharded = True
         op = XlaOp(self, opcode, operands, shape, attrs, regions, loc, extra)
+        op.sharding = sharding
         self._last = op
         self._nbytes += shape._heap_bytes()
         for region in regions:

@@ -85,6 +85,13 @@ __all__ = [
     "executable_fingerprint",
     "serialize_executable",
     "deserialize_executable",
+    # SPMD
+    "executable_shardings",
+    "gspmd_sharding",
+    "put_sharded",
+    "assemble_global",
+    "global_shards",
+    "execute_spmd",
 ]
 
 _J: Final[Any] = importlib.import_module("jaxlib._jax")  # untyped extension module
@@ -292,7 +299,13 @@ def make_compile_options(
     device_assignment: np.ndarray[Any, Any] | None,
     env_option_overrides: Sequence[tuple[str, str | bool | int | float]],
 ) -> Any:
-    """A jaxlib ``CompileOptions``; SPMD partitioning is switched on when ``num_partitions > 1``."""
+    """A jaxlib ``CompileOptions``; SPMD partitioning is switched on when ``num_partitions > 1``.
+
+    Partitioned programs go through XLA's Shardy partitioner (``use_shardy_partitioner``, JAX's
+    default since 0.7): it imports the GSPMD ``mhlo.sharding`` attributes xlasdk writes, and it
+    also compiles the dumps of Shardy-partitioned JAX programs (whose ``xla.sdy.*`` custom calls
+    the GSPMD partitioner refuses).
+    """
     opts = _xc.CompileOptions()
     opts.num_replicas = num_replicas
     opts.num_partitions = num_partitions
@@ -300,6 +313,7 @@ def make_compile_options(
         opts.device_assignment = _xc.DeviceAssignment.create(np.asarray(device_assignment, dtype=np.int64))
     if num_partitions > 1:
         opts.executable_build_options.use_spmd_partitioning = True
+        opts.executable_build_options.use_shardy_partitioner = True
     if env_option_overrides:
         opts.env_option_overrides = list(env_option_overrides)
     return opts
@@ -580,3 +594,103 @@ def deserialize_executable(client: Any, blob: bytes, devices: Sequence[Any], opt
         return client.deserialize_executable(blob, _xc.DeviceList(tuple(devices)), options)
     except Exception as e:
         raise FormatError(f"{what}: XLA could not load the executable: {_one_line(e)}") from e
+
+
+# -- SPMD --------------------------------------------------------------------------------------
+# Sharded execution in one process: global arrays made of per-device buffers (``ArrayImpl`` with a
+# ``GSPMDSharding``), ``execute_sharded`` on them, and the shardings XLA chose for a compiled
+# program. xlasdk's own sharding type is :class:`xlasdk.sharding.HloSharding`; here shardings
+# travel as XLA's text notation.
+_gspmd_cache: dict[tuple[tuple[Any, ...], str | None], Any] = {}
+
+
+def executable_shardings(executable: Any) -> tuple[list[str] | None, list[str] | None]:
+    """``(parameter shardings, output shardings)`` of a compiled SPMD program, in XLA's
+    notation (one per parameter / per output), or None where the program is not partitioned.
+
+    Maps to ``LoadedExecutable.get_parameter_shardings()`` / ``get_output_shardings()``.
+    """
+
+    def texts(protos: Any) -> list[str] | None:
+        if protos is None:
+            return None
+        return [str(_xc.HloSharding.from_proto(p)) for p in protos]
+
+    try:
+        return texts(executable.get_parameter_shardings()), texts(executable.get_output_shardings())
+    except Exception as e:
+        raise _runtime_error("reading the shardings of the compiled program", e) from e
+
+
+def gspmd_sharding(devices: Sequence[Any], hlo_sharding: str | None) -> Any:
+    """``GSPMDSharding(devices, HloSharding.from_string(text))`` (None: replicated), cached.
+
+    Device numbers of the sharding are positions in ``devices``.
+    """
+    key = (tuple(devices), hlo_sharding)
+    s = _gspmd_cache.get(key)
+    if s is None:
+        try:
+            hs = _xc.HloSharding.replicate() if hlo_sharding is None else _xc.HloSharding.from_string(hlo_sharding)
+            s = _xc.GSPMDSharding(key[0], hs)
+        except Exception as e:
+            raise _runtime_error(f"making the sharding {hlo_sharding} over {len(devices)} devices", e) from e
+        if len(_gspmd_cache) >= 1024:
+            _gspmd_cache.clear()
+        _gspmd_cache[key] = s
+    return s
+
+
+def put_sharded(aval: Aval, sharding: Any, values: Sequence[np.ndarray[Any, Any]], devices: Sequence[Any]) -> Any:
+    """One global array from host pieces, ``values[k]`` copied to ``devices[k]``, in one
+    ``batched_device_put`` (the data is copied during the call).
+
+    Raises
+    ------
+    XlaRuntimeError
+        When a transfer fails.
+    """
+    try:
+        return _batched_device_put(
+            aval, sharding, list(values), list(devices), True, False, _IMMUTABLE_DURING_CALL, enable_x64=True
+        )
+    except Exception as e:
+        raise _runtime_error(f"transfer of {aval.dtype}{list(aval.shape)} to {len(devices)} devices", e) from e
+
+
+def assemble_global(aval: Aval, sharding: Any, buffers: Sequence[Any]) -> Any:
+    """``ArrayImpl(aval, sharding, buffers, committed=True, _skip_checks=True)``: one global array
+    over existing single-device buffers (``buffers[k]`` on the sharding's ``k``-th device).
+
+    Raises
+    ------
+    XlaRuntimeError
+        When a buffer is not on the device the sharding puts it on, or is deleted.
+    """
+    try:
+        return _xc.ArrayImpl(aval, sharding, list(buffers), True, True)
+    except Exception as e:
+        raise _runtime_error(f"assembling a global {aval.dtype}{list(aval.shape)} from {len(buffers)} shards", e) from e
+
+
+def _arrays_of(array: Any) -> list[Any]:
+    return list(array._arrays)
+
+
+def global_shards(array: Any) -> list[Any]:
+    """The per-device buffers of a global array, in its sharding's device order."""
+    try:
+        return _shimmed(_arrays_of, array)
+    except Exception as e:
+        raise _runtime_error("reading the shards of a global array", e) from e
+
+
+def execute_spmd(executable: Any, arrays: list[Any], handlers: list[Any], name: str) -> list[Any]:
+    """Run a multi-device program on global arrays: ``execute_sharded`` +
+    ``consume_with_handlers``. Returns one global array per output, typed by ``handlers``
+    (``result_handler(global aval, gspmd_sharding(...))``).
+    """
+    try:
+        return executable.execute_sharded(arrays).consume_with_handlers(handlers)  # type: ignore[no-any-return]
+    except Exception as e:
+        raise _runtime_error(f"executing {name!r}", e) from e

@@ -677,6 +677,45 @@ class Executable:
             result.append(vals if plan.is_tuple else vals[0])
         return result
 
+    def execute_sharded(self, args: Sequence[Any]) -> Any:
+        """Run an SPMD program once on all its devices, each parameter given whole or in shards.
+
+        Parameters
+        ----------
+        args:
+            One entry per parameter, each one of:
+
+            * a numpy array (or scalar, DeviceArray, array-like) of the parameter's *global*
+              shape: split by the parameter's sharding and copied to the devices;
+            * a list of per-device shards (numpy arrays or DeviceArrays), one per device in
+              :attr:`devices` order, each of the sharding's tile shape;
+            * an ``xs.ShardedArray`` (from :func:`xlasdk.shard` or an earlier run): used in place
+              when its devices and sharding are the parameter's, else resharded through the host.
+
+        Returns
+        -------
+        ShardedArray, or a tuple of them for a tuple result: each output's per-device shards
+        and sharding (``.to_numpy()`` assembles the global array).
+
+        The shardings are the compiled program's (``get_parameter_shardings`` /
+        ``get_output_shardings``: what the program was built with, after XLA's propagation); an
+        unannotated parameter is replicated, and so is an unannotated result.
+
+        Raises
+        ------
+        ShapeError, DTypeError
+            For a wrong number of arguments or shards, or a value or shard of the wrong shape or
+            dtype (naming the parameter, the shard and its device, and what was expected).
+        XlaRuntimeError
+            For deleted arrays or a failure while running.
+
+        Maps to PJRT ``LoadedExecutable::Execute`` (jaxlib ``execute_sharded``) on global arrays
+        (``ArrayImpl`` + ``GSPMDSharding``).
+        """
+        from .sharded import execute_sharded
+
+        return execute_sharded(self, args)
+
     # -- introspection -------------------------------------------------------------------------
     def hlo_text(self) -> str:
         """The optimized, scheduled HLO module with ``metadata={...}`` (``get_hlo_text()``)."""
@@ -835,6 +874,10 @@ def compile(
         if problem is not None:
             raise CompileError(f"compile: {name!r}: {problem}")
     devs = _place(opts, device)
+    if opts.num_partitions > 1:  # shardings that do not fit the partitions, before XLA sees them
+        from ..sharding import check_computation_shardings
+
+        check_computation_shardings(computation, opts.num_partitions, opts.num_replicas)
     text = computation._mlir_module_text()
     # Loaded from a file or bytes: not checked op by op, so XLA's compiler runs in the worker
     # process first (it aborts on some verified modules). Other platforms compile in-process.

@@ -1,0 +1,1150 @@
+"""``HloSharding``: how a value is split over the devices of an SPMD program, in XLA's notation.
+
+XLA writes shardings in HLO text as ``sharding={...}`` and StableHLO carries the same text in
+``mhlo.sharding`` attributes (GSPMD). This module parses and prints that notation::
+
+    {replicated}                                   every device holds the whole value
+    {maximal device=1}                             only device 1 holds it
+    {manual}                                       the program is already per device
+    {devices=[2,2]0,1,2,3}                         2x2 tiles; tile (i, j) on device 2*i + j
+    {devices=[4,1]<=[4]}                           the same device order written as an iota
+    {devices=[2,2]<=[2,2]T(1,0)}                   iota reshaped to [2,2], transposed: 0,2,1,3
+    {devices=[2,1,2]0,1,2,3 last_tile_dim_replicate}   2 tiles, each held by 2 devices
+    {devices=[2,1,2]0,1,2,3 last_tile_dims={manual}}   2 tiles, manual over the last axis
+    {{replicated}, {devices=[2]0,1}}               a tuple: one sharding per element
+
+The tile assignment ``devices=[d0,d1,...]`` has one dimension per array dimension (the number of
+tiles along it), plus trailing subgroup dimensions (``last_tile_dim_replicate`` or
+``last_tile_dims={...}``) whose devices share a tile. Device numbers are *partition* numbers
+(positions in ``CompileOptions.device_assignment``'s row), ``0 .. num_partitions - 1``.
+
+Shardings are values: parsed and built ones compare equal when they place every tile on the
+same devices (``{devices=[4]<=[4]}`` equals ``{devices=[4]0,1,2,3}``), and hash alike.
+
+xlasdk uses GSPMD shardings (``mhlo.sharding``), not Shardy (``sdy.sharding``): see
+:class:`HloSharding` for why.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+
+from .errors import DTypeError, ShapeError
+
+if TYPE_CHECKING:
+    from .attrs import OpSharding
+    from .shape import Shape
+
+__all__ = ["HloSharding", "ShardingLike"]
+
+ShardingLike = Any  # HloSharding | OpSharding | str: see HloSharding.of
+
+# Subgroup kinds of ``last_tile_dims``, in the order XLA sorts them.
+_SUBGROUP_ORDER: Final = {"manual": 0, "replicated": 1, "unreduced": 2}
+_SIMPLE: Final = ("replicated", "manual", "unknown", "unreduced")
+_MAX_DEVICES: Final = 1 << 20  # bound on tile assignments built here (XLA's own are far smaller)
+
+
+def _int(v: Any, what: str, minimum: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise ShapeError(f"HloSharding: {what} must be an int, got {type(v).__name__} {v!r}")
+    i = int(v)
+    if i < minimum:
+        raise ShapeError(f"HloSharding: {what} must be >= {minimum}, got {i}")
+    return i
+
+
+def _ints(values: Any, what: str, minimum: int) -> tuple[int, ...]:
+    if isinstance(values, np.ndarray):
+        values = values.reshape(-1).tolist()
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise ShapeError(f"HloSharding: {what} must be a sequence of ints, got {values!r}")
+    return tuple(_int(v, f"{what}[{i}]", minimum) for i, v in enumerate(values))
+
+
+class HloSharding:
+    """A sharding in XLA's HLO notation: replicated, maximal, manual, tiled or a tuple.
+
+    Make one with :meth:`parse` (``HloSharding.parse("{devices=[2,2]0,1,2,3}")``),
+    :meth:`replicate`, :meth:`maximal`, :meth:`manual`, :meth:`tile`, :meth:`iota_tile`,
+    :meth:`tuple_sharding` or :meth:`of` (any of a string, an ``xs.OpSharding`` or an HloSharding).
+    Everywhere xlasdk takes a sharding (``XlaBuilder.set_sharding``, ``with b.sharding(...)``,
+    :func:`xlasdk.shard`) it accepts the same three forms.
+
+    The notation is XLA's (``HloSharding::ToString``): see :mod:`xlasdk.sharding`. Device
+    numbers are partition numbers of the SPMD program.
+
+    GSPMD, not Shardy
+    -----------------
+    xlasdk writes shardings as GSPMD ``mhlo.sharding`` attributes and compiles with XLA's SPMD
+    partitioner (``use_spmd_partitioning``). jaxlib 0.10.2 runs both partitioners, and JAX itself
+    defaults to Shardy, but GSPMD is the one notation that every format xlasdk reads and writes
+    carries: HLO text and XLA's dumps print ``sharding={devices=...}`` (even for programs JAX
+    partitioned with Shardy), HloModule protos store ``OpSharding``, and StableHLO files keep
+    the same text in ``mhlo.sharding``. A Shardy sharding needs a named mesh (``sdy.mesh``) that
+    HLO text has no place for. XLA logs a warning that GSPMD propagation will be deprecated;
+    that warning is expected.
+
+    Raises
+    ------
+    ShapeError
+        From every constructor, for a sharding that is not well formed (a device list that does
+        not fill the tile assignment, a repeated device, a bad iota transpose...).
+    """
+
+    __slots__ = ("_kind", "_dims", "_devices", "_iota", "_subgroups", "_device", "_elements", "_shard_group",
+                 "_text", "_key", "_array")
+
+    _kind: str
+    _dims: tuple[int, ...]
+    _devices: tuple[int, ...] | None
+    _iota: tuple[tuple[int, ...], tuple[int, ...]] | None
+    _subgroups: tuple[str, ...]
+    _device: int
+    _elements: tuple[HloSharding, ...]
+    _shard_group: tuple[str, int] | None
+    _text: str | None
+    _key: Any
+    _array: np.ndarray[Any, Any] | None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError(
+            "make an HloSharding with HloSharding.parse(text), .replicate(), .maximal(d), .manual(), "
+            ".tile(dims, devices), .iota_tile(...), .tuple_sharding([...]) or .of(value)"
+        )
+
+    @classmethod
+    def _new(cls, kind: str) -> HloSharding:
+        s = object.__new__(cls)
+        s._kind = kind
+        s._dims = ()
+        s._devices = None
+        s._iota = None
+        s._subgroups = ()
+        s._device = -1
+        s._elements = ()
+        s._shard_group = None
+        s._text = None
+        s._key = None
+        s._array = None
+        return s
+
+    # -- constructors --------------------------------------------------------------------------
+    @classmethod
+    def replicate(cls) -> HloSharding:
+        """``{replicated}``: every device holds the whole value."""
+        return _REPLICATED
+
+    @classmethod
+    def manual(cls) -> HloSharding:
+        """``{manual}``: the value is already per device; the partitioner leaves it alone."""
+        return _MANUAL
+
+    @classmethod
+    def unknown(cls) -> HloSharding:
+        """``{unknown}``: left for sharding propagation to decide."""
+        return _UNKNOWN
+
+    @classmethod
+    def maximal(cls, device: int) -> HloSharding:
+        """``{maximal device=N}``: only device ``device`` holds the value (and computes the op).
+
+        Raises
+        ------
+        ShapeError
+            If ``device`` is not an int >= 0.
+        """
+        s = cls._new("maximal")
+        s._device = _int(device, "maximal device", 0)
+        return s
+
+    @classmethod
+    def tile(
+        cls,
+        tile_assignment_dimensions: Sequence[int],
+        devices: Sequence[int] | np.ndarray[Any, Any] | None = None,
+        *,
+        last_tile_dim_replicate: bool = False,
+        last_tile_dims: Sequence[str] = (),
+    ) -> HloSharding:
+        """A tiled sharding: ``{devices=[d0,d1,...]dev0,dev1,...}``.
+
+        Parameters
+        ----------
+        tile_assignment_dimensions:
+            Number of tiles along each array dimension, then (with ``last_tile_dim_replicate``
+            or ``last_tile_dims``) the sizes of the trailing subgroup dimensions. ``[2, 2]``
+            splits a rank-2 array in 2x2 tiles; ``[2, 1, 2]`` with ``last_tile_dim_replicate``
+            splits dimension 0 in two and keeps each half on 2 devices.
+        devices:
+            The device of each tile, row-major over ``tile_assignment_dimensions`` (a flat list
+            or an array of that shape). Default: ``0, 1, 2, ...`` (printed as ``<=[n]``).
+        last_tile_dim_replicate:
+            The last dimension of the tile assignment replicates (``last_tile_dim_replicate``).
+        last_tile_dims:
+            Kinds of the trailing subgroup dimensions: ``"replicated"``, ``"manual"`` or
+            ``"unreduced"`` (``last_tile_dims={manual, replicated}``).
+
+        Raises
+        ------
+        ShapeError
+            If the device count is not the product of the dimensions, a device repeats, or a
+            subgroup kind is unknown.
+        """
+        dims = _ints(tile_assignment_dimensions, "tile_assignment_dimensions", 1)
+        subgroups = _subgroup_kinds(last_tile_dims, last_tile_dim_replicate)
+        if devices is None:
+            return _tiled(dims, None, (math.prod(dims),) if dims else (), (0,) if dims else (), subgroups, None)
+        if isinstance(devices, np.ndarray) and devices.ndim > 1 and tuple(devices.shape) != dims:
+            raise ShapeError(
+                f"HloSharding.tile: devices has shape {list(devices.shape)}, expected the tile assignment "
+                f"dimensions {list(dims)}"
+            )
+        return _tiled(dims, _ints(devices, "devices", 0), None, None, subgroups, None)
+
+    @classmethod
+    def iota_tile(
+        cls,
+        tile_assignment_dimensions: Sequence[int],
+        reshape_dims: Sequence[int] = (),
+        transpose_perm: Sequence[int] = (),
+        *,
+        last_tile_dim_replicate: bool = False,
+        last_tile_dims: Sequence[str] = (),
+    ) -> HloSharding:
+        """A tiled sharding whose devices are an iota, reshaped and transposed:
+        ``{devices=[4,2]<=[2,4]T(1,0)}`` (XLA's ``HloSharding::IotaTile``).
+
+        The devices are ``np.arange(n).reshape(reshape_dims).transpose(transpose_perm)`` read
+        row-major; ``reshape_dims`` defaults to ``[n]`` and ``transpose_perm`` to the identity.
+
+        Raises
+        ------
+        ShapeError
+            If ``reshape_dims`` does not hold ``n`` devices or ``transpose_perm`` is not a
+            permutation of its dimensions.
+        """
+        dims = _ints(tile_assignment_dimensions, "tile_assignment_dimensions", 1)
+        n = math.prod(dims)
+        reshape = _ints(reshape_dims, "reshape_dims", 1) or (n,)
+        perm = _ints(transpose_perm, "transpose_perm", 0) or tuple(range(len(reshape)))
+        subgroups = _subgroup_kinds(last_tile_dims, last_tile_dim_replicate)
+        return _tiled(dims, None, reshape, perm, subgroups, None)
+
+    @classmethod
+    def tuple_sharding(cls, elements: Iterable[ShardingLike]) -> HloSharding:
+        """A tuple sharding ``{{...}, {...}}``: one sharding per element of a tuple value.
+
+        Raises
+        ------
+        ShapeError
+            If an element is itself a tuple sharding (XLA's are flat).
+        """
+        if isinstance(elements, (str, bytes)) or not isinstance(elements, Iterable):
+            raise DTypeError(f"HloSharding.tuple_sharding: expected a sequence of shardings, got {elements!r}")
+        elems = tuple(HloSharding.of(e) for e in elements)
+        for i, e in enumerate(elems):
+            if e._kind == "tuple":
+                raise ShapeError(
+                    f"HloSharding.tuple_sharding: element {i} is a tuple sharding {e}; tuple shardings are flat"
+                )
+        s = cls._new("tuple")
+        s._elements = elems
+        return s
+
+    @classmethod
+    def of(cls, value: ShardingLike) -> HloSharding:
+        """``value`` as an HloSharding: an HloSharding as is, a string parsed with :meth:`parse`,
+        an ``xs.OpSharding`` converted with :meth:`from_op_sharding`.
+
+        Raises
+        ------
+        DTypeError
+            For any other type.
+        ShapeError
+            For a string that does not parse or fields that do not describe a sharding.
+        """
+        if isinstance(value, HloSharding):
+            return value
+        if isinstance(value, str):
+            return cls.parse(value)
+        from .attrs import OpSharding
+
+        if isinstance(value, OpSharding):
+            return cls.from_op_sharding(value)
+        raise DTypeError(
+            f"expected a sharding: an xs.HloSharding, an xs.OpSharding or HLO sharding text such as "
+            f"'{{devices=[2,1]0,1}}', got {type(value).__name__} {value!r}"
+        )
+
+    @classmethod
+    def parse(cls, text: str) -> HloSharding:
+        """Parse XLA's sharding notation (what HLO text prints after ``sharding=``).
+
+        Accepts everything ``HloSharding::ToString`` prints: ``{replicated}``, ``{manual}``,
+        ``{unknown}``, ``{unreduced}``, ``{maximal device=N}``, ``{devices=[...]...}`` with an
+        explicit device list or an iota (``<=[4]``, ``<=[2,2]T(1,0)``), ``last_tile_dim_replicate``,
+        ``last_tile_dims={...}``, ``shard_as N`` / ``shard_like N``, and tuples ``{{...}, {...}}``
+        (``{}`` is the empty tuple). ``metadata={...}`` is read and dropped, as XLA's printer does.
+
+        Raises
+        ------
+        ShapeError
+            For text that is not a sharding, naming the column and what was expected; for a
+            sharding that is not well formed (see :meth:`tile`).
+        DTypeError
+            If ``text`` is not a str.
+        """
+        if not isinstance(text, str):
+            raise DTypeError(f"HloSharding.parse: expected a str, got {type(text).__name__}")
+        return _Parser(text).parse()
+
+    @classmethod
+    def from_op_sharding(cls, op: OpSharding) -> HloSharding:
+        """The sharding an ``xs.OpSharding`` (XLA's ``OpSharding`` proto fields) describes.
+
+        Raises
+        ------
+        ShapeError
+            If the fields do not describe a valid sharding of their type.
+        """
+        from .attrs import OpSharding, _sharding_type
+
+        if not isinstance(op, OpSharding):
+            raise DTypeError(f"HloSharding.from_op_sharding: expected an xs.OpSharding, got {type(op).__name__}")
+        kind = _sharding_type(op.type).name.lower()
+        if kind in _SIMPLE:
+            return {"replicated": _REPLICATED, "manual": _MANUAL, "unknown": _UNKNOWN, "unreduced": _UNREDUCED}[kind]
+        devices = _ints(op.tile_assignment_devices, "OpSharding.tile_assignment_devices", 0)
+        if kind == "maximal":
+            if not devices:
+                raise ShapeError("OpSharding MAXIMAL needs the device in tile_assignment_devices")
+            return cls.maximal(devices[0])
+        if kind == "tuple":
+            for i, e in enumerate(op.tuple_shardings):
+                if not isinstance(e, OpSharding):
+                    raise ShapeError(f"OpSharding.tuple_shardings[{i}] must be an OpSharding, got {type(e).__name__}")
+            return cls.tuple_sharding([cls.from_op_sharding(e) for e in op.tuple_shardings])
+        dims = _ints(op.tile_assignment_dimensions, "OpSharding.tile_assignment_dimensions", 1)
+        if not dims:
+            raise ShapeError("OpSharding OTHER needs tile_assignment_dimensions")
+        subgroup_types = [
+            _sharding_type(t).name.lower() for t in getattr(op, "last_tile_dims", ()) or ()
+        ]
+        reshape = _ints(getattr(op, "iota_reshape_dims", ()) or (), "OpSharding.iota_reshape_dims", 1)
+        if reshape and not devices:
+            perm = _ints(getattr(op, "iota_transpose_perm", ()) or (), "OpSharding.iota_transpose_perm", 0)
+            return cls.iota_tile(dims, reshape, perm, last_tile_dim_replicate=bool(op.replicate_on_last_tile_dim),
+                                 last_tile_dims=subgroup_types)
+        if math.prod(dims) != len(devices) or len(set(devices)) != len(devices):
+            raise ShapeError(
+                f"OpSharding tile_assignment_devices {list(devices)} must be {math.prod(dims)} distinct devices "
+                f"for tile_assignment_dimensions {list(dims)}"
+            )
+        return cls.tile(dims, devices, last_tile_dim_replicate=bool(op.replicate_on_last_tile_dim),
+                        last_tile_dims=subgroup_types)
+
+    # -- what it is ----------------------------------------------------------------------------
+    @property
+    def kind(self) -> str:
+        """``"replicated"``, ``"maximal"``, ``"manual"``, ``"unknown"``, ``"unreduced"``,
+        ``"tiled"`` or ``"tuple"``."""
+        return self._kind
+
+    @property
+    def is_replicated(self) -> bool:
+        return self._kind == "replicated"
+
+    @property
+    def is_maximal(self) -> bool:
+        return self._kind == "maximal"
+
+    @property
+    def is_manual(self) -> bool:
+        return self._kind == "manual"
+
+    @property
+    def is_tiled(self) -> bool:
+        return self._kind == "tiled"
+
+    @property
+    def is_tuple(self) -> bool:
+        return self._kind == "tuple"
+
+    @property
+    def device(self) -> int:
+        """The device of a maximal sharding.
+
+        Raises
+        ------
+        ShapeError
+            For other kinds.
+        """
+        if self._kind != "maximal":
+            raise ShapeError(f"HloSharding.device: {self} is not a maximal sharding")
+        return self._device
+
+    @property
+    def tuple_elements(self) -> tuple[HloSharding, ...]:
+        """The element shardings of a tuple sharding (empty for other kinds)."""
+        return self._elements
+
+    @property
+    def tile_assignment_dimensions(self) -> tuple[int, ...]:
+        """Dimensions of the tile assignment, subgroup dimensions included (``()`` if not tiled)."""
+        return self._dims
+
+    @property
+    def tile_assignment_devices(self) -> tuple[int, ...]:
+        """Every device of the tile assignment, row-major (the iota expanded)."""
+        if self._kind == "maximal":
+            return (self._device,)
+        if self._kind != "tiled":
+            return ()
+        return tuple(int(d) for d in self._assignment().reshape(-1))
+
+    @property
+    def replicate_on_last_tile_dim(self) -> bool:
+        """The tile assignment's last dimension replicates (``last_tile_dim_replicate``)."""
+        return self._subgroups == ("replicated",)
+
+    @property
+    def last_tile_dims(self) -> tuple[str, ...]:
+        """Kinds of the trailing subgroup dimensions (``("replicated",)`` for
+        ``last_tile_dim_replicate``; empty when every dimension splits the array)."""
+        return self._subgroups
+
+    @property
+    def tiled_data_rank(self) -> int:
+        """Number of tile assignment dimensions that split the array (its rank, for a tiled
+        sharding; 0 otherwise)."""
+        return len(self._dims) - len(self._subgroups) if self._kind == "tiled" else 0
+
+    @property
+    def tile_counts(self) -> tuple[int, ...]:
+        """Number of tiles along each array dimension (``()`` if not tiled)."""
+        return self._dims[: self.tiled_data_rank]
+
+    @property
+    def num_devices(self) -> int:
+        """Devices named by the sharding: the tile assignment's size, 1 for maximal, 0 for
+        replicated, manual and unknown, the most of any element for a tuple."""
+        if self._kind == "tiled":
+            return math.prod(self._dims)
+        if self._kind == "maximal":
+            return 1
+        if self._kind == "tuple":
+            return max((e.num_devices for e in self._elements), default=0)
+        return 0
+
+    def _assignment(self) -> np.ndarray[Any, Any]:
+        """The tile assignment as an int64 array of shape :attr:`tile_assignment_dimensions`."""
+        a = self._array
+        if a is None:
+            if self._devices is not None:
+                a = np.asarray(self._devices, dtype=np.int64).reshape(self._dims)
+            else:
+                assert self._iota is not None
+                reshape, perm = self._iota
+                a = np.arange(math.prod(reshape), dtype=np.int64).reshape(reshape).transpose(perm).reshape(self._dims)
+            a.setflags(write=False)
+            self._array = a
+        return a
+
+    # -- text ----------------------------------------------------------------------------------
+    def to_hlo(self) -> str:
+        """XLA's notation, as HLO text prints it after ``sharding=`` (``{devices=[2,1]0,1}``)."""
+        t = self._text
+        if t is None:
+            t = self._text = self._print()
+        return t
+
+    def _print(self) -> str:
+        k = self._kind
+        if k in _SIMPLE:
+            return "{" + k + "}"
+        if k == "maximal":
+            return f"{{maximal device={self._device}}}"
+        if k == "tuple":
+            return "{" + ", ".join(e.to_hlo() for e in self._elements) + "}"
+        text = "{devices=[" + ",".join(map(str, self._dims)) + "]"
+        if self._devices is not None:
+            text += ",".join(map(str, self._devices))
+        else:
+            assert self._iota is not None
+            reshape, perm = self._iota
+            if perm == tuple(range(len(perm))):
+                text += f"<=[{math.prod(reshape)}]"
+            else:
+                text += "<=[" + ",".join(map(str, reshape)) + "]T(" + ",".join(map(str, perm)) + ")"
+        if self._subgroups == ("replicated",):
+            text += " last_tile_dim_replicate"
+        elif self._subgroups:
+            text += " last_tile_dims={" + ", ".join(self._subgroups) + "}"
+        if self._shard_group is not None:
+            text += f" shard_{self._shard_group[0]} {self._shard_group[1]}"
+        return text + "}"
+
+    def to_mlir(self) -> str:
+        """The ``mhlo.sharding`` attribute value: the notation as an MLIR string literal
+        (``"{devices=[2,1]0,1}"``, quotes included)."""
+        return '"' + self.to_hlo().replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    def to_op_sharding(self) -> OpSharding:
+        """The sharding as an ``xs.OpSharding`` (XLA's proto fields; an iota stays an iota in
+        ``iota_reshape_dims`` / ``iota_transpose_perm``, as XLA stores it)."""
+        from .attrs import OpSharding
+
+        k = self._kind
+        if k == "tuple":
+            return OpSharding("TUPLE", tuple_shardings=[e.to_op_sharding() for e in self._elements])
+        if k == "maximal":
+            return OpSharding("MAXIMAL", tile_assignment_dimensions=[1], tile_assignment_devices=[self._device])
+        if k != "tiled":
+            return OpSharding(k.upper())
+        op = OpSharding("OTHER", tile_assignment_dimensions=list(self._dims))
+        if self._devices is not None:
+            op.tile_assignment_devices = list(self._devices)
+        else:
+            assert self._iota is not None
+            op.iota_reshape_dims = list(self._iota[0])
+            op.iota_transpose_perm = list(self._iota[1])
+        if self._subgroups == ("replicated",):
+            op.replicate_on_last_tile_dim = True
+        else:
+            op.last_tile_dims = [OpSharding.Type[s.upper()] for s in self._subgroups]
+        return op
+
+    def __str__(self) -> str:
+        return self.to_hlo()
+
+    def __repr__(self) -> str:
+        return f"HloSharding({self.to_hlo()!r})"
+
+    # -- equality ------------------------------------------------------------------------------
+    def _semantic_key(self) -> Any:
+        key = self._key
+        if key is None:
+            if self._kind == "tiled":
+                a = self._assignment()
+                if "replicated" in self._subgroups:  # the order within a replication group is free
+                    a = np.sort(a, axis=self.tiled_data_rank + self._subgroups.index("replicated"))
+                key = ("tiled", self._dims, self._subgroups, tuple(int(d) for d in a.reshape(-1)))
+            elif self._kind == "maximal":
+                key = ("maximal", self._device)
+            elif self._kind == "tuple":
+                key = ("tuple", tuple(e._semantic_key() for e in self._elements))
+            else:
+                key = (self._kind,)
+            self._key = key
+        return key
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            try:
+                other = HloSharding.parse(other)
+            except ShapeError:
+                return False
+        if not isinstance(other, HloSharding):
+            return NotImplemented
+        return self is other or self._semantic_key() == other._semantic_key()
+
+    def __hash__(self) -> int:
+        return hash(self._semantic_key())
+
+    # -- checks against devices and shapes -----------------------------------------------------
+    def validate(self, num_devices: int, shape: Shape | Sequence[int] | None = None) -> None:
+        """Check that the sharding fits ``num_devices`` partitions (and ``shape``, if given).
+
+        A tiled sharding must name every device ``0 .. num_devices - 1`` exactly once (XLA's
+        rule: add ``last_tile_dim_replicate`` to replicate tiles over the rest), a maximal one a
+        device below ``num_devices``; with ``shape``, a tiled sharding must have one tile
+        dimension per array dimension (plus its subgroup dimensions) and a tuple sharding one
+        element per tuple element.
+
+        Parameters
+        ----------
+        num_devices:
+            The number of partitions (``CompileOptions.num_partitions``).
+        shape:
+            An ``xs.Shape`` or the array's dimensions.
+
+        Raises
+        ------
+        ShapeError
+            Naming the sharding, what does not fit, and what would.
+        """
+        n = _int(num_devices, "num_devices", 1)
+        if self._kind == "tuple":
+            elem_shapes: Sequence[Any] | None = None
+            if shape is not None and not isinstance(shape, Sequence):
+                if not shape.is_tuple():
+                    raise ShapeError(f"sharding {self} is a tuple sharding, but the value has shape {shape}")
+                elem_shapes = shape.tuple_shapes()
+                if len(elem_shapes) != len(self._elements):
+                    raise ShapeError(
+                        f"tuple sharding {self} has {len(self._elements)} elements, but the value {shape} has "
+                        f"{len(elem_shapes)}"
+                    )
+            for i, e in enumerate(self._elements):
+                e.validate(n, None if elem_shapes is None else elem_shapes[i])
+            return
+        if self._kind == "maximal":
+            if self._device >= n:
+                raise ShapeError(
+                    f"sharding {self} names device {self._device}, but there {_are(n)} (0..{n - 1})"
+                )
+        elif self._kind == "tiled":
+            devs = self.tile_assignment_devices
+            bad = max(devs)
+            if bad >= n:
+                raise ShapeError(f"sharding {self} names device {bad}, but there {_are(n)} (0..{n - 1})")
+            if len(devs) != n:
+                hint = ""
+                if n % len(devs) == 0 and not self._subgroups:
+                    tiles = ",".join(map(str, (*self._dims, n // len(devs))))
+                    hint = (f"; to replicate each tile over {n // len(devs)} devices write "
+                            f"{{devices=[{tiles}]<=[{n}] last_tile_dim_replicate}}")
+                raise ShapeError(
+                    f"sharding {self} tiles over {len(devs)} device{'s' if len(devs) != 1 else ''}, but there "
+                    f"{_are(n)}: XLA needs every device in the tile assignment{hint}"
+                )
+        if shape is None:
+            return
+        dims = _dims_of(shape)
+        if dims is None:
+            if self._kind == "tiled":
+                raise ShapeError(f"sharding {self} tiles an array, but the value has shape {shape}")
+            return
+        if self._kind == "tiled" and self.tiled_data_rank != len(dims):
+            raise ShapeError(
+                f"sharding {self} splits {self.tiled_data_rank} dimension{'s' if self.tiled_data_rank != 1 else ''}"
+                f", but {_shape_text(shape)} has rank {len(dims)}"
+            )
+
+    def tile_shape(self, shape: Shape | Sequence[int]) -> tuple[int, ...]:
+        """The dimensions of one device's piece of an array of ``shape``.
+
+        Each tiled dimension is divided by its tile count, rounded up (XLA pads the last tiles
+        of a dimension that does not divide evenly); other kinds keep the whole shape (a
+        ``{manual}`` value is already per device).
+
+        Raises
+        ------
+        ShapeError
+            For a tuple sharding, or a tiled sharding of another rank.
+        """
+        dims = _dims_of(shape)
+        if dims is None or self._kind == "tuple":
+            raise ShapeError(f"tile_shape: sharding {self} of {_shape_text(shape)}: expected an array and a "
+                             "non-tuple sharding")
+        if self._kind != "tiled":
+            return dims
+        counts = self.tile_counts
+        if len(counts) != len(dims):
+            raise ShapeError(f"tile_shape: sharding {self} splits {len(counts)} dimensions, but "
+                             f"{_shape_text(shape)} has rank {len(dims)}")
+        return tuple(-(-d // c) for d, c in zip(dims, counts, strict=True))
+
+    def device_tiles(self, num_devices: int) -> list[tuple[int, ...] | None]:
+        """For each device ``0 .. num_devices - 1``, the index of the tile it holds (one entry
+        per array dimension), or None where the device holds no data (the other devices of a
+        maximal sharding). Replicated, manual and unknown shardings give every device the
+        single tile ``()``.
+
+        Raises
+        ------
+        ShapeError
+            If the sharding does not fit ``num_devices`` (see :meth:`validate`) or is a tuple.
+        """
+        if self._kind == "tuple":
+            raise ShapeError(f"device_tiles: {self} is a tuple sharding; take one of its tuple_elements")
+        self.validate(num_devices)
+        if self._kind == "maximal":
+            return [() if d == self._device else None for d in range(num_devices)]
+        if self._kind != "tiled":
+            return [() for _ in range(num_devices)]
+        out: list[tuple[int, ...] | None] = [None] * num_devices
+        rank = self.tiled_data_rank
+        for index, dev in np.ndenumerate(self._assignment()):
+            out[int(dev)] = tuple(int(i) for i in index[:rank])
+        return out
+
+    def shard_slices(self, shape: Shape | Sequence[int], num_devices: int) -> list[tuple[slice, ...] | None]:
+        """For each device, the part of a global array of ``shape`` it holds, as slices (clipped
+        to the array: the last tiles of an unevenly divided dimension are shorter, or empty,
+        and XLA pads them to :meth:`tile_shape`). None for a device that holds nothing.
+
+        Raises
+        ------
+        ShapeError
+            As :meth:`validate` with ``shape``; for a ``{manual}`` sharding, which has no global
+            array.
+        """
+        dims = _dims_of(shape)
+        if dims is None:
+            raise ShapeError(f"shard_slices: {_shape_text(shape)} is not an array shape")
+        if self._kind in ("manual", "unreduced"):
+            raise ShapeError(f"a {{{self._kind}}} sharding has no global array to slice: pass one value per device")
+        self.validate(num_devices, dims)
+        tile = self.tile_shape(dims)
+        out: list[tuple[slice, ...] | None] = []
+        for index in self.device_tiles(num_devices):
+            if index is None:
+                out.append(None)
+            elif not index:
+                out.append(tuple(slice(0, d) for d in dims))
+            else:
+                out.append(tuple(slice(min(i * t, d), min((i + 1) * t, d)) for i, t, d in zip(index, tile, dims,
+                                                                                               strict=True)))
+        return out
+
+
+def _are(n: int) -> str:
+    return "is 1 device" if n == 1 else f"are {n} devices"
+
+
+def _dims_of(shape: Any) -> tuple[int, ...] | None:
+    """The dimensions of an array ``xs.Shape`` or a sequence of ints; None for tuples/tokens."""
+    if isinstance(shape, Sequence) and not isinstance(shape, (str, bytes)):
+        return _ints(shape, "shape", 0)
+    if hasattr(shape, "is_array"):
+        return tuple(shape.dimensions()) if shape.is_array() else None
+    raise DTypeError(f"expected an xs.Shape or a sequence of dimension sizes, got {type(shape).__name__}")
+
+
+def _shape_text(shape: Any) -> str:
+    if isinstance(shape, Sequence) and not isinstance(shape, (str, bytes)):
+        return f"shape {list(shape)}"
+    return str(shape)
+
+
+def _subgroup_kinds(last_tile_dims: Sequence[str], replicate: bool) -> tuple[str, ...]:
+    if isinstance(last_tile_dims, str) or not isinstance(last_tile_dims, Iterable):
+        raise ShapeError(f"HloSharding: last_tile_dims must be a sequence of kinds, got {last_tile_dims!r}")
+    kinds = []
+    for k in last_tile_dims:
+        name = getattr(k, "name", k)
+        if not isinstance(name, str) or name.strip().lower() not in _SUBGROUP_ORDER:
+            raise ShapeError(
+                f"HloSharding: unknown last_tile_dims kind {k!r}; expected one of {', '.join(_SUBGROUP_ORDER)}"
+            )
+        kinds.append(name.strip().lower())
+    if replicate:
+        if kinds:
+            raise ShapeError("HloSharding: give last_tile_dim_replicate or last_tile_dims, not both")
+        kinds = ["replicated"]
+    return tuple(kinds)
+
+
+def _tiled(
+    dims: tuple[int, ...],
+    devices: tuple[int, ...] | None,
+    reshape: tuple[int, ...] | None,
+    perm: tuple[int, ...] | None,
+    subgroups: tuple[str, ...],
+    shard_group: tuple[str, int] | None,
+) -> HloSharding:
+    """A checked, canonical tiled sharding (as XLA's constructors make it)."""
+    if not dims:
+        raise ShapeError("HloSharding: a tiled sharding needs at least one tile assignment dimension")
+    n = math.prod(dims)
+    if n > _MAX_DEVICES:
+        raise ShapeError(f"HloSharding: the tile assignment {list(dims)} names {n} devices, more than {_MAX_DEVICES}")
+    if len(subgroups) > len(dims):
+        raise ShapeError(
+            f"HloSharding: {len(subgroups)} subgroup dimensions ({', '.join(subgroups)}) but the tile assignment "
+            f"{list(dims)} has only {len(dims)} dimensions"
+        )
+    if devices is not None:
+        if len(devices) != n:
+            raise ShapeError(
+                f"HloSharding: the tile assignment {list(dims)} needs {n} devices, got {len(devices)} "
+                f"({','.join(map(str, devices[:16]))}{',...' if len(devices) > 16 else ''})"
+            )
+        if len(set(devices)) != n:
+            seen: set[int] = set()
+            dup = next(d for d in devices if d in seen or seen.add(d))  # type: ignore[func-returns-value]
+            raise ShapeError(f"HloSharding: device {dup} appears twice in the tile assignment {list(devices)}")
+    else:
+        assert reshape is not None and perm is not None
+        if math.prod(reshape) != n:
+            raise ShapeError(
+                f"HloSharding: iota <=[{','.join(map(str, reshape))}] holds {math.prod(reshape)} devices, but the "
+                f"tile assignment {list(dims)} needs {n}"
+            )
+        if sorted(perm) != list(range(len(reshape))):
+            raise ShapeError(
+                f"HloSharding: T({','.join(map(str, perm))}) is not a permutation of the {len(reshape)} iota "
+                f"dimensions <=[{','.join(map(str, reshape))}]"
+            )
+    s = HloSharding._new("tiled")
+    s._dims, s._devices, s._subgroups, s._shard_group = dims, devices, subgroups, shard_group
+    s._iota = None if devices is not None else (reshape, perm)  # type: ignore[assignment]
+    return _canonical(s)
+
+
+def _canonical(s: HloSharding) -> HloSharding:
+    """XLA's normal form: subgroup dimensions of size 1 dropped, subgroups sorted and merged
+    by kind, and a sharding with one tile (or only replication) made ``{replicated}`` /
+    ``{manual}``."""
+    dims, subgroups = s._dims, s._subgroups
+    rank = len(dims) - len(subgroups)
+    sizes = dims[rank:]
+    data = dims[:rank]
+    if not subgroups and math.prod(dims) == 1:
+        return _REPLICATED
+    if not subgroups:
+        return s
+    keep = [i for i, n in enumerate(sizes) if n > 1]
+    order = sorted(keep, key=lambda i: _SUBGROUP_ORDER[subgroups[i]])
+    merged: list[tuple[str, int]] = []
+    for i in order:
+        if merged and merged[-1][0] == subgroups[i]:
+            merged[-1] = (subgroups[i], merged[-1][1] * sizes[i])
+        else:
+            merged.append((subgroups[i], sizes[i]))
+    kinds = tuple(k for k, _ in merged)
+    if all(d == 1 for d in data) and len(set(kinds)) <= 1 and s._shard_group is None:
+        if not kinds or kinds == ("replicated",):
+            return _REPLICATED
+        if kinds == ("manual",):
+            return _MANUAL
+    if len(keep) == len(sizes) and order == keep and len(merged) == len(keep):
+        return s  # already canonical: keep the user's device list or iota
+    a = s._assignment()
+    kept = tuple(sizes[i] for i in keep)
+    a = a.reshape(data + kept).transpose(list(range(rank)) + [rank + keep.index(i) for i in order])
+    new_dims = data + tuple(n for _, n in merged)
+    if not merged:
+        new_dims = data
+    if math.prod(new_dims) == 1:
+        return _REPLICATED
+    out = HloSharding._new("tiled")
+    out._dims = new_dims
+    out._devices = tuple(int(d) for d in a.reshape(-1))
+    out._subgroups = kinds
+    out._shard_group = s._shard_group
+    return out
+
+
+_REPLICATED: Final = HloSharding._new("replicated")
+_MANUAL: Final = HloSharding._new("manual")
+_UNKNOWN: Final = HloSharding._new("unknown")
+_UNREDUCED: Final = HloSharding._new("unreduced")
+
+# -- the parser ------------------------------------------------------------------------------------
+_TOKEN_RE: Final = re.compile(r'\s*(?:(<=)|([{}\[\](),=])|(-?\d+)|([A-Za-z_][A-Za-z0-9_.\-]*)|("(?:[^"\\]|\\.)*"))')
+
+
+class _Parser:
+    """Recursive descent over XLA's sharding grammar (``HloParser::ParseSharding``)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.toks: list[tuple[str, str, int]] = []  # (kind, text, column)
+        pos = 0
+        n = len(text)
+        while True:
+            while pos < n and text[pos].isspace():
+                pos += 1
+            if pos >= n:
+                break
+            m = _TOKEN_RE.match(text, pos)
+            if m is None or m.end() == pos:
+                raise self._error_at(pos, "unexpected character " + repr(text[pos]))
+            kind = "op" if m.group(1) or m.group(2) else "int" if m.group(3) else "word" if m.group(4) else "str"
+            self.toks.append((kind, m.group(m.lastindex or 0), m.start(m.lastindex or 0)))
+            pos = m.end()
+        self.i = 0
+
+    def _error_at(self, col: int, what: str) -> ShapeError:
+        shown = self.text if len(self.text) <= 200 else self.text[:200] + "..."
+        return ShapeError(
+            f"HloSharding.parse: {what} at column {col + 1} of {shown!r} (XLA's sharding notation looks like "
+            "{devices=[2,1]0,1}, {replicated} or {maximal device=0})"
+        )
+
+    def _error(self, what: str) -> ShapeError:
+        col = self.toks[self.i][2] if self.i < len(self.toks) else len(self.text)
+        return self._error_at(col, what)
+
+    def _peek(self) -> str | None:
+        return self.toks[self.i][1] if self.i < len(self.toks) else None
+
+    def _next(self, what: str) -> tuple[str, str, int]:
+        if self.i >= len(self.toks):
+            raise self._error(f"expected {what}, got the end of the text")
+        t = self.toks[self.i]
+        self.i += 1
+        return t
+
+    def _expect(self, text: str) -> None:
+        t = self._next(repr(text))
+        if t[1] != text:
+            self.i -= 1
+            raise self._error(f"expected {text!r}, got {t[1]!r}")
+
+    def _int(self) -> int:
+        t = self._next("a number")
+        if t[0] != "int":
+            self.i -= 1
+            raise self._error(f"expected a number, got {t[1]!r}")
+        if t[1].startswith("-"):
+            self.i -= 1
+            raise self._error(f"expected a number >= 0, got {t[1]}")
+        return int(t[1])
+
+    def _int_list(self, close: str) -> tuple[int, ...]:
+        out = [self._int()]
+        while self._peek() == ",":
+            self.i += 1
+            out.append(self._int())
+        self._expect(close)
+        return tuple(out)
+
+    def parse(self) -> HloSharding:
+        if not self.toks:
+            raise self._error_at(0, "expected a sharding, got empty text")
+        s = self._sharding(top=True)
+        if self.i != len(self.toks):
+            raise self._error(f"unexpected {self._peek()!r} after the sharding")
+        return s
+
+    def _sharding(self, top: bool) -> HloSharding:
+        self._expect("{")
+        if self._peek() == "}":
+            self.i += 1
+            return HloSharding.tuple_sharding([]) if top else self._fail_empty()
+        if self._peek() == "{":
+            if not top:
+                raise self._error("tuple shardings cannot nest")
+            elems = [self._sharding(top=False)]
+            while self._peek() == ",":
+                self.i += 1
+                elems.append(self._sharding(top=False))
+            self._expect("}")
+            return HloSharding.tuple_sharding(elems)
+        return self._single()
+
+    def _fail_empty(self) -> HloSharding:
+        self.i -= 1
+        raise self._error("expected a sharding inside '{}'")
+
+    def _single(self) -> HloSharding:
+        kind: str | None = None
+        device: int | None = None
+        dims: tuple[int, ...] | None = None
+        devices: tuple[int, ...] | None = None
+        iota: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+        subgroups: list[str] = []
+        replicate_last = False
+        shard_group: tuple[str, int] | None = None
+        while self._peek() != "}":
+            t = self._next("'}'")
+            word = t[1]
+            if t[0] != "word":
+                self.i -= 1
+                raise self._error(f"unexpected {word!r}")
+            if word in (*_SIMPLE, "maximal"):
+                if kind is not None:
+                    self.i -= 1
+                    raise self._error(f"{word!r} after {kind!r}")
+                kind = word
+            elif word == "device":
+                self._expect("=")
+                device = self._int()
+            elif word == "devices":
+                self._expect("=")
+                self._expect("[")
+                dims = self._int_list("]")
+                if self._peek() == "<=":
+                    self.i += 1
+                    self._expect("[")
+                    reshape = self._int_list("]")
+                    perm = tuple(range(len(reshape)))
+                    if self._peek() == "T":
+                        self.i += 1
+                        self._expect("(")
+                        perm = self._int_list(")")
+                    iota = (reshape, perm)
+                else:
+                    devs = [self._int()]
+                    while self._peek() == ",":
+                        self.i += 1
+                        devs.append(self._int())
+                    devices = tuple(devs)
+            elif word == "last_tile_dim_replicate":
+                replicate_last = True
+            elif word == "last_tile_dims":
+                self._expect("=")
+                self._expect("{")
+                while True:
+                    k = self._next("a subgroup kind")
+                    if k[0] != "word" or k[1] not in _SUBGROUP_ORDER:
+                        self.i -= 1
+                        raise self._error(
+                            f"unknown last_tile_dims kind {k[1]!r}; expected one of {', '.join(_SUBGROUP_ORDER)}"
+                        )
+                    subgroups.append(k[1])
+                    if self._peek() != ",":
+                        break
+                    self.i += 1
+                self._expect("}")
+            elif word == "metadata":
+                self._expect("=")
+                self._skip_group()
+            elif word in ("shard_as", "shard_like"):
+                shard_group = (word[6:], self._int())
+            else:
+                self.i -= 1
+                raise self._error(f"unknown sharding attribute {word!r}")
+        self._expect("}")
+        if kind == "maximal":
+            if device is None:
+                raise self._error("'maximal' needs 'device=N'")
+            return HloSharding.maximal(device)
+        if kind is not None:
+            if dims is not None or device is not None:
+                raise self._error(f"'{kind}' takes no devices")
+            return {"replicated": _REPLICATED, "manual": _MANUAL, "unknown": _UNKNOWN, "unreduced": _UNREDUCED}[kind]
+        if dims is None:
+            raise self._error("expected 'replicated', 'manual', 'maximal device=N' or 'devices=[...]'")
+        if device is not None:
+            raise self._error("'device=' belongs to 'maximal'")
+        kinds = _subgroup_kinds(subgroups, replicate_last)
+        if iota is not None:
+            return _tiled(dims, None, iota[0], iota[1], kinds, shard_group)
+        return _tiled(dims, devices, None, None, kinds, shard_group)
+
+    def _skip_group(self) -> None:
+        """Skip a balanced ``{...}`` (metadata)."""
+        self._expect("{")
+        depth = 1
+        while depth:
+            t = self._next("'}'")
+            if t[1] == "{":
+                depth += 1
+            elif t[1] == "}":
+                depth -= 1
+
+
+def iter_shardings(value: HloSharding) -> Iterator[HloSharding]:
+    """``value`` itself, or the elements of a tuple sharding."""
+    if value._kind == "tuple":
+        yield from value._elements
+    else:
+        yield value
+
+
+def sharding_for_shape(sharding: HloSharding, shape: Shape, opcode: str) -> HloSharding | None:
+    """The sharding an op of result ``shape`` built under ``sharding`` carries, or None.
+
+    A tiled sharding leaves scalars (and tokens) unannotated; a non-tuple sharding applies to
+    every result of a tuple-shaped op (a tuple sharding of as many elements is made).
+
+    Raises
+    ------
+    ShapeError
+        At the op, when a tiled sharding's rank or a tuple sharding's length does not fit.
+    """
+    if shape.is_token():
+        return None
+    if not shape.is_tuple():
+        if sharding._kind == "tuple":
+            if len(sharding._elements) == 1:
+                return sharding_for_shape(sharding._elements[0], shape, opcode)
+            raise _op_error(opcode, f"the tuple sharding {sharding} does not fit the result {shape}")
+        if sharding._kind == "tiled":
+            rank = len(shape.dimensions())
+            if rank == 0:
+                return None
+            if sharding.tiled_data_rank != rank:
+                raise _op_error(
+                    opcode,
+                    f"sharding {sharding} splits {sharding.tiled_data_rank} dimension"
+                    f"{'s' if sharding.tiled_data_rank != 1 else ''}, but the result {shape} has rank {rank}",
+                )
+        return sharding
+    elems = shape.tuple_shapes()
+    if sharding._kind == "tuple":
+        if len(sharding._elements) != len(elems):
+            raise _op_error(
+                opcode,
+                f"the tuple sharding {sharding} has {len(sharding._elements)} elements, but the result {shape} "
+                f"has {len(elems)}",
+            )
+        parts = [sharding_for_shape(e, s, opcode) for e, s in zip(sharding._elements, elems, strict=True)]
+    else:
+        parts = [sharding_for_shape(sharding, s, opcode) for s in elems]
+    if all(p is None for p in parts):
+        return None
+    return HloSharding.tuple_sharding([_REPLICATED if p is None else p for p in parts])
+
+
+def _op_error(opcode: str, what: str) -> ShapeError:
+    from .builder import where
+
+    name = opcode.rsplit(".", 1)[-1]
+    return ShapeError(f"{name}: {what}{where()}")
+
+
+def check_computation_shardings(computation: Any, num_partitions: int, num_replicas: int = 1) -> None:
+    """Check every sharding of a built computation against ``num_partitions`` (what XLA's
+    verifier checks at compile time, said in xlasdk's terms). Loaded computations are left to XLA.
+
+    Raises
+    ------
+    ShapeError
+        Naming the computation, the parameter or op, its sharding and what does not fit.
+    CompileError
+        For a tiled parameter or result sharding with ``num_replicas > 1``: jaxlib 0.10.2's
+        runtime aborts the process on those (it checks the tile count against every device of
+        all replicas).
+    """
+    root = getattr(computation, "_root", None)
+    if root is None or not getattr(root.builder, "_sharded", False):
+        return
+    name = getattr(computation, "name", "?")
+    if num_replicas > 1:
+        from ._emit import _result_shardings
+        from .errors import CompileError
+
+        params = list(getattr(computation, "_params", ()))
+        n_results = len(root.shape.tuple_shapes()) if root.shape.is_tuple() else 1
+        outer = [(f"parameter {p.extra[0]}", p.sharding) for p in params]
+        outer += [(f"result {i}", s) for i, s in enumerate(_result_shardings(root, n_results) or ())]
+        for what, s in outer:
+            if s is not None and any(e.is_tiled for e in iter_shardings(s)):
+                raise CompileError(
+                    f"compile: {name!r}: {what} has the tiled sharding {s}, but num_replicas={num_replicas}: "
+                    "jaxlib runs tiled parameters and results only with num_replicas=1 (it aborts otherwise); "
+                    "tile them over partitions alone, or replicate them (shardings of inner ops are fine)"
+                )
+    seen: set[int] = set()
+    stack = [root, *getattr(computation, "_side_effects", ()), *getattr(computation, "_params", ())]
+    while stack:
+        op = stack.pop()
+        if op.id in seen:
+            continue
+        seen.add(op.id)
+        stack.extend(op.operands)
+        for r in op.regions:
+            stack.extend(r.bindings or ())
+        if op.sharding is None:
+            continue
+        try:
+            op.sharding.validate(num_partitions, op.shape)
+        except ShapeError as e:
+            if op.opcode == "parameter":
+                what = f"parameter {op.extra[0]} ({op.extra[1] or 'p' + str(op.extra[0])!r})"
+            else:
+                what = f"{op.opcode.rsplit('.', 1)[-1]} of shape {op.shape}"
+            raise ShapeError(
+                f"compile: {name!r}: {what}: {e} (num_partitions={num_partitions})"
+            ) from None
