@@ -213,3 +213,47 @@ def test_program_shape() -> None:
     assert ps == xs.ProgramShape([a, a], r) and hash(ps) == hash(xs.ProgramShape([a, a], r))
     assert ps != xs.ProgramShape([a], r)
     assert xs.ProgramShape([a], r).parameter_names() == ("p0",)
+
+
+# -- hostile arguments (issue 9) -------------------------------------------------------------------
+
+
+def _cycle() -> list[Any]:
+    v: list[Any] = [1]
+    v.append(v)
+    return v
+
+
+@pytest.mark.parametrize(
+    ("args", "kw", "msg"),
+    [
+        (("f32", [2**62, 4]), {}, "f32\\[4611686018427387904,4\\] is too large"),
+        (("s8", [2**62 + 1]), {}, "is too large"),
+        (("c128", [2**60, 0]), {}, "16 byte\\(s\\) per element"),
+        (("f32", "23"), {}, "dims must be a sequence of ints"),
+        (("f32", _cycle()), {}, "dims must be a sequence of ints, got \\[1, \\[1, \\[1, \\[...\\]\\]\\]\\]"),
+        (("f32", [2, 3]), {"layout": ["a", "b"]}, "layout must be a Layout or a minor_to_major sequence of ints"),
+        (("f32", [2, 3]), {"layout": 5}, "layout must be a Layout"),
+        (("f32", [2, 3]), {"layout": [1.0, 0.0]}, "layout must be a Layout"),
+        (("f32", [2, 3]), {"dynamic_dimensions": 5}, "dynamic_dimensions must be a sequence of bools"),
+        (("f32", [2, 3]), {"dynamic_dimensions": [None, "x"]}, "dynamic_dimensions must be a sequence of bools"),
+    ],
+)
+def test_array_shape_hostile_arguments(args: tuple[Any, ...], kw: dict[str, Any], msg: str) -> None:
+    with pytest.raises(xs.ShapeError, match=msg) as info:
+        S.array_shape(*args, **kw)
+    assert " — at test_shape.py:" in str(info.value)
+
+
+def test_array_shape_limit_edges() -> None:
+    assert S.array_shape("s8", [2**62]).dimensions() == (2**62,)
+    assert S.array_shape("f32", [2**60]).dimensions() == (2**60,)
+    assert S.array_shape("f32", [2**60, 0]).size() == 0  # a size of 0 counts as 1 for the limit
+    assert S.array_shape("f32", [2, 3], dynamic_dimensions=[1, 0]).is_dynamic_dimension(0)
+    assert S.array_shape("f32", [2, 3], layout=np.array([0, 1])).layout() == xs.Layout([0, 1])
+
+
+def test_dtype_errors_never_raise_other_exceptions() -> None:
+    for bad in (_cycle(), {"a": 1}, [[1, 2], [3]], object(), 10**400):
+        with pytest.raises(xs.DTypeError, match="is not an XLA element type"):
+            xs.dtype_to_etype(bad)
