@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import socket
 import sys
 import threading
 import time
@@ -275,17 +276,26 @@ def initialize(
             why = _dist.connect(dc)
             if why is not None:
                 waited = time.monotonic() - t0
+                if coordinator is not None:  # nobody is connected to it now: it can go
+                    coordinator.stop()
+                    coordinator = None
+                unreachable = _unreachable(host, port)
+                if unreachable is not None:
+                    raise DistributedError(
+                        f"initialize: {who}: the coordinator at {address} was not reachable for {waited:.0f} s "
+                        f"(join_timeout={join:g} s; now: {unreachable}): process 0 starts it (or the launcher); "
+                        f"check the address and that process 0 runs [jaxlib: {why}]"
+                    )
                 raise DistributedError(
                     f"initialize: {who}: not every process joined the coordinator at {address} within "
                     f"{waited:.0f} s (join_timeout={join:g} s): a process did not start or crashed before "
-                    f"initialize(), the coordinator is not reachable, or the processes disagree on "
-                    f"num_processes or process ids [jaxlib: {why}]"
+                    f"initialize(), or the processes disagree on num_processes or process ids [jaxlib: {why}]"
                 )
             jclient = _dist.make_cpu_client(dc, pid, n, ldc, join)
         except BaseException:
             if dc is not None:
                 _dist.client_shutdown(dc, 5.0)
-            if coordinator is not None:
+            if coordinator is not None:  # others may be connected: keep it up a while for them
                 coordinator.release()
             raise
         client = _device._install_distributed(jclient)
@@ -326,6 +336,15 @@ def shutdown() -> None:
                 st.coordinator.stop()
             else:
                 st.coordinator.release()
+
+
+def _unreachable(host: str, port: int) -> str | None:
+    """Why a TCP connection to the coordinator fails now, or None when it succeeds."""
+    try:
+        with socket.create_connection((host, port), timeout=2.0):
+            return None
+    except OSError as e:
+        return e.strerror or str(e)
 
 
 def _warn(msg: str) -> None:
