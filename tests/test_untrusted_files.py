@@ -214,3 +214,73 @@ def test_worker_timeout_kills_the_request() -> None:
         isolated.request("time:sleep", 30, timeout=0.5)
     assert info.value.timed_out
     assert isolated.request("math:sqrt", 16.0) == 4.0
+
+
+_ASYNC_PAIRS = {
+    "copy-start/copy-done": """HloModule m, is_scheduled=true
+
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  %cs = (f32[4]{0}, f32[4]{0}, u32[]) copy-start(%x)
+  %cd = f32[4]{0} copy-done(%cs), metadata={op_name="offload"}
+  ROOT %n = f32[4]{0} negate(%cd)
+}
+""",
+    "async-start/async-done": """HloModule m, is_scheduled=true
+
+%wrapped (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  ROOT %n = f32[4]{0} negate(%p)
+}
+
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  %as = ((f32[4]{0}), f32[4]{0}, s32[]) async-start(%x), calls=%wrapped
+  ROOT %ad = f32[4]{0} async-done(%as)
+}
+""",
+    "all-gather-start/done": """HloModule m, is_scheduled=true
+
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  %s = f32[4]{0} all-gather-start(%x), replica_groups={}, dimensions={0}
+  %d = f32[4]{0} all-gather-done(%s)
+  ROOT %n = f32[4]{0} negate(%d)
+}
+""",
+}
+
+
+@pytest.mark.parametrize("pair", sorted(_ASYNC_PAIRS))
+def test_optimized_async_pairs_run(pair: str) -> None:
+    # GPU dumps schedule copies and wrapped computations asynchronously; XLA:CPU runs neither
+    # copy-start nor async-start: they become copy and call.
+    x = np.array([1.5, -2.0, 0.0, 7.0], np.float32)
+    got = xs.compile(xs.XlaComputation.from_hlo_text(_ASYNC_PAIRS[pair]))(x).to_numpy()
+    np.testing.assert_array_equal(got, -x)
+
+
+def test_optimized_topk_custom_call_and_frontend_attributes_run() -> None:
+    text = """HloModule m, is_scheduled=true, entry_computation_layout={(f32[8]{0})->(f32[3]{0}, s32[3]{0})}
+
+%gt.clone (p.0: f32[], p.1: f32[], p.2: s32[], p.3: s32[]) -> pred[] {
+  %p.0 = f32[] parameter(0)
+  %p.1 = f32[] parameter(1)
+  %p.2 = s32[] parameter(2)
+  %p.3 = s32[] parameter(3)
+  ROOT %gt = pred[] compare(%p.0, %p.1), direction=GT, type=TOTALORDER
+}
+
+ENTRY %main (x: f32[8]) -> (f32[3], s32[3]) {
+  %x = f32[8]{0} parameter(0), frontend_attributes={_xla_note="kept"}
+  %tk = (f32[3]{0}, s32[3]{0}) custom-call(%x), custom_call_target="TopK", called_computations={%gt.clone}
+  %a = f32[3]{0} get-tuple-element(%tk), index=0
+  %b = s32[3]{0} get-tuple-element(%tk), index=1
+  ROOT %t = (f32[3]{0}, s32[3]{0}) tuple(%a, %b)
+}
+"""
+    x = np.array([3, 1, 4, 1, 5, 9, 2, 6], np.float32)
+    values, indices = xs.compile(xs.XlaComputation.from_hlo_text(text))(x)
+    order = np.argsort(-x, kind="stable")[:3]
+    np.testing.assert_array_equal(values.to_numpy(), x[order])
+    np.testing.assert_array_equal(indices.to_numpy(), order.astype(np.int32))

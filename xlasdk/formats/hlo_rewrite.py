@@ -86,21 +86,57 @@ _ELEMENT_BITS: Final = {
 }
 
 
+def _async_pair_as_op(
+    done: _Instr, start: _Instr | None, users: dict[str, int], text: str
+) -> tuple[tuple[int, int], tuple[int, int, str]] | None:
+    """``copy-start``/``copy-done`` as one ``copy``, ``async-start``/``async-done`` as one ``call``
+    of the wrapped computation (XLA:CPU runs neither pair; GPU dumps have both): the span of the
+    start instruction to delete and the edit of the done instruction. None when the start is not
+    this done's alone (an ``async-update`` or another user in between) or is not understood."""
+    if start is None or start.opcode != done.opcode.replace("-done", "-start") or start.operands is None:
+        return None
+    if users.get(start.name, 0) != 1 or start.root:
+        return None
+    o0, o1 = start.spans["operands"]
+    if done.opcode == "copy-done":
+        op = f"copy{text[o0:o1]}"
+    else:
+        callee = start.attrs.get("calls", "").strip()
+        if not callee or callee.startswith("{"):
+            return None
+        op = f"call{text[o0:o1]}, to_apply={callee}"
+    keep = "".join(f", {k}={done.attrs[k]}" for k in ("metadata", "sharding") if k in done.attrs)
+    return start.spans["all"], (done.spans["opcode"][0], done.spans["all"][1], op + keep)
+
+
 def _importable_hlo(text: str) -> str | None:
     """Optimized HLO (XLA's ``*after_optimizations*`` dumps) rewritten so it imports as StableHLO.
 
-    ``fusion`` instructions become calls of their fused computations, and ``bitcast`` instructions
-    become ``reshape`` (between default layouts) or transpose/reshape/transpose (otherwise):
-    the same values, in ops that StableHLO has. None when nothing needs rewriting.
+    ``fusion`` instructions become calls of their fused computations, ``bitcast`` instructions
+    become ``reshape`` (between default layouts), transpose/reshape/transpose (otherwise) or
+    ``bitcast-convert`` (a change of element type), and ``copy-start``/``copy-done`` and
+    ``async-start``/``async-done`` pairs become ``copy`` and ``call``: the same values, in ops that
+    StableHLO has and XLA:CPU runs. None when nothing needs rewriting.
     """
-    if "fusion(" not in text and "bitcast(" not in text:
+    if not any(k in text for k in ("fusion(", "bitcast(", "copy-start(", "async-start(")):
         return None
     mod = _parse_hlo_text(text)
     if mod is None:
         return None
     edits: list[tuple[int, int, str]] = []
     for comp in mod.comps:
+        users: dict[str, int] = {}
         for ins in comp.instrs:
+            for used in ins.operands or ():
+                users[used] = users.get(used, 0) + 1
+        for ins in comp.instrs:
+            if ins.opcode in ("copy-done", "async-done") and ins.operands is not None and len(ins.operands) == 1:
+                pair = _async_pair_as_op(ins, comp.by_name.get(ins.operands[0]), users, text)
+                if pair is not None:
+                    (s0, s1), done_edit = pair
+                    edits.append((s0, s1, ""))
+                    edits.append(done_edit)
+                continue
             if ins.opcode == "fusion" and "calls" in ins.attrs and ins.operands is not None:
                 callee = ins.attrs["calls"].strip()
                 if callee.startswith("{"):
