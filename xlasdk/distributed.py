@@ -276,10 +276,10 @@ def initialize(
             why = _dist.connect(dc)
             if why is not None:
                 waited = time.monotonic() - t0
+                unreachable = _unreachable(host, port) if coordinator is None else None
                 if coordinator is not None:  # nobody is connected to it now: it can go
                     coordinator.stop()
                     coordinator = None
-                unreachable = _unreachable(host, port)
                 if unreachable is not None:
                     raise DistributedError(
                         f"initialize: {who}: the coordinator at {address} was not reachable for {waited:.0f} s "
