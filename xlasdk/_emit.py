@@ -42,12 +42,35 @@ def _results(shapes: list[Shape]) -> str:
     return "(" + _types(shapes) + ")"
 
 
+class HostCallbackSpec:
+    """``XlaOp.extra`` of a host-callback custom call (``ops.HostCallback``): the callable jaxlib
+    runs. Its index in the executable's ``host_callbacks`` list is given when the module is
+    emitted (``backend_config = {index = N : ui64}``, in emission order), so one op can sit in
+    several computations; :func:`emit_module` hands the list back in that order."""
+
+    __slots__ = ("callback",)
+
+    def __init__(self, callback: Any) -> None:
+        self.callback = callback
+
+
 class Emitter:
     """Turns graphs into generic-syntax MLIR lines."""
 
     def __init__(self) -> None:
         self.n = 0
         self.lines: list[str] = []
+        self.host_callbacks: list[Any] = []  # HostCallbackSpec.callback, by index
+        self._callback_index: dict[int, int] = {}  # op id -> index
+
+    def callback_attrs(self, o: XlaOp) -> str:
+        """``o.attrs`` with the host-callback index of ``o`` (one index per op, in emission order)."""
+        idx = self._callback_index.get(o.id)
+        if idx is None:
+            idx = self._callback_index[o.id] = len(self.host_callbacks)
+            self.host_callbacks.append(o.extra.callback)
+        cfg = f"backend_config = {{index = {idx} : ui64}}"
+        return f"{o.attrs}, {cfg}" if o.attrs else cfg
 
     def fresh(self) -> str:
         self.n += 1
@@ -161,7 +184,10 @@ class Emitter:
         else:
             lhs = f"{name} = "
             env[o.id] = name
-        attrs = f" {{{o.attrs}}}" if o.attrs else ""
+        if type(o.extra) is HostCallbackSpec:
+            attrs = f" {{{self.callback_attrs(o)}}}"
+        else:
+            attrs = f" {{{o.attrs}}}" if o.attrs else ""
         self.lines.append(
             f'{indent}{lhs}"{code}"({", ".join(args)}){region_txt}{attrs} : ({_types(in_shapes)}) -> '
             f"{_results(out_shapes) if out_shapes else '()'} {o.loc}\n"
@@ -190,7 +216,7 @@ class Emitter:
                 env[p.id] = a
         saved = self.lines
         self.lines = []
-        emitted = self.graph(env, list(r.results), inner)
+        emitted = self.graph(env, list(r.results) + _region_callbacks(r), inner)
         rets: list[str] = []
         rshapes: list[Shape] = []
         for x in r.results:
@@ -209,6 +235,15 @@ class Emitter:
 
     def inline(self, o: XlaOp, env: dict[int, Val], indent: str) -> None:
         inline_call(o, env, lambda e, roots: self.graph(e, roots, indent))
+
+
+def _region_callbacks(r: Region) -> list[XlaOp]:
+    """The side-effecting host callbacks (``ops.HostCallback``, ``ops.DebugPrint``) built in a
+    region's builder: run with the region even when its results do not use them."""
+    if not r.results:
+        return []
+    effects: list[XlaOp] = getattr(r.results[0].builder, "_side_effects", [])
+    return [o for o in effects if type(o.extra) is HostCallbackSpec]
 
 
 def pending(env: Mapping[int, object], roots: list[XlaOp]) -> list[XlaOp]:
@@ -253,7 +288,8 @@ _VARIADIC_OPERANDS = frozenset({"stablehlo.while", "stablehlo.optimization_barri
 # Ops that genuinely produce one tuple-typed value rather than several results.
 _TUPLE_RESULT_OPS = frozenset({"stablehlo.tuple"})
 # Ops that Emitter.op's fast path leaves to the general path.
-_SPECIAL_OPS = frozenset({"tuple", "call", "get_tuple_element"}) | _VARIADIC_OPERANDS
+# (Custom calls: a host callback's index is added to its attributes there.)
+_SPECIAL_OPS = frozenset({"tuple", "call", "get_tuple_element", "stablehlo.custom_call"}) | _VARIADIC_OPERANDS
 
 
 def emit_module(
@@ -262,11 +298,14 @@ def emit_module(
     root: XlaOp,
     module_attrs: str = "",
     side_effects: Sequence[XlaOp] = (),
+    host_callbacks: list[Any] | None = None,
 ) -> str:
     """The full StableHLO module text of the graph ``params -> root``.
 
     ``side_effects`` are ops emitted even if ``root`` does not depend on them (outfeed, send,
-    custom calls with side effects), in their place in creation order.
+    custom calls with side effects), in their place in creation order. ``host_callbacks``, when
+    given, receives the callables of the module's host callbacks (``ops.HostCallback``) in index
+    order: what the module must be compiled with.
     """
     em = Emitter()
     env: dict[int, Val] = {}
@@ -293,6 +332,8 @@ def emit_module(
         f"  func.func public @main({', '.join(args)}) -> ({results}) {{\n"
     )
     tail = f'    "func.return"({", ".join(rets)}) : ({_types(rshapes)}) -> ()\n  }}\n}}\n'
+    if host_callbacks is not None:
+        host_callbacks.extend(em.host_callbacks)
     return head + "".join(em.lines) + tail
 
 

@@ -39,6 +39,7 @@ class XlaComputation:
     _proto: bytes | None  # a loaded HLO module's verified HloModuleProto, read on first need
     _hlo_texts: dict[tuple[bool, bool], str | None]
     _cross_partition: list[tuple[str, str, list[int]]] | None
+    _host_callbacks: tuple[Any, ...]  # callables of ops.HostCallback, by index (built graphs only)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError(
@@ -61,6 +62,7 @@ class XlaComputation:
         c._proto = None
         c._hlo_texts = {}
         c._cross_partition = None
+        c._host_callbacks = ()
         return c
 
     @classmethod
@@ -171,10 +173,19 @@ class XlaComputation:
             from ._emit import emit_module
 
             assert self._root is not None
+            callbacks: list[Any] = []
             self._text = emit_module(
-                self._name, list(self._params), self._root, side_effects=self._side_effects
+                self._name, list(self._params), self._root, side_effects=self._side_effects,
+                host_callbacks=callbacks,
             )
+            self._host_callbacks = tuple(callbacks)
         return self._text
+
+    def _callbacks(self) -> tuple[Any, ...]:
+        """The Python host callbacks (``ops.HostCallback``) the module calls, in index order: what
+        it must be compiled with. Empty for loaded computations."""
+        self._mlir_module_text()
+        return self._host_callbacks
 
     def _mlir_module(self) -> Any:
         if self._module is None:

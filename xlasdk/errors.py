@@ -17,6 +17,7 @@ __all__ = [
     "FormatError",
     "DistributedError",
     "PluginError",
+    "HostCallbackError",
 ]
 
 
@@ -54,3 +55,13 @@ class DistributedError(XlaRuntimeError):
 class PluginError(XlaRuntimeError):
     """A PJRT plugin could not be used: a bad library, a PJRT C API or jaxlib version mismatch,
     or a failed initialization (``load_pjrt_plugin``, ``xs.client("cuda")``)."""
+
+
+class HostCallbackError(XlaRuntimeError):
+    """A Python host callback (``ops.HostCallback``, ``ops.DebugPrint``) raised, or returned
+    values of the wrong number, shape or dtype, while a computation ran.
+
+    The message names the computation, the callback and the exception; ``exception`` is the
+    exception the callback raised (or the one xlasdk raised about its return value)."""
+
+    exception: BaseException | None = None

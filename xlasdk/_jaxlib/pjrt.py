@@ -128,6 +128,11 @@ def _one_line(e: BaseException) -> str:
 
 
 def _runtime_error(what: str, e: BaseException) -> XlaRuntimeError:
+    from .callbacks import callback_failure  # a failing ops.HostCallback: the user's exception
+
+    failed = callback_failure(what, e)
+    if failed is not None:
+        return failed
     return XlaRuntimeError(f"{what}: {_one_line(e)}")
 
 

@@ -441,7 +441,7 @@ class Executable:
 
     __slots__ = (
         "_exe", "_name", "_program_shape", "_devices", "_num_replicas", "_num_partitions", "_plan",
-        "__weakref__",
+        "_host_callbacks", "__weakref__",
     )
 
     _exe: Any
@@ -451,6 +451,7 @@ class Executable:
     _num_replicas: int
     _num_partitions: int
     _plan: _CallPlan
+    _host_callbacks: tuple[Any, ...]  # kept alive with the executable (ops.HostCallback)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("Executable objects are made by xs.compile(computation, device)")
@@ -473,6 +474,7 @@ class Executable:
         self._num_replicas = num_replicas
         self._num_partitions = num_partitions
         self._plan = _CallPlan(name, program_shape, self._devices)
+        self._host_callbacks = ()
         n_out = pjrt.executable_num_outputs(exe)
         if n_out is not None and n_out != len(self._plan.outputs):
             raise CompileError(
@@ -757,7 +759,18 @@ class Executable:
         compiled code, load blobs only from sources you trust.
 
         Maps to PJRT ``SerializeExecutable``.
+
+        Raises
+        ------
+        XlaRuntimeError
+            For an executable that calls Python host callbacks (``ops.HostCallback``,
+            ``ops.DebugPrint``): the callbacks live in this process and cannot be serialized.
         """
+        if self._host_callbacks:
+            raise XlaRuntimeError(
+                f"{self._name!r} calls {len(self._host_callbacks)} Python host callbacks, which live in this "
+                "process: it cannot be serialized (compile it again where it runs)"
+            )
         blob = pjrt.serialize_executable(self._exe, self._name)
         header = {
             "name": self._name,
@@ -882,6 +895,10 @@ def compile(
     # Loaded from a file or bytes: not checked op by op, so XLA's compiler runs in the worker
     # process first (it aborts on some verified modules). Other platforms compile in-process.
     isolate = getattr(computation, "_source_format", None) is not None and devs[0].platform == "cpu"
+    get_callbacks = getattr(computation, "_callbacks", None)
+    callbacks: tuple[Any, ...] = get_callbacks() if get_callbacks is not None else ()
+    if callbacks:  # Python host callbacks: compiled here with them, never cached or isolated
+        return _compile_with_callbacks(computation, name, program_shape, opts, devs, callbacks)
 
     def build() -> Executable:  # only on a cache miss (or with no cache)
         # Always explicit: without it XLA assigns replica 0 to device 0 whatever DeviceList says.
@@ -900,6 +917,36 @@ def compile(
         return Executable._make(exe, name, program_shape, devs, opts.num_replicas, opts.num_partitions)
 
     return compile_cached(cache, text, opts, devs, build, source=computation)
+
+
+def _compile_with_callbacks(
+    computation: Any,
+    name: str,
+    program_shape: ProgramShape,
+    opts: CompileOptions,
+    devs: list[Device],
+    callbacks: tuple[Any, ...],
+) -> Executable:
+    """Compile a built computation that calls Python host callbacks (``ops.HostCallback``): in
+    this process (the callbacks are Python objects of this process), without the compile cache
+    (an executable holding callbacks cannot be serialized), and keeping the callbacks alive with
+    the executable."""
+    from .._jaxlib.callbacks import compile_and_load_with_callbacks
+
+    if any(d.platform != "cpu" for d in devs):
+        raise CompileError(
+            f"compile: {name!r} calls Python host callbacks, which jaxlib {pjrt.JAXLIB_VERSION} runs on CPU "
+            f"devices only (got {devs[0]})"
+        )
+    ids = [d.id for d in devs]
+    assignment = np.asarray(ids, dtype=np.int64).reshape(opts.num_replicas, opts.num_partitions)
+    jopts = pjrt.make_compile_options(opts.num_replicas, opts.num_partitions, assignment, opts.env_option_overrides)
+    exe = compile_and_load_with_callbacks(
+        devs[0].client._c, computation._mlir_module(), [d._d for d in devs], jopts, name, callbacks
+    )
+    result = Executable._make(exe, name, program_shape, devs, opts.num_replicas, opts.num_partitions)
+    result._host_callbacks = callbacks
+    return result
 
 
 def _check_runnable(name: str, program_shape: ProgramShape) -> None:
