@@ -285,6 +285,12 @@ _INTERNAL_ONLY = re.compile(r"^(SliceToDynamic|__onednn\$.*)$")
 
 
 def _check_builtin_target(op: str, target: str, operands: Sequence[XlaOp], result: Shape) -> None:
+    if "python_cpu_callback" in target or "python_gpu_callback" in target:
+        shape_error(
+            op,
+            f"call_target_name {target!r} is jaxlib's Python host callback: use ops.HostCallback(fn, operands, "
+            "result_shapes), which registers fn with the executable (a bare call to it crashes the process)",
+        )
     if _INTERNAL_ONLY.match(target):
         shape_error(
             op,

@@ -899,6 +899,13 @@ def compile(
     callbacks: tuple[Any, ...] = get_callbacks() if get_callbacks is not None else ()
     if callbacks:  # Python host callbacks: compiled here with them, never cached or isolated
         return _compile_with_callbacks(computation, name, program_shape, opts, devs, callbacks)
+    if "python_cpu_callback" in text or "python_gpu_callback" in text:  # jaxlib crashes running it
+        raise CompileError(
+            f"compile: {name!r} calls Python host callbacks (a custom call to jaxlib's "
+            "xla_*python_*_callback, as jax.debug.print and jax.pure_callback make), but the Python "
+            "functions do not travel with a loaded program; build the callbacks with ops.HostCallback "
+            "(running it without them would crash the process)"
+        )
 
     def build() -> Executable:  # only on a cache miss (or with no cache)
         # Always explicit: without it XLA assigns replica 0 to device 0 whatever DeviceList says.
