@@ -262,6 +262,14 @@ _FLOAT_SPECIALS = (0.0, -0.0, 1.0, -1.0, 0.5, 2.0, math.inf, -math.inf, math.nan
                    88.5, 3e38, 1e-30, 65504.0)
 _S32_SPECIALS = (-(2**31), 2**31 - 1, -1, 0, 1, 2, 7, 8, 31, 32, 33, 40, 255, 256)
 _U8_SPECIALS = (0, 1, 7, 8, 9, 127, 128, 255)
+# integer right-hand sides around the edge cases of Div/Rem (C-03) and shifts (C-05)
+_EDGES = {
+    "divisor": {"s32": (0, 0, -1, -1, 1, 2, -2, 3, -(2**31)), "u8": (0, 0, 1, 2, 3, 255)},
+    "shift": {
+        "s32": (0, 1, 7, 30, 31, 32, 33, 64, -1, -32, 2**31 - 1, -(2**31)),
+        "u8": (0, 1, 6, 7, 8, 9, 16, 128, 255),
+    },
+}
 
 
 def _size(shape: Shape) -> int:
@@ -278,9 +286,16 @@ class _Gen:
         self.steps: list[Step] = []
 
     # data
-    def data(self, dt: str, shape: Shape) -> Arr:
+    def data(self, dt: str, shape: Shape, kind: str | None = None) -> Arr:
+        """Random data; ``kind`` "divisor" or "shift" draws integers around the edge cases of Div/Rem or shifts."""
         n = _size(shape)
         r, g = self.r, self.g
+        if kind is not None and dt in INTS:
+            edges = _EDGES[kind][dt]
+            out = np.array(edges, dtype=np.int64)[g.integers(0, len(edges), n)]
+            lo, hi = _IRANGE[dt]
+            wide = g.integers(lo, hi + 1, n, dtype=np.int64)
+            return np.where(g.random(n) < 0.75, out, wide).astype(DT[dt]).reshape(shape)
         if dt == "pred":
             return (g.random(n) < r.choice((0.2, 0.5, 0.8))).reshape(shape)
         special = r.choice((0.0, 0.0, 0.05, 0.2))
@@ -305,9 +320,9 @@ class _Gen:
         out = np.where(g.random(n) < max(special, 0.05), sp, out)
         return out.astype(DT[dt]).reshape(shape)
 
-    def scalar(self, dt: str, allow_nan: bool = True) -> Lit:
+    def scalar(self, dt: str, allow_nan: bool = True, kind: str | None = None) -> Lit:
         while True:
-            v = self.data(dt, ()).item()
+            v = self.data(dt, (), kind).item()
             if dt in FLOATS:
                 v = float(v)
                 if math.isnan(v) and not allow_nan:
@@ -315,9 +330,9 @@ class _Gen:
             return Lit(dt, v)
 
     # values
-    def leaf(self, dt: str, shape: Shape) -> str:
+    def leaf(self, dt: str, shape: Shape, kind: str | None = None) -> str:
         name = f"x{len(self.leaves)}"
-        self.leaves.append(self.data(dt, shape))
+        self.leaves.append(self.data(dt, shape, kind))
         self.values[name] = (dt, shape)
         return name
 
@@ -332,21 +347,21 @@ class _Gen:
         names = [n for n, v in self.values.items() if v == (dt, shape) and n != exclude]
         return self.r.choice(names) if names else None
 
-    def operand(self, cur: str, scalar_ok: bool = True) -> Ref:
-        """A second operand for an element-wise op on ``cur``."""
+    def operand(self, cur: str, kind: str | None = None) -> Ref:
+        """A second operand for an element-wise op on ``cur`` (new data drawn as ``kind``, see :meth:`data`)."""
         dt, shape = self.values[cur]
         x = self.r.random()
         if x < 0.45:
-            return self.leaf(dt, shape)
+            return self.leaf(dt, shape, kind)
         if x < 0.6:
-            return self.same(dt, shape, exclude=cur) or self.leaf(dt, shape)
+            return self.same(dt, shape, exclude=cur) or self.leaf(dt, shape, kind)
         if x < 0.7:
             return cur
-        if x < 0.85 and scalar_ok:
-            return self.scalar(dt)
+        if x < 0.85:
+            return self.scalar(dt, kind=kind)
         if shape and self.r.random() < 0.7:  # same rank with some sizes 1 (degenerate broadcasting)
-            return self.leaf(dt, tuple(1 if self.r.random() < 0.5 else d for d in shape))
-        return self.leaf(dt, ())
+            return self.leaf(dt, tuple(1 if self.r.random() < 0.5 else d for d in shape), kind)
+        return self.leaf(dt, (), kind)
 
 
 def _factor(n: int) -> list[int]:
@@ -368,10 +383,13 @@ def _step_unary(g: _Gen, cur: str) -> str | None:
 
 def _step_binary(g: _Gen, cur: str) -> str | None:
     dt, shape = g.values[cur]
-    op = g.r.choice(_BINARY[dt])
-    other = g.operand(cur)
+    names = _BINARY[dt]
+    # integers: the ops with edge cases (x / 0, INT_MIN / -1, shifts by >= the width) twice as often
+    op = g.r.choices(names, [2.0 if n in ("Div", "Rem") or n.startswith("Shift") else 1.0 for n in names])[0]
+    kind = "divisor" if op in ("Div", "Rem") else ("shift" if op.startswith("Shift") else None)
+    other = g.operand(cur, kind if dt in INTS else None)
     ins = [cur, other]
-    if g.r.random() < 0.3:
+    if g.r.random() < (0.1 if kind else 0.3):
         ins.reverse()
     return g.emit(op, ins, {}, dt, shape)
 
@@ -553,13 +571,17 @@ _STEPS: list[tuple[Callable[[_Gen, str], str | None], float]] = [
 ]
 
 
+# the first operand's type (f32, f64, bf16, s32, u8, pred): Compare and Convert make many pred values anyway
+_FIRST_WEIGHTS = (2.0, 1.0, 1.0, 2.0, 1.5, 0.5)
+
+
 def generate(seed: int) -> Chain:
     """The chain for ``seed``: 2 to 12 steps on a first parameter of a random type and shape."""
     g = _Gen(seed)
     r = g.r
     rank = r.choice((0, 1, 1, 2, 2, 2, 3, 3, 4))
     shape = tuple(r.randint(1, 4) for _ in range(rank))
-    cur = g.leaf(r.choice(ALL), shape)
+    cur = g.leaf(r.choices(ALL, _FIRST_WEIGHTS)[0], shape)
     depth = r.randint(2, 12)
     fns, weights = zip(*_STEPS, strict=True)
     while len(g.steps) < depth:
@@ -1155,6 +1177,7 @@ class CampaignResult:
     unknown: int = 0
     seconds: float = 0.0
     op_counts: dict[str, int] = field(default_factory=dict)
+    outputs: list[tuple[Chain, dict[str, Arr]]] = field(default_factory=list)  # with keep_outputs=True
 
     @property
     def failures(self) -> int:
@@ -1206,9 +1229,18 @@ def _judge(res: CampaignResult, chain: Chain, outcome: Outcome) -> None:
 
 
 def run_campaign(
-    count: int, first_seed: int = 0, timeout: float = 120.0, progress: bool = False, modes: Sequence[str] = MODES
+    count: int,
+    first_seed: int = 0,
+    timeout: float = 120.0,
+    progress: bool = False,
+    modes: Sequence[str] = MODES,
+    keep_outputs: bool = False,
 ) -> CampaignResult:
-    """Generate ``count`` chains (seeds ``first_seed``...), run each in a child process, check, and count."""
+    """Generate ``count`` chains (seeds ``first_seed``...), run each in a child process, check, and count.
+
+    ``keep_outputs`` keeps each chain with its outputs in ``outputs`` (to check them again, e.g.
+    against a deliberately broken oracle).
+    """
     here = os.path.dirname(os.path.abspath(__file__))
     res = CampaignResult()
     chains: dict[str, Chain] = {}
@@ -1228,6 +1260,8 @@ def run_campaign(
     def on_outcome(o: Outcome) -> None:
         chain = chains.pop(o.task.key)
         _judge(res, chain, o)
+        if keep_outputs and o.status == "ok":
+            res.outputs.append((chain, o.value))
         if progress and res.chains % 250 == 0:
             print(f"  ... {res.summary()}", flush=True)
 

@@ -35,13 +35,70 @@ def _figures(capsys: pytest.CaptureFixture[str], line: str) -> None:
         print(f"\n[campaign] {line}", flush=True)
 
 
-def test_chains_quick(capsys: pytest.CaptureFixture[str]) -> None:
-    res = chains.run_campaign(QUICK_CHAINS, first_seed=0)
+def test_chains_quick(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    res = chains.run_campaign(QUICK_CHAINS, first_seed=0, keep_outputs=True)
     _figures(capsys, res.summary())
     assert res.failures == 0, res.report()
     assert res.chains == QUICK_CHAINS and res.runs == 2 * QUICK_CHAINS
     total = res.compared + res.unknown
     assert res.compared >= 0.9 * total, res.summary()  # the enclosures stay tight enough to test something
+    # The same outputs against oracles with one deliberate mistake each: every mistake must show.
+    for name, patch in MUTANTS.items():
+        with monkeypatch.context() as m:
+            patch(m)
+            caught = sum(
+                1 for chain, outs in res.outputs
+                if any(chains.check(chains.evaluate(chain), got).problems for got in outs.values())
+            )
+        assert caught >= 1, f"an oracle with {name} accepts every output of the quick profile"
+
+
+def _mutate_int(m: pytest.MonkeyPatch, op: str, change: object) -> None:
+    real = chains._int_binary
+
+    def fake(o: str, dt: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        out = real(o, dt, a, b)
+        return change(out, dt, a, b) if o == op else out  # type: ignore[operator]
+
+    m.setattr(chains, "_int_binary", fake)
+
+
+def _mutate_float(m: pytest.MonkeyPatch, op: str, factor: float) -> None:
+    real = chains._f_unary if op in chains._UNARY_ALL else chains._f_binary
+    name = "_f_unary" if op in chains._UNARY_ALL else "_f_binary"
+
+    def fake(o: str, *args: FVal) -> FVal:
+        r = real(o, *args)
+        return FVal(r.dt, r.lo * factor, r.hi * factor, r.nan) if o == op else r
+
+    m.setattr(chains, name, fake)
+
+
+MUTANTS = {
+    # XLA semantics the oracle must hold XLA to
+    "x / 0 = 0 for integers": lambda m: _mutate_int(
+        m, "Div", lambda out, dt, a, b: np.where(np.broadcast_to(b, out.shape) == 0, 0, out).astype(out.dtype)),
+    "logical instead of arithmetic right shifts": lambda m: _mutate_int(
+        m, "ShiftRightArithmetic", lambda out, dt, a, b: chains._int_binary("ShiftRightLogical", dt, a, b)),
+    "integer Max as Min": lambda m: _mutate_int(m, "Max", lambda out, dt, a, b: chains._int_binary("Min", dt, a, b)),
+    "NaN-ignoring binary ops": lambda m: m.setattr(
+        chains, "_combine_nan", lambda *n: np.minimum.reduce(np.broadcast_arrays(*n)) if len(n) > 1 else n[0]),
+    # float results off by a small relative error (1e-4: about 800 f32 ulps)
+    "Add off by 1e-4": lambda m: _mutate_float(m, "Add", 1 + 1e-4),
+    "Exp off by 1e-4": lambda m: _mutate_float(m, "Exp", 1 + 1e-4),
+    "Mul off by 1e-4": lambda m: _mutate_float(m, "Mul", 1 - 1e-4),
+    # shape ops
+    "Rev as the identity": lambda m: m.setattr(chains, "_eval_step", _rev_identity(chains._eval_step)),
+}
+
+
+def _rev_identity(real: object) -> object:
+    def fake(env: dict, s: Step) -> object:
+        if s.op == "Rev":
+            return env[s.ins[0]] if isinstance(s.ins[0], str) else real(env, s)  # type: ignore[operator]
+        return real(env, s)  # type: ignore[operator]
+
+    return fake
 
 
 @pytest.mark.campaign
