@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -302,7 +303,14 @@ class HloSharding:
         """
         if not isinstance(text, str):
             raise DTypeError(f"HloSharding.parse: expected a str, got {type(text).__name__}")
-        return _Parser(text).parse()
+        try:
+            return _Parser(text).parse()
+        except ShapeError as e:
+            msg = str(e)
+            if msg.startswith("HloSharding.parse"):
+                raise
+            shown = text if len(text) <= 200 else text[:200] + "..."
+            raise ShapeError(f"HloSharding.parse: {msg.removeprefix('HloSharding: ')} in {shown!r}") from None
 
     @classmethod
     def from_op_sharding(cls, op: OpSharding) -> HloSharding:
@@ -1088,9 +1096,16 @@ def sharding_for_shape(sharding: HloSharding, shape: Shape, opcode: str) -> HloS
 
 
 def _op_error(opcode: str, what: str) -> ShapeError:
-    from .builder import where
+    """The error of an op built under a sharding that does not fit it, named as the user called it
+    (the outermost xlasdk function on the stack: ``Neg``, ``Parameter``...)."""
+    from .builder import _PKG_DIR, where
 
     name = opcode.rsplit(".", 1)[-1]
+    f: Any = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+        if not f.f_code.co_name.startswith("_") and f.f_code.co_name[:1].isupper():
+            name = f.f_code.co_name
+        f = f.f_back
     return ShapeError(f"{name}: {what}{where()}")
 
 
@@ -1144,7 +1159,7 @@ def check_computation_shardings(computation: Any, num_partitions: int, num_repli
             if op.opcode == "parameter":
                 what = f"parameter {op.extra[0]} ({op.extra[1] or 'p' + str(op.extra[0])!r})"
             else:
-                what = f"{op.opcode.rsplit('.', 1)[-1]} of shape {op.shape}"
+                what = f"the {op.opcode.rsplit('.', 1)[-1]} op of shape {op.shape}"
             raise ShapeError(
                 f"compile: {name!r}: {what}: {e} (num_partitions={num_partitions})"
             ) from None
