@@ -945,6 +945,11 @@ def _decode_bytes(data: bytes, depth: int) -> tuple[str, Any]:
         except WireError:
             pass
         try:
+            if data.decode("utf-8").isprintable():
+                return ("bytes", data)  # a string, not packed varints
+        except UnicodeDecodeError:
+            pass
+        try:
             ints, i = [], 0
             while i < len(data):
                 v, i = _varint(data, i)
@@ -1110,13 +1115,20 @@ def _call_chain_hlo(n: int) -> bytes:
 
 
 def _nested_regions_mlir(n: int) -> bytes:
-    """``stablehlo.case`` nested ``n`` deep (each branch holds the next case)."""
+    """``stablehlo.case`` nested ``n`` deep (each one's only branch holds the next case)."""
     head = "module @regions {\n  func.func public @main(%arg0: tensor<i32>, %arg1: tensor<f32>) -> tensor<f32> {\n"
-    open_ = '%r = "stablehlo.case"(%arg0) ({\n'
-    close = '  "stablehlo.return"(%r) : (tensor<f32>) -> ()\n}) : (tensor<i32>) -> tensor<f32>\n'
+    opens = "".join(f'%r{k} = "stablehlo.case"(%arg0) ({{\n' for k in range(n))
     inner = '"stablehlo.return"(%arg1) : (tensor<f32>) -> ()\n'
-    text = head + open_ * n + inner + close * n + "    return %r : tensor<f32>\n  }\n}\n"
+    closes = "".join(f'}}) : (tensor<i32>) -> tensor<f32>\n"stablehlo.return"(%r{k}) : (tensor<f32>) -> ()\n'
+                     for k in range(n - 1, 0, -1))
+    text = head + opens + inner + closes + "}) : (tensor<i32>) -> tensor<f32>\n    return %r0 : tensor<f32>\n  }\n}\n"
     return text.encode()
+
+
+def _nest(inner: str, wrap: str, n: int) -> str:
+    """``wrap`` (a format with one ``{}``) applied ``n`` times around ``inner``."""
+    head, _, tail = wrap.partition("{}")
+    return head * n + inner + tail * n
 
 
 def _mlir_main(sig: str, body: str, attrs: str = "") -> bytes:
@@ -1132,12 +1144,25 @@ def special_inputs(which: str = "all") -> list[Hostile]:
     tt = "tensor<f32>"
     for _ in range(deep):
         tt = f"tuple<{tt}>"
+    callsite = _nest('"a"', 'callsite({} at "b")', deep)
+    fused = _nest('"a"', 'fused[{}, "b"]', 3000)
     items: list[tuple[str, str, bytes, bool]] = [  # (name, suffix, data, in the quick profile)
         ("hlo-tuple-shape-10000-deep", ".hlo", _hlo(f"  ROOT %p = {t} parameter(0)"), True),
         ("hlo-tuple-layout-10000-deep", ".hlo",
          _hlo("  ROOT %p = f32[] parameter(0)", header=f", entry_computation_layout={{({t})->f32[]}}"), True),
         ("hlo-tuple-constant-10000-deep", ".hlo", _hlo(f"  ROOT %c = {t} constant({'(' * deep}0{')' * deep})"), False),
         ("hlo-call-chain-10000-deep", ".hlo", _call_chain_hlo(deep), False),
+        ("hlo-tuple-reshape-960-deep", ".hlo",
+         _hlo(f"  %p = {_nest('f32[]', '({})', 960)} parameter(0)\n  ROOT %r = f32[] reshape(%p)"), True),
+        ("hlo-tuple-reshape-990-deep", ".hlo",
+         _hlo(f"  %p = {_nest('f32[]', '({})', 990)} parameter(0)\n  ROOT %r = f32[] reshape(%p)"), False),
+        ("hlo-tuple-call-900-deep", ".hlo",
+         b"HloModule m\n\n%f (x: f32[]) -> f32[] {\n  ROOT %x = f32[] parameter(0)\n}\n\nENTRY %main {\n"
+         + f"  %p = {_nest('f32[]', '({})', 900)} parameter(0)\n".encode()
+         + b"  ROOT %r = f32[] call(%p), to_apply=%f\n}\n", False),
+        ("hlo-tuple-layout-950-deep", ".hlo",
+         _hlo("  ROOT %p = f32[] parameter(0)",
+              header=f", entry_computation_layout={{({_nest('f32[]', '({})', 950)})->f32[]}}"), False),
         ("hlo-call-chain-300-deep", ".hlo", _call_chain_hlo(300), True),
         ("hlo-chain-50000", ".hlo", _chain_hlo(50_000), False),
         ("hlo-chain-2000", ".hlo", _chain_hlo(2_000), True),
@@ -1216,6 +1241,23 @@ def special_inputs(which: str = "all") -> list[Hostile]:
         ("mlir-nested-modules-10000", ".mlir", ("module {\n" * deep + "}\n" * deep).encode(), True),
         ("mlir-nested-regions-10000", ".mlir", _nested_regions_mlir(deep), True),
         ("mlir-nested-regions-200", ".mlir", _nested_regions_mlir(200), True),
+        ("mlir-nested-regions-1000", ".mlir", _nested_regions_mlir(1000), True),
+        ("mlir-nested-regions-2000", ".mlir", _nested_regions_mlir(2000), False),
+        ("mlir-nested-callsite-loc-10000", ".mlir",
+         _mlir_main("%arg0: tensor<f32>) -> (tensor<f32>",
+                    f"    %0 = stablehlo.negate %arg0 : tensor<f32> loc({callsite})\n"
+                    "    return %0 : tensor<f32>"), False),
+        ("mlir-nested-fused-loc-3000", ".mlir",
+         _mlir_main("%arg0: tensor<f32>) -> (tensor<f32>",
+                    f"    %0 = stablehlo.negate %arg0 : tensor<f32> loc({fused})\n"
+                    "    return %0 : tensor<f32>"), False),
+        ("mlir-nested-op-attr-10000", ".mlir",
+         _mlir_main("%arg0: tensor<f32>) -> (tensor<f32>",
+                    f"    %0 = stablehlo.negate %arg0 {{x.deep = {'[' * deep}1{']' * deep}}} : tensor<f32>\n"
+                    "    return %0 : tensor<f32>"), False),
+        ("mlir-nested-tuple-type-100", ".mlir",
+         _mlir_main(f"%arg0: {_nest('tensor<f32>', 'tuple<{}>', 100)}) -> (tensor<f32>",
+                    "    %0 = stablehlo.constant dense<1.0> : tensor<f32>\n    return %0 : tensor<f32>"), True),
         ("mlir-nested-array-attr-10000", ".mlir",
          _mlir_main("%arg0: tensor<f32>) -> (tensor<f32>", "    return %arg0 : tensor<f32>",
                     f" attributes {{x.deep = {'[' * deep}1{']' * deep}}}"), True),
@@ -1272,6 +1314,18 @@ def special_inputs(which: str = "all") -> list[Hostile]:
          b' res_attrs = #vhlo.array_v1<[]>, sym_name = #vhlo.string_v1<"main">, sym_visibility = '
          b'#vhlo.string_v1<"">}> ({\n  "vhlo.return_v1"() : () -> ()\n}) : () -> ()\n', True),
     ]
+    pb_name = encode_message([[1, 2, ("bytes", b"m")]])
+    deep_pb = b""
+    for _ in range(deep + 1):  # field 3 (computations) inside field 3 inside ...
+        deep_pb = bytes([0x1A]) + _enc_varint(len(deep_pb)) + deep_pb
+    all_ones = [[k, 0, 2**64 - 1] for k in range(1, 40)]
+    items += [
+        ("pb-nested-10000", ".pb", pb_name + deep_pb, True),
+        ("pb-huge-length", ".pb", pb_name + bytes([0x1A]) + _enc_varint(2**62) + b"x" * 16, True),
+        ("pb-negative-varints", ".pb", pb_name + encode_message([[3, 2, ("msg", all_ones)]]), True),
+        ("pb-many-computations", ".pb", pb_name + encode_message([[3, 2, ("msg", [[1, 2, ("bytes", b"c")]])]] * 20000),
+         False),
+    ]
     out = [Hostile(f"special-{name}", suffix, data, "special", name)
            for name, suffix, data, quick in items if which == "all" or quick]
     return out
@@ -1295,10 +1349,54 @@ def version_inputs(seeds: Sequence[Seed], which: str = "all") -> list[Hostile]:
     return out
 
 
+def _shape_proto(depth: int = 0, dims: Sequence[int] = (), etype: int = 11) -> bytes:
+    """A serialized ``ShapeProto``: an array (``etype``, ``dims``) inside ``depth`` one-element tuples."""
+    shape = bytes([0x10]) + _enc_varint(etype)
+    if dims:
+        packed = b"".join(_enc_varint(d) for d in dims)
+        shape += bytes([0x1A]) + _enc_varint(len(packed)) + packed
+    for _ in range(depth):  # element_type = TUPLE (13), tuple_shapes (field 4) = [shape]
+        shape = bytes([0x10, 13, 0x22]) + _enc_varint(len(shape)) + shape
+    return shape
+
+
+def proto_inputs(seeds: Sequence[Seed], which: str = "all") -> list[Hostile]:
+    """``HloModuleProto`` s whose first instruction's shape (or the program shape) is replaced."""
+    base = next((s for s in seeds if s.name == "saved/affine.pb"), None)
+    if base is None:
+        return []
+    edits = [
+        ("instr-tuple-10000-deep", (3, 2, 3), _shape_proto(10_000), True),
+        ("instr-tuple-90-deep", (3, 2, 3), _shape_proto(90), True),
+        ("instr-10000-dims", (3, 2, 3), _shape_proto(0, [1] * 10_000), False),
+        ("instr-overflow-dims", (3, 2, 3), _shape_proto(0, [2**63 - 1, 2]), True),
+        ("instr-token-dims", (3, 2, 3), _shape_proto(0, [2], etype=17), True),
+        ("instr-bad-etype", (3, 2, 3), _shape_proto(0, [2, 3], etype=999), True),
+        ("program-shape-tuple-10000-deep", (4, 1), _shape_proto(10_000), True),
+        ("program-shape-tuple-500-deep", (4, 1), _shape_proto(500), False),
+        ("program-shape-result-overflow", (4, 2), _shape_proto(0, [2**62, 4]), True),
+    ]
+    out = []
+    for name, path, shape, quick in edits:
+        if which != "all" and not quick:
+            continue
+        tree = decode_message(base.data)
+        msg = tree
+        for k, fnum in enumerate(path):
+            f = next(f for f in msg if f[0] == fnum)
+            if k == len(path) - 1:
+                f[2] = ("bytes", shape)
+            else:
+                msg = f[2][1]
+        out.append(Hostile(f"proto-{name}", ".pb", encode_message(tree), base.name, f"field {path} -> {name}"))
+    return out
+
+
 def make_inputs(profile: Profile, seeds: Sequence[Seed] | None = None) -> list[Hostile]:
     """The inputs of a profile: the structural extremes, the version edits, then mutations."""
     seeds = list(seeds) if seeds is not None else all_seeds()
-    fixed = special_inputs(profile.specials) + version_inputs(seeds, profile.specials)
+    fixed = special_inputs(profile.specials) + version_inputs(seeds, profile.specials) + proto_inputs(
+        seeds, profile.specials)
     gen = Generator(seeds, profile.seed)
     n = max(0, profile.files - len(fixed))
     return fixed + [gen.make(i) for i in range(n)]
@@ -1345,8 +1443,15 @@ def _nbytes(shape: Any) -> int | None:
         return total
     if shape.is_token():
         return None
-    n = shape.numpy_dtype().itemsize
+    try:
+        n = int(shape.numpy_dtype().itemsize)
+    except Exception:  # an element type without a numpy dtype: not run (the loaders' business, not ours)
+        return None
+    if shape.rank() > 32:  # numpy arrays hold at most 64 dimensions
+        return None
     for d in shape.dimensions():
+        if d < 0:
+            return None
         n *= d
     return n
 
@@ -1365,7 +1470,9 @@ def _compile_and_run(steps: list[tuple[str, str, str]], comp: Any, label: str) -
         return
     _compiled[key] = "?"
     ps = _attempt(steps, f"{label}: program_shape", comp.program_shape)
-    _attempt(steps, f"{label}: as_hlo_text", comp.as_hlo_text)
+    for method in ("as_hlo_text", "as_serialized_hlo_module_proto", "serialize_portable_artifact",
+                   "as_hlo_dot_graph"):
+        _attempt(steps, f"{label}: {method}", getattr(comp, method))
     exe = _attempt(steps, f"{label}: compile", lambda: xs.compile(comp, cache=False))
     if exe is None or ps is None:
         _compiled[key] = "not compiled"
@@ -1506,6 +1613,11 @@ class CliResult:
         return self.outcome in ("raw", "death", "hang", "badexit")
 
 
+def input_timeout(h: Hostile) -> float:
+    """Seconds one input may take (every loader, compile and run): more for big inputs."""
+    return INPUT_TIMEOUT_S + 300.0 * len(h.data) / 1e6
+
+
 def _classify(h: Hostile, o: Any) -> Result:
     if o.status == "died":
         step = _last_step(o.stderr)
@@ -1514,8 +1626,8 @@ def _classify(h: Hostile, o: Any) -> Result:
     if o.status == "timeout":
         step = _last_step(o.stderr)
         if "run-with-while" in o.stderr and step.endswith(": run"):
-            return Result(h, "slow", f"a while loop ran past {INPUT_TIMEOUT_S:g} s", seconds=o.seconds)
-        return Result(h, "hang", f"no answer within {INPUT_TIMEOUT_S:g} s during {step}", seconds=o.seconds)
+            return Result(h, "slow", f"a while loop ran past {input_timeout(h):.0f} s", seconds=o.seconds)
+        return Result(h, "hang", f"no answer within {input_timeout(h):.0f} s during {step}", seconds=o.seconds)
     if o.status == "error":
         return Result(h, "raw", f"check_input raised {o.error}\n{o.traceback[-3000:]}", seconds=o.seconds)
     steps = o.value["steps"]
@@ -1701,7 +1813,7 @@ def run_campaign(
     max_tasks_per_child: int = 400,
 ) -> Campaign:
     """Check every input of ``profile`` in child processes, then a sample through the CLI."""
-    from harness import Task, run_batch
+    from harness import Task, Worker
 
     t0 = time.monotonic()
     out_dir = out_dir or tempfile.mkdtemp(prefix=f"hostile-{profile.name}-")
@@ -1732,8 +1844,11 @@ def run_campaign(
                      + (f"; {r.outcome}: {h.describe()}" if r.failed else ""))
 
     try:
-        run_batch(tasks, timeout=INPUT_TIMEOUT_S, env=env, cwd=out_dir, max_tasks_per_child=max_tasks_per_child,
-                  on_outcome=on_outcome)
+        with Worker(INPUT_TIMEOUT_S, env=env, cwd=out_dir) as w:
+            for h, task in zip(hostiles, tasks, strict=True):
+                if w.tasks_run >= max_tasks_per_child:
+                    w.close()
+                on_outcome(w.run(task, timeout=input_timeout(h)))
     finally:
         _reap_groups(pgid_dir)
         try:
