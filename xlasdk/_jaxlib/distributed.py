@@ -33,7 +33,7 @@ from typing import Any, Final
 
 from jaxlib import xla_client as _xc
 
-from ..errors import DistributedError
+from ..errors import DistributedError, XlaRuntimeError
 
 __all__ = [
     "CoordinatorProcess",
@@ -50,6 +50,7 @@ __all__ = [
     "device_is_local",
     "client_process_index",
     "client_global_devices",
+    "make_plugin_client",
 ]
 
 _J: Final[Any] = importlib.import_module("jaxlib._jax")  # untyped extension module
@@ -368,3 +369,22 @@ def client_process_index(client: Any) -> int:
 def client_global_devices(client: Any) -> list[Any]:
     """``Client.devices()``: every device of every process, in id order."""
     return sorted(client.devices(), key=lambda d: int(d.id))
+
+
+def make_plugin_client(
+    name: str, options: dict[str, Any] | None, client: Any, process_id: int, num_processes: int
+) -> Any:
+    """``make_c_api_client`` of a loaded PJRT plugin joined to the job, as JAX makes it: the
+    distributed client, plus ``node_id`` / ``num_nodes`` options.
+
+    Raises
+    ------
+    XlaRuntimeError
+        When the plugin cannot create its client.
+    """
+    opts: dict[str, Any] = {"node_id": process_id, "num_nodes": num_processes}
+    opts.update(options or {})
+    try:
+        return _xc.make_c_api_client(name, opts, client)
+    except Exception as e:
+        raise XlaRuntimeError(f"creating a client for PJRT plugin {name!r}: {_one_line(e)}") from e

@@ -16,13 +16,14 @@ from __future__ import annotations
 import operator
 import os
 import re
+import sys
 import threading
 from collections.abc import Mapping
 from typing import Any, Final
 
 from .._jaxlib import distributed as _dist
 from .._jaxlib import pjrt
-from ..errors import FormatError, XlaSdkError
+from ..errors import FormatError, PluginError, XlaRuntimeError, XlaSdkError
 from ..types import show
 
 __all__ = [
@@ -108,6 +109,18 @@ class Device:
         Maps to PJRT ``Device::GetAllocatorStats`` (``Device.memory_stats()`` in jaxlib).
         """
         return pjrt.device_memory_stats(self._d)
+
+    def live_buffers(self) -> list[Any]:
+        """The :class:`~xlasdk.DeviceArray` objects on this device that are alive and not
+        deleted, newest first.
+
+        xlasdk tracks its arrays with weak references (the list does not keep them alive);
+        jaxlib's ``Device.live_buffers`` is deprecated and always empty. Arrays whose buffer was
+        handed to a DLPack consumer with ``take_ownership`` count as deleted.
+        """
+        from .array import live_arrays
+
+        return live_arrays(self)
 
     def __str__(self) -> str:
         return self._str
@@ -228,6 +241,7 @@ _lock: Final = threading.RLock()
 _clients: dict[tuple[str, int], Client] = {}
 _defaults: dict[str, Client] = {}
 _plugins: dict[str, tuple[str, dict[str, Any] | None]] = {}  # name -> (path, options)
+_failed_plugins: dict[str, PluginError] = {}  # name -> why loading it failed (jaxlib keeps the name)
 _default_device: Device | None = None
 
 _NAME_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -258,13 +272,33 @@ def _new_client(platform: str, num_devices: int | None) -> Client:
     if platform == "cpu":
         return Client._make(pjrt.make_cpu_client(num_devices), "cpu")
     if platform in _plugins:
-        _path, options = _plugins[platform]
-        return Client._make(pjrt.make_plugin_client(platform, options), platform)
+        path, options = _plugins[platform]
+        try:
+            return Client._make(_make_plugin_client(platform, options), platform)
+        except XlaRuntimeError as e:
+            raise PluginError(f"PJRT plugin {platform!r} ({path}) loaded, but creating its client failed: {e}") from e
+    from .plugins import find_plugin, install_hint
+
+    found = find_plugin(platform)
+    if found is not None:
+        if found.problem is not None or found.library_path is None:
+            raise PluginError(f"PJRT plugin {found.name!r} ({found.source}): {found.problem}")
+        return load_pjrt_plugin(found.name, found.library_path, options=found.options)
     loaded = ", ".join(["cpu", *_plugins])
     raise UnknownDeviceError(
-        f"no PJRT client for platform {platform!r}: available are {loaded}; add a plugin with "
+        f"no PJRT client for platform {platform!r}: available are {loaded}, and no installed PJRT plugin "
+        f"provides it; {install_hint(platform)}; or add a plugin with "
         f"xs.load_pjrt_plugin({platform!r}, '/path/to/pjrt_plugin.so')"
     )
+
+
+def _make_plugin_client(name: str, options: dict[str, Any] | None) -> Any:
+    """The plugin's client; under ``xs.distributed`` it joins the job (``distributed_client``)."""
+    dist = sys.modules.get("xlasdk.distributed")
+    state = getattr(dist, "_state", None)
+    if state is not None:
+        return _dist.make_plugin_client(name, options, state.dc, state.process_id, state.num_processes)
+    return pjrt.make_plugin_client(name, options)
 
 
 def client(platform: str = "cpu", num_devices: int | None = None, *, cached: bool = True) -> Client:
@@ -407,8 +441,13 @@ def load_pjrt_plugin(
         If ``path`` is not a file.
     UnknownDeviceError
         For an invalid name, or a name already loaded from another path.
-    XlaRuntimeError
-        When the library cannot be loaded or the client cannot be created.
+    PluginError
+        (an ``XlaRuntimeError``) When the library cannot be loaded (not a shared library, no
+        ``GetPjrtApi``, a missing dependency such as the CUDA runtime), its PJRT C API version
+        does not match jaxlib's, or its client cannot be created (no GPU...).
+
+    Installed plugins (``jax-cuda12-pjrt``...) and ``PJRT_NAMES_AND_LIBRARY_PATHS`` need no call:
+    ``xs.client("cuda")`` finds and loads them (:mod:`xlasdk.runtime.plugins`).
 
     Maps to ``xla_client.load_pjrt_plugin_dynamically`` and ``make_c_api_client``. A GPU
     plugin needs its CUDA/ROCm runtime libraries loadable (installed system-wide or preloaded).
@@ -431,12 +470,24 @@ def load_pjrt_plugin(
             if prev != real:
                 raise UnknownDeviceError(f"load_pjrt_plugin: {name!r} is already loaded from {prev}")
             return client(key)
+        failed = _failed_plugins.get(key)
+        if failed is not None:
+            raise PluginError(f"{failed} (an earlier attempt in this process; restart to retry)")
         if pjrt.plugin_loaded(key):
             raise UnknownDeviceError(f"load_pjrt_plugin: a PJRT plugin named {key!r} is already loaded")
         opts: dict[str, Any] | None = dict(options) if options is not None else None
         if opts is None and key in _GPU_ALIASES:
             opts = pjrt.gpu_plugin_options() or None
-        pjrt.load_plugin(key, real)
+        from .plugins import explain_load_error, preload_gpu_libraries
+
+        preload_gpu_libraries(key)
+        try:
+            pjrt.load_plugin(key, real)
+        except XlaRuntimeError as e:
+            err = explain_load_error(key, real, str(e))
+            if pjrt.plugin_loaded(key):  # loaded but not initialized: jaxlib keeps the name
+                _failed_plugins[key] = err
+            raise err from e
         _plugins[key] = (real, opts)
         _default_device = None
         return client(key)
