@@ -343,7 +343,7 @@ def _layout(value: Any, rank: int) -> Layout:
             f"Shape.array_shape: layout must be a Layout or a minor_to_major sequence of ints, got {show(value)}"
             f"{_where()}"
         )
-    return Layout(value)
+    return Layout(tuple(int(v) for v in value))
 
 
 def _flags(value: Any) -> tuple[bool, ...]:

@@ -57,7 +57,7 @@ import xlasdk as xs
 from xlasdk import ops
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CALL_TIMEOUT_S = 120.0  # no progress for this long: the call hangs (the child is killed)
+CALL_TIMEOUT_S = float(os.environ.get("XLASDK_CAMPAIGN_TIMEOUT_S", "120"))  # no progress this long: a hang
 MEMORY_LIMIT = 6 << 30  # address-space limit of each child, bytes
 RUN_LIMIT_BYTES = 16 << 20  # computations whose inputs + outputs exceed this are compiled, not run
 
@@ -246,6 +246,10 @@ def _templates() -> dict[str, Template]:
             "OutfeedWithToken": lambda c: (
                 [c.p(F32, (2,)), ops.CreateToken(c.b), xs.Shape.array_shape(F32, (2,))], {"outfeed_config": ""}
             ),
+            "HostCallback": lambda c: (
+                [lambda a: a * 2, [c.p(F32, (2, 3))], xs.Shape.array_shape(F32, (2, 3))], {"has_side_effect": False}
+            ),
+            "DebugPrint": lambda c: (["x={} y={:d}", c.p(F32, (2,)), c.p(S32, ())], {}),
             "Igamma": lambda c: ([c.p(F32, (2,)), c.p(F32, (2,))], {}),
             "Igammac": lambda c: ([c.p(F32, (2,)), 2.0], {}),
             "RegularizedIncompleteBeta": lambda c: ([c.p(F32, (2,)), c.p(F32, (2,)), c.p(F32, (2,))], {}),
@@ -358,15 +362,20 @@ HOSTILE: list[tuple[str, Callable[[Ctx], Any]]] = [
     ("pred[] op", _op(PRED, ())),
     ("c64[2,3] op", _op(C64, (2, 3))),
     ("f32[1,1,1,1] op", _op(F32, (1, 1, 1, 1))),
-    # the largest arrays allowed (2**62 bytes): built, compiled, never run
+    # the largest arrays allowed (2**62 bytes, alone in their computation), and arrays of 2**56
+    # bytes, a few of which fit in one computation: built and compiled, never run
     ("s8[2**62] op", _op(S8, (2**62,))),
-    ("s8[2**31,2**31] op", _op(S8, (2**31, 2**31))),
-    ("f32[2**60] op", _op(F32, (2**60,))),
     ("f32[2**30,2**30] op", _op(F32, (2**30, 2**30))),
-    ("c64[2**29,2**30] op", _op(C64, (2**29, 2**30))),
-    ("pred[2**62] op", _op(PRED, (2**62,))),
+    ("s8[2**56] op", _op(S8, (2**56,))),
+    ("s8[2**28,2**28] op", _op(S8, (2**28, 2**28))),
+    ("f32[2**54] op", _op(F32, (2**54,))),
+    ("f32[2**27,2**27] op", _op(F32, (2**27, 2**27))),
+    ("f32[2**18,2**18,2**18] op", _op(F32, (2**18, 2**18, 2**18))),
+    ("c64[2**26,2**27] op", _op(C64, (2**26, 2**27))),
+    ("pred[2**56] op", _op(PRED, (2**56,))),
+    ("s32[2**54] op", _op(S32, (2**54,))),
     ("s8[2**62] Shape", _big_shape(S8, (2**62,))),
-    ("f32[2**30,2**30] Shape", _big_shape(F32, (2**30, 2**30))),
+    ("f32[2**27,2**27] Shape", _big_shape(F32, (2**27, 2**27))),
     ("[f32[] op, 1]", lambda c: [c.p(F32, ()), 1]),
     ("[s32[] op, s8[] op]", lambda c: [c.p(S32, ()), c.p(S8, ())]),
     ("list of 2 f32[2,3] ops", lambda c: [c.p(F32, (2, 3)), c.p(F32, (2, 3))]),
@@ -494,6 +503,10 @@ def make_call(seed: int, index: int, only: Sequence[str] | None = None) -> CallS
     return spec
 
 
+#: Outcomes of a call that built and then compiled and ran, or compiled (see :func:`run_call`).
+BUILT_OK = ("built: ran", "built: compiled")
+
+
 # -- running one call ------------------------------------------------------------------------------
 
 _FEED = re.compile(r"stablehlo\.(infeed|outfeed|send|recv)")
@@ -619,9 +632,15 @@ def _child_main(argv: Sequence[str]) -> None:
     w = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    # test hooks of the harness itself (tests/campaigns/test_op_calls.py): die, hang or raise at a call
+    die, hang = os.environ.get("XLASDK_CAMPAIGN_ABORT_AT"), os.environ.get("XLASDK_CAMPAIGN_HANG_AT")
     for i in range(start, stop):
         w.write(f"B {i}\n")
         w.flush()
+        if str(i) == die:
+            os.abort()
+        if str(i) == hang:
+            time.sleep(3600)
         res = run_call(i, seed, compile_run, only, seen)
         w.write(f"E {i} {json.dumps(res)}\n")
         w.flush()
@@ -638,9 +657,11 @@ class Report:
     failures: list[dict[str, Any]] = field(default_factory=list)
     late: list[dict[str, Any]] = field(default_factory=list)
     by_op: dict[str, collections.Counter[str]] = field(default_factory=dict)
+    outcomes: dict[int, str] = field(default_factory=dict)  # call index -> "kind: detail"
 
     def add(self, i: int, res: dict[str, Any], seed: int, only: Sequence[str] | None) -> None:
         self.calls += 1
+        self.outcomes[i] = f"{res['kind']}: {res.get('detail', '')}"
         kind = res["kind"]
         self.kinds[kind] += 1
         self.details[f"{kind}: {res.get('detail', '')}"] += 1

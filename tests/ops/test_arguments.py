@@ -334,3 +334,12 @@ def test_messages_are_short_for_huge_values() -> None:
     x = param(b, 0, F32, (2, 3))
     msg = err(ShapeError, lambda: ops.Transpose(x, list(range(10**5)) + [None]), "Transpose: permutation must be a sequence of ints")  # noqa: E501
     assert len(msg) < 300, msg
+
+
+def test_debug_print_checks_its_format_without_allocating() -> None:
+    # the format was checked against numpy zeros of each operand's shape: s8[2**56] asked for 64 PiB
+    b = xs.XlaBuilder("print")
+    x = param(b, 0, np.int8, (2**56,))
+    assert ops.DebugPrint("x={0} first={0[0]} last={0[-1]:d}", x).shape.is_token()
+    err(ShapeError, lambda: ops.DebugPrint("x={:q}", param(b, 1, F32, ())), "DebugPrint: fmt 'x={:q}' does not format 1 operands")  # noqa: E501
+    err(DTypeError, lambda: ops.DebugPrint("x={}", x, builder=x), "DebugPrint: builder must be an XlaBuilder, got XlaOp")  # noqa: E501  # type: ignore[arg-type]

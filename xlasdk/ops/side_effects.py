@@ -795,6 +795,8 @@ def DebugPrint(
         dtype_error(op, f"fmt must be a str, got {type(fmt).__name__}")
     if file is not None and not callable(getattr(file, "write", None)):
         dtype_error(op, f"file must be a text stream with write(), got {type(file).__name__}")
+    if builder is not None and not isinstance(builder, XlaBuilder):
+        dtype_error(op, f"builder must be an XlaBuilder, got {type(builder).__name__}")
     b = builder
     if b is None and operands:
         b = operands[0].builder if isinstance(operands[0], XlaOp) else None
@@ -803,8 +805,8 @@ def DebugPrint(
     if b is None:
         dtype_error(op, "give builder= when there are no operands and no token")
     xs = [operand(op, f"operands[{i}]", x, b) for i, x in enumerate(operands)]
-    try:  # check the fields now, with zero values of the operands' shapes
-        fmt.format(*(_PrintValue(np.zeros(x.shape.dimensions(), x.shape.numpy_dtype())) for x in xs))
+    try:  # check the fields now, with zero values of the operands' shapes (broadcast: no memory)
+        fmt.format(*(_PrintValue(np.broadcast_to(np.zeros((), x.dtype), x.shape.dimensions())) for x in xs))
     except (IndexError, KeyError, ValueError, TypeError) as e:
         shape_error(op, f"fmt {show(fmt)} does not format {len(xs)} operands: {type(e).__name__}: {e}")
     tok = _token(op, "token", token, b) if token is not None else _print_chain.get(b)
