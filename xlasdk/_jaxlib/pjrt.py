@@ -92,6 +92,12 @@ __all__ = [
     "assemble_global",
     "global_shards",
     "execute_spmd",
+    # interop
+    "ZERO_COPY_ALIGNMENT",
+    "put_with_semantics",
+    "array_is_ready",
+    "dlpack_import_view",
+    "array_share",
 ]
 
 _J: Final[Any] = importlib.import_module("jaxlib._jax")  # untyped extension module
@@ -699,3 +705,88 @@ def execute_spmd(executable: Any, arrays: list[Any], handlers: list[Any], name: 
         return executable.execute_sharded(arrays).consume_with_handlers(handlers)  # type: ignore[no-any-return]
     except Exception as e:
         raise _runtime_error(f"executing {name!r}", e) from e
+
+
+# -- interop -----------------------------------------------------------------------------------
+# Host buffers under each ``HostBufferSemantics``, readiness, and zero-copy DLPack import.
+# Checked on jaxlib 0.10.2 (CPU):
+# * ``ZERO_COPY`` aliases the numpy data exactly when it is C-contiguous and its address is a
+#   multiple of 64 (``ZERO_COPY_ALIGNMENT``), for every element type except the 4-bit ones (int4,
+#   uint4, float4 are repacked); jaxlib then holds a reference on the numpy array until the buffer
+#   is freed. Otherwise it copies. The other two semantics always copy.
+# * ``dlpack_managed_tensor_to_buffer(..., copy=False)`` aliases 64-byte-aligned tensors and
+#   raises ``Can't create a view of buffer with unaligned data`` for others; ``copy=True`` *also
+#   aliases* aligned data (so a copy must be made by the caller); ``copy=None`` aliases aligned
+#   data and copies the rest. A capsule can be consumed once (jaxlib renames it ``used_dltensor``).
+# * ``ArrayImpl.is_ready()`` on a deleted array segfaults, and ``ArrayImpl.delete()`` while a DLPack
+#   capsule or consumer of the array is alive aborts the process: callers check first.
+ZERO_COPY_ALIGNMENT: Final = 64
+
+_SEMANTICS: Final[dict[str, Any]] = {
+    name: getattr(_xc.HostBufferSemantics, name)
+    for name in ("IMMUTABLE_ONLY_DURING_CALL", "IMMUTABLE_UNTIL_TRANSFER_COMPLETES", "ZERO_COPY")
+}
+
+
+def put_with_semantics(
+    value: np.ndarray[Any, Any], aval: Aval, sharding: Any, device: Any, semantics: str, force_copy: bool
+) -> Any:
+    """``batched_device_put`` of a numpy array (native byte order) under ``semantics`` (one of
+    ``IMMUTABLE_ONLY_DURING_CALL``, ``IMMUTABLE_UNTIL_TRANSFER_COMPLETES``, ``ZERO_COPY``);
+    ``force_copy`` copies even under ``ZERO_COPY``.
+
+    Raises
+    ------
+    XlaRuntimeError
+        When the transfer fails.
+    """
+    try:
+        return _batched_device_put(
+            aval, sharding, [value], [device], True, force_copy, _SEMANTICS[semantics], enable_x64=True
+        )
+    except Exception as e:
+        raise _runtime_error(f"transfer of {aval.dtype}{list(aval.shape)} to {device} ({semantics})", e) from e
+
+
+def array_is_ready(array: Any) -> bool:
+    """``ArrayImpl.is_ready()`` of an array that is **not deleted** (jaxlib segfaults on a
+    deleted one; the caller checks). Raises :class:`XlaRuntimeError` if the computation failed."""
+    try:
+        return bool(array.is_ready())
+    except Exception as e:
+        raise _runtime_error("is_ready", e) from e
+
+
+def dlpack_import_view(capsule: Any, device: Any, copy: bool | None) -> Any:
+    """``dlpack_managed_tensor_to_buffer(capsule, device, None, copy)`` (see the notes above:
+    ``copy=False`` aliases or fails, ``None`` and ``True`` alias aligned data).
+
+    Raises
+    ------
+    BufferError
+        When the capsule was already consumed, or ``copy=False`` and the data is not aligned.
+    XlaRuntimeError
+        For any other failure (an unsupported dtype or device, a plugin client).
+    """
+    try:
+        return _shimmed(_J.dlpack_managed_tensor_to_buffer, capsule, device, None, copy)
+    except Exception as e:
+        msg = _one_line(e)
+        if "consumed at most once" in msg or "used_dltensor" in msg:
+            raise BufferError(
+                "DLPack import: this capsule was already consumed (a DLPack capsule can be used once; "
+                "call __dlpack__() again for a new one)"
+            ) from e
+        if "unaligned" in msg:
+            raise BufferError(
+                f"DLPack import without a copy needs data aligned to {ZERO_COPY_ALIGNMENT} bytes: {msg}"
+            ) from e
+        raise _runtime_error(f"DLPack import to {device}", e) from e
+
+
+def array_share(array: Any) -> Any:
+    """``ArrayImpl.clone()``: a second jaxlib array over the **same** device buffer."""
+    try:
+        return array.clone()
+    except Exception as e:
+        raise _runtime_error("clone", e) from e

@@ -8,7 +8,14 @@ backend (CUDA, ROCm, TPU...) from its PJRT plugin library.
 
 from __future__ import annotations
 
-from .array import DeviceArray, device_put
+from .array import (
+    ZERO_COPY_ALIGNMENT,
+    DeviceArray,
+    HostBufferSemantics,
+    aligned_empty,
+    device_put,
+    from_dlpack,
+)
 from .cache import CompileCache
 from .device import (
     Client,
@@ -41,6 +48,10 @@ __all__ = [
     "UnknownDeviceError",
     "DeviceArray",
     "device_put",
+    "from_dlpack",
+    "HostBufferSemantics",
+    "aligned_empty",
+    "ZERO_COPY_ALIGNMENT",
     "CompileOptions",
     "Executable",
     "MemoryStats",

@@ -1,12 +1,27 @@
-"""``DeviceArray`` (an array in device memory) and ``device_put``.
+"""``DeviceArray`` (an array in device memory), ``device_put``, ``from_dlpack`` and host buffers.
 
 A :class:`DeviceArray` owns one PJRT buffer on one device. Values move to a device with
 :func:`device_put` (or implicitly when an :class:`~xlasdk.Executable` is called with numpy
 arguments) and back with :meth:`DeviceArray.to_numpy`, ``np.asarray(x)`` or DLPack.
+
+Zero-copy on CPU
+----------------
+* ``device_put(x, semantics=HostBufferSemantics.ZERO_COPY)`` makes the device buffer *alias*
+  the numpy data when XLA:CPU can: ``x`` is C-contiguous, its data address is a multiple of 64
+  bytes (:data:`ZERO_COPY_ALIGNMENT`) and its element type is not a 4-bit one (int4, uint4,
+  float4_e2m1fn are repacked). Otherwise the data is copied. numpy aligns its allocations to 16
+  bytes only, so an ordinary array is aliased only by chance; :func:`aligned_empty` allocates
+  aligned arrays on purpose. The DeviceArray keeps the numpy array alive.
+* ``np.asarray(device_array)`` / :meth:`DeviceArray.to_numpy` is a read-only view of the device
+  buffer (no copy) for the element types of the Python buffer protocol.
+* DLPack both ways: ``np.from_dlpack(a)`` / ``torch.from_dlpack(a)`` alias the buffer;
+  :func:`from_dlpack` aliases 64-byte-aligned CPU tensors (torch's allocations always are).
 """
 
 from __future__ import annotations
 
+import enum
+import weakref
 from typing import Any, Final
 
 import numpy as np
@@ -17,7 +32,45 @@ from ..shape import Shape
 from ..types import canonical_dtype
 from .device import Device, _resolve_device
 
-__all__ = ["DeviceArray", "device_put"]
+__all__ = [
+    "DeviceArray",
+    "device_put",
+    "from_dlpack",
+    "HostBufferSemantics",
+    "aligned_empty",
+    "ZERO_COPY_ALIGNMENT",
+    "live_arrays",
+    "DELETED_MESSAGE",
+]
+
+#: Alignment in bytes of host data that XLA:CPU can use in place (``ZERO_COPY``, DLPack import).
+ZERO_COPY_ALIGNMENT: Final = pjrt.ZERO_COPY_ALIGNMENT
+#: The wording jaxlib and the former ``xla_client`` used for a deleted buffer, kept inside
+#: xlasdk's message so code matching it keeps working.
+DELETED_MESSAGE: Final = "BlockHostUntilReady() called on deleted or donated buffer"
+
+
+class HostBufferSemantics(enum.Enum):
+    """How a transfer from host memory may use the host data (PJRT ``HostBufferSemantics``).
+
+    * ``IMMUTABLE_ONLY_DURING_CALL``: the data is copied before the call returns; the caller
+      may change or free it afterwards (the default).
+    * ``IMMUTABLE_UNTIL_TRANSFER_COMPLETES``: the data is copied, possibly after the call
+      returns; the array is kept alive (and must not change) until the copy is done.
+    * ``ZERO_COPY``: the device buffer may alias the host data for its whole life (on CPU when
+      the data is C-contiguous and 64-byte aligned, see :data:`ZERO_COPY_ALIGNMENT`); changes to
+      the numpy array then show in the DeviceArray. The numpy array is kept alive.
+    """
+
+    IMMUTABLE_ONLY_DURING_CALL = "IMMUTABLE_ONLY_DURING_CALL"
+    IMMUTABLE_UNTIL_TRANSFER_COMPLETES = "IMMUTABLE_UNTIL_TRANSFER_COMPLETES"
+    ZERO_COPY = "ZERO_COPY"
+
+
+# Every DeviceArray made in this process, as weak references (Device.live_buffers reads them;
+# jaxlib's own live-buffer list is deprecated and empty).
+_live: list[weakref.ref[DeviceArray]] = []
+_live_prune_at = 1024
 
 _INT32_MIN: Final = -(2**31)
 _INT32_MAX: Final = 2**31 - 1
@@ -83,6 +136,10 @@ class DeviceArray:
         a._device = device
         a._exported = False
         a._host = None
+        live = _live
+        live.append(_ref(a))
+        if len(live) >= _live_prune_at:
+            _prune_live()
         return a
 
     # -- metadata ------------------------------------------------------------------------------
@@ -132,8 +189,14 @@ class DeviceArray:
     def _live(self) -> Any:
         arr = self._arr
         if arr is None:
-            raise XlaRuntimeError(f"{self._describe()} has been deleted")
+            raise self._deleted_error()
         return arr
+
+    def _deleted_error(self, what: str = "") -> XlaRuntimeError:
+        prefix = f"{what}: " if what else ""
+        return XlaRuntimeError(
+            f"{prefix}{self._describe()} has been deleted (or donated): INVALID_ARGUMENT: {DELETED_MESSAGE}"
+        )
 
     def _describe(self) -> str:
         return f"DeviceArray {self.xla_shape()} on {self._device}"
@@ -156,6 +219,11 @@ class DeviceArray:
         if not self._exported:  # deleting under a live DLPack consumer aborts the process in XLA
             pjrt.array_delete(arr)
 
+    def _drop(self) -> None:
+        """Forget the buffer without deleting it (it is freed when jaxlib lets go of it)."""
+        self._arr = None
+        self._host = None
+
     def block_until_ready(self) -> DeviceArray:
         """Wait until the value is computed; return ``self``.
 
@@ -166,16 +234,51 @@ class DeviceArray:
         """
         arr = self._arr
         if arr is None:
-            raise XlaRuntimeError(f"{self._describe()} has been deleted")
+            raise self._deleted_error("block_until_ready")
         pjrt.array_block(arr)
         return self
+
+    def is_ready(self) -> bool:
+        """Whether the value is computed (True) or still in flight (False); never waits.
+
+        Raises
+        ------
+        XlaRuntimeError
+            If the array was deleted (jaxlib's ``ArrayImpl.is_ready`` would crash the process
+            there), or the computation producing it failed.
+
+        Maps to PJRT ``Buffer::GetReadyFuture().IsReady()``.
+        """
+        return pjrt.array_is_ready(self._live())
+
+    def clone(self) -> DeviceArray:
+        """A new DeviceArray on the same device holding a copy of the value (its own buffer:
+        deleting either leaves the other intact).
+
+        Raises
+        ------
+        XlaRuntimeError
+            If the array was deleted.
+        """
+        self._live()
+        return _put_numpy(np.array(self.to_numpy()), self._device)
 
     def on_device_size_in_bytes(self) -> int:
         """Bytes the buffer occupies on the device (``PjRtBuffer::GetOnDeviceSizeInBytes``)."""
         return pjrt.array_on_device_size(self._live())
 
     def unsafe_buffer_pointer(self) -> int:
-        """Device address of the buffer (valid while the array is alive and not deleted)."""
+        """Device address of the buffer as an int (valid while the array is alive and not
+        deleted). On CPU it is a host address: equal to ``x.ctypes.data`` for an array put with
+        ``ZERO_COPY`` that was aliased, and to ``np.asarray(a).ctypes.data``.
+
+        Raises
+        ------
+        XlaRuntimeError
+            If the array was deleted.
+
+        Maps to PJRT ``Buffer::UnsafeBufferPointer``.
+        """
         return pjrt.array_pointer(self._live())
 
     # -- host access ---------------------------------------------------------------------------
@@ -193,7 +296,7 @@ class DeviceArray:
         """
         arr = self._arr
         if arr is None:
-            raise XlaRuntimeError(f"{self._describe()} has been deleted")
+            raise self._deleted_error("to_numpy")
         v = self._host
         if v is None:
             if self._dtype in _BUFFER_DTYPES and self._device.platform == "cpu":
@@ -383,59 +486,247 @@ def _dlpack_host(value: Any, what: str) -> np.ndarray[Any, Any] | None:
         return None  # e.g. bfloat16 / fp8, which numpy's DLPack import does not know
 
 
-def _put_dlpack(value: Any, device: Device, what: str) -> DeviceArray:
-    host = _dlpack_host(value, what)
-    if host is not None:
+def _import_capsule(capsule: Any, device: Device, copy: bool | None, what: str) -> DeviceArray:
+    """A DeviceArray over a DLPack capsule on ``device`` (a CPU device for host memory).
+
+    ``copy=False`` aliases or raises BufferError; ``copy=None`` aliases aligned data; ``copy=True``
+    always gives a buffer of its own (jaxlib's importer aliases aligned data even when asked to
+    copy, so the copy is made here).
+    """
+    arr = pjrt.dlpack_import_view(capsule, device._d, False if copy is False else None)
+    meta = pjrt.array_shape_dtype(arr)
+    if meta is None:  # no aval (cannot happen with the stand-in or real jax): read it back
+        host = _native(pjrt.array_to_numpy(arr), what)
         return _put_numpy(host, device)
-    # Not host-readable, or a dtype numpy's DLPack import rejects: let XLA import it (a copy).
-    # Host memory goes through the built-in CPU client (plugin clients cannot import DLPack).
+    a = DeviceArray._wrap(arr, meta[0], canonical_dtype(meta[1]), device)
+    if copy:
+        fresh = a.clone()
+        a._drop()
+        return fresh
+    return a
+
+
+def _dlpack_device_of(value: Any) -> int:
     try:
-        dev_type = int(value.__dlpack_device__()[0])
+        return int(value.__dlpack_device__()[0])
     except Exception:
-        dev_type = 1
-    if dev_type in _DL_HOST_READABLE:
+        return 1
+
+
+def _capsule_of(value: Any, what: str) -> Any:
+    try:
+        return value.__dlpack__()
+    except BufferError:
+        raise
+    except Exception as e:
+        raise XlaRuntimeError(f"{what}: __dlpack__() failed: {e}") from e
+
+
+def _put_dlpack(value: Any, device: Device, what: str, copy: bool | None = True) -> DeviceArray:
+    """A DLPack producer on ``device``: a copy (``copy=True``), an alias (``False``, or raise),
+    or an alias when XLA can and a copy otherwise (``None``)."""
+    if isinstance(value, DeviceArray):
+        return value if copy is not True and value._device == device else _put_numpy(value.to_numpy(), device)
+    dev_type = _dlpack_device_of(value)
+    host_ok = dev_type in _DL_HOST_READABLE
+    if host_ok and copy is True and device.platform == "cpu":
+        host = _dlpack_host(value, what)  # numpy reads it: one copy, by the transfer
+        if host is not None:
+            return _put_numpy(host, device)
+    if host_ok and device.platform != "cpu":
+        if copy is False:
+            raise BufferError(f"{what}: a host DLPack tensor cannot be used on {device} without a copy")
+        host = _dlpack_host(value, what)
+        if host is not None:
+            return _put_numpy(host, device)
         from .device import client as _client
 
-        target = _client("cpu").default_device
-    elif pjrt.dlpack_device_type(device.platform) == dev_type:
-        target = device
-    else:
+        on_cpu = _import_capsule(_capsule_of(value, what), _client("cpu").default_device, None, what)
+        return _put_numpy(on_cpu.to_numpy(), device)
+    if not host_ok and pjrt.dlpack_device_type(device.platform) != dev_type:
         raise XlaRuntimeError(
             f"{what}: cannot import a DLPack tensor of device type {dev_type} to {device}; "
             "copy it to the host (or to a device of that platform) first"
         )
+    return _import_capsule(_capsule_of(value, what), device, copy, what)
+
+
+def _is_capsule(value: Any) -> bool:
+    return type(value).__name__ == "PyCapsule"
+
+
+def from_dlpack(obj: Any, device: Device | str | None = None, *, copy: bool | None = None) -> DeviceArray:
+    """A DeviceArray over a DLPack tensor (the array API's ``from_dlpack``).
+
+    Parameters
+    ----------
+    obj:
+        An object with ``__dlpack__`` / ``__dlpack_device__`` (numpy, torch, jax, cupy arrays,
+        another DeviceArray) or a legacy DLPack capsule (``"dltensor"`` PyCapsule). Every element
+        type DLPack carries: bool, int8-64, uint8-64, float16/32/64, bfloat16, complex64/128
+        (and ml_dtypes float8 types from producers that export them).
+    device:
+        Where the array should live (default: the default device). A CPU tensor on a CPU
+        device, or a device tensor on a device of its platform, is imported in place.
+    copy:
+        None (default): alias the tensor's memory when XLA can (on CPU: the data is
+        64-byte aligned; torch allocations always are, numpy's only by chance) and copy
+        otherwise. False: alias or raise BufferError. True: always a buffer of its own.
+
+    Returns
+    -------
+    DeviceArray
+        Of the tensor's shape and dtype. When aliased, ``unsafe_buffer_pointer()`` equals the
+        producer's data pointer and the producer's memory stays alive as long as the array;
+        writes to the producer show in the array.
+
+    Raises
+    ------
+    BufferError
+        If ``copy=False`` and the data cannot be aliased, or a capsule is used a second time
+        (a capsule is consumed once).
+    XlaRuntimeError
+        For a tensor on a device this client cannot import from, or a failed import.
+    DTypeError
+        For an object with neither ``__dlpack__`` nor a capsule.
+
+    Maps to PJRT ``Client::CreateViewOfDeviceBuffer`` (jaxlib ``dlpack_managed_tensor_to_buffer``).
+    """
+    dev = _resolve_device(device)
+    what = "from_dlpack"
+    if _is_capsule(obj):
+        if dev.platform != "cpu" and copy is not False:
+            from .device import client as _client
+
+            on_cpu = _import_capsule(obj, _client("cpu").default_device, None, what)
+            return _put_numpy(on_cpu.to_numpy(), dev)
+        return _import_capsule(obj, dev, copy, what)
+    if not hasattr(obj, "__dlpack__"):
+        raise DTypeError(f"{what}: a {type(obj).__name__} has no __dlpack__ method and is not a DLPack capsule")
+    if isinstance(obj, DeviceArray):
+        obj._live()
+        if copy is not True and obj._device == dev:
+            return obj
+        if copy is False:
+            raise BufferError(f"{what}: {obj._describe()} cannot move to {dev} without a copy")
+        return _put_numpy(obj.to_numpy(), dev)
+    return _put_dlpack(obj, dev, what, copy)
+
+
+def aligned_empty(
+    shape: int | tuple[int, ...], dtype: Any = np.float32, alignment: int = ZERO_COPY_ALIGNMENT
+) -> np.ndarray[Any, Any]:
+    """An uninitialized, writable, C-contiguous numpy array whose data starts at a multiple of
+    ``alignment`` bytes, so that ``device_put(x, semantics=ZERO_COPY)`` and DLPack import use it
+    in place on CPU.
+
+    Parameters
+    ----------
+    shape:
+        Dimension sizes, e.g. ``(1024, 1024)``.
+    dtype:
+        Any XLA element type that numpy knows (incl. ml_dtypes ``bfloat16``, ``float8_*``).
+    alignment:
+        A power of two (default 64, :data:`ZERO_COPY_ALIGNMENT`).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``x.ctypes.data % alignment == 0``. It is a view of a slightly larger byte buffer
+        (``x.base``), which it keeps alive.
+
+    Raises
+    ------
+    ValueError
+        If ``alignment`` is not a positive power of two or a dimension is negative.
+    """
+    if not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1):
+        raise ValueError(f"aligned_empty: alignment must be a positive power of two, got {alignment!r}")
+    dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    dims = tuple(int(d) for d in dims)
+    if any(d < 0 for d in dims):
+        raise ValueError(f"aligned_empty: negative dimension in {dims}")
+    dt = np.dtype(dtype)
+    nbytes = dt.itemsize
+    for d in dims:
+        nbytes *= d
+    raw = np.empty(nbytes + alignment, np.uint8)
+    start = (-raw.ctypes.data) % alignment
+    out: np.ndarray[Any, Any] = raw[start : start + nbytes].view(dt).reshape(dims)
+    return out
+
+
+def _ref(a: DeviceArray) -> weakref.ref[DeviceArray]:
+    return weakref.ref(a)
+
+
+def _prune_live() -> None:
+    global _live_prune_at
+    _live[:] = [r for r in _live if (a := r()) is not None and a._arr is not None]
+    _live_prune_at = max(1024, 2 * len(_live))
+
+
+def live_arrays(device: Device | None = None) -> list[DeviceArray]:
+    """DeviceArrays of this process that are alive and not deleted (on ``device``, or all),
+    newest first. xlasdk tracks them with weak references; the list does not keep them alive."""
+    out = []
+    for r in reversed(_live):
+        a = r()
+        if a is not None and a._arr is not None and (device is None or a._device == device):
+            out.append(a)
+    _prune_live()
+    return out
+
+
+def _semantics(value: Any) -> HostBufferSemantics:
+    if isinstance(value, HostBufferSemantics):
+        return value
+    name = getattr(value, "name", value)  # jaxlib's / the compatibility enum
     try:
-        capsule = value.__dlpack__()
-    except Exception as e:
-        raise XlaRuntimeError(f"{what}: __dlpack__() failed: {e}") from e
-    arr = pjrt.dlpack_import(capsule, target._d)
-    meta = pjrt.array_shape_dtype(arr)
-    if target is device and meta is not None:
-        return DeviceArray._wrap(arr, meta[0], canonical_dtype(meta[1]), device)
-    return _put_numpy(_native(pjrt.array_to_numpy(arr), what), device)
+        return HostBufferSemantics[str(name)]
+    except KeyError:
+        raise ValueError(
+            f"device_put: unknown host buffer semantics {value!r}; expected one of "
+            f"{', '.join(m.name for m in HostBufferSemantics)}"
+        ) from None
 
 
-def device_put(value: Any, device: Device | str | None = None) -> DeviceArray:
-    """Copy ``value`` to ``device`` and return it as a :class:`DeviceArray`.
+def device_put(
+    value: Any,
+    device: Device | str | None = None,
+    *,
+    semantics: HostBufferSemantics = HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL,
+    force_copy: bool = False,
+) -> DeviceArray:
+    """Put ``value`` on ``device`` and return it as a :class:`DeviceArray`.
 
     Parameters
     ----------
     value:
         * a numpy array of any XLA element type (incl. ml_dtypes ``bfloat16``, ``float8_*``,
-          ``int4``); non-contiguous and non-native byte order arrays are fine;
+          ``int4``); non-contiguous and non-native byte order arrays are fine (copied);
         * a numpy scalar (keeps its dtype) or a Python scalar: ``bool`` -> pred, ``int`` -> s32
           (must fit), ``float`` -> f32, ``complex`` -> c64 (as :func:`~xlasdk.shape_from_pyval`);
         * a (nested) list, converted like Python scalars (float -> f32, int -> s32);
-        * a :class:`DeviceArray`: returned as is on the same device, else copied;
+        * a :class:`DeviceArray`: returned as is on the same device (unless ``force_copy``),
+          else copied;
         * anything with ``__dlpack__`` (torch, cupy, jax arrays...), or with ``__array__``.
     device:
         A :class:`Device`, a ``"cpu:0"``-style string, or None for the default device.
+    semantics:
+        :class:`HostBufferSemantics` of the transfer (PJRT ``HostBufferSemantics``). The default
+        copies during the call. ``ZERO_COPY`` aliases a C-contiguous, 64-byte-aligned numpy
+        array (see :func:`aligned_empty`) or DLPack tensor on CPU instead of copying, and copies
+        anything else.
+    force_copy:
+        Copy even under ``ZERO_COPY`` or for a DeviceArray already on ``device``.
 
     Returns
     -------
     DeviceArray
-        Always a new buffer (the host data is copied during the call), except for a
-        DeviceArray already on ``device``.
+        A new buffer, aliasing the host data only under ``ZERO_COPY`` (then
+        ``a.unsafe_buffer_pointer() == value.ctypes.data``; the numpy array is kept alive and
+        must not be changed while a computation reads it).
 
     Raises
     ------
@@ -443,20 +734,36 @@ def device_put(value: Any, device: Device | str | None = None) -> DeviceArray:
         For values of no XLA element type (strings, objects) or a Python int outside s32.
     UnknownDeviceError
         For an unknown device.
+    ValueError
+        For an unknown ``semantics``.
     XlaRuntimeError
         If the transfer fails or ``value`` is a deleted DeviceArray.
 
-    Maps to ``xla_client.batched_device_put`` (``PjRtClient::BufferFromHostBuffer``).
+    Maps to ``xla_client.batched_device_put`` (``PjRtClient::BufferFromHostBuffer``) and, for
+    DLPack producers, ``dlpack_managed_tensor_to_buffer``.
     """
     dev = _resolve_device(device)
     what = "device_put"
-    if isinstance(value, np.ndarray):
-        return _put_numpy(_native(value, what), dev)
+    sem = semantics if semantics.__class__ is HostBufferSemantics else _semantics(semantics)
+    if sem is HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL:
+        if isinstance(value, np.ndarray):
+            return _put_numpy(_native(value, what), dev)
+        if isinstance(value, DeviceArray):
+            value._live()
+            if value._device == dev and not force_copy:
+                return value
+            return _put_numpy(value.to_numpy(), dev)
+        if not isinstance(value, np.generic) and hasattr(value, "__dlpack__"):
+            return _put_dlpack(value, dev, what, True)
+        return _put_numpy(_to_host(value, what), dev)
+    zero_copy = sem is HostBufferSemantics.ZERO_COPY and not force_copy
     if isinstance(value, DeviceArray):
         value._live()
-        if value._device == dev:
+        if value._device == dev and not force_copy:
             return value
         return _put_numpy(value.to_numpy(), dev)
     if not isinstance(value, (np.ndarray, np.generic)) and hasattr(value, "__dlpack__"):
-        return _put_dlpack(value, dev, what)
-    return _put_numpy(_to_host(value, what), dev)
+        return _put_dlpack(value, dev, what, None if zero_copy else True)
+    host = _native(value, what) if isinstance(value, np.ndarray) else _to_host(value, what)
+    buf = pjrt.put_with_semantics(host, _aval(host.shape, host.dtype), dev._sharding, dev._d, sem.name, not zero_copy)
+    return DeviceArray._wrap(buf, host.shape, host.dtype, dev)
