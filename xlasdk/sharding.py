@@ -1163,3 +1163,52 @@ def check_computation_shardings(computation: Any, num_partitions: int, num_repli
             raise ShapeError(
                 f"compile: {name!r}: {what}: {e} (num_partitions={num_partitions})"
             ) from None
+
+
+_HLO_HEADER_INT: Final = re.compile(r"\b(num_partitions|replica_count)=(\d+)")
+_MODULE_ATTR_INT: Final = re.compile(r"\bmhlo\.(num_partitions|num_replicas)\s*=\s*(\d+)\s*:\s*i\d+")
+_SHARDING_ATTR: Final = re.compile(r'mhlo\.sharding\s*=\s*"((?:[^"\\]|\\.)*)"')
+
+
+def module_spmd_counts(computation: Any, hlo_text: str | None = None) -> tuple[int | None, int | None]:
+    """``(num_replicas, num_partitions)`` a module records for itself, None where it says nothing.
+
+    In order: the HLO module header (``replica_count=``, ``num_partitions=``: XLA's dumps of SPMD
+    programs write them) when ``hlo_text`` is the module's HLO text; the StableHLO module
+    attributes ``mhlo.num_replicas`` / ``mhlo.num_partitions`` (JAX's lowerings carry them); else
+    the partition count its shardings need: the device count of its tile assignments, or its
+    highest maximal device + 1 (replicated-only modules say nothing).
+    """
+    replicas: int | None = None
+    partitions: int | None = None
+    if hlo_text is not None:
+        start = hlo_text.find("HloModule")
+        if start >= 0:
+            end = hlo_text.find("\n", start)
+            for key, value in _HLO_HEADER_INT.findall(hlo_text[start : end if end >= 0 else None]):
+                if key == "num_partitions":
+                    partitions = int(value)
+                else:
+                    replicas = int(value)
+    text = computation._mlir_module_text()
+    for key, value in _MODULE_ATTR_INT.findall(text):  # module attributes (at the end in generic form)
+        if key == "num_partitions" and partitions is None:
+            partitions = int(value)
+        elif key == "num_replicas" and replicas is None:
+            replicas = int(value)
+    if partitions is None:
+        from .builder import _mlir_unescape
+
+        need = 0
+        for raw in set(_SHARDING_ATTR.findall(text)):
+            try:
+                s = HloSharding.parse(_mlir_unescape(raw))
+            except ShapeError:
+                continue
+            for e in iter_shardings(s):
+                if e.is_tiled:
+                    need = max(need, e.num_devices)
+                elif e.is_maximal:
+                    need = max(need, e.device + 1)
+        partitions = need or None
+    return replicas, partitions
