@@ -71,9 +71,11 @@ from .computation import XlaComputation as _XlaComputation
 from .errors import DTypeError, ShapeError, XlaRuntimeError
 from .runtime import CompileOptions as _CompileOptions
 from .runtime import Device, DeviceArray, Executable, MemoryStats, UnknownDeviceError, device_put
+from .runtime import HostBufferSemantics as HostBufferSemantics
 from .runtime import client as _sdk_client
 from .runtime import compile as _sdk_compile
 from .runtime import deserialize_executable as _sdk_deserialize
+from .runtime import from_dlpack as _from_dlpack
 from .runtime.device import Client as _SdkClient
 from .shape import Layout, ProgramShape, Shape
 from .shape import shape_from_pyval as _shape_from_pyval
@@ -91,7 +93,7 @@ __all__ = [
     "CompileOptions", "ExecutableBuildOptions", "DebugOptions", "DeviceAssignment",
     "XlaRuntimeError", "CompileError", "FormatError",
     "Device", "Client", "make_cpu_client", "make_gpu_client",
-    "get_local_backend", "LoadedExecutable", "ExecuteResults", "Buffer", "ArrayImpl",
+    "get_local_backend", "LoadedExecutable", "ExecuteResults", "Buffer", "ArrayImpl", "HostBufferSemantics",
     "execute_with_python_values", "execute_with_python_values_replicated",
 ]
 
@@ -364,6 +366,8 @@ _xla: Final = types.SimpleNamespace(
     ),
     XlaRuntimeError=XlaRuntimeError,
 )
+# ``_xla.buffer_to_dlpack_managed_tensor`` / ``_xla.dlpack_managed_tensor_to_buffer`` and
+# ``_xla.HostBufferSemantics`` are set after the Buffer and Client classes below.
 
 
 # -- compile options --------------------------------------------------------------------------
@@ -610,6 +614,27 @@ class Buffer:
             If the buffer was deleted.
         """
         return self._a.unsafe_buffer_pointer()
+
+    def is_ready(self) -> bool:
+        """Whether the value is computed (never waits).
+
+        Raises
+        ------
+        XlaRuntimeError
+            If the buffer was deleted (where jaxlib's ``is_ready`` crashes the process).
+        """
+        return self._a.is_ready()
+
+    def clone(self) -> Buffer:
+        """A new buffer on the same device with a copy of the value (its own memory: deleting
+        one leaves the other intact).
+
+        Raises
+        ------
+        XlaRuntimeError
+            If the buffer was deleted.
+        """
+        return Buffer._make(self._a.clone(), self._client)
 
     def block_until_ready(self) -> Buffer:
         """Wait until the value is computed; return ``self``.
@@ -980,24 +1005,36 @@ class Client:
             -> s32, ``bool`` -> pred), :class:`Buffer`, ``xs.DeviceArray`` or a DLPack producer.
         device:
             A device of this client (from :meth:`devices`).
-        force_copy, host_buffer_semantics:
-            Accepted for compatibility; the data is always copied during the call.
+        force_copy:
+            Copy even under ``HostBufferSemantics.ZERO_COPY``.
+        host_buffer_semantics:
+            A :class:`HostBufferSemantics` (default ``ZERO_COPY``, as the former client):
+            ``ZERO_COPY`` aliases a C-contiguous numpy array whose data is 64-byte aligned
+            (``xs.aligned_empty`` makes one) on CPU, and copies anything else;
+            ``IMMUTABLE_ONLY_DURING_CALL`` / ``IMMUTABLE_UNTIL_TRANSFER_COMPLETES`` copy.
 
         Returns
         -------
         Buffer
-            Always a new buffer.
+            A new buffer; it aliases ``pyval`` only under ``ZERO_COPY`` (then
+            ``unsafe_buffer_pointer() == pyval.ctypes.data`` and the buffer keeps ``pyval``
+            alive).
 
         Raises
         ------
         DTypeError
             For values of no XLA element type, or a Python int outside s32.
+        ValueError
+            For an unknown ``host_buffer_semantics``.
+
+        Maps to PJRT ``Client::BufferFromHostBuffer``.
         """
         dev = device if device is not None else self._c.default_device
         value = _unwrap(pyval)
         if isinstance(value, DeviceArray):
             value = value.to_numpy()  # a fresh buffer, never an alias
-        return Buffer._make(device_put(value, dev), self)
+        sem = HostBufferSemantics.ZERO_COPY if host_buffer_semantics is None else host_buffer_semantics
+        return Buffer._make(device_put(value, dev, semantics=sem, force_copy=bool(force_copy)), self)
 
     # -- compiling -----------------------------------------------------------------------------
     def compile(self, computation: Any, compile_options: Any = None) -> LoadedExecutable:
@@ -1169,6 +1206,79 @@ def get_local_backend(name: str | None = None) -> Client:
     raise XlaRuntimeError(
         f"get_local_backend: backend {name!r} is not built in; load its PJRT plugin with xs.load_pjrt_plugin"
     )
+
+
+# -- DLPack (the former ``_xla`` functions) ---------------------------------------------------
+def buffer_to_dlpack_managed_tensor(buffer: Any, stream: int | None = None, take_ownership: bool = False) -> Any:
+    """A DLPack capsule (``"dltensor"``) aliasing ``buffer``'s memory (no copy).
+
+    Parameters
+    ----------
+    buffer:
+        A :class:`Buffer` or ``xs.DeviceArray``.
+    stream:
+        Accepted for compatibility (None on CPU).
+    take_ownership:
+        The former semantics: the buffer hands its memory to the capsule and becomes deleted
+        (``is_deleted()`` is True; using it raises). The memory lives until the consumer
+        frees it. Without it the buffer stays usable and the two share the memory.
+
+    Raises
+    ------
+    BufferError
+        If the buffer was deleted.
+
+    Maps to jaxlib ``buffer_to_dlpack_managed_tensor`` (PJRT external reference).
+    """
+    a = _unwrap(buffer)
+    if not isinstance(a, DeviceArray):
+        raise TypeError(f"buffer_to_dlpack_managed_tensor: expected a Buffer, got {type(buffer).__name__}")
+    capsule = a.__dlpack__(stream=stream)
+    if take_ownership:
+        a._drop()  # deleting it now would abort in XLA while the capsule lives
+    return capsule
+
+
+def dlpack_managed_tensor_to_buffer(
+    tensor: Any, device: Any = None, stream: int | None = None, copy: bool | None = None
+) -> Buffer:
+    """A :class:`Buffer` over a DLPack capsule (or an object with ``__dlpack__``).
+
+    Parameters
+    ----------
+    tensor:
+        A ``"dltensor"`` capsule (consumed: a second use raises BufferError) or a DLPack
+        producer (numpy, torch, jax arrays).
+    device:
+        A device, or a :class:`Client` (the former ``(tensor, cpu_backend, gpu_backend)`` form;
+        its first device), or None for the default CPU device.
+    stream:
+        Accepted for compatibility.
+    copy:
+        None: alias when XLA can (64-byte-aligned CPU data), else copy; False: alias or raise
+        BufferError; True: always copy.
+
+    Raises
+    ------
+    BufferError
+        For a capsule used twice, or ``copy=False`` with unaligned data.
+
+    Maps to jaxlib ``dlpack_managed_tensor_to_buffer`` (PJRT ``CreateViewOfDeviceBuffer``).
+    """
+    owner: Client
+    if isinstance(device, Client):
+        owner, dev = device, device._c.default_device
+    elif isinstance(device, Device):
+        owner, dev = Client._make(device.client), device
+    else:
+        owner = make_cpu_client()
+        dev = owner._c.default_device
+    return Buffer._make(_from_dlpack(_unwrap(tensor), dev, copy=copy), owner)
+
+
+_xla.buffer_to_dlpack_managed_tensor = buffer_to_dlpack_managed_tensor
+_xla.dlpack_managed_tensor_to_buffer = dlpack_managed_tensor_to_buffer
+_xla.HostBufferSemantics = HostBufferSemantics
 
 
 # -- running with Python values ---------------------------------------------------------------
