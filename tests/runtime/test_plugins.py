@@ -194,3 +194,33 @@ def test_pjrt_c_api_version_mismatch(tmp_path: Path) -> None:
     # jaxlib keeps the name: a second attempt says what happened the first time, without a crash
     with pytest.raises(xs.PluginError, match="an earlier attempt in this process"):
         xs.load_pjrt_plugin("fakeapi99", lib)
+
+
+def _real_cpu_wheel_installed() -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("xla_plugins.xla_cpu_pjrt") is not None
+    except ImportError:
+        return False
+
+
+@pytest.mark.skipif(not _real_cpu_wheel_installed(), reason="PyPI's xla-cpu-pjrt wheel is not installed")
+def test_real_cpu_plugin_wheel_found_by_its_entry_point_and_run() -> None:
+    # In a child process: a loaded plugin stays for the whole process.
+    code = (
+        "import numpy as np, xlasdk as xs\n"
+        "from xlasdk import ops\n"
+        "from xlasdk.runtime import plugins\n"
+        "p = plugins.find_plugin('xla_cpu_pjrt')\n"
+        "print('FOUND', p.source, p.distribution, p.version, p.library_path.endswith('xla_cpu_pjrt.so'), p.problem)\n"
+        "b = xs.XlaBuilder('f')\n"
+        "x = ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, (3,)), 'x')\n"
+        "exe = xs.compile(b.build(x * 2.0 + 1.0), device='xla_cpu_pjrt:0')\n"
+        "print('RESULT', exe.devices[0].platform, exe(np.arange(3, dtype=np.float32)).to_numpy().tolist())\n"
+    )
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "FOUND entry point xla_plugins:xla_cpu_pjrt xla_cpu_pjrt 0.0.1 True None" in proc.stdout
+    assert "RESULT cpu [1.0, 3.0, 5.0]" in proc.stdout
