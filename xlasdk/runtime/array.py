@@ -632,7 +632,7 @@ def aligned_empty(
     Returns
     -------
     numpy.ndarray
-        ``x.ctypes.data % alignment == 0``. It is a view of a slightly larger byte buffer
+        ``x.ctypes.data % alignment == 0`` (when ``x.size > 0``). It is a view of a slightly larger byte buffer
         (``x.base``), which it keeps alive.
 
     Raises
