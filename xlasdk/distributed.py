@@ -77,6 +77,7 @@ ENV_START_COORDINATOR: Final = "XLASDK_START_COORDINATOR"  # "0": the launcher r
 ENV_JOIN_TIMEOUT: Final = "XLASDK_JOIN_TIMEOUT"
 ENV_HEARTBEAT_TIMEOUT: Final = "XLASDK_HEARTBEAT_TIMEOUT"
 ENV_SHUTDOWN_TIMEOUT: Final = "XLASDK_SHUTDOWN_TIMEOUT"
+ENV_GLOO_INTERFACE: Final = "XLASDK_GLOO_INTERFACE"
 
 DEFAULT_JOIN_TIMEOUT: Final = 120.0
 DEFAULT_HEARTBEAT_TIMEOUT: Final = 30.0
@@ -160,6 +161,7 @@ def initialize(
     shutdown_timeout: float | None = None,
     start_coordinator: bool | None = None,
     coordinator_bind_address: str | None = None,
+    gloo_interface: str | None = None,
 ) -> None:
     """Join this process to a job of ``num_processes`` processes; call once in each, first.
 
@@ -190,6 +192,10 @@ def initialize(
     coordinator_bind_address:
         Where process 0's coordinator listens (default ``[::]:PORT``: every interface, the port of
         ``coordinator_address``).
+    gloo_interface:
+        The network interface the CPU collectives (gloo) use between hosts, e.g. ``"eth0"``
+        (default ``$XLASDK_GLOO_INTERFACE``, else the interface of this host's name). Set it when the
+        host name resolves to a loopback address (``127.0.1.1`` in many ``/etc/hosts``).
 
     Raises
     ------
@@ -291,7 +297,8 @@ def initialize(
                     f"{waited:.0f} s (join_timeout={join:g} s): a process did not start or crashed before "
                     f"initialize(), or the processes disagree on num_processes or process ids [jaxlib: {why}]"
                 )
-            jclient = _dist.make_cpu_client(dc, pid, n, ldc, join)
+            interface = gloo_interface if gloo_interface is not None else os.environ.get(ENV_GLOO_INTERFACE)
+            jclient = _dist.make_cpu_client(dc, pid, n, ldc, join, interface or None)
         except BaseException:
             if dc is not None:
                 _dist.client_shutdown(dc, 5.0)

@@ -249,7 +249,12 @@ def connect(client: Any) -> str | None:
 
 
 def make_cpu_client(
-    client: Any, process_id: int, num_processes: int, local_device_count: int | None, topology_timeout: float
+    client: Any,
+    process_id: int,
+    num_processes: int,
+    local_device_count: int | None,
+    topology_timeout: float,
+    gloo_interface: str | None = None,
 ) -> Any:
     """The multi-process TFRT CPU client: gloo TCP collectives over the distributed client.
 
@@ -260,7 +265,10 @@ def make_cpu_client(
     """
     minutes = max(1, int(math.ceil(topology_timeout / 60.0)))
     try:
-        collectives = _J.make_gloo_tcp_collectives(distributed_client=client)
+        if gloo_interface:
+            collectives = _J.make_gloo_tcp_collectives(distributed_client=client, interface=gloo_interface)
+        else:
+            collectives = _J.make_gloo_tcp_collectives(distributed_client=client)
         return _xc.make_cpu_client(
             distributed_client=client,
             node_id=process_id,
