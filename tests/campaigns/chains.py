@@ -45,9 +45,11 @@ then widens the bounds by the op's own error in units in the last place of the r
 * bf16 arithmetic: XLA:CPU computes bf16 ops in f32 and may drop intermediate roundings (excess
   precision); enclosures of the real result widened by bf16 ulps contain both;
 * XLA:CPU runs with flush-to-zero and denormals-are-zero, its constant folder without: a
-  subnormal result may be 0, a subnormal input may be read as 0, and a comparison-based op
-  (Max, Min, Clamp, max-reduce) may return a subnormal operand where the exact result is 0
-  (``max(-1e-40, 0.0)`` is -1e-40 at run time: the compare sees two zeros);
+  subnormal result may be 0, and a subnormal input may be read as 0;
+* a comparison-based op (Max, Min, Clamp, max-reduce) may return a subnormal operand of either
+  sign where the exact result is 0: XLA folds ``max(clamp(-1e-40, c, 2), 0)`` for a constant
+  ``c = -0.5`` to -1e-40 (the max is lost; with ``c`` a parameter it gives 0). Reported as an XLA
+  finding; allowed here;
 * XLA rewrites ``x / broadcast(y)`` and ``x / constant`` to ``x * (1 / y)``, and at run time a
   subnormal ``1 / y`` is flushed to 0: for ``|y| >= 2**126`` (f32, bf16; ``2**1022`` for f64)
   the quotient may be ``x * 0`` (0, or NaN for an infinite ``x``) instead of ``x / y``
@@ -713,11 +715,10 @@ def _candidates(f: Callable[[Arr, Arr], Arr], alo: Arr, ahi: Arr, blo: Arr, bhi:
 
 
 def _ties(dt: str, lo: Arr, hi: Arr, *vals: FVal) -> tuple[Arr, Arr]:
-    """Comparison-based ops (Max, Min, Clamp, max-reductions) under denormals-are-zero.
+    """Comparison-based ops (Max, Min, Clamp, max-reductions) where a subnormal meets zero.
 
-    XLA:CPU compares a subnormal as zero but passes the operand through unchanged, so where the
-    result is (near) zero it may be a subnormal operand of either sign: ``max(-1e-40, 0.0)`` is
-    -1e-40 at run time.
+    Where the result is (near) zero it may be a subnormal operand of either sign: XLA folds
+    ``max(clamp(-1e-40, c, 2), 0)`` with a constant ``c = -0.5`` to -1e-40 (see the module docstring).
     """
     tiny = 2.0 ** _FINFO[dt][1]
     neg = np.minimum.reduce(np.broadcast_arrays(*(np.where((v.lo < 0) & (v.lo > -tiny), v.lo, 0.0) for v in vals)))
