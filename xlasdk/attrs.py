@@ -249,6 +249,10 @@ class RandomAlgorithm(_AttrEnum):
     DEFAULT = 0
     THREE_FRY = 1
     PHILOX = 2
+    # The former xla_client's member names (XLA's proto names): aliases of the members above.
+    RNG_DEFAULT = 0
+    RNG_THREE_FRY = 1
+    RNG_PHILOX = 2
 
     @classmethod
     def _mlir_format(cls) -> str:

@@ -32,10 +32,12 @@ from ._core import (
     i64,
     int_arg,
     int_tuples,
-    operand,
     shape_error,
     show,
     subcomputation,
+)
+from ._core import (
+    operand as _operand,
 )
 
 __all__ = [
@@ -231,7 +233,7 @@ def all_to_all_shape(
 # -- ops ------------------------------------------------------------------------------------------
 
 def AllReduce(
-    operand_: XlaOp,
+    operand: XlaOp,
     computation: Any,
     replica_groups: Sequence[Sequence[int]] | None = None,
     channel_id: Any = None,
@@ -270,20 +272,20 @@ def AllReduce(
     ``shape_with_layout`` that differs from the result. DTypeError: ``operand`` is not an XlaOp.
     """
     op = "AllReduce"
-    if isinstance(operand_, XlaOp) and operand_.shape.is_tuple():
+    if isinstance(operand, XlaOp) and operand.shape.is_tuple():
         from .control import GetTupleElement
 
-        elems = operand_.shape.tuple_shapes()
+        elems = operand.shape.tuple_shapes()
         if not elems or not all(e.is_array() for e in elems):
-            shape_error(op, f"operand 'operand' must be an array or a flat tuple of arrays, got {operand_.shape}")
+            shape_error(op, f"operand 'operand' must be an array or a flat tuple of arrays, got {operand.shape}")
         if any(e.element_type() is not elems[0].element_type() for e in elems):
             shape_error(
-                op, f"operand 'operand' is the tuple {operand_.shape}: its elements must share one element type"
+                op, f"operand 'operand' is the tuple {operand.shape}: its elements must share one element type"
             )
-        xs = [GetTupleElement(operand_, i) for i in range(len(elems))]
-        result: Shape = operand_.shape
+        xs = [GetTupleElement(operand, i) for i in range(len(elems))]
+        result: Shape = operand.shape
     else:
-        xs = [operand(op, "operand", operand_)]
+        xs = [_operand(op, "operand", operand)]
         result = xs[0].shape
     b = xs[0].builder
     groups = _replica_groups(op, replica_groups)
@@ -298,7 +300,7 @@ def AllReduce(
     return b._add("stablehlo.all_reduce", tuple(xs), result, ", ".join(parts), (region,))
 
 
-def CrossReplicaSum(operand_: XlaOp, replica_groups: Sequence[Sequence[int]] | None = None) -> XlaOp:
+def CrossReplicaSum(operand: XlaOp, replica_groups: Sequence[Sequence[int]] | None = None) -> XlaOp:
     """Sum ``operand`` across the replicas of each group (XLA ``CrossReplicaSum``): an
     :func:`AllReduce` with ``Add`` as the reducer (logical or for ``pred``).
 
@@ -317,7 +319,7 @@ def CrossReplicaSum(operand_: XlaOp, replica_groups: Sequence[Sequence[int]] | N
     """
     from .elementwise import Add
 
-    x = operand("CrossReplicaSum", "operand", operand_)
+    x = _operand("CrossReplicaSum", "operand", operand)
     groups = _replica_groups("CrossReplicaSum", replica_groups)
     region = _reducer("CrossReplicaSum", Add, x.shape.element_type(), x.builder)
     return x.builder._add(
@@ -326,7 +328,7 @@ def CrossReplicaSum(operand_: XlaOp, replica_groups: Sequence[Sequence[int]] | N
 
 
 def AllGather(
-    operand_: XlaOp,
+    operand: XlaOp,
     all_gather_dimension: int,
     shard_count: int,
     replica_groups: Sequence[Sequence[int]] | None = None,
@@ -362,7 +364,7 @@ def AllGather(
     or a mismatching ``shape_with_layout``. DTypeError: ``operand`` is not an XlaOp.
     """
     op = "AllGather"
-    x = operand(op, "operand", operand_)
+    x = _operand(op, "operand", operand)
     dim = _dim(op, "all_gather_dimension", all_gather_dimension, x.shape.rank(), x.shape)
     n = _count(op, "shard_count", shard_count)
     groups = _implicit_groups(op, _replica_groups(op, replica_groups), n, "shard_count", channel_id)
@@ -376,7 +378,7 @@ def AllGather(
 
 
 def ReduceScatter(
-    operand_: XlaOp,
+    operand: XlaOp,
     computation: Any,
     scatter_dimension: int,
     shard_count: int,
@@ -413,7 +415,7 @@ def ReduceScatter(
     DTypeError: ``operand`` is not an XlaOp.
     """
     op = "ReduceScatter"
-    x = operand(op, "operand", operand_)
+    x = _operand(op, "operand", operand)
     dim = _dim(op, "scatter_dimension", scatter_dimension, x.shape.rank(), x.shape)
     n = _count(op, "shard_count", shard_count)
     groups = _implicit_groups(op, _replica_groups(op, replica_groups), n, "shard_count", channel_id)
@@ -426,7 +428,7 @@ def ReduceScatter(
 
 
 def AllToAll(
-    operand_: XlaOp,
+    operand: XlaOp,
     split_dimension: int,
     concat_dimension: int,
     split_count: int,
@@ -463,7 +465,7 @@ def AllToAll(
     DTypeError: ``operand`` is not an XlaOp.
     """
     op = "AllToAll"
-    x = operand(op, "operand", operand_)
+    x = _operand(op, "operand", operand)
     sd = _dim(op, "split_dimension", split_dimension, x.shape.rank(), x.shape)
     cd = _dim(op, "concat_dimension", concat_dimension, x.shape.rank(), x.shape)
     n = _count(op, "split_count", split_count)
@@ -484,7 +486,7 @@ def AllToAll(
 
 
 def CollectivePermute(
-    operand_: XlaOp, source_target_pairs: Sequence[tuple[int, int]], channel_id: Any = None
+    operand: XlaOp, source_target_pairs: Sequence[tuple[int, int]], channel_id: Any = None
 ) -> XlaOp:
     """Send ``operand`` from each source replica to its target replica
     (XLA ``CollectivePermute``; ``stablehlo.collective_permute``).
@@ -508,7 +510,7 @@ def CollectivePermute(
     DTypeError: ``operand`` is not an XlaOp.
     """
     op = "CollectivePermute"
-    x = operand(op, "operand", operand_)
+    x = _operand(op, "operand", operand)
     pairs: list[tuple[int, int]] = []
     try:
         items = list(source_target_pairs)

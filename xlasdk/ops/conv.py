@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ..attrs import PaddingType
 from ..builder import XlaOp
 from ..errors import DTypeError, ShapeError
@@ -12,6 +14,7 @@ from ..types import COMPLEX, FLOATS, INTS
 from ._core import (
     INT64_MAX,
     array_shape,
+    bool_arg,
     dense_i64,
     dtype_error,
     i64,
@@ -53,6 +56,7 @@ def ConvGeneralDilated(
     batch_group_count: int = 1,
     precision_config: Any = None,
     preferred_element_type: Any = None,
+    window_reversal: Sequence[bool] | None = None,
 ) -> XlaOp:
     """General dilated, grouped convolution (XLA ``ConvGeneralDilated``; ``stablehlo.convolution``).
 
@@ -69,6 +73,10 @@ def ConvGeneralDilated(
     feature_group_count: G >= 1 with ``C == I * G`` and ``O % G == 0`` (G == C is depthwise).
     batch_group_count: BG >= 1 with ``B % BG == 0`` and ``O % BG == 0``; the output batch is B / BG.
     precision_config, preferred_element_type: as for :func:`~xlasdk.ops.DotGeneral`.
+    window_reversal: n bools (or None): a true entry flips the window along that spatial
+        dimension (XLA ``Window.window_reversal``), which is the convolution with the kernel
+        reversed there; it is built that way (``stablehlo.reverse`` of ``rhs``, then the
+        convolution), which XLA's CPU compiler runs for every combination.
 
     Returns
     -------
@@ -79,13 +87,39 @@ def ConvGeneralDilated(
     Raises
     ------
     ShapeError: ranks differ, attribute lengths differ from n, strides/dilations < 1, a kernel spatial
-    size < 1, group counts that do not divide, or both group counts > 1.
-    DTypeError: element types differ or are not numeric.
+    size < 1, group counts that do not divide, both group counts > 1, or ``window_reversal``
+    not n entries.
+    DTypeError: element types differ or are not numeric; a ``window_reversal`` entry not a bool.
     """
+    if window_reversal is not None:
+        rhs = _reverse_window(lhs, rhs, window_reversal, dimension_numbers)
     return _conv_general_dilated(
         "ConvGeneralDilated", lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
         feature_group_count, batch_group_count, precision_config, preferred_element_type,
     )
+
+
+def _reverse_window(lhs: Any, rhs: Any, window_reversal: Any, dimension_numbers: Any) -> Any:
+    """``rhs`` reversed along the kernel spatial dimensions that ``window_reversal`` flags."""
+    from ..attrs import make_convolution_dimension_numbers
+    from .shaping import Rev
+
+    op = "ConvGeneralDilated"
+    w = operand(op, "rhs", rhs)
+    if isinstance(window_reversal, (str, bytes)) or not isinstance(window_reversal, (list, tuple, np.ndarray)):
+        dtype_error(op, f"window_reversal must be a list of bools, got {show(window_reversal)}")
+    flags = [bool_arg(op, f"window_reversal[{i}]", v) for i, v in enumerate(window_reversal)]
+    n = w.shape.rank() - 2
+    if len(flags) != n:
+        shape_error(op, f"window_reversal has {len(flags)} entries, expected {n} (spatial dimensions)")
+    if not any(flags):
+        return w
+    try:
+        dn = make_convolution_dimension_numbers(dimension_numbers, n)
+    except ShapeError as e:
+        shape_error(op, f"bad dimension_numbers: {e}")
+    dims = [int(d) for d, f in zip(dn.kernel_spatial_dimensions, flags, strict=True) if f]
+    return Rev(w, dims)
 
 
 def _conv_general_dilated(

@@ -10,7 +10,8 @@ import ml_dtypes
 from ..builder import XlaOp
 from ..errors import DTypeError
 from ..types import COMPLEX, FLOATS, PrimitiveType, dtype_to_etype, etype_to_dtype
-from ._core import array_shape, dtype_error, int_arg, operand, shape_error, show
+from ._core import array_shape, dtype_error, int_arg, shape_error, show
+from ._core import operand as _operand
 
 __all__ = ["BitcastConvertType", "ReducePrecision", "bit_width", "bitcast_shape"]
 
@@ -58,13 +59,13 @@ def bitcast_shape(op: str, src: PrimitiveType, dims: tuple[int, ...], dst: Primi
     return dims[:-1]
 
 
-def BitcastConvertType(operand_: XlaOp, new_element_type: Any) -> XlaOp:
+def BitcastConvertType(operand: XlaOp, new_element_type: Any) -> XlaOp:
     """Reinterpret the bits of each element as another element type (XLA ``BitcastConvertType``;
     ``stablehlo.bitcast_convert``), like numpy's ``x.view(dtype)`` on little-endian machines.
 
     Parameters
     ----------
-    operand_: an array ``(...)`` of any element type.
+    operand: an array ``(...)`` of any element type.
     new_element_type: numpy/ml_dtypes dtype, name or :class:`~xlasdk.PrimitiveType`.
 
     Returns
@@ -80,7 +81,7 @@ def BitcastConvertType(operand_: XlaOp, new_element_type: Any) -> XlaOp:
     ShapeError: to a wider type, the operand's last dimension is not the width ratio.
     """
     op = "BitcastConvertType"
-    x = operand(op, "operand", operand_)
+    x = _operand(op, "operand", operand)
     try:
         et = dtype_to_etype(new_element_type)
     except Exception:
@@ -95,7 +96,7 @@ def BitcastConvertType(operand_: XlaOp, new_element_type: Any) -> XlaOp:
 _MAX_BITS = 2**31 - 1
 
 
-def ReducePrecision(operand_: XlaOp, exponent_bits: int, mantissa_bits: int) -> XlaOp:
+def ReducePrecision(operand: XlaOp, exponent_bits: int, mantissa_bits: int) -> XlaOp:
     """Round floating-point values to a narrower format and back (XLA ``ReducePrecision``;
     ``stablehlo.reduce_precision``).
 
@@ -111,7 +112,7 @@ def ReducePrecision(operand_: XlaOp, exponent_bits: int, mantissa_bits: int) -> 
 
     Parameters
     ----------
-    operand_: a floating-point array ``(...)``.
+    operand: a floating-point array ``(...)``.
     exponent_bits: >= 1. mantissa_bits: >= 0.
 
     Returns
@@ -124,7 +125,7 @@ def ReducePrecision(operand_: XlaOp, exponent_bits: int, mantissa_bits: int) -> 
     ShapeError: ``exponent_bits < 1`` or ``mantissa_bits < 0``.
     """
     op = "ReducePrecision"
-    x = operand(op, "operand", operand_)
+    x = _operand(op, "operand", operand)
     et = x.shape.element_type()
     if et not in FLOATS:
         dtype_error(op, f"operand 'operand' must be floating-point, got {x.shape}")

@@ -19,7 +19,8 @@ import numpy as np
 from ..builder import XlaOp
 from ..errors import ShapeError
 from ..types import COMPLEX, FLOATS, INTS, SIGNED_INTS, PrimitiveType, dtype_to_etype
-from ._core import array_shape, dtype_error, i64_array, int_list, operand, same_builder, shape_error, show
+from ._core import array_shape, dtype_error, i64_array, int_list, same_builder, shape_error, show
+from ._core import operand as _operand
 from .sources import constant_like
 
 _P = PrimitiveType
@@ -141,8 +142,8 @@ UNARY: dict[str, UnaryOp] = {
 
 
 def _unary(u: UnaryOp) -> Callable[..., XlaOp]:
-    def op(operand_: XlaOp, result_accuracy: Any = None) -> XlaOp:
-        x = operand(u.name, "operand", operand_)
+    def op(operand: XlaOp, result_accuracy: Any = None) -> XlaOp:
+        x = _operand(u.name, "operand", operand)
         et = _check_dtype(u.name, "operand", x, u.allowed)
         attrs = ""
         if result_accuracy is not None:
@@ -278,10 +279,10 @@ def _coerce(op: str, lhs: Any, rhs: Any) -> tuple[XlaOp, XlaOp]:
     if l_is and r_is:
         return lhs, rhs
     if l_is and _is_scalar(rhs):
-        x = operand(op, "lhs", lhs)
+        x = _operand(op, "lhs", lhs)
         return x, constant_like(op, rhs, _scalar_like(x))
     if r_is and _is_scalar(lhs):
-        y = operand(op, "rhs", rhs)
+        y = _operand(op, "rhs", rhs)
         return constant_like(op, lhs, _scalar_like(y)), y
     bad = "lhs" if not l_is else "rhs"
     got = type(lhs if bad == "lhs" else rhs).__name__
@@ -404,8 +405,8 @@ def binary_operands(
         ):
             return lhs, rhs, et
     x, y = _coerce(op, lhs, rhs)
-    x = operand(op, "lhs", x)
-    y = operand(op, "rhs", y)
+    x = _operand(op, "lhs", x)
+    y = _operand(op, "rhs", y)
     same_builder(op, [("lhs", x), ("rhs", y)])
     ex = _check_dtype(op, "lhs", x, allowed)
     ey = y.shape.element_type()
@@ -693,12 +694,12 @@ Gt = _comparison("GT")
 Ge = _comparison("GE")
 
 
-def Reciprocal(operand_: XlaOp) -> XlaOp:
+def Reciprocal(operand: XlaOp) -> XlaOp:
     """Element-wise ``1 / x`` for floating-point or complex arrays (XLA ``divide``).
 
     Raises DTypeError for other element types.
     """
-    x = operand("Reciprocal", "operand", operand_)
+    x = _operand("Reciprocal", "operand", operand)
     _check_dtype("Reciprocal", "operand", x, _FC)
     return Div(1, x)
 
@@ -721,9 +722,9 @@ def Select(pred: XlaOp, on_true: XlaOp, on_false: XlaOp) -> XlaOp:
     DTypeError: ``pred`` is not pred, or the branches' element types differ.
     ShapeError: the branches' shapes differ, or ``pred`` has another non-scalar shape.
     """
-    p = operand("Select", "pred", pred)
-    t = operand("Select", "on_true", on_true)
-    f = operand("Select", "on_false", on_false)
+    p = _operand("Select", "pred", pred)
+    t = _operand("Select", "on_true", on_true)
+    f = _operand("Select", "on_false", on_false)
     same_builder("Select", [("pred", p), ("on_true", t), ("on_false", f)])
     if p.shape.element_type() is not _P.PRED:
         dtype_error("Select", f"operand 'pred' must have element type pred, got {p.shape}")
@@ -737,7 +738,7 @@ def Select(pred: XlaOp, on_true: XlaOp, on_false: XlaOp) -> XlaOp:
     return t.builder._add("stablehlo.select", (p, t, f), t.shape)
 
 
-def Clamp(min: Any, operand_: Any, max: Any) -> XlaOp:  # noqa: A002 - XLA's parameter names
+def Clamp(min: Any, operand: Any, max: Any) -> XlaOp:  # noqa: A002 - XLA's parameter names
     """Element-wise ``min(max(operand, min), max)`` (XLA ``clamp``; ``stablehlo.clamp``).
 
     ``min`` and ``max`` may be scalars or arrays of the operand's shape (or Python scalars); if
@@ -747,9 +748,9 @@ def Clamp(min: Any, operand_: Any, max: Any) -> XlaOp:  # noqa: A002 - XLA's par
     ------
     DTypeError: element types differ. ShapeError: a bound is neither a scalar nor the operand's shape.
     """
-    x = operand("Clamp", "operand", operand_)
-    lo = constant_like("Clamp", min, _scalar_like(x)) if _is_scalar(min) else operand("Clamp", "min", min)
-    hi = constant_like("Clamp", max, _scalar_like(x)) if _is_scalar(max) else operand("Clamp", "max", max)
+    x = _operand("Clamp", "operand", operand)
+    lo = constant_like("Clamp", min, _scalar_like(x)) if _is_scalar(min) else _operand("Clamp", "min", min)
+    hi = constant_like("Clamp", max, _scalar_like(x)) if _is_scalar(max) else _operand("Clamp", "max", max)
     same_builder("Clamp", [("operand", x), ("min", lo), ("max", hi)])
     _check_dtype("Clamp", "operand", x, _REAL)
     for name, v in (("min", lo), ("max", hi)):
@@ -761,7 +762,7 @@ def Clamp(min: Any, operand_: Any, max: Any) -> XlaOp:  # noqa: A002 - XLA's par
     return x.builder._add("stablehlo.clamp", (lo, x, hi), x.shape)
 
 
-def ConvertElementType(operand_: XlaOp, new_element_type: Any) -> XlaOp:
+def ConvertElementType(operand: XlaOp, new_element_type: Any) -> XlaOp:
     """Convert each element to ``new_element_type`` (XLA ``convert``; ``stablehlo.convert``).
 
     Float to integer truncates toward zero and, on XLA:CPU, saturates out-of-range values and
@@ -771,7 +772,7 @@ def ConvertElementType(operand_: XlaOp, new_element_type: Any) -> XlaOp:
 
     Parameters
     ----------
-    operand_: an array.
+    operand: an array.
     new_element_type: numpy/ml_dtypes dtype, name or :class:`~xlasdk.PrimitiveType`.
 
     Returns: XlaOp of the operand's dimensions with the new element type.
@@ -780,7 +781,7 @@ def ConvertElementType(operand_: XlaOp, new_element_type: Any) -> XlaOp:
     ------
     DTypeError: unknown element type, or complex to a real type (take ``Real`` first).
     """
-    x = operand("ConvertElementType", "operand", operand_)
+    x = _operand("ConvertElementType", "operand", operand)
     try:
         et = dtype_to_etype(new_element_type)
     except Exception:

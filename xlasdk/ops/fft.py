@@ -8,7 +8,8 @@ from typing import Any
 from ..attrs import FftType
 from ..builder import XlaOp
 from ..types import PrimitiveType
-from ._core import array_shape, dtype_error, i64_array, int_list, operand, shape_error
+from ._core import array_shape, dtype_error, i64_array, int_list, shape_error
+from ._core import operand as _operand
 
 __all__ = ["Fft", "fft_shape"]
 
@@ -60,7 +61,7 @@ def fft_shape(
     return out_et, lead + out_last
 
 
-def Fft(operand_: XlaOp, fft_type: Any, fft_lengths: Sequence[int]) -> XlaOp:
+def Fft(operand: XlaOp, fft_type: Any, fft_lengths: Sequence[int]) -> XlaOp:
     """Discrete Fourier transform over the last 1 to 3 dimensions (XLA ``Fft``; ``stablehlo.fft``).
 
     FFT is the forward complex transform (``numpy.fft.fftn`` over those axes), IFFT its inverse
@@ -71,7 +72,7 @@ def Fft(operand_: XlaOp, fft_type: Any, fft_lengths: Sequence[int]) -> XlaOp:
 
     Parameters
     ----------
-    operand_: ``(..., *fft_lengths)`` c64/c128 for FFT and IFFT; ``(..., *fft_lengths)`` f32/f64
+    operand: ``(..., *fft_lengths)`` c64/c128 for FFT and IFFT; ``(..., *fft_lengths)`` f32/f64
         for RFFT; ``(..., l0, .., n // 2 + 1)`` c64/c128 for IRFFT where ``n = fft_lengths[-1]``.
     fft_type: ``xs.FftType`` (FFT, IFFT, RFFT, IRFFT), or its name or number.
     fft_lengths: 1 to 3 lengths (>= 1), the sizes of the transformed dimensions.
@@ -88,7 +89,7 @@ def Fft(operand_: XlaOp, fft_type: Any, fft_lengths: Sequence[int]) -> XlaOp:
     DTypeError: a real operand for FFT/IFFT/IRFFT, a complex or non-f32/f64 one for RFFT.
     """
     op = "Fft"
-    x = operand(op, "operand", operand_)
+    x = _operand(op, "operand", operand)
     try:
         kind = FftType.parse(fft_type)
     except Exception as e:

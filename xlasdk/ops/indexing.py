@@ -23,10 +23,12 @@ from ._core import (
     dtype_error,
     i64_array,
     int_list,
-    operand,
     same_builder,
     shape_error,
     subcomputation,
+)
+from ._core import (
+    operand as _operand,
 )
 
 __all__ = [
@@ -187,7 +189,7 @@ def gather_shape(
 
 
 def Gather(
-    operand_: XlaOp,
+    operand: XlaOp,
     start_indices: XlaOp,
     dimension_numbers: GatherDimensionNumbers | Mapping[str, Any],
     slice_sizes: Sequence[int],
@@ -210,7 +212,7 @@ def Gather(
 
     Parameters
     ----------
-    operand_: array ``(d0, ..., dr-1)`` of any element type.
+    operand: array ``(d0, ..., dr-1)`` of any element type.
     start_indices: integer array (s8..s64, u8..u64); its dimension ``index_vector_dim`` holds the
         index vectors (``index_vector_dim == rank`` means scalars: vectors of one component).
     dimension_numbers: :class:`xlasdk.GatherDimensionNumbers` (or an object or mapping with
@@ -235,8 +237,8 @@ def Gather(
     Maps to HLO ``gather`` / ``stablehlo.gather``.
     """
     op = "Gather"
-    x = operand(op, "operand", operand_)
-    idx = operand(op, "start_indices", start_indices)
+    x = _operand(op, "operand", operand)
+    idx = _operand(op, "start_indices", start_indices)
     b = same_builder(op, [("operand", x), ("start_indices", idx)])
     _index_operand(op, "start_indices", idx)
     dn: GatherDimensionNumbers = _dnums(
@@ -317,7 +319,7 @@ def _update_region(op: str, computation: Any, et: PrimitiveType, builder: XlaBui
 
 
 def Scatter(
-    operand_: XlaOp,
+    operand: XlaOp,
     scatter_indices: XlaOp,
     updates: XlaOp,
     update_computation: Any,
@@ -348,7 +350,7 @@ def Scatter(
 
     Parameters
     ----------
-    operand_: array ``(d0, ..., dr-1)`` of any element type.
+    operand: array ``(d0, ..., dr-1)`` of any element type.
     scatter_indices: integer array (s8..s64, u8..u64); its dimension ``index_vector_dim`` holds
         the index vectors (``index_vector_dim == rank`` means scalar indices).
     updates: array of the operand's element type: the scatter dimensions of ``scatter_indices``
@@ -378,9 +380,9 @@ def Scatter(
     Maps to HLO ``scatter`` / ``stablehlo.scatter``.
     """
     op = "Scatter"
-    x = operand(op, "operand", operand_)
-    idx = operand(op, "scatter_indices", scatter_indices)
-    upd = operand(op, "updates", updates)
+    x = _operand(op, "operand", operand)
+    idx = _operand(op, "scatter_indices", scatter_indices)
+    upd = _operand(op, "updates", updates)
     b = same_builder(op, [("operand", x), ("scatter_indices", idx), ("updates", upd)])
     _index_operand(op, "scatter_indices", idx)
     et = x.shape.element_type()
@@ -439,7 +441,7 @@ def _start_indices(op: str, x: XlaOp, start_indices: Any) -> list[XlaOp]:
     b = x.builder
     r = x.shape.rank()
     if isinstance(start_indices, XlaOp):
-        v = operand(op, "start_indices", start_indices, b)
+        v = _operand(op, "start_indices", start_indices, b)
         _index_operand(op, "start_indices", v)
         if v.shape.dimensions() != (r,):
             shape_error(
@@ -459,7 +461,7 @@ def _start_indices(op: str, x: XlaOp, start_indices: Any) -> list[XlaOp]:
     for i, s in enumerate(start_indices):
         name = f"start_indices[{i}]"
         if isinstance(s, XlaOp):
-            v = operand(op, name, s, b)
+            v = _operand(op, name, s, b)
             _index_operand(op, name, v)
             if v.shape.rank() != 0:
                 shape_error(op, f"operand {name!r} must be a scalar, got {v.shape}")
@@ -505,7 +507,7 @@ def dynamic_slice_shape(op: str, operand_shape: Shape, slice_sizes: tuple[int, .
 
 
 def DynamicSlice(
-    operand_: XlaOp, start_indices: Sequence[XlaOp | int] | XlaOp, slice_sizes: Sequence[int]
+    operand: XlaOp, start_indices: Sequence[XlaOp | int] | XlaOp, slice_sizes: Sequence[int]
 ) -> XlaOp:
     """Slice of static sizes at run-time start positions (XLA ``DynamicSlice``).
 
@@ -515,7 +517,7 @@ def DynamicSlice(
 
     Parameters
     ----------
-    operand_: array ``(d0, ..., dr-1)`` of any element type.
+    operand: array ``(d0, ..., dr-1)`` of any element type.
     start_indices: ``r`` integer scalars (XlaOps of one integer type; Python ints are turned into
         constants of that type), or one integer vector ``(r,)``.
     slice_sizes: ``r`` static sizes, ``0 <= slice_sizes[i] <= d_i``.
@@ -533,7 +535,7 @@ def DynamicSlice(
     Maps to HLO ``dynamic-slice`` / ``stablehlo.dynamic_slice``.
     """
     op = "DynamicSlice"
-    x = operand(op, "operand", operand_)
+    x = _operand(op, "operand", operand)
     starts = _start_indices(op, x, start_indices)
     sizes = dynamic_slice_shape(op, x.shape, int_list(op, "slice_sizes", slice_sizes))
     return x.builder._add(
@@ -557,7 +559,7 @@ def dynamic_update_slice_check(op: str, operand_shape: Shape, update_shape: Shap
             )
 
 
-def DynamicUpdateSlice(operand_: XlaOp, update: XlaOp, start_indices: Sequence[XlaOp | int] | XlaOp) -> XlaOp:
+def DynamicUpdateSlice(operand: XlaOp, update: XlaOp, start_indices: Sequence[XlaOp | int] | XlaOp) -> XlaOp:
     """Overwrite a block of ``operand`` with ``update`` at run-time start positions
     (XLA ``DynamicUpdateSlice``).
 
@@ -566,7 +568,7 @@ def DynamicUpdateSlice(operand_: XlaOp, update: XlaOp, start_indices: Sequence[X
 
     Parameters
     ----------
-    operand_: array ``(d0, ..., dr-1)`` of any element type.
+    operand: array ``(d0, ..., dr-1)`` of any element type.
     update: array ``(u0, ..., ur-1)`` of the same element type, ``u_i <= d_i``.
     start_indices: ``r`` integer scalars (XlaOps of one integer type; Python ints are turned into
         constants of that type), or one integer vector ``(r,)``.
@@ -585,8 +587,8 @@ def DynamicUpdateSlice(operand_: XlaOp, update: XlaOp, start_indices: Sequence[X
     Maps to HLO ``dynamic-update-slice`` / ``stablehlo.dynamic_update_slice``.
     """
     op = "DynamicUpdateSlice"
-    x = operand(op, "operand", operand_)
-    u = operand(op, "update", update)
+    x = _operand(op, "operand", operand)
+    u = _operand(op, "update", update)
     same_builder(op, [("operand", x), ("update", u)])
     if u.shape.element_type() is not x.shape.element_type():
         dtype_error(

@@ -12,7 +12,8 @@ from ..builder import XlaBuilder, XlaOp
 from ..shape import Shape
 from ..types import COMPLEX, FLOATS, INTS, PrimitiveType, dtype_to_etype, etype_to_dtype
 from . import elementwise as ew
-from ._core import array_shape, bool_arg, dtype_error, int_list, operand, same_builder, shape_error, show
+from ._core import array_shape, bool_arg, dtype_error, int_list, same_builder, shape_error, show
+from ._core import operand as _operand
 from .control import GetTupleElement
 from .reduce import Reduce
 from .shaping import BroadcastInDim, ConcatInDim, Pad, Slice, Transpose
@@ -136,8 +137,8 @@ def DotGeneral(
     op = "DotGeneral"
     from ..attrs import DotDimensionNumbers, make_dot_dimension_numbers
 
-    x = operand(op, "lhs", lhs)
-    y = operand(op, "rhs", rhs)
+    x = _operand(op, "lhs", lhs)
+    y = _operand(op, "rhs", rhs)
     same_builder(op, [("lhs", x), ("rhs", y)])
     dn = dimension_numbers if isinstance(dimension_numbers, DotDimensionNumbers) else None
     if dn is None:
@@ -199,8 +200,8 @@ def Dot(lhs: XlaOp, rhs: XlaOp, precision_config: Any = None, preferred_element_
     op = "Dot"
     from ..attrs import DotDimensionNumbers
 
-    x = operand(op, "lhs", lhs)
-    y = operand(op, "rhs", rhs)
+    x = _operand(op, "lhs", lhs)
+    y = _operand(op, "rhs", rhs)
     same_builder(op, [("lhs", x), ("rhs", y)])
     for name, v in (("lhs", x), ("rhs", y)):
         if v.shape.rank() not in (1, 2):
@@ -230,7 +231,7 @@ def _flag(op: str, name: str, value: Any) -> bool:
 
 def _matrix_operand(op: str, name: str, a: Any, square: bool = True) -> XlaOp:
     """An ``(..., m, n)`` f32/f64/c64/c128 operand (square when asked)."""
-    x = operand(op, name, a)
+    x = _operand(op, name, a)
     et = x.shape.element_type()
     if et not in _DECOMP_TYPES:
         dtype_error(op, f"operand {name!r} must be f32, f64, c64 or c128, got {x.shape}")
@@ -629,7 +630,7 @@ def _check_iter(op: str, max_iter: Any, epsilon: Any) -> tuple[int, float | None
     return int(max_iter), eps
 
 
-def QR(operand_: XlaOp, full_matrices: bool = True) -> tuple[XlaOp, XlaOp]:
+def QR(operand: XlaOp, full_matrices: bool = True) -> tuple[XlaOp, XlaOp]:
     """QR decomposition ``a = q @ r`` by Householder reflections (the former XLA ``QR``).
 
     Lowered to XLA's ``Qr`` and ``ProductOfElementaryHouseholderReflectors`` custom calls, which
@@ -637,7 +638,7 @@ def QR(operand_: XlaOp, full_matrices: bool = True) -> tuple[XlaOp, XlaOp]:
 
     Parameters
     ----------
-    operand_: ``(..., m, n)`` of f32, f64, c64 or c128.
+    operand: ``(..., m, n)`` of f32, f64, c64 or c128.
     full_matrices: True for ``q (..., m, m)`` and ``r (..., m, n)``; False for the reduced
         ``q (..., m, k)`` and ``r (..., k, n)`` with ``k = min(m, n)``.
 
@@ -652,7 +653,7 @@ def QR(operand_: XlaOp, full_matrices: bool = True) -> tuple[XlaOp, XlaOp]:
     DTypeError: another element type, or ``full_matrices`` not a bool.
     """
     op = "QR"
-    x = _matrix_operand(op, "operand", operand_, square=False)
+    x = _matrix_operand(op, "operand", operand, square=False)
     full = _flag(op, "full_matrices", full_matrices)
     b = x.builder
     d = x.shape.dimensions()

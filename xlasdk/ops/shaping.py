@@ -19,10 +19,12 @@ from ._core import (
     int_arg,
     int_list,
     int_tuples,
-    operand,
     same_builder,
     shape_error,
     show,
+)
+from ._core import (
+    operand as _operand,
 )
 
 __all__ = [
@@ -31,14 +33,14 @@ __all__ = [
 ]
 
 
-def Broadcast(operand_: XlaOp, sizes: Sequence[int]) -> XlaOp:
+def Broadcast(operand: XlaOp, sizes: Sequence[int]) -> XlaOp:
     """Add leading dimensions: result shape is ``sizes + operand.dims`` (XLA ``Broadcast``).
 
     Maps to ``stablehlo.broadcast_in_dim`` with the operand's dimensions at the end.
 
     Raises ShapeError for negative sizes.
     """
-    x = operand("Broadcast", "operand", operand_)
+    x = _operand("Broadcast", "operand", operand)
     sz = int_list("Broadcast", "sizes", sizes)
     if any(s < 0 for s in sz):
         shape_error("Broadcast", f"sizes must be >= 0, got {list(sz)}")
@@ -50,7 +52,7 @@ def Broadcast(operand_: XlaOp, sizes: Sequence[int]) -> XlaOp:
     )
 
 
-def BroadcastInDim(operand_: XlaOp, shape: Sequence[int], broadcast_dimensions: Sequence[int]) -> XlaOp:
+def BroadcastInDim(operand: XlaOp, shape: Sequence[int], broadcast_dimensions: Sequence[int]) -> XlaOp:
     """Broadcast ``operand`` to dimensions ``shape`` (XLA ``BroadcastInDim``; ``stablehlo.broadcast_in_dim``).
 
     Operand dimension ``i`` becomes result dimension ``broadcast_dimensions[i]``; its size must
@@ -62,7 +64,7 @@ def BroadcastInDim(operand_: XlaOp, shape: Sequence[int], broadcast_dimensions: 
     does not match.
     """
     op = "BroadcastInDim"
-    x = operand(op, "operand", operand_)
+    x = _operand(op, "operand", operand)
     out = int_list(op, "shape", shape)
     bd = int_list(op, "broadcast_dimensions", broadcast_dimensions)
     xd = x.shape.dimensions()
@@ -84,7 +86,7 @@ def BroadcastInDim(operand_: XlaOp, shape: Sequence[int], broadcast_dimensions: 
     )
 
 
-def Reshape(operand_: XlaOp, dimensions: Sequence[int] | None = None, new_sizes: Sequence[int] | None = None) -> XlaOp:
+def Reshape(operand: XlaOp, dimensions: Sequence[int] | None = None, new_sizes: Sequence[int] | None = None) -> XlaOp:
     """Reshape to ``new_sizes`` (row-major order) (XLA ``Reshape``; ``stablehlo.reshape``).
 
     Called as ``Reshape(x, new_sizes)`` or, in the former form, ``Reshape(x, dimensions,
@@ -94,7 +96,7 @@ def Reshape(operand_: XlaOp, dimensions: Sequence[int] | None = None, new_sizes:
     a permutation of the operand's dimensions.
     """
     op = "Reshape"
-    x = operand(op, "operand", operand_)
+    x = _operand(op, "operand", operand)
     if new_sizes is None:
         if dimensions is None:
             shape_error(op, "new_sizes is required")
@@ -120,13 +122,13 @@ def Reshape(operand_: XlaOp, dimensions: Sequence[int] | None = None, new_sizes:
     return x.builder._add("stablehlo.reshape", (x,), array_shape(x.shape.element_type(), sizes, op))
 
 
-def Transpose(operand_: XlaOp, permutation: Sequence[int]) -> XlaOp:
+def Transpose(operand: XlaOp, permutation: Sequence[int]) -> XlaOp:
     """Permute dimensions: result dim ``i`` is operand dim ``permutation[i]`` (``stablehlo.transpose``).
 
     Raises ShapeError if ``permutation`` is not a permutation of ``range(rank)``.
     """
     op = "Transpose"
-    x = operand(op, "operand", operand_)
+    x = _operand(op, "operand", operand)
     perm = int_list(op, "permutation", permutation)
     if sorted(perm) != list(range(x.shape.rank())):
         shape_error(op, f"permutation {list(perm)} is not a permutation of range({x.shape.rank()}) for {x.shape}")
@@ -158,7 +160,7 @@ def slice_shape(
 
 
 def Slice(
-    operand_: XlaOp, start_indices: Sequence[int], limit_indices: Sequence[int], strides: Sequence[int] | None = None
+    operand: XlaOp, start_indices: Sequence[int], limit_indices: Sequence[int], strides: Sequence[int] | None = None
 ) -> XlaOp:
     """Static slice ``operand[start:limit:stride]`` per dimension (XLA ``Slice``; ``stablehlo.slice``).
 
@@ -167,7 +169,7 @@ def Slice(
     Raises ShapeError: wrong number of indices, a stride < 1, or indices out of bounds.
     """
     op = "Slice"
-    x = operand(op, "operand", operand_)
+    x = _operand(op, "operand", operand)
     st = int_list(op, "start_indices", start_indices)
     li = int_list(op, "limit_indices", limit_indices)
     sr = int_list(op, "strides", strides) if strides is not None else (1,) * x.shape.rank()
@@ -198,7 +200,7 @@ def ConcatInDim(builder: XlaBuilder, operands: Sequence[XlaOp], dimension: int) 
         dtype_error(op, f"first argument must be an XlaBuilder, got {type(builder).__name__}")
     if isinstance(operands, XlaOp) or not isinstance(operands, (list, tuple)) or not operands:
         shape_error(op, "operands must be a non-empty list of XlaOps")
-    xs = [operand(op, f"operands[{i}]", o, builder) for i, o in enumerate(operands)]
+    xs = [_operand(op, f"operands[{i}]", o, builder) for i, o in enumerate(operands)]
     same_builder(op, [(f"operands[{i}]", o) for i, o in enumerate(xs)])
     first = xs[0].shape
     r = first.rank()
@@ -232,12 +234,12 @@ def ConcatInDim(builder: XlaBuilder, operands: Sequence[XlaOp], dimension: int) 
 # -- Rev, SliceInDim, Pad, Collapse -----------------------------------------------------------
 
 
-def Rev(operand_: XlaOp, dimensions: Sequence[int]) -> XlaOp:
+def Rev(operand: XlaOp, dimensions: Sequence[int]) -> XlaOp:
     """Reverse the order of elements along ``dimensions`` (XLA ``Rev``; ``stablehlo.reverse``).
 
     Parameters
     ----------
-    operand_: array ``(d0, ..., dr-1)`` of any element type.
+    operand: array ``(d0, ..., dr-1)`` of any element type.
     dimensions: distinct dimension numbers in ``[0, r)`` (may be empty: a copy).
 
     Returns
@@ -249,7 +251,7 @@ def Rev(operand_: XlaOp, dimensions: Sequence[int]) -> XlaOp:
     ShapeError: a dimension repeated or out of range.
     """
     op = "Rev"
-    x = operand(op, "operand", operand_)
+    x = _operand(op, "operand", operand)
     dims = int_list(op, "dimensions", dimensions)
     r = x.shape.rank()
     if len(set(dims)) != len(dims) or any(not 0 <= d < r for d in dims):
@@ -260,13 +262,13 @@ def Rev(operand_: XlaOp, dimensions: Sequence[int]) -> XlaOp:
     )
 
 
-def SliceInDim(operand_: XlaOp, start_index: int, limit_index: int, stride: int, dimno: int) -> XlaOp:
+def SliceInDim(operand: XlaOp, start_index: int, limit_index: int, stride: int, dimno: int) -> XlaOp:
     """Static slice ``start_index:limit_index:stride`` of dimension ``dimno`` only, the other
     dimensions whole (XLA ``SliceInDim``; ``stablehlo.slice``).
 
     Parameters
     ----------
-    operand_: array ``(d0, ..., dr-1)`` of any element type.
+    operand: array ``(d0, ..., dr-1)`` of any element type.
     start_index, limit_index: ``0 <= start_index <= limit_index <= d_dimno``.
     stride: >= 1.
     dimno: the dimension to slice, in ``[0, r)``.
@@ -281,7 +283,7 @@ def SliceInDim(operand_: XlaOp, start_index: int, limit_index: int, stride: int,
         non-int argument.
     """
     op = "SliceInDim"
-    x = operand(op, "operand", operand_)
+    x = _operand(op, "operand", operand)
     st = int_arg(op, "start_index", start_index)
     li = int_arg(op, "limit_index", limit_index)
     sr = int_arg(op, "stride", stride)
@@ -320,7 +322,7 @@ def pad_shape(op: str, dims: tuple[int, ...], config: Sequence[tuple[int, int, i
     return tuple(out)
 
 
-def Pad(operand_: XlaOp, padding_value: XlaOp, padding_config: PaddingConfig | Sequence[Sequence[int]]) -> XlaOp:
+def Pad(operand: XlaOp, padding_value: XlaOp, padding_config: PaddingConfig | Sequence[Sequence[int]]) -> XlaOp:
     """Pad ``operand`` with ``padding_value`` at the edges and between elements (XLA ``Pad``;
     ``stablehlo.pad``).
 
@@ -332,7 +334,7 @@ def Pad(operand_: XlaOp, padding_value: XlaOp, padding_config: PaddingConfig | S
 
     Parameters
     ----------
-    operand_: array ``(d0, ..., dr-1)`` of any element type.
+    operand: array ``(d0, ..., dr-1)`` of any element type.
     padding_value: scalar of the operand's element type.
     padding_config: :class:`xlasdk.PaddingConfig` (see :func:`xlasdk.make_padding_config`) or a
         sequence of ``(lo, hi, interior)`` / ``(lo, hi)`` per dimension; ``interior >= 0``.
@@ -348,8 +350,8 @@ def Pad(operand_: XlaOp, padding_value: XlaOp, padding_config: PaddingConfig | S
     DTypeError: ``padding_value`` of another element type.
     """
     op = "Pad"
-    x = operand(op, "operand", operand_)
-    pv = operand(op, "padding_value", padding_value)
+    x = _operand(op, "operand", operand)
+    pv = _operand(op, "padding_value", padding_value)
     same_builder(op, [("operand", x), ("padding_value", pv)])
     if pv.shape.rank() != 0:
         shape_error(op, f"operand 'padding_value' must be a scalar, got {pv.shape}")
@@ -393,7 +395,7 @@ def padding_triples(op: str, padding_config: Any) -> list[tuple[int, int, int]]:
     return out
 
 
-def Collapse(operand_: XlaOp, dimensions: Sequence[int]) -> XlaOp:
+def Collapse(operand: XlaOp, dimensions: Sequence[int]) -> XlaOp:
     """Merge the consecutive dimensions ``dimensions`` into one (XLA ``Collapse``; a
     ``stablehlo.reshape``).
 
@@ -402,7 +404,7 @@ def Collapse(operand_: XlaOp, dimensions: Sequence[int]) -> XlaOp:
 
     Parameters
     ----------
-    operand_: array ``(d0, ..., dr-1)`` of any element type.
+    operand: array ``(d0, ..., dr-1)`` of any element type.
     dimensions: ascending consecutive dimension numbers ``[k, k+1, ..., m]`` in ``[0, r)``.
 
     Returns
@@ -414,7 +416,7 @@ def Collapse(operand_: XlaOp, dimensions: Sequence[int]) -> XlaOp:
     ShapeError: dimensions out of range, not ascending or not consecutive.
     """
     op = "Collapse"
-    x = operand(op, "operand", operand_)
+    x = _operand(op, "operand", operand)
     dims = int_list(op, "dimensions", dimensions)
     xd = x.shape.dimensions()
     if any(not 0 <= d < len(xd) for d in dims):

@@ -10,7 +10,8 @@ import numpy as np
 from ..builder import Region, XlaBuilder, XlaOp
 from ..shape import Shape
 from ..types import COMPLEX, FLOATS, PrimitiveType
-from ._core import array_shape, dtype_error, i64, operand, shape_error, show, subcomputation
+from ._core import array_shape, dtype_error, i64, shape_error, show, subcomputation
+from ._core import operand as _operand
 from .reduce import as_op_list
 
 __all__ = ["Sort", "TopK", "default_comparator"]
@@ -153,12 +154,12 @@ def Sort(
     return builder._add("stablehlo.sort", tuple(xs), shape, attrs, (region,))
 
 
-def TopK(operand_: XlaOp, k: int, largest: bool = True) -> XlaOp:
+def TopK(operand: XlaOp, k: int, largest: bool = True) -> XlaOp:
     """The ``k`` largest (or smallest) elements along the last dimension, with their indices.
 
     Parameters
     ----------
-    operand_: array ``(..., n)`` of an integer or floating-point type, rank >= 1.
+    operand: array ``(..., n)`` of an integer or floating-point type, rank >= 1.
     k: how many elements to keep, ``0 <= k <= n``.
     largest: true (default) for the k largest, first the largest; false for the k smallest,
         first the smallest.
@@ -182,7 +183,7 @@ def TopK(operand_: XlaOp, k: int, largest: bool = True) -> XlaOp:
     DTypeError: ``k`` is not an int, or a pred or complex operand.
     """
     op = "TopK"
-    x = operand(op, "operand", operand_)
+    x = _operand(op, "operand", operand)
     et = x.shape.element_type()
     if et is PrimitiveType.PRED or et in COMPLEX:
         dtype_error(op, f"operand 'operand' is {x.shape}; TopK needs an integer or floating-point type")

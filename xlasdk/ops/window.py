@@ -33,11 +33,13 @@ from ._core import (
     i64_array,
     int_list,
     int_tuples,
-    operand,
     opt_int_list,
     same_builder,
     shape_error,
     subcomputation,
+)
+from ._core import (
+    operand as _operand,
 )
 from .reduce import as_op_list, reducer_region
 from .shaping import Slice
@@ -168,7 +170,7 @@ def _crop(xs: list[XlaOp], start: tuple[int, ...], limit: tuple[int, ...]) -> li
 # -- ReduceWindow --------------------------------------------------------------------------------
 
 def ReduceWindow(
-    operand_: XlaOp | Sequence[XlaOp],
+    operand: XlaOp | Sequence[XlaOp],
     init_value: XlaOp | Sequence[XlaOp],
     computation: Any,
     window_dimensions: Sequence[int],
@@ -225,13 +227,13 @@ def ReduceWindow(
     negative padding otherwise).
     """
     return _reduce_window(
-        "ReduceWindow", operand_, init_value, computation, window_dimensions, window_strides,
+        "ReduceWindow", operand, init_value, computation, window_dimensions, window_strides,
         padding, base_dilations, window_dilations,
     )
 
 
 def ReduceWindowWithGeneralPadding(
-    operand_: XlaOp | Sequence[XlaOp],
+    operand: XlaOp | Sequence[XlaOp],
     init_value: XlaOp | Sequence[XlaOp],
     computation: Any,
     window_dimensions: Sequence[int],
@@ -247,14 +249,14 @@ def ReduceWindowWithGeneralPadding(
     errors are those of :func:`ReduceWindow`.
     """
     return _reduce_window(
-        "ReduceWindowWithGeneralPadding", operand_, init_value, computation, window_dimensions,
+        "ReduceWindowWithGeneralPadding", operand, init_value, computation, window_dimensions,
         window_strides, padding, base_dilations, window_dilations,
     )
 
 
 def _reduce_window(
     op: str,
-    operand_: Any,
+    operand: Any,
     init_value: Any,
     computation: Any,
     window_dimensions: Any,
@@ -263,10 +265,10 @@ def _reduce_window(
     base_dilations: Any,
     window_dilations: Any,
 ) -> XlaOp:
-    variadic = isinstance(operand_, (list, tuple))
-    xs = as_op_list(op, "operands", operand_, None) if variadic else [operand(op, "operand", operand_)]
+    variadic = isinstance(operand, (list, tuple))
+    xs = as_op_list(op, "operands", operand, None) if variadic else [_operand(op, "operand", operand)]
     vlist = isinstance(init_value, (list, tuple))
-    inits = as_op_list(op, "init_values", init_value, None) if vlist else [operand(op, "init_value", init_value)]
+    inits = as_op_list(op, "init_values", init_value, None) if vlist else [_operand(op, "init_value", init_value)]
     xnames = [f"operands[{i}]" for i in range(len(xs))] if variadic else ["operand"]
     inames = [f"init_values[{i}]" for i in range(len(inits))] if vlist else ["init_value"]
     builder: XlaBuilder = same_builder(op, list(zip(xnames, xs, strict=True)) + list(zip(inames, inits, strict=True)))
@@ -306,7 +308,7 @@ def _reduce_window(
 # -- SelectAndScatter ----------------------------------------------------------------------------
 
 def SelectAndScatterWithGeneralPadding(
-    operand_: XlaOp,
+    operand: XlaOp,
     select: Any,
     window_dimensions: Sequence[int],
     window_strides: Sequence[int],
@@ -363,9 +365,9 @@ def SelectAndScatterWithGeneralPadding(
     combined is unspecified (it only matters for a non-associative ``scatter``).
     """
     op = "SelectAndScatterWithGeneralPadding"
-    x = operand(op, "operand", operand_)
-    src = operand(op, "source", source)
-    init = operand(op, "init_value", init_value)
+    x = _operand(op, "operand", operand)
+    src = _operand(op, "source", source)
+    init = _operand(op, "init_value", init_value)
     b: XlaBuilder = same_builder(op, [("operand", x), ("source", src), ("init_value", init)])
     et = x.shape.element_type()
     if init.shape.rank() != 0:
