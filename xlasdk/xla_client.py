@@ -626,15 +626,17 @@ class Buffer:
         return self._a.is_ready()
 
     def clone(self) -> Buffer:
-        """A new buffer on the same device with a copy of the value (its own memory: deleting
-        one leaves the other intact).
+        """A second buffer object over the **same** device memory, as jaxlib's ``clone``
+        (``unsafe_buffer_pointer()`` is equal). The memory is freed when both are gone:
+        :meth:`delete` on either then only drops that object. For an independent copy use
+        ``xs.DeviceArray.clone()`` (``buf.device_array.clone()``).
 
         Raises
         ------
         XlaRuntimeError
             If the buffer was deleted.
         """
-        return Buffer._make(self._a.clone(), self._client)
+        return Buffer._make(self._a._share(), self._client)
 
     def block_until_ready(self) -> Buffer:
         """Wait until the value is computed; return ``self``.

@@ -98,6 +98,7 @@ __all__ = [
     "array_is_ready",
     "dlpack_import_view",
     "array_share",
+    "DLPackError",
 ]
 
 _J: Final[Any] = importlib.import_module("jaxlib._jax")  # untyped extension module
@@ -748,10 +749,24 @@ def put_with_semantics(
         raise _runtime_error(f"transfer of {aval.dtype}{list(aval.shape)} to {device} ({semantics})", e) from e
 
 
+class DLPackError(XlaRuntimeError, BufferError):
+    """A DLPack capsule that cannot be imported as asked (used twice, or not aliasable): both
+    the ``BufferError`` of the array API standard and the ``RuntimeError`` jaxlib raised."""
+
+
 def array_is_ready(array: Any) -> bool:
-    """``ArrayImpl.is_ready()`` of an array that is **not deleted** (jaxlib segfaults on a
-    deleted one; the caller checks). Raises :class:`XlaRuntimeError` if the computation failed."""
+    """``ArrayImpl.is_ready()``, checking first that the array is not deleted (jaxlib segfaults
+    on a deleted one).
+
+    Raises
+    ------
+    XlaRuntimeError
+        For a deleted array (with jaxlib's wording for deleted buffers), or if the computation
+        failed.
+    """
     try:
+        if array.is_deleted():
+            raise RuntimeError("INVALID_ARGUMENT: BlockHostUntilReady() called on deleted or donated buffer")
         return bool(array.is_ready())
     except Exception as e:
         raise _runtime_error("is_ready", e) from e
@@ -763,8 +778,9 @@ def dlpack_import_view(capsule: Any, device: Any, copy: bool | None) -> Any:
 
     Raises
     ------
-    BufferError
-        When the capsule was already consumed, or ``copy=False`` and the data is not aligned.
+    DLPackError
+        (a ``BufferError`` and an :class:`XlaRuntimeError`) when the capsule was already
+        consumed, or ``copy=False`` and the data is not aligned.
     XlaRuntimeError
         For any other failure (an unsupported dtype or device, a plugin client).
     """
@@ -773,12 +789,12 @@ def dlpack_import_view(capsule: Any, device: Any, copy: bool | None) -> Any:
     except Exception as e:
         msg = _one_line(e)
         if "consumed at most once" in msg or "used_dltensor" in msg:
-            raise BufferError(
-                "DLPack import: this capsule was already consumed (a DLPack capsule can be used once; "
-                "call __dlpack__() again for a new one)"
+            raise DLPackError(
+                "DLPack import: this capsule was already consumed (a DLPack tensor may be consumed at most "
+                "once; call __dlpack__() again for a new capsule)"
             ) from e
         if "unaligned" in msg:
-            raise BufferError(
+            raise DLPackError(
                 f"DLPack import without a copy needs data aligned to {ZERO_COPY_ALIGNMENT} bytes: {msg}"
             ) from e
         raise _runtime_error(f"DLPack import to {device}", e) from e

@@ -203,7 +203,8 @@ class DeviceArray:
 
     def is_deleted(self) -> bool:
         """Whether :meth:`delete` was called (the buffer is gone)."""
-        return self._arr is None
+        arr = self._arr
+        return arr is None or pjrt.array_is_deleted(arr)
 
     def delete(self) -> None:
         """Free the device buffer now instead of when the array is garbage collected.
@@ -218,6 +219,13 @@ class DeviceArray:
         self._host = None  # views already handed out keep their memory alive
         if not self._exported:  # deleting under a live DLPack consumer aborts the process in XLA
             pjrt.array_delete(arr)
+
+    def _share(self) -> DeviceArray:
+        """A second DeviceArray over the same buffer (jaxlib ``ArrayImpl.clone``). Neither deletes
+        the buffer any more: the memory is freed when both are gone."""
+        other = DeviceArray._wrap(pjrt.array_share(self._live()), self._shape, self._dtype, self._device)
+        self._exported = other._exported = True
+        return other
 
     def _drop(self) -> None:
         """Forget the buffer without deleting it (it is freed when jaxlib lets go of it)."""
