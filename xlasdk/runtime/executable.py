@@ -441,7 +441,7 @@ class Executable:
 
     __slots__ = (
         "_exe", "_name", "_program_shape", "_devices", "_num_replicas", "_num_partitions", "_plan",
-        "_host_callbacks", "__weakref__",
+        "_host_callbacks", "_spmd", "__weakref__",
     )
 
     _exe: Any
@@ -474,6 +474,7 @@ class Executable:
         self._num_replicas = num_replicas
         self._num_partitions = num_partitions
         self._plan = _CallPlan(name, program_shape, self._devices)
+        self._spmd: Any = None  # execute_sharded's per-executable data (runtime/sharded.py), on first use
         self._host_callbacks = ()
         n_out = pjrt.executable_num_outputs(exe)
         if n_out is not None and n_out != len(self._plan.outputs):
@@ -714,9 +715,12 @@ class Executable:
         Maps to PJRT ``LoadedExecutable::Execute`` (jaxlib ``execute_sharded``) on global arrays
         (``ArrayImpl`` + ``GSPMDSharding``).
         """
-        from .sharded import execute_sharded
+        spmd = self._spmd
+        if spmd is None:
+            from .sharded import _Spmd
 
-        return execute_sharded(self, args)
+            spmd = self._spmd = _Spmd(self)
+        return spmd.run(self, args)
 
     # -- introspection -------------------------------------------------------------------------
     def hlo_text(self) -> str:

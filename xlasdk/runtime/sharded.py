@@ -22,9 +22,8 @@ r1p0, ...``); a sharding's device numbers are partition numbers, so in replica `
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -362,7 +361,17 @@ class ShardedArray:
         return v.copy() if copy else v
 
     def block_until_ready(self) -> ShardedArray:
-        """Wait until every shard is computed; return ``self``."""
+        """Wait until every shard is computed; return ``self``.
+
+        Raises
+        ------
+        XlaRuntimeError
+            If the array was deleted or the computation producing it failed.
+        """
+        g = self._global
+        if g is not None and self._shards is None:
+            pjrt.array_block(g)  # one call for every shard
+            return self
         for x in self.shards:
             x.block_until_ready()
         return self
@@ -508,6 +517,7 @@ class _Spmd:
         spec, shard_spec, layout = self.params[k]
         if type(a) is ShardedArray:
             if a._layout.same(layout):
+                a._layout = layout  # the same layout: next time an identity check suffices
                 return a._global_array()
             if a.shape != layout.dims or a.dtype != layout.dtype:
                 err = ShapeError if a.shape != layout.dims else DTypeError
@@ -573,19 +583,19 @@ class _Spmd:
                              f"{type(args).__name__}")
         if len(args) != self.nparams:
             raise self.plan.count_error(len(args))
-        arrays = [self.argument(k, a) for k, a in enumerate(args)]
+        arrays = []
+        k = 0
+        for a, p in zip(args, self.params):  # noqa: B905 (count checked above)
+            g = a._global if type(a) is ShardedArray and a._layout is p[2] else None
+            arrays.append(g if g is not None else self.argument(k, a))  # the fast path: device-resident
+            k += 1
         outs = pjrt.execute_spmd(exe._exe, arrays, self.handlers, self.name)
         make = ShardedArray._make
-        results = tuple(make(lay, o, None) for lay, o in zip(self.outputs, outs, strict=True))
-        return results if self.is_tuple else results[0]
-
-
-_plans: Final[weakref.WeakKeyDictionary[Any, _Spmd]] = weakref.WeakKeyDictionary()
+        if not self.is_tuple:
+            return make(self.outputs[0], outs[0], None)
+        return tuple(make(lay, o, None) for lay, o in zip(self.outputs, outs, strict=True))
 
 
 def execute_sharded(exe: Executable, args: Sequence[Any]) -> ShardedArray | tuple[ShardedArray, ...]:
     """:meth:`Executable.execute_sharded <xlasdk.Executable.execute_sharded>`."""
-    spmd = _plans.get(exe)
-    if spmd is None:
-        spmd = _plans[exe] = _Spmd(exe)
-    return spmd.run(exe, args)
+    return exe.execute_sharded(args)  # type: ignore[no-any-return]
