@@ -103,12 +103,12 @@ def _nested(shape: Shape) -> bool:
 
 # -- While -----------------------------------------------------------------------------------------
 
-def While(cond: Any, body: Any, init: XlaOp) -> XlaOp:
-    """Repeat ``carry = body(carry)`` while ``cond(carry)`` holds (XLA ``While``; ``stablehlo.while``).
+def While(condition: Any, body: Any, init: XlaOp) -> XlaOp:
+    """Repeat ``carry = body(carry)`` while ``condition(carry)`` holds (XLA ``While``; ``stablehlo.while``).
 
     Parameters
     ----------
-    cond: the loop condition: takes the carry, returns a ``pred[]`` scalar.
+    condition: the loop condition: takes the carry, returns a ``pred[]`` scalar.
     body: the loop body: takes the carry, returns the next carry (the carry's shape).
         Both are XlaComputations built by other builders with one parameter of the carry's
         shape, or Python callables of XlaOps. A callable given a tuple carry receives either one
@@ -122,15 +122,15 @@ def While(cond: Any, body: Any, init: XlaOp) -> XlaOp:
 
     Returns
     -------
-    XlaOp of the carry's shape: the carry once ``cond`` is false (``init`` if it is false at
+    XlaOp of the carry's shape: the carry once ``condition`` is false (``init`` if it is false at
     once). For a tuple carry take the elements with ``GetTupleElement``.
 
     Raises
     ------
-    ShapeError: ``cond`` or ``body`` does not take the carry, ``cond`` does not return
+    ShapeError: ``condition`` or ``body`` does not take the carry, ``condition`` does not return
         ``pred[]``, or ``body`` does not return the carry's shape (the message names which and
         gives expected versus got); an empty or nested tuple carry.
-    DTypeError: ``init`` is not an XlaOp, or ``cond``/``body`` is neither a callable nor an
+    DTypeError: ``init`` is not an XlaOp, or ``condition``/``body`` is neither a callable nor an
         XlaComputation.
     """
     op = "While"
@@ -144,7 +144,7 @@ def While(cond: Any, body: Any, init: XlaOp) -> XlaOp:
             op, f"operand 'init' has the nested tuple shape {carry}; stablehlo.while carries arrays and "
             "tokens only, so flatten the carry into one tuple of arrays"
         )
-    cond_region, got = _computation(op, "cond", cond, [carry], b)
+    cond_region, got = _computation(op, "cond", condition, [carry], b)
     if got != _PRED_SCALAR:
         shape_error(op, f"cond returns {got} but must return pred[]")
     body_region, got = _computation(op, "body", body, [carry], b)

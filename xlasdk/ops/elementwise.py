@@ -683,8 +683,50 @@ ShiftLeft = _binary(BINARY["ShiftLeft"])
 ShiftRightArithmetic = _binary(BINARY["ShiftRightArithmetic"])
 ShiftRightLogical = _binary(BINARY["ShiftRightLogical"])
 NextAfter = _binary(BINARY["NextAfter"])
-Polygamma = _binary(BINARY["Polygamma"])
-Zeta = _binary(BINARY["Zeta"])
+_polygamma = _binary(BINARY["Polygamma"])
+_zeta = _binary(BINARY["Zeta"])
+
+
+def Polygamma(n: Any, x: Any, broadcast_dimensions: Sequence[int] | None = None) -> XlaOp:
+    """Element-wise polygamma function of order ``n`` at ``x`` (XLA ``polygamma``, expanded;
+    ``chlo.polygamma``): the ``n``-th derivative of digamma.
+
+    Parameters
+    ----------
+    n, x: arrays of the same floating-point element type (``n`` holds non-negative integer
+        values); one may be a Python scalar. Shapes broadcast as for :func:`Add`.
+    broadcast_dimensions: as for :func:`Add`.
+
+    Returns
+    -------
+    XlaOp of the broadcast shape (NaN where ``n`` is not a non-negative integer).
+
+    Raises
+    ------
+    DTypeError, ShapeError: as for :func:`Add` (floating-point types only).
+    """
+    return _polygamma(n, x, broadcast_dimensions)
+
+
+def Zeta(x: Any, q: Any, broadcast_dimensions: Sequence[int] | None = None) -> XlaOp:
+    """Element-wise Hurwitz zeta function ``sum_k (k + q) ** -x`` (XLA ``zeta``, expanded;
+    ``chlo.zeta``).
+
+    Parameters
+    ----------
+    x, q: arrays of the same floating-point element type; one may be a Python scalar. Shapes
+        broadcast as for :func:`Add`.
+    broadcast_dimensions: as for :func:`Add`.
+
+    Returns
+    -------
+    XlaOp of the broadcast shape.
+
+    Raises
+    ------
+    DTypeError, ShapeError: as for :func:`Add` (floating-point types only).
+    """
+    return _zeta(x, q, broadcast_dimensions)
 
 Eq = _comparison("EQ")
 Ne = _comparison("NE")

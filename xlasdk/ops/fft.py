@@ -61,7 +61,7 @@ def fft_shape(
     return out_et, lead + out_last
 
 
-def Fft(operand: XlaOp, fft_type: Any, fft_lengths: Sequence[int]) -> XlaOp:
+def Fft(operand: XlaOp, fft_type: Any, fft_length: Sequence[int]) -> XlaOp:
     """Discrete Fourier transform over the last 1 to 3 dimensions (XLA ``Fft``; ``stablehlo.fft``).
 
     FFT is the forward complex transform (``numpy.fft.fftn`` over those axes), IFFT its inverse
@@ -75,7 +75,7 @@ def Fft(operand: XlaOp, fft_type: Any, fft_lengths: Sequence[int]) -> XlaOp:
     operand: ``(..., *fft_lengths)`` c64/c128 for FFT and IFFT; ``(..., *fft_lengths)`` f32/f64
         for RFFT; ``(..., l0, .., n // 2 + 1)`` c64/c128 for IRFFT where ``n = fft_lengths[-1]``.
     fft_type: ``xs.FftType`` (FFT, IFFT, RFFT, IRFFT), or its name or number.
-    fft_lengths: 1 to 3 lengths (>= 1), the sizes of the transformed dimensions.
+    fft_length: 1 to 3 lengths (>= 1), the sizes of the transformed dimensions (``fft_lengths`` below).
 
     Returns
     -------
@@ -94,7 +94,7 @@ def Fft(operand: XlaOp, fft_type: Any, fft_lengths: Sequence[int]) -> XlaOp:
         kind = FftType.parse(fft_type)
     except Exception as e:
         shape_error(op, f"bad fft_type: {e}")
-    lengths = int_list(op, "fft_lengths", fft_lengths)
+    lengths = int_list(op, "fft_lengths", fft_length)
     et, dims = fft_shape(op, x.shape.element_type(), x.shape.dimensions(), kind, lengths)
     return x.builder._add(
         "stablehlo.fft", (x,), array_shape(et, dims, op),

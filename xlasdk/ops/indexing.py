@@ -189,7 +189,7 @@ def gather_shape(
 
 
 def Gather(
-    operand: XlaOp,
+    a: XlaOp,
     start_indices: XlaOp,
     dimension_numbers: GatherDimensionNumbers | Mapping[str, Any],
     slice_sizes: Sequence[int],
@@ -212,7 +212,7 @@ def Gather(
 
     Parameters
     ----------
-    operand: array ``(d0, ..., dr-1)`` of any element type.
+    a: array ``(d0, ..., dr-1)`` of any element type.
     start_indices: integer array (s8..s64, u8..u64); its dimension ``index_vector_dim`` holds the
         index vectors (``index_vector_dim == rank`` means scalars: vectors of one component).
     dimension_numbers: :class:`xlasdk.GatherDimensionNumbers` (or an object or mapping with
@@ -237,7 +237,7 @@ def Gather(
     Maps to HLO ``gather`` / ``stablehlo.gather``.
     """
     op = "Gather"
-    x = _operand(op, "operand", operand)
+    x = _operand(op, "operand", a)
     idx = _operand(op, "start_indices", start_indices)
     b = same_builder(op, [("operand", x), ("start_indices", idx)])
     _index_operand(op, "start_indices", idx)
@@ -319,7 +319,7 @@ def _update_region(op: str, computation: Any, et: PrimitiveType, builder: XlaBui
 
 
 def Scatter(
-    operand: XlaOp,
+    input: XlaOp,  # noqa: A002 - the former name
     scatter_indices: XlaOp,
     updates: XlaOp,
     update_computation: Any,
@@ -350,7 +350,7 @@ def Scatter(
 
     Parameters
     ----------
-    operand: array ``(d0, ..., dr-1)`` of any element type.
+    input: array ``(d0, ..., dr-1)`` of any element type.
     scatter_indices: integer array (s8..s64, u8..u64); its dimension ``index_vector_dim`` holds
         the index vectors (``index_vector_dim == rank`` means scalar indices).
     updates: array of the operand's element type: the scatter dimensions of ``scatter_indices``
@@ -380,7 +380,7 @@ def Scatter(
     Maps to HLO ``scatter`` / ``stablehlo.scatter``.
     """
     op = "Scatter"
-    x = _operand(op, "operand", operand)
+    x = _operand(op, "operand", input)
     idx = _operand(op, "scatter_indices", scatter_indices)
     upd = _operand(op, "updates", updates)
     b = same_builder(op, [("operand", x), ("scatter_indices", idx), ("updates", upd)])
@@ -436,10 +436,15 @@ def _start_indices(op: str, x: XlaOp, start_indices: Any) -> list[XlaOp]:
     """One integer scalar XlaOp per operand dimension, all of the same element type.
 
     Accepts a sequence of scalar XlaOps and Python ints (ints become constants of the XlaOps'
-    type, s32 if there are none), or one rank-1 integer XlaOp of length ``rank``.
+    type, s32 if there are none), or one rank-1 integer XlaOp of length ``rank``, alone or as the
+    only element of a list (the former API's legacy spelling).
     """
     b = x.builder
     r = x.shape.rank()
+    if isinstance(start_indices, (list, tuple)) and len(start_indices) == 1:  # the former legacy form:
+        only = start_indices[0]  # a one-element list holding the index vector
+        if isinstance(only, XlaOp) and only.shape.is_array() and only.shape.rank() == 1:
+            start_indices = only
     if isinstance(start_indices, XlaOp):
         v = _operand(op, "start_indices", start_indices, b)
         _index_operand(op, "start_indices", v)

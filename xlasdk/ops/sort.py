@@ -154,12 +154,12 @@ def Sort(
     return builder._add("stablehlo.sort", tuple(xs), shape, attrs, (region,))
 
 
-def TopK(operand: XlaOp, k: int, largest: bool = True) -> XlaOp:
+def TopK(input: XlaOp, k: int, largest: bool = True) -> XlaOp:  # noqa: A002 - the former name
     """The ``k`` largest (or smallest) elements along the last dimension, with their indices.
 
     Parameters
     ----------
-    operand: array ``(..., n)`` of an integer or floating-point type, rank >= 1.
+    input: array ``(..., n)`` of an integer or floating-point type, rank >= 1.
     k: how many elements to keep, ``0 <= k <= n``.
     largest: true (default) for the k largest, first the largest; false for the k smallest,
         first the smallest.
@@ -183,7 +183,7 @@ def TopK(operand: XlaOp, k: int, largest: bool = True) -> XlaOp:
     DTypeError: ``k`` is not an int, or a pred or complex operand.
     """
     op = "TopK"
-    x = _operand(op, "operand", operand)
+    x = _operand(op, "operand", input)
     et = x.shape.element_type()
     if et is PrimitiveType.PRED or et in COMPLEX:
         dtype_error(op, f"operand 'operand' is {x.shape}; TopK needs an integer or floating-point type")

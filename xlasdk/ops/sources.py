@@ -139,13 +139,13 @@ def Constant(builder: XlaBuilder, value: Any) -> XlaOp:
     return _constant(b, arr, shape)
 
 
-def ConstantLiteral(builder: XlaBuilder, value: Any) -> XlaOp:
+def ConstantLiteral(builder: XlaBuilder, literal: Any) -> XlaOp:
     """Same as :func:`Constant` (the former API's name for literals); tuples give a Tuple."""
-    if isinstance(value, tuple):
+    if isinstance(literal, tuple):
         from .control import Tuple
 
-        return Tuple(builder, [ConstantLiteral(builder, v) for v in value])
-    return Constant(builder, value)
+        return Tuple(builder, [ConstantLiteral(builder, v) for v in literal])
+    return Constant(builder, literal)
 
 
 def constant_like(op: str, value: Any, like: XlaOp) -> XlaOp:
@@ -179,13 +179,21 @@ def constant_like(op: str, value: Any, like: XlaOp) -> XlaOp:
 
 
 def Iota(
-    builder: XlaBuilder, shape_or_dtype: Any, size_or_dimension: int | None = None, iota_dimension: int | None = None
+    builder: XlaBuilder,
+    shape_or_dtype: Any = None,
+    size_or_dimension: int | None = None,
+    iota_dimension: int | None = None,
+    *,
+    shape: Shape | None = None,
+    type: Any = None,  # noqa: A002 - the former keyword name
+    size: int | None = None,
 ) -> XlaOp:
     """Values ``0, 1, 2, ...`` along one dimension.
 
     Two forms, as in the former API: ``Iota(b, dtype, size)`` gives a 1-D array of ``size``
     elements; ``Iota(b, shape, iota_dimension)`` gives an array of ``shape`` counting along
-    ``iota_dimension``.
+    ``iota_dimension``. The former keywords work too: ``Iota(b, shape=s, iota_dimension=d)``,
+    ``Iota(b, type=dtype, size=n)``.
 
     Returns: XlaOp of the requested shape. Maps to HLO ``iota`` / ``stablehlo.iota``.
 
@@ -195,6 +203,17 @@ def Iota(
     DTypeError: unknown dtype or a PRED iota.
     """
     b = _check_builder("Iota", builder)
+    for alias, value in (("shape", shape), ("type", type)):
+        if value is not None:
+            if shape_or_dtype is not None:
+                dtype_error("Iota", f"give the shape or dtype once (shape_or_dtype or {alias}=)")
+            shape_or_dtype = value
+    if shape_or_dtype is None:
+        dtype_error("Iota", "missing argument: a Shape (shape=) or a dtype (type=)")
+    if size is not None:
+        if size_or_dimension is not None:
+            dtype_error("Iota", "give the size once (size_or_dimension or size=)")
+        size_or_dimension = size
     if isinstance(shape_or_dtype, Shape):
         shape = shape_or_dtype
         if iota_dimension is not None and size_or_dimension is not None:

@@ -233,25 +233,47 @@ def ReduceWindow(
 
 
 def ReduceWindowWithGeneralPadding(
-    operand: XlaOp | Sequence[XlaOp],
-    init_value: XlaOp | Sequence[XlaOp],
-    computation: Any,
-    window_dimensions: Sequence[int],
-    window_strides: Sequence[int],
-    base_dilations: Sequence[int],
-    window_dilations: Sequence[int],
-    padding: Sequence[tuple[int, int]],
+    operand: XlaOp | Sequence[XlaOp] | None = None,
+    init_value: XlaOp | Sequence[XlaOp] | None = None,
+    computation: Any = None,
+    window_dimensions: Sequence[int] | None = None,
+    window_strides: Sequence[int] | None = None,
+    base_dilations: Sequence[int] | None = None,
+    window_dilations: Sequence[int] | None = None,
+    padding: Sequence[tuple[int, int]] | None = None,
+    *,
+    operands: Sequence[XlaOp] | None = None,
+    init_values: Sequence[XlaOp] | None = None,
 ) -> XlaOp:
     """:func:`ReduceWindow` in the former ``xla_client`` argument order (``stablehlo.reduce_window``).
 
     ``padding`` is r ``(lo, hi)`` pairs (negative values crop); ``base_dilations`` and
     ``window_dilations`` are r factors >= 1 (empty means all 1). Parameters, result shape and
-    errors are those of :func:`ReduceWindow`.
+    errors are those of :func:`ReduceWindow`. The former variadic form's keywords
+    ``operands=`` / ``init_values=`` may stand for ``operand`` / ``init_value``; every
+    parameter but the dilations must be given (a ``DTypeError`` names a missing one).
     """
+    op = "ReduceWindowWithGeneralPadding"
+    operand = _one_of(op, "operand", operand, "operands", operands)
+    init_value = _one_of(op, "init_value", init_value, "init_values", init_values)
+    for name, v in (("computation", computation), ("window_dimensions", window_dimensions),
+                    ("window_strides", window_strides), ("padding", padding)):
+        if v is None:
+            dtype_error(op, f"missing argument {name!r}")
     return _reduce_window(
-        "ReduceWindowWithGeneralPadding", operand, init_value, computation, window_dimensions,
-        window_strides, padding, base_dilations, window_dilations,
+        op, operand, init_value, computation, window_dimensions,
+        window_strides, padding, base_dilations if base_dilations is not None else (),
+        window_dilations if window_dilations is not None else (),
     )
+
+
+def _one_of(op: str, name: str, value: Any, alias: str, alias_value: Any) -> Any:
+    """``value`` or, under its former variadic keyword ``alias``, ``alias_value`` (one of them)."""
+    if value is not None and alias_value is not None:
+        dtype_error(op, f"give {name!r} or {alias!r}, not both")
+    if value is None and alias_value is None:
+        dtype_error(op, f"missing argument {name!r} (or {alias!r})")
+    return value if value is not None else alias_value
 
 
 def _reduce_window(
