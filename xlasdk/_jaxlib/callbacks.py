@@ -135,13 +135,14 @@ class PyCallback:
             raise TypeError(f"returned {type(out).__name__}, expected a tuple or list of {n} arrays")
         if len(outs) != n:
             raise TypeError(f"returned {len(outs)} values, expected {n}")
-        return tuple(self._convert(i, v, dims, dt) for i, (v, (dims, dt)) in enumerate(zip(outs, self.results, strict=True)))
+        pairs = enumerate(zip(outs, self.results, strict=True))
+        return tuple(self._convert(i, v, dims, dt) for i, (v, (dims, dt)) in pairs)
 
     def _convert(self, i: int, v: Any, dims: tuple[int, ...], dt: np.dtype[Any]) -> np.ndarray[Any, Any]:
         what = "the result" if self.single else f"result {i}"
         if isinstance(v, (np.ndarray, np.generic)):
             a = np.asarray(v)
-            if a.dtype != dt:
+            if a.dtype != dt and a.dtype.newbyteorder("=") != dt:  # byte order is converted below
                 raise TypeError(f"{what} has dtype {a.dtype}, expected {dt} (convert it with .astype)")
         else:
             try:
@@ -155,7 +156,7 @@ class PyCallback:
             raise ValueError(f"{what} has shape {a.shape}, expected {dims}")
         if not a.dtype.isnative:
             a = a.astype(a.dtype.newbyteorder("="))
-        return np.ascontiguousarray(a)
+        return a if a.flags.c_contiguous else a.copy(order="C")  # (ascontiguousarray makes 0-d 1-d)
 
 
 def compile_and_load_with_callbacks(

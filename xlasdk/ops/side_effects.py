@@ -714,6 +714,8 @@ def HostCallback(
         b = first.builder if isinstance(first, XlaOp) else None
     if b is None and token is not None:
         b = token.builder if isinstance(token, XlaOp) else None
+    if b is None and operands:
+        operand(op, "operands[0]", operands[0])  # not an XlaOp: say so
     if b is None:
         dtype_error(op, "give builder= when there are no operands and no token")
     xs = [operand(op, f"operands[{i}]", x, b) for i, x in enumerate(operands)]
@@ -802,6 +804,8 @@ def DebugPrint(
         b = operands[0].builder if isinstance(operands[0], XlaOp) else None
     if b is None and token is not None:
         b = token.builder if isinstance(token, XlaOp) else None
+    if b is None and operands:
+        operand(op, "operands[0]", operands[0])  # not an XlaOp: say so
     if b is None:
         dtype_error(op, "give builder= when there are no operands and no token")
     xs = [operand(op, f"operands[{i}]", x, b) for i, x in enumerate(operands)]
