@@ -1,7 +1,8 @@
 """Every benchmark figure of the fast-path targets in one table, with the peer's figure and the ratio.
 
 Runs, in this process: ``dispatch.py`` (two rows), ``build.py`` (HLO and StableHLO rows, plus ops/s
-at 1k, 10k and 100k ops), ``compile_cache.py`` (if present; else an n/a row) and ``matmul.py``.
+at 1k, 10k and 100k ops), ``compile_cache.py`` (if present; else an n/a row) and ``matmul.py``; and
+``spmd.py`` (two rows: 4-device SPMD matmul and sharded dispatch) in a child process.
 The peer is JAX (``pip install jax==<jaxlib's version>`` in the same environment; it is never an
 xlasdk dependency); without it the peer columns are n/a. Ratios are xlasdk / peer, medians of
 interleaved rounds, and a target holds when ``ratio <= target``.
@@ -81,6 +82,22 @@ def _compile_cache_rows() -> list[dict[str, Any]]:
         return na
 
 
+def _spmd_rows(quick: bool) -> list[dict[str, Any]]:
+    """Rows from ``bench/spmd.py`` (measured in a child process: JAX needs 4 CPU devices from its start)."""
+    try:
+        import spmd
+
+        return spmd.table_rows(quick)
+    except Exception as e:  # report, do not hide the other figures
+        na = [
+            tm.row("2048x2048 f32 matmul split 4 ways, 4 CPU devices", "ms", None, None, "jax", None, 1.1, "<= 1.1x"),
+            tm.row("sharded dispatch, 4 devices, device-resident", "us", None, None, "jax", None, 1.3, "<= 1.3x"),
+        ]
+        for r in na:
+            r["note"] = f"spmd.py failed: {type(e).__name__}: {e}"
+        return na
+
+
 def run(quick: bool = False) -> dict[str, Any]:
     import build
     import dispatch
@@ -95,6 +112,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     rows += build.table_rows(built)
     rows += _compile_cache_rows()
     rows += matmul.run(calls=2 if quick else 3, rounds=7 if quick else 15)
+    rows += _spmd_rows(quick)
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     info["load_average_1m_at_end"] = None if load is None else round(load[0], 2)
     return {

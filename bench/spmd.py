@@ -16,7 +16,8 @@ against numpy before timing. JAX needs its 4 CPU devices before it starts, so th
 ``XLA_FLAGS=--xla_force_host_platform_device_count=4`` when run as a program; ``run_all.py``
 runs it in a child process.
 
-    python bench/spmd.py [--n 2048] [--calls 1] [--dispatch-calls 300] [--rounds 9] [--json out.json]
+    python bench/spmd.py [--n 2048] [--calls 1] [--rounds 9] [--dispatch-calls 300] [--dispatch-rounds 25]
+                         [--json out.json]
 """
 
 from __future__ import annotations
@@ -74,7 +75,9 @@ def _close(got: Any, want: np.ndarray[Any, Any], tol: float = 1e-4) -> bool:
     return bool(np.max(np.abs(got - want)) <= tol * max(1.0, float(np.max(np.abs(want)))))
 
 
-def run(n: int = 2048, calls: int = 1, dispatch_calls: int = 300, rounds: int = 9) -> list[dict[str, Any]]:
+def run(
+    n: int = 2048, calls: int = 1, dispatch_calls: int = 300, rounds: int = 9, dispatch_rounds: int = 25
+) -> list[dict[str, Any]]:
     """The two SPMD rows of the table."""
     devices = xs.client("cpu", num_devices=DEVICES).devices()
     opts = xs.CompileOptions(num_partitions=DEVICES)
@@ -115,7 +118,7 @@ def run(n: int = 2048, calls: int = 1, dispatch_calls: int = 300, rounds: int = 
     elif jax is not None:
         jname = "jax (fewer than 4 CPU devices)"
     tb = tm.interleaved(big, calls, rounds, warmup=2)
-    td = tm.interleaved(tiny, dispatch_calls, rounds, warmup=100)
+    td = tm.interleaved(tiny, dispatch_calls, dispatch_rounds, warmup=100)
     has = "j" in tb
     return [
         tm.row(
@@ -137,7 +140,7 @@ def table_rows(quick: bool = False) -> list[dict[str, Any]]:
         out = os.path.join(tmp, "spmd.json")
         cmd = [sys.executable, os.path.abspath(__file__), "--json", out]
         if quick:
-            cmd += ["--rounds", "5", "--dispatch-calls", "100"]
+            cmd += ["--rounds", "5", "--dispatch-calls", "100", "--dispatch-rounds", "11"]
         env = dict(os.environ)
         env.pop("XLA_FLAGS", None)
         r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
@@ -154,10 +157,11 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=2048)
     ap.add_argument("--calls", type=int, default=1, help="matmul calls per timed batch")
     ap.add_argument("--dispatch-calls", type=int, default=300, help="dispatch calls per timed batch")
-    ap.add_argument("--rounds", type=int, default=9, help="interleaved rounds (medians are taken)")
+    ap.add_argument("--rounds", type=int, default=9, help="interleaved matmul rounds (medians are taken)")
+    ap.add_argument("--dispatch-rounds", type=int, default=25, help="interleaved dispatch rounds")
     ap.add_argument("--json", help="write the rows to this JSON file")
     a = ap.parse_args()
-    rows = run(a.n, a.calls, a.dispatch_calls, a.rounds)
+    rows = run(a.n, a.calls, a.dispatch_calls, a.rounds, a.dispatch_rounds)
     tm.print_rows(rows)
     if a.json:
         with open(a.json, "w") as fh:
