@@ -66,6 +66,10 @@ __all__ = [
     "put",
     "execute",
     "execute_multi",
+    "execute_with_token",
+    "execute_multi_with_token",
+    "token_wait",
+    "token_of_device",
     "array_to_numpy",
     "host_view",
     "array_block",
@@ -395,16 +399,73 @@ def execute_multi(
     Each parameter becomes one global array made of the per-device buffers (labelled
     replicated, with checks skipped, so the shards may hold different data).
     """
+    return _execute_multi(executable, shards_per_param, avals, devices, name, False)[0]
+
+
+def _execute_multi(
+    executable: Any,
+    shards_per_param: Sequence[Sequence[Any]],
+    avals: Sequence[Aval],
+    devices: Sequence[Any],
+    name: str,
+    with_tokens: bool,
+) -> tuple[list[list[Any]], Any]:
     try:
         sharding = _xc.GSPMDSharding(tuple(devices), _xc.HloSharding.replicate())
         args = [
             _xc.ArrayImpl(aval, sharding, list(shards), True, True)
             for aval, shards in zip(avals, shards_per_param, strict=True)
         ]
-        results = executable.execute_sharded(args)
-        return _shimmed(results.disassemble_into_single_device_arrays)
+        results = executable.execute_sharded(args, with_tokens=with_tokens)
+        token = results.consume_token() if with_tokens else None
+        return _shimmed(results.disassemble_into_single_device_arrays), token
     except Exception as e:
         raise _runtime_error(f"executing {name!r} on {len(devices)} devices", e) from e
+
+
+# -- run-time tokens ---------------------------------------------------------------------------
+# ``execute_sharded(args, with_tokens=True)`` hands back, with the outputs, a ``ShardedToken``
+# (``ExecuteResults.consume_token()``): ``block_until_ready()`` waits until the run and its side
+# effects (host callbacks, ...) are done on every device; ``get_token(i)`` is device ``i``'s
+# ``Token`` (an index past the devices raises IndexError).
+def execute_with_token(executable: Any, buffers: list[Any], handlers: list[Any], name: str) -> tuple[list[Any], Any]:
+    """:func:`execute` that also returns the run's ``ShardedToken``."""
+    try:
+        results = executable.execute_sharded(buffers, with_tokens=True)
+        token = results.consume_token()
+        return results.consume_with_handlers(handlers), token
+    except Exception as e:
+        raise _runtime_error(f"executing {name!r}", e) from e
+
+
+def execute_multi_with_token(
+    executable: Any,
+    shards_per_param: Sequence[Sequence[Any]],
+    avals: Sequence[Aval],
+    devices: Sequence[Any],
+    name: str,
+) -> tuple[list[list[Any]], Any]:
+    """:func:`execute_multi` that also returns the run's ``ShardedToken``."""
+    return _execute_multi(executable, shards_per_param, avals, devices, name, True)
+
+
+def token_wait(token: Any, what: str) -> None:
+    """``token.block_until_ready()`` (a ``ShardedToken`` or a ``Token``).
+
+    Raises
+    ------
+    XlaRuntimeError
+        When the run failed (a failing host callback gives its HostCallbackError).
+    """
+    try:
+        token.block_until_ready()
+    except Exception as e:
+        raise _runtime_error(what, e) from e
+
+
+def token_of_device(token: Any, index: int) -> Any:
+    """Device ``index``'s ``Token`` of a ``ShardedToken`` (the caller checks the index)."""
+    return token.get_token(index)
 
 
 def _readback(array: Any) -> np.ndarray[Any, Any]:

@@ -30,6 +30,7 @@ from .device import (
 from .executable import (
     CompileOptions,
     Executable,
+    ExecutionToken,
     MemoryStats,
     compile,
     deserialize_executable,
@@ -54,6 +55,7 @@ __all__ = [
     "ZERO_COPY_ALIGNMENT",
     "CompileOptions",
     "Executable",
+    "ExecutionToken",
     "MemoryStats",
     "compile",
     "deserialize_executable",

@@ -433,6 +433,76 @@ class _CallPlan:
 
 
 # -- Executable -------------------------------------------------------------------------------
+def _execute_multi_no_token(
+    exe: Any, shards: Sequence[Sequence[Any]], avals: Sequence[Any], devices: Sequence[Any], name: str
+) -> tuple[list[list[Any]], None]:
+    return pjrt.execute_multi(exe, shards, avals, devices, name), None
+
+
+class ExecutionToken:
+    """The completion of one run, side effects included (from :meth:`Executable.execute_with_token`
+    and :meth:`Executable.execute_replicated_with_tokens`).
+
+    ``block_until_ready()`` waits until the run is done on every device, its host callbacks and
+    prints included; ``get_token(i)`` is device ``i``'s own token (devices in the order the run
+    took its arguments). Maps to jaxlib's ``ShardedToken`` / ``Token`` (PJRT execute futures).
+    """
+
+    __slots__ = ("_t", "_name", "_devices", "_index")
+
+    _t: Any
+    _name: str
+    _devices: tuple[Device, ...]
+    _index: int | None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("ExecutionToken objects come from Executable.execute_with_token")
+
+    @classmethod
+    def _make(cls, token: Any, name: str, devices: Sequence[Device], index: int | None = None) -> ExecutionToken:
+        t = object.__new__(cls)
+        t._t = token
+        t._name = name
+        t._devices = tuple(devices)
+        t._index = index
+        return t
+
+    @property
+    def devices(self) -> tuple[Device, ...]:
+        """The devices whose completion this token stands for."""
+        return self._devices
+
+    def block_until_ready(self) -> ExecutionToken:
+        """Wait until the run (and its side effects) is done; returns ``self``.
+
+        Raises
+        ------
+        XlaRuntimeError
+            When the run failed.
+        """
+        pjrt.token_wait(self._t, f"waiting for {self._name!r}")
+        return self
+
+    def get_token(self, device_index: int) -> ExecutionToken:
+        """The token of the ``device_index``-th device of the run.
+
+        Raises
+        ------
+        ShapeError
+            For an index outside ``[0, number of devices)``, or on a single device's token.
+        """
+        from ..ops._core import int_arg
+
+        i = int_arg("ExecutionToken.get_token", "device_index", device_index, error=ShapeError)
+        if self._index is not None or not 0 <= i < len(self._devices):
+            n = 1 if self._index is not None else len(self._devices)
+            raise ShapeError(f"ExecutionToken.get_token: device_index {i} out of range for {n} devices")
+        return ExecutionToken._make(pjrt.token_of_device(self._t, i), self._name, (self._devices[i],), i)
+
+    def __repr__(self) -> str:
+        return f"ExecutionToken({self._name!r}, devices=[{', '.join(str(d) for d in self._devices)}])"
+
+
 class Executable:
     """A computation compiled and loaded on one or more devices. Call it to run it.
 
@@ -640,6 +710,59 @@ class Executable:
         Maps to PJRT ``LoadedExecutable::Execute`` over all addressable devices; under
         ``xs.distributed.initialize`` every process calls it with its own devices' arguments.
         """
+        return self._execute_replicated(per_device_args, False)[0]
+
+    def execute_replicated_with_tokens(
+        self, per_device_args: Sequence[Sequence[Any]]
+    ) -> tuple[list[DeviceArray | tuple[DeviceArray, ...]], ExecutionToken]:
+        """:meth:`execute_replicated`, also returning the run's :class:`ExecutionToken`, which is
+        ready when the run and its side effects (host callbacks...) are done on every device.
+
+        Raises
+        ------
+        As :meth:`execute_replicated`.
+
+        Maps to PJRT ``Execute`` with ``returned_futures`` (jaxlib ``execute_sharded(args,
+        with_tokens=True)``).
+        """
+        outs, token = self._execute_replicated(per_device_args, True)
+        return outs, ExecutionToken._make(token, self._name, self.local_devices)
+
+    def execute_with_token(self, *args: Any) -> tuple[DeviceArray | tuple[DeviceArray, ...], ExecutionToken]:
+        """``exe(*args)``, also returning the run's :class:`ExecutionToken`, which is ready when
+        the run and its side effects (host callbacks, ``ops.DebugPrint``...) are done.
+
+        Raises
+        ------
+        As ``exe(*args)``; XlaRuntimeError for a multi-device executable (use
+        :meth:`execute_replicated_with_tokens`).
+
+        Maps to PJRT ``Execute`` with ``returned_futures`` (jaxlib ``execute_sharded(args,
+        with_tokens=True)``).
+        """
+        plan = self._plan
+        if len(args) != plan.nparams:
+            raise plan.count_error(len(args))
+        if plan.multi:
+            raise XlaRuntimeError(
+                f"{self._name}: this executable runs on {len(self._devices)} devices; "
+                "call exe.execute_replicated_with_tokens([[args of device 0], [args of device 1], ...])"
+            )
+        if plan.unsupported_output is not None:
+            raise plan.output_error()
+        device = plan.device
+        bufs = [spec.to_buffer(a, device) for spec, a in zip(plan.params, args, strict=True)]
+        outs, token = pjrt.execute_with_token(self._exe, bufs, plan.handlers, self._name)
+        wrap = DeviceArray._wrap
+        tok = ExecutionToken._make(token, self._name, (device,))
+        if plan.is_tuple:
+            return tuple(wrap(o, d, t, device) for o, (d, t) in zip(outs, plan.outputs, strict=True)), tok
+        d, t = plan.outputs[0]
+        return wrap(outs[0], d, t, device), tok
+
+    def _execute_replicated(
+        self, per_device_args: Sequence[Sequence[Any]], with_tokens: bool
+    ) -> tuple[list[DeviceArray | tuple[DeviceArray, ...]], Any]:
         plan = self._plan
         devs = self.local_devices
         if isinstance(per_device_args, (str, bytes)) or not isinstance(per_device_args, Sequence):
@@ -664,7 +787,7 @@ class Executable:
             for spec, a in zip(plan.params, args, strict=True):
                 shards[spec.index][k] = spec.to_buffer(a, dev, where)
         try:
-            outs = pjrt.execute_multi(
+            outs, token = (pjrt.execute_multi_with_token if with_tokens else _execute_multi_no_token)(
                 self._exe, shards, [p.aval for p in plan.params], [d._d for d in self._devices], self._name
             )
         except XlaRuntimeError as e:
@@ -678,7 +801,7 @@ class Executable:
         for k, dev in enumerate(devs):
             vals = tuple(wrap(outs[j][k], d, t, dev) for j, (d, t) in enumerate(plan.outputs))
             result.append(vals if plan.is_tuple else vals[0])
-        return result
+        return result, token
 
     def execute_sharded(self, args: Sequence[Any]) -> Any:
         """Run an SPMD program once on all its devices, each parameter given whole or in shards.
