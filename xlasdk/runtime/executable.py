@@ -521,6 +521,7 @@ class Executable:
     _num_replicas: int
     _num_partitions: int
     _plan: _CallPlan
+    _spmd: Any
     _host_callbacks: tuple[Any, ...]  # kept alive with the executable (ops.HostCallback)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -544,7 +545,7 @@ class Executable:
         self._num_replicas = num_replicas
         self._num_partitions = num_partitions
         self._plan = _CallPlan(name, program_shape, self._devices)
-        self._spmd: Any = None  # execute_sharded's per-executable data (runtime/sharded.py), on first use
+        self._spmd = None  # execute_sharded's per-executable data (runtime/sharded.py), on first use
         self._host_callbacks = ()
         n_out = pjrt.executable_num_outputs(exe)
         if n_out is not None and n_out != len(self._plan.outputs):
