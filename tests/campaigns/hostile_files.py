@@ -1425,7 +1425,7 @@ def _attempt(steps: list[tuple[str, str, str]], name: str, fn: Callable[[], Any]
         import traceback
 
         tb = traceback.format_exc()
-        steps.append((name, "raw", f"{type(e).__name__}: {str(e)[:300]}\n{tb[-3000:]}"))
+        steps.append((name, "raw", f"{type(e).__name__}: {str(e)[:300]}\n{_short(tb, 60)}"))
         return None
     steps.append((name, "ok", ""))
     return value
@@ -1485,6 +1485,7 @@ def _compile_and_run(steps: list[tuple[str, str, str]], comp: Any, label: str) -
         return
     if "stablehlo.while" in text:
         _note("run-with-while")
+        steps.append((f"{label}: while", "note", "the program has a while loop"))
     args = [np.zeros(s.dimensions(), s.numpy_dtype()) for s in ps.parameter_shapes()]
 
     def run() -> Any:
@@ -1595,6 +1596,10 @@ class Result:
     seconds: float = 0.0
 
     @property
+    def has_while(self) -> bool:
+        return any(status == "note" and name.endswith(": while") for name, status, _ in self.steps)
+
+    @property
     def failed(self) -> bool:
         return self.outcome in ("raw", "death", "hang")
 
@@ -1603,7 +1608,7 @@ class Result:
 class CliResult:
     hostile: Hostile
     argv: list[str]
-    outcome: str  # ok | exit1 | exit2 | raw | death | hang | badexit
+    outcome: str  # ok | exit1 | exit2 | slow | raw | death | hang | badexit
     returncode: int | None
     stderr: str
     seconds: float
@@ -1662,8 +1667,12 @@ def _cli_preexec() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_BYTES, ADDRESS_SPACE_BYTES))
 
 
-def run_cli(h: Hostile, verb: str, workdir: str, timeout: float = CLI_TIMEOUT_S) -> CliResult:
-    """``python -m xlasdk.cli inspect FILE`` or ``run FILE --random-inputs`` in a fresh process."""
+def run_cli(h: Hostile, verb: str, workdir: str, has_while: bool = False) -> CliResult:
+    """``python -m xlasdk.cli inspect FILE`` or ``run FILE --random-inputs`` in a fresh process.
+
+    A ``run`` of a program with a while loop that passes the time limit is ``slow`` (its loop
+    bound may be anything), not a hang."""
+    timeout = CLI_TIMEOUT_S + 300.0 * len(h.data) / 1e6
     path = os.path.join(workdir, re.sub(r"[^\w.\-]", "_", h.key) + h.suffix)
     with open(path, "wb") as f:
         f.write(h.data)
@@ -1692,7 +1701,7 @@ def run_cli(h: Hostile, verb: str, workdir: str, timeout: float = CLI_TIMEOUT_S)
     err = err_b.decode("utf-8", "replace")
     seconds = time.monotonic() - t0
     if hung:
-        outcome = "hang"
+        outcome = "slow" if verb == "run" and has_while else "hang"
     elif rc < 0:
         outcome = "death"
     elif "Traceback (most recent call last)" in err or "internal error" in err:
@@ -1737,7 +1746,8 @@ class Campaign:
             f"hostile files ({self.profile}): {len(self.results)} files in {self.seconds:.1f} s: "
             + ", ".join(f"{k} {by.get(k, 0)}" for k in ("ok", "error", "slow", "raw", "death", "hang")),
             f"  deaths: {len(deaths)}; CLI runs: {len(self.cli)}: "
-            + ", ".join(f"{k} {cby.get(k, 0)}" for k in ("ok", "exit1", "exit2", "raw", "death", "hang", "badexit")),
+            + ", ".join(f"{k} {cby.get(k, 0)}" for k in ("ok", "exit1", "exit2", "slow", "raw", "death", "hang",
+                                                            "badexit")),
             f"  steps: {steps}",
             f"  failures saved under {self.out_dir}" if self.failures or self.cli_failures else "  no failures",
         ])
@@ -1745,7 +1755,7 @@ class Campaign:
     def describe_failures(self, limit: int = 30) -> str:
         parts = []
         for r in self.failures[:limit]:
-            parts.append(f"[{r.outcome}] {r.hostile.describe()}\n  {r.detail[:2500]}\n  input: "
+            parts.append(f"[{r.outcome}] {r.hostile.describe()}\n  {_short(r.detail)}\n  input: "
                          f"{os.path.join(self.out_dir, _safe(r.hostile.key) + r.hostile.suffix)}")
         for c in self.cli_failures[:limit]:
             parts.append(f"[cli {c.outcome}] {' '.join(c.argv)} (rc {c.returncode}) on {c.hostile.describe()}\n  "
@@ -1768,6 +1778,25 @@ class Campaign:
         }
 
 
+def _short(text: str, max_lines: int = 24) -> str:
+    """``text`` with runs of repeated traceback lines collapsed, and at most ``max_lines`` lines."""
+    out: list[str] = []
+    seen: set[str] = set()
+    skipped = 0
+    for ln in text.splitlines():
+        key = ln.strip()
+        if key in seen and (key.startswith(("File ", "^", "return ", "elems.")) or not key):
+            skipped += 1
+            continue
+        seen.add(key)
+        out.append(ln)
+    if skipped:
+        out.append(f"    [{skipped} repeated traceback lines left out]")
+    if len(out) > max_lines:
+        out = out[:4] + ["    ..."] + out[-(max_lines - 5):]
+    return "\n".join(out)
+
+
 def _safe(key: str) -> str:
     return re.sub(r"[^\w.\-]", "_", key)
 
@@ -1784,14 +1813,14 @@ def _save_failure(out_dir: str, h: Hostile, what: str, reproducer: str | None = 
             f.write(reproducer)
 
 
-def _cli_sample(results: list[Result], n: int) -> list[tuple[Hostile, str]]:
+def _cli_sample(results: list[Result], n: int) -> list[tuple[Result, str]]:
     """``n`` CLI runs: half on inputs that loaded (they compile and run), half on the others."""
     if n <= 0:
         return []
-    loaded = [r.hostile for r in results if r.outcome == "ok"]
-    rest = [r.hostile for r in results if r.outcome != "ok"]
+    loaded = [r for r in results if r.outcome == "ok"]
+    rest = [r for r in results if r.outcome != "ok"]
     pairs = n // 2
-    pick: list[Hostile] = []
+    pick: list[Result] = []
     for pool, k in ((loaded, (pairs + 1) // 2), (rest, pairs)):
         if pool and k:
             step = max(1, len(pool) // k)
@@ -1856,8 +1885,9 @@ def run_campaign(
         except OSError:
             pass
     with tempfile.TemporaryDirectory(prefix="hostile-cli-") as work:
-        for h, verb in _cli_sample(camp.results, profile.cli):
-            c = run_cli(h, verb, work)
+        for r, verb in _cli_sample(camp.results, profile.cli):
+            h = r.hostile
+            c = run_cli(h, verb, work, r.has_while)
             camp.cli.append(c)
             if c.failed:
                 _save_failure(out_dir, h, f"[cli {c.outcome}] {' '.join(c.argv)} -> rc {c.returncode}\n{c.stderr}")

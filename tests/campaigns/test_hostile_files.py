@@ -61,7 +61,12 @@ def test_every_text_mutation_applies_to_some_seed(seeds: list[hf.Seed]) -> None:
 def _run(profile: hf.Profile, seeds: list[hf.Seed], capsys: Any) -> hf.Campaign:
     out = tempfile.mkdtemp(prefix=f"hostile-{profile.name}-")  # kept: it holds the failing inputs
     inputs = hf.make_inputs(profile, seeds)
-    camp = hf.run_campaign(profile, out_dir=out, inputs=inputs)
+
+    def progress(line: str) -> None:  # the long profile takes hours: show where it is
+        with capsys.disabled():
+            print(line, flush=True)
+
+    camp = hf.run_campaign(profile, out_dir=out, inputs=inputs, progress=progress if profile is hf.LONG else None)
     with capsys.disabled():
         print("\n" + camp.figures())
         if camp.failures or camp.cli_failures:
@@ -69,10 +74,10 @@ def _run(profile: hf.Profile, seeds: list[hf.Seed], capsys: Any) -> hf.Campaign:
     assert len(camp.results) == profile.files
     assert len(camp.cli) == profile.cli
     assert any(r.outcome == "ok" for r in camp.results), "no input loaded: the campaign tests nothing"
-    assert not camp.failures and not camp.cli_failures, (
-        f"{len(camp.failures)} inputs and {len(camp.cli_failures)} CLI runs failed (inputs saved under {out}):\n"
-        + camp.describe_failures()
-    )
+    failed, cli_failed = len(camp.failures), len(camp.cli_failures)
+    if failed or cli_failed:
+        pytest.fail(f"{failed} inputs and {cli_failed} CLI runs failed (inputs saved under {out}):\n"
+                    + camp.describe_failures(), pytrace=False)
     return camp
 
 
