@@ -21,8 +21,8 @@ tiles along it), plus trailing subgroup dimensions (``last_tile_dim_replicate`` 
 Shardings are values: parsed and built ones compare equal when they place every tile on the
 same devices (``{devices=[4]<=[4]}`` equals ``{devices=[4]0,1,2,3}``), and hash alike.
 
-xlasdk uses GSPMD shardings (``mhlo.sharding``), not Shardy (``sdy.sharding``): see
-:class:`HloSharding` for why.
+xlasdk writes and reads shardings in this (GSPMD) notation, and XLA partitions programs with its
+Shardy partitioner: see :class:`HloSharding` for why.
 """
 
 from __future__ import annotations
@@ -80,16 +80,18 @@ class HloSharding:
     The notation is XLA's (``HloSharding::ToString``): see :mod:`xlasdk.sharding`. Device
     numbers are partition numbers of the SPMD program.
 
-    GSPMD, not Shardy
-    -----------------
-    xlasdk writes shardings as GSPMD ``mhlo.sharding`` attributes and compiles with XLA's SPMD
-    partitioner (``use_spmd_partitioning``). jaxlib 0.10.2 runs both partitioners, and JAX itself
-    defaults to Shardy, but GSPMD is the one notation that every format xlasdk reads and writes
-    carries: HLO text and XLA's dumps print ``sharding={devices=...}`` (even for programs JAX
-    partitioned with Shardy), HloModule protos store ``OpSharding``, and StableHLO files keep
-    the same text in ``mhlo.sharding``. A Shardy sharding needs a named mesh (``sdy.mesh``) that
-    HLO text has no place for. XLA logs a warning that GSPMD propagation will be deprecated;
-    that warning is expected.
+    GSPMD notation, Shardy partitioner
+    ----------------------------------
+    xlasdk writes shardings as GSPMD ``mhlo.sharding`` attributes (this notation), because it is
+    the one every format xlasdk reads and writes carries: HLO text and XLA's dumps print
+    ``sharding={devices=...}`` (even for programs JAX partitioned with Shardy), HloModule protos
+    store ``OpSharding``, and StableHLO files keep the same text in ``mhlo.sharding``; a Shardy
+    sharding (``#sdy.sharding<@mesh, ...>``) needs a named mesh that HLO text has no place for.
+    Programs with ``num_partitions > 1`` are compiled with XLA's Shardy partitioner
+    (``use_shardy_partitioner``, JAX's default in 0.10): jaxlib 0.10.2 imports the GSPMD
+    attributes into Shardy, gives the same results as its deprecated GSPMD propagation on every
+    program of xlasdk's tests, and also compiles XLA's dumps of JAX programs, whose
+    ``xla.sdy.*`` custom calls the GSPMD partitioner refuses.
 
     Raises
     ------

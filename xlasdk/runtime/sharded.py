@@ -67,7 +67,7 @@ class _Layout:
     """How one global array of ``dims``/``dtype`` lies on ``devices`` under ``sharding``."""
 
     __slots__ = ("dims", "dtype", "sharding", "devices", "jdevices", "num_replicas", "num_partitions",
-                 "shard_dims", "aval", "shard_aval", "gspmd", "_slices")
+                 "shard_dims", "aval", "shard_aval", "gspmd", "local", "local_devices", "_slices")
 
     def __init__(
         self,
@@ -95,6 +95,10 @@ class _Layout:
         self.aval = _aval(dims, dtype)
         self.shard_aval = _aval(self.shard_dims, dtype)
         self.gspmd = pjrt.gspmd_sharding(self.jdevices, _label(sharding, p, num_replicas))
+        # Positions of this process's devices (all of them, except under xs.distributed).
+        me = devices[0].client.process_index
+        self.local = tuple(k for k, d in enumerate(devices) if d.process_index == me)
+        self.local_devices = tuple(devices[k] for k in self.local)
         self._slices: list[tuple[slice, ...] | None] | None = None
 
     def same(self, other: _Layout) -> bool:
@@ -124,28 +128,47 @@ class _Layout:
             per_partition.append(np.ascontiguousarray(piece))
         return per_partition * self.num_replicas
 
-    def assemble(self, pieces: Sequence[np.ndarray[Any, Any]]) -> np.ndarray[Any, Any]:
-        """The global array from replica 0's pieces."""
+    def needed(self) -> list[int]:
+        """Positions (in :attr:`local`'s order of preference) whose pieces make the global array:
+        one device of this process per tile; raises when this process lacks a tile."""
         s = self.sharding
         if s.is_manual or s.kind == "unreduced":
             raise XlaRuntimeError(
                 f"a {s} array has no global value: read its per-device values from .shards"
             )
+        p = self.num_partitions
         if s.is_maximal:
-            return pieces[s.device]
+            want = [k for k in self.local if k % p == s.device][:1]
+            if not want:
+                raise XlaRuntimeError(f"the {s} array lives on a device of another process")
+            return want
         if not s.is_tiled:
-            return pieces[0]
+            return [self.local[0]]
         if self._slices is None:
-            self._slices = s.shard_slices(self.dims, self.num_partitions)
-        out = np.empty(self.dims, self.dtype)
-        done: set[tuple[int, ...]] = set()
-        for p, sl in enumerate(self._slices):
+            self._slices = s.shard_slices(self.dims, p)
+        picked: dict[tuple[int, ...], int] = {}
+        for k in self.local:
+            sl = self._slices[k % p]
             assert sl is not None
-            key = tuple(x.start for x in sl)
-            if key in done:
-                continue
-            done.add(key)
-            out[sl] = pieces[p][tuple(slice(0, x.stop - x.start) for x in sl)]
+            picked.setdefault(tuple(x.start for x in sl), k)
+        if len(picked) < len({tuple(x.start for x in sl) for sl in self._slices if sl is not None}):
+            raise XlaRuntimeError(
+                f"this process holds {len(picked)} of the tiles of the {s} array; the others are on other "
+                "processes' devices: read .shards, or give the program a replicated output"
+            )
+        return sorted(picked.values())
+
+    def assemble(self, pieces: dict[int, np.ndarray[Any, Any]]) -> np.ndarray[Any, Any]:
+        """The global array from the pieces of the :meth:`needed` positions."""
+        s = self.sharding
+        if not s.is_tiled:
+            return next(iter(pieces.values()))
+        assert self._slices is not None
+        out = np.empty(self.dims, self.dtype)
+        for k, piece in pieces.items():
+            sl = self._slices[k % self.num_partitions]
+            assert sl is not None
+            out[sl] = piece[tuple(slice(0, x.stop - x.start) for x in sl)]
         return out
 
 
@@ -165,7 +188,9 @@ class ShardedArray:
     sharding:
         The sharding; its device numbers are partitions (positions within one replica).
     devices:
-        One per shard, replica-major (``num_replicas`` copies of the ``num_partitions`` devices).
+        Every device of the array, replica-major (``num_replicas`` copies of the
+        ``num_partitions`` devices); under ``xs.distributed`` also other processes' devices, of
+        which :attr:`shards` holds none.
     """
 
     __slots__ = ("_layout", "_global", "_shards", "_host", "__weakref__")
@@ -302,8 +327,15 @@ class ShardedArray:
         return self._layout.shard_dims
 
     @property
+    def local_devices(self) -> tuple[Device, ...]:
+        """The devices of :attr:`devices` that this process addresses (all of them in a single
+        process), in the same order: the devices of :attr:`shards`."""
+        return self._layout.local_devices
+
+    @property
     def shards(self) -> tuple[DeviceArray, ...]:
-        """One :class:`~xlasdk.DeviceArray` per device, in :attr:`devices` order."""
+        """One :class:`~xlasdk.DeviceArray` per device of this process, in :attr:`devices` order
+        (in a single process: one per device)."""
         s = self._shards
         if s is None:
             if self._global is None:
@@ -312,7 +344,7 @@ class ShardedArray:
             bufs = pjrt.global_shards(self._global)
             wrap = DeviceArray._wrap
             s = self._shards = tuple(
-                wrap(b, lay.shard_dims, lay.dtype, d) for b, d in zip(bufs, lay.devices, strict=True)
+                wrap(b, lay.shard_dims, lay.dtype, d) for b, d in zip(bufs, lay.local_devices, strict=True)
             )
         return s
 
@@ -333,20 +365,23 @@ class ShardedArray:
 
     # -- host access and lifetime ----------------------------------------------------------------
     def to_numpy(self) -> np.ndarray[Any, Any]:
-        """The global array on the host, assembled from the shards of the first replica
-        (waits for them). Read-only and cached, like :meth:`DeviceArray.to_numpy`.
+        """The global array on the host, assembled from one shard per tile (the first replica's,
+        in a single process; waits for them). Read-only and cached, like
+        :meth:`DeviceArray.to_numpy`.
 
         Raises
         ------
         XlaRuntimeError
-            If the array was deleted, its computation failed, or its sharding is ``{manual}``
-            (the value exists only per device: read :attr:`shards`).
+            If the array was deleted, its computation failed, its sharding is ``{manual}`` (the
+            value exists only per device: read :attr:`shards`), or, under ``xs.distributed``,
+            some tiles are only on other processes' devices.
         """
         v = self._host
         if v is None:
             lay = self._layout
-            pieces = [x.to_numpy() for x in self.shards[: lay.num_partitions]]
-            v = lay.assemble(pieces)
+            shards = self.shards
+            position = {k: i for i, k in enumerate(lay.local)}
+            v = lay.assemble({k: shards[position[k]].to_numpy() for k in lay.needed()})
             if v.flags.writeable:
                 v.setflags(write=False)
             self._host = v
@@ -416,7 +451,8 @@ def _place(layout: _Layout, host: np.ndarray[Any, Any]) -> ShardedArray:
     pieces = layout.pieces(host)
     put = pjrt.put
     aval = layout.shard_aval
-    bufs = [put(x, aval, d._sharding, d._d) for x, d in zip(pieces, layout.devices, strict=True)]
+    devs = layout.devices
+    bufs = [put(pieces[k], aval, devs[k]._sharding, devs[k]._d) for k in layout.local]
     g = pjrt.assemble_global(layout.aval, layout.gspmd, bufs)
     return ShardedArray._make(layout, g, None)
 
@@ -535,10 +571,11 @@ class _Spmd:
         return _place(layout, self._host_value(spec, a))._global_array()
 
     def _from_shards(self, spec: _ParamSpec, shard_spec: _ParamSpec, layout: _Layout, a: Sequence[Any]) -> Any:
-        devs = layout.devices
+        devs = layout.local_devices
         if len(a) != len(devs):
+            mine = " of this process" if len(devs) != len(layout.devices) else ""
             raise ShapeError(
-                f"{spec._where('')} is a list of {len(a)} shards, expected one per device ({len(devs)}: "
+                f"{spec._where('')} is a list of {len(a)} shards, expected one per device{mine} ({len(devs)}: "
                 f"{', '.join(str(d) for d in devs)}), each {shard_spec.shape} for sharding {layout.sharding}"
             )
         bufs = [shard_spec.to_buffer(x, d, f"shard {k} ({d}) of ") for k, (x, d) in enumerate(zip(a, devs,
