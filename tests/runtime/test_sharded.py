@@ -231,6 +231,25 @@ def test_maximal_and_tuple_results() -> None:
     np.testing.assert_array_equal(z_out.to_numpy(), np.abs(xv))
 
 
+def test_manual_sharding_is_per_device() -> None:
+    """``{manual}``: the program is already per device; values go in and come out per device."""
+    b = xs.XlaBuilder("manual")
+    with b.sharding("{manual}"):
+        x = ops.Parameter(b, 0, f32(2, 3), "x")
+        y = ops.Mul(x, x)
+    exe = compile_spmd(b.build(y), 4)
+    parts = [np.full((2, 3), k, F32) for k in range(4)]
+    out = exe.execute_sharded([parts])
+    assert out.sharding == "{manual}" and out.shard_shape == (2, 3)
+    assert [float(s.to_numpy()[0, 0]) for s in out.shards] == [0, 1, 4, 9]
+    with pytest.raises(xs.XlaRuntimeError, match="no global value: read its per-device values from .shards"):
+        out.to_numpy()
+    with pytest.raises(xs.ShapeError, match=r"'x'\) has the sharding \{manual\}, which has no global value"):
+        exe.execute_sharded([np.ones((2, 3), F32)])
+    again = exe.execute_sharded([out])  # a manual ShardedArray on the same devices passes as it is
+    assert [float(s.to_numpy()[0, 0]) for s in again.shards] == [0, 1, 16, 81]
+
+
 def test_outputs_feed_the_next_run_without_copies() -> None:
     b = xs.XlaBuilder("step")
     with b.sharding("{devices=[4,1]<=[4]}"):

@@ -568,7 +568,13 @@ class _Spmd:
             return _place(layout, a.to_numpy())._global_array()
         if isinstance(a, (list, tuple)):
             return self._from_shards(spec, shard_spec, layout, a)
-        return _place(layout, self._host_value(spec, a))._global_array()
+        host = self._host_value(spec, a)
+        if layout.sharding.is_manual or layout.sharding.kind == "unreduced":
+            raise ShapeError(
+                f"{spec._where('')} has the sharding {layout.sharding}, which has no global value to split: pass a "
+                f"list of one {shard_spec.shape} per device"
+            )
+        return _place(layout, host)._global_array()
 
     def _from_shards(self, spec: _ParamSpec, shard_spec: _ParamSpec, layout: _Layout, a: Sequence[Any]) -> Any:
         devs = layout.local_devices
