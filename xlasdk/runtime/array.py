@@ -71,6 +71,8 @@ class HostBufferSemantics(enum.Enum):
 # jaxlib's own live-buffer list is deprecated and empty).
 _live: list[weakref.ref[DeviceArray]] = []
 _live_prune_at = 1024
+_ref: Final = weakref.ref
+_live_append: Final = _live.append
 
 _INT32_MIN: Final = -(2**31)
 _INT32_MAX: Final = 2**31 - 1
@@ -136,9 +138,8 @@ class DeviceArray:
         a._device = device
         a._exported = False
         a._host = None
-        live = _live
-        live.append(_ref(a))
-        if len(live) >= _live_prune_at:
+        _live_append(_ref(a))
+        if len(_live) >= _live_prune_at:
             _prune_live()
         return a
 
@@ -662,10 +663,6 @@ def aligned_empty(
     start = (-raw.ctypes.data) % alignment
     out: np.ndarray[Any, Any] = raw[start : start + nbytes].view(dt).reshape(dims)
     return out
-
-
-def _ref(a: DeviceArray) -> weakref.ref[DeviceArray]:
-    return weakref.ref(a)
 
 
 def _prune_live() -> None:
