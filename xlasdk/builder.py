@@ -126,7 +126,7 @@ class XlaOp:
     XlaOps stay hashable.
     """
 
-    __slots__ = ("builder", "shape", "opcode", "operands", "attrs", "regions", "loc", "id", "extra", "sharding")
+    __slots__ = ("builder", "shape", "opcode", "operands", "attrs", "regions", "loc", "id", "extra")
 
     def __init__(
         self,
@@ -148,7 +148,6 @@ class XlaOp:
         self.loc = loc
         self.extra = extra
         self.id = builder._next_id()
-        self.sharding: HloSharding | None = None  # set by XlaBuilder._add under set_sharding
 
     # -- Pythonic views of the shape ---------------------------------------------------------
     @property
@@ -159,6 +158,11 @@ class XlaOp:
     @property
     def dims(self) -> tuple[int, ...]:
         return self.shape.dimensions()
+
+    @property
+    def sharding(self) -> HloSharding | None:
+        """The sharding the op was built with (``XlaBuilder.set_sharding``), or None."""
+        return self.builder._op_shardings.get(self.id)
 
     @property
     def ndim(self) -> int:
@@ -280,7 +284,7 @@ class XlaBuilder:
         self._metadata_loc: str | None = None  # the location of every op, when the metadata has a file
         self._metadata_fields: dict[str, Any] = {}  # metadata fields added to each caller-line location
         self._sharding: HloSharding | None = None
-        self._sharded = False  # some op of this builder carries a sharding (xs.compile checks them)
+        self._op_shardings: dict[int, HloSharding] = {}  # op id -> sharding, for ops built under one
         self._loc_cache: dict[tuple[str, int], str] = {}
         self._side_effects: list[XlaOp] = []
         self._nbytes = 0  # bytes of every array built, regions included (checked by build)
@@ -493,17 +497,13 @@ class XlaBuilder:
         extra: Any = None,
     ) -> XlaOp:
         loc = self._metadata_loc if self._metadata_loc is not None else self._location()
-        sharding = None
         if self._sharding is not None:
-            from .sharding import sharding_for_shape
-
-            sharding = sharding_for_shape(self._sharding, shape, opcode)
+            attrs, sharding = self._sharded_attrs(opcode, shape, attrs)
+            op = XlaOp(self, opcode, operands, shape, attrs, regions, loc, extra)
             if sharding is not None:
-                sh = f"mhlo.sharding = {sharding.to_mlir()}"
-                attrs = f"{attrs}, {sh}" if attrs else sh
-                self._sharded = True
-        op = XlaOp(self, opcode, operands, shape, attrs, regions, loc, extra)
-        op.sharding = sharding
+                self._op_shardings[op.id] = sharding
+        else:
+            op = XlaOp(self, opcode, operands, shape, attrs, regions, loc, extra)
         self._last = op
         self._nbytes += shape._heap_bytes()
         for region in regions:
@@ -514,6 +514,18 @@ class XlaBuilder:
         ):
             self._side_effects.append(op)  # kept in the computation even if the root does not use it
         return op
+
+    def _sharded_attrs(self, opcode: str, shape: Shape, attrs: str) -> tuple[str, HloSharding | None]:
+        """``attrs`` with the ``mhlo.sharding`` of an op built under :meth:`set_sharding` (if its
+        shape takes one), and that sharding."""
+        from .sharding import sharding_for_shape
+
+        assert self._sharding is not None
+        sharding = sharding_for_shape(self._sharding, shape, opcode)
+        if sharding is None:
+            return attrs, None
+        sh = f"mhlo.sharding = {sharding.to_mlir()}"
+        return (f"{attrs}, {sh}" if attrs else sh), sharding
 
     def _add_parameter(self, number: int, shape: Shape, name: str) -> XlaOp:
         if number in self._params:

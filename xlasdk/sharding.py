@@ -1125,7 +1125,7 @@ def check_computation_shardings(computation: Any, num_partitions: int, num_repli
         all replicas).
     """
     root = getattr(computation, "_root", None)
-    if root is None or not getattr(root.builder, "_sharded", False):
+    if root is None or not root.builder._op_shardings:
         return
     name = getattr(computation, "name", "?")
     if num_replicas > 1:
