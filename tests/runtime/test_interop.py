@@ -368,6 +368,12 @@ def test_torch_to_xlasdk_and_back_zero_copy() -> None:
     assert xs.from_dlpack(u).unsafe_buffer_pointer() != u.data_ptr()
     with pytest.raises(BufferError):
         xs.from_dlpack(u, copy=False)
+    strided = torch.arange(12, dtype=torch.float32).reshape(3, 4)[:, ::2]  # non-compact: copied
+    assert np.array_equal(xs.from_dlpack(strided).to_numpy(), strided.numpy())
+    with pytest.raises(BufferError, match="strided"):
+        xs.from_dlpack(strided, copy=False)
+    transposed = torch.arange(12, dtype=torch.float32).reshape(3, 4).T
+    assert np.array_equal(xs.from_dlpack(transposed).to_numpy(), transposed.numpy())
     assert xs.device_put(t).unsafe_buffer_pointer() != t.data_ptr()  # device_put copies
     assert xs.device_put(t, semantics=ZC).unsafe_buffer_pointer() == t.data_ptr()
 

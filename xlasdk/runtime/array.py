@@ -557,7 +557,18 @@ def _put_dlpack(value: Any, device: Device, what: str, copy: bool | None = True)
             f"{what}: cannot import a DLPack tensor of device type {dev_type} to {device}; "
             "copy it to the host (or to a device of that platform) first"
         )
-    return _import_capsule(_capsule_of(value, what), device, copy, what)
+    try:
+        return _import_capsule(_capsule_of(value, what), device, copy, what)
+    except XlaRuntimeError as e:
+        if "striding" not in str(e) or not host_ok:
+            raise
+        # Non-compact strides (a slice with steps): XLA cannot alias them; numpy reads them.
+        if copy is False:
+            raise pjrt.DLPackError(f"{what}: a strided (non-compact) tensor cannot be used without a copy") from e
+        host = _dlpack_host(value, what)
+        if host is None:
+            raise
+        return _put_numpy(np.ascontiguousarray(host), device)
 
 
 def _is_capsule(value: Any) -> bool:
