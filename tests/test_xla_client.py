@@ -48,7 +48,7 @@ def _binary_max(dtype: Any) -> xla_client.XlaComputation:
 
 # -- module surface ---------------------------------------------------------------------------
 def test_module_surface_names_and_types() -> None:
-    assert xla_client.Shape is xs.Shape and xla_client.PrimitiveType is xs.PrimitiveType
+    assert issubclass(xla_client.Shape, xs.Shape) and xla_client.PrimitiveType is xs.PrimitiveType
     assert xla_client.XlaRuntimeError is xs.XlaRuntimeError
     assert xla_client.bfloat16 is ml_dtypes.bfloat16
     assert xla_client.dtype_to_etype(np.float32) == xla_client.PrimitiveType.F32

@@ -31,15 +31,19 @@ Differences from jaxlib
 
 from __future__ import annotations
 
+import abc
+import contextlib
+import functools
 import types
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final
 
 import numpy as np
 
 from . import errors as _errors
 from . import ops as _xs_ops
+from ._jaxlib import compat as _compat
 from ._jaxlib import mlir as _mlir
 from ._jaxlib.pjrt import XLA_CLIENT_VERSION
 from .attrs import (
@@ -68,16 +72,18 @@ from .attrs import (
 from .builder import XlaBuilder as _XlaBuilder
 from .builder import XlaOp
 from .computation import XlaComputation as _XlaComputation
-from .errors import DTypeError, ShapeError, XlaRuntimeError
+from .errors import DTypeError, HostCallbackError, ShapeError, XlaRuntimeError
 from .runtime import CompileOptions as _CompileOptions
-from .runtime import Device, DeviceArray, Executable, MemoryStats, UnknownDeviceError, device_put
+from .runtime import Device, DeviceArray, Executable, ExecutionToken, MemoryStats, UnknownDeviceError, device_put
 from .runtime import HostBufferSemantics as HostBufferSemantics
 from .runtime import client as _sdk_client
 from .runtime import compile as _sdk_compile
 from .runtime import deserialize_executable as _sdk_deserialize
 from .runtime import from_dlpack as _from_dlpack
 from .runtime.device import Client as _SdkClient
-from .shape import Layout, ProgramShape, Shape
+from .shape import Layout
+from .shape import ProgramShape as _ProgramShape
+from .shape import Shape as _Shape
 from .shape import shape_from_pyval as _shape_from_pyval
 from .types import PrimitiveType, bfloat16, dtype_to_etype, etype_to_dtype
 
@@ -95,6 +101,8 @@ __all__ = [
     "Device", "Client", "make_cpu_client", "make_gpu_client",
     "get_local_backend", "LoadedExecutable", "ExecuteResults", "Buffer", "ArrayImpl", "HostBufferSemantics",
     "execute_with_python_values", "execute_with_python_values_replicated",
+    "Token", "ShardedToken", "ShardedBuffer", "Traceback", "Frame", "tracebacks", "ShapeIndex",
+    "DeviceArrayBase", "HostCallbackError",
 ]
 
 _version: Final[int] = XLA_CLIENT_VERSION  # jaxlib's xla_client._version, for version checks
@@ -131,7 +139,7 @@ class _OpsNamespace(types.ModuleType):
     def __getattr__(self, name: str) -> Any:
         if not name.startswith("__"):
             try:
-                return getattr(_xs_ops, name)
+                return _with_native_shapes(getattr(_xs_ops, name))
             except AttributeError:
                 pass
             if name in _OPS_EXTRAS:
@@ -143,6 +151,39 @@ class _OpsNamespace(types.ModuleType):
 
 
 ops: Final = _OpsNamespace(f"{__name__}.ops", _OpsNamespace.__doc__)
+
+
+@functools.cache
+def _with_native_shapes(fn: Any) -> Any:
+    """``fn`` taking this module's :class:`Shape` (whose ``element_type()`` is a numpy dtype)
+    wherever xlasdk's ops take an ``xs.Shape``: such arguments, alone or in a list, are handed
+    on as ``xs.Shape``. Enums and classes pass through unchanged."""
+    if not callable(fn) or isinstance(fn, type) or not _takes_shapes(fn):
+        return fn  # the op itself: ops.Add is xs.ops.Add
+
+    @functools.wraps(fn)
+    def op(*args: Any, **kwargs: Any) -> Any:
+        return fn(*[_native_arg(a) for a in args], **{k: _native_arg(v) for k, v in kwargs.items()})
+
+    return op
+
+
+def _takes_shapes(fn: Any) -> bool:
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any("Shape" in str(p.annotation) or p.kind is p.VAR_POSITIONAL for p in params)
+
+
+def _native_arg(value: Any) -> Any:
+    if type(value) is Shape:
+        return _native_shape(value)
+    if isinstance(value, (list, tuple)) and value and any(type(v) is Shape for v in value):
+        return type(value)(_native_shape(v) if type(v) is Shape else v for v in value)
+    return value
 
 
 # -- types ------------------------------------------------------------------------------------
@@ -165,6 +206,90 @@ DTYPE_TO_XLA_ELEMENT_TYPE: Final[dict[str, PrimitiveType]] = {
 """Element type of each dtype, keyed by ``str(np.dtype(...))`` as in the former module."""
 
 
+_SHAPE_SLOTS: Final = ("_etype", "_dims", "_tuple", "_layout", "_dynamic", "_hash", "_mlir", "_str")
+
+
+class Shape(_Shape):
+    """``xs.Shape`` with the former ``element_type()``: the numpy dtype of an array shape (as
+    jaxlib's ``xla_client.Shape`` returns it), where ``xs.Shape.element_type()`` gives the
+    ``PrimitiveType``. Everything else is ``xs.Shape``'s; ``xla_client.ops`` take these shapes
+    and ``XlaBuilder.get_shape``, ``shape_from_pyval`` and program shapes give them.
+    """
+
+    __slots__ = ()
+
+    def element_type(self) -> Any:
+        """numpy dtype of an array shape; ``PrimitiveType.TUPLE`` / ``TOKEN`` for the others
+        (jaxlib 0.10.2 raises there)."""
+        et = self._etype
+        if self._tuple is not None or et is PrimitiveType.TOKEN:
+            return et
+        return etype_to_dtype(et)
+
+    def primitive_type(self) -> PrimitiveType:
+        """The element type as a ``PrimitiveType`` (what ``xs.Shape.element_type()`` returns)."""
+        return self._etype
+
+    def tuple_shapes(self) -> tuple[Shape, ...]:
+        return tuple(_compat_shape(x) for x in super().tuple_shapes())
+
+    def with_major_to_minor_layout_if_absent(self) -> Shape:
+        return _compat_shape(super().with_major_to_minor_layout_if_absent())
+
+    @staticmethod
+    def array_shape(
+        dtype_or_etype: Any, dims: Iterable[int] = (), layout: Sequence[int] | Layout | None = None,
+        dynamic_dimensions: Sequence[bool] | None = None,
+    ) -> Shape:
+        return _compat_shape(_Shape.array_shape(dtype_or_etype, dims, layout, dynamic_dimensions))
+
+    @staticmethod
+    def scalar_shape(dtype_or_etype: Any) -> Shape:
+        return _compat_shape(_Shape.scalar_shape(dtype_or_etype))
+
+    @staticmethod
+    def tuple_shape(shapes: Iterable[_Shape]) -> Shape:
+        return _compat_shape(_Shape.tuple_shape([_native_shape(x) for x in shapes]))
+
+    @staticmethod
+    def token_shape() -> Shape:
+        return _compat_shape(_Shape.token_shape())
+
+
+def _convert_shape(s: _Shape, cls: type[_Shape]) -> Any:
+    if type(s) is cls:
+        return s
+    out = object.__new__(cls)
+    for k in _SHAPE_SLOTS:
+        object.__setattr__(out, k, getattr(s, k))
+    return out
+
+
+def _compat_shape(s: _Shape) -> Shape:
+    """``s`` as this module's :class:`Shape` (same value)."""
+    return _convert_shape(s, Shape)  # type: ignore[no-any-return]
+
+
+def _native_shape(s: _Shape) -> _Shape:
+    """``s`` as an ``xs.Shape`` (same value)."""
+    return _convert_shape(s, _Shape)  # type: ignore[no-any-return]
+
+
+class ProgramShape(_ProgramShape):
+    """``xs.ProgramShape`` whose shapes are this module's :class:`Shape`."""
+
+    __slots__ = ()
+
+    def __init__(
+        self, parameter_shapes: Sequence[_Shape], result_shape: _Shape, parameter_names: Sequence[str] = ()
+    ) -> None:
+        super().__init__([_compat_shape(p) for p in parameter_shapes], _compat_shape(result_shape), parameter_names)
+
+    @classmethod
+    def _of(cls, ps: _ProgramShape) -> ProgramShape:
+        return cls(ps.parameter_shapes(), ps.result_shape(), ps.parameter_names())
+
+
 def shape_from_pyval(pyval: Any, layout: Sequence[int] | None = None) -> Shape:
     """The :class:`Shape` of a Python value (as ``xs.shape_from_pyval``).
 
@@ -183,8 +308,8 @@ def shape_from_pyval(pyval: Any, layout: Sequence[int] | None = None) -> Shape:
     """
     s = _shape_from_pyval(pyval)
     if layout is None or not s.is_array():
-        return s
-    return Shape.array_shape(s.element_type(), s.dimensions(), list(layout))
+        return _compat_shape(s)
+    return Shape.array_shape(s.numpy_dtype(), s.dimensions(), list(layout))
 
 
 # -- computations -----------------------------------------------------------------------------
@@ -311,6 +436,10 @@ class XlaComputation(_XlaComputation):
         """The unoptimized program as an :class:`HloModule`."""
         return HloModule._wrap(super().get_hlo_module())
 
+    def program_shape(self) -> ProgramShape:
+        """Parameter shapes and result shape, as this module's :class:`Shape`."""
+        return ProgramShape._of(super().program_shape())
+
     def as_hlo_module(self) -> HloModule:
         """Same as :meth:`get_hlo_module`."""
         return self.get_hlo_module()
@@ -328,6 +457,14 @@ class XlaBuilder(_XlaBuilder):
             No ops, ``root`` from another builder, or gaps in parameter numbers.
         """
         return XlaComputation._adopt(super().build(root))
+
+    def get_shape(self, op: XlaOp) -> Shape:
+        """The Shape of ``op`` (``element_type()`` a numpy dtype, as in the former API)."""
+        return _compat_shape(super().get_shape(op))
+
+    def get_program_shape(self, root: XlaOp | None = None) -> ProgramShape:
+        """Parameter shapes and the result shape of the computation built so far."""
+        return ProgramShape._of(super().get_program_shape(root))
 
 
 def _as_computation(computation: Any, what: str) -> _XlaComputation:
@@ -365,7 +502,34 @@ _xla: Final = types.SimpleNamespace(
         mlir_module_to_xla_computation=_mlir_module_to_xla_computation,
     ),
     XlaRuntimeError=XlaRuntimeError,
+    hlo_module_cost_analysis=lambda client, module: _hlo_module_cost_analysis(client, module),
+    Traceback=_compat.Traceback,
+    Frame=_compat.Frame,
 )
+
+
+def _hlo_module_cost_analysis(client: Any, module: Any) -> dict[str, float]:
+    """``_xla.hlo_module_cost_analysis(backend, hlo_module)``: XLA's cost analysis (``flops``,
+    ``bytes accessed``, ...) of an unoptimized module, for ``backend``'s platform.
+
+    ``client`` is a :class:`Client` or ``xs.Client``; ``module`` an :class:`HloModule` (from
+    ``XlaComputation.get_hlo_module()``) or an ``xs.XlaComputation``.
+
+    Raises
+    ------
+    TypeError
+        For other argument types.
+    XlaRuntimeError
+        When XLA cannot analyse the module.
+    """
+    sdk = client.sdk_client if isinstance(client, Client) else client
+    if not isinstance(sdk, _SdkClient):
+        raise TypeError(f"hlo_module_cost_analysis: expected a Client, got {type(client).__name__}")
+    if isinstance(module, _XlaComputation):
+        module = XlaComputation._adopt(module).get_hlo_module()
+    if not isinstance(module, HloModule):
+        raise TypeError(f"hlo_module_cost_analysis: expected an HloModule, got {type(module).__name__}")
+    return _compat.hlo_module_cost_analysis(sdk._c, module._m)
 # ``_xla.buffer_to_dlpack_managed_tensor`` / ``_xla.dlpack_managed_tensor_to_buffer`` and
 # ``_xla.HostBufferSemantics`` are set after the Buffer and Client classes below.
 
@@ -407,6 +571,10 @@ class DeviceAssignment(tuple[tuple[int, ...], ...]):
     def computation_count(self) -> int:
         """Number of computations (partitions) per replica (columns)."""
         return len(self[0]) if self else 0
+
+    def serialize(self) -> bytes:
+        """The serialized ``xla.DeviceAssignmentProto`` (as jaxlib's ``DeviceAssignment.serialize``)."""
+        return _compat.device_assignment_proto(self)
 
     def __repr__(self) -> str:
         return f"DeviceAssignment({[list(r) for r in self]})"
@@ -536,10 +704,11 @@ class Buffer:
     dtype : numpy.dtype
     """
 
-    __slots__ = ("_a", "_client", "__weakref__")
+    __slots__ = ("_a", "_client", "_traceback", "__weakref__")
 
     _a: DeviceArray
     _client: Client
+    _traceback: Any
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("Buffers are made by Client.buffer_from_pyval(value, device) or LoadedExecutable.execute")
@@ -549,8 +718,15 @@ class Buffer:
         b = object.__new__(cls)
         b._a = array
         b._client = owner
+        b._traceback = _compat.current_traceback()
         owner._track(b)
         return b
+
+    @property
+    def traceback(self) -> Any:
+        """Where the buffer was made: a :class:`Traceback`, or None when tracebacks were off
+        (see :func:`tracebacks`)."""
+        return self._traceback
 
     @property
     def device_array(self) -> DeviceArray:
@@ -593,7 +769,7 @@ class Buffer:
 
     def xla_shape(self) -> Shape:
         """The XLA :class:`Shape` (``f32[2,3]``)."""
-        return self._a.xla_shape()
+        return _compat_shape(self._a.xla_shape())
 
     def on_device_size_in_bytes(self) -> int:
         """Bytes the buffer occupies on the device.
@@ -709,13 +885,124 @@ def _unwrap(value: Any) -> Any:
 
 
 # -- executables ------------------------------------------------------------------------------
+class Token:
+    """The completion of a run on one device (the former ``xla_client.Token``), from
+    :meth:`LoadedExecutable.execute_with_token`: ready when the run and its side effects (host
+    callbacks, ``ops.DebugPrint``) are done. Wraps an ``xs.ExecutionToken``."""
+
+    __slots__ = ("_t",)
+
+    def __init__(self, token: ExecutionToken) -> None:
+        self._t = token
+
+    def block_until_ready(self) -> None:
+        """Wait for the run. Raises :class:`XlaRuntimeError` if it failed."""
+        self._t.block_until_ready()
+
+    def __repr__(self) -> str:
+        return f"Token({self._t!r})"
+
+
+class ShardedToken:
+    """The completion of a run on several devices (the former ``xla_client.ShardedToken``)."""
+
+    __slots__ = ("_t",)
+
+    def __init__(self, token: ExecutionToken) -> None:
+        self._t = token
+
+    def block_until_ready(self) -> None:
+        """Wait for the run on every device. Raises :class:`XlaRuntimeError` if it failed."""
+        self._t.block_until_ready()
+
+    def get_token(self, device_index: int) -> Token:
+        """The :class:`Token` of the ``device_index``-th device (ShapeError out of range)."""
+        return Token(self._t.get_token(device_index))
+
+    def __repr__(self) -> str:
+        return f"ShardedToken({self._t!r})"
+
+
+class ShardedBuffer:
+    """One output (or argument) of a multi-device run: one :class:`Buffer` per device, in device
+    order (the former ``xla_client.ShardedBuffer``)."""
+
+    __slots__ = ("_bufs",)
+
+    def __init__(self, buffers: Sequence[Buffer]) -> None:
+        bufs = list(buffers)
+        if not bufs or not all(isinstance(b, Buffer) for b in bufs):
+            raise DTypeError("ShardedBuffer: expected a non-empty list of Buffers")
+        self._bufs = bufs
+
+    @staticmethod
+    def from_pybuffers(buffers: Sequence[Buffer]) -> ShardedBuffer:
+        """A ShardedBuffer of ``buffers`` (one per device)."""
+        return ShardedBuffer(buffers)
+
+    def get_pybuffers(self) -> list[Buffer]:
+        """The per-device buffers."""
+        return list(self._bufs)
+
+    get_device_buffers = get_pybuffers
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._bufs[0].shape
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        return self._bufs[0].dtype
+
+    def block_until_ready(self) -> ShardedBuffer:
+        for b in self._bufs:
+            b.block_until_ready()
+        return self
+
+    def delete(self) -> None:
+        for b in self._bufs:
+            b.delete()
+
+    def is_deleted(self) -> bool:
+        return any(b.is_deleted() for b in self._bufs)
+
+    def __len__(self) -> int:
+        return len(self._bufs)
+
+    def __getitem__(self, i: int) -> Buffer:
+        return self._bufs[i]
+
+    def __iter__(self) -> Iterator[Buffer]:
+        return iter(self._bufs)
+
+    def __repr__(self) -> str:
+        return f"ShardedBuffer({self.dtype}{list(self.shape)} on {len(self._bufs)} devices)"
+
+
+def _per_device(arg: Any) -> Any:
+    return arg.get_pybuffers() if isinstance(arg, ShardedBuffer) else arg
+
+
 class ExecuteResults:
     """Results of :meth:`LoadedExecutable.execute_sharded`."""
 
-    __slots__ = ("_outs",)
+    __slots__ = ("_outs", "_token")
 
-    def __init__(self, outputs: list[list[Buffer]]) -> None:
+    def __init__(self, outputs: list[list[Buffer]], token: ShardedToken | None = None) -> None:
         self._outs = outputs
+        self._token = token
+
+    def consume_token(self) -> ShardedToken:
+        """The run's :class:`ShardedToken` (``execute_sharded(..., with_tokens=True)`` only).
+
+        Raises
+        ------
+        XlaRuntimeError
+            When the run was made without ``with_tokens=True``.
+        """
+        if self._token is None:
+            raise XlaRuntimeError("consume_token: run execute_sharded(..., with_tokens=True) to get a token")
+        return self._token
 
     def disassemble_into_single_device_arrays(self) -> list[list[Buffer]]:
         """``[output][device]`` buffers."""
@@ -733,10 +1020,11 @@ class LoadedExecutable:
     or :meth:`execute_sharded_on_local_devices` (replicas / partitions).
     """
 
-    __slots__ = ("_e", "_client", "__weakref__")
+    __slots__ = ("_e", "_client", "_traceback", "__weakref__")
 
     _e: Executable | None
     _client: Client
+    _traceback: Any
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("LoadedExecutable objects are made by Client.compile(computation)")
@@ -746,7 +1034,14 @@ class LoadedExecutable:
         e = object.__new__(cls)
         e._e = exe
         e._client = owner
+        e._traceback = _compat.current_traceback()
         return e
+
+    @property
+    def traceback(self) -> Any:
+        """Where the executable was compiled: a :class:`Traceback`, or None when tracebacks were
+        off (see :func:`tracebacks`)."""
+        return self._traceback
 
     @property
     def executable(self) -> Executable:
@@ -803,6 +1098,29 @@ class LoadedExecutable:
         outs = out if isinstance(out, tuple) else (out,)
         return [Buffer._make(a, self._client) for a in outs]
 
+    def execute_with_token(self, arguments: Sequence[Any], device: Device | None = None) -> tuple[list[Buffer], Token]:
+        """:meth:`execute`, also returning the run's :class:`Token` (ready when the run and its
+        side effects are done).
+
+        Raises
+        ------
+        As :meth:`execute`.
+        """
+        exe = self.executable
+        if device is not None and device not in exe.devices:
+            raise XlaRuntimeError(f"execute: {exe.name} is loaded on {list(map(str, exe.devices))}, not {device}")
+        out, token = exe.execute_with_token(*[_unwrap(a) for a in arguments])
+        outs = out if isinstance(out, tuple) else (out,)
+        return [Buffer._make(a, self._client) for a in outs], Token(token)
+
+    def execute_sharded_on_local_devices_with_tokens(
+        self, arguments: Sequence[Sequence[Any]]
+    ) -> tuple[list[list[Buffer]], ShardedToken]:
+        """:meth:`execute_sharded_on_local_devices`, also returning the run's :class:`ShardedToken`."""
+        outs, token = self._execute_sharded(arguments, True)
+        assert token is not None
+        return outs, ShardedToken(token)
+
     def execute_sharded_on_local_devices(self, arguments: Sequence[Sequence[Any]]) -> list[list[Buffer]]:
         """Run on every device of the executable.
 
@@ -822,8 +1140,14 @@ class LoadedExecutable:
         ShapeError
             When a parameter's list does not have one entry per device, or as for :meth:`execute`.
         """
+        return self._execute_sharded(arguments, False)[0]
+
+    def _execute_sharded(
+        self, arguments: Sequence[Sequence[Any]], with_tokens: bool
+    ) -> tuple[list[list[Buffer]], ExecutionToken | None]:
         exe = self.executable
         n = len(exe.devices)
+        arguments = [_per_device(a) for a in arguments]
         for i, per_dev in enumerate(arguments):
             if isinstance(per_dev, (str, bytes)) or not isinstance(per_dev, Sequence) or len(per_dev) != n:
                 raise ShapeError(
@@ -832,10 +1156,14 @@ class LoadedExecutable:
                     + (f" of length {len(per_dev)}" if isinstance(per_dev, Sequence) else "")
                 )
         per_device = [[_unwrap(arg[d]) for arg in arguments] for d in range(n)]
-        results = exe.execute_replicated(per_device)
+        token: ExecutionToken | None = None
+        if with_tokens:
+            results, token = exe.execute_replicated_with_tokens(per_device)
+        else:
+            results = exe.execute_replicated(per_device)
         rows = [r if isinstance(r, tuple) else (r,) for r in results]
         nout = len(rows[0]) if rows else 0
-        return [[Buffer._make(rows[d][j], self._client) for d in range(n)] for j in range(nout)]
+        return [[Buffer._make(rows[d][j], self._client) for d in range(n)] for j in range(nout)], token
 
     def execute_sharded(self, arguments: Sequence[Any], with_tokens: bool = False) -> ExecuteResults:
         """Like :meth:`execute_sharded_on_local_devices`; an argument may also be a single
@@ -846,10 +1174,9 @@ class LoadedExecutable:
         ExecuteResults
             ``disassemble_into_single_device_arrays()`` gives ``[output][device]`` buffers.
         """
-        if with_tokens:
-            raise XlaRuntimeError("execute_sharded: with_tokens=True is not supported")
-        args = [a if isinstance(a, (list, tuple)) else [a] for a in arguments]
-        return ExecuteResults(self.execute_sharded_on_local_devices(args))
+        args: list[Any] = [a if isinstance(a, (list, tuple, ShardedBuffer)) else [a] for a in arguments]
+        outs, token = self._execute_sharded(args, bool(with_tokens))
+        return ExecuteResults(outs, ShardedToken(token) if token is not None else None)
 
     def hlo_modules(self) -> list[HloModule]:
         """The optimized HLO module(s)."""
@@ -1106,6 +1433,61 @@ class Client:
             raise CompileError(str(e)) from e
         return LoadedExecutable._make(exe, self)
 
+    def emit_python_callback(
+        self,
+        callable: Callable[..., Any],  # noqa: A002 - the former name
+        builder: _XlaBuilder,
+        operands: Sequence[XlaOp],
+        result_shapes: Sequence[_Shape],
+        operand_layouts: Sequence[Any] | None = None,
+        has_side_effects: bool = False,
+    ) -> tuple[XlaOp, Any]:
+        """Build a call of the Python function ``callable`` (the former
+        ``Client.emit_python_callback``), over ``ops.HostCallback``.
+
+        ``callable`` receives one numpy array per operand and returns a tuple (or list) with one
+        array per shape of ``result_shapes``.
+
+        Parameters
+        ----------
+        builder: the XlaBuilder; operands: its array XlaOps; result_shapes: array Shapes.
+        operand_layouts: None, or one entry per operand that is None, the operand's Shape or a
+            row-major ``minor_to_major`` order (jaxlib passes row-major arrays; others are
+            refused).
+        has_side_effects: keep the call even when its results are unused.
+
+        Returns
+        -------
+        ``(op, keepalive)``: a tuple-shaped XlaOp of the results, and the callback object
+        (executables keep their callbacks alive themselves; holding it is harmless).
+
+        Raises
+        ------
+        DTypeError, ShapeError
+            As ``ops.HostCallback``; ShapeError for a non-row-major operand layout.
+        """
+        if operand_layouts is not None:
+            if len(operand_layouts) != len(operands):
+                raise ShapeError(
+                    f"emit_python_callback: {len(operand_layouts)} operand_layouts for {len(operands)} operands"
+                )
+            for i, (lay, x) in enumerate(zip(operand_layouts, operands, strict=True)):
+                rank = x.shape.rank() if isinstance(x, XlaOp) else 0
+                m2m: Any = lay
+                if isinstance(lay, _Shape):
+                    layout = lay.layout()
+                    m2m = None if layout is None else layout.minor_to_major()
+                if m2m is not None and tuple(m2m) != tuple(range(rank - 1, -1, -1)):
+                    raise ShapeError(
+                        f"emit_python_callback: operand_layouts[{i}] = {m2m!r} is not row-major; "
+                        "host callbacks receive row-major (C-contiguous) arrays"
+                    )
+        shapes = [_native_shape(s) if isinstance(s, _Shape) else s for s in result_shapes]
+        op = _xs_ops.HostCallback(
+            callable, list(operands), shapes, has_side_effect=has_side_effects, builder=builder
+        )
+        return op, getattr(op.extra, "callback", None)
+
     def serialize_executable(self, executable: LoadedExecutable) -> bytes:
         """The executable as bytes for :meth:`deserialize_executable` (same jaxlib version and
         platform only; load only blobs you trust)."""
@@ -1328,3 +1710,70 @@ def execute_with_python_values_replicated(
     ]
     outs = executable.execute_sharded_on_local_devices(per_param)
     return [[np.asarray(o[d]) for o in outs] for d in range(len(devices))]
+
+
+# -- tracebacks ---------------------------------------------------------------------------------
+Traceback: Final = _compat.Traceback
+"""jaxlib's ``Traceback``: ``Traceback.get_traceback()`` (None while tracebacks are off),
+``frames``, ``raw_frames()``, ``as_python_traceback()``, ``traceback_from_frames(frames)``."""
+
+Frame: Final = _compat.Frame
+"""jaxlib's ``Frame(file_name, function_name, function_start_line, line_num)``."""
+
+
+@contextlib.contextmanager
+def tracebacks(enabled: bool = True) -> Iterator[None]:
+    """Turn the recording of Python tracebacks on (or off) inside a ``with`` block: then
+    ``Traceback.get_traceback()``, ``Buffer.traceback`` and ``LoadedExecutable.traceback`` give
+    where things were made (None while off). The setting is process-wide (jaxlib's)."""
+    saved = _compat.tracebacks_enabled()
+    _compat.set_tracebacks_enabled(bool(enabled))
+    try:
+        yield
+    finally:
+        _compat.set_tracebacks_enabled(saved)
+
+
+# -- other former names -------------------------------------------------------------------------
+class ShapeIndex:
+    """A path into a tuple shape (the former ``xla_client.ShapeIndex``): ``ShapeIndex([0, 1])``
+    is element 1 of element 0. Compares and hashes by value."""
+
+    __slots__ = ("_indices",)
+
+    def __init__(self, indices: Sequence[int] = ()) -> None:
+        from .ops._core import int_list
+
+        self._indices = int_list("ShapeIndex", "indices", list(indices))
+        if any(i < 0 for i in self._indices):
+            raise ShapeError(f"ShapeIndex: indices must be >= 0, got {list(self._indices)}")
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._indices)
+
+    def __len__(self) -> int:
+        return len(self._indices)
+
+    def __getitem__(self, i: int) -> int:
+        return self._indices[i]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ShapeIndex) and other._indices == self._indices
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(("ShapeIndex", self._indices))
+
+    def __repr__(self) -> str:
+        return f"ShapeIndex({{{', '.join(map(str, self._indices))}}})"
+
+
+class DeviceArrayBase(abc.ABC):  # noqa: B024 - a marker base, as in the former API
+    """The former base class of device arrays: ``isinstance(x, DeviceArrayBase)`` holds for
+    :class:`Buffer` and ``xs.DeviceArray``."""
+
+
+DeviceArrayBase.register(Buffer)
+DeviceArrayBase.register(DeviceArray)

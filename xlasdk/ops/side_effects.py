@@ -782,7 +782,8 @@ def DebugPrint(
     Returns
     -------
     XlaOp ``token[]``: the print's token (order later side effects after it, if you wish;
-    the print runs whether or not it is used).
+    the print runs whether or not it is used). A print does not become the default root of
+    ``b.build()``: that stays the last other op built.
 
     Raises
     ------
@@ -813,6 +814,7 @@ def DebugPrint(
         fmt.format(*(_PrintValue(np.broadcast_to(np.zeros((), x.dtype), x.shape.dimensions())) for x in xs))
     except (IndexError, KeyError, ValueError, TypeError) as e:
         shape_error(op, f"fmt {show(fmt)} does not format {len(xs)} operands: {type(e).__name__}: {e}")
+    last = b._last  # restored below: a print is not the default root
     tok = _token(op, "token", token, b) if token is not None else _print_chain.get(b)
     if tok is None:
         tok = CreateToken(b)
@@ -827,6 +829,7 @@ def DebugPrint(
 
     out = GetTupleElement(HostCallback(debug_print, xs, [], has_side_effect=True, token=tok, builder=b), 0)
     _print_chain[b] = out
+    b._last = last  # a print is not the default root of b.build()
     return out
 
 

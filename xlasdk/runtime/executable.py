@@ -1005,7 +1005,9 @@ def compile(
     if not isinstance(opts, CompileOptions):
         raise TypeError(f"compile: options must be xs.CompileOptions, got {type(opts).__name__}")
     name = str(computation.name)
-    program_shape = computation.program_shape()
+    # the stored xs.ProgramShape (xla_client.XlaComputation.program_shape() gives the former
+    # API's shapes, whose element_type() is a numpy dtype)
+    program_shape = getattr(computation, "_program_shape", None) or computation.program_shape()
     _check_runnable(name, program_shape)
     cross_partition = getattr(computation, "_cross_partition_ids", None)
     if cross_partition is not None:  # what XLA would abort on, found once per computation
