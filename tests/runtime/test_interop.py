@@ -372,8 +372,17 @@ def test_torch_to_xlasdk_and_back_zero_copy() -> None:
     assert np.array_equal(xs.from_dlpack(strided).to_numpy(), strided.numpy())
     with pytest.raises(BufferError, match="strided"):
         xs.from_dlpack(strided, copy=False)
-    transposed = torch.arange(12, dtype=torch.float32).reshape(3, 4).T
-    assert np.array_equal(xs.from_dlpack(transposed).to_numpy(), transposed.numpy())
+    transposed = torch.arange(12, dtype=torch.float32).reshape(3, 4).T  # strides kept as a layout by XLA
+    ta = xs.from_dlpack(transposed)  # ... so it is copied to row-major: executables read it right
+    assert ta.unsafe_buffer_pointer() != transposed.data_ptr()
+    assert np.array_equal(ta.to_numpy(), transposed.numpy())
+    with pytest.raises(BufferError, match="row-major"):
+        xs.from_dlpack(transposed, copy=False)
+    b = xs.XlaBuilder("ident")
+    ops.Add(ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, (4, 3)), "x"), ops.Constant(b, np.float32(0)))
+    exe = xs.compile(b.build())
+    assert np.array_equal(exe(ta).to_numpy(), transposed.numpy())
+    assert np.array_equal(exe(transposed).to_numpy(), transposed.numpy())
     assert xs.device_put(t).unsafe_buffer_pointer() != t.data_ptr()  # device_put copies
     assert xs.device_put(t, semantics=ZC).unsafe_buffer_pointer() == t.data_ptr()
 

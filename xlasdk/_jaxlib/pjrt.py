@@ -103,6 +103,7 @@ __all__ = [
     "dlpack_import_view",
     "array_share",
     "DLPackError",
+    "array_minor_to_major",
 ]
 
 _J: Final[Any] = importlib.import_module("jaxlib._jax")  # untyped extension module
@@ -867,3 +868,13 @@ def array_share(array: Any) -> Any:
         return array.clone()
     except Exception as e:
         raise _runtime_error("clone", e) from e
+
+
+def array_minor_to_major(array: Any) -> tuple[int, ...] | None:
+    """The buffer's layout as XLA's ``minor_to_major`` (``(n-1, ..., 0)`` is row-major), or None
+    when jaxlib does not say. DLPack import keeps a producer's strides as a layout, and an
+    executable reads such a buffer as if it were row-major (silently wrong values)."""
+    try:
+        return tuple(int(d) for d in array._pjrt_layout._xla_layout().minor_to_major())
+    except Exception:
+        return None

@@ -508,8 +508,16 @@ def _import_capsule(capsule: Any, device: Device, copy: bool | None, what: str) 
         host = _native(pjrt.array_to_numpy(arr), what)
         return _put_numpy(host, device)
     a = DeviceArray._wrap(arr, meta[0], canonical_dtype(meta[1]), device)
-    if copy:
-        fresh = a.clone()
+    m2m = pjrt.array_minor_to_major(arr)
+    row_major = m2m is None or m2m == tuple(range(len(meta[0]) - 1, -1, -1))
+    if not row_major and copy is False:
+        a._drop()
+        raise pjrt.DLPackError(
+            f"{what}: the tensor's strides are not row-major (layout minor_to_major={m2m}); "
+            "it cannot be used without a copy"
+        )
+    if copy or not row_major:  # a transposed view: executables expect row-major buffers
+        fresh = _put_numpy(np.ascontiguousarray(a.to_numpy()), device)
         a._drop()
         return fresh
     return a
