@@ -276,6 +276,12 @@ class Shape:
                 t = "tuple<" + ", ".join(s.mlir_type() for s in self._tuple) + ">"
             elif self._etype is PrimitiveType.TOKEN:
                 t = "!stablehlo.token"
+            elif any(self._dynamic):  # a bounded dynamic shape: tensor<?x3xf32, #stablehlo.bounds<4, ?>>
+                et = mlir_element_type(self._etype)
+                pairs = list(zip(self._dims, self._dynamic, strict=True))
+                dims = "".join(("?" if dyn else str(d)) + "x" for d, dyn in pairs)
+                bounds = ", ".join(str(d) if dyn else "?" for d, dyn in pairs)
+                t = f"tensor<{dims}{et}, #stablehlo.bounds<{bounds}>>"
             else:
                 et = mlir_element_type(self._etype)
                 t = "tensor<" + "".join(f"{d}x" for d in self._dims) + et + ">"

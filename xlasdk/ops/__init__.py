@@ -101,7 +101,22 @@ from .indexing import DynamicSlice, DynamicUpdateSlice, Gather, Scatter
 from .linalg import QR, SVD, Cholesky, Dot, DotGeneral, Eigh, TriangularSolve
 from .random import RngBitGenerator, RngNormal, RngUniform
 from .reduce import Map, Reduce
-from .shaping import Broadcast, BroadcastInDim, Collapse, ConcatInDim, Pad, Reshape, Rev, Slice, SliceInDim, Transpose
+from .shaping import (
+    Broadcast,
+    BroadcastInDim,
+    Collapse,
+    ConcatInDim,
+    DynamicReshape,
+    GetDimensionSize,
+    Pad,
+    RemoveDynamicDimension,
+    Reshape,
+    Rev,
+    SetDimensionSize,
+    Slice,
+    SliceInDim,
+    Transpose,
+)
 from .side_effects import (
     AfterAll,
     CreateToken,
@@ -139,6 +154,7 @@ __all__ = [
     "ReplicaId",
     "AfterAll", "CreateToken", "CustomCall", "CustomCallApiVersion", "CustomCallSchedule", "CustomCallWithLayout",
     "InfeedWithToken", "OptimizationBarrier", "OutfeedWithToken", "HostCallback", "DebugPrint",
+    "GetDimensionSize", "SetDimensionSize", "DynamicReshape", "RemoveDynamicDimension",
     "Fft", "Cholesky", "TriangularSolve", "TriangularSolveOptions_Transpose", "QR", "Eigh", "SVD",
     "RngBitGenerator", "RngUniform", "RngNormal", "BitcastConvertType", "ReducePrecision",
     "Igamma", "Igammac", "RegularizedIncompleteBeta", "BesselI0e",

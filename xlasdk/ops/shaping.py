@@ -1,18 +1,23 @@
 """Shape-changing ops: ``Broadcast``, ``BroadcastInDim``, ``Reshape``, ``Transpose``, ``Slice``,
-``ConcatInDim``. Each wrapper sits beside its shape rule."""
+``ConcatInDim``, and the dynamic-shape ops ``GetDimensionSize``, ``SetDimensionSize``,
+``DynamicReshape``, ``RemoveDynamicDimension``. Each wrapper sits beside its shape rule."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ..attrs import PaddingConfig, PaddingConfigDimension, make_padding_config
 from ..builder import XlaBuilder, XlaOp
+from ..shape import Shape
 from ..types import PrimitiveType
 from ._core import (
     INT64_MAX,
     INT64_MIN,
     array_shape,
+    bool_arg,
     dtype_error,
     i64,
     i64_array,
@@ -30,6 +35,7 @@ from ._core import (
 __all__ = [
     "Broadcast", "BroadcastInDim", "Reshape", "Transpose", "Slice", "ConcatInDim",
     "Rev", "SliceInDim", "Pad", "Collapse", "pad_shape",
+    "GetDimensionSize", "SetDimensionSize", "DynamicReshape", "RemoveDynamicDimension",
 ]
 
 
@@ -429,3 +435,180 @@ def Collapse(operand: XlaOp, dimensions: Sequence[int]) -> XlaOp:
     for d in dims:
         n *= xd[d]
     return Reshape(x, xd[: dims[0]] + (n,) + xd[dims[-1] + 1 :])
+
+
+# -- dynamic shapes -------------------------------------------------------------------------------
+# Bounded dynamic dimensions (``f32[<=5]``): a static bound and a size known at run time. What
+# jaxlib 0.10.2's CPU compiler does with them (checked): SetDimensionSize, GetDimensionSize and the
+# ops after them respect the run-time size (a Reduce sums only the first ``n`` elements); a
+# dynamic *result* comes back padded to its bound (xs.compile returns the real extents, see
+# xlasdk.runtime.executable); a dynamic *parameter* does not compile (``Custom call target
+# PadToStatic is not implemented``), so xs.compile refuses it: pass the padded array and its size
+# and call SetDimensionSize inside.
+
+def _dimension(op: str, x: XlaOp, dimension: Any) -> int:
+    d = int_arg(op, "dimension", dimension)
+    if not 0 <= d < x.shape.rank():
+        shape_error(op, f"dimension {d} out of range for operand {x.shape} (rank {x.shape.rank()})")
+    return d
+
+
+def _size_operand(op: str, name: str, x: XlaOp, value: Any) -> XlaOp:
+    from .sources import Constant
+
+    if isinstance(value, XlaOp):
+        v = _operand(op, name, value, x.builder)
+        if v.shape.rank() != 0 or v.shape.element_type() is not PrimitiveType.S32:
+            dtype_error(op, f"operand {name!r} must be an s32[] scalar, got {v.shape}")
+        return v
+    return Constant(x.builder, np.int32(int_arg(op, name, value, lo=0, hi=2**31 - 1)))
+
+
+def GetDimensionSize(operand: XlaOp, dimension: int) -> XlaOp:
+    """The run-time size of one dimension (XLA ``GetDimensionSize``; ``stablehlo.get_dimension_size``).
+
+    Parameters
+    ----------
+    operand: an array; dimension: ``0 <= dimension < rank``.
+
+    Returns
+    -------
+    XlaOp ``s32[]``: the size (for a static dimension, the size itself; for a bounded dynamic
+    one, ``<= bound``, as set by :func:`SetDimensionSize` or :func:`DynamicReshape`).
+
+    Raises
+    ------
+    DTypeError: ``operand`` not an XlaOp, ``dimension`` not an int.
+    ShapeError: ``dimension`` out of range.
+    """
+    op = "GetDimensionSize"
+    x = _operand(op, "operand", operand)
+    d = _dimension(op, x, dimension)
+    return x.builder._add(
+        "stablehlo.get_dimension_size", (x,), array_shape(PrimitiveType.S32, (), op), f"dimension = {i64(d)}"
+    )
+
+
+def SetDimensionSize(operand: XlaOp, val: XlaOp | int, dimension: int) -> XlaOp:
+    """Make one dimension dynamic with run-time size ``val`` (XLA ``SetDimensionSize``;
+    ``stablehlo.set_dimension_size``).
+
+    The data stays as it is: the first ``val`` entries along ``dimension`` are the array, the
+    rest padding that later ops ignore.
+
+    Parameters
+    ----------
+    operand: an array ``(..., d, ...)``; its size ``d`` along ``dimension`` (or its bound, if
+        that dimension is already dynamic) becomes the bound.
+    val: an ``s32[]`` XlaOp (or an int) with ``0 <= val <= d`` (a larger value is undefined
+        behaviour in XLA; xlasdk checks ints).
+    dimension: ``0 <= dimension < rank``.
+
+    Returns
+    -------
+    XlaOp of the operand's shape with ``dimension`` dynamic: ``f32[<=d, ...]``.
+
+    Raises
+    ------
+    DTypeError: ``val`` not an s32 scalar or int. ShapeError: ``dimension`` out of range, an
+    int ``val`` outside ``[0, d]``, operands of different builders.
+    """
+    op = "SetDimensionSize"
+    x = _operand(op, "operand", operand)
+    d = _dimension(op, x, dimension)
+    bound = x.shape.dimensions()[d]
+    if not isinstance(val, XlaOp):
+        n = int_arg(op, "val", val)
+        if not 0 <= n <= bound:
+            shape_error(op, f"val {n} out of range [0, {bound}] for dimension {d} of {x.shape}")
+    v = _size_operand(op, "val", x, val)
+    dyn = [x.shape.is_dynamic_dimension(i) for i in range(x.shape.rank())]
+    dyn[d] = True
+    result = Shape.array_shape(x.shape.element_type(), x.shape.dimensions(), dynamic_dimensions=dyn)
+    return x.builder._add("stablehlo.set_dimension_size", (x, v), result, f"dimension = {i64(d)}")
+
+
+def DynamicReshape(
+    operand: XlaOp,
+    dim_sizes: Sequence[XlaOp | int],
+    new_size_bounds: Sequence[int],
+    dims_are_dynamic: Sequence[bool],
+) -> XlaOp:
+    """Reshape to ``new_size_bounds``, with the dimensions flagged in ``dims_are_dynamic`` of
+    run-time size ``dim_sizes[i]`` (XLA ``DynamicReshape``).
+
+    Built as a static ``Reshape`` to the bounds (which must hold the operand's elements exactly,
+    as XLA requires) followed by :func:`SetDimensionSize` on each dynamic dimension, which is what
+    XLA's ``DynamicReshape`` computes for a static operand.
+
+    Parameters
+    ----------
+    operand: a static array (a dynamic one raises: reshaping its padded data would mix padding
+        into the values).
+    dim_sizes: one ``s32[]`` XlaOp or int per output dimension (used for the dynamic ones).
+    new_size_bounds: the output's bounds, with ``prod(new_size_bounds)`` equal to the operand's
+        element count.
+    dims_are_dynamic: one bool per output dimension.
+
+    Returns
+    -------
+    XlaOp ``(b0, b1, ...)`` with the flagged dimensions dynamic (``f32[<=b0, b1]``).
+
+    Raises
+    ------
+    ShapeError: lists of different lengths, an element count that differs, a dynamic operand, a
+    size outside ``[0, bound]``. DTypeError: a size that is not an s32 scalar or int, a flag that
+    is not a bool.
+    """
+    op = "DynamicReshape"
+    x = _operand(op, "operand", operand)
+    if not x.shape.is_static():
+        shape_error(op, f"operand {x.shape} must be static (set its sizes after reshaping)")
+    bounds = int_list(op, "new_size_bounds", new_size_bounds)
+    if isinstance(dims_are_dynamic, (str, bytes)) or not isinstance(dims_are_dynamic, (list, tuple)):
+        dtype_error(op, f"dims_are_dynamic must be a list of bools, got {show(dims_are_dynamic)}")
+    flags = [bool_arg(op, f"dims_are_dynamic[{i}]", f) for i, f in enumerate(dims_are_dynamic)]
+    if isinstance(dim_sizes, XlaOp) or not isinstance(dim_sizes, (list, tuple)):
+        dtype_error(op, f"dim_sizes must be a list of s32[] XlaOps or ints, got {show(dim_sizes)}")
+    if not len(dim_sizes) == len(bounds) == len(flags):
+        shape_error(
+            op, f"dim_sizes ({len(dim_sizes)}), new_size_bounds ({len(bounds)}) and dims_are_dynamic "
+            f"({len(flags)}) must have one entry per output dimension"
+        )
+    y = Reshape(x, bounds)
+    for i, (size, dyn) in enumerate(zip(dim_sizes, flags, strict=True)):
+        if dyn:
+            if not isinstance(size, XlaOp):
+                n = int_arg(op, f"dim_sizes[{i}]", size)
+                if not 0 <= n <= bounds[i]:
+                    shape_error(op, f"dim_sizes[{i}] = {n} out of range [0, {bounds[i]}]")
+            y = SetDimensionSize(y, _size_operand(op, f"dim_sizes[{i}]", x, size), i)
+    return y
+
+
+def RemoveDynamicDimension(operand: XlaOp, dimension: int) -> XlaOp:
+    """Make a dynamic dimension static again at its bound (XLA ``RemoveDynamicDimension``):
+    the padding past the run-time size becomes part of the array (its values are unspecified).
+
+    Built as ``stablehlo.set_dimension_size`` to the bound, whose result type is static.
+
+    Returns
+    -------
+    XlaOp of the operand's bounds with ``dimension`` static.
+
+    Raises
+    ------
+    ShapeError: ``dimension`` out of range. DTypeError: ``operand`` not an XlaOp.
+    """
+    op = "RemoveDynamicDimension"
+    x = _operand(op, "operand", operand)
+    d = _dimension(op, x, dimension)
+    if not x.shape.is_dynamic_dimension(d):
+        return x
+    from .sources import Constant
+
+    dyn = [x.shape.is_dynamic_dimension(i) for i in range(x.shape.rank())]
+    dyn[d] = False
+    result = Shape.array_shape(x.shape.element_type(), x.shape.dimensions(), dynamic_dimensions=dyn)
+    size = Constant(x.builder, np.int32(x.shape.dimensions()[d]))
+    return x.builder._add("stablehlo.set_dimension_size", (x, size), result, f"dimension = {i64(d)}")

@@ -1009,6 +1009,12 @@ def compile(
     # API's shapes, whose element_type() is a numpy dtype)
     program_shape = getattr(computation, "_program_shape", None) or computation.program_shape()
     _check_runnable(name, program_shape)
+    if not getattr(computation, "_padded_results", False) and not all(
+        s.is_static() for s in (*program_shape.parameter_shapes(), *_leaves(program_shape.result_shape()))
+    ):
+        from .dynamic import compile_dynamic  # bounded dynamic shapes: real extents of the results
+
+        return compile_dynamic(computation, name, program_shape, device, opts, cache)
     cross_partition = getattr(computation, "_cross_partition_ids", None)
     if cross_partition is not None:  # what XLA would abort on, found once per computation
         from ..ops.collectives import partition_ids_problem
@@ -1084,6 +1090,10 @@ def _compile_with_callbacks(
     result = Executable._make(exe, name, program_shape, devs, opts.num_replicas, opts.num_partitions)
     result._host_callbacks = callbacks
     return result
+
+
+def _leaves(s: Shape) -> tuple[Shape, ...]:
+    return s.tuple_shapes() if s.is_tuple() else (s,)
 
 
 def _check_runnable(name: str, program_shape: ProgramShape) -> None:
