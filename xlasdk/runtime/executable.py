@@ -815,14 +815,15 @@ class Executable:
             * a numpy array (or scalar, DeviceArray, array-like) of the parameter's *global*
               shape: split by the parameter's sharding and copied to the devices;
             * a list of per-device shards (numpy arrays or DeviceArrays), one per device in
-              :attr:`devices` order, each of the sharding's tile shape;
+              :attr:`devices` order, each of the sharding's tile shape (under
+              ``xs.distributed``: one per device of this process, :attr:`local_devices`);
             * an ``xs.ShardedArray`` (from :func:`xlasdk.shard` or an earlier run): used in place
               when its devices and sharding are the parameter's, else resharded through the host.
 
         Returns
         -------
         ShardedArray, or a tuple of them for a tuple result: each output's per-device shards
-        and sharding (``.to_numpy()`` assembles the global array).
+        (this process's devices') and sharding (``.to_numpy()`` assembles the global array).
 
         The shardings are the compiled program's (``get_parameter_shardings`` /
         ``get_output_shardings``: what the program was built with, after XLA's propagation); an

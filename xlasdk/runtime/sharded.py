@@ -1,4 +1,4 @@
-"""SPMD execution in one process: ``ShardedArray``, ``shard`` and ``Executable.execute_sharded``.
+"""SPMD execution: ``ShardedArray``, ``shard`` and ``Executable.execute_sharded``.
 
 A program compiled with ``xs.CompileOptions(num_partitions=P)`` (and ``num_replicas=R``) runs
 on ``R * P`` devices at once. Each parameter and result has an :class:`~xlasdk.HloSharding`
@@ -18,6 +18,10 @@ back together::
 Devices are ordered as :attr:`Executable.devices`: replica-major (``r0p0, r0p1, ...,
 r1p0, ...``); a sharding's device numbers are partition numbers, so in replica ``r`` device
 ``p`` of the sharding is ``devices[r * P + p]``, and every replica holds the whole array.
+
+Under ``xs.distributed`` the devices span processes: every process calls ``execute_sharded``
+with the same global arrays (or its own devices' shards) and gets its own devices' shards;
+``to_numpy()`` works where this process holds every tile (a replicated result, for instance).
 """
 
 from __future__ import annotations
