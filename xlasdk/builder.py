@@ -496,6 +496,8 @@ class XlaBuilder:
         regions: tuple[Region, ...] = (),
         extra: Any = None,
     ) -> XlaOp:
+        if type(shape) is not Shape:  # xla_client.Shape (element_type() a dtype): ops hold xs.Shape
+            shape = shape._plain()
         loc = self._metadata_loc if self._metadata_loc is not None else self._location()
         if self._sharding is not None:
             attrs, sharding = self._sharded_attrs(opcode, shape, attrs)

@@ -243,6 +243,16 @@ class Shape:
             self._etype, self._dims, None, Layout(tuple(range(len(self._dims) - 1, -1, -1))), self._dynamic
         )
 
+    def _plain(self) -> Shape:
+        """This shape as an ``xs.Shape`` itself (a subclass such as ``xla_client.Shape``, whose
+        ``element_type()`` differs, is copied): the shapes that ops and executables hold."""
+        if type(self) is Shape:
+            return self
+        out = object.__new__(Shape)
+        for k in Shape.__slots__:
+            object.__setattr__(out, k, getattr(self, k))
+        return out
+
     def is_dynamic_dimension(self, i: int) -> bool:
         return self._dynamic[i]
 

@@ -6,7 +6,10 @@ run-time size are garbage), and cannot take dynamic-shape arguments at all (its 
 
 * a computation built with a dynamic *result* is compiled with one ``s32[]`` output more per
   dynamic dimension (``GetDimensionSize``); :class:`DynamicResultExecutable` runs it, reads those
-  sizes and returns each result cut to its real extents (a copy through the host);
+  sizes and returns each result at its real extents (a copy through the host). XLA:CPU writes
+  such a result densely, row-major in its real extents, at the start of the padded buffer (with
+  only the leading dimension dynamic that is the same as a prefix slice; with an inner one it
+  is not);
 * a dynamic *parameter* is refused with a :class:`CompileError` saying what to do instead
   (a padded static parameter, its size as an ``s32[]`` parameter, and ``ops.SetDimensionSize``);
 * a computation loaded from a file with dynamic results is refused (its graph cannot be
@@ -123,15 +126,21 @@ class DynamicResultExecutable(Executable):
     def _cut(self, padded: Any) -> DeviceArray | tuple[DeviceArray, ...]:
         vals = list(padded)
         outs, sizes = vals[: self._nout], vals[self._nout :]
-        extents: dict[int, list[slice]] = {}
+        extents: dict[int, list[int]] = {}
         for (k, d), size in zip(self._dyn, sizes, strict=True):
-            sl = extents.setdefault(k, [slice(None)] * len(outs[k].shape))
-            sl[d] = slice(0, int(size.to_numpy()))
+            extents.setdefault(k, list(outs[k].shape))[d] = int(size.to_numpy())
+        # XLA:CPU writes a dynamic result densely at the start of its padded buffer (row-major
+        # in the real extents), not at the positions of the padded array.
         cut = [
-            device_put(np.ascontiguousarray(o.to_numpy()[tuple(extents[k])]), o.device) if k in extents else o
+            device_put(self._dense(o.to_numpy(), extents[k]), o.device) if k in extents else o
             for k, o in enumerate(outs)
         ]
         return tuple(cut) if self._user_shape.result_shape().is_tuple() else cut[0]
+
+    @staticmethod
+    def _dense(padded: np.ndarray[Any, Any], real: list[int]) -> np.ndarray[Any, Any]:
+        n = int(np.prod(real, dtype=np.int64))
+        return np.array(padded.reshape(-1)[:n].reshape(real))
 
     def __call__(self, *args: Any) -> DeviceArray | tuple[DeviceArray, ...]:
         """Run as ``Executable.__call__``; dynamic results come back at their run-time sizes."""
