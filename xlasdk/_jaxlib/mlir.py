@@ -16,6 +16,7 @@ from jaxlib.mlir import ir as _ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 from jaxlib.mlir.dialects import chlo as _chlo
 from jaxlib.mlir.dialects import mhlo as _mhlo
+from jaxlib.mlir.dialects import sdy as _sdy
 from jaxlib.mlir.dialects import stablehlo as _stablehlo
 
 from ..builder import _mlir_unescape
@@ -68,6 +69,7 @@ def context() -> Any:
         _stablehlo.register_dialect(ctx)
         _chlo.register_dialect(ctx)
         _mhlo.register_mhlo_dialect(ctx)  # HLO imported from XLA dumps keeps mhlo.fusion & co.
+        _sdy.register_dialect(ctx)  # Shardy: JAX's lowerings of sharded programs carry sdy.mesh & co.
         _local.ctx = ctx
     return ctx
 
