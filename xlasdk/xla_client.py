@@ -27,6 +27,23 @@ Differences from jaxlib
   s32, ``bool`` -> pred); numpy values keep their dtype.
 * Tuple parameters are not supported (``CompileOptions.tuple_arguments`` must stay False).
 * ``Buffer.device()`` is a method (the former API); ``xs.DeviceArray.device`` is a property.
+* ``Shape.element_type()`` is a numpy dtype (as jaxlib's); ``xs.Shape.element_type()`` is the
+  ``PrimitiveType``. Use ``xla_client.ops`` with these shapes (native ``ops`` convert them too).
+* ``Client.emit_python_callback`` builds an ``ops.HostCallback`` (jaxlib's
+  ``xla_ffi_python_cpu_callback``, CPU only): the executable keeps the callable alive, is never
+  cached or serialized, and a callback that raises fails the run with a
+  :class:`HostCallbackError` carrying the exception. A loaded module that calls Python
+  callbacks (``jax.debug.print`` dumps) is refused at compile: the callables do not travel.
+* Tokens: ``execute_with_token`` / ``execute_sharded_on_local_devices_with_tokens`` /
+  ``execute_sharded(..., with_tokens=True).consume_token()`` give jaxlib's run-completion
+  tokens (:class:`Token`, :class:`ShardedToken`).
+* ``tracebacks()`` switches jaxlib's (process-wide) traceback recording; ``Traceback`` and
+  ``Frame`` are jaxlib's classes.
+* Not available on jaxlib 0.10.2 CPU: infeed/outfeed transfers (``InfeedWithToken`` /
+  ``OutfeedWithToken`` build, but the CPU client has no host transfer queue to feed or read),
+  dynamic-shape *parameters* (XLA:CPU has no ``PadToStatic``), ``make_gpu_client`` (GPUs come
+  from PJRT plugins), multi-process CPU clients through ``make_cpu_client`` (use
+  ``xs.distributed``).
 """
 
 from __future__ import annotations
