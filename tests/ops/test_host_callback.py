@@ -333,3 +333,40 @@ def test_failure_in_subprocess_does_not_crash() -> None:
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-2000:]
+
+
+def test_execution_tokens() -> None:
+    out = io.StringIO()
+    b = xs.XlaBuilder("tok")
+    x = param(b, 0, F32, (2,))
+    ops.DebugPrint("x={}", x, file=out)
+    exe = xs.compile(b.build(x * 3.0))
+    r, token = exe.execute_with_token(np.array([1, 2], F32))
+    assert isinstance(token, xs.ExecutionToken) and token.devices == exe.devices
+    assert token.block_until_ready() is token
+    assert out.getvalue() == "x=[1. 2.]\n"
+    np.testing.assert_array_equal(r.to_numpy(), [3, 6])  # type: ignore[union-attr]
+    assert token.get_token(0).devices == exe.devices
+    with pytest.raises(ShapeError, match="out of range"):
+        token.get_token(1)
+    with pytest.raises(ShapeError, match="arguments|expected 1"):
+        exe.execute_with_token()
+
+    cl = xs.client("cpu", num_devices=2)
+    rep = xs.compile(b.build(x * 3.0), cl.devices()[0], options=xs.CompileOptions(num_replicas=2))
+    outs, tok = rep.execute_replicated_with_tokens([[np.ones(2, F32)], [np.zeros(2, F32)]])
+    tok.block_until_ready()
+    assert [o.to_numpy().tolist() for o in outs] == [[3, 3], [0, 0]]  # type: ignore[union-attr]
+    assert tok.get_token(1).devices == (rep.devices[1],)
+    with pytest.raises(xs.XlaRuntimeError, match="execute_replicated_with_tokens"):
+        rep.execute_with_token(np.ones(2, F32))
+
+
+def test_failure_through_token() -> None:
+    b = xs.XlaBuilder("tokfail")
+    x = param(b, 0, F32, (2,))
+    y = ops.HostCallback(raiser, [x], f32(2))
+    exe = xs.compile(b.build(y))
+    with pytest.raises(HostCallbackError, match="KeyError"):
+        _, token = exe.execute_with_token(np.ones(2, F32))
+        token.block_until_ready()
