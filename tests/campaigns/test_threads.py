@@ -3,9 +3,15 @@
 Each of 8 threads builds its own computations (random op chains from ``chains.py``, with the
 inputs as parameters and as constants), prints their HLO and StableHLO text, compiles them and
 runs them, all threads starting together at a barrier; the same work is then done on one
-thread. Everything must come out identical: the HLO and StableHLO text, the program shapes
-and the result bytes (same computation, same compiled code: no tolerance). A second phase
-runs one shared executable from the 8 threads at once, each thread with its own inputs.
+thread, twice. Everything must come out identical: the HLO and StableHLO text, the program
+shapes and the result bytes (same computation, same compiled code: no tolerance). A second
+phase runs one shared executable from the 8 threads at once, each thread with its own inputs.
+
+A computation whose two single-thread runs already differ is not a threading failure: it is
+listed (with its seed) as nondeterministic and left out of the comparison. The one known cause
+is an XLA:CPU bug: ``exp`` of a value that LLVM can prove is NaN is compiled into a store of
+``poison``, so the output is uninitialized memory (``chains.py`` describes it; the long
+profile's seed 2000488 is one).
 
 The work runs in a child process (``harness.py``) so that a crash or a deadlock (the harness's
 timeout) is reported with the reproducing input instead of killing the test session. The quick
@@ -92,6 +98,7 @@ def main(inp):
     t1 = time.perf_counter()
     single = [[jobs(t, i) for i in range(2 * per)] for t in range(n)]
     t2 = time.perf_counter()
+    again = [[jobs(t, i) for i in range(2 * per)] for t in range(n)]  # to tell nondeterminism from threading
     # one executable shared by every thread, each with its own inputs (the first parameterized chain)
     source, leaves = work[0][0]
     ns = {"np": np, "ml_dtypes": ml_dtypes, "xs": xs, "ops": ops}
@@ -105,10 +112,11 @@ def main(inp):
     call = lambda t, i: exe(*inputs[t]).to_numpy().tobytes()
     shared, errors2 = run_threads(n, call, shared_calls)
     shared_single = [exe(*inputs[t]).to_numpy().tobytes() for t in range(n)]
+    shared_again = [exe(*inputs[t]).to_numpy().tobytes() for t in range(n)]
     t3 = time.perf_counter()
     return {
-        "threaded": threaded, "single": single, "errors": errors + errors2, "shared": shared,
-        "shared_single": shared_single, "seconds": (t1 - t0, t2 - t1, t3 - t2),
+        "threaded": threaded, "single": single, "again": again, "errors": errors + errors2, "shared": shared,
+        "shared_single": shared_single, "shared_again": shared_again, "seconds": (t1 - t0, t2 - t1, t3 - t2),
     }
 '''
 
@@ -126,36 +134,46 @@ def _work(first_seed: int, per_thread: int) -> list[list[tuple[str, list]]]:
 
 def _campaign(per_thread: int, rounds: int, first_seed: int, shared_calls: int) -> str:
     t0 = time.monotonic()
-    tasks = [
-        Task(SOURCE, (_work(first_seed + r * THREADS * per_thread, per_thread), THREADS, shared_calls), key=f"round{r}")
-        for r in range(rounds)
-    ]
+    seeds = [first_seed + r * THREADS * per_thread for r in range(rounds)]
+    tasks = [Task(SOURCE, (_work(s, per_thread), THREADS, shared_calls), key=f"round{r}") for r, s in enumerate(seeds)]
     rep = run_batch(tasks, timeout=120 + 5 * per_thread * THREADS)
     assert not rep.deaths and not rep.timeouts, rep.describe_failures()
     assert not rep.errors, rep.errors[0].traceback
-    compiles = mismatches = 0
+    compiles = 0
     thread_s = single_s = 0.0
-    for o in rep.outcomes:
+    mismatches: list[str] = []
+    nondeterministic: list[str] = []
+    what = ["HLO text", "StableHLO text", "program shape", "dtype", "shape", "result bytes"]
+    for o, first in zip(rep.outcomes, seeds, strict=True):
         v = o.value
         assert not v["errors"], "\n".join(v["errors"])
         for t in range(THREADS):
-            for i, (a, b) in enumerate(zip(v["threaded"][t], v["single"][t], strict=True)):
-                compiles += 2
-                if a != b:
-                    mismatches += 1
-                    what = ["HLO text", "StableHLO text", "program shape", "dtype", "shape", "result bytes"]
+            for i, (a, b, c) in enumerate(zip(v["threaded"][t], v["single"][t], v["again"][t], strict=True)):
+                compiles += 1
+                seed, mode = first + t * per_thread + i // 2, ("param", "const")[i % 2]
+                if b != c:  # two runs on one thread differ: not a threading problem (see the report)
+                    diff = [w for w, x, y in zip(what, b, c, strict=True) if x != y]
+                    nondeterministic.append(f"chain seed {seed} ({mode}): {diff} differ between two 1-thread runs")
+                elif a != b:
                     diff = [w for w, x, y in zip(what, a, b, strict=True) if x != y]
-                    seed = first_seed + t * per_thread + i // 2
-                    raise AssertionError(f"{o.task.key} thread {t} chain {i // 2} (seed ~{seed}) differs: {diff}")
-            assert all(x == v["shared_single"][t] for x in v["shared"][t]), f"shared executable, thread {t}"
+                    mismatches.append(f"{o.task.key} thread {t}: chain seed {seed} ({mode}): {diff} differ")
+            shared = v["shared"][t]
+            if v["shared_single"][t] != v["shared_again"][t]:
+                nondeterministic.append(f"chain seed {first} (param, shared executable, inputs of thread {t})")
+            elif any(x != v["shared_single"][t] for x in shared):
+                mismatches.append(f"{o.task.key} thread {t}: the shared executable's results differ")
         thread_s += v["seconds"][0]
         single_s += v["seconds"][1]
     line = (
-        f"threads: {rounds} round(s) x {THREADS} threads x {per_thread} chains x 2 modes = {compiles // 2} "
-        f"build+compile+run on threads vs the same on 1 thread, plus {THREADS} x {shared_calls} concurrent calls "
-        f"of one executable; failures: {mismatches}, deaths: {len(rep.deaths)}, timeouts: {len(rep.timeouts)}, "
+        f"threads: {rounds} round(s) x {THREADS} threads x {per_thread} chains x 2 modes = {compiles} "
+        f"build+compile+run on threads vs the same on 1 thread (twice), plus {THREADS} x {shared_calls} "
+        f"concurrent calls of one executable; failures: {len(mismatches)}, deaths: {len(rep.deaths)}, "
+        f"timeouts: {len(rep.timeouts)}, nondeterministic on 1 thread: {len(nondeterministic)}, "
         f"time: {time.monotonic() - t0:.1f} s (8 threads {thread_s:.1f} s, 1 thread {single_s:.1f} s)"
     )
+    for text in nondeterministic:
+        line += f"\n  nondeterministic (not a threading failure; known cause: XLA:CPU exp of a provable NaN): {text}"
+    assert not mismatches, line + "\n" + "\n".join(mismatches)
     return line
 
 
