@@ -299,6 +299,7 @@ def emit_module(
     module_attrs: str = "",
     side_effects: Sequence[XlaOp] = (),
     host_callbacks: list[Any] | None = None,
+    padded_dynamic_params: bool = False,
 ) -> str:
     """The full StableHLO module text of the graph ``params -> root``.
 
@@ -306,17 +307,44 @@ def emit_module(
     custom calls with side effects), in their place in creation order. ``host_callbacks``, when
     given, receives the callables of the module's host callbacks (``ops.HostCallback``) in index
     order: what the module must be compiled with.
+
+    With ``padded_dynamic_params``, a parameter with dynamic dimensions (``f32[<=5]``) becomes a
+    static argument of its bounds plus one ``s32[]`` size argument per dynamic dimension (after
+    all the parameters, in parameter then dimension order), joined by ``set_dimension_size``:
+    XLA:CPU cannot take dynamic arguments (no ``PadToStatic``).
     """
     em = Emitter()
     env: dict[int, Val] = {}
     args = []
+    size_args: list[str] = []
+    indent = "    "
     for i, p in enumerate(params):
         a = f"%arg{i}"
         pname = p.extra[1] if p.extra[1] else f"p{i}"
         arg_attrs = f" {{{p.attrs}}}" if p.attrs else ""  # a Parameter built under set_sharding
+        shape = p.shape
+        dyn = [d for d in range(shape.rank()) if shape.is_array() and shape.is_dynamic_dimension(d)]
+        if padded_dynamic_params and dyn:
+            et, dims = shape.element_type(), shape.dimensions()
+            args.append(f"{a}: {Shape.array_shape(et, dims).mlir_type()}{arg_attrs} loc({_mlir_str(pname)})")
+            cur, flags = a, [False] * len(dims)
+            for d in dyn:
+                size = f"%arg{i}_size{d}"
+                size_args.append(f"{size}: tensor<i32> loc({_mlir_str(f'{pname}_size{d}')})")
+                before = Shape.array_shape(et, dims, dynamic_dimensions=flags).mlir_type()
+                flags[d] = True
+                after = Shape.array_shape(et, dims, dynamic_dimensions=flags).mlir_type()
+                nxt = em.fresh()
+                em.lines.append(
+                    f'{indent}{nxt} = "stablehlo.set_dimension_size"({cur}, {size}) {{dimension = {d} : i64}} : '
+                    f"({before}, tensor<i32>) -> {after}\n"
+                )
+                cur = nxt
+            env[p.id] = cur
+            continue
         args.append(f"{a}: {p.shape.mlir_type()}{arg_attrs} loc({_mlir_str(pname)})")
         env[p.id] = a
-    indent = "    "
+    args += size_args
     em.graph(env, [root, *side_effects], indent)
     rets, rshapes = em.flat(env[root.id], root.shape, indent)
     attrs = f" attributes {{{module_attrs}}}" if module_attrs else ""

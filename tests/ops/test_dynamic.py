@@ -1,7 +1,7 @@
 """Tests of the dynamic-shape ops of xlasdk/ops/shaping.py (``GetDimensionSize``,
 ``SetDimensionSize``, ``DynamicReshape``, ``RemoveDynamicDimension``) and of how xs.compile runs
 bounded dynamic shapes on jaxlib 0.10.2 CPU: results at their real extents, dynamic parameters
-refused (XLA's CPU runtime has no PadToStatic).
+taken as padded arrays plus sizes (XLA's CPU runtime has no PadToStatic).
 """
 
 from __future__ import annotations
@@ -119,12 +119,38 @@ def test_errors() -> None:
         ops.DynamicReshape(x, [3, 5], [2, 5], [True, False])
 
 
-def test_dynamic_parameter_is_refused() -> None:
+@pytest.mark.parametrize("shape", [(5, 3), (2, 3), (3, 1), (0, 2), (4, 0)])
+def test_dynamic_parameters(shape: tuple[int, int]) -> None:
     b = xs.XlaBuilder("dynparam")
-    x = param(b, 0, F32, (5,))
-    y = ops.Parameter(b, 1, S.array_shape(F32, (5,), dynamic_dimensions=[True]), "y")
-    with pytest.raises(xs.CompileError, match="PadToStatic"):
-        xs.compile(b.build(ops.Tuple(b, [x, ops.GetDimensionSize(y, 0)])))
+    x = ops.Parameter(b, 0, S.array_shape(F32, (5, 3), dynamic_dimensions=[True, True]), "x")
+    y = param(b, 1, F32, (2,))
+    total = _sum(b, x, [0, 1])
+    exe = xs.compile(
+        b.build(ops.Tuple(b, [x * 2.0, total, ops.GetDimensionSize(x, 0), ops.GetDimensionSize(x, 1), y]))
+    )
+    assert [str(s) for s in exe.input_shapes] == ["f32[<=5,<=3]", "f32[2]"]
+    a = np.arange(int(np.prod(shape)), dtype=F32).reshape(shape) + 1
+    doubled, s, n0, n1, same = exe(a, np.ones(2, F32))  # type: ignore[misc]
+    np.testing.assert_array_equal(doubled.to_numpy(), a * 2)
+    assert s.to_numpy() == a.sum() and (n0.to_numpy(), n1.to_numpy()) == shape
+    np.testing.assert_array_equal(same.to_numpy(), [1, 1])
+
+
+def test_dynamic_parameter_errors() -> None:
+    b = xs.XlaBuilder("dp")
+    x = ops.Parameter(b, 0, S.array_shape(F32, (4, 2), dynamic_dimensions=[True, False]), "x")
+    exe = xs.compile(b.build(_sum(b, x, [0, 1])))
+    assert exe(np.ones((3, 2), F32)).to_numpy() == 6  # type: ignore[union-attr]
+    with pytest.raises(ShapeError, match=r"argument 0 \('x'\) has shape \(5, 2\), expected f32\[<=4,2\]"):
+        exe(np.ones((5, 2), F32))
+    with pytest.raises(ShapeError, match="expected f32"):
+        exe(np.ones((3, 1), F32))  # a static dimension must match
+    with pytest.raises(DTypeError, match="dtype float64"):
+        exe(np.ones((3, 2)))
+    cl = xs.client("cpu", num_devices=2)
+    rep = xs.compile(b.build(_sum(b, x, [0, 1])), cl.devices()[0], options=xs.CompileOptions(num_replicas=2))
+    outs = rep.execute_replicated([[np.ones((1, 2), F32)], [np.ones((4, 2), F32)]])
+    assert [float(o.to_numpy()) for o in outs] == [2.0, 8.0]  # type: ignore[union-attr]
 
 
 def test_loaded_program_with_dynamic_result_is_refused(tmp_path: Any) -> None:

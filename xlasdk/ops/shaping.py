@@ -441,10 +441,10 @@ def Collapse(operand: XlaOp, dimensions: Sequence[int]) -> XlaOp:
 # Bounded dynamic dimensions (``f32[<=5]``): a static bound and a size known at run time. What
 # jaxlib 0.10.2's CPU compiler does with them (checked): SetDimensionSize, GetDimensionSize and the
 # ops after them respect the run-time size (a Reduce sums only the first ``n`` elements); a
-# dynamic *result* comes back padded to its bound (xs.compile returns the real extents, see
-# xlasdk.runtime.executable); a dynamic *parameter* does not compile (``Custom call target
-# PadToStatic is not implemented``), so xs.compile refuses it: pass the padded array and its size
-# and call SetDimensionSize inside.
+# dynamic *result* comes back padded to its bound, written densely in its real extents
+# (xs.compile returns the real extents); a dynamic *parameter* does not compile (``Custom call
+# target PadToStatic is not implemented``), so xs.compile takes it as a static argument of its
+# bounds plus s32[] sizes joined by set_dimension_size (see xlasdk.runtime.dynamic).
 
 def _dimension(op: str, x: XlaOp, dimension: Any) -> int:
     d = int_arg(op, "dimension", dimension)

@@ -10,8 +10,10 @@ run-time size are garbage), and cannot take dynamic-shape arguments at all (its 
   such a result densely, row-major in its real extents, at the start of the padded buffer (with
   only the leading dimension dynamic that is the same as a prefix slice; with an inner one it
   is not);
-* a dynamic *parameter* is refused with a :class:`CompileError` saying what to do instead
-  (a padded static parameter, its size as an ``s32[]`` parameter, and ``ops.SetDimensionSize``);
+* a dynamic *parameter* (``Parameter(b, 0, Shape.array_shape(f32, (5,), dynamic_dimensions=[True]))``)
+  becomes a static argument of its bounds plus an ``s32[]`` size per dynamic dimension, joined
+  by ``set_dimension_size`` in the program; the executable takes an array of any size up to the
+  bound there, zero-pads it and passes the sizes;
 * a computation loaded from a file with dynamic results is refused (its graph cannot be
   extended here).
 """
@@ -35,19 +37,13 @@ def compile_dynamic(
     computation: Any, name: str, program_shape: ProgramShape, device: Any, options: CompileOptions, cache: Any
 ) -> Executable:
     """Compile a computation with bounded dynamic dimensions (see the module docstring)."""
-    for i, p in enumerate(program_shape.parameter_shapes()):
-        if not p.is_static():
-            raise CompileError(
-                f"compile: parameter {i} of {name!r} has the dynamic shape {p}, which jaxlib's CPU runtime "
-                "cannot take (no PadToStatic); pass the array padded to its bound as a static parameter and "
-                "its size as an s32[] parameter, then ops.SetDimensionSize(x, size, dimension) inside"
-            )
     root = getattr(computation, "_root", None)
     if root is None:
         raise CompileError(
-            f"compile: {name!r} returns dynamic shapes ({program_shape.result_shape()}) and was loaded from a "
-            "file: jaxlib would hand back padded arrays; build it with an XlaBuilder to get the real extents"
+            f"compile: {name!r} has dynamic shapes ({program_shape}) and was loaded from a file: jaxlib "
+            "cannot take dynamic arguments and hands back padded results; build it with an XlaBuilder"
         )
+    from ..computation import XlaComputation
     from ..ops.control import GetTupleElement, Tuple
     from ..ops.shaping import GetDimensionSize
 
@@ -63,28 +59,60 @@ def compile_dynamic(
                 if o.shape.is_dynamic_dimension(d):
                     dyn.append((k, d))
                     sizes.append(GetDimensionSize(o, d))
-        augmented = b.build(Tuple(b, outs + sizes))
+        augmented = b.build(Tuple(b, outs + sizes)) if sizes else computation
     finally:
         b._last = last
-    augmented._name = computation.name
-    augmented._padded_results = True  # compiled as is: padded results + sizes
+    params = program_shape.parameter_shapes()
+    dyn_params = tuple(
+        (i, tuple(d for d in range(p.rank()) if p.is_dynamic_dimension(d)))
+        for i, p in enumerate(params)
+        if p.is_array() and not p.is_static()
+    )
+    if dyn_params:  # static bounds + s32[] sizes, joined by set_dimension_size in the program
+        from .._emit import emit_module
+
+        callbacks: list[Any] = []
+        text = emit_module(
+            computation.name, list(augmented._params), augmented._root, side_effects=augmented._side_effects,
+            host_callbacks=callbacks, padded_dynamic_params=True,
+        )
+        static = [Shape.array_shape(p.element_type(), p.dimensions()) if not p.is_static() else p for p in params]
+        s32 = Shape.scalar_shape(np.int32)
+        names = list(program_shape.parameter_names())
+        extra = [f"{names[i]}_size{d}" for i, dims in dyn_params for d in dims]
+        padded = XlaComputation._new(
+            computation.name,
+            ProgramShape(static + [s32] * len(extra), augmented.program_shape().result_shape(), names + extra),
+        )
+        padded._text = text
+        padded._host_callbacks = tuple(callbacks)
+        augmented = padded
+    else:
+        augmented._name = computation.name
+    augmented._padded_results = True  # compiled as is: padded arguments/results + sizes
     exe = compile(augmented, device, options=options, cache=cache)
-    return DynamicResultExecutable._wrap(exe, program_shape, len(outs), dyn)
+    return DynamicResultExecutable._wrap(exe, program_shape, len(outs), dyn, dyn_params)
 
 
 class DynamicResultExecutable(Executable):
     """An :class:`Executable` whose results have dynamic dimensions: each call returns them cut
     to their run-time sizes (``exe.output_shapes`` shows the bounds, ``f32[<=5]``)."""
 
-    __slots__ = ("_user_shape", "_nout", "_dyn")
+    __slots__ = ("_user_shape", "_nout", "_dyn", "_dyn_params")
 
     _user_shape: ProgramShape
     _nout: int
     _dyn: tuple[tuple[int, int], ...]
+    _dyn_params: tuple[tuple[int, tuple[int, ...]], ...]
 
     @classmethod
     def _wrap(
-        cls, exe: Executable, program_shape: ProgramShape, nout: int, dyn: Sequence[tuple[int, int]]
+        cls,
+        exe: Executable,
+        program_shape: ProgramShape,
+        nout: int,
+        dyn: Sequence[tuple[int, int]],
+        dyn_params: Sequence[tuple[int, tuple[int, ...]]] = (),
     ) -> DynamicResultExecutable:
         new = object.__new__(cls)
         for k in Executable.__slots__:
@@ -93,7 +121,43 @@ class DynamicResultExecutable(Executable):
         new._user_shape = program_shape
         new._nout = nout
         new._dyn = tuple(dyn)
+        new._dyn_params = tuple(dyn_params)
         return new
+
+    @property
+    def input_shapes(self) -> tuple[Shape, ...]:
+        return self._user_shape.parameter_shapes()
+
+    def _pad(self, args: Sequence[Any], where: str = "") -> list[Any]:
+        """The program's arguments: each dynamic parameter's array zero-padded to its bounds,
+        then the sizes of its dynamic dimensions as ``s32[]`` (after all the parameters)."""
+        from ..errors import DTypeError, ShapeError
+
+        out = list(args)
+        sizes: list[Any] = []
+        if len(out) != len(self._user_shape.parameter_shapes()):
+            return out  # the count error comes from the call
+        for i, dims in self._dyn_params:
+            p = self._user_shape.parameter_shapes()[i]
+            a = out[i].to_numpy() if isinstance(out[i], DeviceArray) else np.asarray(out[i])
+            bounds = p.dimensions()
+            name = self._user_shape.parameter_names()[i]
+            if a.dtype != p.numpy_dtype():
+                raise DTypeError(f"{self._name}: {where}argument {i} ({name!r}) has dtype {a.dtype}, expected {p}")
+            ok = a.ndim == len(bounds) and all(
+                (0 <= n <= bnd) if d in dims else n == bnd
+                for d, (n, bnd) in enumerate(zip(a.shape, bounds, strict=False))
+            )
+            if not ok:
+                raise ShapeError(
+                    f"{self._name}: {where}argument {i} ({name!r}) has shape {a.shape}, expected {p} (each "
+                    "<= dimension at most its bound)"
+                )
+            full = np.zeros(bounds, dtype=a.dtype)
+            full[tuple(slice(0, n) for n in a.shape)] = a
+            out[i] = full
+            sizes += [np.int32(a.shape[d]) for d in dims]
+        return out + sizes
 
     def program_shape(self) -> ProgramShape:
         return self._user_shape
@@ -124,6 +188,8 @@ class DynamicResultExecutable(Executable):
         return r.tuple_shapes() if r.is_tuple() else (r,)
 
     def _cut(self, padded: Any) -> DeviceArray | tuple[DeviceArray, ...]:
+        if not self._dyn:
+            return padded  # type: ignore[no-any-return]
         vals = list(padded)
         outs, sizes = vals[: self._nout], vals[self._nout :]
         extents: dict[int, list[int]] = {}
@@ -143,11 +209,13 @@ class DynamicResultExecutable(Executable):
         return np.array(padded.reshape(-1)[:n].reshape(real))
 
     def __call__(self, *args: Any) -> DeviceArray | tuple[DeviceArray, ...]:
-        """Run as ``Executable.__call__``; dynamic results come back at their run-time sizes."""
-        return self._cut(Executable.__call__(self, *args))
+        """Run as ``Executable.__call__``: an argument for a dynamic parameter may be smaller than
+        its bound along the dynamic dimensions; dynamic results come back at their run-time sizes."""
+        return self._cut(Executable.__call__(self, *self._pad(args)))
 
     def execute_replicated(
         self, per_device_args: Sequence[Sequence[Any]]
     ) -> list[DeviceArray | tuple[DeviceArray, ...]]:
-        """As :meth:`Executable.execute_replicated`, each device's dynamic results cut to size."""
-        return [self._cut(r) for r in Executable.execute_replicated(self, per_device_args)]
+        """As :meth:`Executable.execute_replicated`, with dynamic arguments and results as for a call."""
+        padded = [self._pad(a, f"device {k}, ") for k, a in enumerate(per_device_args)]
+        return [self._cut(r) for r in Executable.execute_replicated(self, padded)]
