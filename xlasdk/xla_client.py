@@ -39,11 +39,13 @@ Differences from jaxlib
   tokens (:class:`Token`, :class:`ShardedToken`).
 * ``tracebacks()`` switches jaxlib's (process-wide) traceback recording; ``Traceback`` and
   ``Frame`` are jaxlib's classes.
+* Dynamic shapes: XLA:CPU has no ``PadToStatic``, so a dynamic parameter is compiled as its
+  bounds plus sizes (the executable pads what it is given), and dynamic results, which jaxlib
+  hands back padded, are returned at their real extents.
 * Not available on jaxlib 0.10.2 CPU: infeed/outfeed transfers (``InfeedWithToken`` /
-  ``OutfeedWithToken`` build, but the CPU client has no host transfer queue to feed or read),
-  dynamic-shape *parameters* (XLA:CPU has no ``PadToStatic``), ``make_gpu_client`` (GPUs come
-  from PJRT plugins), multi-process CPU clients through ``make_cpu_client`` (use
-  ``xs.distributed``).
+  ``OutfeedWithToken`` build, but jaxlib 0.10.2 has no ``transfer_to_infeed`` /
+  ``transfer_from_outfeed`` to feed or read them), ``make_gpu_client`` (GPUs come from PJRT
+  plugins), multi-process CPU clients through ``make_cpu_client`` (use ``xs.distributed``).
 """
 
 from __future__ import annotations
