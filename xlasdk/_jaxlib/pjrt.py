@@ -43,6 +43,7 @@ import numpy as np
 from jaxlib import xla_client as _xc
 
 from ..errors import CompileError, FormatError, XlaRuntimeError
+from . import lapack
 
 __all__ = [
     "JAXLIB_VERSION",
@@ -344,6 +345,8 @@ def compile_and_load(client: Any, module_text: str, devices: Sequence[Any], opti
     CompileError
         When XLA rejects the module or the options; the message names the computation.
     """
+    if "lapack_" in module_text:  # jaxlib's LAPACK custom calls (ops.LU, jax dumps): register them
+        lapack.ensure_registered()
     try:
         return client.compile_and_load(module_text, _xc.DeviceList(tuple(devices)), options)
     except Exception as e:
@@ -664,6 +667,8 @@ def deserialize_executable(client: Any, blob: bytes, devices: Sequence[Any], opt
     FormatError
         When XLA cannot parse the blob.
     """
+    if b"lapack_" in blob:
+        lapack.ensure_registered()
     try:
         return client.deserialize_executable(blob, _xc.DeviceList(tuple(devices)), options)
     except Exception as e:

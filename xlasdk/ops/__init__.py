@@ -98,7 +98,18 @@ from .elementwise import (
 )
 from .fft import Fft
 from .indexing import DynamicSlice, DynamicUpdateSlice, Gather, Scatter
-from .linalg import QR, SVD, Cholesky, Dot, DotGeneral, Eigh, TriangularSolve
+from .linalg import (
+    LU,
+    QR,
+    SVD,
+    Cholesky,
+    Dot,
+    DotGeneral,
+    Eigh,
+    ProductOfElementaryHouseholderReflectors,
+    QrDecomposition,
+    TriangularSolve,
+)
 from .random import RngBitGenerator, RngNormal, RngUniform
 from .reduce import Map, Reduce
 from .shaping import (
@@ -158,4 +169,5 @@ __all__ = [
     "Fft", "Cholesky", "TriangularSolve", "TriangularSolveOptions_Transpose", "QR", "Eigh", "SVD",
     "RngBitGenerator", "RngUniform", "RngNormal", "BitcastConvertType", "ReducePrecision",
     "Igamma", "Igammac", "RegularizedIncompleteBeta", "BesselI0e",
+    "LU", "QrDecomposition", "ProductOfElementaryHouseholderReflectors",
 ]

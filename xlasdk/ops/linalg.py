@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .._jaxlib import lapack as _lapack
 from ..builder import XlaBuilder, XlaOp
 from ..shape import Shape
 from ..types import COMPLEX, FLOATS, INTS, PrimitiveType, dtype_to_etype, etype_to_dtype
@@ -24,6 +25,7 @@ from .special import any_true, while_loop
 __all__ = [
     "Dot", "DotGeneral", "precision_attr", "preferred_type",
     "Cholesky", "TriangularSolve", "QR", "Eigh", "SVD",
+    "LU", "QrDecomposition", "ProductOfElementaryHouseholderReflectors",
 ]
 
 _NUMERIC = INTS | FLOATS | COMPLEX | {PrimitiveType.PRED}
@@ -681,6 +683,181 @@ def QR(operand: XlaOp, full_matrices: bool = True) -> tuple[XlaOp, XlaOp]:
     r = fact if full else _slice2(fact, (0, k), (0, n))
     r = ew.Select(_tri_mask(b, r.shape.dimensions(), "LE"), r, _zeros(r))
     return q, r
+
+
+def _col_major(rank: int) -> str:
+    """``operand_layouts``/``result_layouts`` entry: the last two dimensions column-major."""
+    order = [rank - 2, rank - 1, *range(rank - 3, -1, -1)]
+    return f"dense<[{', '.join(map(str, order))}]> : tensor<{rank}xindex>"
+
+
+def _row_major(rank: int) -> str:
+    if rank == 0:
+        return "dense<> : tensor<0xindex>"
+    return f"dense<[{', '.join(map(str, range(rank - 1, -1, -1)))}]> : tensor<{rank}xindex>"
+
+
+def _pivots_to_permutation(pivots: XlaOp, m: int) -> XlaOp:
+    """s32 ``(..., m)``: the row permutation made by applying the 0-based row swaps
+    ``pivots (..., k)`` in order to ``iota(m)`` (a While loop over the k swaps)."""
+    b = pivots.builder
+    dims = pivots.shape.dimensions()
+    lead, k = dims[:-1], dims[-1]
+    perm = _iota(b, lead + (m,), len(lead))
+    if k == 0 or m == 0:
+        return perm
+    counter = Constant(b, np.int32(0))
+
+    def cond(v: list[XlaOp]) -> XlaOp:
+        return ew.Lt(v[0], constant_like("LU", k, v[0]))
+
+    def body(v: list[XlaOp]) -> list[XlaOp]:
+        i, piv, p = v
+        sb = i.builder
+        r = len(lead)
+        at_i_k = ew.Eq(_iota(sb, lead + (k,), r), ew.broadcast_to(i, lead + (k,), ()))
+        j = _sum(ew.Select(at_i_k, piv, _zeros(piv)), -1)  # (...,): the row swapped with row i
+        at_i = ew.Eq(_iota(sb, lead + (m,), r), ew.broadcast_to(i, lead + (m,), ()))
+        at_j = ew.Eq(_iota(sb, lead + (m,), r), ew.broadcast_to(j, lead + (m,), tuple(range(r))))
+        x = _sum(ew.Select(at_i, p, _zeros(p)), -1)
+        y = _sum(ew.Select(at_j, p, _zeros(p)), -1)
+        p = ew.Select(at_i, ew.broadcast_to(y, lead + (m,), tuple(range(r))), p)
+        p = ew.Select(at_j, ew.broadcast_to(x, lead + (m,), tuple(range(r))), p)
+        return [ew.Add(i, constant_like("LU", 1, i)), piv, p]
+
+    return while_loop([counter, pivots, perm], cond, body)[2]
+
+
+def LU(operand: XlaOp) -> tuple[XlaOp, XlaOp, XlaOp]:
+    """LU decomposition with partial pivoting, ``a[..., permutation, :] = L @ U`` (the former
+    ``xla_client.ops.LU``).
+
+    Lowered as jax lowers ``lax.linalg.lu`` on CPU: jaxlib's LAPACK ``getrf`` kernel as a typed-FFI
+    custom call (``lapack_{s,d,c,z}getrf_ffi``, column-major operand layout; xlasdk registers
+    jaxlib's LAPACK targets with XLA:CPU when this op is built), then the 1-based LAPACK pivots
+    made 0-based and turned into a permutation by a ``While`` loop. Runs on CPU only (the former
+    op's ``LuDecomposition`` custom call has no XLA:CPU implementation).
+
+    Parameters
+    ----------
+    operand: ``(..., m, n)`` of f32, f64, c64 or c128.
+
+    Returns
+    -------
+    A Python tuple ``(lu, pivots, permutation)``: ``lu (..., m, n)`` of the operand's type with
+    ``U`` in its upper triangle and the unit-diagonal ``L`` strictly below it; ``pivots`` s32
+    ``(..., min(m, n))``, 0-based: row ``i`` was swapped with row ``pivots[i]`` in step ``i``;
+    ``permutation`` s32 ``(..., m)``: the row order those swaps produce. A singular matrix
+    factors without error (zeros on ``U``'s diagonal), as LAPACK does.
+
+    Raises
+    ------
+    ShapeError: rank < 2.
+    DTypeError: another element type, or ``operand`` not an XlaOp.
+    """
+    op = "LU"
+    x = _matrix_operand(op, "operand", operand, square=False)
+    b = x.builder
+    d = x.shape.dimensions()
+    lead, (m, n) = d[:-2], d[-2:]
+    k = min(m, n)
+    et = x.shape.element_type()
+    piv_shape = array_shape(PrimitiveType.S32, lead + (k,), op)
+    if k == 0:  # nothing to factor: LAPACK is not called
+        return x, Iota(b, piv_shape, len(lead)), _iota(b, lead + (m,), len(lead))
+    _lapack.ensure_registered()
+    info_shape = array_shape(PrimitiveType.S32, lead, op)
+    r = len(d)
+    res = b._add(
+        "stablehlo.custom_call", (x,), Shape.tuple_shape([x.shape, piv_shape, info_shape]),
+        f'call_target_name = "{_lapack.target_name("getrf", et)}", api_version = 4 : i32, '
+        f"backend_config = {{}}, operand_layouts = [{_col_major(r)}], "
+        f"result_layouts = [{_col_major(r)}, {_row_major(r - 1)}, {_row_major(r - 2)}], "
+        "output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = [0], "
+        "operand_index = 0, operand_tuple_indices = []>]",
+    )
+    lu = GetTupleElement(res, 0)
+    pivots = ew.Sub(GetTupleElement(res, 1), constant_like(op, 1, GetTupleElement(res, 1)))
+    return lu, pivots, _pivots_to_permutation(pivots, m)
+
+
+def QrDecomposition(operand: XlaOp) -> tuple[XlaOp, XlaOp]:
+    """Householder QR in compact form (the former ``xla_client.ops.QrDecomposition``, XLA's
+    ``Qr``): ``R`` and the Householder vectors packed in one matrix, plus their scale factors.
+
+    Lowered to XLA's ``Qr`` custom call, which XLA expands into ops (its ``QrExpander``).
+    ``q`` follows from ``ProductOfElementaryHouseholderReflectors(q_and_r, taus)`` (see
+    :func:`QR` for the explicit ``(q, r)``).
+
+    Parameters
+    ----------
+    operand: ``(..., m, n)`` of f32, f64, c64 or c128.
+
+    Returns
+    -------
+    A Python tuple ``(q_and_r, taus)``: ``q_and_r (..., m, n)`` of the operand's type, ``R`` in
+    its upper triangle and the essential parts of the Householder vectors ``v_i`` (unit leading
+    entry implied) below the diagonal; ``taus (..., min(m, n))`` of the same type, with
+    ``Q = prod_i (I - taus[i] v_i v_i^H)`` (LAPACK ``geqrf``'s convention).
+
+    Raises
+    ------
+    ShapeError: rank < 2.
+    DTypeError: another element type, or ``operand`` not an XlaOp.
+    """
+    op = "QrDecomposition"
+    x = _matrix_operand(op, "operand", operand, square=False)
+    d = x.shape.dimensions()
+    taus_shape = array_shape(x.shape.element_type(), d[:-2] + (min(d[-2:]),), op)
+    qr = x.builder._add(
+        "stablehlo.custom_call", (x,), Shape.tuple_shape([x.shape, taus_shape]),
+        'call_target_name = "Qr", api_version = 1 : i32',
+    )
+    return GetTupleElement(qr, 0), GetTupleElement(qr, 1)
+
+
+def ProductOfElementaryHouseholderReflectors(a: XlaOp, taus: XlaOp) -> XlaOp:
+    """``Q = prod_i (I - taus[i] v_i v_i^H)`` from Householder vectors stored below the diagonal of
+    ``a`` (XLA's ``ProductOfElementaryHouseholderReflectors``, LAPACK ``orgqr``/``ungqr``).
+
+    Lowered to XLA's ``ProductOfElementaryHouseholderReflectors`` custom call, which XLA expands
+    into ops (its ``QrExpander``).
+
+    Parameters
+    ----------
+    a: ``(..., m, n)`` of f32, f64, c64 or c128 with ``m >= n``; column ``i`` below the
+        diagonal holds ``v_i`` (its unit leading entry implied); the rest is not read.
+    taus: ``(..., k)`` of ``a``'s element type, same batch dimensions, ``k <= n``.
+
+    Returns
+    -------
+    XlaOp ``(..., m, n)`` of ``a``'s type: the first ``n`` columns of ``Q`` (columns past ``k``
+    are those of the identity, transformed).
+
+    Raises
+    ------
+    ShapeError: rank < 2, ``m < n``, ``taus`` of another rank or batch dimensions, or ``k > n``.
+    DTypeError: another element type, or ``taus`` of a different element type than ``a``.
+    """
+    op = "ProductOfElementaryHouseholderReflectors"
+    x = _matrix_operand(op, "a", a, square=False)
+    t = _operand(op, "taus", taus, x.builder)
+    d = x.shape.dimensions()
+    if d[-2] < d[-1]:
+        shape_error(op, f"operand 'a' must have m >= n in its last two dimensions (..., m, n), got {x.shape}")
+    if t.shape.element_type() != x.shape.element_type():
+        dtype_error(op, f"operand 'taus' has element type {t.shape}, expected {show(x.dtype)} like 'a' {x.shape}")
+    td = t.shape.dimensions()
+    if len(td) != len(d) - 1 or td[:-1] != d[:-2]:
+        shape_error(
+            op, f"operand 'taus' has shape {t.shape}, expected (..., k) with the batch dimensions of 'a' {x.shape}"
+        )
+    if td[-1] > d[-1]:
+        shape_error(op, f"operand 'taus' has {td[-1]} reflectors, more than the {d[-1]} columns of 'a' {x.shape}")
+    return x.builder._add(
+        "stablehlo.custom_call", (x, t), x.shape,
+        'call_target_name = "ProductOfElementaryHouseholderReflectors", api_version = 1 : i32',
+    )
 
 
 def _hermitian(x: XlaOp, lower: bool) -> XlaOp:
