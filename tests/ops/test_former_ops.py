@@ -172,3 +172,113 @@ def test_former_style_lu_and_qr() -> None:
     np.testing.assert_allclose(outs[0], ref_lu, rtol=1e-12)
     np.testing.assert_array_equal(outs[1], ref_piv)
     np.testing.assert_allclose(outs[4] @ np.triu(outs[3])[:3], a, atol=1e-12)
+
+
+# -- ApproxTopK -----------------------------------------------------------------------------------
+
+def _gt(b: xs.XlaBuilder, et: Any, n: int) -> xs.XlaComputation:
+    """A former-style comparator computation: ``Gt`` on the first pair, 2 * n parameters."""
+    c = xs.XlaBuilder("gt")
+    args = [ops.Parameter(c, i, S(et if i < 2 else np.int32, ())) for i in range(2 * n)]
+    return c.build(ops.Gt(args[0], args[1]))
+
+
+@pytest.mark.parametrize("fallback", [False, True])
+@pytest.mark.parametrize("reduction_dim", [1, -2, 0])
+def test_approx_top_k_max_with_indices(fallback: bool, reduction_dim: int) -> None:
+    """The top_k largest values along a dimension with their s32 indices, exactly (XLA:CPU's
+    ApproxTopK is its exact fallback), like numpy's sort."""
+    x = rand((6, 50, 3), np.float32, seed=4)
+    d = reduction_dim % 3
+    b = xs.XlaBuilder("approx_top_k")
+    p = ops.Parameter(b, 0, S(np.float32, x.shape))
+    iota = ops.Iota(b, S(np.int32, x.shape), d)
+    init = [ops.Constant(b, np.float32(-np.inf)), ops.Constant(b, np.int32(-1))]
+    fn = ops.ApproxTopKFallback if fallback else ops.ApproxTopK
+    r = fn(b, [p, iota], init, 4, reduction_dim, _gt(b, np.float32, 2), recall_target=0.95)
+    want_dims = list(x.shape)
+    want_dims[d] = 4
+    assert r.shape == xs.Shape.tuple_shape([S(np.float32, want_dims), S(np.int32, want_dims)])
+    vals, idx = run(b.build(r), x)
+    order = np.argsort(-x, axis=d, kind="stable")
+    np.testing.assert_array_equal(idx, np.take(order, range(4), axis=d))
+    np.testing.assert_array_equal(vals, np.take_along_axis(x, idx.astype(np.int64), axis=d))
+
+
+def test_approx_top_k_output_size_not_aggregated() -> None:
+    """Without aggregate_to_topk the result keeps ApproxTopKReductionOutputSize elements, as jax's
+    approx_max_k does on CPU (same values)."""
+    jax = pytest.importorskip("jax")
+    x = rand((2, 3000), np.float32, seed=5)
+    size, log2 = ops.ApproxTopKReductionOutputSize(3000, 2, 10, 0.9, aggregate_to_topk=False)
+    assert (size, log2) == (jax._src.lib._jax.approx_top_k_reduction_output_size(3000, 2, 10, 0.9, False, -1))
+    b = xs.XlaBuilder("approx_top_k_wide")
+    p = ops.Parameter(b, 0, S(np.float32, x.shape))
+    r = ops.ApproxTopK(
+        b, [p], [ops.Constant(b, np.float32(-np.inf))], 10, 1, lambda a, c: ops.Gt(a, c),
+        recall_target=0.9, aggregate_to_topk=False,
+    )
+    assert r.shape == xs.Shape.tuple_shape([S(np.float32, (2, size))])
+    (got,) = run(b.build(r), x)
+    want, _ = jax.lax.approx_max_k(x, 10, recall_target=0.9, aggregate_to_topk=False)
+    np.testing.assert_array_equal(got, np.asarray(want))
+    np.testing.assert_array_equal(got, -np.sort(-x, axis=1)[:, :size])
+
+
+def test_approx_top_k_reduction_output_size_matches_xla() -> None:
+    from jaxlib import _jax
+
+    for size in [1, 128, 129, 1000, 1025, 5000, 1 << 20]:
+        for rank in [1, 2]:
+            for k in [1, 10, 1000]:
+                for recall in [0.5, 0.95, 1.0]:
+                    for override in [-1, 3 * size]:
+                        want = tuple(_jax.approx_top_k_reduction_output_size(size, rank, k, recall, False, override))
+                        assert ops.ApproxTopKReductionOutputSize(size, rank, k, recall, False, override) == want
+    assert ops.ApproxTopKReductionOutputSize(5000, 1, 7, 0.9) == (7, -1)
+    with pytest.raises(ShapeError, match="ApproxTopKReductionOutputSize: reduction_input_size_override: 10"):
+        ops.ApproxTopKReductionOutputSize(5000, 2, 7, 0.9, False, 10)
+    with pytest.raises(ShapeError, match=r"recall_target must be in \(0, 1\]"):
+        ops.ApproxTopKReductionOutputSize(5000, 2, 7, 1.5)
+
+
+def test_approx_top_k_errors() -> None:
+    b = xs.XlaBuilder("approx_errors")
+    p = ops.Parameter(b, 0, S(np.float32, (4, 8)))
+    q = ops.Parameter(b, 1, S(np.int32, (4, 7)))
+    f0 = ops.Constant(b, np.float32(0))
+    gt = _gt(b, np.float32, 1)
+    with pytest.raises(ShapeError, match=r"ApproxTopK: operand 'operands\[1\]' has shape s32\[4,7\]"):
+        ops.ApproxTopK(b, [p, q], [f0, ops.Constant(b, np.int32(0))], 2, 1, gt)
+    with pytest.raises(ShapeError, match="ApproxTopK: 1 init_values for 2 operands"):
+        ops.ApproxTopK(b, [p, p], [f0], 2, 1, gt)
+    with pytest.raises(DTypeError, match=r"ApproxTopK: operand 'init_values\[0\]' has element type s32\[\]"):
+        ops.ApproxTopK(b, [p], [ops.Constant(b, np.int32(0))], 2, 1, gt)
+    with pytest.raises(ShapeError, match=r"ApproxTopKFallback: top_k must be"):
+        ops.ApproxTopKFallback(b, [p], [f0], 9, 1, gt)
+    with pytest.raises(ShapeError, match=r"ApproxTopK: reduction_dim must be"):
+        ops.ApproxTopK(b, [p], [f0], 2, 2, gt)
+    with pytest.raises(DTypeError, match="ApproxTopK: comparator must be"):
+        ops.ApproxTopK(b, [p], [f0], 2, 1, None)
+    with pytest.raises(ShapeError, match="ApproxTopK: recall_target must be in"):
+        ops.ApproxTopK(b, [p], [f0], 2, 1, gt, recall_target=0.0)
+
+
+def test_former_style_approx_top_k() -> None:
+    """``xla_client.ops.ApproxTopK`` with positional former arguments; HLO text prints."""
+    from xlasdk import xla_client
+
+    xops = xla_client.ops
+    x = rand((3, 40), np.float32, seed=6)
+    c = xla_client.XlaBuilder("former_approx")
+    p = xops.Parameter(c, 0, xla_client.shape_from_pyval(x))
+    cmp = xla_client.XlaBuilder("cmp")
+    xops.Gt(xops.Parameter(cmp, 0, xla_client.Shape.array_shape(np.float32, ())),
+            xops.Parameter(cmp, 1, xla_client.Shape.array_shape(np.float32, ())))
+    xops.ApproxTopK(c, [p], [xops.Constant(c, np.float32(-np.inf))], 5, 1, cmp.build(), 0.95, True, -1)
+    comp = c.build()
+    assert "sort(" in comp.as_hlo_text()
+    backend = xla_client.make_cpu_client()
+    exe = backend.compile(xla_client._xla.mlir.xla_computation_to_mlir_module(comp))
+    (out,) = exe.execute([backend.buffer_from_pyval(x)])
+    np.testing.assert_array_equal(np.asarray(out), -np.sort(-x, axis=1)[:, :5])

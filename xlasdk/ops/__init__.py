@@ -141,7 +141,7 @@ from .side_effects import (
     OptimizationBarrier,
     OutfeedWithToken,
 )
-from .sort import Sort, TopK
+from .sort import ApproxTopK, ApproxTopKFallback, ApproxTopKReductionOutputSize, Sort, TopK
 from .sources import Constant, ConstantLiteral, Iota, Parameter
 from .special import BesselI0e, Igamma, Igammac, RegularizedIncompleteBeta
 from .window import ReduceWindow, ReduceWindowWithGeneralPadding, SelectAndScatterWithGeneralPadding
@@ -170,4 +170,5 @@ __all__ = [
     "RngBitGenerator", "RngUniform", "RngNormal", "BitcastConvertType", "ReducePrecision",
     "Igamma", "Igammac", "RegularizedIncompleteBeta", "BesselI0e",
     "LU", "QrDecomposition", "ProductOfElementaryHouseholderReflectors",
+    "ApproxTopK", "ApproxTopKFallback", "ApproxTopKReductionOutputSize",
 ]

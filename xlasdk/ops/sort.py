@@ -8,13 +8,17 @@ from typing import Any
 import numpy as np
 
 from ..builder import Region, XlaBuilder, XlaOp
+from ..errors import DTypeError
 from ..shape import Shape
 from ..types import COMPLEX, FLOATS, PrimitiveType
-from ._core import array_shape, dtype_error, i64, shape_error, show, subcomputation
+from ._core import array_shape, bool_arg, dtype_error, i64, int_arg, shape_error, show, subcomputation
 from ._core import operand as _operand
 from .reduce import as_op_list
 
-__all__ = ["Sort", "TopK", "default_comparator"]
+__all__ = [
+    "Sort", "TopK", "default_comparator",
+    "ApproxTopK", "ApproxTopKFallback", "ApproxTopKReductionOutputSize",
+]
 
 _PRED_SCALAR = Shape._make(PrimitiveType.PRED, ())
 _TWO_BIT = frozenset({PrimitiveType.S2, PrimitiveType.U2})
@@ -217,3 +221,194 @@ def TopK(input: XlaOp, k: int, largest: bool = True) -> XlaOp:  # noqa: A002 - t
     s = Sort(b, [x, iota], dimension=-1, is_stable=True)
     start, limit = (0,) * len(dims), out_dims
     return Tuple(b, [Slice(GetTupleElement(s, i), start, limit) for i in range(2)])
+
+
+# -- ApproxTopK ------------------------------------------------------------------------------------
+
+def _recall(op: str, recall_target: Any) -> float:
+    if isinstance(recall_target, (bool, np.bool_)) or not isinstance(recall_target, (int, float, np.number)):
+        dtype_error(op, f"recall_target must be a float, got {show(recall_target)}")
+    r = float(np.float32(recall_target))  # a C++ float in XLA
+    if not 0 < r <= 1:
+        shape_error(op, f"recall_target must be in (0, 1], got {show(recall_target)}")
+    return r
+
+
+def _reduction_output_size(
+    op: str, input_size: int, rank: int, top_k: int, recall_target: float, aggregate_to_topk: bool,
+    input_size_override: int,
+) -> tuple[int, int]:
+    """XLA's ``ApproxTopKReductionOutputSize`` (jaxlib's binding of it), its errors as ShapeError."""
+    from .._jaxlib.approx_topk import reduction_output_size
+
+    try:
+        return reduction_output_size(input_size, rank, top_k, recall_target, aggregate_to_topk, input_size_override)
+    except ValueError as e:
+        shape_error(op, str(e))
+
+
+def ApproxTopKReductionOutputSize(
+    input_size: int,
+    rank: int,
+    top_k: int,
+    recall_target: float,
+    aggregate_to_topk: bool = True,
+    input_size_override: int = -1,
+) -> tuple[int, int]:
+    """The size :func:`ApproxTopK` gives its reduction dimension, and the log2 of the reduction
+    XLA's TPU kernel applies (XLA's ``ApproxTopKReductionOutputSize``; no op is built).
+
+    Parameters
+    ----------
+    input_size: the operands' size in the reduction dimension, >= 0.
+    rank: the operands' rank, >= 1.
+    top_k: the number of elements asked for, >= 0.
+    recall_target: the wanted recall, in (0, 1] (read as an f32, as XLA does).
+    aggregate_to_topk: when true the output size is ``top_k`` (log2 reduction -1).
+    input_size_override: the logical input size when the operands are a shard of a larger
+        input (-1: ``input_size``); must be >= ``input_size``.
+
+    Returns
+    -------
+    A tuple ``(output_size, log2_reduction)`` of ints.
+
+    Raises
+    ------
+    ShapeError: a value out of range, or ``input_size_override`` below ``input_size``.
+    DTypeError: an argument of the wrong type.
+    """
+    op = "ApproxTopKReductionOutputSize"
+    n = int_arg(op, "input_size", input_size, lo=0, error=DTypeError)
+    r = int_arg(op, "rank", rank, lo=1, error=DTypeError)
+    k = int_arg(op, "top_k", top_k, lo=0, error=DTypeError)
+    override = int_arg(op, "input_size_override", input_size_override, lo=-1, error=DTypeError)
+    recall = _recall(op, recall_target)
+    return _reduction_output_size(op, n, r, k, recall, bool_arg(op, "aggregate_to_topk", aggregate_to_topk), override)
+
+
+def _approx_top_k(
+    op: str, builder: Any, operands: Any, init_values: Any, top_k: Any, reduction_dim: Any, comparator: Any,
+    recall_target: Any, aggregate_to_topk: Any, reduction_input_size_override: Any,
+) -> XlaOp:
+    from .control import GetTupleElement, Tuple
+    from .shaping import SliceInDim
+
+    if not isinstance(builder, XlaBuilder):
+        dtype_error(op, f"first argument must be an XlaBuilder, got {type(builder).__name__}")
+    xs = as_op_list(op, "operands", operands, builder)
+    inits = as_op_list(op, "init_values", init_values, builder)
+    if len(inits) != len(xs):
+        shape_error(op, f"{len(inits)} init_values for {len(xs)} operands; give one scalar per operand")
+    dims0 = xs[0].shape.dimensions()
+    for i, x in enumerate(xs[1:], 1):
+        if x.shape.dimensions() != dims0:
+            shape_error(
+                op, f"operand 'operands[{i}]' has shape {x.shape}, expected dimensions {list(dims0)} like operands[0]"
+            )
+    for i, (x, v) in enumerate(zip(xs, inits, strict=True)):
+        if v.shape.rank() != 0:
+            shape_error(op, f"operand 'init_values[{i}]' has shape {v.shape}, expected a scalar")
+        if v.shape.element_type() != x.shape.element_type():
+            dtype_error(
+                op, f"operand 'init_values[{i}]' has element type {v.shape}, expected {show(x.dtype)} like "
+                f"'operands[{i}]' {x.shape}"
+            )
+    rank = len(dims0)
+    if rank == 0:
+        shape_error(op, f"operand 'operands[0]' is the scalar {xs[0].shape}; ApproxTopK needs rank >= 1")
+    d = int_arg(op, "reduction_dim", reduction_dim, lo=-rank, hi=rank - 1, error=DTypeError) % rank
+    n = dims0[d]
+    k = int_arg(op, "top_k", top_k, lo=0, hi=n, error=DTypeError)
+    recall = _recall(op, recall_target)
+    aggregate = bool_arg(op, "aggregate_to_topk", aggregate_to_topk)
+    override = int_arg(op, "reduction_input_size_override", reduction_input_size_override, lo=-1, error=DTypeError)
+    if comparator is None:
+        dtype_error(
+            op, "comparator must be an XlaComputation or a callable (e.g. Gt on operands[0] for the top-k largest)"
+        )
+    size, _ = _reduction_output_size(op, n, rank, k, recall, aggregate, override)
+    size = min(size, n)
+    s = Sort(builder, xs, dimension=d, is_stable=True, comparator=comparator)
+    sorted_ = [s] if len(xs) == 1 else [GetTupleElement(s, i) for i in range(len(xs))]
+    return Tuple(builder, [SliceInDim(x, 0, size, 1, d) for x in sorted_])
+
+
+def ApproxTopK(
+    builder: XlaBuilder,
+    operands: Sequence[XlaOp],
+    init_values: Sequence[XlaOp],
+    top_k: int,
+    reduction_dim: int,
+    comparator: Any,
+    recall_target: float = 0.9,
+    aggregate_to_topk: bool = True,
+    reduction_input_size_override: int = -1,
+) -> XlaOp:
+    """The ``top_k`` first elements along ``reduction_dim`` in the comparator's order, of
+    ``operands[0]`` with the others as payloads (XLA's ``ApproxTopK``; the former
+    ``xla_client.ops.ApproxTopK``).
+
+    XLA runs the approximate algorithm on TPU only; on CPU and GPU it runs its exact fallback,
+    which this op builds directly: a stable ``stablehlo.sort`` by ``comparator`` and a
+    ``stablehlo.slice`` to the output size. The results are therefore exact (recall 1), in the
+    comparator's order.
+
+    Parameters
+    ----------
+    builder: the XlaBuilder.
+    operands: N arrays of equal dimensions ``(d0, ..., dr-1)``, r >= 1 (element types may differ,
+        e.g. values and an s32 iota for their indices).
+    init_values: N scalars, ``init_values[i]`` of ``operands[i]``'s element type (the identity
+        of the reduction, e.g. -inf for a max-k; checked, not used by the fallback).
+    top_k: how many elements, ``0 <= top_k <= d[reduction_dim]``.
+    reduction_dim: the dimension to reduce; negative counts from the end.
+    comparator: XlaComputation or callable of ``2 * N`` scalars ``(lhs_0, rhs_0, ...)`` returning
+        pred[]: true when lhs comes first (``Gt`` on the first pair for a max-k).
+    recall_target: wanted recall in (0, 1].
+    aggregate_to_topk: true: keep ``top_k`` elements; false: keep
+        ``ApproxTopKReductionOutputSize(...)[0]`` elements (what XLA's TPU kernel returns before
+        its final aggregation).
+    reduction_input_size_override: the logical size of ``reduction_dim`` when the operands are a
+        shard (-1: none).
+
+    Returns
+    -------
+    A tuple-shaped XlaOp of N arrays: the operands' dimensions with ``reduction_dim`` cut to the
+    output size, sorted by the comparator (take them with ``GetTupleElement``).
+
+    Raises
+    ------
+    ShapeError: operand dimensions differ, a rank-0 operand, the init value count or shapes differ,
+        ``top_k``, ``reduction_dim``, ``recall_target`` or the override out of range, or a
+        comparator whose parameters or result do not match.
+    DTypeError: an argument of the wrong type, an init value of another element type, or no
+        comparator.
+    """
+    return _approx_top_k(
+        "ApproxTopK", builder, operands, init_values, top_k, reduction_dim, comparator, recall_target,
+        aggregate_to_topk, reduction_input_size_override,
+    )
+
+
+def ApproxTopKFallback(
+    builder: XlaBuilder,
+    operands: Sequence[XlaOp],
+    init_values: Sequence[XlaOp],
+    top_k: int,
+    reduction_dim: int,
+    comparator: Any,
+    recall_target: float = 0.9,
+    aggregate_to_topk: bool = True,
+    reduction_input_size_override: int = -1,
+) -> XlaOp:
+    """XLA's exact fallback of :func:`ApproxTopK` on every platform (the former
+    ``xla_client.ops.ApproxTopKFallback``): a stable ``stablehlo.sort`` by ``comparator`` and a
+    ``stablehlo.slice`` to ``ApproxTopKReductionOutputSize(...)[0]`` elements along
+    ``reduction_dim`` (``top_k`` when ``aggregate_to_topk``).
+
+    Parameters, Returns and Raises: as :func:`ApproxTopK`.
+    """
+    return _approx_top_k(
+        "ApproxTopKFallback", builder, operands, init_values, top_k, reduction_dim, comparator, recall_target,
+        aggregate_to_topk, reduction_input_size_override,
+    )
