@@ -282,3 +282,63 @@ def test_former_style_approx_top_k() -> None:
     exe = backend.compile(xla_client._xla.mlir.xla_computation_to_mlir_module(comp))
     (out,) = exe.execute([backend.buffer_from_pyval(x)])
     np.testing.assert_array_equal(np.asarray(out), -np.sort(-x, axis=1)[:, :5])
+
+
+# -- CustomCallWithAliasing -----------------------------------------------------------------------
+
+def _geqrf_call(
+    b: xs.XlaBuilder, p: xs.XlaOp, aliasing: Any, fn: Any = ops.CustomCallWithAliasing, shape_cls: Any = xs.Shape,
+) -> xs.XlaOp:
+    """jaxlib's LAPACK dgeqrf (typed FFI, column-major) over ``p`` f64[4,3], result 0 over operand 0."""
+    cm = shape_cls.array_shape(np.float64, (4, 3), (0, 1))
+    res = shape_cls.tuple_shape([cm, shape_cls.array_shape(np.float64, (3,))])
+    out: xs.XlaOp = fn(
+        b, b"lapack_dgeqrf_ffi", [p], res, [cm], b"", False, aliasing, None,
+        ops.CustomCallSchedule.SCHEDULE_NONE, ops.CustomCallApiVersion.API_VERSION_TYPED_FFI,
+    )
+    return out
+
+
+def test_custom_call_with_aliasing() -> None:
+    """The aliasing reaches HLO as output_to_operand_aliasing, and the call computes scipy's raw QR."""
+    a = rand((4, 3), np.float64, seed=7)
+    b = xs.XlaBuilder("aliasing")
+    r = _geqrf_call(b, ops.Parameter(b, 0, S(np.float64, (4, 3))), [((0,), (0, ()))])
+    comp = b.build(r)
+    assert "output_to_operand_aliasing={{0}: (0, {})}" in comp.as_hlo_text()
+    got_qr, got_tau = run(comp, a)
+    (ref_qr, ref_tau), _ = sl.qr(a, mode="raw")
+    np.testing.assert_allclose(got_qr, ref_qr, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got_tau, ref_tau, rtol=1e-12, atol=1e-12)
+
+
+def test_former_style_custom_call_with_aliasing() -> None:
+    from xlasdk import xla_client
+
+    a = rand((4, 3), np.float64, seed=8)
+    c = xla_client.XlaBuilder("former_alias")
+    p = xla_client.ops.Parameter(c, 0, xla_client.shape_from_pyval(a))
+    alias = [(xla_client.ShapeIndex([0]), (0, xla_client.ShapeIndex([])))]
+    _geqrf_call(c, p, alias, xla_client.ops.CustomCallWithAliasing, xla_client.Shape)  # type: ignore[arg-type]
+    backend = xla_client.make_cpu_client()
+    exe = backend.compile(xla_client._xla.mlir.xla_computation_to_mlir_module(c.build()))
+    got_qr, _ = (np.asarray(o) for o in exe.execute([backend.buffer_from_pyval(a)]))
+    np.testing.assert_allclose(got_qr, sl.qr(a, mode="raw")[0][0], rtol=1e-12, atol=1e-12)
+
+
+def test_custom_call_with_aliasing_errors() -> None:
+    b = xs.XlaBuilder("aliasing_errors")
+    p = ops.Parameter(b, 0, S(np.float64, (4, 3)))
+    op = "CustomCallWithAliasing"
+    with pytest.raises(ShapeError, match=rf"{op}: output_operand_aliasing\[0\] names operand 1"):
+        _geqrf_call(b, p, [((0,), (1, ()))])
+    with pytest.raises(ShapeError, match=rf"{op}: output_operand_aliasing\[0\]: output \[1\] is f64\[3\]"):
+        _geqrf_call(b, p, [((1,), (0, ()))])
+    with pytest.raises(ShapeError, match=r"output index \[2\] does not index into"):
+        _geqrf_call(b, p, [((2,), (0, ()))])
+    with pytest.raises(ShapeError, match=r"output \[0\] is aliased twice"):
+        _geqrf_call(b, p, [((0,), (0, ())), ((0,), (0, ()))])
+    with pytest.raises(DTypeError, match=rf"{op}: output_operand_aliasing\[0\] must be"):
+        _geqrf_call(b, p, [(0, 0)])
+    with pytest.raises(ShapeError, match=f"{op}: literal is not supported"):
+        ops.CustomCallWithAliasing(b, "f", [p], p.shape, [p.shape], literal=np.float32(1))

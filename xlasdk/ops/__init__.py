@@ -134,6 +134,7 @@ from .side_effects import (
     CustomCall,
     CustomCallApiVersion,
     CustomCallSchedule,
+    CustomCallWithAliasing,
     CustomCallWithLayout,
     DebugPrint,
     HostCallback,
@@ -170,5 +171,5 @@ __all__ = [
     "RngBitGenerator", "RngUniform", "RngNormal", "BitcastConvertType", "ReducePrecision",
     "Igamma", "Igammac", "RegularizedIncompleteBeta", "BesselI0e",
     "LU", "QrDecomposition", "ProductOfElementaryHouseholderReflectors",
-    "ApproxTopK", "ApproxTopKFallback", "ApproxTopKReductionOutputSize",
+    "ApproxTopK", "ApproxTopKFallback", "ApproxTopKReductionOutputSize", "CustomCallWithAliasing",
 ]

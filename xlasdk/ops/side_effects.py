@@ -33,6 +33,7 @@ __all__ = [
     "OptimizationBarrier",
     "CustomCall",
     "CustomCallWithLayout",
+    "CustomCallWithAliasing",
     "CustomCallApiVersion",
     "CustomCallSchedule",
     "InfeedWithToken",
@@ -365,6 +366,7 @@ def _custom_call(
     api_version: Any,
     backend_config: Any,
     operand_shapes_with_layout: Sequence[Shape] | None,
+    output_operand_aliasing: Any = None,
 ) -> XlaOp:
     if not isinstance(builder, XlaBuilder):
         dtype_error(op, f"first argument must be an XlaBuilder, got {type(builder).__name__}")
@@ -431,8 +433,72 @@ def _custom_call(
         res_layouts = [_layout_attr(op, "shape_with_layout", s) for s in res_leaves]
         parts.append(f"operand_layouts = [{', '.join(op_layouts)}]")
         parts.append(f"result_layouts = [{', '.join(res_layouts)}]")
+    if output_operand_aliasing is not None:
+        aliases = _aliases(op, output_operand_aliasing, xs, result)
+        if aliases:
+            parts.append(f"output_operand_aliases = [{', '.join(aliases)}]")
     _check_builtin_target(op, call_target_name, xs, result)
     return builder._add("stablehlo.custom_call", xs, result, ", ".join(parts))
+
+
+def _shape_index(op: str, name: str, v: Any) -> tuple[int, ...]:
+    if isinstance(v, (str, bytes)) or not hasattr(v, "__iter__"):
+        dtype_error(op, f"{name} must be a shape index (a sequence of ints), got {show(v)}")
+    out = []
+    for i in v:
+        if isinstance(i, (bool, np.bool_)) or not is_index(i):
+            dtype_error(op, f"{name} must be a shape index (a sequence of ints), got {show(v)}")
+        out.append(int(i))
+    return tuple(out)
+
+
+def _subshape(op: str, name: str, shape: Shape, index: tuple[int, ...]) -> Shape:
+    s = shape
+    for depth, i in enumerate(index):
+        if not s.is_tuple() or not 0 <= i < len(s.tuple_shapes()):
+            shape_error(op, f"{name} {list(index)} does not index into {shape} (at position {depth})")
+        s = s.tuple_shapes()[i]
+    return s
+
+
+def _aliases(op: str, aliasing: Any, xs: Sequence[XlaOp], result: Shape) -> list[str]:
+    """``#stablehlo.output_operand_alias<...>`` for each ``(output_index, (operand, operand_index))``."""
+    if isinstance(aliasing, (str, bytes)) or not isinstance(aliasing, (list, tuple)):
+        dtype_error(
+            op, "output_operand_aliasing must be a list of (output_shape_index, (operand_number, "
+            f"operand_shape_index)) pairs, got {show(aliasing)}"
+        )
+    out = []
+    seen: set[tuple[int, ...]] = set()
+    for k, pair in enumerate(aliasing):
+        name = f"output_operand_aliasing[{k}]"
+        if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and isinstance(pair[1], (list, tuple))
+                and len(pair[1]) == 2):
+            dtype_error(
+                op, f"{name} must be (output_shape_index, (operand_number, operand_shape_index)), got {show(pair)}"
+            )
+        out_index = _shape_index(op, f"{name} output index", pair[0])
+        if not is_index(pair[1][0]) or isinstance(pair[1][0], (bool, np.bool_)):
+            dtype_error(op, f"{name} operand number must be an int, got {show(pair[1][0])}")
+        number = int(pair[1][0])
+        if not 0 <= number < len(xs):
+            shape_error(op, f"{name} names operand {number}, but the call has {len(xs)} operands")
+        in_index = _shape_index(op, f"{name} operand index", pair[1][1])
+        out_shape = _subshape(op, f"{name} output index", result, out_index)
+        in_shape = _subshape(op, f"{name} operand index", xs[number].shape, in_index)
+        if not out_shape.is_array() or out_shape != in_shape:
+            shape_error(
+                op, f"{name}: output {list(out_index)} is {out_shape} but operand 'operands[{number}]' at "
+                f"{list(in_index)} is {in_shape}; an output can alias only an array of the same shape"
+            )
+        if out_index in seen:
+            shape_error(op, f"{name}: output {list(out_index)} is aliased twice")
+        seen.add(out_index)
+        out.append(
+            f"#stablehlo.output_operand_alias<output_tuple_indices = [{', '.join(map(str, out_index))}], "
+            f"operand_index = {number}, operand_tuple_indices = [{', '.join(map(str, in_index))}]>"
+        )
+    return out
 
 
 def CustomCall(
@@ -529,6 +595,60 @@ def CustomCallWithLayout(
     return _custom_call(
         "CustomCallWithLayout", builder, call_target_name, operands, shape_with_layout, opaque, has_side_effect,
         schedule, api_version, backend_config, operand_shapes_with_layout,
+    )
+
+
+def CustomCallWithAliasing(
+    builder: XlaBuilder,
+    call_target_name: str | bytes,
+    operands: Sequence[XlaOp],
+    shape_with_layout: Shape,
+    operand_shapes_with_layout: Sequence[Shape],
+    opaque: bytes | str = b"",
+    has_side_effect: bool = False,
+    output_operand_aliasing: Sequence[tuple[Sequence[int], tuple[int, Sequence[int]]]] = (),
+    literal: Any = None,
+    schedule: CustomCallSchedule | int | None = None,
+    api_version: CustomCallApiVersion | int | str = CustomCallApiVersion.API_VERSION_ORIGINAL,
+    backend_config: bytes | str | Mapping[str, Any] | None = None,
+) -> XlaOp:
+    """:func:`CustomCallWithLayout` whose results may reuse operand buffers (XLA
+    ``CustomCallWithAliasing``; ``stablehlo.custom_call`` with ``output_operand_aliases``; HLO
+    ``output_to_operand_aliasing``).
+
+    Parameters
+    ----------
+    output_operand_aliasing: ``(output_shape_index, (operand_number, operand_shape_index))``
+        pairs: the result array at ``output_shape_index`` (``()`` for an array result, ``(i,)``
+        for tuple element i) is written in place over the operand array at
+        ``operand_shape_index`` of ``operands[operand_number]``; both must have the same shape.
+        Shape indices are sequences of ints (``xla_client.ShapeIndex`` too).
+    literal: must be None: StableHLO's ``custom_call`` has no literal attribute, so a literal
+        cannot reach XLA (pass it as a constant operand or in ``backend_config``).
+    Other parameters: as for :func:`CustomCallWithLayout`.
+
+    Returns
+    -------
+    XlaOp of ``shape_with_layout``.
+
+    Raises
+    ------
+    As :func:`CustomCallWithLayout`; also ShapeError for an alias whose indices do not index
+    into the result or operand, whose shapes differ, or an output aliased twice, or a literal;
+    DTypeError for an aliasing entry of the wrong form.
+    """
+    op = "CustomCallWithAliasing"
+    if literal is not None:
+        shape_error(
+            op, "literal is not supported: StableHLO's custom_call has no literal attribute (pass it as a "
+            "constant operand or in backend_config)"
+        )
+    if operand_shapes_with_layout is None:
+        dtype_error(op, "operand_shapes_with_layout must be a list of Shapes, one per operand")
+    return _custom_call(
+        op, builder, call_target_name, operands, shape_with_layout, opaque, has_side_effect,
+        schedule, api_version, backend_config, operand_shapes_with_layout,
+        output_operand_aliasing if output_operand_aliasing is not None else (),
     )
 
 
