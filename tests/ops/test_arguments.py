@@ -173,8 +173,8 @@ def test_decompositions_do_no_host_work_per_row() -> None:
     # (2**30, 2**30) one a Python list of 2**30 ints for its round-robin order
     b = xs.XlaBuilder("decomp")
     wide = param(b, 0, F32, (1, 2**31))
-    err(ShapeError, lambda: ops.SVD(wide), "SVD: the result shape f32[2147483648,2147483648] is too large")
-    err(ShapeError, lambda: ops.QR(ops.Transpose(wide, [1, 0])), "QR", "too large")
+    err(ShapeError, lambda: ops.SVD(wide), "SVD: operand 'a' is f32[1,2147483648]: its larger dimension (2147483648) must be at most 65536")  # noqa: E501
+    err(ShapeError, lambda: ops.QR(ops.Transpose(wide, [1, 0])), "QR", "number of rows (2147483648) must be at most 65536")  # noqa: E501
     t0 = time.perf_counter()
     u, s, v = ops.SVD(wide, full_matrices=False)
     vecs, vals = ops.Eigh(param(b, 1, F32, (2**30, 2**30)))
@@ -183,6 +183,25 @@ def test_decompositions_do_no_host_work_per_row() -> None:
     assert (vecs.dims, vals.dims) == ((2**30, 2**30), (2**30,))
     err(ShapeError, lambda: ops.Eigh(param(b, 2, F32, (3, 3)), max_iter=2**31), "Eigh: max_iter must be < 2**31")
     err(ShapeError, lambda: ops.SVD(param(b, 3, F32, (3, 2)), epsilon=10**400), "SVD: epsilon must be in [0, 1)")
+
+
+def test_decompositions_xla_expands_are_at_most_65536_wide() -> None:
+    # XLA:CPU's Cholesky, TriangularSolve and QR expanders unroll a block of ops per 128 rows:
+    # compiling a (2**27, 2**27) QR ran for over 10 minutes and grew past 6 GB
+    b = xs.XlaBuilder("expanders")
+    big = param(b, 0, F32, (2**16 + 1, 2**16 + 1))
+    tall = param(b, 1, F32, (2**20, 4))
+    err(ShapeError, lambda: ops.Cholesky(big), "Cholesky: operand 'a' is f32[65537,65537]: its size (65537) must be at most 65536")  # noqa: E501
+    err(ShapeError, lambda: ops.TriangularSolve(big, big), "TriangularSolve: operand 'a'", "at most 65536")
+    err(ShapeError, lambda: ops.QrDecomposition(big), "QrDecomposition", "smaller dimension (65537)")
+    err(ShapeError, lambda: ops.QR(tall), "QR: operand 'operand' is f32[1048576,4]: its number of rows (1048576)")
+    err(ShapeError, lambda: ops.SVD(tall), "SVD", "larger dimension (1048576)")
+    err(ShapeError, lambda: ops.ProductOfElementaryHouseholderReflectors(big, param(b, 2, F32, (2**16 + 1,))), "ProductOfElementaryHouseholderReflectors", "number of columns (65537)")  # noqa: E501
+    # the reduced forms only expand over the smaller dimension; Eigh and LU expand nothing
+    assert [o.dims for o in ops.QR(tall, full_matrices=False)] == [(2**20, 4), (4, 4)]
+    assert ops.SVD(tall, full_matrices=False)[1].dims == (4,)
+    assert ops.Cholesky(param(b, 3, F32, (2**16, 2**16))).dims == (2**16, 2**16)
+    assert ops.Eigh(big)[1].dims == (2**16 + 1,)
 
 
 def test_decompositions_still_compute() -> None:

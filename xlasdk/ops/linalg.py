@@ -231,6 +231,22 @@ def _flag(op: str, name: str, value: Any) -> bool:
     return bool_arg(op, name, value)
 
 
+#: The most rows or columns XLA:CPU's Cholesky, TriangularSolve and QR expanders are given:
+#: they unroll one block of ops per 128 rows or columns, so compiling takes time and memory that
+#: grow with the size (about 4 minutes and 2 GB at 65536; a (2**27, 2**27) QR never finished).
+MAX_EXPANDED_DIM = 2**16
+
+
+def _expanded(op: str, name: str, x: XlaOp, size: int, what: str) -> None:
+    """ShapeError when ``size`` (the rows/columns an XLA expander unrolls over) exceeds 2**16."""
+    if size > MAX_EXPANDED_DIM:
+        shape_error(
+            op, f"operand {name!r} is {x.shape}: its {what} ({size}) must be at most 65536 (2**16); XLA expands "
+            "this op into a block of ops per 128 rows or columns, so compiling a larger one takes time and "
+            "memory without bound"
+        )
+
+
 def _matrix_operand(op: str, name: str, a: Any, square: bool = True) -> XlaOp:
     """An ``(..., m, n)`` f32/f64/c64/c128 operand (square when asked)."""
     x = _operand(op, name, a)
@@ -270,6 +286,7 @@ def Cholesky(a: XlaOp, lower: bool = True) -> XlaOp:
     """
     op = "Cholesky"
     x = _matrix_operand(op, "a", a)
+    _expanded(op, "a", x, x.shape.dimensions()[-1], "size")
     lo = _flag(op, "lower", lower)
     return x.builder._add("stablehlo.cholesky", (x,), x.shape, f"lower = {'true' if lo else 'false'}")
 
@@ -312,6 +329,7 @@ def TriangularSolve(
     from ..attrs import TriangularSolveOptions_Transpose
 
     x = _matrix_operand(op, "a", a)
+    _expanded(op, "a", x, x.shape.dimensions()[-1], "size")
     y = _matrix_operand(op, "b", b, square=False)
     same_builder(op, [("a", x), ("b", y)])
     if y.shape.element_type() is not x.shape.element_type():
@@ -661,6 +679,7 @@ def QR(operand: XlaOp, full_matrices: bool = True) -> tuple[XlaOp, XlaOp]:
     d = x.shape.dimensions()
     lead, (m, n) = d[:-2], d[-2:]
     k = min(m, n)
+    _expanded(op, "operand", x, m if full else k, "number of rows" if full else "smaller dimension")
     et = x.shape.element_type()
     if full:  # q is (..., m, m): check it before building anything
         array_shape(et, lead + (m, m), op)
@@ -808,6 +827,7 @@ def QrDecomposition(operand: XlaOp) -> tuple[XlaOp, XlaOp]:
     op = "QrDecomposition"
     x = _matrix_operand(op, "operand", operand, square=False)
     d = x.shape.dimensions()
+    _expanded(op, "operand", x, min(d[-2:]), "smaller dimension")
     taus_shape = array_shape(x.shape.element_type(), d[:-2] + (min(d[-2:]),), op)
     qr = x.builder._add(
         "stablehlo.custom_call", (x,), Shape.tuple_shape([x.shape, taus_shape]),
@@ -845,6 +865,7 @@ def ProductOfElementaryHouseholderReflectors(a: XlaOp, taus: XlaOp) -> XlaOp:
     d = x.shape.dimensions()
     if d[-2] < d[-1]:
         shape_error(op, f"operand 'a' must have m >= n in its last two dimensions (..., m, n), got {x.shape}")
+    _expanded(op, "a", x, d[-1], "number of columns")
     if t.shape.element_type() != x.shape.element_type():
         dtype_error(op, f"operand 'taus' has element type {t.shape}, expected {show(x.dtype)} like 'a' {x.shape}")
     td = t.shape.dimensions()
@@ -991,6 +1012,8 @@ def SVD(
     et = x.shape.element_type()
     d = x.shape.dimensions()
     m, n = d[-2:]
+    # u comes from a QR of the (larger, smaller) matrix of normalized columns
+    _expanded(op, "a", x, max(m, n) if full else min(m, n), "larger dimension" if full else "smaller dimension")
     wide = m < n
     if wide:
         x, m, n = _adjoint(x), n, m
