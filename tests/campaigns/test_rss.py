@@ -152,7 +152,7 @@ def test_rss_long(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.campaign
-def test_rss_bound_detects_a_leak() -> None:
+def test_rss_bound_detects_a_leak(capsys: pytest.CaptureFixture[str]) -> None:
     """Keeping each cycle's computation, executable and result alive must break the quick profile's bound.
 
     (A calibration of the bound rather than a campaign; in the campaign set to keep the default suite short.)
@@ -160,4 +160,9 @@ def test_rss_bound_detects_a_leak() -> None:
     cycles = 300
     v = _run(cycles, leak=True)
     _, _, growth = _growth(v["samples"])
+    post = cycles - cycles // 3
+    with capsys.disabled():
+        print(f"\n[campaign] rss calibration: keeping every cycle's computation, executable and result grows RSS "
+              f"{growth / MIB:+.1f} MiB over {post} post-warm-up cycles ({growth / post / 1024:.0f} KiB/cycle; "
+              f"bound {allowed(cycles) / MIB:.1f} MiB)", flush=True)
     assert growth > allowed(cycles), (growth, allowed(cycles), v["samples"])
