@@ -1336,7 +1336,8 @@ def run_campaign(
         if progress and res.chains % 250 == 0:
             print(f"  ... {res.summary()}", flush=True)
 
-    run_batch(tasks(), timeout=timeout, cwd=here, max_tasks_per_child=500, on_outcome=on_outcome)
+    run_batch(tasks(), timeout=timeout, cwd=here, max_tasks_per_child=500, on_outcome=on_outcome,
+              env={"XLASDK_CACHE_DIR": None})  # compile every chain (no executables from a disk cache)
     res.seconds = time.monotonic() - t0
     return res
 

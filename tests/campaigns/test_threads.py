@@ -30,7 +30,6 @@ import chains
 import pytest
 from harness import Task, run_batch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 THREADS = 8
 LONG_PER_THREAD = int(os.environ.get("XLASDK_THREADS_LONG", "40"))
 
@@ -143,7 +142,7 @@ def _campaign(per_thread: int, rounds: int, first_seed: int, shared_calls: int) 
     t0 = time.monotonic()
     seeds = [first_seed + r * THREADS * per_thread for r in range(rounds)]
     tasks = [Task(SOURCE, (_work(s, per_thread), THREADS, shared_calls), key=f"round{r}") for r, s in enumerate(seeds)]
-    rep = run_batch(tasks, timeout=120 + 5 * per_thread * THREADS)
+    rep = run_batch(tasks, timeout=120 + 5 * per_thread * THREADS, env={"XLASDK_CACHE_DIR": None})
     assert not rep.deaths and not rep.timeouts, rep.describe_failures()
     assert not rep.errors, rep.errors[0].traceback
     compiles = 0
