@@ -342,3 +342,70 @@ def test_custom_call_with_aliasing_errors() -> None:
         _geqrf_call(b, p, [(0, 0)])
     with pytest.raises(ShapeError, match=f"{op}: literal is not supported"):
         ops.CustomCallWithAliasing(b, "f", [p], p.shape, [p.shape], literal=np.float32(1))
+
+
+# -- IgammaGradA and RandomGammaGrad --------------------------------------------------------------
+
+def _dp_da(a: np.ndarray[Any, Any], x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """dP(a, x)/da by central differences of scipy, on P or on Q = 1 - P, whichever is small."""
+    import scipy.special as sp
+
+    h = 1e-5 * np.maximum(a, 1.0)
+    dp = (sp.gammainc(a + h, x) - sp.gammainc(a - h, x)) / (2 * h)
+    dq = -(sp.gammaincc(a + h, x) - sp.gammaincc(a - h, x)) / (2 * h)
+    out: np.ndarray[Any, Any] = np.where(sp.gammainc(a, x) < 0.5, dp, dq)
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_igamma_grad_a_and_random_gamma_grad(dtype: Any) -> None:
+    """IgammaGradA = dP/da (finite differences of scipy.special.gammainc); RandomGammaGrad =
+    -(dP/da) / (dP/dx); edge values 0 at x = 0 and NaN outside the domain; both as jax's."""
+    import scipy.special as sp
+
+    rng = np.random.default_rng(9)
+    a = np.concatenate([rng.uniform(0.1, 20, 300), [0.5, 1.0, 2.0, 0.0, -1.0, np.nan, 2.0]]).astype(dtype)
+    x = np.concatenate([rng.uniform(0.01, 30, 300), [1e-3, 0.7, 0.0, 1.0, 1.0, 1.0, -1.0]]).astype(dtype)
+    b = xs.XlaBuilder("igamma_grads")
+    pa, px = ops.Parameter(b, 0, S(dtype, a.shape)), ops.Parameter(b, 1, S(dtype, x.shape))
+    g, r = ops.IgammaGradA(pa, px), ops.RandomGammaGrad(pa, px)
+    assert g.shape == pa.shape and r.shape == pa.shape
+    got_g, got_r = run(b.build(ops.Tuple(b, [g, r])), a, x)
+    a64, x64 = a.astype(np.float64), x.astype(np.float64)
+    ok = (a64 > 0) & (x64 > 0)
+    fd = _dp_da(a64[ok], x64[ok])
+    tol = 2e-3 if dtype == np.float32 else 1e-5
+    np.testing.assert_allclose(got_g[ok], fd, rtol=tol, atol=tol * 1e-2)
+    dp_dx = np.exp((a64[ok] - 1) * np.log(x64[ok]) - x64[ok] - sp.gammaln(a64[ok]))
+    big = dp_dx > 1e-6
+    np.testing.assert_allclose(got_r[ok][big], -fd[big] / dp_dx[big], rtol=10 * tol, atol=tol)
+    assert got_g[302] == 0 and got_r[302] == 0  # x = 0
+    assert np.isnan(got_g[-4:]).all() and np.isnan(got_r[-4:]).all()  # a <= 0, NaN, x < 0
+    jax_special = pytest.importorskip("jax._src.lax.special")
+    if dtype == np.float32:  # jax computes in f32 without x64
+        np.testing.assert_allclose(got_g, np.asarray(jax_special.igamma_grad_a(a, x)), rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(got_r, np.asarray(jax_special.random_gamma_grad(a, x)), rtol=1e-5, atol=1e-7)
+
+
+def test_igamma_grads_errors_and_former_style() -> None:
+    from xlasdk import xla_client
+
+    b = xs.XlaBuilder("igamma_grad_errors")
+    f = ops.Parameter(b, 0, S(np.float32, (3,)))
+    with pytest.raises(DTypeError, match=r"IgammaGradA: operand 'x' has element type f64\[3\]"):
+        ops.IgammaGradA(f, ops.Parameter(b, 1, S(np.float64, (3,))))
+    with pytest.raises(ShapeError, match=r"RandomGammaGrad: operand 'x' has shape f32\[4\]"):
+        ops.RandomGammaGrad(f, ops.Parameter(b, 2, S(np.float32, (4,))))
+    with pytest.raises(DTypeError, match="IgammaGradA: operand 'a' must be f16, bf16, f32 or f64"):
+        ops.IgammaGradA(ops.Parameter(b, 3, S(np.int32, (3,))), f)
+    c = xla_client.XlaBuilder("former_igamma")
+    xops = xla_client.ops
+    a = np.array([0.5, 2.0, 7.0], np.float64)
+    x = np.array([0.3, 2.5, 4.0], np.float64)
+    pa = xops.Parameter(c, 0, xla_client.shape_from_pyval(a))
+    px = xops.Parameter(c, 1, xla_client.shape_from_pyval(x))
+    xops.Tuple(c, [xops.IgammaGradA(a=pa, x=px), xops.RandomGammaGrad(pa, px)])
+    backend = xla_client.make_cpu_client()
+    exe = backend.compile(xla_client._xla.mlir.xla_computation_to_mlir_module(c.build()))
+    g, _ = (np.asarray(o) for o in exe.execute([backend.buffer_from_pyval(a), backend.buffer_from_pyval(x)]))
+    np.testing.assert_allclose(g, _dp_da(a, x), rtol=1e-5)

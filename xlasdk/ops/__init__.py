@@ -144,7 +144,7 @@ from .side_effects import (
 )
 from .sort import ApproxTopK, ApproxTopKFallback, ApproxTopKReductionOutputSize, Sort, TopK
 from .sources import Constant, ConstantLiteral, Iota, Parameter
-from .special import BesselI0e, Igamma, Igammac, RegularizedIncompleteBeta
+from .special import BesselI0e, Igamma, Igammac, IgammaGradA, RandomGammaGrad, RegularizedIncompleteBeta
 from .window import ReduceWindow, ReduceWindowWithGeneralPadding, SelectAndScatterWithGeneralPadding
 
 __all__ = [
@@ -172,4 +172,5 @@ __all__ = [
     "Igamma", "Igammac", "RegularizedIncompleteBeta", "BesselI0e",
     "LU", "QrDecomposition", "ProductOfElementaryHouseholderReflectors",
     "ApproxTopK", "ApproxTopKFallback", "ApproxTopKReductionOutputSize", "CustomCallWithAliasing",
+    "IgammaGradA", "RandomGammaGrad",
 ]
