@@ -409,3 +409,19 @@ def test_igamma_grads_errors_and_former_style() -> None:
     exe = backend.compile(xla_client._xla.mlir.xla_computation_to_mlir_module(c.build()))
     g, _ = (np.asarray(o) for o in exe.execute([backend.buffer_from_pyval(a), backend.buffer_from_pyval(x)]))
     np.testing.assert_allclose(g, _dp_da(a, x), rtol=1e-5)
+
+
+# -- SendToHost / RecvFromHost --------------------------------------------------------------------
+
+def test_send_recv_host_refused_with_reason() -> None:
+    """XLA:CPU in jaxlib 0.10.2 cannot compile host send/recv: the ops exist (also in the former
+    namespace) and say so, pointing to HostCallback."""
+    from xlasdk import xla_client
+
+    b = xs.XlaBuilder("host_transfer")
+    p = ops.Parameter(b, 0, S(np.float32, (3,)))
+    tok = ops.CreateToken(b)
+    with pytest.raises(xs.XlaSdkError, match=r"SendToHost: .*not supported by XLA:CPU.*ops\.HostCallback"):
+        ops.SendToHost(p, tok, p.shape, None)
+    with pytest.raises(xs.XlaSdkError, match=r"RecvFromHost: .*ops\.HostCallback"):
+        xla_client.ops.RecvFromHost(tok, p.shape, None)

@@ -141,6 +141,8 @@ from .side_effects import (
     InfeedWithToken,
     OptimizationBarrier,
     OutfeedWithToken,
+    RecvFromHost,
+    SendToHost,
 )
 from .sort import ApproxTopK, ApproxTopKFallback, ApproxTopKReductionOutputSize, Sort, TopK
 from .sources import Constant, ConstantLiteral, Iota, Parameter
@@ -172,5 +174,5 @@ __all__ = [
     "Igamma", "Igammac", "RegularizedIncompleteBeta", "BesselI0e",
     "LU", "QrDecomposition", "ProductOfElementaryHouseholderReflectors",
     "ApproxTopK", "ApproxTopKFallback", "ApproxTopKReductionOutputSize", "CustomCallWithAliasing",
-    "IgammaGradA", "RandomGammaGrad",
+    "IgammaGradA", "RandomGammaGrad", "SendToHost", "RecvFromHost",
 ]

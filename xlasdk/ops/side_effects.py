@@ -22,7 +22,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ..builder import XlaBuilder, XlaOp
+from ..builder import XlaBuilder, XlaOp, where
+from ..errors import XlaSdkError
 from ..shape import Shape
 from ..types import PrimitiveType, mlir_element_type
 from ._core import any_operand, bool_arg, dtype_error, is_index, operand, shape_error, show
@@ -34,6 +35,8 @@ __all__ = [
     "CustomCall",
     "CustomCallWithLayout",
     "CustomCallWithAliasing",
+    "SendToHost",
+    "RecvFromHost",
     "CustomCallApiVersion",
     "CustomCallSchedule",
     "InfeedWithToken",
@@ -650,6 +653,62 @@ def CustomCallWithAliasing(
         schedule, api_version, backend_config, operand_shapes_with_layout,
         output_operand_aliasing if output_operand_aliasing is not None else (),
     )
+
+
+_NO_HOST_TRANSFER = (
+    "device-to-host transfers (HLO send/recv with is_host_transfer) cannot run with jaxlib 0.10.2: "
+    "XLA:CPU rejects the program (UNIMPLEMENTED: HLO opcode `send` is not supported by XLA:CPU "
+    "ThunkEmitter), and jaxlib offers no way to attach the host-side send/recv callbacks to an "
+    "execution from Python. Use ops.HostCallback(fn, operands, result_shapes) to hand values to "
+    "Python during a run (or ops.OutfeedWithToken / ops.DebugPrint)"
+)
+
+
+def SendToHost(operand: XlaOp, token: XlaOp, shape_with_layout: Shape, handle: Any) -> XlaOp:
+    """Send ``operand`` to the host (the former ``xla_client.ops.SendToHost``; XLA ``Send`` with
+    ``is_host_transfer``, ``stablehlo.send``). Not available: see Raises.
+
+    Parameters
+    ----------
+    operand: the array to send.
+    token: orders the send after earlier side effects.
+    shape_with_layout: ``operand``'s shape with the layout the host receives.
+    handle: the DEVICE_TO_HOST channel handle.
+
+    Returns
+    -------
+    Never returns.
+
+    Raises
+    ------
+    XlaSdkError: always. XLA:CPU in jaxlib 0.10.2 cannot compile ``send``/``recv``
+        ("HLO opcode `send` is not supported by XLA:CPU ThunkEmitter", checked), and jaxlib has
+        no Python API to pass the host-side send callbacks an execution needs. Use
+        :func:`HostCallback` instead.
+    """
+    raise XlaSdkError(f"SendToHost: {_NO_HOST_TRANSFER}{where()}")
+
+
+def RecvFromHost(token: XlaOp, shape: Shape, handle: Any) -> XlaOp:
+    """Receive a value of ``shape`` from the host (the former ``xla_client.ops.RecvFromHost``;
+    XLA ``Recv`` with ``is_host_transfer``, ``stablehlo.recv``). Not available: see Raises.
+
+    Parameters
+    ----------
+    token: orders the receive after earlier side effects.
+    shape: the array shape (with layout) to receive.
+    handle: the HOST_TO_DEVICE channel handle.
+
+    Returns
+    -------
+    Never returns.
+
+    Raises
+    ------
+    XlaSdkError: always, for the reasons given in :func:`SendToHost`. Use :func:`HostCallback`
+        (its callable returns the values) instead.
+    """
+    raise XlaSdkError(f"RecvFromHost: {_NO_HOST_TRANSFER}{where()}")
 
 
 # -- infeed / outfeed -----------------------------------------------------------------------------
