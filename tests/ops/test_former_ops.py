@@ -425,3 +425,30 @@ def test_send_recv_host_refused_with_reason() -> None:
         ops.SendToHost(p, tok, p.shape, None)
     with pytest.raises(xs.XlaSdkError, match=r"RecvFromHost: .*ops\.HostCallback"):
         xla_client.ops.RecvFromHost(tok, p.shape, None)
+
+
+# -- HLO text of every new op ---------------------------------------------------------------------
+
+def test_new_ops_print_hlo_and_reload() -> None:
+    """One computation with each new op: ``as_hlo_text()`` (XLA's converter for the custom calls)
+    loads back with ``from_hlo_text`` and computes the same values."""
+    a = rand((5, 4), np.float64, seed=10)
+    g = np.abs(rand((6,), np.float64, seed=11)) + 0.5
+    b = xs.XlaBuilder("former_ops_hlo")
+    pa = ops.Parameter(b, 0, S(np.float64, a.shape))
+    pg = ops.Parameter(b, 1, S(np.float64, g.shape))
+    lu, piv, perm = ops.LU(pa)
+    qr, taus = ops.QrDecomposition(pa)
+    q = ops.ProductOfElementaryHouseholderReflectors(qr, taus)
+    top = ops.GetTupleElement(
+        ops.ApproxTopK(b, [pg], [ops.Constant(b, np.float64(-np.inf))], 3, 0, lambda x, y: ops.Gt(x, y)), 0
+    )
+    grads = [ops.IgammaGradA(pg, pg), ops.RandomGammaGrad(pg, 2.0)]
+    comp = b.build(ops.Tuple(b, [lu, piv, perm, q, top, *grads]))
+    text = comp.as_hlo_text()
+    for needle in ["lapack_dgetrf_ffi", "ProductOfElementaryHouseholderReflectors", "sort(", "while("]:
+        assert needle in text, needle
+    want = run(comp, a, g)
+    got = run(xs.XlaComputation.from_hlo_text(text), a, g)
+    for w, h in zip(want, got, strict=True):
+        np.testing.assert_allclose(h, w, rtol=1e-12, atol=1e-12)
