@@ -39,12 +39,14 @@ __all__ = ["Layout", "Shape", "ProgramShape", "shape_from_pyval", "MAX_ARRAY_BYT
 #: rule does not depend on the order of the dimensions (XLA rejects ``[2**62, 2**62, 0]`` though
 #: it holds no element).
 MAX_ARRAY_BYTES = 2**62
+_NOT_ARRAYS = (_TUPLE, _TOKEN, PrimitiveType.OPAQUE_TYPE, PrimitiveType.PRIMITIVE_TYPE_INVALID)
+_WIDTH: dict[PrimitiveType, int] = {e: byte_width(e) for e in PrimitiveType if e not in _NOT_ARRAYS}
 
 
 def array_size_problem(etype: PrimitiveType, dims: Sequence[int]) -> str | None:
     """Why an array of ``etype`` and ``dims`` is too large for XLA, or None (see
     :data:`MAX_ARRAY_BYTES`)."""
-    n = byte_width(etype)
+    n = _WIDTH[etype]
     for d in dims:
         if d > 1:
             n *= d
@@ -94,7 +96,7 @@ class Shape:
     ignored unless both sides have one).
     """
 
-    __slots__ = ("_etype", "_dims", "_tuple", "_layout", "_dynamic", "_hash", "_mlir", "_str")
+    __slots__ = ("_etype", "_dims", "_tuple", "_layout", "_dynamic", "_hash", "_mlir", "_str", "_nbytes")
 
     _etype: PrimitiveType
     _dims: tuple[int, ...]
@@ -104,6 +106,7 @@ class Shape:
     _hash: int | None
     _mlir: str | None
     _str: str | None
+    _nbytes: int | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("use Shape.array_shape, Shape.scalar_shape, Shape.tuple_shape or Shape.token_shape")
@@ -126,6 +129,7 @@ class Shape:
         s._hash = None
         s._mlir = None
         s._str = None
+        s._nbytes = None
         return s
 
     # -- constructors ------------------------------------------------------------------------
@@ -262,12 +266,16 @@ class Shape:
     def _heap_bytes(self) -> int:
         """Bytes XLA reserves for a value of this shape, as :func:`array_size_problem` counts them
         (sizes of 0 count as 1; 0 for tuples and tokens, whose elements are other values)."""
-        if self._tuple is not None or self._etype is _TOKEN:
-            return 0
-        n = byte_width(self._etype)
-        for d in self._dims:
-            if d > 1:
-                n *= d
+        n = self._nbytes
+        if n is None:
+            if self._tuple is not None or self._etype is _TOKEN:
+                n = 0
+            else:
+                n = _WIDTH[self._etype]
+                for d in self._dims:
+                    if d > 1:
+                        n *= d
+            self._nbytes = n
         return n
 
     def size(self) -> int:

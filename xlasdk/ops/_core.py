@@ -17,7 +17,7 @@ import numpy as np
 
 from ..builder import Region, XlaBuilder, XlaOp, where
 from ..errors import DTypeError, ShapeError, XlaSdkError
-from ..shape import Shape, array_size_problem
+from ..shape import _WIDTH, MAX_ARRAY_BYTES, Shape, array_size_problem
 from ..types import COMPLEX, FLOATS, INTS, PrimitiveType, show
 
 __all__ = [
@@ -187,6 +187,12 @@ def int_list(
     raises ``error`` ("NAME must be a sequence of ints"), an int out of range ShapeError naming
     its position.
     """
+    if type(value) is tuple or type(value) is list:  # the common case: Python ints in range
+        for v in value:
+            if type(v) is not int or not lo <= v <= hi:
+                break
+        else:
+            return tuple(value)
     if is_index(value):
         items: Any = (value,)
     elif not is_sequence(value):
@@ -262,10 +268,15 @@ def array_shape(etype: PrimitiveType, dims: Sequence[int], op: str = "") -> Shap
     aborts the process on it.
     """
     d = tuple(dims)
-    problem = array_size_problem(etype, d)
-    if problem is not None:
-        shape_error(op or "xlasdk", f"the result shape {problem}")
-    return Shape._make(etype, d)
+    n = _WIDTH[etype]
+    for x in d:
+        if x > 1:
+            n *= x
+    if n > MAX_ARRAY_BYTES:
+        shape_error(op or "xlasdk", f"the result shape {array_size_problem(etype, d)}")
+    s = Shape._make(etype, d)
+    s._nbytes = n
+    return s
 
 
 def is_float(e: PrimitiveType) -> bool:
