@@ -271,6 +271,8 @@ def _templates() -> dict[str, Template]:
             ),
             "IgammaGradA": lambda c: ([c.p(F32, (2,)), c.p(F32, (2,))], {}),
             "RandomGammaGrad": lambda c: ([c.p(F32, (2,)), c.p(F32, (2,))], {}),
+            "SendToHost": lambda c: ([c.p(F32, (2,)), ops.CreateToken(c.b), xs.Shape.array_shape(F32, (2,)), 1], {}),
+            "RecvFromHost": lambda c: ([ops.CreateToken(c.b), xs.Shape.array_shape(F32, (2,)), 1], {}),
             "Igamma": lambda c: ([c.p(F32, (2,)), c.p(F32, (2,))], {}),
             "Igammac": lambda c: ([c.p(F32, (2,)), 2.0], {}),
             "RegularizedIncompleteBeta": lambda c: ([c.p(F32, (2,)), c.p(F32, (2,)), c.p(F32, (2,))], {}),
@@ -281,6 +283,10 @@ def _templates() -> dict[str, Template]:
 
 
 TEMPLATES: dict[str, Template] = _templates()
+
+#: Ops that raise an xlasdk error whatever they are given (not available on this jaxlib): their
+#: valid call is an error too.
+ALWAYS_RAISE = frozenset({"SendToHost", "RecvFromHost"})
 
 
 def public_ops() -> list[str]:

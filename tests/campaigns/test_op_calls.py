@@ -38,7 +38,10 @@ def test_quick_profile() -> None:
     # the first calls are each op's valid call: all of them build, compile and run (or compile
     # only: infeed/outfeed and token results)
     names = op_calls.public_ops()
-    bad = {names[i]: report.outcomes[i] for i in range(len(names)) if report.outcomes[i] not in op_calls.BUILT_OK}
+    bad = {
+        name: report.outcomes[i] for i, name in enumerate(names)
+        if report.outcomes[i] not in op_calls.BUILT_OK and name not in op_calls.ALWAYS_RAISE
+    }
     assert not bad, bad
     # most hostile calls are refused with an xlasdk error
     assert report.kinds["error"] > report.calls // 2, report.summary()
