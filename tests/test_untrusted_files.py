@@ -8,6 +8,9 @@ Cases C-15 (stack-frame tables) and C-16 (element-type-changing bitcast) from sh
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -301,3 +304,40 @@ def test_shardy_lowering_from_jax_loads_and_runs_partitioned() -> None:
     want = np.tanh(io["in0"].astype(np.float64) @ io["in1"].astype(np.float64))
     np.testing.assert_allclose(out.to_numpy(), want, rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(out.to_numpy(), io["out0"])
+
+
+def _in_child(code: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter: a regression that kills the process fails the test only."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+
+
+_RECURSIVE = """func.func @main(%a: tensor<f32>) -> tensor<f32> {
+  %r = func.call @main(%a) : (tensor<f32>) -> tensor<f32>
+  return %r : tensor<f32>
+}
+"""
+
+
+@pytest.mark.parametrize("method", ["as_hlo_text", "as_serialized_hlo_module_proto", "as_hlo_dot_graph"])
+def test_hlo_of_a_loaded_module_the_converter_dies_on_is_a_compile_error(method: str) -> None:
+    # XLA's StableHLO -> HLO converter overflows the native stack on a recursive call: for a
+    # loaded module it runs in the worker first.
+    r = _in_child(
+        "import xlasdk as xs\n"
+        f"c = xs.XlaComputation.from_stablehlo({_RECURSIVE!r})\n"
+        "try:\n"
+        f"    c.{method}()\n"
+        "except xs.CompileError as e:\n"
+        "    print('ERR', e)\n"
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "ERR converting 'main' to HLO failed: XLA aborted while converting" in r.stdout
+
+
+def test_deeply_nested_tuple_layout_is_a_format_error_not_a_recursion_error() -> None:
+    depth = 10_000
+    shape = "(" * depth + "f32[]" + ")" * depth
+    text = (f"HloModule m, entry_computation_layout={{({shape})->f32[]}}\n\n"
+            "ENTRY main {\n  ROOT p = f32[] parameter(0)\n}\n")
+    with pytest.raises(xs.FormatError, match="from_hlo_text"):
+        xs.XlaComputation.from_hlo_text(text)

@@ -248,14 +248,16 @@ class XlaComputation:
         (:mod:`xlasdk._metadata`). Where there is one, the module is converted with a marker in
         each such location and the fields are written into the converted HLO module proto.
         """
+        if self._source_format is not None:  # loaded: XLA's converter may abort; the worker goes first
+            from .formats.untrusted import converted_hlo_proto
+
+            return _mlir.xla_computation_from_proto(converted_hlo_proto(self._mlir_module_text(), self._name))
         from . import _metadata
 
         marked = _metadata.mark_locations(self._mlir_module_text())
         if marked is None:
             return _mlir.parsed_module_to_hlo(self._mlir_module())
-        text, table = marked
-        proto = _mlir.hlo_proto(_mlir.module_to_hlo(text))
-        return _mlir.xla_computation_from_proto(_metadata.patch_hlo_proto(proto, table))
+        return _mlir.xla_computation_from_proto(_metadata.hlo_proto_with_metadata(*marked))
 
     def as_hlo_text(self, print_metadata: bool = True, print_large_constants: bool = True) -> str:
         """HLO text of the (unoptimized) computation.

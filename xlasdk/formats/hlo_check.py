@@ -187,7 +187,10 @@ def check_hlo_text(text: str, what: str = "HLO text") -> None:
     mod = _parse_hlo_text(text)
     if mod is None:
         return
-    problems = _check_module(mod)
+    try:
+        problems = _check_module(mod)
+    except RecursionError:  # nested too deeply for Python: XLA's own message stands
+        return
     if problems:
         pos, msg = problems[0]
         more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""

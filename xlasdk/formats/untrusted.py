@@ -132,3 +132,38 @@ def parse_stablehlo(data: str | bytes, kind: str, what: str) -> str:
     except isolated.WorkerDied as e:
         raise FormatError(f"{what}: the MLIR parser crashed on this module ({e.reason})") from None
     return text
+
+
+def converted_hlo_in_worker(text: str) -> bytes:
+    """XLA's StableHLO -> HLO conversion of a loaded module's text (with the metadata fields the
+    converter drops written back), as a serialized ``HloModuleProto``; runs in the worker."""
+    from .. import _metadata
+
+    marked = _metadata.mark_locations(text)
+    try:
+        if marked is None:
+            proto = _mlir.hlo_proto(_mlir.module_to_hlo(text))
+        else:
+            proto = _metadata.hlo_proto_with_metadata(*marked)
+    except Exception as e:
+        raise _Failed("convert", _one_line(e)) from None
+    _mlir.xla_computation_from_proto(proto)
+    return proto
+
+
+def converted_hlo_proto(text: str, name: str) -> bytes:
+    """:func:`converted_hlo_in_worker` run in the worker.
+
+    Raises
+    ------
+    RuntimeError
+        XLA's converter rejected the module or died on it (the caller makes it a CompileError).
+    """
+    try:
+        proto: bytes = isolated.request("xlasdk.formats.untrusted:converted_hlo_in_worker", text)
+    except isolated.Failed as e:
+        raise RuntimeError(e.message) from None
+    except isolated.WorkerDied as e:
+        raise RuntimeError(f"XLA aborted while converting {name!r} to HLO ({e.reason})") from None
+    return proto
+
