@@ -1334,6 +1334,7 @@ def run_campaign(
         if keep_outputs and o.status == "ok":
             res.outputs.append((chain, o.value["outputs"]))
         if progress and res.chains % 250 == 0:
+            res.seconds = time.monotonic() - t0
             print(f"  ... {res.summary()}", flush=True)
 
     run_batch(tasks(), timeout=timeout, cwd=here, max_tasks_per_child=500, on_outcome=on_outcome,
