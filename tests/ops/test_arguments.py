@@ -362,3 +362,33 @@ def test_debug_print_checks_its_format_without_allocating() -> None:
     assert ops.DebugPrint("x={0} first={0[0]} fourth={0[3]:d}", x).shape.is_token()
     err(ShapeError, lambda: ops.DebugPrint("x={:q}", param(b, 1, F32, ())), "DebugPrint: fmt 'x={:q}' does not format 1 operands")  # noqa: E501
     err(DTypeError, lambda: ops.DebugPrint("x={}", x, builder=x), "DebugPrint: builder must be an XlaBuilder, got XlaOp")  # noqa: E501  # type: ignore[arg-type]
+
+
+def test_enum_arguments_of_any_type() -> None:
+    # attribute enums were parsed by code whose error message took repr() of the value: a deeply
+    # nested list raised RecursionError
+    b = xs.XlaBuilder("enums")
+    x = param(b, 0, F32, (2, 3))
+    c = param(b, 1, np.complex64, (4, 8))
+    a = param(b, 2, F32, (3, 3))
+    deep, cyc = _deep(3000), _cycle()
+    err(ShapeError, lambda: ops.Compare(x, x, "LT", compare_type=deep), "Compare: ComparisonType must be one of FLOAT, TOTALORDER, SIGNED, UNSIGNED, got list [[[[...]]]]")  # noqa: E501
+    err(ShapeError, lambda: ops.Compare(x, x, cyc), "Compare: ComparisonDirection must be one of")
+    err(ShapeError, lambda: ops.Compare(x, x, "XX"), "Compare: unknown ComparisonDirection 'XX'")
+    err(ShapeError, lambda: ops.Fft(c, deep, [8]), "Fft: bad fft_type: FftType must be one of FFT, IFFT, RFFT, IRFFT")
+    err(ShapeError, lambda: ops.RngBitGenerator(cyc, param(b, 3, np.uint64, (2,)), x.shape), "RngBitGenerator: bad algorithm: RandomAlgorithm must be one of")  # noqa: E501
+    err(ShapeError, lambda: ops.TriangularSolve(a, a, transpose_a=deep), "TriangularSolve: bad transpose_a:")
+    err(ShapeError, lambda: ops.Dot(a, a, precision_config=_bad_precision()), "Dot: precision_config: Precision must be one of DEFAULT, HIGH, HIGHEST")  # noqa: E501
+    ra = xs.ResultAccuracy()
+    ra.mode = cyc
+    err(ShapeError, lambda: ops.Exp(x, result_accuracy=ra), "Exp: result_accuracy: Mode must be one of DEFAULT, HIGHEST, TOLERANCE")  # noqa: E501
+    ra = xs.ResultAccuracy()
+    ra.atol = deep
+    err(DTypeError, lambda: ops.Tanh(x, result_accuracy=ra), "Tanh: result_accuracy.atol must be a float, got [[[[...]]]]")  # noqa: E501
+    assert ops.Compare(x, x, np.int64(2), compare_type="TOTALORDER").dtype == np.bool_  # numbers name members too
+
+
+def _bad_precision() -> xs.PrecisionConfig:
+    pc = xs.PrecisionConfig()
+    pc.operand_precision.append(_deep(3000))
+    return pc

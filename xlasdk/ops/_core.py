@@ -28,6 +28,7 @@ __all__ = [
     "int_list",
     "opt_int_list",
     "int_tuples",
+    "enum_arg",
     "int_arg",
     "bool_arg",
     "is_index",
@@ -232,6 +233,21 @@ def int_tuples(
             shape_error(op, f"{name}[{i}] must be {what}, got {show(entry)}")
         out.append(tuple(int_arg(op, f"{name}[{i}][{j}]", v) for j, v in enumerate(items)))
     return out
+
+
+def enum_arg(op: str, cls: Any, value: Any, prefix: str = "") -> Any:
+    """The member of the attribute enum ``cls`` (``xs.ComparisonDirection``, ``xs.FftType``...)
+    that ``value`` names: a member, its name (any case) or its number. Anything else, or an
+    unknown name, raises ShapeError "Op: {prefix}..." listing the valid names."""
+    if isinstance(value, cls):
+        return value
+    if isinstance(value, str) or is_index(value):
+        try:
+            return cls.parse(value)
+        except ShapeError as e:
+            shape_error(op, f"{prefix}{e}")
+    names = ", ".join(cls.__members__)
+    shape_error(op, f"{prefix}{cls.__name__} must be one of {names}, got {type(value).__name__} {show(value)}")
 
 
 def opt_int_list(op: str, name: str, value: Any, default: tuple[int, ...], **kw: Any) -> tuple[int, ...]:

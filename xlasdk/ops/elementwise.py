@@ -19,7 +19,17 @@ import numpy as np
 from ..builder import XlaOp
 from ..errors import ShapeError
 from ..types import COMPLEX, FLOATS, INTS, SIGNED_INTS, PrimitiveType, dtype_to_etype
-from ._core import array_shape, dtype_error, i64_array, int_list, same_builder, shape_error, show
+from ._core import (
+    array_shape,
+    dtype_error,
+    enum_arg,
+    i64_array,
+    int_list,
+    is_index,
+    same_builder,
+    shape_error,
+    show,
+)
 from ._core import operand as _operand
 from .sources import constant_like
 
@@ -154,6 +164,13 @@ def _unary(u: UnaryOp) -> Callable[..., XlaOp]:
             if not isinstance(result_accuracy, ResultAccuracy):
                 got = type(result_accuracy).__name__
                 dtype_error(u.name, f"result_accuracy must be an xs.ResultAccuracy, got {got}")
+            enum_arg(u.name, ResultAccuracy.Mode, result_accuracy.mode, "result_accuracy: ")
+            for field in ("atol", "rtol"):
+                v = getattr(result_accuracy, field)
+                if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+                    dtype_error(u.name, f"result_accuracy.{field} must be a float, got {show(v)}")
+            if not is_index(result_accuracy.ulps):
+                dtype_error(u.name, f"result_accuracy.ulps must be an int, got {show(result_accuracy.ulps)}")
             try:
                 if result_accuracy.validate()[0].name != "DEFAULT":
                     attrs = f"result_accuracy = {result_accuracy.to_mlir()}"
@@ -576,11 +593,8 @@ def Compare(
     """
     from ..attrs import ComparisonDirection, ComparisonType
 
-    try:
-        d = ComparisonDirection.parse(direction)
-        parsed_ct = None if compare_type is None else ComparisonType.parse(compare_type)
-    except ShapeError as e:
-        shape_error("Compare", str(e))
+    d = enum_arg("Compare", ComparisonDirection, direction)
+    parsed_ct = None if compare_type is None else enum_arg("Compare", ComparisonType, compare_type)
     x, y, et = binary_operands("Compare", lhs, rhs, broadcast_dimensions, _ALL)
     if parsed_ct is None:
         ct = default_compare_type(et)

@@ -8,7 +8,7 @@ from typing import Any
 from ..attrs import FftType
 from ..builder import XlaOp
 from ..types import PrimitiveType
-from ._core import array_shape, dtype_error, i64_array, int_list, shape_error
+from ._core import array_shape, dtype_error, enum_arg, i64_array, int_list, shape_error
 from ._core import operand as _operand
 
 __all__ = ["Fft", "fft_shape"]
@@ -90,10 +90,7 @@ def Fft(operand: XlaOp, fft_type: Any, fft_length: Sequence[int]) -> XlaOp:
     """
     op = "Fft"
     x = _operand(op, "operand", operand)
-    try:
-        kind = FftType.parse(fft_type)
-    except Exception as e:
-        shape_error(op, f"bad fft_type: {e}")
+    kind = enum_arg(op, FftType, fft_type, "bad fft_type: ")
     lengths = int_list(op, "fft_lengths", fft_length)
     et, dims = fft_shape(op, x.shape.element_type(), x.shape.dimensions(), kind, lengths)
     return x.builder._add(

@@ -13,7 +13,7 @@ from ..builder import XlaBuilder, XlaOp
 from ..shape import Shape
 from ..types import COMPLEX, FLOATS, INTS, PrimitiveType, dtype_to_etype, etype_to_dtype
 from . import elementwise as ew
-from ._core import array_shape, bool_arg, dtype_error, int_list, same_builder, shape_error, show
+from ._core import array_shape, bool_arg, dtype_error, enum_arg, int_list, same_builder, shape_error, show
 from ._core import operand as _operand
 from .control import GetTupleElement
 from .reduce import Reduce
@@ -47,13 +47,8 @@ def precision_attr(op: str, precision_config: Any) -> str:
         return ""
     if n not in (1, 2):
         shape_error(op, f"precision_config has {n} operand precisions, expected 2 (lhs, rhs) or 1 (both)")
-    from ..errors import ShapeError
-
-    try:
-        pc = PrecisionConfig(list(precisions) if n == 2 else [precisions[0]] * 2)
-        text = pc.to_mlir()
-    except ShapeError as e:  # an unknown name appended to operand_precision
-        shape_error(op, f"precision_config: {e}")
+    members = [enum_arg(op, PrecisionConfig.Precision, p, "precision_config: ") for p in precisions]
+    text = PrecisionConfig(members if n == 2 else members * 2).to_mlir()
     return f", precision_config = {text}"
 
 
@@ -343,10 +338,7 @@ def TriangularSolve(
         tso = TriangularSolveOptions_Transpose
         tr = tso.TRANSPOSE if transpose_a else tso.NO_TRANSPOSE
     else:
-        try:
-            tr = TriangularSolveOptions_Transpose.parse(transpose_a)
-        except Exception as e:
-            shape_error(op, f"bad transpose_a: {e}")
+        tr = enum_arg(op, TriangularSolveOptions_Transpose, transpose_a, "bad transpose_a: ")
     ad, bd = x.shape.dimensions(), y.shape.dimensions()
     if len(bd) != len(ad) or bd[:-2] != ad[:-2]:
         shape_error(

@@ -11,7 +11,7 @@ from ..attrs import RandomAlgorithm, RandomDistribution
 from ..builder import XlaOp
 from ..shape import Shape
 from ..types import FLOATS, INTS, UNSIGNED_INTS, PrimitiveType
-from ._core import array_shape, dtype_error, operand, same_builder, shape_error
+from ._core import array_shape, dtype_error, enum_arg, operand, same_builder, shape_error
 from .sources import Constant
 
 __all__ = ["RngBitGenerator", "RngUniform", "RngNormal"]
@@ -62,10 +62,7 @@ def RngBitGenerator(algorithm: Any, initial_state: XlaOp, shape: Shape) -> XlaOp
         not a Shape.
     """
     op = "RngBitGenerator"
-    try:
-        alg = RandomAlgorithm.parse(algorithm)
-    except Exception as e:
-        shape_error(op, f"bad algorithm: {e}")
+    alg = enum_arg(op, RandomAlgorithm, algorithm, "bad algorithm: ")
     st = operand(op, "initial_state", initial_state)
     out = _result_shape(op, shape)
     if st.shape.element_type() is not _P.U64:
