@@ -325,6 +325,18 @@ def _reducer() -> xs.XlaComputation:
     return b.build(ops.Add(x, y))
 
 
+def _edited(obj: Any, field_name: str, value: Any) -> Callable[[Ctx], Any]:
+    """A proto-style attribute object with one field replaced after construction."""
+
+    def make(c: Ctx) -> Any:
+        o = obj()
+        target = o.dimensions[0] if field_name.startswith("dimensions[0].") else o
+        setattr(target, field_name.rsplit(".", 1)[-1], value() if callable(value) else value)
+        return o
+
+    return make
+
+
 def _big_shape(dtype: Any, dims: tuple[int, ...]) -> Callable[[Ctx], Any]:
     return lambda c: xs.Shape.array_shape(dtype, dims)
 
@@ -403,6 +415,18 @@ HOSTILE: list[tuple[str, Callable[[Ctx], Any]]] = [
     ("s32[2**54] op", _op(S32, (2**54,))),
     ("s8[2**62] Shape", _big_shape(S8, (2**62,))),
     ("f32[2**27,2**27] Shape", _big_shape(F32, (2**27, 2**27))),
+    # attribute objects whose fields were set to anything after construction (proto style)
+    ("GatherDimensionNumbers, offset_dims = deep list", _edited(_gather_dn, "offset_dims", lambda: _deep(3000))),
+    ("ScatterDimensionNumbers, index_vector_dim = None", _edited(_scatter_dn, "index_vector_dim", None)),
+    ("ConvolutionDimensionNumbers, input_batch_dimension = [0]", _edited(
+        lambda: xs.make_convolution_dimension_numbers(("NCHW", "OIHW", "NCHW"), 2), "input_batch_dimension", [0])),
+    ("DotDimensionNumbers, lhs_contracting_dimensions = 'ab'", _edited(
+        xs.DotDimensionNumbers, "lhs_contracting_dimensions", "ab")),
+    ("PaddingConfig, edge_padding_low = cycle", _edited(
+        lambda: xs.make_padding_config([(0, 0), (0, 0)]), "dimensions[0].edge_padding_low", _cycle)),
+    ("PrecisionConfig, operand_precision = [deep list]", _edited(
+        xs.PrecisionConfig, "operand_precision", lambda: [_deep(3000)])),
+    ("ResultAccuracy, mode = cycle", _edited(xs.ResultAccuracy, "mode", _cycle)),
     ("[f32[] op, 1]", lambda c: [c.p(F32, ()), 1]),
     ("[s32[] op, s8[] op]", lambda c: [c.p(S32, ()), c.p(S8, ())]),
     ("list of 2 f32[2,3] ops", lambda c: [c.p(F32, (2, 3)), c.p(F32, (2, 3))]),

@@ -392,3 +392,27 @@ def _bad_precision() -> xs.PrecisionConfig:
     pc = xs.PrecisionConfig()
     pc.operand_precision.append(_deep(3000))
     return pc
+
+
+def test_attribute_objects_with_edited_fields() -> None:
+    # proto-style objects can be given anything after construction; their fields are checked
+    # by the op like any argument
+    b = xs.XlaBuilder("edited")
+    x = param(b, 0, F32, (5, 3))
+    idx = param(b, 1, np.int32, (2, 1))
+    g = xs.GatherDimensionNumbers(offset_dims=[1], collapsed_slice_dims=[0], start_index_map=[0], index_vector_dim=1)
+    g.offset_dims = _deep(3000)
+    err(ShapeError, lambda: ops.Gather(x, idx, g, [1, 3]), "Gather: dimension_numbers.offset_dims must be a sequence of ints")  # noqa: E501
+    s = xs.ScatterDimensionNumbers(update_window_dims=[1], inserted_window_dims=[0], scatter_dims_to_operand_dims=[0], index_vector_dim=1)  # noqa: E501
+    s.index_vector_dim = None
+    err(ShapeError, lambda: ops.Scatter(x, idx, param(b, 2, F32, (2, 3)), ops.Add, s), "Scatter: dimension_numbers.index_vector_dim must be an int")  # noqa: E501
+    img, ker = param(b, 3, F32, (1, 1, 4, 4)), param(b, 4, F32, (1, 1, 2, 2))
+    cdn = xs.make_convolution_dimension_numbers(("NCHW", "OIHW", "NCHW"), 2)
+    cdn.input_batch_dimension = [0]
+    err(ShapeError, lambda: ops.ConvGeneralDilated(img, ker, [1, 1], "VALID", None, None, cdn), "ConvGeneralDilated: dimension_numbers.input_batch_dimension must be an int")  # noqa: E501
+    pc = xs.make_padding_config([(0, 0), (0, 0)])
+    pc.dimensions[0].edge_padding_low = _cycle()
+    err(ShapeError, lambda: ops.Pad(x, ops.Constant(b, F32(0)), pc), "Pad: padding_config.dimensions[0].edge_padding_low must be an int")  # noqa: E501
+    d = xs.DotDimensionNumbers()
+    d.lhs_contracting_dimensions = "ab"
+    err(ShapeError, lambda: ops.DotGeneral(x, x, d), "DotGeneral: dimension_numbers.lhs_contracting_dimensions must be a sequence of ints")  # noqa: E501

@@ -29,6 +29,7 @@ __all__ = [
     "opt_int_list",
     "int_tuples",
     "enum_arg",
+    "dimension_fields",
     "int_arg",
     "bool_arg",
     "is_index",
@@ -248,6 +249,19 @@ def enum_arg(op: str, cls: Any, value: Any, prefix: str = "") -> Any:
             shape_error(op, f"{prefix}{e}")
     names = ", ".join(cls.__members__)
     shape_error(op, f"{prefix}{cls.__name__} must be one of {names}, got {type(value).__name__} {show(value)}")
+
+
+def dimension_fields(op: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a dimension-numbers object (Gather, Scatter, Convolution; proto-style
+    objects can hold anything), checked: ``*_dimension`` and ``index_vector_dim`` an int, the
+    others a sequence of ints (ShapeError "Op: dimension_numbers.FIELD must be ...")."""
+    out: dict[str, Any] = {}
+    for k, v in fields.items():
+        if k.endswith("_dimension") or k == "index_vector_dim":
+            out[k] = int_arg(op, f"dimension_numbers.{k}", v)
+        else:
+            out[k] = list(int_list(op, f"dimension_numbers.{k}", v))
+    return out
 
 
 def opt_int_list(op: str, name: str, value: Any, default: tuple[int, ...], **kw: Any) -> tuple[int, ...]:

@@ -16,6 +16,7 @@ from ._core import (
     array_shape,
     bool_arg,
     dense_i64,
+    dimension_fields,
     dtype_error,
     i64,
     i64_array,
@@ -156,6 +157,12 @@ def _conv_general_dilated(
             op, "bad dimension_numbers: must be 3 layout strings (lhs, rhs, out) such as ('NCHW', 'OIHW', 'NCHW'), "
             f"None or a ConvolutionDimensionNumbers, got {show(dimension_numbers)}"
         )
+    if isinstance(dimension_numbers, ConvolutionDimensionNumbers):  # its fields may hold anything
+        fields = {f: getattr(dimension_numbers, f, None) for f in ConvolutionDimensionNumbers._FIELDS}
+        try:
+            dimension_numbers = ConvolutionDimensionNumbers(**dimension_fields(op, fields))
+        except ShapeError as e:
+            shape_error(op, f"bad dimension_numbers: {e}")
     try:  # an existing ConvolutionDimensionNumbers is validated and its spatial count checked too
         dn = make_convolution_dimension_numbers(dimension_numbers, n)
     except ShapeError as e:

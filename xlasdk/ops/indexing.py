@@ -20,6 +20,7 @@ from ..types import INTS, PrimitiveType
 from ._core import (
     array_shape,
     bool_arg,
+    dimension_fields,
     dtype_error,
     i64_array,
     int_list,
@@ -74,6 +75,7 @@ def _dnums(op: str, value: Any, cls: Any, required: tuple[str, ...]) -> Any:
         fields = {f: getattr(value, f) for f in cls._FIELDS if hasattr(value, f)}
     else:
         dtype_error(op, f"dimension_numbers must be a {cls.__name__}, got {type(value).__name__}")
+    fields = dimension_fields(op, {str(k): v for k, v in fields.items()})
     try:
         return cls(**fields)
     except ShapeError as e:
