@@ -11,12 +11,13 @@ The bound. Everything a cycle creates is garbage when the next cycle starts, so 
 Python's caches and the allocator's arenas filled) the RSS must stay flat. Allowed growth from
 the end of the warm-up to the end: ``8 MiB + 1 KiB per cycle``. Measured on jaxlib 0.10.2:
 
-* without a leak, 3,000 cycles grow 248 MiB -> 254.6 MiB in the first 1,000 (warm-up) and then
-  0.7 MiB in 2,000 more (0.36 KiB/cycle, slowing down: allocator fragmentation); the samples
-  step by 0.1-0.5 MiB at a time. The 8 MiB floor absorbs such steps many times over, the
-  1 KiB/cycle slope the creep three times over;
+* without a leak, RSS grows 217 -> 223 MiB during the warm-up and then stays within a few
+  tenths of a MiB: +0.15 MiB over the long profile's 6,667 post-warm-up cycles, +0.2 to +1.5 MiB
+  over the quick profile's 200 (the samples step by 0.1-0.5 MiB at a time: allocator arenas).
+  The 8 MiB floor absorbs such steps many times over; the 1 KiB/cycle slope is 50 times the
+  long-run creep (0.02 KiB/cycle);
 * keeping each cycle's computation, executable and result alive (a leak of one compiled
-  program per cycle; ``test_rss_bound_detects_a_leak``) costs ~150 KiB per cycle: 30 MiB over
+  program per cycle; ``test_rss_bound_detects_a_leak``) costs ~155 KiB per cycle: +31 MiB over
   the quick profile's 200 post-warm-up cycles, which the bound (8.2 MiB) rejects.
 
 So the quick profile catches a leak of more than ~40 KiB per cycle (a computation, an
