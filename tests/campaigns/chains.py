@@ -412,7 +412,7 @@ def _step_binary(g: _Gen, cur: str) -> str | None:
     clamp = g.step_of(cur)
     if op == "Max" and clamp is not None and clamp.op == "Clamp" and other == clamp.ins[0]:
         # XLA rewrites max(clamp(lo, x, hi), lo) to clamp(lo, x, hi), wrong where lo > hi (a known
-        # XLA finding, see the report in test_chains.py): another operand instead
+        # XLA finding, see the module docstring): another operand instead
         other = g.leaf(dt, shape)
     ins = [cur, other]
     if g.r.random() < (0.1 if kind else 0.3):
