@@ -249,10 +249,12 @@ class RandomAlgorithm(_AttrEnum):
     DEFAULT = 0
     THREE_FRY = 1
     PHILOX = 2
-    # The former xla_client's member names (XLA's proto names): aliases of the members above.
-    RNG_DEFAULT = 0
-    RNG_THREE_FRY = 1
-    RNG_PHILOX = 2
+    # The former xla_client's names (XLA's proto names) are set below the class: attributes that
+    # are the members above, without being members of their own (``__members__`` and iteration
+    # list each algorithm once).
+    RNG_DEFAULT: ClassVar[RandomAlgorithm]
+    RNG_THREE_FRY: ClassVar[RandomAlgorithm]
+    RNG_PHILOX: ClassVar[RandomAlgorithm]
 
     @classmethod
     def _mlir_format(cls) -> str:
@@ -261,6 +263,10 @@ class RandomAlgorithm(_AttrEnum):
     @classmethod
     def _aliases(cls) -> dict[str, str]:
         return {"RNG_DEFAULT": "DEFAULT", "RNG_THREE_FRY": "THREE_FRY", "RNG_PHILOX": "PHILOX"}
+
+
+for _alias, _name in RandomAlgorithm._aliases().items():
+    setattr(RandomAlgorithm, _alias, RandomAlgorithm[_name])
 
 
 class TriangularSolveOptions_Transpose(_AttrEnum):
