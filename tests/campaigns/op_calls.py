@@ -773,6 +773,7 @@ def run_campaign(
     """
     if missing_templates():
         raise AssertionError(f"ops without a valid call in TEMPLATES: {missing_templates()}")
+    only = list(only) if only else public_ops()  # the children call these, whatever is added meanwhile
     report = Report()
     t0 = time.perf_counter()
     nxt = 0
