@@ -310,7 +310,8 @@ def client(platform: str = "cpu", num_devices: int | None = None, *, cached: boo
         ``"cpu"`` (built in) or the name of a plugin added with :func:`load_pjrt_plugin`
         (``"gpu"`` means whichever of ``"cuda"``/``"rocm"`` is loaded).
     num_devices:
-        For ``"cpu"``: the number of CPU devices, at most :data:`MAX_CPU_DEVICES` (4096). ``None`` gives the platform's default client
+        For ``"cpu"``: the number of CPU devices, at most :data:`MAX_CPU_DEVICES` (4096).
+        ``None`` gives the platform's default client
         (for CPU: 1 device, or ``--xla_force_host_platform_device_count`` from ``XLA_FLAGS``),
         which device strings such as ``"cpu:0"`` refer to. Another count gives a separate
         client, cached per ``(platform, num_devices)``. Plugins have a fixed device count.
