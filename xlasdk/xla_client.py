@@ -225,7 +225,7 @@ DTYPE_TO_XLA_ELEMENT_TYPE: Final[dict[str, PrimitiveType]] = {
 """Element type of each dtype, keyed by ``str(np.dtype(...))`` as in the former module."""
 
 
-_SHAPE_SLOTS: Final = ("_etype", "_dims", "_tuple", "_layout", "_dynamic", "_hash", "_mlir", "_str")
+_SHAPE_SLOTS: Final = _Shape.__slots__  # every field of a shape, whatever xs.Shape adds
 
 
 class Shape(_Shape):
