@@ -65,6 +65,7 @@ import os
 import random
 import re
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -1632,7 +1633,8 @@ def _classify(h: Hostile, o: Any) -> Result:
         step = _last_step(o.stderr)
         if "run-with-while" in o.stderr and step.endswith(": run"):
             return Result(h, "slow", f"a while loop ran past {input_timeout(h):.0f} s", seconds=o.seconds)
-        return Result(h, "hang", f"no answer within {input_timeout(h):.0f} s during {step}", seconds=o.seconds)
+        return Result(h, "hang", f"no answer within {input_timeout(h):.0f} s during {step}: {_tail(o.stderr)}",
+                      seconds=o.seconds)
     if o.status == "error":
         return Result(h, "raw", f"check_input raised {o.error}\n{o.traceback[-3000:]}", seconds=o.seconds)
     steps = o.value["steps"]
@@ -1654,11 +1656,27 @@ def _tail(stderr: str, n: int = 6) -> str:
     return " | ".join(lines[-n:])[-1500:]
 
 
-def _cli_env() -> dict[str, str]:
+def _pythonpath(first: str) -> str:
+    rest = os.environ.get("PYTHONPATH")
+    return os.pathsep.join([first, REPO] + ([rest] if rest else []))
+
+
+def snapshot_xlasdk(directory: str) -> str:
+    """A copy of the ``xlasdk`` package under ``directory`` (returned: put it first on PYTHONPATH).
+
+    A campaign runs for hours in a tree that others edit: its child processes (and xlasdk's
+    worker processes under them) import this copy, so that they all run the same code, the code
+    of the campaign's start."""
+    shutil.copytree(os.path.join(REPO, "xlasdk"), os.path.join(directory, "xlasdk"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return directory
+
+
+def _cli_env(pythonpath: str) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("XLASDK_CACHE_DIR", None)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-    env["PYTHONPATH"] = REPO + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = pythonpath
     return env
 
 
@@ -1667,7 +1685,7 @@ def _cli_preexec() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_BYTES, ADDRESS_SPACE_BYTES))
 
 
-def run_cli(h: Hostile, verb: str, workdir: str, has_while: bool = False) -> CliResult:
+def run_cli(h: Hostile, verb: str, workdir: str, has_while: bool = False, pythonpath: str = REPO) -> CliResult:
     """``python -m xlasdk.cli inspect FILE`` or ``run FILE --random-inputs`` in a fresh process.
 
     A ``run`` of a program with a while loop that passes the time limit is ``slow`` (its loop
@@ -1680,7 +1698,7 @@ def run_cli(h: Hostile, verb: str, workdir: str, has_while: bool = False) -> Cli
     if verb == "run":
         argv += ["--random-inputs", "--seed", "0"]
     t0 = time.monotonic()
-    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_cli_env(), cwd=workdir,
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_cli_env(pythonpath), cwd=workdir,
                          preexec_fn=_cli_preexec, start_new_session=True)
     try:
         _, err_b = p.communicate(timeout=timeout)
@@ -1840,8 +1858,10 @@ def run_campaign(
     inputs: list[Hostile] | None = None,
     progress: Callable[[str], None] | None = None,
     max_tasks_per_child: int = 400,
+    snapshot: bool = True,
 ) -> Campaign:
-    """Check every input of ``profile`` in child processes, then a sample through the CLI."""
+    """Check every input of ``profile`` in child processes, then a sample through the CLI (all of
+    them importing a snapshot of ``xlasdk`` taken at the start when ``snapshot`` is true)."""
     from harness import Task, Worker
 
     t0 = time.monotonic()
@@ -1850,10 +1870,10 @@ def run_campaign(
     hostiles = inputs if inputs is not None else make_inputs(profile)
     camp = Campaign(profile.name, out_dir=out_dir)
     pgid_dir = tempfile.mkdtemp(prefix="hostile-pgids-")
+    snap_dir = tempfile.mkdtemp(prefix="hostile-xlasdk-")
+    pythonpath = _pythonpath(snapshot_xlasdk(snap_dir)) if snapshot else _pythonpath(REPO)
     env: dict[str, str | None] = {"XLASDK_CACHE_DIR": None, PGID_DIR_ENV: pgid_dir,
-                                  "XLASDK_HOSTILE_AS": str(ADDRESS_SPACE_BYTES),
-                                  "PYTHONPATH": REPO + (os.pathsep + os.environ["PYTHONPATH"]
-                                                        if os.environ.get("PYTHONPATH") else "")}
+                                  "XLASDK_HOSTILE_AS": str(ADDRESS_SPACE_BYTES), "PYTHONPATH": pythonpath}
     by_key = {h.key: h for h in hostiles}
     tasks = [Task(CHILD_SOURCE, {"key": h.key, "data": h.data, "loaders": loaders_for(h, i, profile.extra_loaders)},
                   key=h.key) for i, h in enumerate(hostiles)]
@@ -1878,23 +1898,29 @@ def run_campaign(
                 if w.tasks_run >= max_tasks_per_child:
                     w.close()
                 on_outcome(w.run(task, timeout=input_timeout(h)))
+    except BaseException:
+        shutil.rmtree(snap_dir, ignore_errors=True)
+        raise
     finally:
         _reap_groups(pgid_dir)
         try:
             os.rmdir(pgid_dir)
         except OSError:
             pass
-    with tempfile.TemporaryDirectory(prefix="hostile-cli-") as work:
-        for r, verb in _cli_sample(camp.results, profile.cli):
-            h = r.hostile
-            c = run_cli(h, verb, work, r.has_while)
-            camp.cli.append(c)
-            if c.failed:
-                _save_failure(out_dir, h, f"[cli {c.outcome}] {' '.join(c.argv)} -> rc {c.returncode}\n{c.stderr}")
-                if progress is not None:
-                    progress(f"CLI {c.outcome}: {' '.join(c.argv)} on {h.describe()}")
-            elif progress is not None and len(camp.cli) % 50 == 0:
-                progress(f"{len(camp.cli)} CLI runs, {time.monotonic() - t0:.0f} s")
+    try:
+        with tempfile.TemporaryDirectory(prefix="hostile-cli-") as work:
+            for r, verb in _cli_sample(camp.results, profile.cli):
+                h = r.hostile
+                c = run_cli(h, verb, work, r.has_while, pythonpath)
+                camp.cli.append(c)
+                if c.failed:
+                    _save_failure(out_dir, h, f"[cli {c.outcome}] {' '.join(c.argv)} -> rc {c.returncode}\n{c.stderr}")
+                    if progress is not None:
+                        progress(f"CLI {c.outcome}: {' '.join(c.argv)} on {h.describe()}")
+                elif progress is not None and len(camp.cli) % 50 == 0:
+                    progress(f"{len(camp.cli)} CLI runs, {time.monotonic() - t0:.0f} s")
+    finally:
+        shutil.rmtree(snap_dir, ignore_errors=True)
     camp.seconds = time.monotonic() - t0
     with open(os.path.join(out_dir, "summary.json"), "w") as f:
         json.dump(camp.to_json(), f, indent=1)
