@@ -151,8 +151,9 @@ class Shape:
 
         Raises
         ------
-        DTypeError: unknown element type. ShapeError: a negative or non-integer size, a bad
-        layout, or ``dynamic_dimensions`` of the wrong length.
+        DTypeError: unknown element type. ShapeError: a negative or non-integer size, an array
+        of more than 2**62 bytes (:data:`MAX_ARRAY_BYTES`), a bad layout, or
+        ``dynamic_dimensions`` of the wrong length.
         """
         etype = dtype_to_etype(dtype_or_etype)
         if isinstance(dims, (str, bytes, bytearray)):

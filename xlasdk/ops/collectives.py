@@ -3,7 +3,9 @@
 
 Each wrapper sits beside its shape rule (plain functions of dimensions and attributes). Replica
 groups are lists of lists of replica ids (``[[0, 1], [2, 3]]``; ``None`` or ``[]`` means one group
-of every replica); they must hold each id ``0..N-1`` exactly once, in groups of equal size.
+of every replica); they must hold each id ``0..N-1`` exactly once, in groups of equal size. Replica
+ids (also in ``CollectivePermute`` pairs) are below 2**20 and ``shard_count`` / ``split_count`` at
+most 2**20: xlasdk writes every id of the groups into the module.
 
 A computation using collectives runs on several devices when compiled with ``num_replicas``
 (or ``num_partitions``); on one device each collective sees a single participant (AllReduce,
@@ -343,7 +345,7 @@ def AllGather(
     ----------
     operand: array ``(d0, ..., dn)`` of any element type.
     all_gather_dimension: the dimension ``k`` to concatenate along (``0 <= k <= n``).
-    shard_count: number of participants per group (>= 1). With explicit ``replica_groups`` it
+    shard_count: number of participants per group (1 to 2**20). With explicit ``replica_groups`` it
         must equal the group size; without groups and without ``channel_id`` the computation
         must be compiled with ``shard_count`` replicas (the groups are emitted as
         ``[[0, ..., shard_count-1]]``).
@@ -397,7 +399,7 @@ def ReduceScatter(
         ``shard_count``.
     computation: binary reducer ``(T[], T[]) -> T[]`` (XlaComputation or callable).
     scatter_dimension: the dimension ``k`` to split.
-    shard_count: participants per group (>= 1); equals the group size with explicit
+    shard_count: participants per group (1 to 2**20); equals the group size with explicit
         ``replica_groups``; without groups and ``channel_id`` the computation must run on
         ``shard_count`` replicas (groups are emitted as ``[[0, ..., shard_count-1]]``).
     replica_groups, channel_id, use_global_device_ids: as for :func:`AllReduce`.
@@ -445,7 +447,7 @@ def AllToAll(
     operand: array ``(d0, ..., dn)`` of any element type; ``d_split`` divisible by
         ``split_count``.
     split_dimension, concat_dimension: dimension numbers (may be equal).
-    split_count: participants per group (>= 1). With explicit ``replica_groups`` it must equal
+    split_count: participants per group (1 to 2**20). With explicit ``replica_groups`` it must equal
         the group size; without groups the groups are emitted as
         ``[[0, ..., split_count-1]]`` (StableHLO needs explicit groups), so the computation
         must run on ``split_count`` replicas.

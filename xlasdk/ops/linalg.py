@@ -276,7 +276,8 @@ def Cholesky(a: XlaOp, lower: bool = True) -> XlaOp:
 
     Raises
     ------
-    ShapeError: rank < 2 or non-square matrices.
+    ShapeError: rank < 2, non-square matrices, or matrices larger than 65536 (2**16; see
+        :data:`MAX_EXPANDED_DIM`).
     DTypeError: another element type, or ``lower`` not a bool.
     """
     op = "Cholesky"
@@ -316,8 +317,9 @@ def TriangularSolve(
 
     Raises
     ------
-    ShapeError: non-square ``a``, ranks or batch dimensions that differ, ``b``'s solved
-        dimension not ``m``, or an unknown ``transpose_a``.
+    ShapeError: non-square ``a`` or one larger than 65536 (:data:`MAX_EXPANDED_DIM`), ranks or
+        batch dimensions that differ, ``b``'s solved dimension not ``m``, or an unknown
+        ``transpose_a``.
     DTypeError: element types outside f32/f64/c64/c128 or different, or flags that are not bools.
     """
     op = "TriangularSolve"
@@ -661,7 +663,8 @@ def QR(operand: XlaOp, full_matrices: bool = True) -> tuple[XlaOp, XlaOp]:
 
     Raises
     ------
-    ShapeError: rank < 2.
+    ShapeError: rank < 2, or more than 65536 rows with ``full_matrices`` (without, a smaller
+        dimension over 65536; :data:`MAX_EXPANDED_DIM`).
     DTypeError: another element type, or ``full_matrices`` not a bool.
     """
     op = "QR"
@@ -813,7 +816,7 @@ def QrDecomposition(operand: XlaOp) -> tuple[XlaOp, XlaOp]:
 
     Raises
     ------
-    ShapeError: rank < 2.
+    ShapeError: rank < 2, or both dimensions larger than 65536 (:data:`MAX_EXPANDED_DIM`).
     DTypeError: another element type, or ``operand`` not an XlaOp.
     """
     op = "QrDecomposition"
@@ -920,7 +923,8 @@ def Eigh(
 
     Raises
     ------
-    ShapeError: rank < 2, non-square matrices, ``max_iter < 1`` or ``epsilon`` outside [0, 1).
+    ShapeError: rank < 2, non-square matrices, ``max_iter`` outside [1, 2**31) or ``epsilon``
+        outside [0, 1).
     DTypeError: another element type, or flags that are not bools.
     """
     op = "Eigh"
@@ -993,7 +997,8 @@ def SVD(
 
     Raises
     ------
-    ShapeError: rank < 2, ``max_iter < 1`` or ``epsilon`` outside [0, 1).
+    ShapeError: rank < 2, ``max_iter`` outside [1, 2**31) or ``epsilon`` outside [0, 1), or a
+        larger dimension (``full_matrices``) or smaller one over 65536 (:data:`MAX_EXPANDED_DIM`).
     DTypeError: another element type, or ``full_matrices`` not a bool.
     """
     op = "SVD"
