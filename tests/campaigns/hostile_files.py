@@ -1393,11 +1393,33 @@ def proto_inputs(seeds: Sequence[Seed], which: str = "all") -> list[Hostile]:
     return out
 
 
+# Byte edits of committed seeds that once broke a loader (seed, offset, new byte, what happened).
+KNOWN_EDITS: tuple[tuple[str, int, int, str], ...] = (
+    ("int_indexing/exported.mlirbc", 118, 0x03, "MLIR's bytecode reader spun for minutes (load never returned)"),
+)
+
+
+def known_inputs(seeds: Sequence[Seed], which: str = "all") -> list[Hostile]:
+    """The :data:`KNOWN_EDITS` (long profile only: each took minutes before it was fixed)."""
+    if which != "all":
+        return []
+    by_name = {s.name: s for s in seeds}
+    out = []
+    for name, offset, value, what in KNOWN_EDITS:
+        s = by_name.get(name)
+        if s is None or offset >= len(s.data):
+            continue
+        data = s.data[:offset] + bytes([value]) + s.data[offset + 1:]
+        out.append(Hostile(f"known-{_safe(name)}-{offset}", KIND_SUFFIX[s.kind], data, name,
+                           f"byte {offset}: {s.data[offset]:#04x} -> {value:#04x} ({what})"))
+    return out
+
+
 def make_inputs(profile: Profile, seeds: Sequence[Seed] | None = None) -> list[Hostile]:
     """The inputs of a profile: the structural extremes, the version edits, then mutations."""
     seeds = list(seeds) if seeds is not None else all_seeds()
-    fixed = special_inputs(profile.specials) + version_inputs(seeds, profile.specials) + proto_inputs(
-        seeds, profile.specials)
+    fixed = (special_inputs(profile.specials) + version_inputs(seeds, profile.specials)
+             + proto_inputs(seeds, profile.specials) + known_inputs(seeds, profile.specials))
     gen = Generator(seeds, profile.seed)
     n = max(0, profile.files - len(fixed))
     return fixed + [gen.make(i) for i in range(n)]
