@@ -341,3 +341,20 @@ def test_deeply_nested_tuple_layout_is_a_format_error_not_a_recursion_error() ->
             "ENTRY main {\n  ROOT p = f32[] parameter(0)\n}\n")
     with pytest.raises(xs.FormatError, match="from_hlo_text"):
         xs.XlaComputation.from_hlo_text(text)
+
+
+def test_a_load_that_spins_is_stopped_with_a_format_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A one-byte edit of a real jax.export bytecode module (found by the hostile-file campaign)
+    # makes MLIR's bytecode reader spin for minutes: the worker is stopped at the load limit.
+    import pathlib
+    import time
+
+    data = (pathlib.Path(__file__).parent / "data" / "dumps" / "int_indexing" / "exported.mlirbc").read_bytes()
+    data = data[:118] + bytes([0x03]) + data[119:]
+    monkeypatch.setenv("XLASDK_LOAD_TIMEOUT", "3")
+    t0 = time.monotonic()
+    with pytest.raises(xs.FormatError, match=r"from_stablehlo: reading the module did not finish within 3 s"):
+        xs.XlaComputation.from_stablehlo(data)
+    assert time.monotonic() - t0 < 60
+    monkeypatch.delenv("XLASDK_LOAD_TIMEOUT")
+    assert xs.XlaComputation.from_hlo_text(_c15(32)).program_shape().result_shape().dimensions() == (32,)

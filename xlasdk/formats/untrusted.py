@@ -10,6 +10,7 @@ the worker has carried through every step reach XLA or MLIR in the user's proces
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from .._jaxlib import isolated
@@ -106,6 +107,28 @@ def _check_module(module: Any, what: str) -> tuple[ProgramShape, str]:
 
 
 # -- the user's process ------------------------------------------------------------------------
+def load_timeout(data: str | bytes) -> float:
+    """Seconds a load may take in the worker before it is killed as hung: ``XLASDK_LOAD_TIMEOUT``
+    if set, else 120 s plus 60 s per MB of input (MLIR's bytecode reader spins forever on some
+    corrupt bytes; a 100,000-instruction HLO dump loads in about 10 s on a busy 2-core machine)."""
+    env = os.environ.get("XLASDK_LOAD_TIMEOUT")
+    if env:
+        try:
+            value = float(env)
+        except ValueError:
+            value = 0.0
+        if value > 0:
+            return value
+    return 120.0 + 60.0 * len(data) / 1e6
+
+
+def _hung(what: str, doing: str, seconds: float) -> FormatError:
+    return FormatError(
+        f"{what}: {doing} did not finish within {seconds:g} s and was stopped (corrupt input makes "
+        "MLIR's and XLA's readers spin; XLASDK_LOAD_TIMEOUT sets the limit)"
+    )
+
+
 def load_hlo(kind: str, data: str | bytes, what: str) -> tuple[bytes, str, str, ProgramShape]:
     """:func:`load_hlo_in_worker` run in the worker.
 
@@ -115,21 +138,30 @@ def load_hlo(kind: str, data: str | bytes, what: str) -> tuple[bytes, str, str, 
         A clean failure (``stage`` and XLA's message).
     FormatError
         The worker died on the module: names ``what`` and XLA's ``Check failed:`` line.
+        Also when the load ran past :func:`load_timeout` (the worker is then replaced).
     """
+    limit = load_timeout(data)
     try:
         result: tuple[bytes, str, str, ProgramShape] = isolated.request(
-            "xlasdk.formats.untrusted:load_hlo_in_worker", kind, data, what
+            "xlasdk.formats.untrusted:load_hlo_in_worker", kind, data, what, timeout=limit
         )
     except isolated.WorkerDied as e:
+        if e.timed_out:
+            raise _hung(what, "loading the module", limit) from None
         raise FormatError(f"{what}: XLA aborted while loading this module ({e.reason})") from None
     return result
 
 
 def parse_stablehlo(data: str | bytes, kind: str, what: str) -> str:
     """:func:`parse_stablehlo_in_worker` run in the worker (raises as :func:`load_hlo`)."""
+    limit = load_timeout(data)
     try:
-        text: str = isolated.request("xlasdk.formats.untrusted:parse_stablehlo_in_worker", data, kind, what)
+        text: str = isolated.request(
+            "xlasdk.formats.untrusted:parse_stablehlo_in_worker", data, kind, what, timeout=limit
+        )
     except isolated.WorkerDied as e:
+        if e.timed_out:
+            raise _hung(what, "reading the module", limit) from None
         raise FormatError(f"{what}: the MLIR parser crashed on this module ({e.reason})") from None
     return text
 
