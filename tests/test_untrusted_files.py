@@ -358,3 +358,16 @@ def test_a_load_that_spins_is_stopped_with_a_format_error(monkeypatch: pytest.Mo
     assert time.monotonic() - t0 < 60
     monkeypatch.delenv("XLASDK_LOAD_TIMEOUT")
     assert xs.XlaComputation.from_hlo_text(_c15(32)).program_shape().result_shape().dimensions() == (32,)
+
+
+def test_hlo_of_a_loaded_module_xla_cannot_print_is_a_compile_error() -> None:
+    # A nested tuple parameter (found by the hostile-file campaign): XLA converts it, then has no
+    # program shape to print; a raw JaxRuntimeError leaked from as_hlo_text.
+    depth = 100
+    ty = "tuple<" * depth + "tensor<f32>" + ">" * depth
+    text = (f"func.func @main(%a: {ty}) -> tensor<f32> {{\n  %c = stablehlo.constant dense<1.0> : tensor<f32>\n"
+            "  return %c : tensor<f32>\n}\n")
+    comp = xs.XlaComputation.from_stablehlo(text)
+    for method in (comp.as_hlo_text, comp.as_serialized_hlo_module_proto, comp.as_hlo_dot_graph):
+        with pytest.raises(xs.CompileError, match="No program shape found"):
+            method()

@@ -7,7 +7,8 @@ graph are produced from it on demand (and cached) by XLA's own converter.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._jaxlib import mlir as _mlir
 from .errors import CompileError, XlaSdkError
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
 
 __all__ = ["XlaComputation"]
 
+
+_T = TypeVar("_T")
 
 class XlaComputation:
     """A computation: parameters, a result and the ops between them.
@@ -307,13 +310,22 @@ class XlaComputation:
         except Unsupported:
             return None
 
+    def _hlo_call(self, fn: Callable[..., _T], **kwargs: Any) -> _T:
+        """``fn(xla_computation, **kwargs)``, XLA's errors (a module without a program shape) as
+        :class:`CompileError`."""
+        xla = self._xla_computation()
+        try:
+            return fn(xla, **kwargs)
+        except Exception as e:  # jaxlib raises its own runtime error type
+            raise CompileError(f"printing {self._name!r} as HLO failed: {e}") from e
+
     def _converted_hlo_text(self, print_metadata: bool = True, print_large_constants: bool = True) -> str:
         """HLO text from XLA's StableHLO -> HLO converter (or of the HLO a computation was loaded
         from): what ``as_hlo_text()`` gives where the direct printer does not apply."""
         from ._hlo_emit import parsable_module_name
 
         return parsable_module_name(
-            _mlir.hlo_text(self._xla_computation(), metadata=print_metadata, large_constants=print_large_constants)
+            self._hlo_call(_mlir.hlo_text, metadata=print_metadata, large_constants=print_large_constants)
         )
 
     def as_serialized_hlo_module_proto(self) -> bytes:
@@ -324,11 +336,11 @@ class XlaComputation:
         (those XLA's converter does not read from StableHLO locations, such as
         ``deduplicated_name`` and ``scheduling_name``, are written into the proto after
         conversion); a computation loaded from HLO gives back the module it was loaded from."""
-        return _mlir.hlo_proto(self._xla_computation())
+        return self._hlo_call(_mlir.hlo_proto)
 
     def as_hlo_dot_graph(self) -> str:
         """Graphviz dot text of the HLO graph."""
-        return _mlir.hlo_dot_graph(self._xla_computation())
+        return self._hlo_call(_mlir.hlo_dot_graph)
 
     # -- files -------------------------------------------------------------------------------
     def save(

@@ -179,7 +179,11 @@ def converted_hlo_in_worker(text: str) -> bytes:
             proto = _metadata.hlo_proto_with_metadata(*marked)
     except Exception as e:
         raise _Failed("convert", _one_line(e)) from None
-    _mlir.xla_computation_from_proto(proto)
+    try:  # what the user's process does with it next: read it, print it
+        xla = _mlir.xla_computation_from_proto(proto)
+        _mlir.hlo_text(xla)
+    except Exception as e:
+        raise _Failed("convert", _one_line(e)) from None
     return proto
 
 
