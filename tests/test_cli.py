@@ -831,3 +831,31 @@ def test_xla_ending_the_process_is_reported(hlo_file: Path, tmp_path: Path) -> N
         assert_one_line_error(r.stderr, f"xlasdk {argv[0]}: error: ", "Unknown flag in XLA_FLAGS: --xla_no_such_flag=1")
         assert re.search(r"XLA ended the process while starting the device client \(exit status \d+\): \S+\.cc:\d+\] ",
                          r.stderr) or "XLA aborted while starting the device client" in r.stderr, r.stderr
+
+
+def test_interrupting_the_parent_leaves_no_child_running(tmp_path: Path) -> None:
+    # SIGINT to the supervising parent alone (as `timeout -s INT` sends it): the child, busy inside
+    # XLA in a loop that never ends, must not outlive it (it did, reparented to init, at full CPU).
+    import signal
+    import time
+
+    hang = tmp_path / "hang_forever_unique.hlo"
+    hang.write_text(
+        "HloModule hang\n\n%cond (p: s32[]) -> pred[] {\n  %p = s32[] parameter(0)\n"
+        "  ROOT %t = pred[] constant(true)\n}\n\n"
+        "%body (p: s32[]) -> s32[] {\n  %p = s32[] parameter(0)\n  %one = s32[] constant(1)\n"
+        "  ROOT %a = s32[] add(%p, %one)\n}\n\nENTRY %main () -> s32[] {\n  %z = s32[] constant(0)\n"
+        "  ROOT %w = s32[] while(%z), condition=%cond, body=%body\n}\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-m", "xlasdk.cli", "run", str(hang)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(8)  # compiled and running
+    os.kill(proc.pid, signal.SIGKILL)  # the parent dies without a chance to kill its child
+    proc.communicate(timeout=60)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        left = subprocess.run(["pgrep", "-f", str(hang)], capture_output=True, text=True).stdout.split()
+        if not left:
+            break
+        time.sleep(0.5)
+    assert not left, f"processes still running {hang}: {left}"
