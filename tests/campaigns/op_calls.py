@@ -778,6 +778,7 @@ def run_campaign(
     t0 = time.perf_counter()
     nxt = 0
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONFAULTHANDLER="1")
+    startup_failures = 0
     while nxt < calls:
         stop = min(calls, nxt + batch)
         code = f"import sys; sys.path.insert(0, {HERE!r}); import op_calls; op_calls._child_main(sys.argv[1:])"
@@ -817,8 +818,11 @@ def run_campaign(
             kind = "hang" if hung else "death"
             report.add(begun, {"kind": kind, "detail": f"rc={rc}", "message": tail}, seed, only)
             nxt = begun + 1
-        elif rc != 0 and nxt < stop:
-            raise RuntimeError(f"campaign child failed outside a call (rc={rc}): {' '.join(err_lines)}")
+        elif rc != 0 and nxt < stop:  # failed before its first call (an import error): retry a few times
+            startup_failures += 1
+            if startup_failures > 3:
+                raise RuntimeError(f"campaign child failed outside a call (rc={rc}): {' '.join(err_lines)}")
+            time.sleep(10)
     report.seconds = time.perf_counter() - t0
     return report
 
