@@ -416,3 +416,12 @@ def test_attribute_objects_with_edited_fields() -> None:
     d = xs.DotDimensionNumbers()
     d.lhs_contracting_dimensions = "ab"
     err(ShapeError, lambda: ops.DotGeneral(x, x, d), "DotGeneral: dimension_numbers.lhs_contracting_dimensions must be a sequence of ints")  # noqa: E501
+
+
+def test_shapes_xla_would_refuse_when_compiling() -> None:
+    # the campaign's "late" errors: accepted by the op, refused by XLA when compiling
+    b = xs.XlaBuilder("late")
+    big = param(b, 0, np.bool_, (2**56,))
+    err(ShapeError, lambda: ops.SetDimensionSize(big, 3, 0), "SetDimensionSize: dimension 0 of pred[72057594037927936] has size", "< 2**31")  # noqa: E501
+    dyn = xs.Shape.array_shape(F32, (2,), dynamic_dimensions=[True])
+    err(ShapeError, lambda: ops.InfeedWithToken(ops.CreateToken(b), dyn), "InfeedWithToken: shape must have static dimensions", "f32[<=2]")  # noqa: E501

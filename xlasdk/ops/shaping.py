@@ -510,13 +510,15 @@ def SetDimensionSize(operand: XlaOp, val: XlaOp | int, dimension: int) -> XlaOp:
 
     Raises
     ------
-    DTypeError: ``val`` not an s32 scalar or int. ShapeError: ``dimension`` out of range, an
-    int ``val`` outside ``[0, d]``, operands of different builders.
+    DTypeError: ``val`` not an s32 scalar or int. ShapeError: ``dimension`` out of range or of
+    size 2**31 or more, an int ``val`` outside ``[0, d]``, operands of different builders.
     """
     op = "SetDimensionSize"
     x = _operand(op, "operand", operand)
     d = _dimension(op, x, dimension)
     bound = x.shape.dimensions()[d]
+    if bound > 2**31 - 1:  # the size is an s32: XLA rejects larger bounds when compiling
+        shape_error(op, f"dimension {d} of {x.shape} has size {bound}; a dynamic dimension's bound must be < 2**31")
     if not isinstance(val, XlaOp):
         n = int_arg(op, "val", val)
         if not 0 <= n <= bound:

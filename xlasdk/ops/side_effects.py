@@ -732,7 +732,8 @@ def InfeedWithToken(token: XlaOp, shape: Shape, config: str = "") -> XlaOp:
     Raises
     ------
     DTypeError: ``token`` not an XlaOp, ``shape`` not a Shape, ``config`` not a str.
-    ShapeError: ``token`` is not a token, ``shape`` holds tokens or nested tuples.
+    ShapeError: ``token`` is not a token, ``shape`` holds tokens, nested tuples or dynamic
+    dimensions (``stablehlo.infeed`` reads static shapes only).
     """
     op = "InfeedWithToken"
     t = _token(op, "token", token)
@@ -740,6 +741,8 @@ def InfeedWithToken(token: XlaOp, shape: Shape, config: str = "") -> XlaOp:
     if not isinstance(config, str):
         dtype_error(op, f"config must be a str, got {type(config).__name__}")
     leaves = list(s.tuple_shapes()) if s.is_tuple() else [s]
+    if any(not x.is_static() for x in leaves):
+        shape_error(op, f"shape must have static dimensions (stablehlo.infeed reads static shapes), got {s}")
     parts = [f"infeed_config = {_mlir_string(config)}"]
     if any(x.layout() is not None for x in leaves):
         lays = []
