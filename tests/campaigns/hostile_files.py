@@ -1590,6 +1590,49 @@ from hostile_files import check_input as main
 """
 
 
+def _group_members(pgid: int) -> list[int]:
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                fields = f.read().rsplit(") ", 1)[-1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:  # fields: state, ppid, pgrp, ...
+            out.append(int(name))
+    return out
+
+
+def _describe_hung_groups(pgid_dir: str) -> str:
+    """State, kernel wait channel and (with gdb) native stacks of what is left of the process
+    groups of dead children: where a hung xlasdk worker was stuck."""
+    parts = []
+    for name in os.listdir(pgid_dir):
+        for pid in _group_members(int(name)):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode(errors="replace")[:100]
+                with open(f"/proc/{pid}/stat") as f:
+                    state = f.read().rsplit(") ", 1)[-1].split()[0]
+                with open(f"/proc/{pid}/wchan") as f:
+                    wchan = f.read().strip()
+            except OSError:
+                continue
+            line = f"pid {pid} state {state} wchan {wchan or '-'}: {cmd}"
+            if shutil.which("gdb"):
+                try:
+                    bt = subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt 12"],
+                                        capture_output=True, text=True, timeout=60).stdout
+                    frames = [ln.split(" in ", 1)[-1][:160] for ln in bt.splitlines() if ln.startswith("#")]
+                    line += "\n      " + "\n      ".join(frames[:40])
+                except (OSError, subprocess.SubprocessError):
+                    pass
+            parts.append(line)
+    return "\n    ".join(parts)
+
+
 def _reap_groups(pgid_dir: str) -> None:
     """Kill what is left of the process groups of dead children (xlasdk workers they left behind)."""
     for name in os.listdir(pgid_dir):
@@ -1906,6 +1949,10 @@ def run_campaign(
         r = _classify(h, o)
         camp.results.append(r)
         counts[r.outcome] += 1
+        if o.status == "timeout":
+            where = _describe_hung_groups(pgid_dir)
+            if where:
+                r.detail += f"\n  processes left when the time ran out:\n    {where}"
         if o.status in ("died", "timeout"):
             _reap_groups(pgid_dir)
         if r.failed:
