@@ -49,31 +49,6 @@ CASES = [pytest.param(p, f, id=f"{p}/{f}") for p in PROGRAMS for f in LOADABLE]
 FLOAT_TOL = {"float32": (1e-5, 1e-6), "bfloat16": (2.0**-6, 2.0**-6)}
 TIMEOUT = 300
 
-# The child: load FILE, compile for cpu:0, run on the recorded inputs, save the outputs (dtype names beside).
-CHILD = textwrap.dedent(
-    """
-    import sys
-    import numpy as np
-    import ml_dtypes
-    sys.path.insert(0, {repo!r})
-    import xlasdk as xs
-
-    path, io_path, out_path = sys.argv[1:4]
-    with np.load(io_path) as z:
-        ins = [z[f"in{{i}}"] for i in range(len(z["in_dtypes"]))]
-        ins = [a.view(getattr(ml_dtypes, d)) if a.dtype.kind == "V" else a for a, d in zip(ins, z["in_dtypes"])]
-    comp = xs.load_computation(path)
-    shapes = comp.program_shape().parameter_shapes()
-    got = [(tuple(s.dimensions()), np.dtype(s.numpy_dtype())) for s in shapes]
-    want = [(a.shape, a.dtype) for a in ins]
-    assert got == want, f"parameters {{got}}, the recorded inputs are {{want}}"
-    exe = xs.compile(comp, device="cpu:0")
-    out = exe(*ins)
-    outs = [o.to_numpy() for o in (out if isinstance(out, tuple) else (out,))]
-    np.savez(out_path, **{{f"out{{i}}": o for i, o in enumerate(outs)}}, out_dtypes=[o.dtype.name for o in outs])
-    print("OK", flush=True)
-    """
-).format(repo=str(REPO))
 
 
 def _dtype(name: str) -> np.dtype[Any]:
@@ -158,14 +133,19 @@ def test_corpus_covers_what_it_is_meant_to() -> None:
 # -- load, compile, run: the API ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("program", "fname"), CASES)
-def test_load_compile_run_matches_jax(program: str, fname: str, tmp_path: Path) -> None:
-    path = DUMPS / program / fname
-    out = tmp_path / "out.npz"
-    r = run_child(["-c", CHILD, str(path), str(DUMPS / program / "io.npz"), str(out)])
-    if r.returncode != 0 or not out.exists():
-        pytest.fail(died(r, f"xs.load_computation/compile/run({program}/{fname})"), pytrace=False)
-    _, want = recorded(program)
-    assert_matches_jax(load_npz(out, "out", "out_dtypes"), want, f"{program}/{fname}")
+def test_load_compile_run_matches_jax(program: str, fname: str) -> None:
+    # In this process: loading and compiling files fail closed (xlasdk runs XLA's steps on them
+    # in its worker process first), so a dump that aborted XLA cannot take pytest with it.
+    import xlasdk as xs
+
+    ins, want = recorded(program)
+    comp = xs.load_computation(DUMPS / program / fname)
+    shapes = comp.program_shape().parameter_shapes()
+    got_params = [(tuple(s.dimensions()), np.dtype(s.numpy_dtype())) for s in shapes]
+    assert got_params == [(a.shape, a.dtype) for a in ins], f"{program}/{fname}: parameters"
+    out = xs.compile(comp, device="cpu:0")(*ins)
+    outs = [o.to_numpy() for o in (out if isinstance(out, tuple) else (out,))]
+    assert_matches_jax(outs, want, f"{program}/{fname}")
 
 
 # -- the same through `xlasdk run` ------------------------------------------------------------------------------
