@@ -41,7 +41,9 @@ A sample of the inputs also goes through the CLI (``python -m xlasdk.cli inspect
 Outcomes per input: ``ok`` (some loader accepted it, all later steps ended well or with an
 xlasdk error), ``error`` (every loader raised an :class:`xlasdk.XlaSdkError`: what they must do),
 and the failures ``raw`` (another exception escaped), ``death`` (the process died), ``hang``
-(no answer within :data:`INPUT_TIMEOUT_S`). A CLI run fails when it ends by a signal, with an
+(no answer within :func:`input_timeout`: :data:`INPUT_TIMEOUT_S`, more for big inputs, plus
+:data:`LOAD_TIMEOUT_S` per loader, the ``XLASDK_LOAD_TIMEOUT`` the children run with, so that a
+load xlasdk stops itself counts as its error). A CLI run fails when it ends by a signal, with an
 exit code other than 0/1/2, prints a Python traceback or an ``internal error``, or hangs. Every
 failure is written, with its input bytes and a reproducer, under the campaign's output directory.
 A timeout while *running* a loaded program that has a ``while`` loop is counted as ``slow`` (a
@@ -81,8 +83,9 @@ DUMPS = os.path.join(REPO, "tests", "data", "dumps")
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
-INPUT_TIMEOUT_S = 120.0  # one input, every loader + compile + run
-CLI_TIMEOUT_S = 120.0  # one CLI command
+INPUT_TIMEOUT_S = 120.0  # one input, every loader + compile + run (plus LOAD_TIMEOUT_S per loader)
+CLI_TIMEOUT_S = 120.0  # one CLI command (plus LOAD_TIMEOUT_S)
+LOAD_TIMEOUT_S = 60.0  # XLASDK_LOAD_TIMEOUT in the children: a load xlasdk gives up on is its error, not a hang
 RUN_LIMIT_BYTES = 64 << 20  # inputs or outputs larger than this are not run
 ADDRESS_SPACE_BYTES = 8 << 30  # per child process (and xlasdk's worker under it)
 PGID_DIR_ENV = "XLASDK_HOSTILE_PGID_DIR"
@@ -1684,12 +1687,13 @@ class CliResult:
         return self.outcome in ("raw", "death", "hang", "badexit")
 
 
-def input_timeout(h: Hostile) -> float:
-    """Seconds one input may take (every loader, compile and run): more for big inputs."""
-    return INPUT_TIMEOUT_S + 300.0 * len(h.data) / 1e6
+def input_timeout(h: Hostile, loaders: int = len(LOADERS)) -> float:
+    """Seconds one input may take (every loader, compile and run): more for big inputs, and
+    enough for each loader to run into xlasdk's own load time limit."""
+    return INPUT_TIMEOUT_S + 300.0 * len(h.data) / 1e6 + LOAD_TIMEOUT_S * loaders
 
 
-def _classify(h: Hostile, o: Any) -> Result:
+def _classify(h: Hostile, o: Any, loaders: int = len(LOADERS)) -> Result:
     if o.status == "died":
         step = _last_step(o.stderr)
         return Result(h, "death", f"{o.signal_name or f'exit {o.returncode}'} during {step}: "
@@ -1697,8 +1701,8 @@ def _classify(h: Hostile, o: Any) -> Result:
     if o.status == "timeout":
         step = _last_step(o.stderr)
         if "run-with-while" in o.stderr and step.endswith(": run"):
-            return Result(h, "slow", f"a while loop ran past {input_timeout(h):.0f} s", seconds=o.seconds)
-        return Result(h, "hang", f"no answer within {input_timeout(h):.0f} s during {step}: {_tail(o.stderr)}",
+            return Result(h, "slow", f"a while loop ran past {input_timeout(h, loaders):.0f} s", seconds=o.seconds)
+        return Result(h, "hang", f"no answer within {input_timeout(h, loaders):.0f} s during {step}: {_tail(o.stderr)}",
                       seconds=o.seconds)
     if o.status == "error":
         return Result(h, "raw", f"check_input raised {o.error}\n{o.traceback[-3000:]}", seconds=o.seconds)
@@ -1742,6 +1746,7 @@ def _cli_env(pythonpath: str) -> dict[str, str]:
     env.pop("XLASDK_CACHE_DIR", None)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
     env["PYTHONPATH"] = pythonpath
+    env["XLASDK_LOAD_TIMEOUT"] = str(LOAD_TIMEOUT_S)
     return env
 
 
@@ -1755,7 +1760,7 @@ def run_cli(h: Hostile, verb: str, workdir: str, has_while: bool = False, python
 
     A ``run`` of a program with a while loop that passes the time limit is ``slow`` (its loop
     bound may be anything), not a hang."""
-    timeout = CLI_TIMEOUT_S + 300.0 * len(h.data) / 1e6
+    timeout = CLI_TIMEOUT_S + 300.0 * len(h.data) / 1e6 + LOAD_TIMEOUT_S
     path = os.path.join(workdir, re.sub(r"[^\w.\-]", "_", h.key) + h.suffix)
     with open(path, "wb") as f:
         f.write(h.data)
@@ -1938,15 +1943,18 @@ def run_campaign(
     snap_dir = tempfile.mkdtemp(prefix="hostile-xlasdk-")
     pythonpath = _pythonpath(snapshot_xlasdk(snap_dir)) if snapshot else _pythonpath(REPO)
     env: dict[str, str | None] = {"XLASDK_CACHE_DIR": None, PGID_DIR_ENV: pgid_dir,
-                                  "XLASDK_HOSTILE_AS": str(ADDRESS_SPACE_BYTES), "PYTHONPATH": pythonpath}
+                                  "XLASDK_HOSTILE_AS": str(ADDRESS_SPACE_BYTES), "PYTHONPATH": pythonpath,
+                                  "XLASDK_LOAD_TIMEOUT": str(LOAD_TIMEOUT_S)}
     by_key = {h.key: h for h in hostiles}
-    tasks = [Task(CHILD_SOURCE, {"key": h.key, "data": h.data, "loaders": loaders_for(h, i, profile.extra_loaders)},
-                  key=h.key) for i, h in enumerate(hostiles)]
+    loader_lists = [loaders_for(h, i, profile.extra_loaders) for i, h in enumerate(hostiles)]
+    n_loaders = {h.key: len(ls) for h, ls in zip(hostiles, loader_lists, strict=True)}
+    tasks = [Task(CHILD_SOURCE, {"key": h.key, "data": h.data, "loaders": ls}, key=h.key)
+             for h, ls in zip(hostiles, loader_lists, strict=True)]
     counts: collections.Counter[str] = collections.Counter()
 
     def on_outcome(o: Any) -> None:
         h = by_key[o.task.key]
-        r = _classify(h, o)
+        r = _classify(h, o, n_loaders[h.key])
         camp.results.append(r)
         counts[r.outcome] += 1
         if o.status == "timeout":
@@ -1966,7 +1974,7 @@ def run_campaign(
             for h, task in zip(hostiles, tasks, strict=True):
                 if w.tasks_run >= max_tasks_per_child:
                     w.close()
-                on_outcome(w.run(task, timeout=input_timeout(h)))
+                on_outcome(w.run(task, timeout=input_timeout(h, n_loaders[h.key])))
     except BaseException:
         shutil.rmtree(snap_dir, ignore_errors=True)
         raise
