@@ -1,71 +1,22 @@
-"""``HloSharding``: how a value is split over the devices of an SPMD program, in XLA's notation.
-
-XLA writes shardings in HLO text as ``sharding={...}`` and StableHLO carries the same text in
-``mhlo.sharding`` attributes (GSPMD). This module parses and prints that notation::
-
-    {replicated}                                   every device holds the whole value
-    {maximal device=1}                             only device 1 holds it
-    {manual}                                       the program is already per device
-    {devices=[2,2]0,1,2,3}                         2x2 tiles; tile (i, j) on device 2*i + j
-    {devices=[4,1]<=[4]}                           the same device order written as an iota
-    {devices=[2,2]<=[2,2]T(1,0)}                   iota reshaped to [2,2], transposed: 0,2,1,3
-    {devices=[2,1,2]0,1,2,3 last_tile_dim_replicate}   2 tiles, each held by 2 devices
-    {devices=[2,1,2]0,1,2,3 last_tile_dims={manual}}   2 tiles, manual over the last axis
-    {{replicated}, {devices=[2]0,1}}               a tuple: one sharding per element
-
-The tile assignment ``devices=[d0,d1,...]`` has one dimension per array dimension (the number of
-tiles along it), plus trailing subgroup dimensions (``last_tile_dim_replicate`` or
-``last_tile_dims={...}``) whose devices share a tile. Device numbers are *partition* numbers
-(positions in ``CompileOptions.device_assignment``'s row), ``0 .. num_partitions - 1``.
-
-Shardings are values: parsed and built ones compare equal when they place every tile on the
-same devices (``{devices=[4]<=[4]}`` equals ``{devices=[4]0,1,2,3}``), and hash alike.
-
-xlasdk writes and reads shardings in this (GSPMD) notation, and XLA partitions programs with its
-Shardy partitioner: see :class:`HloSharding` for why.
-"""
+"""The :class:`HloSharding` value: constructors, properties, printing, equality and the
+checks against devices and shapes (see :mod:`xlasdk.sharding` for the notation)."""
 
 from __future__ import annotations
 
 import math
-import re
-import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from .errors import DTypeError, ShapeError
+from ..errors import DTypeError, ShapeError
+from ._fields import _MAX_DEVICES, _SIMPLE, _SUBGROUP_ORDER, _are, _dims_of, _int, _ints, _shape_text, _subgroup_kinds
 
 if TYPE_CHECKING:
-    from .attrs import OpSharding
-    from .shape import Shape
-
-__all__ = ["HloSharding", "ShardingLike"]
+    from ..attrs import OpSharding
+    from ..shape import Shape
 
 ShardingLike = Any  # HloSharding | OpSharding | str: see HloSharding.of
-
-# Subgroup kinds of ``last_tile_dims``, in the order XLA sorts them.
-_SUBGROUP_ORDER: Final = {"manual": 0, "replicated": 1, "unreduced": 2}
-_SIMPLE: Final = ("replicated", "manual", "unknown", "unreduced")
-_MAX_DEVICES: Final = 1 << 20  # bound on tile assignments built here (XLA's own are far smaller)
-
-
-def _int(v: Any, what: str, minimum: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        raise ShapeError(f"HloSharding: {what} must be an int, got {type(v).__name__} {v!r}")
-    i = int(v)
-    if i < minimum:
-        raise ShapeError(f"HloSharding: {what} must be >= {minimum}, got {i}")
-    return i
-
-
-def _ints(values: Any, what: str, minimum: int) -> tuple[int, ...]:
-    if isinstance(values, np.ndarray):
-        values = values.reshape(-1).tolist()
-    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise ShapeError(f"HloSharding: {what} must be a sequence of ints, got {values!r}")
-    return tuple(_int(v, f"{what}[{i}]", minimum) for i, v in enumerate(values))
 
 
 class HloSharding:
@@ -276,7 +227,7 @@ class HloSharding:
             return value
         if isinstance(value, str):
             return cls.parse(value)
-        from .attrs import OpSharding
+        from ..attrs import OpSharding
 
         if isinstance(value, OpSharding):
             return cls.from_op_sharding(value)
@@ -306,6 +257,8 @@ class HloSharding:
         if not isinstance(text, str):
             raise DTypeError(f"HloSharding.parse: expected a str, got {type(text).__name__}")
         try:
+            from ._parse import _Parser
+
             return _Parser(text).parse()
         except ShapeError as e:
             msg = str(e)
@@ -323,7 +276,7 @@ class HloSharding:
         ShapeError
             If the fields do not describe a valid sharding of their type.
         """
-        from .attrs import OpSharding, _sharding_type
+        from ..attrs import OpSharding, _sharding_type
 
         if not isinstance(op, OpSharding):
             raise DTypeError(f"HloSharding.from_op_sharding: expected an xs.OpSharding, got {type(op).__name__}")
@@ -508,7 +461,7 @@ class HloSharding:
     def to_op_sharding(self) -> OpSharding:
         """The sharding as an ``xs.OpSharding`` (XLA's proto fields; an iota stays an iota in
         ``iota_reshape_dims`` / ``iota_transpose_perm``, as XLA stores it)."""
-        from .attrs import OpSharding
+        from ..attrs import OpSharding
 
         k = self._kind
         if k == "tuple":
@@ -715,43 +668,6 @@ class HloSharding:
         return out
 
 
-def _are(n: int) -> str:
-    return "is 1 device" if n == 1 else f"are {n} devices"
-
-
-def _dims_of(shape: Any) -> tuple[int, ...] | None:
-    """The dimensions of an array ``xs.Shape`` or a sequence of ints; None for tuples/tokens."""
-    if isinstance(shape, Sequence) and not isinstance(shape, (str, bytes)):
-        return _ints(shape, "shape", 0)
-    if hasattr(shape, "is_array"):
-        return tuple(shape.dimensions()) if shape.is_array() else None
-    raise DTypeError(f"expected an xs.Shape or a sequence of dimension sizes, got {type(shape).__name__}")
-
-
-def _shape_text(shape: Any) -> str:
-    if isinstance(shape, Sequence) and not isinstance(shape, (str, bytes)):
-        return f"shape {list(shape)}"
-    return str(shape)
-
-
-def _subgroup_kinds(last_tile_dims: Sequence[str], replicate: bool) -> tuple[str, ...]:
-    if isinstance(last_tile_dims, str) or not isinstance(last_tile_dims, Iterable):
-        raise ShapeError(f"HloSharding: last_tile_dims must be a sequence of kinds, got {last_tile_dims!r}")
-    kinds = []
-    for k in last_tile_dims:
-        name = getattr(k, "name", k)
-        if not isinstance(name, str) or name.strip().lower() not in _SUBGROUP_ORDER:
-            raise ShapeError(
-                f"HloSharding: unknown last_tile_dims kind {k!r}; expected one of {', '.join(_SUBGROUP_ORDER)}"
-            )
-        kinds.append(name.strip().lower())
-    if replicate:
-        if kinds:
-            raise ShapeError("HloSharding: give last_tile_dim_replicate or last_tile_dims, not both")
-        kinds = ["replicated"]
-    return tuple(kinds)
-
-
 def _tiled(
     dims: tuple[int, ...],
     devices: tuple[int, ...] | None,
@@ -847,370 +763,3 @@ _REPLICATED: Final = HloSharding._new("replicated")
 _MANUAL: Final = HloSharding._new("manual")
 _UNKNOWN: Final = HloSharding._new("unknown")
 _UNREDUCED: Final = HloSharding._new("unreduced")
-
-# -- the parser ------------------------------------------------------------------------------------
-_TOKEN_RE: Final = re.compile(r'\s*(?:(<=)|([{}\[\](),=])|(-?\d+)|([A-Za-z_][A-Za-z0-9_.\-]*)|("(?:[^"\\]|\\.)*"))')
-
-
-class _Parser:
-    """Recursive descent over XLA's sharding grammar (``HloParser::ParseSharding``)."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.toks: list[tuple[str, str, int]] = []  # (kind, text, column)
-        pos = 0
-        n = len(text)
-        while True:
-            while pos < n and text[pos].isspace():
-                pos += 1
-            if pos >= n:
-                break
-            m = _TOKEN_RE.match(text, pos)
-            if m is None or m.end() == pos:
-                raise self._error_at(pos, "unexpected character " + repr(text[pos]))
-            kind = "op" if m.group(1) or m.group(2) else "int" if m.group(3) else "word" if m.group(4) else "str"
-            self.toks.append((kind, m.group(m.lastindex or 0), m.start(m.lastindex or 0)))
-            pos = m.end()
-        self.i = 0
-
-    def _error_at(self, col: int, what: str) -> ShapeError:
-        shown = self.text if len(self.text) <= 200 else self.text[:200] + "..."
-        return ShapeError(
-            f"HloSharding.parse: {what} at column {col + 1} of {shown!r} (XLA's sharding notation looks like "
-            "{devices=[2,1]0,1}, {replicated} or {maximal device=0})"
-        )
-
-    def _error(self, what: str) -> ShapeError:
-        col = self.toks[self.i][2] if self.i < len(self.toks) else len(self.text)
-        return self._error_at(col, what)
-
-    def _peek(self) -> str | None:
-        return self.toks[self.i][1] if self.i < len(self.toks) else None
-
-    def _next(self, what: str) -> tuple[str, str, int]:
-        if self.i >= len(self.toks):
-            raise self._error(f"expected {what}, got the end of the text")
-        t = self.toks[self.i]
-        self.i += 1
-        return t
-
-    def _expect(self, text: str) -> None:
-        t = self._next(repr(text))
-        if t[1] != text:
-            self.i -= 1
-            raise self._error(f"expected {text!r}, got {t[1]!r}")
-
-    def _int(self) -> int:
-        t = self._next("a number")
-        if t[0] != "int":
-            self.i -= 1
-            raise self._error(f"expected a number, got {t[1]!r}")
-        if t[1].startswith("-"):
-            self.i -= 1
-            raise self._error(f"expected a number >= 0, got {t[1]}")
-        return int(t[1])
-
-    def _int_list(self, close: str) -> tuple[int, ...]:
-        out = [self._int()]
-        while self._peek() == ",":
-            self.i += 1
-            out.append(self._int())
-        self._expect(close)
-        return tuple(out)
-
-    def parse(self) -> HloSharding:
-        if not self.toks:
-            raise self._error_at(0, "expected a sharding, got empty text")
-        s = self._sharding(top=True)
-        if self.i != len(self.toks):
-            raise self._error(f"unexpected {self._peek()!r} after the sharding")
-        return s
-
-    def _sharding(self, top: bool) -> HloSharding:
-        self._expect("{")
-        if self._peek() == "}":
-            self.i += 1
-            return HloSharding.tuple_sharding([]) if top else self._fail_empty()
-        if self._peek() == "{":
-            if not top:
-                raise self._error("tuple shardings cannot nest")
-            elems = [self._sharding(top=False)]
-            while self._peek() == ",":
-                self.i += 1
-                elems.append(self._sharding(top=False))
-            self._expect("}")
-            return HloSharding.tuple_sharding(elems)
-        return self._single()
-
-    def _fail_empty(self) -> HloSharding:
-        self.i -= 1
-        raise self._error("expected a sharding inside '{}'")
-
-    def _single(self) -> HloSharding:
-        kind: str | None = None
-        device: int | None = None
-        dims: tuple[int, ...] | None = None
-        devices: tuple[int, ...] | None = None
-        iota: tuple[tuple[int, ...], tuple[int, ...]] | None = None
-        subgroups: list[str] = []
-        replicate_last = False
-        shard_group: tuple[str, int] | None = None
-        while self._peek() != "}":
-            t = self._next("'}'")
-            word = t[1]
-            if t[0] != "word":
-                self.i -= 1
-                raise self._error(f"unexpected {word!r}")
-            if word in (*_SIMPLE, "maximal"):
-                if kind is not None:
-                    self.i -= 1
-                    raise self._error(f"{word!r} after {kind!r}")
-                kind = word
-            elif word == "device":
-                self._expect("=")
-                device = self._int()
-            elif word == "devices":
-                self._expect("=")
-                self._expect("[")
-                dims = self._int_list("]")
-                if self._peek() == "<=":
-                    self.i += 1
-                    self._expect("[")
-                    reshape = self._int_list("]")
-                    perm = tuple(range(len(reshape)))
-                    if self._peek() == "T":
-                        self.i += 1
-                        self._expect("(")
-                        perm = self._int_list(")")
-                    iota = (reshape, perm)
-                else:
-                    devs = [self._int()]
-                    while self._peek() == ",":
-                        self.i += 1
-                        devs.append(self._int())
-                    devices = tuple(devs)
-            elif word == "last_tile_dim_replicate":
-                replicate_last = True
-            elif word == "last_tile_dims":
-                self._expect("=")
-                self._expect("{")
-                while True:
-                    k = self._next("a subgroup kind")
-                    if k[0] != "word" or k[1] not in _SUBGROUP_ORDER:
-                        self.i -= 1
-                        raise self._error(
-                            f"unknown last_tile_dims kind {k[1]!r}; expected one of {', '.join(_SUBGROUP_ORDER)}"
-                        )
-                    subgroups.append(k[1])
-                    if self._peek() != ",":
-                        break
-                    self.i += 1
-                self._expect("}")
-            elif word == "metadata":
-                self._expect("=")
-                self._skip_group()
-            elif word in ("shard_as", "shard_like"):
-                shard_group = (word[6:], self._int())
-            else:
-                self.i -= 1
-                raise self._error(f"unknown sharding attribute {word!r}")
-        self._expect("}")
-        if kind == "maximal":
-            if device is None:
-                raise self._error("'maximal' needs 'device=N'")
-            return HloSharding.maximal(device)
-        if kind is not None:
-            if dims is not None or device is not None:
-                raise self._error(f"'{kind}' takes no devices")
-            return {"replicated": _REPLICATED, "manual": _MANUAL, "unknown": _UNKNOWN, "unreduced": _UNREDUCED}[kind]
-        if dims is None:
-            raise self._error("expected 'replicated', 'manual', 'maximal device=N' or 'devices=[...]'")
-        if device is not None:
-            raise self._error("'device=' belongs to 'maximal'")
-        kinds = _subgroup_kinds(subgroups, replicate_last)
-        if iota is not None:
-            return _tiled(dims, None, iota[0], iota[1], kinds, shard_group)
-        return _tiled(dims, devices, None, None, kinds, shard_group)
-
-    def _skip_group(self) -> None:
-        """Skip a balanced ``{...}`` (metadata)."""
-        self._expect("{")
-        depth = 1
-        while depth:
-            t = self._next("'}'")
-            if t[1] == "{":
-                depth += 1
-            elif t[1] == "}":
-                depth -= 1
-
-
-def iter_shardings(value: HloSharding) -> Iterator[HloSharding]:
-    """``value`` itself, or the elements of a tuple sharding."""
-    if value._kind == "tuple":
-        yield from value._elements
-    else:
-        yield value
-
-
-def sharding_for_shape(sharding: HloSharding, shape: Shape, opcode: str) -> HloSharding | None:
-    """The sharding an op of result ``shape`` built under ``sharding`` carries, or None.
-
-    A tiled sharding leaves scalars (and tokens) unannotated; a non-tuple sharding applies to
-    every result of a tuple-shaped op (a tuple sharding of as many elements is made).
-
-    Raises
-    ------
-    ShapeError
-        At the op, when a tiled sharding's rank or a tuple sharding's length does not fit.
-    """
-    if shape.is_token():
-        return None
-    if not shape.is_tuple():
-        if sharding._kind == "tuple":
-            if len(sharding._elements) == 1:
-                return sharding_for_shape(sharding._elements[0], shape, opcode)
-            raise _op_error(opcode, f"the tuple sharding {sharding} does not fit the result {shape}")
-        if sharding._kind == "tiled":
-            rank = len(shape.dimensions())
-            if rank == 0:
-                return None
-            if sharding.tiled_data_rank != rank:
-                raise _op_error(
-                    opcode,
-                    f"sharding {sharding} splits {sharding.tiled_data_rank} dimension"
-                    f"{'s' if sharding.tiled_data_rank != 1 else ''}, but the result {shape} has rank {rank}",
-                )
-        return sharding
-    elems = shape.tuple_shapes()
-    if sharding._kind == "tuple":
-        if len(sharding._elements) != len(elems):
-            raise _op_error(
-                opcode,
-                f"the tuple sharding {sharding} has {len(sharding._elements)} elements, but the result {shape} "
-                f"has {len(elems)}",
-            )
-        parts = [sharding_for_shape(e, s, opcode) for e, s in zip(sharding._elements, elems, strict=True)]
-    else:
-        parts = [sharding_for_shape(sharding, s, opcode) for s in elems]
-    if all(p is None for p in parts):
-        return None
-    return HloSharding.tuple_sharding([_REPLICATED if p is None else p for p in parts])
-
-
-def _op_error(opcode: str, what: str) -> ShapeError:
-    """The error of an op built under a sharding that does not fit it, named as the user called it
-    (the outermost xlasdk function on the stack: ``Neg``, ``Parameter``...)."""
-    from .builder import _PKG_DIR, where
-
-    name = opcode.rsplit(".", 1)[-1]
-    f: Any = sys._getframe(1)
-    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
-        if not f.f_code.co_name.startswith("_") and f.f_code.co_name[:1].isupper():
-            name = f.f_code.co_name
-        f = f.f_back
-    return ShapeError(f"{name}: {what}{where()}")
-
-
-def check_computation_shardings(computation: Any, num_partitions: int, num_replicas: int = 1) -> None:
-    """Check every sharding of a built computation against ``num_partitions`` (what XLA's
-    verifier checks at compile time, said in xlasdk's terms). Loaded computations are left to XLA.
-
-    Raises
-    ------
-    ShapeError
-        Naming the computation, the parameter or op, its sharding and what does not fit.
-    CompileError
-        For a tiled parameter or result sharding with ``num_replicas > 1``: jaxlib 0.10.2's
-        runtime aborts the process on those (it checks the tile count against every device of
-        all replicas).
-    """
-    root = getattr(computation, "_root", None)
-    if root is None or not root.builder._op_shardings:
-        return
-    name = getattr(computation, "name", "?")
-    if num_replicas > 1:
-        from ._emit import _result_shardings
-        from .errors import CompileError
-
-        params = list(getattr(computation, "_params", ()))
-        n_results = len(root.shape.tuple_shapes()) if root.shape.is_tuple() else 1
-        outer = [(f"parameter {p.extra[0]}", p.sharding) for p in params]
-        outer += [(f"result {i}", s) for i, s in enumerate(_result_shardings(root, n_results) or ())]
-        for what, s in outer:
-            if s is not None and any(e.is_tiled for e in iter_shardings(s)):
-                raise CompileError(
-                    f"compile: {name!r}: {what} has the tiled sharding {s}, but num_replicas={num_replicas}: "
-                    "jaxlib runs tiled parameters and results only with num_replicas=1 (it aborts otherwise); "
-                    "tile them over partitions alone, or replicate them (shardings of inner ops are fine)"
-                )
-    seen: set[int] = set()
-    stack = [root, *getattr(computation, "_side_effects", ()), *getattr(computation, "_params", ())]
-    while stack:
-        op = stack.pop()
-        if op.id in seen:
-            continue
-        seen.add(op.id)
-        stack.extend(op.operands)
-        for r in op.regions:
-            stack.extend(r.bindings or ())
-        if op.sharding is None:
-            continue
-        try:
-            op.sharding.validate(num_partitions, op.shape)
-        except ShapeError as e:
-            if op.opcode == "parameter":
-                what = f"parameter {op.extra[0]} ({op.extra[1] or 'p' + str(op.extra[0])!r})"
-            else:
-                what = f"the {op.opcode.rsplit('.', 1)[-1]} op of shape {op.shape}"
-            raise ShapeError(
-                f"compile: {name!r}: {what}: {e} (num_partitions={num_partitions})"
-            ) from None
-
-
-_HLO_HEADER_INT: Final = re.compile(r"\b(num_partitions|replica_count)=(\d+)")
-_MODULE_ATTR_INT: Final = re.compile(r"\bmhlo\.(num_partitions|num_replicas)\s*=\s*(\d+)\s*:\s*i\d+")
-_SHARDING_ATTR: Final = re.compile(r'mhlo\.sharding\s*=\s*"((?:[^"\\]|\\.)*)"')
-
-
-def module_spmd_counts(computation: Any, hlo_text: str | None = None) -> tuple[int | None, int | None]:
-    """``(num_replicas, num_partitions)`` a module records for itself, None where it says nothing.
-
-    In order: the HLO module header (``replica_count=``, ``num_partitions=``: XLA's dumps of SPMD
-    programs write them) when ``hlo_text`` is the module's HLO text; the StableHLO module
-    attributes ``mhlo.num_replicas`` / ``mhlo.num_partitions`` (JAX's lowerings carry them); else
-    the partition count its shardings need: the device count of its tile assignments, or its
-    highest maximal device + 1 (replicated-only modules say nothing).
-    """
-    replicas: int | None = None
-    partitions: int | None = None
-    if hlo_text is not None:
-        start = hlo_text.find("HloModule")
-        if start >= 0:
-            end = hlo_text.find("\n", start)
-            for key, value in _HLO_HEADER_INT.findall(hlo_text[start : end if end >= 0 else None]):
-                if key == "num_partitions":
-                    partitions = int(value)
-                else:
-                    replicas = int(value)
-    text = computation._mlir_module_text()
-    for key, value in _MODULE_ATTR_INT.findall(text):  # module attributes (at the end in generic form)
-        if key == "num_partitions" and partitions is None:
-            partitions = int(value)
-        elif key == "num_replicas" and replicas is None:
-            replicas = int(value)
-    if partitions is None:
-        from .builder import _mlir_unescape
-
-        need = 0
-        for raw in set(_SHARDING_ATTR.findall(text)):
-            try:
-                s = HloSharding.parse(_mlir_unescape(raw))
-            except ShapeError:
-                continue
-            for e in iter_shardings(s):
-                if e.is_tiled:
-                    need = max(need, e.num_devices)
-                elif e.is_maximal:
-                    need = max(need, e.device + 1)
-        partitions = need or None
-    return replicas, partitions

@@ -1,0 +1,37 @@
+"""``HloSharding``: how a value is split over the devices of an SPMD program, in XLA's notation.
+
+XLA writes shardings in HLO text as ``sharding={...}`` and StableHLO carries the same text in
+``mhlo.sharding`` attributes (GSPMD). This module parses and prints that notation::
+
+    {replicated}                                   every device holds the whole value
+    {maximal device=1}                             only device 1 holds it
+    {manual}                                       the program is already per device
+    {devices=[2,2]0,1,2,3}                         2x2 tiles; tile (i, j) on device 2*i + j
+    {devices=[4,1]<=[4]}                           the same device order written as an iota
+    {devices=[2,2]<=[2,2]T(1,0)}                   iota reshaped to [2,2], transposed: 0,2,1,3
+    {devices=[2,1,2]0,1,2,3 last_tile_dim_replicate}   2 tiles, each held by 2 devices
+    {devices=[2,1,2]0,1,2,3 last_tile_dims={manual}}   2 tiles, manual over the last axis
+    {{replicated}, {devices=[2]0,1}}               a tuple: one sharding per element
+
+The tile assignment ``devices=[d0,d1,...]`` has one dimension per array dimension (the number of
+tiles along it), plus trailing subgroup dimensions (``last_tile_dim_replicate`` or
+``last_tile_dims={...}``) whose devices share a tile. Device numbers are *partition* numbers
+(positions in ``CompileOptions.device_assignment``'s row), ``0 .. num_partitions - 1``.
+
+Shardings are values: parsed and built ones compare equal when they place every tile on the
+same devices (``{devices=[4]<=[4]}`` equals ``{devices=[4]0,1,2,3}``), and hash alike.
+
+xlasdk writes and reads shardings in this (GSPMD) notation, and XLA partitions programs with its
+Shardy partitioner: see :class:`HloSharding` for why.
+"""
+from __future__ import annotations
+
+from ._hlo_sharding import HloSharding, ShardingLike
+from ._spmd import check_computation_shardings as check_computation_shardings
+from ._spmd import iter_shardings as iter_shardings
+from ._spmd import module_spmd_counts as module_spmd_counts
+from ._spmd import sharding_for_shape as sharding_for_shape
+
+__all__ = ["HloSharding", "ShardingLike"]
+
+HloSharding.__module__ = __name__  # its public home (pickles, reprs of the class, docs)

@@ -1,0 +1,187 @@
+"""Shardings in programs: the sharding an op of a shape carries, the checks of a built
+computation's shardings, and the replica/partition counts a module records."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Final
+
+from ..errors import ShapeError
+from ._hlo_sharding import _REPLICATED, HloSharding
+
+if TYPE_CHECKING:
+    from ..shape import Shape
+
+
+def iter_shardings(value: HloSharding) -> Iterator[HloSharding]:
+    """``value`` itself, or the elements of a tuple sharding."""
+    if value._kind == "tuple":
+        yield from value._elements
+    else:
+        yield value
+
+
+def sharding_for_shape(sharding: HloSharding, shape: Shape, opcode: str) -> HloSharding | None:
+    """The sharding an op of result ``shape`` built under ``sharding`` carries, or None.
+
+    A tiled sharding leaves scalars (and tokens) unannotated; a non-tuple sharding applies to
+    every result of a tuple-shaped op (a tuple sharding of as many elements is made).
+
+    Raises
+    ------
+    ShapeError
+        At the op, when a tiled sharding's rank or a tuple sharding's length does not fit.
+    """
+    if shape.is_token():
+        return None
+    if not shape.is_tuple():
+        if sharding._kind == "tuple":
+            if len(sharding._elements) == 1:
+                return sharding_for_shape(sharding._elements[0], shape, opcode)
+            raise _op_error(opcode, f"the tuple sharding {sharding} does not fit the result {shape}")
+        if sharding._kind == "tiled":
+            rank = len(shape.dimensions())
+            if rank == 0:
+                return None
+            if sharding.tiled_data_rank != rank:
+                raise _op_error(
+                    opcode,
+                    f"sharding {sharding} splits {sharding.tiled_data_rank} dimension"
+                    f"{'s' if sharding.tiled_data_rank != 1 else ''}, but the result {shape} has rank {rank}",
+                )
+        return sharding
+    elems = shape.tuple_shapes()
+    if sharding._kind == "tuple":
+        if len(sharding._elements) != len(elems):
+            raise _op_error(
+                opcode,
+                f"the tuple sharding {sharding} has {len(sharding._elements)} elements, but the result {shape} "
+                f"has {len(elems)}",
+            )
+        parts = [sharding_for_shape(e, s, opcode) for e, s in zip(sharding._elements, elems, strict=True)]
+    else:
+        parts = [sharding_for_shape(sharding, s, opcode) for s in elems]
+    if all(p is None for p in parts):
+        return None
+    return HloSharding.tuple_sharding([_REPLICATED if p is None else p for p in parts])
+
+
+def _op_error(opcode: str, what: str) -> ShapeError:
+    """The error of an op built under a sharding that does not fit it, named as the user called it
+    (the outermost xlasdk function on the stack: ``Neg``, ``Parameter``...)."""
+    from ..builder import _PKG_DIR, where
+
+    name = opcode.rsplit(".", 1)[-1]
+    f: Any = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+        if not f.f_code.co_name.startswith("_") and f.f_code.co_name[:1].isupper():
+            name = f.f_code.co_name
+        f = f.f_back
+    return ShapeError(f"{name}: {what}{where()}")
+
+
+def check_computation_shardings(computation: Any, num_partitions: int, num_replicas: int = 1) -> None:
+    """Check every sharding of a built computation against ``num_partitions`` (what XLA's
+    verifier checks at compile time, said in xlasdk's terms). Loaded computations are left to XLA.
+
+    Raises
+    ------
+    ShapeError
+        Naming the computation, the parameter or op, its sharding and what does not fit.
+    CompileError
+        For a tiled parameter or result sharding with ``num_replicas > 1``: jaxlib 0.10.2's
+        runtime aborts the process on those (it checks the tile count against every device of
+        all replicas).
+    """
+    root = getattr(computation, "_root", None)
+    if root is None or not root.builder._op_shardings:
+        return
+    name = getattr(computation, "name", "?")
+    if num_replicas > 1:
+        from .._emit import _result_shardings
+        from ..errors import CompileError
+
+        params = list(getattr(computation, "_params", ()))
+        n_results = len(root.shape.tuple_shapes()) if root.shape.is_tuple() else 1
+        outer = [(f"parameter {p.extra[0]}", p.sharding) for p in params]
+        outer += [(f"result {i}", s) for i, s in enumerate(_result_shardings(root, n_results) or ())]
+        for what, s in outer:
+            if s is not None and any(e.is_tiled for e in iter_shardings(s)):
+                raise CompileError(
+                    f"compile: {name!r}: {what} has the tiled sharding {s}, but num_replicas={num_replicas}: "
+                    "jaxlib runs tiled parameters and results only with num_replicas=1 (it aborts otherwise); "
+                    "tile them over partitions alone, or replicate them (shardings of inner ops are fine)"
+                )
+    seen: set[int] = set()
+    stack = [root, *getattr(computation, "_side_effects", ()), *getattr(computation, "_params", ())]
+    while stack:
+        op = stack.pop()
+        if op.id in seen:
+            continue
+        seen.add(op.id)
+        stack.extend(op.operands)
+        for r in op.regions:
+            stack.extend(r.bindings or ())
+        if op.sharding is None:
+            continue
+        try:
+            op.sharding.validate(num_partitions, op.shape)
+        except ShapeError as e:
+            if op.opcode == "parameter":
+                what = f"parameter {op.extra[0]} ({op.extra[1] or 'p' + str(op.extra[0])!r})"
+            else:
+                what = f"the {op.opcode.rsplit('.', 1)[-1]} op of shape {op.shape}"
+            raise ShapeError(
+                f"compile: {name!r}: {what}: {e} (num_partitions={num_partitions})"
+            ) from None
+
+
+_HLO_HEADER_INT: Final = re.compile(r"\b(num_partitions|replica_count)=(\d+)")
+_MODULE_ATTR_INT: Final = re.compile(r"\bmhlo\.(num_partitions|num_replicas)\s*=\s*(\d+)\s*:\s*i\d+")
+_SHARDING_ATTR: Final = re.compile(r'mhlo\.sharding\s*=\s*"((?:[^"\\]|\\.)*)"')
+
+
+def module_spmd_counts(computation: Any, hlo_text: str | None = None) -> tuple[int | None, int | None]:
+    """``(num_replicas, num_partitions)`` a module records for itself, None where it says nothing.
+
+    In order: the HLO module header (``replica_count=``, ``num_partitions=``: XLA's dumps of SPMD
+    programs write them) when ``hlo_text`` is the module's HLO text; the StableHLO module
+    attributes ``mhlo.num_replicas`` / ``mhlo.num_partitions`` (JAX's lowerings carry them); else
+    the partition count its shardings need: the device count of its tile assignments, or its
+    highest maximal device + 1 (replicated-only modules say nothing).
+    """
+    replicas: int | None = None
+    partitions: int | None = None
+    if hlo_text is not None:
+        start = hlo_text.find("HloModule")
+        if start >= 0:
+            end = hlo_text.find("\n", start)
+            for key, value in _HLO_HEADER_INT.findall(hlo_text[start : end if end >= 0 else None]):
+                if key == "num_partitions":
+                    partitions = int(value)
+                else:
+                    replicas = int(value)
+    text = computation._mlir_module_text()
+    for key, value in _MODULE_ATTR_INT.findall(text):  # module attributes (at the end in generic form)
+        if key == "num_partitions" and partitions is None:
+            partitions = int(value)
+        elif key == "num_replicas" and replicas is None:
+            replicas = int(value)
+    if partitions is None:
+        from ..builder import _mlir_unescape
+
+        need = 0
+        for raw in set(_SHARDING_ATTR.findall(text)):
+            try:
+                s = HloSharding.parse(_mlir_unescape(raw))
+            except ShapeError:
+                continue
+            for e in iter_shardings(s):
+                if e.is_tiled:
+                    need = max(need, e.num_devices)
+                elif e.is_maximal:
+                    need = max(need, e.device + 1)
+        partitions = need or None
+    return replicas, partitions
