@@ -1,0 +1,320 @@
+"""The entry points that make an ``Executable``: ``compile``, ``deserialize_executable``, ``load_executable``."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Final, Protocol
+
+import numpy as np
+
+from .._jaxlib import pjrt
+from ..errors import CompileError, FormatError
+from ..shape import ProgramShape, Shape
+from ._executable import Executable
+from ._options import CompileOptions
+from ._serial_format import _parse, _shape_from_json
+from .cache import CacheArg, compile_cached
+from .device import Device, UnknownDeviceError, _resolve_device
+from .isolated_compile import compile_isolated
+
+
+class _ComputationLike(Protocol):
+    """What :func:`compile` needs from an :class:`~xlasdk.XlaComputation`."""
+
+    @property
+    def name(self) -> str: ...
+
+    def program_shape(self) -> ProgramShape: ...
+
+    def _mlir_module_text(self) -> str: ...
+
+
+
+# -- compile ----------------------------------------------------------------------------------
+def _place(options: CompileOptions, device: Device | str | None) -> list[Device]:
+    n = options.num_devices
+    assignment = options.device_assignment
+    if assignment is not None:
+        shape = (len(assignment), len(assignment[0]))
+        if shape != (options.num_replicas, options.num_partitions):
+            raise CompileError(
+                f"CompileOptions.device_assignment has shape {list(shape)}, expected "
+                f"[num_replicas, num_partitions] = [{options.num_replicas}, {options.num_partitions}]"
+            )
+        base = _resolve_device(device)
+        cl = base.client
+        devs = [cl.device(i) for row in assignment for i in row]
+        if device is not None and n == 1 and devs[0] != base:
+            raise CompileError(f"compile: device {base} disagrees with device_assignment {list(assignment)}")
+        return devs
+    base = _resolve_device(device)
+    if n == 1:
+        return [base]
+    all_devs = base.client.devices()  # under xs.distributed: every process's, the same everywhere
+    start = 0 if device is None else all_devs.index(base)
+    if start + n > len(all_devs):
+        raise CompileError(
+            f"compile: num_replicas={options.num_replicas} x num_partitions={options.num_partitions} needs "
+            f"{n} devices from {base}, but the {base.client.name} client has {len(all_devs)} "
+            f"({', '.join(str(d) for d in all_devs)}); for CPU use xs.client('cpu', num_devices={n})"
+        )
+    return all_devs[start : start + n]
+
+
+_DEFAULT_OPTIONS: Final = CompileOptions()
+
+
+def compile(
+    computation: _ComputationLike,
+    device: Device | str | None = None,
+    *,
+    options: CompileOptions | None = None,
+    cache: CacheArg = None,
+) -> Executable:
+    """Compile ``computation`` with XLA and load it on ``device``.
+
+    Parameters
+    ----------
+    computation:
+        An :class:`~xlasdk.XlaComputation`.
+    device:
+        A :class:`Device`, a ``"cpu:0"``-style string, or None for the default device. With
+        several replicas/partitions it is the first device used.
+    options:
+        :class:`CompileOptions` (replicas, partitions, device assignment, XLA flags).
+    cache:
+        The on-disk compile cache: ``True`` (the default cache directory), a directory, an
+        :class:`~xlasdk.runtime.cache.CompileCache`, ``False`` (never), or ``None`` (the cache in
+        ``$XLASDK_CACHE_DIR`` if that variable is set, else none). A hit loads the stored
+        executable instead of compiling; a corrupt entry is discarded and recompiled.
+
+    Returns
+    -------
+    Executable
+
+    Raises
+    ------
+    CompileError
+        When XLA rejects the program or the options.
+    UnknownDeviceError
+        For an unknown device, or a device assignment naming a missing device.
+
+    Maps to PJRT ``Client::CompileAndLoad`` (``client.compile_and_load``).
+    """
+    if not (hasattr(computation, "_mlir_module_text") and hasattr(computation, "program_shape")):
+        raise TypeError(f"compile: expected an XlaComputation, got {type(computation).__name__}")
+    opts = options if options is not None else _DEFAULT_OPTIONS
+    if not isinstance(opts, CompileOptions):
+        raise TypeError(f"compile: options must be xs.CompileOptions, got {type(opts).__name__}")
+    name = str(computation.name)
+    # the stored xs.ProgramShape (xla_client.XlaComputation.program_shape() gives the former
+    # API's shapes, whose element_type() is a numpy dtype)
+    program_shape = getattr(computation, "_program_shape", None) or computation.program_shape()
+    _check_runnable(name, program_shape)
+    if not getattr(computation, "_padded_results", False) and not all(
+        s.is_static() for s in (*program_shape.parameter_shapes(), *_leaves(program_shape.result_shape()))
+    ):
+        from .dynamic import compile_dynamic  # bounded dynamic shapes: real extents of the results
+
+        return compile_dynamic(computation, name, program_shape, device, opts, cache)
+    cross_partition = getattr(computation, "_cross_partition_ids", None)
+    if cross_partition is not None:  # what XLA would abort on, found once per computation
+        from ..ops.collectives import partition_ids_problem
+
+        problem = partition_ids_problem(cross_partition(), opts.num_partitions)
+        if problem is not None:
+            raise CompileError(f"compile: {name!r}: {problem}")
+    devs = _place(opts, device)
+    if opts.num_partitions > 1:  # shardings that do not fit the partitions, before XLA sees them
+        from ..sharding import check_computation_shardings
+
+        check_computation_shardings(computation, opts.num_partitions, opts.num_replicas)
+    text = computation._mlir_module_text()
+    # Loaded from a file or bytes: not checked op by op, so XLA's compiler runs in the worker
+    # process first (it aborts on some verified modules). Other platforms compile in-process.
+    isolate = getattr(computation, "_source_format", None) is not None and devs[0].platform == "cpu"
+    get_callbacks = getattr(computation, "_callbacks", None)
+    callbacks: tuple[Any, ...] = get_callbacks() if get_callbacks is not None else ()
+    if callbacks:  # Python host callbacks: compiled here with them, never cached or isolated
+        return _compile_with_callbacks(computation, name, program_shape, opts, devs, callbacks)
+    if "python_cpu_callback" in text or "python_gpu_callback" in text:  # jaxlib crashes running it
+        raise CompileError(
+            f"compile: {name!r} calls Python host callbacks (a custom call to jaxlib's "
+            "xla_*python_*_callback, as jax.debug.print and jax.pure_callback make), but the Python "
+            "functions do not travel with a loaded program; build the callbacks with ops.HostCallback "
+            "(running it without them would crash the process)"
+        )
+
+    def build() -> Executable:  # only on a cache miss (or with no cache)
+        # Always explicit: without it XLA assigns replica 0 to device 0 whatever DeviceList says.
+        ids = [d.id for d in devs]
+        assignment = np.asarray(ids, dtype=np.int64).reshape(opts.num_replicas, opts.num_partitions)
+        jopts = pjrt.make_compile_options(
+            opts.num_replicas, opts.num_partitions, assignment, opts.env_option_overrides
+        )
+        if isolate:
+            exe = compile_isolated(
+                devs[0].client._c, text, [d._d for d in devs], jopts,
+                opts.num_replicas, opts.num_partitions, opts.env_option_overrides, name,
+            )
+        else:
+            exe = pjrt.compile_and_load(devs[0].client._c, text, [d._d for d in devs], jopts, name)
+        return Executable._make(exe, name, program_shape, devs, opts.num_replicas, opts.num_partitions)
+
+    return compile_cached(cache, text, opts, devs, build, source=computation)
+
+
+def _compile_with_callbacks(
+    computation: Any,
+    name: str,
+    program_shape: ProgramShape,
+    opts: CompileOptions,
+    devs: list[Device],
+    callbacks: tuple[Any, ...],
+) -> Executable:
+    """Compile a built computation that calls Python host callbacks (``ops.HostCallback``): in
+    this process (the callbacks are Python objects of this process), without the compile cache
+    (an executable holding callbacks cannot be serialized), and keeping the callbacks alive with
+    the executable."""
+    from .._jaxlib.callbacks import compile_and_load_with_callbacks
+
+    if any(d.platform != "cpu" for d in devs):
+        raise CompileError(
+            f"compile: {name!r} calls Python host callbacks, which jaxlib {pjrt.JAXLIB_VERSION} runs on CPU "
+            f"devices only (got {devs[0]})"
+        )
+    ids = [d.id for d in devs]
+    assignment = np.asarray(ids, dtype=np.int64).reshape(opts.num_replicas, opts.num_partitions)
+    jopts = pjrt.make_compile_options(opts.num_replicas, opts.num_partitions, assignment, opts.env_option_overrides)
+    exe = compile_and_load_with_callbacks(
+        devs[0].client._c, computation._mlir_module(), [d._d for d in devs], jopts, name, callbacks
+    )
+    result = Executable._make(exe, name, program_shape, devs, opts.num_replicas, opts.num_partitions)
+    result._host_callbacks = callbacks
+    return result
+
+
+def _leaves(s: Shape) -> tuple[Shape, ...]:
+    return s.tuple_shapes() if s.is_tuple() else (s,)
+
+
+def _check_runnable(name: str, program_shape: ProgramShape) -> None:
+    """PJRT executables take and return flat lists of arrays: reject nested tuples up front."""
+    for i, p in enumerate(program_shape.parameter_shapes()):
+        if p.is_tuple():
+            raise CompileError(
+                f"compile: parameter {i} of {name!r} is a tuple {p}; PJRT executables take arrays only "
+                "(pass the elements as separate parameters)"
+            )
+    r = program_shape.result_shape()
+    if r.is_tuple() and any(s.is_tuple() for s in r.tuple_shapes()):
+        raise CompileError(
+            f"compile: {name!r} returns a nested tuple {r}; PJRT executables return a flat list of arrays "
+            "(build the root as one flat ops.Tuple)"
+        )
+
+
+
+# -- deserialization --------------------------------------------------------------------------
+_load_options_memo: dict[tuple[int, int, tuple[int, ...]], Any] = {}
+
+
+def _load_options(nr: int, npart: int, ids: tuple[int, ...]) -> Any:
+    """The jaxlib ``CompileOptions`` that place a deserialized executable on device ``ids``.
+
+    Memoised: the object is only ever read (jaxlib copies it into each load).
+    """
+    key = (nr, npart, ids)
+    opts = _load_options_memo.get(key)
+    if opts is None:
+        assignment = np.asarray(ids, dtype=np.int64).reshape(nr, npart)
+        opts = pjrt.make_compile_options(nr, npart, assignment, ())
+        if len(_load_options_memo) >= 256:
+            _load_options_memo.clear()
+        _load_options_memo[key] = opts
+    return opts
+
+
+def deserialize_executable(
+    data: bytes | bytearray | memoryview,
+    device: Device | str | None = None,
+    *,
+    _what: str = "",
+    _verified: bool = False,
+) -> Executable:
+    """Load an executable made by :meth:`Executable.serialize`, without compiling.
+
+    Parameters
+    ----------
+    data:
+        The bytes from :meth:`Executable.serialize`.
+    device:
+        Where to load it: a :class:`Device`, a ``"cpu:0"``-style string or None (default
+        device). Multi-device executables load on the same device ids of that device's client.
+
+    Raises
+    ------
+    FormatError
+        For empty, truncated, corrupt or foreign data, or data from another jaxlib version or
+        platform; the message names what was wrong.
+    UnknownDeviceError
+        If the target client lacks a device the executable needs.
+
+    Maps to PJRT ``DeserializeExecutable`` (``client.deserialize_executable``).
+    """
+    what = _what or "deserialize_executable"
+    header, blob = _parse(data, what, _verified)
+    try:
+        name = str(header["name"])
+        jaxlib_version = str(header["jaxlib"])
+        xc_version = int(header["xla_client_version"])
+        platform = str(header["platform"])
+        nr = int(header["num_replicas"])
+        npart = int(header["num_partitions"])
+        ids = [int(i) for i in header["device_ids"]]
+        names = [str(n) for n in header["parameter_names"]]
+        params = [_shape_from_json(j) for j in header["parameters"]]
+        result = _shape_from_json(header["result"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise FormatError(f"{what}: corrupt header: {e}") from None
+    if jaxlib_version != pjrt.JAXLIB_VERSION or xc_version != pjrt.XLA_CLIENT_VERSION:
+        raise FormatError(
+            f"{what}: {name!r} was serialized with jaxlib {jaxlib_version} (xla_client {xc_version}); "
+            f"this process has jaxlib {pjrt.JAXLIB_VERSION} (xla_client {pjrt.XLA_CLIENT_VERSION}): "
+            "recompile it"
+        )
+    base = _resolve_device(device)
+    if base.platform != platform:
+        raise FormatError(f"{what}: {name!r} was compiled for {platform}, cannot load it on {base}")
+    if nr * npart != len(ids) or not ids:
+        raise FormatError(f"{what}: corrupt header: {len(ids)} device ids for {nr} x {npart} devices")
+    if len(ids) == 1:
+        devs = [base]
+    else:
+        try:
+            devs = [base.client.device(i) for i in ids]
+        except UnknownDeviceError as e:
+            raise UnknownDeviceError(f"{what}: {name!r} needs devices {ids}: {e}") from None
+    options = _load_options(nr, npart, tuple(d.id for d in devs))
+    exe = pjrt.deserialize_executable(base.client._c, blob, [d._d for d in devs], options, what)
+    program_shape = ProgramShape(params, result, names)
+    return Executable._make(exe, name, program_shape, devs, nr, npart)
+
+
+def load_executable(path: str | os.PathLike[str], device: Device | str | None = None) -> Executable:
+    """Load an executable saved with :meth:`Executable.save`.
+
+    Raises
+    ------
+    FormatError
+        If the file is missing, unreadable, empty, truncated or corrupt (the message names
+        the file).
+    """
+    spath = os.fspath(path)
+    what = f"load_executable({spath!r})"
+    try:
+        with open(spath, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise FormatError(f"{what}: cannot read the file: {e.strerror or e}") from None
+    return deserialize_executable(data, device, _what=what)
