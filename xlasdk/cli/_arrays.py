@@ -1,0 +1,310 @@
+"""Arrays in and out of ``xlasdk run``: .npy / .npz inputs (ml_dtypes types as raw bytes), random
+inputs, the --output entries and the printed summaries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import zipfile
+from collections.abc import Sequence
+from typing import IO, Any
+
+import numpy as np
+
+from ._common import UsageError
+
+# -- run: arrays in and out ------------------------------------------------------------------------
+# numpy has no bf16, fp8, int4 or int2: ml_dtypes adds them, and np.save writes such arrays with a
+# raw-bytes descriptor ('|V2', '|V1', and '<f1' for float8_e5m2, which np.load then refuses). Inputs
+# holding raw bytes of the right size are read as the parameter's element type; outputs of those
+# types are written as raw bytes ('|V2'...) that plain numpy loads, with their ml_dtypes names in a
+# '__dtypes__' entry of the .npz, so that `xlasdk run --inputs out.npz` reads them back exactly.
+_DTYPES_KEY = "__dtypes__"
+
+
+def _is_extension(dt: np.dtype[Any]) -> bool:
+    """A dtype numpy does not know (ml_dtypes' bfloat16, float8_*, int4, ...): user-defined type numbers."""
+    return dt.num >= 256
+
+
+def _is_raw(dt: np.dtype[Any]) -> bool:
+    """Plain bytes (``|V2``): what numpy reads back from an ml_dtypes array's file."""
+    return dt.kind == "V" and not _is_extension(dt) and dt.names is None and dt.subdtype is None
+
+
+def _describe_array(a: np.ndarray[Any, Any]) -> str:
+    from xlasdk.types import dtype_to_etype, hlo_element_name
+
+    dims = ",".join(str(d) for d in a.shape)
+    if _is_raw(a.dtype):
+        return f"raw {a.dtype.itemsize}-byte values ({a.dtype.str}[{dims}])"
+    try:
+        et = hlo_element_name(dtype_to_etype(a.dtype))
+    except Exception:
+        et = str(a.dtype)
+    return f"{et}[{dims}]"
+
+
+def _param_index(name: str, names: Sequence[str]) -> int | None:
+    if name in names:
+        return list(names).index(name)
+    for prefix in ("", "p", "arg", "arr_", "param", "output_"):  # output_N: another run's --output
+        rest = name[len(prefix) :] if name.startswith(prefix) else None
+        if rest is not None and rest.isdigit() and int(rest) < len(names):
+            return int(rest)
+    return None
+
+
+def _read_raw_npy(f: IO[bytes]) -> np.ndarray[Any, Any]:
+    """An .npy whose descriptor numpy does not accept (``'<f1'``, np.save's descriptor of
+    ml_dtypes.float8_e5m2) as raw bytes of its item size; anything else raises ValueError."""
+    import ast
+
+    magic = f.read(8)
+    if len(magic) != 8 or magic[:6] != b"\x93NUMPY":
+        raise ValueError("not an .npy file")
+    major = magic[6]
+    size_len = 2 if major == 1 else 4
+    size_bytes = f.read(size_len)
+    if len(size_bytes) != size_len:
+        raise ValueError("truncated header")
+    header = f.read(int.from_bytes(size_bytes, "little")).decode("utf-8" if major >= 3 else "latin1")
+    d = ast.literal_eval(header)
+    if not isinstance(d, dict) or not {"descr", "shape", "fortran_order"} <= d.keys():
+        raise ValueError("malformed header")
+    descr, shape = d["descr"], d["shape"]
+    m = re.fullmatch(r"[<>|=]?[a-zA-Z](\d+)", descr) if isinstance(descr, str) else None
+    if m is None or not isinstance(shape, tuple) or not all(isinstance(n, int) and n >= 0 for n in shape):
+        raise ValueError(f"unsupported header {header.strip()!r}")
+    itemsize = int(m.group(1))
+    count = int(np.prod(shape, dtype=np.int64))
+    data = f.read(count * itemsize)
+    if len(data) != count * itemsize:
+        raise ValueError(f"truncated data: {len(data)} of {count * itemsize} bytes")
+    raw = np.frombuffer(data, dtype=f"V{itemsize}")
+    return raw.reshape(shape, order="F" if d["fortran_order"] else "C")
+
+
+def _unknown_descr(e: BaseException) -> bool:
+    return isinstance(e, ValueError) and "descr" in str(e)
+
+
+def _load_npy(path: str, what: str) -> np.ndarray[Any, Any]:
+    try:
+        a = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise UsageError(f"{what}: {path}: no such file") from None
+    except (OSError, ValueError, EOFError) as e:
+        if not _unknown_descr(e):
+            raise UsageError(f"{what}: {path}: not a readable .npy file ({e})") from None
+        try:
+            with open(path, "rb") as f:
+                a = _read_raw_npy(f)
+        except (OSError, ValueError, SyntaxError) as e2:
+            raise UsageError(f"{what}: {path}: not a readable .npy file ({e}; {e2})") from None
+    if not isinstance(a, np.ndarray):
+        raise UsageError(f"{what}: {path}: holds several arrays; use --inputs for .npz files")
+    return a
+
+
+def _npz_arrays(path: str, what: str) -> tuple[list[tuple[str, np.ndarray[Any, Any]]], dict[str, str]]:
+    """The arrays of an .npz in file order, and its ``__dtypes__`` manifest (key -> ml_dtypes name)."""
+    try:
+        npz = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise UsageError(f"{what}: {path}: no such file") from None
+    except (OSError, ValueError, EOFError) as e:
+        raise UsageError(f"{what}: {path}: not a readable .npz file ({e})") from None
+    if isinstance(npz, np.ndarray):
+        raise UsageError(f"{what}: {path}: a single array; use --input NAME={path}")
+    arrays: list[tuple[str, np.ndarray[Any, Any]]] = []
+    manifest: dict[str, str] = {}
+    with npz:
+        for key in npz.files:
+            try:
+                a = npz[key]
+            except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+                if not _unknown_descr(e):
+                    raise UsageError(f"{what}: {path}[{key}]: not a readable array ({e})") from None
+                try:
+                    with npz.zip.open(key + ".npy") as f:
+                        a = _read_raw_npy(f)
+                except (OSError, KeyError, ValueError, SyntaxError, zipfile.BadZipFile) as e2:
+                    raise UsageError(f"{what}: {path}[{key}]: not a readable array ({e}; {e2})") from None
+            if key == _DTYPES_KEY:
+                try:
+                    m = json.loads(str(a[()]))
+                except (ValueError, TypeError, IndexError):
+                    m = None
+                if not isinstance(m, dict):
+                    raise UsageError(f"{what}: {path}[{key}]: not a dtype manifest (JSON {{key: ml_dtypes name}})")
+                manifest = {str(k): str(v) for k, v in m.items()}
+                continue
+            arrays.append((key, a))
+    return arrays, manifest
+
+
+def _manifest_dtype(name: str | None, itemsize: int) -> np.dtype[Any] | None:
+    """The ml_dtypes dtype a manifest names, if it is one and has ``itemsize``-byte items."""
+    if name is None:
+        return None
+    import ml_dtypes
+
+    t = getattr(ml_dtypes, name, None)
+    try:
+        dt = np.dtype(t) if t is not None else None
+    except TypeError:
+        return None
+    return dt if dt is not None and _is_extension(dt) and dt.itemsize == itemsize else None
+
+
+def _typed_input(arr: np.ndarray[Any, Any], tag: str | None, want: np.dtype[Any]) -> np.ndarray[Any, Any]:
+    """``arr`` with raw bytes read as the element type the manifest names, else as ``want`` when
+    the item sizes agree (else still raw: the caller reports it)."""
+    if not _is_raw(arr.dtype):
+        return arr
+    tagged = _manifest_dtype(tag, arr.dtype.itemsize)
+    if tagged is not None:
+        return arr.view(tagged)
+    return arr.view(want) if arr.dtype.itemsize == want.itemsize else arr
+
+
+def _random_value(shape: Any, rng: np.random.Generator) -> np.ndarray[Any, Any]:
+    import ml_dtypes as _ml
+
+    ml_dtypes: Any = _ml  # untyped functions (iinfo)
+
+    dt = np.dtype(shape.numpy_dtype())
+    dims = tuple(shape.dimensions())
+    kind = dt.kind
+    if kind == "b":
+        return rng.random(dims) < 0.5
+    info: Any = None
+    if kind in "iu":
+        info = np.iinfo(dt)
+    elif _is_extension(dt):
+        try:
+            info = ml_dtypes.iinfo(dt)  # int4, uint4, int2, uint2
+        except (TypeError, ValueError):
+            info = None
+    if info is not None:
+        return rng.integers(0, min(10, int(info.max) + 1), size=dims).astype(dt)
+    if kind == "c":
+        return (rng.standard_normal(dims) + 1j * rng.standard_normal(dims)).astype(dt)
+    values = rng.standard_normal(dims)
+    if _is_extension(dt) and np.isnan(np.array(-1.0).astype(dt).astype(np.float32)):  # no sign: f8e8m0fnu
+        values = np.abs(values)
+    return values.astype(dt)
+
+
+def _gather_inputs(args: argparse.Namespace, ps: Any) -> list[np.ndarray[Any, Any]]:
+    names = list(ps.parameter_names())
+    shapes = list(ps.parameter_shapes())
+    given: dict[int, tuple[np.ndarray[Any, Any], str, str | None]] = {}
+
+    listing = ", ".join(f"{i}:{n}" for i, n in enumerate(names))
+
+    def assign(key: str, arr: np.ndarray[Any, Any], source: str, where: str, tag: str | None = None) -> None:
+        idx = _param_index(key, names)
+        if idx is None and key.isdigit():
+            have = f"{len(names)} parameter{'s' if len(names) != 1 else ''}"
+            raise UsageError(
+                f"{where}: parameter index {int(key)} is out of range; the program has {have}"
+                + (f": {listing}" if names else "")
+            )
+        if idx is None:
+            raise UsageError(f"{where}: no parameter named {key!r}; parameters are {listing or '(none)'}")
+        if idx in given:
+            raise UsageError(f"{where}: parameter {idx} ({names[idx]!r}) is given twice")
+        given[idx] = (arr, source, tag)
+
+    if args.inputs is not None:
+        arrays, manifest = _npz_arrays(args.inputs, "--inputs")
+        for key, a in arrays:
+            assign(key, a, f"{args.inputs}[{key}]", f"--inputs {args.inputs}[{key}]", manifest.get(key))
+    for spec in args.input or []:
+        if "=" not in spec:
+            raise UsageError(f"--input {spec!r}: expected NAME=FILE.npy")
+        key, path = spec.split("=", 1)
+        member = None
+        head, sep, tail = path.rpartition(":")
+        if sep and head.lower().endswith(".npz") and tail and not os.path.exists(path):  # FILE.npz:KEY
+            path, member = head, tail
+        if member is None:
+            assign(key, _load_npy(path, f"--input {key}"), path, f"--input {spec}")
+            continue
+        arrays, manifest = _npz_arrays(path, f"--input {key}")
+        found = dict(arrays)
+        if member not in found:
+            raise UsageError(f"--input {spec}: {path} has no array {member!r}; it holds {', '.join(found) or 'none'}")
+        assign(key, found[member], f"{path}[{member}]", f"--input {spec}", manifest.get(member))
+    rng = np.random.default_rng(args.seed)
+    values: list[np.ndarray[Any, Any]] = []
+    for i, (n, s) in enumerate(zip(names, shapes, strict=True)):
+        if not s.is_array():
+            raise UsageError(f"parameter {i} ({n!r}) has shape {s}: only array parameters can be given as inputs")
+        if i not in given:
+            if not args.random_inputs:
+                raise UsageError(
+                    f"missing input for parameter {i} ({n!r}, {s}); give --input {n}=FILE.npy, --inputs FILE.npz "
+                    "or --random-inputs"
+                )
+            values.append(_random_value(s, rng))
+            continue
+        arr, source, tag = given[i]
+        want_dt = np.dtype(s.numpy_dtype())
+        arr = _typed_input(arr, tag, want_dt)
+        if _is_raw(arr.dtype):
+            raise UsageError(
+                f"input for parameter {i} ({n!r}) must be {s} ({want_dt.itemsize}-byte elements), but {source} "
+                f"holds {_describe_array(arr)}"
+            )
+        if tuple(arr.shape) != tuple(s.dimensions()) or arr.dtype != want_dt:
+            raise UsageError(f"input for parameter {i} ({n!r}) must be {s}, but {source} holds {_describe_array(arr)}")
+        values.append(arr)
+    return values
+
+
+def _npz_entries(host: Sequence[np.ndarray[Any, Any]]) -> dict[str, np.ndarray[Any, Any]]:
+    """What ``--output`` writes: ``output_N`` per output; ml_dtypes arrays as raw bytes plus a
+    ``__dtypes__`` manifest (JSON ``{"output_N": "bfloat16", ...}``), only when there are any."""
+    entries: dict[str, np.ndarray[Any, Any]] = {}
+    manifest: dict[str, str] = {}
+    for i, a in enumerate(host):
+        key = f"output_{i}"
+        if _is_extension(a.dtype):
+            entries[key] = np.ascontiguousarray(a).view(f"V{a.dtype.itemsize}")
+            manifest[key] = a.dtype.name
+        else:
+            entries[key] = a
+    if manifest:
+        entries[_DTYPES_KEY] = np.array(json.dumps(manifest, sort_keys=True))
+    return entries
+
+
+def _summary(a: np.ndarray[Any, Any]) -> str:
+    if a.size == 0:
+        return "(empty)"
+    flat = a.reshape(-1)
+    try:
+        f = flat.astype(np.float64) if a.dtype.kind not in "bc" else None
+    except (TypeError, ValueError):
+        f = None
+    if f is not None:
+        with np.errstate(all="ignore"):
+            stats = f"min {np.nanmin(f):.6g}  max {np.nanmax(f):.6g}  mean {np.nanmean(f):.6g}"
+        nan = int(np.isnan(f).sum())
+        if nan:
+            stats += f"  nan {nan}"
+    elif a.dtype.kind == "b":
+        stats = f"true {int(flat.sum())} of {flat.size}"
+    else:
+        stats = f"abs max {float(np.abs(flat).max()):.6g}"
+    head = np.array2string(flat[:6], max_line_width=sys.maxsize, precision=6, separator=", ", threshold=6)
+    if flat.size > 6:
+        head = head[:-1] + ", ...]"
+    return f"{stats}  {head}"

@@ -1,0 +1,202 @@
+"""Shared pieces of the ``xlasdk`` command: exit codes, errors, the argparse parser class, the child's
+status link (``_stage``, muted XLA start-up logs), devices, loading and small formatting helpers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import IO, Any, NoReturn
+
+EXIT_OK = 0
+EXIT_RUNTIME = 1
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """A bad command line or input file (exit code 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (``xlasdk VERB: error: ... (see --help)``), exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+# -- small helpers ---------------------------------------------------------------------------------
+def _api() -> Any:
+    """The public API module: ``xlasdk`` once it exports the runtime, else ``xlasdk.runtime``."""
+    import xlasdk
+
+    if hasattr(xlasdk, "compile"):
+        return xlasdk
+    from xlasdk import runtime
+
+    return runtime
+
+
+@contextmanager
+def _quiet_native_logs(enabled: bool) -> Iterator[None]:
+    """Silence XLA's C++ log lines (fd 2) while a client starts, unless ``--debug``.
+
+    In a supervised child the lines go to a file the parent reads if XLA ends the process there
+    (an unknown flag in ``XLA_FLAGS`` does), so that its message is not lost."""
+    if not enabled:
+        yield
+        return
+    saved = None
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        if _CHILD is not None:
+            os.dup2(_CHILD.quiet_fd, 2)
+        else:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 2)
+            os.close(devnull)
+    except OSError:  # pragma: no cover - no fd 2
+        saved = None
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+# -- the child's link to its supervising parent (see _supervisor) -----------------------------------
+class _ChildLink:
+    """The child's end: it reports stages and its exit code on ``status_fd``; XLA's muted start-up
+    log goes to ``quiet_fd``."""
+
+    def __init__(self, status_fd: int, quiet_fd: int) -> None:
+        self.status_fd = status_fd
+        self.quiet_fd = quiet_fd
+
+    def send(self, line: str) -> None:
+        try:
+            os.write(self.status_fd, (line + "\n").encode())
+        except OSError:  # the parent is gone
+            pass
+
+
+_CHILD: _ChildLink | None = None  # set in a supervised child (_supervisor._forked_child / _spawned_child)
+
+
+def _stage(name: str) -> None:
+    """Tell the supervising parent what the command does now (for its timeout / crash messages)."""
+    if _CHILD is not None:
+        _CHILD.send(f"stage {name}")
+
+
+def _error_line(e: BaseException) -> str:
+    msg = " ".join(str(e).split()) or type(e).__name__
+    return msg
+
+
+def _human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{int(n)} B" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def _human_time(s: float) -> str:
+    if s < 1e-3:
+        return f"{s * 1e6:.1f} us"
+    if s < 1:
+        return f"{s * 1e3:.3f} ms"
+    return f"{s:.3f} s"
+
+
+def _table(rows: list[list[str]], out: IO[str]) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        out.write("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n")
+
+
+def _device(args: argparse.Namespace) -> Any:
+    rt = _api()
+    from xlasdk.runtime.device import UnknownDeviceError, _resolve_device
+
+    _stage("client")
+    with _quiet_native_logs(not args.debug):
+        if args.device is None:
+            return rt.devices()[0]
+        try:
+            return _resolve_device(args.device)
+        except UnknownDeviceError:
+            # The API's message points at xs.client(...) / xs.load_pjrt_plugin(...); say it in CLI terms.
+            raise UsageError(_unknown_device_message(args.device)) from None
+
+
+def _unknown_device_message(spec: str) -> str:
+    """Why ``--device SPEC`` names no device, the devices there are, and how to get more CPU devices."""
+    from xlasdk.runtime.device import UnknownDeviceError
+
+    rt = _api()
+    known = ", ".join(str(d) for d in rt.devices())
+    more = (
+        " (for more CPU devices set XLA_FLAGS=--xla_force_host_platform_device_count=N; "
+        "see 'xlasdk devices')"
+    )
+    m = re.match(r"^\s*([A-Za-z_]\w*)\s*(?::\s*(\d+))?\s*$", spec)
+    if m is None:
+        return f"--device {spec!r}: expected PLATFORM:ID such as cpu:0; the devices are {known} (see 'xlasdk devices')"
+    platform = m.group(1)
+    try:
+        devs = rt.devices(platform)
+    except UnknownDeviceError:
+        return f"--device {spec}: no platform {platform!r}; the devices are {known} (see 'xlasdk devices')"
+    names = ", ".join(str(d) for d in devs)
+    count = f"{len(devs)} device{'s' if len(devs) != 1 else ''}"
+    hint = more if devs and devs[0].platform == "cpu" else " (see 'xlasdk devices')"
+    return f"--device {spec}: no such device; the {platform} platform has {count}: {names}{hint}"
+
+
+def _load(path: str, fmt: str | None = None, option: str = "--format") -> Any:
+    """``load_computation(path, fmt)``; errors about the forced format name ``option`` (``--from``...)."""
+    from xlasdk.errors import FormatError
+    from xlasdk.formats import load_computation
+
+    try:
+        return load_computation(path, fmt)
+    except FormatError as e:
+        msg = str(e)
+        if fmt is not None and msg.startswith("unknown format "):
+            raise UsageError(f"{option} {fmt}: {msg}") from None
+        if fmt is not None and ": the suffix says " in msg:  # the API's name for its format= argument
+            raise UsageError(
+                msg.replace(": the suffix says ", f": {option} {fmt} says ", 1) + f"; drop {option} to detect it"
+            ) from None
+        raise
+
+
+def _check_writable(path: str, label: str) -> None:
+    """Reject an output ``path`` that cannot be written (missing directory...) before any work is done.
+
+    ``label`` starts the message, e.g. ``--output out.npz``.
+    """
+    full = os.path.abspath(path)
+    parent = os.path.dirname(full)
+    if os.path.isdir(full):
+        raise UsageError(f"{label}: cannot write: it is a directory")
+    if not os.path.exists(parent):
+        raise UsageError(f"{label}: cannot write: directory {parent} does not exist")
+    if not os.path.isdir(parent):
+        raise UsageError(f"{label}: cannot write: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK) or (os.path.exists(full) and not os.access(full, os.W_OK)):
+        raise UsageError(f"{label}: cannot write: permission denied")
+
+
+def _npz_path(output: str) -> str:
+    return output if output.endswith(".npz") else output + ".npz"  # the name np.savez would give
+
+
+_ERR_STREAM: list[IO[str]] = []  # the error stream of the running main() (launch copies stderr there)

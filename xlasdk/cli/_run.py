@@ -1,0 +1,188 @@
+"""The ``run`` verb of the ``xlasdk`` command (SPMD programs included) and its help text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import time
+from typing import IO, Any
+
+import numpy as np
+
+from ._arrays import _describe_array, _gather_inputs, _npz_entries, _summary
+from ._common import (
+    EXIT_OK,
+    UsageError,
+    _api,
+    _check_writable,
+    _device,
+    _human_time,
+    _load,
+    _npz_path,
+    _quiet_native_logs,
+    _stage,
+)
+
+
+# -- run ---------------------------------------------------------------------------------------------
+def _spmd_counts(args: argparse.Namespace, comp: Any) -> tuple[int, int]:
+    """``(replicas, partitions)``: the flags, else what the module records (its HLO header's
+    ``replica_count`` / ``num_partitions``, its StableHLO ``mhlo.num_replicas`` /
+    ``mhlo.num_partitions``, or the device count its shardings need), else 1."""
+    from xlasdk.sharding import module_spmd_counts
+
+    header = None
+    if getattr(comp, "source_format", None) == "hlo":
+        try:
+            with open(args.file, "rb") as f:
+                header = f.read(1 << 16).decode("utf-8", "replace")
+        except OSError:
+            header = None
+    replicas, partitions = args.replicas, args.partitions
+    if replicas is None or partitions is None:
+        found_r, found_p = module_spmd_counts(comp, header)
+        replicas = replicas if replicas is not None else found_r or 1
+        partitions = partitions if partitions is not None else found_p or 1
+    return replicas, partitions
+
+
+def _spmd_device(args: argparse.Namespace, needed: int) -> Any:
+    """The first device of a program on ``needed`` devices: of a CPU client with ``--devices`` (default:
+    ``needed``) devices, or of ``--device``'s platform."""
+    rt = _api()
+    from xlasdk.runtime.device import UnknownDeviceError
+
+    count = args.devices if args.devices is not None else needed
+    if count < needed:
+        raise UsageError(
+            f"--devices {count}: the program runs on replicas x partitions = {needed} devices "
+            "(see --replicas / --partitions)"
+        )
+    platform, index = "cpu", 0
+    if args.device is not None:
+        m = re.match(r"^\s*([A-Za-z_]\w*)\s*(?::\s*(\d+))?\s*$", args.device)
+        if m is None:
+            raise UsageError(f"--device {args.device!r}: expected PLATFORM or PLATFORM:ID such as cpu:0")
+        platform, index = m.group(1), int(m.group(2) or 0)
+    _stage("client")
+    with _quiet_native_logs(not args.debug):
+        try:
+            devs = rt.client(platform, num_devices=count).devices()
+        except UnknownDeviceError as e:
+            raise UsageError(f"--devices {count}: {e}") from None
+    if index + needed > len(devs):
+        raise UsageError(
+            f"--device {args.device}: the program needs {needed} devices from there, but the {platform} client has "
+            f"{len(devs)} ({', '.join(str(d) for d in devs)})"
+        )
+    return devs[index]
+
+
+def _cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
+    from xlasdk._atomic import atomic_write
+
+    if args.repeat < 1:
+        raise UsageError(f"--repeat must be >= 1, got {args.repeat}")
+    if args.output is not None:  # before the (slow) load and compile
+        _check_writable(_npz_path(args.output), f"--output {args.output}")
+    for flag in ("devices", "replicas", "partitions"):
+        v = getattr(args, flag, None)
+        if v is not None and v < 1:
+            raise UsageError(f"--{flag} must be >= 1, got {v}")
+    _stage("loading")
+    comp = _load(args.file, args.format)
+    ps = comp.program_shape()
+    inputs = _gather_inputs(args, ps)
+    replicas, partitions = _spmd_counts(args, comp)
+    spmd = replicas * partitions > 1 or args.devices is not None
+    rt = _api()
+    if spmd:
+        dev = _spmd_device(args, replicas * partitions)
+        where = (f"{replicas * partitions} {dev.platform} devices ({replicas} replica{'s' if replicas > 1 else ''} x "
+                 f"{partitions} partition{'s' if partitions > 1 else ''})")
+    else:
+        dev = _device(args)
+        where = str(dev)
+    _stage("compiling")
+    t0 = time.perf_counter()
+    if spmd:
+        exe = rt.compile(comp, dev, options=rt.CompileOptions(num_replicas=replicas, num_partitions=partitions))
+    else:
+        exe = rt.compile(comp, dev)
+    compile_s = time.perf_counter() - t0
+    _stage("running")
+
+    def call() -> Any:
+        return exe.execute_sharded(inputs) if spmd else exe(*inputs)
+
+    result = call()
+    outs = list(result) if isinstance(result, tuple) else [result]
+    host = [np.asarray(o) for o in outs]
+    out.write(
+        f"{comp.name} on {where}: {len(inputs)} input(s), {len(host)} output(s); "
+        f"compiled in {_human_time(compile_s)}\n"
+    )
+    for i, a in enumerate(host):
+        sharding = f"  sharding {outs[i].sharding}" if spmd else ""
+        out.write(f"  output {i}: {_describe_array(a):<16} {_summary(a)}{sharding}\n")
+    if args.repeat > 1:
+        times = []
+        for _ in range(args.repeat):
+            t = time.perf_counter()
+            r = call()
+            for o in r if isinstance(r, tuple) else (r,):
+                o.block_until_ready()
+            times.append(time.perf_counter() - t)
+        out.write(
+            f"  time per run over {args.repeat} runs: min {_human_time(min(times))}, "
+            f"median {_human_time(statistics.median(times))}\n"
+        )
+    if args.output is not None:
+        _stage("writing")
+        npz = _npz_path(args.output)
+        entries = _npz_entries(host)
+        savez: Any = np.savez
+        try:
+            atomic_write(npz, lambda f: savez(f, **entries))
+        except OSError as e:
+            raise UsageError(f"--output {args.output}: cannot write: {e.strerror or e}") from None
+        out.write(f"  wrote {npz}\n")
+    return EXIT_OK
+
+
+_RUN_DESCRIPTION = """\
+Compile and run a module (any format, XLA dumps included) on a device; print each output's shape
+and a summary of its values, and with --repeat the min/median time per run. Inputs come from .npy
+files (--input NAME=FILE, NAME being a parameter name or index), an .npz (--inputs, keyed by
+parameter names) or random values (--random-inputs).
+
+A partitioned (SPMD) program runs on replicas x partitions devices: XLA's dumps of such programs
+record num_partitions (and replica_count) in their HloModule line, JAX's StableHLO mhlo.num_partitions,
+and --partitions / --replicas override them. Inputs and outputs are then the global arrays: each
+input is split by its parameter's sharding, each output is assembled from its shards (and printed
+with its sharding). --devices N gives the CPU client N devices (default: replicas x partitions)."""
+
+_RUN_EPILOG = """\
+element types:
+  Every XLA array type goes through .npy and .npz files: bf16, the fp8 types (f8e4m3fn, f8e5m2,
+  ...), f4e2m1fn, s4/u4 and s2/u2 too. numpy has no such types; ml_dtypes adds them and np.save
+  writes them as raw bytes ('|V2', '|V1'). An input holding raw bytes of the parameter's element
+  size is read as the parameter's type; other sizes are an error naming the parameter.
+  --output writes those outputs as raw bytes too, and their types (ml_dtypes names) in a
+  '__dtypes__' entry, so the file loads in plain numpy and is the --inputs of another run as it is.
+  In numpy:
+    z = np.load("out.npz")
+    z["output_0"].view(ml_dtypes.bfloat16)              # a bf16 output
+    types = json.loads(str(z["__dtypes__"]))            # {"output_0": "bfloat16", ...}
+    z["output_0"].view(getattr(ml_dtypes, types["output_0"]))
+
+crashes and --timeout:
+  The work runs in a child process: if XLA aborts, the command reports its "Check failed" line
+  (exit code 1) instead of dying. --timeout S bounds compiling and running (reading the files
+  and starting up are not counted): past S seconds the child is killed, exit code 1,
+  "FILE: the run did not finish within S s (--timeout)". --debug shows XLA's full log.
+
+exit codes: 0 success, 1 runtime failure (compile, execute, XLA abort, --timeout), 2 usage or input error
+"""

@@ -1,0 +1,439 @@
+"""Supervision of the ``xlasdk`` command: the verbs that start XLA run in a child process this one
+watches (stages, --timeout, XLA aborts reported as one line); the child's entry points.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Iterator
+from typing import IO, Any, NoReturn
+
+from . import _common
+from ._common import EXIT_RUNTIME, UsageError, _ChildLink, _npz_path
+
+# -- supervision ------------------------------------------------------------------------------------
+# XLA reports a broken invariant by aborting the process (CHECK failures), and an execution is one
+# native call that Python cannot interrupt (a While whose condition stays true, a Sort whose
+# comparator is not a strict weak order run forever). So the verbs that start XLA (devices, inspect,
+# convert, run) do their work in a child process that this process watches: a child that dies by a
+# signal, or that XLA ends with exit(), becomes exit code 1 and one line naming what it was doing and
+# XLA's "Check failed" line; --timeout kills the child once compiling and running have taken S
+# seconds (exit code 1; reading files and starting up do not count). A watchdog
+# thread calling os._exit(1) would handle --timeout only, not aborts, and would end any Python program
+# that calls main() in-process; a child process does both and leaves its caller running.
+# The child is forked when this process is the xlasdk command itself (main() with no arguments and
+# the process's streams, on Linux, nothing of XLA started yet): a fork costs a few milliseconds and
+# shares the jaxlib already imported, the child writes to the same stdout, and its stderr passes
+# through this process line by line (XLA's fatal line and the stack trace after it are held back
+# and summarized, unless --debug). main() called from Python runs in-process, except with
+# --timeout, where it starts a fresh interpreter (forking a process that runs XLA can deadlock)
+# and copies its output into the given streams. XLASDK_CLI_SUPERVISE=0 turns forking off (to run
+# the CLI under a debugger).
+_SUPERVISED = frozenset({"devices", "inspect", "convert", "run"})
+_STAGES: dict[str, tuple[str, str]] = {  # what the child reports it is doing -> (noun, "while ..." phrase)
+    "start": ("the start", "while starting"),
+    "client": ("starting the device client", "while starting the device client"),
+    "loading": ("loading the module", "while loading the module"),
+    "compiling": ("the compilation", "while compiling"),
+    "running": ("the run", "while running"),
+    "writing": ("writing the output", "while writing the output"),
+    "checking": ("checking the written file", "while checking the written file"),
+}
+_TIMED_STAGES = frozenset({"compiling", "running", "checking"})  # what --timeout bounds: XLA's work
+_CHILD_ENV = "XLASDK_CLI_CHILD"
+_FATAL_START_RE = re.compile(
+    r"^(?:F\d{4} \d\d:\d\d:\d\d|\*\*\* Check failure stack trace|LLVM ERROR|Fatal Python error)"
+    r"|Check failed|RET_CHECK failure"
+)
+
+
+def _child_exit(code: int) -> NoReturn:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    child = _common._CHILD
+    if child is not None:
+        child.send(f"exit {code}")
+    os._exit(code)
+
+
+def _die_with_parent(parent: int) -> None:
+    """Have the kernel kill this child when the supervising parent ends, however it ends (an
+    interrupted parent cannot always kill a child that is inside XLA, which ignores Python's
+    signal handlers): Linux ``PR_SET_PDEATHSIG``; elsewhere nothing."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - no prctl: the parent's own kill remains
+        return
+    if os.getppid() != parent:  # the parent ended before the request took effect
+        os._exit(EXIT_RUNTIME)
+
+
+def _forked_child(argv: list[str], status_fd: int, quiet_fd: int, err_fd: int, parent_fds: tuple[int, ...]) -> NoReturn:
+    code = EXIT_RUNTIME
+    try:
+        for fd in parent_fds:
+            os.close(fd)
+        os.dup2(err_fd, 2)
+        os.close(err_fd)
+        _common._CHILD = _ChildLink(status_fd, quiet_fd)
+        from . import main
+
+        code = main(argv)
+    except BaseException:  # never return into the parent's code
+        traceback.print_exc()
+    finally:
+        _child_exit(code)
+
+
+def _spawned_child() -> NoReturn:
+    """Entry point of a child started by :func:`_supervise` with a fresh interpreter."""
+    code = EXIT_RUNTIME
+    _die_with_parent(os.getppid())
+    try:
+        status_fd, quiet_fd = (int(x) for x in os.environ.pop(_CHILD_ENV).split(","))
+        _common._CHILD = _ChildLink(status_fd, quiet_fd)
+        from . import main
+
+        code = main(sys.argv[1:])
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        _child_exit(code)
+
+
+def _xla_started() -> bool:
+    """Whether this process already runs XLA (a client, the loader's worker): then it must not fork."""
+    device = sys.modules.get("xlasdk.runtime.device")
+    if getattr(device, "_clients", None):
+        return True
+    isolated = sys.modules.get("xlasdk._jaxlib.isolated")
+    try:
+        return getattr(isolated, "worker_pid", lambda: None)() is not None
+    except Exception:  # pragma: no cover - a changed internal API: be safe
+        return True
+
+
+def _supervision(args: argparse.Namespace, own_process: bool) -> str | None:
+    """``"fork"``, ``"spawn"`` or None (in-process) for this command."""
+    if _common._CHILD is not None or args.command not in _SUPERVISED:
+        return None
+    if (
+        own_process
+        and sys.platform.startswith("linux")
+        and os.environ.get("XLASDK_CLI_SUPERVISE", "1") != "0"
+        and not _xla_started()
+    ):
+        return "fork"
+    if getattr(args, "timeout", None) is None:
+        return None
+    if os.name != "posix":  # pragma: no cover
+        raise UsageError("--timeout needs a POSIX system")
+    return "spawn"
+
+
+def _fatal_line(text: str) -> str | None:
+    """XLA's fatal log line (``file.cc:12] Check failed: ...``, without the log prefix) in ``text``."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("xlasdk ")]
+    found = next((ln for key in ("Check failed", "RET_CHECK failure", "LLVM ERROR", "Fatal Python error")
+                  for ln in lines if key in ln), None)
+    if found is None:
+        found = next((ln for ln in lines if ln[:1] == "F" and ln[1:5].isdigit()), None)
+    if found is None:
+        return None
+    head, sep, rest = found.partition("] ")
+    if sep and head[:1] in "FEWI" and head[1:5].isdigit():  # F1201 12:00:00.000000  1234 file.cc:12] msg
+        found = f"{head.rsplit(' ', 1)[-1]}] {rest.strip()}"
+    return found[:1000]
+
+
+class _Watch:
+    """The parent's view of a supervised child: its stage and exit code (status pipe), its
+    stderr passed on line by line, XLA's fatal line and what follows held back."""
+
+    def __init__(self, err: IO[str], debug: bool) -> None:
+        self.err = err
+        self.debug = debug
+        self.stage = "start"
+        self.exit_code: int | None = None
+        self.changed = threading.Condition()
+        self.ended = False  # the status pipe closed: the child is gone
+        self.clock: float | None = None  # when the timed stages began
+        self.holding = False
+        self.held: list[str] = []
+        self.tail: list[str] = []
+
+    @staticmethod
+    def _lines(fd: int) -> Iterator[tuple[str, bool]]:
+        buf = b""
+        try:
+            while True:
+                try:
+                    data = os.read(fd, 65536)
+                except OSError:
+                    break
+                if not data:
+                    break
+                buf += data
+                *lines, buf = buf.split(b"\n")
+                for ln in lines:
+                    yield ln.decode("utf-8", "replace"), True
+            if buf:
+                yield buf.decode("utf-8", "replace"), False
+        finally:
+            os.close(fd)
+
+    def read_status(self, fd: int) -> None:
+        try:
+            for line, _ in self._lines(fd):
+                kind, _, value = line.partition(" ")
+                with self.changed:
+                    if kind == "stage":
+                        self.stage = value
+                        if value in _TIMED_STAGES and self.clock is None:
+                            self.clock = time.monotonic()
+                    elif kind == "exit" and value.lstrip("-").isdigit():
+                        self.exit_code = int(value)
+                    self.changed.notify_all()
+        finally:
+            with self.changed:
+                self.ended = True
+                self.changed.notify_all()
+
+    def wait(self, timeout: float | None) -> bool:
+        """Wait for the child's end; False when ``timeout`` seconds of timed stages passed first."""
+        with self.changed:
+            while not self.ended and self.exit_code is None:  # "exit N" comes last, after every output
+                if timeout is None or self.clock is None:
+                    self.changed.wait()
+                    continue
+                remaining = self.clock + timeout - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self.changed.wait(remaining)
+        return True
+
+    def read_stderr(self, fd: int) -> None:
+        for line, newline in self._lines(fd):
+            if not self.holding and not self.debug and not line.startswith("xlasdk ") and _FATAL_START_RE.search(line):
+                self.holding = True
+            if self.holding:
+                self.held.append(line)
+                continue
+            self.tail = [*self.tail[-199:], line]
+            self._write(line + ("\n" if newline else ""))
+
+    def read_stdout(self, fd: int, out: IO[str]) -> None:
+        import codecs
+
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        try:
+            while True:
+                data = os.read(fd, 65536)
+                if not data:
+                    break
+                out.write(decoder.decode(data))
+            out.write(decoder.decode(b"", final=True))
+        except (OSError, ValueError):
+            pass
+        finally:
+            os.close(fd)
+
+    def _write(self, text: str) -> None:
+        try:
+            self.err.write(text)
+            self.err.flush()
+        except (OSError, ValueError):
+            pass
+
+    def release(self) -> None:
+        """Pass on the held lines (the child went on after them: they were no fatal error)."""
+        for line in self.held:
+            self._write(line + "\n")
+        self.held = []
+
+
+class _Child:
+    """A forked (``pid``) or spawned (``popen``) child: kill and reap."""
+
+    def __init__(self, pid: int | None = None, popen: subprocess.Popen[bytes] | None = None) -> None:
+        self.pid = pid if pid is not None else popen.pid if popen is not None else -1
+        self.popen = popen
+        self.returncode: int | None = None
+
+    def kill(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+    def wait(self) -> int:
+        if self.returncode is None:
+            if self.popen is not None:
+                self.returncode = self.popen.wait()
+            else:
+                while True:
+                    try:
+                        _, status = os.waitpid(self.pid, 0)
+                        break
+                    except InterruptedError:  # pragma: no cover
+                        continue
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+
+def _subject(args: argparse.Namespace) -> str:
+    name = getattr(args, "file", None) or getattr(args, "input", None)
+    return f"{name}: " if name else ""
+
+
+def _output_targets(args: argparse.Namespace) -> list[str]:
+    if args.command == "run" and getattr(args, "output", None):
+        return [_npz_path(args.output)]
+    if args.command == "convert":
+        return [args.output]
+    return []
+
+
+def _supervise(args: argparse.Namespace, argv: list[str], out: IO[str], err: IO[str], fork: bool) -> int:
+    """Run the command in a child process and report how it ended (see "supervision" above)."""
+    from xlasdk._atomic import remove_temp_files
+
+    timeout: float | None = getattr(args, "timeout", None)
+    watch = _Watch(err, args.debug)
+    with tempfile.TemporaryFile() as quiet:
+        status_r, status_w = os.pipe()
+        err_r, err_w = os.pipe()
+        out_r: int | None = None
+        try:
+            if fork:
+                out.flush()
+                err.flush()
+                parent = os.getpid()
+                pid = os.fork()
+                if pid == 0:
+                    _die_with_parent(parent)
+                    _forked_child(argv, status_w, quiet.fileno(), err_w, (status_r, err_r))
+                child = _Child(pid=pid)
+            else:
+                import xlasdk
+
+                out_r, out_w = os.pipe()
+                env = dict(os.environ)
+                env[_CHILD_ENV] = f"{status_w},{quiet.fileno()}"
+                root = os.path.dirname(os.path.dirname(os.path.abspath(xlasdk.__file__)))
+                env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+                try:
+                    popen = subprocess.Popen(
+                        [sys.executable, "-c", "from xlasdk.cli import _spawned_child; _spawned_child()", *argv],
+                        stdin=subprocess.DEVNULL, stdout=out_w, stderr=err_w, env=env,
+                        pass_fds=(status_w, quiet.fileno()),
+                    )
+                except BaseException:
+                    for fd in (out_r, status_r, err_r):
+                        os.close(fd)
+                    raise
+                finally:
+                    os.close(out_w)
+                child = _Child(popen=popen)
+        finally:
+            os.close(status_w)
+            os.close(err_w)
+        readers = [
+            threading.Thread(target=watch.read_status, args=(status_r,), daemon=True),
+            threading.Thread(target=watch.read_stderr, args=(err_r,), daemon=True),
+        ]
+        if out_r is not None:
+            readers.append(threading.Thread(target=watch.read_stdout, args=(out_r, out), daemon=True))
+        for t in readers:
+            t.start()
+        timed_out = interrupted = False
+        restore = _forward_termination(child)
+        try:
+            if not watch.wait(timeout):
+                child.kill()
+                timed_out = watch.exit_code is None
+        except KeyboardInterrupt:  # Ctrl-C reached both; a child inside XLA cannot stop by itself
+            interrupted = True
+            readers[0].join(2.0)
+            child.kill()
+        finally:
+            restore()
+        rc = child.wait()
+        for t in readers[1:]:
+            t.join(5.0)
+        if watch.exit_code is None:  # killed, or died: it may have left a temporary file
+            for target in _output_targets(args):
+                remove_temp_files(target, child.pid)
+        if interrupted:
+            if watch.exit_code != 130:
+                err.write("xlasdk: interrupted\n")
+            return 130
+        if watch.exit_code is not None:
+            watch.release()
+            return watch.exit_code
+        noun, during = _STAGES.get(watch.stage, (watch.stage, f"while {watch.stage}"))
+        if timed_out:
+            assert timeout is not None
+            err.write(f"xlasdk {args.command}: error: {_subject(args)}{noun} did not finish within "
+                      f"{timeout:g} s (--timeout)\n")
+            return EXIT_RUNTIME
+        quiet.seek(0)
+        logged = "\n".join([*watch.held, *watch.tail]) + "\n" + quiet.read()[-65536:].decode("utf-8", "replace")
+        if args.debug:
+            watch.release()
+        fatal = _fatal_line(logged)
+        if rc < 0:
+            try:
+                sig = signal.Signals(-rc).name
+            except ValueError:
+                sig = f"signal {-rc}"
+            if sig == "SIGABRT":
+                how = f"XLA aborted {during} ({sig})"
+            elif sig == "SIGKILL":
+                how = f"the process was killed {during} (SIGKILL; out of memory?)"
+            else:
+                how = f"XLA crashed {during} ({sig})"
+        else:
+            how = f"XLA ended the process {during} (exit status {rc})"
+        msg = f"{how}: {fatal}" if fatal else how + ("" if args.debug else "; rerun with --debug to see XLA's log")
+        err.write(f"xlasdk {args.command}: error: {_subject(args)}{' '.join(msg.split())}\n")
+        return EXIT_RUNTIME
+
+
+def _forward_termination(child: _Child) -> Any:
+    """Kill the child when this process is told to end (SIGTERM, SIGHUP); returns the undo function."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    saved: dict[int, Any] = {}
+
+    def handler(signum: int, frame: Any) -> None:
+        child.kill()
+        raise SystemExit(128 + signum)
+
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            saved[sig] = signal.signal(sig, handler)
+
+    def restore() -> None:
+        for sig, old in saved.items():
+            signal.signal(sig, old)
+
+    return restore

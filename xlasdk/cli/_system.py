@@ -1,0 +1,120 @@
+"""The ``devices``, ``version``, ``launch`` and ``cache`` verbs of the ``xlasdk`` command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import IO, Any
+
+from ._common import _ERR_STREAM, EXIT_OK, UsageError, _api, _human_bytes, _quiet_native_logs, _stage, _table
+
+
+# -- devices / version --------------------------------------------------------------------------------
+def _cmd_devices(args: argparse.Namespace, out: IO[str]) -> int:
+    rt = _api()
+    from xlasdk import distributed
+    from xlasdk.runtime.device import UnknownDeviceError
+
+    _stage("client")
+    joined = False
+    if os.environ.get(distributed.ENV_COORDINATOR) and not distributed.is_initialized():
+        # Under 'xlasdk launch' (or with the variables set by hand): join the job, list every process's devices.
+        distributed.initialize()
+        joined = True
+    try:
+        with _quiet_native_logs(not args.debug):
+            try:
+                devs = rt.devices(args.platform)
+            except UnknownDeviceError:
+                known = ", ".join(str(d) for d in rt.devices())
+                raise UsageError(f"--platform {args.platform}: no such platform; the devices are {known}") from None
+        if distributed.is_initialized():
+            me = distributed.process_index()
+            out.write(f"process {me} of {distributed.process_count()}\n")
+            rows = [["DEVICE", "PLATFORM", "ID", "PROCESS", "LOCAL", "KIND"]]
+            for d in devs:
+                local = "yes" if d.process_index == me else "no"
+                rows.append([str(d), str(d.platform), str(d.id), str(d.process_index), local, str(d.device_kind)])
+        else:
+            rows = [["DEVICE", "PLATFORM", "ID", "KIND"]]
+            for d in devs:
+                rows.append([str(d), str(d.platform), str(d.id), str(d.device_kind)])
+        _table(rows, out)
+        out.flush()
+    finally:
+        if joined:
+            distributed.shutdown()
+    return EXIT_OK
+
+
+class _BinarySink:
+    """A binary stream writing into a text stream (``main(stdout=StringIO())``)."""
+
+    def __init__(self, text: IO[str]) -> None:
+        self.text = text
+
+    def write(self, data: bytes) -> int:
+        self.text.write(data.decode("utf-8", "replace"))
+        return len(data)
+
+    def flush(self) -> None:
+        self.text.flush()
+
+
+def _binary(stream: IO[str]) -> Any:
+    buffer = getattr(stream, "buffer", None)
+    return buffer if buffer is not None else _BinarySink(stream)
+
+
+def _cmd_launch(args: argparse.Namespace, out: IO[str]) -> int:
+    from xlasdk.launch import command_for, launch
+
+    if args.num_processes < 1:
+        raise UsageError(f"-n must be >= 1, got {args.num_processes}")
+    if args.local_device_count is not None and args.local_device_count < 1:
+        raise UsageError(f"--local-device-count must be >= 1, got {args.local_device_count}")
+    if args.grace < 0:
+        raise UsageError(f"--grace must be >= 0 seconds, got {args.grace:g}")
+    try:
+        command = command_for(args.launch_module, args.launch_script, args.launch_args)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    out.flush()
+    result = launch(
+        command, args.num_processes, timeout=args.timeout, local_device_count=args.local_device_count,
+        join_timeout=args.join_timeout, keep_going=args.keep_going, grace=args.grace, prefix=not args.no_prefix,
+        stdout=_binary(out), stderr=_binary(_ERR_STREAM[0] if _ERR_STREAM else sys.stderr),
+    )
+    return result.returncode
+
+
+def _cmd_version(args: argparse.Namespace, out: IO[str]) -> int:
+    from xlasdk import __version__
+    from xlasdk._jaxlib import mlir
+
+    out.write(
+        f"xlasdk {__version__}\njaxlib {mlir.JAXLIB_VERSION}\n"
+        f"stablehlo {mlir.stablehlo_current_version()} (writes portable artifacts back to "
+        f"{mlir.stablehlo_minimum_version()})\npython {sys.version.split()[0]}\n"
+    )
+    return EXIT_OK
+
+
+# -- cache --------------------------------------------------------------------------------------------
+def _cmd_cache(args: argparse.Namespace, out: IO[str]) -> int:
+    from xlasdk.runtime.cache import CompileCache
+
+    cache = CompileCache(args.dir)
+    if args.cache_command == "info":
+        out.write(str(cache.info()) + "\n")
+        if args.list:
+            for e in reversed(cache.entries()):
+                stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.last_used))
+                out.write(f"  {e.key[:16]}  {_human_bytes(e.size):>10}  {stamp}  {e.name}\n")
+        return EXIT_OK
+    n = cache.clear()
+    out.write(f"removed {n} entr{'y' if n == 1 else 'ies'} from {cache.directory}\n")
+    return EXIT_OK
