@@ -1,13 +1,11 @@
-"""Shared pytest setup: make tests/helpers.py importable from every test directory."""
+"""Shared pytest setup. ``tests`` is a package: test files import ``tests.helpers``."""
 
 from __future__ import annotations
 
 import os
-import sys
 
 import pytest
 
 # The shared helpers assert too: have pytest explain their failures as it does in test files.
-pytest.register_assert_rewrite("helpers")
+pytest.register_assert_rewrite("tests.helpers")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

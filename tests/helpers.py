@@ -5,10 +5,10 @@
   environment it also checks every computation it runs with :func:`check_direct_hlo` (a deep
   local run of the direct HLO printer against XLA; about twice the compile time).
 - :func:`check_direct_hlo` checks xlasdk's directly printed HLO text against XLA.
-- :func:`err`, :func:`check`, :func:`assert_error` and :func:`error` assert that an op call
-  raises the expected error whose message names the given words and points at the calling test
-  file's line (``" — at test_x.py:LINE"``). The file name is always taken from the test code
-  itself (the lambda, the traceback or the caller's frame), never from this module.
+- :func:`raises` (``with raises(exc, *words):``) asserts that the block raises the expected error
+  whose message names the given words and points at the line that raised in the calling test
+  file (``" — at test_x.py:LINE"``). The file name is always taken from the test code itself
+  (the ``with`` statement's frame), never from this module.
 - :func:`shape` and :func:`param` build array shapes and parameters tersely.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -88,71 +88,29 @@ def param(b: xs.XlaBuilder, i: int, dtype: Any, dims: tuple[int, ...]) -> xs.Xla
 
 # -- error assertions ------------------------------------------------------------------------------
 
-def _raises_from(exc: type[Exception], fn: Callable[[], Any], words: Sequence[str]) -> tuple[str, str]:
-    """Call ``fn`` (a lambda written on one line), expecting ``exc`` whose message has every word.
+@contextlib.contextmanager
+def raises(exc: type[Exception], *words: str) -> Iterator[pytest.ExceptionInfo[Exception]]:
+    """``with raises(exc, *words):`` -- the block raises ``exc`` whose message has every word and the
+    location ``" — at test_x.py:LINE"`` of the line that raised.
 
-    Returns the message and the location suffix it should carry: ``" — at FILE:LINE"`` with the
-    file name and first line of ``fn`` (so the calling test file, wherever this helper lives).
+    ``test_x.py`` is the file of the ``with`` statement (the calling test file, wherever this helper
+    lives) and ``LINE`` the line of the innermost frame of the traceback in that file: a line of the
+    block, or of a function of the test file that the block called. The message must end with the
+    location (every xlasdk message does). Yields pytest's ``ExceptionInfo``.
     """
-    code = fn.__code__
-    where = f" — at {os.path.basename(code.co_filename)}:{code.co_firstlineno}"
+    caller = sys._getframe(2)  # 0: this generator, 1: contextlib's __enter__, 2: the with statement
+    test_file = caller.f_code.co_filename
     with pytest.raises(exc) as info:
-        fn()
+        yield info
     msg = str(info.value)
     for w in words:
         assert w in msg, (w, msg)
-    return msg, where
-
-
-def err(exc: type[Exception], fn: Callable[[], Any], *words: str) -> str:
-    """``fn()`` raises ``exc`` whose message has ``words`` and points at the line of ``fn`` (a one-line lambda).
-
-    The location ``" — at test_x.py:LINE"`` may stand anywhere in the message. Returns the message.
-    """
-    msg, where = _raises_from(exc, fn, words)
-    assert where in msg, msg
-    return msg
-
-
-def check(exc: type[Exception], fn: Callable[[], Any], *words: str) -> None:
-    """``fn`` (a lambda written on one line) raises ``exc`` naming the words and the test file's line.
-
-    The message must end with the location ``" — at test_x.py:LINE"``.
-    """
-    msg, where = _raises_from(exc, fn, words)
-    assert msg.endswith(where), msg
-
-
-def assert_error(ei: pytest.ExceptionInfo[Exception], *fragments: str) -> None:
-    """The message names every fragment and ends with the test file's name and the raising line.
-
-    ``ei`` comes from ``with pytest.raises(...) as ei:``; its traceback starts in the test
-    function at the line that raised.
-    """
-    msg = str(ei.value)
-    for f in fragments:
-        assert f in msg, msg
-    assert ei.tb is not None
-    here = os.path.basename(ei.tb.tb_frame.f_code.co_filename)
-    assert msg.endswith(f" — at {here}:{ei.tb.tb_lineno}"), msg
-
-
-@contextlib.contextmanager
-def error(exc: type[Exception], *parts: str) -> Iterator[None]:
-    """Expect ``exc`` whose message contains ``parts`` and points at a line of this ``with`` block.
-
-    The location must name the calling test file and a line from the ``with`` statement's line
-    to four lines below it.
-    """
-    caller = sys._getframe(2)  # 0: this generator, 1: contextlib's __enter__, 2: the with statement
-    line = caller.f_lineno
-    here = os.path.basename(caller.f_code.co_filename)
-    with pytest.raises(exc) as info:
-        yield
-    msg = str(info.value)
-    for p in parts:
-        assert p in msg, (p, msg)
-    marker = f" — at {here}:"
-    assert marker in msg, msg
-    at = int(msg.rsplit(marker, 1)[1].split()[0])
-    assert line <= at <= line + 4, (line, msg)
+    line = None
+    tb = info.tb
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == test_file:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    assert line is not None, (test_file, msg)
+    where = f" — at {os.path.basename(test_file)}:{line}"
+    assert msg.endswith(where), (where, msg)

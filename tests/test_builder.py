@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import err, run
 
 import xlasdk as xs
+from tests.helpers import raises, run
 from xlasdk import ops
 
 S = xs.Shape
@@ -106,19 +106,28 @@ def test_builder_errors() -> None:
     o = xs.XlaBuilder("other")
     x = ops.Parameter(b, 0, S.array_shape("f32", [2]))
     y = ops.Parameter(o, 0, S.array_shape("f32", [2]))
-    err(xs.ShapeError, lambda: xs.XlaBuilder("empty").build(), "build: builder 'empty' has no ops")
-    err(xs.ShapeError, lambda: xs.XlaBuilder("empty").get_program_shape(), "builder 'empty' has no ops")
-    err(xs.ShapeError, lambda: b.build(y), "build: op belongs to builder 'other', not 'berr'")
-    err(xs.DTypeError, lambda: b.build(5), "build: expected an XlaOp, got int")  # type: ignore[arg-type]
-    err(xs.ShapeError, lambda: b.build([x, y]), "Tuple", "belongs to builder 'other'")
-    err(xs.ShapeError, lambda: b.get_shape(y), "get_shape: op belongs to builder 'other', not 'berr'")
-    err(xs.DTypeError, lambda: b.get_shape("x"), "get_shape: expected an XlaOp, got str")  # type: ignore[arg-type]
-    err(xs.ShapeError, lambda: b.is_constant(y), "is_constant: op belongs to builder 'other'")
-    err(xs.ShapeError, lambda: xs.XlaBuilder(""), "XlaBuilder: name must be a non-empty str, got ''")
-    err(xs.DTypeError, lambda: xs.XlaBuilder(3),  # type: ignore[arg-type]
-        "XlaBuilder: name must be a non-empty str, got int 3")
-    err(xs.ShapeError, lambda: ops.Add(x, y),
-        "Add: operand 'rhs' belongs to builder 'other', but 'lhs' belongs to 'berr'")
+    with raises(xs.ShapeError, "build: builder 'empty' has no ops"):
+        xs.XlaBuilder("empty").build()
+    with raises(xs.ShapeError, "builder 'empty' has no ops"):
+        xs.XlaBuilder("empty").get_program_shape()
+    with raises(xs.ShapeError, "build: op belongs to builder 'other', not 'berr'"):
+        b.build(y)
+    with raises(xs.DTypeError, "build: expected an XlaOp, got int"):
+        b.build(5)  # type: ignore[arg-type]
+    with raises(xs.ShapeError, "Tuple", "belongs to builder 'other'"):
+        b.build([x, y])
+    with raises(xs.ShapeError, "get_shape: op belongs to builder 'other', not 'berr'"):
+        b.get_shape(y)
+    with raises(xs.DTypeError, "get_shape: expected an XlaOp, got str"):
+        b.get_shape("x")  # type: ignore[arg-type]
+    with raises(xs.ShapeError, "is_constant: op belongs to builder 'other'"):
+        b.is_constant(y)
+    with raises(xs.ShapeError, "XlaBuilder: name must be a non-empty str, got ''"):
+        xs.XlaBuilder("")
+    with raises(xs.DTypeError, "XlaBuilder: name must be a non-empty str, got int 3"):
+        xs.XlaBuilder(3)
+    with raises(xs.ShapeError, "Add: operand 'rhs' belongs to builder 'other', but 'lhs' belongs to 'berr'"):
+        ops.Add(x, y)
 
 
 def test_names_with_odd_characters_build() -> None:

@@ -14,9 +14,9 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers import run
 
 import xlasdk as xs
+from tests.helpers import run
 from xlasdk import ops
 
 NAN, INF = np.nan, np.inf

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import run
 
 import xlasdk as xs
+from tests.helpers import run
 from xlasdk import formats, ops
 from xlasdk.formats import Format
 

@@ -12,9 +12,9 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers import check, run
 
 import xlasdk as xs
+from tests.helpers import raises, run
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
 
@@ -52,8 +52,10 @@ def test_add_degenerate_broadcast_size_one_against_zero() -> None:
 def test_compare_type_signedness_must_match() -> None:
     b = xs.XlaBuilder("cmp")
     s, u = param(b, 0, np.int32, ()), param(b, 1, np.uint32, (2,))
-    check(DTypeError, lambda: ops.Compare(s, s, "EQ", "UNSIGNED"), "Compare", "compare_type UNSIGNED", "s32")
-    check(DTypeError, lambda: ops.Compare(u, u, "LT", "SIGNED"), "Compare", "compare_type SIGNED", "u32")
+    with raises(DTypeError, "Compare", "compare_type UNSIGNED", "s32"):
+        ops.Compare(s, s, "EQ", "UNSIGNED")
+    with raises(DTypeError, "Compare", "compare_type SIGNED", "u32"):
+        ops.Compare(u, u, "LT", "SIGNED")
     ok = [ops.Compare(s, s, "EQ", "SIGNED"), ops.Compare(u, u, "LT", "UNSIGNED")]
     outs = run(b.build(ops.Tuple(b, ok)), np.int32(-3), np.array([1, 2**31 + 1], np.uint32))
     assert outs[0] == np.True_
@@ -67,8 +69,8 @@ def test_conv_kernel_spatial_size_zero_is_rejected() -> None:
     # MLIR: "expects window to have positive value for 0-th window dimension, but got 0".
     b = xs.XlaBuilder("conv_k0")
     x, w = param(b, 0, np.float32, (1, 1, 3)), param(b, 1, np.float32, (1, 1, 0))
-    check(ShapeError, lambda: ops.ConvGeneralDilated(x, w, [1], [(0, 0)]), "ConvGeneralDilated",
-          "kernel spatial sizes [0]")
+    with raises(ShapeError, "ConvGeneralDilated", "kernel spatial sizes [0]"):
+        ops.ConvGeneralDilated(x, w, [1], [(0, 0)])
 
 
 def test_conv_same_padding_of_empty_dilated_input() -> None:
@@ -94,9 +96,11 @@ def test_sort_of_two_bit_types_is_rejected() -> None:
     # XLA:CPU sorts 2-bit arrays wrongly: Sort(s2[3]) of [1, -2, 0] gave [0, 0, 0].
     b = xs.XlaBuilder("sort2")
     x, y = param(b, 0, ml_dtypes.bfloat16, (2,)), param(b, 1, ml_dtypes.int2, (2,))
-    check(DTypeError, lambda: ops.Sort(b, [x, y], 0, False), "Sort", "operands[1]", "s2[2]", "2-bit")
+    with raises(DTypeError, "Sort", "operands[1]", "s2[2]", "2-bit"):
+        ops.Sort(b, [x, y], 0, False)
     u = param(b, 2, ml_dtypes.uint2, (3,))
-    check(DTypeError, lambda: ops.Sort(b, u), "Sort", "operands[0]", "u2[3]", "ConvertElementType")
+    with raises(DTypeError, "Sort", "operands[0]", "u2[3]", "ConvertElementType"):
+        ops.Sort(b, u)
     # converted to 8 bits first, as the message says, the sort is right
     keys = ops.ConvertElementType(param(b, 3, ml_dtypes.int2, (3,)), np.int8)
     s = ops.Sort(b, [keys, ops.ConvertElementType(u, np.uint8)])
@@ -184,9 +188,10 @@ def test_reduce_and_map_mixed_float_precisions_are_rejected() -> None:
     def add2(a0: xs.XlaOp, a1: xs.XlaOp, x0: xs.XlaOp, x1: xs.XlaOp) -> tuple[xs.XlaOp, xs.XlaOp]:
         return ops.Add(a0, x0), ops.Add(a1, x1)
 
-    check(DTypeError, lambda: ops.Reduce(b, [x, y], [ix, iy], add2, [0]), "Reduce", "operands[1]", "bf16[3]",
-          "f32[3]", "different precisions")
-    check(DTypeError, lambda: ops.Map(b, [x, y], lambda u, v: u, [0]), "Map", "operands[1]", "bf16[3]")
+    with raises(DTypeError, "Reduce", "operands[1]", "bf16[3]", "f32[3]", "different precisions"):
+        ops.Reduce(b, [x, y], [ix, iy], add2, [0])
+    with raises(DTypeError, "Map", "operands[1]", "bf16[3]"):
+        ops.Map(b, [x, y], lambda u, v: u, [0])
     # other mixes stay allowed: float with integer or complex operands
     n, c = param(b, 4, np.int32, (3,)), param(b, 5, np.complex64, (3,))
     i_n, i_c = param(b, 6, np.int32, ()), param(b, 7, np.complex64, ())
@@ -211,8 +216,8 @@ def test_reduce_two_bit_beside_other_widths_is_rejected() -> None:
     def add2(a0: xs.XlaOp, a1: xs.XlaOp, x0: xs.XlaOp, x1: xs.XlaOp) -> tuple[xs.XlaOp, xs.XlaOp]:
         return ops.Add(a0, x0), ops.Add(a1, x1)
 
-    check(DTypeError, lambda: ops.Reduce(b, [x, y], [ix, iy], add2, [0, 1, 2]), "Reduce", "operands[0]", "u2[1,2,4]",
-          "2-bit")
+    with raises(DTypeError, "Reduce", "operands[0]", "u2[1,2,4]", "2-bit"):
+        ops.Reduce(b, [x, y], [ix, iy], add2, [0, 1, 2])
     # 2-bit operands together still reduce (sums wrap around modulo 4)
     z, iz = param(b, 4, ml_dtypes.int2, (1, 2, 4)), param(b, 5, ml_dtypes.int2, ())
     r = ops.Reduce(b, [x, z], [ix, iz], add2, [0, 1, 2])

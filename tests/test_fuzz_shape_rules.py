@@ -41,11 +41,11 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
-from helpers import check_direct_hlo, run
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 import xlasdk as xs
+from tests.helpers import check_direct_hlo, run
 from xlasdk import ops
 
 Dims = tuple[int, ...]

@@ -16,9 +16,9 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers import assert_same_outputs, check_direct_hlo, run
 
 import xlasdk as xs
+from tests.helpers import assert_same_outputs, check_direct_hlo, run
 from xlasdk import ops
 from xlasdk._jaxlib import mlir as _mlir
 

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import check
 from jaxlib import xla_client as xc
 
 import xlasdk as xs
+from tests.helpers import raises
 from xlasdk import ops
 from xlasdk.sharding import HloSharding
 
@@ -271,10 +271,14 @@ def test_sharding_scope_restores_and_checks_ranks() -> None:
     b.set_sharding(None)
     assert ops.Abs(x).sharding is None
     with b.sharding("{devices=[2,1]0,1}"):
-        check(xs.ShapeError, lambda: ops.Neg(x), "negate: sharding {devices=[2,1]0,1} splits 2 dimensions", "rank 1")
-        check(xs.ShapeError, lambda: ops.Parameter(b, 1, _f32(2), "y"), "Parameter: sharding", "f32[2] has rank 1")
-    check(xs.ShapeError, lambda: b.set_sharding("{devices=[2]0,0}"), "set_sharding", "device 0 appears twice")
-    check(xs.DTypeError, lambda: b.set_sharding(2), "set_sharding", "expected a sharding")
+        with raises(xs.ShapeError, "negate: sharding {devices=[2,1]0,1} splits 2 dimensions", "rank 1"):
+            ops.Neg(x)
+        with raises(xs.ShapeError, "Parameter: sharding", "f32[2] has rank 1"):
+            ops.Parameter(b, 1, _f32(2), "y")
+    with raises(xs.ShapeError, "set_sharding", "device 0 appears twice"):
+        b.set_sharding("{devices=[2]0,0}")
+    with raises(xs.DTypeError, "set_sharding", "expected a sharding"):
+        b.set_sharding(2)
 
 
 def test_tuple_results_take_tuple_shardings() -> None:
@@ -287,7 +291,8 @@ def test_tuple_results_take_tuple_shardings() -> None:
         u = ops.Tuple(b, [x, x])  # one sharding for every element
     assert u.sharding == "{{devices=[2,1]0,1}, {devices=[2,1]0,1}}"
     with b.sharding("{{replicated}}"):
-        check(xs.ShapeError, lambda: ops.Tuple(b, [x, x]), "has 1 elements, but the result")
+        with raises(xs.ShapeError, "has 1 elements, but the result"):
+            ops.Tuple(b, [x, x])
     with b.sharding("{devices=[2,1]0,1}"):
         y = ops.Neg(x)
     with b.sharding("{replicated}"):

@@ -80,8 +80,6 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 DUMPS = os.path.join(REPO, "tests", "data", "dumps")
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
 
 INPUT_TIMEOUT_S = 120.0  # one input, every loader + compile + run (plus LOAD_TIMEOUT_S per loader)
 CLI_TIMEOUT_S = 120.0  # one CLI command (plus LOAD_TIMEOUT_S)

@@ -16,9 +16,9 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers import assert_error, param, run
 
 import xlasdk as xs
+from tests.helpers import param, raises, run
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
 from xlasdk.ops.collectives import all_gather_shape, all_to_all_shape, reduce_scatter_shape
@@ -208,133 +208,95 @@ def test_shape_rules() -> None:
 # -- errors -------------------------------------------------------------------------------------
 
 def test_errors_replica_groups_and_channels() -> None:
-    ei: pytest.ExceptionInfo[Any]
     b = xs.XlaBuilder("e")
     p = param(b, 0, np.float32, (4, 6))
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "AllReduce", "appear more than once"):
         ops.AllReduce(p, ops.Add, [[0, 1], [1, 2]])
-    assert_error(ei, "AllReduce", "appear more than once")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "AllReduce", "same size"):
         ops.AllReduce(p, ops.Add, [[0, 1], [2]])
-    assert_error(ei, "AllReduce", "same size")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "CrossReplicaSum", "replica_groups [[1, 2]]", "missing [0]"):
         ops.CrossReplicaSum(p, [[1, 2]])
-    assert_error(ei, "CrossReplicaSum", "replica_groups [[1, 2]]", "missing [0]")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "AllReduce", "use_global_device_ids", "channel_id"):
         ops.AllReduce(p, ops.Add, [[0]], use_global_device_ids=True)
-    assert_error(ei, "AllReduce", "use_global_device_ids", "channel_id")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "AllGather", "use_global_device_ids=True needs explicit replica_groups"):
         ops.AllGather(p, 0, 1, channel_id=1, use_global_device_ids=True)
-    assert_error(ei, "AllGather", "use_global_device_ids=True needs explicit replica_groups")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "AllGather", "channel_id must be >= 1"):
         ops.AllGather(p, 0, 1, channel_id=0)
-    assert_error(ei, "AllGather", "channel_id must be >= 1")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "CollectivePermute", "channel_id must be an int"):
         ops.CollectivePermute(p, [(0, 1)], channel_id="x")
-    assert_error(ei, "CollectivePermute", "channel_id must be an int")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "AllReduce", "replica_groups"):
         ops.AllReduce(p, ops.Add, "01")  # type: ignore[arg-type]
-    assert_error(ei, "AllReduce", "replica_groups")
 
 
 def test_errors_operands_and_reducers() -> None:
-    ei: pytest.ExceptionInfo[Any]
     b = xs.XlaBuilder("e")
     p = param(b, 0, np.float32, (4, 6))
     q = param(b, 1, np.int32, (3,))
-    with pytest.raises(DTypeError) as ei:
+    with raises(DTypeError, "AllReduce", "operand 'operand'", "XlaOp"):
         ops.AllReduce(np.ones(3), ops.Add)  # type: ignore[arg-type]
-    assert_error(ei, "AllReduce", "operand 'operand'", "XlaOp")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "AllReduce", "operand 'operand'", "one element type"):
         ops.AllReduce(ops.Tuple(b, [p, q]), ops.Add)
-    assert_error(ei, "AllReduce", "operand 'operand'", "one element type")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "AllReduce", "computation 'add'", "f32[]"):
         ops.AllReduce(p, add_computation(np.int32))
-    assert_error(ei, "AllReduce", "computation 'add'", "f32[]")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "ReduceScatter", "computation returns (f64[])", "f32[]"):
         ops.ReduceScatter(p, lambda a, c: ops.ConvertElementType(a + c, np.float64), 0, 1)
-    assert_error(ei, "ReduceScatter", "computation returns (f64[])", "f32[]")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "AllReduce", "shape_with_layout is f32[6,4]", "f32[4,6]"):
         ops.AllReduce(p, ops.Add, shape_with_layout=S.array_shape(np.float32, (6, 4)))
-    assert_error(ei, "AllReduce", "shape_with_layout is f32[6,4]", "f32[4,6]")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "AllGather", "shape_with_layout", "{0,1}", "default layout {1,0}"):
         ops.AllGather(p, 0, 2, shape_with_layout=S.array_shape(np.float32, (8, 6), layout=(0, 1)))
-    assert_error(ei, "AllGather", "shape_with_layout", "{0,1}", "default layout {1,0}")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "AllToAll", "layout {0,1}"):
         ops.AllToAll(p, 0, 1, 2, layout=xs.Layout((0, 1)))
-    assert_error(ei, "AllToAll", "layout {0,1}")
-    with pytest.raises(DTypeError) as ei:
+    with raises(DTypeError, "ReplicaId", "XlaBuilder"):
         ops.ReplicaId(p)  # type: ignore[arg-type]
-    assert_error(ei, "ReplicaId", "XlaBuilder")
-    with pytest.raises(DTypeError) as ei:
+    with raises(DTypeError, "PartitionId", "XlaBuilder"):
         ops.PartitionId(None)  # type: ignore[arg-type]
-    assert_error(ei, "PartitionId", "XlaBuilder")
     t = ops.Tuple(b, [p])
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "AllGather", "operand 'operand' must be an array"):
         ops.AllGather(t, 0, 1)
-    assert_error(ei, "AllGather", "operand 'operand' must be an array")
 
 
 def test_errors_dimensions_and_counts() -> None:
-    ei: pytest.ExceptionInfo[Any]
     b = xs.XlaBuilder("e")
     p = param(b, 0, np.float32, (4, 6))
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "AllGather", "all_gather_dimension 2", "operand 'operand'", "f32[4,6]"):
         ops.AllGather(p, 2, 2)
-    assert_error(ei, "AllGather", "all_gather_dimension 2", "operand 'operand'", "f32[4,6]")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "AllGather", "shard_count must be >= 1"):
         ops.AllGather(p, 0, 0)
-    assert_error(ei, "AllGather", "shard_count must be >= 1")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "AllGather", "shard_count is 4", "2 members"):
         ops.AllGather(p, 0, 4, [[0, 1], [2, 3]])
-    assert_error(ei, "AllGather", "shard_count is 4", "2 members")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "ReduceScatter", "operand 'operand'", "dimension 1 (size 6)", "not divisible by shard_count 4"):  # noqa: E501
         ops.ReduceScatter(p, ops.Add, 1, 4)
-    assert_error(ei, "ReduceScatter", "operand 'operand'", "dimension 1 (size 6)", "not divisible by shard_count 4")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "ReduceScatter", "scatter_dimension -1"):
         ops.ReduceScatter(p, ops.Add, -1, 2)
-    assert_error(ei, "ReduceScatter", "scatter_dimension -1")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "AllToAll", "split dimension 1 (size 6)", "split_count 4"):
         ops.AllToAll(p, 1, 0, 4)
-    assert_error(ei, "AllToAll", "split dimension 1 (size 6)", "split_count 4")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "AllToAll", "concat_dimension 2"):
         ops.AllToAll(p, 0, 2, 2)
-    assert_error(ei, "AllToAll", "concat_dimension 2")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "AllToAll", "split_count is 2", "4 members"):
         ops.AllToAll(p, 0, 1, 2, [[0, 1, 2, 3]])
-    assert_error(ei, "AllToAll", "split_count is 2", "4 members")
     z = param(b, 1, np.float32, (0, 4))
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "AllGather", "operand 'operand' has shape f32[0,4]", "must not have size 0"):
         ops.AllGather(z, 0, 1)
-    assert_error(ei, "AllGather", "operand 'operand' has shape f32[0,4]", "must not have size 0")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "ReduceScatter", "operand 'operand' has shape f32[0,4]", "must not have size 0"):
         ops.ReduceScatter(z, ops.Add, 0, 1)
-    assert_error(ei, "ReduceScatter", "operand 'operand' has shape f32[0,4]", "must not have size 0")
     assert ops.AllGather(z, 1, 2).dims == (0, 8) and ops.AllToAll(z, 0, 1, 2).dims == (0, 8)
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "AllGather", "all_gather_dimension must be an int"):
         ops.AllGather(p, True, 1)
-    assert_error(ei, "AllGather", "all_gather_dimension must be an int")
 
 
 def test_errors_collective_permute_pairs() -> None:
-    ei: pytest.ExceptionInfo[Any]
     b = xs.XlaBuilder("e")
     p = param(b, 0, np.float32, (4,))
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "CollectivePermute", "source replica ids [0]"):
         ops.CollectivePermute(p, [(0, 1), (0, 2)])
-    assert_error(ei, "CollectivePermute", "source replica ids [0]")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "CollectivePermute", "target replica ids [2]"):
         ops.CollectivePermute(p, [(0, 2), (1, 2)])
-    assert_error(ei, "CollectivePermute", "target replica ids [2]")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "CollectivePermute", "source_target_pairs[0] = (0, -1)", ">= 0"):
         ops.CollectivePermute(p, [(0, -1)])
-    assert_error(ei, "CollectivePermute", "source_target_pairs[0] = (0, -1)", ">= 0")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "CollectivePermute", "source_target_pairs[0] must be a (source, target) pair"):
         ops.CollectivePermute(p, [(0, 1, 2)])  # type: ignore[list-item]
-    assert_error(ei, "CollectivePermute", "source_target_pairs[0] must be a (source, target) pair")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "CollectivePermute", "source_target_pairs must be a sequence"):
         ops.CollectivePermute(p, 3)  # type: ignore[arg-type]
-    assert_error(ei, "CollectivePermute", "source_target_pairs must be a sequence")
 
 
 def test_channel_ids_beyond_num_partitions_are_a_compile_error() -> None:

@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import assert_error, run
 
 import xlasdk as xs
+from tests.helpers import raises, run
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
 
@@ -269,126 +269,94 @@ def test_call_of_a_computation_with_a_loop_inside_a_loop_body() -> None:
 # -- errors ----------------------------------------------------------------------------------------
 
 def test_while_body_result_mismatch_names_body() -> None:
-    ei: pytest.ExceptionInfo[Any]
     b = xs.XlaBuilder("e")
     init = ops.Tuple(b, [scalar(b, 0, np.int32), scalar(b, 1.0, np.float32)])
     cond = lambda i, x: ops.Lt(i, scalar(i.builder, 3, np.int32))  # noqa: E731
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "While: body returns s32[] but must return the carry's shape (s32[], f32[])"):
         ops.While(cond, lambda i, x: (i + 1,), init)
-    assert_error(ei, "While: body returns s32[] but must return the carry's shape (s32[], f32[])")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "While: body returns (s32[], f64[])", "(s32[], f32[])"):
         ops.While(cond, lambda i, x: (i + 1, ops.ConvertElementType(x, np.float64)), init)
-    assert_error(ei, "While: body returns (s32[], f64[])", "(s32[], f32[])")
 
 
 def test_while_body_signature_mismatch_names_body() -> None:
-    ei: pytest.ExceptionInfo[Any]
     b = xs.XlaBuilder("e")
     x = scalar(b, 0, np.int32)
     cond = lambda i: ops.Lt(i, scalar(i.builder, 3, np.int32))  # noqa: E731
     wrong = computation("wrong_body", [S.scalar_shape(np.float32)], lambda v: v)
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "While: body 'wrong_body' takes (f32[]) but must take (s32[])"):
         ops.While(cond, wrong, x)
-    assert_error(ei, "While: body 'wrong_body' takes (f32[]) but must take (s32[])")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "While: body", "takes 2 arguments but 1 are passed (s32[])"):
         ops.While(cond, lambda i, j: i, x)
-    assert_error(ei, "While: body", "takes 2 arguments but 1 are passed (s32[])")
 
 
 def test_while_cond_errors() -> None:
-    ei: pytest.ExceptionInfo[Any]
     b = xs.XlaBuilder("e")
     x = scalar(b, 0, np.int32)
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "While: cond returns s32[] but must return pred[]"):
         ops.While(lambda i: i, lambda i: i + 1, x)
-    assert_error(ei, "While: cond returns s32[] but must return pred[]")
     vec = ops.Constant(b, np.zeros(2, np.int32))
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "While: cond returns pred[2] but must return pred[]"):
         ops.While(lambda v: ops.Lt(v, v), lambda v: v, vec)
-    assert_error(ei, "While: cond returns pred[2] but must return pred[]")
     wrong = computation("wrong_cond", [S.scalar_shape(np.int64)], lambda v: ops.Lt(v, v))
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "While: cond 'wrong_cond' takes (s64[]) but must take (s32[])"):
         ops.While(wrong, lambda i: i, x)
-    assert_error(ei, "While: cond 'wrong_cond' takes (s64[]) but must take (s32[])")
 
 
 def test_while_bad_init_and_captures() -> None:
-    ei: pytest.ExceptionInfo[Any]
     b = xs.XlaBuilder("e")
-    with pytest.raises(DTypeError) as ei:
+    with raises(DTypeError, "While: operand 'init' must be an XlaOp, got int"):
         ops.While(lambda i: i, lambda i: i, 3)  # type: ignore[arg-type]
-    assert_error(ei, "While: operand 'init' must be an XlaOp, got int")
     nested = ops.Tuple(b, [scalar(b, 0, np.int32), ops.Tuple(b, [scalar(b, 0, np.int32)])])
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "While: operand 'init' has the nested tuple shape (s32[], (s32[]))"):
         ops.While(lambda i, t: ops.Lt(i, i), lambda i, t: (i, t), nested)
-    assert_error(ei, "While: operand 'init' has the nested tuple shape (s32[], (s32[]))")
     outer = scalar(b, 1, np.int32)
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "operand 'rhs' belongs to builder 'e', but 'lhs' belongs to 'e.cond'"):
         ops.While(lambda i: ops.Lt(i, outer), lambda i: i, outer)
-    assert_error(ei, "operand 'rhs' belongs to builder 'e', but 'lhs' belongs to 'e.cond'")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "While: body returned an op of builder 'e'"):
         ops.While(lambda i: ops.Lt(i, i), lambda i: outer, outer)
-    assert_error(ei, "While: body returned an op of builder 'e'")
-    with pytest.raises(DTypeError) as ei:
+    with raises(DTypeError, "While: body must be an XlaComputation or a callable, got str"):
         ops.While(lambda i: ops.Lt(i, i), "body", outer)
-    assert_error(ei, "While: body must be an XlaComputation or a callable, got str")
 
 
 def test_conditional_errors() -> None:
-    ei: pytest.ExceptionInfo[Any]
     b = xs.XlaBuilder("e")
     x = scalar(b, 1.0, np.float32)
     i = scalar(b, 0, np.int32)
     p = scalar(b, True, np.bool_)
     ident = lambda v: v  # noqa: E731
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "Conditional: branch_computations[1] returns s32[] but branch_computations[0] returns f32[]"):  # noqa: E501
         ops.Conditional(i, [ident, lambda v: ops.ConvertElementType(v, np.int32)], [x, x])
-    assert_error(ei, "Conditional: branch_computations[1] returns s32[] but branch_computations[0] returns f32[]")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "Conditional: false_computation returns s32[] but true_computation returns f32[]"):
         ops.Conditional(p, x, ident, i, ident)
-    assert_error(ei, "Conditional: false_computation returns s32[] but true_computation returns f32[]")
-    with pytest.raises(DTypeError) as ei:
+    with raises(DTypeError, "Conditional: operand 'branch_index' must be s32[], got f32[]"):
         ops.Conditional(x, [ident], [x])
-    assert_error(ei, "Conditional: operand 'branch_index' must be s32[], got f32[]")
-    with pytest.raises(DTypeError) as ei:
+    with raises(DTypeError, "Conditional: operand 'branch_index' is pred"):
         ops.Conditional(p, [ident, ident], [x, x])
-    assert_error(ei, "Conditional: operand 'branch_index' is pred")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "Conditional: operand 'branch_index' must be a scalar s32[], got s32[2]"):
         ops.Conditional(ops.Constant(b, np.zeros(2, np.int32)), [ident], [x])
-    assert_error(ei, "Conditional: operand 'branch_index' must be a scalar s32[], got s32[2]")
-    with pytest.raises(DTypeError) as ei:
+    with raises(DTypeError, "Conditional: operand 'pred' must be pred[], got s32[]"):
         ops.Conditional(i, x, ident, x, ident)
-    assert_error(ei, "Conditional: operand 'pred' must be pred[], got s32[]")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "Conditional: 2 branch_computations but 1 branch_operands"):
         ops.Conditional(i, [ident, ident], [x])
-    assert_error(ei, "Conditional: 2 branch_computations but 1 branch_operands")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "Conditional: branch_computations is empty"):
         ops.Conditional(i, [], [])
-    assert_error(ei, "Conditional: branch_computations is empty")
-    with pytest.raises(DTypeError) as ei:
+    with raises(DTypeError, "Conditional: takes (branch_index, branch_computations, branch_operands) or (pred,"):
         ops.Conditional(p, x, ident, x)  # type: ignore[call-overload]
-    assert_error(ei, "Conditional: takes (branch_index, branch_computations, branch_operands) or (pred,")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "Conditional: branch_computations[0] 'takes_s32' takes (s32[]) but must take (f32[])"):
         ops.Conditional(i, [computation("takes_s32", [S.scalar_shape(np.int32)], ident)], [x])
-    assert_error(ei, "Conditional: branch_computations[0] 'takes_s32' takes (s32[]) but must take (f32[])")
 
 
 def test_call_errors() -> None:
-    ei: pytest.ExceptionInfo[Any]
     b = xs.XlaBuilder("e")
     x = scalar(b, 1.0, np.float32)
     two = computation("two", [S.scalar_shape(np.float32)] * 2, lambda u, v: u + v)
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "Call: computation 'two' takes (f32[], f32[]) but must take (f32[])"):
         ops.Call(b, two, [x])
-    assert_error(ei, "Call: computation 'two' takes (f32[], f32[]) but must take (f32[])")
-    with pytest.raises(DTypeError) as ei:
+    with raises(DTypeError, "Call: operands must be a list or tuple of XlaOps, got XlaOp"):
         ops.Call(b, two, x)  # type: ignore[arg-type]
-    assert_error(ei, "Call: operands must be a list or tuple of XlaOps, got XlaOp")
     own = b.build(x + 1.0)
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "Call: computation 'e' was built by builder 'e' itself"):
         ops.Call(b, own, [])
-    assert_error(ei, "Call: computation 'e' was built by builder 'e' itself")
     other = scalar(xs.XlaBuilder("other"), 1.0, np.float32)
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "Call: operand 'operands[1]' belongs to builder 'other'"):
         ops.Call(b, two, [x, other])
-    assert_error(ei, "Call: operand 'operands[1]' belongs to builder 'other'")

@@ -9,9 +9,9 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers import err, run
 
 import xlasdk as xs
+from tests.helpers import raises, run
 from xlasdk import ops
 
 RNG = np.random.default_rng(11)
@@ -213,61 +213,66 @@ def test_conv_errors() -> None:
     w2 = ops.Parameter(b, 4, xs.Shape.array_shape("f32", [6, 2, 3, 3]))
     bo = ops.Parameter(b, 5, xs.Shape.array_shape("pred", [1, 1, 2, 2]))
     C = ops.ConvGeneralDilated
-    err(xs.DTypeError, lambda: C(x, wi, [1, 1], "VALID"),
-        "ConvGeneralDilated: operand 'rhs' has element type s32[6,4,3,3], expected f32 like 'lhs'")
-    err(xs.DTypeError, lambda: C(bo, bo, [1, 1], "VALID"),
-        "ConvGeneralDilated: operand 'lhs' must be numeric, got pred[1,1,2,2]")
-    err(xs.ShapeError, lambda: C(x, w3, [1, 1], "VALID"),
-        "ConvGeneralDilated: operands must have equal rank >= 2, got 'lhs' f32[1,4,5,5] and 'rhs' f32[6,4,3]")
-    err(xs.ShapeError, lambda: C(x, w, [1], "VALID"), "ConvGeneralDilated: window_strides has 1 entries, expected 2")
-    err(xs.ShapeError, lambda: C(x, w, [1, 0], "VALID"), "ConvGeneralDilated: window_strides [1, 0] must all be >= 1")
-    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", lhs_dilation=[0, 1]),
-        "ConvGeneralDilated: lhs_dilation [0, 1] must all be >= 1")
-    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", rhs_dilation=[1]),
-        "ConvGeneralDilated: rhs_dilation has 1 entries, expected 2")
-    err(xs.ShapeError, lambda: C(x, w, [1, 1], "FOO"), "ConvGeneralDilated: unknown PaddingType 'FOO'")
-    err(xs.ShapeError, lambda: C(x, w, [1, 1], [(1, 1)]),
-        "ConvGeneralDilated: padding has 1 (lo, hi) pairs, expected one per spatial dimension (2)")
-    err(xs.ShapeError, lambda: C(x, w, [1, 1], [(1, 1, 1), (0, 0)]),
-        "ConvGeneralDilated: padding[0] must be a (lo, hi) pair of ints")
-    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", feature_group_count=3),
-        "ConvGeneralDilated: input features (4, from 'lhs' f32[1,4,5,5]) must equal kernel input features ",
-        "(4, from 'rhs' f32[6,4,3,3]) times feature_group_count (3)")
-    err(xs.ShapeError, lambda: C(x, w2, [1, 1], "VALID"),
-        "ConvGeneralDilated: input features (4", "kernel input features (2")
+    with raises(xs.DTypeError, "ConvGeneralDilated: operand 'rhs' has element type s32[6,4,3,3], expected f32 like 'lhs'"):  # noqa: E501
+        C(x, wi, [1, 1], "VALID")
+    with raises(xs.DTypeError, "ConvGeneralDilated: operand 'lhs' must be numeric, got pred[1,1,2,2]"):
+        C(bo, bo, [1, 1], "VALID")
+    with raises(xs.ShapeError, "ConvGeneralDilated: operands must have equal rank >= 2, got 'lhs' f32[1,4,5,5] and 'rhs' f32[6,4,3]"):  # noqa: E501
+        C(x, w3, [1, 1], "VALID")
+    with raises(xs.ShapeError, "ConvGeneralDilated: window_strides has 1 entries, expected 2"):
+        C(x, w, [1], "VALID")
+    with raises(xs.ShapeError, "ConvGeneralDilated: window_strides [1, 0] must all be >= 1"):
+        C(x, w, [1, 0], "VALID")
+    with raises(xs.ShapeError, "ConvGeneralDilated: lhs_dilation [0, 1] must all be >= 1"):
+        C(x, w, [1, 1], "VALID", lhs_dilation=[0, 1])
+    with raises(xs.ShapeError, "ConvGeneralDilated: rhs_dilation has 1 entries, expected 2"):
+        C(x, w, [1, 1], "VALID", rhs_dilation=[1])
+    with raises(xs.ShapeError, "ConvGeneralDilated: unknown PaddingType 'FOO'"):
+        C(x, w, [1, 1], "FOO")
+    with raises(xs.ShapeError, "ConvGeneralDilated: padding has 1 (lo, hi) pairs, expected one per spatial dimension (2)"):  # noqa: E501
+        C(x, w, [1, 1], [(1, 1)])
+    with raises(xs.ShapeError, "ConvGeneralDilated: padding[0] must be a (lo, hi) pair of ints"):
+        C(x, w, [1, 1], [(1, 1, 1), (0, 0)])
+    with raises(xs.ShapeError, "ConvGeneralDilated: input features (4, from 'lhs' f32[1,4,5,5]) must equal kernel input features ", "(4, from 'rhs' f32[6,4,3,3]) times feature_group_count (3)"):  # noqa: E501
+        C(x, w, [1, 1], "VALID", feature_group_count=3)
+    with raises(xs.ShapeError, "ConvGeneralDilated: input features (4", "kernel input features (2"):
+        C(x, w2, [1, 1], "VALID")
     x25, w5 = ops.Reshape(x, [1, 4, 25, 1]), ops.Slice(w2, [0, 0, 0, 0], [5, 2, 3, 3])
-    err(xs.ShapeError, lambda: C(x25, w5, [1, 1], "VALID", feature_group_count=2),
-        "ConvGeneralDilated: kernel output features (5) must be divisible by feature_group_count (2)")
-    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", feature_group_count=0),
-        "ConvGeneralDilated: feature_group_count (0) and batch_group_count (1) must be >= 1")
-    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", batch_group_count=2),
-        "ConvGeneralDilated: batch (1) and kernel output features (6) must be divisible by batch_group_count (2)")
-    err(xs.ShapeError, lambda: C(x, w2, [1, 1], "VALID", feature_group_count=2, batch_group_count=2),
-        "ConvGeneralDilated: feature_group_count and batch_group_count cannot both be > 1")
-    err(xs.DTypeError, lambda: C(x, w, [1, 1], "VALID", feature_group_count=1.5),  # type: ignore[arg-type]
-        "ConvGeneralDilated: feature_group_count must be an int, got float 1.5")
-    err(xs.DTypeError, lambda: C(x, w, [1, 1], "VALID", batch_group_count="2"),  # type: ignore[arg-type]
-        "ConvGeneralDilated: batch_group_count must be an int, got str")
-    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", dimension_numbers=("NCHW", "OIHW")),
-        "ConvGeneralDilated: bad dimension_numbers", "3 layout strings")
-    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", dimension_numbers=("NCHW", "OIHX", "NCHW")),
-        "ConvGeneralDilated: bad dimension_numbers", "spatial letters")
+    with raises(xs.ShapeError, "ConvGeneralDilated: kernel output features (5) must be divisible by feature_group_count (2)"):  # noqa: E501
+        C(x25, w5, [1, 1], "VALID", feature_group_count=2)
+    with raises(xs.ShapeError, "ConvGeneralDilated: feature_group_count (0) and batch_group_count (1) must be >= 1"):
+        C(x, w, [1, 1], "VALID", feature_group_count=0)
+    with raises(xs.ShapeError, "ConvGeneralDilated: batch (1) and kernel output features (6) must be divisible by batch_group_count (2)"):  # noqa: E501
+        C(x, w, [1, 1], "VALID", batch_group_count=2)
+    with raises(xs.ShapeError, "ConvGeneralDilated: feature_group_count and batch_group_count cannot both be > 1"):
+        C(x, w2, [1, 1], "VALID", feature_group_count=2, batch_group_count=2)
+    with raises(xs.DTypeError, "ConvGeneralDilated: feature_group_count must be an int, got float 1.5"):
+        C(x, w, [1, 1], "VALID", feature_group_count=1.5)
+    with raises(xs.DTypeError, "ConvGeneralDilated: batch_group_count must be an int, got str"):
+        C(x, w, [1, 1], "VALID", batch_group_count="2")
+    with raises(xs.ShapeError, "ConvGeneralDilated: bad dimension_numbers", "3 layout strings"):
+        C(x, w, [1, 1], "VALID", dimension_numbers=("NCHW", "OIHW"))
+    with raises(xs.ShapeError, "ConvGeneralDilated: bad dimension_numbers", "spatial letters"):
+        C(x, w, [1, 1], "VALID", dimension_numbers=("NCHW", "OIHX", "NCHW"))
     dn1 = xs.make_convolution_dimension_numbers(("NCH", "OIH", "NCH"), 1)
-    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", dimension_numbers=dn1),
-        "ConvGeneralDilated: bad dimension_numbers", "expected num_spatial_dimensions=2")
+    with raises(xs.ShapeError, "ConvGeneralDilated: bad dimension_numbers", "expected num_spatial_dimensions=2"):
+        C(x, w, [1, 1], "VALID", dimension_numbers=dn1)
     bad_dn = xs.make_convolution_dimension_numbers(None, 2)
     bad_dn.input_spatial_dimensions = [2, 7]
-    err(xs.ShapeError, lambda: C(x, w, [1, 1], "VALID", dimension_numbers=bad_dn),
-        "ConvGeneralDilated: bad dimension_numbers: input dimensions [0, 1, 2, 7] must be < 4")
-    err(xs.DTypeError, lambda: C(x, w, [1, 1], "VALID", preferred_element_type=np.int32),
-        "ConvGeneralDilated: preferred_element_type s32 is not compatible with f32 operands")
-    err(xs.DTypeError, lambda: C(x, w, [1, 1], "VALID", precision_config="x"),
-        "ConvGeneralDilated: precision_config must be an xs.PrecisionConfig")
-    err(xs.ShapeError, lambda: C(ops.Constant(b, np.float32(1)), ops.Constant(b, np.float32(1)), [], "VALID"),
-        "ConvGeneralDilated: operands must have equal rank >= 2")
-    err(xs.DTypeError, lambda: C(x, np.ones((6, 4, 3, 3)), [1, 1], "VALID"),  # type: ignore[arg-type]
-        "ConvGeneralDilated: operand 'rhs' must be an XlaOp, got ndarray")
+    with raises(xs.ShapeError, "ConvGeneralDilated: bad dimension_numbers: input dimensions [0, 1, 2, 7] must be < 4"):
+        C(x, w, [1, 1], "VALID", dimension_numbers=bad_dn)
+    with raises(xs.DTypeError, "ConvGeneralDilated: preferred_element_type s32 is not compatible with f32 operands"):
+        C(x, w, [1, 1], "VALID", preferred_element_type=np.int32)
+    with raises(xs.DTypeError, "ConvGeneralDilated: precision_config must be an xs.PrecisionConfig"):
+        C(x, w, [1, 1], "VALID", precision_config="x")
+    with raises(xs.ShapeError, "ConvGeneralDilated: operands must have equal rank >= 2"):
+        C(ops.Constant(b, np.float32(1)), ops.Constant(b, np.float32(1)), [], "VALID")
+    with raises(xs.DTypeError, "ConvGeneralDilated: operand 'rhs' must be an XlaOp, got ndarray"):
+        C(x, np.ones((6, 4, 3, 3)), [1, 1], "VALID")
     # the shorthand names itself
-    err(xs.ShapeError, lambda: ops.Conv(x, w, [1, 1], "XX"), "Conv: unknown PaddingType 'XX'")
-    err(xs.ShapeError, lambda: ops.Conv(x, w, [1, 1, 1], "SAME"), "Conv: window_strides has 3 entries, expected 2")
-    err(xs.ShapeError, lambda: ops.Conv(x, w2, [1, 1], "SAME"), "Conv: input features (4")
+    with raises(xs.ShapeError, "Conv: unknown PaddingType 'XX'"):
+        ops.Conv(x, w, [1, 1], "XX")
+    with raises(xs.ShapeError, "Conv: window_strides has 3 entries, expected 2"):
+        ops.Conv(x, w, [1, 1, 1], "SAME")
+    with raises(xs.ShapeError, "Conv: input features (4"):
+        ops.Conv(x, w2, [1, 1], "SAME")

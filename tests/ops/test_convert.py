@@ -7,9 +7,9 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
-from helpers import check, run
 
 import xlasdk as xs
+from tests.helpers import raises, run
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
 
@@ -133,15 +133,24 @@ def test_bitcast_errors() -> None:
     pred = ops.Parameter(b, 3, S(np.bool_, (4,)))
     s4 = ops.Constant(b, np.zeros((2,), ml_dtypes.int4))
     scalar = ops.Constant(b, np.uint8(1))
-    check(ShapeError, lambda: ops.BitcastConvertType(u8, np.float32), "BitcastConvertType", "last dimension", "4")
-    check(ShapeError, lambda: ops.BitcastConvertType(scalar, np.uint16), "BitcastConvertType", "last dimension", "2")
-    check(DTypeError, lambda: ops.BitcastConvertType(c64, np.uint64), "BitcastConvertType", "complex", "c64")
-    check(DTypeError, lambda: ops.BitcastConvertType(f32, np.complex64), "BitcastConvertType", "complex", "f32")
-    check(DTypeError, lambda: ops.BitcastConvertType(c64, np.float32), "BitcastConvertType", "complex")
-    check(DTypeError, lambda: ops.BitcastConvertType(pred, np.uint8), "BitcastConvertType", "pred", "same width")
-    check(DTypeError, lambda: ops.BitcastConvertType(s4, np.int8), "BitcastConvertType", "s4", "same width")
-    check(DTypeError, lambda: ops.BitcastConvertType(f32, "float37"), "BitcastConvertType", "new_element_type")
-    check(DTypeError, lambda: ops.BitcastConvertType([1.0], np.uint8), "BitcastConvertType", "operand")  # type: ignore[arg-type]
+    with raises(ShapeError, "BitcastConvertType", "last dimension", "4"):
+        ops.BitcastConvertType(u8, np.float32)
+    with raises(ShapeError, "BitcastConvertType", "last dimension", "2"):
+        ops.BitcastConvertType(scalar, np.uint16)
+    with raises(DTypeError, "BitcastConvertType", "complex", "c64"):
+        ops.BitcastConvertType(c64, np.uint64)
+    with raises(DTypeError, "BitcastConvertType", "complex", "f32"):
+        ops.BitcastConvertType(f32, np.complex64)
+    with raises(DTypeError, "BitcastConvertType", "complex"):
+        ops.BitcastConvertType(c64, np.float32)
+    with raises(DTypeError, "BitcastConvertType", "pred", "same width"):
+        ops.BitcastConvertType(pred, np.uint8)
+    with raises(DTypeError, "BitcastConvertType", "s4", "same width"):
+        ops.BitcastConvertType(s4, np.int8)
+    with raises(DTypeError, "BitcastConvertType", "new_element_type"):
+        ops.BitcastConvertType(f32, "float37")
+    with raises(DTypeError, "BitcastConvertType", "operand"):
+        ops.BitcastConvertType([1.0], np.uint8)  # type: ignore[arg-type]
 
 
 # -- ReducePrecision -------------------------------------------------------------------------------
@@ -243,9 +252,15 @@ def test_reduce_precision_errors() -> None:
     f = ops.Parameter(b, 0, S(np.float32, (3,)))
     i = ops.Parameter(b, 1, S(np.int32, (3,)))
     c = ops.Parameter(b, 2, S(np.complex64, (3,)))
-    check(DTypeError, lambda: ops.ReducePrecision(i, 8, 7), "ReducePrecision", "operand 'operand'", "s32")
-    check(DTypeError, lambda: ops.ReducePrecision(c, 8, 7), "ReducePrecision", "operand 'operand'", "c64")
-    check(ShapeError, lambda: ops.ReducePrecision(f, 0, 7), "ReducePrecision", "exponent_bits", ">= 1")
-    check(ShapeError, lambda: ops.ReducePrecision(f, 8, -1), "ReducePrecision", "mantissa_bits", ">= 0")
-    check(DTypeError, lambda: ops.ReducePrecision(f, 8.0, 7), "ReducePrecision", "exponent_bits", "int")  # type: ignore[arg-type]
-    check(DTypeError, lambda: ops.ReducePrecision(f, 8, True), "ReducePrecision", "mantissa_bits", "int")
+    with raises(DTypeError, "ReducePrecision", "operand 'operand'", "s32"):
+        ops.ReducePrecision(i, 8, 7)
+    with raises(DTypeError, "ReducePrecision", "operand 'operand'", "c64"):
+        ops.ReducePrecision(c, 8, 7)
+    with raises(ShapeError, "ReducePrecision", "exponent_bits", ">= 1"):
+        ops.ReducePrecision(f, 0, 7)
+    with raises(ShapeError, "ReducePrecision", "mantissa_bits", ">= 0"):
+        ops.ReducePrecision(f, 8, -1)
+    with raises(DTypeError, "ReducePrecision", "exponent_bits", "int"):
+        ops.ReducePrecision(f, 8.0, 7)  # type: ignore[arg-type]
+    with raises(DTypeError, "ReducePrecision", "mantissa_bits", "int"):
+        ops.ReducePrecision(f, 8, True)

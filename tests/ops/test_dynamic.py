@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import param
 
 import xlasdk as xs
+from tests.helpers import param
 from xlasdk import ops, xla_client
 from xlasdk.errors import DTypeError, ShapeError
 

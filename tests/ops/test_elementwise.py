@@ -21,9 +21,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 import scipy.special as sp
-from helpers import err, run
 
 import xlasdk as xs
+from tests.helpers import raises, run
 from xlasdk import ops
 from xlasdk import types as xtypes
 from xlasdk.ops import elementwise as ew
@@ -321,8 +321,8 @@ def test_reciprocal() -> None:
     np.testing.assert_array_equal(o, [0.5, -0.25, np.inf, -np.inf, 0.0])
     np.testing.assert_allclose(oz, 1 / z, rtol=1e-6)
     i = ops.Constant(b, np.int32(2))
-    err(xs.DTypeError, lambda: ops.Reciprocal(i),
-        "Reciprocal", "operand 'operand' must be floating-point or complex", "s32[]")
+    with raises(xs.DTypeError, "Reciprocal", "operand 'operand' must be floating-point or complex", "s32[]"):
+        ops.Reciprocal(i)
 
 
 @pytest.mark.parametrize("name", sorted(ew.UNARY))
@@ -335,11 +335,15 @@ def test_unary_rejects_other_types(name: str) -> None:
         if et in u.allowed:
             assert fn(x).dims == (2,)
         else:
-            msg = err(xs.DTypeError, lambda: fn(x), f"{name}: operand 'operand' must be")  # noqa: B023 - called at once
+            with raises(xs.DTypeError, f"{name}: operand 'operand' must be") as raised:
+                fn(x)
+            msg = str(raised.value)
             assert f"got {x.shape}" in msg
     tup = ops.Parameter(b, len(b.parameters()), xs.Shape.tuple_shape([xs.Shape.array_shape("f32", [2])]))
-    err(xs.ShapeError, lambda: fn(tup), name, "operand 'operand' must be an array, got (f32[2])")
-    err(xs.DTypeError, lambda: fn(np.float32(1)), name, "operand 'operand' must be an XlaOp, got float32")
+    with raises(xs.ShapeError, name, "operand 'operand' must be an array, got (f32[2])"):
+        fn(tup)
+    with raises(xs.DTypeError, name, "operand 'operand' must be an XlaOp, got float32"):
+        fn(np.float32(1))
 
 
 # ------------------------------------------------------------------------------ result accuracy
@@ -376,10 +380,12 @@ def test_result_accuracy_errors() -> None:
     b = xs.XlaBuilder("acc_err")
     x = ops.Parameter(b, 0, xs.Shape.array_shape("f32", [4]))
     ra = xs.ResultAccuracy(mode="HIGHEST")
-    err(xs.ShapeError, lambda: ops.Abs(x, result_accuracy=ra), "Abs: result_accuracy is not supported by this op")
-    err(xs.ShapeError, lambda: ops.Floor(x, result_accuracy=ra), "Floor", "result_accuracy")
-    err(xs.DTypeError, lambda: ops.Exp(x, result_accuracy="HIGHEST"),
-        "Exp", "result_accuracy must be an xs.ResultAccuracy, got str")
+    with raises(xs.ShapeError, "Abs: result_accuracy is not supported by this op"):
+        ops.Abs(x, result_accuracy=ra)
+    with raises(xs.ShapeError, "Floor", "result_accuracy"):
+        ops.Floor(x, result_accuracy=ra)
+    with raises(xs.DTypeError, "Exp", "result_accuracy must be an xs.ResultAccuracy, got str"):
+        ops.Exp(x, result_accuracy="HIGHEST")
 
 
 # ------------------------------------------------------------------------------ binary table
@@ -575,7 +581,8 @@ def test_binary_rejects_other_types(name: str) -> None:
         if et in bo.allowed:
             assert fn(x, x).shape == xs.Shape.array_shape(bo.result(et), [2])
         else:
-            err(xs.DTypeError, lambda: fn(x, x), f"{name}: operand 'lhs' must be", str(x.shape))  # noqa: B023
+            with raises(xs.DTypeError, f"{name}: operand 'lhs' must be", str(x.shape)):
+                fn(x, x)
 
 
 def test_pow_integer_negative_exponents() -> None:
@@ -668,24 +675,31 @@ def test_broadcasting_errors() -> None:
     V2 = ops.Parameter(b, 3, xs.Shape.array_shape("f32", [2]))
     I = ops.Parameter(b, 4, xs.Shape.array_shape("s32", [2, 3]))
     other = ops.Parameter(xs.XlaBuilder("other"), 0, xs.Shape.array_shape("f32", [2, 3]))
-    err(xs.ShapeError, lambda: ops.Add(A, B32),
-        "Add: operand 'rhs' has shape f32[3,2], incompatible with 'lhs' f32[2,3]")
-    err(xs.ShapeError, lambda: ops.Add(A, V3),
-        "Add: operand 'rhs' has shape f32[3], expected f32[2,3]", "broadcast_dimensions")
-    err(xs.ShapeError, lambda: ops.Sub(A, V3, [0]),
-        "Sub: operand 'rhs' dimension 0 has size 3, but it maps to dimension 0 of size 2")
-    err(xs.ShapeError, lambda: ops.Mul(A, V2, [0, 1]), "Mul: broadcast_dimensions has 2 entries, expected 1", "'rhs'")
-    err(xs.ShapeError, lambda: ops.Mul(V2, A, [2]), "Mul: broadcast_dimensions [2] must be strictly increasing")
-    err(xs.ShapeError, lambda: ops.Max(A, A, [1, 0]),
-        "Max: broadcast_dimensions [1, 0] given for operands of equal rank 2")
-    err(xs.DTypeError, lambda: ops.Add(A, I), "Add: operand 'rhs' has element type s32", "expected f32 like 'lhs'")
-    err(xs.ShapeError, lambda: ops.Add(A, other),
-        "Add: operand 'rhs' belongs to builder 'other'", "'lhs' belongs to 'bcast_err'")
-    err(xs.DTypeError, lambda: ops.Add(A, "x"), "Add: operand 'rhs' must be an XlaOp (or a scalar beside one), got str")
-    err(xs.DTypeError, lambda: ops.Add([1.0], A), "Add: operand 'lhs' must be an XlaOp", "got list")
-    err(xs.DTypeError, lambda: ops.Add(1, 2), "Add: operand 'lhs' must be an XlaOp")
+    with raises(xs.ShapeError, "Add: operand 'rhs' has shape f32[3,2], incompatible with 'lhs' f32[2,3]"):
+        ops.Add(A, B32)
+    with raises(xs.ShapeError, "Add: operand 'rhs' has shape f32[3], expected f32[2,3]", "broadcast_dimensions"):
+        ops.Add(A, V3)
+    with raises(xs.ShapeError, "Sub: operand 'rhs' dimension 0 has size 3, but it maps to dimension 0 of size 2"):
+        ops.Sub(A, V3, [0])
+    with raises(xs.ShapeError, "Mul: broadcast_dimensions has 2 entries, expected 1", "'rhs'"):
+        ops.Mul(A, V2, [0, 1])
+    with raises(xs.ShapeError, "Mul: broadcast_dimensions [2] must be strictly increasing"):
+        ops.Mul(V2, A, [2])
+    with raises(xs.ShapeError, "Max: broadcast_dimensions [1, 0] given for operands of equal rank 2"):
+        ops.Max(A, A, [1, 0])
+    with raises(xs.DTypeError, "Add: operand 'rhs' has element type s32", "expected f32 like 'lhs'"):
+        ops.Add(A, I)
+    with raises(xs.ShapeError, "Add: operand 'rhs' belongs to builder 'other'", "'lhs' belongs to 'bcast_err'"):
+        ops.Add(A, other)
+    with raises(xs.DTypeError, "Add: operand 'rhs' must be an XlaOp (or a scalar beside one), got str"):
+        ops.Add(A, "x")
+    with raises(xs.DTypeError, "Add: operand 'lhs' must be an XlaOp", "got list"):
+        ops.Add([1.0], A)
+    with raises(xs.DTypeError, "Add: operand 'lhs' must be an XlaOp"):
+        ops.Add(1, 2)
     tup = ops.Parameter(b, 5, xs.Shape.tuple_shape([xs.Shape.array_shape("f32", [2, 3])]))
-    err(xs.ShapeError, lambda: ops.Add(A, tup), "Add: operand 'rhs' must be an array, got (f32[2,3])")
+    with raises(xs.ShapeError, "Add: operand 'rhs' must be an array, got (f32[2,3])"):
+        ops.Add(A, tup)
 
 
 # ------------------------------------------------------------------------------ Python operators
@@ -731,12 +745,18 @@ def test_python_scalar_coercion_errors() -> None:
     i = ops.Parameter(b, 0, xs.Shape.array_shape("s32", [2]))
     u8 = ops.Parameter(b, 1, xs.Shape.array_shape("u8", [2]))
     f = ops.Parameter(b, 2, xs.Shape.array_shape("f32", [2]))
-    err(xs.DTypeError, lambda: i + 1.5, "Add: scalar 1.5 cannot be represented as s32")
-    err(xs.DTypeError, lambda: 2.5 * i, "Mul: scalar 2.5 cannot be represented as s32")
-    err(xs.DTypeError, lambda: u8 - 256, "Sub: scalar 256 cannot be represented as u8")
-    err(xs.DTypeError, lambda: u8 + -1, "Add: scalar -1 cannot be represented as u8")
-    err(xs.DTypeError, lambda: f * 1j, "Mul: scalar 1j cannot be represented as f32")
-    err(xs.DTypeError, lambda: f + "a", "Add: operand 'rhs' must be an XlaOp (or a scalar beside one), got str")
+    with raises(xs.DTypeError, "Add: scalar 1.5 cannot be represented as s32"):
+        i + 1.5
+    with raises(xs.DTypeError, "Mul: scalar 2.5 cannot be represented as s32"):
+        2.5 * i
+    with raises(xs.DTypeError, "Sub: scalar 256 cannot be represented as u8"):
+        u8 - 256
+    with raises(xs.DTypeError, "Add: scalar -1 cannot be represented as u8"):
+        u8 + -1
+    with raises(xs.DTypeError, "Mul: scalar 1j cannot be represented as f32"):
+        f * 1j
+    with raises(xs.DTypeError, "Add: operand 'rhs' must be an XlaOp (or a scalar beside one), got str"):
+        f + "a"
     with pytest.raises(TypeError, match="XlaOp has no truth value"):
         bool(f)
 
@@ -815,20 +835,26 @@ def test_compare_errors() -> None:
     i = ops.Parameter(b, 1, xs.Shape.array_shape("s32", [2]))
     z = ops.Parameter(b, 2, xs.Shape.array_shape("c64", [2]))
     bo = ops.Parameter(b, 3, xs.Shape.array_shape("pred", [2]))
-    err(xs.ShapeError, lambda: ops.Compare(f, f, "FOO"), "Compare: unknown ComparisonDirection 'FOO'")
-    err(xs.ShapeError, lambda: ops.Compare(f, f, "LT", "BAR"), "Compare: unknown ComparisonType 'BAR'")
-    err(xs.DTypeError, lambda: ops.Compare(i, i, "LT", "TOTALORDER"),
-        "Compare: compare_type TOTALORDER does not apply to element type s32")
-    err(xs.DTypeError, lambda: ops.Compare(i, i, "LT", "FLOAT"),
-        "Compare: compare_type FLOAT does not apply to element type s32")
-    err(xs.DTypeError, lambda: ops.Compare(f, f, "LT", "SIGNED"),
-        "Compare: compare_type SIGNED does not apply to element type f32")
-    err(xs.DTypeError, lambda: ops.Compare(bo, bo, "EQ", "SIGNED"), "Compare", "SIGNED", "pred")
-    err(xs.DTypeError, lambda: ops.Lt(z, z), "Compare: direction LT is not defined for complex c64[2]; only EQ and NE")
-    err(xs.DTypeError, lambda: ops.Compare(z, z, "EQ", "TOTALORDER"),
-        "Compare: compare_type TOTALORDER does not apply to element type c64")
-    err(xs.DTypeError, lambda: ops.Eq(f, i), "Compare: operand 'rhs' has element type s32")
-    err(xs.ShapeError, lambda: ops.Lt(f, ops.Reshape(f, [2, 1])), "Compare: operand 'rhs' has shape f32[2,1]")
+    with raises(xs.ShapeError, "Compare: unknown ComparisonDirection 'FOO'"):
+        ops.Compare(f, f, "FOO")
+    with raises(xs.ShapeError, "Compare: unknown ComparisonType 'BAR'"):
+        ops.Compare(f, f, "LT", "BAR")
+    with raises(xs.DTypeError, "Compare: compare_type TOTALORDER does not apply to element type s32"):
+        ops.Compare(i, i, "LT", "TOTALORDER")
+    with raises(xs.DTypeError, "Compare: compare_type FLOAT does not apply to element type s32"):
+        ops.Compare(i, i, "LT", "FLOAT")
+    with raises(xs.DTypeError, "Compare: compare_type SIGNED does not apply to element type f32"):
+        ops.Compare(f, f, "LT", "SIGNED")
+    with raises(xs.DTypeError, "Compare", "SIGNED", "pred"):
+        ops.Compare(bo, bo, "EQ", "SIGNED")
+    with raises(xs.DTypeError, "Compare: direction LT is not defined for complex c64[2]; only EQ and NE"):
+        ops.Lt(z, z)
+    with raises(xs.DTypeError, "Compare: compare_type TOTALORDER does not apply to element type c64"):
+        ops.Compare(z, z, "EQ", "TOTALORDER")
+    with raises(xs.DTypeError, "Compare: operand 'rhs' has element type s32"):
+        ops.Eq(f, i)
+    with raises(xs.ShapeError, "Compare: operand 'rhs' has shape f32[2,1]"):
+        ops.Lt(f, ops.Reshape(f, [2, 1]))
 
 
 def test_complex_ordered_compare_of_constants_does_not_crash() -> None:
@@ -863,15 +889,17 @@ def test_select() -> None:
     np.testing.assert_array_equal(o3, [-1, 2, 3])
     x = ops.Parameter(b, 3, xs.Shape.array_shape("f32", [3]))
     y = ops.Parameter(b, 4, xs.Shape.array_shape("f32", [2]))
-    err(xs.DTypeError, lambda: ops.Select(Tt, Tt, Ff), "Select: operand 'pred' must have element type pred, got s32[3]")
-    err(xs.DTypeError, lambda: ops.Select(Pp, Tt, x),
-        "Select: operand 'on_false' has element type f32[3]", "'on_true' s32[3]")
-    err(xs.ShapeError, lambda: ops.Select(Pp, x, ops.Slice(x, [0], [2])),
-        "Select: operand 'on_false' has shape f32[2], expected f32[3]")
-    err(xs.ShapeError, lambda: ops.Select(ops.Constant(b, [True, False]), x, x),
-        "Select: operand 'pred' has shape pred[2]", "pred[]")
+    with raises(xs.DTypeError, "Select: operand 'pred' must have element type pred, got s32[3]"):
+        ops.Select(Tt, Tt, Ff)
+    with raises(xs.DTypeError, "Select: operand 'on_false' has element type f32[3]", "'on_true' s32[3]"):
+        ops.Select(Pp, Tt, x)
+    with raises(xs.ShapeError, "Select: operand 'on_false' has shape f32[2], expected f32[3]"):
+        ops.Select(Pp, x, ops.Slice(x, [0], [2]))
+    with raises(xs.ShapeError, "Select: operand 'pred' has shape pred[2]", "pred[]"):
+        ops.Select(ops.Constant(b, [True, False]), x, x)
     assert ops.Select(ops.Constant(b, [True, False]), y, y).dims == (2,)
-    err(xs.DTypeError, lambda: ops.Select(True, x, x), "Select: operand 'pred' must be an XlaOp, got bool")  # type: ignore[arg-type]
+    with raises(xs.DTypeError, "Select: operand 'pred' must be an XlaOp, got bool"):
+        ops.Select(True, x, x)  # type: ignore[arg-type]
 
 
 def test_clamp() -> None:
@@ -893,13 +921,16 @@ def test_clamp() -> None:
     np.testing.assert_array_equal(outs[3], [1, 1, 3, 5, 5])
     np.testing.assert_array_equal(outs[4], [2, 2, 2, 2, 2])
     z = ops.Parameter(b, 3, xs.Shape.array_shape("c64", [2]))
-    err(xs.DTypeError, lambda: ops.Clamp(0, XI, 1.5), "Clamp: scalar 1.5 cannot be represented as s32")
-    err(xs.DTypeError, lambda: ops.Clamp(ops.Constant(b, 0.0), XI, ops.Constant(b, 1)),
-        "Clamp: operand 'min' has element type f32[]", "expected s32")
-    err(xs.ShapeError, lambda: ops.Clamp(ops.Constant(b, [0.0, 1.0]), X, 1.0),
-        "Clamp: operand 'min' has shape f32[2], expected a scalar or f32[5]")
-    err(xs.DTypeError, lambda: ops.Clamp(z, z, z), "Clamp: operand 'operand' must be real (non-complex), got c64[2]")
-    err(xs.DTypeError, lambda: ops.Clamp(0.0, "x", 1.0), "Clamp: operand 'operand' must be an XlaOp, got str")
+    with raises(xs.DTypeError, "Clamp: scalar 1.5 cannot be represented as s32"):
+        ops.Clamp(0, XI, 1.5)
+    with raises(xs.DTypeError, "Clamp: operand 'min' has element type f32[]", "expected s32"):
+        ops.Clamp(ops.Constant(b, 0.0), XI, ops.Constant(b, 1))
+    with raises(xs.ShapeError, "Clamp: operand 'min' has shape f32[2], expected a scalar or f32[5]"):
+        ops.Clamp(ops.Constant(b, [0.0, 1.0]), X, 1.0)
+    with raises(xs.DTypeError, "Clamp: operand 'operand' must be real (non-complex), got c64[2]"):
+        ops.Clamp(z, z, z)
+    with raises(xs.DTypeError, "Clamp: operand 'operand' must be an XlaOp, got str"):
+        ops.Clamp(0.0, "x", 1.0)
 
 
 # ------------------------------------------------------------------------------ ConvertElementType
@@ -936,13 +967,14 @@ def test_convert_element_type() -> None:
     np.testing.assert_array_equal(outs[8].astype(np.float32), [1, -1, 0, 300])
     fp8 = f.astype(ml_dtypes.float8_e4m3fn).astype(np.float32)
     np.testing.assert_array_equal(outs[9].astype(np.float32), fp8[:4].tolist() + [np.nan])  # 1e10: NaN (no inf)
-    err(xs.DTypeError, lambda: ops.ConvertElementType(F, "nope"),
-        "ConvertElementType: new_element_type 'nope' is not an XLA element type")
-    err(xs.DTypeError, lambda: ops.ConvertElementType(F, xs.PrimitiveType.TUPLE), "ConvertElementType", "TUPLE")
-    err(xs.DTypeError, lambda: ops.ConvertElementType(Z, np.float32),
-        "ConvertElementType: cannot convert complex c64[1] to f32")
-    err(xs.DTypeError, lambda: ops.ConvertElementType(np.zeros(2), np.float32),  # type: ignore[arg-type]
-        "ConvertElementType: operand 'operand' must be an XlaOp")
+    with raises(xs.DTypeError, "ConvertElementType: new_element_type 'nope' is not an XLA element type"):
+        ops.ConvertElementType(F, "nope")
+    with raises(xs.DTypeError, "ConvertElementType", "TUPLE"):
+        ops.ConvertElementType(F, xs.PrimitiveType.TUPLE)
+    with raises(xs.DTypeError, "ConvertElementType: cannot convert complex c64[1] to f32"):
+        ops.ConvertElementType(Z, np.float32)
+    with raises(xs.DTypeError, "ConvertElementType: operand 'operand' must be an XlaOp"):
+        ops.ConvertElementType(np.zeros(2), np.float32)
 
 
 def test_math_constants_sanity() -> None:

@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import check, run
 
 import xlasdk as xs
+from tests.helpers import raises, run
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
 
@@ -104,19 +104,35 @@ def test_fft_errors() -> None:
     r = ops.Parameter(b, 1, S(np.float32, (4, 8)))
     i = ops.Parameter(b, 2, S(np.int32, (8,)))
     h = ops.Parameter(b, 3, S(np.float16, (8,)))
-    check(DTypeError, lambda: ops.Fft(r, "FFT", [8]), "Fft", "FFT", "complex", "f32")
-    check(DTypeError, lambda: ops.Fft(r, "IFFT", [8]), "Fft", "IFFT", "complex")
-    check(DTypeError, lambda: ops.Fft(c, "RFFT", [8]), "Fft", "RFFT", "real", "c64")
-    check(DTypeError, lambda: ops.Fft(i, "RFFT", [8]), "Fft", "RFFT", "s32")
-    check(DTypeError, lambda: ops.Fft(h, "RFFT", [8]), "Fft", "RFFT", "f16")
-    check(DTypeError, lambda: ops.Fft(r, "IRFFT", [8]), "Fft", "IRFFT", "complex")
-    check(ShapeError, lambda: ops.Fft(c, "FFT", [4]), "Fft", "operand 'operand'", "[8]", "[4]")
-    check(ShapeError, lambda: ops.Fft(c, "IRFFT", [8]), "Fft", "operand 'operand'", "[5]")
-    check(ShapeError, lambda: ops.Fft(r, "RFFT", [4, 4]), "Fft", "operand 'operand'", "[4, 8]")
-    check(ShapeError, lambda: ops.Fft(c, "FFT", [2, 2, 4, 8]), "Fft", "fft_lengths", "1 to 3")
-    check(ShapeError, lambda: ops.Fft(c, "FFT", []), "Fft", "fft_lengths", "1 to 3")
-    check(ShapeError, lambda: ops.Fft(c, "FFT", [0]), "Fft", "fft_lengths", ">= 1")
-    check(ShapeError, lambda: ops.Fft(c, "FFT", [3, 4, 8]), "Fft", "operand 'operand'", "rank 2")
-    check(ShapeError, lambda: ops.Fft(c, "DCT", [8]), "Fft", "fft_type", "DCT")
-    check(ShapeError, lambda: ops.Fft(c, 7, [8]), "Fft", "fft_type", "7")
-    check(DTypeError, lambda: ops.Fft(np.zeros(8), "FFT", [8]), "Fft", "operand 'operand'", "XlaOp")  # type: ignore[arg-type]
+    with raises(DTypeError, "Fft", "FFT", "complex", "f32"):
+        ops.Fft(r, "FFT", [8])
+    with raises(DTypeError, "Fft", "IFFT", "complex"):
+        ops.Fft(r, "IFFT", [8])
+    with raises(DTypeError, "Fft", "RFFT", "real", "c64"):
+        ops.Fft(c, "RFFT", [8])
+    with raises(DTypeError, "Fft", "RFFT", "s32"):
+        ops.Fft(i, "RFFT", [8])
+    with raises(DTypeError, "Fft", "RFFT", "f16"):
+        ops.Fft(h, "RFFT", [8])
+    with raises(DTypeError, "Fft", "IRFFT", "complex"):
+        ops.Fft(r, "IRFFT", [8])
+    with raises(ShapeError, "Fft", "operand 'operand'", "[8]", "[4]"):
+        ops.Fft(c, "FFT", [4])
+    with raises(ShapeError, "Fft", "operand 'operand'", "[5]"):
+        ops.Fft(c, "IRFFT", [8])
+    with raises(ShapeError, "Fft", "operand 'operand'", "[4, 8]"):
+        ops.Fft(r, "RFFT", [4, 4])
+    with raises(ShapeError, "Fft", "fft_lengths", "1 to 3"):
+        ops.Fft(c, "FFT", [2, 2, 4, 8])
+    with raises(ShapeError, "Fft", "fft_lengths", "1 to 3"):
+        ops.Fft(c, "FFT", [])
+    with raises(ShapeError, "Fft", "fft_lengths", ">= 1"):
+        ops.Fft(c, "FFT", [0])
+    with raises(ShapeError, "Fft", "operand 'operand'", "rank 2"):
+        ops.Fft(c, "FFT", [3, 4, 8])
+    with raises(ShapeError, "Fft", "fft_type", "DCT"):
+        ops.Fft(c, "DCT", [8])
+    with raises(ShapeError, "Fft", "fft_type", "7"):
+        ops.Fft(c, 7, [8])
+    with raises(DTypeError, "Fft", "operand 'operand'", "XlaOp"):
+        ops.Fft(np.zeros(8), "FFT", [8])  # type: ignore[arg-type]

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 import scipy.linalg as sl
-from helpers import run
 
 import xlasdk as xs
+from tests.helpers import run
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
 

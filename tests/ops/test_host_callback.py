@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import param
 
 import xlasdk as xs
+from tests.helpers import param
 from xlasdk import ops
 from xlasdk.errors import DTypeError, HostCallbackError, ShapeError
 

@@ -9,9 +9,9 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers import error, run, shape
 
 import xlasdk as xs
+from tests.helpers import raises, run, shape
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
 
@@ -497,54 +497,54 @@ def test_gather_errors() -> None:
     x, i, f, i2 = _params(
         shape(np.float32, (5, 3)), shape(np.int32, (4,)), shape(np.float32, (4,)), shape(np.int32, (4, 2))
     )
-    with error(DTypeError, "Gather", "'start_indices'", "integer"):
+    with raises(DTypeError, "Gather", "'start_indices'", "integer"):
         ops.Gather(x, f, TAKE_DN, [1, 3])
-    with error(ShapeError, "Gather", "slice_sizes[1] = 4", "operand f32[5,3]"):
+    with raises(ShapeError, "Gather", "slice_sizes[1] = 4", "operand f32[5,3]"):
         ops.Gather(x, i, TAKE_DN, [1, 4])
-    with error(ShapeError, "Gather", "slice_sizes has 3 entries"):
+    with raises(ShapeError, "Gather", "slice_sizes has 3 entries"):
         ops.Gather(x, i, TAKE_DN, [1, 3, 1])
-    with error(ShapeError, "Gather", "slice_sizes[0] = 2", "collapsed_slice_dims"):
+    with raises(ShapeError, "Gather", "slice_sizes[0] = 2", "collapsed_slice_dims"):
         ops.Gather(x, i, TAKE_DN, [2, 3])
-    with error(ShapeError, "Gather", "slice_sizes[0] = 0 must be 1", "collapsed_slice_dims"):
+    with raises(ShapeError, "Gather", "slice_sizes[0] = 0 must be 1", "collapsed_slice_dims"):
         ops.Gather(x, i, TAKE_DN, [0, 3])
-    with error(ShapeError, "Gather", "slice_sizes[0] = -1"):
+    with raises(ShapeError, "Gather", "slice_sizes[0] = -1"):
         ops.Gather(x, i, TAKE_DN, [-1, 3])
-    with error(ShapeError, "Gather", "start_index_map", "2 components"):
+    with raises(ShapeError, "Gather", "start_index_map", "2 components"):
         ops.Gather(x, i2, TAKE_DN, [1, 3])
     dn = xs.GatherDimensionNumbers(offset_dims=[1], collapsed_slice_dims=[2], start_index_map=[0], index_vector_dim=1)
-    with error(ShapeError, "Gather", "collapsed_slice_dims [2]", "out of range", "operand f32[5,3]"):
+    with raises(ShapeError, "Gather", "collapsed_slice_dims [2]", "out of range", "operand f32[5,3]"):
         ops.Gather(x, i, dn, [1, 3])
     dn = xs.GatherDimensionNumbers(offset_dims=[1], collapsed_slice_dims=[0], start_index_map=[0], index_vector_dim=3)
-    with error(ShapeError, "Gather", "index_vector_dim = 3", "'start_indices'"):
+    with raises(ShapeError, "Gather", "index_vector_dim = 3", "'start_indices'"):
         ops.Gather(x, i, dn, [1, 3])
     dn = xs.GatherDimensionNumbers(offset_dims=[3], collapsed_slice_dims=[0], start_index_map=[0], index_vector_dim=1)
-    with error(ShapeError, "Gather", "offset_dims [3]", "result"):
+    with raises(ShapeError, "Gather", "offset_dims [3]", "result"):
         ops.Gather(x, i, dn, [1, 3])
     dn = xs.GatherDimensionNumbers(
         offset_dims=[1, 2], collapsed_slice_dims=[0], start_index_map=[0], index_vector_dim=1
     )
-    with error(ShapeError, "Gather", "has rank 2", "give 3"):
+    with raises(ShapeError, "Gather", "has rank 2", "give 3"):
         ops.Gather(x, i, dn, [1, 3])
     dn = xs.GatherDimensionNumbers(
         collapsed_slice_dims=[1], start_index_map=[1], index_vector_dim=1,
         operand_batching_dims=[0], start_indices_batching_dims=[0],
     )
-    with error(ShapeError, "Gather", "batching dimensions differ", "dimension 0 has 5", "has 4"):
+    with raises(ShapeError, "Gather", "batching dimensions differ", "dimension 0 has 5", "has 4"):
         ops.Gather(x, i, dn, [1, 1])
-    with error(ShapeError, "Gather", "slice_sizes[0] = 2 must be 1", "operand_batching_dims"):
+    with raises(ShapeError, "Gather", "slice_sizes[0] = 2 must be 1", "operand_batching_dims"):
         ops.Gather(x, i, dn, [2, 1])
-    with error(ShapeError, "Gather", "dimension_numbers", "repeated"):
+    with raises(ShapeError, "Gather", "dimension_numbers", "repeated"):
         ops.Gather(x, i, {"offset_dims": [1, 1], "collapsed_slice_dims": [0], "start_index_map": [0]}, [1, 3])
-    with error(ShapeError, "Gather", "unknown fields", "bogus"):
+    with raises(ShapeError, "Gather", "unknown fields", "bogus"):
         ops.Gather(x, i, {"bogus": 1}, [1, 3])
-    with error(DTypeError, "Gather", "dimension_numbers must be a GatherDimensionNumbers"):
+    with raises(DTypeError, "Gather", "dimension_numbers must be a GatherDimensionNumbers"):
         ops.Gather(x, i, [1, 0, 0], [1, 3])  # type: ignore[arg-type]
-    with error(DTypeError, "Gather", "indices_are_sorted must be a bool"):
+    with raises(DTypeError, "Gather", "indices_are_sorted must be a bool"):
         ops.Gather(x, i, TAKE_DN, [1, 3], indices_are_sorted="yes")  # type: ignore[arg-type]
-    with error(DTypeError, "Gather", "'operand'", "XlaOp"):
+    with raises(DTypeError, "Gather", "'operand'", "XlaOp"):
         ops.Gather(np.zeros((5, 3)), i, TAKE_DN, [1, 3])  # type: ignore[arg-type]
     (other,) = _params(shape(np.int32, (4,)))
-    with error(ShapeError, "Gather", "'start_indices' belongs to builder"):
+    with raises(ShapeError, "Gather", "'start_indices' belongs to builder"):
         ops.Gather(x, other, TAKE_DN, [1, 3])
 
 
@@ -562,67 +562,67 @@ def test_scatter_errors() -> None:
     def plus(a: xs.XlaOp, b: xs.XlaOp) -> xs.XlaOp:
         return a + b
 
-    with error(DTypeError, "Scatter", "'scatter_indices'", "integer"):
+    with raises(DTypeError, "Scatter", "'scatter_indices'", "integer"):
         ops.Scatter(x, f, u, plus, SCATTER_DN)
-    with error(DTypeError, "Scatter", "'updates'", "s32[4,3]", "f32"):
+    with raises(DTypeError, "Scatter", "'updates'", "s32[4,3]", "f32"):
         ops.Scatter(x, i, u_i, plus, SCATTER_DN)
-    with error(ShapeError, "Scatter", "'updates' f32[4,4]", "window dimension 1 has size 4", "bound 3"):
+    with raises(ShapeError, "Scatter", "'updates' f32[4,4]", "window dimension 1 has size 4", "bound 3"):
         ops.Scatter(x, i, u_bad, plus, SCATTER_DN)
-    with error(ShapeError, "Scatter", "'updates' f32[4]", "rank 1, expected 2"):
+    with raises(ShapeError, "Scatter", "'updates' f32[4]", "rank 1, expected 2"):
         ops.Scatter(x, i, f, plus, SCATTER_DN)
     (u5,) = [p for p in _params(shape(np.float32, (5, 3)))]
-    with error(ShapeError, "Scatter", "builder"):
+    with raises(ShapeError, "Scatter", "builder"):
         ops.Scatter(x, i, u5, plus, SCATTER_DN)
     x2, i2, u2 = _params(shape(np.float32, (5, 3)), shape(np.int32, (4,)), shape(np.float32, (6, 3)))
-    with error(ShapeError, "Scatter", "scatter dimension 0 has size 6, expected 4"):
+    with raises(ShapeError, "Scatter", "scatter dimension 0 has size 6, expected 4"):
         ops.Scatter(x2, i2, u2, plus, SCATTER_DN)
     dn = xs.ScatterDimensionNumbers(
         update_window_dims=[1], inserted_window_dims=[0], scatter_dims_to_operand_dims=[2], index_vector_dim=1
     )
-    with error(ShapeError, "Scatter", "scatter_dims_to_operand_dims [2]", "out of range"):
+    with raises(ShapeError, "Scatter", "scatter_dims_to_operand_dims [2]", "out of range"):
         ops.Scatter(x, i, u, plus, dn)
     dn = xs.ScatterDimensionNumbers(
         update_window_dims=[1], inserted_window_dims=[0], scatter_dims_to_operand_dims=[0], index_vector_dim=2
     )
-    with error(ShapeError, "Scatter", "index_vector_dim = 2", "'scatter_indices'"):
+    with raises(ShapeError, "Scatter", "index_vector_dim = 2", "'scatter_indices'"):
         ops.Scatter(x, i, u, plus, dn)
     dn = xs.ScatterDimensionNumbers(
         update_window_dims=[5], inserted_window_dims=[0], scatter_dims_to_operand_dims=[0], index_vector_dim=1
     )
-    with error(ShapeError, "Scatter", "update_window_dims [5]", "'updates'"):
+    with raises(ShapeError, "Scatter", "update_window_dims [5]", "'updates'"):
         ops.Scatter(x, i, u, plus, dn)
     dn = xs.ScatterDimensionNumbers(
         update_window_dims=[1], scatter_dims_to_operand_dims=[0], index_vector_dim=1
     )
-    with error(ShapeError, "Scatter", "has rank 2", "give 1"):
+    with raises(ShapeError, "Scatter", "has rank 2", "give 1"):
         ops.Scatter(x, i, u, plus, dn)
-    with error(ShapeError, "Scatter", "dimension_numbers", "sorted"):
+    with raises(ShapeError, "Scatter", "dimension_numbers", "sorted"):
         ops.Scatter(x, i, u, plus, {"update_window_dims": [1], "inserted_window_dims": [1, 0],
                                     "scatter_dims_to_operand_dims": [0], "index_vector_dim": 1})
-    with error(DTypeError, "Scatter", "dimension_numbers must be a ScatterDimensionNumbers"):
+    with raises(DTypeError, "Scatter", "dimension_numbers must be a ScatterDimensionNumbers"):
         ops.Scatter(x, i, u, plus, TAKE_DN)  # type: ignore[arg-type]
-    with error(DTypeError, "Scatter", "unique_indices must be a bool"):
+    with raises(DTypeError, "Scatter", "unique_indices must be a bool"):
         ops.Scatter(x, i, u, plus, SCATTER_DN, unique_indices=1)  # type: ignore[arg-type]
 
 
 def test_scatter_update_computation_errors() -> None:
     x, i, u = _params(shape(np.float32, (5, 3)), shape(np.int32, (4,)), shape(np.float32, (4, 3)))
-    with error(ShapeError, "Scatter", "update_computation", "takes 3 arguments but 2"):
+    with raises(ShapeError, "Scatter", "update_computation", "takes 3 arguments but 2"):
         ops.Scatter(x, i, u, lambda a, b, c: a, SCATTER_DN)
-    with error(ShapeError, "Scatter", "update_computation", "must return one scalar f32[]"):
+    with raises(ShapeError, "Scatter", "update_computation", "must return one scalar f32[]"):
         ops.Scatter(x, i, u, lambda a, b: (a, b), SCATTER_DN)
-    with error(DTypeError, "Scatter", "update_computation returns s32[]", "f32[]"):
+    with raises(DTypeError, "Scatter", "update_computation returns s32[]", "f32[]"):
         ops.Scatter(x, i, u, lambda a, b: ops.ConvertElementType(a, np.int32), SCATTER_DN)
-    with error(DTypeError, "Scatter", "update_computation must be an XlaComputation or a callable"):
+    with raises(DTypeError, "Scatter", "update_computation must be an XlaComputation or a callable"):
         ops.Scatter(x, i, u, "add", SCATTER_DN)
     sub = xs.XlaBuilder("int_add")
     s32 = shape(np.int32, ())
     int_add = sub.build(ops.Add(ops.Parameter(sub, 0, s32), ops.Parameter(sub, 1, s32)))
-    with error(ShapeError, "Scatter", "update_computation 'int_add' takes (s32[], s32[])", "(f32[], f32[])"):
+    with raises(ShapeError, "Scatter", "update_computation 'int_add' takes (s32[], s32[])", "(f32[], f32[])"):
         ops.Scatter(x, i, u, int_add, SCATTER_DN)
     sub = xs.XlaBuilder("vec")
     vec = sub.build(ops.Parameter(sub, 0, shape(np.float32, (3,))) + ops.Parameter(sub, 1, shape(np.float32, (3,))))
-    with error(ShapeError, "Scatter", "update_computation 'vec'"):
+    with raises(ShapeError, "Scatter", "update_computation 'vec'"):
         ops.Scatter(x, i, u, vec, SCATTER_DN)
 
 
@@ -631,31 +631,31 @@ def test_dynamic_slice_errors() -> None:
         shape(np.float32, (4, 5)), shape(np.int32, ()), shape(np.int32, ()), shape(np.int64, ()),
         shape(np.float32, ()), shape(np.int32, (3,)),
     )
-    with error(ShapeError, "DynamicSlice", "start_indices has 1 entries, expected 2"):
+    with raises(ShapeError, "DynamicSlice", "start_indices has 1 entries, expected 2"):
         ops.DynamicSlice(x, [i], [1, 1])
-    with error(ShapeError, "DynamicSlice", "slice_sizes has 3 entries"):
+    with raises(ShapeError, "DynamicSlice", "slice_sizes has 3 entries"):
         ops.DynamicSlice(x, [i, j], [1, 1, 1])
-    with error(ShapeError, "DynamicSlice", "slice_sizes[1] = 6", "f32[4,5]"):
+    with raises(ShapeError, "DynamicSlice", "slice_sizes[1] = 6", "f32[4,5]"):
         ops.DynamicSlice(x, [i, j], [1, 6])
-    with error(ShapeError, "DynamicSlice", "slice_sizes[0] = -1"):
+    with raises(ShapeError, "DynamicSlice", "slice_sizes[0] = -1"):
         ops.DynamicSlice(x, [i, j], [-1, 2])
-    with error(DTypeError, "DynamicSlice", "'start_indices[1]'", "integer", "f32[]"):
+    with raises(DTypeError, "DynamicSlice", "'start_indices[1]'", "integer", "f32[]"):
         ops.DynamicSlice(x, [i, f], [1, 1])
-    with error(DTypeError, "DynamicSlice", "same element type", "s64[]"):
+    with raises(DTypeError, "DynamicSlice", "same element type", "s64[]"):
         ops.DynamicSlice(x, [i, k64], [1, 1])
-    with error(ShapeError, "DynamicSlice", "'start_indices[0]' must be a scalar", "s32[3]"):
+    with raises(ShapeError, "DynamicSlice", "'start_indices[0]' must be a scalar", "s32[3]"):
         ops.DynamicSlice(x, [v, j], [1, 1])
-    with error(ShapeError, "DynamicSlice", "'start_indices' s32[3]", "vector of 2"):
+    with raises(ShapeError, "DynamicSlice", "'start_indices' s32[3]", "vector of 2"):
         ops.DynamicSlice(x, v, [1, 1])
-    with error(DTypeError, "DynamicSlice", "'start_indices[0]'", "float"):
+    with raises(DTypeError, "DynamicSlice", "'start_indices[0]'", "float"):
         ops.DynamicSlice(x, [1.5, j], [1, 1])  # type: ignore[list-item]
-    with error(ShapeError, "DynamicSlice", "start_indices[0] = -1", "uint32"):
+    with raises(ShapeError, "DynamicSlice", "start_indices[0] = -1", "uint32"):
         (u,) = _params(shape(np.uint32, ()))
         ops.DynamicSlice(ops.Broadcast(u, [3, 3]), [-1, u], [1, 1])
-    with error(DTypeError, "DynamicSlice", "start_indices must be a sequence"):
+    with raises(DTypeError, "DynamicSlice", "start_indices must be a sequence"):
         ops.DynamicSlice(x, 3, [1, 1])  # type: ignore[arg-type]
     (other,) = _params(shape(np.int32, ()))
-    with error(ShapeError, "DynamicSlice", "'start_indices[0]' belongs to builder"):
+    with raises(ShapeError, "DynamicSlice", "'start_indices[0]' belongs to builder"):
         ops.DynamicSlice(x, [other, j], [1, 1])
 
 
@@ -664,13 +664,13 @@ def test_dynamic_update_slice_errors() -> None:
         shape(np.float32, (4, 5)), shape(np.int32, ()), shape(np.int32, ()), shape(np.float32, (2, 6)),
         shape(np.float32, (2,)), shape(np.int32, (2, 2)), shape(np.float32, ()),
     )
-    with error(ShapeError, "DynamicUpdateSlice", "'update' f32[2,6]", "dimension 1 has size 6", "(5)"):
+    with raises(ShapeError, "DynamicUpdateSlice", "'update' f32[2,6]", "dimension 1 has size 6", "(5)"):
         ops.DynamicUpdateSlice(x, u_big, [i, j])
-    with error(ShapeError, "DynamicUpdateSlice", "'update' f32[2] has rank 1, expected 2"):
+    with raises(ShapeError, "DynamicUpdateSlice", "'update' f32[2] has rank 1, expected 2"):
         ops.DynamicUpdateSlice(x, u_rank, [i, j])
-    with error(DTypeError, "DynamicUpdateSlice", "'update' is s32[2,2]", "f32"):
+    with raises(DTypeError, "DynamicUpdateSlice", "'update' is s32[2,2]", "f32"):
         ops.DynamicUpdateSlice(x, u_int, [i, j])
-    with error(DTypeError, "DynamicUpdateSlice", "'start_indices[0]'", "integer"):
+    with raises(DTypeError, "DynamicUpdateSlice", "'start_indices[0]'", "integer"):
         ops.DynamicUpdateSlice(x, ops.Slice(x, [0, 0], [1, 1]), [f, j])
-    with error(ShapeError, "DynamicUpdateSlice", "start_indices has 3 entries"):
+    with raises(ShapeError, "DynamicUpdateSlice", "start_indices has 3 entries"):
         ops.DynamicUpdateSlice(x, ops.Slice(x, [0, 0], [1, 1]), [i, j, i])

@@ -7,9 +7,9 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers import err, run
 
 import xlasdk as xs
+from tests.helpers import raises, run
 from xlasdk import ops
 
 RNG = np.random.default_rng(7)
@@ -151,29 +151,32 @@ def test_dot_errors() -> None:
     x3 = ops.Parameter(b, 3, xs.Shape.array_shape("f32", [1, 2, 3]))
     s = ops.Parameter(b, 4, xs.Shape.array_shape("f32", []))
     other = ops.Parameter(xs.XlaBuilder("other"), 0, xs.Shape.array_shape("f32", [3, 4]))
-    err(xs.ShapeError, lambda: ops.Dot(x3, y),
-        "Dot: operand 'lhs' must have rank 1 or 2, got f32[1,2,3] (use DotGeneral)")
-    err(xs.ShapeError, lambda: ops.Dot(x, s), "Dot: operand 'rhs' must have rank 1 or 2, got f32[]")
-    err(xs.ShapeError, lambda: ops.Dot(x, x),
-        "Dot: operand 'rhs' has shape f32[2,3]; its first dimension must equal",
-        "the last dimension of 'lhs' f32[2,3] (3)")
-    err(xs.DTypeError, lambda: ops.Dot(x, i),
-        "Dot: operand 'rhs' has element type s32[3,4], expected f32 like 'lhs' f32[2,3]")
-    err(xs.ShapeError, lambda: ops.Dot(x, other), "Dot: operand 'rhs' belongs to builder 'other'")
-    err(xs.DTypeError, lambda: ops.Dot(x, "y"), "Dot: operand 'rhs' must be an XlaOp, got str")  # type: ignore[arg-type]
-    err(xs.DTypeError, lambda: ops.Dot(x, y, preferred_element_type=np.int32),
-        "Dot: preferred_element_type s32 is not compatible with f32 operands")
-    err(xs.DTypeError, lambda: ops.Dot(x, y, preferred_element_type=np.complex64),
-        "Dot: preferred_element_type c64 is not compatible")
-    err(xs.DTypeError, lambda: ops.Dot(x, y, preferred_element_type="foo"),
-        "Dot: preferred_element_type 'foo' is not an XLA element type")
-    err(xs.ShapeError, lambda: ops.Dot(x, y, precision_config=xs.PrecisionConfig(["HIGH"] * 3)),
-        "Dot: precision_config has 3 operand precisions")
-    err(xs.DTypeError, lambda: ops.Dot(x, y, precision_config="HIGH"),
-        "Dot: precision_config must be an xs.PrecisionConfig, got str")
+    with raises(xs.ShapeError, "Dot: operand 'lhs' must have rank 1 or 2, got f32[1,2,3] (use DotGeneral)"):
+        ops.Dot(x3, y)
+    with raises(xs.ShapeError, "Dot: operand 'rhs' must have rank 1 or 2, got f32[]"):
+        ops.Dot(x, s)
+    with raises(xs.ShapeError, "Dot: operand 'rhs' has shape f32[2,3]; its first dimension must equal", "the last dimension of 'lhs' f32[2,3] (3)"):  # noqa: E501
+        ops.Dot(x, x)
+    with raises(xs.DTypeError, "Dot: operand 'rhs' has element type s32[3,4], expected f32 like 'lhs' f32[2,3]"):
+        ops.Dot(x, i)
+    with raises(xs.ShapeError, "Dot: operand 'rhs' belongs to builder 'other'"):
+        ops.Dot(x, other)
+    with raises(xs.DTypeError, "Dot: operand 'rhs' must be an XlaOp, got str"):
+        ops.Dot(x, "y")  # type: ignore[arg-type]
+    with raises(xs.DTypeError, "Dot: preferred_element_type s32 is not compatible with f32 operands"):
+        ops.Dot(x, y, preferred_element_type=np.int32)
+    with raises(xs.DTypeError, "Dot: preferred_element_type c64 is not compatible"):
+        ops.Dot(x, y, preferred_element_type=np.complex64)
+    with raises(xs.DTypeError, "Dot: preferred_element_type 'foo' is not an XLA element type"):
+        ops.Dot(x, y, preferred_element_type="foo")
+    with raises(xs.ShapeError, "Dot: precision_config has 3 operand precisions"):
+        ops.Dot(x, y, precision_config=xs.PrecisionConfig(["HIGH"] * 3))
+    with raises(xs.DTypeError, "Dot: precision_config must be an xs.PrecisionConfig, got str"):
+        ops.Dot(x, y, precision_config="HIGH")
     bad = xs.PrecisionConfig()
     bad.operand_precision.append("FOO")
-    err(xs.ShapeError, lambda: ops.Dot(x, y, precision_config=bad), "Dot: precision_config: unknown Precision 'FOO'")
+    with raises(xs.ShapeError, "Dot: precision_config: unknown Precision 'FOO'"):
+        ops.Dot(x, y, precision_config=bad)
 
 
 def test_dot_general_errors() -> None:
@@ -182,25 +185,24 @@ def test_dot_general_errors() -> None:
     y = ops.Parameter(b, 1, xs.Shape.array_shape("f32", [3, 4]))
     z = ops.Parameter(b, 2, xs.Shape.array_shape("f32", [5, 3, 4]))
     DN = xs.DotDimensionNumbers
-    err(xs.ShapeError, lambda: ops.DotGeneral(x, y, (([2], [0]), ([], []))),
-        "DotGeneral: lhs_contracting_dimensions [2] must be distinct dimension numbers < 2")
-    err(xs.ShapeError, lambda: ops.DotGeneral(x, y, (([1], [0, 1]), ([], []))),
-        "DotGeneral: bad dimension_numbers", "must have the same length")
-    err(xs.ShapeError, lambda: ops.DotGeneral(x, y, (([0], [0]), ([], []))),
-        "DotGeneral: contracting dimension 0 of 'lhs' f32[2,3] has size 2,",
-        "but contracting dimension 0 of 'rhs' f32[3,4] has size 3")
-    err(xs.ShapeError, lambda: ops.DotGeneral(x, z, (([1], [1]), ([0], [0]))),
-        "DotGeneral: batch dimension 0 of 'lhs' f32[2,3] has size 2,",
-        "but batch dimension 0 of 'rhs' f32[5,3,4] has size 5")
-    err(xs.ShapeError, lambda: ops.DotGeneral(x, x, (([0], [0]), ([0], [0]))),
-        "DotGeneral: bad dimension_numbers", "share dimensions [0]")
-    err(xs.ShapeError, lambda: ops.DotGeneral(x, y, "junk"), "DotGeneral: bad dimension_numbers 'junk'")
-    err(xs.ShapeError, lambda: ops.DotGeneral(x, y, (([1, 1], [0, 0]), ([], []))),
-        "DotGeneral: bad dimension_numbers", "repeated")
-    err(xs.ShapeError, lambda: ops.DotGeneral(x, y, DN(lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[7])),
-        "DotGeneral: rhs_contracting_dimensions [7] must be distinct dimension numbers < 2")
-    err(xs.DTypeError, lambda: ops.DotGeneral(x, ops.ConvertElementType(y, np.float64), (([1], [0]), ([], []))),
-        "DotGeneral: operand 'rhs' has element type f64[3,4]")
+    with raises(xs.ShapeError, "DotGeneral: lhs_contracting_dimensions [2] must be distinct dimension numbers < 2"):
+        ops.DotGeneral(x, y, (([2], [0]), ([], [])))
+    with raises(xs.ShapeError, "DotGeneral: bad dimension_numbers", "must have the same length"):
+        ops.DotGeneral(x, y, (([1], [0, 1]), ([], [])))
+    with raises(xs.ShapeError, "DotGeneral: contracting dimension 0 of 'lhs' f32[2,3] has size 2,", "but contracting dimension 0 of 'rhs' f32[3,4] has size 3"):  # noqa: E501
+        ops.DotGeneral(x, y, (([0], [0]), ([], [])))
+    with raises(xs.ShapeError, "DotGeneral: batch dimension 0 of 'lhs' f32[2,3] has size 2,", "but batch dimension 0 of 'rhs' f32[5,3,4] has size 5"):  # noqa: E501
+        ops.DotGeneral(x, z, (([1], [1]), ([0], [0])))
+    with raises(xs.ShapeError, "DotGeneral: bad dimension_numbers", "share dimensions [0]"):
+        ops.DotGeneral(x, x, (([0], [0]), ([0], [0])))
+    with raises(xs.ShapeError, "DotGeneral: bad dimension_numbers 'junk'"):
+        ops.DotGeneral(x, y, "junk")
+    with raises(xs.ShapeError, "DotGeneral: bad dimension_numbers", "repeated"):
+        ops.DotGeneral(x, y, (([1, 1], [0, 0]), ([], [])))
+    with raises(xs.ShapeError, "DotGeneral: rhs_contracting_dimensions [7] must be distinct dimension numbers < 2"):
+        ops.DotGeneral(x, y, DN(lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[7]))
+    with raises(xs.DTypeError, "DotGeneral: operand 'rhs' has element type f64[3,4]"):
+        ops.DotGeneral(x, ops.ConvertElementType(y, np.float64), (([1], [0]), ([], [])))
     tup = ops.Parameter(b, 3, xs.Shape.tuple_shape([]))
-    err(xs.ShapeError, lambda: ops.DotGeneral(tup, y, (([1], [0]), ([], []))),
-        "DotGeneral: operand 'lhs' must be an array, got ()")
+    with raises(xs.ShapeError, "DotGeneral: operand 'lhs' must be an array, got ()"):
+        ops.DotGeneral(tup, y, (([1], [0]), ([], [])))

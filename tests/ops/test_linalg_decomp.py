@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import check, run
 
 import xlasdk as xs
+from tests.helpers import raises, run
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
 
@@ -292,28 +292,52 @@ def test_decomposition_errors() -> None:
     f16 = ops.Parameter(b, 4, S(np.float16, (3, 3)))
     d = ops.Parameter(b, 5, S(np.float64, (3, 3)))
     batched = ops.Parameter(b, 6, S(np.float32, (2, 3, 4)))
-    check(ShapeError, lambda: ops.Cholesky(rect), "Cholesky", "operand 'a'", "square")
-    check(ShapeError, lambda: ops.Cholesky(vec), "Cholesky", "operand 'a'", "rank >= 2")
-    check(DTypeError, lambda: ops.Cholesky(ints), "Cholesky", "operand 'a'", "s32")
-    check(DTypeError, lambda: ops.Cholesky(f16), "Cholesky", "operand 'a'", "f16")
-    check(DTypeError, lambda: ops.Cholesky(sq, lower=1), "Cholesky", "lower", "bool")  # type: ignore[arg-type]
+    with raises(ShapeError, "Cholesky", "operand 'a'", "square"):
+        ops.Cholesky(rect)
+    with raises(ShapeError, "Cholesky", "operand 'a'", "rank >= 2"):
+        ops.Cholesky(vec)
+    with raises(DTypeError, "Cholesky", "operand 'a'", "s32"):
+        ops.Cholesky(ints)
+    with raises(DTypeError, "Cholesky", "operand 'a'", "f16"):
+        ops.Cholesky(f16)
+    with raises(DTypeError, "Cholesky", "lower", "bool"):
+        ops.Cholesky(sq, lower=1)  # type: ignore[arg-type]
     ts, name = ops.TriangularSolve, "TriangularSolve"
-    check(ShapeError, lambda: ts(rect, sq, True, True, False, False), name, "operand 'a'", "square")
-    check(ShapeError, lambda: ts(sq, rect, False, True, False, False), name, "operand 'b'", "last dimension must be 3")
-    check(ShapeError, lambda: ts(sq, batched, True, True, False, False), name, "operand 'b'", "batch")
-    check(DTypeError, lambda: ts(sq, d, True, True, False, False), name, "operand 'b'", "f64")
-    check(ShapeError, lambda: ts(sq, sq, True, True, False, "CONJUGATE"), name, "transpose_a", "CONJUGATE")
-    check(DTypeError, lambda: ts(sq, sq, "yes", True, False, False), name, "left_side", "bool")  # type: ignore[arg-type]
-    check(ShapeError, lambda: ops.QR(vec), "QR", "operand 'operand'", "rank >= 2")
-    check(DTypeError, lambda: ops.QR(ints), "QR", "operand 'operand'", "s32")
-    check(DTypeError, lambda: ops.QR(sq, full_matrices=None), "QR", "full_matrices", "bool")  # type: ignore[arg-type]
-    check(ShapeError, lambda: ops.Eigh(rect), "Eigh", "operand 'a'", "square")
-    check(ShapeError, lambda: ops.Eigh(sq, max_iter=0), "Eigh", "max_iter", ">= 1")
-    check(ShapeError, lambda: ops.Eigh(sq, epsilon=2.0), "Eigh", "epsilon", "[0, 1)")
-    check(DTypeError, lambda: ops.Eigh(sq, epsilon="tiny"), "Eigh", "epsilon", "float")  # type: ignore[arg-type]
-    check(DTypeError, lambda: ops.Eigh(sq, sort_eigenvalues="no"), "Eigh", "sort_eigenvalues", "bool")  # type: ignore[arg-type]
-    check(DTypeError, lambda: ops.Eigh(f16), "Eigh", "operand 'a'", "f16")
-    check(ShapeError, lambda: ops.SVD(vec), "SVD", "operand 'a'", "rank >= 2")
-    check(DTypeError, lambda: ops.SVD(ints), "SVD", "operand 'a'", "s32")
-    check(ShapeError, lambda: ops.SVD(rect, max_iter=-1), "SVD", "max_iter")
-    check(DTypeError, lambda: ops.SVD(rect, full_matrices="yes"), "SVD", "full_matrices", "bool")  # type: ignore[arg-type]
+    with raises(ShapeError, name, "operand 'a'", "square"):
+        ts(rect, sq, True, True, False, False)
+    with raises(ShapeError, name, "operand 'b'", "last dimension must be 3"):
+        ts(sq, rect, False, True, False, False)
+    with raises(ShapeError, name, "operand 'b'", "batch"):
+        ts(sq, batched, True, True, False, False)
+    with raises(DTypeError, name, "operand 'b'", "f64"):
+        ts(sq, d, True, True, False, False)
+    with raises(ShapeError, name, "transpose_a", "CONJUGATE"):
+        ts(sq, sq, True, True, False, "CONJUGATE")
+    with raises(DTypeError, name, "left_side", "bool"):
+        ts(sq, sq, "yes", True, False, False)  # type: ignore[arg-type]
+    with raises(ShapeError, "QR", "operand 'operand'", "rank >= 2"):
+        ops.QR(vec)
+    with raises(DTypeError, "QR", "operand 'operand'", "s32"):
+        ops.QR(ints)
+    with raises(DTypeError, "QR", "full_matrices", "bool"):
+        ops.QR(sq, full_matrices=None)  # type: ignore[arg-type]
+    with raises(ShapeError, "Eigh", "operand 'a'", "square"):
+        ops.Eigh(rect)
+    with raises(ShapeError, "Eigh", "max_iter", ">= 1"):
+        ops.Eigh(sq, max_iter=0)
+    with raises(ShapeError, "Eigh", "epsilon", "[0, 1)"):
+        ops.Eigh(sq, epsilon=2.0)
+    with raises(DTypeError, "Eigh", "epsilon", "float"):
+        ops.Eigh(sq, epsilon="tiny")  # type: ignore[arg-type]
+    with raises(DTypeError, "Eigh", "sort_eigenvalues", "bool"):
+        ops.Eigh(sq, sort_eigenvalues="no")  # type: ignore[arg-type]
+    with raises(DTypeError, "Eigh", "operand 'a'", "f16"):
+        ops.Eigh(f16)
+    with raises(ShapeError, "SVD", "operand 'a'", "rank >= 2"):
+        ops.SVD(vec)
+    with raises(DTypeError, "SVD", "operand 'a'", "s32"):
+        ops.SVD(ints)
+    with raises(ShapeError, "SVD", "max_iter"):
+        ops.SVD(rect, max_iter=-1)
+    with raises(DTypeError, "SVD", "full_matrices", "bool"):
+        ops.SVD(rect, full_matrices="yes")  # type: ignore[arg-type]

@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import check, run
 
 import xlasdk as xs
+from tests.helpers import raises, run
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
 
@@ -70,15 +70,26 @@ def test_map_errors() -> None:
     x = ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, [2, 3]))
     y = ops.Parameter(b, 1, xs.Shape.array_shape(np.float32, [3, 2]))
     add = ops.Add
-    check(ShapeError, lambda: ops.Map(b, [x, y], add, [0, 1]), "Map", "'operands[1]'", "f32[3,2]")
-    check(ShapeError, lambda: ops.Map(b, [x, x], add, [0]), "Map", "dimensions", "[0, 1]")
-    check(ShapeError, lambda: ops.Map(b, [x, x], add, [1, 0]), "Map", "dimensions")
-    check(ShapeError, lambda: ops.Map(b, [x, x], add, [0, 1], [x]), "Map", "static_operands")
-    check(ShapeError, lambda: ops.Map(b, [x, x], lambda p: p, [0, 1]), "Map", "computation", "takes 1")
-    check(ShapeError, lambda: ops.Map(b, [x, x], lambda p, q: (p, q), [0, 1]), "Map", "computation", "one scalar")
-    check(ShapeError, lambda: ops.Map(b, [], add, [0, 1]), "Map", "operands")
-    check(DTypeError, lambda: ops.Map(b, [x, 3.0], add, [0, 1]), "Map", "'operands[1]'", "XlaOp")  # type: ignore[list-item]
-    check(DTypeError, lambda: ops.Map(x, [x, x], add, [0, 1]), "Map", "XlaBuilder")  # type: ignore[arg-type]
-    check(DTypeError, lambda: ops.Map(b, [x, x], "add", [0, 1]), "Map", "computation")
+    with raises(ShapeError, "Map", "'operands[1]'", "f32[3,2]"):
+        ops.Map(b, [x, y], add, [0, 1])
+    with raises(ShapeError, "Map", "dimensions", "[0, 1]"):
+        ops.Map(b, [x, x], add, [0])
+    with raises(ShapeError, "Map", "dimensions"):
+        ops.Map(b, [x, x], add, [1, 0])
+    with raises(ShapeError, "Map", "static_operands"):
+        ops.Map(b, [x, x], add, [0, 1], [x])
+    with raises(ShapeError, "Map", "computation", "takes 1"):
+        ops.Map(b, [x, x], lambda p: p, [0, 1])
+    with raises(ShapeError, "Map", "computation", "one scalar"):
+        ops.Map(b, [x, x], lambda p, q: (p, q), [0, 1])
+    with raises(ShapeError, "Map", "operands"):
+        ops.Map(b, [], add, [0, 1])
+    with raises(DTypeError, "Map", "'operands[1]'", "XlaOp"):
+        ops.Map(b, [x, 3.0], add, [0, 1])  # type: ignore[list-item]
+    with raises(DTypeError, "Map", "XlaBuilder"):
+        ops.Map(x, [x, x], add, [0, 1])  # type: ignore[arg-type]
+    with raises(DTypeError, "Map", "computation"):
+        ops.Map(b, [x, x], "add", [0, 1])
     other = ops.Parameter(xs.XlaBuilder("other"), 0, xs.Shape.array_shape(np.float32, [2, 3]))
-    check(ShapeError, lambda: ops.Map(b, [x, other], add, [0, 1]), "Map", "'operands[1]'", "builder")
+    with raises(ShapeError, "Map", "'operands[1]'", "builder"):
+        ops.Map(b, [x, other], add, [0, 1])

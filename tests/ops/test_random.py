@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import check, run
 
 import xlasdk as xs
+from tests.helpers import raises, run
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
 
@@ -131,33 +131,54 @@ def test_rng_errors() -> None:
     smat = ops.Parameter(b, 4, S(np.uint64, (1, 2)))
     u32 = S(np.uint32, (8,))
     rbg, name, st = ops.RngBitGenerator, "RngBitGenerator", "operand 'initial_state'"
-    check(ShapeError, lambda: rbg("THREE_FRY", s3, u32), name, st, "u64[2]")
-    check(ShapeError, lambda: rbg("PHILOX", s4, u32), name, st, "u64[3]")
-    check(ShapeError, lambda: rbg("DEFAULT", smat, u32), name, st)
-    check(DTypeError, lambda: rbg("PHILOX", si, u32), name, st, "u64")
-    check(DTypeError, lambda: rbg("PHILOX", s2, S(np.float32, (8,))), name, "shape", "f32")
-    check(DTypeError, lambda: rbg("PHILOX", s2, S(np.int32, (8,))), name, "shape", "s32")
-    check(DTypeError, lambda: rbg("PHILOX", s2, (8,)), name, "shape", "Shape")  # type: ignore[arg-type]
-    check(ShapeError, lambda: rbg("MERSENNE", s2, u32), name, "algorithm", "MERSENNE")
-    check(ShapeError, lambda: rbg(9, s2, u32), name, "algorithm", "9")
-    check(DTypeError, lambda: rbg("PHILOX", np.zeros(2, np.uint64), u32), name, st)  # type: ignore[arg-type]
+    with raises(ShapeError, name, st, "u64[2]"):
+        rbg("THREE_FRY", s3, u32)
+    with raises(ShapeError, name, st, "u64[3]"):
+        rbg("PHILOX", s4, u32)
+    with raises(ShapeError, name, st):
+        rbg("DEFAULT", smat, u32)
+    with raises(DTypeError, name, st, "u64"):
+        rbg("PHILOX", si, u32)
+    with raises(DTypeError, name, "shape", "f32"):
+        rbg("PHILOX", s2, S(np.float32, (8,)))
+    with raises(DTypeError, name, "shape", "s32"):
+        rbg("PHILOX", s2, S(np.int32, (8,)))
+    with raises(DTypeError, name, "shape", "Shape"):
+        rbg("PHILOX", s2, (8,))  # type: ignore[arg-type]
+    with raises(ShapeError, name, "algorithm", "MERSENNE"):
+        rbg("MERSENNE", s2, u32)
+    with raises(ShapeError, name, "algorithm", "9"):
+        rbg(9, s2, u32)
+    with raises(DTypeError, name, st):
+        rbg("PHILOX", np.zeros(2, np.uint64), u32)  # type: ignore[arg-type]
     f = ops.Constant(b, np.float32(0))
     g = ops.Constant(b, np.float32(1))
     d = ops.Constant(b, np.float64(1))
     i = ops.Constant(b, np.int32(1))
     v = ops.Constant(b, np.zeros(2, np.float32))
     f8 = S(np.float32, (8,))
-    check(ShapeError, lambda: ops.RngUniform(v, g, f8), "RngUniform", "operand 'a'", "scalar")
-    check(ShapeError, lambda: ops.RngUniform(f, v, f8), "RngUniform", "operand 'b'", "scalar")
-    check(DTypeError, lambda: ops.RngUniform(f, d, f8), "RngUniform", "operand 'b'", "f64")
-    check(DTypeError, lambda: ops.RngUniform(f, g, S(np.float64, (8,))), "RngUniform", "shape", "f64")
-    check(DTypeError, lambda: ops.RngUniform(f, g, [8]), "RngUniform", "shape", "Shape")  # type: ignore[arg-type]
-    check(ShapeError, lambda: ops.RngUniform(f, g, xs.Shape.tuple_shape([f8])), "RngUniform", "shape", "array")
+    with raises(ShapeError, "RngUniform", "operand 'a'", "scalar"):
+        ops.RngUniform(v, g, f8)
+    with raises(ShapeError, "RngUniform", "operand 'b'", "scalar"):
+        ops.RngUniform(f, v, f8)
+    with raises(DTypeError, "RngUniform", "operand 'b'", "f64"):
+        ops.RngUniform(f, d, f8)
+    with raises(DTypeError, "RngUniform", "shape", "f64"):
+        ops.RngUniform(f, g, S(np.float64, (8,)))
+    with raises(DTypeError, "RngUniform", "shape", "Shape"):
+        ops.RngUniform(f, g, [8])  # type: ignore[arg-type]
+    with raises(ShapeError, "RngUniform", "shape", "array"):
+        ops.RngUniform(f, g, xs.Shape.tuple_shape([f8]))
     t = ops.Constant(b, True)
-    check(DTypeError, lambda: ops.RngUniform(t, t, S(np.bool_, (2,))), "RngUniform", "operand 'a'", "pred")
-    check(DTypeError, lambda: ops.RngNormal(i, i, S(np.int32, (8,))), "RngNormal", "operand 'mu'", "floating-point")
-    check(ShapeError, lambda: ops.RngNormal(f, v, f8), "RngNormal", "operand 'sigma'", "scalar")
-    check(DTypeError, lambda: ops.RngNormal(f, 1.0, f8), "RngNormal", "operand 'sigma'", "XlaOp")  # type: ignore[arg-type]
+    with raises(DTypeError, "RngUniform", "operand 'a'", "pred"):
+        ops.RngUniform(t, t, S(np.bool_, (2,)))
+    with raises(DTypeError, "RngNormal", "operand 'mu'", "floating-point"):
+        ops.RngNormal(i, i, S(np.int32, (8,)))
+    with raises(ShapeError, "RngNormal", "operand 'sigma'", "scalar"):
+        ops.RngNormal(f, v, f8)
+    with raises(DTypeError, "RngNormal", "operand 'sigma'", "XlaOp"):
+        ops.RngNormal(f, 1.0, f8)  # type: ignore[arg-type]
     other = xs.XlaBuilder("other")
     h = ops.Constant(other, np.float32(1))
-    check(ShapeError, lambda: ops.RngNormal(f, h, f8), "RngNormal", "operand 'sigma'", "builder")
+    with raises(ShapeError, "RngNormal", "operand 'sigma'", "builder"):
+        ops.RngNormal(f, h, f8)

@@ -6,9 +6,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from helpers import err, run
 
 import xlasdk as xs
+from tests.helpers import raises, run
 from xlasdk import ops
 
 S = xs.Shape
@@ -107,48 +107,52 @@ def test_reduce_errors() -> None:
     vec = sb.build(ops.Add(v0, v1))
     R = ops.Reduce
     # reducer signatures
-    err(xs.ShapeError, lambda: R(b, x, z, addi, [0]),
-        "Reduce: computation 'addi' takes (s32[], s32[]) but must take (f32[], f32[])")
-    err(xs.ShapeError, lambda: R(b, x, z, vec, [0]),
-        "Reduce: computation 'vec' takes (f32[2], f32[2]) but must take (f32[], f32[])")
-    err(xs.ShapeError, lambda: R(b, x, z, lambda a: a, [0]),
-        "Reduce: computation <lambda> takes 1 arguments but 2 are passed (f32[], f32[])")
-    err(xs.ShapeError, lambda: R(b, x, z, lambda a, c, d: a, [0]),
-        "Reduce: computation <lambda> takes 3 arguments but 2 are passed")
-    err(xs.ShapeError, lambda: R(b, x, z, lambda a, c: ops.ConvertElementType(a, np.int32), [0]),
-        "Reduce: computation returns (s32[]) but must return (f32[]), one scalar per operand")
-    err(xs.ShapeError, lambda: R(b, x, z, lambda a, c: (a, c), [0]),
-        "Reduce: computation returns (f32[], f32[]) but must return (f32[])")
-    err(xs.ShapeError, lambda: R(b, x, z, lambda a, c: ops.Broadcast(a, [2]), [0]),
-        "Reduce: computation returns (f32[2]) but must return (f32[])")
-    err(xs.DTypeError, lambda: R(b, x, z, lambda a, c: None, [0]),
-        "Reduce: computation must return an XlaOp or a tuple/list of XlaOps, got NoneType")
-    err(xs.ShapeError, lambda: R(b, x, z, lambda a, c: z, [0]),
-        "Reduce: computation returned an op of builder 'reduce_err'", "cannot be captured")
-    err(xs.DTypeError, lambda: R(b, x, z, 5, [0]),
-        "Reduce: computation must be an XlaComputation or a callable, got int")
-    err(xs.ShapeError, lambda: R(b, [x, i], [z, zi], lambda a, c, d, e: a, [0]),
-        "Reduce: computation returns (f32[]) but must return (f32[], s32[])")
-    err(xs.ShapeError, lambda: R(b, [x, i], [z, zi], lambda a, c, d, e: (c, a), [0]),
-        "Reduce: computation returns (s32[], f32[]) but must return (f32[], s32[])")
-    err(xs.ShapeError, lambda: R(b, [x, i], [z, zi], addf, [0]),
-        "Reduce: computation 'addf' takes (f32[], f32[]) but must take (f32[], s32[], f32[], s32[])")
+    with raises(xs.ShapeError, "Reduce: computation 'addi' takes (s32[], s32[]) but must take (f32[], f32[])"):
+        R(b, x, z, addi, [0])
+    with raises(xs.ShapeError, "Reduce: computation 'vec' takes (f32[2], f32[2]) but must take (f32[], f32[])"):
+        R(b, x, z, vec, [0])
+    with raises(xs.ShapeError, "Reduce: computation <lambda> takes 1 arguments but 2 are passed (f32[], f32[])"):
+        R(b, x, z, lambda a: a, [0])
+    with raises(xs.ShapeError, "Reduce: computation <lambda> takes 3 arguments but 2 are passed"):
+        R(b, x, z, lambda a, c, d: a, [0])
+    with raises(xs.ShapeError, "Reduce: computation returns (s32[]) but must return (f32[]), one scalar per operand"):
+        R(b, x, z, lambda a, c: ops.ConvertElementType(a, np.int32), [0])
+    with raises(xs.ShapeError, "Reduce: computation returns (f32[], f32[]) but must return (f32[])"):
+        R(b, x, z, lambda a, c: (a, c), [0])
+    with raises(xs.ShapeError, "Reduce: computation returns (f32[2]) but must return (f32[])"):
+        R(b, x, z, lambda a, c: ops.Broadcast(a, [2]), [0])
+    with raises(xs.DTypeError, "Reduce: computation must return an XlaOp or a tuple/list of XlaOps, got NoneType"):
+        R(b, x, z, lambda a, c: None, [0])
+    with raises(xs.ShapeError, "Reduce: computation returned an op of builder 'reduce_err'", "cannot be captured"):
+        R(b, x, z, lambda a, c: z, [0])
+    with raises(xs.DTypeError, "Reduce: computation must be an XlaComputation or a callable, got int"):
+        R(b, x, z, 5, [0])
+    with raises(xs.ShapeError, "Reduce: computation returns (f32[]) but must return (f32[], s32[])"):
+        R(b, [x, i], [z, zi], lambda a, c, d, e: a, [0])
+    with raises(xs.ShapeError, "Reduce: computation returns (s32[], f32[]) but must return (f32[], s32[])"):
+        R(b, [x, i], [z, zi], lambda a, c, d, e: (c, a), [0])
+    with raises(xs.ShapeError, "Reduce: computation 'addf' takes (f32[], f32[]) but must take (f32[], s32[], f32[], s32[])"):  # noqa: E501
+        R(b, [x, i], [z, zi], addf, [0])
     # operands, init values and dimensions
-    err(xs.ShapeError, lambda: R(b, x, z, addf, [0, 0]),
-        "Reduce: dimensions_to_reduce [0, 0] must be distinct dimension numbers < 2")
-    err(xs.ShapeError, lambda: R(b, x, z, addf, [2]), "Reduce: dimensions_to_reduce [2] must be distinct")
-    err(xs.ShapeError, lambda: R(b, x, z, addf, [-1]), "Reduce: dimensions_to_reduce [-1]")
-    err(xs.ShapeError, lambda: R(b, x, ops.Constant(b, np.zeros(2, np.float32)), addf, [0]),
-        "Reduce: operand 'init_values[0]' must be a scalar, got f32[2]")
-    err(xs.DTypeError, lambda: R(b, x, zi, addf, [0]),
-        "Reduce: operand 'init_values[0]' is s32[], expected f32[] like operands[0]")
-    err(xs.ShapeError, lambda: R(b, [x, i], [z], addf, [0]), "Reduce: 2 operands but 1 init_values")
-    err(xs.ShapeError, lambda: R(b, [x, ops.Transpose(i, [1, 0])], [z, zi], lambda a, c, d, e: (a, c), [0]),
-        "Reduce: operand 'operands[1]' has shape s32[3,2], expected dimensions [2, 3] like operands[0]")
-    err(xs.ShapeError, lambda: R(b, [], [], addf, [0]),
-        "Reduce: operands must be an XlaOp or a non-empty list of XlaOps")
-    err(xs.DTypeError, lambda: R(x, x, z, addf, [0]), "Reduce: first argument must be an XlaBuilder, got XlaOp")  # type: ignore[arg-type]
-    err(xs.ShapeError, lambda: R(b, x, ops.Constant(xs.XlaBuilder("o"), np.float32(0)), addf, [0]),
-        "Reduce: operand 'init_values[0]' belongs to builder 'o', but the op is built in 'reduce_err'")
-    err(xs.DTypeError, lambda: R(b, [x, "y"], [z, z], addf, [0]),  # type: ignore[list-item]
-        "Reduce: operand 'operands[1]' must be an XlaOp, got str")
+    with raises(xs.ShapeError, "Reduce: dimensions_to_reduce [0, 0] must be distinct dimension numbers < 2"):
+        R(b, x, z, addf, [0, 0])
+    with raises(xs.ShapeError, "Reduce: dimensions_to_reduce [2] must be distinct"):
+        R(b, x, z, addf, [2])
+    with raises(xs.ShapeError, "Reduce: dimensions_to_reduce [-1]"):
+        R(b, x, z, addf, [-1])
+    with raises(xs.ShapeError, "Reduce: operand 'init_values[0]' must be a scalar, got f32[2]"):
+        R(b, x, ops.Constant(b, np.zeros(2, np.float32)), addf, [0])
+    with raises(xs.DTypeError, "Reduce: operand 'init_values[0]' is s32[], expected f32[] like operands[0]"):
+        R(b, x, zi, addf, [0])
+    with raises(xs.ShapeError, "Reduce: 2 operands but 1 init_values"):
+        R(b, [x, i], [z], addf, [0])
+    with raises(xs.ShapeError, "Reduce: operand 'operands[1]' has shape s32[3,2], expected dimensions [2, 3] like operands[0]"):  # noqa: E501
+        R(b, [x, ops.Transpose(i, [1, 0])], [z, zi], lambda a, c, d, e: (a, c), [0])
+    with raises(xs.ShapeError, "Reduce: operands must be an XlaOp or a non-empty list of XlaOps"):
+        R(b, [], [], addf, [0])
+    with raises(xs.DTypeError, "Reduce: first argument must be an XlaBuilder, got XlaOp"):
+        R(x, x, z, addf, [0])  # type: ignore[arg-type]
+    with raises(xs.ShapeError, "Reduce: operand 'init_values[0]' belongs to builder 'o', but the op is built in 'reduce_err'"):  # noqa: E501
+        R(b, x, ops.Constant(xs.XlaBuilder("o"), np.float32(0)), addf, [0])
+    with raises(xs.DTypeError, "Reduce: operand 'operands[1]' must be an XlaOp, got str"):
+        R(b, [x, "y"], [z, z], addf, [0])

@@ -6,9 +6,9 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
-from helpers import err, run
 
 import xlasdk as xs
+from tests.helpers import raises, run
 from xlasdk import ops
 
 
@@ -143,56 +143,76 @@ def test_shaping_errors() -> None:
     tup = ops.Parameter(b, 3, xs.Shape.tuple_shape([xs.Shape.array_shape("f32", [2])]))
     other = xs.XlaBuilder("other")
     # Broadcast
-    err(xs.ShapeError, lambda: ops.Broadcast(x, [-1]), "Broadcast: sizes must be >= 0, got [-1]")
-    err(xs.ShapeError, lambda: ops.Broadcast(x, [2.0]), "Broadcast: sizes must be a sequence of ints, got [2.0]")  # type: ignore[list-item]
-    err(xs.ShapeError, lambda: ops.Broadcast(x, None), "Broadcast: sizes must be a sequence of ints, got None")  # type: ignore[arg-type]
-    err(xs.DTypeError, lambda: ops.Broadcast(np.ones(2), [2]),  # type: ignore[arg-type]
-        "Broadcast: operand 'operand' must be an XlaOp, got ndarray")
-    err(xs.ShapeError, lambda: ops.Broadcast(tup, [2]), "Broadcast: operand 'operand' must be an array, got (f32[2])")
+    with raises(xs.ShapeError, "Broadcast: sizes must be >= 0, got [-1]"):
+        ops.Broadcast(x, [-1])
+    with raises(xs.ShapeError, "Broadcast: sizes must be a sequence of ints, got [2.0]"):
+        ops.Broadcast(x, [2.0])  # type: ignore[list-item]
+    with raises(xs.ShapeError, "Broadcast: sizes must be a sequence of ints, got None"):
+        ops.Broadcast(x, None)  # type: ignore[arg-type]
+    with raises(xs.DTypeError, "Broadcast: operand 'operand' must be an XlaOp, got ndarray"):
+        ops.Broadcast(np.ones(2), [2])
+    with raises(xs.ShapeError, "Broadcast: operand 'operand' must be an array, got (f32[2])"):
+        ops.Broadcast(tup, [2])
     # BroadcastInDim
-    err(xs.ShapeError, lambda: ops.BroadcastInDim(v, [2, 3], [0, 1]),
-        "BroadcastInDim: broadcast_dimensions has 2 entries, expected 1 (rank of f32[3])")
-    err(xs.ShapeError, lambda: ops.BroadcastInDim(x, [2, 3, 4], [0, 0]),
-        "BroadcastInDim: broadcast_dimensions [0, 0] must be distinct")
-    err(xs.ShapeError, lambda: ops.BroadcastInDim(v, [2, 3], [2]),
-        "BroadcastInDim: broadcast_dimensions [2] must be distinct dimension numbers < 2")
-    err(xs.ShapeError, lambda: ops.BroadcastInDim(v, [3, 2], [1]),
-        "BroadcastInDim: operand dimension 0 has size 3, but result dimension 1 has size 2")
-    err(xs.ShapeError, lambda: ops.BroadcastInDim(v, [-3], [0]), "BroadcastInDim: shape must have sizes >= 0, got [-3]")
+    with raises(xs.ShapeError, "BroadcastInDim: broadcast_dimensions has 2 entries, expected 1 (rank of f32[3])"):
+        ops.BroadcastInDim(v, [2, 3], [0, 1])
+    with raises(xs.ShapeError, "BroadcastInDim: broadcast_dimensions [0, 0] must be distinct"):
+        ops.BroadcastInDim(x, [2, 3, 4], [0, 0])
+    with raises(xs.ShapeError, "BroadcastInDim: broadcast_dimensions [2] must be distinct dimension numbers < 2"):
+        ops.BroadcastInDim(v, [2, 3], [2])
+    with raises(xs.ShapeError, "BroadcastInDim: operand dimension 0 has size 3, but result dimension 1 has size 2"):
+        ops.BroadcastInDim(v, [3, 2], [1])
+    with raises(xs.ShapeError, "BroadcastInDim: shape must have sizes >= 0, got [-3]"):
+        ops.BroadcastInDim(v, [-3], [0])
     # Reshape
-    err(xs.ShapeError, lambda: ops.Reshape(x, [4]), "Reshape: cannot reshape f32[2,3] (6 elements) to [4] (4 elements)")
-    err(xs.ShapeError, lambda: ops.Reshape(x, [-1, 6]), "Reshape: new_sizes must be >= 0, got [-1, 6]")
-    err(xs.ShapeError, lambda: ops.Reshape(x), "Reshape: new_sizes is required")
-    err(xs.ShapeError, lambda: ops.Reshape(x, [0, 0], [6]),
-        "Reshape: dimensions [0, 0] is not a permutation of range(2) for f32[2,3]")
-    err(xs.ShapeError, lambda: ops.Reshape(x, ["a"]), "Reshape: new_sizes must be a sequence of ints")  # type: ignore[list-item]
+    with raises(xs.ShapeError, "Reshape: cannot reshape f32[2,3] (6 elements) to [4] (4 elements)"):
+        ops.Reshape(x, [4])
+    with raises(xs.ShapeError, "Reshape: new_sizes must be >= 0, got [-1, 6]"):
+        ops.Reshape(x, [-1, 6])
+    with raises(xs.ShapeError, "Reshape: new_sizes is required"):
+        ops.Reshape(x)
+    with raises(xs.ShapeError, "Reshape: dimensions [0, 0] is not a permutation of range(2) for f32[2,3]"):
+        ops.Reshape(x, [0, 0], [6])
+    with raises(xs.ShapeError, "Reshape: new_sizes must be a sequence of ints"):
+        ops.Reshape(x, ["a"])  # type: ignore[list-item]
     # Transpose
-    err(xs.ShapeError, lambda: ops.Transpose(x, [0, 0]),
-        "Transpose: permutation [0, 0] is not a permutation of range(2) for f32[2,3]")
-    err(xs.ShapeError, lambda: ops.Transpose(x, [0]), "Transpose: permutation [0] is not a permutation of range(2)")
-    err(xs.DTypeError, lambda: ops.Transpose("x", [0]), "Transpose: operand 'operand' must be an XlaOp, got str")  # type: ignore[arg-type]
+    with raises(xs.ShapeError, "Transpose: permutation [0, 0] is not a permutation of range(2) for f32[2,3]"):
+        ops.Transpose(x, [0, 0])
+    with raises(xs.ShapeError, "Transpose: permutation [0] is not a permutation of range(2)"):
+        ops.Transpose(x, [0])
+    with raises(xs.DTypeError, "Transpose: operand 'operand' must be an XlaOp, got str"):
+        ops.Transpose("x", [0])  # type: ignore[arg-type]
     # Slice
-    err(xs.ShapeError, lambda: ops.Slice(x, [0], [1], [1]),
-        "Slice: start_indices has 1 entries, expected 2 (the operand rank)")
-    err(xs.ShapeError, lambda: ops.Slice(x, [0, 0], [2], [1, 1]), "Slice: limit_indices has 1 entries, expected 2")
-    err(xs.ShapeError, lambda: ops.Slice(x, [0, 0], [2, 3], [1]), "Slice: strides has 1 entries, expected 2")
-    err(xs.ShapeError, lambda: ops.Slice(x, [0, 0], [2, 3], [1, 0]), "Slice: strides[1] = 0, must be >= 1")
-    err(xs.ShapeError, lambda: ops.Slice(x, [0, 0], [3, 3], [1, 1]),
-        "Slice: dimension 0: need 0 <= start (0) <= limit (3) <= size (2)")
-    err(xs.ShapeError, lambda: ops.Slice(x, [1, 0], [0, 3]), "Slice: dimension 0: need 0 <= start (1) <= limit (0)")
-    err(xs.ShapeError, lambda: ops.Slice(x, [0, -1], [2, 3]), "Slice: dimension 1: need 0 <= start (-1)")
+    with raises(xs.ShapeError, "Slice: start_indices has 1 entries, expected 2 (the operand rank)"):
+        ops.Slice(x, [0], [1], [1])
+    with raises(xs.ShapeError, "Slice: limit_indices has 1 entries, expected 2"):
+        ops.Slice(x, [0, 0], [2], [1, 1])
+    with raises(xs.ShapeError, "Slice: strides has 1 entries, expected 2"):
+        ops.Slice(x, [0, 0], [2, 3], [1])
+    with raises(xs.ShapeError, "Slice: strides[1] = 0, must be >= 1"):
+        ops.Slice(x, [0, 0], [2, 3], [1, 0])
+    with raises(xs.ShapeError, "Slice: dimension 0: need 0 <= start (0) <= limit (3) <= size (2)"):
+        ops.Slice(x, [0, 0], [3, 3], [1, 1])
+    with raises(xs.ShapeError, "Slice: dimension 0: need 0 <= start (1) <= limit (0)"):
+        ops.Slice(x, [1, 0], [0, 3])
+    with raises(xs.ShapeError, "Slice: dimension 1: need 0 <= start (-1)"):
+        ops.Slice(x, [0, -1], [2, 3])
     # ConcatInDim
-    err(xs.ShapeError, lambda: ops.ConcatInDim(b, [], 0), "ConcatInDim: operands must be a non-empty list of XlaOps")
-    err(xs.ShapeError, lambda: ops.ConcatInDim(b, x, 0), "ConcatInDim: operands must be a non-empty list")  # type: ignore[arg-type]
-    err(xs.DTypeError, lambda: ops.ConcatInDim(b, [x, i], 0),
-        "ConcatInDim: operand 'operands[1]' has element type s32[2,3], expected f32")
-    err(xs.ShapeError, lambda: ops.ConcatInDim(b, [x, v], 0),
-        "ConcatInDim: operand 'operands[1]' has shape f32[3], expected f32[2,3] except in dimension 0")
-    err(xs.ShapeError, lambda: ops.ConcatInDim(b, [x, ops.Transpose(x, [1, 0])], 0),
-        "ConcatInDim: operand 'operands[1]' has shape f32[3,2]")
-    err(xs.ShapeError, lambda: ops.ConcatInDim(b, [x, x], 2), "ConcatInDim: dimension 2 out of range for rank 2")
-    err(xs.ShapeError, lambda: ops.ConcatInDim(b, [x, x], -1), "ConcatInDim: dimension -1 out of range for rank 2")
-    err(xs.DTypeError, lambda: ops.ConcatInDim(x, [x], 0),  # type: ignore[arg-type]
-        "ConcatInDim: first argument must be an XlaBuilder, got XlaOp")
-    err(xs.ShapeError, lambda: ops.ConcatInDim(other, [x], 0),
-        "ConcatInDim: operand 'operands[0]' belongs to builder 'errs', but the op is built in 'other'")
+    with raises(xs.ShapeError, "ConcatInDim: operands must be a non-empty list of XlaOps"):
+        ops.ConcatInDim(b, [], 0)
+    with raises(xs.ShapeError, "ConcatInDim: operands must be a non-empty list"):
+        ops.ConcatInDim(b, x, 0)  # type: ignore[arg-type]
+    with raises(xs.DTypeError, "ConcatInDim: operand 'operands[1]' has element type s32[2,3], expected f32"):
+        ops.ConcatInDim(b, [x, i], 0)
+    with raises(xs.ShapeError, "ConcatInDim: operand 'operands[1]' has shape f32[3], expected f32[2,3] except in dimension 0"):  # noqa: E501
+        ops.ConcatInDim(b, [x, v], 0)
+    with raises(xs.ShapeError, "ConcatInDim: operand 'operands[1]' has shape f32[3,2]"):
+        ops.ConcatInDim(b, [x, ops.Transpose(x, [1, 0])], 0)
+    with raises(xs.ShapeError, "ConcatInDim: dimension 2 out of range for rank 2"):
+        ops.ConcatInDim(b, [x, x], 2)
+    with raises(xs.ShapeError, "ConcatInDim: dimension -1 out of range for rank 2"):
+        ops.ConcatInDim(b, [x, x], -1)
+    with raises(xs.DTypeError, "ConcatInDim: first argument must be an XlaBuilder, got XlaOp"):
+        ops.ConcatInDim(x, [x], 0)
+    with raises(xs.ShapeError, "ConcatInDim: operand 'operands[0]' belongs to builder 'errs', but the op is built in 'other'"):  # noqa: E501
+        ops.ConcatInDim(other, [x], 0)

@@ -9,9 +9,9 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers import error, run, shape
 
 import xlasdk as xs
+from tests.helpers import raises, run, shape
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
 
@@ -77,13 +77,13 @@ def test_C13_pad_errors_raised_by_the_pad_call() -> None:
     b = xs.XlaBuilder("c13err")
     x = ops.Parameter(b, 0, shape(np.int32, (3,)))
     v = ops.Constant(b, np.int32(0))
-    with error(ShapeError, "Pad", "padding_config", "interior_padding must be >= 0, got -1"):
+    with raises(ShapeError, "Pad", "padding_config", "interior_padding must be >= 0, got -1"):
         ops.Pad(x, v, [(0, 0, -1)])
     cfg = xs.make_padding_config([(0, 0, 0)])
     cfg.dimensions[0].interior_padding = -1  # edited in place, proto style
-    with error(ShapeError, "Pad", "interior_padding must be >= 0"):
+    with raises(ShapeError, "Pad", "interior_padding must be >= 0"):
         ops.Pad(x, v, cfg)
-    with error(ShapeError, "Pad", "dimension 0", "(lo -4, hi 0, interior 0)", "negative size -1"):
+    with raises(ShapeError, "Pad", "dimension 0", "(lo -4, hi 0, interior 0)", "negative size -1"):
         ops.Pad(x, v, [(-4, 0, 0)])
 
 
@@ -147,22 +147,22 @@ def test_pad_errors() -> None:
     b = xs.XlaBuilder("err")
     x = ops.Parameter(b, 0, shape(np.float32, (2, 3)))
     v = ops.Constant(b, np.float32(0))
-    with error(ShapeError, "Pad", "'padding_value' must be a scalar", "f32[2]"):
+    with raises(ShapeError, "Pad", "'padding_value' must be a scalar", "f32[2]"):
         ops.Pad(x, ops.Constant(b, np.zeros(2, np.float32)), [(0, 0), (0, 0)])
-    with error(DTypeError, "Pad", "'padding_value' is s32[]", "f32[] like operand f32[2,3]"):
+    with raises(DTypeError, "Pad", "'padding_value' is s32[]", "f32[] like operand f32[2,3]"):
         ops.Pad(x, ops.Constant(b, np.int32(0)), [(0, 0), (0, 0)])
-    with error(ShapeError, "Pad", "padding_config has 1 dimensions, expected 2"):
+    with raises(ShapeError, "Pad", "padding_config has 1 dimensions, expected 2"):
         ops.Pad(x, v, [(0, 0, 0)])
-    with error(ShapeError, "Pad", "padding_config[1] must be (lo, hi) or (lo, hi, interior)"):
+    with raises(ShapeError, "Pad", "padding_config[1] must be (lo, hi) or (lo, hi, interior)"):
         ops.Pad(x, v, [(0, 0), (1, 2, 3, 4)])
-    with error(ShapeError, "Pad", "padding_config[0][1] must be an int", "float"):
+    with raises(ShapeError, "Pad", "padding_config[0][1] must be an int", "float"):
         ops.Pad(x, v, [(0, 1.5), (0, 0)])  # type: ignore[list-item]
-    with error(ShapeError, "Pad", "dimension 1", "negative size"):
+    with raises(ShapeError, "Pad", "dimension 1", "negative size"):
         ops.Pad(x, v, [(0, 0), (-2, -2, 0)])
-    with error(DTypeError, "Pad", "'padding_value'", "XlaOp"):
+    with raises(DTypeError, "Pad", "'padding_value'", "XlaOp"):
         ops.Pad(x, 0.0, [(0, 0), (0, 0)])  # type: ignore[arg-type]
     other = xs.XlaBuilder("other")
-    with error(ShapeError, "Pad", "'padding_value' belongs to builder 'other'"):
+    with raises(ShapeError, "Pad", "'padding_value' belongs to builder 'other'"):
         ops.Pad(x, ops.Constant(other, np.float32(0)), [(0, 0), (0, 0)])
 
 
@@ -184,15 +184,15 @@ def test_rev_like_np_flip(dtype: Any) -> None:
 def test_rev_errors() -> None:
     b = xs.XlaBuilder("err")
     x = ops.Parameter(b, 0, shape(np.float32, (2, 3)))
-    with error(ShapeError, "Rev", "dimensions [0, 0]", "distinct"):
+    with raises(ShapeError, "Rev", "dimensions [0, 0]", "distinct"):
         ops.Rev(x, [0, 0])
-    with error(ShapeError, "Rev", "dimensions [2]", "[0, 2)", "f32[2,3]"):
+    with raises(ShapeError, "Rev", "dimensions [2]", "[0, 2)", "f32[2,3]"):
         ops.Rev(x, [2])
-    with error(ShapeError, "Rev", "dimensions [-1]"):
+    with raises(ShapeError, "Rev", "dimensions [-1]"):
         ops.Rev(x, [-1])
-    with error(ShapeError, "Rev", "dimensions must be a sequence of ints"):
+    with raises(ShapeError, "Rev", "dimensions must be a sequence of ints"):
         ops.Rev(x, [0.5])  # type: ignore[list-item]
-    with error(DTypeError, "Rev", "'operand'", "XlaOp"):
+    with raises(DTypeError, "Rev", "'operand'", "XlaOp"):
         ops.Rev(np.zeros(3), [0])  # type: ignore[arg-type]
 
 
@@ -215,21 +215,21 @@ def test_slice_in_dim_like_numpy(dtype: Any) -> None:
 def test_slice_in_dim_errors() -> None:
     b = xs.XlaBuilder("err")
     x = ops.Parameter(b, 0, shape(np.float32, (4, 6)))
-    with error(ShapeError, "SliceInDim", "dimno 2 out of range", "f32[4,6]"):
+    with raises(ShapeError, "SliceInDim", "dimno 2 out of range", "f32[4,6]"):
         ops.SliceInDim(x, 0, 1, 1, 2)
-    with error(ShapeError, "SliceInDim", "dimno -1 out of range"):
+    with raises(ShapeError, "SliceInDim", "dimno -1 out of range"):
         ops.SliceInDim(x, 0, 1, 1, -1)
-    with error(ShapeError, "SliceInDim", "dimension 1", "limit (7) <= size (6)"):
+    with raises(ShapeError, "SliceInDim", "dimension 1", "limit (7) <= size (6)"):
         ops.SliceInDim(x, 0, 7, 1, 1)
-    with error(ShapeError, "SliceInDim", "start (3) <= limit (2)"):
+    with raises(ShapeError, "SliceInDim", "start (3) <= limit (2)"):
         ops.SliceInDim(x, 3, 2, 1, 0)
-    with error(ShapeError, "SliceInDim", "0 <= start (-1)"):
+    with raises(ShapeError, "SliceInDim", "0 <= start (-1)"):
         ops.SliceInDim(x, -1, 2, 1, 0)
-    with error(ShapeError, "SliceInDim", "strides[0] = 0", ">= 1"):
+    with raises(ShapeError, "SliceInDim", "strides[0] = 0", ">= 1"):
         ops.SliceInDim(x, 0, 2, 0, 0)
-    with error(ShapeError, "SliceInDim", "stride must be an int", "float"):
+    with raises(ShapeError, "SliceInDim", "stride must be an int", "float"):
         ops.SliceInDim(x, 0, 2, 1.0, 0)  # type: ignore[arg-type]
-    with error(ShapeError, "SliceInDim", "dimno must be an int", "bool"):
+    with raises(ShapeError, "SliceInDim", "dimno must be an int", "bool"):
         ops.SliceInDim(x, 0, 2, 1, True)
 
 
@@ -254,11 +254,11 @@ def test_collapse_like_reshape() -> None:
 def test_collapse_errors() -> None:
     b = xs.XlaBuilder("err")
     x = ops.Parameter(b, 0, shape(np.float32, (2, 3, 4)))
-    with error(ShapeError, "Collapse", "dimensions [0, 2]", "consecutive"):
+    with raises(ShapeError, "Collapse", "dimensions [0, 2]", "consecutive"):
         ops.Collapse(x, [0, 2])
-    with error(ShapeError, "Collapse", "dimensions [2, 1]", "consecutive and ascending"):
+    with raises(ShapeError, "Collapse", "dimensions [2, 1]", "consecutive and ascending"):
         ops.Collapse(x, [2, 1])
-    with error(ShapeError, "Collapse", "dimensions [2, 3]", "out of range", "f32[2,3,4]"):
+    with raises(ShapeError, "Collapse", "dimensions [2, 3]", "out of range", "f32[2,3,4]"):
         ops.Collapse(x, [2, 3])
-    with error(ShapeError, "Collapse", "dimensions must be a sequence of ints"):
+    with raises(ShapeError, "Collapse", "dimensions must be a sequence of ints"):
         ops.Collapse(x, ["a"])  # type: ignore[list-item]

@@ -6,10 +6,9 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
-import pytest
-from helpers import assert_error, run
 
 import xlasdk as xs
+from tests.helpers import raises, run
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
 
@@ -183,55 +182,39 @@ def test_topk_ties_nan_and_k_zero() -> None:
 # -- errors ----------------------------------------------------------------------------------------
 
 def test_sort_errors() -> None:
-    ei: pytest.ExceptionInfo[Any]
     b = xs.XlaBuilder("e")
     x = ops.Constant(b, np.zeros((2, 3), np.float32))
     y = ops.Constant(b, np.zeros((3, 2), np.int32))
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "Sort: operand 'operands[1]' has shape s32[3,2], expected dimensions [2, 3]"):
         ops.Sort(b, [x, y])
-    assert_error(ei, "Sort: operand 'operands[1]' has shape s32[3,2], expected dimensions [2, 3]")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "Sort: dimension 2 out of range for rank 2 operands f32[2,3]"):
         ops.Sort(b, x, dimension=2)
-    assert_error(ei, "Sort: dimension 2 out of range for rank 2 operands f32[2,3]")
-    with pytest.raises(DTypeError) as ei:
+    with raises(DTypeError, "Sort: dimension must be an int, got 1.0"):
         ops.Sort(b, x, dimension=1.0)
-    assert_error(ei, "Sort: dimension must be an int, got 1.0")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "Sort: operand 'operands[0]' is the scalar f32[]"):
         ops.Sort(b, ops.Constant(b, np.float32(1)))
-    assert_error(ei, "Sort: operand 'operands[0]' is the scalar f32[]")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "Sort: operands must be an XlaOp or a non-empty list of XlaOps"):
         ops.Sort(b, [], dimension=0)
-    assert_error(ei, "Sort: operands must be an XlaOp or a non-empty list of XlaOps")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "Sort: comparator returns (f32[]) but must return one pred[]"):
         ops.Sort(b, [x], comparator=lambda u, v: ops.Sub(u, v))
-    assert_error(ei, "Sort: comparator returns (f32[]) but must return one pred[]")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "Sort: comparator", "takes 2 arguments but 4 are passed (f32[], f32[], f32[], f32[])"):
         ops.Sort(b, [x, x], comparator=lambda u, v: ops.Lt(u, v))
-    assert_error(ei, "Sort: comparator", "takes 2 arguments but 4 are passed (f32[], f32[], f32[], f32[])")
-    with pytest.raises(DTypeError) as ei:
+    with raises(DTypeError, "Sort: is_stable must be a bool, got 'yes'"):
         ops.Sort(b, x, is_stable="yes")
-    assert_error(ei, "Sort: is_stable must be a bool, got 'yes'")
-    with pytest.raises(DTypeError) as ei:
+    with raises(DTypeError, "Sort: operand 'operands[1]' must be an XlaOp, got float"):
         ops.Sort(b, [x, 1.0])  # type: ignore[list-item]
-    assert_error(ei, "Sort: operand 'operands[1]' must be an XlaOp, got float")
 
 
 def test_topk_errors() -> None:
-    ei: pytest.ExceptionInfo[Any]
     b = xs.XlaBuilder("e")
     x = ops.Constant(b, np.zeros((2, 3), np.float32))
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "TopK: k = 4 out of range [0, 3] for operand f32[2,3]"):
         ops.TopK(x, 4)
-    assert_error(ei, "TopK: k = 4 out of range [0, 3] for operand f32[2,3]")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "TopK: k = -1 out of range"):
         ops.TopK(x, -1)
-    assert_error(ei, "TopK: k = -1 out of range")
-    with pytest.raises(DTypeError) as ei:
+    with raises(DTypeError, "TopK: k must be an int, got 2.0"):
         ops.TopK(x, 2.0)  # type: ignore[arg-type]
-    assert_error(ei, "TopK: k must be an int, got 2.0")
-    with pytest.raises(DTypeError) as ei:
+    with raises(DTypeError, "TopK: operand 'operand' is c64[3]; TopK needs an integer or floating-point type"):
         ops.TopK(ops.Constant(b, np.zeros(3, np.complex64)), 1)
-    assert_error(ei, "TopK: operand 'operand' is c64[3]; TopK needs an integer or floating-point type")
-    with pytest.raises(ShapeError) as ei:
+    with raises(ShapeError, "TopK: operand 'operand' is the scalar f32[]"):
         ops.TopK(ops.Constant(b, np.float32(0)), 0)
-    assert_error(ei, "TopK: operand 'operand' is the scalar f32[]")

@@ -7,9 +7,9 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers import err, run
 
 import xlasdk as xs
+from tests.helpers import raises, run
 from xlasdk import ops
 from xlasdk import types as xtypes
 
@@ -151,18 +151,30 @@ def test_constant_literal() -> None:
 
 def test_constant_errors() -> None:
     b = xs.XlaBuilder("errs")
-    err(xs.DTypeError, lambda: ops.Constant(b, "text"), "Constant", "cannot make a constant of str")
-    err(xs.DTypeError, lambda: ops.Constant(b, object()), "Constant", "cannot make a constant of object")
-    err(xs.DTypeError, lambda: ops.Constant(b, None), "Constant", "NoneType")
-    err(xs.DTypeError, lambda: ops.Constant(b, [[1], [2, 3]]), "Constant", "ragged or mixed")
-    err(xs.DTypeError, lambda: ops.Constant(b, [1, "a"]), "Constant", "has no XLA element type")
-    err(xs.DTypeError, lambda: ops.Constant(b, np.array(["a"])), "Constant", "dtype <U1 has no XLA element type")
-    err(xs.DTypeError, lambda: ops.Constant(b, np.array([1, None])), "Constant", "dtype object")
-    err(xs.DTypeError, lambda: ops.Constant(b, np.datetime64("2020-01-01")), "Constant", "datetime64")
-    err(xs.DTypeError, lambda: ops.Constant(b, 2**31), "Constant", "Python int 2147483648 does not fit s32")
-    err(xs.DTypeError, lambda: ops.Constant(b, -(2**31) - 1), "Constant", "does not fit s32")
-    err(xs.DTypeError, lambda: ops.Constant(b, [1, 2**40]), "Constant", "does not fit s32")
-    err(xs.DTypeError, lambda: ops.Constant("b", 1), "Constant", "first argument must be an XlaBuilder, got str")  # type: ignore[arg-type]
+    with raises(xs.DTypeError, "Constant", "cannot make a constant of str"):
+        ops.Constant(b, "text")
+    with raises(xs.DTypeError, "Constant", "cannot make a constant of object"):
+        ops.Constant(b, object())
+    with raises(xs.DTypeError, "Constant", "NoneType"):
+        ops.Constant(b, None)
+    with raises(xs.DTypeError, "Constant", "ragged or mixed"):
+        ops.Constant(b, [[1], [2, 3]])
+    with raises(xs.DTypeError, "Constant", "has no XLA element type"):
+        ops.Constant(b, [1, "a"])
+    with raises(xs.DTypeError, "Constant", "dtype <U1 has no XLA element type"):
+        ops.Constant(b, np.array(["a"]))
+    with raises(xs.DTypeError, "Constant", "dtype object"):
+        ops.Constant(b, np.array([1, None]))
+    with raises(xs.DTypeError, "Constant", "datetime64"):
+        ops.Constant(b, np.datetime64("2020-01-01"))
+    with raises(xs.DTypeError, "Constant", "Python int 2147483648 does not fit s32"):
+        ops.Constant(b, 2**31)
+    with raises(xs.DTypeError, "Constant", "does not fit s32"):
+        ops.Constant(b, -(2**31) - 1)
+    with raises(xs.DTypeError, "Constant", "does not fit s32"):
+        ops.Constant(b, [1, 2**40])
+    with raises(xs.DTypeError, "Constant", "first argument must be an XlaBuilder, got str"):
+        ops.Constant("b", 1)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------------- Iota
@@ -224,18 +236,28 @@ def test_iota_bf16_rounds_to_nearest_even() -> None:
 def test_iota_errors() -> None:
     b = xs.XlaBuilder("iota_err")
     s23 = xs.Shape.array_shape("f32", [2, 3])
-    err(xs.ShapeError, lambda: ops.Iota(b, np.float32, -1), "Iota", "size must be an int >= 0, got -1")
-    err(xs.ShapeError, lambda: ops.Iota(b, np.int32, 3.0), "Iota", "size", "3.0")  # type: ignore[arg-type]
-    err(xs.ShapeError, lambda: ops.Iota(b, np.int32), "Iota", "size", "None")
-    err(xs.DTypeError, lambda: ops.Iota(b, "pred", 3), "Iota", "element type pred is not allowed")
-    err(xs.DTypeError, lambda: ops.Iota(b, xs.Shape.array_shape("pred", [3]), 0), "Iota", "pred")
-    err(xs.DTypeError, lambda: ops.Iota(b, object, 3), "Iota", "is neither a Shape nor a dtype")
-    err(xs.ShapeError, lambda: ops.Iota(b, xs.Shape.scalar_shape("f32"), 0),
-        "Iota", "iota_dimension 0 out of range for f32[]")
-    err(xs.ShapeError, lambda: ops.Iota(b, s23, 2), "Iota", "iota_dimension 2 out of range for f32[2,3]")
-    err(xs.ShapeError, lambda: ops.Iota(b, s23, -1), "Iota", "iota_dimension -1")
-    err(xs.ShapeError, lambda: ops.Iota(b, xs.Shape.tuple_shape([s23]), 0), "Iota", "shape must be an array shape")
-    err(xs.DTypeError, lambda: ops.Iota(None, np.int32, 3), "Iota", "first argument must be an XlaBuilder")  # type: ignore[arg-type]
+    with raises(xs.ShapeError, "Iota", "size must be an int >= 0, got -1"):
+        ops.Iota(b, np.float32, -1)
+    with raises(xs.ShapeError, "Iota", "size", "3.0"):
+        ops.Iota(b, np.int32, 3.0)  # type: ignore[arg-type]
+    with raises(xs.ShapeError, "Iota", "size", "None"):
+        ops.Iota(b, np.int32)
+    with raises(xs.DTypeError, "Iota", "element type pred is not allowed"):
+        ops.Iota(b, "pred", 3)
+    with raises(xs.DTypeError, "Iota", "pred"):
+        ops.Iota(b, xs.Shape.array_shape("pred", [3]), 0)
+    with raises(xs.DTypeError, "Iota", "is neither a Shape nor a dtype"):
+        ops.Iota(b, object, 3)
+    with raises(xs.ShapeError, "Iota", "iota_dimension 0 out of range for f32[]"):
+        ops.Iota(b, xs.Shape.scalar_shape("f32"), 0)
+    with raises(xs.ShapeError, "Iota", "iota_dimension 2 out of range for f32[2,3]"):
+        ops.Iota(b, s23, 2)
+    with raises(xs.ShapeError, "Iota", "iota_dimension -1"):
+        ops.Iota(b, s23, -1)
+    with raises(xs.ShapeError, "Iota", "shape must be an array shape"):
+        ops.Iota(b, xs.Shape.tuple_shape([s23]), 0)
+    with raises(xs.DTypeError, "Iota", "first argument must be an XlaBuilder"):
+        ops.Iota(None, np.int32, 3)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------------- Parameter
@@ -266,14 +288,20 @@ def test_parameter_errors() -> None:
     b = xs.XlaBuilder("perr")
     f32 = xs.Shape.array_shape("f32", [2])
     ops.Parameter(b, 0, f32)
-    err(xs.ShapeError, lambda: ops.Parameter(b, 0, f32),
-        "Parameter", "parameter number 0 is already used by builder 'perr'")
-    err(xs.ShapeError, lambda: ops.Parameter(b, -1, f32), "Parameter", "parameter_number must be >= 0, got -1")
-    err(xs.DTypeError, lambda: ops.Parameter(b, 1.0, f32), "Parameter", "parameter_number must be an int, got 1.0")  # type: ignore[arg-type]
-    err(xs.DTypeError, lambda: ops.Parameter(b, True, f32), "Parameter", "parameter_number must be an int")
-    err(xs.DTypeError, lambda: ops.Parameter(b, 1, "f32[2]"), "Parameter", "shape must be an xlasdk Shape, got str")  # type: ignore[arg-type]
-    err(xs.DTypeError, lambda: ops.Parameter(b, 1, f32, 5), "Parameter", "name must be a str, got int")  # type: ignore[arg-type]
-    err(xs.DTypeError, lambda: ops.Parameter("b", 1, f32), "Parameter", "first argument must be an XlaBuilder")  # type: ignore[arg-type]
+    with raises(xs.ShapeError, "Parameter", "parameter number 0 is already used by builder 'perr'"):
+        ops.Parameter(b, 0, f32)
+    with raises(xs.ShapeError, "Parameter", "parameter_number must be >= 0, got -1"):
+        ops.Parameter(b, -1, f32)
+    with raises(xs.DTypeError, "Parameter", "parameter_number must be an int, got 1.0"):
+        ops.Parameter(b, 1.0, f32)  # type: ignore[arg-type]
+    with raises(xs.DTypeError, "Parameter", "parameter_number must be an int"):
+        ops.Parameter(b, True, f32)
+    with raises(xs.DTypeError, "Parameter", "shape must be an xlasdk Shape, got str"):
+        ops.Parameter(b, 1, "f32[2]")  # type: ignore[arg-type]
+    with raises(xs.DTypeError, "Parameter", "name must be a str, got int"):
+        ops.Parameter(b, 1, f32, 5)  # type: ignore[arg-type]
+    with raises(xs.DTypeError, "Parameter", "first argument must be an XlaBuilder"):
+        ops.Parameter("b", 1, f32)  # type: ignore[arg-type]
 
 
 def test_parameter_gaps_fail_at_build() -> None:
@@ -281,10 +309,13 @@ def test_parameter_gaps_fail_at_build() -> None:
     f32 = xs.Shape.array_shape("f32", [2])
     ops.Parameter(b, 0, f32)
     p2 = ops.Parameter(b, 2, f32)  # building ops with a gap is fine; build() checks
-    err(xs.ShapeError, lambda: b.build(p2), "build", "parameter numbers must be 0..1 without gaps; missing [1]")
+    with raises(xs.ShapeError, "build", "parameter numbers must be 0..1 without gaps; missing [1]"):
+        b.build(p2)
     only1 = xs.XlaBuilder("gaps1")
     p = ops.Parameter(only1, 1, f32)
-    err(xs.ShapeError, lambda: only1.build(p), "build", "missing [0]")
-    err(xs.ShapeError, lambda: only1.get_program_shape(p), "missing [0]")
+    with raises(xs.ShapeError, "build", "missing [0]"):
+        only1.build(p)
+    with raises(xs.ShapeError, "missing [0]"):
+        only1.get_program_shape(p)
     ops.Parameter(only1, 0, f32)
     assert only1.build(p).program_shape().parameter_shapes() == (f32, f32)

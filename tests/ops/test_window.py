@@ -13,9 +13,9 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers import check, run
 
 import xlasdk as xs
+from tests.helpers import raises, run
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
 
@@ -452,44 +452,56 @@ def test_reduce_window_errors() -> None:
     x = f32(b, 0, [4, 6])
     z = ops.Constant(b, np.float32(0))
     RW, RWG = ops.ReduceWindow, ops.ReduceWindowWithGeneralPadding
-    check(ShapeError, lambda: RW(x, z, ops.Add, (2,), (1, 1), "VALID"),
-          "ReduceWindow", "window_dimensions", "operand", "f32[4,6]")
-    check(ShapeError, lambda: RW(x, z, ops.Add, (2, 2), (1, 1, 1), "VALID"),
-          "ReduceWindow", "window_strides", "operand")
-    check(ShapeError, lambda: RW(x, z, ops.Add, (2, 2), (0, 1), "VALID"),
-          "ReduceWindow", "window_strides", ">= 1", "operand")
-    check(ShapeError, lambda: RW(x, z, ops.Add, (0, 2), (1, 1), "VALID"), "ReduceWindow", "window_dimensions", ">= 1")
-    check(ShapeError, lambda: RW(x, z, ops.Add, (2, 2), (1, 1), "VALID", (1, 0)),
-          "ReduceWindow", "base_dilations", ">= 1")
-    check(ShapeError, lambda: RW(x, z, ops.Add, (2, 2), (1, 1), "VALID", (), (1,)), "ReduceWindow", "window_dilations")
-    check(ShapeError, lambda: RW(x, z, ops.Add, (2, 2), (1, 1), [(0, 0)]), "ReduceWindow", "padding", "operand")
-    check(ShapeError, lambda: RW(x, z, ops.Add, (2, 2), (1, 1), [(0, 0, 0), (0, 0)]), "ReduceWindow", "padding[0]")  # type: ignore[list-item]
-    check(ShapeError, lambda: RW(x, z, ops.Add, (2, 2), (1, 1), "FULL"), "ReduceWindow", "FULL")
-    check(ShapeError, lambda: RW(x, z, ops.Add, (1, 1), (1, 1), [(-3, -2), (0, 0)]), "ReduceWindow", "crops", "operand")
-    check(ShapeError, lambda: RWG(x, z, ops.Add, (2, 2), (1, 1), (), (), [(0, 0)]),
-          "ReduceWindowWithGeneralPadding", "padding")
+    with raises(ShapeError, "ReduceWindow", "window_dimensions", "operand", "f32[4,6]"):
+        RW(x, z, ops.Add, (2,), (1, 1), "VALID")
+    with raises(ShapeError, "ReduceWindow", "window_strides", "operand"):
+        RW(x, z, ops.Add, (2, 2), (1, 1, 1), "VALID")
+    with raises(ShapeError, "ReduceWindow", "window_strides", ">= 1", "operand"):
+        RW(x, z, ops.Add, (2, 2), (0, 1), "VALID")
+    with raises(ShapeError, "ReduceWindow", "window_dimensions", ">= 1"):
+        RW(x, z, ops.Add, (0, 2), (1, 1), "VALID")
+    with raises(ShapeError, "ReduceWindow", "base_dilations", ">= 1"):
+        RW(x, z, ops.Add, (2, 2), (1, 1), "VALID", (1, 0))
+    with raises(ShapeError, "ReduceWindow", "window_dilations"):
+        RW(x, z, ops.Add, (2, 2), (1, 1), "VALID", (), (1,))
+    with raises(ShapeError, "ReduceWindow", "padding", "operand"):
+        RW(x, z, ops.Add, (2, 2), (1, 1), [(0, 0)])
+    with raises(ShapeError, "ReduceWindow", "padding[0]"):
+        RW(x, z, ops.Add, (2, 2), (1, 1), [(0, 0, 0), (0, 0)])  # type: ignore[list-item]
+    with raises(ShapeError, "ReduceWindow", "FULL"):
+        RW(x, z, ops.Add, (2, 2), (1, 1), "FULL")
+    with raises(ShapeError, "ReduceWindow", "crops", "operand"):
+        RW(x, z, ops.Add, (1, 1), (1, 1), [(-3, -2), (0, 0)])
+    with raises(ShapeError, "ReduceWindowWithGeneralPadding", "padding"):
+        RWG(x, z, ops.Add, (2, 2), (1, 1), (), (), [(0, 0)])
     v = ops.Constant(b, np.zeros(2, np.float32))
-    check(ShapeError, lambda: RW(x, v, ops.Add, (2, 2), (1, 1), "VALID"),
-          "ReduceWindow", "'init_value'", "scalar", "f32[2]")
+    with raises(ShapeError, "ReduceWindow", "'init_value'", "scalar", "f32[2]"):
+        RW(x, v, ops.Add, (2, 2), (1, 1), "VALID")
     zi = ops.Constant(b, np.int32(0))
-    check(DTypeError, lambda: RW(x, zi, ops.Add, (2, 2), (1, 1), "VALID"),
-          "ReduceWindow", "'init_value'", "s32[]", "f32")
-    check(ShapeError, lambda: RW(x, z, lambda a: a, (2, 2), (1, 1), "VALID"), "ReduceWindow", "computation", "takes 1")
-    check(ShapeError, lambda: RW(x, z, lambda a, c: ops.Lt(a, c), (2, 2), (1, 1), "VALID"),
-          "ReduceWindow", "computation", "pred[]")
-    check(ShapeError, lambda: RW(x, z, lambda a, c: (a, c), (2, 2), (1, 1), "VALID"),
-          "ReduceWindow", "computation returns")
-    check(DTypeError, lambda: RW(x, z, 3, (2, 2), (1, 1), "VALID"), "ReduceWindow", "computation")
+    with raises(DTypeError, "ReduceWindow", "'init_value'", "s32[]", "f32"):
+        RW(x, zi, ops.Add, (2, 2), (1, 1), "VALID")
+    with raises(ShapeError, "ReduceWindow", "computation", "takes 1"):
+        RW(x, z, lambda a: a, (2, 2), (1, 1), "VALID")
+    with raises(ShapeError, "ReduceWindow", "computation", "pred[]"):
+        RW(x, z, lambda a, c: ops.Lt(a, c), (2, 2), (1, 1), "VALID")
+    with raises(ShapeError, "ReduceWindow", "computation returns"):
+        RW(x, z, lambda a, c: (a, c), (2, 2), (1, 1), "VALID")
+    with raises(DTypeError, "ReduceWindow", "computation"):
+        RW(x, z, 3, (2, 2), (1, 1), "VALID")
     i = ops.Parameter(b, 1, xs.Shape.array_shape(np.int32, [4, 5]))
-    check(ShapeError, lambda: RW([x, i], [z, zi], _argmax_reducer, (2, 2), (1, 1), "VALID"),
-          "ReduceWindow", "'operands[1]'", "s32[4,5]")
-    check(ShapeError, lambda: RW([x, x], [z], ops.Add, (2, 2), (1, 1), "VALID"), "ReduceWindow", "2 operands", "1 init")
-    check(ShapeError, lambda: RW([x, x], [z, z], ops.Add, (2, 2), (1, 1), "VALID"), "ReduceWindow", "computation")
-    check(DTypeError, lambda: RW([x, x], [z, zi], ops.Add, (2, 2), (1, 1), "VALID"), "ReduceWindow", "'init_values[1]'")
-    check(DTypeError, lambda: RW(np.zeros(3), z, ops.Add, (2,), (1,), "VALID"),  # type: ignore[arg-type]
-          "ReduceWindow", "'operand'", "XlaOp")
+    with raises(ShapeError, "ReduceWindow", "'operands[1]'", "s32[4,5]"):
+        RW([x, i], [z, zi], _argmax_reducer, (2, 2), (1, 1), "VALID")
+    with raises(ShapeError, "ReduceWindow", "2 operands", "1 init"):
+        RW([x, x], [z], ops.Add, (2, 2), (1, 1), "VALID")
+    with raises(ShapeError, "ReduceWindow", "computation"):
+        RW([x, x], [z, z], ops.Add, (2, 2), (1, 1), "VALID")
+    with raises(DTypeError, "ReduceWindow", "'init_values[1]'"):
+        RW([x, x], [z, zi], ops.Add, (2, 2), (1, 1), "VALID")
+    with raises(DTypeError, "ReduceWindow", "'operand'", "XlaOp"):
+        RW(np.zeros(3), z, ops.Add, (2,), (1,), "VALID")
     other = ops.Constant(xs.XlaBuilder("other"), np.float32(0))
-    check(ShapeError, lambda: RW(x, other, ops.Add, (2, 2), (1, 1), "VALID"), "ReduceWindow", "'init_value'", "builder")
+    with raises(ShapeError, "ReduceWindow", "'init_value'", "builder"):
+        RW(x, other, ops.Add, (2, 2), (1, 1), "VALID")
 
 
 def test_select_and_scatter_errors() -> None:
@@ -498,24 +510,26 @@ def test_select_and_scatter_errors() -> None:
     s = f32(b, 1, [2, 2])
     z = ops.Constant(b, np.float32(0))
     SAS, P = ops.SelectAndScatterWithGeneralPadding, ((0, 0), (0, 0))
-    check(ShapeError, lambda: SAS(x, ops.Ge, (2, 2), (1, 1), P, s, z, ops.Add),
-          "SelectAndScatter", "'source'", "f32[3,3]")
-    check(ShapeError, lambda: SAS(x, ops.Ge, (2,), (2, 2), P, s, z, ops.Add),
-          "SelectAndScatter", "window_dimensions", "operand")
-    check(ShapeError, lambda: SAS(x, ops.Ge, (2, 2), (2, -1), P, s, z, ops.Add),
-          "SelectAndScatter", "window_strides", ">= 1")
-    check(ShapeError, lambda: SAS(x, ops.Ge, (2, 2), (2, 2), [(0, 0)], s, z, ops.Add), "SelectAndScatter", "padding")
-    check(ShapeError, lambda: SAS(x, ops.Max, (2, 2), (2, 2), P, s, z, ops.Add), "SelectAndScatter", "select", "pred[]")
-    check(ShapeError, lambda: SAS(x, ops.Ge, (2, 2), (2, 2), P, s, z, ops.Ge),
-          "SelectAndScatter", "computation", "pred[]")
-    check(ShapeError, lambda: SAS(x, lambda a: a, (2, 2), (2, 2), P, s, z, ops.Add),
-          "SelectAndScatter", "select", "takes 1")
+    with raises(ShapeError, "SelectAndScatter", "'source'", "f32[3,3]"):
+        SAS(x, ops.Ge, (2, 2), (1, 1), P, s, z, ops.Add)
+    with raises(ShapeError, "SelectAndScatter", "window_dimensions", "operand"):
+        SAS(x, ops.Ge, (2,), (2, 2), P, s, z, ops.Add)
+    with raises(ShapeError, "SelectAndScatter", "window_strides", ">= 1"):
+        SAS(x, ops.Ge, (2, 2), (2, -1), P, s, z, ops.Add)
+    with raises(ShapeError, "SelectAndScatter", "padding"):
+        SAS(x, ops.Ge, (2, 2), (2, 2), [(0, 0)], s, z, ops.Add)
+    with raises(ShapeError, "SelectAndScatter", "select", "pred[]"):
+        SAS(x, ops.Max, (2, 2), (2, 2), P, s, z, ops.Add)
+    with raises(ShapeError, "SelectAndScatter", "computation", "pred[]"):
+        SAS(x, ops.Ge, (2, 2), (2, 2), P, s, z, ops.Ge)
+    with raises(ShapeError, "SelectAndScatter", "select", "takes 1"):
+        SAS(x, lambda a: a, (2, 2), (2, 2), P, s, z, ops.Add)
     v = ops.Constant(b, np.zeros(2, np.float32))
-    check(ShapeError, lambda: SAS(x, ops.Ge, (2, 2), (2, 2), P, s, v, ops.Add),
-          "SelectAndScatter", "'init_value'", "scalar")
+    with raises(ShapeError, "SelectAndScatter", "'init_value'", "scalar"):
+        SAS(x, ops.Ge, (2, 2), (2, 2), P, s, v, ops.Add)
     zi = ops.Constant(b, np.int32(0))
-    check(DTypeError, lambda: SAS(x, ops.Ge, (2, 2), (2, 2), P, s, zi, ops.Add),
-          "SelectAndScatter", "'init_value'", "f32")
+    with raises(DTypeError, "SelectAndScatter", "'init_value'", "f32"):
+        SAS(x, ops.Ge, (2, 2), (2, 2), P, s, zi, ops.Add)
     si = ops.Parameter(b, 2, xs.Shape.array_shape(np.int32, [2, 2]))
-    check(DTypeError, lambda: SAS(x, ops.Ge, (2, 2), (2, 2), P, si, z, ops.Add),
-          "SelectAndScatter", "'source'", "s32[2,2]")
+    with raises(DTypeError, "SelectAndScatter", "'source'", "s32[2,2]"):
+        SAS(x, ops.Ge, (2, 2), (2, 2), P, si, z, ops.Add)
