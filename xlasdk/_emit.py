@@ -18,7 +18,18 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Union
 
-from .builder import Region, XlaOp, _mlir_str
+from ._mlir_attrs import UI64, DictAttr, mlir_str, render_attrs
+from ._optable import (
+    CALL,
+    GET_TUPLE_ELEMENT,
+    PARAMETER,
+    RETURN,
+    SET_DIMENSION_SIZE,
+    STABLEHLO_GET_TUPLE_ELEMENT,
+    STABLEHLO_TUPLE,
+    TUPLE,
+)
+from .builder import Region, XlaOp
 from .shape import Shape
 
 Val = Union[str, tuple["Val", ...]]
@@ -64,13 +75,12 @@ class Emitter:
         self._callback_index: dict[int, int] = {}  # op id -> index
 
     def callback_attrs(self, o: XlaOp) -> str:
-        """``o.attrs`` with the host-callback index of ``o`` (one index per op, in emission order)."""
+        """``o``'s attributes with its host-callback index (one index per op, in emission order)."""
         idx = self._callback_index.get(o.id)
         if idx is None:
             idx = self._callback_index[o.id] = len(self.host_callbacks)
             self.host_callbacks.append(o.extra.callback)
-        cfg = f"backend_config = {{index = {idx} : ui64}}"
-        return f"{o.attrs}, {cfg}" if o.attrs else cfg
+        return render_attrs({**o.attrs, "backend_config": DictAttr(index=UI64(idx))})
 
     def fresh(self) -> str:
         self.n += 1
@@ -85,7 +95,7 @@ class Emitter:
         parts = [self.ref(v, s, indent) for v, s in zip(val, elems, strict=False)]
         name = self.fresh()
         self.lines.append(
-            f'{indent}{name} = "stablehlo.tuple"({", ".join(parts)}) : ({_types(list(elems))}) -> '
+            f'{indent}{name} = "{STABLEHLO_TUPLE.name}"({", ".join(parts)}) : ({_types(list(elems))}) -> '
             f"{shape.mlir_type()}\n"
         )
         return name
@@ -100,7 +110,7 @@ class Emitter:
             for i, s in enumerate(elems):
                 name = self.fresh()
                 self.lines.append(
-                    f'{indent}{name} = "stablehlo.get_tuple_element"({val}) {{index = {i} : i32}} : '
+                    f'{indent}{name} = "{STABLEHLO_GET_TUPLE_ELEMENT.name}"({val}) {{index = {i} : i32}} : '
                     f"({shape.mlir_type()}) -> {s.mlir_type()}\n"
                 )
                 names.append(name)
@@ -119,8 +129,9 @@ class Emitter:
         return [o.id for o in todo]
 
     def op(self, o: XlaOp, env: dict[int, Val], indent: str) -> None:
-        code = o.opcode
-        if not o.regions and o.shape._tuple is None and code not in _SPECIAL_OPS:
+        d = o.opdef
+        code = d.name
+        if d.plain_emit and not o.regions and o.shape._tuple is None and o.extra is None:
             # Fast path, the common case: one result, no regions, operands that are single
             # SSA values. Same text as the general path below.
             fast_args: list[str] = []
@@ -135,19 +146,19 @@ class Emitter:
                 self.n += 1
                 name = f"%{self.n}"
                 env[o.id] = name
-                attrs = f" {{{o.attrs}}}" if o.attrs else ""
+                attrs = f" {{{render_attrs(o.attrs)}}}" if o.attrs else ""
                 self.lines.append(
                     f'{indent}{name} = "{code}"({", ".join(fast_args)}){attrs} : ({", ".join(fast_types)}) -> '
-                    f"{o.shape.mlir_type()} {o.loc}\n"
+                    f"{o.shape.mlir_type()} {o.loc.text}\n"
                 )
                 return
-        if code == "tuple":
+        if d is TUPLE:
             env[o.id] = tuple(env[x.id] for x in o.operands)
             return
-        if code == "call":
+        if d is CALL:
             self.inline(o, env, indent)
             return
-        if code == "get_tuple_element":
+        if d is GET_TUPLE_ELEMENT:
             src = o.operands[0]
             sval = env[src.id]
             idx: int = o.extra
@@ -156,12 +167,12 @@ class Emitter:
                 return
             name = self.fresh()
             self.lines.append(
-                f'{indent}{name} = "stablehlo.get_tuple_element"({sval}) {{index = {idx} : i32}} : '
-                f"({src.shape.mlir_type()}) -> {o.shape.mlir_type()} {o.loc}\n"
+                f'{indent}{name} = "{STABLEHLO_GET_TUPLE_ELEMENT.name}"({sval}) {{index = {idx} : i32}} : '
+                f"({src.shape.mlir_type()}) -> {o.shape.mlir_type()} {o.loc.text}\n"
             )
             env[o.id] = name
             return
-        variadic = code in _VARIADIC_OPERANDS
+        variadic = d.variadic
         args: list[str] = []
         in_shapes: list[Shape] = []
         for x in o.operands:
@@ -172,7 +183,7 @@ class Emitter:
             else:
                 args.append(self.ref(env[x.id], x.shape, indent))
                 in_shapes.append(x.shape)
-        multi = o.shape.is_tuple() and code not in _TUPLE_RESULT_OPS
+        multi = o.shape.is_tuple() and not d.tuple_result
         out_shapes = list(o.shape.tuple_shapes()) if multi else [o.shape]
         region_txt = ""
         if o.regions:
@@ -187,10 +198,10 @@ class Emitter:
         if type(o.extra) is HostCallbackSpec:
             attrs = f" {{{self.callback_attrs(o)}}}"
         else:
-            attrs = f" {{{o.attrs}}}" if o.attrs else ""
+            attrs = f" {{{render_attrs(o.attrs)}}}" if o.attrs else ""
         self.lines.append(
             f'{indent}{lhs}"{code}"({", ".join(args)}){region_txt}{attrs} : ({_types(in_shapes)}) -> '
-            f"{_results(out_shapes) if out_shapes else '()'} {o.loc}\n"
+            f"{_results(out_shapes) if out_shapes else '()'} {o.loc.text}\n"
         )
 
     def region(self, r: Region, outer: dict[int, Val], indent: str) -> str:
@@ -230,7 +241,7 @@ class Emitter:
         for p in r.params:
             del env[p.id]
         head = f"{indent}^bb0({', '.join(bargs)}):\n" if bargs else ""
-        ret = f'{inner}"stablehlo.return"({", ".join(rets)}) : ({_types(rshapes)}) -> ()\n'
+        ret = f'{inner}"{RETURN.name}"({", ".join(rets)}) : ({_types(rshapes)}) -> ()\n'
         return "{\n" + head + "".join(body) + ret + indent + "}"
 
     def inline(self, o: XlaOp, env: dict[int, Val], indent: str) -> None:
@@ -255,7 +266,7 @@ def pending(env: Mapping[int, object], roots: list[XlaOp]) -> list[XlaOp]:
         o = stack.pop()
         if o.id in env or o.id in todo:
             continue
-        if o.opcode == "parameter":
+        if o.opdef is PARAMETER:
             raise AssertionError(f"parameter {o.extra} not bound")  # pragma: no cover
         todo[o.id] = o
         stack.extend(o.operands)
@@ -281,15 +292,6 @@ def inline_call(o: XlaOp, env: dict[int, Any], graph: Callable[[dict[int, Any], 
     for p in r.params:
         del env[p.id]
     env[o.id] = vals[0] if len(vals) == 1 else vals
-
-
-# Ops whose tuple-shaped operands are passed element by element (StableHLO is variadic there).
-_VARIADIC_OPERANDS = frozenset({"stablehlo.while", "stablehlo.optimization_barrier"})
-# Ops that genuinely produce one tuple-typed value rather than several results.
-_TUPLE_RESULT_OPS = frozenset({"stablehlo.tuple"})
-# Ops that Emitter.op's fast path leaves to the general path.
-# (Custom calls: a host callback's index is added to its attributes there.)
-_SPECIAL_OPS = frozenset({"tuple", "call", "get_tuple_element", "stablehlo.custom_call"}) | _VARIADIC_OPERANDS
 
 
 def emit_module(
@@ -321,28 +323,28 @@ def emit_module(
     for i, p in enumerate(params):
         a = f"%arg{i}"
         pname = p.extra[1] if p.extra[1] else f"p{i}"
-        arg_attrs = f" {{{p.attrs}}}" if p.attrs else ""  # a Parameter built under set_sharding
+        arg_attrs = f" {{{render_attrs(p.attrs)}}}" if p.attrs else ""  # a Parameter built under set_sharding
         shape = p.shape
         dyn = [d for d in range(shape.rank()) if shape.is_array() and shape.is_dynamic_dimension(d)]
         if padded_dynamic_params and dyn:
             et, dims = shape.element_type(), shape.dimensions()
-            args.append(f"{a}: {Shape.array_shape(et, dims).mlir_type()}{arg_attrs} loc({_mlir_str(pname)})")
+            args.append(f"{a}: {Shape.array_shape(et, dims).mlir_type()}{arg_attrs} loc({mlir_str(pname)})")
             cur, flags = a, [False] * len(dims)
             for d in dyn:
                 size = f"%arg{i}_size{d}"
-                size_args.append(f"{size}: tensor<i32> loc({_mlir_str(f'{pname}_size{d}')})")
+                size_args.append(f"{size}: tensor<i32> loc({mlir_str(f'{pname}_size{d}')})")
                 before = Shape.array_shape(et, dims, dynamic_dimensions=flags).mlir_type()
                 flags[d] = True
                 after = Shape.array_shape(et, dims, dynamic_dimensions=flags).mlir_type()
                 nxt = em.fresh()
                 em.lines.append(
-                    f'{indent}{nxt} = "stablehlo.set_dimension_size"({cur}, {size}) {{dimension = {d} : i64}} : '
+                    f'{indent}{nxt} = "{SET_DIMENSION_SIZE.name}"({cur}, {size}) {{dimension = {d} : i64}} : '
                     f"({before}, tensor<i32>) -> {after}\n"
                 )
                 cur = nxt
             env[p.id] = cur
             continue
-        args.append(f"{a}: {p.shape.mlir_type()}{arg_attrs} loc({_mlir_str(pname)})")
+        args.append(f"{a}: {p.shape.mlir_type()}{arg_attrs} loc({mlir_str(pname)})")
         env[p.id] = a
     args += size_args
     em.graph(env, [root, *side_effects], indent)
@@ -373,7 +375,7 @@ def _result_shardings(root: XlaOp, n: int) -> list[Any] | None:
         sh = root.sharding
         elems = list(sh.tuple_elements) if sh.is_tuple else [sh]
         return elems if len(elems) == n else None
-    if root.opcode == "tuple" and len(root.operands) == n:
+    if root.opdef is TUPLE and len(root.operands) == n:
         found = [x.sharding if not x.shape.is_tuple() else None for x in root.operands]
         return found if any(f is not None for f in found) else None
     return None

@@ -31,8 +31,10 @@ import numpy as np
 
 from ._emit import Val, inline_call, pending
 from ._metadata import FIELDS as _MD_FIELDS
-from ._metadata import parse_location
-from .builder import Region, XlaOp, _mlir_str
+from ._metadata import Location, name_location
+from ._mlir_attrs import DenseElements
+from ._optable import CALL, GET_TUPLE_ELEMENT, TUPLE, HloForm, HloUnsupported, braces
+from .builder import Region, XlaOp
 from .shape import Shape
 from .types import PrimitiveType, hlo_element_name
 
@@ -41,39 +43,16 @@ __all__ = ["Unsupported", "print_hlo_module"]
 _P = PrimitiveType
 
 
-class Unsupported(Exception):
-    """The graph holds an op (or attribute, or constant) this printer does not handle."""
+#: The graph holds an op (or attribute, or constant) this printer does not handle.
+Unsupported = HloUnsupported
+_PLAIN_FORM = HloForm.PLAIN
 
-
-# StableHLO ops without attributes that are one HLO instruction of the same operands.
-_PLAIN: dict[str, str] = {
-    f"stablehlo.{k}": v
-    for k, v in {
-        "add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
-        "remainder": "remainder", "maximum": "maximum", "minimum": "minimum", "power": "power",
-        "atan2": "atan2", "and": "and", "or": "or", "xor": "xor", "shift_left": "shift-left",
-        "shift_right_arithmetic": "shift-right-arithmetic", "shift_right_logical": "shift-right-logical",
-        "complex": "complex", "abs": "abs", "negate": "negate", "exponential": "exponential",
-        "exponential_minus_one": "exponential-minus-one", "log": "log", "log_plus_one": "log-plus-one",
-        "sqrt": "sqrt", "rsqrt": "rsqrt", "cbrt": "cbrt", "sine": "sine", "cosine": "cosine", "tan": "tan",
-        "tanh": "tanh", "logistic": "logistic", "floor": "floor", "ceil": "ceil",
-        "round_nearest_afz": "round-nearest-afz", "round_nearest_even": "round-nearest-even", "sign": "sign",
-        "not": "not", "popcnt": "popcnt", "count_leading_zeros": "count-leading-zeros", "is_finite": "is-finite",
-        "real": "real", "imag": "imag", "convert": "convert", "bitcast_convert": "bitcast-convert",
-        "reshape": "reshape", "replica_id": "replica-id", "partition_id": "partition-id",
-    }.items()
-}
 
 # Element types whose constants are printed here (others go to the converter).
 _CONST_TYPES = frozenset(
     {_P.PRED, _P.S8, _P.S16, _P.S32, _P.S64, _P.U8, _P.U16, _P.U32, _P.U64, _P.F16, _P.BF16, _P.F32, _P.F64,
      _P.C64, _P.C128}
 )
-_DEFAULT_COMPARE = {  # XLA's Comparison::DefaultComparisonType
-    **{t: "FLOAT" for t in (_P.F16, _P.BF16, _P.F32, _P.F64, _P.C64, _P.C128)},
-    **{t: "SIGNED" for t in (_P.S2, _P.S4, _P.S8, _P.S16, _P.S32, _P.S64)},
-    **{t: "UNSIGNED" for t in (_P.PRED, _P.U2, _P.U4, _P.U8, _P.U16, _P.U32, _P.U64)},
-}
 # Words the HLO parser reads as something other than a name (names get a trailing "_").
 _KEYWORDS = frozenset(
     {hlo_element_name(t) for t in PrimitiveType if t not in (_P.PRIMITIVE_TYPE_INVALID, _P.TUPLE, _P.OPAQUE_TYPE)}
@@ -82,37 +61,7 @@ _KEYWORDS = frozenset(
 )
 _LARGE_CONSTANT = 10  # XLA prints constants of more elements as {...} without print_large_constants
 
-_I64_ARRAY = re.compile(r"array<i64(?:: ([-0-9, ]*))?>")
-_COMPARE = re.compile(
-    r"^comparison_direction = #stablehlo<comparison_direction (\w+)>"
-    r"(?:, compare_type = #stablehlo<comparison_type (\w+)>)?$"
-)
-_PRECISION = re.compile(r"#stablehlo<precision (\w+)>")
-_REGION_OPS = frozenset({
-    "stablehlo.reduce", "stablehlo.sort", "stablehlo.reduce_window", "stablehlo.scatter", "stablehlo.all_reduce",
-    "stablehlo.reduce_scatter",
-})
-_COLLECTIVES = frozenset({
-    "stablehlo.all_reduce", "stablehlo.reduce_scatter", "stablehlo.all_gather", "stablehlo.all_to_all",
-    "stablehlo.collective_permute",
-})
-_RNG = re.compile(r"^rng_algorithm = #stablehlo<rng_algorithm (DEFAULT|THREE_FRY|PHILOX)>$")
-_SORT = re.compile(r"^dimension = (\d+) : i64, is_stable = (true|false)$")
-_REDUCE_PRECISION = re.compile(r"^exponent_bits = (\d+) : i32, mantissa_bits = (\d+) : i32$")
-_PAD = re.compile(r"^edge_padding_low = (.*?), edge_padding_high = (.*?), interior_padding = (.*)$")
-_SLICE = re.compile(r"^start_indices = (.*?), limit_indices = (.*?), strides = (.*)$")
 _NAME_BAD = re.compile(r"[^A-Za-z0-9_\-]")
-
-
-def _ints(text: str) -> list[int]:
-    m = _I64_ARRAY.fullmatch(text.strip())
-    if m is None:
-        raise Unsupported(text)
-    return [int(v) for v in m.group(1).split(",")] if m.group(1) else []
-
-
-def _braces(values: list[int]) -> str:
-    return "{" + ",".join(str(v) for v in values) + "}"
 
 
 _C_ESCAPES = {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t", ord('"'): '\\"', ord("'"): "\\'",
@@ -131,17 +80,12 @@ def _hlo_str(s: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def _metadata(loc: str) -> tuple[str, str]:
-    """HLO ``, metadata={...}`` text for an xlasdk MLIR location (as XLA's converter derives it,
-    with the fields it drops: see :mod:`xlasdk._metadata`), and the instruction name it implies
-    ('' for the opcode): the last component of the ``op_name`` the converter sees."""
-    parsed = parse_location(loc)
-    if parsed is None:
-        raise Unsupported(loc)
-    fields, op_name = parsed
-    parts = [
-        f"{k}={_md_value(k, fields[k])}" for k in _MD_FIELDS if k in fields
-    ]
+def _metadata(loc: Location) -> tuple[str, str]:
+    """HLO ``, metadata={...}`` text for an op's location (as XLA's converter derives it, with the
+    fields it drops: see :mod:`xlasdk._metadata`), and the instruction name it implies ('' for
+    the opcode): the last component of the ``op_name`` the converter sees."""
+    fields, op_name = loc.fields, loc.converter_name
+    parts = [f"{k}={_md_value(k, fields[k])}" for k in _MD_FIELDS if k in fields]
     text = ", metadata={" + " ".join(parts) + "}" if parts else ""
     return text, _name_base(op_name.rsplit("/", 1)[-1]) if op_name else ""
 
@@ -263,19 +207,10 @@ def _literal(arr: np.ndarray[Any, Any], et: PrimitiveType) -> str:
 def _constant_value(o: XlaOp) -> np.ndarray[Any, Any]:
     """The value of a ``stablehlo.constant``: its full array, or a 0-d array for a splat."""
     shape = o.shape
-    et = shape.element_type()
-    if et not in _CONST_TYPES or shape.size() == 0:
+    if shape.element_type() not in _CONST_TYPES or shape.size() == 0:
         raise Unsupported("constant")
-    attrs = o.attrs
-    start = attrs.find('dense<"0x')
-    if not attrs.startswith("value = ") or start < 0:
-        raise Unsupported(attrs)
-    end = attrs.index('"', start + 9)
-    dtype = shape.numpy_dtype()
-    raw = np.frombuffer(bytes.fromhex(attrs[start + 9 : end]), dtype=np.uint8 if et is _P.PRED else dtype)
-    if et is _P.PRED:
-        raw = raw.astype(np.bool_)
-    return raw.reshape(()) if raw.size == 1 else raw.reshape(shape.dimensions())
+    value: DenseElements = o.attrs["value"]
+    return value.value()
 
 
 # -- the printer ----------------------------------------------------------------------------------
@@ -294,7 +229,7 @@ class _Printer:
         self.large_constants = large_constants
         self.counts: dict[str, int] = {}
         self.shapes: dict[Shape, str] = {}
-        self.md: dict[str, tuple[str, str]] = {}
+        self.md: dict[Location, tuple[str, str]] = {}
         self.attrs: dict[tuple[Any, ...], tuple[str, str]] = {}
         self.computations: list[str] = []
         self.n_regions = 0
@@ -317,11 +252,11 @@ class _Printer:
                 if s.layout() is not None or not s.is_static():
                     raise Unsupported("layout or dynamic shape")
                 rank = len(s._dims)
-                t = str(s) + (_braces(list(range(rank - 1, -1, -1))) if rank else "")
+                t = str(s) + (braces(list(range(rank - 1, -1, -1))) if rank else "")
             self.shapes[s] = t
         return t
 
-    def meta(self, loc: str) -> tuple[str, str]:
+    def meta(self, loc: Location) -> tuple[str, str]:
         """The ``, metadata={...}`` text of ``loc`` ('' without metadata) and its name stem."""
         t = self.md.get(loc)
         if t is None:
@@ -349,9 +284,9 @@ class _Printer:
         return [o.id for o in todo]
 
     def op(self, o: XlaOp, env: dict[int, Val]) -> None:
-        code = o.opcode
-        hlo = _PLAIN.get(code)
-        if hlo is not None and not o.attrs and o.shape._tuple is None:
+        d = o.opdef
+        form = d.hlo_form
+        if form is _PLAIN_FORM and not o.attrs and o.shape._tuple is None:
             args = []
             for x in o.operands:
                 v = env[x.id]
@@ -359,62 +294,55 @@ class _Printer:
                     raise Unsupported("tuple operand")
                 args.append(v)
             md, hint = self.meta(o.loc)
-            env[o.id] = self.add(hlo, o.shape, f"{hlo}({_operands(args)}){md}", hint)
+            env[o.id] = self.add(d.hlo, o.shape, f"{d.hlo}({_operands(args)}){md}", hint)
             return
-        if "mhlo." in o.attrs:  # a sharding or other XLA-specific attribute: the converter knows them
-            raise Unsupported(o.attrs)
-        if code == "tuple":
-            env[o.id] = tuple(env[x.id] for x in o.operands)
+        if form is HloForm.NONE:
+            raise Unsupported(d.name)
+        if "mhlo.sharding" in o.attrs:  # the converter knows shardings
+            raise Unsupported("sharding")
+        if form is HloForm.GRAPH:
+            if d is TUPLE:
+                env[o.id] = tuple(env[x.id] for x in o.operands)
+            elif d is GET_TUPLE_ELEMENT:
+                sval = env[o.operands[0].id]
+                if not isinstance(sval, tuple):
+                    raise Unsupported("get_tuple_element of a tuple value")
+                env[o.id] = sval[o.extra]
+            elif d is CALL:
+                self.inline(o, env)
+            else:
+                raise Unsupported(d.name)
             return
-        if code == "get_tuple_element":
-            sval = env[o.operands[0].id]
-            if not isinstance(sval, tuple):
-                raise Unsupported("get_tuple_element of a tuple value")
-            env[o.id] = sval[o.extra]
-            return
-        if code == "call":
-            self.inline(o, env)
-            return
-        if code in ("stablehlo.while", "stablehlo.if", "stablehlo.case"):
+        md, hint = self.meta(o.loc)
+        if form is HloForm.WHILE or form is HloForm.CONDITIONAL:
             if o.attrs:
-                raise Unsupported(o.attrs)
-            md, hint = self.meta(o.loc)
+                raise Unsupported(d.name)
             self.control(o, env, md, hint)
             return
-        if code in ("stablehlo.rng_bit_generator", "stablehlo.optimization_barrier"):
-            md, hint = self.meta(o.loc)
-            if code == "stablehlo.optimization_barrier":
-                (x,) = o.operands
-                name = self.add("opt-barrier", o.shape, f"opt-barrier(%{self.ref(env[x.id], x.shape, md)}){md}", hint)
-            else:
-                m = _RNG.match(o.attrs)
-                if m is None:
-                    raise Unsupported(o.attrs)
-                state = self.single(env[o.operands[0].id])
-                body = f"rng-bit-generator(%{state}), algorithm=rng_{m.group(1).lower()}{md}"
-                name = self.add("rng-bit-generator", o.shape, body, hint)
+        if form is HloForm.TUPLE_RESULT:
+            args = [self.ref(env[x.id], x.shape, md) for x in o.operands]
+            extra = self.attributes(o)
+            name = self.add(d.hlo, o.shape, f"{d.hlo}({_operands(args)}){extra}{md}", hint)
             env[o.id] = self.unpack(name, o.shape, md)
             return
-        if o.shape._tuple is not None and code not in _REGION_OPS:
-            raise Unsupported(code)
+        if o.shape._tuple is not None and form is not HloForm.REGION:
+            raise Unsupported(d.name)
         args = [self.single(env[x.id]) for x in o.operands]
-        md, hint = self.meta(o.loc)
-        if code == "stablehlo.constant":
+        if form is HloForm.CONSTANT:
             self.constant(o, env)
-        elif code in _REGION_OPS:
+        elif form is HloForm.REGION:
             self.with_region(o, args, md, hint, env)
-        elif code in ("stablehlo.select", "stablehlo.clamp"):
+        elif form is HloForm.FULL_SHAPE_OPERANDS:
             # HLO wants full-shape operands where StableHLO allows scalars (as XLA's converter does).
             dims = o.shape.dimensions()
             for i, x in enumerate(o.operands):
                 if x.shape.dimensions() != dims:
                     bshape = Shape._make(x.shape.element_type(), dims)
                     args[i] = self.add("broadcast", bshape, f"broadcast(%{args[i]}), dimensions={{}}{md}")
-            name = code[10:]
-            env[o.id] = self.add(name, o.shape, f"{name}({_operands(args)}){md}", hint)
+            env[o.id] = self.add(d.hlo, o.shape, f"{d.hlo}({_operands(args)}){md}", hint)
         else:
-            base, extra = self.attributes(o)
-            env[o.id] = self.add(base, o.shape, f"{base}({_operands(args)}){extra}{md}", hint)
+            extra = self.attributes(o)
+            env[o.id] = self.add(d.hlo, o.shape, f"{d.hlo}({_operands(args)}){extra}{md}", hint)
 
     def constant(self, o: XlaOp, env: dict[int, Val]) -> None:
         """``constant(literal)``; a splat is a scalar constant and a broadcast (no metadata), as
@@ -436,21 +364,21 @@ class _Printer:
             raise Unsupported("tuple operand")
         return v
 
-    def attributes(self, o: XlaOp) -> tuple[str, str]:
-        """HLO opcode and ``, attr=...`` text of an op with attributes, cached per attribute text
-        and operand and result shapes (a convolution's window size is its kernel's shape)."""
-        key = (o.opcode, o.attrs, o.shape, *(x.shape for x in o.operands))
-        got = self.attrs.get(key)
-        if got is None:
-            got = _attributes(o.opcode, o.attrs, o)
-            self.attrs[key] = got
-        return got
+    def attributes(self, o: XlaOp) -> str:
+        """The ``, attr=...`` HLO text of ``o`` (its row's ``hlo_attrs``): Unsupported for
+        attributes that an op without ``hlo_attrs`` carries (``result_accuracy``)."""
+        f = o.opdef.hlo_attrs
+        if f is None:
+            if o.attrs:
+                raise Unsupported(f"{o.opdef.name} attributes {list(o.attrs)}")
+            return ""
+        return f(o)
 
     def with_region(self, o: XlaOp, args: list[str], md: str, hint: str, env: dict[int, Val]) -> None:
         """``reduce``, ``sort``, ``reduce-window``, ``scatter``: the region becomes an HLO
         computation (``to_apply``); several results are a tuple and ``get-tuple-element``s."""
         (r,) = o.regions
-        base, extra = self.attributes(o)
+        base, extra = o.opdef.hlo, self.attributes(o)
         to_apply = self.region(r)
         name = self.add(base, o.shape, f"{base}({_operands(args)}){extra}, to_apply=%{to_apply}{md}", hint)
         if o.shape._tuple is None:
@@ -507,7 +435,7 @@ class _Printer:
     def control(self, o: XlaOp, env: dict[int, Val], md: str, hint: str) -> None:
         """``while`` (a tuple carry becomes one tuple operand) and ``conditional`` (each branch
         takes its bound operand as its one parameter)."""
-        if o.opcode == "stablehlo.while":
+        if o.opdef.hlo_form is HloForm.WHILE:
             cond, body = o.regions
             (x,) = o.operands
             carry = self.ref(env[x.id], x.shape, md)
@@ -521,7 +449,7 @@ class _Printer:
                 (x,) = r.bindings
                 args.append(self.ref(env[x.id], x.shape, ""))
             names = [self.region(Region(r.params, r.results)) for r in o.regions]
-            if o.opcode == "stablehlo.if":
+            if o.operands[0].shape._etype is _P.PRED:  # stablehlo.if (stablehlo.case takes an s32 index)
                 branches = f"true_computation=%{names[0]}, false_computation=%{names[1]}"
             else:
                 branches = "branch_computations={" + ", ".join("%" + n for n in names) + "}"
@@ -571,316 +499,6 @@ def _commas(items: list[str]) -> str:
     return ", ".join(f"/*index={i}*/{v}" if i and i % 5 == 0 else v for i, v in enumerate(items))
 
 
-def _attributes(code: str, attrs: str, o: XlaOp) -> tuple[str, str]:
-    """HLO opcode and ``, attr=value...`` text of the StableHLO ops with attributes handled here."""
-    if code == "stablehlo.reduce" and attrs.startswith("dimensions = "):
-        return "reduce", f", dimensions={_braces(_ints(attrs[13:]))}"
-    if code == "stablehlo.sort" and (m := _SORT.match(attrs)) is not None:
-        return "sort", f", dimensions={{{m.group(1)}}}" + (", is_stable=true" if m.group(2) == "true" else "")
-    if code == "stablehlo.reduce_window":
-        return "reduce-window", _reduce_window_attrs(attrs, o)
-    if code == "stablehlo.scatter":
-        return "scatter", _gather_scatter_attrs(attrs, "scatter")
-    if code in _COLLECTIVES and o.shape._tuple is None:
-        return code[10:].replace("_", "-"), _collective_attrs(code, attrs)
-    if code == "stablehlo.broadcast_in_dim" and attrs.startswith("broadcast_dimensions = "):
-        return "broadcast", f", dimensions={_braces(_ints(attrs[23:]))}"
-    if code == "stablehlo.transpose" and attrs.startswith("permutation = "):
-        return "transpose", f", dimensions={_braces(_ints(attrs[14:]))}"
-    if code == "stablehlo.concatenate" and attrs.startswith("dimension = ") and attrs.endswith(" : i64"):
-        return "concatenate", f", dimensions={{{int(attrs[12:-6])}}}"
-    if code == "stablehlo.iota" and attrs.startswith("iota_dimension = ") and attrs.endswith(" : i64"):
-        return "iota", f", iota_dimension={int(attrs[17:-6])}"
-    if code == "stablehlo.slice":
-        m = _SLICE.match(attrs)
-        if m is not None:
-            starts, limits, strides = (_ints(m.group(k)) for k in (1, 2, 3))
-            full = any(c != 1 for c in strides)  # XLA writes every stride once one is not 1
-            parts = [
-                f"[{a}:{b}:{c}]" if full else f"[{a}:{b}]" for a, b, c in zip(starts, limits, strides, strict=True)
-            ]
-            return "slice", ", slice={" + ", ".join(parts) + "}"
-    if code == "stablehlo.reverse" and attrs.startswith("dimensions = "):
-        return "reverse", f", dimensions={_braces(_ints(attrs[13:]))}"
-    if code == "stablehlo.dynamic_slice" and attrs.startswith("slice_sizes = "):
-        return "dynamic-slice", f", dynamic_slice_sizes={_braces(_ints(attrs[14:]))}"
-    if code == "stablehlo.dynamic_update_slice" and not attrs:
-        return "dynamic-update-slice", ""
-    if code == "stablehlo.pad" and (m := _PAD.match(attrs)) is not None and o.shape.rank() > 0:
-        lo, hi, interior = (_ints(m.group(k)) for k in (1, 2, 3))
-        full = any(interior)  # XLA writes every interior value once one is not 0
-        parts = [f"{a}_{b}" + (f"_{c}" if full else "") for a, b, c in zip(lo, hi, interior, strict=True)]
-        return "pad", ", padding=" + "x".join(parts)
-    if code == "stablehlo.reduce_precision" and (m := _REDUCE_PRECISION.match(attrs)) is not None:
-        return "reduce-precision", f", exponent_bits={m.group(1)}, mantissa_bits={m.group(2)}"
-    if code == "stablehlo.fft":
-        a = _attr_dict(attrs)
-        ftype = re.fullmatch(r"#stablehlo<fft_type (\w+)>", a.pop("fft_type", ""))
-        lengths = _ints(a.pop("fft_length", ""))
-        if ftype is None or a:
-            raise Unsupported(attrs)
-        return "fft", f", fft_type={ftype.group(1)}, fft_length={_braces(lengths)}"
-    if code == "stablehlo.cholesky" and attrs in ("lower = true", "lower = false"):
-        return "cholesky", (", lower=true" if attrs.endswith("true") else "")
-    if code == "stablehlo.triangular_solve":
-        a = _attr_dict(attrs)
-        extra = ""
-        for flag in ("left_side", "lower", "unit_diagonal"):
-            value = a.pop(flag, "false")
-            if value not in ("true", "false"):
-                raise Unsupported(attrs)
-            extra += f", {flag}=true" if value == "true" else ""
-        tr = re.fullmatch(r"#stablehlo<transpose (\w+)>", a.pop("transpose_a", ""))
-        if tr is None or a:
-            raise Unsupported(attrs)
-        return "triangular-solve", f"{extra}, transpose_a={tr.group(1)}"
-    if code == "stablehlo.gather":
-        return "gather", _gather_scatter_attrs(attrs, "gather")
-    if code == "stablehlo.convolution":
-        return "convolution", _convolution_attrs(attrs, o)
-    if code == "stablehlo.compare":
-        m = _COMPARE.match(attrs)
-        if m is not None:
-            direction, ctype = m.group(1), m.group(2)
-            et = o.operands[0].shape.element_type()
-            extra = f", direction={direction}"
-            if ctype is not None and ctype != _DEFAULT_COMPARE.get(et):
-                extra += f", type={ctype}"
-            return "compare", extra
-    if code == "stablehlo.dot_general":
-        a = _attr_dict(attrs)
-        dn = a.pop("dot_dimension_numbers", "")
-        if not (dn.startswith("#stablehlo.dot<") and dn.endswith(">")):
-            raise Unsupported(attrs)
-        fields = _attr_dict(dn[15:-1])
-        extra = ""
-        for side in ("lhs", "rhs"):
-            for kind, hlo in (("batching", "batch"), ("contracting", "contracting")):
-                dims = _list(fields.pop(f"{side}_{kind}_dimensions", "[]"))
-                if dims or kind == "contracting":  # XLA writes contracting dims even when empty
-                    extra += f", {side}_{hlo}_dims={_braces(dims)}"
-        extra += _precision(a)
-        if a or fields:  # an algorithm, or anything else this printer does not know
-            raise Unsupported(attrs)
-        return "dot", extra
-    raise Unsupported(f"{code} {{{attrs}}}")
-
-
-def _split_top(text: str) -> list[str]:
-    """``text`` split at the commas outside brackets and quotes."""
-    parts, depth, start, quoted = [], 0, 0, False
-    for i, ch in enumerate(text):
-        if ch == '"' and (i == 0 or text[i - 1] != "\\"):
-            quoted = not quoted
-        elif quoted:
-            continue
-        elif ch in "<[({":
-            depth += 1
-        elif ch in ">])}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
-    tail = text[start:].strip()
-    return parts + [tail] if tail else parts
-
-
-def _attr_dict(text: str) -> dict[str, str]:
-    """``a = 1 : i64, b = array<i64: 1>`` -> ``{"a": "1 : i64", "b": "array<i64: 1>"}``."""
-    out = {}
-    for part in _split_top(text):
-        key, eq, value = part.partition(" = ")
-        if not eq and not re.fullmatch(r"\w+", part):
-            raise Unsupported(text)
-        out[key.strip()] = value.strip()  # a unit attribute ("use_global_device_ids") has value ''
-    return out
-
-
-def _int_attr(text: str) -> int:
-    value, _, typ = text.partition(" : ")
-    if typ not in ("i64", "i32"):
-        raise Unsupported(text)
-    return int(value)
-
-
-def _list(text: str) -> list[int]:
-    """``[1, 2]`` -> [1, 2]."""
-    if not (text.startswith("[") and text.endswith("]")):
-        raise Unsupported(text)
-    inner = text[1:-1].strip()
-    return [int(v) for v in inner.split(",")] if inner else []
-
-
-def _pairs(text: str, rank: int) -> list[tuple[int, int]]:
-    """``dense<[[1, 0], [0, 2]]> : tensor<2x2xi64>`` (or a splat ``dense<0>``) -> [(1, 0), (0, 2)]."""
-    m = re.fullmatch(r"dense<(.*)> : tensor<\d+x2xi64>", text)
-    if m is None:
-        raise Unsupported(text)
-    body = m.group(1).replace(" ", "")
-    if not body.startswith("["):
-        return [(int(body), int(body))] * rank
-    flat = [int(v) for v in re.findall(r"-?\d+", body)]
-    return list(zip(flat[0::2], flat[1::2], strict=True))
-
-
-def _window(sizes: list[int], strides: list[int], pads: list[tuple[int, int]], lhs: list[int], rhs: list[int]) -> str:
-    """XLA's ``window={size=.. stride=.. pad=.. lhs_dilate=.. rhs_dilate=..}`` (defaults left out)."""
-    if not sizes:
-        raise Unsupported("empty window")
-    parts = ["size=" + "x".join(map(str, sizes))]
-    if any(s != 1 for s in strides):
-        parts.append("stride=" + "x".join(map(str, strides)))
-    if any(p != (0, 0) for p in pads):
-        parts.append("pad=" + "x".join(f"{a}_{b}" for a, b in pads))
-    if any(d != 1 for d in lhs):
-        parts.append("lhs_dilate=" + "x".join(map(str, lhs)))
-    if any(d != 1 for d in rhs):
-        parts.append("rhs_dilate=" + "x".join(map(str, rhs)))
-    return "window={" + " ".join(parts) + "}"
-
-
-def _precision(a: dict[str, str]) -> str:
-    text = a.pop("precision_config", None)
-    if text is None:
-        return ""
-    precs = _PRECISION.findall(text)
-    if len(precs) != 2:
-        raise Unsupported(text)
-    if all(p == "DEFAULT" for p in precs):
-        return ""
-    return f", operand_precision={{{precs[0].lower()},{precs[1].lower()}}}"
-
-
-def _reduce_window_attrs(attrs: str, o: XlaOp) -> str:
-    a = _attr_dict(attrs)
-    rank = o.operands[0].shape.rank()
-    sizes = _ints(a.pop("window_dimensions"))
-    strides = _ints(a.pop("window_strides", f"array<i64: {', '.join(['1'] * rank)}>"))
-    lhs = _ints(a.pop("base_dilations", f"array<i64: {', '.join(['1'] * rank)}>"))
-    rhs = _ints(a.pop("window_dilations", f"array<i64: {', '.join(['1'] * rank)}>"))
-    pads = _pairs(a.pop("padding"), rank) if "padding" in a else [(0, 0)] * rank
-    if a or rank == 0:
-        raise Unsupported(attrs)
-    return ", " + _window(sizes, strides, pads, lhs, rhs)
-
-
-_GATHER_FIELDS = ("offset_dims", "collapsed_slice_dims", "start_index_map")
-_SCATTER_FIELDS = ("update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims")
-
-
-def _gather_scatter_attrs(attrs: str, kind: str) -> str:
-    a = _attr_dict(attrs)
-    dn = a.pop("dimension_numbers" if kind == "gather" else "scatter_dimension_numbers", "")
-    if not (dn.startswith(f"#stablehlo.{kind}<") and dn.endswith(">")):
-        raise Unsupported(attrs)
-    fields = _attr_dict(dn[len(kind) + 12 : -1])
-    extra = ""
-    for key in _GATHER_FIELDS if kind == "gather" else _SCATTER_FIELDS:  # HLO's parser wants these
-        extra += f", {key}={_braces(_list(fields.pop(key, '[]')))}"
-    ivd = int(fields.pop("index_vector_dim", "0"))
-    for key, value in fields.items():  # the batching dimensions, when there are any
-        extra += f", {key}={_braces(_list(value))}"
-    extra += f", index_vector_dim={ivd}"
-    if kind == "gather":
-        extra += f", slice_sizes={_braces(_ints(a.pop('slice_sizes')))}"
-    for flag in ("indices_are_sorted", "unique_indices"):
-        value = a.pop(flag, "false")
-        if value == "true":
-            extra += f", {flag}=true"
-        elif value != "false":
-            raise Unsupported(attrs)
-    if a:
-        raise Unsupported(attrs)
-    return extra
-
-
-def _groups(text: str) -> str:
-    """``dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>`` -> ``{{0,1},{2,3}}`` (``dense<>`` -> ``{}``)."""
-    m = re.fullmatch(r"dense<(.*)> : tensor<\d+x\d+xi64>", text)
-    if m is None or (m.group(1) and not m.group(1).startswith("[[")):
-        raise Unsupported(text)
-    rows = re.findall(r"\[([-0-9, ]*)\]", m.group(1))
-    return "{" + ",".join("{" + r.replace(" ", "") + "}" for r in rows) + "}"
-
-
-def _collective_attrs(code: str, attrs: str) -> str:
-    """``replica_groups={{..}}, dimensions={d}, channel_id=n, use_global_device_ids=true`` & co."""
-    a = _attr_dict(attrs)
-    if code == "stablehlo.collective_permute":
-        extra = ", source_target_pairs=" + _groups(a.pop("source_target_pairs"))
-    else:
-        extra = ", replica_groups=" + _groups(a.pop("replica_groups", "dense<> : tensor<0x0xi64>"))
-    if code == "stablehlo.all_gather":
-        extra += f", dimensions={{{_int_attr(a.pop('all_gather_dim'))}}}"
-    elif code == "stablehlo.reduce_scatter":
-        extra += f", dimensions={{{_int_attr(a.pop('scatter_dimension'))}}}"
-    elif code == "stablehlo.all_to_all":
-        split, concat = _int_attr(a.pop("split_dimension")), _int_attr(a.pop("concat_dimension"))
-        a.pop("split_count")
-        if split != concat:  # HLO's array all-to-all splits and concatenates along one dimension
-            raise Unsupported(attrs)
-        extra += f", dimensions={{{split}}}"
-    channel = a.pop("channel_handle", None)
-    if channel is not None:
-        m = re.fullmatch(r"#stablehlo\.channel_handle<handle = (\d+), type = \d+>", channel)
-        if m is None:
-            raise Unsupported(channel)
-        extra += f", channel_id={m.group(1)}"
-    if a.pop("use_global_device_ids", None) is not None:
-        extra += ", use_global_device_ids=true"
-    if a:
-        raise Unsupported(attrs)
-    return extra
-
-
-_CONV_KEYS = re.compile(r"^#stablehlo\.conv<raw (.*)>$")
-
-
-def _convolution_attrs(attrs: str, o: XlaOp) -> str:
-    a = _attr_dict(attrs)
-    m = _CONV_KEYS.match(a.pop("dimension_numbers", ""))
-    if m is None:
-        raise Unsupported(attrs)
-    dn = _attr_dict(m.group(1))
-    ib, if_ = int(dn["input_batch_dimension"]), int(dn["input_feature_dimension"])
-    isp = _list(dn["input_spatial_dimensions"])
-    ki, ko = int(dn["kernel_input_feature_dimension"]), int(dn["kernel_output_feature_dimension"])
-    ksp = _list(dn["kernel_spatial_dimensions"])
-    ob, of = int(dn["output_batch_dimension"]), int(dn["output_feature_dimension"])
-    osp = _list(dn["output_spatial_dimensions"])
-    n = len(isp)
-    if n == 0 or n > 10:
-        raise Unsupported("convolution spatial rank")
-
-    def labels(rank: int, first: tuple[int, str], second: tuple[int, str], spatial: list[int]) -> str:
-        out = [""] * rank
-        out[first[0]], out[second[0]] = first[1], second[1]
-        for k, d in enumerate(spatial):
-            out[d] = str(k)
-        return "".join(out)
-
-    dim_labels = (
-        labels(n + 2, (ib, "b"), (if_, "f"), isp) + "_" + labels(n + 2, (ko, "o"), (ki, "i"), ksp) + "->"
-        + labels(n + 2, (ob, "b"), (of, "f"), osp)
-    )
-    ones = f"array<i64: {', '.join(['1'] * n)}>"
-    kernel = o.operands[1].shape.dimensions()
-    window = _window(
-        [kernel[d] for d in ksp], _ints(a.pop("window_strides", ones)),
-        _pairs(a.pop("padding"), n) if "padding" in a else [(0, 0)] * n,
-        _ints(a.pop("lhs_dilation", ones)), _ints(a.pop("rhs_dilation", ones)),
-    )
-    extra = f", {window}, dim_labels={dim_labels}"
-    for key in ("feature_group_count", "batch_group_count"):
-        count = _int_attr(a.pop(key, "1 : i64"))
-        if count != 1:
-            extra += f", {key}={count}"
-    extra += _precision(a)
-    if a.pop("window_reversal", None) not in (None, f"array<i1: {', '.join(['false'] * n)}>") or a:
-        raise Unsupported(attrs)
-    return extra
-
-
 def parsable_module_name(text: str) -> str:
     """HLO ``text`` with a module name that is an HLO word (``HloModule true``, as XLA's converter
     writes it and its parser rejects) given a trailing ``_``."""
@@ -921,7 +539,7 @@ def print_hlo_module(
         if op.shape._tuple is not None or op.shape.is_token() or op.attrs:
             raise Unsupported("tuple, token or sharded parameter")
         pname = op.extra[1] or f"p{i}"
-        md, _ = p.meta(f"loc({_mlir_str(pname)})")
+        md, _ = p.meta(name_location(pname))
         n = p.add(_name_base(pname), op.shape, f"parameter({i}){md}")
         p.comp.params.append(f"{n}: {op.shape}")
         env[op.id] = n

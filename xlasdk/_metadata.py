@@ -31,11 +31,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ._mlir_attrs import mlir_str, mlir_unescape
+
 __all__ = [
     "FIELDS",
     "INT_FIELDS",
+    "Location",
+    "op_location",
     "location",
-    "parse_location",
     "mark_locations",
     "patch_hlo_proto",
 ]
@@ -94,9 +97,7 @@ def loc_str(s: str) -> str:
 
 
 def _unescape(literal: str) -> str:
-    from .builder import _mlir_unescape
-
-    return _mlir_unescape(literal[1:-1])
+    return mlir_unescape(literal[1:-1])
 
 
 def _file_item(file: str, line: int, col: int, end_line: int, end_col: int) -> str:
@@ -108,7 +109,47 @@ def _file_item(file: str, line: int, col: int, end_line: int, end_col: int) -> s
     return f"{head} to {end_line}:{end_col}"
 
 
-def location(
+class Location:
+    """An op's location as typed values: its MLIR spelling (``text``, see the module docstring),
+    the OpMetadata fields HLO gets from it (``fields``: what XLA's converter plus
+    :func:`patch_hlo_proto` record, zero and empty fields left out) and the ``op_name`` the
+    converter sees (``converter_name``: it names the instruction after its last ``/`` part).
+
+    The direct HLO printer reads ``fields`` and ``converter_name``; nothing reads ``text`` back.
+    """
+
+    __slots__ = ("text", "fields", "converter_name")
+
+    def __init__(self, text: str, fields: dict[str, Any], converter_name: str) -> None:
+        self.text = text
+        self.fields = fields
+        self.converter_name = converter_name
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"Location({self.text})"
+
+
+def file_line_location(file: str, line: int) -> Location:
+    """The location ``loc("FILE":LINE:0)`` of an op built on a user's line."""
+    return Location(
+        f"loc({mlir_str(file)}:{line}:0)",
+        {k: v for k, v in (("source_file", file), ("source_line", line), ("source_end_line", line)) if v},
+        "",
+    )
+
+
+def name_location(name: str) -> Location:
+    """The location ``loc("NAME")`` (a parameter's name): XLA's converter takes it for ``op_name``."""
+    stem = name.split("@", 1)[0]
+    if stem.endswith(":"):  # XLA's converter reads a name ending in ':' as op_type
+        return Location(f"loc({mlir_str(name)})", {"op_type": stem[:-1]} if stem[:-1] else {}, "")
+    return Location(f"loc({mlir_str(name)})", {"op_name": stem} if stem else {}, stem)
+
+
+def op_location(
     op_type: str = "",
     op_name: str = "",
     source_file: str = "",
@@ -118,6 +159,34 @@ def location(
     source_end_column: int = 0,
     deduplicated_name: str = "",
     scheduling_name: str = "",
+) -> Location:
+    """The :class:`Location` of these fields (:func:`location` gives its text)."""
+    text = _location_text(
+        op_type, op_name, source_file, source_line, source_end_line, source_column, source_end_column,
+        deduplicated_name, scheduling_name,
+    )
+    fields: dict[str, Any] = {"op_type": op_type, "op_name": op_name}
+    if source_file:
+        fields.update(
+            source_file=source_file, source_line=source_line, source_end_line=source_end_line or source_line,
+            source_column=source_column, source_end_column=source_end_column or source_column,
+        )
+    fields.update(deduplicated_name=deduplicated_name, scheduling_name=scheduling_name)
+    stem = op_name.split("@", 1)[0]
+    converter_name = stem if stem and not stem.endswith(":") else ""
+    return Location(text, {k: v for k, v in fields.items() if v}, converter_name)
+
+
+def _location_text(
+    op_type: str,
+    op_name: str,
+    source_file: str,
+    source_line: int,
+    source_end_line: int,
+    source_column: int,
+    source_end_column: int,
+    deduplicated_name: str,
+    scheduling_name: str,
 ) -> str:
     """The MLIR location holding these fields (see the module docstring).
 
@@ -160,6 +229,12 @@ def location(
     if len(items) == 1:
         return f"loc({items[0]})"
     return f"loc(fused[{', '.join(items)}])"
+
+
+def location(**fields: Any) -> str:
+    """The MLIR location text of the OpMetadata ``fields`` (keyword arguments of
+    :func:`op_location`)."""
+    return op_location(**fields).text
 
 
 # -- reading locations -----------------------------------------------------------------------------
@@ -256,43 +331,6 @@ def _extra_ok(key: str, value: str | int) -> bool:
     if key not in _EXTRA_KEYS:
         return False
     return isinstance(value, int) == (key in INT_FIELDS)
-
-
-def parse_location(loc: str) -> tuple[dict[str, Any], str] | None:
-    """The metadata fields of an xlasdk location (as :func:`location` writes it, or MLIR prints
-    it), with the ``op_name`` XLA's converter sees (it names the instruction after it).
-
-    Returns ``(fields, converter_op_name)``; ``fields`` holds what XLA's converter plus
-    :func:`patch_hlo_proto` record, zero and empty fields left out. None for any other location
-    (call sites, names with a child location, aliases).
-    """
-    if not (loc.startswith("loc(") and loc.endswith(")")):
-        return None
-    inner = loc[4:-1]
-    extra: dict[str, str | int] = {}
-    if inner == "unknown":
-        items: list[str] = []
-    elif inner.startswith("fused"):
-        i = 5
-        if inner.startswith("<{", i):
-            parsed = _parse_dict(inner, i + 1)
-            if parsed is None or not inner.startswith(">", parsed[1]):
-                return None
-            extra, i = parsed[0], parsed[1] + 1
-        if not inner.startswith("[", i):
-            return None
-        split = _split_items(inner, i)
-        if split is None or split[1] != len(inner):
-            return None
-        items = split[0]
-    else:
-        items = [inner]
-    fields, plain = _item_fields(items, None)
-    if not plain or any(not _extra_ok(k, v) for k, v in extra.items()):
-        return None
-    converter_name = str(fields.get("op_name", ""))
-    fields.update(extra)
-    return {k: v for k, v in fields.items() if v}, converter_name
 
 
 def _in_string(text: str, line_start: int, i: int) -> bool:

@@ -107,6 +107,10 @@ def _mlir_list(values: Sequence[int]) -> str:
     return "[" + ", ".join(str(v) for v in values) + "]"
 
 
+def _hlo_list(values: Sequence[int]) -> str:
+    return "{" + ",".join(str(v) for v in values) + "}"
+
+
 def _mlir_float(x: float) -> str:
     """An exact MLIR float literal (MLIR wants a '.' in the mantissa: ``1.0e-05``)."""
     r = repr(float(x))
@@ -191,6 +195,10 @@ class _AttrEnum(enum.Enum):
         """The StableHLO enum attribute, e.g. ``#stablehlo<comparison_direction LT>``."""
         return self._mlir_format().format(self.name)
 
+    def to_hlo(self) -> str:
+        """The value as HLO text writes it (``direction=LT``, ``fft_type=RFFT``): the name."""
+        return self.name
+
 
 class ComparisonDirection(_AttrEnum):
     """Direction of ``Compare`` (StableHLO ``#stablehlo<comparison_direction ...>``).
@@ -263,6 +271,10 @@ class RandomAlgorithm(_AttrEnum):
     @classmethod
     def _aliases(cls) -> dict[str, str]:
         return {"RNG_DEFAULT": "DEFAULT", "RNG_THREE_FRY": "THREE_FRY", "RNG_PHILOX": "PHILOX"}
+
+    def to_hlo(self) -> str:
+        """HLO's spelling: ``algorithm=rng_three_fry``."""
+        return f"rng_{self.name.lower()}"
 
 
 for _alias, _name in RandomAlgorithm._aliases().items():
@@ -526,6 +538,14 @@ class PrecisionConfig(_ProtoLike):
         """The ``precision_config`` array attribute: ``[#stablehlo<precision DEFAULT>, ...]``."""
         return "[" + ", ".join(p.to_mlir() for p in self.precisions()) + "]"
 
+    def to_hlo(self) -> str:
+        """HLO's ``operand_precision={default,highest}`` value ('' when every entry is DEFAULT,
+        which HLO text leaves out)."""
+        precs = self.precisions()
+        if all(p.name == "DEFAULT" for p in precs):
+            return ""
+        return "{" + ",".join(p.name.lower() for p in precs) + "}"
+
 
 Precision = PrecisionConfig.Precision
 
@@ -675,6 +695,18 @@ class DotDimensionNumbers(_ProtoLike):
         )
         return "#stablehlo.dot<" + ", ".join(f"{k} = {_mlir_list(v)}" for k, v in fields if len(v)) + ">"
 
+    def to_hlo(self) -> str:
+        """HLO's attributes: ``lhs_batch_dims={..}`` (when not empty), ``lhs_contracting_dims={..}``
+        (always), then the same for rhs."""
+        self.validate()
+        parts = []
+        for side in ("lhs", "rhs"):
+            batch = getattr(self, f"{side}_batch_dimensions")
+            if len(batch):
+                parts.append(f"{side}_batch_dims={_hlo_list(batch)}")
+            parts.append(f"{side}_contracting_dims={_hlo_list(getattr(self, f'{side}_contracting_dimensions'))}")
+        return ", ".join(parts)
+
 
 DotDimensionNumbersLike = (
     DotDimensionNumbers
@@ -817,6 +849,33 @@ class ConvolutionDimensionNumbers(_ProtoLike):
         )
         return f"#stablehlo.conv<raw {body}>"
 
+    def to_hlo(self) -> str:
+        """HLO's ``dim_labels`` value: ``b01f_01io->b01f`` (batch/feature/spatial letters by position)."""
+        self.validate()
+        n = len(self.input_spatial_dimensions)
+
+        def labels(first: tuple[int, str], second: tuple[int, str], spatial: Sequence[int]) -> str:
+            out = [""] * (n + 2)
+            out[first[0]], out[second[0]] = first[1], second[1]
+            for k, d in enumerate(spatial):
+                out[d] = str(k)
+            return "".join(out)
+
+        return (
+            labels(
+                (self.input_batch_dimension, "b"), (self.input_feature_dimension, "f"), self.input_spatial_dimensions
+            )
+            + "_"
+            + labels(
+                (self.kernel_output_feature_dimension, "o"), (self.kernel_input_feature_dimension, "i"),
+                self.kernel_spatial_dimensions,
+            )
+            + "->"
+            + labels(
+                (self.output_batch_dimension, "b"), (self.output_feature_dimension, "f"), self.output_spatial_dimensions
+            )
+        )
+
 
 ConvDimensionNumbersLike = ConvolutionDimensionNumbers | Sequence[str] | None
 
@@ -957,6 +1016,16 @@ class _GatherScatterDimensionNumbers(_ProtoLike):
         parts = [f"{k} = {_mlir_list(v)}" for k in lists if len(v := getattr(self, k))]
         parts.append(f"{ivd_name} = {_dim(getattr(self, ivd_name), ivd_name)}")
         return f"#stablehlo.{self._MNEMONIC}<" + ", ".join(parts) + ">"
+
+    def to_hlo(self) -> str:
+        """HLO's attributes: the window, dropped and index-map lists (always), the batching lists
+        (when not empty), then ``index_vector_dim=n``."""
+        self.validate()
+        window, dropped, index_map, ivd_name, op_batching, idx_batching = self._FIELDS
+        parts = [f"{k}={_hlo_list(getattr(self, k))}" for k in (window, dropped, index_map)]
+        parts += [f"{k}={_hlo_list(v)}" for k in (op_batching, idx_batching) if len(v := getattr(self, k))]
+        parts.append(f"{ivd_name}={_dim(getattr(self, ivd_name), ivd_name)}")
+        return ", ".join(parts)
 
 
 class GatherDimensionNumbers(_GatherScatterDimensionNumbers):

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from ._metadata import Location, file_line_location, op_location
+from ._optable import PARAMETER, OpDef
 from .errors import DTypeError, ShapeError
 from .shape import MAX_ARRAY_BYTES, ProgramShape, Shape
 
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
 
 __all__ = ["XlaBuilder", "XlaOp", "Region", "user_frame", "where"]
 
+_UNKNOWN_LOC = Location("loc(unknown)", {}, "")
+_NO_ATTRS: dict[str, Any] = {}  # the attributes of every op built without any (never changed in place)
 _IDS = itertools.count(1)  # op ids are unique across builders (regions nest builders)
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -48,39 +52,6 @@ def where() -> str:
     """`` — at file.py:42`` for error messages, naming the user's line."""
     fname, line = user_frame()
     return f" — at {os.path.basename(fname)}:{line}"
-
-
-def _mlir_str(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
-def _mlir_unescape(s: str) -> str:
-    """The inverse of :func:`_mlir_str` and of MLIR's own string printing: an MLIR string literal's
-    contents, from ``\\XX`` hex bytes (UTF-8), ``\\\\``, ``\\"``, ``\\n``, ``\\t``."""
-    if "\\" not in s:
-        return s
-    out = bytearray()
-    i = 0
-    while i < len(s):
-        c = s[i]
-        if c == "\\" and i + 1 < len(s):
-            nxt = s[i + 1]
-            if nxt in "\\\"":
-                out += nxt.encode()
-                i += 2
-                continue
-            if nxt in "nt":
-                out += b"\n" if nxt == "n" else b"\t"
-                i += 2
-                continue
-            h = s[i + 1 : i + 3]
-            if len(h) == 2 and all(ch in "0123456789abcdefABCDEF" for ch in h):
-                out.append(int(h, 16))
-                i += 3
-                continue
-        out += c.encode()
-        i += 1
-    return out.decode("utf-8", "replace")
 
 
 class Region:
@@ -126,21 +97,21 @@ class XlaOp:
     XlaOps stay hashable.
     """
 
-    __slots__ = ("builder", "shape", "opcode", "operands", "attrs", "regions", "loc", "id", "extra")
+    __slots__ = ("builder", "shape", "opdef", "operands", "attrs", "regions", "loc", "id", "extra")
 
     def __init__(
         self,
         builder: XlaBuilder,
-        opcode: str,
+        opdef: OpDef,
         operands: tuple[XlaOp, ...],
         shape: Shape,
-        attrs: str,
+        attrs: dict[str, Any],
         regions: tuple[Region, ...],
-        loc: str,
+        loc: Location,
         extra: Any,
     ) -> None:
         self.builder = builder
-        self.opcode = opcode
+        self.opdef = opdef
         self.operands = operands
         self.shape = shape
         self.attrs = attrs
@@ -148,6 +119,11 @@ class XlaOp:
         self.loc = loc
         self.extra = extra
         self.id = builder._next_id()
+
+    @property
+    def opcode(self) -> str:
+        """The StableHLO/CHLO op name (``stablehlo.add``) or graph pseudo-op (``parameter``)."""
+        return self.opdef.name
 
     # -- Pythonic views of the shape ---------------------------------------------------------
     @property
@@ -281,11 +257,11 @@ class XlaBuilder:
         self._params: dict[int, XlaOp] = {}
         self._last: XlaOp | None = None
         self._metadata: OpMetadata | None = None
-        self._metadata_loc: str | None = None  # the location of every op, when the metadata has a file
+        self._metadata_loc: Location | None = None  # the location of every op, when the metadata has a file
         self._metadata_fields: dict[str, Any] = {}  # metadata fields added to each caller-line location
         self._sharding: HloSharding | None = None
         self._op_shardings: dict[int, HloSharding] = {}  # op id -> sharding, for ops built under one
-        self._loc_cache: dict[tuple[str, int], str] = {}
+        self._loc_cache: dict[tuple[str, int], Location] = {}
         self._side_effects: list[XlaOp] = []
         self._nbytes = 0  # bytes of every array built, regions included (checked by build)
 
@@ -297,22 +273,20 @@ class XlaBuilder:
         return f"XlaBuilder({self.name!r}, {self._count} ops)"
 
     # -- locations / metadata ----------------------------------------------------------------
-    def _location(self) -> str:
-        """MLIR location of the op being built: the builder's metadata and/or the user's line."""
+    def _location(self) -> Location:
+        """Location of the op being built: the builder's metadata and/or the user's line."""
         f: Any = sys._getframe(2)
         while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
             f = f.f_back
         if f is None:
-            return "loc(unknown)"
+            return _UNKNOWN_LOC
         key = (f.f_code.co_filename, f.f_lineno)
         loc = self._loc_cache.get(key)
         if loc is None:
             if self._metadata_fields:
-                from ._metadata import location
-
-                loc = location(**self._metadata_fields, source_file=key[0], source_line=key[1])
+                loc = op_location(**self._metadata_fields, source_file=key[0], source_line=key[1])
             else:
-                loc = f"loc({_mlir_str(key[0])}:{key[1]}:0)"
+                loc = file_line_location(key[0], key[1])
             self._loc_cache[key] = loc
         return loc
 
@@ -339,7 +313,7 @@ class XlaBuilder:
             ``scheduling_name`` holds a quote, backslash or control character (XLA's HLO printer
             writes it unescaped, so such a name would not read back).
         """
-        from ._metadata import FIELDS, INT_FIELDS, location
+        from ._metadata import FIELDS, INT_FIELDS
         from .attrs import OpMetadata
 
         if not isinstance(metadata, OpMetadata):
@@ -367,7 +341,7 @@ class XlaBuilder:
         self._metadata = metadata
         self._loc_cache = {}
         if fields["source_file"]:
-            self._metadata_loc = location(**fields)
+            self._metadata_loc = op_location(**fields)
         else:
             self._metadata_loc = None
         self._metadata_fields = {
@@ -487,54 +461,68 @@ class XlaBuilder:
             self._sharding = prev
 
     # -- graph -------------------------------------------------------------------------------
-    def _add(
+    def add_op(
         self,
-        opcode: str,
+        opdef: OpDef,
         operands: tuple[XlaOp, ...],
         shape: Shape,
-        attrs: str = "",
+        attrs: dict[str, Any] | None = None,
         regions: tuple[Region, ...] = (),
         extra: Any = None,
     ) -> XlaOp:
+        """Append one node to the graph: how every op family builds its ops.
+
+        Op wrappers (:mod:`xlasdk.ops`) check their arguments and compute ``shape`` with the op's
+        shape rule first; this records the node as it is, without checks of its own.
+
+        Parameters
+        ----------
+        opdef: the op's row of the op table (:mod:`xlasdk._optable`), defined by its family.
+        operands: the operand nodes, in the op's order (all of this builder).
+        shape: the result shape (a tuple shape for several results).
+        attrs: the op's attributes as typed values, by their StableHLO names
+            (``{"dimensions": (0,)}``; see :mod:`xlasdk._mlir_attrs` for the value kinds).
+        regions: the op's sub-computations (reducer, comparator, loop body, branches).
+        extra: data of graph-level ops (a parameter's number and name, a tuple index, a host
+            callback) that is not an attribute.
+
+        Returns the new node. The node records the caller's file and line (or the builder's
+        metadata), the builder's sharding when one is set (``mhlo.sharding``), and is kept in
+        the computation even when unused if the op has side effects.
+        """
         if type(shape) is not Shape:  # xla_client.Shape (element_type() a dtype): ops hold xs.Shape
             shape = shape._plain()
+        if attrs is None:
+            attrs = _NO_ATTRS
         loc = self._metadata_loc if self._metadata_loc is not None else self._location()
+        op = XlaOp(self, opdef, operands, shape, attrs, regions, loc, extra)
         if self._sharding is not None:
-            attrs, sharding = self._sharded_attrs(opcode, shape, attrs)
-            op = XlaOp(self, opcode, operands, shape, attrs, regions, loc, extra)
-            if sharding is not None:
-                self._op_shardings[op.id] = sharding
-        else:
-            op = XlaOp(self, opcode, operands, shape, attrs, regions, loc, extra)
+            self._shard(op)
         self._last = op
         self._nbytes += shape._heap_bytes()
         for region in regions:
             if region.results:  # the sub-computation's arrays are buffers of this computation too
                 self._nbytes += getattr(region.results[0].builder, "_nbytes", 0)
-        if opcode in _SIDE_EFFECT_OPCODES or (
-            opcode == "stablehlo.custom_call" and "has_side_effect = true" in attrs
-        ):
+        if opdef.side_effect or (attrs and attrs.get("has_side_effect") is True):
             self._side_effects.append(op)  # kept in the computation even if the root does not use it
         return op
 
-    def _sharded_attrs(self, opcode: str, shape: Shape, attrs: str) -> tuple[str, HloSharding | None]:
-        """``attrs`` with the ``mhlo.sharding`` of an op built under :meth:`set_sharding` (if its
-        shape takes one), and that sharding."""
+    def _shard(self, op: XlaOp) -> None:
+        """Give ``op``, built under :meth:`set_sharding`, its ``mhlo.sharding`` (if its shape takes one)."""
         from .sharding import sharding_for_shape
 
         assert self._sharding is not None
-        sharding = sharding_for_shape(self._sharding, shape, opcode)
-        if sharding is None:
-            return attrs, None
-        sh = f"mhlo.sharding = {sharding.to_mlir()}"
-        return (f"{attrs}, {sh}" if attrs else sh), sharding
+        sharding = sharding_for_shape(self._sharding, op.shape, op.opcode)
+        if sharding is not None:
+            op.attrs = {**op.attrs, "mhlo.sharding": sharding}  # attrs dicts are never changed in place
+            self._op_shardings[op.id] = sharding
 
     def _add_parameter(self, number: int, shape: Shape, name: str) -> XlaOp:
         if number in self._params:
             raise ShapeError(
                 f"Parameter: parameter number {number} is already used by builder {self.name!r}{where()}"
             )
-        op = self._add("parameter", (), shape, extra=(number, name))
+        op = self.add_op(PARAMETER, (), shape, extra=(number, name))
         self._params[number] = op
         return op
 
@@ -628,34 +616,10 @@ class XlaBuilder:
             o = stack.pop()
             if o.id in seen:
                 continue
-            if o.opcode in _NON_CONSTANT_OPCODES:
+            if not o.opdef.constant:
                 return False
             seen[o.id] = True
             stack.extend(o.operands)
             for r in o.regions:
                 stack.extend(r.bindings or ())
         return True
-
-
-# Ops kept in a built computation even when its root does not depend on them, as XLA's builder does.
-_SIDE_EFFECT_OPCODES = frozenset({"stablehlo.outfeed", "stablehlo.send", "stablehlo.infeed", "stablehlo.recv"})
-
-_NON_CONSTANT_OPCODES = frozenset(
-    {
-        "parameter",
-        "stablehlo.rng",
-        "stablehlo.rng_bit_generator",
-        "stablehlo.custom_call",
-        "stablehlo.replica_id",
-        "stablehlo.partition_id",
-        "stablehlo.infeed",
-        "stablehlo.recv",
-        "stablehlo.all_reduce",
-        "stablehlo.all_gather",
-        "stablehlo.all_to_all",
-        "stablehlo.reduce_scatter",
-        "stablehlo.collective_permute",
-        "stablehlo.create_token",
-        "stablehlo.after_all",
-    }
-)

@@ -349,7 +349,7 @@ def test_unary_rejects_other_types(name: str) -> None:
 # ------------------------------------------------------------------------------ result accuracy
 
 
-@pytest.mark.parametrize("name", sorted(ew._RESULT_ACCURACY_OPS))
+@pytest.mark.parametrize("name", sorted(n for n, u in ew.UNARY.items() if u.accuracy))
 def test_result_accuracy_in_hlo(name: str) -> None:
     fn = getattr(ops, name)
     b = xs.XlaBuilder("acc")

@@ -19,7 +19,7 @@ from jaxlib.mlir.dialects import mhlo as _mhlo
 from jaxlib.mlir.dialects import sdy as _sdy
 from jaxlib.mlir.dialects import stablehlo as _stablehlo
 
-from ..builder import _mlir_unescape
+from .._mlir_attrs import mlir_unescape as _mlir_unescape
 
 __all__ = [
     "JAXLIB_VERSION",
@@ -254,11 +254,41 @@ def module_name(module: Any) -> str | None:
     return str(_ir.StringAttr(attrs["sym_name"]).value)
 
 
-def main_signature(module: Any) -> tuple[list[str], list[str | None], list[str]] | None:
+#: A type of ``main``'s signature, read through the bindings' typed API:
+#: ``("token",)``; ``("tuple", [TypeInfo, ...])``; ``("tensor", ELEMENT, DIMS, BOUNDS)`` with the
+#: element type's MLIR name (``"f32"``), each dimension's size or None when dynamic, and the
+#: ``#stablehlo.bounds`` of the dimensions (None without an encoding; an entry None when
+#: unbounded); ``("other", TEXT)`` for anything else (unranked tensors, other dialects' types).
+TypeInfo = tuple[Any, ...]
+
+
+def _type_info(t: Any) -> TypeInfo:
+    t = t.maybe_downcast() if hasattr(t, "maybe_downcast") else t
+    if _stablehlo.TokenType.isinstance(t):
+        return ("token",)
+    if isinstance(t, _ir.TupleType):
+        return ("tuple", [_type_info(t.get_type(i)) for i in range(t.num_types)])
+    if isinstance(t, _ir.RankedTensorType):
+        dims = [None if _ir.ShapedType.is_dynamic_size(d) else int(d) for d in t.shape]
+        bounds: list[int | None] | None = None
+        enc = t.encoding
+        if enc is not None and _stablehlo.TypeExtensions.isinstance(enc):
+            ext = _stablehlo.TypeExtensions(enc)
+            bounds = [None if _ir.ShapedType.is_dynamic_size(v) else int(v) for v in ext.bounds]
+        elif enc is not None:
+            return ("other", str(t))
+        return ("tensor", str(t.element_type), dims, bounds)
+    text = str(t)
+    return ("token",) if text == "!mhlo.token" else ("other", text)
+
+
+def main_signature(module: Any) -> tuple[list[TypeInfo], list[str | None], list[TypeInfo]] | None:
     """``(argument types, argument location names, result types)`` of ``func.func @main``.
 
-    Types are MLIR type strings (``tensor<2x3xf32>``); a location name is the string of a
-    ``loc("name")`` argument location (None otherwise). None when the module has no ``main``.
+    Types are :data:`TypeInfo` tuples read through MLIR's typed API (``RankedTensorType``,
+    ``TupleType``, StableHLO's ``TokenType`` and bounds extension); a location name is the
+    string of a ``loc("name")`` argument location (None otherwise). None when the module has no
+    ``main``.
     """
     with context():
         for op in module.body.operations:
@@ -274,7 +304,7 @@ def main_signature(module: Any) -> tuple[list[str], list[str | None], list[str]]
                 names.append(_mlir_unescape(loc[5:-2]) if loc.startswith('loc("') and loc.endswith('")') else None)
             if len(names) != len(ftype.inputs):
                 names = [None] * len(ftype.inputs)
-            return [str(t) for t in ftype.inputs], names, [str(t) for t in ftype.results]
+            return [_type_info(t) for t in ftype.inputs], names, [_type_info(t) for t in ftype.results]
     return None
 
 

@@ -3,176 +3,78 @@
 Each op lives in the module of its family, beside its shape rule:
 ``sources`` (Parameter, Constant, Iota), ``elementwise`` (unary, binary, comparisons, Select,
 Clamp, ConvertElementType), ``shaping`` (Broadcast, Reshape, Transpose, Slice, ConcatInDim...),
-``linalg`` (Dot, DotGeneral...), ``conv`` (ConvGeneralDilated, Conv), ``reduce`` (Reduce...),
-``control`` (Tuple, GetTupleElement, While, Conditional, Call).
+``linalg`` (Dot, DotGeneral, Cholesky, TriangularSolve), ``decompositions`` (QR, LU, Eigh, SVD...),
+``conv`` (ConvGeneralDilated, Conv), ``reduce`` (Reduce, Map), ``window`` (ReduceWindow...),
+``indexing`` (Gather, Scatter, DynamicSlice...), ``sort``, ``fft``, ``random``, ``special``,
+``collectives``, ``control`` (Tuple, GetTupleElement, While, Conditional, Call), ``side_effects``
+(tokens, infeed/outfeed), ``custom_call`` and ``host_callback``.
+
+Each family module defines its ops' rows of the op table (:mod:`xlasdk._optable`) beside their
+wrappers; see "Adding an op" in CONTRIBUTING.md.
 """
 
 from __future__ import annotations
 
 from ..attrs import TriangularSolveOptions_Transpose
-from .collectives import (
-    AllGather,
-    AllReduce,
-    AllToAll,
-    CollectivePermute,
-    CrossReplicaSum,
-    PartitionId,
-    ReduceScatter,
-    ReplicaId,
+from . import (
+    collectives,
+    control,
+    conv,
+    convert,
+    custom_call,
+    decompositions,
+    elementwise,
+    fft,
+    host_callback,
+    indexing,
+    linalg,
+    random,
+    reduce,
+    shaping,
+    side_effects,
+    sort,
+    sources,
+    special,
+    window,
 )
-from .control import Call, Conditional, GetTupleElement, Tuple, While
-from .conv import Conv, ConvGeneralDilated
-from .convert import BitcastConvertType, ReducePrecision
-from .elementwise import (
-    Abs,
-    Acos,
-    Acosh,
-    Add,
-    And,
-    Asin,
-    Asinh,
-    Atan,
-    Atan2,
-    Atanh,
-    BesselI1e,
-    Cbrt,
-    Ceil,
-    Clamp,
-    Clz,
-    Compare,
-    Complex,
-    Conj,
-    ConvertElementType,
-    Cos,
-    Cosh,
-    Digamma,
-    Div,
-    Eq,
-    Erf,
-    Erfc,
-    ErfInv,
-    Exp,
-    Expm1,
-    Floor,
-    Ge,
-    Gt,
-    Imag,
-    IsFinite,
-    Le,
-    Lgamma,
-    Log,
-    Log1p,
-    Logistic,
-    Lt,
-    Max,
-    Min,
-    Mul,
-    Ne,
-    Neg,
-    NextAfter,
-    Not,
-    Or,
-    Polygamma,
-    PopulationCount,
-    Pow,
-    Real,
-    Reciprocal,
-    Rem,
-    Round,
-    RoundNearestEven,
-    Rsqrt,
-    Select,
-    ShiftLeft,
-    ShiftRightArithmetic,
-    ShiftRightLogical,
-    Sign,
-    Sin,
-    Sinh,
-    Sqrt,
-    Square,
-    Sub,
-    Tan,
-    Tanh,
-    Xor,
-    Zeta,
-)
-from .fft import Fft
-from .indexing import DynamicSlice, DynamicUpdateSlice, Gather, Scatter
-from .linalg import (
-    LU,
-    QR,
-    SVD,
-    Cholesky,
-    Dot,
-    DotGeneral,
-    Eigh,
-    ProductOfElementaryHouseholderReflectors,
-    QrDecomposition,
-    TriangularSolve,
-)
-from .random import RngBitGenerator, RngNormal, RngUniform
-from .reduce import Map, Reduce
-from .shaping import (
-    Broadcast,
-    BroadcastInDim,
-    Collapse,
-    ConcatInDim,
-    DynamicReshape,
-    GetDimensionSize,
-    Pad,
-    RemoveDynamicDimension,
-    Reshape,
-    Rev,
-    SetDimensionSize,
-    Slice,
-    SliceInDim,
-    Transpose,
-)
-from .side_effects import (
-    AfterAll,
-    CreateToken,
-    CustomCall,
-    CustomCallApiVersion,
-    CustomCallSchedule,
-    CustomCallWithAliasing,
-    CustomCallWithLayout,
-    DebugPrint,
-    HostCallback,
-    InfeedWithToken,
-    OptimizationBarrier,
-    OutfeedWithToken,
-    RecvFromHost,
-    SendToHost,
-)
-from .sort import ApproxTopK, ApproxTopKFallback, ApproxTopKReductionOutputSize, Sort, TopK
-from .sources import Constant, ConstantLiteral, Iota, Parameter
-from .special import BesselI0e, Igamma, Igammac, IgammaGradA, RandomGammaGrad, RegularizedIncompleteBeta
-from .window import ReduceWindow, ReduceWindowWithGeneralPadding, SelectAndScatterWithGeneralPadding
+from .collectives import *  # noqa: F403
+from .control import *  # noqa: F403
+from .conv import *  # noqa: F403
+from .convert import *  # noqa: F403
+from .custom_call import *  # noqa: F403
+from .decompositions import *  # noqa: F403
+from .elementwise import *  # noqa: F403
+from .fft import *  # noqa: F403
+from .host_callback import *  # noqa: F403
+from .indexing import *  # noqa: F403
+from .linalg import *  # noqa: F403
+from .random import *  # noqa: F403
+from .reduce import *  # noqa: F403
+from .shaping import *  # noqa: F403
+from .side_effects import *  # noqa: F403
+from .sort import *  # noqa: F403
+from .sources import *  # noqa: F403
+from .special import *  # noqa: F403
+from .window import *  # noqa: F403
 
-__all__ = [
-    "Abs", "Acos", "Acosh", "Add", "And", "Asin", "Asinh", "Atan", "Atan2", "Atanh", "BesselI1e",
-    "Broadcast", "BroadcastInDim", "Call", "Cbrt", "Ceil", "Clamp", "Clz", "Compare", "Complex",
-    "ConcatInDim", "Conditional",
-    "Conj", "Constant", "ConstantLiteral", "Conv", "ConvGeneralDilated", "ConvertElementType", "Cos",
-    "Cosh", "Digamma", "Div", "Dot", "DotGeneral", "Eq", "Erf", "Erfc", "ErfInv", "Exp", "Expm1",
-    "Floor", "Ge", "GetTupleElement", "Gt", "Imag", "Iota", "IsFinite", "Le", "Lgamma", "Log", "Log1p",
-    "Logistic", "Lt", "Max", "Min", "Mul", "Ne", "Neg", "NextAfter", "Not", "Or", "Parameter",
-    "Polygamma", "PopulationCount", "Pow", "Real", "Reciprocal", "Reduce", "Rem", "Reshape", "Round",
-    "RoundNearestEven", "Rsqrt", "Select", "ShiftLeft", "ShiftRightArithmetic", "ShiftRightLogical",
-    "Sign", "Sin", "Sinh", "Slice", "Sort", "Sqrt", "Square", "Sub", "Tan", "Tanh", "TopK", "Transpose",
-    "Tuple", "While", "Xor",
-    "Zeta",
-    "Map", "ReduceWindow", "ReduceWindowWithGeneralPadding", "SelectAndScatterWithGeneralPadding",
-    "Collapse", "DynamicSlice", "DynamicUpdateSlice", "Gather", "Pad", "Rev", "Scatter", "SliceInDim",
-    "AllGather", "AllReduce", "AllToAll", "CollectivePermute", "CrossReplicaSum", "PartitionId", "ReduceScatter",
-    "ReplicaId",
-    "AfterAll", "CreateToken", "CustomCall", "CustomCallApiVersion", "CustomCallSchedule", "CustomCallWithLayout",
-    "InfeedWithToken", "OptimizationBarrier", "OutfeedWithToken", "HostCallback", "DebugPrint",
-    "GetDimensionSize", "SetDimensionSize", "DynamicReshape", "RemoveDynamicDimension",
-    "Fft", "Cholesky", "TriangularSolve", "TriangularSolveOptions_Transpose", "QR", "Eigh", "SVD",
-    "RngBitGenerator", "RngUniform", "RngNormal", "BitcastConvertType", "ReducePrecision",
-    "Igamma", "Igammac", "RegularizedIncompleteBeta", "BesselI0e",
-    "LU", "QrDecomposition", "ProductOfElementaryHouseholderReflectors",
-    "ApproxTopK", "ApproxTopKFallback", "ApproxTopKReductionOutputSize", "CustomCallWithAliasing",
-    "IgammaGradA", "RandomGammaGrad", "SendToHost", "RecvFromHost",
-]
+# Every family module lists its public ops in its __all__; this package exports them all.
+__all__ = ["TriangularSolveOptions_Transpose"]
+__all__ += collectives.__all__
+__all__ += control.__all__
+__all__ += conv.__all__
+__all__ += convert.__all__
+__all__ += custom_call.__all__
+__all__ += decompositions.__all__
+__all__ += elementwise.__all__
+__all__ += fft.__all__
+__all__ += host_callback.__all__
+__all__ += indexing.__all__
+__all__ += linalg.__all__
+__all__ += random.__all__
+__all__ += reduce.__all__
+__all__ += shaping.__all__
+__all__ += side_effects.__all__
+__all__ += sort.__all__
+__all__ += sources.__all__
+__all__ += special.__all__
+__all__ += window.__all__

@@ -3,7 +3,8 @@ spelling, and sub-computations.
 
 An op wrapper is: check operands (``operand``/``same_builder``), compute the result shape with
 the op's shape rule (raising ``ShapeError``/``DTypeError`` through :func:`shape_error` and
-:func:`dtype_error`), then ``builder._add(opcode, operands, shape, attrs)``.
+:func:`dtype_error`), then ``builder.add_op(OPDEF, operands, shape, attrs)`` with the op's row of
+the op table (:mod:`xlasdk._optable`) and its attributes as typed values.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ __all__ = [
     "dtype_error",
     "operand",
     "same_builder",
+    "any_operand",
+    "token_operand",
     "int_list",
     "opt_int_list",
     "int_tuples",
@@ -39,9 +42,6 @@ __all__ = [
     "INT64_MAX",
     "MAX_PARAMETER_NUMBER",
     "MAX_PARTICIPANTS",
-    "i64_array",
-    "i64",
-    "dense_i64",
     "array_shape",
     "subcomputation",
     "is_float",
@@ -85,6 +85,14 @@ def any_operand(op: str, name: str, x: Any, builder: XlaBuilder | None = None) -
             op, f"operand {name!r} belongs to builder {x.builder.name!r}, but the op is built in {builder.name!r}"
         )
     return x
+
+
+def token_operand(op: str, name: str, x: Any, builder: XlaBuilder | None = None) -> XlaOp:
+    """Check that ``x`` is an XlaOp (of ``builder`` when given) holding a token."""
+    t = any_operand(op, name, x, builder)
+    if not t.shape.is_token():
+        shape_error(op, f"operand {name!r} must be a token, got {t.shape}")
+    return t
 
 
 def same_builder(op: str, named: Sequence[tuple[str, XlaOp]]) -> XlaBuilder:
@@ -270,24 +278,6 @@ def opt_int_list(op: str, name: str, value: Any, default: tuple[int, ...], **kw:
         return default
     out = int_list(op, name, value, **kw)
     return out if out else default
-
-
-def i64_array(values: Sequence[int]) -> str:
-    """MLIR ``array<i64: 1, 2>`` (DenseI64ArrayAttr)."""
-    if not values:
-        return "array<i64>"
-    return "array<i64: " + ", ".join(str(int(v)) for v in values) + ">"
-
-
-def i64(value: int) -> str:
-    return f"{int(value)} : i64"
-
-
-def dense_i64(values: Sequence[int] | Sequence[Sequence[int]]) -> str:
-    """MLIR ``dense<[..]> : tensor<Nxi64>`` for a flat or 2-D list of ints."""
-    arr = np.asarray(values, dtype=np.int64)
-    dims = "".join(f"{d}x" for d in arr.shape)
-    return f"dense<{arr.tolist()}> : tensor<{dims}i64>".replace("'", "")
 
 
 def array_shape(etype: PrimitiveType, dims: Sequence[int], op: str = "") -> Shape:

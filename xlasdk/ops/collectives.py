@@ -16,12 +16,13 @@ AllGather with ``shard_count=1``, ReduceScatter with ``shard_count=1`` and AllTo
 from __future__ import annotations
 
 import collections
-import re
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from .._mlir_attrs import UNIT, I64Elements
+from .._optable import HloForm, HloUnsupported, define
 from ..attrs import make_replica_groups
 from ..builder import Region, XlaBuilder, XlaOp
 from ..errors import ShapeError
@@ -31,7 +32,6 @@ from ._core import (
     MAX_PARTICIPANTS,
     array_shape,
     dtype_error,
-    i64,
     int_arg,
     int_tuples,
     shape_error,
@@ -43,18 +43,62 @@ from ._core import (
 )
 
 __all__ = [
-    "AllReduce",
     "AllGather",
-    "ReduceScatter",
+    "AllReduce",
     "AllToAll",
     "CollectivePermute",
     "CrossReplicaSum",
-    "ReplicaId",
     "PartitionId",
-    "all_gather_shape",
-    "reduce_scatter_shape",
-    "all_to_all_shape",
+    "ReduceScatter",
+    "ReplicaId",
 ]
+
+
+# -- the op table rows of this family, with their HLO spelling ------------------------------------
+
+def _groups_hlo(groups: I64Elements) -> str:
+    """``{{0,1},{2,3}}`` (``{}`` for none)."""
+    return "{" + ",".join("{" + ",".join(map(str, g)) + "}" for g in groups.values.tolist()) + "}"
+
+
+def _collective_hlo(o: XlaOp) -> str:
+    """``replica_groups={{..}}, dimensions={d}, channel_id=n, use_global_device_ids=true`` & co."""
+    a = o.attrs
+    if o.shape._tuple is not None:  # a variadic collective: XLA's converter writes it
+        raise HloUnsupported("variadic collective")
+    d = o.opdef
+    if d is COLLECTIVE_PERMUTE:
+        extra = ", source_target_pairs=" + _groups_hlo(a["source_target_pairs"])
+    else:
+        extra = ", replica_groups=" + _groups_hlo(a["replica_groups"])
+    if d is ALL_GATHER:
+        extra += f", dimensions={{{a['all_gather_dim']}}}"
+    elif d is REDUCE_SCATTER:
+        extra += f", dimensions={{{a['scatter_dimension']}}}"
+    elif d is ALL_TO_ALL:
+        if a["split_dimension"] != a["concat_dimension"]:  # HLO's array all-to-all uses one dimension
+            raise HloUnsupported("all-to-all over two dimensions")
+        extra += f", dimensions={{{a['split_dimension']}}}"
+    if "channel_handle" in a:
+        extra += f", channel_id={a['channel_handle'].handle}"
+    if "use_global_device_ids" in a:
+        extra += ", use_global_device_ids=true"
+    return extra
+
+
+ALL_REDUCE = define(
+    "stablehlo.all_reduce", "all-reduce", hlo_form=HloForm.REGION, hlo_attrs=_collective_hlo, constant=False
+)
+REDUCE_SCATTER = define(
+    "stablehlo.reduce_scatter", "reduce-scatter", hlo_form=HloForm.REGION, hlo_attrs=_collective_hlo, constant=False
+)
+ALL_GATHER = define("stablehlo.all_gather", "all-gather", hlo_attrs=_collective_hlo, constant=False)
+ALL_TO_ALL = define("stablehlo.all_to_all", "all-to-all", hlo_attrs=_collective_hlo, constant=False)
+COLLECTIVE_PERMUTE = define(
+    "stablehlo.collective_permute", "collective-permute", hlo_attrs=_collective_hlo, constant=False
+)
+REPLICA_ID = define("stablehlo.replica_id", "replica-id", constant=False)
+PARTITION_ID = define("stablehlo.partition_id", "partition-id", constant=False)
 
 
 # -- attribute helpers ----------------------------------------------------------------------------
@@ -86,25 +130,38 @@ def _replica_groups(op: str, replica_groups: Any) -> list[list[int]]:
     return groups
 
 
-def _groups_mlir(groups: Sequence[Sequence[int]]) -> str:
+def _groups_attr(groups: Sequence[Sequence[int]]) -> I64Elements:
+    """``replica_groups`` (``(0, 0)`` for "all replicas")."""
     if not groups:
-        return "dense<> : tensor<0x0xi64>"
-    body = ", ".join("[" + ", ".join(str(int(v)) for v in g) + "]" for g in groups)
-    return f"dense<[{body}]> : tensor<{len(groups)}x{len(groups[0])}xi64>"
+        return I64Elements(np.zeros((0, 0), dtype=np.int64))
+    return I64Elements(groups)
+
+
+class ChannelHandle:
+    """``#stablehlo.channel_handle<handle = N, type = T>`` (type 1: device to device)."""
+
+    __slots__ = ("handle", "type")
+
+    def __init__(self, handle: int, type: int = 1) -> None:  # noqa: A002 - the field's name
+        self.handle = handle
+        self.type = type
+
+    def to_mlir(self) -> str:
+        return f"#stablehlo.channel_handle<handle = {self.handle}, type = {self.type}>"
 
 
 def _channel(
     op: str, channel_id: Any, use_global_device_ids: Any = None, groups: Sequence[Sequence[int]] = ()
-) -> list[str]:
+) -> dict[str, Any]:
     """Attribute parts for ``channel_id`` (an int >= 1 or an object with ``.handle``) and
     ``use_global_device_ids`` (which needs a channel and explicit ``groups``)."""
-    parts: list[str] = []
+    parts: dict[str, Any] = {}
     if channel_id is not None:
         handle = getattr(channel_id, "handle", channel_id) if not isinstance(channel_id, XlaOp) else channel_id
         h = _int(op, "channel_id", handle)
         if h < 1:
             shape_error(op, f"channel_id must be >= 1, got {h}")
-        parts.append(f"channel_handle = #stablehlo.channel_handle<handle = {h}, type = 1>")
+        parts["channel_handle"] = ChannelHandle(h)
     if use_global_device_ids is not None and not isinstance(use_global_device_ids, (bool, np.bool_)):
         dtype_error(op, f"use_global_device_ids must be a bool or None, got {show(use_global_device_ids)}")
     if use_global_device_ids:
@@ -114,7 +171,7 @@ def _channel(
             )
         if not groups:
             shape_error(op, "use_global_device_ids=True needs explicit replica_groups (of global device ids)")
-        parts.append("use_global_device_ids")
+        parts["use_global_device_ids"] = UNIT
     return parts
 
 
@@ -291,7 +348,7 @@ def AllReduce(
         result = xs[0].shape
     b = xs[0].builder
     groups = _replica_groups(op, replica_groups)
-    parts = [f"replica_groups = {_groups_mlir(groups)}"] + _channel(op, channel_id, use_global_device_ids, groups)
+    parts = {"replica_groups": _groups_attr(groups), **_channel(op, channel_id, use_global_device_ids, groups)}
     if shape_with_layout is not None:
         if result.is_tuple():
             if not isinstance(shape_with_layout, Shape) or shape_with_layout != result:
@@ -299,7 +356,7 @@ def AllReduce(
         else:
             _check_layout(op, "shape_with_layout", shape_with_layout, result)
     region = _reducer(op, computation, xs[0].shape.element_type(), b)
-    return b._add("stablehlo.all_reduce", tuple(xs), result, ", ".join(parts), (region,))
+    return b.add_op(ALL_REDUCE, tuple(xs), result, parts, (region,))
 
 
 def CrossReplicaSum(operand: XlaOp, replica_groups: Sequence[Sequence[int]] | None = None) -> XlaOp:
@@ -324,9 +381,7 @@ def CrossReplicaSum(operand: XlaOp, replica_groups: Sequence[Sequence[int]] | No
     x = _operand("CrossReplicaSum", "operand", operand)
     groups = _replica_groups("CrossReplicaSum", replica_groups)
     region = _reducer("CrossReplicaSum", Add, x.shape.element_type(), x.builder)
-    return x.builder._add(
-        "stablehlo.all_reduce", (x,), x.shape, f"replica_groups = {_groups_mlir(groups)}", (region,)
-    )
+    return x.builder.add_op(ALL_REDUCE, (x,), x.shape, {"replica_groups": _groups_attr(groups)}, (region,))
 
 
 def AllGather(
@@ -375,8 +430,8 @@ def AllGather(
         shape_error(op, f"operand 'operand' has shape {x.shape}: all_gather_dimension {dim} must not have size 0")
     result = array_shape(x.shape.element_type(), all_gather_shape(x.shape.dimensions(), dim, n), op)
     _check_layout(op, "shape_with_layout", shape_with_layout, result)
-    attrs = [f"all_gather_dim = {i64(dim)}", f"replica_groups = {_groups_mlir(groups)}"] + channel
-    return x.builder._add("stablehlo.all_gather", (x,), result, ", ".join(attrs))
+    attrs = {"all_gather_dim": dim, "replica_groups": _groups_attr(groups), **channel}
+    return x.builder.add_op(ALL_GATHER, (x,), result, attrs)
 
 
 def ReduceScatter(
@@ -425,8 +480,8 @@ def ReduceScatter(
     result = array_shape(x.shape.element_type(), reduce_scatter_shape(op, x.shape, dim, n), op)
     _check_layout(op, "layout", layout, result)
     region = _reducer(op, computation, x.shape.element_type(), x.builder)
-    attrs = [f"scatter_dimension = {i64(dim)}", f"replica_groups = {_groups_mlir(groups)}"] + channel
-    return x.builder._add("stablehlo.reduce_scatter", (x,), result, ", ".join(attrs), (region,))
+    attrs = {"scatter_dimension": dim, "replica_groups": _groups_attr(groups), **channel}
+    return x.builder.add_op(REDUCE_SCATTER, (x,), result, attrs, (region,))
 
 
 def AllToAll(
@@ -478,13 +533,11 @@ def AllToAll(
     channel = _channel(op, channel_id)
     result = array_shape(x.shape.element_type(), all_to_all_shape(op, x.shape, sd, cd, n), op)
     _check_layout(op, "layout", layout, result)
-    attrs = [
-        f"split_dimension = {i64(sd)}",
-        f"concat_dimension = {i64(cd)}",
-        f"split_count = {i64(n)}",
-        f"replica_groups = {_groups_mlir(groups)}",
-    ] + channel
-    return x.builder._add("stablehlo.all_to_all", (x,), result, ", ".join(attrs))
+    attrs = {
+        "split_dimension": sd, "concat_dimension": cd, "split_count": n, "replica_groups": _groups_attr(groups),
+        **channel,
+    }
+    return x.builder.add_op(ALL_TO_ALL, (x,), result, attrs)
 
 
 def CollectivePermute(
@@ -534,13 +587,9 @@ def CollectivePermute(
         dup = sorted(v for v, c in counts.items() if c > 1)
         if dup:
             shape_error(op, f"{what} replica ids {dup} appear more than once in source_target_pairs {pairs}")
-    if pairs:
-        body = ", ".join(f"[{s}, {t}]" for s, t in pairs)
-        stp = f"dense<[{body}]> : tensor<{len(pairs)}x2xi64>"
-    else:
-        stp = "dense<> : tensor<0x2xi64>"
-    attrs = [f"source_target_pairs = {stp}"] + _channel(op, channel_id)
-    return x.builder._add("stablehlo.collective_permute", (x,), x.shape, ", ".join(attrs))
+    stp = I64Elements(np.asarray(pairs, dtype=np.int64).reshape(len(pairs), 2))
+    attrs = {"source_target_pairs": stp, **_channel(op, channel_id)}
+    return x.builder.add_op(COLLECTIVE_PERMUTE, (x,), x.shape, attrs)
 
 
 def ReplicaId(builder: XlaBuilder) -> XlaOp:
@@ -550,7 +599,7 @@ def ReplicaId(builder: XlaBuilder) -> XlaOp:
     """
     if not isinstance(builder, XlaBuilder):
         dtype_error("ReplicaId", f"first argument must be an XlaBuilder, got {type(builder).__name__}")
-    return builder._add("stablehlo.replica_id", (), Shape._make(PrimitiveType.U32, ()))
+    return builder.add_op(REPLICA_ID, (), Shape._make(PrimitiveType.U32, ()))
 
 
 def PartitionId(builder: XlaBuilder) -> XlaOp:
@@ -560,13 +609,13 @@ def PartitionId(builder: XlaBuilder) -> XlaOp:
     """
     if not isinstance(builder, XlaBuilder):
         dtype_error("PartitionId", f"first argument must be an XlaBuilder, got {type(builder).__name__}")
-    return builder._add("stablehlo.partition_id", (), Shape._make(PrimitiveType.U32, ()))
+    return builder.add_op(PARTITION_ID, (), Shape._make(PrimitiveType.U32, ()))
 
 
-# Ops whose ``channel_id`` makes their ids partition ids, and the attribute that holds the ids.
+# Ops whose ``channel_id`` makes their ids partition ids: the op's name and the attribute that holds the ids.
 _PARTITION_IDS = {
-    "stablehlo.collective_permute": ("CollectivePermute", "source_target_pairs"),
-    "stablehlo.all_to_all": ("AllToAll", "replica_groups"),
+    COLLECTIVE_PERMUTE: ("CollectivePermute", "source_target_pairs"),
+    ALL_TO_ALL: ("AllToAll", "replica_groups"),
 }
 
 
@@ -589,12 +638,11 @@ def cross_partition_ids(roots: Sequence[XlaOp]) -> list[tuple[str, str, list[int
         for r in o.regions:
             stack.extend(r.results)
             stack.extend(r.bindings or ())
-        found = _PARTITION_IDS.get(o.opcode)
+        found = _PARTITION_IDS.get(o.opdef)
         if found is None or "channel_handle" not in o.attrs:
             continue
         name, attr = found
-        m = re.search(rf"{attr} = dense<([^>]*)>", o.attrs)
-        out.append((name, attr, [int(v) for v in re.findall(r"-?\d+", m.group(1))] if m is not None else []))
+        out.append((name, attr, o.attrs[attr].values.reshape(-1).tolist()))
     return out
 
 

@@ -7,12 +7,18 @@ from typing import Any, overload
 
 import numpy as np
 
+from .._optable import CALL, GET_TUPLE_ELEMENT, TUPLE, HloForm, define
 from ..builder import Region, XlaBuilder, XlaOp
 from ..shape import Shape
 from ..types import PrimitiveType
 from ._core import any_operand, dtype_error, operand, shape_error, show, subcomputation
 
-__all__ = ["Tuple", "GetTupleElement", "While", "Conditional", "Call"]
+__all__ = ["Call", "Conditional", "GetTupleElement", "Tuple", "While"]
+
+# Tuple, GetTupleElement and Call are graph-level rows of the op table (xlasdk._optable).
+WHILE = define("stablehlo.while", "while", hlo_form=HloForm.WHILE, variadic=True)
+IF = define("stablehlo.if", "conditional", hlo_form=HloForm.CONDITIONAL)
+CASE = define("stablehlo.case", "conditional", hlo_form=HloForm.CONDITIONAL)
 
 
 def Tuple(builder: XlaBuilder, elements: Sequence[XlaOp]) -> XlaOp:
@@ -31,7 +37,7 @@ def Tuple(builder: XlaBuilder, elements: Sequence[XlaOp]) -> XlaOp:
     if isinstance(elements, XlaOp) or not isinstance(elements, (list, tuple)):
         dtype_error("Tuple", f"elements must be a list or tuple of XlaOps, got {type(elements).__name__}")
     elems = tuple(any_operand("Tuple", f"elements[{i}]", e, builder) for i, e in enumerate(elements))
-    return builder._add("tuple", elems, Shape.tuple_shape(e.shape for e in elems))
+    return builder.add_op(TUPLE, elems, Shape.tuple_shape(e.shape for e in elems))
 
 
 def GetTupleElement(tuple_data: XlaOp, index: int) -> XlaOp:
@@ -49,7 +55,7 @@ def GetTupleElement(tuple_data: XlaOp, index: int) -> XlaOp:
     n = t.shape.leaf_count()
     if not 0 <= int(index) < n:
         shape_error("GetTupleElement", f"index {index} out of range for tuple {t.shape} of {n} elements")
-    return t.builder._add("get_tuple_element", (t,), t.shape.tuple_shapes()[int(index)], extra=int(index))
+    return t.builder.add_op(GET_TUPLE_ELEMENT, (t,), t.shape.tuple_shapes()[int(index)], extra=int(index))
 
 
 # -- sub-computation results ---------------------------------------------------------------------
@@ -150,7 +156,7 @@ def While(condition: Any, body: Any, init: XlaOp) -> XlaOp:
     body_region, got = _computation(op, "body", body, [carry], b)
     if not _fits(got, carry):
         shape_error(op, f"body returns {got} but must return the carry's shape {carry}")
-    return b._add("stablehlo.while", (x,), carry, "", (cond_region, body_region))
+    return b.add_op(WHILE, (x,), carry, None, (cond_region, body_region))
 
 
 # -- Conditional -----------------------------------------------------------------------------------
@@ -283,7 +289,7 @@ def _conditional_pred(pred: Any, operands: list[Any], computations: list[Any]) -
     t = any_operand(op, "true_operand", operands[0], b)
     f = any_operand(op, "false_operand", operands[1], b)
     regions, shape = _branch_regions(op, b, [t, f], computations, ["true_computation", "false_computation"])
-    return b._add("stablehlo.if", (p,), shape, "", tuple(regions))
+    return b.add_op(IF, (p,), shape, None, tuple(regions))
 
 
 def _conditional_index(index: Any, operands: Any, computations: Any) -> XlaOp:
@@ -311,7 +317,7 @@ def _conditional_index(index: Any, operands: Any, computations: Any) -> XlaOp:
     regions, shape = _branch_regions(
         op, b, xs, computations, [f"branch_computations[{k}]" for k in range(len(xs))]
     )
-    return b._add("stablehlo.case", (i,), shape, "", tuple(regions))
+    return b.add_op(CASE, (i,), shape, None, tuple(regions))
 
 
 # -- Call ------------------------------------------------------------------------------------------
@@ -348,4 +354,4 @@ def Call(builder: XlaBuilder, computation: Any, operands: Sequence[XlaOp] = ()) 
         dtype_error(op, f"operands must be a list or tuple of XlaOps, got {type(operands).__name__}")
     xs = tuple(any_operand(op, f"operands[{k}]", x, builder) for k, x in enumerate(operands))
     region, shape = _computation(op, "computation", computation, [x.shape for x in xs], builder)
-    return builder._add("call", xs, shape, "", (region,))
+    return builder.add_op(CALL, xs, shape, None, (region,))

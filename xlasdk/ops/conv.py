@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from .._mlir_attrs import I64Elements
+from .._optable import HloUnsupported, define, hlo_window
 from ..attrs import PaddingType
 from ..builder import XlaOp
 from ..errors import DTypeError, ShapeError
 from ..types import COMPLEX, FLOATS, INTS
+from ._contraction import contraction_type, narrow_to, precision_attrs, preferred_type, widen_sub_byte
 from ._core import (
     INT64_MAX,
     array_shape,
     bool_arg,
-    dense_i64,
     dimension_fields,
     dtype_error,
-    i64,
-    i64_array,
     int_arg,
     int_list,
     int_tuples,
@@ -29,11 +30,34 @@ from ._core import (
     shape_error,
     show,
 )
-from .linalg import contraction_type, narrow_to, precision_attr, preferred_type, widen_sub_byte
 
-__all__ = ["ConvGeneralDilated", "Conv", "conv_output_size"]
+__all__ = ["Conv", "ConvGeneralDilated"]
 
 _NUMERIC = INTS | FLOATS | COMPLEX
+
+
+def _convolution_hlo(o: XlaOp) -> str:
+    """``, window={...}, dim_labels=..., feature_group_count=.., operand_precision=...``."""
+    a = o.attrs
+    dn = a["dimension_numbers"]
+    n = len(dn.input_spatial_dimensions)
+    if n == 0 or n > 10:
+        raise HloUnsupported("convolution spatial rank")
+    kernel = o.operands[1].shape.dimensions()
+    pads = [tuple(p) for p in a["padding"].values.tolist()] if "padding" in a else [(0, 0)] * n
+    window = hlo_window(
+        tuple(kernel[d] for d in dn.kernel_spatial_dimensions), a["window_strides"], pads,
+        a["lhs_dilation"], a["rhs_dilation"],
+    )
+    extra = f", {window}, dim_labels={dn.to_hlo()}"
+    for key in ("feature_group_count", "batch_group_count"):
+        if a[key] != 1:
+            extra += f", {key}={a[key]}"
+    prec = a["precision_config"].to_hlo() if "precision_config" in a else ""
+    return extra + (f", operand_precision={prec}" if prec else "")
+
+
+CONVOLUTION = define("stablehlo.convolution", "convolution", hlo_attrs=_convolution_hlo)
 
 
 def conv_output_size(size: int, window: int, stride: int, lo: int, hi: int, lhs_dil: int, rhs_dil: int) -> int:
@@ -230,17 +254,17 @@ def _conv_general_dilated(
     for i, d in enumerate(dn.output_spatial_dimensions):
         out[d] = conv_output_size(in_sp[i], k_sp[i], strides[i], pads[i][0], pads[i][1], ldil[i], rdil[i])
     rt = preferred_type(op, et, preferred_element_type)
-    attrs = (
-        f"window_strides = {i64_array(strides)}, "
-        + (f"padding = {dense_i64([list(p) for p in pads])}, " if n else "")
-        + f"lhs_dilation = {i64_array(ldil)}, rhs_dilation = {i64_array(rdil)}, "
-        f"dimension_numbers = {dn.to_mlir()}, feature_group_count = {i64(g)}, batch_group_count = {i64(bg)}"
-        + precision_attr(op, precision_config)
+    attrs: dict[str, Any] = {"window_strides": tuple(strides)}
+    if n:
+        attrs["padding"] = I64Elements([list(p) for p in pads])
+    attrs.update(
+        lhs_dilation=tuple(ldil), rhs_dilation=tuple(rdil), dimension_numbers=copy.deepcopy(dn),
+        feature_group_count=g, batch_group_count=bg, **precision_attrs(op, precision_config),
     )
     ct = contraction_type(rt)
     result = array_shape(ct, out, op)
     x, w = widen_sub_byte(x, et, ct, op), widen_sub_byte(w, et, ct, op)
-    return narrow_to(x.builder._add("stablehlo.convolution", (x, w), result, attrs), rt, op)
+    return narrow_to(x.builder.add_op(CONVOLUTION, (x, w), result, attrs), rt, op)
 
 
 def Conv(

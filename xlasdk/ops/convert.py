@@ -7,13 +7,22 @@ from typing import Any
 
 import ml_dtypes
 
+from .._mlir_attrs import I32
+from .._optable import define
 from ..builder import XlaOp
 from ..errors import DTypeError
 from ..types import COMPLEX, FLOATS, PrimitiveType, dtype_to_etype, etype_to_dtype
 from ._core import array_shape, dtype_error, int_arg, shape_error, show
 from ._core import operand as _operand
 
-__all__ = ["BitcastConvertType", "ReducePrecision", "bit_width", "bitcast_shape"]
+CONVERT = define("stablehlo.convert", "convert")
+BITCAST_CONVERT = define("stablehlo.bitcast_convert", "bitcast-convert")
+REDUCE_PRECISION = define(
+    "stablehlo.reduce_precision", "reduce-precision",
+    hlo_attrs=lambda o: f", exponent_bits={o.attrs['exponent_bits']}, mantissa_bits={o.attrs['mantissa_bits']}",
+)
+
+__all__ = ["BitcastConvertType", "ReducePrecision"]
 
 _P = PrimitiveType
 
@@ -90,7 +99,7 @@ def BitcastConvertType(operand: XlaOp, new_element_type: Any) -> XlaOp:
     dims = bitcast_shape(op, src, x.shape.dimensions(), et)
     if et is src:
         return x
-    return x.builder._add("stablehlo.bitcast_convert", (x,), array_shape(et, dims, op))
+    return x.builder.add_op(BITCAST_CONVERT, (x,), array_shape(et, dims, op))
 
 
 _MAX_BITS = 2**31 - 1
@@ -137,6 +146,4 @@ def ReducePrecision(operand: XlaOp, exponent_bits: int, mantissa_bits: int) -> X
         shape_error(op, f"mantissa_bits must be >= 0, got {m}")
     if e > _MAX_BITS or m > _MAX_BITS:  # i32 attributes
         shape_error(op, f"exponent_bits and mantissa_bits must be < 2**31, got {e} and {m}")
-    return x.builder._add(
-        "stablehlo.reduce_precision", (x,), x.shape, f"exponent_bits = {e} : i32, mantissa_bits = {m} : i32"
-    )
+    return x.builder.add_op(REDUCE_PRECISION, (x,), x.shape, {"exponent_bits": I32(e), "mantissa_bits": I32(m)})

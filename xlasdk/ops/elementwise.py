@@ -11,19 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, Union
 
 import ml_dtypes
 import numpy as np
 
+from .._mlir_attrs import DenseElements
+from .._optable import HloForm, OpDef, define
 from ..builder import XlaOp
 from ..errors import ShapeError
+from ..shape import Shape
 from ..types import COMPLEX, FLOATS, INTS, SIGNED_INTS, PrimitiveType, dtype_to_etype
 from ._core import (
     array_shape,
     dtype_error,
     enum_arg,
-    i64_array,
     int_list,
     is_index,
     same_builder,
@@ -31,7 +33,105 @@ from ._core import (
     show,
 )
 from ._core import operand as _operand
-from .sources import constant_like
+from .convert import BITCAST_CONVERT, CONVERT
+from .shaping import BROADCAST_IN_DIM
+from .sources import CONSTANT, constant_like
+
+if TYPE_CHECKING:
+    from ..attrs import ResultAccuracy
+
+#: A Python or numpy scalar, accepted beside an XlaOp by the binary ops (it becomes a constant of
+#: the other operand's element type).
+Scalar = Union[bool, int, float, complex, np.generic]
+
+__all__ = [
+    "Abs",
+    "Acos",
+    "Acosh",
+    "Add",
+    "And",
+    "Asin",
+    "Asinh",
+    "Atan",
+    "Atan2",
+    "Atanh",
+    "BesselI1e",
+    "Cbrt",
+    "Ceil",
+    "Clamp",
+    "Clz",
+    "Compare",
+    "Complex",
+    "Conj",
+    "ConvertElementType",
+    "Cos",
+    "Cosh",
+    "Digamma",
+    "Div",
+    "Eq",
+    "Erf",
+    "Erfc",
+    "ErfInv",
+    "Exp",
+    "Expm1",
+    "Floor",
+    "Ge",
+    "Gt",
+    "Imag",
+    "IsFinite",
+    "Le",
+    "Lgamma",
+    "Log",
+    "Log1p",
+    "Logistic",
+    "Lt",
+    "Max",
+    "Min",
+    "Mul",
+    "Ne",
+    "Neg",
+    "NextAfter",
+    "Not",
+    "Or",
+    "Polygamma",
+    "PopulationCount",
+    "Pow",
+    "Real",
+    "Reciprocal",
+    "Rem",
+    "Round",
+    "RoundNearestEven",
+    "Rsqrt",
+    "Select",
+    "ShiftLeft",
+    "ShiftRightArithmetic",
+    "ShiftRightLogical",
+    "Sign",
+    "Sin",
+    "Sinh",
+    "Sqrt",
+    "Square",
+    "Sub",
+    "Tan",
+    "Tanh",
+    "Xor",
+    "Zeta",
+]
+
+
+class UnaryFn(Protocol):
+    """The signature of the generated unary ops (``Exp``, ``Abs``...)."""
+
+    def __call__(self, operand: XlaOp, result_accuracy: ResultAccuracy | None = None) -> XlaOp: ...
+
+
+class BinaryFn(Protocol):
+    """The signature of the generated binary ops and comparisons (``Add``, ``Lt``...)."""
+
+    def __call__(
+        self, lhs: XlaOp | Scalar, rhs: XlaOp | Scalar, broadcast_dimensions: Sequence[int] | None = None
+    ) -> XlaOp: ...
+
 
 _P = PrimitiveType
 _BOOL = frozenset({_P.PRED})
@@ -79,119 +179,167 @@ def _check_dtype(op: str, name: str, x: XlaOp, allowed: frozenset[PrimitiveType]
 # Signed integer type -> unsigned type of the same width (for bitcasts).
 _AS_UNSIGNED = {_P.S2: _P.U2, _P.S4: _P.U4, _P.S8: _P.U8, _P.S16: _P.U16, _P.S32: _P.U32, _P.S64: _P.U64}
 
-# CHLO ops XLA cannot lower for 8- and 4-bit floats: computed in f32 and rounded back.
-_VIA_F32 = frozenset({"Erfc", "BesselI1e"})
+_SIGNED = frozenset(_AS_UNSIGNED)  # signed integer types that have an unsigned twin
+_PRED = frozenset({_P.PRED})
+# CHLO ops XLA cannot lower for 8- and 4-bit floats are computed in f32 and rounded back.
 _NARROW_FLOATS = frozenset(e for e in FLOATS if e not in (_P.F16, _P.BF16, _P.F32, _P.F64))
 
-_RESULT_ACCURACY_OPS = frozenset(
-    {"Exp", "Expm1", "Log", "Log1p", "Sin", "Cos", "Tan", "Tanh", "Sqrt", "Rsqrt", "Cbrt", "Logistic", "Erf"}
-)
+
+def _square_int(u: UnaryOp, x: XlaOp, et: PrimitiveType, shape: Shape) -> XlaOp:
+    """chlo.square takes only float/complex: integers are ``multiply(x, x)``."""
+    return x.builder.add_op(BINARY["Mul"].opdef, (x, x), shape)
+
+
+def _count_unsigned(u: UnaryOp, x: XlaOp, et: PrimitiveType, shape: Shape) -> XlaOp:
+    """Clz / PopulationCount of signed integers counted on their unsigned bit patterns.
+
+    XLA's constant folder gets these wrong for negative signed values (Clz of s8 -1 is -56, not
+    0; PopulationCount of s2 -1 is 0); counting on the unsigned bit pattern is right both at run
+    time and when folded.
+    """
+    b = x.builder
+    ushape = array_shape(_AS_UNSIGNED[et], x.shape.dimensions())
+    xu = b.add_op(BITCAST_CONVERT, (x,), ushape)
+    return b.add_op(BITCAST_CONVERT, (b.add_op(u.opdef, (xu,), ushape),), shape)
+
+
+def _via_f32(u: UnaryOp, x: XlaOp, et: PrimitiveType, shape: Shape) -> XlaOp:
+    """No XLA lowering of this CHLO op for 8/4-bit floats: computed in f32 and rounded back."""
+    b = x.builder
+    f32 = array_shape(_P.F32, x.shape.dimensions())
+    wide = b.add_op(CONVERT, (x,), f32)
+    return b.add_op(CONVERT, (b.add_op(u.opdef, (wide,), f32),), shape)
+
+
+UnaryLowering = Callable[["UnaryOp", XlaOp, PrimitiveType, Shape], XlaOp]
 
 
 @dataclass(frozen=True)
 class UnaryOp:
-    """One row of the unary op table."""
+    """One row of the unary op table.
+
+    ``opdef`` is the op's row of the op table (StableHLO/CHLO name, HLO opcode); ``allowed`` the
+    operand element types; ``result`` the result element type rule; ``accuracy`` whether it
+    takes ``result_accuracy``; ``lower`` a special lowering used for the element types
+    ``lower_for`` (the plain op for the others); ``doc_hlo`` the HLO form named in the docstring.
+    """
 
     name: str
-    opcode: str
+    opdef: OpDef
     allowed: frozenset[PrimitiveType]
     result: Callable[[PrimitiveType], PrimitiveType] = lambda e: e
-    hlo: str = ""
+    accuracy: bool = False
+    lower: UnaryLowering | None = None
+    lower_for: frozenset[PrimitiveType] = frozenset()
+    doc_hlo: str = ""
+
+    @property
+    def hlo(self) -> str:
+        return self.doc_hlo or self.opdef.hlo
 
 
 def _part(e: PrimitiveType) -> PrimitiveType:
     return _COMPLEX_PART.get(e, e)
 
 
+def _u(
+    name: str, opcode: str, hlo: str, allowed: frozenset[PrimitiveType],
+    result: Callable[[PrimitiveType], PrimitiveType] = lambda e: e, *, accuracy: bool = False,
+    lower: tuple[UnaryLowering, frozenset[PrimitiveType]] | None = None,
+) -> UnaryOp:
+    """A unary row: a StableHLO op printed directly as ``hlo``, or (``chlo.*``) a CHLO op that
+    XLA's converter expands, ``hlo`` then naming what it becomes (for the docstring). ``lower``:
+    a special lowering and the element types it is for."""
+    fn, types = lower if lower is not None else (None, frozenset[PrimitiveType]())
+    if opcode.startswith("chlo."):
+        return UnaryOp(name, define(opcode), allowed, result, accuracy, fn, types, hlo)
+    return UnaryOp(name, define(opcode, hlo), allowed, result, accuracy, fn, types)
+
+
 UNARY: dict[str, UnaryOp] = {
     u.name: u
     for u in [
-        UnaryOp("Abs", "stablehlo.abs", _SNUM, _part, "abs"),
-        UnaryOp("Neg", "stablehlo.negate", _NUM, hlo="negate"),
-        UnaryOp("Exp", "stablehlo.exponential", _FC, hlo="exponential"),
-        UnaryOp("Expm1", "stablehlo.exponential_minus_one", _FC, hlo="exponential-minus-one"),
-        UnaryOp("Log", "stablehlo.log", _FC, hlo="log"),
-        UnaryOp("Log1p", "stablehlo.log_plus_one", _FC, hlo="log-plus-one"),
-        UnaryOp("Sqrt", "stablehlo.sqrt", _FC, hlo="sqrt"),
-        UnaryOp("Rsqrt", "stablehlo.rsqrt", _FC, hlo="rsqrt"),
-        UnaryOp("Cbrt", "stablehlo.cbrt", _FLOAT, hlo="cbrt"),
-        UnaryOp("Tanh", "stablehlo.tanh", _FC, hlo="tanh"),
-        UnaryOp("Logistic", "stablehlo.logistic", _FC, hlo="logistic"),
-        UnaryOp("Sin", "stablehlo.sine", _FC, hlo="sine"),
-        UnaryOp("Cos", "stablehlo.cosine", _FC, hlo="cosine"),
-        UnaryOp("Tan", "stablehlo.tan", _FC, hlo="tan"),
-        UnaryOp("Floor", "stablehlo.floor", _FLOAT, hlo="floor"),
-        UnaryOp("Ceil", "stablehlo.ceil", _FLOAT, hlo="ceil"),
-        UnaryOp("Round", "stablehlo.round_nearest_afz", _FLOAT, hlo="round-nearest-afz"),
-        UnaryOp("RoundNearestEven", "stablehlo.round_nearest_even", _FLOAT, hlo="round-nearest-even"),
-        UnaryOp("Sign", "stablehlo.sign", _SNUM, hlo="sign"),
-        UnaryOp("Not", "stablehlo.not", _INTBOOL, hlo="not"),
-        UnaryOp("IsFinite", "stablehlo.is_finite", _FLOAT, lambda e: _P.PRED, "is-finite"),
-        UnaryOp("Real", "stablehlo.real", _FC, _part, "real"),
-        UnaryOp("Imag", "stablehlo.imag", _FC, _part, "imag"),
-        UnaryOp("Conj", "chlo.conj", COMPLEX, hlo="(complex (real x) (negate (imag x)))"),
-        UnaryOp("PopulationCount", "stablehlo.popcnt", _INT, hlo="popcnt"),
-        UnaryOp("Clz", "stablehlo.count_leading_zeros", _INT, hlo="count-leading-zeros"),
-        UnaryOp("Erf", "chlo.erf", _FLOAT, hlo="erf"),
-        UnaryOp("Erfc", "chlo.erfc", _FLOAT, hlo="erfc (expanded)"),
-        UnaryOp("ErfInv", "chlo.erf_inv", _FLOAT, hlo="erf-inv (expanded)"),
-        UnaryOp("Lgamma", "chlo.lgamma", _FLOAT, hlo="lgamma (expanded)"),
-        UnaryOp("Digamma", "chlo.digamma", _FLOAT, hlo="digamma (expanded)"),
-        UnaryOp("Acos", "chlo.acos", _FC, hlo="acos (expanded)"),
-        UnaryOp("Asin", "chlo.asin", _FC, hlo="asin (expanded)"),
-        UnaryOp("Atan", "chlo.atan", _FC, hlo="atan (expanded)"),
-        UnaryOp("Acosh", "chlo.acosh", _FC, hlo="acosh (expanded)"),
-        UnaryOp("Asinh", "chlo.asinh", _FC, hlo="asinh (expanded)"),
-        UnaryOp("Atanh", "chlo.atanh", _FC, hlo="atanh (expanded)"),
-        UnaryOp("Cosh", "chlo.cosh", _FC, hlo="cosh (expanded)"),
-        UnaryOp("Sinh", "chlo.sinh", _FC, hlo="sinh (expanded)"),
-        UnaryOp("Square", "chlo.square", _NUM, hlo="multiply(x, x)"),
-        UnaryOp("BesselI1e", "chlo.bessel_i1e", _FLOAT, hlo="bessel-i1e (expanded)"),
+        _u("Abs", "stablehlo.abs", "abs", _SNUM, _part),
+        _u("Neg", "stablehlo.negate", "negate", _NUM),
+        _u("Exp", "stablehlo.exponential", "exponential", _FC, accuracy=True),
+        _u("Expm1", "stablehlo.exponential_minus_one", "exponential-minus-one", _FC, accuracy=True),
+        _u("Log", "stablehlo.log", "log", _FC, accuracy=True),
+        _u("Log1p", "stablehlo.log_plus_one", "log-plus-one", _FC, accuracy=True),
+        _u("Sqrt", "stablehlo.sqrt", "sqrt", _FC, accuracy=True),
+        _u("Rsqrt", "stablehlo.rsqrt", "rsqrt", _FC, accuracy=True),
+        _u("Cbrt", "stablehlo.cbrt", "cbrt", _FLOAT, accuracy=True),
+        _u("Tanh", "stablehlo.tanh", "tanh", _FC, accuracy=True),
+        _u("Logistic", "stablehlo.logistic", "logistic", _FC, accuracy=True),
+        _u("Sin", "stablehlo.sine", "sine", _FC, accuracy=True),
+        _u("Cos", "stablehlo.cosine", "cosine", _FC, accuracy=True),
+        _u("Tan", "stablehlo.tan", "tan", _FC, accuracy=True),
+        _u("Floor", "stablehlo.floor", "floor", _FLOAT),
+        _u("Ceil", "stablehlo.ceil", "ceil", _FLOAT),
+        _u("Round", "stablehlo.round_nearest_afz", "round-nearest-afz", _FLOAT),
+        _u("RoundNearestEven", "stablehlo.round_nearest_even", "round-nearest-even", _FLOAT),
+        _u("Sign", "stablehlo.sign", "sign", _SNUM),
+        _u("Not", "stablehlo.not", "not", _INTBOOL),
+        _u("IsFinite", "stablehlo.is_finite", "is-finite", _FLOAT, lambda e: _P.PRED),
+        _u("Real", "stablehlo.real", "real", _FC, _part),
+        _u("Imag", "stablehlo.imag", "imag", _FC, _part),
+        _u("Conj", "chlo.conj", "(complex (real x) (negate (imag x)))", COMPLEX),
+        _u("PopulationCount", "stablehlo.popcnt", "popcnt", _INT, lower=(_count_unsigned, _SIGNED)),
+        _u("Clz", "stablehlo.count_leading_zeros", "count-leading-zeros", _INT, lower=(_count_unsigned, _SIGNED)),
+        _u("Erf", "chlo.erf", "erf", _FLOAT, accuracy=True),
+        _u("Erfc", "chlo.erfc", "erfc (expanded)", _FLOAT, lower=(_via_f32, _NARROW_FLOATS)),
+        _u("ErfInv", "chlo.erf_inv", "erf-inv (expanded)", _FLOAT),
+        _u("Lgamma", "chlo.lgamma", "lgamma (expanded)", _FLOAT),
+        _u("Digamma", "chlo.digamma", "digamma (expanded)", _FLOAT),
+        _u("Acos", "chlo.acos", "acos (expanded)", _FC),
+        _u("Asin", "chlo.asin", "asin (expanded)", _FC),
+        _u("Atan", "chlo.atan", "atan (expanded)", _FC),
+        _u("Acosh", "chlo.acosh", "acosh (expanded)", _FC),
+        _u("Asinh", "chlo.asinh", "asinh (expanded)", _FC),
+        _u("Atanh", "chlo.atanh", "atanh (expanded)", _FC),
+        _u("Cosh", "chlo.cosh", "cosh (expanded)", _FC),
+        _u("Sinh", "chlo.sinh", "sinh (expanded)", _FC),
+        _u("Square", "chlo.square", "multiply(x, x)", _NUM, lower=(_square_int, INTS)),
+        _u("BesselI1e", "chlo.bessel_i1e", "bessel-i1e (expanded)", _FLOAT, lower=(_via_f32, _NARROW_FLOATS)),
     ]
 }
 
 
-def _unary(u: UnaryOp) -> Callable[..., XlaOp]:
+def _result_accuracy(u: UnaryOp, result_accuracy: Any) -> dict[str, Any]:
+    """The op's attributes for ``result_accuracy`` (none for DEFAULT), checked."""
+    if not u.accuracy:
+        shape_error(u.name, "result_accuracy is not supported by this op")
+    from ..attrs import ResultAccuracy
+
+    if not isinstance(result_accuracy, ResultAccuracy):
+        got = type(result_accuracy).__name__
+        dtype_error(u.name, f"result_accuracy must be an xs.ResultAccuracy, got {got}")
+    enum_arg(u.name, ResultAccuracy.Mode, result_accuracy.mode, "result_accuracy: ")
+    for field in ("atol", "rtol"):
+        v = getattr(result_accuracy, field)
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+            dtype_error(u.name, f"result_accuracy.{field} must be a float, got {show(v)}")
+    if not is_index(result_accuracy.ulps):
+        dtype_error(u.name, f"result_accuracy.ulps must be an int, got {show(result_accuracy.ulps)}")
+    try:
+        mode = result_accuracy.validate()[0]
+    except ShapeError as e:  # fields set to bad values after construction
+        shape_error(u.name, f"result_accuracy: {e}")
+    if mode.name == "DEFAULT":
+        return {}
+    frozen = ResultAccuracy(mode, float(result_accuracy.atol), float(result_accuracy.rtol), int(result_accuracy.ulps))
+    return {"result_accuracy": frozen}
+
+
+def _unary(u: UnaryOp) -> UnaryFn:
     def op(operand: XlaOp, result_accuracy: Any = None) -> XlaOp:
         x = _operand(u.name, "operand", operand)
         et = _check_dtype(u.name, "operand", x, u.allowed)
-        attrs = ""
-        if result_accuracy is not None:
-            if u.name not in _RESULT_ACCURACY_OPS:
-                shape_error(u.name, "result_accuracy is not supported by this op")
-            from ..attrs import ResultAccuracy
-
-            if not isinstance(result_accuracy, ResultAccuracy):
-                got = type(result_accuracy).__name__
-                dtype_error(u.name, f"result_accuracy must be an xs.ResultAccuracy, got {got}")
-            enum_arg(u.name, ResultAccuracy.Mode, result_accuracy.mode, "result_accuracy: ")
-            for field in ("atol", "rtol"):
-                v = getattr(result_accuracy, field)
-                if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
-                    dtype_error(u.name, f"result_accuracy.{field} must be a float, got {show(v)}")
-            if not is_index(result_accuracy.ulps):
-                dtype_error(u.name, f"result_accuracy.ulps must be an int, got {show(result_accuracy.ulps)}")
-            try:
-                if result_accuracy.validate()[0].name != "DEFAULT":
-                    attrs = f"result_accuracy = {result_accuracy.to_mlir()}"
-            except ShapeError as e:  # fields set to bad values after construction
-                shape_error(u.name, f"result_accuracy: {e}")
+        attrs = None if result_accuracy is None else _result_accuracy(u, result_accuracy)
         shape = x.shape if u.result(et) is et else array_shape(u.result(et), x.shape.dimensions(), u.name)
-        if u.name == "Square" and et in INTS:  # chlo.square takes only float/complex
-            return x.builder._add("stablehlo.multiply", (x, x), shape)
-        if u.name in ("Clz", "PopulationCount") and et in _AS_UNSIGNED:
-            # XLA's constant folder gets these wrong for negative signed values (Clz of s8 -1 is
-            # -56, not 0; PopulationCount of s2 -1 is 0); counting on the unsigned bit pattern is
-            # right both at run time and when folded
-            ushape = array_shape(_AS_UNSIGNED[et], x.shape.dimensions())
-            xu = x.builder._add("stablehlo.bitcast_convert", (x,), ushape)
-            cu = x.builder._add(u.opcode, (xu,), ushape)
-            return x.builder._add("stablehlo.bitcast_convert", (cu,), shape)
-        if u.name in _VIA_F32 and et in _NARROW_FLOATS:  # no XLA lowering for 8/4-bit floats
-            f32 = array_shape(_P.F32, x.shape.dimensions())
-            wide = x.builder._add("stablehlo.convert", (x,), f32)
-            return x.builder._add("stablehlo.convert", (x.builder._add(u.opcode, (wide,), f32),), shape)
-        return x.builder._add(u.opcode, (x,), shape, attrs)
+        if et in u.lower_for:
+            assert u.lower is not None
+            return u.lower(u, x, et, shape)
+        return x.builder.add_op(u.opdef, (x,), shape, attrs)
 
     accuracy = (
         "\n    result_accuracy: optional :class:`~xlasdk.ResultAccuracy` (DEFAULT, HIGHEST or a TOLERANCE)."
@@ -201,12 +349,12 @@ def _unary(u: UnaryOp) -> Callable[..., XlaOp]:
             if u.name == "Erf"
             else ""
         )
-        if u.name in _RESULT_ACCURACY_OPS
+        if u.accuracy
         else ""
     )
     op.__name__ = op.__qualname__ = u.name
     op.__doc__ = (
-        f"Element-wise {u.name} (XLA ``{u.hlo}``; ``{u.opcode}``).\n\n"
+        f"Element-wise {u.name} (XLA ``{u.hlo}``; ``{u.opdef.name}``).\n\n"
         f"Parameters\n----------\noperand: an array of {_kind(u.allowed)} element type, any shape.{accuracy}\n\n"
         f"Returns\n-------\nXlaOp of the operand's shape"
         + (" (element type: the real part type for complex)" if u.result is _part else "")
@@ -220,73 +368,117 @@ def _unary(u: UnaryOp) -> Callable[..., XlaOp]:
 # -- binary -------------------------------------------------------------------------------------
 
 
+BinaryLowering = Callable[["BinaryOp", XlaOp, XlaOp, PrimitiveType], XlaOp]
+
+
 @dataclass(frozen=True)
 class BinaryOp:
-    """One row of the binary op table."""
+    """One row of the binary op table (fields as :class:`UnaryOp`; ``semantics`` is docstring
+    text on edge cases)."""
 
     name: str
-    opcode: str
+    opdef: OpDef
     allowed: frozenset[PrimitiveType]
     result: Callable[[PrimitiveType], PrimitiveType] = lambda e: e
-    hlo: str = ""
+    lower: BinaryLowering | None = None
+    lower_for: frozenset[PrimitiveType] = frozenset()
+    doc_hlo: str = ""
     semantics: str = ""
+
+    @property
+    def hlo(self) -> str:
+        return self.doc_hlo or self.opdef.hlo
+
+
+def _b(
+    name: str, opcode: str, hlo: str, allowed: frozenset[PrimitiveType],
+    result: Callable[[PrimitiveType], PrimitiveType] = lambda e: e, *,
+    lower: tuple[BinaryLowering, frozenset[PrimitiveType]] | None = None, semantics: str = "",
+) -> BinaryOp:
+    fn, types = lower if lower is not None else (None, frozenset[PrimitiveType]())
+    if opcode.startswith("chlo."):
+        return BinaryOp(name, define(opcode), allowed, result, fn, types, hlo, semantics)
+    return BinaryOp(name, define(opcode, hlo), allowed, result, fn, types, "", semantics)
+
+
+def _int_div_rem_lowering(bo: BinaryOp, x: XlaOp, y: XlaOp, et: PrimitiveType) -> XlaOp:
+    return _int_div_rem(bo, x, y, et)
+
+
+def _int_pow_lowering(bo: BinaryOp, x: XlaOp, y: XlaOp, et: PrimitiveType) -> XlaOp:
+    return _int_pow(x, y)
+
+
+def _bitwise_lowering(bo: BinaryOp, x: XlaOp, y: XlaOp, et: PrimitiveType) -> XlaOp:
+    return _unsigned_bitwise(bo.opdef, x, y)
+
+
+def _pred_add_mul(bo: BinaryOp, x: XlaOp, y: XlaOp, et: PrimitiveType) -> XlaOp:
+    """XLA:CPU computes pred add as or, but its constant folder as xor (true + true = false):
+    pred Add is built as Or, pred Mul as And."""
+    return x.builder.add_op(BINARY["Or" if bo.name == "Add" else "And"].opdef, (x, y), x.shape)
 
 
 BINARY: dict[str, BinaryOp] = {
     b.name: b
     for b in [
-        BinaryOp("Add", "stablehlo.add", _ALL, hlo="add", semantics="lhs + rhs (logical or for pred)"),
-        BinaryOp("Sub", "stablehlo.subtract", _NUM, hlo="subtract"),
-        BinaryOp("Mul", "stablehlo.multiply", _ALL, hlo="multiply", semantics="lhs * rhs (logical and for pred)"),
-        BinaryOp(
-            "Div", "stablehlo.divide", _NUM, hlo="divide",
+        _b(
+            "Add", "stablehlo.add", "add", _ALL, lower=(_pred_add_mul, _PRED),
+            semantics="lhs + rhs (logical or for pred)",
+        ),
+        _b("Sub", "stablehlo.subtract", "subtract", _NUM),
+        _b("Mul", "stablehlo.multiply", "multiply", _ALL, lower=(_pred_add_mul, _PRED),
+           semantics="lhs * rhs (logical and for pred)"),
+        _b(
+            "Div", "stablehlo.divide", "divide", _NUM, lower=(_int_div_rem_lowering, INTS),
             semantics="Integer division truncates toward zero. As XLA defines it, x / 0 is -1 for signed "
             "and all ones for unsigned types, and INT_MIN / -1 is INT_MIN (lowered with a guarded divisor "
             "so that constant folding never traps).",
         ),
-        BinaryOp(
-            "Rem", "stablehlo.remainder", _REAL - _BOOL, hlo="remainder",
+        _b(
+            "Rem", "stablehlo.remainder", "remainder", _REAL - _BOOL, lower=(_int_div_rem_lowering, INTS),
             semantics="The result takes the dividend's sign (C fmod). As XLA defines it, x % 0 is x and "
             "INT_MIN % -1 is 0 for integers; a float x % 0 is NaN.",
         ),
-        BinaryOp("Max", "stablehlo.maximum", _REAL, hlo="maximum", semantics="NaN propagates."),
-        BinaryOp("Min", "stablehlo.minimum", _REAL, hlo="minimum", semantics="NaN propagates."),
-        BinaryOp(
-            "Pow", "stablehlo.power", _NUM, hlo="power",
+        _b("Max", "stablehlo.maximum", "maximum", _REAL, semantics="NaN propagates."),
+        _b("Min", "stablehlo.minimum", "minimum", _REAL, semantics="NaN propagates."),
+        _b(
+            "Pow", "stablehlo.power", "power", _NUM, lower=(_int_pow_lowering, SIGNED_INTS),
             semantics="For integers a negative exponent gives 0, except 1**n = 1 and (-1)**n = +-1 "
             "(-1 for odd n), as XLA:CPU computes it; these lanes are lowered with selects so that XLA's "
             "constant folding, which gives 0 for (-1)**-n, agrees. 0**0 is 1.",
         ),
-        BinaryOp("Atan2", "stablehlo.atan2", _FC, hlo="atan2"),
-        BinaryOp("Complex", "stablehlo.complex", frozenset(_MAKE_COMPLEX), _MAKE_COMPLEX.__getitem__, "complex"),
-        BinaryOp(
-            "And", "stablehlo.and", _INTBOOL, hlo="and",
+        _b("Atan2", "stablehlo.atan2", "atan2", _FC),
+        _b("Complex", "stablehlo.complex", "complex", frozenset(_MAKE_COMPLEX), _MAKE_COMPLEX.__getitem__),
+        _b(
+            "And", "stablehlo.and", "and", _INTBOOL, lower=(_bitwise_lowering, _SIGNED),
             semantics="Bitwise for integers, logical for pred. Signed integers are combined as their "
             "unsigned bit patterns (XLA:CPU crashes compiling some signed forms).",
         ),
-        BinaryOp(
-            "Or", "stablehlo.or", _INTBOOL, hlo="or",
+        _b(
+            "Or", "stablehlo.or", "or", _INTBOOL, lower=(_bitwise_lowering, _SIGNED),
             semantics="Bitwise for integers, logical for pred. Signed integers are combined as their "
             "unsigned bit patterns (XLA:CPU crashes compiling some signed forms).",
         ),
-        BinaryOp("Xor", "stablehlo.xor", _INTBOOL, hlo="xor"),
-        BinaryOp(
-            "ShiftLeft", "stablehlo.shift_left", _INT, hlo="shift-left",
+        _b("Xor", "stablehlo.xor", "xor", _INTBOOL),
+        _b(
+            "ShiftLeft", "stablehlo.shift_left", "shift-left", _INT,
             semantics="A shift by the bit width or more (or a negative amount, read as unsigned) gives 0.",
         ),
-        BinaryOp(
-            "ShiftRightArithmetic", "stablehlo.shift_right_arithmetic", _INT, hlo="shift-right-arithmetic",
+        _b(
+            "ShiftRightArithmetic", "stablehlo.shift_right_arithmetic", "shift-right-arithmetic", _INT,
             semantics="A shift by the bit width or more fills with the sign bit.",
         ),
-        BinaryOp(
-            "ShiftRightLogical", "stablehlo.shift_right_logical", _INT, hlo="shift-right-logical",
+        _b(
+            "ShiftRightLogical", "stablehlo.shift_right_logical", "shift-right-logical", _INT,
             semantics="A shift by the bit width or more gives 0.",
         ),
-        BinaryOp("NextAfter", "chlo.next_after", _FLOAT, hlo="next-after (expanded)"),
-        BinaryOp("Polygamma", "chlo.polygamma", _FLOAT, hlo="polygamma (expanded)"),
-        BinaryOp("Zeta", "chlo.zeta", _FLOAT, hlo="zeta (expanded)"),
+        _b("NextAfter", "chlo.next_after", "next-after (expanded)", _FLOAT),
+        _b("Polygamma", "chlo.polygamma", "polygamma (expanded)", _FLOAT),
+        _b("Zeta", "chlo.zeta", "zeta (expanded)", _FLOAT),
     ]
 }
+_AND, _OR, _POWER = BINARY["And"].opdef, BINARY["Or"].opdef, BINARY["Pow"].opdef
 
 
 def _coerce(op: str, lhs: Any, rhs: Any) -> tuple[XlaOp, XlaOp]:
@@ -393,15 +585,12 @@ def broadcast_to(x: XlaOp, dims: tuple[int, ...], mapping: tuple[int, ...], op: 
     """``stablehlo.broadcast_in_dim`` of ``x`` to ``dims`` (no-op when already that shape)."""
     if x.shape.dimensions() == dims and mapping == tuple(range(len(dims))):
         return x
-    if x.opcode == "stablehlo.constant" and x.shape.rank() == 0:
+    if x.opdef is CONSTANT and x.shape.rank() == 0:
         # a splat constant: re-emit at the full shape instead of broadcasting
-        attrs = x.attrs.rsplit(" : ", 1)[0]
         shape = array_shape(x.shape.element_type(), dims, op)
-        return x.builder._add("stablehlo.constant", (), shape, f"{attrs} : {shape.mlir_type()}")
+        return x.builder.add_op(CONSTANT, (), shape, {"value": DenseElements(x.attrs["value"].array, shape)})
     shape = array_shape(x.shape.element_type(), dims, op)
-    return x.builder._add(
-        "stablehlo.broadcast_in_dim", (x,), shape, f"broadcast_dimensions = {i64_array(mapping)}"
-    )
+    return x.builder.add_op(BROADCAST_IN_DIM, (x,), shape, {"broadcast_dimensions": mapping})
 
 
 def binary_operands(
@@ -437,27 +626,19 @@ def binary_operands(
     return broadcast_to(x, dims, lmap, op), broadcast_to(y, dims, rmap, op), ex
 
 
-def _binary(bo: BinaryOp) -> Callable[..., XlaOp]:
-    guarded = bo.name in ("Div", "Rem")
-
+def _binary(bo: BinaryOp) -> BinaryFn:
     def op(lhs: Any, rhs: Any, broadcast_dimensions: Sequence[int] | None = None) -> XlaOp:
         x, y, et = binary_operands(bo.name, lhs, rhs, broadcast_dimensions, bo.allowed)
-        if guarded and et in INTS:
-            return _int_div_rem(bo, x, y, et)
-        if bo.name == "Pow" and et in SIGNED_INTS:
-            return _int_pow(x, y)
-        if bo.name in ("And", "Or") and et in _AS_UNSIGNED:
-            return _unsigned_bitwise(bo.opcode, x, y)
-        if et is _P.PRED and bo.name in ("Add", "Mul"):
-            # XLA:CPU computes pred add as or, but its constant folder as xor (true + true = false)
-            return x.builder._add("stablehlo.or" if bo.name == "Add" else "stablehlo.and", (x, y), x.shape)
+        if et in bo.lower_for:
+            assert bo.lower is not None
+            return bo.lower(bo, x, y, et)
         res_et = bo.result(et)
         shape = x.shape if res_et is et else array_shape(res_et, x.shape.dimensions(), bo.name)
-        return x.builder._add(bo.opcode, (x, y), shape)
+        return x.builder.add_op(bo.opdef, (x, y), shape)
 
     op.__name__ = op.__qualname__ = bo.name
     op.__doc__ = (
-        f"Element-wise {bo.name} of two arrays (XLA ``{bo.hlo}``; ``{bo.opcode}``).\n\n"
+        f"Element-wise {bo.name} of two arrays (XLA ``{bo.hlo}``; ``{bo.opdef.name}``).\n\n"
         + (bo.semantics + "\n\n" if bo.semantics else "")
         + "Parameters\n----------\n"
         f"lhs, rhs: arrays of the same {_kind(bo.allowed)} element type; one may be a Python scalar, which "
@@ -479,11 +660,7 @@ def _int_div_rem(bo: BinaryOp, x: XlaOp, y: XlaOp, et: PrimitiveType) -> XlaOp:
     pred = array_shape(_P.PRED, x.shape.dimensions())
 
     def cmp(a: XlaOp, c: XlaOp, d: str, t: str) -> XlaOp:
-        return b._add(
-            "stablehlo.compare", (a, c), pred,
-            f"comparison_direction = #stablehlo<comparison_direction {d}>, "
-            f"compare_type = #stablehlo<comparison_type {t}>",
-        )
+        return b.add_op(COMPARE, (a, c), pred, compare_attrs(d, t))
 
     ctype = "SIGNED" if et in SIGNED_INTS else "UNSIGNED"
     zero = constant_like(bo.name, 0, x)
@@ -492,20 +669,20 @@ def _int_div_rem(bo: BinaryOp, x: XlaOp, y: XlaOp, et: PrimitiveType) -> XlaOp:
     if et in SIGNED_INTS:
         int_min = constant_like(bo.name, int(ml_dtypes.iinfo(x.dtype).min), x)  # type: ignore[no-untyped-call]
         minus1 = constant_like(bo.name, -1, x)
-        overflow = b._add("stablehlo.and", (cmp(x, int_min, "EQ", ctype), cmp(y, minus1, "EQ", ctype)), pred)
-        bad = b._add("stablehlo.or", (bad, overflow), pred)
+        overflow = b.add_op(_AND, (cmp(x, int_min, "EQ", ctype), cmp(y, minus1, "EQ", ctype)), pred)
+        bad = b.add_op(_OR, (bad, overflow), pred)
     # With the divisor 1 in place of 0 and -1: INT_MIN / 1 = INT_MIN and INT_MIN % 1 = 0, as XLA
     # defines INT_MIN / -1 and INT_MIN % -1; the x / 0 and x % 0 lanes are replaced below.
-    safe_y = b._add("stablehlo.select", (bad, one, y), y.shape)
-    res = b._add(bo.opcode, (x, safe_y), x.shape)
+    safe_y = b.add_op(SELECT, (bad, one, y), y.shape)
+    res = b.add_op(bo.opdef, (x, safe_y), x.shape)
     by_zero = cmp(y, zero, "EQ", ctype)
     if bo.name == "Div":
         all_ones = -1 if et in SIGNED_INTS else int(ml_dtypes.iinfo(x.dtype).max)  # type: ignore[no-untyped-call]
-        return b._add("stablehlo.select", (by_zero, constant_like(bo.name, all_ones, x), res), x.shape)
-    return b._add("stablehlo.select", (by_zero, x, res), x.shape)
+        return b.add_op(SELECT, (by_zero, constant_like(bo.name, all_ones, x), res), x.shape)
+    return b.add_op(SELECT, (by_zero, x, res), x.shape)
 
 
-def _unsigned_bitwise(opcode: str, x: XlaOp, y: XlaOp) -> XlaOp:
+def _unsigned_bitwise(opdef: OpDef, x: XlaOp, y: XlaOp) -> XlaOp:
     """``and``/``or`` of signed integers computed on their unsigned bit patterns.
 
     XLA:CPU (jaxlib 0.10.2) segfaults while compiling ``and``/``or`` of a narrowing signed
@@ -514,9 +691,9 @@ def _unsigned_bitwise(opcode: str, x: XlaOp, y: XlaOp) -> XlaOp:
     """
     b = x.builder
     ushape = array_shape(_AS_UNSIGNED[x.shape.element_type()], x.shape.dimensions())
-    xu = b._add("stablehlo.bitcast_convert", (x,), ushape)
-    yu = b._add("stablehlo.bitcast_convert", (y,), ushape)
-    return b._add("stablehlo.bitcast_convert", (b._add(opcode, (xu, yu), ushape),), x.shape)
+    xu = b.add_op(BITCAST_CONVERT, (x,), ushape)
+    yu = b.add_op(BITCAST_CONVERT, (y,), ushape)
+    return b.add_op(BITCAST_CONVERT, (b.add_op(opdef, (xu, yu), ushape),), x.shape)
 
 
 def _int_pow(x: XlaOp, y: XlaOp) -> XlaOp:
@@ -530,28 +707,55 @@ def _int_pow(x: XlaOp, y: XlaOp) -> XlaOp:
     pred = array_shape(_P.PRED, x.shape.dimensions())
 
     def cmp(a: XlaOp, c: XlaOp, d: str) -> XlaOp:
-        return b._add(
-            "stablehlo.compare", (a, c), pred,
-            f"comparison_direction = #stablehlo<comparison_direction {d}>, "
-            "compare_type = #stablehlo<comparison_type SIGNED>",
-        )
+        return b.add_op(COMPARE, (a, c), pred, compare_attrs(d, "SIGNED"))
 
     zero = constant_like("Pow", 0, x)
     one = constant_like("Pow", 1, x)
     minus1 = constant_like("Pow", -1, x)
     neg = cmp(y, zero, "LT")
-    powered = b._add("stablehlo.power", (x, b._add("stablehlo.select", (neg, zero, y), y.shape)), x.shape)
-    odd = cmp(_unsigned_bitwise("stablehlo.and", y, one), one, "EQ")
-    of_minus1 = b._add("stablehlo.select", (odd, minus1, one), x.shape)
-    neg_val = b._add(
-        "stablehlo.select",
-        (cmp(x, one, "EQ"), one, b._add("stablehlo.select", (cmp(x, minus1, "EQ"), of_minus1, zero), x.shape)),
+    powered = b.add_op(_POWER, (x, b.add_op(SELECT, (neg, zero, y), y.shape)), x.shape)
+    odd = cmp(_unsigned_bitwise(_AND, y, one), one, "EQ")
+    of_minus1 = b.add_op(SELECT, (odd, minus1, one), x.shape)
+    neg_val = b.add_op(
+        SELECT,
+        (cmp(x, one, "EQ"), one, b.add_op(SELECT, (cmp(x, minus1, "EQ"), of_minus1, zero), x.shape)),
         x.shape,
     )
-    return b._add("stablehlo.select", (neg, neg_val, powered), x.shape)
+    return b.add_op(SELECT, (neg, neg_val, powered), x.shape)
 
 
 # -- comparisons --------------------------------------------------------------------------------
+
+_DEFAULT_COMPARE = {  # XLA's Comparison::DefaultComparisonType, where the HLO printer leaves out type=
+    **{t: "FLOAT" for t in (_P.F16, _P.BF16, _P.F32, _P.F64, _P.C64, _P.C128)},
+    **{t: "SIGNED" for t in (_P.S2, _P.S4, _P.S8, _P.S16, _P.S32, _P.S64)},
+    **{t: "UNSIGNED" for t in (_P.PRED, _P.U2, _P.U4, _P.U8, _P.U16, _P.U32, _P.U64)},
+}
+
+
+def _compare_hlo(o: XlaOp) -> str:
+    """``, direction=LT`` (and ``, type=TOTALORDER`` when it is not the element type's default)."""
+    direction, ctype = o.attrs["comparison_direction"], o.attrs["compare_type"]
+    extra = f", direction={direction.to_hlo()}"
+    if ctype.name != _DEFAULT_COMPARE.get(o.operands[0].shape.element_type()):
+        extra += f", type={ctype.to_hlo()}"
+    return extra
+
+
+COMPARE = define("stablehlo.compare", "compare", hlo_attrs=_compare_hlo)
+SELECT = define("stablehlo.select", "select", hlo_form=HloForm.FULL_SHAPE_OPERANDS)
+CLAMP = define("stablehlo.clamp", "clamp", hlo_form=HloForm.FULL_SHAPE_OPERANDS)
+
+
+def compare_attrs(direction: str, compare_type: str) -> dict[str, Any]:
+    """The attributes of a ``stablehlo.compare``: direction and type by their names."""
+    from ..attrs import ComparisonDirection, ComparisonType
+
+    return {
+        "comparison_direction": ComparisonDirection[direction],
+        "compare_type": ComparisonType[compare_type],
+    }
+
 
 
 def default_compare_type(et: PrimitiveType) -> str:
@@ -616,14 +820,10 @@ def Compare(
             "(compare Real/Imag parts instead)"
         )
     shape = array_shape(_P.PRED, x.shape.dimensions())
-    return x.builder._add(
-        "stablehlo.compare", (x, y), shape,
-        f"comparison_direction = #stablehlo<comparison_direction {d.name}>, "
-        f"compare_type = #stablehlo<comparison_type {ct}>",
-    )
+    return x.builder.add_op(COMPARE, (x, y), shape, compare_attrs(d.name, ct))
 
 
-def _comparison(direction: str) -> Callable[..., XlaOp]:
+def _comparison(direction: str) -> BinaryFn:
     def op(lhs: Any, rhs: Any, broadcast_dimensions: Sequence[int] | None = None) -> XlaOp:
         return Compare(lhs, rhs, direction, None, broadcast_dimensions)
 
@@ -791,7 +991,7 @@ def Select(pred: XlaOp, on_true: XlaOp, on_false: XlaOp) -> XlaOp:
     if p.shape.rank() != 0 and p.shape.dimensions() != t.shape.dimensions():
         want = list(t.shape.dimensions())
         shape_error("Select", f"operand 'pred' has shape {p.shape}, expected pred{want} or pred[]")
-    return t.builder._add("stablehlo.select", (p, t, f), t.shape)
+    return t.builder.add_op(SELECT, (p, t, f), t.shape)
 
 
 def Clamp(min: Any, operand: Any, max: Any) -> XlaOp:  # noqa: A002 - XLA's parameter names
@@ -815,7 +1015,7 @@ def Clamp(min: Any, operand: Any, max: Any) -> XlaOp:  # noqa: A002 - XLA's para
             dtype_error("Clamp", f"operand {name!r} has element type {v.shape}, expected {want}")
         if v.shape.rank() != 0 and v.shape.dimensions() != x.shape.dimensions():
             shape_error("Clamp", f"operand {name!r} has shape {v.shape}, expected a scalar or {x.shape}")
-    return x.builder._add("stablehlo.clamp", (lo, x, hi), x.shape)
+    return x.builder.add_op(CLAMP, (lo, x, hi), x.shape)
 
 
 def ConvertElementType(operand: XlaOp, new_element_type: Any) -> XlaOp:
@@ -847,4 +1047,4 @@ def ConvertElementType(operand: XlaOp, new_element_type: Any) -> XlaOp:
         dtype_error("ConvertElementType", f"cannot convert complex {x.shape} to {et.name.lower()}; use Real/Imag first")
     if et is src:
         return x
-    return x.builder._add("stablehlo.convert", (x,), array_shape(et, x.shape.dimensions(), "ConvertElementType"))
+    return x.builder.add_op(CONVERT, (x,), array_shape(et, x.shape.dimensions(), "ConvertElementType"))

@@ -5,15 +5,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .._optable import braces, define
 from ..attrs import FftType
 from ..builder import XlaOp
 from ..types import PrimitiveType
-from ._core import array_shape, dtype_error, enum_arg, i64_array, int_list, shape_error
+from ._core import array_shape, dtype_error, enum_arg, int_list, shape_error
 from ._core import operand as _operand
 
-__all__ = ["Fft", "fft_shape"]
+__all__ = ["Fft"]
 
 _P = PrimitiveType
+
+FFT = define(
+    "stablehlo.fft", "fft",
+    hlo_attrs=lambda o: f", fft_type={o.attrs['fft_type'].to_hlo()}, fft_length={braces(o.attrs['fft_length'])}",
+)
 _TO_COMPLEX = {_P.F32: _P.C64, _P.F64: _P.C128}
 _TO_REAL = {_P.C64: _P.F32, _P.C128: _P.F64}
 
@@ -93,7 +99,4 @@ def Fft(operand: XlaOp, fft_type: Any, fft_length: Sequence[int]) -> XlaOp:
     kind = enum_arg(op, FftType, fft_type, "bad fft_type: ")
     lengths = int_list(op, "fft_lengths", fft_length)
     et, dims = fft_shape(op, x.shape.element_type(), x.shape.dimensions(), kind, lengths)
-    return x.builder._add(
-        "stablehlo.fft", (x,), array_shape(et, dims, op),
-        f"fft_type = {kind.to_mlir()}, fft_length = {i64_array(lengths)}",
-    )
+    return x.builder.add_op(FFT, (x,), array_shape(et, dims, op), {"fft_type": kind, "fft_length": lengths})

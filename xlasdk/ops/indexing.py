@@ -7,11 +7,13 @@ and attributes that raise :class:`~xlasdk.errors.ShapeError` naming the op.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from .._optable import HloForm, braces, define
 from ..attrs import GatherDimensionNumbers, ScatterDimensionNumbers
 from ..builder import Region, XlaBuilder, XlaOp
 from ..errors import ShapeError
@@ -22,7 +24,6 @@ from ._core import (
     bool_arg,
     dimension_fields,
     dtype_error,
-    i64_array,
     int_list,
     same_builder,
     shape_error,
@@ -32,16 +33,27 @@ from ._core import (
     operand as _operand,
 )
 
-__all__ = [
-    "Gather",
-    "Scatter",
-    "DynamicSlice",
-    "DynamicUpdateSlice",
-    "gather_shape",
-    "scatter_check",
-    "dynamic_slice_shape",
-    "dynamic_update_slice_check",
-]
+__all__ = ["DynamicSlice", "DynamicUpdateSlice", "Gather", "Scatter"]
+
+
+def _flags_hlo(o: XlaOp) -> str:
+    return "".join(f", {f}=true" for f in ("indices_are_sorted", "unique_indices") if o.attrs.get(f))
+
+
+GATHER = define(
+    "stablehlo.gather", "gather",
+    hlo_attrs=lambda o: f", {o.attrs['dimension_numbers'].to_hlo()}, slice_sizes={braces(o.attrs['slice_sizes'])}"
+    + _flags_hlo(o),
+)
+SCATTER = define(
+    "stablehlo.scatter", "scatter", hlo_form=HloForm.REGION,
+    hlo_attrs=lambda o: f", {o.attrs['scatter_dimension_numbers'].to_hlo()}" + _flags_hlo(o),
+)
+DYNAMIC_SLICE = define(
+    "stablehlo.dynamic_slice", "dynamic-slice",
+    hlo_attrs=lambda o: f", dynamic_slice_sizes={braces(o.attrs['slice_sizes'])}",
+)
+DYNAMIC_UPDATE_SLICE = define("stablehlo.dynamic_update_slice", "dynamic-update-slice")
 
 
 # -- shared helpers ---------------------------------------------------------------------------
@@ -249,11 +261,8 @@ def Gather(
     sizes = int_list(op, "slice_sizes", slice_sizes)
     sorted_ = _flag(op, "indices_are_sorted", indices_are_sorted)
     dims = gather_shape(op, x.shape, idx.shape, dn, sizes)
-    attrs = (
-        f"dimension_numbers = {dn.to_mlir()}, indices_are_sorted = {str(sorted_).lower()}, "
-        f"slice_sizes = {i64_array(sizes)}"
-    )
-    return b._add("stablehlo.gather", (x, idx), array_shape(x.shape.element_type(), dims, op), attrs)
+    attrs = {"dimension_numbers": copy.deepcopy(dn), "indices_are_sorted": sorted_, "slice_sizes": tuple(sizes)}
+    return b.add_op(GATHER, (x, idx), array_shape(x.shape.element_type(), dims, op), attrs)
 
 
 # -- Scatter ----------------------------------------------------------------------------------
@@ -402,11 +411,10 @@ def Scatter(
     ivd = dn.index_vector_dim
 
     def emit(operand_op: XlaOp, indices_op: XlaOp, d: ScatterDimensionNumbers, dims: tuple[int, ...]) -> XlaOp:
-        attrs = (
-            f"indices_are_sorted = {str(sorted_).lower()}, scatter_dimension_numbers = {d.to_mlir()}, "
-            f"unique_indices = {str(unique).lower()}"
-        )
-        return b._add("stablehlo.scatter", (operand_op, indices_op, upd), array_shape(et, dims, op), attrs, (region,))
+        attrs = {
+            "indices_are_sorted": sorted_, "scatter_dimension_numbers": copy.deepcopy(d), "unique_indices": unique
+        }
+        return b.add_op(SCATTER, (operand_op, indices_op, upd), array_shape(et, dims, op), attrs, (region,))
 
     if ivd < len(idd) and idd[ivd] == 0:
         # Empty index vectors: every window starts at the origin. XLA:CPU keeps only the last
@@ -545,9 +553,8 @@ def DynamicSlice(
     x = _operand(op, "operand", operand)
     starts = _start_indices(op, x, start_indices)
     sizes = dynamic_slice_shape(op, x.shape, int_list(op, "slice_sizes", slice_sizes))
-    return x.builder._add(
-        "stablehlo.dynamic_slice", (x, *starts), array_shape(x.shape.element_type(), sizes, op),
-        f"slice_sizes = {i64_array(sizes)}",
+    return x.builder.add_op(
+        DYNAMIC_SLICE, (x, *starts), array_shape(x.shape.element_type(), sizes, op), {"slice_sizes": tuple(sizes)}
     )
 
 
@@ -604,6 +611,4 @@ def DynamicUpdateSlice(operand: XlaOp, update: XlaOp, start_indices: Sequence[Xl
         )
     dynamic_update_slice_check(op, x.shape, u.shape)
     starts = _start_indices(op, x, start_indices)
-    return x.builder._add(
-        "stablehlo.dynamic_update_slice", (x, u, *starts), x.shape
-    )
+    return x.builder.add_op(DYNAMIC_UPDATE_SLICE, (x, u, *starts), x.shape)

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .._optable import HloForm, define
 from ..attrs import RandomAlgorithm, RandomDistribution
 from ..builder import XlaOp
 from ..shape import Shape
@@ -17,6 +18,12 @@ from .sources import Constant
 __all__ = ["RngBitGenerator", "RngUniform", "RngNormal"]
 
 _P = PrimitiveType
+
+RNG_BIT_GENERATOR = define(
+    "stablehlo.rng_bit_generator", "rng-bit-generator", hlo_form=HloForm.TUPLE_RESULT, constant=False,
+    hlo_attrs=lambda o: f", algorithm={o.attrs['rng_algorithm'].to_hlo()}",
+)
+RNG = define("stablehlo.rng", constant=False)
 # State sizes (u64 words) each algorithm accepts. DEFAULT is Philox on XLA's CPU and GPU backends.
 _STATE_SIZES = {
     RandomAlgorithm.THREE_FRY: (2,),
@@ -73,10 +80,7 @@ def RngBitGenerator(algorithm: Any, initial_state: XlaOp, shape: Shape) -> XlaOp
         shape_error(op, f"operand 'initial_state' must be {want} for {alg.name}, got {st.shape}")
     if out.element_type() not in _BIT_TYPES:
         dtype_error(op, f"shape must have element type u8, u16, u32 or u64, got {out}")
-    return st.builder._add(
-        "stablehlo.rng_bit_generator", (st,), Shape.tuple_shape([st.shape, out]),
-        f"rng_algorithm = {alg.to_mlir()}",
-    )
+    return st.builder.add_op(RNG_BIT_GENERATOR, (st,), Shape.tuple_shape([st.shape, out]), {"rng_algorithm": alg})
 
 
 def _rng(op: str, dist: RandomDistribution, p0: tuple[str, Any], p1: tuple[str, Any], shape: Any) -> XlaOp:
@@ -97,9 +101,7 @@ def _rng(op: str, dist: RandomDistribution, p0: tuple[str, Any], p1: tuple[str, 
     if out.element_type() is not et:
         dtype_error(op, f"shape has element type {out}, expected {et.name.lower()} like operand {p0[0]!r}")
     dims = Constant(builder, np.asarray(out.dimensions(), dtype=np.int64))
-    return builder._add(
-        "stablehlo.rng", (a, b, dims), array_shape(et, out.dimensions(), op), f"rng_distribution = {dist.to_mlir()}"
-    )
+    return builder.add_op(RNG, (a, b, dims), array_shape(et, out.dimensions(), op), {"rng_distribution": dist})
 
 
 def RngUniform(a: XlaOp, b: XlaOp, shape: Shape) -> XlaOp:

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .._optable import HloForm, braces, define
 from ..builder import XlaBuilder, XlaOp
 from ..shape import Shape
 from ..types import FLOATS, PrimitiveType
 from ._core import (
     array_shape,
     dtype_error,
-    i64_array,
     int_list,
     operand,
     same_builder,
@@ -20,7 +20,13 @@ from ._core import (
     subcomputation,
 )
 
-__all__ = ["Reduce", "reducer_region", "as_op_list", "Map"]
+__all__ = ["Reduce", "Map"]
+
+REDUCE = define(
+    "stablehlo.reduce", "reduce", hlo_form=HloForm.REGION,
+    hlo_attrs=lambda o: f", dimensions={braces(o.attrs['dimensions'])}",
+)
+MAP = define("stablehlo.map")
 
 
 def as_op_list(op: str, name: str, v: Any, builder: XlaBuilder | None) -> list[XlaOp]:
@@ -131,9 +137,7 @@ def Reduce(
     out_dims = tuple(s for i, s in enumerate(dims0) if i not in dims)
     outs = [array_shape(x.shape.element_type(), out_dims, op) for x in xs]
     shape = outs[0] if len(outs) == 1 else Shape.tuple_shape(outs)
-    return builder._add(
-        "stablehlo.reduce", tuple(xs) + tuple(inits), shape, f"dimensions = {i64_array(sorted(dims))}", (region,)
-    )
+    return builder.add_op(REDUCE, tuple(xs) + tuple(inits), shape, {"dimensions": tuple(sorted(dims))}, (region,))
 
 
 def Map(
@@ -195,7 +199,6 @@ def Map(
         shape_error(
             op, f"computation returns ({', '.join(map(str, results))}) but must return one scalar"
         )
-    return builder._add(
-        "stablehlo.map", tuple(xs), array_shape(results[0].element_type(), dims0, op),
-        f"dimensions = {i64_array(dims)}", (region,),
+    return builder.add_op(
+        MAP, tuple(xs), array_shape(results[0].element_type(), dims0, op), {"dimensions": tuple(dims)}, (region,)
     )

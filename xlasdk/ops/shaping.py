@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from ..attrs import PaddingConfig, PaddingConfigDimension, make_padding_config
+from .._optable import SET_DIMENSION_SIZE, HloUnsupported, braces, define
+from ..attrs import PaddingConfig, PaddingConfigDimension
 from ..builder import XlaBuilder, XlaOp
 from ..shape import Shape
 from ..types import PrimitiveType
@@ -19,8 +20,6 @@ from ._core import (
     array_shape,
     bool_arg,
     dtype_error,
-    i64,
-    i64_array,
     int_arg,
     int_list,
     int_tuples,
@@ -31,12 +30,65 @@ from ._core import (
 from ._core import (
     operand as _operand,
 )
+from .convert import CONVERT
 
 __all__ = [
-    "Broadcast", "BroadcastInDim", "Reshape", "Transpose", "Slice", "ConcatInDim",
-    "Rev", "SliceInDim", "Pad", "Collapse", "pad_shape",
-    "GetDimensionSize", "SetDimensionSize", "DynamicReshape", "RemoveDynamicDimension",
+    "Broadcast",
+    "BroadcastInDim",
+    "ConcatInDim",
+    "Reshape",
+    "Slice",
+    "Transpose",
+    "Collapse",
+    "Pad",
+    "Rev",
+    "SliceInDim",
+    "GetDimensionSize",
+    "SetDimensionSize",
+    "DynamicReshape",
+    "RemoveDynamicDimension",
 ]
+
+
+
+# -- the op table rows of this family, with their HLO spelling ----------------------------------
+def _slice_hlo(o: XlaOp) -> str:
+    a = o.attrs
+    full = any(c != 1 for c in a["strides"])  # XLA writes every stride once one is not 1
+    parts = [
+        f"[{lo}:{hi}:{st}]" if full else f"[{lo}:{hi}]"
+        for lo, hi, st in zip(a["start_indices"], a["limit_indices"], a["strides"], strict=True)
+    ]
+    return ", slice={" + ", ".join(parts) + "}"
+
+
+def _pad_hlo(o: XlaOp) -> str:
+    a = o.attrs
+    if o.shape.rank() == 0:
+        raise HloUnsupported("pad of a scalar")
+    full = any(a["interior_padding"])  # XLA writes every interior value once one is not 0
+    parts = [
+        f"{lo}_{hi}" + (f"_{c}" if full else "")
+        for lo, hi, c in zip(a["edge_padding_low"], a["edge_padding_high"], a["interior_padding"], strict=True)
+    ]
+    return ", padding=" + "x".join(parts)
+
+
+BROADCAST_IN_DIM = define(
+    "stablehlo.broadcast_in_dim", "broadcast",
+    hlo_attrs=lambda o: f", dimensions={braces(o.attrs['broadcast_dimensions'])}",
+)
+RESHAPE = define("stablehlo.reshape", "reshape")
+TRANSPOSE = define(
+    "stablehlo.transpose", "transpose", hlo_attrs=lambda o: f", dimensions={braces(o.attrs['permutation'])}"
+)
+SLICE = define("stablehlo.slice", "slice", hlo_attrs=_slice_hlo)
+CONCATENATE = define(
+    "stablehlo.concatenate", "concatenate", hlo_attrs=lambda o: f", dimensions={{{o.attrs['dimension']}}}"
+)
+REVERSE = define("stablehlo.reverse", "reverse", hlo_attrs=lambda o: f", dimensions={braces(o.attrs['dimensions'])}")
+PAD = define("stablehlo.pad", "pad", hlo_attrs=_pad_hlo)
+GET_DIMENSION_SIZE = define("stablehlo.get_dimension_size")
 
 
 def Broadcast(operand: XlaOp, sizes: Sequence[int]) -> XlaOp:
@@ -52,9 +104,9 @@ def Broadcast(operand: XlaOp, sizes: Sequence[int]) -> XlaOp:
         shape_error("Broadcast", f"sizes must be >= 0, got {list(sz)}")
     dims = sz + x.shape.dimensions()
     mapping = tuple(range(len(sz), len(dims)))
-    return x.builder._add(
-        "stablehlo.broadcast_in_dim", (x,), array_shape(x.shape.element_type(), dims, "Broadcast"),
-        f"broadcast_dimensions = {i64_array(mapping)}",
+    return x.builder.add_op(
+        BROADCAST_IN_DIM, (x,), array_shape(x.shape.element_type(), dims, "Broadcast"),
+        {"broadcast_dimensions": mapping},
     )
 
 
@@ -86,9 +138,8 @@ def BroadcastInDim(operand: XlaOp, shape: Sequence[int], broadcast_dimensions: S
                 op, f"operand dimension {i} has size {xd[i]}, but result dimension {d} has size {out[d]} "
                 "(must be equal, or the operand size 1)"
             )
-    return x.builder._add(
-        "stablehlo.broadcast_in_dim", (x,), array_shape(x.shape.element_type(), out, op),
-        f"broadcast_dimensions = {i64_array(bd)}",
+    return x.builder.add_op(
+        BROADCAST_IN_DIM, (x,), array_shape(x.shape.element_type(), out, op), {"broadcast_dimensions": bd}
     )
 
 
@@ -125,7 +176,7 @@ def Reshape(operand: XlaOp, dimensions: Sequence[int] | None = None, new_sizes: 
         )
     if sizes == x.shape.dimensions():
         return x
-    return x.builder._add("stablehlo.reshape", (x,), array_shape(x.shape.element_type(), sizes, op))
+    return x.builder.add_op(RESHAPE, (x,), array_shape(x.shape.element_type(), sizes, op))
 
 
 def Transpose(operand: XlaOp, permutation: Sequence[int]) -> XlaOp:
@@ -139,9 +190,8 @@ def Transpose(operand: XlaOp, permutation: Sequence[int]) -> XlaOp:
     if sorted(perm) != list(range(x.shape.rank())):
         shape_error(op, f"permutation {list(perm)} is not a permutation of range({x.shape.rank()}) for {x.shape}")
     xd = x.shape.dimensions()
-    return x.builder._add(
-        "stablehlo.transpose", (x,), array_shape(x.shape.element_type(), tuple(xd[p] for p in perm), op),
-        f"permutation = {i64_array(perm)}",
+    return x.builder.add_op(
+        TRANSPOSE, (x,), array_shape(x.shape.element_type(), tuple(xd[p] for p in perm), op), {"permutation": perm}
     )
 
 
@@ -180,9 +230,9 @@ def Slice(
     li = int_list(op, "limit_indices", limit_indices)
     sr = int_list(op, "strides", strides) if strides is not None else (1,) * x.shape.rank()
     dims = slice_shape(op, x.shape.dimensions(), st, li, sr)
-    return x.builder._add(
-        "stablehlo.slice", (x,), array_shape(x.shape.element_type(), dims, op),
-        f"start_indices = {i64_array(st)}, limit_indices = {i64_array(li)}, strides = {i64_array(sr)}",
+    return x.builder.add_op(
+        SLICE, (x,), array_shape(x.shape.element_type(), dims, op),
+        {"start_indices": st, "limit_indices": li, "strides": sr},
     )
 
 
@@ -231,10 +281,10 @@ def ConcatInDim(builder: XlaBuilder, operands: Sequence[XlaOp], dimension: int) 
     wide = _TWO_BIT_WIDE.get(et)
     if wide is not None:  # XLA:CPU aborts the process compiling a 2-bit concatenate: join 8-bit copies
         shape = array_shape(et, dims, op)
-        xs = [builder._add("stablehlo.convert", (o,), array_shape(wide, o.shape.dimensions(), op)) for o in xs]
-        joined = builder._add("stablehlo.concatenate", tuple(xs), array_shape(wide, dims, op), f"dimension = {i64(d)}")
-        return builder._add("stablehlo.convert", (joined,), shape)
-    return builder._add("stablehlo.concatenate", tuple(xs), array_shape(et, dims, op), f"dimension = {i64(d)}")
+        xs = [builder.add_op(CONVERT, (o,), array_shape(wide, o.shape.dimensions(), op)) for o in xs]
+        joined = builder.add_op(CONCATENATE, tuple(xs), array_shape(wide, dims, op), {"dimension": d})
+        return builder.add_op(CONVERT, (joined,), shape)
+    return builder.add_op(CONCATENATE, tuple(xs), array_shape(et, dims, op), {"dimension": d})
 
 
 # -- Rev, SliceInDim, Pad, Collapse -----------------------------------------------------------
@@ -262,10 +312,7 @@ def Rev(operand: XlaOp, dimensions: Sequence[int]) -> XlaOp:
     r = x.shape.rank()
     if len(set(dims)) != len(dims) or any(not 0 <= d < r for d in dims):
         shape_error(op, f"dimensions {list(dims)} must be distinct dimension numbers in [0, {r}) for operand {x.shape}")
-    return x.builder._add(
-        "stablehlo.reverse", (x,), x.shape,
-        f"dimensions = {i64_array(dims)}",
-    )
+    return x.builder.add_op(REVERSE, (x,), x.shape, {"dimensions": dims})
 
 
 def SliceInDim(operand: XlaOp, start_index: int, limit_index: int, stride: int, dimno: int) -> XlaOp:
@@ -300,9 +347,9 @@ def SliceInDim(operand: XlaOp, start_index: int, limit_index: int, stride: int, 
     start, limit, strides = [0] * len(xd), list(xd), [1] * len(xd)
     start[d], limit[d], strides[d] = st, li, sr
     dims = slice_shape(op, xd, tuple(start), tuple(limit), tuple(strides))
-    return x.builder._add(
-        "stablehlo.slice", (x,), array_shape(x.shape.element_type(), dims, op),
-        f"start_indices = {i64_array(start)}, limit_indices = {i64_array(limit)}, strides = {i64_array(strides)}",
+    return x.builder.add_op(
+        SLICE, (x,), array_shape(x.shape.element_type(), dims, op),
+        {"start_indices": tuple(start), "limit_indices": tuple(limit), "strides": tuple(strides)},
     )
 
 
@@ -366,8 +413,12 @@ def Pad(operand: XlaOp, padding_value: XlaOp, padding_config: PaddingConfig | Se
         dtype_error(op, f"operand 'padding_value' is {pv.shape}, expected {et.name.lower()}[] like operand {x.shape}")
     triples = padding_triples(op, padding_config)
     dims = pad_shape(op, x.shape.dimensions(), triples)
-    config = make_padding_config(triples)  # from checked ints: cannot fail
-    return x.builder._add("stablehlo.pad", (x, pv), array_shape(et, dims, op), config.to_mlir())
+    attrs = {
+        "edge_padding_low": tuple(t[0] for t in triples),
+        "edge_padding_high": tuple(t[1] for t in triples),
+        "interior_padding": tuple(t[2] for t in triples),
+    }
+    return x.builder.add_op(PAD, (x, pv), array_shape(et, dims, op), attrs)
 
 
 def padding_triples(op: str, padding_config: Any) -> list[tuple[int, int, int]]:
@@ -484,9 +535,7 @@ def GetDimensionSize(operand: XlaOp, dimension: int) -> XlaOp:
     op = "GetDimensionSize"
     x = _operand(op, "operand", operand)
     d = _dimension(op, x, dimension)
-    return x.builder._add(
-        "stablehlo.get_dimension_size", (x,), array_shape(PrimitiveType.S32, (), op), f"dimension = {i64(d)}"
-    )
+    return x.builder.add_op(GET_DIMENSION_SIZE, (x,), array_shape(PrimitiveType.S32, (), op), {"dimension": d})
 
 
 def SetDimensionSize(operand: XlaOp, val: XlaOp | int, dimension: int) -> XlaOp:
@@ -527,7 +576,7 @@ def SetDimensionSize(operand: XlaOp, val: XlaOp | int, dimension: int) -> XlaOp:
     dyn = [x.shape.is_dynamic_dimension(i) for i in range(x.shape.rank())]
     dyn[d] = True
     result = Shape.array_shape(x.shape.element_type(), x.shape.dimensions(), dynamic_dimensions=dyn)
-    return x.builder._add("stablehlo.set_dimension_size", (x, v), result, f"dimension = {i64(d)}")
+    return x.builder.add_op(SET_DIMENSION_SIZE, (x, v), result, {"dimension": d})
 
 
 def DynamicReshape(
@@ -613,4 +662,4 @@ def RemoveDynamicDimension(operand: XlaOp, dimension: int) -> XlaOp:
     dyn[d] = False
     result = Shape.array_shape(x.shape.element_type(), x.shape.dimensions(), dynamic_dimensions=dyn)
     size = Constant(x.builder, np.int32(x.shape.dimensions()[d]))
-    return x.builder._add("stablehlo.set_dimension_size", (x, size), result, f"dimension = {i64(d)}")
+    return x.builder.add_op(SET_DIMENSION_SIZE, (x, size), result, {"dimension": d})

@@ -7,18 +7,25 @@ from typing import Any
 
 import numpy as np
 
+from .._optable import HloForm, define
 from ..builder import Region, XlaBuilder, XlaOp
 from ..errors import DTypeError
 from ..shape import Shape
 from ..types import COMPLEX, FLOATS, PrimitiveType
-from ._core import array_shape, bool_arg, dtype_error, i64, int_arg, shape_error, show, subcomputation
+from ._core import array_shape, bool_arg, dtype_error, int_arg, shape_error, show, subcomputation
 from ._core import operand as _operand
+from .convert import CONVERT
 from .reduce import as_op_list
 
-__all__ = [
-    "Sort", "TopK", "default_comparator",
-    "ApproxTopK", "ApproxTopKFallback", "ApproxTopKReductionOutputSize",
-]
+
+def _sort_hlo(o: XlaOp) -> str:
+    return f", dimensions={{{o.attrs['dimension']}}}" + (", is_stable=true" if o.attrs["is_stable"] else "")
+
+
+SORT = define("stablehlo.sort", "sort", hlo_form=HloForm.REGION, hlo_attrs=_sort_hlo)
+TOP_K = define("chlo.top_k")
+
+__all__ = ["Sort", "TopK", "ApproxTopK", "ApproxTopKFallback", "ApproxTopKReductionOutputSize"]
 
 _PRED_SCALAR = Shape._make(PrimitiveType.PRED, ())
 _TWO_BIT = frozenset({PrimitiveType.S2, PrimitiveType.U2})
@@ -154,8 +161,7 @@ def Sort(
         dtype_error(op, f"is_stable must be a bool, got {show(is_stable)}")
     region = _comparator_region(op, default_comparator if comparator is None else comparator, xs, builder)
     shape = xs[0].shape if len(xs) == 1 else Shape.tuple_shape([x.shape for x in xs])
-    attrs = f"dimension = {i64(d)}, is_stable = {'true' if is_stable else 'false'}"
-    return builder._add("stablehlo.sort", tuple(xs), shape, attrs, (region,))
+    return builder.add_op(SORT, tuple(xs), shape, {"dimension": d, "is_stable": bool(is_stable)}, (region,))
 
 
 def TopK(input: XlaOp, k: int, largest: bool = True) -> XlaOp:  # noqa: A002 - the former name
@@ -209,10 +215,10 @@ def TopK(input: XlaOp, k: int, largest: bool = True) -> XlaOp:  # noqa: A002 - t
     if wide is not None:  # computed in a wider type, then the values converted back (exact)
         from .control import GetTupleElement, Tuple
 
-        t = TopK(b._add("stablehlo.convert", (x,), array_shape(wide, dims, op)), kk, largest)
-        return Tuple(b, [b._add("stablehlo.convert", (GetTupleElement(t, 0),), values), GetTupleElement(t, 1)])
+        t = TopK(b.add_op(CONVERT, (x,), array_shape(wide, dims, op)), kk, largest)
+        return Tuple(b, [b.add_op(CONVERT, (GetTupleElement(t, 0),), values), GetTupleElement(t, 1)])
     if largest:
-        return b._add("chlo.top_k", (x,), Shape.tuple_shape([values, indices]), f"k = {i64(kk)}")
+        return b.add_op(TOP_K, (x,), Shape.tuple_shape([values, indices]), {"k": kk})
     from .control import GetTupleElement, Tuple
     from .shaping import Slice
     from .sources import Iota

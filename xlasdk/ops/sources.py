@@ -7,13 +7,15 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from .._mlir_attrs import DenseElements
+from .._optable import HloForm, define
 from ..builder import XlaBuilder, XlaOp
 from ..errors import DTypeError
 from ..shape import Shape
 from ..types import PrimitiveType, canonical_dtype, dtype_to_etype
-from ._core import MAX_PARAMETER_NUMBER, array_shape, dtype_error, i64, int_arg, shape_error, show
+from ._core import MAX_PARAMETER_NUMBER, array_shape, dtype_error, int_arg, shape_error, show
 
-__all__ = ["Parameter", "Constant", "ConstantLiteral", "Iota", "constant_like", "dense_attr"]
+__all__ = ["Constant", "ConstantLiteral", "Iota", "Parameter"]
 
 
 def _check_builder(op: str, builder: Any) -> XlaBuilder:
@@ -105,15 +107,17 @@ def _checked(op: str, arr: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     return arr if arr.flags.c_contiguous else arr.copy(order="C")
 
 
-def dense_attr(arr: np.ndarray[Any, Any], shape: Shape) -> str:
-    """``dense<"0x..."> : tensor<...>``; a one-element ``arr`` is a splat of ``shape``."""
-    if arr.size == 0:
-        return f"dense<> : {shape.mlir_type()}"
-    return f'dense<"0x{arr.tobytes().hex().upper()}"> : {shape.mlir_type()}'
+def _iota_hlo(o: XlaOp) -> str:
+    return f", iota_dimension={o.attrs['iota_dimension']}"
+
+
+CONSTANT = define("stablehlo.constant", "constant", hlo_form=HloForm.CONSTANT)
+IOTA = define("stablehlo.iota", "iota", hlo_attrs=_iota_hlo)
 
 
 def _constant(b: XlaBuilder, arr: np.ndarray[Any, Any], shape: Shape) -> XlaOp:
-    return b._add("stablehlo.constant", (), shape, f"value = {dense_attr(arr, shape)}")
+    """The constant node of ``arr`` (a one-element ``arr`` is a splat of ``shape``)."""
+    return b.add_op(CONSTANT, (), shape, {"value": DenseElements(arr, shape)})
 
 
 def Constant(builder: XlaBuilder, value: Any) -> XlaOp:
@@ -239,4 +243,4 @@ def Iota(
         dim = 0
     if shape.element_type() is PrimitiveType.PRED:
         dtype_error("Iota", "element type pred is not allowed (use an integer or float type)")
-    return b._add("stablehlo.iota", (), shape, f"iota_dimension = {i64(int(dim))}")
+    return b.add_op(IOTA, (), shape, {"iota_dimension": int(dim)})

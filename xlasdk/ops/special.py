@@ -22,10 +22,7 @@ from .control import GetTupleElement, Tuple, While
 from .reduce import Reduce
 from .sources import Constant, constant_like
 
-__all__ = [
-    "Igamma", "Igammac", "IgammaGradA", "RandomGammaGrad", "RegularizedIncompleteBeta", "BesselI0e",
-    "while_loop", "any_true",
-]
+__all__ = ["Igamma", "Igammac", "RegularizedIncompleteBeta", "BesselI0e", "IgammaGradA", "RandomGammaGrad"]
 
 _P = PrimitiveType
 _UPCAST = {_P.F16: _P.F32, _P.BF16: _P.F32, _P.F32: _P.F32, _P.F64: _P.F64}

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from .._mlir_attrs import I64Elements
+from .._optable import HloForm, HloUnsupported, define, hlo_window
 from ..attrs import PaddingType, ScatterDimensionNumbers, convert_padding
 from ..builder import Region, XlaBuilder, XlaOp
 from ..computation import XlaComputation
@@ -28,9 +30,7 @@ from ._core import (
     INT64_MAX,
     INT64_MIN,
     array_shape,
-    dense_i64,
     dtype_error,
-    i64_array,
     int_list,
     int_tuples,
     opt_int_list,
@@ -41,18 +41,30 @@ from ._core import (
 from ._core import (
     operand as _operand,
 )
+from .indexing import SCATTER
 from .reduce import as_op_list, reducer_region
-from .shaping import Slice
+from .shaping import BROADCAST_IN_DIM, Slice
 
-__all__ = [
-    "ReduceWindow",
-    "ReduceWindowWithGeneralPadding",
-    "SelectAndScatterWithGeneralPadding",
-    "reduce_window_shape",
-    "split_negative_padding",
-]
+__all__ = ["ReduceWindow", "ReduceWindowWithGeneralPadding", "SelectAndScatterWithGeneralPadding"]
 
 Pads = tuple[tuple[int, int], ...]
+
+
+def _reduce_window_hlo(o: XlaOp) -> str:
+    a = o.attrs
+    rank = o.operands[0].shape.rank()
+    if rank == 0:
+        raise HloUnsupported("reduce-window of scalars")
+    pads = [tuple(p) for p in a["padding"].values.tolist()] if "padding" in a else [(0, 0)] * rank
+    window = hlo_window(
+        a["window_dimensions"], a["window_strides"], pads, a["base_dilations"], a["window_dilations"]
+    )
+    return ", " + window
+
+
+REDUCE_WINDOW = define(
+    "stablehlo.reduce_window", "reduce-window", hlo_form=HloForm.REGION, hlo_attrs=_reduce_window_hlo
+)
 
 
 # -- shape rule ----------------------------------------------------------------------------------
@@ -319,12 +331,13 @@ def _reduce_window(
         xs = _crop(xs, start, limit)
     outs = [array_shape(x.shape.element_type(), out_dims, op) for x in xs]
     shape = outs[0] if len(outs) == 1 else Shape.tuple_shape(outs)
-    attrs = (
-        f"window_dimensions = {i64_array(win)}, window_strides = {i64_array(strides)}, "
-        f"base_dilations = {i64_array(bdil)}, window_dilations = {i64_array(wdil)}"
-        + (f", padding = {dense_i64([list(p) for p in pads])}" if pads else "")
-    )
-    return builder._add("stablehlo.reduce_window", tuple(xs) + tuple(inits), shape, attrs, (region,))
+    attrs: dict[str, Any] = {
+        "window_dimensions": tuple(win), "window_strides": tuple(strides), "base_dilations": tuple(bdil),
+        "window_dilations": tuple(wdil),
+    }
+    if pads:
+        attrs["padding"] = I64Elements([list(p) for p in pads])
+    return builder.add_op(REDUCE_WINDOW, tuple(xs) + tuple(inits), shape, attrs, (region,))
 
 
 # -- SelectAndScatter ----------------------------------------------------------------------------
@@ -429,7 +442,7 @@ def _inline(region: Region, args: Sequence[XlaOp], builder: XlaBuilder) -> list[
             stack.extend(o.operands)
     for i in sorted(todo):
         o = todo[i]
-        new = builder._add(o.opcode, tuple(env[x.id] for x in o.operands), o.shape, o.attrs, o.regions, o.extra)
+        new = builder.add_op(o.opdef, tuple(env[x.id] for x in o.operands), o.shape, dict(o.attrs), o.regions, o.extra)
         new.loc = o.loc
         env[i] = new
     return [env[r.id] for r in region.results]
@@ -487,11 +500,10 @@ def _select_and_scatter(
     for d in src.shape.dimensions():
         m *= d
     shape = array_shape(et, (n + 1,), "SelectAndScatterWithGeneralPadding")
-    base = b._add("stablehlo.broadcast_in_dim", (init,), shape, "broadcast_dimensions = array<i64>")
+    base = b.add_op(BROADCAST_IN_DIM, (init,), shape, {"broadcast_dimensions": ()})
     dn = ScatterDimensionNumbers(inserted_window_dims=[0], scatter_dims_to_operand_dims=[0], index_vector_dim=1)
-    scattered = b._add(
-        "stablehlo.scatter", (base, Reshape(sel, (m, 1)), Reshape(src, (m,))), base.shape,
-        f"scatter_dimension_numbers = {dn.to_mlir()}, indices_are_sorted = false, unique_indices = false",
-        (sc_region,),
+    scattered = b.add_op(
+        SCATTER, (base, Reshape(sel, (m, 1)), Reshape(src, (m,))), base.shape,
+        {"scatter_dimension_numbers": dn, "indices_are_sorted": False, "unique_indices": False}, (sc_region,),
     )
     return Reshape(Slice(scattered, (0,), (n,)), dims)

@@ -170,7 +170,7 @@ def module_spmd_counts(computation: Any, hlo_text: str | None = None) -> tuple[i
         elif key == "num_replicas" and replicas is None:
             replicas = int(value)
     if partitions is None:
-        from ..builder import _mlir_unescape
+        from .._mlir_attrs import mlir_unescape as _mlir_unescape
 
         need = 0
         for raw in set(_SHARDING_ATTR.findall(text)):

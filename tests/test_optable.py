@@ -1,0 +1,151 @@
+"""Tests of the op table (xlasdk/_optable.py) and of the typed attributes every op carries
+(xlasdk/_mlir_attrs.py): each row names a real StableHLO/CHLO op, an opcode is defined once,
+and the attributes of the ops the builder makes are Python values, not text."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import xlasdk as xs
+from xlasdk import _mlir_attrs as ma
+from xlasdk import _optable, ops
+from xlasdk._jaxlib import mlir as _mlir
+from xlasdk._optable import OPS, HloForm
+
+
+def test_every_row_names_a_registered_stablehlo_or_chlo_op() -> None:
+    ctx = _mlir.context()
+    rows = [d for d in OPS.values() if "." in d.name]
+    assert len(rows) > 100  # every family registered its rows on import of xlasdk.ops
+    unknown = [d.name for d in rows if not ctx.is_registered_operation(d.name)]
+    assert unknown == []
+
+
+def test_an_opcode_is_defined_once_and_must_be_a_stablehlo_name() -> None:
+    with pytest.raises(ValueError, match="defined twice"):
+        _optable.define("stablehlo.add", "add")
+    with pytest.raises(ValueError, match="not a StableHLO or CHLO op name"):
+        _optable.define("stablehlo.Add")
+    with pytest.raises(ValueError, match="not a StableHLO or CHLO op name"):
+        _optable.define("mhlo.add")
+    assert "stablehlo.Add" not in OPS and "mhlo.add" not in OPS
+
+
+def test_rows_printed_directly_name_their_hlo_opcode() -> None:
+    for d in OPS.values():
+        if d.hlo_form in (HloForm.NONE, HloForm.GRAPH):
+            continue
+        assert d.hlo and d.hlo == d.hlo.lower() and " " not in d.hlo, d
+
+
+def _varied_graph() -> tuple[xs.XlaBuilder, list[xs.XlaOp]]:
+    b = xs.XlaBuilder("varied")
+    x = ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, (2, 3)), "x")
+    i = ops.Parameter(b, 1, xs.Shape.array_shape(np.int32, (4,)), "i")
+    made = [
+        ops.Add(x, 1.0), ops.Lt(x, x), ops.Select(ops.Lt(x, x), x, x), ops.Transpose(x, (1, 0)),
+        ops.Reshape(x, (3, 2)), ops.Slice(x, (0, 0), (2, 2), (1, 2)), ops.BroadcastInDim(i, (3, 4), (1,)),
+        ops.Pad(x, ops.Constant(b, np.float32(0)), [(1, 0, 1), (0, 2, 0)]), ops.Rev(x, (0,)),
+        ops.ConcatInDim(b, [x, x], 1), ops.Dot(x, ops.Transpose(x, (1, 0))), ops.Iota(b, np.int32, 5),
+        ops.Reduce(b, [x], [ops.Constant(b, np.float32(0))], ops.Add, [1]),
+        ops.ReduceWindowWithGeneralPadding(
+            x, ops.Constant(b, np.float32(0)), ops.Add, (1, 2), (1, 1), (), (), [(0, 0), (0, 1)]
+        ),
+        ops.Sort(b, [i]), ops.DynamicSlice(x, [ops.Constant(b, np.int32(1)), ops.Constant(b, np.int32(0))], (1, 2)),
+        ops.ReducePrecision(x, 5, 10), ops.Cholesky(ops.Dot(x, ops.Transpose(x, (1, 0)))),
+        ops.Exp(x, result_accuracy=xs.ResultAccuracy(mode="HIGHEST")),
+        ops.CustomCall(b, "Sharding", [x], x.shape, has_side_effect=False),
+    ]
+    return b, made
+
+
+def _reachable(roots: list[xs.XlaOp]) -> list[xs.XlaOp]:
+    seen: dict[int, xs.XlaOp] = {}
+    stack = list(roots)
+    while stack:
+        o = stack.pop()
+        if o.id not in seen:
+            seen[o.id] = o
+            stack.extend(o.operands)
+            for r in o.regions:
+                stack.extend(r.results)
+    return list(seen.values())
+
+
+_TEXT_ATTRS = {"call_target_name"}  # a name, not MLIR syntax
+
+
+def _typed(value: Any) -> bool:
+    if isinstance(value, str):
+        return False
+    if isinstance(value, (tuple, list)):
+        return all(_typed(v) for v in value)
+    return True
+
+
+def test_op_attributes_are_typed_values_that_render_to_mlir() -> None:
+    b, made = _varied_graph()
+    nodes = _reachable(made)
+    kinds = {o.opcode for o in nodes}
+    assert {"stablehlo.compare", "stablehlo.pad", "stablehlo.reduce_window", "stablehlo.dot_general"} <= kinds
+    for o in nodes:
+        assert isinstance(o.attrs, dict), o
+        for name, value in o.attrs.items():
+            if name not in _TEXT_ATTRS:
+                assert _typed(value), (o, name, value)
+            ma.render(value)  # every value has an MLIR spelling
+    pad = next(o for o in nodes if o.opcode == "stablehlo.pad")
+    assert pad.attrs == {"edge_padding_low": (1, 0), "edge_padding_high": (0, 2), "interior_padding": (1, 0)}
+    cmp = next(o for o in nodes if o.opcode == "stablehlo.compare" and o.operands[0].dtype == np.float32)
+    assert cmp.attrs["comparison_direction"] is xs.ComparisonDirection.LT
+    assert cmp.attrs["compare_type"] is xs.ComparisonType.FLOAT
+    # the module built from them is valid StableHLO with the same values
+    text = b.build(ops.Tuple(b, made)).as_stablehlo_text()
+    assert "low = [1, 0], high = [0, 2], interior = [1, 0]" in text
+    assert "stablehlo.compare LT, %arg0, %arg0, FLOAT" in text
+
+
+def test_attribute_objects_are_copied_when_the_op_is_built() -> None:
+    """Editing a dimension-numbers object after building an op does not change the op."""
+    b = xs.XlaBuilder("dn")
+    x = ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, (2, 3)), "x")
+    y = ops.Parameter(b, 1, xs.Shape.array_shape(np.float32, (3, 4)), "y")
+    dn = xs.DotDimensionNumbers(lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[0])
+    r = ops.DotGeneral(x, y, dn)
+    dn.lhs_contracting_dimensions = [0]
+    assert list(r.attrs["dot_dimension_numbers"].lhs_contracting_dimensions) == [1]
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    c = np.ones((3, 4), np.float32)
+    out = xs.compile(b.build(r))(a, c).to_numpy()
+    np.testing.assert_array_equal(out, a @ c)
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (True, "true"), (3, "3 : i64"), (ma.I32(3), "3 : i32"), (ma.UI64(7), "7 : ui64"), ((), "array<i64>"),
+        ((1, 2), "array<i64: 1, 2>"), (ma.BoolArray((True, False)), "array<i1: true, false>"),
+        (ma.I64Elements([[0, 1], [2, 3]]), "dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>"),
+        (ma.I64Elements(np.zeros((0, 2), np.int64)), "dense<> : tensor<0x2xi64>"),
+        (ma.IndexLayout((1, 0)), "dense<[1, 0]> : tensor<2xindex>"), (ma.IndexLayout(()), "dense<> : tensor<0xindex>"),
+        (ma.IntArray((1, 0)), "[1, 0]"), ("a\"b", '"a\\"b"'), (b"\x00z", '"\\00z"'),
+        (ma.DictAttr(index=ma.UI64(0)), "{index = 0 : ui64}"),
+        (
+            ma.AttrList([ma.IndexLayout((0,)), ma.IndexLayout(())]),
+            "[dense<[0]> : tensor<1xindex>, dense<> : tensor<0xindex>]",
+        ),
+        (xs.FftType.RFFT, "#stablehlo<fft_type RFFT>"),
+    ],
+)
+def test_render_spells_each_value_kind(value: Any, text: str) -> None:
+    assert ma.render(value) == text
+
+
+def test_render_refuses_values_without_a_spelling() -> None:
+    with pytest.raises(TypeError, match="no MLIR spelling"):
+        ma.render(1.5)
+    attrs = {"use_global_device_ids": ma.UNIT, "dimension": 2}
+    assert ma.render_attrs(attrs) == "use_global_device_ids, dimension = 2 : i64"
