@@ -512,3 +512,36 @@ def test_loaded_hlo_saved_as_stablehlo_keeps_what_xla_imports(tmp_path: pathlib.
     xs.XlaComputation.from_hlo_text(XLA_DUMP).save(path)
     line = hlo_line(xs.load_computation(path).as_hlo_text(), "tanh")
     assert 'op_name="jit(f)/tanh" source_file="x.py" source_line=5' in line
+
+
+@pytest.mark.parametrize(
+    "md",
+    [
+        dict(op_name="a@b"), dict(op_type="T@U", op_name="n"), dict(op_name="ends:", op_type="K"),
+        dict(op_type="q\"uo", deduplicated_name="d", scheduling_name="s"),
+        dict(source_file="f.py", source_line=4, source_end_line=9, source_column=3, source_end_column=1),
+        dict(op_name="plain", op_type="Plain"),
+    ],
+)
+def test_built_graphs_mark_the_locations_xla_would_change_as_mark_locations_does(md: dict[str, object]) -> None:
+    """A built graph's module is emitted with the converter markers directly; the text and the
+    table are those mark_locations derives from the plain module text (which loaded files use)."""
+    from xlasdk import _metadata
+    from xlasdk._emit import emit_module
+
+    b = xs.XlaBuilder("marks")
+    x = ops.Parameter(b, 0, F32_2, "x")
+    with b.op_metadata(op_name="first", deduplicated_name="dd"):
+        y = ops.Exp(x)
+    b.set_op_metadata(xs.OpMetadata(**md))  # type: ignore[arg-type]
+    z = ops.Add(ops.Sin(y), y)
+    b.clear_op_metadata()
+    root = ops.Cos(z)
+    table: list[dict[str, object]] = []
+    direct = emit_module("marks", [x], root, metadata_table=table)
+    from_text = _metadata.mark_locations(emit_module("marks", [x], root))
+    if from_text is None:
+        assert table == [] and direct == emit_module("marks", [x], root)
+    else:
+        assert (direct, table) == from_text
+        assert len(table) >= 1  # the first op's deduplicated_name at least

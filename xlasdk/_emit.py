@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Union
 
+from ._metadata import Location
 from ._mlir_attrs import UI64, DictAttr, mlir_str, render_attrs
 from ._optable import (
     CALL,
@@ -68,11 +69,30 @@ class HostCallbackSpec:
 class Emitter:
     """Turns graphs into generic-syntax MLIR lines."""
 
-    def __init__(self) -> None:
+    def __init__(self, metadata_table: list[dict[str, Any]] | None = None) -> None:
         self.n = 0
         self.lines: list[str] = []
         self.host_callbacks: list[Any] = []  # HostCallbackSpec.callback, by index
         self._callback_index: dict[int, int] = {}  # op id -> index
+        self.metadata_table = metadata_table  # see emit_module
+        self._marked: dict[Location, str] = {}
+        self._entry_index: dict[tuple[tuple[str, Any], ...], int] = {}
+
+    def loc(self, loc: Location) -> str:
+        """The text of an op's location; with a metadata table, a location whose fields XLA's
+        converter drops gets a marker (:meth:`Location.marked`) and its entry in the table."""
+        if self.metadata_table is None or not loc.drops_fields:
+            return loc.text
+        text = self._marked.get(loc)
+        if text is None:
+            _, entry = loc.marked(0)
+            key = tuple(sorted(entry.items()))
+            k = self._entry_index.get(key)
+            if k is None:
+                k = self._entry_index[key] = len(self.metadata_table)
+                self.metadata_table.append(entry)
+            text = self._marked[loc] = loc.marked(k)[0]
+        return text
 
     def callback_attrs(self, o: XlaOp) -> str:
         """``o``'s attributes with its host-callback index (one index per op, in emission order)."""
@@ -149,7 +169,7 @@ class Emitter:
                 attrs = f" {{{render_attrs(o.attrs)}}}" if o.attrs else ""
                 self.lines.append(
                     f'{indent}{name} = "{code}"({", ".join(fast_args)}){attrs} : ({", ".join(fast_types)}) -> '
-                    f"{o.shape.mlir_type()} {o.loc.text}\n"
+                    f"{o.shape.mlir_type()} {self.loc(o.loc)}\n"
                 )
                 return
         if d is TUPLE:
@@ -168,7 +188,7 @@ class Emitter:
             name = self.fresh()
             self.lines.append(
                 f'{indent}{name} = "{STABLEHLO_GET_TUPLE_ELEMENT.name}"({sval}) {{index = {idx} : i32}} : '
-                f"({src.shape.mlir_type()}) -> {o.shape.mlir_type()} {o.loc.text}\n"
+                f"({src.shape.mlir_type()}) -> {o.shape.mlir_type()} {self.loc(o.loc)}\n"
             )
             env[o.id] = name
             return
@@ -201,7 +221,7 @@ class Emitter:
             attrs = f" {{{render_attrs(o.attrs)}}}" if o.attrs else ""
         self.lines.append(
             f'{indent}{lhs}"{code}"({", ".join(args)}){region_txt}{attrs} : ({_types(in_shapes)}) -> '
-            f"{_results(out_shapes) if out_shapes else '()'} {o.loc.text}\n"
+            f"{_results(out_shapes) if out_shapes else '()'} {self.loc(o.loc)}\n"
         )
 
     def region(self, r: Region, outer: dict[int, Val], indent: str) -> str:
@@ -302,6 +322,7 @@ def emit_module(
     side_effects: Sequence[XlaOp] = (),
     host_callbacks: list[Any] | None = None,
     padded_dynamic_params: bool = False,
+    metadata_table: list[dict[str, Any]] | None = None,
 ) -> str:
     """The full StableHLO module text of the graph ``params -> root``.
 
@@ -314,8 +335,13 @@ def emit_module(
     static argument of its bounds plus one ``s32[]`` size argument per dynamic dimension (after
     all the parameters, in parameter then dimension order), joined by ``set_dimension_size``:
     XLA:CPU cannot take dynamic arguments (no ``PadToStatic``).
+
+    With ``metadata_table`` (a list), the locations whose metadata fields XLA's StableHLO -> HLO
+    converter drops are written with markers and their fields appended to the list, for
+    :func:`xlasdk._metadata.patch_hlo_proto` after conversion (what
+    :func:`xlasdk._metadata.mark_locations` does to module text).
     """
-    em = Emitter()
+    em = Emitter(metadata_table)
     env: dict[int, Val] = {}
     args = []
     size_args: list[str] = []

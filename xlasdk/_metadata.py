@@ -118,12 +118,34 @@ class Location:
     The direct HLO printer reads ``fields`` and ``converter_name``; nothing reads ``text`` back.
     """
 
-    __slots__ = ("text", "fields", "converter_name")
+    __slots__ = ("text", "fields", "converter_name", "_items", "_entry")
 
-    def __init__(self, text: str, fields: dict[str, Any], converter_name: str) -> None:
+    def __init__(
+        self,
+        text: str,
+        fields: dict[str, Any],
+        converter_name: str,
+        items: tuple[str, ...] = (),
+        entry: dict[str, Any] | None = None,
+    ) -> None:
         self.text = text
         self.fields = fields
         self.converter_name = converter_name
+        self._items = items
+        self._entry = entry
+
+    @property
+    def drops_fields(self) -> bool:
+        """Whether XLA's converter would drop or mangle some of its fields (the location has a
+        dictionary of them; see the module docstring)."""
+        return self._entry is not None
+
+    def marked(self, k: int) -> tuple[str, dict[str, Any]]:
+        """The location with marker ``K`` in place of its dictionary (as :func:`mark_locations`
+        makes it) and the table entry :func:`patch_hlo_proto` writes for that marker."""
+        assert self._entry is not None
+        marker = f'"{_MARK}{k}:"'
+        return f"loc(fused[{', '.join([marker, *self._items])}])", self._entry
 
     def __str__(self) -> str:
         return self.text
@@ -161,10 +183,14 @@ def op_location(
     scheduling_name: str = "",
 ) -> Location:
     """The :class:`Location` of these fields (:func:`location` gives its text)."""
-    text = _location_text(
+    text, items, extra = _location_text(
         op_type, op_name, source_file, source_line, source_end_line, source_column, source_end_column,
         deduplicated_name, scheduling_name,
     )
+    entry: dict[str, Any] | None = None
+    if extra:  # what mark_locations would put in its table for this location
+        entry = {"op_type": op_type if op_type and "@" not in op_type else ""}
+        entry.update(sorted(extra.items()))
     fields: dict[str, Any] = {"op_type": op_type, "op_name": op_name}
     if source_file:
         fields.update(
@@ -174,7 +200,7 @@ def op_location(
     fields.update(deduplicated_name=deduplicated_name, scheduling_name=scheduling_name)
     stem = op_name.split("@", 1)[0]
     converter_name = stem if stem and not stem.endswith(":") else ""
-    return Location(text, {k: v for k, v in fields.items() if v}, converter_name)
+    return Location(text, {k: v for k, v in fields.items() if v}, converter_name, tuple(items), entry)
 
 
 def _location_text(
@@ -187,8 +213,9 @@ def _location_text(
     source_end_column: int,
     deduplicated_name: str,
     scheduling_name: str,
-) -> str:
-    """The MLIR location holding these fields (see the module docstring).
+) -> tuple[str, list[str], dict[str, str | int]]:
+    """The MLIR location holding these fields (see the module docstring), its list items and its
+    dictionary of the fields XLA's converter drops.
 
     Without ``source_file`` there is no file part (and the numbers are not recorded). A zero
     ``source_end_line`` / ``source_end_column`` means the start line / column, as in MLIR's file
@@ -223,12 +250,12 @@ def _location_text(
         body = ", ".join(
             f"{k} = {v if isinstance(v, int) else loc_str(v)}" for k, v in sorted(extra.items())
         )
-        return f"loc(fused<{{{body}}}>[{', '.join(items) or 'unknown'}])"
+        return f"loc(fused<{{{body}}}>[{', '.join(items) or 'unknown'}])", items, extra
     if not items:
-        return "loc(unknown)"
+        return "loc(unknown)", items, extra
     if len(items) == 1:
-        return f"loc({items[0]})"
-    return f"loc(fused[{', '.join(items)}])"
+        return f"loc({items[0]})", items, extra
+    return f"loc(fused[{', '.join(items)}])", items, extra
 
 
 def location(**fields: Any) -> str:

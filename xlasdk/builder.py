@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import os
 import sys
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
@@ -22,6 +21,8 @@ import numpy as np
 
 from ._metadata import Location, file_line_location, op_location
 from ._optable import PARAMETER, OpDef
+from ._where import PKG_DIR as _PKG_DIR
+from ._where import user_frame, where
 from .errors import DTypeError, ShapeError
 from .shape import MAX_ARRAY_BYTES, ProgramShape, Shape
 
@@ -35,23 +36,6 @@ __all__ = ["XlaBuilder", "XlaOp", "Region", "user_frame", "where"]
 _UNKNOWN_LOC = Location("loc(unknown)", {}, "")
 _NO_ATTRS: dict[str, Any] = {}  # the attributes of every op built without any (never changed in place)
 _IDS = itertools.count(1)  # op ids are unique across builders (regions nest builders)
-_PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-
-
-def user_frame() -> tuple[str, int]:
-    """File name and line of the innermost caller outside the xlasdk package."""
-    f: Any = sys._getframe(1)
-    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
-        f = f.f_back
-    if f is None:  # pragma: no cover - only when called from inside xlasdk with no user frame
-        return ("<unknown>", 0)
-    return (f.f_code.co_filename, f.f_lineno)
-
-
-def where() -> str:
-    """`` — at file.py:42`` for error messages, naming the user's line."""
-    fname, line = user_frame()
-    return f" — at {os.path.basename(fname)}:{line}"
 
 
 class Region:

@@ -256,11 +256,16 @@ class XlaComputation:
 
             return _mlir.xla_computation_from_proto(converted_hlo_proto(self._mlir_module_text(), self._name))
         from . import _metadata
+        from ._emit import emit_module
 
-        marked = _metadata.mark_locations(self._mlir_module_text())
-        if marked is None:
+        assert self._root is not None
+        table: list[dict[str, Any]] = []
+        marked = emit_module(
+            self._name, list(self._params), self._root, side_effects=self._side_effects, metadata_table=table
+        )
+        if not table:
             return _mlir.parsed_module_to_hlo(self._mlir_module())
-        return _mlir.xla_computation_from_proto(_metadata.hlo_proto_with_metadata(*marked))
+        return _mlir.xla_computation_from_proto(_metadata.hlo_proto_with_metadata(marked, table))
 
     def as_hlo_text(self, print_metadata: bool = True, print_large_constants: bool = True) -> str:
         """HLO text of the (unoptimized) computation.

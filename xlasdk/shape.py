@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ._where import where
 from .errors import DTypeError, ShapeError
 from .types import (
     PrimitiveType,
@@ -61,8 +62,6 @@ def array_size_problem(etype: PrimitiveType, dims: Sequence[int]) -> str | None:
 
 
 def _where() -> str:
-    from .builder import where  # lazily: builder imports this module
-
     return where()
 
 

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final
 
+from .._where import PKG_DIR, where
 from ..errors import ShapeError
 from ._hlo_sharding import _REPLICATED, HloSharding
 
@@ -71,11 +72,10 @@ def sharding_for_shape(sharding: HloSharding, shape: Shape, opcode: str) -> HloS
 def _op_error(opcode: str, what: str) -> ShapeError:
     """The error of an op built under a sharding that does not fit it, named as the user called it
     (the outermost xlasdk function on the stack: ``Neg``, ``Parameter``...)."""
-    from ..builder import _PKG_DIR, where
 
     name = opcode.rsplit(".", 1)[-1]
     f: Any = sys._getframe(1)
-    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+    while f is not None and f.f_code.co_filename.startswith(PKG_DIR):
         if not f.f_code.co_name.startswith("_") and f.f_code.co_name[:1].isupper():
             name = f.f_code.co_name
         f = f.f_back
