@@ -6,6 +6,7 @@ import os
 import sys
 from typing import Any
 
+from .._metadata import FIELDS, INT_FIELDS, location
 from ..errors import ShapeError
 from ._base import _dim, _ProtoLike
 
@@ -50,17 +51,7 @@ class OpMetadata(_ProtoLike):
     others by keyword. Line and column numbers must be ints in ``[0, 2**31)`` (int32 in HLO).
     """
 
-    _FIELDS = (
-        "op_type",
-        "op_name",
-        "source_file",
-        "source_line",
-        "source_end_line",
-        "source_column",
-        "source_end_column",
-        "deduplicated_name",
-        "scheduling_name",
-    )
+    _FIELDS = FIELDS  # XLA's OpMetadata fields xlasdk carries, in HLO printing order
 
     def __init__(
         self,
@@ -110,8 +101,6 @@ class OpMetadata(_ProtoLike):
         ShapeError
             If a line or column number is not an int >= 0.
         """
-        from .._metadata import INT_FIELDS, location
-
         fields: dict[str, Any] = {
             f: _dim(getattr(self, f), f"OpMetadata.{f}") if f in INT_FIELDS else str(getattr(self, f) or "")
             for f in self._FIELDS
