@@ -21,7 +21,13 @@ import xlasdk as xs
 from tests.helpers import param, raises, run
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
-from xlasdk.ops.collectives import all_gather_shape, all_to_all_shape, reduce_scatter_shape
+from xlasdk.ops.collectives import (
+    all_gather_shape,
+    all_reduce_shape,
+    all_to_all_shape,
+    collective_permute_shape,
+    reduce_scatter_shape,
+)
 
 S = xs.Shape
 
@@ -319,3 +325,27 @@ def test_channel_ids_beyond_num_partitions_are_a_compile_error() -> None:
     got = _four_replicas(b3.build(ops.CollectivePermute(z, [(0, 3), (3, 0), (1, 2), (2, 1)])),
                          [[np.full((4, 2), r, np.float32)] for r in range(4)])
     assert [float(g[0][0, 0]) for g in got] == [3.0, 2.0, 1.0, 0.0]
+
+
+# -- the pure shape rules of AllReduce and CollectivePermute, without a builder ---------------------
+
+
+def test_all_reduce_and_collective_permute_rules() -> None:
+    f = xs.Shape.array_shape(np.float32, (2, 3))
+    t = xs.Shape.tuple_shape([f, xs.Shape.array_shape(np.float32, (4,))])
+    assert all_reduce_shape("AllReduce", f) == f
+    assert all_reduce_shape("AllReduce", t) == t
+    with raises(ShapeError, "AllReduce:", "its elements must share one element type"):
+        all_reduce_shape("AllReduce", xs.Shape.tuple_shape([f, xs.Shape.scalar_shape(np.int32)]))
+    with raises(ShapeError, "must be an array or a flat tuple of arrays"):
+        all_reduce_shape("AllReduce", xs.Shape.tuple_shape([t]))
+    with raises(ShapeError, "must be an array or a flat tuple of arrays"):
+        all_reduce_shape("AllReduce", xs.Shape.tuple_shape([]))
+    assert collective_permute_shape("CollectivePermute", f, [(0, 1), (1, 0)]) == f
+    assert collective_permute_shape("CollectivePermute", f, []) == f
+    with raises(ShapeError, "CollectivePermute:", "target replica ids [1] appear more than once"):
+        collective_permute_shape("CollectivePermute", f, [(0, 1), (2, 1)])
+    with raises(ShapeError, "source replica ids [0] appear more than once"):
+        collective_permute_shape("CollectivePermute", f, [(0, 1), (0, 2)])
+    with raises(ShapeError, "source_target_pairs[1] = (1, 1048576): replica ids must be >= 0 and < 2**20"):
+        collective_permute_shape("CollectivePermute", f, [(0, 1), (1, 2**20)])

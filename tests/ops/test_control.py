@@ -11,6 +11,14 @@ import xlasdk as xs
 from tests.helpers import raises, run
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
+from xlasdk.ops.control import (
+    case_index_check,
+    conditional_shape,
+    get_tuple_element_shape,
+    if_pred_check,
+    tuple_shape,
+    while_shape,
+)
 
 S = xs.Shape
 
@@ -360,3 +368,56 @@ def test_call_errors() -> None:
     other = scalar(xs.XlaBuilder("other"), 1.0, np.float32)
     with raises(ShapeError, "Call: operand 'operands[1]' belongs to builder 'other'"):
         ops.Call(b, two, [x, other])
+
+
+# -- the pure shape rules, without a builder -------------------------------------------------------
+
+
+def test_tuple_rules() -> None:
+    f, i = S.array_shape(np.float32, (2,)), S.scalar_shape(np.int32)
+    t = tuple_shape([f, i])
+    assert t == S.tuple_shape([f, i]) and t.tuple_shapes() == (f, i)
+    assert get_tuple_element_shape("GetTupleElement", t, 1) == i
+    with raises(ShapeError, "GetTupleElement:", "index 2 out of range for tuple", "of 2 elements"):
+        get_tuple_element_shape("GetTupleElement", t, 2)
+    with raises(ShapeError, "operand 'tuple_data' must be a tuple, got f32[2]"):
+        get_tuple_element_shape("GetTupleElement", f, 0)
+
+
+def test_while_rule() -> None:
+    f, p = S.array_shape(np.float32, (3,)), S.scalar_shape(np.bool_)
+    carry = S.tuple_shape([f, S.scalar_shape(np.int32)])
+    assert while_shape("While", carry) == carry
+    assert while_shape("While", carry, p, carry) == carry
+    assert while_shape("While", S.tuple_shape([f]), p, f) == S.tuple_shape([f])  # a 1-tuple's one element
+    with raises(ShapeError, "While:", "operand 'init' is an empty tuple"):
+        while_shape("While", S.tuple_shape([]))
+    with raises(ShapeError, "nested tuple shape"):
+        while_shape("While", S.tuple_shape([carry, f]))
+    with raises(ShapeError, "cond returns f32[3] but must return pred[]"):
+        while_shape("While", f, f)
+    with raises(ShapeError, "body returns pred[] but must return the carry's shape f32[3]"):
+        while_shape("While", f, p, p)
+
+
+def test_conditional_rules() -> None:
+    f, i = S.array_shape(np.float32, (2,)), S.scalar_shape(np.int32)
+    names = ["true_computation", "false_computation"]
+    assert conditional_shape("Conditional", [f, f], names) == f
+    with raises(ShapeError, "Conditional:", "false_computation returns s32[] but true_computation returns f32[2]"):
+        conditional_shape("Conditional", [f, i], names)
+    nested = S.tuple_shape([S.tuple_shape([f]), i])
+    with raises(ShapeError, "true_computation returns the nested tuple"):
+        conditional_shape("Conditional", [nested], names)
+    if_pred_check("Conditional", S.scalar_shape(np.bool_))
+    with raises(DTypeError, "operand 'pred' must be pred[], got s32[]"):
+        if_pred_check("Conditional", i)
+    with raises(ShapeError, "operand 'pred' must be a scalar pred[], got pred[2]"):
+        if_pred_check("Conditional", S.array_shape(np.bool_, (2,)))
+    case_index_check("Conditional", i)
+    with raises(DTypeError, "operand 'branch_index' is pred"):
+        case_index_check("Conditional", S.scalar_shape(np.bool_))
+    with raises(DTypeError, "operand 'branch_index' must be s32[], got s64[]"):
+        case_index_check("Conditional", S.scalar_shape(np.int64))
+    with raises(ShapeError, "operand 'branch_index' must be a scalar s32[], got s32[2]"):
+        case_index_check("Conditional", S.array_shape(np.int32, (2,)))

@@ -14,6 +14,7 @@ import xlasdk as xs
 from tests.helpers import raises, run, shape
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
+from xlasdk.ops.indexing import scatter_shape
 
 Arr = np.ndarray[Any, Any]
 
@@ -674,3 +675,21 @@ def test_dynamic_update_slice_errors() -> None:
         ops.DynamicUpdateSlice(x, ops.Slice(x, [0, 0], [1, 1]), [f, j])
     with raises(ShapeError, "DynamicUpdateSlice", "start_indices has 3 entries"):
         ops.DynamicUpdateSlice(x, ops.Slice(x, [0, 0], [1, 1]), [i, j, i])
+
+
+# -- the pure shape rule of Scatter, without a builder ----------------------------------------------
+
+
+def test_scatter_rule() -> None:
+    dn = xs.ScatterDimensionNumbers(
+        update_window_dims=[1], inserted_window_dims=[0], scatter_dims_to_operand_dims=[0], index_vector_dim=1
+    )
+    x, idx = shape(np.float32, (5, 3)), shape(np.int32, (2, 1))
+    assert scatter_shape("Scatter", x, idx, shape(np.float32, (2, 3)), dn) == x
+    assert scatter_shape("Scatter", x, idx, shape(np.float32, (2, 2)), dn) == x  # a smaller window
+    with raises(ShapeError, "Scatter:", "operand 'updates' f32[2] has rank 1, expected 2"):
+        scatter_shape("Scatter", x, idx, shape(np.float32, (2,)), dn)
+    with raises(ShapeError, "window dimension 1 has size 4, larger than the operand's window bound 3"):
+        scatter_shape("Scatter", x, idx, shape(np.float32, (2, 4)), dn)
+    with raises(ShapeError, "scatter dimension 0 has size 3, expected 2"):
+        scatter_shape("Scatter", x, idx, shape(np.float32, (3, 3)), dn)

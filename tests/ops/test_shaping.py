@@ -8,8 +8,22 @@ import ml_dtypes
 import numpy as np
 
 import xlasdk as xs
-from tests.helpers import raises, run
+from tests.helpers import raises, run, shape
 from xlasdk import ops
+from xlasdk.errors import DTypeError, ShapeError
+from xlasdk.ops.shaping import (
+    broadcast_in_dim_shape,
+    broadcast_shape,
+    collapse_shape,
+    concat_shape,
+    get_dimension_size_shape,
+    remove_dynamic_dimension_shape,
+    reshape_shape,
+    rev_shape,
+    set_dimension_size_shape,
+    slice_in_dim_shape,
+    transpose_shape,
+)
 
 
 def params(b: xs.XlaBuilder, *arrays: np.ndarray[Any, Any]) -> list[xs.XlaOp]:
@@ -216,3 +230,82 @@ def test_shaping_errors() -> None:
         ops.ConcatInDim(x, [x], 0)
     with raises(xs.ShapeError, "ConcatInDim: operand 'operands[0]' belongs to builder 'errs', but the op is built in 'other'"):  # noqa: E501
         ops.ConcatInDim(other, [x], 0)
+
+
+# -- the pure shape rules, without a builder -------------------------------------------------------
+
+
+def test_broadcast_rules() -> None:
+    f23 = shape(np.float32, (2, 3))
+    assert broadcast_shape("Broadcast", f23, (4,)) == shape(np.float32, (4, 2, 3))
+    assert broadcast_shape("Broadcast", f23, ()) == f23
+    with raises(ShapeError, "Broadcast:", "sizes must be >= 0", "[-1]"):
+        broadcast_shape("Broadcast", f23, (-1,))
+    v3 = shape(np.int8, (3,))
+    assert broadcast_in_dim_shape("BroadcastInDim", v3, (2, 3), (1,)) == shape(np.int8, (2, 3))
+    assert broadcast_in_dim_shape("BroadcastInDim", shape(np.int8, (1,)), (5, 4), (0,)) == shape(np.int8, (5, 4))
+    with raises(ShapeError, "BroadcastInDim:", "shape must have sizes >= 0"):
+        broadcast_in_dim_shape("BroadcastInDim", v3, (3, -2), (0,))
+    with raises(ShapeError, "broadcast_dimensions has 2 entries, expected 1"):
+        broadcast_in_dim_shape("BroadcastInDim", v3, (3, 3), (0, 1))
+    with raises(ShapeError, "broadcast_dimensions [2] must be distinct dimension numbers < 2"):
+        broadcast_in_dim_shape("BroadcastInDim", v3, (3, 3), (2,))
+    with raises(ShapeError, "operand dimension 0 has size 3, but result dimension 0 has size 4"):
+        broadcast_in_dim_shape("BroadcastInDim", v3, (4, 3), (0,))
+
+
+def test_reshape_transpose_rev_collapse_rules() -> None:
+    s234 = shape(np.int32, (2, 3, 4))
+    assert reshape_shape("Reshape", s234, (6, 4)) == shape(np.int32, (6, 4))
+    assert reshape_shape("Reshape", s234, (2, 3, 4)) == s234
+    with raises(ShapeError, "Reshape:", "cannot reshape s32[2,3,4] (24 elements) to [5, 5] (25 elements)"):
+        reshape_shape("Reshape", s234, (5, 5))
+    with raises(ShapeError, "new_sizes must be >= 0"):
+        reshape_shape("Reshape", s234, (-24, -1))
+    assert transpose_shape("Transpose", s234, (2, 0, 1)) == shape(np.int32, (4, 2, 3))
+    with raises(ShapeError, "Transpose:", "permutation [0, 0, 1] is not a permutation of range(3)"):
+        transpose_shape("Transpose", s234, (0, 0, 1))
+    assert rev_shape("Rev", s234, (0, 2)) == s234
+    with raises(ShapeError, "Rev:", "dimensions [1, 1] must be distinct dimension numbers in [0, 3)"):
+        rev_shape("Rev", s234, (1, 1))
+    assert collapse_shape("Collapse", s234, (1, 2)) == shape(np.int32, (2, 12))
+    assert collapse_shape("Collapse", s234, (0, 1, 2)) == shape(np.int32, (24,))
+    assert collapse_shape("Collapse", s234, (1,)) == s234
+    with raises(ShapeError, "Collapse:", "dimensions [0, 2] must be consecutive and ascending"):
+        collapse_shape("Collapse", s234, (0, 2))
+    with raises(ShapeError, "dimensions [3] out of range for operand s32[2,3,4] (rank 3)"):
+        collapse_shape("Collapse", s234, (3,))
+
+
+def test_concat_and_slice_in_dim_rules() -> None:
+    a, b = shape(np.float32, (2, 3)), shape(np.float32, (5, 3))
+    assert concat_shape("ConcatInDim", [a, b, a], 0) == shape(np.float32, (9, 3))
+    assert concat_shape("ConcatInDim", [a], 1) == a
+    with raises(ShapeError, "ConcatInDim:", "dimension 2 out of range for rank 2"):
+        concat_shape("ConcatInDim", [a, b], 2)
+    with raises(ShapeError, "operand 'operands[1]' has shape f32[5,3], expected f32[2,3] except in dimension 1"):
+        concat_shape("ConcatInDim", [a, b], 1)
+    with raises(DTypeError, "operand 'operands[1]' has element type s32[2,3], expected f32"):
+        concat_shape("ConcatInDim", [a, shape(np.int32, (2, 3))], 0)
+    s = shape(np.float32, (4, 10))
+    assert slice_in_dim_shape("SliceInDim", s, 1, 8, 3, 1) == ((0, 1), (4, 8), (1, 3), (4, 3))
+    with raises(ShapeError, "SliceInDim:", "dimno 2 out of range for operand f32[4,10] (rank 2)"):
+        slice_in_dim_shape("SliceInDim", s, 0, 1, 1, 2)
+    with raises(ShapeError, "dimension 0: need 0 <= start (3) <= limit (2) <= size (4)"):
+        slice_in_dim_shape("SliceInDim", s, 3, 2, 1, 0)
+
+
+def test_dimension_size_rules() -> None:
+    s = shape(np.float32, (5, 2))
+    assert get_dimension_size_shape("GetDimensionSize", s, 1) == shape(np.int32, ())
+    with raises(ShapeError, "GetDimensionSize:", "dimension 2 out of range for operand f32[5,2] (rank 2)"):
+        get_dimension_size_shape("GetDimensionSize", s, 2)
+    dyn = set_dimension_size_shape("SetDimensionSize", s, 0)
+    assert dyn.dimensions() == (5, 2) and dyn.is_dynamic_dimension(0) and not dyn.is_dynamic_dimension(1)
+    with raises(ShapeError, "SetDimensionSize:", "dimension -1 out of range"):
+        set_dimension_size_shape("SetDimensionSize", s, -1)
+    with raises(ShapeError, "a dynamic dimension's bound must be < 2**31"):
+        set_dimension_size_shape("SetDimensionSize", shape(np.int8, (2**31,)), 0)
+    assert remove_dynamic_dimension_shape("RemoveDynamicDimension", dyn, 0) == s
+    with raises(ShapeError, "RemoveDynamicDimension:", "dimension 5 out of range"):
+        remove_dynamic_dimension_shape("RemoveDynamicDimension", dyn, 5)

@@ -20,6 +20,8 @@ import xlasdk as xs
 from tests.helpers import param, raises, run
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
+from xlasdk.ops.custom_call import custom_call_target_check, topk_check
+from xlasdk.ops.side_effects import infeed_shape, optimization_barrier_shape, outfeed_check
 
 S = xs.Shape
 
@@ -318,3 +320,46 @@ def test_infeed_outfeed_errors() -> None:
         ops.OutfeedWithToken(p, ops.CreateToken(xs.XlaBuilder("o")), p.shape)
     with raises(DTypeError, "OutfeedWithToken", "outfeed_config must be a str"):
         ops.OutfeedWithToken(p, t, p.shape, outfeed_config=1)  # type: ignore[arg-type]
+
+
+# -- the pure shape rules, without a builder -------------------------------------------------------
+
+
+def test_side_effect_rules() -> None:
+    f, i = xs.Shape.array_shape(np.float32, (2,)), xs.Shape.scalar_shape(np.int32)
+    tok = xs.Shape.token_shape()
+    flat = xs.Shape.tuple_shape([f, i])
+    assert infeed_shape("InfeedWithToken", f) == xs.Shape.tuple_shape([f, tok])
+    assert infeed_shape("InfeedWithToken", flat) == xs.Shape.tuple_shape([f, i, tok])
+    dyn = xs.Shape.array_shape(np.float32, (4,), dynamic_dimensions=[True])
+    with raises(ShapeError, "InfeedWithToken:", "shape must have static dimensions"):
+        infeed_shape("InfeedWithToken", dyn)
+    outfeed_check("OutfeedWithToken", flat, flat)
+    with raises(ShapeError, "OutfeedWithToken:", "must be an array or a tuple of arrays, got token[]"):
+        outfeed_check("OutfeedWithToken", tok, tok)
+    with raises(ShapeError, "must be an array or a flat tuple of arrays"):
+        outfeed_check("OutfeedWithToken", xs.Shape.tuple_shape([flat]), flat)
+    with raises(ShapeError, "shape_with_layout is s32[], but operand 'operand' has shape f32[2]"):
+        outfeed_check("OutfeedWithToken", f, i)
+    assert optimization_barrier_shape("OptimizationBarrier", flat) == flat
+    assert optimization_barrier_shape("OptimizationBarrier", tok) == tok
+    with raises(ShapeError, "OptimizationBarrier:", "must be an array, a token or a flat tuple"):
+        optimization_barrier_shape("OptimizationBarrier", xs.Shape.tuple_shape([flat]))
+
+
+def test_custom_call_target_rules() -> None:
+    x = xs.Shape.array_shape(np.float32, (3, 8))
+    topk = xs.Shape.tuple_shape([xs.Shape.array_shape(np.float32, (3, 2)), xs.Shape.array_shape(np.int32, (3, 2))])
+    topk_check("CustomCall", [x], topk)
+    custom_call_target_check("CustomCall", "TopK", [x], topk)
+    custom_call_target_check("CustomCall", "my_target", [x, x], x)  # unknown targets: not checked
+    with raises(ShapeError, "CustomCall:", "target 'TopK' on f32[3,8] returns"):
+        topk_check("CustomCall", [x], x)
+    with raises(DTypeError, "target 'TopK' needs an f32 operand"):
+        topk_check("CustomCall", [xs.Shape.array_shape(np.int32, (8,))], topk)
+    with raises(ShapeError, "target 'TopK' takes one f32[batch, n] or f32[n] operand"):
+        topk_check("CustomCall", [x, x], topk)
+    with raises(ShapeError, "target 'Sharding' returns its operand's shape f32[3,8], got shape f32[8,3]"):
+        custom_call_target_check("CustomCall", "Sharding", [x], xs.Shape.array_shape(np.float32, (8, 3)))
+    with raises(ShapeError, "is internal to XLA's CPU compiler"):
+        custom_call_target_check("CustomCall", "SliceToDynamic", [x], x)

@@ -289,6 +289,39 @@ def all_to_all_shape(
     return tuple(out)
 
 
+def all_reduce_shape(op: str, operand: Shape) -> Shape:
+    """AllReduce: the operand's shape, an array or a flat tuple of arrays of one element type
+    (ShapeError otherwise)."""
+    if operand.is_tuple():
+        elems = operand.tuple_shapes()
+        if not elems or not all(e.is_array() for e in elems):
+            shape_error(op, f"operand 'operand' must be an array or a flat tuple of arrays, got {operand}")
+        if any(e.element_type() is not elems[0].element_type() for e in elems):
+            shape_error(op, f"operand 'operand' is the tuple {operand}: its elements must share one element type")
+    elif not operand.is_array():
+        shape_error(op, f"operand 'operand' must be an array, got {operand}")
+    return operand
+
+
+def _pair_check(op: str, i: int, source: int, target: int) -> None:
+    if not (0 <= source < MAX_PARTICIPANTS and 0 <= target < MAX_PARTICIPANTS):
+        shape_error(op, f"source_target_pairs[{i}] = ({source}, {target}): replica ids must be >= 0 and < 2**20")
+
+
+def collective_permute_shape(op: str, operand: Shape, source_target_pairs: Sequence[tuple[int, int]]) -> Shape:
+    """CollectivePermute: the operand's shape; ShapeError for a replica id out of ``[0, 2**20)``
+    or a source or target repeated."""
+    pairs = list(source_target_pairs)
+    for i, (s, t) in enumerate(pairs):
+        _pair_check(op, i, s, t)
+    for k, what in ((0, "source"), (1, "target")):
+        counts = collections.Counter(p[k] for p in pairs)
+        dup = sorted(v for v, c in counts.items() if c > 1)
+        if dup:
+            shape_error(op, f"{what} replica ids {dup} appear more than once in source_target_pairs {pairs}")
+    return operand
+
+
 # -- ops ------------------------------------------------------------------------------------------
 
 def AllReduce(
@@ -334,18 +367,11 @@ def AllReduce(
     if isinstance(operand, XlaOp) and operand.shape.is_tuple():
         from .control import GetTupleElement
 
-        elems = operand.shape.tuple_shapes()
-        if not elems or not all(e.is_array() for e in elems):
-            shape_error(op, f"operand 'operand' must be an array or a flat tuple of arrays, got {operand.shape}")
-        if any(e.element_type() is not elems[0].element_type() for e in elems):
-            shape_error(
-                op, f"operand 'operand' is the tuple {operand.shape}: its elements must share one element type"
-            )
-        xs = [GetTupleElement(operand, i) for i in range(len(elems))]
-        result: Shape = operand.shape
+        result = all_reduce_shape(op, operand.shape)
+        xs = [GetTupleElement(operand, i) for i in range(len(result.tuple_shapes()))]
     else:
         xs = [_operand(op, "operand", operand)]
-        result = xs[0].shape
+        result = all_reduce_shape(op, xs[0].shape)
     b = xs[0].builder
     groups = _replica_groups(op, replica_groups)
     parts = {"replica_groups": _groups_attr(groups), **_channel(op, channel_id, use_global_device_ids, groups)}
@@ -579,17 +605,12 @@ def CollectivePermute(
         except (TypeError, ValueError):
             shape_error(op, f"source_target_pairs[{i}] must be a (source, target) pair, got {show(p)}")
         s, t = _int(op, f"source_target_pairs[{i}][0]", s), _int(op, f"source_target_pairs[{i}][1]", t)
-        if not (0 <= s < MAX_PARTICIPANTS and 0 <= t < MAX_PARTICIPANTS):
-            shape_error(op, f"source_target_pairs[{i}] = ({s}, {t}): replica ids must be >= 0 and < 2**20")
+        _pair_check(op, i, s, t)  # pair by pair, before the next is read
         pairs.append((s, t))
-    for k, what in ((0, "source"), (1, "target")):
-        counts = collections.Counter(p[k] for p in pairs)
-        dup = sorted(v for v, c in counts.items() if c > 1)
-        if dup:
-            shape_error(op, f"{what} replica ids {dup} appear more than once in source_target_pairs {pairs}")
+    result = collective_permute_shape(op, x.shape, pairs)
     stp = I64Elements(np.asarray(pairs, dtype=np.int64).reshape(len(pairs), 2))
     attrs = {"source_target_pairs": stp, **_channel(op, channel_id)}
-    return x.builder.add_op(COLLECTIVE_PERMUTE, (x,), x.shape, attrs)
+    return x.builder.add_op(COLLECTIVE_PERMUTE, (x,), result, attrs)
 
 
 def ReplicaId(builder: XlaBuilder) -> XlaOp:

@@ -37,7 +37,23 @@ def Tuple(builder: XlaBuilder, elements: Sequence[XlaOp]) -> XlaOp:
     if isinstance(elements, XlaOp) or not isinstance(elements, (list, tuple)):
         dtype_error("Tuple", f"elements must be a list or tuple of XlaOps, got {type(elements).__name__}")
     elems = tuple(any_operand("Tuple", f"elements[{i}]", e, builder) for i, e in enumerate(elements))
-    return builder.add_op(TUPLE, elems, Shape.tuple_shape(e.shape for e in elems))
+    return builder.add_op(TUPLE, elems, tuple_shape([e.shape for e in elems]))
+
+
+def tuple_shape(elements: Sequence[Shape]) -> Shape:
+    """Shape rule of Tuple: the tuple shape ``(s0, s1, ...)`` of ``elements`` (raises nothing)."""
+    return Shape.tuple_shape(elements)
+
+
+def get_tuple_element_shape(op: str, shape: Shape, index: int) -> Shape:
+    """Shape rule of GetTupleElement: element ``index`` of the tuple ``shape``; ShapeError when
+    ``shape`` is not a tuple or ``index`` is out of range."""
+    if not shape.is_tuple():
+        shape_error(op, f"operand 'tuple_data' must be a tuple, got {shape}")
+    n = shape.leaf_count()
+    if not 0 <= index < n:
+        shape_error(op, f"index {index} out of range for tuple {shape} of {n} elements")
+    return shape.tuple_shapes()[index]
 
 
 def GetTupleElement(tuple_data: XlaOp, index: int) -> XlaOp:
@@ -47,15 +63,14 @@ def GetTupleElement(tuple_data: XlaOp, index: int) -> XlaOp:
     ------
     ShapeError: the operand is not a tuple or ``index`` is out of range.
     """
-    t = any_operand("GetTupleElement", "tuple_data", tuple_data)
-    if not t.shape.is_tuple():
-        shape_error("GetTupleElement", f"operand 'tuple_data' must be a tuple, got {t.shape}")
+    op = "GetTupleElement"
+    t = any_operand(op, "tuple_data", tuple_data)
+    if not t.shape.is_tuple():  # before the index's type, as ever: the rule checks it again
+        get_tuple_element_shape(op, t.shape, 0)
     if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
-        dtype_error("GetTupleElement", f"index must be an int, got {show(index)}")
-    n = t.shape.leaf_count()
-    if not 0 <= int(index) < n:
-        shape_error("GetTupleElement", f"index {index} out of range for tuple {t.shape} of {n} elements")
-    return t.builder.add_op(GET_TUPLE_ELEMENT, (t,), t.shape.tuple_shapes()[int(index)], extra=int(index))
+        dtype_error(op, f"index must be an int, got {show(index)}")
+    i = int(index)
+    return t.builder.add_op(GET_TUPLE_ELEMENT, (t,), get_tuple_element_shape(op, t.shape, i), extra=i)
 
 
 # -- sub-computation results ---------------------------------------------------------------------
@@ -109,6 +124,24 @@ def _nested(shape: Shape) -> bool:
 
 # -- While -----------------------------------------------------------------------------------------
 
+def while_shape(op: str, carry: Shape, cond_result: Shape | None = None, body_result: Shape | None = None) -> Shape:
+    """Shape rule of While: the carry's shape. ShapeError for an empty or nested tuple carry, a
+    ``cond_result`` (when given) other than ``pred[]``, a ``body_result`` (when given) other than
+    the carry's shape (or its one element)."""
+    if carry.is_tuple() and not carry.tuple_shapes():
+        shape_error(op, "operand 'init' is an empty tuple; the carry needs at least one element")
+    if _nested(carry):
+        shape_error(
+            op, f"operand 'init' has the nested tuple shape {carry}; stablehlo.while carries arrays and "
+            "tokens only, so flatten the carry into one tuple of arrays"
+        )
+    if cond_result is not None and cond_result != _PRED_SCALAR:
+        shape_error(op, f"cond returns {cond_result} but must return pred[]")
+    if body_result is not None and not _fits(body_result, carry):
+        shape_error(op, f"body returns {body_result} but must return the carry's shape {carry}")
+    return carry
+
+
 def While(condition: Any, body: Any, init: XlaOp) -> XlaOp:
     """Repeat ``carry = body(carry)`` while ``condition(carry)`` holds (XLA ``While``; ``stablehlo.while``).
 
@@ -142,21 +175,12 @@ def While(condition: Any, body: Any, init: XlaOp) -> XlaOp:
     op = "While"
     x = any_operand(op, "init", init)
     b = x.builder
-    carry = x.shape
-    if carry.is_tuple() and not carry.tuple_shapes():
-        shape_error(op, "operand 'init' is an empty tuple; the carry needs at least one element")
-    if _nested(carry):
-        shape_error(
-            op, f"operand 'init' has the nested tuple shape {carry}; stablehlo.while carries arrays and "
-            "tokens only, so flatten the carry into one tuple of arrays"
-        )
-    cond_region, got = _computation(op, "cond", condition, [carry], b)
-    if got != _PRED_SCALAR:
-        shape_error(op, f"cond returns {got} but must return pred[]")
-    body_region, got = _computation(op, "body", body, [carry], b)
-    if not _fits(got, carry):
-        shape_error(op, f"body returns {got} but must return the carry's shape {carry}")
-    return b.add_op(WHILE, (x,), carry, None, (cond_region, body_region))
+    carry = while_shape(op, x.shape)
+    cond_region, cond_got = _computation(op, "cond", condition, [carry], b)
+    while_shape(op, carry, cond_got)
+    body_region, body_got = _computation(op, "body", body, [carry], b)
+    result = while_shape(op, carry, cond_got, body_got)
+    return b.add_op(WHILE, (x,), result, None, (cond_region, body_region))
 
 
 # -- Conditional -----------------------------------------------------------------------------------
@@ -252,16 +276,13 @@ def Conditional(*args: Any, **kwargs: Any) -> XlaOp:
     return _conditional_index(vals["branch_index"], opnds, comps)
 
 
-def _branch_regions(
-    op: str, b: XlaBuilder, operands: Sequence[XlaOp], computations: Sequence[Any], names: Sequence[str]
-) -> tuple[list[Region], Shape]:
-    regions: list[Region] = []
-    first: Shape | None = None
-    for x, c, cname in zip(operands, computations, names, strict=True):
-        region, got = _computation(op, cname, c, [x.shape], b)
-        if first is None:
-            first = got
-        elif got != first:
+def conditional_shape(op: str, branch_results: Sequence[Shape], names: Sequence[str]) -> Shape:
+    """Shape rule of Conditional: the branches' one result shape; ShapeError when a branch
+    (``names[k]`` returns ``branch_results[k]``) returns another shape than the first, or a
+    nested tuple."""
+    first = branch_results[0]
+    for got, cname in zip(branch_results, names, strict=False):
+        if got != first:
             shape_error(
                 op, f"{cname} returns {got} but {names[0]} returns {first}; all branches must return the same shape"
             )
@@ -270,22 +291,53 @@ def _branch_regions(
                 op, f"{cname} returns the nested tuple {got}; branches return arrays and tokens only, so "
                 "flatten the result into one tuple of arrays"
             )
+    return first
+
+
+def if_pred_check(op: str, pred: Shape) -> None:
+    """Shape rule of Conditional's predicate: ``pred[]`` (DTypeError for another element type,
+    ShapeError for another rank)."""
+    if pred.element_type() is not PrimitiveType.PRED:
+        dtype_error(
+            op, f"operand 'pred' must be pred[], got {pred} (the indexed form takes an s32 index and lists "
+            "of branches)"
+        )
+    if pred.rank() != 0:
+        shape_error(op, f"operand 'pred' must be a scalar pred[], got {pred}")
+
+
+def case_index_check(op: str, index: Shape) -> None:
+    """Shape rule of Conditional's branch index: ``s32[]`` (DTypeError for another element type,
+    ShapeError for another rank)."""
+    if index.element_type() is PrimitiveType.PRED:
+        dtype_error(
+            op, "operand 'branch_index' is pred; use the form (pred, true_operand, true_computation, "
+            "false_operand, false_computation) for a boolean choice"
+        )
+    if index.element_type() is not PrimitiveType.S32:
+        dtype_error(op, f"operand 'branch_index' must be s32[], got {index}")
+    if index.rank() != 0:
+        shape_error(op, f"operand 'branch_index' must be a scalar s32[], got {index}")
+
+
+def _branch_regions(
+    op: str, b: XlaBuilder, operands: Sequence[XlaOp], computations: Sequence[Any], names: Sequence[str]
+) -> tuple[list[Region], Shape]:
+    regions: list[Region] = []
+    results: list[Shape] = []
+    for x, c, cname in zip(operands, computations, names, strict=True):
+        region, got = _computation(op, cname, c, [x.shape], b)
+        results.append(got)
+        conditional_shape(op, results, names)  # branch by branch, before the next is built
         regions.append(region.with_bindings([x]))
-    assert first is not None
-    return regions, first
+    return regions, conditional_shape(op, results, names)
 
 
 def _conditional_pred(pred: Any, operands: list[Any], computations: list[Any]) -> XlaOp:
     op = "Conditional"
     p = operand(op, "pred", pred)
     b = p.builder
-    if p.shape.element_type() is not PrimitiveType.PRED:
-        dtype_error(
-            op, f"operand 'pred' must be pred[], got {p.shape} (the indexed form takes an s32 index and lists "
-            "of branches)"
-        )
-    if p.shape.rank() != 0:
-        shape_error(op, f"operand 'pred' must be a scalar pred[], got {p.shape}")
+    if_pred_check(op, p.shape)
     t = any_operand(op, "true_operand", operands[0], b)
     f = any_operand(op, "false_operand", operands[1], b)
     regions, shape = _branch_regions(op, b, [t, f], computations, ["true_computation", "false_computation"])
@@ -296,15 +348,7 @@ def _conditional_index(index: Any, operands: Any, computations: Any) -> XlaOp:
     op = "Conditional"
     i = operand(op, "branch_index", index)
     b = i.builder
-    if i.shape.element_type() is PrimitiveType.PRED:
-        dtype_error(
-            op, "operand 'branch_index' is pred; use the form (pred, true_operand, true_computation, "
-            "false_operand, false_computation) for a boolean choice"
-        )
-    if i.shape.element_type() is not PrimitiveType.S32:
-        dtype_error(op, f"operand 'branch_index' must be s32[], got {i.shape}")
-    if i.shape.rank() != 0:
-        shape_error(op, f"operand 'branch_index' must be a scalar s32[], got {i.shape}")
+    case_index_check(op, i.shape)
     if isinstance(operands, XlaOp) or not isinstance(operands, (list, tuple)):
         dtype_error(op, f"branch_operands must be a list of XlaOps, got {type(operands).__name__}")
     if not isinstance(computations, (list, tuple)):

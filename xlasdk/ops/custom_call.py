@@ -218,7 +218,9 @@ _ANNOTATIONS_RESHAPE = frozenset({"SPMDFullToShardShape", "SPMDShardToFullShape"
 _INTERNAL_ONLY = re.compile(r"^(SliceToDynamic|__onednn\$.*)$")
 
 
-def _check_builtin_target(op: str, target: str, operands: Sequence[XlaOp], result: Shape) -> None:
+def custom_call_target_check(op: str, target: str, operands: Sequence[Shape], result: Shape) -> None:
+    """Shape rule of CustomCall for the targets xlasdk knows (sharding annotations, ``TopK``, the
+    forbidden internal ones): ShapeError/DTypeError when the operand shapes or ``result`` do not fit."""
     if "python_cpu_callback" in target or "python_gpu_callback" in target:
         shape_error(
             op,
@@ -232,10 +234,10 @@ def _check_builtin_target(op: str, target: str, operands: Sequence[XlaOp], resul
             "passes produce, and crashes XLA otherwise); it cannot be called directly",
         )
     if target in _ANNOTATIONS_SAME_SHAPE or target in _ANNOTATIONS_RESHAPE:
-        if len(operands) != 1 or not operands[0].shape.is_array():
-            got = ", ".join(str(o.shape) for o in operands)
+        if len(operands) != 1 or not operands[0].is_array():
+            got = ", ".join(str(o) for o in operands)
             shape_error(op, f"target {target!r} takes exactly one array operand, got ({got})")
-        x = operands[0].shape
+        x = operands[0]
         if not result.is_array() or result.element_type() is not x.element_type():
             shape_error(
                 op, f"target {target!r} returns an array of its operand's element type ({x}), got shape {result}"
@@ -243,15 +245,16 @@ def _check_builtin_target(op: str, target: str, operands: Sequence[XlaOp], resul
         if target in _ANNOTATIONS_SAME_SHAPE and result.dimensions() != x.dimensions():
             shape_error(op, f"target {target!r} returns its operand's shape {x}, got shape {result}")
     if target == "TopK":
-        _check_topk(op, operands, result)
+        topk_check(op, operands, result)
 
 
-def _check_topk(op: str, operands: Sequence[XlaOp], result: Shape) -> None:
-    """XLA CPU's ``TopK``: ``f32[b, n]`` (or ``f32[n]``) -> ``(f32[b, k], s32[b, k])``, ``k <= n``."""
-    if len(operands) != 1 or not operands[0].shape.is_array():
-        got = ", ".join(str(o.shape) for o in operands)
+def topk_check(op: str, operands: Sequence[Shape], result: Shape) -> None:
+    """Shape rule of XLA CPU's ``TopK`` custom call: ``f32[b, n]`` (or ``f32[n]``) ->
+    ``(f32[b, k], s32[b, k])``, ``k <= n`` (ShapeError, DTypeError for a non-f32 operand)."""
+    if len(operands) != 1 or not operands[0].is_array():
+        got = ", ".join(str(o) for o in operands)
         shape_error(op, f"target 'TopK' takes one f32[batch, n] or f32[n] operand, got ({got})")
-    x = operands[0].shape
+    x = operands[0]
     if x.element_type() is not PrimitiveType.F32:
         dtype_error(op, f"target 'TopK' needs an f32 operand, got operand 'operands[0]' of shape {x}")
     if x.rank() not in (1, 2):
@@ -368,7 +371,7 @@ def _custom_call(
         aliases = _aliases(op, output_operand_aliasing, xs, result)
         if aliases:
             attrs["output_operand_aliases"] = AttrList(aliases)
-    _check_builtin_target(op, call_target_name, xs, result)
+    custom_call_target_check(op, call_target_name, [x.shape for x in xs], result)
     return builder.add_op(CUSTOM_CALL, xs, result, attrs)
 
 

@@ -313,6 +313,14 @@ def scatter_check(
                 )
 
 
+def scatter_shape(
+    op: str, operand_shape: Shape, indices_shape: Shape, updates_shape: Shape, dn: ScatterDimensionNumbers
+) -> Shape:
+    """Shape rule of Scatter: the operand's shape, after :func:`scatter_check` (ShapeError)."""
+    scatter_check(op, operand_shape, indices_shape, updates_shape, dn)
+    return operand_shape
+
+
 def _update_region(op: str, computation: Any, et: PrimitiveType, builder: XlaBuilder) -> Region:
     """Region of ``update_computation(old, new) -> combined`` on scalars of type ``et``."""
     scalar = Shape._make(et, ())
@@ -405,7 +413,7 @@ def Scatter(
     )
     sorted_ = _flag(op, "indices_are_sorted", indices_are_sorted)
     unique = _flag(op, "unique_indices", unique_indices)
-    scatter_check(op, x.shape, idx.shape, upd.shape, dn)
+    scatter_shape(op, x.shape, idx.shape, upd.shape, dn)
     region = _update_region(op, update_computation, et, b)
     xd, idd = x.shape.dimensions(), idx.shape.dimensions()
     ivd = dn.index_vector_dim

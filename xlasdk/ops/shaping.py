@@ -91,6 +91,13 @@ PAD = define("stablehlo.pad", "pad", hlo_attrs=_pad_hlo)
 GET_DIMENSION_SIZE = define("stablehlo.get_dimension_size")
 
 
+def broadcast_shape(op: str, operand: Shape, sizes: tuple[int, ...]) -> Shape:
+    """Shape rule of Broadcast: ``sizes + operand.dims``; ShapeError for a negative size."""
+    if any(s < 0 for s in sizes):
+        shape_error(op, f"sizes must be >= 0, got {list(sizes)}")
+    return array_shape(operand.element_type(), sizes + operand.dimensions(), op)
+
+
 def Broadcast(operand: XlaOp, sizes: Sequence[int]) -> XlaOp:
     """Add leading dimensions: result shape is ``sizes + operand.dims`` (XLA ``Broadcast``).
 
@@ -100,14 +107,31 @@ def Broadcast(operand: XlaOp, sizes: Sequence[int]) -> XlaOp:
     """
     x = _operand("Broadcast", "operand", operand)
     sz = int_list("Broadcast", "sizes", sizes)
-    if any(s < 0 for s in sz):
-        shape_error("Broadcast", f"sizes must be >= 0, got {list(sz)}")
-    dims = sz + x.shape.dimensions()
-    mapping = tuple(range(len(sz), len(dims)))
-    return x.builder.add_op(
-        BROADCAST_IN_DIM, (x,), array_shape(x.shape.element_type(), dims, "Broadcast"),
-        {"broadcast_dimensions": mapping},
-    )
+    result = broadcast_shape("Broadcast", x.shape, sz)
+    mapping = tuple(range(len(sz), result.rank()))
+    return x.builder.add_op(BROADCAST_IN_DIM, (x,), result, {"broadcast_dimensions": mapping})
+
+
+def broadcast_in_dim_shape(
+    op: str, operand: Shape, shape: tuple[int, ...], broadcast_dimensions: tuple[int, ...]
+) -> Shape:
+    """Shape rule of BroadcastInDim: ``shape`` of the operand's element type; ShapeError for a
+    negative size, ``broadcast_dimensions`` of the wrong length, repeated or out of range, or an
+    operand size that is neither 1 nor the result size."""
+    out, bd, xd = shape, broadcast_dimensions, operand.dimensions()
+    if any(s < 0 for s in out):
+        shape_error(op, f"shape must have sizes >= 0, got {list(out)}")
+    if len(bd) != len(xd):
+        shape_error(op, f"broadcast_dimensions has {len(bd)} entries, expected {len(xd)} (rank of {operand})")
+    if len(set(bd)) != len(bd) or any(not 0 <= d < len(out) for d in bd):
+        shape_error(op, f"broadcast_dimensions {list(bd)} must be distinct dimension numbers < {len(out)}")
+    for i, d in enumerate(bd):
+        if xd[i] != 1 and xd[i] != out[d]:
+            shape_error(
+                op, f"operand dimension {i} has size {xd[i]}, but result dimension {d} has size {out[d]} "
+                "(must be equal, or the operand size 1)"
+            )
+    return array_shape(operand.element_type(), out, op)
 
 
 def BroadcastInDim(operand: XlaOp, shape: Sequence[int], broadcast_dimensions: Sequence[int]) -> XlaOp:
@@ -125,22 +149,36 @@ def BroadcastInDim(operand: XlaOp, shape: Sequence[int], broadcast_dimensions: S
     x = _operand(op, "operand", operand)
     out = int_list(op, "shape", shape)
     bd = int_list(op, "broadcast_dimensions", broadcast_dimensions)
-    xd = x.shape.dimensions()
-    if any(s < 0 for s in out):
-        shape_error(op, f"shape must have sizes >= 0, got {list(out)}")
-    if len(bd) != len(xd):
-        shape_error(op, f"broadcast_dimensions has {len(bd)} entries, expected {len(xd)} (rank of {x.shape})")
-    if len(set(bd)) != len(bd) or any(not 0 <= d < len(out) for d in bd):
-        shape_error(op, f"broadcast_dimensions {list(bd)} must be distinct dimension numbers < {len(out)}")
-    for i, d in enumerate(bd):
-        if xd[i] != 1 and xd[i] != out[d]:
-            shape_error(
-                op, f"operand dimension {i} has size {xd[i]}, but result dimension {d} has size {out[d]} "
-                "(must be equal, or the operand size 1)"
-            )
-    return x.builder.add_op(
-        BROADCAST_IN_DIM, (x,), array_shape(x.shape.element_type(), out, op), {"broadcast_dimensions": bd}
-    )
+    result = broadcast_in_dim_shape(op, x.shape, out, bd)
+    return x.builder.add_op(BROADCAST_IN_DIM, (x,), result, {"broadcast_dimensions": bd})
+
+
+def reshape_shape(op: str, operand: Shape, new_sizes: tuple[int, ...]) -> Shape:
+    """Shape rule of Reshape: ``new_sizes`` of the operand's element type; ShapeError for a
+    negative size or another element count."""
+    if any(s < 0 for s in new_sizes):
+        shape_error(op, f"new_sizes must be >= 0, got {list(new_sizes)}")
+    n = 1
+    for s in new_sizes:
+        n *= s
+    if n != operand.size():
+        shape_error(op, f"cannot reshape {operand} ({operand.size()} elements) to {list(new_sizes)} ({n} elements)")
+    if new_sizes == operand.dimensions():
+        return operand
+    return array_shape(operand.element_type(), new_sizes, op)
+
+
+def _permutation(op: str, name: str, operand: Shape, perm: tuple[int, ...]) -> None:
+    if sorted(perm) != list(range(operand.rank())):
+        shape_error(op, f"{name} {list(perm)} is not a permutation of range({operand.rank()}) for {operand}")
+
+
+def transpose_shape(op: str, operand: Shape, permutation: tuple[int, ...]) -> Shape:
+    """Shape rule of Transpose: dimension ``i`` is operand dimension ``permutation[i]``;
+    ShapeError when ``permutation`` is not a permutation of ``range(rank)``."""
+    _permutation(op, "permutation", operand, permutation)
+    xd = operand.dimensions()
+    return array_shape(operand.element_type(), tuple(xd[p] for p in permutation), op)
 
 
 def Reshape(operand: XlaOp, dimensions: Sequence[int] | None = None, new_sizes: Sequence[int] | None = None) -> XlaOp:
@@ -161,22 +199,13 @@ def Reshape(operand: XlaOp, dimensions: Sequence[int] | None = None, new_sizes: 
     sizes = int_list(op, "new_sizes", new_sizes)
     if dimensions is not None:
         perm = int_list(op, "dimensions", dimensions)
-        if sorted(perm) != list(range(x.shape.rank())):
-            shape_error(op, f"dimensions {list(perm)} is not a permutation of range({x.shape.rank()}) for {x.shape}")
+        _permutation(op, "dimensions", x.shape, perm)
         if perm != tuple(range(x.shape.rank())):
             x = Transpose(x, perm)
-    if any(s < 0 for s in sizes):
-        shape_error(op, f"new_sizes must be >= 0, got {list(sizes)}")
-    n = 1
-    for s in sizes:
-        n *= s
-    if n != x.shape.size():
-        shape_error(
-            op, f"cannot reshape {x.shape} ({x.shape.size()} elements) to {list(sizes)} ({n} elements)"
-        )
+    result = reshape_shape(op, x.shape, sizes)
     if sizes == x.shape.dimensions():
         return x
-    return x.builder.add_op(RESHAPE, (x,), array_shape(x.shape.element_type(), sizes, op))
+    return x.builder.add_op(RESHAPE, (x,), result)
 
 
 def Transpose(operand: XlaOp, permutation: Sequence[int]) -> XlaOp:
@@ -187,12 +216,7 @@ def Transpose(operand: XlaOp, permutation: Sequence[int]) -> XlaOp:
     op = "Transpose"
     x = _operand(op, "operand", operand)
     perm = int_list(op, "permutation", permutation)
-    if sorted(perm) != list(range(x.shape.rank())):
-        shape_error(op, f"permutation {list(perm)} is not a permutation of range({x.shape.rank()}) for {x.shape}")
-    xd = x.shape.dimensions()
-    return x.builder.add_op(
-        TRANSPOSE, (x,), array_shape(x.shape.element_type(), tuple(xd[p] for p in perm), op), {"permutation": perm}
-    )
+    return x.builder.add_op(TRANSPOSE, (x,), transpose_shape(op, x.shape, perm), {"permutation": perm})
 
 
 def slice_shape(
@@ -239,6 +263,30 @@ def Slice(
 _TWO_BIT_WIDE = {PrimitiveType.S2: PrimitiveType.S8, PrimitiveType.U2: PrimitiveType.U8}
 
 
+def concat_shape(op: str, shapes: Sequence[Shape], dimension: int) -> Shape:
+    """Shape rule of ConcatInDim: the first shape with the sizes along ``dimension`` added up;
+    ShapeError for ``dimension`` out of range or another rank or size, DTypeError for another
+    element type."""
+    first = shapes[0]
+    r, d = first.rank(), dimension
+    if not 0 <= d < r:
+        shape_error(op, f"dimension {d} out of range for rank {r}")
+    total = 0
+    for i, s in enumerate(shapes):
+        if s.element_type() is not first.element_type():
+            want = first.element_type().name.lower()
+            dtype_error(op, f"operand 'operands[{i}]' has element type {s}, expected {want}")
+        same = s.rank() == r and all(
+            a == b for j, (a, b) in enumerate(zip(s.dimensions(), first.dimensions(), strict=True)) if j != d
+        )
+        if not same:
+            shape_error(op, f"operand 'operands[{i}]' has shape {s}, expected {first} except in dimension {d}")
+        total += s.dimensions()[d]
+    dims = list(first.dimensions())
+    dims[d] = total
+    return array_shape(first.element_type(), dims, op)
+
+
 def ConcatInDim(builder: XlaBuilder, operands: Sequence[XlaOp], dimension: int) -> XlaOp:
     """Concatenate ``operands`` along ``dimension`` (XLA ``ConcatInDim``; ``stablehlo.concatenate``).
 
@@ -258,36 +306,28 @@ def ConcatInDim(builder: XlaBuilder, operands: Sequence[XlaOp], dimension: int) 
         shape_error(op, "operands must be a non-empty list of XlaOps")
     xs = [_operand(op, f"operands[{i}]", o, builder) for i, o in enumerate(operands)]
     same_builder(op, [(f"operands[{i}]", o) for i, o in enumerate(xs)])
-    first = xs[0].shape
-    r = first.rank()
     d = int_arg(op, "dimension", dimension)
-    if not 0 <= d < r:
-        shape_error(op, f"dimension {d} out of range for rank {r}")
-    total = 0
-    for i, o in enumerate(xs):
-        s = o.shape
-        if s.element_type() is not first.element_type():
-            want = first.element_type().name.lower()
-            dtype_error(op, f"operand 'operands[{i}]' has element type {s}, expected {want}")
-        same = s.rank() == r and all(
-            a == b for j, (a, b) in enumerate(zip(s.dimensions(), first.dimensions(), strict=True)) if j != d
-        )
-        if not same:
-            shape_error(op, f"operand 'operands[{i}]' has shape {s}, expected {first} except in dimension {d}")
-        total += s.dimensions()[d]
-    dims = list(first.dimensions())
-    dims[d] = total
-    et = first.element_type()
-    wide = _TWO_BIT_WIDE.get(et)
+    shape = concat_shape(op, [o.shape for o in xs], d)
+    dims = shape.dimensions()
+    wide = _TWO_BIT_WIDE.get(shape.element_type())
     if wide is not None:  # XLA:CPU aborts the process compiling a 2-bit concatenate: join 8-bit copies
-        shape = array_shape(et, dims, op)
         xs = [builder.add_op(CONVERT, (o,), array_shape(wide, o.shape.dimensions(), op)) for o in xs]
         joined = builder.add_op(CONCATENATE, tuple(xs), array_shape(wide, dims, op), {"dimension": d})
         return builder.add_op(CONVERT, (joined,), shape)
-    return builder.add_op(CONCATENATE, tuple(xs), array_shape(et, dims, op), {"dimension": d})
+    return builder.add_op(CONCATENATE, tuple(xs), shape, {"dimension": d})
 
 
 # -- Rev, SliceInDim, Pad, Collapse -----------------------------------------------------------
+
+
+def rev_shape(op: str, operand: Shape, dimensions: tuple[int, ...]) -> Shape:
+    """Shape rule of Rev: the operand's shape; ShapeError for a repeated or out-of-range dimension."""
+    r = operand.rank()
+    if len(set(dimensions)) != len(dimensions) or any(not 0 <= d < r for d in dimensions):
+        shape_error(
+            op, f"dimensions {list(dimensions)} must be distinct dimension numbers in [0, {r}) for operand {operand}"
+        )
+    return operand
 
 
 def Rev(operand: XlaOp, dimensions: Sequence[int]) -> XlaOp:
@@ -309,10 +349,21 @@ def Rev(operand: XlaOp, dimensions: Sequence[int]) -> XlaOp:
     op = "Rev"
     x = _operand(op, "operand", operand)
     dims = int_list(op, "dimensions", dimensions)
-    r = x.shape.rank()
-    if len(set(dims)) != len(dims) or any(not 0 <= d < r for d in dims):
-        shape_error(op, f"dimensions {list(dims)} must be distinct dimension numbers in [0, {r}) for operand {x.shape}")
-    return x.builder.add_op(REVERSE, (x,), x.shape, {"dimensions": dims})
+    return x.builder.add_op(REVERSE, (x,), rev_shape(op, x.shape, dims), {"dimensions": dims})
+
+
+def slice_in_dim_shape(
+    op: str, operand: Shape, start_index: int, limit_index: int, stride: int, dimno: int
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """Shape rule of SliceInDim: the full ``(start, limit, strides)`` of the slice and its result
+    dimensions (:func:`slice_shape`); ShapeError for ``dimno`` out of range or bad indices."""
+    dims = operand.dimensions()
+    if not 0 <= dimno < len(dims):
+        shape_error(op, f"dimno {dimno} out of range for operand {operand} (rank {len(dims)})")
+    start, limit, strides = [0] * len(dims), list(dims), [1] * len(dims)
+    start[dimno], limit[dimno], strides[dimno] = start_index, limit_index, stride
+    out = slice_shape(op, dims, tuple(start), tuple(limit), tuple(strides))
+    return tuple(start), tuple(limit), tuple(strides), out
 
 
 def SliceInDim(operand: XlaOp, start_index: int, limit_index: int, stride: int, dimno: int) -> XlaOp:
@@ -341,15 +392,10 @@ def SliceInDim(operand: XlaOp, start_index: int, limit_index: int, stride: int, 
     li = int_arg(op, "limit_index", limit_index)
     sr = int_arg(op, "stride", stride)
     d = int_arg(op, "dimno", dimno)
-    xd = x.shape.dimensions()
-    if not 0 <= d < len(xd):
-        shape_error(op, f"dimno {d} out of range for operand {x.shape} (rank {len(xd)})")
-    start, limit, strides = [0] * len(xd), list(xd), [1] * len(xd)
-    start[d], limit[d], strides[d] = st, li, sr
-    dims = slice_shape(op, xd, tuple(start), tuple(limit), tuple(strides))
+    start, limit, strides, dims = slice_in_dim_shape(op, x.shape, st, li, sr, d)
     return x.builder.add_op(
         SLICE, (x,), array_shape(x.shape.element_type(), dims, op),
-        {"start_indices": tuple(start), "limit_indices": tuple(limit), "strides": tuple(strides)},
+        {"start_indices": start, "limit_indices": limit, "strides": strides},
     )
 
 
@@ -452,6 +498,22 @@ def padding_triples(op: str, padding_config: Any) -> list[tuple[int, int, int]]:
     return out
 
 
+def collapse_shape(op: str, operand: Shape, dimensions: tuple[int, ...]) -> Shape:
+    """Shape rule of Collapse: dimensions ``k..m`` replaced by their product (the operand's shape
+    for zero or one dimension); ShapeError for dimensions out of range or not consecutive."""
+    xd, dims = operand.dimensions(), dimensions
+    if any(not 0 <= d < len(xd) for d in dims):
+        shape_error(op, f"dimensions {list(dims)} out of range for operand {operand} (rank {len(xd)})")
+    if dims and list(dims) != list(range(dims[0], dims[0] + len(dims))):
+        shape_error(op, f"dimensions {list(dims)} must be consecutive and ascending")
+    if len(dims) <= 1:
+        return operand
+    n = 1
+    for d in dims:
+        n *= xd[d]
+    return array_shape(operand.element_type(), xd[: dims[0]] + (n,) + xd[dims[-1] + 1 :], op)
+
+
 def Collapse(operand: XlaOp, dimensions: Sequence[int]) -> XlaOp:
     """Merge the consecutive dimensions ``dimensions`` into one (XLA ``Collapse``; a
     ``stablehlo.reshape``).
@@ -475,17 +537,10 @@ def Collapse(operand: XlaOp, dimensions: Sequence[int]) -> XlaOp:
     op = "Collapse"
     x = _operand(op, "operand", operand)
     dims = int_list(op, "dimensions", dimensions)
-    xd = x.shape.dimensions()
-    if any(not 0 <= d < len(xd) for d in dims):
-        shape_error(op, f"dimensions {list(dims)} out of range for operand {x.shape} (rank {len(xd)})")
-    if dims and list(dims) != list(range(dims[0], dims[0] + len(dims))):
-        shape_error(op, f"dimensions {list(dims)} must be consecutive and ascending")
+    result = collapse_shape(op, x.shape, dims)
     if len(dims) <= 1:
         return x
-    n = 1
-    for d in dims:
-        n *= xd[d]
-    return Reshape(x, xd[: dims[0]] + (n,) + xd[dims[-1] + 1 :])
+    return Reshape(x, result.dimensions())
 
 
 # -- dynamic shapes -------------------------------------------------------------------------------
@@ -497,11 +552,40 @@ def Collapse(operand: XlaOp, dimensions: Sequence[int]) -> XlaOp:
 # target PadToStatic is not implemented``), so xs.compile takes it as a static argument of its
 # bounds plus s32[] sizes joined by set_dimension_size (see xlasdk.runtime.dynamic).
 
-def _dimension(op: str, x: XlaOp, dimension: Any) -> int:
-    d = int_arg(op, "dimension", dimension)
-    if not 0 <= d < x.shape.rank():
-        shape_error(op, f"dimension {d} out of range for operand {x.shape} (rank {x.shape.rank()})")
-    return d
+def _dimension_check(op: str, operand: Shape, dimension: int) -> None:
+    if not 0 <= dimension < operand.rank():
+        shape_error(op, f"dimension {dimension} out of range for operand {operand} (rank {operand.rank()})")
+
+
+def _with_dynamic(operand: Shape, dimension: int, dynamic: bool) -> Shape:
+    dyn = [operand.is_dynamic_dimension(i) for i in range(operand.rank())]
+    dyn[dimension] = dynamic
+    return Shape.array_shape(operand.element_type(), operand.dimensions(), dynamic_dimensions=dyn)
+
+
+def get_dimension_size_shape(op: str, operand: Shape, dimension: int) -> Shape:
+    """Shape rule of GetDimensionSize: ``s32[]``; ShapeError for ``dimension`` out of range."""
+    _dimension_check(op, operand, dimension)
+    return array_shape(PrimitiveType.S32, (), op)
+
+
+def set_dimension_size_shape(op: str, operand: Shape, dimension: int) -> Shape:
+    """Shape rule of SetDimensionSize: the operand's shape with ``dimension`` dynamic; ShapeError
+    for ``dimension`` out of range or of a size (the bound) of 2**31 or more."""
+    _dimension_check(op, operand, dimension)
+    bound = operand.dimensions()[dimension]
+    if bound > 2**31 - 1:  # the size is an s32: XLA rejects larger bounds when compiling
+        shape_error(
+            op, f"dimension {dimension} of {operand} has size {bound}; a dynamic dimension's bound must be < 2**31"
+        )
+    return _with_dynamic(operand, dimension, True)
+
+
+def remove_dynamic_dimension_shape(op: str, operand: Shape, dimension: int) -> Shape:
+    """Shape rule of RemoveDynamicDimension: the operand's shape with ``dimension`` static (at its
+    bound); ShapeError for ``dimension`` out of range."""
+    _dimension_check(op, operand, dimension)
+    return _with_dynamic(operand, dimension, False)
 
 
 def _size_operand(op: str, name: str, x: XlaOp, value: Any) -> XlaOp:
@@ -534,8 +618,8 @@ def GetDimensionSize(operand: XlaOp, dimension: int) -> XlaOp:
     """
     op = "GetDimensionSize"
     x = _operand(op, "operand", operand)
-    d = _dimension(op, x, dimension)
-    return x.builder.add_op(GET_DIMENSION_SIZE, (x,), array_shape(PrimitiveType.S32, (), op), {"dimension": d})
+    d = int_arg(op, "dimension", dimension)
+    return x.builder.add_op(GET_DIMENSION_SIZE, (x,), get_dimension_size_shape(op, x.shape, d), {"dimension": d})
 
 
 def SetDimensionSize(operand: XlaOp, val: XlaOp | int, dimension: int) -> XlaOp:
@@ -564,18 +648,14 @@ def SetDimensionSize(operand: XlaOp, val: XlaOp | int, dimension: int) -> XlaOp:
     """
     op = "SetDimensionSize"
     x = _operand(op, "operand", operand)
-    d = _dimension(op, x, dimension)
+    d = int_arg(op, "dimension", dimension)
+    result = set_dimension_size_shape(op, x.shape, d)
     bound = x.shape.dimensions()[d]
-    if bound > 2**31 - 1:  # the size is an s32: XLA rejects larger bounds when compiling
-        shape_error(op, f"dimension {d} of {x.shape} has size {bound}; a dynamic dimension's bound must be < 2**31")
     if not isinstance(val, XlaOp):
         n = int_arg(op, "val", val)
         if not 0 <= n <= bound:
             shape_error(op, f"val {n} out of range [0, {bound}] for dimension {d} of {x.shape}")
     v = _size_operand(op, "val", x, val)
-    dyn = [x.shape.is_dynamic_dimension(i) for i in range(x.shape.rank())]
-    dyn[d] = True
-    result = Shape.array_shape(x.shape.element_type(), x.shape.dimensions(), dynamic_dimensions=dyn)
     return x.builder.add_op(SET_DIMENSION_SIZE, (x, v), result, {"dimension": d})
 
 
@@ -653,13 +733,11 @@ def RemoveDynamicDimension(operand: XlaOp, dimension: int) -> XlaOp:
     """
     op = "RemoveDynamicDimension"
     x = _operand(op, "operand", operand)
-    d = _dimension(op, x, dimension)
+    d = int_arg(op, "dimension", dimension)
+    result = remove_dynamic_dimension_shape(op, x.shape, d)
     if not x.shape.is_dynamic_dimension(d):
         return x
     from .sources import Constant
 
-    dyn = [x.shape.is_dynamic_dimension(i) for i in range(x.shape.rank())]
-    dyn[d] = False
-    result = Shape.array_shape(x.shape.element_type(), x.shape.dimensions(), dynamic_dimensions=dyn)
     size = Constant(x.builder, np.int32(x.shape.dimensions()[d]))
     return x.builder.add_op(SET_DIMENSION_SIZE, (x, size), result, {"dimension": d})

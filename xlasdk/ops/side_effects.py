@@ -91,6 +91,13 @@ def AfterAll(builder: XlaBuilder, tokens: Sequence[XlaOp]) -> XlaOp:
     return builder.add_op(AFTER_ALL, toks, _TOKEN)
 
 
+def optimization_barrier_shape(op: str, operand: Shape) -> Shape:
+    """Shape rule of OptimizationBarrier: the operand's shape; ShapeError for a nested tuple."""
+    if operand.is_tuple() and any(e.is_tuple() for e in operand.tuple_shapes()):
+        shape_error(op, f"operand 'operand' must be an array, a token or a flat tuple, got {operand}")
+    return operand
+
+
 def OptimizationBarrier(operand: XlaOp) -> XlaOp:
     """Pass ``operand`` through unchanged while keeping XLA from moving computations across
     this point (XLA ``OptimizationBarrier``; ``stablehlo.optimization_barrier``).
@@ -111,9 +118,7 @@ def OptimizationBarrier(operand: XlaOp) -> XlaOp:
     """
     op = "OptimizationBarrier"
     x = any_operand(op, "operand", operand)
-    if x.shape.is_tuple() and any(e.is_tuple() for e in x.shape.tuple_shapes()):
-        shape_error(op, f"operand 'operand' must be an array, a token or a flat tuple, got {x.shape}")
-    return x.builder.add_op(OPTIMIZATION_BARRIER, (x,), x.shape)
+    return x.builder.add_op(OPTIMIZATION_BARRIER, (x,), optimization_barrier_shape(op, x.shape))
 
 
 _NO_HOST_TRANSFER = (
@@ -174,6 +179,15 @@ def RecvFromHost(token: XlaOp, shape: Shape, handle: Any) -> XlaOp:
 
 # -- infeed / outfeed -----------------------------------------------------------------------------
 
+def infeed_shape(op: str, shape: Shape) -> Shape:
+    """Shape rule of InfeedWithToken: the ``stablehlo.infeed`` result ``(leaves..., token[])`` of
+    ``shape`` (an array or a flat tuple); ShapeError for a dynamic dimension."""
+    leaves = list(shape.tuple_shapes()) if shape.is_tuple() else [shape]
+    if any(not x.is_static() for x in leaves):
+        shape_error(op, f"shape must have static dimensions (stablehlo.infeed reads static shapes), got {shape}")
+    return Shape.tuple_shape(leaves + [_TOKEN])
+
+
 def InfeedWithToken(token: XlaOp, shape: Shape, config: str = "") -> XlaOp:
     """Read a value of ``shape`` from the device's infeed queue, after ``token``
     (XLA ``InfeedWithToken``; ``stablehlo.infeed``).
@@ -201,9 +215,8 @@ def InfeedWithToken(token: XlaOp, shape: Shape, config: str = "") -> XlaOp:
     s = shape_arg(op, "shape", shape, allow_token=False)
     if not isinstance(config, str):
         dtype_error(op, f"config must be a str, got {type(config).__name__}")
-    leaves = list(s.tuple_shapes()) if s.is_tuple() else [s]
-    if any(not x.is_static() for x in leaves):
-        shape_error(op, f"shape must have static dimensions (stablehlo.infeed reads static shapes), got {s}")
+    raw_shape = infeed_shape(op, s)
+    leaves = list(raw_shape.tuple_shapes())[:-1]
     attrs: dict[str, Any] = {"infeed_config": config.encode("utf-8")}
     if any(x.layout() is not None for x in leaves):
         lays = []
@@ -212,13 +225,26 @@ def InfeedWithToken(token: XlaOp, shape: Shape, config: str = "") -> XlaOp:
             lays.append(IntArray(lay.minor_to_major() if lay is not None else range(x.rank() - 1, -1, -1)))
         attrs["layout"] = AttrList(lays)
     b = t.builder
-    raw = b.add_op(INFEED, (t,), Shape.tuple_shape(leaves + [_TOKEN]), attrs)
+    raw = b.add_op(INFEED, (t,), raw_shape, attrs)
     if not s.is_tuple():
         return raw
     from .control import GetTupleElement, Tuple
 
     data = Tuple(b, [GetTupleElement(raw, i) for i in range(len(leaves))])
     return Tuple(b, [data, GetTupleElement(raw, len(leaves))])
+
+
+def outfeed_check(op: str, operand: Shape, shape_with_layout: Shape) -> None:
+    """Shape rule of OutfeedWithToken: ShapeError when ``operand`` is a token or a tuple that is
+    not flat of arrays, or ``shape_with_layout`` differs from it."""
+    if operand.is_token():
+        shape_error(op, "operand 'operand' must be an array or a tuple of arrays, got token[]")
+    if operand.is_tuple():
+        for e in operand.tuple_shapes():
+            if not e.is_array():
+                shape_error(op, f"operand 'operand' must be an array or a flat tuple of arrays, got {operand}")
+    if shape_with_layout != operand:
+        shape_error(op, f"shape_with_layout is {shape_with_layout}, but operand 'operand' has shape {operand}")
 
 
 def OutfeedWithToken(operand: XlaOp, token: XlaOp, shape_with_layout: Shape, outfeed_config: str = "") -> XlaOp:
@@ -249,17 +275,11 @@ def OutfeedWithToken(operand: XlaOp, token: XlaOp, shape_with_layout: Shape, out
     s = shape_arg(op, "shape_with_layout", shape_with_layout, allow_token=False)
     if not isinstance(outfeed_config, str):
         dtype_error(op, f"outfeed_config must be a str, got {type(outfeed_config).__name__}")
-    if x.shape.is_token():
-        shape_error(op, "operand 'operand' must be an array or a tuple of arrays, got token[]")
+    outfeed_check(op, x.shape, s)
     if x.shape.is_tuple():
         from .control import GetTupleElement
 
-        for e in x.shape.tuple_shapes():
-            if not e.is_array():
-                shape_error(op, f"operand 'operand' must be an array or a flat tuple of arrays, got {x.shape}")
         inputs = [GetTupleElement(x, i) for i in range(x.shape.leaf_count())]
     else:
         inputs = [x]
-    if s != x.shape:
-        shape_error(op, f"shape_with_layout is {s}, but operand 'operand' has shape {x.shape}")
     return x.builder.add_op(OUTFEED, tuple(inputs) + (t,), _TOKEN, {"outfeed_config": outfeed_config.encode("utf-8")})
