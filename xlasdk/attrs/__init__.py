@@ -17,151 +17,61 @@ shapes are made by the ops.
 from __future__ import annotations
 
 import types as _types
+from collections.abc import Iterable as Iterable
+from collections.abc import Sequence as Sequence
+from typing import Any as Any
+from typing import ClassVar as ClassVar
+from typing import TypeVar as TypeVar
 
-from ._base import (
-    _E as _E,
-)
-from ._base import (
-    _AttrEnum as _AttrEnum,
-)
-from ._base import (
-    _dim as _dim,
-)
-from ._base import (
-    _dims as _dims,
-)
-from ._base import (
-    _disjoint as _disjoint,
-)
-from ._base import (
-    _hlo_list as _hlo_list,
-)
-from ._base import (
-    _int as _int,
-)
-from ._base import (
-    _mlir_float as _mlir_float,
-)
-from ._base import (
-    _mlir_list as _mlir_list,
-)
-from ._base import (
-    _ProtoLike as _ProtoLike,
-)
-from ._base import (
-    _same_len as _same_len,
-)
+from ..errors import ShapeError as ShapeError
+from ._base import _E as _E
+from ._base import _AttrEnum as _AttrEnum
+from ._base import _dim as _dim
+from ._base import _dims as _dims
+from ._base import _disjoint as _disjoint
+from ._base import _hlo_list as _hlo_list
+from ._base import _int as _int
+from ._base import _mlir_float as _mlir_float
+from ._base import _mlir_list as _mlir_list
+from ._base import _ProtoLike as _ProtoLike
+from ._base import _same_len as _same_len
+from ._dimension_numbers import ConvDimensionNumbersLike as ConvDimensionNumbersLike
 from ._dimension_numbers import (
-    ConvDimensionNumbersLike as ConvDimensionNumbersLike,
+    ConvolutionDimensionNumbers,
+    DotDimensionNumbers,
+    GatherDimensionNumbers,
+    ScatterDimensionNumbers,
+    make_convolution_dimension_numbers,
+    make_dot_dimension_numbers,
 )
-from ._dimension_numbers import (
-    ConvolutionDimensionNumbers as ConvolutionDimensionNumbers,
-)
-from ._dimension_numbers import (
-    DotDimensionNumbers as DotDimensionNumbers,
-)
-from ._dimension_numbers import (
-    DotDimensionNumbersLike as DotDimensionNumbersLike,
-)
-from ._dimension_numbers import (
-    GatherDimensionNumbers as GatherDimensionNumbers,
-)
-from ._dimension_numbers import (
-    ScatterDimensionNumbers as ScatterDimensionNumbers,
-)
-from ._dimension_numbers import (
-    _GatherScatterDimensionNumbers as _GatherScatterDimensionNumbers,
-)
-from ._dimension_numbers import (
-    _layout_positions as _layout_positions,
-)
-from ._dimension_numbers import (
-    make_convolution_dimension_numbers as make_convolution_dimension_numbers,
-)
-from ._dimension_numbers import (
-    make_dot_dimension_numbers as make_dot_dimension_numbers,
-)
+from ._dimension_numbers import DotDimensionNumbersLike as DotDimensionNumbersLike
+from ._dimension_numbers import _GatherScatterDimensionNumbers as _GatherScatterDimensionNumbers
+from ._dimension_numbers import _layout_positions as _layout_positions
 from ._enums import (
-    ComparisonDirection as ComparisonDirection,
+    ComparisonDirection,
+    ComparisonType,
+    FftType,
+    PaddingType,
+    RandomAlgorithm,
+    RandomDistribution,
+    TriangularSolveOptions_Transpose,
 )
-from ._enums import (
-    ComparisonType as ComparisonType,
-)
-from ._enums import (
-    FftType as FftType,
-)
-from ._enums import (
-    PaddingType as PaddingType,
-)
-from ._enums import (
-    RandomAlgorithm as RandomAlgorithm,
-)
-from ._enums import (
-    RandomDistribution as RandomDistribution,
-)
-from ._enums import (
-    TriangularSolveOptions_Transpose as TriangularSolveOptions_Transpose,
-)
-from ._metadata import (
-    CurrentSourceInfoMetadata as CurrentSourceInfoMetadata,
-)
-from ._metadata import (
-    OpMetadata as OpMetadata,
-)
-from ._metadata import (
-    _mlir_str as _mlir_str,
-)
-from ._metadata import (
-    current_source_info_metadata as current_source_info_metadata,
-)
+from ._metadata import CurrentSourceInfoMetadata, OpMetadata, current_source_info_metadata
+from ._metadata import _mlir_str as _mlir_str
 from ._padding import (
-    PaddingConfig as PaddingConfig,
+    PaddingConfig,
+    PaddingConfigDimension,
+    convert_padding,
+    make_padding_config,
+    window_padding_type_to_pad_values,
 )
-from ._padding import (
-    PaddingConfigDimension as PaddingConfigDimension,
-)
-from ._padding import (
-    _spatial_ints as _spatial_ints,
-)
-from ._padding import (
-    convert_padding as convert_padding,
-)
-from ._padding import (
-    make_padding_config as make_padding_config,
-)
-from ._padding import (
-    window_padding_type_to_pad_values as window_padding_type_to_pad_values,
-)
-from ._precision import (
-    Precision as Precision,
-)
-from ._precision import (
-    PrecisionConfig as PrecisionConfig,
-)
-from ._precision import (
-    ResultAccuracy as ResultAccuracy,
-)
-from ._precision import (
-    _Mode as _Mode,
-)
-from ._precision import (
-    _Precision as _Precision,
-)
-from ._sharding import (
-    OpSharding as OpSharding,
-)
-from ._sharding import (
-    _sharding_type as _sharding_type,
-)
-from ._sharding import (
-    _ShardingType as _ShardingType,
-)
-from ._sharding import (
-    make_replica_groups as make_replica_groups,
-)
-from ._sharding import (
-    replica_groups_to_mlir as replica_groups_to_mlir,
-)
+from ._padding import _spatial_ints as _spatial_ints
+from ._precision import Precision, PrecisionConfig, ResultAccuracy
+from ._precision import _Mode as _Mode
+from ._precision import _Precision as _Precision
+from ._sharding import OpSharding, make_replica_groups, replica_groups_to_mlir
+from ._sharding import _sharding_type as _sharding_type
+from ._sharding import _ShardingType as _ShardingType
 
 __all__ = [
     "ComparisonDirection",
