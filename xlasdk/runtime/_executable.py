@@ -249,26 +249,34 @@ class Executable:
             return tuple(wrap(o, d, t, device) for o, (d, t) in zip(outs, plan.outputs, strict=True))
         return DeviceArray._wrap(outs[0], plan.out_dims, plan.out_dtype, device)
 
-    def _call_checked(self, args: tuple[Any, ...]) -> DeviceArray | tuple[DeviceArray, ...]:
-        """``exe(*args)`` for every case the fast path leaves out (and its errors)."""
+    def _single_device_buffers(self, args: tuple[Any, ...], replicated: str) -> list[Any]:
+        """The device buffers of ``args`` for a one-device call, checked (``replicated`` names
+        the method a multi-device executable takes instead)."""
         plan = self._plan
         if len(args) != plan.nparams:
             raise plan.count_error(len(args))
         if plan.multi:
             raise XlaRuntimeError(
                 f"{self._name}: this executable runs on {len(self._devices)} devices; "
-                "call exe.execute_replicated([[args of device 0], [args of device 1], ...])"
+                f"call exe.{replicated}([[args of device 0], [args of device 1], ...])"
             )
         if plan.unsupported_output is not None:
             raise plan.output_error()
-        device = plan.device
-        bufs = [spec.to_buffer(a, device) for spec, a in zip(plan.params, args, strict=True)]
-        outs = pjrt.execute(self._exe, bufs, plan.handlers, self._name)
-        wrap = DeviceArray._wrap
+        return [spec.to_buffer(a, plan.device) for spec, a in zip(plan.params, args, strict=True)]
+
+    def _wrap_outputs(self, outs: Sequence[Any]) -> DeviceArray | tuple[DeviceArray, ...]:
+        """The one-device call's outputs as DeviceArrays (a tuple for a tuple result)."""
+        plan = self._plan
+        wrap, device = DeviceArray._wrap, plan.device
         if plan.is_tuple:
             return tuple(wrap(o, d, t, device) for o, (d, t) in zip(outs, plan.outputs, strict=True))
         d, t = plan.outputs[0]
         return wrap(outs[0], d, t, device)
+
+    def _call_checked(self, args: tuple[Any, ...]) -> DeviceArray | tuple[DeviceArray, ...]:
+        """``exe(*args)`` for every case the fast path leaves out (and its errors)."""
+        bufs = self._single_device_buffers(args, "execute_replicated")
+        return self._wrap_outputs(pjrt.execute(self._exe, bufs, self._plan.handlers, self._name))
 
     def execute_replicated(
         self, per_device_args: Sequence[Sequence[Any]]
@@ -332,25 +340,9 @@ class Executable:
         Maps to PJRT ``Execute`` with ``returned_futures`` (jaxlib ``execute_sharded(args,
         with_tokens=True)``).
         """
-        plan = self._plan
-        if len(args) != plan.nparams:
-            raise plan.count_error(len(args))
-        if plan.multi:
-            raise XlaRuntimeError(
-                f"{self._name}: this executable runs on {len(self._devices)} devices; "
-                "call exe.execute_replicated_with_tokens([[args of device 0], [args of device 1], ...])"
-            )
-        if plan.unsupported_output is not None:
-            raise plan.output_error()
-        device = plan.device
-        bufs = [spec.to_buffer(a, device) for spec, a in zip(plan.params, args, strict=True)]
-        outs, token = pjrt.execute_with_token(self._exe, bufs, plan.handlers, self._name)
-        wrap = DeviceArray._wrap
-        tok = ExecutionToken._make(token, self._name, (device,))
-        if plan.is_tuple:
-            return tuple(wrap(o, d, t, device) for o, (d, t) in zip(outs, plan.outputs, strict=True)), tok
-        d, t = plan.outputs[0]
-        return wrap(outs[0], d, t, device), tok
+        bufs = self._single_device_buffers(args, "execute_replicated_with_tokens")
+        outs, token = pjrt.execute_with_token(self._exe, bufs, self._plan.handlers, self._name)
+        return self._wrap_outputs(outs), ExecutionToken._make(token, self._name, (self._plan.device,))
 
     def _execute_replicated(
         self, per_device_args: Sequence[Sequence[Any]], with_tokens: bool
