@@ -1927,9 +1927,11 @@ def run_campaign(
     progress: Callable[[str], None] | None = None,
     max_tasks_per_child: int = 400,
     snapshot: bool = True,
+    first_index: int = 0,
 ) -> Campaign:
     """Check every input of ``profile`` in child processes, then a sample through the CLI (all of
-    them importing a snapshot of ``xlasdk`` taken at the start when ``snapshot`` is true)."""
+    them importing a snapshot of ``xlasdk`` taken at the start when ``snapshot`` is true).
+    ``first_index``: the profile-wide index of ``inputs[0]`` (a part of a profile, see ``--part``)."""
     from harness import Task, Worker
 
     t0 = time.monotonic()
@@ -1944,7 +1946,7 @@ def run_campaign(
                                   "XLASDK_HOSTILE_AS": str(ADDRESS_SPACE_BYTES), "PYTHONPATH": pythonpath,
                                   "XLASDK_LOAD_TIMEOUT": str(LOAD_TIMEOUT_S)}
     by_key = {h.key: h for h in hostiles}
-    loader_lists = [loaders_for(h, i, profile.extra_loaders) for i, h in enumerate(hostiles)]
+    loader_lists = [loaders_for(h, first_index + i, profile.extra_loaders) for i, h in enumerate(hostiles)]
     n_loaders = {h.key: len(ls) for h, ls in zip(hostiles, loader_lists, strict=True)}
     tasks = [Task(CHILD_SOURCE, {"key": h.key, "data": h.data, "loaders": ls}, key=h.key)
              for h, ls in zip(hostiles, loader_lists, strict=True)]
@@ -2010,6 +2012,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--cli", type=int, help="number of CLI runs (default: the profile's)")
     ap.add_argument("--out", help="directory for failures and summary.json (default: a new temp dir)")
     ap.add_argument("--show", type=int, action="append", help="write mutated input I to --out and describe it")
+    ap.add_argument(
+        "--part", help="K/M: run only the K-th of M equal slices of the profile's inputs and CLI runs (so a long "
+        "profile can run in pieces, on several machines or sessions; the parts' summaries add up to the profile)",
+    )
     args = ap.parse_args(argv)
     p = PROFILES[args.profile]
     p = Profile(p.name, args.files if args.files is not None else p.files, args.cli if args.cli is not None else p.cli,
@@ -2025,7 +2031,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f.write(h.data)
             print(f"{h.describe()}\n  -> {path}")
         return 0
-    camp = run_campaign(p, out_dir=args.out, progress=lambda s: print(s, flush=True))
+    inputs, first = None, 0
+    if args.part:
+        try:
+            k, m = (int(v) for v in args.part.split("/"))
+        except ValueError:
+            ap.error(f"--part must be K/M with 1 <= K <= M, got {args.part!r}")
+        if not 1 <= k <= m:
+            ap.error(f"--part must be K/M with 1 <= K <= M, got {args.part!r}")
+        every = make_inputs(p)
+        first, end = (k - 1) * len(every) // m, k * len(every) // m
+        inputs = every[first:end]
+        p = Profile(f"{p.name}-part{k}of{m}", len(inputs), p.cli // m, p.seed, p.specials, p.extra_loaders)
+    camp = run_campaign(p, out_dir=args.out, inputs=inputs, first_index=first, progress=lambda s: print(s, flush=True))
     print(camp.figures())
     if camp.failures or camp.cli_failures:
         print(camp.describe_failures())
