@@ -264,3 +264,35 @@ def test_reduce_precision_errors() -> None:
         ops.ReducePrecision(f, 8.0, 7)  # type: ignore[arg-type]
     with raises(DTypeError, "ReducePrecision", "mantissa_bits", "int"):
         ops.ReducePrecision(f, 8, True)
+
+
+# ------------------------------------------------------------------------------ pure shape rules
+
+
+def test_convert_and_reduce_precision_rules_without_builder() -> None:
+    from xlasdk.ops.convert import convert_shape, reduce_precision_shape
+    from xlasdk.types import PrimitiveType as P
+
+    s = xs.Shape.array_shape(np.dtype(np.float32), (2, 3))
+    assert convert_shape("ConvertElementType", s, P.S8) == xs.Shape.array_shape(np.dtype(np.int8), (2, 3))
+    assert convert_shape("ConvertElementType", s, P.F32) is s
+    c = xs.Shape.array_shape(np.dtype(np.complex64), (4,))
+    assert convert_shape("ConvertElementType", c, P.C128) == xs.Shape.array_shape(np.dtype(np.complex128), (4,))
+    with raises(DTypeError, "ConvertElementType: cannot convert complex c64[4] to f32; use Real/Imag first"):
+        convert_shape("ConvertElementType", c, P.F32)
+    with raises(ShapeError, "ConvertElementType", "c128[1152921504606846976]"):
+        convert_shape("ConvertElementType", xs.Shape.array_shape(np.dtype(np.int8), (2**60,)), P.C128)
+    assert reduce_precision_shape("ReducePrecision", s, 8, 7) is s
+    with raises(ShapeError, "ReducePrecision: exponent_bits must be >= 1, got 0"):
+        reduce_precision_shape("ReducePrecision", s, 0, 7)
+    with raises(ShapeError, "ReducePrecision: mantissa_bits must be >= 0, got -1"):
+        reduce_precision_shape("ReducePrecision", s, 5, -1)
+    with raises(DTypeError, "ReducePrecision: operand 'operand' must be floating-point, got s32[1]"):
+        reduce_precision_shape("ReducePrecision", xs.Shape.array_shape(np.dtype(np.int32), (1,)), 5, 2)
+
+
+def test_convert_element_type_is_exported_from_convert() -> None:
+    from xlasdk.ops import convert, elementwise
+
+    assert ops.ConvertElementType is convert.ConvertElementType
+    assert "ConvertElementType" in convert.__all__ and "ConvertElementType" not in elementwise.__all__

@@ -982,3 +982,82 @@ def test_math_constants_sanity() -> None:
     assert _round_afz(np.array([2.5, -2.5]))[0] == 3 and _div_trunc(-7, 2) == -3 and _rem_trunc(-7, 2) == -1
     assert _clz(np.array([1]), P.S8)[0] == 7 and _popcount(np.array([-1]), P.S4)[0] == 4
     assert math.isclose(float(_catan2(np.array([1.0]), np.array([1.0]))[0]), math.pi / 4)
+
+
+# ------------------------------------------------------------------------------ pure shape rules
+
+
+def _sh(dtype: Any, dims: tuple[int, ...]) -> xs.Shape:
+    return xs.Shape.array_shape(np.dtype(dtype), dims)
+
+
+def test_generated_functions_carry_their_names() -> None:
+    for name in list(ew.UNARY) + list(ew.BINARY):
+        assert getattr(ew, name).__name__ == name
+
+
+def test_unary_and_binary_rules_without_builder() -> None:
+    assert ew.unary_shape("Abs", _sh(np.complex64, (2, 3))) == _sh(np.float32, (2, 3))
+    assert ew.unary_shape("IsFinite", _sh(np.float64, (4,))) == _sh(np.bool_, (4,))
+    assert ew.unary_shape("Neg", _sh(np.int8, ())) == _sh(np.int8, ())
+    with raises(xs.DTypeError, "Exp: operand 'operand' must be floating-point or complex, got s32[2]"):
+        ew.unary_shape("Exp", _sh(np.int32, (2,)))
+    f32 = ew.FLOATS
+    assert ew.binary_element_type("Add", _sh(np.float32, (2,)), _sh(np.float32, ()), f32) is xtypes.PrimitiveType.F32
+    with raises(xs.DTypeError, "Add: operand 'rhs' has element type f64", "expected f32 like 'lhs'"):
+        ew.binary_element_type("Add", _sh(np.float32, (2,)), _sh(np.float64, (2,)), f32)
+    assert ew.binary_result_shape("Complex", _sh(np.float64, (5,))) == _sh(np.complex128, (5,))
+
+
+def test_binary_shape_broadcasting() -> None:
+    f = np.float32
+    assert ew.binary_shape("Add", _sh(f, (2, 3)), _sh(f, (2, 3)), ()) == ((2, 3), (0, 1), (0, 1))
+    assert ew.binary_shape("Add", _sh(f, (2, 3)), _sh(f, ()), ()) == ((2, 3), (0, 1), ())
+    assert ew.binary_shape("Add", _sh(f, ()), _sh(f, (4,)), ()) == ((4,), (), (0,))
+    assert ew.binary_shape("Add", _sh(f, (1, 3)), _sh(f, (5, 1)), ()) == ((5, 3), (0, 1), (0, 1))
+    assert ew.binary_shape("Add", _sh(f, (1, 3)), _sh(f, (0, 1)), ()) == ((0, 3), (0, 1), (0, 1))
+    # rank 1 into rank 3 along dimension 1, on either side
+    assert ew.binary_shape("Mul", _sh(f, (4,)), _sh(f, (2, 4, 5)), (1,)) == ((2, 4, 5), (1,), (0, 1, 2))
+    assert ew.binary_shape("Mul", _sh(f, (2, 1, 5)), _sh(f, (7,)), (1,)) == ((2, 7, 5), (0, 1, 2), (1,))
+    with raises(xs.ShapeError, "Add: operand 'rhs' has shape f32[3,2]", "expected f32[2] (or a scalar"):
+        ew.binary_shape("Add", _sh(f, (2,)), _sh(f, (3, 2)), ())
+    with raises(xs.ShapeError, "Add: operand 'rhs' has shape f32[2,4]", "in dimension 1 (4 vs 3"):
+        ew.binary_shape("Add", _sh(f, (2, 3)), _sh(f, (2, 4)), ())
+    with raises(xs.ShapeError, "Mul: broadcast_dimensions has 2 entries, expected 1"):
+        ew.binary_shape("Mul", _sh(f, (4,)), _sh(f, (2, 4)), (0, 1))
+    with raises(xs.ShapeError, "Mul: broadcast_dimensions [1, 0] must be strictly increasing"):
+        ew.binary_shape("Mul", _sh(f, (4, 2)), _sh(f, (2, 4, 5)), (1, 0))
+    with raises(xs.ShapeError, "Mul: operand 'lhs' dimension 0 has size 3", "dimension 1 of size 4"):
+        ew.binary_shape("Mul", _sh(f, (3,)), _sh(f, (2, 4)), (1,))
+    with raises(xs.ShapeError, "broadcast_dimensions [1] given for operands of equal rank 1"):
+        ew.binary_shape("Mul", _sh(f, (3,)), _sh(f, (3,)), (1,))
+
+
+def test_compare_select_clamp_rules() -> None:
+    from xlasdk.attrs import ComparisonDirection as D
+    from xlasdk.attrs import ComparisonType as T
+
+    assert ew.compare_result(_sh(np.int32, (2, 2)), D.LT, None) == ("SIGNED", _sh(np.bool_, (2, 2)))
+    assert ew.compare_result(_sh(np.uint8, ()), D.EQ, None) == ("UNSIGNED", _sh(np.bool_, ()))
+    assert ew.compare_result(_sh(np.float32, (3,)), D.GT, T.TOTALORDER) == ("TOTALORDER", _sh(np.bool_, (3,)))
+    with raises(xs.DTypeError, "Compare: compare_type SIGNED does not apply to element type f32"):
+        ew.compare_result(_sh(np.float32, (3,)), D.GT, T.SIGNED)
+    with raises(xs.DTypeError, "Compare: direction LT is not defined for complex c64[2]"):
+        ew.compare_result(_sh(np.complex64, (2,)), D.LT, None)
+    p, t = _sh(np.bool_, (2, 3)), _sh(np.float32, (2, 3))
+    assert ew.select_shape("Select", p, t, t) == t
+    assert ew.select_shape("Select", _sh(np.bool_, ()), t, t) == t
+    with raises(xs.DTypeError, "Select: operand 'pred' must have element type pred, got s32[2,3]"):
+        ew.select_shape("Select", _sh(np.int32, (2, 3)), t, t)
+    with raises(xs.ShapeError, "Select: operand 'pred' has shape pred[3]", "expected pred[2, 3] or pred[]"):
+        ew.select_shape("Select", _sh(np.bool_, (3,)), t, t)
+    with raises(xs.ShapeError, "Select: operand 'on_false' has shape f32[3,2]"):
+        ew.select_shape("Select", p, t, _sh(np.float32, (3, 2)))
+    lo = _sh(np.float32, ())
+    assert ew.clamp_shape("Clamp", lo, t, t) == t
+    with raises(xs.ShapeError, "Clamp: operand 'max' has shape f32[3]", "expected a scalar or f32[2,3]"):
+        ew.clamp_shape("Clamp", lo, t, _sh(np.float32, (3,)))
+    with raises(xs.DTypeError, "Clamp: operand 'min' has element type f64[]", "expected f32"):
+        ew.clamp_shape("Clamp", _sh(np.float64, ()), t, lo)
+    with raises(xs.DTypeError, "Clamp: operand 'operand' must be real (non-complex)"):
+        ew.clamp_shape("Clamp", lo, _sh(np.complex64, (2,)), lo)

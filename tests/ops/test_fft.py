@@ -136,3 +136,21 @@ def test_fft_errors() -> None:
         ops.Fft(c, 7, [8])
     with raises(DTypeError, "Fft", "operand 'operand'", "XlaOp"):
         ops.Fft(np.zeros(8), "FFT", [8])  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------------ pure shape rules
+
+
+def test_fft_rule_without_builder() -> None:
+    from xlasdk.ops.fft import fft_shape
+    from xlasdk.types import PrimitiveType as P
+
+    assert fft_shape("Fft", P.F32, (2, 8, 6), xs.FftType.RFFT, (8, 6)) == (P.C64, (2, 8, 4))
+    assert fft_shape("Fft", P.C128, (2, 8, 4), xs.FftType.IRFFT, (8, 6)) == (P.F64, (2, 8, 6))
+    assert fft_shape("Fft", P.C64, (5, 3), xs.FftType.IFFT, (3,)) == (P.C64, (5, 3))
+    with raises(ShapeError, "Fft: operand 'operand' has trailing dimensions [8, 6], but IRFFT", "needs [8, 4]"):
+        fft_shape("Fft", P.C64, (8, 6), xs.FftType.IRFFT, (8, 6))
+    with raises(DTypeError, "Fft: RFFT needs a real operand (f32 or f64), got c64"):
+        fft_shape("Fft", P.C64, (8,), xs.FftType.RFFT, (8,))
+    with raises(ShapeError, "Fft: fft_lengths must have 1 to 3 entries, got []"):
+        fft_shape("Fft", P.C64, (8,), xs.FftType.FFT, ())

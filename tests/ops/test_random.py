@@ -182,3 +182,36 @@ def test_rng_errors() -> None:
     h = ops.Constant(other, np.float32(1))
     with raises(ShapeError, "RngNormal", "operand 'sigma'", "builder"):
         ops.RngNormal(f, h, f8)
+
+
+# ------------------------------------------------------------------------------ pure shape rules
+
+
+def test_rng_rules_without_builder() -> None:
+    from xlasdk.attrs import RandomAlgorithm, RandomDistribution
+    from xlasdk.ops.random import rng_bit_generator_shape, rng_shape
+
+    def sh(dt: Any, dims: tuple[int, ...]) -> xs.Shape:
+        return xs.Shape.array_shape(np.dtype(dt), dims)
+
+    st, out = sh(np.uint64, (3,)), sh(np.uint32, (4, 4))
+    assert rng_bit_generator_shape("RngBitGenerator", RandomAlgorithm.PHILOX, st, out) == xs.Shape.tuple_shape(
+        [st, out]
+    )
+    with raises(ShapeError, "RngBitGenerator: operand 'initial_state' must be u64[2] for THREE_FRY, got u64[3]"):
+        rng_bit_generator_shape("RngBitGenerator", RandomAlgorithm.THREE_FRY, st, out)
+    with raises(DTypeError, "RngBitGenerator: operand 'initial_state' must be u64, got s64[2]"):
+        rng_bit_generator_shape("RngBitGenerator", RandomAlgorithm.PHILOX, sh(np.int64, (2,)), out)
+    with raises(DTypeError, "RngBitGenerator: shape must have element type u8, u16, u32 or u64, got s32[4]"):
+        rng_bit_generator_shape("RngBitGenerator", RandomAlgorithm.PHILOX, st, sh(np.int32, (4,)))
+    f = sh(np.float32, ())
+    uni = RandomDistribution.UNIFORM
+    assert rng_shape("RngUniform", uni, ("a", f), ("b", f), sh(np.float32, (2, 3))) == sh(np.float32, (2, 3))
+    i = sh(np.int8, ())
+    assert rng_shape("RngUniform", uni, ("a", i), ("b", i), sh(np.int8, (7,))) == sh(np.int8, (7,))
+    with raises(DTypeError, "RngNormal: operand 'mu' must be floating-point, got s8[]"):
+        rng_shape("RngNormal", RandomDistribution.NORMAL, ("mu", i), ("sigma", i), sh(np.int8, (7,)))
+    with raises(ShapeError, "RngUniform: operand 'b' must be a scalar, got f32[1]"):
+        rng_shape("RngUniform", uni, ("a", f), ("b", sh(np.float32, (1,))), sh(np.float32, (2,)))
+    with raises(DTypeError, "RngUniform: shape has element type f64[2], expected f32 like operand 'a'"):
+        rng_shape("RngUniform", uni, ("a", f), ("b", f), sh(np.float64, (2,)))

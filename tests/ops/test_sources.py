@@ -319,3 +319,26 @@ def test_parameter_gaps_fail_at_build() -> None:
         only1.get_program_shape(p)
     ops.Parameter(only1, 0, f32)
     assert only1.build(p).program_shape().parameter_shapes() == (f32, f32)
+
+
+# ------------------------------------------------------------------------------ pure shape rules
+
+
+def test_iota_and_constant_rules_without_builder() -> None:
+    from xlasdk.ops.sources import constant_shape, iota_shape
+
+    s = xs.Shape.array_shape(np.dtype(np.int32), (2, 5))
+    assert iota_shape("Iota", s, 1) is s
+    with raises(xs.ShapeError, "Iota: iota_dimension 2 out of range for s32[2,5]"):
+        iota_shape("Iota", s, 2)
+    with raises(xs.ShapeError, "Iota: iota_dimension 0 out of range for s32[]"):
+        iota_shape("Iota", xs.Shape.array_shape(np.dtype(np.int32), ()), 0)
+    with raises(xs.DTypeError, "Iota: element type pred is not allowed"):
+        iota_shape("Iota", xs.Shape.array_shape(np.dtype(np.bool_), (3,)), 0)
+    with raises(xs.ShapeError, "Iota: shape must be an array shape, got (s32[2,5])"):
+        iota_shape("Iota", xs.Shape.tuple_shape([s]), 0)
+    assert constant_shape("Constant", np.dtype(ml_dtypes.bfloat16), (3, 0)) == xs.Shape.array_shape(
+        np.dtype(ml_dtypes.bfloat16), (3, 0)
+    )
+    with raises(xs.DTypeError, "Constant: dtype <U1 has no XLA element type"):
+        constant_shape("Constant", np.dtype("<U1"), (1,))

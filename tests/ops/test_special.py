@@ -139,3 +139,27 @@ def test_special_errors() -> None:
     h = ops.Parameter(other, 0, S(np.float32, (3,)))
     with raises(ShapeError, "Igamma", "operand 'x'", "builder"):
         ops.Igamma(f, h)
+
+
+# ------------------------------------------------------------------------------ pure shape rules
+
+
+def test_special_rules_without_builder() -> None:
+    from xlasdk.ops.special import special_operand, special_shape, special_type
+    from xlasdk.types import PrimitiveType as P
+
+    def sh(dt: Any, dims: tuple[int, ...]) -> xs.Shape:
+        return xs.Shape.array_shape(np.dtype(dt), dims)
+
+    assert special_type("Igamma", "a", sh(ml_dtypes.bfloat16, (2,))) is P.F32
+    assert special_type("Igamma", "a", sh(np.float64, ())) is P.F64
+    with raises(DTypeError, "Igamma: operand 'x' must be f16, bf16, f32 or f64, got s32[2]"):
+        special_type("Igamma", "x", sh(np.int32, (2,)))
+    special_operand("Igamma", "x", sh(np.float16, (3,)), P.F16)
+    with raises(DTypeError, "Igamma: operand 'x' has element type f64[3], expected f32 like the others"):
+        special_operand("Igamma", "x", sh(np.float64, (3,)), P.F32)
+    f = np.float32
+    assert special_shape("Igamma", [("a", sh(f, ())), ("x", sh(f, (2, 3)))]) == (2, 3)
+    assert special_shape("Igamma", [("a", sh(f, ())), ("x", sh(f, ()))]) == ()
+    with raises(ShapeError, "RegularizedIncompleteBeta: operand 'x' has shape f32[3,2], expected [2, 3]"):
+        special_shape("RegularizedIncompleteBeta", [("a", sh(f, (2, 3))), ("b", sh(f, ())), ("x", sh(f, (3, 2)))])

@@ -1,5 +1,6 @@
-"""Bit-level conversions: ``BitcastConvertType`` (``stablehlo.bitcast_convert``) and
-``ReducePrecision`` (``stablehlo.reduce_precision``), each beside its shape rule."""
+"""Conversions: ``ConvertElementType`` (``stablehlo.convert``), ``BitcastConvertType``
+(``stablehlo.bitcast_convert``) and ``ReducePrecision`` (``stablehlo.reduce_precision``), each
+beside its shape rule (:func:`convert_shape`, :func:`bitcast_shape`, :func:`reduce_precision_shape`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from .._mlir_attrs import I32
 from .._optable import define
 from ..builder import XlaOp
 from ..errors import DTypeError
+from ..shape import Shape
 from ..types import COMPLEX, FLOATS, PrimitiveType, dtype_to_etype, etype_to_dtype
 from ._core import array_shape, dtype_error, int_arg, shape_error, show
 from ._core import operand as _operand
@@ -22,9 +24,51 @@ REDUCE_PRECISION = define(
     hlo_attrs=lambda o: f", exponent_bits={o.attrs['exponent_bits']}, mantissa_bits={o.attrs['mantissa_bits']}",
 )
 
-__all__ = ["BitcastConvertType", "ReducePrecision"]
+__all__ = ["BitcastConvertType", "ConvertElementType", "ReducePrecision"]
 
 _P = PrimitiveType
+
+
+def convert_shape(op: str, operand: Shape, new_element_type: PrimitiveType) -> Shape:
+    """Shape rule of ``ConvertElementType``: the operand's dimensions with ``new_element_type``;
+    DTypeError for complex to a real type, ShapeError for a result too large."""
+    src = operand.element_type()
+    if src in COMPLEX and new_element_type not in COMPLEX:
+        dtype_error(op, f"cannot convert complex {operand} to {new_element_type.name.lower()}; use Real/Imag first")
+    if new_element_type is src:
+        return operand
+    return array_shape(new_element_type, operand.dimensions(), op)
+
+
+def ConvertElementType(operand: XlaOp, new_element_type: Any) -> XlaOp:
+    """Convert each element to ``new_element_type`` (XLA ``convert``; ``stablehlo.convert``).
+
+    Float to integer truncates toward zero and, on XLA:CPU, saturates out-of-range values and
+    maps NaN to 0 (StableHLO leaves these implementation-defined). Integer to narrower integer
+    wraps; anything to pred is ``x != 0``; float to narrower float rounds to nearest even
+    (bf16, f16 and the fp8 types, overflow to inf or NaN as the target type defines).
+
+    Parameters
+    ----------
+    operand: an array.
+    new_element_type: numpy/ml_dtypes dtype, name or :class:`~xlasdk.PrimitiveType`.
+
+    Returns: XlaOp of the operand's dimensions with the new element type.
+
+    Raises
+    ------
+    DTypeError: unknown element type, or complex to a real type (take ``Real`` first).
+    """
+    op = "ConvertElementType"
+    x = _operand(op, "operand", operand)
+    try:
+        et = dtype_to_etype(new_element_type)
+    except Exception:
+        dtype_error(op, f"new_element_type {show(new_element_type)} is not an XLA element type")
+    shape = convert_shape(op, x.shape, et)
+    if shape is x.shape:
+        return x
+    return x.builder.add_op(CONVERT, (x,), shape)
 
 
 def bit_width(et: PrimitiveType) -> int:
@@ -105,6 +149,25 @@ def BitcastConvertType(operand: XlaOp, new_element_type: Any) -> XlaOp:
 _MAX_BITS = 2**31 - 1
 
 
+def _float_operand(op: str, operand: Shape) -> None:
+    if operand.element_type() not in FLOATS:
+        dtype_error(op, f"operand 'operand' must be floating-point, got {operand}")
+
+
+def reduce_precision_shape(op: str, operand: Shape, exponent_bits: int, mantissa_bits: int) -> Shape:
+    """Shape rule of ``ReducePrecision``: the operand's shape; DTypeError for a non-float operand,
+    ShapeError for ``exponent_bits < 1``, ``mantissa_bits < 0`` or either ``>= 2**31``."""
+    _float_operand(op, operand)
+    e, m = exponent_bits, mantissa_bits
+    if e < 1:
+        shape_error(op, f"exponent_bits must be >= 1, got {e}")
+    if m < 0:
+        shape_error(op, f"mantissa_bits must be >= 0, got {m}")
+    if e > _MAX_BITS or m > _MAX_BITS:  # i32 attributes
+        shape_error(op, f"exponent_bits and mantissa_bits must be < 2**31, got {e} and {m}")
+    return operand
+
+
 def ReducePrecision(operand: XlaOp, exponent_bits: int, mantissa_bits: int) -> XlaOp:
     """Round floating-point values to a narrower format and back (XLA ``ReducePrecision``;
     ``stablehlo.reduce_precision``).
@@ -135,15 +198,8 @@ def ReducePrecision(operand: XlaOp, exponent_bits: int, mantissa_bits: int) -> X
     """
     op = "ReducePrecision"
     x = _operand(op, "operand", operand)
-    et = x.shape.element_type()
-    if et not in FLOATS:
-        dtype_error(op, f"operand 'operand' must be floating-point, got {x.shape}")
+    _float_operand(op, x.shape)  # before the bit counts are read, as the rule checks it first
     e = int_arg(op, "exponent_bits", exponent_bits, error=DTypeError, show_type=False)
     m = int_arg(op, "mantissa_bits", mantissa_bits, error=DTypeError, show_type=False)
-    if e < 1:
-        shape_error(op, f"exponent_bits must be >= 1, got {e}")
-    if m < 0:
-        shape_error(op, f"mantissa_bits must be >= 0, got {m}")
-    if e > _MAX_BITS or m > _MAX_BITS:  # i32 attributes
-        shape_error(op, f"exponent_bits and mantissa_bits must be < 2**31, got {e} and {m}")
-    return x.builder.add_op(REDUCE_PRECISION, (x,), x.shape, {"exponent_bits": I32(e), "mantissa_bits": I32(m)})
+    shape = reduce_precision_shape(op, x.shape, e, m)
+    return x.builder.add_op(REDUCE_PRECISION, (x,), shape, {"exponent_bits": I32(e), "mantissa_bits": I32(m)})

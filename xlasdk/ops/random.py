@@ -42,6 +42,40 @@ def _result_shape(op: str, shape: Any) -> Shape:
     return shape
 
 
+def rng_bit_generator_shape(op: str, algorithm: RandomAlgorithm, state: Shape, shape: Shape) -> Shape:
+    """Shape rule of RngBitGenerator: the tuple ``(state, shape)``; DTypeError for a non-u64 state or
+    a ``shape`` not of u8/u16/u32/u64, ShapeError for a state not of a size ``algorithm`` takes."""
+    if state.element_type() is not _P.U64:
+        dtype_error(op, f"operand 'initial_state' must be u64, got {state}")
+    sizes = _STATE_SIZES[algorithm]
+    if state.rank() != 1 or state.dimensions()[0] not in sizes:
+        want = " or ".join(f"u64[{s}]" for s in sizes)
+        shape_error(op, f"operand 'initial_state' must be {want} for {algorithm.name}, got {state}")
+    if shape.element_type() not in _BIT_TYPES:
+        dtype_error(op, f"shape must have element type u8, u16, u32 or u64, got {shape}")
+    return Shape.tuple_shape([state, shape])
+
+
+def rng_shape(op: str, dist: RandomDistribution, p0: tuple[str, Shape], p1: tuple[str, Shape], shape: Shape) -> Shape:
+    """Shape rule of RngUniform/RngNormal on the named bound operands: ``shape`` (as an array of
+    its element type); ShapeError for non-scalar bounds, DTypeError for bounds or ``shape`` of
+    other or unsupported element types (NORMAL: floats; UNIFORM: floats and 8-64 bit integers)."""
+    (n0, a), (n1, b) = p0, p1
+    for name, v in ((n0, a), (n1, b)):
+        if v.rank() != 0:
+            shape_error(op, f"operand {name!r} must be a scalar, got {v}")
+    et = a.element_type()
+    allowed = FLOATS if dist is RandomDistribution.NORMAL else FLOATS | (INTS - {_P.S2, _P.S4, _P.U2, _P.U4})
+    if et not in allowed:
+        kind = "floating-point" if dist is RandomDistribution.NORMAL else "floating-point or integer"
+        dtype_error(op, f"operand {n0!r} must be {kind}, got {a}")
+    if b.element_type() is not et:
+        dtype_error(op, f"operand {n1!r} has element type {b}, expected {et.name.lower()} like {n0!r}")
+    if shape.element_type() is not et:
+        dtype_error(op, f"shape has element type {shape}, expected {et.name.lower()} like operand {n0!r}")
+    return array_shape(et, shape.dimensions(), op)
+
+
 def RngBitGenerator(algorithm: Any, initial_state: XlaOp, shape: Shape) -> XlaOp:
     """Random bits from a counter-based generator with explicit state (XLA ``RngBitGenerator``;
     ``stablehlo.rng_bit_generator``).
@@ -72,15 +106,8 @@ def RngBitGenerator(algorithm: Any, initial_state: XlaOp, shape: Shape) -> XlaOp
     alg = enum_arg(op, RandomAlgorithm, algorithm, "bad algorithm: ")
     st = operand(op, "initial_state", initial_state)
     out = _result_shape(op, shape)
-    if st.shape.element_type() is not _P.U64:
-        dtype_error(op, f"operand 'initial_state' must be u64, got {st.shape}")
-    sizes = _STATE_SIZES[alg]
-    if st.shape.rank() != 1 or st.shape.dimensions()[0] not in sizes:
-        want = " or ".join(f"u64[{s}]" for s in sizes)
-        shape_error(op, f"operand 'initial_state' must be {want} for {alg.name}, got {st.shape}")
-    if out.element_type() not in _BIT_TYPES:
-        dtype_error(op, f"shape must have element type u8, u16, u32 or u64, got {out}")
-    return st.builder.add_op(RNG_BIT_GENERATOR, (st,), Shape.tuple_shape([st.shape, out]), {"rng_algorithm": alg})
+    result = rng_bit_generator_shape(op, alg, st.shape, out)
+    return st.builder.add_op(RNG_BIT_GENERATOR, (st,), result, {"rng_algorithm": alg})
 
 
 def _rng(op: str, dist: RandomDistribution, p0: tuple[str, Any], p1: tuple[str, Any], shape: Any) -> XlaOp:
@@ -88,20 +115,9 @@ def _rng(op: str, dist: RandomDistribution, p0: tuple[str, Any], p1: tuple[str, 
     b = operand(op, p1[0], p1[1])
     builder = same_builder(op, [(p0[0], a), (p1[0], b)])
     out = _result_shape(op, shape)
-    for name, v in ((p0[0], a), (p1[0], b)):
-        if v.shape.rank() != 0:
-            shape_error(op, f"operand {name!r} must be a scalar, got {v.shape}")
-    et = a.shape.element_type()
-    allowed = FLOATS if dist is RandomDistribution.NORMAL else FLOATS | (INTS - {_P.S2, _P.S4, _P.U2, _P.U4})
-    if et not in allowed:
-        kind = "floating-point" if dist is RandomDistribution.NORMAL else "floating-point or integer"
-        dtype_error(op, f"operand {p0[0]!r} must be {kind}, got {a.shape}")
-    if b.shape.element_type() is not et:
-        dtype_error(op, f"operand {p1[0]!r} has element type {b.shape}, expected {et.name.lower()} like {p0[0]!r}")
-    if out.element_type() is not et:
-        dtype_error(op, f"shape has element type {out}, expected {et.name.lower()} like operand {p0[0]!r}")
+    result = rng_shape(op, dist, (p0[0], a.shape), (p1[0], b.shape), out)
     dims = Constant(builder, np.asarray(out.dimensions(), dtype=np.int64))
-    return builder.add_op(RNG, (a, b, dims), array_shape(et, out.dimensions(), op), {"rng_distribution": dist})
+    return builder.add_op(RNG, (a, b, dims), result, {"rng_distribution": dist})
 
 
 def RngUniform(a: XlaOp, b: XlaOp, shape: Shape) -> XlaOp:

@@ -120,6 +120,28 @@ def _constant(b: XlaBuilder, arr: np.ndarray[Any, Any], shape: Shape) -> XlaOp:
     return b.add_op(CONSTANT, (), shape, {"value": DenseElements(arr, shape)})
 
 
+def constant_shape(op: str, dtype: np.dtype[Any], dims: tuple[int, ...]) -> Shape:
+    """Shape rule of Constant: the array shape of a value of ``dtype`` and ``dims``; DTypeError for
+    a dtype with no XLA element type, ShapeError for an array too large."""
+    try:
+        et = dtype_to_etype(dtype)
+    except DTypeError:
+        dtype_error(op, f"dtype {dtype} has no XLA element type")
+    return array_shape(et, dims, op)
+
+
+def iota_shape(op: str, shape: Shape, iota_dimension: int) -> Shape:
+    """Shape rule of Iota: ``shape``; ShapeError for a non-array shape or an ``iota_dimension``
+    out of range, DTypeError for a pred iota."""
+    if not shape.is_array():
+        shape_error(op, f"shape must be an array shape, got {shape}")
+    if not 0 <= iota_dimension < max(shape.rank(), 1) or shape.rank() == 0:
+        shape_error(op, f"iota_dimension {iota_dimension} out of range for {shape}")
+    if shape.element_type() is PrimitiveType.PRED:
+        dtype_error(op, "element type pred is not allowed (use an integer or float type)")
+    return shape
+
+
 def Constant(builder: XlaBuilder, value: Any) -> XlaOp:
     """A constant array.
 
@@ -139,8 +161,7 @@ def Constant(builder: XlaBuilder, value: Any) -> XlaOp:
     """
     b = _check_builder("Constant", builder)
     arr = _as_array("Constant", value)
-    shape = array_shape(dtype_to_etype(arr.dtype), tuple(int(d) for d in arr.shape), "Constant")
-    return _constant(b, arr, shape)
+    return _constant(b, arr, constant_shape("Constant", arr.dtype, tuple(int(d) for d in arr.shape)))
 
 
 def ConstantLiteral(builder: XlaBuilder, literal: Any) -> XlaOp:
@@ -224,11 +245,8 @@ def Iota(
             shape_error("Iota", "give the iota dimension once (size_or_dimension or iota_dimension)")
         dim_arg = iota_dimension if iota_dimension is not None else size_or_dimension
         name = "iota_dimension" if iota_dimension is not None or size_or_dimension is None else "size_or_dimension"
-        if not shape.is_array():
-            shape_error("Iota", f"shape must be an array shape, got {shape}")
-        dim = 0 if dim_arg is None else int_arg("Iota", name, dim_arg)
-        if not 0 <= dim < max(shape.rank(), 1) or shape.rank() == 0:
-            shape_error("Iota", f"iota_dimension {dim} out of range for {shape}")
+        # a non-array shape is refused (by the rule) before the dimension is read
+        dim = 0 if dim_arg is None or not shape.is_array() else int_arg("Iota", name, dim_arg)
     else:
         try:
             dt = canonical_dtype(shape_or_dtype)
@@ -241,6 +259,4 @@ def Iota(
             shape_error("Iota", f"iota_dimension must be 0 (or None) for a 1-D iota, got {iota_dimension}")
         shape = array_shape(dtype_to_etype(dt), (int(size),), "Iota")
         dim = 0
-    if shape.element_type() is PrimitiveType.PRED:
-        dtype_error("Iota", "element type pred is not allowed (use an integer or float type)")
-    return b.add_op(IOTA, (), shape, {"iota_dimension": int(dim)})
+    return b.add_op(IOTA, (), iota_shape("Iota", shape, dim), {"iota_dimension": int(dim)})

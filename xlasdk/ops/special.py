@@ -15,10 +15,12 @@ from typing import Any
 import numpy as np
 
 from ..builder import XlaOp
+from ..shape import Shape
 from ..types import PrimitiveType
 from . import elementwise as ew
 from ._core import dtype_error, operand, same_builder, shape_error
 from .control import GetTupleElement, Tuple, While
+from .convert import ConvertElementType
 from .reduce import Reduce
 from .sources import Constant, constant_like
 
@@ -66,6 +68,36 @@ def _eps(x: XlaOp) -> float:
     return float(np.finfo(x.dtype).eps)
 
 
+def special_type(op: str, name: str, operand: Shape) -> PrimitiveType:
+    """Element-type rule of the special functions: the compute type of the operand ``name`` (f32
+    for f16/bf16/f32, f64 for f64); DTypeError for other element types."""
+    et = operand.element_type()
+    if et not in _UPCAST:
+        dtype_error(op, f"operand {name!r} must be f16, bf16, f32 or f64, got {operand}")
+    return _UPCAST[et]
+
+
+def special_operand(op: str, name: str, operand: Shape, et: PrimitiveType) -> None:
+    """DTypeError unless the operand ``name`` has the element type ``et`` of the others."""
+    if operand.element_type() is not et:
+        dtype_error(op, f"operand {name!r} has element type {operand}, expected {et.name.lower()} like the others")
+
+
+def special_shape(op: str, named: Sequence[tuple[str, Shape]]) -> tuple[int, ...]:
+    """Shape rule of the special functions: the common dimensions of the non-scalar operands (``()``
+    when all are scalars); ShapeError for two non-scalar operands of different shapes."""
+    dims: tuple[int, ...] | None = None
+    for name, x in named:
+        d = x.dimensions()
+        if x.rank() == 0:
+            continue
+        if dims is None:
+            dims = d
+        elif d != dims:
+            shape_error(op, f"operand {name!r} has shape {x}, expected {list(dims)} like the others (or a scalar)")
+    return dims if dims is not None else ()
+
+
 def _operands(op: str, named: Sequence[tuple[str, Any]]) -> tuple[list[XlaOp], PrimitiveType]:
     """Check the operands of an element-wise special function and bring them to one shape and
     the compute type. Python scalars become constants of the arrays' element type; arrays must
@@ -76,41 +108,27 @@ def _operands(op: str, named: Sequence[tuple[str, Any]]) -> tuple[list[XlaOp], P
     ref_name = next(n for n, v in named if v is first)
     ref = operand(op, ref_name, first)
     et = ref.shape.element_type()
-    if et not in _UPCAST:
-        dtype_error(op, f"operand {ref_name!r} must be f16, bf16, f32 or f64, got {ref.shape}")
+    ct = special_type(op, ref_name, ref.shape)
     xs: list[XlaOp] = []
     for name, v in named:
         if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)):
             xs.append(constant_like(op, v, ew._scalar_like(ref)))  # DTypeError if it does not fit
             continue
         x = operand(op, name, v)
-        if x.shape.element_type() is not et:
-            dtype_error(op, f"operand {name!r} has element type {x.shape}, expected {et.name.lower()} like the others")
+        special_operand(op, name, x.shape, et)
         xs.append(x)
     same_builder(op, [(n, x) for (n, _), x in zip(named, xs, strict=True)])
-    dims: tuple[int, ...] | None = None
-    for (name, _), x in zip(named, xs, strict=True):
-        d = x.shape.dimensions()
-        if x.shape.rank() == 0:
-            continue
-        if dims is None:
-            dims = d
-        elif d != dims:
-            shape_error(
-                op, f"operand {name!r} has shape {x.shape}, expected {list(dims)} like the others (or a scalar)"
-            )
-    target = dims if dims is not None else ()
-    ct = _UPCAST[et]
+    target = special_shape(op, [(n, x.shape) for (n, _), x in zip(named, xs, strict=True)])
     out = []
     for x in xs:
         if x.shape.dimensions() != target:
             x = ew.broadcast_to(x, target, ())
-        out.append(ew.ConvertElementType(x, ct))
+        out.append(ConvertElementType(x, ct))
     return out, et
 
 
 def _finish(x: XlaOp, et: PrimitiveType) -> XlaOp:
-    return ew.ConvertElementType(x, et)
+    return ConvertElementType(x, et)
 
 
 def _isnan(x: XlaOp) -> XlaOp:
@@ -461,7 +479,7 @@ def _betacf(a: XlaOp, b: XlaOp, x: XlaOp, enabled: XlaOp) -> XlaOp:
 
     def body(v: list[XlaOp]) -> list[XlaOp]:
         en, c, d, h, aa, bb, xx, i = v
-        m = ew.ConvertElementType(i + 1, xx.dtype)
+        m = ConvertElementType(i + 1, xx.dtype)
         m2 = m * 2.0
         qab, qap, qam = aa + bb, aa + 1.0, aa - 1.0
         num = m * (bb - m) * xx / ((qam + m2) * (aa + m2))
