@@ -276,3 +276,38 @@ def test_conv_errors() -> None:
         ops.Conv(x, w, [1, 1, 1], "SAME")
     with raises(xs.ShapeError, "Conv: input features (4"):
         ops.Conv(x, w2, [1, 1], "SAME")
+
+
+# -- pure shape rules (no builder) ----------------------------------------------------------------
+
+def test_convolution_shape_rules() -> None:
+    from xlasdk.attrs import make_convolution_dimension_numbers
+    from xlasdk.ops.conv import convolution_padding, convolution_rank, convolution_shape
+
+    lhs = xs.Shape.array_shape(np.float32, (2, 3, 9, 8))
+    rhs = xs.Shape.array_shape(np.float32, (4, 3, 3, 2))
+    dn = make_convolution_dimension_numbers(None, 2)
+    assert convolution_rank("Conv", lhs, rhs) == 2
+    # (9 - 3) // 2 + 1 = 4 and (8 + 1 + 1 - 2) // 1 + 1 = 9
+    out = convolution_shape("Conv", lhs, rhs, dn, (2, 1), ((0, 0), (1, 1)), (1, 1), (1, 1), 1, 1)
+    assert out == xs.Shape.array_shape(np.float32, (2, 4, 4, 9))
+    # SAME: ceil(9 / 2) = 5, ceil(8 / 1) = 8
+    assert convolution_padding("Conv", lhs, rhs, dn, (2, 1), "SAME", (1, 1), (1, 1)) == ((1, 1), (0, 1))
+    same = convolution_shape("Conv", lhs, rhs, dn, (2, 1), "SAME", (1, 1), (1, 1), 1, 1, np.float64)
+    assert same == xs.Shape.array_shape(np.float64, (2, 4, 5, 8))
+    # rhs dilation 2: window 5; lhs dilation 2: input 17
+    dil = convolution_shape("Conv", lhs, rhs, dn, (1, 1), "VALID", (2, 1), (2, 1), 1, 1)
+    assert dil == xs.Shape.array_shape(np.float32, (2, 4, 13, 7))
+    grouped = xs.Shape.array_shape(np.float32, (6, 1, 3, 2))  # 3 groups of 1 input feature
+    assert convolution_shape("Conv", lhs, grouped, dn, (1, 1), "VALID", (1, 1), (1, 1), 3, 1).dimensions() == (
+        2, 6, 7, 7)
+    with raises(xs.ShapeError, "Conv: input features (3, from 'lhs' f32[2,3,9,8]) must equal kernel input features"):
+        convolution_shape("Conv", lhs, grouped, dn, (1, 1), "VALID", (1, 1), (1, 1), 1, 1)
+    with raises(xs.ShapeError, "Conv: window_strides has 1 entries, expected 2 (spatial dimensions)"):
+        convolution_shape("Conv", lhs, rhs, dn, (1,), "VALID", (1, 1), (1, 1), 1, 1)
+    with raises(xs.ShapeError, "Conv: feature_group_count and batch_group_count cannot both be > 1"):
+        convolution_shape("Conv", lhs, rhs, dn, (1, 1), "VALID", (1, 1), (1, 1), 3, 2)
+    with raises(xs.ShapeError, "Conv: operands must have equal rank >= 2, got 'lhs' f32[2,3,9,8] and 'rhs' f32[4,3]"):
+        convolution_rank("Conv", lhs, xs.Shape.array_shape(np.float32, (4, 3)))
+    with raises(xs.DTypeError, "Conv: operand 'rhs' has element type f64[4,3,3,2], expected f32 like 'lhs'"):
+        convolution_rank("Conv", lhs, xs.Shape.array_shape(np.float64, (4, 3, 3, 2)))

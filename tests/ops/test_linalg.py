@@ -206,3 +206,65 @@ def test_dot_general_errors() -> None:
     tup = ops.Parameter(b, 3, xs.Shape.tuple_shape([]))
     with raises(xs.ShapeError, "DotGeneral: operand 'lhs' must be an array, got ()"):
         ops.DotGeneral(tup, y, (([1], [0]), ([], [])))
+
+
+# -- pure shape rules (no builder) ----------------------------------------------------------------
+
+def _s(dtype: Any, *dims: int) -> xs.Shape:
+    return xs.Shape.array_shape(np.dtype(dtype), dims)
+
+
+def test_dot_general_shape_rule() -> None:
+    from xlasdk.ops.linalg import dot_general_shape
+
+    dn = xs.DotDimensionNumbers(
+        lhs_contracting_dimensions=[2], rhs_contracting_dimensions=[1],
+        lhs_batch_dimensions=[0], rhs_batch_dimensions=[0],
+    )
+    lhs, rhs = _s(np.float32, 5, 2, 3), _s(np.float32, 5, 3, 4)
+    assert dot_general_shape("DotGeneral", lhs, rhs, dn, None) == _s(np.float32, 5, 2, 4)
+    assert dot_general_shape("DotGeneral", lhs, rhs, dn, np.float64) == _s(np.float64, 5, 2, 4)
+    s8 = _s(np.int8, 5, 2, 3), _s(np.int8, 5, 3, 4)
+    assert dot_general_shape("DotGeneral", *s8, dn, np.int32) == _s(np.int32, 5, 2, 4)
+    with raises(xs.ShapeError, "DotGeneral: contracting dimension 2 of 'lhs' f32[5,2,3] has size 3", "size 4"):
+        dot_general_shape("DotGeneral", lhs, _s(np.float32, 5, 4, 4), dn, None)
+    with raises(xs.DTypeError, "DotGeneral: operand 'rhs' has element type s32[5,3,4], expected f32"):
+        dot_general_shape("DotGeneral", lhs, _s(np.int32, 5, 3, 4), dn, None)
+    bad = xs.DotDimensionNumbers(lhs_contracting_dimensions=[3], rhs_contracting_dimensions=[1])
+    with raises(xs.ShapeError, "DotGeneral: lhs_contracting_dimensions [3] must be distinct dimension numbers < 3"):
+        dot_general_shape("DotGeneral", lhs, rhs, bad, None)
+
+
+def test_dot_shape_rule() -> None:
+    from xlasdk.ops.linalg import dot_shape
+
+    assert dot_shape("Dot", _s(np.float32, 3), _s(np.float32, 3), None) == _s(np.float32)
+    assert dot_shape("Dot", _s(np.float32, 2, 3), _s(np.float32, 3), None) == _s(np.float32, 2)
+    assert dot_shape("Dot", _s(np.float32, 3), _s(np.float32, 3, 4), None) == _s(np.float32, 4)
+    assert dot_shape("Dot", _s(np.float32, 2, 3), _s(np.float32, 3, 4), None) == _s(np.float32, 2, 4)
+    with raises(xs.ShapeError, "Dot: operand 'lhs' must have rank 1 or 2, got f32[1,2,3] (use DotGeneral)"):
+        dot_shape("Dot", _s(np.float32, 1, 2, 3), _s(np.float32, 3), None)
+    with raises(xs.ShapeError, "Dot: operand 'rhs' has shape f32[2,3]; its first dimension must equal"):
+        dot_shape("Dot", _s(np.float32, 2, 3), _s(np.float32, 2, 3), None)
+
+
+def test_cholesky_triangular_solve_shape_rules() -> None:
+    from xlasdk.ops.linalg import cholesky_shape, triangular_solve_shape
+
+    a = _s(np.float32, 2, 4, 4)
+    assert cholesky_shape("Cholesky", a) == a
+    with raises(xs.ShapeError, "Cholesky: operand 'a' must be square in its last two dimensions", "f32[4,3]"):
+        cholesky_shape("Cholesky", _s(np.float32, 4, 3))
+    with raises(xs.DTypeError, "Cholesky: operand 'a' must be f32, f64, c64 or c128, got s32[4,4]"):
+        cholesky_shape("Cholesky", _s(np.int32, 4, 4))
+    with raises(xs.ShapeError, "Cholesky: operand 'a' is f32[65537,65537]", "at most 65536"):
+        cholesky_shape("Cholesky", xs.Shape.array_shape(np.float32, (65537, 65537)))
+    b = _s(np.float32, 2, 4, 7)
+    assert triangular_solve_shape("TriangularSolve", a, b, True) == b
+    assert triangular_solve_shape("TriangularSolve", a, _s(np.float32, 2, 7, 4), False) == _s(np.float32, 2, 7, 4)
+    with raises(xs.ShapeError, "TriangularSolve: operand 'b' has shape f32[2,4,7]; with left_side=False its last"):
+        triangular_solve_shape("TriangularSolve", a, b, False)
+    with raises(xs.ShapeError, "TriangularSolve: operand 'b' has shape f32[3,4,7]; expected the batch dimensions [2]"):
+        triangular_solve_shape("TriangularSolve", a, _s(np.float32, 3, 4, 7), True)
+    with raises(xs.DTypeError, "TriangularSolve: operand 'b' has element type f64[2,4,7], expected f32 like 'a'"):
+        triangular_solve_shape("TriangularSolve", a, _s(np.float64, 2, 4, 7), True)

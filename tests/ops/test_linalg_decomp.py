@@ -341,3 +341,49 @@ def test_decomposition_errors() -> None:
         ops.SVD(rect, max_iter=-1)
     with raises(DTypeError, "SVD", "full_matrices", "bool"):
         ops.SVD(rect, full_matrices="yes")  # type: ignore[arg-type]
+
+
+# -- pure shape rules (no builder) ----------------------------------------------------------------
+
+def _s(dtype: Any, *dims: int) -> xs.Shape:
+    return xs.Shape.array_shape(np.dtype(dtype), dims)
+
+
+def test_qr_lu_shape_rules() -> None:
+    from xlasdk.ops.decompositions import householder_product_shape, lu_shapes, qr_decomposition_shapes, qr_shapes
+
+    a = _s(np.float32, 2, 5, 3)
+    assert qr_shapes("QR", a, True) == (_s(np.float32, 2, 5, 5), a)
+    assert qr_shapes("QR", a, False) == (_s(np.float32, 2, 5, 3), _s(np.float32, 2, 3, 3))
+    assert qr_shapes("QR", _s(np.complex64, 3, 5), False) == (_s(np.complex64, 3, 3), _s(np.complex64, 3, 5))
+    assert qr_decomposition_shapes("QrDecomposition", a) == (a, _s(np.float32, 2, 3))
+    assert lu_shapes("LU", a) == (a, _s(np.int32, 2, 3), _s(np.int32, 2, 5))
+    assert householder_product_shape("H", a, _s(np.float32, 2, 2)) == a
+    with raises(ShapeError, "QR: operand 'operand' must have rank >= 2 (..., m, n), got f32[5]"):
+        qr_shapes("QR", _s(np.float32, 5), True)
+    with raises(DTypeError, "LU: operand 'operand' must be f32, f64, c64 or c128, got s32[2,2]"):
+        lu_shapes("LU", _s(np.int32, 2, 2))
+    with raises(ShapeError, "QR: operand 'operand' is f32[70000,2]: its number of rows (70000)", "at most 65536"):
+        qr_shapes("QR", _s(np.float32, 70000, 2), True)
+    with raises(ShapeError, "H: operand 'taus' has 4 reflectors, more than the 3 columns of 'a' f32[2,5,3]"):
+        householder_product_shape("H", a, _s(np.float32, 2, 4))
+    with raises(ShapeError, "H: operand 'a' must have m >= n in its last two dimensions (..., m, n), got f32[3,5]"):
+        householder_product_shape("H", _s(np.float32, 3, 5), _s(np.float32, 3))
+    with raises(DTypeError, "H: operand 'taus' has element type f64[2,2]", "expected dtype('float32') like 'a'"):
+        householder_product_shape("H", a, _s(np.float64, 2, 2))
+
+
+def test_eigh_svd_shape_rules() -> None:
+    from xlasdk.ops.decompositions import eigh_shapes, svd_shapes
+
+    a = _s(np.complex64, 2, 3, 3)
+    assert eigh_shapes("Eigh", a) == (a, _s(np.float32, 2, 3))
+    with raises(ShapeError, "Eigh: operand 'a' must be square in its last two dimensions (..., n, n), got f32[3,4]"):
+        eigh_shapes("Eigh", _s(np.float32, 3, 4))
+    w = _s(np.float64, 4, 6)
+    assert svd_shapes("SVD", w, True) == (_s(np.float64, 4, 4), _s(np.float64, 4), _s(np.float64, 6, 6))
+    assert svd_shapes("SVD", w, False) == (_s(np.float64, 4, 4), _s(np.float64, 4), _s(np.float64, 6, 4))
+    t = _s(np.complex128, 6, 4)
+    assert svd_shapes("SVD", t, False) == (_s(np.complex128, 6, 4), _s(np.float64, 4), _s(np.complex128, 4, 4))
+    with raises(ShapeError, "SVD: operand 'a' is f64[70000,3]: its larger dimension (70000)", "at most 65536"):
+        svd_shapes("SVD", _s(np.float64, 70000, 3), True)

@@ -156,3 +156,31 @@ def test_reduce_errors() -> None:
         R(b, x, ops.Constant(xs.XlaBuilder("o"), np.float32(0)), addf, [0])
     with raises(xs.DTypeError, "Reduce: operand 'operands[1]' must be an XlaOp, got str"):
         R(b, [x, "y"], [z, z], addf, [0])
+
+
+# -- pure shape rules (no builder) ----------------------------------------------------------------
+
+def test_reduce_and_map_shape_rules() -> None:
+    from xlasdk.ops.reduce import map_shape, reduce_shape
+
+    f32, s32 = xs.Shape.array_shape(np.float32, (2, 3, 4)), xs.Shape.array_shape(np.int32, (2, 3, 4))
+    sf, si = xs.Shape.array_shape(np.float32, ()), xs.Shape.array_shape(np.int32, ())
+    assert reduce_shape("Reduce", [f32], [sf], (1,)) == xs.Shape.array_shape(np.float32, (2, 4))
+    assert reduce_shape("Reduce", [f32], [sf], ()) == f32
+    both = reduce_shape("Reduce", [f32, s32], [sf, si], (0, 2))
+    assert both == xs.Shape.tuple_shape([xs.Shape.array_shape(np.float32, (3,)), xs.Shape.array_shape(np.int32, (3,))])
+    with raises(xs.ShapeError, "Reduce: dimensions_to_reduce [1, 1] must be distinct dimension numbers < 3"):
+        reduce_shape("Reduce", [f32], [sf], (1, 1))
+    with raises(xs.ShapeError, "Reduce: 2 operands but 1 init_values"):
+        reduce_shape("Reduce", [f32, s32], [sf], (0,))
+    with raises(xs.DTypeError, "Reduce: operand 'init_values[0]' is s32[], expected f32[] like operands[0]"):
+        reduce_shape("Reduce", [f32], [si], (0,))
+    with raises(xs.ShapeError, "Reduce: operand 'init_values[0]' must be a scalar, got f32[2,3,4]"):
+        reduce_shape("Reduce", [f32], [f32], (0,))
+    assert map_shape("Map", [f32, s32], (0, 1, 2)) == (2, 3, 4)
+    with raises(xs.ShapeError, "Map: dimensions [0, 1] must be all dimensions in order, [0, 1, 2]"):
+        map_shape("Map", [f32], (0, 1))
+    with raises(xs.ShapeError, "Map: operand 'operands[1]' has shape f32[2], expected dimensions [2, 3, 4]"):
+        map_shape("Map", [f32, xs.Shape.array_shape(np.float32, (2,))], (0, 1, 2))
+    with raises(xs.DTypeError, "Map: operand 'operands[1]' is f64[2,3,4] but 'operands[0]' is f32[2,3,4]"):
+        map_shape("Map", [f32, xs.Shape.array_shape(np.float64, (2, 3, 4))], (0, 1, 2))

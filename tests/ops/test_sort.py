@@ -218,3 +218,35 @@ def test_topk_errors() -> None:
         ops.TopK(ops.Constant(b, np.zeros(3, np.complex64)), 1)
     with raises(ShapeError, "TopK: operand 'operand' is the scalar f32[]"):
         ops.TopK(ops.Constant(b, np.float32(0)), 0)
+
+
+# -- pure shape rules (no builder) ----------------------------------------------------------------
+
+def test_sort_and_top_k_shape_rules() -> None:
+    from xlasdk.ops.sort import approx_top_k_shape, sort_shape, top_k_shape
+
+    f32, s32 = xs.Shape.array_shape(np.float32, (3, 5)), xs.Shape.array_shape(np.int32, (3, 5))
+    assert sort_shape("Sort", [f32], -1) == f32
+    assert sort_shape("Sort", [f32, s32], 0) == xs.Shape.tuple_shape([f32, s32])
+    with raises(ShapeError, "Sort: dimension 2 out of range for rank 2 operands f32[3,5]"):
+        sort_shape("Sort", [f32], 2)
+    with raises(ShapeError, "Sort: operand 'operands[0]' is the scalar f32[]; sorting needs rank >= 1"):
+        sort_shape("Sort", [xs.Shape.array_shape(np.float32, ())], 0)
+    with raises(ShapeError, "Sort: operand 'operands[1]' has shape s32[5], expected dimensions [3, 5]"):
+        sort_shape("Sort", [f32, xs.Shape.array_shape(np.int32, (5,))], 0)
+    two = xs.Shape.array_shape(np.dtype(ml_dtypes.int2), (3, 5))
+    with raises(DTypeError, "Sort: operand 'operands[0]' is s2[3,5]: XLA:CPU cannot sort 2-bit types"):
+        sort_shape("Sort", [two], 0)
+    want = xs.Shape.tuple_shape([xs.Shape.array_shape(np.float32, (3, 2)), xs.Shape.array_shape(np.int32, (3, 2))])
+    assert top_k_shape("TopK", f32, 2) == want
+    with raises(ShapeError, "TopK: k = 6 out of range [0, 5] for operand f32[3,5]"):
+        top_k_shape("TopK", f32, 6)
+    with raises(DTypeError, "TopK: operand 'operand' is c64[3,5]; TopK needs an integer or floating-point type"):
+        top_k_shape("TopK", xs.Shape.array_shape(np.complex64, (3, 5)), 1)
+    scalars = [xs.Shape.array_shape(np.float32, ()), xs.Shape.array_shape(np.int32, ())]
+    got = approx_top_k_shape("ApproxTopK", [f32, s32], scalars, 2, -1, 0.9, True, -1)
+    assert got == want
+    with raises(ShapeError, "ApproxTopK: top_k must be in [0, 3], got 4"):
+        approx_top_k_shape("ApproxTopK", [f32], scalars[:1], 4, 0, 0.9, True, -1)
+    with raises(DTypeError, "ApproxTopK: operand 'init_values[0]' has element type s32[], expected"):
+        approx_top_k_shape("ApproxTopK", [f32], scalars[1:], 1, 0, 0.9, True, -1)

@@ -533,3 +533,34 @@ def test_select_and_scatter_errors() -> None:
     si = ops.Parameter(b, 2, xs.Shape.array_shape(np.int32, [2, 2]))
     with raises(DTypeError, "SelectAndScatter", "'source'", "s32[2,2]"):
         SAS(x, ops.Ge, (2, 2), (2, 2), P, si, z, ops.Add)
+
+
+# -- pure shape rules (no builder) ----------------------------------------------------------------
+
+def test_window_shape_rules() -> None:
+    from xlasdk.ops.window import reduce_window_op_shape, reduce_window_shape, select_and_scatter_shape, window_padding
+
+    x = xs.Shape.array_shape(np.float32, (4, 6))
+    sf = xs.Shape.array_shape(np.float32, ())
+    # (4 - 2) // 2 + 1 = 2; padded 6 + 1 + 1 = 8, window 3: 8 - 3 + 1 = 6
+    assert reduce_window_shape((4, 6), (2, 3), (2, 1), (1, 1), (1, 1), ((0, 0), (1, 1))) == (2, 6)
+    assert reduce_window_op_shape("RW", [x], [sf], (2, 3), (2, 1), (1, 1), (1, 1), ((0, 0), (1, 1))) == (
+        xs.Shape.array_shape(np.float32, (2, 6)))
+    # SAME: ceil(6 / 2) = 3 windows of 3 need 7 elements: one more, at the high end
+    assert window_padding("RW", x, "operand", (2, 3), (2, 2), (1, 1), (1, 1), "SAME") == ((0, 0), (0, 1))
+    # base dilation 2: 7 elements; window dilation 2: 5 wide: 3 windows
+    assert reduce_window_op_shape("RW", [x], [sf], (1, 3), (1, 1), (2, 1), (1, 2), "VALID").dimensions() == (7, 2)
+    si = xs.Shape.array_shape(np.int32, ())
+    s32 = xs.Shape.array_shape(np.int32, (4, 6))
+    pair = reduce_window_op_shape("RW", [x, s32], [sf, si], (4, 6), (1, 1), (1, 1), (1, 1), "VALID")
+    assert pair.tuple_shapes()[1] == xs.Shape.array_shape(np.int32, (1, 1))
+    with raises(ShapeError, "RW: window_strides [1, 0] must all be >= 1 (operand 'operands[0]' f32[4,6])"):
+        reduce_window_op_shape("RW", [x], [sf], (1, 1), (1, 0), (1, 1), (1, 1), "VALID")
+    with raises(ShapeError, "RW: padding (-5, 0) of dimension 0 crops more than the 4 elements"):
+        window_padding("RW", x, "operand", (1, 1), (1, 1), (1, 1), (1, 1), ((-5, 0), (0, 0)))
+    with raises(DTypeError, "RW: operand 'init_values[0]' is s32[], expected f32[] like operand 'operands[0]'"):
+        reduce_window_op_shape("RW", [x], [si], (1, 1), (1, 1), (1, 1), (1, 1), "VALID")
+    src = xs.Shape.array_shape(np.float32, (2, 3))
+    assert select_and_scatter_shape("SS", x, src, sf, (2, 2), (2, 2), "VALID") == x
+    with raises(ShapeError, "SS: operand 'source' has shape f32[2,2], expected f32[2,3] (one element per window"):
+        select_and_scatter_shape("SS", x, xs.Shape.array_shape(np.float32, (2, 2)), sf, (2, 2), (2, 2), "VALID")

@@ -10,9 +10,10 @@ import numpy as np
 
 from .._mlir_attrs import I64Elements
 from .._optable import HloUnsupported, define, hlo_window
-from ..attrs import PaddingType
+from ..attrs import PaddingType, convert_padding
 from ..builder import XlaOp
 from ..errors import DTypeError, ShapeError
+from ..shape import Shape
 from ..types import COMPLEX, FLOATS, INTS
 from ._contraction import contraction_type, narrow_to, precision_attrs, preferred_type, widen_sub_byte
 from ._core import (
@@ -147,6 +148,103 @@ def _reverse_window(lhs: Any, rhs: Any, window_reversal: Any, dimension_numbers:
     return Rev(w, dims)
 
 
+Pads = tuple[tuple[int, int], ...]
+
+
+def convolution_rank(op: str, lhs: Shape, rhs: Shape) -> int:
+    """The number of spatial dimensions ``n`` (rank - 2); raises DTypeError/ShapeError on operand
+    types or ranks that differ, or are not numeric / below 2."""
+    et = lhs.element_type()
+    if et not in _NUMERIC:
+        dtype_error(op, f"operand 'lhs' must be numeric, got {lhs}")
+    if rhs.element_type() is not et:
+        dtype_error(op, f"operand 'rhs' has element type {rhs}, expected {et.name.lower()} like 'lhs' {lhs}")
+    r = lhs.rank()
+    if r < 2 or rhs.rank() != r:
+        shape_error(op, f"operands must have equal rank >= 2, got 'lhs' {lhs} and 'rhs' {rhs}")
+    return r - 2
+
+
+def convolution_padding(
+    op: str, lhs: Shape, rhs: Shape, dn: Any, window_strides: Sequence[int], padding: Any,
+    lhs_dilation: Sequence[int], rhs_dilation: Sequence[int],
+) -> Pads:
+    """The explicit ``(lo, hi)`` padding of a convolution (``padding`` SAME/VALID/PaddingType or
+    pairs of ints), window attributes checked; raises ShapeError."""
+    n = convolution_rank(op, lhs, rhs)
+    r = n + 2
+    for part, dims in (
+        ("input", [dn.input_batch_dimension, dn.input_feature_dimension, *dn.input_spatial_dimensions]),
+        (
+            "kernel",
+            [dn.kernel_output_feature_dimension, dn.kernel_input_feature_dimension, *dn.kernel_spatial_dimensions],
+        ),
+        ("output", [dn.output_batch_dimension, dn.output_feature_dimension, *dn.output_spatial_dimensions]),
+    ):
+        if any(not 0 <= int(d) < r for d in dims):
+            listed = [int(d) for d in dims]
+            shape_error(op, f"bad dimension_numbers: {part} dimensions {listed} must be < {r} (the rank)")
+    xd, wd = lhs.dimensions(), rhs.dimensions()
+    for name, v in (("window_strides", window_strides), ("lhs_dilation", lhs_dilation), ("rhs_dilation", rhs_dilation)):
+        if len(v) != n:
+            shape_error(op, f"{name} has {len(v)} entries, expected {n} (spatial dimensions)")
+        if any(s < 1 for s in v):
+            shape_error(op, f"{name} {list(v)} must all be >= 1")
+    in_sp = [xd[d] for d in dn.input_spatial_dimensions]
+    k_sp = [wd[d] for d in dn.kernel_spatial_dimensions]
+    if any(k < 1 for k in k_sp):  # StableHLO and XLA need a non-empty window
+        shape_error(op, f"kernel spatial sizes {k_sp} of 'rhs' {rhs} must all be >= 1")
+    dil_in = [(s - 1) * ld + 1 if s else 0 for s, ld in zip(in_sp, lhs_dilation, strict=False)]
+    dil_k = [(k - 1) * rd + 1 for k, rd in zip(k_sp, rhs_dilation, strict=False)]
+    if max(dil_in + dil_k, default=0) > INT64_MAX:  # XLA computes these sizes in int64
+        shape_error(op, f"dilated input sizes {dil_in} or window sizes {dil_k} do not fit in int64")
+    same_valid = isinstance(padding, (str, PaddingType))
+    try:
+        pads = convert_padding(padding, dil_in if same_valid else in_sp, dil_k if same_valid else k_sp, window_strides)
+    except ShapeError as e:
+        shape_error(op, str(e))
+    for i, (lo, hi) in enumerate(pads):
+        if not all(-INT64_MAX <= v <= INT64_MAX for v in (lo, hi, dil_in[i] + lo + hi)):
+            shape_error(op, f"padding[{i}] = ({lo}, {hi}) on the dilated input size {dil_in[i]} does not fit in int64")
+    return tuple((int(lo), int(hi)) for lo, hi in pads)
+
+
+def convolution_shape(
+    op: str, lhs: Shape, rhs: Shape, dn: Any, window_strides: Sequence[int], padding: Any,
+    lhs_dilation: Sequence[int], rhs_dilation: Sequence[int], feature_group_count: int, batch_group_count: int,
+    preferred_element_type: Any = None,
+) -> Shape:
+    """Result shape of a convolution (``dn`` a ConvolutionDimensionNumbers, ``padding`` as for
+    :func:`convolution_padding`); raises ShapeError/DTypeError."""
+    pads = convolution_padding(op, lhs, rhs, dn, window_strides, padding, lhs_dilation, rhs_dilation)
+    g, bg = feature_group_count, batch_group_count
+    if g < 1 or bg < 1:
+        shape_error(op, f"feature_group_count ({g}) and batch_group_count ({bg}) must be >= 1")
+    if g > 1 and bg > 1:
+        shape_error(op, "feature_group_count and batch_group_count cannot both be > 1")
+    xd, wd = lhs.dimensions(), rhs.dimensions()
+    B, C = xd[dn.input_batch_dimension], xd[dn.input_feature_dimension]
+    I, O = wd[dn.kernel_input_feature_dimension], wd[dn.kernel_output_feature_dimension]
+    if C % g or C // g != I:
+        shape_error(
+            op, f"input features ({C}, from 'lhs' {lhs}) must equal kernel input features ({I}, from 'rhs' "
+            f"{rhs}) times feature_group_count ({g})"
+        )
+    if O % g:
+        shape_error(op, f"kernel output features ({O}) must be divisible by feature_group_count ({g})")
+    if B % bg or O % bg:
+        shape_error(op, f"batch ({B}) and kernel output features ({O}) must be divisible by batch_group_count ({bg})")
+    out = [0] * len(xd)
+    out[dn.output_batch_dimension] = B // bg
+    out[dn.output_feature_dimension] = O
+    for i, d in enumerate(dn.output_spatial_dimensions):
+        out[d] = conv_output_size(
+            xd[dn.input_spatial_dimensions[i]], wd[dn.kernel_spatial_dimensions[i]], window_strides[i],
+            pads[i][0], pads[i][1], lhs_dilation[i], rhs_dilation[i],
+        )
+    return array_shape(preferred_type(op, lhs.element_type(), preferred_element_type), out, op)
+
+
 def _conv_general_dilated(
     op: str, lhs: XlaOp, rhs: XlaOp, window_strides: Sequence[int], padding: Any,
     lhs_dilation: Sequence[int] | None, rhs_dilation: Sequence[int] | None, dimension_numbers: Any,
@@ -154,20 +252,12 @@ def _conv_general_dilated(
 ) -> XlaOp:
     """Implementation of ConvGeneralDilated and Conv; errors name ``op``. Every argument is
     passed: the defaults are those of the public functions."""
-    from ..attrs import ConvolutionDimensionNumbers, convert_padding, make_convolution_dimension_numbers
+    from ..attrs import ConvolutionDimensionNumbers, make_convolution_dimension_numbers
 
     x = operand(op, "lhs", lhs)
     w = operand(op, "rhs", rhs)
     same_builder(op, [("lhs", x), ("rhs", w)])
-    et = x.shape.element_type()
-    if et not in _NUMERIC:
-        dtype_error(op, f"operand 'lhs' must be numeric, got {x.shape}")
-    if w.shape.element_type() is not et:
-        dtype_error(op, f"operand 'rhs' has element type {w.shape}, expected {et.name.lower()} like 'lhs' {x.shape}")
-    r = x.shape.rank()
-    if r < 2 or w.shape.rank() != r:
-        shape_error(op, f"operands must have equal rank >= 2, got 'lhs' {x.shape} and 'rhs' {w.shape}")
-    n = r - 2
+    n = convolution_rank(op, x.shape, w.shape)
     if not (
         dimension_numbers is None
         or isinstance(dimension_numbers, ConvolutionDimensionNumbers)
@@ -191,69 +281,16 @@ def _conv_general_dilated(
         dn = make_convolution_dimension_numbers(dimension_numbers, n)
     except ShapeError as e:
         shape_error(op, f"bad dimension_numbers: {e}")
-    for part, dims in (
-        ("input", [dn.input_batch_dimension, dn.input_feature_dimension, *dn.input_spatial_dimensions]),
-        (
-            "kernel",
-            [dn.kernel_output_feature_dimension, dn.kernel_input_feature_dimension, *dn.kernel_spatial_dimensions],
-        ),
-        ("output", [dn.output_batch_dimension, dn.output_feature_dimension, *dn.output_spatial_dimensions]),
-    ):
-        if any(not 0 <= int(d) < r for d in dims):
-            listed = [int(d) for d in dims]
-            shape_error(op, f"bad dimension_numbers: {part} dimensions {listed} must be < {r} (the rank)")
-    xd, wd = x.shape.dimensions(), w.shape.dimensions()
     strides = int_list(op, "window_strides", window_strides)
     ldil = opt_int_list(op, "lhs_dilation", lhs_dilation, (1,) * n)
     rdil = opt_int_list(op, "rhs_dilation", rhs_dilation, (1,) * n)
-    for name, v in (("window_strides", strides), ("lhs_dilation", ldil), ("rhs_dilation", rdil)):
-        if len(v) != n:
-            shape_error(op, f"{name} has {len(v)} entries, expected {n} (spatial dimensions)")
-        if any(s < 1 for s in v):
-            shape_error(op, f"{name} {list(v)} must all be >= 1")
-    in_sp = [xd[d] for d in dn.input_spatial_dimensions]
-    k_sp = [wd[d] for d in dn.kernel_spatial_dimensions]
-    if any(k < 1 for k in k_sp):  # StableHLO and XLA need a non-empty window
-        shape_error(op, f"kernel spatial sizes {k_sp} of 'rhs' {w.shape} must all be >= 1")
-    dil_in = [(s - 1) * ld + 1 if s else 0 for s, ld in zip(in_sp, ldil, strict=False)]
-    dil_k = [(k - 1) * rd + 1 for k, rd in zip(k_sp, rdil, strict=False)]
-    if max(dil_in + dil_k, default=0) > INT64_MAX:  # XLA computes these sizes in int64
-        shape_error(op, f"dilated input sizes {dil_in} or window sizes {dil_k} do not fit in int64")
-    if isinstance(padding, (str, PaddingType)):
-        eff_in, eff_k = dil_in, dil_k
-    else:
-        eff_in, eff_k = in_sp, k_sp
+    if not isinstance(padding, (str, PaddingType)):
         padding = int_tuples(op, "padding", padding, "a (lo, hi) pair of ints", (2,))
-    try:
-        pads = convert_padding(padding, eff_in, eff_k, strides)
-    except ShapeError as e:
-        shape_error(op, str(e))
-    for i, (lo, hi) in enumerate(pads):
-        if not all(-INT64_MAX <= v <= INT64_MAX for v in (lo, hi, dil_in[i] + lo + hi)):
-            shape_error(op, f"padding[{i}] = ({lo}, {hi}) on the dilated input size {dil_in[i]} does not fit in int64")
+    pads = convolution_padding(op, x.shape, w.shape, dn, strides, padding, ldil, rdil)
     g = int_arg(op, "feature_group_count", feature_group_count, error=DTypeError)
     bg = int_arg(op, "batch_group_count", batch_group_count, error=DTypeError)
-    if g < 1 or bg < 1:
-        shape_error(op, f"feature_group_count ({g}) and batch_group_count ({bg}) must be >= 1")
-    if g > 1 and bg > 1:
-        shape_error(op, "feature_group_count and batch_group_count cannot both be > 1")
-    B, C = xd[dn.input_batch_dimension], xd[dn.input_feature_dimension]
-    I, O = wd[dn.kernel_input_feature_dimension], wd[dn.kernel_output_feature_dimension]
-    if C % g or C // g != I:
-        shape_error(
-            op, f"input features ({C}, from 'lhs' {x.shape}) must equal kernel input features ({I}, from 'rhs' "
-            f"{w.shape}) times feature_group_count ({g})"
-        )
-    if O % g:
-        shape_error(op, f"kernel output features ({O}) must be divisible by feature_group_count ({g})")
-    if B % bg or O % bg:
-        shape_error(op, f"batch ({B}) and kernel output features ({O}) must be divisible by batch_group_count ({bg})")
-    out = [0] * r
-    out[dn.output_batch_dimension] = B // bg
-    out[dn.output_feature_dimension] = O
-    for i, d in enumerate(dn.output_spatial_dimensions):
-        out[d] = conv_output_size(in_sp[i], k_sp[i], strides[i], pads[i][0], pads[i][1], ldil[i], rdil[i])
-    rt = preferred_type(op, et, preferred_element_type)
+    shape = convolution_shape(op, x.shape, w.shape, dn, strides, pads, ldil, rdil, g, bg, preferred_element_type)
+    rt, et = shape.element_type(), x.shape.element_type()
     attrs: dict[str, Any] = {"window_strides": tuple(strides)}
     if n:
         attrs["padding"] = I64Elements([list(p) for p in pads])
@@ -262,7 +299,7 @@ def _conv_general_dilated(
         feature_group_count=g, batch_group_count=bg, **precision_attrs(op, precision_config),
     )
     ct = contraction_type(rt)
-    result = array_shape(ct, out, op)
+    result = shape if ct is rt else array_shape(ct, shape.dimensions(), op)
     x, w = widen_sub_byte(x, et, ct, op), widen_sub_byte(w, et, ct, op)
     return narrow_to(x.builder.add_op(CONVOLUTION, (x, w), result, attrs), rt, op)
 

@@ -19,12 +19,7 @@ from ._core import array_shape, dtype_error, shape_error, show
 from ._core import operand as _operand
 from .control import GetTupleElement
 from .custom_call import CUSTOM_CALL, OutputOperandAlias
-from .linalg import (
-    _REAL_OF,
-    _expanded,
-    _flag,
-    _matrix_operand,
-)
+from .linalg import _REAL_OF, _flag, _matrix_operand, expanded_check, matrix_check
 from .reduce import Reduce
 from .shaping import BroadcastInDim, ConcatInDim, Pad, Slice, Transpose
 from .sort import Sort
@@ -317,6 +312,78 @@ def _check_iter(op: str, max_iter: Any, epsilon: Any) -> tuple[int, float | None
     return int(max_iter), eps
 
 
+# -- shape rules ------------------------------------------------------------------------------------
+
+def qr_shapes(op: str, a: Shape, full_matrices: bool) -> tuple[Shape, Shape]:
+    """Shapes ``(q, r)`` of QR; raises DTypeError/ShapeError on a bad or too large matrix."""
+    d = matrix_check(op, "operand", a, square=False)
+    lead, (m, n) = d[:-2], d[-2:]
+    k = min(m, n)
+    expanded_check(op, "operand", a, m if full_matrices else k,
+                   "number of rows" if full_matrices else "smaller dimension")
+    et = a.element_type()
+    q = array_shape(et, lead + ((m, m) if full_matrices else (m, k)), op)
+    array_shape(et, lead + (k,), op)  # the Householder scale factors
+    return q, (a if full_matrices else array_shape(et, lead + (k, n), op))
+
+
+def qr_decomposition_shapes(op: str, a: Shape) -> tuple[Shape, Shape]:
+    """Shapes ``(q_and_r, taus)`` of QrDecomposition; raises DTypeError/ShapeError on a bad matrix."""
+    d = matrix_check(op, "operand", a, square=False)
+    expanded_check(op, "operand", a, min(d[-2:]), "smaller dimension")
+    return a, array_shape(a.element_type(), d[:-2] + (min(d[-2:]),), op)
+
+
+def householder_product_shape(op: str, a: Shape, taus: Shape) -> Shape:
+    """Result shape of ProductOfElementaryHouseholderReflectors (``a``'s); raises
+    DTypeError/ShapeError when ``a`` is not ``(..., m >= n)`` or ``taus`` not ``(..., k <= n)``."""
+    d = matrix_check(op, "a", a, square=False)
+    if d[-2] < d[-1]:
+        shape_error(op, f"operand 'a' must have m >= n in its last two dimensions (..., m, n), got {a}")
+    expanded_check(op, "a", a, d[-1], "number of columns")
+    if taus.element_type() != a.element_type():
+        dtype_error(
+            op, f"operand 'taus' has element type {taus}, expected {show(a.numpy_dtype())} like "
+            f"'a' {a}"
+        )
+    td = taus.dimensions()
+    if len(td) != len(d) - 1 or td[:-1] != d[:-2]:
+        shape_error(op, f"operand 'taus' has shape {taus}, expected (..., k) with the batch dimensions of 'a' {a}")
+    if td[-1] > d[-1]:
+        shape_error(op, f"operand 'taus' has {td[-1]} reflectors, more than the {d[-1]} columns of 'a' {a}")
+    return a
+
+
+def lu_shapes(op: str, a: Shape) -> tuple[Shape, Shape, Shape]:
+    """Shapes ``(lu, pivots, permutation)`` of LU; raises DTypeError/ShapeError on a bad matrix."""
+    d = matrix_check(op, "operand", a, square=False)
+    lead, (m, n) = d[:-2], d[-2:]
+    s32 = PrimitiveType.S32
+    return a, array_shape(s32, lead + (min(m, n),), op), array_shape(s32, lead + (m,), op)
+
+
+def eigh_shapes(op: str, a: Shape) -> tuple[Shape, Shape]:
+    """Shapes ``(v, w)`` of Eigh; raises DTypeError/ShapeError on a bad matrix or a too large padded one."""
+    d = matrix_check(op, "a", a)
+    n, et = d[-1], a.element_type()
+    array_shape(et, d[:-2] + (n + n % 2, n + n % 2), op)  # the padded matrix the sweeps work on
+    return a, array_shape(_REAL_OF[et], d[:-2] + (n,), op)
+
+
+def svd_shapes(op: str, a: Shape, full_matrices: bool) -> tuple[Shape, Shape, Shape]:
+    """Shapes ``(u, s, v)`` of SVD; raises DTypeError/ShapeError on a bad matrix or too large work matrices."""
+    d = matrix_check(op, "a", a, square=False)
+    m, n = d[-2:]
+    full = full_matrices
+    expanded_check(op, "a", a, max(m, n) if full else min(m, n), "larger dimension" if full else "smaller dimension")
+    lead, (big, small), et = d[:-2], (max(m, n), min(m, n)), a.element_type()
+    for dims in (lead + (big, small + 1), lead + (small + 1, small + 1), lead + ((big, big) if full else (big, small))):
+        array_shape(et, dims, op)  # the work matrices and u: checked before building anything
+    u = array_shape(et, lead + ((m, m) if full else (m, small)), op)
+    v = array_shape(et, lead + ((n, n) if full else (n, small)), op)
+    return u, array_shape(_REAL_OF[et], lead + (small,), op), v
+
+
 def QR(operand: XlaOp, full_matrices: bool = True) -> tuple[XlaOp, XlaOp]:
     """QR decomposition ``a = q @ r`` by Householder reflections (the former XLA ``QR``).
 
@@ -341,17 +408,14 @@ def QR(operand: XlaOp, full_matrices: bool = True) -> tuple[XlaOp, XlaOp]:
     DTypeError: another element type, or ``full_matrices`` not a bool.
     """
     op = "QR"
-    x = _matrix_operand(op, "operand", operand, square=False)
+    x = _operand(op, "operand", operand)
     full = _flag(op, "full_matrices", full_matrices)
+    qr_shapes(op, x.shape, full)
     b = x.builder
     d = x.shape.dimensions()
     lead, (m, n) = d[:-2], d[-2:]
     k = min(m, n)
-    _expanded(op, "operand", x, m if full else k, "number of rows" if full else "smaller dimension")
-    et = x.shape.element_type()
-    if full:  # q is (..., m, m): check it before building anything
-        array_shape(et, lead + (m, m), op)
-    taus_shape = array_shape(et, lead + (k,), op)
+    taus_shape = array_shape(x.shape.element_type(), lead + (k,), op)
     qr = b.add_op(CUSTOM_CALL, (x,), Shape.tuple_shape([x.shape, taus_shape]), _legacy_call("Qr"))
     fact, taus = GetTupleElement(qr, 0), GetTupleElement(qr, 1)
     if m > n and full:
@@ -439,13 +503,13 @@ def LU(operand: XlaOp) -> tuple[XlaOp, XlaOp, XlaOp]:
     DTypeError: another element type, or ``operand`` not an XlaOp.
     """
     op = "LU"
-    x = _matrix_operand(op, "operand", operand, square=False)
+    x = _operand(op, "operand", operand)
+    _, piv_shape, _ = lu_shapes(op, x.shape)
     b = x.builder
     d = x.shape.dimensions()
     lead, (m, n) = d[:-2], d[-2:]
     k = min(m, n)
     et = x.shape.element_type()
-    piv_shape = array_shape(PrimitiveType.S32, lead + (k,), op)
     if k == 0:  # nothing to factor: LAPACK is not called
         return x, Iota(b, piv_shape, len(lead)), _iota(b, lead + (m,), len(lead))
     _lapack.ensure_registered()
@@ -490,10 +554,8 @@ def QrDecomposition(operand: XlaOp) -> tuple[XlaOp, XlaOp]:
     DTypeError: another element type, or ``operand`` not an XlaOp.
     """
     op = "QrDecomposition"
-    x = _matrix_operand(op, "operand", operand, square=False)
-    d = x.shape.dimensions()
-    _expanded(op, "operand", x, min(d[-2:]), "smaller dimension")
-    taus_shape = array_shape(x.shape.element_type(), d[:-2] + (min(d[-2:]),), op)
+    x = _operand(op, "operand", operand)
+    _, taus_shape = qr_decomposition_shapes(op, x.shape)
     qr = x.builder.add_op(CUSTOM_CALL, (x,), Shape.tuple_shape([x.shape, taus_shape]), _legacy_call("Qr"))
     return GetTupleElement(qr, 0), GetTupleElement(qr, 1)
 
@@ -524,20 +586,8 @@ def ProductOfElementaryHouseholderReflectors(a: XlaOp, taus: XlaOp) -> XlaOp:
     op = "ProductOfElementaryHouseholderReflectors"
     x = _matrix_operand(op, "a", a, square=False)
     t = _operand(op, "taus", taus, x.builder)
-    d = x.shape.dimensions()
-    if d[-2] < d[-1]:
-        shape_error(op, f"operand 'a' must have m >= n in its last two dimensions (..., m, n), got {x.shape}")
-    _expanded(op, "a", x, d[-1], "number of columns")
-    if t.shape.element_type() != x.shape.element_type():
-        dtype_error(op, f"operand 'taus' has element type {t.shape}, expected {show(x.dtype)} like 'a' {x.shape}")
-    td = t.shape.dimensions()
-    if len(td) != len(d) - 1 or td[:-1] != d[:-2]:
-        shape_error(
-            op, f"operand 'taus' has shape {t.shape}, expected (..., k) with the batch dimensions of 'a' {x.shape}"
-        )
-    if td[-1] > d[-1]:
-        shape_error(op, f"operand 'taus' has {td[-1]} reflectors, more than the {d[-1]} columns of 'a' {x.shape}")
-    return x.builder.add_op(CUSTOM_CALL, (x, t), x.shape, _legacy_call("ProductOfElementaryHouseholderReflectors"))
+    shape = householder_product_shape(op, x.shape, t.shape)
+    return x.builder.add_op(CUSTOM_CALL, (x, t), shape, _legacy_call("ProductOfElementaryHouseholderReflectors"))
 
 
 def _hermitian(x: XlaOp, lower: bool) -> XlaOp:
@@ -596,6 +646,7 @@ def Eigh(
     lo = _flag(op, "lower", lower)
     srt = _flag(op, "sort_eigenvalues", sort_eigenvalues)
     iters, eps_given = _check_iter(op, max_iter, epsilon)
+    eigh_shapes(op, x.shape)
     b = x.builder
     et = x.shape.element_type()
     rt = _REAL_OF[et]
@@ -603,7 +654,6 @@ def Eigh(
     n = d[-1]
     if n == 0:
         return x, ew.Real(_diag(x)) if et in COMPLEX else _diag(x)
-    array_shape(et, d[:-2] + (n + n % 2, n + n % 2), op)  # the padded matrix the sweeps work on
     tol = eps_given if eps_given is not None else float(np.finfo(etype_to_dtype(rt)).eps)
     pad = n % 2
     h, scale = _scale(_hermitian(x, lo))
@@ -669,19 +719,16 @@ def SVD(
     x = _matrix_operand(op, "a", a, square=False)
     full = _flag(op, "full_matrices", full_matrices)
     iters, eps_given = _check_iter(op, max_iter, epsilon)
+    svd_shapes(op, x.shape, full)  # u comes from a QR of the (larger, smaller) matrix of normalized columns
     b = x.builder
     et = x.shape.element_type()
     d = x.shape.dimensions()
     m, n = d[-2:]
-    # u comes from a QR of the (larger, smaller) matrix of normalized columns
-    _expanded(op, "a", x, max(m, n) if full else min(m, n), "larger dimension" if full else "smaller dimension")
     wide = m < n
     if wide:
         x, m, n = _adjoint(x), n, m
     lead = d[:-2]
     rt = _REAL_OF[et]
-    for dims in (lead + (m, n + 1), lead + (n + 1, n + 1), lead + ((m, m) if full else (m, n))):
-        array_shape(et, dims, op)  # the work matrices and u: checked before building anything
     if n == 0:  # no singular values: u is any orthonormal basis, v is empty
         s = Constant(b, np.zeros(lead + (0,), dtype=etype_to_dtype(rt)))
         u0 = _eye(b, et, lead + ((m, m) if full else (m, 0)))

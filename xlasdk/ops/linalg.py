@@ -11,12 +11,15 @@ import numpy as np
 
 from .._optable import HloUnsupported, define
 from ..builder import XlaOp
+from ..shape import Shape
 from ..types import PrimitiveType
 from ._contraction import NUMERIC, contraction_type, narrow_to, precision_attrs, preferred_type, widen_sub_byte
 from ._core import array_shape, bool_arg, dtype_error, enum_arg, int_list, same_builder, shape_error, show
 from ._core import operand as _operand
 
 __all__ = ["Dot", "DotGeneral", "Cholesky", "TriangularSolve"]
+# Shape rules (not exported from xlasdk.ops): dot_general_shape, dot_shape, cholesky_shape,
+# triangular_solve_shape, matrix_check, expanded_check.
 
 
 def _dot_hlo(o: XlaOp) -> str:
@@ -44,6 +47,57 @@ def _check_dims(op: str, name: str, dims: Any, rank: int) -> tuple[int, ...]:
     if len(set(out)) != len(out) or any(not 0 <= d < rank for d in out):
         shape_error(op, f"{name} {list(out)} must be distinct dimension numbers < {rank}")
     return out
+
+
+def dot_general_shape(op: str, lhs: Shape, rhs: Shape, dn: Any, preferred_element_type: Any) -> Shape:
+    """Result shape of DotGeneral (``dn`` a DotDimensionNumbers); raises ShapeError/DTypeError."""
+    et = lhs.element_type()
+    if et not in NUMERIC:
+        dtype_error(op, f"operand 'lhs' must be numeric, got {lhs}")
+    if rhs.element_type() is not et:
+        dtype_error(op, f"operand 'rhs' has element type {rhs}, expected {et.name.lower()} like 'lhs' {lhs}")
+    xd, yd = lhs.dimensions(), rhs.dimensions()
+    lc = _check_dims(op, "lhs_contracting_dimensions", dn.lhs_contracting_dimensions, len(xd))
+    rc = _check_dims(op, "rhs_contracting_dimensions", dn.rhs_contracting_dimensions, len(yd))
+    lb = _check_dims(op, "lhs_batch_dimensions", dn.lhs_batch_dimensions, len(xd))
+    rb = _check_dims(op, "rhs_batch_dimensions", dn.rhs_batch_dimensions, len(yd))
+    if len(lc) != len(rc):
+        shape_error(op, f"{len(lc)} lhs contracting dimensions but {len(rc)} rhs contracting dimensions")
+    if len(lb) != len(rb):
+        shape_error(op, f"{len(lb)} lhs batch dimensions but {len(rb)} rhs batch dimensions")
+    if set(lc) & set(lb) or set(rc) & set(rb):
+        shape_error(op, "a dimension cannot be both a batch and a contracting dimension")
+    for kind, ls, rs in (("contracting", lc, rc), ("batch", lb, rb)):
+        for a, b in zip(ls, rs, strict=True):
+            if xd[a] != yd[b]:
+                shape_error(
+                    op, f"{kind} dimension {a} of 'lhs' {lhs} has size {xd[a]}, but {kind} dimension {b} of "
+                    f"'rhs' {rhs} has size {yd[b]}"
+                )
+    out = [xd[d] for d in lb]
+    out += [s for i, s in enumerate(xd) if i not in lc and i not in lb]
+    out += [s for i, s in enumerate(yd) if i not in rc and i not in rb]
+    return array_shape(preferred_type(op, et, preferred_element_type), out, op)
+
+
+def dot_shape(op: str, lhs: Shape, rhs: Shape, preferred_element_type: Any) -> Shape:
+    """Result shape of Dot (ranks 1 or 2, last of lhs against first of rhs); raises ShapeError/DTypeError."""
+    for name, v in (("lhs", lhs), ("rhs", rhs)):
+        if v.rank() not in (1, 2):
+            shape_error(op, f"operand {name!r} must have rank 1 or 2, got {v} (use DotGeneral)")
+    k_l = lhs.rank() - 1
+    if lhs.dimensions()[k_l] != rhs.dimensions()[0]:
+        shape_error(
+            op, f"operand 'rhs' has shape {rhs}; its first dimension must equal the last dimension of "
+            f"'lhs' {lhs} ({lhs.dimensions()[k_l]})"
+        )
+    return dot_general_shape(op, lhs, rhs, _dot_dnums(k_l), preferred_element_type)
+
+
+def _dot_dnums(k_l: int) -> Any:
+    from ..attrs import DotDimensionNumbers
+
+    return DotDimensionNumbers(lhs_contracting_dimensions=[k_l], rhs_contracting_dimensions=[0])
 
 
 def DotGeneral(
@@ -85,40 +139,16 @@ def DotGeneral(
             dn = make_dot_dimension_numbers(dimension_numbers)
         except Exception as e:
             shape_error(op, f"bad dimension_numbers {show(dimension_numbers)}: {str(e)[:300]}")
-    return _dot_general(op, x, y, dn, precision_config, preferred_element_type)
+    shape = dot_general_shape(op, x.shape, y.shape, dn, preferred_element_type)
+    return _add_dot(op, x, y, dn, shape, precision_config)
 
 
-def _dot_general(op: str, x: XlaOp, y: XlaOp, dn: Any, precision_config: Any, preferred_element_type: Any) -> XlaOp:
-    et = x.shape.element_type()
-    if et not in NUMERIC:
-        dtype_error(op, f"operand 'lhs' must be numeric, got {x.shape}")
-    if y.shape.element_type() is not et:
-        dtype_error(op, f"operand 'rhs' has element type {y.shape}, expected {et.name.lower()} like 'lhs' {x.shape}")
-    xd, yd = x.shape.dimensions(), y.shape.dimensions()
-    lc = _check_dims(op, "lhs_contracting_dimensions", dn.lhs_contracting_dimensions, len(xd))
-    rc = _check_dims(op, "rhs_contracting_dimensions", dn.rhs_contracting_dimensions, len(yd))
-    lb = _check_dims(op, "lhs_batch_dimensions", dn.lhs_batch_dimensions, len(xd))
-    rb = _check_dims(op, "rhs_batch_dimensions", dn.rhs_batch_dimensions, len(yd))
-    if len(lc) != len(rc):
-        shape_error(op, f"{len(lc)} lhs contracting dimensions but {len(rc)} rhs contracting dimensions")
-    if len(lb) != len(rb):
-        shape_error(op, f"{len(lb)} lhs batch dimensions but {len(rb)} rhs batch dimensions")
-    if set(lc) & set(lb) or set(rc) & set(rb):
-        shape_error(op, "a dimension cannot be both a batch and a contracting dimension")
-    for kind, ls, rs in (("contracting", lc, rc), ("batch", lb, rb)):
-        for a, b in zip(ls, rs, strict=True):
-            if xd[a] != yd[b]:
-                shape_error(
-                    op, f"{kind} dimension {a} of 'lhs' {x.shape} has size {xd[a]}, but {kind} dimension {b} of "
-                    f"'rhs' {y.shape} has size {yd[b]}"
-                )
-    out = [xd[d] for d in lb]
-    out += [s for i, s in enumerate(xd) if i not in lc and i not in lb]
-    out += [s for i, s in enumerate(yd) if i not in rc and i not in rb]
-    rt = preferred_type(op, et, preferred_element_type)
+def _add_dot(op: str, x: XlaOp, y: XlaOp, dn: Any, shape: Shape, precision_config: Any) -> XlaOp:
+    """The dot_general node of result ``shape`` (computed in 8 bits for 2-bit results)."""
+    et, rt = x.shape.element_type(), shape.element_type()
     ct = contraction_type(rt)
     attrs = {"dot_dimension_numbers": copy.deepcopy(dn), **precision_attrs(op, precision_config)}
-    result = array_shape(ct, out, op)
+    result = shape if ct is rt else array_shape(ct, shape.dimensions(), op)
     x, y = widen_sub_byte(x, et, ct, op), widen_sub_byte(y, et, ct, op)
     return narrow_to(x.builder.add_op(DOT_GENERAL, (x, y), result, attrs), rt, op)
 
@@ -137,22 +167,11 @@ def Dot(lhs: XlaOp, rhs: XlaOp, precision_config: Any = None, preferred_element_
     DTypeError: element types differ or are not numeric.
     """
     op = "Dot"
-    from ..attrs import DotDimensionNumbers
-
     x = _operand(op, "lhs", lhs)
     y = _operand(op, "rhs", rhs)
     same_builder(op, [("lhs", x), ("rhs", y)])
-    for name, v in (("lhs", x), ("rhs", y)):
-        if v.shape.rank() not in (1, 2):
-            shape_error(op, f"operand {name!r} must have rank 1 or 2, got {v.shape} (use DotGeneral)")
-    k_l = x.shape.rank() - 1
-    if x.shape.dimensions()[k_l] != y.shape.dimensions()[0]:
-        shape_error(
-            op, f"operand 'rhs' has shape {y.shape}; its first dimension must equal the last dimension of "
-            f"'lhs' {x.shape} ({x.shape.dimensions()[k_l]})"
-        )
-    dn = DotDimensionNumbers(lhs_contracting_dimensions=[k_l], rhs_contracting_dimensions=[0])
-    return _dot_general(op, x, y, dn, precision_config, preferred_element_type)
+    shape = dot_shape(op, x.shape, y.shape, preferred_element_type)
+    return _add_dot(op, x, y, _dot_dnums(x.shape.rank() - 1), shape, precision_config)
 
 
 # -- factorizations XLA has ops for: Cholesky, TriangularSolve ---------------------------------------
@@ -174,28 +193,62 @@ def _flag(op: str, name: str, value: Any) -> bool:
 MAX_EXPANDED_DIM = 2**16
 
 
-def _expanded(op: str, name: str, x: XlaOp, size: int, what: str) -> None:
+def expanded_check(op: str, name: str, shape: Shape, size: int, what: str) -> None:
     """ShapeError when ``size`` (the rows/columns an XLA expander unrolls over) exceeds 2**16."""
     if size > MAX_EXPANDED_DIM:
         shape_error(
-            op, f"operand {name!r} is {x.shape}: its {what} ({size}) must be at most 65536 (2**16); XLA expands "
+            op, f"operand {name!r} is {shape}: its {what} ({size}) must be at most 65536 (2**16); XLA expands "
             "this op into a block of ops per 128 rows or columns, so compiling a larger one takes time and "
             "memory without bound"
         )
 
 
+def matrix_check(op: str, name: str, shape: Shape, square: bool = True) -> tuple[int, ...]:
+    """The dimensions of an ``(..., m, n)`` f32/f64/c64/c128 operand (square when asked);
+    raises DTypeError/ShapeError otherwise."""
+    et = shape.element_type()
+    if et not in _DECOMP_TYPES:
+        dtype_error(op, f"operand {name!r} must be f32, f64, c64 or c128, got {shape}")
+    d = shape.dimensions()
+    if len(d) < 2:
+        shape_error(op, f"operand {name!r} must have rank >= 2 (..., m, n), got {shape}")
+    if square and d[-1] != d[-2]:
+        shape_error(op, f"operand {name!r} must be square in its last two dimensions (..., n, n), got {shape}")
+    return d
+
+
 def _matrix_operand(op: str, name: str, a: Any, square: bool = True) -> XlaOp:
     """An ``(..., m, n)`` f32/f64/c64/c128 operand (square when asked)."""
     x = _operand(op, name, a)
-    et = x.shape.element_type()
-    if et not in _DECOMP_TYPES:
-        dtype_error(op, f"operand {name!r} must be f32, f64, c64 or c128, got {x.shape}")
-    d = x.shape.dimensions()
-    if len(d) < 2:
-        shape_error(op, f"operand {name!r} must have rank >= 2 (..., m, n), got {x.shape}")
-    if square and d[-1] != d[-2]:
-        shape_error(op, f"operand {name!r} must be square in its last two dimensions (..., n, n), got {x.shape}")
+    matrix_check(op, name, x.shape, square)
     return x
+
+
+def cholesky_shape(op: str, a: Shape) -> Shape:
+    """Result shape of Cholesky (``a``'s); raises DTypeError/ShapeError on a bad or too large matrix."""
+    d = matrix_check(op, "a", a)
+    expanded_check(op, "a", a, d[-1], "size")
+    return a
+
+
+def triangular_solve_shape(op: str, a: Shape, b: Shape, left_side: bool) -> Shape:
+    """Result shape of TriangularSolve (``b``'s); raises DTypeError/ShapeError on mismatched operands."""
+    ad = matrix_check(op, "a", a)
+    expanded_check(op, "a", a, ad[-1], "size")
+    bd = matrix_check(op, "b", b, square=False)
+    if b.element_type() is not a.element_type():
+        dtype_error(op, f"operand 'b' has element type {b}, expected {a.element_type().name.lower()} like 'a'")
+    if len(bd) != len(ad) or bd[:-2] != ad[:-2]:
+        shape_error(op, f"operand 'b' has shape {b}; expected the batch dimensions {list(ad[:-2])} of 'a' {a}")
+    m = ad[-1]
+    solved = bd[-2] if left_side else bd[-1]
+    if solved != m:
+        which = "second-to-last" if left_side else "last"
+        shape_error(
+            op, f"operand 'b' has shape {b}; with left_side={left_side} its {which} dimension must be {m} "
+            f"(the size of 'a' {a})"
+        )
+    return b
 
 
 def Cholesky(a: XlaOp, lower: bool = True) -> XlaOp:
@@ -223,10 +276,10 @@ def Cholesky(a: XlaOp, lower: bool = True) -> XlaOp:
     DTypeError: another element type, or ``lower`` not a bool.
     """
     op = "Cholesky"
-    x = _matrix_operand(op, "a", a)
-    _expanded(op, "a", x, x.shape.dimensions()[-1], "size")
+    x = _operand(op, "a", a)
+    shape = cholesky_shape(op, x.shape)
     lo = _flag(op, "lower", lower)
-    return x.builder.add_op(CHOLESKY, (x,), x.shape, {"lower": lo})
+    return x.builder.add_op(CHOLESKY, (x,), shape, {"lower": lo})
 
 
 def TriangularSolve(
@@ -267,14 +320,9 @@ def TriangularSolve(
     op = "TriangularSolve"
     from ..attrs import TriangularSolveOptions_Transpose
 
-    x = _matrix_operand(op, "a", a)
-    _expanded(op, "a", x, x.shape.dimensions()[-1], "size")
-    y = _matrix_operand(op, "b", b, square=False)
+    x = _operand(op, "a", a)
+    y = _operand(op, "b", b)
     same_builder(op, [("a", x), ("b", y)])
-    if y.shape.element_type() is not x.shape.element_type():
-        dtype_error(
-            op, f"operand 'b' has element type {y.shape}, expected {x.shape.element_type().name.lower()} like 'a'"
-        )
     ls = _flag(op, "left_side", left_side)
     lo = _flag(op, "lower", lower)
     ud = _flag(op, "unit_diagonal", unit_diagonal)
@@ -283,18 +331,6 @@ def TriangularSolve(
         tr = tso.TRANSPOSE if transpose_a else tso.NO_TRANSPOSE
     else:
         tr = enum_arg(op, TriangularSolveOptions_Transpose, transpose_a, "bad transpose_a: ")
-    ad, bd = x.shape.dimensions(), y.shape.dimensions()
-    if len(bd) != len(ad) or bd[:-2] != ad[:-2]:
-        shape_error(
-            op, f"operand 'b' has shape {y.shape}; expected the batch dimensions {list(ad[:-2])} of 'a' {x.shape}"
-        )
-    m = ad[-1]
-    solved = bd[-2] if ls else bd[-1]
-    if solved != m:
-        which = "second-to-last" if ls else "last"
-        shape_error(
-            op, f"operand 'b' has shape {y.shape}; with left_side={ls} its {which} dimension must be {m} "
-            f"(the size of 'a' {x.shape})"
-        )
+    shape = triangular_solve_shape(op, x.shape, y.shape, ls)
     attrs = {"left_side": ls, "lower": lo, "unit_diagonal": ud, "transpose_a": tr}
-    return x.builder.add_op(TRIANGULAR_SOLVE, (x, y), y.shape, attrs)
+    return x.builder.add_op(TRIANGULAR_SOLVE, (x, y), shape, attrs)

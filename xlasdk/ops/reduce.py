@@ -37,17 +37,73 @@ def as_op_list(op: str, name: str, v: Any, builder: XlaBuilder | None) -> list[X
     return [operand(op, f"{name}[{i}]", x, builder) for i, x in enumerate(items)]
 
 
-def same_float_precision(op: str, names: Sequence[str], xs: Sequence[XlaOp]) -> None:
+def same_float_precision(op: str, names: Sequence[str], shapes: Sequence[Shape]) -> None:
     """DTypeError unless the floating-point operands share one type: XLA's HLO verifier rejects
     ``reduce`` and ``map`` instructions that mix precisions (f32 with bf16, f16, f64, fp8...)."""
-    floats = [(n, x) for n, x in zip(names, xs, strict=True) if x.shape.element_type() in FLOATS]
+    floats = [(n, x) for n, x in zip(names, shapes, strict=True) if x.element_type() in FLOATS]
     for n, x in floats[1:]:
-        if x.shape.element_type() is not floats[0][1].shape.element_type():
+        if x.element_type() is not floats[0][1].element_type():
             dtype_error(
-                op, f"operand {n!r} is {x.shape} but {floats[0][0]!r} is {floats[0][1].shape}: floating-point "
+                op, f"operand {n!r} is {x} but {floats[0][0]!r} is {floats[0][1]}: floating-point "
                 "operands of different precisions cannot be combined (XLA rejects mixed precision); "
                 "ConvertElementType them to one type"
             )
+
+
+def same_dimensions(op: str, shapes: Sequence[Shape], names: Sequence[str] | None = None) -> tuple[int, ...]:
+    """The common dimensions of ``shapes``; ShapeError naming the first that differs."""
+    names = names if names is not None else [f"operands[{i}]" for i in range(len(shapes))]
+    dims0 = shapes[0].dimensions()
+    for i, x in enumerate(shapes):
+        if x.dimensions() != dims0:
+            shape_error(
+                op, f"operand {names[i]!r} has shape {x}, expected dimensions {list(dims0)} like {names[0]}"
+            )
+    return dims0
+
+
+def reduce_shape(op: str, operands: Sequence[Shape], inits: Sequence[Shape], dimensions: Sequence[int]) -> Shape:
+    """Result shape of Reduce (a tuple for several operands); raises ShapeError/DTypeError on
+    operands, init values or dimensions that do not match."""
+    if len(inits) != len(operands):
+        shape_error(op, f"{len(operands)} operands but {len(inits)} init_values")
+    same_float_precision(op, [f"operands[{i}]" for i in range(len(operands))], operands)
+    two_bit = [i for i, x in enumerate(operands) if x.element_type() in (PrimitiveType.S2, PrimitiveType.U2)]
+    if two_bit and len(two_bit) != len(operands):  # XLA:CPU fails compiling it (a RET_CHECK on the layouts)
+        dtype_error(
+            op, f"operand 'operands[{two_bit[0]}]' is {operands[two_bit[0]]}: 2-bit operands (s2, u2) can be "
+            "reduced together only with other 2-bit operands; ConvertElementType them to s8/u8 first"
+        )
+    dims0 = operands[0].dimensions()
+    for i, (x, v) in enumerate(zip(operands, inits, strict=True)):
+        if x.dimensions() != dims0:
+            shape_error(
+                op, f"operand 'operands[{i}]' has shape {x}, expected dimensions {list(dims0)} like operands[0]"
+            )
+        if v.rank() != 0:
+            shape_error(op, f"operand 'init_values[{i}]' must be a scalar, got {v}")
+        if v.element_type() is not x.element_type():
+            want = x.element_type().name.lower()
+            dtype_error(op, f"operand 'init_values[{i}]' is {v}, expected {want}[] like operands[{i}]")
+    dims = tuple(dimensions)
+    if len(set(dims)) != len(dims) or any(not 0 <= d < len(dims0) for d in dims):
+        shape_error(op, f"dimensions_to_reduce {list(dims)} must be distinct dimension numbers < {len(dims0)}")
+    out_dims = tuple(s for i, s in enumerate(dims0) if i not in dims)
+    outs = [array_shape(x.element_type(), out_dims, op) for x in operands]
+    return outs[0] if len(outs) == 1 else Shape.tuple_shape(outs)
+
+
+def map_shape(op: str, operands: Sequence[Shape], dimensions: Sequence[int]) -> tuple[int, ...]:
+    """Result dimensions of Map (the operands'; the element type is the computation's); raises
+    ShapeError/DTypeError on operands that differ or ``dimensions`` other than all in order."""
+    dims0 = same_dimensions(op, operands)
+    same_float_precision(op, [f"operands[{i}]" for i in range(len(operands))], operands)
+    if list(dimensions) != list(range(len(dims0))):
+        shape_error(
+            op, f"dimensions {list(dimensions)} must be all dimensions in order, {list(range(len(dims0)))}, for "
+            f"operand 'operands[0]' {operands[0]}"
+        )
+    return dims0
 
 
 def reducer_region(op: str, computation: Any, inits: Sequence[XlaOp], builder: XlaBuilder) -> Any:
@@ -110,33 +166,9 @@ def Reduce(
     inits = as_op_list(op, "init_values", init_values, builder)
     named = [(f"operands[{i}]", x) for i, x in enumerate(xs)] + [(f"init_values[{i}]", v) for i, v in enumerate(inits)]
     same_builder(op, named)
-    if len(inits) != len(xs):
-        shape_error(op, f"{len(xs)} operands but {len(inits)} init_values")
-    same_float_precision(op, [f"operands[{i}]" for i in range(len(xs))], xs)
-    two_bit = [i for i, x in enumerate(xs) if x.shape.element_type() in (PrimitiveType.S2, PrimitiveType.U2)]
-    if two_bit and len(two_bit) != len(xs):  # XLA:CPU fails compiling it (a RET_CHECK on the layouts)
-        dtype_error(
-            op, f"operand 'operands[{two_bit[0]}]' is {xs[two_bit[0]].shape}: 2-bit operands (s2, u2) can be "
-            "reduced together only with other 2-bit operands; ConvertElementType them to s8/u8 first"
-        )
-    dims0 = xs[0].shape.dimensions()
-    for i, (x, v) in enumerate(zip(xs, inits, strict=True)):
-        if x.shape.dimensions() != dims0:
-            shape_error(
-                op, f"operand 'operands[{i}]' has shape {x.shape}, expected dimensions {list(dims0)} like operands[0]"
-            )
-        if v.shape.rank() != 0:
-            shape_error(op, f"operand 'init_values[{i}]' must be a scalar, got {v.shape}")
-        if v.shape.element_type() is not x.shape.element_type():
-            want = x.shape.element_type().name.lower()
-            dtype_error(op, f"operand 'init_values[{i}]' is {v.shape}, expected {want}[] like operands[{i}]")
     dims = int_list(op, "dimensions_to_reduce", dimensions_to_reduce)
-    if len(set(dims)) != len(dims) or any(not 0 <= d < len(dims0) for d in dims):
-        shape_error(op, f"dimensions_to_reduce {list(dims)} must be distinct dimension numbers < {len(dims0)}")
+    shape = reduce_shape(op, [x.shape for x in xs], [v.shape for v in inits], dims)
     region = reducer_region(op, computation, inits, builder)
-    out_dims = tuple(s for i, s in enumerate(dims0) if i not in dims)
-    outs = [array_shape(x.shape.element_type(), out_dims, op) for x in xs]
-    shape = outs[0] if len(outs) == 1 else Shape.tuple_shape(outs)
     return builder.add_op(REDUCE, tuple(xs) + tuple(inits), shape, {"dimensions": tuple(sorted(dims))}, (region,))
 
 
@@ -178,19 +210,8 @@ def Map(
     if not isinstance(builder, XlaBuilder):
         dtype_error(op, f"first argument must be an XlaBuilder, got {type(builder).__name__}")
     xs = as_op_list(op, "operands", operands, builder)
-    dims0 = xs[0].shape.dimensions()
-    for i, x in enumerate(xs):
-        if x.shape.dimensions() != dims0:
-            shape_error(
-                op, f"operand 'operands[{i}]' has shape {x.shape}, expected dimensions {list(dims0)} like operands[0]"
-            )
-    same_float_precision(op, [f"operands[{i}]" for i in range(len(xs))], xs)
     dims = int_list(op, "dimensions", dimensions)
-    if list(dims) != list(range(len(dims0))):
-        shape_error(
-            op, f"dimensions {list(dims)} must be all dimensions in order, {list(range(len(dims0)))}, for operand "
-            f"'operands[0]' {xs[0].shape}"
-        )
+    dims0 = map_shape(op, [x.shape for x in xs], dims)
     if static_operands is not None and not (isinstance(static_operands, (list, tuple)) and not static_operands):
         shape_error(op, f"static_operands are not supported (XLA's Map takes none), got {show(static_operands)}")
     scalars = [Shape._make(x.shape.element_type(), ()) for x in xs]

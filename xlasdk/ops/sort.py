@@ -15,7 +15,7 @@ from ..types import COMPLEX, FLOATS, PrimitiveType
 from ._core import array_shape, bool_arg, dtype_error, int_arg, shape_error, show, subcomputation
 from ._core import operand as _operand
 from .convert import CONVERT
-from .reduce import as_op_list
+from .reduce import as_op_list, same_dimensions
 
 
 def _sort_hlo(o: XlaOp) -> str:
@@ -84,6 +84,24 @@ def _comparator_region(op: str, comparator: Any, xs: Sequence[XlaOp], builder: X
     return region
 
 
+def sort_shape(op: str, operands: Sequence[Shape], dimension: int) -> Shape:
+    """Result shape of Sort (a tuple for several operands); raises ShapeError/DTypeError on operands
+    that differ, scalars, 2-bit types or ``dimension`` out of range."""
+    dims0 = same_dimensions(op, operands)
+    rank = len(dims0)
+    if rank == 0:
+        shape_error(op, f"operand 'operands[0]' is the scalar {operands[0]}; sorting needs rank >= 1")
+    two_bit = [k for k, x in enumerate(operands) if x.element_type() in _TWO_BIT]
+    if two_bit:  # XLA:CPU sorts them wrongly, or fails to compile beside other widths
+        dtype_error(
+            op, f"operand 'operands[{two_bit[0]}]' is {operands[two_bit[0]]}: XLA:CPU cannot sort 2-bit types "
+            "(s2, u2); ConvertElementType them to s8/u8 first"
+        )
+    if not -rank <= dimension < rank:
+        shape_error(op, f"dimension {dimension} out of range for rank {rank} operands {operands[0]}")
+    return operands[0] if len(operands) == 1 else Shape.tuple_shape(list(operands))
+
+
 def Sort(
     builder: XlaBuilder,
     operands: XlaOp | Sequence[XlaOp],
@@ -136,32 +154,30 @@ def Sort(
             dimension,
         )
     xs = as_op_list(op, "operands", operands, builder)
-    dims0 = xs[0].shape.dimensions()
-    for k, x in enumerate(xs[1:], 1):
-        if x.shape.dimensions() != dims0:
-            shape_error(
-                op, f"operand 'operands[{k}]' has shape {x.shape}, expected dimensions {list(dims0)} like operands[0]"
-            )
-    rank = len(dims0)
-    if rank == 0:
-        shape_error(op, f"operand 'operands[0]' is the scalar {xs[0].shape}; sorting needs rank >= 1")
-    two_bit = [k for k, x in enumerate(xs) if x.shape.element_type() in _TWO_BIT]
-    if two_bit:  # XLA:CPU sorts them wrongly, or fails to compile beside other widths
-        dtype_error(
-            op, f"operand 'operands[{two_bit[0]}]' is {xs[two_bit[0]].shape}: XLA:CPU cannot sort 2-bit types "
-            "(s2, u2); ConvertElementType them to s8/u8 first"
-        )
     if not _is_int(dimension):
         dtype_error(op, f"dimension must be an int, got {show(dimension)}")
     d = int(dimension)
-    if not -rank <= d < rank:
-        shape_error(op, f"dimension {d} out of range for rank {rank} operands {xs[0].shape}")
-    d %= rank
+    shape = sort_shape(op, [x.shape for x in xs], d)
+    d %= len(xs[0].shape.dimensions())
     if not isinstance(is_stable, (bool, np.bool_)):
         dtype_error(op, f"is_stable must be a bool, got {show(is_stable)}")
     region = _comparator_region(op, default_comparator if comparator is None else comparator, xs, builder)
-    shape = xs[0].shape if len(xs) == 1 else Shape.tuple_shape([x.shape for x in xs])
     return builder.add_op(SORT, tuple(xs), shape, {"dimension": d, "is_stable": bool(is_stable)}, (region,))
+
+
+def top_k_shape(op: str, operand: Shape, k: int) -> Shape:
+    """Result shape ``(values, indices)`` of TopK; raises DTypeError on pred/complex operands,
+    ShapeError on scalars or ``k`` outside ``[0, n]``."""
+    et = operand.element_type()
+    if et is PrimitiveType.PRED or et in COMPLEX:
+        dtype_error(op, f"operand 'operand' is {operand}; TopK needs an integer or floating-point type")
+    dims = operand.dimensions()
+    if not dims:
+        shape_error(op, f"operand 'operand' is the scalar {operand}; TopK needs rank >= 1")
+    if not 0 <= k <= dims[-1]:
+        shape_error(op, f"k = {k} out of range [0, {dims[-1]}] for operand {operand}")
+    out_dims = dims[:-1] + (k,)
+    return Shape.tuple_shape([array_shape(et, out_dims, op), array_shape(PrimitiveType.S32, out_dims, op)])
 
 
 def TopK(input: XlaOp, k: int, largest: bool = True) -> XlaOp:  # noqa: A002 - the former name
@@ -194,22 +210,14 @@ def TopK(input: XlaOp, k: int, largest: bool = True) -> XlaOp:  # noqa: A002 - t
     """
     op = "TopK"
     x = _operand(op, "operand", input)
-    et = x.shape.element_type()
-    if et is PrimitiveType.PRED or et in COMPLEX:
-        dtype_error(op, f"operand 'operand' is {x.shape}; TopK needs an integer or floating-point type")
-    dims = x.shape.dimensions()
-    if not dims:
-        shape_error(op, f"operand 'operand' is the scalar {x.shape}; TopK needs rank >= 1")
     if not _is_int(k):
         dtype_error(op, f"k must be an int, got {show(k)}")
-    if not 0 <= int(k) <= dims[-1]:
-        shape_error(op, f"k = {k} out of range [0, {dims[-1]}] for operand {x.shape}")
+    result = top_k_shape(op, x.shape, int(k))
     if not isinstance(largest, (bool, np.bool_)):
         dtype_error(op, f"largest must be a bool, got {show(largest)}")
-    kk = int(k)
-    out_dims = dims[:-1] + (kk,)
-    values = array_shape(et, out_dims, op)
-    indices = array_shape(PrimitiveType.S32, out_dims, op)
+    et, dims, kk = x.shape.element_type(), x.shape.dimensions(), int(k)
+    values = result.tuple_shapes()[0]
+    out_dims = values.dimensions()
     b = x.builder
     wide = _TOPK_WIDE.get(et)
     if wide is not None:  # computed in a wider type, then the values converted back (exact)
@@ -218,7 +226,7 @@ def TopK(input: XlaOp, k: int, largest: bool = True) -> XlaOp:  # noqa: A002 - t
         t = TopK(b.add_op(CONVERT, (x,), array_shape(wide, dims, op)), kk, largest)
         return Tuple(b, [b.add_op(CONVERT, (GetTupleElement(t, 0),), values), GetTupleElement(t, 1)])
     if largest:
-        return b.add_op(TOP_K, (x,), Shape.tuple_shape([values, indices]), {"k": kk})
+        return b.add_op(TOP_K, (x,), result, {"k": kk})
     from .control import GetTupleElement, Tuple
     from .shaping import Slice
     from .sources import Iota
@@ -292,6 +300,37 @@ def ApproxTopKReductionOutputSize(
     return _reduction_output_size(op, n, r, k, recall, bool_arg(op, "aggregate_to_topk", aggregate_to_topk), override)
 
 
+def approx_top_k_shape(
+    op: str, operands: Sequence[Shape], inits: Sequence[Shape], top_k: int, reduction_dim: int,
+    recall_target: float, aggregate_to_topk: bool, input_size_override: int,
+) -> Shape:
+    """Result shape of ApproxTopK (a tuple: the operands cut to the output size along
+    ``reduction_dim``); raises ShapeError/DTypeError on operands, init values or values out of range."""
+    if len(inits) != len(operands):
+        shape_error(op, f"{len(inits)} init_values for {len(operands)} operands; give one scalar per operand")
+    dims0 = same_dimensions(op, operands)
+    for i, (x, v) in enumerate(zip(operands, inits, strict=True)):
+        if v.rank() != 0:
+            shape_error(op, f"operand 'init_values[{i}]' has shape {v}, expected a scalar")
+        if v.element_type() != x.element_type():
+            dtype_error(
+                op, f"operand 'init_values[{i}]' has element type {v}, expected {show(x.numpy_dtype())} like "
+                f"'operands[{i}]' {x}"
+            )
+    rank = len(dims0)
+    if rank == 0:
+        shape_error(op, f"operand 'operands[0]' is the scalar {operands[0]}; ApproxTopK needs rank >= 1")
+    d = int_arg(op, "reduction_dim", reduction_dim, lo=-rank, hi=rank - 1, error=DTypeError) % rank
+    n = dims0[d]
+    k = int_arg(op, "top_k", top_k, lo=0, hi=n, error=DTypeError)
+    if not 0 < recall_target <= 1:
+        shape_error(op, f"recall_target must be in (0, 1], got {show(recall_target)}")
+    override = int_arg(op, "reduction_input_size_override", input_size_override, lo=-1, error=DTypeError)
+    size, _ = _reduction_output_size(op, n, rank, k, recall_target, aggregate_to_topk, override)
+    out = dims0[:d] + (min(size, n),) + dims0[d + 1:]
+    return Shape.tuple_shape([array_shape(x.element_type(), out, op) for x in operands])
+
+
 def _approx_top_k(
     op: str, builder: Any, operands: Any, init_values: Any, top_k: Any, reduction_dim: Any, comparator: Any,
     recall_target: Any, aggregate_to_topk: Any, reduction_input_size_override: Any,
@@ -303,37 +342,18 @@ def _approx_top_k(
         dtype_error(op, f"first argument must be an XlaBuilder, got {type(builder).__name__}")
     xs = as_op_list(op, "operands", operands, builder)
     inits = as_op_list(op, "init_values", init_values, builder)
-    if len(inits) != len(xs):
-        shape_error(op, f"{len(inits)} init_values for {len(xs)} operands; give one scalar per operand")
-    dims0 = xs[0].shape.dimensions()
-    for i, x in enumerate(xs[1:], 1):
-        if x.shape.dimensions() != dims0:
-            shape_error(
-                op, f"operand 'operands[{i}]' has shape {x.shape}, expected dimensions {list(dims0)} like operands[0]"
-            )
-    for i, (x, v) in enumerate(zip(xs, inits, strict=True)):
-        if v.shape.rank() != 0:
-            shape_error(op, f"operand 'init_values[{i}]' has shape {v.shape}, expected a scalar")
-        if v.shape.element_type() != x.shape.element_type():
-            dtype_error(
-                op, f"operand 'init_values[{i}]' has element type {v.shape}, expected {show(x.dtype)} like "
-                f"'operands[{i}]' {x.shape}"
-            )
-    rank = len(dims0)
-    if rank == 0:
-        shape_error(op, f"operand 'operands[0]' is the scalar {xs[0].shape}; ApproxTopK needs rank >= 1")
-    d = int_arg(op, "reduction_dim", reduction_dim, lo=-rank, hi=rank - 1, error=DTypeError) % rank
-    n = dims0[d]
-    k = int_arg(op, "top_k", top_k, lo=0, hi=n, error=DTypeError)
+    d = int_arg(op, "reduction_dim", reduction_dim, error=DTypeError)
+    k = int_arg(op, "top_k", top_k, error=DTypeError)
     recall = _recall(op, recall_target)
     aggregate = bool_arg(op, "aggregate_to_topk", aggregate_to_topk)
-    override = int_arg(op, "reduction_input_size_override", reduction_input_size_override, lo=-1, error=DTypeError)
+    override = int_arg(op, "reduction_input_size_override", reduction_input_size_override, error=DTypeError)
+    shape = approx_top_k_shape(op, [x.shape for x in xs], [v.shape for v in inits], k, d, recall, aggregate, override)
     if comparator is None:
         dtype_error(
             op, "comparator must be an XlaComputation or a callable (e.g. Gt on operands[0] for the top-k largest)"
         )
-    size, _ = _reduction_output_size(op, n, rank, k, recall, aggregate, override)
-    size = min(size, n)
+    d %= len(xs[0].shape.dimensions())
+    size = shape.tuple_shapes()[0].dimensions()[d]
     s = Sort(builder, xs, dimension=d, is_stable=True, comparator=comparator)
     sorted_ = [s] if len(xs) == 1 else [GetTupleElement(s, i) for i in range(len(xs))]
     return Tuple(builder, [SliceInDim(x, 0, size, 1, d) for x in sorted_])

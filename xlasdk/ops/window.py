@@ -118,59 +118,139 @@ def split_negative_padding(
     return tuple(starts), tuple(limits), tuple(pads)
 
 
-def _window_config(
+def window_padding(
     op: str,
-    x: XlaOp,
+    operand: Shape,
     xname: str,
-    window_dimensions: Any,
-    window_strides: Any,
-    base_dilations: Any,
-    window_dilations: Any,
+    window_dimensions: Sequence[int],
+    window_strides: Sequence[int],
+    base_dilations: Sequence[int],
+    window_dilations: Sequence[int],
     padding: Any,
-) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...], Pads]:
-    """Check the window attributes against operand ``x``; resolve SAME/VALID to explicit pairs."""
-    dims = x.shape.dimensions()
+) -> Pads:
+    """The explicit ``(lo, hi)`` padding of a window op over ``operand`` (``padding`` SAME/VALID/
+    PaddingType or pairs of ints), the window attributes checked; raises ShapeError."""
+    dims = operand.dimensions()
     r = len(dims)
-    win = int_list(op, "window_dimensions", window_dimensions)
-    strides = int_list(op, "window_strides", window_strides)
-    bdil = opt_int_list(op, "base_dilations", base_dilations, (1,) * r)
-    wdil = opt_int_list(op, "window_dilations", window_dilations, (1,) * r)
+    win, strides, bdil, wdil = window_dimensions, window_strides, base_dilations, window_dilations
     for name, v in (
         ("window_dimensions", win), ("window_strides", strides),
         ("base_dilations", bdil), ("window_dilations", wdil),
     ):
         if len(v) != r:
-            shape_error(op, f"{name} has {len(v)} entries, expected {r} (the rank of operand {xname!r} {x.shape})")
+            shape_error(op, f"{name} has {len(v)} entries, expected {r} (the rank of operand {xname!r} {operand})")
         if any(s < 1 for s in v):
-            shape_error(op, f"{name} {list(v)} must all be >= 1 (operand {xname!r} {x.shape})")
+            shape_error(op, f"{name} {list(v)} must all be >= 1 (operand {xname!r} {operand})")
     dil_in = [_dilated(n, d) for n, d in zip(dims, bdil, strict=True)]
     dil_win = [_dilated(w, d) for w, d in zip(win, wdil, strict=True)]
     if max(dil_in + dil_win, default=0) > INT64_MAX:  # XLA computes these sizes in int64
         shape_error(
             op, f"base-dilated operand sizes {dil_in} or dilated window sizes {dil_win} do not fit in int64 "
-            f"(operand {xname!r} {x.shape})"
+            f"(operand {xname!r} {operand})"
         )
-    if isinstance(padding, (str, PaddingType)):
-        eff_in: Sequence[int] = dil_in
-        eff_win: Sequence[int] = dil_win
-    else:
-        eff_in, eff_win = dims, win
-        padding = int_tuples(op, "padding", padding, "a (lo, hi) pair of ints", (2,))
+    same_valid = isinstance(padding, (str, PaddingType))
     try:
-        pads = tuple(convert_padding(padding, eff_in, eff_win, strides))
+        pads = tuple(
+            (int(lo), int(hi))
+            for lo, hi in convert_padding(padding, dil_in if same_valid else dims, dil_win if same_valid else win,
+                                          strides)
+        )
     except ShapeError as e:
-        shape_error(op, f"{e} (operand {xname!r} {x.shape})")
+        shape_error(op, f"{e} (operand {xname!r} {operand})")
     for i, (n, d, (lo, hi)) in enumerate(zip(dims, bdil, pads, strict=True)):
         if not all(INT64_MIN <= v <= INT64_MAX for v in (lo, hi, _dilated(n, d) + lo + hi)):
             shape_error(
-                op, f"padding ({lo}, {hi}) of dimension {i} does not fit in int64 (operand {xname!r} {x.shape})"
+                op, f"padding ({lo}, {hi}) of dimension {i} does not fit in int64 (operand {xname!r} {operand})"
             )
         if _dilated(n, d) + lo + hi < 0:
             shape_error(
                 op, f"padding ({lo}, {hi}) of dimension {i} crops more than the {_dilated(n, d)} elements of the "
-                f"(base-dilated) operand {xname!r} {x.shape}"
+                f"(base-dilated) operand {xname!r} {operand}"
             )
-    return win, strides, bdil, wdil, pads
+    return pads
+
+
+def _window_lists(
+    op: str, rank: int, window_dimensions: Any, window_strides: Any, base_dilations: Any, window_dilations: Any,
+    padding: Any,
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...], Any]:
+    """The window attributes parsed (dilations default to 1; padding pairs parsed, SAME/VALID kept)."""
+    win = int_list(op, "window_dimensions", window_dimensions)
+    strides = int_list(op, "window_strides", window_strides)
+    bdil = opt_int_list(op, "base_dilations", base_dilations, (1,) * rank)
+    wdil = opt_int_list(op, "window_dilations", window_dilations, (1,) * rank)
+    if not isinstance(padding, (str, PaddingType)):
+        padding = int_tuples(op, "padding", padding, "a (lo, hi) pair of ints", (2,))
+    return win, strides, bdil, wdil, padding
+
+
+def reduce_window_op_shape(
+    op: str,
+    operands: Sequence[Shape],
+    inits: Sequence[Shape],
+    window_dimensions: Sequence[int],
+    window_strides: Sequence[int],
+    base_dilations: Sequence[int],
+    window_dilations: Sequence[int],
+    padding: Any,
+    operand_names: Sequence[str] | None = None,
+    init_names: Sequence[str] | None = None,
+) -> Shape:
+    """Result shape of ReduceWindow (a tuple for several operands; names default to
+    ``operands[i]``/``init_values[i]``); raises ShapeError/DTypeError."""
+    xnames = operand_names if operand_names is not None else [f"operands[{i}]" for i in range(len(operands))]
+    inames = init_names if init_names is not None else [f"init_values[{i}]" for i in range(len(inits))]
+    if len(inits) != len(operands):
+        shape_error(op, f"{len(operands)} operands but {len(inits)} init values")
+    dims = operands[0].dimensions()
+    for i, (x, v) in enumerate(zip(operands, inits, strict=True)):
+        if x.dimensions() != dims:
+            shape_error(
+                op, f"operand {xnames[i]!r} has shape {x}, expected dimensions {list(dims)} like {xnames[0]!r}"
+            )
+        if v.rank() != 0:
+            shape_error(op, f"operand {inames[i]!r} must be a scalar, got {v}")
+        if v.element_type() is not x.element_type():
+            dtype_error(
+                op, f"operand {inames[i]!r} is {v}, expected {x.element_type().name.lower()}[] like "
+                f"operand {xnames[i]!r} {x}"
+            )
+    pads = window_padding(
+        op, operands[0], xnames[0], window_dimensions, window_strides, base_dilations, window_dilations, padding
+    )
+    out_dims = reduce_window_shape(dims, window_dimensions, window_strides, base_dilations, window_dilations, pads)
+    outs = [array_shape(x.element_type(), out_dims, op) for x in operands]
+    return outs[0] if len(outs) == 1 else Shape.tuple_shape(outs)
+
+
+def select_and_scatter_shape(
+    op: str,
+    operand: Shape,
+    source: Shape,
+    init: Shape,
+    window_dimensions: Sequence[int],
+    window_strides: Sequence[int],
+    padding: Any,
+) -> Shape:
+    """Result shape of SelectAndScatter (the operand's); raises ShapeError/DTypeError on a bad
+    init value, window or ``source`` shape."""
+    et = operand.element_type()
+    if init.rank() != 0:
+        shape_error(op, f"operand 'init_value' must be a scalar, got {init}")
+    for name, v in (("source", source), ("init_value", init)):
+        if v.element_type() is not et:
+            dtype_error(op, f"operand {name!r} is {v}, expected element type {et.name.lower()} like operand "
+                        f"'operand' {operand}")
+    dims = operand.dimensions()
+    ones = (1,) * len(dims)
+    pads = window_padding(op, operand, "operand", window_dimensions, window_strides, ones, ones, padding)
+    expect = reduce_window_shape(dims, window_dimensions, window_strides, ones, ones, pads)
+    if source.dimensions() != expect:
+        shape_error(
+            op, f"operand 'source' has shape {source}, expected {array_shape(et, expect, op)} (one element per "
+            f"window position over operand {operand})"
+        )
+    return operand
 
 
 def _crop(xs: list[XlaOp], start: tuple[int, ...], limit: tuple[int, ...]) -> list[XlaOp]:
@@ -306,31 +386,18 @@ def _reduce_window(
     xnames = [f"operands[{i}]" for i in range(len(xs))] if variadic else ["operand"]
     inames = [f"init_values[{i}]" for i in range(len(inits))] if vlist else ["init_value"]
     builder: XlaBuilder = same_builder(op, list(zip(xnames, xs, strict=True)) + list(zip(inames, inits, strict=True)))
-    if len(inits) != len(xs):
-        shape_error(op, f"{len(xs)} operands but {len(inits)} init values")
     dims = xs[0].shape.dimensions()
-    for i, (x, v) in enumerate(zip(xs, inits, strict=True)):
-        if x.shape.dimensions() != dims:
-            shape_error(
-                op, f"operand {xnames[i]!r} has shape {x.shape}, expected dimensions {list(dims)} like {xnames[0]!r}"
-            )
-        if v.shape.rank() != 0:
-            shape_error(op, f"operand {inames[i]!r} must be a scalar, got {v.shape}")
-        if v.shape.element_type() is not x.shape.element_type():
-            dtype_error(
-                op, f"operand {inames[i]!r} is {v.shape}, expected {x.shape.element_type().name.lower()}[] like "
-                f"operand {xnames[i]!r} {x.shape}"
-            )
-    win, strides, bdil, wdil, pads = _window_config(
-        op, xs[0], xnames[0], window_dimensions, window_strides, base_dilations, window_dilations, padding
+    win, strides, bdil, wdil, padding = _window_lists(
+        op, len(dims), window_dimensions, window_strides, base_dilations, window_dilations, padding
     )
+    shape = reduce_window_op_shape(
+        op, [x.shape for x in xs], [v.shape for v in inits], win, strides, bdil, wdil, padding, xnames, inames
+    )
+    pads = window_padding(op, xs[0].shape, xnames[0], win, strides, bdil, wdil, padding)
     region = reducer_region(op, computation, inits, builder)
-    out_dims = reduce_window_shape(dims, win, strides, bdil, wdil, pads)
     if any(lo < 0 or hi < 0 for lo, hi in pads):
         start, limit, pads = split_negative_padding(dims, bdil, pads)
         xs = _crop(xs, start, limit)
-    outs = [array_shape(x.shape.element_type(), out_dims, op) for x in xs]
-    shape = outs[0] if len(outs) == 1 else Shape.tuple_shape(outs)
     attrs: dict[str, Any] = {
         "window_dimensions": tuple(win), "window_strides": tuple(strides), "base_dilations": tuple(bdil),
         "window_dilations": tuple(wdil),
@@ -405,22 +472,10 @@ def SelectAndScatterWithGeneralPadding(
     init = _operand(op, "init_value", init_value)
     b: XlaBuilder = same_builder(op, [("operand", x), ("source", src), ("init_value", init)])
     et = x.shape.element_type()
-    if init.shape.rank() != 0:
-        shape_error(op, f"operand 'init_value' must be a scalar, got {init.shape}")
-    for name, v in (("source", src), ("init_value", init)):
-        if v.shape.element_type() is not et:
-            dtype_error(op, f"operand {name!r} is {v.shape}, expected element type {et.name.lower()} like operand "
-                        f"'operand' {x.shape}")
-    win, strides, bdil, wdil, pads = _window_config(
-        op, x, "operand", window_dimensions, window_strides, (), (), padding
-    )
-    dims = x.shape.dimensions()
-    expect = reduce_window_shape(dims, win, strides, bdil, wdil, pads)
-    if src.shape.dimensions() != expect:
-        shape_error(
-            op, f"operand 'source' has shape {src.shape}, expected {array_shape(et, expect, op)} (one element per "
-            f"window position over operand {x.shape})"
-        )
+    win, strides, _, _, padding = _window_lists(op, x.shape.rank(), window_dimensions, window_strides, (), (), padding)
+    select_and_scatter_shape(op, x.shape, src.shape, init.shape, win, strides, padding)
+    ones = (1,) * x.shape.rank()
+    pads = window_padding(op, x.shape, "operand", win, strides, ones, ones, padding)
     scalar = Shape._make(et, ())
     sel_region, sel_out = subcomputation(op, "select", select, [scalar, scalar], b)
     pred = Shape._make(PrimitiveType.PRED, ())
