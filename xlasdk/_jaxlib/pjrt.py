@@ -1,6 +1,9 @@
 """PJRT on top of jaxlib: clients, plugins, compilation, transfers, execution, serialization.
 
-This is the only module of the runtime that touches ``jaxlib.xla_client`` and ``jaxlib._jax``.
+This module and the ones whose names it re-exports (``_pjrt_base``: handles, errors, ``Aval``, the
+import shim; ``executables``: inspection, serialization, SPMD; ``dlpack``: DLPack and host-buffer
+interop) are the only ones of the runtime that touch ``jaxlib.xla_client`` and ``jaxlib._jax``;
+callers use them through this module (``pjrt.<name>``), so patching ``pjrt.<name>`` takes effect.
 Every function takes and returns plain Python / numpy values or opaque jaxlib objects typed
 ``Any``; every jaxlib exception is re-raised as an xlasdk error (:class:`CompileError` for
 compilation, :class:`XlaRuntimeError` for execution and transfers, :class:`FormatError` for
@@ -31,19 +34,70 @@ readback of a fresh array); the paths below avoid it.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import sys
-import types
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
-import jaxlib
 import numpy as np
 from jaxlib import xla_client as _xc
 
-from ..errors import CompileError, FormatError, XlaRuntimeError
+from ..errors import CompileError
+from ..errors import FormatError as FormatError
+from ..errors import XlaRuntimeError as XlaRuntimeError
 from . import lapack
+from ._pjrt_base import _IMMUTABLE_DURING_CALL as _IMMUTABLE_DURING_CALL
+from ._pjrt_base import _J as _J
+from ._pjrt_base import _REPLICATED as _REPLICATED
+from ._pjrt_base import _SHIM as _SHIM
+from ._pjrt_base import _T as _T
+from ._pjrt_base import (
+    JAXLIB_VERSION,
+    XLA_CLIENT_VERSION,
+    Aval,
+    JaxRuntimeError,
+    single_device_sharding,
+)
+from ._pjrt_base import _array_result_handler as _array_result_handler
+from ._pjrt_base import _batched_device_put as _batched_device_put
+from ._pjrt_base import _build_shim as _build_shim
+from ._pjrt_base import _make_single_device_sharding as _make_single_device_sharding
+from ._pjrt_base import _modules as _modules
+from ._pjrt_base import _one_line as _one_line
+from ._pjrt_base import _runtime_error as _runtime_error
+from ._pjrt_base import _ShapedArray as _ShapedArray
+from ._pjrt_base import _sharding_cache as _sharding_cache
+from ._pjrt_base import _shimmed as _shimmed
+from .dlpack import _SEMANTICS as _SEMANTICS
+from .dlpack import (
+    ZERO_COPY_ALIGNMENT,
+    DLPackError,
+    array_is_ready,
+    array_minor_to_major,
+    array_share,
+    dlpack_export,
+    dlpack_import,
+    dlpack_import_view,
+    put_with_semantics,
+)
+from .executables import _MEMORY_FIELDS as _MEMORY_FIELDS
+from .executables import _arrays_of as _arrays_of
+from .executables import _gspmd_cache as _gspmd_cache
+from .executables import (
+    assemble_global,
+    deserialize_executable,
+    executable_cost_analysis,
+    executable_devices,
+    executable_fingerprint,
+    executable_hlo_modules,
+    executable_hlo_text,
+    executable_memory_stats,
+    executable_num_outputs,
+    executable_shardings,
+    execute_spmd,
+    global_shards,
+    gspmd_sharding,
+    put_sharded,
+    serialize_executable,
+)
 
 __all__ = [
     "JAXLIB_VERSION",
@@ -107,127 +161,11 @@ __all__ = [
     "array_minor_to_major",
 ]
 
-_J: Final[Any] = importlib.import_module("jaxlib._jax")  # untyped extension module
 
-JAXLIB_VERSION: Final[str] = str(getattr(jaxlib, "__version__", "unknown"))
-XLA_CLIENT_VERSION: Final[int] = int(getattr(_xc, "_version", 0))
-JaxRuntimeError: Final[type[Exception]] = _J.JaxRuntimeError
-
-_T = TypeVar("_T")
-
-_IMMUTABLE_DURING_CALL: Final = _xc.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL
-_batched_device_put: Final = _xc.batched_device_put
-_array_result_handler: Final = _xc.array_result_handler
-
-# jaxlib's batched_device_put asks the sharding for an HloSharding; jax adds this method to
-# SingleDeviceSharding in Python. Add the same (replicated) answer when jax has not.
-# It is called on every transfer, so the answer is built once.
-_REPLICATED: Final = _xc.HloSharding.replicate()
-if not hasattr(_xc.SingleDeviceSharding, "_to_xla_hlo_sharding"):
-
-    def _sds_to_xla_hlo_sharding(self: Any, num_dimensions: int) -> Any:
-        return _REPLICATED
-
-    _xc.SingleDeviceSharding._to_xla_hlo_sharding = _sds_to_xla_hlo_sharding
-
-
-def _one_line(e: BaseException) -> str:
-    """The first non-empty line of an exception message (jaxlib appends Python stack notes)."""
-    for line in str(e).splitlines():
-        line = line.strip()
-        if line:
-            return line
-    return type(e).__name__
-
-
-def _runtime_error(what: str, e: BaseException) -> XlaRuntimeError:
-    from .callbacks import callback_failure  # a failing ops.HostCallback: the user's exception
-
-    failed = callback_failure(what, e)
-    if failed is not None:
-        return failed
-    return XlaRuntimeError(f"{what}: {_one_line(e)}")
-
-
-# -- avals and the import shim ---------------------------------------------------------------
-class Aval:
-    """The abstract value jaxlib wants beside a buffer: ``shape``, ``dtype``, ``weak_type``, ``ndim``."""
-
-    __slots__ = ("shape", "dtype", "weak_type", "ndim")
-
-    def __init__(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> None:
-        self.shape = shape
-        self.dtype = dtype
-        self.weak_type = False
-        self.ndim = len(shape)
-
-    def __repr__(self) -> str:
-        return f"Aval({self.shape}, {self.dtype})"
-
-
-class _ShapedArray(Aval):
-    """Stand-in for ``jax.core.ShapedArray`` (jaxlib builds one for arrays it creates itself)."""
-
-    __slots__ = ()
-
-    def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False, **_: Any) -> None:
-        super().__init__(tuple(int(d) for d in shape), np.dtype(dtype))
-        self.weak_type = bool(weak_type)
-
-
-_sharding_cache: dict[Any, Any] = {}
-
-
-def single_device_sharding(device: Any) -> Any:
-    """``SingleDeviceSharding(device)``, cached per jaxlib device."""
-    s = _sharding_cache.get(device)
-    if s is None:
-        s = _sharding_cache[device] = _xc.SingleDeviceSharding(device)
-    return s
-
-
-def _make_single_device_sharding(device: Any, memory_kind: Any = None) -> Any:
-    if memory_kind is None or memory_kind == "device":
-        return single_device_sharding(device)
-    return _xc.SingleDeviceSharding(device, memory_kind=memory_kind)
-
-
-def _build_shim() -> dict[str, types.ModuleType] | None:
-    try:
-        if importlib.util.find_spec("jax") is not None:
-            return None
-    except (ImportError, ValueError):  # a broken or odd "jax" entry: leave it alone
-        return None
-    jax = types.ModuleType("jax", "xlasdk stand-in, present only during a jaxlib call")
-    jax.__path__ = []
-    core = types.ModuleType("jax.core")
-    core.ShapedArray = _ShapedArray  # type: ignore[attr-defined]
-    src = types.ModuleType("jax._src")
-    src.__path__ = []
-    impls = types.ModuleType("jax._src.sharding_impls")
-    impls.make_single_device_sharding = _make_single_device_sharding  # type: ignore[attr-defined]
-    jax.core = core  # type: ignore[attr-defined]
-    jax._src = src  # type: ignore[attr-defined]
-    src.sharding_impls = impls  # type: ignore[attr-defined]
-    return {"jax": jax, "jax.core": core, "jax._src": src, "jax._src.sharding_impls": impls}
-
-
-_SHIM: Final = _build_shim()
-_modules: Final = sys.modules
-
-
-def _shimmed(fn: Callable[..., _T], *args: Any) -> _T:
-    """Call ``fn(*args)`` with the stand-in ``jax`` modules present (when jax is absent)."""
-    shim = _SHIM
-    if shim is None or "jax" in _modules:
-        return fn(*args)
-    _modules.update(shim)
-    try:
-        return fn(*args)
-    finally:
-        for name, mod in shim.items():
-            if _modules.get(name) is mod:
-                del _modules[name]
+# The classes keep the module they had when this was one file (reprs, error type names).
+for _cls in (Aval, _ShapedArray, DLPackError):
+    _cls.__module__ = __name__
+del _cls
 
 
 # -- clients and plugins ---------------------------------------------------------------------
@@ -550,336 +488,3 @@ def array_shape_dtype(array: Any) -> tuple[tuple[int, ...], np.dtype[Any]] | Non
     if aval is None:
         return None
     return tuple(int(d) for d in aval.shape), np.dtype(aval.dtype)
-
-
-def dlpack_export(array: Any, stream: int | None) -> Any:
-    """``buffer_to_dlpack_managed_tensor``: a DLPack capsule aliasing the device buffer."""
-    try:
-        return _J.buffer_to_dlpack_managed_tensor(array, stream=stream)
-    except Exception as e:
-        raise BufferError(f"DLPack export failed: {_one_line(e)}") from e
-
-
-def dlpack_import(capsule: Any, device: Any) -> Any:
-    """``dlpack_managed_tensor_to_buffer(capsule, device, None, copy=True)``.
-
-    Not supported by PJRT C API (plugin) clients; import host tensors with numpy instead.
-    """
-    try:
-        return _shimmed(_J.dlpack_managed_tensor_to_buffer, capsule, device, None, True)
-    except Exception as e:
-        raise _runtime_error(f"DLPack import to {device}", e) from e
-
-
-# -- executables -----------------------------------------------------------------------------
-def executable_devices(executable: Any) -> list[Any]:
-    """``LoadedExecutable.local_devices()`` (in device-assignment order)."""
-    return list(executable.local_devices())
-
-
-def executable_num_outputs(executable: Any) -> int | None:
-    """Number of outputs per device, from ``get_output_memory_kinds()``; None if unknown."""
-    try:
-        kinds = executable.get_output_memory_kinds()
-        return len(kinds[0]) if kinds else 0
-    except Exception:
-        return None
-
-
-def executable_hlo_text(executable: Any) -> str:
-    """``LoadedExecutable.get_hlo_text()``: optimized, scheduled HLO with metadata."""
-    try:
-        return str(executable.get_hlo_text())
-    except Exception as e:
-        raise _runtime_error("get_hlo_text", e) from e
-
-
-def executable_hlo_modules(executable: Any) -> list[Any]:
-    """``LoadedExecutable.hlo_modules()``: jaxlib ``HloModule`` objects (optimized)."""
-    try:
-        return list(executable.hlo_modules())
-    except Exception as e:
-        raise _runtime_error("hlo_modules", e) from e
-
-
-def executable_cost_analysis(executable: Any) -> dict[str, float]:
-    """``LoadedExecutable.cost_analysis()``: ``flops``, ``transcendentals``, ``bytes accessed``..."""
-    try:
-        raw = executable.cost_analysis()
-    except Exception as e:
-        raise _runtime_error("cost_analysis", e) from e
-    if isinstance(raw, (list, tuple)):  # older jaxlibs: one dict per HLO module
-        raw = raw[0] if raw else {}
-    return {str(k): float(v) for k, v in dict(raw).items()}
-
-
-_MEMORY_FIELDS: Final = (
-    "argument_size_in_bytes",
-    "output_size_in_bytes",
-    "temp_size_in_bytes",
-    "alias_size_in_bytes",
-    "generated_code_size_in_bytes",
-    "peak_memory_in_bytes",
-    "host_argument_size_in_bytes",
-    "host_output_size_in_bytes",
-    "host_temp_size_in_bytes",
-    "host_alias_size_in_bytes",
-    "host_generated_code_size_in_bytes",
-)
-
-
-def executable_memory_stats(executable: Any) -> dict[str, int]:
-    """``LoadedExecutable.get_compiled_memory_stats()`` as a dict of byte counts."""
-    try:
-        stats = executable.get_compiled_memory_stats()
-    except Exception as e:
-        raise _runtime_error("get_compiled_memory_stats", e) from e
-    return {f: int(getattr(stats, f, 0) or 0) for f in _MEMORY_FIELDS}
-
-
-def executable_fingerprint(executable: Any) -> bytes | None:
-    """``LoadedExecutable.fingerprint`` (a property in jaxlib 0.10); None when the backend has none."""
-    try:
-        fp = executable.fingerprint
-        if callable(fp):  # a method in some jaxlib versions
-            fp = fp()
-    except Exception:
-        return None
-    return None if fp is None else bytes(fp)
-
-
-def serialize_executable(executable: Any, name: str) -> bytes:
-    """``LoadedExecutable.serialize()``: XLA's own executable blob."""
-    try:
-        return bytes(executable.serialize())
-    except Exception as e:
-        raise _runtime_error(f"serializing {name!r}", e) from e
-
-
-def deserialize_executable(client: Any, blob: bytes, devices: Sequence[Any], options: Any, what: str) -> Any:
-    """``client.deserialize_executable(blob, DeviceList(devices), options)``.
-
-    ``options`` (from :func:`make_compile_options`) carries the device assignment to load onto;
-    without it the executable keeps the device ids it was compiled for.
-
-    Raises
-    ------
-    FormatError
-        When XLA cannot parse the blob.
-    """
-    if b"lapack_" in blob:
-        lapack.ensure_registered()
-    try:
-        return client.deserialize_executable(blob, _xc.DeviceList(tuple(devices)), options)
-    except Exception as e:
-        raise FormatError(f"{what}: XLA could not load the executable: {_one_line(e)}") from e
-
-
-# -- SPMD --------------------------------------------------------------------------------------
-# Sharded execution in one process: global arrays made of per-device buffers (``ArrayImpl`` with a
-# ``GSPMDSharding``), ``execute_sharded`` on them, and the shardings XLA chose for a compiled
-# program. xlasdk's own sharding type is :class:`xlasdk.sharding.HloSharding`; here shardings
-# travel as XLA's text notation.
-_gspmd_cache: dict[tuple[tuple[Any, ...], str | None], Any] = {}
-
-
-def executable_shardings(executable: Any) -> tuple[list[str] | None, list[str] | None]:
-    """``(parameter shardings, output shardings)`` of a compiled SPMD program, in XLA's
-    notation (one per parameter / per output), or None where the program is not partitioned.
-
-    Maps to ``LoadedExecutable.get_parameter_shardings()`` / ``get_output_shardings()``.
-    """
-
-    def texts(protos: Any) -> list[str] | None:
-        if protos is None:
-            return None
-        return [str(_xc.HloSharding.from_proto(p)) for p in protos]
-
-    try:
-        return texts(executable.get_parameter_shardings()), texts(executable.get_output_shardings())
-    except Exception as e:
-        raise _runtime_error("reading the shardings of the compiled program", e) from e
-
-
-def gspmd_sharding(devices: Sequence[Any], hlo_sharding: str | None) -> Any:
-    """``GSPMDSharding(devices, HloSharding.from_string(text))`` (None: replicated), cached.
-
-    Device numbers of the sharding are positions in ``devices``.
-    """
-    key = (tuple(devices), hlo_sharding)
-    s = _gspmd_cache.get(key)
-    if s is None:
-        try:
-            hs = _xc.HloSharding.replicate() if hlo_sharding is None else _xc.HloSharding.from_string(hlo_sharding)
-            s = _xc.GSPMDSharding(key[0], hs)
-        except Exception as e:
-            raise _runtime_error(f"making the sharding {hlo_sharding} over {len(devices)} devices", e) from e
-        if len(_gspmd_cache) >= 1024:
-            _gspmd_cache.clear()
-        _gspmd_cache[key] = s
-    return s
-
-
-def put_sharded(aval: Aval, sharding: Any, values: Sequence[np.ndarray[Any, Any]], devices: Sequence[Any]) -> Any:
-    """One global array from host pieces, ``values[k]`` copied to ``devices[k]``, in one
-    ``batched_device_put`` (the data is copied during the call).
-
-    Raises
-    ------
-    XlaRuntimeError
-        When a transfer fails.
-    """
-    try:
-        return _batched_device_put(
-            aval, sharding, list(values), list(devices), True, False, _IMMUTABLE_DURING_CALL, enable_x64=True
-        )
-    except Exception as e:
-        raise _runtime_error(f"transfer of {aval.dtype}{list(aval.shape)} to {len(devices)} devices", e) from e
-
-
-def assemble_global(aval: Aval, sharding: Any, buffers: Sequence[Any]) -> Any:
-    """``ArrayImpl(aval, sharding, buffers, committed=True, _skip_checks=True)``: one global array
-    over existing single-device buffers (``buffers[k]`` on the sharding's ``k``-th device).
-
-    Raises
-    ------
-    XlaRuntimeError
-        When a buffer is not on the device the sharding puts it on, or is deleted.
-    """
-    try:
-        return _xc.ArrayImpl(aval, sharding, list(buffers), True, True)
-    except Exception as e:
-        raise _runtime_error(f"assembling a global {aval.dtype}{list(aval.shape)} from {len(buffers)} shards", e) from e
-
-
-def _arrays_of(array: Any) -> list[Any]:
-    return list(array._arrays)
-
-
-def global_shards(array: Any) -> list[Any]:
-    """The per-device buffers of a global array, in its sharding's device order."""
-    try:
-        return _shimmed(_arrays_of, array)
-    except Exception as e:
-        raise _runtime_error("reading the shards of a global array", e) from e
-
-
-def execute_spmd(executable: Any, arrays: list[Any], handlers: list[Any], name: str) -> list[Any]:
-    """Run a multi-device program on global arrays: ``execute_sharded`` +
-    ``consume_with_handlers``. Returns one global array per output, typed by ``handlers``
-    (``result_handler(global aval, gspmd_sharding(...))``).
-    """
-    try:
-        return executable.execute_sharded(arrays).consume_with_handlers(handlers)  # type: ignore[no-any-return]
-    except Exception as e:
-        raise _runtime_error(f"executing {name!r}", e) from e
-
-
-# -- interop -----------------------------------------------------------------------------------
-# Host buffers under each ``HostBufferSemantics``, readiness, and zero-copy DLPack import.
-# Checked on jaxlib 0.10.2 (CPU):
-# * ``ZERO_COPY`` aliases the numpy data exactly when it is C-contiguous and its address is a
-#   multiple of 64 (``ZERO_COPY_ALIGNMENT``), for every element type except the 4-bit ones (int4,
-#   uint4, float4 are repacked); jaxlib then holds a reference on the numpy array until the buffer
-#   is freed. Otherwise it copies. The other two semantics always copy.
-# * ``dlpack_managed_tensor_to_buffer(..., copy=False)`` aliases 64-byte-aligned tensors and
-#   raises ``Can't create a view of buffer with unaligned data`` for others; ``copy=True`` *also
-#   aliases* aligned data (so a copy must be made by the caller); ``copy=None`` aliases aligned
-#   data and copies the rest. A capsule can be consumed once (jaxlib renames it ``used_dltensor``).
-# * ``ArrayImpl.is_ready()`` on a deleted array segfaults, and ``ArrayImpl.delete()`` while a DLPack
-#   capsule or consumer of the array is alive aborts the process: callers check first.
-ZERO_COPY_ALIGNMENT: Final = 64
-
-_SEMANTICS: Final[dict[str, Any]] = {
-    name: getattr(_xc.HostBufferSemantics, name)
-    for name in ("IMMUTABLE_ONLY_DURING_CALL", "IMMUTABLE_UNTIL_TRANSFER_COMPLETES", "ZERO_COPY")
-}
-
-
-def put_with_semantics(
-    value: np.ndarray[Any, Any], aval: Aval, sharding: Any, device: Any, semantics: str, force_copy: bool
-) -> Any:
-    """``batched_device_put`` of a numpy array (native byte order) under ``semantics`` (one of
-    ``IMMUTABLE_ONLY_DURING_CALL``, ``IMMUTABLE_UNTIL_TRANSFER_COMPLETES``, ``ZERO_COPY``);
-    ``force_copy`` copies even under ``ZERO_COPY``.
-
-    Raises
-    ------
-    XlaRuntimeError
-        When the transfer fails.
-    """
-    try:
-        return _batched_device_put(
-            aval, sharding, [value], [device], True, force_copy, _SEMANTICS[semantics], enable_x64=True
-        )
-    except Exception as e:
-        raise _runtime_error(f"transfer of {aval.dtype}{list(aval.shape)} to {device} ({semantics})", e) from e
-
-
-class DLPackError(XlaRuntimeError, BufferError):
-    """A DLPack capsule that cannot be imported as asked (used twice, or not aliasable): both
-    the ``BufferError`` of the array API standard and the ``RuntimeError`` jaxlib raised."""
-
-
-def array_is_ready(array: Any) -> bool:
-    """``ArrayImpl.is_ready()``, checking first that the array is not deleted (jaxlib segfaults
-    on a deleted one).
-
-    Raises
-    ------
-    XlaRuntimeError
-        For a deleted array (with jaxlib's wording for deleted buffers), or if the computation
-        failed.
-    """
-    try:
-        if array.is_deleted():
-            raise RuntimeError("INVALID_ARGUMENT: BlockHostUntilReady() called on deleted or donated buffer")
-        return bool(array.is_ready())
-    except Exception as e:
-        raise _runtime_error("is_ready", e) from e
-
-
-def dlpack_import_view(capsule: Any, device: Any, copy: bool | None) -> Any:
-    """``dlpack_managed_tensor_to_buffer(capsule, device, None, copy)`` (see the notes above:
-    ``copy=False`` aliases or fails, ``None`` and ``True`` alias aligned data).
-
-    Raises
-    ------
-    DLPackError
-        (a ``BufferError`` and an :class:`XlaRuntimeError`) when the capsule was already
-        consumed, or ``copy=False`` and the data is not aligned.
-    XlaRuntimeError
-        For any other failure (an unsupported dtype or device, a plugin client).
-    """
-    try:
-        return _shimmed(_J.dlpack_managed_tensor_to_buffer, capsule, device, None, copy)
-    except Exception as e:
-        msg = _one_line(e)
-        if "consumed at most once" in msg or "used_dltensor" in msg:
-            raise DLPackError(
-                "DLPack import: this capsule was already consumed (a DLPack tensor may be consumed at most "
-                "once; call __dlpack__() again for a new capsule)"
-            ) from e
-        if "unaligned" in msg:
-            raise DLPackError(
-                f"DLPack import without a copy needs data aligned to {ZERO_COPY_ALIGNMENT} bytes: {msg}"
-            ) from e
-        raise _runtime_error(f"DLPack import to {device}", e) from e
-
-
-def array_share(array: Any) -> Any:
-    """``ArrayImpl.clone()``: a second jaxlib array over the **same** device buffer."""
-    try:
-        return array.clone()
-    except Exception as e:
-        raise _runtime_error("clone", e) from e
-
-
-def array_minor_to_major(array: Any) -> tuple[int, ...] | None:
-    """The buffer's layout as XLA's ``minor_to_major`` (``(n-1, ..., 0)`` is row-major), or None
-    when jaxlib does not say. DLPack import keeps a producer's strides as a layout, and an
-    executable reads such a buffer as if it were row-major (silently wrong values)."""
-    try:
-        return tuple(int(d) for d in array._pjrt_layout._xla_layout().minor_to_major())
-    except Exception:
-        return None
