@@ -32,6 +32,7 @@ from ._optable import (
 )
 from .builder import Region, XlaOp
 from .shape import Shape
+from .sharding._spmd import _result_shardings
 
 Val = Union[str, tuple["Val", ...]]
 
@@ -391,17 +392,3 @@ def emit_module(
     if host_callbacks is not None:
         host_callbacks.extend(em.host_callbacks)
     return head + "".join(em.lines) + tail
-
-
-def _result_shardings(root: XlaOp, n: int) -> list[Any] | None:
-    """The sharding of each of the ``n`` results of a computation whose root is ``root`` (None
-    where a result has none), or None when no result has one: a tuple root's elements, or the
-    root op's own sharding (one per result of a tuple-shaped op)."""
-    if root.sharding is not None:
-        sh = root.sharding
-        elems = list(sh.tuple_elements) if sh.is_tuple else [sh]
-        return elems if len(elems) == n else None
-    if root.opdef is TUPLE and len(root.operands) == n:
-        found = [x.sharding if not x.shape.is_tuple() else None for x in root.operands]
-        return found if any(f is not None for f in found) else None
-    return None

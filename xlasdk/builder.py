@@ -19,17 +19,18 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from ._metadata import Location, file_line_location, op_location
+from ._metadata import FIELDS, INT_FIELDS, Location, file_line_location, op_location
 from ._optable import PARAMETER, OpDef
 from ._where import PKG_DIR as _PKG_DIR
 from ._where import user_frame, where
+from .attrs import OpMetadata
 from .errors import DTypeError, ShapeError
 from .shape import MAX_ARRAY_BYTES, ProgramShape, Shape
+from .sharding import HloSharding, sharding_for_shape
 
 if TYPE_CHECKING:
-    from .attrs import OpMetadata
     from .computation import XlaComputation
-    from .sharding import HloSharding, ShardingLike
+    from .sharding import ShardingLike
 
 __all__ = ["XlaBuilder", "XlaOp", "Region", "user_frame", "where"]
 
@@ -179,7 +180,7 @@ class XlaOp:
         return cast(XlaOp, _ew().Pow(other, self))
 
     def __matmul__(self, other: XlaOp) -> XlaOp:
-        from .ops import linalg
+        from .ops import linalg  # ops build on this module: imported when an operator is used
 
         return linalg.Dot(self, other)
 
@@ -217,7 +218,7 @@ _EW: Any = None
 def _ew() -> Any:
     global _EW
     if _EW is None:
-        from .ops import elementwise
+        from .ops import elementwise  # ops build on this module: imported when an operator is used
 
         _EW = elementwise
     return _EW
@@ -297,9 +298,6 @@ class XlaBuilder:
             ``scheduling_name`` holds a quote, backslash or control character (XLA's HLO printer
             writes it unescaped, so such a name would not read back).
         """
-        from ._metadata import FIELDS, INT_FIELDS
-        from .attrs import OpMetadata
-
         if not isinstance(metadata, OpMetadata):
             raise DTypeError(f"set_op_metadata: expected an xs.OpMetadata, got {type(metadata).__name__}{where()}")
         fields: dict[str, Any] = {}
@@ -361,8 +359,6 @@ class XlaBuilder:
         With ``source_file`` None (the default) each op keeps its own caller line and gains the
         other fields. The previous metadata is restored on exit.
         """
-        from .attrs import OpMetadata
-
         md = OpMetadata(
             op_type=op_type,
             op_name=op_name,
@@ -414,8 +410,6 @@ class XlaBuilder:
         if sharding is None:
             self._sharding = None
             return
-        from .sharding import HloSharding
-
         try:
             self._sharding = HloSharding.of(sharding)
         except (ShapeError, DTypeError) as e:
@@ -493,8 +487,6 @@ class XlaBuilder:
 
     def _shard(self, op: XlaOp) -> None:
         """Give ``op``, built under :meth:`set_sharding`, its ``mhlo.sharding`` (if its shape takes one)."""
-        from .sharding import sharding_for_shape
-
         assert self._sharding is not None
         sharding = sharding_for_shape(self._sharding, op.shape, op.opcode)
         if sharding is not None:
@@ -555,7 +547,7 @@ class XlaBuilder:
                 raise ShapeError(f"build: builder {self.name!r} has no ops{where()}")
             return self._last
         if isinstance(root, (list, tuple)):
-            from .ops.control import Tuple
+            from .ops.control import Tuple  # ops build on this module; the public op checks the list
 
             last = self._last
             tup = Tuple(self, list(root))
@@ -580,7 +572,7 @@ class XlaBuilder:
         that add up to more than 2**62 bytes (``xs.shape.MAX_ARRAY_BYTES``; sub-computations
         included).
         """
-        from .computation import XlaComputation
+        from .computation import XlaComputation  # computation is built from this module's graphs
 
         r = self._root(root)
         if self._nbytes > MAX_ARRAY_BYTES:

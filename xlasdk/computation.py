@@ -10,12 +10,17 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from . import _metadata
+from ._emit import emit_module
+from ._hlo_emit import Unsupported, parsable_module_name, print_hlo_module
 from ._jaxlib import mlir as _mlir
+from .builder import Region
 from .errors import CompileError, XlaSdkError
+from .ops.collectives import cross_partition_ids
 from .shape import ProgramShape
 
 if TYPE_CHECKING:
-    from .builder import Region, XlaBuilder, XlaOp
+    from .builder import XlaBuilder, XlaOp
 
 __all__ = ["XlaComputation"]
 
@@ -173,8 +178,6 @@ class XlaComputation:
     def _mlir_module_text(self) -> str:
         """StableHLO module text (generic syntax, with locations), accepted by PJRT compile."""
         if self._text is None:
-            from ._emit import emit_module
-
             assert self._root is not None
             callbacks: list[Any] = []
             self._text = emit_module(
@@ -212,16 +215,12 @@ class XlaComputation:
         """The partition ids named by cross-partition collectives of a built graph (found once;
         ``xs.compile`` checks them against ``num_partitions``). Empty for loaded computations."""
         if self._cross_partition is None:
-            from .ops.collectives import cross_partition_ids
-
             roots = [] if self._root is None else [self._root, *self._side_effects]
             self._cross_partition = cross_partition_ids(roots)
         return self._cross_partition
 
     def _region(self) -> Region:
         """This computation as a region body (only for computations built by an XlaBuilder)."""
-        from .builder import Region
-
         if self._root is None:
             raise XlaSdkError(
                 f"computation {self._name!r} was loaded from a file; only computations built with an "
@@ -255,9 +254,6 @@ class XlaComputation:
             from .formats.untrusted import converted_hlo_proto
 
             return _mlir.xla_computation_from_proto(converted_hlo_proto(self._mlir_module_text(), self._name))
-        from . import _metadata
-        from ._emit import emit_module
-
         assert self._root is not None
         table: list[dict[str, Any]] = []
         marked = emit_module(
@@ -304,8 +300,6 @@ class XlaComputation:
 
     def _direct_hlo_text(self, print_metadata: bool, print_large_constants: bool) -> str | None:
         """The graph printed as HLO by :mod:`xlasdk._hlo_emit`, or None where it cannot."""
-        from ._hlo_emit import Unsupported, print_hlo_module
-
         assert self._root is not None
         try:
             return print_hlo_module(
@@ -327,8 +321,6 @@ class XlaComputation:
     def _converted_hlo_text(self, print_metadata: bool = True, print_large_constants: bool = True) -> str:
         """HLO text from XLA's StableHLO -> HLO converter (or of the HLO a computation was loaded
         from): what ``as_hlo_text()`` gives where the direct printer does not apply."""
-        from ._hlo_emit import parsable_module_name
-
         return parsable_module_name(
             self._hlo_call(_mlir.hlo_text, metadata=print_metadata, large_constants=print_large_constants)
         )

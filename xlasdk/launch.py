@@ -34,6 +34,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, NoReturn
 
+from .errors import DistributedError
+
 __all__ = ["launch", "LaunchResult", "main", "build_parser", "split_argv", "command_for"]
 
 EXIT_TIMEOUT = 124
@@ -406,8 +408,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     opts, module, script, rest = split_argv(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(opts)
-    from .errors import DistributedError
-
     try:
         return run_args(args, module, script, rest, error)
     except DistributedError as e:

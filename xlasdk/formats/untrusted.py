@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from .. import _metadata
 from .._jaxlib import isolated
 from .._jaxlib import mlir as _mlir
 from ..errors import FormatError
@@ -169,8 +170,6 @@ def parse_stablehlo(data: str | bytes, kind: str, what: str) -> str:
 def converted_hlo_in_worker(text: str) -> bytes:
     """XLA's StableHLO -> HLO conversion of a loaded module's text (with the metadata fields the
     converter drops written back), as a serialized ``HloModuleProto``; runs in the worker."""
-    from .. import _metadata
-
     marked = _metadata.mark_locations(text)
     try:
         if marked is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..attrs import PrecisionConfig
 from ..builder import XlaOp
 from ..types import COMPLEX, FLOATS, INTS, PrimitiveType, dtype_to_etype
 from ._core import array_shape, dtype_error, enum_arg, shape_error, show
@@ -21,8 +22,6 @@ def precision_attrs(op: str, precision_config: Any) -> dict[str, Any]:
     precisions), checked; one precision is used for both operands."""
     if precision_config is None:
         return {}
-    from ..attrs import PrecisionConfig
-
     if not isinstance(precision_config, PrecisionConfig):
         dtype_error(op, f"precision_config must be an xs.PrecisionConfig, got {type(precision_config).__name__}")
     precisions = precision_config.operand_precision

@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from .._optable import GET_TUPLE_ELEMENT, TUPLE
 from ..builder import Region, XlaBuilder, XlaOp, where
 from ..errors import DTypeError, ShapeError, XlaSdkError
 from ..shape import _WIDTH, MAX_ARRAY_BYTES, Shape, array_size_problem
@@ -44,6 +45,8 @@ __all__ = [
     "MAX_PARTICIPANTS",
     "array_shape",
     "subcomputation",
+    "tuple_node",
+    "tuple_element",
     "is_float",
     "is_int",
     "is_complex",
@@ -311,7 +314,31 @@ def is_complex(e: PrimitiveType) -> bool:
     return e in COMPLEX
 
 
+# -- graph plumbing ---------------------------------------------------------------------------------
+# The nodes of the op table's graph-level TUPLE and GET_TUPLE_ELEMENT rows, for op families that
+# pack or unpack tuples of ops they already checked. The public ``ops.Tuple`` and
+# ``ops.GetTupleElement`` check their arguments (with the user's error messages), then call these.
+
+
+def tuple_node(builder: XlaBuilder, elements: Sequence[XlaOp]) -> XlaOp:
+    """A ``TUPLE`` node of ``elements``, of tuple shape ``(s0, s1, ...)``.
+
+    No checks: ``builder`` must be an XlaBuilder and ``elements`` XlaOps of that builder.
+    """
+    elems = tuple(elements)
+    return builder.add_op(TUPLE, elems, Shape.tuple_shape([e.shape for e in elems]))
+
+
+def tuple_element(op: XlaOp, index: int) -> XlaOp:
+    """A ``GET_TUPLE_ELEMENT`` node: element ``index`` of the tuple-shaped ``op``.
+
+    No checks: ``op`` must be tuple-shaped and ``0 <= index <`` its number of elements.
+    """
+    return op.builder.add_op(GET_TUPLE_ELEMENT, (op,), op.shape.tuple_shapes()[index], extra=index)
+
+
 # -- sub-computations ----------------------------------------------------------------------------
+
 
 def subcomputation(
     op: str,
@@ -370,9 +397,7 @@ def subcomputation(
         and nparams == params[0].shape.leaf_count()
         and nparams != 1
     ):
-        from .control import GetTupleElement
-
-        args = [GetTupleElement(params[0], i) for i in range(nparams)]
+        args = [tuple_element(params[0], i) for i in range(nparams)]
     elif not has_var and nparams != len(args):
         shape_error(
             op,

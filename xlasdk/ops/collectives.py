@@ -37,6 +37,7 @@ from ._core import (
     shape_error,
     show,
     subcomputation,
+    tuple_element,
 )
 from ._core import (
     operand as _operand,
@@ -365,10 +366,8 @@ def AllReduce(
     """
     op = "AllReduce"
     if isinstance(operand, XlaOp) and operand.shape.is_tuple():
-        from .control import GetTupleElement
-
         result = all_reduce_shape(op, operand.shape)
-        xs = [GetTupleElement(operand, i) for i in range(len(result.tuple_shapes()))]
+        xs = [tuple_element(operand, i) for i in range(len(result.tuple_shapes()))]
     else:
         xs = [_operand(op, "operand", operand)]
         result = all_reduce_shape(op, xs[0].shape)

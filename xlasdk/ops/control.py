@@ -7,11 +7,11 @@ from typing import Any, overload
 
 import numpy as np
 
-from .._optable import CALL, GET_TUPLE_ELEMENT, TUPLE, HloForm, define
+from .._optable import CALL, HloForm, define
 from ..builder import Region, XlaBuilder, XlaOp
 from ..shape import Shape
 from ..types import PrimitiveType
-from ._core import any_operand, dtype_error, operand, shape_error, show, subcomputation
+from ._core import any_operand, dtype_error, operand, shape_error, show, subcomputation, tuple_element, tuple_node
 
 __all__ = ["Call", "Conditional", "GetTupleElement", "Tuple", "While"]
 
@@ -37,7 +37,7 @@ def Tuple(builder: XlaBuilder, elements: Sequence[XlaOp]) -> XlaOp:
     if isinstance(elements, XlaOp) or not isinstance(elements, (list, tuple)):
         dtype_error("Tuple", f"elements must be a list or tuple of XlaOps, got {type(elements).__name__}")
     elems = tuple(any_operand("Tuple", f"elements[{i}]", e, builder) for i, e in enumerate(elements))
-    return builder.add_op(TUPLE, elems, tuple_shape([e.shape for e in elems]))
+    return tuple_node(builder, elems)
 
 
 def tuple_shape(elements: Sequence[Shape]) -> Shape:
@@ -70,7 +70,8 @@ def GetTupleElement(tuple_data: XlaOp, index: int) -> XlaOp:
     if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
         dtype_error(op, f"index must be an int, got {show(index)}")
     i = int(index)
-    return t.builder.add_op(GET_TUPLE_ELEMENT, (t,), get_tuple_element_shape(op, t.shape, i), extra=i)
+    get_tuple_element_shape(op, t.shape, i)  # the rule's errors; the node takes the same shape
+    return tuple_element(t, i)
 
 
 # -- sub-computation results ---------------------------------------------------------------------

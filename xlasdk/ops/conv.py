@@ -10,7 +10,7 @@ import numpy as np
 
 from .._mlir_attrs import I64Elements
 from .._optable import HloUnsupported, define, hlo_window
-from ..attrs import PaddingType, convert_padding
+from ..attrs import ConvolutionDimensionNumbers, PaddingType, convert_padding, make_convolution_dimension_numbers
 from ..builder import XlaOp
 from ..errors import DTypeError, ShapeError
 from ..shape import Shape
@@ -127,7 +127,6 @@ def ConvGeneralDilated(
 
 def _reverse_window(lhs: Any, rhs: Any, window_reversal: Any, dimension_numbers: Any) -> Any:
     """``rhs`` reversed along the kernel spatial dimensions that ``window_reversal`` flags."""
-    from ..attrs import make_convolution_dimension_numbers
     from .shaping import Rev
 
     op = "ConvGeneralDilated"
@@ -252,8 +251,6 @@ def _conv_general_dilated(
 ) -> XlaOp:
     """Implementation of ConvGeneralDilated and Conv; errors name ``op``. Every argument is
     passed: the defaults are those of the public functions."""
-    from ..attrs import ConvolutionDimensionNumbers, make_convolution_dimension_numbers
-
     x = operand(op, "lhs", lhs)
     w = operand(op, "rhs", rhs)
     same_builder(op, [("lhs", x), ("rhs", w)])

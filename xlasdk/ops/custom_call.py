@@ -18,7 +18,7 @@ from .._mlir_attrs import I32, AttrList, IndexLayout, mlir_bytes
 from .._optable import define
 from ..builder import XlaBuilder, XlaOp
 from ..shape import Shape
-from ..types import PrimitiveType, mlir_element_type
+from ..types import PrimitiveType, dtype_to_etype, mlir_element_type
 from ._core import any_operand, bool_arg, dtype_error, is_index, shape_error, show
 
 __all__ = [
@@ -172,8 +172,6 @@ def _ffi_attr(op: str, path: str, v: Any, depth: int = 0) -> str:
 
 
 def _etype_of(dt: np.dtype[Any]) -> PrimitiveType:
-    from ..types import dtype_to_etype
-
     return dtype_to_etype(dt)
 
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from .._mlir_attrs import DenseElements
 from .._optable import HloForm, OpDef, define
+from ..attrs import ComparisonDirection, ComparisonType, ResultAccuracy
 from ..builder import XlaOp
 from ..errors import ShapeError
 from ..shape import Shape
@@ -222,8 +223,6 @@ def _result_accuracy(u: UnaryOp, result_accuracy: Any) -> dict[str, Any]:
     """The op's attributes for ``result_accuracy`` (none for DEFAULT), checked."""
     if not u.accuracy:
         shape_error(u.name, "result_accuracy is not supported by this op")
-    from ..attrs import ResultAccuracy
-
     if not isinstance(result_accuracy, ResultAccuracy):
         got = type(result_accuracy).__name__
         dtype_error(u.name, f"result_accuracy must be an xs.ResultAccuracy, got {got}")
@@ -567,8 +566,6 @@ CLAMP = define("stablehlo.clamp", "clamp", hlo_form=HloForm.FULL_SHAPE_OPERANDS)
 
 def compare_attrs(direction: str, compare_type: str) -> dict[str, Any]:
     """The attributes of a ``stablehlo.compare``: direction and type by their names."""
-    from ..attrs import ComparisonDirection, ComparisonType
-
     return {
         "comparison_direction": ComparisonDirection[direction],
         "compare_type": ComparisonType[compare_type],
@@ -642,8 +639,6 @@ def Compare(
     those), or complex operands with a direction other than EQ/NE or a compare type other
     than FLOAT.
     """
-    from ..attrs import ComparisonDirection, ComparisonType
-
     d = enum_arg("Compare", ComparisonDirection, direction)
     parsed_ct = None if compare_type is None else enum_arg("Compare", ComparisonType, compare_type)
     x, y, _ = binary_operands("Compare", lhs, rhs, broadcast_dimensions, _ALL)

@@ -14,7 +14,7 @@ from .._mlir_attrs import I32
 from ..builder import XlaBuilder, XlaOp
 from ..shape import Shape
 from ..types import PrimitiveType
-from ._core import bool_arg, dtype_error, operand, shape_error, show, token_operand
+from ._core import bool_arg, dtype_error, operand, shape_error, show, token_operand, tuple_element, tuple_node
 from .custom_call import CUSTOM_CALL, CustomCallApiVersion
 from .side_effects import CreateToken
 
@@ -131,19 +131,11 @@ def HostCallback(
     ins = tuple(([tok] if tok is not None else []) + xs)
     raw = b.add_op(CUSTOM_CALL, ins, raw_shape, attrs, extra=HostCallbackSpec(cb))
     if tok is None:
-        return raw if (single or len(leaves) != 1) else _tuple_of(b, [raw])
-    from .control import GetTupleElement
-
+        return raw if (single or len(leaves) != 1) else tuple_node(b, [raw])
     if len(leaves) == 1:  # only the token
-        return _tuple_of(b, [raw])
-    parts = [GetTupleElement(raw, i) for i in range(len(leaves))]
-    return _tuple_of(b, parts[1:] + parts[:1])
-
-
-def _tuple_of(b: XlaBuilder, elements: list[XlaOp]) -> XlaOp:
-    from .control import Tuple
-
-    return Tuple(b, elements)
+        return tuple_node(b, [raw])
+    parts = [tuple_element(raw, i) for i in range(len(leaves))]
+    return tuple_node(b, parts[1:] + parts[:1])
 
 
 _print_chain: weakref.WeakKeyDictionary[XlaBuilder, XlaOp] = weakref.WeakKeyDictionary()
@@ -221,9 +213,7 @@ def DebugPrint(
         stream.flush()
 
     debug_print.__qualname__ = f"DebugPrint({fmt[:60]!r})"
-    from .control import GetTupleElement
-
-    out = GetTupleElement(HostCallback(debug_print, xs, [], has_side_effect=True, token=tok, builder=b), 0)
+    out = tuple_element(HostCallback(debug_print, xs, [], has_side_effect=True, token=tok, builder=b), 0)
     _print_chain[b] = out
     b._last = last  # a print is not the default root of b.build()
     return out

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .._optable import HloUnsupported, define
+from ..attrs import DotDimensionNumbers, TriangularSolveOptions_Transpose, make_dot_dimension_numbers
 from ..builder import XlaOp
 from ..shape import Shape
 from ..types import PrimitiveType
@@ -95,8 +96,6 @@ def dot_shape(op: str, lhs: Shape, rhs: Shape, preferred_element_type: Any) -> S
 
 
 def _dot_dnums(k_l: int) -> Any:
-    from ..attrs import DotDimensionNumbers
-
     return DotDimensionNumbers(lhs_contracting_dimensions=[k_l], rhs_contracting_dimensions=[0])
 
 
@@ -128,8 +127,6 @@ def DotGeneral(
     DTypeError: element types differ or are not numeric; incompatible preferred_element_type.
     """
     op = "DotGeneral"
-    from ..attrs import DotDimensionNumbers, make_dot_dimension_numbers
-
     x = _operand(op, "lhs", lhs)
     y = _operand(op, "rhs", rhs)
     same_builder(op, [("lhs", x), ("rhs", y)])
@@ -318,8 +315,6 @@ def TriangularSolve(
     DTypeError: element types outside f32/f64/c64/c128 or different, or flags that are not bools.
     """
     op = "TriangularSolve"
-    from ..attrs import TriangularSolveOptions_Transpose
-
     x = _operand(op, "a", a)
     y = _operand(op, "b", b)
     same_builder(op, [("a", x), ("b", y)])

@@ -21,7 +21,7 @@ from ..builder import XlaBuilder, XlaOp, where
 from ..errors import XlaSdkError
 from ..shape import Shape
 from ..types import PrimitiveType
-from ._core import any_operand, dtype_error, shape_error, token_operand
+from ._core import any_operand, dtype_error, shape_error, token_operand, tuple_element, tuple_node
 from .custom_call import shape_arg
 
 __all__ = [
@@ -228,10 +228,8 @@ def InfeedWithToken(token: XlaOp, shape: Shape, config: str = "") -> XlaOp:
     raw = b.add_op(INFEED, (t,), raw_shape, attrs)
     if not s.is_tuple():
         return raw
-    from .control import GetTupleElement, Tuple
-
-    data = Tuple(b, [GetTupleElement(raw, i) for i in range(len(leaves))])
-    return Tuple(b, [data, GetTupleElement(raw, len(leaves))])
+    data = tuple_node(b, [tuple_element(raw, i) for i in range(len(leaves))])
+    return tuple_node(b, [data, tuple_element(raw, len(leaves))])
 
 
 def outfeed_check(op: str, operand: Shape, shape_with_layout: Shape) -> None:
@@ -277,9 +275,7 @@ def OutfeedWithToken(operand: XlaOp, token: XlaOp, shape_with_layout: Shape, out
         dtype_error(op, f"outfeed_config must be a str, got {type(outfeed_config).__name__}")
     outfeed_check(op, x.shape, s)
     if x.shape.is_tuple():
-        from .control import GetTupleElement
-
-        inputs = [GetTupleElement(x, i) for i in range(x.shape.leaf_count())]
+        inputs = [tuple_element(x, i) for i in range(x.shape.leaf_count())]
     else:
         inputs = [x]
     return x.builder.add_op(OUTFEED, tuple(inputs) + (t,), _TOKEN, {"outfeed_config": outfeed_config.encode("utf-8")})

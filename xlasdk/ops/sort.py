@@ -12,7 +12,17 @@ from ..builder import Region, XlaBuilder, XlaOp
 from ..errors import DTypeError
 from ..shape import Shape
 from ..types import COMPLEX, FLOATS, PrimitiveType
-from ._core import array_shape, bool_arg, dtype_error, int_arg, shape_error, show, subcomputation
+from ._core import (
+    array_shape,
+    bool_arg,
+    dtype_error,
+    int_arg,
+    shape_error,
+    show,
+    subcomputation,
+    tuple_element,
+    tuple_node,
+)
 from ._core import operand as _operand
 from .convert import CONVERT
 from .reduce import as_op_list, same_dimensions
@@ -221,20 +231,17 @@ def TopK(input: XlaOp, k: int, largest: bool = True) -> XlaOp:  # noqa: A002 - t
     b = x.builder
     wide = _TOPK_WIDE.get(et)
     if wide is not None:  # computed in a wider type, then the values converted back (exact)
-        from .control import GetTupleElement, Tuple
-
         t = TopK(b.add_op(CONVERT, (x,), array_shape(wide, dims, op)), kk, largest)
-        return Tuple(b, [b.add_op(CONVERT, (GetTupleElement(t, 0),), values), GetTupleElement(t, 1)])
+        return tuple_node(b, [b.add_op(CONVERT, (tuple_element(t, 0),), values), tuple_element(t, 1)])
     if largest:
         return b.add_op(TOP_K, (x,), result, {"k": kk})
-    from .control import GetTupleElement, Tuple
     from .shaping import Slice
     from .sources import Iota
 
     iota = Iota(b, array_shape(PrimitiveType.S32, dims, op), len(dims) - 1)
     s = Sort(b, [x, iota], dimension=-1, is_stable=True)
     start, limit = (0,) * len(dims), out_dims
-    return Tuple(b, [Slice(GetTupleElement(s, i), start, limit) for i in range(2)])
+    return tuple_node(b, [Slice(tuple_element(s, i), start, limit) for i in range(2)])
 
 
 # -- ApproxTopK ------------------------------------------------------------------------------------
@@ -335,7 +342,6 @@ def _approx_top_k(
     op: str, builder: Any, operands: Any, init_values: Any, top_k: Any, reduction_dim: Any, comparator: Any,
     recall_target: Any, aggregate_to_topk: Any, reduction_input_size_override: Any,
 ) -> XlaOp:
-    from .control import GetTupleElement, Tuple
     from .shaping import SliceInDim
 
     if not isinstance(builder, XlaBuilder):
@@ -355,8 +361,8 @@ def _approx_top_k(
     d %= len(xs[0].shape.dimensions())
     size = shape.tuple_shapes()[0].dimensions()[d]
     s = Sort(builder, xs, dimension=d, is_stable=True, comparator=comparator)
-    sorted_ = [s] if len(xs) == 1 else [GetTupleElement(s, i) for i in range(len(xs))]
-    return Tuple(builder, [SliceInDim(x, 0, size, 1, d) for x in sorted_])
+    sorted_ = [s] if len(xs) == 1 else [tuple_element(s, i) for i in range(len(xs))]
+    return tuple_node(builder, [SliceInDim(x, 0, size, 1, d) for x in sorted_])
 
 
 def ApproxTopK(

@@ -22,7 +22,6 @@ from .._mlir_attrs import I64Elements
 from .._optable import HloForm, HloUnsupported, define, hlo_window
 from ..attrs import PaddingType, ScatterDimensionNumbers, convert_padding
 from ..builder import Region, XlaBuilder, XlaOp
-from ..computation import XlaComputation
 from ..errors import ShapeError
 from ..shape import Shape
 from ..types import PrimitiveType, etype_to_dtype
@@ -37,6 +36,7 @@ from ._core import (
     same_builder,
     shape_error,
     subcomputation,
+    tuple_element,
 )
 from ._core import (
     operand as _operand,
@@ -522,7 +522,7 @@ def _select_and_scatter(
     carries the index ``n`` (never selected). A scatter of ``source`` into ``n + 1`` elements
     (the last one collects windows of padding only) combines the values with ``scatter``.
     """
-    from .control import GetTupleElement
+    from ..computation import XlaComputation  # computations are built from ops: imported when used
     from .elementwise import And, Eq, Lt, Ne, Not, Or, Select
     from .shaping import Reshape
     from .sources import Constant, Iota
@@ -550,7 +550,7 @@ def _select_and_scatter(
     chosen = _reduce_window(
         "SelectAndScatterWithGeneralPadding", [x, idx], [value_init, absent], choose, win, strides, pads, (), ()
     )
-    sel = GetTupleElement(chosen, 1)
+    sel = tuple_element(chosen, 1)
     m = 1
     for d in src.shape.dimensions():
         m *= d

@@ -9,7 +9,9 @@ import numpy as np
 
 from .._jaxlib import pjrt
 from ..errors import CompileError, FormatError
+from ..ops.collectives import partition_ids_problem
 from ..shape import ProgramShape, Shape
+from ..sharding import check_computation_shardings
 from ._executable import Executable
 from ._options import CompileOptions
 from ._serial_format import _parse, _shape_from_json
@@ -119,15 +121,11 @@ def compile(
         return compile_dynamic(computation, name, program_shape, device, opts, cache)
     cross_partition = getattr(computation, "_cross_partition_ids", None)
     if cross_partition is not None:  # what XLA would abort on, found once per computation
-        from ..ops.collectives import partition_ids_problem
-
         problem = partition_ids_problem(cross_partition(), opts.num_partitions)
         if problem is not None:
             raise CompileError(f"compile: {name!r}: {problem}")
     devs = _place(opts, device)
     if opts.num_partitions > 1:  # shardings that do not fit the partitions, before XLA sees them
-        from ..sharding import check_computation_shardings
-
         check_computation_shardings(computation, opts.num_partitions, opts.num_replicas)
     text = computation._mlir_module_text()
     # Loaded from a file or bytes: not checked op by op, so XLA's compiler runs in the worker

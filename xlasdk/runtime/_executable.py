@@ -10,8 +10,10 @@ from typing import Any, Final
 
 import numpy as np
 
+from .._atomic import atomic_write
 from .._jaxlib import pjrt
 from ..errors import CompileError, ShapeError, XlaRuntimeError
+from ..ops._core import int_arg
 from ..shape import ProgramShape, Shape
 from ._arguments import _CallPlan, _describe_value
 from ._options import MemoryStats
@@ -82,8 +84,6 @@ class ExecutionToken:
         ShapeError
             For an index outside ``[0, number of devices)``, or on a single device's token.
         """
-        from ..ops._core import int_arg
-
         i = int_arg("ExecutionToken.get_token", "device_index", device_index, error=ShapeError)
         if self._index is not None or not 0 <= i < len(self._devices):
             n = 1 if self._index is not None else len(self._devices)
@@ -507,6 +507,4 @@ class Executable:
         directory, synced and renamed over ``path``: a failed serialization or write leaves an
         existing file exactly as it was and no temporary file behind (``OSError`` on a failed write).
         """
-        from .._atomic import atomic_write
-
         atomic_write(path, self.serialize())

@@ -25,7 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CompileError
+from .._emit import emit_module
+from ..computation import XlaComputation
+from ..errors import CompileError, DTypeError, ShapeError, XlaRuntimeError
+from ..ops.control import GetTupleElement, Tuple
+from ..ops.shaping import GetDimensionSize
 from ..shape import ProgramShape, Shape
 from .array import DeviceArray, device_put
 from .executable import CompileOptions, Executable, compile
@@ -43,10 +47,6 @@ def compile_dynamic(
             f"compile: {name!r} has dynamic shapes ({program_shape}) and was loaded from a file: jaxlib "
             "cannot take dynamic arguments and hands back padded results; build it with an XlaBuilder"
         )
-    from ..computation import XlaComputation
-    from ..ops.control import GetTupleElement, Tuple
-    from ..ops.shaping import GetDimensionSize
-
     b = root.builder
     last = b._last
     try:
@@ -69,8 +69,6 @@ def compile_dynamic(
         if p.is_array() and not p.is_static()
     )
     if dyn_params:  # static bounds + s32[] sizes, joined by set_dimension_size in the program
-        from .._emit import emit_module
-
         callbacks: list[Any] = []
         text = emit_module(
             computation.name, list(augmented._params), augmented._root, side_effects=augmented._side_effects,
@@ -131,8 +129,6 @@ class DynamicResultExecutable(Executable):
     def _pad(self, args: Sequence[Any], where: str = "") -> list[Any]:
         """The program's arguments: each dynamic parameter's array zero-padded to its bounds,
         then the sizes of its dynamic dimensions as ``s32[]`` (after all the parameters)."""
-        from ..errors import DTypeError, ShapeError
-
         out = list(args)
         sizes: list[Any] = []
         if len(out) != len(self._user_shape.parameter_shapes()):
@@ -175,8 +171,6 @@ class DynamicResultExecutable(Executable):
         XlaRuntimeError
             Always.
         """
-        from ..errors import XlaRuntimeError
-
         raise XlaRuntimeError(
             f"{self._name!r} returns dynamic shapes, cut to size by xlasdk after each run: it cannot be "
             "serialized (compile it again where it runs)"

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
+from ..attrs import OpSharding, _sharding_type
 from ..errors import DTypeError, ShapeError
 from ._fields import _MAX_DEVICES, _SIMPLE, _SUBGROUP_ORDER, _are, _dims_of, _int, _ints, _shape_text, _subgroup_kinds
 
 if TYPE_CHECKING:
-    from ..attrs import OpSharding
     from ..shape import Shape
 
 ShardingLike = Any  # HloSharding | OpSharding | str: see HloSharding.of
@@ -227,8 +227,6 @@ class HloSharding:
             return value
         if isinstance(value, str):
             return cls.parse(value)
-        from ..attrs import OpSharding
-
         if isinstance(value, OpSharding):
             return cls.from_op_sharding(value)
         raise DTypeError(
@@ -276,8 +274,6 @@ class HloSharding:
         ShapeError
             If the fields do not describe a valid sharding of their type.
         """
-        from ..attrs import OpSharding, _sharding_type
-
         if not isinstance(op, OpSharding):
             raise DTypeError(f"HloSharding.from_op_sharding: expected an xs.OpSharding, got {type(op).__name__}")
         kind = _sharding_type(op.type).name.lower()
@@ -461,8 +457,6 @@ class HloSharding:
     def to_op_sharding(self) -> OpSharding:
         """The sharding as an ``xs.OpSharding`` (XLA's proto fields; an iota stays an iota in
         ``iota_reshape_dims`` / ``iota_transpose_perm``, as XLA stores it)."""
-        from ..attrs import OpSharding
-
         k = self._kind
         if k == "tuple":
             return OpSharding("TUPLE", tuple_shardings=[e.to_op_sharding() for e in self._elements])

@@ -8,11 +8,14 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final
 
+from .._mlir_attrs import mlir_unescape as _mlir_unescape
+from .._optable import TUPLE
 from .._where import PKG_DIR, where
-from ..errors import ShapeError
+from ..errors import CompileError, ShapeError
 from ._hlo_sharding import _REPLICATED, HloSharding
 
 if TYPE_CHECKING:
+    from ..builder import XlaOp
     from ..shape import Shape
 
 
@@ -82,6 +85,20 @@ def _op_error(opcode: str, what: str) -> ShapeError:
     return ShapeError(f"{name}: {what}{where()}")
 
 
+def _result_shardings(root: XlaOp, n: int) -> list[Any] | None:
+    """The sharding of each of the ``n`` results of a computation whose root is ``root`` (None
+    where a result has none), or None when no result has one: a tuple root's elements, or the
+    root op's own sharding (one per result of a tuple-shaped op)."""
+    if root.sharding is not None:
+        sh = root.sharding
+        elems = list(sh.tuple_elements) if sh.is_tuple else [sh]
+        return elems if len(elems) == n else None
+    if root.opdef is TUPLE and len(root.operands) == n:
+        found = [x.sharding if not x.shape.is_tuple() else None for x in root.operands]
+        return found if any(f is not None for f in found) else None
+    return None
+
+
 def check_computation_shardings(computation: Any, num_partitions: int, num_replicas: int = 1) -> None:
     """Check every sharding of a built computation against ``num_partitions`` (what XLA's
     verifier checks at compile time, said in xlasdk's terms). Loaded computations are left to XLA.
@@ -100,9 +117,6 @@ def check_computation_shardings(computation: Any, num_partitions: int, num_repli
         return
     name = getattr(computation, "name", "?")
     if num_replicas > 1:
-        from .._emit import _result_shardings
-        from ..errors import CompileError
-
         params = list(getattr(computation, "_params", ()))
         n_results = len(root.shape.tuple_shapes()) if root.shape.is_tuple() else 1
         outer = [(f"parameter {p.extra[0]}", p.sharding) for p in params]
@@ -170,8 +184,6 @@ def module_spmd_counts(computation: Any, hlo_text: str | None = None) -> tuple[i
         elif key == "num_replicas" and replicas is None:
             replicas = int(value)
     if partitions is None:
-        from .._mlir_attrs import mlir_unescape as _mlir_unescape
-
         need = 0
         for raw in set(_SHARDING_ATTR.findall(text)):
             try:

@@ -11,6 +11,7 @@ import numpy as np
 from .. import errors as _errors
 from .._jaxlib.pjrt import XLA_CLIENT_VERSION
 from ..errors import DTypeError, ShapeError, XlaRuntimeError
+from ..ops._core import int_list
 from ..shape import Layout
 from ..shape import ProgramShape as _ProgramShape
 from ..shape import Shape as _Shape
@@ -164,8 +165,6 @@ class ShapeIndex:
     __slots__ = ("_indices",)
 
     def __init__(self, indices: Sequence[int] = ()) -> None:
-        from ..ops._core import int_list
-
         self._indices = int_list("ShapeIndex", "indices", list(indices))
         if any(i < 0 for i in self._indices):
             raise ShapeError(f"ShapeIndex: indices must be >= 0, got {list(self._indices)}")
