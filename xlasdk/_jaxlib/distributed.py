@@ -34,6 +34,7 @@ from typing import Any, Final
 from jaxlib import xla_client as _xc
 
 from ..errors import DistributedError, XlaRuntimeError
+from ._pjrt_base import _one_line
 
 __all__ = [
     "CoordinatorProcess",
@@ -55,14 +56,6 @@ __all__ = [
 
 _J: Final[Any] = importlib.import_module("jaxlib._jax")  # untyped extension module
 _SCRIPT: Final = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_coordinator.py")
-
-
-def _one_line(e: BaseException) -> str:
-    for line in str(e).splitlines():
-        line = line.strip()
-        if line:
-            return line
-    return type(e).__name__
 
 
 def _seconds(value: float) -> int:

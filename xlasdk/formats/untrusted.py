@@ -130,6 +130,19 @@ def _hung(what: str, doing: str, seconds: float) -> FormatError:
     )
 
 
+def _in_worker(fn: str, args: tuple[Any, ...], data: str | bytes, what: str, doing: str, crashed: str) -> Any:
+    """``fn(*args)`` of this module run in the worker within :func:`load_timeout` of ``data``; a
+    worker that dies raises FormatError naming ``what``: :func:`_hung` doing ``doing`` when it ran
+    past the limit, else ``crashed`` and the reason."""
+    limit = load_timeout(data)
+    try:
+        return isolated.request(f"xlasdk.formats.untrusted:{fn}", *args, timeout=limit)
+    except isolated.WorkerDied as e:
+        if e.timed_out:
+            raise _hung(what, doing, limit) from None
+        raise FormatError(f"{what}: {crashed} ({e.reason})") from None
+
+
 def load_hlo(kind: str, data: str | bytes, what: str) -> tuple[bytes, str, str, ProgramShape]:
     """:func:`load_hlo_in_worker` run in the worker.
 
@@ -141,29 +154,19 @@ def load_hlo(kind: str, data: str | bytes, what: str) -> tuple[bytes, str, str, 
         The worker died on the module: names ``what`` and XLA's ``Check failed:`` line.
         Also when the load ran past :func:`load_timeout` (the worker is then replaced).
     """
-    limit = load_timeout(data)
-    try:
-        result: tuple[bytes, str, str, ProgramShape] = isolated.request(
-            "xlasdk.formats.untrusted:load_hlo_in_worker", kind, data, what, timeout=limit
-        )
-    except isolated.WorkerDied as e:
-        if e.timed_out:
-            raise _hung(what, "loading the module", limit) from None
-        raise FormatError(f"{what}: XLA aborted while loading this module ({e.reason})") from None
+    result: tuple[bytes, str, str, ProgramShape] = _in_worker(
+        "load_hlo_in_worker", (kind, data, what), data, what, "loading the module",
+        "XLA aborted while loading this module",
+    )
     return result
 
 
 def parse_stablehlo(data: str | bytes, kind: str, what: str) -> str:
     """:func:`parse_stablehlo_in_worker` run in the worker (raises as :func:`load_hlo`)."""
-    limit = load_timeout(data)
-    try:
-        text: str = isolated.request(
-            "xlasdk.formats.untrusted:parse_stablehlo_in_worker", data, kind, what, timeout=limit
-        )
-    except isolated.WorkerDied as e:
-        if e.timed_out:
-            raise _hung(what, "reading the module", limit) from None
-        raise FormatError(f"{what}: the MLIR parser crashed on this module ({e.reason})") from None
+    text: str = _in_worker(
+        "parse_stablehlo_in_worker", (data, kind, what), data, what, "reading the module",
+        "the MLIR parser crashed on this module",
+    )
     return text
 
 

@@ -101,18 +101,7 @@ def HostCallback(
         dtype_error(op, f"fn must be callable, got {type(fn).__name__}")
     if isinstance(operands, XlaOp) or not isinstance(operands, (list, tuple)):
         dtype_error(op, f"operands must be a list or tuple of XlaOps, got {type(operands).__name__}")
-    if builder is not None and not isinstance(builder, XlaBuilder):
-        dtype_error(op, f"builder must be an XlaBuilder, got {type(builder).__name__}")
-    b = builder
-    if b is None and operands:
-        first = operands[0]
-        b = first.builder if isinstance(first, XlaOp) else None
-    if b is None and token is not None:
-        b = token.builder if isinstance(token, XlaOp) else None
-    if b is None and operands:
-        operand(op, "operands[0]", operands[0])  # not an XlaOp: say so
-    if b is None:
-        dtype_error(op, "give builder= when there are no operands and no token")
+    b = _callback_builder(op, builder, operands, token)
     xs = [operand(op, f"operands[{i}]", x, b) for i, x in enumerate(operands)]
     tok = None if token is None else token_operand(op, "token", token, b)
     shapes, single = _result_specs(op, result_shapes)
@@ -136,6 +125,24 @@ def HostCallback(
         return tuple_node(b, [raw])
     parts = [tuple_element(raw, i) for i in range(len(leaves))]
     return tuple_node(b, parts[1:] + parts[:1])
+
+
+def _callback_builder(op: str, builder: Any, operands: Sequence[Any], token: Any) -> XlaBuilder:
+    """The builder of a callback op: ``builder``, else that of ``operands[0]``, else of ``token``
+    (DTypeError when none is an XlaBuilder / XlaOp)."""
+    if builder is not None and not isinstance(builder, XlaBuilder):
+        dtype_error(op, f"builder must be an XlaBuilder, got {type(builder).__name__}")
+    b = builder
+    if b is None and operands:
+        first = operands[0]
+        b = first.builder if isinstance(first, XlaOp) else None
+    if b is None and token is not None:
+        b = token.builder if isinstance(token, XlaOp) else None
+    if b is None and operands:
+        operand(op, "operands[0]", operands[0])  # not an XlaOp: say so
+    if b is None:
+        dtype_error(op, "give builder= when there are no operands and no token")
+    return b
 
 
 _print_chain: weakref.WeakKeyDictionary[XlaBuilder, XlaOp] = weakref.WeakKeyDictionary()
@@ -186,17 +193,7 @@ def DebugPrint(
         dtype_error(op, f"fmt must be a str, got {type(fmt).__name__}")
     if file is not None and not callable(getattr(file, "write", None)):
         dtype_error(op, f"file must be a text stream with write(), got {type(file).__name__}")
-    if builder is not None and not isinstance(builder, XlaBuilder):
-        dtype_error(op, f"builder must be an XlaBuilder, got {type(builder).__name__}")
-    b = builder
-    if b is None and operands:
-        b = operands[0].builder if isinstance(operands[0], XlaOp) else None
-    if b is None and token is not None:
-        b = token.builder if isinstance(token, XlaOp) else None
-    if b is None and operands:
-        operand(op, "operands[0]", operands[0])  # not an XlaOp: say so
-    if b is None:
-        dtype_error(op, "give builder= when there are no operands and no token")
+    b = _callback_builder(op, builder, operands, token)
     xs = [operand(op, f"operands[{i}]", x, b) for i, x in enumerate(operands)]
     try:  # check the fields now, with zero values of the operands' shapes (broadcast: no memory)
         fmt.format(*(_PrintValue(np.broadcast_to(np.zeros((), x.dtype), x.shape.dimensions())) for x in xs))

@@ -187,10 +187,11 @@ class DeviceArray:
         return self._shape[0]
 
     # -- lifetime ------------------------------------------------------------------------------
-    def _live(self) -> Any:
+    def _live(self, what: str = "") -> Any:
+        """The jaxlib array; XlaRuntimeError (naming ``what``) once deleted."""
         arr = self._arr
         if arr is None:
-            raise self._deleted_error()
+            raise self._deleted_error(what)
         return arr
 
     def _deleted_error(self, what: str = "") -> XlaRuntimeError:
@@ -241,10 +242,7 @@ class DeviceArray:
         XlaRuntimeError
             If the array was deleted or the computation producing it failed.
         """
-        arr = self._arr
-        if arr is None:
-            raise self._deleted_error("block_until_ready")
-        pjrt.array_block(arr)
+        pjrt.array_block(self._live("block_until_ready"))
         return self
 
     def is_ready(self) -> bool:
@@ -303,9 +301,7 @@ class DeviceArray:
         XlaRuntimeError
             If the array was deleted or the computation producing it failed.
         """
-        arr = self._arr
-        if arr is None:
-            raise self._deleted_error("to_numpy")
+        arr = self._live("to_numpy")
         v = self._host
         if v is None:
             if self._dtype in _BUFFER_DTYPES and self._device.platform == "cpu":
