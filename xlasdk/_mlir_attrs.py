@@ -13,6 +13,7 @@ Value kinds and their spelling:
 ``bool``                        ``true`` / ``false``
 ``int``                         ``3 : i64``
 ``I32(3)`` / ``UI64(3)``        ``3 : i32`` / ``3 : ui64``
+``F32(1e-3)``                   ``1.000000047e-03 : f32`` (rounded to f32; hex bits if not finite)
 ``tuple`` of ints               ``array<i64: 1, 2>`` (DenseI64ArrayAttr)
 ``BoolArray((True, False))``    ``array<i1: true, false>``
 ``I64Elements(array)``          ``dense<[[0, 1]]> : tensor<1x2xi64>`` (replica groups, padding)
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from .shape import Shape
 
 __all__ = [
-    "UNIT", "I32", "UI64", "BoolArray", "I64Elements", "DenseElements", "IndexLayout", "IntArray", "AttrList",
+    "UNIT", "I32", "UI64", "F32", "BoolArray", "I64Elements", "DenseElements", "IndexLayout", "IntArray", "AttrList",
     "DictAttr",
     "mlir_str", "mlir_bytes", "mlir_unescape", "render", "render_attrs",
 ]
@@ -68,6 +69,17 @@ class UI64(int):
     """An integer attribute of MLIR type ``ui64`` (a host callback's index)."""
 
     __slots__ = ()
+
+
+class F32(float):
+    """A float attribute of MLIR type ``f32`` (a batch norm's ``epsilon``): the value is rounded
+    to the nearest f32 when made (``F32(0.1) == float(np.float32(0.1))``)."""
+
+    __slots__ = ()
+
+    def __new__(cls, value: float) -> F32:
+        with np.errstate(over="ignore"):  # beyond the f32 range: inf, as a C float cast gives
+            return super().__new__(cls, float(np.float32(value)))
 
 
 class BoolArray(tuple[bool, ...]):
@@ -216,6 +228,10 @@ def render(value: Any) -> str:
         return f"{int(value)} : i32"
     if t is UI64:
         return f"{int(value)} : ui64"
+    if t is F32:
+        if np.isfinite(value):  # 9 significant digits name every f32 exactly
+            return f"{value:.9e} : f32"
+        return f"0x{np.float32(value).view(np.uint32):08X} : f32"
     if t is str:
         return mlir_str(value)
     if t is bytes or t is bytearray:

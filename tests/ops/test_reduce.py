@@ -1,4 +1,5 @@
-"""Tests of Reduce in xlasdk/ops/reduce.py: single and variadic reductions, reducers, errors."""
+"""Tests of xlasdk/ops/reduce.py: Reduce (single and variadic reductions, reducers, errors), Map's
+shape rule, and the batch normalizations against numpy oracles."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pytest
 
 import xlasdk as xs
-from tests.helpers import raises, run
+from tests.helpers import check_direct_hlo, raises, run
+from xlasdk import _mlir_attrs as ma
 from xlasdk import ops
 
 S = xs.Shape
@@ -184,3 +187,221 @@ def test_reduce_and_map_shape_rules() -> None:
         map_shape("Map", [f32, xs.Shape.array_shape(np.float32, (2,))], (0, 1, 2))
     with raises(xs.DTypeError, "Map: operand 'operands[1]' is f64[2,3,4] but 'operands[0]' is f32[2,3,4]"):
         map_shape("Map", [f32, xs.Shape.array_shape(np.float64, (2, 3, 4))], (0, 1, 2))
+
+
+# -- batch normalization --------------------------------------------------------------------------
+
+def _bn_stats(x: np.ndarray[Any, Any], fi: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """The per-feature mean and biased variance over every dimension but ``fi`` (float64)."""
+    axes = tuple(d for d in range(x.ndim) if d != fi)
+    x64 = x.astype(np.float64)
+    return x64.mean(axis=axes), x64.var(axis=axes)
+
+
+def _along(v: np.ndarray[Any, Any], ndim: int, fi: int) -> np.ndarray[Any, Any]:
+    """The (F,) vector ``v`` shaped to broadcast along dimension ``fi`` of a rank-``ndim`` array."""
+    return v.astype(np.float64).reshape([-1 if d == fi else 1 for d in range(ndim)])
+
+
+def bn_inference_oracle(x: Any, scale: Any, offset: Any, mean: Any, var: Any, eps: float, fi: int) -> Any:
+    n = x.ndim
+    inv = 1.0 / np.sqrt(_along(var, n, fi) + eps)
+    return (x.astype(np.float64) - _along(mean, n, fi)) * inv * _along(scale, n, fi) + _along(offset, n, fi)
+
+
+def bn_grad_oracle(x: Any, scale: Any, mean: Any, var: Any, dy: Any, eps: float, fi: int) -> tuple[Any, Any, Any]:
+    """The standard backward pass: xhat = (x - mean) / sqrt(var + eps); d_offset = sum(dy);
+    d_scale = sum(dy * xhat); dx = scale / sqrt(var + eps) * (dy - d_offset / N - xhat * d_scale / N)."""
+    n = x.ndim
+    axes = tuple(d for d in range(n) if d != fi)
+    count = x.size // x.shape[fi]
+    inv = 1.0 / np.sqrt(_along(var, n, fi) + eps)
+    xhat = (x.astype(np.float64) - _along(mean, n, fi)) * inv
+    dy64 = dy.astype(np.float64)
+    d_offset = dy64.sum(axis=axes)
+    d_scale = (dy64 * xhat).sum(axis=axes)
+    dx = _along(scale, n, fi) * inv * (dy64 - _along(d_offset, n, fi) / count - xhat * _along(d_scale, n, fi) / count)
+    return dx, d_scale, d_offset
+
+
+def _close(got: np.ndarray[Any, Any], want: np.ndarray[Any, Any], dtype: Any) -> None:
+    assert got.dtype == np.dtype(dtype) and got.shape == want.shape
+    tol = 1e-4 if np.dtype(dtype) == np.float32 else 1e-10
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize(("dtype", "dims", "fi"), [
+    (np.float32, (2, 3, 4), 1), (np.float32, (2, 3, 4), 0), (np.float32, (5, 2), 1), (np.float64, (4, 3), 1),
+    (np.float32, (6,), 0),
+])
+def test_batch_norm_training_values(dtype: Any, dims: tuple[int, ...], fi: int) -> None:
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal(dims) * 3 + 1).astype(dtype)
+    f = dims[fi]
+    scale, offset = rng.uniform(0.5, 2, f).astype(dtype), rng.standard_normal(f).astype(dtype)
+    b = xs.XlaBuilder("bn_training")
+    X, Sc, Of = (ops.Parameter(b, i, xs.shape_from_pyval(a)) for i, a in enumerate((x, scale, offset)))
+    r = ops.BatchNormTraining(X, Sc, Of, 1e-3, fi)
+    assert r.shape == S.tuple_shape([X.shape, Sc.shape, Sc.shape])
+    assert r.attrs == {"epsilon": ma.F32(1e-3), "feature_index": fi} and type(r.attrs["epsilon"]) is ma.F32
+    comp = b.build(r)
+    assert "epsilon = 1.000000e-03 : f32" in comp.as_stablehlo_text()
+    assert f"batch-norm-training(%p0.1, %p1.1, %p2.1), epsilon=0.001, feature_index={fi}" in comp.as_hlo_text()
+    out, mean, var = run(comp, x, scale, offset)
+    want_mean, want_var = _bn_stats(x, fi)
+    _close(mean, want_mean, dtype)
+    _close(var, want_var, dtype)
+    _close(out, bn_inference_oracle(x, scale, offset, want_mean, want_var, float(np.float32(1e-3)), fi), dtype)
+    assert check_direct_hlo(comp, x, scale, offset)
+
+
+@pytest.mark.parametrize(("dtype", "dims", "fi"), [(np.float32, (2, 3, 4), 2), (np.float64, (3, 2), 0)])
+def test_batch_norm_inference_values(dtype: Any, dims: tuple[int, ...], fi: int) -> None:
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(dims).astype(dtype)
+    f = dims[fi]
+    vecs = [rng.uniform(0.5, 2, f).astype(dtype), rng.standard_normal(f).astype(dtype),
+            rng.standard_normal(f).astype(dtype), rng.uniform(0.1, 3, f).astype(dtype)]
+    b = xs.XlaBuilder("bn_inference")
+    params = [ops.Parameter(b, i, xs.shape_from_pyval(a)) for i, a in enumerate([x, *vecs])]
+    r = ops.BatchNormInference(*params, np.float32(0.25), fi)
+    assert r.shape == params[0].shape and r.attrs == {"epsilon": 0.25, "feature_index": fi}
+    comp = b.build(r)
+    (got,) = run(comp, x, *vecs)
+    _close(got, bn_inference_oracle(x, *vecs, 0.25, fi), dtype)
+    assert check_direct_hlo(comp, x, *vecs)
+
+
+@pytest.mark.parametrize(("dtype", "dims", "fi"), [(np.float32, (2, 3, 4), 1), (np.float64, (5, 3), 0)])
+def test_batch_norm_grad_values(dtype: Any, dims: tuple[int, ...], fi: int) -> None:
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(dims).astype(dtype)
+    dy = rng.standard_normal(dims).astype(dtype)
+    f = dims[fi]
+    scale = rng.uniform(0.5, 2, f).astype(dtype)
+    m, v = _bn_stats(x, fi)
+    mean, var = m.astype(dtype), v.astype(dtype)
+    b = xs.XlaBuilder("bn_grad")
+    params = [ops.Parameter(b, i, xs.shape_from_pyval(a)) for i, a in enumerate([x, scale, mean, var, dy])]
+    r = ops.BatchNormGrad(*params, 1e-2, fi)
+    assert r.shape == S.tuple_shape([params[0].shape, params[1].shape, params[1].shape])
+    comp = b.build(r)
+    got = run(comp, x, scale, mean, var, dy)
+    eps = float(np.float32(1e-2))
+    for g, w in zip(got, bn_grad_oracle(x, scale, mean, var, dy, eps, fi), strict=True):
+        _close(g, w, dtype)
+    assert check_direct_hlo(comp, x, scale, mean, var, dy)
+
+
+def test_batch_norm_grad_oracle_matches_finite_differences() -> None:
+    """The oracle above is the gradient of the training normalization (sum(out * dy)) in float64."""
+    rng = np.random.default_rng(3)
+    x, dy, scale = rng.standard_normal((3, 2)), rng.standard_normal((3, 2)), np.array([1.5, 0.5])
+    eps, h = 1e-3, 1e-6
+
+    def loss(xx: Any) -> float:
+        m, v = _bn_stats(xx, 1)
+        return float((bn_inference_oracle(xx, scale, np.zeros(2), m, v, eps, 1) * dy).sum())
+
+    m, v = _bn_stats(x, 1)
+    dx, _, _ = bn_grad_oracle(x, scale, m, v, dy, eps, 1)
+    for idx in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[idx] = h
+        assert abs((loss(x + e) - loss(x - e)) / (2 * h) - dx[idx]) < 1e-6
+
+
+def test_batch_norm_non_finite_epsilon_uses_xla_converter() -> None:
+    b = xs.XlaBuilder("bn_inf_eps")
+    x = ops.Parameter(b, 0, S.array_shape(np.float32, (2, 2)))
+    v = [ops.Parameter(b, i, S.array_shape(np.float32, (2,))) for i in range(1, 5)]
+    comp = b.build(ops.BatchNormInference(x, *v, float("inf"), 1))
+    assert "epsilon = 0x7F800000 : f32" in comp.as_stablehlo_text()
+    assert "batch-norm-inference" in comp.as_hlo_text()
+    args = [np.ones((2, 2), np.float32)] + [np.full(2, k, np.float32) for k in (2, 3, 0, 1)]
+    (got,) = run(comp, *args)
+    np.testing.assert_array_equal(got, np.full((2, 2), 3, np.float32))  # (x - mean) / inf * scale + offset
+    assert not check_direct_hlo(comp, *args)  # HLO text has no inf epsilon: XLA's converter prints it
+
+
+def test_f32_attribute_value() -> None:
+    assert ma.render(ma.F32(1e-3)) == "1.000000047e-03 : f32"
+    assert ma.render(ma.F32(-2.5)) == "-2.500000000e+00 : f32"
+    assert ma.render(ma.F32(float("-inf"))) == "0xFF800000 : f32"
+    assert ma.render(ma.F32(float("nan"))) == "0x7FC00000 : f32"
+    assert ma.F32(0.1) == float(np.float32(0.1))
+
+
+def test_batch_norm_shape_rules() -> None:
+    from xlasdk.ops.reduce import batch_norm_grad_shape, batch_norm_inference_shape, batch_norm_training_shape
+
+    x, v3, v4 = S.array_shape(np.float32, (2, 3, 4)), S.array_shape(np.float32, (3,)), S.array_shape(np.float32, (4,))
+    h3, i3 = S.array_shape(np.float16, (3,)), S.array_shape(np.int32, (2, 3, 4))
+    T, I, G = batch_norm_training_shape, batch_norm_inference_shape, batch_norm_grad_shape
+    assert T("BatchNormTraining", x, v3, v3, 1) == S.tuple_shape([x, v3, v3])
+    assert T("BatchNormTraining", x, v4, v4, 2) == S.tuple_shape([x, v4, v4])
+    assert I("BatchNormInference", x, v3, v3, v3, v3, 1) == x
+    assert G("BatchNormGrad", x, v4, v4, v4, x, 2) == S.tuple_shape([x, v4, v4])
+    with raises(xs.DTypeError, "BatchNormTraining: operand 'operand' must be floating-point, got s32[2,3,4]"):
+        T("BatchNormTraining", i3, v3, v3, 1)
+    with raises(xs.ShapeError, "BatchNormTraining: feature_index must be a dimension number in [0, 3)", "got 3"):
+        T("BatchNormTraining", x, v3, v3, 3)
+    with raises(xs.ShapeError, "feature_index must be a dimension number in [0, 3)", "got -1"):
+        I("BatchNormInference", x, v3, v3, v3, v3, -1)
+    with raises(xs.ShapeError, "BatchNormTraining: feature_index must be a dimension number in [0, 0)"):
+        T("BatchNormTraining", S.array_shape(np.float32, ()), v3, v3, 0)
+    with raises(xs.ShapeError, "BatchNormTraining: operand 'offset' must be f32[3] (1-D, the size of dimension 1",
+                "got f32[4]"):
+        T("BatchNormTraining", x, v3, v4, 1)
+    with raises(xs.ShapeError, "operand 'scale' must be f32[3]", "got f32[1,3]"):
+        T("BatchNormTraining", x, S.array_shape(np.float32, (1, 3)), v3, 1)
+    with raises(xs.DTypeError, "BatchNormInference: operand 'variance' is f16[3], expected f32[3] like operand"):
+        I("BatchNormInference", x, v3, v3, v3, h3, 1)
+    with raises(xs.ShapeError, "BatchNormInference: operand 'mean' must be f32[3]", "got f32[4]"):
+        I("BatchNormInference", x, v3, v3, v4, v3, 1)
+    with raises(xs.ShapeError, "BatchNormGrad: operand 'grad_output' has shape f32[2,3], expected the shape"):
+        G("BatchNormGrad", x, v3, v3, v3, S.array_shape(np.float32, (2, 3)), 1)
+    with raises(xs.DTypeError, "BatchNormGrad: operand 'grad_output' is f64[2,3,4], expected f32[2,3,4]"):
+        G("BatchNormGrad", x, v3, v3, v3, S.array_shape(np.float64, (2, 3, 4)), 1)
+    with raises(xs.DTypeError, "BatchNormGrad: operand 'mean' is f16[3]"):
+        G("BatchNormGrad", x, v3, h3, v3, x, 1)
+
+
+def test_batch_norm_errors() -> None:
+    b = xs.XlaBuilder("bn_err")
+    x = ops.Parameter(b, 0, S.array_shape("f32", [2, 3]))
+    v = ops.Parameter(b, 1, S.array_shape("f32", [3]))
+    i = ops.Parameter(b, 2, S.array_shape("s32", [2, 3]))
+    h = ops.Parameter(b, 3, S.array_shape("f16", [3]))
+    w = ops.Parameter(b, 4, S.array_shape("f32", [2]))
+    other = ops.Parameter(xs.XlaBuilder("other"), 0, S.array_shape("f32", [3]))
+    tok = ops.CreateToken(b)
+    with raises(xs.DTypeError, "BatchNormTraining: operand 'scale' must be an XlaOp, got ndarray"):
+        ops.BatchNormTraining(x, np.ones(3, np.float32), v, 1e-3, 1)
+    with raises(xs.ShapeError, "BatchNormTraining: operand 'offset' must be an array, got token[]"):
+        ops.BatchNormTraining(x, v, tok, 1e-3, 1)
+    with raises(xs.ShapeError, "BatchNormInference: operand 'mean' belongs to builder 'other'"):
+        ops.BatchNormInference(x, v, v, other, v, 1e-3, 1)
+    with raises(xs.ShapeError, "BatchNormTraining: feature_index must be an int, got str '1'"):
+        ops.BatchNormTraining(x, v, v, 1e-3, "1")
+    with raises(xs.ShapeError, "BatchNormTraining: feature_index must be an int, got bool True"):
+        ops.BatchNormTraining(x, v, v, 1e-3, True)
+    with raises(xs.ShapeError, "BatchNormGrad: feature_index must be a dimension number in [0, 2)", "got 2"):
+        ops.BatchNormGrad(x, v, v, v, x, 1e-3, 2)
+    with raises(xs.DTypeError, "BatchNormTraining: epsilon must be a float, got str '0.1'"):
+        ops.BatchNormTraining(x, v, v, "0.1", 1)
+    with raises(xs.DTypeError, "BatchNormInference: epsilon must be a float, got bool True"):
+        ops.BatchNormInference(x, v, v, v, v, True, 1)
+    with raises(xs.DTypeError, "BatchNormGrad: epsilon must be a float, got NoneType"):
+        ops.BatchNormGrad(x, v, v, v, x, None, 1)
+    with raises(xs.ShapeError, "BatchNormTraining: epsilon 1e+40 is beyond the range of f32"):
+        ops.BatchNormTraining(x, v, v, 1e40, 1)
+    with raises(xs.DTypeError, "BatchNormTraining: operand 'operand' must be floating-point, got s32[2,3]"):
+        ops.BatchNormTraining(i, v, v, 1e-3, 1)
+    with raises(xs.DTypeError, "BatchNormInference: operand 'scale' is f16[3], expected f32[3]"):
+        ops.BatchNormInference(x, h, v, v, v, 1e-3, 1)
+    with raises(xs.ShapeError, "BatchNormInference: operand 'offset' must be f32[2]", "got f32[3]"):
+        ops.BatchNormInference(x, w, v, w, w, 1e-3, 0)
+    with raises(xs.ShapeError, "BatchNormGrad: operand 'grad_output' has shape f32[3]"):
+        ops.BatchNormGrad(x, v, v, v, v, 1e-3, 1)
+    assert ops.BatchNormTraining(x, v, v, 1, np.int64(1)).attrs == {"epsilon": 1.0, "feature_index": 1}

@@ -1,17 +1,23 @@
-"""Reductions: ``Reduce`` (variadic). Window reductions and ``Map`` join this module."""
+"""Reductions: ``Reduce`` (variadic), ``Map``, and the batch normalizations, which reduce over
+every dimension but the feature one: ``BatchNormTraining``, ``BatchNormInference``,
+``BatchNormGrad``. Window reductions are in :mod:`xlasdk.ops.window`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._optable import HloForm, braces, define
+import numpy as np
+
+from .._mlir_attrs import F32
+from .._optable import HloForm, HloUnsupported, OpDef, braces, define
 from ..builder import XlaBuilder, XlaOp
 from ..shape import Shape
 from ..types import FLOATS, PrimitiveType
 from ._core import (
     array_shape,
     dtype_error,
+    int_arg,
     int_list,
     operand,
     same_builder,
@@ -20,13 +26,31 @@ from ._core import (
     subcomputation,
 )
 
-__all__ = ["Reduce", "Map"]
+__all__ = ["Reduce", "Map", "BatchNormTraining", "BatchNormInference", "BatchNormGrad"]
 
 REDUCE = define(
     "stablehlo.reduce", "reduce", hlo_form=HloForm.REGION,
     hlo_attrs=lambda o: f", dimensions={braces(o.attrs['dimensions'])}",
 )
 MAP = define("stablehlo.map")
+
+
+def _batch_norm_hlo(o: XlaOp) -> str:
+    """``, epsilon=0.001, feature_index=1`` (XLA's spelling; HLO text has no non-finite epsilon)."""
+    eps = o.attrs["epsilon"]
+    if not np.isfinite(eps):
+        raise HloUnsupported(f"epsilon {eps}")
+    return f", epsilon={str(np.float32(eps))}, feature_index={o.attrs['feature_index']}"
+
+
+BATCH_NORM_TRAINING = define(
+    "stablehlo.batch_norm_training", "batch-norm-training", hlo_form=HloForm.TUPLE_RESULT,
+    hlo_attrs=_batch_norm_hlo,
+)
+BATCH_NORM_INFERENCE = define("stablehlo.batch_norm_inference", "batch-norm-inference", hlo_attrs=_batch_norm_hlo)
+BATCH_NORM_GRAD = define(
+    "stablehlo.batch_norm_grad", "batch-norm-grad", hlo_form=HloForm.TUPLE_RESULT, hlo_attrs=_batch_norm_hlo
+)
 
 
 def as_op_list(op: str, name: str, v: Any, builder: XlaBuilder | None) -> list[XlaOp]:
@@ -223,3 +247,221 @@ def Map(
     return builder.add_op(
         MAP, tuple(xs), array_shape(results[0].element_type(), dims0, op), {"dimensions": tuple(dims)}, (region,)
     )
+
+
+# -- batch normalization ------------------------------------------------------------------------
+
+
+def batch_norm_check(
+    op: str, operand: Shape, feature_index: int, vectors: Sequence[tuple[str, Shape]]
+) -> Shape:
+    """The checks the three batch norms share: the feature-size vector shape ``etype[F]``.
+
+    ``operand`` must be floating-point with ``0 <= feature_index < rank`` (ShapeError
+    otherwise), and each named vector (scale, offset, mean, variance) 1-D of size
+    ``F = operand.dimensions()[feature_index]`` (ShapeError) and of the operand's element type
+    (DTypeError).
+    """
+    et = operand.element_type()
+    if et not in FLOATS:
+        dtype_error(op, f"operand 'operand' must be floating-point, got {operand}")
+    r = operand.rank()
+    if not 0 <= feature_index < r:
+        shape_error(op, f"feature_index must be a dimension number in [0, {r}) of operand 'operand' {operand}, "
+                    f"got {feature_index}")
+    vector = array_shape(et, (operand.dimensions()[feature_index],), op)
+    for name, v in vectors:
+        if v.dimensions() != vector.dimensions():
+            shape_error(
+                op, f"operand {name!r} must be {vector} (1-D, the size of dimension {feature_index} of operand "
+                f"'operand' {operand}), got {v}"
+            )
+        if v.element_type() is not et:
+            dtype_error(op, f"operand {name!r} is {v}, expected {vector} like operand 'operand' {operand}")
+    return vector
+
+
+def batch_norm_training_shape(op: str, operand: Shape, scale: Shape, offset: Shape, feature_index: int) -> Shape:
+    """Shape rule of BatchNormTraining: the tuple ``(operand, etype[F], etype[F])`` (output,
+    batch mean, batch variance); the errors of :func:`batch_norm_check`."""
+    vector = batch_norm_check(op, operand, feature_index, [("scale", scale), ("offset", offset)])
+    return Shape.tuple_shape([operand, vector, vector])
+
+
+def batch_norm_inference_shape(
+    op: str, operand: Shape, scale: Shape, offset: Shape, mean: Shape, variance: Shape, feature_index: int
+) -> Shape:
+    """Shape rule of BatchNormInference: the operand's shape; the errors of :func:`batch_norm_check`."""
+    named = [("scale", scale), ("offset", offset), ("mean", mean), ("variance", variance)]
+    batch_norm_check(op, operand, feature_index, named)
+    return operand
+
+
+def batch_norm_grad_shape(
+    op: str, operand: Shape, scale: Shape, mean: Shape, variance: Shape, grad_output: Shape, feature_index: int
+) -> Shape:
+    """Shape rule of BatchNormGrad: the tuple ``(operand, etype[F], etype[F])`` (grad_operand,
+    grad_scale, grad_offset); the errors of :func:`batch_norm_check`, and ShapeError/DTypeError for
+    a ``grad_output`` of other dimensions/element type than the operand."""
+    vector = batch_norm_check(op, operand, feature_index, [("scale", scale), ("mean", mean), ("variance", variance)])
+    if grad_output.dimensions() != operand.dimensions():
+        shape_error(op, f"operand 'grad_output' has shape {grad_output}, expected the shape of operand 'operand' "
+                    f"{operand}")
+    if grad_output.element_type() is not operand.element_type():
+        dtype_error(op, f"operand 'grad_output' is {grad_output}, expected {operand} like operand 'operand'")
+    return Shape.tuple_shape([operand, vector, vector])
+
+
+def _epsilon(op: str, value: Any) -> F32:
+    """``epsilon`` as an f32 attribute: a Python or numpy real number (bools and other objects raise
+    DTypeError; finite values beyond the f32 range ShapeError)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        dtype_error(op, f"epsilon must be a float, got {type(value).__name__} {show(value)}")
+    eps = F32(float(value))
+    if np.isinf(eps) and np.isfinite(float(value)):
+        shape_error(op, f"epsilon {float(value)!r} is beyond the range of f32")
+    return eps
+
+
+def _batch_norm(
+    op: str, row: OpDef, named: list[tuple[str, Any]], epsilon: Any, feature_index: Any, rule: Callable[..., Shape]
+) -> XlaOp:
+    """Check the named operands, ``feature_index`` and ``epsilon``; add the node of ``row`` with
+    the shape ``rule(op, *operand shapes, feature_index)`` computes."""
+    xs = [(n, operand(op, n, x)) for n, x in named]
+    builder = same_builder(op, xs)
+    fi = int_arg(op, "feature_index", feature_index)
+    eps = _epsilon(op, epsilon)
+    shape = rule(op, *(x.shape for _, x in xs), fi)
+    return builder.add_op(row, tuple(x for _, x in xs), shape, {"epsilon": eps, "feature_index": fi})
+
+
+def BatchNormTraining(operand: XlaOp, scale: XlaOp, offset: XlaOp, epsilon: float, feature_index: int) -> XlaOp:
+    """Normalize an array over every dimension but ``feature_index``, with the batch's own
+    statistics (XLA ``BatchNormTraining``; ``stablehlo.batch_norm_training``).
+
+    For each feature ``f`` (index ``f`` of dimension ``feature_index``), with ``mean[f]`` and
+    ``var[f]`` the mean and (biased, divided by the element count) variance of ``operand`` over
+    every other dimension: ``output = (operand - mean) / sqrt(var + epsilon) * scale + offset``.
+
+    Parameters
+    ----------
+    operand: ``(d0, ..., dr-1)`` array (rank >= 1) of a floating-point type (f16, bf16, f32,
+        f64...); ``F = d[feature_index]`` below.
+    scale: ``(F,)`` of the operand's element type (gamma).
+    offset: ``(F,)`` of the operand's element type (beta).
+    epsilon: a float (Python or numpy real number), added to the variance; kept as an f32
+        attribute (rounded to the nearest f32).
+    feature_index: the feature dimension, in ``[0, r)``.
+
+    Returns
+    -------
+    A tuple-shaped XlaOp ``(output, batch_mean, batch_var)``: ``output`` of the operand's shape,
+    ``batch_mean`` and ``batch_var`` ``(F,)`` of its element type; take them with
+    ``GetTupleElement(r, 0..2)``.
+
+    Raises
+    ------
+    ShapeError: ``feature_index`` not an int or not in ``[0, r)``, ``scale``/``offset`` not of
+        shape ``(F,)``, operands of different builders or not arrays, or a finite ``epsilon``
+        beyond the f32 range.
+    DTypeError: a non-floating-point operand, ``scale``/``offset`` of another element type,
+        an argument that is not an XlaOp, or ``epsilon`` not a real number.
+    """
+    op = "BatchNormTraining"
+    named = [("operand", operand), ("scale", scale), ("offset", offset)]
+    return _batch_norm(op, BATCH_NORM_TRAINING, named, epsilon, feature_index, batch_norm_training_shape)
+
+
+def BatchNormInference(
+    operand: XlaOp,
+    scale: XlaOp,
+    offset: XlaOp,
+    mean: XlaOp,
+    variance: XlaOp,
+    epsilon: float,
+    feature_index: int,
+) -> XlaOp:
+    """Normalize an array with given per-feature statistics (XLA ``BatchNormInference``;
+    ``stablehlo.batch_norm_inference``).
+
+    ``output = (operand - mean) / sqrt(variance + epsilon) * scale + offset``, each ``(F,)``
+    vector broadcast along dimension ``feature_index``.
+
+    Parameters
+    ----------
+    operand: ``(d0, ..., dr-1)`` array (rank >= 1) of a floating-point type (f16, bf16, f32,
+        f64...); ``F = d[feature_index]`` below.
+    scale: ``(F,)`` of the operand's element type (gamma).
+    offset: ``(F,)`` of the operand's element type (beta).
+    mean: ``(F,)`` of the operand's element type.
+    variance: ``(F,)`` of the operand's element type.
+    epsilon: a float (Python or numpy real number), added to the variance; kept as an f32
+        attribute (rounded to the nearest f32).
+    feature_index: the feature dimension, in ``[0, r)``.
+
+    Returns
+    -------
+    XlaOp of the operand's shape and element type.
+
+    Raises
+    ------
+    ShapeError: ``feature_index`` not an int or not in ``[0, r)``, a vector operand not of shape
+        ``(F,)``, operands of different builders or not arrays, or a finite ``epsilon`` beyond
+        the f32 range.
+    DTypeError: a non-floating-point operand, a vector operand of another element type, an
+        argument that is not an XlaOp, or ``epsilon`` not a real number.
+    """
+    op = "BatchNormInference"
+    named = [("operand", operand), ("scale", scale), ("offset", offset), ("mean", mean), ("variance", variance)]
+    return _batch_norm(op, BATCH_NORM_INFERENCE, named, epsilon, feature_index, batch_norm_inference_shape)
+
+
+def BatchNormGrad(
+    operand: XlaOp,
+    scale: XlaOp,
+    mean: XlaOp,
+    variance: XlaOp,
+    grad_output: XlaOp,
+    epsilon: float,
+    feature_index: int,
+) -> XlaOp:
+    """The gradients of a batch normalization (XLA ``BatchNormGrad``; ``stablehlo.batch_norm_grad``).
+
+    With ``N`` the element count per feature, ``sums`` over every dimension but
+    ``feature_index`` and the ``(F,)`` vectors broadcast along it,
+    ``xhat = (operand - mean) / sqrt(variance + epsilon)``:
+    ``grad_offset = sum(grad_output)``, ``grad_scale = sum(grad_output * xhat)``,
+    ``grad_operand = scale / sqrt(variance + epsilon) / N * (N * grad_output - grad_offset -
+    xhat * grad_scale)``.
+
+    Parameters
+    ----------
+    operand: ``(d0, ..., dr-1)`` array (rank >= 1) of a floating-point type (f16, bf16, f32,
+        f64...); ``F = d[feature_index]`` below.
+    scale: ``(F,)`` of the operand's element type (gamma).
+    mean: ``(F,)`` of the operand's element type (the batch mean).
+    variance: ``(F,)`` of the operand's element type (the batch variance).
+    grad_output: the gradient of the normalized output, of the operand's shape and element type.
+    epsilon: a float (Python or numpy real number), added to the variance; kept as an f32
+        attribute (rounded to the nearest f32).
+    feature_index: the feature dimension, in ``[0, r)``.
+
+    Returns
+    -------
+    A tuple-shaped XlaOp ``(grad_operand, grad_scale, grad_offset)``: ``grad_operand`` of the
+    operand's shape, ``grad_scale`` and ``grad_offset`` ``(F,)`` of its element type; take them
+    with ``GetTupleElement(r, 0..2)``.
+
+    Raises
+    ------
+    ShapeError: ``feature_index`` not an int or not in ``[0, r)``, a vector operand not of shape
+        ``(F,)``, ``grad_output`` of other dimensions than the operand, operands of different
+        builders or not arrays, or a finite ``epsilon`` beyond the f32 range.
+    DTypeError: a non-floating-point operand, a vector operand or ``grad_output`` of another
+        element type, an argument that is not an XlaOp, or ``epsilon`` not a real number.
+    """
+    op = "BatchNormGrad"
+    named = [("operand", operand), ("scale", scale), ("mean", mean), ("variance", variance),
+             ("grad_output", grad_output)]
+    return _batch_norm(op, BATCH_NORM_GRAD, named, epsilon, feature_index, batch_norm_grad_shape)
