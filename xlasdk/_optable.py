@@ -52,7 +52,9 @@ class HloForm(enum.Enum):
     REGION = "region"
     """As PLAIN plus ``to_apply=`` its one region; several results become get-tuple-elements."""
     TUPLE_RESULT = "tuple_result"
-    """One tuple result unpacked into get-tuple-elements; tuple operands passed as tuples."""
+    """An op with several results (a tuple shape; StableHLO gives each result its own value):
+    HLO writes one tuple-shaped instruction whose elements become get-tuple-elements; tuple
+    operands are passed as tuples."""
     CONSTANT = "constant"
     """``constant(literal)`` from the op's ``value`` attribute (a splat becomes a broadcast)."""
     WHILE = "while"

@@ -2,9 +2,10 @@
 
 Each op lives in the module of its family, beside its shape rule:
 ``sources`` (Parameter, Constant, Iota), ``elementwise`` (unary, binary, comparisons, Select,
-Clamp, ConvertElementType), ``shaping`` (Broadcast, Reshape, Transpose, Slice, ConcatInDim...),
-``linalg`` (Dot, DotGeneral, Cholesky, TriangularSolve), ``decompositions`` (QR, LU, Eigh, SVD...),
-``conv`` (ConvGeneralDilated, Conv), ``reduce`` (Reduce, Map), ``window`` (ReduceWindow...),
+Clamp), ``convert`` (ConvertElementType, BitcastConvertType, ReducePrecision), ``shaping``
+(Broadcast, Reshape, Transpose, Slice, ConcatInDim...), ``linalg`` (Dot, DotGeneral, Cholesky,
+TriangularSolve), ``decompositions`` (QR, LU, Eigh, SVD...), ``conv`` (ConvGeneralDilated, Conv),
+``reduce`` (Reduce, Map, BatchNormTraining/Inference/Grad), ``window`` (ReduceWindow...),
 ``indexing`` (Gather, Scatter, DynamicSlice...), ``sort``, ``fft``, ``random``, ``special``,
 ``collectives``, ``control`` (Tuple, GetTupleElement, While, Conditional, Call), ``side_effects``
 (tokens, infeed/outfeed), ``custom_call`` and ``host_callback``.
