@@ -188,6 +188,13 @@ def _templates() -> dict[str, Template]:
                 [c.p(F32, (1, 2, 5, 5)), c.p(F32, (4, 1, 3, 3)), [1, 1], "SAME"], {"feature_group_count": 2}
             ),
             "Reduce": lambda c: ([c.b, c.p(F32, (2, 3)), c.c(np.float32(0)), ops.Add, [1]], {}),
+            "BatchNormTraining": lambda c: ([c.p(F32, (2, 3)), c.p(F32, (3,)), c.p(F32, (3,)), 1e-3, 1], {}),
+            "BatchNormInference": lambda c: (
+                [c.p(F32, (2, 3)), c.p(F32, (3,)), c.p(F32, (3,)), c.p(F32, (3,)), c.p(F32, (3,)), 1e-3, 1], {}
+            ),
+            "BatchNormGrad": lambda c: (
+                [c.p(F32, (2, 3)), c.p(F32, (3,)), c.p(F32, (3,)), c.p(F32, (3,)), c.p(F32, (2, 3)), 1e-3, 1], {}
+            ),
             "ReduceWindow": lambda c: ([c.p(F32, (4, 4)), c.c(np.float32(0)), ops.Add, [2, 2], [1, 1], "VALID"], {}),
             "ReduceWindowWithGeneralPadding": lambda c: (
                 [c.p(F32, (4, 4)), c.c(np.float32(0)), ops.Max, [2, 2], [1, 1], [1, 1], [1, 1], [(0, 0), (1, 0)]], {}
