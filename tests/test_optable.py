@@ -123,6 +123,17 @@ def test_attribute_objects_are_copied_when_the_op_is_built() -> None:
     np.testing.assert_array_equal(out, a @ c)
 
 
+def test_a_constant_keeps_the_value_it_was_built_with() -> None:
+    """The numpy array a Constant was made from can change later; the graph does not."""
+    b = xs.XlaBuilder("const")
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    c = ops.Constant(b, a)
+    a[0, 0] = 100.0
+    comp = b.build(ops.Add(c, c))
+    np.testing.assert_array_equal(xs.compile(comp)().to_numpy(), 2 * np.arange(6, dtype=np.float32).reshape(2, 3))
+    assert "constant({ { 0, 1, 2 }, { 3, 4, 5 } })" in comp.as_hlo_text()
+
+
 @pytest.mark.parametrize(
     ("value", "text"),
     [

@@ -230,7 +230,6 @@ class _Printer:
         self.counts: dict[str, int] = {}
         self.shapes: dict[Shape, str] = {}
         self.md: dict[Location, tuple[str, str]] = {}
-        self.attrs: dict[tuple[Any, ...], tuple[str, str]] = {}
         self.computations: list[str] = []
         self.n_regions = 0
         self.comp = _Computation()

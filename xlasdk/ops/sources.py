@@ -116,8 +116,11 @@ IOTA = define("stablehlo.iota", "iota", hlo_attrs=_iota_hlo)
 
 
 def _constant(b: XlaBuilder, arr: np.ndarray[Any, Any], shape: Shape) -> XlaOp:
-    """The constant node of ``arr`` (a one-element ``arr`` is a splat of ``shape``)."""
-    return b.add_op(CONSTANT, (), shape, {"value": DenseElements(arr, shape)})
+    """The constant node of ``arr`` (a one-element ``arr`` is a splat of ``shape``): a read-only
+    copy, so that changing the caller's array later does not change the graph."""
+    data = arr.copy()
+    data.flags.writeable = False
+    return b.add_op(CONSTANT, (), shape, {"value": DenseElements(data, shape)})
 
 
 def constant_shape(op: str, dtype: np.dtype[Any], dims: tuple[int, ...]) -> Shape:
