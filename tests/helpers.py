@@ -10,6 +10,10 @@
   file (``" — at test_x.py:LINE"``). The file name is always taken from the test code itself
   (the ``with`` statement's frame), never from this module.
 - :func:`shape` and :func:`param` build array shapes and parameters tersely.
+- :data:`PARAM_AND_CONST` runs a test with ``const`` False and True; :func:`case_inputs` makes
+  its input arrays parameters or constants accordingly and :func:`run_case` runs the outputs (a
+  bug case must give the same values both ways: constants take XLA's constant-folding path, the
+  HloEvaluator, parameters the compiled code).
 """
 
 from __future__ import annotations
@@ -84,6 +88,24 @@ def shape(dtype: Any, dims: Sequence[int]) -> xs.Shape:
 def param(b: xs.XlaBuilder, i: int, dtype: Any, dims: tuple[int, ...]) -> xs.XlaOp:
     """Parameter number ``i`` of ``b`` with the array shape ``dtype[dims]``."""
     return ops.Parameter(b, i, xs.Shape.array_shape(dtype, dims))
+
+
+# -- bug cases as parameters and as constants -----------------------------------------------------
+
+PARAM_AND_CONST = pytest.mark.parametrize("const", [False, True], ids=["param", "const"])
+
+
+def case_inputs(b: xs.XlaBuilder, arrays: list[np.ndarray[Any, Any]], const: bool) -> list[xs.XlaOp]:
+    """``arrays`` as constants of ``b`` (``const``) or as its parameters 0, 1, ..."""
+    if const:
+        return [ops.Constant(b, a) for a in arrays]
+    return [ops.Parameter(b, i, xs.shape_from_pyval(a)) for i, a in enumerate(arrays)]
+
+
+def run_case(b: xs.XlaBuilder, outs: list[xs.XlaOp], arrays: list[np.ndarray[Any, Any]],
+             const: bool) -> list[np.ndarray[Any, Any]]:
+    """Build ``outs`` of ``b`` and run them, passing ``arrays`` unless they went in as constants."""
+    return run(b.build(outs), *([] if const else arrays))
 
 
 # -- error assertions ------------------------------------------------------------------------------

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 import xlasdk as xs
-from tests.helpers import raises, run
+from tests.helpers import PARAM_AND_CONST, case_inputs, param, raises, run, run_case
 from xlasdk import ops
+from xlasdk.errors import ShapeError
 
 RNG = np.random.default_rng(11)
 
@@ -311,3 +312,86 @@ def test_convolution_shape_rules() -> None:
         convolution_rank("Conv", lhs, xs.Shape.array_shape(np.float32, (4, 3)))
     with raises(xs.DTypeError, "Conv: operand 'rhs' has element type f64[4,3,3,2], expected f32 like 'lhs'"):
         convolution_rank("Conv", lhs, xs.Shape.array_shape(np.float64, (4, 3, 3, 2)))
+
+
+@PARAM_AND_CONST
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.float32])
+def test_conv_feature_groups_with_a_1x1_kernel(const: bool, dtype: Any) -> None:
+    """Case C-12 (shared/cases/cases.md): a grouped convolution (feature_group_count=2) with a 1x1 kernel, as
+    parameters and as folded constants."""
+    x = np.array([-2, -1, 0, 1], dtype).reshape(1, 4, 1, 1)
+    w = np.array([[-3, -2], [-1, 0], [1, 2], [3, 4]], dtype).reshape(4, 2, 1, 1)
+    b = xs.XlaBuilder("c12a")
+    X, W = case_inputs(b, [x, w], const)
+    y = ops.ConvGeneralDilated(X, W, [1, 1], "VALID", dimension_numbers=("NCHW", "OIHW", "NCHW"), feature_group_count=2)
+    assert y.dims == (1, 4, 1, 1)
+    (r,) = run_case(b, [y], [x, w], const)
+    assert r.dtype == dtype
+    np.testing.assert_array_equal(r.ravel(), [8, 2, 2, 4])
+
+
+@PARAM_AND_CONST
+def test_conv_1d_lhs_and_rhs_dilation_and_batch_groups(const: bool) -> None:
+    """Case C-12 (shared/cases/cases.md): 1-d convolutions with lhs dilation, rhs dilation and negative padding, and
+    batch_group_count=2."""
+    dn = ("NCH", "OIH", "NCH")
+    x1 = np.array([1, 2, 3], np.float32).reshape(1, 1, 3)
+    k = np.array([1, 10], np.float32).reshape(1, 1, 2)
+    x2 = np.arange(1, 7, dtype=np.float32).reshape(1, 1, 6)
+    x4 = np.array([1, 2, 3, 4], np.float32).reshape(4, 1, 1)
+    k2 = np.array([1, 10], np.float32).reshape(2, 1, 1)
+    b = xs.XlaBuilder("c12b")
+    X1, K, X2, X4, K2 = case_inputs(b, [x1, k, x2, x4, k2], const)
+    lhs_dil = ops.ConvGeneralDilated(X1, K, [1], [(1, 1)], lhs_dilation=[2], dimension_numbers=dn)
+    rhs_dil = ops.ConvGeneralDilated(X2, K, [1], [(-1, 0)], rhs_dilation=[2], dimension_numbers=dn)
+    bgc = ops.ConvGeneralDilated(X4, K2, [1], "VALID", dimension_numbers=dn, batch_group_count=2)
+    assert bgc.dims == (2, 2, 1)
+    r1, r2, r3 = run_case(b, [lhs_dil, rhs_dil, bgc], [x1, k, x2, x4, k2], const)
+    np.testing.assert_array_equal(r1.ravel(), [10, 1, 20, 2, 30, 3])
+    np.testing.assert_array_equal(r2.ravel(), [42, 53, 64])
+    assert r3.shape == (2, 2, 1)
+    np.testing.assert_array_equal(r3.ravel(), [1, 30, 2, 40])
+
+
+def test_conv_rejects_kernel_spatial_size_zero() -> None:
+    """Found by the shape-rule fuzzer: a kernel with a spatial size 0 is rejected (MLIR's verifier failed on it)."""
+    # MLIR: "expects window to have positive value for 0-th window dimension, but got 0".
+    b = xs.XlaBuilder("conv_k0")
+    x, w = param(b, 0, np.float32, (1, 1, 3)), param(b, 1, np.float32, (1, 1, 0))
+    with raises(ShapeError, "ConvGeneralDilated", "kernel spatial sizes [0]"):
+        ops.ConvGeneralDilated(x, w, [1], [(0, 0)])
+
+
+def test_conv_same_padding_of_empty_dilated_input() -> None:
+    """Found by the shape-rule fuzzer: SAME padding of an empty, dilated input dimension gives an empty result."""
+    # Rejected before ("lhs_dims[1] must be >= 0, got -1"): the dilated size of an empty dimension
+    # was computed as (0 - 1) * 2 + 1.
+    b = xs.XlaBuilder("conv_same0")
+    x, w = param(b, 0, np.float32, (0, 1, 0, 0)), param(b, 1, np.float32, (1, 1, 1, 1))
+    r = ops.ConvGeneralDilated(x, w, [1, 1], "SAME", [1, 2], [1, 1], ("NCHW", "OIHW", "NCHW"))
+    assert r.shape == xs.Shape.array_shape(np.float32, (0, 1, 0, 0))
+    y = param(b, 2, np.float32, (1, 1, 0, 2))  # the same with a non-empty batch
+    s = ops.ConvGeneralDilated(y, w, [1, 1], "SAME", [2, 2], [1, 1], ("NCHW", "OIHW", "NCHW"))
+    assert s.shape.dimensions() == (1, 1, 0, 3)
+    outs = run(b.build(ops.Tuple(b, [r, s])), np.zeros((0, 1, 0, 0), np.float32), np.ones((1, 1, 1, 1), np.float32),
+               np.zeros((1, 1, 0, 2), np.float32))
+    assert outs[0].shape == (0, 1, 0, 0) and outs[1].shape == (1, 1, 0, 3)
+
+
+def test_f4_conv_and_dot_with_preferred_element_type() -> None:
+    """Found by the shape-rule fuzzer: ConvGeneralDilated (and DotGeneral) of f4e2m1fn operands with a
+    preferred_element_type compile and compute the exact values."""
+    # ConvGeneralDilated(f4e2m1fn[1,1], f4e2m1fn[1,1], [], [], dimension_numbers=("NC", "OI", "NC"),
+    # preferred_element_type=f32) failed to compile: "custom element sizes on non-sub-byte types".
+    f4 = ml_dtypes.float4_e2m1fn
+    b = xs.XlaBuilder("f4")
+    x, w = param(b, 0, f4, (1, 1)), param(b, 1, f4, (1, 1))
+    c = ops.ConvGeneralDilated(x, w, [], [], [], [], ("NC", "OI", "NC"), preferred_element_type=np.float32)
+    p, q = param(b, 2, f4, (2, 3)), param(b, 3, f4, (3, 2))
+    d = ops.DotGeneral(p, q, (([1], [0]), ([], [])), preferred_element_type=ml_dtypes.bfloat16)
+    assert c.shape == xs.Shape.array_shape(np.float32, (1, 1)) and d.dtype == np.dtype(ml_dtypes.bfloat16)
+    pv = np.array([[1, 2, 3], [0.5, -1, 6]], f4)
+    qv = np.array([[1, -2], [0.5, 1], [3, 0]], f4)
+    outs = run(b.build(ops.Tuple(b, [c, d])), np.array([[3]], f4), np.array([[-1.5]], f4), pv, qv)
+    assert outs[0][0, 0] == -4.5
+    np.testing.assert_array_equal(outs[1].astype(np.float32), pv.astype(np.float32) @ qv.astype(np.float32))

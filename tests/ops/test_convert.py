@@ -9,11 +9,13 @@ import ml_dtypes
 import numpy as np
 
 import xlasdk as xs
-from tests.helpers import raises, run
+from tests.helpers import PARAM_AND_CONST, case_inputs, raises, run, run_case
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
 
 S = xs.Shape.array_shape
+NAN, INF = np.nan, np.inf
+I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 
 
 SPECIAL_F32_BITS = np.array(
@@ -296,3 +298,107 @@ def test_convert_element_type_is_exported_from_convert() -> None:
 
     assert ops.ConvertElementType is convert.ConvertElementType
     assert "ConvertElementType" in convert.__all__ and "ConvertElementType" not in elementwise.__all__
+
+
+# -- ConvertElementType ----------------------------------------------------------------------------
+
+def same_bits(got: np.ndarray[Any, Any], want: np.ndarray[Any, Any]) -> None:
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    assert got.tobytes() == want.tobytes(), (got, want)
+
+
+FLOAT_TO_INT_X = np.array(
+    [NAN, INF, -INF, 3e9, -3e9, 2.9, -2.9, 2147483520.0, 2147483648.0, -2147483648.0, -0.5], np.float32
+)
+FLOAT_TO_INT_WANT = {
+    np.int32: [0, 2147483647, -2147483648, 2147483647, -2147483648, 2, -2, 2147483520, 2147483647, -2147483648, 0],
+    np.uint32: [0, 4294967295, 0, 3000000000, 0, 2, 0, 2147483520, 2147483648, 0, 0],
+    np.int8: [0, 127, -128, 127, -128, 2, -2, 127, 127, -128, 0],
+    np.uint8: [0, 255, 0, 255, 0, 2, 0, 255, 255, 0, 0],
+    np.int64: [0, I64_MAX, I64_MIN, 3000000000, -3000000000, 2, -2, 2147483520, 2147483648, -2147483648, 0],
+}
+
+
+@PARAM_AND_CONST
+def test_float_to_int_gives_zero_for_nan_and_saturates(const: bool) -> None:
+    """Case C-04 (shared/cases/cases.md): float to integer conversion gives 0 for NaN, saturates infinities and
+    out-of-range values to the type's bounds, and truncates toward zero."""
+    b = xs.XlaBuilder("c04")
+    (X,) = case_inputs(b, [FLOAT_TO_INT_X], const)
+    res = run_case(b, [ops.ConvertElementType(X, t) for t in FLOAT_TO_INT_WANT], [FLOAT_TO_INT_X], const)
+    for got, (t, want) in zip(res, FLOAT_TO_INT_WANT.items(), strict=True):
+        assert got.dtype == t
+        np.testing.assert_array_equal(got, np.array(want, t), err_msg=str(t))
+
+
+@PARAM_AND_CONST
+def test_convert_to_pred_narrow_int_wraps_and_int_to_float_rounds(const: bool) -> None:
+    """Case C-04 (shared/cases/cases.md): conversion to pred is `!= 0` (NaN is true, -0.0 false), a narrowing integer
+    conversion wraps around, and integer to float rounds to nearest even."""
+    f = np.array([0.0, -0.0, NAN, 0.1], np.float32)
+    i = np.array([0, 2, -1], np.int32)
+    w = np.array([256, 300, -1, 255], np.int32)
+    g = np.array([16777217, 2147483647], np.int32)
+    b = xs.XlaBuilder("c04b")
+    F, I, W, G = case_inputs(b, [f, i, w, g], const)
+    outs = [ops.ConvertElementType(F, np.bool_), ops.ConvertElementType(I, np.bool_),
+            ops.ConvertElementType(W, np.uint8),
+            ops.ConvertElementType(G, np.float32)]
+    r = run_case(b, outs, [f, i, w, g], const)
+    np.testing.assert_array_equal(r[0], [False, False, True, True])
+    np.testing.assert_array_equal(r[1], [False, True, True])
+    np.testing.assert_array_equal(r[2], np.array([0, 44, 255, 255], np.uint8))
+    np.testing.assert_array_equal(r[3], np.array([16777216.0, 2147483648.0], np.float32))
+
+
+F32_TO_BF16_BITS = [
+    (0x44E48000, 0x44E4), (np.float32(1006.0).view(np.uint32), 0x447C), (np.float32(1329.0).view(np.uint32), 0x44A6),
+    (np.float32(128.5).view(np.uint32), 0x4300), (0x3F808000, 0x3F80), (0x3F818000, 0x3F82), (0x3F808001, 0x3F81),
+    (0x7F7FFFFF, 0x7F80), (0x7FC00001, 0x7FC0), (0x7F800001, 0x7FC0), (0xFF800000, 0xFF80), (0x00000001, 0x0000),
+    (0x80000000, 0x8000),
+]
+
+
+@PARAM_AND_CONST
+def test_f32_to_bf16_rounds_to_nearest_even(const: bool) -> None:
+    """Case C-10 (shared/cases/cases.md): f32 to bf16 rounds to nearest even (1828.0 is 1824.0, the largest finite
+    f32 is infinity, the smallest subnormal is 0), quiets NaNs and keeps infinities and signed zeros, bit for bit."""
+    x = np.array([int(a) for a, _ in F32_TO_BF16_BITS], np.uint32).view(np.float32)
+    want = np.array([w for _, w in F32_TO_BF16_BITS], np.uint16)
+    assert x[0] == 1828.0 and float(want.view(ml_dtypes.bfloat16)[0]) == 1824.0
+    b = xs.XlaBuilder("c10")
+    (X,) = case_inputs(b, [x], const)
+    (r,) = run_case(b, [ops.ConvertElementType(X, "bfloat16")], [x], const)
+    assert r.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(r.view(np.uint16), want, err_msg=str([hex(v) for v in r.view(np.uint16)]))
+
+
+FP8_X = np.array([448, 464, 465, 1000, -1000, INF, -INF, NAN, 2**-9, 2**-10, 0.0029296875, -0.0], np.float32)
+FP8_E4M3FN_BITS = [0x7E, 0x7E, 0x7F, 0x7F, 0xFF, 0x7F, 0xFF, 0x7F, 0x01, 0x00, 0x02, 0x80]
+FP8_E5M2_BITS = [0x5F, 0x5F, 0x5F, 0x64, 0xE4, 0x7C, 0xFC, 0x7E, 0x18, 0x14, 0x1A, 0x80]
+
+
+@PARAM_AND_CONST
+def test_f32_to_fp8_rounds_to_nearest_even_and_e4m3fn_overflows_to_nan(const: bool) -> None:
+    """Case C-11 (shared/cases/cases.md): f32 to f8e4m3fn and f8e5m2 rounds to nearest even, into the subnormals too;
+    f8e4m3fn, which has no infinity, takes out-of-range values and infinities to NaN; bit for bit."""
+    b = xs.XlaBuilder("c11")
+    (X,) = case_inputs(b, [FP8_X], const)
+    e4, e5 = run_case(b, [ops.ConvertElementType(X, ml_dtypes.float8_e4m3fn), ops.ConvertElementType(X, "float8_e5m2")],
+                      [FP8_X], const)
+    assert e4.dtype == ml_dtypes.float8_e4m3fn and e5.dtype == ml_dtypes.float8_e5m2
+    np.testing.assert_array_equal(e4.view(np.uint8), np.array(FP8_E4M3FN_BITS, np.uint8))
+    np.testing.assert_array_equal(e5.view(np.uint8), np.array(FP8_E5M2_BITS, np.uint8))
+
+
+def test_every_e4m3fn_bit_pattern_to_f32_matches_ml_dtypes() -> None:
+    """Case C-11 (shared/cases/cases.md): every one of the 256 f8e4m3fn bit patterns converts to the f32 that
+    ml_dtypes gives (NaN payloads aside)."""
+    allb = np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e4m3fn)
+    b = xs.XlaBuilder("c11all")
+    (r,) = run(b.build(ops.ConvertElementType(ops.Constant(b, allb), np.float32)))
+    want = allb.astype(np.float32)
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(r), nan)
+    np.testing.assert_array_equal(np.signbit(r), np.signbit(want))  # NaN payloads may differ, signs may not
+    same_bits(r[~nan], want[~nan])

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import functools
 import math
+import subprocess
 import sys
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import ml_dtypes
@@ -23,13 +25,17 @@ import pytest
 import scipy.special as sp
 
 import xlasdk as xs
-from tests.helpers import raises, run
+from tests.helpers import PARAM_AND_CONST, case_inputs, param, raises, run, run_case
 from xlasdk import ops
 from xlasdk import types as xtypes
+from xlasdk.errors import DTypeError
 from xlasdk.ops import elementwise as ew
 
 P = xs.PrimitiveType
 F32 = xs.Shape.array_shape
+NAN = np.nan
+I32_MIN = -(2**31)
+I64_MIN = -(2**63)
 
 
 # ------------------------------------------------------------------------------ element types
@@ -1061,3 +1067,202 @@ def test_compare_select_clamp_rules() -> None:
         ew.clamp_shape("Clamp", _sh(np.float64, ()), t, lo)
     with raises(xs.DTypeError, "Clamp: operand 'operand' must be real (non-complex)"):
         ew.clamp_shape("Clamp", lo, _sh(np.complex64, (2,)), lo)
+
+
+@PARAM_AND_CONST
+def test_min_max_propagate_nan_and_order_signed_zero(const: bool) -> None:
+    """Case C-02 (shared/cases/cases.md): Min/Max with a NaN operand are NaN, and Min(-0, +0) is -0, Max(-0, +0) is
+    +0."""
+    a = np.array([3, NAN, NAN, 1, -0.0, +0.0], np.float32)
+    c = np.array([NAN, 3, NAN, 2, +0.0, -0.0], np.float32)
+    b = xs.XlaBuilder("c02")
+    A, C = case_inputs(b, [a, c], const)
+    mn, mx = run_case(b, [ops.Min(A, C), ops.Max(A, C)], [a, c], const)
+    np.testing.assert_array_equal(mn, [NAN, NAN, NAN, 1, -0.0, -0.0])
+    np.testing.assert_array_equal(mx, [NAN, NAN, NAN, 2, 0.0, 0.0])
+    np.testing.assert_array_equal(np.signbit(mn[4:]), [True, True])
+    np.testing.assert_array_equal(np.signbit(mx[4:]), [False, False])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_min_max_of_folded_constant_nan_are_nan(dtype: Any) -> None:
+    """Case C-02 (shared/cases/cases.md): Min/Max of a constant and a constant-folded NaN (0/0) are NaN in either
+    operand order."""
+    b = xs.XlaBuilder("c02c")
+    three = ops.Constant(b, dtype(3))
+    nan = ops.Div(ops.Constant(b, dtype(0)), ops.Constant(b, dtype(0)))
+    res = run(b.build([ops.Min(three, nan), ops.Max(three, nan), ops.Min(nan, three), ops.Max(nan, three)]))
+    for r in res:
+        assert r.dtype == dtype and np.isnan(r)
+
+
+@PARAM_AND_CONST
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_clamp_with_swapped_bounds_gives_the_upper_bound(const: bool, dtype: Any) -> None:
+    """Case C-02 (shared/cases/cases.md): Clamp(5, x, 2), lower bound above the upper, gives the upper bound for
+    every x."""
+    x = np.array([0, 3, 7, 10], dtype)
+    b = xs.XlaBuilder("c02clamp")
+    (X,) = case_inputs(b, [x], const)
+    lo, hi = ops.Constant(b, dtype(5)), ops.Constant(b, dtype(2))
+    (r,) = run_case(b, [ops.Clamp(lo, X, hi)], [x], const)
+    assert r.dtype == dtype
+    np.testing.assert_array_equal(r, [2, 2, 2, 2])
+
+
+@PARAM_AND_CONST
+def test_clamp_propagates_nan(const: bool) -> None:
+    """Case C-02 (shared/cases/cases.md): Clamp of a NaN operand is NaN."""
+    x = np.array([NAN, -1, 2], np.float32)
+    b = xs.XlaBuilder("c02nan")
+    (X,) = case_inputs(b, [x], const)
+    (r,) = run_case(b, [ops.Clamp(0.0, X, 1.0)], [x], const)
+    np.testing.assert_array_equal(r, [NAN, 0, 1])
+
+
+DIV_CASES = [
+    (np.int32, [7, -7, 0, I32_MIN, I32_MIN, 7, -7], [0, 0, 0, -1, 0, -2, 2],
+     [-1, -1, -1, I32_MIN, -1, -3, -3], [7, -7, 0, 0, I32_MIN, 1, -1]),
+    (np.uint32, [7, 0, 0xFFFFFFFF], [0, 0, 0], [0xFFFFFFFF] * 3, [7, 0, 0xFFFFFFFF]),
+    (np.int8, [5, -128, -128], [0, -1, 0], [-1, -128, -1], [5, 0, -128]),
+    (np.int64, [9, I64_MIN], [0, -1], [-1, I64_MIN], [9, 0]),
+]
+
+
+@PARAM_AND_CONST
+@pytest.mark.parametrize(("dtype", "a", "d", "q", "r"), DIV_CASES, ids=["s32", "u32", "s8", "s64"])
+def test_integer_div_rem_by_zero_and_overflow_are_defined(const: bool, dtype: Any, a: list[int], d: list[int],
+                                                          q: list[int], r: list[int]) -> None:
+    """Case C-03 (shared/cases/cases.md): integer Div/Rem by zero and INT_MIN / -1 give XLA's defined results: x / 0
+    is all ones (-1), x % 0 is x, INT_MIN / -1 is INT_MIN and INT_MIN % -1 is 0."""
+    x, y = np.array(a, dtype), np.array(d, dtype)
+    b = xs.XlaBuilder("c03")
+    X, Y = case_inputs(b, [x, y], const)
+    got_q, got_r = run_case(b, [ops.Div(X, Y), ops.Rem(X, Y)], [x, y], const)
+    np.testing.assert_array_equal(got_q, np.array(q, dtype))
+    np.testing.assert_array_equal(got_r, np.array(r, dtype))
+    assert got_q.dtype == dtype and got_r.dtype == dtype
+
+
+@PARAM_AND_CONST
+def test_float_rem_takes_the_sign_of_the_dividend(const: bool) -> None:
+    """Case C-03 (shared/cases/cases.md): float Rem has the sign of the dividend (fmod), and x % 0 is NaN."""
+    x = np.array([-10, 10, -1, 5.5, -0.0], np.float32)
+    y = np.array([3, -3, 1, 0, 2], np.float32)
+    b = xs.XlaBuilder("c03f")
+    X, Y = case_inputs(b, [x, y], const)
+    (r,) = run_case(b, [ops.Rem(X, Y)], [x, y], const)
+    np.testing.assert_array_equal(r, [-1, 1, -0.0, NAN, -0.0])
+    np.testing.assert_array_equal(np.signbit(r[[0, 1, 2, 4]]), [True, False, True, True])  # NaN's sign is unspecified
+
+
+def test_folded_constant_integer_div_by_zero_does_not_kill_the_process() -> None:
+    """Case C-03 (shared/cases/cases.md): constant folding of integer division by zero and INT_MIN / -1 does not kill
+    the process (it raised SIGFPE inside XLA); it runs in a subprocess."""
+    # constant folding of s32 7 / 0 raised SIGFPE inside XLA; the guarded lowering gives -1
+    code = (
+        "import numpy as np, xlasdk as xs, sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).parents[1])!r})\n"
+        "from helpers import run\n"
+        "from xlasdk import ops\n"
+        "b = xs.XlaBuilder('c03')\n"
+        "q = ops.Div(ops.Constant(b, np.int32(7)), ops.Constant(b, np.int32(0)))\n"
+        "r = ops.Rem(ops.Constant(b, np.int32(7)), ops.Constant(b, np.int32(0)))\n"
+        "m = ops.Div(ops.Constant(b, np.int32(-2**31)), ops.Constant(b, np.int32(-1)))\n"
+        "print(*[int(v) for v in run(b.build([q, r, m, ops.Constant(b, 7) / 0, 7 % ops.Constant(b, 0)]))])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["-1", "7", str(I32_MIN), "-1", "7"]
+
+
+SHIFT_CASES = [
+    ("u8", np.uint8, [128], [2], None, [224], [32]),
+    ("s32", np.int32, [1, -8, 8, -1, 5, 1], [32, 32, 40, 32, -1, 31], [0, 0, 0, 0, 0, I32_MIN], [0, -1, 0, -1, 0, 0],
+     [0, 0, 0, 0, 0, 0]),
+    ("u32", np.uint32, [1, 0x80000000, 0xFFFFFFFF], [32, 33, 0xFFFFFFFF], [0, 0, 0], [0, 0xFFFFFFFF, 0xFFFFFFFF],
+     [0, 0, 0]),
+]
+
+
+@PARAM_AND_CONST
+@pytest.mark.parametrize(("name", "dtype", "x", "s", "shl", "sra", "srl"), SHIFT_CASES, ids=[c[0] for c in SHIFT_CASES])
+def test_shifts_by_out_of_range_amounts_and_unsigned_arithmetic_shift(
+    const: bool, name: str, dtype: Any, x: list[int], s: list[int], shl: list[int] | None, sra: list[int],
+    srl: list[int],
+) -> None:
+    """Case C-05 (shared/cases/cases.md): shifts by an amount at least the bit width (or negative) give 0, or all
+    sign bits for an arithmetic right shift of a value with its top bit set; an arithmetic right shift of an unsigned
+    value shifts in its top bit."""
+    xa, sa = np.array(x, dtype), np.array(s, dtype)
+    b = xs.XlaBuilder("c05")
+    X, S = case_inputs(b, [xa, sa], const)
+    r = run_case(b, [ops.ShiftLeft(X, S), ops.ShiftRightArithmetic(X, S), ops.ShiftRightLogical(X, S)], [xa, sa], const)
+    if shl is not None:
+        np.testing.assert_array_equal(r[0], np.array(shl, dtype))
+    np.testing.assert_array_equal(r[1], np.array(sra, dtype))
+    np.testing.assert_array_equal(r[2], np.array(srl, dtype))
+
+
+@PARAM_AND_CONST
+def test_s8_shifts_by_out_of_range_amounts(const: bool) -> None:
+    """Case C-05 (shared/cases/cases.md): s8 shifts wrap around on the left and give 0 or all sign bits for
+    out-of-range shift amounts."""
+    x = np.array([-128, 64, 1], np.int8)
+    s1, s2, s3 = np.array([1, 1, 8], np.int8), np.array([7, 8, 100], np.int8), np.array([7, 8, 1], np.int8)
+    b = xs.XlaBuilder("c05s8")
+    X, S1, S2, S3 = case_inputs(b, [x, s1, s2, s3], const)
+    outs = [ops.ShiftLeft(X, S1), ops.ShiftRightArithmetic(X, S2), ops.ShiftRightLogical(X, S3)]
+    r = run_case(b, outs, [x, s1, s2, s3], const)
+    np.testing.assert_array_equal(r[0], np.array([0, -128, 0], np.int8))
+    np.testing.assert_array_equal(r[1], np.array([-1, 0, 0], np.int8))
+    np.testing.assert_array_equal(r[2], np.array([1, 0, 0], np.int8))
+
+
+@PARAM_AND_CONST
+def test_bf16_add_rounds_to_nearest_even(const: bool) -> None:
+    """Case C-10 (shared/cases/cases.md): a bf16 Add rounds its result to nearest even (256 + 1 is 256, 1 + 2**-8 is
+    1)."""
+    bf = ml_dtypes.bfloat16
+    a = np.array([256, 1, 1], np.float32)
+    c = np.array([1, 0.00390625, 0.005859375], np.float32)
+    b = xs.XlaBuilder("c10add")
+    A, C = case_inputs(b, [a, c], const)
+    (r,) = run_case(b, [ops.Add(ops.ConvertElementType(A, bf), ops.ConvertElementType(C, bf))], [a, c], const)
+    assert r.dtype == bf
+    np.testing.assert_array_equal(r.astype(np.float32), [256, 1.0, 1.0078125])
+
+
+def test_add_broadcasts_size_one_against_size_zero() -> None:
+    """Found by the shape-rule fuzzer: a size-1 dimension broadcast against a size-0 one gives size 0: Add(f32[0,0],
+    f32[0,1]) was predicted f32[0,1] and the empty operand broadcast to size 1, which MLIR's verifier rejected ("size
+    of operand dimension 1 (0) is not equal to 1 or size of result dimension 1 (1)")."""
+    b = xs.XlaBuilder("bcast0")
+    x, y = param(b, 0, np.float32, (0, 0)), param(b, 1, np.float32, (0, 1))
+    r = ops.Add(x, y)
+    assert r.shape == xs.Shape.array_shape(np.float32, (0, 0))
+    z, w = param(b, 2, np.float32, (1, 2)), param(b, 3, np.float32, (0,))
+    s = ops.Mul(z, w, broadcast_dimensions=[0])  # explicit broadcast_dimensions: size 1 against 0
+    assert s.shape.dimensions() == (0, 2)
+    u = ops.Max(param(b, 4, np.float32, (1, 3)), param(b, 5, np.float32, (2, 1)))  # the usual case still works
+    outs = run(b.build(ops.Tuple(b, [r, s, u])), np.zeros((0, 0), np.float32), np.zeros((0, 1), np.float32),
+               np.ones((1, 2), np.float32), np.zeros((0,), np.float32), np.array([[1, 5, 2]], np.float32),
+               np.array([[3], [4]], np.float32))
+    assert outs[0].shape == (0, 0) and outs[1].shape == (0, 2)
+    np.testing.assert_array_equal(outs[2], np.maximum([[1, 5, 2]], [[3], [4]]))
+
+
+def test_compare_type_signedness_must_match_the_operands() -> None:
+    """Found by the shape-rule fuzzer: a Compare whose compare_type has the other signedness than its integer
+    operands is rejected: Compare(s32[], s32[], "EQ", "UNSIGNED") was accepted and failed in XLA's HLO verifier
+    ("Expected comparison type SIGNED. actual: UNSIGNED")."""
+    b = xs.XlaBuilder("cmp")
+    s, u = param(b, 0, np.int32, ()), param(b, 1, np.uint32, (2,))
+    with raises(DTypeError, "Compare", "compare_type UNSIGNED", "s32"):
+        ops.Compare(s, s, "EQ", "UNSIGNED")
+    with raises(DTypeError, "Compare", "compare_type SIGNED", "u32"):
+        ops.Compare(u, u, "LT", "SIGNED")
+    ok = [ops.Compare(s, s, "EQ", "SIGNED"), ops.Compare(u, u, "LT", "UNSIGNED")]
+    outs = run(b.build(ops.Tuple(b, ok)), np.int32(-3), np.array([1, 2**31 + 1], np.uint32))
+    assert outs[0] == np.True_
+    np.testing.assert_array_equal(outs[1], [False, False])

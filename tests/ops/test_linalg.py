@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import xlasdk as xs
-from tests.helpers import raises, run
+from tests.helpers import param, raises, run
 from xlasdk import ops
 
 RNG = np.random.default_rng(7)
@@ -268,3 +268,28 @@ def test_cholesky_triangular_solve_shape_rules() -> None:
         triangular_solve_shape("TriangularSolve", a, _s(np.float32, 3, 4, 7), True)
     with raises(xs.DTypeError, "TriangularSolve: operand 'b' has element type f64[2,4,7], expected f32 like 'a'"):
         triangular_solve_shape("TriangularSolve", a, _s(np.float64, 2, 4, 7), True)
+
+
+def test_two_bit_dot_general_and_conv_wrap_around() -> None:
+    """Found by the shape-rule fuzzer: DotGeneral (and ConvGeneralDilated) of 2-bit integer operands compile, and the
+    2-bit result wraps around like any integer result."""
+    # DotGeneral(s2[2,3], s2[3,2]) failed to compile: "UNIMPLEMENTED: unsupported operand type S2 in
+    # op dot" (the same for convolution); the 2-bit result wraps around like any integer result.
+    s2 = ml_dtypes.int2
+    b = xs.XlaBuilder("s2")
+    p, q = param(b, 0, s2, (2, 3)), param(b, 1, s2, (3, 2))
+    d = ops.DotGeneral(p, q, (([1], [0]), ([], [])))
+    x, w = param(b, 2, ml_dtypes.uint2, (1, 2, 3)), param(b, 3, ml_dtypes.uint2, (2, 2, 2))
+    c = ops.ConvGeneralDilated(x, w, [1], [(0, 0)])
+    assert d.shape == xs.Shape.array_shape(s2, (2, 2)) and c.shape == xs.Shape.array_shape(ml_dtypes.uint2, (1, 2, 2))
+    pv = np.array([[1, -2, 1], [-1, 0, 1]], s2)
+    qv = np.array([[1, 1], [-1, 0], [1, -2]], s2)
+    xv = np.array([[[1, 2, 3], [0, 1, 2]]], ml_dtypes.uint2)
+    wv = np.array([[[1, 1], [2, 0]], [[3, 1], [0, 1]]], ml_dtypes.uint2)
+    outs = run(b.build(ops.Tuple(b, [d, c])), pv, qv, xv, wv)
+    exact = pv.astype(np.int64) @ qv.astype(np.int64)
+    np.testing.assert_array_equal(outs[0].astype(np.int64), (exact + 2) % 4 - 2)
+    xi, wi = xv.astype(np.int64), wv.astype(np.int64)
+    conv = np.array([[[sum(xi[0, ci, t + k] * wi[o, ci, k] for ci in range(2) for k in range(2)) for t in range(2)]
+                      for o in range(2)]])
+    np.testing.assert_array_equal(outs[1].astype(np.int64), conv % 4)

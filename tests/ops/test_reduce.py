@@ -6,15 +6,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import pytest
 
 import xlasdk as xs
-from tests.helpers import check_direct_hlo, raises, run
+from tests.helpers import PARAM_AND_CONST, case_inputs, check_direct_hlo, param, raises, run, run_case
 from xlasdk import _mlir_attrs as ma
 from xlasdk import ops
+from xlasdk.errors import DTypeError
 
 S = xs.Shape
+NAN, INF = np.nan, np.inf
 
 
 def scalar_computation(name: str, dtype: Any, fn: Callable[[xs.XlaOp, xs.XlaOp], xs.XlaOp]) -> xs.XlaComputation:
@@ -405,3 +408,81 @@ def test_batch_norm_errors() -> None:
     with raises(xs.ShapeError, "BatchNormGrad: operand 'grad_output' has shape f32[3]"):
         ops.BatchNormGrad(x, v, v, v, v, 1e-3, 1)
     assert ops.BatchNormTraining(x, v, v, 1, np.int64(1)).attrs == {"epsilon": 1.0, "feature_index": 1}
+
+
+@PARAM_AND_CONST
+def test_max_min_reduce_propagate_nan(const: bool) -> None:
+    """Case C-01 (shared/cases/cases.md): a Max/Min reduction with a NaN anywhere in the operand is NaN, as
+    parameters and as folded constants."""
+    cases: list[tuple[np.ndarray[Any, Any], str]] = [
+        (np.array([NAN, 1.0], np.float32), "max"),
+        (np.array([1.0, NAN], np.float32), "max"),
+        (np.array([NAN, 1.0], np.float64), "max"),
+        (np.array([NAN, 1.0], np.float32), "min"),
+        (np.array([7, NAN, -2.5, 11, 0.25], np.float32), "max"),
+    ]
+    b = xs.XlaBuilder("c01")
+    xs_ = case_inputs(b, [c[0] for c in cases], const)
+    outs = []
+    for x, (a, kind) in zip(xs_, cases, strict=True):
+        init = ops.Constant(b, a.dtype.type(-INF if kind == "max" else INF))
+        f = ops.Max if kind == "max" else ops.Min
+        outs.append(ops.Reduce(b, x, init, lambda p, q, f=f: f(p, q), [0]))
+    res = run_case(b, outs, [c[0] for c in cases], const)
+    for r, (a, _) in zip(res, cases, strict=True):
+        assert r.shape == () and r.dtype == a.dtype
+        assert np.isnan(r), (a, r)
+
+
+def test_reduce_and_map_reject_mixed_float_precisions() -> None:
+    """Found by the shape-rule fuzzer: Reduce and Map of floating-point operands of different precisions are
+    rejected: Reduce(f32[3], bf16[3]) failed in XLA's HLO verifier ("Seen floating point types of different
+    precisions in %reduce.1 = (f32[], bf16[]) reduce(...), but mixed precision is disallowed"). Float beside integer
+    or complex operands stays allowed."""
+    b = xs.XlaBuilder("mixed")
+    x, y = param(b, 0, np.float32, (3,)), param(b, 1, ml_dtypes.bfloat16, (3,))
+    ix, iy = param(b, 2, np.float32, ()), param(b, 3, ml_dtypes.bfloat16, ())
+
+    def add2(a0: xs.XlaOp, a1: xs.XlaOp, x0: xs.XlaOp, x1: xs.XlaOp) -> tuple[xs.XlaOp, xs.XlaOp]:
+        return ops.Add(a0, x0), ops.Add(a1, x1)
+
+    with raises(DTypeError, "Reduce", "operands[1]", "bf16[3]", "f32[3]", "different precisions"):
+        ops.Reduce(b, [x, y], [ix, iy], add2, [0])
+    with raises(DTypeError, "Map", "operands[1]", "bf16[3]"):
+        ops.Map(b, [x, y], lambda u, v: u, [0])
+    # other mixes stay allowed: float with integer or complex operands
+    n, c = param(b, 4, np.int32, (3,)), param(b, 5, np.complex64, (3,))
+    i_n, i_c = param(b, 6, np.int32, ()), param(b, 7, np.complex64, ())
+    r = ops.Reduce(b, [x, n, c], [ix, i_n, i_c], lambda *a: tuple(ops.Add(a[i], a[3 + i]) for i in range(3)), [0])
+    m = ops.Map(b, [x, n], lambda u, v: ops.Add(u, ops.ConvertElementType(v, np.float32)), [0])
+    outs = run(
+        b.build(ops.Tuple(b, [ops.GetTupleElement(r, i) for i in range(3)] + [m])),
+        np.array([1, 2, 3], np.float32), np.zeros(3, ml_dtypes.bfloat16), np.float32(0), ml_dtypes.bfloat16(0),
+        np.array([4, 5, 6], np.int32), np.array([1j, 2, 3], np.complex64), np.int32(0), np.complex64(0),
+    )
+    assert outs[0] == 6 and outs[1] == 15 and outs[2] == 5 + 1j
+    np.testing.assert_array_equal(outs[3], [5, 7, 9])
+
+
+def test_reduce_rejects_two_bit_beside_other_widths() -> None:
+    """Found by the shape-rule fuzzer: a variadic Reduce of a 2-bit operand beside operands of other widths is
+    rejected (it failed to compile on XLA:CPU); 2-bit operands together still reduce, wrapping around."""
+    # Reduce(u2[1,2,4], u64[1,2,4], dimensions [0, 1, 2]) failed to compile on XLA:CPU: "RET_CHECK
+    # failure (reduce_decomposer.cc:95) reduce->case_inputs()[i]->shape().layout() == ...".
+    b = xs.XlaBuilder("r2")
+    x, y = param(b, 0, ml_dtypes.uint2, (1, 2, 4)), param(b, 1, np.uint64, (1, 2, 4))
+    ix, iy = param(b, 2, ml_dtypes.uint2, ()), param(b, 3, np.uint64, ())
+
+    def add2(a0: xs.XlaOp, a1: xs.XlaOp, x0: xs.XlaOp, x1: xs.XlaOp) -> tuple[xs.XlaOp, xs.XlaOp]:
+        return ops.Add(a0, x0), ops.Add(a1, x1)
+
+    with raises(DTypeError, "Reduce", "operands[0]", "u2[1,2,4]", "2-bit"):
+        ops.Reduce(b, [x, y], [ix, iy], add2, [0, 1, 2])
+    # 2-bit operands together still reduce (sums wrap around modulo 4)
+    z, iz = param(b, 4, ml_dtypes.int2, (1, 2, 4)), param(b, 5, ml_dtypes.int2, ())
+    r = ops.Reduce(b, [x, z], [ix, iz], add2, [0, 1, 2])
+    xv = np.array([[[1, 2, 3, 0], [1, 1, 1, 1]]], ml_dtypes.uint2)
+    zv = np.array([[[1, -2, 1, 0], [-1, 1, 1, 1]]], ml_dtypes.int2)
+    outs = run(b.build(ops.Tuple(b, [ops.GetTupleElement(r, 0), ops.GetTupleElement(r, 1)])), xv,
+               np.zeros((1, 2, 4), np.uint64), ml_dtypes.uint2(0), np.uint64(0), zv, ml_dtypes.int2(0))
+    assert int(outs[0]) == 10 % 4 and int(outs[1]) == (2 + 2) % 4 - 2

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 from typing import Any
 
 import ml_dtypes
@@ -309,3 +312,30 @@ def test_dimension_size_rules() -> None:
     assert remove_dynamic_dimension_shape("RemoveDynamicDimension", dyn, 0) == s
     with raises(ShapeError, "RemoveDynamicDimension:", "dimension 5 out of range"):
         remove_dynamic_dimension_shape("RemoveDynamicDimension", dyn, 5)
+
+
+def test_concat_of_two_bit_types_compiles() -> None:
+    """Found by the shape-rule fuzzer: ConcatInDim of 2-bit operands compiles and matches numpy (it aborted the
+    process in XLA:CPU's EmitFastConcatenate); it runs in a subprocess."""
+    # ConcatInDim(b, [s2[3,5], s2[3,5]], 1) aborted the process while compiling
+    # ("Check failed: bit_offset != nullptr" in XLA:CPU's EmitFastConcatenate).
+    code = textwrap.dedent(
+        """
+        import ml_dtypes, numpy as np, xlasdk as xs
+        from xlasdk import ops
+        for dt in (ml_dtypes.int2, ml_dtypes.uint2):
+            for dim in (0, 1):
+                b = xs.XlaBuilder("c")
+                x = ops.Parameter(b, 0, xs.Shape.array_shape(dt, (3, 5)))
+                y = ops.Parameter(b, 1, xs.Shape.array_shape(dt, (3, 2 + 3 * (1 - dim))))
+                c = ops.ConcatInDim(b, [x, y, x], dim)
+                xv = (np.arange(15).reshape(3, 5) % 4 - (2 if dt == ml_dtypes.int2 else 0)).astype(dt)
+                yv = np.ones((3, 2 + 3 * (1 - dim)), dt)
+                out = xs.compile(b.build(c))(xv, yv).to_numpy()
+                assert out.dtype == np.dtype(dt) and c.dtype == np.dtype(dt)
+                np.testing.assert_array_equal(out.astype(int), np.concatenate([xv, yv, xv], dim).astype(int))
+        print("ok")
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]

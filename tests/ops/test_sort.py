@@ -6,9 +6,10 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
+import pytest
 
 import xlasdk as xs
-from tests.helpers import raises, run
+from tests.helpers import param, raises, run
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
 
@@ -250,3 +251,66 @@ def test_sort_and_top_k_shape_rules() -> None:
         approx_top_k_shape("ApproxTopK", [f32], scalars[:1], 4, 0, 0.9, True, -1)
     with raises(DTypeError, "ApproxTopK: operand 'init_values[0]' has element type s32[], expected"):
         approx_top_k_shape("ApproxTopK", [f32], scalars[1:], 1, 0, 0.9, True, -1)
+
+
+def test_sort_rejects_two_bit_types() -> None:
+    """Found by the shape-rule fuzzer: Sort of 2-bit operands is rejected (XLA:CPU failed to compile or sorted them
+    wrongly); converted to 8 bits first, as the message says, they sort right."""
+    # Sort(bf16[2], s2[2]) failed to compile on XLA:CPU ("Inputs must have the same shape"), and
+    # XLA:CPU sorts 2-bit arrays wrongly: Sort(s2[3]) of [1, -2, 0] gave [0, 0, 0].
+    b = xs.XlaBuilder("sort2")
+    x, y = param(b, 0, ml_dtypes.bfloat16, (2,)), param(b, 1, ml_dtypes.int2, (2,))
+    with raises(DTypeError, "Sort", "operands[1]", "s2[2]", "2-bit"):
+        ops.Sort(b, [x, y], 0, False)
+    u = param(b, 2, ml_dtypes.uint2, (3,))
+    with raises(DTypeError, "Sort", "operands[0]", "u2[3]", "ConvertElementType"):
+        ops.Sort(b, u)
+    # converted to 8 bits first, as the message says, the sort is right
+    keys = ops.ConvertElementType(param(b, 3, ml_dtypes.int2, (3,)), np.int8)
+    s = ops.Sort(b, [keys, ops.ConvertElementType(u, np.uint8)])
+    outs = run(b.build(ops.Tuple(b, [ops.GetTupleElement(s, 0), ops.GetTupleElement(s, 1)])),
+               np.zeros(2, ml_dtypes.bfloat16), np.zeros(2, ml_dtypes.int2), np.array([1, 2, 3], ml_dtypes.uint2),
+               np.array([1, -2, 0], ml_dtypes.int2))
+    np.testing.assert_array_equal(outs[0], [-2, 0, 1])
+    np.testing.assert_array_equal(outs[1], [2, 3, 1])
+
+
+def _topk_ref(x: np.ndarray[Any, Any], k: int, largest: bool) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    v = x.astype(np.float64)
+    idx = np.arange(v.shape[-1])
+    order = np.array([np.lexsort((idx, -row if largest else row)) for row in v.reshape(-1, v.shape[-1])])
+    order = order.reshape(v.shape)[..., :k]
+    return np.take_along_axis(x, order, -1), order.astype(np.int32)
+
+
+@pytest.mark.parametrize(
+    "dtype, values",
+    [
+        (ml_dtypes.int2, [1, -2, 0, 1, -1]),
+        (ml_dtypes.uint2, [3, 0, 2, 3, 1]),
+        (ml_dtypes.int4, [7, -8, 0, 7, -1]),
+        (ml_dtypes.uint4, [15, 0, 9, 15, 1]),
+        (ml_dtypes.float4_e2m1fn, [6.0, -0.5, 1.5, 6.0, -4.0]),
+    ],
+)
+def test_topk_of_sub_byte_types(dtype: Any, values: list[float]) -> None:
+    """Found by the shape-rule fuzzer: TopK of 2-bit, 4-bit and f4e2m1fn operands compiles and matches a numpy
+    reference."""
+    # TopK(s4[3], 2) failed to compile: "does not support custom element sizes on non-sub-byte types";
+    # TopK(s2[3], 2, largest=False) failed: "Inputs must have the same shape".
+    b = xs.XlaBuilder("topk")
+    x = param(b, 0, dtype, (2, 5))
+    results = []
+    for k, largest in ((2, True), (3, False), (5, True), (0, False)):
+        t = ops.TopK(x, k, largest)
+        assert t.shape == xs.Shape.tuple_shape(
+            [xs.Shape.array_shape(dtype, (2, k)), xs.Shape.array_shape(np.int32, (2, k))]
+        )
+        results += [ops.GetTupleElement(t, 0), ops.GetTupleElement(t, 1)]
+    data = np.array([values, values[::-1]], dtype)
+    outs = run(b.build(ops.Tuple(b, results)), data)
+    for j, (k, largest) in enumerate(((2, True), (3, False), (5, True), (0, False))):
+        want_v, want_i = _topk_ref(data, k, largest)
+        assert outs[2 * j].dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(outs[2 * j].astype(np.float64), want_v.astype(np.float64))
+        np.testing.assert_array_equal(outs[2 * j + 1], want_i)

@@ -342,3 +342,15 @@ def test_iota_and_constant_rules_without_builder() -> None:
     )
     with raises(xs.DTypeError, "Constant: dtype <U1 has no XLA element type"):
         constant_shape("Constant", np.dtype("<U1"), (1,))
+
+
+def test_iota_bf16_both_forms_round_to_nearest_even_above_256() -> None:
+    """Case C-10 (shared/cases/cases.md): a bf16 Iota, in the vector and the shape form, rounds the integers above
+    256 to nearest even."""
+    b = xs.XlaBuilder("c10iota")
+    v = ops.Iota(b, ml_dtypes.bfloat16, 300)
+    s = ops.Iota(b, xs.Shape.array_shape(ml_dtypes.bfloat16, [300]), 0)
+    for r in run(b.build([v, s])):
+        assert r.dtype == ml_dtypes.bfloat16 and r.shape == (300,)
+        np.testing.assert_array_equal(r[255:261].astype(np.float32), [255, 256, 256, 258, 260, 260])
+        assert float(r[299]) == 300.0
