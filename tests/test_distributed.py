@@ -246,6 +246,11 @@ def test_launcher_stops_the_others_on_the_first_failure(tmp_path: object) -> Non
         tmp_path,
         "print('hello from', rank, os.environ['XLASDK_NUM_PROCESSES'], os.environ['XLASDK_COORDINATOR'])\n"
         "sys.stdout.flush()\n"
+        f"d = {str(tmp_path)!r}\n"
+        "open(os.path.join(d, f'ready{rank}'), 'w').close()\n"
+        # rank 1 fails once the others have said hello (on a loaded machine they may start late)
+        "while rank == 1 and not all(os.path.exists(os.path.join(d, f'ready{i}')) for i in (0, 2)):\n"
+        "    time.sleep(0.05)\n"
         "if rank == 1: sys.exit(7)\n"
         "time.sleep(60)\n",
     )
