@@ -20,6 +20,16 @@ _J: Final[Any] = importlib.import_module("jaxlib._jax")  # untyped extension mod
 
 JAXLIB_VERSION: Final[str] = str(getattr(jaxlib, "__version__", "unknown"))
 XLA_CLIENT_VERSION: Final[int] = int(getattr(_xc, "_version", 0))
+"""``xla_client._version``, the extension version that JAX itself gates on: 467 is jaxlib 0.10.2,
+495 is 0.11.2, 505 is 0.12.0.1. Every difference between releases is decided once, here or in the
+module that needs it, from this number (``../shared/design/jaxlib-range.md`` lists them)."""
+
+SUPPORTED_XLA_CLIENT_VERSIONS: Final[tuple[int, int]] = (467, 505)
+"""The extension versions CI tests: jaxlib 0.10.2 (467) through 0.12.0.1 (505)."""
+
+# jaxlib 0.11.0 dropped array_result_handler's ``_skip_checks`` keyword; on 0.10.x the handler
+# without it checks the shard count against the sharding and refuses ("Wrong number of shards: 0").
+RESULT_HANDLER_SKIP_CHECKS: Final[bool] = XLA_CLIENT_VERSION < 495
 JaxRuntimeError: Final[type[Exception]] = _J.JaxRuntimeError
 
 _T = TypeVar("_T")

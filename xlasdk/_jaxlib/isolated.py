@@ -27,6 +27,8 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Final
 
 __all__ = ["Failed", "WorkerDied", "request", "shutdown", "worker_pid"]
@@ -60,8 +62,13 @@ class _Worker:
         env = dict(os.environ)
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # keep 'F'atal and 'E'rror lines: they name the cause
         env["XLASDK_WORKER"] = "1"
+        env["XLASDK_WORKER_PARENT"] = str(os.getpid())
         self.log = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(
+        self.next_id = 0
+        # Started from one long-lived thread: the worker's PR_SET_PDEATHSIG fires when the *thread*
+        # that started it ends, so a user thread that happened to start it must not take it along.
+        started = _spawner().submit(
+            subprocess.Popen,
             [sys.executable, "-c", "from xlasdk._jaxlib.isolated import _serve; _serve()"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -69,11 +76,19 @@ class _Worker:
             env=env,
             close_fds=True,
         )
+        try:
+            self.proc: subprocess.Popen[bytes] = started.result()
+        except BaseException:  # interrupted while starting: the new worker must not linger
+            started.add_done_callback(_kill_started)
+            self.log.close()
+            raise
 
     def alive(self) -> bool:
         return self.proc.poll() is None
 
     def kill(self) -> None:
+        if self.log.closed:
+            return
         try:
             self.proc.kill()
         except OSError:  # pragma: no cover - already gone
@@ -91,9 +106,17 @@ class _Worker:
         self.log.close()
 
     def call(self, target: str, args: tuple[Any, ...], timeout: float | None) -> Any:
+        """Send one request and wait for its reply.
+
+        Every request carries an id that its reply must echo. Any exception while a request is in
+        flight (``KeyboardInterrupt`` included) kills the worker before it propagates: its reply
+        could otherwise stay in the pipe and answer the next request.
+        """
         assert self.proc.stdin is not None and self.proc.stdout is not None
         start = self.log.seek(0, os.SEEK_END)
-        payload = pickle.dumps((target, args), protocol=pickle.HIGHEST_PROTOCOL)
+        self.next_id += 1
+        rid = self.next_id
+        payload = pickle.dumps((rid, target, args), protocol=pickle.HIGHEST_PROTOCOL)
         timer = None
         timed_out = threading.Event()
         if timeout is not None:
@@ -107,6 +130,7 @@ class _Worker:
             timer = threading.Timer(timeout, expire)
             timer.daemon = True
             timer.start()
+        done = False
         try:
             try:
                 self.proc.stdin.write(_LEN.pack(len(payload)) + payload)
@@ -122,13 +146,20 @@ class _Worker:
                 if timed_out.is_set():
                     raise WorkerDied(f"did not finish within {timeout:g} s", timed_out=True) from None
                 raise WorkerDied(self._death(start)) from None
+            done = True
         finally:
             if timer is not None:
                 timer.cancel()
-        kind = reply[0]
+            if not done:  # interrupted (or died) with the request in flight: this worker is finished
+                self.kill()
+        if not (isinstance(reply, tuple) and len(reply) >= 2 and reply[0] == rid):
+            self.kill()
+            got = reply[0] if isinstance(reply, tuple) and reply else type(reply).__name__
+            raise WorkerDied(f"protocol error: the reply to request {rid} came as {got!r}; the worker was replaced")
+        kind = reply[1]
         if kind == "ok":
-            return reply[1]
-        raise Failed(reply[1], reply[2])
+            return reply[2]
+        raise Failed(reply[2], reply[3])
 
     def _death(self, start: int) -> str:
         rc = self.proc.returncode
@@ -143,6 +174,15 @@ class _Worker:
         err = self.log.read().decode("utf-8", "replace")
         line = fatal_line(err)
         return f"{how}: {line}" if line else how
+
+
+def _kill_started(f: Future[subprocess.Popen[bytes]]) -> None:
+    try:
+        proc = f.result()
+    except BaseException:  # pragma: no cover - nothing was started
+        return
+    proc.kill()
+    proc.wait()
 
 
 def fatal_line(stderr_text: str) -> str | None:
@@ -179,6 +219,15 @@ def _read_exact(f: Any, n: int) -> bytes:
 
 _lock = threading.Lock()
 _worker: _Worker | None = None
+_spawn_pool: ThreadPoolExecutor | None = None
+
+
+def _spawner() -> ThreadPoolExecutor:
+    """The one thread that starts workers (it lives as long as the process)."""
+    global _spawn_pool
+    if _spawn_pool is None:
+        _spawn_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xlasdk-worker-spawner")
+    return _spawn_pool
 
 
 def request(target: str, *args: Any, timeout: float | None = None) -> Any:
@@ -206,7 +255,9 @@ def request(target: str, *args: Any, timeout: float | None = None) -> Any:
         w = _worker
         try:
             return w.call(target, args, timeout)
-        except WorkerDied:
+        except Failed:
+            raise
+        except BaseException:  # died, timed out, or interrupted mid-request: never reuse it
             w.kill()
             _worker = None
             raise
@@ -233,8 +284,39 @@ atexit.register(shutdown)
 
 
 # -- the child side ----------------------------------------------------------------------------
+def _die_with_parent() -> None:  # pragma: no cover - runs in the worker process
+    """End this worker when the process that started it ends, however it ends (SIGKILL included).
+
+    Linux ``PR_SET_PDEATHSIG`` (SIGKILL) acts at once, even while native code holds the GIL; a
+    thread that watches ``getppid()`` covers other systems and the moment before the ``prctl``.
+    """
+    parent = int(os.environ.get("XLASDK_WORKER_PARENT", "0") or 0)
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+    def watch() -> None:
+        while True:
+            if os.getppid() != parent:
+                os._exit(1)
+            time.sleep(0.25)
+
+    if parent:
+        if os.getppid() != parent:
+            os._exit(1)
+        threading.Thread(target=watch, name="xlasdk-parent-watch", daemon=True).start()
+
+
 def _serve() -> None:  # pragma: no cover - runs in the worker process (tests exercise it there)
-    """The worker's loop: read a request from stdin, run it, write the reply to stdout."""
+    """The worker's loop: read a request from stdin, run it, write the reply (with the request's
+    id) to stdout. Ctrl-C reaches the whole terminal's process group: the worker ignores it, and
+    the parent, which owns the request, decides (it replaces the worker)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything printed by native code goes to the log, never into the protocol
     inp = sys.stdin.buffer
@@ -245,17 +327,17 @@ def _serve() -> None:  # pragma: no cover - runs in the worker process (tests ex
             head = _read_exact(inp, _LEN.size)
         except EOFError:
             return
-        target, args = pickle.loads(_read_exact(inp, _LEN.unpack(head)[0]))
+        rid, target, args = pickle.loads(_read_exact(inp, _LEN.unpack(head)[0]))
         try:
             modname, _, fname = target.partition(":")
             fn = getattr(importlib.import_module(modname), fname)
-            reply: tuple[Any, ...] = ("ok", fn(*args))
+            reply: tuple[Any, ...] = (rid, "ok", fn(*args))
         except Failed as e:
-            reply = ("failed", e.stage, e.message)
+            reply = (rid, "failed", e.stage, e.message)
         except RecursionError:
-            reply = ("failed", "recursion", "nested too deeply")
+            reply = (rid, "failed", "recursion", "nested too deeply")
         except Exception as e:  # a bug in the worker: report it, do not hang the parent
-            reply = ("failed", "internal", f"{type(e).__name__}: {e}")
+            reply = (rid, "failed", "internal", f"{type(e).__name__}: {e}")
         data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
         out.write(_LEN.pack(len(data)) + data)
         out.flush()

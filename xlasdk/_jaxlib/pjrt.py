@@ -56,6 +56,7 @@ from ._pjrt_base import (
     JaxRuntimeError,
     single_device_sharding,
 )
+from ._pjrt_base import RESULT_HANDLER_SKIP_CHECKS as RESULT_HANDLER_SKIP_CHECKS
 from ._pjrt_base import _array_result_handler as _array_result_handler
 from ._pjrt_base import _batched_device_put as _batched_device_put
 from ._pjrt_base import _build_shim as _build_shim
@@ -295,9 +296,17 @@ def compile_and_load(client: Any, module_text: str, devices: Sequence[Any], opti
 
 
 # -- transfers and execution -----------------------------------------------------------------
-def result_handler(aval: Aval, sharding: Any) -> Any:
-    """``array_result_handler(aval, sharding, committed=True, _skip_checks=True)``."""
-    return _array_result_handler(aval, sharding, True, _skip_checks=True)
+if RESULT_HANDLER_SKIP_CHECKS:  # jaxlib <= 0.10.2
+
+    def result_handler(aval: Aval, sharding: Any) -> Any:
+        """``array_result_handler(aval, sharding, committed=True, _skip_checks=True)``."""
+        return _array_result_handler(aval, sharding, True, _skip_checks=True)
+
+else:  # jaxlib 0.11.0 dropped _skip_checks (the handler no longer checks the shard count)
+
+    def result_handler(aval: Aval, sharding: Any) -> Any:
+        """``array_result_handler(aval, sharding, committed=True)``."""
+        return _array_result_handler(aval, sharding, True)
 
 
 def put(value: np.ndarray[Any, Any], aval: Aval, sharding: Any, device: Any) -> Any:

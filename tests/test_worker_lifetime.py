@@ -1,0 +1,150 @@
+"""The worker process (xlasdk._jaxlib.isolated): interrupts never desynchronize it, and it never
+outlives the process that started it (issue 17, findings 1 and 3)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import xlasdk as xs
+from xlasdk._jaxlib import isolated
+
+_MODULE = """HloModule {name}
+
+ENTRY main {{
+  p = {ty}[{n}] parameter(0)
+  ROOT r = {ty}[{n}] {op}(p, p)
+}}
+"""
+
+
+def _interrupt_after(seconds: float) -> threading.Timer:
+    t = threading.Timer(seconds, os.kill, (os.getpid(), signal.SIGINT))
+    t.start()
+    return t
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie that nobody waits for is gone for our purpose
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _wait_gone(pid: int, limit: float) -> bool:
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    return not _alive(pid)
+
+
+def test_ctrl_c_during_a_request_replaces_the_worker_and_the_next_answer_is_its_own() -> None:
+    isolated.request("os:getpid")
+    first = isolated.worker_pid()
+    assert first is not None
+    timer = _interrupt_after(0.3)
+    with pytest.raises(KeyboardInterrupt):
+        isolated.request("time:sleep", 5)
+    timer.join()
+    # the interrupted request's reply (None, after 5 s) must never answer a later request
+    assert isolated.request("math:sqrt", 81.0) == 9.0
+    assert isolated.request("operator:add", 2, 3) == 5
+    assert isolated.worker_pid() != first
+    assert _wait_gone(first, 5.0)
+
+
+def test_ctrl_c_during_a_load_then_every_later_load_is_the_file_it_names(tmp_path: Path) -> None:
+    # The finding: after an interrupted load, load_computation(b.hlo) returned the interrupted module.
+    slow = tmp_path / "slow.hlo"
+    lines = ["HloModule slow", "", "ENTRY main {", "  p0 = f32[8] parameter(0)"]
+    lines += [f"  p{i} = f32[8] multiply(p{i - 1}, p{i - 1})" for i in range(1, 30000)]
+    lines += ["  ROOT r = f32[8] negate(p29999)", "}"]
+    slow.write_text("\n".join(lines) + "\n")
+    b = tmp_path / "b.hlo"
+    b.write_text(_MODULE.format(name="b", ty="s32", n=7, op="add"))
+    d = tmp_path / "d.hlo"
+    d.write_text(_MODULE.format(name="d", ty="f64", n=3, op="multiply"))
+    isolated.request("os:getpid")  # a warm worker, so the interrupt lands inside the load
+    timer = _interrupt_after(0.2)
+    try:
+        xs.load_computation(slow)
+    except KeyboardInterrupt:
+        pass
+    else:  # pragma: no cover - the machine loaded 30,000 instructions in 0.2 s: still check below
+        time.sleep(0.5)
+    timer.join()
+    cb = xs.load_computation(b)
+    assert str(cb.program_shape()) == "(p: s32[7]) -> s32[7]"
+    cd = xs.load_computation(d)
+    exe = xs.compile(cd)
+    import numpy as np
+
+    x = np.array([1.5, -2.0, 3.0])
+    np.testing.assert_array_equal(exe(x).to_numpy(), x * x)
+    out = xs.compile(cb)(np.arange(7, dtype=np.int32)).to_numpy()
+    np.testing.assert_array_equal(out, np.arange(7, dtype=np.int32) * 2)
+
+
+_CHILD = textwrap.dedent(
+    """
+    import sys, threading, time
+    from xlasdk._jaxlib import isolated
+    how = sys.argv[1]
+    if how == "thread":  # the worker is started by a thread that then ends
+        t = threading.Thread(target=isolated.request, args=("os:getpid",))
+        t.start(); t.join()
+    else:
+        isolated.request("os:getpid")
+    print(isolated.worker_pid(), flush=True)
+    if how == "thread":
+        time.sleep(1.0)  # the worker must survive its starting thread's end
+        print(isolated.request("math:sqrt", 49.0), flush=True)
+    isolated.request("time:sleep", 120)
+    """
+)
+
+
+def _start_child(how: str) -> tuple[subprocess.Popen[str], int]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, how], stdout=subprocess.PIPE, text=True, env=dict(os.environ)
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.strip().isdigit(), line
+    return proc, int(line)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP])
+def test_the_worker_dies_with_the_process_that_started_it(sig: signal.Signals) -> None:
+    proc, worker = _start_child("main")
+    assert _alive(worker)
+    time.sleep(0.3)  # the child is now blocked in its 120 s request
+    proc.send_signal(sig)
+    proc.wait(timeout=30)
+    assert _wait_gone(worker, 3.0), f"worker {worker} outlived its parent (killed with {sig.name})"
+
+
+def test_a_worker_started_by_a_thread_outlives_the_thread_not_the_process() -> None:
+    proc, worker = _start_child("thread")
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "7.0"
+    assert _alive(worker)
+    proc.kill()
+    proc.wait(timeout=30)
+    assert _wait_gone(worker, 3.0)
