@@ -133,6 +133,32 @@ def test_sharded_tokens_and_sharded_buffers() -> None:
     assert sharded.is_deleted()
 
 
+def test_create_sharded_buffer_and_sharded_buffers_come_back_sharded() -> None:
+    backend = xla_client.make_cpu_client(num_devices=2)
+    c = xla_client.XlaBuilder("replicated_add")
+    x = ops.Parameter(c, 0, xla_client.shape_from_pyval(np.zeros(3, F32)))
+    y = ops.Parameter(c, 1, xla_client.shape_from_pyval(np.zeros(3, F32)))
+    ops.Tuple(c, [ops.Add(x, y), ops.Mul(x, y)])
+    options = xla_client.CompileOptions()
+    options.num_replicas = 2
+    exe = backend.compile(c.build(), options)
+    devs = exe.local_devices()
+    xs_ = [np.array([1, 2, 3], F32), np.array([-1, 0, 4], F32)]
+    ys_ = [np.array([10, 20, 30], F32), np.array([0.5, 2, -1], F32)]
+    a = xla_client.ShardedBuffer.create_sharded_buffer([backend.buffer_from_pyval(v, d) for v, d in zip(xs_, devs)])
+    b = xla_client.ShardedBuffer.create_sharded_buffer([backend.buffer_from_pyval(v, d) for v, d in zip(ys_, devs)])
+    outs = exe.execute_sharded_on_local_devices([a, b])
+    assert len(outs) == 2 and all(isinstance(o, xla_client.ShardedBuffer) for o in outs)
+    for d in range(2):
+        np.testing.assert_array_equal(np.asarray(outs[0][d]), xs_[d] + ys_[d])
+        np.testing.assert_array_equal(np.asarray(outs[1][d]), xs_[d] * ys_[d])
+    # lists of buffers in, lists of buffers out (as before)
+    plain = exe.execute_sharded_on_local_devices([a.get_pybuffers(), b.get_pybuffers()])
+    assert isinstance(plain[0], list) and isinstance(plain[0][0], xla_client.Buffer)
+    with pytest.raises(xs.DTypeError, match="ShardedBuffer"):
+        xla_client.ShardedBuffer.create_sharded_buffer([])
+
+
 # -- tracebacks -------------------------------------------------------------------------------------
 
 def test_tracebacks(backend: xla_client.Client) -> None:
@@ -145,18 +171,35 @@ def test_tracebacks(backend: xla_client.Client) -> None:
     with xla_client.tracebacks(enabled=True):
         tb = a_function()
         assert isinstance(tb, xla_client.Traceback)
-        names = [f.function_name.rsplit(".", 1)[-1] for f in tb.frames]  # jaxlib gives qualified names
+        names = [f.function_name for f in tb.frames]  # bare co_name, as the former API (jaxlib: co_qualname)
         i = names.index("a_function")
         assert names[i + 1] == "test_tracebacks"
         assert "test_tracebacks" in str(tb)
         buf = backend.buffer_from_pyval(np.int32(7))
-        assert any(f.function_name.endswith("test_tracebacks") for f in buf.traceback.frames)
+        assert any(f.function_name == "test_tracebacks" for f in buf.traceback.frames)
         c = xla_client.XlaBuilder("tb")
         ops.Add(ops.Constant(c, np.int32(1)), ops.Constant(c, np.int32(2)))
         e = backend.compile(c.build())
-        assert any(f.function_name.endswith("test_tracebacks") for f in e.traceback.frames)
+        assert any(f.function_name == "test_tracebacks" for f in e.traceback.frames)
         for frame, _ in traceback.walk_tb(tb.as_python_traceback()):
             _ = frame.f_locals  # must not crash
+
+
+class _Holder:
+    def method(self) -> Any:
+        return xla_client.Traceback.get_traceback()
+
+
+def test_traceback_frames_name_methods_by_their_bare_name() -> None:
+    # The former API: Frame.function_name is co_name ('method'); jaxlib passes co_qualname
+    # ('_Holder.method') through.
+    with xla_client.tracebacks(enabled=True):
+        tb = _Holder().method()
+    names = [f.function_name for f in tb.frames]
+    assert names[:2] == ["method", "test_traceback_frames_name_methods_by_their_bare_name"]
+    assert f"({_Holder.method.__code__.co_name})" in str(tb).splitlines()[0]
+    assert tb.frames[0].line_num == _Holder.method.__code__.co_firstlineno + 1
+    assert tb.raw_frames()[0][0] is _Holder.method.__code__
 
 
 def test_traceback_from_frames() -> None:

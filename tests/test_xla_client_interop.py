@@ -18,6 +18,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import xlasdk as xs
 from xlasdk import xla_client
 
 ops = xla_client.ops
@@ -137,6 +138,33 @@ def test_deleted_buffer_raises_with_former_wording(backend: Any) -> None:
             use()
 
 
+def test_dlpack_of_a_deleted_buffer_is_the_former_runtime_error(backend: Any) -> None:
+    buffer = backend.buffer_from_pyval(np.arange(3, dtype=np.float32))
+    buffer.delete()
+    with pytest.raises(xla_client.XlaRuntimeError, match=re.escape("Cannot convert deleted/invalid buffer to DLPack tensor")) as info:
+        xla_client._xla.buffer_to_dlpack_managed_tensor(buffer)
+    assert isinstance(info.value, RuntimeError)
+
+
+def test_array_priority_makes_numpy_defer_to_the_buffer(backend: Any) -> None:
+    buffer = backend.buffer_from_pyval(np.arange(3, dtype=np.float32))
+    assert buffer.__array_priority__ == 100  # the former ArrayImpl's value
+    assert buffer.__array_priority__ > np.arange(3).__array_priority__
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="memoryview() asks for __buffer__ from Python 3.12 (PEP 688)")
+def test_memoryview_of_a_cpu_buffer(backend: Any) -> None:
+    x = np.array([[1.5, -2.0, 3.25]], np.float32)
+    buffer = backend.buffer_from_pyval(x)
+    view = memoryview(buffer)
+    assert view.readonly and view.shape == (1, 3) and view.format == "f"
+    np.testing.assert_array_equal(np.asarray(view), x)
+    assert bytes(view) == x.tobytes()
+    buffer.delete()
+    with pytest.raises(RuntimeError):
+        memoryview(buffer)
+
+
 def test_live_buffers(backend: Any) -> None:
     client = xla_client.make_cpu_client()
     assert client.live_buffers() == []
@@ -154,7 +182,8 @@ def test_live_buffers(backend: Any) -> None:
     gc.collect()
     assert [b for b in client.live_buffers()] == [arg2_buffer]
     dev = client.devices()[0]
-    assert arg2_buffer.device_array in dev.live_buffers()
+    assert dev.live_buffers() == [arg2_buffer]  # the former Buffer objects, as Client.live_buffers()
+    assert dev == client.sdk_client.devices()[0] and isinstance(dev, xs.Device)
 
 
 # -- DLPack: the former _xla functions ------------------------------------------------------------

@@ -31,12 +31,69 @@ __all__ = [
 
 _J: Final[Any] = importlib.import_module("jaxlib._jax")
 
-Traceback: Final[Any] = _J.Traceback
-"""jaxlib's ``Traceback``: ``get_traceback()``, ``frames``, ``raw_frames()``,
-``as_python_traceback()``, ``traceback_from_frames(frames)``, ``str()``."""
-
 Frame: Final[Any] = _J.Frame
 """jaxlib's ``Frame(file_name, function_name, function_start_line, line_num)``."""
+
+
+class Traceback:
+    """A Python traceback recorded by jaxlib, as the former ``xla_client.Traceback`` showed it.
+
+    jaxlib 0.10.2+ names each frame's function by its qualified name (``co_qualname``,
+    ``'K.test'``); the former API, and this class, give the bare ``co_name`` (``'test'``).
+    ``frames`` is a list of :data:`Frame`, innermost first; ``raw_frames()`` gives jaxlib's
+    ``(code objects, last instruction offsets)``; ``as_python_traceback()`` a Python traceback.
+    """
+
+    __slots__ = ("_tb", "_frames")
+
+    def __init__(self, tb: Any) -> None:
+        self._tb = tb
+        self._frames: list[Any] | None = None
+
+    @staticmethod
+    def get_traceback() -> Traceback | None:
+        """The Python stack now, or None while tracebacks are disabled."""
+        tb = _J.Traceback.get_traceback()
+        return None if tb is None else Traceback(tb)
+
+    @staticmethod
+    def traceback_from_frames(frames: Sequence[Any]) -> Any:
+        """A Python traceback object made of ``frames`` (:data:`Frame` objects)."""
+        return _J.Traceback.traceback_from_frames(list(frames))
+
+    @property
+    def frames(self) -> list[Any]:
+        """The frames, innermost first, each a :data:`Frame` with the bare function name."""
+        if self._frames is None:
+            codes, _ = self._tb.raw_frames()
+            self._frames = [
+                _J.Frame(f.file_name, code.co_name, f.function_start_line, f.line_num)
+                for f, code in zip(self._tb.frames, codes, strict=True)
+                if code not in _OWN_CODES
+            ]
+        return self._frames
+
+    def raw_frames(self) -> tuple[list[Any], list[int]]:
+        """jaxlib's ``(code objects, last instruction offsets)``, innermost first."""
+        codes, lastis = self._tb.raw_frames()
+        kept = [(c, i) for c, i in zip(codes, lastis, strict=True) if c not in _OWN_CODES]
+        return [c for c, _ in kept], [i for _, i in kept]
+
+    def as_python_traceback(self) -> Any:
+        """The recorded stack as a Python ``types.TracebackType`` (outermost first, as Python's)."""
+        return _J.Traceback.traceback_from_frames(self.frames)
+
+    def __str__(self) -> str:
+        return "\n".join(f"{f.file_name}:{f.line_num} ({f.function_name})" for f in self.frames)
+
+    def __repr__(self) -> str:
+        return f"Traceback({len(self.frames)} frames)"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Traceback) and bool(self._tb == other._tb)
+
+    def __hash__(self) -> int:
+        return hash(self._tb)
 
 
 def tracebacks_enabled() -> bool:
@@ -49,9 +106,13 @@ def set_tracebacks_enabled(enabled: bool) -> None:
     _J.set_tracebacks_enabled(bool(enabled))
 
 
-def current_traceback() -> Any:
+def current_traceback() -> Traceback | None:
     """``Traceback.get_traceback()``: the Python stack now, or None while disabled."""
-    return _J.Traceback.get_traceback()
+    return Traceback.get_traceback()
+
+
+# This module's own frames are not the user's: left out of every Traceback.
+_OWN_CODES: Final[frozenset[Any]] = frozenset({Traceback.get_traceback.__code__, current_traceback.__code__})
 
 
 def device_assignment_proto(rows: Sequence[Sequence[int]]) -> bytes:

@@ -180,8 +180,26 @@ class Buffer:
     def item(self) -> Any:
         return self._a.item()
 
+    __array_priority__ = 100  # numpy defers binary operators to the buffer (the former ArrayImpl's value)
+
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray[Any, Any]:
         return self._a.__array__(dtype, copy)
+
+    def __buffer__(self, flags: int) -> memoryview:
+        """``memoryview(buffer)`` (Python 3.12+, PEP 688): a read-only view of the value on the
+        host. On Python 3.11 ``memoryview()`` does not ask objects for ``__buffer__`` and raises
+        ``TypeError``; use ``memoryview(np.asarray(buffer))`` there.
+
+        Raises
+        ------
+        XlaRuntimeError
+            If the buffer was deleted.
+        BufferError
+            When a writable view is asked for (the host copy is read-only).
+        """
+        if flags & 1:  # PyBUF_WRITABLE (inspect.BufferFlags.WRITABLE, Python 3.12+)
+            raise BufferError("memoryview of an xla_client Buffer is read-only")
+        return memoryview(self._a.to_numpy())
 
     def __dlpack__(self, **kwargs: Any) -> Any:
         return self._a.__dlpack__(**kwargs)

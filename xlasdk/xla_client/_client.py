@@ -28,6 +28,33 @@ from ._options import CompileOptions
 from ._shapes import CompileError, FormatError, _native_shape
 
 
+# -- devices ----------------------------------------------------------------------------------
+class _FormerDevice(Device):
+    """A device as the former ``xla_client`` client lists it: the same ``xs.Device`` (equal to
+    it, accepted wherever one is), whose :meth:`live_buffers` gives the former :class:`Buffer`
+    objects of its client rather than ``xs.DeviceArray`` objects."""
+
+    __slots__ = ("_former",)
+
+    _former: weakref.ref[Client]
+
+    @classmethod
+    def _of(cls, device: Device, former: Client) -> _FormerDevice:
+        d = object.__new__(cls)
+        for name in Device.__slots__:
+            object.__setattr__(d, name, getattr(device, name))
+        d._former = weakref.ref(former)
+        return d
+
+    def live_buffers(self) -> list[Any]:
+        """The client's :class:`Buffer` objects on this device that are alive and not deleted,
+        newest first (the former ``Device.live_buffers``)."""
+        former = self._former()
+        if former is None:
+            return []
+        return [b for b in former.live_buffers() if b._a.device == self]
+
+
 # -- client -----------------------------------------------------------------------------------
 class Client:
     """A backend with the former ``xla_client.Client`` methods (from :func:`make_cpu_client`).
@@ -36,10 +63,11 @@ class Client:
     it; :meth:`live_buffers` lists its buffers that are still alive.
     """
 
-    __slots__ = ("_c", "_live", "__weakref__")
+    __slots__ = ("_c", "_live", "_devices", "__weakref__")
 
     _c: _SdkClient
     _live: list[weakref.ref[Buffer]]
+    _devices: list[Device]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("use xla_client.make_cpu_client()")
@@ -49,6 +77,7 @@ class Client:
         c = object.__new__(cls)
         c._c = sdk_client
         c._live = []
+        c._devices = [_FormerDevice._of(d, c) for d in sdk_client.devices()]
         return c
 
     # -- description ---------------------------------------------------------------------------
@@ -66,10 +95,12 @@ class Client:
         return self._c.platform_version
 
     def devices(self) -> list[Device]:
-        return self._c.devices()
+        """The client's devices (``xs.Device`` objects whose ``live_buffers()`` lists this
+        client's :class:`Buffer` objects, as the former API did)."""
+        return list(self._devices)
 
     def local_devices(self) -> list[Device]:
-        return self._c.devices()
+        return list(self._devices)
 
     def device_count(self) -> int:
         return self._c.device_count
@@ -94,7 +125,7 @@ class Client:
             If the client has too few devices.
         """
         parts = 1 if num_partitions is None else num_partitions
-        devs = self._c.devices()
+        devs = self.devices()
         if num_replicas < 1 or parts < 1 or num_replicas * parts > len(devs):
             raise XlaRuntimeError(
                 f"get_default_device_assignment: {num_replicas} x {parts} devices requested, "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import XlaRuntimeError
 from ..runtime import Device, DeviceArray
 from ..runtime import HostBufferSemantics as HostBufferSemantics
 from ..runtime import from_dlpack as _from_dlpack
@@ -29,14 +30,17 @@ def buffer_to_dlpack_managed_tensor(buffer: Any, stream: int | None = None, take
 
     Raises
     ------
-    BufferError
-        If the buffer was deleted.
+    XlaRuntimeError
+        If the buffer was deleted: "Cannot convert deleted/invalid buffer to DLPack tensor."
+        (the former API's error, a ``RuntimeError``).
 
     Maps to jaxlib ``buffer_to_dlpack_managed_tensor`` (PJRT external reference).
     """
     a = _unwrap(buffer)
     if not isinstance(a, DeviceArray):
         raise TypeError(f"buffer_to_dlpack_managed_tensor: expected a Buffer, got {type(buffer).__name__}")
+    if a.is_deleted():
+        raise XlaRuntimeError("Cannot convert deleted/invalid buffer to DLPack tensor.")
     capsule = a.__dlpack__(stream=stream)
     if take_ownership:
         a._drop()  # deleting it now would abort in XLA while the capsule lives

@@ -73,6 +73,17 @@ class ShardedBuffer:
         """A ShardedBuffer of ``buffers`` (one per device)."""
         return ShardedBuffer(buffers)
 
+    @staticmethod
+    def create_sharded_buffer(buffers: Sequence[Buffer]) -> ShardedBuffer:
+        """A ShardedBuffer of ``buffers`` (one per device), as the former API named it.
+
+        Raises
+        ------
+        DTypeError
+            When ``buffers`` is empty or holds something other than :class:`Buffer` objects.
+        """
+        return ShardedBuffer(buffers)
+
     def get_pybuffers(self) -> list[Buffer]:
         """The per-device buffers."""
         return list(self._bufs)
@@ -254,26 +265,31 @@ class LoadedExecutable:
         assert token is not None
         return outs, ShardedToken(token)
 
-    def execute_sharded_on_local_devices(self, arguments: Sequence[Sequence[Any]]) -> list[list[Buffer]]:
+    def execute_sharded_on_local_devices(self, arguments: Sequence[Any]) -> list[Any]:
         """Run on every device of the executable.
 
         Parameters
         ----------
         arguments:
             ``arguments[i][d]``: parameter ``i`` on device ``d`` (devices as
-            :meth:`local_devices`).
+            :meth:`local_devices`); each ``arguments[i]`` a list of buffers or a
+            :class:`ShardedBuffer`.
 
         Returns
         -------
-        list of list of Buffer
-            ``[output][device]``.
+        list of list of Buffer, or list of ShardedBuffer
+            ``[output][device]``; when every argument is a :class:`ShardedBuffer` (and there is at
+            least one), one :class:`ShardedBuffer` per output, as the former API returned.
 
         Raises
         ------
         ShapeError
             When a parameter's list does not have one entry per device, or as for :meth:`execute`.
         """
-        return self._execute_sharded(arguments, False)[0]
+        outs = self._execute_sharded(arguments, False)[0]
+        if arguments and all(isinstance(a, ShardedBuffer) for a in arguments):
+            return [ShardedBuffer(o) for o in outs]
+        return outs
 
     def _execute_sharded(
         self, arguments: Sequence[Sequence[Any]], with_tokens: bool

@@ -10,8 +10,9 @@ from .._jaxlib import compat as _compat
 
 # -- tracebacks ---------------------------------------------------------------------------------
 Traceback: Final = _compat.Traceback
-"""jaxlib's ``Traceback``: ``Traceback.get_traceback()`` (None while tracebacks are off),
-``frames``, ``raw_frames()``, ``as_python_traceback()``, ``traceback_from_frames(frames)``."""
+"""The former ``Traceback``: ``Traceback.get_traceback()`` (None while tracebacks are off),
+``frames`` (bare function names, as the former API), ``raw_frames()``, ``as_python_traceback()``,
+``traceback_from_frames(frames)``."""
 
 Frame: Final = _compat.Frame
 """jaxlib's ``Frame(file_name, function_name, function_start_line, line_num)``."""
