@@ -72,11 +72,48 @@ def test_emit_python_callback_side_effect_and_error(backend: xla_client.Client) 
     assert isinstance(ei.value.exception, ZeroDivisionError)
 
 
-def test_emit_python_callback_refuses_column_major(backend: xla_client.Client) -> None:
+def test_emit_python_callback_with_a_column_major_operand_layout(backend: xla_client.Client) -> None:
+    # jaxlib's callback accepts any operand layout; the callable sees the same logical array.
     c = xla_client.XlaBuilder("layout")
     x = ops.Parameter(c, 0, xla_client.shape_from_pyval(np.zeros((2, 3), F32)))
-    with pytest.raises(xs.ShapeError, match="not row-major"):
-        backend.emit_python_callback(lambda a: (a,), c, [x], [], operand_layouts=[(0, 1)])
+    seen: list[np.ndarray[Any, Any]] = []
+    shape = xla_client.Shape.array_shape(np.dtype(F32), (2, 3))
+    backend.emit_python_callback(
+        lambda a: (seen.append(np.array(a)), (a + 1,))[1], c, [x], [shape], operand_layouts=[(0, 1)]
+    )
+    v = np.arange(6, dtype=F32).reshape(2, 3)
+    out = run(backend, c, v)
+    np.testing.assert_array_equal(seen[0], v)
+    np.testing.assert_array_equal(out[0], v + 1)
+    with pytest.raises(xs.ShapeError, match="permutation"):
+        backend.emit_python_callback(lambda a: (a,), c, [x], [], operand_layouts=[(0, 0)])
+
+
+def test_emit_python_callback_with_token_operands_and_results(backend: xla_client.Client) -> None:
+    # The former callback: a token operand arrives as None; a token result's entry is ignored and
+    # the op gives a new token there, ordering later side effects after the call.
+    log: list[Any] = []
+    c = xla_client.XlaBuilder("tokens")
+    x = ops.Parameter(c, 0, xla_client.shape_from_pyval(np.zeros(3, np.int32)))
+    tok = ops.CreateToken(c)
+    shapes = [xla_client.Shape.token_shape(), xla_client.Shape.array_shape(np.dtype(np.int32), (3,))]
+
+    def first(t: Any, a: np.ndarray[Any, Any]) -> tuple[Any, ...]:
+        log.append(("first", t, a.tolist()))
+        return None, a * 10
+
+    out, _ = backend.emit_python_callback(first, c, [tok, x], shapes, has_side_effects=True)
+    assert c.get_shape(out).is_tuple()
+    tok2 = ops.GetTupleElement(out, 0)
+    y = ops.GetTupleElement(out, 1)
+    backend.emit_python_callback(
+        lambda t, a: (log.append(("second", t, a.tolist())), (None,))[1],
+        c, [tok2, y], [xla_client.Shape.token_shape()], has_side_effects=True,
+    )
+    ops.Add(y, ops.Constant(c, np.int32(1)))
+    result = run(backend, c, np.array([1, 2, 3], np.int32))
+    np.testing.assert_array_equal(result[0], [11, 21, 31])
+    assert log == [("first", None, [1, 2, 3]), ("second", None, [10, 20, 30])]
 
 
 def test_debug_print_in_former_style(backend: xla_client.Client) -> None:

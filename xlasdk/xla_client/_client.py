@@ -287,16 +287,23 @@ class Client:
         """Build a call of the Python function ``callable`` (the former
         ``Client.emit_python_callback``), over ``ops.HostCallback``.
 
-        ``callable`` receives one numpy array per operand and returns a tuple (or list) with one
-        array per shape of ``result_shapes``.
+        ``callable`` receives one numpy array per operand (``None`` for a token operand) and
+        returns a tuple (or list) with one entry per shape of ``result_shapes`` (the entry of a
+        token result is ignored), as jaxlib's former callback did.
 
         Parameters
         ----------
-        builder: the XlaBuilder; operands: its array XlaOps; result_shapes: array Shapes.
-        operand_layouts: None, or one entry per operand that is None, the operand's Shape or a
-            row-major ``minor_to_major`` order (jaxlib passes row-major arrays; others are
-            refused).
+        builder: the XlaBuilder; operands: its array or token XlaOps; result_shapes: array or
+            token Shapes.
+        operand_layouts: None, or one entry per operand that is None, a Shape with a layout, or
+            a ``minor_to_major`` permutation. The callable sees the same values whatever the
+            layout (jaxlib handed column-major memory over as Fortran-ordered arrays; xlasdk
+            hands over C-contiguous copies of the same values).
         has_side_effects: keep the call even when its results are unused.
+
+        Tokens order the call: the call runs after the side effects that made its token
+        operands (several are joined with ``AfterAll``), and every token result is a new token
+        for what must come after it.
 
         Returns
         -------
@@ -306,7 +313,8 @@ class Client:
         Raises
         ------
         DTypeError, ShapeError
-            As ``ops.HostCallback``; ShapeError for a non-row-major operand layout.
+            As ``ops.HostCallback``; ShapeError for an operand layout that is not a permutation
+            of the operand's dimensions, or a count of layouts other than the operands'.
         """
         if operand_layouts is not None:
             if len(operand_layouts) != len(operands):
@@ -314,21 +322,56 @@ class Client:
                     f"emit_python_callback: {len(operand_layouts)} operand_layouts for {len(operands)} operands"
                 )
             for i, (lay, x) in enumerate(zip(operand_layouts, operands, strict=True)):
-                rank = x.shape.rank() if isinstance(x, XlaOp) else 0
+                rank = x.shape.rank() if isinstance(x, XlaOp) and x.shape.is_array() else 0
                 m2m: Any = lay
                 if isinstance(lay, _Shape):
                     layout = lay.layout()
                     m2m = None if layout is None else layout.minor_to_major()
-                if m2m is not None and tuple(m2m) != tuple(range(rank - 1, -1, -1)):
+                if m2m is not None and sorted(int(d) for d in m2m) != list(range(rank)):
                     raise ShapeError(
-                        f"emit_python_callback: operand_layouts[{i}] = {m2m!r} is not row-major; "
-                        "host callbacks receive row-major (C-contiguous) arrays"
+                        f"emit_python_callback: operand_layouts[{i}] = {tuple(m2m)!r} is not a layout of a "
+                        f"rank-{rank} operand (expected a permutation of 0..{rank - 1})"
                     )
         shapes = [_native_shape(s) if isinstance(s, _Shape) else s for s in result_shapes]
-        op = _xs_ops.HostCallback(
-            callable, list(operands), shapes, has_side_effect=has_side_effects, builder=builder
+        in_tok = [isinstance(x, XlaOp) and x.shape.is_token() for x in operands]
+        out_tok = [isinstance(s, _Shape) and s.is_token() for s in shapes]
+        if not any(in_tok) and not any(out_tok):
+            op = _xs_ops.HostCallback(
+                callable, list(operands), shapes, has_side_effect=has_side_effects, builder=builder
+            )
+            return op, getattr(op.extra, "callback", None)
+        tokens = [x for x, t in zip(operands, in_tok, strict=True) if t]
+        if not tokens:
+            token = _xs_ops.CreateToken(builder)
+        elif len(tokens) == 1:
+            token = tokens[0]
+        else:
+            token = _xs_ops.AfterAll(builder, tokens)
+        arrays = [x for x, t in zip(operands, in_tok, strict=True) if not t]
+        array_shapes = [sh for sh, t in zip(shapes, out_tok, strict=True) if not t]
+        n_in = len(operands)
+
+        def with_tokens(*values: Any) -> tuple[Any, ...]:
+            it = iter(values)
+            out = callable(*[None if in_tok[i] else next(it) for i in range(n_in)])
+            out = () if out is None else tuple(out)
+            if len(out) != len(shapes):
+                raise TypeError(f"the callback returned {len(out)} values for {len(shapes)} result shapes")
+            return tuple(v for v, t in zip(out, out_tok, strict=True) if not t)
+
+        call = _xs_ops.HostCallback(
+            with_tokens, arrays, array_shapes, has_side_effect=has_side_effects, token=token, builder=builder
         )
-        return op, getattr(op.extra, "callback", None)
+        new_token = _xs_ops.GetTupleElement(call, len(array_shapes))
+        elements: list[XlaOp] = []
+        k = 0
+        for t in out_tok:
+            if t:
+                elements.append(new_token)
+            else:
+                elements.append(_xs_ops.GetTupleElement(call, k))
+                k += 1
+        return _xs_ops.Tuple(builder, elements), getattr(call.extra, "callback", None)
 
     def serialize_executable(self, executable: LoadedExecutable) -> bytes:
         """The executable as bytes for :meth:`deserialize_executable` (same jaxlib version and
