@@ -781,3 +781,35 @@ def test_stablehlo_text_of_a_rank0_dynamic_slice_loads_back() -> None:
     text = b2.build(ops.DynamicSlice(y, [ops.Constant(b2, np.int32(1))], (2,))).as_stablehlo_text()
     assert "stablehlo.dynamic_slice %" in text
     assert xs.XlaComputation.from_stablehlo(text).program_shape().result_shape().dimensions() == (2,)
+
+
+_NEWER_XLA_SYNTAX = """HloModule newer_syntax
+
+cmp {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT lt = pred[] compare(a, b), direction=LT, order=TOTAL
+}
+
+ENTRY main {
+  x = f32[5] parameter(0)
+  t = (f32[5], f32[5]) tuple(x, x)
+  c = pred[5] compare(t#0, t#1), direction=GE, order=TOTAL
+  s = f32[5] sort(t#0), dimensions={0}, to_apply=cmp
+  k = (f32[5], s32[5]) topk(s), k=5, largest=true, is_stable=true
+  ROOT r = (pred[5], f32[5], s32[5]) tuple(c, k#0, k#1)
+}
+"""
+
+
+def test_hlo_text_in_jaxlib_012_syntax_loads_under_every_jaxlib() -> None:
+    # XLA of jaxlib 0.12 writes `%t#k` operands, `order=TOTAL` and `topk(..., is_stable=)`
+    # (tests/data/dumps_jax012 is full of them); 0.10.2's parser refuses all three.
+    comp = xs.XlaComputation.from_hlo_text(_NEWER_XLA_SYNTAX)
+    x = np.array([3.0, -0.0, 0.0, np.nan, 1.0], np.float32)
+    ge, top, idx = (o.to_numpy() for o in xs.compile(comp)(x))
+    np.testing.assert_array_equal(ge, [True] * 5)  # total order: NaN >= NaN
+    # sorted ascending in the total order (-0 < +0 < ... < NaN), then the top 5, largest first
+    assert np.array_equal(top, [np.nan, 3.0, 1.0, 0.0, -0.0], equal_nan=True)
+    assert list(np.signbit(top[3:])) == [False, True]
+    np.testing.assert_array_equal(idx, [4, 3, 2, 1, 0])

@@ -278,8 +278,8 @@ def _child(name: str, out_dir: Path) -> None:
 
 # -- the parent: one child per program, each with its own dump directory ------------------------------------
 
-def _make(name: str) -> None:
-    out_dir = OUT_ROOT / name
+def _make(name: str, out_root: Path = OUT_ROOT) -> None:
+    out_dir = out_root / name
     if out_dir.exists():
         shutil.rmtree(out_dir)
     out_dir.mkdir(parents=True)
@@ -310,6 +310,9 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("programs", nargs="*", help=f"programs to make (default: all of {', '.join(PROGRAMS)})")
     p.add_argument("--child", nargs=2, metavar=("NAME", "OUTDIR"), help=argparse.SUPPRESS)
+    p.add_argument("--out-root", type=Path, default=OUT_ROOT,
+                   help="where the program folders go (default tests/data/dumps, the jax 0.10.2 corpus; "
+                        "tests/data/dumps_jax012 holds the jax 0.12 one)")
     args = p.parse_args(argv)
     if args.child:
         _child(args.child[0], Path(args.child[1]))
@@ -321,7 +324,7 @@ def main(argv: list[str] | None = None) -> None:
 
     print(f"jax {jax.__version__}, XLA_FLAGS=--xla_dump_to=DIR {XLA_DUMP_FLAGS}")
     for name in args.programs or PROGRAMS:
-        _make(name)
+        _make(name, args.out_root.resolve())
 
 
 if __name__ == "__main__":

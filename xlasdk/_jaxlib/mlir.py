@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 import threading
-from typing import Any
+from typing import Any, Final
 
 import jaxlib
 import jaxlib._hlo as _hlo
@@ -18,6 +18,12 @@ from jaxlib.mlir.dialects import chlo as _chlo
 from jaxlib.mlir.dialects import mhlo as _mhlo
 from jaxlib.mlir.dialects import sdy as _sdy
 from jaxlib.mlir.dialects import stablehlo as _stablehlo
+from jaxlib import xla_client as _xc
+
+HLO_TEXT_TUPLE_OPERAND_REFS: Final[bool] = int(getattr(_xc, "_version", 0)) >= 505
+"""Whether XLA's HLO parser reads ``%t#k`` operands (element ``k`` of a tuple-shaped ``%t``) and
+``topk(..., is_stable=)``: XLA of jaxlib 0.12.0.1 (xla_client 505) writes and reads them; older
+releases refuse them, and :mod:`xlasdk.formats.hlo_rewrite` spells them the old way first."""
 
 from .._mlir_attrs import mlir_unescape as _mlir_unescape
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 from .hlo_text import _HShape, _Instr, _parse_hlo_text
@@ -168,3 +169,80 @@ def _importable_hlo(text: str) -> str | None:
     for a, b, rep in sorted(edits, reverse=True):
         out = out[:a] + rep + out[b:]
     return out
+
+
+def _backported_hlo_text(text: str) -> str | None:
+    """HLO text written by a newer XLA, in the syntax of the XLA that jaxlib 0.10.x carries.
+
+    XLA of jaxlib 0.12 writes two things the older parser refuses:
+
+    * ``%t#k`` as an operand: element ``k`` of the tuple-shaped ``%t`` (multi-output instructions).
+      Each becomes a ``get-tuple-element(%t), index=k`` instruction, written on the line of
+      ``%t``'s definition (line numbers of errors stay the file's own).
+    * ``is_stable=`` on ``topk``: older XLA's TopK is stable already (ties keep the lower index
+      first, as ``jax.lax.top_k`` documents), so the attribute is dropped.
+    * ``order=TOTAL`` / ``order=PARTIAL`` on ``compare``: older XLA spells them ``type=TOTALORDER``
+      and (for floats, the default) ``type=FLOAT``.
+
+    The same values in both spellings. None when nothing needs rewriting (or the text is not
+    understood: XLA's parser then reports it).
+    """
+    if "#" not in text and "is_stable=" not in text and "order=" not in text:
+        return None
+    mod = _parse_hlo_text(text)
+    if mod is None:
+        return None
+    edits: list[tuple[int, int, str]] = []
+    for comp in mod.comps:
+        made: set[str] = set()
+        for ins in comp.instrs:
+            # attribute edits cover only the attribute's own characters (after the operand list)
+            a, b = ins.spans["all"]
+            tail_from = ins.spans["operands"][1] if "operands" in ins.spans else a
+            if ins.opcode == "topk" and "is_stable" in ins.attrs:
+                for m in _IS_STABLE_RE.finditer(text, tail_from, b):
+                    edits.append((m.start(), m.end(), ""))
+            if ins.opcode == "compare" and "order" in ins.attrs and "type" not in ins.attrs:
+                for m in _ORDER_RE.finditer(text, tail_from, b):
+                    edits.append((m.start(), m.end(), ", type=TOTALORDER" if m.group(1) == "TOTAL" else ""))
+            if not ins.operands or not any("#" in o for o in ins.operands):
+                continue
+            o0, o1 = ins.spans["operands"]
+            ops_text = text[o0:o1]
+            for ref in ins.operands:
+                base, sep, idx = ref.partition("#")
+                if not sep or not idx.isdigit():
+                    continue
+                producer = comp.by_name.get(base) or comp.by_name.get(base.lstrip("%"))
+                if producer is None or producer.shape is None or not producer.shape.is_tuple:
+                    return None
+                k = int(idx)
+                if k >= len(producer.shape.elems):
+                    return None
+                name = f"{base.lstrip('%')}.gte{k}"
+                ops_text = re.sub(re.escape(ref) + r"(?![\w.\-#])", ("%" if ref.startswith("%") else "") + name, ops_text)
+                if name not in made:
+                    made.add(name)
+                    elem = _shape_with_layout(producer.shape.elems[k])
+                    end = producer.spans["all"][1]
+                    edits.append((end, end, f" %{name} = {elem} get-tuple-element(%{base.lstrip('%')}), index={k}"))
+            edits.append((o0, o1, ops_text))
+    if not edits:
+        return None
+    out = text
+    for a, b, rep in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
+        out = out[:a] + rep + out[b:]
+    return out
+
+
+def _shape_with_layout(s: _HShape) -> str:
+    if s.is_tuple:
+        return "(" + ", ".join(_shape_with_layout(e) for e in s.elems) + ")"
+    if s.etype == "token":
+        return "token[]"
+    lay = "" if s.layout is None else "{" + ",".join(map(str, s.layout)) + "}"
+    return f"{s.etype}[{','.join(map(str, s.dims))}]{lay}"
+
+
+_IS_STABLE_RE: Final = re.compile(r",\s*is_stable=(?:true|false)")
+_ORDER_RE: Final = re.compile(r",\s*order=(TOTAL|PARTIAL)\b")

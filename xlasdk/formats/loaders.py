@@ -18,6 +18,7 @@ from . import untrusted
 from .artifact import _TRUSTED_BYTECODE, portable_artifact_version
 from .diagnostics import _one_line
 from .hlo_check import check_elided_constants, check_hlo_text
+from .hlo_rewrite import _backported_hlo_text
 from .program_shape import _program_shape
 from .protobuf import _find_module_proto
 from .sniff import (
@@ -128,6 +129,8 @@ def computation_from_hlo_text(text: str, what: str = "from_hlo_text") -> XlaComp
         hint = f" (it looks like {found.description})" if found not in (None, Format.HLO_TEXT) else ""
         raise FormatError(f"{what}: not HLO text: it does not start with 'HloModule'{hint}")
     check_elided_constants(text, what)
+    if not _mlir.HLO_TEXT_TUPLE_OPERAND_REFS:  # text of a newer XLA (jaxlib 0.12's dumps) for an older parser
+        text = _backported_hlo_text(text) or text
     return _from_hlo("text", text, what, Format.HLO_TEXT)
 
 
