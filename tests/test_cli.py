@@ -755,7 +755,11 @@ def test_timeout_ends_programs_that_never_finish(tmp_path: Path) -> None:
     assert p.returncode == 1 and out == ""
     assert_one_line_error(err, f"xlasdk run: error: {forever}: the run did not finish within 8 s (--timeout)")
     # XLA:CPU's sort loops or runs off the array with such comparators: a run that never ends, or a crash
+    # (jaxlib 0.10.2); XLA of jaxlib 0.11+ sorts them to an end: then some order of the input is printed
     for path, (p, out, err) in zip((always, lessequal), results[1:], strict=True):
+        if p.returncode == 0 and xs.jaxlib_version_info().xla_client >= 495:
+            assert out.strip() and err.strip() == "", (out, err)
+            continue
         assert p.returncode == 1 and out == ""
         assert_one_line_error(err, f"xlasdk run: error: {path}: ")
         assert re.search(r": (the run did not finish within 8 s \(--timeout\)|XLA crashed while running \(SIG\w+\))",

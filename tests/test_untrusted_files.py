@@ -110,7 +110,10 @@ def test_module_xla_aborts_on_is_a_format_error_with_xlas_check_line(monkeypatch
     with pytest.raises(xs.FormatError) as info:
         xs.XlaComputation.from_hlo_text(_c15(31))
     msg = str(info.value)
-    assert "from_hlo_text" in msg and "SIGABRT" in msg and "Check failed" in msg and "f32[31]" in msg
+    # XLA of jaxlib 0.10.2 aborts on it (contained in the worker); 0.12's parser rejects it cleanly
+    aborted = "SIGABRT" in msg and "Check failed" in msg
+    rejected = "HLO syntax error: line 18" in msg and "same number of elements" in msg
+    assert "from_hlo_text" in msg and "f32[31]" in msg and (aborted or rejected), msg
     # the worker is replaced: the next load works
     comp = xs.XlaComputation.from_hlo_text(_c15(32))
     assert comp.program_shape().result_shape().dimensions() == (32,)
@@ -125,7 +128,11 @@ def test_file_xla_aborts_on_names_the_file(tmp_path: object, monkeypatch: pytest
     with pytest.raises(xs.FormatError, match=r"cpu_after_optimizations\.txt: line 17: reshape 'r'"):
         xs.load_computation(path)
     monkeypatch.setattr(loaders, "check_hlo_text", lambda text, what: None)
-    with pytest.raises(xs.FormatError, match=r"cpu_after_optimizations\.txt: XLA aborted .*Check failed"):
+    # jaxlib 0.10.2: XLA aborts (contained); 0.12: XLA's parser rejects it with its own line
+    with pytest.raises(
+        xs.FormatError,
+        match=r"cpu_after_optimizations\.txt: (XLA aborted .*Check failed|HLO syntax error: line 18, .*same number)",
+    ):
         xs.load_computation(path)
 
 
@@ -141,8 +148,11 @@ ENTRY main {
 }
 """
     comp = xs.XlaComputation.from_hlo_text(text)
-    with pytest.raises(xs.CompileError, match=r"XLA aborted on this program \(it died with SIGFPE"):
-        xs.compile(comp)
+    if xs.jaxlib_version_info()[1] < 495:  # XLA of jaxlib 0.11+ no longer folds it into SIGFPE
+        with pytest.raises(xs.CompileError, match=r"XLA aborted on this program \(it died with SIGFPE"):
+            xs.compile(comp)
+    else:
+        assert int(xs.compile(comp)().to_numpy()) == -1  # XLA's integer division by zero: -1
     # and the process, and the worker, carry on
     ok = xs.XlaComputation.from_hlo_text(text.replace("constant(0)", "constant(2)"))
     assert int(xs.compile(ok)().to_numpy()) == 3

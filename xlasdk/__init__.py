@@ -54,6 +54,7 @@ from .runtime import (
     Executable,
     ExecutionToken,
     HostBufferSemantics,
+    JaxlibVersion,
     MemoryStats,
     UnknownDeviceError,
     aligned_empty,
@@ -64,6 +65,7 @@ from .runtime import (
     device_put,
     devices,
     from_dlpack,
+    jaxlib_version_info,
     load_executable,
     load_pjrt_plugin,
     local_devices,
@@ -92,6 +94,6 @@ __all__ = [
     "load_pjrt_plugin", "load_computation", "CompileCache",
     "distributed", "local_devices", "process_index", "process_count", "DistributedError", "PluginError",
     "HloSharding", "ShardedArray", "shard",
-    "HostBufferSemantics", "aligned_empty", "from_dlpack",
+    "HostBufferSemantics", "aligned_empty", "from_dlpack", "JaxlibVersion", "jaxlib_version_info",
     "__version__",
 ]

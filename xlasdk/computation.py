@@ -48,6 +48,7 @@ class XlaComputation:
     _hlo_texts: dict[tuple[bool, bool], str | None]
     _cross_partition: list[tuple[str, str, list[int]]] | None
     _host_callbacks: tuple[Any, ...]  # callables of ops.HostCallback, by index (built graphs only)
+    _heap_bytes: int  # bytes of every array of a built graph (0 when loaded)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError(
@@ -71,6 +72,7 @@ class XlaComputation:
         c._hlo_texts = {}
         c._cross_partition = None
         c._host_callbacks = ()
+        c._heap_bytes = 0
         return c
 
     @classmethod
@@ -79,6 +81,7 @@ class XlaComputation:
         c._root = root
         c._params = tuple(builder.parameters())
         c._side_effects = tuple(builder._side_effects)
+        c._heap_bytes = builder._nbytes
         return c
 
     @classmethod

@@ -20,6 +20,8 @@ from .cache import CompileCache
 from .device import (
     Client,
     Device,
+    JaxlibVersion,
+    jaxlib_version_info,
     UnknownDeviceError,
     client,
     default_device,
@@ -38,6 +40,8 @@ from .executable import (
 )
 
 __all__ = [
+    "JaxlibVersion",
+    "jaxlib_version_info",
     "CompileCache",
     "Device",
     "Client",

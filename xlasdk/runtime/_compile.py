@@ -131,6 +131,10 @@ def compile(
     # Loaded from a file or bytes: not checked op by op, so XLA's compiler runs in the worker
     # process first (it aborts on some verified modules). Other platforms compile in-process.
     isolate = getattr(computation, "_source_format", None) is not None and devs[0].platform == "cpu"
+    # Arrays no machine holds: XLA:CPU of jaxlib 0.12 dies of SIGFPE compiling some of them
+    # (s32[2**54], s8[2**28,2**28]); 0.10.2 compiles them. Such a program compiles in the worker too.
+    if devs[0].platform == "cpu" and getattr(computation, "_heap_bytes", 0) >= _ISOLATE_HEAP_BYTES:
+        isolate = True
     get_callbacks = getattr(computation, "_callbacks", None)
     callbacks: tuple[Any, ...] = get_callbacks() if get_callbacks is not None else ()
     if callbacks:  # Python host callbacks: compiled here with them, never cached or isolated
@@ -160,6 +164,10 @@ def compile(
         return Executable._make(exe, name, program_shape, devs, opts.num_replicas, opts.num_partitions)
 
     return compile_cached(cache, text, opts, devs, build, source=computation)
+
+
+_ISOLATE_HEAP_BYTES = 2**40
+"""A built computation whose arrays add up to this many bytes (1 TiB) or more compiles in the worker."""
 
 
 def _compile_with_callbacks(

@@ -19,7 +19,7 @@ import re
 import sys
 import threading
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from .._jaxlib import distributed as _dist
 from .._jaxlib import pjrt
@@ -530,3 +530,21 @@ def _resolve_device(device: Device | str | int | None) -> Device:
     raise UnknownDeviceError(
         f"device must be an xs.Device, a 'cpu:0'-style string, an int id or None; got {type(device).__name__}"
     )
+
+
+class JaxlibVersion(NamedTuple):
+    """The jaxlib under xlasdk: ``release`` (``"0.12.0.1"``) and ``xla_client`` (the extension
+    version that JAX gates on: 467 is 0.10.2, 505 is 0.12.0.1)."""
+
+    release: str
+    xla_client: int
+
+
+def jaxlib_version_info() -> JaxlibVersion:
+    """The running jaxlib's release and extension version (supported: 0.10.2 through 0.12.x).
+
+    Useful to ask "did this change between jaxlib releases?": run the same script in two
+    environments and compare. Serialized executables and compile-cache entries record both and
+    are refused (cache entries: recompiled) under another jaxlib.
+    """
+    return JaxlibVersion(pjrt.JAXLIB_VERSION, pjrt.XLA_CLIENT_VERSION)
