@@ -357,3 +357,24 @@ def test_xla_dump_of_a_shardy_partitioned_jax_program_runs() -> None:
     for k, o in enumerate(outs):
         assert o.sharding == info["outputs"][k]
         np.testing.assert_allclose(o.to_numpy(), io[f"out{k}"], rtol=1e-6, atol=1e-6)
+
+
+def test_partitioned_compile_keeps_xla_warnings_off_stderr() -> None:
+    # Every partitioned compile made XLA log "Disabling Shardy and falling back to using GSPMD
+    # propagation" and GSPMD's deprecation notice on the user's terminal.
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    env["PYTHONPATH"] = str(repo)
+    r = subprocess.run([sys.executable, str(repo / "examples" / "spmd_matmul.py")], capture_output=True,
+                       text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "Shardy" not in r.stderr and "deprecated" not in r.stderr, r.stderr
+    env["TF_CPP_MIN_LOG_LEVEL"] = "0"  # asked for: XLA's log is all there
+    r = subprocess.run([sys.executable, str(repo / "examples" / "spmd_matmul.py")], capture_output=True,
+                       text=True, env=env, timeout=300)
+    assert r.returncode == 0 and "GSPMD" in r.stderr, r.stderr[-2000:]

@@ -59,7 +59,9 @@ class HostBufferSemantics(enum.Enum):
       returns; the array is kept alive (and must not change) until the copy is done.
     * ``ZERO_COPY``: the device buffer may alias the host data for its whole life (on CPU when
       the data is C-contiguous and 64-byte aligned, see :data:`ZERO_COPY_ALIGNMENT`); changes to
-      the numpy array then show in the DeviceArray. The numpy array is kept alive.
+      the numpy array then show in the DeviceArray. The numpy array is kept alive while the
+      DeviceArray is; after that, jaxlib lets it go at its next host-to-device transfer at the
+      latest (it keeps the last zero-copied array until then).
     """
 
     IMMUTABLE_ONLY_DURING_CALL = "IMMUTABLE_ONLY_DURING_CALL"
