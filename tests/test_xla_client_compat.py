@@ -182,8 +182,9 @@ def test_create_sharded_buffer_and_sharded_buffers_come_back_sharded() -> None:
     devs = exe.local_devices()
     xs_ = [np.array([1, 2, 3], F32), np.array([-1, 0, 4], F32)]
     ys_ = [np.array([10, 20, 30], F32), np.array([0.5, 2, -1], F32)]
-    a = xla_client.ShardedBuffer.create_sharded_buffer([backend.buffer_from_pyval(v, d) for v, d in zip(xs_, devs)])
-    b = xla_client.ShardedBuffer.create_sharded_buffer([backend.buffer_from_pyval(v, d) for v, d in zip(ys_, devs)])
+    put = backend.buffer_from_pyval
+    a = xla_client.ShardedBuffer.create_sharded_buffer([put(v, d) for v, d in zip(xs_, devs, strict=True)])
+    b = xla_client.ShardedBuffer.create_sharded_buffer([put(v, d) for v, d in zip(ys_, devs, strict=True)])
     outs = exe.execute_sharded_on_local_devices([a, b])
     assert len(outs) == 2 and all(isinstance(o, xla_client.ShardedBuffer) for o in outs)
     for d in range(2):

@@ -141,7 +141,8 @@ def test_deleted_buffer_raises_with_former_wording(backend: Any) -> None:
 def test_dlpack_of_a_deleted_buffer_is_the_former_runtime_error(backend: Any) -> None:
     buffer = backend.buffer_from_pyval(np.arange(3, dtype=np.float32))
     buffer.delete()
-    with pytest.raises(xla_client.XlaRuntimeError, match=re.escape("Cannot convert deleted/invalid buffer to DLPack tensor")) as info:
+    want = re.escape("Cannot convert deleted/invalid buffer to DLPack tensor")
+    with pytest.raises(xla_client.XlaRuntimeError, match=want) as info:
         xla_client._xla.buffer_to_dlpack_managed_tensor(buffer)
     assert isinstance(info.value, RuntimeError)
 

@@ -69,6 +69,7 @@ from .runtime import (
     load_executable,
     load_pjrt_plugin,
     local_devices,
+    register_custom_call_target,
 )
 from .runtime.sharded import ShardedArray, shard
 from .shape import Layout, ProgramShape, Shape, shape_from_pyval
@@ -95,5 +96,6 @@ __all__ = [
     "distributed", "local_devices", "process_index", "process_count", "DistributedError", "PluginError",
     "HloSharding", "ShardedArray", "shard",
     "HostBufferSemantics", "aligned_empty", "from_dlpack", "JaxlibVersion", "jaxlib_version_info",
+    "register_custom_call_target",
     "__version__",
 ]

@@ -12,20 +12,20 @@ from typing import Any, Final
 
 import jaxlib
 import jaxlib._hlo as _hlo
+from jaxlib import xla_client as _xc
 from jaxlib.mlir import ir as _ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 from jaxlib.mlir.dialects import chlo as _chlo
 from jaxlib.mlir.dialects import mhlo as _mhlo
 from jaxlib.mlir.dialects import sdy as _sdy
 from jaxlib.mlir.dialects import stablehlo as _stablehlo
-from jaxlib import xla_client as _xc
+
+from .._mlir_attrs import mlir_unescape as _mlir_unescape
 
 HLO_TEXT_TUPLE_OPERAND_REFS: Final[bool] = int(getattr(_xc, "_version", 0)) >= 505
 """Whether XLA's HLO parser reads ``%t#k`` operands (element ``k`` of a tuple-shaped ``%t``) and
 ``topk(..., is_stable=)``: XLA of jaxlib 0.12.0.1 (xla_client 505) writes and reads them; older
 releases refuse them, and :mod:`xlasdk.formats.hlo_rewrite` spells them the old way first."""
-
-from .._mlir_attrs import mlir_unescape as _mlir_unescape
 
 __all__ = [
     "JAXLIB_VERSION",

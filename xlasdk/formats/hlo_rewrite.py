@@ -220,7 +220,8 @@ def _backported_hlo_text(text: str) -> str | None:
                 if k >= len(producer.shape.elems):
                     return None
                 name = f"{base.lstrip('%')}.gte{k}"
-                ops_text = re.sub(re.escape(ref) + r"(?![\w.\-#])", ("%" if ref.startswith("%") else "") + name, ops_text)
+                new_ref = ("%" if ref.startswith("%") else "") + name
+                ops_text = re.sub(re.escape(ref) + r"(?![\w.\-#])", new_ref, ops_text)
                 if name not in made:
                     made.add(name)
                     elem = _shape_with_layout(producer.shape.elems[k])

@@ -8,6 +8,7 @@ backend (CUDA, ROCm, TPU...) from its PJRT plugin library.
 
 from __future__ import annotations
 
+from .._jaxlib.custom_calls import register_custom_call_target, registered_custom_call_targets
 from .array import (
     ZERO_COPY_ALIGNMENT,
     DeviceArray,
@@ -21,11 +22,11 @@ from .device import (
     Client,
     Device,
     JaxlibVersion,
-    jaxlib_version_info,
     UnknownDeviceError,
     client,
     default_device,
     devices,
+    jaxlib_version_info,
     load_pjrt_plugin,
     local_devices,
 )
@@ -40,6 +41,8 @@ from .executable import (
 )
 
 __all__ = [
+    "register_custom_call_target",
+    "registered_custom_call_targets",
     "JaxlibVersion",
     "jaxlib_version_info",
     "CompileCache",

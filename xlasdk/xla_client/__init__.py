@@ -110,6 +110,7 @@ from ._client import (
     get_local_backend,
     make_cpu_client,
     make_gpu_client,
+    register_custom_call_target,
 )
 from ._computations import _NO_METADATA as _NO_METADATA
 from ._computations import HloModule, XlaBuilder, XlaComputation
@@ -159,7 +160,7 @@ __all__ = [
     "ResultAccuracy", "OpSharding", "make_replica_groups", "CurrentSourceInfoMetadata", "OpMetadata",
     "CompileOptions", "ExecutableBuildOptions", "DebugOptions", "DeviceAssignment",
     "XlaRuntimeError", "CompileError", "FormatError",
-    "Device", "Client", "make_cpu_client", "make_gpu_client",
+    "Device", "Client", "make_cpu_client", "make_gpu_client", "register_custom_call_target",
     "get_local_backend", "LoadedExecutable", "ExecuteResults", "Buffer", "ArrayImpl", "HostBufferSemantics",
     "execute_with_python_values", "execute_with_python_values_replicated",
     "Token", "ShardedToken", "ShardedBuffer", "Traceback", "Frame", "tracebacks", "ShapeIndex",

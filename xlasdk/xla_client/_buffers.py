@@ -199,7 +199,8 @@ class Buffer:
         """
         if flags & 1:  # PyBUF_WRITABLE (inspect.BufferFlags.WRITABLE, Python 3.12+)
             raise BufferError("memoryview of an xla_client Buffer is read-only")
-        return memoryview(self._a.to_numpy())
+        host: Any = self._a.to_numpy()  # numpy arrays export the buffer protocol (typed so from numpy 2.x)
+        return memoryview(host)
 
     def __dlpack__(self, **kwargs: Any) -> Any:
         return self._a.__dlpack__(**kwargs)

@@ -523,3 +523,20 @@ def execute_with_python_values_replicated(
     ]
     outs = executable.execute_sharded_on_local_devices(per_param)
     return [[np.asarray(o[d]) for o in outs] for d in range(len(devices))]
+
+
+def register_custom_call_target(name: str | bytes, fn: Any, platform: str = "cpu", api_version: int = 0) -> None:
+    """Register a custom-call target (the former ``xla_client.register_custom_call_target``).
+
+    ``fn``: a PyCapsule (or ctypes function) of the handler; ``api_version`` 0 (the former default):
+    the legacy CPU signature ``void fn(void* out, const void** in)``; 1: an XLA FFI handler
+    (``XLA_FFI_DEFINE_HANDLER_SYMBOL``). ``name`` may be bytes, as the former API took it.
+
+    Raises
+    ------
+    DTypeError, XlaRuntimeError
+        As ``xs.register_custom_call_target``.
+    """
+    from ..runtime import register_custom_call_target as _register
+
+    _register(name.decode() if isinstance(name, bytes) else name, fn, platform, api_version)
