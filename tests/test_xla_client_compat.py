@@ -438,3 +438,16 @@ def test_conv_window_reversal(backend: xla_client.Client, flags: list[bool]) -> 
     k = rhs[0, 0][:: -1 if flags[0] else 1, :: -1 if flags[1] else 1]
     ref = np.array([[(lhs[0, 0, i:i + 2, j:j + 3] * k).sum() for j in range(3)] for i in range(3)])
     np.testing.assert_array_equal(run(backend, c)[0][0, 0], ref)
+
+
+def test_traceback_from_frames_lines_and_order_after_other_tracebacks() -> None:
+    # jaxlib's traceback_from_frames sometimes pointed at the def line (found under pytest -n 2).
+    with xla_client.tracebacks(enabled=True):
+        for _ in range(3):
+            xla_client.Traceback.get_traceback()
+    frames = [xla_client.Frame(__file__, "inner", 1, 3), xla_client.Frame(__file__, "outer", 1, 5)]
+    text = traceback.format_tb(xla_client.Traceback.traceback_from_frames(frames))
+    assert [t.splitlines()[0].strip() for t in text] == [
+        f'File "{__file__}", line 5, in outer',
+        f'File "{__file__}", line 3, in inner',
+    ]

@@ -140,7 +140,43 @@ class XlaOp:
         return self is other
 
     def __bool__(self) -> bool:
-        raise TypeError("XlaOp has no truth value: use ops.Select / ops.Conditional for data-dependent choices")
+        raise DTypeError(
+            "XlaOp has no truth value (its value exists only when the program runs): use ops.Select or "
+            f"ops.Conditional for data-dependent choices{where()}"
+        )
+
+    # Python's ordering operators do not build ops (== and != compare the nodes themselves, so
+    # XlaOps can be dict keys); the error says which op to write.
+    def __lt__(self, other: Any) -> XlaOp:
+        raise DTypeError(f"XlaOp < ...: Python comparisons do not build ops; write ops.Lt(x, y){where()}")
+
+    def __le__(self, other: Any) -> XlaOp:
+        raise DTypeError(f"XlaOp <= ...: Python comparisons do not build ops; write ops.Le(x, y){where()}")
+
+    def __gt__(self, other: Any) -> XlaOp:
+        raise DTypeError(f"XlaOp > ...: Python comparisons do not build ops; write ops.Gt(x, y){where()}")
+
+    def __ge__(self, other: Any) -> XlaOp:
+        raise DTypeError(f"XlaOp >= ...: Python comparisons do not build ops; write ops.Ge(x, y){where()}")
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """numpy's arithmetic operators with an XlaOp (``np.float32(2) * x``, ``array + x``) build
+        the same op as Python's; any other numpy function on an XlaOp is a :class:`DTypeError`
+        naming the op to write instead (``np.exp(x)``: ``ops.Exp(x)``)."""
+        name = getattr(ufunc, "__name__", str(ufunc))
+        if method == "__call__" and not kwargs and name in _UFUNC_OPERATORS:
+            return getattr(_ew(), _UFUNC_OPERATORS[name])(*inputs)
+        hint = _UFUNC_HINTS.get(name) or _UFUNC_OPERATORS.get(name)
+        if method in ("reduce", "accumulate", "reduceat"):
+            instead = "ops.Reduce(...) (or ops.ReduceWindow / ops.CumSum-style loops) with that computation"
+        elif hint:
+            instead = f"ops.{hint}(...)"
+        else:
+            instead = "the ops.* function of XLA's operation semantics"
+        raise DTypeError(
+            f"numpy.{name}{'' if method == '__call__' else '.' + method} cannot take an XlaOp (numpy computes on "
+            f"arrays, an XlaOp is a node of a program being built); write {instead}{where()}"
+        )
 
     # -- operators (implemented in ops.elementwise) ------------------------------------------
     def __add__(self, other: Any) -> XlaOp:
@@ -213,6 +249,25 @@ class XlaOp:
 
 
 _EW: Any = None
+
+
+# numpy ufuncs that are Python operators on XlaOps: built as the same op.
+_UFUNC_OPERATORS = {
+    "add": "Add", "subtract": "Sub", "multiply": "Mul", "true_divide": "Div", "divide": "Div",
+    "remainder": "Rem", "power": "Pow", "bitwise_and": "And", "bitwise_or": "Or", "bitwise_xor": "Xor",
+    "negative": "Neg", "absolute": "Abs",
+}
+# Other ufuncs: the op to write instead (named in the error).
+_UFUNC_HINTS = {
+    "exp": "Exp", "exp2": "Exp2", "expm1": "Expm1", "log": "Log", "log1p": "Log1p", "sqrt": "Sqrt",
+    "cbrt": "Cbrt", "sin": "Sin", "cos": "Cos", "tan": "Tan", "tanh": "Tanh", "arctan2": "Atan2",
+    "maximum": "Max", "minimum": "Min", "fmax": "Max", "fmin": "Min", "greater": "Gt", "greater_equal": "Ge",
+    "less": "Lt", "less_equal": "Le", "equal": "Eq", "not_equal": "Ne", "floor": "Floor", "ceil": "Ceil",
+    "sign": "Sign", "rint": "RoundNearestEven", "logical_not": "Not", "invert": "Not", "isfinite": "IsFinite",
+    "left_shift": "ShiftLeft", "right_shift": "ShiftRightArithmetic", "logical_and": "And", "logical_or": "Or",
+    "logical_xor": "Xor", "matmul": "Dot", "square": "Mul", "reciprocal": "Div", "conjugate": "Conj",
+    "real": "Real", "imag": "Imag", "isnan": "Ne",
+}
 
 
 def _ew() -> Any:
@@ -340,7 +395,6 @@ class XlaBuilder:
     def get_op_metadata(self) -> OpMetadata | None:
         return self._metadata
 
-    @contextlib.contextmanager
     def op_metadata(
         self,
         op_name: str = "",
@@ -353,12 +407,26 @@ class XlaBuilder:
         source_end_column: int = 0,
         deduplicated_name: str = "",
         scheduling_name: str = "",
-    ) -> Iterator[None]:
+        **unknown: Any,
+    ) -> contextlib.AbstractContextManager[None]:
         """Context manager: ops built inside carry this metadata (see :meth:`set_op_metadata`).
 
         With ``source_file`` None (the default) each op keeps its own caller line and gains the
         other fields. The previous metadata is restored on exit.
+
+        Raises
+        ------
+        DTypeError
+            For a keyword that is not a field of XLA's ``OpMetadata`` (``name=``: write ``op_name=``).
         """
+        if unknown:
+            fields = "op_name, op_type, source_file, source_line, source_end_line, source_column, " \
+                "source_end_column, deduplicated_name, scheduling_name"
+            hint = " (did you mean op_name=?)" if "name" in unknown else ""
+            raise DTypeError(
+                f"op_metadata: unknown field(s) {', '.join(sorted(unknown))}{hint}; the fields of XLA's "
+                f"OpMetadata are {fields}{where()}"
+            )
         md = OpMetadata(
             op_type=op_type,
             op_name=op_name,
@@ -370,6 +438,10 @@ class XlaBuilder:
             deduplicated_name=deduplicated_name,
             scheduling_name=scheduling_name,
         )
+        return self._metadata_scope(md)
+
+    @contextlib.contextmanager
+    def _metadata_scope(self, md: OpMetadata) -> Iterator[None]:
         prev = self._metadata
         self.set_op_metadata(md)
         try:

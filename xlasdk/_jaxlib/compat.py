@@ -11,6 +11,8 @@ returns a dict of floats (``flops``, ``bytes accessed``...).
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -35,6 +37,10 @@ Frame: Final[Any] = _J.Frame
 """jaxlib's ``Frame(file_name, function_name, function_start_line, line_num)``."""
 
 
+class _FrameMarker(Exception):
+    """Raised (and caught) to make one traceback entry in :meth:`Traceback.traceback_from_frames`."""
+
+
 class Traceback:
     """A Python traceback recorded by jaxlib, as the former ``xla_client.Traceback`` showed it.
 
@@ -57,9 +63,28 @@ class Traceback:
         return None if tb is None else Traceback(tb)
 
     @staticmethod
-    def traceback_from_frames(frames: Sequence[Any]) -> Any:
-        """A Python traceback object made of ``frames`` (:data:`Frame` objects)."""
-        return _J.Traceback.traceback_from_frames(list(frames))
+    def traceback_from_frames(frames: Sequence[Any]) -> types.TracebackType | None:
+        """A Python traceback object made of ``frames`` (:data:`Frame` objects, innermost first,
+        as :attr:`frames` lists them); the traceback runs outermost first, as Python's do.
+
+        Built in Python (a frame per entry, at its file, line and function name): jaxlib's
+        ``traceback_from_frames`` sometimes points at the function's first line instead of
+        ``line_num``, depending on what ran before.
+        """
+        tb: types.TracebackType | None = None
+        for f in frames:
+            line = max(int(f.line_num), 1)
+            code = compile("\n" * (line - 1) + "raise __xlasdk_frame__", str(f.file_name), "exec")
+            code = code.replace(co_name=str(f.function_name))
+            try:
+                exec(code, {"__xlasdk_frame__": _FrameMarker()})
+            except _FrameMarker:
+                here = sys.exc_info()[2]
+                assert here is not None and here.tb_next is not None
+                made = here.tb_next  # the frame of `code` (``here`` is this function's)
+            made.tb_next = tb
+            tb = made
+        return tb
 
     @property
     def frames(self) -> list[Any]:
@@ -79,9 +104,9 @@ class Traceback:
         kept = [(c, i) for c, i in zip(codes, lastis, strict=True) if c not in _OWN_CODES]
         return [c for c, _ in kept], [i for _, i in kept]
 
-    def as_python_traceback(self) -> Any:
+    def as_python_traceback(self) -> types.TracebackType | None:
         """The recorded stack as a Python ``types.TracebackType`` (outermost first, as Python's)."""
-        return _J.Traceback.traceback_from_frames(self.frames)
+        return Traceback.traceback_from_frames(self.frames)
 
     def __str__(self) -> str:
         return "\n".join(f"{f.file_name}:{f.line_num} ({f.function_name})" for f in self.frames)

@@ -32,6 +32,9 @@ def _execute_multi_no_token(
     return pjrt.execute_multi(exe, shards, avals, devices, name), None
 
 
+
+_MISSING: Final = object()  # an argument not given (keyword binding)
+
 class ExecutionToken:
     """The completion of one run, side effects included (from :meth:`Executable.execute_with_token`
     and :meth:`Executable.execute_replicated_with_tokens`).
@@ -196,7 +199,32 @@ class Executable:
         return f"Executable({self._name!r}, {self._program_shape}, devices=[{devs}])"
 
     # -- running -------------------------------------------------------------------------------
-    def __call__(self, *args: Any) -> DeviceArray | tuple[DeviceArray, ...]:
+    def _bind_by_name(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        """``args`` followed by ``kwargs`` placed by parameter name (ShapeError naming the problem)."""
+        names = self._program_shape.parameter_names()
+        n = len(names)
+        if len(args) > n:
+            raise ShapeError(f"{self._name}: {len(args)} positional arguments for {n} parameters")
+        slots: list[Any] = list(args) + [_MISSING] * (n - len(args))
+        for key, value in kwargs.items():
+            hits = [i for i, nm in enumerate(names) if nm == key]
+            if not hits:
+                known = ", ".join(repr(nm) for nm in names if nm) or "none (the parameters have no names)"
+                raise ShapeError(f"{self._name}: no parameter named {key!r}; its parameter names are {known}")
+            if len(hits) > 1:
+                raise ShapeError(
+                    f"{self._name}: several parameters are named {key!r} (numbers {hits}); pass them by position"
+                )
+            i = hits[0]
+            if slots[i] is not _MISSING:
+                raise ShapeError(f"{self._name}: parameter {i} ({key!r}) given twice (by position and by name)")
+            slots[i] = value
+        missing = [f"{i} ({names[i]!r})" if names[i] else str(i) for i, v in enumerate(slots) if v is _MISSING]
+        if missing:
+            raise ShapeError(f"{self._name}: no argument for parameter(s) {', '.join(missing)}")
+        return tuple(slots)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> DeviceArray | tuple[DeviceArray, ...]:
         """Run on the executable's device.
 
         Parameters
@@ -206,6 +234,9 @@ class Executable:
             :class:`DeviceArray` (moved via the host if on another device), a Python scalar
             for a rank-0 parameter (when it converts losslessly; floats round to nearest),
             or an object with ``__dlpack__``.
+        **kwargs:
+            Parameters by name (``exe(x=..., w=...)``, the names of ``ops.Parameter`` or of the
+            loaded module's parameters), after the positional ones.
 
         Returns
         -------
@@ -224,6 +255,8 @@ class Executable:
 
         Maps to PJRT ``LoadedExecutable::Execute`` (``execute_sharded``).
         """
+        if kwargs:
+            args = self._bind_by_name(args, kwargs)
         plan = self._plan
         if not plan.fast or len(args) != plan.nparams:
             return self._call_checked(args)
