@@ -16,7 +16,7 @@ import pytest
 
 import xlasdk as xs
 from xlasdk import ops, xla_client
-from xlasdk.ops.custom_call import CustomCallApiVersion
+CustomCallApiVersion = ops.CustomCallApiVersion
 
 SOURCE = Path(__file__).resolve().parent / "data" / "ffi" / "scale_add.cc"
 INCLUDE = Path(jaxlib.__file__).resolve().parent / "include"
