@@ -485,6 +485,27 @@ def test_closed_stdout_exits_quietly(hlo_file: Path, tmp_path: Path) -> None:
         assert (pipeline.returncode, err, out) == (0, "", f"file:          {big} (HLO text)\n")
 
 
+def test_run_output_is_written_when_stdout_is_closed(tmp_path: Path) -> None:
+    # `xlasdk run m.hlo --inputs in.npz --output o.npz | head -1` exited 0 without o.npz when the
+    # reader left before the summary was printed (found by a new user's trial).
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    env["PYTHONPATH"] = REPO
+    module = tmp_path / "m.hlo"
+    module.write_text("HloModule m\nENTRY e {\n  p = s32[4] parameter(0)\n  ROOT r = s32[4] multiply(p, p)\n}\n")
+    x = np.array([1, -2, 3, 40], np.int32)
+    np.savez(tmp_path / "in.npz", p=x)
+    result = tmp_path / "o.npz"
+    r, w = os.pipe()
+    os.close(r)  # every write to stdout fails with EPIPE
+    p = subprocess.Popen([sys.executable, "-m", "xlasdk.cli", "run", str(module), "--inputs", str(tmp_path / "in.npz"),
+                          "--output", str(result)], stdout=w, stderr=subprocess.PIPE, text=True, env=env)
+    os.close(w)
+    _, err = p.communicate(timeout=300)
+    assert (p.returncode, err) == (0, "")
+    with np.load(result) as z:
+        np.testing.assert_array_equal(z["output_0"], x * x)
+
+
 @pytest.mark.skipif(shutil.which("xlasdk") is None, reason="the xlasdk console script is not installed")
 def test_console_script() -> None:
     r = subprocess.run(["xlasdk", "version"], capture_output=True, text=True, timeout=120)

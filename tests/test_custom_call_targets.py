@@ -16,6 +16,7 @@ import pytest
 
 import xlasdk as xs
 from xlasdk import ops, xla_client
+
 CustomCallApiVersion = ops.CustomCallApiVersion
 
 SOURCE = Path(__file__).resolve().parent / "data" / "ffi" / "scale_add.cc"

@@ -120,6 +120,16 @@ def _cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
     result = call()
     outs = list(result) if isinstance(result, tuple) else [result]
     host = [np.asarray(o) for o in outs]
+    npz = None
+    if args.output is not None:  # before anything is printed: a closed stdout must not lose the file
+        _stage("writing")
+        npz = _npz_path(args.output)
+        entries = _npz_entries(host)
+        savez: Any = np.savez
+        try:
+            atomic_write(npz, lambda f: savez(f, **entries))
+        except OSError as e:
+            raise UsageError(f"--output {args.output}: cannot write: {e.strerror or e}") from None
     out.write(
         f"{comp.name} on {where}: {len(inputs)} input(s), {len(host)} output(s); "
         f"compiled in {_human_time(compile_s)}\n"
@@ -139,15 +149,7 @@ def _cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
             f"  time per run over {args.repeat} runs: min {_human_time(min(times))}, "
             f"median {_human_time(statistics.median(times))}\n"
         )
-    if args.output is not None:
-        _stage("writing")
-        npz = _npz_path(args.output)
-        entries = _npz_entries(host)
-        savez: Any = np.savez
-        try:
-            atomic_write(npz, lambda f: savez(f, **entries))
-        except OSError as e:
-            raise UsageError(f"--output {args.output}: cannot write: {e.strerror or e}") from None
+    if npz is not None:
         out.write(f"  wrote {npz}\n")
     return EXIT_OK
 
