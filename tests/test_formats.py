@@ -7,6 +7,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -813,3 +814,30 @@ def test_hlo_text_in_jaxlib_012_syntax_loads_under_every_jaxlib() -> None:
     assert np.array_equal(top, [np.nan, 3.0, 1.0, 0.0, -0.0], equal_nan=True)
     assert list(np.signbit(top[3:])) == [False, True]
     np.testing.assert_array_equal(idx, [4, 3, 2, 1, 0])
+
+
+def test_a_portable_artifact_from_a_newer_stablehlo_that_does_not_read_names_both_versions(tmp_path: Path) -> None:
+    # An artifact written by a newer jaxlib (its producer string says so) that this jaxlib cannot
+    # read: the FormatError names its version and this jaxlib's, not "corrupt".
+    from xlasdk._jaxlib import mlir as _mlir
+    from xlasdk.formats.artifact import portable_artifact_version
+
+    b = xs.XlaBuilder("art")
+    x = xs.ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, (3,)), "x")
+    data = b.build(xs.ops.Exp(x)).serialize_portable_artifact()
+    old = portable_artifact_version(data)
+    assert old is not None
+    future = "9" + old[1:]  # same length, a newer major version
+    newer = data.replace(f"StableHLO_v{old}".encode(), f"StableHLO_v{future}".encode(), 1)
+    assert portable_artifact_version(newer) == future
+    path = tmp_path / "newer.mlirbc"
+    path.write_bytes(newer[: len(newer) * 2 // 3])
+    current = _mlir.stablehlo_current_version()
+    want = rf"v{re.escape(future)}.* newer StableHLO than this jaxlib's \({re.escape(current)}"
+    with pytest.raises(xs.FormatError, match=want):
+        xs.load_computation(path)
+    # written for an older version that this jaxlib reads: loads and computes
+    ok = tmp_path / "ok.mlirbc"
+    ok.write_bytes(data)
+    v = np.array([0.0, 1.0, -1.0], np.float32)
+    np.testing.assert_allclose(xs.compile(xs.load_computation(ok))(v).to_numpy(), np.exp(v), rtol=1e-6)

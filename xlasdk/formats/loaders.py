@@ -207,6 +207,13 @@ def _stablehlo_in_worker(data: str | bytes, kind: str, what: str, problem: str) 
         raise FormatError(f"{what}: {problem}: {e.message}") from None
 
 
+def _version_tuple(v: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(p) for p in v.split("."))
+    except ValueError:
+        return ()
+
+
 def _from_bytecode(data: bytes, what: str) -> XlaComputation:
     version = portable_artifact_version(data)
     kind = f"StableHLO portable artifact (v{version})" if version else "MLIR bytecode"
@@ -217,7 +224,15 @@ def _from_bytecode(data: bytes, what: str) -> XlaComputation:
             raise FormatError(f"{what}: corrupt or truncated {kind}: {_one_line(e)}") from None
         return _loaded(module, what, fmt=Format.PORTABLE_ARTIFACT)
     if version is not None:
-        text = _stablehlo_in_worker(data, "artifact", what, f"corrupt or truncated {kind}")
+        problem = f"corrupt or truncated {kind}"
+        current = _mlir.stablehlo_current_version()
+        if _version_tuple(version) > _version_tuple(current):  # written by a newer jaxlib: may still read
+            problem = (
+                f"{kind} was written for a newer StableHLO than this jaxlib's ({current}, jaxlib "
+                f"{_mlir.JAXLIB_VERSION}) and does not read here; write it with target_version={current!r} "
+                f"or older, or load it with a newer jaxlib"
+            )
+        text = _stablehlo_in_worker(data, "artifact", what, problem)
     else:
         text = _stablehlo_in_worker(data, "bytecode", what, f"corrupt or truncated {kind}")
     return _loaded(_mlir.parse_module(text), what, fmt=Format.PORTABLE_ARTIFACT)
