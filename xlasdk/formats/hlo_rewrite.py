@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from .hlo_text import _HShape, _Instr, _parse_hlo_text
+from .hlo_text import _Comp, _HShape, _Instr, _parse_hlo_text
 
 
 def _valid_layout(s: _HShape) -> bool:
@@ -110,6 +110,20 @@ def _async_pair_as_op(
     return start.spans["all"], (done.spans["opcode"][0], done.spans["all"][1], op + keep)
 
 
+def _operand_shape(comp: _Comp, ref: str) -> _HShape | None:
+    """The shape of operand ``ref``: an instruction's name, or ``name#k`` (element ``k`` of a
+    tuple-shaped instruction, as XLA of jaxlib 0.12 writes it)."""
+    base, sep, idx = ref.partition("#")
+    ins = comp.by_name.get(base)
+    if ins is None or ins.shape is None:
+        return None
+    if not sep:
+        return ins.shape
+    if not idx.isdigit() or not ins.shape.is_tuple or int(idx) >= len(ins.shape.elems):
+        return None
+    return ins.shape.elems[int(idx)]
+
+
 def _importable_hlo(text: str) -> str | None:
     """Optimized HLO (XLA's ``*after_optimizations*`` dumps) rewritten so it imports as StableHLO.
 
@@ -147,10 +161,10 @@ def _importable_hlo(text: str) -> str | None:
                 start = ins.spans["opcode"][0]
                 edits.append((start, ins.spans["all"][1], f"call{text[o0:o1]}, to_apply={callee}{keep}"))
             elif ins.opcode == "bitcast" and ins.operands is not None and len(ins.operands) == 1:
-                src_ins = comp.by_name.get(ins.operands[0])
-                if src_ins is None or src_ins.shape is None or ins.shape is None:
+                src_shape = _operand_shape(comp, ins.operands[0])
+                if src_shape is None or ins.shape is None:
                     continue
-                src, dst = src_ins.shape, ins.shape
+                src, dst = src_shape, ins.shape
                 if (src.is_array and dst.is_array and src.etype == dst.etype and src.count() == dst.count()
                         and _default_layout(src) and _default_layout(dst)):
                     o = ins.spans["opcode"]
