@@ -177,10 +177,16 @@ def _importable_hlo(text: str) -> str | None:
                 if lines is not None:
                     a, b = ins.spans["all"]
                     edits.append((a, b, lines))
+    return _apply_edits(text, edits)
+
+
+def _apply_edits(text: str, edits: list[tuple[int, int, str]]) -> str | None:
+    """``text`` with each ``(start, end, replacement)`` applied (spans never overlap), or None
+    when there are none."""
     if not edits:
         return None
     out = text
-    for a, b, rep in sorted(edits, reverse=True):
+    for a, b, rep in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
         out = out[:a] + rep + out[b:]
     return out
 
@@ -242,12 +248,7 @@ def _backported_hlo_text(text: str) -> str | None:
                     end = producer.spans["all"][1]
                     edits.append((end, end, f" %{name} = {elem} get-tuple-element(%{base.lstrip('%')}), index={k}"))
             edits.append((o0, o1, ops_text))
-    if not edits:
-        return None
-    out = text
-    for a, b, rep in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
-        out = out[:a] + rep + out[b:]
-    return out
+    return _apply_edits(text, edits)
 
 
 def _shape_with_layout(s: _HShape) -> str:
