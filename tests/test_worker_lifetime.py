@@ -148,3 +148,38 @@ def test_a_worker_started_by_a_thread_outlives_the_thread_not_the_process() -> N
     proc.kill()
     proc.wait(timeout=30)
     assert _wait_gone(worker, 3.0)
+
+
+def test_a_forked_child_gets_its_own_worker_and_spawner() -> None:
+    # After os.fork the parent's spawner thread does not exist in the child (a submit would wait
+    # forever) and the parent's worker must not answer the child.
+    parent_worker = isolated.request("os:getpid")
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+            os.close(r)
+            child_worker = isolated.request("os:getpid")
+            ok = child_worker != parent_worker and isolated.request("math:sqrt", 25.0) == 5.0
+            os.write(w, b"ok" if ok else b"bad")
+            code = 0
+        finally:
+            isolated.shutdown()
+            os._exit(code)
+    os.close(w)
+    try:
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung starting its worker")
+        assert os.read(r, 16) == b"ok" and os.waitstatus_to_exitcode(status) == 0
+    finally:
+        os.close(r)
+    assert isolated.request("os:getpid") == parent_worker  # the parent's worker is untouched

@@ -278,9 +278,19 @@ def shutdown() -> None:
             _worker = None
 
 
+def _after_fork_in_child() -> None:
+    """A forked child must not share its parent's worker (their replies would cross) nor wait on
+    the parent's spawner thread (it does not exist in the child): it starts its own."""
+    global _lock, _worker, _spawn_pool
+    _lock = threading.Lock()
+    _worker = None
+    _spawn_pool = None
+
+
 import atexit  # noqa: E402
 
 atexit.register(shutdown)
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 # -- the child side ----------------------------------------------------------------------------
