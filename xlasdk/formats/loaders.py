@@ -15,7 +15,7 @@ from .._jaxlib import isolated
 from .._jaxlib import mlir as _mlir
 from ..errors import FormatError
 from . import untrusted
-from .artifact import _TRUSTED_BYTECODE, portable_artifact_version
+from .artifact import _TRUSTED_BYTECODE, _vtuple, portable_artifact_version
 from .diagnostics import _one_line
 from .hlo_check import check_elided_constants, check_hlo_text
 from .hlo_rewrite import _backported_hlo_text
@@ -207,13 +207,6 @@ def _stablehlo_in_worker(data: str | bytes, kind: str, what: str, problem: str) 
         raise FormatError(f"{what}: {problem}: {e.message}") from None
 
 
-def _version_tuple(v: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(p) for p in v.split("."))
-    except ValueError:
-        return ()
-
-
 def _from_bytecode(data: bytes, what: str) -> XlaComputation:
     version = portable_artifact_version(data)
     kind = f"StableHLO portable artifact (v{version})" if version else "MLIR bytecode"
@@ -226,7 +219,7 @@ def _from_bytecode(data: bytes, what: str) -> XlaComputation:
     if version is not None:
         problem = f"corrupt or truncated {kind}"
         current = _mlir.stablehlo_current_version()
-        if _version_tuple(version) > _version_tuple(current):  # written by a newer jaxlib: may still read
+        if _vtuple(version) > _vtuple(current):  # written by a newer jaxlib: may still read
             problem = (
                 f"{kind} was written for a newer StableHLO than this jaxlib's ({current}, jaxlib "
                 f"{_mlir.JAXLIB_VERSION}) and does not read here; write it with target_version={current!r} "
