@@ -38,6 +38,7 @@ from .errors import (
     DistributedError,
     DTypeError,
     FormatError,
+    GraphImportError,
     HostCallbackError,
     PluginError,
     ShapeError,
@@ -45,6 +46,7 @@ from .errors import (
     XlaSdkError,
 )
 from .formats import load_computation
+from .formats.graph_import import Instruction
 from .runtime import (
     Client,
     CompileCache,
@@ -97,5 +99,6 @@ __all__ = [
     "HloSharding", "ShardedArray", "shard",
     "HostBufferSemantics", "aligned_empty", "from_dlpack", "JaxlibVersion", "jaxlib_version_info",
     "register_custom_call_target",
+    "Instruction", "GraphImportError",
     "__version__",
 ]

@@ -24,7 +24,6 @@ from ._optable import (
     CALL,
     GET_TUPLE_ELEMENT,
     PARAMETER,
-    RETURN,
     SET_DIMENSION_SIZE,
     STABLEHLO_GET_TUPLE_ELEMENT,
     STABLEHLO_TUPLE,
@@ -262,7 +261,7 @@ class Emitter:
         for p in r.params:
             del env[p.id]
         head = f"{indent}^bb0({', '.join(bargs)}):\n" if bargs else ""
-        ret = f'{inner}"{RETURN.name}"({", ".join(rets)}) : ({_types(rshapes)}) -> ()\n'
+        ret = f'{inner}"{r.terminator}"({", ".join(rets)}) : ({_types(rshapes)}) -> ()\n'
         return "{\n" + head + "".join(body) + ret + indent + "}"
 
     def inline(self, o: XlaOp, env: dict[int, Val], indent: str) -> None:
@@ -273,9 +272,9 @@ def _region_callbacks(r: Region) -> list[XlaOp]:
     """The side-effecting host callbacks (``ops.HostCallback``, ``ops.DebugPrint``) built in a
     region's builder: run with the region even when its results do not use them."""
     if not r.results:
-        return []
+        return list(r.effects)
     effects: list[XlaOp] = getattr(r.results[0].builder, "_side_effects", [])
-    return [o for o in effects if type(o.extra) is HostCallbackSpec]
+    return [o for o in effects if type(o.extra) is HostCallbackSpec] + list(r.effects)
 
 
 def pending(env: Mapping[int, object], roots: list[XlaOp]) -> list[XlaOp]:
@@ -293,6 +292,7 @@ def pending(env: Mapping[int, object], roots: list[XlaOp]) -> list[XlaOp]:
         stack.extend(o.operands)
         for r in o.regions:
             stack.extend(r.bindings or ())
+            stack.extend(r.captures)
     return [todo[i] for i in sorted(todo)]
 
 
@@ -324,6 +324,8 @@ def emit_module(
     host_callbacks: list[Any] | None = None,
     padded_dynamic_params: bool = False,
     metadata_table: list[dict[str, Any]] | None = None,
+    module_body: Sequence[str] = (),
+    result_attrs: Sequence[Mapping[str, Any]] | None = None,
 ) -> str:
     """The full StableHLO module text of the graph ``params -> root``.
 
@@ -341,6 +343,11 @@ def emit_module(
     converter drops are written with markers and their fields appended to the list, for
     :func:`xlasdk._metadata.patch_hlo_proto` after conversion (what
     :func:`xlasdk._metadata.mark_locations` does to module text).
+
+    An imported module's graph (:mod:`xlasdk.formats.graph_import`) also gives
+    ``module_body``, the module's other top-level ops (private functions, meshes) as MLIR
+    text, written before ``main``, and ``result_attrs``, the attributes of each result of
+    ``main`` (in place of the root's shardings).
     """
     em = Emitter(metadata_table)
     env: dict[int, Val] = {}
@@ -378,15 +385,21 @@ def emit_module(
     rets, rshapes = em.flat(env[root.id], root.shape, indent)
     attrs = f" attributes {{{module_attrs}}}" if module_attrs else ""
     results = _types(rshapes)
-    shardings = _result_shardings(root, len(rshapes))
-    if shardings is not None:  # the root's shardings are the program's result shardings
+    shardings = _result_shardings(root, len(rshapes)) if result_attrs is None else None
+    if result_attrs is not None:
+        results = ", ".join(
+            t.mlir_type() + (f" {{{render_attrs(a)}}}" if a else "")
+            for t, a in zip(rshapes, result_attrs, strict=True)
+        )
+    elif shardings is not None:  # the root's shardings are the program's result shardings
         results = ", ".join(
             t.mlir_type() + (f" {{mhlo.sharding = {sh.to_mlir()}}}" if sh is not None else "")
             for t, sh in zip(rshapes, shardings, strict=True)
         )
     head = (
         f"module {_symbol(name)}{attrs} {{\n"
-        f"  func.func public @main({', '.join(args)}) -> ({results}) {{\n"
+        + "".join(text.rstrip("\n") + "\n" for text in module_body)
+        + f"  func.func public @main({', '.join(args)}) -> ({results}) {{\n"
     )
     tail = f'    "func.return"({", ".join(rets)}) : ({_types(rshapes)}) -> ()\n  }}\n}}\n'
     if host_callbacks is not None:

@@ -50,22 +50,41 @@ class Region:
     has no block arguments and each parameter stands for its bound outer value, captured
     implicitly (the branches of ``stablehlo.if`` / ``stablehlo.case`` work this way). Bound
     values are dependencies of the op that owns the region.
+
+    Regions of an imported module (:mod:`xlasdk.formats.graph_import`) keep what the module
+    had: ``captures`` are outer values the region's ops use directly (dependencies of the
+    owning op, as bindings are), ``effects`` are ops of the region that no result uses but
+    that run with it (side effects), ``terminator`` the op that ends the block
+    (``stablehlo.return`` unless the module had another, such as ``sdy.return``).
     """
 
-    __slots__ = ("params", "results", "bindings")
+    __slots__ = ("params", "results", "bindings", "captures", "effects", "terminator")
 
     def __init__(
-        self, params: Sequence[XlaOp], results: Sequence[XlaOp], bindings: Sequence[XlaOp] | None = None
+        self,
+        params: Sequence[XlaOp],
+        results: Sequence[XlaOp],
+        bindings: Sequence[XlaOp] | None = None,
+        *,
+        captures: Sequence[XlaOp] = (),
+        effects: Sequence[XlaOp] = (),
+        terminator: str = "stablehlo.return",
     ) -> None:
         self.params = tuple(params)
         self.results = tuple(results)
         self.bindings = None if bindings is None else tuple(bindings)
+        self.captures = tuple(captures)
+        self.effects = tuple(effects)
+        self.terminator = terminator
         if self.bindings is not None and len(self.bindings) != len(self.params):
             raise ValueError(f"Region: {len(self.bindings)} bindings for {len(self.params)} parameters")
 
     def with_bindings(self, bindings: Sequence[XlaOp]) -> Region:
         """The same region with its parameters bound to the outer values ``bindings``."""
-        return Region(self.params, self.results, bindings)
+        return Region(
+            self.params, self.results, bindings, captures=self.captures, effects=self.effects,
+            terminator=self.terminator,
+        )
 
 
 class XlaOp:

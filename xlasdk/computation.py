@@ -7,7 +7,7 @@ graph are produced from it on demand (and cached) by XLA's own converter.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import _metadata
@@ -17,10 +17,11 @@ from ._jaxlib import mlir as _mlir
 from .builder import Region
 from .errors import CompileError, XlaSdkError
 from .ops.collectives import cross_partition_ids
-from .shape import ProgramShape
+from .shape import ProgramShape, Shape
 
 if TYPE_CHECKING:
     from .builder import XlaBuilder, XlaOp
+    from .formats.graph_import import Instruction
 
 __all__ = ["XlaComputation"]
 
@@ -49,6 +50,10 @@ class XlaComputation:
     _cross_partition: list[tuple[str, str, list[int]]] | None
     _host_callbacks: tuple[Any, ...]  # callables of ops.HostCallback, by index (built graphs only)
     _heap_bytes: int  # bytes of every array of a built graph (0 when loaded)
+    # A graph made from an imported module (with_outputs, extract): what surrounds main there
+    # (module attributes, other top-level ops, result attributes); None for built graphs.
+    _module_extra: tuple[tuple[tuple[str, str], ...], tuple[str, ...], tuple[dict[str, Any], ...] | None] | None
+    _graph_cache: Any  # the ImportedGraph of this computation (formats.graph_import), on first need
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError(
@@ -73,6 +78,8 @@ class XlaComputation:
         c._cross_partition = None
         c._host_callbacks = ()
         c._heap_bytes = 0
+        c._module_extra = None
+        c._graph_cache = None
         return c
 
     @classmethod
@@ -112,6 +119,40 @@ class XlaComputation:
         c._xla = xla
         c._source_format = source_format
         c._proto = proto
+        return c
+
+    @classmethod
+    def _from_graph(
+        cls,
+        name: str,
+        params: list[XlaOp],
+        outputs: list[XlaOp],
+        effects: list[XlaOp],
+        module_attrs: tuple[tuple[str, str], ...],
+        module_body: tuple[str, ...],
+        result_attrs: tuple[dict[str, Any], ...] | None,
+        source_format: str,
+    ) -> XlaComputation:
+        """A computation of nodes of an imported module's graph (:mod:`xlasdk.formats.graph_import`):
+        emitted with the module's attributes and other top-level ops around ``main``, and, like a
+        loaded computation, converted and compiled in the worker process first."""
+        from ._optable import TUPLE
+        from .builder import XlaOp as _Op
+
+        if len(outputs) == 1:
+            root = outputs[0]
+        else:
+            b = outputs[0].builder
+            root = _Op(b, TUPLE, tuple(outputs), Shape.tuple_shape([o.shape for o in outputs]), {}, (), outputs[0].loc,
+                       None)
+        pshape = ProgramShape([p.shape for p in params], root.shape,
+                              [p.extra[1] or f"p{i}" for i, p in enumerate(params)])
+        c = cls._new(name, pshape)
+        c._root = root
+        c._params = tuple(params)
+        c._side_effects = tuple(effects)
+        c._module_extra = (module_attrs, module_body, result_attrs)
+        c._source_format = source_format
         return c
 
     # -- loading (see xlasdk.formats) --------------------------------------------------------
@@ -183,9 +224,11 @@ class XlaComputation:
         if self._text is None:
             assert self._root is not None
             callbacks: list[Any] = []
+            attrs, body, results = self._module_extra or ((), (), None)
             self._text = emit_module(
                 self._name, list(self._params), self._root, side_effects=self._side_effects,
-                host_callbacks=callbacks,
+                host_callbacks=callbacks, module_attrs=", ".join(f"{k} = {v}" for k, v in attrs),
+                module_body=body, result_attrs=results,
             )
             self._host_callbacks = tuple(callbacks)
         return self._text
@@ -218,13 +261,15 @@ class XlaComputation:
         """The partition ids named by cross-partition collectives of a built graph (found once;
         ``xs.compile`` checks them against ``num_partitions``). Empty for loaded computations."""
         if self._cross_partition is None:
-            roots = [] if self._root is None else [self._root, *self._side_effects]
+            # Loaded and imported graphs: their attributes are as the module spelled them; they compile in
+            # the worker, where XLA:CPU's abort on a bad partition id cannot reach this process.
+            roots = [] if self._root is None or self._module_extra is not None else [self._root, *self._side_effects]
             self._cross_partition = cross_partition_ids(roots)
         return self._cross_partition
 
     def _region(self) -> Region:
         """This computation as a region body (only for computations built by an XlaBuilder)."""
-        if self._root is None:
+        if self._root is None or self._module_extra is not None:
             raise XlaSdkError(
                 f"computation {self._name!r} was loaded from a file; only computations built with an "
                 "XlaBuilder can be used as sub-computations"
@@ -253,7 +298,7 @@ class XlaComputation:
         (:mod:`xlasdk._metadata`). Where there is one, the module is converted with a marker in
         each such location and the fields are written into the converted HLO module proto.
         """
-        if self._source_format is not None:  # loaded: XLA's converter may abort; the worker goes first
+        if self._source_format is not None:  # loaded or imported: XLA's converter may abort; the worker goes first
             from .formats.untrusted import converted_hlo_proto
 
             return _mlir.xla_computation_from_proto(converted_hlo_proto(self._mlir_module_text(), self._name))
@@ -292,7 +337,7 @@ class XlaComputation:
         with :meth:`from_hlo_text`; ``tests/test_hlo_emit.py`` checks the direct text against
         XLA. A computation loaded from HLO prints the HLO it was loaded from.
         """
-        if self._root is not None:
+        if self._root is not None and self._module_extra is None:
             key = (print_metadata, print_large_constants)
             if key not in self._hlo_texts:
                 self._hlo_texts[key] = self._direct_hlo_text(print_metadata, print_large_constants)
@@ -409,8 +454,94 @@ class XlaComputation:
     @property
     def source_format(self) -> str | None:
         """The format the computation was loaded from (``"hlo"``, ``"mlir"``, ``"mlirbc"``,
-        ``"pb"``), or None for a built computation."""
+        ``"pb"``), or None for a built computation. A computation made by :meth:`with_outputs` or
+        :meth:`extract` keeps its source's format (``"graph"`` when the source was built)."""
         return self._source_format
+
+    # -- the graph: walk and edit --------------------------------------------------------------
+    def _graph(self) -> Any:
+        """This computation's :class:`~xlasdk.formats.graph_import.ImportedGraph`, imported from
+        its verified module on first need (loading, compiling and running do not pay for it)."""
+        if self._graph_cache is None:
+            from .formats.graph_import import import_graph
+
+            self._graph_cache = import_graph(self._mlir_module(), self._name)
+        return self._graph_cache
+
+    def instructions(self) -> list[Instruction]:
+        """Every instruction of the entry computation (``main``), parameters first, in
+        topological order, as :class:`~xlasdk.Instruction` views: ``name``, ``opcode``
+        (``stablehlo.add``), ``shape``, ``operands``, ``users``, ``attributes`` (Python values),
+        ``metadata`` (``op_name``, source file and line from the op's location), ``op`` (the
+        :class:`~xlasdk.XlaOp` node).
+
+        A loaded module (HLO text or proto, StableHLO text or bytecode, XLA dumps before and
+        after optimizations) and a built one are walked the same way: the module is read through
+        the MLIR bindings into the graph :class:`~xlasdk.XlaBuilder` makes, once, on the first
+        call. Ops of called functions and of regions (loop bodies, reducers) are reached through
+        each instruction's ``op.regions``; a ``func.call`` is one instruction.
+
+        Raises
+        ------
+        GraphImportError
+            The module has a construct the graph cannot hold (a multi-block region, an
+            unbounded dynamic dimension); the message names it.
+        """
+        return list(self._graph().instructions)
+
+    def instruction(self, name: str | int) -> Instruction:
+        """The instruction named ``name`` (as :meth:`instructions` names them: a parameter's
+        name, or ``<opcode>.<index>`` such as ``add.7``), or at position ``name`` when an int.
+
+        Raises
+        ------
+        XlaSdkError
+            No such instruction (the message lists instructions of the same opcode).
+        """
+        from .formats.graph_import import _resolve
+
+        graph = self._graph()
+        (op,) = _resolve(graph, [name], "instruction")
+        return graph.instruction_of(op)  # type: ignore[no-any-return]
+
+    def with_outputs(self, instructions: Iterable[Instruction | XlaOp | str | int]) -> XlaComputation:
+        """This program with the given instructions' values as its results, in order: an
+        intermediate value exposed. The parameters stay the same (call it with the same
+        arguments); every op keeps its attributes, location and shardings, side effects stay,
+        and the module's other functions and attributes come along. Arguments donated to a result
+        of the original (``tf.aliasing_output``, ``jax.buffer_donor``) are no longer donated.
+
+        ``instructions``: :class:`~xlasdk.Instruction` objects, their names or indices, or result
+        nodes of multi-result instructions (``instr.result(k)``).
+
+        Returns a computation that prints, saves, compiles and runs like a loaded one (it is
+        converted and compiled in the worker process first).
+
+        Raises
+        ------
+        XlaSdkError
+            An unknown name, an instruction of another computation, or a multi-result
+            instruction given whole.
+        """
+        from .formats.graph_import import with_outputs
+
+        return with_outputs(self, self._graph(), instructions)
+
+    def extract(self, instructions: Iterable[Instruction | XlaOp | str | int]) -> XlaComputation:
+        """The smallest computation that computes the given instructions from their inputs: each
+        value they read from outside the set becomes a parameter (in instruction order, named
+        after the instruction it came from), and the instructions of the set that no other
+        instruction of the set reads are its results (XLA's ``isolate`` / ``extract`` tools).
+        A single instruction gives a one-op computation that runs it on given operands.
+
+        Raises
+        ------
+        XlaSdkError
+            As :meth:`with_outputs`.
+        """
+        from .formats.graph_import import extract
+
+        return extract(self, self._graph(), instructions)
 
     def get_hlo_module(self) -> Any:
         """jaxlib's ``HloModule`` (for the ``xla_client`` compatibility surface)."""

@@ -18,6 +18,7 @@ __all__ = [
     "DistributedError",
     "PluginError",
     "HostCallbackError",
+    "GraphImportError",
 ]
 
 
@@ -43,6 +44,13 @@ class XlaRuntimeError(XlaSdkError, RuntimeError):
 
 class FormatError(XlaSdkError, ValueError):
     """A file or in-memory blob is missing, empty, truncated, corrupt or of the wrong format."""
+
+
+class GraphImportError(XlaSdkError):
+    """A loaded module has a construct the instruction graph cannot hold (a region with several
+    blocks, an unbounded dynamic dimension, ``main`` returning a tuple-typed value), named in the
+    message. Raised by ``comp.instructions()`` and the tools built on it; the module itself still
+    prints, saves, compiles and runs."""
 
 
 class DistributedError(XlaRuntimeError):

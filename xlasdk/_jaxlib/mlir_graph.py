@@ -1,0 +1,229 @@
+"""Read a verified MLIR module's ``main`` function op by op, through the MLIR bindings' typed API.
+
+:func:`read_main` turns ``func.func @main`` of a parsed module into plain Python records
+(:class:`OpRecord`, :class:`RegionRecord`, :class:`MainRecord`): op names, operand and result
+value numbers, result types as :data:`xlasdk._jaxlib.mlir.TypeInfo`, each attribute's MLIR
+spelling, regions, locations. Nothing here parses text: every field comes from the bindings
+(``Operation.name``, ``operands``, ``results``, ``attributes``, ``regions``, ``location``), and
+the spellings are MLIR's own printing of each attribute, type and location, which parses back
+in a module. :mod:`xlasdk.formats.graph_import` builds the typed graph from the records.
+
+The module's other top-level ops (private functions, Shardy meshes) are kept whole as their
+generic-syntax text, so a module rebuilt around an edited ``main`` calls them as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from jaxlib.mlir import ir as _ir
+
+from .mlir import TypeInfo, _type_info, context
+
+__all__ = ["OpRecord", "RegionRecord", "MainRecord", "GraphReadError", "read_main", "attribute_value"]
+
+
+class GraphReadError(ValueError):
+    """The module has a construct the graph cannot hold (a region with several blocks, a value
+    used before it is defined, no ``main``); the message says which and where."""
+
+
+@dataclass
+class RegionRecord:
+    """One single-block region: its block arguments (value number, type, type text), its ops, and
+    the operands of its terminator (``stablehlo.return`` / ``func.return``) as value numbers."""
+
+    args: list[tuple[int, TypeInfo, str, str]]  # (value, type, type text, location text)
+    ops: list[OpRecord]
+    returns: list[int]
+    terminator: str  # the terminator's op name
+
+
+@dataclass
+class OpRecord:
+    """One op: ``name`` (``stablehlo.add``), operand value numbers, results (value number, type,
+    type text), attributes (name, MLIR spelling) in the op's order, regions, location text."""
+
+    name: str
+    operands: list[int]
+    results: list[tuple[int, TypeInfo, str]]
+    attrs: list[tuple[str, str]]
+    regions: list[RegionRecord]
+    loc: str
+    captures: list[int] = field(default_factory=list)  # values of enclosing scopes its regions use
+
+
+@dataclass
+class MainRecord:
+    """``func.func @main`` of a module, and what surrounds it."""
+
+    module_name: str | None
+    module_attrs: list[tuple[str, str]]  # the module op's attributes but sym_name
+    others: list[str]  # every other top-level op, generic syntax with locations
+    body: RegionRecord  # main's block: arguments, ops, the func.return operands
+    arg_attrs: list[list[tuple[str, str]]]  # each argument's attributes (name, MLIR spelling)
+    res_attrs: list[list[tuple[str, str]]]
+    result_types: list[tuple[TypeInfo, str]]
+
+
+def _attrs(op: Any) -> list[tuple[str, str]]:
+    attrs = op.attributes
+    return [(name, str(attrs[name])) for name in attrs]
+
+
+def _dict_list(attr: Any, n: int) -> list[list[tuple[str, str]]]:
+    out: list[list[tuple[str, str]]] = []
+    if attr is not None:
+        arr = _ir.ArrayAttr(attr)
+        for i in range(len(arr)):
+            d = _ir.DictAttr(arr[i])
+            out.append([(d[j].name, str(d[j].attr)) for j in range(len(d))])
+    return out + [[] for _ in range(n - len(out))]
+
+
+class _Reader:
+    def __init__(self) -> None:
+        self.ids: dict[Any, int] = {}
+
+    def value(self, v: Any) -> int:
+        k = self.ids.get(v)
+        if k is None:
+            k = self.ids[v] = len(self.ids)
+        return k
+
+    def region(self, region: Any, where: str) -> tuple[RegionRecord, set[int]]:
+        """The record of a region, and the values of enclosing scopes it uses."""
+        blocks = list(region.blocks)
+        if len(blocks) != 1:
+            raise GraphReadError(f"{where}: a region with {len(blocks)} blocks (the graph holds single-block regions)")
+        block = blocks[0]
+        defined: set[int] = set()
+        args = []
+        for a in block.arguments:
+            k = self.value(a)
+            defined.add(k)
+            args.append((k, _type_info(a.type), str(a.type), str(a.location)))
+        ops: list[OpRecord] = []
+        captured: set[int] = set()
+        returns: list[int] = []
+        terminator = ""
+        ops_list = list(block.operations)
+        for i, op in enumerate(ops_list):
+            o = op.operation
+            operands = [self.value(x) for x in o.operands]
+            if i == len(ops_list) - 1 and o.name in ("stablehlo.return", "func.return", "mhlo.return", "sdy.return"):
+                returns, terminator = operands, o.name
+                captured.update(k for k in operands if k not in defined)
+                break
+            regions: list[RegionRecord] = []
+            inner_caps: set[int] = set()
+            for r in o.regions:
+                rec, caps = self.region(r, f"{where} > {o.name}")
+                regions.append(rec)
+                inner_caps |= caps
+            rec_op = OpRecord(
+                o.name, operands, [], _attrs(o), regions, str(o.location),
+                sorted(k for k in inner_caps if k not in set(operands)),
+            )
+            for k in operands:
+                if k not in defined:
+                    captured.add(k)
+            captured |= {k for k in inner_caps if k not in defined}
+            for res in o.results:
+                k = self.value(res)
+                defined.add(k)
+                rec_op.results.append((k, _type_info(res.type), str(res.type)))
+            ops.append(rec_op)
+        else:
+            raise GraphReadError(f"{where}: the block does not end in a return")
+        return RegionRecord(args, ops, returns, terminator), captured
+
+
+def read_main(module: Any) -> MainRecord:
+    """The :class:`MainRecord` of ``module`` (a parsed, verified ``ir.Module``).
+
+    Raises
+    ------
+    GraphReadError
+        No ``func.func @main``, ``main`` without a body, or a multi-block region.
+    """
+    with context():
+        mattrs = module.operation.attributes
+        name = str(_ir.StringAttr(mattrs["sym_name"]).value) if "sym_name" in mattrs else None
+        module_attrs = [(n, str(mattrs[n])) for n in mattrs if n != "sym_name"]
+        main = None
+        others: list[str] = []
+        for op in module.body.operations:
+            o = op.operation
+            attrs = o.attributes
+            if main is None and o.name == "func.func" and "sym_name" in attrs and (
+                str(_ir.StringAttr(attrs["sym_name"]).value) == "main"
+            ):
+                main = o
+                continue
+            others.append(
+                str(o.get_asm(print_generic_op_form=True, enable_debug_info=True, large_elements_limit=None))
+            )
+        if main is None:
+            raise GraphReadError("the module has no 'main' function (func.func @main)")
+        if not len(main.regions[0].blocks):
+            raise GraphReadError("func.func @main has no body")
+        ftype = _ir.FunctionType(_ir.TypeAttr(main.attributes["function_type"]).value)
+        reader = _Reader()
+        body, _ = reader.region(main.regions[0], "main")
+        mattrs_main = main.attributes
+        n_in, n_out = len(ftype.inputs), len(ftype.results)
+        return MainRecord(
+            name,
+            module_attrs,
+            others,
+            body,
+            _dict_list(mattrs_main["arg_attrs"] if "arg_attrs" in mattrs_main else None, n_in),
+            _dict_list(mattrs_main["res_attrs"] if "res_attrs" in mattrs_main else None, n_out),
+            [(_type_info(t), str(t)) for t in ftype.results],
+        )
+
+
+def attribute_value(text: str) -> Any:
+    """A Python value of an attribute's MLIR spelling, read through the bindings: ``int`` /
+    ``float`` / ``bool`` / ``str`` for scalar attributes, a tuple for ``array<...>`` attributes,
+    a numpy array for ``dense<...>`` elements, a list for arrays of those, a dict for
+    dictionaries; the spelling itself for anything else (dialect attributes such as
+    ``#stablehlo.comparison_direction<LT>``)."""
+    import numpy as np
+
+    with context():
+        try:
+            a = _ir.Attribute.parse(text)
+        except Exception:  # an attribute of a dialect this context lacks
+            return text
+        return _py(a, np)
+
+
+def _py(a: Any, np: Any) -> Any:
+    a = a.maybe_downcast() if hasattr(a, "maybe_downcast") else a
+    if isinstance(a, _ir.BoolAttr):
+        return bool(a.value)
+    if isinstance(a, _ir.IntegerAttr):
+        return int(a.value)
+    if isinstance(a, _ir.FloatAttr):
+        return float(a.value)
+    if isinstance(a, _ir.StringAttr):
+        return str(a.value)
+    if isinstance(a, (_ir.DenseI64ArrayAttr, _ir.DenseI32ArrayAttr)):
+        return tuple(int(v) for v in a)
+    if isinstance(a, _ir.DenseBoolArrayAttr):
+        return tuple(bool(v) for v in a)
+    if isinstance(a, _ir.UnitAttr):
+        return True
+    if isinstance(a, _ir.DenseElementsAttr):
+        try:
+            return np.array(a)
+        except Exception:  # element types the buffer protocol lacks (bf16, f8, i4)
+            return str(a)
+    if isinstance(a, _ir.ArrayAttr):
+        return [_py(a[i], np) for i in range(len(a))]
+    if isinstance(a, _ir.DictAttr):
+        return {a[i].name: _py(a[i].attr, np) for i in range(len(a))}
+    return str(a)

@@ -1,0 +1,526 @@
+"""A loaded module as the typed graph an :class:`~xlasdk.XlaBuilder` makes; walking and editing it.
+
+:func:`import_graph` reads ``func.func @main`` of a loaded computation's verified MLIR module
+through the MLIR bindings (:mod:`xlasdk._jaxlib.mlir_graph`: no text parsing) and builds one
+:class:`~xlasdk.XlaOp` per op, each with the op table row of its StableHLO/CHLO name
+(:data:`xlasdk._optable.OPS`) and its result :class:`~xlasdk.Shape`. An op the table does not
+define (``func.call``, ``sdy.*``, ``mhlo.*`` of optimized dumps, a custom dialect's op) becomes
+an *opaque* node with a row of its own (:attr:`Instruction.is_opaque`): it keeps its op whole.
+Every node keeps its attributes exactly as the module spelled them (:class:`MlirAttr`), its
+location (so its metadata), its regions (nested :class:`~xlasdk.Region` graphs), and the
+module keeps its other functions, meshes and attributes: emitting the graph again gives the
+same program.
+
+:class:`Instruction` is the view users walk (``comp.instructions()``); ``comp.with_outputs``
+and ``comp.extract`` (:func:`with_outputs`, :func:`extract`) make new computations from the
+graph, which print, save, compile and run like any other.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .._jaxlib import mlir_graph as _mg
+from .._metadata import Location
+from .._optable import GET_TUPLE_ELEMENT, OPS, PARAMETER, OpDef
+from ..attrs import OpMetadata
+from ..builder import Region, XlaBuilder, XlaOp
+from ..errors import GraphImportError, XlaSdkError
+from ..shape import Shape
+from .program_shape import _shape_from_type
+
+if TYPE_CHECKING:
+    from ..computation import XlaComputation
+
+__all__ = ["MlirAttr", "Instruction", "ImportedGraph", "import_graph", "with_outputs", "extract"]
+
+
+class MlirAttr:
+    """An attribute kept as the module spelled it (``array<i64: 0, 1>``,
+    ``#stablehlo.comparison_direction<LT>``): emitted back unchanged. ``value`` reads it as a
+    Python value through the MLIR bindings (see :attr:`Instruction.attributes`)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def to_mlir(self) -> str:
+        return self.text
+
+    @property
+    def value(self) -> Any:
+        """``int``, ``float``, ``bool``, ``str``, a tuple (``array<...>``), a numpy array
+        (``dense<...>``), a list or dict of those, or the spelling itself for dialect attributes."""
+        return _mg.attribute_value(self.text)
+
+    def __repr__(self) -> str:
+        return f"MlirAttr({self.text if len(self.text) < 80 else self.text[:77] + '...'})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MlirAttr) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+
+_OPAQUE: dict[tuple[str, bool], OpDef] = {}
+
+
+def _opaque_row(name: str, tuple_result: bool) -> OpDef:
+    """The row of an op the table does not define (or whose row's flags do not fit this use)."""
+    key = (name, tuple_result)
+    d = _OPAQUE.get(key)
+    if d is None:
+        d = _OPAQUE[key] = OpDef(name, constant=False, tuple_result=tuple_result, plain_emit=not tuple_result)
+    return d
+
+
+_LOC_NAME = re.compile(r'^loc\("((?:[^"\\]|\\.)*)"')
+_LOC_FILE = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):(\d+)')
+
+
+def _location(text: str) -> Location:
+    """A node's location: the module's text, and the ``op_name`` / ``source_file`` /
+    ``source_line`` / ``source_column`` XLA's converter would read from it."""
+    fields: dict[str, Any] = {}
+    m = _LOC_NAME.match(text)
+    if m:
+        fields["op_name"] = m.group(1).encode().decode("unicode_escape") if "\\" in m.group(1) else m.group(1)
+    f = _LOC_FILE.search(text)
+    if f:
+        fields["source_file"] = f.group(1)
+        fields["source_line"] = int(f.group(2))
+        fields["source_column"] = int(f.group(3))
+    return Location(text, fields, str(fields.get("op_name", "")))
+
+
+def _shape(t: Any, where: str) -> Shape:
+    try:
+        return _shape_from_type(t)
+    except ValueError as e:
+        raise GraphImportError(f"{where}: {e}") from None
+
+
+class Instruction:
+    """One instruction of a computation: a view of its graph node (:attr:`op`).
+
+    Attributes
+    ----------
+    name: unique in the computation: a parameter's name (``Arg_0.1``, ``x``) or
+        ``<opcode>.<position>`` (``add.7``: the 7th instruction, parameters counted).
+    opcode: the StableHLO/CHLO op name (``stablehlo.add``), ``parameter``, or another dialect's
+        op name for opaque instructions (``func.call``).
+    shape: the result :class:`~xlasdk.Shape` (a tuple shape when the op has several results).
+    op: the :class:`~xlasdk.XlaOp` node (an operand for builder ops).
+    index: position in :meth:`XlaComputation.instructions` (topological order).
+    """
+
+    __slots__ = ("name", "op", "index", "_graph")
+
+    def __init__(self, name: str, op: XlaOp, index: int, graph: ImportedGraph) -> None:
+        self.name = name
+        self.op = op
+        self.index = index
+        self._graph = graph
+
+    @property
+    def opcode(self) -> str:
+        return self.op.opcode
+
+    @property
+    def shape(self) -> Shape:
+        return self.op.shape
+
+    @property
+    def is_opaque(self) -> bool:
+        """True when the op table does not define this op: it is kept whole (printed, saved,
+        compiled as loaded), and tools that need its semantics name it in their errors."""
+        return self.op.opdef is not OPS.get(self.op.opcode)
+
+    @property
+    def operands(self) -> tuple[Instruction, ...]:
+        """The instructions whose values this one reads, in operand order (an operand that is
+        result ``k`` of a multi-result op is that op's instruction; see :attr:`operand_indices`)."""
+        return tuple(self._graph.instruction_of(x) for x in self.op.operands)
+
+    @property
+    def operand_indices(self) -> tuple[int | None, ...]:
+        """For each operand, which result of its instruction it reads (None: the only result)."""
+        return tuple(x.extra if x.opdef is GET_TUPLE_ELEMENT and x not in self._graph.names else None
+                     for x in self.op.operands)
+
+    @property
+    def users(self) -> tuple[Instruction, ...]:
+        """The instructions that read this one's value(s), in order."""
+        return self._graph.users_of(self)
+
+    @property
+    def attributes(self) -> dict[str, Any]:
+        """The op's attributes as Python values, read through the MLIR bindings: ``int``,
+        ``float``, ``bool``, ``str``, tuples (``array<i64: ...>``), numpy arrays
+        (``dense<...>``), lists and dicts of those; dialect attributes
+        (``#stablehlo.comparison_direction<LT>``, dimension numbers) as their MLIR spelling."""
+        return {k: (v.value if isinstance(v, MlirAttr) else v) for k, v in self.op.attrs.items()}
+
+    @property
+    def attribute_text(self) -> dict[str, str]:
+        """The op's attributes spelled as in the module."""
+        return {k: (v.text if isinstance(v, MlirAttr) else str(v)) for k, v in self.op.attrs.items()}
+
+    @property
+    def metadata(self) -> OpMetadata:
+        """``op_name``, ``source_file``, ``source_line``, ``source_column`` read from the op's location
+        (empty for parameters and ops without one)."""
+        f = self.op.loc.fields
+        return OpMetadata(
+            op_name=str(f.get("op_name", "")),
+            source_file=str(f.get("source_file", "")),
+            source_line=int(f.get("source_line", 0)),
+            source_column=int(f.get("source_column", 0)),
+        )
+
+    @property
+    def location(self) -> str:
+        """The op's MLIR location, as the module spelled it."""
+        return self.op.loc.text
+
+    def result(self, k: int) -> XlaOp:
+        """The node of result ``k`` of a multi-result instruction (``while``, variadic ``reduce``,
+        ``sort``...): an operand for builder ops, an output for :meth:`XlaComputation.with_outputs`.
+
+        Raises
+        ------
+        XlaSdkError
+            ``k`` out of range, or the instruction has one result (use :attr:`op`).
+        """
+        parts = self._graph.parts.get(self.op.id)
+        if parts is None:
+            raise XlaSdkError(f"instruction {self.name!r} ({self.opcode}) has one result: use .op")
+        if not isinstance(k, int) or not 0 <= k < len(parts):
+            raise XlaSdkError(f"instruction {self.name!r} has {len(parts)} results; result {k!r} does not exist")
+        return parts[k]
+
+    def __repr__(self) -> str:
+        return f"Instruction({self.name}: {self.opcode} -> {self.shape})"
+
+
+@dataclass
+class ImportedGraph:
+    """The graph of a loaded computation: ``params`` (Parameter nodes), ``outputs`` (the nodes
+    ``main`` returns, in order), ``effects`` (nodes kept though no output uses them), every
+    instruction in order, and what the module holds around ``main``."""
+
+    name: str
+    params: tuple[XlaOp, ...]
+    outputs: tuple[XlaOp, ...]
+    effects: tuple[XlaOp, ...]
+    instructions: tuple[Instruction, ...]
+    names: dict[XlaOp, Instruction]
+    module_attrs: tuple[tuple[str, str], ...]
+    module_body: tuple[str, ...]
+    result_attrs: tuple[dict[str, Any], ...]
+    parts: dict[int, tuple[XlaOp, ...]]  # op id of a multi-result op -> a node per result
+    _users: dict[int, list[Instruction]] | None = None
+
+    def instruction_of(self, op: XlaOp) -> Instruction:
+        got = self.names.get(op)
+        if got is None and op.opdef is GET_TUPLE_ELEMENT:
+            got = self.names.get(op.operands[0])
+        if got is None:
+            raise XlaSdkError(f"the node {op!r} is not an instruction of computation {self.name!r}")
+        return got
+
+    def users_of(self, instr: Instruction) -> tuple[Instruction, ...]:
+        if self._users is None:
+            users: dict[int, list[Instruction]] = {}
+            for ins in self.instructions:
+                seen: set[int] = set()
+                for x in ins.op.operands:
+                    src = self.instruction_of(x)
+                    if src.index not in seen:
+                        seen.add(src.index)
+                        users.setdefault(src.index, []).append(ins)
+            self._users = users
+        return tuple(self._users.get(instr.index, ()))
+
+
+class _Importer:
+    def __init__(self, name: str) -> None:
+        self.values: dict[int, XlaOp] = {}  # MLIR value number -> node
+        self.parts: dict[int, tuple[XlaOp, ...]] = {}
+        self.order: list[tuple[XlaOp, str]] = []  # main's nodes, with their kind for names
+        self.name = name
+
+    def node(self, b: XlaBuilder, rec: _mg.OpRecord, where: str) -> XlaOp:
+        operands = tuple(self.values[k] for k in rec.operands)
+        shapes = [_shape(t, f"{where}: {rec.name} result") for _, t, _ in rec.results]
+        single = len(shapes) == 1
+        shape = shapes[0] if single else Shape.tuple_shape(shapes)
+        tuple_result = single and shape.is_tuple()
+        row = OPS.get(rec.name)
+        if row is None or row.tuple_result != tuple_result or row.hlo_form.value == "graph" or (
+            row.variadic and any(x.shape.is_tuple() for x in operands)
+        ):
+            row = _opaque_row(rec.name, tuple_result)
+        regions = tuple(self.region(r, f"{where} > {rec.name}") for r in rec.regions)
+        if rec.captures:  # values of this scope the regions use: dependencies of the op
+            caps = tuple(self.values[k] for k in rec.captures)
+            regions = tuple(
+                Region(r.params, r.results, r.bindings, captures=caps if i == 0 else (), effects=r.effects,
+                       terminator=r.terminator)
+                for i, r in enumerate(regions)
+            )
+        attrs = {n: MlirAttr(t) for n, t in rec.attrs}
+        op = XlaOp(b, row, operands, shape, attrs, regions, _location(rec.loc), None)
+        b._nbytes += shape._heap_bytes()
+        if single:
+            self.values[rec.results[0][0]] = op
+        else:
+            parts = []
+            for i, (k, _, _) in enumerate(rec.results):
+                gte = XlaOp(b, GET_TUPLE_ELEMENT, (op,), shapes[i], {}, (), op.loc, i)
+                self.values[k] = gte
+                parts.append(gte)
+            self.parts[op.id] = tuple(parts)
+        return op
+
+    def block(
+        self, b: XlaBuilder, rec: _mg.RegionRecord, where: str, top: bool
+    ) -> tuple[list[XlaOp], list[XlaOp], list[XlaOp]]:
+        """``(params, results, effects)`` of a block built into ``b``."""
+        params = []
+        for i, (k, t, _, loc) in enumerate(rec.args):
+            m = _LOC_NAME.match(loc)
+            pname = m.group(1) if (m and top and loc.endswith('")')) else ""
+            p = XlaOp(b, PARAMETER, (), _shape(t, f"{where}: argument {i}"), {}, (), Location(loc, {}, ""), (i, pname))
+            b._params[i] = p
+            self.values[k] = p
+            params.append(p)
+        nodes = []
+        for orec in rec.ops:
+            op = self.node(b, orec, where)
+            nodes.append(op)
+            if top:
+                self.order.append((op, orec.name))
+        results = [self.values[k] for k in rec.returns]
+        used: set[int] = set()
+        for op in nodes:
+            used.update(x.id for x in op.operands)
+            used.update(x.operands[0].id for x in op.operands if x.opdef is GET_TUPLE_ELEMENT)
+            for r in op.regions:
+                used.update(x.id for x in r.captures)
+        used.update(x.id for x in results)
+        used.update(x.operands[0].id for x in results if x.opdef is GET_TUPLE_ELEMENT)
+        effects = [op for op in nodes if op.id not in used and op.opdef.name not in _PURE]
+        return params, results, effects
+
+    def region(self, rec: _mg.RegionRecord, where: str) -> Region:
+        sub = XlaBuilder(f"{self.name}.region")
+        params, results, effects = self.block(sub, rec, where, top=False)
+        return Region(params, results, effects=effects, terminator=rec.terminator)
+
+
+# Ops whose unused results may be dropped with them (everything else unused is kept as an effect).
+_PURE = frozenset(
+    n for n, d in OPS.items()
+    if not d.side_effect and n not in ("stablehlo.custom_call", "stablehlo.outfeed", "stablehlo.send",
+                                      "stablehlo.recv", "stablehlo.infeed", "stablehlo.optimization_barrier")
+)
+
+
+def import_graph(module: Any, name: str) -> ImportedGraph:
+    """The :class:`ImportedGraph` of a parsed, verified module.
+
+    Raises
+    ------
+    GraphImportError
+        A region with several blocks, an unbounded dynamic dimension, a type XLA has no shape
+        for, or ``main`` returning a tuple-typed value; the message names the op.
+    """
+    try:
+        rec = _mg.read_main(module)
+    except _mg.GraphReadError as e:
+        raise GraphImportError(f"computation {name!r}: {e}") from None
+    imp = _Importer(name)
+    b = XlaBuilder(name)
+    params, results, effects = imp.block(b, rec.body, "main", top=True)
+    for t, _ in rec.result_types:
+        if t[0] == "tuple":
+            raise GraphImportError(f"computation {name!r}: main returns a tuple-typed value (the graph holds "
+                                   "flat results)")
+    names: dict[XlaOp, Instruction] = {}
+    instrs: list[Instruction] = []
+    taken: set[str] = set()
+    for i, p in enumerate(params):
+        pname = p.extra[1] or f"p{i}"
+        if pname in taken:
+            pname = f"{pname}.{i}"
+        taken.add(pname)
+        ins = Instruction(pname, p, len(instrs), None)  # type: ignore[arg-type]
+        instrs.append(ins)
+    for op, opname in imp.order:
+        kind = opname.rsplit(".", 1)[-1]
+        iname = f"{kind}.{len(instrs)}"
+        instrs.append(Instruction(iname, op, len(instrs), None))  # type: ignore[arg-type]
+    graph = ImportedGraph(
+        name, tuple(params), tuple(results), tuple(effects), tuple(instrs), names,
+        tuple(rec.module_attrs), tuple(rec.others), tuple({n: MlirAttr(t) for n, t in a} for a in rec.res_attrs),
+        imp.parts,
+    )
+    for ins in instrs:
+        ins._graph = graph
+        names[ins.op] = ins
+    return graph
+
+
+def _resolve(graph: ImportedGraph, items: Iterable[Instruction | XlaOp | str | int], what: str) -> list[XlaOp]:
+    by_name = {ins.name: ins for ins in graph.instructions}
+    out: list[XlaOp] = []
+    for it in items:
+        if isinstance(it, Instruction):
+            if it._graph is not graph:
+                raise XlaSdkError(f"{what}: instruction {it.name!r} belongs to another computation")
+            out.append(it.op)
+        elif isinstance(it, XlaOp):
+            graph.instruction_of(it)
+            out.append(it)
+        elif isinstance(it, str):
+            if it not in by_name:
+                near = [n for n in by_name if n.split(".")[0] == it.split(".")[0]][:8]
+                raise XlaSdkError(
+                    f"{what}: no instruction named {it!r} in computation {graph.name!r}"
+                    + (f" (instructions of that kind: {', '.join(near)})" if near else "")
+                )
+            out.append(by_name[it].op)
+        elif isinstance(it, int) and not isinstance(it, bool):
+            if not 0 <= it < len(graph.instructions):
+                raise XlaSdkError(f"{what}: instruction index {it} is out of range (0..{len(graph.instructions) - 1})")
+            out.append(graph.instructions[it].op)
+        else:
+            raise XlaSdkError(f"{what}: expected an Instruction, its name or its index, got {type(it).__name__}")
+    for op in out:
+        if op.shape.is_tuple() and op.opdef is not GET_TUPLE_ELEMENT and not op.opdef.tuple_result:
+            n = len(op.shape.tuple_shapes())
+            raise XlaSdkError(
+                f"{what}: instruction {graph.instruction_of(op).name!r} ({op.opcode}) has {n} results; an "
+                "output is one value: pass one result, "
+                f"comp.instruction({graph.instruction_of(op).name!r}).result(k)"
+            )
+    return out
+
+
+# Argument attributes that tie an argument to a result of the original program.
+_RESULT_TIED = ("tf.aliasing_output", "jax.buffer_donor")
+
+
+def _edited_params(graph: ImportedGraph, params: Sequence[XlaOp]) -> list[XlaOp]:
+    out = []
+    for p in params:
+        if any(k in p.attrs for k in _RESULT_TIED):
+            p = XlaOp(p.builder, PARAMETER, (), p.shape, {k: v for k, v in p.attrs.items() if k not in _RESULT_TIED},
+                      (), p.loc, p.extra)
+        out.append(p)
+    return out
+
+
+def _edited(
+    source: XlaComputation, graph: ImportedGraph, params: Sequence[XlaOp], outputs: Sequence[XlaOp],
+    effects: Sequence[XlaOp],
+) -> XlaComputation:
+    from ..computation import XlaComputation
+
+    module_attrs = tuple((k, v) for k, v in graph.module_attrs if k != "mhlo.input_output_alias")
+    return XlaComputation._from_graph(
+        graph.name, list(params), list(outputs), list(effects), module_attrs, graph.module_body, None,
+        source.source_format or "graph",
+    )
+
+
+def with_outputs(source: XlaComputation, graph: ImportedGraph, items: Iterable[Any]) -> XlaComputation:
+    """See :meth:`XlaComputation.with_outputs`."""
+    outs = _resolve(graph, items, "with_outputs")
+    if not outs:
+        raise XlaSdkError("with_outputs: give at least one instruction")
+    params = _edited_params(graph, graph.params)
+    subst = {id(a): b for a, b in zip(graph.params, params, strict=True) if a is not b}
+    if subst:
+        outs, effects = _copy([*outs, *graph.effects], subst, len(outs))
+    else:
+        effects = list(graph.effects)
+    return _edited(source, graph, params, outs, effects)
+
+
+def extract(source: XlaComputation, graph: ImportedGraph, items: Iterable[Any]) -> XlaComputation:
+    """See :meth:`XlaComputation.extract`."""
+    chosen = _resolve(graph, items, "extract")
+    if not chosen:
+        raise XlaSdkError("extract: give at least one instruction")
+    inside = {id(o) for o in chosen}
+    # Inputs: the values the chosen instructions read from outside the set, in instruction order.
+    inputs: dict[int, XlaOp] = {}
+    for o in sorted(chosen, key=lambda x: x.id):
+        for x in [*o.operands, *(c for r in o.regions for c in r.captures)]:
+            src = x.operands[0] if x.opdef is GET_TUPLE_ELEMENT and x not in graph.names else x
+            if id(src) not in inside and id(x) not in inside:
+                inputs.setdefault(id(x), x)
+    b = XlaBuilder(graph.name)
+    subst: dict[int, XlaOp] = {}
+    params: list[XlaOp] = []
+    for i, x in enumerate(inputs.values()):
+        owner = graph.instruction_of(x)
+        pname = owner.name if x in graph.names else f"{owner.name}#{x.extra}"
+        p = XlaOp(b, PARAMETER, (), x.shape, {}, (), x.loc, (i, pname))
+        b._params[i] = p
+        subst[id(x)] = p
+        params.append(p)
+    used = {id(x) for o in chosen for x in o.operands} | {
+        id(x.operands[0]) for o in chosen for x in o.operands if x.opdef is GET_TUPLE_ELEMENT
+    }
+    outs = [o for o in chosen if id(o) not in used] or list(chosen)
+    copied, _ = _copy(outs, subst, len(outs))
+    return _edited(source, graph, params, copied, [])
+
+
+def _copy(roots: Sequence[XlaOp], subst: dict[int, XlaOp], n_out: int) -> tuple[list[XlaOp], list[XlaOp]]:
+    """Copies of ``roots`` with the nodes in ``subst`` (by id) replaced, through regions; split
+    into the first ``n_out`` copies and the rest."""
+    memo: dict[int, XlaOp] = dict(subst)
+
+    def cp(o: XlaOp) -> XlaOp:
+        got = memo.get(id(o))
+        if got is not None:
+            return got
+        stack = [(o, False)]
+        while stack:
+            node, ready = stack.pop()
+            if id(node) in memo:
+                continue
+            deps = [*node.operands, *(c for r in node.regions for c in (*r.captures, *(r.bindings or ())))]
+            if not ready:
+                stack.append((node, True))
+                stack.extend((d, False) for d in deps if id(d) not in memo)
+                continue
+            regions = tuple(_copy_region(r, memo) for r in node.regions)
+            new = XlaOp(node.builder, node.opdef, tuple(memo[id(x)] for x in node.operands), node.shape, node.attrs,
+                        regions, node.loc, node.extra)
+            memo[id(node)] = new
+        return memo[id(o)]
+
+    def _copy_region(r: Region, memo: dict[int, XlaOp]) -> Region:
+        # The region's ops read outer values directly (captures): copied when one of those changed.
+        if not any(memo.get(id(c), c) is not c for c in (*r.captures, *(r.bindings or ()))):
+            return r
+        for p in r.params:
+            memo.setdefault(id(p), p)
+        return Region(
+            r.params, tuple(cp(x) for x in r.results), None if r.bindings is None else tuple(cp(x) for x in r.bindings),
+            captures=tuple(cp(x) for x in r.captures), effects=tuple(cp(x) for x in r.effects),
+            terminator=r.terminator,
+        )
+
+    copied = [cp(o) for o in roots]
+    return copied[:n_out], copied[n_out:]
