@@ -191,3 +191,29 @@ def test_multi_result_instructions_and_bad_names() -> None:
         comp.with_outputs([other.instructions()[-1]])
     with pytest.raises(xs.XlaSdkError, match="at least one"):
         comp.with_outputs([])
+
+
+@pytest.mark.parametrize("corpus", ["dumps", "dumps_jax012"])
+@pytest.mark.parametrize("fname", ["module.before_optimizations.txt", "module.before_optimizations.hlo.pb",
+                                   "lowered.mlir", "exported.mlirbc"])
+def test_sharded_program_keeps_its_partitioning(corpus: str, fname: str) -> None:
+    """sharded_mlp (a batch split over 4 devices, weights replicated, a global sum): the graph keeps the
+    module's shardings, meshes and num_partitions; with its first dot exposed it still runs on 4
+    partitions from global inputs and gives JAX's bits, and the dot equals numpy's x @ w1."""
+    program = f"{corpus}/sharded_mlp"
+    ins, outs = recorded(program)
+    comp = xs.load_computation(DATA / program / fname)
+    graph = comp._graph()
+    if fname.endswith((".mlir", ".mlirbc")):  # JAX's lowering: Shardy mesh and shardings, num_partitions
+        assert dict(graph.module_attrs)["mhlo.num_partitions"] == "4 : i32"
+        assert any(t.startswith('"sdy.mesh"') for t in graph.module_body)
+        assert '"x"' in graph.params[0].attrs["sdy.sharding"].text
+    dot = next(i for i in comp.instructions() if i.opcode in ("stablehlo.dot_general", "stablehlo.dot"))
+    probe = comp.with_outputs([*graph.outputs, dot])
+    if fname.endswith((".mlir", ".mlirbc")):
+        assert "sdy.sharding" in probe.as_stablehlo_text() and "mhlo.num_partitions = 4" in probe.as_stablehlo_text()
+    devices = xs.client("cpu", num_devices=4).devices()
+    exe = xs.compile(probe, devices[0], options=xs.CompileOptions(num_partitions=4))
+    y, total, h = (np.asarray(a.to_numpy()) for a in exe.execute_sharded(ins))
+    assert _same_bits([y, total], outs)
+    np.testing.assert_allclose(h, ins[0] @ ins[1], rtol=1e-5, atol=1e-5)

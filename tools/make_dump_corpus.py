@@ -233,12 +233,38 @@ def int_indexing() -> tuple[Callable[..., Any], tuple[Any, ...]]:
     return int_ops, (x, a, b, u, pos)
 
 
+def sharded_mlp() -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """A 2-layer MLP on 4 CPU devices: the batch split 4 ways (``NamedSharding``, ``P("x")``), weights
+    replicated, and a global sum of squares (a cross-device reduction), f32. Its modules carry
+    ``num_partitions=4`` and shardings (Shardy's under jax 0.12, GSPMD's ``mhlo.sharding`` before)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    mesh = Mesh(np.array(jax.devices()[:4]), ("x",))
+    rng = np.random.default_rng(5)
+    f32 = np.float32
+    x = jax.device_put(rng.standard_normal((16, 8)).astype(f32), NamedSharding(mesh, P("x")))
+    w1 = jax.device_put((rng.standard_normal((8, 32)) / 3).astype(f32), NamedSharding(mesh, P()))
+    w2 = jax.device_put((rng.standard_normal((32, 4)) / 6).astype(f32), NamedSharding(mesh, P()))
+
+    def sharded_mlp(x: Any, w1: Any, w2: Any) -> Any:
+        y = jax.nn.relu(x @ w1) @ w2
+        return y, jnp.sum(y * y)
+
+    return sharded_mlp, (x, w1, w2)
+
+
 PROGRAMS: dict[str, Callable[[], tuple[Callable[..., Any], tuple[Any, ...]]]] = {
     "transformer_bf16": transformer_bf16,
     "convnet_train": convnet_train,
     "gru_scan": gru_scan,
     "int_indexing": int_indexing,
+    "sharded_mlp": sharded_mlp,
 }
+# Programs that run on several CPU devices (XLA_FLAGS=--xla_force_host_platform_device_count=N).
+DEVICES = {"sharded_mlp": 4}
 
 
 # -- the child: jit, run, save the lowering, the export and the inputs/outputs ------------------------------
@@ -284,7 +310,10 @@ def _make(name: str, out_root: Path = OUT_ROOT) -> None:
         shutil.rmtree(out_dir)
     out_dir.mkdir(parents=True)
     with tempfile.TemporaryDirectory(prefix=f"dump-{name}-") as dump:
-        env = dict(os.environ, XLA_FLAGS=f"--xla_dump_to={dump} {XLA_DUMP_FLAGS}", JAX_PLATFORMS="cpu")
+        flags = f"--xla_dump_to={dump} {XLA_DUMP_FLAGS}"
+        if name in DEVICES:
+            flags += f" --xla_force_host_platform_device_count={DEVICES[name]}"
+        env = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu")
         r = subprocess.run([sys.executable, "tools/make_dump_corpus.py", "--child", name, str(out_dir)], cwd=REPO,
                            env=env, capture_output=True, text=True, check=False)
         if r.returncode != 0:

@@ -348,6 +348,9 @@ def import_graph(module: Any, name: str) -> ImportedGraph:
     imp = _Importer(name)
     b = XlaBuilder(name)
     params, results, effects = imp.block(b, rec.body, "main", top=True)
+    for p, attrs in zip(params, rec.arg_attrs, strict=True):  # shardings, layouts, donation, ...
+        if attrs:
+            p.attrs = {n: MlirAttr(t) for n, t in attrs}
     for t, _ in rec.result_types:
         if t[0] == "tuple":
             raise GraphImportError(f"computation {name!r}: main returns a tuple-typed value (the graph holds "
@@ -430,13 +433,14 @@ def _edited_params(graph: ImportedGraph, params: Sequence[XlaOp]) -> list[XlaOp]
 def _edited(
     source: XlaComputation, graph: ImportedGraph, params: Sequence[XlaOp], outputs: Sequence[XlaOp],
     effects: Sequence[XlaOp],
+    result_attrs: tuple[dict[str, Any], ...] | None = None,
 ) -> XlaComputation:
     from ..computation import XlaComputation
 
     module_attrs = tuple((k, v) for k, v in graph.module_attrs if k != "mhlo.input_output_alias")
     return XlaComputation._from_graph(
-        graph.name, list(params), list(outputs), list(effects), module_attrs, graph.module_body, None,
-        source.source_format or "graph",
+        graph.name, list(params), list(outputs), list(effects), module_attrs, graph.module_body,
+        result_attrs if result_attrs and any(result_attrs) else None, source.source_format or "graph",
     )
 
 
@@ -446,12 +450,17 @@ def with_outputs(source: XlaComputation, graph: ImportedGraph, items: Iterable[A
     if not outs:
         raise XlaSdkError("with_outputs: give at least one instruction")
     params = _edited_params(graph, graph.params)
+    # An original output keeps its result attributes (its sharding above all).
+    kept: dict[int, dict[str, Any]] = {}
+    for o, a in zip(graph.outputs, graph.result_attrs, strict=False):
+        kept.setdefault(id(o), a)
+    result_attrs = tuple(kept.get(id(o), {}) for o in outs)
     subst = {id(a): b for a, b in zip(graph.params, params, strict=True) if a is not b}
     if subst:
         outs, effects = _copy([*outs, *graph.effects], subst, len(outs))
     else:
         effects = list(graph.effects)
-    return _edited(source, graph, params, outs, effects)
+    return _edited(source, graph, params, outs, effects, result_attrs)
 
 
 def extract(source: XlaComputation, graph: ImportedGraph, items: Iterable[Any]) -> XlaComputation:
