@@ -38,6 +38,8 @@ Modules of this package (everything public is re-exported here):
 ``program_shape``      the program shape of a loaded module, from MLIR types
 ``diagnostics``        one-line descriptions of MLIR/XLA errors
 ``artifact``           portable artifact versions and serialization
+``jax_export``         ``jax.export`` files (``Exported.serialize()``): :func:`read_jax_export`
+``graph_import``       a module's instruction graph: ``comp.instructions()``, ``with_outputs``, ``extract``
 ``loaders``            ``computation_from_*``, :func:`load_computation`
 ``saving``             :func:`computation_bytes`, :func:`save_computation`
 =====================  ========================================================================
@@ -49,6 +51,7 @@ from .artifact import portable_artifact_version, serialize_portable_artifact
 from .hlo_check import check_hlo_text
 from .hlo_text import _parse_hlo_text as _parse_hlo_text  # used by tests
 from .hlo_text import hlo_opcode_counts
+from .jax_export import JaxExport, read_jax_export
 from .loaders import computation_from_hlo_proto, computation_from_hlo_text, computation_from_stablehlo, load_computation
 from .protobuf import _proto_fields as _proto_fields  # used by tests
 from .saving import computation_bytes, save_computation
@@ -70,4 +73,6 @@ __all__ = [
     "check_hlo_text",
     "hlo_opcode_counts",
     "PathLike",
+    "JaxExport",
+    "read_jax_export",
 ]

@@ -19,6 +19,7 @@ from .artifact import _TRUSTED_BYTECODE, _vtuple, portable_artifact_version
 from .diagnostics import _one_line
 from .hlo_check import check_elided_constants, check_hlo_text
 from .hlo_rewrite import _backported_hlo_text
+from .jax_export import read_jax_export
 from .program_shape import _program_shape
 from .protobuf import _find_module_proto
 from .sniff import (
@@ -244,6 +245,12 @@ def _read(path: PathLike, what: str) -> bytes:
         raise FormatError(f"{what}: cannot read the file: {e.strerror or e}") from None
 
 
+def _from_jax_export(data: bytes, what: str) -> XlaComputation:
+    """The module of a ``jax.export`` file (:mod:`xlasdk.formats.jax_export`)."""
+    info = read_jax_export(data, what)
+    return _from_bytecode(info.mlir_module, f"{what} (its jax.export module)")
+
+
 def load_computation(path: PathLike, format: Format | str | None = None) -> XlaComputation:
     """Load a computation from a file, choosing the format by the suffix.
 
@@ -254,7 +261,9 @@ def load_computation(path: PathLike, format: Format | str | None = None) -> XlaC
         portable artifact or MLIR bytecode), ``.pb`` (``HloModuleProto``, or the ``HloProto``
         XLA's dumps write). For ``.txt`` and any other suffix the format is recognised from the
         content, so XLA dump files such as ``module_0000.main.before_optimizations.txt`` load as
-        they are.
+        they are, and so does a ``jax.export`` file (``Exported.serialize()``, any suffix): its
+        StableHLO module, with the shardings and ``num_partitions`` it holds (the file's other
+        fields: :func:`xlasdk.formats.read_jax_export`).
     format:
         Force a format (``"hlo"``, ``"mlir"``, ``"mlirbc"``, ``"pb"`` or a :class:`Format`).
 
@@ -277,6 +286,8 @@ def load_computation(path: PathLike, format: Format | str | None = None) -> XlaC
         raise FormatError(f"{what}: the file is empty")
     fmt = _parse_format(format) if format is not None else format_from_suffix(spath)
     sniffed = sniff_format(data)
+    if sniffed is None and fmt is None and jax_exported_hint(data) is not None:
+        return _from_jax_export(data, what)
     if sniffed is None and (hint := jax_exported_hint(data)) is not None:
         raise FormatError(f"{what}: {hint}")
     if fmt is None:

@@ -131,7 +131,7 @@ def jax_exported_hint(data: bytes) -> str | None:
         return None
     return (
         "it looks like a jax.export Exported.serialize() file (JAX's flatbuffer around a StableHLO "
-        "module); xlasdk loads the module itself: in JAX, write exported.mlir_module_serialized to a "
-        ".mlirbc file, or exported.mlir_module() to a .mlir file, and load that"
+        "module): xs.load_computation(path) loads its module (without format=), and "
+        "xs.formats.read_jax_export(data) reads it from bytes"
     )
 
