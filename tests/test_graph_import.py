@@ -217,3 +217,90 @@ def test_sharded_program_keeps_its_partitioning(corpus: str, fname: str) -> None
     y, total, h = (np.asarray(a.to_numpy()) for a in exe.execute_sharded(ins))
     assert _same_bits([y, total], outs)
     np.testing.assert_allclose(h, ins[0] @ ins[1], rtol=1e-5, atol=1e-5)
+
+
+def _f32(b: xs.XlaBuilder, n: int, dims: tuple[int, ...], name: str) -> xs.XlaOp:
+    return ops.Parameter(b, n, xs.Shape.array_shape(np.float32, dims), name)
+
+
+def test_rewrite_a_built_computation_through_the_builder() -> None:
+    b = xs.XlaBuilder("f")
+    x = _f32(b, 0, (3,), "x")
+    comp = b.build(ops.Mul(ops.Exp(x), x))
+    rb = xs.XlaBuilder.from_computation(comp)
+    e = rb.instruction(next(i.name for i in comp.instructions() if i.opcode == "stablehlo.exponential"))
+    rb.replace(e, ops.Add(e, ops.Constant(rb, np.float32(1))))  # built from the value it replaces
+    edited = rb.build()
+    a = np.array([0.5, -1.0, 2.0], np.float32)
+    (got,) = _run(edited, [a])
+    np.testing.assert_allclose(got, (np.exp(a) + 1) * a, rtol=1e-6)
+    (orig,) = _run(comp, [a])  # the computation itself is unchanged
+    np.testing.assert_allclose(orig, np.exp(a) * a, rtol=1e-6)
+    # other outputs, and an output replaced
+    rb2 = xs.XlaBuilder.from_computation(comp)
+    (out,) = rb2.outputs()
+    rb2.replace(out, ops.Neg(out))
+    neg, ex = _run(rb2.build([rb2.outputs()[0], rb2.instruction(e.opcode.split(".")[-1] + ".1")]), [a])
+    np.testing.assert_allclose(neg, -np.exp(a) * a, rtol=1e-6)
+    np.testing.assert_allclose(ex, np.exp(a), rtol=1e-6)
+
+
+def test_rewrite_a_real_dump() -> None:
+    """gru_scan: negate the vector jnp.sort sorts; the program's sorted output becomes sort(-v), the
+    other outputs keep JAX's bits."""
+    ins, outs = recorded("dumps/gru_scan")
+    comp = xs.load_computation(DATA / "dumps/gru_scan/module.before_optimizations.txt")
+    call = next(i for i in comp.instructions() if i.opcode == "func.call" and i.shape.dimensions() == (48,))
+    (presort,) = call.operands
+    (v,) = _run(comp.with_outputs([presort]), ins)
+    rb = xs.XlaBuilder.from_computation(comp)
+    node = rb.instruction(presort.name)
+    rb.replace(node, ops.Neg(node))
+    got = _run(rb.build(), ins)
+    np.testing.assert_array_equal(got[2], np.sort(-v))
+    assert _same_bits([g for k, g in enumerate(got) if k != 2], [o for k, o in enumerate(outs) if k != 2])
+
+
+def test_rewrite_reaches_inside_branches() -> None:
+    """A conditional's branches read outer values directly (stablehlo.if): a replaced value is what
+    they read."""
+    b = xs.XlaBuilder("cond")
+    p = ops.Parameter(b, 0, xs.Shape.array_shape(np.bool_, ()), "p")
+    x = _f32(b, 1, (2,), "x")
+    y = ops.Exp(x)
+    tb = xs.XlaBuilder("t")
+    t = ops.Mul(_f32(tb, 0, (2,), "a"), ops.Constant(tb, np.float32(2)))
+    fb = xs.XlaBuilder("f")
+    f = ops.Neg(_f32(fb, 0, (2,), "a"))
+    comp = b.build(ops.Conditional(p, y, tb.build(t), y, fb.build(f)))
+    rb = xs.XlaBuilder.from_computation(comp)
+    name = next(i.name for i in comp.instructions() if i.opcode == "stablehlo.exponential")
+    e = rb.instruction(name)
+    rb.replace(e, ops.Add(e, ops.Constant(rb, np.float32(10))))
+    edited = rb.build()
+    a = np.array([0.25, -1.0], np.float32)
+    (yes,) = _run(edited, [np.bool_(True), a])
+    (no,) = _run(edited, [np.bool_(False), a])
+    np.testing.assert_allclose(yes, (np.exp(a) + 10) * 2, rtol=1e-6)
+    np.testing.assert_allclose(no, -(np.exp(a) + 10), rtol=1e-6)
+
+
+def test_rewrite_errors() -> None:
+    b = xs.XlaBuilder("f")
+    x = _f32(b, 0, (3,), "x")
+    comp = b.build(ops.Sin(ops.Exp(x)))
+    rb = xs.XlaBuilder.from_computation(comp)
+    names = [i.name for i in comp.instructions()]
+    e = rb.instruction(next(n for n in names if n.startswith("exponential")))
+    s = rb.instruction(next(n for n in names if n.startswith("sine")))
+    with pytest.raises(xs.ShapeError, match=r"shape f32\[2\], the instruction it replaces f32\[3\]"):
+        rb.replace(e, ops.Constant(rb, np.zeros(2, np.float32)))
+    with pytest.raises(xs.ShapeError, match="reads the value it replaces"):
+        rb.replace(e, ops.Cos(s))
+    with pytest.raises(xs.ShapeError, match="not made by XlaBuilder.from_computation"):
+        xs.XlaBuilder("plain").replace(e, e)
+    other = xs.XlaBuilder("other")
+    with pytest.raises(xs.ShapeError, match="must be an XlaOp of builder"):
+        rb.replace(e, _f32(other, 0, (3,), "z"))
+    with pytest.raises(xs.XlaSdkError, match="no instruction named"):
+        rb.instruction("nope.1")

@@ -323,6 +323,7 @@ class XlaBuilder:
         self._loc_cache: dict[tuple[str, int], Location] = {}
         self._side_effects: list[XlaOp] = []
         self._nbytes = 0  # bytes of every array built, regions included (checked by build)
+        self._imported: Any = None  # formats.graph_import._Rewrite of a builder made by from_computation
 
     def _next_id(self) -> int:
         self._count += 1
@@ -648,6 +649,63 @@ class XlaBuilder:
         assert isinstance(root, XlaOp)
         return root
 
+    # -- rewriting a computation -------------------------------------------------------------
+    @classmethod
+    def from_computation(cls, computation: XlaComputation) -> XlaBuilder:
+        """A builder that holds a copy of ``computation``'s instruction graph, to rewrite it.
+
+        Its parameters are the computation's; :meth:`instruction` gives the node of an
+        instruction (named as ``computation.instructions()`` names them), on which ``ops.*``
+        build new ops as usual; :meth:`replace` makes the program read a new value in place of an
+        instruction's; :meth:`build` without a root gives the program with its original outputs
+        (replacements applied), or with the outputs given. The module's other functions,
+        attributes and shardings come along; the computation itself is not changed. Works for
+        loaded and built computations alike; the result compiles in the worker process first,
+        like a loaded one.
+
+        Raises
+        ------
+        GraphImportError
+            The module holds a construct the graph cannot (see ``computation.instructions()``).
+        """
+        from .formats.graph_import import builder_from  # the graph import sits above the builder
+
+        return builder_from(computation)
+
+    def _rewrite(self, what: str) -> Any:
+        if self._imported is None:
+            raise ShapeError(f"{what}: builder {self.name!r} was not made by XlaBuilder.from_computation{where()}")
+        return self._imported
+
+    def instruction(self, name: str | int) -> XlaOp:
+        """The node of the instruction ``name`` (or index) of the computation this builder was made
+        from (:meth:`from_computation`); multi-result instructions give their tuple-shaped node,
+        whose results ``ops.GetTupleElement`` reads.
+
+        Raises
+        ------
+        XlaSdkError: no such instruction; ShapeError: not a builder made by ``from_computation``.
+        """
+        return self._rewrite("instruction").instruction(name)  # type: ignore[no-any-return]
+
+    def outputs(self) -> list[XlaOp]:
+        """The program's current outputs (the original ones, with :meth:`replace` applied)."""
+        return list(self._rewrite("outputs").outputs)
+
+    def replace(self, old: XlaOp, new: XlaOp) -> None:
+        """Make every instruction of the original program that reads ``old`` read ``new`` instead
+        (and an output that is ``old`` become ``new``). ``new`` may be built from ``old``
+        (``b.replace(x, ops.Max(x, zero))``).
+
+        Raises
+        ------
+        ShapeError
+            ``new`` has another shape than ``old``, either is not of this builder, ``old`` is not an
+            instruction of the original program, or ``new`` reads a value computed from ``old``'s
+            users (the program would read itself).
+        """
+        self._rewrite("replace").replace(old, new)
+
     def build(self, root: XlaOp | Sequence[XlaOp] | None = None) -> XlaComputation:
         """Build the computation whose result is ``root``.
 
@@ -665,6 +723,8 @@ class XlaBuilder:
         """
         from .computation import XlaComputation  # computation is built from this module's graphs
 
+        if self._imported is not None:
+            return self._imported.build(root)  # type: ignore[no-any-return]
         r = self._root(root)
         if self._nbytes > MAX_ARRAY_BYTES:
             raise ShapeError(

@@ -38,6 +38,7 @@ class RegionRecord:
     ops: list[OpRecord]
     returns: list[int]
     terminator: str  # the terminator's op name
+    captures: list[int] = field(default_factory=list)  # values of enclosing scopes its ops use
 
 
 @dataclass
@@ -120,6 +121,7 @@ class _Reader:
             inner_caps: set[int] = set()
             for r in o.regions:
                 rec, caps = self.region(r, f"{where} > {o.name}")
+                rec.captures = sorted(caps)
                 regions.append(rec)
                 inner_caps |= caps
             rec_op = OpRecord(

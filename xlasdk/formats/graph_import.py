@@ -266,14 +266,8 @@ class _Importer:
             row.variadic and any(x.shape.is_tuple() for x in operands)
         ):
             row = _opaque_row(rec.name, tuple_result)
+        # each region's captures: the outer values its ops read directly (dependencies of the op)
         regions = tuple(self.region(r, f"{where} > {rec.name}") for r in rec.regions)
-        if rec.captures:  # values of this scope the regions use: dependencies of the op
-            caps = tuple(self.values[k] for k in rec.captures)
-            regions = tuple(
-                Region(r.params, r.results, r.bindings, captures=caps if i == 0 else (), effects=r.effects,
-                       terminator=r.terminator)
-                for i, r in enumerate(regions)
-            )
         attrs = {n: MlirAttr(t) for n, t in rec.attrs}
         op = XlaOp(b, row, operands, shape, attrs, regions, _location(rec.loc), None)
         b._nbytes += shape._heap_bytes()
@@ -321,7 +315,8 @@ class _Importer:
     def region(self, rec: _mg.RegionRecord, where: str) -> Region:
         sub = XlaBuilder(f"{self.name}.region")
         params, results, effects = self.block(sub, rec, where, top=False)
-        return Region(params, results, effects=effects, terminator=rec.terminator)
+        captures = tuple(self.values[k] for k in rec.captures)
+        return Region(params, results, captures=captures, effects=effects, terminator=rec.terminator)
 
 
 # Ops whose unused results may be dropped with them (everything else unused is kept as an effect).
@@ -494,10 +489,15 @@ def extract(source: XlaComputation, graph: ImportedGraph, items: Iterable[Any]) 
     return _edited(source, graph, params, copied, [])
 
 
-def _copy(roots: Sequence[XlaOp], subst: dict[int, XlaOp], n_out: int) -> tuple[list[XlaOp], list[XlaOp]]:
+def _copy(
+    roots: Sequence[XlaOp], subst: dict[int, XlaOp], n_out: int, *, builder: XlaBuilder | None = None,
+    only: XlaBuilder | None = None,
+) -> tuple[list[XlaOp], list[XlaOp]]:
     """Copies of ``roots`` with the nodes in ``subst`` (by id) replaced, through regions; split
-    into the first ``n_out`` copies and the rest."""
-    memo: dict[int, XlaOp] = dict(subst)
+    into the first ``n_out`` copies and the rest. With ``builder``, the copies of nodes of
+    ``only`` (the main graph's builder) belong to ``builder``; ``subst`` then also receives every
+    copy (by the original's id)."""
+    memo: dict[int, XlaOp] = subst if builder is not None else dict(subst)
 
     def cp(o: XlaOp) -> XlaOp:
         got = memo.get(id(o))
@@ -514,7 +514,8 @@ def _copy(roots: Sequence[XlaOp], subst: dict[int, XlaOp], n_out: int) -> tuple[
                 stack.extend((d, False) for d in deps if id(d) not in memo)
                 continue
             regions = tuple(_copy_region(r, memo) for r in node.regions)
-            new = XlaOp(node.builder, node.opdef, tuple(memo[id(x)] for x in node.operands), node.shape, node.attrs,
+            owner = builder if builder is not None and node.builder is only else node.builder
+            new = XlaOp(owner, node.opdef, tuple(memo[id(x)] for x in node.operands), node.shape, node.attrs,
                         regions, node.loc, node.extra)
             memo[id(node)] = new
         return memo[id(o)]
@@ -533,3 +534,166 @@ def _copy(roots: Sequence[XlaOp], subst: dict[int, XlaOp], n_out: int) -> tuple[
 
     copied = [cp(o) for o in roots]
     return copied[:n_out], copied[n_out:]
+
+
+class _Rewrite:
+    """The state of a builder made by :meth:`XlaBuilder.from_computation`: the copied program."""
+
+    def __init__(self, source: XlaComputation, graph: ImportedGraph, b: XlaBuilder, memo: dict[int, XlaOp]) -> None:
+        self.source = source
+        self.graph = graph
+        self.builder = b
+        self.by_name = {ins.name: memo[id(ins.op)] for ins in graph.instructions}
+        self.by_index = [memo[id(ins.op)] for ins in graph.instructions]
+        self.outputs = [memo[id(o)] for o in graph.outputs]
+        self.original_outputs = list(self.outputs)
+        self.effects = [memo[id(o)] for o in graph.effects]
+        self.imported = {id(o) for o in memo.values()}
+        self.user_count = len(b._side_effects)
+
+    def instruction(self, name: str | int) -> XlaOp:
+        if isinstance(name, bool) or not isinstance(name, (str, int)):
+            raise XlaSdkError(f"instruction: expected a name or an index, got {type(name).__name__}")
+        if isinstance(name, int):
+            if not 0 <= name < len(self.by_index):
+                raise XlaSdkError(f"instruction: instruction index {name} is out of range (0..{len(self.by_index) - 1})")
+            return self.by_index[name]
+        got = self.by_name.get(name)
+        if got is None:
+            near = [n for n in self.by_name if n.split(".")[0] == name.split(".")[0]][:8]
+            raise XlaSdkError(
+                f"instruction: no instruction named {name!r} in computation {self.graph.name!r}"
+                + (f" (instructions of that kind: {', '.join(near)})" if near else "")
+            )
+        return got
+
+    def _nodes(self) -> list[XlaOp]:
+        """Every node of the copied program's main graph reachable from its outputs and effects."""
+        seen: dict[int, XlaOp] = {}
+        stack = [*self.outputs, *self.effects]
+        while stack:
+            o = stack.pop()
+            if id(o) in seen:
+                continue
+            seen[id(o)] = o
+            stack.extend(o.operands)
+            for r in o.regions:
+                stack.extend(r.captures)
+                stack.extend(r.bindings or ())
+        return list(seen.values())
+
+    def replace(self, old: XlaOp, new: XlaOp) -> None:
+        from ..errors import ShapeError
+
+        for what, op in (("old", old), ("new", new)):
+            if not isinstance(op, XlaOp) or op.builder is not self.builder:
+                raise ShapeError(f"replace: {what} must be an XlaOp of builder {self.builder.name!r}")
+        if id(old) not in self.imported:
+            raise ShapeError("replace: old must be an instruction of the original program (builder.instruction(...))")
+        if new.shape != old.shape:
+            raise ShapeError(f"replace: the new value has shape {new.shape}, the instruction it replaces {old.shape}")
+        if new is old:
+            return
+        users = [o for o in self._nodes() if any(x is old for x in o.operands) and id(o) in self.imported]
+        # new must not be computed from a user of old (the program would read its own result)
+        cone: set[int] = set()
+        stack = [new]
+        while stack:
+            o = stack.pop()
+            if id(o) in cone:
+                continue
+            cone.add(id(o))
+            stack.extend(o.operands)
+            for r in o.regions:
+                stack.extend(r.captures)
+        bad = [u for u in users if id(u) in cone]
+        if bad:
+            raise ShapeError(
+                f"replace: the new value is computed from {bad[0].opcode}, which reads the value it replaces "
+                "(the program would read its own result)"
+            )
+        # ops inside regions (loop bodies, branches) may read old directly: they read new too
+        holders = [o for o in self._nodes() if id(o) in self.imported and any(
+            any(c is old for c in r.captures) for r in o.regions)]
+        for h in holders:
+            _replace_in_regions(h, old, new)
+        for u in users:
+            u.operands = tuple(new if x is old else x for x in u.operands)
+        self.outputs = [new if o is old else o for o in self.outputs]
+        self.effects = [new if o is old else o for o in self.effects]
+        # The emitters write a graph in creation order: everything downstream of the rewired ops
+        # is renumbered after new, keeping its own order.
+        downstream: dict[int, XlaOp] = {id(u): u for u in (*users, *holders)}
+        changed = True
+        nodes = [o for o in self._nodes() if id(o) in self.imported]
+        while changed:
+            changed = False
+            for o in nodes:
+                if id(o) not in downstream and any(id(x) in downstream for x in o.operands) or (
+                    id(o) not in downstream and any(id(c) in downstream for r in o.regions for c in r.captures)
+                ):
+                    downstream[id(o)] = o
+                    changed = True
+        for o in sorted(downstream.values(), key=lambda n: n.id):
+            o.id = self.builder._next_id()
+
+    def build(self, root: Any) -> XlaComputation:
+        if root is None:
+            outs = list(self.outputs)
+        elif isinstance(root, (list, tuple)):
+            outs = list(root)
+        else:
+            outs = [root]
+        from ..errors import ShapeError
+
+        if not outs:
+            raise ShapeError("build: no outputs")
+        for o in outs:
+            if not isinstance(o, XlaOp) or o.builder is not self.builder:
+                raise ShapeError(f"build: outputs must be XlaOps of builder {self.builder.name!r}")
+            if o.shape.is_tuple() and o.opdef is not GET_TUPLE_ELEMENT and not o.opdef.tuple_result:
+                raise ShapeError(f"build: output {o.opcode} has several results; give one (ops.GetTupleElement)")
+        kept: dict[int, dict[str, Any]] = {}
+        for o, orig, a in zip(self.outputs, self.original_outputs, self.graph.result_attrs, strict=False):
+            if o is orig:
+                kept.setdefault(id(o), a)
+        result_attrs = tuple(kept.get(id(o), {}) for o in outs)
+        effects = [*self.effects, *self.builder._side_effects[self.user_count:]]
+        params = self.builder.parameters()
+        return _edited(self.source, self.graph, params, outs, effects, result_attrs)
+
+
+def _replace_in_regions(owner: XlaOp, old: XlaOp, new: XlaOp) -> None:
+    """Every op inside ``owner``'s regions (nested ones included) reads ``new`` where it read ``old``."""
+    for r in owner.regions:
+        r.captures = tuple(new if c is old else c for c in r.captures)
+        seen: set[int] = set()
+        stack = [*r.results, *r.effects]
+        while stack:
+            o = stack.pop()
+            if id(o) in seen or o.opdef is PARAMETER:
+                continue
+            seen.add(id(o))
+            if any(x is old for x in o.operands):
+                o.operands = tuple(new if x is old else x for x in o.operands)
+            stack.extend(x for x in o.operands if x is not new)
+            if any(c is old for r2 in o.regions for c in r2.captures):
+                _replace_in_regions(o, old, new)
+
+
+def builder_from(source: XlaComputation) -> XlaBuilder:
+    """See :meth:`XlaBuilder.from_computation`."""
+    graph: ImportedGraph = source._graph()
+    b = XlaBuilder(graph.name)
+    memo: dict[int, XlaOp] = {}
+    for i, p in enumerate(graph.params):
+        attrs = {k: v for k, v in p.attrs.items() if k not in _RESULT_TIED}
+        np_ = XlaOp(b, PARAMETER, (), p.shape, attrs, (), p.loc, p.extra)
+        b._params[i] = np_
+        memo[id(p)] = np_
+    main = graph.params[0].builder if graph.params else (graph.outputs[0].builder if graph.outputs else None)
+    _copy([*graph.outputs, *graph.effects, *(i.op for i in graph.instructions)], memo, 0,
+          builder=b, only=main)
+    b._nbytes = sum(o.shape._heap_bytes() for o in memo.values())
+    b._imported = _Rewrite(source, graph, b, memo)
+    return b
