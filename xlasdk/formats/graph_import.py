@@ -556,7 +556,8 @@ class _Rewrite:
             raise XlaSdkError(f"instruction: expected a name or an index, got {type(name).__name__}")
         if isinstance(name, int):
             if not 0 <= name < len(self.by_index):
-                raise XlaSdkError(f"instruction: instruction index {name} is out of range (0..{len(self.by_index) - 1})")
+                last = len(self.by_index) - 1
+                raise XlaSdkError(f"instruction: instruction index {name} is out of range (0..{last})")
             return self.by_index[name]
         got = self.by_name.get(name)
         if got is None:
