@@ -11,6 +11,7 @@ import os
 import re
 from typing import TYPE_CHECKING, Any
 
+from .._atomic import read_regular_file
 from .._jaxlib import isolated
 from .._jaxlib import mlir as _mlir
 from ..errors import FormatError
@@ -233,16 +234,27 @@ def _from_bytecode(data: bytes, what: str) -> XlaComputation:
 
 
 def _read(path: PathLike, what: str) -> bytes:
-    spath = os.fspath(path)
-    if os.path.isdir(spath):
-        raise FormatError(f"{what}: is a directory, not a file")
+    """The file's bytes: regular files only, at most ``XLASDK_MAX_FILE_BYTES`` (:mod:`xlasdk._atomic`)."""
     try:
-        with open(spath, "rb") as f:
-            return f.read()
+        return read_regular_file(path)
     except FileNotFoundError:
         raise FormatError(f"{what}: no such file") from None
+    except IsADirectoryError:
+        raise FormatError(f"{what}: is a directory, not a file") from None
     except OSError as e:
         raise FormatError(f"{what}: cannot read the file: {e.strerror or e}") from None
+
+
+def _path_name(path: object, caller: str) -> str:
+    """``path`` as the ``str`` errors name it; a path of another type, or with a NUL, is a FormatError."""
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
+        raise FormatError(f"{caller}: a path must be a str or os.PathLike, got {type(path).__name__} {path!r:.80}")
+    spath = os.fspath(path)
+    if not isinstance(spath, str):
+        raise FormatError(f"{caller}: a path must be a str or os.PathLike of a str, got {spath!r:.80}")
+    if "\0" in spath:
+        raise FormatError(f"{caller}: the path {spath!r:.200} holds a NUL character")
+    return spath
 
 
 def _from_jax_export(data: bytes, what: str) -> XlaComputation:
@@ -279,12 +291,11 @@ def load_computation(path: PathLike, format: Format | str | None = None) -> XlaC
         If the file is missing, empty, truncated, corrupt, of another format than its suffix
         says, or holds an inconsistent module; the message names the file and the problem.
     """
-    spath = os.fspath(path)
-    what = spath
-    data = _read(spath, what)
+    what = _path_name(path, "load_computation")
+    data = _read(path, what)
     if not data:
         raise FormatError(f"{what}: the file is empty")
-    fmt = _parse_format(format) if format is not None else format_from_suffix(spath)
+    fmt = _parse_format(format) if format is not None else format_from_suffix(what)
     sniffed = sniff_format(data)
     if sniffed is None and fmt is None and jax_exported_hint(data) is not None:
         return _from_jax_export(data, what)

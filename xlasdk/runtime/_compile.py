@@ -7,6 +7,7 @@ from typing import Any, Final, Protocol
 
 import numpy as np
 
+from .._atomic import read_regular_file
 from .._jaxlib import pjrt
 from ..errors import CompileError, FormatError
 from ..ops.collectives import partition_ids_problem
@@ -316,11 +317,13 @@ def load_executable(path: str | os.PathLike[str], device: Device | str | None = 
         If the file is missing, unreadable, empty, truncated or corrupt (the message names
         the file).
     """
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
+        raise FormatError(f"load_executable: a path must be a str or os.PathLike, got {type(path).__name__}")
     spath = os.fspath(path)
     what = f"load_executable({spath!r})"
     try:
-        with open(spath, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise FormatError(f"{what}: cannot read the file: {e.strerror or e}") from None
+        data = read_regular_file(spath)  # regular files only, bounded: never a FIFO or /dev/zero
+    except (OSError, ValueError, TypeError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else e
+        raise FormatError(f"{what}: cannot read the file: {reason}") from None
     return deserialize_executable(data, device, _what=what)

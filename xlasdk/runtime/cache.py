@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import struct
 import tempfile
 import time
@@ -38,6 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Union
 
+from .._atomic import read_regular_file
 from ..errors import FormatError, XlaSdkError
 
 if TYPE_CHECKING:
@@ -67,7 +69,6 @@ _FORMAT_VERSION: Final = 1
 _SUFFIX: Final = ".xlaexe"
 _TMP_PREFIX: Final = ".tmp-"
 _STALE_TMP_SECONDS: Final = 3600.0
-_UTIME_FD: Final = os.utime in os.supports_fd  # refresh a hit's mtime through its open file
 
 CacheArg = Union[bool, str, "os.PathLike[str]", "CompileCache", None]
 
@@ -287,16 +288,15 @@ class CompileCache:
         """:meth:`get` without copying: a view of the verified payload inside the file's bytes."""
         path = self._path(key)
         try:
-            with open(path, "rb", buffering=0) as f:
-                raw = f.read()
-                payload = _decode(raw, key)
-                if payload is not None:
-                    try:
-                        os.utime(f.fileno() if _UTIME_FD else path)
-                    except OSError:
-                        pass
+            raw = read_regular_file(path)  # never a FIFO (it would block) or a device left in the directory
         except OSError:
             return None
+        payload = _decode(raw, key)
+        if payload is not None:
+            try:
+                os.utime(path)
+            except OSError:
+                pass
         if payload is None:
             self._unlink(path)
         return payload
@@ -447,16 +447,29 @@ def _decode(raw: bytes, key: str) -> memoryview | None:
 
 
 def _read_name(path: str) -> str:
+    """The name recorded in an entry's header, for display only ("?" when it cannot be read).
+
+    Read before any checksum, so trusted for nothing: a FIFO or device is not opened in a way that
+    blocks, the header is parsed within bounds, and anything odd gives "?"."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(len(_MAGIC) + _PREFIX.size + 32 + 4096)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return "?"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "?"
+        head = os.read(fd, len(_MAGIC) + _PREFIX.size + 32 + 4096)
         fixed = len(_MAGIC) + _PREFIX.size + 32
         if not head.startswith(_MAGIC) or len(head) < fixed:
             return "?"
         _, hlen, _ = _PREFIX.unpack_from(head, len(_MAGIC))
-        return str(json.loads(head[fixed : fixed + hlen].decode()).get("name", ""))
-    except (OSError, ValueError, UnicodeDecodeError, AttributeError, struct.error):
+        header = json.loads(head[fixed : fixed + hlen].decode())
+        name = header.get("name", "") if isinstance(header, dict) else "?"
+        return name[:200] if isinstance(name, str) else "?"
+    except (OSError, ValueError, UnicodeDecodeError, AttributeError, struct.error, RecursionError, OverflowError):
         return "?"
+    finally:
+        os.close(fd)
 
 
 # -- hooking into compile ---------------------------------------------------------------------------
