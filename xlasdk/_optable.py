@@ -31,7 +31,7 @@ __all__ = [
     "OpDef", "HloForm", "HloUnsupported", "define", "OPS",
     "PARAMETER", "TUPLE", "GET_TUPLE_ELEMENT", "CALL", "STABLEHLO_TUPLE", "STABLEHLO_GET_TUPLE_ELEMENT", "RETURN",
     "SET_DIMENSION_SIZE",
-    "braces", "hlo_window",
+    "braces", "hlo_window", "NOT_DEFINED",
 ]
 
 
@@ -173,3 +173,58 @@ def hlo_window(
     if any(d != 1 for d in rhs):
         parts.append("rhs_dilate=" + "x".join(map(str, rhs)))
     return "window={" + " ".join(parts) + "}"
+
+
+# -- the ledger: StableHLO/CHLO ops jaxlib registers that the table does not define ------------------
+_BROADCASTING = (
+    "CHLO's implicitly broadcasting form: xlasdk's element-wise ops broadcast explicitly (the op without broadcast_)"
+)
+_UNBOUNDED = (
+    "unbounded dynamic shapes: XLA:CPU compiles static and bounded shapes only (xlasdk's dynamic ops are bounded)"
+)
+_DEPRECATED = "deprecated StableHLO op, outside XLA's operation semantics"
+_NEXT = "next: a real XLA op xlasdk does not build yet (a loaded module keeps it as an opaque instruction)"
+
+#: Why each StableHLO/CHLO op that jaxlib's MLIR bindings define has no row here (checked against
+#: the bindings of the running jaxlib by ``tests/test_optable.py``; a loaded module that uses one
+#: keeps it whole as an opaque instruction).
+NOT_DEFINED: dict[str, str] = {
+    **{f"chlo.broadcast_{n}": _BROADCASTING for n in (
+        "add", "and", "atan2", "compare", "complex", "divide", "maximum", "minimum", "multiply", "next_after", "or",
+        "polygamma", "power", "remainder", "select", "shift_left", "shift_right_arithmetic",
+        "shift_right_logical", "subtract", "xor", "zeta",
+    )},
+    "chlo._asin_acos_kernel": "an internal step of CHLO's own asin/acos expansion",
+    "chlo.constant": "stablehlo.constant (ops.Constant) covers it",
+    "chlo.constant_like": "stablehlo.constant of the operand's shape (ops.Constant, ops.Broadcast)",
+    "chlo.is_inf": _NEXT + "; today ops.IsFinite and a compare",
+    "chlo.is_neg_inf": _NEXT + "; today a compare with -inf",
+    "chlo.is_pos_inf": _NEXT + "; today a compare with +inf",
+    "chlo.mulhi": _NEXT,
+    "chlo.ragged_dot": _NEXT + " (XLA's RaggedDot)",
+    "chlo.scan": _NEXT,
+    "chlo.tan": "ops.Tan emits stablehlo.tan",
+    "stablehlo.async_start": "XLA's asynchronous wrapper, made by XLA's scheduler rather than by programs",
+    "stablehlo.async_done": "XLA's asynchronous wrapper, made by XLA's scheduler rather than by programs",
+    "stablehlo.broadcast": "ops.Broadcast emits stablehlo.broadcast_in_dim",
+    "stablehlo.collective_broadcast": _NEXT + " (XLA's CollectiveBroadcast)",
+    "stablehlo.collective_reduce": _NEXT,
+    "stablehlo.composite": _NEXT + " (a named op with its decomposition)",
+    "stablehlo.cross-replica-sum": _DEPRECATED + " (ops.AllReduce / ops.CrossReplicaSum emit all_reduce)",
+    "stablehlo.dot": "ops.Dot emits stablehlo.dot_general",
+    "stablehlo.dynamic_broadcast_in_dim": _UNBOUNDED,
+    "stablehlo.dynamic_conv": _UNBOUNDED,
+    "stablehlo.dynamic_gather": _UNBOUNDED,
+    "stablehlo.dynamic_iota": _UNBOUNDED,
+    "stablehlo.dynamic_pad": _UNBOUNDED,
+    "stablehlo.dynamic_reshape": _UNBOUNDED,
+    "stablehlo.real_dynamic_slice": _UNBOUNDED,
+    "stablehlo.einsum": _DEPRECATED,
+    "stablehlo.unary_einsum": _DEPRECATED,
+    "stablehlo.torch_index_select": _DEPRECATED,
+    "stablehlo.send": "host transfers: ops.Send / ops.Recv are refused (no host-side channel on XLA:CPU)",
+    "stablehlo.recv": "host transfers: ops.Send / ops.Recv are refused (no host-side channel on XLA:CPU)",
+    "stablehlo.select_and_scatter": "ops.SelectAndScatter is built from other ops (see ops/window.py)",
+    "stablehlo.uniform_quantize": "quantized element types, which xlasdk's Shape does not have",
+    "stablehlo.uniform_dequantize": "quantized element types, which xlasdk's Shape does not have",
+}

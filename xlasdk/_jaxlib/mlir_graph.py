@@ -21,7 +21,9 @@ from jaxlib.mlir import ir as _ir
 
 from .mlir import TypeInfo, _type_info, context
 
-__all__ = ["OpRecord", "RegionRecord", "MainRecord", "GraphReadError", "read_main", "attribute_value"]
+__all__ = [
+    "OpRecord", "RegionRecord", "MainRecord", "GraphReadError", "read_main", "attribute_value", "registered_op_names",
+]
 
 
 class GraphReadError(ValueError):
@@ -229,3 +231,17 @@ def _py(a: Any, np: Any) -> Any:
     if isinstance(a, _ir.DictAttr):
         return {a[i].name: _py(a[i].attr, np) for i in range(len(a))}
     return str(a)
+
+
+def registered_op_names() -> set[str]:
+    """The StableHLO and CHLO op names this jaxlib's MLIR bindings define (each dialect module's
+    op classes, by their ``OPERATION_NAME``)."""
+    from jaxlib.mlir.dialects import chlo, stablehlo
+
+    out: set[str] = set()
+    for mod in (stablehlo, chlo):
+        for attr in dir(mod):
+            name = getattr(getattr(mod, attr), "OPERATION_NAME", None)
+            if isinstance(name, str):
+                out.add(name)
+    return out
