@@ -304,3 +304,35 @@ def test_rewrite_errors() -> None:
         rb.replace(e, _f32(other, 0, (3,), "z"))
     with pytest.raises(xs.XlaSdkError, match="no instruction named"):
         rb.instruction("nope.1")
+
+
+@pytest.mark.parametrize("fname", ["lowered.mlir", "exported.mlirbc", "exported.jax_export",
+                                   "module.before_optimizations.txt"])
+def test_partitioning_of_a_sharded_program(fname: str) -> None:
+    comp = xs.load_computation(DATA / "dumps/sharded_mlp" / fname)
+    part = comp.partitioning()
+    assert part.is_partitioned
+    if fname.startswith("module."):  # HLO: GSPMD shardings; the partition count stays in the HLO header
+        assert part.parameter_shardings == ("{devices=[4,1]<=[4]}", "{replicated}", "{replicated}")
+    else:
+        assert (part.num_partitions, part.num_replicas) == (4, 1)
+        assert part.meshes == ('@mesh = #sdy.mesh<["x"=4]>',)
+        assert part.parameter_shardings[0] == '#sdy.sharding<@mesh, [{"x"}, {}]>'
+    plain = xs.load_computation(DATA / "dumps/gru_scan/lowered.mlir").partitioning()
+    assert not plain.is_partitioned and plain.num_partitions == 1
+
+
+def test_cli_inspect_shows_the_partitioning() -> None:
+    import json
+    import subprocess
+    import sys
+
+    path = DATA / "dumps_jax012/sharded_mlp/lowered.mlir"
+    r = subprocess.run([sys.executable, "-m", "xlasdk.cli", "inspect", str(path), "--no-compile"],
+                       capture_output=True, text=True, timeout=300, check=False)
+    assert r.returncode == 0, r.stderr
+    assert "partitioning:  num_partitions=4, num_replicas=1" in r.stdout
+    assert '  parameter 0  #sdy.sharding<@mesh, [{"x"}, {}]>' in r.stdout
+    r = subprocess.run([sys.executable, "-m", "xlasdk.cli", "inspect", str(path), "--no-compile", "--json"],
+                       capture_output=True, text=True, timeout=300, check=False)
+    assert json.loads(r.stdout)["partitioning"]["meshes"] == ['@mesh = #sdy.mesh<["x"=4]>']

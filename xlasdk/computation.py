@@ -21,7 +21,7 @@ from .shape import ProgramShape, Shape
 
 if TYPE_CHECKING:
     from .builder import XlaBuilder, XlaOp
-    from .formats.graph_import import Instruction
+    from .formats.graph_import import Instruction, Partitioning
 
 __all__ = ["XlaComputation"]
 
@@ -488,6 +488,22 @@ class XlaComputation:
             unbounded dynamic dimension); the message names it.
         """
         return list(self._graph().instructions)
+
+    def partitioning(self) -> Partitioning:
+        """How the program says it is partitioned: ``num_partitions`` and ``num_replicas`` (the
+        module's ``mhlo.num_partitions`` / ``mhlo.num_replicas``), Shardy meshes, and each
+        parameter's and result's sharding (Shardy's ``sdy.sharding`` or GSPMD's ``mhlo.sharding``),
+        as the module spells them; ``.is_partitioned`` says whether any of it asks for several
+        devices. Compile such a program with ``xs.CompileOptions(num_partitions=N)`` on a client
+        with N devices and run it with ``exe.execute_sharded(global_arrays)``.
+
+        Read from the instruction graph (see :meth:`instructions`). HLO loaded from text or a
+        proto keeps only what XLA's HLO -> StableHLO import carries over (the number of
+        partitions of an HLO module is not among it).
+        """
+        from .formats.graph_import import partitioning
+
+        return partitioning(self._graph())
 
     def instruction(self, name: str | int) -> Instruction:
         """The instruction named ``name`` (as :meth:`instructions` names them: a parameter's

@@ -68,6 +68,7 @@ class MainRecord:
     arg_attrs: list[list[tuple[str, str]]]  # each argument's attributes (name, MLIR spelling)
     res_attrs: list[list[tuple[str, str]]]
     result_types: list[tuple[TypeInfo, str]]
+    meshes: list[tuple[str, str]] = field(default_factory=list)  # Shardy meshes: (name, #sdy.mesh<...>)
 
 
 def _attrs(op: Any) -> list[tuple[str, str]]:
@@ -158,6 +159,7 @@ def read_main(module: Any) -> MainRecord:
         module_attrs = [(n, str(mattrs[n])) for n in mattrs if n != "sym_name"]
         main = None
         others: list[str] = []
+        meshes: list[tuple[str, str]] = []
         for op in module.body.operations:
             o = op.operation
             attrs = o.attributes
@@ -166,6 +168,8 @@ def read_main(module: Any) -> MainRecord:
             ):
                 main = o
                 continue
+            if o.name == "sdy.mesh" and "sym_name" in attrs and "mesh" in attrs:
+                meshes.append((str(_ir.StringAttr(attrs["sym_name"]).value), str(attrs["mesh"])))
             others.append(
                 str(o.get_asm(print_generic_op_form=True, enable_debug_info=True, large_elements_limit=None))
             )
@@ -186,6 +190,7 @@ def read_main(module: Any) -> MainRecord:
             _dict_list(mattrs_main["arg_attrs"] if "arg_attrs" in mattrs_main else None, n_in),
             _dict_list(mattrs_main["res_attrs"] if "res_attrs" in mattrs_main else None, n_out),
             [(_type_info(t), str(t)) for t in ftype.results],
+            meshes,
         )
 
 

@@ -76,6 +76,23 @@ def _op_counts(hlo_text: str) -> tuple[Counter[str], list[tuple[str, Counter[str
     return comps[entry_idx][2], subs
 
 
+def _partitioning(comp: Any) -> dict[str, Any] | None:
+    """The module's partitioning (``comp.partitioning()``) when it asks for several devices, else
+    None; None too when the module holds what the instruction graph cannot (inspect goes on)."""
+    from ..errors import GraphImportError
+
+    try:
+        p = comp.partitioning()
+    except GraphImportError:
+        return None
+    if not p.is_partitioned:
+        return None
+    return {
+        "num_partitions": p.num_partitions, "num_replicas": p.num_replicas, "meshes": list(p.meshes),
+        "parameter_shardings": list(p.parameter_shardings), "result_shardings": list(p.result_shardings),
+    }
+
+
 def _sorted_counts(counts: Counter[str]) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
@@ -105,6 +122,9 @@ def _cmd_inspect(args: argparse.Namespace, out: IO[str]) -> int:
             "op_counts": _sorted_counts(sub_counts),
         },
     }
+    part = _partitioning(comp)
+    if part is not None:
+        report["partitioning"] = part
     exe = None
     if not args.no_compile:
         dev = _device(args)
@@ -132,6 +152,17 @@ def _cmd_inspect(args: argparse.Namespace, out: IO[str]) -> int:
     for p in report["parameters"]:
         out.write(f"  {p['index']:>3}  {p['name']:<20} {p['shape']}\n")
     out.write(f"result:        {ps.result_shape()}\n")
+    if part is not None:
+        counts_text = ", ".join(f"{k}={part[k]}" for k in ("num_partitions", "num_replicas") if part[k] is not None)
+        out.write(f"partitioning:  {counts_text or '(the module gives no partition count)'}\n")
+        for mesh in part["meshes"]:
+            out.write(f"  mesh         {mesh}\n")
+        for i, sh in enumerate(part["parameter_shardings"]):
+            if sh is not None:
+                out.write(f"  parameter {i:<3}{sh}\n")
+        for i, sh in enumerate(part["result_shardings"]):
+            if sh is not None:
+                out.write(f"  result {i:<6}{sh}\n")
     out.write(f"ops:           {sum(counts.values())} HLO instructions in the entry computation\n")
     for op, n in report["op_counts"].items():
         out.write(f"  {op:<28} {n}\n")

@@ -35,7 +35,8 @@ from .program_shape import _shape_from_type
 if TYPE_CHECKING:
     from ..computation import XlaComputation
 
-__all__ = ["MlirAttr", "Instruction", "ImportedGraph", "import_graph", "with_outputs", "extract"]
+__all__ = ["MlirAttr", "Instruction", "ImportedGraph", "Partitioning", "import_graph", "with_outputs", "extract",
+           "partitioning"]
 
 
 class MlirAttr:
@@ -224,6 +225,7 @@ class ImportedGraph:
     module_body: tuple[str, ...]
     result_attrs: tuple[dict[str, Any], ...]
     parts: dict[int, tuple[XlaOp, ...]]  # op id of a multi-result op -> a node per result
+    meshes: tuple[tuple[str, str], ...] = ()  # Shardy meshes of the module: (name, #sdy.mesh<...>)
     _users: dict[int, list[Instruction]] | None = None
 
     def instruction_of(self, op: XlaOp) -> Instruction:
@@ -367,7 +369,7 @@ def import_graph(module: Any, name: str) -> ImportedGraph:
     graph = ImportedGraph(
         name, tuple(params), tuple(results), tuple(effects), tuple(instrs), names,
         tuple(rec.module_attrs), tuple(rec.others), tuple({n: MlirAttr(t) for n, t in a} for a in rec.res_attrs),
-        imp.parts,
+        imp.parts, tuple(rec.meshes),
     )
     for ins in instrs:
         ins._graph = graph
@@ -698,3 +700,63 @@ def builder_from(source: XlaComputation) -> XlaBuilder:
     b._nbytes = sum(o.shape._heap_bytes() for o in memo.values())
     b._imported = _Rewrite(source, graph, b, memo)
     return b
+
+
+@dataclass(frozen=True)
+class Partitioning:
+    """How a module says it is partitioned: what ``comp.partitioning()`` returns.
+
+    Attributes
+    ----------
+    num_partitions, num_replicas: the module's ``mhlo.num_partitions`` / ``mhlo.num_replicas``
+        (None where the module does not say).
+    meshes: Shardy meshes, as the module spells them (``@mesh = #sdy.mesh<["x"=4]>``).
+    parameter_shardings, result_shardings: each parameter's and result's sharding as the module
+        spells it (``#sdy.sharding<@mesh, [{"x"}, {}]>`` or GSPMD's ``{devices=[4,1]<=[4]}``), or None.
+    """
+
+    num_partitions: int | None
+    num_replicas: int | None
+    meshes: tuple[str, ...]
+    parameter_shardings: tuple[str | None, ...]
+    result_shardings: tuple[str | None, ...]
+
+    @property
+    def is_partitioned(self) -> bool:
+        """Whether anything above says the program runs on more than one device."""
+        return bool(
+            (self.num_partitions or 1) > 1 or (self.num_replicas or 1) > 1 or self.meshes
+            or any(self.parameter_shardings) or any(self.result_shardings)
+        )
+
+
+_SHARDING_ATTRS = ("sdy.sharding", "mhlo.sharding")
+
+
+def _int_attr(text: str | None) -> int | None:
+    if text is None:
+        return None
+    head = text.split(":", 1)[0].strip()
+    return int(head) if head.lstrip("-").isdigit() else None
+
+
+def _sharding_of(attrs: dict[str, Any]) -> str | None:
+    for k in _SHARDING_ATTRS:
+        v = attrs.get(k)
+        if v is not None:
+            text = v.text if isinstance(v, MlirAttr) else str(v)
+            return text[1:-1] if k == "mhlo.sharding" and text.startswith('"') else text
+    return None
+
+
+def partitioning(graph: ImportedGraph) -> Partitioning:
+    """See :meth:`XlaComputation.partitioning`."""
+    attrs = dict(graph.module_attrs)
+    meshes = [f"@{name} = {mesh}" for name, mesh in graph.meshes]
+    return Partitioning(
+        _int_attr(attrs.get("mhlo.num_partitions")),
+        _int_attr(attrs.get("mhlo.num_replicas")),
+        tuple(meshes),
+        tuple(_sharding_of(p.attrs) for p in graph.params),
+        tuple(_sharding_of(a) for a in graph.result_attrs) if any(graph.result_attrs) else (None,) * len(graph.outputs),
+    )
