@@ -33,9 +33,12 @@ def _format_label(comp: Any, path: str) -> str:
     if fmt == Format.PORTABLE_ARTIFACT.value:
         try:
             with open(path, "rb") as f:
-                v = portable_artifact_version(f.read(64))
+                head = f.read(64)
         except OSError:
-            v = None
+            head = b""
+        if head and not head.startswith(b"ML\xefR"):  # the module of a jax.export file
+            return "jax.export file: its StableHLO module"
+        v = portable_artifact_version(head)
         label += f", StableHLO v{v}" if v else " (plain MLIR bytecode)"
     return label
 
