@@ -152,3 +152,41 @@ def test_cache_skips_special_and_junk_entries(tmp_path: Path) -> None:
     np.testing.assert_array_equal(exe(x).to_numpy(), -x)
     np.testing.assert_array_equal(xs.compile(comp, cache=cache)(x).to_numpy(), -x)
     assert cache.hits == 1
+
+
+def _with_header(data: bytes, edit: object) -> bytes:
+    """``data`` (an ``Executable.serialize()`` blob) with its JSON header replaced by ``edit(header)``
+    (a str), the lengths and crc32 made consistent again, so only the header's content is wrong."""
+    import json
+    import zlib
+
+    magic = b"XLASDK-EXECUTABLE\n"
+    prefix = struct.Struct("<IIQI")
+    version, hlen, blen, _ = prefix.unpack_from(data, len(magic))
+    fixed = len(magic) + prefix.size
+    header = json.loads(data[fixed:fixed + hlen])
+    new = edit(header).encode()  # type: ignore[operator]
+    body = data[fixed + hlen:]
+    return magic + prefix.pack(version, len(new), blen, zlib.crc32(body, zlib.crc32(new))) + new + body
+
+
+@pytest.mark.parametrize("case", ["huge number", "deep nesting", "deep tuple result"])
+def test_executable_headers_are_parsed_within_bounds(case: str) -> None:
+    import json
+
+    exe = xs.compile(_comp())
+    data = exe.serialize()
+    assert xs.deserialize_executable(_with_header(data, json.dumps)).program_shape() == exe.program_shape()
+
+    def edit(h: dict[str, object]) -> str:
+        if case == "huge number":
+            return json.dumps(h).replace('"num_replicas": 1', '"num_replicas": 1e400')
+        if case == "deep nesting":
+            return json.dumps(h)[:-1] + ', "x": ' + "[" * 5000 + "]" * 5000 + "}"
+        result: object = h["result"]
+        for _ in range(100):
+            result = {"tuple": [result]}
+        return json.dumps({**h, "result": result})
+
+    with pytest.raises(xs.FormatError, match="corrupt header"):
+        xs.deserialize_executable(_with_header(data, edit))

@@ -282,8 +282,8 @@ def deserialize_executable(
         names = [str(n) for n in header["parameter_names"]]
         params = [_shape_from_json(j) for j in header["parameters"]]
         result = _shape_from_json(header["result"])
-    except (KeyError, TypeError, ValueError) as e:
-        raise FormatError(f"{what}: corrupt header: {e}") from None
+    except (KeyError, TypeError, ValueError, OverflowError, RecursionError) as e:  # 1e400, deep nesting
+        raise FormatError(f"{what}: corrupt header: {type(e).__name__}: {str(e):.200}") from None
     if jaxlib_version != pjrt.JAXLIB_VERSION or xc_version != pjrt.XLA_CLIENT_VERSION:
         raise FormatError(
             f"{what}: {name!r} was serialized with jaxlib {jaxlib_version} (xla_client {xc_version}); "

@@ -25,11 +25,19 @@ def _shape_to_json(s: Shape) -> Any:
     return {"etype": int(s.element_type()), "dims": list(s.dimensions())}
 
 
-def _shape_from_json(j: Any) -> Shape:
+#: Deepest tuple nesting a header may describe (XLA's own programs stay far below it).
+MAX_TUPLE_DEPTH = 64
+#: Largest header (JSON) a serialized executable may have.
+MAX_HEADER_BYTES = 1 << 24
+
+
+def _shape_from_json(j: Any, depth: int = 0) -> Shape:
     if not isinstance(j, dict):
-        raise ValueError(f"bad shape entry {j!r}")
+        raise ValueError(f"bad shape entry {j!r:.80}")
     if "tuple" in j:
-        return Shape.tuple_shape(_shape_from_json(x) for x in j["tuple"])
+        if depth >= MAX_TUPLE_DEPTH:
+            raise ValueError(f"tuple shapes nested more than {MAX_TUPLE_DEPTH} deep")
+        return Shape.tuple_shape(_shape_from_json(x, depth + 1) for x in j["tuple"])
     if j.get("token"):
         return Shape.token_shape()
     return Shape.array_shape(PrimitiveType(int(j["etype"])), [int(d) for d in j["dims"]])
@@ -68,6 +76,8 @@ def _parse(data: Any, what: str, verified: bool = False) -> tuple[dict[str, Any]
     if n != expected:
         kind = "truncated" if n < expected else "has trailing data"
         raise FormatError(f"{what}: {kind}: {n} bytes, the header says {expected}")
+    if hlen > MAX_HEADER_BYTES:
+        raise FormatError(f"{what}: corrupt header: {hlen} bytes long (at most {MAX_HEADER_BYTES})")
     hbytes = bytes(view[fixed : fixed + hlen])
     body = view[fixed + hlen :]
     if not verified and zlib.crc32(body, zlib.crc32(hbytes)) != crc:
@@ -79,4 +89,6 @@ def _parse(data: Any, what: str, verified: bool = False) -> tuple[dict[str, Any]
             raise ValueError("header is not an object")
     except (ValueError, UnicodeDecodeError) as e:
         raise FormatError(f"{what}: corrupt header: {e}") from None
+    except RecursionError:
+        raise FormatError(f"{what}: corrupt header: nested too deeply") from None
     return header, blob

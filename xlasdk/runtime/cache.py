@@ -441,7 +441,7 @@ def _decode(raw: bytes, key: str) -> memoryview | None:
     try:
         if json.loads(bytes(header)).get("key") != key:
             return None
-    except (ValueError, UnicodeDecodeError, AttributeError):
+    except (ValueError, UnicodeDecodeError, AttributeError, RecursionError):
         return None
     return payload
 
