@@ -517,10 +517,12 @@ class XlaComputation:
         from .formats.graph_import import _resolve
 
         graph = self._graph()
-        (op,) = _resolve(graph, [name], "instruction")
+        (op,) = _resolve(graph, [name], "instruction", outputs=False)
         return graph.instruction_of(op)  # type: ignore[no-any-return]
 
-    def with_outputs(self, instructions: Iterable[Instruction | XlaOp | str | int]) -> XlaComputation:
+    def with_outputs(
+        self, instructions: Iterable[Instruction | XlaOp | str | int] | Instruction | XlaOp | str | int
+    ) -> XlaComputation:
         """This program with the given instructions' values as its results, in order: an
         intermediate value exposed. The parameters stay the same (call it with the same
         arguments); every op keeps its attributes, location and shardings, side effects stay,
@@ -543,12 +545,15 @@ class XlaComputation:
 
         return with_outputs(self, self._graph(), instructions)
 
-    def extract(self, instructions: Iterable[Instruction | XlaOp | str | int]) -> XlaComputation:
+    def extract(
+        self, instructions: Iterable[Instruction | XlaOp | str | int] | Instruction | XlaOp | str | int
+    ) -> XlaComputation:
         """The smallest computation that computes the given instructions from their inputs: each
         value they read from outside the set becomes a parameter (in instruction order, named
         after the instruction it came from), and the instructions of the set that no other
-        instruction of the set reads are its results (XLA's ``isolate`` / ``extract`` tools).
-        A single instruction gives a one-op computation that runs it on given operands.
+        instruction of the set reads are its results (XLA's ``isolate`` / ``extract`` tools; all
+        the results of a multi-result instruction). A single instruction gives a one-op
+        computation that runs it on given operands; a parameter chosen stays a parameter.
 
         Raises
         ------

@@ -80,7 +80,7 @@ def _opaque_row(name: str, tuple_result: bool) -> OpDef:
     return d
 
 
-_LOC_NAME = re.compile(r'^loc\("((?:[^"\\]|\\.)*)"')
+_LOC_NAME = re.compile(r'^loc\("((?:[^"\\]|\\.)*)"(?=[()])')
 _LOC_FILE = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):(\d+)')
 
 
@@ -377,7 +377,20 @@ def import_graph(module: Any, name: str) -> ImportedGraph:
     return graph
 
 
-def _resolve(graph: ImportedGraph, items: Iterable[Instruction | XlaOp | str | int], what: str) -> list[XlaOp]:
+_NAME_HINT = (
+    "names are those of comp.instructions(): a parameter's name or <opcode>.<index> (the names of an HLO dump "
+    "do not survive its import to StableHLO; find an instruction by ins.metadata.op_name or by its opcode)"
+)
+
+
+def _resolve(
+    graph: ImportedGraph, items: Iterable[Instruction | XlaOp | str | int] | Instruction | XlaOp | str | int,
+    what: str, *, outputs: bool = True,
+) -> list[XlaOp]:
+    """The nodes ``items`` name. With ``outputs``, each must be one value (a single result, or one
+    result of a multi-result instruction)."""
+    if isinstance(items, (Instruction, XlaOp, str, int)):
+        items = [items]
     by_name = {ins.name: ins for ins in graph.instructions}
     out: list[XlaOp] = []
     for it in items:
@@ -393,7 +406,7 @@ def _resolve(graph: ImportedGraph, items: Iterable[Instruction | XlaOp | str | i
                 near = [n for n in by_name if n.split(".")[0] == it.split(".")[0]][:8]
                 raise XlaSdkError(
                     f"{what}: no instruction named {it!r} in computation {graph.name!r}"
-                    + (f" (instructions of that kind: {', '.join(near)})" if near else "")
+                    + (f" (instructions of that kind: {', '.join(near)})" if near else f"; {_NAME_HINT}")
                 )
             out.append(by_name[it].op)
         elif isinstance(it, int) and not isinstance(it, bool):
@@ -402,15 +415,21 @@ def _resolve(graph: ImportedGraph, items: Iterable[Instruction | XlaOp | str | i
             out.append(graph.instructions[it].op)
         else:
             raise XlaSdkError(f"{what}: expected an Instruction, its name or its index, got {type(it).__name__}")
-    for op in out:
-        if op.shape.is_tuple() and op.opdef is not GET_TUPLE_ELEMENT and not op.opdef.tuple_result:
-            n = len(op.shape.tuple_shapes())
-            raise XlaSdkError(
-                f"{what}: instruction {graph.instruction_of(op).name!r} ({op.opcode}) has {n} results; an "
-                "output is one value: pass one result, "
-                f"comp.instruction({graph.instruction_of(op).name!r}).result(k)"
-            )
+    if outputs:
+        for op in out:
+            if _multi(op):
+                n = len(op.shape.tuple_shapes())
+                name = graph.instruction_of(op).name
+                raise XlaSdkError(
+                    f"{what}: instruction {name!r} ({op.opcode}) has {n} results; an output is one value: "
+                    f"pass one of them, comp.instruction({name!r}).result(k) for k in 0..{n - 1}"
+                )
     return out
+
+
+def _multi(op: XlaOp) -> bool:
+    """Whether ``op`` is an instruction with several results (its value is not one array)."""
+    return op.shape.is_tuple() and op.opdef is not GET_TUPLE_ELEMENT and not op.opdef.tuple_result
 
 
 # Argument attributes that tie an argument to a result of the original program.
@@ -441,7 +460,7 @@ def _edited(
     )
 
 
-def with_outputs(source: XlaComputation, graph: ImportedGraph, items: Iterable[Any]) -> XlaComputation:
+def with_outputs(source: XlaComputation, graph: ImportedGraph, items: Any) -> XlaComputation:
     """See :meth:`XlaComputation.with_outputs`."""
     outs = _resolve(graph, items, "with_outputs")
     if not outs:
@@ -460,15 +479,18 @@ def with_outputs(source: XlaComputation, graph: ImportedGraph, items: Iterable[A
     return _edited(source, graph, params, outs, effects, result_attrs)
 
 
-def extract(source: XlaComputation, graph: ImportedGraph, items: Iterable[Any]) -> XlaComputation:
+def extract(source: XlaComputation, graph: ImportedGraph, items: Any) -> XlaComputation:
     """See :meth:`XlaComputation.extract`."""
-    chosen = _resolve(graph, items, "extract")
+    chosen = _resolve(graph, items, "extract", outputs=False)
     if not chosen:
         raise XlaSdkError("extract: give at least one instruction")
     inside = {id(o) for o in chosen}
     # Inputs: the values the chosen instructions read from outside the set, in instruction order.
     inputs: dict[int, XlaOp] = {}
     for o in sorted(chosen, key=lambda x: x.id):
+        if o.opdef is PARAMETER:  # a parameter chosen: it stays an input
+            inputs.setdefault(id(o), o)
+            continue
         for x in [*o.operands, *(c for r in o.regions for c in r.captures)]:
             src = x.operands[0] if x.opdef is GET_TUPLE_ELEMENT and x not in graph.names else x
             if id(src) not in inside and id(x) not in inside:
@@ -487,6 +509,8 @@ def extract(source: XlaComputation, graph: ImportedGraph, items: Iterable[Any]) 
         id(x.operands[0]) for o in chosen for x in o.operands if x.opdef is GET_TUPLE_ELEMENT
     }
     outs = [o for o in chosen if id(o) not in used] or list(chosen)
+    # an instruction with several results gives them all
+    outs = [p for o in outs for p in (graph.parts.get(o.id, (o,)) if _multi(o) else (o,))]
     copied, _ = _copy(outs, subst, len(outs))
     return _edited(source, graph, params, copied, [])
 
@@ -552,6 +576,12 @@ class _Rewrite:
         self.effects = [memo[id(o)] for o in graph.effects]
         self.imported = {id(o) for o in memo.values()}
         self.user_count = len(b._side_effects)
+        self.replaced: set[int] = set()
+        self.names = {id(n): k for k, n in self.by_name.items()}
+
+    def _name(self, op: XlaOp) -> str:
+        name = self.names.get(id(op))
+        return f"{name!r} ({op.opcode})" if name else op.opcode
 
     def instruction(self, name: str | int) -> XlaOp:
         if isinstance(name, bool) or not isinstance(name, (str, int)):
@@ -586,15 +616,24 @@ class _Rewrite:
         return list(seen.values())
 
     def replace(self, old: XlaOp, new: XlaOp) -> None:
-        from ..errors import ShapeError
+        from ..errors import DTypeError, ShapeError
 
         for what, op in (("old", old), ("new", new)):
             if not isinstance(op, XlaOp) or op.builder is not self.builder:
                 raise ShapeError(f"replace: {what} must be an XlaOp of builder {self.builder.name!r}")
         if id(old) not in self.imported:
             raise ShapeError("replace: old must be an instruction of the original program (builder.instruction(...))")
+        if id(old) in self.replaced:
+            raise ShapeError(
+                f"replace: {self._name(old)} was replaced already; its readers now read the value it was replaced "
+                "with: replace that value instead"
+            )
         if new.shape != old.shape:
-            raise ShapeError(f"replace: the new value has shape {new.shape}, the instruction it replaces {old.shape}")
+            same_dims = (new.shape.is_array() and old.shape.is_array()
+                         and new.shape.dimensions() == old.shape.dimensions())
+            kind = DTypeError if same_dims else ShapeError
+            raise kind(f"replace: the new value has shape {new.shape}, the instruction it replaces ({self._name(old)}) "
+                       f"{old.shape}")
         if new is old:
             return
         users = [o for o in self._nodes() if any(x is old for x in o.operands) and id(o) in self.imported]
@@ -612,9 +651,10 @@ class _Rewrite:
         bad = [u for u in users if id(u) in cone]
         if bad:
             raise ShapeError(
-                f"replace: the new value is computed from {bad[0].opcode}, which reads the value it replaces "
-                "(the program would read its own result)"
+                f"replace: the new value is computed from {self._name(bad[0])}, which reads {self._name(old)}, the "
+                "value it replaces (the program would read its own result)"
             )
+        self.replaced.add(id(old))
         # ops inside regions (loop bodies, branches) may read old directly: they read new too
         holders = [o for o in self._nodes() if id(o) in self.imported and any(
             any(c is old for c in r.captures) for r in o.regions)]
@@ -686,6 +726,14 @@ def _replace_in_regions(owner: XlaOp, old: XlaOp, new: XlaOp) -> None:
 
 def builder_from(source: XlaComputation) -> XlaBuilder:
     """See :meth:`XlaBuilder.from_computation`."""
+    from ..computation import XlaComputation
+    from ..errors import DTypeError
+
+    if not isinstance(source, XlaComputation):
+        raise DTypeError(
+            f"XlaBuilder.from_computation: expected an XlaComputation (xs.load_computation(path) loads a file), "
+            f"got {type(source).__name__}"
+        )
     graph: ImportedGraph = source._graph()
     b = XlaBuilder(graph.name)
     memo: dict[int, XlaOp] = {}

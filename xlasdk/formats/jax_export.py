@@ -126,7 +126,10 @@ def read_jax_export(data: bytes, what: str = "jax.export file") -> JaxExport:
     except FormatError:
         raise
     except Exception as e:  # struct.error, IndexError, UnicodeDecodeError, ValueError: a damaged buffer
-        raise FormatError(f"{what}: not a readable jax.export file (JAX's Exported flatbuffer): {e}") from None
+        raise FormatError(
+            f"{what}: a truncated or corrupt jax.export file (JAX's Exported flatbuffer of {len(buf)} bytes; "
+            f"reading it failed: {type(e).__name__}: {str(e):.160})"
+        ) from None
     if not module.startswith(_BYTECODE_MAGIC):
         raise FormatError(
             f"{what}: the jax.export file's mlir_module_serialized is "

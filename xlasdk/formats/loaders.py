@@ -305,7 +305,7 @@ def load_computation(path: PathLike, format: Format | str | None = None) -> XlaC
         if sniffed is None:
             raise FormatError(
                 f"{what}: not a recognised computation format (expected HLO text, StableHLO text, a "
-                f"portable artifact or an HloModuleProto; suffixes {_SUFFIX_LIST})"
+                f"portable artifact, an HloModuleProto or a jax.export file; suffixes {_SUFFIX_LIST})"
             )
         fmt = sniffed
     elif sniffed is not None and sniffed is not fmt:
