@@ -183,3 +183,39 @@ def test_a_forked_child_gets_its_own_worker_and_spawner() -> None:
     finally:
         os.close(r)
     assert isolated.request("os:getpid") == parent_worker  # the parent's worker is untouched
+
+
+def _kill_workers(times: int) -> threading.Thread:
+    """A thread that SIGKILLs the next ``times`` workers it sees serving a request (as the OOM killer would)."""
+    def run() -> None:
+        killed: set[int] = set()
+        deadline = time.monotonic() + 60
+        while len(killed) < times and time.monotonic() < deadline:
+            w = isolated._worker  # read without the lock, which a request in flight holds
+            pid = w.proc.pid if w is not None else None
+            if pid is not None and pid not in killed:
+                time.sleep(0.3)  # let it take the request
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+            time.sleep(0.02)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def test_a_worker_killed_from_outside_is_retried_not_blamed_on_the_request() -> None:
+    """Finding 9: an outside SIGKILL (the OOM killer) failed a valid request as "XLA aborted"; it is run
+    once more in a fresh worker, and a second SIGKILL is reported as a kill from outside."""
+    isolated.shutdown()
+    isolated.request("time:sleep", 0.0)  # a worker is up
+    t = _kill_workers(1)
+    assert isolated.request("time:sleep", 1.5) is None  # killed once, retried, finished
+    t.join()
+    t = _kill_workers(2)
+    with pytest.raises(isolated.WorkerDied, match="killed from outside .SIGKILL. twice") as info:
+        isolated.request("time:sleep", 1.5)
+    assert info.value.killed and not info.value.timed_out
+    t.join()
+    # and the next request is served as usual
+    assert isolated.request("builtins:len", "abc") == 3

@@ -50,10 +50,11 @@ class WorkerDied(Exception):  # noqa: N818
     """The worker process died on the request (an abort, a segfault, a stack overflow) or ran
     past its time limit. ``reason`` is one line: the signal and XLA's ``Check failed:`` line."""
 
-    def __init__(self, reason: str, *, timed_out: bool = False) -> None:
+    def __init__(self, reason: str, *, timed_out: bool = False, killed: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
         self.timed_out = timed_out
+        self.killed = killed  # SIGKILL from outside (twice: the request was retried once)
 
 
 # -- the parent side ---------------------------------------------------------------------------
@@ -145,7 +146,7 @@ class _Worker:
                     self.proc.wait()
                 if timed_out.is_set():
                     raise WorkerDied(f"did not finish within {timeout:g} s", timed_out=True) from None
-                raise WorkerDied(self._death(start)) from None
+                raise WorkerDied(self._death(start), killed=self.proc.returncode == -signal.SIGKILL) from None
             done = True
         finally:
             if timer is not None:
@@ -241,8 +242,30 @@ def request(target: str, *args: Any, timeout: float | None = None) -> Any:
         The request failed cleanly in the worker (``.stage``, ``.message``).
     WorkerDied
         The worker died on it (or ran past ``timeout`` seconds and was killed); a fresh worker
-        serves the next request.
+        serves the next request. A worker killed with SIGKILL (from outside: XLA itself aborts
+        with SIGABRT) is not the request's fault: the request runs once more in a fresh worker,
+        and a second SIGKILL raises with ``killed`` set.
     """
+    try:
+        return _request_once(target, args, timeout)
+    except WorkerDied as e:
+        if not e.killed:
+            raise
+    # SIGKILL comes from outside (XLA aborts with SIGABRT or faults with SIGSEGV): the out-of-memory
+    # killer, a user's kill -9. The file is not to blame for that: run the request once more.
+    try:
+        return _request_once(target, args, timeout)
+    except WorkerDied as e:
+        if not e.killed:
+            raise
+        raise WorkerDied(
+            "the worker process was killed from outside (SIGKILL) twice while doing this, once on a retry: "
+            "the system's out-of-memory killer or a kill -9, not an error XLA reported",
+            killed=True,
+        ) from None
+
+
+def _request_once(target: str, args: tuple[Any, ...], timeout: float | None) -> Any:
     global _worker
     with _lock:
         if _worker is None or not _worker.alive():

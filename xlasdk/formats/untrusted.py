@@ -140,6 +140,8 @@ def _in_worker(fn: str, args: tuple[Any, ...], data: str | bytes, what: str, doi
     except isolated.WorkerDied as e:
         if e.timed_out:
             raise _hung(what, doing, limit) from None
+        if e.killed:  # not the file's fault: say so, not "XLA aborted"
+            raise FormatError(f"{what}: {doing} was stopped: {e.reason}") from None
         raise FormatError(f"{what}: {crashed} ({e.reason})") from None
 
 
@@ -202,6 +204,8 @@ def converted_hlo_proto(text: str, name: str) -> bytes:
     except isolated.Failed as e:
         raise RuntimeError(e.message) from None
     except isolated.WorkerDied as e:
+        if e.killed:
+            raise RuntimeError(f"converting {name!r} to HLO was stopped: {e.reason}") from None
         raise RuntimeError(f"XLA aborted while converting {name!r} to HLO ({e.reason})") from None
     return proto
 

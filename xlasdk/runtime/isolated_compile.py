@@ -63,5 +63,7 @@ def compile_isolated(
     except isolated.Failed as e:
         raise CompileError(e.message) from None
     except isolated.WorkerDied as e:
+        if e.killed:
+            raise CompileError(f"compiling {name!r} was stopped: {e.reason}") from None
         raise CompileError(f"compiling {name!r} failed: XLA aborted on this program ({e.reason})") from None
     return pjrt.deserialize_executable(client, blob, devices, options, name)
