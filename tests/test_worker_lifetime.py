@@ -219,3 +219,23 @@ def test_a_worker_killed_from_outside_is_retried_not_blamed_on_the_request() -> 
     t.join()
     # and the next request is served as usual
     assert isolated.request("builtins:len", "abc") == 3
+
+
+def test_compile_of_a_loaded_module_is_bounded_in_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Finding 7: a loaded module's compile had no time limit in the API. Past ``timeout=`` (or
+    XLASDK_COMPILE_TIMEOUT) the worker is stopped with a CompileError, and the next compile works."""
+    data = Path(__file__).resolve().parent / "data/dumps/transformer_bf16"
+    comp = xs.load_computation(data / "module.before_optimizations.txt")
+    t0 = time.monotonic()
+    with pytest.raises(xs.CompileError, match=r"did not finish within 0.01 s and was stopped"):
+        xs.compile(comp, timeout=0.01, cache=False)
+    assert time.monotonic() - t0 < 30
+    monkeypatch.setenv("XLASDK_COMPILE_TIMEOUT", "0.01")
+    with pytest.raises(xs.CompileError, match="XLASDK_COMPILE_TIMEOUT"):
+        xs.compile(comp, cache=False)
+    monkeypatch.setenv("XLASDK_COMPILE_TIMEOUT", "0")  # no limit
+    exe = xs.compile(comp, cache=False)
+    assert exe.program_shape() == comp.program_shape()
+    monkeypatch.setenv("XLASDK_COMPILE_TIMEOUT", "soon")
+    with pytest.raises(xs.CompileError, match="must be a number of seconds"):
+        xs.compile(comp, cache=False)

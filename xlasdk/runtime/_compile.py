@@ -73,6 +73,7 @@ def compile(
     *,
     options: CompileOptions | None = None,
     cache: CacheArg = None,
+    timeout: float | None = None,
 ) -> Executable:
     """Compile ``computation`` with XLA and load it on ``device``.
 
@@ -90,6 +91,12 @@ def compile(
         :class:`~xlasdk.runtime.cache.CompileCache`, ``False`` (never), or ``None`` (the cache in
         ``$XLASDK_CACHE_DIR`` if that variable is set, else none). A hit loads the stored
         executable instead of compiling; a corrupt entry is discarded and recompiled.
+    timeout:
+        Seconds the compile may take where it runs in xlasdk's worker process (a computation
+        loaded from a file, or edited from one, on the CPU): past it the worker is stopped and a
+        :class:`CompileError` says so. Default: ``$XLASDK_COMPILE_TIMEOUT``, else 3600; ``0`` for
+        no limit. A computation built with :class:`XlaBuilder` compiles in this process, where XLA
+        cannot be stopped, and takes no limit.
 
     Returns
     -------
@@ -159,12 +166,31 @@ def compile(
             exe = compile_isolated(
                 devs[0].client._c, text, [d._d for d in devs], jopts,
                 opts.num_replicas, opts.num_partitions, opts.env_option_overrides, name,
+                timeout=_compile_timeout(timeout),
             )
         else:
             exe = pjrt.compile_and_load(devs[0].client._c, text, [d._d for d in devs], jopts, name)
         return Executable._make(exe, name, program_shape, devs, opts.num_replicas, opts.num_partitions)
 
     return compile_cached(cache, text, opts, devs, build, source=computation)
+
+
+DEFAULT_COMPILE_TIMEOUT = 3600.0
+"""Seconds a compile in the worker may take unless ``timeout=`` or ``XLASDK_COMPILE_TIMEOUT`` says otherwise."""
+
+
+def _compile_timeout(timeout: float | None) -> float | None:
+    """The limit of a worker compile: ``timeout``, else ``$XLASDK_COMPILE_TIMEOUT``, else the default;
+    0 (or less) means none."""
+    if timeout is None:
+        env = os.environ.get("XLASDK_COMPILE_TIMEOUT", "").strip()
+        try:
+            timeout = float(env) if env else DEFAULT_COMPILE_TIMEOUT
+        except ValueError:
+            raise CompileError(f"XLASDK_COMPILE_TIMEOUT must be a number of seconds, got {env!r}") from None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"compile: timeout must be a number of seconds, got {type(timeout).__name__}")
+    return float(timeout) if timeout > 0 else None
 
 
 _ISOLATE_HEAP_BYTES = 2**40

@@ -46,6 +46,7 @@ def compile_in_worker(
 def compile_isolated(
     client: Any, module_text: str, devices: Sequence[Any], options: Any,
     num_replicas: int, num_partitions: int, overrides: Sequence[tuple[str, str | bool | int | float]], name: str,
+    *, timeout: float | None = None,
 ) -> Any:
     """The jaxlib executable of ``module_text`` on ``devices``: compiled in the worker, loaded here.
 
@@ -58,11 +59,16 @@ def compile_isolated(
     try:
         blob = isolated.request(
             "xlasdk.runtime.isolated_compile:compile_in_worker",
-            module_text, num_replicas, num_partitions, tuple(overrides), name,
+            module_text, num_replicas, num_partitions, tuple(overrides), name, timeout=timeout,
         )
     except isolated.Failed as e:
         raise CompileError(e.message) from None
     except isolated.WorkerDied as e:
+        if e.timed_out:
+            raise CompileError(
+                f"compiling {name!r} did not finish within {timeout:g} s and was stopped (xs.compile(timeout=...), "
+                "XLASDK_COMPILE_TIMEOUT)"
+            ) from None
         if e.killed:
             raise CompileError(f"compiling {name!r} was stopped: {e.reason}") from None
         raise CompileError(f"compiling {name!r} failed: XLA aborted on this program ({e.reason})") from None
