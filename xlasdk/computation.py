@@ -478,8 +478,9 @@ class XlaComputation:
         A loaded module (HLO text or proto, StableHLO text or bytecode, XLA dumps before and
         after optimizations) and a built one are walked the same way: the module is read through
         the MLIR bindings into the graph :class:`~xlasdk.XlaBuilder` makes, once, on the first
-        call. Ops of called functions and of regions (loop bodies, reducers) are reached through
-        each instruction's ``op.regions``; a ``func.call`` is one instruction.
+        call. Ops of regions (loop bodies, reducers, branches) are reached through each
+        instruction's ``op.regions``; a ``func.call`` is one opaque instruction (the function it
+        calls is kept whole, not walked).
 
         Raises
         ------
