@@ -884,3 +884,52 @@ def test_interrupting_the_parent_leaves_no_child_running(tmp_path: Path) -> None
             break
         time.sleep(0.5)
     assert not left, f"processes still running {hang}: {left}"
+
+
+_TOO_BIG = {
+    "result": """HloModule big_result
+
+ENTRY %main (x: f32[2]) -> f32[1099511627776] {
+  %x = f32[2]{0} parameter(0)
+  %c = f32[] constant(1)
+  ROOT %b = f32[1099511627776]{0} broadcast(%c), dimensions={}
+}
+""",
+    "input": """HloModule big_input
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+
+ENTRY %main (x: f32[1099511627776]) -> f32[] {
+  %x = f32[1099511627776]{0} parameter(0)
+  %z = f32[] constant(0)
+  ROOT %r = f32[] reduce(%x, %z), dimensions={0}, to_apply=%add
+}
+""",
+}
+
+
+@pytest.mark.parametrize("which", sorted(_TOO_BIG))
+def test_run_refuses_programs_larger_than_memory_with_exit_2(which: str, tmp_path: Path) -> None:
+    """Issue 17, finding 7: a 4 TiB result or --random-inputs parameter ended in `internal error
+    (MemoryError)`, exit 1; it is refused before anything is allocated, exit 2, naming the size."""
+    path = tmp_path / f"{which}.hlo"
+    path.write_text(_TOO_BIG[which])
+    code, _, err = cli("run", str(path), "--random-inputs")
+    assert code == 2, err
+    what = "output 0" if which == "result" else "parameter 0 (x)"
+    assert f"the largest: {what}, f32[1099511627776], 4,398,046,511,104 bytes" in err, err
+
+
+def test_run_memory_limit_is_overridable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    b = xs.XlaBuilder("small")
+    b.build(ops.Neg(ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, (4,)), "x"))).save(tmp_path / "s.hlo")
+    monkeypatch.setenv("XLASDK_MAX_RUN_BYTES", "16")  # 16 B in, 16 B out: 32 > 16
+    code, _, err = cli("run", str(tmp_path / "s.hlo"), "--random-inputs")
+    assert code == 2 and "need 32 bytes, more than the 16" in err, err
+    monkeypatch.setenv("XLASDK_MAX_RUN_BYTES", "32")
+    code, out, err = cli("run", str(tmp_path / "s.hlo"), "--random-inputs")
+    assert code == 0, err

@@ -80,6 +80,43 @@ def _spmd_device(args: argparse.Namespace, needed: int) -> Any:
     return devs[index]
 
 
+def _leaf_shapes(shape: Any) -> list[Any]:
+    return [x for e in shape.tuple_shapes() for x in _leaf_shapes(e)] if shape.is_tuple() else [shape]
+
+
+def _memory_limit() -> int:
+    """``XLASDK_MAX_RUN_BYTES``, else this machine's physical memory."""
+    import os
+
+    env = os.environ.get("XLASDK_MAX_RUN_BYTES", "").strip()
+    if env:
+        try:
+            return int(env)
+        except ValueError:
+            raise UsageError(f"XLASDK_MAX_RUN_BYTES must be a number of bytes, got {env!r}") from None
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return 1 << 62
+
+
+def _check_memory(ps: Any) -> None:
+    """Refuse (exit 2) a program whose inputs and outputs alone need more memory than the machine
+    has: it would end in MemoryError or the out-of-memory killer after a long wait."""
+    params = [(f"parameter {i} ({n})", s) for i, (n, s) in enumerate(zip(ps.parameter_names(),
+                                                                           ps.parameter_shapes(), strict=True))]
+    results = [(f"output {i}", s) for i, s in enumerate(_leaf_shapes(ps.result_shape()))]
+    sized = [(what, s, sum(x._heap_bytes() for x in _leaf_shapes(s))) for what, s in params + results]
+    total = sum(n for _, _, n in sized)
+    limit = _memory_limit()
+    if total > limit:
+        what, shape, n = max(sized, key=lambda t: t[2])
+        raise UsageError(
+            f"the program's inputs and outputs need {total:,} bytes, more than the {limit:,} this machine has "
+            f"(the largest: {what}, {shape}, {n:,} bytes); XLASDK_MAX_RUN_BYTES overrides the limit"
+        )
+
+
 def _cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
     from xlasdk._atomic import atomic_write
 
@@ -94,6 +131,7 @@ def _cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
     _stage("loading")
     comp = _load(args.file, args.format)
     ps = comp.program_shape()
+    _check_memory(ps)  # before any input is read or made, and before XLA allocates the results
     inputs = _gather_inputs(args, ps)
     replicas, partitions = _spmd_counts(args, comp)
     spmd = replicas * partitions > 1 or args.devices is not None
