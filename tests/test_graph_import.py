@@ -115,6 +115,13 @@ def test_exposed_convolution_of_a_training_step(corpus: str, fname: str) -> None
     ins, _ = recorded(program)
     comp = xs.load_computation(DATA / program / fname)
     conv = next(i for i in comp.instructions() if i.opcode == "stablehlo.convolution")
+    dn = conv.attributes["dimension_numbers"]  # NHWC input, HWIO kernel, read through the bindings
+    assert (dn["input_batch_dimension"], dn["input_feature_dimension"]) == (0, 3)
+    assert dn["input_spatial_dimensions"] == dn["output_spatial_dimensions"] == (1, 2)
+    assert (dn["kernel_input_feature_dimension"], dn["kernel_output_feature_dimension"]) == (2, 3)
+    assert dn["kernel_spatial_dimensions"] == (0, 1)
+    relu = next(i for i in comp.instructions() if i.opcode == "stablehlo.compare")  # the ReLU's mask
+    assert relu.attributes["comparison_direction"] == "GT"
     lhs, rhs = conv.operands
     out, x, w = _run(comp.with_outputs([conv, lhs, rhs]), ins)
     assert any(np.array_equal(x, a) for a in ins)  # the images, as recorded

@@ -210,8 +210,46 @@ def attribute_value(text: str) -> Any:
         return _py(a, np)
 
 
+# StableHLO's structured attributes the bindings read field by field: their values become dicts
+# (``{"lhs_contracting_dimensions": (1,), ...}``) or, for enums, the name (``"LT"``).
+_STABLEHLO_ATTRS = (
+    "DotDimensionNumbers", "GatherDimensionNumbers", "ScatterDimensionNumbers", "ConvDimensionNumbers",
+    "ComparisonDirectionAttr", "ComparisonTypeAttr", "PrecisionAttr", "FftTypeAttr", "RngAlgorithmAttr",
+    "RngDistributionAttr", "TransposeAttr", "ChannelHandle", "ResultAccuracyModeAttr",
+)
+_META = frozenset({"context", "dump", "get", "get_named", "isinstance", "maybe_downcast", "parse", "type", "typeid"})
+
+
+def _stablehlo_value(a: Any) -> Any:
+    from jaxlib.mlir.dialects import stablehlo
+
+    for name in _STABLEHLO_ATTRS:
+        cls = getattr(stablehlo, name, None)
+        if cls is None or not cls.isinstance(a):
+            continue
+        obj = cls(a)
+        fields = {}
+        for f in dir(obj):
+            if f.startswith("_") or f in _META:
+                continue
+            try:
+                v = getattr(obj, f)
+            except Exception:  # a field this attribute kind does not have
+                continue
+            if callable(v):
+                continue
+            fields[f] = tuple(int(x) for x in v) if isinstance(v, (list, tuple)) else v
+        if set(fields) == {"value"}:
+            return str(fields["value"])
+        return fields
+    return None
+
+
 def _py(a: Any, np: Any) -> Any:
     a = a.maybe_downcast() if hasattr(a, "maybe_downcast") else a
+    structured = _stablehlo_value(a)
+    if structured is not None:
+        return structured
     if isinstance(a, _ir.BoolAttr):
         return bool(a.value)
     if isinstance(a, _ir.IntegerAttr):

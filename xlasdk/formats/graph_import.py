@@ -163,8 +163,10 @@ class Instruction:
     def attributes(self) -> dict[str, Any]:
         """The op's attributes as Python values, read through the MLIR bindings: ``int``,
         ``float``, ``bool``, ``str``, tuples (``array<i64: ...>``), numpy arrays
-        (``dense<...>``), lists and dicts of those; dialect attributes
-        (``#stablehlo.comparison_direction<LT>``, dimension numbers) as their MLIR spelling."""
+        (``dense<...>``), lists and dicts of those; StableHLO's structured attributes as dicts of
+        their fields (``dot_dimension_numbers``: ``{"lhs_contracting_dimensions": (1,), ...}``) and
+        its enums by name (``comparison_direction``: ``"LT"``); other dialects' attributes as their
+        MLIR spelling."""
         return {k: (v.value if isinstance(v, MlirAttr) else v) for k, v in self.op.attrs.items()}
 
     @property
