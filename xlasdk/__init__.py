@@ -47,6 +47,7 @@ from .errors import (
 )
 from .formats import load_computation
 from .formats.graph_import import Instruction
+from .reference import CompareReport, UnsupportedOpError, compare, evaluate
 from .runtime import (
     Client,
     CompileCache,
@@ -100,5 +101,6 @@ __all__ = [
     "HostBufferSemantics", "aligned_empty", "from_dlpack", "JaxlibVersion", "jaxlib_version_info",
     "register_custom_call_target",
     "Instruction", "GraphImportError",
+    "evaluate", "compare", "CompareReport", "UnsupportedOpError",
     "__version__",
 ]

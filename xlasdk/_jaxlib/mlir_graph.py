@@ -145,13 +145,14 @@ class _Reader:
         return RegionRecord(args, ops, returns, terminator), captured
 
 
-def read_main(module: Any) -> MainRecord:
-    """The :class:`MainRecord` of ``module`` (a parsed, verified ``ir.Module``).
+def read_main(module: Any, function: str = "main") -> MainRecord:
+    """The :class:`MainRecord` of ``module`` (a parsed, verified ``ir.Module``): of its
+    ``func.func @main``, or of the function named ``function`` (a function ``main`` calls).
 
     Raises
     ------
     GraphReadError
-        No ``func.func @main``, ``main`` without a body, or a multi-block region.
+        No such function, a function without a body, or a multi-block region.
     """
     with context():
         mattrs = module.operation.attributes
@@ -164,7 +165,7 @@ def read_main(module: Any) -> MainRecord:
             o = op.operation
             attrs = o.attributes
             if main is None and o.name == "func.func" and "sym_name" in attrs and (
-                str(_ir.StringAttr(attrs["sym_name"]).value) == "main"
+                str(_ir.StringAttr(attrs["sym_name"]).value) == function
             ):
                 main = o
                 continue
@@ -174,12 +175,12 @@ def read_main(module: Any) -> MainRecord:
                 str(o.get_asm(print_generic_op_form=True, enable_debug_info=True, large_elements_limit=None))
             )
         if main is None:
-            raise GraphReadError("the module has no 'main' function (func.func @main)")
+            raise GraphReadError(f"the module has no '{function}' function (func.func @{function})")
         if not len(main.regions[0].blocks):
-            raise GraphReadError("func.func @main has no body")
+            raise GraphReadError(f"func.func @{function} has no body")
         ftype = _ir.FunctionType(_ir.TypeAttr(main.attributes["function_type"]).value)
         reader = _Reader()
-        body, _ = reader.region(main.regions[0], "main")
+        body, _ = reader.region(main.regions[0], function)
         mattrs_main = main.attributes
         n_in, n_out = len(ftype.inputs), len(ftype.results)
         return MainRecord(
@@ -268,7 +269,8 @@ def _py(a: Any, np: Any) -> Any:
         try:
             return np.array(a)
         except Exception:  # element types the buffer protocol lacks (bf16, f8, i4)
-            return str(a)
+            got = _dense_other(a, np)
+            return str(a) if got is None else got
     if isinstance(a, _ir.ArrayAttr):
         return [_py(a[i], np) for i in range(len(a))]
     if isinstance(a, _ir.DictAttr):
@@ -288,3 +290,37 @@ def registered_op_names() -> set[str]:
             if isinstance(name, str):
                 out.add(name)
     return out
+
+
+def _dense_other(a: Any, np: Any) -> Any:
+    """The array of a dense attribute of an element type numpy's buffer protocol lacks (bf16, the
+    fp8 types, sub-byte integers), through ``ml_dtypes``: a splat from its one value; otherwise
+    from MLIR's hex spelling of the raw bytes, or from its decimals read as f64 / i64 (exact for
+    these narrow types). None when none of these applies."""
+    from ..types import etype_from_mlir, etype_to_dtype
+
+    t = _ir.RankedTensorType(a.type)
+    shape = [int(d) for d in t.shape]
+    elem = str(t.element_type)
+    try:
+        dt = np.dtype(etype_to_dtype(etype_from_mlir(elem)))
+    except (KeyError, TypeError, ValueError):
+        return None
+    if a.is_splat:
+        v = a.get_splat_value().maybe_downcast()
+        value = float(v.value) if isinstance(v, _ir.FloatAttr) else int(v.value)
+        return np.full(shape, value, dtype=np.float64 if dt.kind not in "iub" else np.int64).astype(dt)
+    text = str(a)
+    if text.startswith('dense<"0x'):
+        raw = bytes.fromhex(text[len('dense<"0x'):text.index('"', len('dense<"0x'))])
+        n = int(np.prod(shape)) if shape else 1
+        if dt.itemsize * n != len(raw):
+            return None
+        return np.frombuffer(raw, dtype=dt).reshape(shape).copy()
+    wide = "f64" if dt.kind not in "iub" else "i64"
+    try:
+        dims = "x".join(map(str, shape)) + "x" if shape else ""
+        w = _ir.Attribute.parse(text[: text.rindex(":")] + f": tensor<{dims}{wide}>")
+        return np.array(w).astype(dt)
+    except Exception:
+        return None

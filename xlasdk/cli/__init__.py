@@ -26,6 +26,7 @@ from ._common import EXIT_OK as EXIT_OK
 from ._common import EXIT_RUNTIME as EXIT_RUNTIME
 from ._common import EXIT_USAGE as EXIT_USAGE
 from ._common import UsageError as UsageError
+from ._compare import _cmd_compare
 from ._inspect import CheckFailed as CheckFailed
 from ._inspect import _cmd_convert, _cmd_inspect
 from ._run import _RUN_DESCRIPTION, _RUN_EPILOG, _cmd_run
@@ -130,6 +131,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "condition stays true, or a Sort whose comparator is not a strict weak order, never ends")
     s.set_defaults(verb_parser=s)
 
+    from ._compare import add_parser as add_compare
+
+    add_compare(sub, common, fmt_help)
+
     s = sub.add_parser("cache", parents=[common], help="inspect or clear the compile cache",
                        description="The on-disk compile cache (XLASDK_CACHE_DIR, default ~/.cache/xlasdk).")
     csub = s.add_subparsers(dest="cache_command", required=True, metavar="ACTION", parser_class=_Parser)
@@ -162,6 +167,7 @@ _COMMANDS = {
     "inspect": _cmd_inspect,
     "convert": _cmd_convert,
     "run": _cmd_run,
+    "compare": _cmd_compare,
     "cache": _cmd_cache,
     "launch": _cmd_launch,
 }

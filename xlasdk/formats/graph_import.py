@@ -331,8 +331,9 @@ _PURE = frozenset(
 )
 
 
-def import_graph(module: Any, name: str) -> ImportedGraph:
-    """The :class:`ImportedGraph` of a parsed, verified module.
+def import_graph(module: Any, name: str, function: str = "main") -> ImportedGraph:
+    """The :class:`ImportedGraph` of a parsed, verified module's ``main`` (or of the function
+    named ``function``: what a ``func.call`` calls).
 
     Raises
     ------
@@ -341,12 +342,12 @@ def import_graph(module: Any, name: str) -> ImportedGraph:
         for, or ``main`` returning a tuple-typed value; the message names the op.
     """
     try:
-        rec = _mg.read_main(module)
+        rec = _mg.read_main(module, function)
     except _mg.GraphReadError as e:
         raise GraphImportError(f"computation {name!r}: {e}") from None
     imp = _Importer(name)
     b = XlaBuilder(name)
-    params, results, effects = imp.block(b, rec.body, "main", top=True)
+    params, results, effects = imp.block(b, rec.body, function, top=True)
     for p, attrs in zip(params, rec.arg_attrs, strict=True):  # shardings, layouts, donation, ...
         if attrs:
             p.attrs = {n: MlirAttr(t) for n, t in attrs}

@@ -1,0 +1,184 @@
+"""The reference evaluator (``xs.evaluate``) and ``xs.compare``.
+
+Oracles: hand-computed values and numpy for the edges of XLA's operation semantics (integer
+division by zero, shifts past the bit width, saturating conversions, clamped slices, total order);
+XLA itself on the same programs (``compare`` against the device must say match on correct
+programs, the real dumps of both corpora included: a debugging tool never cries wolf); and a known
+XLA:CPU wrong value (a division by a broadcast 2**127 rewritten into a multiplication by a
+subnormal reciprocal that flushes to zero), which ``compare`` must report.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import xlasdk as xs
+from tests.test_real_dumps import recorded
+from xlasdk import ops
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def _p(b: xs.XlaBuilder, n: int, dt: Any, dims: tuple[int, ...], name: str = "") -> xs.XlaOp:
+    return ops.Parameter(b, n, xs.Shape.array_shape(dt, dims), name or f"p{n}")
+
+
+# -- real programs: no false alarm --------------------------------------------------------------------------
+SUPPORTED = [
+    (prog, f)
+    for prog in ("transformer_bf16", "convnet_train", "gru_scan", "int_indexing", "sharded_mlp")
+    for f in ("module.before_optimizations.txt", "lowered.mlir", "exported.mlirbc",
+              "module.cpu_after_optimizations.txt")
+    if not (f.startswith("module.cpu") and prog in ("int_indexing", "sharded_mlp"))
+]
+
+
+@pytest.mark.parametrize("corpus", ["dumps", "dumps_jax012"])
+@pytest.mark.parametrize(("program", "fname"), SUPPORTED)
+def test_every_real_program_matches_the_reference(corpus: str, program: str, fname: str) -> None:
+    ins, outs = recorded(f"{corpus}/{program}")
+    comp = xs.load_computation(DATA / corpus / program / fname)
+    report = xs.compare(comp, ins)
+    assert report.ok, str(report)
+    # and the reference alone is close to what JAX recorded
+    ref = xs.evaluate(comp, *ins)
+    assert xs.compare(comp, ins, against=ref).ok
+
+
+def test_an_op_without_a_rule_is_named() -> None:
+    comp = xs.load_computation(DATA / "dumps/int_indexing/module.cpu_after_optimizations.txt")
+    with pytest.raises(xs.UnsupportedOpError, match="stablehlo.custom_call has no evaluation rule"):
+        xs.evaluate(comp, *recorded("dumps/int_indexing")[0])
+    b = xs.XlaBuilder("chol")
+    x = _p(b, 0, np.float32, (3, 3))
+    with pytest.raises(xs.UnsupportedOpError, match="stablehlo.cholesky"):
+        xs.evaluate(b.build(ops.Cholesky(x)), np.eye(3, dtype=np.float32))
+
+
+# -- a real XLA:CPU wrong value ------------------------------------------------------------------------------
+def test_compare_reports_xla_cpu_dividing_by_a_huge_broadcast_scalar() -> None:
+    """x / 2**127 (a broadcast constant): XLA:CPU computes x * (1 / 2**127), whose reciprocal is
+    subnormal and flushed to zero, so every output is 0 instead of x * 2**-127 (a normal number)."""
+    b = xs.XlaBuilder("div_big")
+    x = _p(b, 0, np.float32, (4,), "x")
+    comp = b.build(ops.Div(x, ops.Broadcast(ops.Constant(b, np.float32(2.0**127)), [4])))
+    a = np.array([1e10, 3e9, -7e10, 2.5e10], np.float32)
+    (ref,) = xs.evaluate(comp, a)
+    np.testing.assert_array_equal(ref, a / np.float32(2.0**127))  # numpy divides correctly
+    assert np.all(ref != 0)
+    report = xs.compare(comp, [a])
+    (out,) = report.outputs
+    device = np.asarray(xs.compile(comp)(a))
+    if np.array_equal(device, ref):  # an XLA that computes it right: then compare must say match
+        assert report.ok
+    else:
+        assert not report.ok and out.mismatches == int(np.sum(device != ref)) and out.first_mismatch == (0,)
+        assert "DIVERGENCE" in str(report)
+
+
+# -- edges of the operation semantics ----------------------------------------------------------------------------
+def _both(comp: xs.XlaComputation, *args: Any) -> list[np.ndarray[Any, Any]]:
+    """The reference's outputs, after checking that XLA computes the same (a second oracle)."""
+    report = xs.compare(comp, list(args))
+    assert report.ok, str(report)
+    return xs.evaluate(comp, *args)
+
+
+def test_integer_division_and_remainder_edges() -> None:
+    b = xs.XlaBuilder("idiv")
+    x, y = _p(b, 0, np.int32, (6,)), _p(b, 1, np.int32, (6,))
+    comp = b.build([ops.Div(x, y), ops.Rem(x, y)])
+    xs_ = np.array([7, -7, 7, -2**31, -2**31, 5], np.int32)
+    ys = np.array([2, 2, 0, -1, 0, -3], np.int32)
+    q, r = _both(comp, xs_, ys)
+    np.testing.assert_array_equal(q, [3, -3, -1, -2**31, -1, -1])  # toward zero; /0 is -1; MIN/-1 is MIN
+    np.testing.assert_array_equal(r, [1, -1, 7, 0, -2**31, 2])  # sign of the dividend; %0 is x
+
+
+def test_shifts_past_the_bit_width() -> None:
+    b = xs.XlaBuilder("shift")
+    x, s = _p(b, 0, np.int8, (5,)), _p(b, 1, np.int8, (5,))
+    comp = b.build([ops.ShiftLeft(x, s), ops.ShiftRightLogical(x, s), ops.ShiftRightArithmetic(x, s)])
+    xv = np.array([1, -128, -1, 64, -3], np.int8)
+    sv = np.array([1, 7, 8, 9, -1], np.int8)
+    left, logical, arith = _both(comp, xv, sv)
+    np.testing.assert_array_equal(left, [2, 0, 0, 0, 0])
+    np.testing.assert_array_equal(logical, [0, 1, 0, 0, 0])
+    np.testing.assert_array_equal(arith, [0, -1, -1, 0, -1])
+
+
+def test_float_to_int_conversion_saturates_and_nan_is_zero() -> None:
+    b = xs.XlaBuilder("cvt")
+    x = _p(b, 0, np.float32, (6,))
+    comp = b.build(ops.ConvertElementType(x, np.int8))
+    (got,) = _both(comp, np.array([1.9, -1.9, 300, -300, np.nan, 127.5], np.float32))
+    np.testing.assert_array_equal(got, [1, -1, 127, -128, 0, 127])
+
+
+def test_dynamic_slice_start_is_clamped_and_total_order_compare() -> None:
+    b = xs.XlaBuilder("ds")
+    x, i = _p(b, 0, np.float32, (5,)), _p(b, 1, np.int32, ())
+    y = _p(b, 2, np.float32, (4,))
+    comp = b.build([ops.DynamicSlice(x, [i], [3]), ops.Compare(y, ops.Constant(b, np.float32(0)), "LT",
+                                                               compare_type="TOTALORDER")])
+    sl, lt = _both(comp, np.arange(5, dtype=np.float32), np.int32(4), np.array([-0.0, 0.0, np.nan, -np.nan],
+                                                                                   np.float32))
+    np.testing.assert_array_equal(sl, [2, 3, 4])  # start 4 clamped to 5 - 3
+    np.testing.assert_array_equal(lt, [True, False, False, True])  # -0 < 0; -NaN below everything
+
+
+def test_bf16_ops_round_once_from_the_exact_value() -> None:
+    b = xs.XlaBuilder("bf16")
+    x, y = _p(b, 0, xs.bfloat16, (3,)), _p(b, 1, xs.bfloat16, (3,))
+    comp = b.build([ops.Add(x, y), ops.Mul(x, y)])
+    bf = np.dtype(xs.bfloat16)
+    xv = np.array([1.0, 3.0, 1e3], bf)
+    yv = np.array([2.0**-8, 2.0**-7, 3.0], bf)
+    add, mul = _both(comp, xv, yv)
+    want_add = (xv.astype(np.float64) + yv.astype(np.float64)).astype(bf)
+    np.testing.assert_array_equal(add.view(np.uint16), want_add.view(np.uint16))
+    np.testing.assert_array_equal(mul.view(np.uint16), (xv.astype(np.float64) * yv.astype(np.float64)).astype(bf)
+                                  .view(np.uint16))
+
+
+def test_compare_against_a_device_and_recorded_arrays() -> None:
+    b = xs.XlaBuilder("f")
+    x = _p(b, 0, np.float32, (3,))
+    comp = b.build(ops.Tanh(x))
+    a = np.array([0.1, -2.0, 5.0], np.float32)
+    assert xs.compare(comp, [a], against="cpu:0").ok
+    wrong = np.tanh(a)
+    wrong[1] += 0.01
+    report = xs.compare(comp, [a], against=[wrong])
+    assert not report.ok and report.outputs[0].first_mismatch == (1,) and report.outputs[0].mismatches == 1
+    assert report.outputs[0].max_abs == pytest.approx(0.01, rel=1e-3)
+
+
+def test_cli_compare(tmp_path: Path) -> None:
+    import json
+
+    from tests.test_cli import cli
+
+    ins, outs = recorded("dumps/gru_scan")
+    np.savez(tmp_path / "in.npz", **{str(i): a for i, a in enumerate(ins)})
+    np.savez(tmp_path / "out.npz", **{f"output_{i}": a for i, a in enumerate(outs)})
+    dump = str(DATA / "dumps/gru_scan/module.before_optimizations.txt")
+    code, out, err = cli("compare", dump, "--inputs", str(tmp_path / "in.npz"), "--json", str(tmp_path / "r.json"))
+    assert code == 0 and "MATCH" in out, (out, err)
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["match"] and len(doc["outputs"]) == 7 and all(o["mismatches"] == 0 for o in doc["outputs"])
+    code, out, err = cli("compare", dump, "--inputs", str(tmp_path / "in.npz"), "--against", str(tmp_path / "out.npz"))
+    assert code == 0 and "the outputs in" in out, (out, err)
+    wrong = list(outs)
+    wrong[1] = wrong[1] + np.float32(1)
+    np.savez(tmp_path / "wrong.npz", **{f"output_{i}": a for i, a in enumerate(wrong)})
+    code, out, err = cli("compare", dump, "--inputs", str(tmp_path / "in.npz"), "--against",
+                         str(tmp_path / "wrong.npz"))
+    assert code == 1 and "DIVERGENCE" in out and "8  [0, 0]" in out, out
+    code, out, err = cli("compare", str(DATA / "dumps/int_indexing/module.cpu_after_optimizations.txt"),
+                         "--random-inputs")
+    assert code == 2 and "stablehlo.custom_call has no evaluation rule" in err, err

@@ -1,0 +1,99 @@
+"""``xlasdk compare``: is XLA right on this program? Its outputs against the reference evaluator,
+another device, or recorded outputs (:func:`xlasdk.compare`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import IO, Any
+
+import numpy as np
+
+from ._arrays import _gather_inputs, _npz_arrays, _typed_input
+from ._common import EXIT_OK, UsageError, _api, _device, _load, _stage
+from ._run import _check_memory
+
+EXIT_DIVERGENCE = 1
+
+_COMPARE_DESCRIPTION = """\
+Run FILE on a device (XLA) and compare its outputs with a reference: xlasdk's reference evaluator
+(every op computed in numpy from its inputs, floats in float64 rounded once to the op's type;
+the default), XLA on another device (--against cpu:0), or recorded outputs (--against OUT.npz,
+output_0, output_1, ... as `xlasdk run --output` writes them). Inputs as `xlasdk run` takes them.
+
+Per output it prints the largest absolute, relative and ulp error, the number of elements outside
+the tolerance and the first of them. An element matches when |got - want| <= atol + rtol * |want|;
+by default rtol and atol (as a fraction of the output's largest magnitude) follow the element type:
+f32 1e-5 / 1e-6, bf16 and f16 2^-6 / 2^-9 (bf16 2^-6), f64 1e-12; integers and bool must be
+equal; NaN matches only NaN. Exit codes: 0 match, 1 divergence, 2 usage or file error, or an op
+the reference evaluator has no rule for (named)."""
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str) -> None:
+    s = sub.add_parser("compare", parents=[common], help="compare a module's outputs on a device with a reference",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, description=_COMPARE_DESCRIPTION)
+    s.add_argument("file", metavar="FILE", help="the module file")
+    s.add_argument("--format", default=None, help=fmt_help)
+    s.add_argument("--device", default=None, help="device XLA runs on, e.g. cpu:0 (default: the first device)")
+    s.add_argument("--against", default="reference", metavar="reference|DEVICE|OUT.npz",
+                   help="what to compare with (default: the reference evaluator)")
+    s.add_argument("--input", action="append", metavar="NAME=FILE.npy",
+                   help="one parameter's value (repeatable); FILE.npz:KEY takes one array of an .npz")
+    s.add_argument("--inputs", metavar="FILE.npz", default=None, help="parameter values keyed by name or index")
+    s.add_argument("--random-inputs", action="store_true", help="random values for parameters not given")
+    s.add_argument("--seed", type=int, default=0, help="seed of --random-inputs (default 0)")
+    s.add_argument("--rtol", type=float, default=None, help="relative tolerance (default: by element type)")
+    s.add_argument("--atol", type=float, default=None, help="absolute tolerance (default: by element type)")
+    s.add_argument("--json", metavar="OUT.json", default=None, help="also write the report as JSON")
+    s.set_defaults(verb_parser=s)
+
+
+def _recorded(path: str, n: int) -> list[np.ndarray[Any, Any]]:
+    arrays, manifest = _npz_arrays(path, "--against")
+    by_key = dict(arrays)
+    out = []
+    for i in range(n):
+        key = f"output_{i}"
+        if key not in by_key:
+            raise UsageError(f"--against {path}: no {key} (the file holds {', '.join(sorted(by_key)) or 'nothing'})")
+        a = by_key[key]
+        out.append(_typed_input(a, manifest.get(key), a.dtype))
+    return out
+
+
+def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
+    _stage("loading")
+    comp = _load(args.file, args.format)
+    ps = comp.program_shape()
+    _check_memory(ps)
+    inputs = _gather_inputs(args, ps)
+    rt = _api()
+    dev = _device(args)
+    against: Any = args.against
+    if against.endswith(".npz"):
+        n = len(ps.result_shape().tuple_shapes()) if ps.result_shape().is_tuple() else 1
+        against = _recorded(against, n)
+    _stage("comparing")
+    from xlasdk.reference import UnsupportedOpError, compare
+
+    try:
+        report = compare(comp, inputs, device=dev, against=against, rtol=args.rtol, atol=args.atol)
+    except UnsupportedOpError as e:
+        raise UsageError(f"cannot check {args.file}: {e}") from None
+    del rt
+    if isinstance(against, list):
+        report.against = f"the outputs in {args.against}"
+    out.write(str(report) + "\n")
+    if args.json:
+        from xlasdk._atomic import atomic_write
+
+        doc = {"name": report.name, "against": report.against, "match": report.ok, "outputs": [
+            {"index": o.index, "shape": list(o.shape), "dtype": o.dtype, "max_abs": o.max_abs, "max_rel": o.max_rel,
+             "max_ulp": o.max_ulp, "mismatches": o.mismatches,
+             "first_mismatch": None if o.first_mismatch is None else list(o.first_mismatch)}
+            for o in report.outputs]}
+        try:
+            atomic_write(args.json, json.dumps(doc, indent=2).encode() + b"\n")
+        except OSError as e:
+            raise UsageError(f"--json {args.json}: cannot write: {e.strerror or e}") from None
+    return EXIT_OK if report.ok else EXIT_DIVERGENCE

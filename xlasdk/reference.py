@@ -1,0 +1,1126 @@
+"""A reference evaluator for XLA programs, and comparing a device's results against it.
+
+:func:`evaluate` runs a computation (built or loaded) op by op in numpy, on its instruction graph
+(:meth:`XlaComputation.instructions <xlasdk.XlaComputation.instructions>`): floating-point and
+complex ops are computed in float64 / complex128 from the op's inputs and rounded once to the op's
+element type (bf16, f16 and the fp8 types through ``ml_dtypes``), integer ops are exact with
+XLA's wrap-around, and the edges follow XLA's operation semantics (clamped dynamic-slice starts,
+integer division by zero, shifts past the bit width, NaN propagation in max/min). An op without a
+rule here raises :class:`UnsupportedOpError` naming it and the instruction: nothing is guessed.
+
+:func:`compare` runs the program on a device (XLA) and against the reference (or another device,
+or recorded outputs) and reports, per output, the largest absolute, relative and ulp error, the
+number of elements outside the tolerance and the first of them (:class:`CompareReport`).
+
+Rules: ``RULES`` maps an op name to ``rule(node, operands, ev) -> value``; operands are numpy
+arrays (tuples for multi-result ops), ``ev`` reads attributes and evaluates regions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import ml_dtypes as _ml_dtypes
+import numpy as np
+
+from ._optable import GET_TUPLE_ELEMENT, PARAMETER, TUPLE
+from .builder import Region, XlaOp
+from .errors import XlaSdkError
+from .shape import Shape
+
+if TYPE_CHECKING:
+    from .computation import XlaComputation
+
+ml_dtypes: Any = _ml_dtypes  # untyped functions (finfo)
+
+__all__ = ["evaluate", "compare", "CompareReport", "OutputComparison", "UnsupportedOpError", "RULES",
+           "default_tolerance"]
+
+
+class UnsupportedOpError(XlaSdkError):
+    """The reference evaluator has no rule for an op of the program (named in the message)."""
+
+
+Value = Any  # np.ndarray, or a tuple of them for multi-result ops
+Rule = Callable[[XlaOp, list[Value], "_Evaluator"], Value]
+RULES: dict[str, Rule] = {}
+
+
+def _rule(*names: str) -> Callable[[Rule], Rule]:
+    def deco(fn: Rule) -> Rule:
+        for n in names:
+            RULES[n] = fn
+        return fn
+    return deco
+
+
+# -- element types ------------------------------------------------------------------------------------------
+def _dtype(shape: Shape) -> np.dtype[Any]:
+    return np.dtype(shape.numpy_dtype())
+
+
+def _wide(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """A float operand as float64 (complex as complex128); others as they are."""
+    if x.dtype.kind == "c":
+        return x.astype(np.complex128)
+    if x.dtype.kind == "f" or x.dtype.kind == "V" or _is_ml_float(x.dtype):
+        return x.astype(np.float64)
+    return x
+
+
+def _is_ml_float(dt: np.dtype[Any]) -> bool:
+    try:
+        ml_dtypes.finfo(dt)
+        return dt.kind not in "iub"
+    except (ValueError, TypeError):
+        return False
+
+
+def _is_float(dt: np.dtype[Any]) -> bool:
+    return dt.kind in "fc" or _is_ml_float(dt)
+
+
+def _out(x: Any, shape: Shape) -> np.ndarray[Any, Any]:
+    """``x`` rounded once to the result's element type (and broadcast to its shape when it has
+    fewer dimensions; inside a region folded element-wise (:func:`_reduce`) values carry the
+    batch of folds as leading dimensions)."""
+    dt = _dtype(shape)
+    with np.errstate(all="ignore"):
+        a = np.asarray(x)
+        if a.dtype != dt:
+            a = a.astype(dt)
+    dims = tuple(shape.dimensions())
+    return np.broadcast_to(a, dims).copy() if a.ndim < len(dims) else a
+
+
+# -- the evaluator --------------------------------------------------------------------------------------------
+class _Evaluator:
+    def __init__(self, comp: XlaComputation) -> None:
+        self.comp = comp
+        self.callees: dict[str, Any] = {}
+        self.current: dict[int, Value] = {}  # the values of the scope being evaluated (regions read it)
+
+    def attr(self, node: XlaOp, name: str, default: Any = None) -> Any:
+        v = node.attrs.get(name)
+        if v is None:
+            return default
+        return v.value if hasattr(v, "value") else v
+
+    def fail(self, node: XlaOp, why: str) -> UnsupportedOpError:
+        return UnsupportedOpError(f"reference evaluator: {node.opcode} {why}")
+
+    def run_graph(self, roots: Sequence[XlaOp], env: dict[int, Value]) -> list[Value]:
+        """Evaluate every node ``roots`` need that ``env`` lacks (creation order is topological)."""
+        todo: dict[int, XlaOp] = {}
+        stack = list(roots)
+        while stack:
+            o = stack.pop()
+            if id(o) in env or id(o) in todo:
+                continue
+            if o.opdef is PARAMETER:
+                raise XlaSdkError(f"reference evaluator: parameter {o.extra} has no value")  # pragma: no cover
+            todo[id(o)] = o
+            stack.extend(o.operands)
+            for r in o.regions:
+                stack.extend(r.captures)
+                stack.extend(r.bindings or ())
+        saved = self.current
+        self.current = env
+        try:
+            for o in sorted(todo.values(), key=lambda n: n.id):
+                env[id(o)] = self.node(o, env)
+        finally:
+            self.current = saved
+        return [env[id(r)] for r in roots]
+
+    def node(self, o: XlaOp, env: dict[int, Value]) -> Value:
+        args = [env[id(x)] for x in o.operands]
+        if o.opdef is GET_TUPLE_ELEMENT:
+            return args[0][o.extra]
+        if o.opdef is TUPLE:
+            return tuple(args)
+        rule = RULES.get(o.opcode)
+        if rule is None:
+            raise self.fail(o, "has no evaluation rule yet (the reference evaluator cannot check this program)")
+        return rule(o, args, self)
+
+    def region(self, r: Region, args: Sequence[Value]) -> list[Value]:
+        """The results of region ``r`` run on ``args`` (its block arguments); the outer values it
+        reads come from the scope being evaluated."""
+        env = self.current
+        inner = dict(env)
+        if r.bindings is not None:
+            for p, b in zip(r.params, r.bindings, strict=True):
+                inner[id(p)] = env[id(b)]
+        else:
+            if len(args) != len(r.params):
+                raise XlaSdkError(f"reference evaluator: a region of {len(r.params)} arguments got {len(args)}")
+            for p, a in zip(r.params, args, strict=True):
+                inner[id(p)] = a
+        return self.run_graph([*r.results, *r.effects], inner)[: len(r.results)]
+
+    def call(self, o: XlaOp, callee: str, args: list[Value]) -> Value:
+        from .formats.graph_import import import_graph
+
+        g = self.callees.get(callee)
+        if g is None:
+            g = self.callees[callee] = import_graph(self.comp._mlir_module(), self.comp.name, callee)
+        env: dict[int, Value] = {id(p): _out(a, p.shape) for p, a in zip(g.params, args, strict=True)}
+        outs = self.run_graph([*g.outputs, *g.effects], env)[: len(g.outputs)]
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def evaluate(computation: XlaComputation, *args: Any) -> list[np.ndarray[Any, Any]]:
+    """The outputs of ``computation`` on ``args``, computed by the reference evaluator.
+
+    Parameters
+    ----------
+    computation: an :class:`~xlasdk.XlaComputation`, built or loaded.
+    args: one array (or scalar) per parameter, of the parameter's shape and element type.
+
+    Returns
+    -------
+    list of numpy arrays, one per output (a tuple result is flattened), in the outputs' element
+    types (``ml_dtypes`` types for bf16 and fp8).
+
+    Raises
+    ------
+    UnsupportedOpError
+        An op of the program has no rule here (the message names it).
+    ShapeError
+        Wrong number of arguments, or one of the wrong shape.
+    """
+    from .errors import ShapeError
+
+    g = computation._graph()
+    if len(args) != len(g.params):
+        raise ShapeError(f"evaluate: {computation.name!r} takes {len(g.params)} arguments, got {len(args)}")
+    env: dict[int, Value] = {}
+    for i, (p, a) in enumerate(zip(g.params, args, strict=True)):
+        arr = np.asarray(a)
+        if arr.shape != tuple(p.shape.dimensions()):
+            raise ShapeError(f"evaluate: argument {i} has shape {arr.shape}, parameter {i} is {p.shape}")
+        env[id(p)] = arr.astype(_dtype(p.shape), copy=False)
+    ev = _Evaluator(computation)
+    outs = ev.run_graph([*g.outputs, *g.effects], env)[: len(g.outputs)]
+    return [np.asarray(o) for o in outs]
+
+
+# -- rules: element-wise ----------------------------------------------------------------------------------------
+def _unary(fn: Callable[[Any], Any]) -> Rule:
+    def rule(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+        with np.errstate(all="ignore"):
+            return _out(fn(_wide(a[0])), o.shape)
+    return rule
+
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+_erfc = np.vectorize(math.erfc, otypes=[np.float64])
+
+
+def _erfinv(y: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """The inverse of erf in float64: a first guess refined by Newton's method to full precision;
+    +-1 give +-inf and |y| > 1 NaN."""
+    y = np.asarray(y, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        w = -np.log((1.0 - y) * (1.0 + y))
+        x = np.sign(y) * np.sqrt(np.maximum(w, 0.0) * 0.5 + 1e-300) * np.where(np.abs(y) < 0.9, 1.0, 1.0)
+        x = np.where(np.abs(y) < 0.5, y * np.sqrt(np.pi) / 2, x)
+        for _ in range(60):
+            err = _erf(x) - y
+            step = err / (2.0 / np.sqrt(np.pi) * np.exp(-x * x))
+            x = np.where(np.isfinite(step), x - step, x)
+    return np.where(np.abs(y) == 1, np.sign(y) * np.inf, np.where(np.abs(y) > 1, np.nan, x))
+
+_UNARY: dict[str, Callable[[Any], Any]] = {
+    "stablehlo.abs": np.abs, "stablehlo.negate": np.negative, "stablehlo.exponential": np.exp,
+    "stablehlo.exponential_minus_one": np.expm1, "stablehlo.log": np.log, "stablehlo.log_plus_one": np.log1p,
+    "stablehlo.sqrt": np.sqrt, "stablehlo.rsqrt": lambda x: 1.0 / np.sqrt(x), "stablehlo.cbrt": np.cbrt,
+    "stablehlo.sine": np.sin, "stablehlo.cosine": np.cos, "stablehlo.tan": np.tan, "stablehlo.tanh": np.tanh,
+    "stablehlo.logistic": lambda x: 1.0 / (1.0 + np.exp(-x)), "stablehlo.floor": np.floor,
+    "stablehlo.ceil": np.ceil, "stablehlo.round_nearest_even": np.rint,
+    "stablehlo.round_nearest_afz": lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5),
+    "stablehlo.is_finite": np.isfinite, "stablehlo.real": np.real, "stablehlo.imag": np.imag,
+    "chlo.erf": _erf, "chlo.erfc": _erfc, "chlo.erf_inv": _erfinv,
+}
+for _name, _fn in _UNARY.items():
+    RULES[_name] = _unary(_fn)
+
+
+@_rule("stablehlo.sign")
+def _sign(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    x = _wide(a[0])
+    if x.dtype.kind == "c":
+        with np.errstate(all="ignore"):
+            m = np.abs(x)
+            return _out(np.where(m == 0, 0, x / np.where(m == 0, 1, m)), o.shape)
+    return _out(np.where(np.isnan(x), x, np.sign(x)) if x.dtype.kind == "f" else np.sign(x), o.shape)
+
+
+@_rule("stablehlo.not")
+def _not(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    x = a[0]
+    return _out(np.logical_not(x) if x.dtype == np.bool_ else np.invert(x), o.shape)
+
+
+@_rule("stablehlo.popcnt")
+def _popcnt(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    x = a[0]
+    u = x.view(np.dtype(f"u{x.dtype.itemsize}"))
+    bits = np.unpackbits(u.reshape(-1, 1).view(np.uint8), axis=1).sum(axis=1)
+    return _out(bits.reshape(x.shape), o.shape)
+
+
+@_rule("stablehlo.count_leading_zeros")
+def _clz(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    x = a[0]
+    width = x.dtype.itemsize * 8
+    u = x.view(np.dtype(f"u{x.dtype.itemsize}")).astype(np.uint64)
+    n = np.full(x.shape, width, np.int64)
+    for k in range(width):
+        n = np.where((u >> np.uint64(k)) & np.uint64(1), width - 1 - k, n)
+    return _out(n, o.shape)
+
+
+def _binary(fn: Callable[[Any, Any], Any]) -> Rule:
+    def rule(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+        with np.errstate(all="ignore"):
+            return _out(fn(_wide(a[0]), _wide(a[1])), o.shape)
+    return rule
+
+
+def _int_div(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """XLA's integer division: toward zero; x / 0 is -1 (all ones); INT_MIN / -1 is INT_MIN."""
+    dt = x.dtype
+    zero = y == 0
+    safe = np.where(zero, 1, y)
+    if dt.kind == "i":
+        overflow = (x == np.iinfo(dt).min) & (safe == -1)
+        safe = np.where(overflow, 1, safe)
+        q = np.abs(x.astype(np.int64)) // np.abs(safe.astype(np.int64))
+        q = np.where((x < 0) != (safe < 0), -q, q).astype(dt)
+        q = np.where(overflow, x, q)
+        return np.where(zero, np.array(-1, dt), q)
+    return np.where(zero, np.array(np.iinfo(dt).max, dt), x // safe)
+
+
+def _int_rem(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """XLA's integer remainder: the sign of the dividend; x % 0 is x; INT_MIN % -1 is 0."""
+    zero = y == 0
+    safe = np.where(zero, 1, y)
+    if x.dtype.kind == "i":
+        safe = np.where((x == np.iinfo(x.dtype).min) & (safe == -1), 1, safe)
+        r = np.fmod(x.astype(np.int64), safe.astype(np.int64)).astype(x.dtype)
+    else:
+        r = x % safe
+    return np.where(zero, x, r)
+
+
+def _shift(kind: str) -> Rule:
+    def rule(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+        x, s = a
+        dt = x.dtype
+        width = dt.itemsize * 8
+        u = x.view(np.dtype(f"u{dt.itemsize}"))
+        su = s.astype(np.int64)
+        past = (su < 0) | (su >= width)
+        sc = np.where(past, 0, su).astype(u.dtype)
+        with np.errstate(all="ignore"):
+            if kind == "left":
+                r = np.where(past, 0, u << sc).astype(u.dtype).view(dt)
+            elif kind == "logical":
+                r = np.where(past, 0, u >> sc).astype(u.dtype).view(dt)
+            else:  # arithmetic: fill with the sign bit
+                xi = x.astype(np.int64) if dt.kind == "i" else x.view(np.dtype(f"i{dt.itemsize}")).astype(np.int64)
+                r64 = np.where(past, np.where(xi < 0, -1, 0), xi >> np.where(past, 0, su))
+                r = r64.astype(np.dtype(f"i{dt.itemsize}")).view(dt)
+        return _out(r, o.shape)
+    return rule
+
+
+RULES["stablehlo.shift_left"] = _shift("left")
+RULES["stablehlo.shift_right_logical"] = _shift("logical")
+RULES["stablehlo.shift_right_arithmetic"] = _shift("arithmetic")
+
+
+def _arith(fn: Callable[[Any, Any], Any], int_fn: Callable[[Any, Any], Any] | None = None) -> Rule:
+    def rule(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+        x, y = a
+        with np.errstate(all="ignore"):
+            if x.dtype.kind in "iub":
+                return _out((int_fn or fn)(x, y), o.shape)
+            return _out(fn(_wide(x), _wide(y)), o.shape)
+    return rule
+
+
+def _maxmin(fn: Callable[[Any, Any], Any]) -> Rule:
+    def rule(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+        x, y = a
+        if x.dtype.kind == "c":  # XLA orders complex numbers lexicographically (real, then imaginary)
+            pick_x = (x.real > y.real) | ((x.real == y.real) & (x.imag >= y.imag))
+            if fn is np.minimum:
+                pick_x = ~pick_x | ((x.real == y.real) & (x.imag == y.imag))
+            return _out(np.where(pick_x, x, y), o.shape)
+        return _out(fn(_wide(x), _wide(y)), o.shape)  # NaN propagates, as in XLA
+    return rule
+
+
+RULES.update({
+    "stablehlo.add": _arith(np.add), "stablehlo.subtract": _arith(np.subtract),
+    "stablehlo.multiply": _arith(np.multiply), "stablehlo.divide": _arith(np.divide, _int_div),
+    "stablehlo.remainder": _arith(np.fmod, _int_rem), "stablehlo.power": _arith(np.power),
+    "stablehlo.atan2": _binary(np.arctan2),
+    "stablehlo.maximum": _maxmin(np.maximum), "stablehlo.minimum": _maxmin(np.minimum),
+    "stablehlo.and": _arith(np.logical_and, np.bitwise_and), "stablehlo.or": _arith(np.logical_or, np.bitwise_or),
+    "stablehlo.xor": _arith(np.logical_xor, np.bitwise_xor),  # bool operands take the bitwise form too
+    "stablehlo.complex": _binary(lambda x, y: x + 1j * y),
+})
+
+
+def _total_order_key(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Integers ordered as XLA's TOTALORDER orders floats (-NaN < -inf < ... < -0 < +0 < ... < NaN)."""
+    bits = np.ascontiguousarray(x.astype(np.float64)).view(np.int64)
+    return bits ^ ((bits >> np.int64(63)) & np.int64(0x7FFF_FFFF_FFFF_FFFF))
+
+
+@_rule("stablehlo.compare")
+def _compare(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    x, y = a
+    direction = ev.attr(o, "comparison_direction")
+    ctype = ev.attr(o, "compare_type")
+    if ctype == "TOTALORDER" and _is_float(x.dtype):
+        x, y = _total_order_key(x), _total_order_key(y)
+    elif x.dtype.kind == "c":
+        if direction not in ("EQ", "NE"):
+            raise ev.fail(o, f"{direction} of complex numbers is not an XLA comparison")
+    else:
+        x, y = _wide(x), _wide(y)
+    fn = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal, "GT": np.greater,
+          "GE": np.greater_equal}.get(str(direction))
+    if fn is None:
+        raise ev.fail(o, f"with comparison direction {direction!r}")
+    return _out(fn(x, y), o.shape)
+
+
+@_rule("stablehlo.select")
+def _select(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    return _out(np.where(a[0], a[1], a[2]), o.shape)
+
+
+@_rule("stablehlo.clamp")
+def _clamp(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    lo, x, hi = (_wide(v) for v in a)
+    return _out(np.minimum(np.maximum(x, lo), hi), o.shape)
+
+
+# -- rules: conversions and constants -----------------------------------------------------------------------------
+@_rule("stablehlo.constant")
+def _constant(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    v = ev.attr(o, "value")
+    if not isinstance(v, np.ndarray):
+        raise ev.fail(o, f"of element type {o.shape.element_type().name} (its literal is not readable here)")
+    return _out(v, o.shape)
+
+
+@_rule("stablehlo.iota")
+def _iota(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    d = int(ev.attr(o, "iota_dimension"))
+    dims = o.shape.dimensions()
+    idx = np.arange(dims[d]).reshape([-1 if k == d else 1 for k in range(len(dims))])
+    return _out(np.broadcast_to(idx, dims), o.shape)
+
+
+@_rule("stablehlo.convert")
+def _convert(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    x = a[0]
+    dt = _dtype(o.shape)
+    if dt.kind in "iu" and _is_float(x.dtype):
+        w = _wide(x)
+        if w.dtype.kind == "c":
+            w = w.real
+        info = np.iinfo(dt)
+        t = np.trunc(np.where(np.isnan(w), 0.0, w))  # XLA:CPU: NaN -> 0, out of range saturates
+        hi, lo = t >= float(info.max), t <= float(info.min)
+        mid = np.where(hi | lo, 0.0, t).astype(np.uint64 if dt.kind == "u" else np.int64)
+        r = np.where(hi, np.array(info.max, dt), np.where(lo, np.array(info.min, dt), mid.astype(dt)))
+        return _out(r, o.shape)
+    if dt == np.bool_:
+        return _out(x != 0, o.shape)
+    if x.dtype.kind == "c" and dt.kind != "c":
+        return _out(_wide(x).real, o.shape)
+    return _out(_wide(x), o.shape)
+
+
+@_rule("stablehlo.bitcast_convert")
+def _bitcast(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    x = np.ascontiguousarray(a[0])
+    dt = _dtype(o.shape)
+    if dt.itemsize == x.dtype.itemsize:  # the same width: element by element (also in folded regions)
+        return x.view(dt)
+    return _out(x.view(dt).reshape(o.shape.dimensions()), o.shape)
+
+
+@_rule("mhlo.copy", "stablehlo.copy")
+def _copy(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    return a[0]
+
+
+@_rule("stablehlo.optimization_barrier")
+def _barrier(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    return a[0] if len(a) == 1 else tuple(a)
+
+
+# -- rules: shapes -----------------------------------------------------------------------------------------------
+@_rule("stablehlo.broadcast_in_dim")
+def _bcast(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    dims = tuple(ev.attr(o, "broadcast_dimensions", ()))
+    out = o.shape.dimensions()
+    x = a[0]
+    shape = [1] * len(out)
+    for i, d in enumerate(dims):
+        shape[d] = x.shape[i]
+    return _out(np.broadcast_to(x.reshape(shape), out), o.shape)
+
+
+@_rule("stablehlo.reshape")
+def _reshape(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    return _out(a[0].reshape(o.shape.dimensions()), o.shape)
+
+
+@_rule("stablehlo.transpose")
+def _transpose(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    return _out(np.transpose(a[0], tuple(ev.attr(o, "permutation"))), o.shape)
+
+
+@_rule("stablehlo.reverse")
+def _reverse(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    return _out(np.flip(a[0], tuple(ev.attr(o, "dimensions"))), o.shape)
+
+
+@_rule("stablehlo.slice")
+def _slice(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    starts, limits, strides = (ev.attr(o, k) for k in ("start_indices", "limit_indices", "strides"))
+    return _out(a[0][tuple(slice(s, e, t) for s, e, t in zip(starts, limits, strides, strict=True))], o.shape)
+
+
+def _clamped_starts(x: np.ndarray[Any, Any], starts: Sequence[Any], sizes: Sequence[int]) -> list[int]:
+    """XLA clamps each start to [0, dim - size]."""
+    return [int(min(max(int(np.asarray(s)), 0), d - n)) for s, d, n in zip(starts, x.shape, sizes, strict=True)]
+
+
+@_rule("stablehlo.dynamic_slice")
+def _dynamic_slice(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    sizes = tuple(ev.attr(o, "slice_sizes"))
+    starts = _clamped_starts(a[0], a[1:], sizes)
+    return _out(a[0][tuple(slice(s, s + n) for s, n in zip(starts, sizes, strict=True))], o.shape)
+
+
+@_rule("stablehlo.dynamic_update_slice")
+def _dynamic_update_slice(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    x, upd = a[0].copy(), a[1]
+    starts = _clamped_starts(x, a[2:], upd.shape)
+    x[tuple(slice(s, s + n) for s, n in zip(starts, upd.shape, strict=True))] = upd
+    return _out(x, o.shape)
+
+
+@_rule("stablehlo.concatenate")
+def _concat(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    return _out(np.concatenate(a, axis=int(ev.attr(o, "dimension"))), o.shape)
+
+
+@_rule("stablehlo.pad")
+def _pad(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    x, value = a
+    lo, hi, interior = (tuple(ev.attr(o, k)) for k in ("edge_padding_low", "edge_padding_high", "interior_padding"))
+    # interior padding first, then edges (negative edges cut)
+    shape = [d + max(d - 1, 0) * i for d, i in zip(x.shape, interior, strict=True)]
+    grown = np.full(shape, value, x.dtype)
+    grown[tuple(slice(None, None, i + 1) for i in interior)] = x
+    full = np.full([s + max(lo_, 0) + max(hi_, 0) for s, lo_, hi_ in zip(shape, lo, hi, strict=True)], value, x.dtype)
+    full[tuple(slice(max(lo_, 0), max(lo_, 0) + s) for s, lo_ in zip(shape, lo, strict=True))] = grown
+    cut = tuple(slice(max(-lo_, 0), full.shape[k] - max(-hi_, 0)) for k, (lo_, hi_) in enumerate(zip(lo, hi,
+                                                                                                    strict=True)))
+    return _out(full[cut], o.shape)
+
+
+# -- rules: contractions and reductions ---------------------------------------------------------------------------
+def _dot(o: XlaOp, x: np.ndarray[Any, Any], y: np.ndarray[Any, Any], dn: dict[str, tuple[int, ...]]) -> Value:
+    lb, rb = dn.get("lhs_batching_dimensions", ()), dn.get("rhs_batching_dimensions", ())
+    lc, rc = dn.get("lhs_contracting_dimensions", ()), dn.get("rhs_contracting_dimensions", ())
+    letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    ls = [next(letters) for _ in range(x.ndim)]
+    rs = [next(letters) for _ in range(y.ndim)]
+    for i, j in zip(lb, rb, strict=True):
+        rs[j] = ls[i]
+    for i, j in zip(lc, rc, strict=True):
+        rs[j] = ls[i]
+    out = [ls[i] for i in lb] + [ls[i] for i in range(x.ndim) if i not in lb and i not in lc] + [
+        rs[j] for j in range(y.ndim) if j not in rb and j not in rc]
+    wide_x, wide_y = _wide(x), _wide(y)
+    if wide_x.dtype.kind in "iub":  # integers: exact in int64, wrapped to the result type
+        wide_x, wide_y = wide_x.astype(np.int64), wide_y.astype(np.int64)
+    with np.errstate(all="ignore"):
+        r = np.einsum(f"{''.join(ls)},{''.join(rs)}->{''.join(out)}", wide_x, wide_y)
+    return _out(r, o.shape)
+
+
+@_rule("stablehlo.dot_general")
+def _dot_general(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    return _dot(o, a[0], a[1], ev.attr(o, "dot_dimension_numbers"))
+
+
+@_rule("stablehlo.dot")
+def _plain_dot(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    x, y = a
+    return _dot(o, x, y, {"lhs_contracting_dimensions": (x.ndim - 1,), "rhs_contracting_dimensions": (0,)})
+
+
+_REDUCERS = {"stablehlo.add": np.add, "stablehlo.multiply": np.multiply, "stablehlo.maximum": np.maximum,
+             "stablehlo.minimum": np.minimum, "stablehlo.and": np.logical_and, "stablehlo.or": np.logical_or}
+
+
+@_rule("stablehlo.reduce")
+def _reduce(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    n = len(a) // 2
+    xs, inits = a[:n], a[n:]
+    dims = tuple(sorted(ev.attr(o, "dimensions")))
+    (body,) = o.regions
+    shapes = list(o.shape.tuple_shapes()) if o.shape.is_tuple() and not o.opdef.tuple_result else [o.shape]
+    if n == 1 and len(body.results) == 1:  # one of the usual reducers: numpy's reduction in the wide type
+        r = body.results[0]
+        if r.opcode in _REDUCERS and len(r.operands) == 2 and set(map(id, r.operands)) == set(map(id, body.params)):
+            fn = _REDUCERS[r.opcode]
+            if xs[0].dtype == np.bool_ or xs[0].dtype.kind in "iu":
+                if fn in (np.logical_and, np.logical_or) and xs[0].dtype != np.bool_:
+                    fn = np.bitwise_and if fn is np.logical_and else np.bitwise_or
+                acc = fn.reduce(xs[0], axis=dims, dtype=xs[0].dtype) if xs[0].size else None
+            else:
+                with np.errstate(all="ignore"):
+                    acc = fn.reduce(_wide(xs[0]), axis=dims) if xs[0].size else None
+            init = inits[0]
+            res = fn(_wide(init), acc) if acc is not None else np.broadcast_to(init, shapes[0].dimensions())
+            return _out(res, shapes[0])
+    # any other reducer: folded element by element along the reduced dimensions, the region run
+    # on whole slices at once; only element-wise regions can run that way
+    _check_elementwise(body, o, ev)
+    moved = [np.moveaxis(x, dims, tuple(range(len(dims)))).reshape((-1,) + tuple(
+        s for k, s in enumerate(x.shape) if k not in dims)) for x in xs]
+    acc_vals = [np.broadcast_to(i, m.shape[1:]).copy() for i, m in zip(inits, moved, strict=True)]
+    for k in range(moved[0].shape[0]):
+        outs = ev.region(body, [*acc_vals, *(m[k] for m in moved)])
+        acc_vals = [np.asarray(v) for v in outs]
+    res = [_out(v, s) for v, s in zip(acc_vals, shapes, strict=True)]
+    return res[0] if len(res) == 1 else tuple(res)
+
+
+_ELEMENTWISE = frozenset(
+    [*_UNARY, "stablehlo.sign", "stablehlo.not", "stablehlo.popcnt", "stablehlo.count_leading_zeros",
+     "stablehlo.add", "stablehlo.subtract", "stablehlo.multiply", "stablehlo.divide", "stablehlo.remainder",
+     "stablehlo.power", "stablehlo.atan2", "stablehlo.maximum", "stablehlo.minimum", "stablehlo.and",
+     "stablehlo.or", "stablehlo.xor", "stablehlo.complex", "stablehlo.shift_left", "stablehlo.shift_right_logical",
+     "stablehlo.shift_right_arithmetic", "stablehlo.compare", "stablehlo.select", "stablehlo.clamp",
+     "stablehlo.convert", "get_tuple_element", "tuple", "parameter"]
+)
+
+
+def _check_elementwise(r: Region, owner: XlaOp, ev: _Evaluator) -> None:
+    """Refuse a region that is not element-wise on scalars (it cannot run on whole slices)."""
+    seen: set[int] = set()
+    stack = list(r.results)
+    while stack:
+        o = stack.pop()
+        if id(o) in seen or o in r.params:
+            continue
+        seen.add(id(o))
+        scalar_const = o.opcode == "stablehlo.constant" and not o.shape.is_tuple() and o.shape.dimensions() == ()
+        same_width_bitcast = o.opcode == "stablehlo.bitcast_convert" and (
+            _dtype(o.shape).itemsize == _dtype(o.operands[0].shape).itemsize)
+        if o.opcode not in _ELEMENTWISE and not scalar_const and not same_width_bitcast:
+            raise ev.fail(owner, f"with a region holding {o.opcode} (only element-wise regions are evaluated)")
+        if o.regions:
+            raise ev.fail(owner, "with a region holding nested regions")
+        stack.extend(o.operands)
+
+
+def _windows(x: np.ndarray[Any, Any], window: Sequence[int], strides: Sequence[int],
+             dilation: Sequence[int]) -> np.ndarray[Any, Any]:
+    """``x``'s windows: shape ``out_dims + window`` (``x`` already padded and base-dilated)."""
+    span = [(w - 1) * d + 1 for w, d in zip(window, dilation, strict=True)]
+    view = np.lib.stride_tricks.sliding_window_view(x, span)
+    view = view[tuple(slice(None, None, s) for s in strides)]
+    picks: tuple[Any, ...] = (Ellipsis, *(slice(None, None, d) for d in dilation))
+    return np.asarray(view[picks])
+
+
+def _dilate_pad(x: np.ndarray[Any, Any], base: Sequence[int], pads: Sequence[tuple[int, int]],
+                value: Any) -> np.ndarray[Any, Any]:
+    """``x`` with ``base - 1`` copies of ``value`` between elements and ``pads`` (low, high) around it
+    (negative pads cut)."""
+    shape = [d + (d - 1) * (b - 1) if d else 0 for d, b in zip(x.shape, base, strict=True)]
+    grown = np.full(shape, value, x.dtype)
+    grown[tuple(slice(None, None, b) for b in base)] = x
+    full = np.full([s + max(lo, 0) + max(hi, 0) for s, (lo, hi) in zip(shape, pads, strict=True)], value, x.dtype)
+    full[tuple(slice(max(lo, 0), max(lo, 0) + s) for s, (lo, _) in zip(shape, pads, strict=True))] = grown
+    return full[tuple(slice(max(-lo, 0), full.shape[k] - max(-hi, 0)) for k, (lo, hi) in enumerate(pads))]
+
+
+@_rule("stablehlo.reduce_window")
+def _reduce_window(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    n = len(a) // 2
+    xs, inits = a[:n], a[n:]
+    rank = xs[0].ndim
+    window = tuple(ev.attr(o, "window_dimensions"))
+    strides = tuple(ev.attr(o, "window_strides", (1,) * rank))
+    base = tuple(ev.attr(o, "base_dilations", (1,) * rank))
+    wdil = tuple(ev.attr(o, "window_dilations", (1,) * rank))
+    pad = ev.attr(o, "padding")
+    pads = [(0, 0)] * rank if pad is None else [(int(lo), int(hi)) for lo, hi in np.asarray(pad).reshape(rank, 2)]
+    (body,) = o.regions
+    shapes = list(o.shape.tuple_shapes()) if o.shape.is_tuple() and not o.opdef.tuple_result else [o.shape]
+    wins = [_windows(_dilate_pad(x, base, pads, i), window, strides, wdil) for x, i in zip(xs, inits, strict=True)]
+    r = body.results[0] if n == 1 and len(body.results) == 1 else None
+    if r is not None and r.opcode in _REDUCERS and set(map(id, r.operands)) == set(map(id, body.params)):
+        fn = _REDUCERS[r.opcode]
+        w = wins[0] if wins[0].dtype.kind in "iub" else _wide(wins[0])
+        if w.dtype.kind in "iu" and fn in (np.logical_and, np.logical_or):
+            fn = np.bitwise_and if fn is np.logical_and else np.bitwise_or
+        with np.errstate(all="ignore"):
+            acc = fn.reduce(w.reshape(w.shape[:rank] + (-1,)), axis=-1) if w.size else None
+            res = fn(_wide(inits[0]), acc) if acc is not None else np.broadcast_to(inits[0], shapes[0].dimensions())
+        return _out(res, shapes[0])
+    _check_elementwise(body, o, ev)
+    flat = [w.reshape(w.shape[:rank] + (-1,)) for w in wins]
+    acc_vals = [np.broadcast_to(i, f.shape[:rank]).copy() for i, f in zip(inits, flat, strict=True)]
+    for k in range(flat[0].shape[-1]):
+        acc_vals = [np.asarray(v) for v in ev.region(body, [*acc_vals, *(f[..., k] for f in flat)])]
+    res = [_out(v, sh) for v, sh in zip(acc_vals, shapes, strict=True)]
+    return res[0] if len(res) == 1 else tuple(res)
+
+
+@_rule("stablehlo.convolution")
+def _convolution(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    x, w = a
+    dn = ev.attr(o, "dimension_numbers")
+    if not isinstance(dn, dict):
+        raise ev.fail(o, "whose dimension numbers are not readable")
+    if int(ev.attr(o, "batch_group_count", 1)) != 1:
+        raise ev.fail(o, "with batch_group_count > 1")
+    if any(ev.attr(o, "window_reversal", ()) or ()):
+        raise ev.fail(o, "with window_reversal")
+    groups = int(ev.attr(o, "feature_group_count", 1))
+    sp_in, sp_k, sp_out = (tuple(dn[k]) for k in ("input_spatial_dimensions", "kernel_spatial_dimensions",
+                                                   "output_spatial_dimensions"))
+    nsp = len(sp_in)
+    # to (batch, feature, spatial...) and (out feature, in feature, spatial...)
+    xt = np.transpose(_wide(x), (dn["input_batch_dimension"], dn["input_feature_dimension"], *sp_in))
+    wt = np.transpose(_wide(w), (dn["kernel_output_feature_dimension"], dn["kernel_input_feature_dimension"], *sp_k))
+    strides = tuple(ev.attr(o, "window_strides", (1,) * nsp))
+    lhs_dil = tuple(ev.attr(o, "lhs_dilation", (1,) * nsp))
+    rhs_dil = tuple(ev.attr(o, "rhs_dilation", (1,) * nsp))
+    pad = ev.attr(o, "padding")
+    pads = [(0, 0)] * nsp if pad is None else [(int(lo), int(hi)) for lo, hi in np.asarray(pad).reshape(nsp, 2)]
+    xp = _dilate_pad(xt, (1, 1, *lhs_dil), [(0, 0), (0, 0), *pads], 0)
+    win = _windows(xp, (1, 1, *wt.shape[2:]), (1, 1, *strides), (1, 1, *rhs_dil))  # n, c, out..., 1, 1, k...
+    win = win.reshape(win.shape[:2 + nsp] + wt.shape[2:])
+    cin_g, cout = wt.shape[1], wt.shape[0]
+    cout_g = cout // groups
+    outs = []
+    letters = "abcdefghij"[:nsp]
+    klet = "pqrstuvwxy"[:nsp]
+    for g in range(groups):
+        xg = win[:, g * cin_g:(g + 1) * cin_g]
+        wg = wt[g * cout_g:(g + 1) * cout_g]
+        with np.errstate(all="ignore"):
+            outs.append(np.einsum(f"nc{letters}{klet},oc{klet}->no{letters}", xg, wg))
+    r = np.concatenate(outs, axis=1)
+    order = (dn["output_batch_dimension"], dn["output_feature_dimension"], *sp_out)
+    return _out(np.moveaxis(r, range(2 + nsp), order), o.shape)
+
+
+@_rule("stablehlo.sort")
+def _sort(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    import functools
+
+    dim = int(ev.attr(o, "dimension", -1))
+    dim = dim % a[0].ndim if a[0].ndim else 0
+    stable = bool(ev.attr(o, "is_stable", False))
+    if not stable and len(a) > 1:  # the order of equal keys is XLA's choice, and the payloads would show it
+        raise ev.fail(o, "that is not stable and carries payloads (the order of equal keys is XLA's choice)")
+    (cmp,) = o.regions
+    _check_elementwise(cmp, o, ev)
+    moved = [np.moveaxis(x, dim, -1) for x in a]
+    lead = moved[0].shape[:-1]
+    n = moved[0].shape[-1]
+    outs = [np.empty_like(m) for m in moved]
+    for idx in np.ndindex(*lead):
+        rows = [m[idx] for m in moved]
+
+        def less(i: int, j: int, rows: list[np.ndarray[Any, Any]] = rows) -> int:
+            args = [v for r in rows for v in (r[i], r[j])]
+            if bool(np.asarray(ev.region(cmp, args)[0])):
+                return -1
+            args = [v for r in rows for v in (r[j], r[i])]
+            return 1 if bool(np.asarray(ev.region(cmp, args)[0])) else 0
+
+        order = sorted(range(n), key=functools.cmp_to_key(less))
+        for out, r in zip(outs, rows, strict=True):
+            out[idx] = r[order]
+    res = [_out(np.moveaxis(x, -1, dim), sh) for x, sh in zip(
+        outs, list(o.shape.tuple_shapes()) if o.shape.is_tuple() and not o.opdef.tuple_result else [o.shape],
+        strict=True)]
+    return res[0] if len(res) == 1 else tuple(res)
+
+
+@_rule("stablehlo.gather")
+def _gather(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    x, idx = a
+    g = ev.attr(o, "dimension_numbers")
+    sizes = tuple(ev.attr(o, "slice_sizes"))
+    ivd = int(g["index_vector_dim"])
+    idx_m = np.moveaxis(idx, ivd, -1) if ivd < idx.ndim else idx[..., None]
+    out_dims = tuple(o.shape.dimensions())
+    offset_dims = tuple(g["offset_dims"])
+    batch_out = [d for d in range(len(out_dims)) if d not in offset_dims]
+    dropped = set(g["collapsed_slice_dims"]) | set(g["operand_batching_dims"])
+    kept = [d for d in range(x.ndim) if d not in dropped]
+    res = np.empty(out_dims, x.dtype)
+    for b in np.ndindex(*idx_m.shape[:-1]):
+        vec = idx_m[b]
+        start = [0] * x.ndim
+        for k, d in enumerate(g["start_index_map"]):
+            start[d] = int(vec[k])
+        for od, sd in zip(g["operand_batching_dims"], g["start_indices_batching_dims"], strict=True):
+            start[od] = b[sd if sd < ivd else sd - 1]
+        start = [min(max(v, 0), x.shape[d] - sizes[d]) for d, v in enumerate(start)]  # XLA clamps
+        piece = x[tuple(slice(v, v + n) for v, n in zip(start, sizes, strict=True))].reshape([sizes[d] for d in kept])
+        where: list[Any] = [slice(None)] * len(out_dims)
+        for pos, d in enumerate(batch_out):
+            where[d] = b[pos]
+        res[tuple(where)] = piece
+    return _out(res, o.shape)
+
+
+def _combine(r: Region, owner: XlaOp, ev: _Evaluator) -> Callable[[list[Any], list[Any]], list[Any]]:
+    """How an update region combines current values with updates: numpy's function for the usual
+    ones (and plain assignment), else the region run element-wise."""
+    if len(r.results) == 1 and len(r.params) == 2:
+        res = r.results[0]
+        if res is r.params[1]:
+            return lambda cur, upd: [upd[0]]
+        if res.opcode in _REDUCERS and set(map(id, res.operands)) == set(map(id, r.params)):
+            fn = _REDUCERS[res.opcode]
+
+            def numpy_fn(cur: list[Any], upd: list[Any]) -> list[Any]:
+                c = cur[0]
+                f = fn
+                if c.dtype.kind in "iu" and fn in (np.logical_and, np.logical_or):
+                    f = np.bitwise_and if fn is np.logical_and else np.bitwise_or
+                with np.errstate(all="ignore"):
+                    return [f(c if c.dtype.kind in "iub" else _wide(c), upd[0] if c.dtype.kind in "iub" else
+                              _wide(upd[0]))]
+            return numpy_fn
+    _check_elementwise(r, owner, ev)
+    return lambda cur, upd: [np.asarray(v) for v in ev.region(r, [*cur, *upd])]
+
+
+@_rule("stablehlo.scatter")
+def _scatter(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    n = (len(a) - 1) // 2
+    inputs, idx, updates = [x.copy() for x in a[:n]], a[n], a[n + 1:]
+    sd = ev.attr(o, "scatter_dimension_numbers")
+    (body,) = o.regions
+    combine = _combine(body, o, ev)
+    ivd = int(sd["index_vector_dim"])
+    idx_m = np.moveaxis(idx, ivd, -1) if ivd < idx.ndim else idx[..., None]
+    uwd = tuple(sd["update_window_dims"])
+    upd_scatter = [d for d in range(updates[0].ndim) if d not in uwd]
+    dropped = set(sd["inserted_window_dims"]) | set(sd["input_batching_dims"])
+    window_to_operand = [d for d in range(inputs[0].ndim) if d not in dropped]
+    wsizes = [updates[0].shape[d] for d in uwd]
+    for b in np.ndindex(*idx_m.shape[:-1]):
+        vec = idx_m[b]
+        start = [0] * inputs[0].ndim
+        for k, d in enumerate(sd["scattered_dims_to_operand_dims"]):
+            start[d] = int(vec[k])
+        for od, sdim in zip(sd["input_batching_dims"], sd["scatter_indices_batching_dims"], strict=True):
+            start[od] = b[sdim if sdim < ivd else sdim - 1]
+        full = [1] * inputs[0].ndim
+        for d, w in zip(window_to_operand, wsizes, strict=True):
+            full[d] = w
+        if any(v < 0 or v + f > inputs[0].shape[d] for d, (v, f) in enumerate(zip(start, full, strict=True))):
+            continue  # XLA skips an update whose window leaves the operand
+        where: list[Any] = [slice(None)] * updates[0].ndim
+        for pos, d in enumerate(upd_scatter):
+            where[d] = b[pos]
+        target = tuple(slice(v, v + f) for v, f in zip(start, full, strict=True))
+        cur = [x[target] for x in inputs]
+        upd = [u[tuple(where)].reshape(cur[0].shape) for u in updates]
+        for x, v in zip(inputs, combine(cur, upd), strict=True):
+            x[target] = np.asarray(v).astype(x.dtype)
+    res = [_out(x, sh) for x, sh in zip(
+        inputs, list(o.shape.tuple_shapes()) if o.shape.is_tuple() and not o.opdef.tuple_result else [o.shape],
+        strict=True)]
+    return res[0] if len(res) == 1 else tuple(res)
+
+
+@_rule("stablehlo.select_and_scatter")
+def _select_and_scatter(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    x, src, init = a
+    select, scatter = o.regions
+    _check_elementwise(select, o, ev)
+    combine = _combine(scatter, o, ev)
+    rank = x.ndim
+    window = tuple(ev.attr(o, "window_dimensions"))
+    strides = tuple(ev.attr(o, "window_strides", (1,) * rank))
+    pad = ev.attr(o, "padding")
+    pads = [(0, 0)] * rank if pad is None else [(int(lo), int(hi)) for lo, hi in np.asarray(pad).reshape(rank, 2)]
+    res = np.broadcast_to(init, x.shape).astype(x.dtype)
+    for w in np.ndindex(*src.shape):
+        best: tuple[int, ...] | None = None
+        for k in np.ndindex(*window):
+            pos = tuple(wi * s + ki - lo for wi, s, ki, (lo, _) in zip(w, strides, k, pads, strict=True))
+            if any(p < 0 or p >= d for p, d in zip(pos, x.shape, strict=True)):
+                continue  # padding is never selected
+            if best is None or not bool(np.asarray(ev.region(select, [x[best], x[pos]])[0])):
+                best = pos
+        if best is not None:
+            res[best] = np.asarray(combine([res[best]], [src[w]])[0]).astype(x.dtype)
+    return _out(res, o.shape)
+
+
+@_rule("chlo.top_k", "mhlo.topk")
+def _top_k(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    """The ``k`` largest along the last dimension, largest first, ties by the lower index (XLA's
+    TopK: floats in total order, so NaN is the largest)."""
+    x = a[0]
+    k = int(ev.attr(o, "k"))
+    if ev.attr(o, "largest", True) is False:
+        raise ev.fail(o, "with largest=false")
+    if _is_float(x.dtype):
+        key = _total_order_key(x)
+    elif x.dtype == np.uint64:
+        key = (x ^ np.uint64(1 << 63)).view(np.int64)  # order-preserving into int64
+    else:
+        key = x.astype(np.int64)
+    order = np.argsort(~key, axis=-1, kind="stable")[..., :k]  # ~key: largest first, ties by index
+    vals = np.take_along_axis(x, order, axis=-1)
+    shapes = o.shape.tuple_shapes()
+    return (_out(vals, shapes[0]), _out(order, shapes[1]))
+
+
+# -- rules: control flow -----------------------------------------------------------------------------------------
+def _values(v: Value) -> list[Value]:
+    return list(v) if isinstance(v, tuple) else [v]
+
+
+@_rule("stablehlo.while")
+def _while(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    cond, body = o.regions
+    state = list(a)
+    while bool(np.asarray(ev.region(cond, state)[0])):
+        state = ev.region(body, state)
+    return state[0] if len(state) == 1 and not o.shape.is_tuple() else tuple(state)
+
+
+@_rule("stablehlo.if")
+def _if(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    branch = o.regions[0] if bool(np.asarray(a[0])) else o.regions[1]
+    outs = ev.region(branch, [])
+    return outs[0] if len(outs) == 1 and not (o.shape.is_tuple() and not o.opdef.tuple_result) else tuple(outs)
+
+
+@_rule("stablehlo.case")
+def _case(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    i = int(np.asarray(a[0]))
+    n = len(o.regions)
+    branch = o.regions[i if 0 <= i < n else n - 1]  # out of range: the last branch, as XLA does
+    outs = ev.region(branch, [])
+    return outs[0] if len(outs) == 1 and not (o.shape.is_tuple() and not o.opdef.tuple_result) else tuple(outs)
+
+
+@_rule("stablehlo.tuple")
+def _tuple(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    return tuple(a)
+
+
+@_rule("stablehlo.get_tuple_element")
+def _gte(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    return a[0][int(ev.attr(o, "index"))]
+
+
+def _symbol(ref: Any) -> str:
+    name = str(ref)
+    name = name[1:] if name.startswith("@") else name
+    return name[1:-1] if name.startswith('"') and name.endswith('"') else name
+
+
+@_rule("func.call")
+def _call(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    return ev.call(o, _symbol(ev.attr(o, "callee")), a)
+
+
+@_rule("stablehlo.composite")
+def _composite(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    """A named op (``chlo.top_k``, ``erf_inv``... as JAX exports them) is its decomposition."""
+    return ev.call(o, _symbol(ev.attr(o, "decomposition")), a)
+
+
+# -- comparing ---------------------------------------------------------------------------------------------------
+def default_tolerance(dtype: np.dtype[Any]) -> tuple[float, float]:
+    """``(rtol, atol_fraction)`` for an output of ``dtype``: an element matches when
+    ``|got - want| <= atol_fraction * max|want| + rtol * |want|`` (integers, bool: exactly)."""
+    dt = np.dtype(dtype)
+    if dt.kind in "iub":
+        return 0.0, 0.0
+    name = dt.name
+    if name in ("float64", "complex128"):
+        return 1e-12, 1e-13
+    if name in ("float32", "complex64"):
+        return 1e-5, 1e-6
+    if name == "float16":
+        return 2.0**-9, 2.0**-9
+    if name == "bfloat16":
+        return 2.0**-6, 2.0**-6
+    return 2.0**-2, 2.0**-3  # the fp8 types: 1-2 ulp of their 2-3 mantissa bits
+
+
+@dataclass
+class OutputComparison:
+    """How one output of the program compares (see :func:`compare`)."""
+
+    index: int
+    shape: tuple[int, ...]
+    dtype: str
+    max_abs: float
+    max_rel: float
+    max_ulp: float
+    mismatches: int
+    first_mismatch: tuple[int, ...] | None
+    got: Any = field(repr=False, default=None)
+    want: Any = field(repr=False, default=None)
+
+    @property
+    def ok(self) -> bool:
+        return self.mismatches == 0
+
+
+@dataclass
+class CompareReport:
+    """The result of :func:`compare`: one :class:`OutputComparison` per output, and ``ok``."""
+
+    name: str
+    against: str
+    outputs: list[OutputComparison]
+
+    @property
+    def ok(self) -> bool:
+        return all(o.ok for o in self.outputs)
+
+    def __str__(self) -> str:
+        head = f"{self.name}: device vs {self.against}: {'MATCH' if self.ok else 'DIVERGENCE'}"
+        rows = [f"  {'output':<7}{'shape':<18}{'dtype':<10}{'max abs':>12}{'max rel':>12}{'max ulp':>10}"
+                f"{'mismatches':>12}  first"]
+        for o in self.outputs:
+            rows.append(
+                f"  {o.index:<7}{str(list(o.shape)):<18}{o.dtype:<10}{o.max_abs:>12.3g}{o.max_rel:>12.3g}"
+                f"{o.max_ulp:>10.3g}{o.mismatches:>12}  {'' if o.first_mismatch is None else list(o.first_mismatch)}"
+            )
+        return "\n".join([head, *rows])
+
+
+def _ulps(got: np.ndarray[Any, Any], want: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    dt = want.dtype
+    if not _is_float(dt) or dt.kind == "c":
+        if dt.kind == "b":
+            return np.asarray(got != want, dtype=np.float64)
+        return np.asarray(np.abs(_wide(got).astype(np.complex128) - _wide(want).astype(np.complex128)).real)
+    eps = float(ml_dtypes.finfo(dt).eps) if _is_ml_float(dt) else float(np.finfo(dt).eps)
+    tiny = float(ml_dtypes.finfo(dt).smallest_normal) if _is_ml_float(dt) else float(np.finfo(dt).tiny)
+    w = _wide(want)
+    spacing = np.maximum(np.abs(w), tiny) * eps
+    return np.asarray(np.abs(_wide(got) - w) / spacing)
+
+
+def _compare_one(i: int, got: np.ndarray[Any, Any], want: np.ndarray[Any, Any], rtol: float | None,
+                 atol: float | None) -> OutputComparison:
+    want = np.asarray(want)
+    got = np.asarray(got)
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return OutputComparison(i, tuple(want.shape), str(want.dtype), math.inf, math.inf, math.inf,
+                                int(max(want.size, 1)), (), got, want)
+    d_rtol, d_atol = default_tolerance(want.dtype)
+    rtol = d_rtol if rtol is None else rtol
+    w, g = _wide(want), _wide(got)
+    if want.dtype.kind in "iub":
+        bad = got != want
+        diff = np.abs(g.astype(np.float64) - w.astype(np.float64)) if want.dtype.kind != "b" else bad.astype(float)
+        rel = diff / np.maximum(np.abs(w.astype(np.float64)), 1) if want.dtype.kind != "b" else diff
+    else:
+        finite_w = np.isfinite(w)
+        scale = float(np.max(np.abs(w[finite_w]), initial=0.0))
+        tol_abs = d_atol * scale if atol is None else atol
+        nan_g, nan_w = np.isnan(g), np.isnan(w)
+        with np.errstate(all="ignore"):
+            diff = np.where(nan_g & nan_w, 0.0, np.abs(g - w))
+            diff = np.where(np.isinf(w) & (g == w), 0.0, diff)
+            rel = diff / np.where(np.abs(w) > 0, np.abs(w), 1.0)
+        bad = (nan_g != nan_w) | ~(diff <= tol_abs + rtol * np.abs(np.where(finite_w, w, 0)))
+    ulp = _ulps(got, want) if want.size else np.zeros(0)
+    idx = np.argwhere(bad)
+    with np.errstate(all="ignore"):
+        return OutputComparison(
+            i, tuple(want.shape), str(want.dtype),
+            float(np.nanmax(np.real(diff), initial=0.0)), float(np.nanmax(np.real(rel), initial=0.0)),
+            float(np.nanmax(ulp, initial=0.0)), int(bad.sum()),
+            tuple(int(k) for k in idx[0]) if len(idx) else None, got, want,
+        )
+
+
+def compare(
+    computation: XlaComputation,
+    args: Sequence[Any],
+    *,
+    device: Any = None,
+    against: Any = "reference",
+    rtol: float | None = None,
+    atol: float | None = None,
+) -> CompareReport:
+    """Run ``computation`` on ``device`` (XLA) and compare its outputs with ``against``.
+
+    Parameters
+    ----------
+    computation: built or loaded.
+    args: one array per parameter.
+    device: where XLA runs it (default: the default device).
+    against: ``"reference"`` (:func:`evaluate`), a device or ``"cpu:0"``-style name (XLA on it),
+        or a sequence of arrays (recorded outputs).
+    rtol, atol: an element matches when ``|got - want| <= atol + rtol * |want|``; by default per
+        element type (:func:`default_tolerance`: ``atol`` a fraction of the output's largest
+        magnitude); integers and bool must be equal; NaN matches NaN only.
+
+    Raises
+    ------
+    UnsupportedOpError
+        ``against="reference"`` and an op has no evaluation rule.
+    """
+    from .runtime import compile as _compile
+
+    out = _compile(computation, device)(*args)
+    got = [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
+    if isinstance(against, str) and against == "reference":
+        want = evaluate(computation, *args)
+        label = "reference evaluator"
+    elif isinstance(against, (list, tuple)) and all(isinstance(w, np.ndarray) for w in against):
+        want = [np.asarray(w) for w in against]
+        label = "given outputs"
+    else:
+        other = _compile(computation, against)(*args)
+        want = [np.asarray(o) for o in (other if isinstance(other, (list, tuple)) else [other])]
+        label = str(against)
+    if len(want) != len(got):
+        raise XlaSdkError(f"compare: the program has {len(got)} outputs, {label} gave {len(want)}")
+    return CompareReport(computation.name, label,
+                         [_compare_one(i, g, w, rtol, atol) for i, (g, w) in enumerate(zip(got, want, strict=True))])
