@@ -182,3 +182,16 @@ def test_cli_compare(tmp_path: Path) -> None:
     code, out, err = cli("compare", str(DATA / "dumps/int_indexing/module.cpu_after_optimizations.txt"),
                          "--random-inputs")
     assert code == 2 and "stablehlo.custom_call has no evaluation rule" in err, err
+
+
+def test_evaluate_checks_its_arguments() -> None:
+    b = xs.XlaBuilder("f")
+    comp = b.build(ops.Neg(_p(b, 0, np.float32, (2,))))
+    with pytest.raises(xs.DTypeError, match="argument 0 has element type float64"):
+        xs.evaluate(comp, np.zeros(2))
+    with pytest.raises(xs.ShapeError, match=r"argument 0 has shape \(3,\)"):
+        xs.evaluate(comp, np.zeros(3, np.float32))
+    with pytest.raises(xs.ShapeError, match="takes 1 arguments, got 2"):
+        xs.evaluate(comp, np.zeros(2, np.float32), np.zeros(2, np.float32))
+    (got,) = xs.evaluate(comp, np.array([1.5, -2.0], np.float32))
+    np.testing.assert_array_equal(got, [-1.5, 2.0])

@@ -193,7 +193,7 @@ def evaluate(computation: XlaComputation, *args: Any) -> list[np.ndarray[Any, An
     ShapeError
         Wrong number of arguments, or one of the wrong shape.
     """
-    from .errors import ShapeError
+    from .errors import DTypeError, ShapeError
 
     g = computation._graph()
     if len(args) != len(g.params):
@@ -201,9 +201,12 @@ def evaluate(computation: XlaComputation, *args: Any) -> list[np.ndarray[Any, An
     env: dict[int, Value] = {}
     for i, (p, a) in enumerate(zip(g.params, args, strict=True)):
         arr = np.asarray(a)
+        want = _dtype(p.shape)
         if arr.shape != tuple(p.shape.dimensions()):
             raise ShapeError(f"evaluate: argument {i} has shape {arr.shape}, parameter {i} is {p.shape}")
-        env[id(p)] = arr.astype(_dtype(p.shape), copy=False)
+        if arr.dtype != want and not isinstance(a, (bool, int, float, complex)):  # as exe(...) checks them
+            raise DTypeError(f"evaluate: argument {i} has element type {arr.dtype}, parameter {i} is {p.shape}")
+        env[id(p)] = arr.astype(want, copy=False)
     ev = _Evaluator(computation)
     outs = ev.run_graph([*g.outputs, *g.effects], env)[: len(g.outputs)]
     return [np.asarray(o) for o in outs]
