@@ -51,7 +51,7 @@ def test_every_real_program_matches_the_reference(corpus: str, program: str, fna
 
 def test_an_op_without_a_rule_is_named() -> None:
     comp = xs.load_computation(DATA / "dumps/int_indexing/module.cpu_after_optimizations.txt")
-    with pytest.raises(xs.UnsupportedOpError, match="stablehlo.custom_call has no evaluation rule"):
+    with pytest.raises(xs.UnsupportedOpError, match="stablehlo.custom_call to 'TopK' has no evaluation rule"):
         xs.evaluate(comp, *recorded("dumps/int_indexing")[0])
     b = xs.XlaBuilder("chol")
     x = _p(b, 0, np.float32, (3, 3))
@@ -181,7 +181,9 @@ def test_cli_compare(tmp_path: Path) -> None:
     assert code == 1 and "DIVERGENCE" in out and "8  [0, 0]" in out, out
     code, out, err = cli("compare", str(DATA / "dumps/int_indexing/module.cpu_after_optimizations.txt"),
                          "--random-inputs")
-    assert code == 2 and "stablehlo.custom_call has no evaluation rule" in err, err
+    assert code == 2 and "stablehlo.custom_call to 'TopK' has no evaluation rule" in err, err
+    code, _, err = cli("compare", dump, "--inputs", str(tmp_path / "in.npz"), "--against", "refernce.txt")
+    assert code == 2 and "expected 'reference', a device" in err, err
 
 
 def test_evaluate_checks_its_arguments() -> None:
@@ -195,3 +197,78 @@ def test_evaluate_checks_its_arguments() -> None:
         xs.evaluate(comp, np.zeros(2, np.float32), np.zeros(2, np.float32))
     (got,) = xs.evaluate(comp, np.array([1.5, -2.0], np.float32))
     np.testing.assert_array_equal(got, [-1.5, 2.0])
+
+
+# -- what a new user's trial found: no false alarms on correct programs ---------------------------------------------
+def test_no_false_alarm_on_bf16_computed_then_widened() -> None:
+    """(x.bf16 * w.bf16).f32: XLA keeps the product in f32 unless told not to (excess precision);
+    against the reference it compiles with xla_allow_excess_precision=false."""
+    b = xs.XlaBuilder("mixed")
+    x, w = _p(b, 0, np.float32, (256,)), _p(b, 1, np.float32, (256,))
+    bf = ops.Mul(ops.ConvertElementType(x, xs.bfloat16), ops.ConvertElementType(w, xs.bfloat16))
+    comp = b.build(ops.ConvertElementType(bf, np.float32))
+    rng = np.random.default_rng(0)
+    a, c = rng.standard_normal(256).astype(np.float32), rng.standard_normal(256).astype(np.float32)
+    report = xs.compare(comp, [a, c])
+    assert report.ok, str(report)
+    (ref,) = xs.evaluate(comp, a, c)
+    want = (a.astype(xs.bfloat16).astype(np.float64) * c.astype(xs.bfloat16).astype(np.float64)).astype(
+        xs.bfloat16).astype(np.float32)
+    np.testing.assert_array_equal(ref, want)
+
+
+def test_no_false_alarm_when_a_sum_cancels() -> None:
+    """mean(x*x) - mean(x)**2 with x near 1e4: the true value is about 1, and two correct f32 orders
+    of the sum give 0 and -8 (one ulp of 1e8 is 8); the tolerance follows the terms, not the result."""
+    b = xs.XlaBuilder("variance")
+    x = _p(b, 0, np.float32, (1000,))
+    n = ops.Constant(b, np.float32(1000))
+    add = xs.XlaBuilder("add")
+    add_c = add.build(ops.Add(_p(add, 0, np.float32, ()), _p(add, 1, np.float32, ())))
+    zero = ops.Constant(b, np.float32(0))
+    sq = ops.Div(ops.Reduce(b, [ops.Mul(x, x)], [zero], add_c, [0]), n)
+    m = ops.Div(ops.Reduce(b, [x], [zero], add_c, [0]), n)
+    comp = b.build(ops.Sub(sq, ops.Mul(m, m)))
+    a = (1e4 + np.random.default_rng(1).standard_normal(1000)).astype(np.float32)
+    report = xs.compare(comp, [a])
+    assert report.ok, str(report)
+
+
+def test_signed_zeros_and_subnormals() -> None:
+    b = xs.XlaBuilder("zeros")
+    x, y = _p(b, 0, np.float32, (2,)), _p(b, 1, np.float32, (2,))
+    comp = b.build([ops.Max(x, y), ops.Min(x, y), ops.Sign(x), ops.Round(x), ops.Mul(y, y)])
+    xv = np.array([0.0, -0.0], np.float32)
+    yv = np.array([-0.0, 1e-20], np.float32)
+    mx, mn, sg, rd, tiny = xs.evaluate(comp, xv, yv)
+    assert list(np.signbit(mx)) == [False, False]  # max(+0, -0) = +0; max(-0, 1e-20) = 1e-20
+    assert list(np.signbit(mn)) == [True, True]  # min(+0, -0) = -0; min(-0, 1e-20) = -0
+    assert list(np.signbit(sg)) == [False, True] and list(np.signbit(rd)) == [False, True]
+    assert tiny[1] == np.float32(1e-20) * np.float32(1e-20) and tiny[1] != 0  # a subnormal, exactly
+    assert xs.compare(comp, [xv, yv]).ok  # XLA:CPU flushes the subnormal to zero: not a divergence
+
+
+def test_recorded_outputs_of_raw_bytes_and_wrong_shapes() -> None:
+    b = xs.XlaBuilder("bf")
+    x = _p(b, 0, xs.bfloat16, (3,))
+    comp = b.build(ops.Neg(x))
+    a = np.array([1.5, -2.0, 3.0], xs.bfloat16)
+    raw = (-a).view("V2")  # what np.savez / np.load give back for bf16
+    assert xs.compare(comp, [a], against=[raw]).ok
+    wrong = r"given output 0 is float64\[3\], the program's output 0 is bfloat16\[3\]"
+    with pytest.raises(xs.XlaSdkError, match=wrong):
+        xs.compare(comp, [a], against=[np.zeros(3)])
+
+
+def test_complex_constants_never_crash() -> None:
+    b = xs.XlaBuilder("cplx")
+    x = _p(b, 0, np.complex64, (2,))
+    comp = b.build(ops.Mul(x, ops.Constant(b, np.complex64(1 + 2j))))
+    a = np.array([1 + 1j, -2j], np.complex64)
+    try:
+        (got,) = xs.evaluate(comp, a)
+    except xs.UnsupportedOpError as e:
+        assert "complex" in str(e).lower() or "C64" in str(e)
+    else:
+        np.testing.assert_allclose(got, a * np.complex64(1 + 2j), rtol=1e-6)
+        assert xs.compare(comp, [a]).ok

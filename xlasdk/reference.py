@@ -102,6 +102,10 @@ class _Evaluator:
         self.comp = comp
         self.callees: dict[str, Any] = {}
         self.current: dict[int, Value] = {}  # the values of the scope being evaluated (regions read it)
+        # Node id -> the largest magnitude of the terms an additive op (add, subtract, a sum, a dot,
+        # a convolution) combined: the scale of its rounding error, whatever the result's size
+        # (a difference of two large numbers can be 0 in one correct rounding and 8 in another).
+        self.term_scale: dict[int, float] = {}
 
     def attr(self, node: XlaOp, name: str, default: Any = None) -> Any:
         v = node.attrs.get(name)
@@ -132,6 +136,8 @@ class _Evaluator:
         try:
             for o in sorted(todo.values(), key=lambda n: n.id):
                 env[id(o)] = self.node(o, env)
+                if o.opcode in _ADDITIVE:
+                    self.term_scale[id(o)] = _term_scale(o, [env[id(x)] for x in o.operands])
         finally:
             self.current = saved
         return [env[id(r)] for r in roots]
@@ -173,6 +179,49 @@ class _Evaluator:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
+_ADDITIVE = frozenset({"stablehlo.add", "stablehlo.subtract", "stablehlo.reduce", "stablehlo.dot_general",
+                       "stablehlo.dot", "stablehlo.convolution", "stablehlo.reduce_window"})
+
+
+def _term_scale(o: XlaOp, args: list[Value]) -> float:
+    """The largest magnitude among the terms ``o`` added (0 when it does not apply)."""
+    arrays = [np.asarray(a) for a in args if isinstance(a, np.ndarray) and _is_float(a.dtype)]
+    if not arrays:
+        return 0.0
+    with np.errstate(all="ignore"):
+        if o.opcode in ("stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution") and len(arrays) == 2:
+            # a product's terms: |x| |y| summed is at most max|x| max|y| times the contraction size
+            x, y = (np.abs(_wide(a)) for a in arrays)
+            big = float(np.max(x, initial=0.0)) * float(np.max(y, initial=0.0))
+            return big * max(x.size, y.size) ** 0.5 if np.isfinite(big) else 0.0
+        m = max(float(np.max(np.abs(_wide(a)), initial=0.0, where=np.isfinite(_wide(a)))) for a in arrays)
+    return m
+
+
+def _output_scale(ev: _Evaluator, node: XlaOp) -> float:
+    """The term scale of the additive op that produced an output, looking through ops that only
+    move, convert or select values."""
+    seen = 0
+    while seen < 64:
+        if id(node) in ev.term_scale:
+            return ev.term_scale[id(node)]
+        if node.opcode in _MOVES and node.operands:
+            node = node.operands[0]
+            seen += 1
+            continue
+        if node.opdef is GET_TUPLE_ELEMENT:
+            node = node.operands[0]
+            seen += 1
+            continue
+        return 0.0
+    return 0.0
+
+
+_MOVES = frozenset({"stablehlo.reshape", "stablehlo.transpose", "stablehlo.broadcast_in_dim", "stablehlo.slice",
+                    "stablehlo.convert", "stablehlo.copy", "mhlo.copy", "stablehlo.reverse", "stablehlo.negate",
+                    "stablehlo.dynamic_slice", "stablehlo.concatenate", "stablehlo.optimization_barrier"})
+
+
 def evaluate(computation: XlaComputation, *args: Any) -> list[np.ndarray[Any, Any]]:
     """The outputs of ``computation`` on ``args``, computed by the reference evaluator.
 
@@ -190,9 +239,14 @@ def evaluate(computation: XlaComputation, *args: Any) -> list[np.ndarray[Any, An
     ------
     UnsupportedOpError
         An op of the program has no rule here (the message names it).
-    ShapeError
-        Wrong number of arguments, or one of the wrong shape.
+    ShapeError, DTypeError
+        Wrong number of arguments, or one of the wrong shape or element type.
     """
+    return _reference(computation, args)[0]
+
+
+def _reference(computation: XlaComputation, args: Sequence[Any]) -> tuple[list[np.ndarray[Any, Any]], list[float]]:
+    """The reference outputs and, per output, the term scale of the op that produced it."""
     from .errors import DTypeError, ShapeError
 
     g = computation._graph()
@@ -207,9 +261,14 @@ def evaluate(computation: XlaComputation, *args: Any) -> list[np.ndarray[Any, An
         if arr.dtype != want and not isinstance(a, (bool, int, float, complex)):  # as exe(...) checks them
             raise DTypeError(f"evaluate: argument {i} has element type {arr.dtype}, parameter {i} is {p.shape}")
         env[id(p)] = arr.astype(want, copy=False)
+    return _evaluate(computation, g, env)
+
+
+def _evaluate(computation: XlaComputation, g: Any, env: dict[int, Value]) -> tuple[list[np.ndarray[Any, Any]],
+                                                                                     list[float]]:
     ev = _Evaluator(computation)
     outs = ev.run_graph([*g.outputs, *g.effects], env)[: len(g.outputs)]
-    return [np.asarray(o) for o in outs]
+    return [np.asarray(o) for o in outs], [_output_scale(ev, o) for o in g.outputs]
 
 
 # -- rules: element-wise ----------------------------------------------------------------------------------------
@@ -245,7 +304,7 @@ _UNARY: dict[str, Callable[[Any], Any]] = {
     "stablehlo.sine": np.sin, "stablehlo.cosine": np.cos, "stablehlo.tan": np.tan, "stablehlo.tanh": np.tanh,
     "stablehlo.logistic": lambda x: 1.0 / (1.0 + np.exp(-x)), "stablehlo.floor": np.floor,
     "stablehlo.ceil": np.ceil, "stablehlo.round_nearest_even": np.rint,
-    "stablehlo.round_nearest_afz": lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5),
+    "stablehlo.round_nearest_afz": lambda x: np.copysign(np.floor(np.abs(x) + 0.5), x),
     "stablehlo.is_finite": np.isfinite, "stablehlo.real": np.real, "stablehlo.imag": np.imag,
     "chlo.erf": _erf, "chlo.erfc": _erfc, "chlo.erf_inv": _erfinv,
 }
@@ -260,7 +319,9 @@ def _sign(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
         with np.errstate(all="ignore"):
             m = np.abs(x)
             return _out(np.where(m == 0, 0, x / np.where(m == 0, 1, m)), o.shape)
-    return _out(np.where(np.isnan(x), x, np.sign(x)) if x.dtype.kind == "f" else np.sign(x), o.shape)
+    if x.dtype.kind == "f":  # NaN stays NaN and -0 stays -0
+        return _out(np.where(np.isnan(x) | (x == 0), x, np.sign(x)), o.shape)
+    return _out(np.sign(x), o.shape)
 
 
 @_rule("stablehlo.not")
@@ -367,7 +428,13 @@ def _maxmin(fn: Callable[[Any, Any], Any]) -> Rule:
             if fn is np.minimum:
                 pick_x = ~pick_x | ((x.real == y.real) & (x.imag == y.imag))
             return _out(np.where(pick_x, x, y), o.shape)
-        return _out(fn(_wide(x), _wide(y)), o.shape)  # NaN propagates, as in XLA
+        wx, wy = _wide(x), _wide(y)
+        r = fn(wx, wy)  # NaN propagates, as in XLA
+        if wx.dtype.kind == "f":  # max(+0, -0) is +0 and min(+0, -0) is -0, whatever the order
+            both = (wx == 0) & (wy == 0)
+            neg = np.signbit(wx) & np.signbit(wy) if fn is np.maximum else np.signbit(wx) | np.signbit(wy)
+            r = np.where(both, np.where(neg, -0.0, 0.0), r)
+        return _out(r, o.shape)
     return rule
 
 
@@ -944,6 +1011,12 @@ def _case(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     return outs[0] if len(outs) == 1 and not (o.shape.is_tuple() and not o.opdef.tuple_result) else tuple(outs)
 
 
+@_rule("stablehlo.custom_call")
+def _custom_call(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    target = ev.attr(o, "call_target_name", "?")
+    raise ev.fail(o, f"to {target!r} has no evaluation rule yet (the reference evaluator cannot check this program)")
+
+
 @_rule("stablehlo.tuple")
 def _tuple(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     return tuple(a)
@@ -1047,39 +1120,53 @@ def _ulps(got: np.ndarray[Any, Any], want: np.ndarray[Any, Any]) -> np.ndarray[A
     return np.asarray(np.abs(_wide(got) - w) / spacing)
 
 
+def _tiny(dt: np.dtype[Any]) -> float:
+    """The smallest normal number of a float type (0 for others)."""
+    if not _is_float(dt) or dt.kind == "c":
+        return float(np.finfo(np.complex64 if dt == np.complex64 else np.complex128).tiny) if dt.kind == "c" else 0.0
+    return float(ml_dtypes.finfo(dt).smallest_normal) if _is_ml_float(dt) else float(np.finfo(dt).tiny)
+
+
 def _compare_one(i: int, got: np.ndarray[Any, Any], want: np.ndarray[Any, Any], rtol: float | None,
-                 atol: float | None) -> OutputComparison:
-    want = np.asarray(want)
-    got = np.asarray(got)
-    if got.shape != want.shape or got.dtype != want.dtype:
-        return OutputComparison(i, tuple(want.shape), str(want.dtype), math.inf, math.inf, math.inf,
-                                int(max(want.size, 1)), (), got, want)
+                 atol: float | None, scale: float = 0.0) -> OutputComparison:
+    """How output ``i`` compares. An element matches when ``|got - want| <= tol_abs + rtol * |want|``
+    with ``tol_abs = atol`` or, by default, the type's fraction of the larger of the output's largest
+    magnitude and ``scale`` (the terms the op that made it added), and never below the type's
+    smallest normal number (XLA:CPU flushes subnormal results to zero)."""
     d_rtol, d_atol = default_tolerance(want.dtype)
     rtol = d_rtol if rtol is None else rtol
     w, g = _wide(want), _wide(got)
-    if want.dtype.kind in "iub":
-        bad = got != want
-        diff = np.abs(g.astype(np.float64) - w.astype(np.float64)) if want.dtype.kind != "b" else bad.astype(float)
-        rel = diff / np.maximum(np.abs(w.astype(np.float64)), 1) if want.dtype.kind != "b" else diff
-    else:
-        finite_w = np.isfinite(w)
-        scale = float(np.max(np.abs(w[finite_w]), initial=0.0))
-        tol_abs = d_atol * scale if atol is None else atol
-        nan_g, nan_w = np.isnan(g), np.isnan(w)
-        with np.errstate(all="ignore"):
-            diff = np.where(nan_g & nan_w, 0.0, np.abs(g - w))
-            diff = np.where(np.isinf(w) & (g == w), 0.0, diff)
-            rel = diff / np.where(np.abs(w) > 0, np.abs(w), 1.0)
-        bad = (nan_g != nan_w) | ~(diff <= tol_abs + rtol * np.abs(np.where(finite_w, w, 0)))
-    ulp = _ulps(got, want) if want.size else np.zeros(0)
-    idx = np.argwhere(bad)
     with np.errstate(all="ignore"):
-        return OutputComparison(
-            i, tuple(want.shape), str(want.dtype),
-            float(np.nanmax(np.real(diff), initial=0.0)), float(np.nanmax(np.real(rel), initial=0.0)),
-            float(np.nanmax(ulp, initial=0.0)), int(bad.sum()),
-            tuple(int(k) for k in idx[0]) if len(idx) else None, got, want,
-        )
+        if want.dtype.kind in "iub":
+            bad = got != want
+            diff = np.abs(g.astype(np.float64) - w.astype(np.float64)) if want.dtype.kind != "b" else bad.astype(float)
+            rel = diff / np.maximum(np.abs(w.astype(np.float64)), 1) if want.dtype.kind != "b" else diff
+        else:
+            finite_w = np.isfinite(w)
+            big = float(np.max(np.abs(w[finite_w]), initial=0.0))
+            tol_abs = max(d_atol * max(big, scale), _tiny(want.dtype)) if atol is None else atol
+            nan_g, nan_w = np.isnan(g), np.isnan(w)
+            same = (nan_g & nan_w) | (np.isinf(w) & (g == w))
+            diff = np.where(same, 0.0, np.abs(np.where(nan_g | nan_w, np.inf, g - w)))
+            rel = np.where(np.abs(w) > 0, diff / np.where(np.abs(w) > 0, np.abs(w), 1.0), np.where(diff > 0, np.inf, 0))
+            bad = ~same & ~(diff <= tol_abs + rtol * np.abs(np.where(finite_w, w, 0)))
+        ulp = _ulps(got, want) if want.size else np.zeros(0)
+        ulp = np.where(np.isfinite(ulp), ulp, np.inf)
+    idx = np.argwhere(bad)
+    finite = np.isfinite(np.real(diff))
+    return OutputComparison(
+        i, tuple(want.shape), str(want.dtype),
+        float(np.max(np.real(diff), initial=0.0, where=finite)) if bad.any() or finite.any() else 0.0,
+        float(np.max(np.real(rel), initial=0.0, where=np.isfinite(np.real(rel)))),
+        float(np.max(ulp, initial=0.0, where=np.isfinite(ulp))), int(bad.sum()),
+        tuple(int(k) for k in idx[0]) if len(idx) else None, got, want,
+    )
+
+
+#: What the device side of a comparison against the reference compiles with: XLA may otherwise keep
+#: values of bf16/f16 ops in f32 between ops (``xla_allow_excess_precision``, on by default), which
+#: the per-op rounding of the reference does not do.
+STRICT_PRECISION = (("xla_allow_excess_precision", False),)
 
 
 def compare(
@@ -1090,6 +1177,7 @@ def compare(
     against: Any = "reference",
     rtol: float | None = None,
     atol: float | None = None,
+    excess_precision: bool = False,
 ) -> CompareReport:
     """Run ``computation`` on ``device`` (XLA) and compare its outputs with ``against``.
 
@@ -1099,25 +1187,57 @@ def compare(
     args: one array per parameter.
     device: where XLA runs it (default: the default device).
     against: ``"reference"`` (:func:`evaluate`), a device or ``"cpu:0"``-style name (XLA on it),
-        or a sequence of arrays (recorded outputs).
-    rtol, atol: an element matches when ``|got - want| <= atol + rtol * |want|``; by default per
-        element type (:func:`default_tolerance`: ``atol`` a fraction of the output's largest
-        magnitude); integers and bool must be equal; NaN matches NaN only.
+        or a list of arrays (recorded outputs, of the program's output shapes and element types).
+    rtol, atol: an element matches when ``|got - want| <= atol + rtol * |want|``. By default per
+        element type (:func:`default_tolerance`), ``atol`` a fraction of the larger of the output's
+        largest magnitude and the terms the op that made it added (a sum that cancels to 0 may
+        round to 8 in another order), never below the type's smallest normal number; integers and
+        bool must be equal; NaN matches NaN only.
+    excess_precision: against the reference, XLA compiles with ``xla_allow_excess_precision=false``
+        (each bf16/f16 op rounded, as the reference rounds it) unless this is true.
 
     Raises
     ------
     UnsupportedOpError
-        ``against="reference"`` and an op has no evaluation rule.
+        ``against="reference"`` and an op has no evaluation rule, or the evaluator cannot read a
+        value of the program (it never guesses).
+    XlaSdkError
+        Recorded outputs of another number, shape or element type than the program's.
     """
+    from .errors import ShapeError
+    from .runtime import CompileOptions
     from .runtime import compile as _compile
 
-    out = _compile(computation, device)(*args)
+    if isinstance(rtol, (int, float)) and rtol < 0 or isinstance(atol, (int, float)) and atol < 0:
+        raise ShapeError(f"compare: tolerances must be >= 0, got rtol={rtol}, atol={atol}")
+    reference = isinstance(against, str) and against == "reference"
+    options = CompileOptions(env_option_overrides=STRICT_PRECISION) if reference and not excess_precision else None
+    out = _compile(computation, device, options=options)(*args)
     got = [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
-    if isinstance(against, str) and against == "reference":
-        want = evaluate(computation, *args)
-        label = "reference evaluator"
-    elif isinstance(against, (list, tuple)) and all(isinstance(w, np.ndarray) for w in against):
+    scales = [0.0] * len(got)
+    if reference:
+        try:
+            want, scales = _reference(computation, args)
+        except XlaSdkError:
+            raise
+        except Exception as e:  # a value the evaluator cannot read: never a divergence
+            raise UnsupportedOpError(
+                f"reference evaluator: could not evaluate this program ({type(e).__name__}: {str(e):.200}); it "
+                "cannot check it"
+            ) from None
+        label = "reference evaluator" + (" (XLA without excess precision)" if options is not None else "")
+    elif isinstance(against, (list, tuple)):
         want = [np.asarray(w) for w in against]
+        if len(want) != len(got):
+            raise XlaSdkError(f"compare: the program has {len(got)} outputs, {len(want)} were given")
+        for k, (g_, w_) in enumerate(zip(got, want, strict=True)):
+            if w_.dtype != g_.dtype and w_.dtype.kind == "V" and w_.dtype.itemsize == g_.dtype.itemsize:
+                want[k] = w_ = w_.view(g_.dtype)  # raw bytes (bf16 saved by numpy) read as the output's type
+            if w_.shape != g_.shape or w_.dtype != g_.dtype:
+                raise XlaSdkError(
+                    f"compare: given output {k} is {w_.dtype}{list(w_.shape)}, the program's output {k} is "
+                    f"{g_.dtype}{list(g_.shape)}"
+                )
         label = "given outputs"
     else:
         other = _compile(computation, against)(*args)
@@ -1125,5 +1245,5 @@ def compare(
         label = str(against)
     if len(want) != len(got):
         raise XlaSdkError(f"compare: the program has {len(got)} outputs, {label} gave {len(want)}")
-    return CompareReport(computation.name, label,
-                         [_compare_one(i, g, w, rtol, atol) for i, (g, w) in enumerate(zip(got, want, strict=True))])
+    return CompareReport(computation.name, label, [
+        _compare_one(i, g, w, rtol, atol, sc) for i, (g, w, sc) in enumerate(zip(got, want, scales, strict=True))])

@@ -73,7 +73,60 @@ class MainRecord:
 
 def _attrs(op: Any) -> list[tuple[str, str]]:
     attrs = op.attributes
-    return [(name, str(attrs[name])) for name in attrs]
+    out: list[tuple[str, str]] = []
+    printed: dict[str, str] | None = None
+    for name in attrs:
+        try:
+            out.append((name, str(attrs[name])))
+        except TypeError:  # an attribute the bindings cannot hand to Python (dense complex elements)
+            if printed is None:
+                printed = _printed_attrs(str(op.get_asm(print_generic_op_form=True, large_elements_limit=None)))
+            if name not in printed:
+                raise GraphReadError(f"{op.name}: attribute {name!r} cannot be read") from None
+            out.append((name, printed[name]))
+    return out
+
+
+def _printed_attrs(text: str) -> dict[str, str]:
+    """``name -> spelling`` of the properties / attribute dictionary of an op's generic form (only
+    for attributes the bindings cannot return: their spelling is all there is)."""
+    out: dict[str, str] = {}
+    i = text.find("<{")
+    if i < 0:
+        i = text.find("{")
+        if i < 0:
+            return out
+        i -= 1
+    i += 2
+    depth, start, key, in_str = 0, i, None, False
+    j = i
+    while j < len(text):
+        c = text[j]
+        if in_str:
+            if c == "\\":
+                j += 2
+                continue
+            if c == '"':
+                in_str = False
+        elif c == '"':
+            in_str = True
+        elif c in "<([{":
+            depth += 1
+        elif c in ">)]}":
+            if depth == 0:
+                if key is not None:
+                    out[key] = text[start:j].strip()
+                break
+            depth -= 1
+        elif c == "=" and depth == 0 and key is None:
+            key = text[start:j].strip()
+            start = j + 1
+        elif c == "," and depth == 0:
+            if key is not None:
+                out[key] = text[start:j].strip()
+            key, start = None, j + 1
+        j += 1
+    return out
 
 
 def _dict_list(attr: Any, n: int) -> list[list[tuple[str, str]]]:
@@ -247,7 +300,10 @@ def _stablehlo_value(a: Any) -> Any:
 
 
 def _py(a: Any, np: Any) -> Any:
-    a = a.maybe_downcast() if hasattr(a, "maybe_downcast") else a
+    try:
+        a = a.maybe_downcast() if hasattr(a, "maybe_downcast") else a
+    except TypeError:  # an attribute kind the bindings cannot name (dense complex elements)
+        return _complex_dense(a, np)
     structured = _stablehlo_value(a)
     if structured is not None:
         return structured
@@ -324,3 +380,28 @@ def _dense_other(a: Any, np: Any) -> Any:
         return np.array(w).astype(dt)
     except Exception:
         return None
+
+
+def _complex_dense(a: Any, np: Any) -> Any:
+    """A dense complex attribute, from MLIR's spelling: a splat ``dense<(re,im)>`` or the raw bytes
+    ``dense<"0x...">``; its spelling otherwise."""
+    import re
+
+    text = str(a)
+    m = re.fullmatch(r'dense<(.*)> : tensor<((?:\d+x)*)complex<(f32|f64)>>', text, re.S)
+    if not m:
+        return text
+    body, dims, part = m.groups()
+    shape = [int(d) for d in dims.split("x") if d]
+    dt = np.dtype(np.complex64 if part == "f32" else np.complex128)
+    if body.startswith('"0x'):
+        raw = bytes.fromhex(body[3:-1])
+        n = int(np.prod(shape)) if shape else 1
+        return np.frombuffer(raw, dtype=dt).reshape(shape).copy() if len(raw) == dt.itemsize * n else text
+    splat = re.fullmatch(r"\(([^,()]+),([^,()]+)\)", body.strip())
+    if splat:
+        try:
+            return np.full(shape, complex(float(splat.group(1)), float(splat.group(2))), dtype=dt)
+        except ValueError:
+            return text
+    return text

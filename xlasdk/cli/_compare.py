@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from typing import IO, Any
 
 import numpy as np
@@ -24,9 +25,13 @@ output_0, output_1, ... as `xlasdk run --output` writes them). Inputs as `xlasdk
 Per output it prints the largest absolute, relative and ulp error, the number of elements outside
 the tolerance and the first of them. An element matches when |got - want| <= atol + rtol * |want|;
 by default rtol and atol (as a fraction of the output's largest magnitude) follow the element type:
-f32 1e-5 / 1e-6, bf16 and f16 2^-6 / 2^-9 (bf16 2^-6), f64 1e-12; integers and bool must be
-equal; NaN matches only NaN. Exit codes: 0 match, 1 divergence, 2 usage or file error, or an op
-the reference evaluator has no rule for (named)."""
+f32 1e-5 / 1e-6, f16 2^-9 / 2^-9, bf16 2^-6 / 2^-6, f64 1e-12 / 1e-13, where the magnitude is the
+larger of the output's and of the terms the op that made it added (a sum that cancels), and
+never below the type's smallest normal number (XLA:CPU flushes subnormals); integers and bool
+must be equal; NaN matches only NaN. Against the reference, XLA compiles without excess
+precision (each bf16/f16 op rounded, as the reference rounds it); --excess-precision keeps XLA's
+default. Exit codes: 0 match, 1 divergence, 2 usage or file error, or an op the reference
+evaluator has no rule for (named)."""
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str) -> None:
@@ -44,6 +49,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str) -> None
     s.add_argument("--seed", type=int, default=0, help="seed of --random-inputs (default 0)")
     s.add_argument("--rtol", type=float, default=None, help="relative tolerance (default: by element type)")
     s.add_argument("--atol", type=float, default=None, help="absolute tolerance (default: by element type)")
+    s.add_argument("--excess-precision", action="store_true",
+                   help="against the reference, let XLA keep bf16/f16 values in f32 between ops (its default)")
     s.add_argument("--json", metavar="OUT.json", default=None, help="also write the report as JSON")
     s.set_defaults(verb_parser=s)
 
@@ -70,16 +77,26 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
     rt = _api()
     dev = _device(args)
     against: Any = args.against
+    if against != "reference" and not against.endswith(".npz") and not re.fullmatch(r"[a-z][a-z0-9_]*(:\d+)?",
+                                                                                     against):
+        raise UsageError(f"--against {against!r}: expected 'reference', a device such as cpu:0, or an .npz of "
+                         "recorded outputs (output_0, output_1, ...)")
     if against.endswith(".npz"):
         n = len(ps.result_shape().tuple_shapes()) if ps.result_shape().is_tuple() else 1
         against = _recorded(against, n)
     _stage("comparing")
+    from xlasdk.errors import XlaSdkError
     from xlasdk.reference import UnsupportedOpError, compare
 
     try:
-        report = compare(comp, inputs, device=dev, against=against, rtol=args.rtol, atol=args.atol)
+        report = compare(comp, inputs, device=dev, against=against, rtol=args.rtol, atol=args.atol,
+                         excess_precision=args.excess_precision)
     except UnsupportedOpError as e:
         raise UsageError(f"cannot check {args.file}: {e}") from None
+    except XlaSdkError as e:
+        if "compare:" not in str(e):
+            raise
+        raise UsageError(str(e)) from None
     del rt
     if isinstance(against, list):
         report.against = f"the outputs in {args.against}"
