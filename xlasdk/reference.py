@@ -6,14 +6,16 @@ complex ops are computed in float64 / complex128 from the op's inputs and rounde
 element type (bf16, f16 and the fp8 types through ``ml_dtypes``), integer ops are exact with
 XLA's wrap-around, and the edges follow XLA's operation semantics (clamped dynamic-slice starts,
 integer division by zero, shifts past the bit width, NaN propagation in max/min). An op without a
-rule here raises :class:`UnsupportedOpError` naming it and the instruction: nothing is guessed.
+rule here raises :class:`UnsupportedOpError` naming it (a custom call by its target): nothing is
+guessed.
 
 :func:`compare` runs the program on a device (XLA) and against the reference (or another device,
 or recorded outputs) and reports, per output, the largest absolute, relative and ulp error, the
 number of elements outside the tolerance and the first of them (:class:`CompareReport`).
 
 Rules: ``RULES`` maps an op name to ``rule(node, operands, ev) -> value``; operands are numpy
-arrays (tuples for multi-result ops), ``ev`` reads attributes and evaluates regions.
+arrays (tuples for multi-result ops), ``ev`` reads attributes and evaluates regions. (They live
+here, keyed by op name, for now; beside each op's row in its family module is where they belong.)
 """
 
 from __future__ import annotations
