@@ -9,10 +9,8 @@ converter writes. ``test_fuzz_shape_rules.py`` runs the same check on its random
 
 from __future__ import annotations
 
-import os
 import re
 import sys
-import zlib
 from typing import Any
 
 import ml_dtypes
@@ -20,28 +18,11 @@ import numpy as np
 import pytest
 
 import xlasdk as xs
-from tests.helpers import assert_same_outputs, check_direct_hlo, run
+from tests.helpers import PerTestRng, assert_same_outputs, check_direct_hlo, run
 from xlasdk import ops
 from xlasdk._jaxlib import mlir as _mlir
 
-
-class _PerTestRng:
-    """numpy random values that depend only on the test that draws them, not on which tests ran
-    before (the suite runs in any order: a module-wide generator gave each test other values
-    depending on the order, and a tolerance tuned for some values failed for others)."""
-
-    def __init__(self) -> None:
-        self._by_test: dict[str, np.random.Generator] = {}
-
-    def __getattr__(self, name: str) -> Any:
-        test = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0]
-        g = self._by_test.get(test)
-        if g is None:
-            g = self._by_test[test] = np.random.default_rng(zlib.crc32(test.encode()))
-        return getattr(g, name)
-
-
-RNG = _PerTestRng()
+RNG = PerTestRng(7)
 
 
 def p(b: xs.XlaBuilder, i: int, dt: Any, dims: tuple[int, ...], name: str = "") -> xs.XlaOp:

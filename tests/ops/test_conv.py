@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 import xlasdk as xs
-from tests.helpers import PARAM_AND_CONST, case_inputs, param, raises, run, run_case
+from tests.helpers import PARAM_AND_CONST, PerTestRng, case_inputs, param, raises, run, run_case
 from xlasdk import ops
 from xlasdk.errors import ShapeError
 
-RNG = np.random.default_rng(11)
+RNG = PerTestRng(11)  # per test: values that do not depend on the order of the suite
 
 
 def ref_conv(x: np.ndarray[Any, Any], w: np.ndarray[Any, Any], strides: Sequence[int], pads: Sequence[tuple[int, int]],

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import xlasdk as xs
-from tests.helpers import param, raises, run
+from tests.helpers import PerTestRng, param, raises, run
 from xlasdk import ops
 
-RNG = np.random.default_rng(7)
+RNG = PerTestRng(7)  # per test: values that do not depend on the order of the suite
 
 
 def sample(shape: tuple[int, ...], dtype: Any) -> np.ndarray[Any, Any]:

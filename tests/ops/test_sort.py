@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 import xlasdk as xs
-from tests.helpers import param, raises, run
+from tests.helpers import PerTestRng, param, raises, run
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
 
 S = xs.Shape
-RNG = np.random.default_rng(1234)
+RNG = PerTestRng(1234)  # per test: values that do not depend on the order of the suite
 
 
 def bits(a: np.ndarray[Any, Any]) -> list[int]:
