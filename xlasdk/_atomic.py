@@ -34,7 +34,9 @@ import stat
 from collections.abc import Callable
 from typing import BinaryIO
 
-__all__ = ["atomic_write", "temp_path", "remove_temp_files", "read_regular_file", "file_kind", "MAX_FILE_BYTES"]
+__all__ = [
+    "atomic_write", "temp_path", "remove_temp_files", "read_regular_file", "file_path", "file_kind", "MAX_FILE_BYTES",
+]
 
 _TEMP_SUFFIX = ".tmp"
 
@@ -76,6 +78,26 @@ def _check_replaceable(target: str, path: str | os.PathLike[str]) -> os.stat_res
     return st
 
 
+def file_path(path: object) -> str:
+    """``path`` (a ``str`` or ``os.PathLike`` of one) as a ``str``.
+
+    Raises
+    ------
+    TypeError
+        Another type (``bytes``, ``None``...).
+    ValueError
+        The path holds a NUL character.
+    """
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"a path must be a str or os.PathLike, got {type(path).__name__} {path!r:.80}")
+    spath = os.fspath(path)
+    if not isinstance(spath, str):
+        raise TypeError(f"a path must be a str or os.PathLike of a str, got {spath!r:.80}")
+    if "\0" in spath:
+        raise ValueError(f"the path {spath!r:.200} holds a NUL character")
+    return spath
+
+
 #: The largest file :func:`read_regular_file` reads (``XLASDK_MAX_FILE_BYTES`` overrides it).
 MAX_FILE_BYTES = 16 << 30
 
@@ -97,13 +119,7 @@ def read_regular_file(path: str | os.PathLike[str], limit: int | None = None) ->
         The file is missing or unreadable; or it is not a regular file, or too large (``strerror``
         says which, with the size and the limit).
     """
-    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"a file path must be a str or os.PathLike, got {type(path).__name__}")
-    spath = os.fspath(path)
-    if not isinstance(spath, str):
-        raise TypeError(f"a file path must be a str or os.PathLike of a str, got {type(spath).__name__}")
-    if "\0" in spath:
-        raise ValueError("a file path cannot hold a NUL character")
+    spath = file_path(path)
     if limit is None:
         try:
             limit = int(os.environ.get("XLASDK_MAX_FILE_BYTES", "") or MAX_FILE_BYTES)

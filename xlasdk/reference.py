@@ -104,10 +104,6 @@ class _Evaluator:
         self.comp = comp
         self.callees: dict[str, Any] = {}
         self.current: dict[int, Value] = {}  # the values of the scope being evaluated (regions read it)
-        # Node id -> the largest magnitude of the terms an additive op (add, subtract, a sum, a dot,
-        # a convolution) combined: the scale of its rounding error, whatever the result's size
-        # (a difference of two large numbers can be 0 in one correct rounding and 8 in another).
-        self.term_scale: dict[int, float] = {}
 
     def attr(self, node: XlaOp, name: str, default: Any = None) -> Any:
         v = node.attrs.get(name)
@@ -138,8 +134,6 @@ class _Evaluator:
         try:
             for o in sorted(todo.values(), key=lambda n: n.id):
                 env[id(o)] = self.node(o, env)
-                if o.opcode in _ADDITIVE:
-                    self.term_scale[id(o)] = _term_scale(o, [env[id(x)] for x in o.operands])
         finally:
             self.current = saved
         return [env[id(r)] for r in roots]
@@ -200,22 +194,17 @@ def _term_scale(o: XlaOp, args: list[Value]) -> float:
     return m
 
 
-def _output_scale(ev: _Evaluator, node: XlaOp) -> float:
-    """The term scale of the additive op that produced an output, looking through ops that only
-    move, convert or select values."""
-    seen = 0
-    while seen < 64:
-        if id(node) in ev.term_scale:
-            return ev.term_scale[id(node)]
-        if node.opcode in _MOVES and node.operands:
-            node = node.operands[0]
-            seen += 1
-            continue
-        if node.opdef is GET_TUPLE_ELEMENT:
-            node = node.operands[0]
-            seen += 1
-            continue
-        return 0.0
+def _output_scale(node: XlaOp, env: dict[int, Value]) -> float:
+    """The term scale of the additive op (add, subtract, a sum, a dot, a convolution) that produced
+    an output, looking through ops that only move or convert values: the scale of its rounding
+    error, whatever the result's size (a difference of two large numbers can be 0 in one correct
+    rounding and 8 in another). Computed for the outputs only, from the main graph's values."""
+    for _ in range(64):
+        if node.opcode in _ADDITIVE:
+            return _term_scale(node, [env[id(x)] for x in node.operands])
+        if not (node.opcode in _MOVES or node.opdef is GET_TUPLE_ELEMENT) or not node.operands:
+            return 0.0
+        node = node.operands[0]
     return 0.0
 
 
@@ -270,7 +259,7 @@ def _evaluate(computation: XlaComputation, g: Any, env: dict[int, Value]) -> tup
                                                                                      list[float]]:
     ev = _Evaluator(computation)
     outs = ev.run_graph([*g.outputs, *g.effects], env)[: len(g.outputs)]
-    return [np.asarray(o) for o in outs], [_output_scale(ev, o) for o in g.outputs]
+    return [np.asarray(o) for o in outs], [_output_scale(o, env) for o in g.outputs]
 
 
 # -- rules: element-wise ----------------------------------------------------------------------------------------
@@ -488,6 +477,30 @@ def _clamp(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     return _out(np.minimum(np.maximum(x, lo), hi), o.shape)
 
 
+def _result_shapes(o: XlaOp) -> list[Shape]:
+    """One shape per result of ``o`` (several results make a tuple shape)."""
+    return list(o.shape.tuple_shapes()) if o.shape.is_tuple() and not o.opdef.tuple_result else [o.shape]
+
+
+def _results(o: XlaOp, values: Sequence[Value]) -> Value:
+    """``o``'s value from its results: the one result, or a tuple of several."""
+    return values[0] if len(values) == 1 and len(_result_shapes(o)) == 1 else tuple(values)
+
+
+def _numpy_reducer(r: Region, dtype: np.dtype[Any]) -> Any:
+    """numpy's ufunc for a region that is one of the usual reducers of its two parameters (add,
+    multiply, max, min, and, or: bitwise for integers), else None."""
+    if len(r.results) != 1 or len(r.params) != 2:
+        return None
+    res = r.results[0]
+    fn = _REDUCERS.get(res.opcode)
+    if fn is None or len(res.operands) != 2 or set(map(id, res.operands)) != set(map(id, r.params)):
+        return None
+    if dtype.kind in "iu" and fn in (np.logical_and, np.logical_or):
+        return np.bitwise_and if fn is np.logical_and else np.bitwise_or
+    return fn
+
+
 # -- rules: conversions and constants -----------------------------------------------------------------------------
 @_rule("stablehlo.constant")
 def _constant(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
@@ -660,21 +673,17 @@ def _reduce(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     xs, inits = a[:n], a[n:]
     dims = tuple(sorted(ev.attr(o, "dimensions")))
     (body,) = o.regions
-    shapes = list(o.shape.tuple_shapes()) if o.shape.is_tuple() and not o.opdef.tuple_result else [o.shape]
-    if n == 1 and len(body.results) == 1:  # one of the usual reducers: numpy's reduction in the wide type
-        r = body.results[0]
-        if r.opcode in _REDUCERS and len(r.operands) == 2 and set(map(id, r.operands)) == set(map(id, body.params)):
-            fn = _REDUCERS[r.opcode]
-            if xs[0].dtype == np.bool_ or xs[0].dtype.kind in "iu":
-                if fn in (np.logical_and, np.logical_or) and xs[0].dtype != np.bool_:
-                    fn = np.bitwise_and if fn is np.logical_and else np.bitwise_or
+    shapes = _result_shapes(o)
+    fn = _numpy_reducer(body, xs[0].dtype) if n == 1 else None
+    if fn is not None:  # one of the usual reducers: numpy's reduction in the wide type
+        with np.errstate(all="ignore"):
+            if xs[0].dtype.kind in "iub":
                 acc = fn.reduce(xs[0], axis=dims, dtype=xs[0].dtype) if xs[0].size else None
             else:
-                with np.errstate(all="ignore"):
-                    acc = fn.reduce(_wide(xs[0]), axis=dims) if xs[0].size else None
+                acc = fn.reduce(_wide(xs[0]), axis=dims) if xs[0].size else None
             init = inits[0]
             res = fn(_wide(init), acc) if acc is not None else np.broadcast_to(init, shapes[0].dimensions())
-            return _out(res, shapes[0])
+        return _out(res, shapes[0])
     # any other reducer: folded element by element along the reduced dimensions, the region run
     # on whole slices at once; only element-wise regions can run that way
     _check_elementwise(body, o, ev)
@@ -684,8 +693,7 @@ def _reduce(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     for k in range(moved[0].shape[0]):
         outs = ev.region(body, [*acc_vals, *(m[k] for m in moved)])
         acc_vals = [np.asarray(v) for v in outs]
-    res = [_out(v, s) for v, s in zip(acc_vals, shapes, strict=True)]
-    return res[0] if len(res) == 1 else tuple(res)
+    return _results(o, [_out(v, sh) for v, sh in zip(acc_vals, shapes, strict=True)])
 
 
 _ELEMENTWISE = frozenset(
@@ -751,14 +759,11 @@ def _reduce_window(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     pad = ev.attr(o, "padding")
     pads = [(0, 0)] * rank if pad is None else [(int(lo), int(hi)) for lo, hi in np.asarray(pad).reshape(rank, 2)]
     (body,) = o.regions
-    shapes = list(o.shape.tuple_shapes()) if o.shape.is_tuple() and not o.opdef.tuple_result else [o.shape]
+    shapes = _result_shapes(o)
     wins = [_windows(_dilate_pad(x, base, pads, i), window, strides, wdil) for x, i in zip(xs, inits, strict=True)]
-    r = body.results[0] if n == 1 and len(body.results) == 1 else None
-    if r is not None and r.opcode in _REDUCERS and set(map(id, r.operands)) == set(map(id, body.params)):
-        fn = _REDUCERS[r.opcode]
+    fn = _numpy_reducer(body, xs[0].dtype) if n == 1 else None
+    if fn is not None:
         w = wins[0] if wins[0].dtype.kind in "iub" else _wide(wins[0])
-        if w.dtype.kind in "iu" and fn in (np.logical_and, np.logical_or):
-            fn = np.bitwise_and if fn is np.logical_and else np.bitwise_or
         with np.errstate(all="ignore"):
             acc = fn.reduce(w.reshape(w.shape[:rank] + (-1,)), axis=-1) if w.size else None
             res = fn(_wide(inits[0]), acc) if acc is not None else np.broadcast_to(inits[0], shapes[0].dimensions())
@@ -768,8 +773,7 @@ def _reduce_window(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     acc_vals = [np.broadcast_to(i, f.shape[:rank]).copy() for i, f in zip(inits, flat, strict=True)]
     for k in range(flat[0].shape[-1]):
         acc_vals = [np.asarray(v) for v in ev.region(body, [*acc_vals, *(f[..., k] for f in flat)])]
-    res = [_out(v, sh) for v, sh in zip(acc_vals, shapes, strict=True)]
-    return res[0] if len(res) == 1 else tuple(res)
+    return _results(o, [_out(v, sh) for v, sh in zip(acc_vals, shapes, strict=True)])
 
 
 @_rule("stablehlo.convolution")
@@ -840,10 +844,7 @@ def _sort(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
         order = sorted(range(n), key=functools.cmp_to_key(less))
         for out, r in zip(outs, rows, strict=True):
             out[idx] = r[order]
-    res = [_out(np.moveaxis(x, -1, dim), sh) for x, sh in zip(
-        outs, list(o.shape.tuple_shapes()) if o.shape.is_tuple() and not o.opdef.tuple_result else [o.shape],
-        strict=True)]
-    return res[0] if len(res) == 1 else tuple(res)
+    return _results(o, [_out(np.moveaxis(x, -1, dim), sh) for x, sh in zip(outs, _result_shapes(o), strict=True)])
 
 
 @_rule("stablehlo.gather")
@@ -882,17 +883,12 @@ def _combine(r: Region, owner: XlaOp, ev: _Evaluator) -> Callable[[list[Any], li
         res = r.results[0]
         if res is r.params[1]:
             return lambda cur, upd: [upd[0]]
-        if res.opcode in _REDUCERS and set(map(id, res.operands)) == set(map(id, r.params)):
-            fn = _REDUCERS[res.opcode]
-
+        fn = _numpy_reducer(r, _dtype(r.params[0].shape))
+        if fn is not None:
             def numpy_fn(cur: list[Any], upd: list[Any]) -> list[Any]:
-                c = cur[0]
-                f = fn
-                if c.dtype.kind in "iu" and fn in (np.logical_and, np.logical_or):
-                    f = np.bitwise_and if fn is np.logical_and else np.bitwise_or
+                c, u = cur[0], upd[0]
                 with np.errstate(all="ignore"):
-                    return [f(c if c.dtype.kind in "iub" else _wide(c), upd[0] if c.dtype.kind in "iub" else
-                              _wide(upd[0]))]
+                    return [fn(c, u) if c.dtype.kind in "iub" else fn(_wide(c), _wide(u))]
             return numpy_fn
     _check_elementwise(r, owner, ev)
     return lambda cur, upd: [np.asarray(v) for v in ev.region(r, [*cur, *upd])]
@@ -932,10 +928,7 @@ def _scatter(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
         upd = [u[tuple(where)].reshape(cur[0].shape) for u in updates]
         for x, v in zip(inputs, combine(cur, upd), strict=True):
             x[target] = np.asarray(v).astype(x.dtype)
-    res = [_out(x, sh) for x, sh in zip(
-        inputs, list(o.shape.tuple_shapes()) if o.shape.is_tuple() and not o.opdef.tuple_result else [o.shape],
-        strict=True)]
-    return res[0] if len(res) == 1 else tuple(res)
+    return _results(o, [_out(x, sh) for x, sh in zip(inputs, _result_shapes(o), strict=True)])
 
 
 @_rule("stablehlo.select_and_scatter")
@@ -994,14 +987,14 @@ def _while(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     state = list(a)
     while bool(np.asarray(ev.region(cond, state)[0])):
         state = ev.region(body, state)
-    return state[0] if len(state) == 1 and not o.shape.is_tuple() else tuple(state)
+    return _results(o, state)
 
 
 @_rule("stablehlo.if")
 def _if(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     branch = o.regions[0] if bool(np.asarray(a[0])) else o.regions[1]
     outs = ev.region(branch, [])
-    return outs[0] if len(outs) == 1 and not (o.shape.is_tuple() and not o.opdef.tuple_result) else tuple(outs)
+    return _results(o, outs)
 
 
 @_rule("stablehlo.case")
@@ -1010,7 +1003,7 @@ def _case(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     n = len(o.regions)
     branch = o.regions[i if 0 <= i < n else n - 1]  # out of range: the last branch, as XLA does
     outs = ev.region(branch, [])
-    return outs[0] if len(outs) == 1 and not (o.shape.is_tuple() and not o.opdef.tuple_result) else tuple(outs)
+    return _results(o, outs)
 
 
 @_rule("stablehlo.custom_call")
@@ -1116,16 +1109,17 @@ def _ulps(got: np.ndarray[Any, Any], want: np.ndarray[Any, Any]) -> np.ndarray[A
             return np.asarray(got != want, dtype=np.float64)
         return np.asarray(np.abs(_wide(got).astype(np.complex128) - _wide(want).astype(np.complex128)).real)
     eps = float(ml_dtypes.finfo(dt).eps) if _is_ml_float(dt) else float(np.finfo(dt).eps)
-    tiny = float(ml_dtypes.finfo(dt).smallest_normal) if _is_ml_float(dt) else float(np.finfo(dt).tiny)
     w = _wide(want)
-    spacing = np.maximum(np.abs(w), tiny) * eps
+    spacing = np.maximum(np.abs(w), _tiny(dt)) * eps
     return np.asarray(np.abs(_wide(got) - w) / spacing)
 
 
 def _tiny(dt: np.dtype[Any]) -> float:
     """The smallest normal number of a float type (0 for others)."""
-    if not _is_float(dt) or dt.kind == "c":
-        return float(np.finfo(np.complex64 if dt == np.complex64 else np.complex128).tiny) if dt.kind == "c" else 0.0
+    if dt.kind == "c":
+        return float(np.finfo(dt).tiny)
+    if not _is_float(dt):
+        return 0.0
     return float(ml_dtypes.finfo(dt).smallest_normal) if _is_ml_float(dt) else float(np.finfo(dt).tiny)
 
 

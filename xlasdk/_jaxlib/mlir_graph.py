@@ -368,11 +368,7 @@ def _dense_other(a: Any, np: Any) -> Any:
         return np.full(shape, value, dtype=np.float64 if dt.kind not in "iub" else np.int64).astype(dt)
     text = str(a)
     if text.startswith('dense<"0x'):
-        raw = bytes.fromhex(text[len('dense<"0x'):text.index('"', len('dense<"0x'))])
-        n = int(np.prod(shape)) if shape else 1
-        if dt.itemsize * n != len(raw):
-            return None
-        return np.frombuffer(raw, dtype=dt).reshape(shape).copy()
+        return _hex_elements(text[len('dense<"0x'):text.index('"', len('dense<"0x'))], shape, dt, np)
     wide = "f64" if dt.kind not in "iub" else "i64"
     try:
         dims = "x".join(map(str, shape)) + "x" if shape else ""
@@ -395,9 +391,8 @@ def _complex_dense(a: Any, np: Any) -> Any:
     shape = [int(d) for d in dims.split("x") if d]
     dt = np.dtype(np.complex64 if part == "f32" else np.complex128)
     if body.startswith('"0x'):
-        raw = bytes.fromhex(body[3:-1])
-        n = int(np.prod(shape)) if shape else 1
-        return np.frombuffer(raw, dtype=dt).reshape(shape).copy() if len(raw) == dt.itemsize * n else text
+        got = _hex_elements(body[3:-1], shape, dt, np)
+        return text if got is None else got
     splat = re.fullmatch(r"\(([^,()]+),([^,()]+)\)", body.strip())
     if splat:
         try:
@@ -405,3 +400,13 @@ def _complex_dense(a: Any, np: Any) -> Any:
         except ValueError:
             return text
     return text
+
+
+def _hex_elements(hex_digits: str, shape: list[int], dt: Any, np: Any) -> Any:
+    """The array MLIR spells as ``dense<"0x...">``: raw little-endian elements, or None when the
+    byte count does not fit ``shape``."""
+    raw = bytes.fromhex(hex_digits)
+    n = int(np.prod(shape)) if shape else 1
+    if len(raw) != dt.itemsize * n:
+        return None
+    return np.frombuffer(raw, dtype=dt).reshape(shape).copy()

@@ -572,36 +572,22 @@ class _Rewrite:
         self.source = source
         self.graph = graph
         self.builder = b
-        self.by_name = {ins.name: memo[id(ins.op)] for ins in graph.instructions}
-        self.by_index = [memo[id(ins.op)] for ins in graph.instructions]
+        self.copies = memo  # id of an original node -> its copy in the builder
         self.outputs = [memo[id(o)] for o in graph.outputs]
         self.original_outputs = list(self.outputs)
         self.effects = [memo[id(o)] for o in graph.effects]
         self.imported = {id(o) for o in memo.values()}
         self.user_count = len(b._side_effects)
         self.replaced: set[int] = set()
-        self.names = {id(n): k for k, n in self.by_name.items()}
+        self.names = {id(memo[id(ins.op)]): ins.name for ins in graph.instructions}
 
     def _name(self, op: XlaOp) -> str:
         name = self.names.get(id(op))
         return f"{name!r} ({op.opcode})" if name else op.opcode
 
     def instruction(self, name: str | int) -> XlaOp:
-        if isinstance(name, bool) or not isinstance(name, (str, int)):
-            raise XlaSdkError(f"instruction: expected a name or an index, got {type(name).__name__}")
-        if isinstance(name, int):
-            if not 0 <= name < len(self.by_index):
-                last = len(self.by_index) - 1
-                raise XlaSdkError(f"instruction: instruction index {name} is out of range (0..{last})")
-            return self.by_index[name]
-        got = self.by_name.get(name)
-        if got is None:
-            near = [n for n in self.by_name if n.split(".")[0] == name.split(".")[0]][:8]
-            raise XlaSdkError(
-                f"instruction: no instruction named {name!r} in computation {self.graph.name!r}"
-                + (f" (instructions of that kind: {', '.join(near)})" if near else "")
-            )
-        return got
+        (original,) = _resolve(self.graph, [name], "instruction", outputs=False)
+        return self.copies[id(original)]
 
     def _nodes(self) -> list[XlaOp]:
         """Every node of the copied program's main graph reachable from its outputs and effects."""

@@ -7,11 +7,10 @@ bytecode this process did not write itself is decoded in a child process first.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from typing import TYPE_CHECKING, Any
 
-from .._atomic import read_regular_file
+from .._atomic import file_path, read_regular_file
 from .._jaxlib import isolated
 from .._jaxlib import mlir as _mlir
 from ..errors import FormatError
@@ -247,14 +246,10 @@ def _read(path: PathLike, what: str) -> bytes:
 
 def _path_name(path: object, caller: str) -> str:
     """``path`` as the ``str`` errors name it; a path of another type, or with a NUL, is a FormatError."""
-    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
-        raise FormatError(f"{caller}: a path must be a str or os.PathLike, got {type(path).__name__} {path!r:.80}")
-    spath = os.fspath(path)
-    if not isinstance(spath, str):
-        raise FormatError(f"{caller}: a path must be a str or os.PathLike of a str, got {spath!r:.80}")
-    if "\0" in spath:
-        raise FormatError(f"{caller}: the path {spath!r:.200} holds a NUL character")
-    return spath
+    try:
+        return file_path(path)
+    except (TypeError, ValueError) as e:
+        raise FormatError(f"{caller}: {e}") from None
 
 
 def _from_jax_export(data: bytes, what: str) -> XlaComputation:

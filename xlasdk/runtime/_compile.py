@@ -7,7 +7,7 @@ from typing import Any, Final, Protocol
 
 import numpy as np
 
-from .._atomic import read_regular_file
+from .._atomic import file_path, read_regular_file
 from .._jaxlib import pjrt
 from ..errors import CompileError, FormatError
 from ..ops.collectives import partition_ids_problem
@@ -343,13 +343,14 @@ def load_executable(path: str | os.PathLike[str], device: Device | str | None = 
         If the file is missing, unreadable, empty, truncated or corrupt (the message names
         the file).
     """
-    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
-        raise FormatError(f"load_executable: a path must be a str or os.PathLike, got {type(path).__name__}")
-    spath = os.fspath(path)
+    try:
+        spath = file_path(path)
+    except (TypeError, ValueError) as e:
+        raise FormatError(f"load_executable: {e}") from None
     what = f"load_executable({spath!r})"
     try:
         data = read_regular_file(spath)  # regular files only, bounded: never a FIFO or /dev/zero
-    except (OSError, ValueError, TypeError) as e:
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else e
+    except OSError as e:
+        reason = e.strerror or e
         raise FormatError(f"{what}: cannot read the file: {reason}") from None
     return deserialize_executable(data, device, _what=what)
