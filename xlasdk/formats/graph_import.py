@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._jaxlib import mlir_graph as _mg
 from .._metadata import Location
-from .._optable import GET_TUPLE_ELEMENT, OPS, PARAMETER, OpDef
+from .._optable import GET_TUPLE_ELEMENT, OPS, PARAMETER, HloForm, OpDef
 from ..attrs import OpMetadata
 from ..builder import Region, XlaBuilder, XlaOp
 from ..errors import GraphImportError, XlaSdkError
@@ -266,7 +266,7 @@ class _Importer:
         shape = shapes[0] if single else Shape.tuple_shape(shapes)
         tuple_result = single and shape.is_tuple()
         row = OPS.get(rec.name)
-        if row is None or row.tuple_result != tuple_result or row.hlo_form.value == "graph" or (
+        if row is None or row.tuple_result != tuple_result or row.hlo_form is HloForm.GRAPH or (
             row.variadic and any(x.shape.is_tuple() for x in operands)
         ):
             row = _opaque_row(rec.name, tuple_result)
@@ -683,7 +683,7 @@ class _Rewrite:
         for o in outs:
             if not isinstance(o, XlaOp) or o.builder is not self.builder:
                 raise ShapeError(f"build: outputs must be XlaOps of builder {self.builder.name!r}")
-            if o.shape.is_tuple() and o.opdef is not GET_TUPLE_ELEMENT and not o.opdef.tuple_result:
+            if _multi(o):
                 raise ShapeError(f"build: output {o.opcode} has several results; give one (ops.GetTupleElement)")
         kept: dict[int, dict[str, Any]] = {}
         for o, orig, a in zip(self.outputs, self.original_outputs, self.graph.result_attrs, strict=False):
