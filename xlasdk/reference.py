@@ -1085,10 +1085,28 @@ class CompareReport:
     name: str
     against: str
     outputs: list[OutputComparison]
+    #: ``bisect="ops"``: :class:`xlasdk.bisect.OpsBisection`; ``bisect="passes"``:
+    #: :class:`xlasdk.bisect.PassBisection`; ``find_nonfinite=True``: :class:`xlasdk.bisect.NonFinite`.
+    bisect_ops: Any = None
+    bisect_passes: Any = None
+    nonfinite: Any = None
 
     @property
     def ok(self) -> bool:
         return all(o.ok for o in self.outputs)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready values (what ``xlasdk compare --json`` writes)."""
+        doc: dict[str, Any] = {"name": self.name, "against": self.against, "match": self.ok, "outputs": [
+            {"index": o.index, "shape": list(o.shape), "dtype": o.dtype, "max_abs": o.max_abs, "max_rel": o.max_rel,
+             "max_ulp": o.max_ulp, "mismatches": o.mismatches,
+             "first_mismatch": None if o.first_mismatch is None else list(o.first_mismatch)}
+            for o in self.outputs]}
+        for key, part in (("bisect_ops", self.bisect_ops), ("bisect_passes", self.bisect_passes),
+                          ("nonfinite", self.nonfinite)):
+            if part is not None:
+                doc[key] = part.as_dict()
+        return doc
 
     def __str__(self) -> str:
         head = f"{self.name}: device vs {self.against}: {'MATCH' if self.ok else 'DIVERGENCE'}"
@@ -1099,7 +1117,8 @@ class CompareReport:
                 f"  {o.index:<7}{str(list(o.shape)):<18}{o.dtype:<10}{o.max_abs:>12.3g}{o.max_rel:>12.3g}"
                 f"{o.max_ulp:>10.3g}{o.mismatches:>12}  {'' if o.first_mismatch is None else list(o.first_mismatch)}"
             )
-        return "\n".join([head, *rows])
+        extra = [str(x) for x in (self.bisect_ops, self.bisect_passes, self.nonfinite) if x is not None]
+        return "\n".join([head, *rows, *extra])
 
 
 def _ulps(got: np.ndarray[Any, Any], want: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
@@ -1124,11 +1143,12 @@ def _tiny(dt: np.dtype[Any]) -> float:
 
 
 def _compare_one(i: int, got: np.ndarray[Any, Any], want: np.ndarray[Any, Any], rtol: float | None,
-                 atol: float | None, scale: float = 0.0) -> OutputComparison:
+                 atol: float | None, scale: float = 0.0, ulps: float | None = None) -> OutputComparison:
     """How output ``i`` compares. An element matches when ``|got - want| <= tol_abs + rtol * |want|``
     with ``tol_abs = atol`` or, by default, the type's fraction of the larger of the output's largest
     magnitude and ``scale`` (the terms the op that made it added), and never below the type's
-    smallest normal number (XLA:CPU flushes subnormal results to zero)."""
+    smallest normal number (XLA:CPU flushes subnormal results to zero); with ``ulps``, a float
+    element also matches when its ulp error (the report's ``max_ulp`` measure) is at most ``ulps``."""
     d_rtol, d_atol = default_tolerance(want.dtype)
     rtol = d_rtol if rtol is None else rtol
     w, g = _wide(want), _wide(got)
@@ -1148,6 +1168,8 @@ def _compare_one(i: int, got: np.ndarray[Any, Any], want: np.ndarray[Any, Any], 
             bad = ~same & ~(diff <= tol_abs + rtol * np.abs(np.where(finite_w, w, 0)))
         ulp = _ulps(got, want) if want.size else np.zeros(0)
         ulp = np.where(np.isfinite(ulp), ulp, np.inf)
+        if ulps is not None and _is_float(want.dtype) and want.dtype.kind != "c":
+            bad = bad & ~(ulp <= ulps)
     idx = np.argwhere(bad)
     finite = np.isfinite(np.real(diff))
     return OutputComparison(
@@ -1174,6 +1196,10 @@ def compare(
     rtol: float | None = None,
     atol: float | None = None,
     excess_precision: bool = False,
+    ulps: float | None = None,
+    bisect: str | None = None,
+    find_nonfinite: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> CompareReport:
     """Run ``computation`` on ``device`` (XLA) and compare its outputs with ``against``.
 
@@ -1191,6 +1217,15 @@ def compare(
         bool must be equal; NaN matches NaN only.
     excess_precision: against the reference, XLA compiles with ``xla_allow_excess_precision=false``
         (each bf16/f16 op rounded, as the reference rounds it) unless this is true.
+    ulps: a float element also matches when its ulp error (``|got - want|`` over the spacing
+        ``eps * max(|want|, smallest normal)`` of the output's type: the report's ``max_ulp``) is
+        at most ``ulps``, whatever rtol/atol say (``rtol=0, atol=0, ulps=N``: ulps alone).
+    bisect: ``"ops"``: when the outputs diverge, the first instruction that introduces the
+        divergence (``report.bisect_ops``, :class:`xlasdk.bisect.OpsBisection`); ``"passes"``: the
+        XLA passes whose disabling removes it (``report.bisect_passes``). Against the reference only.
+    find_nonfinite: the first instruction whose device value has a NaN/Inf while its operands have
+        none (``report.nonfinite``, :class:`xlasdk.bisect.NonFinite`).
+    progress: called with a line of text per step of a bisection.
 
     Raises
     ------
@@ -1206,7 +1241,12 @@ def compare(
 
     if isinstance(rtol, (int, float)) and rtol < 0 or isinstance(atol, (int, float)) and atol < 0:
         raise ShapeError(f"compare: tolerances must be >= 0, got rtol={rtol}, atol={atol}")
+    if ulps is not None and (isinstance(ulps, bool) or not isinstance(ulps, (int, float)) or not ulps >= 0):
+        raise ShapeError(f"compare: ulps must be a number >= 0, got {ulps!r}")
     reference = isinstance(against, str) and against == "reference"
+    if bisect is not None and (bisect not in ("ops", "passes") or not reference):
+        raise XlaSdkError(f"compare: bisect={bisect!r}: expected 'ops' or 'passes', against the reference"
+                          + ("" if reference else f" (not against {against!r})"))
     options = CompileOptions(env_option_overrides=STRICT_PRECISION) if reference and not excess_precision else None
     out = _compile(computation, device, options=options)(*args)
     got = [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
@@ -1241,5 +1281,20 @@ def compare(
         label = str(against)
     if len(want) != len(got):
         raise XlaSdkError(f"compare: the program has {len(got)} outputs, {label} gave {len(want)}")
-    return CompareReport(computation.name, label, [
-        _compare_one(i, g, w, rtol, atol, sc) for i, (g, w, sc) in enumerate(zip(got, want, scales, strict=True))])
+    report = CompareReport(computation.name, label, [
+        _compare_one(i, g, w, rtol, atol, sc, ulps) for i, (g, w, sc) in enumerate(zip(got, want, scales,
+                                                                                        strict=True))])
+    if bisect is not None or find_nonfinite:
+        from . import bisect as _bisect
+
+        if bisect == "ops":
+            report.bisect_ops = _bisect.bisect_ops(computation, args, device=device, options=options, rtol=rtol,
+                                                   atol=atol, ulps=ulps, diverged=not report.ok, progress=progress)
+        elif bisect == "passes":
+            report.bisect_passes = (_bisect.PassBisection("no divergence") if report.ok else _bisect.bisect_passes(
+                computation, args, want, scales, device=device, options=options, rtol=rtol, atol=atol, ulps=ulps,
+                progress=progress))
+        if find_nonfinite:
+            report.nonfinite = _bisect.find_nonfinite(computation, args, device=device, options=options,
+                                                      progress=progress)
+    return report

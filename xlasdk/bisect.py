@@ -1,0 +1,722 @@
+"""Where a divergence comes from: the instruction that introduces it, the XLA passes that cause it,
+and the first NaN/Inf (``xs.compare(..., bisect="ops"|"passes", find_nonfinite=True)``).
+
+**Ops** (:func:`bisect_ops`). Instruction ``k`` (topological order, as
+:meth:`XlaComputation.instructions <xlasdk.XlaComputation.instructions>` lists them) *introduces*
+a divergence when its device value differs from the reference evaluator's rule applied to the
+device's values of its operands, while those operands agree with the reference (so a wrong value
+upstream is never blamed on its users). The search compiles the program cut after a candidate
+instruction: ``comp.with_outputs(...)`` of the values live past it (and the candidate itself),
+everything else as in the original, so XLA fuses and simplifies what comes before the cut as it
+does in the full program. It binary-searches the first cut whose values diverge from the
+reference (O(log N) compiles). At that cut ``k``, the device's operand values (from cut
+``k - 1``, where everything agreed) are fed to the rule of instruction ``k``: a mismatch is the
+evidence that names it. It is then compiled alone (``comp.extract``) on those operand values; when
+it is right alone, the smallest group of consecutive preceding ops (its ancestors) whose compile
+still diverges is named: an optimization across those ops (see ``bisect="passes"``).
+
+**Passes** (:func:`bisect_passes`). The passes XLA runs on this module are read from the names of
+the per-pass dump files (``xla_dump_to`` + ``xla_dump_hlo_pass_re=.*``, in a temporary
+directory); a delta-debugging search (Zeller's ddmin) over them, each step a compile with
+``xla_disable_hlo_passes`` in xlasdk's worker process, finds a smallest set (no pass of it can be
+left out) whose disabling makes the outputs match the reference. A set whose disabling makes the
+compile (or run) fail is *unknown*, never "fixes it".
+
+**Non-finite values** (:func:`find_nonfinite`): the first instruction (topological order) whose
+device value holds a NaN or an Inf while its operands hold none, from one compile with every
+intermediate value exposed (``with_outputs``); when exposing them makes the NaN/Inf vanish, the cut
+search above finds it instead.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ._optable import GET_TUPLE_ELEMENT
+from .builder import XlaOp
+from .errors import XlaSdkError
+
+if TYPE_CHECKING:
+    from .computation import XlaComputation
+    from .formats.graph_import import Instruction
+    from .reference import OutputComparison
+
+__all__ = ["Culprit", "OpsBisection", "PassBisection", "NonFinite", "bisect_ops", "bisect_passes",
+           "find_nonfinite", "BISECT_MODES"]
+
+BISECT_MODES = ("ops", "passes")
+
+
+# -- reports -----------------------------------------------------------------------------------------------------
+def _summary(a: Any, n: int = 6) -> str:
+    """A short text of an array: shape, element type and its first ``n`` values."""
+    arr = np.asarray(a)
+    flat = arr.reshape(-1)
+    head = ", ".join(str(v) for v in flat[:n].tolist()) + (", ..." if flat.size > n else "")
+    return f"{arr.dtype}{list(arr.shape)} [{head}]"
+
+
+@dataclass
+class Culprit:
+    """An instruction of the program (as :meth:`XlaComputation.instructions` names it).
+
+    ``hlo_line``: the instruction in HLO text (operands by their instruction names);
+    ``source``: ``file:line`` of the user's code from the op's metadata ('' when it has none);
+    ``error``: how its device value compares with the reference on the device's operand values
+    (:class:`~xlasdk.OutputComparison`; ``None`` for a non-finite value found without a rule);
+    ``operands``/``value``: short texts of the operand and result values on the device.
+    """
+
+    name: str
+    opcode: str
+    index: int
+    hlo_line: str
+    source: str
+    op_name: str
+    error: OutputComparison | None
+    operands: dict[str, str] = field(default_factory=dict)
+    value: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        e = self.error
+        return {"name": self.name, "opcode": self.opcode, "index": self.index, "hlo_line": self.hlo_line,
+                "source": self.source, "op_name": self.op_name, "operands": self.operands, "value": self.value,
+                "error": None if e is None else {
+                    "max_abs": e.max_abs, "max_rel": e.max_rel, "max_ulp": e.max_ulp, "mismatches": e.mismatches,
+                    "first_mismatch": None if e.first_mismatch is None else list(e.first_mismatch)}}
+
+    def lines(self) -> list[str]:
+        out = [f"    {self.name} ({self.opcode}, instruction {self.index})"
+               + (f" at {self.source}" if self.source else "") + (f" [{self.op_name}]" if self.op_name else ""),
+               f"    HLO: {self.hlo_line}"]
+        if self.error is not None:
+            e = self.error
+            out.append(f"    its error against its rule on the device's operands: max abs {e.max_abs:.3g}, max rel "
+                       f"{e.max_rel:.3g}, max ulp {e.max_ulp:.3g}, {e.mismatches} mismatches, first at "
+                       f"{None if e.first_mismatch is None else list(e.first_mismatch)}")
+        for k, v in self.operands.items():
+            out.append(f"    operand {k}: {v}")
+        if self.value:
+            out.append(f"    value: {self.value}")
+        return out
+
+
+@dataclass
+class OpsBisection:
+    """The result of ``bisect="ops"``.
+
+    ``status``: ``"no divergence"`` (the outputs match: nothing to bisect), ``"localised"``
+    (``culprit`` introduces it, with evidence) or ``"not localised"`` (``note`` says why; nobody is
+    blamed). ``isolation``: ``"alone"`` (compiled alone on the device's operand values it still
+    diverges), ``"group"`` (only compiled together with ``group``, the ops before it, an
+    optimization across them) or ``"context"`` (only inside the program). ``compiles``: how many
+    compiles the search took; ``method``: how it searched.
+    """
+
+    status: str
+    culprit: Culprit | None = None
+    isolation: str = ""
+    group: list[str] = field(default_factory=list)
+    compiles: int = 0
+    method: str = ""
+    note: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "culprit": None if self.culprit is None else self.culprit.as_dict(),
+                "isolation": self.isolation, "group": self.group, "compiles": self.compiles, "method": self.method,
+                "note": self.note}
+
+    def __str__(self) -> str:
+        head = f"bisect ops: {self.status}" + (f" ({self.compiles} compiles; {self.method})" if self.compiles else "")
+        out = [head]
+        if self.culprit is not None:
+            out.append("  the first instruction that introduces the divergence:")
+            out.extend(self.culprit.lines())
+        if self.note:
+            out.append(f"  {self.note}")
+        return "\n".join(out)
+
+
+@dataclass
+class PassBisection:
+    """The result of ``bisect="passes"``.
+
+    ``status``: ``"no divergence"``, ``"found"`` (disabling ``passes`` makes the outputs match, and
+    no pass of the set can be left out), ``"not found"`` (disabling every candidate at once does not
+    remove it, or makes the compile fail: ``unknown``). ``candidates``: the passes the compile runs
+    (from XLA's dump), ``compiles``: how many compiles the search took, ``unknown``: sets whose
+    disabling made the compile or the run fail (counted as not removing it).
+    """
+
+    status: str
+    passes: list[str] = field(default_factory=list)
+    candidates: list[str] = field(default_factory=list)
+    compiles: int = 0
+    unknown: list[list[str]] = field(default_factory=list)
+    note: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "passes": self.passes, "candidates": self.candidates,
+                "compiles": self.compiles, "unknown": self.unknown, "note": self.note}
+
+    def __str__(self) -> str:
+        out = [f"bisect passes: {self.status}" + (f" ({self.compiles} compiles, {len(self.candidates)} candidate "
+                                                  "passes)" if self.compiles else "")]
+        if self.passes:
+            out.append(f"  disabling {', '.join(self.passes)} removes the divergence "
+                       f"(xla_disable_hlo_passes={','.join(self.passes)})")
+        if self.unknown:
+            out.append(f"  {len(self.unknown)} pass set(s) could not be tested (the compile or the run failed with "
+                       "them disabled)")
+        if self.note:
+            out.append(f"  {self.note}")
+        return "\n".join(out)
+
+
+@dataclass
+class NonFinite:
+    """The result of ``find_nonfinite=True``. ``status``: ``"none"`` (no NaN/Inf on the device
+    anywhere it looked), ``"found"`` (``culprit`` is the first instruction whose value has one while
+    its operands have none), ``"from inputs"`` (the arguments hold NaN/Inf), ``"not localised"``
+    (``note`` says why). ``reference``: what the reference rule gives on the same operands
+    (``"also non-finite"``: the operands call for it, e.g. log of a negative number; ``"finite"``:
+    XLA's own; ``""``: no rule)."""
+
+    status: str
+    culprit: Culprit | None = None
+    reference: str = ""
+    compiles: int = 0
+    note: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "culprit": None if self.culprit is None else self.culprit.as_dict(),
+                "reference": self.reference, "compiles": self.compiles, "note": self.note}
+
+    def __str__(self) -> str:
+        out = [f"find nonfinite: {self.status}"]
+        if self.culprit is not None:
+            out.append("  the first instruction whose value has a NaN or Inf while its operands have none:")
+            out.extend(self.culprit.lines())
+            if self.reference:
+                out.append(f"    the reference on the same operands: {self.reference}")
+        if self.note:
+            out.append(f"  {self.note}")
+        return "\n".join(out)
+
+
+# -- the program's values ------------------------------------------------------------------------------------------
+@dataclass
+class _Settings:
+    device: Any
+    options: Any  # CompileOptions | None
+    rtol: float | None
+    atol: float | None
+    ulps: float | None
+
+
+class _Program:
+    """The instruction graph of a computation, its values (slots: one per array result of each
+    instruction), who reads what, and the reference value of every slot."""
+
+    def __init__(self, comp: XlaComputation, args: Sequence[Any], settings: _Settings,
+                 need_reference: bool = True) -> None:
+        from .reference import _dtype
+
+        self.comp = comp
+        self.graph = comp._graph()
+        self.instrs: list[Instruction] = comp.instructions()
+        self.args = [np.asarray(a).astype(_dtype(p.shape), copy=False) for a, p in zip(args, self.graph.params,
+                                                                                      strict=True)]
+        self.settings = settings
+        self.compiles = 0
+        self.nparams = sum(1 for i in self.instrs if i.opcode == "parameter")
+        # slots: (instruction index, node) for each array value of each instruction
+        self.slots: dict[int, list[XlaOp]] = {}
+        for ins in self.instrs:
+            parts = self.graph.parts.get(ins.op.id)
+            nodes = list(parts) if parts is not None else [ins.op]
+            self.slots[ins.index] = [n for n in nodes if n.shape.is_array()]
+        last = {ins.index: ins.index for ins in self.instrs}
+        self.reads: dict[int, set[int]] = {}
+        for ins in self.instrs:
+            srcs = set()
+            for x in self._inputs(ins.op):
+                try:
+                    srcs.add(self.graph.instruction_of(x).index)
+                except XlaSdkError:
+                    continue
+            self.reads[ins.index] = srcs
+            for s in srcs:
+                last[s] = max(last[s], ins.index)
+        end = len(self.instrs)
+        for o in [*self.graph.outputs, *self.graph.effects]:
+            try:
+                last[self.graph.instruction_of(o).index] = end
+            except XlaSdkError:
+                continue
+        self.last_use = last
+        self.ref: dict[int, Any] = {}
+        if need_reference:
+            self._reference()
+
+    def _inputs(self, op: XlaOp) -> list[XlaOp]:
+        """The outer values ``op`` reads: its operands, and what its regions (at any depth) capture or bind."""
+        out = list(op.operands)
+        stack = list(op.regions)
+        while stack:
+            r = stack.pop()
+            out.extend(r.captures)
+            out.extend(r.bindings or ())
+            for o in [*r.results, *r.effects]:
+                stack.extend(o.regions)
+        return out
+
+    def main_inputs(self, op: XlaOp) -> list[XlaOp]:
+        """The values of ``main`` that ``op`` reads (operands, region captures), each once."""
+        out: dict[int, XlaOp] = {}
+        for x in self._inputs(op):
+            if x in self.graph.names or (x.opdef is GET_TUPLE_ELEMENT and x.operands[0] in self.graph.names):
+                out.setdefault(id(x), x)
+        return list(out.values())
+
+    def _reference(self) -> None:
+        from .reference import _Evaluator
+
+        env: dict[int, Any] = {id(p): a for p, a in zip(self.graph.params, self.args, strict=True)}
+        roots = [n for i in self.instrs for n in self.slots[i.index]] + [*self.graph.outputs, *self.graph.effects]
+        ev = _Evaluator(self.comp)
+        ev.run_graph(roots, env)
+        self.ref = env
+
+    # -- running parts of it on the device
+    def run(self, nodes: Sequence[XlaOp]) -> list[np.ndarray[Any, Any]]:
+        """The device's values of ``nodes``, from one compile of the program with them as outputs."""
+        from .runtime import compile as _compile
+
+        sub = self.comp.with_outputs(list(nodes))
+        self.compiles += 1
+        out = _compile(sub, self.settings.device, options=self.settings.options)(*self.args)
+        return [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
+
+    def check(self, node: XlaOp, got: np.ndarray[Any, Any], want: np.ndarray[Any, Any],
+              env: dict[int, Any] | None = None) -> OutputComparison:
+        from .reference import _compare_one, _output_scale
+
+        s = self.settings
+        try:
+            scale = _output_scale(node, env if env is not None else self.ref)
+        except KeyError:
+            scale = 0.0
+        return _compare_one(0, got, np.asarray(want), s.rtol, s.atol, scale, s.ulps)
+
+    def cut(self, k: int) -> list[XlaOp]:
+        """The values live after instruction ``k`` (read by a later instruction, or an output), and
+        ``k``'s own."""
+        return [n for i in range(self.nparams, k + 1) if self.last_use[i] > k or i == k for n in self.slots[i]]
+
+    def culprit(self, ins: Instruction, operand_values: dict[int, Any], value: Any,
+                error: OutputComparison | None) -> Culprit:
+        md = ins.metadata
+        source = f"{md.source_file}:{md.source_line}" if md.source_file else ""
+        operands = {}
+        for x in ins.op.operands:
+            owner = self.graph.instruction_of(x)
+            key = owner.name if x in self.graph.names else f"{owner.name}#{x.extra}"
+            if id(x) in operand_values:
+                operands[key] = _summary(operand_values[id(x)])
+        return Culprit(ins.name, ins.opcode, ins.index, hlo_line(self.comp, ins), source, md.op_name, error, operands,
+                       "" if value is None else _summary(value))
+
+
+def hlo_line(comp: XlaComputation, ins: Instruction) -> str:
+    """``ins`` as one line of HLO text, named as :meth:`XlaComputation.instructions` names it and
+    its operands: ``divide.4 = f32[4]{0} divide(exponential.1, broadcast_in_dim.3)``."""
+    try:
+        text = comp.extract([ins.name]).as_hlo_text(print_metadata=False)
+    except Exception as e:  # noqa: BLE001 - a line of the report, never a failure of the bisection
+        return f"(no HLO text: {type(e).__name__}: {str(e)[:120]})"
+    entry = text[text.find("ENTRY"):]
+    lines = [ln.strip() for ln in entry.splitlines()[1:] if "=" in ln]
+    body = [ln for ln in lines if not re.search(r"=\s*\S+\s+(parameter|get-tuple-element|tuple)\(", ln)]
+    line = (body or lines or [""])[-1]
+    line = re.sub(r"^ROOT\s+", "", line)
+    m = re.match(r"%?(\S+)\s*=\s*(.*?)\s([a-z][\w-]*)\((.*?)\)(.*)$", line)
+    if m is None:
+        return line
+    graph = comp._graph()
+    names = []
+    for x in ins.op.operands:
+        owner = graph.instruction_of(x)
+        names.append(owner.name if x in graph.names else f"{owner.name}#{x.extra}")
+    given = [a.strip() for a in m.group(4).split(",") if a.strip()]
+    operands = ", ".join(names) if len(given) == len(names) else m.group(4)
+    return f"{ins.name} = {m.group(2)} {m.group(3)}({operands}){m.group(5)}"
+
+
+def _diverges(p: _Program, nodes: Sequence[XlaOp], got: Sequence[np.ndarray[Any, Any]]) -> int | None:
+    """The position of the first of ``nodes`` whose device value ``got`` departs from the reference."""
+    for j, (n, g) in enumerate(zip(nodes, got, strict=True)):
+        if not p.check(n, g, p.ref[id(n)]).ok:
+            return j
+    return None
+
+
+# -- ops ---------------------------------------------------------------------------------------------------------
+def bisect_ops(comp: XlaComputation, args: Sequence[Any], *, device: Any = None, options: Any = None,
+               rtol: float | None = None, atol: float | None = None, ulps: float | None = None,
+               diverged: bool | None = None, progress: Callable[[str], None] | None = None) -> OpsBisection:
+    """The first instruction that introduces a divergence of ``comp``'s outputs on ``device`` from
+    the reference evaluator (see the module's docstring). ``options``: the compile options of the
+    comparison (xla flags); ``diverged``: whether the outputs diverge, when the caller knows (else
+    one compile finds out). Returns an :class:`OpsBisection`; ``status="no divergence"`` when the
+    outputs match.
+
+    Raises
+    ------
+    UnsupportedOpError
+        An op has no reference rule (the search needs every value's reference).
+    """
+    say = progress or (lambda s: None)
+    p = _Program(comp, args, _Settings(device, options, rtol, atol, ulps))
+    outs = [n for o in p.graph.outputs for n in ([o] if o.shape.is_array() else [])]
+    if not outs:
+        return OpsBisection("no divergence", note="the program has no array output")
+    n_ins = len(p.instrs)
+    method = "binary search over the topological order, the program cut after a candidate"
+    if diverged is None:
+        diverged = _diverges(p, outs, p.run(outs)) is not None
+    if not diverged:
+        return OpsBisection("no divergence", compiles=p.compiles)
+    lo, hi = p.nparams - 1, n_ins - 1
+    values: dict[int, dict[int, Any]] = {lo: {}}
+    top = p.cut(hi)
+    got = p.run(top)
+    if _diverges(p, top, got) is None:
+        return OpsBisection("not localised", compiles=p.compiles, method=method,
+                            note="the outputs match the reference when the program is recompiled with them as "
+                                 "with_outputs gives them (XLA compiles it differently); bisect=\"passes\" may help")
+    values[hi] = {id(n): g for n, g in zip(top, got, strict=True)}
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        nodes = p.cut(mid)
+        say(f"bisect ops: instructions {lo + 1}..{hi} of {n_ins}, trying the cut after {p.instrs[mid].name}")
+        got = p.run(nodes)
+        vals = {id(n): g for n, g in zip(nodes, got, strict=True)}
+        if _diverges(p, nodes, got) is not None:
+            hi, values[hi] = mid, vals
+        else:
+            lo, values[lo] = mid, vals
+    ins = p.instrs[hi]
+    before, after = values[lo], values[hi]
+    before.update({id(pp): a for pp, a in zip(p.graph.params, p.args, strict=True)})
+    op_inputs = [x for x in p.main_inputs(ins.op) if x.shape.is_array()]
+    missing = [x for x in op_inputs if id(x) not in before]
+    maybe = [after.get(id(n)) for n in p.slots[ins.index]]
+    dev_value: list[np.ndarray[Any, Any]] = [v for v in maybe if v is not None]
+    if missing or len(dev_value) != len(maybe) or not dev_value:
+        return OpsBisection("not localised", compiles=p.compiles, method=method,
+                            note=f"the divergence appears at {ins.name} ({ins.opcode}), but its operands' device "
+                                 "values could not be read")
+    # the evidence: its rule on the device's operand values against its device value
+    from .reference import _Evaluator
+
+    env = {id(x): before[id(x)] for x in op_inputs}
+    ev = _Evaluator(comp)
+    ev.run_graph(p.slots[ins.index], env)
+    errors = [p.check(n, v, env[id(n)], {**p.ref, **env}) for n, v in zip(p.slots[ins.index], dev_value, strict=True)]
+    bad = [e for e in errors if not e.ok]
+    value = dev_value[0] if len(dev_value) == 1 else None
+    operand_values = {id(x): env[id(x)] for x in ins.op.operands if id(x) in env}
+    if not bad:
+        return OpsBisection(
+            "not localised", compiles=p.compiles, method=method,
+            note=f"the values first depart from the reference after {ins.name} ({ins.opcode}), but it computes "
+                 "what its rule gives on the device's operand values (their rounding errors, within tolerance, are "
+                 "amplified, or XLA compiles the preceding ops differently in this cut); no instruction is blamed")
+    culprit = p.culprit(ins, operand_values, value, bad[0])
+    # alone, on the device's operand values
+    say(f"bisect ops: {ins.name} diverges on the device's operand values; compiling it alone")
+    isolation, group, note = _isolate(p, ins, env)
+    return OpsBisection("localised", culprit, isolation, group, p.compiles, method, note)
+
+
+def _extract_inputs(p: _Program, chosen: Sequence[Instruction]) -> list[XlaOp]:
+    """The parameters :meth:`XlaComputation.extract` gives ``chosen``, in order (the values they read
+    from outside the set)."""
+    inside = {id(c.op) for c in chosen}
+    inputs: dict[int, XlaOp] = {}
+    for c in sorted(chosen, key=lambda i: i.op.id):
+        if c.opcode == "parameter":
+            inputs.setdefault(id(c.op), c.op)
+            continue
+        for x in [*c.op.operands, *(cap for r in c.op.regions for cap in r.captures)]:
+            src = x.operands[0] if x.opdef is GET_TUPLE_ELEMENT and x not in p.graph.names else x
+            if id(src) not in inside and id(x) not in inside:
+                inputs.setdefault(id(x), x)
+    return list(inputs.values())
+
+
+def _isolate(p: _Program, ins: Instruction, env: dict[int, Any]) -> tuple[str, list[str], str]:
+    """Compile ``ins`` alone on the device's operand values, then with growing groups of its
+    ancestors before it; which reproduces the divergence."""
+    from .reference import compare
+
+    s = p.settings
+    excess = s.options is None  # compare's own choice: strict precision unless it was asked not to
+
+    def diverges(group: list[Instruction], values: dict[int, Any]) -> bool | None:
+        try:
+            sub = p.comp.extract([g.name for g in group])
+            feed = [values[id(x)] for x in _extract_inputs(p, group)]
+            p.compiles += 1
+            r = compare(sub, feed, device=s.device, rtol=s.rtol, atol=s.atol, ulps=s.ulps, excess_precision=excess)
+        except Exception:  # noqa: BLE001 - a group that cannot be cut out proves nothing either way
+            return None
+        return not r.ok
+
+    alone = diverges([ins], env)
+    if alone:
+        return "alone", [], (f"{ins.name} compiled alone on the device's operand values gives the same wrong value")
+    ancestors = _ancestors(p, ins.index)
+    size, found = 2, None
+    tried = 1
+    while found is None and size <= ins.index - p.nparams + 1 and tried < 12:
+        group = [p.instrs[i] for i in sorted(ancestors) if i > ins.index - size or i == ins.index]
+        group = [g for g in group if g.opcode != "parameter"]
+        tried += 1
+        if len(group) > 1 and diverges(group, p.ref):
+            found = group
+            break
+        size *= 2
+    pointer = "; bisect=\"passes\" names the XLA passes involved"
+    if found is not None:
+        # shrink from the front: the latest start whose group still diverges
+        lo_i = 0
+        while lo_i + 1 < len(found) and diverges(found[lo_i + 1:], p.ref):
+            lo_i += 1
+        found = found[lo_i:]
+        names = [g.name for g in found]
+        return "group", names, (f"{ins.name} alone computes the right value; it diverges when compiled with "
+                                f"{', '.join(names[:-1])} (XLA optimizes across them, e.g. an algebraic "
+                                f"simplification){pointer}")
+    why = "could not be compiled alone" if alone is None else "computes the right value when compiled alone"
+    return "context", [], (f"{ins.name} {why}, and no group of the ops before it reproduces the divergence: it "
+                           f"diverges only inside this program's compile{pointer}")
+
+
+def _ancestors(p: _Program, k: int) -> set[int]:
+    seen = {k}
+    stack = [k]
+    while stack:
+        for s in p.reads.get(stack.pop(), ()):
+            if s not in seen:
+                seen.add(s)
+                stack.append(s)
+    return seen
+
+
+# -- non-finite values -------------------------------------------------------------------------------------------
+def _nonfinite(a: np.ndarray[Any, Any]) -> bool:
+    from .reference import _is_float, _wide
+
+    if not _is_float(a.dtype):
+        return False
+    with np.errstate(all="ignore"):
+        return not bool(np.all(np.isfinite(_wide(a))))
+
+
+def find_nonfinite(comp: XlaComputation, args: Sequence[Any], *, device: Any = None, options: Any = None,
+                   progress: Callable[[str], None] | None = None) -> NonFinite:
+    """The first instruction (topological order) whose device value holds a NaN or Inf while its
+    operands hold none (XLA's own NaN checker is GPU-only); see :class:`NonFinite`."""
+    say = progress or (lambda s: None)
+    p = _Program(comp, args, _Settings(device, options, None, None, None), need_reference=False)
+    if any(_nonfinite(a) for a in p.args):
+        bad = [p.instrs[i].name for i, a in enumerate(p.args) if _nonfinite(a)]
+        return NonFinite("from inputs", note=f"the arguments hold NaN/Inf: {', '.join(bad)}")
+    nodes = [n for i in p.instrs[p.nparams:] for n in p.slots[i.index]]
+    if not nodes:
+        return NonFinite("none")
+    say(f"find nonfinite: one compile with {len(nodes)} values exposed")
+    got = p.run(nodes)
+    dev = {id(n): g for n, g in zip(nodes, got, strict=True)}
+    dev.update({id(q): a for q, a in zip(p.graph.params, p.args, strict=True)})
+    for ins in p.instrs[p.nparams:]:
+        mine = [dev[id(n)] for n in p.slots[ins.index] if id(n) in dev]
+        if not any(_nonfinite(v) for v in mine):
+            continue
+        inputs = p.main_inputs(ins.op)
+        if any(id(x) in dev and _nonfinite(dev[id(x)]) for x in inputs):
+            continue  # it carries a NaN/Inf from an operand (an earlier instruction was flagged)
+        env = {id(x): dev[id(x)] for x in inputs if id(x) in dev}
+        reference = ""
+        try:
+            from .reference import _Evaluator
+
+            renv = dict(env)
+            _Evaluator(comp).run_graph(p.slots[ins.index] or [ins.op], renv)
+            reference = ("also non-finite (its operands call for it)"
+                         if any(_nonfinite(np.asarray(renv[id(n)])) for n in p.slots[ins.index])
+                         else "finite (the NaN/Inf is XLA's own)")
+        except Exception:  # noqa: BLE001 - the reference is extra information here
+            reference = ""
+        c = p.culprit(ins, env, mine[0], None)
+        return NonFinite("found", c, reference, p.compiles)
+    outs = [dev.get(id(o)) for o in p.graph.outputs]
+    if any(v is not None and _nonfinite(v) for v in outs):  # pragma: no cover - outputs are among the values
+        return NonFinite("not localised", compiles=p.compiles, note="an output holds NaN/Inf but no instruction does")
+    from .runtime import compile as _compile
+
+    out = _compile(comp, device, options=options)(*p.args)
+    p.compiles += 1
+    direct = [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
+    if any(_nonfinite(v) for v in direct):
+        return NonFinite("not localised", compiles=p.compiles,
+                         note="the outputs hold NaN/Inf, but with every intermediate value exposed no value does "
+                              "(exposing them changes what XLA fuses); bisect=\"ops\" and bisect=\"passes\" may help")
+    return NonFinite("none", compiles=p.compiles)
+
+
+# -- passes ------------------------------------------------------------------------------------------------------
+_PASS_FILE = re.compile(r"\.(\d{4})\.([^.]+)\.after_([^.]+)\.before_([^.]+)\.txt$")
+_NOT_PASSES = frozenset({"pipeline-start", "pipeline-end"})
+
+
+def pass_names(comp: XlaComputation, device: Any = None, options: Any = None) -> list[str]:
+    """The HLO passes XLA's compile of ``comp`` runs, in first-run order, as XLA names them (what
+    ``xla_disable_hlo_passes`` takes), read from its per-pass dump file names in a temporary
+    directory; pipelines (groups of passes) are left out."""
+    from .runtime import CompileOptions
+    from .runtime import compile as _compile
+
+    d = tempfile.mkdtemp(prefix="xlasdk-passes-")
+    try:
+        env = [*_env(options), ("xla_dump_to", d), ("xla_dump_hlo_pass_re", ".*")]
+        _compile(_isolated(comp), device, options=CompileOptions(env_option_overrides=env), cache=False)
+        order: list[tuple[int, str]] = []
+        pipelines: set[str] = set()
+        for f in os.listdir(d):
+            m = _PASS_FILE.search(f)
+            if m is None:
+                continue
+            step = int(m.group(1))
+            pipelines.add(m.group(2))
+            order.extend([(step, m.group(3)), (step, m.group(4))])
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    seen: dict[str, None] = {}
+    for _, name in sorted(order):
+        if name not in _NOT_PASSES and name not in pipelines:
+            seen.setdefault(name)
+    return list(seen)
+
+
+def _env(options: Any) -> list[tuple[str, Any]]:
+    return [] if options is None else list(options.env_option_overrides)
+
+
+def _isolated(comp: XlaComputation) -> XlaComputation:
+    """``comp`` as a computation that compiles in xlasdk's worker process (a disabled pass can make
+    XLA abort): a built one is re-made through ``with_outputs``."""
+    if comp.source_format is not None:
+        return comp
+    return comp.with_outputs(list(comp._graph().outputs))
+
+
+def bisect_passes(comp: XlaComputation, args: Sequence[Any], want: Sequence[np.ndarray[Any, Any]],
+                  scales: Sequence[float], *, device: Any = None, options: Any = None, rtol: float | None = None,
+                  atol: float | None = None, ulps: float | None = None, max_compiles: int = 400,
+                  progress: Callable[[str], None] | None = None) -> PassBisection:
+    """A smallest set of XLA passes whose disabling makes ``comp``'s outputs on ``device`` match
+    ``want`` (the reference outputs; ``scales`` their term scales, as :func:`xlasdk.compare` computes
+    them). Each test is a compile in xlasdk's worker process with ``xla_disable_hlo_passes``; a set
+    whose compile or run fails is unknown (never "fixes it"). At most ``max_compiles`` compiles."""
+    from .reference import _compare_one
+    from .runtime import CompileOptions
+    from .runtime import compile as _compile
+
+    say = progress or (lambda s: None)
+    target = _isolated(comp)
+    base = [(k, v) for k, v in _env(options) if k != "xla_disable_hlo_passes"]
+    result = PassBisection("not found")
+    say("bisect passes: listing the passes of the compile")
+    cands = pass_names(comp, device, options)
+    result.compiles += 1
+    result.candidates = cands
+    cache: dict[frozenset[str], str] = {}
+
+    def test(disabled: Sequence[str]) -> str:
+        key = frozenset(disabled)
+        if key in cache:
+            return cache[key]
+        if result.compiles >= max_compiles:
+            raise _Budget
+        result.compiles += 1
+        say(f"bisect passes: compile {result.compiles}, disabling {len(disabled)} pass(es)")
+        try:
+            opts = CompileOptions(env_option_overrides=[*base, ("xla_disable_hlo_passes", ",".join(disabled))])
+            out = _compile(target, device, options=opts, cache=False)(*args)
+            got = [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
+            ok = len(got) == len(want) and all(
+                _compare_one(i, g, w, rtol, atol, sc, ulps).ok
+                for i, (g, w, sc) in enumerate(zip(got, want, scales, strict=True)))
+            verdict = "fixed" if ok else "diverges"
+        except Exception:  # noqa: BLE001 - a compile XLA refuses with these passes off: unknown
+            verdict = "unknown"
+            result.unknown.append(sorted(disabled))
+        cache[key] = verdict
+        return verdict
+
+    try:
+        if not cands:
+            result.note = "XLA's dump named no passes for this compile"
+            return result
+        first = test(cands)
+        if first != "fixed":
+            result.note = ("disabling every pass of the compile " + (
+                "does not remove the divergence (it is not an optimization's doing, or comes from code generation)"
+                if first == "diverges" else "makes the compile or the run fail; nothing could be concluded"))
+            return result
+        result.passes = _ddmin(cands, test)
+        result.status = "found"
+    except _Budget:
+        result.note = f"stopped after {max_compiles} compiles"
+        result.status = "not found"
+    return result
+
+
+class _Budget(Exception):
+    pass
+
+
+def _ddmin(items: list[str], test: Callable[[Sequence[str]], str]) -> list[str]:
+    """Zeller's ddmin: a 1-minimal subset of ``items`` for which ``test`` says ``"fixed"`` (``items``
+    itself must)."""
+    c = list(items)
+    n = 2
+    while len(c) >= 2:
+        chunks = [c[i * len(c) // n:(i + 1) * len(c) // n] for i in range(n)]
+        chunks = [ch for ch in chunks if ch]
+        for ch in chunks:
+            if test(ch) == "fixed":
+                c, n = ch, 2
+                break
+        else:
+            for ch in chunks:
+                rest = [x for x in c if x not in ch]
+                if rest and test(rest) == "fixed":
+                    c, n = rest, max(n - 1, 2)
+                    break
+            else:
+                if n >= len(c):
+                    break
+                n = min(len(c), 2 * n)
+    return c
