@@ -48,6 +48,7 @@ from .errors import (
 from .formats import load_computation
 from .formats.graph_import import Instruction
 from .reference import CompareReport, UnsupportedOpError, compare, evaluate
+from .reduce import NotReproducedError, ReduceResult, reduce
 from .runtime import (
     Client,
     CompileCache,
@@ -102,5 +103,6 @@ __all__ = [
     "register_custom_call_target",
     "Instruction", "GraphImportError",
     "evaluate", "compare", "CompareReport", "UnsupportedOpError",
+    "reduce", "ReduceResult", "NotReproducedError",
     "__version__",
 ]

@@ -1,0 +1,174 @@
+"""Shrinking a module that shows a problem (``xs.reduce``, ``xlasdk reduce``) on real JAX programs
+(tests/data/dumps) into which a known XLA problem has been spliced through the HLO text.
+
+Oracles: XLA itself, in the worker process (the reduced module still aborts XLA there, or still fails
+to compile with the same message), ``xs.compare`` against the reference evaluator (XLA:CPU's
+``x / 2**127`` is reported on the original first), a shell ``grep``, and hand-written expectations of
+what the failing core is (the opcodes left).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import xlasdk as xs
+from tests.helpers import raises
+from tests.test_real_dumps import recorded
+from xlasdk._jaxlib import isolated
+from xlasdk.reduce import NotReproducedError, ReduceStep
+
+DATA = Path(__file__).resolve().parent / "data"
+CONVNET = DATA / "dumps/convnet_train/module.before_optimizations.txt"
+
+# XLA's algebraic simplifier aborts (RET_CHECK ShapeUtil::Compatible) on a reduce-window whose
+# padding is all negative (cases.md C-06), on jaxlib 0.10.2 and 0.12 alike.
+NEG_PAD = ("  %bad = f32[4,3,4,8]{3,2,1,0} reduce-window(%jit_relu_.3, %constant.25), "
+           "window={size=1x1x1x1 pad=0_0x-1_0x0_0x0_0}, to_apply=%region_1.4\n")
+# XLA:CPU divides by a broadcast constant as a multiply by its reciprocal: 2**-127 is subnormal
+# and flushed to zero, so 1000 * x / 2**127 (a normal number for |x| > 0.002) comes out 0.
+TINY = ("  %k1000 = f32[] constant(1000)\n"
+        "  %kb = f32[4,2,2,8]{3,2,1,0} broadcast(%k1000), dimensions={}\n"
+        "  %big = f32[4,2,2,8]{3,2,1,0} multiply(%div.5, %kb)\n"
+        "  %c127 = f32[] constant(1.70141183e+38)\n"
+        "  %cb = f32[4,2,2,8]{3,2,1,0} broadcast(%c127), dimensions={}\n"
+        "  %bad = f32[4,2,2,8]{3,2,1,0} divide(%big, %cb)\n")
+# A custom call to a target nothing registered: XLA:CPU's compile fails cleanly, naming it.
+NO_TARGET = ("  %bad = f32[4,2,2,8]{3,2,1,0} custom-call(%div.5), custom_call_target=\"xlasdk_no_such_target\"\n")
+
+
+def splice(new_lines: str, shape: str, path: Path = CONVNET) -> str:
+    """The dump's HLO text with ``new_lines`` inserted before the entry's ROOT tuple and ``%bad`` (of
+    ``shape``) added to its outputs (the header's layout, which lists the outputs, dropped)."""
+    lines = path.read_text().splitlines(keepends=True)
+    lines[0] = lines[0].split(",", 1)[0] + "\n"  # "HloModule jit_train_step"
+    entry = next(k for k, ln in enumerate(lines) if ln.startswith("ENTRY"))
+    lines[entry] = re.sub(r"\) \{$", f", {shape}) {{", lines[entry].rstrip("\n")) + "\n"
+    root = next(k for k, ln in enumerate(lines) if k > entry and ln.lstrip().startswith("ROOT"))
+    lines[root] = re.sub(r"\) tuple\((.*)\)", rf", {shape}) tuple(\1, %bad)", lines[root])
+    lines[root] = new_lines + lines[root]
+    return "".join(lines)
+
+
+def aborts_in_worker(text: str) -> str | None:
+    """XLA's death reason when loading and compiling ``text`` kills the worker, else None."""
+    try:
+        xs.compile(xs.XlaComputation.from_hlo_text(text))
+    except (xs.CompileError, xs.FormatError) as e:
+        return str(e) if "XLA aborted" in str(e) else None
+    return None
+
+
+def cli(*argv: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "xlasdk.cli", *argv], capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+# -- crash ---------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def crash_result() -> Any:
+    comp = xs.XlaComputation.from_hlo_text(splice(NEG_PAD, "f32[4,3,4,8]"))
+    steps: list[ReduceStep] = []
+    res = xs.reduce(comp, "crash", progress=steps.append)
+    return comp, res, steps
+
+
+def test_crash_reduces_to_the_reduce_window_and_still_aborts(crash_result: Any, tmp_path: Path) -> None:
+    comp, res, steps = crash_result
+    assert res.instructions_before == len(comp.instructions()) >= 90
+    assert res.instructions_after == len(res.computation.instructions()) <= 10
+    opcodes = [i.opcode for i in res.computation.instructions()]
+    assert opcodes.count("stablehlo.reduce_window") == 1 and "stablehlo.convolution" not in opcodes
+    rw = next(i for i in res.computation.instructions() if i.opcode == "stablehlo.reduce_window")
+    assert [tuple(p) for p in rw.attributes["padding"]] == [(0, 0), (-1, 0), (0, 0), (0, 0)]
+    # written as HLO text, loaded back through load_computation: XLA still aborts on it, in the worker
+    out = tmp_path / "min.hlo"
+    out.write_text(res.hlo_text)
+    back = xs.load_computation(out)
+    with pytest.raises(xs.CompileError, match=r"XLA aborted on this program \(it died with SIGABRT"):
+        xs.compile(back)
+    # progress once per accepted step, counts that add up
+    assert [s.step for s in steps] == list(range(1, res.steps + 1)) and res.steps >= 2
+    assert steps[-1].instructions == min(s.instructions for s in steps)
+    assert res.candidates >= res.steps and res.compiles == res.candidates and not res.timed_out
+    assert isolated.worker_pid() != 0  # this process lived through every abort
+
+
+def test_reduce_is_deterministic(crash_result: Any) -> None:
+    comp, res, steps = crash_result
+    again = xs.reduce(comp, "crash")
+    assert again.hlo_text == res.hlo_text and again.steps == res.steps and again.candidates == res.candidates
+
+
+def test_time_budget_is_honoured() -> None:
+    comp = xs.XlaComputation.from_hlo_text(splice(NEG_PAD, "f32[4,3,4,8]"))
+    res = xs.reduce(comp, "crash", max_time=3.0)
+    assert res.timed_out and res.wall_s < 3.0 + 5.0  # one check in flight may finish
+    assert res.instructions_after <= res.instructions_before
+    assert aborts_in_worker(res.hlo_text)  # what it returns so far still shows the problem
+
+
+# -- diverge ---------------------------------------------------------------------------------------------
+def test_diverge_ends_at_the_division_and_its_operands() -> None:
+    comp = xs.XlaComputation.from_hlo_text(splice(TINY, "f32[4,2,2,8]"))
+    ins, _ = recorded("dumps/convnet_train")
+    report = xs.compare(comp, ins)
+    assert not report.ok and [o.index for o in report.outputs if not o.ok] == [7]  # only the spliced output
+    res = xs.reduce(comp, "diverge", arguments=ins)
+    opcodes = sorted(i.opcode for i in res.computation.instructions())
+    assert opcodes == ["parameter", "stablehlo.broadcast_in_dim", "stablehlo.constant", "stablehlo.divide"], opcodes
+    div = next(i for i in res.computation.instructions() if i.opcode == "stablehlo.divide")
+    x, cb = div.operands
+    assert x.opcode == "parameter" and cb.opcode == "stablehlo.broadcast_in_dim"
+    assert float(cb.operands[0].attributes["value"]) == 2.0**127
+    # the argument is 1000 * the dump's average-pooled activations; on it XLA gives 0, numpy x / 2**127
+    assert res.arguments is not None and len(res.arguments) == 1
+    (a,) = res.arguments
+    (got,) = [np.asarray(o) for o in [xs.compile(res.computation)(a).to_numpy()]]
+    want = a.astype(np.float64) / 2.0**127
+    assert np.any(np.abs(want) > np.finfo(np.float32).tiny) and np.all(got[np.abs(want) > 1e-37] == 0)
+    assert not xs.compare(res.computation, [a]).ok
+
+
+# -- script, compile-error -------------------------------------------------------------------------------
+def test_script_with_a_shell_one_liner() -> None:
+    comp = xs.load_computation(CONVNET)
+    res = xs.reduce(comp, script="grep -q ' multiply('")
+    opcodes = [i.opcode for i in res.computation.instructions()]
+    assert "stablehlo.multiply" in opcodes and res.instructions_after <= 4, opcodes
+    assert res.compiles == 0 and "multiply(" in res.hlo_text
+
+
+def test_compile_error_regex() -> None:
+    comp = xs.XlaComputation.from_hlo_text(splice(NO_TARGET, "f32[4,2,2,8]"))
+    res = xs.reduce(comp, "compile-error=xlasdk_no_such_target")
+    opcodes = [i.opcode for i in res.computation.instructions()]
+    assert "stablehlo.custom_call" in opcodes and len(opcodes) <= 3, opcodes
+    with pytest.raises(xs.CompileError, match="xlasdk_no_such_target"):
+        xs.compile(xs.XlaComputation.from_hlo_text(res.hlo_text))
+    with raises(NotReproducedError, "does not show the problem (compile-error=another message)"):
+        xs.reduce(comp, "compile-error=another message")
+
+
+def test_api_errors() -> None:
+    comp = xs.load_computation(CONVNET)
+    with raises(NotReproducedError, "does not show the problem (crash)", "loads and compiles"):
+        xs.reduce(comp, "crash")
+    with raises(xs.XlaSdkError, "exactly one of until="):
+        xs.reduce(comp)
+    with raises(xs.XlaSdkError, "exactly one of until="):
+        xs.reduce(comp, "crash", script="true")
+    with raises(xs.XlaSdkError, "until='segfault'", "expected 'crash'"):
+        xs.reduce(comp, "segfault")
+    with raises(xs.XlaSdkError, "does not compile"):
+        xs.reduce(comp, "compile-error=(")
+    with raises(xs.XlaSdkError, "max_time must be > 0"):
+        xs.reduce(comp, "crash", max_time=0)
+    with raises(xs.XlaSdkError, "takes 9 arguments, 1 were given"):
+        xs.reduce(comp, "diverge", arguments=[np.zeros(3)])

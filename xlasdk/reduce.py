@@ -1,0 +1,646 @@
+"""Shrinking a module that shows a problem to the smallest module that still shows it
+(:func:`reduce`, ``xlasdk reduce``): XLA's ``hlo_bisect`` and C-Reduce's greedy strategies on the
+typed instruction graph.
+
+A *candidate* is a smaller module made from the current one by one of the strategies below; it
+is printed as HLO text and kept when the condition still holds on that very text (so the module
+written at the end is exactly one that was checked). The strategies, in rounds until none makes
+the module smaller:
+
+- drop outputs (delta debugging over the values no other instruction reads);
+- cut the instruction sequence: keep a prefix (its last values become the outputs) or a suffix
+  (the values it reads from before the cut become parameters), the cut point found by bisection;
+- replace one instruction by a parameter (its value, when the arguments are known, becomes the
+  argument) or by a constant (its value on the arguments, from the reference evaluator, else
+  zeros), dropping what only it read.
+
+Conditions: ``"crash"`` (XLA aborts or its process dies loading or compiling the module: checked
+in xlasdk's worker process, never in this one), ``"compile-error"`` / ``"compile-error=REGEX"``
+(the compile fails cleanly with a message ``re.search`` finds REGEX in), ``"diverge"``
+(:func:`xlasdk.compare` against the reference evaluator reports a divergence) and a script
+(``script="CMD"``: the candidate's HLO text is written to a file whose path is appended to CMD,
+run by the shell; exit 0 means "still interesting", as ``hlo_bisect --script``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ._jaxlib import isolated
+from ._where import where
+from .errors import XlaSdkError
+
+if TYPE_CHECKING:
+    from .computation import XlaComputation
+    from .formats.graph_import import Instruction
+
+__all__ = ["NotReproducedError", "ReduceResult", "ReduceStep", "reduce"]
+
+#: Arrays larger than this (elements) are not written into the module as constants.
+MAX_CONSTANT_ELEMENTS = 4096
+
+
+class NotReproducedError(XlaSdkError):
+    """The module given to :func:`reduce` does not satisfy the condition: there is nothing to shrink."""
+
+
+@dataclass(frozen=True)
+class ReduceStep:
+    """One accepted reduction: what made it and where the search stands."""
+
+    step: int
+    strategy: str
+    instructions: int
+    candidates: int
+    compiles: int
+    elapsed_s: float
+
+
+@dataclass
+class ReduceResult:
+    """What :func:`reduce` found.
+
+    Attributes
+    ----------
+    computation: the smallest module found that still satisfies the condition, loaded back from
+        :attr:`hlo_text`.
+    hlo_text: its HLO text (what ``xlasdk reduce --output`` writes; XLA's tools read it).
+    arguments: the arguments it shows the problem on (one array per parameter), or None when the
+        condition needs none or none were known.
+    condition: the condition, as given (``"crash"``, ``"diverge"``, ``"script: CMD"``...).
+    instructions_before, instructions_after: ``len(comp.instructions())`` (parameters counted)
+        of the module given and of the result (as loaded back from its text: a splat constant
+        prints as a scalar constant and a broadcast).
+    steps: accepted reductions; candidates: modules checked (cache hits not counted);
+    compiles: XLA compiles those checks made; cache_hits: candidates met again and not rechecked.
+    wall_s: seconds spent; timed_out: the ``max_time`` budget ran out before the search ended
+        (the result is then the smallest module found so far).
+    history: one :class:`ReduceStep` per accepted reduction.
+    """
+
+    computation: XlaComputation
+    hlo_text: str
+    arguments: list[np.ndarray[Any, Any]] | None
+    condition: str
+    instructions_before: int
+    instructions_after: int
+    steps: int
+    candidates: int
+    compiles: int
+    cache_hits: int
+    wall_s: float
+    timed_out: bool
+    history: list[ReduceStep] = field(default_factory=list, repr=False)
+
+    def __str__(self) -> str:
+        budget = " (time budget reached)" if self.timed_out else ""
+        return (f"reduced {self.instructions_before} -> {self.instructions_after} instructions in {self.steps} steps: "
+                f"{self.candidates} candidates, {self.compiles} compiles, {self.wall_s:.1f} s{budget}")
+
+
+# -- the worker side -------------------------------------------------------------------------------
+def _probe_in_worker(text: str) -> None:
+    """Load HLO ``text`` as :func:`xlasdk.load_computation` does and compile it for the CPU (runs in
+    the worker process); raises ``isolated.Failed`` with the stage (``syntax``, ``import``,
+    ``compile``...) and XLA's message."""
+    from .formats.untrusted import load_hlo_in_worker
+    from .runtime.isolated_compile import compile_in_worker
+
+    _, mtext, name, _ = load_hlo_in_worker("text", text, "candidate")
+    compile_in_worker(mtext, 1, 1, (), name)
+
+
+# -- conditions ------------------------------------------------------------------------------------
+class _OutOfTime(Exception):
+    pass
+
+
+class _Condition:
+    """Whether a candidate (HLO text and arguments) still shows the problem."""
+
+    name = ""
+    needs_arguments = False
+    compiles = True
+
+    def holds(self, text: str, args: list[np.ndarray[Any, Any]] | None, timeout: float) -> tuple[bool, str]:
+        raise NotImplementedError
+
+
+class _InWorker(_Condition):
+    def __init__(self, kind: str, pattern: re.Pattern[str] | None) -> None:
+        self.kind = kind
+        self.pattern = pattern
+        self.name = kind if pattern is None else f"{kind}={pattern.pattern}"
+
+    def holds(self, text: str, args: list[np.ndarray[Any, Any]] | None, timeout: float) -> tuple[bool, str]:
+        try:
+            isolated.request("xlasdk.reduce:_probe_in_worker", text, timeout=timeout)
+        except isolated.Failed as e:
+            if self.kind != "compile-error" or e.stage != "compile":
+                return False, f"{e.stage} failed: {e.message}"
+            found = self.pattern is None or self.pattern.search(e.message) is not None
+            return found, f"compile error: {e.message}"
+        except isolated.WorkerDied as e:
+            if e.timed_out or e.killed:  # a hang or an outside kill is not XLA dying on the module
+                return False, f"no verdict: {e.reason}"
+            return self.kind == "crash", f"XLA died: {e.reason}"
+        return False, "loads and compiles"
+
+
+class _Diverge(_Condition):
+    name = "diverge"
+    needs_arguments = True
+
+    def __init__(self, rtol: float | None, atol: float | None, excess_precision: bool) -> None:
+        self.rtol, self.atol, self.excess_precision = rtol, atol, excess_precision
+
+    def holds(self, text: str, args: list[np.ndarray[Any, Any]] | None, timeout: float) -> tuple[bool, str]:
+        from .computation import XlaComputation
+        from .reference import compare
+
+        assert args is not None
+        try:
+            comp = XlaComputation.from_hlo_text(text)
+            report = compare(comp, args, rtol=self.rtol, atol=self.atol, excess_precision=self.excess_precision)
+        except XlaSdkError as e:  # cannot tell: never counted as a divergence
+            return False, f"no verdict: {type(e).__name__}: {str(e)[:300]}"
+        return not report.ok, str(report)
+
+
+class _Script(_Condition):
+    compiles = False
+
+    def __init__(self, command: str, directory: str) -> None:
+        self.command = command
+        self.name = f"script: {command}"
+        self.path = os.path.join(directory, "candidate.hlo")
+
+    def holds(self, text: str, args: list[np.ndarray[Any, Any]] | None, timeout: float) -> tuple[bool, str]:
+        with open(self.path, "w", encoding="utf-8") as f:
+            f.write(text)
+        try:
+            r = subprocess.run(f"{self.command} {shlex.quote(self.path)}", shell=True, capture_output=True,
+                               timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            return False, f"the script ran past {timeout:g} s"
+        return r.returncode == 0, f"the script exited with {r.returncode}"
+
+
+def _condition(until: str | None, script: str | None, rtol: float | None, atol: float | None,
+               excess_precision: bool, directory: str) -> _Condition:
+    if (until is None) == (script is None):
+        raise XlaSdkError("reduce: give exactly one of until= ('crash', 'compile-error[=REGEX]', 'diverge') "
+                          f"and script=; got until={until!r}, script={script!r}{where()}")
+    if script is not None:
+        if not isinstance(script, str) or not script.strip():
+            raise XlaSdkError(f"reduce: script must be a shell command, got {script!r}{where()}")
+        return _Script(script, directory)
+    assert until is not None
+    if until == "crash":
+        return _InWorker("crash", None)
+    if until == "diverge":
+        return _Diverge(rtol, atol, excess_precision)
+    if until == "compile-error" or until.startswith("compile-error="):
+        regex = until.partition("=")[2]
+        try:
+            pattern = re.compile(regex) if regex else None
+        except re.error as e:
+            raise XlaSdkError(f"reduce: until={until!r}: the regular expression does not compile: {e}{where()}") from None
+        return _InWorker("compile-error", pattern)
+    raise XlaSdkError(f"reduce: until={until!r}: expected 'crash', 'compile-error', 'compile-error=REGEX' or "
+                      f"'diverge'{where()}")
+
+
+# -- candidates ------------------------------------------------------------------------------------
+@dataclass
+class _Module:
+    comp: XlaComputation
+    text: str
+    args: list[np.ndarray[Any, Any]] | None
+    size: tuple[int, int, int]  # instructions, parameters, text length: smaller is better
+    instrs: list[Instruction]
+    _values: dict[str, np.ndarray[Any, Any]] | None = None
+
+    def values(self) -> dict[str, np.ndarray[Any, Any]]:
+        """Every instruction's value on :attr:`args` (reference evaluator), by the names ``extract``
+        gives the parameters it makes; empty when unknown."""
+        if self._values is not None:
+            return self._values
+        from .reference import evaluate
+
+        vals: dict[str, np.ndarray[Any, Any]] = {}
+        if self.args is not None:
+            names: list[str] = []
+            outs: list[Any] = []
+            for ins in self.instrs:
+                if ins.opcode == "parameter":
+                    continue
+                if not ins.shape.is_tuple():
+                    names.append(ins.name)
+                    outs.append(ins)
+                    continue
+                try:
+                    parts = [ins.result(k) for k in range(len(ins.shape.tuple_shapes()))]
+                except XlaSdkError:
+                    continue
+                names.extend(f"{ins.name}#{k}" for k in range(len(parts)))
+                outs.extend(parts)
+            try:
+                got = evaluate(self.comp.with_outputs(outs), *self.args) if outs else []
+            except Exception:  # noqa: BLE001 - no rule, or a value it cannot read: values unknown
+                got = []
+            if len(got) == len(names):
+                vals = dict(zip(names, got, strict=True))
+            params = [i.name for i in self.instrs if i.opcode == "parameter"]
+            vals.update(zip(params, self.args, strict=True))
+        self._values = vals
+        return vals
+
+
+def _module(comp: XlaComputation, args: list[np.ndarray[Any, Any]] | None) -> _Module:
+    text = comp.as_hlo_text()
+    instrs = comp.instructions()
+    n_params = sum(1 for i in instrs if i.opcode == "parameter")
+    return _Module(comp, text, args, (len(instrs), n_params, len(text)), instrs)
+
+
+def _cone(roots: Sequence[Instruction], stop: set[str]) -> set[str]:
+    """Names of the non-parameter instructions ``roots`` read, transitively, not looking past ``stop``."""
+    seen: set[str] = set()
+    stack = [r for r in roots if r.name not in stop]
+    while stack:
+        i = stack.pop()
+        if i.name in seen or i.opcode == "parameter":
+            continue
+        seen.add(i.name)
+        stack.extend(o for o in i.operands if o.name not in stop)
+    return seen
+
+
+class _Search:
+    def __init__(self, cond: _Condition, deadline: float | None, timeout: float,
+                 progress: Callable[[ReduceStep], None] | None) -> None:
+        self.cond = cond
+        self.deadline = deadline
+        self.timeout = timeout
+        self.progress = progress
+        self.cache: dict[str, bool] = {}
+        self.candidates = self.compiles = self.cache_hits = self.steps = 0
+        self.started = time.monotonic()
+        self.history: list[ReduceStep] = []
+
+    def check(self, text: str, args: list[np.ndarray[Any, Any]] | None) -> bool:
+        h = hashlib.sha256(text.encode())
+        for a in args or ():
+            h.update(str((a.dtype, a.shape)).encode())
+            h.update(np.ascontiguousarray(a).tobytes())
+        key = h.hexdigest()
+        if key in self.cache:
+            self.cache_hits += 1
+            return self.cache[key]
+        limit = self.timeout
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise _OutOfTime
+            limit = max(1.0, min(limit, left))
+        self.candidates += 1
+        self.compiles += int(self.cond.compiles)
+        ok, _ = self.cond.holds(text, args, limit)
+        self.cache[key] = ok
+        return ok
+
+    def accept(self, strategy: str, m: _Module) -> None:
+        self.steps += 1
+        step = ReduceStep(self.steps, strategy, m.size[0], self.candidates, self.compiles,
+                          time.monotonic() - self.started)
+        self.history.append(step)
+        if self.progress is not None:
+            self.progress(step)
+
+
+class _Reducer:
+    def __init__(self, search: _Search, start: _Module) -> None:
+        self.s = search
+        self.cur = start
+        self.dd_n = 2
+
+    # a candidate: made, checked, kept when smaller and still interesting
+    def _try(self, strategy: str, make: Callable[[], tuple[XlaComputation, list[np.ndarray[Any, Any]] | None] | None]
+             ) -> bool:
+        try:
+            made = make()
+        except _OutOfTime:
+            raise
+        except XlaSdkError:  # a cut the graph cannot express (an opaque op's operand...): not a candidate
+            return False
+        if made is None:
+            return False
+        comp, args = made
+        if self.s.cond.needs_arguments and args is None:
+            return False
+        try:
+            cand = _module(comp, args)
+        except XlaSdkError:
+            return False
+        if cand.size >= self.cur.size:
+            return False
+        if not self.s.check(cand.text, args if self.s.cond.needs_arguments else None):
+            return False
+        self.cur = cand
+        self.s.accept(strategy, cand)
+        return True
+
+    def _extract(self, keep: set[str]) -> tuple[XlaComputation, list[np.ndarray[Any, Any]] | None] | None:
+        """The current module cut down to the instructions ``keep`` (values they read from
+        elsewhere become parameters; those no kept instruction reads are the outputs)."""
+        chosen = [i for i in self.cur.instrs if i.name in keep and i.opcode != "parameter"]
+        if not chosen:
+            return None
+        comp = self.cur.comp.extract(chosen)
+        return comp, self._args_for(comp)
+
+    def _args_for(self, comp: XlaComputation) -> list[np.ndarray[Any, Any]] | None:
+        if self.cur.args is None:
+            return None
+        names = list(comp.program_shape().parameter_names())
+        if not names:
+            return []
+        vals = self.cur.values()
+        if not all(n in vals for n in names):
+            return None
+        return [vals[n] for n in names]
+
+    def ops(self) -> list[Instruction]:
+        return [i for i in self.cur.instrs if i.opcode != "parameter"]
+
+    def sinks(self) -> list[Instruction]:
+        return [i for i in self.ops() if not i.users]
+
+    # strategies
+    def drop_outputs(self) -> bool:
+        """One move of delta debugging (ddmin) over the outputs: keep one chunk of them, or drop
+        one; the granularity carries over between calls (the kept outputs stay in order)."""
+        while True:
+            sinks = self.sinks()
+            if len(sinks) < 2:
+                return False
+            n = min(self.dd_n, len(sinks))
+            size = -(-len(sinks) // n)
+            chunks = [sinks[k : k + size] for k in range(0, len(sinks), size)]
+            for c in chunks:
+                if self._try("drop outputs", partial(self._extract, _cone(c, set()))):
+                    self.dd_n = 2
+                    return True
+            if len(chunks) > 2:
+                for c in chunks:
+                    rest = [x for x in sinks if x not in c]
+                    if self._try("drop outputs", partial(self._extract, _cone(rest, set()))):
+                        self.dd_n = max(len(chunks) - 1, 2)
+                        return True
+            if len(chunks) >= len(sinks):
+                self.dd_n = 2
+                return False
+            self.dd_n = min(len(sinks), 2 * len(chunks))
+
+    def cut_prefix(self) -> bool:
+        """Bisect for the shortest prefix of the instruction sequence that still shows the problem."""
+        ops = self.ops()
+        lo, hi = 0, len(ops) - 1  # the whole sequence is known to show it
+        best: tuple[XlaComputation, list[np.ndarray[Any, Any]] | None] | None = None
+        found = False
+        while lo < hi:
+            mid = (lo + hi) // 2
+            made = self._extract({i.name for i in ops[: mid + 1]})
+            if made is not None and self._holds(made):
+                hi, best, found = mid, made, True
+            else:
+                lo = mid + 1
+        return found and best is not None and self._try("cut the sequence (prefix)", lambda: best)
+
+    def cut_suffix(self) -> bool:
+        """Bisect for the shortest suffix (what it reads from before the cut made parameters)."""
+        ops = self.ops()
+        lo, hi = 0, len(ops) - 1  # start index: 0 is the whole sequence
+        best: tuple[XlaComputation, list[np.ndarray[Any, Any]] | None] | None = None
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            made = self._extract({i.name for i in ops[mid:]})
+            if made is not None and self._holds(made):
+                lo, best = mid, made
+            else:
+                hi = mid - 1
+        return best is not None and self._try("cut the sequence (suffix)", lambda: best)
+
+    def _holds(self, made: tuple[XlaComputation, list[np.ndarray[Any, Any]] | None]) -> bool:
+        comp, args = made
+        if self.s.cond.needs_arguments and args is None:
+            return False
+        try:
+            cand = _module(comp, args)
+        except XlaSdkError:
+            return False
+        if cand.size >= self.cur.size:
+            return False
+        return self.s.check(cand.text, args if self.s.cond.needs_arguments else None)
+
+    def to_parameters(self) -> bool:
+        """Replace one instruction by a parameter, the last instructions first; restart after each
+        success (the names change)."""
+        for ins in reversed(self.ops()):
+            if all(o.opcode == "parameter" for o in ins.operands) and not ins.shape.is_tuple():
+                continue  # nothing to drop behind it
+            keep = _cone(self.sinks(), {ins.name})
+            if self._try("instruction -> parameter", partial(self._extract, keep)):
+                return True
+        return False
+
+    def to_constants(self) -> bool:
+        """Replace one instruction (or parameter) by a constant of its value on the arguments
+        (zeros when unknown), the last first; restart after each success."""
+        for ins in reversed(self.cur.instrs):
+            if ins.opcode == "stablehlo.constant" or ins.shape.is_tuple() or not ins.shape.is_array():
+                continue
+            if int(np.prod(ins.shape.dimensions(), dtype=np.int64)) > MAX_CONSTANT_ELEMENTS:
+                continue
+            if self._try("instruction -> constant", partial(self._constant, ins)):
+                return True
+        return False
+
+    def _constant(self, ins: Instruction) -> tuple[XlaComputation, list[np.ndarray[Any, Any]] | None] | None:
+        from . import ops
+        from .builder import XlaBuilder
+
+        dtype = np.dtype(ins.shape.numpy_dtype())
+        value = self.cur.values().get(ins.name)
+        if value is None:
+            if self.s.cond.needs_arguments:
+                return None
+            value = np.zeros(ins.shape.dimensions(), dtype)
+        b = XlaBuilder.from_computation(self.cur.comp)
+        node = b.instruction(ins.name)
+        const = ops.Constant(b, np.asarray(value, dtype))
+        const.loc = node.loc  # it stands where the instruction stood (not at a line of the caller's)
+        b.replace(node, const)
+        edited = b.build()
+        rest = [i for i in edited.instructions() if i.opcode != "parameter"]
+        comp = edited.extract(rest)
+        if self.cur.args is None:
+            return comp, None
+        by_name = dict(zip(self.cur.comp.program_shape().parameter_names(), self.cur.args, strict=True))
+        names = list(comp.program_shape().parameter_names())
+        if not all(n in by_name for n in names):
+            return comp, None
+        return comp, [by_name[n] for n in names]
+
+    def run(self) -> None:
+        strategies = (self.drop_outputs, self.cut_prefix, self.cut_suffix, self.to_parameters, self.to_constants)
+        progressed = True
+        while progressed:
+            progressed = False
+            for strategy in strategies:
+                while strategy():
+                    progressed = True
+
+
+# -- arguments -------------------------------------------------------------------------------------
+def _random_arguments(comp: XlaComputation, seed: int) -> list[np.ndarray[Any, Any]]:
+    """Seeded values for every parameter: floats standard normal, integers in [-8, 8] (unsigned
+    [0, 8]), bool half true."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i, s in enumerate(comp.program_shape().parameter_shapes()):
+        if not s.is_array():
+            raise XlaSdkError(f"reduce: parameter {i} has shape {s}: only array parameters get random arguments{where()}")
+        dt = np.dtype(s.numpy_dtype())
+        dims = s.dimensions()
+        if dt.kind == "b":
+            a = rng.random(dims) < 0.5
+        elif dt.kind in "iu":
+            a = rng.integers(0 if dt.kind == "u" else -8, 9, dims)
+        elif dt.kind == "c":
+            a = rng.standard_normal(dims) + 1j * rng.standard_normal(dims)
+        else:
+            a = rng.standard_normal(dims)
+        out.append(np.asarray(a).astype(dt))
+    return out
+
+
+def _arguments(comp: XlaComputation, arguments: Sequence[Any]) -> list[np.ndarray[Any, Any]]:
+    shapes = list(comp.program_shape().parameter_shapes())
+    if len(arguments) != len(shapes):
+        raise XlaSdkError(f"reduce: {comp.name!r} takes {len(shapes)} arguments, {len(arguments)} were given{where()}")
+    out = []
+    for i, (a, s) in enumerate(zip(arguments, shapes, strict=True)):
+        arr = np.asarray(a)
+        want = np.dtype(s.numpy_dtype())
+        if arr.shape != tuple(s.dimensions()) or arr.dtype != want:
+            raise XlaSdkError(f"reduce: argument {i} is {arr.dtype}{list(arr.shape)}, parameter {i} is {s}{where()}")
+        out.append(arr)
+    return out
+
+
+# -- the entry point -------------------------------------------------------------------------------
+def reduce(
+    computation: XlaComputation,
+    until: str | None = None,
+    *,
+    script: str | None = None,
+    arguments: Sequence[Any] | None = None,
+    seed: int = 0,
+    max_time: float | None = None,
+    check_timeout: float = 300.0,
+    rtol: float | None = None,
+    atol: float | None = None,
+    excess_precision: bool = False,
+    progress: Callable[[ReduceStep], None] | None = None,
+) -> ReduceResult:
+    """The smallest module found that still shows the problem ``until`` (or ``script``) describes.
+
+    Parameters
+    ----------
+    computation: the module (loaded or built) that shows the problem.
+    until: ``"crash"`` (XLA aborts or dies loading or compiling it; checked in the worker
+        process, never in this one), ``"compile-error"`` or ``"compile-error=REGEX"`` (the
+        compile fails cleanly, with a message in which ``re.search`` finds REGEX), or
+        ``"diverge"`` (:func:`xlasdk.compare` against the reference evaluator, with ``rtol``,
+        ``atol`` and ``excess_precision``, reports a divergence on the arguments).
+    script: instead of ``until``: a shell command; each candidate's HLO text is written to a file
+        whose path is appended to it, and exit code 0 means the candidate still shows the problem.
+    arguments: one array per parameter (``"diverge"``: default seeded random values, floats
+        standard normal, integers in [-8, 8]); intermediate values replaced by parameters or
+        constants are computed from them by the reference evaluator.
+    seed: the seed of those random arguments.
+    max_time: a budget in seconds: the search stops when it is spent and returns the smallest
+        module found so far (``timed_out``). Default: no limit.
+    check_timeout: seconds one check (a compile, a comparison, a script run) may take; one that
+        runs longer counts as not showing the problem.
+    progress: called with a :class:`ReduceStep` after each accepted reduction.
+
+    Returns
+    -------
+    :class:`ReduceResult`: the module (HLO text and computation), its arguments, instruction
+    counts before and after, steps, candidates, compiles, wall time. The same input gives the same
+    result (the search is deterministic; only ``max_time`` can stop it at another point).
+
+    Raises
+    ------
+    NotReproducedError
+        The module given does not satisfy the condition (printed as HLO text and checked as
+        every candidate is).
+    XlaSdkError
+        A bad ``until``, both or neither of ``until`` and ``script``, arguments that do not match
+        the parameters, a budget that is not positive.
+    """
+    from .computation import XlaComputation
+
+    started = time.monotonic()
+    if not isinstance(computation, XlaComputation):
+        raise XlaSdkError(f"reduce: expected an XlaComputation (xs.load_computation(path)), got "
+                          f"{type(computation).__name__}{where()}")
+    if max_time is not None and not max_time > 0:
+        raise XlaSdkError(f"reduce: max_time must be > 0 seconds, got {max_time}{where()}")
+    if not check_timeout > 0:
+        raise XlaSdkError(f"reduce: check_timeout must be > 0 seconds, got {check_timeout}{where()}")
+    with tempfile.TemporaryDirectory(prefix="xlasdk-reduce-") as tmp:
+        cond = _condition(until, script, rtol, atol, excess_precision, tmp)
+        if arguments is not None:
+            args: list[np.ndarray[Any, Any]] | None = _arguments(computation, arguments)
+        elif cond.needs_arguments:
+            args = _random_arguments(computation, seed)
+        else:
+            args = None
+        start = _module(computation, args)
+        search = _Search(cond, None if max_time is None else started + max_time, check_timeout, progress)
+        ok, why = cond.holds(start.text, args if cond.needs_arguments else None, check_timeout)
+        search.candidates += 1
+        search.compiles += int(cond.compiles)
+        if not ok:
+            raise NotReproducedError(
+                f"reduce: the module {computation.name!r} does not show the problem ({cond.name}): {why}{where()}")
+        reducer = _Reducer(search, start)
+        timed_out = False
+        try:
+            reducer.run()
+        except _OutOfTime:
+            timed_out = True
+        best = reducer.cur
+    final = XlaComputation.from_hlo_text(best.text)
+    return ReduceResult(
+        computation=final, hlo_text=best.text, arguments=best.args, condition=cond.name,
+        instructions_before=start.size[0], instructions_after=len(final.instructions()), steps=search.steps,
+        candidates=search.candidates, compiles=search.compiles, cache_hits=search.cache_hits,
+        wall_s=time.monotonic() - started, timed_out=timed_out, history=search.history,
+    )
