@@ -47,6 +47,7 @@ from .errors import (
 )
 from .formats import load_computation
 from .formats.graph_import import Instruction
+from .formats.snapshot import Snapshot, load_snapshot, write_snapshot
 from .reference import CompareReport, UnsupportedOpError, compare, evaluate
 from .reduce import NotReproducedError, ReduceResult, reduce
 from .runtime import (
@@ -104,5 +105,6 @@ __all__ = [
     "Instruction", "GraphImportError",
     "evaluate", "compare", "CompareReport", "UnsupportedOpError",
     "reduce", "ReduceResult", "NotReproducedError",
+    "Snapshot", "load_snapshot", "write_snapshot",
     "__version__",
 ]

@@ -1298,3 +1298,45 @@ def compare(
             report.nonfinite = _bisect.find_nonfinite(computation, args, device=device, options=options,
                                                       progress=progress)
     return report
+
+
+def compare_outputs(
+    got: Sequence[Any],
+    want: Sequence[Any],
+    *,
+    name: str = "outputs",
+    against: str = "expected outputs",
+    rtol: float | None = None,
+    atol: float | None = None,
+) -> CompareReport:
+    """Compare outputs already computed (``got``) with expected ones (``want``, e.g. a snapshot's
+    recorded result or another run's ``--output``), element by element with :func:`compare`'s
+    rule and default tolerances (the magnitude of each output stands for the terms of the op that
+    made it, which are unknown here).
+
+    Raises
+    ------
+    ShapeError
+        A negative tolerance.
+    XlaSdkError
+        Another number of outputs, or an output of another shape or element type (raw-byte arrays
+        of the element's size, as numpy saves bf16, are read as the output's type).
+    """
+    from .errors import ShapeError
+
+    if isinstance(rtol, (int, float)) and rtol < 0 or isinstance(atol, (int, float)) and atol < 0:
+        raise ShapeError(f"compare: tolerances must be >= 0, got rtol={rtol}, atol={atol}")
+    g_list = [np.asarray(g) for g in got]
+    w_list = [np.asarray(w) for w in want]
+    if len(w_list) != len(g_list):
+        raise XlaSdkError(f"compare: the program has {len(g_list)} outputs, {against} hold {len(w_list)}")
+    for k, (g_, w_) in enumerate(zip(g_list, w_list, strict=True)):
+        if w_.dtype != g_.dtype and w_.dtype.kind == "V" and w_.dtype.itemsize == g_.dtype.itemsize:
+            w_list[k] = w_ = w_.view(g_.dtype)
+        if w_.shape != g_.shape or w_.dtype != g_.dtype:
+            raise XlaSdkError(
+                f"compare: {against}: output {k} is {w_.dtype}{list(w_.shape)}, the program's output {k} is "
+                f"{g_.dtype}{list(g_.shape)}"
+            )
+    return CompareReport(name, against, [_compare_one(i, g, w, rtol, atol)
+                                         for i, (g, w) in enumerate(zip(g_list, w_list, strict=True))])

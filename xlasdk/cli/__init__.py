@@ -119,6 +119,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="save the outputs as output_0, output_1, ... (written atomically; see below for bf16, "
                         "fp8, int4)")
     s.add_argument("--repeat", type=int, default=1, metavar="N", help="run N times and report min/median time")
+    s.add_argument("--expect", default=None, metavar="recorded|OUT.npz",
+                   help="compare the outputs with a snapshot's recorded result or an .npz of outputs, as xlasdk "
+                        "compare does (per-type tolerances, --rtol / --atol); exit code 1 when they differ")
+    s.add_argument("--rtol", type=float, default=None, help="relative tolerance of --expect (default: by element type)")
+    s.add_argument("--atol", type=float, default=None, help="absolute tolerance of --expect (default: by element type)")
+    s.add_argument("--record", default=None, metavar="DIR",
+                   help="write the run (module, inputs, outputs) as an HloSnapshot DIR/NAME.snapshot.K.pb, which "
+                        "xlasdk run and XLA's run_hlo_module replay")
     s.add_argument("--devices", type=int, default=None, metavar="N",
                    help="run on a CPU client of N devices (default: replicas x partitions when that is above 1)")
     s.add_argument("--replicas", type=int, default=None, metavar="R",

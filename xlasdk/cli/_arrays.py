@@ -201,7 +201,10 @@ def _random_value(shape: Any, rng: np.random.Generator) -> np.ndarray[Any, Any]:
     return values.astype(dt)
 
 
-def _gather_inputs(args: argparse.Namespace, ps: Any) -> list[np.ndarray[Any, Any]]:
+def _gather_inputs(args: argparse.Namespace, ps: Any,
+                   recorded: Sequence[np.ndarray[Any, Any]] | None = None) -> list[np.ndarray[Any, Any]]:
+    """One array per parameter: given (``--input`` / ``--inputs``), else ``recorded`` (a snapshot's
+    arguments), else random (``--random-inputs``)."""
     names = list(ps.parameter_names())
     shapes = list(ps.parameter_shapes())
     given: dict[int, tuple[np.ndarray[Any, Any], str, str | None]] = {}
@@ -247,6 +250,9 @@ def _gather_inputs(args: argparse.Namespace, ps: Any) -> list[np.ndarray[Any, An
     for i, (n, s) in enumerate(zip(names, shapes, strict=True)):
         if not s.is_array():
             raise UsageError(f"parameter {i} ({n!r}) has shape {s}: only array parameters can be given as inputs")
+        if i not in given and recorded is not None:
+            values.append(recorded[i])
+            continue
         if i not in given:
             if not args.random_inputs:
                 raise UsageError(
@@ -267,6 +273,21 @@ def _gather_inputs(args: argparse.Namespace, ps: Any) -> list[np.ndarray[Any, An
             raise UsageError(f"input for parameter {i} ({n!r}) must be {s}, but {source} holds {_describe_array(arr)}")
         values.append(arr)
     return values
+
+
+def _expected_outputs(path: str, n: int, flag: str) -> list[np.ndarray[Any, Any]]:
+    """Outputs ``output_0`` ... ``output_{n-1}`` of an .npz (as ``xlasdk run --output`` writes them,
+    bf16 and other raw-byte types read through its ``__dtypes__`` entry); ``flag`` names the option."""
+    arrays, manifest = _npz_arrays(path, flag)
+    by_key = dict(arrays)
+    out = []
+    for i in range(n):
+        key = f"output_{i}"
+        if key not in by_key:
+            raise UsageError(f"{flag} {path}: no {key} (the file holds {', '.join(sorted(by_key)) or 'nothing'})")
+        a = by_key[key]
+        out.append(_typed_input(a, manifest.get(key), a.dtype))
+    return out
 
 
 def _npz_entries(host: Sequence[np.ndarray[Any, Any]]) -> dict[str, np.ndarray[Any, Any]]:

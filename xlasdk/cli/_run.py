@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import statistics
 import time
@@ -11,7 +12,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from ._arrays import _describe_array, _gather_inputs, _npz_entries, _summary
+from ._arrays import _describe_array, _expected_outputs, _gather_inputs, _npz_entries, _summary
 from ._common import (
     EXIT_OK,
     UsageError,
@@ -25,6 +26,7 @@ from ._common import (
     _stage,
 )
 
+EXIT_DIVERGENCE = 1  # --expect: the outputs differ from the expected ones
 
 # -- run ---------------------------------------------------------------------------------------------
 def _spmd_counts(args: argparse.Namespace, comp: Any) -> tuple[int, int]:
@@ -117,22 +119,89 @@ def _check_memory(ps: Any) -> None:
         )
 
 
-def _cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
-    from xlasdk._atomic import atomic_write
+def _load_program(args: argparse.Namespace) -> tuple[Any, Any]:
+    """``(computation, snapshot or None)``: an ``HloSnapshot`` file (by its content) is read whole,
+    with its recorded arguments and result; any other file is loaded as a module."""
+    from xlasdk._atomic import read_regular_file
+    from xlasdk.formats.snapshot import read_snapshot, snapshot_kind
 
+    if args.format in (None, "pb", "proto", "hlo.pb") and not args.file.endswith((".hlo", ".txt", ".mlir", ".mlirbc")):
+        try:
+            with open(args.file, "rb") as f:
+                head_is_proto = f.read(1) == b"\n"  # field 1, length-delimited: how every snapshot starts
+        except OSError:
+            head_is_proto = False
+        if head_is_proto:
+            try:
+                data = read_regular_file(args.file)
+            except OSError:
+                data = b""
+            if data and snapshot_kind(data) is not None:
+                snap = read_snapshot(data, args.file)
+                return snap.computation, snap
+    return _load(args.file, args.format), None
+
+
+def _recorded_arguments(args: argparse.Namespace, snap: Any) -> Any:
+    """The snapshot's arguments for the parameters not given, or None."""
+    if snap is None:
+        return None
+    if len(snap.partitions) > 1:
+        if args.input or args.inputs or args.random_inputs:
+            return None
+        raise UsageError(
+            f"{args.file} records the inputs of {len(snap.partitions)} partitions (shards); xlasdk run takes the "
+            "global arrays: give them with --input / --inputs (or --random-inputs)"
+        )
+    return snap.arguments
+
+
+def _expected(args: argparse.Namespace, snap: Any, n: int) -> tuple[list[Any], str]:
+    """The outputs ``--expect`` names, and how the report calls them."""
+    if args.expect == "recorded":
+        if snap is None:
+            raise UsageError(f"--expect recorded: {args.file} is not a snapshot (no recorded result); give "
+                             "--expect OUT.npz")
+        if snap.result is None:
+            raise UsageError(f"--expect recorded: {args.file} records no result (XLA's unoptimized snapshots "
+                             "hold only the arguments); give --expect OUT.npz")
+        return snap.outputs(), "the recorded result"
+    return _expected_outputs(args.expect, n, "--expect"), f"the outputs in {args.expect}"
+
+
+def _check_run_flags(args: argparse.Namespace) -> None:
+    """Flag errors found before the (slow) load and compile."""
     if args.repeat < 1:
         raise UsageError(f"--repeat must be >= 1, got {args.repeat}")
-    if args.output is not None:  # before the (slow) load and compile
+    if args.output is not None:
         _check_writable(_npz_path(args.output), f"--output {args.output}")
     for flag in ("devices", "replicas", "partitions"):
         v = getattr(args, flag, None)
         if v is not None and v < 1:
             raise UsageError(f"--{flag} must be >= 1, got {v}")
+    if args.expect is not None and args.expect != "recorded":
+        if not args.expect.endswith(".npz"):
+            raise UsageError(f"--expect {args.expect!r}: expected 'recorded' or an .npz of outputs (output_0, "
+                             "output_1, ... as --output writes them)")
+    for flag in ("rtol", "atol"):
+        v = getattr(args, flag, None)
+        if v is not None and not v >= 0:
+            raise UsageError(f"--{flag} must be >= 0, got {v}")
+    if args.record is not None and os.path.exists(args.record) and not os.path.isdir(args.record):
+        raise UsageError(f"--record {args.record}: not a directory")
+
+
+def _cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
+    from xlasdk._atomic import atomic_write
+
+    _check_run_flags(args)
     _stage("loading")
-    comp = _load(args.file, args.format)
+    comp, snap = _load_program(args)
     ps = comp.program_shape()
     _check_memory(ps)  # before any input is read or made, and before XLA allocates the results
-    inputs = _gather_inputs(args, ps)
+    recorded = _recorded_arguments(args, snap)
+    inputs = _gather_inputs(args, ps, recorded)
+    expected = _expected(args, snap, len(_leaf_shapes(ps.result_shape()))) if args.expect is not None else None
     replicas, partitions = _spmd_counts(args, comp)
     spmd = replicas * partitions > 1 or args.devices is not None
     rt = _api()
@@ -168,13 +237,43 @@ def _cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
             atomic_write(npz, lambda f: savez(f, **entries))
         except OSError as e:
             raise UsageError(f"--output {args.output}: cannot write: {e.strerror or e}") from None
+    record_path = None
+    if args.record is not None:  # before anything is printed, as --output
+        _stage("writing")
+        from xlasdk.formats.snapshot import new_snapshot_path, write_snapshot
+
+        try:
+            record_path = new_snapshot_path(args.record, comp.name)
+            recorded_result: Any = tuple(host) if ps.result_shape().is_tuple() else host[0]
+            write_snapshot(record_path, comp, inputs, recorded_result, execution_platform=dev.platform)
+        except OSError as e:
+            if record_path is not None and os.path.exists(record_path) and os.path.getsize(record_path) == 0:
+                os.unlink(record_path)
+            raise UsageError(f"--record {args.record}: cannot write: {e.strerror or e}") from None
+    n_rec = sum(1 for a, r in zip(inputs, recorded or [], strict=False) if a is r)
+    source = ""
+    if n_rec:
+        source = (f" (the recorded arguments of the {snap.kind.replace('_', ' ')})" if n_rec == len(inputs)
+                  else f" ({n_rec} of them the snapshot's recorded arguments)")
     out.write(
-        f"{comp.name} on {where}: {len(inputs)} input(s), {len(host)} output(s); "
+        f"{comp.name} on {where}: {len(inputs)} input(s){source}, {len(host)} output(s); "
         f"compiled in {_human_time(compile_s)}\n"
     )
     for i, a in enumerate(host):
         sharding = f"  sharding {outs[i].sharding}" if spmd else ""
         out.write(f"  output {i}: {_describe_array(a):<16} {_summary(a)}{sharding}\n")
+    code = EXIT_OK
+    if expected is not None:
+        from xlasdk.reference import compare_outputs
+
+        want, label = expected
+        report = compare_outputs(host, want, name=comp.name, against=label, rtol=args.rtol, atol=args.atol)
+        exact = all(o.got.tobytes() == o.want.tobytes() for o in report.outputs)
+        head, _, table = str(report).partition("\n")
+        head = head.replace(": device vs ", ": outputs vs ", 1) + (" (bit-exact)" if exact and report.ok else "")
+        out.write(f"{head}\n{table}\n")
+        if not report.ok:
+            code = EXIT_DIVERGENCE
     if args.repeat > 1:
         times = []
         for _ in range(args.repeat):
@@ -189,7 +288,9 @@ def _cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
         )
     if npz is not None:
         out.write(f"  wrote {npz}\n")
-    return EXIT_OK
+    if record_path is not None:
+        out.write(f"  recorded {record_path}\n")
+    return code
 
 
 _RUN_DESCRIPTION = """\

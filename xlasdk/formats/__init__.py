@@ -40,6 +40,7 @@ Modules of this package (everything public is re-exported here):
 ``artifact``           portable artifact versions and serialization
 ``jax_export``         ``jax.export`` files (``Exported.serialize()``): :func:`read_jax_export`
 ``graph_import``       a module's instruction graph: ``comp.instructions()``, ``with_outputs``, ``extract``
+``snapshot``           XLA's ``HloSnapshot`` files (module, arguments, result): :func:`load_snapshot`
 ``loaders``            ``computation_from_*``, :func:`load_computation`
 ``saving``             :func:`computation_bytes`, :func:`save_computation`
 =====================  ========================================================================
@@ -55,6 +56,7 @@ from .jax_export import JaxExport, read_jax_export
 from .loaders import computation_from_hlo_proto, computation_from_hlo_text, computation_from_stablehlo, load_computation
 from .protobuf import _proto_fields as _proto_fields  # used by tests
 from .saving import computation_bytes, save_computation
+from .snapshot import Snapshot, load_snapshot, read_snapshot, write_snapshot
 from .sniff import Format, PathLike, format_from_suffix, sniff_format
 from .sniff import _parse_format as _parse_format  # used by xlasdk.cli
 
@@ -75,4 +77,8 @@ __all__ = [
     "PathLike",
     "JaxExport",
     "read_jax_export",
+    "Snapshot",
+    "load_snapshot",
+    "read_snapshot",
+    "write_snapshot",
 ]

@@ -126,7 +126,7 @@ def compile(
     ):
         from .dynamic import compile_dynamic  # bounded dynamic shapes: real extents of the results
 
-        return compile_dynamic(computation, name, program_shape, device, opts, cache)
+        return _remember(compile_dynamic(computation, name, program_shape, device, opts, cache), computation)
     cross_partition = getattr(computation, "_cross_partition_ids", None)
     if cross_partition is not None:  # what XLA would abort on, found once per computation
         problem = partition_ids_problem(cross_partition(), opts.num_partitions)
@@ -146,7 +146,7 @@ def compile(
     get_callbacks = getattr(computation, "_callbacks", None)
     callbacks: tuple[Any, ...] = get_callbacks() if get_callbacks is not None else ()
     if callbacks:  # Python host callbacks: compiled here with them, never cached or isolated
-        return _compile_with_callbacks(computation, name, program_shape, opts, devs, callbacks)
+        return _remember(_compile_with_callbacks(computation, name, program_shape, opts, devs, callbacks), computation)
     if "python_cpu_callback" in text or "python_gpu_callback" in text:  # jaxlib crashes running it
         raise CompileError(
             f"compile: {name!r} calls Python host callbacks (a custom call to jaxlib's "
@@ -172,7 +172,13 @@ def compile(
             exe = pjrt.compile_and_load(devs[0].client._c, text, [d._d for d in devs], jopts, name)
         return Executable._make(exe, name, program_shape, devs, opts.num_replicas, opts.num_partitions)
 
-    return compile_cached(cache, text, opts, devs, build, source=computation)
+    return _remember(compile_cached(cache, text, opts, devs, build, source=computation), computation)
+
+
+def _remember(exe: Executable, computation: Any) -> Executable:
+    """Keep the computation an executable was compiled from (``Executable.record`` writes its module)."""
+    exe._computation = computation
+    return exe
 
 
 DEFAULT_COMPILE_TIMEOUT = 3600.0

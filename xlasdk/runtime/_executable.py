@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import zlib
@@ -105,7 +106,7 @@ class Executable:
 
     __slots__ = (
         "_exe", "_name", "_program_shape", "_devices", "_num_replicas", "_num_partitions", "_plan",
-        "_host_callbacks", "_spmd", "__weakref__",
+        "_host_callbacks", "_spmd", "_computation", "__weakref__",
     )
 
     _exe: Any
@@ -117,6 +118,7 @@ class Executable:
     _plan: _CallPlan
     _spmd: Any
     _host_callbacks: tuple[Any, ...]  # kept alive with the executable (ops.HostCallback)
+    _computation: Any  # the XlaComputation it was compiled from (xs.compile), else None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("Executable objects are made by xs.compile(computation, device)")
@@ -141,6 +143,7 @@ class Executable:
         self._plan = _CallPlan(name, program_shape, self._devices)
         self._spmd = None  # execute_sharded's per-executable data (runtime/sharded.py), on first use
         self._host_callbacks = ()
+        self._computation = None
         n_out = pjrt.executable_num_outputs(exe)
         if n_out is not None and n_out != len(self._plan.outputs):
             raise CompileError(
@@ -462,6 +465,56 @@ class Executable:
 
             spmd = self._spmd = _Spmd(self)
         return spmd.run(self, args)
+
+    # -- recording -----------------------------------------------------------------------------
+    def record(
+        self, args: Sequence[Any], directory: str | os.PathLike[str]
+    ) -> tuple[DeviceArray | tuple[DeviceArray, ...], str]:
+        """Run on ``args`` (as ``exe(*args)``) and write what ran as an ``HloSnapshot`` in ``directory``.
+
+        The file, ``NAME.snapshot.K.pb`` (``K`` the first unused number; the directory is made if
+        missing), holds the module, the arguments and the result, as XLA's
+        ``--xla_dump_hlo_snapshots`` writes them, so that ``xs.load_snapshot``, ``xlasdk run FILE
+        --expect recorded`` and XLA's ``run_hlo_module`` replay it. The module is the computation
+        this executable was compiled from (before XLA's optimizations: a replay compiles it again,
+        through every pass); for an executable loaded from bytes or a file, the optimized module it
+        holds.
+
+        Returns
+        -------
+        ``(outputs, path)``: what ``exe(*args)`` returns, and the path of the snapshot.
+
+        Raises
+        ------
+        ShapeError / DTypeError
+            As ``exe(*args)``.
+        XlaRuntimeError
+            For an executable on several devices (record a one-device compile of the program).
+        OSError
+            When the directory or the file cannot be written (nothing half-written is left).
+        """
+        from ..formats.snapshot import new_snapshot_path, write_snapshot
+
+        if self._plan.multi:
+            raise XlaRuntimeError(f"{self._name}: record runs a one-device executable; this one runs on "
+                                  f"{len(self._devices)} devices")
+        outs = self(*args)
+        comp = self._computation
+        if comp is None:
+            from ..computation import XlaComputation
+
+            comp = XlaComputation.from_hlo_text(self.hlo_text())
+        host = [o.to_numpy() for o in (outs if isinstance(outs, tuple) else (outs,))]
+        arrays = [a.to_numpy() if isinstance(a, DeviceArray) else np.asarray(a) for a in args]
+        result: Any = tuple(host) if isinstance(outs, tuple) else host[0]
+        path = new_snapshot_path(directory, self._name)
+        try:
+            write_snapshot(path, comp, arrays, result, execution_platform=self._devices[0].platform)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            raise
+        return outs, path
 
     # -- introspection -------------------------------------------------------------------------
     def hlo_text(self) -> str:
