@@ -70,6 +70,16 @@ def cli(*argv: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
                           timeout=timeout, check=False)
 
 
+def in_process(*argv: str) -> tuple[int, str]:
+    """``xlasdk ARGV`` run in this process (usage errors: no child, no XLA): exit code and stderr."""
+    import io
+
+    from xlasdk.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    return main(list(argv), stdout=out, stderr=err), err.getvalue()
+
+
 # -- crash ---------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def crash_result() -> Any:
@@ -100,12 +110,6 @@ def test_crash_reduces_to_the_reduce_window_and_still_aborts(crash_result: Any, 
     assert isolated.worker_pid() != 0  # this process lived through every abort
 
 
-def test_reduce_is_deterministic(crash_result: Any) -> None:
-    comp, res, steps = crash_result
-    again = xs.reduce(comp, "crash")
-    assert again.hlo_text == res.hlo_text and again.steps == res.steps and again.candidates == res.candidates
-
-
 def test_time_budget_is_honoured() -> None:
     comp = xs.XlaComputation.from_hlo_text(splice(NEG_PAD, "f32[4,3,4,8]"))
     res = xs.reduce(comp, "crash", max_time=3.0)
@@ -134,6 +138,10 @@ def test_diverge_ends_at_the_division_and_its_operands() -> None:
     want = a.astype(np.float64) / 2.0**127
     assert np.any(np.abs(want) > np.finfo(np.float32).tiny) and np.all(got[np.abs(want) > 1e-37] == 0)
     assert not xs.compare(res.computation, [a]).ok
+    # deterministic: the same input gives the same module, steps and candidates
+    again = xs.reduce(comp, "diverge", arguments=ins)
+    assert again.hlo_text == res.hlo_text and (again.steps, again.candidates) == (res.steps, res.candidates)
+    assert all(np.array_equal(x, y) for x, y in zip(again.arguments or [], res.arguments, strict=True))
 
 
 # -- script, compile-error -------------------------------------------------------------------------------
@@ -172,3 +180,50 @@ def test_api_errors() -> None:
         xs.reduce(comp, "crash", max_time=0)
     with raises(xs.XlaSdkError, "takes 9 arguments, 1 were given"):
         xs.reduce(comp, "diverge", arguments=[np.zeros(3)])
+
+
+# -- the command line ------------------------------------------------------------------------------------
+def test_cli_diverge_writes_the_module_and_a_snapshot(tmp_path: Path) -> None:
+    from xlasdk.formats.snapshot import load_snapshot
+
+    src = tmp_path / "spliced.hlo"
+    src.write_text(splice(TINY, "f32[4,2,2,8]"))
+    ins, _ = recorded("dumps/convnet_train")
+    np.savez(tmp_path / "in.npz", **{str(i): a for i, a in enumerate(ins)})
+    out = tmp_path / "min.hlo"
+    r = cli("reduce", str(src), "--until", "diverge", "--inputs", str(tmp_path / "in.npz"), "--output", str(out))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("step 1: ") and " instructions (" in lines[0]
+    assert re.search(r"^reduced \d+ -> 4 instructions in \d+ steps: \d+ candidates, \d+ compiles", r.stdout, re.M)
+    assert f"wrote {out}" in r.stdout and f"wrote {tmp_path / 'min.snapshot.pb'}" in r.stdout
+    back = xs.load_computation(out)
+    assert sorted(i.opcode for i in back.instructions()) == [
+        "parameter", "stablehlo.broadcast_in_dim", "stablehlo.constant", "stablehlo.divide"]
+    snap = load_snapshot(tmp_path / "min.snapshot.pb")
+    assert not xs.compare(snap.computation, snap.arguments).ok  # the snapshot replays the divergence
+
+
+def test_cli_script_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "min.hlo"
+    r = cli("reduce", str(CONVNET), "--script", "grep -q ' multiply('", "--output", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "multiply(" in out.read_text() and not (tmp_path / "min.snapshot.pb").exists()
+    # the original does not show the problem: exit 2, named
+    r = cli("reduce", str(CONVNET), "--until", "compile-error", "--output", str(out))
+    assert r.returncode == 2 and not r.stdout
+    assert r.stderr.strip() == (f"xlasdk reduce: error: {CONVNET}: the module 'jit_train_step' does not show the "
+                                "problem (compile-error): loads and compiles")
+    # usage errors
+    for argv, words in [
+        (["--output", str(out)], "give exactly one of --until"),
+        (["--until", "crash", "--script", "true", "--output", str(out)], "give exactly one of --until"),
+        (["--until", "hang", "--output", str(out)], "--until 'hang': expected crash, compile-error"),
+        (["--until", "crash", "--output", str(tmp_path / "no" / "min.hlo")], "does not exist"),
+        (["--until", "crash", "--output", str(out), "--max-time", "0"], "--max-time must be > 0"),
+        (["--until", "diverge", "--output", str(out)], "missing input for parameter 0"),
+    ]:
+        code, err = in_process("reduce", str(CONVNET), *argv)
+        assert code == 2 and words in err and err.startswith("xlasdk reduce: error: "), (argv, err)
+    code, _ = in_process("reduce", str(CONVNET), "--until", "crash")
+    assert code == 2 and "the following arguments are required: --output" in capsys.readouterr().err

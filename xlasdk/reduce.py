@@ -217,7 +217,8 @@ def _condition(until: str | None, script: str | None, rtol: float | None, atol: 
         try:
             pattern = re.compile(regex) if regex else None
         except re.error as e:
-            raise XlaSdkError(f"reduce: until={until!r}: the regular expression does not compile: {e}{where()}") from None
+            raise XlaSdkError(
+                f"reduce: until={until!r}: the regular expression does not compile: {e}{where()}") from None
         return _InWorker("compile-error", pattern)
     raise XlaSdkError(f"reduce: until={until!r}: expected 'crash', 'compile-error', 'compile-error=REGEX' or "
                       f"'diverge'{where()}")
@@ -523,9 +524,11 @@ def _random_arguments(comp: XlaComputation, seed: int) -> list[np.ndarray[Any, A
     out = []
     for i, s in enumerate(comp.program_shape().parameter_shapes()):
         if not s.is_array():
-            raise XlaSdkError(f"reduce: parameter {i} has shape {s}: only array parameters get random arguments{where()}")
+            raise XlaSdkError(
+                f"reduce: parameter {i} has shape {s}: only array parameters get random arguments{where()}")
         dt = np.dtype(s.numpy_dtype())
         dims = s.dimensions()
+        a: np.ndarray[Any, Any]
         if dt.kind == "b":
             a = rng.random(dims) < 0.5
         elif dt.kind in "iu":

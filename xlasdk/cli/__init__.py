@@ -29,6 +29,7 @@ from ._common import UsageError as UsageError
 from ._compare import _cmd_compare
 from ._inspect import CheckFailed as CheckFailed
 from ._inspect import _cmd_convert, _cmd_inspect
+from ._reduce import _cmd_reduce
 from ._run import _RUN_DESCRIPTION, _RUN_EPILOG, _cmd_run
 from ._supervisor import _spawned_child as _spawned_child  # the entry point of a spawned child
 from ._supervisor import _supervise, _supervision
@@ -143,6 +144,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_compare(sub, common, fmt_help)
 
+    from ._reduce import add_parser as add_reduce
+
+    add_reduce(sub, common, fmt_help)
+
     s = sub.add_parser("cache", parents=[common], help="inspect or clear the compile cache",
                        description="The on-disk compile cache (XLASDK_CACHE_DIR, default ~/.cache/xlasdk).")
     csub = s.add_subparsers(dest="cache_command", required=True, metavar="ACTION", parser_class=_Parser)
@@ -176,6 +181,7 @@ _COMMANDS = {
     "convert": _cmd_convert,
     "run": _cmd_run,
     "compare": _cmd_compare,
+    "reduce": _cmd_reduce,
     "cache": _cmd_cache,
     "launch": _cmd_launch,
 }
