@@ -48,8 +48,9 @@ from .errors import (
 from .formats import load_computation
 from .formats.graph_import import Instruction
 from .formats.snapshot import Snapshot, load_snapshot, write_snapshot
-from .reference import CompareReport, UnsupportedOpError, compare, evaluate
+from .inputs import random_inputs
 from .reduce import NotReproducedError, ReduceResult, reduce
+from .reference import CompareReport, UnsupportedOpError, compare, evaluate
 from .runtime import (
     Client,
     CompileCache,
@@ -105,6 +106,6 @@ __all__ = [
     "Instruction", "GraphImportError",
     "evaluate", "compare", "CompareReport", "UnsupportedOpError",
     "reduce", "ReduceResult", "NotReproducedError",
-    "Snapshot", "load_snapshot", "write_snapshot",
+    "Snapshot", "load_snapshot", "write_snapshot", "random_inputs",
     "__version__",
 ]

@@ -114,8 +114,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--inputs", metavar="FILE.npz", default=None,
                    help="parameter values keyed by parameter name or index (output_N of another run's --output "
                         "is parameter N)")
-    s.add_argument("--random-inputs", action="store_true", help="random values for parameters not given")
+    s.add_argument("--random-inputs", action="store_true",
+                   help="random values for parameters not given (indices in bounds, log/sqrt/divisor operands "
+                        "positive: learned from the parameters' uses)")
     s.add_argument("--seed", type=int, default=0, help="seed of --random-inputs (default 0)")
+    s.add_argument("--iterations", type=int, default=1, metavar="K",
+                   help="run K times, each with fresh random inputs (seed, seed+1, ...), as run_hlo_module does")
     s.add_argument("--output", metavar="OUT.npz", default=None,
                    help="save the outputs as output_0, output_1, ... (written atomically; see below for bf16, "
                         "fp8, int4)")

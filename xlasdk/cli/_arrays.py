@@ -173,38 +173,27 @@ def _typed_input(arr: np.ndarray[Any, Any], tag: str | None, want: np.dtype[Any]
     return arr.view(want) if arr.dtype.itemsize == want.itemsize else arr
 
 
-def _random_value(shape: Any, rng: np.random.Generator) -> np.ndarray[Any, Any]:
-    import ml_dtypes as _ml
+def _ranges(comp: Any, n: int) -> list[Any]:
+    """The parameters' valid ranges learned from ``comp`` (none when it is not given, or its module
+    cannot be read as a graph: the default draws, as before ranges were learned)."""
+    from xlasdk.errors import GraphImportError
+    from xlasdk.inputs import InputRange, input_ranges
 
-    ml_dtypes: Any = _ml  # untyped functions (iinfo)
-
-    dt = np.dtype(shape.numpy_dtype())
-    dims = tuple(shape.dimensions())
-    kind = dt.kind
-    if kind == "b":
-        return rng.random(dims) < 0.5
-    info: Any = None
-    if kind in "iu":
-        info = np.iinfo(dt)
-    elif _is_extension(dt):
+    if comp is not None:
         try:
-            info = ml_dtypes.iinfo(dt)  # int4, uint4, int2, uint2
-        except (TypeError, ValueError):
-            info = None
-    if info is not None:
-        return rng.integers(0, min(10, int(info.max) + 1), size=dims).astype(dt)
-    if kind == "c":
-        return (rng.standard_normal(dims) + 1j * rng.standard_normal(dims)).astype(dt)
-    values = rng.standard_normal(dims)
-    if _is_extension(dt) and np.isnan(np.array(-1.0).astype(dt).astype(np.float32)):  # no sign: f8e8m0fnu
-        values = np.abs(values)
-    return values.astype(dt)
+            found = input_ranges(comp)
+            if len(found) == n:
+                return list(found)
+        except GraphImportError:
+            pass
+    return [InputRange()] * n
 
 
-def _gather_inputs(args: argparse.Namespace, ps: Any,
-                   recorded: Sequence[np.ndarray[Any, Any]] | None = None) -> list[np.ndarray[Any, Any]]:
+def _gather_inputs(args: argparse.Namespace, ps: Any, recorded: Sequence[np.ndarray[Any, Any]] | None = None,
+                   comp: Any = None, seed: int | None = None) -> list[np.ndarray[Any, Any]]:
     """One array per parameter: given (``--input`` / ``--inputs``), else ``recorded`` (a snapshot's
-    arguments), else random (``--random-inputs``)."""
+    arguments), else random (``--random-inputs``, seeded by ``seed`` or ``--seed``; inside the
+    ranges :func:`xlasdk.inputs.input_ranges` learns from ``comp`` when it is given)."""
     names = list(ps.parameter_names())
     shapes = list(ps.parameter_shapes())
     given: dict[int, tuple[np.ndarray[Any, Any], str, str | None]] = {}
@@ -245,7 +234,10 @@ def _gather_inputs(args: argparse.Namespace, ps: Any,
         if member not in found:
             raise UsageError(f"--input {spec}: {path} has no array {member!r}; it holds {', '.join(found) or 'none'}")
         assign(key, found[member], f"{path}[{member}]", f"--input {spec}", manifest.get(member))
-    rng = np.random.default_rng(args.seed)
+    from xlasdk.inputs import InputRange, random_value
+
+    rng = np.random.default_rng(args.seed if seed is None else seed)
+    ranges: list[InputRange] | None = None
     values: list[np.ndarray[Any, Any]] = []
     for i, (n, s) in enumerate(zip(names, shapes, strict=True)):
         if not s.is_array():
@@ -259,7 +251,9 @@ def _gather_inputs(args: argparse.Namespace, ps: Any,
                     f"missing input for parameter {i} ({n!r}, {s}); give --input {n}=FILE.npy, --inputs FILE.npz "
                     "or --random-inputs"
                 )
-            values.append(_random_value(s, rng))
+            if ranges is None:
+                ranges = _ranges(comp, len(shapes))
+            values.append(random_value(s, rng, ranges[i]))
             continue
         arr, source, tag = given[i]
         want_dt = np.dtype(s.numpy_dtype())

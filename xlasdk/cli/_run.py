@@ -189,6 +189,40 @@ def _check_run_flags(args: argparse.Namespace) -> None:
             raise UsageError(f"--{flag} must be >= 0, got {v}")
     if args.record is not None and os.path.exists(args.record) and not os.path.isdir(args.record):
         raise UsageError(f"--record {args.record}: not a directory")
+    if args.iterations < 1:
+        raise UsageError(f"--iterations must be >= 1, got {args.iterations}")
+    if args.iterations > 1 and args.output is not None:
+        raise UsageError("--output saves the outputs of one run; drop --iterations (or --output)")
+
+
+def _record(args: argparse.Namespace, comp: Any, inputs: list[Any], host: list[Any], platform: str) -> str:
+    """Write one run as an HloSnapshot under ``--record``; its path."""
+    from xlasdk.formats.snapshot import new_snapshot_path, write_snapshot
+
+    path = None
+    try:
+        path = new_snapshot_path(args.record, comp.name)
+        result: Any = tuple(host) if comp.program_shape().result_shape().is_tuple() else host[0]
+        write_snapshot(path, comp, inputs, result, execution_platform=platform)
+    except OSError as e:
+        if path is not None and os.path.exists(path) and os.path.getsize(path) == 0:
+            os.unlink(path)
+        raise UsageError(f"--record {args.record}: cannot write: {e.strerror or e}") from None
+    return path
+
+
+def _expect_report(args: argparse.Namespace, comp: Any, host: list[Any], expected: tuple[list[Any], str],
+                   out: IO[str]) -> bool:
+    """Print how ``host`` compares with ``--expect``'s outputs; True when they match."""
+    from xlasdk.reference import compare_outputs
+
+    want, label = expected
+    report = compare_outputs(host, want, name=comp.name, against=label, rtol=args.rtol, atol=args.atol)
+    exact = all(o.got.tobytes() == o.want.tobytes() for o in report.outputs)
+    head, _, table = str(report).partition("\n")
+    head = head.replace(": device vs ", ": outputs vs ", 1) + (" (bit-exact)" if exact and report.ok else "")
+    out.write(f"{head}\n{table}\n")
+    return report.ok
 
 
 def _cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
@@ -200,7 +234,7 @@ def _cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
     ps = comp.program_shape()
     _check_memory(ps)  # before any input is read or made, and before XLA allocates the results
     recorded = _recorded_arguments(args, snap)
-    inputs = _gather_inputs(args, ps, recorded)
+    inputs = _gather_inputs(args, ps, recorded, comp)
     expected = _expected(args, snap, len(_leaf_shapes(ps.result_shape()))) if args.expect is not None else None
     replicas, partitions = _spmd_counts(args, comp)
     spmd = replicas * partitions > 1 or args.devices is not None
@@ -237,19 +271,7 @@ def _cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
             atomic_write(npz, lambda f: savez(f, **entries))
         except OSError as e:
             raise UsageError(f"--output {args.output}: cannot write: {e.strerror or e}") from None
-    record_path = None
-    if args.record is not None:  # before anything is printed, as --output
-        _stage("writing")
-        from xlasdk.formats.snapshot import new_snapshot_path, write_snapshot
-
-        try:
-            record_path = new_snapshot_path(args.record, comp.name)
-            recorded_result: Any = tuple(host) if ps.result_shape().is_tuple() else host[0]
-            write_snapshot(record_path, comp, inputs, recorded_result, execution_platform=dev.platform)
-        except OSError as e:
-            if record_path is not None and os.path.exists(record_path) and os.path.getsize(record_path) == 0:
-                os.unlink(record_path)
-            raise UsageError(f"--record {args.record}: cannot write: {e.strerror or e}") from None
+    record_path = _record(args, comp, inputs, host, dev.platform) if args.record is not None else None
     n_rec = sum(1 for a, r in zip(inputs, recorded or [], strict=False) if a is r)
     source = ""
     if n_rec:
@@ -259,21 +281,26 @@ def _cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
         f"{comp.name} on {where}: {len(inputs)} input(s){source}, {len(host)} output(s); "
         f"compiled in {_human_time(compile_s)}\n"
     )
+    if args.iterations > 1:
+        out.write(f"iteration 0 (seed {args.seed}):\n")
     for i, a in enumerate(host):
         sharding = f"  sharding {outs[i].sharding}" if spmd else ""
         out.write(f"  output {i}: {_describe_array(a):<16} {_summary(a)}{sharding}\n")
-    code = EXIT_OK
-    if expected is not None:
-        from xlasdk.reference import compare_outputs
-
-        want, label = expected
-        report = compare_outputs(host, want, name=comp.name, against=label, rtol=args.rtol, atol=args.atol)
-        exact = all(o.got.tobytes() == o.want.tobytes() for o in report.outputs)
-        head, _, table = str(report).partition("\n")
-        head = head.replace(": device vs ", ": outputs vs ", 1) + (" (bit-exact)" if exact and report.ok else "")
-        out.write(f"{head}\n{table}\n")
-        if not report.ok:
-            code = EXIT_DIVERGENCE
+    ok = _expect_report(args, comp, host, expected, out) if expected is not None else True
+    if record_path is not None:
+        out.write(f"  recorded {record_path}\n")
+    for it in range(1, args.iterations):  # fresh random inputs, as run_hlo_module's --iterations
+        inputs = _gather_inputs(args, ps, recorded, comp, seed=args.seed + it)
+        r = call()
+        host = [np.asarray(o) for o in (r if isinstance(r, tuple) else (r,))]
+        path = _record(args, comp, inputs, host, dev.platform) if args.record is not None else None
+        out.write(f"iteration {it} (seed {args.seed + it}):\n")
+        for i, a in enumerate(host):
+            out.write(f"  output {i}: {_describe_array(a):<16} {_summary(a)}\n")
+        if expected is not None:
+            ok = _expect_report(args, comp, host, expected, out) and ok
+        if path is not None:
+            out.write(f"  recorded {path}\n")
     if args.repeat > 1:
         times = []
         for _ in range(args.repeat):
@@ -288,9 +315,7 @@ def _cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
         )
     if npz is not None:
         out.write(f"  wrote {npz}\n")
-    if record_path is not None:
-        out.write(f"  recorded {record_path}\n")
-    return code
+    return EXIT_OK if ok else EXIT_DIVERGENCE
 
 
 _RUN_DESCRIPTION = """\
