@@ -22,7 +22,7 @@ import xlasdk as xs
 from tests.helpers import raises
 from tests.test_real_dumps import recorded
 from xlasdk._jaxlib import isolated
-from xlasdk.reduce import NotReproducedError, ReduceStep
+from xlasdk.reducer import NotReproducedError, ReduceStep
 
 DATA = Path(__file__).resolve().parent / "data"
 CONVNET = DATA / "dumps/convnet_train/module.before_optimizations.txt"

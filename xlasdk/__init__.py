@@ -49,7 +49,7 @@ from .formats import load_computation
 from .formats.graph_import import Instruction
 from .formats.snapshot import Snapshot, load_snapshot, write_snapshot
 from .inputs import random_inputs
-from .reduce import NotReproducedError, ReduceResult, reduce
+from .reducer import NotReproducedError, ReduceResult, reduce
 from .reference import CompareReport, UnsupportedOpError, compare, evaluate
 from .runtime import (
     Client,

@@ -78,7 +78,7 @@ def _cmd_reduce(args: argparse.Namespace, out: IO[str]) -> int:
     inputs = _gather_inputs(args, comp.program_shape()) if given or args.until == "diverge" else None
     _stage("reducing")
     from xlasdk.errors import XlaSdkError
-    from xlasdk.reduce import NotReproducedError, ReduceStep, reduce
+    from xlasdk.reducer import NotReproducedError, ReduceStep, reduce
 
     def progress(step: ReduceStep) -> None:
         out.write(f"step {step.step}: {step.strategy}: {step.instructions} instructions ({step.candidates} "

@@ -146,7 +146,7 @@ class _InWorker(_Condition):
 
     def holds(self, text: str, args: list[np.ndarray[Any, Any]] | None, timeout: float) -> tuple[bool, str]:
         try:
-            isolated.request("xlasdk.reduce:_probe_in_worker", text, timeout=timeout)
+            isolated.request("xlasdk.reducer:_probe_in_worker", text, timeout=timeout)
         except isolated.Failed as e:
             if self.kind != "compile-error" or e.stage != "compile":
                 return False, f"{e.stage} failed: {e.message}"
