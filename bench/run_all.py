@@ -2,7 +2,8 @@
 
 Runs, in this process: ``dispatch.py`` (two rows), ``build.py`` (HLO and StableHLO rows, plus ops/s
 at 1k, 10k and 100k ops), ``compile_cache.py`` (if present; else an n/a row) and ``matmul.py``; and
-``spmd.py`` (two rows: 4-device SPMD matmul and sharded dispatch) in a child process.
+``spmd.py`` (two rows: 4-device SPMD matmul and sharded dispatch) in a child process, and
+``cli_start.py`` (the CPU time of ``xlasdk --help``, ``version`` and a usage error).
 The peer is JAX (``pip install jax==<jaxlib's version>`` in the same environment; it is never an
 xlasdk dependency); without it the peer columns are n/a. Ratios are xlasdk / peer, medians of
 interleaved rounds, and a target holds when ``ratio <= target``.
@@ -100,6 +101,7 @@ def _spmd_rows(quick: bool) -> list[dict[str, Any]]:
 
 def run(quick: bool = False) -> dict[str, Any]:
     import build
+    import cli_start
     import dispatch
     import matmul
 
@@ -113,6 +115,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     rows += _compile_cache_rows()
     rows += matmul.run(calls=2 if quick else 3, rounds=7 if quick else 15)
     rows += _spmd_rows(quick)
+    rows += cli_start.run(rounds=3 if quick else 7)
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     info["load_average_1m_at_end"] = None if load is None else round(load[0], 2)
     return {

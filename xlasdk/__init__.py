@@ -1,88 +1,188 @@
 """xlasdk: build XLA computations op by op, read their HLO, save them, compile and run them.
 
 ``import xlasdk as xs`` and ``from xlasdk import ops``.
+
+The package imports lazily (PEP 562): ``import xlasdk`` loads only this file, and each public name
+imports its module (and so jaxlib, numpy and ml_dtypes) on first use, so that ``xlasdk --help``,
+``xlasdk version`` and the usage errors of the command answer without loading jaxlib. Type
+checkers see the plain imports below.
 """
 
 from __future__ import annotations
 
-from . import distributed, ops
-from .attrs import (
-    ComparisonDirection,
-    ComparisonType,
-    ConvolutionDimensionNumbers,
-    CurrentSourceInfoMetadata,
-    DotDimensionNumbers,
-    FftType,
-    GatherDimensionNumbers,
-    OpMetadata,
-    OpSharding,
-    PaddingConfig,
-    PaddingConfigDimension,
-    PaddingType,
-    PrecisionConfig,
-    RandomAlgorithm,
-    ResultAccuracy,
-    ScatterDimensionNumbers,
-    current_source_info_metadata,
-    make_convolution_dimension_numbers,
-    make_dot_dimension_numbers,
-    make_padding_config,
-    make_replica_groups,
-    window_padding_type_to_pad_values,
-)
-from .builder import XlaBuilder, XlaOp
-from .computation import XlaComputation
-from .distributed import process_count, process_index
-from .errors import (
-    CompileError,
-    DistributedError,
-    DTypeError,
-    FormatError,
-    GraphImportError,
-    HostCallbackError,
-    PluginError,
-    ShapeError,
-    XlaRuntimeError,
-    XlaSdkError,
-)
-from .formats import load_computation
-from .formats.graph_import import Instruction
-from .formats.snapshot import Snapshot, load_snapshot, write_snapshot
-from .inputs import random_inputs
-from .reducer import NotReproducedError, ReduceResult, reduce
-from .reference import CompareReport, UnsupportedOpError, compare, evaluate
-from .runtime import (
-    Client,
-    CompileCache,
-    CompileOptions,
-    Device,
-    DeviceArray,
-    Executable,
-    ExecutionToken,
-    HostBufferSemantics,
-    JaxlibVersion,
-    MemoryStats,
-    UnknownDeviceError,
-    aligned_empty,
-    client,
-    compile,
-    default_device,
-    deserialize_executable,
-    device_put,
-    devices,
-    from_dlpack,
-    jaxlib_version_info,
-    load_executable,
-    load_pjrt_plugin,
-    local_devices,
-    register_custom_call_target,
-)
-from .runtime.sharded import ShardedArray, shard
-from .shape import Layout, ProgramShape, Shape, shape_from_pyval
-from .sharding import HloSharding
-from .types import PrimitiveType, bfloat16, dtype_to_etype, etype_to_dtype
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from . import distributed, ops
+    from .attrs import (
+        ComparisonDirection,
+        ComparisonType,
+        ConvolutionDimensionNumbers,
+        CurrentSourceInfoMetadata,
+        DotDimensionNumbers,
+        FftType,
+        GatherDimensionNumbers,
+        OpMetadata,
+        OpSharding,
+        PaddingConfig,
+        PaddingConfigDimension,
+        PaddingType,
+        PrecisionConfig,
+        RandomAlgorithm,
+        ResultAccuracy,
+        ScatterDimensionNumbers,
+        current_source_info_metadata,
+        make_convolution_dimension_numbers,
+        make_dot_dimension_numbers,
+        make_padding_config,
+        make_replica_groups,
+        window_padding_type_to_pad_values,
+    )
+    from .builder import XlaBuilder, XlaOp
+    from .computation import XlaComputation
+    from .distributed import process_count, process_index
+    from .errors import (
+        CompileError,
+        DistributedError,
+        DTypeError,
+        FormatError,
+        GraphImportError,
+        HostCallbackError,
+        PluginError,
+        ShapeError,
+        XlaRuntimeError,
+        XlaSdkError,
+    )
+    from .formats import load_computation
+    from .formats.graph_import import Instruction
+    from .formats.snapshot import Snapshot, load_snapshot, write_snapshot
+    from .inputs import random_inputs
+    from .reducer import NotReproducedError, ReduceResult, reduce
+    from .reference import CompareReport, UnsupportedOpError, compare, evaluate
+    from .runtime import (
+        Client,
+        CompileCache,
+        CompileOptions,
+        Device,
+        DeviceArray,
+        Executable,
+        ExecutionToken,
+        HostBufferSemantics,
+        JaxlibVersion,
+        MemoryStats,
+        UnknownDeviceError,
+        aligned_empty,
+        client,
+        compile,
+        default_device,
+        deserialize_executable,
+        device_put,
+        devices,
+        from_dlpack,
+        jaxlib_version_info,
+        load_executable,
+        load_pjrt_plugin,
+        local_devices,
+        register_custom_call_target,
+    )
+    from .runtime.sharded import ShardedArray, shard
+    from .shape import Layout, ProgramShape, Shape, shape_from_pyval
+    from .sharding import HloSharding
+    from .types import PrimitiveType, bfloat16, dtype_to_etype, etype_to_dtype
 
 __version__ = "0.1.0"
+
+# public name -> (module relative to this package, attribute; None: the module itself)
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "distributed": ("distributed", None),
+    "ops": ("ops", None),
+    "ComparisonDirection": ("attrs", "ComparisonDirection"),
+    "ComparisonType": ("attrs", "ComparisonType"),
+    "ConvolutionDimensionNumbers": ("attrs", "ConvolutionDimensionNumbers"),
+    "CurrentSourceInfoMetadata": ("attrs", "CurrentSourceInfoMetadata"),
+    "DotDimensionNumbers": ("attrs", "DotDimensionNumbers"),
+    "FftType": ("attrs", "FftType"),
+    "GatherDimensionNumbers": ("attrs", "GatherDimensionNumbers"),
+    "OpMetadata": ("attrs", "OpMetadata"),
+    "OpSharding": ("attrs", "OpSharding"),
+    "PaddingConfig": ("attrs", "PaddingConfig"),
+    "PaddingConfigDimension": ("attrs", "PaddingConfigDimension"),
+    "PaddingType": ("attrs", "PaddingType"),
+    "PrecisionConfig": ("attrs", "PrecisionConfig"),
+    "RandomAlgorithm": ("attrs", "RandomAlgorithm"),
+    "ResultAccuracy": ("attrs", "ResultAccuracy"),
+    "ScatterDimensionNumbers": ("attrs", "ScatterDimensionNumbers"),
+    "current_source_info_metadata": ("attrs", "current_source_info_metadata"),
+    "make_convolution_dimension_numbers": ("attrs", "make_convolution_dimension_numbers"),
+    "make_dot_dimension_numbers": ("attrs", "make_dot_dimension_numbers"),
+    "make_padding_config": ("attrs", "make_padding_config"),
+    "make_replica_groups": ("attrs", "make_replica_groups"),
+    "window_padding_type_to_pad_values": ("attrs", "window_padding_type_to_pad_values"),
+    "XlaBuilder": ("builder", "XlaBuilder"),
+    "XlaOp": ("builder", "XlaOp"),
+    "XlaComputation": ("computation", "XlaComputation"),
+    "process_count": ("distributed", "process_count"),
+    "process_index": ("distributed", "process_index"),
+    "CompileError": ("errors", "CompileError"),
+    "DistributedError": ("errors", "DistributedError"),
+    "DTypeError": ("errors", "DTypeError"),
+    "FormatError": ("errors", "FormatError"),
+    "GraphImportError": ("errors", "GraphImportError"),
+    "HostCallbackError": ("errors", "HostCallbackError"),
+    "PluginError": ("errors", "PluginError"),
+    "ShapeError": ("errors", "ShapeError"),
+    "XlaRuntimeError": ("errors", "XlaRuntimeError"),
+    "XlaSdkError": ("errors", "XlaSdkError"),
+    "load_computation": ("formats", "load_computation"),
+    "Instruction": ("formats.graph_import", "Instruction"),
+    "Snapshot": ("formats.snapshot", "Snapshot"),
+    "load_snapshot": ("formats.snapshot", "load_snapshot"),
+    "write_snapshot": ("formats.snapshot", "write_snapshot"),
+    "random_inputs": ("inputs", "random_inputs"),
+    "NotReproducedError": ("reducer", "NotReproducedError"),
+    "ReduceResult": ("reducer", "ReduceResult"),
+    "reduce": ("reducer", "reduce"),
+    "CompareReport": ("reference", "CompareReport"),
+    "UnsupportedOpError": ("reference", "UnsupportedOpError"),
+    "compare": ("reference", "compare"),
+    "evaluate": ("reference", "evaluate"),
+    "Client": ("runtime", "Client"),
+    "CompileCache": ("runtime", "CompileCache"),
+    "CompileOptions": ("runtime", "CompileOptions"),
+    "Device": ("runtime", "Device"),
+    "DeviceArray": ("runtime", "DeviceArray"),
+    "Executable": ("runtime", "Executable"),
+    "ExecutionToken": ("runtime", "ExecutionToken"),
+    "HostBufferSemantics": ("runtime", "HostBufferSemantics"),
+    "JaxlibVersion": ("runtime", "JaxlibVersion"),
+    "MemoryStats": ("runtime", "MemoryStats"),
+    "UnknownDeviceError": ("runtime", "UnknownDeviceError"),
+    "aligned_empty": ("runtime", "aligned_empty"),
+    "client": ("runtime", "client"),
+    "compile": ("runtime", "compile"),
+    "default_device": ("runtime", "default_device"),
+    "deserialize_executable": ("runtime", "deserialize_executable"),
+    "device_put": ("runtime", "device_put"),
+    "devices": ("runtime", "devices"),
+    "from_dlpack": ("runtime", "from_dlpack"),
+    "jaxlib_version_info": ("runtime", "jaxlib_version_info"),
+    "load_executable": ("runtime", "load_executable"),
+    "load_pjrt_plugin": ("runtime", "load_pjrt_plugin"),
+    "local_devices": ("runtime", "local_devices"),
+    "register_custom_call_target": ("runtime", "register_custom_call_target"),
+    "ShardedArray": ("runtime.sharded", "ShardedArray"),
+    "shard": ("runtime.sharded", "shard"),
+    "Layout": ("shape", "Layout"),
+    "ProgramShape": ("shape", "ProgramShape"),
+    "Shape": ("shape", "Shape"),
+    "shape_from_pyval": ("shape", "shape_from_pyval"),
+    "HloSharding": ("sharding", "HloSharding"),
+    "PrimitiveType": ("types", "PrimitiveType"),
+    "bfloat16": ("types", "bfloat16"),
+    "dtype_to_etype": ("types", "dtype_to_etype"),
+    "etype_to_dtype": ("types", "etype_to_dtype"),
+}
 
 __all__ = [
     "ops", "XlaBuilder", "XlaOp", "XlaComputation",
@@ -109,3 +209,20 @@ __all__ = [
     "Snapshot", "load_snapshot", "write_snapshot", "random_inputs",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first use (PEP 562), and keep the value here."""
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'xlasdk' has no attribute {name!r}") from None
+    value = importlib.import_module(f".{module}", __name__)
+    if attr is not None:
+        value = getattr(value, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -262,7 +262,6 @@ def _main(argv: Sequence[str] | None, out: IO[str], err: IO[str], own_process: b
     if not hasattr(args, "debug"):
         args.debug = False
     from xlasdk.errors import CompileError, DTypeError, FormatError, ShapeError, XlaRuntimeError, XlaSdkError
-    from xlasdk.runtime.device import UnknownDeviceError
 
     try:
         timeout = getattr(args, "timeout", None)
@@ -282,7 +281,8 @@ def _main(argv: Sequence[str] | None, out: IO[str], err: IO[str], own_process: b
     except BaseException as e:
         if isinstance(e, SystemExit):
             raise
-        if isinstance(e, (UsageError, FormatError, ShapeError, DTypeError, UnknownDeviceError)):
+        unknown_device = type(e).__name__ == "UnknownDeviceError" and type(e).__module__.startswith("xlasdk.")
+        if isinstance(e, (UsageError, FormatError, ShapeError, DTypeError)) or unknown_device:
             code, kind = EXIT_USAGE, "error"
         elif isinstance(e, (CheckFailed, CompileError, XlaRuntimeError, XlaSdkError)):
             code, kind = EXIT_RUNTIME, "error"

@@ -161,8 +161,13 @@ def _unknown_device_message(spec: str) -> str:
 
 
 def _load(path: str, fmt: str | None = None, option: str = "--format") -> Any:
-    """``load_computation(path, fmt)``; errors about the forced format name ``option`` (``--from``...)."""
+    """``load_computation(path, fmt)``; errors about the forced format name ``option`` (``--from``...).
+
+    A missing file is reported before the loaders (and with them jaxlib) are imported."""
     from xlasdk.errors import FormatError
+
+    if not os.path.lexists(path):
+        raise FormatError(f"{path}: no such file")
     from xlasdk.formats import load_computation
 
     try:

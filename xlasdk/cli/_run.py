@@ -122,9 +122,6 @@ def _check_memory(ps: Any) -> None:
 def _load_program(args: argparse.Namespace) -> tuple[Any, Any]:
     """``(computation, snapshot or None)``: an ``HloSnapshot`` file (by its content) is read whole,
     with its recorded arguments and result; any other file is loaded as a module."""
-    from xlasdk._atomic import read_regular_file
-    from xlasdk.formats.snapshot import read_snapshot, snapshot_kind
-
     if args.format in (None, "pb", "proto", "hlo.pb") and not args.file.endswith((".hlo", ".txt", ".mlir", ".mlirbc")):
         try:
             with open(args.file, "rb") as f:
@@ -132,6 +129,9 @@ def _load_program(args: argparse.Namespace) -> tuple[Any, Any]:
         except OSError:
             head_is_proto = False
         if head_is_proto:
+            from xlasdk._atomic import read_regular_file
+            from xlasdk.formats.snapshot import read_snapshot, snapshot_kind
+
             try:
                 data = read_regular_file(args.file)
             except OSError:

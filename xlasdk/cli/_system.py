@@ -93,12 +93,12 @@ def _cmd_launch(args: argparse.Namespace, out: IO[str]) -> int:
 
 def _cmd_version(args: argparse.Namespace, out: IO[str]) -> int:
     from xlasdk import __version__
-    from xlasdk._jaxlib import mlir
+    from xlasdk._jaxlib.versions import jaxlib_version, stablehlo_versions
 
+    current, minimum = stablehlo_versions()
     out.write(
-        f"xlasdk {__version__}\njaxlib {mlir.JAXLIB_VERSION}\n"
-        f"stablehlo {mlir.stablehlo_current_version()} (writes portable artifacts back to "
-        f"{mlir.stablehlo_minimum_version()})\npython {sys.version.split()[0]}\n"
+        f"xlasdk {__version__}\njaxlib {jaxlib_version()}\n"
+        f"stablehlo {current} (writes portable artifacts back to {minimum})\npython {sys.version.split()[0]}\n"
     )
     return EXIT_OK
 
