@@ -14,8 +14,8 @@ the module smaller:
   argument) or by a constant (its value on the arguments, from the reference evaluator, else
   zeros), dropping what only it read.
 
-Conditions: ``"crash"`` (XLA aborts or its process dies loading or compiling the module: checked
-in xlasdk's worker process, never in this one), ``"compile-error"`` / ``"compile-error=REGEX"``
+Conditions: ``"crash"`` (XLA aborts or its process dies compiling the module: checked in xlasdk's
+worker process, never in this one), ``"compile-error"`` / ``"compile-error=REGEX"``
 (the compile fails cleanly with a message ``re.search`` finds REGEX in), ``"diverge"``
 (:func:`xlasdk.compare` against the reference evaluator reports a divergence) and a script
 (``script="CMD"``: the candidate's HLO text is written to a file whose path is appended to CMD,
@@ -111,14 +111,20 @@ class ReduceResult:
 
 
 # -- the worker side -------------------------------------------------------------------------------
-def _probe_in_worker(text: str) -> None:
-    """Load HLO ``text`` as :func:`xlasdk.load_computation` does and compile it for the CPU (runs in
-    the worker process); raises ``isolated.Failed`` with the stage (``syntax``, ``import``,
-    ``compile``...) and XLA's message."""
+def _load_in_worker(text: str) -> tuple[str, str]:
+    """(the StableHLO text, the module name) of HLO ``text``, loaded as :func:`xlasdk.load_computation`
+    loads it (runs in the worker process); raises ``isolated.Failed`` with the stage and XLA's message."""
     from .formats.untrusted import load_hlo_in_worker
-    from .runtime.isolated_compile import compile_in_worker
 
     _, mtext, name, _ = load_hlo_in_worker("text", text, "candidate")
+    return mtext, name
+
+
+def _compile_in_worker(mtext: str, name: str) -> None:
+    """Compile a loaded module for the CPU (runs in the worker process); raises ``isolated.Failed``
+    with stage ``compile`` and XLA's message."""
+    from .runtime.isolated_compile import compile_in_worker
+
     compile_in_worker(mtext, 1, 1, (), name)
 
 
@@ -145,8 +151,13 @@ class _InWorker(_Condition):
         self.name = kind if pattern is None else f"{kind}={pattern.pattern}"
 
     def holds(self, text: str, args: list[np.ndarray[Any, Any]] | None, timeout: float) -> tuple[bool, str]:
+        # Two requests: a candidate XLA dies *loading* is not kept (the module written must load; the
+        # module given loaded), only one it dies compiling.
+        stage = "loading"
         try:
-            isolated.request("xlasdk.reducer:_probe_in_worker", text, timeout=timeout)
+            mtext, name = isolated.request("xlasdk.reducer:_load_in_worker", text, timeout=timeout)
+            stage = "compiling"
+            isolated.request("xlasdk.reducer:_compile_in_worker", mtext, name, timeout=timeout)
         except isolated.Failed as e:
             if self.kind != "compile-error" or e.stage != "compile":
                 return False, f"{e.stage} failed: {e.message}"
@@ -155,7 +166,7 @@ class _InWorker(_Condition):
         except isolated.WorkerDied as e:
             if e.timed_out or e.killed:  # a hang or an outside kill is not XLA dying on the module
                 return False, f"no verdict: {e.reason}"
-            return self.kind == "crash", f"XLA died: {e.reason}"
+            return self.kind == "crash" and stage == "compiling", f"XLA died {stage} it: {e.reason}"
         return False, "loads and compiles"
 
 
@@ -575,9 +586,10 @@ def reduce(
     Parameters
     ----------
     computation: the module (loaded or built) that shows the problem.
-    until: ``"crash"`` (XLA aborts or dies loading or compiling it; checked in the worker
-        process, never in this one), ``"compile-error"`` or ``"compile-error=REGEX"`` (the
-        compile fails cleanly, with a message in which ``re.search`` finds REGEX), or
+    until: ``"crash"`` (XLA aborts or dies compiling it, loaded from its HLO text; checked in the
+        worker process, never in this one; a candidate XLA dies *loading* is not kept),
+        ``"compile-error"`` or ``"compile-error=REGEX"`` (the compile fails cleanly, with a message
+        in which ``re.search`` finds REGEX), or
         ``"diverge"`` (:func:`xlasdk.compare` against the reference evaluator, with ``rtol``,
         ``atol`` and ``excess_precision``, reports a divergence on the arguments).
     script: instead of ``until``: a shell command; each candidate's HLO text is written to a file
@@ -588,8 +600,9 @@ def reduce(
     seed: the seed of those random arguments.
     max_time: a budget in seconds: the search stops when it is spent and returns the smallest
         module found so far (``timed_out``). Default: no limit.
-    check_timeout: seconds one check (a compile, a comparison, a script run) may take; one that
-        runs longer counts as not showing the problem.
+    check_timeout: seconds one load or compile in the worker, or one script run, may take; one that
+        runs longer counts as not showing the problem (``"diverge"`` compiles in the worker as
+        every loaded module does, and runs the candidate in this process).
     progress: called with a :class:`ReduceStep` after each accepted reduction.
 
     Returns

@@ -13,8 +13,8 @@ from ._common import EXIT_OK, UsageError, _check_writable, _load, _stage
 _REDUCE_DESCRIPTION = """\
 Shrink FILE to the smallest module that still shows a problem, and write it as HLO text (what
 XLA's tools and `xlasdk run` read). The problem, one of:
-  --until crash                XLA aborts or dies loading or compiling the module (checked in
-                               xlasdk's worker process: this one never crashes)
+  --until crash                XLA aborts or dies compiling the module (checked in xlasdk's
+                               worker process: this one never crashes)
   --until compile-error        the compile fails cleanly; compile-error=REGEX: with a message
                                in which REGEX is found
   --until diverge              `xlasdk compare` (against the reference evaluator, with --rtol,
