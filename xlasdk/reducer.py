@@ -529,27 +529,10 @@ class _Reducer:
 
 # -- arguments -------------------------------------------------------------------------------------
 def _random_arguments(comp: XlaComputation, seed: int) -> list[np.ndarray[Any, Any]]:
-    """Seeded values for every parameter: floats standard normal, integers in [-8, 8] (unsigned
-    [0, 8]), bool half true."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for i, s in enumerate(comp.program_shape().parameter_shapes()):
-        if not s.is_array():
-            raise XlaSdkError(
-                f"reduce: parameter {i} has shape {s}: only array parameters get random arguments{where()}")
-        dt = np.dtype(s.numpy_dtype())
-        dims = s.dimensions()
-        a: np.ndarray[Any, Any]
-        if dt.kind == "b":
-            a = rng.random(dims) < 0.5
-        elif dt.kind in "iu":
-            a = rng.integers(0 if dt.kind == "u" else -8, 9, dims)
-        elif dt.kind == "c":
-            a = rng.standard_normal(dims) + 1j * rng.standard_normal(dims)
-        else:
-            a = rng.standard_normal(dims)
-        out.append(np.asarray(a).astype(dt))
-    return out
+    """Seeded values for every parameter, inside the ranges its uses need (:func:`xlasdk.random_inputs`)."""
+    from .inputs import random_inputs
+
+    return random_inputs(comp, seed)
 
 
 def _arguments(comp: XlaComputation, arguments: Sequence[Any]) -> list[np.ndarray[Any, Any]]:
@@ -594,9 +577,9 @@ def reduce(
         ``atol`` and ``excess_precision``, reports a divergence on the arguments).
     script: instead of ``until``: a shell command; each candidate's HLO text is written to a file
         whose path is appended to it, and exit code 0 means the candidate still shows the problem.
-    arguments: one array per parameter (``"diverge"``: default seeded random values, floats
-        standard normal, integers in [-8, 8]); intermediate values replaced by parameters or
-        constants are computed from them by the reference evaluator.
+    arguments: one array per parameter (``"diverge"``: default :func:`xlasdk.random_inputs` of
+        ``seed``); intermediate values replaced by parameters or constants are computed from them
+        by the reference evaluator.
     seed: the seed of those random arguments.
     max_time: a budget in seconds: the search stops when it is spent and returns the smallest
         module found so far (``timed_out``). Default: no limit.
