@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from .reference import OutputComparison
 
 __all__ = ["Culprit", "OpsBisection", "PassBisection", "NonFinite", "bisect_ops", "bisect_passes",
-           "find_nonfinite", "BISECT_MODES"]
+           "find_nonfinite", "local_divergences", "pass_names", "BISECT_MODES"]
 
 BISECT_MODES = ("ops", "passes")
 
@@ -188,17 +188,20 @@ class NonFinite:
     its operands have none), ``"from inputs"`` (the arguments hold NaN/Inf), ``"not localised"``
     (``note`` says why). ``reference``: what the reference rule gives on the same operands
     (``"also non-finite"``: the operands call for it, e.g. log of a negative number; ``"finite"``:
-    XLA's own; ``""``: no rule)."""
+    XLA's own; ``""``: no rule). ``in_outputs``: whether an output holds a NaN/Inf (a correct
+    program may make an Inf on the way and drop it, as erfc's polynomial does in a select)."""
 
     status: str
     culprit: Culprit | None = None
     reference: str = ""
     compiles: int = 0
     note: str = ""
+    in_outputs: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {"status": self.status, "culprit": None if self.culprit is None else self.culprit.as_dict(),
-                "reference": self.reference, "compiles": self.compiles, "note": self.note}
+                "reference": self.reference, "in_outputs": self.in_outputs, "compiles": self.compiles,
+                "note": self.note}
 
     def __str__(self) -> str:
         out = [f"find nonfinite: {self.status}"]
@@ -207,6 +210,8 @@ class NonFinite:
             out.extend(self.culprit.lines())
             if self.reference:
                 out.append(f"    the reference on the same operands: {self.reference}")
+            out.append("    an output holds NaN/Inf" if self.in_outputs else
+                       "    every output is finite (the program drops this value later)")
         if self.note:
             out.append(f"  {self.note}")
         return "\n".join(out)
@@ -370,6 +375,36 @@ def _diverges(p: _Program, nodes: Sequence[XlaOp], got: Sequence[np.ndarray[Any,
 
 
 # -- ops ---------------------------------------------------------------------------------------------------------
+def local_divergences(comp: XlaComputation, args: Sequence[Any], *, device: Any = None, options: Any = None,
+                      rtol: float | None = None, atol: float | None = None,
+                      ulps: float | None = None) -> list[tuple[str, OutputComparison]]:
+    """Every instruction whose device value differs from its reference rule applied to the
+    device's values of its operands (the test :func:`bisect_ops` blames an instruction by), from one
+    compile with every value exposed: ``(name, comparison)`` pairs in topological order (empty on a
+    program XLA computes right). Exposing every value changes what XLA fuses, so a divergence that
+    needs fusion may not show here; :func:`bisect_ops` does not rely on it.
+    """
+    from .reference import _Evaluator
+
+    p = _Program(comp, args, _Settings(device, options, rtol, atol, ulps), need_reference=False)
+    nodes = [n for i in p.instrs[p.nparams:] for n in p.slots[i.index]]
+    dev = {id(q): a for q, a in zip(p.graph.params, p.args, strict=True)}
+    if nodes:
+        dev.update({id(n): g for n, g in zip(nodes, p.run(nodes), strict=True)})
+    out = []
+    for ins in p.instrs[p.nparams:]:
+        inputs = [x for x in p.main_inputs(ins.op) if x.shape.is_array()]
+        if not p.slots[ins.index] or any(id(x) not in dev for x in inputs):
+            continue
+        env = {id(x): dev[id(x)] for x in inputs}
+        _Evaluator(comp).run_graph(p.slots[ins.index], env)
+        for n in p.slots[ins.index]:
+            c = p.check(n, dev[id(n)], env[id(n)], env)
+            if not c.ok:
+                out.append((ins.name, c))
+    return out
+
+
 def bisect_ops(comp: XlaComputation, args: Sequence[Any], *, device: Any = None, options: Any = None,
                rtol: float | None = None, atol: float | None = None, ulps: float | None = None,
                diverged: bool | None = None, progress: Callable[[str], None] | None = None) -> OpsBisection:
@@ -536,7 +571,8 @@ def _nonfinite(a: np.ndarray[Any, Any]) -> bool:
 def find_nonfinite(comp: XlaComputation, args: Sequence[Any], *, device: Any = None, options: Any = None,
                    progress: Callable[[str], None] | None = None) -> NonFinite:
     """The first instruction (topological order) whose device value holds a NaN or Inf while its
-    operands hold none (XLA's own NaN checker is GPU-only); see :class:`NonFinite`."""
+    operands hold none (XLA's own NaN checker is GPU-only); see :class:`NonFinite`. Constants are
+    not computed: their NaN/Inf (a max-pool's ``-inf`` start value) are the program's own inputs."""
     say = progress or (lambda s: None)
     p = _Program(comp, args, _Settings(device, options, None, None, None), need_reference=False)
     if any(_nonfinite(a) for a in p.args):
@@ -549,10 +585,11 @@ def find_nonfinite(comp: XlaComputation, args: Sequence[Any], *, device: Any = N
     got = p.run(nodes)
     dev = {id(n): g for n, g in zip(nodes, got, strict=True)}
     dev.update({id(q): a for q, a in zip(p.graph.params, p.args, strict=True)})
+    in_outputs = any(_nonfinite(dev[id(o)]) for o in p.graph.outputs if id(o) in dev)
     for ins in p.instrs[p.nparams:]:
         mine = [dev[id(n)] for n in p.slots[ins.index] if id(n) in dev]
-        if not any(_nonfinite(v) for v in mine):
-            continue
+        if not any(_nonfinite(v) for v in mine) or ins.opcode == "stablehlo.constant":
+            continue  # a constant's -inf (a max-pool's start value) is written in the program, not computed
         inputs = p.main_inputs(ins.op)
         if any(id(x) in dev and _nonfinite(dev[id(x)]) for x in inputs):
             continue  # it carries a NaN/Inf from an operand (an earlier instruction was flagged)
@@ -569,7 +606,7 @@ def find_nonfinite(comp: XlaComputation, args: Sequence[Any], *, device: Any = N
         except Exception:  # noqa: BLE001 - the reference is extra information here
             reference = ""
         c = p.culprit(ins, env, mine[0], None)
-        return NonFinite("found", c, reference, p.compiles)
+        return NonFinite("found", c, reference, p.compiles, in_outputs=in_outputs)
     outs = [dev.get(id(o)) for o in p.graph.outputs]
     if any(v is not None and _nonfinite(v) for v in outs):  # pragma: no cover - outputs are among the values
         return NonFinite("not localised", compiles=p.compiles, note="an output holds NaN/Inf but no instruction does")
@@ -680,12 +717,30 @@ def bisect_passes(comp: XlaComputation, args: Sequence[Any], want: Sequence[np.n
             result.note = "XLA's dump named no passes for this compile"
             return result
         first = test(cands)
-        if first != "fixed":
-            result.note = ("disabling every pass of the compile " + (
-                "does not remove the divergence (it is not an optimization's doing, or comes from code generation)"
-                if first == "diverges" else "makes the compile or the run fail; nothing could be concluded"))
+        start = cands
+        if first == "diverges":
+            result.note = ("disabling every pass of the compile does not remove the divergence (it is not an "
+                           "optimization's doing, or comes from code generation)")
             return result
-        result.passes = _ddmin(cands, test)
+        if first == "unknown":
+            # Some passes cannot be left out (XLA:CPU needs their rewrites): grow a set pass by pass,
+            # in pipeline order, keeping each whose disabling the compile survives, until it fixes.
+            grown: list[str] = []
+            verdict = "diverges"
+            for name in cands:
+                v = test([*grown, name])
+                if v == "unknown":
+                    continue
+                grown.append(name)
+                if v == "fixed":
+                    verdict = v
+                    break
+            if verdict != "fixed":
+                result.note = ("no set of passes the compile can do without removes the divergence (disabling "
+                               "every pass makes the compile fail)")
+                return result
+            start = grown
+        result.passes = _ddmin(start, test)
         result.status = "found"
     except _Budget:
         result.note = f"stopped after {max_compiles} compiles"

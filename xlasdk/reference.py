@@ -1129,7 +1129,9 @@ def _ulps(got: np.ndarray[Any, Any], want: np.ndarray[Any, Any]) -> np.ndarray[A
         return np.asarray(np.abs(_wide(got).astype(np.complex128) - _wide(want).astype(np.complex128)).real)
     eps = float(ml_dtypes.finfo(dt).eps) if _is_ml_float(dt) else float(np.finfo(dt).eps)
     w = _wide(want)
-    spacing = np.maximum(np.abs(w), _tiny(dt)) * eps
+    with np.errstate(all="ignore"):  # the spacing of the type at |want| (its subnormal spacing below the normals)
+        _, e = np.frexp(np.maximum(np.abs(w), _tiny(dt)))
+        spacing = np.ldexp(eps, e - 1)
     return np.asarray(np.abs(_wide(got) - w) / spacing)
 
 
@@ -1148,7 +1150,8 @@ def _compare_one(i: int, got: np.ndarray[Any, Any], want: np.ndarray[Any, Any], 
     with ``tol_abs = atol`` or, by default, the type's fraction of the larger of the output's largest
     magnitude and ``scale`` (the terms the op that made it added), and never below the type's
     smallest normal number (XLA:CPU flushes subnormal results to zero); with ``ulps``, a float
-    element also matches when its ulp error (the report's ``max_ulp`` measure) is at most ``ulps``."""
+    element also matches when it is at most ``ulps`` units in the last place of ``want`` away (the
+    spacing of the output's type at ``|want|``; the report's ``max_ulp``)."""
     d_rtol, d_atol = default_tolerance(want.dtype)
     rtol = d_rtol if rtol is None else rtol
     w, g = _wide(want), _wide(got)
@@ -1217,9 +1220,10 @@ def compare(
         bool must be equal; NaN matches NaN only.
     excess_precision: against the reference, XLA compiles with ``xla_allow_excess_precision=false``
         (each bf16/f16 op rounded, as the reference rounds it) unless this is true.
-    ulps: a float element also matches when its ulp error (``|got - want|`` over the spacing
-        ``eps * max(|want|, smallest normal)`` of the output's type: the report's ``max_ulp``) is
-        at most ``ulps``, whatever rtol/atol say (``rtol=0, atol=0, ulps=N``: ulps alone).
+    ulps: a float element also matches when ``|got - want|`` is at most ``ulps`` units in the last
+        place of ``want`` in the output's type (the type's spacing at ``|want|``, its subnormal
+        spacing below the smallest normal; the report's ``max_ulp``), whatever rtol/atol say
+        (``rtol=0, atol=0, ulps=N``: ulps alone). Complex outputs: rtol/atol only.
     bisect: ``"ops"``: when the outputs diverge, the first instruction that introduces the
         divergence (``report.bisect_ops``, :class:`xlasdk.bisect.OpsBisection`); ``"passes"``: the
         XLA passes whose disabling removes it (``report.bisect_passes``). Against the reference only.

@@ -6,12 +6,13 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 from typing import IO, Any
 
 import numpy as np
 
 from ._arrays import _gather_inputs, _npz_arrays, _typed_input
-from ._common import EXIT_OK, UsageError, _api, _device, _load, _stage
+from ._common import _ERR_STREAM, EXIT_OK, UsageError, _api, _device, _load, _stage
 from ._run import _check_memory
 
 EXIT_DIVERGENCE = 1
@@ -30,8 +31,25 @@ larger of the output's and of the terms the op that made it added (a sum that ca
 never below the type's smallest normal number (XLA:CPU flushes subnormals); integers and bool
 must be equal; NaN matches only NaN. Against the reference, XLA compiles without excess
 precision (each bf16/f16 op rounded, as the reference rounds it); --excess-precision keeps XLA's
-default. Exit codes: 0 match, 1 divergence, 2 usage or file error, or an op the reference
-evaluator has no rule for (named)."""
+default. --ulps N: a float element also matches when it is at most N units in the last place of
+the reference value in the output's type (the "max ulp" column), whatever --rtol/--atol say
+(--rtol 0 --atol 0 --ulps N: ulps alone).
+
+--bisect ops: when the outputs diverge, the first instruction (topological order, as `xlasdk
+inspect` names them) that introduces the divergence: its device value differs from its rule on
+the device's values of its operands, while those agree with the reference. Found by binary search
+over programs cut after a candidate (O(log N) compiles), then compiled alone on the device's
+operand values; when it is right alone, the smallest group of ops before it whose compile still
+diverges is named (an optimization across them). Prints its name, opcode, HLO line, source line,
+error and values; says "not localised" rather than blame an op without evidence.
+--bisect passes: a smallest set of XLA passes (as xla_disable_hlo_passes names them, read from
+XLA's per-pass dump of this compile) whose disabling removes the divergence, by delta debugging;
+each step compiles in a worker process; a set whose compile fails counts as unknown.
+--find-nonfinite: the first instruction whose device value has a NaN or Inf while its operands
+have none (on any device; XLA's own checker is GPU-only). Progress of these goes to stderr.
+
+Exit codes: 0 match, 1 divergence, 2 usage or file error, or an op the reference evaluator has
+no rule for (named)."""
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str) -> None:
@@ -49,6 +67,12 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str) -> None
     s.add_argument("--seed", type=int, default=0, help="seed of --random-inputs (default 0)")
     s.add_argument("--rtol", type=float, default=None, help="relative tolerance (default: by element type)")
     s.add_argument("--atol", type=float, default=None, help="absolute tolerance (default: by element type)")
+    s.add_argument("--ulps", type=float, default=None, metavar="N",
+                   help="a float element also matches within N ulps of the reference (see below)")
+    s.add_argument("--bisect", choices=("ops", "passes"), default=None,
+                   help="on a divergence: the instruction that introduces it (ops) or the XLA passes that cause it")
+    s.add_argument("--find-nonfinite", action="store_true",
+                   help="the first instruction whose value has a NaN/Inf while its operands have none")
     s.add_argument("--excess-precision", action="store_true",
                    help="against the reference, let XLA keep bf16/f16 values in f32 between ops (its default)")
     s.add_argument("--json", metavar="OUT.json", default=None, help="also write the report as JSON")
@@ -88,9 +112,22 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
     from xlasdk.errors import XlaSdkError
     from xlasdk.reference import UnsupportedOpError, compare
 
+    if (args.bisect or args.find_nonfinite) and args.against != "reference":
+        raise UsageError(f"--bisect / --find-nonfinite compare against the reference, not --against {args.against}")
+    if args.ulps is not None and not args.ulps >= 0:
+        raise UsageError(f"--ulps {args.ulps}: expected a number of ulps >= 0")
+
+    def progress(line: str) -> None:
+        err = _ERR_STREAM[0] if _ERR_STREAM else sys.stderr
+        err.write(line + "\n")
+        err.flush()
+
+    if args.bisect or args.find_nonfinite:
+        _stage("bisecting")
     try:
         report = compare(comp, inputs, device=dev, against=against, rtol=args.rtol, atol=args.atol,
-                         excess_precision=args.excess_precision)
+                         excess_precision=args.excess_precision, ulps=args.ulps, bisect=args.bisect,
+                         find_nonfinite=args.find_nonfinite, progress=progress)
     except UnsupportedOpError as e:
         raise UsageError(f"cannot check {args.file}: {e}") from None
     except XlaSdkError as e:
@@ -104,11 +141,7 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
     if args.json:
         from xlasdk._atomic import atomic_write
 
-        doc = {"name": report.name, "against": report.against, "match": report.ok, "outputs": [
-            {"index": o.index, "shape": list(o.shape), "dtype": o.dtype, "max_abs": o.max_abs, "max_rel": o.max_rel,
-             "max_ulp": o.max_ulp, "mismatches": o.mismatches,
-             "first_mismatch": None if o.first_mismatch is None else list(o.first_mismatch)}
-            for o in report.outputs]}
+        doc = report.as_dict()
         try:
             atomic_write(args.json, json.dumps(doc, indent=2).encode() + b"\n")
         except OSError as e:

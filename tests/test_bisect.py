@@ -1,0 +1,276 @@
+"""Bisection of a divergence to the op and to the XLA pass, and the first NaN/Inf (``xs.compare(...,
+bisect="ops"|"passes", find_nonfinite=True)``, ``xlasdk compare --bisect``).
+
+Oracles: a known XLA:CPU wrong value spliced into a real JAX dump (``x / broadcast(2**127)``: XLA
+multiplies by the reciprocal, a subnormal flushed to zero, so the quotient is 0 where numpy gives
+a normal number), whose instruction we know independently (by its spliced source line); XLA itself
+with the named passes disabled (the divergence must go away: compared again against the
+reference); numpy's ``nextafter`` for ulp distances; and every correct real dump of both corpora,
+on which nothing may be blamed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import xlasdk as xs
+from tests.test_real_dumps import recorded
+from tests.test_reference import SUPPORTED
+from xlasdk import ops
+from xlasdk.bisect import local_divergences
+from xlasdk.reference import STRICT_PRECISION, _compare_one, _reference
+
+DATA = Path(__file__).resolve().parent / "data"
+BIG = "1.70141183e+38"  # 2**127
+
+
+def _splice(corpus: str, tmp_path: Path, kind: str = "divide") -> tuple[xs.XlaComputation, list[Any]]:
+    """The convnet training step of ``corpus`` (HLO text before optimizations) with one op spliced in
+    after the per-example loss (values -2.6..-2.1), marked ``spliced.py:7``:
+    ``divide``: ``x / b * b`` with ``b = broadcast(2**127)`` (right: ``x``; XLA:CPU: 0);
+    ``log``: ``x + log(x) * 0`` (log of a negative number: NaN)."""
+    src = (DATA / corpus / "convnet_train/module.before_optimizations.txt").read_text()
+    m = re.search(r"\n  %(\S+) = f32\[4\]\{0\} reduce\(%mul\.16,[^\n]*", src)
+    assert m is not None
+    x = m.group(1)
+    src = re.sub(rf"%{re.escape(x)}([,)])", r"%rescaled\1", src)  # its users read the spliced value
+    line = m.group(0).replace(f"%{x},", "%rescaled,").replace(f"%{x})", "%rescaled)")
+    md = 'metadata={op_name="spliced" source_file="spliced.py" source_line=7}'
+    if kind == "divide":
+        extra = (f"\n  %cbig = f32[] constant({BIG})\n  %bbig = f32[4]{{0}} broadcast(%cbig), dimensions={{}}"
+                 f"\n  %spliced = f32[4]{{0}} divide(%{x}, %bbig), {md}"
+                 "\n  %rescaled = f32[4]{0} multiply(%spliced, %bbig)")
+    else:
+        extra = (f"\n  %spliced = f32[4]{{0}} log(%{x}), {md}\n  %czero = f32[] constant(0)"
+                 "\n  %bzero = f32[4]{0} broadcast(%czero), dimensions={}"
+                 "\n  %zeroed = f32[4]{0} multiply(%spliced, %bzero)"
+                 f"\n  %rescaled = f32[4]{{0}} add(%{x}, %zeroed)")
+    assert line in src
+    src = src.replace(line, m.group(0) + extra)
+    path = tmp_path / f"spliced_{kind}.txt"
+    path.write_text(src)
+    return xs.load_computation(path), recorded(f"{corpus}/convnet_train")[0]
+
+
+def _spliced_instruction(comp: xs.XlaComputation) -> xs.Instruction:
+    (ins,) = [i for i in comp.instructions() if i.metadata.source_file == "spliced.py"]
+    return ins
+
+
+@pytest.mark.parametrize("corpus", ["dumps", "dumps_jax012"])
+def test_bisect_ops_names_the_spliced_divide_in_a_real_dump(corpus: str, tmp_path: Path) -> None:
+    comp, ins = _splice(corpus, tmp_path)
+    div = _spliced_instruction(comp)
+    x = np.asarray(xs.evaluate(comp.with_outputs([div.operands[0]]), *ins)[0])
+    right = x / np.float32(2.0**127)
+    assert np.all(np.abs(right) >= np.finfo(np.float32).tiny)  # numpy: normal numbers, not 0
+    report = xs.compare(comp, ins, bisect="ops")
+    b = report.bisect_ops
+    if report.ok:  # an XLA that computes it right: nothing to bisect
+        assert b.status == "no divergence"
+        return
+    assert b.status == "localised", str(report)
+    c = b.culprit
+    assert (c.name, c.opcode, c.index, c.source) == (div.name, "stablehlo.divide", div.index, "spliced.py:7")
+    names = [o.name for o in div.operands]
+    assert c.hlo_line.startswith(f"{div.name} = f32[4]") and f"divide({names[0]}, {names[1]})" in c.hlo_line
+    assert c.error is not None and c.error.mismatches == 4 and c.error.max_rel == 1.0  # every element 0
+    assert list(c.operands) == names and c.value.endswith("[-0.0, -0.0, -0.0, -0.0]")
+    # alone on its operands it is right: the group with the broadcast of the constant diverges
+    assert b.isolation == "group" and b.group[-1] == div.name and names[1] in b.group, str(report)
+    assert b.compiles <= 2 * int(np.log2(len(comp.instructions()))) + 8  # O(log N)
+    text = str(report)
+    assert f"{div.name} (stablehlo.divide, instruction {div.index}) at spliced.py:7" in text
+    assert "HLO: " + c.hlo_line in text
+    doc = report.as_dict()
+    assert doc["bisect_ops"]["culprit"]["name"] == div.name and doc["bisect_ops"]["culprit"]["source"] == "spliced.py:7"
+    json.dumps(doc)
+
+
+def test_bisect_passes_names_a_set_whose_disabling_removes_the_divergence(tmp_path: Path) -> None:
+    comp, ins = _splice("dumps", tmp_path)
+    report = xs.compare(comp, ins, bisect="passes")
+    b = report.bisect_passes
+    if report.ok:
+        assert b.status == "no divergence"
+        return
+    assert b.status == "found", str(report)
+    assert b.passes and set(b.passes) <= set(b.candidates) and "algsimp" in b.candidates
+    # XLA compiled with that set disabled matches the reference (compared again, output by output)
+    ref, scales = _reference(comp, ins)
+    flags = [*STRICT_PRECISION, ("xla_disable_hlo_passes", ",".join(b.passes))]
+    got = xs.compile(comp, options=xs.CompileOptions(env_option_overrides=flags), cache=False)(*ins)
+    assert all(_compare_one(i, np.asarray(g), w, None, None, sc).ok
+               for i, (g, w, sc) in enumerate(zip(got, ref, scales, strict=True)))
+    # 1-minimal: leaving any pass of the set enabled brings the divergence back
+    for p in b.passes:
+        rest = [q for q in b.passes if q != p]
+        flags = [*STRICT_PRECISION, ("xla_disable_hlo_passes", ",".join(rest))] if rest else list(STRICT_PRECISION)
+        out = xs.compile(comp, options=xs.CompileOptions(env_option_overrides=flags), cache=False)(*ins)
+        assert not all(_compare_one(i, np.asarray(g), w, None, None, sc).ok
+                       for i, (g, w, sc) in enumerate(zip(out, ref, scales, strict=True)))
+    assert b.compiles < 60 and f"disabling {', '.join(b.passes)} removes the divergence" in str(report)
+
+
+def test_bisect_on_a_built_program_names_the_divide_and_the_algebraic_simplifier() -> None:
+    """x = exp(p) / 2**127 * 2**100: XLA:CPU's algebraic simplifier rewrites the division into a
+    multiplication by the (subnormal, flushed) reciprocal."""
+    b = xs.XlaBuilder("div_big")
+    p = ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, (4,)), "p")
+    q = ops.Div(ops.Exp(p), ops.Broadcast(ops.Constant(b, np.float32(2.0**127)), [4]))
+    comp = b.build(ops.Mul(q, ops.Constant(b, np.float32(2.0**100))))
+    a = np.array([1, 2, 3, 4], np.float32)
+    report = xs.compare(comp, [a], bisect="ops")
+    if report.ok:
+        return
+    (div,) = [i for i in comp.instructions() if i.opcode == "stablehlo.divide"]
+    c = report.bisect_ops.culprit
+    assert c is not None and c.name == div.name and c.source.endswith(f"test_bisect.py:{_line_of('ops.Div(')}")
+    passes = xs.compare(comp, [a], bisect="passes").bisect_passes
+    assert passes.status == "found" and passes.passes == ["algsimp"], str(passes)
+
+
+def _line_of(text: str) -> int:
+    lines = Path(__file__).read_text().splitlines()
+    return next(i for i, ln in enumerate(lines, 1) if text in ln and "q = " in ln)
+
+
+# -- never cries wolf ------------------------------------------------------------------------------------------
+# (test_reference.py's sweep of every real program runs compare with bisect="ops" too: "no divergence")
+def _no_alarm(corpus: str, program: str, fname: str) -> None:
+    ins, _ = recorded(f"{corpus}/{program}")
+    comp = xs.load_computation(DATA / corpus / program / fname)
+    report = xs.compare(comp, ins, bisect="ops", find_nonfinite=True)
+    assert report.ok and report.bisect_ops.status == "no divergence" and report.bisect_ops.culprit is None
+    assert "bisect ops: no divergence" in str(report)
+    nf = report.nonfinite
+    assert nf.status in ("none", "found"), str(nf)
+    if nf.status == "found":  # an Inf a correct program makes on the way (erfc's polynomial) and drops
+        assert nf.reference.startswith("also non-finite") and not nf.in_outputs, str(nf)
+        assert "every output is finite" in str(nf)
+    elif program == "transformer_bf16" and fname.startswith("module.before"):  # erfc overflows in f32 here
+        raise AssertionError(f"the Inf of the transformer's erfc was not found: {nf}")
+
+
+@pytest.mark.parametrize("program", ["transformer_bf16", "convnet_train", "gru_scan"])
+def test_no_bisection_blames_anything_on_a_real_program(program: str) -> None:
+    _no_alarm("dumps", program, "module.before_optimizations.txt")
+
+
+@pytest.mark.campaign
+@pytest.mark.parametrize("corpus", ["dumps", "dumps_jax012"])
+@pytest.mark.parametrize(("program", "fname"), SUPPORTED)
+def test_no_bisection_blames_anything_on_any_real_program(corpus: str, program: str, fname: str) -> None:
+    _no_alarm(corpus, program, fname)
+
+
+@pytest.mark.parametrize("program", ["transformer_bf16", "convnet_train", "gru_scan"])
+def test_every_instruction_of_a_real_program_agrees_with_its_rule_on_the_devices_operands(program: str) -> None:
+    """The test that blames an instruction, applied to every instruction of correct programs."""
+    ins, _ = recorded(f"dumps/{program}")
+    comp = xs.load_computation(DATA / "dumps" / program / "module.before_optimizations.txt")
+    opts = xs.CompileOptions(env_option_overrides=STRICT_PRECISION)
+    assert local_divergences(comp, ins, options=opts) == []
+
+
+# -- NaN / Inf ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("corpus", ["dumps_jax012"])
+def test_find_nonfinite_names_the_spliced_log_of_a_negative_value(corpus: str, tmp_path: Path) -> None:
+    comp, ins = _splice(corpus, tmp_path, "log")
+    log = _spliced_instruction(comp)
+    x = np.asarray(xs.evaluate(comp.with_outputs([log.operands[0]]), *ins)[0])
+    assert np.all(x < 0) and np.all(np.isfinite(x))  # numpy: log of these is NaN
+    report = xs.compare(comp, ins, find_nonfinite=True)
+    assert report.ok  # NaN on both sides: a match, but where does it come from?
+    nf = report.nonfinite
+    assert nf.status == "found" and nf.culprit is not None, str(nf)
+    assert (nf.culprit.name, nf.culprit.opcode, nf.culprit.source) == (log.name, "stablehlo.log", "spliced.py:7")
+    assert nf.culprit.hlo_line.startswith(f"{log.name} = f32[4]") and "log(" in nf.culprit.hlo_line
+    assert nf.reference.startswith("also non-finite") and nf.culprit.value.endswith("[nan, nan, nan, nan]")
+    assert nf.in_outputs
+
+
+def test_find_nonfinite_on_arguments_and_on_xla_s_own() -> None:
+    b = xs.XlaBuilder("nf")
+    p = ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, (3,)), "p")
+    comp = b.build(ops.Sqrt(ops.Sub(p, ops.Constant(b, np.float32(1)))))
+    r = xs.compare(comp, [np.array([1, 2, np.nan], np.float32)], find_nonfinite=True)
+    assert r.nonfinite.status == "from inputs" and "p" in r.nonfinite.note
+    r = xs.compare(comp, [np.array([0, 2, 5], np.float32)], find_nonfinite=True)
+    (sqrt,) = [i for i in comp.instructions() if i.opcode == "stablehlo.sqrt"]
+    assert r.nonfinite.status == "found" and r.nonfinite.culprit.name == sqrt.name  # sqrt(-1)
+    r = xs.compare(comp, [np.array([1, 2, 5], np.float32)], find_nonfinite=True)
+    assert r.nonfinite.status == "none"
+
+
+# -- ulps -----------------------------------------------------------------------------------------------------
+def test_ulps_tolerance() -> None:
+    b = xs.XlaBuilder("f")
+    comp = b.build(ops.Neg(ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, (3,)), "p")))
+    a = np.array([1.0, 3.0, 1e30], np.float32)
+    want = -a
+    for _ in range(3):  # three ulps away (numpy's nextafter), in each element
+        want = np.nextafter(want, np.float32(-np.inf))
+    strict = xs.compare(comp, [a], against=[want], rtol=0, atol=0)
+    assert strict.outputs[0].mismatches == 3
+    assert xs.compare(comp, [a], against=[want], rtol=0, atol=0, ulps=4).ok
+    assert xs.compare(comp, [a], against=[want], rtol=0, atol=0, ulps=2).outputs[0].mismatches == 3
+    with pytest.raises(xs.ShapeError, match="ulps must be a number >= 0"):
+        xs.compare(comp, [a], ulps=-1)
+    with pytest.raises(xs.XlaSdkError, match="bisect='op'"):
+        xs.compare(comp, [a], bisect="op")
+
+
+# -- the command line -----------------------------------------------------------------------------------------
+def test_cli_bisect_ops_and_usage(tmp_path: Path) -> None:
+    from tests.test_cli import cli
+
+    b = xs.XlaBuilder("div_big")
+    p = ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, (4,)), "p")
+    comp = b.build(ops.Mul(ops.Div(ops.Exp(p), ops.Broadcast(ops.Constant(b, np.float32(2.0**127)), [4])),
+                           ops.Constant(b, np.float32(2.0**100))))
+    (div,) = [i for i in comp.instructions() if i.opcode == "stablehlo.divide"]
+    path = str(tmp_path / "div_big.hlo")
+    Path(path).write_text(comp.as_hlo_text())
+    np.savez(tmp_path / "in.npz", p=np.array([1, 2, 3, 4], np.float32))
+    code, out, err = cli("compare", path, "--inputs", str(tmp_path / "in.npz"), "--bisect", "ops", "--json",
+                         str(tmp_path / "r.json"))
+    if "MATCH" in out:  # an XLA that computes it right
+        assert code == 0
+        return
+    assert code == 1 and "(stablehlo.divide, instruction" in out and "bisect_ops.py" not in out, (out, err)
+    assert "bisect ops: instructions" in err  # progress, a line per step
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["bisect_ops"]["status"] == "localised" and doc["bisect_ops"]["culprit"]["opcode"] == "stablehlo.divide"
+    assert doc["bisect_ops"]["culprit"]["index"] == div.index
+    code, out, err = cli("compare", path, "--inputs", str(tmp_path / "in.npz"), "--bisect", "passes",
+                         "--find-nonfinite")
+    assert code == 1 and "disabling algsimp removes the divergence" in out and "find nonfinite: none" in out, out
+    code, _, err = cli("compare", path, "--inputs", str(tmp_path / "in.npz"), "--bisect", "ops", "--against",
+                       "cpu:0")
+    assert code == 2 and "--bisect / --find-nonfinite compare against the reference" in err, err
+    code, _, err = cli("compare", path, "--inputs", str(tmp_path / "in.npz"), "--bisect", "nope")
+    assert code == 2
+    code, _, err = cli("compare", path, "--inputs", str(tmp_path / "in.npz"), "--ulps", "-1")
+    assert code == 2 and "--ulps -1.0: expected a number of ulps >= 0" in err, err
+
+
+def test_ulp_error_is_counted_in_the_output_type_at_the_reference_value() -> None:
+    """numpy's nextafter is one ulp; the count holds across binades and for subnormals."""
+    from xlasdk.reference import _ulps
+
+    w = np.array([1.0, 3.0, 1e30, 1e-40, 0.0], np.float32)
+    g = w.copy()
+    for _ in range(5):
+        g = np.nextafter(g, np.float32(np.inf))
+    np.testing.assert_allclose(_ulps(g, w), 5.0)
+    bf = np.dtype(xs.bfloat16)
+    wb = np.array([1.0, 3.0, -7.0], bf)
+    gb = (wb.astype(np.float64) + np.array([2.0**-7, 2 * 2.0**-6, -3 * 2.0**-5])).astype(bf)  # 1, 2, 3 ulps
+    np.testing.assert_allclose(_ulps(gb, wb), [1.0, 2.0, 3.0])
