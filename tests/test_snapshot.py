@@ -344,3 +344,17 @@ def test_run_expect_usage_errors(tmp_path: Any) -> None:
     (tmp_path / "file").write_text("")
     code, _, err = _cli("run", str(src), "--random-inputs", "--record", str(tmp_path / "file"))
     assert code == 2 and "not a directory" in err
+
+
+def test_inspect_says_what_a_snapshot_records(every_type: Any) -> None:
+    path, _ = every_type
+    code, out, err = _cli("inspect", path, "--no-compile")
+    assert code == 0, err
+    assert "(HloSnapshot, module after optimizations)" in out
+    assert f"recorded:      {len(TYPES)} argument(s), the result" in out
+    code, out, err = _cli("inspect", path, "--no-compile", "--json")
+    import json
+
+    doc = json.loads(out)
+    assert doc["snapshot"] == {"kind": "snapshot", "arguments": len(TYPES), "partitions": 1, "result": True,
+                               "execution_platform": None}

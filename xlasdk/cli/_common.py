@@ -183,6 +183,29 @@ def _load(path: str, fmt: str | None = None, option: str = "--format") -> Any:
         raise
 
 
+def _load_program(args: argparse.Namespace) -> tuple[Any, Any]:
+    """``(computation, snapshot or None)``: an ``HloSnapshot`` file (by its content) is read whole,
+    with its recorded arguments and result; any other file is loaded as a module."""
+    if args.format in (None, "pb", "proto", "hlo.pb") and not args.file.endswith((".hlo", ".txt", ".mlir", ".mlirbc")):
+        try:
+            with open(args.file, "rb") as f:
+                head_is_proto = f.read(1) == b"\n"  # field 1, length-delimited: how every snapshot starts
+        except OSError:
+            head_is_proto = False
+        if head_is_proto:
+            from xlasdk._atomic import read_regular_file
+            from xlasdk.formats.snapshot import read_snapshot, snapshot_kind
+
+            try:
+                data = read_regular_file(args.file)
+            except OSError:
+                data = b""
+            if data and snapshot_kind(data) is not None:
+                snap = read_snapshot(data, args.file)
+                return snap.computation, snap
+    return _load(args.file, args.format), None
+
+
 def _check_writable(path: str, label: str) -> None:
     """Reject an output ``path`` that cannot be written (missing directory...) before any work is done.
 

@@ -19,6 +19,7 @@ from ._common import (
     _error_line,
     _human_bytes,
     _load,
+    _load_program,
     _quiet_native_logs,
     _stage,
 )
@@ -102,7 +103,7 @@ def _sorted_counts(counts: Counter[str]) -> dict[str, int]:
 
 def _cmd_inspect(args: argparse.Namespace, out: IO[str]) -> int:
     _stage("loading")
-    comp = _load(args.file, args.format)
+    comp, snap = _load_program(args)
     ps = comp.program_shape()
     counts, subs = _op_counts(comp.as_hlo_text(print_metadata=False))
     sub_counts: Counter[str] = Counter()
@@ -125,6 +126,13 @@ def _cmd_inspect(args: argparse.Namespace, out: IO[str]) -> int:
             "op_counts": _sorted_counts(sub_counts),
         },
     }
+    if snap is not None:
+        report["format"] = ("HloSnapshot, module after optimizations" if snap.kind == "snapshot"
+                            else "HloUnoptimizedSnapshot, module before optimizations")
+        report["snapshot"] = {
+            "kind": snap.kind, "arguments": len(snap.arguments), "partitions": len(snap.partitions),
+            "result": snap.result is not None, "execution_platform": snap.execution_platform,
+        }
     part = _partitioning(comp)
     if part is not None:
         report["partitioning"] = part
@@ -155,6 +163,12 @@ def _cmd_inspect(args: argparse.Namespace, out: IO[str]) -> int:
     for p in report["parameters"]:
         out.write(f"  {p['index']:>3}  {p['name']:<20} {p['shape']}\n")
     out.write(f"result:        {ps.result_shape()}\n")
+    if snap is not None:
+        rec = report["snapshot"]
+        parts = f" of each of {rec['partitions']} partitions" if rec["partitions"] > 1 else ""
+        where = f" on {rec['execution_platform']}" if rec["execution_platform"] else ""
+        out.write(f"recorded:      {rec['arguments']} argument(s){parts}"
+                  f"{', the result' if rec['result'] else ', no result'}{where} (xlasdk run FILE replays them)\n")
     if part is not None:
         counts_text = ", ".join(f"{k}={part[k]}" for k in ("num_partitions", "num_replicas") if part[k] is not None)
         out.write(f"partitioning:  {counts_text or '(the module gives no partition count)'}\n")

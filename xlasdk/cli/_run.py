@@ -20,7 +20,7 @@ from ._common import (
     _check_writable,
     _device,
     _human_time,
-    _load,
+    _load_program,
     _npz_path,
     _quiet_native_logs,
     _stage,
@@ -117,29 +117,6 @@ def _check_memory(ps: Any) -> None:
             f"the program's inputs and outputs need {total:,} bytes, more than the {limit:,} this machine has "
             f"(the largest: {what}, {shape}, {n:,} bytes); XLASDK_MAX_RUN_BYTES overrides the limit"
         )
-
-
-def _load_program(args: argparse.Namespace) -> tuple[Any, Any]:
-    """``(computation, snapshot or None)``: an ``HloSnapshot`` file (by its content) is read whole,
-    with its recorded arguments and result; any other file is loaded as a module."""
-    if args.format in (None, "pb", "proto", "hlo.pb") and not args.file.endswith((".hlo", ".txt", ".mlir", ".mlirbc")):
-        try:
-            with open(args.file, "rb") as f:
-                head_is_proto = f.read(1) == b"\n"  # field 1, length-delimited: how every snapshot starts
-        except OSError:
-            head_is_proto = False
-        if head_is_proto:
-            from xlasdk._atomic import read_regular_file
-            from xlasdk.formats.snapshot import read_snapshot, snapshot_kind
-
-            try:
-                data = read_regular_file(args.file)
-            except OSError:
-                data = b""
-            if data and snapshot_kind(data) is not None:
-                snap = read_snapshot(data, args.file)
-                return snap.computation, snap
-    return _load(args.file, args.format), None
 
 
 def _recorded_arguments(args: argparse.Namespace, snap: Any) -> Any:
