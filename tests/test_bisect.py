@@ -274,3 +274,26 @@ def test_ulp_error_is_counted_in_the_output_type_at_the_reference_value() -> Non
     wb = np.array([1.0, 3.0, -7.0], bf)
     gb = (wb.astype(np.float64) + np.array([2.0**-7, 2 * 2.0**-6, -3 * 2.0**-5])).astype(bf)  # 1, 2, 3 ulps
     np.testing.assert_allclose(_ulps(gb, wb), [1.0, 2.0, 3.0])
+
+
+def test_bisect_ops_blames_nobody_when_the_divergence_needs_ops_compiled_together() -> None:
+    """p / 2**127 * 2**127 with p = 0.5: the quotient 2**-128 is subnormal. XLA:CPU gives 0 for it
+    (flushed), which is within the tolerance of a value (the smallest normal number), so every
+    exposed value agrees; the product then diverges (0 against 0.5) while being right on its
+    operands. No op introduces it alone: nobody is blamed, and the group is named."""
+    b = xs.XlaBuilder("ftz")
+    p = ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, (2,)), "p")
+    c = ops.Broadcast(ops.Constant(b, np.float32(2.0**127)), [2])
+    comp = b.build(ops.Mul(ops.Div(p, c), c))
+    a = np.array([0.5, 0.25], np.float32)
+    (ref,) = xs.evaluate(comp, a)
+    np.testing.assert_array_equal(ref, a)  # exact in numpy: subnormals kept
+    report = xs.compare(comp, [a], bisect="ops")
+    if report.ok:
+        return
+    bo = report.bisect_ops
+    assert bo.status == "not localised" and bo.culprit is None, str(bo)
+    assert "no instruction is blamed" in str(bo)
+    names = {i.opcode: i.name for i in comp.instructions()}
+    if bo.isolation == "group":
+        assert bo.group[-1] == names["stablehlo.multiply"] and names["stablehlo.divide"] in bo.group

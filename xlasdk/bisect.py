@@ -471,11 +471,18 @@ def bisect_ops(comp: XlaComputation, args: Sequence[Any], *, device: Any = None,
     value = dev_value[0] if len(dev_value) == 1 else None
     operand_values = {id(x): env[id(x)] for x in ins.op.operands if id(x) in env}
     if not bad:
+        say(f"bisect ops: the values depart from the reference at {ins.name}, which is right on the device's "
+            "operands; looking for the group of ops whose compile diverges")
+        isolation, group, _ = _isolate(p, ins, env)
+        why = (f"compiled together, {', '.join(group)} diverge (exposing their intermediate values removes it: XLA "
+               "optimizes across them); bisect=\"passes\" names the XLA passes involved" if isolation == "group" else
+               "their rounding errors, within tolerance, are amplified, or XLA compiles the preceding ops "
+               "differently in this cut")
         return OpsBisection(
-            "not localised", compiles=p.compiles, method=method,
-            note=f"the values first depart from the reference after {ins.name} ({ins.opcode}), but it computes "
-                 "what its rule gives on the device's operand values (their rounding errors, within tolerance, are "
-                 "amplified, or XLA compiles the preceding ops differently in this cut); no instruction is blamed")
+            "not localised", None, isolation if isolation == "group" else "", group if isolation == "group" else [],
+            p.compiles, method,
+            note=f"the values first depart from the reference at {ins.name} ({ins.opcode}), but it computes what "
+                 f"its rule gives on the device's operand values ({why}); no instruction is blamed")
     culprit = p.culprit(ins, operand_values, value, bad[0])
     # alone, on the device's operand values
     say(f"bisect ops: {ins.name} diverges on the device's operand values; compiling it alone")
@@ -535,7 +542,7 @@ def _isolate(p: _Program, ins: Instruction, env: dict[int, Any]) -> tuple[str, l
     if found is not None:
         # shrink from the front: the latest start whose group still diverges
         lo_i = 0
-        while lo_i + 1 < len(found) and diverges(found[lo_i + 1:], p.ref):
+        while lo_i + 2 < len(found) and diverges(found[lo_i + 1:], p.ref):  # ins alone was tried above
             lo_i += 1
         found = found[lo_i:]
         names = [g.name for g in found]
