@@ -240,10 +240,18 @@ def test_cli_bisect_ops_and_usage(tmp_path: Path) -> None:
     Path(path).write_text(comp.as_hlo_text())
     np.savez(tmp_path / "in.npz", p=np.array([1, 2, 3, 4], np.float32))
     code, out, err = cli("compare", path, "--inputs", str(tmp_path / "in.npz"), "--bisect", "ops", "--json",
-                         str(tmp_path / "r.json"))
+                         str(tmp_path / "r.json"), "--html", str(tmp_path / "r.html"))
     if "MATCH" in out:  # an XLA that computes it right
         assert code == 0
         return
+    rows = _html_rows((tmp_path / "r.html").read_text())
+    marked = {cells[1]: cls for cls, cells in rows if cls}
+    loaded = xs.load_computation(path)
+    (ldiv,) = [i.name for i in loaded.instructions() if i.opcode == "stablehlo.divide"]
+    (lmul,) = [i.name for i in loaded.instructions() if i.opcode == "stablehlo.multiply"]
+    assert marked.get(ldiv) == "culprit" and marked.get(lmul) == "carries", marked
+    assert len(rows) == len(loaded.instructions()) + 1  # the output row, then every instruction
+
     assert code == 1 and "(stablehlo.divide, instruction" in out and "bisect_ops.py" not in out, (out, err)
     assert "bisect ops: instructions" in err  # progress, a line per step
     doc = json.loads((tmp_path / "r.json").read_text())
@@ -259,6 +267,28 @@ def test_cli_bisect_ops_and_usage(tmp_path: Path) -> None:
     assert code == 2
     code, _, err = cli("compare", path, "--inputs", str(tmp_path / "in.npz"), "--ulps", "-1")
     assert code == 2 and "--ulps -1.0: expected a number of ulps >= 0" in err, err
+
+
+def _html_rows(page: str) -> list[tuple[str, list[str]]]:
+    """(class, cells) of every data row of a page's tables; the page must be self-contained."""
+    from html.parser import HTMLParser
+
+    assert "<script" not in page and "http" not in page and "src=" not in page
+    rows: list[tuple[str, list[str]]] = []
+
+    class P(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            if tag == "tr":
+                rows.append((dict(attrs).get("class") or "", []))
+            elif tag == "td":
+                rows[-1][1].append("")
+
+        def handle_data(self, data: str) -> None:
+            if rows and rows[-1][1]:
+                rows[-1][1][-1] += data
+
+    P().feed(page)
+    return [r for r in rows if r[1]]
 
 
 def test_ulp_error_is_counted_in_the_output_type_at_the_reference_value() -> None:

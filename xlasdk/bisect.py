@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from .reference import OutputComparison
 
 __all__ = ["Culprit", "OpsBisection", "PassBisection", "NonFinite", "bisect_ops", "bisect_passes",
-           "find_nonfinite", "local_divergences", "pass_names", "BISECT_MODES"]
+           "find_nonfinite", "local_divergences", "pass_names", "html_report", "BISECT_MODES"]
 
 BISECT_MODES = ("ops", "passes")
 
@@ -782,3 +782,64 @@ def _ddmin(items: list[str], test: Callable[[Sequence[str]], str]) -> list[str]:
                     break
                 n = min(len(c), 2 * n)
     return c
+
+
+# -- a page people read ------------------------------------------------------------------------------------------
+_CSS = """body{font:14px system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}
+td,th{border:1px solid #ccc;padding:2px 8px;text-align:left;font-family:monospace}th{background:#eee}
+.bad{background:#fdd}.ok{background:#dfd}.culprit{background:#f88;font-weight:bold}.carries{background:#fec}
+.nonfinite{background:#caf}pre{background:#f6f6f6;padding:8px;white-space:pre-wrap}"""
+
+
+def html_report(comp: XlaComputation, report: Any) -> str:
+    """``report`` (a :class:`~xlasdk.CompareReport` of ``comp``) as a self-contained HTML page: the
+    outputs' errors, the bisections, and every instruction of the program with the first divergent
+    one, the ones that carry its value to the outputs, and the first NaN/Inf marked. No scripts,
+    no outside resources."""
+    from html import escape
+
+    def row(cells: Sequence[Any], cls: str = "", tag: str = "td") -> str:
+        attr = f' class="{cls}"' if cls else ""
+        return f"<tr{attr}>" + "".join(f"<{tag}>{escape(str(c))}</{tag}>" for c in cells) + "</tr>"
+
+    status = "MATCH" if report.ok else "DIVERGENCE"
+    parts = [f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{escape(report.name)}: {status}</title>"
+             f"<style>{_CSS}</style></head><body>",
+             f"<h1>{escape(report.name)}: device vs {escape(report.against)}: "
+             f"<span class=\"{'ok' if report.ok else 'bad'}\">{status}</span></h1>",
+             "<h2>Outputs</h2><table>",
+             row(["output", "shape", "dtype", "max abs", "max rel", "max ulp", "mismatches", "first"], tag="th")]
+    for o in report.outputs:
+        parts.append(row([o.index, list(o.shape), o.dtype, f"{o.max_abs:.3g}", f"{o.max_rel:.3g}", f"{o.max_ulp:.3g}",
+                          o.mismatches, "" if o.first_mismatch is None else list(o.first_mismatch)],
+                         "ok" if o.ok else "bad"))
+    parts.append("</table>")
+    for title, part in (("Bisection to the op", report.bisect_ops), ("Bisection to the pass", report.bisect_passes),
+                        ("First NaN/Inf", report.nonfinite)):
+        if part is not None:
+            parts.append(f"<h2>{title}</h2><pre>{escape(str(part))}</pre>")
+    culprit = report.bisect_ops.culprit.name if report.bisect_ops is not None and report.bisect_ops.culprit else None
+    group = set(report.bisect_ops.group) if report.bisect_ops is not None else set()
+    nonfinite = report.nonfinite.culprit.name if report.nonfinite is not None and report.nonfinite.culprit else None
+    instrs = comp.instructions()
+    carries: set[str] = set()
+    if culprit is not None:  # the instructions its value reaches
+        stack = [comp.instruction(culprit)]
+        while stack:
+            for u in stack.pop().users:
+                if u.name not in carries:
+                    carries.add(u.name)
+                    stack.append(u)
+    parts.append("<h2>Instructions</h2><p>"
+                 "<span class=\"culprit\">introduces the divergence</span> "
+                 "<span class=\"carries\">carries it (reads its value)</span> "
+                 "<span class=\"nonfinite\">first NaN/Inf</span></p><table>")
+    parts.append(row(["#", "name", "opcode", "shape", "operands", "source"], tag="th"))
+    for ins in instrs:
+        md = ins.metadata
+        cls = ("culprit" if ins.name == culprit else "nonfinite" if ins.name == nonfinite else
+               "carries" if ins.name in carries or ins.name in group else "")
+        parts.append(row([ins.index, ins.name, ins.opcode, ins.shape, ", ".join(o.name for o in ins.operands),
+                          f"{md.source_file}:{md.source_line}" if md.source_file else ""], cls))
+    parts.append("</table></body></html>\n")
+    return "\n".join(parts)

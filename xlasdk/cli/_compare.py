@@ -47,6 +47,9 @@ XLA's per-pass dump of this compile) whose disabling removes the divergence, by 
 each step compiles in a worker process; a set whose compile fails counts as unknown.
 --find-nonfinite: the first instruction whose device value has a NaN or Inf while its operands
 have none (on any device; XLA's own checker is GPU-only). Progress of these goes to stderr.
+--html OUT.html: the report as a self-contained page (no scripts, nothing fetched): the outputs'
+errors, the bisections, and every instruction with the one that introduces the divergence, those
+that carry its value, and the first NaN/Inf marked.
 
 Exit codes: 0 match, 1 divergence, 2 usage or file error, or an op the reference evaluator has
 no rule for (named)."""
@@ -76,6 +79,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str) -> None
     s.add_argument("--excess-precision", action="store_true",
                    help="against the reference, let XLA keep bf16/f16 values in f32 between ops (its default)")
     s.add_argument("--json", metavar="OUT.json", default=None, help="also write the report as JSON")
+    s.add_argument("--html", metavar="OUT.html", default=None,
+                   help="also write the report as a self-contained HTML page (every instruction listed, the "
+                        "first divergent one and what carries its value marked)")
     s.set_defaults(verb_parser=s)
 
 
@@ -146,4 +152,12 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
             atomic_write(args.json, json.dumps(doc, indent=2).encode() + b"\n")
         except OSError as e:
             raise UsageError(f"--json {args.json}: cannot write: {e.strerror or e}") from None
+    if args.html:
+        from xlasdk._atomic import atomic_write
+        from xlasdk.bisect import html_report
+
+        try:
+            atomic_write(args.html, html_report(comp, report).encode())
+        except OSError as e:
+            raise UsageError(f"--html {args.html}: cannot write: {e.strerror or e}") from None
     return EXIT_OK if report.ok else EXIT_DIVERGENCE
