@@ -268,6 +268,17 @@ class _Program:
             except XlaSdkError:
                 continue
         self.last_use = last
+        # only what the outputs and side effects need: dead instructions are neither run nor blamed
+        live: set[int] = set()
+        stack = [i for i, u in last.items() if u == end]
+        while stack:
+            k = stack.pop()
+            if k not in live:
+                live.add(k)
+                stack.extend(self.reads.get(k, ()))
+        for ins in self.instrs:
+            if ins.index not in live:
+                self.slots[ins.index] = []
         self.ref: dict[int, Any] = {}
         if need_reference:
             self._reference()
@@ -303,12 +314,17 @@ class _Program:
 
     # -- running parts of it on the device
     def run(self, nodes: Sequence[XlaOp]) -> list[np.ndarray[Any, Any]]:
-        """The device's values of ``nodes``, from one compile of the program with them as outputs."""
+        """The device's values of ``nodes``, from one compile of the program with them as outputs.
+
+        Raises :class:`_CutFailed` when that program does not compile or run."""
         from .runtime import compile as _compile
 
-        sub = self.comp.with_outputs(list(nodes))
         self.compiles += 1
-        out = _compile(sub, self.settings.device, options=self.settings.options)(*self.args)
+        try:
+            sub = self.comp.with_outputs(list(nodes))
+            out = _compile(sub, self.settings.device, options=self.settings.options)(*self.args)
+        except Exception as e:  # noqa: BLE001 - reported as what stopped the search, never as a culprit
+            raise _CutFailed(f"{type(e).__name__}: {' '.join(str(e).split())[:300]}") from e
         return [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
 
     def check(self, node: XlaOp, got: np.ndarray[Any, Any], want: np.ndarray[Any, Any],
@@ -339,6 +355,10 @@ class _Program:
                 operands[key] = _summary(operand_values[id(x)])
         return Culprit(ins.name, ins.opcode, ins.index, hlo_line(self.comp, ins), source, md.op_name, error, operands,
                        "" if value is None else _summary(value))
+
+
+class _CutFailed(Exception):
+    """A program cut out of the one being bisected did not compile or run."""
 
 
 def hlo_line(comp: XlaComputation, ins: Instruction) -> str:
@@ -421,11 +441,23 @@ def bisect_ops(comp: XlaComputation, args: Sequence[Any], *, device: Any = None,
     """
     say = progress or (lambda s: None)
     p = _Program(comp, args, _Settings(device, options, rtol, atol, ulps))
+    try:
+        return _bisect_ops(p, diverged, say)
+    except _CutFailed as e:
+        return OpsBisection("not localised", compiles=p.compiles, method=_OPS_METHOD,
+                            note=f"a program cut out of this one could not be compiled or run ({e}); nothing is blamed")
+
+
+_OPS_METHOD = "binary search over the topological order, the program cut after a candidate"
+
+
+def _bisect_ops(p: _Program, diverged: bool | None, say: Callable[[str], None]) -> OpsBisection:
+    comp = p.comp
     outs = [n for o in p.graph.outputs for n in ([o] if o.shape.is_array() else [])]
     if not outs:
         return OpsBisection("no divergence", note="the program has no array output")
     n_ins = len(p.instrs)
-    method = "binary search over the topological order, the program cut after a candidate"
+    method = _OPS_METHOD
     if diverged is None:
         diverged = _diverges(p, outs, p.run(outs)) is not None
     if not diverged:
@@ -589,7 +621,11 @@ def find_nonfinite(comp: XlaComputation, args: Sequence[Any], *, device: Any = N
     if not nodes:
         return NonFinite("none")
     say(f"find nonfinite: one compile with {len(nodes)} values exposed")
-    got = p.run(nodes)
+    try:
+        got = p.run(nodes)
+    except _CutFailed as e:
+        return NonFinite("not localised", compiles=p.compiles,
+                         note=f"the program with every value exposed could not be compiled or run ({e})")
     dev = {id(n): g for n, g in zip(nodes, got, strict=True)}
     dev.update({id(q): a for q, a in zip(p.graph.params, p.args, strict=True)})
     in_outputs = any(_nonfinite(dev[id(o)]) for o in p.graph.outputs if id(o) in dev)
@@ -635,8 +671,9 @@ _NOT_PASSES = frozenset({"pipeline-start", "pipeline-end"})
 
 
 def pass_names(comp: XlaComputation, device: Any = None, options: Any = None) -> list[str]:
-    """The HLO passes XLA's compile of ``comp`` runs, in first-run order, as XLA names them (what
-    ``xla_disable_hlo_passes`` takes), read from its per-pass dump file names in a temporary
+    """The HLO passes of XLA's compile of ``comp`` that change the module, in first-run order, as
+    XLA names them (what ``xla_disable_hlo_passes`` takes), read from its per-pass dump file names
+    (``...after_PASS.before_NEXT.txt``, written when PASS changed the module) in a temporary
     directory; pipelines (groups of passes) are left out."""
     from .runtime import CompileOptions
     from .runtime import compile as _compile
@@ -653,7 +690,8 @@ def pass_names(comp: XlaComputation, device: Any = None, options: Any = None) ->
                 continue
             step = int(m.group(1))
             pipelines.add(m.group(2))
-            order.extend([(step, m.group(3)), (step, m.group(4))])
+            order.append((step, m.group(3)))  # the pass that changed the module (one that changes nothing is
+            # never dumped after: disabling it cannot change the result)
     finally:
         shutil.rmtree(d, ignore_errors=True)
     seen: dict[str, None] = {}
