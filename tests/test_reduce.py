@@ -110,6 +110,19 @@ def test_crash_reduces_to_the_reduce_window_and_still_aborts(crash_result: Any, 
     assert isolated.worker_pid() != 0  # this process lived through every abort
 
 
+@pytest.mark.skipif(xs.jaxlib_version_info()[1] >= 495, reason="XLA of jaxlib 0.11+ no longer dies on it")
+def test_crash_xla_cannot_print_is_said() -> None:
+    """cases.md C-03: XLA:CPU dies (SIGFPE) folding the constant s32 division 7 / 0. Spliced into
+    int_indexing, the module loads from its text and XLA dies compiling it; but every edited
+    candidate prints as HLO through XLA's StableHLO -> HLO converter, which dies on the division
+    too: the candidates are skipped and counted, and the result says so (not reduced, not hidden)."""
+    text = splice("  %c7 = s32[] constant(7)\n  %c0 = s32[] constant(0)\n  %bad = s32[] divide(%c7, %c0)\n", "s32[]",
+                  DATA / "dumps/int_indexing/module.before_optimizations.txt")
+    res = xs.reduce(xs.XlaComputation.from_hlo_text(text), "crash", max_time=5)
+    assert res.unprintable > 0 and f"{res.unprintable} candidates skipped: XLA could not print them as HLO" in str(res)
+    assert "SIGFPE" in (aborts_in_worker(res.hlo_text) or "")
+
+
 def test_time_budget_is_honoured() -> None:
     comp = xs.XlaComputation.from_hlo_text(splice(NEG_PAD, "f32[4,3,4,8]"))
     res = xs.reduce(comp, "crash", max_time=3.0)

@@ -84,7 +84,10 @@ class ReduceResult:
         of the module given and of the result (as loaded back from its text: a splat constant
         prints as a scalar constant and a broadcast).
     steps: accepted reductions; candidates: modules checked (cache hits not counted);
-    compiles: XLA compiles those checks made; cache_hits: candidates met again and not rechecked.
+    compiles: XLA compiles those checks made; cache_hits: candidates met again and not rechecked;
+    unprintable: candidates skipped because XLA's StableHLO -> HLO converter failed or died on
+        them (an edited module prints through it; under jaxlib 0.10.2 it dies folding a constant
+        integer division by zero, so such a module cannot be reduced).
     wall_s: seconds spent; timed_out: the ``max_time`` budget ran out before the search ended
         (the result is then the smallest module found so far).
     history: one :class:`ReduceStep` per accepted reduction.
@@ -100,14 +103,17 @@ class ReduceResult:
     candidates: int
     compiles: int
     cache_hits: int
+    unprintable: int
     wall_s: float
     timed_out: bool
     history: list[ReduceStep] = field(default_factory=list, repr=False)
 
     def __str__(self) -> str:
         budget = " (time budget reached)" if self.timed_out else ""
+        skipped = (f"; {self.unprintable} candidates skipped: XLA could not print them as HLO"
+                   if self.unprintable else "")
         return (f"reduced {self.instructions_before} -> {self.instructions_after} instructions in {self.steps} steps: "
-                f"{self.candidates} candidates, {self.compiles} compiles, {self.wall_s:.1f} s{budget}")
+                f"{self.candidates} candidates, {self.compiles} compiles, {self.wall_s:.1f} s{budget}{skipped}")
 
 
 # -- the worker side -------------------------------------------------------------------------------
@@ -309,7 +315,7 @@ class _Search:
         self.timeout = timeout
         self.progress = progress
         self.cache: dict[str, bool] = {}
-        self.candidates = self.compiles = self.cache_hits = self.steps = 0
+        self.candidates = self.compiles = self.cache_hits = self.steps = self.unprintable = 0
         self.started = time.monotonic()
         self.history: list[ReduceStep] = []
 
@@ -349,7 +355,26 @@ class _Reducer:
         self.cur = start
         self.dd_n = 2
 
-    # a candidate: made, checked, kept when smaller and still interesting
+    # a candidate: made, printed, checked, kept when smaller and still interesting
+    def _candidate(self, made: tuple[XlaComputation, list[np.ndarray[Any, Any]] | None] | None) -> _Module | None:
+        """The candidate as a module, when it is one to check: printable as HLO, smaller than the
+        current module, with arguments where the condition needs them."""
+        if made is None:
+            return None
+        comp, args = made
+        if self.s.cond.needs_arguments and args is None:
+            return None
+        try:
+            cand = _module(comp, args)
+        except XlaSdkError:  # XLA's StableHLO -> HLO converter failed or died on it
+            self.s.unprintable += 1
+            return None
+        return cand if cand.size < self.cur.size else None
+
+    def _holds(self, made: tuple[XlaComputation, list[np.ndarray[Any, Any]] | None] | None) -> bool:
+        cand = self._candidate(made)
+        return cand is not None and self.s.check(cand.text, cand.args if self.s.cond.needs_arguments else None)
+
     def _try(self, strategy: str, make: Callable[[], tuple[XlaComputation, list[np.ndarray[Any, Any]] | None] | None]
              ) -> bool:
         try:
@@ -358,18 +383,8 @@ class _Reducer:
             raise
         except XlaSdkError:  # a cut the graph cannot express (an opaque op's operand...): not a candidate
             return False
-        if made is None:
-            return False
-        comp, args = made
-        if self.s.cond.needs_arguments and args is None:
-            return False
-        try:
-            cand = _module(comp, args)
-        except XlaSdkError:
-            return False
-        if cand.size >= self.cur.size:
-            return False
-        if not self.s.check(cand.text, args if self.s.cond.needs_arguments else None):
+        cand = self._candidate(made)
+        if cand is None or not self.s.check(cand.text, cand.args if self.s.cond.needs_arguments else None):
             return False
         self.cur = cand
         self.s.accept(strategy, cand)
@@ -455,18 +470,6 @@ class _Reducer:
             else:
                 hi = mid - 1
         return best is not None and self._try("cut the sequence (suffix)", lambda: best)
-
-    def _holds(self, made: tuple[XlaComputation, list[np.ndarray[Any, Any]] | None]) -> bool:
-        comp, args = made
-        if self.s.cond.needs_arguments and args is None:
-            return False
-        try:
-            cand = _module(comp, args)
-        except XlaSdkError:
-            return False
-        if cand.size >= self.cur.size:
-            return False
-        return self.s.check(cand.text, args if self.s.cond.needs_arguments else None)
 
     def to_parameters(self) -> bool:
         """Replace one instruction by a parameter, the last instructions first; restart after each
@@ -641,5 +644,6 @@ def reduce(
         computation=final, hlo_text=best.text, arguments=best.args, condition=cond.name,
         instructions_before=start.size[0], instructions_after=len(final.instructions()), steps=search.steps,
         candidates=search.candidates, compiles=search.compiles, cache_hits=search.cache_hits,
+        unprintable=search.unprintable,
         wall_s=time.monotonic() - started, timed_out=timed_out, history=search.history,
     )
