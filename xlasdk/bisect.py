@@ -8,10 +8,11 @@ device's values of its operands, while those operands agree with the reference (
 upstream is never blamed on its users). The search compiles the program cut after a candidate
 instruction: ``comp.with_outputs(...)`` of the values live past it (and the candidate itself),
 everything else as in the original, so XLA fuses and simplifies what comes before the cut as it
-does in the full program. It binary-searches the first cut whose values diverge from the
-reference (O(log N) compiles). At that cut ``k``, the device's operand values (from cut
-``k - 1``, where everything agreed) are fed to the rule of instruction ``k``: a mismatch is the
-evidence that names it. It is then compiled alone (``comp.extract``) on those operand values; when
+does in the full program. A binary search (O(log N) compiles) finds a cut ``k`` whose values
+diverge from the reference while those of cut ``k - 1`` agree: the first such cut when a divergent
+value stays live until it reaches an output (a value that diverges and is then dropped, say by a
+select, can make it find a later one). The device's operand values of instruction ``k`` (from cut
+``k - 1``, where everything agreed) are fed to its rule: a mismatch is the evidence that names it. It is then compiled alone (``comp.extract``) on those operand values; when
 it is right alone, the smallest group of consecutive preceding ops (its ancestors) whose compile
 still diverges is named: an optimization across those ops (see ``bisect="passes"``).
 
