@@ -48,3 +48,13 @@ def test_every_public_name_resolves_and_the_type_checking_imports_match() -> Non
     assert set(typed) | {"__version__"} == set(xlasdk.__all__)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         xlasdk.nope  # noqa: B018
+
+
+def test_no_public_function_shares_its_name_with_a_submodule() -> None:
+    """Importing ``xlasdk.NAME`` sets the package attribute NAME to the module: a public function of
+    that name (``xs.reduce`` and a module ``xlasdk/reduce.py``) would be replaced by the module."""
+    import importlib.util
+
+    for name, (_, attr) in xlasdk._LAZY.items():
+        if attr is not None:
+            assert importlib.util.find_spec(f"xlasdk.{name}") is None, name
