@@ -138,6 +138,42 @@ def test_bisect_on_a_built_program_names_the_divide_and_the_algebraic_simplifier
     assert passes.status == "found" and passes.passes == ["algsimp"], str(passes)
 
 
+def _log_exp(b: xs.XlaBuilder, p: xs.XlaOp) -> xs.XlaOp:
+    return ops.Log(ops.Exp(p))  # folded to p: exp(100) overflows to inf in f32, so log gives inf
+
+
+def _max_clamp(b: xs.XlaBuilder, p: xs.XlaOp) -> xs.XlaOp:
+    lo = ops.Broadcast(ops.Constant(b, np.float32(5)), [3])  # lo > hi: Clamp gives hi, Max(hi, lo) gives lo
+    return ops.Max(ops.Clamp(lo, p, ops.Broadcast(ops.Constant(b, np.float32(1)), [3])), lo)
+
+
+@pytest.mark.parametrize(("build", "args", "want", "culprit", "partner"), [
+    (_log_exp, [1.0, 100.0, -200.0], None, "stablehlo.log", "stablehlo.exponential"),
+    (_max_clamp, [0.0, 3.0, 7.0], [5.0, 5.0, 5.0], "stablehlo.maximum", "stablehlo.clamp"),
+])
+def test_bisect_names_other_xla_cpu_wrong_values(build: Any, args: list[float], want: Any, culprit: str,
+                                                 partner: str) -> None:
+    """Two more XLA:CPU wrong values this project's campaigns found: each op is right alone and
+    wrong compiled with the op before it (the algebraic simplifier merges them)."""
+    b = xs.XlaBuilder("wrong")
+    comp = b.build(build(b, ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, (3,)), "p")))
+    a = np.array(args, np.float32)
+    if want is None:  # numpy, each op rounded to f32: exp(100) is inf, exp(-200) is 0
+        with np.errstate(all="ignore"):
+            want = np.log(np.exp(a.astype(np.float64)).astype(np.float32).astype(np.float64)).astype(np.float32)
+        assert np.isinf(want[1:]).all()
+    np.testing.assert_array_equal(xs.evaluate(comp, a)[0], np.array(want, np.float32))  # hand-computed / numpy
+    report = xs.compare(comp, [a], bisect="ops")
+    if report.ok:  # an XLA that computes it right
+        return
+    bo = report.bisect_ops
+    names = {i.opcode: i.name for i in comp.instructions()}
+    assert bo.status == "localised" and bo.culprit is not None and bo.culprit.name == names[culprit], str(bo)
+    assert bo.isolation == "group" and bo.group[-1] == names[culprit] and names[partner] in bo.group, str(bo)
+    passes = xs.compare(comp, [a], bisect="passes").bisect_passes
+    assert passes.status == "found" and passes.passes == ["algsimp"], str(passes)
+
+
 def _line_of(text: str) -> int:
     lines = Path(__file__).read_text().splitlines()
     return next(i for i, ln in enumerate(lines, 1) if text in ln and "q = " in ln)
