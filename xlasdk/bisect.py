@@ -12,21 +12,25 @@ does in the full program. A binary search (O(log N) compiles) finds a cut ``k`` 
 diverge from the reference while those of cut ``k - 1`` agree: the first such cut when a divergent
 value stays live until it reaches an output (a value that diverges and is then dropped, say by a
 select, can make it find a later one). The device's operand values of instruction ``k`` (from cut
-``k - 1``, where everything agreed) are fed to its rule: a mismatch is the evidence that names it. It is then compiled alone (``comp.extract``) on those operand values; when
-it is right alone, the smallest group of consecutive preceding ops (its ancestors) whose compile
-still diverges is named: an optimization across those ops (see ``bisect="passes"``).
+``k - 1``, where everything agreed) are fed to its rule: a mismatch is the evidence that names it.
+It is then compiled alone (``comp.extract``) on those operand values; when it is right alone, the
+smallest group of consecutive preceding ops (its ancestors) whose compile still diverges is named:
+an optimization across those ops (see ``bisect="passes"``). When instruction ``k`` is right on its
+operands, nobody is blamed ("not localised"), and such a group is named when one exists.
 
-**Passes** (:func:`bisect_passes`). The passes XLA runs on this module are read from the names of
-the per-pass dump files (``xla_dump_to`` + ``xla_dump_hlo_pass_re=.*``, in a temporary
+**Passes** (:func:`bisect_passes`). The passes that change this module are read from the names
+of XLA's per-pass dump files (``xla_dump_to`` + ``xla_dump_hlo_pass_re=.*``, in a temporary
 directory); a delta-debugging search (Zeller's ddmin) over them, each step a compile with
 ``xla_disable_hlo_passes`` in xlasdk's worker process, finds a smallest set (no pass of it can be
 left out) whose disabling makes the outputs match the reference. A set whose disabling makes the
-compile (or run) fail is *unknown*, never "fixes it".
+compile (or run) fail is *unknown*, never "fixes it"; when disabling them all fails so (XLA:CPU
+needs some passes), the search starts from the passes taken in pipeline order, each kept when the
+compile survives its disabling, until the divergence goes.
 
 **Non-finite values** (:func:`find_nonfinite`): the first instruction (topological order) whose
 device value holds a NaN or an Inf while its operands hold none, from one compile with every
-intermediate value exposed (``with_outputs``); when exposing them makes the NaN/Inf vanish, the cut
-search above finds it instead.
+intermediate value exposed (``with_outputs``); when exposing them makes the NaN/Inf of the outputs
+vanish, it says so ("not localised") and blames nobody.
 """
 
 from __future__ import annotations
@@ -508,7 +512,8 @@ def _bisect_ops(p: _Program, diverged: bool | None, say: Callable[[str], None]) 
             "operands; looking for the group of ops whose compile diverges")
         isolation, group, _ = _isolate(p, ins, env)
         why = (f"compiled together, {', '.join(group)} diverge (exposing their intermediate values removes it: XLA "
-               "optimizes across them); bisect=\"passes\" names the XLA passes involved" if isolation == "group" else
+               "optimizes across them, or XLA:CPU flushes a subnormal value to zero); bisect=\"passes\" names the "
+               "XLA passes involved" if isolation == "group" else
                "their rounding errors, within tolerance, are amplified, or XLA compiles the preceding ops "
                "differently in this cut")
         return OpsBisection(
@@ -581,7 +586,7 @@ def _isolate(p: _Program, ins: Instruction, env: dict[int, Any]) -> tuple[str, l
         names = [g.name for g in found]
         return "group", names, (f"{ins.name} alone computes the right value; it diverges when compiled with "
                                 f"{', '.join(names[:-1])} (XLA optimizes across them, e.g. an algebraic "
-                                f"simplification){pointer}")
+                                f"simplification, or XLA:CPU flushes a subnormal input to zero){pointer}")
     why = "could not be compiled alone" if alone is None else "computes the right value when compiled alone"
     return "context", [], (f"{ins.name} {why}, and no group of the ops before it reproduces the divergence: it "
                            f"diverges only inside this program's compile{pointer}")
