@@ -156,9 +156,10 @@ class PassBisection:
 
     ``status``: ``"no divergence"``, ``"found"`` (disabling ``passes`` makes the outputs match, and
     no pass of the set can be left out), ``"not found"`` (disabling every candidate at once does not
-    remove it, or makes the compile fail: ``unknown``). ``candidates``: the passes the compile runs
-    (from XLA's dump), ``compiles``: how many compiles the search took, ``unknown``: sets whose
-    disabling made the compile or the run fail (counted as not removing it).
+    remove it, or makes the compile fail: ``unknown``). ``candidates``: the passes that changed the
+    module in this compile (from XLA's per-pass dump), ``compiles``: how many compiles the search
+    took, ``unknown``: sets whose disabling made the compile or the run fail (counted as not
+    removing it).
     """
 
     status: str
@@ -614,10 +615,12 @@ def _nonfinite(a: np.ndarray[Any, Any]) -> bool:
 
 
 def find_nonfinite(comp: XlaComputation, args: Sequence[Any], *, device: Any = None, options: Any = None,
-                   progress: Callable[[str], None] | None = None) -> NonFinite:
+                   outputs: Sequence[Any] | None = None, progress: Callable[[str], None] | None = None) -> NonFinite:
     """The first instruction (topological order) whose device value holds a NaN or Inf while its
     operands hold none (XLA's own NaN checker is GPU-only); see :class:`NonFinite`. Constants are
-    not computed: their NaN/Inf (a max-pool's ``-inf`` start value) are the program's own inputs."""
+    not computed: their NaN/Inf (a max-pool's ``-inf`` start value) are the program's own inputs.
+    ``outputs``: the program's outputs on the device when the caller has them (else one more
+    compile gets them when no intermediate value holds a NaN/Inf)."""
     say = progress or (lambda s: None)
     p = _Program(comp, args, _Settings(device, options, None, None, None), need_reference=False)
     if any(_nonfinite(a) for a in p.args):
@@ -659,11 +662,13 @@ def find_nonfinite(comp: XlaComputation, args: Sequence[Any], *, device: Any = N
     outs = [dev.get(id(o)) for o in p.graph.outputs]
     if any(v is not None and _nonfinite(v) for v in outs):  # pragma: no cover - outputs are among the values
         return NonFinite("not localised", compiles=p.compiles, note="an output holds NaN/Inf but no instruction does")
-    from .runtime import compile as _compile
+    if outputs is None:
+        from .runtime import compile as _compile
 
-    out = _compile(comp, device, options=options)(*p.args)
-    p.compiles += 1
-    direct = [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
+        out = _compile(comp, device, options=options)(*p.args)
+        p.compiles += 1
+        outputs = out if isinstance(out, (list, tuple)) else [out]
+    direct = [np.asarray(o) for o in outputs]
     if any(_nonfinite(v) for v in direct):
         return NonFinite("not localised", compiles=p.compiles,
                          note="the outputs hold NaN/Inf, but with every intermediate value exposed no value does "

@@ -1300,7 +1300,7 @@ def compare(
                 progress=progress))
         if find_nonfinite:
             report.nonfinite = _bisect.find_nonfinite(computation, args, device=device, options=options,
-                                                      progress=progress)
+                                                      outputs=got, progress=progress)
     return report
 
 
