@@ -213,6 +213,196 @@ _MOVES = frozenset({"stablehlo.reshape", "stablehlo.transpose", "stablehlo.broad
                     "stablehlo.dynamic_slice", "stablehlo.concatenate", "stablehlo.optimization_barrier"})
 
 
+# -- how far rounding can move each value: a first-order running error bound -----------------------------------
+# XLA and the reference round differently at every op; an output's tolerance must cover what those
+# roundings can do by the time they reach it. Each float value of the main graph gets a per-element
+# bound of the error it may carry (:func:`_error_bounds`): its own rounding (one ulp of the value;
+# for a sum, dot or convolution, of the magnitude of its terms) plus its operands' bounds carried
+# through the op: element-wise ops by evaluating the op's rule on the operands moved by their bounds
+# (each sign); moves, slices, gathers and maxima by running the op's rule on the bounds themselves;
+# sums, dots and convolutions as the root sum of squares of their terms' errors (e_x**2 * y**2 +
+# x**2 * e_y**2 summed: rounding errors of different terms do not line up; the worst case, all of
+# them with one sign, grows ~50x per layer of a tanh network whose real error grows ~4x). Other ops
+# (loops, calls, sorts...) carry their operands' largest bound to every element. An output may be
+# off by _BOUND_MARGIN times its bound (a margin applied once, at the end, not per op).
+_ELEMENTWISE = frozenset({
+    *(n for n in ("stablehlo.abs", "stablehlo.negate", "stablehlo.exponential", "stablehlo.exponential_minus_one",
+                  "stablehlo.log", "stablehlo.log_plus_one", "stablehlo.sqrt", "stablehlo.rsqrt", "stablehlo.cbrt",
+                  "stablehlo.sine", "stablehlo.cosine", "stablehlo.tan", "stablehlo.tanh", "stablehlo.logistic",
+                  "chlo.erf", "chlo.erfc", "chlo.erf_inv")),
+    "stablehlo.add", "stablehlo.subtract", "stablehlo.multiply", "stablehlo.divide", "stablehlo.power",
+    "stablehlo.atan2", "stablehlo.maximum", "stablehlo.minimum", "stablehlo.clamp",
+})
+_LINEAR = _MOVES | frozenset({
+    "stablehlo.pad", "stablehlo.gather", "stablehlo.dynamic_update_slice", "stablehlo.select",
+    "stablehlo.real", "stablehlo.imag", "stablehlo.complex",
+})
+_BILINEAR = frozenset({"stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution"})
+_SUMS = frozenset({"stablehlo.reduce", "stablehlo.reduce_window"})
+_BOUND_MARGIN = 4.0  # how many times its carried error bound an output may be off by
+
+
+def _eps(dtype: np.dtype[Any]) -> float:
+    dt = np.dtype(dtype)
+    if dt.kind == "c":
+        dt = np.dtype(np.float32 if dt.itemsize == 8 else np.float64)
+    return float(ml_dtypes.finfo(dt).eps) if _is_ml_float(dt) else float(np.finfo(dt).eps)
+
+
+def _is_float_array(v: Any) -> bool:
+    return isinstance(v, np.ndarray) and _is_float(v.dtype)
+
+
+def _magnitude(v: Value) -> np.ndarray[Any, Any]:
+    with np.errstate(all="ignore"):
+        m = np.abs(_wide(np.asarray(v))).astype(np.float64)
+    return np.asarray(np.where(np.isfinite(m), m, 0.0))
+
+
+def _sum_kind(o: XlaOp) -> str | None:
+    """``"add"`` or ``"max"`` for a reduce / reduce_window whose region is one such binary op."""
+    if not o.regions:
+        return None
+    fn = _numpy_reducer(o.regions[0], np.dtype(np.float64))
+    return {np.add: "add", np.maximum: "max", np.minimum: "max"}.get(fn)
+
+
+def _carried(o: XlaOp, vals: list[Value], errs: list[np.ndarray[Any, Any] | None], out: np.ndarray[Any, Any],
+             ev: _Evaluator) -> np.ndarray[Any, Any] | None:
+    """The operands' error bounds carried through ``o`` to its value ``out`` (None: not carried)."""
+    op = o.opcode
+    rule = RULES.get(op)
+    if rule is None:
+        return None
+    with np.errstate(all="ignore"):
+        if op in _ELEMENTWISE:
+            base = _wide(out).astype(np.float64) if out.dtype.kind != "c" else _wide(out)
+            worst = np.zeros(out.shape, np.float64)
+            moved = [k for k, e in enumerate(errs) if e is not None]
+            for signs in range(1 << len(moved)):
+                args = list(vals)
+                for bit, k in enumerate(moved):
+                    sign = -1.0 if signs >> bit & 1 else 1.0
+                    args[k] = _wide(vals[k]) + sign * np.broadcast_to(errs[k], np.shape(vals[k]))  # type: ignore[arg-type]
+                got = _wide(np.asarray(rule(o, args, ev)))
+                worst = np.maximum(worst, np.abs(got - base))
+            return worst
+        summing = op in _SUMS and _sum_kind(o) == "add"
+        if op in _LINEAR or (op in _SUMS and _sum_kind(o) is not None):
+            # a sum of terms with errors: their root sum of squares (rounding errors of different
+            # terms do not line up); moves and maxima carry the bounds as they are
+            carry: list[Any] = []
+            for e, v in zip(errs, vals, strict=True):
+                if e is not None:
+                    carry.append(e * e if summing else e)
+                else:
+                    carry.append(np.zeros(np.shape(v), np.float64) if _is_float_array(v) else v)
+            if op in _SUMS and len(vals) == 2:  # (operand, init): the init's error counts once
+                carry[1] = np.zeros(np.shape(vals[1]), np.float64)
+            spread = _magnitude(rule(_Widened(o), carry, ev))  # type: ignore[arg-type]
+            return np.sqrt(spread) if summing else spread
+        if op in _BILINEAR and len(vals) == 2:
+            wide_o = _Widened(o)
+            squares = [_magnitude(v) ** 2 for v in vals]
+            total = np.zeros(out.shape, np.float64)
+            if errs[0] is not None:
+                total += _magnitude(rule(wide_o, [errs[0] ** 2, squares[1]], ev))  # type: ignore[arg-type]
+            if errs[1] is not None:
+                total += _magnitude(rule(wide_o, [squares[0], errs[1] ** 2], ev))  # type: ignore[arg-type]
+            return np.sqrt(total)
+    return None
+
+
+class _Widened:
+    """An op seen with a float64 result type, so that its rule computes error bounds in float64 (a
+    bound is a magnitude, not a value of the op's type)."""
+
+    def __init__(self, o: XlaOp) -> None:
+        self._o = o
+        shape = o.shape
+        self.shape = Shape.array_shape(np.float64, tuple(shape.dimensions())) if shape.is_array() else shape
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._o, name)
+
+
+def _own_rounding(o: XlaOp, vals: list[Value], out: np.ndarray[Any, Any], ev: _Evaluator) -> np.ndarray[Any, Any]:
+    """The rounding an op adds to its value: one ulp of it; for a sum, a dot or a convolution,
+    sqrt(terms) ulps of the magnitude of its terms (an order of the terms other than XLA's)."""
+    eps = _eps(out.dtype)
+    own = eps * _magnitude(out)
+    rule = RULES.get(o.opcode)
+    if rule is None or not all(isinstance(v, np.ndarray) for v in vals):
+        return own
+    with np.errstate(all="ignore"):
+        if o.opcode in _BILINEAR and len(vals) == 2:
+            terms = _magnitude(rule(_Widened(o), [_magnitude(v) for v in vals], ev))  # type: ignore[arg-type]
+            k = max(vals[0].size * vals[1].size / max(out.size, 1), 1.0) ** 0.25  # sqrt of the contraction size
+            return np.asarray(own + eps * k * terms)
+        if o.opcode in _SUMS and _sum_kind(o) == "add" and len(vals) == 2:
+            terms = _magnitude(rule(_Widened(o), [_magnitude(vals[0]), np.zeros(np.shape(vals[1]))], ev))  # type: ignore[arg-type]
+            k = max(vals[0].size / max(out.size, 1), 1.0) ** 0.5
+            return np.asarray(own + eps * k * terms)
+    return own
+
+
+class _OutputScale(float):
+    """An output's term scale (a float, as :func:`_output_scale` gives it) with the per-element
+    error bound (:func:`_error_bounds`) its value carries, or None, in ``bound``."""
+
+    bound: np.ndarray[Any, Any] | None
+
+    def __new__(cls, value: float, bound: Any = None) -> _OutputScale:
+        self = super().__new__(cls, value)
+        self.bound = bound if isinstance(bound, np.ndarray) else None
+        return self
+
+
+def _error_bounds(outputs: Sequence[XlaOp], env: dict[int, Value], ev: _Evaluator) -> dict[int, Any]:
+    """Per float node of the main graph that ``outputs`` read: a per-element bound (float64 array
+    of the value's shape; a tuple of them for several results) of the rounding error its value may
+    carry (see the comment above :data:`_ELEMENTWISE`)."""
+    nodes: dict[int, XlaOp] = {}
+    stack = list(outputs)
+    while stack:
+        o = stack.pop()
+        if id(o) in nodes or id(o) not in env:
+            continue
+        nodes[id(o)] = o
+        stack.extend(o.operands)
+    bounds: dict[int, Any] = {}
+    for o in sorted(nodes.values(), key=lambda n: n.id):
+        out = env[id(o)]
+        vals = [env[id(x)] for x in o.operands]
+        errs = [bounds.get(id(x)) if isinstance(bounds.get(id(x)), np.ndarray) else None for x in o.operands]
+        if o.opdef is GET_TUPLE_ELEMENT:
+            e = bounds.get(id(o.operands[0]))
+            if isinstance(e, tuple) and o.extra < len(e):
+                bounds[id(o)] = e[o.extra]
+            continue
+        if isinstance(out, tuple):  # several results: each carries the largest bound in
+            top = max((float(np.max(e, initial=0.0)) for e in errs if e is not None), default=0.0)
+            bounds[id(o)] = tuple(np.full(np.shape(r), top) + _eps(r.dtype) * _magnitude(r) if _is_float_array(r)
+                                  else None for r in out)
+            continue
+        if not _is_float_array(out) or out.dtype.kind == "c":
+            continue
+        own = _own_rounding(o, vals, out, ev) if o.opdef is not PARAMETER and o.opcode != "stablehlo.constant" \
+            else np.zeros(out.shape, np.float64)
+        if not any(e is not None and e.any() for e in errs):
+            bounds[id(o)] = own
+            continue
+        try:
+            carried = _carried(o, vals, errs, out, ev)
+        except Exception:  # noqa: BLE001 - a rule that cannot take bounds: carry the largest
+            carried = None
+        if carried is None:
+            carried = np.full(out.shape, max(float(np.max(e, initial=0.0)) for e in errs if e is not None))
+        total = own + np.broadcast_to(np.asarray(carried, np.float64), out.shape)
+        bounds[id(o)] = np.where(np.isnan(total), 0.0, total)
+    return bounds
+
+
 def evaluate(computation: XlaComputation, *args: Any) -> list[np.ndarray[Any, Any]]:
     """The outputs of ``computation`` on ``args``, computed by the reference evaluator.
 
@@ -237,7 +427,8 @@ def evaluate(computation: XlaComputation, *args: Any) -> list[np.ndarray[Any, An
 
 
 def _reference(computation: XlaComputation, args: Sequence[Any]) -> tuple[list[np.ndarray[Any, Any]], list[float]]:
-    """The reference outputs and, per output, the term scale of the op that produced it."""
+    """The reference outputs and, per output, the term scale of the op that produced it (with the
+    per-element error bound its value carries: :class:`_OutputScale`)."""
     from .errors import DTypeError, ShapeError
 
     g = computation._graph()
@@ -259,7 +450,8 @@ def _evaluate(computation: XlaComputation, g: Any, env: dict[int, Value]) -> tup
                                                                                      list[float]]:
     ev = _Evaluator(computation)
     outs = ev.run_graph([*g.outputs, *g.effects], env)[: len(g.outputs)]
-    return [np.asarray(o) for o in outs], [_output_scale(o, env) for o in g.outputs]
+    bounds = _error_bounds(g.outputs, env, ev)
+    return [np.asarray(o) for o in outs], [_OutputScale(_output_scale(o, env), bounds.get(id(o))) for o in g.outputs]
 
 
 # -- rules: element-wise ----------------------------------------------------------------------------------------
@@ -1168,6 +1360,9 @@ def _compare_one(i: int, got: np.ndarray[Any, Any], want: np.ndarray[Any, Any], 
             same = (nan_g & nan_w) | (np.isinf(w) & (g == w))
             diff = np.where(same, 0.0, np.abs(np.where(nan_g | nan_w, np.inf, g - w)))
             rel = np.where(np.abs(w) > 0, diff / np.where(np.abs(w) > 0, np.abs(w), 1.0), np.where(diff > 0, np.inf, 0))
+            carried = getattr(scale, "bound", None) if atol is None else None
+            if carried is not None and carried.shape == w.shape:
+                tol_abs = tol_abs + _BOUND_MARGIN * carried  # the rounding the ops before it may have moved it by
             bad = ~same & ~(diff <= tol_abs + rtol * np.abs(np.where(finite_w, w, 0)))
         ulp = _ulps(got, want) if want.size else np.zeros(0)
         ulp = np.where(np.isfinite(ulp), ulp, np.inf)
