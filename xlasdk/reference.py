@@ -229,7 +229,9 @@ _ELEMENTWISE = frozenset({
     *(n for n in ("stablehlo.abs", "stablehlo.negate", "stablehlo.exponential", "stablehlo.exponential_minus_one",
                   "stablehlo.log", "stablehlo.log_plus_one", "stablehlo.sqrt", "stablehlo.rsqrt", "stablehlo.cbrt",
                   "stablehlo.sine", "stablehlo.cosine", "stablehlo.tan", "stablehlo.tanh", "stablehlo.logistic",
-                  "chlo.erf", "chlo.erfc", "chlo.erf_inv")),
+                  "chlo.erf", "chlo.erfc", "chlo.erf_inv", "chlo.sinh", "chlo.cosh", "chlo.asinh", "chlo.acosh",
+                  "chlo.atanh", "chlo.asin", "chlo.acos", "chlo.atan", "chlo.tan", "chlo.square", "chlo.lgamma",
+                  "chlo.digamma")),
     "stablehlo.add", "stablehlo.subtract", "stablehlo.multiply", "stablehlo.divide", "stablehlo.power",
     "stablehlo.atan2", "stablehlo.maximum", "stablehlo.minimum", "stablehlo.clamp",
 })
@@ -491,8 +493,84 @@ _UNARY: dict[str, Callable[[Any], Any]] = {
     "stablehlo.is_finite": np.isfinite, "stablehlo.real": np.real, "stablehlo.imag": np.imag,
     "chlo.erf": _erf, "chlo.erfc": _erfc, "chlo.erf_inv": _erfinv,
 }
+_lgamma = np.vectorize(lambda v: math.lgamma(v) if not (v <= 0 and v == math.floor(v)) else math.inf,
+                       otypes=[np.float64])
+
+
+def _digamma(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """psi(x) in float64: the reflection psi(1 - x) - pi / tan(pi x) below 1/2, the recurrence
+    psi(x) = psi(x + 1) - 1/x up to x >= 10, then the asymptotic series (error < 1e-15); NaN at
+    the poles 0, -1, -2, ... (XLA's CHLO decomposition gives NaN there too)."""
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        reflect = x < 0.5
+        y = np.where(reflect, 1.0 - x, x)
+        acc = np.zeros_like(y)
+        for _ in range(10):
+            small = y < 10
+            acc = np.where(small, acc - 1.0 / y, acc)
+            y = np.where(small, y + 1.0, y)
+        inv2 = 1.0 / (y * y)
+        series = (np.log(y) - 0.5 / y - inv2 * (1.0 / 12 - inv2 * (1.0 / 120 - inv2 * (1.0 / 252 - inv2 * (
+            1.0 / 240 - inv2 * (1.0 / 132))))))
+        psi = series + acc
+        psi = np.where(reflect, psi - np.pi / np.tan(np.pi * x), psi)
+        return np.where((x <= 0) & (x == np.floor(x)), np.nan, psi)
+
+
+def _next_after(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    """The float of the result's type next to x in the direction of y, from the bits (for every
+    float type, bf16 and fp8 included): y when they are equal, NaN when either is."""
+    x, y = np.asarray(a[0]), np.asarray(a[1])
+    dt = _dtype(o.shape)
+    x, y = np.broadcast_arrays(x.astype(dt), y.astype(dt))
+    width = dt.itemsize
+    bits = np.ascontiguousarray(x).view(np.dtype(f"u{width}")).astype(np.int64)
+    xf, yf = _wide(x), _wide(y)
+    sign_bit = np.int64(1) << np.int64(8 * width - 1)
+    with np.errstate(all="ignore"):
+        toward_bigger_magnitude = (xf < yf) == (xf > 0)
+        step = np.where(toward_bigger_magnitude, bits + 1, bits - 1)
+        tiny = np.where(yf < 0, sign_bit | 1, 1)  # from +-0: the smallest subnormal on y's side
+        out = np.where(xf == 0, tiny, step)
+    res = out.astype(np.dtype(f"u{width}")).view(dt)
+    res = np.where(xf == yf, y, res)
+    return _out(np.where(np.isnan(xf) | np.isnan(yf), np.nan, _wide(np.asarray(res))), o.shape)
+
+
+def _scipy_special(name: str) -> Callable[..., Any] | None:
+    try:
+        import scipy.special  # an optional dependency: pip install "xlasdk[reference]"
+    except ImportError:
+        return None
+    fn: Callable[..., Any] = getattr(scipy.special, name)
+    return fn
+
+
+def _needs_scipy(name: str, nargs: int) -> Rule:
+    def rule(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+        fn = _scipy_special(name)
+        if fn is None:
+            raise ev.fail(o, f"needs scipy for its reference values (scipy.special.{name}): pip install "
+                             "'xlasdk[reference]'")
+        with np.errstate(all="ignore"):
+            return _out(fn(*(_wide(v) for v in a[:nargs])), o.shape)
+    return rule
+
+
+_UNARY.update({
+    "chlo.sinh": np.sinh, "chlo.cosh": np.cosh, "chlo.asinh": np.arcsinh, "chlo.acosh": np.arccosh,
+    "chlo.atanh": np.arctanh, "chlo.asin": np.arcsin, "chlo.acos": np.arccos, "chlo.atan": np.arctan,
+    "chlo.tan": np.tan, "chlo.square": lambda x: x * x, "chlo.conj": np.conj, "chlo.lgamma": _lgamma,
+    "chlo.digamma": _digamma, "chlo.is_inf": np.isinf, "chlo.is_pos_inf": np.isposinf,
+    "chlo.is_neg_inf": np.isneginf,
+})
 for _name, _fn in _UNARY.items():
     RULES[_name] = _unary(_fn)
+RULES["chlo.next_after"] = _next_after
+RULES["chlo.bessel_i1e"] = _needs_scipy("i1e", 1)
+RULES["chlo.zeta"] = _needs_scipy("zeta", 2)
+RULES["chlo.polygamma"] = _needs_scipy("polygamma", 2)
 
 
 @_rule("stablehlo.sign")

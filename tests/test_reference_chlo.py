@@ -1,0 +1,91 @@
+"""Reference rules of the CHLO ops JAX emits (jnp.sinh, jnp.arccosh, jax.scipy.special.digamma,
+jnp.nextafter, ...): each program, lowered by JAX (a test-only peer), matches XLA:CPU under
+``xs.compare``, and the reference values equal an independent oracle (Python's math module, scipy)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import xlasdk as xs
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+jss = pytest.importorskip("jax.scipy.special")
+scipy_special = pytest.importorskip("scipy.special")
+
+X = np.array([-2.5, -0.75, -0.1, 0.0, 0.3, 0.9, 1.7, 4.0], np.float32)
+UNIT = np.array([-0.99, -0.5, -1e-3, 0.0, 0.25, 0.6, 0.9, 0.999], np.float32)
+ABOVE_ONE = np.array([1.0, 1.001, 1.5, 2.0, 3.7, 10.0, 100.0, 1e4], np.float32)
+GAMMA = np.array([-2.5, -0.5, 0.1, 0.5, 1.0, 2.5, 7.25, 30.0], np.float32)
+
+CASES: list[tuple[str, Callable[..., Any], str, np.ndarray[Any, Any], Callable[[float], float]]] = [
+    ("sinh", jnp.sinh, "chlo.sinh", X, math.sinh),
+    ("cosh", jnp.cosh, "chlo.cosh", X, math.cosh),
+    ("arcsinh", jnp.arcsinh, "chlo.asinh", X, math.asinh),
+    ("arccosh", jnp.arccosh, "chlo.acosh", ABOVE_ONE, math.acosh),
+    ("arctanh", jnp.arctanh, "chlo.atanh", UNIT, math.atanh),
+    ("arcsin", jnp.arcsin, "chlo.asin", UNIT, math.asin),
+    ("arccos", jnp.arccos, "chlo.acos", UNIT, math.acos),
+    ("arctan", jnp.arctan, "chlo.atan", X, math.atan),
+    ("square", jnp.square, "chlo.square", X, lambda v: v * v),
+    ("lgamma", jss.gammaln, "chlo.lgamma", GAMMA, math.lgamma),
+    ("digamma", jss.digamma, "chlo.digamma", GAMMA, lambda v: float(scipy_special.digamma(v))),
+    ("i1e", jss.i1e, "chlo.bessel_i1e", X, lambda v: float(scipy_special.i1e(v))),
+]
+
+
+def _lowered(fn: Callable[..., Any], *args: Any) -> xs.XlaComputation:
+    return xs.XlaComputation.from_stablehlo(jax.jit(fn).lower(*args).as_text())
+
+
+def _chlo(opcode: str, n: int) -> xs.XlaComputation:
+    """``opcode`` applied to an f32[n] parameter, written in CHLO (JAX decomposes some of these
+    itself, differently from release to release)."""
+    t = f"tensor<{n}xf32>"
+    return xs.XlaComputation.from_stablehlo(
+        f"module @m {{\n  func.func public @main(%arg0: {t}) -> {t} {{\n"
+        f"    %0 = {opcode} %arg0 : {t} -> {t}\n    return %0 : {t}\n  }}\n}}\n")
+
+
+@pytest.mark.parametrize(("name", "fn", "opcode", "x", "oracle"), CASES, ids=[c[0] for c in CASES])
+def test_chlo_unary_matches_xla_and_the_oracle(name: str, fn: Any, opcode: str, x: np.ndarray[Any, Any],
+                                               oracle: Callable[[float], float]) -> None:
+    want = np.array([oracle(float(v)) for v in x], np.float64).astype(np.float32)
+    comp = _chlo(opcode, x.size)
+    assert opcode in {i.opcode for i in comp.instructions()}
+    (got,) = xs.evaluate(comp, x)
+    np.testing.assert_allclose(got, want, rtol=2e-7, atol=1e-30)
+    assert xs.compare(comp, [x]).ok, str(xs.compare(comp, [x]))
+    jax_program = _lowered(fn, x)  # as JAX lowers it (CHLO, or its own decomposition)
+    report = xs.compare(jax_program, [x])
+    assert report.ok, str(report)
+
+
+def test_next_after_from_the_bits() -> None:
+    x = np.array([1.0, 1.0, 0.0, 0.0, -0.0, 3.0, np.inf, np.nan, 2.0], np.float32)
+    y = np.array([2.0, 0.0, 1.0, -1.0, 1.0, 3.0, 0.0, 1.0, np.nan], np.float32)
+    comp = _lowered(jnp.nextafter, x, y)
+    assert "chlo.next_after" in comp.as_stablehlo_text()
+    (got,) = xs.evaluate(comp, x, y)
+    want = np.nextafter(x, y)  # numpy's, an independent oracle for f32
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    for dt in (jnp.bfloat16, jnp.float16):
+        xb = np.array([1.0, -1.0, 0.0, 2.0], dt)
+        yb = np.array([2.0, -2.0, -1.0, 2.0], dt)
+        (gb,) = xs.evaluate(_lowered(jnp.nextafter, xb, yb), xb, yb)
+        spacing = np.array([2.0**-7, 2.0**-7, 0.0, 0.0]) if dt is jnp.bfloat16 else np.array([2.0**-10] * 2 + [0, 0])
+        np.testing.assert_array_equal(np.abs(gb.astype(np.float64) - xb.astype(np.float64))[[0, 1, 3]], spacing[[0, 1, 3]])
+        assert gb[2] < 0 and gb[2] > -1e-6  # from 0 toward -1: the smallest negative subnormal of the type
+
+
+def test_without_scipy_the_op_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    from xlasdk import reference
+
+    monkeypatch.setattr(reference, "_scipy_special", lambda name: None)
+    with pytest.raises(xs.UnsupportedOpError, match=r"chlo.bessel_i1e needs scipy .*xlasdk\[reference\]"):
+        xs.evaluate(_chlo("chlo.bessel_i1e", 3), np.ones(3, np.float32))
