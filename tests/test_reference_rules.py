@@ -1,6 +1,7 @@
-"""Reference rules of the CHLO ops JAX emits (jnp.sinh, jnp.arccosh, jax.scipy.special.digamma,
-jnp.nextafter, ...): each program, lowered by JAX (a test-only peer), matches XLA:CPU under
-``xs.compare``, and the reference values equal an independent oracle (Python's math module, scipy)."""
+"""Reference rules checked against independent oracles: the CHLO ops JAX emits (jnp.sinh,
+jnp.arccosh, jax.scipy.special.digamma, jnp.nextafter, ...) against Python's math module and scipy,
+and each program as JAX (a test-only peer) lowers it against XLA:CPU under ``xs.compare``; sort
+(the comparator evaluated on every pair at once) against numpy's stable sorts."""
 
 from __future__ import annotations
 
@@ -90,3 +91,51 @@ def test_without_scipy_the_op_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(reference, "_scipy_special", lambda name: None)
     with pytest.raises(xs.UnsupportedOpError, match=r"chlo.bessel_i1e needs scipy .*xlasdk\[reference\]"):
         xs.evaluate(_chlo("chlo.bessel_i1e", 3), np.ones(3, np.float32))
+
+
+# -- sort: the comparator evaluated on every pair at once -------------------------------------------------------
+def test_sort_of_thousands_with_ties_is_stable_and_right() -> None:
+    rng = np.random.default_rng(3)
+    keys = rng.integers(0, 40, 3000).astype(np.int32)
+    comp = _lowered(lambda k: jnp.argsort(k, stable=True), keys)
+    (got,) = xs.evaluate(comp, keys)
+    np.testing.assert_array_equal(got, np.argsort(keys, kind="stable"))
+    x = rng.standard_normal(5000).astype(np.float32)
+    x[::5] = x[1]
+    x[7] = np.nan
+    x[8] = -0.0
+    comp = _lowered(jnp.sort, x)
+    (got,) = xs.evaluate(comp, x)
+    np.testing.assert_array_equal(got, np.sort(x))  # NaN last, as numpy and XLA put it
+    assert xs.compare(comp, [x]).ok
+
+
+def test_sort_with_payloads_descending_rows() -> None:
+    rng = np.random.default_rng(4)
+    keys = rng.integers(0, 5, (6, 200)).astype(np.int32)
+    vals = rng.standard_normal((6, 200)).astype(np.float32)
+    fn = lambda k, v: jax.lax.sort((-k, v), dimension=1, num_keys=1, is_stable=True)  # noqa: E731
+    comp = _lowered(fn, keys, vals)
+    got_k, got_v = xs.evaluate(comp, keys, vals)
+    order = np.argsort(-keys, axis=1, kind="stable")
+    np.testing.assert_array_equal(got_k, np.take_along_axis(-keys, order, axis=1))
+    np.testing.assert_array_equal(got_v, np.take_along_axis(vals, order, axis=1))
+
+
+def test_sort_with_a_comparator_that_is_no_strict_weak_order_falls_back() -> None:
+    """``<=`` puts every element before itself: the pairwise positions are no permutation, and the
+    rule sorts pair by pair (on distinct values, as ``<`` would)."""
+    x = np.random.default_rng(5).permutation(60).astype(np.float32)
+    comp = xs.XlaComputation.from_stablehlo("""module @m {
+  func.func public @main(%arg0: tensor<60xf32>) -> tensor<60xf32> {
+    %0 = "stablehlo.sort"(%arg0) <{dimension = 0 : i64, is_stable = true}> ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %1 = stablehlo.compare LE, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      stablehlo.return %1 : tensor<i1>
+    }) : (tensor<60xf32>) -> tensor<60xf32>
+    return %0 : tensor<60xf32>
+  }
+}
+""")
+    (got,) = xs.evaluate(comp, x)
+    np.testing.assert_array_equal(got, np.sort(x))

@@ -1086,6 +1086,35 @@ def _convolution(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     return _out(np.moveaxis(r, range(2 + nsp), order), o.shape)
 
 
+_SORT_BLOCK = 1 << 22  # comparator evaluations per vectorized block (elements of the pairwise arrays)
+
+
+def _sorted_order(cmp: Region, rows: list[np.ndarray[Any, Any]], ev: _Evaluator) -> np.ndarray[Any, Any] | None:
+    """The stable sorted order of one row, from the comparator evaluated on every pair at once (in
+    blocks): the position of ``i`` is the number of ``j`` that come before it (``cmp(j, i)``), plus
+    the equal ones (neither before the other) of smaller index. None when those positions are not
+    a permutation (the comparator is no strict weak order): the caller sorts pair by pair."""
+    n = rows[0].shape[0]
+    if n == 0:
+        return np.zeros(0, np.int64)
+    pos = np.zeros(n, np.int64)
+    step = max(1, _SORT_BLOCK // n)
+    cols = np.arange(n)
+    for start in range(0, n, step):
+        i = np.arange(start, min(n, start + step))[:, None]  # the elements placed, against every j
+        before = np.asarray(ev.region(cmp, [v for r in rows for v in (r[cols][None, :], r[i])])[0], dtype=bool)
+        after = np.asarray(ev.region(cmp, [v for r in rows for v in (r[i], r[cols][None, :])])[0], dtype=bool)
+        if before.shape != (i.shape[0], n) or after.shape != before.shape:
+            return None
+        tied_earlier = ~before & ~after & (cols[None, :] < i)
+        pos[start:start + i.shape[0]] = before.sum(axis=1) + tied_earlier.sum(axis=1)
+    if not np.array_equal(np.sort(pos), cols):
+        return None
+    order = np.empty(n, np.int64)
+    order[pos] = cols
+    return order
+
+
 @_rule("stablehlo.sort")
 def _sort(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     import functools
@@ -1103,6 +1132,11 @@ def _sort(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     outs = [np.empty_like(m) for m in moved]
     for idx in np.ndindex(*lead):
         rows = [m[idx] for m in moved]
+        order_fast = _sorted_order(cmp, rows, ev)
+        if order_fast is not None:
+            for out, r in zip(outs, rows, strict=True):
+                out[idx] = r[order_fast]
+            continue
 
         def less(i: int, j: int, rows: list[np.ndarray[Any, Any]] = rows) -> int:
             args = [v for r in rows for v in (r[i], r[j])]
