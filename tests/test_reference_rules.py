@@ -139,3 +139,20 @@ def test_sort_with_a_comparator_that_is_no_strict_weak_order_falls_back() -> Non
 """)
     (got,) = xs.evaluate(comp, x)
     np.testing.assert_array_equal(got, np.sort(x))
+
+
+# -- select_and_scatter: every window at once -------------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(2, 9, 9, 3), (2, 32, 32, 8)])
+def test_max_pool_gradient_matches_jax(shape: tuple[int, ...]) -> None:
+    """The gradient of a 3x3 / stride 2 SAME max pool (JAX lowers it to select_and_scatter), with
+    ties in a window (the first maximum in window order takes the gradient)."""
+    def grad(x: Any) -> Any:
+        pool = lambda v: jax.lax.reduce_window(v, -jnp.inf, jax.lax.max, (1, 3, 3, 1), (1, 2, 2, 1), "SAME")  # noqa: E731
+        return jax.grad(lambda v: (pool(v) * jnp.arange(pool(v).size).reshape(pool(v).shape)).sum())(x)
+
+    x = np.random.default_rng(6).standard_normal(shape).astype(np.float32)
+    x[0, 0, :3, 0] = 1.0
+    comp = _lowered(grad, x)
+    assert "select_and_scatter" in comp.as_stablehlo_text()
+    (got,) = xs.evaluate(comp, x)
+    np.testing.assert_array_equal(got, np.asarray(jax.jit(grad)(x)))

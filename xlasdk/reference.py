@@ -1247,16 +1247,33 @@ def _select_and_scatter(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     pad = ev.attr(o, "padding")
     pads = [(0, 0)] * rank if pad is None else [(int(lo), int(hi)) for lo, hi in np.asarray(pad).reshape(rank, 2)]
     res = np.broadcast_to(init, x.shape).astype(x.dtype)
-    for w in np.ndindex(*src.shape):
-        best: tuple[int, ...] | None = None
-        for k in np.ndindex(*window):
-            pos = tuple(wi * s + ki - lo for wi, s, ki, (lo, _) in zip(w, strides, k, pads, strict=True))
-            if any(p < 0 or p >= d for p, d in zip(pos, x.shape, strict=True)):
-                continue  # padding is never selected
-            if best is None or not bool(np.asarray(ev.region(select, [x[best], x[pos]])[0])):
-                best = pos
-        if best is not None:
-            res[best] = np.asarray(combine([res[best]], [src[w]])[0]).astype(x.dtype)
+    # the select phase, every window at once: scan the window's positions in order and keep the
+    # current pick unless select(pick, candidate) is false (padding is never selected)
+    grid = np.indices(src.shape)
+    best = [np.zeros(src.shape, np.int64) for _ in range(rank)]
+    best_val = np.zeros(src.shape, x.dtype)
+    has = np.zeros(src.shape, bool)
+    for k in np.ndindex(*window):
+        pos = [grid[d] * strides[d] + k[d] - pads[d][0] for d in range(rank)]
+        valid = np.ones(src.shape, bool)
+        for d in range(rank):
+            valid &= (pos[d] >= 0) & (pos[d] < x.shape[d])
+        clipped = tuple(np.clip(p_, 0, max(n - 1, 0)) for p_, n in zip(pos, x.shape, strict=True))
+        cand = x[clipped] if x.size else np.zeros(src.shape, x.dtype)
+        keep = np.asarray(ev.region(select, [best_val, cand])[0], dtype=bool) if has.any() else np.ones(src.shape, bool)
+        take = valid & (~has | ~keep)
+        for d in range(rank):
+            best[d] = np.where(take, clipped[d], best[d])
+        best_val = np.where(take, cand, best_val)
+        has |= valid
+    # the scatter phase, in the windows' order
+    if _numpy_reducer(scatter, np.dtype(x.dtype)) is np.add:
+        acc = _wide(res).copy()
+        np.add.at(acc, tuple(b[has] for b in best), _wide(src)[has])
+        return _out(acc, o.shape)
+    for w in zip(*np.nonzero(has), strict=True):
+        at = tuple(int(b[w]) for b in best)
+        res[at] = np.asarray(combine([res[at]], [src[w]])[0]).astype(x.dtype)
     return _out(res, o.shape)
 
 
