@@ -358,3 +358,15 @@ def test_inspect_says_what_a_snapshot_records(every_type: Any) -> None:
     doc = json.loads(out)
     assert doc["snapshot"] == {"kind": "snapshot", "arguments": len(TYPES), "partitions": 1, "result": True,
                                "execution_platform": None}
+
+
+def test_compare_and_reduce_take_a_snapshot_s_arguments(tmp_path: Any, mlp_args: list[Any]) -> None:
+    path = _xla_snapshots(str(tmp_path / "dump"), _mlp, mlp_args, unoptimized=True)
+    code, out, err = _cli("compare", path)  # no inputs given: the recorded ones
+    assert code == 0 and "MATCH" in out, (out, err)
+    out_hlo = tmp_path / "min.hlo"
+    code, out, err = _cli("reduce", path, "--script", "grep -q tanh", "--output", str(out_hlo))
+    assert code == 0, err
+    assert "tanh(" in out_hlo.read_text()
+    snap = xs.load_snapshot(tmp_path / "min.snapshot.pb")  # the reduced module with arguments
+    assert len(snap.arguments) == len(snap.computation.program_shape().parameter_shapes()) > 0

@@ -12,8 +12,8 @@ from typing import IO, Any
 import numpy as np
 
 from ._arrays import _gather_inputs, _npz_arrays, _typed_input
-from ._common import _ERR_STREAM, EXIT_OK, UsageError, _api, _device, _load, _stage
-from ._run import _check_memory
+from ._common import _ERR_STREAM, EXIT_OK, UsageError, _api, _device, _load_program, _stage
+from ._run import _check_memory, _recorded_arguments
 
 EXIT_DIVERGENCE = 1
 
@@ -21,14 +21,16 @@ _COMPARE_DESCRIPTION = """\
 Run FILE on a device (XLA) and compare its outputs with a reference: xlasdk's reference evaluator
 (every op computed in numpy from its inputs, floats in float64 rounded once to the op's type;
 the default), XLA on another device (--against cpu:0), or recorded outputs (--against OUT.npz,
-output_0, output_1, ... as `xlasdk run --output` writes them). Inputs as `xlasdk run` takes them.
+output_0, output_1, ... as `xlasdk run --output` writes them). Inputs as `xlasdk run` takes them
+(a snapshot FILE gives its recorded arguments).
 
 Per output it prints the largest absolute, relative and ulp error, the number of elements outside
 the tolerance and the first of them. An element matches when |got - want| <= atol + rtol * |want|;
 by default rtol and atol (as a fraction of the output's largest magnitude) follow the element type:
 f32 1e-5 / 1e-6, f16 2^-9 / 2^-9, bf16 2^-6 / 2^-6, f64 1e-12 / 1e-13, where the magnitude is the
-larger of the output's and of the terms the op that made it added (a sum that cancels), and
-never below the type's smallest normal number (XLA:CPU flushes subnormals); integers and bool
+larger of the output's and of the terms the op that made it added (a sum that cancels), plus
+4 times the rounding error the ops before it may have carried to the element (a first-order
+bound), and never below the type's smallest normal number (XLA:CPU flushes subnormals); integers and bool
 must be equal; NaN matches only NaN. Against the reference, XLA compiles without excess
 precision (each bf16/f16 op rounded, as the reference rounds it); --excess-precision keeps XLA's
 default. --ulps N: a float element also matches when it is at most N units in the last place of
@@ -100,10 +102,10 @@ def _recorded(path: str, n: int) -> list[np.ndarray[Any, Any]]:
 
 def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
     _stage("loading")
-    comp = _load(args.file, args.format)
+    comp, snap = _load_program(args)
     ps = comp.program_shape()
     _check_memory(ps)
-    inputs = _gather_inputs(args, ps)
+    inputs = _gather_inputs(args, ps, _recorded_arguments(args, snap), comp)
     rt = _api()
     dev = _device(args)
     against: Any = args.against

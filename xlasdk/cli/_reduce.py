@@ -8,7 +8,8 @@ import os
 from typing import IO, Any
 
 from ._arrays import _gather_inputs
-from ._common import EXIT_OK, UsageError, _check_writable, _load, _stage
+from ._common import EXIT_OK, UsageError, _check_writable, _load_program, _stage
+from ._run import _recorded_arguments
 
 _REDUCE_DESCRIPTION = """\
 Shrink FILE to the smallest module that still shows a problem, and write it as HLO text (what
@@ -26,7 +27,8 @@ Strategies, as XLA's hlo_bisect and C-Reduce use them: drop outputs, cut the ins
 Deterministic; one line per accepted step; --max-time bounds the search (the smallest module
 found so far is written). With inputs, MIN.snapshot.pb (an HloSnapshot with the arguments the
 reduced module shows the problem on) is written beside MIN.hlo. Inputs as `xlasdk run` takes
-them (diverge without inputs needs --random-inputs). Exit codes: 0 a reduced module was
+them; a snapshot's recorded arguments are used for the parameters not given (diverge without
+inputs needs --random-inputs). Exit codes: 0 a reduced module was
 written, 2 usage or file error, or FILE does not show the problem."""
 
 
@@ -73,9 +75,11 @@ def _cmd_reduce(args: argparse.Namespace, out: IO[str]) -> int:
         raise UsageError(f"--check-timeout must be > 0 seconds, got {args.check_timeout:g}")
     _check_writable(args.output, f"--output {args.output}")
     _stage("loading")
-    comp = _load(args.file, args.format)
-    given = args.input or args.inputs is not None or args.random_inputs
-    inputs = _gather_inputs(args, comp.program_shape()) if given or args.until == "diverge" else None
+    comp, snap = _load_program(args)  # a snapshot's recorded arguments are the inputs
+    recorded = _recorded_arguments(args, snap)
+    given = args.input or args.inputs is not None or args.random_inputs or recorded is not None
+    inputs = (_gather_inputs(args, comp.program_shape(), recorded, comp) if given or args.until == "diverge"
+              else None)
     _stage("reducing")
     from xlasdk.errors import XlaSdkError
     from xlasdk.reducer import NotReproducedError, ReduceStep, reduce
