@@ -303,3 +303,35 @@ def test_complex_constants_never_crash() -> None:
     else:
         np.testing.assert_allclose(got, a * np.complex64(1 + 2j), rtol=1e-6)
         assert xs.compare(comp, [a]).ok
+
+
+def test_a_bf16_matmul_upstream_does_not_hide_a_wrong_f32_loss() -> None:
+    """A new user's find: an f32 loss 16% wrong (XLA:CPU's ``x / 2**127``: logits flushed to 0)
+    below a bf16 matmul was a MATCH, because every bf16 op was allowed a whole bf16 ulp of its own
+    and the loss's carried bound grew to 0.13. Ops XLA rounds correctly now add no rounding of
+    their own, and the others one ulp of their type only next to a rounding boundary."""
+    jax = pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
+    big = np.float32(2.0**127)
+
+    def loss(w: Any, x: Any) -> Any:
+        h = jnp.dot(x.astype(jnp.bfloat16), w.astype(jnp.bfloat16)).astype(jnp.float32) + 1.0
+        logits = (h / big) * big  # XLA:CPU: h * (1/big), a subnormal flushed to 0
+        return jax.nn.logsumexp(logits, axis=-1).mean()
+
+    rng = np.random.default_rng(8)
+    w, x = rng.standard_normal((16, 10)).astype(np.float32), rng.standard_normal((8, 16)).astype(np.float32)
+    comp = xs.XlaComputation.from_stablehlo(jax.jit(loss).lower(w, x).as_text())
+    report = xs.compare(comp, [w, x])
+    got = xs.compile(comp, "cpu:0")(w, x).to_numpy()
+    (want,) = xs.evaluate(comp, w, x)
+    if abs(float(got) - float(want)) < 1e-3:  # an XLA that computes it right: nothing to find
+        assert report.ok, str(report)
+    else:
+        assert not report.ok, str(report)
+
+    def right(w: Any, x: Any) -> Any:  # the same loss without the division: computed right, a match
+        h = jnp.dot(x.astype(jnp.bfloat16), w.astype(jnp.bfloat16)).astype(jnp.float32) + 1.0
+        return jax.nn.logsumexp(h, axis=-1).mean()
+
+    assert xs.compare(xs.XlaComputation.from_stablehlo(jax.jit(right).lower(w, x).as_text()), [w, x]).ok

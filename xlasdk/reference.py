@@ -328,24 +328,66 @@ class _Widened:
         return getattr(self._o, name)
 
 
-def _own_rounding(o: XlaOp, vals: list[Value], out: np.ndarray[Any, Any], ev: _Evaluator) -> np.ndarray[Any, Any]:
-    """The rounding an op adds to its value: one ulp of it; for a sum, a dot or a convolution,
-    sqrt(terms) ulps of the magnitude of its terms (an order of the terms other than XLA's)."""
-    eps = _eps(out.dtype)
-    own = eps * _magnitude(out)
-    rule = RULES.get(o.opcode)
-    if rule is None or not all(isinstance(v, np.ndarray) for v in vals):
-        return own
+# Ops XLA computes correctly rounded (IEEE), or only moves: on the same inputs they give the reference's
+# value exactly, and add no rounding of their own.
+_EXACT = _MOVES | frozenset({
+    "stablehlo.add", "stablehlo.subtract", "stablehlo.multiply", "stablehlo.divide", "stablehlo.sqrt",
+    "stablehlo.abs", "stablehlo.maximum", "stablehlo.minimum", "stablehlo.clamp", "stablehlo.select",
+    "stablehlo.floor", "stablehlo.ceil", "stablehlo.round_nearest_even", "stablehlo.round_nearest_afz",
+    "stablehlo.sign", "stablehlo.pad", "stablehlo.gather", "stablehlo.dynamic_update_slice", "stablehlo.scatter",
+    "stablehlo.real", "stablehlo.imag", "stablehlo.complex", "stablehlo.constant", "stablehlo.iota",
+    "stablehlo.bitcast_convert", "chlo.square", "chlo.next_after",
+})
+_IMPL_ULPS = 4.0  # how far XLA's transcendental functions may be from the exact value, in ulps of f32/f64
+
+
+def _flip(exact: np.ndarray[Any, Any], err: np.ndarray[Any, Any] | float, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
+    """How far rounding ``exact`` moved by up to ``err`` to ``dtype`` can land from rounding
+    ``exact`` itself: 0 away from a rounding boundary, a whole ulp of ``dtype`` next to one."""
     with np.errstate(all="ignore"):
-        if o.opcode in _BILINEAR and len(vals) == 2:
-            terms = _magnitude(rule(_Widened(o), [_magnitude(v) for v in vals], ev))  # type: ignore[arg-type]
+        base = exact.astype(dtype).astype(np.float64)
+        up = np.abs((exact + err).astype(dtype).astype(np.float64) - base)
+        down = np.abs((exact - err).astype(dtype).astype(np.float64) - base)
+    return np.asarray(np.where(np.isfinite(up) & np.isfinite(down), np.maximum(up, down), 0.0))
+
+
+def _compute_eps(dtype: np.dtype[Any]) -> float:
+    """The precision XLA:CPU computes an op of ``dtype`` in: f32 for the types narrower than it."""
+    return _eps(np.dtype(np.float64)) if np.dtype(dtype).itemsize >= 8 else _eps(np.dtype(np.float32))
+
+
+def _own_rounding(o: XlaOp, vals: list[Value], out: np.ndarray[Any, Any], ev: _Evaluator) -> np.ndarray[Any, Any]:
+    """How far XLA's value of ``o`` may be from the reference's on the same operands: nothing for
+    an op XLA rounds correctly (add, multiply, divide, sqrt, convert, moves...); for a sum, a dot or
+    a convolution, an error of sqrt(terms) ulps (of its accumulation type) of the magnitude of its
+    terms, for a transcendental function 4 ulps of the exact value, each then rounded to the
+    result's type (where that rounding may land one ulp apart: only next to a rounding boundary);
+    one ulp of the value for the ops whose work is not followed here (loops, calls, sorts)."""
+    op = o.opcode
+    zero = np.zeros(out.shape, np.float64)
+    if op in _EXACT:
+        return zero
+    rule = RULES.get(op)
+    eps_out = _eps(out.dtype)
+    if rule is None or not all(isinstance(v, np.ndarray) for v in vals):
+        return eps_out * _magnitude(out)
+    eps = _compute_eps(out.dtype)
+    with np.errstate(all="ignore"):
+        wide: Any = _Widened(o)  # the op with a float64 result: its rule gives the exact value
+        if op in _BILINEAR and len(vals) == 2:
+            terms = _magnitude(rule(wide, [_magnitude(v) for v in vals], ev))
             k = max(vals[0].size * vals[1].size / max(out.size, 1), 1.0) ** 0.25  # sqrt of the contraction size
-            return np.asarray(own + eps * k * terms)
-        if o.opcode in _SUMS and _sum_kind(o) == "add" and len(vals) == 2:
-            terms = _magnitude(rule(_Widened(o), [_magnitude(vals[0]), np.zeros(np.shape(vals[1]))], ev))  # type: ignore[arg-type]
+            exact = np.asarray(rule(wide, vals, ev), np.float64)
+            return _flip(exact, eps * k * terms, out.dtype)
+        if op in _SUMS and _sum_kind(o) == "add" and len(vals) == 2:
+            terms = _magnitude(rule(wide, [_magnitude(vals[0]), np.zeros(np.shape(vals[1]))], ev))
             k = max(vals[0].size / max(out.size, 1), 1.0) ** 0.5
-            return np.asarray(own + eps * k * terms)
-    return own
+            exact = np.asarray(rule(wide, vals, ev), np.float64)
+            return _flip(exact, eps * k * terms, out.dtype)
+        if op in _ELEMENTWISE:
+            exact = np.asarray(rule(wide, vals, ev), np.float64)
+            return _flip(exact, _IMPL_ULPS * eps * np.abs(np.where(np.isfinite(exact), exact, 0.0)), out.dtype)
+    return eps_out * _magnitude(out)
 
 
 class _OutputScale(float):
