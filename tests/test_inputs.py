@@ -109,3 +109,20 @@ def test_run_iterations_draw_fresh_inputs(program: xs.XlaComputation, tmp_path: 
     assert main(["run", str(path), "--random-inputs", "--iterations", "2", "--output", str(tmp_path / "o.npz")],
                 stdout=out, stderr=err) == 2
     assert "drop --iterations" in err.getvalue()
+
+
+def test_ranges_are_learned_inside_an_optimized_module_s_fusions(tmp_path: Any) -> None:
+    """XLA's optimized HLO of the program (its ops inside fusions, imported as called functions)
+    gives the same ranges (a new user's find: they were the default draws, NaN from log)."""
+    args = (np.ones((6, 8), np.float32), np.int32(0), np.int32(0), np.ones(3, np.float32), np.ones(3, np.int32))
+    text = jax.jit(_program).lower(*args).compile().as_text()
+    assert "fusion" in text
+    path = tmp_path / "optimized.hlo"
+    path.write_text(text)
+    comp = xs.load_computation(path)
+    x, i, j, y, z = input_ranges(comp)
+    assert (i.index_max, j.index_max) == (4, 4) and y.positive and z.positive, (i, j, y, z)
+    assert any("(in " in r for r in y.reasons)
+    for seed in range(4):
+        outs = xs.compile(comp, "cpu:0")(*random_inputs(comp, seed))
+        assert all(np.isfinite(o.to_numpy()).all() for o in outs)

@@ -479,7 +479,8 @@ def _bisect_ops(p: _Program, diverged: bool | None, say: Callable[[str], None]) 
     if _diverges(p, top, got) is None:
         return OpsBisection("not localised", compiles=p.compiles, method=method,
                             note="the outputs match the reference when the program is recompiled with them as "
-                                 "with_outputs gives them (XLA compiles it differently); bisect=\"passes\" may help")
+                                 "with_outputs gives them (XLA compiles it differently); bisect=\"passes\" "
+                                 "(--bisect passes) may help")
     values[hi] = {id(n): g for n, g in zip(top, got, strict=True)}
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -517,8 +518,8 @@ def _bisect_ops(p: _Program, diverged: bool | None, say: Callable[[str], None]) 
             "operands; looking for the group of ops whose compile diverges")
         isolation, group, _ = _isolate(p, ins, env)
         why = (f"compiled together, {', '.join(group)} diverge (exposing their intermediate values removes it: XLA "
-               "optimizes across them, or XLA:CPU flushes a subnormal value to zero); bisect=\"passes\" names the "
-               "XLA passes involved" if isolation == "group" else
+               "optimizes across them, or XLA:CPU flushes a subnormal value to zero); bisect=\"passes\" "
+               "(--bisect passes) names the XLA passes involved" if isolation == "group" else
                "their rounding errors, within tolerance, are amplified, or XLA compiles the preceding ops "
                "differently in this cut")
         return OpsBisection(
@@ -581,7 +582,7 @@ def _isolate(p: _Program, ins: Instruction, env: dict[int, Any]) -> tuple[str, l
             found = group
             break
         size *= 2
-    pointer = "; bisect=\"passes\" names the XLA passes involved"
+    pointer = "; bisect=\"passes\" (--bisect passes) names the XLA passes involved"
     if found is not None:
         # shrink from the front: the latest start whose group still diverges
         lo_i = 0
@@ -676,7 +677,8 @@ def find_nonfinite(comp: XlaComputation, args: Sequence[Any], *, device: Any = N
     if any(_nonfinite(v) for v in direct):
         return NonFinite("not localised", compiles=p.compiles,
                          note="the outputs hold NaN/Inf, but with every intermediate value exposed no value does "
-                              "(exposing them changes what XLA fuses); bisect=\"ops\" and bisect=\"passes\" may help")
+                              "(exposing them changes what XLA fuses); bisect=\"ops\" and bisect=\"passes\" "
+                              "(--bisect ops|passes) may help")
     return NonFinite("none", compiles=p.compiles)
 
 

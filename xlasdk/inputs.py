@@ -18,8 +18,9 @@ parameter to the ops that use its value, through the ops that only move or conve
 values ``|N(0, 1)| + 0.01`` (integers in ``[1, 10)``), other values as ``xlasdk run`` always drew
 them (floats ``N(0, 1)``, integers in ``[0, 10)``, booleans fair).
 
-Only the entry computation is read: uses inside called functions and control-flow bodies are not
-followed, and such a parameter gets the default draw.
+The entry computation and the functions it calls (``func.call``: JAX's private functions, an
+optimized dump's fusions) are read; uses inside control-flow bodies (while, if, case) are not
+followed, and a parameter used only there gets the default draw.
 """
 
 from __future__ import annotations
@@ -109,10 +110,38 @@ def _index_uses(ins: Instruction) -> list[tuple[int, int]]:
 
 def input_ranges(computation: XlaComputation) -> list[InputRange]:
     """One :class:`InputRange` per parameter of ``computation`` (built or loaded), learned from
-    the uses of its value in the entry computation (see the module docstring).
+    the uses of its value in the entry computation and in the functions it calls (``func.call``;
+    an optimized dump's fusions are such calls), see the module docstring.
 
     Raises :class:`~xlasdk.errors.GraphImportError` when the module cannot be read as a graph."""
-    instrs = computation.instructions()
+    from .formats.graph_import import import_graph
+
+    callees: dict[str, list[InputRange] | None] = {}
+
+    def of_callee(name: str) -> list[InputRange] | None:
+        if name not in callees:
+            callees[name] = None  # a recursive call learns nothing more
+            try:
+                g = import_graph(computation._mlir_module(), computation.name, name)
+            except Exception:  # noqa: BLE001 - a function the graph cannot hold: nothing learned
+                return None
+            callees[name] = _graph_ranges(g.instructions, of_callee)
+        return callees[name]
+
+    return _graph_ranges(computation.instructions(), of_callee)
+
+
+def _callee(ins: Instruction) -> str | None:
+    if ins.opcode != "func.call":
+        return None
+    ref = str(ins.attributes.get("callee", ""))
+    ref = ref[1:] if ref.startswith("@") else ref
+    return ref.strip('"') or None
+
+
+def _graph_ranges(instrs: Sequence[Instruction], of_callee: Any) -> list[InputRange]:
+    """The parameters' ranges in one function's instructions (``of_callee(name)``: a called
+    function's parameters' ranges, or None)."""
     needs: dict[int, InputRange] = {}
 
     def need(ins: Instruction, r: InputRange, seen: set[int]) -> None:
@@ -135,6 +164,12 @@ def input_ranges(computation: XlaComputation) -> list[InputRange]:
         for k in _POSITIVE.get(ins.opcode, ()):
             if k < len(ins.operands):
                 need(ins.operands[k], InputRange(positive=True, reasons=(f"{ins.opcode} {ins.name}",)), set())
+        name = _callee(ins)
+        inner = of_callee(name) if name is not None else None
+        for k, r in enumerate(inner or ()):
+            if k < len(ins.operands) and (r.index_max is not None or r.positive):
+                need(ins.operands[k], InputRange(r.index_max, r.positive, tuple(f"{x} (in {name})" for x in r.reasons)),
+                     set())
     params = [ins for ins in instrs if ins.opcode == "parameter"]
     return [needs.get(p.index, InputRange()) for p in params]
 
