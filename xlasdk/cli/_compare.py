@@ -9,9 +9,7 @@ import re
 import sys
 from typing import IO, Any
 
-import numpy as np
-
-from ._arrays import _gather_inputs, _npz_arrays, _typed_input
+from ._arrays import _expected_outputs, _gather_inputs
 from ._common import _ERR_STREAM, EXIT_OK, UsageError, _api, _device, _load_program, _stage
 from ._run import _check_memory, _recorded_arguments
 
@@ -20,7 +18,8 @@ EXIT_DIVERGENCE = 1
 _COMPARE_DESCRIPTION = """\
 Run FILE on a device (XLA) and compare its outputs with a reference: xlasdk's reference evaluator
 (every op computed in numpy from its inputs, floats in float64 rounded once to the op's type;
-the default), XLA on another device (--against cpu:0), or recorded outputs (--against OUT.npz,
+the default), XLA on another device (--against cpu:0), a snapshot's recorded result (--against
+recorded), or recorded outputs (--against OUT.npz,
 output_0, output_1, ... as `xlasdk run --output` writes them). Inputs as `xlasdk run` takes them
 (a snapshot FILE gives its recorded arguments).
 
@@ -63,7 +62,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str) -> None
     s.add_argument("file", metavar="FILE", help="the module file")
     s.add_argument("--format", default=None, help=fmt_help)
     s.add_argument("--device", default=None, help="device XLA runs on, e.g. cpu:0 (default: the first device)")
-    s.add_argument("--against", default="reference", metavar="reference|DEVICE|OUT.npz",
+    s.add_argument("--against", default="reference", metavar="reference|DEVICE|recorded|OUT.npz",
                    help="what to compare with (default: the reference evaluator)")
     s.add_argument("--input", action="append", metavar="NAME=FILE.npy",
                    help="one parameter's value (repeatable); FILE.npz:KEY takes one array of an .npz")
@@ -87,19 +86,6 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str) -> None
     s.set_defaults(verb_parser=s)
 
 
-def _recorded(path: str, n: int) -> list[np.ndarray[Any, Any]]:
-    arrays, manifest = _npz_arrays(path, "--against")
-    by_key = dict(arrays)
-    out = []
-    for i in range(n):
-        key = f"output_{i}"
-        if key not in by_key:
-            raise UsageError(f"--against {path}: no {key} (the file holds {', '.join(sorted(by_key)) or 'nothing'})")
-        a = by_key[key]
-        out.append(_typed_input(a, manifest.get(key), a.dtype))
-    return out
-
-
 def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
     _stage("loading")
     comp, snap = _load_program(args)
@@ -109,13 +95,19 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
     rt = _api()
     dev = _device(args)
     against: Any = args.against
-    if against != "reference" and not against.endswith(".npz") and not re.fullmatch(r"[a-z][a-z0-9_]*(:\d+)?",
-                                                                                     against):
-        raise UsageError(f"--against {against!r}: expected 'reference', a device such as cpu:0, or an .npz of "
-                         "recorded outputs (output_0, output_1, ...)")
-    if against.endswith(".npz"):
+    if against not in ("reference", "recorded") and not against.endswith(".npz") and not re.fullmatch(
+            r"[a-z][a-z0-9_]*(:\d+)?", against):
+        raise UsageError(f"--against {against!r}: expected 'reference', a device such as cpu:0, 'recorded' (a "
+                         "snapshot's result) or an .npz of recorded outputs (output_0, output_1, ...)")
+    label = None
+    if against == "recorded":
+        if snap is None or snap.result is None:
+            what = "is not a snapshot" if snap is None else "records no result"
+            raise UsageError(f"--against recorded: {args.file} {what}; give --against OUT.npz")
+        against, label = snap.outputs(), "the recorded result"
+    elif against.endswith(".npz"):
         n = len(ps.result_shape().tuple_shapes()) if ps.result_shape().is_tuple() else 1
-        against = _recorded(against, n)
+        against, label = _expected_outputs(against, n, "--against"), f"the outputs in {args.against}"
     _stage("comparing")
     from xlasdk.errors import XlaSdkError
     from xlasdk.reference import UnsupportedOpError, compare
@@ -143,8 +135,8 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
             raise
         raise UsageError(str(e)) from None
     del rt
-    if isinstance(against, list):
-        report.against = f"the outputs in {args.against}"
+    if label is not None:
+        report.against = label
     out.write(str(report) + "\n")
     if args.json:
         from xlasdk._atomic import atomic_write

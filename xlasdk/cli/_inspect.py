@@ -127,8 +127,8 @@ def _cmd_inspect(args: argparse.Namespace, out: IO[str]) -> int:
         },
     }
     if snap is not None:
-        report["format"] = ("HloSnapshot, module after optimizations" if snap.kind == "snapshot"
-                            else "HloUnoptimizedSnapshot, module before optimizations")
+        report["format"] = ("HloSnapshot: module, arguments, result" if snap.kind == "snapshot"
+                            else "HloUnoptimizedSnapshot: module before optimizations, arguments")
         report["snapshot"] = {
             "kind": snap.kind, "arguments": len(snap.arguments), "partitions": len(snap.partitions),
             "result": snap.result is not None, "execution_platform": snap.execution_platform,

@@ -33,6 +33,7 @@ from .sniff import (
     format_from_suffix,
     jax_exported_hint,
     sniff_format,
+    text_snapshot_hint,
 )
 
 if TYPE_CHECKING:
@@ -295,6 +296,8 @@ def load_computation(path: PathLike, format: Format | str | None = None) -> XlaC
     if sniffed is None and fmt is None and jax_exported_hint(data) is not None:
         return _from_jax_export(data, what)
     if sniffed is None and (hint := jax_exported_hint(data)) is not None:
+        raise FormatError(f"{what}: {hint}")
+    if sniffed is None and (hint := text_snapshot_hint(data)) is not None:
         raise FormatError(f"{what}: {hint}")
     if fmt is None:
         if sniffed is None:

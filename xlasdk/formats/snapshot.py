@@ -40,7 +40,7 @@ from ..errors import FormatError
 from ..types import PrimitiveType, dtype_to_etype, etype_to_dtype
 from .loaders import _path_name, _read, computation_from_hlo_proto
 from .protobuf import _proto_fields
-from .sniff import PathLike, _as_text
+from .sniff import PathLike, _as_text, text_snapshot_hint
 
 if TYPE_CHECKING:
     from ..computation import XlaComputation
@@ -322,7 +322,7 @@ def _shape_proto(value: Value) -> bytes:
 
 
 # -- snapshots -----------------------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, repr=False)
 class Snapshot:
     """What an ``HloSnapshot`` file holds.
 
@@ -355,6 +355,16 @@ class Snapshot:
     partitions: tuple[tuple[Array, ...], ...] = ()
     path: str | None = None
 
+    def __repr__(self) -> str:
+        def shapes(values: Sequence[Array]) -> str:
+            return "[" + ", ".join(f"{a.dtype}{list(a.shape)}" for a in values) + "]"
+
+        result = "None" if self.result is None else shapes(_leaves(self.result))
+        parts = f", partitions={len(self.partitions)}" if len(self.partitions) > 1 else ""
+        return (f"Snapshot(kind={self.kind!r}, computation={self.computation.name!r}, "
+                f"arguments={shapes(self.arguments)}, result={result}{parts}, "
+                f"execution_platform={self.execution_platform!r}, path={self.path!r})")
+
     def outputs(self) -> list[Array] | None:
         """The recorded result flattened in the order ``exe(*args)`` returns outputs (the leaves of
         a tuple result), or None when nothing was recorded."""
@@ -377,8 +387,9 @@ def read_snapshot(data: bytes, what: str = "snapshot") -> Snapshot:
     if not data:
         raise FormatError(f"{what}: the file is empty")
     if _as_text(data[:4096]) is not None:
-        raise FormatError(f"{what}: text, not a binary snapshot proto (xlasdk reads the binary HloSnapshot files "
-                          "XLA's --xla_dump_hlo_snapshots writes; text-format protos are not read)")
+        hint = text_snapshot_hint(data) or ("text, not a binary snapshot proto (xlasdk reads the binary HloSnapshot "
+                                            "files XLA's --xla_dump_hlo_snapshots writes)")
+        raise FormatError(f"{what}: {hint}")
     fields = _fields_of(data, what)
     found = snapshot_kind(data)
     if found is None:

@@ -135,3 +135,17 @@ def jax_exported_hint(data: bytes) -> str | None:
         "xs.formats.read_jax_export(data) reads it from bytes"
     )
 
+
+
+_TEXT_PROTO_SNAPSHOT: Final = re.compile(r"(hlo_module|hlo|partitions|arguments|result)\s*[{:]")
+
+
+def text_snapshot_hint(data: bytes) -> str | None:
+    """What to do, when ``data`` looks like a text-format ``HloSnapshot`` / ``HloUnoptimizedSnapshot``
+    (what XLA writes with ``--xla_dump_hlo_as_text`` beside its snapshot flags)."""
+    text = _as_text(data[:4096])
+    if text is None or not _TEXT_PROTO_SNAPSHOT.match(_strip_leading_comments(text)):
+        return None
+    return ("it looks like a text-format HloSnapshot (XLA writes them with --xla_dump_hlo_as_text); xlasdk reads "
+            "the binary ones: dump again without xla_dump_hlo_as_text (the .pb files), or load the module's HLO "
+            "dump (*.before_optimizations.txt)")
