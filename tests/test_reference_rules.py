@@ -156,3 +156,21 @@ def test_max_pool_gradient_matches_jax(shape: tuple[int, ...]) -> None:
     assert "select_and_scatter" in comp.as_stablehlo_text()
     (got,) = xs.evaluate(comp, x)
     np.testing.assert_array_equal(got, np.asarray(jax.jit(grad)(x)))
+
+
+# -- XLA:CPU's TopK custom call (how its optimized HLO spells top_k) --------------------------------------------
+def test_topk_custom_call_of_an_optimized_module(tmp_path: Any) -> None:
+    x = np.random.default_rng(7).standard_normal((5, 9)).astype(np.float32)
+    x[0, :4] = 2.0  # ties: the lower index first
+    x[1, 3] = np.nan  # NaN is the largest in total order
+    text = jax.jit(lambda v: jax.lax.top_k(v, 3)).lower(x).compile().as_text()
+    if 'custom_call_target="TopK"' not in text:
+        pytest.skip("this XLA spells top_k otherwise")
+    path = tmp_path / "topk_optimized.hlo"
+    path.write_text(text)
+    comp = xs.load_computation(path)
+    values, indices = xs.evaluate(comp, x)
+    order = np.argsort(-np.where(np.isnan(x), np.inf, x), axis=1, kind="stable")[:, :3]
+    np.testing.assert_array_equal(indices, order)
+    np.testing.assert_array_equal(values, np.take_along_axis(x, order, axis=1))
+    assert xs.compare(comp, [x]).ok

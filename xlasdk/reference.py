@@ -1372,7 +1372,43 @@ def _case(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
 @_rule("stablehlo.custom_call")
 def _custom_call(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     target = ev.attr(o, "call_target_name", "?")
+    if target == "TopK" and len(a) == 1 and o.shape.is_tuple():
+        return _topk_custom_call(o, a, ev)
     raise ev.fail(o, f"to {target!r} has no evaluation rule yet (the reference evaluator cannot check this program)")
+
+
+def _topk_custom_call(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    """XLA:CPU's ``TopK`` custom call (how its optimized HLO spells top_k): the ``k`` (the result's
+    last dimension) largest along the last dimension, as :func:`_top_k`; its comparator (the
+    function it calls) must be greater-than in total order, which is checked by running it on every
+    pair of probe values (NaN, infinities, signed zeros included)."""
+    from .formats.graph_import import import_graph
+
+    called = ev.attr(o, "called_computations", ())
+    names = [_symbol(c) for c in (called if isinstance(called, (list, tuple)) else [called])]
+    if len(names) != 1:
+        raise ev.fail(o, "to 'TopK' without one comparator has no evaluation rule")
+    g = ev.callees.get(names[0])
+    if g is None:
+        g = ev.callees[names[0]] = import_graph(ev.comp._mlir_module(), ev.comp.name, names[0])
+    x = a[0]
+    if not _is_float(x.dtype) or len(g.params) not in (2, 4):
+        raise ev.fail(o, "to 'TopK' on this operand has no evaluation rule (floats only)")
+    # the comparator must be "greater than" in total order: checked on every pair of probe values
+    probe = np.array([-np.inf, -2.5, -1.0, -0.0, 0.0, 1e-30, 1.0, 3.0, np.inf, np.nan, -np.nan], np.float64)
+    probe = probe.astype(x.dtype)
+    lhs, rhs = np.meshgrid(probe, probe, indexing="ij")
+    idx = np.zeros(lhs.shape, np.int32)
+    args = [lhs, rhs] if len(g.params) == 2 else [lhs, rhs, idx, idx]
+    env: dict[int, Value] = {id(p): v for p, v in zip(g.params, args, strict=True)}
+    got = np.asarray(ev.run_graph(g.outputs, env)[0], dtype=bool)
+    key = _total_order_key(probe)
+    if got.shape != lhs.shape or not np.array_equal(got, key[:, None] > key[None, :]):
+        raise ev.fail(o, "to 'TopK' whose comparator is not greater-than in total order has no evaluation rule")
+    k = int(o.shape.tuple_shapes()[0].dimensions()[-1])
+    order = np.argsort(~_total_order_key(x), axis=-1, kind="stable")[..., :k]  # largest first, ties by index
+    shapes = o.shape.tuple_shapes()
+    return (_out(np.take_along_axis(x, order, axis=-1), shapes[0]), _out(order, shapes[1]))
 
 
 @_rule("stablehlo.tuple")
