@@ -21,6 +21,7 @@ import traceback
 from collections.abc import Sequence
 from typing import IO, NoReturn
 
+from ._arrays import add_input_arguments
 from ._common import _ERR_STREAM, _error_line, _Parser
 from ._common import EXIT_OK as EXIT_OK
 from ._common import EXIT_RUNTIME as EXIT_RUNTIME
@@ -109,15 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("file", metavar="FILE", help="the module file")
     s.add_argument("--format", default=None, help=fmt_help)
     s.add_argument("--device", default=None, help="device to run on, e.g. cpu:0 (default: the first device)")
-    s.add_argument("--input", action="append", metavar="NAME=FILE.npy",
-                   help="one parameter's value (repeatable); FILE.npz:KEY takes one array of an .npz")
-    s.add_argument("--inputs", metavar="FILE.npz", default=None,
-                   help="parameter values keyed by parameter name or index (output_N of another run's --output "
-                        "is parameter N)")
-    s.add_argument("--random-inputs", action="store_true",
-                   help="random values for parameters not given (indices in bounds, log/sqrt/divisor operands "
-                        "positive: learned from the parameters' uses)")
-    s.add_argument("--seed", type=int, default=0, help="seed of --random-inputs (default 0)")
+    add_input_arguments(s)
     s.add_argument("--iterations", type=int, default=1, metavar="K",
                    help="run K times, each with fresh random inputs (seed, seed+1, ...), as run_hlo_module does")
     s.add_argument("--output", metavar="OUT.npz", default=None,

@@ -173,6 +173,19 @@ def _typed_input(arr: np.ndarray[Any, Any], tag: str | None, want: np.dtype[Any]
     return arr.view(want) if arr.dtype.itemsize == want.itemsize else arr
 
 
+def add_input_arguments(s: argparse.ArgumentParser) -> None:
+    """The options that give a program's inputs (``run``, ``compare``, ``reduce``: :func:`_gather_inputs`)."""
+    s.add_argument("--input", action="append", metavar="NAME=FILE.npy",
+                   help="one parameter's value (repeatable); FILE.npz:KEY takes one array of an .npz")
+    s.add_argument("--inputs", metavar="FILE.npz", default=None,
+                   help="parameter values keyed by parameter name or index (output_N of another run's --output "
+                        "is parameter N)")
+    s.add_argument("--random-inputs", action="store_true",
+                   help="random values for parameters not given (indices in bounds, log/sqrt/divisor operands "
+                        "positive: learned from the parameters' uses)")
+    s.add_argument("--seed", type=int, default=0, help="seed of --random-inputs (default 0)")
+
+
 def _ranges(comp: Any, n: int) -> list[Any]:
     """The parameters' valid ranges learned from ``comp`` (none when it is not given, or its module
     cannot be read as a graph: the default draws, as before ranges were learned)."""

@@ -9,7 +9,7 @@ import re
 import sys
 from typing import IO, Any
 
-from ._arrays import _expected_outputs, _gather_inputs
+from ._arrays import _expected_outputs, _gather_inputs, add_input_arguments
 from ._common import _ERR_STREAM, EXIT_OK, UsageError, _api, _device, _load_program, _stage
 from ._run import _check_memory, _recorded_arguments
 
@@ -64,11 +64,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str) -> None
     s.add_argument("--device", default=None, help="device XLA runs on, e.g. cpu:0 (default: the first device)")
     s.add_argument("--against", default="reference", metavar="reference|DEVICE|recorded|OUT.npz",
                    help="what to compare with (default: the reference evaluator)")
-    s.add_argument("--input", action="append", metavar="NAME=FILE.npy",
-                   help="one parameter's value (repeatable); FILE.npz:KEY takes one array of an .npz")
-    s.add_argument("--inputs", metavar="FILE.npz", default=None, help="parameter values keyed by name or index")
-    s.add_argument("--random-inputs", action="store_true", help="random values for parameters not given")
-    s.add_argument("--seed", type=int, default=0, help="seed of --random-inputs (default 0)")
+    add_input_arguments(s)
     s.add_argument("--rtol", type=float, default=None, help="relative tolerance (default: by element type)")
     s.add_argument("--atol", type=float, default=None, help="absolute tolerance (default: by element type)")
     s.add_argument("--ulps", type=float, default=None, metavar="N",

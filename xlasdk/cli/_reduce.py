@@ -7,7 +7,7 @@ import argparse
 import os
 from typing import IO, Any
 
-from ._arrays import _gather_inputs
+from ._arrays import _gather_inputs, add_input_arguments
 from ._common import EXIT_OK, UsageError, _check_writable, _load_program, _stage
 from ._run import _recorded_arguments
 
@@ -46,11 +46,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str) -> None
                    help="stop after S seconds and write the smallest module found so far")
     s.add_argument("--check-timeout", type=float, default=300.0, metavar="S",
                    help="seconds one check may take before it counts as not showing the problem (default 300)")
-    s.add_argument("--input", action="append", metavar="NAME=FILE.npy",
-                   help="one parameter's value (repeatable); FILE.npz:KEY takes one array of an .npz")
-    s.add_argument("--inputs", metavar="FILE.npz", default=None, help="parameter values keyed by name or index")
-    s.add_argument("--random-inputs", action="store_true", help="random values for parameters not given")
-    s.add_argument("--seed", type=int, default=0, help="seed of --random-inputs (default 0)")
+    add_input_arguments(s)
     s.add_argument("--rtol", type=float, default=None, help="diverge: relative tolerance (default: by element type)")
     s.add_argument("--atol", type=float, default=None, help="diverge: absolute tolerance (default: by element type)")
     s.add_argument("--excess-precision", action="store_true",

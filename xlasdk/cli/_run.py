@@ -140,7 +140,8 @@ def _expected(args: argparse.Namespace, snap: Any, n: int) -> tuple[list[Any], s
             raise UsageError(f"--expect recorded: {args.file} is not a snapshot (no recorded result); give "
                              "--expect OUT.npz")
         if snap.result is None:
-            why = " (XLA's unoptimized snapshots hold only the arguments)" if snap.kind == "unoptimized_snapshot" else ""
+            unoptimized = snap.kind == "unoptimized_snapshot"
+            why = " (XLA's unoptimized snapshots hold only the arguments)" if unoptimized else ""
             raise UsageError(f"--expect recorded: {args.file} records no result{why}; give --expect OUT.npz")
         return snap.outputs(), "the recorded result"
     return _expected_outputs(args.expect, n, "--expect"), f"the outputs in {args.expect}"
