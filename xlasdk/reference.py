@@ -21,7 +21,7 @@ here, keyed by op name, for now; beside each op's row in its family module is wh
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -1605,6 +1605,7 @@ def compare(
     bisect: str | None = None,
     find_nonfinite: bool = False,
     progress: Callable[[str], None] | None = None,
+    xla_flags: Mapping[str, Any] | None = None,
 ) -> CompareReport:
     """Run ``computation`` on ``device`` (XLA) and compare its outputs with ``against``.
 
@@ -1632,6 +1633,8 @@ def compare(
     find_nonfinite: the first instruction whose device value has a NaN/Inf while its operands have
         none (``report.nonfinite``, :class:`xlasdk.bisect.NonFinite`).
     progress: called with a line of text per step of a bisection.
+    xla_flags: XLA ``DebugOptions`` fields for the device side's compile (``{"xla_disable_hlo_passes":
+        "algsimp"}``, as ``XLA_FLAGS`` names them without the ``--``), over xlasdk's own.
 
     Raises
     ------
@@ -1653,7 +1656,9 @@ def compare(
     if bisect is not None and (bisect not in ("ops", "passes") or not reference):
         raise XlaSdkError(f"compare: bisect={bisect!r}: expected 'ops' or 'passes', against the reference"
                           + ("" if reference else f" (not against {against!r})"))
-    options = CompileOptions(env_option_overrides=STRICT_PRECISION) if reference and not excess_precision else None
+    overrides = dict(STRICT_PRECISION) if reference and not excess_precision else {}
+    overrides.update(xla_flags or {})
+    options = CompileOptions(env_option_overrides=overrides) if overrides else None
     out = _compile(computation, device, options=options)(*args)
     got = [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
     scales = [0.0] * len(got)

@@ -194,6 +194,20 @@ def _unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, ext
     verb_parser.error(msg)
 
 
+def _joined_values(raw: list[str], option: str) -> list[str]:
+    """``[option, VALUE]`` as ``[option=VALUE]`` (for values that start with ``--``)."""
+    out: list[str] = []
+    i = 0
+    while i < len(raw):
+        if raw[i] == option and i + 1 < len(raw):
+            out.append(f"{option}={raw[i + 1]}")
+            i += 2
+            continue
+        out.append(raw[i])
+        i += 1
+    return out
+
+
 def _silence_stdout(*streams: IO[str]) -> None:
     """After a BrokenPipeError: point the streams' file descriptors at /dev/null so that nothing more,
     not even the interpreter's final flush, writes into the closed pipe (Python docs, "Note on SIGPIPE")."""
@@ -245,6 +259,7 @@ def _main(argv: Sequence[str] | None, out: IO[str], err: IO[str], own_process: b
             opts, module, script, rest = split_argv(raw[verb_at + 1 :])
             raw = raw[: verb_at + 1] + opts
             launch_program = (module, script, rest)
+        raw = _joined_values(raw, "--xla-flags")  # its value starts with "--": argparse would take it for an option
         args, extras = parser.parse_known_args(raw)
         if launch_program is not None:
             args.launch_module, args.launch_script, args.launch_args = launch_program

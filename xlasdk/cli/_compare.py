@@ -67,6 +67,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str) -> None
     add_input_arguments(s)
     s.add_argument("--rtol", type=float, default=None, help="relative tolerance (default: by element type)")
     s.add_argument("--atol", type=float, default=None, help="absolute tolerance (default: by element type)")
+    s.add_argument("--xla-flags", default=None, metavar='"--xla_NAME=VALUE ..."',
+                   help="XLA flags (DebugOptions fields, as XLA_FLAGS spells them) for the device side's compile")
     s.add_argument("--ulps", type=float, default=None, metavar="N",
                    help="a float element also matches within N ulps of the reference (see below)")
     s.add_argument("--bisect", choices=("ops", "passes"), default=None,
@@ -80,6 +82,25 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str) -> None
                    help="also write the report as a self-contained HTML page (every instruction listed, the "
                         "first divergent one and what carries its value marked)")
     s.set_defaults(verb_parser=s)
+
+
+def _xla_flags(text: str | None) -> dict[str, Any]:
+    """``--xla-flags "--xla_a=1 --xla_b"`` as DebugOptions overrides: ``{"xla_a": 1, "xla_b": True}``
+    (true/false as booleans, numbers as numbers, anything else as text)."""
+    out: dict[str, Any] = {}
+    for item in (text or "").split():
+        name, eq, raw = item.removeprefix("--").partition("=")
+        if not re.fullmatch(r"xla_\w+", name):
+            raise UsageError(f"--xla-flags: {item!r} is not an XLA flag (expected --xla_NAME=VALUE)")
+        value: Any = True if not eq else raw
+        if eq and raw.lower() in ("true", "false"):
+            value = raw.lower() == "true"
+        elif eq and re.fullmatch(r"-?\d+", raw):
+            value = int(raw)
+        elif eq and re.fullmatch(r"-?\d*\.\d+(e-?\d+)?", raw):
+            value = float(raw)
+        out[name] = value
+    return out
 
 
 def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
@@ -104,6 +125,7 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
     elif against.endswith(".npz"):
         n = len(ps.result_shape().tuple_shapes()) if ps.result_shape().is_tuple() else 1
         against, label = _expected_outputs(against, n, "--against"), f"the outputs in {args.against}"
+    flags = _xla_flags(args.xla_flags)
     _stage("comparing")
     from xlasdk.errors import XlaSdkError
     from xlasdk.reference import UnsupportedOpError, compare
@@ -123,7 +145,7 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
     try:
         report = compare(comp, inputs, device=dev, against=against, rtol=args.rtol, atol=args.atol,
                          excess_precision=args.excess_precision, ulps=args.ulps, bisect=args.bisect,
-                         find_nonfinite=args.find_nonfinite, progress=progress)
+                         find_nonfinite=args.find_nonfinite, progress=progress, xla_flags=flags)
     except UnsupportedOpError as e:
         raise UsageError(f"cannot check {args.file}: {e}") from None
     except XlaSdkError as e:
