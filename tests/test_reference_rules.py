@@ -174,3 +174,60 @@ def test_topk_custom_call_of_an_optimized_module(tmp_path: Any) -> None:
     np.testing.assert_array_equal(indices, order)
     np.testing.assert_array_equal(values, np.take_along_axis(x, order, axis=1))
     assert xs.compare(comp, [x]).ok
+
+
+# -- fft, reduce_precision, map ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["fft", "ifft", "rfft", "irfft", "fft2"])
+def test_fft_matches_numpy_and_xla(kind: str) -> None:
+    rng = np.random.default_rng(9)
+    real = rng.standard_normal((3, 16)).astype(np.float32)
+    cplx = (real + 1j * rng.standard_normal((3, 16))).astype(np.complex64)
+    fn, x, want = {
+        "fft": (jnp.fft.fft, cplx, np.fft.fft(cplx.astype(np.complex128))),
+        "ifft": (jnp.fft.ifft, cplx, np.fft.ifft(cplx.astype(np.complex128))),
+        "rfft": (jnp.fft.rfft, real, np.fft.rfft(real.astype(np.float64))),
+        "irfft": (lambda v: jnp.fft.irfft(v, n=16), cplx[:, :9], np.fft.irfft(cplx[:, :9].astype(np.complex128), n=16)),
+        "fft2": (jnp.fft.fft2, cplx, np.fft.fft2(cplx.astype(np.complex128))),
+    }[kind]
+    comp = _lowered(fn, x)
+    assert "stablehlo.fft" in comp.as_stablehlo_text()
+    (got,) = xs.evaluate(comp, x)
+    np.testing.assert_allclose(got, want.astype(got.dtype), rtol=1e-6, atol=1e-6)
+    report = xs.compare(comp, [x])
+    assert report.ok, str(report)
+
+
+def test_reduce_precision_bit_for_bit() -> None:
+    x = np.array([1.0, 1.0 + 2**-11, 1.0 + 3 * 2**-11, 65504.0, 65520.0, 1e5, 6e-5, 5e-8, -0.0, -3.3, np.inf,
+                  np.nan, 2**-14, 2**-15], np.float32)
+    comp = _lowered(lambda v: jax.lax.reduce_precision(v, exponent_bits=5, mantissa_bits=10), x)
+    (got,) = xs.evaluate(comp, x)
+    with np.errstate(over="ignore"):
+        want = x.astype(np.float16).astype(np.float32)  # e5m10 is f16's format, but without its subnormals
+    want = np.where(np.abs(want) < 2**-14, np.copysign(0.0, x), want).astype(np.float32)
+    np.testing.assert_array_equal(got.view(np.uint32)[~np.isnan(x)], want.view(np.uint32)[~np.isnan(x)])
+    assert np.isnan(got[np.isnan(x)]).all()
+    device = xs.compile(comp, "cpu:0")(x).to_numpy()
+    np.testing.assert_array_equal(device.view(np.uint32)[~np.isnan(x)], got.view(np.uint32)[~np.isnan(x)])
+    (bf,) = xs.evaluate(_lowered(lambda v: jax.lax.reduce_precision(v, 8, 7), x), x)  # bf16's format
+    np.testing.assert_array_equal(bf[~np.isnan(x)], x.astype(jnp.bfloat16).astype(np.float32)[~np.isnan(x)])
+
+
+def test_map_applies_its_region_element_by_element() -> None:
+    x = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
+    y = np.arange(12, dtype=np.float32).reshape(3, 4)
+    comp = xs.XlaComputation.from_stablehlo("""module @m {
+  func.func public @main(%a: tensor<3x4xf32>, %b: tensor<3x4xf32>) -> tensor<3x4xf32> {
+    %0 = "stablehlo.map"(%a, %b) <{dimensions = array<i64: 0, 1>}> ({
+    ^bb0(%x: tensor<f32>, %y: tensor<f32>):
+      %1 = stablehlo.multiply %x, %y : tensor<f32>
+      %2 = stablehlo.tanh %1 : tensor<f32>
+      stablehlo.return %2 : tensor<f32>
+    }) : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
+    return %0 : tensor<3x4xf32>
+  }
+}
+""")
+    (got,) = xs.evaluate(comp, x, y)
+    np.testing.assert_allclose(got, np.tanh(x.astype(np.float64) * y).astype(np.float32), rtol=1e-7)
+    assert xs.compare(comp, [x, y]).ok

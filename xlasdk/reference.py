@@ -176,7 +176,7 @@ class _Evaluator:
 
 
 _ADDITIVE = frozenset({"stablehlo.add", "stablehlo.subtract", "stablehlo.reduce", "stablehlo.dot_general",
-                       "stablehlo.dot", "stablehlo.convolution", "stablehlo.reduce_window"})
+                       "stablehlo.dot", "stablehlo.convolution", "stablehlo.reduce_window", "stablehlo.fft"})
 
 
 def _term_scale(o: XlaOp, args: list[Value]) -> float:
@@ -191,6 +191,9 @@ def _term_scale(o: XlaOp, args: list[Value]) -> float:
             big = float(np.max(x, initial=0.0)) * float(np.max(y, initial=0.0))
             return big * max(x.size, y.size) ** 0.5 if np.isfinite(big) else 0.0
         m = max(float(np.max(np.abs(_wide(a)), initial=0.0, where=np.isfinite(_wide(a)))) for a in arrays)
+        if o.opcode == "stablehlo.fft":  # each output sums n terms, through log2(n) stages of rounding
+            n = max(int(np.prod([int(v) for v in o.attrs.get("fft_length", ())] or [1])), 1)
+            return float(m * n ** 0.5 * max(1.0, math.log2(n)))
     return m
 
 
@@ -216,25 +219,15 @@ _MOVES = frozenset({"stablehlo.reshape", "stablehlo.transpose", "stablehlo.broad
 # -- how far rounding can move each value: a first-order running error bound -----------------------------------
 # XLA and the reference round differently at every op; an output's tolerance must cover what those
 # roundings can do by the time they reach it. Each float value of the main graph gets a per-element
-# bound of the error it may carry (:func:`_error_bounds`): its own rounding (one ulp of the value;
-# for a sum, dot or convolution, of the magnitude of its terms) plus its operands' bounds carried
-# through the op: element-wise ops by evaluating the op's rule on the operands moved by their bounds
+# bound of the error it may carry (:func:`_error_bounds`): its own rounding (:func:`_own_rounding`)
+# plus its operands' bounds carried through the op: element-wise ops (:data:`_ELEMENTWISE`, the ops
+# a region may hold) by evaluating the op's rule on the operands moved by their bounds
 # (each sign); moves, slices, gathers and maxima by running the op's rule on the bounds themselves;
 # sums, dots and convolutions as the root sum of squares of their terms' errors (e_x**2 * y**2 +
 # x**2 * e_y**2 summed: rounding errors of different terms do not line up; the worst case, all of
 # them with one sign, grows ~50x per layer of a tanh network whose real error grows ~4x). Other ops
 # (loops, calls, sorts...) carry their operands' largest bound to every element. An output may be
 # off by _BOUND_MARGIN times its bound (a margin applied once, at the end, not per op).
-_ELEMENTWISE = frozenset({
-    *(n for n in ("stablehlo.abs", "stablehlo.negate", "stablehlo.exponential", "stablehlo.exponential_minus_one",
-                  "stablehlo.log", "stablehlo.log_plus_one", "stablehlo.sqrt", "stablehlo.rsqrt", "stablehlo.cbrt",
-                  "stablehlo.sine", "stablehlo.cosine", "stablehlo.tan", "stablehlo.tanh", "stablehlo.logistic",
-                  "chlo.erf", "chlo.erfc", "chlo.erf_inv", "chlo.sinh", "chlo.cosh", "chlo.asinh", "chlo.acosh",
-                  "chlo.atanh", "chlo.asin", "chlo.acos", "chlo.atan", "chlo.tan", "chlo.square", "chlo.lgamma",
-                  "chlo.digamma")),
-    "stablehlo.add", "stablehlo.subtract", "stablehlo.multiply", "stablehlo.divide", "stablehlo.power",
-    "stablehlo.atan2", "stablehlo.maximum", "stablehlo.minimum", "stablehlo.clamp",
-})
 _LINEAR = _MOVES | frozenset({
     "stablehlo.pad", "stablehlo.gather", "stablehlo.dynamic_update_slice", "stablehlo.select",
     "stablehlo.real", "stablehlo.imag", "stablehlo.complex",
@@ -332,7 +325,8 @@ class _Widened:
 # value exactly, and add no rounding of their own.
 _EXACT = _MOVES | frozenset({
     "stablehlo.add", "stablehlo.subtract", "stablehlo.multiply", "stablehlo.divide", "stablehlo.sqrt",
-    "stablehlo.abs", "stablehlo.maximum", "stablehlo.minimum", "stablehlo.clamp", "stablehlo.select",
+    "stablehlo.remainder", "stablehlo.reduce_precision", "stablehlo.abs", "stablehlo.maximum", "stablehlo.minimum",
+    "stablehlo.clamp", "stablehlo.select",
     "stablehlo.floor", "stablehlo.ceil", "stablehlo.round_nearest_even", "stablehlo.round_nearest_afz",
     "stablehlo.sign", "stablehlo.pad", "stablehlo.gather", "stablehlo.dynamic_update_slice", "stablehlo.scatter",
     "stablehlo.real", "stablehlo.imag", "stablehlo.complex", "stablehlo.constant", "stablehlo.iota",
@@ -405,7 +399,7 @@ class _OutputScale(float):
 def _error_bounds(outputs: Sequence[XlaOp], env: dict[int, Value], ev: _Evaluator) -> dict[int, Any]:
     """Per float node of the main graph that ``outputs`` read: a per-element bound (float64 array
     of the value's shape; a tuple of them for several results) of the rounding error its value may
-    carry (see the comment above :data:`_ELEMENTWISE`)."""
+    carry (see the comment above :data:`_LINEAR`)."""
     nodes: dict[int, XlaOp] = {}
     stack = list(outputs)
     while stack:
@@ -613,6 +607,76 @@ RULES["chlo.next_after"] = _next_after
 RULES["chlo.bessel_i1e"] = _needs_scipy("i1e", 1)
 RULES["chlo.zeta"] = _needs_scipy("zeta", 2)
 RULES["chlo.polygamma"] = _needs_scipy("polygamma", 2)
+
+
+@_rule("stablehlo.fft")
+def _fft(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    """FFT / IFFT / RFFT / IRFFT over the last ``len(fft_length)`` dimensions, in complex128
+    (numpy.fft), rounded once to the result type."""
+    kind = str(ev.attr(o, "fft_type", "FFT"))
+    lengths = [int(v) for v in ev.attr(o, "fft_length", ())]
+    axes = tuple(range(-len(lengths), 0))
+    x = _wide(a[0])
+    y: np.ndarray[Any, Any]
+    with np.errstate(all="ignore"):
+        if kind == "FFT":
+            y = np.fft.fftn(x, axes=axes)
+        elif kind == "IFFT":
+            y = np.fft.ifftn(x, axes=axes)
+        elif kind == "RFFT":
+            y = np.fft.rfftn(x, s=lengths, axes=axes)
+        elif kind == "IRFFT":
+            y = np.fft.irfftn(x, s=lengths, axes=axes)
+        else:
+            raise ev.fail(o, f"of type {kind} has no evaluation rule")
+    return _out(y, o.shape)
+
+
+@_rule("stablehlo.reduce_precision")
+def _reduce_precision(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    """Round to ``mantissa_bits`` (to nearest, ties to even) and clamp to ``exponent_bits``:
+    past the largest exponent to +-inf, at or below the smallest normal one to +-0 (no
+    subnormals); NaN stays as it is (a NaN when no mantissa bit is kept). On the value's bits, as
+    XLA defines the op."""
+    x = np.asarray(a[0])
+    dt = x.dtype
+    info = ml_dtypes.finfo(dt) if _is_ml_float(dt) else np.finfo(dt)
+    width = dt.itemsize * 8
+    src_mant = int(info.nmant)
+    src_exp = width - 1 - src_mant
+    mant = int(ev.attr(o, "mantissa_bits"))
+    exp = int(ev.attr(o, "exponent_bits"))
+    u = np.dtype(f"u{dt.itemsize}")
+    bits = np.ascontiguousarray(x).view(u).astype(np.uint64)
+    one = np.uint64(1)
+    if mant < src_mant:
+        shift = np.uint64(src_mant - mant)
+        last = one << shift
+        bias = (last >> one) - one + ((bits & last) >> shift)
+        bits = (bits + bias) & ~(last - one) & np.uint64((1 << width) - 1)
+    if exp < src_exp:
+        sign = one << np.uint64(width - 1)
+        exp_mask = np.uint64(((1 << src_exp) - 1) << src_mant)
+        src_bias = (1 << (src_exp - 1)) - 1
+        reduced_bias = (1 << (exp - 1)) - 1
+        x_exp = bits & exp_mask
+        overflow = x_exp > np.uint64((src_bias + reduced_bias) << src_mant)
+        underflow = x_exp <= np.uint64((src_bias - reduced_bias) << src_mant)
+        signed_zero = bits & sign
+        bits = np.where(overflow, signed_zero | exp_mask, np.where(underflow, signed_zero, bits))
+    out = bits.astype(u).view(dt)
+    nan = np.isnan(_wide(x))
+    if nan.any():
+        out = np.where(nan, x if mant > 0 else np.asarray(np.nan, dt), out)
+    return _out(out, o.shape)
+
+
+@_rule("stablehlo.map")
+def _map(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    """The region applied element by element (all elements at once: it must be element-wise)."""
+    (body,) = o.regions
+    _check_elementwise(body, o, ev)
+    return _results(o, ev.region(body, list(a)))
 
 
 @_rule("stablehlo.sign")
