@@ -231,7 +231,9 @@ def test_find_nonfinite_names_the_spliced_log_of_a_negative_value(corpus: str, t
     assert (nf.culprit.name, nf.culprit.opcode, nf.culprit.source) == (log.name, "stablehlo.log", "spliced.py:7")
     assert nf.culprit.hlo_line.startswith(f"{log.name} = f32[4]") and "log(" in nf.culprit.hlo_line
     assert nf.reference.startswith("also non-finite") and nf.culprit.value.endswith("[nan, nan, nan, nan]")
-    assert nf.in_outputs
+    assert nf.in_outputs and nf.outputs and all(np.isnan(np.asarray(xs.evaluate(comp, *ins)[k])).any()
+                                                for k in nf.outputs)
+    assert f"output {nf.outputs[0]} holds NaN/Inf" in str(nf) or "outputs" in str(nf)
 
 
 def test_find_nonfinite_on_arguments_and_on_xla_s_own() -> None:

@@ -126,3 +126,18 @@ def test_ranges_are_learned_inside_an_optimized_module_s_fusions(tmp_path: Any) 
     for seed in range(4):
         outs = xs.compile(comp, "cpu:0")(*random_inputs(comp, seed))
         assert all(np.isfinite(o.to_numpy()).all() for o in outs)
+
+
+def test_the_missing_input_hint_needs_no_shell_quoting(tmp_path: Any) -> None:
+    """A JAX parameter named ``params['b1']`` would need quoting in a shell: the hint gives its index."""
+    path = tmp_path / "m.mlir"
+    path.write_text("""module @m {
+  func.func public @main(%arg0: tensor<2xf32> loc("params['b1']")) -> tensor<2xf32> {
+    return %arg0 : tensor<2xf32>
+  }
+}
+""")
+    assert list(xs.load_computation(path).program_shape().parameter_names()) == ["params['b1']"]
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["run", str(path)], stdout=out, stderr=err) == 2
+    assert "give --input 0=FILE.npy" in err.getvalue(), err.getvalue()

@@ -203,10 +203,12 @@ class NonFinite:
     compiles: int = 0
     note: str = ""
     in_outputs: bool = False
+    outputs: tuple[int, ...] = ()  # the outputs that hold a NaN/Inf
 
     def as_dict(self) -> dict[str, Any]:
         return {"status": self.status, "culprit": None if self.culprit is None else self.culprit.as_dict(),
-                "reference": self.reference, "in_outputs": self.in_outputs, "compiles": self.compiles,
+                "reference": self.reference, "in_outputs": self.in_outputs, "outputs": list(self.outputs),
+                "compiles": self.compiles,
                 "note": self.note}
 
     def __str__(self) -> str:
@@ -216,8 +218,11 @@ class NonFinite:
             out.extend(self.culprit.lines())
             if self.reference:
                 out.append(f"    the reference on the same operands: {self.reference}")
-            out.append("    an output holds NaN/Inf" if self.in_outputs else
-                       "    every output is finite (the program drops this value later)")
+            which = ", ".join(str(k) for k in self.outputs)
+            many = len(self.outputs) > 1
+            out.append(f"    output{'s' if many else ''} {which} hold{'' if many else 's'} NaN/Inf" if self.outputs
+                       else "    an output holds NaN/Inf" if self.in_outputs
+                       else "    every output is finite (the program drops this value later)")
         if self.note:
             out.append(f"  {self.note}")
         return "\n".join(out)
@@ -642,7 +647,8 @@ def find_nonfinite(comp: XlaComputation, args: Sequence[Any], *, device: Any = N
                          note=f"the program with every value exposed could not be compiled or run ({e})")
     dev = {id(n): g for n, g in zip(nodes, got, strict=True)}
     dev.update({id(q): a for q, a in zip(p.graph.params, p.args, strict=True)})
-    in_outputs = any(_nonfinite(dev[id(o)]) for o in p.graph.outputs if id(o) in dev)
+    bad_outputs = tuple(k for k, o in enumerate(p.graph.outputs) if id(o) in dev and _nonfinite(dev[id(o)]))
+    in_outputs = bool(bad_outputs)
     for ins in p.instrs[p.nparams:]:
         mine = [dev[id(n)] for n in p.slots[ins.index] if id(n) in dev]
         if not any(_nonfinite(v) for v in mine) or ins.opcode == "stablehlo.constant":
@@ -663,7 +669,7 @@ def find_nonfinite(comp: XlaComputation, args: Sequence[Any], *, device: Any = N
         except Exception:  # noqa: BLE001 - the reference is extra information here
             reference = ""
         c = p.culprit(ins, env, mine[0], None)
-        return NonFinite("found", c, reference, p.compiles, in_outputs=in_outputs)
+        return NonFinite("found", c, reference, p.compiles, in_outputs=in_outputs, outputs=bad_outputs)
     outs = [dev.get(id(o)) for o in p.graph.outputs]
     if any(v is not None and _nonfinite(v) for v in outs):  # pragma: no cover - outputs are among the values
         return NonFinite("not localised", compiles=p.compiles, note="an output holds NaN/Inf but no instruction does")

@@ -173,6 +173,11 @@ def _typed_input(arr: np.ndarray[Any, Any], tag: str | None, want: np.dtype[Any]
     return arr.view(want) if arr.dtype.itemsize == want.itemsize else arr
 
 
+def _shell_safe(name: str, index: int) -> str:
+    """A parameter's name as ``--input`` takes it, or its index when the name needs shell quoting."""
+    return name if re.fullmatch(r"[\w.-]+", name) else str(index)
+
+
 def add_input_arguments(s: argparse.ArgumentParser) -> None:
     """The options that give a program's inputs (``run``, ``compare``, ``reduce``: :func:`_gather_inputs`)."""
     s.add_argument("--input", action="append", metavar="NAME=FILE.npy",
@@ -261,8 +266,8 @@ def _gather_inputs(args: argparse.Namespace, ps: Any, recorded: Sequence[np.ndar
         if i not in given:
             if not args.random_inputs:
                 raise UsageError(
-                    f"missing input for parameter {i} ({n!r}, {s}); give --input {n}=FILE.npy, --inputs FILE.npz "
-                    "or --random-inputs"
+                    f"missing input for parameter {i} ({n!r}, {s}); give --input {_shell_safe(n, i)}=FILE.npy, "
+                    "--inputs FILE.npz or --random-inputs"
                 )
             if ranges is None:
                 ranges = _ranges(comp, len(shapes))

@@ -81,7 +81,8 @@ def _cmd_reduce(args: argparse.Namespace, out: IO[str]) -> int:
     from xlasdk.reducer import NotReproducedError, ReduceStep, reduce
 
     def progress(step: ReduceStep) -> None:
-        out.write(f"step {step.step}: {step.strategy}: {step.instructions} instructions ({step.candidates} "
+        plural = "" if step.instructions == 1 else "s"
+        out.write(f"step {step.step}: {step.strategy}: {step.instructions} instruction{plural} ({step.candidates} "
                   f"candidates, {step.compiles} compiles, {step.elapsed_s:.1f} s)\n")
         out.flush()
 
