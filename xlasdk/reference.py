@@ -461,12 +461,13 @@ def evaluate(computation: XlaComputation, *args: Any) -> list[np.ndarray[Any, An
     ShapeError, DTypeError
         Wrong number of arguments, or one of the wrong shape or element type.
     """
-    return _reference(computation, args)[0]
+    return _reference(computation, args, scales=False)[0]
 
 
-def _reference(computation: XlaComputation, args: Sequence[Any]) -> tuple[list[np.ndarray[Any, Any]], list[float]]:
-    """The reference outputs and, per output, the term scale of the op that produced it (with the
-    per-element error bound its value carries: :class:`_OutputScale`)."""
+def _reference(computation: XlaComputation, args: Sequence[Any],
+               scales: bool = True) -> tuple[list[np.ndarray[Any, Any]], list[float]]:
+    """The reference outputs and, per output (``scales``; else none), the term scale of the op that
+    produced it with the per-element error bound its value carries (:class:`_OutputScale`)."""
     from .errors import DTypeError, ShapeError
 
     g = computation._graph()
@@ -481,13 +482,10 @@ def _reference(computation: XlaComputation, args: Sequence[Any]) -> tuple[list[n
         if arr.dtype != want and not isinstance(a, (bool, int, float, complex)):  # as exe(...) checks them
             raise DTypeError(f"evaluate: argument {i} has element type {arr.dtype}, parameter {i} is {p.shape}")
         env[id(p)] = arr.astype(want, copy=False)
-    return _evaluate(computation, g, env)
-
-
-def _evaluate(computation: XlaComputation, g: Any, env: dict[int, Value]) -> tuple[list[np.ndarray[Any, Any]],
-                                                                                     list[float]]:
     ev = _Evaluator(computation)
     outs = ev.run_graph([*g.outputs, *g.effects], env)[: len(g.outputs)]
+    if not scales:  # the values alone (evaluate): no error bounds to carry
+        return [np.asarray(o) for o in outs], []
     bounds = _error_bounds(g.outputs, env, ev)
     return [np.asarray(o) for o in outs], [_OutputScale(_output_scale(o, env), bounds.get(id(o))) for o in g.outputs]
 
@@ -1738,17 +1736,7 @@ def compare(
             ) from None
         label = "reference evaluator" + (" (XLA without excess precision)" if options is not None else "")
     elif isinstance(against, (list, tuple)):
-        want = [np.asarray(w) for w in against]
-        if len(want) != len(got):
-            raise XlaSdkError(f"compare: the program has {len(got)} outputs, {len(want)} were given")
-        for k, (g_, w_) in enumerate(zip(got, want, strict=True)):
-            if w_.dtype != g_.dtype and w_.dtype.kind == "V" and w_.dtype.itemsize == g_.dtype.itemsize:
-                want[k] = w_ = w_.view(g_.dtype)  # raw bytes (bf16 saved by numpy) read as the output's type
-            if w_.shape != g_.shape or w_.dtype != g_.dtype:
-                raise XlaSdkError(
-                    f"compare: given output {k} is {w_.dtype}{list(w_.shape)}, the program's output {k} is "
-                    f"{g_.dtype}{list(g_.shape)}"
-                )
+        want = _given_outputs(got, against)
         label = "given outputs"
     else:
         other = _compile(computation, against)(*args)
@@ -1773,6 +1761,24 @@ def compare(
             report.nonfinite = _bisect.find_nonfinite(computation, args, device=device, options=options,
                                                       outputs=got, progress=progress)
     return report
+
+
+def _given_outputs(got: Sequence[np.ndarray[Any, Any]], want: Sequence[Any],
+                   label: str | None = None) -> list[np.ndarray[Any, Any]]:
+    """``want`` as arrays of ``got``'s shapes and types (raw bytes of the element's size, as numpy
+    saves bf16, read as the output's type), or an XlaSdkError naming ``label`` (None: "given")."""
+    w_list = [np.asarray(w) for w in want]
+    if len(w_list) != len(got):
+        held = f"{len(w_list)} were given" if label is None else f"{label} hold {len(w_list)}"
+        raise XlaSdkError(f"compare: the program has {len(got)} outputs, {held}")
+    for k, (g_, w_) in enumerate(zip(got, w_list, strict=True)):
+        if w_.dtype != g_.dtype and w_.dtype.kind == "V" and w_.dtype.itemsize == g_.dtype.itemsize:
+            w_list[k] = w_ = w_.view(g_.dtype)
+        if w_.shape != g_.shape or w_.dtype != g_.dtype:
+            where = "given " if label is None else f"{label}: "
+            raise XlaSdkError(f"compare: {where}output {k} is {w_.dtype}{list(w_.shape)}, the program's output {k} "
+                              f"is {g_.dtype}{list(g_.shape)}")
+    return w_list
 
 
 def compare_outputs(
@@ -1802,16 +1808,6 @@ def compare_outputs(
     if isinstance(rtol, (int, float)) and rtol < 0 or isinstance(atol, (int, float)) and atol < 0:
         raise ShapeError(f"compare: tolerances must be >= 0, got rtol={rtol}, atol={atol}")
     g_list = [np.asarray(g) for g in got]
-    w_list = [np.asarray(w) for w in want]
-    if len(w_list) != len(g_list):
-        raise XlaSdkError(f"compare: the program has {len(g_list)} outputs, {against} hold {len(w_list)}")
-    for k, (g_, w_) in enumerate(zip(g_list, w_list, strict=True)):
-        if w_.dtype != g_.dtype and w_.dtype.kind == "V" and w_.dtype.itemsize == g_.dtype.itemsize:
-            w_list[k] = w_ = w_.view(g_.dtype)
-        if w_.shape != g_.shape or w_.dtype != g_.dtype:
-            raise XlaSdkError(
-                f"compare: {against}: output {k} is {w_.dtype}{list(w_.shape)}, the program's output {k} is "
-                f"{g_.dtype}{list(g_.shape)}"
-            )
+    w_list = _given_outputs(g_list, want, against)
     return CompareReport(name, against, [_compare_one(i, g, w, rtol, atol)
                                          for i, (g, w) in enumerate(zip(g_list, w_list, strict=True))])
