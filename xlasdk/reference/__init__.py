@@ -15,7 +15,9 @@ number of elements outside the tolerance and the first of them (:class:`CompareR
 
 Rules: ``RULES`` maps an op name to ``rule(node, operands, ev) -> value``; operands are numpy
 arrays (tuples for multi-result ops), ``ev`` reads attributes and evaluates regions. (They live
-here, keyed by op name, for now; beside each op's row in its family module is where they belong.)
+here, keyed by op name; families with rules of their own have a module in this package:
+:mod:`xlasdk.reference.linalg`, ... imported at the end of this module.) ``REFUSED`` names the ops the
+evaluator refuses on purpose, with the reason.
 """
 
 from __future__ import annotations
@@ -28,17 +30,17 @@ from typing import TYPE_CHECKING, Any
 import ml_dtypes as _ml_dtypes
 import numpy as np
 
-from ._optable import GET_TUPLE_ELEMENT, PARAMETER, TUPLE
-from .builder import Region, XlaOp
-from .errors import XlaSdkError
-from .shape import Shape
+from .._optable import GET_TUPLE_ELEMENT, PARAMETER, TUPLE
+from ..builder import Region, XlaOp
+from ..errors import XlaSdkError
+from ..shape import Shape
 
 if TYPE_CHECKING:
-    from .computation import XlaComputation
+    from ..computation import XlaComputation
 
 ml_dtypes: Any = _ml_dtypes  # untyped functions (finfo)
 
-__all__ = ["evaluate", "compare", "CompareReport", "OutputComparison", "UnsupportedOpError", "RULES",
+__all__ = ["evaluate", "compare", "CompareReport", "OutputComparison", "UnsupportedOpError", "RULES", "REFUSED",
            "default_tolerance"]
 
 
@@ -49,6 +51,14 @@ class UnsupportedOpError(XlaSdkError):
 Value = Any  # np.ndarray, or a tuple of them for multi-result ops
 Rule = Callable[[XlaOp, list[Value], "_Evaluator"], Value]
 RULES: dict[str, Rule] = {}
+#: ops the evaluator refuses on purpose, with the reason its error gives (every row of the op table has a
+#: rule here or an entry there: ``tests/test_reference_rules.py`` checks it)
+REFUSED: dict[str, str] = {
+    "stablehlo.infeed": "reads the device's infeed queue, which only the device has",
+    "stablehlo.outfeed": "writes to the device's outfeed queue, which only the device has",
+    "stablehlo.rng": "draws from XLA's own unspecified generator (RngBitGenerator is reproducible: use it)",
+    "stablehlo.return": "only ends a region (its operands are the region's results)",
+}
 
 
 def _rule(*names: str) -> Callable[[Rule], Rule]:
@@ -146,6 +156,9 @@ class _Evaluator:
             return tuple(args)
         rule = RULES.get(o.opcode)
         if rule is None:
+            why = REFUSED.get(o.opcode)
+            if why is not None:
+                raise self.fail(o, f"is not evaluated by the reference: it {why}")
             raise self.fail(o, "has no evaluation rule yet (the reference evaluator cannot check this program)")
         return rule(o, args, self)
 
@@ -165,7 +178,7 @@ class _Evaluator:
         return self.run_graph([*r.results, *r.effects], inner)[: len(r.results)]
 
     def call(self, o: XlaOp, callee: str, args: list[Value]) -> Value:
-        from .formats.graph_import import import_graph
+        from ..formats.graph_import import import_graph
 
         g = self.callees.get(callee)
         if g is None:
@@ -468,7 +481,7 @@ def _reference(computation: XlaComputation, args: Sequence[Any],
                scales: bool = True) -> tuple[list[np.ndarray[Any, Any]], list[float]]:
     """The reference outputs and, per output (``scales``; else none), the term scale of the op that
     produced it with the per-element error bound its value carries (:class:`_OutputScale`)."""
-    from .errors import DTypeError, ShapeError
+    from ..errors import DTypeError, ShapeError
 
     g = computation._graph()
     if len(args) != len(g.params):
@@ -1444,7 +1457,7 @@ def _topk_custom_call(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     last dimension) largest along the last dimension, as :func:`_top_k`; its comparator (the
     function it calls) must be greater-than in total order, which is checked by running it on every
     pair of probe values (NaN, infinities, signed zeros included)."""
-    from .formats.graph_import import import_graph
+    from ..formats.graph_import import import_graph
 
     called = ev.attr(o, "called_computations", ())
     names = [_symbol(c) for c in (called if isinstance(called, (list, tuple)) else [called])]
@@ -1706,9 +1719,9 @@ def compare(
     XlaSdkError
         Recorded outputs of another number, shape or element type than the program's.
     """
-    from .errors import ShapeError
-    from .runtime import CompileOptions
-    from .runtime import compile as _compile
+    from ..errors import ShapeError
+    from ..runtime import CompileOptions
+    from ..runtime import compile as _compile
 
     if isinstance(rtol, (int, float)) and rtol < 0 or isinstance(atol, (int, float)) and atol < 0:
         raise ShapeError(f"compare: tolerances must be >= 0, got rtol={rtol}, atol={atol}")
@@ -1748,7 +1761,7 @@ def compare(
         _compare_one(i, g, w, rtol, atol, sc, ulps) for i, (g, w, sc) in enumerate(zip(got, want, scales,
                                                                                         strict=True))])
     if bisect is not None or find_nonfinite:
-        from . import bisect as _bisect
+        from .. import bisect as _bisect
 
         if bisect == "ops":
             report.bisect_ops = _bisect.bisect_ops(computation, args, device=device, options=options, rtol=rtol,
@@ -1803,7 +1816,7 @@ def compare_outputs(
         Another number of outputs, or an output of another shape or element type (raw-byte arrays
         of the element's size, as numpy saves bf16, are read as the output's type).
     """
-    from .errors import ShapeError
+    from ..errors import ShapeError
 
     if isinstance(rtol, (int, float)) and rtol < 0 or isinstance(atol, (int, float)) and atol < 0:
         raise ShapeError(f"compare: tolerances must be >= 0, got rtol={rtol}, atol={atol}")
