@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 ml_dtypes: Any = _ml_dtypes  # untyped functions (finfo)
 
 __all__ = ["evaluate", "compare", "CompareReport", "OutputComparison", "UnsupportedOpError", "RULES", "REFUSED",
+           "CUSTOM_CALL_RULES",
            "default_tolerance"]
 
 
@@ -51,6 +52,8 @@ class UnsupportedOpError(XlaSdkError):
 Value = Any  # np.ndarray, or a tuple of them for multi-result ops
 Rule = Callable[[XlaOp, list[Value], "_Evaluator"], Value]
 RULES: dict[str, Rule] = {}
+#: custom calls the evaluator knows, by ``call_target_name`` (the LAPACK targets of jaxlib's CPU lowering, ...)
+CUSTOM_CALL_RULES: dict[str, Rule] = {}
 #: ops the evaluator refuses on purpose, with the reason its error gives (every row of the op table has a
 #: rule here or an entry there: ``tests/test_reference_rules.py`` checks it)
 REFUSED: dict[str, str] = {
@@ -1449,6 +1452,9 @@ def _custom_call(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     target = ev.attr(o, "call_target_name", "?")
     if target == "TopK" and len(a) == 1 and o.shape.is_tuple():
         return _topk_custom_call(o, a, ev)
+    rule = CUSTOM_CALL_RULES.get(target)
+    if rule is not None:
+        return rule(o, a, ev)
     raise ev.fail(o, f"to {target!r} has no evaluation rule yet (the reference evaluator cannot check this program)")
 
 
