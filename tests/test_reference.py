@@ -75,7 +75,7 @@ _PENDING = frozenset({
     "stablehlo.collective_permute", "stablehlo.replica_id", "stablehlo.partition_id",
     "stablehlo.cholesky", "stablehlo.triangular_solve",
     "stablehlo.batch_norm_training", "stablehlo.batch_norm_inference", "stablehlo.batch_norm_grad",
-    "stablehlo.create_token", "stablehlo.after_all", "stablehlo.rng_bit_generator",
+    "stablehlo.create_token", "stablehlo.after_all",
 })
 
 

@@ -1830,3 +1830,6 @@ def compare_outputs(
     w_list = _given_outputs(g_list, want, against)
     return CompareReport(name, against, [_compare_one(i, g, w, rtol, atol)
                                          for i, (g, w) in enumerate(zip(g_list, w_list, strict=True))])
+
+
+from . import rng as rng  # noqa: E402  (its rules register in RULES)
