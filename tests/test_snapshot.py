@@ -253,7 +253,7 @@ def test_files_that_are_not_snapshots_are_refused(tmp_path: Any, every_type: Any
         xs.load_snapshot(module)
     text = tmp_path / "snap.pbtxt"
     text.write_text("hlo {\n  hlo_module {\n")
-    with _refused(xs.FormatError, "snap.pbtxt", "text-format"):
+    with _refused(xs.FormatError, "snap.pbtxt:2:14: not a valid text-format HloSnapshot"):  # line:column
         xs.load_snapshot(text)
     cut = tmp_path / "cut.pb"
     cut.write_bytes(data[: len(data) - 7])
@@ -371,18 +371,3 @@ def test_compare_and_reduce_take_a_snapshot_s_arguments(tmp_path: Any, mlp_args:
     snap = xs.load_snapshot(tmp_path / "min.snapshot.pb")  # the reduced module with arguments
     assert len(snap.arguments) == len(snap.computation.program_shape().parameter_shapes()) > 0
 
-
-def test_text_format_snapshots_are_named_and_refused(tmp_path: Any) -> None:
-    """With xla_dump_hlo_as_text XLA writes its unoptimized snapshots as text protos; xlasdk says
-    what they are and how to get the binary ones, from every entry point."""
-    x = np.arange(4, dtype=np.float32)
-    jax.jit(lambda v: v * 2).lower(x).compile(compiler_options={
-        "xla_dump_to": str(tmp_path), "xla_dump_hlo_unoptimized_snapshots": True, "xla_dump_hlo_as_text": True})(x)
-    found = glob.glob(str(tmp_path / "*unoptimized_snapshot*"))
-    if not found or found[0].endswith(".pb"):
-        pytest.skip(f"this jaxlib writes no text-format snapshot: {found}")
-    for load in (xs.load_snapshot, xs.load_computation):
-        with _refused(xs.FormatError, "text-format HloSnapshot", "without xla_dump_hlo_as_text"):
-            load(found[0])
-    code, _, err = _cli("run", found[0])
-    assert code == 2 and "text-format HloSnapshot" in err

@@ -184,15 +184,21 @@ def _load(path: str, fmt: str | None = None, option: str = "--format") -> Any:
 
 
 def _load_program(args: argparse.Namespace) -> tuple[Any, Any]:
-    """``(computation, snapshot or None)``: an ``HloSnapshot`` file (by its content) is read whole,
-    with its recorded arguments and result; any other file is loaded as a module."""
-    if args.format in (None, "pb", "proto", "hlo.pb") and not args.file.endswith((".hlo", ".txt", ".mlir", ".mlirbc")):
+    """``(computation, snapshot or None)``: an ``HloSnapshot`` file (by its content, binary or text
+    proto) is read whole, with its recorded arguments and result; any other file is loaded as a module."""
+    binary = args.format in (None, "pb", "proto", "hlo.pb") and not args.file.endswith((".hlo", ".txt", ".mlir",
+                                                                                         ".mlirbc"))
+    text = args.format is None and not args.file.endswith((".hlo", ".mlir", ".mlirbc"))
+    if binary or text:
         try:
             with open(args.file, "rb") as f:
-                head_is_proto = f.read(1) == b"\n"  # field 1, length-delimited: how every snapshot starts
+                head = f.read(4096)
         except OSError:
-            head_is_proto = False
-        if head_is_proto:
+            head = b""
+        from xlasdk.formats.sniff import text_snapshot_kind
+
+        # field 1, length-delimited: how every binary snapshot starts
+        if (binary and head[:1] == b"\n") or (text and text_snapshot_kind(head) is not None):
             from xlasdk._atomic import read_regular_file
             from xlasdk.formats.snapshot import read_snapshot, snapshot_kind
 
@@ -200,7 +206,7 @@ def _load_program(args: argparse.Namespace) -> tuple[Any, Any]:
                 data = read_regular_file(args.file)
             except OSError:
                 data = b""
-            if data and snapshot_kind(data) is not None:
+            if data and (snapshot_kind(data) is not None or text_snapshot_kind(data) is not None):
                 snap = read_snapshot(data, args.file)
                 return snap.computation, snap
     return _load(args.file, args.format), None

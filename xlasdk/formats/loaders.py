@@ -33,7 +33,7 @@ from .sniff import (
     format_from_suffix,
     jax_exported_hint,
     sniff_format,
-    text_snapshot_hint,
+    text_snapshot_kind,
 )
 
 if TYPE_CHECKING:
@@ -271,7 +271,9 @@ def load_computation(path: PathLike, format: Format | str | None = None) -> XlaC
         content, so XLA dump files such as ``module_0000.main.before_optimizations.txt`` load as
         they are, and so does a ``jax.export`` file (``Exported.serialize()``, any suffix): its
         StableHLO module, with the shardings and ``num_partitions`` it holds (the file's other
-        fields: :func:`xlasdk.formats.read_jax_export`).
+        fields: :func:`xlasdk.formats.read_jax_export`), and a text-format ``HloSnapshot``
+        (``*.hlo_unoptimized_snapshot.txt``; its module, like the binary one's:
+        :func:`xlasdk.load_snapshot` gives its arguments too).
     format:
         Force a format (``"hlo"``, ``"mlir"``, ``"mlirbc"``, ``"pb"`` or a :class:`Format`).
 
@@ -297,8 +299,13 @@ def load_computation(path: PathLike, format: Format | str | None = None) -> XlaC
         return _from_jax_export(data, what)
     if sniffed is None and (hint := jax_exported_hint(data)) is not None:
         raise FormatError(f"{what}: {hint}")
-    if sniffed is None and (hint := text_snapshot_hint(data)) is not None:
-        raise FormatError(f"{what}: {hint}")
+    if sniffed is None and text_snapshot_kind(data) is not None:
+        if fmt is not None:
+            raise FormatError(f"{what}: the suffix says {fmt.description}, but the file holds a text-format "
+                              "HloSnapshot (xs.load_snapshot reads it with its arguments)")
+        from .snapshot import read_snapshot  # snapshot imports this module
+
+        return read_snapshot(data, what).computation
     if fmt is None:
         if sniffed is None:
             raise FormatError(

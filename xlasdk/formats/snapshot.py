@@ -10,8 +10,17 @@ the same ``DebugOptions`` fields through :class:`xlasdk.CompileOptions`' ``env_o
   the module *before* optimizations (field 1, an ``HloModuleProto``) and, per partition, its
   arguments (field 2, ``HloInputs``); no result.
 
-:func:`load_snapshot` reads both (binary protos; text protos are refused with a clear error) into a
-:class:`Snapshot`; :func:`write_snapshot` writes an ``HloSnapshot`` that XLA's tools
+:func:`load_snapshot` reads both into a :class:`Snapshot`, binary or text proto. With
+``--xla_dump_hlo_as_text`` XLA writes the unoptimized kind as text
+(``module_NNNN.NAME.execution_NNNN.hlo_unoptimized_snapshot.txt``; the optimized kind stays binary,
+checked on jaxlib 0.10.2 and 0.12.0.1), and ``protoc --decode`` or protobuf's ``text_format`` write
+either kind as text. A text snapshot is parsed by the ``protobuf`` package (an optional
+dependency: ``pip install "xlasdk[snapshots]"``) with the schema the installed jaxlib embeds
+(:mod:`xlasdk._jaxlib.protodesc`), serialized, and decoded as the binary file would be, so both
+give the same arguments and result. Text spells every NaN ``nan``: a NaN's sign and payload bits
+are not in the text (they read back as the quiet NaN; everything else is bit-exact).
+
+:func:`write_snapshot` writes an ``HloSnapshot`` that XLA's tools
 (``run_hlo_module``, ``hlo_bisect``) read, with the module as the computation gives it (before
 optimizations), the arguments and, when known, the result.
 
@@ -28,9 +37,11 @@ dimensions are refused.
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import io
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import numpy as np
@@ -40,7 +51,7 @@ from ..errors import FormatError
 from ..types import PrimitiveType, dtype_to_etype, etype_to_dtype
 from .loaders import _path_name, _read, computation_from_hlo_proto
 from .protobuf import _proto_fields
-from .sniff import PathLike, _as_text, text_snapshot_hint
+from .sniff import PathLike, _as_text, text_snapshot_kind
 
 if TYPE_CHECKING:
     from ..computation import XlaComputation
@@ -380,16 +391,21 @@ def _leaves(v: Value) -> list[Array]:
 def read_snapshot(data: bytes, what: str = "snapshot") -> Snapshot:
     """A :class:`Snapshot` from the bytes of an ``HloSnapshot`` or ``HloUnoptimizedSnapshot``.
 
-    Raises :class:`~xlasdk.errors.FormatError` naming ``what`` for anything else: a text proto, a
-    bare module (no arguments), corrupt literals, or arguments that do not match the module's
-    parameters in count, shape or dtype.
+    ``data`` may be the binary proto or its text format (see the module docstring). Raises
+    :class:`~xlasdk.errors.FormatError` naming ``what`` for anything else: a bare module (no
+    arguments), corrupt literals, arguments that do not match the module's parameters in count,
+    shape or dtype, or text that does not parse (``what:LINE:COLUMN: ...``), or a text snapshot
+    when the ``protobuf`` package is missing (the message says ``pip install "xlasdk[snapshots]"``)
+    or jaxlib's schema cannot be found.
     """
     if not data:
         raise FormatError(f"{what}: the file is empty")
-    if _as_text(data[:4096]) is not None:
-        hint = text_snapshot_hint(data) or ("text, not a binary snapshot proto (xlasdk reads the binary HloSnapshot "
-                                            "files XLA's --xla_dump_hlo_snapshots writes)")
-        raise FormatError(f"{what}: {hint}")
+    text_kind = text_snapshot_kind(data)
+    if text_kind is not None:
+        data = _binary_from_text(data, text_kind, what)
+    elif _as_text(data[:4096]) is not None:
+        raise FormatError(f"{what}: text, but not a text-format HloSnapshot or HloUnoptimizedSnapshot (one starts "
+                          "'hlo {' or 'hlo_module {'), nor a binary snapshot proto")
     fields = _fields_of(data, what)
     found = snapshot_kind(data)
     if found is None:
@@ -425,6 +441,52 @@ def read_snapshot(data: bytes, what: str = "snapshot") -> Snapshot:
     if result is not None:
         _check_result(comp, result, what)
     return Snapshot(comp, arguments, result, kind, platform, tuple(partitions))
+
+
+_TEXT_MESSAGES: Final = {"snapshot": "xla.HloSnapshot", "unoptimized_snapshot": "xla.HloUnoptimizedSnapshot"}
+_TEXT_MAX_DEPTH: Final = 128  # message nesting in a text proto (a 64-deep tuple shape is about 70)
+
+
+def _binary_from_text(data: bytes, kind: Literal["snapshot", "unoptimized_snapshot"], what: str) -> bytes:
+    """The binary proto of a text-format ``HloSnapshot`` / ``HloUnoptimizedSnapshot``, parsed by the
+    protobuf package with the schema of the installed jaxlib (:mod:`xlasdk._jaxlib.protodesc`)."""
+    from .._jaxlib.protodesc import SchemaUnavailable, message_class
+
+    name = _TEXT_MESSAGES[kind]
+    try:
+        cls = message_class(name)
+    except SchemaUnavailable as e:
+        raise FormatError(f"{what}: a text-format {name.removeprefix('xla.')}, which xlasdk cannot read here: {e}. "
+                          "Or dump again without --xla_dump_hlo_as_text (XLA then writes the binary .pb file)"
+                          ) from None
+    from google.protobuf import message as pb_message
+    from google.protobuf import text_format
+
+    def lines() -> Iterator[str]:
+        for number, line in enumerate(io.BytesIO(data), 1):
+            try:
+                yield line.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise FormatError(f"{what}:{number}:{e.start + 1}: not UTF-8 text (byte {line[e.start]:#04x})"
+                                  ) from None
+
+    options: dict[str, Any] = {}
+    if "max_recursion_depth" in inspect.signature(text_format.ParseLines).parameters:  # protobuf >= 5.29
+        options["max_recursion_depth"] = _TEXT_MAX_DEPTH
+    msg = cls()
+    try:
+        text_format.ParseLines(lines(), msg, **options)
+        return bytes(msg.SerializeToString())
+    except text_format.ParseError as e:
+        line, column = e.GetLine(), e.GetColumn()
+        where = f"{what}:{line}:{column}" if line is not None and column is not None else what
+        text = str(e).split(" : ", 1)[1] if line is not None and " : " in str(e) else str(e)
+        text = text if len(text) <= 300 else text[:300] + "..."  # a message may quote a whole line
+        raise FormatError(f"{where}: not a valid text-format {name.removeprefix('xla.')}: {text}") from None
+    except RecursionError:
+        raise FormatError(f"{what}: a text-format {name.removeprefix('xla.')} nested too deeply") from None
+    except pb_message.EncodeError as e:
+        raise FormatError(f"{what}: the text-format {name.removeprefix('xla.')} cannot be encoded: {e}") from None
 
 
 def _is_name(b: bytes) -> bool:
@@ -468,7 +530,9 @@ def _check_result(comp: XlaComputation, result: Value, what: str) -> None:
 def load_snapshot(path: PathLike) -> Snapshot:
     """Read an ``HloSnapshot`` file: XLA's ``*.snapshot.ID.pb`` (module after optimizations,
     arguments, result), its ``*.hlo_unoptimized_snapshot.pb`` (module before optimizations, the
-    arguments of each partition), or one :func:`write_snapshot` wrote.
+    arguments of each partition), their text format (``*.hlo_unoptimized_snapshot.txt``, which XLA
+    writes with ``--xla_dump_hlo_as_text``; needs the ``protobuf`` package), or one
+    :func:`write_snapshot` wrote.
 
     Returns
     -------
@@ -479,8 +543,9 @@ def load_snapshot(path: PathLike) -> Snapshot:
     Raises
     ------
     FormatError
-        When the file is missing, not a regular file, not a binary snapshot proto, or corrupt, or
-        its arguments do not match the module's parameters; the message names the file.
+        When the file is missing, not a regular file, not a snapshot proto (binary or text), or
+        corrupt, or its arguments do not match the module's parameters; the message names the file
+        (and the line and column of a text file's mistake).
     """
     what = _path_name(path, "load_snapshot")
     data = _read(path, what)

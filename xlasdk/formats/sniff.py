@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 import os
 import re
-from typing import Final
+from typing import Final, Literal
 
 from ..errors import FormatError
 from .protobuf import _find_module_proto
@@ -137,15 +137,30 @@ def jax_exported_hint(data: bytes) -> str | None:
 
 
 
-_TEXT_PROTO_SNAPSHOT: Final = re.compile(r"(hlo_module|hlo|partitions|arguments|result)\s*[{:]")
+_TEXT_PROTO_SNAPSHOT: Final = re.compile(
+    r"(?P<unoptimized>hlo_module|partitions)\s*[{:<]|(?:hlo|arguments|result|execution_platform)\s*[{:<]"
+)
 
 
-def text_snapshot_hint(data: bytes) -> str | None:
-    """What to do, when ``data`` looks like a text-format ``HloSnapshot`` / ``HloUnoptimizedSnapshot``
-    (what XLA writes with ``--xla_dump_hlo_as_text`` beside its snapshot flags)."""
-    text = _as_text(data[:4096])
-    if text is None or not _TEXT_PROTO_SNAPSHOT.match(_strip_leading_comments(text)):
+def _strip_text_proto_comments(text: str) -> str:
+    """``text`` without leading blank lines and ``#`` comment lines (text-format protos' comments)."""
+    t = text.lstrip()
+    while t.startswith("#"):
+        nl = t.find("\n")
+        t = "" if nl < 0 else t[nl + 1 :].lstrip()
+    return t
+
+
+def text_snapshot_kind(data: bytes) -> Literal["snapshot", "unoptimized_snapshot"] | None:
+    """Which text-format snapshot ``data`` holds, from its first field (what XLA writes with
+    ``--xla_dump_hlo_as_text`` beside ``--xla_dump_hlo_unoptimized_snapshots``: an
+    ``HloUnoptimizedSnapshot`` starting ``hlo_module {``; an ``HloSnapshot`` starts ``hlo {``), or
+    None when ``data`` is binary (a NUL in the first 4 KiB, or no field name first) or other text."""
+    head = data[:4096]
+    if b"\x00" in head:
         return None
-    return ("it looks like a text-format HloSnapshot (XLA writes them with --xla_dump_hlo_as_text); xlasdk reads "
-            "the binary ones: dump again without xla_dump_hlo_as_text (the .pb files), or load the module's HLO "
-            "dump (*.before_optimizations.txt)")
+    text = head.decode("utf-8", "replace")  # only the first field's name counts; a bad byte later is the parser's
+    m = _TEXT_PROTO_SNAPSHOT.match(_strip_text_proto_comments(text))
+    if m is None:
+        return None
+    return "unoptimized_snapshot" if m.group("unoptimized") else "snapshot"
