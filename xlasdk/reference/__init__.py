@@ -1832,4 +1832,5 @@ def compare_outputs(
                                          for i, (g, w) in enumerate(zip(g_list, w_list, strict=True))])
 
 
+from . import linalg as linalg  # noqa: E402,F401  (the linear algebra rules: Cholesky, batch norm, LAPACK calls)
 from . import rng as rng  # noqa: E402  (its rules register in RULES)
