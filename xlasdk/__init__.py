@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from .inputs import random_inputs
     from .reducer import NotReproducedError, ReduceResult, reduce
     from .reference import CompareReport, UnsupportedOpError, compare, evaluate
+    from .reference.collectives import CollectiveTimeoutError, evaluate_spmd
     from .runtime import (
         Client,
         CompileCache,
@@ -147,6 +148,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "UnsupportedOpError": ("reference", "UnsupportedOpError"),
     "compare": ("reference", "compare"),
     "evaluate": ("reference", "evaluate"),
+    "evaluate_spmd": ("reference.collectives", "evaluate_spmd"),
+    "CollectiveTimeoutError": ("reference.collectives", "CollectiveTimeoutError"),
     "Client": ("runtime", "Client"),
     "CompileCache": ("runtime", "CompileCache"),
     "CompileOptions": ("runtime", "CompileOptions"),
@@ -204,7 +207,7 @@ __all__ = [
     "HostBufferSemantics", "aligned_empty", "from_dlpack", "JaxlibVersion", "jaxlib_version_info",
     "register_custom_call_target",
     "Instruction", "GraphImportError",
-    "evaluate", "compare", "CompareReport", "UnsupportedOpError",
+    "evaluate", "compare", "CompareReport", "UnsupportedOpError", "evaluate_spmd", "CollectiveTimeoutError",
     "reduce", "ReduceResult", "NotReproducedError",
     "Snapshot", "load_snapshot", "write_snapshot", "random_inputs",
     "__version__",

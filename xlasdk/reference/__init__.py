@@ -480,10 +480,11 @@ def evaluate(computation: XlaComputation, *args: Any) -> list[np.ndarray[Any, An
     return _reference(computation, args, scales=False)[0]
 
 
-def _reference(computation: XlaComputation, args: Sequence[Any],
-               scales: bool = True) -> tuple[list[np.ndarray[Any, Any]], list[float]]:
+def _reference(computation: XlaComputation, args: Sequence[Any], scales: bool = True,
+               callees: dict[str, Any] | None = None) -> tuple[list[np.ndarray[Any, Any]], list[float]]:
     """The reference outputs and, per output (``scales``; else none), the term scale of the op that
-    produced it with the per-element error bound its value carries (:class:`_OutputScale`)."""
+    produced it with the per-element error bound its value carries (:class:`_OutputScale`).
+    ``callees``: the called functions' graphs, shared by the evaluators of several simulated devices."""
     from ..errors import DTypeError, ShapeError
 
     g = computation._graph()
@@ -499,6 +500,8 @@ def _reference(computation: XlaComputation, args: Sequence[Any],
             raise DTypeError(f"evaluate: argument {i} has element type {arr.dtype}, parameter {i} is {p.shape}")
         env[id(p)] = arr.astype(want, copy=False)
     ev = _Evaluator(computation)
+    if callees is not None:
+        ev.callees = callees
     outs = ev.run_graph([*g.outputs, *g.effects], env)[: len(g.outputs)]
     if not scales:  # the values alone (evaluate): no error bounds to carry
         return [np.asarray(o) for o in outs], []
@@ -1832,5 +1835,6 @@ def compare_outputs(
                                          for i, (g, w) in enumerate(zip(g_list, w_list, strict=True))])
 
 
+from . import collectives as collectives  # noqa: E402  (its rules register in RULES)
 from . import linalg as linalg  # noqa: E402,F401  (the linear algebra rules: Cholesky, batch norm, LAPACK calls)
 from . import rng as rng  # noqa: E402  (its rules register in RULES)

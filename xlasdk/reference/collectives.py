@@ -1,0 +1,381 @@
+"""Reference rules of the collectives, simulated over replicas and partitions, and
+:func:`evaluate_spmd`, which runs a program on every simulated device at once.
+
+:func:`xlasdk.evaluate` runs a program as one device: replica 0 of 1, partition 0 of 1, where a
+collective's group is that device alone (AllReduce, AllGather and ReduceScatter over one member
+are the identity, CollectivePermute sends nothing unless a pair names device 0 to itself).
+:func:`evaluate_spmd` runs one thread per device, each the ordinary evaluator on that device's
+arguments; each collective is a meeting point (a rendezvous per op instance and per execution, so
+that loops work) where the members of a group hand over their operands, and each member then
+computes its own result from all of them. A device that waits longer than ``timeout`` (the
+devices took different paths, or a group names a device that never comes) raises an
+:class:`~xlasdk.XlaSdkError` naming the op and the devices it waited for, instead of hanging.
+
+Who meets whom follows XLA's operation semantics (``CollectiveOpGroupMode``), devices numbered
+replica-major (device ``r * num_partitions + p`` is replica ``r``, partition ``p``, as
+:meth:`Executable.execute_replicated <xlasdk.Executable.execute_replicated>` orders them):
+
+- AllReduce, AllGather, ReduceScatter: without a channel the groups hold replica ids and the
+  members are those replicas of this device's partition (cross-replica); with a channel they
+  hold replica ids and the members are every partition of those replicas, replica-major (cross-
+  replica-and-partition); with a channel and ``use_global_device_ids`` they hold device ids
+  (flattened). Empty groups: every replica.
+- AllToAll, CollectivePermute: without a channel the ids are replica ids (cross-replica), with one
+  partition ids, within this device's replica (cross-partition).
+
+Floating-point reductions are computed in float64 (complex128) in group order and rounded once to
+the element type; integers wrap around as XLA's do.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..builder import XlaOp
+from ..errors import ShapeError, XlaSdkError
+from . import Value, _combine, _Evaluator, _out, _reference, _result_shapes, _results, _rule
+
+if TYPE_CHECKING:
+    from ..computation import XlaComputation
+
+__all__ = ["evaluate_spmd", "CollectiveTimeoutError"]
+
+#: how long a simulated device waits at a collective for the other members of its group, in seconds
+DEFAULT_TIMEOUT = 60.0
+
+
+class CollectiveTimeoutError(XlaSdkError):
+    """A simulated device waited at a collective longer than the timeout for devices that never
+    came (they took another path through the program, or the op's groups name a device that does
+    not run it); the message names the op and the devices."""
+
+
+class _Aborted(XlaSdkError):
+    """Another simulated device failed, so this one stopped waiting (the other's error is raised)."""
+
+
+class _Hub:
+    """Where the devices of one :func:`evaluate_spmd` run meet: per (op, execution, group) a slot of
+    the values handed over so far."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.cond = threading.Condition()
+        self.slots: dict[tuple[Any, ...], dict[int, Any]] = {}
+        self.reads: dict[tuple[Any, ...], int] = {}
+        self.failed = False
+
+    def fail(self) -> None:
+        with self.cond:
+            self.failed = True
+            self.cond.notify_all()
+
+    def exchange(self, key: tuple[Any, ...], me: int, group: tuple[int, ...], value: Any, what: str) -> list[Any]:
+        full = (*key, group)
+        with self.cond:
+            slot = self.slots.setdefault(full, {})
+            slot[me] = value
+            self.cond.notify_all()
+            done = self.cond.wait_for(lambda: self.failed or all(d in slot for d in group), self.timeout)
+            if not done or (self.failed and not all(d in slot for d in group)):
+                if self.failed:
+                    raise _Aborted(f"{what}: stopped waiting, another device failed")
+                missing = [d for d in group if d not in slot]
+                raise CollectiveTimeoutError(
+                    f"reference evaluator: {what}: device {me} waited {self.timeout:g} s for devices {missing} of its "
+                    f"group {list(group)}, which never reached this op (the devices took different paths through "
+                    "the program, or the group names a device that does not run it)")
+            values = [slot[d] for d in group]
+            self.reads[full] = self.reads.get(full, 0) + 1
+            if self.reads[full] == len(group):  # every member has its values: free the slot
+                del self.slots[full], self.reads[full]
+        return values
+
+
+@dataclass
+class _Device:
+    """The simulated device a thread evaluates as."""
+
+    replica: int = 0
+    partition: int = 0
+    num_replicas: int = 1
+    num_partitions: int = 1
+    hub: _Hub | None = None
+    counts: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def index(self) -> int:
+        return self.replica * self.num_partitions + self.partition
+
+
+_LOCAL = threading.local()
+
+
+def _device() -> _Device:
+    dev = getattr(_LOCAL, "device", None)
+    if dev is None:
+        dev = _LOCAL.device = _Device()
+    return dev
+
+
+# -- who takes part ----------------------------------------------------------------------------------------
+def _groups(o: XlaOp, ev: _Evaluator, name: str) -> list[list[int]]:
+    v = ev.attr(o, name)
+    if v is None:
+        return []
+    arr = np.asarray(v)
+    if arr.size == 0:  # no groups: every device of the mode's kind
+        return []
+    rows = arr.reshape(arr.shape[0], -1) if arr.ndim == 2 else arr.reshape(1, -1)
+    return [[int(i) for i in row if int(i) >= 0] for row in rows]  # -1 pads uneven groups
+
+
+def _channel(o: XlaOp, ev: _Evaluator) -> bool:
+    ch = ev.attr(o, "channel_handle")
+    if isinstance(ch, dict):
+        return int(ch.get("handle", 0)) > 0
+    handle = getattr(ch, "handle", None)
+    return handle is not None and int(handle) > 0
+
+
+def _participants(o: XlaOp, ev: _Evaluator, dev: _Device, *, partition_mode: bool) -> tuple[int, ...]:
+    """The devices of ``dev``'s group for collective ``o``, in group order (see the module's doc).
+    ``partition_mode``: AllToAll / CollectivePermute (a channel makes the ids partition ids)."""
+    R, P = dev.num_replicas, dev.num_partitions
+    groups = _groups(o, ev, "replica_groups")
+    channel = _channel(o, ev)
+    flattened = channel and bool(ev.attr(o, "use_global_device_ids", False)) and not partition_mode
+    if partition_mode and channel:
+        kind, count, mine = "partition", P, dev.partition
+        to_device: Callable[[int], list[int]] = lambda i: [dev.replica * P + i]  # noqa: E731
+    elif flattened:
+        kind, count, mine = "device", R * P, dev.index
+        to_device = lambda i: [i]  # noqa: E731
+    elif channel and not partition_mode:  # cross-replica-and-partition
+        kind, count, mine = "replica", R, dev.replica
+        to_device = lambda i: [i * P + p for p in range(P)]  # noqa: E731
+    else:
+        kind, count, mine = "replica", R, dev.replica
+        to_device = lambda i: [i * P + dev.partition]  # noqa: E731
+    groups = groups or [list(range(count))]
+    bad = sorted({i for g in groups for i in g if i >= count})
+    if bad:
+        raise ev.fail(o, f"names {kind} ids {bad}, but the program runs on {count} {kind}(s) "
+                         f"({R} replica(s) x {P} partition(s); xs.evaluate_spmd runs it on several)")
+    mine_in = [g for g in groups if mine in g]
+    if len(mine_in) != 1:
+        raise ev.fail(o, f"with replica_groups {groups}: {kind} {mine} must be in exactly one group, "
+                         f"it is in {len(mine_in)}")
+    return tuple(d for i in mine_in[0] for d in to_device(i))
+
+
+def _meet(o: XlaOp, ev: _Evaluator, group: tuple[int, ...], value: Any) -> list[Any]:
+    """Hand ``value`` to the other members of ``group`` at this execution of ``o``; their values
+    (this device's included) in group order."""
+    dev = _device()
+    count = dev.counts.get(o.id, 0)
+    dev.counts[o.id] = count + 1
+    if dev.hub is None:
+        if group != (dev.index,):  # pragma: no cover - _participants refuses ids beyond one device
+            raise ev.fail(o, f"needs devices {list(group)}; xs.evaluate runs one device (use xs.evaluate_spmd)")
+        return [value]
+    return dev.hub.exchange((o.id, count), dev.index, group, value, f"{o.opcode} (op #{o.id}, execution {count})")
+
+
+# -- rules ---------------------------------------------------------------------------------------------------
+def _reduce_over(o: XlaOp, ev: _Evaluator, values: list[np.ndarray[Any, Any]]) -> Any:
+    """``values`` (one array per member, in group order) folded with ``o``'s reduction region, in
+    float64 / complex128 for floats, exact for integers (not yet rounded)."""
+    fold = _combine(o.regions[0], o, ev)
+    acc = values[0]
+    for v in values[1:]:
+        acc = np.asarray(fold([acc], [v])[0])
+    return acc
+
+
+@_rule("stablehlo.all_reduce")
+def _all_reduce(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    group = _participants(o, ev, _device(), partition_mode=False)
+    everyone = _meet(o, ev, group, list(a))
+    shapes = _result_shapes(o)
+    outs = [_out(_reduce_over(o, ev, [vals[k] for vals in everyone]), shapes[k]) for k in range(len(a))]
+    return _results(o, outs)
+
+
+@_rule("stablehlo.reduce_scatter")
+def _reduce_scatter(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    dev = _device()
+    group = _participants(o, ev, dev, partition_mode=False)
+    everyone = _meet(o, ev, group, list(a))
+    dim = int(ev.attr(o, "scatter_dimension"))
+    me = group.index(dev.index)
+    shapes = _result_shapes(o)
+    outs = []
+    for k in range(len(a)):
+        total = _reduce_over(o, ev, [vals[k] for vals in everyone])
+        outs.append(_out(np.split(np.asarray(total), len(group), axis=dim)[me], shapes[k]))
+    return _results(o, outs)
+
+
+@_rule("stablehlo.all_gather")
+def _all_gather(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    group = _participants(o, ev, _device(), partition_mode=False)
+    everyone = _meet(o, ev, group, list(a))
+    dim = int(ev.attr(o, "all_gather_dim"))
+    shapes = _result_shapes(o)
+    return _results(o, [_out(np.concatenate([vals[k] for vals in everyone], axis=dim), shapes[k])
+                        for k in range(len(a))])
+
+
+@_rule("stablehlo.all_to_all")
+def _all_to_all(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    dev = _device()
+    group = _participants(o, ev, dev, partition_mode=True)
+    split, concat = int(ev.attr(o, "split_dimension")), int(ev.attr(o, "concat_dimension"))
+    n = int(ev.attr(o, "split_count", len(group)))
+    if n != len(group):
+        raise ev.fail(o, f"with split_count {n} over a group of {len(group)} devices {list(group)}")
+    everyone = _meet(o, ev, group, list(a))
+    me = group.index(dev.index)
+    shapes = _result_shapes(o)
+    return _results(o, [_out(np.concatenate([np.split(vals[k], n, axis=split)[me] for vals in everyone],
+                                            axis=concat), shapes[k]) for k in range(len(a))])
+
+
+@_rule("stablehlo.collective_permute")
+def _collective_permute(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    dev = _device()
+    channel = _channel(o, ev)
+    count, mine = (dev.num_partitions, dev.partition) if channel else (dev.num_replicas, dev.replica)
+    pairs = [(int(s), int(t)) for s, t in np.asarray(ev.attr(o, "source_target_pairs")).reshape(-1, 2)]
+    bad = sorted({i for p in pairs for i in p if not 0 <= i < count})
+    if bad:
+        kind = "partition" if channel else "replica"
+        raise ev.fail(o, f"names {kind} ids {bad} in source_target_pairs, but the program runs on {count} "
+                         f"{kind}(s) (xs.evaluate_spmd runs it on several)")
+    line = tuple(dev.replica * dev.num_partitions + i if channel else i * dev.num_partitions + dev.partition
+                 for i in range(count))  # every device of this replica (channel) or partition (none)
+    everyone = _meet(o, ev, line, a[0])
+    sources = [s for s, t in pairs if t == mine]
+    if not sources:  # no pair targets this device: zeros
+        return _out(np.zeros(np.shape(a[0]), np.asarray(a[0]).dtype), o.shape)
+    return _out(everyone[sources[0]], o.shape)
+
+
+@_rule("stablehlo.replica_id")
+def _replica_id(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    return _out(np.uint32(_device().replica), o.shape)
+
+
+@_rule("stablehlo.partition_id")
+def _partition_id(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    return _out(np.uint32(_device().partition), o.shape)
+
+
+# -- running every device ------------------------------------------------------------------------------------
+class _SharedCallees(dict[str, Any]):
+    """The called functions' graphs, imported once for all simulated devices (the op nodes of a
+    callee must be the same objects on every device: they name the meeting points)."""
+
+    def __init__(self, comp: XlaComputation) -> None:
+        super().__init__()
+        self._comp = comp
+        self._lock = threading.Lock()
+
+    def get(self, name: str, default: Any = None) -> Any:
+        from ..formats.graph_import import import_graph
+
+        with self._lock:
+            if name not in self:
+                self[name] = import_graph(self._comp._mlir_module(), self._comp.name, name)
+            return self[name]
+
+
+def evaluate_spmd(
+    computation: XlaComputation,
+    per_device_args: Sequence[Sequence[Any]],
+    *,
+    num_replicas: int | None = None,
+    num_partitions: int = 1,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> list[list[np.ndarray[Any, Any]]]:
+    """The outputs of ``computation`` on every device of a multi-replica / multi-partition run,
+    computed by the reference evaluator with its collectives simulated (XLA's SPMD/MPMD execution
+    of one program on ``num_replicas * num_partitions`` devices, as
+    :meth:`Executable.execute_replicated <xlasdk.Executable.execute_replicated>` runs it).
+
+    Parameters
+    ----------
+    computation: an :class:`~xlasdk.XlaComputation`, built or loaded.
+    per_device_args: one argument list per device, replica-major (device ``r * num_partitions + p``
+        is replica ``r``, partition ``p``); each as :func:`xlasdk.evaluate` takes them (the
+        parameters' shapes and element types).
+    num_replicas: default ``len(per_device_args) // num_partitions``.
+    num_partitions: partitions per replica (``>= 1``).
+    timeout: seconds a device waits at a collective for the rest of its group before raising.
+
+    Returns
+    -------
+    One list of numpy arrays per device, in the same order, as :func:`xlasdk.evaluate` returns them.
+
+    Raises
+    ------
+    ShapeError
+        ``len(per_device_args)`` is not ``num_replicas * num_partitions``, a count below 1, or a
+        device's arguments are wrong (as :func:`xlasdk.evaluate`; the message names the device).
+    CollectiveTimeoutError
+        Devices did not meet at a collective within ``timeout`` (it names the op and the devices).
+    UnsupportedOpError
+        An op without a rule, or a collective whose groups or pairs name devices the run lacks.
+    """
+    if isinstance(num_partitions, bool) or not isinstance(num_partitions, int) or num_partitions < 1:
+        raise ShapeError(f"evaluate_spmd: num_partitions must be an int >= 1, got {num_partitions!r}")
+    lists = [list(args) for args in per_device_args]
+    if num_replicas is None:
+        num_replicas = len(lists) // num_partitions
+    if isinstance(num_replicas, bool) or not isinstance(num_replicas, int) or num_replicas < 1:
+        raise ShapeError(f"evaluate_spmd: num_replicas must be an int >= 1, got {num_replicas!r} "
+                         f"({len(lists)} argument lists for {num_partitions} partition(s))")
+    if len(lists) != num_replicas * num_partitions:
+        raise ShapeError(f"evaluate_spmd: {len(lists)} argument lists for {num_replicas} replica(s) x "
+                         f"{num_partitions} partition(s); expected one per device ({num_replicas * num_partitions})")
+    if not timeout > 0:
+        raise ShapeError(f"evaluate_spmd: timeout must be > 0 seconds, got {timeout!r}")
+    computation._graph()  # imported once, before the threads share it
+    hub = _Hub(float(timeout))
+    callees = _SharedCallees(computation)
+    results: list[list[np.ndarray[Any, Any]] | None] = [None] * len(lists)
+    errors: list[BaseException | None] = [None] * len(lists)
+
+    def run(i: int) -> None:
+        _LOCAL.device = _Device(i // num_partitions, i % num_partitions, num_replicas, num_partitions, hub)
+        try:
+            results[i] = _reference(computation, lists[i], scales=False, callees=callees)[0]
+        except BaseException as e:  # noqa: BLE001 - handed to the caller below
+            errors[i] = e
+            hub.fail()
+        finally:
+            _LOCAL.device = None
+
+    threads = [threading.Thread(target=run, args=(i,), name=f"xlasdk-device-{i}", daemon=True)
+               for i in range(len(lists))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    first = next((i for i, e in enumerate(errors) if e is not None and not isinstance(e, _Aborted)), None)
+    if first is None:
+        first = next((i for i, e in enumerate(errors) if e is not None), None)
+    if first is not None:
+        e = errors[first]
+        assert e is not None
+        if isinstance(e, XlaSdkError):
+            r, p = divmod(first, num_partitions)
+            raise type(e)(f"device {first} (replica {r}, partition {p}): {e}") from e
+        raise e
+    return [r for r in results if r is not None]
