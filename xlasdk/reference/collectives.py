@@ -374,8 +374,10 @@ def evaluate_spmd(
     if first is not None:
         e = errors[first]
         assert e is not None
-        if isinstance(e, XlaSdkError):
-            r, p = divmod(first, num_partitions)
-            raise type(e)(f"device {first} (replica {r}, partition {p}): {e}") from e
-        raise e
+        r, p = divmod(first, num_partitions)
+        try:  # the same error, naming the device
+            named = type(e)(f"device {first} (replica {r}, partition {p}): {e}") if isinstance(e, XlaSdkError) else e
+        except Exception:  # noqa: BLE001 - an error class that takes other arguments: as it came
+            named = e
+        raise named from (e if named is not e else None)
     return [r for r in results if r is not None]
