@@ -275,6 +275,39 @@ def test_hostile_text_is_refused_without_harm(tmp_path: Any) -> None:
     assert "needs 2 elements" in message or "parameter" in message or "entry" in message.lower(), message
 
 
+def test_long_strings_are_cut_into_pieces_that_read_the_same(step_dumps: dict[str, Any],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Long quoted strings (bf16 data) are handed to protobuf's tokenizer in pieces (its memory grows
+    ~100 bytes per escaped character of one token): the pieces unescape to the same bytes (protobuf's
+    CUnescape the oracle), and XLA's text with every string cut reads as the binary file."""
+    import random
+
+    from google.protobuf import text_encoding
+
+    from xlasdk.formats import text_proto
+
+    rng = random.Random(0)
+    atoms = ["\\\\", "\\\"", "\\'", "\\n", "\\000", "\\1", "\\12", "\\377", "\\x4", "\\x4f", "a", "7",
+             "\\u00e9", "\\U0001F600", "\u00e9", " "]
+    for size in (11, 12, 16):
+        monkeypatch.setattr(text_proto, "_PIECE", size)
+        for _ in range(1000):
+            inner = "".join(rng.choice(atoms) for _ in range(rng.randint(0, 40)))
+            pieces = text_proto._pieces(inner)
+            assert "".join(pieces) == inner and all(len(p) <= size for p in pieces)
+            want = text_encoding.CUnescape(inner)
+            assert b"".join(text_encoding.CUnescape(p) for p in pieces) == want, (inner, pieces)
+    monkeypatch.setattr(text_proto, "_PIECE", 16)  # every string of XLA's text longer than 16 is cut
+    data = open(step_dumps["unopt_text"], "rb").read()
+    assert any(len(line) > 40 and b'"' in line for line in data.split(b"\n"))
+    _same_snapshots(read_snapshot(data, "cut"), xs.load_snapshot(step_dumps["unopt_bin"]))
+    # a long line with quotes of another shape is refused, at its line
+    monkeypatch.setattr(text_proto, "_MAX_QUOTED_LINE", 100)
+    bad = data.replace(b"\n", b' name: "' + b"x" * 100 + b'" other: "y"\n', 1)
+    with _refused(xs.FormatError, "bad:1: a line of", "with quotes"):
+        read_snapshot(bad, "bad")
+
+
 def test_text_that_is_no_snapshot_is_still_refused(tmp_path: Any) -> None:
     message = _error(tmp_path, "name: \"x\"\n", "x.txt", same=False)
     assert message.startswith(str(tmp_path / "x.txt")) and "not a text-format HloSnapshot" in message, message

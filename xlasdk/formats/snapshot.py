@@ -16,7 +16,7 @@ the same ``DebugOptions`` fields through :class:`xlasdk.CompileOptions`' ``env_o
 checked on jaxlib 0.10.2 and 0.12.0.1), and ``protoc --decode`` or protobuf's ``text_format`` write
 either kind as text. A text snapshot is parsed by the ``protobuf`` package (an optional
 dependency: ``pip install "xlasdk[snapshots]"``) with the schema the installed jaxlib embeds
-(:mod:`xlasdk._jaxlib.protodesc`), serialized, and decoded as the binary file would be, so both
+(:mod:`xlasdk.formats.text_proto`), serialized, and decoded as the binary file would be, so both
 give the same arguments and result. Text spells every NaN ``nan``: a NaN's sign and payload bits
 are not in the text (they read back as the quiet NaN; everything else is bit-exact).
 
@@ -37,11 +37,9 @@ dimensions are refused.
 from __future__ import annotations
 
 import dataclasses
-import inspect
-import io
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import numpy as np
@@ -52,6 +50,7 @@ from ..types import PrimitiveType, dtype_to_etype, etype_to_dtype
 from .loaders import _path_name, _read, computation_from_hlo_proto
 from .protobuf import _proto_fields
 from .sniff import PathLike, _as_text, text_snapshot_kind
+from .text_proto import binary_from_text
 
 if TYPE_CHECKING:
     from ..computation import XlaComputation
@@ -402,7 +401,7 @@ def read_snapshot(data: bytes, what: str = "snapshot") -> Snapshot:
         raise FormatError(f"{what}: the file is empty")
     text_kind = text_snapshot_kind(data)
     if text_kind is not None:
-        data = _binary_from_text(data, text_kind, what)
+        data = binary_from_text(data, _TEXT_MESSAGES[text_kind], what)
     elif _as_text(data[:4096]) is not None:
         raise FormatError(f"{what}: text, but not a text-format HloSnapshot or HloUnoptimizedSnapshot (one starts "
                           "'hlo {' or 'hlo_module {'), nor a binary snapshot proto")
@@ -444,49 +443,6 @@ def read_snapshot(data: bytes, what: str = "snapshot") -> Snapshot:
 
 
 _TEXT_MESSAGES: Final = {"snapshot": "xla.HloSnapshot", "unoptimized_snapshot": "xla.HloUnoptimizedSnapshot"}
-_TEXT_MAX_DEPTH: Final = 128  # message nesting in a text proto (a 64-deep tuple shape is about 70)
-
-
-def _binary_from_text(data: bytes, kind: Literal["snapshot", "unoptimized_snapshot"], what: str) -> bytes:
-    """The binary proto of a text-format ``HloSnapshot`` / ``HloUnoptimizedSnapshot``, parsed by the
-    protobuf package with the schema of the installed jaxlib (:mod:`xlasdk._jaxlib.protodesc`)."""
-    from .._jaxlib.protodesc import SchemaUnavailable, message_class
-
-    name = _TEXT_MESSAGES[kind]
-    try:
-        cls = message_class(name)
-    except SchemaUnavailable as e:
-        raise FormatError(f"{what}: a text-format {name.removeprefix('xla.')}, which xlasdk cannot read here: {e}. "
-                          "Or dump again without --xla_dump_hlo_as_text (XLA then writes the binary .pb file)"
-                          ) from None
-    from google.protobuf import message as pb_message
-    from google.protobuf import text_format
-
-    def lines() -> Iterator[str]:
-        for number, line in enumerate(io.BytesIO(data), 1):
-            try:
-                yield line.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise FormatError(f"{what}:{number}:{e.start + 1}: not UTF-8 text (byte {line[e.start]:#04x})"
-                                  ) from None
-
-    options: dict[str, Any] = {}
-    if "max_recursion_depth" in inspect.signature(text_format.ParseLines).parameters:  # protobuf >= 5.29
-        options["max_recursion_depth"] = _TEXT_MAX_DEPTH
-    msg = cls()
-    try:
-        text_format.ParseLines(lines(), msg, **options)
-        return bytes(msg.SerializeToString())
-    except text_format.ParseError as e:
-        line, column = e.GetLine(), e.GetColumn()
-        where = f"{what}:{line}:{column}" if line is not None and column is not None else what
-        text = str(e).split(" : ", 1)[1] if line is not None and " : " in str(e) else str(e)
-        text = text if len(text) <= 300 else text[:300] + "..."  # a message may quote a whole line
-        raise FormatError(f"{where}: not a valid text-format {name.removeprefix('xla.')}: {text}") from None
-    except RecursionError:
-        raise FormatError(f"{what}: a text-format {name.removeprefix('xla.')} nested too deeply") from None
-    except pb_message.EncodeError as e:
-        raise FormatError(f"{what}: the text-format {name.removeprefix('xla.')} cannot be encoded: {e}") from None
 
 
 def _is_name(b: bytes) -> bool:
