@@ -190,11 +190,13 @@ def _load_program(args: argparse.Namespace) -> tuple[Any, Any]:
                                                                                          ".mlirbc"))
     text = args.format is None and not args.file.endswith((".hlo", ".mlir", ".mlirbc"))
     if binary or text:
+        head = b""
         try:
-            with open(args.file, "rb") as f:
-                head = f.read(4096)
+            if os.path.isfile(args.file):  # a FIFO would block open(); _load says what it is
+                with open(args.file, "rb") as f:
+                    head = f.read(4096)
         except OSError:
-            head = b""
+            pass
         from xlasdk.formats.sniff import text_snapshot_kind
 
         # field 1, length-delimited: how every binary snapshot starts
