@@ -97,6 +97,14 @@ def test_crash_reduces_to_the_reduce_window_and_still_aborts(crash_result: Any, 
     assert opcodes.count("stablehlo.reduce_window") == 1 and "stablehlo.convolution" not in opcodes
     rw = next(i for i in res.computation.instructions() if i.opcode == "stablehlo.reduce_window")
     assert [tuple(p) for p in rw.attributes["padding"]] == [(0, 0), (-1, 0), (0, 0), (0, 0)]
+    # the shapes were simplified: the spliced reduce-window read f32[4,4,4,8] (512 elements); what is
+    # left reads fewer, still padded -1 in dimension 1 (so that dimension keeps at least 2 elements)
+    src = next(i for i in comp.instructions() if i.opcode == "stablehlo.reduce_window" and i.shape.rank() == 4
+               and i.shape.dimensions() == (4, 3, 4, 8))
+    (operand, _) = rw.operands
+    assert src.operands[0].shape.size() == 512 and operand.shape.size() < 512, operand.shape
+    assert rw.shape.dimensions()[1] == operand.shape.dimensions()[1] - 1 and rw.shape.size() < 96
+    assert any(s.strategy.startswith("simplify: dimension") for s in steps)
     # written as HLO text, loaded back through load_computation: XLA still aborts on it, in the worker
     out = tmp_path / "min.hlo"
     out.write_text(res.hlo_text)
@@ -110,17 +118,73 @@ def test_crash_reduces_to_the_reduce_window_and_still_aborts(crash_result: Any, 
     assert isolated.worker_pid() != 0  # this process lived through every abort
 
 
-@pytest.mark.skipif(xs.jaxlib_version_info()[1] >= 495, reason="XLA of jaxlib 0.11+ no longer dies on it")
-def test_crash_xla_cannot_print_is_said() -> None:
+OLD_XLA = xs.jaxlib_version_info()[1] < 495  # jaxlib 0.10.2 (extension version 467); 0.11+ is >= 495
+II = DATA / "dumps/int_indexing/module.before_optimizations.txt"
+C03 = "  %c7 = s32[] constant(7)\n  %c0 = s32[] constant(0)\n  %bad = s32[] divide(%c7, %c0)\n"
+
+
+@pytest.mark.skipif(not OLD_XLA, reason="XLA of jaxlib 0.11+ no longer dies on C-03's constant division")
+def test_crash_c03_reduces_through_the_direct_printer() -> None:
     """cases.md C-03: XLA:CPU dies (SIGFPE) folding the constant s32 division 7 / 0. Spliced into
-    int_indexing, the module loads from its text and XLA dies compiling it; but every edited
-    candidate prints as HLO through XLA's StableHLO -> HLO converter, which dies on the division
-    too: the candidates are skipped and counted, and the result says so (not reduced, not hidden)."""
-    text = splice("  %c7 = s32[] constant(7)\n  %c0 = s32[] constant(0)\n  %bad = s32[] divide(%c7, %c0)\n", "s32[]",
-                  DATA / "dumps/int_indexing/module.before_optimizations.txt")
-    res = xs.reduce(xs.XlaComputation.from_hlo_text(text), "crash", max_time=5)
-    assert res.unprintable > 0 and f"{res.unprintable} candidates skipped: XLA could not print them as HLO" in str(res)
+    int_indexing, the module loads from its text and XLA dies compiling it; XLA's StableHLO -> HLO
+    converter dies on every edited candidate holding the division too, so those are printed by
+    xlasdk's direct printer; the ones it cannot print (func.call) are skipped and counted."""
+    comp = xs.XlaComputation.from_hlo_text(splice(C03, "s32[]", II))
+    bad = [i for i in comp.instructions() if i.opcode == "stablehlo.divide" and i.shape.rank() == 0]
+    with pytest.raises(xs.CompileError, match=r"XLA aborted while converting .*SIGFPE"):
+        comp.extract([*bad, *bad[0].operands]).as_hlo_text()  # XLA's own converter dies on such a candidate
+    res = xs.reduce(comp, "crash", max_time=120)
+    assert res.instructions_after <= 10 and not res.timed_out, str(res)
     assert "SIGFPE" in (aborts_in_worker(res.hlo_text) or "")
+    opcodes = sorted(i.opcode for i in res.computation.instructions())
+    assert opcodes == ["stablehlo.constant", "stablehlo.constant", "stablehlo.divide"], opcodes
+    if res.unprintable:
+        assert f"{res.unprintable} candidates skipped: neither XLA nor xlasdk could print them as HLO" in str(res)
+
+
+# Every XLA compile abort this project keeps a reproducer of (cases.md, the builder's guards in
+# tests/ops/test_side_effects.py and test_elementwise.py), as HLO lines spliced into a real dump:
+# (name, lines, shape of %bad, dump, whether jaxlib 0.10.2 / 0.11+ dies on it, quick profile).
+# C-08 and C-15 abort XLA's *parser* (xlasdk's pre-check rejects them first): no module loads, so
+# there is nothing for --until crash to reduce; StableHLO's verifier dies on an all_to_all without
+# replica groups while *loading*, likewise.
+def _custom_call(target: str, operands: str, shape: str) -> str:
+    return f'  %bad = {shape} custom-call({operands}), custom_call_target="{target}"\n'
+
+
+CPLX = "  %z = c64[1]{0} constant({(1, 2)})\n  %bad = pred[1]{0} compare(%z, %z), direction=LT\n"
+ABORTS = [
+    ("C-06-negative-padding", NEG_PAD, "f32[4,3,4,8]", CONVNET, (True, True), False),  # the crash fixture too
+    ("C-03-divide", C03, "s32[]", II, (True, False), True),
+    ("C-03-remainder", C03.replace("divide", "remainder"), "s32[]", II, (True, False), False),
+    ("complex-ordered-compare", CPLX, "pred[1]", II, (True, False), False),
+    ("TopK-array-result", _custom_call("TopK", "%x.1", "f32[5,6]{1,0}"), "f32[5,6]", II, (True, True), True),
+    ("TopK-no-operand", _custom_call("TopK", "", "f32[4,4]{1,0}"), "f32[4,4]", II, (True, True), False),
+    ("Sharding-no-operand", _custom_call("Sharding", "", "f32[4,4]{1,0}"), "f32[4,4]", II, (True, True), False),
+    ("SetBound-no-operand", _custom_call("SetBound", "", "f32[4,4]{1,0}"), "f32[4,4]", II, (True, True), False),
+    ("SliceToDynamic", _custom_call("SliceToDynamic", "%x.1", "f32[5,6]{1,0}"), "f32[5,6]", II, (True, True), False),
+    ("onednn-softmax-no-operand", _custom_call("__onednn$softmax", "", "f32[4,4]{1,0}"), "f32[4,4]", II,
+     (True, False), False),
+    ("LayoutConstraint-tuple", _custom_call("LayoutConstraint", "%x.1", "(f32[5,6]{1,0}, s32[4,4]{1,0})"),
+     "(f32[5,6], s32[4,4])", II, (True, True), False),
+]
+
+
+@pytest.mark.parametrize("name,lines,shape,dump,dies,quick", [
+    pytest.param(*a, id=a[0], marks=() if a[5] else pytest.mark.campaign) for a in ABORTS])
+def test_crash_each_abort_reproducer_reduces_to_10_instructions(
+        name: str, lines: str, shape: str, dump: Path, dies: tuple[bool, bool], quick: bool) -> None:
+    """The issue's check: ``reduce --until crash`` on each XLA-abort reproducer, spliced into a real
+    dump, ends with at most 10 instructions that still abort XLA in the worker."""
+    text = splice(lines, shape, dump)
+    died = aborts_in_worker(text)
+    if not dies[0 if OLD_XLA else 1]:
+        assert not died, f"XLA dies on {name} again: {died}"
+        pytest.skip(f"XLA of jaxlib {xs.jaxlib_version_info().release} no longer dies on {name}")
+    assert died, f"{name} no longer aborts XLA"
+    res = xs.reduce(xs.XlaComputation.from_hlo_text(text), "crash", max_time=150)
+    assert res.instructions_after <= 10, str(res)
+    assert aborts_in_worker(res.hlo_text), res.hlo_text
 
 
 def test_time_budget_is_honoured() -> None:
@@ -132,21 +196,30 @@ def test_time_budget_is_honoured() -> None:
 
 
 # -- diverge ---------------------------------------------------------------------------------------------
+def assert_division_core(comp: xs.XlaComputation) -> None:
+    """``comp`` is the spliced pattern's core: a parameter divided by 2**127 (a constant, or a broadcast
+    scalar constant)."""
+    opcodes = sorted(i.opcode for i in comp.instructions())
+    assert opcodes in (["parameter", "stablehlo.constant", "stablehlo.divide"],
+                       ["parameter", "stablehlo.broadcast_in_dim", "stablehlo.constant", "stablehlo.divide"]), opcodes
+    div = next(i for i in comp.instructions() if i.opcode == "stablehlo.divide")
+    x, cb = div.operands
+    k = cb.operands[0] if cb.opcode == "stablehlo.broadcast_in_dim" else cb
+    assert x.opcode == "parameter" and k.opcode == "stablehlo.constant"
+    assert np.all(np.asarray(k.attributes["value"]) == np.float32(2.0**127))
+
+
 def test_diverge_ends_at_the_division_and_its_operands() -> None:
     comp = xs.XlaComputation.from_hlo_text(splice(TINY, "f32[4,2,2,8]"))
     ins, _ = recorded("dumps/convnet_train")
     report = xs.compare(comp, ins)
     assert not report.ok and [o.index for o in report.outputs if not o.ok] == [7]  # only the spliced output
     res = xs.reduce(comp, "diverge", arguments=ins)
-    opcodes = sorted(i.opcode for i in res.computation.instructions())
-    assert opcodes == ["parameter", "stablehlo.broadcast_in_dim", "stablehlo.constant", "stablehlo.divide"], opcodes
-    div = next(i for i in res.computation.instructions() if i.opcode == "stablehlo.divide")
-    x, cb = div.operands
-    assert x.opcode == "parameter" and cb.opcode == "stablehlo.broadcast_in_dim"
-    assert float(cb.operands[0].attributes["value"]) == 2.0**127
+    assert_division_core(res.computation)
     # the argument is 1000 * the dump's average-pooled activations; on it XLA gives 0, numpy x / 2**127
     assert res.arguments is not None and len(res.arguments) == 1
     (a,) = res.arguments
+    assert a.size < 4 * 2 * 2 * 8  # the shapes were simplified too (dimensions shrunk)
     (got,) = [np.asarray(o) for o in [xs.compile(res.computation)(a).to_numpy()]]
     want = a.astype(np.float64) / 2.0**127
     assert np.any(np.abs(want) > np.finfo(np.float32).tiny) and np.all(got[np.abs(want) > 1e-37] == 0)
@@ -208,11 +281,9 @@ def test_cli_diverge_writes_the_module_and_a_snapshot(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0].startswith("step 1: ") and " instructions (" in lines[0]
-    assert re.search(r"^reduced \d+ -> 4 instructions in \d+ steps: \d+ candidates, \d+ compiles", r.stdout, re.M)
+    assert re.search(r"^reduced \d+ -> [34] instructions in \d+ steps: \d+ candidates, \d+ compiles", r.stdout, re.M)
     assert f"wrote {out}" in r.stdout and f"wrote {tmp_path / 'min.snapshot.pb'}" in r.stdout
-    back = xs.load_computation(out)
-    assert sorted(i.opcode for i in back.instructions()) == [
-        "parameter", "stablehlo.broadcast_in_dim", "stablehlo.constant", "stablehlo.divide"]
+    assert_division_core(xs.load_computation(out))
     snap = load_snapshot(tmp_path / "min.snapshot.pb")
     assert not xs.compare(snap.computation, snap.arguments).ok  # the snapshot replays the divergence
 

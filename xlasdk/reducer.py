@@ -12,7 +12,23 @@ the module smaller:
   (the values it reads from before the cut become parameters), the cut point found by bisection;
 - replace one instruction by a parameter (its value, when the arguments are known, becomes the
   argument) or by a constant (its value on the arguments, from the reference evaluator, else
-  zeros), dropping what only it read.
+  zeros), dropping what only it read;
+
+and, once none of those shrinks it, the simplifications (C-Reduce's and hlo_bisect's passes over
+shapes and attributes), again in rounds with the cuts while anything shrinks:
+
+- shrink a dimension size: every dimension of size D in the module becomes 1, or D // 2
+  (constants and arguments keep their leading elements);
+- drop the metadata, then one attribute at a time (frontend attributes, shardings, backend
+  configs, layouts, precision config; window strides, dilations and padding, whose defaults are
+  the trivial window);
+- replace a constant's literal by a splat of its first element.
+
+A module is smaller when it has fewer instructions, then fewer parameters, then fewer elements
+(over every instruction's result), then shorter text. A candidate XLA's converter cannot print
+(it dies folding some constants) is printed by xlasdk's direct printer
+(:mod:`xlasdk.formats.graph_hlo`); a simplification that makes an invalid module is rejected when
+it is loaded, as every candidate is, and counted (:attr:`ReduceResult.invalid`).
 
 Conditions: ``"crash"`` (XLA aborts or its process dies compiling the module: checked in xlasdk's
 worker process, never in this one), ``"compile-error"`` / ``"compile-error=REGEX"``
@@ -40,11 +56,13 @@ import numpy as np
 
 from ._jaxlib import isolated
 from ._where import where
-from .errors import XlaSdkError
+from .errors import FormatError, XlaSdkError
 
 if TYPE_CHECKING:
+    from .builder import XlaBuilder, XlaOp
     from .computation import XlaComputation
     from .formats.graph_import import Instruction
+    from .shape import Shape
 
 __all__ = ["NotReproducedError", "ReduceResult", "ReduceStep", "reduce"]
 
@@ -86,8 +104,11 @@ class ReduceResult:
     steps: accepted reductions; candidates: modules checked (cache hits not counted);
     compiles: XLA compiles those checks made; cache_hits: candidates met again and not rechecked;
     unprintable: candidates skipped because XLA's StableHLO -> HLO converter failed or died on
-        them (an edited module prints through it; under jaxlib 0.10.2 it dies folding a constant
-        integer division by zero, so such a module cannot be reduced).
+        them (under jaxlib 0.10.2 it dies folding a constant integer division by zero) and
+        xlasdk's direct printer (:func:`xlasdk.formats.graph_hlo.direct_hlo_text`, which prints
+        such candidates) has no form for one of their ops (a custom call, a ``func.call``...).
+    invalid: candidates that are not valid modules (a simplification of shapes or attributes that
+        XLA's loader or xlasdk's verification rejects): rejected, and counted here.
     wall_s: seconds spent; timed_out: the ``max_time`` budget ran out before the search ended
         (the result is then the smallest module found so far).
     history: one :class:`ReduceStep` per accepted reduction.
@@ -104,13 +125,14 @@ class ReduceResult:
     compiles: int
     cache_hits: int
     unprintable: int
+    invalid: int
     wall_s: float
     timed_out: bool
     history: list[ReduceStep] = field(default_factory=list, repr=False)
 
     def __str__(self) -> str:
         budget = " (time budget reached)" if self.timed_out else ""
-        skipped = (f"; {self.unprintable} candidates skipped: XLA could not print them as HLO"
+        skipped = (f"; {self.unprintable} candidates skipped: neither XLA nor xlasdk could print them as HLO"
                    if self.unprintable else "")
         return (f"reduced {self.instructions_before} -> {self.instructions_after} instructions in {self.steps} steps: "
                 f"{self.candidates} candidates, {self.compiles} compiles, {self.wall_s:.1f} s{budget}{skipped}")
@@ -137,6 +159,9 @@ def _compile_in_worker(mtext: str, name: str) -> None:
 # -- conditions ------------------------------------------------------------------------------------
 class _OutOfTime(Exception):
     pass
+
+
+_NOT_LOADED = "loading"  # the start of a verdict on a candidate that did not load (an invalid module)
 
 
 class _Condition:
@@ -166,7 +191,7 @@ class _InWorker(_Condition):
             isolated.request("xlasdk.reducer:_compile_in_worker", mtext, name, timeout=timeout)
         except isolated.Failed as e:
             if self.kind != "compile-error" or e.stage != "compile":
-                return False, f"{e.stage} failed: {e.message}"
+                return False, f"{stage} failed ({e.stage}): {e.message}"
             found = self.pattern is None or self.pattern.search(e.message) is not None
             return found, f"compile error: {e.message}"
         except isolated.WorkerDied as e:
@@ -192,7 +217,7 @@ class _Diverge(_Condition):
             comp = XlaComputation.from_hlo_text(text)
             report = compare(comp, args, rtol=self.rtol, atol=self.atol, excess_precision=self.excess_precision)
         except XlaSdkError as e:  # cannot tell: never counted as a divergence
-            return False, f"no verdict: {type(e).__name__}: {str(e)[:300]}"
+            return False, f"{'loading' if isinstance(e, FormatError) else 'no verdict'}: {type(e).__name__}: {e}"
         return not report.ok, str(report)
 
 
@@ -247,7 +272,7 @@ class _Module:
     comp: XlaComputation
     text: str
     args: list[np.ndarray[Any, Any]] | None
-    size: tuple[int, int, int]  # instructions, parameters, text length: smaller is better
+    size: tuple[int, int, int, int]  # instructions, parameters, elements, text length: smaller is better
     instrs: list[Instruction]
     _values: dict[str, np.ndarray[Any, Any]] | None = None
 
@@ -287,11 +312,79 @@ class _Module:
         return vals
 
 
-def _module(comp: XlaComputation, args: list[np.ndarray[Any, Any]] | None) -> _Module:
-    text = comp.as_hlo_text()
+class _Unprintable(Exception):
+    """Neither XLA's converter nor the direct printer could print the candidate."""
+
+
+class _Invalid(Exception):
+    """The candidate is not a valid module (xlasdk's own check of the graph rejected it)."""
+
+
+def _hlo_text(comp: XlaComputation) -> str:
+    """The candidate's HLO text: XLA's StableHLO -> HLO converter's, or, where the converter fails or
+    dies (jaxlib 0.10.2 dies folding a constant integer division by zero), xlasdk's direct printer's
+    (:func:`xlasdk.formats.graph_hlo.direct_hlo_text`)."""
+    from ._hlo_emit import Unsupported
+    from .formats.graph_hlo import direct_hlo_text
+
+    try:
+        return comp.as_hlo_text()
+    except XlaSdkError as e:
+        if str(e).startswith("internal error: xlasdk produced an invalid StableHLO module"):
+            raise _Invalid(str(e)) from None
+    try:
+        return direct_hlo_text(comp)
+    except Unsupported as e:
+        raise _Unprintable(str(e)) from None
+
+
+def _elements(instrs: Sequence[Instruction]) -> int:
+    """Elements of every instruction's result (tuples: of each element)."""
+    n = 0
+    for i in instrs:
+        n += sum(a.size() for a in _arrays(i.shape))
+    return n
+
+
+def _module(comp: XlaComputation, args: list[np.ndarray[Any, Any]] | None, text: str | None = None) -> _Module:
+    text = _hlo_text(comp) if text is None else text
     instrs = comp.instructions()
     n_params = sum(1 for i in instrs if i.opcode == "parameter")
-    return _Module(comp, text, args, (len(instrs), n_params, len(text)), instrs)
+    return _Module(comp, text, args, (len(instrs), n_params, _elements(instrs), len(text)), instrs)
+
+
+# Attributes a simplification may drop: what the program computes does not depend on them, or their
+# default is the trivial value (a window without strides, dilations or padding).
+_DROPPABLE = frozenset({
+    "mhlo.frontend_attributes", "mhlo.sharding", "sdy.sharding", "backend_config", "mhlo.backend_config",
+    "result_layout", "xla_shape", "operand_layouts", "result_layouts", "precision_config", "window_strides",
+    "base_dilations", "window_dilations", "padding", "lhs_dilation", "rhs_dilation", "window_reversal",
+})
+
+
+def _arrays(shape: Shape) -> list[Shape]:
+    """The array shapes of ``shape`` (its elements when a tuple)."""
+    if shape.is_tuple():
+        return [a for e in shape.tuple_shapes() for a in _arrays(e)]
+    return [shape] if shape.is_array() else []
+
+
+def _value_of(op: XlaOp) -> np.ndarray[Any, Any] | None:
+    """The literal of a ``stablehlo.constant`` node (as loaded, or as a simplification wrote it)."""
+    from ._mlir_attrs import DenseElements
+    from .formats.graph_import import MlirAttr
+
+    v = op.attrs.get("value") if op.opcode == "stablehlo.constant" else None
+    if isinstance(v, MlirAttr):
+        got = v.value
+        return got if isinstance(got, np.ndarray) else None
+    if isinstance(v, DenseElements):
+        return v.value()
+    return None
+
+
+def _literal(ins: Instruction) -> np.ndarray[Any, Any] | None:
+    return _value_of(ins.op) if ins.shape.is_array() and ins.shape.size() > 1 else None
 
 
 def _cone(roots: Sequence[Instruction], stop: set[str]) -> set[str]:
@@ -315,7 +408,7 @@ class _Search:
         self.timeout = timeout
         self.progress = progress
         self.cache: dict[str, bool] = {}
-        self.candidates = self.compiles = self.cache_hits = self.steps = self.unprintable = 0
+        self.candidates = self.compiles = self.cache_hits = self.steps = self.unprintable = self.invalid = 0
         self.started = time.monotonic()
         self.history: list[ReduceStep] = []
 
@@ -336,7 +429,9 @@ class _Search:
             limit = max(1.0, min(limit, left))
         self.candidates += 1
         self.compiles += int(self.cond.compiles)
-        ok, _ = self.cond.holds(text, args, limit)
+        ok, why = self.cond.holds(text, args, limit)
+        if why.startswith(_NOT_LOADED):
+            self.invalid += 1
         self.cache[key] = ok
         return ok
 
@@ -366,8 +461,14 @@ class _Reducer:
             return None
         try:
             cand = _module(comp, args)
-        except XlaSdkError:  # XLA's StableHLO -> HLO converter failed or died on it
+        except _Invalid:  # a simplification that made an invalid module
+            self.s.invalid += 1
+            return None
+        except _Unprintable:  # XLA's converter failed or died on it, and the direct printer cannot print it
             self.s.unprintable += 1
+            return None
+        except XlaSdkError:  # the graph of the printed module cannot be walked
+            self.s.invalid += 1
             return None
         return cand if cand.size < self.cur.size else None
 
@@ -520,14 +621,137 @@ class _Reducer:
             return comp, None
         return comp, [by_name[n] for n in names]
 
+    # simplifications (C-Reduce's and hlo_bisect's shape and attribute passes): same instructions,
+    # smaller shapes or shorter text; an edit that makes an invalid module is rejected when loaded
+    def _rewritten(self, edit: Callable[[XlaBuilder, dict[str, XlaOp]], list[np.ndarray[Any, Any]] | None]
+                   ) -> tuple[XlaComputation, list[np.ndarray[Any, Any]] | None] | None:
+        """The current module copied (:meth:`XlaBuilder.from_computation`) with ``edit`` applied to the
+        copies of its instructions (by name); ``edit`` returns the arguments of the edited module."""
+        from .builder import XlaBuilder
+
+        b = XlaBuilder.from_computation(self.cur.comp)
+        nodes = {i.name: b.instruction(i.name) for i in self.cur.instrs}
+        args = edit(b, nodes)
+        return b.build(), args
+
+    def shrink_dimensions(self) -> bool:
+        """Replace one dimension size D by 1, then by D // 2: everywhere in the module, then only in
+        one axis of the shapes of one rank (constants and arguments keep their leading elements);
+        the largest sizes first."""
+        shapes = [sh for i in self.cur.instrs for sh in _arrays(i.shape)]
+        sizes = sorted({d for sh in shapes for d in sh.dimensions() if d > 1}, reverse=True)
+        axes = sorted({(d, sh.rank(), k) for sh in shapes for k, d in enumerate(sh.dimensions()) if d > 1},
+                      key=lambda t: (-t[0], t[1], t[2]))
+        where: list[tuple[int, tuple[int, int] | None]] = [(d, None) for d in sizes]
+        where += [(d, (r, k)) for d, r, k in axes]
+        for d, at in where:
+            for new in sorted({1, d // 2} - {d}):
+                what = "" if at is None else f" in axis {at[1]} of rank-{at[0]} shapes"
+                if self._try(f"simplify: dimension {d} -> {new}{what}", partial(self._rewritten, partial(
+                        self._resize, d, new, at))):
+                    return True
+        return False
+
+    def _resize(self, old: int, new: int, at: tuple[int, int] | None, b: XlaBuilder, nodes: dict[str, XlaOp]
+                ) -> list[np.ndarray[Any, Any]] | None:
+        from ._mlir_attrs import DenseElements
+        from .shape import Shape
+
+        def dims(ds: Sequence[int]) -> list[int]:
+            return [new if x == old and (at is None or (len(ds), k) == at) else x for k, x in enumerate(ds)]
+
+        def resized(sh: Shape) -> Shape:
+            if sh.is_tuple():
+                return Shape.tuple_shape([resized(e) for e in sh.tuple_shapes()])
+            if not sh.is_array():
+                return sh
+            return Shape.array_shape(sh.element_type(), dims(sh.dimensions()))
+
+        for node in nodes.values():
+            shape = resized(node.shape)
+            if shape == node.shape:
+                continue
+            if node.opcode == "stablehlo.constant":
+                arr = _value_of(node)
+                if arr is None:
+                    raise XlaSdkError("a constant whose value is not read here")
+                if arr.ndim == 0 or arr.size == 1:
+                    flat = arr.reshape(-1)[:1]
+                elif arr.shape == node.shape.dimensions():
+                    flat = np.ascontiguousarray(arr[tuple(slice(0, n) for n in shape.dimensions())]).reshape(-1)
+                else:
+                    raise XlaSdkError("a constant of another shape")
+                node.attrs = {**node.attrs, "value": DenseElements(flat, shape)}
+            node.shape = shape
+        if self.cur.args is None:
+            return None
+        return [a[tuple(slice(0, n) for n in dims(a.shape))] for a in self.cur.args]
+
+    def drop_attributes(self) -> bool:
+        """Drop the metadata (every op's source location) at once, then one attribute of one
+        instruction at a time (frontend attributes, shardings, backend configs, layouts, precision;
+        window strides, dilations and padding: their defaults are the trivial window)."""
+
+        if any(i.op.loc.fields for i in self.cur.instrs) and self._try(
+                "simplify: drop metadata", partial(self._rewritten, self._no_metadata)):
+            return True
+        for ins in reversed(self.cur.instrs):
+            for key in [k for k in ins.op.attrs if k in _DROPPABLE]:
+                if self._try(f"simplify: drop attribute {key} of {ins.name}",
+                             partial(self._rewritten, partial(self._drop_attribute, ins.name, key))):
+                    return True
+        return False
+
+    def _no_metadata(self, b: XlaBuilder, nodes: dict[str, XlaOp]) -> list[np.ndarray[Any, Any]] | None:
+        from ._metadata import Location
+
+        for node in nodes.values():
+            node.loc = Location("loc(unknown)", {}, "")
+        return self.cur.args
+
+    def _drop_attribute(self, name: str, key: str, b: XlaBuilder, nodes: dict[str, XlaOp]
+                        ) -> list[np.ndarray[Any, Any]] | None:
+        node = nodes[name]
+        node.attrs = {k: v for k, v in node.attrs.items() if k != key}
+        return self.cur.args
+
+    def splat_constants(self) -> bool:
+        """Replace a constant's literal by its first element, broadcast (a splat); the largest first."""
+        for ins in sorted(self.cur.instrs, key=lambda i: -i.shape.size() if i.shape.is_array() else 0):
+            arr = _literal(ins)
+            if arr is None or arr.size <= 1 or bool(np.all(arr == arr.reshape(-1)[0])):
+                continue
+            if self._try("simplify: constant -> splat",
+                         partial(self._rewritten, partial(self._splat, ins.name, arr.reshape(-1)[:1].copy()))):
+                return True
+        return False
+
+    def _splat(self, name: str, first: np.ndarray[Any, Any], b: XlaBuilder, nodes: dict[str, XlaOp]
+               ) -> list[np.ndarray[Any, Any]] | None:
+        from ._mlir_attrs import DenseElements
+
+        node = nodes[name]
+        node.attrs = {**node.attrs, "value": DenseElements(first, node.shape)}
+        return self.cur.args
+
     def run(self) -> None:
-        strategies = (self.drop_outputs, self.cut_prefix, self.cut_suffix, self.to_parameters, self.to_constants)
-        progressed = True
-        while progressed:
-            progressed = False
-            for strategy in strategies:
+        """The cutting strategies until none shrinks the module, then the simplifications; again while
+        a simplification shrinks it."""
+        cuts = (self.drop_outputs, self.cut_prefix, self.cut_suffix, self.to_parameters, self.to_constants)
+        simplifications = (self.shrink_dimensions, self.drop_attributes, self.splat_constants)
+        while True:
+            progressed = True
+            while progressed:
+                progressed = False
+                for strategy in cuts:
+                    while strategy():
+                        progressed = True
+            simplified = False
+            for strategy in simplifications:
                 while strategy():
-                    progressed = True
+                    simplified = True
+            if not simplified:
+                return
 
 
 # -- arguments -------------------------------------------------------------------------------------
@@ -624,7 +848,11 @@ def reduce(
             args = _random_arguments(computation, seed)
         else:
             args = None
-        start = _module(computation, args)
+        try:
+            start = _module(computation, args)
+        except (_Unprintable, _Invalid) as e:
+            raise XlaSdkError(f"reduce: the module {computation.name!r} cannot be printed as HLO text: {e}"
+                              f"{where()}") from None
         search = _Search(cond, None if max_time is None else started + max_time, check_timeout, progress)
         ok, why = cond.holds(start.text, args if cond.needs_arguments else None, check_timeout)
         search.candidates += 1
@@ -644,6 +872,6 @@ def reduce(
         computation=final, hlo_text=best.text, arguments=best.args, condition=cond.name,
         instructions_before=start.size[0], instructions_after=len(final.instructions()), steps=search.steps,
         candidates=search.candidates, compiles=search.compiles, cache_hits=search.cache_hits,
-        unprintable=search.unprintable,
+        unprintable=search.unprintable, invalid=search.invalid,
         wall_s=time.monotonic() - started, timed_out=timed_out, history=search.history,
     )
