@@ -43,7 +43,7 @@ def _ok(comp: xs.XlaComputation, *args: Any) -> list[np.ndarray[Any, Any]]:
     """The reference's outputs, after checking that XLA:CPU matches them (no false alarm)."""
     report = xs.compare(comp, list(args))
     assert report.ok, str(report)
-    return xs.evaluate(comp, *args)
+    return [o.want for o in report.outputs]  # what xs.evaluate gives (evaluated once here)
 
 
 # -- stablehlo.cholesky --------------------------------------------------------------------------------------------
@@ -69,12 +69,12 @@ def test_cholesky_within_rounding_of_singular_is_refused() -> None:
         xs.evaluate(comp, a)
 
 
-# -- stablehlo.triangular_solve ---------------------------------------------------------------------------------------
+# -- stablehlo.triangular_solve --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("left", [True, False])
 @pytest.mark.parametrize("lower", [True, False])
 @pytest.mark.parametrize("transpose", ["NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"])
-@pytest.mark.parametrize("unit", [False, True])
-def test_triangular_solve_every_form(left: bool, lower: bool, transpose: str, unit: bool) -> None:
+def test_triangular_solve_every_form(left: bool, lower: bool, transpose: str) -> None:
+    unit = left != lower  # both, over the cases
     dt = np.complex64 if transpose == "ADJOINT" else np.float32
     a = _matrix((2, 4, 4), dt)
     rhs = _matrix((2, 4, 3) if left else (2, 3, 4), dt)
@@ -83,14 +83,15 @@ def test_triangular_solve_every_form(left: bool, lower: bool, transpose: str, un
     t = (np.tril(a) if lower else np.triu(a)).astype(np.complex128)  # the other triangle is not read
     if unit:
         t[..., range(4), range(4)] = 1.0
-    op_t = {"NO_TRANSPOSE": t, "TRANSPOSE": np.swapaxes(t, -1, -2), "ADJOINT": np.conj(np.swapaxes(t, -1, -2))}[transpose]
+    tt = np.swapaxes(t, -1, -2)
+    op_t = {"NO_TRANSPOSE": t, "TRANSPOSE": tt, "ADJOINT": np.conj(tt)}[transpose]
     want = np.linalg.solve(op_t, rhs) if left else np.swapaxes(
         np.linalg.solve(np.swapaxes(op_t, -1, -2), np.swapaxes(rhs, -1, -2)), -1, -2)
     (got,) = _ok(comp, a, rhs)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
-# -- batch norms -------------------------------------------------------------------------------------------------------
+# -- batch norms -----------------------------------------------------------------------------------------------------
 def test_batch_norms_match_the_formulas_and_xla() -> None:
     x = RNG.standard_normal((4, 3, 5)).astype(np.float32) * 2 + 1
     scale, offset = np.array([0.5, 2.0, -1.0], np.float32), np.array([0.1, -0.3, 2.0], np.float32)
@@ -120,7 +121,7 @@ def test_batch_norms_match_the_formulas_and_xla() -> None:
         return jnp.sum(dy * (xh * sv.reshape(sh)))
 
     jgx, jgs = jax.grad(loss, argnums=(0, 1))(x64, scale.astype(np.float64))
-    np.testing.assert_allclose(gs, jgs, rtol=1e-5)
+    np.testing.assert_allclose(gs, jgs, rtol=1e-5, atol=1e-5)  # JAX sums in f32 (x64 off)
     np.testing.assert_allclose(go, dy.astype(np.float64).sum(axis=(0, 2)), rtol=1e-5, atol=1e-5)
     n = x.size // 3  # XLA's grad_operand also subtracts the mean's and the variance's dependence on x
     xh = (x64 - mean.reshape(sh)) / np.sqrt(var.reshape(sh) + 1e-3)
@@ -129,7 +130,7 @@ def test_batch_norms_match_the_formulas_and_xla() -> None:
     np.testing.assert_allclose(gx, want, rtol=1e-4, atol=1e-5)
 
 
-# -- dimension sizes and tokens ------------------------------------------------------------------------------------------
+# -- dimension sizes and tokens --------------------------------------------------------------------------------------
 def test_dimension_sizes_on_static_shapes() -> None:
     b = xs.XlaBuilder("dims")
     x = _p(b, 0, np.float32, (2, 5))
@@ -156,7 +157,7 @@ def test_tokens_flow_through() -> None:
     assert tok is TOKEN and tok.size == 0
 
 
-# -- LAPACK custom calls ------------------------------------------------------------------------------------------------
+# -- LAPACK custom calls ---------------------------------------------------------------------------------------------
 def _check_qr(a: Any, out: list[Any]) -> None:
     q, r = out
     np.testing.assert_allclose(q @ r, a, rtol=1e-4, atol=1e-4)
@@ -285,7 +286,7 @@ def test_lstsq_of_an_overdetermined_system(tmp_path: Path) -> None:
         np.testing.assert_allclose(s, ws, rtol=1e-5)
 
 
-# -- fail closed ----------------------------------------------------------------------------------------------------------
+# -- fail closed -----------------------------------------------------------------------------------------------------
 def _cholesky_text() -> str:
     a = _matrix((4, 4), np.float32, spd=True)
     text: str = jax.jit(jnp.linalg.cholesky).lower(a).as_text()
@@ -300,7 +301,8 @@ def test_unknown_targets_attributes_and_layouts_are_refused(monkeypatch: pytest.
     text = _cholesky_text()
     cases = [
         (text.replace("lapack_spotrf_ffi", "lapack_spotri_ffi"), r"'lapack_spotri_ffi' has no evaluation rule"),
-        (text.replace("uplo = 76 : ui8", "uplo = 88 : ui8"), r"'lapack_spotrf_ffi' with uplo=88 has no evaluation rule"),
+        (text.replace("uplo = 76 : ui8", "uplo = 88 : ui8"),
+         r"'lapack_spotrf_ffi' with uplo=88 has no evaluation rule"),
         (text.replace("uplo = 76 : ui8", "uplo = 76 : ui8, blocksize = 8 : i32"),
          r"'lapack_spotrf_ffi' with backend_config .*blocksize"),
         (text.replace("operand_layouts = [dense<[0, 1]>", "operand_layouts = [dense<[1, 0]>"),
@@ -315,7 +317,7 @@ def test_unknown_targets_attributes_and_layouts_are_refused(monkeypatch: pytest.
         xs.evaluate(xs.XlaComputation.from_stablehlo(text), a)
 
 
-# -- convolution with batch_group_count ------------------------------------------------------------------------------------
+# -- convolution with batch_group_count ------------------------------------------------------------------------------
 def test_convolution_with_batch_groups_matches_numpy_and_xla() -> None:
     x = RNG.standard_normal((4, 3, 7)).astype(np.float32)  # (N = G * N', C, W), G = 2
     w = RNG.standard_normal((6, 3, 3)).astype(np.float32)  # (O = G * O', C, K)
