@@ -134,8 +134,10 @@ class ReduceResult:
         budget = " (time budget reached)" if self.timed_out else ""
         skipped = (f"; {self.unprintable} candidates skipped: neither XLA nor xlasdk could print them as HLO"
                    if self.unprintable else "")
+        invalid = f"; {self.invalid} invalid candidates rejected" if self.invalid else ""
         return (f"reduced {self.instructions_before} -> {self.instructions_after} instructions in {self.steps} steps: "
-                f"{self.candidates} candidates, {self.compiles} compiles, {self.wall_s:.1f} s{budget}{skipped}")
+                f"{self.candidates} candidates, {self.compiles} compiles, {self.wall_s:.1f} s"
+                f"{budget}{skipped}{invalid}")
 
 
 # -- the worker side -------------------------------------------------------------------------------

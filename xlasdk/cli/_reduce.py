@@ -23,7 +23,9 @@ XLA's tools and `xlasdk run` read). The problem, one of:
   --script CMD                 each candidate is written to a file whose path is appended to
                                CMD (run by the shell); exit 0 means "still interesting"
 Strategies, as XLA's hlo_bisect and C-Reduce use them: drop outputs, cut the instruction sequence
-(bisected), replace instructions by parameters or by constants of their values on the inputs.
+(bisected), replace instructions by parameters or by constants of their values on the inputs; then
+simplify shapes and attributes (shrink dimension sizes, drop metadata and attributes, constants
+to splats; an invalid candidate is rejected when loaded, and counted).
 Deterministic; one line per accepted step; --max-time bounds the search (the smallest module
 found so far is written). With inputs, MIN.snapshot.pb (an HloSnapshot with the arguments the
 reduced module shows the problem on) is written beside MIN.hlo. Inputs as `xlasdk run` takes
