@@ -119,8 +119,6 @@ def test_xla_s_text_unoptimized_snapshot_loads_as_the_binary_one(step_dumps: dic
     for got, want in zip(text.arguments, _flat(step_args), strict=True):
         _same(got, want)  # the values jax passed, bit for bit (bf16 parameters)
     assert text.arguments[0].dtype == ml_dtypes.bfloat16
-    # the same bytes as XLA's binary file: protobuf serializes the parsed text as XLA serialized the proto
-    assert read_snapshot(open(step_dumps["unopt_text"], "rb").read()).computation.name == binary.computation.name
     outs = xs.compile(text.computation, "cpu:0")(*text.arguments)
     for got, want in zip(outs, _flat([step_dumps["result"]]), strict=True):
         _same(got.to_numpy(), want)  # the module replays to jax's result, bit for bit
