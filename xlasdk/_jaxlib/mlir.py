@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import threading
+from collections.abc import Sequence
 from typing import Any, Final
 
 import jaxlib
@@ -53,6 +54,8 @@ __all__ = [
     "serialize_portable_artifact",
     "deserialize_portable_artifact",
     "stablehlo_version_for",
+    # StableHLO's reference interpreter (run it in a child process: it aborts on what it lacks)
+    "interpret_module",
 ]
 
 _J: Any = importlib.import_module("jaxlib._jax")  # untyped extension module
@@ -343,3 +346,114 @@ def stablehlo_version_for(requirement: str) -> str:
     """The StableHLO version of a compatibility requirement: ``NONE``, ``WEEK_4``, ``WEEK_12``, ``MAX``."""
     req = getattr(_stablehlo.StablehloCompatibilityRequirement, requirement)
     return str(_stablehlo.get_version_from_compatibility_requirement(req))
+
+
+def interpret_module(text: str, args: Sequence[Any]) -> list[Any]:
+    """Run ``func.func @main`` of a StableHLO module (text) in StableHLO's reference interpreter
+    (``stablehlo.eval_module``) on ``args`` and return its results as numpy arrays.
+
+    Parameters
+    ----------
+    text
+        A StableHLO module whose ``main`` takes and returns ranked tensors only (no tokens or
+        tuples).
+    args
+        One numpy array per argument of ``main``, of its shape and element type (bool for ``i1``,
+        ``ml_dtypes`` arrays for bf16 and fp8; 2/4-bit integer arguments are refused).
+
+    Returns
+    -------
+    list of numpy arrays, one per result of ``main``, of the result's shape and element type. The
+    interpreter computes each op in its own type (a bf16 ``add`` rounds to bf16 once). Results the
+    bindings cannot read (bf16, fp8, 2/4-bit integers, complex) are read through ops appended
+    before the return that change no bit: a ``bitcast_convert`` to an integer of the same width,
+    a ``convert`` to 8 bits, ``real`` and ``imag``.
+
+    Raises
+    ------
+    MlirError
+        The text does not parse or verify, or the interpreter reports an error.
+    ValueError
+        ``main`` is missing, has a token, tuple or 2/4-bit integer in its signature, or ``args`` do
+        not fit it.
+
+    The interpreter *aborts the process* on ops it does not implement (custom calls, some CHLO
+    ops) and on malformed programs: call this only in a
+    child process (``xlasdk._jaxlib.isolated.request("xlasdk._jaxlib.mlir:interpret_module", ...)``).
+    It is slow (about 0.7 M multiply-adds per second).
+    """
+    import ml_dtypes
+    import numpy as np
+    from jaxlib.mlir.dialects import func as _func
+
+    narrow = {np.dtype(t): t in (ml_dtypes.int2, ml_dtypes.int4) for t in
+                    (ml_dtypes.int2, ml_dtypes.int4, ml_dtypes.uint2, ml_dtypes.uint4)}
+
+    from ..types import etype_from_mlir, etype_to_dtype
+
+    ctx = context()
+    with ctx, _ir.Location.unknown():
+        module = _ir.Module.parse(text)
+        main = next((op for op in module.body.operations if op.operation.name == "func.func"
+                     and str(_ir.StringAttr(op.operation.attributes["sym_name"]).value) == "main"), None)
+        if main is None:
+            raise ValueError("interpret_module: the module has no func.func @main")
+        ftype = _ir.FunctionType(_ir.TypeAttr(main.operation.attributes["function_type"]).value)
+        ins = list(ftype.inputs)
+        if len(ins) != len(args):
+            raise ValueError(f"interpret_module: main takes {len(ins)} arguments, {len(args)} given")
+        attrs = []
+        for k, (t, a) in enumerate(zip(ins, args, strict=True)):
+            if not isinstance(t, _ir.RankedTensorType):
+                raise ValueError(f"interpret_module: argument {k} of main has type {t}: not a ranked tensor")
+            dt = etype_to_dtype(etype_from_mlir(str(t.element_type)))
+            if dt in narrow:  # the bindings abort on them
+                raise ValueError(f"interpret_module: argument {k} has type {t}: 2/4-bit integer arguments are not "
+                                 "supported (convert them inside the program)")
+            arr: Any = np.array(a, dtype=dt, order="C")  # a Buffer to the bindings
+            if tuple(arr.shape) != tuple(t.shape):
+                raise ValueError(f"interpret_module: argument {k} has shape {arr.shape}, main wants {t}")
+            attrs.append(_ir.DenseElementsAttr.get(arr, type=t))
+        block = main.regions[0].blocks[0]
+        ret = list(block.operations)[-1]
+        readable: list[Any] = []
+        plan: list[tuple[str, np.dtype[Any], int]] = []  # (how, result dtype, how many values)
+        with _ir.InsertionPoint(ret):
+            for k, v in enumerate(ret.operands):
+                t = v.type
+                if not isinstance(t, _ir.RankedTensorType):
+                    raise ValueError(f"interpret_module: result {k} of main has type {t}: not a ranked tensor")
+                et = str(t.element_type)
+                dt = etype_to_dtype(etype_from_mlir(et))
+                if isinstance(t.element_type, _ir.ComplexType):
+                    readable += [_stablehlo.RealOp(v).result, _stablehlo.ImagOp(v).result]
+                    plan.append(("complex", dt, 2))
+                elif dt in narrow:  # int4 / int2: widened exactly
+                    signed = narrow[dt]
+                    wide = _ir.IntegerType.get_signless(8) if signed else _ir.IntegerType.get_unsigned(8)
+                    readable.append(_stablehlo.ConvertOp(_ir.RankedTensorType.get(t.shape, wide), v).result)
+                    plan.append(("widened", dt, 1))
+                elif dt.kind in "iub" or dt in (np.float16, np.float32, np.float64):
+                    readable.append(v)
+                    plan.append(("direct", dt, 1))
+                else:  # bf16, fp8: their bits, as an unsigned integer of the same width
+                    bits_t = _ir.IntegerType.get_unsigned(8 * dt.itemsize)
+                    readable.append(_stablehlo.BitcastConvertOp(_ir.RankedTensorType.get(t.shape, bits_t), v).result)
+                    plan.append(("bits", dt, 1))
+            _func.ReturnOp(readable)
+        ret.operation.erase()
+        main.operation.attributes["function_type"] = _ir.TypeAttr.get(
+            _ir.FunctionType.get(ins, [v.type for v in readable]))
+        outs = [np.asarray(o) for o in _stablehlo.eval_module(module, attrs)]
+    result: list[Any] = []
+    i = 0
+    for how, dt, n in plan:
+        vals = outs[i:i + n]
+        i += n
+        if how == "complex":
+            result.append((vals[0].astype(np.float64) + 1j * vals[1].astype(np.float64)).astype(dt))
+        elif how == "bits":
+            result.append(np.ascontiguousarray(vals[0]).view(dt))
+        else:
+            result.append(vals[0].astype(dt))
+    return result
