@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._graph_layout import layered_layout
 from ._optable import GET_TUPLE_ELEMENT
 from .builder import XlaOp
 from .errors import XlaSdkError
@@ -55,7 +56,8 @@ if TYPE_CHECKING:
     from .reference import OutputComparison
 
 __all__ = ["Culprit", "OpsBisection", "PassBisection", "NonFinite", "bisect_ops", "bisect_passes",
-           "find_nonfinite", "local_divergences", "pass_names", "html_report", "BISECT_MODES"]
+           "find_nonfinite", "local_divergences", "pass_names", "html_report", "BISECT_MODES", "OpError",
+           "ERROR_CLASSES"]
 
 BISECT_MODES = ("ops", "passes")
 
@@ -114,6 +116,34 @@ class Culprit:
         return out
 
 
+#: The error classes of :class:`OpError`, in the order of the report's legend.
+ERROR_CLASSES = ("exact", "rounding", "diverges", "unmeasured")
+
+
+@dataclass
+class OpError:
+    """How one instruction's device value compares with its reference value, both computed from
+    the program's arguments (so an error made upstream shows in every op that carries it).
+
+    ``kind``: ``"exact"`` (the same values; NaN where the reference has NaN), ``"rounding"``
+    (different, within the comparison's tolerance), ``"diverges"`` (outside it); the report
+    draws ``"unmeasured"`` for an instruction without one (no array value, or dead). The errors
+    are the largest over the instruction's values, in the value's element type (ulps) or as
+    numbers (``max_abs``, ``max_rel``, unitless); ``mismatches``: elements outside the
+    tolerance.
+    """
+
+    kind: str
+    max_abs: float
+    max_rel: float
+    max_ulp: float
+    mismatches: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "max_abs": self.max_abs, "max_rel": self.max_rel, "max_ulp": self.max_ulp,
+                "mismatches": self.mismatches}
+
+
 @dataclass
 class OpsBisection:
     """The result of ``bisect="ops"``.
@@ -123,7 +153,12 @@ class OpsBisection:
     blamed). ``isolation``: ``"alone"`` (compiled alone on the device's operand values it still
     diverges), ``"group"`` (only compiled together with ``group``, the ops before it, an
     optimization across them) or ``"context"`` (only inside the program). ``compiles``: how many
-    compiles the search took; ``method``: how it searched.
+    compiles the search took; ``method``: how it searched. ``first_divergent``: the instruction
+    where the values first depart from the reference (the culprit when localised; '' when the
+    search did not get that far). ``op_errors``: for a divergence, each instruction's device value
+    against its reference value, both computed from the program's arguments (one more compile,
+    with every value exposed: :class:`OpError` by instruction name; empty when that compile failed
+    or the outputs match).
     """
 
     status: str
@@ -133,11 +168,14 @@ class OpsBisection:
     compiles: int = 0
     method: str = ""
     note: str = ""
+    first_divergent: str = ""
+    op_errors: dict[str, OpError] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {"status": self.status, "culprit": None if self.culprit is None else self.culprit.as_dict(),
                 "isolation": self.isolation, "group": self.group, "compiles": self.compiles, "method": self.method,
-                "note": self.note}
+                "note": self.note, "first_divergent": self.first_divergent,
+                "op_errors": {k: v.as_dict() for k, v in self.op_errors.items()}}
 
     def __str__(self) -> str:
         head = f"bisect ops: {self.status}" + (f" ({self.compiles} compiles; {self.method})" if self.compiles else "")
@@ -457,10 +495,46 @@ def bisect_ops(comp: XlaComputation, args: Sequence[Any], *, device: Any = None,
     say = progress or (lambda s: None)
     p = _Program(comp, args, _Settings(device, options, rtol, atol, ulps))
     try:
-        return _bisect_ops(p, diverged, say)
+        result = _bisect_ops(p, diverged, say)
     except _CutFailed as e:
-        return OpsBisection("not localised", compiles=p.compiles, method=_OPS_METHOD,
-                            note=f"a program cut out of this one could not be compiled or run ({e}); nothing is blamed")
+        result = OpsBisection("not localised", compiles=p.compiles, method=_OPS_METHOD,
+                              note=f"a program cut out of this one could not be compiled or run ({e}); nothing is "
+                                   "blamed")
+    if result.status != "no divergence":
+        say("bisect ops: one compile with every value exposed, for each instruction's error (the report's colors)")
+        result.op_errors = _op_errors(p)
+        result.compiles = p.compiles
+    return result
+
+
+def _op_errors(p: _Program) -> dict[str, OpError]:
+    """Each instruction's device value (one compile, every value exposed) against its reference
+    value; empty when that compile fails."""
+    from .reference import _wide
+
+    nodes = [n for i in p.instrs[p.nparams:] for n in p.slots[i.index]]
+    try:
+        dev = dict(zip([id(n) for n in nodes], p.run(nodes) if nodes else [], strict=True))
+    except _CutFailed:
+        return {}
+    dev.update({id(q): a for q, a in zip(p.graph.params, p.args, strict=True)})
+    out: dict[str, OpError] = {}
+    for ins in p.instrs:
+        slots = [n for n in p.slots[ins.index] if id(n) in dev and id(n) in p.ref]
+        if not slots:
+            continue
+        kinds, worst = [], [0.0, 0.0, 0.0, 0]
+        for n in slots:
+            got, want = np.asarray(dev[id(n)]), np.asarray(p.ref[id(n)])
+            c = p.check(n, got, want)
+            g, w = _wide(got), _wide(want)
+            exact = g.shape == w.shape and bool(np.array_equal(g, w, equal_nan=g.dtype.kind in "fc"))
+            kinds.append("diverges" if not c.ok else "exact" if exact else "rounding")
+            worst = [max(worst[0], c.max_abs), max(worst[1], c.max_rel), max(worst[2], c.max_ulp),
+                     worst[3] + c.mismatches]
+        kind = next(k for k in ("diverges", "rounding", "exact") if k in kinds)
+        out[ins.name] = OpError(kind, float(worst[0]), float(worst[1]), float(worst[2]), int(worst[3]))
+    return out
 
 
 _OPS_METHOD = "binary search over the topological order, the program cut after a candidate"
@@ -505,7 +579,7 @@ def _bisect_ops(p: _Program, diverged: bool | None, say: Callable[[str], None]) 
     maybe = [after.get(id(n)) for n in p.slots[ins.index]]
     dev_value: list[np.ndarray[Any, Any]] = [v for v in maybe if v is not None]
     if missing or len(dev_value) != len(maybe) or not dev_value:
-        return OpsBisection("not localised", compiles=p.compiles, method=method,
+        return OpsBisection("not localised", compiles=p.compiles, method=method, first_divergent=ins.name,
                             note=f"the divergence appears at {ins.name} ({ins.opcode}), but its operands' device "
                                  "values could not be read")
     # the evidence: its rule on the device's operand values against its device value
@@ -531,12 +605,13 @@ def _bisect_ops(p: _Program, diverged: bool | None, say: Callable[[str], None]) 
             "not localised", None, isolation if isolation == "group" else "", group if isolation == "group" else [],
             p.compiles, method,
             note=f"the values first depart from the reference at {ins.name} ({ins.opcode}), but it computes what "
-                 f"its rule gives on the device's operand values ({why}); no instruction is blamed")
+                 f"its rule gives on the device's operand values ({why}); no instruction is blamed",
+            first_divergent=ins.name)
     culprit = p.culprit(ins, operand_values, value, bad[0])
     # alone, on the device's operand values
     say(f"bisect ops: {ins.name} diverges on the device's operand values; compiling it alone")
     isolation, group, note = _isolate(p, ins, env)
-    return OpsBisection("localised", culprit, isolation, group, p.compiles, method, note)
+    return OpsBisection("localised", culprit, isolation, group, p.compiles, method, note, first_divergent=ins.name)
 
 
 def _extract_inputs(p: _Program, chosen: Sequence[Instruction]) -> list[XlaOp]:
@@ -846,26 +921,60 @@ def _ddmin(items: list[str], test: Callable[[Sequence[str]], str]) -> list[str]:
 
 
 # -- a page people read ------------------------------------------------------------------------------------------
-_CSS = """body{font:14px system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}
+#: Fill of each error class in the report's graph (and its legend).
+ERROR_COLORS = {"exact": "#a8dca0", "rounding": "#e8ec9a", "diverges": "#f08c8c", "unmeasured": "#dddddd"}
+_CSS = ("""body{font:14px system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}
 td,th{border:1px solid #ccc;padding:2px 8px;text-align:left;font-family:monospace}th{background:#eee}
 .bad{background:#fdd}.ok{background:#dfd}.culprit{background:#f88;font-weight:bold}.carries{background:#fec}
-.nonfinite{background:#caf}pre{background:#f6f6f6;padding:8px;white-space:pre-wrap}"""
+.nonfinite{background:#caf}pre{background:#f6f6f6;padding:8px;white-space:pre-wrap}
+.graph{overflow:auto;border:1px solid #ccc;max-height:80vh}.legend svg{vertical-align:middle}
+.legend span{margin-right:1.5em}.op rect{stroke:#777;stroke-width:1}.op text{font:11px monospace;fill:#222}
+.op text.sub{fill:#555}.op.output rect{stroke:#000;stroke-width:2}.op.path rect{stroke:#c00;stroke-width:3}
+.op.first rect{stroke:#000;stroke-width:5}.op.nonfinite-first rect{stroke:#70c;stroke-width:4}
+.op:target rect{stroke:#06f;stroke-width:6}.edge{fill:none;stroke:#aaa;stroke-width:1}
+.edge.path{stroke:#c00;stroke-width:3}"""
+        + "".join(f"\n.op.err-{k} rect{{fill:{c}}}" for k, c in ERROR_COLORS.items()))
+_NODE_W, _NODE_H, _GAP_X, _GAP_Y, _MARGIN = 168, 36, 22, 46, 16
+
+
+def _short(text: str, n: int) -> str:
+    return text if len(text) <= n else text[:n - 1] + "\u2026"
 
 
 def html_report(comp: XlaComputation, report: Any) -> str:
-    """``report`` (a :class:`~xlasdk.CompareReport` of ``comp``) as a self-contained HTML page: the
-    outputs' errors, the bisections, and every instruction of the program with the first divergent
-    one, the ones that carry its value to the outputs, and the first NaN/Inf marked. No scripts,
-    no outside resources."""
+    """``report`` (a :class:`~xlasdk.CompareReport` of ``comp``) as a self-contained HTML page.
+
+    The page holds the outputs' errors, the bisections' text, and the program's graph drawn as
+    inline SVG: one box per instruction (:meth:`XlaComputation.instructions`, layered top to
+    bottom in dataflow order, edges from operands to users), filled by its error class against the
+    reference (:data:`ERROR_COLORS`: ``exact``, ``rounding``, ``diverges``; ``unmeasured`` when
+    ``report.bisect_ops`` holds no :attr:`OpsBisection.op_errors`, e.g. without ``bisect="ops"``
+    or when the outputs match). The first divergent instruction (the culprit, or where the values
+    first depart when nobody is blamed) has a thick black outline (class ``first``), the
+    instructions and edges that carry its value to an output a red one (class ``path``), the
+    outputs a black one (class ``output``), the first NaN/Inf a purple one. A table lists every
+    instruction with the same marks and its error. Each box is an element ``g`` with
+    ``id="op-<name>"``, ``data-name``, ``data-opcode`` and ``data-error`` (its class).
+
+    No scripts and nothing fetched: a Content-Security-Policy of ``default-src 'none'`` (inline
+    styles only) makes a browser refuse anything else. Size: about 1 kB per instruction.
+
+    Raises
+    ------
+    XlaSdkError
+        ``comp`` cannot be walked (see :meth:`XlaComputation.instructions`).
+    """
     from html import escape
 
     def row(cells: Sequence[Any], cls: str = "", tag: str = "td") -> str:
         attr = f' class="{cls}"' if cls else ""
-        return f"<tr{attr}>" + "".join(f"<{tag}>{escape(str(c))}</{tag}>" for c in cells) + "</tr>"
+        return f"<tr{attr}>" + "".join(f"<{tag}>{c if isinstance(c, _Html) else escape(str(c))}</{tag}>"
+                                       for c in cells) + "</tr>"
 
     status = "MATCH" if report.ok else "DIVERGENCE"
-    parts = [f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{escape(report.name)}: {status}</title>"
-             f"<style>{_CSS}</style></head><body>",
+    parts = ["<!DOCTYPE html><html><head><meta charset=\"utf-8\">"
+             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
+             f"<title>{escape(report.name)}: {status}</title><style>{_CSS}</style></head><body>",
              f"<h1>{escape(report.name)}: device vs {escape(report.against)}: "
              f"<span class=\"{'ok' if report.ok else 'bad'}\">{status}</span></h1>",
              "<h2>Outputs</h2><table>",
@@ -879,28 +988,115 @@ def html_report(comp: XlaComputation, report: Any) -> str:
                         ("First NaN/Inf", report.nonfinite)):
         if part is not None:
             parts.append(f"<h2>{title}</h2><pre>{escape(str(part))}</pre>")
-    culprit = report.bisect_ops.culprit.name if report.bisect_ops is not None and report.bisect_ops.culprit else None
-    group = set(report.bisect_ops.group) if report.bisect_ops is not None else set()
+    bo = report.bisect_ops
+    culprit = bo.culprit.name if bo is not None and bo.culprit else None
+    first = culprit or (bo.first_divergent if bo is not None else "") or None
+    errors: dict[str, OpError] = dict(bo.op_errors) if bo is not None else {}
+    group = set(bo.group) if bo is not None else set()
     nonfinite = report.nonfinite.culprit.name if report.nonfinite is not None and report.nonfinite.culprit else None
     instrs = comp.instructions()
-    carries: set[str] = set()
-    if culprit is not None:  # the instructions its value reaches
-        stack = [comp.instruction(culprit)]
+    graph = comp._graph()
+    outputs: dict[str, list[int]] = {}
+    for k, o in enumerate(graph.outputs):
+        try:
+            outputs.setdefault(graph.instruction_of(o).name, []).append(k)
+        except XlaSdkError:
+            continue
+
+    def reach(start: str, step: Callable[[Instruction], Sequence[Instruction]]) -> set[str]:
+        seen: set[str] = set()
+        stack = [comp.instruction(start)]
         while stack:
-            for u in stack.pop().users:
-                if u.name not in carries:
-                    carries.add(u.name)
+            for u in step(stack.pop()):
+                if u.name not in seen:
+                    seen.add(u.name)
                     stack.append(u)
+        return seen
+
+    carries = reach(culprit, lambda i: i.users) if culprit is not None else set()
+    path: set[str] = set()
+    if first is not None:  # from the first divergent op to the outputs its value reaches
+        feeds_outputs = set(outputs).union(*(reach(n, lambda i: i.operands) for n in outputs))
+        path = ({first} | reach(first, lambda i: i.users)) & feeds_outputs
+
+    # the graph
+    pos = {ins.name: k for k, ins in enumerate(instrs)}
+    edges = sorted({(pos[o.name], pos[ins.name]) for ins in instrs for o in ins.operands})
+    layer, col = layered_layout(len(instrs), edges, pinned=[k for k, i in enumerate(instrs) if i.opcode == "parameter"])
+    widths: dict[int, int] = {}
+    for v in range(len(instrs)):
+        widths[layer[v]] = widths.get(layer[v], 0) + 1
+    wide = max(widths.values(), default=1)
+    xs_ = [_MARGIN + (col[v] + (wide - widths[layer[v]]) / 2) * (_NODE_W + _GAP_X) for v in range(len(instrs))]
+    ys = [_MARGIN + layer[v] * (_NODE_H + _GAP_Y) for v in range(len(instrs))]
+    width = 2 * _MARGIN + wide * (_NODE_W + _GAP_X) - _GAP_X
+    height = 2 * _MARGIN + (max(layer, default=0) + 1) * (_NODE_H + _GAP_Y) - _GAP_Y
+    svg = [f'<svg class="program" width="{width:.0f}" height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}" '
+           f'role="img" aria-label="the graph of {escape(report.name)}">']
+    for s_, t_ in edges:
+        a, b = instrs[s_].name, instrs[t_].name
+        x1, y1, x2, y2 = xs_[s_] + _NODE_W / 2, ys[s_] + _NODE_H, xs_[t_] + _NODE_W / 2, ys[t_]
+        dy = (y2 - y1) / 2
+        cls = "edge path" if a in path and b in path else "edge"
+        svg.append(f'<path class="{cls}" data-from="{escape(a)}" data-to="{escape(b)}" '
+                   f'd="M{x1:.1f},{y1:.1f} C{x1:.1f},{y1 + dy:.1f} {x2:.1f},{y2 - dy:.1f} {x2:.1f},{y2:.1f}"/>')
+    for v, ins in enumerate(instrs):
+        err = errors.get(ins.name)
+        kind = err.kind if err is not None else "unmeasured"
+        marks = [f"err-{kind}"] + [m for m, on in (("first", ins.name == first), ("path", ins.name in path),
+                                                   ("output", ins.name in outputs),
+                                                   ("nonfinite-first", ins.name == nonfinite)) if on]
+        tip = [f"{ins.name} = {ins.opcode} {ins.shape}", f"error against the reference: {kind}"]
+        if err is not None and kind != "exact":
+            tip.append(f"max abs {err.max_abs:.3g}, max rel {err.max_rel:.3g}, max ulp {err.max_ulp:.3g}, "
+                       f"{err.mismatches} mismatches")
+        if ins.name == first:
+            tip.append("the first divergent instruction" + (" (introduces the divergence)" if ins.name == culprit
+                                                             else " (values first depart here; not blamed)"))
+        if ins.name in outputs:
+            tip.append(f"output {', '.join(str(k) for k in outputs[ins.name])}")
+        md = ins.metadata
+        if md.source_file:
+            tip.append(f"at {md.source_file}:{md.source_line}")
+        x, y = xs_[v], ys[v]
+        sub = ins.opcode.removeprefix("stablehlo.") + " " + str(ins.shape)
+        svg.append(f'<g class="op {" ".join(marks)}" id="op-{escape(ins.name)}" data-name="{escape(ins.name)}" '
+                   f'data-opcode="{escape(ins.opcode)}" data-error="{kind}"><title>{escape(chr(10).join(tip))}</title>'
+                   f'<rect x="{x:.1f}" y="{y:.1f}" width="{_NODE_W}" height="{_NODE_H}" rx="4"/>'
+                   f'<text x="{x + 6:.1f}" y="{y + 14:.1f}">{escape(_short(ins.name, 24))}</text>'
+                   f'<text class="sub" x="{x + 6:.1f}" y="{y + 29:.1f}">{escape(_short(sub, 25))}</text></g>')
+    svg.append("</svg>")
+
+    def swatch(cls: str) -> str:
+        return f'<svg width="22" height="16"><g class="op {cls}"><rect x="2" y="2" width="18" height="12"/></g></svg>'
+
+    legend = [f'<span data-class="{k}">{swatch("err-" + k)} {k}</span>' for k in ERROR_CLASSES]
+    legend += [f'<span data-mark="{m}">{swatch("err-unmeasured " + m)} {what}</span>' for m, what in (
+        ("first", "the first divergent instruction"), ("path", "carries its value to an output"),
+        ("output", "an output"), ("nonfinite-first", "the first NaN/Inf"))]
+    how = ("each instruction's device value (one compile with every value exposed) against its reference value, "
+           "both from the program's arguments, with the comparison's tolerance" if errors else
+           "no per-instruction errors were measured (they come with bisect=\"ops\" / --bisect ops on a divergence)")
+    parts.append(f"<h2>Graph</h2><p class=\"legend\">{' '.join(legend)}</p><p>Colors: {how}.</p>"
+                 f"<div class=\"graph\">{''.join(svg)}</div>")
     parts.append("<h2>Instructions</h2><p>"
                  "<span class=\"culprit\">introduces the divergence</span> "
                  "<span class=\"carries\">carries it (reads its value)</span> "
                  "<span class=\"nonfinite\">first NaN/Inf</span></p><table>")
-    parts.append(row(["#", "name", "opcode", "shape", "operands", "source"], tag="th"))
+    parts.append(row(["#", "name", "opcode", "shape", "operands", "source", "error"], tag="th"))
     for ins in instrs:
         md = ins.metadata
         cls = ("culprit" if ins.name == culprit else "nonfinite" if ins.name == nonfinite else
                "carries" if ins.name in carries or ins.name in group else "")
-        parts.append(row([ins.index, ins.name, ins.opcode, ins.shape, ", ".join(o.name for o in ins.operands),
-                          f"{md.source_file}:{md.source_line}" if md.source_file else ""], cls))
+        err = errors.get(ins.name)
+        etext = ("" if err is None else err.kind if err.kind == "exact" else
+                 f"{err.kind}: max rel {err.max_rel:.3g}, max ulp {err.max_ulp:.3g}")
+        link = _Html(f'<a href="#op-{escape(ins.name)}">{escape(ins.name)}</a>')
+        parts.append(row([ins.index, link, ins.opcode, ins.shape, ", ".join(o.name for o in ins.operands),
+                          f"{md.source_file}:{md.source_line}" if md.source_file else "", etext], cls))
     parts.append("</table></body></html>\n")
     return "\n".join(parts)
+
+
+class _Html(str):
+    """Text that is already HTML (not escaped again)."""
