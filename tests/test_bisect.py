@@ -378,3 +378,196 @@ def test_bisect_ops_blames_nobody_when_the_divergence_needs_ops_compiled_togethe
     names = {i.opcode: i.name for i in comp.instructions()}
     if bo.isolation == "group":
         assert bo.group[-1] == names["stablehlo.multiply"] and names["stablehlo.divide"] in bo.group
+
+
+# -- the report in a real browser ------------------------------------------------------------------------------
+def _chromium() -> str | None:
+    """A Chromium binary: ``$XLASDK_CHROMIUM``, else one on PATH (Debian's package is ``chromium``)."""
+    import os
+    import shutil
+
+    given = os.environ.get("XLASDK_CHROMIUM")
+    if given:
+        return given
+    return next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome", "headless_shell"))
+                 if p), None)
+
+
+# Loaded beside the report (an iframe of the same origin: --allow-file-access-from-files), it reads
+# what the browser rendered: each box's geometry (getBBox) and computed fill and outline, each edge's
+# end points (getPointAtLength), the legend's colors, the report's resource-timing entries (what it
+# fetched); then it asks the report's document to load an outside image, which the report's
+# Content-Security-Policy must refuse (a control: the browser enforces the policy, and a refusal
+# shows on the console). It writes everything as JSON into the DOM that --dump-dom prints.
+_PROBE = """<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>
+<iframe id="r" src="report.html" width="1600" height="1200" style="border:0"></iframe><pre id="probe"></pre>
+<script>
+window.addEventListener("load", () => {
+  const out = {errors: [], violations: []};
+  const f = document.getElementById("r"), d = f.contentDocument, w = f.contentWindow;
+  try {
+    const style = (e) => w.getComputedStyle(e);
+    d.addEventListener("securitypolicyviolation", (e) => out.violations.push(e.blockedURI + " " + e.violatedDirective));
+    out.title = d.title;
+    out.scripts = d.scripts.length;
+    const svg = d.querySelector("svg.program"), sb = svg.getBoundingClientRect();
+    out.svg = {w: sb.width, h: sb.height};
+    out.nodes = [...svg.querySelectorAll("g.op")].map((g) => {
+      const r = g.querySelector("rect"), b = r.getBBox(), s = style(r);
+      return {name: g.dataset.name, opcode: g.dataset.opcode, error: g.dataset.error, classes: [...g.classList],
+              fill: s.fill, stroke: s.stroke, strokeWidth: parseFloat(s.strokeWidth),
+              x: b.x, y: b.y, w: b.width, h: b.height, text: g.querySelector("text").textContent};
+    });
+    out.edges = [...svg.querySelectorAll("path.edge")].map((p) => {
+      const n = p.getTotalLength(), a = p.getPointAtLength(0), z = p.getPointAtLength(n), s = style(p);
+      return {from: p.dataset.from, to: p.dataset.to, classes: [...p.classList], stroke: s.stroke,
+              width: parseFloat(s.strokeWidth), fill: s.fill, x1: a.x, y1: a.y, x2: z.x, y2: z.y, length: n};
+    });
+    out.legend = {};
+    for (const r of d.querySelectorAll(".legend [data-class] rect")) {
+      out.legend[r.closest("[data-class]").dataset.class] = style(r).fill;
+    }
+    out.resources = w.performance.getEntriesByType("resource").map((e) => e.name);
+    const img = d.createElement("img");
+    img.src = "http://example.invalid/control.png";
+    d.body.appendChild(img);
+    console.log("xlasdk-probe-ran");
+  } catch (e) { out.errors.push(String(e)); }
+  setTimeout(() => { document.getElementById("probe").textContent = JSON.stringify(out); }, 500);
+});
+</script></body></html>
+"""
+
+
+def _render(chromium: str, page: str, tmp_path: Path) -> tuple[dict[str, Any], str]:
+    """Render ``page`` in headless Chromium with networking off; the probe's JSON and the console."""
+    import subprocess
+
+    (tmp_path / "report.html").write_text(page)
+    (tmp_path / "probe.html").write_text(_PROBE)
+    cmd = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           f"--user-data-dir={tmp_path / 'profile'}", "--allow-file-access-from-files",
+           # networking off: no name resolves, and any connection goes to a closed local port
+           "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=socks5://127.0.0.1:9",
+           "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000", "--window-size=1600,1200",
+           "--dump-dom", (tmp_path / "probe.html").as_uri()]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    m = re.search(r'<pre id="probe">(.*?)</pre>', done.stdout, re.S)
+    assert done.returncode == 0 and m is not None and m.group(1), (done.returncode, done.stdout[-2000:],
+                                                                   done.stderr[-3000:])
+    from html import unescape
+
+    return json.loads(unescape(m.group(1))), done.stderr
+
+
+def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
+    """The page of a real divergence (XLA:CPU's ``x / 2**127`` spliced into the convnet training
+    step), rendered by Chromium with networking off: every instruction drawn as a box, every
+    operand an edge from its box down to its user's, each box filled with its error class's
+    legend color, where the class is recomputed here from XLA's and the reference's values of
+    every instruction; the spliced divide outlined as the first divergent op and exactly the
+    instructions and edges that carry its value to an output outlined in red; nothing fetched, no
+    script of its own, no JavaScript error, and the page's CSP enforced."""
+    from xlasdk.bisect import html_report
+
+    chromium = _chromium()
+    if chromium is None:
+        pytest.skip("no Chromium binary (apt-get install chromium, or set XLASDK_CHROMIUM): the report is not "
+                    "rendered in a browser here")
+    comp, ins = _splice("dumps", tmp_path)
+    report = xs.compare(comp, ins, bisect="ops")
+    if report.ok:  # an XLA that computes it right: nothing to draw in red
+        pytest.skip("this XLA computes x / 2**127 right")
+    page = html_report(comp, report)
+    assert_self_contained(page)
+    probe, console = _render(chromium, page, tmp_path)
+    assert probe["errors"] == [] and probe["title"] == f"{report.name}: DIVERGENCE", probe["errors"]
+
+    # the graph: one box per instruction, and one edge per operand
+    instrs = comp.instructions()
+    nodes = {n["name"]: n for n in probe["nodes"]}
+    assert len(probe["nodes"]) == len(nodes) == len(instrs) and set(nodes) == {i.name for i in instrs}
+    assert probe["svg"]["w"] > 500 and probe["svg"]["h"] > 500
+    for i in instrs:
+        n = nodes[i.name]
+        assert n["opcode"] == i.opcode and n["w"] > 100 and n["h"] > 20, n
+        assert i.name.startswith(n["text"].rstrip("\u2026")), n
+    boxes = sorted((n["x"], n["y"], n["x"] + n["w"], n["y"] + n["h"]) for n in probe["nodes"])
+    for k, a in enumerate(boxes):  # no two boxes overlap
+        for b in boxes[k + 1:]:
+            if b[0] >= a[2]:
+                break
+            assert b[1] >= a[3] or a[1] >= b[3], (a, b)
+    want_edges = {(o.name, i.name) for i in instrs for o in i.operands}
+    edges = {(e["from"], e["to"]): e for e in probe["edges"]}
+    assert len(probe["edges"]) == len(edges) and set(edges) == want_edges
+    for (a, b), e in edges.items():  # from the bottom of the operand's box to the top of its user's, downwards
+        na, nb = nodes[a], nodes[b]
+        assert abs(e["x1"] - (na["x"] + na["w"] / 2)) < 1 and abs(e["y1"] - (na["y"] + na["h"])) < 1, (e, na)
+        assert abs(e["x2"] - (nb["x"] + nb["w"] / 2)) < 1 and abs(e["y2"] - nb["y"]) < 1, (e, nb)
+        assert e["y2"] > e["y1"] and e["length"] > 0 and e["fill"] == "none"
+
+    # each box's color: its error class, recomputed from every value of XLA (same flags) and the reference
+    arrays = [i for i in instrs if i.opcode != "parameter" and i.shape.is_array()]
+    sub = comp.with_outputs([i.name for i in arrays])
+    got = xs.compile(sub, options=xs.CompileOptions(env_option_overrides=STRICT_PRECISION), cache=False)(*ins)
+    want = xs.evaluate(sub, *ins)
+    legend = probe["legend"]
+    assert set(legend) == {"exact", "rounding", "diverges", "unmeasured"} and len(set(legend.values())) == 4
+    kinds: dict[str, int] = {}
+    for i, g, w in zip(arrays, got, want, strict=True):
+        g64, w64 = np.asarray(g).astype(np.float64), np.asarray(w).astype(np.float64)
+        n = nodes[i.name]
+        kinds[n["error"]] = kinds.get(n["error"], 0) + 1
+        assert n["fill"] == legend[n["error"]] and f"err-{n['error']}" in n["classes"], n
+        if np.array_equal(g64, w64, equal_nan=True):
+            assert n["error"] == "exact", (n, g64, w64)
+            continue
+        with np.errstate(all="ignore"):
+            rel = np.abs(g64 - w64) / np.maximum(np.abs(w64), np.finfo(np.float32).tiny)
+        if np.nanmax(rel) >= 0.5:  # a wrong value, not a rounding
+            assert n["error"] == "diverges", (n, g64, w64)
+        else:  # off by a rounding: within 1e-3 of the output's magnitude (f32 tolerance: 1e-5 relative + ...)
+            assert n["error"] == "rounding", (n, g64, w64)
+            assert np.max(np.abs(g64 - w64)) <= 1e-3 * max(1.0, float(np.max(np.abs(w64)))), (n, g64, w64)
+    for p in (i for i in instrs if i.opcode == "parameter"):
+        assert nodes[p.name]["error"] == "exact" and nodes[p.name]["fill"] == legend["exact"]
+    assert kinds.get("diverges", 0) >= 3 and kinds.get("exact", 0) > 10 and kinds.get("rounding", 0) > 10, kinds
+
+    # the first divergent op (the spliced divide, known by its source line) and its path to the outputs
+    div = _spliced_instruction(comp)
+    graph = comp._graph()
+    outs = {graph.instruction_of(o).name for o in graph.outputs}
+
+    def reach(start: xs.Instruction, step: str) -> set[str]:
+        seen, stack = {start.name}, [start]
+        while stack:
+            for u in getattr(stack.pop(), step):
+                if u.name not in seen:
+                    seen.add(u.name)
+                    stack.append(u)
+        return seen
+
+    feeds = set().union(*(reach(comp.instruction(o), "operands") for o in outs))
+    path = reach(div, "users") & feeds
+    assert div.name in path and path & outs, path
+    firsts = [n for n in probe["nodes"] if "first" in n["classes"]]
+    assert [n["name"] for n in firsts] == [div.name]
+    assert firsts[0]["strokeWidth"] > max(n["strokeWidth"] for n in probe["nodes"] if n["name"] != div.name)
+    red = "rgb(204, 0, 0)"
+    assert {n["name"] for n in probe["nodes"] if "path" in n["classes"]} == path
+    assert all((n["stroke"] == red) == (n["name"] in path - {div.name}) for n in probe["nodes"])
+    assert all(nodes[n]["error"] == "diverges" for n in path)
+    path_edges = {(a, b) for a, b in want_edges if a in path and b in path}
+    assert path_edges and {k for k, e in edges.items() if "path" in e["classes"]} == path_edges
+    assert all((e["stroke"] == red and e["width"] >= 3) == (k in path_edges) for k, e in edges.items())
+
+    # self-contained: nothing fetched with networking off, no script, no JavaScript error; the CSP holds
+    assert probe["resources"] == [] and probe["scripts"] == 0
+    assert "xlasdk-probe-ran" in console  # the console is read (so the absence of errors below means something)
+    assert probe["violations"] and all(v.startswith("http://example.invalid/control.png") for v in probe["violations"])
+    lines = [ln for ln in console.splitlines() if ":CONSOLE" in ln]
+    assert not [ln for ln in lines if "Uncaught" in ln or "Error" in ln], lines
+    refused = [ln for ln in lines if "Refused" in ln or "Content Security Policy" in ln]
+    assert refused and all("example.invalid/control.png" in ln for ln in refused), refused
