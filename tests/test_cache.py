@@ -473,3 +473,55 @@ def test_hits_and_misses_are_counted(tmp_path: Path) -> None:
         fh.write(bytes([last[0] ^ 1]))
     xs.compile(comp, cache=cache)
     assert (cache.hits, cache.misses) == (2, 2)
+
+
+_RUN_BLOB = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import xlasdk as xs
+    exe = xs.deserialize_executable(open(sys.argv[1], "rb").read())
+    x = np.array([1.5, -2.0, 4.0], np.float32)
+    print(np.array_equal(exe(x).to_numpy(), x * x - x))
+""")
+_SQUARE_MINUS = """HloModule sq
+
+ENTRY main {
+  x = f32[3] parameter(0)
+  m = f32[3] multiply(x, x)
+  ROOT r = f32[3] subtract(m, x)
+}
+"""
+
+
+def _runs_in_a_fresh_process(blob: bytes, tmp_path: Path) -> bool:
+    path = tmp_path / f"exe{len(list(tmp_path.iterdir()))}.bin"
+    path.write_bytes(blob)
+    out = subprocess.run([sys.executable, "-c", _RUN_BLOB, str(path)], capture_output=True, text=True, timeout=120)
+    return out.stdout.strip() == "True"
+
+
+def test_an_executable_loaded_from_bytes_serializes_to_bytes_that_run(tmp_path: Path) -> None:
+    """XLA:CPU re-serializes a deserialized executable without its kernels: loaded in another
+    process, it fails at its first run ("Function ... not found"). An xlasdk executable that was
+    loaded from bytes (deserialize_executable, a cache hit, a loaded module compiled in the
+    worker) serializes to the bytes it was loaded from."""
+    built = xs.compile(xs.XlaComputation.from_hlo_text(_SQUARE_MINUS))  # compiled in the worker
+    first = built.serialize()
+    assert _runs_in_a_fresh_process(first, tmp_path)
+    again = xs.deserialize_executable(first).serialize()
+    assert _runs_in_a_fresh_process(again, tmp_path)
+
+
+def test_a_loaded_module_hits_the_compile_cache_in_a_fresh_process(tmp_path: Path) -> None:
+    mod = tmp_path / "sq.hlo"
+    mod.write_text(_SQUARE_MINUS)
+    code = textwrap.dedent(f"""
+        import numpy as np
+        import xlasdk as xs
+        c = xs.CompileCache({str(tmp_path / 'cache')!r})
+        exe = xs.compile(xs.load_computation({str(mod)!r}), cache=c)
+        x = np.array([1.5, -2.0, 4.0], np.float32)
+        print(c.hits, c.misses, np.array_equal(exe(x).to_numpy(), x * x - x))
+    """)
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120) for _ in range(2)]
+    assert [r.stdout.strip() for r in runs] == ["0 1 True", "1 0 True"], runs[-1].stderr[-2000:]

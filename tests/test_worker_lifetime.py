@@ -12,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import xlasdk as xs
@@ -239,3 +240,30 @@ def test_compile_of_a_loaded_module_is_bounded_in_time(monkeypatch: pytest.Monke
     monkeypatch.setenv("XLASDK_COMPILE_TIMEOUT", "soon")
     with pytest.raises(xs.CompileError, match="must be a number of seconds"):
         xs.compile(comp, cache=False)
+
+
+def test_prestart_starts_one_worker_in_the_background_that_serves_the_next_load(tmp_path: Path) -> None:
+    """``isolated.prestart()`` returns at once with a worker started (issue 21): the loaders call it
+    before their checks, so the worker's imports overlap them. A second call keeps that worker;
+    the next load is served by it and gives the file's own values."""
+    isolated.shutdown()
+    t0 = time.perf_counter()
+    isolated.prestart()
+    started_in = time.perf_counter() - t0
+    pid = isolated.worker_pid()
+    assert pid is not None and started_in < 0.5  # the process started; its imports run on their own
+    isolated.prestart()
+    assert isolated.worker_pid() == pid
+    path = tmp_path / "m.hlo"
+    path.write_text(_MODULE.format(name="pre", ty="f32", n=3, op="multiply"))
+    exe = xs.compile(xs.load_computation(path))
+    x = np.array([1.5, -2.0, 3.0], np.float32)
+    np.testing.assert_array_equal(exe(x).to_numpy(), x * x)
+    assert isolated.worker_pid() == pid
+
+
+def test_prestart_in_the_worker_itself_does_nothing() -> None:
+    code = ("import os; os.environ['XLASDK_WORKER'] = '1'\nfrom xlasdk._jaxlib import isolated\n"
+            "isolated.prestart(); print(isolated.worker_pid())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.strip() == "None"

@@ -7,10 +7,11 @@ path in the user's process until this module has run the very same steps on the 
 in a child process (the *worker*) and the child survived. The steps are deterministic, so the
 parent can then repeat them (or deserialize what the child made) safely.
 
-One worker process is started on first use (about 1 s: it imports jaxlib and xlasdk) and serves
-every later request over a pipe (a few ms per small request); a worker that dies is replaced on
-the next request. A death becomes :class:`WorkerDied` carrying the signal and XLA's own
-``Check failed:`` line from the child's stderr.
+One worker process is started on first use, or earlier by :func:`prestart` (about 1 s: it imports
+jaxlib and xlasdk's loaders before it reads its first request, so that a start requested early
+overlaps the caller's own work) and serves every later request over a pipe (a few ms per small
+request); a worker that dies is replaced on the next request. A death becomes
+:class:`WorkerDied` carrying the signal and XLA's own ``Check failed:`` line from the child's stderr.
 
 A request names a function (``"xlasdk.formats.untrusted:load_hlo"``) that the worker imports
 and calls; this module knows nothing of what the functions do (``xlasdk.formats.untrusted``
@@ -31,9 +32,11 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Final
 
-__all__ = ["Failed", "WorkerDied", "request", "shutdown", "worker_pid"]
+__all__ = ["Failed", "WorkerDied", "prestart", "request", "shutdown", "worker_pid"]
 
 _LEN: Final = struct.Struct("<Q")
+#: what the worker imports as soon as it starts (every request needs jaxlib and the loaders)
+_PRELOAD: Final = ("xlasdk.formats.untrusted",)
 _DEATH_TAIL: Final = 64 * 1024  # bytes of the child's stderr searched for XLA's fatal line
 
 
@@ -286,6 +289,28 @@ def _request_once(target: str, args: tuple[Any, ...], timeout: float | None) -> 
             raise
 
 
+def prestart() -> None:
+    """Start the worker now, in the background, unless one is running or a request is in flight.
+
+    Returns at once (starting the process takes milliseconds; its imports, about 1 s, then run
+    beside the caller's work): the loaders call it before they read and pre-check a file, and
+    the CLI before it imports jaxlib. A worker that cannot start is left for the first request
+    to report."""
+    global _worker
+    if os.environ.get("XLASDK_WORKER") == "1" or not _lock.acquire(blocking=False):
+        return
+    try:
+        if _worker is None or not _worker.alive():
+            if _worker is not None:
+                _worker.kill()
+            try:
+                _worker = _Worker()
+            except OSError:  # pragma: no cover - the first request reports it
+                _worker = None
+    finally:
+        _lock.release()
+
+
 def worker_pid() -> int | None:
     """The worker's process id, or None when none is running (for tests and diagnostics)."""
     with _lock:
@@ -355,6 +380,11 @@ def _serve() -> None:  # pragma: no cover - runs in the worker process (tests ex
     inp = sys.stdin.buffer
     import importlib
 
+    for name in _PRELOAD:  # before the first request, which may already be waiting in the pipe
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: S110 - the request that needs it reports the error
+            pass
     while True:
         try:
             head = _read_exact(inp, _LEN.size)

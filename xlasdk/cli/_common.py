@@ -168,6 +168,9 @@ def _load(path: str, fmt: str | None = None, option: str = "--format") -> Any:
 
     if not os.path.lexists(path):
         raise FormatError(f"{path}: no such file")
+    from xlasdk._jaxlib import isolated
+
+    isolated.prestart()  # the worker imports jaxlib while this process does
     from xlasdk.formats import load_computation
 
     try:

@@ -293,6 +293,7 @@ def load_computation(path: PathLike, format: Format | str | None = None) -> XlaC
     data = _read(path, what)
     if not data:
         raise FormatError(f"{what}: the file is empty")
+    isolated.prestart()  # its start overlaps the checks below
     fmt = _parse_format(format) if format is not None else format_from_suffix(what)
     sniffed = sniff_format(data)
     if sniffed is None and fmt is None and jax_exported_hint(data) is not None:

@@ -162,15 +162,18 @@ def compile(
         jopts = pjrt.make_compile_options(
             opts.num_replicas, opts.num_partitions, assignment, opts.env_option_overrides
         )
+        blob = None
         if isolate:
-            exe = compile_isolated(
+            exe, blob = compile_isolated(
                 devs[0].client._c, text, [d._d for d in devs], jopts,
                 opts.num_replicas, opts.num_partitions, opts.env_option_overrides, name,
                 timeout=_compile_timeout(timeout),
             )
         else:
             exe = pjrt.compile_and_load(devs[0].client._c, text, [d._d for d in devs], jopts, name)
-        return Executable._make(exe, name, program_shape, devs, opts.num_replicas, opts.num_partitions)
+        made = Executable._make(exe, name, program_shape, devs, opts.num_replicas, opts.num_partitions)
+        made._xla_blob = blob
+        return made
 
     return _remember(compile_cached(cache, text, opts, devs, build, source=computation), computation)
 
@@ -337,7 +340,9 @@ def deserialize_executable(
     options = _load_options(nr, npart, tuple(d.id for d in devs))
     exe = pjrt.deserialize_executable(base.client._c, blob, [d._d for d in devs], options, what)
     program_shape = ProgramShape(params, result, names)
-    return Executable._make(exe, name, program_shape, devs, nr, npart)
+    loaded = Executable._make(exe, name, program_shape, devs, nr, npart)
+    loaded._xla_blob = bytes(blob)
+    return loaded
 
 
 def load_executable(path: str | os.PathLike[str], device: Device | str | None = None) -> Executable:

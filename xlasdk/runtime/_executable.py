@@ -106,7 +106,7 @@ class Executable:
 
     __slots__ = (
         "_exe", "_name", "_program_shape", "_devices", "_num_replicas", "_num_partitions", "_plan",
-        "_host_callbacks", "_spmd", "_computation", "__weakref__",
+        "_host_callbacks", "_spmd", "_computation", "_xla_blob", "__weakref__",
     )
 
     _exe: Any
@@ -119,6 +119,9 @@ class Executable:
     _spmd: Any
     _host_callbacks: tuple[Any, ...]  # kept alive with the executable (ops.HostCallback)
     _computation: Any  # the XlaComputation it was compiled from (xs.compile), else None
+    # XLA's serialized executable this one was loaded from, if it was: what serialize() writes, since
+    # XLA:CPU re-serializes a deserialized executable without its kernels ("Function ... not found")
+    _xla_blob: bytes | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("Executable objects are made by xs.compile(computation, device)")
@@ -144,6 +147,7 @@ class Executable:
         self._spmd = None  # execute_sharded's per-executable data (runtime/sharded.py), on first use
         self._host_callbacks = ()
         self._computation = None
+        self._xla_blob = None
         n_out = pjrt.executable_num_outputs(exe)
         if n_out is not None and n_out != len(self._plan.outputs):
             raise CompileError(
@@ -569,7 +573,7 @@ class Executable:
                 f"{self._name!r} calls {len(self._host_callbacks)} Python host callbacks, which live in this "
                 "process: it cannot be serialized (compile it again where it runs)"
             )
-        blob = pjrt.serialize_executable(self._exe, self._name)
+        blob = self._xla_blob if self._xla_blob is not None else pjrt.serialize_executable(self._exe, self._name)
         header = {
             "name": self._name,
             "jaxlib": pjrt.JAXLIB_VERSION,

@@ -47,8 +47,9 @@ def compile_isolated(
     client: Any, module_text: str, devices: Sequence[Any], options: Any,
     num_replicas: int, num_partitions: int, overrides: Sequence[tuple[str, str | bool | int | float]], name: str,
     *, timeout: float | None = None,
-) -> Any:
-    """The jaxlib executable of ``module_text`` on ``devices``: compiled in the worker, loaded here.
+) -> tuple[Any, bytes]:
+    """The jaxlib executable of ``module_text`` on ``devices``, compiled in the worker and loaded
+    here, and XLA's serialized executable it was loaded from.
 
     Raises
     ------
@@ -72,4 +73,4 @@ def compile_isolated(
         if e.killed:
             raise CompileError(f"compiling {name!r} was stopped: {e.reason}") from None
         raise CompileError(f"compiling {name!r} failed: XLA aborted on this program ({e.reason})") from None
-    return pjrt.deserialize_executable(client, blob, devices, options, name)
+    return pjrt.deserialize_executable(client, blob, devices, options, name), blob
