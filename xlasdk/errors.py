@@ -53,6 +53,12 @@ class GraphImportError(XlaSdkError):
     prints, saves, compiles and runs."""
 
 
+class ExecutionTimeoutError(XlaRuntimeError):
+    """``Executable.execute(..., timeout=S)`` waited S seconds and the run had not finished. XLA
+    cannot stop a running program: it goes on in a background thread until it ends, and its results
+    are dropped."""
+
+
 class DistributedError(XlaRuntimeError):
     """A multi-process run failed: a process did not join, died, or left (``xs.distributed``).
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
+import time
 import zlib
 from collections.abc import Sequence
 from typing import Any, Final
@@ -13,7 +15,7 @@ import numpy as np
 
 from .._atomic import atomic_write
 from .._jaxlib import pjrt
-from ..errors import CompileError, ShapeError, XlaRuntimeError
+from ..errors import CompileError, ExecutionTimeoutError, ShapeError, XlaRuntimeError, XlaSdkError
 from ..ops._core import int_arg
 from ..shape import ProgramShape, Shape
 from ._arguments import _CallPlan, _describe_value
@@ -367,6 +369,69 @@ class Executable:
         """
         outs, token = self._execute_replicated(per_device_args, True)
         return outs, ExecutionToken._make(token, self._name, self.local_devices)
+
+    def execute(self, *args: Any, timeout: float | None = None, **kwargs: Any) -> DeviceArray | tuple[DeviceArray, ...]:
+        """``exe(*args)`` waited for so that the caller keeps control: the run goes on a background
+        thread while this one waits for its outputs to be ready, and returns them, or raises
+        :class:`~xlasdk.ExecutionTimeoutError` once ``timeout`` seconds have passed, or lets Ctrl-C
+        (``KeyboardInterrupt``) through at once.
+
+        XLA cannot stop a program that runs (XLA:CPU executes small programs on the calling
+        thread, where ``exe(*args)`` cannot be interrupted: an endless ``While`` hangs it). Here an
+        interrupted or timed-out run is abandoned: it goes on in its background thread until it
+        ends (an endless loop keeps one core busy until the process exits), its results are
+        dropped, and nothing it leaves behind answers a later call; the executable can run again
+        at once. Arguments are checked, and transferred, in the calling thread first.
+
+        Parameters
+        ----------
+        *args, **kwargs:
+            As for ``exe(*args)`` (a parameter named ``timeout`` must be given by position).
+        timeout:
+            Seconds to wait for the outputs, > 0; None: no limit (Ctrl-C still returns).
+
+        Raises
+        ------
+        ExecutionTimeoutError
+            The outputs were not ready after ``timeout`` seconds.
+        XlaSdkError
+            A ``timeout`` that is not a positive number.
+        ShapeError, DTypeError, XlaRuntimeError
+            As ``exe(*args)``; a failed run raises here.
+        """
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                    or not timeout > 0):
+            raise XlaSdkError(f"{self._name}: execute: timeout must be a number of seconds > 0 or None, "
+                              f"got {timeout!r}")
+        if kwargs:
+            args = self._bind_by_name(args, kwargs)
+        bufs = self._single_device_buffers(args, "execute_replicated")
+        done = threading.Event()
+        box: list[Any] = []
+
+        def run() -> None:
+            try:
+                out = self._wrap_outputs(pjrt.execute(self._exe, bufs, self._plan.handlers, self._name))
+                for o in out if isinstance(out, tuple) else (out,):
+                    o.block_until_ready()
+                box.append(out)
+            except BaseException as e:  # handed to the caller (or dropped with an abandoned run)
+                box.append(e)
+            finally:
+                done.set()
+
+        threading.Thread(target=run, name=f"xlasdk-execute-{self._name}", daemon=True).start()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not done.wait(0.05):  # short waits: Ctrl-C reaches this thread between them
+            if deadline is not None and time.monotonic() >= deadline:
+                raise ExecutionTimeoutError(
+                    f"{self._name}: the run did not finish within {timeout:g} s; XLA cannot stop a running "
+                    "program, so it goes on in a background thread until it ends and its results are dropped"
+                )
+        result = box[0]
+        if isinstance(result, BaseException):
+            raise result
+        return result  # type: ignore[no-any-return]
 
     def execute_with_token(self, *args: Any) -> tuple[DeviceArray | tuple[DeviceArray, ...], ExecutionToken]:
         """``exe(*args)``, also returning the run's :class:`ExecutionToken`, which is ready when
