@@ -199,6 +199,8 @@ def check_hlo_text(text: str, what: str = "HLO text") -> None:
 
 def check_elided_constants(text: str, what: str) -> None:
     """Reject HLO text whose constants are elided as ``{...}`` (XLA's parser reads garbage)."""
+    if "({...})" not in text:  # the common case, at memchr speed (the regex costs ~0.3x XLA's parse)
+        return
     elided = _ELIDED_CONSTANT.search(text)
     if elided is not None:  # XLA's parser accepts it and fills the constant with garbage
         line = text.count("\n", 0, elided.start()) + 1
