@@ -193,6 +193,10 @@ def _load_program(args: argparse.Namespace) -> tuple[Any, Any]:
                                                                                          ".mlirbc"))
     text = args.format is None and not args.file.endswith((".hlo", ".mlir", ".mlirbc"))
     if binary or text:
+        if os.path.isfile(args.file):  # a snapshot, or _load's file: the worker imports jaxlib while this does
+            from xlasdk._jaxlib import isolated
+
+            isolated.prestart()
         head = b""
         try:
             if os.path.isfile(args.file):  # a FIFO would block open(); _load says what it is
