@@ -73,112 +73,49 @@ def _module(sig: str, results: str, body: str) -> str:
 # -- the programs --------------------------------------------------------------------------------------------
 PROGRAMS: dict[str, Program] = {}
 
-PROGRAMS["elementwise_f32_correctly_rounded"] = Program(_module(
-    "%a: tensor<16xf32>, %b: tensor<16xf32>",
-    "tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, "
-    "tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, "
-    "tensor<16xf32>, tensor<16xf32>",
-    """  %0 = stablehlo.add %a, %b : tensor<16xf32>
-  %1 = stablehlo.subtract %a, %b : tensor<16xf32>
-  %2 = stablehlo.multiply %a, %b : tensor<16xf32>
-  %3 = stablehlo.divide %a, %b : tensor<16xf32>
-  %4 = stablehlo.sqrt %a : tensor<16xf32>
-  %5 = stablehlo.maximum %a, %b : tensor<16xf32>
-  %6 = stablehlo.minimum %a, %b : tensor<16xf32>
-  %7 = stablehlo.negate %a : tensor<16xf32>
-  %8 = stablehlo.abs %a : tensor<16xf32>
-  %9 = stablehlo.floor %a : tensor<16xf32>
-  %10 = stablehlo.ceil %a : tensor<16xf32>
-  %11 = stablehlo.round_nearest_even %a : tensor<16xf32>
-  %12 = stablehlo.round_nearest_afz %a : tensor<16xf32>
-  %13 = stablehlo.sign %a : tensor<16xf32>
-  return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13 : tensor<16xf32>, tensor<16xf32>,
-    tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>,
-    tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>"""),
+def _elementwise(t: str, n: int, ops: list[str]) -> str:
+    """A module of element-wise ops on ``%a`` and ``%b`` (``tensor<NxT>``), each op an output:
+    ``"add a b"`` is ``stablehlo.add %a, %b``."""
+    ty = f"tensor<{n}x{t}>"
+    body = [f"  %{k} = stablehlo.{op.split()[0]} {', '.join('%' + x for x in op.split()[1:])} : {ty}"
+            for k, op in enumerate(ops)]
+    outs = ", ".join([ty] * len(ops))
+    body.append(f"  return {', '.join(f'%{k}' for k in range(len(ops)))} : {outs}")
+    return _module(f"%a: {ty}, %b: {ty}", outs, "\n".join(body))
+
+
+PROGRAMS["elementwise_f32_correctly_rounded"] = Program(_elementwise("f32", 16, [
+    "add a b", "subtract a b", "multiply a b", "divide a b", "sqrt a", "maximum a b", "minimum a b", "negate a",
+    "abs a", "floor a", "ceil a", "round_nearest_even a", "round_nearest_afz a", "sign a"]),
     [F32_EDGES, F32_EDGES[::-1].copy()])
 
-PROGRAMS["elementwise_f32_transcendental"] = Program(_module(
-    "%a: tensor<12xf32>, %b: tensor<12xf32>",
-    "tensor<12xf32>, tensor<12xf32>, tensor<12xf32>, tensor<12xf32>, tensor<12xf32>, tensor<12xf32>, "
-    "tensor<12xf32>, tensor<12xf32>, tensor<12xf32>, tensor<12xf32>, tensor<12xf32>",
-    """  %0 = stablehlo.exponential %a : tensor<12xf32>
-  %1 = stablehlo.log %b : tensor<12xf32>
-  %2 = stablehlo.tanh %a : tensor<12xf32>
-  %3 = stablehlo.sine %a : tensor<12xf32>
-  %4 = stablehlo.cosine %a : tensor<12xf32>
-  %5 = stablehlo.logistic %a : tensor<12xf32>
-  %6 = stablehlo.rsqrt %b : tensor<12xf32>
-  %7 = stablehlo.log_plus_one %b : tensor<12xf32>
-  %8 = stablehlo.exponential_minus_one %a : tensor<12xf32>
-  %9 = stablehlo.atan2 %a, %b : tensor<12xf32>
-  %10 = stablehlo.power %b, %a : tensor<12xf32>
-  return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10 : tensor<12xf32>, tensor<12xf32>, tensor<12xf32>,
-    tensor<12xf32>, tensor<12xf32>, tensor<12xf32>, tensor<12xf32>, tensor<12xf32>, tensor<12xf32>,
-    tensor<12xf32>, tensor<12xf32>"""),
+PROGRAMS["elementwise_f32_transcendental"] = Program(_elementwise("f32", 12, [
+    "exponential a", "log b", "tanh a", "sine a", "cosine a", "logistic a", "rsqrt b", "log_plus_one b",
+    "exponential_minus_one a", "atan2 a b", "power b a"]),
     [_f32(12), _f32(12, lo=0.01, hi=9.0)], ("ulps", 4),
     "the C library's functions in the op's type: a few ulps from the correctly rounded value")
 
 for _t, _dt in (("bf16", BF16), ("f16", np.dtype(np.float16))):
-    PROGRAMS[f"elementwise_{_t}"] = Program(_module(
-        f"%a: tensor<16x{_t}>, %b: tensor<16x{_t}>",
-        ", ".join([f"tensor<16x{_t}>"] * 6),
-        f"""  %0 = stablehlo.add %a, %b : tensor<16x{_t}>
-  %1 = stablehlo.multiply %a, %b : tensor<16x{_t}>
-  %2 = stablehlo.divide %a, %b : tensor<16x{_t}>
-  %3 = stablehlo.sqrt %b : tensor<16x{_t}>
-  %4 = stablehlo.subtract %a, %b : tensor<16x{_t}>
-  %5 = stablehlo.maximum %a, %b : tensor<16x{_t}>
-  return %0, %1, %2, %3, %4, %5 : {", ".join([f"tensor<16x{_t}>"] * 6)}"""),
-        [_f32(16).astype(_dt), _f32(16, lo=0.1, hi=300.0).astype(_dt)])
-    PROGRAMS[f"transcendental_{_t}"] = Program(_module(
-        f"%a: tensor<16x{_t}>", ", ".join([f"tensor<16x{_t}>"] * 3),
-        f"""  %0 = stablehlo.exponential %a : tensor<16x{_t}>
-  %1 = stablehlo.tanh %a : tensor<16x{_t}>
-  %2 = stablehlo.logistic %a : tensor<16x{_t}>
-  return %0, %1, %2 : {", ".join([f"tensor<16x{_t}>"] * 3)}"""),
-        [_f32(16).astype(_dt)], ("ulps", 1), "computed in f32 and rounded once more to the type: within 1 ulp")
+    _args = [_f32(16).astype(_dt), _f32(16, lo=0.1, hi=300.0).astype(_dt)]
+    PROGRAMS[f"elementwise_{_t}"] = Program(_elementwise(_t, 16, [
+        "add a b", "multiply a b", "divide a b", "sqrt b", "subtract a b", "maximum a b"]), _args)
+    PROGRAMS[f"transcendental_{_t}"] = Program(_elementwise(_t, 16, ["exponential a", "tanh a", "logistic a"]),
+                                               _args, ("ulps", 1),
+                                               "computed in f32 and rounded once more to the type: within 1 ulp")
 
 _I32 = np.iinfo(np.int32)
 # division by zero kills the interpreter (SIGFPE); it and INT_MIN / -1 have programs of their own
 _IA = np.array([7, -7, 7, -7, _I32.min, _I32.min, _I32.max, 0, 5, -1, 1 << 30, 3, -3, 123456789, -1, 2], np.int32)
-_IB = np.array([2, 2, -2, 3, 2, 1, 1, -4, 5, 33, 2, 31, 32, -1, 64, 1], np.int32)
-_I32_OUTS = ", ".join(["tensor<16xi32>"] * 16)
-PROGRAMS["integer_edges_i32"] = Program(_module(
-    "%a: tensor<16xi32>, %b: tensor<16xi32>", _I32_OUTS,
-    """  %0 = stablehlo.add %a, %a : tensor<16xi32>
-  %1 = stablehlo.multiply %a, %b : tensor<16xi32>
-  %2 = stablehlo.divide %a, %b : tensor<16xi32>
-  %3 = stablehlo.remainder %a, %b : tensor<16xi32>
-  %4 = stablehlo.shift_left %a, %b : tensor<16xi32>
-  %5 = stablehlo.shift_right_arithmetic %a, %b : tensor<16xi32>
-  %6 = stablehlo.shift_right_logical %a, %b : tensor<16xi32>
-  %7 = stablehlo.and %a, %b : tensor<16xi32>
-  %8 = stablehlo.or %a, %b : tensor<16xi32>
-  %9 = stablehlo.xor %a, %b : tensor<16xi32>
-  %10 = stablehlo.not %a : tensor<16xi32>
-  %11 = stablehlo.popcnt %a : tensor<16xi32>
-  %12 = stablehlo.count_leading_zeros %a : tensor<16xi32>
-  %13 = stablehlo.abs %a : tensor<16xi32>
-  %14 = stablehlo.negate %a : tensor<16xi32>
-  %15 = stablehlo.subtract %b, %a : tensor<16xi32>
-  return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15 : """ + _I32_OUTS),
-    [_IA, _IB])
+_IB = np.array([2, 2, -2, 3, 2, 1, 1, -4, 5, 33, 2, 31, 32, -1, 64, 1], np.int32)  # shifts past the width, < 0
+PROGRAMS["integer_edges_i32"] = Program(_elementwise("i32", 16, [
+    "add a a", "multiply a b", "divide a b", "remainder a b", "shift_left a b", "shift_right_arithmetic a b",
+    "shift_right_logical a b", "and a b", "or a b", "xor a b", "not a", "popcnt a", "count_leading_zeros a", "abs a",
+    "negate a", "subtract b a", "maximum a b", "minimum a b"]), [_IA, _IB])
 
-_U8A = np.array([0, 1, 200, 255, 7, 128, 3, 9], np.uint8)
-_U8B = np.array([3, 3, 100, 255, 8, 1, 9, 2], np.uint8)
-_U8_OUTS = ", ".join(["tensor<8xui8>"] * 7)
-PROGRAMS["integer_edges_ui8"] = Program(_module(
-    "%a: tensor<8xui8>, %b: tensor<8xui8>", _U8_OUTS + ", tensor<8xi8>",
-    """  %0 = stablehlo.add %a, %b : tensor<8xui8>
-  %1 = stablehlo.multiply %a, %b : tensor<8xui8>
-  %2 = stablehlo.divide %a, %b : tensor<8xui8>
-  %3 = stablehlo.remainder %a, %b : tensor<8xui8>
-  %4 = stablehlo.shift_left %a, %b : tensor<8xui8>
-  %5 = stablehlo.shift_right_logical %a, %b : tensor<8xui8>
-  %6 = stablehlo.subtract %b, %a : tensor<8xui8>
-  %7 = stablehlo.convert %a : (tensor<8xui8>) -> tensor<8xi8>
-  return %0, %1, %2, %3, %4, %5, %6, %7 : """ + _U8_OUTS + ", tensor<8xi8>"),
-    [_U8A, _U8B])
+PROGRAMS["integer_edges_ui8"] = Program(_elementwise("ui8", 8, [
+    "add a b", "multiply a b", "divide a b", "remainder a b", "shift_left a b", "shift_right_logical a b",
+    "subtract b a"]), [np.array([0, 1, 200, 255, 7, 128, 3, 9], np.uint8), np.array([3, 3, 100, 255, 8, 1, 9, 2],
+                                                                                    np.uint8)])
 
 for _case, (_x, _y) in {"by_zero": ([7, -7, 0, _I32.min], [0, 0, 0, 0]),
                         "int_min_by_minus_one": ([_I32.min, _I32.min], [-1, -1])}.items():
@@ -214,7 +151,7 @@ PROGRAMS["compare_select_clamp"] = Program(_module(
 PROGRAMS["convert_and_bitcast"] = Program(_module(
     "%a: tensor<8xf32>, %i: tensor<8xi32>",
     "tensor<8xbf16>, tensor<8xf16>, tensor<8xf64>, tensor<8xf32>, tensor<8xi1>, tensor<8xi32>, tensor<8x2xbf16>, "
-    "tensor<8xui32>, tensor<8xf8E4M3FN>, tensor<8xi64>",
+    "tensor<8xui32>, tensor<8xf8E4M3FN>, tensor<8xi64>, tensor<8xi8>",
     """  %0 = stablehlo.convert %a : (tensor<8xf32>) -> tensor<8xbf16>
   %1 = stablehlo.convert %a : (tensor<8xf32>) -> tensor<8xf16>
   %2 = stablehlo.convert %a : (tensor<8xf32>) -> tensor<8xf64>
@@ -225,8 +162,9 @@ PROGRAMS["convert_and_bitcast"] = Program(_module(
   %7 = stablehlo.bitcast_convert %i : (tensor<8xi32>) -> tensor<8xui32>
   %8 = stablehlo.convert %a : (tensor<8xf32>) -> tensor<8xf8E4M3FN>
   %9 = stablehlo.convert %i : (tensor<8xi32>) -> tensor<8xi64>
-  return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9 : tensor<8xbf16>, tensor<8xf16>, tensor<8xf64>, tensor<8xf32>,
-    tensor<8xi1>, tensor<8xi32>, tensor<8x2xbf16>, tensor<8xui32>, tensor<8xf8E4M3FN>, tensor<8xi64>"""),
+  %10 = stablehlo.convert %i : (tensor<8xi32>) -> tensor<8xi8>
+  return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10 : tensor<8xbf16>, tensor<8xf16>, tensor<8xf64>, tensor<8xf32>,
+    tensor<8xi1>, tensor<8xi32>, tensor<8x2xbf16>, tensor<8xui32>, tensor<8xf8E4M3FN>, tensor<8xi64>, tensor<8xi8>"""),
     [np.array([1.0, -2.5, 1.00390625, 65504.0, 1e-8, 0.3, 100.0, -0.0], np.float32),
      np.array([0, 1, -1, 16777217, _I32.max, _I32.min, 7, 2], np.int32)])
 
