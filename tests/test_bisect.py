@@ -571,3 +571,26 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     assert not [ln for ln in lines if "Uncaught" in ln or "Error" in ln], lines
     refused = [ln for ln in lines if "Refused" in ln or "Content Security Policy" in ln]
     assert refused and all("example.invalid/control.png" in ln for ln in refused), refused
+
+
+def test_layered_layout_puts_every_edge_downwards_and_no_two_nodes_in_one_place() -> None:
+    """Properties of the report's graph layout on random DAGs (what the browser test sees drawn)."""
+    from xlasdk._graph_layout import layered_layout
+
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 7, 40, 120):
+        edges = sorted({(int(s), int(t)) for t in range(1, n) for s in rng.choice(t, size=min(t, 2), replace=False)
+                        if rng.random() < 0.8})
+        pinned = [0]
+        layer, col = layered_layout(n, edges, pinned=pinned)
+        assert all(layer[t] > layer[s] for s, t in edges)
+        assert len({(layer[v], col[v]) for v in range(n)}) == n  # distinct places
+        for k in set(layer):
+            assert sorted(col[v] for v in range(n) if layer[v] == k) == list(range(layer.count(k)))
+        assert layer[0] == 0
+        users = {s: [t for s2, t in edges if s2 == s] for s in range(n)}
+        for v in range(1, n):  # as late as possible: just above the first user
+            if users[v]:
+                assert layer[v] == min(layer[t] for t in users[v]) - 1
+    with pytest.raises(ValueError, match="does not go forward"):
+        layered_layout(3, [(2, 1)])
