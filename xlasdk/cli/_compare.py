@@ -49,8 +49,9 @@ each step compiles in a worker process; a set whose compile fails counts as unkn
 --find-nonfinite: the first instruction whose device value has a NaN or Inf while its operands
 have none (on any device; XLA's own checker is GPU-only). Progress of these goes to stderr.
 --html OUT.html: the report as a self-contained page (no scripts, nothing fetched): the outputs'
-errors, the bisections, and every instruction with the one that introduces the divergence, those
-that carry its value, and the first NaN/Inf marked.
+errors, the bisections, and the program's graph, each instruction filled by its error against the
+reference (exact, within rounding, diverges), the one that introduces the divergence and the path
+that carries its value to the outputs marked, and the first NaN/Inf.
 
 Exit codes: 0 match, 1 divergence, 2 usage or file error, or an op the reference evaluator has
 no rule for (named)."""
@@ -79,8 +80,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str) -> None
                    help="against the reference, let XLA keep bf16/f16 values in f32 between ops (its default)")
     s.add_argument("--json", metavar="OUT.json", default=None, help="also write the report as JSON")
     s.add_argument("--html", metavar="OUT.html", default=None,
-                   help="also write the report as a self-contained HTML page (every instruction listed, the "
-                        "first divergent one and what carries its value marked)")
+                   help="also write the report as a self-contained HTML page (the program's graph, each "
+                        "instruction colored by its error, the first divergent one and its path marked)")
     s.set_defaults(verb_parser=s)
 
 
