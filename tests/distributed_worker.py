@@ -10,6 +10,10 @@ Reads the job from XLASDK_* variables (the launcher's, or set by the test). Prin
 * ``kill K``: all-reduce once; then process K SIGKILLs itself and the others run again: they must
   get a DistributedError (exit code 3, with the time it took).
 * ``join``: initialize only (the test leaves a process out): exit code 3 with the error and time.
+* ``agree``: initialize (after ``XLASDK_TEST_DELAY`` seconds), all-reduce, wait ``XLASDK_TEST_HOLD``
+  seconds, shutdown (for jobs whose processes disagree): exit code 3 with the error and its time,
+  else the values.
+* ``kill_shutdown K``: as ``kill K``, then the survivors time ``xs.distributed.shutdown()``.
 
 Each process ends itself after ``XLASDK_TEST_ALARM`` seconds (SIGALRM, default action) so that no
 worker outlives a broken test.
@@ -60,13 +64,26 @@ def run(exe: xs.Executable) -> list[dict[str, object]]:
 def main() -> int:
     scenario = sys.argv[1]
     t0 = time.monotonic()
-    if scenario == "join":
+    if scenario in ("join", "agree"):
+        time.sleep(float(os.environ.get("XLASDK_TEST_DELAY", "0")))  # join late
+        t0 = time.monotonic()
         try:
             xs.distributed.initialize()
         except xs.DistributedError as e:
             result(error=str(e), seconds=time.monotonic() - t0, type=type(e).__name__)
             return 3
-        result(error=None)
+        if scenario == "join":
+            result(error=None)
+            return 0
+        me, count = xs.process_index(), xs.process_count()
+        try:
+            sums = run(allreduce_exe())
+        except xs.DistributedError as e:  # a partner was refused after this process agreed
+            result(error=str(e), seconds=time.monotonic() - t0, type="run")
+            return 3
+        time.sleep(float(os.environ.get("XLASDK_TEST_HOLD", "0")))  # stay in the job a while
+        xs.distributed.shutdown()
+        result(error=None, process=me, count=count, first=sums)
         return 0
     xs.distributed.initialize()
     me = xs.process_index()
@@ -83,7 +100,7 @@ def main() -> int:
         )
         xs.distributed.shutdown()
         return 0
-    if scenario == "kill":
+    if scenario in ("kill", "kill_shutdown"):
         victim = int(sys.argv[2])
         if me == victim:
             os.kill(os.getpid(), signal.SIGKILL)
@@ -91,7 +108,13 @@ def main() -> int:
         try:
             run(exe)
         except xs.DistributedError as e:
-            result(process=me, error=str(e), seconds=time.monotonic() - t1)
+            seconds = time.monotonic() - t1
+            if scenario == "kill_shutdown":
+                t2 = time.monotonic()
+                xs.distributed.shutdown()
+                result(process=me, error=str(e), seconds=seconds, shutdown_seconds=time.monotonic() - t2)
+                return 3
+            result(process=me, error=str(e), seconds=seconds)
             return 3
         result(process=me, error=None)
         return 0

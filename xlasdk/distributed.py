@@ -41,7 +41,9 @@ num_nodes=..., collectives=...)``, as ``jax.distributed.initialize`` does on CPU
 from __future__ import annotations
 
 import atexit
+import json
 import os
+import secrets
 import socket
 import sys
 import threading
@@ -78,11 +80,16 @@ ENV_JOIN_TIMEOUT: Final = "XLASDK_JOIN_TIMEOUT"
 ENV_HEARTBEAT_TIMEOUT: Final = "XLASDK_HEARTBEAT_TIMEOUT"
 ENV_SHUTDOWN_TIMEOUT: Final = "XLASDK_SHUTDOWN_TIMEOUT"
 ENV_GLOO_INTERFACE: Final = "XLASDK_GLOO_INTERFACE"
+ENV_VERBOSE: Final = "XLASDK_DISTRIBUTED_VERBOSE"  # "1": let XLA's coordination-service log through
 
 DEFAULT_JOIN_TIMEOUT: Final = 120.0
 DEFAULT_HEARTBEAT_TIMEOUT: Final = 30.0
 DEFAULT_SHUTDOWN_TIMEOUT: Final = 30.0
 GLOO_RENDEZVOUS_TIMEOUT: Final = 30.0  # fixed inside jaxlib 0.10.2's gloo collectives
+AGREE_SETTLE: Final = 0.2  # seconds every process keeps listening for a refusal once its checks passed
+_POLL: Final = 0.02  # seconds between two looks at the key-value store
+_LEAVE_MARGIN: Final = 0.1  # seconds process 0 gives the others' disconnection before stopping the coordinator
+_KEYS: Final = "xlasdk/join"  # the agreement's keys in the coordinator's key-value store
 
 
 @dataclass
@@ -96,6 +103,7 @@ class _State:
     dc: Any
     client: _device.Client
     coordinator: _dist.CoordinatorProcess | None
+    verbose: bool = False
     broken: str | None = None  # why the collectives can no longer be used
     barriers: dict[str, int] = field(default_factory=dict)
 
@@ -162,6 +170,7 @@ def initialize(
     start_coordinator: bool | None = None,
     coordinator_bind_address: str | None = None,
     gloo_interface: str | None = None,
+    verbose: bool | None = None,
 ) -> None:
     """Join this process to a job of ``num_processes`` processes; call once in each, first.
 
@@ -196,13 +205,23 @@ def initialize(
         The network interface the CPU collectives (gloo) use between hosts, e.g. ``"eth0"``
         (default ``$XLASDK_GLOO_INTERFACE``, else the interface of this host's name). Set it when the
         host name resolves to a loopback address (``127.0.1.1`` in many ``/etc/hosts``).
+    verbose:
+        Let XLA's own log lines about the coordination service (multi-line errors when a join or
+        a shutdown fails) through to stderr (default ``$XLASDK_DISTRIBUTED_VERBOSE`` is ``1``, else
+        no: the errors raised name the reason in one line).
 
     Raises
     ------
     DistributedError
         For missing or invalid arguments, when already initialized, when the coordinator cannot
-        start (port taken), or when not every process joined within ``join_timeout`` seconds
-        (also: wrong address, different ``num_processes`` or duplicate ``process_id`` elsewhere).
+        start (port taken), when not every process joined within ``join_timeout`` seconds (also: a
+        wrong address), or when the processes disagree: on ``num_processes``, on the job's devices,
+        or two processes with one ``process_id``. Every process checks this at join through the
+        coordinator's key-value store, and every process of a job that disagrees raises (within
+        ``join_timeout`` seconds; at once when all have joined), naming the disagreement: such a job
+        never runs. A repeated ``process_id`` is refused in the process that came second; the
+        others raise too when they can still see it (it joined with them), else they form a job
+        without it (which agrees).
 
     After it, ``xs.client("cpu")``, ``xs.devices()`` and device strings use the multi-process
     client; devices obtained before belong to a separate single-process client. :func:`shutdown`
@@ -260,6 +279,8 @@ def initialize(
         )
         if start_coordinator is None:
             start_coordinator = os.environ.get(ENV_START_COORDINATOR, "1").strip() != "0"
+        if verbose is None:
+            verbose = os.environ.get(ENV_VERBOSE, "").strip() == "1"
         who = f"process {pid} of {n}"
         address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
@@ -274,39 +295,63 @@ def initialize(
                 linger=down + beat + 10.0, startup_timeout=join,
             )
         dc = None
+        t0 = time.monotonic()
         try:
             dc = _dist.make_client(
                 address, pid, join_timeout=join, heartbeat_timeout=beat, shutdown_timeout=down
             )
-            t0 = time.monotonic()
-            why = _dist.connect(dc)
+            with _dist.quiet(verbose) as log:
+                why = _dist.connect(dc)
             if why is not None:
                 waited = time.monotonic() - t0
                 unreachable = _unreachable(host, port) if coordinator is None else None
                 if coordinator is not None:  # nobody is connected to it now: it can go
                     coordinator.stop()
                     coordinator = None
+                with _dist.quiet(verbose) as log_down:  # jaxlib logs the cause when the client leaves
+                    _dist.client_shutdown(dc)
+                dc = None
+                reason = log.reason() or log_down.reason() or why
+                if "Unexpected task" in reason:
+                    raise DistributedError(
+                        f"initialize: {who}: the coordinator at {address} refused process_id {pid}: its job has "
+                        f"fewer processes (the processes disagree on num_processes, or process_id is out of range) "
+                        f"[jaxlib: {reason}]"
+                    )
+                if "ALREADY_EXISTS" in reason:
+                    raise DistributedError(
+                        f"initialize: {who}: process_id {pid} is taken by two processes: another process joined "
+                        f"the coordinator at {address} with it; give each process its own process_id in "
+                        f"0 .. {n - 1} [jaxlib: {reason}]"
+                    )
                 if unreachable is not None:
                     raise DistributedError(
                         f"initialize: {who}: the coordinator at {address} was not reachable for {waited:.0f} s "
                         f"(join_timeout={join:g} s; now: {unreachable}): process 0 starts it (or the launcher); "
-                        f"check the address and that process 0 runs [jaxlib: {why}]"
+                        f"check the address and that process 0 runs [jaxlib: {reason}]"
                     )
                 raise DistributedError(
                     f"initialize: {who}: not every process joined the coordinator at {address} within "
                     f"{waited:.0f} s (join_timeout={join:g} s): a process did not start or crashed before "
-                    f"initialize(), or the processes disagree on num_processes or process ids [jaxlib: {why}]"
+                    f"initialize(), or the processes disagree on num_processes or process ids [jaxlib: {reason}]"
                 )
-            interface = gloo_interface if gloo_interface is not None else os.environ.get(ENV_GLOO_INTERFACE)
-            jclient = _dist.make_cpu_client(dc, pid, n, ldc, join, interface or None)
+            agreement = _Agreement(dc, n, pid, t0 + join)
+            try:
+                agreement.processes()
+                interface = gloo_interface if gloo_interface is not None else os.environ.get(ENV_GLOO_INTERFACE)
+                jclient = _dist.make_cpu_client(dc, pid, n, ldc, join, interface or None)
+                agreement.devices(jclient)
+            except _Refused as e:
+                raise DistributedError(f"initialize: {who}: {e}; the job does not run") from None
         except BaseException:
             if dc is not None:
-                _dist.client_shutdown(dc, 5.0)
+                with _dist.quiet(verbose):
+                    _dist.client_shutdown(dc)
             if coordinator is not None:  # others may be connected: keep it up a while for them
                 coordinator.release()
             raise
         client = _device._install_distributed(jclient)
-        _state = _State(address, n, pid, join, beat, down, dc, client, coordinator)
+        _state = _State(address, n, pid, join, beat, down, dc, client, coordinator, verbose)
         _hook_exit()
 
 
@@ -317,9 +362,14 @@ def shutdown() -> None:
     Call it in every process when done; it also runs at exit (``atexit``), and a second call
     does nothing. Afterwards ``xs.client("cpu")`` is a single-process client again.
 
+    After an execution raised :class:`~xlasdk.DistributedError` (a process died or left), or when
+    an uncaught exception ends the process, it does not wait for the others: it returns within
+    about 2 s (process 0 then leaves the coordinator running for the others, for at most
+    ``shutdown_timeout + heartbeat_timeout + 10`` seconds).
+
     Never raises: a process that does not arrive in time is left behind (the coordinator stays up
-    for it ``shutdown_timeout + heartbeat_timeout + 10`` seconds more). Maps to jaxlib's
-    ``wait_at_barrier`` + ``DistributedRuntimeClient.shutdown`` + the service's ``shutdown``.
+    for it as above). Maps to jaxlib's ``wait_at_barrier`` + ``DistributedRuntimeClient.shutdown``
+    + the service's ``shutdown``.
     """
     global _state
     with _lock:
@@ -328,21 +378,169 @@ def shutdown() -> None:
             return
         _state = None
         deadline = time.monotonic() + st.shutdown_timeout
-        if st.broken is None and not _failing and st.num_processes > 1:
-            why = _dist.barrier(st.dc, "xlasdk/shutdown", st.shutdown_timeout)
-            if why is not None:
-                _warn(f"shutdown: not every process reached shutdown within {st.shutdown_timeout:g} s; leaving")
-        alone = True
-        if st.coordinator is not None and st.num_processes > 1:
-            left = max(1.0, deadline - time.monotonic())
-            alone = _dist.wait_until_alone(st.dc, st.process_id, st.num_processes, left)
-        _dist.client_shutdown(st.dc, 10.0)
+        with _dist.quiet(st.verbose):
+            # Wait for the others only when they can all come: not after a failure.
+            together = st.broken is None and not _failing and st.num_processes > 1
+            late = together and _dist.barrier(st.dc, "xlasdk/shutdown", st.shutdown_timeout) is not None
+            together = together and not late
+            alone = st.num_processes == 1
+            if together and st.coordinator is None:
+                try:  # tell process 0 (which stops the coordinator) that this process is leaving
+                    _dist.key_value_claim(st.dc, f"xlasdk/left/{st.process_id}", "1")
+                except DistributedError:
+                    pass
+            if together and st.coordinator is not None:
+                alone = _others_left(st, deadline)
+            _dist.client_shutdown(st.dc)
+        if late:
+            _warn(f"shutdown: not every process reached shutdown within {st.shutdown_timeout:g} s; leaving")
         _device._uninstall_distributed(st.client)
         if st.coordinator is not None:
             if alone:
                 st.coordinator.stop()
-            else:
+            else:  # others may still be connected: it lingers for them, then exits
                 st.coordinator.release()
+
+
+# -- the processes' agreement -------------------------------------------------------------------------
+class _Refused(Exception):
+    """A disagreement between the processes (its text names it), or another process's refusal."""
+
+
+def _describe(view: dict[str, Any]) -> str:
+    return f"process {view.get('process_id')} (host {view.get('host')}, pid {view.get('pid')})"
+
+
+def _parse(raw: str, key: str) -> dict[str, Any]:
+    try:
+        view = json.loads(raw)
+    except ValueError:
+        view = None
+    if not isinstance(view, dict):
+        raise _Refused(f"the coordinator holds {raw[:200]!r} under {key!r}: not an xlasdk process's report "
+                       "(another program, or another xlasdk version, uses this coordinator)")
+    return view
+
+
+class _Agreement:
+    """Every process of a job checks, through the coordinator's key-value store, that they agree.
+
+    Each process publishes what it believes (``num_processes``, its ``process_id``, later the job's
+    devices) under its own key and reads every other's; a disagreement found by any process is written
+    under one ``refused`` key, which every process watches, so that all of them raise. The checks run
+    in every process over the same published values, so they reach the same verdict; only a repeated
+    ``process_id`` is seen by one side (the process whose key was taken), hence the ``refused`` key and
+    the short settle time (:data:`AGREE_SETTLE`) each process listens for it once its own checks passed.
+    """
+
+    def __init__(self, dc: Any, n: int, pid: int, deadline: float) -> None:
+        self.dc, self.n, self.pid, self.deadline = dc, n, pid, deadline
+        self.me: dict[str, Any] = {
+            "token": secrets.token_hex(8), "num_processes": n, "process_id": pid,
+            "host": socket.gethostname(), "pid": os.getpid(),
+        }
+
+    def refuse(self, why: str) -> _Refused:
+        """Tell every process why the job is refused (the first reason stays) and return the error."""
+        try:
+            _dist.key_value_claim(self.dc, f"{_KEYS}/refused", why)
+        except DistributedError:
+            pass  # the others then find this process's report missing
+        return _Refused(why)
+
+    def _check_refused(self) -> None:
+        why = _dist.key_value_try_get(self.dc, f"{_KEYS}/refused")
+        if why is not None:
+            raise _Refused(f"another process refused the job: {why}")
+
+    def gather(self, stage: str, value: dict[str, Any], what: str) -> dict[int, dict[str, Any]]:
+        """Publish ``value`` under ``stage/<process_id>`` and wait for every process's.
+
+        Raises _Refused for a repeated process id, a refusal, or a process missing at the deadline.
+        """
+        mine = dict(value, token=self.me["token"], process_id=self.pid)
+        first = _dist.key_value_claim(self.dc, f"{_KEYS}/{stage}/{self.pid}", json.dumps(mine))
+        if first is not None:
+            other = _parse(first, f"{_KEYS}/{stage}/{self.pid}")
+            raise self.refuse(
+                f"process_id {self.pid} is taken by two processes: {_describe(other)} and {_describe(self.me)}; "
+                f"give each process its own process_id in 0 .. {self.n - 1}"
+            )
+        views: dict[int, dict[str, Any]] = {self.pid: mine}
+        while True:
+            self._check_refused()
+            for k in range(self.n):
+                if k not in views:
+                    raw = _dist.key_value_try_get(self.dc, f"{_KEYS}/{stage}/{k}")
+                    if raw is not None:
+                        views[k] = _parse(raw, f"{_KEYS}/{stage}/{k}")
+                        self.check(stage, views[k])
+            if len(views) == self.n:
+                return views
+            if time.monotonic() >= self.deadline:
+                late = [k for k in range(self.n) if k not in views]
+                raise self.refuse(
+                    f"process(es) {late} did not report {what} within join_timeout (they failed or left)"
+                )
+            time.sleep(_POLL)
+
+    def check(self, stage: str, view: dict[str, Any]) -> None:
+        """Compare another process's report with this one's (the same comparison in every process)."""
+        if stage == "process" and view.get("num_processes") != self.n:
+            raise self.refuse("the processes disagree on num_processes: " + self._pair(view, "num_processes", "says"))
+        if stage == "devices" and view.get("devices") != self.me.get("devices"):
+            raise self.refuse("the processes disagree on the job's devices: " + self._pair(view, "devices", "sees"))
+
+    def _pair(self, view: dict[str, Any], field: str, verb: str) -> str:
+        """The two processes' values of ``field``, the lower process id first (the same text everywhere)."""
+        a, b = sorted((view, self.me), key=lambda v: (str(v.get("process_id")), str(v.get("pid"))))
+        return f"{_describe(a)} {verb} {a.get(field)}, {_describe(b)} {verb} {b.get(field)}"
+
+    def settle(self) -> None:
+        """Listen for a refusal a little longer (a process whose id was taken may be reporting it)."""
+        end = min(self.deadline, time.monotonic() + AGREE_SETTLE)
+        while True:
+            self._check_refused()
+            if time.monotonic() >= end:
+                return
+            time.sleep(_POLL)
+
+    def processes(self) -> None:
+        """Stage 1, before the devices are exchanged: ``num_processes`` and unique process ids."""
+        self.gather("process", {k: self.me[k] for k in ("num_processes", "host", "pid")}, "its process id")
+        self.gather("checked", {}, "its checks")
+        self.settle()
+
+    def devices(self, jclient: Any) -> None:
+        """Stage 2, after the exchange: every process sees the same devices, each its own ``local`` ones,
+        and the processes that own them are exactly ``0 .. num_processes - 1``."""
+        every = [[int(d.id), _dist.device_process_index(d)] for d in _dist.client_global_devices(jclient)]
+        self.me["devices"] = every
+        owners = sorted({p for _, p in every})
+        if owners != list(range(self.n)):
+            raise self.refuse(
+                f"the job's devices belong to processes {owners}, not to 0 .. {self.n - 1} "
+                f"({_describe(self.me)} sees devices {every})"
+            )
+        self.gather("devices", {"devices": every}, "its devices")
+        self.settle()
+
+
+def _others_left(st: _State, deadline: float) -> bool:
+    """Whether every other process said it is leaving (``xlasdk/left/<id>``) before ``deadline``;
+    then a moment more for their disconnection to reach the coordinator (the key comes just before)."""
+    waiting = set(range(st.num_processes)) - {st.process_id}
+    while waiting:
+        try:
+            waiting = {k for k in waiting if _dist.key_value_try_get(st.dc, f"xlasdk/left/{k}") is None}
+        except DistributedError:
+            return False
+        if waiting:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(_POLL)
+    time.sleep(_LEAVE_MARGIN)
+    return True
 
 
 def _unreachable(host: str, port: int) -> str | None:

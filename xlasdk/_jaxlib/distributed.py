@@ -20,15 +20,17 @@ What keeps a failure in one process from aborting the others (jaxlib 0.10.2, mea
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import math
 import os
+import re
 import selectors
 import subprocess
 import sys
-import threading
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Any, Final
 
 from jaxlib import xla_client as _xc
@@ -43,10 +45,11 @@ __all__ = [
     "connect",
     "make_cpu_client",
     "barrier",
-    "wait_until_alone",
     "client_shutdown",
-    "key_value_set",
-    "key_value_get",
+    "key_value_claim",
+    "key_value_try_get",
+    "XlaLog",
+    "quiet",
     "device_process_index",
     "device_is_local",
     "client_process_index",
@@ -289,63 +292,110 @@ def barrier(client: Any, name: str, timeout: float, process_ids: list[int] | Non
     return None
 
 
-def _bounded(fn: Callable[[], Any], timeout: float) -> tuple[bool, Any]:
-    """Run a blocking jaxlib call in a daemon thread; ``(finished, result_or_exception)``."""
-    box: list[Any] = []
-    done = threading.Event()
+def client_shutdown(client: Any) -> str | None:
+    """``client.shutdown()`` (disconnect from the service); None on success, else jaxlib's reason.
 
-    def run() -> None:
-        try:
-            box.append(fn())
-        except Exception as e:
-            box.append(e)
-        done.set()
-
-    threading.Thread(target=run, daemon=True, name="xlasdk-distributed-wait").start()
-    if not done.wait(timeout):
-        return False, None
-    return True, box[0]
-
-
-def wait_until_alone(client: Any, process_id: int, num_processes: int, timeout: float) -> bool:
-    """Wait until every other process has disconnected (or died): ``get_live_nodes``.
-
-    jaxlib's ``get_live_nodes`` returns once every live process among those asked has called it
-    too, or has gone; the others never call it, so it returns when they have all shut down.
-    Returns whether that happened within ``timeout`` seconds.
+    Called in the caller's thread, never in a helper thread: jaxlib bounds it (the client's
+    ``shutdown_timeout``), and a helper thread still inside jaxlib when the interpreter exits aborts
+    the process (``FATAL: exception not rethrown``) when the call returns.
     """
-    ids = list(range(num_processes))
-    finished, result = _bounded(lambda: client.get_live_nodes(ids), timeout)
-    if not finished or isinstance(result, BaseException):
-        return False
     try:
-        return set(int(k) for k in result) <= {process_id}
-    except Exception:
-        return False
-
-
-def client_shutdown(client: Any, timeout: float) -> str | None:
-    """``client.shutdown()`` (disconnect from the service), bounded; None on success."""
-    finished, result = _bounded(client.shutdown, timeout)
-    if not finished:
-        return f"no answer within {timeout:g} s"
-    if isinstance(result, BaseException):
-        return _one_line(result)
+        client.shutdown()
+    except Exception as e:
+        return _one_line(e)
     return None
 
 
-def key_value_set(client: Any, key: str, value: str) -> None:
+def key_value_claim(client: Any, key: str, value: str) -> str | None:
+    """Set ``key`` to ``value`` unless it is set already: None when this call set it, else the
+    value someone else set first (``key_value_set(..., allow_overwrite=False)``).
+
+    Raises
+    ------
+    DistributedError
+        When the coordinator cannot be asked.
+    """
     try:
-        client.key_value_set(key, value, allow_overwrite=True)
+        client.key_value_set(key, value, allow_overwrite=False)
+        return None
     except Exception as e:
-        raise DistributedError(f"key_value_set({key!r}): {_one_line(e)}") from e
+        if "ALREADY_EXISTS" not in str(e):
+            raise DistributedError(f"setting {key!r} in the coordinator's key-value store: {_one_line(e)}") from e
+    found = key_value_try_get(client, key)
+    return "" if found is None else found
 
 
-def key_value_get(client: Any, key: str, timeout: float) -> str:
+def key_value_try_get(client: Any, key: str) -> str | None:
+    """The value of ``key`` in the coordinator's key-value store, None when it is not set (no wait).
+
+    Raises
+    ------
+    DistributedError
+        When the coordinator cannot be asked.
+    """
     try:
-        return str(client.blocking_key_value_get(key, max(1, int(timeout * 1000))))
+        return str(client.key_value_try_get(key))
     except Exception as e:
-        raise DistributedError(f"key_value_get({key!r}): {_one_line(e)}") from e
+        if "NOT_FOUND" in str(e):
+            return None
+        raise DistributedError(f"reading {key!r} from the coordinator's key-value store: {_one_line(e)}") from e
+
+
+# -- XLA's log lines ----------------------------------------------------------------------------------
+_LOG_LINE: Final = re.compile(r"^[EF]\d{4} [\d:.]+\s+\d+ [\w.]+:\d+\] (.*)$")
+_STATUS: Final = re.compile(r"((?:INVALID_ARGUMENT|ALREADY_EXISTS|DEADLINE_EXCEEDED|UNAVAILABLE|INTERNAL|"
+                            r"FAILED_PRECONDITION|NOT_FOUND|ABORTED|CANCELLED|UNKNOWN): [^\n\[]*)")
+_MAX_LOG: Final = 64 * 1024
+
+
+class XlaLog:
+    """What jaxlib's C++ code wrote to stderr (file descriptor 2) during a :func:`quiet` block."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def reason(self) -> str | None:
+        """The first error status in the error lines (``E...``/``F...``) of the text, one line."""
+        for line in self.text.splitlines():
+            m = _LOG_LINE.match(line)
+            if m is None:
+                continue
+            status = _STATUS.search(m.group(1))
+            return " ".join((status.group(1) if status else m.group(1)).split()).rstrip(". ")
+        return None
+
+
+@contextlib.contextmanager
+def quiet(verbose: bool) -> Iterator[XlaLog]:
+    """Keep what jaxlib writes to file descriptor 2 during the block (the coordination service's
+    multi-line errors) off the user's stderr, in the yielded :class:`XlaLog`; ``verbose``: write it
+    to stderr too, after the block.
+
+    The whole process's descriptor 2 is redirected meanwhile (a Python thread writing to stderr at the same
+    moment is kept too); it is restored even when the block raises.
+    """
+    log = XlaLog()
+    try:
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    with tempfile.TemporaryFile() as tmp:
+        saved = os.dup(2)
+        try:
+            os.dup2(tmp.fileno(), 2)
+            try:
+                yield log
+            finally:
+                os.dup2(saved, 2)
+        finally:
+            os.close(saved)
+        tmp.seek(0)
+        log.text = tmp.read(_MAX_LOG).decode("utf-8", "replace")
+    if verbose and log.text:
+        try:
+            os.write(2, log.text.encode("utf-8", "replace"))
+        except OSError:
+            pass
 
 
 # -- global and local devices ---------------------------------------------------------------------
