@@ -117,6 +117,16 @@ class _Evaluator:
         self.comp = comp
         self.callees: dict[str, Any] = {}
         self.current: dict[int, Value] = {}  # the values of the scope being evaluated (regions read it)
+        # the values inside each call made from a recorded scope (:meth:`record_calls`), by
+        # ``(id(caller's scope), id(call node))``: the error bounds follow a call's ops on them
+        self.called: dict[tuple[int, int], dict[int, Value]] = {}
+        self._recorded: set[int] = set()
+
+    def record_calls(self, scope: dict[int, Value]) -> None:
+        """Keep the values inside the calls made from ``scope`` (an env about to be evaluated, the
+        main graph's) and, in turn, from those calls' scopes; not from regions (a loop's body runs
+        many times). The scope must stay alive while this evaluator is used (ids are keys)."""
+        self._recorded.add(id(scope))
 
     def attr(self, node: XlaOp, name: str, default: Any = None) -> Any:
         v = node.attrs.get(name)
@@ -180,19 +190,29 @@ class _Evaluator:
                 inner[id(p)] = a
         return self.run_graph([*r.results, *r.effects], inner)[: len(r.results)]
 
-    def call(self, o: XlaOp, callee: str, args: list[Value]) -> Value:
+    def callee(self, name: str) -> Any:
+        """The graph of the function ``name`` of the module (imported once)."""
         from ..formats.graph_import import import_graph
 
-        g = self.callees.get(callee)
+        g = self.callees.get(name)
         if g is None:
-            g = self.callees[callee] = import_graph(self.comp._mlir_module(), self.comp.name, callee)
+            g = self.callees[name] = import_graph(self.comp._mlir_module(), self.comp.name, name)
+        return g
+
+    def call(self, o: XlaOp, callee: str, args: list[Value]) -> Value:
+        g = self.callee(callee)
         env: dict[int, Value] = {id(p): _out(a, p.shape) for p, a in zip(g.params, args, strict=True)}
+        if id(self.current) in self._recorded:
+            self.called[id(self.current), id(o)] = env
+            self._recorded.add(id(env))
         outs = self.run_graph([*g.outputs, *g.effects], env)[: len(g.outputs)]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 _ADDITIVE = frozenset({"stablehlo.add", "stablehlo.subtract", "stablehlo.reduce", "stablehlo.dot_general",
                        "stablehlo.dot", "stablehlo.convolution", "stablehlo.reduce_window", "stablehlo.fft"})
+#: ops that run a function of the module (an XLA fusion is loaded as such a call): bounds and scales follow its ops
+_CALLS = frozenset({"func.call", "stablehlo.composite"})
 
 
 def _term_scale(o: XlaOp, args: list[Value]) -> float:
@@ -208,21 +228,30 @@ def _term_scale(o: XlaOp, args: list[Value]) -> float:
             return big * max(x.size, y.size) ** 0.5 if np.isfinite(big) else 0.0
         m = max(float(np.max(np.abs(_wide(a)), initial=0.0, where=np.isfinite(_wide(a)))) for a in arrays)
         if o.opcode == "stablehlo.fft":  # each output sums n terms, through log2(n) stages of rounding
-            n = max(int(np.prod([int(v) for v in o.attrs.get("fft_length", ())] or [1])), 1)
+            length = o.attrs.get("fft_length", ())
+            length = getattr(length, "value", length)  # a loaded module's attribute holds its value
+            n = max(int(np.prod([int(v) for v in length] or [1])), 1)
             return float(m * n ** 0.5 * max(1.0, math.log2(n)))
     return m
 
 
-def _output_scale(node: XlaOp, env: dict[int, Value]) -> float:
+def _output_scale(node: XlaOp, env: dict[int, Value], ev: _Evaluator | None = None) -> float:
     """The term scale of the additive op (add, subtract, a sum, a dot, a convolution) that produced
-    an output, looking through ops that only move or convert values: the scale of its rounding
+    an output, looking through ops that only move or convert values and, with ``ev`` (which
+    recorded the calls made from ``env``), into the function a call ran: the scale of its rounding
     error, whatever the result's size (a difference of two large numbers can be 0 in one correct
     rounding and 8 in another). Computed for the outputs only, from the main graph's values."""
+    k = 0  # which result of a multi-result op the value is
     for _ in range(64):
         if node.opcode in _ADDITIVE:
             return _term_scale(node, [env[id(x)] for x in node.operands])
+        if node.opcode in _CALLS and ev is not None and (id(env), id(node)) in ev.called:
+            outs = ev.callee(_callee_name(node, ev)).outputs
+            node, env, k = outs[k if len(outs) > 1 else 0], ev.called[id(env), id(node)], 0
+            continue
         if not (node.opcode in _MOVES or node.opdef is GET_TUPLE_ELEMENT) or not node.operands:
             return 0.0
+        k = node.extra if node.opdef is GET_TUPLE_ELEMENT else 0
         node = node.operands[0]
     return 0.0
 
@@ -241,8 +270,12 @@ _MOVES = frozenset({"stablehlo.reshape", "stablehlo.transpose", "stablehlo.broad
 # (each sign); moves, slices, gathers and maxima by running the op's rule on the bounds themselves;
 # sums, dots and convolutions as the root sum of squares of their terms' errors (e_x**2 * y**2 +
 # x**2 * e_y**2 summed: rounding errors of different terms do not line up; the worst case, all of
-# them with one sign, grows ~50x per layer of a tanh network whose real error grows ~4x). Other ops
-# (loops, calls, sorts...) carry their operands' largest bound to every element. An output may be
+# them with one sign, grows ~50x per layer of a tanh network whose real error grows ~4x). A call (an
+# XLA fusion loaded from HLO, a private function of JAX's StableHLO) is followed op by op through
+# the function it runs, from its operands' bounds (:func:`_call_bounds`). Other ops (loops, sorts,
+# custom calls...) carry their operands' largest bound to every element. Complex values carry a
+# bound of the modulus of their error (|z_xla - z_ref|, which bounds each component's error too):
+# an element-wise op moves each operand alone by +-e and +-ie (:func:`_spread`). An output may be
 # off by _BOUND_MARGIN times its bound (a margin applied once, at the end, not per op).
 _LINEAR = _MOVES | frozenset({
     "stablehlo.pad", "stablehlo.gather", "stablehlo.dynamic_update_slice", "stablehlo.select",
@@ -262,6 +295,10 @@ def _eps(dtype: np.dtype[Any]) -> float:
 
 def _is_float_array(v: Any) -> bool:
     return isinstance(v, np.ndarray) and _is_float(v.dtype)
+
+
+def _is_complex(v: Any) -> bool:
+    return isinstance(v, np.ndarray) and v.dtype.kind == "c"
 
 
 def _magnitude(v: Value) -> np.ndarray[Any, Any]:
@@ -286,17 +323,14 @@ def _carried(o: XlaOp, vals: list[Value], errs: list[np.ndarray[Any, Any] | None
     if rule is None:
         return None
     with np.errstate(all="ignore"):
+        if op in _ELEMENTWISE and (out.dtype.kind == "c" or any(_is_complex(v) for v in vals)):
+            return _spread(rule, o, vals, errs, out, ev)
         if op in _ELEMENTWISE:
-            base = _wide(out).astype(np.float64) if out.dtype.kind != "c" else _wide(out)
             worst = np.zeros(out.shape, np.float64)
             moved = [k for k, e in enumerate(errs) if e is not None]
             for signs in range(1 << len(moved)):
-                args = list(vals)
-                for bit, k in enumerate(moved):
-                    sign = -1.0 if signs >> bit & 1 else 1.0
-                    args[k] = _wide(vals[k]) + sign * np.broadcast_to(errs[k], np.shape(vals[k]))  # type: ignore[arg-type]
-                got = _wide(np.asarray(rule(o, args, ev)))
-                worst = np.maximum(worst, np.abs(got - base))
+                moves = {k: (-1.0 if signs >> bit & 1 else 1.0) * errs[k] for bit, k in enumerate(moved)}  # type: ignore[operator]
+                worst = np.maximum(worst, _probe(rule, o, vals, moves, out, ev))
             return worst
         summing = op in _SUMS and _sum_kind(o) == "add"
         if op in _LINEAR or (op in _SUMS and _sum_kind(o) is not None):
@@ -324,14 +358,80 @@ def _carried(o: XlaOp, vals: list[Value], errs: list[np.ndarray[Any, Any] | None
     return None
 
 
-class _Widened:
-    """An op seen with a float64 result type, so that its rule computes error bounds in float64 (a
-    bound is a magnitude, not a value of the op's type)."""
+def _probe(rule: Rule, o: Any, vals: list[Value], moves: Mapping[int, Any], base: np.ndarray[Any, Any],
+           ev: _Evaluator) -> np.ndarray[Any, Any]:
+    """``|rule(vals + moves) - base|`` per element for an element-wise op ``o`` whose value on
+    ``vals`` is ``base``. Where a move takes an operand out of the op's domain (a non-finite value
+    where ``base`` is finite: the square root of a sum of squares moved below 0), the move is
+    halved there until it is inside: the device's operands, for which it gave a finite value, lie
+    within."""
+    wide_base = _wide(np.asarray(base))
+    t: Any = 1.0
+    shrink = all(np.shape(vals[k]) == wide_base.shape for k in moves)
+    for _ in range(64):
+        args = list(vals)
+        for k, d in moves.items():
+            args[k] = _wide(np.asarray(vals[k])) + t * np.broadcast_to(d, np.shape(vals[k]))
+        got = _wide(np.asarray(rule(o, args, ev)))
+        outside = ~np.isfinite(got) & np.isfinite(wide_base)
+        if not shrink or not outside.any():
+            break
+        t = np.where(outside, 0.5 * t, t)
+    diff = np.abs(got - wide_base)
+    return np.asarray(np.where(np.isnan(diff), 0.0, diff))
 
-    def __init__(self, o: XlaOp) -> None:
+
+def _spread(rule: Rule, o: Any, vals: list[Value], errs: Sequence[np.ndarray[Any, Any] | None],
+            base: np.ndarray[Any, Any], ev: _Evaluator) -> np.ndarray[Any, Any]:
+    """How far the element-wise op ``o`` (its value ``base`` on ``vals``) can move when its operands
+    move by up to ``errs`` (a bound of each element's modulus; None: not moved), to first order:
+    each operand alone moved by +-e, and a complex one by +-ie too. An operand's error d (|d| <= e)
+    changes the value by L(d) for a map L linear over the reals, and |L(a + ib)| <= |a||L(1)| +
+    |b||L(i)| <= hypot(|L(1)|, |L(i)|) when a^2 + b^2 <= 1 (Cauchy-Schwarz): the two directions
+    combine as hypot, the operands add."""
+    total = np.zeros(np.shape(base), np.float64)
+    for k, e in enumerate(errs):
+        if e is None:
+            continue
+        v = _wide(np.asarray(vals[k]))
+        step = np.broadcast_to(e, v.shape)
+        parts = []
+        for direction in ((1.0, 1j) if v.dtype.kind == "c" else (1.0,)):
+            worst = np.zeros(np.shape(base), np.float64)
+            for sign in (1.0, -1.0):
+                worst = np.maximum(worst, _probe(rule, o, vals, {k: (sign * direction) * step}, base, ev))
+            parts.append(worst)
+        total += np.hypot(parts[0], parts[1]) if len(parts) == 2 else parts[0]
+    return total
+
+
+def _call_bounds(o: XlaOp, vals: list[Value], errs: list[Any], env: dict[int, Value], ev: _Evaluator) -> Any:
+    """The bounds of the results of call ``o`` (of scope ``env``, on ``vals`` carrying ``errs``): the
+    function's ops followed one by one (:func:`_error_bounds`), on the values the evaluator
+    recorded in this call, or, when it recorded none (an evaluator made without
+    :meth:`_Evaluator.record_calls`), on the call evaluated again."""
+    g = ev.callee(_callee_name(o, ev))
+    inner = ev.called.get((id(env), id(o)))
+    if inner is None:
+        inner = {id(p): _out(a, p.shape) for p, a in zip(g.params, vals, strict=True)}
+        ev.called[id(env), id(o)] = inner  # kept alive with its id, a key of the calls it makes
+        ev.record_calls(inner)
+        ev.run_graph([*g.outputs, *g.effects], inner)
+    seeds = {id(p): e for p, e in zip(g.params, errs, strict=True) if e is not None}
+    inside = _error_bounds(g.outputs, inner, ev, seeds)
+    res = tuple(inside.get(id(x)) for x in g.outputs)
+    return res[0] if len(res) == 1 else res
+
+
+class _Widened:
+    """An op seen with a float64 result type (``dtype``), so that its rule computes error bounds in
+    float64 (a bound is a magnitude, not a value of the op's type); with complex128, the exact
+    value of a complex op."""
+
+    def __init__(self, o: XlaOp, dtype: Any = np.float64) -> None:
         self._o = o
         shape = o.shape
-        self.shape = Shape.array_shape(np.float64, tuple(shape.dimensions())) if shape.is_array() else shape
+        self.shape = Shape.array_shape(dtype, tuple(shape.dimensions())) if shape.is_array() else shape
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._o, name)
@@ -348,12 +448,18 @@ _EXACT = _MOVES | frozenset({
     "stablehlo.real", "stablehlo.imag", "stablehlo.complex", "stablehlo.constant", "stablehlo.iota",
     "stablehlo.bitcast_convert", "chlo.square", "chlo.next_after",
 })
+#: of those, the ops that round on complex numbers (a product's a*c - b*d, a modulus's hypot)
+_INEXACT_COMPLEX = frozenset({"stablehlo.multiply", "stablehlo.divide", "stablehlo.sqrt", "stablehlo.abs",
+                              "stablehlo.remainder", "chlo.square"})
 _IMPL_ULPS = 4.0  # how far XLA's transcendental functions may be from the exact value, in ulps of f32/f64
 
 
 def _flip(exact: np.ndarray[Any, Any], err: np.ndarray[Any, Any] | float, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
     """How far rounding ``exact`` moved by up to ``err`` to ``dtype`` can land from rounding
     ``exact`` itself: 0 away from a rounding boundary, a whole ulp of ``dtype`` next to one."""
+    if exact.dtype.kind == "c":  # each component rounds alone; their moves combine in the modulus
+        part = np.dtype(np.float32 if np.dtype(dtype).itemsize == 8 else np.float64)
+        return np.asarray(np.hypot(_flip(exact.real, err, part), _flip(exact.imag, err, part)))
     with np.errstate(all="ignore"):
         base = exact.astype(dtype).astype(np.float64)
         up = np.abs((exact + err).astype(dtype).astype(np.float64) - base)
@@ -362,8 +468,11 @@ def _flip(exact: np.ndarray[Any, Any], err: np.ndarray[Any, Any] | float, dtype:
 
 
 def _compute_eps(dtype: np.dtype[Any]) -> float:
-    """The precision XLA:CPU computes an op of ``dtype`` in: f32 for the types narrower than it."""
-    return _eps(np.dtype(np.float64)) if np.dtype(dtype).itemsize >= 8 else _eps(np.dtype(np.float32))
+    """The precision XLA:CPU computes an op of ``dtype`` in: f32 for the types narrower than it (and
+    complex64, of f32 components)."""
+    dt = np.dtype(dtype)
+    wide = dt.itemsize >= (16 if dt.kind == "c" else 8)
+    return _eps(np.dtype(np.float64)) if wide else _eps(np.dtype(np.float32))
 
 
 def _own_rounding(o: XlaOp, vals: list[Value], out: np.ndarray[Any, Any], ev: _Evaluator) -> np.ndarray[Any, Any]:
@@ -372,10 +481,14 @@ def _own_rounding(o: XlaOp, vals: list[Value], out: np.ndarray[Any, Any], ev: _E
     a convolution, an error of sqrt(terms) ulps (of its accumulation type) of the magnitude of its
     terms, for a transcendental function 4 ulps of the exact value, each then rounded to the
     result's type (where that rounding may land one ulp apart: only next to a rounding boundary);
-    one ulp of the value for the ops whose work is not followed here (loops, calls, sorts)."""
+    one ulp of the value for the ops whose work is not followed here (loops, sorts, custom calls).
+    Complex: the modulus of the error, 4 ulps of the exact value's modulus for a product, a
+    quotient, a modulus or a complex function (XLA:CPU's complex64 log(1 + z/1000), exp, sqrt, tanh
+    and products stay within 1.6 ulps of it)."""
     op = o.opcode
     zero = np.zeros(out.shape, np.float64)
-    if op in _EXACT:
+    cplx = out.dtype.kind == "c" or any(_is_complex(v) for v in vals)
+    if op in _EXACT and not (cplx and op in _INEXACT_COMPLEX):
         return zero
     rule = RULES.get(op)
     eps_out = _eps(out.dtype)
@@ -383,20 +496,21 @@ def _own_rounding(o: XlaOp, vals: list[Value], out: np.ndarray[Any, Any], ev: _E
         return eps_out * _magnitude(out)
     eps = _compute_eps(out.dtype)
     with np.errstate(all="ignore"):
-        wide: Any = _Widened(o)  # the op with a float64 result: its rule gives the exact value
+        wide: Any = _Widened(o)  # the op with a float64 result: its rule gives magnitudes
+        exact_op: Any = _Widened(o, np.complex128) if out.dtype.kind == "c" else wide  # and the exact value
         if op in _BILINEAR and len(vals) == 2:
             terms = _magnitude(rule(wide, [_magnitude(v) for v in vals], ev))
             k = max(vals[0].size * vals[1].size / max(out.size, 1), 1.0) ** 0.25  # sqrt of the contraction size
-            exact = np.asarray(rule(wide, vals, ev), np.float64)
+            exact = np.asarray(rule(exact_op, vals, ev))
             return _flip(exact, eps * k * terms, out.dtype)
         if op in _SUMS and _sum_kind(o) == "add" and len(vals) == 2:
             terms = _magnitude(rule(wide, [_magnitude(vals[0]), np.zeros(np.shape(vals[1]))], ev))
             k = max(vals[0].size / max(out.size, 1), 1.0) ** 0.5
-            exact = np.asarray(rule(wide, vals, ev), np.float64)
+            exact = np.asarray(rule(exact_op, vals, ev))
             return _flip(exact, eps * k * terms, out.dtype)
         if op in _ELEMENTWISE:
-            exact = np.asarray(rule(wide, vals, ev), np.float64)
-            return _flip(exact, _IMPL_ULPS * eps * np.abs(np.where(np.isfinite(exact), exact, 0.0)), out.dtype)
+            exact = np.asarray(rule(exact_op, vals, ev))
+            return _flip(exact, _IMPL_ULPS * eps * _magnitude(exact), out.dtype)
     return eps_out * _magnitude(out)
 
 
@@ -412,10 +526,12 @@ class _OutputScale(float):
         return self
 
 
-def _error_bounds(outputs: Sequence[XlaOp], env: dict[int, Value], ev: _Evaluator) -> dict[int, Any]:
-    """Per float node of the main graph that ``outputs`` read: a per-element bound (float64 array
-    of the value's shape; a tuple of them for several results) of the rounding error its value may
-    carry (see the comment above :data:`_LINEAR`)."""
+def _error_bounds(outputs: Sequence[XlaOp], env: dict[int, Value], ev: _Evaluator,
+                  seeds: Mapping[int, Any] | None = None) -> dict[int, Any]:
+    """Per float or complex node of the graph that ``outputs`` read (``env``: its values): a
+    per-element bound (float64 array of the value's shape; a tuple of them for several results) of
+    the rounding error its value may carry (see the comment above :data:`_LINEAR`). ``seeds``: the
+    bounds its parameters carry in (a called function's, from the call's operands; else none)."""
     nodes: dict[int, XlaOp] = {}
     stack = list(outputs)
     while stack:
@@ -424,8 +540,10 @@ def _error_bounds(outputs: Sequence[XlaOp], env: dict[int, Value], ev: _Evaluato
             continue
         nodes[id(o)] = o
         stack.extend(o.operands)
-    bounds: dict[int, Any] = {}
+    bounds: dict[int, Any] = dict(seeds or {})
     for o in sorted(nodes.values(), key=lambda n: n.id):
+        if id(o) in bounds:  # a seeded parameter
+            continue
         out = env[id(o)]
         vals = [env[id(x)] for x in o.operands]
         errs = [bounds.get(id(x)) if isinstance(bounds.get(id(x)), np.ndarray) else None for x in o.operands]
@@ -434,12 +552,15 @@ def _error_bounds(outputs: Sequence[XlaOp], env: dict[int, Value], ev: _Evaluato
             if isinstance(e, tuple) and o.extra < len(e):
                 bounds[id(o)] = e[o.extra]
             continue
+        if o.opcode in _CALLS:
+            bounds[id(o)] = _call_bounds(o, vals, [bounds.get(id(x)) for x in o.operands], env, ev)
+            continue
         if isinstance(out, tuple):  # several results: each carries the largest bound in
             top = max((float(np.max(e, initial=0.0)) for e in errs if e is not None), default=0.0)
             bounds[id(o)] = tuple(np.full(np.shape(r), top) + _eps(r.dtype) * _magnitude(r) if _is_float_array(r)
                                   else None for r in out)
             continue
-        if not _is_float_array(out) or out.dtype.kind == "c":
+        if not _is_float_array(out):
             continue
         own = _own_rounding(o, vals, out, ev) if o.opdef is not PARAMETER and o.opcode != "stablehlo.constant" \
             else np.zeros(out.shape, np.float64)
@@ -502,11 +623,14 @@ def _reference(computation: XlaComputation, args: Sequence[Any], scales: bool = 
     ev = _Evaluator(computation)
     if callees is not None:
         ev.callees = callees
+    if scales:  # the bounds follow the calls' ops on the values they had
+        ev.record_calls(env)
     outs = ev.run_graph([*g.outputs, *g.effects], env)[: len(g.outputs)]
     if not scales:  # the values alone (evaluate): no error bounds to carry
         return [np.asarray(o) for o in outs], []
     bounds = _error_bounds(g.outputs, env, ev)
-    return [np.asarray(o) for o in outs], [_OutputScale(_output_scale(o, env), bounds.get(id(o))) for o in g.outputs]
+    return [np.asarray(o) for o in outs], [_OutputScale(_output_scale(o, env, ev), bounds.get(id(o)))
+                                           for o in g.outputs]
 
 
 # -- rules: element-wise ----------------------------------------------------------------------------------------
@@ -1466,15 +1590,12 @@ def _topk_custom_call(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     last dimension) largest along the last dimension, as :func:`_top_k`; its comparator (the
     function it calls) must be greater-than in total order, which is checked by running it on every
     pair of probe values (NaN, infinities, signed zeros included)."""
-    from ..formats.graph_import import import_graph
 
     called = ev.attr(o, "called_computations", ())
     names = [_symbol(c) for c in (called if isinstance(called, (list, tuple)) else [called])]
     if len(names) != 1:
         raise ev.fail(o, "to 'TopK' without one comparator has no evaluation rule")
-    g = ev.callees.get(names[0])
-    if g is None:
-        g = ev.callees[names[0]] = import_graph(ev.comp._mlir_module(), ev.comp.name, names[0])
+    g = ev.callee(names[0])
     x = a[0]
     if not _is_float(x.dtype) or len(g.params) not in (2, 4):
         raise ev.fail(o, "to 'TopK' on this operand has no evaluation rule (floats only)")
@@ -1511,15 +1632,20 @@ def _symbol(ref: Any) -> str:
     return name[1:-1] if name.startswith('"') and name.endswith('"') else name
 
 
+def _callee_name(o: XlaOp, ev: _Evaluator) -> str:
+    """The function a ``func.call`` calls, or a ``stablehlo.composite``'s decomposition."""
+    return _symbol(ev.attr(o, "callee" if o.opcode == "func.call" else "decomposition"))
+
+
 @_rule("func.call")
 def _call(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    return ev.call(o, _symbol(ev.attr(o, "callee")), a)
+    return ev.call(o, _callee_name(o, ev), a)
 
 
 @_rule("stablehlo.composite")
 def _composite(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     """A named op (``chlo.top_k``, ``erf_inv``... as JAX exports them) is its decomposition."""
-    return ev.call(o, _symbol(ev.attr(o, "decomposition")), a)
+    return ev.call(o, _callee_name(o, ev), a)
 
 
 # -- comparing ---------------------------------------------------------------------------------------------------
