@@ -23,6 +23,7 @@ evaluator refuses on purpose, with the reason.
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -112,10 +113,15 @@ def _out(x: Any, shape: Shape) -> np.ndarray[Any, Any]:
 
 
 # -- the evaluator --------------------------------------------------------------------------------------------
+#: the graphs of each computation's called functions (fusions, private functions), imported once per
+#: computation, not once per evaluation (an import reads the module: ~25 ms a function on the dumps)
+_CALLEES: weakref.WeakKeyDictionary[XlaComputation, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
 class _Evaluator:
     def __init__(self, comp: XlaComputation) -> None:
         self.comp = comp
-        self.callees: dict[str, Any] = {}
+        self.callees: dict[str, Any] = _CALLEES.setdefault(comp, {})
         self.current: dict[int, Value] = {}  # the values of the scope being evaluated (regions read it)
         # the values inside each call made from a recorded scope (:meth:`record_calls`), by
         # ``(id(caller's scope), id(call node))``: the error bounds follow a call's ops on them
