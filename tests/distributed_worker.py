@@ -14,6 +14,9 @@ Reads the job from XLASDK_* variables (the launcher's, or set by the test). Prin
   seconds, shutdown (for jobs whose processes disagree): exit code 3 with the error and its time,
   else the values.
 * ``kill_shutdown K``: as ``kill K``, then the survivors time ``xs.distributed.shutdown()``.
+* ``partition``: all-reduce once, write ``ready<process>`` in ``$XLASDK_TEST_DIR``, wait for the
+  file ``go`` there (the test cuts a host's network link meanwhile), all-reduce again: exit code 3
+  with the error and its time, or 0 with both results.
 
 Each process ends itself after ``XLASDK_TEST_ALARM`` seconds (SIGALRM, default action) so that no
 worker outlives a broken test.
@@ -117,6 +120,22 @@ def main() -> int:
             result(process=me, error=str(e), seconds=seconds)
             return 3
         result(process=me, error=None)
+        return 0
+    if scenario == "partition":
+        folder = os.environ["XLASDK_TEST_DIR"]
+        open(os.path.join(folder, f"ready{me}"), "w").close()
+        while not os.path.exists(os.path.join(folder, "go")):  # the test cuts a link meanwhile
+            time.sleep(0.02)
+        t1 = time.monotonic()
+        try:
+            again = run(exe)
+        except xs.DistributedError as e:
+            seconds = time.monotonic() - t1
+            t2 = time.monotonic()
+            xs.distributed.shutdown()
+            result(process=me, error=str(e), seconds=seconds, shutdown_seconds=time.monotonic() - t2, first=first)
+            return 3
+        result(process=me, error=None, first=first, second=again)
         return 0
     raise SystemExit(f"unknown scenario {scenario!r}")
 

@@ -104,6 +104,7 @@ class _State:
     client: _device.Client
     coordinator: _dist.CoordinatorProcess | None
     verbose: bool = False
+    guard: _dist.LinkGuard | None = None
     broken: str | None = None  # why the collectives can no longer be used
     barriers: dict[str, int] = field(default_factory=dict)
 
@@ -335,7 +336,7 @@ def initialize(
                     f"{waited:.0f} s (join_timeout={join:g} s): a process did not start or crashed before "
                     f"initialize(), or the processes disagree on num_processes or process ids [jaxlib: {reason}]"
                 )
-            agreement = _Agreement(dc, n, pid, t0 + join)
+            agreement = _Agreement(dc, n, pid, t0 + join, _dist.source_address(host, port))
             try:
                 agreement.processes()
                 interface = gloo_interface if gloo_interface is not None else os.environ.get(ENV_GLOO_INTERFACE)
@@ -351,7 +352,9 @@ def initialize(
                 coordinator.release()
             raise
         client = _device._install_distributed(jclient)
-        _state = _State(address, n, pid, join, beat, down, dc, client, coordinator, verbose)
+        guard = _dist.LinkGuard(agreement.addresses, port, beat)
+        guard.start()
+        _state = _State(address, n, pid, join, beat, down, dc, client, coordinator, verbose, guard)
         _hook_exit()
 
 
@@ -377,6 +380,8 @@ def shutdown() -> None:
         if st is None:
             return
         _state = None
+        if st.guard is not None:
+            st.guard.stop()
         deadline = time.monotonic() + st.shutdown_timeout
         with _dist.quiet(st.verbose):
             # Wait for the others only when they can all come: not after a failure.
@@ -433,12 +438,13 @@ class _Agreement:
     the short settle time (:data:`AGREE_SETTLE`) each process listens for it once its own checks passed.
     """
 
-    def __init__(self, dc: Any, n: int, pid: int, deadline: float) -> None:
+    def __init__(self, dc: Any, n: int, pid: int, deadline: float, address: str | None) -> None:
         self.dc, self.n, self.pid, self.deadline = dc, n, pid, deadline
         self.me: dict[str, Any] = {
             "token": secrets.token_hex(8), "num_processes": n, "process_id": pid,
-            "host": socket.gethostname(), "pid": os.getpid(),
+            "host": socket.gethostname(), "pid": os.getpid(), "address": address,
         }
+        self.addresses: set[str] = set()  # every process's address towards the coordinator
 
     def refuse(self, why: str) -> _Refused:
         """Tell every process why the job is refused (the first reason stays) and return the error."""
@@ -507,7 +513,9 @@ class _Agreement:
 
     def processes(self) -> None:
         """Stage 1, before the devices are exchanged: ``num_processes`` and unique process ids."""
-        self.gather("process", {k: self.me[k] for k in ("num_processes", "host", "pid")}, "its process id")
+        views = self.gather("process", {k: self.me[k] for k in ("num_processes", "host", "pid", "address")},
+                            "its process id")
+        self.addresses = {str(v["address"]) for v in views.values() if v.get("address")}
         self.gather("checked", {}, "its checks")
         self.settle()
 
@@ -582,6 +590,9 @@ def _execution_failed(name: str, e: XlaRuntimeError) -> DistributedError:
     msg = str(e)
     st = _state
     why = "another process died or left" if "Gloo" in msg or "peer" in msg or "Connection" in msg else "it failed"
+    if "timed out" in msg and "Gloo" in msg:
+        why = ("another process died or left, or its host became unreachable (silent for "
+               f"{st.heartbeat_timeout if st is not None else DEFAULT_HEARTBEAT_TIMEOUT:g} s)")
     if "GetKeyValue() timed out" in msg or "context initialization failed" in msg:
         why = f"another process did not take part within {GLOO_RENDEZVOUS_TIMEOUT:g} s (it died or left)"
     where = f"process {st.process_id} of {st.num_processes}: " if st is not None else ""

@@ -26,9 +26,11 @@ import math
 import os
 import re
 import selectors
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any, Final
@@ -50,6 +52,8 @@ __all__ = [
     "key_value_try_get",
     "XlaLog",
     "quiet",
+    "LinkGuard",
+    "source_address",
     "device_process_index",
     "device_is_local",
     "client_process_index",
@@ -396,6 +400,153 @@ def quiet(verbose: bool) -> Iterator[XlaLog]:
             os.write(2, log.text.encode("utf-8", "replace"))
         except OSError:
             pass
+
+
+# -- dead links: TCP keepalive on the collectives' connections -----------------------------------------
+_ESTABLISHED: Final = "01"
+
+
+def _proc_ip(hex_addr: str) -> str:
+    """An address of ``/proc/net/tcp{,6}`` (host-order 32-bit words in hex) as text."""
+    raw = bytes.fromhex(hex_addr)
+    words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+    if len(words) == 4:
+        return socket.inet_ntop(socket.AF_INET, words)
+    text = socket.inet_ntop(socket.AF_INET6, words)
+    return text[7:] if text.startswith("::ffff:") and "." in text else text
+
+
+def _tcp_connections() -> dict[int, tuple[str, int]]:
+    """The established TCP connections of this network namespace: socket inode -> (remote ip, port)."""
+    found: dict[int, tuple[str, int]] = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            cols = row.split()
+            if len(cols) < 10 or cols[3] != _ESTABLISHED:
+                continue
+            ip, _, port = cols[2].partition(":")
+            try:
+                found[int(cols[9])] = (_proc_ip(ip), int(port, 16))
+            except ValueError:
+                continue
+    return found
+
+
+def _socket_fds() -> dict[int, int]:
+    """This process's sockets: inode -> file descriptor."""
+    fds: dict[int, int] = {}
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return fds
+    for name in names:
+        try:
+            target = os.readlink(f"/proc/self/fd/{name}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            fds[int(target[8:-1])] = int(name)
+    return fds
+
+
+def _keepalive(fd: int, inode: int, seconds: int) -> bool:
+    """Keepalive every second and a user timeout of ``seconds`` on the socket ``fd`` (if still ``inode``)."""
+    try:
+        dup = os.dup(fd)
+    except OSError:
+        return False
+    try:
+        if os.fstat(dup).st_ino != inode:  # closed and reused meanwhile
+            return False
+        sock = socket.socket(fileno=dup)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 1)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, 1)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, max(1, seconds))
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, seconds * 1000)
+        finally:
+            sock.detach()  # the duplicate is closed below
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(dup)
+
+
+class LinkGuard:
+    """Makes the collectives' TCP connections (gloo's) fail when a peer's host becomes unreachable.
+
+    gloo waits for a silent peer forever (a host whose link went down never answers, nor resets
+    the connection: measured, the others' all-reduce hung more than 100 s). Every ``interval``
+    seconds a daemon thread (Python only: it never calls into jaxlib) finds this process's TCP
+    connections opened since :meth:`start` to one of ``peers`` (the job's hosts), other than to
+    the coordinator's ``port``, and turns on keepalive probes every second with a user timeout of
+    ``seconds`` (``TCP_KEEPIDLE``, ``TCP_KEEPINTVL``, ``TCP_KEEPCNT``, ``TCP_USER_TIMEOUT``): the
+    kernel then ends a connection whose peer stays silent that long, and the collective waiting
+    on it fails. Linux only (it reads ``/proc``); elsewhere it does nothing.
+    """
+
+    def __init__(self, peers: set[str], coordinator_port: int, seconds: float, interval: float = 0.5) -> None:
+        self.peers, self.port = peers, coordinator_port
+        self.seconds, self.interval = _seconds(seconds), interval
+        self._stop = threading.Event()
+        self._seen: set[int] = set()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if not os.path.isdir("/proc/self/fd") or not hasattr(socket, "TCP_USER_TIMEOUT"):
+            return
+        self._seen = set(_socket_fds())  # sockets older than the job are not its
+        self._thread = threading.Thread(target=self._run, daemon=True, name="xlasdk-link-guard")
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5.0)
+
+    def scan(self) -> int:
+        """Guard the connections that appeared since the last scan; how many were guarded."""
+        fds = _socket_fds()
+        fresh = {inode: fd for inode, fd in fds.items() if inode not in self._seen}
+        if not fresh:
+            return 0
+        connections = _tcp_connections()
+        done = 0
+        for inode, fd in fresh.items():
+            remote = connections.get(inode)
+            if remote is None:  # not (yet) an established TCP connection: look again next time
+                continue
+            self._seen.add(inode)
+            if remote[0] in self.peers and remote[1] != self.port:
+                done += _keepalive(fd, inode, self.seconds)
+        return done
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.scan()
+            except Exception:  # never let the guard end the process
+                pass
+
+
+def source_address(host: str, port: int) -> str | None:
+    """The local address this host uses to reach ``host:port`` (no packet is sent), or None."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
+        family, _, _, _, addr = infos[0]
+        with socket.socket(family, socket.SOCK_DGRAM) as s:
+            s.connect(addr)
+            local = str(s.getsockname()[0])
+    except (OSError, IndexError):
+        return None
+    return local[7:] if local.startswith("::ffff:") and "." in local else local
 
 
 # -- global and local devices ---------------------------------------------------------------------
