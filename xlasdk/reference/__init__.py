@@ -123,9 +123,9 @@ class _Evaluator:
         self.comp = comp
         self.callees: dict[str, Any] = _CALLEES.setdefault(comp, {})
         self.current: dict[int, Value] = {}  # the values of the scope being evaluated (regions read it)
-        # the values inside each call made from a recorded scope (:meth:`record_calls`), by
-        # ``(id(caller's scope), id(call node))``: the error bounds follow a call's ops on them
-        self.called: dict[tuple[int, int], dict[int, Value]] = {}
+        # the graph and the values inside each call made from a recorded scope (:meth:`record_calls`),
+        # by ``(id(caller's scope), id(call node))``: the error bounds follow a call's ops on them
+        self.called: dict[tuple[int, int], tuple[Any, dict[int, Value]]] = {}
         self._recorded: set[int] = set()
 
     def record_calls(self, scope: dict[int, Value]) -> None:
@@ -209,7 +209,7 @@ class _Evaluator:
         g = self.callee(callee)
         env: dict[int, Value] = {id(p): _out(a, p.shape) for p, a in zip(g.params, args, strict=True)}
         if id(self.current) in self._recorded:
-            self.called[id(self.current), id(o)] = env
+            self.called[id(self.current), id(o)] = (g, env)
             self._recorded.add(id(env))
         outs = self.run_graph([*g.outputs, *g.effects], env)[: len(g.outputs)]
         return outs[0] if len(outs) == 1 else tuple(outs)
@@ -252,8 +252,8 @@ def _output_scale(node: XlaOp, env: dict[int, Value], ev: _Evaluator | None = No
         if node.opcode in _ADDITIVE:
             return _term_scale(node, [env[id(x)] for x in node.operands])
         if node.opcode in _CALLS and ev is not None and (id(env), id(node)) in ev.called:
-            outs = ev.callee(_callee_name(node, ev)).outputs
-            node, env, k = outs[k if len(outs) > 1 else 0], ev.called[id(env), id(node)], 0
+            g, env = ev.called[id(env), id(node)]
+            node, k = g.outputs[k if len(g.outputs) > 1 else 0], 0
             continue
         if not (node.opcode in _MOVES or node.opdef is GET_TUPLE_ELEMENT) or not node.operands:
             return 0.0
@@ -416,13 +416,15 @@ def _call_bounds(o: XlaOp, vals: list[Value], errs: list[Any], env: dict[int, Va
     function's ops followed one by one (:func:`_error_bounds`), on the values the evaluator
     recorded in this call, or, when it recorded none (an evaluator made without
     :meth:`_Evaluator.record_calls`), on the call evaluated again."""
-    g = ev.callee(_callee_name(o, ev))
-    inner = ev.called.get((id(env), id(o)))
-    if inner is None:
+    recorded = ev.called.get((id(env), id(o)))
+    if recorded is None:
+        g = ev.callee(_callee_name(o, ev))
         inner = {id(p): _out(a, p.shape) for p, a in zip(g.params, vals, strict=True)}
-        ev.called[id(env), id(o)] = inner  # kept alive with its id, a key of the calls it makes
+        ev.called[id(env), id(o)] = (g, inner)  # kept alive with its id, a key of the calls it makes
         ev.record_calls(inner)
         ev.run_graph([*g.outputs, *g.effects], inner)
+    else:
+        g, inner = recorded
     seeds = {id(p): e for p, e in zip(g.params, errs, strict=True) if e is not None}
     inside = _error_bounds(g.outputs, inner, ev, seeds)
     res = tuple(inside.get(id(x)) for x in g.outputs)
@@ -1596,7 +1598,6 @@ def _topk_custom_call(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     last dimension) largest along the last dimension, as :func:`_top_k`; its comparator (the
     function it calls) must be greater-than in total order, which is checked by running it on every
     pair of probe values (NaN, infinities, signed zeros included)."""
-
     called = ev.attr(o, "called_computations", ())
     names = [_symbol(c) for c in (called if isinstance(called, (list, tuple)) else [called])]
     if len(names) != 1:
