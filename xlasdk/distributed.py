@@ -21,17 +21,31 @@ processes with those variables set.
 
 Failures (each gives a :class:`~xlasdk.DistributedError`, never a hang or an abort):
 
+* processes that disagree (on ``num_processes``, on the job's devices, or two with one
+  ``process_id``): every process checks at join, through the coordinator's key-value store, and
+  :func:`initialize` fails in every process, naming the disagreement (at once once all have
+  joined; at most ``join_timeout``). Such a job never runs. A repeated ``process_id`` that joins
+  after the job formed is refused alone (see the limits below);
 * a process that never joins: :func:`initialize` fails in every other process after
   ``join_timeout`` seconds (about; at most ``join_timeout + 10``);
 * a process that dies: an execution whose collectives wait for it fails at once when it dies
   mid-run, or after 30 s (gloo's fixed rendezvous timeout) when it died before the program's
   first collective. The collectives of the survivors cannot be used again (jaxlib keeps the
-  error): shut down and exit. :func:`shutdown` then waits at most ``shutdown_timeout`` seconds;
+  error): shut down and exit. :func:`shutdown` then returns at once (within 2 s);
+* a host that becomes unreachable (its link or its power goes): the others' execution fails after
+  about ``heartbeat_timeout`` seconds (at most ``heartbeat_timeout + 5``): xlasdk turns on TCP
+  keepalive with that timeout on the collectives' connections to the job's hosts (Linux), which
+  gloo alone would wait on forever;
 * process 0 may die too: the coordinator (XLA's distributed runtime service) runs in a process of
   its own, started by process 0 (or by the launcher) and kept until the others have left.
 
-If the coordinator's *host* goes down, XLA ends the other processes (SIGABRT): nothing in the
-process can catch that.
+XLA's own multi-line log of the coordination service stays off stderr (the errors name its
+reason in one line); ``verbose=True`` or ``XLASDK_DISTRIBUTED_VERBOSE=1`` lets it through.
+
+Limits (XLA's, measured with jaxlib 0.10.2 and 0.12): a process that loses the coordinator (the
+coordinator's host goes down, or its own link does) is ended by XLA (SIGABRT); nothing in the
+process can catch that. A second process with the same ``process_id`` that joins after the job
+formed replaces the first at the coordinator, and XLA then ends the first the same way.
 
 Maps to jaxlib's ``get_distributed_runtime_service`` / ``get_distributed_runtime_client``,
 ``make_gloo_tcp_collectives`` and ``make_cpu_client(distributed_client=..., node_id=...,
@@ -221,8 +235,8 @@ def initialize(
         coordinator's key-value store, and every process of a job that disagrees raises (within
         ``join_timeout`` seconds; at once when all have joined), naming the disagreement: such a job
         never runs. A repeated ``process_id`` is refused in the process that came second; the
-        others raise too when they can still see it (it joined with them), else they form a job
-        without it (which agrees).
+        others raise too when they can still see it (it joined with them), else they formed a job
+        without it (which agrees; XLA then ends the process it displaced: see the module's limits).
 
     After it, ``xs.client("cpu")``, ``xs.devices()`` and device strings use the multi-process
     client; devices obtained before belong to a separate single-process client. :func:`shutdown`
@@ -475,12 +489,11 @@ class _Agreement:
         views: dict[int, dict[str, Any]] = {self.pid: mine}
         while True:
             self._check_refused()
-            for k in range(self.n):
-                if k not in views:
-                    raw = _dist.key_value_try_get(self.dc, f"{_KEYS}/{stage}/{k}")
-                    if raw is not None:
-                        views[k] = _parse(raw, f"{_KEYS}/{stage}/{k}")
-                        self.check(stage, views[k])
+            for key, raw in _dist.key_value_dir(self.dc, f"{_KEYS}/{stage}").items():
+                k = key.rpartition("/")[2]
+                if k.isdigit() and int(k) < self.n and int(k) not in views:
+                    views[int(k)] = _parse(raw, key)
+                    self.check(stage, views[int(k)])
             if len(views) == self.n:
                 return views
             if time.monotonic() >= self.deadline:
@@ -540,8 +553,8 @@ def _others_left(st: _State, deadline: float) -> bool:
     waiting = set(range(st.num_processes)) - {st.process_id}
     while waiting:
         try:
-            waiting = {k for k in waiting if _dist.key_value_try_get(st.dc, f"xlasdk/left/{k}") is None}
-        except DistributedError:
+            waiting -= {int(k.rpartition("/")[2]) for k in _dist.key_value_dir(st.dc, "xlasdk/left")}
+        except (DistributedError, ValueError):
             return False
         if waiting:
             if time.monotonic() >= deadline:

@@ -117,6 +117,7 @@ def launch(
     env: Mapping[str, str] | None = None,
     host: str = "127.0.0.1",
     prefix: bool = True,
+    verbose: bool = False,
     stdout: IO[bytes] | None = None,
     stderr: IO[bytes] | None = None,
 ) -> LaunchResult:
@@ -144,6 +145,9 @@ def launch(
         The address the coordinator listens on and the processes connect to.
     prefix:
         Prefix each output line with ``[i]``.
+    verbose:
+        Let XLA's coordination-service log lines through to the processes' stderr
+        (``XLASDK_DISTRIBUTED_VERBOSE=1``); by default the errors raised name the reason in one line.
     stdout, stderr:
         Binary streams receiving the processes' output (default: this process's).
 
@@ -206,6 +210,8 @@ def launch(
             })
             if local_device_count is not None:
                 penv["XLASDK_LOCAL_DEVICE_COUNT"] = str(local_device_count)
+            if verbose:
+                penv["XLASDK_DISTRIBUTED_VERBOSE"] = "1"
             tag = f"[{i}] ".encode() if prefix else b""
             try:
                 p = subprocess.Popen(
@@ -341,6 +347,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--grace", type=float, default=3.0, metavar="S",
                    help="seconds between SIGTERM and SIGKILL when stopping processes (default 3)")
     p.add_argument("--no-prefix", action="store_true", help="do not prefix output lines with [i]")
+    p.add_argument("--verbose", action="store_true",
+                   help="show XLA's coordination-service log lines (kept off stderr by default)")
     p.epilog = (
         "SCRIPT [ARGS...] runs 'python SCRIPT ARGS'; -m MODULE [ARGS...] runs 'python -m MODULE ARGS'. "
         "Exit code: the first non-zero exit code of a process (128+N for signal N), 124 after --timeout, "
@@ -395,6 +403,7 @@ def run_args(
     result = launch(
         command, args.num_processes, timeout=args.timeout, local_device_count=args.local_device_count,
         join_timeout=args.join_timeout, keep_going=args.keep_going, grace=args.grace, prefix=not args.no_prefix,
+        verbose=args.verbose,
     )
     return result.returncode
 

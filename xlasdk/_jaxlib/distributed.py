@@ -15,7 +15,13 @@ What keeps a failure in one process from aborting the others (jaxlib 0.10.2, mea
   converter) but with one set, a failing ``connect()`` raises (``std::bad_cast``) instead of
   aborting the process, so a peer that never joins gives an exception;
 * every client calls ``shutdown()`` before its process exits (``xlasdk.distributed`` registers
-  it with ``atexit``): a client destroyed without it aborts.
+  it with ``atexit``): a client destroyed without it aborts;
+* no jaxlib call runs in a helper thread that could outlive the interpreter: such a thread aborts
+  the process (``FATAL: exception not rethrown``) when its call returns during finalization.
+
+Also here: the key-value store calls the processes' agreement uses, :func:`quiet` (XLA's log
+lines to stderr kept for the error message), and :class:`LinkGuard` (keepalive on gloo's TCP
+connections, so that a host that goes silent fails the collectives instead of hanging them).
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ __all__ = [
     "client_shutdown",
     "key_value_claim",
     "key_value_try_get",
+    "key_value_dir",
     "XlaLog",
     "quiet",
     "LinkGuard",
@@ -343,6 +350,20 @@ def key_value_try_get(client: Any, key: str) -> str | None:
         if "NOT_FOUND" in str(e):
             return None
         raise DistributedError(f"reading {key!r} from the coordinator's key-value store: {_one_line(e)}") from e
+
+
+def key_value_dir(client: Any, directory: str) -> dict[str, str]:
+    """Every key under ``directory/`` in the coordinator's key-value store, with its value (no wait).
+
+    Raises
+    ------
+    DistributedError
+        When the coordinator cannot be asked.
+    """
+    try:
+        return {str(k): str(v) for k, v in client.key_value_dir_get(directory.rstrip("/") + "/")}
+    except Exception as e:
+        raise DistributedError(f"listing {directory!r} in the coordinator's key-value store: {_one_line(e)}") from e
 
 
 # -- XLA's log lines ----------------------------------------------------------------------------------
