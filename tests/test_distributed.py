@@ -448,3 +448,22 @@ def test_initialize_argument_errors(
     with pytest.raises(xs.DistributedError, match=msg):
         distributed.initialize(**kwargs)  # type: ignore[arg-type]
     assert not distributed.is_initialized()
+
+
+def test_xla_log_lines_are_kept_off_stderr(capfd: pytest.CaptureFixture[str]) -> None:
+    from xlasdk._jaxlib import distributed as jdist
+
+    line = (
+        "E1202 09:02:35.526984   19214 coordination_service_agent.cc:454] Shutdown() was called while "
+        "coordination agent is in error state. Agent status: %sINVALID_ARGUMENT: Unexpected task registered "
+        "with task=2\n\nRPC: /xla.coordination.CoordinationService/RegisterTask\n"
+    )
+    with jdist.quiet(False) as log:
+        os.write(2, line.encode())
+    assert capfd.readouterr().err == ""
+    assert log.reason() == "INVALID_ARGUMENT: Unexpected task registered with task=2"
+    with jdist.quiet(True) as log:  # verbose: kept, and written to stderr after the block
+        os.write(2, line.encode())
+    assert capfd.readouterr().err == line and log.text == line
+    assert jdist._proc_ip("0100007F") == "127.0.0.1"
+    assert jdist._proc_ip("0000000000000000FFFF00000100007F") == "127.0.0.1"

@@ -38,7 +38,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 from jaxlib import xla_client as _xc
@@ -317,53 +317,44 @@ def client_shutdown(client: Any) -> str | None:
     return None
 
 
-def key_value_claim(client: Any, key: str, value: str) -> str | None:
-    """Set ``key`` to ``value`` unless it is set already: None when this call set it, else the
-    value someone else set first (``key_value_set(..., allow_overwrite=False)``).
+def _store(what: str, call: Callable[[], Any], tolerate: str | None = None) -> tuple[bool, Any]:
+    """``(True, call())``, or ``(False, None)`` when it fails with an error naming ``tolerate``.
 
     Raises
     ------
     DistributedError
-        When the coordinator cannot be asked.
+        For any other failure (the coordinator cannot be asked).
     """
     try:
-        client.key_value_set(key, value, allow_overwrite=False)
-        return None
+        return True, call()
     except Exception as e:
-        if "ALREADY_EXISTS" not in str(e):
-            raise DistributedError(f"setting {key!r} in the coordinator's key-value store: {_one_line(e)}") from e
-    found = key_value_try_get(client, key)
-    return "" if found is None else found
+        if tolerate is not None and tolerate in str(e):
+            return False, None
+        raise DistributedError(f"{what} in the coordinator's key-value store: {_one_line(e)}") from e
+
+
+def key_value_claim(client: Any, key: str, value: str) -> str | None:
+    """Set ``key`` to ``value`` unless it is set already: None when this call set it, else the
+    value someone else set first (``key_value_set(..., allow_overwrite=False)``); DistributedError
+    when the coordinator cannot be asked."""
+    done, _ = _store(
+        f"setting {key!r}", lambda: client.key_value_set(key, value, allow_overwrite=False), "ALREADY_EXISTS"
+    )
+    return None if done else (key_value_try_get(client, key) or "")
 
 
 def key_value_try_get(client: Any, key: str) -> str | None:
-    """The value of ``key`` in the coordinator's key-value store, None when it is not set (no wait).
-
-    Raises
-    ------
-    DistributedError
-        When the coordinator cannot be asked.
-    """
-    try:
-        return str(client.key_value_try_get(key))
-    except Exception as e:
-        if "NOT_FOUND" in str(e):
-            return None
-        raise DistributedError(f"reading {key!r} from the coordinator's key-value store: {_one_line(e)}") from e
+    """The value of ``key`` in the coordinator's key-value store, None when it is not set (no wait);
+    DistributedError when the coordinator cannot be asked."""
+    found, value = _store(f"reading {key!r}", lambda: client.key_value_try_get(key), "NOT_FOUND")
+    return str(value) if found else None
 
 
 def key_value_dir(client: Any, directory: str) -> dict[str, str]:
-    """Every key under ``directory/`` in the coordinator's key-value store, with its value (no wait).
-
-    Raises
-    ------
-    DistributedError
-        When the coordinator cannot be asked.
-    """
-    try:
-        return {str(k): str(v) for k, v in client.key_value_dir_get(directory.rstrip("/") + "/")}
-    except Exception as e:
-        raise DistributedError(f"listing {directory!r} in the coordinator's key-value store: {_one_line(e)}") from e
+    """Every key under ``directory/`` in the coordinator's key-value store, with its value (no wait);
+    DistributedError when the coordinator cannot be asked."""
+    _, items = _store(f"listing {directory!r}", lambda: client.key_value_dir_get(directory.rstrip("/") + "/"))
+    return {str(k): str(v) for k, v in items}
 
 
 # -- XLA's log lines ----------------------------------------------------------------------------------
