@@ -512,7 +512,7 @@ class _Agreement:
 
     def _pair(self, view: dict[str, Any], field: str, verb: str) -> str:
         """The two processes' values of ``field``, the lower process id first (the same text everywhere)."""
-        a, b = sorted((view, self.me), key=lambda v: (str(v.get("process_id")), str(v.get("pid"))))
+        a, b = sorted((view, self.me), key=lambda v: (str(v.get("process_id")).zfill(12), str(v.get("pid"))))
         return f"{_describe(a)} {verb} {a.get(field)}, {_describe(b)} {verb} {b.get(field)}"
 
     def settle(self) -> None:
