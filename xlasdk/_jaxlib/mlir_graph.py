@@ -200,7 +200,8 @@ class _Reader:
 
 def read_main(module: Any, function: str = "main") -> MainRecord:
     """The :class:`MainRecord` of ``module`` (a parsed, verified ``ir.Module``): of its
-    ``func.func @main``, or of the function named ``function`` (a function ``main`` calls).
+    ``func.func @main``, or of the function named ``function`` (a function ``main`` calls; its record
+    leaves out the rest of the module, which only a module built again from ``main`` needs).
 
     Raises
     ------
@@ -224,6 +225,8 @@ def read_main(module: Any, function: str = "main") -> MainRecord:
                 continue
             if o.name == "sdy.mesh" and "sym_name" in attrs and "mesh" in attrs:
                 meshes.append((str(_ir.StringAttr(attrs["sym_name"]).value), str(attrs["mesh"])))
+            if function != "main":  # a called function's graph is read, never emitted as a module
+                continue
             others.append(
                 str(o.get_asm(print_generic_op_form=True, enable_debug_info=True, large_elements_limit=None))
             )

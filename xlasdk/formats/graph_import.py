@@ -215,7 +215,8 @@ class Instruction:
 class ImportedGraph:
     """The graph of a loaded computation: ``params`` (Parameter nodes), ``outputs`` (the nodes
     ``main`` returns, in order), ``effects`` (nodes kept though no output uses them), every
-    instruction in order, and what the module holds around ``main``."""
+    instruction in order, and what the module holds around ``main`` (``module_body``: empty in
+    the graph of a called function, which is read, never emitted as a module)."""
 
     name: str
     params: tuple[XlaOp, ...]
