@@ -187,10 +187,12 @@ class _InWorker(_Condition):
         # Two requests: a candidate XLA dies *loading* is not kept (the module written must load; the
         # module given loaded), only one it dies compiling.
         stage = "loading"
+        end = time.monotonic() + timeout  # the two requests share the check's time
         try:
             mtext, name = isolated.request("xlasdk.reducer:_load_in_worker", text, timeout=timeout)
             stage = "compiling"
-            isolated.request("xlasdk.reducer:_compile_in_worker", mtext, name, timeout=timeout)
+            isolated.request("xlasdk.reducer:_compile_in_worker", mtext, name,
+                             timeout=max(0.5, end - time.monotonic()))
         except isolated.Failed as e:
             if self.kind != "compile-error" or e.stage != "compile":
                 return False, f"{stage} failed ({e.stage}): {e.message}"
