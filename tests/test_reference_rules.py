@@ -231,3 +231,27 @@ def test_map_applies_its_region_element_by_element() -> None:
     (got,) = xs.evaluate(comp, x, y)
     np.testing.assert_allclose(got, np.tanh(x.astype(np.float64) * y).astype(np.float32), rtol=1e-7)
     assert xs.compare(comp, [x, y]).ok
+
+
+def test_a_jax_program_with_a_typed_rbg_key_and_erf_as_hlo() -> None:
+    """HLO of ``jit(lambda k, x: (normal(k), erf(x)))`` with a typed ``rbg`` key: the key passes through
+    a ``Sharding`` custom call (a sharding annotation: the value itself on one device), and HLO's
+    ``erf`` imports as ``mhlo.erf``. The reference gives JAX's values (the key's bits exactly), and
+    compare says match; a Sharding call that changes the shape is refused, not guessed."""
+    key = jax.random.key(7, impl="rbg")
+    f = jax.jit(lambda k, x: (jax.random.bits(k, (16,), jnp.uint32), jss.erf(x)))
+    x = np.linspace(-2.5, 2.5, 16, dtype=np.float32)
+    comp = xs.XlaComputation.from_hlo_text(f.lower(key, x).as_text(dialect="hlo"))
+    opcodes = {i.opcode for i in comp.instructions()}
+    assert {"stablehlo.custom_call", "mhlo.erf"} <= opcodes, opcodes
+    bits, erf = (np.asarray(v) for v in f(key, x))
+    data = np.asarray(jax.random.key_data(key))
+    got = xs.evaluate(comp, data, x)
+    np.testing.assert_array_equal(got[0], bits)
+    np.testing.assert_allclose(got[1], [math.erf(float(v)) for v in x], rtol=1e-6, atol=1e-7)
+    assert xs.compare(comp, [data, x]).ok
+    bad = xs.XlaComputation.from_hlo_text(
+        'HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n'
+        '  ROOT r = f32[2] custom-call(p), custom_call_target="SPMDFullToShardShape", sharding={replicated}\n}\n')
+    with pytest.raises(xs.UnsupportedOpError, match="SPMDFullToShardShape"):
+        xs.evaluate(bad, np.ones(4, np.float32))

@@ -677,6 +677,7 @@ _UNARY: dict[str, Callable[[Any], Any]] = {
     "stablehlo.round_nearest_afz": lambda x: np.copysign(np.floor(np.abs(x) + 0.5), x),
     "stablehlo.is_finite": np.isfinite, "stablehlo.real": np.real, "stablehlo.imag": np.imag,
     "chlo.erf": _erf, "chlo.erfc": _erfc, "chlo.erf_inv": _erfinv,
+    "mhlo.erf": _erf,  # what XLA's HLO -> StableHLO import makes of HLO's erf
 }
 _lgamma = np.vectorize(lambda v: math.lgamma(v) if not (v <= 0 and v == math.floor(v)) else math.inf,
                        otypes=[np.float64])
@@ -1582,6 +1583,11 @@ def _case(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     return _results(o, outs)
 
 
+#: custom calls that only annotate a value's sharding (JAX's ``jax.lax.with_sharding_constraint``,
+#: typed PRNG keys, shard_map's shape changes): on one device, where the shape stays, the value itself
+_SHARDING_MARKERS = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape"})
+
+
 @_rule("stablehlo.custom_call")
 def _custom_call(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     target = ev.attr(o, "call_target_name", "?")
@@ -1590,6 +1596,9 @@ def _custom_call(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     rule = CUSTOM_CALL_RULES.get(target)
     if rule is not None:
         return rule(o, a, ev)
+    if target in _SHARDING_MARKERS and len(a) == 1 and not o.shape.is_tuple() \
+            and np.shape(a[0]) == tuple(o.shape.dimensions()) and np.asarray(a[0]).dtype == _dtype(o.shape):
+        return a[0]  # a sharding annotation: the value itself on one device (a shape change is refused below)
     raise ev.fail(o, f"to {target!r} has no evaluation rule yet (the reference evaluator cannot check this program)")
 
 
