@@ -205,7 +205,8 @@ def check_elided_constants(text: str, what: str) -> None:
     if elided is not None:  # XLA's parser accepts it and fills the constant with garbage
         line = text.count("\n", 0, elided.start()) + 1
         raise FormatError(
-            f"{what}: line {line}: a constant's value is elided as {{...}} (HLO printed with "
-            "print_large_constants=False); XLA would read garbage values. Print it with "
-            "print_large_constants=True (the default)"
+            f"{what}: line {line}: a constant's value is elided as {{...}}, so XLA would read garbage "
+            "values. XLA's dumps elide constants of more than 10 elements unless --xla_dump_large_constants "
+            "is set: load the .hlo.pb or the snapshot beside it, or dump again with XLA_FLAGS="
+            "--xla_dump_large_constants; text printed by code needs print_large_constants=True"
         )
