@@ -418,14 +418,19 @@ def test_cache_info_and_clear(tmp_path: Path) -> None:
     c = CompileCache(tmp_path / "cache")
     for i, size in enumerate((1000, 3000)):
         c.put(CompileCache.key(f"m{i}", options="", platform="cpu", device_kind="cpu"), b"x" * size, name=f"mod{i}")
+    loads = CompileCache(tmp_path / "cache" / "loads")  # the verified-load cache beside it
+    loads.put("ab" * 32, b"y" * 500, name="a module")
     code, out, _ = cli("cache", "info", "--dir", str(tmp_path / "cache"), "--list")
     assert code == 0
     assert f"directory: {tmp_path / 'cache'}" in out and "entries:   2" in out
     lines = [ln for ln in out.splitlines() if ln.startswith("  ")]
     assert len(lines) == 2 and {ln.split()[-1] for ln in lines} == {"mod0", "mod1"}
+    assert f"verified loads: 1 entry, {loads.info().total_bytes} B in {tmp_path / 'cache' / 'loads'}" in out
     code, out, _ = cli("cache", "clear", "--dir", str(tmp_path / "cache"))
-    assert code == 0 and out.strip() == f"removed 2 entries from {tmp_path / 'cache'}"
-    assert "entries:   0" in cli("cache", "info", "--dir", str(tmp_path / "cache"))[1]
+    assert code == 0 and out.strip() == (f"removed 2 entries from {tmp_path / 'cache'} and 1 verified load from "
+                                         f"{tmp_path / 'cache' / 'loads'}")
+    out = cli("cache", "info", "--dir", str(tmp_path / "cache"))[1]
+    assert "entries:   0" in out and "verified loads: 0 entries" in out
 
 
 def test_cache_uses_the_environment_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

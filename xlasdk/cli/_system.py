@@ -108,13 +108,19 @@ def _cmd_cache(args: argparse.Namespace, out: IO[str]) -> int:
     from xlasdk.runtime.cache import CompileCache
 
     cache = CompileCache(args.dir)
+    loads = CompileCache(os.path.join(cache.directory, "loads"))  # xlasdk.formats.load_cache's verified loads
     if args.cache_command == "info":
         out.write(str(cache.info()) + "\n")
         if args.list:
             for e in reversed(cache.entries()):
                 stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.last_used))
                 out.write(f"  {e.key[:16]}  {_human_bytes(e.size):>10}  {stamp}  {e.name}\n")
+        li = loads.info()
+        out.write(f"verified loads: {li.entries} entr{'y' if li.entries == 1 else 'ies'}, "
+                  f"{_human_bytes(li.total_bytes)} in {loads.directory}\n")
         return EXIT_OK
     n = cache.clear()
-    out.write(f"removed {n} entr{'y' if n == 1 else 'ies'} from {cache.directory}\n")
+    m = loads.clear()
+    out.write(f"removed {n} entr{'y' if n == 1 else 'ies'} from {cache.directory}"
+              f" and {m} verified load{'' if m == 1 else 's'} from {loads.directory}\n")
     return EXIT_OK
