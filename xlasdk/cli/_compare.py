@@ -32,7 +32,9 @@ larger of the output's and of the terms the op that made it added (a sum that ca
 bound), and never below the type's smallest normal number (XLA:CPU flushes subnormals); integers and bool
 must be equal; NaN matches only NaN. Against the reference, XLA compiles without excess
 precision (each bf16/f16 op rounded, as the reference rounds it); --excess-precision keeps XLA's
-default. --ulps N: a float element also matches when it is at most N units in the last place of
+default, which the tolerances do not model: a divergence it reports may be XLA being more precise
+than the reference's per-op rounding, not wrong (the default compile is the check).
+--ulps N: a float element also matches when it is at most N units in the last place of
 the reference value in the output's type (the "max ulp" column), whatever --rtol/--atol say
 (--rtol 0 --atol 0 --ulps N: ulps alone).
 
@@ -77,7 +79,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str) -> None
     s.add_argument("--find-nonfinite", action="store_true",
                    help="the first instruction whose value has a NaN/Inf while its operands have none")
     s.add_argument("--excess-precision", action="store_true",
-                   help="against the reference, let XLA keep bf16/f16 values in f32 between ops (its default)")
+                   help="against the reference, let XLA keep bf16/f16 values in f32 between ops (its default; "
+                        "the tolerances do not model it: a divergence then may be XLA being more precise)")
     s.add_argument("--json", metavar="OUT.json", default=None, help="also write the report as JSON")
     s.add_argument("--html", metavar="OUT.html", default=None,
                    help="also write the report as a self-contained HTML page (the program's graph, each "
