@@ -416,27 +416,120 @@ class _CutFailed(Exception):
 
 def hlo_line(comp: XlaComputation, ins: Instruction) -> str:
     """``ins`` as one line of HLO text, named as :meth:`XlaComputation.instructions` names it and
-    its operands: ``divide.4 = f32[4]{0} divide(exponential.1, broadcast_in_dim.3)``."""
+    its operands: ``divide.4 = f32[4]{0} divide(exponential.1, broadcast_in_dim.3)``. The line is
+    the instruction's own also when it has several results (a ``while``, ``call``, ``custom-call``
+    or ``topk``, with a tuple shape); a tuple XLA builds of its operands (a ``while``'s state) is
+    written inline: ``while.5 = (s32[], f32[4]{0}) while(tuple(constant.4, h0)), condition=...``."""
     try:
-        text = comp.extract([ins.name]).as_hlo_text(print_metadata=False)
+        sub = comp.extract([ins.name])
+        text = sub.as_hlo_text(print_metadata=False)
+        graph = sub._graph()
+        pnames: list[str] = [graph.instruction_of(q).name for q in graph.params]  # by parameter number
     except Exception as e:  # noqa: BLE001 - a line of the report, never a failure of the bisection
         return f"(no HLO text: {type(e).__name__}: {str(e)[:120]})"
-    entry = text[text.find("ENTRY"):]
-    lines = [ln.strip() for ln in entry.splitlines()[1:] if "=" in ln]
-    body = [ln for ln in lines if not re.search(r"=\s*\S+\s+(parameter|get-tuple-element|tuple)\(", ln)]
-    line = (body or lines or [""])[-1]
-    line = re.sub(r"^ROOT\s+", "", line)
-    m = re.match(r"%?(\S+)\s*=\s*(.*?)\s([a-z][\w-]*)\((.*?)\)(.*)$", line)
+    raw = [ln.strip() for ln in text[text.find("ENTRY"):].splitlines()[1:] if "=" in ln]
+    lines = [parts for ln in raw if (parts := _hlo_parts(ln)) is not None]
+    if not lines:
+        return re.sub(r"^ROOT\s+", "", raw[-1]) if raw else ""
+    defs = {p.name: p for p in lines}
+    # the instruction's own line: the last that is not a parameter, a tuple or a tuple's element
+    main = ([p for p in lines if p.opcode not in ("parameter", "get-tuple-element", "tuple")] or lines)[-1]
+
+    def operand(token: str, depth: int = 0) -> str:
+        name = token.removeprefix("%")
+        d = defs.get(name)
+        if d is None:
+            return token
+        if d.opcode == "parameter" and d.args.isdigit() and int(d.args) < len(pnames):
+            return pnames[int(d.args)]
+        if d.opcode == "tuple" and depth < 8:
+            return f"tuple({', '.join(operand(a, depth + 1) for a in _split_top(d.args))})"
+        return name
+
+    args = ", ".join(operand(a) for a in _split_top(main.args))
+    if ins.opcode == "parameter" and main.opcode == "parameter":  # its number in comp, not in the one-op module
+        args = next((str(k) for k, q in enumerate(comp._graph().params) if q is ins.op), args)
+    return f"{ins.name} = {main.shape} {main.opcode}({args}){main.rest}"
+
+
+@dataclass(frozen=True)
+class _HloLine:
+    """One instruction line of HLO text: ``name = shape opcode(args)rest``."""
+
+    name: str
+    shape: str
+    opcode: str
+    args: str
+    rest: str
+
+
+def _close(text: str, start: int) -> int:
+    """The index of the ``)`` that closes the ``(`` at ``start`` of ``text`` (-1 when none does);
+    parentheses inside double-quoted strings do not count."""
+    depth, quoted, k = 0, False, start
+    while k < len(text):
+        c = text[k]
+        if quoted:
+            if c == "\\":
+                k += 1
+            elif c == '"':
+                quoted = False
+        elif c == '"':
+            quoted = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return k
+        k += 1
+    return -1
+
+
+def _hlo_parts(line: str) -> _HloLine | None:
+    """``line`` (one line of an HLO computation's body) split into its parts; a tuple shape
+    (``(s32[], f32[4]{0}, /*index=5*/f32[2]{0})``) is one part. ``None`` when it is no instruction."""
+    m = re.match(r"(?:ROOT\s+)?%?([^\s=]+)\s*=\s*", line)
     if m is None:
-        return line
-    graph = comp._graph()
-    names = []
-    for x in ins.op.operands:
-        owner = graph.instruction_of(x)
-        names.append(owner.name if x in graph.names else f"{owner.name}#{x.extra}")
-    given = [a.strip() for a in m.group(4).split(",") if a.strip()]
-    operands = ", ".join(names) if len(given) == len(names) else m.group(4)
-    return f"{ins.name} = {m.group(2)} {m.group(3)}({operands}){m.group(5)}"
+        return None
+    k = m.end()
+    if line.startswith("(", k):
+        end = _close(line, k)
+        if end < 0:
+            return None
+        shape, k = line[k:end + 1], end + 1
+    else:
+        s = re.match(r"\S+", line[k:])
+        if s is None:
+            return None
+        shape, k = s.group(0), k + s.end()
+    op = re.compile(r"\s+([a-z][\w-]*)\(").match(line, k)
+    if op is None:
+        return None
+    end = _close(line, op.end() - 1)
+    if end < 0:
+        return None
+    return _HloLine(m.group(1), shape, op.group(1), line[op.end():end].strip(), line[end + 1:])
+
+
+def _split_top(args: str) -> list[str]:
+    """``args`` split at its top-level commas (not those inside brackets, braces or parentheses), stripped,
+    without XLA's ``/*index=5*/`` marks."""
+    out: list[str] = []
+    cur: list[str] = []
+    depth = 0
+    for c in re.sub(r"/\*.*?\*/", "", args):  # XLA's /*index=5*/ marks
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        if c == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(c)
+    last = "".join(cur).strip()
+    return [*out, last] if last or out else out
 
 
 def _diverges(p: _Program, nodes: Sequence[XlaOp], got: Sequence[np.ndarray[Any, Any]]) -> int | None:
