@@ -55,9 +55,9 @@ if TYPE_CHECKING:
     from .formats.graph_import import Instruction
     from .reference import OutputComparison
 
-__all__ = ["Culprit", "OpsBisection", "PassBisection", "NonFinite", "bisect_ops", "bisect_passes",
-           "find_nonfinite", "local_divergences", "pass_names", "html_report", "BISECT_MODES", "OpError",
-           "ERROR_CLASSES"]
+__all__ = ["Culprit", "OpsBisection", "PassBisection", "NonFinite", "NonFiniteSource", "bisect_ops",
+           "bisect_passes", "find_nonfinite", "local_divergences", "pass_names", "html_report", "BISECT_MODES",
+           "OpError", "ERROR_CLASSES"]
 
 BISECT_MODES = ("ops", "passes")
 
@@ -226,6 +226,24 @@ class PassBisection:
 
 
 @dataclass
+class NonFiniteSource:
+    """Where the NaN/Inf of one output comes from: ``culprit`` is the first instruction
+    (topological order) whose value has a NaN or Inf while its operands have none, and from which a
+    NaN/Inf flows to ``output`` through instructions that all hold one (``None`` when no such
+    instruction is found); ``constant``: it is a constant of the program (its ``-inf``, say, is
+    written there, not computed); ``reference``: as :attr:`NonFinite.reference`."""
+
+    output: int
+    culprit: Culprit | None
+    reference: str = ""
+    constant: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"output": self.output, "culprit": None if self.culprit is None else self.culprit.as_dict(),
+                "reference": self.reference, "constant": self.constant}
+
+
+@dataclass
 class NonFinite:
     """The result of ``find_nonfinite=True``. ``status``: ``"none"`` (no NaN/Inf on the device
     anywhere it looked), ``"found"`` (``culprit`` is the first instruction whose value has one while
@@ -233,7 +251,11 @@ class NonFinite:
     (``note`` says why). ``reference``: what the reference rule gives on the same operands
     (``"also non-finite"``: the operands call for it, e.g. log of a negative number; ``"finite"``:
     XLA's own; ``""``: no rule). ``in_outputs``: whether an output holds a NaN/Inf (a correct
-    program may make an Inf on the way and drop it, as erfc's polynomial does in a select)."""
+    program may make an Inf on the way and drop it, as erfc's polynomial does in a select);
+    ``outputs``: which do. ``reaches``: the outputs the culprit's NaN/Inf flows to (through
+    instructions that all hold a NaN/Inf; empty when the program drops it, e.g. in a select).
+    ``sources``: for each output in ``outputs``, the first instruction that introduces a NaN/Inf
+    that flows to it (:class:`NonFiniteSource`; the culprit itself for the outputs it reaches)."""
 
     status: str
     culprit: Culprit | None = None
@@ -242,12 +264,14 @@ class NonFinite:
     note: str = ""
     in_outputs: bool = False
     outputs: tuple[int, ...] = ()  # the outputs that hold a NaN/Inf
+    reaches: tuple[int, ...] = ()  # those the culprit's NaN/Inf flows to
+    sources: list[NonFiniteSource] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {"status": self.status, "culprit": None if self.culprit is None else self.culprit.as_dict(),
                 "reference": self.reference, "in_outputs": self.in_outputs, "outputs": list(self.outputs),
-                "compiles": self.compiles,
-                "note": self.note}
+                "reaches": list(self.reaches), "sources": [x.as_dict() for x in self.sources],
+                "compiles": self.compiles, "note": self.note}
 
     def __str__(self) -> str:
         out = [f"find nonfinite: {self.status}"]
@@ -256,14 +280,42 @@ class NonFinite:
             out.extend(self.culprit.lines())
             if self.reference:
                 out.append(f"    the reference on the same operands: {self.reference}")
-            which = ", ".join(str(k) for k in self.outputs)
-            many = len(self.outputs) > 1
-            out.append(f"    output{'s' if many else ''} {which} hold{'' if many else 's'} NaN/Inf" if self.outputs
-                       else "    an output holds NaN/Inf" if self.in_outputs
-                       else "    every output is finite (the program drops this value later)")
+            if self.reaches:
+                out.append(f"    {_outputs_text(self.reaches)} NaN/Inf: its value reaches "
+                           f"{'them' if len(self.reaches) > 1 else 'it'}")
+            elif self.outputs:
+                out.append("    its NaN/Inf reaches no output (the program drops it later)")
+            elif self.in_outputs:
+                out.append("    an output holds NaN/Inf")
+            else:
+                out.append("    every output is finite (the program drops this value later)")
+        # the other outputs' NaN/Inf, grouped by the instruction that introduces it
+        groups: dict[str, list[NonFiniteSource]] = {}
+        for src in self.sources:
+            if src.output in self.reaches:
+                continue
+            groups.setdefault("" if src.culprit is None else src.culprit.name, []).append(src)
+        for srcs in groups.values():
+            which = _outputs_text(tuple(x.output for x in srcs))
+            first = srcs[0]
+            if first.culprit is None:
+                out.append(f"  {which} NaN/Inf; no instruction that introduces it was found on its path")
+                continue
+            out.append(f"  {which} NaN/Inf; " + ("it comes from a constant of the program:" if first.constant else
+                                                  f"the first instruction on {'their' if len(srcs) > 1 else 'its'} "
+                                                  "path whose value has one while its operands have none:"))
+            out.extend(first.culprit.lines())
+            if first.reference:
+                out.append(f"    the reference on the same operands: {first.reference}")
         if self.note:
             out.append(f"  {self.note}")
         return "\n".join(out)
+
+
+def _outputs_text(outputs: Sequence[int]) -> str:
+    """``output 1 holds`` / ``outputs 0, 2 hold``."""
+    many = len(outputs) > 1
+    return f"output{'s' if many else ''} {', '.join(str(k) for k in outputs)} hold{'' if many else 's'}"
 
 
 # -- the program's values ------------------------------------------------------------------------------------------
@@ -795,10 +847,13 @@ def _nonfinite(a: np.ndarray[Any, Any]) -> bool:
 def find_nonfinite(comp: XlaComputation, args: Sequence[Any], *, device: Any = None, options: Any = None,
                    outputs: Sequence[Any] | None = None, progress: Callable[[str], None] | None = None) -> NonFinite:
     """The first instruction (topological order) whose device value holds a NaN or Inf while its
-    operands hold none (XLA's own NaN checker is GPU-only); see :class:`NonFinite`. Constants are
-    not computed: their NaN/Inf (a max-pool's ``-inf`` start value) are the program's own inputs.
-    ``outputs``: the program's outputs on the device when the caller has them (else one more
-    compile gets them when no intermediate value holds a NaN/Inf)."""
+    operands hold none (XLA's own NaN checker is GPU-only), whether its NaN/Inf flows to an output,
+    and for each output that holds one the first instruction whose NaN/Inf flows to it; see
+    :class:`NonFinite`. A NaN/Inf *flows* from an instruction to a user that reads it and holds a
+    NaN/Inf too (a select that drops it stops it). Constants are not computed: their NaN/Inf (a
+    max-pool's ``-inf`` start value) are the program's own inputs, named only as an output's source
+    when nothing computed is. ``outputs``: the program's outputs on the device when the caller has
+    them (else one more compile gets them when no intermediate value holds a NaN/Inf)."""
     say = progress or (lambda s: None)
     p = _Program(comp, args, _Settings(device, options, None, None, None), need_reference=False)
     if any(_nonfinite(a) for a in p.args):
@@ -816,31 +871,37 @@ def find_nonfinite(comp: XlaComputation, args: Sequence[Any], *, device: Any = N
     dev = {id(n): g for n, g in zip(nodes, got, strict=True)}
     dev.update({id(q): a for q, a in zip(p.graph.params, p.args, strict=True)})
     bad_outputs = tuple(k for k, o in enumerate(p.graph.outputs) if id(o) in dev and _nonfinite(dev[id(o)]))
-    in_outputs = bool(bad_outputs)
-    for ins in p.instrs[p.nparams:]:
-        mine = [dev[id(n)] for n in p.slots[ins.index] if id(n) in dev]
-        if not any(_nonfinite(v) for v in mine) or ins.opcode == "stablehlo.constant":
-            continue  # a constant's -inf (a max-pool's start value) is written in the program, not computed
-        inputs = p.main_inputs(ins.op)
-        if any(id(x) in dev and _nonfinite(dev[id(x)]) for x in inputs):
-            continue  # it carries a NaN/Inf from an operand (an earlier instruction was flagged)
-        env = {id(x): dev[id(x)] for x in inputs if id(x) in dev}
-        reference = ""
-        try:
-            from .reference import _Evaluator
-
-            renv = dict(env)
-            _Evaluator(comp).run_graph(p.slots[ins.index] or [ins.op], renv)
-            reference = ("also non-finite (its operands call for it)"
-                         if any(_nonfinite(np.asarray(renv[id(n)])) for n in p.slots[ins.index])
-                         else "finite (the NaN/Inf is XLA's own)")
-        except Exception:  # noqa: BLE001 - the reference is extra information here
-            reference = ""
-        c = p.culprit(ins, env, mine[0], None)
-        return NonFinite("found", c, reference, p.compiles, in_outputs=in_outputs, outputs=bad_outputs)
+    # instructions holding a NaN/Inf; those that introduce one (their operands hold none)
+    holds = {ins.index for ins in p.instrs[p.nparams:]
+             if any(id(n) in dev and _nonfinite(dev[id(n)]) for n in p.slots[ins.index])}
+    introduces = [ins for ins in p.instrs[p.nparams:] if ins.index in holds
+                  and not any(id(x) in dev and _nonfinite(dev[id(x)]) for x in p.main_inputs(ins.op))]
+    computed = [ins for ins in introduces if ins.opcode != "stablehlo.constant"]
+    if computed:
+        ins = computed[0]
+        c, reference = _nonfinite_culprit(p, ins, dev)
+        flows = _flows_to_outputs(p, holds, bad_outputs)
+        reaches = tuple(k for k in bad_outputs if ins.index in flows[k])
+        sources = []
+        for k in bad_outputs:
+            first = next((i for i in computed if i.index in flows[k]), None)
+            const = first is None
+            if first is None:  # nothing computed: a constant's NaN/Inf, or none found
+                first = next((i for i in introduces if i.index in flows[k]), None)
+            if first is None:
+                sources.append(NonFiniteSource(k, None))
+            elif first is ins:
+                sources.append(NonFiniteSource(k, c, reference))
+            else:
+                sc, sref = _nonfinite_culprit(p, first, dev)
+                sources.append(NonFiniteSource(k, sc, sref, const))
+        return NonFinite("found", c, reference, p.compiles, in_outputs=bool(bad_outputs), outputs=bad_outputs,
+                         reaches=reaches, sources=sources)
     outs = [dev.get(id(o)) for o in p.graph.outputs]
     if any(v is not None and _nonfinite(v) for v in outs):  # pragma: no cover - outputs are among the values
-        return NonFinite("not localised", compiles=p.compiles, note="an output holds NaN/Inf but no instruction does")
+        return NonFinite("not localised", compiles=p.compiles, in_outputs=True, outputs=bad_outputs,
+                         note="an output holds NaN/Inf but no computed instruction introduces one (a constant of "
+                              "the program holds it)")
     if outputs is None:
         from .runtime import compile as _compile
 
@@ -854,6 +915,50 @@ def find_nonfinite(comp: XlaComputation, args: Sequence[Any], *, device: Any = N
                               "(exposing them changes what XLA fuses); bisect=\"ops\" and bisect=\"passes\" "
                               "(--bisect ops|passes) may help")
     return NonFinite("none", compiles=p.compiles)
+
+
+def _nonfinite_culprit(p: _Program, ins: Instruction, dev: dict[int, Any]) -> tuple[Culprit, str]:
+    """``ins`` (its device value holds a NaN/Inf) as a :class:`Culprit`, and what its reference
+    rule gives on the device's operand values (``""`` without a rule)."""
+    inputs = p.main_inputs(ins.op)
+    env = {id(x): dev[id(x)] for x in inputs if id(x) in dev}
+    mine = [dev[id(n)] for n in p.slots[ins.index] if id(n) in dev]
+    reference = ""
+    if ins.opcode != "stablehlo.constant":
+        try:
+            from .reference import _Evaluator
+
+            renv = dict(env)
+            _Evaluator(p.comp).run_graph(p.slots[ins.index] or [ins.op], renv)
+            reference = ("also non-finite (its operands call for it)"
+                         if any(_nonfinite(np.asarray(renv[id(n)])) for n in p.slots[ins.index])
+                         else "finite (the NaN/Inf is XLA's own)")
+        except Exception:  # noqa: BLE001 - the reference is extra information here
+            reference = ""
+    value = next((v for v in mine if _nonfinite(v)), mine[0] if mine else None)
+    return p.culprit(ins, env, value, None), reference
+
+
+def _flows_to_outputs(p: _Program, holds: set[int], outputs: Sequence[int]) -> dict[int, set[int]]:
+    """For each of ``outputs`` (their values hold a NaN/Inf), the instructions a NaN/Inf can flow to
+    it from: those reached backwards from the output through operands that hold one (``holds``:
+    the instructions whose device value does)."""
+    out: dict[int, set[int]] = {}
+    for k in outputs:
+        try:
+            start = p.graph.instruction_of(p.graph.outputs[k]).index
+        except XlaSdkError:
+            out[k] = set()
+            continue
+        seen = {start} if start in holds else set()
+        stack = list(seen)
+        while stack:
+            for s in p.reads.get(stack.pop(), ()):
+                if s in holds and s not in seen:
+                    seen.add(s)
+                    stack.append(s)
+        out[k] = seen
+    return out
 
 
 # -- passes ------------------------------------------------------------------------------------------------------

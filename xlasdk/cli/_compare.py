@@ -49,7 +49,10 @@ error and values; says "not localised" rather than blame an op without evidence.
 XLA's per-pass dump of this compile) whose disabling removes the divergence, by delta debugging;
 each step compiles in a worker process; a set whose compile fails counts as unknown.
 --find-nonfinite: the first instruction whose device value has a NaN or Inf while its operands
-have none (on any device; XLA's own checker is GPU-only). Progress of these goes to stderr.
+have none (on any device; XLA's own checker is GPU-only), and whether its NaN/Inf reaches an
+output (flows there through values that all hold one) or is dropped (by a select, say); then, for
+each output that holds NaN/Inf that it does not reach, the first instruction on that output's path
+that introduces one. Progress of these goes to stderr.
 --html OUT.html: the report as a self-contained page (no scripts, nothing fetched): the outputs'
 errors, the bisections, and the program's graph, each instruction filled by its error against the
 reference (exact, within rounding, diverges), the one that introduces the divergence and the path
