@@ -134,6 +134,13 @@ class _Evaluator:
         many times). The scope must stay alive while this evaluator is used (ids are keys)."""
         self._recorded.add(id(scope))
 
+    def forget(self, scope: dict[int, Value]) -> None:
+        """Drop what was recorded of the calls made from ``scope`` (and, in turn, from theirs), before
+        ``scope`` goes (one iteration of a loop's body): a later scope may get its id."""
+        self._recorded.discard(id(scope))
+        for key in [k for k in self.called if k[0] == id(scope)]:
+            self.forget(self.called.pop(key)[1])
+
     def attr(self, node: XlaOp, name: str, default: Any = None) -> Any:
         v = node.attrs.get(name)
         if v is None:
@@ -278,8 +285,10 @@ _MOVES = frozenset({"stablehlo.reshape", "stablehlo.transpose", "stablehlo.broad
 # x**2 * e_y**2 summed: rounding errors of different terms do not line up; the worst case, all of
 # them with one sign, grows ~50x per layer of a tanh network whose real error grows ~4x). A call (an
 # XLA fusion loaded from HLO, a private function of JAX's StableHLO) is followed op by op through
-# the function it runs, from its operands' bounds (:func:`_call_bounds`). Other ops (loops, sorts,
-# custom calls...) carry their operands' largest bound to every element. Complex values carry a
+# the function it runs, from its operands' bounds (:func:`_call_bounds`); a loop through its body,
+# every iteration the evaluator runs, each iteration's results' bounds the next one's operands'
+# (:func:`_while_bounds`), a conditional through the branch it took (:func:`_branch_bounds`). Other
+# ops (sorts, custom calls...) carry their operands' largest bound to every element. Complex values carry a
 # bound of the modulus of their error (|z_xla - z_ref|, which bounds each component's error too):
 # an element-wise op moves each operand alone by +-e and +-ie (:func:`_spread`). An output may be
 # off by _BOUND_MARGIN times its bound (a margin applied once, at the end, not per op).
@@ -431,6 +440,66 @@ def _call_bounds(o: XlaOp, vals: list[Value], errs: list[Any], env: dict[int, Va
     return res[0] if len(res) == 1 else res
 
 
+def _region_bounds(r: Region, args: Sequence[Value], arg_errs: Sequence[Any], env: dict[int, Value],
+                   ev: _Evaluator, outer: Mapping[int, Any]) -> tuple[list[Value], list[Any]]:
+    """Region ``r`` run on ``args`` (its block arguments, carrying ``arg_errs``; a branch's bound
+    values instead, when it has bindings) in scope ``env`` (whose values carry the bounds ``outer``):
+    the values of its results and their bounds, its ops followed one by one (:func:`_error_bounds`)."""
+    inner = dict(env)
+    seeds: dict[int, Any] = {id(c): outer.get(id(c)) for c in r.captures}
+    if r.bindings is not None:
+        for p, b in zip(r.params, r.bindings, strict=True):
+            inner[id(p)], seeds[id(p)] = env[id(b)], outer.get(id(b))
+    else:
+        for p, a, e in zip(r.params, args, arg_errs, strict=True):
+            inner[id(p)], seeds[id(p)] = a, e
+    ev.record_calls(inner)  # the bounds follow the calls the region makes on the values they had
+    try:
+        vals = ev.run_graph([*r.results, *r.effects], inner)[: len(r.results)]
+        inside = _error_bounds(r.results, inner, ev, seeds)
+    finally:
+        ev.forget(inner)
+    return vals, [inside.get(id(x)) for x in r.results]
+
+
+def _while_bounds(o: XlaOp, vals: list[Value], errs: list[Any], env: dict[int, Value], ev: _Evaluator,
+                  outer: Mapping[int, Any]) -> Any:
+    """The bounds of the results of loop ``o`` (of scope ``env``, whose values carry ``outer``; its
+    operands ``vals`` carry ``errs``): its body followed op by op (:func:`_region_bounds`) on every
+    iteration the evaluator runs, the bounds of an iteration's results carried into the next; the
+    condition is run on the values alone (a loop whose trip count the device's rounding could change
+    is not a loop the reference can check element by element anyway)."""
+    cond, body = o.regions
+    state, state_errs = list(vals), list(errs)
+    saved = ev.current
+    ev.current = env  # the scope the condition's region reads
+    try:
+        while bool(np.asarray(ev.region(cond, state)[0])):
+            state, state_errs = _region_bounds(body, state, state_errs, env, ev, outer)
+            ev.current = env
+    finally:
+        ev.current = saved
+    return tuple(state_errs) if isinstance(_results(o, state), tuple) else state_errs[0]
+
+
+def _branch_bounds(o: XlaOp, vals: list[Value], env: dict[int, Value], ev: _Evaluator,
+                   outer: Mapping[int, Any]) -> Any:
+    """The bounds of the results of conditional ``o`` (``stablehlo.if`` / ``case``, of scope ``env``
+    whose values carry ``outer``): the branch it took (as its rule picks it) followed op by op."""
+    i = int(np.asarray(vals[0]))
+    n = len(o.regions)
+    if o.opcode == "stablehlo.if":
+        branch = o.regions[0] if bool(np.asarray(vals[0])) else o.regions[1]
+    else:
+        branch = o.regions[i if 0 <= i < n else n - 1]
+    outs, errs = _region_bounds(branch, [], [], env, ev, outer)
+    return tuple(errs) if isinstance(_results(o, outs), tuple) else errs[0]
+
+
+#: ops with regions whose bounds follow their regions' ops
+_CONTROL = frozenset({"stablehlo.while", "stablehlo.if", "stablehlo.case"})
+
+
 class _Widened:
     """An op seen with a float64 result type (``dtype``), so that its rule computes error bounds in
     float64 (a bound is a magnitude, not a value of the op's type); with complex128, the exact
@@ -541,14 +610,30 @@ def _error_bounds(outputs: Sequence[XlaOp], env: dict[int, Value], ev: _Evaluato
     the rounding error its value may carry (see the comment above :data:`_LINEAR`). ``seeds``: the
     bounds its parameters carry in (a called function's, from the call's operands; else none)."""
     nodes: dict[int, XlaOp] = {}
+    bounds: dict[int, Any] = dict(seeds or {})
     stack = list(outputs)
     while stack:
         o = stack.pop()
         if id(o) in nodes or id(o) not in env:
             continue
         nodes[id(o)] = o
+        if id(o) in bounds:  # a seeded value (a parameter, or an outer value a region reads)
+            continue
         stack.extend(o.operands)
-    bounds: dict[int, Any] = dict(seeds or {})
+        for r in o.regions:  # the outer values a region reads (a loop's body, a branch)
+            stack.extend(r.captures)
+            stack.extend(r.bindings or ())
+    saved = ev.current
+    ev.current = env  # the scope the regions of the ops' rules read
+    try:
+        _follow(nodes, bounds, env, ev)
+    finally:
+        ev.current = saved
+    return bounds
+
+
+def _follow(nodes: dict[int, XlaOp], bounds: dict[int, Any], env: dict[int, Value], ev: _Evaluator) -> None:
+    """The bounds of ``nodes`` (of scope ``env``) into ``bounds``, in creation order (see :func:`_error_bounds`)."""
     for o in sorted(nodes.values(), key=lambda n: n.id):
         if id(o) in bounds:  # a seeded parameter
             continue
@@ -562,6 +647,12 @@ def _error_bounds(outputs: Sequence[XlaOp], env: dict[int, Value], ev: _Evaluato
             continue
         if o.opcode in _CALLS:
             bounds[id(o)] = _call_bounds(o, vals, [bounds.get(id(x)) for x in o.operands], env, ev)
+            continue
+        if o.opcode == "stablehlo.while" and len(o.regions) == 2:
+            bounds[id(o)] = _while_bounds(o, vals, [bounds.get(id(x)) for x in o.operands], env, ev, bounds)
+            continue
+        if o.opcode in _CONTROL and o.regions and vals:
+            bounds[id(o)] = _branch_bounds(o, vals, env, ev, bounds)
             continue
         if isinstance(out, tuple):  # several results: each carries the largest bound in
             top = max((float(np.max(e, initial=0.0)) for e in errs if e is not None), default=0.0)
@@ -583,7 +674,6 @@ def _error_bounds(outputs: Sequence[XlaOp], env: dict[int, Value], ev: _Evaluato
             carried = np.full(out.shape, max(float(np.max(e, initial=0.0)) for e in errs if e is not None))
         total = own + np.broadcast_to(np.asarray(carried, np.float64), out.shape)
         bounds[id(o)] = np.where(np.isnan(total), 0.0, total)
-    return bounds
 
 
 def evaluate(computation: XlaComputation, *args: Any) -> list[np.ndarray[Any, Any]]:
