@@ -223,8 +223,15 @@ def random_inputs(
     learns (valid indices, positive operands of log/sqrt/division); ``given[i]``, when not None,
     is used as it is for parameter ``i``. Deterministic for a ``seed``.
 
-    Raises :class:`~xlasdk.errors.ShapeError` for a tuple parameter (only arrays are drawn)."""
-    from .errors import GraphImportError, ShapeError
+    Raises :class:`~xlasdk.errors.ShapeError` for a tuple parameter (only arrays are drawn),
+    :class:`~xlasdk.errors.XlaSdkError` for a ``seed`` numpy cannot seed with (not an integer >= 0)."""
+    from .errors import GraphImportError, ShapeError, XlaSdkError
+
+    try:
+        rng = np.random.default_rng(seed)
+    except (TypeError, ValueError) as e:
+        raise XlaSdkError(f"random_inputs: seed {seed!r} ({type(seed).__name__}) cannot seed numpy's generator "
+                          f"({e}); give an integer >= 0") from None
 
     ps = computation.program_shape()
     shapes = ps.parameter_shapes()
@@ -232,7 +239,6 @@ def random_inputs(
         ranges = input_ranges(computation)
     except GraphImportError:
         ranges = [InputRange()] * len(shapes)
-    rng = np.random.default_rng(seed)
     out = []
     for i, s in enumerate(shapes):
         if given is not None and i < len(given) and given[i] is not None:

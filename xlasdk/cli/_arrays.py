@@ -9,6 +9,7 @@ import json
 import os
 import re
 import sys
+import warnings
 import zipfile
 from collections.abc import Sequence
 from typing import IO, Any
@@ -328,7 +329,8 @@ def _summary(a: np.ndarray[Any, Any]) -> str:
     except (TypeError, ValueError):
         f = None
     if f is not None:
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN array: "All-NaN slice", "Mean of empty"
             stats = f"min {np.nanmin(f):.6g}  max {np.nanmax(f):.6g}  mean {np.nanmean(f):.6g}"
         nan = int(np.isnan(f).sum())
         if nan:

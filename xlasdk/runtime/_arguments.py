@@ -110,7 +110,19 @@ class _ParamSpec:
         python_scalar = isinstance(given, (bool, int, float, complex)) and not isinstance(given, np.generic)
         if python_scalar or tuple(gshape) != self.dims:
             return ShapeError(msg)
-        return DTypeError(msg)
+        return DTypeError(msg + self._raw_bytes_hint(given))
+
+    def _raw_bytes_hint(self, given: Any) -> str:
+        """For raw bytes of this parameter's size (numpy saves bfloat16 and other ml_dtypes arrays in
+        an ``.npz`` as ``|V2``...): how to read them as the type expected."""
+        dt = getattr(given, "dtype", None)
+        if not isinstance(dt, np.dtype) or dt.kind != "V" or dt.fields is not None:
+            return ""
+        if dt.itemsize != self.dtype.itemsize:
+            return ""
+        module = "ml_dtypes" if self.dtype.num >= 256 else "np"  # a type numpy does not know: ml_dtypes'
+        return (f"; these look like raw bytes, as numpy saves {self.dtype.name} arrays in an .npz: pass "
+                f"a.view({module}.{self.dtype.name})")
 
     def to_buffer(self, a: Any, device: Device, where: str = "") -> Any:
         """The jaxlib buffer to pass for argument ``a`` on ``device`` (checks and converts)."""
