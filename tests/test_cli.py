@@ -848,7 +848,8 @@ def test_an_abort_in_xla_is_one_line_and_exit_1(hlo_file: Path, tmp_path: Path) 
 
 
 def test_xla_ending_the_process_is_reported(hlo_file: Path, tmp_path: Path) -> None:
-    """A real one: XLA logs a fatal error and ends the process on an unknown XLA_FLAGS flag."""
+    """A real one: XLA logs a fatal error and ends the process on an unknown XLA_FLAGS flag; xlasdk's
+    worker reads the flags first, and the command reports it in one line (exit 1)."""
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     env["PYTHONPATH"] = REPO
     env["XLA_FLAGS"] = "--xla_no_such_flag=1"
@@ -859,8 +860,7 @@ def test_xla_ending_the_process_is_reported(hlo_file: Path, tmp_path: Path) -> N
                            timeout=300)
         assert r.returncode == 1 and r.stdout == "", (argv, r.stderr)
         assert_one_line_error(r.stderr, f"xlasdk {argv[0]}: error: ", "Unknown flag in XLA_FLAGS: --xla_no_such_flag=1")
-        assert re.search(r"XLA ended the process while starting the device client \(exit status \d+\): \S+\.cc:\d+\] ",
-                         r.stderr) or "XLA aborted while starting the device client" in r.stderr, r.stderr
+        assert "XLA_FLAGS holds a flag this XLA does not know (" in r.stderr and "fix or unset XLA_FLAGS" in r.stderr
 
 
 def test_interrupting_the_parent_leaves_no_child_running(tmp_path: Path) -> None:

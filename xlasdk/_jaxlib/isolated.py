@@ -32,7 +32,9 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Final
 
-__all__ = ["Failed", "WorkerDied", "prestart", "request", "shutdown", "worker_pid"]
+from ..errors import XlaRuntimeError
+
+__all__ = ["Failed", "WorkerDied", "check_xla_flags", "prestart", "request", "shutdown", "worker_pid"]
 
 _LEN: Final = struct.Struct("<Q")
 #: what the worker imports as soon as it starts (every request needs jaxlib and the loaders)
@@ -67,6 +69,7 @@ class _Worker:
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # keep 'F'atal and 'E'rror lines: they name the cause
         env["XLASDK_WORKER"] = "1"
         env["XLASDK_WORKER_PARENT"] = str(os.getpid())
+        self.xla_flags = env.get("XLA_FLAGS")  # XLA reads them once, when the process first needs them
         self.log = tempfile.TemporaryFile()
         self.next_id = 0
         # Started from one long-lived thread: the worker's PR_SET_PDEATHSIG fires when the *thread*
@@ -252,6 +255,7 @@ def request(target: str, *args: Any, timeout: float | None = None) -> Any:
     try:
         return _request_once(target, args, timeout)
     except WorkerDied as e:
+        _raise_if_xla_flags(e)
         if not e.killed:
             raise
     # SIGKILL comes from outside (XLA aborts with SIGABRT or faults with SIGSEGV): the out-of-memory
@@ -268,9 +272,26 @@ def request(target: str, *args: Any, timeout: float | None = None) -> Any:
         ) from None
 
 
+_XLA_FLAGS_DEATH: Final = "Unknown flag in XLA_FLAGS"
+
+
+def _raise_if_xla_flags(e: WorkerDied) -> None:
+    """A worker that died of a flag in ``XLA_FLAGS`` XLA does not know: the environment's fault, not
+    the request's (the file, the program); every process that starts XLA with it dies the same way."""
+    if _XLA_FLAGS_DEATH in e.reason:
+        line = e.reason.partition(": ")[2] or e.reason
+        raise XlaRuntimeError(
+            f"XLA_FLAGS holds a flag this XLA does not know ({line}); XLA ends any process that reads it "
+            "(xlasdk read it in its worker process first, so this one lives): fix or unset XLA_FLAGS"
+        ) from None
+
+
 def _request_once(target: str, args: tuple[Any, ...], timeout: float | None) -> Any:
     global _worker
     with _lock:
+        if _worker is not None and _worker.xla_flags != os.environ.get("XLA_FLAGS"):
+            _worker.kill()  # XLA_FLAGS changed since it started: a fresh worker reads them as a new process would
+            _worker = None
         if _worker is None or not _worker.alive():
             if _worker is not None:
                 _worker.kill()
@@ -309,6 +330,43 @@ def prestart() -> None:
                 _worker = None
     finally:
         _lock.release()
+
+
+_flags_checked: str | None = None
+
+
+def check_xla_flags() -> None:
+    """Have XLA read ``XLA_FLAGS`` in the worker first, once per value: XLA ends the process that
+    reads a flag it does not know (at its first client), so the process that creates clients must
+    not be the first to read them. Nothing to do when ``XLA_FLAGS`` is unset or empty.
+
+    Raises
+    ------
+    XlaRuntimeError
+        A flag XLA does not know (named), or the worker could not be started.
+    """
+    global _flags_checked
+    flags = os.environ.get("XLA_FLAGS", "")
+    if not flags.strip() or flags == _flags_checked:
+        return
+    try:
+        request("xlasdk._jaxlib.isolated:_read_xla_flags_in_worker", timeout=300.0)
+    except WorkerDied as e:
+        raise XlaRuntimeError(f"checking XLA_FLAGS in xlasdk's worker process: it died ({e.reason})") from None
+    except Failed as e:  # pragma: no cover - a client that cannot start for another reason: XLA says why later
+        if _XLA_FLAGS_DEATH in e.message:
+            raise XlaRuntimeError(f"XLA_FLAGS: {e.message}") from None
+    _flags_checked = flags
+
+
+def _read_xla_flags_in_worker() -> None:  # pragma: no cover - runs in the worker process
+    """XLA reads ``XLA_FLAGS`` when the process makes its first client (and dies on an unknown flag)."""
+    from . import pjrt
+
+    try:
+        pjrt.make_cpu_client(1)
+    except Exception as e:
+        raise Failed("client", str(e)) from None
 
 
 def worker_pid() -> int | None:
