@@ -168,3 +168,15 @@ def test_find_nonfinite_json_carries_the_path_and_the_outputs_sources(tmp_path: 
     assert [(s["output"], s["culprit"]["name"], s["constant"]) for s in nf["sources"]] == [(1, div.name, False)]
     assert nf["sources"][0]["reference"].startswith("also non-finite")
     assert f"{div.name} (stablehlo.divide" in out
+
+
+def test_find_nonfinite_names_a_constant_as_an_output_s_source_when_nothing_computed_is() -> None:
+    comp, _ = _lowered(lambda x: (x + 1, jnp.full(3, -jnp.inf, jnp.float32)), np.ones(3, np.float32))
+    consts = [i for i in comp.instructions() if i.opcode == "stablehlo.constant"
+              and np.isinf(np.asarray(i.attributes["value"])).any()]
+    assert len(consts) == 1, [(i.name, i.attributes) for i in comp.instructions()]
+    nf = xs.compare(comp, [np.ones(3, np.float32)], find_nonfinite=True).nonfinite
+    assert nf.status == "not localised" and nf.culprit is None and nf.outputs == (1,), str(nf)
+    (src,) = nf.sources
+    assert (src.output, src.constant) == (1, True) and src.culprit is not None and src.culprit.name == consts[0].name
+    assert "  output 1 holds NaN/Inf; it comes from a constant of the program:" in str(nf).splitlines()

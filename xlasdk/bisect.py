@@ -248,12 +248,13 @@ class NonFinite:
     """The result of ``find_nonfinite=True``. ``status``: ``"none"`` (no NaN/Inf on the device
     anywhere it looked), ``"found"`` (``culprit`` is the first instruction whose value has one while
     its operands have none), ``"from inputs"`` (the arguments hold NaN/Inf), ``"not localised"``
-    (``note`` says why). ``reference``: what the reference rule gives on the same operands
-    (``"also non-finite"``: the operands call for it, e.g. log of a negative number; ``"finite"``:
-    XLA's own; ``""``: no rule). ``in_outputs``: whether an output holds a NaN/Inf (a correct
-    program may make an Inf on the way and drop it, as erfc's polynomial does in a select);
-    ``outputs``: which do. ``reaches``: the outputs the culprit's NaN/Inf flows to (through
-    instructions that all hold a NaN/Inf; empty when the program drops it, e.g. in a select).
+    (``note`` says why; when only constants hold NaN/Inf, ``sources`` names them). ``reference``: what
+    the reference rule gives on the same operands (``"also non-finite"``: the operands call for it,
+    e.g. log of a negative number; ``"finite"``: XLA's own; ``""``: no rule). ``in_outputs``: whether
+    an output holds a NaN/Inf (a correct program may make an Inf on the way and drop it, as erfc's
+    polynomial does in a select); ``outputs``: which do. ``reaches``: the outputs the culprit's
+    NaN/Inf flows to (through instructions that all hold a NaN/Inf; empty when the program drops it,
+    e.g. in a select).
     ``sources``: for each output in ``outputs``, the first instruction that introduces a NaN/Inf
     that flows to it (:class:`NonFiniteSource`; the culprit itself for the outputs it reaches)."""
 
@@ -877,31 +878,30 @@ def find_nonfinite(comp: XlaComputation, args: Sequence[Any], *, device: Any = N
     introduces = [ins for ins in p.instrs[p.nparams:] if ins.index in holds
                   and not any(id(x) in dev and _nonfinite(dev[id(x)]) for x in p.main_inputs(ins.op))]
     computed = [ins for ins in introduces if ins.opcode != "stablehlo.constant"]
+    flows = _flows_to_outputs(p, holds, bad_outputs)
+    cache: dict[int, tuple[Culprit, str]] = {}
+
+    def described(ins: Instruction) -> tuple[Culprit, str]:
+        if ins.index not in cache:
+            cache[ins.index] = _nonfinite_culprit(p, ins, dev)
+        return cache[ins.index]
+
+    sources = []
+    for k in bad_outputs:  # the first computed instruction whose NaN/Inf flows there, else a constant's
+        first = next((i for i in computed if i.index in flows[k]), None)
+        const = first is None
+        first = first or next((i for i in introduces if i.index in flows[k]), None)
+        sources.append(NonFiniteSource(k, None) if first is None else NonFiniteSource(k, *described(first), const))
     if computed:
         ins = computed[0]
-        c, reference = _nonfinite_culprit(p, ins, dev)
-        flows = _flows_to_outputs(p, holds, bad_outputs)
+        c, reference = described(ins)
         reaches = tuple(k for k in bad_outputs if ins.index in flows[k])
-        sources = []
-        for k in bad_outputs:
-            first = next((i for i in computed if i.index in flows[k]), None)
-            const = first is None
-            if first is None:  # nothing computed: a constant's NaN/Inf, or none found
-                first = next((i for i in introduces if i.index in flows[k]), None)
-            if first is None:
-                sources.append(NonFiniteSource(k, None))
-            elif first is ins:
-                sources.append(NonFiniteSource(k, c, reference))
-            else:
-                sc, sref = _nonfinite_culprit(p, first, dev)
-                sources.append(NonFiniteSource(k, sc, sref, const))
         return NonFinite("found", c, reference, p.compiles, in_outputs=bool(bad_outputs), outputs=bad_outputs,
                          reaches=reaches, sources=sources)
-    outs = [dev.get(id(o)) for o in p.graph.outputs]
-    if any(v is not None and _nonfinite(v) for v in outs):  # pragma: no cover - outputs are among the values
-        return NonFinite("not localised", compiles=p.compiles, in_outputs=True, outputs=bad_outputs,
-                         note="an output holds NaN/Inf but no computed instruction introduces one (a constant of "
-                              "the program holds it)")
+    if bad_outputs:
+        return NonFinite("not localised", compiles=p.compiles, in_outputs=True, outputs=bad_outputs, sources=sources,
+                         note="no computed value introduces a NaN/Inf: the outputs' NaN/Inf come from constants "
+                              "written in the program")
     if outputs is None:
         from .runtime import compile as _compile
 
