@@ -127,6 +127,7 @@ class _Evaluator:
         # by ``(id(caller's scope), id(call node))``: the error bounds follow a call's ops on them
         self.called: dict[tuple[int, int], tuple[Any, dict[int, Value]]] = {}
         self._recorded: set[int] = set()
+        self._attrs: dict[tuple[int, str], tuple[Any, Any]] = {}  # the ops' attribute values read (:meth:`attr`)
 
     def record_calls(self, scope: dict[int, Value]) -> None:
         """Keep the values inside the calls made from ``scope`` (an env about to be evaluated, the
@@ -142,10 +143,16 @@ class _Evaluator:
             self.forget(self.called.pop(key)[1])
 
     def attr(self, node: XlaOp, name: str, default: Any = None) -> Any:
-        v = node.attrs.get(name)
-        if v is None:
-            return default
-        return v.value if hasattr(v, "value") else v
+        # a loaded module's attribute is parsed from its text: once per op and evaluator, not per iteration
+        attrs = node.attrs
+        seen = self._attrs.get((id(attrs), name))
+        if seen is not None and seen[0] is attrs:  # (the op's attributes kept: their id is not another's)
+            v = seen[1]
+        else:
+            v = attrs.get(name)
+            v = None if v is None else v.value if hasattr(v, "value") else v
+            self._attrs[id(attrs), name] = (attrs, v)
+        return default if v is None else v
 
     def fail(self, node: XlaOp, why: str) -> UnsupportedOpError:
         return UnsupportedOpError(f"reference evaluator: {node.opcode} {why}")
