@@ -111,8 +111,9 @@ def run(quick: bool = False) -> dict[str, Any]:
     import matmul
     import run_dump
 
-    import build
-
+    # bench/build.py; by importlib, since the name is also a pip package's, which ruff's import sorting
+    # places differently in environments that have it
+    build = importlib.import_module("build")
     info = _machine()
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []
