@@ -338,7 +338,8 @@ _flags_checked: str | None = None
 def check_xla_flags() -> None:
     """Have XLA read ``XLA_FLAGS`` in the worker first, once per value: XLA ends the process that
     reads a flag it does not know (at its first client), so the process that creates clients must
-    not be the first to read them. Nothing to do when ``XLA_FLAGS`` is unset or empty.
+    not be the first to read them. Nothing to do when ``XLA_FLAGS`` is unset or empty, or in the
+    worker itself.
 
     Raises
     ------
@@ -347,7 +348,7 @@ def check_xla_flags() -> None:
     """
     global _flags_checked
     flags = os.environ.get("XLA_FLAGS", "")
-    if not flags.strip() or flags == _flags_checked:
+    if not flags.strip() or flags == _flags_checked or os.environ.get("XLASDK_WORKER") == "1":
         return
     try:
         request("xlasdk._jaxlib.isolated:_read_xla_flags_in_worker", timeout=300.0)

@@ -34,7 +34,6 @@ readback of a fresh array); the paths below avoid it.
 
 from __future__ import annotations
 
-import os as _os
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -44,7 +43,7 @@ from jaxlib import xla_client as _xc
 from ..errors import CompileError
 from ..errors import FormatError as FormatError
 from ..errors import XlaRuntimeError as XlaRuntimeError
-from . import lapack
+from . import isolated, lapack
 from ._pjrt_base import _IMMUTABLE_DURING_CALL as _IMMUTABLE_DURING_CALL
 from ._pjrt_base import _J as _J
 from ._pjrt_base import _REPLICATED as _REPLICATED
@@ -174,10 +173,7 @@ del _cls
 def make_cpu_client(num_devices: int | None) -> Any:
     """``xla_client.make_cpu_client(num_devices=...)`` (TFRT CPU client); ``XLA_FLAGS`` is read in
     the worker process first (``isolated.check_xla_flags``: XLA ends a process on an unknown flag)."""
-    if _os.environ.get("XLA_FLAGS") and _os.environ.get("XLASDK_WORKER") != "1":
-        from . import isolated
-
-        isolated.check_xla_flags()
+    isolated.check_xla_flags()
     try:
         return _xc.make_cpu_client(num_devices=num_devices)
     except Exception as e:
@@ -216,10 +212,7 @@ def gpu_plugin_options() -> dict[str, Any]:
 def make_plugin_client(name: str, options: Mapping[str, Any] | None) -> Any:
     """``xla_client.make_c_api_client(name, options)`` for a loaded plugin (``XLA_FLAGS`` read in the
     worker first, as for :func:`make_cpu_client`)."""
-    if _os.environ.get("XLA_FLAGS") and _os.environ.get("XLASDK_WORKER") != "1":
-        from . import isolated
-
-        isolated.check_xla_flags()
+    isolated.check_xla_flags()
     try:
         return _xc.make_c_api_client(name, dict(options) if options else None)
     except Exception as e:

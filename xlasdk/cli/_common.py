@@ -193,17 +193,16 @@ def _load_program(args: argparse.Namespace) -> tuple[Any, Any]:
                                                                                          ".mlirbc"))
     text = args.format is None and not args.file.endswith((".hlo", ".mlir", ".mlirbc"))
     if binary or text:
-        if os.path.isfile(args.file):  # a snapshot, or _load's file: the worker imports jaxlib while this does
+        head = b""
+        if os.path.isfile(args.file):  # a FIFO would block open(); _load says what it is
             from xlasdk._jaxlib import isolated
 
-            isolated.prestart()
-        head = b""
-        try:
-            if os.path.isfile(args.file):  # a FIFO would block open(); _load says what it is
+            isolated.prestart()  # a snapshot, or _load's file: the worker imports jaxlib while this does
+            try:
                 with open(args.file, "rb") as f:
                     head = f.read(4096)
-        except OSError:
-            pass
+            except OSError:
+                pass
         from xlasdk.formats.sniff import text_snapshot_kind
 
         # field 1, length-delimited: how every binary snapshot starts

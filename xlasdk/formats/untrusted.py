@@ -11,6 +11,7 @@ the worker has carried through every step reach XLA or MLIR in the user's proces
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import _metadata
@@ -146,6 +147,19 @@ def _in_worker(fn: str, args: tuple[Any, ...], data: str | bytes, what: str, doi
         raise FormatError(f"{what}: {crashed} ({e.reason})") from None
 
 
+def _in_worker_once(fn: str, kind: str, args: tuple[Any, ...], data: str | bytes, what: str, doing: str,
+                    crashed: str, fits: Callable[[Any], bool]) -> Any:
+    """:func:`_in_worker`, unless these very bytes of ``kind`` went through ``fn`` before: then what
+    it gave (:mod:`.load_cache`; ``fits`` says whether a kept record has the result's form)."""
+    k = load_cache.key(fn, kind, data)
+    known = load_cache.lookup(k)
+    if known is not None and fits(known):
+        return known
+    result = _in_worker(fn, args, data, what, doing, crashed)
+    load_cache.remember(k, result)
+    return result
+
+
 def load_hlo(kind: str, data: str | bytes, what: str) -> tuple[bytes, str, str, ProgramShape]:
     """:func:`load_hlo_in_worker` run in the worker.
 
@@ -157,29 +171,19 @@ def load_hlo(kind: str, data: str | bytes, what: str) -> tuple[bytes, str, str, 
         The worker died on the module: names ``what`` and XLA's ``Check failed:`` line.
         Also when the load ran past :func:`load_timeout` (the worker is then replaced).
     """
-    k = load_cache.key("load_hlo_in_worker", kind, data)
-    known = load_cache.lookup(k)
-    if isinstance(known, tuple) and len(known) == 4:  # these very bytes went through every step before
-        return known
-    result: tuple[bytes, str, str, ProgramShape] = _in_worker(
-        "load_hlo_in_worker", (kind, data, what), data, what, "loading the module",
-        "XLA aborted while loading this module",
+    result: tuple[bytes, str, str, ProgramShape] = _in_worker_once(
+        "load_hlo_in_worker", kind, (kind, data, what), data, what, "loading the module",
+        "XLA aborted while loading this module", lambda r: isinstance(r, tuple) and len(r) == 4,
     )
-    load_cache.remember(k, result, name=result[2])
     return result
 
 
 def parse_stablehlo(data: str | bytes, kind: str, what: str) -> str:
     """:func:`parse_stablehlo_in_worker` run in the worker (raises as :func:`load_hlo`)."""
-    k = load_cache.key("parse_stablehlo_in_worker", kind, data)
-    known = load_cache.lookup(k)
-    if isinstance(known, str):
-        return known
-    text: str = _in_worker(
-        "parse_stablehlo_in_worker", (data, kind, what), data, what, "reading the module",
-        "the MLIR parser crashed on this module",
+    text: str = _in_worker_once(
+        "parse_stablehlo_in_worker", kind, (data, kind, what), data, what, "reading the module",
+        "the MLIR parser crashed on this module", lambda r: isinstance(r, str),
     )
-    load_cache.remember(k, text)
     return text
 
 
