@@ -63,7 +63,7 @@ def check_direct_hlo(comp: xs.XlaComputation, *args: Any, outs: Sequence[np.ndar
     program shape is ``comp``'s, and compiled it computes the same values as ``comp`` (``outs``,
     or ``run(comp, *args)``). Returns whether the direct printer handled ``comp``.
     """
-    text = comp._direct_hlo_text(True, True) if comp._root is not None else None
+    text = comp._direct_hlo_text(True, True) if comp._built() is not None else None
     if text is None:
         return False
     loaded = xs.XlaComputation.from_hlo_text(text)

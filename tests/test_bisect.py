@@ -537,7 +537,7 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
 
     # the first divergent op (the spliced divide, known by its source line) and its path to the outputs
     div = _spliced_instruction(comp)
-    graph = comp._graph()
+    graph = comp.instruction_graph()
     outs = {graph.instruction_of(o).name for o in graph.outputs}
 
     def reach(start: xs.Instruction, step: str) -> set[str]:

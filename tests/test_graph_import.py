@@ -39,7 +39,7 @@ def test_rebuilt_from_the_graph_gives_the_same_bits(program: str, fname: str) ->
     """Every real file: the graph re-emitted with the original outputs computes the same bits as the file."""
     comp = xs.load_computation(DATA / program / fname)
     ins, _ = recorded(program)
-    graph = comp._graph()
+    graph = comp.instruction_graph()
     rebuilt = comp.with_outputs(list(graph.outputs))
     assert rebuilt.program_shape().parameter_shapes() == comp.program_shape().parameter_shapes()
     assert _same_bits(_run(rebuilt, ins), _run(comp, ins))
@@ -210,7 +210,7 @@ def test_sharded_program_keeps_its_partitioning(corpus: str, fname: str) -> None
     program = f"{corpus}/sharded_mlp"
     ins, outs = recorded(program)
     comp = xs.load_computation(DATA / program / fname)
-    graph = comp._graph()
+    graph = comp.instruction_graph()
     if fname.endswith((".mlir", ".mlirbc")):  # JAX's lowering: Shardy mesh and shardings, num_partitions
         assert dict(graph.module_attrs)["mhlo.num_partitions"] == "4 : i32"
         assert any(t.startswith('"sdy.mesh"') for t in graph.module_body)
@@ -224,6 +224,24 @@ def test_sharded_program_keeps_its_partitioning(corpus: str, fname: str) -> None
     y, total, h = (np.asarray(a.to_numpy()) for a in exe.execute_sharded(ins))
     assert _same_bits([y, total], outs)
     np.testing.assert_allclose(h, ins[0] @ ins[1], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("corpus", ["dumps", "dumps_jax012"])
+@pytest.mark.parametrize("fname", ["module.before_optimizations.txt", "lowered.mlir", "exported.mlirbc"])
+def test_a_loaded_sharded_program_compiles_for_its_partitions_by_default(corpus: str, fname: str) -> None:
+    """xs.compile without options takes the partition count the module records (JAX's
+    mhlo.num_partitions, or the 4 tiles of its shardings in HLO): JAX's bits from global inputs."""
+    program = f"{corpus}/sharded_mlp"
+    ins, outs = recorded(program)
+    comp = xs.load_computation(DATA / program / fname)
+    exe = xs.compile(comp, xs.client("cpu", num_devices=4).devices()[0])
+    assert (exe.num_replicas, exe.num_partitions) == (1, 4)
+    assert _same_bits([np.asarray(a.to_numpy()) for a in exe.execute_sharded(ins)], outs)
+    with pytest.raises(xs.CompileError, match=r"num_partitions=4 needs 4 devices.*num_devices=4"):
+        xs.compile(comp, xs.client("cpu", num_devices=2).devices()[0])
+    built = xs.XlaBuilder("one")  # a built program still defaults to one device
+    ops.Add(_f32(built, 0, (2,), "x"), _f32(built, 1, (2,), "y"))
+    assert xs.compile(built.build(), xs.client("cpu", num_devices=4).devices()[0]).num_partitions == 1
 
 
 def _f32(b: xs.XlaBuilder, n: int, dims: tuple[int, ...], name: str) -> xs.XlaOp:

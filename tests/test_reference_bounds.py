@@ -155,7 +155,7 @@ def test_imag_and_abs_carry_a_complex_error_in_every_direction() -> None:
     prod = xs.ops.Mul(p, p)  # rounds: carries a bound
     comp = b.build(xs.ops.Tuple(b, [xs.ops.Imag(prod), xs.ops.Abs(prod), xs.ops.Real(prod)]))
     z = np.array([3 + 1e-3j, -2 + 2e-3j, 1 - 1e-4j], np.complex64)  # z^2 nearly real: imag(z^2) << |z^2|
-    g = comp._graph()
+    g = comp.instruction_graph()
     env: dict[int, Any] = {id(g.params[0]): z}
     ev = reference._Evaluator(comp)
     ev.run_graph(g.outputs, env)
@@ -180,7 +180,7 @@ def test_imag_and_abs_carry_a_complex_error_in_every_direction() -> None:
 def test_bounds_of_a_call_are_the_same_evaluated_again_or_recorded() -> None:
     a, x, b = _square_system(np.float32)
     comp = _forms(lambda u, v: jnp.linalg.lstsq(u, v), a, b)["stablehlo"]
-    g = comp._graph()
+    g = comp.instruction_graph()
     found = []
     for record in (True, False):
         env: dict[int, Any] = {id(p): v for p, v in zip(g.params, [a, b], strict=True)}

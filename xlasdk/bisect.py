@@ -338,7 +338,7 @@ class _Program:
         from .reference import _dtype
 
         self.comp = comp
-        self.graph = comp._graph()
+        self.graph = comp.instruction_graph()
         self.instrs: list[Instruction] = comp.instructions()
         self.args = [np.asarray(a).astype(_dtype(p.shape), copy=False) for a, p in zip(args, self.graph.params,
                                                                                       strict=True)]
@@ -476,7 +476,7 @@ def hlo_line(comp: XlaComputation, ins: Instruction) -> str:
     try:
         sub = comp.extract([ins.name])
         text = sub.as_hlo_text(print_metadata=False)
-        graph = sub._graph()
+        graph = sub.instruction_graph()
         pnames: list[str] = [graph.instruction_of(q).name for q in graph.params]  # by parameter number
     except Exception as e:  # noqa: BLE001 - a line of the report, never a failure of the bisection
         return f"(no HLO text: {type(e).__name__}: {str(e)[:120]})"
@@ -501,7 +501,7 @@ def hlo_line(comp: XlaComputation, ins: Instruction) -> str:
 
     args = ", ".join(operand(a) for a in _split_top(main.args))
     if ins.opcode == "parameter" and main.opcode == "parameter":  # its number in comp, not in the one-op module
-        args = next((str(k) for k, q in enumerate(comp._graph().params) if q is ins.op), args)
+        args = next((str(k) for k, q in enumerate(comp.instruction_graph().params) if q is ins.op), args)
     return f"{ins.name} = {main.shape} {main.opcode}({args}){main.rest}"
 
 
@@ -1006,7 +1006,7 @@ def _isolated(comp: XlaComputation) -> XlaComputation:
     XLA abort): a built one is re-made through ``with_outputs``."""
     if comp.source_format is not None:
         return comp
-    return comp.with_outputs(list(comp._graph().outputs))
+    return comp.with_outputs(list(comp.instruction_graph().outputs))
 
 
 def bisect_passes(comp: XlaComputation, args: Sequence[Any], want: Sequence[np.ndarray[Any, Any]],
@@ -1193,7 +1193,7 @@ def html_report(comp: XlaComputation, report: Any) -> str:
     group = set(bo.group) if bo is not None else set()
     nonfinite = report.nonfinite.culprit.name if report.nonfinite is not None and report.nonfinite.culprit else None
     instrs = comp.instructions()
-    graph = comp._graph()
+    graph = comp.instruction_graph()
     outputs: dict[str, list[int]] = {}
     for k, o in enumerate(graph.outputs):
         try:

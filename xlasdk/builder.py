@@ -11,10 +11,12 @@ syntax (see :mod:`xlasdk._emit`), so building needs no MLIR context and no jaxli
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import itertools
 import sys
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
     from .computation import XlaComputation
     from .sharding import ShardingLike
 
-__all__ = ["XlaBuilder", "XlaOp", "Region", "user_frame", "where"]
+__all__ = ["XlaBuilder", "XlaOp", "Region", "Graph", "ModuleContext", "Computation", "user_frame", "where"]
 
 _UNKNOWN_LOC = Location("loc(unknown)", {}, "")
 _NO_ATTRS: dict[str, Any] = {}  # the attributes of every op built without any (never changed in place)
@@ -85,6 +87,85 @@ class Region:
             self.params, self.results, bindings, captures=self.captures, effects=self.effects,
             terminator=self.terminator,
         )
+
+
+@dataclass(frozen=True)
+class ModuleContext:
+    """What surrounds ``main`` in the module a graph was imported from, kept so that the graph
+    prints, saves and compiles as that module did.
+
+    Attributes
+    ----------
+    attributes: the module's attributes as ``(name, MLIR text)`` pairs (``mhlo.num_partitions``...).
+    body: the module's other top-level ops (functions ``main`` calls, Shardy meshes), as MLIR text.
+    result_attributes: one dict of attributes (MLIR text values) per result of ``main``, or None.
+    """
+
+    attributes: tuple[tuple[str, str], ...] = ()
+    body: tuple[str, ...] = ()
+    result_attributes: tuple[dict[str, Any], ...] | None = None
+
+
+@dataclass(frozen=True)
+class Graph:
+    """A computation's typed graph: what every tool of xlasdk reads of a program.
+
+    Attributes
+    ----------
+    name: the computation's name.
+    parameters: the Parameter nodes, in parameter-number order.
+    root: the result node (a tuple node for several results).
+    side_effects: nodes kept although the root does not use them (ops with side effects).
+    context: for a graph imported from a module (``xs.load_computation``, ``with_outputs``,
+        ``extract``, ``XlaBuilder.from_computation``): the rest of that module; None for a graph
+        built with an :class:`XlaBuilder`.
+    """
+
+    name: str
+    parameters: tuple[XlaOp, ...]
+    root: XlaOp
+    side_effects: tuple[XlaOp, ...] = ()
+    context: ModuleContext | None = None
+
+    @property
+    def builder(self) -> XlaBuilder:
+        """The builder that owns the root node."""
+        return self.root.builder
+
+    def region(self) -> Region:
+        """The graph as a region body (the sub-computation of a reducer, comparator or loop)."""
+        return Region(self.parameters, [self.root])
+
+
+class Computation(abc.ABC):
+    """A program: what ops accept as a sub-computation and tools read as a graph.
+
+    :class:`xlasdk.XlaComputation` is the one implementation; ops and the builder depend on this
+    interface, so that the layers below the computation never import it.
+    """
+
+    @property
+    @abc.abstractmethod
+    def name(self) -> str:
+        """The computation's name."""
+
+    @property
+    @abc.abstractmethod
+    def source_format(self) -> str | None:
+        """The format the program was loaded from, or None when built with an XlaBuilder."""
+
+    @abc.abstractmethod
+    def graph(self) -> Graph:
+        """The program's typed graph (imported from its module on first need when loaded)."""
+
+    @abc.abstractmethod
+    def program_shape(self) -> ProgramShape:
+        """Parameter shapes and result shape."""
+
+    @abc.abstractmethod
+    def to_builder(self) -> XlaBuilder:
+        """A builder holding a copy of this program's graph, to rewrite (see
+        :meth:`XlaBuilder.from_computation`)."""
 
 
 class XlaOp:
@@ -577,6 +658,31 @@ class XlaBuilder:
             self._side_effects.append(op)  # kept in the computation even if the root does not use it
         return op
 
+    def add_imported(
+        self,
+        opdef: OpDef,
+        operands: tuple[XlaOp, ...],
+        shape: Shape,
+        attrs: dict[str, Any],
+        regions: tuple[Region, ...],
+        loc: Location,
+        extra: Any = None,
+    ) -> XlaOp:
+        """Add a node read from a module (:mod:`xlasdk.formats.graph_import`): with the location,
+        attributes and regions the module gave it, no shape rule run, and no builder state
+        (metadata, sharding, side-effect list) applied. A ``parameter`` node (``extra`` is
+        ``(number, name)``) becomes parameter ``number``. Its arrays count towards
+        :meth:`build`'s size limit."""
+        op = XlaOp(self, opdef, operands, shape, attrs, regions, loc, extra)
+        self._nbytes += shape._heap_bytes()
+        if opdef is PARAMETER:
+            self._params[extra[0]] = op
+        return op
+
+    def side_effects(self) -> list[XlaOp]:
+        """The ops kept for their side effects (kept in the computation even when unused), in build order."""
+        return list(self._side_effects)
+
     def _shard(self, op: XlaOp) -> None:
         """Give ``op``, built under :meth:`set_sharding`, its ``mhlo.sharding`` (if its shape takes one)."""
         assert self._sharding is not None
@@ -668,9 +774,28 @@ class XlaBuilder:
         GraphImportError
             The module holds a construct the graph cannot (see ``computation.instructions()``).
         """
-        from .formats.graph_import import builder_from  # the graph import sits above the builder
+        if not isinstance(computation, Computation):
+            raise DTypeError(
+                f"XlaBuilder.from_computation: expected an XlaComputation (xs.load_computation(path) loads a file), "
+                f"got {type(computation).__name__}{where()}"
+            )
+        return computation.to_builder()
 
-        return builder_from(computation)
+    @contextlib.contextmanager
+    def keeping_default_root(self) -> Iterator[None]:
+        """Ops built inside do not change the default root of :meth:`build` (the last op built
+        before): for rewrites that add nodes to a user's builder."""
+        last = self._last
+        try:
+            yield
+        finally:
+            self._last = last
+
+    def set_rewrite(self, rewrite: Any) -> None:
+        """Make this builder the rewrite of an imported program (:mod:`xlasdk.formats.graph_import`
+        calls it for :meth:`from_computation`): :meth:`instruction`, :meth:`replace`,
+        :meth:`outputs` and :meth:`build` then act on that program."""
+        self._imported = rewrite
 
     def _rewrite(self, what: str) -> Any:
         if self._imported is None:

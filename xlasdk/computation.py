@@ -8,39 +8,44 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import _metadata
 from ._emit import emit_module
 from ._hlo_emit import Unsupported, parsable_module_name, print_hlo_module
 from ._jaxlib import mlir as _mlir
-from .builder import Region
+from .builder import Computation, Graph, ModuleContext, Region
 from .errors import CompileError, XlaSdkError
 from .ops.collectives import cross_partition_ids
 from .shape import ProgramShape, Shape
 
 if TYPE_CHECKING:
     from .builder import XlaBuilder, XlaOp
-    from .formats.graph_import import Instruction, Partitioning
+    from .formats.graph_import import Instruction, InstructionGraph, Partitioning
 
-__all__ = ["XlaComputation"]
+__all__ = ["XlaComputation", "CompileRequest", "compile_request", "StaticInterface", "static_interface"]
 
 
 _T = TypeVar("_T")
 
-class XlaComputation:
+class XlaComputation(Computation):
     """A computation: parameters, a result and the ops between them.
 
     Made by :meth:`XlaBuilder.build <xlasdk.XlaBuilder.build>` or loaded from a file.
     Compile it with :func:`xlasdk.compile`; print it with :meth:`as_hlo_text` or
     :meth:`as_stablehlo_text`.
+
+    Built or loaded, it is one model: a typed graph (:meth:`graph`) and its verified StableHLO
+    module (:meth:`compiler_ir`), each made from the other on first need. A built computation
+    starts from its graph (the module is emitted when first printed or compiled); a loaded one
+    starts from its verified module (the graph is imported when first walked). What differs is
+    only where it came from (:attr:`source_format`): a program not checked op by op by xlasdk's
+    shape rules is converted and compiled in the worker process first.
     """
 
     _name: str
     _program_shape: ProgramShape
-    _root: XlaOp | None
-    _params: tuple[XlaOp, ...]
-    _side_effects: tuple[XlaOp, ...]
+    _graph_cache: Graph | None  # the typed graph: given when built, imported on first need when loaded
     _text: str | None
     _module: Any
     _xla: Any
@@ -50,10 +55,9 @@ class XlaComputation:
     _cross_partition: list[tuple[str, str, list[int]]] | None
     _host_callbacks: tuple[Any, ...]  # callables of ops.HostCallback, by index (built graphs only)
     _heap_bytes: int  # bytes of every array of a built graph (0 when loaded)
-    # A graph made from an imported module (with_outputs, extract): what surrounds main there
-    # (module attributes, other top-level ops, result attributes); None for built graphs.
-    _module_extra: tuple[tuple[tuple[str, str], ...], tuple[str, ...], tuple[dict[str, Any], ...] | None] | None
-    _graph_cache: Any  # the ImportedGraph of this computation (formats.graph_import), on first need
+    _instruction_graph: InstructionGraph | None  # the instruction index (formats.graph_import), on first need
+    _static_interface: bool  # made by static_interface(): compiled as it is (no dynamic-shape handling)
+    _padded_params: bool  # dynamic parameters emitted as padded arguments + sizes (set_dimension_size)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError(
@@ -66,9 +70,7 @@ class XlaComputation:
         c = object.__new__(cls)
         c._name = name
         c._program_shape = program_shape
-        c._root = None
-        c._params = ()
-        c._side_effects = ()
+        c._graph_cache = None
         c._text = None
         c._module = None
         c._xla = None
@@ -78,16 +80,15 @@ class XlaComputation:
         c._cross_partition = None
         c._host_callbacks = ()
         c._heap_bytes = 0
-        c._module_extra = None
-        c._graph_cache = None
+        c._instruction_graph = None
+        c._static_interface = False
+        c._padded_params = False
         return c
 
     @classmethod
     def _from_builder(cls, builder: XlaBuilder, root: XlaOp, program_shape: ProgramShape) -> XlaComputation:
         c = cls._new(builder.name, program_shape)
-        c._root = root
-        c._params = tuple(builder.parameters())
-        c._side_effects = tuple(builder._side_effects)
+        c._graph_cache = Graph(builder.name, tuple(builder.parameters()), root, tuple(builder.side_effects()))
         c._heap_bytes = builder._nbytes
         return c
 
@@ -122,37 +123,30 @@ class XlaComputation:
         return c
 
     @classmethod
-    def _from_graph(
-        cls,
-        name: str,
-        params: list[XlaOp],
-        outputs: list[XlaOp],
-        effects: list[XlaOp],
-        module_attrs: tuple[tuple[str, str], ...],
-        module_body: tuple[str, ...],
-        result_attrs: tuple[dict[str, Any], ...] | None,
-        source_format: str,
-    ) -> XlaComputation:
+    def _from_graph(cls, graph: Graph, source_format: str) -> XlaComputation:
         """A computation of nodes of an imported module's graph (:mod:`xlasdk.formats.graph_import`):
-        emitted with the module's attributes and other top-level ops around ``main``, and, like a
-        loaded computation, converted and compiled in the worker process first."""
-        from ._optable import TUPLE
-        from .builder import XlaOp as _Op
-
-        if len(outputs) == 1:
-            root = outputs[0]
-        else:
-            b = outputs[0].builder
-            root = _Op(b, TUPLE, tuple(outputs), Shape.tuple_shape([o.shape for o in outputs]), {}, (), outputs[0].loc,
-                       None)
-        pshape = ProgramShape([p.shape for p in params], root.shape,
+        emitted with the module's context (``graph.context``) around ``main``, and, like a loaded
+        computation, converted and compiled in the worker process first."""
+        params = graph.parameters
+        pshape = ProgramShape([p.shape for p in params], graph.root.shape,
                               [p.extra[1] or f"p{i}" for i, p in enumerate(params)])
-        c = cls._new(name, pshape)
-        c._root = root
-        c._params = tuple(params)
-        c._side_effects = tuple(effects)
-        c._module_extra = (module_attrs, module_body, result_attrs)
+        c = cls._new(graph.name, pshape)
+        c._graph_cache = graph
         c._source_format = source_format
+        return c
+
+    @classmethod
+    def _with_static_interface(
+        cls, graph: Graph, program_shape: ProgramShape, *, padded_params: bool
+    ) -> XlaComputation:
+        """The computation of ``graph`` (built, with bounded dynamic shapes) as XLA:CPU can run it:
+        each dynamic parameter becomes a static argument of its bounds plus an ``s32[]`` size per
+        dynamic dimension (``program_shape`` says so), joined by ``set_dimension_size`` in the
+        program; results are compiled as they are (padded; :mod:`xlasdk.runtime.dynamic` cuts them)."""
+        c = cls._new(graph.name, program_shape)
+        c._graph_cache = graph
+        c._static_interface = True
+        c._padded_params = padded_params
         return c
 
     # -- loading (see xlasdk.formats) --------------------------------------------------------
@@ -170,7 +164,7 @@ class XlaComputation:
         FormatError
             For syntax errors or an inconsistent module, naming the line and the problem.
         """
-        from .formats import computation_from_hlo_text
+        from .formats import computation_from_hlo_text  # formats sit above (they make computations)
 
         return computation_from_hlo_text(text)
 
@@ -186,7 +180,7 @@ class XlaComputation:
         FormatError
             For syntax or verification errors, corrupt bytecode, or no ``main`` function.
         """
-        from .formats import computation_from_stablehlo
+        from .formats import computation_from_stablehlo  # formats sit above (they make computations)
 
         return computation_from_stablehlo(text_or_bytes)
 
@@ -201,7 +195,7 @@ class XlaComputation:
         FormatError
             For empty, truncated, corrupt or non-proto data and inconsistent modules.
         """
-        from .formats import computation_from_hlo_proto
+        from .formats import computation_from_hlo_proto  # formats sit above (they make computations)
 
         return computation_from_hlo_proto(data)
 
@@ -218,17 +212,25 @@ class XlaComputation:
     def __repr__(self) -> str:
         return f"XlaComputation({self._name!r}, {self._program_shape})"
 
+    def _built(self) -> Graph | None:
+        """The graph when xlasdk built it op by op with its shape rules (trusted: printed directly,
+        compiled in this process), else None."""
+        g = self._graph_cache
+        return g if g is not None and g.context is None and self._source_format is None else None
+
     # -- StableHLO ---------------------------------------------------------------------------
     def _mlir_module_text(self) -> str:
         """StableHLO module text (generic syntax, with locations), accepted by PJRT compile."""
         if self._text is None:
-            assert self._root is not None
+            g = self._graph_cache
+            assert g is not None  # a loaded computation has its text from the start
             callbacks: list[Any] = []
-            attrs, body, results = self._module_extra or ((), (), None)
+            ctx = g.context or ModuleContext()
             self._text = emit_module(
-                self._name, list(self._params), self._root, side_effects=self._side_effects,
-                host_callbacks=callbacks, module_attrs=", ".join(f"{k} = {v}" for k, v in attrs),
-                module_body=body, result_attrs=results,
+                self._name, list(g.parameters), g.root, side_effects=g.side_effects,
+                host_callbacks=callbacks, module_attrs=", ".join(f"{k} = {v}" for k, v in ctx.attributes),
+                module_body=ctx.body, result_attrs=ctx.result_attributes,
+                padded_dynamic_params=self._padded_params,
             )
             self._host_callbacks = tuple(callbacks)
         return self._text
@@ -249,6 +251,13 @@ class XlaComputation:
                 ) from e
         return self._module
 
+    def compiler_ir(self) -> Any:
+        """The verified StableHLO module, a jaxlib ``mlir.ir.Module`` (as JAX's
+        ``Lowered.compiler_ir("stablehlo")``): parsed from the loaded file, or emitted from the
+        built graph on first need. Do not change it in place: it is what printing, saving and
+        compiling read."""
+        return self._mlir_module()
+
     def as_stablehlo_text(self, *, debug_info: bool = False) -> str:
         """The computation as StableHLO text (MLIR pretty syntax); locations when ``debug_info``.
 
@@ -263,18 +272,19 @@ class XlaComputation:
         if self._cross_partition is None:
             # Loaded and imported graphs: their attributes are as the module spelled them; they compile in
             # the worker, where XLA:CPU's abort on a bad partition id cannot reach this process.
-            roots = [] if self._root is None or self._module_extra is not None else [self._root, *self._side_effects]
-            self._cross_partition = cross_partition_ids(roots)
+            g = self._built()
+            self._cross_partition = cross_partition_ids([] if g is None else [g.root, *g.side_effects])
         return self._cross_partition
 
     def _region(self) -> Region:
         """This computation as a region body (only for computations built by an XlaBuilder)."""
-        if self._root is None or self._module_extra is not None:
+        g = self._built()
+        if g is None:
             raise XlaSdkError(
                 f"computation {self._name!r} was loaded from a file; only computations built with an "
                 "XlaBuilder can be used as sub-computations"
             )
-        return Region(self._params, [self._root])
+        return g.region()
 
     # -- HLO ---------------------------------------------------------------------------------
     def _xla_computation(self) -> Any:
@@ -299,17 +309,19 @@ class XlaComputation:
         each such location and the fields are written into the converted HLO module proto.
         """
         if self._source_format is not None:  # loaded or imported: XLA's converter may abort; the worker goes first
-            from .formats.untrusted import converted_hlo_proto
+            from .formats.untrusted import converted_hlo_proto  # formats sit above (they make computations)
 
             return _mlir.xla_computation_from_proto(converted_hlo_proto(self._mlir_module_text(), self._name))
-        assert self._root is not None
+        g = self._graph_cache
+        assert g is not None
         table: list[dict[str, Any]] = []
         marked = emit_module(
-            self._name, list(self._params), self._root, side_effects=self._side_effects, metadata_table=table
+            self._name, list(g.parameters), g.root, side_effects=g.side_effects, metadata_table=table,
+            padded_dynamic_params=self._padded_params,
         )
         if not table:
             return _mlir.parsed_module_to_hlo(self._mlir_module())
-        return _mlir.xla_computation_from_proto(_metadata.hlo_proto_with_metadata(marked, table))
+        return _mlir.xla_computation_from_proto(_mlir.hlo_proto_with_metadata(marked, table))
 
     def as_hlo_text(self, print_metadata: bool = True, print_large_constants: bool = True) -> str:
         """HLO text of the (unoptimized) computation.
@@ -337,7 +349,7 @@ class XlaComputation:
         with :meth:`from_hlo_text`; ``tests/test_hlo_emit.py`` checks the direct text against
         XLA. A computation loaded from HLO prints the HLO it was loaded from.
         """
-        if self._root is not None and self._module_extra is None:
+        if self._built() is not None and not self._static_interface:
             key = (print_metadata, print_large_constants)
             if key not in self._hlo_texts:
                 self._hlo_texts[key] = self._direct_hlo_text(print_metadata, print_large_constants)
@@ -348,10 +360,11 @@ class XlaComputation:
 
     def _direct_hlo_text(self, print_metadata: bool, print_large_constants: bool) -> str | None:
         """The graph printed as HLO by :mod:`xlasdk._hlo_emit`, or None where it cannot."""
-        assert self._root is not None
+        g = self._built()
+        assert g is not None
         try:
             return print_hlo_module(
-                self._name, list(self._params), self._root, self._side_effects,
+                self._name, list(g.parameters), g.root, g.side_effects,
                 metadata=print_metadata, large_constants=print_large_constants,
             )
         except Unsupported:
@@ -420,7 +433,7 @@ class XlaComputation:
         FormatError
             For an unknown suffix, a module the format cannot hold, or an unwritable path.
         """
-        from .formats import save_computation
+        from .formats import save_computation  # formats sit above (they make computations)
 
         save_computation(self, path, format, target_version=target_version)
 
@@ -447,7 +460,7 @@ class XlaComputation:
             or is too old for an op used (the message gives the oldest version that works); or
             if the module holds non-StableHLO ops (``mhlo.fusion`` from an optimized XLA dump).
         """
-        from .formats import serialize_portable_artifact
+        from .formats import serialize_portable_artifact  # formats sit above (they make computations)
 
         return serialize_portable_artifact(self, target_version)
 
@@ -459,14 +472,33 @@ class XlaComputation:
         return self._source_format
 
     # -- the graph: walk and edit --------------------------------------------------------------
-    def _graph(self) -> Any:
-        """This computation's :class:`~xlasdk.formats.graph_import.ImportedGraph`, imported from
-        its verified module on first need (loading, compiling and running do not pay for it)."""
-        if self._graph_cache is None:
-            from .formats.graph_import import import_graph
+    def graph(self) -> Graph:
+        """The typed graph: :class:`~xlasdk.Graph` (``parameters``, ``root``, ``side_effects`` as
+        :class:`~xlasdk.XlaOp` nodes with their op-table rows and attributes, and for a loaded
+        program the module ``context`` around ``main``). A built computation's graph is the one its
+        builder made; a loaded one's is imported from its verified module on first call (loading,
+        compiling and running do not pay for it).
 
-            self._graph_cache = import_graph(self._mlir_module(), self._name)
+        Raises
+        ------
+        GraphImportError
+            The module has a construct the graph cannot hold (see :meth:`instructions`).
+        """
+        if self._graph_cache is None:
+            self._graph_cache = self.instruction_graph().as_graph()
         return self._graph_cache
+
+    def instruction_graph(self) -> InstructionGraph:
+        """The instruction index of ``main`` that :meth:`instructions`, :meth:`with_outputs` and the
+        debugging tools read: every instruction in order with its name, the nodes of multi-result
+        instructions, users, and the module around ``main``
+        (:class:`~xlasdk.formats.graph_import.InstructionGraph`). Read from the verified module
+        through the MLIR bindings, once, on first call."""
+        if self._instruction_graph is None:
+            from .formats.graph_import import import_graph  # the import reads modules: it sits above
+
+            self._instruction_graph = import_graph(self._mlir_module(), self._name)
+        return self._instruction_graph
 
     def instructions(self) -> list[Instruction]:
         """Every instruction of the entry computation (``main``), parameters first, in
@@ -488,7 +520,7 @@ class XlaComputation:
             The module has a construct the graph cannot hold (a multi-block region, an
             unbounded dynamic dimension); the message names it.
         """
-        return list(self._graph().instructions)
+        return list(self.instruction_graph().instructions)
 
     def partitioning(self) -> Partitioning:
         """How the program says it is partitioned: ``num_partitions`` and ``num_replicas`` (the
@@ -502,9 +534,9 @@ class XlaComputation:
         proto keeps only what XLA's HLO -> StableHLO import carries over (the number of
         partitions of an HLO module is not among it).
         """
-        from .formats.graph_import import partitioning
+        from .formats.graph_import import partitioning  # formats sit above (they make computations)
 
-        return partitioning(self._graph())
+        return partitioning(self.instruction_graph())
 
     def instruction(self, name: str | int) -> Instruction:
         """The instruction named ``name`` (as :meth:`instructions` names them: a parameter's
@@ -515,11 +547,11 @@ class XlaComputation:
         XlaSdkError
             No such instruction (the message lists instructions of the same opcode).
         """
-        from .formats.graph_import import _resolve
+        from .formats.graph_import import _resolve  # formats sit above (they make computations)
 
-        graph = self._graph()
+        graph = self.instruction_graph()
         (op,) = _resolve(graph, [name], "instruction", outputs=False)
-        return graph.instruction_of(op)  # type: ignore[no-any-return]
+        return graph.instruction_of(op)
 
     def with_outputs(
         self, instructions: Iterable[Instruction | XlaOp | str | int] | Instruction | XlaOp | str | int
@@ -542,9 +574,9 @@ class XlaComputation:
             An unknown name, an instruction of another computation, or a multi-result
             instruction given whole.
         """
-        from .formats.graph_import import with_outputs
+        from .formats.graph_import import with_outputs  # formats sit above (they make computations)
 
-        return with_outputs(self, self._graph(), instructions)
+        return with_outputs(self, self.instruction_graph(), instructions)
 
     def extract(
         self, instructions: Iterable[Instruction | XlaOp | str | int] | Instruction | XlaOp | str | int
@@ -561,10 +593,136 @@ class XlaComputation:
         XlaSdkError
             As :meth:`with_outputs`.
         """
-        from .formats.graph_import import extract
+        from .formats.graph_import import extract  # formats sit above (they make computations)
 
-        return extract(self, self._graph(), instructions)
+        return extract(self, self.instruction_graph(), instructions)
+
+    def to_builder(self) -> XlaBuilder:
+        """A builder holding a copy of this program's graph, to rewrite: see
+        :meth:`XlaBuilder.from_computation <xlasdk.XlaBuilder.from_computation>`."""
+        from .formats.graph_import import builder_from  # formats sit above (they make computations)
+
+        return builder_from(self)
 
     def get_hlo_module(self) -> Any:
         """jaxlib's ``HloModule`` (for the ``xla_client`` compatibility surface)."""
         return self._xla_computation().get_hlo_module()
+
+
+@dataclass(frozen=True)
+class CompileRequest:
+    """What :func:`xlasdk.compile` hands PJRT for one computation (:func:`compile_request`).
+
+    Attributes
+    ----------
+    name: the computation's name.
+    program_shape: its parameter and result shapes (bounded dynamic dimensions included).
+    module_text: the StableHLO module in MLIR's generic syntax, with locations.
+    module: ``() -> ir.Module``, the parsed module (what compiling with host callbacks needs).
+    host_callbacks: the Python callables of its ``ops.HostCallback`` ops, by index (built only).
+    cross_partition_ids: ``() -> [(op, attribute, ids)]``: the partition ids named by its
+        cross-partition collectives (built graphs; empty when loaded), checked against
+        ``num_partitions`` before XLA sees them.
+    from_file: not built op by op with xlasdk's shape rules (loaded, or edited from a loaded
+        program): XLA's compiler runs in the worker process first.
+    heap_bytes: bytes of every array of a built graph (0 when loaded).
+    static_interface: the dynamic parameters are already padded arguments plus sizes and the
+        results are compiled as they are (made by :mod:`xlasdk.runtime.dynamic`).
+    """
+
+    name: str
+    program_shape: ProgramShape
+    module_text: str
+    module: Callable[[], Any]
+    host_callbacks: tuple[Any, ...]
+    cross_partition_ids: Callable[[], list[tuple[str, str, list[int]]]]
+    from_file: bool
+    heap_bytes: int
+    static_interface: bool
+
+
+def compile_request(computation: XlaComputation) -> CompileRequest:
+    """The :class:`CompileRequest` of ``computation`` (its module emitted on first need)."""
+    c = computation
+    text = c._mlir_module_text()
+    return CompileRequest(
+        c._name, c._program_shape, text, c._mlir_module, c._host_callbacks, c._cross_partition_ids,
+        c._source_format is not None, c._heap_bytes, c._static_interface,
+    )
+
+
+@dataclass(frozen=True)
+class StaticInterface:
+    """A computation with bounded dynamic shapes rewritten for a runtime of static arrays
+    (:func:`static_interface`).
+
+    Attributes
+    ----------
+    computation: the rewritten program: each dynamic parameter a static argument of its bounds
+        followed (after all parameters) by one ``s32[]`` size per dynamic dimension, joined by
+        ``set_dimension_size`` inside; the results, then one ``s32[]`` size per dynamic dimension
+        of a result (``GetDimensionSize``).
+    n_results: the number of results of the original program (before the sizes).
+    dynamic_results: ``(result, dimension)`` of each size result, in order.
+    dynamic_params: ``(parameter, dimensions)`` of each dynamic parameter, in order.
+    """
+
+    computation: XlaComputation
+    n_results: int
+    dynamic_results: tuple[tuple[int, int], ...]
+    dynamic_params: tuple[tuple[int, tuple[int, ...]], ...]
+
+
+def static_interface(computation: XlaComputation) -> StaticInterface:
+    """Rewrite a built computation with bounded dynamic shapes (``f32[<=5]``) into one with a
+    static interface (:class:`StaticInterface`): what jaxlib's runtime can run. The original
+    builder gains the ``GetDimensionSize`` / ``Tuple`` nodes of the rewrite; its default root
+    (the last op built) does not change.
+
+    Raises
+    ------
+    CompileError
+        For a computation loaded from a file: its graph is the module's, which jaxlib cannot give
+        dynamic arguments and whose padded results it cannot cut.
+    """
+    from .ops.control import GetTupleElement, Tuple  # the rewrite builds with the public ops
+    from .ops.shaping import GetDimensionSize
+
+    program_shape = computation.program_shape()
+    g = computation._built()
+    if g is None:
+        raise CompileError(
+            f"compile: {computation.name!r} has dynamic shapes ({program_shape}) and was loaded from a file: jaxlib "
+            "cannot take dynamic arguments and hands back padded results; build it with an XlaBuilder"
+        )
+    b = g.builder
+    result = program_shape.result_shape()
+    dyn: list[tuple[int, int]] = []
+    with b.keeping_default_root():
+        n = len(result.tuple_shapes()) if result.is_tuple() else 0
+        outs = [GetTupleElement(g.root, i) for i in range(n)] if result.is_tuple() else [g.root]
+        sizes = []
+        for k, o in enumerate(outs):
+            for d in range(o.shape.rank()):
+                if o.shape.is_dynamic_dimension(d):
+                    dyn.append((k, d))
+                    sizes.append(GetDimensionSize(o, d))
+        root = Tuple(b, outs + sizes) if sizes else g.root
+    params = program_shape.parameter_shapes()
+    dyn_params = tuple(
+        (i, tuple(d for d in range(p.rank()) if p.is_dynamic_dimension(d)))
+        for i, p in enumerate(params)
+        if p.is_array() and not p.is_static()
+    )
+    static = [Shape.array_shape(p.element_type(), p.dimensions()) if not p.is_static() else p for p in params]
+    names = list(program_shape.parameter_names())
+    extra = [f"{names[i]}_size{d}" for i, dims in dyn_params for d in dims]
+    s32 = Shape.scalar_shape("int32")
+    rewritten = XlaComputation._with_static_interface(
+        Graph(g.name, g.parameters, root, g.side_effects),
+        ProgramShape(static + [s32] * len(extra), root.shape, names + extra) if dyn_params
+        else ProgramShape(list(params), root.shape, names),
+        padded_params=bool(dyn_params),
+    )
+    rewritten._heap_bytes = computation._heap_bytes
+    return StaticInterface(rewritten, len(outs), tuple(dyn), dyn_params)

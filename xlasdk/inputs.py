@@ -122,7 +122,7 @@ def input_ranges(computation: XlaComputation) -> list[InputRange]:
         if name not in callees:
             callees[name] = None  # a recursive call learns nothing more
             try:
-                g = import_graph(computation._mlir_module(), computation.name, name)
+                g = import_graph(computation.compiler_ir(), computation.name, name)
             except Exception:  # noqa: BLE001 - a function the graph cannot hold: nothing learned
                 return None
             callees[name] = _graph_ranges(g.instructions, of_callee)

@@ -1,8 +1,8 @@
 """Fixtures for the runtime tests: hand-written StableHLO computations.
 
-The runtime needs only ``name``, ``program_shape()`` and ``_mlir_module_text()`` from a
-computation, so these tests use a small stand-in instead of the builder (which other modules
-test); ``test_executable.py`` also runs one builder-made computation end to end.
+The runtime tests make computations of hand-written StableHLO text with a given program shape
+instead of using the builder (which other modules test); ``test_executable.py`` also runs one
+builder-made computation end to end.
 """
 
 from __future__ import annotations
@@ -13,32 +13,24 @@ from typing import Any
 import numpy as np
 import pytest
 
+from xlasdk.computation import XlaComputation
 from xlasdk.shape import ProgramShape, Shape
 from xlasdk.types import PrimitiveType
 
 
-class MlirComputation:
-    """Stand-in for ``XlaComputation``: StableHLO text plus its program shape."""
-
-    def __init__(
-        self, name: str, text: str, params: Sequence[Shape], result: Shape, names: Sequence[str] = ()
-    ) -> None:
-        self.name = name
-        self._text = text
-        self._ps = ProgramShape(params, result, names)
-
-    def program_shape(self) -> ProgramShape:
-        return self._ps
-
-    def _mlir_module_text(self) -> str:
-        return self._text
+def MlirComputation(  # noqa: N802 (it stands where a class stood)
+    name: str, text: str, params: Sequence[Shape], result: Shape, names: Sequence[str] = ()
+) -> XlaComputation:
+    """A computation of hand-written StableHLO ``text`` with the given program shape, compiled in
+    this process as a built one would be (the runtime tests need no builder)."""
+    return XlaComputation._from_loaded(name, ProgramShape(params, result, names), None, text)
 
 
 def shape(dtype: Any, *dims: int) -> Shape:
     return Shape.array_shape(dtype, dims)
 
 
-def _elementwise(name: str, op: str, mlir_type: str, dtype: Any, dims: tuple[int, ...]) -> MlirComputation:
+def _elementwise(name: str, op: str, mlir_type: str, dtype: Any, dims: tuple[int, ...]) -> XlaComputation:
     text = (
         f"module @{name} {{ func.func public @main(%a: {mlir_type}, %b: {mlir_type}) -> {mlir_type} {{\n"
         f"  %0 = stablehlo.{op} %a, %b : {mlir_type}\n"
@@ -49,13 +41,13 @@ def _elementwise(name: str, op: str, mlir_type: str, dtype: Any, dims: tuple[int
 
 
 @pytest.fixture(scope="session")
-def add23() -> MlirComputation:
+def add23() -> XlaComputation:
     """add(a: f32[2,3], b: f32[2,3]) -> f32[2,3]."""
     return _elementwise("add", "add", "tensor<2x3xf32>", np.float32, (2, 3))
 
 
 @pytest.fixture(scope="session")
-def mul_add3() -> MlirComputation:
+def mul_add3() -> XlaComputation:
     """C-14: f(a, b) = a * b + a on f32[3]."""
     t = "tensor<3xf32>"
     text = (
@@ -71,7 +63,7 @@ def mul_add3() -> MlirComputation:
 def scalar_affine() -> Any:
     """affine(x: T[], y: T[]) -> T[] = x * y + x, for a dtype given by name (f32, s8, pred...)."""
 
-    def make(et: PrimitiveType) -> MlirComputation:
+    def make(et: PrimitiveType) -> XlaComputation:
         from xlasdk.types import mlir_element_type
 
         t = f"tensor<{mlir_element_type(et)}>"
@@ -87,7 +79,7 @@ def scalar_affine() -> Any:
 
 
 @pytest.fixture(scope="session")
-def add_and_sub() -> MlirComputation:
+def add_and_sub() -> XlaComputation:
     """(a: f32[4], b: f32[4]) -> (a + b, a - b): a tuple result."""
     t = "tensor<4xf32>"
     text = (
@@ -100,7 +92,7 @@ def add_and_sub() -> MlirComputation:
 
 
 @pytest.fixture(scope="session")
-def matmul() -> MlirComputation:
+def matmul() -> XlaComputation:
     """dot(x: f32[4,8], y: f32[8,16]) -> f32[4,16]: 2*4*8*16 = 1024 flops."""
     text = (
         "module @matmul { func.func public @main(%x: tensor<4x8xf32>, %y: tensor<8x16xf32>)"
@@ -114,7 +106,7 @@ def matmul() -> MlirComputation:
 
 
 @pytest.fixture(scope="session")
-def allreduce_replica_id() -> MlirComputation:
+def allreduce_replica_id() -> XlaComputation:
     """(x: f32[2]) -> (all_reduce_sum(x) over replicas {0,1,2,3}, replica_id as u32[])."""
     text = """module @ar { func.func public @main(%x: tensor<2xf32>) -> (tensor<2xf32>, tensor<ui32>) {
   %0 = "stablehlo.all_reduce"(%x) ({
@@ -130,7 +122,7 @@ def allreduce_replica_id() -> MlirComputation:
 
 
 @pytest.fixture(scope="session")
-def replica_id_only() -> MlirComputation:
+def replica_id_only() -> XlaComputation:
     """(x: f32[2]) -> (replica_id: u32[], x + 0)."""
     text = """module @rid { func.func public @main(%x: tensor<2xf32>) -> (tensor<ui32>, tensor<2xf32>) {
   %0 = stablehlo.replica_id : tensor<ui32>
@@ -149,6 +141,6 @@ def cpu4() -> Any:
 
 
 @pytest.fixture(scope="session")
-def make_computation() -> type[MlirComputation]:
+def make_computation() -> Any:
     """The stand-in class, for tests that write their own module text."""
     return MlirComputation

@@ -21,6 +21,7 @@ from jaxlib.mlir.dialects import mhlo as _mhlo
 from jaxlib.mlir.dialects import sdy as _sdy
 from jaxlib.mlir.dialects import stablehlo as _stablehlo
 
+from .. import _metadata
 from .._mlir_attrs import mlir_unescape as _mlir_unescape
 
 HLO_TEXT_TUPLE_OPERAND_REFS: Final[bool] = int(getattr(_xc, "_version", 0)) >= 505
@@ -154,6 +155,13 @@ def hlo_text(xla_computation: Any, *, metadata: bool = True, large_constants: bo
 def hlo_proto(xla_computation: Any) -> bytes:
     return bytes(xla_computation.as_serialized_hlo_module_proto())
 
+
+
+def hlo_proto_with_metadata(marked_text: str, table: Any) -> bytes:
+    """XLA's StableHLO -> HLO conversion of :func:`xlasdk._metadata.mark_locations`' text, with
+    the metadata fields the converter drops written into the converted ``HloModuleProto``
+    (:func:`xlasdk._metadata.patch_hlo_proto`)."""
+    return _metadata.patch_hlo_proto(hlo_proto(module_to_hlo(marked_text)), table)
 
 def hlo_dot_graph(xla_computation: Any) -> str:
     return str(_hlo.hlo_module_to_dot_graph(xla_computation.get_hlo_module()))

@@ -89,7 +89,7 @@ def serialize_portable_artifact(
 
 
 def _serialize_portable_artifact(comp: XlaComputation, target_version: str | None, what: str) -> bytes:
-    module = comp._mlir_module()
+    module = comp.compiler_ir()
     current = _mlir.stablehlo_current_version()
     minimum = _mlir.stablehlo_minimum_version()
     if target_version is None:

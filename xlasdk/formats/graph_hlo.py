@@ -207,12 +207,9 @@ def direct_hlo_text(comp: XlaComputation) -> str:
         ``comp`` holds an op, attribute or parameter attribute this printer does not read, side
         effects, or is not a graph (a computation as loaded prints its own text).
     """
-    # The graph of a computation made from nodes (XlaComputation._from_builder / _from_graph): the
-    # computation module exposes no public accessor for its root and parameters.
-    root, params = comp._root, comp._params
-    if root is None:
-        raise Unsupported("no graph")
-    if comp._side_effects:
+    g = comp.graph()
+    root, params = g.root, g.parameters
+    if g.side_effects:
         raise Unsupported("side effects")
     c = _Copier()
     for p in params:

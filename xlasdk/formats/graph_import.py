@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from .._jaxlib import mlir_graph as _mg
 from .._metadata import Location
-from .._optable import GET_TUPLE_ELEMENT, OPS, PARAMETER, HloForm, OpDef
+from .._optable import GET_TUPLE_ELEMENT, OPS, PARAMETER, TUPLE, HloForm, OpDef
 from ..attrs import OpMetadata
-from ..builder import Region, XlaBuilder, XlaOp
+from ..builder import Computation, Graph, ModuleContext, Region, XlaBuilder, XlaOp
 from ..errors import GraphImportError, XlaSdkError
 from ..shape import Shape
 from .program_shape import _shape_from_type
@@ -35,7 +35,7 @@ from .program_shape import _shape_from_type
 if TYPE_CHECKING:
     from ..computation import XlaComputation
 
-__all__ = ["MlirAttr", "Instruction", "ImportedGraph", "Partitioning", "import_graph", "with_outputs", "extract",
+__all__ = ["MlirAttr", "Instruction", "InstructionGraph", "Partitioning", "import_graph", "with_outputs", "extract",
            "partitioning"]
 
 
@@ -122,7 +122,7 @@ class Instruction:
 
     __slots__ = ("name", "op", "index", "_graph")
 
-    def __init__(self, name: str, op: XlaOp, index: int, graph: ImportedGraph) -> None:
+    def __init__(self, name: str, op: XlaOp, index: int, graph: InstructionGraph) -> None:
         self.name = name
         self.op = op
         self.index = index
@@ -212,7 +212,7 @@ class Instruction:
 
 
 @dataclass
-class ImportedGraph:
+class InstructionGraph:
     """The graph of a loaded computation: ``params`` (Parameter nodes), ``outputs`` (the nodes
     ``main`` returns, in order), ``effects`` (nodes kept though no output uses them), every
     instruction in order, and what the module holds around ``main`` (``module_body``: empty in
@@ -230,6 +230,25 @@ class ImportedGraph:
     parts: dict[int, tuple[XlaOp, ...]]  # op id of a multi-result op -> a node per result
     meshes: tuple[tuple[str, str], ...] = ()  # Shardy meshes of the module: (name, #sdy.mesh<...>)
     _users: dict[int, list[Instruction]] | None = None
+
+    def as_graph(self) -> Graph:
+        """The typed graph of ``main``: its parameters, one root (a tuple node when ``main``
+        returns several values), its side effects and the module around it."""
+        context = ModuleContext(self.module_attrs, self.module_body, self.result_attrs or None)
+        return self.graph_of(self.name, self.params, self.outputs, self.effects, context)
+
+    @staticmethod
+    def graph_of(
+        name: str, params: Sequence[XlaOp], outputs: Sequence[XlaOp], effects: Sequence[XlaOp], context: ModuleContext
+    ) -> Graph:
+        """A :class:`~xlasdk.Graph` of imported nodes: one root, a tuple node for several outputs."""
+        if len(outputs) == 1:
+            root = outputs[0]
+        else:
+            b = params[0].builder if params else outputs[0].builder
+            loc = outputs[0].loc if outputs else Location("loc(unknown)", {}, "")
+            root = XlaOp(b, TUPLE, tuple(outputs), Shape.tuple_shape([o.shape for o in outputs]), {}, (), loc, None)
+        return Graph(name, tuple(params), root, tuple(effects), context)
 
     def instruction_of(self, op: XlaOp) -> Instruction:
         got = self.names.get(op)
@@ -274,8 +293,7 @@ class _Importer:
         # each region's captures: the outer values its ops read directly (dependencies of the op)
         regions = tuple(self.region(r, f"{where} > {rec.name}") for r in rec.regions)
         attrs = {n: MlirAttr(t) for n, t in rec.attrs}
-        op = XlaOp(b, row, operands, shape, attrs, regions, _location(rec.loc), None)
-        b._nbytes += shape._heap_bytes()
+        op = b.add_imported(row, operands, shape, attrs, regions, _location(rec.loc))
         if single:
             self.values[rec.results[0][0]] = op
         else:
@@ -295,8 +313,8 @@ class _Importer:
         for i, (k, t, _, loc) in enumerate(rec.args):
             m = _LOC_NAME.match(loc)
             pname = m.group(1) if (m and top and loc.endswith('")')) else ""
-            p = XlaOp(b, PARAMETER, (), _shape(t, f"{where}: argument {i}"), {}, (), Location(loc, {}, ""), (i, pname))
-            b._params[i] = p
+            shape = _shape(t, f"{where}: argument {i}")
+            p = b.add_imported(PARAMETER, (), shape, {}, (), Location(loc, {}, ""), (i, pname))
             self.values[k] = p
             params.append(p)
         nodes = []
@@ -332,8 +350,8 @@ _PURE = frozenset(
 )
 
 
-def import_graph(module: Any, name: str, function: str = "main") -> ImportedGraph:
-    """The :class:`ImportedGraph` of a parsed, verified module's ``main`` (or of the function
+def import_graph(module: Any, name: str, function: str = "main") -> InstructionGraph:
+    """The :class:`InstructionGraph` of a parsed, verified module's ``main`` (or of the function
     named ``function``: what a ``func.call`` calls).
 
     Raises
@@ -370,7 +388,7 @@ def import_graph(module: Any, name: str, function: str = "main") -> ImportedGrap
         kind = opname.rsplit(".", 1)[-1]
         iname = f"{kind}.{len(instrs)}"
         instrs.append(Instruction(iname, op, len(instrs), None))  # type: ignore[arg-type]
-    graph = ImportedGraph(
+    graph = InstructionGraph(
         name, tuple(params), tuple(results), tuple(effects), tuple(instrs), names,
         tuple(rec.module_attrs), tuple(rec.others), tuple({n: MlirAttr(t) for n, t in a} for a in rec.res_attrs),
         imp.parts, tuple(rec.meshes),
@@ -388,7 +406,7 @@ _NAME_HINT = (
 
 
 def _resolve(
-    graph: ImportedGraph, items: Iterable[Instruction | XlaOp | str | int] | Instruction | XlaOp | str | int,
+    graph: InstructionGraph, items: Iterable[Instruction | XlaOp | str | int] | Instruction | XlaOp | str | int,
     what: str, *, outputs: bool = True,
 ) -> list[XlaOp]:
     """The nodes ``items`` name. With ``outputs``, each must be one value (a single result, or one
@@ -440,7 +458,7 @@ def _multi(op: XlaOp) -> bool:
 _RESULT_TIED = ("tf.aliasing_output", "jax.buffer_donor")
 
 
-def _edited_params(graph: ImportedGraph, params: Sequence[XlaOp]) -> list[XlaOp]:
+def _edited_params(graph: InstructionGraph, params: Sequence[XlaOp]) -> list[XlaOp]:
     out = []
     for p in params:
         if any(k in p.attrs for k in _RESULT_TIED):
@@ -451,20 +469,21 @@ def _edited_params(graph: ImportedGraph, params: Sequence[XlaOp]) -> list[XlaOp]
 
 
 def _edited(
-    source: XlaComputation, graph: ImportedGraph, params: Sequence[XlaOp], outputs: Sequence[XlaOp],
+    source: XlaComputation, graph: InstructionGraph, params: Sequence[XlaOp], outputs: Sequence[XlaOp],
     effects: Sequence[XlaOp],
     result_attrs: tuple[dict[str, Any], ...] | None = None,
 ) -> XlaComputation:
-    from ..computation import XlaComputation
+    from ..computation import XlaComputation  # computations are made of graphs: imported when one is made
 
     module_attrs = tuple((k, v) for k, v in graph.module_attrs if k != "mhlo.input_output_alias")
+    kept = result_attrs if result_attrs and any(result_attrs) else None
+    context = ModuleContext(module_attrs, graph.module_body, kept)
     return XlaComputation._from_graph(
-        graph.name, list(params), list(outputs), list(effects), module_attrs, graph.module_body,
-        result_attrs if result_attrs and any(result_attrs) else None, source.source_format or "graph",
+        InstructionGraph.graph_of(graph.name, params, outputs, effects, context), source.source_format or "graph"
     )
 
 
-def with_outputs(source: XlaComputation, graph: ImportedGraph, items: Any) -> XlaComputation:
+def with_outputs(source: XlaComputation, graph: InstructionGraph, items: Any) -> XlaComputation:
     """See :meth:`XlaComputation.with_outputs`."""
     outs = _resolve(graph, items, "with_outputs")
     if not outs:
@@ -483,7 +502,7 @@ def with_outputs(source: XlaComputation, graph: ImportedGraph, items: Any) -> Xl
     return _edited(source, graph, params, outs, effects, result_attrs)
 
 
-def extract(source: XlaComputation, graph: ImportedGraph, items: Any) -> XlaComputation:
+def extract(source: XlaComputation, graph: InstructionGraph, items: Any) -> XlaComputation:
     """See :meth:`XlaComputation.extract`."""
     chosen = _resolve(graph, items, "extract", outputs=False)
     if not chosen:
@@ -505,8 +524,7 @@ def extract(source: XlaComputation, graph: ImportedGraph, items: Any) -> XlaComp
     for i, x in enumerate(inputs.values()):
         owner = graph.instruction_of(x)
         pname = owner.name if x in graph.names else f"{owner.name}#{x.extra}"
-        p = XlaOp(b, PARAMETER, (), x.shape, {}, (), x.loc, (i, pname))
-        b._params[i] = p
+        p = b.add_imported(PARAMETER, (), x.shape, {}, (), x.loc, (i, pname))
         subst[id(x)] = p
         params.append(p)
     used = {id(x) for o in chosen for x in o.operands} | {
@@ -545,8 +563,11 @@ def _copy(
                 continue
             regions = tuple(_copy_region(r, memo) for r in node.regions)
             owner = builder if builder is not None and node.builder is only else node.builder
-            new = XlaOp(owner, node.opdef, tuple(memo[id(x)] for x in node.operands), node.shape, node.attrs,
-                        regions, node.loc, node.extra)
+            ops_ = tuple(memo[id(x)] for x in node.operands)
+            if owner is builder:  # the rewrite's builder: counted towards its size limit
+                new = owner.add_imported(node.opdef, ops_, node.shape, node.attrs, regions, node.loc, node.extra)
+            else:
+                new = XlaOp(owner, node.opdef, ops_, node.shape, node.attrs, regions, node.loc, node.extra)
             memo[id(node)] = new
         return memo[id(o)]
 
@@ -569,7 +590,7 @@ def _copy(
 class _Rewrite:
     """The state of a builder made by :meth:`XlaBuilder.from_computation`: the copied program."""
 
-    def __init__(self, source: XlaComputation, graph: ImportedGraph, b: XlaBuilder, memo: dict[int, XlaOp]) -> None:
+    def __init__(self, source: XlaComputation, graph: InstructionGraph, b: XlaBuilder, memo: dict[int, XlaOp]) -> None:
         self.source = source
         self.graph = graph
         self.builder = b
@@ -578,7 +599,7 @@ class _Rewrite:
         self.original_outputs = list(self.outputs)
         self.effects = [memo[id(o)] for o in graph.effects]
         self.imported = {id(o) for o in memo.values()}
-        self.user_count = len(b._side_effects)
+        self.user_count = len(b.side_effects())
         self.replaced: set[int] = set()
         self.names = {id(memo[id(ins.op)]): ins.name for ins in graph.instructions}
 
@@ -691,7 +712,7 @@ class _Rewrite:
             if o is orig:
                 kept.setdefault(id(o), a)
         result_attrs = tuple(kept.get(id(o), {}) for o in outs)
-        effects = [*self.effects, *self.builder._side_effects[self.user_count:]]
+        effects = [*self.effects, *self.builder.side_effects()[self.user_count:]]
         params = self.builder.parameters()
         return _edited(self.source, self.graph, params, outs, effects, result_attrs)
 
@@ -716,27 +737,23 @@ def _replace_in_regions(owner: XlaOp, old: XlaOp, new: XlaOp) -> None:
 
 def builder_from(source: XlaComputation) -> XlaBuilder:
     """See :meth:`XlaBuilder.from_computation`."""
-    from ..computation import XlaComputation
     from ..errors import DTypeError
 
-    if not isinstance(source, XlaComputation):
+    if not isinstance(source, Computation):
         raise DTypeError(
             f"XlaBuilder.from_computation: expected an XlaComputation (xs.load_computation(path) loads a file), "
             f"got {type(source).__name__}"
         )
-    graph: ImportedGraph = source._graph()
+    graph = source.instruction_graph()
     b = XlaBuilder(graph.name)
     memo: dict[int, XlaOp] = {}
-    for i, p in enumerate(graph.params):
+    for p in graph.params:
         attrs = {k: v for k, v in p.attrs.items() if k not in _RESULT_TIED}
-        np_ = XlaOp(b, PARAMETER, (), p.shape, attrs, (), p.loc, p.extra)
-        b._params[i] = np_
-        memo[id(p)] = np_
+        memo[id(p)] = b.add_imported(PARAMETER, (), p.shape, attrs, (), p.loc, p.extra)
     main = graph.params[0].builder if graph.params else (graph.outputs[0].builder if graph.outputs else None)
     _copy([*graph.outputs, *graph.effects, *(i.op for i in graph.instructions)], memo, 0,
           builder=b, only=main)
-    b._nbytes = sum(o.shape._heap_bytes() for o in memo.values())
-    b._imported = _Rewrite(source, graph, b, memo)
+    b.set_rewrite(_Rewrite(source, graph, b, memo))
     return b
 
 
@@ -787,7 +804,7 @@ def _sharding_of(attrs: dict[str, Any]) -> str | None:
     return None
 
 
-def partitioning(graph: ImportedGraph) -> Partitioning:
+def partitioning(graph: InstructionGraph) -> Partitioning:
     """See :meth:`XlaComputation.partitioning`."""
     attrs = dict(graph.module_attrs)
     meshes = [f"@{name} = {mesh}" for name, mesh in graph.meshes]

@@ -35,7 +35,7 @@ def computation_bytes(
     if fmt is Format.HLO_TEXT:
         return comp.as_hlo_text().encode("utf-8")
     if fmt is Format.STABLEHLO_TEXT:
-        return stablehlo_file_text(comp._mlir_module()).encode("utf-8")
+        return stablehlo_file_text(comp.compiler_ir()).encode("utf-8")
     if fmt is Format.PORTABLE_ARTIFACT:
         return serialize_portable_artifact(comp, target_version, what=what)
     return comp.as_serialized_hlo_module_proto()

@@ -80,7 +80,8 @@ def _not_own(op: str, name: str, computation: Any, builder: XlaBuilder) -> None:
     """Reject a computation built by the very builder it would be used in."""
     from ..computation import XlaComputation
 
-    root = computation._root if isinstance(computation, XlaComputation) else None
+    built = isinstance(computation, XlaComputation) and computation.source_format is None
+    root = computation.graph().root if built else None
     if root is not None and root.builder is builder:
         shape_error(
             op, f"{name} {computation.name!r} was built by builder {builder.name!r} itself; build "

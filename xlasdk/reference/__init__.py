@@ -216,7 +216,7 @@ class _Evaluator:
 
         g = self.callees.get(name)
         if g is None:
-            g = self.callees[name] = import_graph(self.comp._mlir_module(), self.comp.name, name)
+            g = self.callees[name] = import_graph(self.comp.compiler_ir(), self.comp.name, name)
         return g
 
     def call(self, o: XlaOp, callee: str, args: list[Value]) -> Value:
@@ -713,7 +713,7 @@ def _reference(computation: XlaComputation, args: Sequence[Any], scales: bool = 
     ``callees``: the called functions' graphs, shared by the evaluators of several simulated devices."""
     from ..errors import DTypeError, ShapeError
 
-    g = computation._graph()
+    g = computation.instruction_graph()
     if len(args) != len(g.params):
         raise ShapeError(f"evaluate: {computation.name!r} takes {len(g.params)} arguments, got {len(args)}")
     env: dict[int, Value] = {}

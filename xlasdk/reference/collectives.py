@@ -292,7 +292,7 @@ class _SharedCallees(dict[str, Any]):
 
         with self._lock:
             if name not in self:
-                self[name] = import_graph(self._comp._mlir_module(), self._comp.name, name)
+                self[name] = import_graph(self._comp.compiler_ir(), self._comp.name, name)
             return self[name]
 
 
@@ -346,7 +346,7 @@ def evaluate_spmd(
                          f"{num_partitions} partition(s); expected one per device ({num_replicas * num_partitions})")
     if not timeout > 0:
         raise ShapeError(f"evaluate_spmd: timeout must be > 0 seconds, got {timeout!r}")
-    computation._graph()  # imported once, before the threads share it
+    computation.instruction_graph()  # imported once, before the threads share it
     hub = _Hub(float(timeout))
     callees = _SharedCallees(computation)
     results: list[list[np.ndarray[Any, Any]] | None] = [None] * len(lists)

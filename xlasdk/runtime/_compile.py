@@ -3,34 +3,23 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 import numpy as np
 
 from .._atomic import file_path, read_regular_file
 from .._jaxlib import pjrt
+from ..computation import CompileRequest, XlaComputation, compile_request
 from ..errors import CompileError, FormatError
 from ..ops.collectives import partition_ids_problem
 from ..shape import ProgramShape, Shape
-from ..sharding import check_computation_shardings
+from ..sharding import check_computation_shardings, module_spmd_counts
 from ._executable import Executable
 from ._options import CompileOptions
 from ._serial_format import _parse, _shape_from_json
 from .cache import CacheArg, compile_cached
 from .device import Device, UnknownDeviceError, _resolve_device
 from .isolated_compile import compile_isolated
-
-
-class _ComputationLike(Protocol):
-    """What :func:`compile` needs from an :class:`~xlasdk.XlaComputation`."""
-
-    @property
-    def name(self) -> str: ...
-
-    def program_shape(self) -> ProgramShape: ...
-
-    def _mlir_module_text(self) -> str: ...
-
 
 
 # -- compile ----------------------------------------------------------------------------------
@@ -67,8 +56,22 @@ def _place(options: CompileOptions, device: Device | str | None) -> list[Device]
 _DEFAULT_OPTIONS: Final = CompileOptions()
 
 
+def _module_options(computation: XlaComputation, req: CompileRequest) -> CompileOptions:
+    """The options of a loaded program compiled without any: the replica and partition counts
+    the module records for itself (JAX's ``mhlo.num_replicas`` / ``mhlo.num_partitions``, else
+    the device count its shardings need); one device when it says nothing. A built computation
+    always defaults to one device."""
+    text = req.module_text
+    if not req.from_file or ("num_partitions" not in text and "num_replicas" not in text and "sharding" not in text):
+        return _DEFAULT_OPTIONS
+    replicas, partitions = module_spmd_counts(computation, module_text=text)
+    if (replicas or 1) == 1 and (partitions or 1) == 1:
+        return _DEFAULT_OPTIONS
+    return CompileOptions(num_replicas=replicas or 1, num_partitions=partitions or 1)
+
+
 def compile(
-    computation: _ComputationLike,
+    computation: XlaComputation,
     device: Device | str | None = None,
     *,
     options: CompileOptions | None = None,
@@ -85,7 +88,11 @@ def compile(
         A :class:`Device`, a ``"cpu:0"``-style string, or None for the default device. With
         several replicas/partitions it is the first device used.
     options:
-        :class:`CompileOptions` (replicas, partitions, device assignment, XLA flags).
+        :class:`CompileOptions` (replicas, partitions, device assignment, XLA flags). Default:
+        one device; for a program loaded from a file, the replicas and partitions the module
+        records for itself (JAX's ``mhlo.num_replicas`` / ``mhlo.num_partitions``, else the
+        device count its shardings need), so a sharded JAX program compiles for its devices
+        (run it with ``exe.execute_sharded(global_arrays)``).
     cache:
         The on-disk compile cache: ``True`` (the default cache directory), a directory, an
         :class:`~xlasdk.runtime.cache.CompileCache`, ``False`` (never), or ``None`` (the cache in
@@ -111,42 +118,36 @@ def compile(
 
     Maps to PJRT ``Client::CompileAndLoad`` (``client.compile_and_load``).
     """
-    if not (hasattr(computation, "_mlir_module_text") and hasattr(computation, "program_shape")):
+    if not isinstance(computation, XlaComputation):
         raise TypeError(f"compile: expected an XlaComputation, got {type(computation).__name__}")
-    opts = options if options is not None else _DEFAULT_OPTIONS
+    req = compile_request(computation)
+    opts = options if options is not None else _module_options(computation, req)
     if not isinstance(opts, CompileOptions):
         raise TypeError(f"compile: options must be xs.CompileOptions, got {type(opts).__name__}")
-    name = str(computation.name)
-    # the stored xs.ProgramShape (xla_client.XlaComputation.program_shape() gives the former
-    # API's shapes, whose element_type() is a numpy dtype)
-    program_shape = getattr(computation, "_program_shape", None) or computation.program_shape()
+    name, program_shape = req.name, req.program_shape
     _check_runnable(name, program_shape)
-    if not getattr(computation, "_padded_results", False) and not all(
+    if not req.static_interface and not all(
         s.is_static() for s in (*program_shape.parameter_shapes(), *_leaves(program_shape.result_shape()))
     ):
         from .dynamic import compile_dynamic  # bounded dynamic shapes: real extents of the results
 
-        return _remember(compile_dynamic(computation, name, program_shape, device, opts, cache), computation)
-    cross_partition = getattr(computation, "_cross_partition_ids", None)
-    if cross_partition is not None:  # what XLA would abort on, found once per computation
-        problem = partition_ids_problem(cross_partition(), opts.num_partitions)
-        if problem is not None:
-            raise CompileError(f"compile: {name!r}: {problem}")
+        return _remember(compile_dynamic(computation, device, opts, cache), computation)
+    problem = partition_ids_problem(req.cross_partition_ids(), opts.num_partitions)  # what XLA would abort on
+    if problem is not None:
+        raise CompileError(f"compile: {name!r}: {problem}")
     devs = _place(opts, device)
     if opts.num_partitions > 1:  # shardings that do not fit the partitions, before XLA sees them
         check_computation_shardings(computation, opts.num_partitions, opts.num_replicas)
-    text = computation._mlir_module_text()
+    text = req.module_text
     # Loaded from a file or bytes: not checked op by op, so XLA's compiler runs in the worker
     # process first (it aborts on some verified modules). Other platforms compile in-process.
-    isolate = getattr(computation, "_source_format", None) is not None and devs[0].platform == "cpu"
+    isolate = req.from_file and devs[0].platform == "cpu"
     # Arrays no machine holds: XLA:CPU of jaxlib 0.12 dies of SIGFPE compiling some of them
     # (s32[2**54], s8[2**28,2**28]); 0.10.2 compiles them. Such a program compiles in the worker too.
-    if devs[0].platform == "cpu" and getattr(computation, "_heap_bytes", 0) >= _ISOLATE_HEAP_BYTES:
+    if devs[0].platform == "cpu" and req.heap_bytes >= _ISOLATE_HEAP_BYTES:
         isolate = True
-    get_callbacks = getattr(computation, "_callbacks", None)
-    callbacks: tuple[Any, ...] = get_callbacks() if get_callbacks is not None else ()
-    if callbacks:  # Python host callbacks: compiled here with them, never cached or isolated
-        return _remember(_compile_with_callbacks(computation, name, program_shape, opts, devs, callbacks), computation)
+    if req.host_callbacks:  # Python host callbacks: compiled here with them, never cached or isolated
+        return _remember(_compile_with_callbacks(req, opts, devs), computation)
     if "python_cpu_callback" in text or "python_gpu_callback" in text:  # jaxlib crashes running it
         raise CompileError(
             f"compile: {name!r} calls Python host callbacks (a custom call to jaxlib's "
@@ -206,19 +207,14 @@ _ISOLATE_HEAP_BYTES = 2**40
 """A built computation whose arrays add up to this many bytes (1 TiB) or more compiles in the worker."""
 
 
-def _compile_with_callbacks(
-    computation: Any,
-    name: str,
-    program_shape: ProgramShape,
-    opts: CompileOptions,
-    devs: list[Device],
-    callbacks: tuple[Any, ...],
-) -> Executable:
+def _compile_with_callbacks(req: CompileRequest, opts: CompileOptions, devs: list[Device]) -> Executable:
     """Compile a built computation that calls Python host callbacks (``ops.HostCallback``): in
     this process (the callbacks are Python objects of this process), without the compile cache
     (an executable holding callbacks cannot be serialized), and keeping the callbacks alive with
     the executable."""
     from .._jaxlib.callbacks import compile_and_load_with_callbacks
+
+    name, program_shape, callbacks = req.name, req.program_shape, req.host_callbacks
 
     if any(d.platform != "cpu" for d in devs):
         raise CompileError(
@@ -229,7 +225,7 @@ def _compile_with_callbacks(
     assignment = np.asarray(ids, dtype=np.int64).reshape(opts.num_replicas, opts.num_partitions)
     jopts = pjrt.make_compile_options(opts.num_replicas, opts.num_partitions, assignment, opts.env_option_overrides)
     exe = compile_and_load_with_callbacks(
-        devs[0].client._c, computation._mlir_module(), [d._d for d in devs], jopts, name, callbacks
+        devs[0].client._c, req.module(), [d._d for d in devs], jopts, name, callbacks
     )
     result = Executable._make(exe, name, program_shape, devs, opts.num_replicas, opts.num_partitions)
     result._host_callbacks = callbacks

@@ -25,11 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from .._emit import emit_module
-from ..computation import XlaComputation
-from ..errors import CompileError, DTypeError, ShapeError, XlaRuntimeError
-from ..ops.control import GetTupleElement, Tuple
-from ..ops.shaping import GetDimensionSize
+from ..computation import XlaComputation, static_interface
+from ..errors import DTypeError, ShapeError, XlaRuntimeError
 from ..shape import ProgramShape, Shape
 from .array import DeviceArray, device_put
 from .executable import CompileOptions, Executable, compile
@@ -37,59 +34,15 @@ from .executable import CompileOptions, Executable, compile
 __all__ = ["DynamicResultExecutable", "compile_dynamic"]
 
 
-def compile_dynamic(
-    computation: Any, name: str, program_shape: ProgramShape, device: Any, options: CompileOptions, cache: Any
-) -> Executable:
-    """Compile a computation with bounded dynamic dimensions (see the module docstring)."""
-    root = getattr(computation, "_root", None)
-    if root is None:
-        raise CompileError(
-            f"compile: {name!r} has dynamic shapes ({program_shape}) and was loaded from a file: jaxlib "
-            "cannot take dynamic arguments and hands back padded results; build it with an XlaBuilder"
-        )
-    b = root.builder
-    last = b._last
-    try:
-        result = program_shape.result_shape()
-        outs = [GetTupleElement(root, i) for i in range(len(result.tuple_shapes()))] if result.is_tuple() else [root]
-        dyn: list[tuple[int, int]] = []
-        sizes = []
-        for k, o in enumerate(outs):
-            for d in range(o.shape.rank()):
-                if o.shape.is_dynamic_dimension(d):
-                    dyn.append((k, d))
-                    sizes.append(GetDimensionSize(o, d))
-        augmented = b.build(Tuple(b, outs + sizes)) if sizes else computation
-    finally:
-        b._last = last
-    params = program_shape.parameter_shapes()
-    dyn_params = tuple(
-        (i, tuple(d for d in range(p.rank()) if p.is_dynamic_dimension(d)))
-        for i, p in enumerate(params)
-        if p.is_array() and not p.is_static()
+def compile_dynamic(computation: XlaComputation, device: Any, options: CompileOptions, cache: Any) -> Executable:
+    """Compile a computation with bounded dynamic dimensions (see the module docstring): its
+    static-interface rewrite (:func:`xlasdk.computation.static_interface`), wrapped to pad the
+    arguments and cut the results."""
+    rw = static_interface(computation)
+    exe = compile(rw.computation, device, options=options, cache=cache)
+    return DynamicResultExecutable._wrap(
+        exe, computation.program_shape(), rw.n_results, rw.dynamic_results, rw.dynamic_params
     )
-    if dyn_params:  # static bounds + s32[] sizes, joined by set_dimension_size in the program
-        callbacks: list[Any] = []
-        text = emit_module(
-            computation.name, list(augmented._params), augmented._root, side_effects=augmented._side_effects,
-            host_callbacks=callbacks, padded_dynamic_params=True,
-        )
-        static = [Shape.array_shape(p.element_type(), p.dimensions()) if not p.is_static() else p for p in params]
-        s32 = Shape.scalar_shape(np.int32)
-        names = list(program_shape.parameter_names())
-        extra = [f"{names[i]}_size{d}" for i, dims in dyn_params for d in dims]
-        padded = XlaComputation._new(
-            computation.name,
-            ProgramShape(static + [s32] * len(extra), augmented.program_shape().result_shape(), names + extra),
-        )
-        padded._text = text
-        padded._host_callbacks = tuple(callbacks)
-        augmented = padded
-    else:
-        augmented._name = computation.name
-    augmented._padded_results = True  # compiled as is: padded arguments/results + sizes
-    exe = compile(augmented, device, options=options, cache=cache)
-    return DynamicResultExecutable._wrap(exe, program_shape, len(outs), dyn, dyn_params)
 
 
 class DynamicResultExecutable(Executable):

@@ -112,12 +112,15 @@ def check_computation_shardings(computation: Any, num_partitions: int, num_repli
         runtime aborts the process on those (it checks the tile count against every device of
         all replicas).
     """
-    root = getattr(computation, "_root", None)
-    if root is None or not root.builder._op_shardings:
+    if computation.source_format is not None:
         return
-    name = getattr(computation, "name", "?")
+    graph = computation.graph()
+    root = graph.root
+    if not root.builder._op_shardings:
+        return
+    name = computation.name
+    params = list(graph.parameters)
     if num_replicas > 1:
-        params = list(getattr(computation, "_params", ()))
         n_results = len(root.shape.tuple_shapes()) if root.shape.is_tuple() else 1
         outer = [(f"parameter {p.extra[0]}", p.sharding) for p in params]
         outer += [(f"result {i}", s) for i, s in enumerate(_result_shardings(root, n_results) or ())]
@@ -129,7 +132,7 @@ def check_computation_shardings(computation: Any, num_partitions: int, num_repli
                     "tile them over partitions alone, or replicate them (shardings of inner ops are fine)"
                 )
     seen: set[int] = set()
-    stack = [root, *getattr(computation, "_side_effects", ()), *getattr(computation, "_params", ())]
+    stack = [root, *graph.side_effects, *params]
     while stack:
         op = stack.pop()
         if op.id in seen:
@@ -157,14 +160,17 @@ _MODULE_ATTR_INT: Final = re.compile(r"\bmhlo\.(num_partitions|num_replicas)\s*=
 _SHARDING_ATTR: Final = re.compile(r'mhlo\.sharding\s*=\s*"((?:[^"\\]|\\.)*)"')
 
 
-def module_spmd_counts(computation: Any, hlo_text: str | None = None) -> tuple[int | None, int | None]:
+def module_spmd_counts(
+    computation: Any, hlo_text: str | None = None, module_text: str | None = None
+) -> tuple[int | None, int | None]:
     """``(num_replicas, num_partitions)`` a module records for itself, None where it says nothing.
 
     In order: the HLO module header (``replica_count=``, ``num_partitions=``: XLA's dumps of SPMD
     programs write them) when ``hlo_text`` is the module's HLO text; the StableHLO module
     attributes ``mhlo.num_replicas`` / ``mhlo.num_partitions`` (JAX's lowerings carry them); else
     the partition count its shardings need: the device count of its tile assignments, or its
-    highest maximal device + 1 (replicated-only modules say nothing).
+    highest maximal device + 1 (replicated-only modules say nothing). ``module_text``: the
+    module's StableHLO text when the caller has it (else it is printed).
     """
     replicas: int | None = None
     partitions: int | None = None
@@ -177,7 +183,7 @@ def module_spmd_counts(computation: Any, hlo_text: str | None = None) -> tuple[i
                     partitions = int(value)
                 else:
                     replicas = int(value)
-    text = computation._mlir_module_text()
+    text = module_text if module_text is not None else computation.as_stablehlo_text()
     for key, value in _MODULE_ATTR_INT.findall(text):  # module attributes (at the end in generic form)
         if key == "num_partitions" and partitions is None:
             partitions = int(value)
@@ -189,6 +195,7 @@ def module_spmd_counts(computation: Any, hlo_text: str | None = None) -> tuple[i
             try:
                 s = HloSharding.parse(_mlir_unescape(raw))
             except ShapeError:
+                need = max(need, _mesh_devices(_mlir_unescape(raw)))
                 continue
             for e in iter_shardings(s):
                 if e.is_tiled:
@@ -197,3 +204,23 @@ def module_spmd_counts(computation: Any, hlo_text: str | None = None) -> tuple[i
                     need = max(need, e.device + 1)
         partitions = need or None
     return replicas, partitions
+
+
+_MESH_SHARDING: Final = re.compile(r"^\{mesh\[([^\]]*)\],\s*\[(.*)\]")
+_MESH_AXIS: Final = re.compile(r"'([^']*)'\s*=\s*(\d+)")
+
+
+def _mesh_devices(text: str) -> int:
+    """The devices a sharding in XLA's mesh form needs (``{mesh['x'=4], [{'x'}, {}]}``, what
+    jaxlib 0.12's HLO dumps write): the mesh's size when a dimension is split over one of its
+    axes, else 0 (replicated, or not this form)."""
+    m = _MESH_SHARDING.match(text.strip())
+    if m is None:
+        return 0
+    axes = {name: int(n) for name, n in _MESH_AXIS.findall(m.group(1))}
+    if not any(f"'{name}'" in m.group(2) for name in axes):
+        return 0
+    total = 1
+    for n in axes.values():
+        total *= n
+    return total
