@@ -47,6 +47,25 @@ from hypothesis import strategies as st
 import xlasdk as xs
 from tests.helpers import check_direct_hlo, run
 from xlasdk import ops
+from xlasdk._optable import OPS
+from xlasdk.ops import (
+    collectives,
+    control,
+    conv,
+    convert,
+    custom_call,
+    elementwise,
+    fft,
+    indexing,
+    linalg,
+    reduce,
+    shaping,
+    side_effects,
+    sort,
+    sources,
+    window,
+)
+from xlasdk.ops import random as rnd
 
 Dims = tuple[int, ...]
 Arr = np.ndarray[Any, Any]
@@ -1686,28 +1705,120 @@ def sort_cases(draw: Any, valid: bool = False, types: Sequence[np.dtype[Any]] = 
 
 # == the tests ==================================================================================
 
-FAMILIES: dict[str, Callable[..., st.SearchStrategy[Case]]] = {
-    "binary": binary_cases,
-    "broadcast_in_dim": broadcast_in_dim_cases,
-    "reshape": reshape_cases,
-    "transpose": transpose_cases,
-    "slice": slice_cases,
-    "pad": pad_cases,
-    "concat": concat_cases,
-    "dot_general": dot_general_cases,
-    "conv": conv_cases,
-    "reduce": reduce_cases,
-    "reduce_window": reduce_window_cases,
-    "gather": gather_cases,
-    "scatter": scatter_cases,
-    "dynamic_slice": dynamic_slice_cases,
-    "iota": iota_cases,
-    "convert": convert_cases,
-    "rev": rev_cases,
-    "collapse": collapse_cases,
-    "topk": topk_cases,
-    "sort": sort_cases,
+Strategy = Callable[..., st.SearchStrategy[Case]]
+
+#: The shape rules of the op table (``OPS``: every row binds its rule), each once.
+TABLE_RULES: list[Callable[..., Any]] = list(dict.fromkeys(d.rule for d in OPS.values() if d.rule is not None))
+
+#: The strategies that fuzz each rule of the table (through the public ops whose rows bind it).
+FUZZED: dict[Callable[..., Any], tuple[Strategy, ...]] = {
+    elementwise.binary_op_shape: (binary_cases,),
+    elementwise.compare_result: (binary_cases,),
+    shaping.broadcast_in_dim_shape: (broadcast_in_dim_cases,),
+    shaping.reshape_shape: (reshape_cases, collapse_cases),
+    shaping.transpose_shape: (transpose_cases,),
+    shaping.slice_shape: (slice_cases,),
+    shaping.pad_shape: (pad_cases,),
+    shaping.concat_shape: (concat_cases,),
+    shaping.rev_shape: (rev_cases,),
+    linalg.dot_general_shape: (dot_general_cases,),
+    conv.convolution_shape: (conv_cases,),
+    reduce.reduce_shape: (reduce_cases,),
+    window.reduce_window_op_shape: (reduce_window_cases,),
+    indexing.gather_shape: (gather_cases,),
+    indexing.scatter_shape: (scatter_cases,),
+    indexing.dynamic_slice_shape: (dynamic_slice_cases,),
+    sources.iota_shape: (iota_cases,),
+    convert.convert_shape: (convert_cases,),
+    convert.bitcast_shape: (convert_cases,),
+    sort.top_k_shape: (topk_cases,),
+    sort.sort_shape: (sort_cases,),
 }
+
+_OPS_TESTS = "checked case by case (values and every error) in tests/ops/"
+#: The rules of the table not fuzzed here, and why.
+NOT_FUZZED: dict[Callable[..., Any], str] = {
+    elementwise.unary_shape: "an element-type check per op: tests/ops/test_elementwise.py runs every unary op on "
+    "every element type",
+    elementwise.select_shape: _OPS_TESTS + "test_elementwise.py",
+    elementwise.clamp_shape: _OPS_TESTS + "test_elementwise.py",
+    collectives.all_gather_shape: _OPS_TESTS + "test_collectives.py (they need several devices to run)",
+    collectives.reduce_scatter_shape: _OPS_TESTS + "test_collectives.py (they need several devices to run)",
+    collectives.all_to_all_shape: _OPS_TESTS + "test_collectives.py (they need several devices to run)",
+    collectives.all_reduce_shape: _OPS_TESTS + "test_collectives.py (they need several devices to run)",
+    collectives.collective_permute_shape: _OPS_TESTS + "test_collectives.py (they need several devices to run)",
+    collectives.id_shape: "a constant shape (u32[])",
+    control.while_shape: _OPS_TESTS + "test_control.py (the shapes come from sub-computations)",
+    control.conditional_shape: _OPS_TESTS + "test_control.py (the shapes come from sub-computations)",
+    convert.reduce_precision_shape: _OPS_TESTS + "test_convert.py",
+    linalg.cholesky_shape: _OPS_TESTS + "test_linalg.py",
+    linalg.triangular_solve_shape: _OPS_TESTS + "test_linalg.py",
+    custom_call.custom_call_target_check: _OPS_TESTS + "test_sources.py and tests/test_custom_call_targets.py "
+    "(the shapes are the caller's)",
+    shaping.get_dimension_size_shape: _OPS_TESTS + "test_dynamic.py",
+    shaping.set_dimension_size_shape: _OPS_TESTS + "test_dynamic.py",
+    sources.constant_shape: "the shape of the numpy value (tests/ops/test_sources.py)",
+    reduce.map_shape: _OPS_TESTS + "test_map.py",
+    reduce.batch_norm_training_shape: _OPS_TESTS + "test_reduce.py",
+    reduce.batch_norm_inference_shape: _OPS_TESTS + "test_reduce.py",
+    reduce.batch_norm_grad_shape: _OPS_TESTS + "test_reduce.py",
+    fft.fft_shape: _OPS_TESTS + "test_fft.py",
+    side_effects.token_shape: "a constant shape (token[])",
+    side_effects.optimization_barrier_shape: _OPS_TESTS + "test_side_effects.py",
+    side_effects.infeed_shape: _OPS_TESTS + "test_side_effects.py",
+    side_effects.outfeed_check: _OPS_TESTS + "test_side_effects.py",
+    indexing.dynamic_update_slice_check: _OPS_TESTS + "test_indexing.py",
+    rnd.rng_bit_generator_shape: _OPS_TESTS + "test_random.py",
+    rnd.rng_shape: _OPS_TESTS + "test_random.py",
+}
+
+#: Every strategy, once, in table order (``test_compile_accepted_ops`` draws from each).
+FAMILIES: list[Strategy] = list(dict.fromkeys(s for r in TABLE_RULES for s in FUZZED.get(r, ())))
+
+
+def test_every_rule_of_the_table_is_fuzzed_or_says_why_not() -> None:
+    """The rules come from the op table: a new row's rule is fuzzed here or listed with a reason."""
+    assert len(TABLE_RULES) > 40
+    assert not set(FUZZED) & set(NOT_FUZZED)
+    missing = [f"{r.__module__}.{r.__name__}" for r in TABLE_RULES if r not in FUZZED and r not in NOT_FUZZED]
+    assert missing == []
+    stale = [f"{r.__module__}.{r.__name__}" for r in [*FUZZED, *NOT_FUZZED] if r not in TABLE_RULES]
+    assert stale == []  # every entry is the rule of some row
+    assert all(reason.strip() for reason in NOT_FUZZED.values())
+
+
+@fuzz(300)
+@given(data=st.data())
+def test_fuzz_binary_rows_rule_from_the_table(data: st.DataObject) -> None:
+    """Each binary row's rule, as the table binds it (``BINARY[name].opdef.rule``), agrees with the
+    public op: the same result shape, or an error of the same type."""
+    name = data.draw(st.sampled_from(sorted(elementwise.BINARY)))
+    rule = elementwise.BINARY[name].opdef.rule
+    assert rule is OPS[elementwise.BINARY[name].opdef.name].rule is elementwise.binary_op_shape
+    ldt = data.draw(st.sampled_from(BINARY_TYPES))
+    rdt = ldt if data.draw(st.booleans()) else data.draw(st.sampled_from(BINARY_TYPES))
+    ld = data.draw(dims_st(0, 3))
+    rd = data.draw(st.sampled_from([ld, (), ld[1:], tuple(1 for _ in ld)])) if data.draw(st.booleans()) else \
+        data.draw(dims_st(0, 3))
+    bd: tuple[int, ...] = ()
+    if len(ld) != len(rd) and min(len(ld), len(rd)) > 0:
+        bd = tuple(data.draw(st.lists(st.integers(0, 3), min_size=min(len(ld), len(rd)),
+                                      max_size=min(len(ld), len(rd)))))
+    lhs, rhs = shape_of(ldt, ld), shape_of(rdt, rd)
+    b = xs.XlaBuilder("rule")
+    x, y = ops.Parameter(b, 0, lhs), ops.Parameter(b, 1, rhs)
+    try:
+        built: xs.Shape | Exception = getattr(ops, name)(x, y, bd or None).shape
+    except (xs.ShapeError, xs.DTypeError) as e:
+        built = e
+    try:
+        ruled: xs.Shape | Exception = rule(name, lhs, rhs, bd)
+    except (xs.ShapeError, xs.DTypeError) as e:
+        ruled = e
+    if isinstance(built, Exception) or isinstance(ruled, Exception):
+        assert type(built) is type(ruled), (name, lhs, rhs, bd, built, ruled)
+    else:
+        assert built == ruled, (name, lhs, rhs, bd, built, ruled)
 
 
 @fuzz(600)
@@ -1838,7 +1949,7 @@ def test_fuzz_sort_dimension(case: Case) -> None:
 def test_compile_accepted_ops(data: st.DataObject, seed: int) -> None:
     """Several draws of every family (valid ones mostly) in one computation, compiled and run."""
     cases = []
-    for strategy in FAMILIES.values():
+    for strategy in FAMILIES:
         cases += data.draw(st.lists(strategy(valid=data.draw(st.booleans())), min_size=1, max_size=3))
     fuzz_many(cases, seed, values=False)
 

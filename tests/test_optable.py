@@ -175,3 +175,73 @@ def test_ledger_names_every_registered_op_the_table_lacks() -> None:
     assert lacking <= set(NOT_DEFINED), sorted(lacking - set(NOT_DEFINED))
     assert not set(NOT_DEFINED) & set(OPS), sorted(set(NOT_DEFINED) & set(OPS))
     assert all(reason.strip() for reason in NOT_DEFINED.values())
+
+
+def test_every_row_binds_its_shape_rule_or_gives_a_documented_reason() -> None:
+    """``define(..., rule=...)``: every row built by a wrapper binds its shape rule; the rows
+    whose shape the graph gives (or that only the emitters write) say so with a reason of
+    ``NO_RULE``, and no other row lacks a rule."""
+    import xlasdk.ops  # noqa: F401  (every family defines its rows on import)
+    from xlasdk._optable import EMITTER_ONLY, GRAPH_SHAPE, NO_RULE
+
+    assert NO_RULE == {GRAPH_SHAPE, EMITTER_ONLY}
+    for d in OPS.values():
+        if d.rule is None:
+            assert d.no_rule in NO_RULE, d
+        else:
+            assert callable(d.rule) and d.no_rule == "", d
+    without = {d.name: d.no_rule for d in OPS.values() if d.rule is None}
+    assert without == {
+        "parameter": GRAPH_SHAPE, "tuple": GRAPH_SHAPE, "get_tuple_element": GRAPH_SHAPE, "call": GRAPH_SHAPE,
+        "stablehlo.return": GRAPH_SHAPE, "stablehlo.tuple": EMITTER_ONLY,
+        "stablehlo.get_tuple_element": EMITTER_ONLY,
+    }
+
+
+def test_a_rule_is_a_documented_function_of_the_family_that_defines_the_row() -> None:
+    """A row's rule is a public, documented module-level function of an ``xlasdk.ops`` family (the
+    module that defines the row, or the family module of the elementwise tables)."""
+    import inspect
+
+    import xlasdk.ops  # noqa: F401
+
+    for d in OPS.values():
+        if d.rule is None:
+            continue
+        mod = inspect.getmodule(d.rule)
+        assert mod is not None and mod.__name__.startswith("xlasdk.ops."), d
+        assert not d.rule.__name__.startswith("_") and getattr(mod, d.rule.__name__) is d.rule, d
+        assert (d.rule.__doc__ or "").strip(), d
+        assert any(v is d for v in vars(mod).values()) or mod.__name__ == "xlasdk.ops.elementwise", d
+
+
+def test_define_refuses_a_row_without_a_rule_or_with_an_undocumented_reason() -> None:
+    from xlasdk._optable import GRAPH_SHAPE
+
+    def rule(op: str) -> xs.Shape:
+        """A rule."""
+        return xs.Shape.array_shape(np.float32, ())
+
+    for kwargs in ({}, {"no_rule": "some other reason"}, {"rule": rule, "no_rule": GRAPH_SHAPE}):
+        with pytest.raises(ValueError, match="shape rule"):
+            _optable.define("stablehlo.not_an_op_xyz", **kwargs)  # type: ignore[arg-type]
+    assert "stablehlo.not_an_op_xyz" not in OPS
+
+
+def test_the_emitters_know_host_callbacks_only_through_the_row() -> None:
+    """The custom-call row carries the ``host_callback`` hook; the emitter reads no family data."""
+    import inspect
+
+    from xlasdk import _emit
+    from xlasdk.ops import custom_call
+
+    row = custom_call.CUSTOM_CALL
+    assert row.host_callback is not None
+    assert all(d.host_callback is None for d in OPS.values() if d is not row)
+    b = xs.XlaBuilder("cc")
+    x = ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, (2,)), "x")
+    plain = ops.CustomCall(b, "Sharding", [x], x.shape, has_side_effect=False)
+    assert row.host_callback(plain) is None
+    cb = ops.HostCallback(lambda a: a, [x], x.shape)
+    assert row.host_callback(cb) is not None
+    assert "HostCallbackSpec" not in inspect.getsource(_emit)

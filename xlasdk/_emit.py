@@ -24,12 +24,12 @@ from ._optable import (
     CALL,
     GET_TUPLE_ELEMENT,
     PARAMETER,
-    SET_DIMENSION_SIZE,
     STABLEHLO_GET_TUPLE_ELEMENT,
     STABLEHLO_TUPLE,
     TUPLE,
 )
 from .builder import Region, XlaOp
+from .ops.shaping import SET_DIMENSION_SIZE
 from .shape import Shape
 from .sharding._spmd import _result_shardings
 
@@ -54,25 +54,13 @@ def _results(shapes: list[Shape]) -> str:
     return "(" + _types(shapes) + ")"
 
 
-class HostCallbackSpec:
-    """``XlaOp.extra`` of a host-callback custom call (``ops.HostCallback``): the callable jaxlib
-    runs. Its index in the executable's ``host_callbacks`` list is given when the module is
-    emitted (``backend_config = {index = N : ui64}``, in emission order), so one op can sit in
-    several computations; :func:`emit_module` hands the list back in that order."""
-
-    __slots__ = ("callback",)
-
-    def __init__(self, callback: Any) -> None:
-        self.callback = callback
-
-
 class Emitter:
     """Turns graphs into generic-syntax MLIR lines."""
 
     def __init__(self, metadata_table: list[dict[str, Any]] | None = None) -> None:
         self.n = 0
         self.lines: list[str] = []
-        self.host_callbacks: list[Any] = []  # HostCallbackSpec.callback, by index
+        self.host_callbacks: list[Any] = []  # the callables of host-callback nodes, by index
         self._callback_index: dict[int, int] = {}  # op id -> index
         self.metadata_table = metadata_table  # see emit_module
         self._marked: dict[Location, str] = {}
@@ -94,12 +82,13 @@ class Emitter:
             text = self._marked[loc] = loc.marked(k)[0]
         return text
 
-    def callback_attrs(self, o: XlaOp) -> str:
-        """``o``'s attributes with its host-callback index (one index per op, in emission order)."""
+    def callback_attrs(self, o: XlaOp, callback: Any) -> str:
+        """``o``'s attributes with the index of its host callback ``callback`` (one index per op,
+        in emission order)."""
         idx = self._callback_index.get(o.id)
         if idx is None:
             idx = self._callback_index[o.id] = len(self.host_callbacks)
-            self.host_callbacks.append(o.extra.callback)
+            self.host_callbacks.append(callback)
         return render_attrs({**o.attrs, "backend_config": DictAttr(index=UI64(idx))})
 
     def fresh(self) -> str:
@@ -215,8 +204,9 @@ class Emitter:
         else:
             lhs = f"{name} = "
             env[o.id] = name
-        if type(o.extra) is HostCallbackSpec:
-            attrs = f" {{{self.callback_attrs(o)}}}"
+        callback = _host_callback(o)
+        if callback is not None:
+            attrs = f" {{{self.callback_attrs(o, callback)}}}"
         else:
             attrs = f" {{{render_attrs(o.attrs)}}}" if o.attrs else ""
         self.lines.append(
@@ -268,13 +258,19 @@ class Emitter:
         inline_call(o, env, lambda e, roots: self.graph(e, roots, indent))
 
 
+def _host_callback(o: XlaOp) -> Any:
+    """The Python callable node ``o`` calls on the host (its row's ``host_callback`` hook), or None."""
+    hook = o.opdef.host_callback
+    return None if hook is None else hook(o)
+
+
 def _region_callbacks(r: Region) -> list[XlaOp]:
     """The side-effecting host callbacks (``ops.HostCallback``, ``ops.DebugPrint``) built in a
     region's builder: run with the region even when its results do not use them."""
     if not r.results:
         return list(r.effects)
-    effects: list[XlaOp] = getattr(r.results[0].builder, "_side_effects", [])
-    return [o for o in effects if type(o.extra) is HostCallbackSpec] + list(r.effects)
+    effects = r.results[0].builder.side_effects()
+    return [o for o in effects if _host_callback(o) is not None] + list(r.effects)
 
 
 def pending(env: Mapping[int, object], roots: list[XlaOp]) -> list[XlaOp]:

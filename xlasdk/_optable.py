@@ -11,6 +11,29 @@ and build nodes with :meth:`XlaBuilder.add_op <xlasdk.builder.XlaBuilder.add_op>
 An opcode is named once, in its ``define`` call: defining one twice raises at import, and
 ``tests/test_optable.py`` checks every row's name against the StableHLO and CHLO dialects.
 
+**A row knows its op whole.** Besides how it prints, each row binds the op's **shape rule**:
+``define(name, ..., rule=reverse_shape)``, the plain function of shapes and attribute values that
+the op's wrapper calls (``rule(op_name, operand_shapes..., attribute_values...)``, returning the
+result shape, or the result dimensions, or nothing for a rule that only checks and keeps an
+operand's shape; it raises ``ShapeError`` / ``DTypeError`` naming the op). The family defines the
+rule first and the row right after it, then the wrapper. Tools and tests enumerate the rules from
+:data:`OPS` (``tests/test_fuzz_shape_rules.py`` fuzzes them, ``tests/test_optable.py`` checks that
+every row has one), and the next per-op rules (reference evaluation) bind the same way.
+
+A row without a rule says why, with ``no_rule=`` one of the reasons of :data:`NO_RULE` (nothing
+else is accepted, and ``define`` refuses a row that gives neither or both):
+
+- :data:`GRAPH_SHAPE`: the graph gives the shape: ``parameter`` (its declared shape), ``tuple``
+  (its elements'), ``get_tuple_element`` (an element of its operand's), ``call`` (its
+  computation's result), ``stablehlo.return`` (a region's results);
+- :data:`EMITTER_ONLY`: written by the emitters themselves from values they already typed, never
+  a node that a wrapper builds (``stablehlo.tuple``, ``stablehlo.get_tuple_element``).
+
+Special lowerings (an op built from other ops for some element types) sit beside their rows in
+the family module too. A row may also carry a ``host_callback`` hook (the custom-call row does):
+the emitters ask it for the Python callable a node calls on the host, and never look at a
+family's own data.
+
 This module also holds the rows the graph itself needs (``parameter``, ``tuple``,
 ``get_tuple_element``, ``call``) and the StableHLO ops the emitters write on their own
 (``stablehlo.tuple``, ``stablehlo.get_tuple_element``, ``stablehlo.return``).
@@ -22,15 +45,14 @@ import enum
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .builder import XlaOp
 
 __all__ = [
-    "OpDef", "HloForm", "HloUnsupported", "define", "OPS",
+    "OpDef", "HloForm", "HloUnsupported", "define", "OPS", "NO_RULE", "GRAPH_SHAPE", "EMITTER_ONLY",
     "PARAMETER", "TUPLE", "GET_TUPLE_ELEMENT", "CALL", "STABLEHLO_TUPLE", "STABLEHLO_GET_TUPLE_ELEMENT", "RETURN",
-    "SET_DIMENSION_SIZE",
     "braces", "hlo_window", "NOT_DEFINED",
 ]
 
@@ -83,6 +105,12 @@ class OpDef:
     tuple_result: the op yields one tuple-typed value rather than several results.
     plain_emit: derived: one StableHLO op line of its operands (not variadic, not a graph op),
         what :mod:`xlasdk._emit`'s fast path needs to know.
+    rule: the op's shape rule (see the module docstring), None when ``no_rule`` says why.
+    no_rule: why the row has no shape rule: one of :data:`NO_RULE` ('' when it has one).
+    host_callback: ``(op) -> callable or None``: the Python callable a node of this row calls
+        on the host while the program runs (``ops.HostCallback``). The emitter numbers such
+        nodes in the module's host-callback list (``backend_config = {index = N : ui64}``) and
+        runs those built in a sub-computation with it even when no result uses them.
     """
 
     name: str
@@ -94,6 +122,9 @@ class OpDef:
     variadic: bool = False
     tuple_result: bool = False
     plain_emit: bool = True
+    rule: Callable[..., Any] | None = None
+    no_rule: str = ""
+    host_callback: Callable[[XlaOp], Any] | None = None
 
     def __repr__(self) -> str:
         return f"OpDef({self.name})"
@@ -101,6 +132,16 @@ class OpDef:
 
 #: Every row, by name.
 OPS: dict[str, OpDef] = {}
+
+#: ``no_rule`` reason: the graph gives the op's shape (parameter, tuple, get_tuple_element, call, return).
+GRAPH_SHAPE = (
+    "the graph gives its shape: a parameter's declared shape, a tuple's elements, an element of its tuple "
+    "operand, a called computation's result, a region's results"
+)
+#: ``no_rule`` reason: the emitters write the op themselves; no wrapper builds it.
+EMITTER_ONLY = "written by the emitters themselves from values they already typed; no wrapper builds it"
+#: Every reason a row may give for having no shape rule (``define(..., no_rule=...)``).
+NO_RULE: frozenset[str] = frozenset({GRAPH_SHAPE, EMITTER_ONLY})
 
 _NAME = re.compile(r"(?:stablehlo|chlo)\.[a-z][a-z0-9_]*|parameter|tuple|get_tuple_element|call")
 
@@ -115,36 +156,48 @@ def define(
     constant: bool = True,
     variadic: bool = False,
     tuple_result: bool = False,
+    rule: Callable[..., Any] | None = None,
+    no_rule: str | None = None,
+    host_callback: Callable[[XlaOp], Any] | None = None,
 ) -> OpDef:
     """Register and return the row of ``name``.
 
-    ``hlo_form`` defaults to PLAIN when ``hlo`` is given and NONE otherwise.
+    ``hlo_form`` defaults to PLAIN when ``hlo`` is given and NONE otherwise. ``rule`` is the op's
+    shape rule; a row without one gives ``no_rule``, one of :data:`NO_RULE` (see the module
+    docstring). ``host_callback``: see :class:`OpDef`.
 
     Raises
     ------
     ValueError: ``name`` is not a StableHLO/CHLO op name, or it is defined already (at import
-        of the family module that defines it twice).
+        of the family module that defines it twice), or the row gives neither a rule nor a
+        reason of :data:`NO_RULE` (or both).
     """
     if not _NAME.fullmatch(name):
         raise ValueError(f"op table: {name!r} is not a StableHLO or CHLO op name")
     if name in OPS:
         raise ValueError(f"op table: {name!r} is defined twice")
+    if (rule is None) == (no_rule is None) or (no_rule is not None and no_rule not in NO_RULE):
+        raise ValueError(
+            f"op table: {name!r} must give its shape rule (rule=) or, without one, a reason of NO_RULE (no_rule=)"
+        )
     form = hlo_form if hlo_form is not None else (HloForm.PLAIN if hlo else HloForm.NONE)
     plain = not variadic and form is not HloForm.GRAPH
-    d = OpDef(name, hlo, form, hlo_attrs, side_effect, constant, variadic, tuple_result, plain)
+    d = OpDef(
+        name, hlo, form, hlo_attrs, side_effect, constant, variadic, tuple_result, plain,
+        rule=rule, no_rule=no_rule or "", host_callback=host_callback,
+    )
     OPS[name] = d
     return d
 
 
 # -- the graph's own rows and the ops the emitters write themselves ------------------------------
-PARAMETER = define("parameter", constant=False, hlo_form=HloForm.GRAPH)
-TUPLE = define("tuple", hlo_form=HloForm.GRAPH)
-GET_TUPLE_ELEMENT = define("get_tuple_element", hlo_form=HloForm.GRAPH)
-CALL = define("call", hlo_form=HloForm.GRAPH)
-STABLEHLO_TUPLE = define("stablehlo.tuple", tuple_result=True)
-STABLEHLO_GET_TUPLE_ELEMENT = define("stablehlo.get_tuple_element")
-RETURN = define("stablehlo.return")
-SET_DIMENSION_SIZE = define("stablehlo.set_dimension_size")  # emit_module's padded arguments too
+PARAMETER = define("parameter", constant=False, hlo_form=HloForm.GRAPH, no_rule=GRAPH_SHAPE)
+TUPLE = define("tuple", hlo_form=HloForm.GRAPH, no_rule=GRAPH_SHAPE)
+GET_TUPLE_ELEMENT = define("get_tuple_element", hlo_form=HloForm.GRAPH, no_rule=GRAPH_SHAPE)
+CALL = define("call", hlo_form=HloForm.GRAPH, no_rule=GRAPH_SHAPE)
+STABLEHLO_TUPLE = define("stablehlo.tuple", tuple_result=True, no_rule=EMITTER_ONLY)
+STABLEHLO_GET_TUPLE_ELEMENT = define("stablehlo.get_tuple_element", no_rule=EMITTER_ONLY)
+RETURN = define("stablehlo.return", no_rule=GRAPH_SHAPE)
 
 
 # -- HLO spelling shared by the families' hlo_attrs -------------------------------------------------

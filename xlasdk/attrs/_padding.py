@@ -194,8 +194,14 @@ def window_padding_type_to_pad_values(
     return pads
 
 
+#: The padding forms the windowed ops take (``ConvGeneralDilated``, ``ReduceWindow``...):
+#: ``PaddingType.SAME`` / ``VALID``, their names (``"SAME"``), or one ``(lo, hi)`` pair per
+#: spatial dimension (negative values crop).
+PaddingLike = PaddingType | str | Iterable[Iterable[int]]
+
+
 def convert_padding(
-    padding: PaddingType | str | Iterable[Iterable[int]],
+    padding: PaddingLike,
     lhs_dims: Sequence[int],
     rhs_dims: Sequence[int],
     window_strides: Sequence[int],

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import inspect
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 import numpy as np
 
 from .._optable import GET_TUPLE_ELEMENT, TUPLE
-from ..builder import Region, XlaBuilder, XlaOp, where
+from ..builder import Computation, Region, XlaBuilder, XlaOp, where
 from ..errors import DTypeError, ShapeError, XlaSdkError
 from ..shape import _WIDTH, MAX_ARRAY_BYTES, Shape, array_size_problem
 from ..types import COMPLEX, FLOATS, INTS, PrimitiveType, show
@@ -45,6 +45,10 @@ __all__ = [
     "MAX_PARTICIPANTS",
     "array_shape",
     "subcomputation",
+    "ComputationLike",
+    "is_computation_like",
+    "computation_region",
+    "built_by",
     "tuple_node",
     "tuple_element",
     "is_float",
@@ -338,6 +342,47 @@ def tuple_element(op: XlaOp, index: int) -> XlaOp:
 
 
 # -- sub-computations ----------------------------------------------------------------------------
+# The op wing knows computations through the interface :class:`xlasdk.builder.Computation` (name,
+# source_format, graph()); it never imports ``xlasdk.computation``.
+
+
+#: What an op takes as a sub-computation (reducer, comparator, loop body, branch): a built
+#: :class:`~xlasdk.builder.Computation` (an ``XlaComputation``) or a Python callable of XlaOps
+#: returning an XlaOp or a tuple/list of them.
+ComputationLike = Computation | Callable[..., Any]
+
+
+def is_computation_like(value: Any) -> bool:
+    """A sub-computation argument: a :class:`~xlasdk.builder.Computation` or a Python callable
+    (an XlaOp is not one)."""
+    return isinstance(value, Computation) or (callable(value) and not isinstance(value, XlaOp))
+
+
+def computation_region(computation: Computation) -> Region:
+    """The graph of a built ``computation`` as a region body (a reducer, comparator, loop body).
+
+    Raises
+    ------
+    XlaSdkError: ``computation`` was loaded from a file (or made from a loaded or imported graph):
+        only computations built with an XlaBuilder can be used as sub-computations.
+    """
+    if computation.source_format is not None:
+        raise XlaSdkError(
+            f"computation {computation.name!r} was loaded from a file; only computations built with an "
+            "XlaBuilder can be used as sub-computations"
+        )
+    return computation.graph().region()
+
+
+def built_by(computation: Any, builder: XlaBuilder) -> bool:
+    """Whether ``computation`` is a computation built by ``builder`` itself (which cannot be its
+    own sub-computation)."""
+    return (
+        isinstance(computation, Computation)
+        and computation.source_format is None
+        and computation.graph().root.builder is builder
+    )
+
 
 
 def subcomputation(
@@ -347,7 +392,8 @@ def subcomputation(
     param_shapes: Sequence[Shape],
     parent: XlaBuilder,
 ) -> tuple[Region, list[Shape]]:
-    """A region from an ``XlaComputation`` or a Python callable, checked against ``param_shapes``.
+    """A region from a :class:`~xlasdk.builder.Computation` (an ``XlaComputation``) or a Python
+    callable, checked against ``param_shapes``.
 
     A callable is called with one Parameter op per entry of ``param_shapes`` (a tuple-shaped
     entry is passed as a single tuple-shaped op if the callable takes exactly as many
@@ -361,10 +407,8 @@ def subcomputation(
     DTypeError: ``computation`` is neither a callable nor an XlaComputation, or the callable
     returned something other than XlaOps.
     """
-    from ..computation import XlaComputation
-
-    if isinstance(computation, XlaComputation):
-        region = computation._region()
+    if isinstance(computation, Computation):
+        region = computation_region(computation)
         got = [p.shape for p in region.params]
         if len(got) != len(param_shapes) or any(g != e for g, e in zip(got, param_shapes, strict=False)):
             shape_error(

@@ -30,6 +30,7 @@ from ..shape import Layout, Shape
 from ..types import PrimitiveType
 from ._core import (
     MAX_PARTICIPANTS,
+    ComputationLike,
     array_shape,
     dtype_error,
     int_arg,
@@ -85,21 +86,6 @@ def _collective_hlo(o: XlaOp) -> str:
     if "use_global_device_ids" in a:
         extra += ", use_global_device_ids=true"
     return extra
-
-
-ALL_REDUCE = define(
-    "stablehlo.all_reduce", "all-reduce", hlo_form=HloForm.REGION, hlo_attrs=_collective_hlo, constant=False
-)
-REDUCE_SCATTER = define(
-    "stablehlo.reduce_scatter", "reduce-scatter", hlo_form=HloForm.REGION, hlo_attrs=_collective_hlo, constant=False
-)
-ALL_GATHER = define("stablehlo.all_gather", "all-gather", hlo_attrs=_collective_hlo, constant=False)
-ALL_TO_ALL = define("stablehlo.all_to_all", "all-to-all", hlo_attrs=_collective_hlo, constant=False)
-COLLECTIVE_PERMUTE = define(
-    "stablehlo.collective_permute", "collective-permute", hlo_attrs=_collective_hlo, constant=False
-)
-REPLICA_ID = define("stablehlo.replica_id", "replica-id", constant=False)
-PARTITION_ID = define("stablehlo.partition_id", "partition-id", constant=False)
 
 
 # -- attribute helpers ----------------------------------------------------------------------------
@@ -258,6 +244,11 @@ def all_gather_shape(dims: Sequence[int], all_gather_dimension: int, shard_count
     return tuple(out)
 
 
+ALL_GATHER = define(
+    "stablehlo.all_gather", "all-gather", hlo_attrs=_collective_hlo, constant=False, rule=all_gather_shape,
+)
+
+
 def reduce_scatter_shape(op: str, shape: Shape, scatter_dimension: int, shard_count: int) -> tuple[int, ...]:
     """ReduceScatter: the scatter dimension is divided by ``shard_count`` (must divide evenly)."""
     out = list(shape.dimensions())
@@ -272,6 +263,12 @@ def reduce_scatter_shape(op: str, shape: Shape, scatter_dimension: int, shard_co
         )
     out[scatter_dimension] //= shard_count
     return tuple(out)
+
+
+REDUCE_SCATTER = define(
+    "stablehlo.reduce_scatter", "reduce-scatter", hlo_form=HloForm.REGION, hlo_attrs=_collective_hlo, constant=False,
+    rule=reduce_scatter_shape,
+)
 
 
 def all_to_all_shape(
@@ -290,6 +287,11 @@ def all_to_all_shape(
     return tuple(out)
 
 
+ALL_TO_ALL = define(
+    "stablehlo.all_to_all", "all-to-all", hlo_attrs=_collective_hlo, constant=False, rule=all_to_all_shape,
+)
+
+
 def all_reduce_shape(op: str, operand: Shape) -> Shape:
     """AllReduce: the operand's shape, an array or a flat tuple of arrays of one element type
     (ShapeError otherwise)."""
@@ -302,6 +304,12 @@ def all_reduce_shape(op: str, operand: Shape) -> Shape:
     elif not operand.is_array():
         shape_error(op, f"operand 'operand' must be an array, got {operand}")
     return operand
+
+
+ALL_REDUCE = define(
+    "stablehlo.all_reduce", "all-reduce", hlo_form=HloForm.REGION, hlo_attrs=_collective_hlo, constant=False,
+    rule=all_reduce_shape,
+)
 
 
 def _pair_check(op: str, i: int, source: int, target: int) -> None:
@@ -323,11 +331,17 @@ def collective_permute_shape(op: str, operand: Shape, source_target_pairs: Seque
     return operand
 
 
+COLLECTIVE_PERMUTE = define(
+    "stablehlo.collective_permute", "collective-permute", hlo_attrs=_collective_hlo, constant=False,
+    rule=collective_permute_shape,
+)
+
+
 # -- ops ------------------------------------------------------------------------------------------
 
 def AllReduce(
     operand: XlaOp,
-    computation: Any,
+    computation: ComputationLike,
     replica_groups: Sequence[Sequence[int]] | None = None,
     channel_id: Any = None,
     shape_with_layout: Shape | None = None,
@@ -461,7 +475,7 @@ def AllGather(
 
 def ReduceScatter(
     operand: XlaOp,
-    computation: Any,
+    computation: ComputationLike,
     scatter_dimension: int,
     shard_count: int,
     replica_groups: Sequence[Sequence[int]] | None = None,
@@ -612,6 +626,15 @@ def CollectivePermute(
     return x.builder.add_op(COLLECTIVE_PERMUTE, (x,), result, attrs)
 
 
+def id_shape(op: str) -> Shape:
+    """Shape rule of ReplicaId and PartitionId: ``u32[]``."""
+    return Shape._make(PrimitiveType.U32, ())
+
+
+REPLICA_ID = define("stablehlo.replica_id", "replica-id", constant=False, rule=id_shape)
+PARTITION_ID = define("stablehlo.partition_id", "partition-id", constant=False, rule=id_shape)
+
+
 def ReplicaId(builder: XlaBuilder) -> XlaOp:
     """This replica's id, a ``u32[]`` scalar (XLA ``ReplicaId``; ``stablehlo.replica_id``).
 
@@ -619,7 +642,7 @@ def ReplicaId(builder: XlaBuilder) -> XlaOp:
     """
     if not isinstance(builder, XlaBuilder):
         dtype_error("ReplicaId", f"first argument must be an XlaBuilder, got {type(builder).__name__}")
-    return builder.add_op(REPLICA_ID, (), Shape._make(PrimitiveType.U32, ()))
+    return builder.add_op(REPLICA_ID, (), id_shape("ReplicaId"))
 
 
 def PartitionId(builder: XlaBuilder) -> XlaOp:
@@ -629,7 +652,7 @@ def PartitionId(builder: XlaBuilder) -> XlaOp:
     """
     if not isinstance(builder, XlaBuilder):
         dtype_error("PartitionId", f"first argument must be an XlaBuilder, got {type(builder).__name__}")
-    return builder.add_op(PARTITION_ID, (), Shape._make(PrimitiveType.U32, ()))
+    return builder.add_op(PARTITION_ID, (), id_shape("PartitionId"))
 
 
 # Ops whose ``channel_id`` makes their ids partition ids: the op's name and the attribute that holds the ids.

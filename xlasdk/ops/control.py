@@ -11,14 +11,24 @@ from .._optable import CALL, HloForm, define
 from ..builder import Region, XlaBuilder, XlaOp
 from ..shape import Shape
 from ..types import PrimitiveType
-from ._core import any_operand, dtype_error, operand, shape_error, show, subcomputation, tuple_element, tuple_node
+from ._core import (
+    ComputationLike,
+    any_operand,
+    built_by,
+    dtype_error,
+    is_computation_like,
+    operand,
+    shape_error,
+    show,
+    subcomputation,
+    tuple_element,
+    tuple_node,
+)
 
 __all__ = ["Call", "Conditional", "GetTupleElement", "Tuple", "While"]
 
-# Tuple, GetTupleElement and Call are graph-level rows of the op table (xlasdk._optable).
-WHILE = define("stablehlo.while", "while", hlo_form=HloForm.WHILE, variadic=True)
-IF = define("stablehlo.if", "conditional", hlo_form=HloForm.CONDITIONAL)
-CASE = define("stablehlo.case", "conditional", hlo_form=HloForm.CONDITIONAL)
+# Tuple, GetTupleElement and Call are graph-level rows of the op table (xlasdk._optable); the
+# rows of While and Conditional sit beside their shape rules below.
 
 
 def Tuple(builder: XlaBuilder, elements: Sequence[XlaOp]) -> XlaOp:
@@ -78,11 +88,7 @@ def GetTupleElement(tuple_data: XlaOp, index: int) -> XlaOp:
 
 def _not_own(op: str, name: str, computation: Any, builder: XlaBuilder) -> None:
     """Reject a computation built by the very builder it would be used in."""
-    from ..computation import XlaComputation
-
-    built = isinstance(computation, XlaComputation) and computation.source_format is None
-    root = computation.graph().root if built else None
-    if root is not None and root.builder is builder:
+    if built_by(computation, builder):
         shape_error(
             op, f"{name} {computation.name!r} was built by builder {builder.name!r} itself; build "
             "sub-computations with their own XlaBuilder (or pass a Python callable)"
@@ -144,7 +150,10 @@ def while_shape(op: str, carry: Shape, cond_result: Shape | None = None, body_re
     return carry
 
 
-def While(condition: Any, body: Any, init: XlaOp) -> XlaOp:
+WHILE = define("stablehlo.while", "while", hlo_form=HloForm.WHILE, variadic=True, rule=while_shape)
+
+
+def While(condition: ComputationLike, body: ComputationLike, init: XlaOp) -> XlaOp:
     """Repeat ``carry = body(carry)`` while ``condition(carry)`` holds (XLA ``While``; ``stablehlo.while``).
 
     Parameters
@@ -187,21 +196,16 @@ def While(condition: Any, body: Any, init: XlaOp) -> XlaOp:
 
 # -- Conditional -----------------------------------------------------------------------------------
 
-def _is_computation(v: Any) -> bool:
-    from ..computation import XlaComputation
-
-    return isinstance(v, XlaComputation) or (callable(v) and not isinstance(v, XlaOp))
-
-
 @overload
 def Conditional(
-    branch_index: XlaOp, branch_computations: Sequence[Any], branch_operands: Sequence[Any]
+    branch_index: XlaOp, branch_computations: Sequence[ComputationLike], branch_operands: Sequence[XlaOp]
 ) -> XlaOp: ...
 
 
 @overload
 def Conditional(
-    pred: XlaOp, true_operand: XlaOp, true_computation: Any, false_operand: XlaOp, false_computation: Any
+    pred: XlaOp, true_operand: XlaOp, true_computation: ComputationLike, false_operand: XlaOp,
+    false_computation: ComputationLike,
 ) -> XlaOp: ...
 
 
@@ -272,7 +276,7 @@ def Conditional(*args: Any, **kwargs: Any) -> XlaOp:
     comps, opnds = vals["branch_computations"], vals["branch_operands"]
     if (
         isinstance(comps, (list, tuple)) and comps and all(isinstance(c, XlaOp) for c in comps)
-        and isinstance(opnds, (list, tuple)) and all(_is_computation(c) for c in opnds)
+        and isinstance(opnds, (list, tuple)) and all(is_computation_like(c) for c in opnds)
     ):  # (branch_index, branch_operands, branch_computations) given positionally
         comps, opnds = opnds, comps
     return _conditional_index(vals["branch_index"], opnds, comps)
@@ -294,6 +298,10 @@ def conditional_shape(op: str, branch_results: Sequence[Shape], names: Sequence[
                 "flatten the result into one tuple of arrays"
             )
     return first
+
+
+IF = define("stablehlo.if", "conditional", hlo_form=HloForm.CONDITIONAL, rule=conditional_shape)
+CASE = define("stablehlo.case", "conditional", hlo_form=HloForm.CONDITIONAL, rule=conditional_shape)
 
 
 def if_pred_check(op: str, pred: Shape) -> None:
@@ -368,7 +376,7 @@ def _conditional_index(index: Any, operands: Any, computations: Any) -> XlaOp:
 
 # -- Call ------------------------------------------------------------------------------------------
 
-def Call(builder: XlaBuilder, computation: Any, operands: Sequence[XlaOp] = ()) -> XlaOp:
+def Call(builder: XlaBuilder, computation: ComputationLike, operands: Sequence[XlaOp] = ()) -> XlaOp:
     """Apply ``computation`` to ``operands`` (XLA ``Call``).
 
     Parameters

@@ -10,12 +10,19 @@ import numpy as np
 
 from .._mlir_attrs import I64Elements
 from .._optable import HloUnsupported, define, hlo_window
-from ..attrs import ConvolutionDimensionNumbers, PaddingType, convert_padding, make_convolution_dimension_numbers
+from ..attrs import (
+    ConvolutionDimensionNumbers,
+    PaddingType,
+    PrecisionConfig,
+    convert_padding,
+    make_convolution_dimension_numbers,
+)
+from ..attrs._dimension_numbers import ConvDimensionNumbersLike
+from ..attrs._padding import PaddingLike
 from ..builder import XlaOp
 from ..errors import DTypeError, ShapeError
 from ..shape import Shape
-from ..types import COMPLEX, FLOATS, INTS
-from ._contraction import contraction_type, narrow_to, precision_attrs, preferred_type, widen_sub_byte
+from ..types import COMPLEX, FLOATS, INTS, DTypeLike
 from ._core import (
     INT64_MAX,
     array_shape,
@@ -31,6 +38,7 @@ from ._core import (
     shape_error,
     show,
 )
+from .linalg import contraction_type, narrow_to, precision_attrs, preferred_type, widen_sub_byte
 
 __all__ = ["Conv", "ConvGeneralDilated"]
 
@@ -58,9 +66,6 @@ def _convolution_hlo(o: XlaOp) -> str:
     return extra + (f", operand_precision={prec}" if prec else "")
 
 
-CONVOLUTION = define("stablehlo.convolution", "convolution", hlo_attrs=_convolution_hlo)
-
-
 def conv_output_size(size: int, window: int, stride: int, lo: int, hi: int, lhs_dil: int, rhs_dil: int) -> int:
     """One spatial output size: ``floor((padded_in - dilated_window) / stride) + 1`` (0 if negative)."""
     padded = (size - 1) * lhs_dil + 1 + lo + hi if size > 0 else lo + hi
@@ -74,14 +79,14 @@ def ConvGeneralDilated(
     lhs: XlaOp,
     rhs: XlaOp,
     window_strides: Sequence[int],
-    padding: Any,
+    padding: PaddingLike,
     lhs_dilation: Sequence[int] | None = None,
     rhs_dilation: Sequence[int] | None = None,
-    dimension_numbers: Any = None,
+    dimension_numbers: ConvDimensionNumbersLike = None,
     feature_group_count: int = 1,
     batch_group_count: int = 1,
-    precision_config: Any = None,
-    preferred_element_type: Any = None,
+    precision_config: PrecisionConfig | None = None,
+    preferred_element_type: DTypeLike | None = None,
     window_reversal: Sequence[bool] | None = None,
 ) -> XlaOp:
     """General dilated, grouped convolution (XLA ``ConvGeneralDilated``; ``stablehlo.convolution``).
@@ -244,6 +249,9 @@ def convolution_shape(
     return array_shape(preferred_type(op, lhs.element_type(), preferred_element_type), out, op)
 
 
+CONVOLUTION = define("stablehlo.convolution", "convolution", hlo_attrs=_convolution_hlo, rule=convolution_shape)
+
+
 def _conv_general_dilated(
     op: str, lhs: XlaOp, rhs: XlaOp, window_strides: Sequence[int], padding: Any,
     lhs_dilation: Sequence[int] | None, rhs_dilation: Sequence[int] | None, dimension_numbers: Any,
@@ -305,11 +313,11 @@ def Conv(
     lhs: XlaOp,
     rhs: XlaOp,
     window_strides: Sequence[int],
-    padding: Any,
+    padding: PaddingLike,
     feature_group_count: int = 1,
     batch_group_count: int = 1,
-    precision_config: Any = None,
-    preferred_element_type: Any = None,
+    precision_config: PrecisionConfig | None = None,
+    preferred_element_type: DTypeLike | None = None,
 ) -> XlaOp:
     """Convolution in NCHW / OIHW / NCHW layout (any number of spatial dims), no dilation.
 

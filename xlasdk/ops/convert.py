@@ -13,16 +13,9 @@ from .._optable import define
 from ..builder import XlaOp
 from ..errors import DTypeError
 from ..shape import Shape
-from ..types import COMPLEX, FLOATS, PrimitiveType, dtype_to_etype, etype_to_dtype
+from ..types import COMPLEX, FLOATS, DTypeLike, PrimitiveType, dtype_to_etype, etype_to_dtype
 from ._core import array_shape, dtype_error, int_arg, shape_error, show
 from ._core import operand as _operand
-
-CONVERT = define("stablehlo.convert", "convert")
-BITCAST_CONVERT = define("stablehlo.bitcast_convert", "bitcast-convert")
-REDUCE_PRECISION = define(
-    "stablehlo.reduce_precision", "reduce-precision",
-    hlo_attrs=lambda o: f", exponent_bits={o.attrs['exponent_bits']}, mantissa_bits={o.attrs['mantissa_bits']}",
-)
 
 __all__ = ["BitcastConvertType", "ConvertElementType", "ReducePrecision"]
 
@@ -40,7 +33,10 @@ def convert_shape(op: str, operand: Shape, new_element_type: PrimitiveType) -> S
     return array_shape(new_element_type, operand.dimensions(), op)
 
 
-def ConvertElementType(operand: XlaOp, new_element_type: Any) -> XlaOp:
+CONVERT = define("stablehlo.convert", "convert", rule=convert_shape)
+
+
+def ConvertElementType(operand: XlaOp, new_element_type: DTypeLike) -> XlaOp:
     """Convert each element to ``new_element_type`` (XLA ``convert``; ``stablehlo.convert``).
 
     Float to integer truncates toward zero and, on XLA:CPU, saturates out-of-range values and
@@ -112,7 +108,10 @@ def bitcast_shape(op: str, src: PrimitiveType, dims: tuple[int, ...], dst: Primi
     return dims[:-1]
 
 
-def BitcastConvertType(operand: XlaOp, new_element_type: Any) -> XlaOp:
+BITCAST_CONVERT = define("stablehlo.bitcast_convert", "bitcast-convert", rule=bitcast_shape)
+
+
+def BitcastConvertType(operand: XlaOp, new_element_type: DTypeLike) -> XlaOp:
     """Reinterpret the bits of each element as another element type (XLA ``BitcastConvertType``;
     ``stablehlo.bitcast_convert``), like numpy's ``x.view(dtype)`` on little-endian machines.
 
@@ -166,6 +165,13 @@ def reduce_precision_shape(op: str, operand: Shape, exponent_bits: int, mantissa
     if e > _MAX_BITS or m > _MAX_BITS:  # i32 attributes
         shape_error(op, f"exponent_bits and mantissa_bits must be < 2**31, got {e} and {m}")
     return operand
+
+
+REDUCE_PRECISION = define(
+    "stablehlo.reduce_precision", "reduce-precision",
+    hlo_attrs=lambda o: f", exponent_bits={o.attrs['exponent_bits']}, mantissa_bits={o.attrs['mantissa_bits']}",
+    rule=reduce_precision_shape,
+)
 
 
 def ReducePrecision(operand: XlaOp, exponent_bits: int, mantissa_bits: int) -> XlaOp:

@@ -29,8 +29,25 @@ __all__ = [
     "CustomCallWithAliasing",
 ]
 
+class HostCallbackSpec:
+    """``XlaOp.extra`` of a host-callback custom call (``ops.HostCallback``): the callable jaxlib
+    runs. Its index in the executable's ``host_callbacks`` list is given when the module is
+    emitted (``backend_config = {index = N : ui64}``, in emission order), so one op can sit in
+    several computations; :func:`xlasdk._emit.emit_module` hands the list back in that order."""
+
+    __slots__ = ("callback",)
+
+    def __init__(self, callback: Any) -> None:
+        self.callback = callback
+
+
+def _host_callback(o: XlaOp) -> Any:
+    """The row's ``host_callback`` hook: the callable of a host-callback custom call, else None."""
+    extra = o.extra
+    return extra.callback if type(extra) is HostCallbackSpec else None
+
+
 #: ``stablehlo.custom_call``: XLA's converter writes its HLO (its value may depend on anything).
-CUSTOM_CALL = define("stablehlo.custom_call", constant=False)
 
 
 class FfiAttributes:
@@ -244,6 +261,11 @@ def custom_call_target_check(op: str, target: str, operands: Sequence[Shape], re
             shape_error(op, f"target {target!r} returns its operand's shape {x}, got shape {result}")
     if target == "TopK":
         topk_check(op, operands, result)
+
+
+CUSTOM_CALL = define(
+    "stablehlo.custom_call", constant=False, host_callback=_host_callback, rule=custom_call_target_check,
+)
 
 
 def topk_check(op: str, operands: Sequence[Shape], result: Shape) -> None:

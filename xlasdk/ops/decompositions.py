@@ -15,11 +15,11 @@ from ..builder import XlaBuilder, XlaOp
 from ..shape import Shape
 from ..types import COMPLEX, PrimitiveType, etype_to_dtype
 from . import elementwise as ew
-from ._core import array_shape, dtype_error, shape_error, show
+from ._core import array_shape, bool_arg, dtype_error, shape_error, show
 from ._core import operand as _operand
 from .control import GetTupleElement
 from .custom_call import CUSTOM_CALL, OutputOperandAlias
-from .linalg import _REAL_OF, _flag, _matrix_operand, expanded_check, matrix_check
+from .linalg import REAL_OF, expanded_check, matrix_check, matrix_operand
 from .reduce import Reduce
 from .shaping import BroadcastInDim, ConcatInDim, Pad, Slice, Transpose
 from .sort import Sort
@@ -367,7 +367,7 @@ def eigh_shapes(op: str, a: Shape) -> tuple[Shape, Shape]:
     d = matrix_check(op, "a", a)
     n, et = d[-1], a.element_type()
     array_shape(et, d[:-2] + (n + n % 2, n + n % 2), op)  # the padded matrix the sweeps work on
-    return a, array_shape(_REAL_OF[et], d[:-2] + (n,), op)
+    return a, array_shape(REAL_OF[et], d[:-2] + (n,), op)
 
 
 def svd_shapes(op: str, a: Shape, full_matrices: bool) -> tuple[Shape, Shape, Shape]:
@@ -381,7 +381,7 @@ def svd_shapes(op: str, a: Shape, full_matrices: bool) -> tuple[Shape, Shape, Sh
         array_shape(et, dims, op)  # the work matrices and u: checked before building anything
     u = array_shape(et, lead + ((m, m) if full else (m, small)), op)
     v = array_shape(et, lead + ((n, n) if full else (n, small)), op)
-    return u, array_shape(_REAL_OF[et], lead + (small,), op), v
+    return u, array_shape(REAL_OF[et], lead + (small,), op), v
 
 
 def QR(operand: XlaOp, full_matrices: bool = True) -> tuple[XlaOp, XlaOp]:
@@ -409,7 +409,7 @@ def QR(operand: XlaOp, full_matrices: bool = True) -> tuple[XlaOp, XlaOp]:
     """
     op = "QR"
     x = _operand(op, "operand", operand)
-    full = _flag(op, "full_matrices", full_matrices)
+    full = bool_arg(op, "full_matrices", full_matrices)
     qr_shapes(op, x.shape, full)
     b = x.builder
     d = x.shape.dimensions()
@@ -584,7 +584,7 @@ def ProductOfElementaryHouseholderReflectors(a: XlaOp, taus: XlaOp) -> XlaOp:
     DTypeError: another element type, or ``taus`` of a different element type than ``a``.
     """
     op = "ProductOfElementaryHouseholderReflectors"
-    x = _matrix_operand(op, "a", a, square=False)
+    x = matrix_operand(op, "a", a, square=False)
     t = _operand(op, "taus", taus, x.builder)
     shape = householder_product_shape(op, x.shape, t.shape)
     return x.builder.add_op(CUSTOM_CALL, (x, t), shape, _legacy_call("ProductOfElementaryHouseholderReflectors"))
@@ -642,14 +642,14 @@ def Eigh(
     DTypeError: another element type, or flags that are not bools.
     """
     op = "Eigh"
-    x = _matrix_operand(op, "a", a)
-    lo = _flag(op, "lower", lower)
-    srt = _flag(op, "sort_eigenvalues", sort_eigenvalues)
+    x = matrix_operand(op, "a", a)
+    lo = bool_arg(op, "lower", lower)
+    srt = bool_arg(op, "sort_eigenvalues", sort_eigenvalues)
     iters, eps_given = _check_iter(op, max_iter, epsilon)
     eigh_shapes(op, x.shape)
     b = x.builder
     et = x.shape.element_type()
-    rt = _REAL_OF[et]
+    rt = REAL_OF[et]
     d = x.shape.dimensions()
     n = d[-1]
     if n == 0:
@@ -716,8 +716,8 @@ def SVD(
     DTypeError: another element type, or ``full_matrices`` not a bool.
     """
     op = "SVD"
-    x = _matrix_operand(op, "a", a, square=False)
-    full = _flag(op, "full_matrices", full_matrices)
+    x = matrix_operand(op, "a", a, square=False)
+    full = bool_arg(op, "full_matrices", full_matrices)
     iters, eps_given = _check_iter(op, max_iter, epsilon)
     svd_shapes(op, x.shape, full)  # u comes from a QR of the (larger, smaller) matrix of normalized columns
     b = x.builder
@@ -728,7 +728,7 @@ def SVD(
     if wide:
         x, m, n = _adjoint(x), n, m
     lead = d[:-2]
-    rt = _REAL_OF[et]
+    rt = REAL_OF[et]
     if n == 0:  # no singular values: u is any orthonormal basis, v is empty
         s = Constant(b, np.zeros(lead + (0,), dtype=etype_to_dtype(rt)))
         u0 = _eye(b, et, lead + ((m, m) if full else (m, 0)))

@@ -9,7 +9,12 @@ an explicit ``broadcast_dimensions`` mapping the lower-rank operand into the hig
 Each op's shape rule is a plain function of shapes, element types and attribute values
 (:func:`unary_shape`, :func:`binary_element_type`, :func:`binary_shape`, :func:`compare_result`,
 :func:`select_shape`, :func:`clamp_shape`) raising ShapeError/DTypeError naming the op; the
-special lowerings for some element types live in :mod:`xlasdk.ops._int_lowering`.
+special lowerings for some element types sit beside the tables that name them (integer
+``Div``/``Rem`` with XLA's defined results for ``x / 0`` and ``INT_MIN / -1``, signed integer
+``Pow`` with negative exponents, ``And``/``Or``/``Clz``/``PopulationCount`` of signed integers on
+their unsigned bit patterns, pred ``Add``/``Mul``, integer ``Square``, and CHLO ops computed in
+f32 for 8- and 4-bit floats). Every row binds its shape rule: :func:`unary_shape` for the unary
+rows, :func:`binary_op_shape` for the binary ones.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, Union
 
+import ml_dtypes
 import numpy as np
 
 from .._mlir_attrs import DenseElements
@@ -38,16 +44,7 @@ from ._core import (
     show,
 )
 from ._core import operand as _operand
-from ._int_lowering import (
-    AS_UNSIGNED,
-    bitwise,
-    count_unsigned,
-    int_div_rem,
-    int_pow,
-    pred_add_mul,
-    square_int,
-    via_f32,
-)
+from .convert import BITCAST_CONVERT, CONVERT
 from .shaping import BROADCAST_IN_DIM
 from .sources import CONSTANT, constant_like
 
@@ -121,6 +118,37 @@ def _check_dtype(op: str, name: str, x: Shape, allowed: frozenset[PrimitiveType]
 
 # -- unary --------------------------------------------------------------------------------------
 
+# -- special lowerings of unary ops (named in the UNARY table) --
+# Signed integer type -> unsigned type of the same width (for bitcasts).
+AS_UNSIGNED = {_P.S2: _P.U2, _P.S4: _P.U4, _P.S8: _P.U8, _P.S16: _P.U16, _P.S32: _P.U32, _P.S64: _P.U64}
+
+
+def square_int(u: UnaryOp, x: XlaOp, et: PrimitiveType, shape: Shape) -> XlaOp:
+    """chlo.square takes only float/complex: integers are ``multiply(x, x)``."""
+    return x.builder.add_op(BINARY["Mul"].opdef, (x, x), shape)
+
+
+def count_unsigned(u: UnaryOp, x: XlaOp, et: PrimitiveType, shape: Shape) -> XlaOp:
+    """Clz / PopulationCount of signed integers counted on their unsigned bit patterns.
+
+    XLA's constant folder gets these wrong for negative signed values (Clz of s8 -1 is -56, not
+    0; PopulationCount of s2 -1 is 0); counting on the unsigned bit pattern is right both at run
+    time and when folded.
+    """
+    b = x.builder
+    ushape = array_shape(AS_UNSIGNED[et], x.shape.dimensions())
+    xu = b.add_op(BITCAST_CONVERT, (x,), ushape)
+    return b.add_op(BITCAST_CONVERT, (b.add_op(u.opdef, (xu,), ushape),), shape)
+
+
+def via_f32(u: UnaryOp, x: XlaOp, et: PrimitiveType, shape: Shape) -> XlaOp:
+    """No XLA lowering of this CHLO op for 8/4-bit floats: computed in f32 and rounded back."""
+    b = x.builder
+    f32 = array_shape(_P.F32, x.shape.dimensions())
+    wide = b.add_op(CONVERT, (x,), f32)
+    return b.add_op(CONVERT, (b.add_op(u.opdef, (wide,), f32),), shape)
+
+
 _SIGNED = frozenset(AS_UNSIGNED)  # signed integer types that have an unsigned twin
 # CHLO ops XLA cannot lower for 8- and 4-bit floats are computed in f32 and rounded back.
 _NARROW_FLOATS = frozenset(e for e in FLOATS if e not in (_P.F16, _P.BF16, _P.F32, _P.F64))
@@ -167,8 +195,17 @@ def _u(
     a special lowering and the element types it is for."""
     fn, types = lower if lower is not None else (None, frozenset[PrimitiveType]())
     if opcode.startswith("chlo."):
-        return UnaryOp(name, define(opcode), allowed, result, accuracy, fn, types, hlo)
-    return UnaryOp(name, define(opcode, hlo), allowed, result, accuracy, fn, types)
+        return UnaryOp(name, define(opcode, rule=unary_shape), allowed, result, accuracy, fn, types, hlo)
+    return UnaryOp(name, define(opcode, hlo, rule=unary_shape), allowed, result, accuracy, fn, types)
+
+
+def unary_shape(name: str, operand: Shape) -> Shape:
+    """Shape rule of the unary op ``name`` (a key of :data:`UNARY`): the operand's dimensions with
+    the op's result element type; DTypeError for an element type the op does not take."""
+    u = UNARY[name]
+    et = _check_dtype(name, "operand", operand, u.allowed)
+    res = u.result(et)
+    return operand if res is et else array_shape(res, operand.dimensions(), name)
 
 
 UNARY: dict[str, UnaryOp] = {
@@ -243,15 +280,6 @@ def _result_accuracy(u: UnaryOp, result_accuracy: Any) -> dict[str, Any]:
     return {"result_accuracy": frozen}
 
 
-def unary_shape(name: str, operand: Shape) -> Shape:
-    """Shape rule of the unary op ``name`` (a key of :data:`UNARY`): the operand's dimensions with
-    the op's result element type; DTypeError for an element type the op does not take."""
-    u = UNARY[name]
-    et = _check_dtype(name, "operand", operand, u.allowed)
-    res = u.result(et)
-    return operand if res is et else array_shape(res, operand.dimensions(), name)
-
-
 def _unary(u: UnaryOp) -> UnaryFn:
     def op(operand: XlaOp, result_accuracy: Any = None) -> XlaOp:
         x = _operand(u.name, "operand", operand)
@@ -314,8 +342,99 @@ def _b(
 ) -> BinaryOp:
     fn, types = lower if lower is not None else (None, frozenset[PrimitiveType]())
     if opcode.startswith("chlo."):
-        return BinaryOp(name, define(opcode), allowed, result, fn, types, hlo, semantics)
-    return BinaryOp(name, define(opcode, hlo), allowed, result, fn, types, "", semantics)
+        return BinaryOp(name, define(opcode, rule=binary_op_shape), allowed, result, fn, types, hlo, semantics)
+    return BinaryOp(name, define(opcode, hlo, rule=binary_op_shape), allowed, result, fn, types, "", semantics)
+
+
+# -- special lowerings of binary ops (named in the BINARY table) --
+def pred_add_mul(bo: BinaryOp, x: XlaOp, y: XlaOp, et: PrimitiveType) -> XlaOp:
+    """XLA:CPU computes pred add as or, but its constant folder as xor (true + true = false):
+    pred Add is built as Or, pred Mul as And."""
+    return x.builder.add_op(BINARY["Or" if bo.name == "Add" else "And"].opdef, (x, y), x.shape)
+
+
+def int_div_rem(bo: BinaryOp, x: XlaOp, y: XlaOp, et: PrimitiveType) -> XlaOp:
+    """Integer Div/Rem with XLA's defined results for x/0 and INT_MIN/-1, never trapping."""
+    b = x.builder
+    pred = array_shape(_P.PRED, x.shape.dimensions())
+
+    def cmp(a: XlaOp, c: XlaOp, d: str, t: str) -> XlaOp:
+        return b.add_op(COMPARE, (a, c), pred, compare_attrs(d, t))
+
+    ctype = "SIGNED" if et in SIGNED_INTS else "UNSIGNED"
+    zero = constant_like(bo.name, 0, x)
+    one = constant_like(bo.name, 1, x)
+    bad = cmp(y, zero, "EQ", ctype)
+    if et in SIGNED_INTS:
+        int_min = constant_like(bo.name, int(ml_dtypes.iinfo(x.dtype).min), x)  # type: ignore[no-untyped-call]
+        minus1 = constant_like(bo.name, -1, x)
+        overflow = b.add_op(BINARY["And"].opdef, (cmp(x, int_min, "EQ", ctype), cmp(y, minus1, "EQ", ctype)), pred)
+        bad = b.add_op(BINARY["Or"].opdef, (bad, overflow), pred)
+    # With the divisor 1 in place of 0 and -1: INT_MIN / 1 = INT_MIN and INT_MIN % 1 = 0, as XLA
+    # defines INT_MIN / -1 and INT_MIN % -1; the x / 0 and x % 0 lanes are replaced below.
+    safe_y = b.add_op(SELECT, (bad, one, y), y.shape)
+    res = b.add_op(bo.opdef, (x, safe_y), x.shape)
+    by_zero = cmp(y, zero, "EQ", ctype)
+    if bo.name == "Div":
+        all_ones = -1 if et in SIGNED_INTS else int(ml_dtypes.iinfo(x.dtype).max)  # type: ignore[no-untyped-call]
+        return b.add_op(SELECT, (by_zero, constant_like(bo.name, all_ones, x), res), x.shape)
+    return b.add_op(SELECT, (by_zero, x, res), x.shape)
+
+
+def unsigned_bitwise(opdef: OpDef, x: XlaOp, y: XlaOp) -> XlaOp:
+    """``and``/``or`` of signed integers computed on their unsigned bit patterns.
+
+    XLA:CPU (jaxlib 0.10.2) segfaults while compiling ``and``/``or`` of a narrowing signed
+    convert (s32 -> s8, s64 -> s32...) and another operand; bitcasting to unsigned first gives
+    the same bits and avoids the crashing rewrite.
+    """
+    b = x.builder
+    ushape = array_shape(AS_UNSIGNED[x.shape.element_type()], x.shape.dimensions())
+    xu = b.add_op(BITCAST_CONVERT, (x,), ushape)
+    yu = b.add_op(BITCAST_CONVERT, (y,), ushape)
+    return b.add_op(BITCAST_CONVERT, (b.add_op(opdef, (xu, yu), ushape),), x.shape)
+
+
+def bitwise(bo: BinaryOp, x: XlaOp, y: XlaOp, et: PrimitiveType) -> XlaOp:
+    """Signed And/Or: :func:`unsigned_bitwise` with the op's row."""
+    return unsigned_bitwise(bo.opdef, x, y)
+
+
+def int_pow(bo: BinaryOp, x: XlaOp, y: XlaOp, et: PrimitiveType) -> XlaOp:
+    """Signed integer Pow whose negative-exponent lanes do not depend on XLA's evaluator.
+
+    XLA:CPU gives ``x ** -n`` = 0 except ``1 ** -n`` = 1 and ``(-1) ** -n`` = +-1, but XLA's
+    constant folder (HloEvaluator) gives 0 for ``(-1) ** -n``; the exponent is clamped to 0 in
+    those lanes and the defined result selected in.
+    """
+    b = x.builder
+    pred = array_shape(_P.PRED, x.shape.dimensions())
+
+    def cmp(a: XlaOp, c: XlaOp, d: str) -> XlaOp:
+        return b.add_op(COMPARE, (a, c), pred, compare_attrs(d, "SIGNED"))
+
+    zero = constant_like("Pow", 0, x)
+    one = constant_like("Pow", 1, x)
+    minus1 = constant_like("Pow", -1, x)
+    neg = cmp(y, zero, "LT")
+    powered = b.add_op(BINARY["Pow"].opdef, (x, b.add_op(SELECT, (neg, zero, y), y.shape)), x.shape)
+    odd = cmp(unsigned_bitwise(BINARY["And"].opdef, y, one), one, "EQ")
+    of_minus1 = b.add_op(SELECT, (odd, minus1, one), x.shape)
+    neg_val = b.add_op(
+        SELECT,
+        (cmp(x, one, "EQ"), one, b.add_op(SELECT, (cmp(x, minus1, "EQ"), of_minus1, zero), x.shape)),
+        x.shape,
+    )
+    return b.add_op(SELECT, (neg, neg_val, powered), x.shape)
+
+
+def binary_op_shape(name: str, lhs: Shape, rhs: Shape, broadcast_dimensions: tuple[int, ...] = ()) -> Shape:
+    """Shape rule of the binary op ``name`` (a key of :data:`BINARY`): the operands' common element
+    type (:func:`binary_element_type`), their broadcast dimensions (:func:`binary_shape`) and the op's
+    result element type (:func:`binary_result_shape`); DTypeError/ShapeError as those raise."""
+    binary_element_type(name, lhs, rhs, BINARY[name].allowed)
+    dims, _, _ = binary_shape(name, lhs, rhs, broadcast_dimensions)
+    return binary_result_shape(name, array_shape(lhs.element_type(), dims, name))
 
 
 BINARY: dict[str, BinaryOp] = {
@@ -367,10 +486,10 @@ def _coerce(op: str, lhs: Any, rhs: Any) -> tuple[XlaOp, XlaOp]:
         return lhs, rhs
     if l_is and _is_scalar(rhs):
         x = _operand(op, "lhs", lhs)
-        return x, constant_like(op, rhs, _scalar_like(x))
+        return x, constant_like(op, rhs, x, scalar=True)
     if r_is and _is_scalar(lhs):
         y = _operand(op, "rhs", rhs)
-        return constant_like(op, lhs, _scalar_like(y)), y
+        return constant_like(op, lhs, y, scalar=True), y
     bad = "lhs" if not l_is else "rhs"
     got = type(lhs if bad == "lhs" else rhs).__name__
     dtype_error(op, f"operand {bad!r} must be an XlaOp (or a scalar beside one), got {got}")
@@ -378,21 +497,6 @@ def _coerce(op: str, lhs: Any, rhs: Any) -> tuple[XlaOp, XlaOp]:
 
 def _is_scalar(v: Any) -> bool:
     return isinstance(v, (bool, int, float, complex, np.generic))
-
-
-class _ScalarLike:
-    """Stand-in with the dtype of an op and a rank-0 shape (for constant_like)."""
-
-    __slots__ = ("shape", "dtype", "builder")
-
-    def __init__(self, x: XlaOp) -> None:
-        self.shape = array_shape(x.shape.element_type(), ())
-        self.dtype = x.dtype
-        self.builder = x.builder
-
-
-def _scalar_like(x: XlaOp) -> Any:
-    return _ScalarLike(x)
 
 
 def binary_element_type(op: str, lhs: Shape, rhs: Shape, allowed: frozenset[PrimitiveType]) -> PrimitiveType:
@@ -559,9 +663,6 @@ def _compare_hlo(o: XlaOp) -> str:
     return extra
 
 
-COMPARE = define("stablehlo.compare", "compare", hlo_attrs=_compare_hlo)
-SELECT = define("stablehlo.select", "select", hlo_form=HloForm.FULL_SHAPE_OPERANDS)
-CLAMP = define("stablehlo.clamp", "clamp", hlo_form=HloForm.FULL_SHAPE_OPERANDS)
 
 
 def compare_attrs(direction: str, compare_type: str) -> dict[str, Any]:
@@ -611,11 +712,14 @@ def compare_result(
     return ct, array_shape(_P.PRED, operand.dimensions())
 
 
+COMPARE = define("stablehlo.compare", "compare", hlo_attrs=_compare_hlo, rule=compare_result)
+
+
 def Compare(
-    lhs: Any,
-    rhs: Any,
-    direction: Any,
-    compare_type: Any = None,
+    lhs: XlaOp | Scalar,
+    rhs: XlaOp | Scalar,
+    direction: ComparisonDirection | str | int,
+    compare_type: ComparisonType | str | int | None = None,
     broadcast_dimensions: Sequence[int] | None = None,
 ) -> XlaOp:
     """Element-wise comparison giving pred (XLA ``compare``; ``stablehlo.compare``).
@@ -671,7 +775,7 @@ def _comparison(direction: str) -> BinaryFn:
 )
 
 
-def Polygamma(n: Any, x: Any, broadcast_dimensions: Sequence[int] | None = None) -> XlaOp:
+def Polygamma(n: XlaOp | Scalar, x: XlaOp | Scalar, broadcast_dimensions: Sequence[int] | None = None) -> XlaOp:
     """Element-wise polygamma function of order ``n`` at ``x`` (XLA ``polygamma``, expanded;
     ``chlo.polygamma``): the ``n``-th derivative of digamma.
 
@@ -692,7 +796,7 @@ def Polygamma(n: Any, x: Any, broadcast_dimensions: Sequence[int] | None = None)
     return _polygamma(n, x, broadcast_dimensions)
 
 
-def Zeta(x: Any, q: Any, broadcast_dimensions: Sequence[int] | None = None) -> XlaOp:
+def Zeta(x: XlaOp | Scalar, q: XlaOp | Scalar, broadcast_dimensions: Sequence[int] | None = None) -> XlaOp:
     """Element-wise Hurwitz zeta function ``sum_k (k + q) ** -x`` (XLA ``zeta``, expanded;
     ``chlo.zeta``).
 
@@ -755,6 +859,10 @@ def clamp_shape(op: str, min: Shape, operand: Shape, max: Shape) -> Shape:  # no
     return operand
 
 
+SELECT = define("stablehlo.select", "select", hlo_form=HloForm.FULL_SHAPE_OPERANDS, rule=select_shape)
+CLAMP = define("stablehlo.clamp", "clamp", hlo_form=HloForm.FULL_SHAPE_OPERANDS, rule=clamp_shape)
+
+
 def Select(pred: XlaOp, on_true: XlaOp, on_false: XlaOp) -> XlaOp:
     """Element-wise choice ``pred ? on_true : on_false`` (XLA ``select``; ``stablehlo.select``).
 
@@ -777,7 +885,7 @@ def Select(pred: XlaOp, on_true: XlaOp, on_false: XlaOp) -> XlaOp:
     return t.builder.add_op(SELECT, (p, t, f), select_shape("Select", p.shape, t.shape, f.shape))
 
 
-def Clamp(min: Any, operand: Any, max: Any) -> XlaOp:  # noqa: A002 - XLA's parameter names
+def Clamp(min: XlaOp | Scalar, operand: XlaOp, max: XlaOp | Scalar) -> XlaOp:  # noqa: A002 - XLA's parameter names
     """Element-wise ``min(max(operand, min), max)`` (XLA ``clamp``; ``stablehlo.clamp``).
 
     ``min`` and ``max`` may be scalars or arrays of the operand's shape (or Python scalars); if
@@ -788,7 +896,7 @@ def Clamp(min: Any, operand: Any, max: Any) -> XlaOp:  # noqa: A002 - XLA's para
     DTypeError: element types differ. ShapeError: a bound is neither a scalar nor the operand's shape.
     """
     x = _operand("Clamp", "operand", operand)
-    lo = constant_like("Clamp", min, _scalar_like(x)) if _is_scalar(min) else _operand("Clamp", "min", min)
-    hi = constant_like("Clamp", max, _scalar_like(x)) if _is_scalar(max) else _operand("Clamp", "max", max)
+    lo = constant_like("Clamp", min, x, scalar=True) if _is_scalar(min) else _operand("Clamp", "min", min)
+    hi = constant_like("Clamp", max, x, scalar=True) if _is_scalar(max) else _operand("Clamp", "max", max)
     same_builder("Clamp", [("operand", x), ("min", lo), ("max", hi)])
     return x.builder.add_op(CLAMP, (lo, x, hi), clamp_shape("Clamp", lo.shape, x.shape, hi.shape))

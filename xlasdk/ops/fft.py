@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from .._optable import braces, define
 from ..attrs import FftType
@@ -16,10 +15,6 @@ __all__ = ["Fft"]
 
 _P = PrimitiveType
 
-FFT = define(
-    "stablehlo.fft", "fft",
-    hlo_attrs=lambda o: f", fft_type={o.attrs['fft_type'].to_hlo()}, fft_length={braces(o.attrs['fft_length'])}",
-)
 _TO_COMPLEX = {_P.F32: _P.C64, _P.F64: _P.C128}
 _TO_REAL = {_P.C64: _P.F32, _P.C128: _P.F64}
 
@@ -67,7 +62,14 @@ def fft_shape(
     return out_et, lead + out_last
 
 
-def Fft(operand: XlaOp, fft_type: Any, fft_length: Sequence[int]) -> XlaOp:
+FFT = define(
+    "stablehlo.fft", "fft",
+    hlo_attrs=lambda o: f", fft_type={o.attrs['fft_type'].to_hlo()}, fft_length={braces(o.attrs['fft_length'])}",
+    rule=fft_shape,
+)
+
+
+def Fft(operand: XlaOp, fft_type: FftType | str | int, fft_length: Sequence[int]) -> XlaOp:
     """Discrete Fourier transform over the last 1 to 3 dimensions (XLA ``Fft``; ``stablehlo.fft``).
 
     FFT is the forward complex transform (``numpy.fft.fftn`` over those axes), IFFT its inverse

@@ -15,7 +15,7 @@ from ..builder import XlaBuilder, XlaOp
 from ..shape import Shape
 from ..types import PrimitiveType
 from ._core import bool_arg, dtype_error, operand, shape_error, show, token_operand, tuple_element, tuple_node
-from .custom_call import CUSTOM_CALL, CustomCallApiVersion
+from .custom_call import CUSTOM_CALL, CustomCallApiVersion, HostCallbackSpec
 from .side_effects import CreateToken
 
 __all__ = ["HostCallback", "DebugPrint"]
@@ -106,7 +106,6 @@ def HostCallback(
     tok = None if token is None else token_operand(op, "token", token, b)
     shapes, single = _result_specs(op, result_shapes)
     side_effect = bool_arg(op, "has_side_effect", has_side_effect) or (not shapes and tok is None)
-    from .._emit import HostCallbackSpec
     from .._jaxlib.callbacks import CALL_TARGET, PyCallback
 
     specs = [(s.dimensions(), s.numpy_dtype()) for s in shapes]

@@ -20,6 +20,7 @@ from ..errors import ShapeError
 from ..shape import Shape
 from ..types import INTS, PrimitiveType
 from ._core import (
+    ComputationLike,
     array_shape,
     bool_arg,
     dimension_fields,
@@ -38,22 +39,6 @@ __all__ = ["DynamicSlice", "DynamicUpdateSlice", "Gather", "Scatter"]
 
 def _flags_hlo(o: XlaOp) -> str:
     return "".join(f", {f}=true" for f in ("indices_are_sorted", "unique_indices") if o.attrs.get(f))
-
-
-GATHER = define(
-    "stablehlo.gather", "gather",
-    hlo_attrs=lambda o: f", {o.attrs['dimension_numbers'].to_hlo()}, slice_sizes={braces(o.attrs['slice_sizes'])}"
-    + _flags_hlo(o),
-)
-SCATTER = define(
-    "stablehlo.scatter", "scatter", hlo_form=HloForm.REGION,
-    hlo_attrs=lambda o: f", {o.attrs['scatter_dimension_numbers'].to_hlo()}" + _flags_hlo(o),
-)
-DYNAMIC_SLICE = define(
-    "stablehlo.dynamic_slice", "dynamic-slice",
-    hlo_attrs=lambda o: f", dynamic_slice_sizes={braces(o.attrs['slice_sizes'])}",
-)
-DYNAMIC_UPDATE_SLICE = define("stablehlo.dynamic_update_slice", "dynamic-update-slice")
 
 
 # -- shared helpers ---------------------------------------------------------------------------
@@ -202,6 +187,14 @@ def gather_shape(
     return tuple(next(offsets) if r in offset_set else next(batches) for r in range(rank))
 
 
+GATHER = define(
+    "stablehlo.gather", "gather",
+    hlo_attrs=lambda o: f", {o.attrs['dimension_numbers'].to_hlo()}, slice_sizes={braces(o.attrs['slice_sizes'])}"
+    + _flags_hlo(o),
+    rule=gather_shape,
+)
+
+
 def Gather(
     a: XlaOp,
     start_indices: XlaOp,
@@ -321,6 +314,13 @@ def scatter_shape(
     return operand_shape
 
 
+SCATTER = define(
+    "stablehlo.scatter", "scatter", hlo_form=HloForm.REGION,
+    hlo_attrs=lambda o: f", {o.attrs['scatter_dimension_numbers'].to_hlo()}" + _flags_hlo(o),
+    rule=scatter_shape,
+)
+
+
 def _update_region(op: str, computation: Any, et: PrimitiveType, builder: XlaBuilder) -> Region:
     """Region of ``update_computation(old, new) -> combined`` on scalars of type ``et``."""
     scalar = Shape._make(et, ())
@@ -341,7 +341,7 @@ def Scatter(
     input: XlaOp,  # noqa: A002 - the former name
     scatter_indices: XlaOp,
     updates: XlaOp,
-    update_computation: Any,
+    update_computation: ComputationLike,
     dimension_numbers: ScatterDimensionNumbers | Mapping[str, Any],
     indices_are_sorted: bool = False,
     unique_indices: bool = False,
@@ -529,6 +529,13 @@ def dynamic_slice_shape(op: str, operand_shape: Shape, slice_sizes: tuple[int, .
     return slice_sizes
 
 
+DYNAMIC_SLICE = define(
+    "stablehlo.dynamic_slice", "dynamic-slice",
+    hlo_attrs=lambda o: f", dynamic_slice_sizes={braces(o.attrs['slice_sizes'])}",
+    rule=dynamic_slice_shape,
+)
+
+
 def DynamicSlice(
     operand: XlaOp, start_indices: Sequence[XlaOp | int] | XlaOp, slice_sizes: Sequence[int]
 ) -> XlaOp:
@@ -579,6 +586,9 @@ def dynamic_update_slice_check(op: str, operand_shape: Shape, update_shape: Shap
                 op, f"operand 'update' {update_shape} dimension {i} has size {u}, larger than dimension {i} of "
                 f"operand {operand_shape} ({d})"
             )
+
+
+DYNAMIC_UPDATE_SLICE = define("stablehlo.dynamic_update_slice", "dynamic-update-slice", rule=dynamic_update_slice_check)
 
 
 def DynamicUpdateSlice(operand: XlaOp, update: XlaOp, start_indices: Sequence[XlaOp | int] | XlaOp) -> XlaOp:

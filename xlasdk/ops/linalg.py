@@ -10,17 +10,94 @@ from typing import Any
 import numpy as np
 
 from .._optable import HloUnsupported, define
-from ..attrs import DotDimensionNumbers, TriangularSolveOptions_Transpose, make_dot_dimension_numbers
+from ..attrs import DotDimensionNumbers, PrecisionConfig, TriangularSolveOptions_Transpose, make_dot_dimension_numbers
+from ..attrs._dimension_numbers import DotDimensionNumbersLike
 from ..builder import XlaOp
 from ..shape import Shape
-from ..types import PrimitiveType
-from ._contraction import NUMERIC, contraction_type, narrow_to, precision_attrs, preferred_type, widen_sub_byte
+from ..types import COMPLEX, FLOATS, INTS, DTypeLike, PrimitiveType, dtype_to_etype
 from ._core import array_shape, bool_arg, dtype_error, enum_arg, int_list, same_builder, shape_error, show
 from ._core import operand as _operand
+from .convert import CONVERT
 
 __all__ = ["Dot", "DotGeneral", "Cholesky", "TriangularSolve"]
 # Shape rules (not exported from xlasdk.ops): dot_general_shape, dot_shape, cholesky_shape,
-# triangular_solve_shape, matrix_check, expanded_check.
+# triangular_solve_shape, matrix_check, expanded_check. What dot and convolution share (the
+# result element type, the sub-byte widening XLA:CPU needs, the precision_config attribute) is
+# here too, public to xlasdk.ops.conv: precision_attrs, widen_sub_byte, contraction_type,
+# narrow_to, preferred_type, NUMERIC.
+
+
+# -- what dot and convolution share ------------------------------------------------------------------
+
+#: Element types dot and convolution take.
+NUMERIC = INTS | FLOATS | COMPLEX | {PrimitiveType.PRED}
+
+
+def precision_attrs(op: str, precision_config: Any) -> dict[str, Any]:
+    """``{"precision_config": PrecisionConfig}`` for the op's attributes (empty for None or no
+    precisions), checked; one precision is used for both operands."""
+    if precision_config is None:
+        return {}
+    if not isinstance(precision_config, PrecisionConfig):
+        dtype_error(op, f"precision_config must be an xs.PrecisionConfig, got {type(precision_config).__name__}")
+    precisions = precision_config.operand_precision
+    if not isinstance(precisions, (list, tuple)):  # the field was replaced after construction
+        dtype_error(op, f"precision_config.operand_precision must be a list, got {show(precisions)}")
+    n = len(precisions)
+    if n == 0:
+        return {}
+    if n not in (1, 2):
+        shape_error(op, f"precision_config has {n} operand precisions, expected 2 (lhs, rhs) or 1 (both)")
+    members = [enum_arg(op, PrecisionConfig.Precision, p, "precision_config: ") for p in precisions]
+    return {"precision_config": PrecisionConfig(members if n == 2 else members * 2)}
+
+
+_SUB_BYTE = frozenset(
+    {PrimitiveType.S2, PrimitiveType.S4, PrimitiveType.U2, PrimitiveType.U4, PrimitiveType.F4E2M1FN}
+)
+# XLA:CPU has no 2-bit dot/convolution ("unsupported operand type S2 in op dot"): such results are
+# computed in 8 bits and converted back (integer wrap-around gives the same 2-bit values).
+_TWO_BIT_WIDE = {PrimitiveType.S2: PrimitiveType.S8, PrimitiveType.U2: PrimitiveType.U8}
+
+
+def widen_sub_byte(x: XlaOp, et: PrimitiveType, rt: PrimitiveType, op: str = "") -> XlaOp:
+    """``x`` converted to ``rt`` when it holds 2/4-bit values and the result type differs.
+
+    XLA:CPU rejects a dot/convolution of s4/u4/f4e2m1fn operands with a wider result type (its
+    verifier reports "custom element sizes on non-sub-byte types"); converting the operands to
+    the result type first computes the same values.
+    """
+    if et not in _SUB_BYTE or rt is et:
+        return x
+    return x.builder.add_op(CONVERT, (x,), array_shape(rt, x.shape.dimensions(), op))
+
+
+def contraction_type(rt: PrimitiveType) -> PrimitiveType:
+    """The type a dot/convolution with result type ``rt`` is computed in (s8/u8 for s2/u2)."""
+    return _TWO_BIT_WIDE.get(rt, rt)
+
+
+def narrow_to(r: XlaOp, rt: PrimitiveType, op: str = "") -> XlaOp:
+    """``r`` converted to ``rt`` if it was computed in another type (see :func:`contraction_type`)."""
+    if r.shape.element_type() is rt:
+        return r
+    return r.builder.add_op(CONVERT, (r,), array_shape(rt, r.shape.dimensions(), op))
+
+
+def preferred_type(op: str, et: PrimitiveType, preferred_element_type: Any) -> PrimitiveType:
+    """The result element type: ``preferred_element_type`` if given, else the operands' type."""
+    if preferred_element_type is None:
+        return et
+    try:
+        pt = dtype_to_etype(preferred_element_type)
+    except Exception:
+        dtype_error(op, f"preferred_element_type {show(preferred_element_type)} is not an XLA element type")
+    if (pt in COMPLEX) != (et in COMPLEX) or (et in FLOATS and pt in INTS):
+        dtype_error(op, f"preferred_element_type {pt.name.lower()} is not compatible with {et.name.lower()} operands")
+    return pt
+
+
+# -- Dot, DotGeneral -----------------------------------------------------------------------------------
 
 
 def _dot_hlo(o: XlaOp) -> str:
@@ -36,11 +113,6 @@ def _triangular_solve_hlo(o: XlaOp) -> str:
     a = o.attrs
     flags = "".join(f", {f}=true" for f in ("left_side", "lower", "unit_diagonal") if a[f])
     return f"{flags}, transpose_a={a['transpose_a'].to_hlo()}"
-
-
-DOT_GENERAL = define("stablehlo.dot_general", "dot", hlo_attrs=_dot_hlo)
-CHOLESKY = define("stablehlo.cholesky", "cholesky", hlo_attrs=lambda o: ", lower=true" if o.attrs["lower"] else "")
-TRIANGULAR_SOLVE = define("stablehlo.triangular_solve", "triangular-solve", hlo_attrs=_triangular_solve_hlo)
 
 
 def _check_dims(op: str, name: str, dims: Any, rank: int) -> tuple[int, ...]:
@@ -81,6 +153,9 @@ def dot_general_shape(op: str, lhs: Shape, rhs: Shape, dn: Any, preferred_elemen
     return array_shape(preferred_type(op, et, preferred_element_type), out, op)
 
 
+DOT_GENERAL = define("stablehlo.dot_general", "dot", hlo_attrs=_dot_hlo, rule=dot_general_shape)
+
+
 def dot_shape(op: str, lhs: Shape, rhs: Shape, preferred_element_type: Any) -> Shape:
     """Result shape of Dot (ranks 1 or 2, last of lhs against first of rhs); raises ShapeError/DTypeError."""
     for name, v in (("lhs", lhs), ("rhs", rhs)):
@@ -102,9 +177,9 @@ def _dot_dnums(k_l: int) -> Any:
 def DotGeneral(
     lhs: XlaOp,
     rhs: XlaOp,
-    dimension_numbers: Any,
-    precision_config: Any = None,
-    preferred_element_type: Any = None,
+    dimension_numbers: DotDimensionNumbersLike,
+    precision_config: PrecisionConfig | None = None,
+    preferred_element_type: DTypeLike | None = None,
 ) -> XlaOp:
     """General tensor contraction (XLA ``DotGeneral``; ``stablehlo.dot_general``).
 
@@ -150,7 +225,12 @@ def _add_dot(op: str, x: XlaOp, y: XlaOp, dn: Any, shape: Shape, precision_confi
     return narrow_to(x.builder.add_op(DOT_GENERAL, (x, y), result, attrs), rt, op)
 
 
-def Dot(lhs: XlaOp, rhs: XlaOp, precision_config: Any = None, preferred_element_type: Any = None) -> XlaOp:
+def Dot(
+    lhs: XlaOp,
+    rhs: XlaOp,
+    precision_config: PrecisionConfig | None = None,
+    preferred_element_type: DTypeLike | None = None,
+) -> XlaOp:
     """Vector/matrix product (XLA ``Dot``; ``stablehlo.dot_general``).
 
     ``lhs`` of rank 1 ``(K,)`` or 2 ``(M, K)``, ``rhs`` of rank 1 ``(K,)`` or 2 ``(K, N)``; the
@@ -174,7 +254,7 @@ def Dot(lhs: XlaOp, rhs: XlaOp, precision_config: Any = None, preferred_element_
 # -- factorizations XLA has ops for: Cholesky, TriangularSolve ---------------------------------------
 
 _DECOMP_TYPES = frozenset({PrimitiveType.F32, PrimitiveType.F64, PrimitiveType.C64, PrimitiveType.C128})
-_REAL_OF = {
+REAL_OF = {
     PrimitiveType.F32: PrimitiveType.F32, PrimitiveType.F64: PrimitiveType.F64,
     PrimitiveType.C64: PrimitiveType.F32, PrimitiveType.C128: PrimitiveType.F64,
 }
@@ -214,7 +294,7 @@ def matrix_check(op: str, name: str, shape: Shape, square: bool = True) -> tuple
     return d
 
 
-def _matrix_operand(op: str, name: str, a: Any, square: bool = True) -> XlaOp:
+def matrix_operand(op: str, name: str, a: Any, square: bool = True) -> XlaOp:
     """An ``(..., m, n)`` f32/f64/c64/c128 operand (square when asked)."""
     x = _operand(op, name, a)
     matrix_check(op, name, x.shape, square)
@@ -226,6 +306,12 @@ def cholesky_shape(op: str, a: Shape) -> Shape:
     d = matrix_check(op, "a", a)
     expanded_check(op, "a", a, d[-1], "size")
     return a
+
+
+CHOLESKY = define(
+    "stablehlo.cholesky", "cholesky", hlo_attrs=lambda o: ", lower=true" if o.attrs["lower"] else "",
+    rule=cholesky_shape,
+)
 
 
 def triangular_solve_shape(op: str, a: Shape, b: Shape, left_side: bool) -> Shape:
@@ -246,6 +332,11 @@ def triangular_solve_shape(op: str, a: Shape, b: Shape, left_side: bool) -> Shap
             f"(the size of 'a' {a})"
         )
     return b
+
+
+TRIANGULAR_SOLVE = define(
+    "stablehlo.triangular_solve", "triangular-solve", hlo_attrs=_triangular_solve_hlo, rule=triangular_solve_shape,
+)
 
 
 def Cholesky(a: XlaOp, lower: bool = True) -> XlaOp:
@@ -285,7 +376,7 @@ def TriangularSolve(
     left_side: bool = True,
     lower: bool = True,
     unit_diagonal: bool = False,
-    transpose_a: Any = False,
+    transpose_a: TriangularSolveOptions_Transpose | str | int = False,
 ) -> XlaOp:
     """Solve a triangular system (XLA ``TriangularSolve``; ``stablehlo.triangular_solve``).
 

@@ -19,11 +19,6 @@ __all__ = ["RngBitGenerator", "RngUniform", "RngNormal"]
 
 _P = PrimitiveType
 
-RNG_BIT_GENERATOR = define(
-    "stablehlo.rng_bit_generator", "rng-bit-generator", hlo_form=HloForm.TUPLE_RESULT, constant=False,
-    hlo_attrs=lambda o: f", algorithm={o.attrs['rng_algorithm'].to_hlo()}",
-)
-RNG = define("stablehlo.rng", constant=False)
 # State sizes (u64 words) each algorithm accepts. DEFAULT is Philox on XLA's CPU and GPU backends.
 _STATE_SIZES = {
     RandomAlgorithm.THREE_FRY: (2,),
@@ -56,6 +51,13 @@ def rng_bit_generator_shape(op: str, algorithm: RandomAlgorithm, state: Shape, s
     return Shape.tuple_shape([state, shape])
 
 
+RNG_BIT_GENERATOR = define(
+    "stablehlo.rng_bit_generator", "rng-bit-generator", hlo_form=HloForm.TUPLE_RESULT, constant=False,
+    hlo_attrs=lambda o: f", algorithm={o.attrs['rng_algorithm'].to_hlo()}",
+    rule=rng_bit_generator_shape,
+)
+
+
 def rng_shape(op: str, dist: RandomDistribution, p0: tuple[str, Shape], p1: tuple[str, Shape], shape: Shape) -> Shape:
     """Shape rule of RngUniform/RngNormal on the named bound operands: ``shape`` (as an array of
     its element type); ShapeError for non-scalar bounds, DTypeError for bounds or ``shape`` of
@@ -76,7 +78,10 @@ def rng_shape(op: str, dist: RandomDistribution, p0: tuple[str, Shape], p1: tupl
     return array_shape(et, shape.dimensions(), op)
 
 
-def RngBitGenerator(algorithm: Any, initial_state: XlaOp, shape: Shape) -> XlaOp:
+RNG = define("stablehlo.rng", constant=False, rule=rng_shape)
+
+
+def RngBitGenerator(algorithm: RandomAlgorithm | str | int, initial_state: XlaOp, shape: Shape) -> XlaOp:
     """Random bits from a counter-based generator with explicit state (XLA ``RngBitGenerator``;
     ``stablehlo.rng_bit_generator``).
 

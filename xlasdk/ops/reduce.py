@@ -15,6 +15,7 @@ from ..builder import XlaBuilder, XlaOp
 from ..shape import Shape
 from ..types import FLOATS, PrimitiveType
 from ._core import (
+    ComputationLike,
     array_shape,
     dtype_error,
     int_arg,
@@ -28,12 +29,6 @@ from ._core import (
 
 __all__ = ["Reduce", "Map", "BatchNormTraining", "BatchNormInference", "BatchNormGrad"]
 
-REDUCE = define(
-    "stablehlo.reduce", "reduce", hlo_form=HloForm.REGION,
-    hlo_attrs=lambda o: f", dimensions={braces(o.attrs['dimensions'])}",
-)
-MAP = define("stablehlo.map")
-
 
 def _batch_norm_hlo(o: XlaOp) -> str:
     """``, epsilon=0.001, feature_index=1`` (XLA's spelling; HLO text has no non-finite epsilon)."""
@@ -41,16 +36,6 @@ def _batch_norm_hlo(o: XlaOp) -> str:
     if not np.isfinite(eps):
         raise HloUnsupported(f"epsilon {eps}")
     return f", epsilon={str(np.float32(eps))}, feature_index={o.attrs['feature_index']}"
-
-
-BATCH_NORM_TRAINING = define(
-    "stablehlo.batch_norm_training", "batch-norm-training", hlo_form=HloForm.TUPLE_RESULT,
-    hlo_attrs=_batch_norm_hlo,
-)
-BATCH_NORM_INFERENCE = define("stablehlo.batch_norm_inference", "batch-norm-inference", hlo_attrs=_batch_norm_hlo)
-BATCH_NORM_GRAD = define(
-    "stablehlo.batch_norm_grad", "batch-norm-grad", hlo_form=HloForm.TUPLE_RESULT, hlo_attrs=_batch_norm_hlo
-)
 
 
 def as_op_list(op: str, name: str, v: Any, builder: XlaBuilder | None) -> list[XlaOp]:
@@ -117,6 +102,13 @@ def reduce_shape(op: str, operands: Sequence[Shape], inits: Sequence[Shape], dim
     return outs[0] if len(outs) == 1 else Shape.tuple_shape(outs)
 
 
+REDUCE = define(
+    "stablehlo.reduce", "reduce", hlo_form=HloForm.REGION,
+    hlo_attrs=lambda o: f", dimensions={braces(o.attrs['dimensions'])}",
+    rule=reduce_shape,
+)
+
+
 def map_shape(op: str, operands: Sequence[Shape], dimensions: Sequence[int]) -> tuple[int, ...]:
     """Result dimensions of Map (the operands'; the element type is the computation's); raises
     ShapeError/DTypeError on operands that differ or ``dimensions`` other than all in order."""
@@ -128,6 +120,9 @@ def map_shape(op: str, operands: Sequence[Shape], dimensions: Sequence[int]) -> 
             f"operand 'operands[0]' {operands[0]}"
         )
     return dims0
+
+
+MAP = define("stablehlo.map", rule=map_shape)
 
 
 def reducer_region(op: str, computation: Any, inits: Sequence[XlaOp], builder: XlaBuilder) -> Any:
@@ -153,7 +148,7 @@ def Reduce(
     builder: XlaBuilder,
     operands: XlaOp | Sequence[XlaOp],
     init_values: XlaOp | Sequence[XlaOp],
-    computation: Any,
+    computation: ComputationLike,
     dimensions_to_reduce: Sequence[int],
 ) -> XlaOp:
     """Reduce arrays over dimensions with a reducer (XLA ``Reduce``; ``stablehlo.reduce``).
@@ -199,7 +194,7 @@ def Reduce(
 def Map(
     builder: XlaBuilder,
     operands: XlaOp | Sequence[XlaOp],
-    computation: Any,
+    computation: ComputationLike,
     dimensions: Sequence[int],
     static_operands: Sequence[XlaOp] = (),
 ) -> XlaOp:
@@ -288,6 +283,13 @@ def batch_norm_training_shape(op: str, operand: Shape, scale: Shape, offset: Sha
     return Shape.tuple_shape([operand, vector, vector])
 
 
+BATCH_NORM_TRAINING = define(
+    "stablehlo.batch_norm_training", "batch-norm-training", hlo_form=HloForm.TUPLE_RESULT,
+    hlo_attrs=_batch_norm_hlo,
+    rule=batch_norm_training_shape,
+)
+
+
 def batch_norm_inference_shape(
     op: str, operand: Shape, scale: Shape, offset: Shape, mean: Shape, variance: Shape, feature_index: int
 ) -> Shape:
@@ -295,6 +297,12 @@ def batch_norm_inference_shape(
     named = [("scale", scale), ("offset", offset), ("mean", mean), ("variance", variance)]
     batch_norm_check(op, operand, feature_index, named)
     return operand
+
+
+BATCH_NORM_INFERENCE = define(
+    "stablehlo.batch_norm_inference", "batch-norm-inference", hlo_attrs=_batch_norm_hlo,
+    rule=batch_norm_inference_shape,
+)
 
 
 def batch_norm_grad_shape(
@@ -310,6 +318,12 @@ def batch_norm_grad_shape(
     if grad_output.element_type() is not operand.element_type():
         dtype_error(op, f"operand 'grad_output' is {grad_output}, expected {operand} like operand 'operand'")
     return Shape.tuple_shape([operand, vector, vector])
+
+
+BATCH_NORM_GRAD = define(
+    "stablehlo.batch_norm_grad", "batch-norm-grad", hlo_form=HloForm.TUPLE_RESULT, hlo_attrs=_batch_norm_hlo,
+    rule=batch_norm_grad_shape,
+)
 
 
 def _epsilon(op: str, value: Any) -> F32:

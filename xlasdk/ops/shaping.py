@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .._optable import SET_DIMENSION_SIZE, HloUnsupported, braces, define
+from .._optable import HloUnsupported, braces, define
 from ..attrs import PaddingConfig, PaddingConfigDimension
 from ..builder import XlaBuilder, XlaOp
 from ..shape import Shape
@@ -50,8 +50,7 @@ __all__ = [
 ]
 
 
-
-# -- the op table rows of this family, with their HLO spelling ----------------------------------
+# -- the HLO spelling of this family's rows (each row sits beside its shape rule below) -----------
 def _slice_hlo(o: XlaOp) -> str:
     a = o.attrs
     full = any(c != 1 for c in a["strides"])  # XLA writes every stride once one is not 1
@@ -72,23 +71,6 @@ def _pad_hlo(o: XlaOp) -> str:
         for lo, hi, c in zip(a["edge_padding_low"], a["edge_padding_high"], a["interior_padding"], strict=True)
     ]
     return ", padding=" + "x".join(parts)
-
-
-BROADCAST_IN_DIM = define(
-    "stablehlo.broadcast_in_dim", "broadcast",
-    hlo_attrs=lambda o: f", dimensions={braces(o.attrs['broadcast_dimensions'])}",
-)
-RESHAPE = define("stablehlo.reshape", "reshape")
-TRANSPOSE = define(
-    "stablehlo.transpose", "transpose", hlo_attrs=lambda o: f", dimensions={braces(o.attrs['permutation'])}"
-)
-SLICE = define("stablehlo.slice", "slice", hlo_attrs=_slice_hlo)
-CONCATENATE = define(
-    "stablehlo.concatenate", "concatenate", hlo_attrs=lambda o: f", dimensions={{{o.attrs['dimension']}}}"
-)
-REVERSE = define("stablehlo.reverse", "reverse", hlo_attrs=lambda o: f", dimensions={braces(o.attrs['dimensions'])}")
-PAD = define("stablehlo.pad", "pad", hlo_attrs=_pad_hlo)
-GET_DIMENSION_SIZE = define("stablehlo.get_dimension_size")
 
 
 def broadcast_shape(op: str, operand: Shape, sizes: tuple[int, ...]) -> Shape:
@@ -134,6 +116,13 @@ def broadcast_in_dim_shape(
     return array_shape(operand.element_type(), out, op)
 
 
+BROADCAST_IN_DIM = define(
+    "stablehlo.broadcast_in_dim", "broadcast",
+    hlo_attrs=lambda o: f", dimensions={braces(o.attrs['broadcast_dimensions'])}",
+    rule=broadcast_in_dim_shape,
+)
+
+
 def BroadcastInDim(operand: XlaOp, shape: Sequence[int], broadcast_dimensions: Sequence[int]) -> XlaOp:
     """Broadcast ``operand`` to dimensions ``shape`` (XLA ``BroadcastInDim``; ``stablehlo.broadcast_in_dim``).
 
@@ -168,6 +157,9 @@ def reshape_shape(op: str, operand: Shape, new_sizes: tuple[int, ...]) -> Shape:
     return array_shape(operand.element_type(), new_sizes, op)
 
 
+RESHAPE = define("stablehlo.reshape", "reshape", rule=reshape_shape)
+
+
 def _permutation(op: str, name: str, operand: Shape, perm: tuple[int, ...]) -> None:
     if sorted(perm) != list(range(operand.rank())):
         shape_error(op, f"{name} {list(perm)} is not a permutation of range({operand.rank()}) for {operand}")
@@ -179,6 +171,12 @@ def transpose_shape(op: str, operand: Shape, permutation: tuple[int, ...]) -> Sh
     _permutation(op, "permutation", operand, permutation)
     xd = operand.dimensions()
     return array_shape(operand.element_type(), tuple(xd[p] for p in permutation), op)
+
+
+TRANSPOSE = define(
+    "stablehlo.transpose", "transpose", hlo_attrs=lambda o: f", dimensions={braces(o.attrs['permutation'])}",
+    rule=transpose_shape,
+)
 
 
 def Reshape(operand: XlaOp, dimensions: Sequence[int] | None = None, new_sizes: Sequence[int] | None = None) -> XlaOp:
@@ -239,6 +237,9 @@ def slice_shape(
     return tuple(out)
 
 
+SLICE = define("stablehlo.slice", "slice", hlo_attrs=_slice_hlo, rule=slice_shape)
+
+
 def Slice(
     operand: XlaOp, start_indices: Sequence[int], limit_indices: Sequence[int], strides: Sequence[int] | None = None
 ) -> XlaOp:
@@ -287,6 +288,12 @@ def concat_shape(op: str, shapes: Sequence[Shape], dimension: int) -> Shape:
     return array_shape(first.element_type(), dims, op)
 
 
+CONCATENATE = define(
+    "stablehlo.concatenate", "concatenate", hlo_attrs=lambda o: f", dimensions={{{o.attrs['dimension']}}}",
+    rule=concat_shape,
+)
+
+
 def ConcatInDim(builder: XlaBuilder, operands: Sequence[XlaOp], dimension: int) -> XlaOp:
     """Concatenate ``operands`` along ``dimension`` (XLA ``ConcatInDim``; ``stablehlo.concatenate``).
 
@@ -328,6 +335,12 @@ def rev_shape(op: str, operand: Shape, dimensions: tuple[int, ...]) -> Shape:
             op, f"dimensions {list(dimensions)} must be distinct dimension numbers in [0, {r}) for operand {operand}"
         )
     return operand
+
+
+REVERSE = define(
+    "stablehlo.reverse", "reverse", hlo_attrs=lambda o: f", dimensions={braces(o.attrs['dimensions'])}",
+    rule=rev_shape,
+)
 
 
 def Rev(operand: XlaOp, dimensions: Sequence[int]) -> XlaOp:
@@ -419,6 +432,9 @@ def pad_shape(op: str, dims: tuple[int, ...], config: Sequence[tuple[int, int, i
             )
         out.append(n)
     return tuple(out)
+
+
+PAD = define("stablehlo.pad", "pad", hlo_attrs=_pad_hlo, rule=pad_shape)
 
 
 def Pad(operand: XlaOp, padding_value: XlaOp, padding_config: PaddingConfig | Sequence[Sequence[int]]) -> XlaOp:
@@ -569,6 +585,9 @@ def get_dimension_size_shape(op: str, operand: Shape, dimension: int) -> Shape:
     return array_shape(PrimitiveType.S32, (), op)
 
 
+GET_DIMENSION_SIZE = define("stablehlo.get_dimension_size", rule=get_dimension_size_shape)
+
+
 def set_dimension_size_shape(op: str, operand: Shape, dimension: int) -> Shape:
     """Shape rule of SetDimensionSize: the operand's shape with ``dimension`` dynamic; ShapeError
     for ``dimension`` out of range or of a size (the bound) of 2**31 or more."""
@@ -579,6 +598,11 @@ def set_dimension_size_shape(op: str, operand: Shape, dimension: int) -> Shape:
             op, f"dimension {dimension} of {operand} has size {bound}; a dynamic dimension's bound must be < 2**31"
         )
     return _with_dynamic(operand, dimension, True)
+
+
+SET_DIMENSION_SIZE = define(  # also written by emit_module for padded dynamic arguments
+    "stablehlo.set_dimension_size", rule=set_dimension_size_shape
+)
 
 
 def remove_dynamic_dimension_shape(op: str, operand: Shape, dimension: int) -> Shape:

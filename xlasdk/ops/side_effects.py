@@ -34,18 +34,20 @@ __all__ = [
     "RecvFromHost",
 ]
 
-CREATE_TOKEN = define("stablehlo.create_token", constant=False)
-AFTER_ALL = define("stablehlo.after_all", constant=False)
-OPTIMIZATION_BARRIER = define(
-    "stablehlo.optimization_barrier", "opt-barrier", hlo_form=HloForm.TUPLE_RESULT, variadic=True
-)
-INFEED = define("stablehlo.infeed", side_effect=True, constant=False)
-OUTFEED = define("stablehlo.outfeed", side_effect=True, constant=False)
 
 _TOKEN = Shape._make(PrimitiveType.TOKEN, ())
 
 
 # -- tokens ---------------------------------------------------------------------------------------
+
+def token_shape(op: str) -> Shape:
+    """Shape rule of CreateToken and AfterAll: ``token[]``."""
+    return _TOKEN
+
+
+CREATE_TOKEN = define("stablehlo.create_token", constant=False, rule=token_shape)
+AFTER_ALL = define("stablehlo.after_all", constant=False, rule=token_shape)
+
 
 def CreateToken(builder: XlaBuilder) -> XlaOp:
     """A fresh token, for ordering side-effecting ops (XLA ``CreateToken``;
@@ -61,7 +63,7 @@ def CreateToken(builder: XlaBuilder) -> XlaOp:
     """
     if not isinstance(builder, XlaBuilder):
         dtype_error("CreateToken", f"first argument must be an XlaBuilder, got {type(builder).__name__}")
-    return builder.add_op(CREATE_TOKEN, (), _TOKEN)
+    return builder.add_op(CREATE_TOKEN, (), token_shape("CreateToken"))
 
 
 def AfterAll(builder: XlaBuilder, tokens: Sequence[XlaOp]) -> XlaOp:
@@ -88,7 +90,7 @@ def AfterAll(builder: XlaBuilder, tokens: Sequence[XlaOp]) -> XlaOp:
     if isinstance(tokens, XlaOp) or not isinstance(tokens, (list, tuple)):
         dtype_error(op, f"tokens must be a list or tuple of token XlaOps, got {type(tokens).__name__}")
     toks = tuple(token_operand(op, f"tokens[{i}]", t, builder) for i, t in enumerate(tokens))
-    return builder.add_op(AFTER_ALL, toks, _TOKEN)
+    return builder.add_op(AFTER_ALL, toks, token_shape("AfterAll"))
 
 
 def optimization_barrier_shape(op: str, operand: Shape) -> Shape:
@@ -96,6 +98,12 @@ def optimization_barrier_shape(op: str, operand: Shape) -> Shape:
     if operand.is_tuple() and any(e.is_tuple() for e in operand.tuple_shapes()):
         shape_error(op, f"operand 'operand' must be an array, a token or a flat tuple, got {operand}")
     return operand
+
+
+OPTIMIZATION_BARRIER = define(
+    "stablehlo.optimization_barrier", "opt-barrier", hlo_form=HloForm.TUPLE_RESULT, variadic=True,
+    rule=optimization_barrier_shape,
+)
 
 
 def OptimizationBarrier(operand: XlaOp) -> XlaOp:
@@ -188,6 +196,9 @@ def infeed_shape(op: str, shape: Shape) -> Shape:
     return Shape.tuple_shape(leaves + [_TOKEN])
 
 
+INFEED = define("stablehlo.infeed", side_effect=True, constant=False, rule=infeed_shape)
+
+
 def InfeedWithToken(token: XlaOp, shape: Shape, config: str = "") -> XlaOp:
     """Read a value of ``shape`` from the device's infeed queue, after ``token``
     (XLA ``InfeedWithToken``; ``stablehlo.infeed``).
@@ -243,6 +254,9 @@ def outfeed_check(op: str, operand: Shape, shape_with_layout: Shape) -> None:
                 shape_error(op, f"operand 'operand' must be an array or a flat tuple of arrays, got {operand}")
     if shape_with_layout != operand:
         shape_error(op, f"shape_with_layout is {shape_with_layout}, but operand 'operand' has shape {operand}")
+
+
+OUTFEED = define("stablehlo.outfeed", side_effect=True, constant=False, rule=outfeed_check)
 
 
 def OutfeedWithToken(operand: XlaOp, token: XlaOp, shape_with_layout: Shape, outfeed_config: str = "") -> XlaOp:

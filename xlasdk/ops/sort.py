@@ -13,10 +13,12 @@ from ..errors import DTypeError
 from ..shape import Shape
 from ..types import COMPLEX, FLOATS, PrimitiveType
 from ._core import (
+    ComputationLike,
     array_shape,
     bool_arg,
     dtype_error,
     int_arg,
+    is_computation_like,
     shape_error,
     show,
     subcomputation,
@@ -32,9 +34,6 @@ def _sort_hlo(o: XlaOp) -> str:
     return f", dimensions={{{o.attrs['dimension']}}}" + (", is_stable=true" if o.attrs["is_stable"] else "")
 
 
-SORT = define("stablehlo.sort", "sort", hlo_form=HloForm.REGION, hlo_attrs=_sort_hlo)
-TOP_K = define("chlo.top_k")
-
 __all__ = ["Sort", "TopK", "ApproxTopK", "ApproxTopKFallback", "ApproxTopKReductionOutputSize"]
 
 _PRED_SCALAR = Shape._make(PrimitiveType.PRED, ())
@@ -44,12 +43,6 @@ _TOPK_WIDE = {
     PrimitiveType.S2: PrimitiveType.S8, PrimitiveType.U2: PrimitiveType.U8, PrimitiveType.S4: PrimitiveType.S8,
     PrimitiveType.U4: PrimitiveType.U8, PrimitiveType.F4E2M1FN: PrimitiveType.F32,
 }
-
-
-def _is_computation(v: Any) -> bool:
-    from ..computation import XlaComputation
-
-    return isinstance(v, XlaComputation) or (callable(v) and not isinstance(v, XlaOp))
 
 
 def _is_int(v: Any) -> bool:
@@ -112,6 +105,9 @@ def sort_shape(op: str, operands: Sequence[Shape], dimension: int) -> Shape:
     return operands[0] if len(operands) == 1 else Shape.tuple_shape(list(operands))
 
 
+SORT = define("stablehlo.sort", "sort", hlo_form=HloForm.REGION, hlo_attrs=_sort_hlo, rule=sort_shape)
+
+
 def Sort(
     builder: XlaBuilder,
     operands: XlaOp | Sequence[XlaOp],
@@ -157,7 +153,7 @@ def Sort(
     op = "Sort"
     if not isinstance(builder, XlaBuilder):
         dtype_error(op, f"first argument must be an XlaBuilder, got {type(builder).__name__}")
-    if _is_computation(dimension):  # former order: (builder, operands, comparator, dimension, is_stable)
+    if is_computation_like(dimension):  # former order: (builder, operands, comparator, dimension, is_stable)
         dimension, is_stable, comparator = (
             is_stable if _is_int(is_stable) else -1,
             comparator if comparator is not None else False,
@@ -188,6 +184,9 @@ def top_k_shape(op: str, operand: Shape, k: int) -> Shape:
         shape_error(op, f"k = {k} out of range [0, {dims[-1]}] for operand {operand}")
     out_dims = dims[:-1] + (k,)
     return Shape.tuple_shape([array_shape(et, out_dims, op), array_shape(PrimitiveType.S32, out_dims, op)])
+
+
+TOP_K = define("chlo.top_k", rule=top_k_shape)
 
 
 def TopK(input: XlaOp, k: int, largest: bool = True) -> XlaOp:  # noqa: A002 - the former name
@@ -371,7 +370,7 @@ def ApproxTopK(
     init_values: Sequence[XlaOp],
     top_k: int,
     reduction_dim: int,
-    comparator: Any,
+    comparator: ComputationLike,
     recall_target: float = 0.9,
     aggregate_to_topk: bool = True,
     reduction_input_size_override: int = -1,
@@ -428,7 +427,7 @@ def ApproxTopKFallback(
     init_values: Sequence[XlaOp],
     top_k: int,
     reduction_dim: int,
-    comparator: Any,
+    comparator: ComputationLike,
     recall_target: float = 0.9,
     aggregate_to_topk: bool = True,
     reduction_input_size_override: int = -1,

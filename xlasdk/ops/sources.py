@@ -111,10 +111,6 @@ def _iota_hlo(o: XlaOp) -> str:
     return f", iota_dimension={o.attrs['iota_dimension']}"
 
 
-CONSTANT = define("stablehlo.constant", "constant", hlo_form=HloForm.CONSTANT)
-IOTA = define("stablehlo.iota", "iota", hlo_attrs=_iota_hlo)
-
-
 def _constant(b: XlaBuilder, arr: np.ndarray[Any, Any], shape: Shape) -> XlaOp:
     """The constant node of ``arr`` (a one-element ``arr`` is a splat of ``shape``): a read-only
     copy, so that changing the caller's array later does not change the graph."""
@@ -133,6 +129,9 @@ def constant_shape(op: str, dtype: np.dtype[Any], dims: tuple[int, ...]) -> Shap
     return array_shape(et, dims, op)
 
 
+CONSTANT = define("stablehlo.constant", "constant", hlo_form=HloForm.CONSTANT, rule=constant_shape)
+
+
 def iota_shape(op: str, shape: Shape, iota_dimension: int) -> Shape:
     """Shape rule of Iota: ``shape``; ShapeError for a non-array shape or an ``iota_dimension``
     out of range, DTypeError for a pred iota."""
@@ -143,6 +142,9 @@ def iota_shape(op: str, shape: Shape, iota_dimension: int) -> Shape:
     if shape.element_type() is PrimitiveType.PRED:
         dtype_error(op, "element type pred is not allowed (use an integer or float type)")
     return shape
+
+
+IOTA = define("stablehlo.iota", "iota", hlo_attrs=_iota_hlo, rule=iota_shape)
 
 
 def Constant(builder: XlaBuilder, value: Any) -> XlaOp:
@@ -176,8 +178,9 @@ def ConstantLiteral(builder: XlaBuilder, literal: Any) -> XlaOp:
     return Constant(builder, literal)
 
 
-def constant_like(op: str, value: Any, like: XlaOp) -> XlaOp:
-    """A splat constant of ``like``'s shape and dtype from a Python/numpy scalar.
+def constant_like(op: str, value: Any, like: XlaOp, *, scalar: bool = False) -> XlaOp:
+    """A splat constant of ``like``'s shape and dtype from a Python/numpy scalar (a rank-0
+    constant of ``like``'s element type when ``scalar``).
 
     Raises DTypeError if ``value`` does not fit the dtype exactly in kind (a float for an
     integer operand, a negative or too-large int for the type, a complex for a real type).
@@ -203,7 +206,8 @@ def constant_like(op: str, value: Any, like: XlaOp) -> XlaOp:
             arr = None
     if arr is None:
         dtype_error(op, f"scalar {show(value)} cannot be represented as {like.shape.element_type().name.lower()}")
-    return _constant(like.builder, arr.reshape(()), like.shape)
+    shape = array_shape(like.shape.element_type(), ()) if scalar else like.shape
+    return _constant(like.builder, arr.reshape(()), shape)
 
 
 def Iota(

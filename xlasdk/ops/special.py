@@ -112,7 +112,7 @@ def _operands(op: str, named: Sequence[tuple[str, Any]]) -> tuple[list[XlaOp], P
     xs: list[XlaOp] = []
     for name, v in named:
         if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)):
-            xs.append(constant_like(op, v, ew._scalar_like(ref)))  # DTypeError if it does not fit
+            xs.append(constant_like(op, v, ref, scalar=True))  # DTypeError if it does not fit
             continue
         x = operand(op, name, v)
         special_operand(op, name, x.shape, et)
@@ -239,7 +239,7 @@ def _igamma(op: str, a: Any, x: Any, lower: bool) -> XlaOp:
     return _finish(_igamma_edges(aa, xx, ew.Clamp(0.0, out, 1.0), lower=lower), et)
 
 
-def Igamma(a: Any, x: Any) -> XlaOp:
+def Igamma(a: XlaOp | float, x: XlaOp | float) -> XlaOp:
     """Regularized lower incomplete gamma function ``P(a, x) = gamma(a, x) / Gamma(a)``
     (the former XLA ``Igamma``; ``scipy.special.gammainc``).
 
@@ -265,7 +265,7 @@ def Igamma(a: Any, x: Any) -> XlaOp:
     return _igamma("Igamma", a, x, lower=True)
 
 
-def Igammac(a: Any, x: Any) -> XlaOp:
+def Igammac(a: XlaOp | float, x: XlaOp | float) -> XlaOp:
     """Regularized upper incomplete gamma function ``Q(a, x) = 1 - P(a, x)``
     (the former XLA ``Igammac``; ``scipy.special.gammaincc``).
 
@@ -404,7 +404,7 @@ def _igamma_grad(op: str, a: Any, x: Any, sample: bool) -> XlaOp:
     return _finish(out, et)
 
 
-def IgammaGradA(a: Any, x: Any) -> XlaOp:
+def IgammaGradA(a: XlaOp | float, x: XlaOp | float) -> XlaOp:
     """``dP(a, x)/da``, the derivative of the regularized lower incomplete gamma function in
     ``a`` (the former XLA ``IgammaGradA``).
 
@@ -431,7 +431,7 @@ def IgammaGradA(a: Any, x: Any) -> XlaOp:
     return _igamma_grad("IgammaGradA", a, x, sample=False)
 
 
-def RandomGammaGrad(a: Any, x: Any) -> XlaOp:
+def RandomGammaGrad(a: XlaOp | float, x: XlaOp | float) -> XlaOp:
     """The derivative of a Gamma(a, 1) sample ``x`` in ``a`` with the CDF held fixed,
     ``dx/da = -(dP(a, x)/da) / (dP(a, x)/dx)`` (implicit reparameterization; the former XLA
     ``RandomGammaGrad``).
@@ -500,7 +500,7 @@ def _betacf(a: XlaOp, b: XlaOp, x: XlaOp, enabled: XlaOp) -> XlaOp:
     return out[3]
 
 
-def RegularizedIncompleteBeta(a: Any, b: Any, x: Any) -> XlaOp:
+def RegularizedIncompleteBeta(a: XlaOp | float, b: XlaOp | float, x: XlaOp | float) -> XlaOp:
     """Regularized incomplete beta function ``I_x(a, b) = B(x; a, b) / B(a, b)`` (the former
     XLA ``RegularizedIncompleteBeta``; ``scipy.special.betainc``).
 
@@ -593,7 +593,7 @@ def _chbevl(x: XlaOp, coeffs: Sequence[float]) -> XlaOp:
     return (b0 - b2) * 0.5
 
 
-def BesselI0e(x: Any) -> XlaOp:
+def BesselI0e(x: XlaOp | float) -> XlaOp:
     """Exponentially scaled modified Bessel function of order 0, ``exp(-|x|) I0(x)`` (the former
     XLA ``BesselI0e``; ``scipy.special.i0e``).
 

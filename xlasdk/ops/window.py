@@ -21,13 +21,14 @@ import numpy as np
 from .._mlir_attrs import I64Elements
 from .._optable import HloForm, HloUnsupported, define, hlo_window
 from ..attrs import PaddingType, ScatterDimensionNumbers, convert_padding
-from ..builder import Region, XlaBuilder, XlaOp
+from ..builder import Computation, Region, XlaBuilder, XlaOp
 from ..errors import ShapeError
 from ..shape import Shape
 from ..types import PrimitiveType, etype_to_dtype
 from ._core import (
     INT64_MAX,
     INT64_MIN,
+    ComputationLike,
     array_shape,
     dtype_error,
     int_list,
@@ -60,11 +61,6 @@ def _reduce_window_hlo(o: XlaOp) -> str:
         a["window_dimensions"], a["window_strides"], pads, a["base_dilations"], a["window_dilations"]
     )
     return ", " + window
-
-
-REDUCE_WINDOW = define(
-    "stablehlo.reduce_window", "reduce-window", hlo_form=HloForm.REGION, hlo_attrs=_reduce_window_hlo
-)
 
 
 # -- shape rule ----------------------------------------------------------------------------------
@@ -223,6 +219,12 @@ def reduce_window_op_shape(
     return outs[0] if len(outs) == 1 else Shape.tuple_shape(outs)
 
 
+REDUCE_WINDOW = define(
+    "stablehlo.reduce_window", "reduce-window", hlo_form=HloForm.REGION, hlo_attrs=_reduce_window_hlo,
+    rule=reduce_window_op_shape,
+)
+
+
 def select_and_scatter_shape(
     op: str,
     operand: Shape,
@@ -264,7 +266,7 @@ def _crop(xs: list[XlaOp], start: tuple[int, ...], limit: tuple[int, ...]) -> li
 def ReduceWindow(
     operand: XlaOp | Sequence[XlaOp],
     init_value: XlaOp | Sequence[XlaOp],
-    computation: Any,
+    computation: ComputationLike,
     window_dimensions: Sequence[int],
     window_strides: Sequence[int],
     padding: PaddingType | str | Sequence[tuple[int, int]],
@@ -411,13 +413,13 @@ def _reduce_window(
 
 def SelectAndScatterWithGeneralPadding(
     operand: XlaOp,
-    select: Any,
+    select: ComputationLike,
     window_dimensions: Sequence[int],
     window_strides: Sequence[int],
     padding: PaddingType | str | Sequence[tuple[int, int]],
     source: XlaOp,
     init_value: XlaOp,
-    scatter: Any,
+    scatter: ComputationLike,
 ) -> XlaOp:
     """Scatter ``source`` to the element each window selects (XLA ``SelectAndScatter``): the
     gradient of a pooling op. Lowered to ``stablehlo.reduce_window`` + ``stablehlo.scatter``
@@ -522,7 +524,6 @@ def _select_and_scatter(
     carries the index ``n`` (never selected). A scatter of ``source`` into ``n + 1`` elements
     (the last one collects windows of padding only) combines the values with ``scatter``.
     """
-    from ..computation import XlaComputation  # computations are built from ops: imported when used
     from .elementwise import And, Eq, Lt, Ne, Not, Or, Select
     from .shaping import Reshape
     from .sources import Constant, Iota
@@ -538,7 +539,7 @@ def _select_and_scatter(
     absent = Constant(b, np.asarray(n, idt))
 
     def choose(av: XlaOp, ai: XlaOp, bv: XlaOp, bi: XlaOp) -> tuple[XlaOp, XlaOp]:
-        if callable(select) and not isinstance(select, XlaComputation):
+        if callable(select) and not isinstance(select, Computation):
             ab, ba = select(av, bv), select(bv, av)
         else:
             ab, ba = _inline(sel_region, (av, bv), av.builder)[0], _inline(sel_region, (bv, av), av.builder)[0]
