@@ -13,6 +13,11 @@ overlaps the caller's own work) and serves every later request over a pipe (a fe
 request); a worker that dies is replaced on the next request. A death becomes
 :class:`WorkerDied` carrying the signal and XLA's own ``Check failed:`` line from the child's stderr.
 
+The worker runs under a memory budget (its ``RLIMIT_DATA``, set in the worker only: half of the
+machine's memory, at least 4 GiB; ``XLASDK_WORKER_MEMORY`` overrides it, see :func:`memory_budget`):
+a module whose load or compile needs more fails with a message that says the budget ran out and
+how to raise it (:func:`budget_exceeded`), never as a corrupt file, and is not retried.
+
 A request names a function (``"xlasdk.formats.untrusted:load_hlo"``) that the worker imports
 and calls; this module knows nothing of what the functions do (``xlasdk.formats.untrusted``
 holds them), so ``_jaxlib`` depends on nothing above it.
@@ -32,9 +37,11 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Final
 
-from ..errors import XlaRuntimeError
+from ..errors import XlaRuntimeError, XlaSdkError
 
-__all__ = ["Failed", "WorkerDied", "check_xla_flags", "prestart", "request", "shutdown", "worker_pid"]
+__all__ = [
+    "Failed", "WorkerDied", "check_xla_flags", "memory_budget", "prestart", "request", "shutdown", "worker_pid",
+]
 
 _LEN: Final = struct.Struct("<Q")
 #: what the worker imports as soon as it starts (every request needs jaxlib and the loaders)
@@ -55,11 +62,91 @@ class WorkerDied(Exception):  # noqa: N818
     """The worker process died on the request (an abort, a segfault, a stack overflow) or ran
     past its time limit. ``reason`` is one line: the signal and XLA's ``Check failed:`` line."""
 
-    def __init__(self, reason: str, *, timed_out: bool = False, killed: bool = False) -> None:
+    def __init__(self, reason: str, *, timed_out: bool = False, killed: bool = False,
+                 out_of_memory: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
         self.timed_out = timed_out
-        self.killed = killed  # SIGKILL from outside (twice: the request was retried once)
+        # not the request's fault: SIGKILL from outside (twice: the request was retried once), or
+        # the worker's memory budget ran out (then ``out_of_memory`` too, and no retry)
+        self.killed = killed or out_of_memory
+        self.out_of_memory = out_of_memory
+
+
+# -- the worker's memory budget ----------------------------------------------------------------
+#: The worker's memory budget when ``XLASDK_WORKER_MEMORY`` is unset: this share of the machine's
+#: memory (or of the memory its control group may use, when less), and at least
+#: :data:`MIN_MEMORY_BUDGET`. xlasdk's whole test suite passes with a budget of 2 GiB.
+MEMORY_BUDGET_SHARE: Final = 0.5
+MIN_MEMORY_BUDGET: Final = 4 << 30
+_UNITS: Final = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+#: words in the log of a worker that died because an allocation failed
+_OOM_MARKS: Final = ("std::bad_alloc", "Cannot allocate memory", "out of memory", "Out of memory",
+                     "MemoryError", "Failed to allocate", "failed to allocate", "pthread_create() failed",
+                     "failed to map segment")
+
+
+def _machine_memory() -> int | None:
+    """Bytes of physical memory, or of the control group's limit (cgroup v2 ``memory.max``) when less."""
+    try:
+        total = int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return None
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f:
+            cg = f.read().strip()
+        if cg.isdigit():
+            total = min(total, int(cg))
+    except OSError:
+        pass
+    return total
+
+
+def memory_budget() -> int | None:
+    """Bytes the worker process may allocate (its ``RLIMIT_DATA``), None for no limit.
+
+    ``XLASDK_WORKER_MEMORY`` (bytes, or with a K/M/G/T suffix: ``8G``; ``0`` or ``none``: no
+    limit), else half of the machine's memory (or its control group's), at least 4 GiB.
+
+    Raises
+    ------
+    XlaSdkError
+        ``XLASDK_WORKER_MEMORY`` holds something else.
+    """
+    env = os.environ.get("XLASDK_WORKER_MEMORY", "").strip()
+    if env:
+        if env.lower() in ("0", "none", "unlimited"):
+            return None
+        text = env.upper().removesuffix("IB").removesuffix("B")
+        unit = text[-1:] if text[-1:] in _UNITS and text[-1:] else ""
+        try:
+            value = float(text[: len(text) - len(unit)] if unit else text) * _UNITS[unit]
+        except ValueError:
+            value = -1.0
+        if not value > 0 or value != value or value > 1 << 62:
+            raise XlaSdkError(f"XLASDK_WORKER_MEMORY must be a size such as 8G or 8589934592 (bytes; 0: no limit), "
+                              f"got {env!r}")
+        return int(value)
+    total = _machine_memory()
+    if total is None:  # pragma: no cover - not POSIX
+        return None
+    return max(MIN_MEMORY_BUDGET, int(total * MEMORY_BUDGET_SHARE))
+
+
+def _gib(n: int) -> str:
+    return f"{n / (1 << 30):.1f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.0f} MiB"
+
+
+def budget_exceeded(limit: int | None) -> str:
+    """The one line that says the worker's memory budget (``limit`` bytes) ran out."""
+    size = f"of {_gib(limit)} " if limit else ""
+    return (f"xlasdk's worker process ran past its memory budget {size}(XLASDK_WORKER_MEMORY raises it); "
+            "this says nothing about whether the input is valid")
+
+
+def is_out_of_memory(message: str) -> bool:
+    """Whether XLA's / MLIR's message says an allocation failed (``RESOURCE_EXHAUSTED``...)."""
+    return "RESOURCE_EXHAUSTED" in message or any(m in message for m in _OOM_MARKS)
 
 
 # -- the parent side ---------------------------------------------------------------------------
@@ -69,6 +156,9 @@ class _Worker:
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # keep 'F'atal and 'E'rror lines: they name the cause
         env["XLASDK_WORKER"] = "1"
         env["XLASDK_WORKER_PARENT"] = str(os.getpid())
+        self.memory_env = os.environ.get("XLASDK_WORKER_MEMORY")
+        self.memory = memory_budget()
+        env["XLASDK_WORKER_RLIMIT_DATA"] = str(self.memory or 0)
         self.xla_flags = env.get("XLA_FLAGS")  # XLA reads them once, when the process first needs them
         self.log = tempfile.TemporaryFile()
         self.next_id = 0
@@ -152,7 +242,10 @@ class _Worker:
                     self.proc.wait()
                 if timed_out.is_set():
                     raise WorkerDied(f"did not finish within {timeout:g} s", timed_out=True) from None
-                raise WorkerDied(self._death(start), killed=self.proc.returncode == -signal.SIGKILL) from None
+                reason, oom = self._death(start)
+                if oom:
+                    raise WorkerDied(budget_exceeded(self.memory), out_of_memory=True) from None
+                raise WorkerDied(reason, killed=self.proc.returncode == -signal.SIGKILL) from None
             done = True
         finally:
             if timer is not None:
@@ -168,7 +261,9 @@ class _Worker:
             return reply[2]
         raise Failed(reply[2], reply[3])
 
-    def _death(self, start: int) -> str:
+    def _death(self, start: int) -> tuple[str, bool]:
+        """The reason the worker died (the signal and XLA's fatal line), and whether an allocation
+        failed (the worker's memory budget ran out)."""
         rc = self.proc.returncode
         if rc is not None and rc < 0:
             try:
@@ -180,7 +275,8 @@ class _Worker:
         self.log.seek(max(start, self.log.seek(0, os.SEEK_END) - _DEATH_TAIL))
         err = self.log.read().decode("utf-8", "replace")
         line = fatal_line(err)
-        return f"{how}: {line}" if line else how
+        oom = self.memory is not None and rc != -signal.SIGKILL and any(m in err for m in _OOM_MARKS)
+        return (f"{how}: {line}" if line else how), oom
 
 
 def _kill_started(f: Future[subprocess.Popen[bytes]]) -> None:
@@ -256,14 +352,14 @@ def request(target: str, *args: Any, timeout: float | None = None) -> Any:
         return _request_once(target, args, timeout)
     except WorkerDied as e:
         _raise_if_xla_flags(e)
-        if not e.killed:
+        if not e.killed or e.out_of_memory:  # the same budget would run out again
             raise
     # SIGKILL comes from outside (XLA aborts with SIGABRT or faults with SIGSEGV): the out-of-memory
     # killer, a user's kill -9. The file is not to blame for that: run the request once more.
     try:
         return _request_once(target, args, timeout)
     except WorkerDied as e:
-        if not e.killed:
+        if not e.killed or e.out_of_memory:
             raise
         raise WorkerDied(
             "the worker process was killed from outside (SIGKILL) twice while doing this, once on a retry: "
@@ -289,8 +385,9 @@ def _raise_if_xla_flags(e: WorkerDied) -> None:
 def _request_once(target: str, args: tuple[Any, ...], timeout: float | None) -> Any:
     global _worker
     with _lock:
-        if _worker is not None and _worker.xla_flags != os.environ.get("XLA_FLAGS"):
-            _worker.kill()  # XLA_FLAGS changed since it started: a fresh worker reads them as a new process would
+        if _worker is not None and (_worker.xla_flags != os.environ.get("XLA_FLAGS")
+                                    or _worker.memory_env != os.environ.get("XLASDK_WORKER_MEMORY")):
+            _worker.kill()  # XLA_FLAGS or the budget changed since it started: a fresh worker, as a new process
             _worker = None
         if _worker is None or not _worker.alive():
             if _worker is not None:
@@ -326,7 +423,7 @@ def prestart() -> None:
                 _worker.kill()
             try:
                 _worker = _Worker()
-            except OSError:  # pragma: no cover - the first request reports it
+            except (OSError, XlaSdkError):  # the first request reports it
                 _worker = None
     finally:
         _lock.release()
@@ -362,10 +459,10 @@ def check_xla_flags() -> None:
 
 def _read_xla_flags_in_worker() -> None:  # pragma: no cover - runs in the worker process
     """XLA reads ``XLA_FLAGS`` when the process makes its first client (and dies on an unknown flag)."""
-    from . import pjrt
+    from jaxlib import xla_client as _xc
 
     try:
-        pjrt.make_cpu_client(1)
+        _xc.make_cpu_client(num_devices=1)
     except Exception as e:
         raise Failed("client", str(e)) from None
 
@@ -428,12 +525,37 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the worker process
         threading.Thread(target=watch, name="xlasdk-parent-watch", daemon=True).start()
 
 
+def _limit_memory() -> int | None:  # pragma: no cover - runs in the worker process
+    """Apply the budget the parent chose (:func:`memory_budget`) to this process's ``RLIMIT_DATA``
+    (its heap and private writable mappings: an allocation past it fails, Python's with a
+    ``MemoryError``, XLA's with ``std::bad_alloc``); its address space, which XLA's thread stacks
+    and reservations inflate, is left alone. The limit, or None."""
+    limit = int(os.environ.get("XLASDK_WORKER_RLIMIT_DATA", "0") or 0)
+    if limit <= 0:
+        return None
+    try:
+        import resource
+
+        _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+    except (ImportError, OSError, ValueError):
+        return None
+    return limit
+
+
+def _one_line(message: str) -> str:  # pragma: no cover - runs in the worker process
+    return " ".join(message.split())[:300]
+
+
 def _serve() -> None:  # pragma: no cover - runs in the worker process (tests exercise it there)
     """The worker's loop: read a request from stdin, run it, write the reply (with the request's
     id) to stdout. Ctrl-C reaches the whole terminal's process group: the worker ignores it, and
     the parent, which owns the request, decides (it replaces the worker)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent()
+    limit = _limit_memory()
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything printed by native code goes to the log, never into the protocol
     inp = sys.stdin.buffer
@@ -458,8 +580,13 @@ def _serve() -> None:  # pragma: no cover - runs in the worker process (tests ex
             reply = (rid, "failed", e.stage, e.message)
         except RecursionError:
             reply = (rid, "failed", "recursion", "nested too deeply")
+        except MemoryError:
+            reply = (rid, "failed", "memory", budget_exceeded(limit))
         except Exception as e:  # a bug in the worker: report it, do not hang the parent
             reply = (rid, "failed", "internal", f"{type(e).__name__}: {e}")
+        if limit is not None and reply[1] == "failed" and reply[2] != "memory" and is_out_of_memory(reply[3]):
+            # an allocation failed cleanly (XLA's RESOURCE_EXHAUSTED, a caught std::bad_alloc)
+            reply = (rid, "failed", "memory", f"{budget_exceeded(limit)} ({_one_line(reply[3])})")
         data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
         out.write(_LEN.pack(len(data)) + data)
         out.flush()

@@ -33,7 +33,7 @@ def _spmd_counts(args: argparse.Namespace, comp: Any) -> tuple[int, int]:
     """``(replicas, partitions)``: the flags, else what the module records (its HLO header's
     ``replica_count`` / ``num_partitions``, its StableHLO ``mhlo.num_replicas`` /
     ``mhlo.num_partitions``, or the device count its shardings need), else 1."""
-    from xlasdk.sharding import module_spmd_counts
+    from xlasdk.sharding._spmd import module_spmd_counts
 
     header = None
     if getattr(comp, "source_format", None) == "hlo":
@@ -88,8 +88,6 @@ def _leaf_shapes(shape: Any) -> list[Any]:
 
 def _memory_limit() -> int:
     """``XLASDK_MAX_RUN_BYTES``, else this machine's physical memory."""
-    import os
-
     env = os.environ.get("XLASDK_MAX_RUN_BYTES", "").strip()
     if env:
         try:
@@ -102,9 +100,80 @@ def _memory_limit() -> int:
         return 1 << 62
 
 
-def _check_memory(ps: Any) -> None:
+def _free_memory() -> tuple[int, str] | None:
+    """Bytes this process can still allocate, and what bounds them: the system's available memory
+    (``MemAvailable``), this process's ``RLIMIT_AS`` / ``RLIMIT_DATA`` (less what it holds), its
+    control group's ``memory.max`` (less ``memory.current``); None when none of these is known."""
+    bounds: list[tuple[int, str]] = []
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    bounds.append((int(line.split()[1]) * 1024, "free on this machine"))
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import resource
+
+        with open("/proc/self/status") as f:
+            status = {k: v.split() for k, _, v in (ln.partition(":") for ln in f)}
+        held = {"VmSize": 0, "VmData": 0}
+        for key in held:
+            if key in status and status[key]:
+                held[key] = int(status[key][0]) * 1024
+        for lim, key, name in ((resource.RLIMIT_AS, "VmSize", "RLIMIT_AS"), (resource.RLIMIT_DATA, "VmData",
+                                                                              "RLIMIT_DATA")):
+            soft = resource.getrlimit(lim)[0]
+            if soft != resource.RLIM_INFINITY:
+                bounds.append((max(0, soft - held[key]), f"left under this process's {name} (ulimit)"))
+    except (ImportError, OSError, ValueError):
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f:
+            cap = f.read().strip()
+        with open("/sys/fs/cgroup/memory.current") as f:
+            used = int(f.read().strip())
+        if cap.isdigit():
+            bounds.append((max(0, int(cap) - used), "left under this control group's memory.max"))
+    except (OSError, ValueError):
+        pass
+    return min(bounds) if bounds else None
+
+
+def _working_set(shape: Any, *, output: bool, random: bool) -> tuple[int, int]:
+    """Bytes a value of ``shape`` holds for the whole run, and bytes of numpy temporaries made for it
+    (one at a time): an input on the host and on the device, plus, drawn by ``--random-inputs``,
+    numpy's float64 / int64 draws (8 bytes an element, 16 for floats, 32 for complex numbers); an
+    output on the device and its host copy, plus the float64 copies of its printed summary."""
+    held = temp = 0
+    for leaf in _leaf_shapes(shape):
+        nbytes = leaf._heap_bytes()
+        if not nbytes:
+            continue
+        n = 1
+        for d in leaf.dimensions():
+            n *= max(int(d), 1)
+        try:
+            kind = np.dtype(leaf.numpy_dtype()).kind
+        except (TypeError, ValueError):  # pragma: no cover - a type numpy cannot hold
+            kind = "V"
+        held += 2 * nbytes
+        if output:
+            t = 0 if kind == "b" else 8 * n if kind == "c" else 17 * n
+        elif random:
+            t = 32 * n if kind == "c" else 8 * n if kind in "biu" else 16 * n
+        else:
+            t = 0
+        temp = max(temp, t)
+    return held, temp
+
+
+def _check_memory(ps: Any, *, random_inputs: bool = False) -> None:
     """Refuse (exit 2) a program whose inputs and outputs alone need more memory than the machine
-    has: it would end in MemoryError or the out-of-memory killer after a long wait."""
+    has, or, unless ``XLASDK_MAX_RUN_BYTES`` sets the limit, whose run (the values, their host and
+    device copies, numpy's temporaries for ``--random-inputs`` and the printed summaries) needs
+    more than this process can still allocate: it would end in MemoryError or the out-of-memory
+    killer after a long wait."""
     params = [(f"parameter {i} ({n})", s) for i, (n, s) in enumerate(zip(ps.parameter_names(),
                                                                            ps.parameter_shapes(), strict=True))]
     results = [(f"output {i}", s) for i, s in enumerate(_leaf_shapes(ps.result_shape()))]
@@ -116,6 +185,22 @@ def _check_memory(ps: Any) -> None:
         raise UsageError(
             f"the program's inputs and outputs need {total:,} bytes, more than the {limit:,} this machine has "
             f"(the largest: {what}, {shape}, {n:,} bytes); XLASDK_MAX_RUN_BYTES overrides the limit"
+        )
+    if os.environ.get("XLASDK_MAX_RUN_BYTES", "").strip():
+        return
+    free = _free_memory()
+    if free is None:  # pragma: no cover - no /proc
+        return
+    sets = [(what, s, _working_set(s, output=what.startswith("output"), random=random_inputs))
+            for what, s in params + results]
+    need = sum(h for _, _, (h, _) in sets) + max((t for _, _, (_, t) in sets), default=0)
+    if need > free[0]:
+        what, shape, (h, t) = max(sets, key=lambda x: x[2][0] + x[2][1])
+        raise UsageError(
+            f"running the program takes about {need:,} bytes (its inputs and outputs: {total:,}; with their host "
+            f"and device copies, numpy's temporaries for random inputs and summaries), more than the {free[0]:,} "
+            f"{free[1]} (the largest: {what}, {shape}, about {h + t:,} bytes); XLASDK_MAX_RUN_BYTES sets the "
+            "limit instead"
         )
 
 
@@ -204,13 +289,21 @@ def _expect_report(args: argparse.Namespace, comp: Any, host: list[Any], expecte
 
 
 def _cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
+    try:
+        return _run(args, out)
+    except MemoryError as e:  # past the estimate of _check_memory (XLASDK_MAX_RUN_BYTES raised it): exit 2
+        raise UsageError(f"{args.file}: the run needs more memory than this process can allocate ({e}); "
+                         "XLASDK_MAX_RUN_BYTES bounds what xlasdk run accepts") from None
+
+
+def _run(args: argparse.Namespace, out: IO[str]) -> int:
     from xlasdk._atomic import atomic_write
 
     _check_run_flags(args)
     _stage("loading")
     comp, snap = _load_program(args)
     ps = comp.program_shape()
-    _check_memory(ps)  # before any input is read or made, and before XLA allocates the results
+    _check_memory(ps, random_inputs=args.random_inputs)  # before any input is made, before XLA allocates results
     recorded = _recorded_arguments(args, snap)
     inputs = _gather_inputs(args, ps, recorded, comp)
     expected = _expected(args, snap, len(_leaf_shapes(ps.result_shape()))) if args.expect is not None else None

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Final
 
-from ..errors import FormatError
+from ..errors import FormatError, XlaSdkError
 from .hlo_text import _Comp, _HloModuleText, _HShape, _Instr, _parse_hlo_text, _Parser, _Unparsed
 
 
@@ -175,14 +176,18 @@ def check_hlo_text(text: str, what: str = "HLO text") -> None:
     as garbage); element counts of ``reshape``; operands and
     indices of ``get-tuple-element``; parameter numbering; the arity and parameter shapes of
     computations called by ``call``, ``fusion``, ``while`` and ``conditional``; ``topk`` results;
-    the parameter count of ``entry_computation_layout``. Text this checker cannot follow is
-    left to XLA's parser (which reports syntax errors cleanly).
+    the parameter count of ``entry_computation_layout``; first, in linear time, the size claims
+    of :func:`check_hlo_claims` (the rest takes time and memory that grow with them). Text this
+    checker cannot follow is left to XLA's parser (which reports syntax errors cleanly).
 
     Raises
     ------
     FormatError
         Naming ``what``, the line and the problem.
+    XlaSdkError
+        An ``XLASDK_MAX_*`` override that is not a whole number >= 0.
     """
+    check_hlo_claims(text, what)
     check_elided_constants(text, what)
     mod = _parse_hlo_text(text)
     if mod is None:
@@ -210,3 +215,175 @@ def check_elided_constants(text: str, what: str) -> None:
             "is set: load the .hlo.pb or the snapshot beside it, or dump again with XLA_FLAGS="
             "--xla_dump_large_constants; text printed by code needs print_large_constants=True"
         )
+
+
+# -- claims a file makes about sizes, checked before XLA allocates for them ---------------------------
+#: The most elements one tuple of HLO text (a tuple shape, an instruction's operand list) may have;
+#: ``XLASDK_MAX_TUPLE_ELEMENTS`` overrides it (0: no limit). XLA:CPU's compile time grows about
+#: x16 per x4 elements of a tuple (4,000: 1 s; 16,000: 15 s; 100,000: more than 150 s), and its
+#: parser takes 4.5 GiB and 28 s for a 10 MB tuple of 10^6 scalars.
+MAX_TUPLE_ELEMENTS: Final = 32_768
+#: The most bytes one constant of HLO text may claim; ``XLASDK_MAX_CONSTANT_BYTES`` overrides it
+#: (0: no limit). XLA:CPU takes about 15 times a constant's bytes and 2 minutes a GiB to load and
+#: compile it (``f32[268435456] constant(1)``, 60 bytes of text: 14.5 GiB, 57 s + 150 s).
+MAX_CONSTANT_BYTES: Final = 128 << 20
+
+_BRACKET_RE: Final = re.compile(r'"(?:[^"\\\n]|\\.)*"|[(){}\[\]]')
+_CONSTANT_RE: Final = re.compile(r"[ \t]constant\(")
+_CONSTANT_HEAD_RE: Final = re.compile(r"[ \t]*(?:ROOT[ \t]+)?%?(?P<name>[^\s=]+)[ \t]*=[ \t]*(?P<shape>[^=]*)")
+_ARRAY_SHAPE_RE: Final = re.compile(r"\b([a-z][a-z0-9]*)\[([^\]]*)\]")
+_CLOSE: Final = {")": "(", "}": "{", "]": "["}
+
+
+def size_limit(name: str, default: int) -> int:
+    """The limit the environment variable ``name`` sets (a whole number; 0: none), else ``default``.
+
+    Raises
+    ------
+    XlaSdkError
+        When the variable holds something else.
+    """
+    env = os.environ.get(name, "").strip().replace("_", "")
+    if not env:
+        return default
+    try:
+        value = int(env)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise XlaSdkError(f"{name} must be a whole number >= 0 (0: no limit), got {os.environ[name]!r}")
+    return value
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20)):
+        if n >= size:
+            return f"{n / size:,.1f} {unit}"
+    return f"{n:,} bytes"
+
+
+def check_hlo_claims(text: str, what: str = "HLO text") -> None:
+    """Refuse HLO text whose size claims would cost more than a budget, before XLA reads it.
+
+    XLA's parser builds what a file claims before it checks it: a tuple of 10^6 scalars (10 MB
+    of text) takes it 4.5 GiB and 28 s, then the compile grows with the square of the arity;
+    ``f32[268435456] constant({1, 2, 3})`` (97 bytes) has it allocate 1 GiB before it counts the
+    three values. Checked here, in Python, in time linear in the text:
+
+    - a tuple (a tuple shape or an instruction's operand list) may have at most
+      :data:`MAX_TUPLE_ELEMENTS` elements (``XLASDK_MAX_TUPLE_ELEMENTS``);
+    - a constant may claim at most :data:`MAX_CONSTANT_BYTES` (``XLASDK_MAX_CONSTANT_BYTES``), and
+      one written as a list of values may not claim more values than the rest of the text can
+      spell (two characters each);
+    - an array constant of several elements must list them: XLA's parser reads
+      ``f32[4] constant(1)`` as ``{1, 0, 0, 0}`` (a wrong value, silently).
+
+    Raises
+    ------
+    FormatError
+        Naming ``what``, the line, the claim and the limit.
+    XlaSdkError
+        An environment override that is not a whole number >= 0.
+    """
+    _check_tuple_sizes(text, what, size_limit("XLASDK_MAX_TUPLE_ELEMENTS", MAX_TUPLE_ELEMENTS))
+    _check_constant_sizes(text, what, size_limit("XLASDK_MAX_CONSTANT_BYTES", MAX_CONSTANT_BYTES))
+
+
+def _line_of(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def _check_tuple_sizes(text: str, what: str, limit: int) -> None:
+    if limit <= 0 or text.count(",") < limit:  # a tuple of limit + 1 elements has limit commas
+        return
+    # Only a line of 2 * limit characters can hold such a tuple (an element and its comma: 2 or more).
+    for line in re.finditer(rf"^[^\n]{{{2 * limit},}}", text, re.MULTILINE):
+        _check_line_tuples(text, line.start(), line.end(), what, limit)
+
+
+def _check_line_tuples(text: str, start: int, end: int, what: str, limit: int) -> None:
+    """Elements of each ``( ... )`` group in ``text[start:end]``: its commas outside nested brackets and strings."""
+    stack: list[list[int]] = []  # [opening char, its position, commas inside nested groups and strings]
+    for m in _BRACKET_RE.finditer(text, start, end):
+        c = m.group()
+        if c[0] == '"':
+            if stack:
+                stack[-1][2] += c.count(",")
+        elif c in "({[":
+            stack.append([ord(c), m.start(), 0])
+        else:
+            if not stack or stack[-1][0] != ord(_CLOSE[c]):
+                return  # unbalanced: XLA's parser reports it
+            kind, pos, nested = stack.pop()
+            commas = text.count(",", pos, m.start())
+            if kind == ord("(") and commas - nested >= limit:
+                raise FormatError(_tuple_problem(text, start, pos, commas - nested + 1, what, limit))
+            if stack:
+                stack[-1][2] += commas
+    # a group left open: XLA's parser reports it
+
+
+_INSTR_HEAD_RE: Final = re.compile(r"[ \t]*(?:ROOT[ \t]+)?%?([^\s=(){}]+)[ \t]*=")
+
+
+def _tuple_problem(text: str, line_start: int, pos: int, n: int, what: str, limit: int) -> str:
+    head = _INSTR_HEAD_RE.match(text, line_start, pos)
+    before = text[max(line_start, pos - 64) : pos].rstrip()
+    if head is None:
+        claim = f"a tuple of {n:,} elements"
+    elif before[-1:].isalnum() or before[-1:] in "-_":
+        claim = f"instruction {head.group(1)!r} has {n:,} operands"
+    else:
+        claim = f"instruction {head.group(1)!r} has a tuple shape of {n:,} elements"
+    return (f"{what}: line {_line_of(text, pos)}: {claim}, more than the limit of {limit:,} "
+            "(XLASDK_MAX_TUPLE_ELEMENTS raises it; XLA's parse and compile take time and memory that grow with it)")
+
+
+def _check_constant_sizes(text: str, what: str, limit: int) -> None:
+    for c in _CONSTANT_RE.finditer(text):
+        line_start = text.rfind("\n", 0, c.start()) + 1
+        m = _CONSTANT_HEAD_RE.fullmatch(text, line_start, c.start())
+        if m is None:
+            continue
+        count, nbytes, arrays = 0, 0, 0
+        for sm in _ARRAY_SHAPE_RE.finditer(m.group("shape")):
+            bits = _element_bits(sm.group(1))
+            if bits is None or sm.group(1) == "token":
+                continue
+            n = 1
+            for d in sm.group(2).split(","):
+                d = d.strip().removeprefix("<=")
+                if d.isdigit():
+                    n *= int(d)
+            arrays += 1
+            count += n
+            nbytes += (n * bits + 7) // 8
+        if arrays == 0:
+            continue
+        shape = m.group("shape").strip()
+        name = m.group("name")
+        line = _line_of(text, m.start("shape"))
+        value = text[c.end() : c.end() + 64].lstrip()
+        if value.startswith("{...}"):
+            continue  # elided: check_elided_constants says so
+        listed = value.startswith("{")
+        if arrays == 1 and not shape.startswith("(") and count > 1 and not listed:
+            # XLA's parser takes `f32[4] constant(1)` as {1, 0, 0, 0}: a wrong value, not a fill
+            raise FormatError(
+                f"{what}: line {line}: constant {name!r} is {shape} ({count:,} elements) but its value is one number; "
+                f"XLA's parser would set the first element to it and the other {count - 1:,} to zero: write every "
+                "value in braces, or broadcast a scalar constant"
+            )
+        if limit > 0 and nbytes > limit:
+            raise FormatError(
+                f"{what}: line {line}: constant {name!r} claims {shape} ({count:,} elements, {_bytes(nbytes)}), more "
+                f"than the limit of {_bytes(limit)} for one constant (XLASDK_MAX_CONSTANT_BYTES raises it)"
+            )
+        rest = len(text) - c.end()
+        if arrays == 1 and not shape.startswith("(") and listed:
+            room = rest // 2 + 1  # each value takes a character and a separator
+            if count > room:
+                raise FormatError(
+                    f"{what}: line {line}: constant {name!r} claims {shape} ({count:,} elements), but the {rest:,} "
+                    f"characters of text after it can spell at most {room:,} values"
+                )

@@ -20,6 +20,7 @@ from .._jaxlib import mlir as _mlir
 from ..errors import FormatError
 from . import load_cache
 from .diagnostics import _mlir_problem, _one_line, _xla_text_problem
+from .hlo_check import check_hlo_claims
 from .hlo_rewrite import _importable_hlo
 from .program_shape import _program_shape
 
@@ -139,6 +140,10 @@ def _in_worker(fn: str, args: tuple[Any, ...], data: str | bytes, what: str, doi
     limit = load_timeout(data)
     try:
         return isolated.request(f"xlasdk.formats.untrusted:{fn}", *args, timeout=limit)
+    except isolated.Failed as e:
+        if e.stage == "memory":  # the worker's budget, not the file's fault: no "syntax error"
+            raise FormatError(f"{what}: {doing} was stopped: {e.message}") from None
+        raise
     except isolated.WorkerDied as e:
         if e.timed_out:
             raise _hung(what, doing, limit) from None
@@ -169,8 +174,13 @@ def load_hlo(kind: str, data: str | bytes, what: str) -> tuple[bytes, str, str, 
         A clean failure (``stage`` and XLA's message).
     FormatError
         The worker died on the module: names ``what`` and XLA's ``Check failed:`` line.
-        Also when the load ran past :func:`load_timeout` (the worker is then replaced).
+        Also when the load ran past :func:`load_timeout` (the worker is then replaced) or past the
+        worker's memory budget (:func:`isolated.memory_budget`), and, before the worker sees it,
+        for HLO text whose tuples or constants claim more than
+        :func:`~xlasdk.formats.hlo_check.check_hlo_claims` allows.
     """
+    if kind == "text" and isinstance(data, str):
+        check_hlo_claims(data, what)  # before XLA's parser allocates what the text claims
     result: tuple[bytes, str, str, ProgramShape] = _in_worker_once(
         "load_hlo_in_worker", kind, (kind, data, what), data, what, "loading the module",
         "XLA aborted while loading this module", lambda r: isinstance(r, tuple) and len(r) == 4,
@@ -195,7 +205,7 @@ def converted_hlo_in_worker(text: str) -> bytes:
         if marked is None:
             proto = _mlir.hlo_proto(_mlir.module_to_hlo(text))
         else:
-            proto = _metadata.hlo_proto_with_metadata(*marked)
+            proto = _mlir.hlo_proto_with_metadata(*marked)
     except Exception as e:
         raise _Failed("convert", _one_line(e)) from None
     try:  # what the user's process does with it next: read it, print it
