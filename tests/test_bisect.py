@@ -23,8 +23,8 @@ import xlasdk as xs
 from tests.test_real_dumps import recorded
 from tests.test_reference import SUPPORTED
 from xlasdk import ops
-from xlasdk.bisect import local_divergences
-from xlasdk.reference import STRICT_PRECISION, _compare_one, _reference
+from xlasdk.reference._evaluator import STRICT_PRECISION, _compare_one, _reference
+from xlasdk.reference.bisect import local_divergences
 
 DATA = Path(__file__).resolve().parent / "data"
 BIG = "1.70141183e+38"  # 2**127
@@ -344,7 +344,7 @@ def _html_rows(page: str) -> list[tuple[str, list[str]]]:
 
 def test_ulp_error_is_counted_in_the_output_type_at_the_reference_value() -> None:
     """numpy's nextafter is one ulp; the count holds across binades and for subnormals."""
-    from xlasdk.reference import _ulps
+    from xlasdk.reference._evaluator import _ulps
 
     w = np.array([1.0, 3.0, 1e30, 1e-40, 0.0], np.float32)
     g = w.copy()
@@ -469,7 +469,7 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     every instruction; the spliced divide outlined as the first divergent op and exactly the
     instructions and edges that carry its value to an output outlined in red; nothing fetched, no
     script of its own, no JavaScript error, and the page's CSP enforced."""
-    from xlasdk.bisect import html_report
+    from xlasdk.reference.bisect import html_report
 
     chromium = _chromium()
     if chromium is None:

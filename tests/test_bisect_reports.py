@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import xlasdk as xs
-from xlasdk.bisect import hlo_line
+from xlasdk.reference.bisect import hlo_line
 
 
 def _lowered(f: Any, *args: Any) -> tuple[xs.XlaComputation, str]:

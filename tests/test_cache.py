@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import xlasdk as xs
+from xlasdk import _cache as cache_mod
 from xlasdk import ops
-from xlasdk.runtime import cache as cache_mod
 from xlasdk.runtime.cache import CompileCache, compile_cached, module_fingerprint, resolve_cache
 
 REPO = str(Path(__file__).resolve().parents[1])

@@ -13,7 +13,7 @@ import pytest
 import xlasdk as xs
 from xlasdk import ops
 from xlasdk.cli import main
-from xlasdk.sharding import module_spmd_counts
+from xlasdk.sharding._spmd import module_spmd_counts
 
 DATA = Path(__file__).parent / "data" / "spmd"
 DUMP = DATA / "module.before_optimizations.txt"

@@ -27,7 +27,7 @@ from xlasdk import ops
 from xlasdk._jaxlib import mlir as _mlir
 from xlasdk._jaxlib import pjrt
 from xlasdk.errors import DTypeError, ShapeError, XlaRuntimeError
-from xlasdk.runtime import executable as _executable
+from xlasdk.runtime import _arguments as _executable
 from xlasdk.shape import Shape
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -21,6 +21,7 @@ import xlasdk as xs
 from tests.helpers import run
 from xlasdk import formats, ops
 from xlasdk.formats import Format
+from xlasdk.formats.hlo_text import _parse_hlo_text
 
 load_computation = getattr(xs, "load_computation", formats.load_computation)
 REPO = str(Path(__file__).resolve().parents[1])
@@ -401,7 +402,7 @@ def _encode_proto(fields: list[tuple[int, int, Any]]) -> bytes:
 def test_corrupt_hlo_proto_with_inconsistent_instruction_is_format_error(tmp_path: Path) -> None:
     """A proto whose reshape changes the element count (made by editing a valid proto)."""
     proto = xs.XlaComputation.from_hlo_text(C08["reshape32"]).as_serialized_hlo_module_proto()
-    pf = formats._proto_fields
+    from xlasdk.formats.protobuf import _proto_fields as pf
 
     def shape_31(shape: bytes) -> bytes:  # ShapeProto.dimensions (3) = [31]
         return _encode_proto([(n, w, bytes([31]) if n == 3 else v) for n, w, v in pf(shape)])
@@ -642,7 +643,7 @@ def test_precheck_parser_follows_xla_printed_hlo() -> None:
         np.testing.assert_allclose(s, p0.reshape(8, 4) + np.sin(p0.T), rtol=1e-6)
         np.testing.assert_allclose(red, np.sum(fn(v ** 8)), rtol=1e-5)  # the while squares 3 times
     for text in (built.as_hlo_text(), built.as_hlo_text(print_metadata=False), SAMPLE, sample.as_hlo_text()):
-        mod = formats._parse_hlo_text(text)
+        mod = _parse_hlo_text(text)
         assert mod is not None
         n = sum(len(c.instrs) for c in mod.comps)
         assert n == sum(1 for ln in text.splitlines() if " = " in ln and not ln.startswith("HloModule"))

@@ -159,6 +159,58 @@ def test_load_compile_run_matches_jax(program: str, fname: str) -> None:
     assert_matches_jax(outs, want, f"{program}/{fname}")
 
 
+# -- the optimized dumps of the sharded program: per-partition programs ---------------------------------------
+
+SHARDED_OPTIMIZED = [pytest.param(c, f, id=f"{c}/sharded_mlp/{f}") for c in CORPORA
+                     for f in ("module.cpu_after_optimizations.txt", "module.cpu_after_optimizations.hlo.pb")]
+
+
+def _partition_args(ins: list[np.ndarray[Any, Any]], n: int) -> list[list[np.ndarray[Any, Any]]]:
+    """sharded_mlp's arguments of each partition: x's rows split ``n`` ways, the weights whole."""
+    x, *weights = ins
+    return [[x[i * len(x) // n:(i + 1) * len(x) // n], *weights] for i in range(n)]
+
+
+@pytest.mark.parametrize(("corpus", "fname"), SHARDED_OPTIMIZED)
+def test_sharded_optimized_dump_runs_per_partition(corpus: str, fname: str) -> None:
+    """XLA's optimized dump of sharded_mlp is one partition's program (after the SPMD partitioner:
+    x is f32[4,8] of the global f32[16,8], and an all-reduce makes the global sum). xs.compile
+    gives it the 4 partitions its collectives span and keeps it as it is on each (XLA's fusions
+    inlined, parameters and results {manual}); each device runs it on its own rows: the rows of
+    the results put together, and every device's sum, are JAX's bits."""
+    import xlasdk as xs
+
+    ins, want = recorded(f"{corpus}/sharded_mlp")
+    comp = xs.load_computation(DUMPS / corpus / "sharded_mlp" / fname)
+    assert [tuple(s.dimensions()) for s in comp.program_shape().parameter_shapes()] == [(4, 8), (8, 32), (32, 4)]
+    exe = xs.compile(comp, xs.client("cpu", num_devices=4).devices()[0])
+    assert (exe.num_replicas, exe.num_partitions) == (1, 4)
+    outs = exe.execute_replicated(_partition_args(ins, 4))
+    per_device = [[o.to_numpy() for o in out] for out in outs]  # type: ignore[union-attr]
+    rows = np.concatenate([d[0] for d in per_device])
+    for d in per_device:
+        assert_matches_jax([rows, d[1]], want, f"{corpus}/sharded_mlp/{fname}")
+        assert np.array_equal(d[1], want[1])  # the all-reduced sum: the same bits on every device
+    assert np.array_equal(rows, want[0])
+    with pytest.raises(xs.ShapeError, match=r"is f32\[16,8\], expected f32\[4,8\]"):  # global arrays: refused
+        exe.execute_sharded(ins)
+
+
+@pytest.mark.parametrize(("corpus", "fname"), SHARDED_OPTIMIZED[:1] + SHARDED_OPTIMIZED[3:])
+def test_sharded_optimized_dump_refuses_other_device_counts(corpus: str, fname: str) -> None:
+    """Compiled for fewer devices than its collectives span, the per-partition program would sum a
+    quarter of the rows (XLA compiles it on one device and gives 4.64 for JAX's 18.85): refused,
+    naming the file's kind and what to load instead."""
+    import xlasdk as xs
+
+    comp = xs.load_computation(DUMPS / corpus / "sharded_mlp" / fname)
+    first = xs.client("cpu", num_devices=4).devices()[0]
+    for options in (xs.CompileOptions(), xs.CompileOptions(num_partitions=2)):
+        with pytest.raises(xs.CompileError, match=r"an optimized per-partition dump .* split over 4 devices.*"
+                           r"num_partitions=4.*execute_replicated.*before_optimizations"):
+            xs.compile(comp, first, options=options)
+
+
 # -- the same through `xlasdk run` ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("program", "fname"), CLI_CASES)

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import xlasdk as xs
-from xlasdk import reference
+from xlasdk.reference import _evaluator as reference
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")

@@ -378,3 +378,20 @@ def test_partitioned_compile_keeps_xla_warnings_off_stderr() -> None:
     r = subprocess.run([sys.executable, str(repo / "examples" / "spmd_matmul.py")], capture_output=True,
                        text=True, env=env, timeout=300)
     assert r.returncode == 0 and "GSPMD" in r.stderr, r.stderr[-2000:]
+
+
+def test_module_spmd_counts_reads_the_mesh_form_of_jaxlib_012_dumps() -> None:
+    """jaxlib 0.12's HLO writes shardings as {mesh['x'=4], [{'x'}, {}]}: a dimension split over an
+    axis needs the mesh's devices, a replicated one none (what `xlasdk run` reads from a .hlo.pb,
+    which has no HloModule header)."""
+    from pathlib import Path
+
+    import xlasdk as xs
+    from xlasdk.sharding._spmd import _mesh_devices, module_spmd_counts
+
+    assert _mesh_devices("{mesh['x'=4], [{'x'}, {}]}") == 4
+    assert _mesh_devices("{mesh['x'=4], [{}, {}]}") == 0
+    assert _mesh_devices("{mesh['x'=2,'y'=3], [{'y'}, {}]}") == 6
+    assert _mesh_devices("{devices=[4,1]<=[4]}") == 0
+    pb = Path(__file__).parent / "data" / "dumps_jax012" / "sharded_mlp" / "module.before_optimizations.hlo.pb"
+    assert module_spmd_counts(xs.load_computation(pb)) == (None, 4)

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from . import distributed, ops
+    from ._cache import CompileCache
+    from ._version import __version__
     from .attrs import (
         ComparisonDirection,
         ComparisonType,
@@ -39,7 +41,7 @@ if TYPE_CHECKING:
         make_replica_groups,
         window_padding_type_to_pad_values,
     )
-    from .builder import XlaBuilder, XlaOp
+    from .builder import Graph, ModuleContext, XlaBuilder, XlaOp
     from .computation import XlaComputation
     from .distributed import process_count, process_index
     from .errors import (
@@ -64,7 +66,6 @@ if TYPE_CHECKING:
     from .reference.collectives import CollectiveTimeoutError, evaluate_spmd
     from .runtime import (
         Client,
-        CompileCache,
         CompileOptions,
         Device,
         DeviceArray,
@@ -93,8 +94,6 @@ if TYPE_CHECKING:
     from .sharding import HloSharding
     from .types import PrimitiveType, bfloat16, dtype_to_etype, etype_to_dtype
 
-__version__ = "0.1.0"
-
 # public name -> (module relative to this package, attribute; None: the module itself)
 _LAZY: dict[str, tuple[str, str | None]] = {
     "distributed": ("distributed", None),
@@ -122,6 +121,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "make_replica_groups": ("attrs", "make_replica_groups"),
     "window_padding_type_to_pad_values": ("attrs", "window_padding_type_to_pad_values"),
     "XlaBuilder": ("builder", "XlaBuilder"),
+    "Graph": ("builder", "Graph"),
+    "ModuleContext": ("builder", "ModuleContext"),
     "XlaOp": ("builder", "XlaOp"),
     "XlaComputation": ("computation", "XlaComputation"),
     "process_count": ("distributed", "process_count"),
@@ -153,7 +154,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "evaluate_spmd": ("reference.collectives", "evaluate_spmd"),
     "CollectiveTimeoutError": ("reference.collectives", "CollectiveTimeoutError"),
     "Client": ("runtime", "Client"),
-    "CompileCache": ("runtime", "CompileCache"),
+    "CompileCache": ("_cache", "CompileCache"),
     "CompileOptions": ("runtime", "CompileOptions"),
     "Device": ("runtime", "Device"),
     "DeviceArray": ("runtime", "DeviceArray"),
@@ -187,6 +188,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "bfloat16": ("types", "bfloat16"),
     "dtype_to_etype": ("types", "dtype_to_etype"),
     "etype_to_dtype": ("types", "etype_to_dtype"),
+    "__version__": ("_version", "__version__"),
 }
 
 __all__ = [
@@ -209,7 +211,7 @@ __all__ = [
     "HloSharding", "ShardedArray", "shard",
     "HostBufferSemantics", "aligned_empty", "from_dlpack", "JaxlibVersion", "jaxlib_version_info",
     "register_custom_call_target",
-    "Instruction", "GraphImportError",
+    "Instruction", "GraphImportError", "Graph", "ModuleContext",
     "evaluate", "compare", "CompareReport", "UnsupportedOpError", "evaluate_spmd", "CollectiveTimeoutError",
     "reduce", "ReduceResult", "NotReproducedError",
     "Snapshot", "load_snapshot", "write_snapshot", "random_inputs",

@@ -537,12 +537,3 @@ def patch_hlo_proto(proto: bytes, table: list[dict[str, Any]]) -> bytes:
         return _rewrite(b, 2, instruction)
 
     return _rewrite(proto, 3, computation)  # HloModuleProto.computations = 3
-
-
-def hlo_proto_with_metadata(marked_text: str, table: Any) -> bytes:
-    """XLA's StableHLO -> HLO conversion of :func:`mark_locations`' text, with the fields it
-    drops written into the converted ``HloModuleProto`` (:func:`patch_hlo_proto`)."""
-    from ._jaxlib import mlir as _mlir
-
-    return patch_hlo_proto(_mlir.hlo_proto(_mlir.module_to_hlo(marked_text)), table)
-

@@ -28,7 +28,8 @@ from ._where import user_frame, where
 from .attrs import OpMetadata
 from .errors import DTypeError, ShapeError
 from .shape import MAX_ARRAY_BYTES, ProgramShape, Shape
-from .sharding import HloSharding, sharding_for_shape
+from .sharding import HloSharding
+from .sharding._spmd import sharding_for_shape
 
 if TYPE_CHECKING:
     from .computation import XlaComputation

@@ -67,7 +67,7 @@ from types import TracebackType
 from typing import Any, Final
 
 from ._jaxlib import distributed as _dist
-from .errors import DistributedError, XlaRuntimeError
+from .errors import DistributedError
 from .runtime import device as _device
 
 __all__ = [
@@ -97,9 +97,7 @@ ENV_GLOO_INTERFACE: Final = "XLASDK_GLOO_INTERFACE"
 ENV_VERBOSE: Final = "XLASDK_DISTRIBUTED_VERBOSE"  # "1": let XLA's coordination-service log through
 
 DEFAULT_JOIN_TIMEOUT: Final = 120.0
-DEFAULT_HEARTBEAT_TIMEOUT: Final = 30.0
 DEFAULT_SHUTDOWN_TIMEOUT: Final = 30.0
-GLOO_RENDEZVOUS_TIMEOUT: Final = 30.0  # fixed inside jaxlib 0.10.2's gloo collectives
 AGREE_SETTLE: Final = 0.2  # seconds every process keeps listening for a refusal once its checks passed
 _POLL: Final = 0.02  # seconds between two looks at the key-value store
 _LEAVE_MARGIN: Final = 0.1  # seconds process 0 gives the others' disconnection before stopping the coordinator
@@ -285,7 +283,7 @@ def initialize(
         beat = _check_seconds(
             "heartbeat_timeout",
             heartbeat_timeout if heartbeat_timeout is not None
-            else _env_float(ENV_HEARTBEAT_TIMEOUT, DEFAULT_HEARTBEAT_TIMEOUT),
+            else _env_float(ENV_HEARTBEAT_TIMEOUT, _device.DEFAULT_HEARTBEAT_TIMEOUT),
         )
         down = _check_seconds(
             "shutdown_timeout",
@@ -369,6 +367,7 @@ def initialize(
         guard = _dist.LinkGuard(agreement.addresses, port, beat)
         guard.start()
         _state = _State(address, n, pid, join, beat, down, dc, client, coordinator, verbose, guard)
+        _device._set_job(_state)  # what a failed execution across processes reports (and marks broken)
         _hook_exit()
 
 
@@ -394,6 +393,7 @@ def shutdown() -> None:
         if st is None:
             return
         _state = None
+        _device._set_job(None)
         if st.guard is not None:
             st.guard.stop()
         deadline = time.monotonic() + st.shutdown_timeout
@@ -596,26 +596,6 @@ def _hook_exit() -> None:
 
     sys.excepthook = excepthook
     atexit.register(shutdown)
-
-
-def _execution_failed(name: str, e: XlaRuntimeError) -> DistributedError:
-    """The error for an execution of a multi-process program that failed: say what it means."""
-    msg = str(e)
-    st = _state
-    why = "another process died or left" if "Gloo" in msg or "peer" in msg or "Connection" in msg else "it failed"
-    if "timed out" in msg and "Gloo" in msg:
-        why = ("another process died or left, or its host became unreachable (silent for "
-               f"{st.heartbeat_timeout if st is not None else DEFAULT_HEARTBEAT_TIMEOUT:g} s)")
-    if "GetKeyValue() timed out" in msg or "context initialization failed" in msg:
-        why = f"another process did not take part within {GLOO_RENDEZVOUS_TIMEOUT:g} s (it died or left)"
-    where = f"process {st.process_id} of {st.num_processes}: " if st is not None else ""
-    err = DistributedError(
-        f"{where}executing {name!r} across processes failed because {why}; this process's collectives "
-        f"cannot be used again: call xs.distributed.shutdown() and exit [{msg}]"
-    )
-    if st is not None and st.broken is None:
-        st.broken = str(err)
-    return err
 
 
 # -- queries --------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import pytest
 
 import xlasdk.runtime as rt
 from xlasdk.errors import CompileError, DTypeError, FormatError, ShapeError, XlaRuntimeError, XlaSdkError
-from xlasdk.runtime.executable import _CallPlan, _ParamSpec
+from xlasdk.runtime._arguments import _CallPlan, _ParamSpec
 from xlasdk.shape import Shape
 from xlasdk.types import PrimitiveType
 
@@ -490,7 +490,7 @@ def test_blob_for_another_platform_or_jaxlib(mul_add3: Any, monkeypatch: Any) ->
     import struct
     import zlib
 
-    from xlasdk.runtime import executable as ex
+    from xlasdk.runtime import _serial_format as ex
 
     blob = rt.compile(mul_add3).serialize()
     fixed = len(ex._MAGIC) + ex._PREFIX.size

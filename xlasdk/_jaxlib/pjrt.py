@@ -64,7 +64,6 @@ from ._pjrt_base import _make_single_device_sharding as _make_single_device_shar
 from ._pjrt_base import _modules as _modules
 from ._pjrt_base import _one_line as _one_line
 from ._pjrt_base import _runtime_error as _runtime_error
-from ._pjrt_base import _ShapedArray as _ShapedArray
 from ._pjrt_base import _sharding_cache as _sharding_cache
 from ._pjrt_base import _shimmed as _shimmed
 from .dlpack import _SEMANTICS as _SEMANTICS
@@ -162,11 +161,6 @@ __all__ = [
     "array_minor_to_major",
 ]
 
-
-# The classes keep the module they had when this was one file (reprs, error type names).
-for _cls in (Aval, _ShapedArray, DLPackError):
-    _cls.__module__ = __name__
-del _cls
 
 
 # -- clients and plugins ---------------------------------------------------------------------

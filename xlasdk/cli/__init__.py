@@ -21,20 +21,10 @@ import traceback
 from collections.abc import Sequence
 from typing import IO, NoReturn
 
+from . import _common, _compare, _inspect, _reduce, _run, _supervisor, _system
 from ._arrays import add_input_arguments
-from ._common import _ERR_STREAM, _error_line, _Parser
-from ._common import EXIT_OK as EXIT_OK
-from ._common import EXIT_RUNTIME as EXIT_RUNTIME
-from ._common import EXIT_USAGE as EXIT_USAGE
-from ._common import UsageError as UsageError
-from ._compare import _cmd_compare
-from ._inspect import CheckFailed as CheckFailed
-from ._inspect import _cmd_convert, _cmd_inspect
-from ._reduce import _cmd_reduce
-from ._run import _RUN_DESCRIPTION, _RUN_EPILOG, _cmd_run
-from ._supervisor import _spawned_child as _spawned_child  # the entry point of a spawned child
-from ._supervisor import _supervise, _supervision
-from ._system import _cmd_cache, _cmd_devices, _cmd_launch, _cmd_version
+from ._common import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, UsageError
+from ._inspect import CheckFailed
 
 __all__ = ["main", "build_parser"]
 
@@ -42,16 +32,16 @@ __all__ = ["main", "build_parser"]
 # -- parser -------------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of the ``xlasdk`` command."""
-    common = _Parser(add_help=False)
+    common = _common._Parser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help="show Python tracebacks and XLA's log output on errors")
-    p = _Parser(
+    p = _common._Parser(
         prog="xlasdk",
         description="Build, inspect, convert and run XLA computations.",
         epilog="Exit codes: 0 success, 1 runtime failure, 2 usage or input error.",
         parents=[common],
     )
-    sub = p.add_subparsers(dest="command", required=True, metavar="VERB", parser_class=_Parser)
+    sub = p.add_subparsers(dest="command", required=True, metavar="VERB", parser_class=_common._Parser)
 
     s = sub.add_parser("devices", parents=[common], help="list the devices of a platform",
                        description="A table of the devices of a platform (default: the default platform).")
@@ -104,8 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser(
         "run", parents=[common], help="run a module on a device and summarize its outputs",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=_RUN_DESCRIPTION,
-        epilog=_RUN_EPILOG,
+        description=_run._RUN_DESCRIPTION,
+        epilog=_run._RUN_EPILOG,
     )
     s.add_argument("file", metavar="FILE", help="the module file")
     s.add_argument("--format", default=None, help=fmt_help)
@@ -147,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("cache", parents=[common], help="inspect or clear the compile cache",
                        description="The on-disk compile cache (XLASDK_CACHE_DIR, default ~/.cache/xlasdk).")
-    csub = s.add_subparsers(dest="cache_command", required=True, metavar="ACTION", parser_class=_Parser)
+    csub = s.add_subparsers(dest="cache_command", required=True, metavar="ACTION", parser_class=_common._Parser)
     for name, hlp in (("info", "entry count and size (--list: every entry)"), ("clear", "delete every entry")):
         c = csub.add_parser(name, parents=[common], help=hlp, description=hlp[0].upper() + hlp[1:] + ".")
         c.add_argument("--dir", default=None,
@@ -172,15 +162,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _COMMANDS = {
-    "devices": _cmd_devices,
-    "version": _cmd_version,
-    "inspect": _cmd_inspect,
-    "convert": _cmd_convert,
-    "run": _cmd_run,
-    "compare": _cmd_compare,
-    "reduce": _cmd_reduce,
-    "cache": _cmd_cache,
-    "launch": _cmd_launch,
+    "devices": _system._cmd_devices,
+    "version": _system._cmd_version,
+    "inspect": _inspect._cmd_inspect,
+    "convert": _inspect._cmd_convert,
+    "run": _run._cmd_run,
+    "compare": _compare._cmd_compare,
+    "reduce": _reduce._cmd_reduce,
+    "cache": _system._cmd_cache,
+    "launch": _system._cmd_launch,
 }
 
 
@@ -275,11 +265,11 @@ def _main(argv: Sequence[str] | None, out: IO[str], err: IO[str], own_process: b
         timeout = getattr(args, "timeout", None)
         if timeout is not None and not timeout > 0:
             raise UsageError(f"--timeout must be > 0 seconds, got {timeout:g}")
-        _ERR_STREAM[:] = [err]
-        mode = _supervision(args, own_process)
+        _common._ERR_STREAM[:] = [err]
+        mode = _supervisor._supervision(args, own_process)
         if mode is not None:
             child_argv = list(argv) if argv is not None else sys.argv[1:]
-            return _supervise(args, child_argv, out, err, fork=mode == "fork")
+            return _supervisor._supervise(args, child_argv, out, err, fork=mode == "fork", entry=main)
         return _COMMANDS[args.command](args, out)
     except KeyboardInterrupt:
         err.write("xlasdk: interrupted\n")
@@ -298,5 +288,5 @@ def _main(argv: Sequence[str] | None, out: IO[str], err: IO[str], own_process: b
             code, kind = EXIT_RUNTIME, f"internal error ({type(e).__name__})"
         if args.debug:
             traceback.print_exception(type(e), e, e.__traceback__, file=err)
-        err.write(f"xlasdk {args.command}: {kind}: {_error_line(e)}\n")
+        err.write(f"xlasdk {args.command}: {kind}: {_common._error_line(e)}\n")
         return code

@@ -173,7 +173,7 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
             raise UsageError(f"--json {args.json}: cannot write: {e.strerror or e}") from None
     if args.html:
         from xlasdk._atomic import atomic_write
-        from xlasdk.bisect import html_report
+        from xlasdk.reference.bisect import html_report
 
         try:
             atomic_write(args.html, html_report(comp, report).encode())

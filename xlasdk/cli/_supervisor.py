@@ -14,7 +14,7 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Any, NoReturn
 
 from . import _common
@@ -50,6 +50,8 @@ _STAGES: dict[str, tuple[str, str]] = {  # what the child reports it is doing ->
 }
 _TIMED_STAGES = frozenset({"compiling", "running", "checking"})  # what --timeout bounds: XLA's work
 _CHILD_ENV = "XLASDK_CLI_CHILD"
+#: What a spawned child runs (``python -c``): the supervisor's entry point, with the command's.
+_SPAWN_CODE = "from xlasdk.cli import main; from xlasdk.cli._supervisor import _spawned_child; _spawned_child(main)"
 _FATAL_START_RE = re.compile(
     r"^(?:F\d{4} \d\d:\d\d:\d\d|\*\*\* Check failure stack trace|LLVM ERROR|Fatal Python error)"
     r"|Check failed|RET_CHECK failure"
@@ -85,7 +87,15 @@ def _die_with_parent(parent: int) -> None:
         os._exit(EXIT_RUNTIME)
 
 
-def _forked_child(argv: list[str], status_fd: int, quiet_fd: int, err_fd: int, parent_fds: tuple[int, ...]) -> NoReturn:
+def _forked_child(
+    entry: Callable[[list[str]], int],
+    argv: list[str],
+    status_fd: int,
+    quiet_fd: int,
+    err_fd: int,
+    parent_fds: tuple[int, ...],
+) -> NoReturn:
+    """The forked child: runs the command through ``entry`` (``xlasdk.cli.main``), then exits."""
     code = EXIT_RUNTIME
     try:
         for fd in parent_fds:
@@ -93,25 +103,22 @@ def _forked_child(argv: list[str], status_fd: int, quiet_fd: int, err_fd: int, p
         os.dup2(err_fd, 2)
         os.close(err_fd)
         _common._CHILD = _ChildLink(status_fd, quiet_fd)
-        from . import main
-
-        code = main(argv)
+        code = entry(argv)
     except BaseException:  # never return into the parent's code
         traceback.print_exc()
     finally:
         _child_exit(code)
 
 
-def _spawned_child() -> NoReturn:
-    """Entry point of a child started by :func:`_supervise` with a fresh interpreter."""
+def _spawned_child(entry: Callable[[list[str]], int]) -> NoReturn:
+    """Entry point of a child started by :func:`_supervise` with a fresh interpreter: runs the
+    command through ``entry`` (``xlasdk.cli.main``, which the child's command line passes)."""
     code = EXIT_RUNTIME
     _die_with_parent(os.getppid())
     try:
         status_fd, quiet_fd = (int(x) for x in os.environ.pop(_CHILD_ENV).split(","))
         _common._CHILD = _ChildLink(status_fd, quiet_fd)
-        from . import main
-
-        code = main(sys.argv[1:])
+        code = entry(sys.argv[1:])
     except BaseException:
         traceback.print_exc()
     finally:
@@ -311,8 +318,18 @@ def _output_targets(args: argparse.Namespace) -> list[str]:
     return []
 
 
-def _supervise(args: argparse.Namespace, argv: list[str], out: IO[str], err: IO[str], fork: bool) -> int:
-    """Run the command in a child process and report how it ended (see "supervision" above)."""
+def _supervise(
+    args: argparse.Namespace,
+    argv: list[str],
+    out: IO[str],
+    err: IO[str],
+    fork: bool,
+    entry: Callable[[list[str]], int],
+) -> int:
+    """Run the command in a child process and report how it ended (see "supervision" above).
+
+    ``entry`` runs the command in a forked child (``xlasdk.cli.main``); a spawned child imports
+    ``xlasdk.cli.main`` itself (its command line names it)."""
     from xlasdk._atomic import remove_temp_files
 
     timeout: float | None = getattr(args, "timeout", None)
@@ -329,7 +346,7 @@ def _supervise(args: argparse.Namespace, argv: list[str], out: IO[str], err: IO[
                 pid = os.fork()
                 if pid == 0:
                     _die_with_parent(parent)
-                    _forked_child(argv, status_w, quiet.fileno(), err_w, (status_r, err_r))
+                    _forked_child(entry, argv, status_w, quiet.fileno(), err_w, (status_r, err_r))
                 child = _Child(pid=pid)
             else:
                 import xlasdk
@@ -341,7 +358,7 @@ def _supervise(args: argparse.Namespace, argv: list[str], out: IO[str], err: IO[
                 env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
                 try:
                     popen = subprocess.Popen(
-                        [sys.executable, "-c", "from xlasdk.cli import _spawned_child; _spawned_child()", *argv],
+                        [sys.executable, "-c", _SPAWN_CODE, *argv],
                         stdin=subprocess.DEVNULL, stdout=out_w, stderr=err_w, env=env,
                         pass_fds=(status_w, quiet.fileno()),
                     )

@@ -92,8 +92,8 @@ def _cmd_launch(args: argparse.Namespace, out: IO[str]) -> int:
 
 
 def _cmd_version(args: argparse.Namespace, out: IO[str]) -> int:
-    from xlasdk import __version__
     from xlasdk._jaxlib.versions import jaxlib_version, stablehlo_versions
+    from xlasdk._version import __version__
 
     current, minimum = stablehlo_versions()
     out.write(
@@ -105,7 +105,7 @@ def _cmd_version(args: argparse.Namespace, out: IO[str]) -> int:
 
 # -- cache --------------------------------------------------------------------------------------------
 def _cmd_cache(args: argparse.Namespace, out: IO[str]) -> int:
-    from xlasdk.runtime.cache import CompileCache
+    from xlasdk._cache import CompileCache
 
     cache = CompileCache(args.dir)
     loads = CompileCache(os.path.join(cache.directory, "loads"))  # xlasdk.formats.load_cache's verified loads

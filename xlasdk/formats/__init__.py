@@ -50,15 +50,13 @@ from __future__ import annotations
 
 from .artifact import portable_artifact_version, serialize_portable_artifact
 from .hlo_check import check_hlo_text
-from .hlo_text import _parse_hlo_text as _parse_hlo_text  # used by tests
 from .hlo_text import hlo_opcode_counts
 from .jax_export import JaxExport, read_jax_export
-from .loaders import computation_from_hlo_proto, computation_from_hlo_text, computation_from_stablehlo, load_computation
-from .protobuf import _proto_fields as _proto_fields  # used by tests
+from .load import load_computation
+from .loaders import computation_from_hlo_proto, computation_from_hlo_text, computation_from_stablehlo
 from .saving import computation_bytes, save_computation
 from .snapshot import Snapshot, load_snapshot, read_snapshot, write_snapshot
 from .sniff import Format, PathLike, format_from_suffix, sniff_format
-from .sniff import _parse_format as _parse_format  # used by xlasdk.cli
 
 __all__ = [
     "Format",

@@ -32,6 +32,9 @@ import threading
 from collections import OrderedDict
 from typing import Any, Final
 
+from .._cache import CompileCache, resolve_cache
+from .._version import __version__
+
 __all__ = ["MEMORY_BYTES", "clear", "key", "lookup", "remember"]
 
 #: the most bytes of results kept in this process (a result larger than a quarter is not kept)
@@ -58,7 +61,6 @@ def _code_stamp() -> bytes:
     edited source tree never reads what older code wrote)."""
     global _stamp
     if _stamp is None:
-        from .. import __version__
         from .._jaxlib.versions import jaxlib_version
 
         parts = [_FORMAT, __version__.encode(), jaxlib_version().encode()]
@@ -148,10 +150,8 @@ def _keep(k: str, value: Any) -> None:
             _memory_bytes -= dropped
 
 
-def _disk() -> Any:
+def _disk() -> CompileCache | None:
     """The ``loads/`` store beside the compile cache, when that cache is on."""
-    from ..runtime.cache import CompileCache, resolve_cache
-
     cache = resolve_cache(None)
     if cache is None:
         return None
@@ -162,7 +162,7 @@ def _disk() -> Any:
     return store
 
 
-_stores: dict[str, Any] = {}
+_stores: dict[str, CompileCache] = {}
 
 
 class _Unpickler(pickle.Unpickler):

@@ -38,7 +38,7 @@ import numpy as np
 
 from ..builder import XlaOp
 from ..errors import ShapeError, XlaSdkError
-from . import Value, _combine, _Evaluator, _out, _reference, _result_shapes, _results, _rule
+from ._evaluator import Value, _combine, _Evaluator, _out, _reference, _result_shapes, _results, _rule
 
 if TYPE_CHECKING:
     from ..computation import XlaComputation

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..builder import XlaOp
-from . import CUSTOM_CALL_RULES, RULES, Value, _Evaluator, _out, _result_shapes, _results, _rule, _wide
+from ._evaluator import CUSTOM_CALL_RULES, RULES, Value, _Evaluator, _out, _result_shapes, _results, _rule, _wide
 
 __all__ = ["TOKEN"]
 

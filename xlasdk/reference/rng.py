@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..builder import XlaOp
-from . import Value, _Evaluator, _result_shapes, _rule
+from ._evaluator import Value, _Evaluator, _result_shapes, _rule
 
 __all__ = ["threefry2x32", "philox4x32", "rng_bits"]
 

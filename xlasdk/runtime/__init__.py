@@ -8,7 +8,11 @@ backend (CUDA, ROCm, TPU...) from its PJRT plugin library.
 
 from __future__ import annotations
 
+from .._cache import CompileCache
 from .._jaxlib.custom_calls import register_custom_call_target, registered_custom_call_targets
+from ._compile import compile, deserialize_executable, load_executable
+from ._executable import Executable, ExecutionToken
+from ._options import CompileOptions, MemoryStats
 from .array import (
     ZERO_COPY_ALIGNMENT,
     DeviceArray,
@@ -17,7 +21,6 @@ from .array import (
     device_put,
     from_dlpack,
 )
-from .cache import CompileCache
 from .device import (
     Client,
     Device,
@@ -29,15 +32,6 @@ from .device import (
     jaxlib_version_info,
     load_pjrt_plugin,
     local_devices,
-)
-from .executable import (
-    CompileOptions,
-    Executable,
-    ExecutionToken,
-    MemoryStats,
-    compile,
-    deserialize_executable,
-    load_executable,
 )
 
 __all__ = [

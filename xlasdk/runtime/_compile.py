@@ -3,23 +3,25 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import numpy as np
 
 from .._atomic import file_path, read_regular_file
+from .._cache import CacheArg, _fingerprint_of, _key, resolve_cache
 from .._jaxlib import pjrt
-from ..computation import CompileRequest, XlaComputation, compile_request
-from ..errors import CompileError, FormatError
+from ..computation import CompileRequest, XlaComputation, compile_request, static_interface
+from ..errors import CompileError, FormatError, XlaSdkError
 from ..ops.collectives import partition_ids_problem
 from ..shape import ProgramShape, Shape
-from ..sharding import check_computation_shardings, module_spmd_counts
+from ..sharding._spmd import check_computation_shardings
 from ._executable import Executable
 from ._options import CompileOptions
 from ._serial_format import _parse, _shape_from_json
-from .cache import CacheArg, compile_cached
 from .device import Device, UnknownDeviceError, _resolve_device
-from .isolated_compile import compile_isolated
+from .dynamic import DynamicResultExecutable
+from .isolated_compile import compile_isolated, per_partition_devices
 
 
 # -- compile ----------------------------------------------------------------------------------
@@ -56,18 +58,13 @@ def _place(options: CompileOptions, device: Device | str | None) -> list[Device]
 _DEFAULT_OPTIONS: Final = CompileOptions()
 
 
-def _module_options(computation: XlaComputation, req: CompileRequest) -> CompileOptions:
-    """The options of a loaded program compiled without any: the replica and partition counts
-    the module records for itself (JAX's ``mhlo.num_replicas`` / ``mhlo.num_partitions``, else
-    the device count its shardings need); one device when it says nothing. A built computation
-    always defaults to one device."""
-    text = req.module_text
-    if not req.from_file or ("num_partitions" not in text and "num_replicas" not in text and "sharding" not in text):
-        return _DEFAULT_OPTIONS
-    replicas, partitions = module_spmd_counts(computation, module_text=text)
-    if (replicas or 1) == 1 and (partitions or 1) == 1:
-        return _DEFAULT_OPTIONS
-    return CompileOptions(num_replicas=replicas or 1, num_partitions=partitions or 1)
+def _module_options(req: CompileRequest) -> CompileOptions:
+    """The options of a program compiled without any: one device, except for an optimized
+    per-partition dump of XLA's SPMD partitioner loaded from a file, which runs only on the
+    partitions its collectives join (on one device it would compute a wrong value)."""
+    if req.from_file and (span := per_partition_devices(req.module_text)) is not None:
+        return CompileOptions(num_partitions=span)
+    return _DEFAULT_OPTIONS
 
 
 def compile(
@@ -89,10 +86,9 @@ def compile(
         several replicas/partitions it is the first device used.
     options:
         :class:`CompileOptions` (replicas, partitions, device assignment, XLA flags). Default:
-        one device; for a program loaded from a file, the replicas and partitions the module
-        records for itself (JAX's ``mhlo.num_replicas`` / ``mhlo.num_partitions``, else the
-        device count its shardings need), so a sharded JAX program compiles for its devices
-        (run it with ``exe.execute_sharded(global_arrays)``).
+        one device (a sharded program then computes its global values on it; ``comp.partitioning()``
+        says what it records, for ``CompileOptions(num_partitions=N)``), except an optimized
+        per-partition dump of XLA's SPMD partitioner, which gets the partitions it was split over.
     cache:
         The on-disk compile cache: ``True`` (the default cache directory), a directory, an
         :class:`~xlasdk.runtime.cache.CompileCache`, ``False`` (never), or ``None`` (the cache in
@@ -121,7 +117,7 @@ def compile(
     if not isinstance(computation, XlaComputation):
         raise TypeError(f"compile: expected an XlaComputation, got {type(computation).__name__}")
     req = compile_request(computation)
-    opts = options if options is not None else _module_options(computation, req)
+    opts = options if options is not None else _module_options(req)
     if not isinstance(opts, CompileOptions):
         raise TypeError(f"compile: options must be xs.CompileOptions, got {type(opts).__name__}")
     name, program_shape = req.name, req.program_shape
@@ -129,9 +125,13 @@ def compile(
     if not req.static_interface and not all(
         s.is_static() for s in (*program_shape.parameter_shapes(), *_leaves(program_shape.result_shape()))
     ):
-        from .dynamic import compile_dynamic  # bounded dynamic shapes: real extents of the results
-
-        return _remember(compile_dynamic(computation, device, opts, cache), computation)
+        # bounded dynamic shapes: the static-interface rewrite, run with real extents of the results
+        rw = static_interface(computation)
+        exe = compile(rw.computation, device, options=opts, cache=cache)
+        dynamic = DynamicResultExecutable._wrap(
+            exe, program_shape, rw.n_results, rw.dynamic_results, rw.dynamic_params
+        )
+        return _remember(dynamic, computation)
     problem = partition_ids_problem(req.cross_partition_ids(), opts.num_partitions)  # what XLA would abort on
     if problem is not None:
         raise CompileError(f"compile: {name!r}: {problem}")
@@ -361,3 +361,63 @@ def load_executable(path: str | os.PathLike[str], device: Device | str | None = 
         reason = e.strerror or e
         raise FormatError(f"{what}: cannot read the file: {reason}") from None
     return deserialize_executable(data, device, _what=what)
+
+
+def compile_cached(
+    cache: CacheArg,
+    module_text: str,
+    options: Any,
+    devices: Sequence[Device],
+    build: Callable[[], Executable],
+    *,
+    source: object = None,
+) -> Executable:
+    """``build()`` through the cache: a hit deserializes, a miss compiles and stores.
+
+    Parameters
+    ----------
+    cache:
+        As for :func:`resolve_cache`.
+    module_text:
+        The exact StableHLO text handed to XLA.
+    options:
+        The :class:`~xlasdk.CompileOptions` (its ``repr`` is part of the key).
+    devices:
+        The devices the executable is placed on (the first is where a hit is loaded).
+    build:
+        Compiles and returns the :class:`~xlasdk.Executable` on a miss.
+    source:
+        The computation ``module_text`` came from, if any: the text's fingerprint is remembered
+        on it (weakly) so that compiling the same computation again does not hash it again.
+
+    A corrupt or incompatible entry is deleted and the program recompiled; failing to store
+    an entry (read-only directory, full disk) warns once and never fails the compile.
+    """
+    c = resolve_cache(cache)
+    if c is None:
+        return build()
+    dev = devices[0]
+    fp = _fingerprint_of(source, module_text)  # source None (or not weakly referenceable): hashed afresh
+    key = _key(
+        fp,
+        options=repr(options),
+        platform=str(dev.platform),
+        device_kind=str(dev.device_kind),
+        device_ids=[int(d.id) for d in devices],
+    )
+    data = c._load(key)
+    if data is not None:
+        try:
+            # The entry's sha256 covers these bytes: the executable's own crc32 is not redone.
+            exe = deserialize_executable(data, dev, _verified=True)
+            c.hits += 1
+            return exe
+        except (FormatError, XlaSdkError):
+            c.discard(key)
+    c.misses += 1
+    exe = build()
+    try:
+        c.put(key, exe.serialize(), name=exe.name)
+    except (OSError, XlaSdkError) as e:
+        c._warn_once(f"xlasdk compile cache {c.directory}: cannot store the executable: {e}")
+    return exe

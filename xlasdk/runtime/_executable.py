@@ -22,7 +22,7 @@ from ._arguments import _CallPlan, _describe_value
 from ._options import MemoryStats
 from ._serial_format import _FORMAT_VERSION, _MAGIC, _PREFIX, _shape_to_json
 from .array import DeviceArray
-from .device import Client, Device
+from .device import Client, Device, _execution_failed
 
 _ndarray: Final = np.ndarray
 _put: Final = pjrt.put  # bound once: the call path reads module globals only
@@ -481,8 +481,6 @@ class Executable:
             )
         except XlaRuntimeError as e:
             if self.client.process_count > 1:
-                from ..distributed import _execution_failed
-
                 raise _execution_failed(self._name, e) from e
             raise
         wrap = DeviceArray._wrap

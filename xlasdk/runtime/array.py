@@ -30,7 +30,7 @@ from .._jaxlib import pjrt
 from ..errors import DTypeError, XlaRuntimeError
 from ..shape import Shape
 from ..types import canonical_dtype
-from .device import Device, _resolve_device
+from .device import Device, _live, _resolve_device
 
 __all__ = [
     "DeviceArray",
@@ -39,7 +39,6 @@ __all__ = [
     "HostBufferSemantics",
     "aligned_empty",
     "ZERO_COPY_ALIGNMENT",
-    "live_arrays",
     "DELETED_MESSAGE",
 ]
 
@@ -69,9 +68,8 @@ class HostBufferSemantics(enum.Enum):
     ZERO_COPY = "ZERO_COPY"
 
 
-# Every DeviceArray made in this process, as weak references (Device.live_buffers reads them;
-# jaxlib's own live-buffer list is deprecated and empty).
-_live: list[weakref.ref[DeviceArray]] = []
+# Every DeviceArray made in this process is appended to runtime.device's weak list of them
+# (Device.live_buffers reads it); it is pruned here once it grows past _live_prune_at.
 _live_prune_at = 1024
 _ref: Final = weakref.ref
 _live_append: Final = _live.append
@@ -686,18 +684,6 @@ def _prune_live() -> None:
     global _live_prune_at
     _live[:] = [r for r in _live if (a := r()) is not None and a._arr is not None]
     _live_prune_at = max(1024, 2 * len(_live))
-
-
-def live_arrays(device: Device | None = None) -> list[DeviceArray]:
-    """DeviceArrays of this process that are alive and not deleted (on ``device``, or all),
-    newest first. xlasdk tracks them with weak references; the list does not keep them alive."""
-    out = []
-    for r in reversed(_live):
-        a = r()
-        if a is not None and a._arr is not None and (device is None or a._device == device):
-            out.append(a)
-    _prune_live()
-    return out
 
 
 def _semantics(value: Any) -> HostBufferSemantics:

@@ -18,13 +18,17 @@ import os
 import re
 import sys
 import threading
+import weakref
 from collections.abc import Mapping
-from typing import Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from .._jaxlib import distributed as _dist
 from .._jaxlib import pjrt
-from ..errors import FormatError, PluginError, XlaRuntimeError, XlaSdkError
+from ..errors import DistributedError, FormatError, PluginError, XlaRuntimeError, XlaSdkError
 from ..types import show
+
+if TYPE_CHECKING:
+    from .array import DeviceArray
 
 __all__ = [
     "Device",
@@ -35,6 +39,7 @@ __all__ = [
     "client",
     "load_pjrt_plugin",
     "default_device",
+    "live_arrays",
 ]
 
 
@@ -118,8 +123,6 @@ class Device:
         jaxlib's ``Device.live_buffers`` is deprecated and always empty. Arrays whose buffer was
         handed to a DLPack consumer with ``take_ownership`` count as deleted.
         """
-        from .array import live_arrays
-
         return live_arrays(self)
 
     def __str__(self) -> str:
@@ -412,6 +415,69 @@ def _uninstall_distributed(c: Client) -> None:
         if _defaults.get("cpu") is c:
             del _defaults["cpu"]
             _default_device = None
+
+
+# -- the multi-process job (xs.distributed) -----------------------------------------------------------
+DEFAULT_HEARTBEAT_TIMEOUT: Final = 30.0
+"""Seconds of silence after which the coordination service declares a process gone (``xs.distributed``)."""
+GLOO_RENDEZVOUS_TIMEOUT: Final = 30.0  # fixed inside jaxlib 0.10.2's gloo collectives
+
+
+class _Job(Protocol):
+    """What an execution needs of the multi-process job this process is in (``xs.distributed``'s state)."""
+
+    process_id: int
+    num_processes: int
+    heartbeat_timeout: float
+    broken: str | None  # why the collectives can no longer be used
+
+
+_job: _Job | None = None
+
+
+def _set_job(job: _Job | None) -> None:
+    """``xs.distributed.initialize`` sets its state here, ``shutdown`` clears it."""
+    global _job
+    _job = job
+
+
+def _execution_failed(name: str, e: XlaRuntimeError) -> DistributedError:
+    """The error for an execution of a multi-process program that failed: say what it means."""
+    msg = str(e)
+    st = _job
+    why = "another process died or left" if "Gloo" in msg or "peer" in msg or "Connection" in msg else "it failed"
+    if "timed out" in msg and "Gloo" in msg:
+        why = ("another process died or left, or its host became unreachable (silent for "
+               f"{st.heartbeat_timeout if st is not None else DEFAULT_HEARTBEAT_TIMEOUT:g} s)")
+    if "GetKeyValue() timed out" in msg or "context initialization failed" in msg:
+        why = f"another process did not take part within {GLOO_RENDEZVOUS_TIMEOUT:g} s (it died or left)"
+    where = f"process {st.process_id} of {st.num_processes}: " if st is not None else ""
+    err = DistributedError(
+        f"{where}executing {name!r} across processes failed because {why}; this process's collectives "
+        f"cannot be used again: call xs.distributed.shutdown() and exit [{msg}]"
+    )
+    if st is not None and st.broken is None:
+        st.broken = str(err)
+    return err
+
+
+# -- live arrays ----------------------------------------------------------------------------------------
+# Every DeviceArray made in this process, as weak references, oldest first: runtime.array appends each
+# new one (and prunes the list as it grows); Device.live_buffers reads them (jaxlib's own live-buffer
+# list is deprecated and empty).
+_live: list[weakref.ref[DeviceArray]] = []
+
+
+def live_arrays(device: Device | None = None) -> list[DeviceArray]:
+    """DeviceArrays of this process that are alive and not deleted (on ``device``, or all),
+    newest first. xlasdk tracks them with weak references; the list does not keep them alive."""
+    out = []
+    for r in reversed(_live):
+        a = r()
+        if a is not None and a._arr is not None and (device is None or a._device == device):
+            out.append(a)
+    _live[:] = [r for r in _live if (a := r()) is not None and a._arr is not None]
+    return out
 
 
 def load_pjrt_plugin(

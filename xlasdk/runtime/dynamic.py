@@ -16,6 +16,9 @@ run-time size are garbage), and cannot take dynamic-shape arguments at all (its 
   bound there, zero-pads it and passes the sizes;
 * a computation loaded from a file with dynamic results is refused (its graph cannot be
   extended here).
+
+The program rewrite is :func:`xlasdk.computation.static_interface` (a graph rewrite);
+``xs.compile`` compiles the rewritten program and wraps it in :class:`DynamicResultExecutable`.
 """
 
 from __future__ import annotations
@@ -25,24 +28,12 @@ from typing import Any
 
 import numpy as np
 
-from ..computation import XlaComputation, static_interface
 from ..errors import DTypeError, ShapeError, XlaRuntimeError
 from ..shape import ProgramShape, Shape
+from ._executable import Executable
 from .array import DeviceArray, device_put
-from .executable import CompileOptions, Executable, compile
 
-__all__ = ["DynamicResultExecutable", "compile_dynamic"]
-
-
-def compile_dynamic(computation: XlaComputation, device: Any, options: CompileOptions, cache: Any) -> Executable:
-    """Compile a computation with bounded dynamic dimensions (see the module docstring): its
-    static-interface rewrite (:func:`xlasdk.computation.static_interface`), wrapped to pad the
-    arguments and cut the results."""
-    rw = static_interface(computation)
-    exe = compile(rw.computation, device, options=options, cache=cache)
-    return DynamicResultExecutable._wrap(
-        exe, computation.program_shape(), rw.n_results, rw.dynamic_results, rw.dynamic_params
-    )
+__all__ = ["DynamicResultExecutable"]
 
 
 class DynamicResultExecutable(Executable):

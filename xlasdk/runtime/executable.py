@@ -13,28 +13,17 @@ byte size), against per-executable data computed once at compile time.
 
 from __future__ import annotations
 
-from ._arguments import _CallPlan as _CallPlan
-from ._arguments import _ParamSpec as _ParamSpec
-from ._arguments import _scalar_as as _scalar_as
 from ._compile import compile, deserialize_executable, load_executable
-from ._executable import Executable
-from ._executable import ExecutionToken as ExecutionToken
-from ._options import CompileOptions, MemoryStats
-from ._options import OptionValue as OptionValue
-from ._serial_format import _FORMAT_VERSION as _FORMAT_VERSION
-from ._serial_format import _MAGIC as _MAGIC
-from ._serial_format import _PREFIX as _PREFIX
+from ._executable import Executable, ExecutionToken
+from ._options import CompileOptions, MemoryStats, OptionValue
 
 __all__ = [
     "CompileOptions",
     "Executable",
+    "ExecutionToken",
     "MemoryStats",
+    "OptionValue",
     "compile",
     "deserialize_executable",
     "load_executable",
 ]
-
-for _public in (CompileOptions, Executable, ExecutionToken, MemoryStats, compile, deserialize_executable,
-                load_executable):
-    _public.__module__ = __name__  # their public home (pickles, docs)
-del _public

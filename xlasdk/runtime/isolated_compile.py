@@ -10,12 +10,13 @@ no second compile). Built computations, whose every op xlasdk has checked, compi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
-from .._jaxlib import isolated, pjrt
+from .._jaxlib import isolated, per_partition, pjrt
 from ..errors import CompileError
 
 _clients: dict[int, Any] = {}
@@ -36,11 +37,79 @@ def compile_in_worker(
     devices = pjrt.client_devices(client)[:n]
     assignment = np.arange(n, dtype=np.int64).reshape(num_replicas, num_partitions)
     options = pjrt.make_compile_options(num_replicas, num_partitions, assignment, overrides)
+    module_text = _optimized_dump_for_compile(module_text, num_replicas, num_partitions, name)
     try:
         exe = pjrt.compile_and_load(client, module_text, devices, options, name)
     except CompileError as e:
         raise isolated.Failed("compile", str(e)) from None
     return pjrt.serialize_executable(exe, name)
+
+
+def _optimized_dump_for_compile(module_text: str, num_replicas: int, num_partitions: int, name: str) -> str:
+    """``module_text`` as XLA:CPU compiles it again when it is one of XLA's optimized dumps (runs
+    in the worker process); any other module unchanged.
+
+    * ``mhlo.fusion`` ops (XLA's fusions, imported without the CPU backend's configs, on which
+      XLA stops with ``Fusion must have backend config``) are replaced by their bodies.
+    * A per-partition program (the optimized dump of a program XLA's SPMD partitioner split over
+      several devices: :class:`~xlasdk._jaxlib.per_partition.PerPartitionFacts`) compiles for
+      as many devices as its collectives span, with its parameters and results marked
+      ``{manual}`` so that the partitioner does not split it again: each device runs it on its
+      own arguments (``execute_replicated``). Compiled for another device count it is refused.
+    """
+    try:
+        facts = per_partition.per_partition_facts(module_text)
+    except Exception:
+        return module_text  # not parseable here: XLA says why
+    per_partition_program = facts.per_partition(num_partitions)
+    if per_partition_program:
+        devices = num_replicas * num_partitions
+        span = facts.mesh_devices
+        if num_partitions == 1 or (span is not None and span != devices):
+            need = span if span is not None else "several"
+            raise isolated.Failed("per-partition", per_partition_problem(name, need, num_replicas, num_partitions))
+    elif facts.fusions == 0:
+        return module_text
+    try:
+        return per_partition.rewrite_for_compile(module_text, manual=per_partition_program)
+    except Exception as e:
+        raise isolated.Failed("per-partition", f"compiling {name!r} failed: XLA's optimized module could not be "
+                              f"made compilable again ({type(e).__name__}: {str(e)[:300]}); load the program's "
+                              "before_optimizations file instead") from None
+
+
+_MESH: Final = re.compile(r"#sdy\.mesh<\[([^\]]*)\]")
+_MESH_AXIS: Final = re.compile(r'"[^"]*"\s*=\s*(\d+)')
+
+
+def per_partition_devices(module_text: str) -> int | None:
+    """The device count of an optimized per-partition dump, read from its text without parsing it
+    (for :func:`xlasdk.compile`'s default options): the size of its ``sdy.mesh`` when it holds
+    collectives of XLA's SPMD partitioner (``is_spmd_generated``, or replica groups given as mesh
+    axes); None for any other module. The worker checks the module itself before compiling it."""
+    if "replica_group_mesh_axes" not in module_text and "is_spmd_generated" not in module_text:
+        return None
+    sizes = []
+    for axes in _MESH.findall(module_text):
+        n = 1
+        for size in _MESH_AXIS.findall(axes):
+            n *= int(size)
+        sizes.append(n)
+    return max(sizes) if sizes and max(sizes) > 1 else None
+
+
+def per_partition_problem(name: str, need: int | str, num_replicas: int, num_partitions: int) -> str:
+    """Why an optimized per-partition dump does not compile for ``num_replicas`` x ``num_partitions``."""
+    count = f"num_partitions={need}" if isinstance(need, int) else "num_partitions > 1"
+    return (
+        f"compile: {name!r} is an optimized per-partition dump (XLA's after_optimizations module of a "
+        f"program its SPMD partitioner split over {need} devices: parameters and results are one device's "
+        f"shards, and its collectives join {need} devices), but it was asked to compile for "
+        f"num_replicas={num_replicas} x num_partitions={num_partitions}; compile it with "
+        f"xs.CompileOptions({count}) and run it with exe.execute_replicated([args of partition 0, ...]) "
+        "(each partition's own arguments), or load the program's before_optimizations file (module."
+        "before_optimizations.txt / .hlo.pb) to compile and run it from global arrays"
+    )
 
 
 def compile_isolated(

@@ -38,7 +38,8 @@ from .array import DeviceArray, _aval, _native, _to_host
 from .device import Client, Device, _resolve_device
 
 if TYPE_CHECKING:
-    from .executable import Executable, _ParamSpec
+    from ._arguments import _ParamSpec
+    from ._executable import Executable
 
 __all__ = ["ShardedArray", "shard", "execute_sharded"]
 
@@ -533,7 +534,7 @@ class _Spmd:
             raise plan.output_error()
         in_texts, out_texts = pjrt.executable_shardings(exe._exe)
         self.params: list[tuple[_ParamSpec, _ParamSpec, _Layout]] = []
-        from .executable import _ParamSpec
+        from ._arguments import _ParamSpec
 
         for i, spec in enumerate(plan.params):
             if not spec.supported:
@@ -602,7 +603,7 @@ class _Spmd:
         elif isinstance(a, (bool, int, float, complex)):
             if spec.dims != ():
                 raise spec.mismatch(a)
-            from .executable import _scalar_as
+            from ._arguments import _scalar_as
 
             x = _scalar_as(a, spec.etype, spec.dtype)
             if x is None:

@@ -27,11 +27,5 @@ Shardy partitioner: see :class:`HloSharding` for why.
 from __future__ import annotations
 
 from ._hlo_sharding import HloSharding, ShardingLike
-from ._spmd import check_computation_shardings as check_computation_shardings
-from ._spmd import iter_shardings as iter_shardings
-from ._spmd import module_spmd_counts as module_spmd_counts
-from ._spmd import sharding_for_shape as sharding_for_shape
 
 __all__ = ["HloSharding", "ShardingLike"]
-
-HloSharding.__module__ = __name__  # its public home (pickles, reprs of the class, docs)

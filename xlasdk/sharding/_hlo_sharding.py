@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from ..attrs import OpSharding, _sharding_type
+from ..attrs._sharding import OpSharding, _sharding_type
 from ..errors import DTypeError, ShapeError
 from ._fields import _MAX_DEVICES, _SIMPLE, _SUBGROUP_ORDER, _are, _dims_of, _int, _ints, _shape_text, _subgroup_kinds
 

@@ -52,17 +52,9 @@ Differences from jaxlib
 from __future__ import annotations
 
 import types as _types
-import weakref as weakref
-from collections.abc import Callable as Callable
-from collections.abc import Iterable as Iterable
-from collections.abc import Iterator as Iterator
-from collections.abc import Sequence as Sequence
-from typing import Any as Any
-from typing import Final as Final
 
-import numpy as np  # noqa: F401 - class annotations resolve here
-
-from .._jaxlib.pjrt import XLA_CLIENT_VERSION as XLA_CLIENT_VERSION
+from .._jaxlib import compat as _compat
+from .._jaxlib import pjrt as _pjrt
 from ..attrs import (
     ComparisonDirection,
     ConvolutionDimensionNumbers,
@@ -85,24 +77,13 @@ from ..attrs import (
     make_replica_groups,
     window_padding_type_to_pad_values,
 )
-from ..attrs import TriangularSolveOptions_Transpose as TriangularSolveOptions_Transpose
 from ..builder import XlaOp
-from ..errors import DTypeError as DTypeError
 from ..errors import HostCallbackError, XlaRuntimeError
-from ..errors import ShapeError as ShapeError
 from ..runtime import Device, HostBufferSemantics
-from ..runtime import DeviceArray as DeviceArray
-from ..runtime import Executable as Executable
-from ..runtime import ExecutionToken as ExecutionToken
-from ..runtime import MemoryStats as MemoryStats
-from ..runtime import UnknownDeviceError as UnknownDeviceError
-from ..runtime import device_put as device_put
-from ..runtime.device import Client as _SdkClient  # noqa: F401 - class annotations resolve here
 from ..shape import Layout
 from ..types import PrimitiveType, bfloat16, dtype_to_etype
-from ..types import etype_to_dtype as etype_to_dtype
+from . import _client, _computations, _dlpack
 from ._buffers import ArrayImpl, Buffer, DeviceArrayBase
-from ._buffers import _unwrap as _unwrap
 from ._client import (
     Client,
     execute_with_python_values,
@@ -112,26 +93,10 @@ from ._client import (
     make_gpu_client,
     register_custom_call_target,
 )
-from ._computations import _NO_METADATA as _NO_METADATA
 from ._computations import HloModule, XlaBuilder, XlaComputation
-from ._computations import _as_computation as _as_computation
-from ._computations import _hlo_module_cost_analysis as _hlo_module_cost_analysis
-from ._computations import _mlir_module_to_xla_computation as _mlir_module_to_xla_computation
-from ._computations import _Name as _Name
-from ._computations import _xla as _xla
-from ._computations import _xla_computation_to_mlir_module as _xla_computation_to_mlir_module
-from ._dlpack import buffer_to_dlpack_managed_tensor as buffer_to_dlpack_managed_tensor
-from ._dlpack import dlpack_managed_tensor_to_buffer as dlpack_managed_tensor_to_buffer
 from ._executables import ExecuteResults, LoadedExecutable, ShardedBuffer, ShardedToken, Token
-from ._executables import _per_device as _per_device
-from ._ops import _OPS_EXTRAS as _OPS_EXTRAS
-from ._ops import _native_arg as _native_arg
-from ._ops import _OpsNamespace as _OpsNamespace
-from ._ops import _takes_shapes as _takes_shapes
-from ._ops import _with_native_shapes as _with_native_shapes
 from ._ops import ops
 from ._options import CompileOptions, DebugOptions, DeviceAssignment, ExecutableBuildOptions
-from ._shapes import _SHAPE_SLOTS as _SHAPE_SLOTS
 from ._shapes import (
     DTYPE_TO_XLA_ELEMENT_TYPE,
     XLA_ELEMENT_TYPE_TO_DTYPE,
@@ -142,11 +107,6 @@ from ._shapes import (
     ShapeIndex,
     shape_from_pyval,
 )
-from ._shapes import _compat_shape as _compat_shape
-from ._shapes import _convert_shape as _convert_shape
-from ._shapes import _element_types as _element_types
-from ._shapes import _native_shape as _native_shape
-from ._shapes import _version as _version
 from ._tracebacks import Frame, Traceback, tracebacks
 
 __all__ = [
@@ -167,8 +127,20 @@ __all__ = [
     "DeviceArrayBase", "HostCallbackError",
 ]
 
-# The classes and functions keep the module they had when this was one file (reprs, pickles, docs).
-for _obj in list(globals().values()):
-    if isinstance(_obj, (type, _types.FunctionType)) and _obj.__module__.startswith(__name__ + "._"):
-        _obj.__module__ = __name__
-del _obj
+# The private names of jaxlib's ``xla_client`` that test suites use, defined here (not in ``__all__``,
+# as in jaxlib): ``_version``, the extension version JAX gates on, and ``_xla``, the namespace of the
+# former extension module (``_xla.mlir.*`` converters, cost analysis, DLPack functions).
+_version: int = _pjrt.XLA_CLIENT_VERSION
+_xla = _types.SimpleNamespace(
+    mlir=_types.SimpleNamespace(
+        xla_computation_to_mlir_module=_computations._xla_computation_to_mlir_module,
+        mlir_module_to_xla_computation=_computations._mlir_module_to_xla_computation,
+    ),
+    XlaRuntimeError=XlaRuntimeError,
+    hlo_module_cost_analysis=_client._hlo_module_cost_analysis,
+    Traceback=_compat.Traceback,
+    Frame=_compat.Frame,
+    buffer_to_dlpack_managed_tensor=_dlpack.buffer_to_dlpack_managed_tensor,
+    dlpack_managed_tensor_to_buffer=_dlpack.dlpack_managed_tensor_to_buffer,
+    HostBufferSemantics=HostBufferSemantics,
+)

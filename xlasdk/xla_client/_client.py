@@ -10,19 +10,20 @@ import numpy as np
 
 from .. import errors as _errors
 from .. import ops as _xs_ops
+from .._jaxlib import compat as _compat
 from ..builder import XlaBuilder as _XlaBuilder
 from ..builder import XlaOp
+from ..computation import XlaComputation as _XlaComputation
 from ..errors import ShapeError, XlaRuntimeError
 from ..runtime import CompileOptions as _CompileOptions
-from ..runtime import Device, DeviceArray, UnknownDeviceError, device_put
-from ..runtime import HostBufferSemantics as HostBufferSemantics
+from ..runtime import Device, DeviceArray, HostBufferSemantics, UnknownDeviceError, device_put
 from ..runtime import client as _sdk_client
 from ..runtime import compile as _sdk_compile
 from ..runtime import deserialize_executable as _sdk_deserialize
 from ..runtime.device import Client as _SdkClient
 from ..shape import Shape as _Shape
 from ._buffers import Buffer, _unwrap
-from ._computations import _as_computation
+from ._computations import HloModule, XlaComputation, _as_computation
 from ._executables import LoadedExecutable
 from ._options import CompileOptions
 from ._shapes import CompileError, FormatError, _native_shape
@@ -540,3 +541,27 @@ def register_custom_call_target(name: str | bytes, fn: Any, platform: str = "cpu
     from ..runtime import register_custom_call_target as _register
 
     _register(name.decode() if isinstance(name, bytes) else name, fn, platform, api_version)
+
+
+def _hlo_module_cost_analysis(client: Any, module: Any) -> dict[str, float]:
+    """``xla_client._xla.hlo_module_cost_analysis(backend, hlo_module)``: XLA's cost analysis (``flops``,
+    ``bytes accessed``, ...) of an unoptimized module, for ``backend``'s platform.
+
+    ``client`` is a :class:`Client` or ``xs.Client``; ``module`` an :class:`HloModule` (from
+    ``XlaComputation.get_hlo_module()``) or an ``xs.XlaComputation``.
+
+    Raises
+    ------
+    TypeError
+        For other argument types.
+    XlaRuntimeError
+        When XLA cannot analyse the module.
+    """
+    sdk = client.sdk_client if isinstance(client, Client) else client
+    if not isinstance(sdk, _SdkClient):
+        raise TypeError(f"hlo_module_cost_analysis: expected a Client, got {type(client).__name__}")
+    if isinstance(module, _XlaComputation):
+        module = XlaComputation._adopt(module).get_hlo_module()
+    if not isinstance(module, HloModule):
+        raise TypeError(f"hlo_module_cost_analysis: expected an HloModule, got {type(module).__name__}")
+    return _compat.hlo_module_cost_analysis(sdk._c, module._m)

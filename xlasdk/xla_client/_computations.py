@@ -1,4 +1,4 @@
-"""``HloModule``, ``XlaComputation``, ``XlaBuilder`` and the ``_xla`` namespace of the former
+"""``HloModule``, ``XlaComputation``, ``XlaBuilder`` and the ``_xla.mlir`` converters of the former
 ``xla_client``."""
 
 from __future__ import annotations
@@ -8,13 +8,10 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from .. import errors as _errors
-from .._jaxlib import compat as _compat
 from .._jaxlib import mlir as _mlir
 from ..builder import XlaBuilder as _XlaBuilder
 from ..builder import XlaOp
 from ..computation import XlaComputation as _XlaComputation
-from ..errors import XlaRuntimeError
-from ..runtime.device import Client as _SdkClient
 from ._shapes import FormatError, ProgramShape, Shape, _compat_shape
 
 
@@ -199,44 +196,3 @@ def _mlir_module_to_xla_computation(
     if use_tuple_args or return_tuple:
         raise FormatError("mlir_module_to_xla_computation: use_tuple_args / return_tuple are not supported")
     return XlaComputation._adopt(_as_computation(mlir_module, "mlir_module_to_xla_computation"))
-
-
-# ``xla_client._xla.mlir.*``: the two converters test suites call through the private module.
-_xla: Final = types.SimpleNamespace(
-    mlir=types.SimpleNamespace(
-        xla_computation_to_mlir_module=_xla_computation_to_mlir_module,
-        mlir_module_to_xla_computation=_mlir_module_to_xla_computation,
-    ),
-    XlaRuntimeError=XlaRuntimeError,
-    hlo_module_cost_analysis=lambda client, module: _hlo_module_cost_analysis(client, module),
-    Traceback=_compat.Traceback,
-    Frame=_compat.Frame,
-)
-
-
-def _hlo_module_cost_analysis(client: Any, module: Any) -> dict[str, float]:
-    """``_xla.hlo_module_cost_analysis(backend, hlo_module)``: XLA's cost analysis (``flops``,
-    ``bytes accessed``, ...) of an unoptimized module, for ``backend``'s platform.
-
-    ``client`` is a :class:`Client` or ``xs.Client``; ``module`` an :class:`HloModule` (from
-    ``XlaComputation.get_hlo_module()``) or an ``xs.XlaComputation``.
-
-    Raises
-    ------
-    TypeError
-        For other argument types.
-    XlaRuntimeError
-        When XLA cannot analyse the module.
-    """
-    from ._client import Client
-
-    sdk = client.sdk_client if isinstance(client, Client) else client
-    if not isinstance(sdk, _SdkClient):
-        raise TypeError(f"hlo_module_cost_analysis: expected a Client, got {type(client).__name__}")
-    if isinstance(module, _XlaComputation):
-        module = XlaComputation._adopt(module).get_hlo_module()
-    if not isinstance(module, HloModule):
-        raise TypeError(f"hlo_module_cost_analysis: expected an HloModule, got {type(module).__name__}")
-    return _compat.hlo_module_cost_analysis(sdk._c, module._m)
-# ``_xla.buffer_to_dlpack_managed_tensor`` / ``_xla.dlpack_managed_tensor_to_buffer`` and
-# ``_xla.HostBufferSemantics`` are set by ``_dlpack``, after the Buffer and Client classes.

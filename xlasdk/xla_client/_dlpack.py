@@ -6,11 +6,9 @@ from typing import Any
 
 from ..errors import XlaRuntimeError
 from ..runtime import Device, DeviceArray
-from ..runtime import HostBufferSemantics as HostBufferSemantics
 from ..runtime import from_dlpack as _from_dlpack
 from ._buffers import Buffer, _unwrap
 from ._client import Client, make_cpu_client
-from ._computations import _xla
 
 
 # -- DLPack (the former ``_xla`` functions) ---------------------------------------------------
@@ -83,7 +81,3 @@ def dlpack_managed_tensor_to_buffer(
         dev = owner._c.default_device
     return Buffer._make(_from_dlpack(_unwrap(tensor), dev, copy=copy), owner)
 
-
-_xla.buffer_to_dlpack_managed_tensor = buffer_to_dlpack_managed_tensor
-_xla.dlpack_managed_tensor_to_buffer = dlpack_managed_tensor_to_buffer
-_xla.HostBufferSemantics = HostBufferSemantics

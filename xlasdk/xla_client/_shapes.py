@@ -9,7 +9,6 @@ from typing import Any, Final
 import numpy as np
 
 from .. import errors as _errors
-from .._jaxlib.pjrt import XLA_CLIENT_VERSION
 from ..errors import DTypeError, ShapeError, XlaRuntimeError
 from ..ops._core import int_list
 from ..shape import Layout
@@ -17,8 +16,6 @@ from ..shape import ProgramShape as _ProgramShape
 from ..shape import Shape as _Shape
 from ..shape import shape_from_pyval as _shape_from_pyval
 from ..types import PrimitiveType, etype_to_dtype
-
-_version: Final[int] = XLA_CLIENT_VERSION  # jaxlib's xla_client._version, for version checks
 
 
 # -- errors -----------------------------------------------------------------------------------

@@ -1,0 +1,92 @@
+"""One computation model: built or loaded, an XlaComputation is a typed graph and its verified
+module, each made from the other on first need (``xlasdk/computation.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import xlasdk as xs
+from xlasdk import ops
+from xlasdk.builder import Computation
+from xlasdk.computation import compile_request, static_interface
+from xlasdk.errors import CompileError, XlaSdkError
+
+DUMP = Path(__file__).parent / "data" / "dumps" / "int_indexing" / "module.before_optimizations.txt"
+
+
+def _built() -> tuple[xs.XlaComputation, xs.XlaOp, xs.XlaOp]:
+    b = xs.XlaBuilder("f")
+    x = ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, (3,)), "x")
+    root = ops.Mul(ops.Exp(x), x)
+    return b.build(root), x, root
+
+
+def test_a_built_computation_is_its_builders_graph() -> None:
+    comp, x, root = _built()
+    g = comp.graph()
+    assert isinstance(comp, Computation) and comp.source_format is None
+    assert g.root is root and g.parameters == (x,) and g.side_effects == () and g.context is None
+    assert g.name == "f" and g.builder is root.builder
+    text = comp.as_stablehlo_text()
+    assert "stablehlo.exponential" in text and "@main" in text
+    assert "stablehlo.exponential" in str(comp.compiler_ir())
+    assert comp.compiler_ir() is comp.compiler_ir()  # parsed once
+    req = compile_request(comp)
+    assert not req.from_file and not req.host_callbacks and req.program_shape == comp.program_shape()
+    assert req.heap_bytes == 3 * 12  # x, exp(x), mul: one f32[3] (12 bytes) each
+
+
+def test_a_loaded_computation_imports_its_graph_on_first_need() -> None:
+    comp = xs.load_computation(DUMP)
+    assert comp._graph_cache is None  # loading does not import the graph
+    exe = xs.compile(comp)
+    assert comp._graph_cache is None  # nor does compiling
+    g = comp.graph()
+    assert comp.graph() is g
+    ps = comp.program_shape()
+    assert [p.shape for p in g.parameters] == list(ps.parameter_shapes())
+    assert g.root.shape == ps.result_shape()
+    assert g.context is not None and isinstance(g.context, xs.ModuleContext)
+    assert compile_request(comp).from_file
+    # the graph's root computes what the file computes: its outputs exposed give the same bits
+    args = [np.arange(int(np.prod(s.dimensions())), dtype=s.numpy_dtype()).reshape(s.dimensions())
+            for s in ps.parameter_shapes()]
+    want = exe(*args)
+    got = xs.compile(comp.with_outputs(list(comp.instruction_graph().outputs)))(*args)
+    for w, h in zip(want if isinstance(want, tuple) else (want,), got if isinstance(got, tuple) else (got,),
+                    strict=True):
+        np.testing.assert_array_equal(np.asarray(w), np.asarray(h))
+
+
+def test_a_loaded_computation_is_refused_as_a_sub_computation_with_the_reason() -> None:
+    comp = xs.load_computation(DUMP)
+    b = xs.XlaBuilder("outer")
+    x = ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, ()), "x")
+    with pytest.raises(XlaSdkError, match="was loaded from a file; only computations built with an XlaBuilder"):
+        ops.Map(b, [x], comp, [])
+
+
+def test_static_interface_rewrites_dynamic_shapes_as_a_graph() -> None:
+    b = xs.XlaBuilder("dyn")
+    x = ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, (5,), dynamic_dimensions=[True]), "x")
+    y = ops.Add(x, x)
+    comp = b.build(y)
+    rw = static_interface(comp)
+    ps = rw.computation.program_shape()
+    assert [str(s) for s in ps.parameter_shapes()] == ["f32[5]", "s32[]"]
+    assert list(ps.parameter_names()) == ["x", "x_size0"]
+    assert rw.n_results == 1 and rw.dynamic_results == ((0, 0),) and rw.dynamic_params == ((0, (0,)),)
+    assert b.get_program_shape().result_shape() == y.shape  # the builder's default root did not move
+    exe = xs.compile(comp)
+    np.testing.assert_array_equal(exe(np.array([1, 2], np.float32)).to_numpy(), [2, 4])
+    loaded = xs.XlaComputation.from_stablehlo(comp.as_stablehlo_text())
+    with pytest.raises(CompileError, match="was loaded from a file"):
+        static_interface(loaded)
+
+
+def test_compile_takes_only_computations() -> None:
+    with pytest.raises(TypeError, match="expected an XlaComputation, got str"):
+        xs.compile("module {}")  # type: ignore[arg-type]

@@ -1,0 +1,520 @@
+"""The byte store behind the compile cache: an on-disk cache of compiled executables, shared by processes.
+
+A leaf module: what it stores are bytes (the compile cache stores serialized executables,
+:mod:`xlasdk.formats.load_cache` the records of verified loads); compiling and loading the
+executables is :mod:`xlasdk.runtime.cache`'s (:func:`~xlasdk.runtime.cache.compile_cached`), which
+is also the public home of the names defined here.
+
+``xs.compile(computation, cache=True)`` looks the program up here before compiling, and stores
+what it compiles. Setting the ``XLASDK_CACHE_DIR`` environment variable turns the cache on for
+every ``xs.compile`` that does not say ``cache=False``.
+
+Key
+    sha256 over the module fingerprint (sha256 of the StableHLO text given to XLA), the compile
+    options, the platform, the device kind, the device ids, the jaxlib version and the
+    ``XLA_FLAGS`` environment variable. Any change to one of them is a different entry.
+    ``xs.compile`` remembers the fingerprint of each computation's text (which never changes)
+    for as long as the computation lives, so compiling it again does not hash the text again.
+Entries
+    One file per key: a small header (name, key, sizes) and XLA's serialized executable, under a
+    sha256 checksum. Files are written under a temporary name and renamed into place
+    (``os.replace``), so concurrent writers never leave half an entry and readers never see one.
+    An entry that fails its checks (torn, truncated, flipped bits, another format) is deleted
+    and the program recompiled.
+Size
+    ``max_bytes`` (default 1 GiB, or ``XLASDK_CACHE_MAX_BYTES``): after each store the least
+    recently used entries (by modification time, refreshed on every hit) are deleted until the
+    total fits.
+
+Like any compiled code, a cache directory must be writable only by people you trust.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import stat
+import struct
+import tempfile
+import time
+import warnings
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Union
+
+from ._atomic import read_regular_file
+from .errors import XlaSdkError
+
+__all__ = [
+    "CompileCache",
+    "CacheInfo",
+    "CacheEntry",
+    "CacheArg",
+    "default_cache_dir",
+    "module_fingerprint",
+    "resolve_cache",
+]
+
+#: Environment variable naming the cache directory (and turning the cache on by default).
+ENV_DIR: Final = "XLASDK_CACHE_DIR"
+#: Environment variable with the size limit in bytes.
+ENV_MAX_BYTES: Final = "XLASDK_CACHE_MAX_BYTES"
+DEFAULT_MAX_BYTES: Final = 1 << 30
+
+_MAGIC: Final = b"XLASDK-CACHE-ENTRY\n"
+_PREFIX: Final = struct.Struct("<IIQ")  # entry format version, header length, payload length
+_FORMAT_VERSION: Final = 1
+_SUFFIX: Final = ".xlaexe"
+_TMP_PREFIX: Final = ".tmp-"
+_STALE_TMP_SECONDS: Final = 3600.0
+
+CacheArg = Union[bool, str, "os.PathLike[str]", "CompileCache", None]
+
+
+def default_cache_dir() -> str:
+    """``$XLASDK_CACHE_DIR``, else ``$XDG_CACHE_HOME/xlasdk``, else ``~/.cache/xlasdk``."""
+    env = os.environ.get(ENV_DIR)
+    if env:
+        return os.path.abspath(os.path.expanduser(env))
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "xlasdk")
+
+
+def _default_max_bytes() -> int:
+    env = os.environ.get(ENV_MAX_BYTES)
+    if env:
+        try:
+            v = int(env)
+        except ValueError:
+            raise XlaSdkError(f"{ENV_MAX_BYTES}={env!r} is not an integer number of bytes") from None
+        if v < 0:
+            raise XlaSdkError(f"{ENV_MAX_BYTES}={env!r} must be >= 0")
+        return v
+    return DEFAULT_MAX_BYTES
+
+
+def module_fingerprint(module_text: str | bytes) -> str:
+    """sha256 (hex) of the StableHLO module text: the module part of a cache key."""
+    data = module_text.encode("utf-8") if isinstance(module_text, str) else bytes(module_text)
+    return hashlib.sha256(data).hexdigest()
+
+
+#: ``computation -> (module text, its fingerprint)``, for as long as the computation lives.
+_fingerprints: weakref.WeakKeyDictionary[Any, tuple[str, str]] = weakref.WeakKeyDictionary()
+
+
+def _fingerprint_of(source: object, module_text: str) -> str:
+    """:func:`module_fingerprint` of ``module_text``, remembered per ``source`` computation.
+
+    The memo is used only while the computation hands back the very same text object (its
+    text is made once and never changes), so a changed text is always hashed afresh. Objects
+    that cannot be weakly referenced are hashed every time.
+    """
+    try:
+        memo = _fingerprints.get(source)
+    except TypeError:  # not weakly referenceable, or unhashable
+        return module_fingerprint(module_text)
+    if memo is not None and memo[0] is module_text:
+        return memo[1]
+    fp = module_fingerprint(module_text)
+    _fingerprints[source] = (module_text, fp)
+    return fp
+
+
+_jaxlib_version: str | None = None  # _running_jaxlib's memo
+
+
+def _running_jaxlib() -> str:
+    """The installed jaxlib's version, from its package metadata (what ``xlasdk version`` shows;
+    read without importing jaxlib, which only :mod:`xlasdk._jaxlib` does), ``"unknown"`` without it."""
+    global _jaxlib_version
+    if _jaxlib_version is None:
+        try:
+            _jaxlib_version = importlib.metadata.version("jaxlib")
+        except importlib.metadata.PackageNotFoundError:
+            _jaxlib_version = "unknown"
+    return _jaxlib_version
+
+
+_keys: dict[tuple[Any, ...], str] = {}  # _key's memo
+_KEYS_MAX: Final = 1024
+
+
+def _key(
+    fingerprint: str,
+    *,
+    options: str,
+    platform: str,
+    device_kind: str,
+    device_ids: Sequence[int] = (),
+    jaxlib_version: str | None = None,
+    xla_flags: str | None = None,
+) -> str:
+    """:meth:`CompileCache.key` from the module's :func:`module_fingerprint` (memoised: a pure
+    function of its arguments, with ``$XLA_FLAGS`` read on every call)."""
+    if jaxlib_version is None:
+        jaxlib_version = _running_jaxlib()
+    if xla_flags is None:
+        xla_flags = os.environ.get("XLA_FLAGS", "")
+    ids = [int(i) for i in device_ids]
+    inputs = (fingerprint, options, platform, device_kind, tuple(ids), jaxlib_version, xla_flags)
+    key = _keys.get(inputs)
+    if key is None:
+        material = {
+            "format": _FORMAT_VERSION,
+            "module": fingerprint,
+            "options": options,
+            "platform": platform,
+            "device_kind": device_kind,
+            "device_ids": ids,
+            "jaxlib": jaxlib_version,
+            "xla_flags": xla_flags,
+        }
+        key = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+        if len(_keys) >= _KEYS_MAX:
+            _keys.clear()
+        _keys[inputs] = key
+    return key
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """One cached executable: ``key``, computation ``name``, ``size`` in bytes, ``last_used`` (epoch s)."""
+
+    key: str
+    name: str
+    size: int
+    last_used: float
+    path: str
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    """Summary of a cache directory."""
+
+    directory: str
+    entries: int
+    total_bytes: int
+    max_bytes: int
+
+    def __str__(self) -> str:
+        return (
+            f"directory: {self.directory}\nentries:   {self.entries}\n"
+            f"size:      {_human(self.total_bytes)} of {_human(self.max_bytes)}"
+        )
+
+
+def _human(n: int) -> str:
+    f = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if f < 1024 or unit == "GiB":
+            return f"{n} B" if unit == "B" else f"{f:.1f} {unit}"
+        f /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+class CompileCache:
+    """A directory of compiled executables keyed by :meth:`key`.
+
+    Parameters
+    ----------
+    directory:
+        Where entries live (created on first store). Default: :func:`default_cache_dir`.
+    max_bytes:
+        Size limit of all entries together; least recently used entries are evicted past it.
+        Default: ``$XLASDK_CACHE_MAX_BYTES`` or 1 GiB.
+
+    Safe for several threads and processes at once: entries appear by atomic rename, readers
+    validate every entry, and eviction tolerates files vanishing under it.
+
+    ``hits`` and ``misses`` count the compiles this object served from disk and the ones XLA
+    had to do, in this process (pass your own ``CompileCache`` to ``xs.compile(cache=...)`` to
+    read them).
+    """
+
+    def __init__(self, directory: str | os.PathLike[str] | None = None, *, max_bytes: int | None = None) -> None:
+        self._dir = os.path.abspath(os.fspath(directory)) if directory is not None else default_cache_dir()
+        if max_bytes is None:
+            max_bytes = _default_max_bytes()
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
+            raise XlaSdkError(f"CompileCache: max_bytes must be an int >= 0, got {max_bytes!r}")
+        self._max = max_bytes
+        self._warned = False
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def directory(self) -> str:
+        return self._dir
+
+    @property
+    def max_bytes(self) -> int:
+        return self._max
+
+    def __repr__(self) -> str:
+        return f"CompileCache({self._dir!r}, max_bytes={self._max}, hits={self.hits}, misses={self.misses})"
+
+    # -- keys ------------------------------------------------------------------------------------
+    @staticmethod
+    def key(
+        module_text: str | bytes,
+        *,
+        options: str,
+        platform: str,
+        device_kind: str,
+        device_ids: Sequence[int] = (),
+        jaxlib_version: str | None = None,
+        xla_flags: str | None = None,
+    ) -> str:
+        """The cache key (64 hex digits) of compiling ``module_text`` with these settings.
+
+        ``options`` is a canonical text of the compile options (``repr(CompileOptions)``);
+        ``jaxlib_version`` defaults to the running jaxlib, ``xla_flags`` to ``$XLA_FLAGS``.
+        """
+        return _key(
+            module_fingerprint(module_text),
+            options=options,
+            platform=platform,
+            device_kind=device_kind,
+            device_ids=device_ids,
+            jaxlib_version=jaxlib_version,
+            xla_flags=xla_flags,
+        )
+
+    def _path(self, key: str) -> str:
+        if len(key) != 64 or any(c not in "0123456789abcdef" for c in key):
+            raise XlaSdkError(f"CompileCache: not a cache key: {key!r}")
+        return os.path.join(self._dir, key + _SUFFIX)
+
+    # -- reading ---------------------------------------------------------------------------------
+    def get(self, key: str) -> bytes | None:
+        """The stored bytes for ``key``, or None (missing or corrupt; a corrupt entry is deleted).
+
+        A hit refreshes the entry's last-used time.
+        """
+        payload = self._load(key)
+        return None if payload is None else bytes(payload)
+
+    def _load(self, key: str) -> memoryview | None:
+        """:meth:`get` without copying: a view of the verified payload inside the file's bytes."""
+        path = self._path(key)
+        try:
+            raw = read_regular_file(path)  # never a FIFO (it would block) or a device left in the directory
+        except OSError:
+            return None
+        payload = _decode(raw, key)
+        if payload is not None:
+            try:
+                os.utime(path)
+            except OSError:
+                pass
+        if payload is None:
+            self._unlink(path)
+        return payload
+
+    def discard(self, key: str) -> None:
+        """Delete the entry for ``key`` if there is one."""
+        self._unlink(self._path(key))
+
+    # -- writing ---------------------------------------------------------------------------------
+    def put(self, key: str, data: bytes, *, name: str = "") -> None:
+        """Store ``data`` under ``key`` (atomically), then evict down to ``max_bytes``.
+
+        Raises
+        ------
+        OSError
+            When the directory cannot be created or written.
+        """
+        path = self._path(key)
+        os.makedirs(self._dir, exist_ok=True)
+        blob = _encode(key, name, bytes(data))
+        fd, tmp = tempfile.mkstemp(dir=self._dir, prefix=_TMP_PREFIX)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(blob)
+            os.replace(tmp, path)
+        except BaseException:
+            self._unlink(tmp)
+            raise
+        self.evict()
+
+    def evict(self, max_bytes: int | None = None) -> int:
+        """Delete least recently used entries until the total is at most ``max_bytes``.
+
+        Also removes temporary files left for over an hour by writers that died. Returns the
+        number of entries deleted.
+        """
+        limit = self._max if max_bytes is None else max_bytes
+        entries = self._scan(include_names=False)
+        total = sum(e.size for e in entries)
+        removed = 0
+        for e in sorted(entries, key=lambda e: e.last_used):
+            if total <= limit:
+                break
+            if self._unlink(e.path):
+                removed += 1
+            total -= e.size
+        self._clean_tmp()
+        return removed
+
+    def clear(self) -> int:
+        """Delete every entry (and stray temporary files); returns the number of entries deleted."""
+        n = 0
+        for e in self._scan(include_names=False):
+            if self._unlink(e.path):
+                n += 1
+        self._clean_tmp(max_age=0.0)
+        return n
+
+    # -- listing ---------------------------------------------------------------------------------
+    def entries(self) -> list[CacheEntry]:
+        """Every entry, least recently used first."""
+        return sorted(self._scan(include_names=True), key=lambda e: e.last_used)
+
+    def info(self) -> CacheInfo:
+        """Entry count and total size."""
+        entries = self._scan(include_names=False)
+        return CacheInfo(self._dir, len(entries), sum(e.size for e in entries), self._max)
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _scan(self, *, include_names: bool) -> list[CacheEntry]:
+        out: list[CacheEntry] = []
+        try:
+            it = os.scandir(self._dir)
+        except OSError:
+            return out
+        with it:
+            for de in it:
+                if not de.name.endswith(_SUFFIX) or de.name.startswith("."):
+                    continue
+                try:
+                    st = de.stat()
+                except OSError:
+                    continue
+                name = _read_name(de.path) if include_names else ""
+                out.append(CacheEntry(de.name[: -len(_SUFFIX)], name, st.st_size, st.st_mtime, de.path))
+        return out
+
+    def _clean_tmp(self, max_age: float = _STALE_TMP_SECONDS) -> None:
+        now = time.time()
+        try:
+            it = os.scandir(self._dir)
+        except OSError:
+            return
+        with it:
+            for de in it:
+                if de.name.startswith(_TMP_PREFIX):
+                    try:
+                        if now - de.stat().st_mtime >= max_age:
+                            os.unlink(de.path)
+                    except OSError:
+                        pass
+
+    @staticmethod
+    def _unlink(path: str) -> bool:
+        try:
+            os.unlink(path)
+            return True
+        except OSError:
+            return False
+
+    def _warn_once(self, msg: str) -> None:
+        if not self._warned:
+            self._warned = True
+            warnings.warn(msg, RuntimeWarning, stacklevel=4)
+
+
+def _encode(key: str, name: str, payload: bytes) -> bytes:
+    header = json.dumps({"key": key, "name": name, "created": time.time()}, separators=(",", ":")).encode()
+    digest = hashlib.sha256(header + payload).digest()
+    return _MAGIC + _PREFIX.pack(_FORMAT_VERSION, len(header), len(payload)) + digest + header + payload
+
+
+def _split(raw: bytes) -> tuple[memoryview, memoryview] | None:
+    """(header, payload) views into ``raw`` once its length and sha256 check out, else None."""
+    fixed = len(_MAGIC) + _PREFIX.size + 32
+    if len(raw) < fixed or not raw.startswith(_MAGIC):
+        return None
+    version, hlen, plen = _PREFIX.unpack_from(raw, len(_MAGIC))
+    if version != _FORMAT_VERSION or len(raw) != fixed + hlen + plen:
+        return None
+    body = memoryview(raw)[fixed:]
+    if hashlib.sha256(body).digest() != raw[fixed - 32 : fixed]:
+        return None
+    return body[:hlen], body[hlen:]
+
+
+def _decode(raw: bytes, key: str) -> memoryview | None:
+    parts = _split(raw)
+    if parts is None:
+        return None
+    header, payload = parts
+    try:
+        if json.loads(bytes(header)).get("key") != key:
+            return None
+    except (ValueError, UnicodeDecodeError, AttributeError, RecursionError):
+        return None
+    return payload
+
+
+def _read_name(path: str) -> str:
+    """The name recorded in an entry's header, for display only ("?" when it cannot be read).
+
+    Read before any checksum, so trusted for nothing: a FIFO or device is not opened in a way that
+    blocks, the header is parsed within bounds, and anything odd gives "?"."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return "?"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "?"
+        head = os.read(fd, len(_MAGIC) + _PREFIX.size + 32 + 4096)
+        fixed = len(_MAGIC) + _PREFIX.size + 32
+        if not head.startswith(_MAGIC) or len(head) < fixed:
+            return "?"
+        _, hlen, _ = _PREFIX.unpack_from(head, len(_MAGIC))
+        header = json.loads(head[fixed : fixed + hlen].decode())
+        name = header.get("name", "") if isinstance(header, dict) else "?"
+        return name[:200] if isinstance(name, str) else "?"
+    except (OSError, ValueError, UnicodeDecodeError, AttributeError, struct.error, RecursionError, OverflowError):
+        return "?"
+    finally:
+        os.close(fd)
+
+
+# -- the cache a compile uses ----------------------------------------------------------------------
+_caches: dict[tuple[str, int], CompileCache] = {}
+
+
+def resolve_cache(cache: CacheArg) -> CompileCache | None:
+    """The cache ``xs.compile(..., cache=...)`` uses.
+
+    ``None`` (the default): the cache in ``$XLASDK_CACHE_DIR`` if that variable is set, else no
+    cache. ``True``: the default directory (:func:`default_cache_dir`). ``False``: no cache. A
+    path: a cache in that directory. A :class:`CompileCache`: that cache.
+    """
+    if cache is None:
+        if not os.environ.get(ENV_DIR):
+            return None
+        cache = True
+    if cache is False:
+        return None
+    if isinstance(cache, CompileCache):
+        return cache
+    if cache is True:
+        directory = default_cache_dir()
+    elif isinstance(cache, (str, os.PathLike)):
+        directory = os.path.abspath(os.fspath(cache))
+    else:
+        raise TypeError(
+            f"compile: cache must be True, False, None, a directory or an xs.CompileCache, got {type(cache).__name__}"
+        )
+    max_bytes = _default_max_bytes()
+    c = _caches.get((directory, max_bytes))
+    if c is None:
+        c = _caches[(directory, max_bytes)] = CompileCache(directory, max_bytes=max_bytes)
+    return c

@@ -1,0 +1,93 @@
+"""Comparing a device's results against the reference evaluator, another device or recorded
+outputs (:func:`compare`), with the bisections of :mod:`xlasdk.reference.bisect` on request."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import XlaSdkError
+from ._evaluator import CompareReport
+from ._outputs import run_and_compare
+
+if TYPE_CHECKING:
+    from ..computation import XlaComputation
+
+__all__ = ["compare"]
+
+
+def compare(
+    computation: XlaComputation,
+    args: Sequence[Any],
+    *,
+    device: Any = None,
+    against: Any = "reference",
+    rtol: float | None = None,
+    atol: float | None = None,
+    excess_precision: bool = False,
+    ulps: float | None = None,
+    bisect: str | None = None,
+    find_nonfinite: bool = False,
+    progress: Callable[[str], None] | None = None,
+    xla_flags: Mapping[str, Any] | None = None,
+) -> CompareReport:
+    """Run ``computation`` on ``device`` (XLA) and compare its outputs with ``against``.
+
+    Parameters
+    ----------
+    computation: built or loaded.
+    args: one array per parameter.
+    device: where XLA runs it (default: the default device).
+    against: ``"reference"`` (:func:`evaluate`), a device or ``"cpu:0"``-style name (XLA on it),
+        or a list of arrays (recorded outputs, of the program's output shapes and element types).
+    rtol, atol: an element matches when ``|got - want| <= atol + rtol * |want|``. By default per
+        element type (:func:`default_tolerance`), ``atol`` a fraction of the larger of the output's
+        largest magnitude and the terms the op that made it added (a sum that cancels to 0 may
+        round to 8 in another order), never below the type's smallest normal number; integers and
+        bool must be equal; NaN matches NaN only.
+    excess_precision: against the reference, XLA compiles with ``xla_allow_excess_precision=false``
+        (each bf16/f16 op rounded, as the reference rounds it) unless this is true.
+    ulps: a float element also matches when ``|got - want|`` is at most ``ulps`` units in the last
+        place of ``want`` in the output's type (the type's spacing at ``|want|``, its subnormal
+        spacing below the smallest normal; the report's ``max_ulp``), whatever rtol/atol say
+        (``rtol=0, atol=0, ulps=N``: ulps alone). Complex outputs: rtol/atol only.
+    bisect: ``"ops"``: when the outputs diverge, the first instruction that introduces the
+        divergence (``report.bisect_ops``, :class:`xlasdk.bisect.OpsBisection`); ``"passes"``: the
+        XLA passes whose disabling removes it (``report.bisect_passes``). Against the reference only.
+    find_nonfinite: the first instruction whose device value has a NaN/Inf while its operands have
+        none (``report.nonfinite``, :class:`xlasdk.bisect.NonFinite`).
+    progress: called with a line of text per step of a bisection.
+    xla_flags: XLA ``DebugOptions`` fields for the device side's compile (``{"xla_disable_hlo_passes":
+        "algsimp"}``, as ``XLA_FLAGS`` names them without the ``--``), over xlasdk's own.
+
+    Raises
+    ------
+    UnsupportedOpError
+        ``against="reference"`` and an op has no evaluation rule, or the evaluator cannot read a
+        value of the program (it never guesses).
+    XlaSdkError
+        Recorded outputs of another number, shape or element type than the program's.
+    """
+    from . import bisect as _bisect  # the bisections evaluate and compare: they sit above those modules
+
+    reference = isinstance(against, str) and against == "reference"
+    if bisect is not None and (bisect not in ("ops", "passes") or not reference):
+        raise XlaSdkError(f"compare: bisect={bisect!r}: expected 'ops' or 'passes', against the reference"
+                          + ("" if reference else f" (not against {against!r})"))
+    c = run_and_compare(computation, args, device=device, against=against, rtol=rtol, atol=atol,
+                        excess_precision=excess_precision, ulps=ulps, xla_flags=xla_flags)
+    report, got, want, scales, options = c.report, c.got, c.want, c.scales, c.options
+    if bisect is not None or find_nonfinite:
+
+        if bisect == "ops":
+            report.bisect_ops = _bisect.bisect_ops(computation, args, device=device, options=options, rtol=rtol,
+                                                   atol=atol, ulps=ulps, diverged=not report.ok, progress=progress)
+        elif bisect == "passes":
+            report.bisect_passes = (_bisect.PassBisection("no divergence") if report.ok else _bisect.bisect_passes(
+                computation, args, want, scales, device=device, options=options, rtol=rtol, atol=atol, ulps=ulps,
+                progress=progress))
+        if find_nonfinite:
+            report.nonfinite = _bisect.find_nonfinite(computation, args, device=device, options=options,
+                                                      outputs=got, progress=progress)
+    return report
+

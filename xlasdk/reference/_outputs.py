@@ -1,0 +1,136 @@
+"""Running a program on a device and comparing its outputs with the reference evaluator, another
+device or recorded outputs (:func:`run_and_compare`, :func:`compare_outputs`): per output the
+largest absolute, relative and ulp error, the elements outside the tolerance and the first of them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import XlaSdkError
+from ._evaluator import STRICT_PRECISION, CompareReport, UnsupportedOpError, _compare_one, _reference
+
+if TYPE_CHECKING:
+    from ..computation import XlaComputation
+
+__all__ = ["Comparison", "run_and_compare", "compare_outputs"]
+
+
+@dataclass
+class Comparison:
+    """What :func:`run_and_compare` found: the report, the device's outputs, the values compared
+    against with the evaluator's carried error scales, and the options XLA compiled with."""
+
+    report: CompareReport
+    got: list[np.ndarray[Any, Any]]
+    want: list[np.ndarray[Any, Any]]
+    scales: list[Any]
+    options: Any
+
+
+def run_and_compare(
+    computation: XlaComputation,
+    args: Sequence[Any],
+    *,
+    device: Any = None,
+    against: Any = "reference",
+    rtol: float | None = None,
+    atol: float | None = None,
+    excess_precision: bool = False,
+    ulps: float | None = None,
+    xla_flags: Mapping[str, Any] | None = None,
+) -> Comparison:
+    """:func:`xlasdk.reference.compare` without the bisections: the report, with the outputs and
+    options the bisections start from (:class:`Comparison`). Same parameters and errors."""
+    from ..errors import ShapeError
+    from ..runtime import CompileOptions
+    from ..runtime import compile as _compile
+
+    if isinstance(rtol, (int, float)) and rtol < 0 or isinstance(atol, (int, float)) and atol < 0:
+        raise ShapeError(f"compare: tolerances must be >= 0, got rtol={rtol}, atol={atol}")
+    if ulps is not None and (isinstance(ulps, bool) or not isinstance(ulps, (int, float)) or not ulps >= 0):
+        raise ShapeError(f"compare: ulps must be a number >= 0, got {ulps!r}")
+    reference = isinstance(against, str) and against == "reference"
+    overrides = dict(STRICT_PRECISION) if reference and not excess_precision else {}
+    overrides.update(xla_flags or {})
+    options = CompileOptions(env_option_overrides=overrides) if overrides else None
+    out = _compile(computation, device, options=options)(*args)
+    got = [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
+    scales = [0.0] * len(got)
+    if reference:
+        try:
+            want, scales = _reference(computation, args)
+        except XlaSdkError:
+            raise
+        except Exception as e:  # a value the evaluator cannot read: never a divergence
+            raise UnsupportedOpError(
+                f"reference evaluator: could not evaluate this program ({type(e).__name__}: {str(e):.200}); it "
+                "cannot check it"
+            ) from None
+        label = "reference evaluator" + (" (XLA without excess precision)" if options is not None else "")
+    elif isinstance(against, (list, tuple)):
+        want = _given_outputs(got, against)
+        label = "given outputs"
+    else:
+        other = _compile(computation, against)(*args)
+        want = [np.asarray(o) for o in (other if isinstance(other, (list, tuple)) else [other])]
+        label = str(against)
+    if len(want) != len(got):
+        raise XlaSdkError(f"compare: the program has {len(got)} outputs, {label} gave {len(want)}")
+    report = CompareReport(computation.name, label, [
+        _compare_one(i, g, w, rtol, atol, sc, ulps) for i, (g, w, sc) in enumerate(zip(got, want, scales,
+                                                                                        strict=True))])
+    return Comparison(report, got, want, scales, options)
+
+def _given_outputs(got: Sequence[np.ndarray[Any, Any]], want: Sequence[Any],
+                   label: str | None = None) -> list[np.ndarray[Any, Any]]:
+    """``want`` as arrays of ``got``'s shapes and types (raw bytes of the element's size, as numpy
+    saves bf16, read as the output's type), or an XlaSdkError naming ``label`` (None: "given")."""
+    w_list = [np.asarray(w) for w in want]
+    if len(w_list) != len(got):
+        held = f"{len(w_list)} were given" if label is None else f"{label} hold {len(w_list)}"
+        raise XlaSdkError(f"compare: the program has {len(got)} outputs, {held}")
+    for k, (g_, w_) in enumerate(zip(got, w_list, strict=True)):
+        if w_.dtype != g_.dtype and w_.dtype.kind == "V" and w_.dtype.itemsize == g_.dtype.itemsize:
+            w_list[k] = w_ = w_.view(g_.dtype)
+        if w_.shape != g_.shape or w_.dtype != g_.dtype:
+            where = "given " if label is None else f"{label}: "
+            raise XlaSdkError(f"compare: {where}output {k} is {w_.dtype}{list(w_.shape)}, the program's output {k} "
+                              f"is {g_.dtype}{list(g_.shape)}")
+    return w_list
+
+
+def compare_outputs(
+    got: Sequence[Any],
+    want: Sequence[Any],
+    *,
+    name: str = "outputs",
+    against: str = "expected outputs",
+    rtol: float | None = None,
+    atol: float | None = None,
+) -> CompareReport:
+    """Compare outputs already computed (``got``) with expected ones (``want``, e.g. a snapshot's
+    recorded result or another run's ``--output``), element by element with :func:`compare`'s
+    rule and default tolerances (the magnitude of each output stands for the terms of the op that
+    made it, which are unknown here).
+
+    Raises
+    ------
+    ShapeError
+        A negative tolerance.
+    XlaSdkError
+        Another number of outputs, or an output of another shape or element type (raw-byte arrays
+        of the element's size, as numpy saves bf16, are read as the output's type).
+    """
+    from ..errors import ShapeError
+
+    if isinstance(rtol, (int, float)) and rtol < 0 or isinstance(atol, (int, float)) and atol < 0:
+        raise ShapeError(f"compare: tolerances must be >= 0, got rtol={rtol}, atol={atol}")
+    g_list = [np.asarray(g) for g in got]
+    w_list = _given_outputs(g_list, want, against)
+    return CompareReport(name, against, [_compare_one(i, g, w, rtol, atol)
+                                         for i, (g, w) in enumerate(zip(g_list, w_list, strict=True))])
+

@@ -1,0 +1,1301 @@
+"""Where a divergence comes from: the instruction that introduces it, the XLA passes that cause it,
+and the first NaN/Inf (``xs.compare(..., bisect="ops"|"passes", find_nonfinite=True)``).
+
+**Ops** (:func:`bisect_ops`). Instruction ``k`` (topological order, as
+:meth:`XlaComputation.instructions <xlasdk.XlaComputation.instructions>` lists them) *introduces*
+a divergence when its device value differs from the reference evaluator's rule applied to the
+device's values of its operands, while those operands agree with the reference (so a wrong value
+upstream is never blamed on its users). The search compiles the program cut after a candidate
+instruction: ``comp.with_outputs(...)`` of the values live past it (and the candidate itself),
+everything else as in the original, so XLA fuses and simplifies what comes before the cut as it
+does in the full program. A binary search (O(log N) compiles) finds a cut ``k`` whose values
+diverge from the reference while those of cut ``k - 1`` agree: the first such cut when a divergent
+value stays live until it reaches an output (a value that diverges and is then dropped, say by a
+select, can make it find a later one). The device's operand values of instruction ``k`` (from cut
+``k - 1``, where everything agreed) are fed to its rule: a mismatch is the evidence that names it.
+It is then compiled alone (``comp.extract``) on those operand values; when it is right alone, the
+smallest group of consecutive preceding ops (its ancestors) whose compile still diverges is named:
+an optimization across those ops (see ``bisect="passes"``). When instruction ``k`` is right on its
+operands, nobody is blamed ("not localised"), and such a group is named when one exists.
+
+**Passes** (:func:`bisect_passes`). The passes that change this module are read from the names
+of XLA's per-pass dump files (``xla_dump_to`` + ``xla_dump_hlo_pass_re=.*``, in a temporary
+directory); a delta-debugging search (Zeller's ddmin) over them, each step a compile with
+``xla_disable_hlo_passes`` in xlasdk's worker process, finds a smallest set (no pass of it can be
+left out) whose disabling makes the outputs match the reference. A set whose disabling makes the
+compile (or run) fail is *unknown*, never "fixes it"; when disabling them all fails so (XLA:CPU
+needs some passes), the search starts from the passes taken in pipeline order, each kept when the
+compile survives its disabling, until the divergence goes.
+
+**Non-finite values** (:func:`find_nonfinite`): the first instruction (topological order) whose
+device value holds a NaN or an Inf while its operands hold none, from one compile with every
+intermediate value exposed (``with_outputs``); when exposing them makes the NaN/Inf of the outputs
+vanish, it says so ("not localised") and blames nobody.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .._graph_layout import layered_layout
+from .._optable import GET_TUPLE_ELEMENT
+from ..builder import XlaOp
+from ..errors import XlaSdkError
+
+if TYPE_CHECKING:
+    from ..computation import XlaComputation
+    from ..formats.graph_import import Instruction
+    from ._evaluator import OutputComparison
+
+__all__ = ["Culprit", "OpsBisection", "PassBisection", "NonFinite", "NonFiniteSource", "bisect_ops",
+           "bisect_passes", "find_nonfinite", "local_divergences", "pass_names", "html_report", "BISECT_MODES",
+           "OpError", "ERROR_CLASSES"]
+
+BISECT_MODES = ("ops", "passes")
+
+
+# -- reports -----------------------------------------------------------------------------------------------------
+def _summary(a: Any, n: int = 6) -> str:
+    """A short text of an array: shape, element type and its first ``n`` values."""
+    arr = np.asarray(a)
+    flat = arr.reshape(-1)
+    head = ", ".join(str(v) for v in flat[:n].tolist()) + (", ..." if flat.size > n else "")
+    return f"{arr.dtype}{list(arr.shape)} [{head}]"
+
+
+@dataclass
+class Culprit:
+    """An instruction of the program (as :meth:`XlaComputation.instructions` names it).
+
+    ``hlo_line``: the instruction in HLO text (operands by their instruction names);
+    ``source``: ``file:line`` of the user's code from the op's metadata ('' when it has none);
+    ``error``: how its device value compares with the reference on the device's operand values
+    (:class:`~xlasdk.OutputComparison`; ``None`` for a non-finite value found without a rule);
+    ``operands``/``value``: short texts of the operand and result values on the device.
+    """
+
+    name: str
+    opcode: str
+    index: int
+    hlo_line: str
+    source: str
+    op_name: str
+    error: OutputComparison | None
+    operands: dict[str, str] = field(default_factory=dict)
+    value: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        e = self.error
+        return {"name": self.name, "opcode": self.opcode, "index": self.index, "hlo_line": self.hlo_line,
+                "source": self.source, "op_name": self.op_name, "operands": self.operands, "value": self.value,
+                "error": None if e is None else {
+                    "max_abs": e.max_abs, "max_rel": e.max_rel, "max_ulp": e.max_ulp, "mismatches": e.mismatches,
+                    "first_mismatch": None if e.first_mismatch is None else list(e.first_mismatch)}}
+
+    def lines(self) -> list[str]:
+        out = [f"    {self.name} ({self.opcode}, instruction {self.index})"
+               + (f" at {self.source}" if self.source else "") + (f" [{self.op_name}]" if self.op_name else ""),
+               f"    HLO: {self.hlo_line}"]
+        if self.error is not None:
+            e = self.error
+            out.append(f"    its error against its rule on the device's operands: max abs {e.max_abs:.3g}, max rel "
+                       f"{e.max_rel:.3g}, max ulp {e.max_ulp:.3g}, {e.mismatches} mismatches, first at "
+                       f"{None if e.first_mismatch is None else list(e.first_mismatch)}")
+        for k, v in self.operands.items():
+            out.append(f"    operand {k}: {v}")
+        if self.value:
+            out.append(f"    value: {self.value}")
+        return out
+
+
+#: The error classes of :class:`OpError`, in the order of the report's legend.
+ERROR_CLASSES = ("exact", "rounding", "diverges", "unmeasured")
+
+
+@dataclass
+class OpError:
+    """How one instruction's device value compares with its reference value, both computed from
+    the program's arguments (so an error made upstream shows in every op that carries it).
+
+    ``kind``: ``"exact"`` (the same values; NaN where the reference has NaN), ``"rounding"``
+    (different, within the comparison's tolerance), ``"diverges"`` (outside it); the report
+    draws ``"unmeasured"`` for an instruction without one (no array value, or dead). The errors
+    are the largest over the instruction's values, in the value's element type (ulps) or as
+    numbers (``max_abs``, ``max_rel``, unitless); ``mismatches``: elements outside the
+    tolerance.
+    """
+
+    kind: str
+    max_abs: float
+    max_rel: float
+    max_ulp: float
+    mismatches: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "max_abs": self.max_abs, "max_rel": self.max_rel, "max_ulp": self.max_ulp,
+                "mismatches": self.mismatches}
+
+
+@dataclass
+class OpsBisection:
+    """The result of ``bisect="ops"``.
+
+    ``status``: ``"no divergence"`` (the outputs match: nothing to bisect), ``"localised"``
+    (``culprit`` introduces it, with evidence) or ``"not localised"`` (``note`` says why; nobody is
+    blamed). ``isolation``: ``"alone"`` (compiled alone on the device's operand values it still
+    diverges), ``"group"`` (only compiled together with ``group``, the ops before it, an
+    optimization across them) or ``"context"`` (only inside the program). ``compiles``: how many
+    compiles the search took; ``method``: how it searched. ``first_divergent``: the instruction
+    where the values first depart from the reference (the culprit when localised; '' when the
+    search did not get that far). ``op_errors``: for a divergence, each instruction's device value
+    against its reference value, both computed from the program's arguments (one more compile,
+    with every value exposed: :class:`OpError` by instruction name; empty when that compile failed
+    or the outputs match).
+    """
+
+    status: str
+    culprit: Culprit | None = None
+    isolation: str = ""
+    group: list[str] = field(default_factory=list)
+    compiles: int = 0
+    method: str = ""
+    note: str = ""
+    first_divergent: str = ""
+    op_errors: dict[str, OpError] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "culprit": None if self.culprit is None else self.culprit.as_dict(),
+                "isolation": self.isolation, "group": self.group, "compiles": self.compiles, "method": self.method,
+                "note": self.note, "first_divergent": self.first_divergent,
+                "op_errors": {k: v.as_dict() for k, v in self.op_errors.items()}}
+
+    def __str__(self) -> str:
+        head = f"bisect ops: {self.status}" + (f" ({self.compiles} compiles; {self.method})" if self.compiles else "")
+        out = [head]
+        if self.culprit is not None:
+            out.append("  the first instruction that introduces the divergence:")
+            out.extend(self.culprit.lines())
+        if self.note:
+            out.append(f"  {self.note}")
+        return "\n".join(out)
+
+
+@dataclass
+class PassBisection:
+    """The result of ``bisect="passes"``.
+
+    ``status``: ``"no divergence"``, ``"found"`` (disabling ``passes`` makes the outputs match, and
+    no pass of the set can be left out), ``"not found"`` (disabling every candidate at once does not
+    remove it, or makes the compile fail: ``unknown``). ``candidates``: the passes that changed the
+    module in this compile (from XLA's per-pass dump), ``compiles``: how many compiles the search
+    took, ``unknown``: sets whose disabling made the compile or the run fail (counted as not
+    removing it).
+    """
+
+    status: str
+    passes: list[str] = field(default_factory=list)
+    candidates: list[str] = field(default_factory=list)
+    compiles: int = 0
+    unknown: list[list[str]] = field(default_factory=list)
+    note: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "passes": self.passes, "candidates": self.candidates,
+                "compiles": self.compiles, "unknown": self.unknown, "note": self.note}
+
+    def __str__(self) -> str:
+        out = [f"bisect passes: {self.status}" + (f" ({self.compiles} compiles, {len(self.candidates)} candidate "
+                                                  "passes)" if self.compiles else "")]
+        if self.passes:
+            out.append(f"  disabling {', '.join(self.passes)} removes the divergence "
+                       f"(xla_disable_hlo_passes={','.join(self.passes)})")
+        if self.unknown:
+            out.append(f"  {len(self.unknown)} pass set(s) could not be tested (the compile or the run failed with "
+                       "them disabled)")
+        if self.note:
+            out.append(f"  {self.note}")
+        return "\n".join(out)
+
+
+@dataclass
+class NonFiniteSource:
+    """Where the NaN/Inf of one output comes from: ``culprit`` is the first instruction
+    (topological order) whose value has a NaN or Inf while its operands have none, and from which a
+    NaN/Inf flows to ``output`` through instructions that all hold one (``None`` when no such
+    instruction is found); ``constant``: it is a constant of the program (its ``-inf``, say, is
+    written there, not computed); ``reference``: as :attr:`NonFinite.reference`."""
+
+    output: int
+    culprit: Culprit | None
+    reference: str = ""
+    constant: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"output": self.output, "culprit": None if self.culprit is None else self.culprit.as_dict(),
+                "reference": self.reference, "constant": self.constant}
+
+
+@dataclass
+class NonFinite:
+    """The result of ``find_nonfinite=True``. ``status``: ``"none"`` (no NaN/Inf on the device
+    anywhere it looked), ``"found"`` (``culprit`` is the first instruction whose value has one while
+    its operands have none), ``"from inputs"`` (the arguments hold NaN/Inf), ``"not localised"``
+    (``note`` says why; when only constants hold NaN/Inf, ``sources`` names them). ``reference``: what
+    the reference rule gives on the same operands (``"also non-finite"``: the operands call for it,
+    e.g. log of a negative number; ``"finite"``: XLA's own; ``""``: no rule). ``in_outputs``: whether
+    an output holds a NaN/Inf (a correct program may make an Inf on the way and drop it, as erfc's
+    polynomial does in a select); ``outputs``: which do. ``reaches``: the outputs the culprit's
+    NaN/Inf flows to (through instructions that all hold a NaN/Inf; empty when the program drops it,
+    e.g. in a select).
+    ``sources``: for each output in ``outputs``, the first instruction that introduces a NaN/Inf
+    that flows to it (:class:`NonFiniteSource`; the culprit itself for the outputs it reaches)."""
+
+    status: str
+    culprit: Culprit | None = None
+    reference: str = ""
+    compiles: int = 0
+    note: str = ""
+    in_outputs: bool = False
+    outputs: tuple[int, ...] = ()  # the outputs that hold a NaN/Inf
+    reaches: tuple[int, ...] = ()  # those the culprit's NaN/Inf flows to
+    sources: list[NonFiniteSource] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "culprit": None if self.culprit is None else self.culprit.as_dict(),
+                "reference": self.reference, "in_outputs": self.in_outputs, "outputs": list(self.outputs),
+                "reaches": list(self.reaches), "sources": [x.as_dict() for x in self.sources],
+                "compiles": self.compiles, "note": self.note}
+
+    def __str__(self) -> str:
+        out = [f"find nonfinite: {self.status}"]
+        if self.culprit is not None:
+            out.append("  the first instruction whose value has a NaN or Inf while its operands have none:")
+            out.extend(self.culprit.lines())
+            if self.reference:
+                out.append(f"    the reference on the same operands: {self.reference}")
+            if self.reaches:
+                out.append(f"    {_outputs_text(self.reaches)} NaN/Inf: its value reaches "
+                           f"{'them' if len(self.reaches) > 1 else 'it'}")
+            elif self.outputs:
+                out.append("    its NaN/Inf reaches no output (the program drops it later)")
+            elif self.in_outputs:
+                out.append("    an output holds NaN/Inf")
+            else:
+                out.append("    every output is finite (the program drops this value later)")
+        # the other outputs' NaN/Inf, grouped by the instruction that introduces it
+        groups: dict[str, list[NonFiniteSource]] = {}
+        for src in self.sources:
+            if src.output in self.reaches:
+                continue
+            groups.setdefault("" if src.culprit is None else src.culprit.name, []).append(src)
+        for srcs in groups.values():
+            which = _outputs_text(tuple(x.output for x in srcs))
+            first = srcs[0]
+            if first.culprit is None:
+                out.append(f"  {which} NaN/Inf; no instruction that introduces it was found on its path")
+                continue
+            out.append(f"  {which} NaN/Inf; " + ("it comes from a constant of the program:" if first.constant else
+                                                  f"the first instruction on {'their' if len(srcs) > 1 else 'its'} "
+                                                  "path whose value has one while its operands have none:"))
+            out.extend(first.culprit.lines())
+            if first.reference:
+                out.append(f"    the reference on the same operands: {first.reference}")
+        if self.note:
+            out.append(f"  {self.note}")
+        return "\n".join(out)
+
+
+def _outputs_text(outputs: Sequence[int]) -> str:
+    """``output 1 holds`` / ``outputs 0, 2 hold``."""
+    many = len(outputs) > 1
+    return f"output{'s' if many else ''} {', '.join(str(k) for k in outputs)} hold{'' if many else 's'}"
+
+
+# -- the program's values ------------------------------------------------------------------------------------------
+@dataclass
+class _Settings:
+    device: Any
+    options: Any  # CompileOptions | None
+    rtol: float | None
+    atol: float | None
+    ulps: float | None
+
+
+class _Program:
+    """The instruction graph of a computation, its values (slots: one per array result of each
+    instruction), who reads what, and the reference value of every slot."""
+
+    def __init__(self, comp: XlaComputation, args: Sequence[Any], settings: _Settings,
+                 need_reference: bool = True) -> None:
+        from ._evaluator import _dtype
+
+        self.comp = comp
+        self.graph = comp.instruction_graph()
+        self.instrs: list[Instruction] = comp.instructions()
+        self.args = [np.asarray(a).astype(_dtype(p.shape), copy=False) for a, p in zip(args, self.graph.params,
+                                                                                      strict=True)]
+        self.settings = settings
+        self.compiles = 0
+        self.nparams = sum(1 for i in self.instrs if i.opcode == "parameter")
+        # slots: (instruction index, node) for each array value of each instruction
+        self.slots: dict[int, list[XlaOp]] = {}
+        for ins in self.instrs:
+            parts = self.graph.parts.get(ins.op.id)
+            nodes = list(parts) if parts is not None else [ins.op]
+            self.slots[ins.index] = [n for n in nodes if n.shape.is_array()]
+        last = {ins.index: ins.index for ins in self.instrs}
+        self.reads: dict[int, set[int]] = {}
+        for ins in self.instrs:
+            srcs = set()
+            for x in self._inputs(ins.op):
+                try:
+                    srcs.add(self.graph.instruction_of(x).index)
+                except XlaSdkError:
+                    continue
+            self.reads[ins.index] = srcs
+            for s in srcs:
+                last[s] = max(last[s], ins.index)
+        end = len(self.instrs)
+        for o in [*self.graph.outputs, *self.graph.effects]:
+            try:
+                last[self.graph.instruction_of(o).index] = end
+            except XlaSdkError:
+                continue
+        self.last_use = last
+        # only what the outputs and side effects need: dead instructions are neither run nor blamed
+        live: set[int] = set()
+        stack = [i for i, u in last.items() if u == end]
+        while stack:
+            k = stack.pop()
+            if k not in live:
+                live.add(k)
+                stack.extend(self.reads.get(k, ()))
+        for ins in self.instrs:
+            if ins.index not in live:
+                self.slots[ins.index] = []
+        self.ref: dict[int, Any] = {}
+        self.bounds: dict[int, Any] = {}  # per reference value: the rounding error it may carry
+        if need_reference:
+            self._reference()
+
+    def _inputs(self, op: XlaOp) -> list[XlaOp]:
+        """The outer values ``op`` reads: its operands, and what its regions (at any depth) capture or bind."""
+        out = list(op.operands)
+        stack = list(op.regions)
+        while stack:
+            r = stack.pop()
+            out.extend(r.captures)
+            out.extend(r.bindings or ())
+            for o in [*r.results, *r.effects]:
+                stack.extend(o.regions)
+        return out
+
+    def main_inputs(self, op: XlaOp) -> list[XlaOp]:
+        """The values of ``main`` that ``op`` reads (operands, region captures), each once."""
+        out: dict[int, XlaOp] = {}
+        for x in self._inputs(op):
+            if x in self.graph.names or (x.opdef is GET_TUPLE_ELEMENT and x.operands[0] in self.graph.names):
+                out.setdefault(id(x), x)
+        return list(out.values())
+
+    def _reference(self) -> None:
+        from ._evaluator import _error_bounds, _Evaluator
+
+        env: dict[int, Any] = {id(p): a for p, a in zip(self.graph.params, self.args, strict=True)}
+        roots = [n for i in self.instrs for n in self.slots[i.index]] + [*self.graph.outputs, *self.graph.effects]
+        ev = _Evaluator(self.comp)
+        ev.run_graph(roots, env)
+        self.ref = env
+        self.bounds = _error_bounds(roots, env, ev)
+
+    # -- running parts of it on the device
+    def run(self, nodes: Sequence[XlaOp]) -> list[np.ndarray[Any, Any]]:
+        """The device's values of ``nodes``, from one compile of the program with them as outputs.
+
+        Raises :class:`_CutFailed` when that program does not compile or run."""
+        from ..runtime import compile as _compile
+
+        self.compiles += 1
+        try:
+            sub = self.comp.with_outputs(list(nodes))
+            out = _compile(sub, self.settings.device, options=self.settings.options)(*self.args)
+        except Exception as e:  # noqa: BLE001 - reported as what stopped the search, never as a culprit
+            raise _CutFailed(f"{type(e).__name__}: {' '.join(str(e).split())[:300]}") from e
+        return [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
+
+    def check(self, node: XlaOp, got: np.ndarray[Any, Any], want: np.ndarray[Any, Any],
+              env: dict[int, Any] | None = None) -> OutputComparison:
+        from ._evaluator import _compare_one, _output_scale, _OutputScale
+
+        s = self.settings
+        try:
+            scale: float = _output_scale(node, env if env is not None else self.ref)
+        except KeyError:
+            scale = 0.0
+        if env is None:  # against the reference's own values: the rounding carried from before counts
+            scale = _OutputScale(scale, self.bounds.get(id(node)))
+        return _compare_one(0, got, np.asarray(want), s.rtol, s.atol, scale, s.ulps)
+
+    def cut(self, k: int) -> list[XlaOp]:
+        """The values live after instruction ``k`` (read by a later instruction, or an output), and
+        ``k``'s own."""
+        return [n for i in range(self.nparams, k + 1) if self.last_use[i] > k or i == k for n in self.slots[i]]
+
+    def culprit(self, ins: Instruction, operand_values: dict[int, Any], value: Any,
+                error: OutputComparison | None) -> Culprit:
+        md = ins.metadata
+        source = f"{md.source_file}:{md.source_line}" if md.source_file else ""
+        operands = {}
+        for x in ins.op.operands:
+            owner = self.graph.instruction_of(x)
+            key = owner.name if x in self.graph.names else f"{owner.name}#{x.extra}"
+            if id(x) in operand_values:
+                operands[key] = _summary(operand_values[id(x)])
+        return Culprit(ins.name, ins.opcode, ins.index, hlo_line(self.comp, ins), source, md.op_name, error, operands,
+                       "" if value is None else _summary(value))
+
+
+class _CutFailed(Exception):
+    """A program cut out of the one being bisected did not compile or run."""
+
+
+def hlo_line(comp: XlaComputation, ins: Instruction) -> str:
+    """``ins`` as one line of HLO text, named as :meth:`XlaComputation.instructions` names it and
+    its operands: ``divide.4 = f32[4]{0} divide(exponential.1, broadcast_in_dim.3)``. The line is
+    the instruction's own also when it has several results (a ``while``, ``call``, ``custom-call``
+    or ``topk``, with a tuple shape); a tuple XLA builds of its operands (a ``while``'s state) is
+    written inline: ``while.5 = (s32[], f32[4]{0}) while(tuple(constant.4, h0)), condition=...``."""
+    try:
+        sub = comp.extract([ins.name])
+        text = sub.as_hlo_text(print_metadata=False)
+        graph = sub.instruction_graph()
+        pnames: list[str] = [graph.instruction_of(q).name for q in graph.params]  # by parameter number
+    except Exception as e:  # noqa: BLE001 - a line of the report, never a failure of the bisection
+        return f"(no HLO text: {type(e).__name__}: {str(e)[:120]})"
+    raw = [ln.strip() for ln in text[text.find("ENTRY"):].splitlines()[1:] if "=" in ln]
+    lines = [parts for ln in raw if (parts := _hlo_parts(ln)) is not None]
+    if not lines:
+        return re.sub(r"^ROOT\s+", "", raw[-1]) if raw else ""
+    defs = {p.name: p for p in lines}
+    # the instruction's own line: the last that is not a parameter, a tuple or a tuple's element
+    main = ([p for p in lines if p.opcode not in ("parameter", "get-tuple-element", "tuple")] or lines)[-1]
+
+    def operand(token: str, depth: int = 0) -> str:
+        name = token.removeprefix("%")
+        d = defs.get(name)
+        if d is None:
+            return token
+        if d.opcode == "parameter" and d.args.isdigit() and int(d.args) < len(pnames):
+            return pnames[int(d.args)]
+        if d.opcode == "tuple" and depth < 8:
+            return f"tuple({', '.join(operand(a, depth + 1) for a in _split_top(d.args))})"
+        return name
+
+    args = ", ".join(operand(a) for a in _split_top(main.args))
+    if ins.opcode == "parameter" and main.opcode == "parameter":  # its number in comp, not in the one-op module
+        args = next((str(k) for k, q in enumerate(comp.instruction_graph().params) if q is ins.op), args)
+    return f"{ins.name} = {main.shape} {main.opcode}({args}){main.rest}"
+
+
+@dataclass(frozen=True)
+class _HloLine:
+    """One instruction line of HLO text: ``name = shape opcode(args)rest``."""
+
+    name: str
+    shape: str
+    opcode: str
+    args: str
+    rest: str
+
+
+def _close(text: str, start: int) -> int:
+    """The index of the ``)`` that closes the ``(`` at ``start`` of ``text`` (-1 when none does);
+    parentheses inside double-quoted strings do not count."""
+    depth, quoted, k = 0, False, start
+    while k < len(text):
+        c = text[k]
+        if quoted:
+            if c == "\\":
+                k += 1
+            elif c == '"':
+                quoted = False
+        elif c == '"':
+            quoted = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return k
+        k += 1
+    return -1
+
+
+def _hlo_parts(line: str) -> _HloLine | None:
+    """``line`` (one line of an HLO computation's body) split into its parts; a tuple shape
+    (``(s32[], f32[4]{0}, /*index=5*/f32[2]{0})``) is one part. ``None`` when it is no instruction."""
+    m = re.match(r"(?:ROOT\s+)?%?([^\s=]+)\s*=\s*", line)
+    if m is None:
+        return None
+    k = m.end()
+    if line.startswith("(", k):
+        end = _close(line, k)
+        if end < 0:
+            return None
+        shape, k = line[k:end + 1], end + 1
+    else:
+        s = re.match(r"\S+", line[k:])
+        if s is None:
+            return None
+        shape, k = s.group(0), k + s.end()
+    op = re.compile(r"\s+([a-z][\w-]*)\(").match(line, k)
+    if op is None:
+        return None
+    end = _close(line, op.end() - 1)
+    if end < 0:
+        return None
+    return _HloLine(m.group(1), shape, op.group(1), line[op.end():end].strip(), line[end + 1:])
+
+
+def _split_top(args: str) -> list[str]:
+    """``args`` split at its top-level commas (not those inside brackets, braces or parentheses), stripped,
+    without XLA's ``/*index=5*/`` marks."""
+    out: list[str] = []
+    cur: list[str] = []
+    depth = 0
+    for c in re.sub(r"/\*.*?\*/", "", args):  # XLA's /*index=5*/ marks
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        if c == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(c)
+    last = "".join(cur).strip()
+    return [*out, last] if last or out else out
+
+
+def _diverges(p: _Program, nodes: Sequence[XlaOp], got: Sequence[np.ndarray[Any, Any]]) -> int | None:
+    """The position of the first of ``nodes`` whose device value ``got`` departs from the reference."""
+    for j, (n, g) in enumerate(zip(nodes, got, strict=True)):
+        if not p.check(n, g, p.ref[id(n)]).ok:
+            return j
+    return None
+
+
+# -- ops ---------------------------------------------------------------------------------------------------------
+def local_divergences(comp: XlaComputation, args: Sequence[Any], *, device: Any = None, options: Any = None,
+                      rtol: float | None = None, atol: float | None = None,
+                      ulps: float | None = None) -> list[tuple[str, OutputComparison]]:
+    """Every instruction whose device value differs from its reference rule applied to the
+    device's values of its operands (the test :func:`bisect_ops` blames an instruction by), from one
+    compile with every value exposed: ``(name, comparison)`` pairs in topological order (empty on a
+    program XLA computes right). Exposing every value changes what XLA fuses, so a divergence that
+    needs fusion may not show here; :func:`bisect_ops` does not rely on it.
+    """
+    from ._evaluator import _Evaluator
+
+    p = _Program(comp, args, _Settings(device, options, rtol, atol, ulps), need_reference=False)
+    nodes = [n for i in p.instrs[p.nparams:] for n in p.slots[i.index]]
+    dev = {id(q): a for q, a in zip(p.graph.params, p.args, strict=True)}
+    if nodes:
+        dev.update({id(n): g for n, g in zip(nodes, p.run(nodes), strict=True)})
+    out = []
+    for ins in p.instrs[p.nparams:]:
+        inputs = [x for x in p.main_inputs(ins.op) if x.shape.is_array()]
+        if not p.slots[ins.index] or any(id(x) not in dev for x in inputs):
+            continue
+        env = {id(x): dev[id(x)] for x in inputs}
+        _Evaluator(comp).run_graph(p.slots[ins.index], env)
+        for n in p.slots[ins.index]:
+            c = p.check(n, dev[id(n)], env[id(n)], env)
+            if not c.ok:
+                out.append((ins.name, c))
+    return out
+
+
+def bisect_ops(comp: XlaComputation, args: Sequence[Any], *, device: Any = None, options: Any = None,
+               rtol: float | None = None, atol: float | None = None, ulps: float | None = None,
+               diverged: bool | None = None, progress: Callable[[str], None] | None = None) -> OpsBisection:
+    """The first instruction that introduces a divergence of ``comp``'s outputs on ``device`` from
+    the reference evaluator (see the module's docstring). ``options``: the compile options of the
+    comparison (xla flags); ``diverged``: whether the outputs diverge, when the caller knows (else
+    one compile finds out). Returns an :class:`OpsBisection`; ``status="no divergence"`` when the
+    outputs match.
+
+    Raises
+    ------
+    UnsupportedOpError
+        An op has no reference rule (the search needs every value's reference).
+    """
+    say = progress or (lambda s: None)
+    p = _Program(comp, args, _Settings(device, options, rtol, atol, ulps))
+    try:
+        result = _bisect_ops(p, diverged, say)
+    except _CutFailed as e:
+        result = OpsBisection("not localised", compiles=p.compiles, method=_OPS_METHOD,
+                              note=f"a program cut out of this one could not be compiled or run ({e}); nothing is "
+                                   "blamed")
+    if result.status != "no divergence":
+        say("bisect ops: one compile with every value exposed, for each instruction's error (the report's colors)")
+        result.op_errors = _op_errors(p)
+        result.compiles = p.compiles
+    return result
+
+
+def _op_errors(p: _Program) -> dict[str, OpError]:
+    """Each instruction's device value (one compile, every value exposed) against its reference
+    value; empty when that compile fails."""
+    from ._evaluator import _wide
+
+    nodes = [n for i in p.instrs[p.nparams:] for n in p.slots[i.index]]
+    try:
+        dev = dict(zip([id(n) for n in nodes], p.run(nodes) if nodes else [], strict=True))
+    except _CutFailed:
+        return {}
+    dev.update({id(q): a for q, a in zip(p.graph.params, p.args, strict=True)})
+    out: dict[str, OpError] = {}
+    for ins in p.instrs:
+        slots = [n for n in p.slots[ins.index] if id(n) in dev and id(n) in p.ref]
+        if not slots:
+            continue
+        kinds, worst = [], [0.0, 0.0, 0.0, 0]
+        for n in slots:
+            got, want = np.asarray(dev[id(n)]), np.asarray(p.ref[id(n)])
+            c = p.check(n, got, want)
+            g, w = _wide(got), _wide(want)
+            exact = g.shape == w.shape and bool(np.array_equal(g, w, equal_nan=g.dtype.kind in "fc"))
+            kinds.append("diverges" if not c.ok else "exact" if exact else "rounding")
+            worst = [max(worst[0], c.max_abs), max(worst[1], c.max_rel), max(worst[2], c.max_ulp),
+                     worst[3] + c.mismatches]
+        kind = next(k for k in ("diverges", "rounding", "exact") if k in kinds)
+        out[ins.name] = OpError(kind, float(worst[0]), float(worst[1]), float(worst[2]), int(worst[3]))
+    return out
+
+
+_OPS_METHOD = "binary search over the topological order, the program cut after a candidate"
+
+
+def _bisect_ops(p: _Program, diverged: bool | None, say: Callable[[str], None]) -> OpsBisection:
+    comp = p.comp
+    outs = [n for o in p.graph.outputs for n in ([o] if o.shape.is_array() else [])]
+    if not outs:
+        return OpsBisection("no divergence", note="the program has no array output")
+    n_ins = len(p.instrs)
+    method = _OPS_METHOD
+    if diverged is None:
+        diverged = _diverges(p, outs, p.run(outs)) is not None
+    if not diverged:
+        return OpsBisection("no divergence", compiles=p.compiles)
+    lo, hi = p.nparams - 1, n_ins - 1
+    values: dict[int, dict[int, Any]] = {lo: {}}
+    top = p.cut(hi)
+    got = p.run(top)
+    if _diverges(p, top, got) is None:
+        return OpsBisection("not localised", compiles=p.compiles, method=method,
+                            note="the outputs match the reference when the program is recompiled with them as "
+                                 "with_outputs gives them (XLA compiles it differently); bisect=\"passes\" "
+                                 "(--bisect passes) may help")
+    values[hi] = {id(n): g for n, g in zip(top, got, strict=True)}
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        nodes = p.cut(mid)
+        say(f"bisect ops: instructions {lo + 1}..{hi} of {n_ins}, trying the cut after {p.instrs[mid].name}")
+        got = p.run(nodes)
+        vals = {id(n): g for n, g in zip(nodes, got, strict=True)}
+        if _diverges(p, nodes, got) is not None:
+            hi, values[hi] = mid, vals
+        else:
+            lo, values[lo] = mid, vals
+    ins = p.instrs[hi]
+    before, after = values[lo], values[hi]
+    before.update({id(pp): a for pp, a in zip(p.graph.params, p.args, strict=True)})
+    op_inputs = [x for x in p.main_inputs(ins.op) if x.shape.is_array()]
+    missing = [x for x in op_inputs if id(x) not in before]
+    maybe = [after.get(id(n)) for n in p.slots[ins.index]]
+    dev_value: list[np.ndarray[Any, Any]] = [v for v in maybe if v is not None]
+    if missing or len(dev_value) != len(maybe) or not dev_value:
+        return OpsBisection("not localised", compiles=p.compiles, method=method, first_divergent=ins.name,
+                            note=f"the divergence appears at {ins.name} ({ins.opcode}), but its operands' device "
+                                 "values could not be read")
+    # the evidence: its rule on the device's operand values against its device value
+    from ._evaluator import _Evaluator
+
+    env = {id(x): before[id(x)] for x in op_inputs}
+    ev = _Evaluator(comp)
+    ev.run_graph(p.slots[ins.index], env)
+    errors = [p.check(n, v, env[id(n)], {**p.ref, **env}) for n, v in zip(p.slots[ins.index], dev_value, strict=True)]
+    bad = [e for e in errors if not e.ok]
+    value = dev_value[0] if len(dev_value) == 1 else None
+    operand_values = {id(x): env[id(x)] for x in ins.op.operands if id(x) in env}
+    if not bad:
+        say(f"bisect ops: the values depart from the reference at {ins.name}, which is right on the device's "
+            "operands; looking for the group of ops whose compile diverges")
+        isolation, group, _ = _isolate(p, ins, env)
+        why = (f"compiled together, {', '.join(group)} diverge (exposing their intermediate values removes it: XLA "
+               "optimizes across them, or XLA:CPU flushes a subnormal value to zero); bisect=\"passes\" "
+               "(--bisect passes) names the XLA passes involved" if isolation == "group" else
+               "their rounding errors, within tolerance, are amplified, or XLA compiles the preceding ops "
+               "differently in this cut")
+        return OpsBisection(
+            "not localised", None, isolation if isolation == "group" else "", group if isolation == "group" else [],
+            p.compiles, method,
+            note=f"the values first depart from the reference at {ins.name} ({ins.opcode}), but it computes what "
+                 f"its rule gives on the device's operand values ({why}); no instruction is blamed",
+            first_divergent=ins.name)
+    culprit = p.culprit(ins, operand_values, value, bad[0])
+    # alone, on the device's operand values
+    say(f"bisect ops: {ins.name} diverges on the device's operand values; compiling it alone")
+    isolation, group, note = _isolate(p, ins, env)
+    return OpsBisection("localised", culprit, isolation, group, p.compiles, method, note, first_divergent=ins.name)
+
+
+def _extract_inputs(p: _Program, chosen: Sequence[Instruction]) -> list[XlaOp]:
+    """The parameters :meth:`XlaComputation.extract` gives ``chosen``, in order (the values they read
+    from outside the set)."""
+    inside = {id(c.op) for c in chosen}
+    inputs: dict[int, XlaOp] = {}
+    for c in sorted(chosen, key=lambda i: i.op.id):
+        if c.opcode == "parameter":
+            inputs.setdefault(id(c.op), c.op)
+            continue
+        for x in [*c.op.operands, *(cap for r in c.op.regions for cap in r.captures)]:
+            src = x.operands[0] if x.opdef is GET_TUPLE_ELEMENT and x not in p.graph.names else x
+            if id(src) not in inside and id(x) not in inside:
+                inputs.setdefault(id(x), x)
+    return list(inputs.values())
+
+
+def _isolate(p: _Program, ins: Instruction, env: dict[int, Any]) -> tuple[str, list[str], str]:
+    """Compile ``ins`` alone on the device's operand values, then with growing groups of its
+    ancestors before it; which reproduces the divergence."""
+    from ._outputs import run_and_compare
+
+    s = p.settings
+    excess = s.options is None  # compare's own choice: strict precision unless it was asked not to
+
+    def diverges(group: list[Instruction], values: dict[int, Any]) -> bool | None:
+        try:
+            sub = p.comp.extract([g.name for g in group])
+            feed = [values[id(x)] for x in _extract_inputs(p, group)]
+            p.compiles += 1
+            r = run_and_compare(sub, feed, device=s.device, rtol=s.rtol, atol=s.atol, ulps=s.ulps,
+                                excess_precision=excess).report
+        except Exception:  # noqa: BLE001 - a group that cannot be cut out proves nothing either way
+            return None
+        return not r.ok
+
+    alone = diverges([ins], env)
+    if alone:
+        return "alone", [], (f"{ins.name} compiled alone on the device's operand values gives the same wrong value")
+    ancestors = _ancestors(p, ins.index)
+    size, found = 2, None
+    tried = 1
+    while found is None and size <= ins.index - p.nparams + 1 and tried < 12:
+        group = [p.instrs[i] for i in sorted(ancestors) if i > ins.index - size or i == ins.index]
+        group = [g for g in group if g.opcode != "parameter"]
+        tried += 1
+        if len(group) > 1 and diverges(group, p.ref):
+            found = group
+            break
+        size *= 2
+    pointer = "; bisect=\"passes\" (--bisect passes) names the XLA passes involved"
+    if found is not None:
+        # shrink from the front: the latest start whose group still diverges
+        lo_i = 0
+        while lo_i + 2 < len(found) and diverges(found[lo_i + 1:], p.ref):  # ins alone was tried above
+            lo_i += 1
+        found = found[lo_i:]
+        names = [g.name for g in found]
+        return "group", names, (f"{ins.name} alone computes the right value; it diverges when compiled with "
+                                f"{', '.join(names[:-1])} (XLA optimizes across them, e.g. an algebraic "
+                                f"simplification, or XLA:CPU flushes a subnormal input to zero){pointer}")
+    why = "could not be compiled alone" if alone is None else "computes the right value when compiled alone"
+    return "context", [], (f"{ins.name} {why}, and no group of the ops before it reproduces the divergence: it "
+                           f"diverges only inside this program's compile{pointer}")
+
+
+def _ancestors(p: _Program, k: int) -> set[int]:
+    seen = {k}
+    stack = [k]
+    while stack:
+        for s in p.reads.get(stack.pop(), ()):
+            if s not in seen:
+                seen.add(s)
+                stack.append(s)
+    return seen
+
+
+# -- non-finite values -------------------------------------------------------------------------------------------
+def _nonfinite(a: np.ndarray[Any, Any]) -> bool:
+    from ._evaluator import _is_float, _wide
+
+    if not _is_float(a.dtype):
+        return False
+    with np.errstate(all="ignore"):
+        return not bool(np.all(np.isfinite(_wide(a))))
+
+
+def find_nonfinite(comp: XlaComputation, args: Sequence[Any], *, device: Any = None, options: Any = None,
+                   outputs: Sequence[Any] | None = None, progress: Callable[[str], None] | None = None) -> NonFinite:
+    """The first instruction (topological order) whose device value holds a NaN or Inf while its
+    operands hold none (XLA's own NaN checker is GPU-only), whether its NaN/Inf flows to an output,
+    and for each output that holds one the first instruction whose NaN/Inf flows to it; see
+    :class:`NonFinite`. A NaN/Inf *flows* from an instruction to a user that reads it and holds a
+    NaN/Inf too (a select that drops it stops it). Constants are not computed: their NaN/Inf (a
+    max-pool's ``-inf`` start value) are the program's own inputs, named only as an output's source
+    when nothing computed is. ``outputs``: the program's outputs on the device when the caller has
+    them (else one more compile gets them when no intermediate value holds a NaN/Inf)."""
+    say = progress or (lambda s: None)
+    p = _Program(comp, args, _Settings(device, options, None, None, None), need_reference=False)
+    if any(_nonfinite(a) for a in p.args):
+        bad = [p.instrs[i].name for i, a in enumerate(p.args) if _nonfinite(a)]
+        return NonFinite("from inputs", note=f"the arguments hold NaN/Inf: {', '.join(bad)}")
+    nodes = [n for i in p.instrs[p.nparams:] for n in p.slots[i.index]]
+    if not nodes:
+        return NonFinite("none")
+    say(f"find nonfinite: one compile with {len(nodes)} values exposed")
+    try:
+        got = p.run(nodes)
+    except _CutFailed as e:
+        return NonFinite("not localised", compiles=p.compiles,
+                         note=f"the program with every value exposed could not be compiled or run ({e})")
+    dev = {id(n): g for n, g in zip(nodes, got, strict=True)}
+    dev.update({id(q): a for q, a in zip(p.graph.params, p.args, strict=True)})
+    bad_outputs = tuple(k for k, o in enumerate(p.graph.outputs) if id(o) in dev and _nonfinite(dev[id(o)]))
+    # instructions holding a NaN/Inf; those that introduce one (their operands hold none)
+    holds = {ins.index for ins in p.instrs[p.nparams:]
+             if any(id(n) in dev and _nonfinite(dev[id(n)]) for n in p.slots[ins.index])}
+    introduces = [ins for ins in p.instrs[p.nparams:] if ins.index in holds
+                  and not any(id(x) in dev and _nonfinite(dev[id(x)]) for x in p.main_inputs(ins.op))]
+    computed = [ins for ins in introduces if ins.opcode != "stablehlo.constant"]
+    flows = _flows_to_outputs(p, holds, bad_outputs)
+    cache: dict[int, tuple[Culprit, str]] = {}
+
+    def described(ins: Instruction) -> tuple[Culprit, str]:
+        if ins.index not in cache:
+            cache[ins.index] = _nonfinite_culprit(p, ins, dev)
+        return cache[ins.index]
+
+    sources = []
+    for k in bad_outputs:  # the first computed instruction whose NaN/Inf flows there, else a constant's
+        first = next((i for i in computed if i.index in flows[k]), None)
+        const = first is None
+        first = first or next((i for i in introduces if i.index in flows[k]), None)
+        sources.append(NonFiniteSource(k, None) if first is None else NonFiniteSource(k, *described(first), const))
+    if computed:
+        ins = computed[0]
+        c, reference = described(ins)
+        reaches = tuple(k for k in bad_outputs if ins.index in flows[k])
+        return NonFinite("found", c, reference, p.compiles, in_outputs=bool(bad_outputs), outputs=bad_outputs,
+                         reaches=reaches, sources=sources)
+    if bad_outputs:
+        return NonFinite("not localised", compiles=p.compiles, in_outputs=True, outputs=bad_outputs, sources=sources,
+                         note="no computed value introduces a NaN/Inf: the outputs' NaN/Inf come from constants "
+                              "written in the program")
+    if outputs is None:
+        from ..runtime import compile as _compile
+
+        out = _compile(comp, device, options=options)(*p.args)
+        p.compiles += 1
+        outputs = out if isinstance(out, (list, tuple)) else [out]
+    direct = [np.asarray(o) for o in outputs]
+    if any(_nonfinite(v) for v in direct):
+        return NonFinite("not localised", compiles=p.compiles,
+                         note="the outputs hold NaN/Inf, but with every intermediate value exposed no value does "
+                              "(exposing them changes what XLA fuses); bisect=\"ops\" and bisect=\"passes\" "
+                              "(--bisect ops|passes) may help")
+    return NonFinite("none", compiles=p.compiles)
+
+
+def _nonfinite_culprit(p: _Program, ins: Instruction, dev: dict[int, Any]) -> tuple[Culprit, str]:
+    """``ins`` (its device value holds a NaN/Inf) as a :class:`Culprit`, and what its reference
+    rule gives on the device's operand values (``""`` without a rule)."""
+    inputs = p.main_inputs(ins.op)
+    env = {id(x): dev[id(x)] for x in inputs if id(x) in dev}
+    mine = [dev[id(n)] for n in p.slots[ins.index] if id(n) in dev]
+    reference = ""
+    if ins.opcode != "stablehlo.constant":
+        try:
+            from ._evaluator import _Evaluator
+
+            renv = dict(env)
+            _Evaluator(p.comp).run_graph(p.slots[ins.index] or [ins.op], renv)
+            reference = ("also non-finite (its operands call for it)"
+                         if any(_nonfinite(np.asarray(renv[id(n)])) for n in p.slots[ins.index])
+                         else "finite (the NaN/Inf is XLA's own)")
+        except Exception:  # noqa: BLE001 - the reference is extra information here
+            reference = ""
+    value = next((v for v in mine if _nonfinite(v)), mine[0] if mine else None)
+    return p.culprit(ins, env, value, None), reference
+
+
+def _flows_to_outputs(p: _Program, holds: set[int], outputs: Sequence[int]) -> dict[int, set[int]]:
+    """For each of ``outputs`` (their values hold a NaN/Inf), the instructions a NaN/Inf can flow to
+    it from: those reached backwards from the output through operands that hold one (``holds``:
+    the instructions whose device value does)."""
+    out: dict[int, set[int]] = {}
+    for k in outputs:
+        try:
+            start = p.graph.instruction_of(p.graph.outputs[k]).index
+        except XlaSdkError:
+            out[k] = set()
+            continue
+        seen = {start} if start in holds else set()
+        stack = list(seen)
+        while stack:
+            for s in p.reads.get(stack.pop(), ()):
+                if s in holds and s not in seen:
+                    seen.add(s)
+                    stack.append(s)
+        out[k] = seen
+    return out
+
+
+# -- passes ------------------------------------------------------------------------------------------------------
+_PASS_FILE = re.compile(r"\.(\d{4})\.([^.]+)\.after_([^.]+)\.before_([^.]+)\.txt$")
+_NOT_PASSES = frozenset({"pipeline-start", "pipeline-end"})
+
+
+def pass_names(comp: XlaComputation, device: Any = None, options: Any = None) -> list[str]:
+    """The HLO passes of XLA's compile of ``comp`` that change the module, in first-run order, as
+    XLA names them (what ``xla_disable_hlo_passes`` takes), read from its per-pass dump file names
+    (``...after_PASS.before_NEXT.txt``, written when PASS changed the module) in a temporary
+    directory; pipelines (groups of passes) are left out."""
+    from ..runtime import CompileOptions
+    from ..runtime import compile as _compile
+
+    d = tempfile.mkdtemp(prefix="xlasdk-passes-")
+    try:
+        env = [*_env(options), ("xla_dump_to", d), ("xla_dump_hlo_pass_re", ".*")]
+        _compile(_isolated(comp), device, options=CompileOptions(env_option_overrides=env), cache=False)
+        order: list[tuple[int, str]] = []
+        pipelines: set[str] = set()
+        for f in os.listdir(d):
+            m = _PASS_FILE.search(f)
+            if m is None:
+                continue
+            step = int(m.group(1))
+            pipelines.add(m.group(2))
+            order.append((step, m.group(3)))  # the pass that changed the module (one that changes nothing is
+            # never dumped after: disabling it cannot change the result)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    seen: dict[str, None] = {}
+    for _, name in sorted(order):
+        if name not in _NOT_PASSES and name not in pipelines:
+            seen.setdefault(name)
+    return list(seen)
+
+
+def _env(options: Any) -> list[tuple[str, Any]]:
+    return [] if options is None else list(options.env_option_overrides)
+
+
+def _isolated(comp: XlaComputation) -> XlaComputation:
+    """``comp`` as a computation that compiles in xlasdk's worker process (a disabled pass can make
+    XLA abort): a built one is re-made through ``with_outputs``."""
+    if comp.source_format is not None:
+        return comp
+    return comp.with_outputs(list(comp.instruction_graph().outputs))
+
+
+def bisect_passes(comp: XlaComputation, args: Sequence[Any], want: Sequence[np.ndarray[Any, Any]],
+                  scales: Sequence[float], *, device: Any = None, options: Any = None, rtol: float | None = None,
+                  atol: float | None = None, ulps: float | None = None, max_compiles: int = 400,
+                  progress: Callable[[str], None] | None = None) -> PassBisection:
+    """A smallest set of XLA passes whose disabling makes ``comp``'s outputs on ``device`` match
+    ``want`` (the reference outputs; ``scales`` their term scales, as :func:`xlasdk.compare` computes
+    them). Each test is a compile in xlasdk's worker process with ``xla_disable_hlo_passes``; a set
+    whose compile or run fails is unknown (never "fixes it"). At most ``max_compiles`` compiles."""
+    from ..runtime import CompileOptions
+    from ..runtime import compile as _compile
+    from ._evaluator import _compare_one
+
+    say = progress or (lambda s: None)
+    target = _isolated(comp)
+    base = [(k, v) for k, v in _env(options) if k != "xla_disable_hlo_passes"]
+    result = PassBisection("not found")
+    say("bisect passes: listing the passes of the compile")
+    cands = pass_names(comp, device, options)
+    result.compiles += 1
+    result.candidates = cands
+    cache: dict[frozenset[str], str] = {}
+
+    def test(disabled: Sequence[str]) -> str:
+        key = frozenset(disabled)
+        if key in cache:
+            return cache[key]
+        if result.compiles >= max_compiles:
+            raise _Budget
+        result.compiles += 1
+        say(f"bisect passes: compile {result.compiles}, disabling {len(disabled)} pass(es)")
+        try:
+            opts = CompileOptions(env_option_overrides=[*base, ("xla_disable_hlo_passes", ",".join(disabled))])
+            out = _compile(target, device, options=opts, cache=False)(*args)
+            got = [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
+            ok = len(got) == len(want) and all(
+                _compare_one(i, g, w, rtol, atol, sc, ulps).ok
+                for i, (g, w, sc) in enumerate(zip(got, want, scales, strict=True)))
+            verdict = "fixed" if ok else "diverges"
+        except Exception:  # noqa: BLE001 - a compile XLA refuses with these passes off: unknown
+            verdict = "unknown"
+            result.unknown.append(sorted(disabled))
+        cache[key] = verdict
+        return verdict
+
+    try:
+        if not cands:
+            result.note = "XLA's dump named no passes for this compile"
+            return result
+        first = test(cands)
+        start = cands
+        if first == "diverges":
+            result.note = ("disabling every pass of the compile does not remove the divergence (it is not an "
+                           "optimization's doing, or comes from code generation)")
+            return result
+        if first == "unknown":
+            # Some passes cannot be left out (XLA:CPU needs their rewrites): grow a set pass by pass,
+            # in pipeline order, keeping each whose disabling the compile survives, until it fixes.
+            grown: list[str] = []
+            verdict = "diverges"
+            for name in cands:
+                v = test([*grown, name])
+                if v == "unknown":
+                    continue
+                grown.append(name)
+                if v == "fixed":
+                    verdict = v
+                    break
+            if verdict != "fixed":
+                result.note = ("no set of passes the compile can do without removes the divergence (disabling "
+                               "every pass makes the compile fail)")
+                return result
+            start = grown
+        result.passes = _ddmin(start, test)
+        result.status = "found"
+    except _Budget:
+        result.note = f"stopped after {max_compiles} compiles"
+        result.status = "not found"
+    return result
+
+
+class _Budget(Exception):
+    pass
+
+
+def _ddmin(items: list[str], test: Callable[[Sequence[str]], str]) -> list[str]:
+    """Zeller's ddmin: a 1-minimal subset of ``items`` for which ``test`` says ``"fixed"`` (``items``
+    itself must)."""
+    c = list(items)
+    n = 2
+    while len(c) >= 2:
+        chunks = [c[i * len(c) // n:(i + 1) * len(c) // n] for i in range(n)]
+        chunks = [ch for ch in chunks if ch]
+        for ch in chunks:
+            if test(ch) == "fixed":
+                c, n = ch, 2
+                break
+        else:
+            for ch in chunks:
+                rest = [x for x in c if x not in ch]
+                if rest and test(rest) == "fixed":
+                    c, n = rest, max(n - 1, 2)
+                    break
+            else:
+                if n >= len(c):
+                    break
+                n = min(len(c), 2 * n)
+    return c
+
+
+# -- a page people read ------------------------------------------------------------------------------------------
+#: Fill of each error class in the report's graph (and its legend).
+ERROR_COLORS = {"exact": "#a8dca0", "rounding": "#e8ec9a", "diverges": "#f08c8c", "unmeasured": "#dddddd"}
+_CSS = ("""body{font:14px system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}
+td,th{border:1px solid #ccc;padding:2px 8px;text-align:left;font-family:monospace}th{background:#eee}
+.bad{background:#fdd}.ok{background:#dfd}.culprit{background:#f88;font-weight:bold}.carries{background:#fec}
+.nonfinite{background:#caf}pre{background:#f6f6f6;padding:8px;white-space:pre-wrap}
+.graph{overflow:auto;border:1px solid #ccc;max-height:80vh}.legend svg{vertical-align:middle}
+.legend span{margin-right:1.5em}.op rect{stroke:#777;stroke-width:1}.op text{font:11px monospace;fill:#222}
+.op text.sub{fill:#555}.op.output rect{stroke:#000;stroke-width:2}.op.path rect{stroke:#c00;stroke-width:3}
+.op.first rect{stroke:#000;stroke-width:5}.op.nonfinite-first rect{stroke:#70c;stroke-width:4}
+.op:target rect{stroke:#06f;stroke-width:6}.edge{fill:none;stroke:#aaa;stroke-width:1}
+.edge.path{stroke:#c00;stroke-width:3}"""
+        + "".join(f"\n.op.err-{k} rect{{fill:{c}}}" for k, c in ERROR_COLORS.items()))
+_NODE_W, _NODE_H, _GAP_X, _GAP_Y, _MARGIN = 168, 36, 22, 46, 16
+
+
+def _short(text: str, n: int) -> str:
+    return text if len(text) <= n else text[:n - 1] + "\u2026"
+
+
+def html_report(comp: XlaComputation, report: Any) -> str:
+    """``report`` (a :class:`~xlasdk.CompareReport` of ``comp``) as a self-contained HTML page.
+
+    The page holds the outputs' errors, the bisections' text, and the program's graph drawn as
+    inline SVG: one box per instruction (:meth:`XlaComputation.instructions`, layered top to
+    bottom in dataflow order, edges from operands to users), filled by its error class against the
+    reference (:data:`ERROR_COLORS`: ``exact``, ``rounding``, ``diverges``; ``unmeasured`` when
+    ``report.bisect_ops`` holds no :attr:`OpsBisection.op_errors`, e.g. without ``bisect="ops"``
+    or when the outputs match). The first divergent instruction (the culprit, or where the values
+    first depart when nobody is blamed) has a thick black outline (class ``first``), the
+    instructions and edges that carry its value to an output a red one (class ``path``), the
+    outputs a black one (class ``output``), the first NaN/Inf a purple one. A table lists every
+    instruction with the same marks and its error. Each box is an element ``g`` with
+    ``id="op-<name>"``, ``data-name``, ``data-opcode`` and ``data-error`` (its class).
+
+    No scripts and nothing fetched: a Content-Security-Policy of ``default-src 'none'`` (inline
+    styles only) makes a browser refuse anything else. Size: about 1 kB per instruction.
+
+    Raises
+    ------
+    XlaSdkError
+        ``comp`` cannot be walked (see :meth:`XlaComputation.instructions`).
+    """
+    from html import escape
+
+    def row(cells: Sequence[Any], cls: str = "", tag: str = "td") -> str:
+        attr = f' class="{cls}"' if cls else ""
+        return f"<tr{attr}>" + "".join(f"<{tag}>{c if isinstance(c, _Html) else escape(str(c))}</{tag}>"
+                                       for c in cells) + "</tr>"
+
+    status = "MATCH" if report.ok else "DIVERGENCE"
+    parts = ["<!DOCTYPE html><html><head><meta charset=\"utf-8\">"
+             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
+             f"<title>{escape(report.name)}: {status}</title><style>{_CSS}</style></head><body>",
+             f"<h1>{escape(report.name)}: device vs {escape(report.against)}: "
+             f"<span class=\"{'ok' if report.ok else 'bad'}\">{status}</span></h1>",
+             "<h2>Outputs</h2><table>",
+             row(["output", "shape", "dtype", "max abs", "max rel", "max ulp", "mismatches", "first"], tag="th")]
+    for o in report.outputs:
+        parts.append(row([o.index, list(o.shape), o.dtype, f"{o.max_abs:.3g}", f"{o.max_rel:.3g}", f"{o.max_ulp:.3g}",
+                          o.mismatches, "" if o.first_mismatch is None else list(o.first_mismatch)],
+                         "ok" if o.ok else "bad"))
+    parts.append("</table>")
+    for title, part in (("Bisection to the op", report.bisect_ops), ("Bisection to the pass", report.bisect_passes),
+                        ("First NaN/Inf", report.nonfinite)):
+        if part is not None:
+            parts.append(f"<h2>{title}</h2><pre>{escape(str(part))}</pre>")
+    bo = report.bisect_ops
+    culprit = bo.culprit.name if bo is not None and bo.culprit else None
+    first = culprit or (bo.first_divergent if bo is not None else "") or None
+    errors: dict[str, OpError] = dict(bo.op_errors) if bo is not None else {}
+    group = set(bo.group) if bo is not None else set()
+    nonfinite = report.nonfinite.culprit.name if report.nonfinite is not None and report.nonfinite.culprit else None
+    instrs = comp.instructions()
+    graph = comp.instruction_graph()
+    outputs: dict[str, list[int]] = {}
+    for k, o in enumerate(graph.outputs):
+        try:
+            outputs.setdefault(graph.instruction_of(o).name, []).append(k)
+        except XlaSdkError:
+            continue
+
+    def reach(start: str, step: Callable[[Instruction], Sequence[Instruction]]) -> set[str]:
+        seen: set[str] = set()
+        stack = [comp.instruction(start)]
+        while stack:
+            for u in step(stack.pop()):
+                if u.name not in seen:
+                    seen.add(u.name)
+                    stack.append(u)
+        return seen
+
+    carries = reach(culprit, lambda i: i.users) if culprit is not None else set()
+    path: set[str] = set()
+    if first is not None:  # from the first divergent op to the outputs its value reaches
+        feeds_outputs = set(outputs).union(*(reach(n, lambda i: i.operands) for n in outputs))
+        path = ({first} | reach(first, lambda i: i.users)) & feeds_outputs
+
+    # the graph
+    pos = {ins.name: k for k, ins in enumerate(instrs)}
+    edges = sorted({(pos[o.name], pos[ins.name]) for ins in instrs for o in ins.operands})
+    layer, col = layered_layout(len(instrs), edges, pinned=[k for k, i in enumerate(instrs) if i.opcode == "parameter"])
+    widths: dict[int, int] = {}
+    for v in range(len(instrs)):
+        widths[layer[v]] = widths.get(layer[v], 0) + 1
+    wide = max(widths.values(), default=1)
+    xs_ = [_MARGIN + (col[v] + (wide - widths[layer[v]]) / 2) * (_NODE_W + _GAP_X) for v in range(len(instrs))]
+    ys = [_MARGIN + layer[v] * (_NODE_H + _GAP_Y) for v in range(len(instrs))]
+    width = 2 * _MARGIN + wide * (_NODE_W + _GAP_X) - _GAP_X
+    height = 2 * _MARGIN + (max(layer, default=0) + 1) * (_NODE_H + _GAP_Y) - _GAP_Y
+    svg = [f'<svg class="program" width="{width:.0f}" height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}" '
+           f'role="img" aria-label="the graph of {escape(report.name)}">']
+    for s_, t_ in edges:
+        a, b = instrs[s_].name, instrs[t_].name
+        x1, y1, x2, y2 = xs_[s_] + _NODE_W / 2, ys[s_] + _NODE_H, xs_[t_] + _NODE_W / 2, ys[t_]
+        dy = (y2 - y1) / 2
+        cls = "edge path" if a in path and b in path else "edge"
+        svg.append(f'<path class="{cls}" data-from="{escape(a)}" data-to="{escape(b)}" '
+                   f'd="M{x1:.1f},{y1:.1f} C{x1:.1f},{y1 + dy:.1f} {x2:.1f},{y2 - dy:.1f} {x2:.1f},{y2:.1f}"/>')
+    for v, ins in enumerate(instrs):
+        err = errors.get(ins.name)
+        kind = err.kind if err is not None else "unmeasured"
+        marks = [f"err-{kind}"] + [m for m, on in (("first", ins.name == first), ("path", ins.name in path),
+                                                   ("output", ins.name in outputs),
+                                                   ("nonfinite-first", ins.name == nonfinite)) if on]
+        tip = [f"{ins.name} = {ins.opcode} {ins.shape}", f"error against the reference: {kind}"]
+        if err is not None and kind != "exact":
+            tip.append(f"max abs {err.max_abs:.3g}, max rel {err.max_rel:.3g}, max ulp {err.max_ulp:.3g}, "
+                       f"{err.mismatches} mismatches")
+        if ins.name == first:
+            tip.append("the first divergent instruction" + (" (introduces the divergence)" if ins.name == culprit
+                                                             else " (values first depart here; not blamed)"))
+        if ins.name in outputs:
+            tip.append(f"output {', '.join(str(k) for k in outputs[ins.name])}")
+        md = ins.metadata
+        if md.source_file:
+            tip.append(f"at {md.source_file}:{md.source_line}")
+        x, y = xs_[v], ys[v]
+        sub = ins.opcode.removeprefix("stablehlo.") + " " + str(ins.shape)
+        svg.append(f'<g class="op {" ".join(marks)}" id="op-{escape(ins.name)}" data-name="{escape(ins.name)}" '
+                   f'data-opcode="{escape(ins.opcode)}" data-error="{kind}"><title>{escape(chr(10).join(tip))}</title>'
+                   f'<rect x="{x:.1f}" y="{y:.1f}" width="{_NODE_W}" height="{_NODE_H}" rx="4"/>'
+                   f'<text x="{x + 6:.1f}" y="{y + 14:.1f}">{escape(_short(ins.name, 24))}</text>'
+                   f'<text class="sub" x="{x + 6:.1f}" y="{y + 29:.1f}">{escape(_short(sub, 25))}</text></g>')
+    svg.append("</svg>")
+
+    def swatch(cls: str) -> str:
+        return f'<svg width="22" height="16"><g class="op {cls}"><rect x="2" y="2" width="18" height="12"/></g></svg>'
+
+    legend = [f'<span data-class="{k}">{swatch("err-" + k)} {k}</span>' for k in ERROR_CLASSES]
+    legend += [f'<span data-mark="{m}">{swatch("err-unmeasured " + m)} {what}</span>' for m, what in (
+        ("first", "the first divergent instruction"), ("path", "carries its value to an output"),
+        ("output", "an output"), ("nonfinite-first", "the first NaN/Inf"))]
+    how = ("each instruction's device value (one compile with every value exposed) against its reference value, "
+           "both from the program's arguments, with the comparison's tolerance" if errors else
+           "no per-instruction errors were measured (they come with bisect=\"ops\" / --bisect ops on a divergence)")
+    parts.append(f"<h2>Graph</h2><p class=\"legend\">{' '.join(legend)}</p><p>Colors: {how}.</p>"
+                 f"<div class=\"graph\">{''.join(svg)}</div>")
+    parts.append("<h2>Instructions</h2><p>"
+                 "<span class=\"culprit\">introduces the divergence</span> "
+                 "<span class=\"carries\">carries it (reads its value)</span> "
+                 "<span class=\"nonfinite\">first NaN/Inf</span></p><table>")
+    parts.append(row(["#", "name", "opcode", "shape", "operands", "source", "error"], tag="th"))
+    for ins in instrs:
+        md = ins.metadata
+        cls = ("culprit" if ins.name == culprit else "nonfinite" if ins.name == nonfinite else
+               "carries" if ins.name in carries or ins.name in group else "")
+        err = errors.get(ins.name)
+        etext = ("" if err is None else err.kind if err.kind == "exact" else
+                 f"{err.kind}: max rel {err.max_rel:.3g}, max ulp {err.max_ulp:.3g}")
+        link = _Html(f'<a href="#op-{escape(ins.name)}">{escape(ins.name)}</a>')
+        parts.append(row([ins.index, link, ins.opcode, ins.shape, ", ".join(o.name for o in ins.operands),
+                          f"{md.source_file}:{md.source_line}" if md.source_file else "", etext], cls))
+    parts.append("</table></body></html>\n")
+    return "\n".join(parts)
+
+
+class _Html(str):
+    """Text that is already HTML (not escaped again)."""
