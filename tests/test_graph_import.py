@@ -226,24 +226,6 @@ def test_sharded_program_keeps_its_partitioning(corpus: str, fname: str) -> None
     np.testing.assert_allclose(h, ins[0] @ ins[1], rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("corpus", ["dumps", "dumps_jax012"])
-@pytest.mark.parametrize("fname", ["module.before_optimizations.txt", "lowered.mlir", "exported.mlirbc"])
-def test_a_loaded_sharded_program_compiles_for_its_partitions_by_default(corpus: str, fname: str) -> None:
-    """xs.compile without options takes the partition count the module records (JAX's
-    mhlo.num_partitions, or the 4 tiles of its shardings in HLO): JAX's bits from global inputs."""
-    program = f"{corpus}/sharded_mlp"
-    ins, outs = recorded(program)
-    comp = xs.load_computation(DATA / program / fname)
-    exe = xs.compile(comp, xs.client("cpu", num_devices=4).devices()[0])
-    assert (exe.num_replicas, exe.num_partitions) == (1, 4)
-    assert _same_bits([np.asarray(a.to_numpy()) for a in exe.execute_sharded(ins)], outs)
-    with pytest.raises(xs.CompileError, match=r"num_partitions=4 needs 4 devices.*num_devices=4"):
-        xs.compile(comp, xs.client("cpu", num_devices=2).devices()[0])
-    built = xs.XlaBuilder("one")  # a built program still defaults to one device
-    ops.Add(_f32(built, 0, (2,), "x"), _f32(built, 1, (2,), "y"))
-    assert xs.compile(built.build(), xs.client("cpu", num_devices=4).devices()[0]).num_partitions == 1
-
-
 def _f32(b: xs.XlaBuilder, n: int, dims: tuple[int, ...], name: str) -> xs.XlaOp:
     return ops.Parameter(b, n, xs.Shape.array_shape(np.float32, dims), name)
 
@@ -383,8 +365,8 @@ def test_new_user_findings() -> None:
     # a single item without a list
     (again,) = _run(comp.with_outputs(comp.instruction(9)), ins)
     np.testing.assert_array_equal(again, ins[9])
-    # names of an HLO dump are not instruction names: the error says so
-    with pytest.raises(xs.XlaSdkError, match="do not survive its import"):
+    # a StableHLO module has no HLO names: the error says which names there are
+    with pytest.raises(xs.XlaSdkError, match="in a module loaded from HLO the HLO instruction names"):
         comp.instruction("Arg_0.1")
     # a second replace of one value is an error, not silently ignored
     b = xs.XlaBuilder("f")
@@ -398,3 +380,90 @@ def test_new_user_findings() -> None:
         rb.replace(rb.instruction("x"), ops.Constant(rb, np.zeros(3, np.int32)))
     with pytest.raises(xs.DTypeError, match="expected an XlaComputation"):
         xs.XlaBuilder.from_computation(None)  # type: ignore[arg-type]
+
+
+# -- HLO names and opcodes of a module loaded from HLO -----------------------------------------------
+def _entry_names(text: str) -> dict[str, str]:
+    """``name -> opcode`` of the ENTRY computation's instructions, read from the dump's text."""
+    import re
+
+    body = text[text.index("\nENTRY"):]
+    body = body[:body.index("\n}")]
+    return {m.group(1): m.group(2) for m in re.finditer(
+        r"^\s*(?:ROOT )?%?([\w.\-]+) = .*?\s([a-z][a-z\-]*)\(", body, re.M)}
+
+
+@pytest.mark.parametrize("fname", ["module.before_optimizations.txt", "module.before_optimizations.hlo.pb"])
+def test_hlo_dump_instructions_have_the_dumps_names(fname: str) -> None:
+    """A dump's instructions are named as the dump names them (%while.78 is ``while.78``), with the
+    dump's HLO opcodes; the former <opcode>.<index> names still find them; values are the file's."""
+    comp = xs.load_computation(DATA / "dumps/gru_scan" / fname)
+    entry = _entry_names((DATA / "dumps/gru_scan/module.before_optimizations.txt").read_text())
+    instrs = comp.instructions()
+    ops_ = [i for i in instrs if i.opcode != "parameter"]
+    assert all(i.name in entry for i in ops_), [i.name for i in ops_ if i.name not in entry]
+    assert all(i.hlo_opcode == entry[i.name] for i in ops_), [(i.name, i.hlo_opcode) for i in ops_]
+    # parameters keep the program's parameter names; their HLO names find them too
+    assert [i.name for i in instrs[:2]] == ["params['bh']", "params['br']"]
+    assert comp.instruction("params__br__.1") is instrs[1] and instrs[1].hlo_opcode == "parameter"
+    loops = [i for i in instrs if i.opcode == "stablehlo.while"]
+    assert [i.name for i in loops] == ["while.78", "while.84"] and {i.hlo_opcode for i in loops} == {"while"}
+    # op metadata is still the dump's
+    assert loops[1].metadata.op_name == "jit(gru_forward)/while"
+    # the former names: the first loop was instruction 15
+    assert comp.instruction("while.15") is loops[0] and comp.instruction("while.78") is loops[0]
+    # the exposed value of the dump's %while.84, element 2 (%while.87), is JAX's output 4
+    ins, outs = recorded("dumps/gru_scan")
+    (h,) = _run(comp.with_outputs([comp.instruction("while.84").result(2)]), ins)
+    np.testing.assert_array_equal(h, outs[4])
+    # extract names the parameters it makes after the instructions they come from
+    one = comp.extract([comp.instruction("reshape.1")])
+    assert one.program_shape().parameter_names() == ("while.78#3",)
+
+
+def test_optimized_dump_names_and_opcodes() -> None:
+    """An optimized dump: a fusion the import made a func.call is ``fusion`` under its own name, a
+    bitcast made a reshape is ``bitcast``; the extra ops the importer makes for one tuple-shaped
+    custom-call keep <opcode>.<index> names."""
+    path = DATA / "dumps/int_indexing/module.cpu_after_optimizations.txt"
+    comp = xs.load_computation(path)
+    entry = _entry_names(path.read_text())
+    by = {i.name: i for i in comp.instructions()}
+    assert by["iota_reduce_fusion"].opcode == "func.call" and by["iota_reduce_fusion"].hlo_opcode == "fusion"
+    assert by["bitcast"].opcode == "stablehlo.reshape" and by["bitcast"].hlo_opcode == "bitcast"
+    assert by["custom-call"].opcode == "stablehlo.custom_call" and by["custom-call"].hlo_opcode == "custom-call"
+    extra = [n for n, i in by.items() if n not in entry and i.opcode != "parameter"]
+    assert extra == ["get_tuple_element.23", "get_tuple_element.24"], extra
+    assert {by[n].hlo_opcode for n in extra} == {"get-tuple-element"}
+
+
+def test_stablehlo_and_built_names_and_hlo_opcodes() -> None:
+    """Modules not loaded from HLO keep <opcode>.<index> names; every instruction has an HLO opcode."""
+    comp = xs.load_computation(DATA / "dumps/gru_scan/lowered.mlir")
+    loop = next(i for i in comp.instructions() if i.opcode == "stablehlo.while")
+    assert loop.name == f"while.{loop.index}" and loop.hlo_opcode == "while"
+    b = xs.XlaBuilder("f")
+    x = _f32(b, 0, (3,), "x")
+    built = b.build(ops.Dot(ops.Add(x, x), x))
+    assert [(i.name, i.opcode, i.hlo_opcode) for i in built.instructions()] == [
+        ("x", "parameter", "parameter"), ("add.1", "stablehlo.add", "add"),
+        ("dot_general.2", "stablehlo.dot_general", "dot"),
+    ]
+
+
+def test_hlo_names_pairing_that_is_not_one_to_one_keeps_the_plain_names() -> None:
+    from xlasdk.formats.graph_import import _names
+    from xlasdk.formats.hlo_names import HloNames
+
+    b = xs.XlaBuilder("f")
+    x = _f32(b, 0, (3,), "x")
+    y = ops.Neg(x)
+    order = [(y, "stablehlo.negate")]
+    ok = HloNames(("Arg_0.1",), (("stablehlo.negate", "negate.2"),), {"negate.2": "negate"})
+    names, aliases, opcodes = _names([x], order, ok)
+    assert [n for n, _ in names] == ["x", "negate.2"] and aliases == {"Arg_0.1": 0, "negate.1": 1}
+    assert opcodes == {1: "negate"}
+    for bad in (HloNames((), (("stablehlo.negate", "negate.2"),), {}),  # another count
+                HloNames(("Arg_0.1",), (("stablehlo.abs", "abs.2"),), {})):  # another op
+        names, aliases, opcodes = _names([x], order, bad)
+        assert [n for n, _ in names] == ["x", "negate.1"] and aliases == {} and opcodes == {}

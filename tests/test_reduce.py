@@ -349,3 +349,25 @@ def test_cli_script_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture
         assert code == 2 and words in err and err.startswith("xlasdk reduce: error: "), (argv, err)
     code, _ = in_process("reduce", str(CONVNET), "--until", "crash")
     assert code == 2 and "the following arguments are required: --output" in capsys.readouterr().err
+
+
+def test_drop_metadata_drops_every_location_and_the_stack_frame_tables() -> None:
+    """A loop of a real dump reduced: no metadata= anywhere (the loop's body and condition included)
+    and no stack-frame tables, where the dump has both; the module still shows the problem and runs."""
+    path = DATA / "dumps/gru_scan/module.before_optimizations.txt"
+    text = path.read_text()
+    assert "metadata=" in text and "\nStackFrames\n" in text and "\nFileNames\n" in text
+    comp = xs.load_computation(path)
+    res = xs.reduce(comp, script="grep -q ' while('")
+    assert "simplify: drop metadata" in [s.strategy for s in res.history]
+    for printed in (res.hlo_text, res.computation.as_hlo_text()):
+        assert " while(" in printed and "metadata=" not in printed, printed
+        assert not re.search(r"^(FileNames|FunctionNames|FileLocations|StackFrames)$", printed, re.M), printed
+    assert "body=" in res.hlo_text  # the loop is whole: its body's ops carry no metadata either
+    assert subprocess.run(["grep", "-q", " while("], input=res.hlo_text.encode()).returncode == 0
+    again = xs.XlaComputation.from_hlo_text(res.hlo_text)  # it loads, compiles and runs
+    args = xs.random_inputs(again, seed=0)
+    got = xs.compile(again)(*args)
+    want = xs.evaluate(again, *args)
+    for g, w in zip(got if isinstance(got, (list, tuple)) else [got], want, strict=True):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)

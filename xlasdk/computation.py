@@ -493,11 +493,21 @@ class XlaComputation(Computation):
         debugging tools read: every instruction in order with its name, the nodes of multi-result
         instructions, users, and the module around ``main``
         (:class:`~xlasdk.formats.graph_import.InstructionGraph`). Read from the verified module
-        through the MLIR bindings, once, on first call."""
+        through the MLIR bindings, once, on first call. A module loaded from HLO (text, proto,
+        snapshot) names its instructions as the HLO does (``dot.3``): the names are read from a
+        second import of the module, in the worker process (:mod:`xlasdk.formats.hlo_names`)."""
         if self._instruction_graph is None:
             from .formats.graph_import import import_graph  # the import reads modules: it sits above
 
-            self._instruction_graph = import_graph(self._mlir_module(), self._name)
+            names = None
+            if self._source_format in ("hlo", "pb") and self._graph_cache is None:  # loaded from HLO, not edited
+                proto = self._proto if self._proto is not None else (
+                    None if self._xla is None else _mlir.hlo_proto(self._xla))
+                if proto is not None:
+                    from .formats.hlo_names import hlo_names  # the formats' code, like import_graph
+
+                    names = hlo_names(proto)
+            self._instruction_graph = import_graph(self._mlir_module(), self._name, hlo_names=names)
         return self._instruction_graph
 
     def instructions(self) -> list[Instruction]:

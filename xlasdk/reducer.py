@@ -19,9 +19,9 @@ shapes and attributes), again in rounds with the cuts while anything shrinks:
 
 - shrink a dimension size: every dimension of size D in the module becomes 1, or D // 2
   (constants and arguments keep their leading elements);
-- drop the metadata, then one attribute at a time (frontend attributes, shardings, backend
-  configs, layouts, precision config; window strides, dilations and padding, whose defaults are
-  the trivial window);
+- drop the metadata (every location: ``metadata=`` and the stack-frame tables go), then one
+  attribute at a time (frontend attributes, shardings, backend configs, layouts, precision
+  config; window strides, dilations and padding, whose defaults are the trivial window);
 - replace a constant's literal by a splat of its first element.
 
 A module is smaller when it has fewer instructions, then fewer parameters, then fewer elements
@@ -366,6 +366,10 @@ _DROPPABLE = frozenset({
 })
 
 
+# What dropping the metadata removes from a module's HLO text: op metadata and the stack-frame tables.
+_HAS_METADATA = re.compile(r"metadata=\{|^(?:FileNames|FunctionNames|FileLocations|StackFrames)$", re.M)
+
+
 def _arrays(shape: Shape) -> list[Shape]:
     """The array shapes of ``shape`` (its elements when a tuple)."""
     if shape.is_tuple():
@@ -696,8 +700,7 @@ class _Reducer:
         instruction at a time (frontend attributes, shardings, backend configs, layouts, precision;
         window strides, dilations and padding: their defaults are the trivial window)."""
 
-        if any(i.op.loc.fields for i in self.cur.instrs) and self._try(
-                "simplify: drop metadata", partial(self._rewritten, self._no_metadata)):
+        if _HAS_METADATA.search(self.cur.text) and self._try("simplify: drop metadata", self._no_metadata):
             return True
         for ins in reversed(self.cur.instrs):
             for key in [k for k in ins.op.attrs if k in _DROPPABLE]:
@@ -706,10 +709,25 @@ class _Reducer:
                     return True
         return False
 
-    def _no_metadata(self, b: XlaBuilder, nodes: dict[str, XlaOp]) -> list[np.ndarray[Any, Any]] | None:
+    def _no_metadata(self) -> tuple[XlaComputation, list[np.ndarray[Any, Any]] | None] | None:
+        """The current module with no location anywhere: every op of ``main``, of its regions and of
+        the functions it calls (so its HLO has no ``metadata=`` and no stack-frame tables, which
+        XLA's converter builds from call-site locations). Read back from its StableHLO text with
+        every location ``loc(unknown)`` (loaded in the worker, like a file); where that text does
+        not load, only ``main``'s own ops lose their locations."""
+        from ._jaxlib.mlir import text_without_locations
+        from .computation import XlaComputation
+
+        try:
+            text = text_without_locations(self.cur.comp.compiler_ir())
+            return XlaComputation.from_stablehlo(text), self.cur.args
+        except XlaSdkError:
+            return self._rewritten(self._no_locations)
+
+    def _no_locations(self, b: XlaBuilder, nodes: dict[str, XlaOp]) -> list[np.ndarray[Any, Any]] | None:
         from ._metadata import Location
 
-        for node in nodes.values():
+        for node in nodes.values():  # the copies of main's ops (its regions are shared with the original)
             node.loc = Location("loc(unknown)", {}, "")
         return self.cur.args
 
@@ -874,7 +892,7 @@ def reduce(
     final = XlaComputation.from_hlo_text(best.text)
     return ReduceResult(
         computation=final, hlo_text=best.text, arguments=best.args, condition=cond.name,
-        instructions_before=start.size[0], instructions_after=len(final.instructions()), steps=search.steps,
+        instructions_before=start.size[0], instructions_after=best.size[0], steps=search.steps,
         candidates=search.candidates, compiles=search.compiles, cache_hits=search.cache_hits,
         unprintable=search.unprintable, invalid=search.invalid,
         wall_s=time.monotonic() - started, timed_out=timed_out, history=search.history,

@@ -465,3 +465,39 @@ def interpret_module(text: str, args: Sequence[Any]) -> list[Any]:
         else:
             result.append(vals[0].astype(dt))
     return result
+
+
+# HloOpcode enum names whose HLO text spelling is not their words joined by '-'.
+_HLO_OPCODE_SPELLING: Final = {
+    "kOptimizationBarrier": "opt-barrier", "kClz": "count-leading-zeros", "kLog1p": "log-plus-one",
+    "kExpm1": "exponential-minus-one", "kTopK": "topk", "kAtan2": "atan2", "kCbrt": "cbrt",
+    "kExp": "exponential", "kCos": "cosine", "kSin": "sine", "kPopulationCount": "popcnt",
+}
+
+
+def hlo_instruction_opcodes(module: Any) -> dict[str, str]:
+    """``instruction name -> HLO opcode`` as HLO text spells it (``get-tuple-element``) for every
+    instruction of every computation of an ``HloModule``."""
+    import re
+
+    out: dict[str, str] = {}
+    for comp in module.computations():
+        for ins in comp.instructions():
+            raw = str(getattr(ins.opcode, "name", ins.opcode)).rsplit(".", 1)[-1]
+            spelled = _HLO_OPCODE_SPELLING.get(raw)
+            if spelled is None:
+                spelled = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", raw.removeprefix("k")).lower()
+            out[str(ins.name)] = spelled
+    return out
+
+
+def text_without_locations(module: Any) -> str:
+    """Generic text of a copy of a verified module whose every location is ``loc(unknown)``
+    (MLIR's ``strip-debuginfo`` pass): no op keeps metadata, so XLA's converter writes neither
+    ``metadata=`` nor stack-frame tables. ``module`` itself is left as it is."""
+    from jaxlib.mlir import passmanager
+
+    with context():
+        copy = parse_module(module_to_text(module, debug_info=True, generic=True), verify=False)
+        passmanager.PassManager.parse("builtin.module(strip-debuginfo)").run(copy.operation)
+        return module_to_text(copy, debug_info=True, generic=True)

@@ -23,6 +23,7 @@ from .mlir import TypeInfo, _type_info, context
 
 __all__ = [
     "OpRecord", "RegionRecord", "MainRecord", "GraphReadError", "read_main", "attribute_value", "registered_op_names",
+    "main_locations",
 ]
 
 
@@ -249,6 +250,35 @@ def read_main(module: Any, function: str = "main") -> MainRecord:
             [(_type_info(t), str(t)) for t in ftype.results],
             meshes,
         )
+
+
+def main_locations(module: Any, function: str = "main") -> tuple[list[str], list[tuple[str, str]]]:
+    """The location of each argument of ``func.func @main`` (or of ``function``) of a parsed module,
+    and ``(op name, location)`` of each op of its body but the terminator, in order: the ops
+    :func:`read_main` records as the function's instructions. Locations are MLIR's spelling
+    (``loc("dot.3")``).
+
+    Raises
+    ------
+    GraphReadError
+        No such function, or a function without a body.
+    """
+    with context():
+        main = None
+        for op in module.body.operations:
+            o = op.operation
+            attrs = o.attributes
+            if o.name == "func.func" and "sym_name" in attrs and (
+                str(_ir.StringAttr(attrs["sym_name"]).value) == function
+            ):
+                main = o
+                break
+        if main is None or not len(main.regions[0].blocks):
+            raise GraphReadError(f"the module has no body of function '{function}'")
+        block = main.regions[0].blocks[0]
+        args = [str(a.location) for a in block.arguments]
+        ops = [(op.operation.name, str(op.operation.location)) for op in block.operations]
+        return args, ops[:-1]  # the terminator is no instruction
 
 
 def attribute_value(text: str) -> Any:

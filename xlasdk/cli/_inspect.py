@@ -272,9 +272,9 @@ def _check_written(args: argparse.Namespace, comp: Any, fmt: Any, tmp: str) -> s
 
 def _cmd_convert(args: argparse.Namespace, out: IO[str]) -> int:
     from xlasdk.errors import FormatError
-    from xlasdk.formats import Format, _parse_format, format_from_suffix, portable_artifact_version
+    from xlasdk.formats import Format, format_from_suffix, portable_artifact_version
     from xlasdk.formats.saving import save_format, write_computation
-    from xlasdk.formats.sniff import _SUFFIX_LIST
+    from xlasdk.formats.sniff import _SUFFIX_LIST, _parse_format
 
     to = args.to_format
     if to is not None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._jaxlib import mlir_graph as _mg
@@ -34,9 +34,10 @@ from .program_shape import _shape_from_type
 
 if TYPE_CHECKING:
     from ..computation import XlaComputation
+    from .hlo_names import HloNames
 
 __all__ = ["MlirAttr", "Instruction", "InstructionGraph", "Partitioning", "import_graph", "with_outputs", "extract",
-           "partitioning"]
+           "partitioning", "hlo_opcode_of"]
 
 
 class MlirAttr:
@@ -111,10 +112,28 @@ class Instruction:
 
     Attributes
     ----------
-    name: unique in the computation: a parameter's name (``Arg_0.1``, ``x``) or
-        ``<opcode>.<position>`` (``add.7``: the 7th instruction, parameters counted).
-    opcode: the StableHLO/CHLO op name (``stablehlo.add``), ``parameter``, or another dialect's
-        op name for opaque instructions (``func.call``).
+    name: unique in the computation. A parameter's name (the program shape's: ``x``,
+        ``params['w']``, ``Arg_0.1``). Any other instruction of a module loaded from HLO (text,
+        proto, snapshot, XLA's dumps before and after optimizations): the HLO instruction's name,
+        as the dump prints it without its ``%`` (``dot.3``, ``fusion.2``); elsewhere
+        ``<opcode>.<position>`` (``add.7``: the 7th instruction, parameters counted). An op that
+        XLA's importer made beside another of the same HLO instruction (the elements of a
+        tuple-shaped ``custom-call``) keeps the ``<opcode>.<position>`` form.
+        :meth:`XlaComputation.instruction` also finds the instructions of a module loaded from
+        HLO by a parameter's HLO name (``params__w__.1``) and by the ``<opcode>.<position>``
+        names, where no instruction has that name.
+    opcode: the op's name in the module: the StableHLO/CHLO op name (``stablehlo.add``), another
+        dialect's op name for opaque instructions (``func.call``, ``mhlo.copy``), and
+        ``parameter`` for parameters (arguments of ``main``: no op of their own). The module's
+        spelling, for walking the module and matching ops with the op table.
+    hlo_opcode: XLA's HLO opcode, as HLO text spells it (``add``, ``dot``, ``broadcast``,
+        ``parameter``, ``get-tuple-element``, ``custom-call``, ``call``): what an XLA user finds in
+        a dump. For a module loaded from HLO, the opcode of the HLO instruction the op came from
+        (``fusion`` for a fusion the import made a ``func.call``, ``bitcast`` for a bitcast it
+        made a ``stablehlo.reshape``); otherwise the opcode XLA writes for the op
+        (``stablehlo.dot_general``: ``dot``, ``stablehlo.if``: ``conditional``), or for ops XLA
+        writes as several instructions (most ``chlo.*`` ops) the op's name without its dialect,
+        ``_`` spelled ``-`` (``chlo.acosh``: ``acosh``).
     shape: the result :class:`~xlasdk.Shape` (a tuple shape when the op has several results).
     op: the :class:`~xlasdk.XlaOp` node (an operand for builder ops).
     index: position in :meth:`XlaComputation.instructions` (topological order).
@@ -131,6 +150,11 @@ class Instruction:
     @property
     def opcode(self) -> str:
         return self.op.opcode
+
+    @property
+    def hlo_opcode(self) -> str:
+        got = self._graph.hlo_opcodes.get(self.index)
+        return got if got is not None else hlo_opcode_of(self.op.opcode)
 
     @property
     def shape(self) -> Shape:
@@ -230,6 +254,9 @@ class InstructionGraph:
     parts: dict[int, tuple[XlaOp, ...]]  # op id of a multi-result op -> a node per result
     meshes: tuple[tuple[str, str], ...] = ()  # Shardy meshes of the module: (name, #sdy.mesh<...>)
     _users: dict[int, list[Instruction]] | None = None
+    # other names that find an instruction (a module imported from HLO: the <opcode>.<index> names)
+    aliases: dict[str, Instruction] = field(default_factory=dict)
+    hlo_opcodes: dict[int, str] = field(default_factory=dict)  # index -> the HLO instruction's opcode
 
     def as_graph(self) -> Graph:
         """The typed graph of ``main``: its parameters, one root (a tuple node when ``main``
@@ -350,9 +377,15 @@ _PURE = frozenset(
 )
 
 
-def import_graph(module: Any, name: str, function: str = "main") -> InstructionGraph:
+def import_graph(
+    module: Any, name: str, function: str = "main", *, hlo_names: HloNames | None = None
+) -> InstructionGraph:
     """The :class:`InstructionGraph` of a parsed, verified module's ``main`` (or of the function
     named ``function``: what a ``func.call`` calls).
+
+    ``hlo_names`` (:func:`xlasdk.formats.hlo_names.hlo_names`, for a module imported from HLO):
+    the HLO instruction name of each argument and op, paired with them in order; instructions are
+    named by them where the pairing is one to one (see :func:`_names`).
 
     Raises
     ------
@@ -375,19 +408,8 @@ def import_graph(module: Any, name: str, function: str = "main") -> InstructionG
             raise GraphImportError(f"computation {name!r}: main returns a tuple-typed value (the graph holds "
                                    "flat results)")
     names: dict[XlaOp, Instruction] = {}
-    instrs: list[Instruction] = []
-    taken: set[str] = set()
-    for i, p in enumerate(params):
-        pname = p.extra[1] or f"p{i}"
-        if pname in taken:
-            pname = f"{pname}.{i}"
-        taken.add(pname)
-        ins = Instruction(pname, p, len(instrs), None)  # type: ignore[arg-type]
-        instrs.append(ins)
-    for op, opname in imp.order:
-        kind = opname.rsplit(".", 1)[-1]
-        iname = f"{kind}.{len(instrs)}"
-        instrs.append(Instruction(iname, op, len(instrs), None))  # type: ignore[arg-type]
+    own, aliases, opcodes = _names(params, imp.order, hlo_names)
+    instrs = [Instruction(n, op, i, None) for i, (n, op) in enumerate(own)]  # type: ignore[arg-type]
     graph = InstructionGraph(
         name, tuple(params), tuple(results), tuple(effects), tuple(instrs), names,
         tuple(rec.module_attrs), tuple(rec.others), tuple({n: MlirAttr(t) for n, t in a} for a in rec.res_attrs),
@@ -396,12 +418,90 @@ def import_graph(module: Any, name: str, function: str = "main") -> InstructionG
     for ins in instrs:
         ins._graph = graph
         names[ins.op] = ins
+    graph.aliases = {a: instrs[i] for a, i in aliases.items()}
+    graph.hlo_opcodes = opcodes
     return graph
 
 
+# HLO opcodes of ops whose HLO spelling is not their name without the dialect, '_' spelled '-'
+_HLO_OPCODES = {
+    "parameter": "parameter", "call": "call", "func.call": "call", "stablehlo.composite": "call",
+    "tuple": "tuple", "get_tuple_element": "get-tuple-element", "stablehlo.create_token": "after-all",
+    "chlo.top_k": "topk", "stablehlo.exponential": "exponential",
+}
+
+
+def hlo_opcode_of(opname: str) -> str:
+    """The HLO opcode XLA writes for an op named ``opname`` (see :attr:`Instruction.hlo_opcode`)."""
+    got = _HLO_OPCODES.get(opname)
+    if got is not None:
+        return got
+    row = OPS.get(opname)
+    if row is not None and row.hlo:
+        return row.hlo
+    return opname.split(".", 1)[-1].replace("_", "-")
+
+
+def _names(
+    params: Sequence[XlaOp], order: Sequence[tuple[XlaOp, str]], hlo: HloNames | None
+) -> tuple[list[tuple[str, XlaOp]], dict[str, int], dict[int, str]]:
+    """Each instruction's name, in order, the other names that find one (name -> index), and the
+    HLO opcode of each instruction named after its HLO instruction (index -> opcode).
+
+    Without ``hlo``: a parameter's name (``p<i>`` when it has none), else ``<opcode>.<index>``.
+    With ``hlo`` (a module imported from HLO), when its arguments and ops pair one to one with
+    ``params`` and ``order`` (same count, same op names): each op's HLO instruction name
+    (``dot.3``); an op that shares its HLO name with an earlier op or a parameter (the importer
+    made several ops of one instruction: a tuple-shaped ``custom-call`` and its elements), or
+    whose location names none, keeps the name it would have without ``hlo``. Parameters keep
+    their names (the program shape's). The names ops would have had without ``hlo``, and the
+    parameters' HLO names, are aliases where they name no instruction."""
+    plain: list[str] = []
+    taken: set[str] = set()
+    for i, p in enumerate(params):
+        pname = p.extra[1] or f"p{i}"
+        if pname in taken:
+            pname = f"{pname}.{i}"
+        taken.add(pname)
+        plain.append(pname)
+    for _, opname in order:
+        plain.append(f"{opname.rsplit('.', 1)[-1]}.{len(plain)}")
+    nodes = [*params, *(op for op, _ in order)]
+    if hlo is None or len(hlo.args) != len(params) or len(hlo.ops) != len(order) or any(
+        got != want for (got, _), (_, want) in zip(hlo.ops, order, strict=True)
+    ):
+        return list(zip(plain, nodes, strict=True)), {}, {}
+    # parameters keep their names (the program shape's parameter names, which say what to pass)
+    chosen: list[str | None] = list(plain[:len(params)])
+    used: set[str] = set(plain[:len(params)])
+    for _, w in hlo.ops:
+        if w and w not in used:
+            used.add(w)
+            chosen.append(w)
+        else:
+            chosen.append(None)
+    final: list[str] = []
+    opcodes: dict[int, str] = {}
+    for i, c in enumerate(chosen):
+        if c is not None and c in hlo.opcodes:
+            opcodes[i] = hlo.opcodes[c]
+        if c is None:  # not one to one: the plain name, made unique against the HLO names
+            c = plain[i]
+            k = 1
+            while c in used:
+                c, k = f"{plain[i]}.{k}", k + 1
+            used.add(c)
+        final.append(c)
+    aliases = {p: i for i, p in enumerate(plain) if p not in used}
+    for i, a in enumerate(hlo.args):  # a parameter's HLO name finds it too
+        if a and a not in used:
+            aliases.setdefault(a, i)
+    return list(zip(final, nodes, strict=True)), aliases, opcodes
+
+
 _NAME_HINT = (
-    "names are those of comp.instructions(): a parameter's name or <opcode>.<index> (the names of an HLO dump "
-    "do not survive its import to StableHLO; find an instruction by ins.metadata.op_name or by its opcode)"
+    "names are those of comp.instructions(): in a module loaded from HLO the HLO instruction names (dot.3), "
+    "else a parameter's name or <opcode>.<index>; find an instruction by ins.metadata.op_name or by its opcode"
 )
 
 
@@ -413,7 +513,7 @@ def _resolve(
     result of a multi-result instruction)."""
     if isinstance(items, (Instruction, XlaOp, str, int)):
         items = [items]
-    by_name = {ins.name: ins for ins in graph.instructions}
+    by_name = {**graph.aliases, **{ins.name: ins for ins in graph.instructions}}
     out: list[XlaOp] = []
     for it in items:
         if isinstance(it, Instruction):
@@ -425,7 +525,7 @@ def _resolve(
             out.append(it)
         elif isinstance(it, str):
             if it not in by_name:
-                near = [n for n in by_name if n.split(".")[0] == it.split(".")[0]][:8]
+                near = [i.name for i in graph.instructions if i.name.split(".")[0] == it.split(".")[0]][:8]
                 raise XlaSdkError(
                     f"{what}: no instruction named {it!r} in computation {graph.name!r}"
                     + (f" (instructions of that kind: {', '.join(near)})" if near else f"; {_NAME_HINT}")

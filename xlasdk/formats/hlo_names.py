@@ -1,0 +1,121 @@
+"""The HLO instruction names of a module loaded from HLO, for its instruction graph.
+
+A module loaded from HLO text or a proto is XLA's HLO -> StableHLO import of it, and the importer
+names no op: it puts each instruction's ``metadata.op_name`` in the op's location, and only an
+instruction without an ``op_name`` gets its own name there (``loc("dot.3")``, see XLA's
+``GenerateInstructionLocation``). To walk a dump by the names it prints (``%dot.3``),
+:func:`hlo_names` imports a second copy of the module whose instructions carry no metadata, so
+that every op's location is the name of the instruction it came from, and returns those names in
+the order of ``main``'s arguments and ops; :func:`xlasdk.formats.graph_import.import_graph` pairs
+them with the ops of the module the computation holds (the same import of the same module, only
+its metadata differs).
+
+The second import runs in the worker process (:mod:`xlasdk._jaxlib.isolated`), like every step
+of a load: XLA's importer aborts the process on some modules. Its result is remembered by content
+(:mod:`.load_cache`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .. import _metadata
+from .._jaxlib import isolated
+from .._jaxlib import mlir as _mlir
+from .._jaxlib import mlir_graph as _mg
+from . import load_cache
+from .hlo_rewrite import _importable_hlo
+from .untrusted import load_timeout
+
+__all__ = ["HloNames", "hlo_names", "hlo_names_in_worker", "without_metadata"]
+
+# HloModuleProto.computations = 3, HloComputationProto.instructions = 2, HloInstructionProto.metadata = 7
+_COMPUTATIONS, _INSTRUCTIONS, _METADATA = 3, 2, 7
+_NAME_LOC = re.compile(r'^loc\("([^"\\]*)"\)$')
+
+
+@dataclass(frozen=True)
+class HloNames:
+    """The HLO instruction name of each argument of ``main`` and of each op of its body (with the
+    op's name, ``stablehlo.dot_general``, to pair it with), in order; ``""`` where the location
+    names no instruction. ``opcodes``: the HLO opcode of each named instruction, as the module
+    held it (``fusion`` for a fusion the import made a ``func.call``)."""
+
+    args: tuple[str, ...]
+    ops: tuple[tuple[str, str], ...]
+    opcodes: dict[str, str]
+
+
+def without_metadata(proto: bytes) -> bytes:
+    """A serialized ``HloModuleProto`` whose instructions carry empty metadata (the rest unchanged)."""
+
+    def instruction(b: bytes) -> bytes:
+        return _metadata._rewrite(b, _METADATA, lambda md: b"")
+
+    def computation(b: bytes) -> bytes:
+        return _metadata._rewrite(b, _INSTRUCTIONS, instruction)
+
+    return _metadata._rewrite(proto, _COMPUTATIONS, computation)
+
+
+def _name(loc: str) -> str:
+    m = _NAME_LOC.match(loc)
+    return m.group(1) if m else ""
+
+
+_Record = tuple[tuple[str, ...], tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
+
+
+def hlo_names_in_worker(proto: bytes) -> _Record:
+    """``(args, ops, opcodes)`` of :class:`HloNames` (``opcodes`` as pairs: the names of ``args``
+    and ``ops`` only) for a verified ``HloModuleProto``; runs in the worker.
+
+    The module is imported as the loader imported it (:func:`xlasdk.formats.untrusted.load_hlo_in_worker`:
+    an optimized module rewritten first), its metadata cleared.
+    """
+    try:
+        hm = _mlir.hlo_module_from_proto(proto)
+        opcodes = _mlir.hlo_instruction_opcodes(hm)
+        # the optimized-module rewrite reads the text without metadata: half the text, half the time
+        rewritten = _importable_hlo(_mlir.hlo_module_to_text(hm, metadata=False))
+        if rewritten is not None:
+            proto = _mlir.hlo_module_to_proto(_mlir.hlo_module_from_text(rewritten))
+        module = _mlir.parse_module(_mlir.hlo_proto_to_stablehlo(without_metadata(proto)))
+        args, ops = _mg.main_locations(module)
+    except Exception as e:
+        raise isolated.Failed("names", str(e).splitlines()[0] if str(e) else type(e).__name__) from None
+    arg_names = tuple(_name(a) for a in args)
+    op_names = tuple((n, _name(loc)) for n, loc in ops)
+    wanted = {*arg_names, *(n for _, n in op_names)}
+    return arg_names, op_names, tuple((n, c) for n, c in opcodes.items() if n in wanted)
+
+
+def hlo_names(proto: bytes) -> HloNames | None:
+    """The :class:`HloNames` of a verified ``HloModuleProto`` (one the loader's worker carried
+    through the import), read in the worker; None when the worker could not (the instruction
+    graph then keeps its own names)."""
+    k = load_cache.key("hlo_names_in_worker", "proto", proto)
+    got = load_cache.lookup(k)
+    if not _fits(got):
+        try:
+            got = isolated.request("xlasdk.formats.hlo_names:hlo_names_in_worker", proto, timeout=load_timeout(proto))
+        except (isolated.Failed, isolated.WorkerDied):
+            return None
+        if not _fits(got):
+            return None
+        load_cache.remember(k, got)
+    args, ops, opcodes = got
+    return HloNames(tuple(args), tuple(ops), dict(opcodes))
+
+
+def _fits(got: object) -> bool:
+    """Whether ``got`` has the form :func:`hlo_names_in_worker` returns."""
+    def pairs(x: object) -> bool:
+        return isinstance(x, tuple) and all(
+            isinstance(o, tuple) and len(o) == 2 and all(isinstance(v, str) for v in o) for o in x)
+
+    return (
+        isinstance(got, tuple) and len(got) == 3 and isinstance(got[0], tuple)
+        and all(isinstance(a, str) for a in got[0]) and pairs(got[1]) and pairs(got[2])
+    )
