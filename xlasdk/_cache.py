@@ -5,28 +5,7 @@ A leaf module: what it stores are bytes (the compile cache stores serialized exe
 executables is :mod:`xlasdk.runtime.cache`'s (:func:`~xlasdk.runtime.cache.compile_cached`), which
 is also the public home of the names defined here.
 
-``xs.compile(computation, cache=True)`` looks the program up here before compiling, and stores
-what it compiles. Setting the ``XLASDK_CACHE_DIR`` environment variable turns the cache on for
-every ``xs.compile`` that does not say ``cache=False``.
-
-Key
-    sha256 over the module fingerprint (sha256 of the StableHLO text given to XLA), the compile
-    options, the platform, the device kind, the device ids, the jaxlib version and the
-    ``XLA_FLAGS`` environment variable. Any change to one of them is a different entry.
-    ``xs.compile`` remembers the fingerprint of each computation's text (which never changes)
-    for as long as the computation lives, so compiling it again does not hash the text again.
-Entries
-    One file per key: a small header (name, key, sizes) and XLA's serialized executable, under a
-    sha256 checksum. Files are written under a temporary name and renamed into place
-    (``os.replace``), so concurrent writers never leave half an entry and readers never see one.
-    An entry that fails its checks (torn, truncated, flipped bits, another format) is deleted
-    and the program recompiled.
-Size
-    ``max_bytes`` (default 1 GiB, or ``XLASDK_CACHE_MAX_BYTES``): after each store the least
-    recently used entries (by modification time, refreshed on every hit) are deleted until the
-    total fits.
-
-Like any compiled code, a cache directory must be writable only by people you trust.
+What is stored, under which key, and how much: see :mod:`xlasdk.runtime.cache`.
 """
 
 from __future__ import annotations
