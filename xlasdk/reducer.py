@@ -892,7 +892,7 @@ def reduce(
     final = XlaComputation.from_hlo_text(best.text)
     return ReduceResult(
         computation=final, hlo_text=best.text, arguments=best.args, condition=cond.name,
-        instructions_before=start.size[0], instructions_after=best.size[0], steps=search.steps,
+        instructions_before=start.size[0], instructions_after=len(final.instructions()), steps=search.steps,
         candidates=search.candidates, compiles=search.compiles, cache_hits=search.cache_hits,
         unprintable=search.unprintable, invalid=search.invalid,
         wall_s=time.monotonic() - started, timed_out=timed_out, history=search.history,
