@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ._emit import emit_module
 from ._hlo_emit import Unsupported, parsable_module_name, print_hlo_module
 from ._jaxlib import mlir as _mlir
-from .builder import Computation, Graph, ModuleContext, Region
+from .builder import Computation, Graph, ModuleContext
 from .errors import CompileError, XlaSdkError
 from .ops.collectives import cross_partition_ids
 from .shape import ProgramShape, Shape
@@ -275,16 +275,6 @@ class XlaComputation(Computation):
             g = self._built()
             self._cross_partition = cross_partition_ids([] if g is None else [g.root, *g.side_effects])
         return self._cross_partition
-
-    def _region(self) -> Region:
-        """This computation as a region body (only for computations built by an XlaBuilder)."""
-        g = self._built()
-        if g is None:
-            raise XlaSdkError(
-                f"computation {self._name!r} was loaded from a file; only computations built with an "
-                "XlaBuilder can be used as sub-computations"
-            )
-        return g.region()
 
     # -- HLO ---------------------------------------------------------------------------------
     def _xla_computation(self) -> Any:

@@ -73,7 +73,8 @@ def _ops(module: Any) -> list[Any]:
     return out
 
 
-def _mesh_devices(attr_text: str) -> int:
+def mesh_devices(attr_text: str) -> int:
+    """The device count of a Shardy mesh's text (``#sdy.mesh<["x"=2, "y"=2]>``: 4)."""
     n = 1
     for size in _MESH_AXIS.findall(attr_text):
         n *= int(size)
@@ -88,7 +89,7 @@ def _facts(ops: list[Any]) -> PerPartitionFacts:
         if name == "mhlo.fusion":
             fusions += 1
         elif name == "sdy.mesh" and "mesh" in o.attributes:
-            n = _mesh_devices(str(o.attributes["mesh"]))
+            n = mesh_devices(str(o.attributes["mesh"]))
             mesh = n if mesh is None else max(mesh, n)
         attrs = o.attributes
         if "replica_groups" in attrs and "replica_group_mesh_axes" in str(attrs["replica_groups"]):

@@ -33,6 +33,7 @@ def _spmd_counts(args: argparse.Namespace, comp: Any) -> tuple[int, int]:
     """``(replicas, partitions)``: the flags, else what the module records (its HLO header's
     ``replica_count`` / ``num_partitions``, its StableHLO ``mhlo.num_replicas`` /
     ``mhlo.num_partitions``, or the device count its shardings need), else 1."""
+    from xlasdk.computation import compile_request
     from xlasdk.sharding._spmd import module_spmd_counts
 
     header = None
@@ -44,7 +45,8 @@ def _spmd_counts(args: argparse.Namespace, comp: Any) -> tuple[int, int]:
             header = None
     replicas, partitions = args.replicas, args.partitions
     if replicas is None or partitions is None:
-        found_r, found_p = module_spmd_counts(comp, header)
+        # the module text the compile hands XLA (already there: printing it again would parse a loaded module)
+        found_r, found_p = module_spmd_counts(comp, header, module_text=compile_request(comp).module_text)
         replicas = replicas if replicas is not None else found_r or 1
         partitions = partitions if partitions is not None else found_p or 1
     return replicas, partitions

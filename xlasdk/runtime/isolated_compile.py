@@ -79,7 +79,6 @@ def _optimized_dump_for_compile(module_text: str, num_replicas: int, num_partiti
 
 
 _MESH: Final = re.compile(r"#sdy\.mesh<\[([^\]]*)\]")
-_MESH_AXIS: Final = re.compile(r'"[^"]*"\s*=\s*(\d+)')
 
 
 def per_partition_devices(module_text: str) -> int | None:
@@ -89,12 +88,7 @@ def per_partition_devices(module_text: str) -> int | None:
     axes); None for any other module. The worker checks the module itself before compiling it."""
     if "replica_group_mesh_axes" not in module_text and "is_spmd_generated" not in module_text:
         return None
-    sizes = []
-    for axes in _MESH.findall(module_text):
-        n = 1
-        for size in _MESH_AXIS.findall(axes):
-            n *= int(size)
-        sizes.append(n)
+    sizes = [per_partition.mesh_devices(axes) for axes in _MESH.findall(module_text)]
     return max(sizes) if sizes and max(sizes) > 1 else None
 
 

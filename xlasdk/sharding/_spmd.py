@@ -170,7 +170,8 @@ def module_spmd_counts(
     attributes ``mhlo.num_replicas`` / ``mhlo.num_partitions`` (JAX's lowerings carry them); else
     the partition count its shardings need: the device count of its tile assignments, or its
     highest maximal device + 1 (replicated-only modules say nothing). ``module_text``: the
-    module's StableHLO text when the caller has it (else it is printed).
+    module's StableHLO text when the caller has it (``compile_request(comp).module_text``; else
+    it is printed, which parses a loaded module first).
     """
     replicas: int | None = None
     partitions: int | None = None
