@@ -795,6 +795,24 @@ def test_timeout_ends_programs_that_never_finish(tmp_path: Path) -> None:
     assert_one_line_error(err, "--timeout must be > 0 seconds")
 
 
+def test_compare_exits_1_for_a_divergence_only(tmp_path: Path) -> None:
+    """A program XLA refuses to compile, or one that does not end within --timeout, is no
+    divergence: compare says why and exits 2 (it exited 1, as for "XLA computed it wrong")."""
+    cc = tmp_path / "cc.hlo"
+    cc.write_text('HloModule cc\n\nENTRY main {\n  p = f32[4] parameter(0)\n'
+                  '  ROOT r = f32[4] custom-call(p), custom_call_target="xlasdk_no_such_target"\n}\n')
+    for against in ("reference", "cpu:0"):
+        code, out, err = cli("compare", str(cc), "--random-inputs", "--against", against)
+        assert (code, out) == (2, ""), (against, code, out, err)
+        assert_one_line_error(err, "xlasdk compare: error: ", "xlasdk_no_such_target")
+    forever = _forever(tmp_path)
+    code, out, err = cli("compare", str(forever), "--random-inputs", "--against", "cpu:0", "--timeout", "5")
+    assert (code, out) == (2, ""), (code, out, err)
+    assert_one_line_error(err, "xlasdk compare: error: ", "did not finish within 5 s (--timeout)")
+    code, out, err = cli("run", str(forever), "--random-inputs", "--timeout", "5")  # run keeps its 1
+    assert (code, out) == (1, ""), (code, out, err)
+
+
 _ABORTING = """\
 import os, sys
 import numpy as np

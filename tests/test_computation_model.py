@@ -90,3 +90,24 @@ def test_static_interface_rewrites_dynamic_shapes_as_a_graph() -> None:
 def test_compile_takes_only_computations() -> None:
     with pytest.raises(TypeError, match="expected an XlaComputation, got str"):
         xs.compile("module {}")  # type: ignore[arg-type]
+
+
+def test_partitioning_of_hlo_text_reads_the_header_counts(tmp_path: Path) -> None:
+    """XLA's HLO -> StableHLO import drops the header's num_partitions / replica_count; a loaded
+    text keeps them as JAX's module attributes (the new-user trial's sharded dump said None)."""
+    body = "\n\nENTRY main {\n  p = f32[3] parameter(0)\n  ROOT r = f32[3] add(p, p)\n}\n"
+    path = tmp_path / "m.hlo"
+    path.write_text("HloModule m, replica_count=2, num_partitions=4" + body)
+    comp = xs.load_computation(path)
+    part = comp.partitioning()
+    assert (part.num_partitions, part.num_replicas) == (4, 2)
+    assert "mhlo.num_partitions = 4 : i32" in comp.as_stablehlo_text()
+    x = np.array([1.0, -2.5, 3.0], np.float32)
+    np.testing.assert_array_equal(xs.compile(comp)(x).to_numpy(), x + x)  # one device by default still
+    # without the header, or from a proto (XLA keeps the counts in its module config, not the proto)
+    plain = xs.XlaComputation.from_hlo_text("HloModule m" + body)
+    assert (plain.partitioning().num_partitions, plain.partitioning().num_replicas) == (None, None)
+    proto = xs.XlaComputation.from_hlo_proto(comp.as_serialized_hlo_module_proto())
+    assert proto.partitioning().num_partitions is None
+    one = xs.XlaComputation.from_hlo_text("HloModule m, num_partitions=1" + body)
+    assert one.partitioning().num_partitions is None  # 1 is the default: nothing recorded

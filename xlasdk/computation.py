@@ -530,9 +530,11 @@ class XlaComputation(Computation):
         devices. Compile such a program with ``xs.CompileOptions(num_partitions=N)`` on a client
         with N devices and run it with ``exe.execute_sharded(global_arrays)``.
 
-        Read from the instruction graph (see :meth:`instructions`). HLO loaded from text or a
-        proto keeps only what XLA's HLO -> StableHLO import carries over (the number of
-        partitions of an HLO module is not among it).
+        Read from the instruction graph (see :meth:`instructions`). HLO loaded from text keeps
+        what XLA's HLO -> StableHLO import carries over, and the header's ``num_partitions=`` /
+        ``replica_count=`` (which that import drops) as the module attributes JAX writes; an
+        ``HloModuleProto`` does not hold them (they are in XLA's module config), so a proto
+        says only what its shardings say.
         """
         from .formats.graph_import import partitioning  # formats sit above (they make computations)
 

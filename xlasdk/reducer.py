@@ -99,8 +99,9 @@ class ReduceResult:
         condition needs none or none were known.
     condition: the condition, as given (``"crash"``, ``"diverge"``, ``"script: CMD"``...).
     instructions_before, instructions_after: ``len(comp.instructions())`` (parameters counted)
-        of the module given and of the result (as loaded back from its text: a splat constant
-        prints as a scalar constant and a broadcast).
+        of the module given and of the result, both as loaded back from their HLO text (a splat
+        constant prints as a scalar constant and a broadcast). When the result would count more
+        than the module given, the module given is the result.
     steps: accepted reductions; candidates: modules checked (cache hits not counted);
     compiles: XLA compiles those checks made; cache_hits: candidates met again and not rechecked;
     unprintable: candidates skipped because XLA's StableHLO -> HLO converter failed or died on
@@ -889,10 +890,19 @@ def reduce(
         except _OutOfTime:
             timed_out = True
         best = reducer.cur
+    # Both counts on the module as its HLO text loads back (the search's own measure counts the
+    # candidate before printing; XLA's printer adds constants and tuple plumbing). A result that
+    # counts more than the module given that way is not returned: the module given is.
     final = XlaComputation.from_hlo_text(best.text)
+    before = len(XlaComputation.from_hlo_text(start.text).instructions()) if best is not start else None
+    after = len(final.instructions())
+    if before is None or after > before:
+        best = start
+        final = XlaComputation.from_hlo_text(start.text) if before is not None else final
+        before = after = len(final.instructions())
     return ReduceResult(
         computation=final, hlo_text=best.text, arguments=best.args, condition=cond.name,
-        instructions_before=start.size[0], instructions_after=len(final.instructions()), steps=search.steps,
+        instructions_before=before, instructions_after=after, steps=search.steps,
         candidates=search.candidates, compiles=search.compiles, cache_hits=search.cache_hits,
         unprintable=search.unprintable, invalid=search.invalid,
         wall_s=time.monotonic() - started, timed_out=timed_out, history=search.history,

@@ -48,6 +48,7 @@ __all__ = [
     "hlo_module_to_text",
     "hlo_module_to_proto",
     "hlo_proto_to_stablehlo",
+    "set_missing_int_attributes",
     "xla_computation_from_proto",
     "module_to_text",
     "main_signature",
@@ -269,6 +270,17 @@ def module_name(module: Any) -> str | None:
     if "sym_name" not in attrs:
         return None
     return str(_ir.StringAttr(attrs["sym_name"]).value)
+
+
+def set_missing_int_attributes(module: Any, values: dict[str, int]) -> None:
+    """Give ``module`` each ``name = value : i32`` module attribute of ``values`` it does not
+    have (``mhlo.num_partitions``, as JAX's lowerings write it)."""
+    attrs = module.operation.attributes
+    with module.context, _ir.Location.unknown():
+        i32 = _ir.IntegerType.get_signless(32)
+        for name, value in values.items():
+            if name not in attrs:
+                attrs[name] = _ir.IntegerAttr.get(i32, value)
 
 
 #: A type of ``main``'s signature, read through the bindings' typed API:

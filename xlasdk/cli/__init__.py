@@ -23,7 +23,7 @@ from typing import IO, NoReturn
 
 from . import _common, _compare, _inspect, _reduce, _run, _supervisor, _system
 from ._arrays import add_input_arguments
-from ._common import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, UsageError
+from ._common import EXIT_OK, EXIT_USAGE, UsageError, failure_exit
 from ._inspect import CheckFailed
 
 __all__ = ["main", "build_parser"]
@@ -283,9 +283,9 @@ def _main(argv: Sequence[str] | None, out: IO[str], err: IO[str], own_process: b
         if isinstance(e, (UsageError, FormatError, ShapeError, DTypeError)) or unknown_device:
             code, kind = EXIT_USAGE, "error"
         elif isinstance(e, (CheckFailed, CompileError, XlaRuntimeError, XlaSdkError)):
-            code, kind = EXIT_RUNTIME, "error"
+            code, kind = failure_exit(args.command), "error"
         else:
-            code, kind = EXIT_RUNTIME, f"internal error ({type(e).__name__})"
+            code, kind = failure_exit(args.command), f"internal error ({type(e).__name__})"
         if args.debug:
             traceback.print_exception(type(e), e, e.__traceback__, file=err)
         err.write(f"xlasdk {args.command}: {kind}: {_common._error_line(e)}\n")

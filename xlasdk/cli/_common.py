@@ -17,6 +17,15 @@ EXIT_RUNTIME = 1
 EXIT_USAGE = 2
 
 
+def failure_exit(command: str | None) -> int:
+    """The exit code of ``command`` when it fails (an error, a timeout, a crash of XLA).
+
+    ``compare`` keeps exit code 1 for a divergence and nothing else, so a script never reads a
+    program that XLA refused to compile, or a device that failed, as "XLA computed it wrong": every
+    failure of ``compare`` is 2 (its message says which). The other commands: 1."""
+    return EXIT_USAGE if command == "compare" else EXIT_RUNTIME
+
+
 class UsageError(Exception):
     """A bad command line or input file (exit code 2)."""
 

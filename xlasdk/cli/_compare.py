@@ -58,8 +58,12 @@ errors, the bisections, and the program's graph, each instruction filled by its 
 reference (exact, within rounding, diverges), the one that introduces the divergence and the path
 that carries its value to the outputs marked, and the first NaN/Inf.
 
-Exit codes: 0 match, 1 divergence, 2 usage or file error, or an op the reference evaluator has
-no rule for (named)."""
+--timeout S: compiling, running and comparing (bisections included) must end within S seconds.
+The command runs in a supervised child process: an XLA abort or crash is one error line.
+
+Exit codes: 0 match; 1 divergence, and nothing else; 2 no comparison could be made: usage or file
+error, an op the reference evaluator has no rule for (named), a compile XLA refused, a device
+error, an XLA crash or --timeout (the message says which)."""
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str) -> None:
@@ -84,6 +88,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str) -> None
     s.add_argument("--excess-precision", action="store_true",
                    help="against the reference, let XLA keep bf16/f16 values in f32 between ops (its default; "
                         "the tolerances do not model it: a divergence then may be XLA being more precise)")
+    s.add_argument("--timeout", type=float, default=None, metavar="S",
+                   help="stop when compiling, running and comparing take more than S seconds, with exit code 2 "
+                        "(a While whose condition stays true never ends, on the device or in the reference)")
     s.add_argument("--json", metavar="OUT.json", default=None, help="also write the report as JSON")
     s.add_argument("--html", metavar="OUT.html", default=None,
                    help="also write the report as a self-contained HTML page (the program's graph, each "

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any, NoReturn
 
 from . import _common
-from ._common import EXIT_RUNTIME, UsageError, _ChildLink, _npz_path
+from ._common import EXIT_RUNTIME, UsageError, _ChildLink, _npz_path, failure_exit
 
 # -- supervision ------------------------------------------------------------------------------------
 # XLA reports a broken invariant by aborting the process (CHECK failures), and an execution is one
@@ -38,7 +38,7 @@ from ._common import EXIT_RUNTIME, UsageError, _ChildLink, _npz_path
 # --timeout, where it starts a fresh interpreter (forking a process that runs XLA can deadlock)
 # and copies its output into the given streams. XLASDK_CLI_SUPERVISE=0 turns forking off (to run
 # the CLI under a debugger).
-_SUPERVISED = frozenset({"devices", "inspect", "convert", "run"})
+_SUPERVISED = frozenset({"devices", "inspect", "convert", "run", "compare"})
 _STAGES: dict[str, tuple[str, str]] = {  # what the child reports it is doing -> (noun, "while ..." phrase)
     "start": ("the start", "while starting"),
     "client": ("starting the device client", "while starting the device client"),
@@ -47,8 +47,11 @@ _STAGES: dict[str, tuple[str, str]] = {  # what the child reports it is doing ->
     "running": ("the run", "while running"),
     "writing": ("writing the output", "while writing the output"),
     "checking": ("checking the written file", "while checking the written file"),
+    "comparing": ("the comparison", "while comparing"),
+    "bisecting": ("the bisection", "while bisecting"),
 }
-_TIMED_STAGES = frozenset({"compiling", "running", "checking"})  # what --timeout bounds: XLA's work
+#: what --timeout bounds: XLA's work, and compare's (its reference evaluation runs the program too)
+_TIMED_STAGES = frozenset({"compiling", "running", "checking", "comparing", "bisecting"})
 _CHILD_ENV = "XLASDK_CLI_CHILD"
 #: What a spawned child runs (``python -c``): the supervisor's entry point, with the command's.
 _SPAWN_CODE = "from xlasdk.cli import main; from xlasdk.cli._supervisor import _spawned_child; _spawned_child(main)"
@@ -410,7 +413,7 @@ def _supervise(
             assert timeout is not None
             err.write(f"xlasdk {args.command}: error: {_subject(args)}{noun} did not finish within "
                       f"{timeout:g} s (--timeout)\n")
-            return EXIT_RUNTIME
+            return failure_exit(args.command)
         quiet.seek(0)
         logged = "\n".join([*watch.held, *watch.tail]) + "\n" + quiet.read()[-65536:].decode("utf-8", "replace")
         if args.debug:
@@ -431,7 +434,7 @@ def _supervise(
             how = f"XLA ended the process {during} (exit status {rc})"
         msg = f"{how}: {fatal}" if fatal else how + ("" if args.debug else "; rerun with --debug to see XLA's log")
         err.write(f"xlasdk {args.command}: error: {_subject(args)}{' '.join(msg.split())}\n")
-        return EXIT_RUNTIME
+        return failure_exit(args.command)
 
 
 def _forward_termination(child: _Child) -> Any:

@@ -11,6 +11,7 @@ the worker has carried through every step reach XLA or MLIR in the user's proces
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -68,8 +69,27 @@ def load_hlo_in_worker(kind: str, data: str | bytes, what: str) -> tuple[bytes, 
     except Exception as e:
         raise _Failed("import", _one_line(e)) from None
     module = _parse_verified(bc, "hlo")
+    counts = _header_counts(text)
+    if counts:  # XLA's import drops them; JAX's StableHLO lowerings carry them as module attributes
+        _mlir.set_missing_int_attributes(module, counts)
     program_shape, mtext = _check_module(module, what)
     return proto, mtext, name, program_shape
+
+
+_HEADER_COUNT = re.compile(r"\b(num_partitions|replica_count)=(\d{1,9})\b")
+
+
+def _header_counts(text: str) -> dict[str, int]:
+    """``{"mhlo.num_partitions": N, "mhlo.num_replicas": R}`` from an HLO module's header line
+    (``HloModule m, ..., replica_count=2, num_partitions=4``: XLA's dumps of SPMD programs), for
+    the counts above 1 it gives."""
+    start = text.find("HloModule")
+    if start < 0:
+        return {}
+    end = text.find("\n", start)
+    names = {"num_partitions": "mhlo.num_partitions", "replica_count": "mhlo.num_replicas"}
+    return {names[k]: int(v) for k, v in _HEADER_COUNT.findall(text[start : end if end >= 0 else None])
+            if int(v) > 1}
 
 
 def parse_stablehlo_in_worker(data: str | bytes, kind: str, what: str) -> str:
