@@ -143,6 +143,14 @@ def _dict_list(attr: Any, n: int) -> list[list[tuple[str, str]]]:
 class _Reader:
     def __init__(self) -> None:
         self.ids: dict[Any, int] = {}
+        self.types: dict[str, TypeInfo] = {}  # a type's text -> its TypeInfo (a module has few types)
+
+    def type(self, t: Any) -> tuple[TypeInfo, str]:
+        text = str(t)
+        info = self.types.get(text)
+        if info is None:
+            info = self.types[text] = _type_info(t)
+        return info, text
 
     def value(self, v: Any) -> int:
         k = self.ids.get(v)
@@ -161,7 +169,7 @@ class _Reader:
         for a in block.arguments:
             k = self.value(a)
             defined.add(k)
-            args.append((k, _type_info(a.type), str(a.type), str(a.location)))
+            args.append((k, *self.type(a.type), str(a.location)))
         ops: list[OpRecord] = []
         captured: set[int] = set()
         returns: list[int] = []
@@ -183,7 +191,7 @@ class _Reader:
                 inner_caps |= caps
             rec_op = OpRecord(
                 o.name, operands, [], _attrs(o), regions, str(o.location),
-                sorted(k for k in inner_caps if k not in set(operands)),
+                sorted(inner_caps.difference(operands)) if inner_caps else [],
             )
             for k in operands:
                 if k not in defined:
@@ -192,7 +200,7 @@ class _Reader:
             for res in o.results:
                 k = self.value(res)
                 defined.add(k)
-                rec_op.results.append((k, _type_info(res.type), str(res.type)))
+                rec_op.results.append((k, *self.type(res.type)))
             ops.append(rec_op)
         else:
             raise GraphReadError(f"{where}: the block does not end in a return")

@@ -18,8 +18,10 @@ graph, which print, save, compile and run like any other.
 
 from __future__ import annotations
 
+import gc
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -105,6 +107,19 @@ def _shape(t: Any, where: str) -> Shape:
         return _shape_from_type(t)
     except ValueError as e:
         raise GraphImportError(f"{where}: {e}") from None
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Python's cycle collector off while a graph of many nodes is built (each collection would
+    scan every node made so far: two thirds of a 100,000-instruction import), back on after."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 class Instruction:
@@ -305,10 +320,18 @@ class _Importer:
         self.parts: dict[int, tuple[XlaOp, ...]] = {}
         self.order: list[tuple[XlaOp, str]] = []  # main's nodes, with their kind for names
         self.name = name
+        self.shapes: dict[str, Shape] = {}  # a type's MLIR text -> its Shape (Shapes are immutable)
+
+    def shape(self, t: Any, text: str, where: str) -> Shape:
+        """The Shape of a type (``text`` its MLIR spelling): made once per distinct type."""
+        shape = self.shapes.get(text)
+        if shape is None:
+            shape = self.shapes[text] = _shape(t, where)
+        return shape
 
     def node(self, b: XlaBuilder, rec: _mg.OpRecord, where: str) -> XlaOp:
         operands = tuple(self.values[k] for k in rec.operands)
-        shapes = [_shape(t, f"{where}: {rec.name} result") for _, t, _ in rec.results]
+        shapes = [self.shape(t, text, f"{where}: {rec.name} result") for _, t, text in rec.results]
         single = len(shapes) == 1
         shape = shapes[0] if single else Shape.tuple_shape(shapes)
         tuple_result = single and shape.is_tuple()
@@ -337,10 +360,10 @@ class _Importer:
     ) -> tuple[list[XlaOp], list[XlaOp], list[XlaOp]]:
         """``(params, results, effects)`` of a block built into ``b``."""
         params = []
-        for i, (k, t, _, loc) in enumerate(rec.args):
+        for i, (k, t, text, loc) in enumerate(rec.args):
             m = _LOC_NAME.match(loc)
             pname = m.group(1) if (m and top and loc.endswith('")')) else ""
-            shape = _shape(t, f"{where}: argument {i}")
+            shape = self.shape(t, text, f"{where}: argument {i}")
             p = b.add_imported(PARAMETER, (), shape, {}, (), Location(loc, {}, ""), (i, pname))
             self.values[k] = p
             params.append(p)
@@ -393,6 +416,11 @@ def import_graph(
         A region with several blocks, an unbounded dynamic dimension, a type XLA has no shape
         for, or ``main`` returning a tuple-typed value; the message names the op.
     """
+    with _gc_paused():
+        return _import_graph(module, name, function, hlo_names)
+
+
+def _import_graph(module: Any, name: str, function: str, hlo_names: HloNames | None) -> InstructionGraph:
     try:
         rec = _mg.read_main(module, function)
     except _mg.GraphReadError as e:
