@@ -10,30 +10,39 @@ The checks:
 * imports point down the layers (:data:`LAYERS`), except the few in :data:`UPWARD`, each
   commented where it is written;
 * no import circle among xlasdk's modules (a strongly connected component of more than one
-  module), apart from :data:`CIRCLES`, each with its reason;
+  module), none at all;
 * package faces (``__init__.py``) export their ``__all__`` and nothing else, and no module
   imports a private name from a face;
-* no module rewrites a class's ``__module__``.
+* no module rewrites a class's ``__module__``;
+* tests patch the module that defines a name (:func:`misplaced_patch`): ``monkeypatch.setattr``
+  / ``delattr``, ``mock.patch("xlasdk.a.b")`` and ``patch.object`` on a package face that
+  re-exports the name, or on a module that imported it, would not reach the code that uses it.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
 import sys
+import textwrap
+import types
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 PKG = Path(__file__).resolve().parent.parent / "xlasdk"
+TESTS = Path(__file__).resolve().parent
 
 #: Layers, lowest first: a module may import its own layer and the layers below. A module belongs
 #: to the layer of the longest prefix that names it.
 LAYERS: tuple[tuple[str, ...], ...] = (
     # leaf modules: the vocabulary every layer uses
     ("errors", "types", "_where", "_atomic", "_version", "_cache", "_mlir_attrs", "_optable", "_metadata",
-     "shape", "attrs", "sharding"),
+     "_proto", "shape", "attrs", "sharding"),
     ("_jaxlib",),  # the only code that touches jaxlib internals
     ("builder",),  # the graph: XlaOp nodes, regions, the builder
     ("ops._core",),  # argument checks and tuple plumbing every op family needs
@@ -52,16 +61,6 @@ UPWARD: dict[tuple[str, str], str] = {
     ("builder", "computation"): "XlaBuilder.build makes an XlaComputation of the graph",
     ("computation", "formats"): "XlaComputation's loaders, savers and instruction graph are the formats' code",
 }
-
-#: Import circles that stay, by their modules, with the reason.
-CIRCLES: dict[frozenset[str], str] = {
-    frozenset({"xlasdk.attrs", "xlasdk.attrs._sharding", "xlasdk.sharding", "xlasdk.sharding._hlo_sharding",
-               "xlasdk.sharding._parse"}): (
-        "an OpSharding (the proto-shaped attribute) converts to and from an HloSharding (the parsed form): each "
-        "side imports the other inside the conversion, so neither re-implements the other's parser and printer"
-    ),
-}
-
 
 def _module_name(path: Path) -> str:
     rel = path.relative_to(PKG.parent).with_suffix("")
@@ -239,11 +238,8 @@ def test_imports_point_down() -> None:
 
 
 def test_no_import_circles() -> None:
-    circles = [c for c in strongly_connected(graph()) if len(c) > 1]
-    found = {frozenset(c) for c in circles}
-    unexpected = [sorted(c) for c in found if c not in CIRCLES]
-    assert not unexpected, f"import circles: {unexpected}"
-    assert set(CIRCLES) <= found, f"CIRCLES lists circles that are gone: {set(CIRCLES) - found}"
+    circles = sorted(sorted(c) for c in strongly_connected(graph()) if len(c) > 1)
+    assert not circles, f"import circles: {circles}"
 
 
 def _all_of(tree: ast.Module) -> set[str] | None:
@@ -312,3 +308,242 @@ def test_low_layers_import_without_the_upper_ones(module: str) -> None:
     mine = layer_of(module)[0]
     above = [m for m in out if m in MODULES and layer_of(m)[0] > mine and m != "xlasdk"]
     assert not above, f"importing {module} loaded {above}"
+
+
+# -- tests patch the defining module ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Patch:
+    line: int
+    target: str  # the dotted path of the patched object (a module or a class), as the test names it
+    name: str  # the attribute patched on it
+    source: str
+
+
+def _import_bindings(node: ast.AST, package: str) -> dict[str, str]:
+    """The names bound by the imports directly in ``node``'s scope (not in nested functions), as
+    dotted paths."""
+    out: dict[str, str] = {}
+
+    def visit(n: ast.AST) -> None:
+        for ch in ast.iter_child_nodes(n):
+            if isinstance(ch, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                continue
+            if isinstance(ch, ast.Import):
+                for a in ch.names:
+                    if a.asname:
+                        out[a.asname] = a.name
+                    else:
+                        top = a.name.split(".")[0]
+                        out[top] = top
+            elif isinstance(ch, ast.ImportFrom):
+                base = ch.module or ""
+                if ch.level:
+                    parts = package.split(".")[: len(package.split(".")) - (ch.level - 1)]
+                    base = ".".join([*parts, *([ch.module] if ch.module else [])])
+                for a in ch.names:
+                    out[a.asname or a.name] = f"{base}.{a.name}"
+            visit(ch)
+
+    visit(node)
+    return out
+
+
+def _dotted(expr: ast.expr, scope: dict[str, str]) -> str | None:
+    """``a.b.c`` with ``a`` resolved through the imports in scope; None for anything else."""
+    if isinstance(expr, ast.Name):
+        return scope.get(expr.id)
+    if isinstance(expr, ast.Attribute):
+        base = _dotted(expr.value, scope)
+        return None if base is None else f"{base}.{expr.attr}"
+    return None
+
+
+def _str(expr: ast.expr | None) -> str | None:
+    return expr.value if isinstance(expr, ast.Constant) and isinstance(expr.value, str) else None
+
+
+def _is_patch(func: ast.expr) -> bool:
+    """``patch`` or ``<anything>.patch`` (``mock.patch``, ``unittest.mock.patch``)."""
+    return (isinstance(func, ast.Name) and func.id == "patch") or (isinstance(func, ast.Attribute) and
+                                                                   func.attr == "patch")
+
+
+def patch_targets(source: str, package: str = "tests") -> list[Patch]:
+    """Every patch a test file makes whose target can be read from the source: the dotted path
+    of the patched object (resolved through the file's imports, the enclosing functions' first)
+    and the name patched on it.
+
+    The forms: ``monkeypatch.setattr(obj, "name", value)`` (and ``delattr``),
+    ``monkeypatch.setattr("pkg.mod.name", value)``, ``patch("pkg.mod.name")`` (``mock.patch``,
+    as a call, a decorator or a context manager) and ``patch.object(obj, "name")``.
+    """
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    out: list[Patch] = []
+
+    def visit(node: ast.AST, scope: dict[str, str]) -> None:
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
+            scope = {**scope, **_import_bindings(node, package)}
+        if isinstance(node, ast.Call):
+            f, args = node.func, node.args
+            path: str | None = None
+            name: str | None = None
+            if isinstance(f, ast.Attribute) and f.attr in ("setattr", "delattr") and args:
+                text = _str(args[0])
+                if text is not None and (len(args) == (2 if f.attr == "setattr" else 1)):
+                    path, _, name = text.rpartition(".")
+                elif len(args) >= 2:
+                    path, name = _dotted(args[0], scope), _str(args[1])
+            elif isinstance(f, ast.Attribute) and f.attr == "object" and _is_patch(f.value) and len(args) >= 2:
+                path, name = _dotted(args[0], scope), _str(args[1])
+            elif _is_patch(f) and args and _str(args[0]) is not None:
+                path, _, name = (_str(args[0]) or "").rpartition(".")
+            if path and name:
+                out.append(Patch(node.lineno, path, name, lines[node.lineno - 1].strip()))
+        for ch in ast.iter_child_nodes(node):
+            visit(ch, scope)
+
+    visit(tree, {})
+    return out
+
+
+def _resolve_object(path: str) -> Any:
+    """The object ``path`` names: the longest importable module prefix, then attributes."""
+    parts = path.split(".")
+    for k in range(len(parts), 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:k]))
+        except ImportError:
+            continue
+        for p in parts[k:]:
+            obj = getattr(obj, p)
+        return obj
+    raise ImportError(path)
+
+
+def _assigned_in(module: types.ModuleType, name: str) -> bool:
+    """``name`` is bound at module level by something other than an import (an assignment, a
+    ``def``, a ``class``), in the module's source."""
+    try:
+        tree = ast.parse(inspect.getsource(module))
+    except (OSError, TypeError):
+        return True  # no source to read: nothing to say
+    def binds(node: ast.AST) -> bool:
+        for ch in ast.iter_child_nodes(node):
+            if isinstance(ch, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if ch.name == name:
+                    return True
+                continue
+            if isinstance(ch, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = ch.targets if isinstance(ch, ast.Assign) else [ch.target]
+                for t in targets:
+                    if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(t)):
+                        return True
+            elif not isinstance(ch, (ast.Import, ast.ImportFrom)) and binds(ch):
+                return True
+        return False
+    return binds(tree)
+
+
+def misplaced_patch(path: str, name: str) -> str | None:
+    """Why patching ``name`` on the object ``path`` names misses the code that uses it (None
+    when it does not): the object is an xlasdk module that does not define ``name`` (a face
+    re-exporting it, or a module that imported it), or an xlasdk class that inherits it.
+
+    A function's or class's home is its ``__module__``; any other value's is the module whose
+    source assigns it. A module value (``monkeypatch.setattr(mod, "os", ...)``) is the importing
+    module's own binding, and objects outside xlasdk are not checked.
+    """
+    try:
+        obj = _resolve_object(path)
+    except (ImportError, AttributeError):
+        return None  # not importable here: the test itself says so when it runs
+    if isinstance(obj, types.ModuleType):
+        if not obj.__name__.startswith("xlasdk"):
+            return None
+        if not hasattr(obj, name):
+            return None  # the patch itself fails (monkeypatch and mock.patch refuse a missing name)
+        value = inspect.unwrap(getattr(obj, name)) if callable(getattr(obj, name)) else getattr(obj, name)
+        if isinstance(value, types.ModuleType):
+            return None
+        home = getattr(value, "__module__", None) if isinstance(value, (type, types.FunctionType)) else None
+        if home is not None:
+            if home != obj.__name__:
+                return f"{name} is defined in {home}, not {obj.__name__}: patch {home}.{name}"
+            return None
+        if not _assigned_in(obj, name):
+            return f"{obj.__name__} does not assign {name} (it imports it): patch the module that defines it"
+        return None
+    if isinstance(obj, type) and obj.__module__.startswith("xlasdk"):
+        if name not in vars(obj):
+            owner = next((c for c in obj.__mro__ if name in vars(c)), None)
+            where = f"{owner.__module__}.{owner.__qualname__}" if owner else "no class"
+            return f"{obj.__qualname__} does not define {name} ({where} does): patch the class that defines it"
+    return None
+
+
+def _test_files() -> list[Path]:
+    return sorted(TESTS.rglob("*.py"))
+
+
+def test_tests_patch_the_defining_module() -> None:
+    bad = []
+    for path in _test_files():
+        rel = path.relative_to(TESTS.parent)
+        package = ".".join(rel.with_suffix("").parts[:-1])
+        for p in patch_targets(path.read_text(encoding="utf-8"), package):
+            why = misplaced_patch(p.target, p.name)
+            if why:
+                bad.append(f"{rel}:{p.line}: {why}: {p.source}")
+    assert not bad, "\n".join(bad)
+
+
+_PLANTED = textwrap.dedent('''
+    from unittest import mock
+    from unittest.mock import patch
+
+    import xlasdk.attrs as A
+    from xlasdk import ops
+    from xlasdk.ops import _core, elementwise
+    from xlasdk.sharding import _hlo_sharding
+
+
+    def test_bad(monkeypatch):
+        monkeypatch.setattr(A, "OpSharding", object)  # the face re-exports it
+        monkeypatch.setattr("xlasdk.ops.Add", None)  # the ops face re-exports it
+        monkeypatch.setattr(_hlo_sharding, "_int_list", None)  # imported from xlasdk._proto
+        monkeypatch.setattr(_core, "PRED", None)  # assigned in _core: fine
+        with mock.patch("xlasdk.ops.elementwise.Add"):  # defined there: fine
+            pass
+        with patch.object(ops, "Mul"):  # re-exported
+            pass
+
+
+    @mock.patch("xlasdk.attrs.make_replica_groups")  # re-exported by the face
+    def test_decorated(m):
+        from xlasdk.attrs import _replica_groups as rg
+        monkeypatch.setattr(rg, "make_replica_groups", None)  # defined there: fine
+        monkeypatch.setattr(rg, "_dim", None)  # imported from attrs._base
+        monkeypatch.setattr(elementwise.XlaOp, "__add__", None)  # builder.XlaOp defines it: fine
+        monkeypatch.setattr(_hlo_sharding.OpSharding, "__eq__", None)  # inherited from _ProtoLike
+        monkeypatch.setattr("xlasdk.sharding._spmd.TUPLE", None)  # a value _spmd imports from _optable
+        monkeypatch.setattr("xlasdk._optable.TUPLE", None)  # assigned there: fine
+''')
+
+
+def test_the_patch_check_catches_planted_patches() -> None:
+    found = [(p.line, p.target, p.name, misplaced_patch(p.target, p.name)) for p in patch_targets(_PLANTED)]
+    flagged = sorted((line, target, name) for line, target, name, why in found if why)
+    assert flagged == [
+        (12, "xlasdk.attrs", "OpSharding"),
+        (13, "xlasdk.ops", "Add"),
+        (14, "xlasdk.sharding._hlo_sharding", "_int_list"),
+        (18, "xlasdk.ops", "Mul"),
+        (22, "xlasdk.attrs", "make_replica_groups"),
+        (26, "xlasdk.attrs._replica_groups", "_dim"),
+        (28, "xlasdk.sharding._hlo_sharding.OpSharding", "__eq__"),
+        (29, "xlasdk.sharding._spmd", "TUPLE"),
+    ], found
+    assert len(found) == 13  # the fine ones were read too, and passed

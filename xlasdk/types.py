@@ -27,8 +27,6 @@ __all__ = [
     "DTypeLike",
 ]
 
-DTypeLike = Any  # numpy dtype, dtype-like type object, or name string.
-
 bfloat16: Final = ml_dtypes.bfloat16
 
 
@@ -68,6 +66,11 @@ class PrimitiveType(enum.IntEnum):
     OPAQUE_TYPE = 14
     TOKEN = 17
 
+
+#: What xlasdk takes as an element type: a numpy or ml_dtypes dtype (``np.dtype("float32")``,
+#: ``x.dtype``), a type object (``np.float32``, ``ml_dtypes.bfloat16``), a name (``"bfloat16"``,
+#: ``"float32"``, HLO's ``"f32"``) or a :class:`PrimitiveType`.
+DTypeLike = np.dtype[Any] | type[Any] | str | PrimitiveType
 
 _P = PrimitiveType
 
@@ -138,7 +141,7 @@ def show(value: Any) -> str:
         return f"<{type(value).__name__} object>"
 
 
-def _lookup_dtype(dtype: DTypeLike) -> PrimitiveType | None:
+def _lookup_dtype(dtype: DTypeLike | int) -> PrimitiveType | None:
     if isinstance(dtype, PrimitiveType):
         return dtype if dtype in _TABLE else None  # TUPLE, TOKEN... are not element types
     if isinstance(dtype, str):

@@ -12,10 +12,15 @@ MLIR: jaxlib's enum attribute builders abort the whole process on an unknown str
 Validation here needs no shapes (an unknown enum name, a negative or repeated dimension number,
 mismatched list lengths) and raises :class:`~xlasdk.errors.ShapeError`; checks against operand
 shapes are made by the ops.
+
+:class:`OpSharding` is defined in :mod:`xlasdk.sharding`, beside the :class:`~xlasdk.HloSharding`
+it converts to and from, and exported here too (the package depends on ``sharding``, never the
+reverse).
 """
 
 from __future__ import annotations
 
+from ..sharding._hlo_sharding import OpSharding  # defined beside HloSharding, which it converts to and from
 from ._dimension_numbers import (
     ConvDimensionNumbersLike,
     ConvolutionDimensionNumbers,
@@ -44,7 +49,7 @@ from ._padding import (
     window_padding_type_to_pad_values,
 )
 from ._precision import Precision, PrecisionConfig, ResultAccuracy
-from ._sharding import OpSharding, make_replica_groups, replica_groups_to_mlir
+from ._replica_groups import make_replica_groups, replica_groups_to_mlir
 
 __all__ = [
     "ComparisonDirection",

@@ -1,28 +1,20 @@
-"""Shared pieces of the attribute classes: validators, MLIR/HLO list printers, the proto-like base
-and the enum base."""
+"""Shared pieces of the attribute classes: validators, MLIR/HLO list printers and the enum base
+(the proto-like base and the int check are :mod:`xlasdk._proto`'s, shared with
+:class:`xlasdk.sharding.OpSharding`)."""
 
 from __future__ import annotations
 
 import enum
 import operator
 from collections.abc import Iterable, Sequence
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
+from .._proto import _int
 from ..errors import ShapeError
 
 _E = TypeVar("_E", bound="_AttrEnum")
 # --------------------------------------------------------------------------------------------
 # Small validators shared by every class.
-
-
-def _int(value: Any, what: str) -> int:
-    """``value`` as a Python int (numpy integers accepted, bools and floats refused)."""
-    if isinstance(value, bool):
-        raise ShapeError(f"{what} must be an int, got bool {value!r}")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise ShapeError(f"{what} must be an int, got {type(value).__name__} {value!r}") from None
 
 
 def _dim(value: Any, what: str) -> int:
@@ -71,27 +63,6 @@ def _mlir_float(x: float) -> str:
     if "." not in mant:
         mant += ".0"
     return mant + sep + exp
-
-
-class _ProtoLike:
-    """Shared ``__repr__`` / ``__eq__`` of the proto-like classes, driven by ``_FIELDS``."""
-
-    _FIELDS: ClassVar[tuple[str, ...]] = ()
-    __hash__ = None  # type: ignore[assignment]  # mutable, like a proto message
-
-    def _values(self) -> tuple[Any, ...]:
-        return tuple(
-            list(v) if isinstance(v, (list, tuple)) else v for v in (getattr(self, f) for f in self._FIELDS)
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{f}={v!r}" for f, v in zip(self._FIELDS, self._values(), strict=True))
-        return f"{type(self).__name__}({args})"
 
 
 # --------------------------------------------------------------------------------------------

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
+from .._proto import _ProtoLike
 from ..errors import ShapeError
-from ._base import _dim, _dims, _disjoint, _hlo_list, _mlir_list, _ProtoLike, _same_len
+from ._base import _dim, _dims, _disjoint, _hlo_list, _mlir_list, _same_len
 
 # --------------------------------------------------------------------------------------------
 # Dot.

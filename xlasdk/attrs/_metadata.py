@@ -7,8 +7,9 @@ import sys
 from typing import Any
 
 from .._metadata import FIELDS, INT_FIELDS, location
+from .._proto import _ProtoLike
 from ..errors import ShapeError
-from ._base import _dim, _ProtoLike
+from ._base import _dim
 
 # --------------------------------------------------------------------------------------------
 # Metadata.

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
 
+from .._proto import _int, _int_list, _ProtoLike
 from ..errors import ShapeError
-from ._base import _dim, _int, _ProtoLike
+from ._base import _dim
 from ._enums import PaddingType
 
 # --------------------------------------------------------------------------------------------
@@ -138,16 +138,6 @@ def make_padding_config(padding_config: PaddingConfig | Iterable[Sequence[int]])
     return PaddingConfig(dims)
 
 
-def _spatial_ints(values: Any, what: str, minimum: int) -> list[int]:
-    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise ShapeError(f"{what} must be a sequence of ints, got {values!r}")
-    out = [_int(v, f"{what}[{i}]") for i, v in enumerate(values)]
-    for i, v in enumerate(out):
-        if v < minimum:
-            raise ShapeError(f"{what}[{i}] must be >= {minimum}, got {v}")
-    return out
-
-
 def window_padding_type_to_pad_values(
     padding_type: PaddingType | str,
     lhs_dims: Sequence[int],
@@ -177,9 +167,9 @@ def window_padding_type_to_pad_values(
         On an unknown padding type, sequences of different lengths, negative sizes or strides < 1.
     """
     kind = PaddingType.parse(padding_type)
-    ins = _spatial_ints(lhs_dims, "lhs_dims", 0)
-    windows = _spatial_ints(rhs_dims, "rhs_dims", 0)
-    strides = _spatial_ints(window_strides, "window_strides", 1)
+    ins = _int_list(lhs_dims, "lhs_dims", 0)
+    windows = _int_list(rhs_dims, "rhs_dims", 0)
+    strides = _int_list(window_strides, "window_strides", 1)
     if not len(ins) == len(windows) == len(strides):
         raise ShapeError(
             f"lhs_dims {ins}, rhs_dims {windows} and window_strides {strides} must have the same length"

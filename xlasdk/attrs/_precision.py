@@ -6,8 +6,9 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from .._proto import _ProtoLike
 from ..errors import ShapeError
-from ._base import _AttrEnum, _dim, _mlir_float, _ProtoLike
+from ._base import _AttrEnum, _dim, _mlir_float
 
 # --------------------------------------------------------------------------------------------
 # Precision and result accuracy.

@@ -12,14 +12,14 @@ from __future__ import annotations
 import inspect
 import operator
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 import numpy as np
 
 from .._optable import GET_TUPLE_ELEMENT, TUPLE
 from ..builder import Computation, Region, XlaBuilder, XlaOp, where
 from ..errors import DTypeError, ShapeError, XlaSdkError
-from ..shape import _WIDTH, MAX_ARRAY_BYTES, Shape, array_size_problem
+from ..shape import _WIDTH, MAX_ARRAY_BYTES, Layout, Shape, array_size_problem
 from ..types import COMPLEX, FLOATS, INTS, PrimitiveType, show
 
 __all__ = [
@@ -46,6 +46,11 @@ __all__ = [
     "array_shape",
     "subcomputation",
     "ComputationLike",
+    "ChannelHandleLike",
+    "ChannelIdLike",
+    "LayoutLike",
+    "LiteralLike",
+    "ConditionalArgument",
     "is_computation_like",
     "computation_region",
     "built_by",
@@ -350,6 +355,35 @@ def tuple_element(op: XlaOp, index: int) -> XlaOp:
 #: :class:`~xlasdk.builder.Computation` (an ``XlaComputation``) or a Python callable of XlaOps
 #: returning an XlaOp or a tuple/list of them.
 ComputationLike = Computation | Callable[..., Any]
+
+
+# -- the other forms op arguments take (named, so signatures say what goes in) --------------------
+
+
+class ChannelHandleLike(Protocol):
+    """A channel handle: anything with an int ``handle`` (``xla_client.ChannelHandle``, the
+    former API's ``ChannelHandle`` proto, :class:`xlasdk.ops.collectives.ChannelHandle`)."""
+
+    @property
+    def handle(self) -> int: ...
+
+
+#: A collective's ``channel_id``: an int >= 1 or a channel handle.
+ChannelIdLike = int | np.integer[Any] | ChannelHandleLike
+
+#: A result layout the collectives accept (the default row-major one only): a
+#: :class:`~xlasdk.Shape` with its layout, a :class:`~xlasdk.Layout`, or the minor_to_major
+#: dimension numbers.
+LayoutLike = Shape | Layout | Sequence[int]
+
+#: A constant's value: a numpy array or scalar of any XLA dtype, a Python scalar (``bool``,
+#: ``int``, ``float``, ``complex``) or a nested list of numbers (``ConstantLiteral`` makes a tuple
+#: of a Python tuple).
+LiteralLike = np.ndarray[Any, Any] | np.generic | bool | int | float | complex | Sequence[Any]
+
+#: One argument of ``Conditional``'s two forms: an operand or a predicate/index (an XlaOp), a
+#: branch (:data:`ComputationLike`), or a list of operands or branches.
+ConditionalArgument = XlaOp | ComputationLike | Sequence[XlaOp] | Sequence[ComputationLike]
 
 
 def is_computation_like(value: Any) -> bool:

@@ -30,7 +30,9 @@ from ..shape import Layout, Shape
 from ..types import PrimitiveType
 from ._core import (
     MAX_PARTICIPANTS,
+    ChannelIdLike,
     ComputationLike,
+    LayoutLike,
     array_shape,
     dtype_error,
     int_arg,
@@ -343,7 +345,7 @@ def AllReduce(
     operand: XlaOp,
     computation: ComputationLike,
     replica_groups: Sequence[Sequence[int]] | None = None,
-    channel_id: Any = None,
+    channel_id: ChannelIdLike | None = None,
     shape_with_layout: Shape | None = None,
     use_global_device_ids: bool | None = None,
 ) -> XlaOp:
@@ -428,7 +430,7 @@ def AllGather(
     all_gather_dimension: int,
     shard_count: int,
     replica_groups: Sequence[Sequence[int]] | None = None,
-    channel_id: Any = None,
+    channel_id: ChannelIdLike | None = None,
     shape_with_layout: Shape | None = None,
     use_global_device_ids: bool | None = None,
 ) -> XlaOp:
@@ -479,8 +481,8 @@ def ReduceScatter(
     scatter_dimension: int,
     shard_count: int,
     replica_groups: Sequence[Sequence[int]] | None = None,
-    channel_id: Any = None,
-    layout: Any = None,
+    channel_id: ChannelIdLike | None = None,
+    layout: LayoutLike | None = None,
     use_global_device_ids: bool | None = None,
 ) -> XlaOp:
     """Reduce ``operand`` across each group like :func:`AllReduce`, then split the result into
@@ -529,8 +531,8 @@ def AllToAll(
     concat_dimension: int,
     split_count: int,
     replica_groups: Sequence[Sequence[int]] | None = None,
-    layout: Any = None,
-    channel_id: Any = None,
+    layout: LayoutLike | None = None,
+    channel_id: ChannelIdLike | None = None,
 ) -> XlaOp:
     """Split ``operand`` into ``split_count`` blocks along ``split_dimension``, send block ``i``
     to member ``i`` of the group, and concatenate the received blocks along
@@ -580,7 +582,7 @@ def AllToAll(
 
 
 def CollectivePermute(
-    operand: XlaOp, source_target_pairs: Sequence[tuple[int, int]], channel_id: Any = None
+    operand: XlaOp, source_target_pairs: Sequence[tuple[int, int]], channel_id: ChannelIdLike | None = None
 ) -> XlaOp:
     """Send ``operand`` from each source replica to its target replica
     (XLA ``CollectivePermute``; ``stablehlo.collective_permute``).

@@ -13,6 +13,7 @@ from ..shape import Shape
 from ..types import PrimitiveType
 from ._core import (
     ComputationLike,
+    ConditionalArgument,
     any_operand,
     built_by,
     dtype_error,
@@ -209,7 +210,7 @@ def Conditional(
 ) -> XlaOp: ...
 
 
-def Conditional(*args: Any, **kwargs: Any) -> XlaOp:
+def Conditional(*args: ConditionalArgument, **kwargs: ConditionalArgument) -> XlaOp:
     """Run one of several computations, chosen at run time (XLA ``Conditional``).
 
     Two forms, as in the former API:

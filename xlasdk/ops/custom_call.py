@@ -19,7 +19,7 @@ from .._optable import define
 from ..builder import XlaBuilder, XlaOp
 from ..shape import Shape
 from ..types import PrimitiveType, dtype_to_etype, mlir_element_type
-from ._core import any_operand, bool_arg, dtype_error, is_index, shape_error, show
+from ._core import LiteralLike, any_operand, bool_arg, dtype_error, is_index, shape_error, show
 
 __all__ = [
     "CustomCall",
@@ -558,7 +558,7 @@ def CustomCallWithAliasing(
     opaque: bytes | str = b"",
     has_side_effect: bool = False,
     output_operand_aliasing: Sequence[tuple[Sequence[int], tuple[int, Sequence[int]]]] = (),
-    literal: Any = None,
+    literal: LiteralLike | None = None,
     schedule: CustomCallSchedule | int | None = None,
     api_version: CustomCallApiVersion | int | str = CustomCallApiVersion.API_VERSION_ORIGINAL,
     backend_config: bytes | str | Mapping[str, Any] | None = None,

@@ -281,7 +281,7 @@ def _result_accuracy(u: UnaryOp, result_accuracy: Any) -> dict[str, Any]:
 
 
 def _unary(u: UnaryOp) -> UnaryFn:
-    def op(operand: XlaOp, result_accuracy: Any = None) -> XlaOp:
+    def op(operand: XlaOp, result_accuracy: ResultAccuracy | None = None) -> XlaOp:
         x = _operand(u.name, "operand", operand)
         shape = unary_shape(u.name, x.shape)
         et = x.shape.element_type()
@@ -620,7 +620,7 @@ def binary_result_shape(name: str, operand: Shape) -> Shape:
 
 
 def _binary(bo: BinaryOp) -> BinaryFn:
-    def op(lhs: Any, rhs: Any, broadcast_dimensions: Sequence[int] | None = None) -> XlaOp:
+    def op(lhs: XlaOp | Scalar, rhs: XlaOp | Scalar, broadcast_dimensions: Sequence[int] | None = None) -> XlaOp:
         x, y, et = binary_operands(bo.name, lhs, rhs, broadcast_dimensions, bo.allowed)
         if et in bo.lower_for:
             assert bo.lower is not None
@@ -751,7 +751,7 @@ def Compare(
 
 
 def _comparison(direction: str) -> BinaryFn:
-    def op(lhs: Any, rhs: Any, broadcast_dimensions: Sequence[int] | None = None) -> XlaOp:
+    def op(lhs: XlaOp | Scalar, rhs: XlaOp | Scalar, broadcast_dimensions: Sequence[int] | None = None) -> XlaOp:
         return Compare(lhs, rhs, direction, None, broadcast_dimensions)
 
     op.__name__ = op.__qualname__ = direction.capitalize()

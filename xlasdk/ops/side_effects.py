@@ -21,7 +21,7 @@ from ..builder import XlaBuilder, XlaOp, where
 from ..errors import XlaSdkError
 from ..shape import Shape
 from ..types import PrimitiveType
-from ._core import any_operand, dtype_error, shape_error, token_operand, tuple_element, tuple_node
+from ._core import ChannelIdLike, any_operand, dtype_error, shape_error, token_operand, tuple_element, tuple_node
 from .custom_call import shape_arg
 
 __all__ = [
@@ -138,7 +138,7 @@ _NO_HOST_TRANSFER = (
 )
 
 
-def SendToHost(operand: XlaOp, token: XlaOp, shape_with_layout: Shape, handle: Any) -> XlaOp:
+def SendToHost(operand: XlaOp, token: XlaOp, shape_with_layout: Shape, handle: ChannelIdLike) -> XlaOp:
     """Send ``operand`` to the host (the former ``xla_client.ops.SendToHost``; XLA ``Send`` with
     ``is_host_transfer``, ``stablehlo.send``). Not available: see Raises.
 
@@ -163,7 +163,7 @@ def SendToHost(operand: XlaOp, token: XlaOp, shape_with_layout: Shape, handle: A
     raise XlaSdkError(f"SendToHost: {_NO_HOST_TRANSFER}{where()}")
 
 
-def RecvFromHost(token: XlaOp, shape: Shape, handle: Any) -> XlaOp:
+def RecvFromHost(token: XlaOp, shape: Shape, handle: ChannelIdLike) -> XlaOp:
     """Receive a value of ``shape`` from the host (the former ``xla_client.ops.RecvFromHost``;
     XLA ``Recv`` with ``is_host_transfer``, ``stablehlo.recv``). Not available: see Raises.
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -108,12 +108,33 @@ def sort_shape(op: str, operands: Sequence[Shape], dimension: int) -> Shape:
 SORT = define("stablehlo.sort", "sort", hlo_form=HloForm.REGION, hlo_attrs=_sort_hlo, rule=sort_shape)
 
 
+@overload
 def Sort(
     builder: XlaBuilder,
     operands: XlaOp | Sequence[XlaOp],
-    dimension: Any = -1,
-    is_stable: Any = False,
-    comparator: Any = None,
+    dimension: int = -1,
+    is_stable: bool = False,
+    comparator: ComputationLike | None = None,
+) -> XlaOp: ...
+
+
+@overload
+def Sort(
+    builder: XlaBuilder,
+    operands: XlaOp | Sequence[XlaOp],
+    comparator: ComputationLike,
+    dimension: int = -1,
+    is_stable: bool = False,
+    /,
+) -> XlaOp: ...  # the former xla_client order
+
+
+def Sort(
+    builder: XlaBuilder,
+    operands: XlaOp | Sequence[XlaOp],
+    dimension: int | ComputationLike = -1,  # the comparator, in the former order
+    is_stable: bool | int = False,  # the dimension, in the former order
+    comparator: ComputationLike | bool | None = None,  # is_stable, in the former order
 ) -> XlaOp:
     """Sort arrays along one dimension, together, by a comparator (XLA ``Sort``; ``stablehlo.sort``).
 
@@ -153,22 +174,22 @@ def Sort(
     op = "Sort"
     if not isinstance(builder, XlaBuilder):
         dtype_error(op, f"first argument must be an XlaBuilder, got {type(builder).__name__}")
-    if is_computation_like(dimension):  # former order: (builder, operands, comparator, dimension, is_stable)
-        dimension, is_stable, comparator = (
-            is_stable if _is_int(is_stable) else -1,
-            comparator if comparator is not None else False,
-            dimension,
-        )
+    # checked below, whatever the caller passed: the types above are what the forms accept
+    dim: Any = dimension
+    stable: Any = is_stable
+    comp: Any = comparator
+    if is_computation_like(dim):  # former order: (builder, operands, comparator, dimension, is_stable)
+        dim, stable, comp = (stable if _is_int(stable) else -1, comp if comp is not None else False, dim)
     xs = as_op_list(op, "operands", operands, builder)
-    if not _is_int(dimension):
-        dtype_error(op, f"dimension must be an int, got {show(dimension)}")
-    d = int(dimension)
+    if not _is_int(dim):
+        dtype_error(op, f"dimension must be an int, got {show(dim)}")
+    d = int(dim)
     shape = sort_shape(op, [x.shape for x in xs], d)
     d %= len(xs[0].shape.dimensions())
-    if not isinstance(is_stable, (bool, np.bool_)):
-        dtype_error(op, f"is_stable must be a bool, got {show(is_stable)}")
-    region = _comparator_region(op, default_comparator if comparator is None else comparator, xs, builder)
-    return builder.add_op(SORT, tuple(xs), shape, {"dimension": d, "is_stable": bool(is_stable)}, (region,))
+    if not isinstance(stable, (bool, np.bool_)):
+        dtype_error(op, f"is_stable must be a bool, got {show(stable)}")
+    region = _comparator_region(op, default_comparator if comp is None else comp, xs, builder)
+    return builder.add_op(SORT, tuple(xs), shape, {"dimension": d, "is_stable": bool(stable)}, (region,))
 
 
 def top_k_shape(op: str, operand: Shape, k: int) -> Shape:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import ml_dtypes
@@ -12,8 +13,8 @@ from .._optable import HloForm, define
 from ..builder import XlaBuilder, XlaOp
 from ..errors import DTypeError
 from ..shape import Shape
-from ..types import PrimitiveType, canonical_dtype, dtype_to_etype
-from ._core import MAX_PARAMETER_NUMBER, array_shape, dtype_error, int_arg, shape_error, show
+from ..types import DTypeLike, PrimitiveType, canonical_dtype, dtype_to_etype
+from ._core import MAX_PARAMETER_NUMBER, LiteralLike, array_shape, dtype_error, int_arg, shape_error, show
 
 __all__ = ["Constant", "ConstantLiteral", "Iota", "Parameter"]
 
@@ -25,7 +26,8 @@ def _check_builder(op: str, builder: Any) -> XlaBuilder:
 
 
 def Parameter(
-    builder: XlaBuilder, parameter_number: int, shape: Shape, name: str = "", replicated_at_leaf_buffers: Any = None
+    builder: XlaBuilder, parameter_number: int, shape: Shape, name: str = "",
+    replicated_at_leaf_buffers: Sequence[bool] | None = None,
 ) -> XlaOp:
     """Declare input ``parameter_number`` of the computation, of shape ``shape``.
 
@@ -147,7 +149,7 @@ def iota_shape(op: str, shape: Shape, iota_dimension: int) -> Shape:
 IOTA = define("stablehlo.iota", "iota", hlo_attrs=_iota_hlo, rule=iota_shape)
 
 
-def Constant(builder: XlaBuilder, value: Any) -> XlaOp:
+def Constant(builder: XlaBuilder, value: LiteralLike) -> XlaOp:
     """A constant array.
 
     Parameters
@@ -169,7 +171,7 @@ def Constant(builder: XlaBuilder, value: Any) -> XlaOp:
     return _constant(b, arr, constant_shape("Constant", arr.dtype, tuple(int(d) for d in arr.shape)))
 
 
-def ConstantLiteral(builder: XlaBuilder, literal: Any) -> XlaOp:
+def ConstantLiteral(builder: XlaBuilder, literal: LiteralLike) -> XlaOp:
     """Same as :func:`Constant` (the former API's name for literals); tuples give a Tuple."""
     if isinstance(literal, tuple):
         from .control import Tuple
@@ -212,12 +214,12 @@ def constant_like(op: str, value: Any, like: XlaOp, *, scalar: bool = False) -> 
 
 def Iota(
     builder: XlaBuilder,
-    shape_or_dtype: Any = None,
+    shape_or_dtype: Shape | DTypeLike | None = None,
     size_or_dimension: int | None = None,
     iota_dimension: int | None = None,
     *,
     shape: Shape | None = None,
-    type: Any = None,  # noqa: A002 - the former keyword name
+    type: DTypeLike | None = None,  # noqa: A002 - the former keyword name
     size: int | None = None,
 ) -> XlaOp:
     """Values ``0, 1, 2, ...`` along one dimension.

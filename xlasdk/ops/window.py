@@ -329,7 +329,7 @@ def ReduceWindow(
 def ReduceWindowWithGeneralPadding(
     operand: XlaOp | Sequence[XlaOp] | None = None,
     init_value: XlaOp | Sequence[XlaOp] | None = None,
-    computation: Any = None,
+    computation: ComputationLike | None = None,
     window_dimensions: Sequence[int] | None = None,
     window_strides: Sequence[int] | None = None,
     base_dilations: Sequence[int] | None = None,

@@ -22,10 +22,12 @@ Shardings are values: parsed and built ones compare equal when they place every 
 same devices (``{devices=[4]<=[4]}`` equals ``{devices=[4]0,1,2,3}``), and hash alike.
 
 xlasdk writes and reads shardings in this (GSPMD) notation, and XLA partitions programs with its
-Shardy partitioner: see :class:`HloSharding` for why.
+Shardy partitioner: see :class:`HloSharding` for why. :class:`OpSharding` is the same sharding in
+XLA's proto fields (``HloSharding.of(op)``, ``sharding.to_op_sharding()``); :mod:`xlasdk.attrs`
+exports it too.
 """
 from __future__ import annotations
 
-from ._hlo_sharding import HloSharding, ShardingLike
+from ._hlo_sharding import HloSharding, OpSharding, ShardingLike
 
-__all__ = ["HloSharding", "ShardingLike"]
+__all__ = ["HloSharding", "OpSharding", "ShardingLike"]

@@ -1,22 +1,146 @@
 """The :class:`HloSharding` value: constructors, properties, printing, equality and the
-checks against devices and shapes (see :mod:`xlasdk.sharding` for the notation)."""
+checks against devices and shapes (see :mod:`xlasdk.sharding` for the notation); and
+:class:`OpSharding`, the same sharding in XLA's proto fields, which converts to and from it."""
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from ..attrs._sharding import OpSharding, _sharding_type
+from .._proto import _int_list, _ProtoLike
 from ..errors import DTypeError, ShapeError
 from ._fields import _MAX_DEVICES, _SIMPLE, _SUBGROUP_ORDER, _are, _dims_of, _int, _ints, _shape_text, _subgroup_kinds
+from ._parse import ParsedSharding, parse_sharding
 
 if TYPE_CHECKING:
     from ..shape import Shape
 
-ShardingLike = Any  # HloSharding | OpSharding | str: see HloSharding.of
+# --------------------------------------------------------------------------------------------
+# OpSharding: XLA's proto fields (exported by xlasdk.attrs too).
+
+
+class _ShardingType(enum.Enum):
+    """Kind of an ``OpSharding`` (XLA ``OpSharding.Type``)."""
+
+    REPLICATED = 0
+    MAXIMAL = 1
+    TUPLE = 2
+    OTHER = 3
+    MANUAL = 4
+    UNKNOWN = 5
+    UNREDUCED = 6
+
+
+_ShardingType.__name__, _ShardingType.__qualname__ = "Type", "OpSharding.Type"
+
+
+class OpSharding(_ProtoLike):
+    """How an op's value is split over devices (XLA's ``OpSharding`` proto).
+
+    Attributes
+    ----------
+    type : OpSharding.Type
+        ``REPLICATED`` (every device holds all), ``MAXIMAL`` (one device, the first of
+        ``tile_assignment_devices``), ``TUPLE`` (``tuple_shardings`` per element), ``OTHER``
+        (tiled by ``tile_assignment_dimensions`` over ``tile_assignment_devices``), ``MANUAL``,
+        ``UNKNOWN``, ``UNREDUCED``.
+    tile_assignment_dimensions : list of int
+        Number of tiles along each dimension (plus trailing subgroup dimensions if
+        ``replicate_on_last_tile_dim`` or ``last_tile_dims``).
+    tile_assignment_devices : list of int
+        Device ids, row-major over ``tile_assignment_dimensions`` (empty with an iota).
+    tuple_shardings : list of OpSharding
+        Per-element shardings of a tuple.
+    replicate_on_last_tile_dim : bool
+        The last tile dimension replicates instead of splitting.
+    last_tile_dims : list of OpSharding.Type
+        Kinds of the trailing subgroup dimensions (``REPLICATED``, ``MANUAL``, ``UNREDUCED``).
+    iota_reshape_dims, iota_transpose_perm : list of int
+        The devices as an iota: ``arange(n).reshape(iota_reshape_dims).transpose(iota_transpose_perm)``.
+
+    ``to_hlo_string()`` gives XLA's sharding text (``{devices=[2,1]0,1}``), which is what the
+    ``mhlo.sharding`` attribute holds in StableHLO; :class:`xlasdk.HloSharding` parses that text
+    (``xs.HloSharding.parse(text).to_op_sharding()``).
+    """
+
+    Type = _ShardingType
+    _FIELDS = (
+        "type",
+        "tile_assignment_dimensions",
+        "tile_assignment_devices",
+        "tuple_shardings",
+        "replicate_on_last_tile_dim",
+        "last_tile_dims",
+        "iota_reshape_dims",
+        "iota_transpose_perm",
+    )
+
+    def __init__(
+        self,
+        type: _ShardingType | str = _ShardingType.REPLICATED,
+        tile_assignment_dimensions: Iterable[int] = (),
+        tile_assignment_devices: Iterable[int] = (),
+        tuple_shardings: Iterable[OpSharding] = (),
+        replicate_on_last_tile_dim: bool = False,
+        last_tile_dims: Iterable[_ShardingType | str] = (),
+        iota_reshape_dims: Iterable[int] = (),
+        iota_transpose_perm: Iterable[int] = (),
+    ):
+        self.type: Any = _sharding_type(type)
+        self.tile_assignment_dimensions = _int_list(
+            tile_assignment_dimensions, "tile_assignment_dimensions", 1
+        )
+        self.tile_assignment_devices = _int_list(tile_assignment_devices, "tile_assignment_devices", 0)
+        self.tuple_shardings: list[OpSharding] = list(tuple_shardings)
+        self.replicate_on_last_tile_dim = bool(replicate_on_last_tile_dim)
+        self.last_tile_dims: list[Any] = [_sharding_type(t) for t in last_tile_dims]
+        self.iota_reshape_dims = _int_list(iota_reshape_dims, "iota_reshape_dims", 1)
+        self.iota_transpose_perm = _int_list(iota_transpose_perm, "iota_transpose_perm", 0)
+
+    def to_hlo_string(self) -> str:
+        """XLA's sharding text: ``{replicated}``, ``{maximal device=0}``, ``{devices=[2,1]0,1}``,
+        ``{manual}`` or ``{{...}, {...}}`` for a tuple.
+
+        Raises
+        ------
+        ShapeError
+            If the fields do not describe a valid sharding of their type.
+        """
+        return HloSharding.from_op_sharding(self).to_hlo()
+
+    def to_mlir(self) -> str:
+        """The ``mhlo.sharding`` string attribute: ``"{devices=[2,1]0,1}"``."""
+        return HloSharding.from_op_sharding(self).to_mlir()
+
+    def __str__(self) -> str:
+        try:
+            return self.to_hlo_string()
+        except ShapeError:
+            return repr(self)
+
+
+def _sharding_type(value: Any) -> _ShardingType:
+    if isinstance(value, _ShardingType):
+        return value
+    names = ", ".join(_ShardingType.__members__)
+    if isinstance(value, str) and value.strip().upper() in _ShardingType.__members__:
+        return _ShardingType[value.strip().upper()]
+    if isinstance(value, int) and not isinstance(value, bool):
+        for m in _ShardingType:
+            if m.value == value:
+                return m
+    raise ShapeError(f"unknown OpSharding.Type {value!r}; expected one of {names}")
+
+
+
+# --------------------------------------------------------------------------------------------
+# HloSharding: the parsed form.
+
+
 
 
 class HloSharding:
@@ -255,15 +379,25 @@ class HloSharding:
         if not isinstance(text, str):
             raise DTypeError(f"HloSharding.parse: expected a str, got {type(text).__name__}")
         try:
-            from ._parse import _Parser
-
-            return _Parser(text).parse()
+            return cls._from_parsed(parse_sharding(text))
         except ShapeError as e:
             msg = str(e)
             if msg.startswith("HloSharding.parse"):
                 raise
             shown = text if len(text) <= 200 else text[:200] + "..."
             raise ShapeError(f"HloSharding.parse: {msg.removeprefix('HloSharding: ')} in {shown!r}") from None
+
+    @classmethod
+    def _from_parsed(cls, p: ParsedSharding) -> HloSharding:
+        if p.kind == "tuple":
+            return cls.tuple_sharding([cls._from_parsed(e) for e in p.elements])
+        if p.kind == "maximal":
+            return cls.maximal(p.device)
+        if p.kind == "tiled":
+            if p.iota is not None:
+                return _tiled(p.dims, None, p.iota[0], p.iota[1], p.subgroups, p.shard_group)
+            return _tiled(p.dims, p.devices, None, None, p.subgroups, p.shard_group)
+        return _SIMPLE_SHARDINGS[p.kind]
 
     @classmethod
     def from_op_sharding(cls, op: OpSharding) -> HloSharding:
@@ -278,7 +412,7 @@ class HloSharding:
             raise DTypeError(f"HloSharding.from_op_sharding: expected an xs.OpSharding, got {type(op).__name__}")
         kind = _sharding_type(op.type).name.lower()
         if kind in _SIMPLE:
-            return {"replicated": _REPLICATED, "manual": _MANUAL, "unknown": _UNKNOWN, "unreduced": _UNREDUCED}[kind]
+            return _SIMPLE_SHARDINGS[kind]
         devices = _ints(op.tile_assignment_devices, "OpSharding.tile_assignment_devices", 0)
         if kind == "maximal":
             if not devices:
@@ -757,3 +891,10 @@ _REPLICATED: Final = HloSharding._new("replicated")
 _MANUAL: Final = HloSharding._new("manual")
 _UNKNOWN: Final = HloSharding._new("unknown")
 _UNREDUCED: Final = HloSharding._new("unreduced")
+_SIMPLE_SHARDINGS: Final = {"replicated": _REPLICATED, "manual": _MANUAL, "unknown": _UNKNOWN,
+                             "unreduced": _UNREDUCED}
+
+
+#: What xlasdk takes wherever a sharding goes (see :meth:`HloSharding.of`): an HloSharding, an
+#: ``xs.OpSharding`` or XLA's notation as a string (``"{devices=[2,1]0,1}"``).
+ShardingLike = HloSharding | OpSharding | str

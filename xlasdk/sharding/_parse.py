@@ -1,15 +1,43 @@
-"""The parser of XLA's sharding notation (``HloSharding.parse``)."""
+"""The parser of XLA's sharding notation (``HloSharding.parse``).
+
+It reads the text into a :class:`ParsedSharding`, the notation's fields as written, and knows
+nothing of :class:`~xlasdk.sharding.HloSharding`, which builds (and checks) the sharding from
+them: the parser sits below the value it parses.
+"""
 
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import Final, NamedTuple
 
 from ..errors import ShapeError
 from ._fields import _SIMPLE, _SUBGROUP_ORDER, _subgroup_kinds
-from ._hlo_sharding import _MANUAL, _REPLICATED, _UNKNOWN, _UNREDUCED, HloSharding, _tiled
 
 _TOKEN_RE: Final = re.compile(r'\s*(?:(<=)|([{}\[\](),=])|(-?\d+)|([A-Za-z_][A-Za-z0-9_.\-]*)|("(?:[^"\\]|\\.)*"))')
+
+
+class ParsedSharding(NamedTuple):
+    """One sharding as the text wrote it, not yet checked."""
+
+    kind: str  # "replicated", "manual", "unknown", "unreduced", "maximal", "tiled" or "tuple"
+    device: int = -1  # maximal
+    dims: tuple[int, ...] = ()  # tiled: the tile assignment dimensions
+    devices: tuple[int, ...] | None = None  # tiled: the device list, or None with an iota
+    iota: tuple[tuple[int, ...], tuple[int, ...]] | None = None  # tiled: (reshape dims, transpose perm)
+    subgroups: tuple[str, ...] = ()  # tiled: the kinds of the trailing subgroup dimensions
+    shard_group: tuple[str, int] | None = None  # tiled: ("as" or "like", group id)
+    elements: tuple[ParsedSharding, ...] = ()  # tuple
+
+
+def parse_sharding(text: str) -> ParsedSharding:
+    """The fields of ``text`` in XLA's sharding notation.
+
+    Raises
+    ------
+    ShapeError
+        For text that is not a sharding, naming the column and what was expected.
+    """
+    return _Parser(text).parse()
 
 
 class _Parser:
@@ -78,7 +106,7 @@ class _Parser:
         self._expect(close)
         return tuple(out)
 
-    def parse(self) -> HloSharding:
+    def parse(self) -> ParsedSharding:
         if not self.toks:
             raise self._error_at(0, "expected a sharding, got empty text")
         s = self._sharding(top=True)
@@ -86,11 +114,11 @@ class _Parser:
             raise self._error(f"unexpected {self._peek()!r} after the sharding")
         return s
 
-    def _sharding(self, top: bool) -> HloSharding:
+    def _sharding(self, top: bool) -> ParsedSharding:
         self._expect("{")
         if self._peek() == "}":
             self.i += 1
-            return HloSharding.tuple_sharding([]) if top else self._fail_empty()
+            return ParsedSharding("tuple") if top else self._fail_empty()
         if self._peek() == "{":
             if not top:
                 raise self._error("tuple shardings cannot nest")
@@ -99,14 +127,14 @@ class _Parser:
                 self.i += 1
                 elems.append(self._sharding(top=False))
             self._expect("}")
-            return HloSharding.tuple_sharding(elems)
+            return ParsedSharding("tuple", elements=tuple(elems))
         return self._single()
 
-    def _fail_empty(self) -> HloSharding:
+    def _fail_empty(self) -> ParsedSharding:
         self.i -= 1
         raise self._error("expected a sharding inside '{}'")
 
-    def _single(self) -> HloSharding:
+    def _single(self) -> ParsedSharding:
         kind: str | None = None
         device: int | None = None
         dims: tuple[int, ...] | None = None
@@ -178,19 +206,18 @@ class _Parser:
         if kind == "maximal":
             if device is None:
                 raise self._error("'maximal' needs 'device=N'")
-            return HloSharding.maximal(device)
+            return ParsedSharding("maximal", device=device)
         if kind is not None:
             if dims is not None or device is not None:
                 raise self._error(f"'{kind}' takes no devices")
-            return {"replicated": _REPLICATED, "manual": _MANUAL, "unknown": _UNKNOWN, "unreduced": _UNREDUCED}[kind]
+            return ParsedSharding(kind)
         if dims is None:
             raise self._error("expected 'replicated', 'manual', 'maximal device=N' or 'devices=[...]'")
         if device is not None:
             raise self._error("'device=' belongs to 'maximal'")
         kinds = _subgroup_kinds(subgroups, replicate_last)
-        if iota is not None:
-            return _tiled(dims, None, iota[0], iota[1], kinds, shard_group)
-        return _tiled(dims, devices, None, None, kinds, shard_group)
+        return ParsedSharding("tiled", dims=dims, devices=None if iota is not None else devices, iota=iota,
+                              subgroups=kinds, shard_group=shard_group)
 
     def _skip_group(self) -> None:
         """Skip a balanced ``{...}`` (metadata)."""
