@@ -6,8 +6,10 @@ at 1k, 10k and 100k ops), ``compile_cache.py`` (if present; else an n/a row) and
 ``cli_start.py`` (the CPU time of ``xlasdk --help``, ``version`` and a usage error), ``load_hlo.py``
 (loading HLO text against XLA's bare parse: first loads, the same bytes again, the worker's cold
 start) and ``run_dump.py`` (``xlasdk run DUMP --random-inputs`` against jaxlib's calls alone, each
-in fresh processes), and ``evaluate.py`` (``xs.evaluate`` of each dump against XLA:CPU's compile of
-it, and the evaluator's overhead per op beyond numpy's own work).
+in fresh processes), ``evaluate.py`` (``xs.evaluate`` of each dump against XLA:CPU's compile of
+it, and the evaluator's overhead per op beyond numpy's own work) and ``bisection.py`` (``compare
+--bisect ops`` and ``--bisect passes`` on a 1,000-instruction module with a planted XLA:CPU wrong
+value, against their wall-time targets; ``--quick``: ops only).
 The peer is JAX (``pip install jax==<jaxlib's version>`` in the same environment; it is never an
 xlasdk dependency); without it the peer columns are n/a. Ratios are xlasdk / peer, medians of
 interleaved rounds, and a target holds when ``ratio <= target``.
@@ -104,6 +106,7 @@ def _spmd_rows(quick: bool) -> list[dict[str, Any]]:
 
 
 def run(quick: bool = False) -> dict[str, Any]:
+    import bisection
     import cli_start
     import dispatch
     import evaluate
@@ -128,6 +131,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     rows += load_hlo.run([1000, 10000] if quick else [1000, 100000], rounds=2 if quick else 3)
     rows += run_dump.run(rounds=2 if quick else 5)
     rows += evaluate.run(rounds=2 if quick else 3)
+    rows += bisection.run(rounds=1, which=("ops",) if quick else ("ops", "passes"))
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     info["load_average_1m_at_end"] = None if load is None else round(load[0], 2)
     return {

@@ -24,6 +24,9 @@ def _built() -> tuple[xs.XlaComputation, xs.XlaOp, xs.XlaOp]:
     return b.build(root), x, root
 
 
+DATA = Path(__file__).resolve().parent / "data"
+
+
 def test_a_built_computation_is_its_builders_graph() -> None:
     comp, x, root = _built()
     g = comp.graph()
@@ -111,3 +114,28 @@ def test_partitioning_of_hlo_text_reads_the_header_counts(tmp_path: Path) -> Non
     assert proto.partitioning().num_partitions is None
     one = xs.XlaComputation.from_hlo_text("HloModule m, num_partitions=1" + body)
     assert one.partitioning().num_partitions is None  # 1 is the default: nothing recorded
+
+
+@pytest.mark.parametrize("dump", ["dumps/gru_scan/module.cpu_after_optimizations.txt",
+                                  "dumps_jax012/int_indexing/module.before_optimizations.hlo.pb"])
+def test_edited_programs_keep_the_instruction_names_they_had(dump: str) -> None:
+    """with_outputs / extract of a module loaded from HLO name every instruction they keep as the
+    dump does (they named them <opcode>.<index> again), and the name finds the same op, with its
+    HLO opcode; the exposed value is the original's."""
+    comp = xs.load_computation(DATA / dump)
+    ins = comp.instructions()
+    body = [i for i in ins if i.opcode != "parameter" and i.shape.is_array()]
+    mid, nxt = body[len(body) // 2], body[len(body) // 2 + 1]
+    before = {i.name: i for i in ins}
+    exposed = comp.with_outputs([mid])
+    for i in exposed.instructions():
+        assert i.name in before, (i.name, [j.name for j in exposed.instructions()])
+        assert (i.opcode, i.hlo_opcode, i.shape) == (before[i.name].opcode, before[i.name].hlo_opcode,
+                                                     before[i.name].shape)
+    assert exposed.instruction(mid.name).opcode == mid.opcode
+    cut = comp.extract([mid, nxt])
+    kept = [i.name for i in cut.instructions() if i.opcode != "parameter"]
+    assert set(kept) <= {mid.name, nxt.name} and mid.name in kept, kept
+    args = xs.random_inputs(comp, seed=3)
+    (want,) = xs.evaluate(comp.with_outputs([mid]), *args)  # the reference evaluator: an independent oracle
+    np.testing.assert_allclose(xs.compile(exposed)(*args).to_numpy(), want, rtol=1e-5, atol=1e-6)

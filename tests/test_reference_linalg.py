@@ -146,7 +146,7 @@ def test_dimension_sizes_on_static_shapes() -> None:
 
 
 def test_tokens_flow_through() -> None:
-    from xlasdk.reference.linalg import TOKEN
+    from xlasdk.reference.side_effects import TOKEN
 
     b = xs.XlaBuilder("tokens")
     x = _p(b, 0, np.float32, (3,))

@@ -1,4 +1,5 @@
-"""Reference rules checked against independent oracles: the CHLO ops JAX emits (jnp.sinh,
+"""Reference rules bound to the op table (every row has a rule or a refusal, bound once to the row),
+and checked against independent oracles: the CHLO ops JAX emits (jnp.sinh,
 jnp.arccosh, jax.scipy.special.digamma, jnp.nextafter, ...) against Python's math module and scipy,
 and each program as JAX (a test-only peer) lowers it against XLA:CPU under ``xs.compare``; sort
 (the comparator evaluated on every pair at once) against numpy's stable sorts."""
@@ -86,9 +87,9 @@ def test_next_after_from_the_bits() -> None:
 
 
 def test_without_scipy_the_op_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    from xlasdk.reference import _evaluator as reference
+    from xlasdk.reference import elementwise
 
-    monkeypatch.setattr(reference, "_scipy_special", lambda name: None)
+    monkeypatch.setattr(elementwise, "_scipy_special", lambda name: None)
     with pytest.raises(xs.UnsupportedOpError, match=r"chlo.bessel_i1e needs scipy .*xlasdk\[reference\]"):
         xs.evaluate(_chlo("chlo.bessel_i1e", 3), np.ones(3, np.float32))
 
@@ -255,3 +256,101 @@ def test_a_jax_program_with_a_typed_rbg_key_and_erf_as_hlo() -> None:
         '  ROOT r = f32[2] custom-call(p), custom_call_target="SPMDFullToShardShape", sharding={replicated}\n}\n')
     with pytest.raises(xs.UnsupportedOpError, match="SPMDFullToShardShape"):
         xs.evaluate(bad, np.ones(4, np.float32))
+
+
+# -- the rules are bound to the op table's rows --------------------------------------------------------------------
+def test_every_row_of_the_table_has_an_evaluation_rule_or_a_refusal() -> None:
+    """As the shape rules: every row of ``OPS`` binds its evaluation rule (``evaluate``) or says why
+    the evaluator refuses it (``no_evaluate``), not both; the public views by name agree."""
+    from xlasdk import ops  # noqa: F401 - every family's rows
+    from xlasdk._optable import OPS
+    from xlasdk.reference import OPAQUE_RULES, REFUSED, RULES
+
+    assert len(OPS) > 100
+    neither = sorted(n for n, row in OPS.items() if row.evaluate is None and not row.no_evaluate)
+    both = sorted(n for n, row in OPS.items() if row.evaluate is not None and row.no_evaluate)
+    assert not neither, f"rows with no evaluation rule and no refusal: {neither}"
+    assert not both, f"rows both evaluated and refused: {both}"
+    assert {n for n, row in OPS.items() if row.no_evaluate} == set(REFUSED)
+    assert {"stablehlo.infeed", "stablehlo.outfeed", "stablehlo.rng"} <= set(REFUSED)
+    assert set(RULES) == {n for n, row in OPS.items() if row.evaluate is not None} | set(OPAQUE_RULES)
+    assert not set(OPAQUE_RULES) & set(OPS), "an op of the table is bound by name: bind it to its row"
+    with pytest.raises(TypeError):
+        RULES["stablehlo.add"] = RULES["stablehlo.add"]  # type: ignore[index]
+
+
+def test_a_rule_lives_in_the_reference_module_of_its_op_family() -> None:
+    """``ops/indexing.py``'s gather is evaluated by ``reference/indexing.py`` (the table's own rows by
+    the evaluator's core; the batch norms of ops/reduce.py with the linear algebra)."""
+    import importlib
+    import inspect
+    import re
+
+    from xlasdk import ops
+    from xlasdk._optable import OPS
+
+    exceptions = {"reduce": {"linalg"}}  # batch norms: computed in reference/linalg.py
+    checked = 0
+    for family in ("collectives", "control", "conv", "convert", "custom_call", "elementwise", "fft", "indexing",
+                   "linalg", "random", "reduce", "shaping", "side_effects", "sort", "sources", "window"):
+        module = importlib.import_module(f"xlasdk.ops.{family}")
+        mine = "rng" if family == "random" else family
+        defined = re.findall(r"^([A-Z_]+) = define\(", inspect.getsource(module), re.M)  # its own rows
+        rows = {id(getattr(module, name)) for name in defined}
+        if family == "elementwise":
+            rows |= {id(u.opdef) for u in [*ops.elementwise.UNARY.values(), *ops.elementwise.BINARY.values()]}
+        for row in OPS.values():
+            if id(row) not in rows or row.evaluate is None:
+                continue
+            home = row.evaluate.__module__.rsplit(".", 1)[-1]
+            assert home == mine or home in exceptions.get(family, set()), (row.name, row.evaluate.__module__)
+            checked += 1
+    assert checked > 100
+
+
+def test_binding_twice_or_binding_what_is_no_row_raises() -> None:
+    from xlasdk._optable import OPS, OpDef, bind_evaluation, evaluates, refuse_evaluation
+    from xlasdk.ops.indexing import GATHER
+    from xlasdk.reference import indexing
+
+    before = GATHER.evaluate
+    with pytest.raises(ValueError, match="stablehlo.gather.* already has an evaluation rule"):
+        bind_evaluation(GATHER, lambda o, a, ev: None)
+    with pytest.raises(ValueError, match="already has an evaluation rule"):
+        refuse_evaluation(GATHER, "a second thought")
+    with pytest.raises(ValueError, match="stablehlo.rng.* already has a refusal"):
+        bind_evaluation(OPS["stablehlo.rng"], lambda o, a, ev: None)
+    assert GATHER.evaluate is before is indexing._gather  # unchanged
+    stranger = OpDef("stablehlo.gather")  # the same name, but not the table's row (an opaque row)
+    for bind in (lambda: bind_evaluation(stranger, before), lambda: refuse_evaluation(stranger, "why"),
+                 lambda: evaluates(stranger)(before)):
+        with pytest.raises(ValueError, match="binds to a row of the table"):
+            bind()
+    assert stranger.evaluate is None and stranger.no_evaluate == ""
+    with pytest.raises(ValueError, match="needs a reason"):
+        refuse_evaluation(OPS["stablehlo.add"], "")
+
+
+def test_opaque_ops_are_bound_by_name_and_never_a_row_s_name() -> None:
+    from xlasdk.reference._evaluator import evaluates_opaque
+
+    with pytest.raises(ValueError, match="is a row of the op table"):
+        evaluates_opaque("stablehlo.add")(lambda o, a, ev: None)
+    with pytest.raises(ValueError, match="has a rule already"):
+        evaluates_opaque("mhlo.copy")(lambda o, a, ev: None)
+
+
+def test_an_opaque_row_of_a_table_op_takes_the_row_s_rule_and_refusal() -> None:
+    """A loaded module's op whose flags do not fit its table row gets an opaque row of the same
+    name: the evaluator takes the table row's rule (or its refusal) by that name."""
+    from xlasdk._optable import OpDef
+    from xlasdk.reference._evaluator import rule_of
+
+    class Node:
+        def __init__(self, row: OpDef) -> None:
+            self.opdef, self.opcode = row, row.name
+
+    assert rule_of(Node(OpDef("stablehlo.add"))) is rule_of(Node(OpDef("stablehlo.add", constant=False)))  # type: ignore[arg-type]
+    assert rule_of(Node(OpDef("mhlo.copy"))) is not None  # type: ignore[arg-type]
+    assert rule_of(Node(OpDef("stablehlo.rng"))) is None  # type: ignore[arg-type]
+    assert rule_of(Node(OpDef("mhlo.unheard_of"))) is None  # type: ignore[arg-type]

@@ -18,7 +18,17 @@ result shape, or the result dimensions, or nothing for a rule that only checks a
 operand's shape; it raises ``ShapeError`` / ``DTypeError`` naming the op). The family defines the
 rule first and the row right after it, then the wrapper. Tools and tests enumerate the rules from
 :data:`OPS` (``tests/test_fuzz_shape_rules.py`` fuzzes them, ``tests/test_optable.py`` checks that
-every row has one), and the next per-op rules (reference evaluation) bind the same way.
+every row has one).
+
+**Each row binds its evaluation rule too** (:attr:`OpDef.evaluate`): the reference evaluator's
+``rule(node, operands, ev) -> value`` that computes the op in numpy, or, in
+:attr:`OpDef.no_evaluate`, why the evaluator refuses the op. Those rules sit in
+:mod:`xlasdk.reference`, one module per op family (``reference/indexing.py`` beside
+``ops/indexing.py``), which the op families must not import (they are a layer below the tools):
+so the reference side binds them, to the row object, with :func:`evaluates` (a decorator) or
+:func:`bind_evaluation` / :func:`refuse_evaluation`. A row is bound once (a second binding
+raises), and only a row of :data:`OPS` can be bound. ``tests/test_reference_rules.py`` checks that
+every row has a rule or a refusal.
 
 A row without a rule says why, with ``no_rule=`` one of the reasons of :data:`NO_RULE` (nothing
 else is accepted, and ``define`` refuses a row that gives neither or both):
@@ -45,7 +55,7 @@ import enum
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from .builder import XlaOp
@@ -53,7 +63,7 @@ if TYPE_CHECKING:
 __all__ = [
     "OpDef", "HloForm", "HloUnsupported", "define", "OPS", "NO_RULE", "GRAPH_SHAPE", "EMITTER_ONLY",
     "PARAMETER", "TUPLE", "GET_TUPLE_ELEMENT", "CALL", "STABLEHLO_TUPLE", "STABLEHLO_GET_TUPLE_ELEMENT", "RETURN",
-    "braces", "hlo_window", "NOT_DEFINED",
+    "braces", "hlo_window", "NOT_DEFINED", "evaluates", "bind_evaluation", "refuse_evaluation",
 ]
 
 
@@ -111,6 +121,11 @@ class OpDef:
         on the host while the program runs (``ops.HostCallback``). The emitter numbers such
         nodes in the module's host-callback list (``backend_config = {index = N : ui64}``) and
         runs those built in a sub-computation with it even when no result uses them.
+    evaluate: (property) the op's reference evaluation rule, ``rule(node, operands, ev) ->
+        value`` (see the module docstring), None until :mod:`xlasdk.reference` binds it, or when
+        the evaluator refuses the op (then ``no_evaluate`` says why), or for a row outside the
+        table (an opaque op of a loaded module).
+    no_evaluate: (property) why the reference evaluator refuses the op ('' when it does not).
     """
 
     name: str
@@ -129,9 +144,27 @@ class OpDef:
     def __repr__(self) -> str:
         return f"OpDef({self.name})"
 
+    @property
+    def evaluate(self) -> Callable[..., Any] | None:
+        return _EVALUATE.get(self)
+
+    @property
+    def no_evaluate(self) -> str:
+        return _NO_EVALUATE.get(self, "")
+
 
 #: Every row, by name.
 OPS: dict[str, OpDef] = {}
+
+# The evaluation rules bound to the rows (:attr:`OpDef.evaluate`, :attr:`OpDef.no_evaluate`), by row
+# object. A side table rather than fields of the row: a row is frozen when its family defines it,
+# and its evaluation rule comes later, from a layer above (:mod:`xlasdk.reference` imports the op
+# families, never the reverse), so the binding is a relation the table keeps, written once per row
+# by :func:`bind_evaluation` / :func:`refuse_evaluation` (the only writers) and read through the
+# row's properties. Rows hash by identity (``eq=False``): an opaque row of a loaded module that
+# shares a row's name is another key.
+_EVALUATE: dict[OpDef, Callable[..., Any]] = {}
+_NO_EVALUATE: dict[OpDef, str] = {}
 
 #: ``no_rule`` reason: the graph gives the op's shape (parameter, tuple, get_tuple_element, call, return).
 GRAPH_SHAPE = (
@@ -188,6 +221,54 @@ def define(
     )
     OPS[name] = d
     return d
+
+
+def _check_binding(row: OpDef, what: str) -> None:
+    if not isinstance(row, OpDef) or OPS.get(row.name) is not row:
+        raise ValueError(f"op table: {what} binds to a row of the table (OPS), not to {row!r}")
+    if row in _EVALUATE or row in _NO_EVALUATE:
+        how = "an evaluation rule" if row in _EVALUATE else "a refusal"
+        raise ValueError(f"op table: {row.name!r} already has {how}: a row's evaluation is bound once")
+
+
+def bind_evaluation(row: OpDef, rule: Callable[..., Any]) -> None:
+    """Bind ``rule`` as ``row``'s reference evaluation rule (:attr:`OpDef.evaluate`).
+
+    Raises
+    ------
+    ValueError: ``row`` is not a row of :data:`OPS`, or it has a rule or a refusal already.
+    """
+    _check_binding(row, "an evaluation rule")
+    _EVALUATE[row] = rule
+
+
+def refuse_evaluation(row: OpDef, reason: str) -> None:
+    """Record why the reference evaluator refuses ``row``'s op (:attr:`OpDef.no_evaluate`): the
+    reason completes "it ..." in the evaluator's error (``"reads the device's infeed queue, ..."``).
+
+    Raises
+    ------
+    ValueError: ``row`` is not a row of :data:`OPS`, or it has a rule or a refusal already, or
+        ``reason`` is empty.
+    """
+    if not reason:
+        raise ValueError(f"op table: refusing {row.name!r} needs a reason")
+    _check_binding(row, "a refusal")
+    _NO_EVALUATE[row] = reason
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def evaluates(*rows: OpDef) -> Callable[[_F], _F]:
+    """Decorator: the function is the evaluation rule of ``rows`` (:func:`bind_evaluation`)."""
+
+    def deco(fn: _F) -> _F:
+        for row in rows:
+            bind_evaluation(row, fn)
+        return fn
+
+    return deco
 
 
 # -- the graph's own rows and the ops the emitters write themselves ------------------------------

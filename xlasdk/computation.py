@@ -22,6 +22,7 @@ from .shape import ProgramShape, Shape
 if TYPE_CHECKING:
     from .builder import XlaBuilder, XlaOp
     from .formats.graph_import import Instruction, InstructionGraph, Partitioning
+    from .formats.hlo_names import HloNames
 
 __all__ = ["XlaComputation", "CompileRequest", "compile_request", "StaticInterface", "static_interface"]
 
@@ -58,6 +59,7 @@ class XlaComputation(Computation):
     _instruction_graph: InstructionGraph | None  # the instruction index (formats.graph_import), on first need
     _static_interface: bool  # made by static_interface(): compiled as it is (no dynamic-shape handling)
     _padded_params: bool  # dynamic parameters emitted as padded arguments + sizes (set_dimension_size)
+    _names: HloNames | None  # an edited program's instruction names, carried from the one it was edited from
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError(
@@ -83,6 +85,7 @@ class XlaComputation(Computation):
         c._instruction_graph = None
         c._static_interface = False
         c._padded_params = False
+        c._names = None
         return c
 
     @classmethod
@@ -123,16 +126,19 @@ class XlaComputation(Computation):
         return c
 
     @classmethod
-    def _from_graph(cls, graph: Graph, source_format: str) -> XlaComputation:
+    def _from_graph(cls, graph: Graph, source_format: str, names: HloNames | None = None) -> XlaComputation:
         """A computation of nodes of an imported module's graph (:mod:`xlasdk.formats.graph_import`):
         emitted with the module's context (``graph.context``) around ``main``, and, like a loaded
-        computation, converted and compiled in the worker process first."""
+        computation, converted and compiled in the worker process first. ``names``: its
+        instructions' names, in the order the emitter writes them (those of the program it was
+        edited from), paired with its instruction graph as a loaded HLO module's are."""
         params = graph.parameters
         pshape = ProgramShape([p.shape for p in params], graph.root.shape,
                               [p.extra[1] or f"p{i}" for i, p in enumerate(params)])
         c = cls._new(graph.name, pshape)
         c._graph_cache = graph
         c._source_format = source_format
+        c._names = names
         return c
 
     @classmethod
@@ -489,7 +495,7 @@ class XlaComputation(Computation):
         if self._instruction_graph is None:
             from .formats.graph_import import import_graph  # the import reads modules: it sits above
 
-            names = None
+            names = self._names
             if self._source_format in ("hlo", "pb") and self._graph_cache is None:  # loaded from HLO, not edited
                 proto = self._proto if self._proto is not None else (
                     None if self._xla is None else _mlir.hlo_proto(self._xla))

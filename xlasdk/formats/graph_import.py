@@ -600,6 +600,7 @@ def _edited(
     source: XlaComputation, graph: InstructionGraph, params: Sequence[XlaOp], outputs: Sequence[XlaOp],
     effects: Sequence[XlaOp],
     result_attrs: tuple[dict[str, Any], ...] | None = None,
+    origin: dict[XlaOp, XlaOp] | None = None,
 ) -> XlaComputation:
     from ..computation import XlaComputation  # computations are made of graphs: imported when one is made
 
@@ -607,8 +608,32 @@ def _edited(
     kept = result_attrs if result_attrs and any(result_attrs) else None
     context = ModuleContext(module_attrs, graph.module_body, kept)
     return XlaComputation._from_graph(
-        InstructionGraph.graph_of(graph.name, params, outputs, effects, context), source.source_format or "graph"
+        InstructionGraph.graph_of(graph.name, params, outputs, effects, context), source.source_format or "graph",
+        _carried_names(graph, params, [*outputs, *effects], origin or {}),
     )
+
+
+def _carried_names(
+    source: InstructionGraph, params: Sequence[XlaOp], roots: list[XlaOp], origin: dict[XlaOp, XlaOp]
+) -> HloNames:
+    """The names the instructions of an edited graph had in ``source`` (``""`` for new nodes;
+    ``origin``: copy -> the node of ``source`` it copies), in the order the emitter writes its ops,
+    to pair with its instruction graph as a loaded HLO module's names are (:func:`_names`: a list
+    that does not pair one to one is not used)."""
+    from .._emit import pending  # the emitter's order of a graph's ops
+    from .hlo_names import HloNames
+
+    def instruction(op: XlaOp) -> Instruction | None:
+        op = origin.get(op, op)
+        ins = source.names.get(op)
+        return ins if ins is not None and ins.op is op else None
+
+    ops = [o for o in pending({p.id: None for p in params}, roots) if o.opdef not in (GET_TUPLE_ELEMENT, TUPLE)]
+    found = [instruction(o) for o in ops]
+    opcodes = {ins.name: ins.hlo_opcode for ins in found if ins is not None}
+    args = tuple(ins.name if (ins := instruction(p)) is not None else "" for p in params)
+    return HloNames(args, tuple((o.opcode, ins.name if ins is not None else "") for o, ins in zip(ops, found,
+                                                                                              strict=True)), opcodes)
 
 
 def with_outputs(source: XlaComputation, graph: InstructionGraph, items: Any) -> XlaComputation:
@@ -623,11 +648,12 @@ def with_outputs(source: XlaComputation, graph: InstructionGraph, items: Any) ->
         kept.setdefault(id(o), a)
     result_attrs = tuple(kept.get(id(o), {}) for o in outs)
     subst = {id(a): b for a, b in zip(graph.params, params, strict=True) if a is not b}
+    origin: dict[XlaOp, XlaOp] = {a: b for b, a in zip(graph.params, params, strict=True) if a is not b}
     if subst:
-        outs, effects = _copy([*outs, *graph.effects], subst, len(outs))
+        outs, effects = _copy([*outs, *graph.effects], subst, len(outs), origin=origin)
     else:
         effects = list(graph.effects)
-    return _edited(source, graph, params, outs, effects, result_attrs)
+    return _edited(source, graph, params, outs, effects, result_attrs, origin=origin)
 
 
 def extract(source: XlaComputation, graph: InstructionGraph, items: Any) -> XlaComputation:
@@ -661,18 +687,19 @@ def extract(source: XlaComputation, graph: InstructionGraph, items: Any) -> XlaC
     outs = [o for o in chosen if id(o) not in used] or list(chosen)
     # an instruction with several results gives them all
     outs = [p for o in outs for p in (graph.parts.get(o.id, (o,)) if _multi(o) else (o,))]
-    copied, _ = _copy(outs, subst, len(outs))
-    return _edited(source, graph, params, copied, [])
+    origin: dict[XlaOp, XlaOp] = {}
+    copied, _ = _copy(outs, subst, len(outs), origin=origin)
+    return _edited(source, graph, params, copied, [], origin=origin)
 
 
 def _copy(
     roots: Sequence[XlaOp], subst: dict[int, XlaOp], n_out: int, *, builder: XlaBuilder | None = None,
-    only: XlaBuilder | None = None,
+    only: XlaBuilder | None = None, origin: dict[XlaOp, XlaOp] | None = None,
 ) -> tuple[list[XlaOp], list[XlaOp]]:
     """Copies of ``roots`` with the nodes in ``subst`` (by id) replaced, through regions; split
     into the first ``n_out`` copies and the rest. With ``builder``, the copies of nodes of
     ``only`` (the main graph's builder) belong to ``builder``; ``subst`` then also receives every
-    copy (by the original's id)."""
+    copy (by the original's id). ``origin`` receives each copy's original (copy -> original)."""
     memo: dict[int, XlaOp] = subst if builder is not None else dict(subst)
 
     def cp(o: XlaOp) -> XlaOp:
@@ -697,6 +724,8 @@ def _copy(
             else:
                 new = XlaOp(owner, node.opdef, ops_, node.shape, node.attrs, regions, node.loc, node.extra)
             memo[id(node)] = new
+            if origin is not None:
+                origin[new] = node
         return memo[id(o)]
 
     def _copy_region(r: Region, memo: dict[int, XlaOp]) -> Region:

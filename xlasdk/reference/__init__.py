@@ -4,19 +4,37 @@
 (:meth:`XlaComputation.instructions <xlasdk.XlaComputation.instructions>`); :func:`compare` runs
 it on a device and against the reference (or another device, or recorded outputs) and reports per
 output (:class:`CompareReport`); :mod:`xlasdk.reference.bisect` finds where a divergence comes
-from. The evaluator and its rules are in :mod:`xlasdk.reference._evaluator`; families with rules
-of their own have a module here (:mod:`~xlasdk.reference.linalg`, :mod:`~xlasdk.reference.rng`,
-:mod:`~xlasdk.reference.collectives`), imported below so that their rules are registered.
+from. The evaluator's core (the walk, values, error bounds, the comparison) is
+:mod:`xlasdk.reference._evaluator`; the evaluation rules sit in one module per op family, mirroring
+:mod:`xlasdk.ops` (``reference/indexing.py`` holds the rules of ``ops/indexing.py``'s gather,
+scatter and dynamic slices), each rule bound to its row of the op table
+(:attr:`OpDef.evaluate <xlasdk._optable.OpDef.evaluate>`). They are imported below, which binds
+their rules.
 """
 
 from __future__ import annotations
 
-from . import collectives as collectives  # its rules register in RULES
-from . import linalg as linalg  # the linear algebra rules: Cholesky, batch norm, LAPACK calls
-from . import rng as rng  # its rules register in RULES
+# the family modules: importing each binds its rules to the op table's rows
+from . import collectives as collectives
+from . import control as control
+from . import conv as conv
+from . import convert as convert
+from . import custom_call as custom_call
+from . import elementwise as elementwise
+from . import fft as fft
+from . import indexing as indexing
+from . import linalg as linalg
+from . import reduce as reduce
+from . import rng as rng
+from . import shaping as shaping
+from . import side_effects as side_effects
+from . import sort as sort
+from . import sources as sources
+from . import window as window
 from ._compare import compare
 from ._evaluator import (
     CUSTOM_CALL_RULES,
+    OPAQUE_RULES,
     REFUSED,
     RULES,
     CompareReport,
@@ -28,4 +46,6 @@ from ._evaluator import (
 from ._outputs import compare_outputs
 
 __all__ = ["evaluate", "compare", "compare_outputs", "CompareReport", "OutputComparison", "UnsupportedOpError",
-           "RULES", "REFUSED", "CUSTOM_CALL_RULES", "default_tolerance", "collectives", "linalg", "rng"]
+           "RULES", "REFUSED", "CUSTOM_CALL_RULES", "OPAQUE_RULES", "default_tolerance",
+           "collectives", "control", "conv", "convert", "custom_call", "elementwise", "fft", "indexing", "linalg",
+           "reduce", "rng", "shaping", "side_effects", "sort", "sources", "window"]

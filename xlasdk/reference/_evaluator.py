@@ -1,4 +1,5 @@
-"""The reference evaluator: XLA programs evaluated op by op in numpy, and the per-output comparison.
+"""The reference evaluator's core: the walk over a program's graph, values and error bounds, and the
+per-output comparison.
 
 :func:`evaluate` runs a computation (built or loaded) op by op in numpy, on its instruction graph
 (:meth:`XlaComputation.instructions <xlasdk.XlaComputation.instructions>`): floating-point and
@@ -6,31 +7,50 @@ complex ops are computed in float64 / complex128 from the op's inputs and rounde
 element type (bf16, f16 and the fp8 types through ``ml_dtypes``), integer ops are exact with
 XLA's wrap-around, and the edges follow XLA's operation semantics (clamped dynamic-slice starts,
 integer division by zero, shifts past the bit width, NaN propagation in max/min). An op without a
-rule here raises :class:`UnsupportedOpError` naming it (a custom call by its target): nothing is
+rule raises :class:`UnsupportedOpError` naming it (a custom call by its target): nothing is
 guessed.
 
 :func:`xlasdk.reference.compare` runs the program on a device (XLA) and against the reference and
 reports per output with this module's :class:`CompareReport`.
 
-Rules: ``RULES`` maps an op name to ``rule(node, operands, ev) -> value``; operands are numpy
-arrays (tuples for multi-result ops), ``ev`` reads attributes and evaluates regions. (They live
-here, keyed by op name; families with rules of their own have a module in this package:
-:mod:`xlasdk.reference.linalg`, ... which the package imports.) ``REFUSED`` names the ops the
-evaluator refuses on purpose, with the reason.
+**Rules.** An op's evaluation rule is ``rule(node, operands, ev) -> value``: operands are numpy
+arrays (tuples for multi-result ops), ``ev`` (the :class:`_Evaluator`) reads attributes and
+evaluates regions. Each rule is bound to its row of the op table (:attr:`OpDef.evaluate
+<xlasdk._optable.OpDef.evaluate>`, with :func:`~xlasdk._optable.evaluates`) in the module of this
+package that mirrors the op's family (``reference/indexing.py`` for ``ops/indexing.py``'s
+gather), and the evaluator dispatches through the node's row; a row the evaluator refuses says why
+(:attr:`OpDef.no_evaluate <xlasdk._optable.OpDef.no_evaluate>`). Two kinds of rules have their own
+key instead of a row: custom calls, by target name (:data:`CUSTOM_CALL_RULES`: the LAPACK calls of
+jaxlib's CPU lowering...), and the ops that a loaded module holds and the table has no row for
+(:data:`OPAQUE_RULES`, by op name: ``func.call``, ``mhlo.copy``, ``stablehlo.dot``...).
+:data:`RULES` and :data:`REFUSED` are read-only views of all of them by op name.
+
+This module keeps the rules of the graph's own rows (``tuple``, ``get_tuple_element``) and of calls.
 """
 
 from __future__ import annotations
 
 import math
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import ml_dtypes as _ml_dtypes
 import numpy as np
 
-from .._optable import GET_TUPLE_ELEMENT, PARAMETER, TUPLE
+from .._optable import (
+    CALL,
+    GET_TUPLE_ELEMENT,
+    OPS,
+    PARAMETER,
+    RETURN,
+    STABLEHLO_GET_TUPLE_ELEMENT,
+    STABLEHLO_TUPLE,
+    TUPLE,
+    evaluates,
+    refuse_evaluation,
+)
 from ..builder import Region, XlaOp
 from ..errors import XlaSdkError
 from ..shape import Shape
@@ -41,8 +61,7 @@ if TYPE_CHECKING:
 ml_dtypes: Any = _ml_dtypes  # untyped functions (finfo)
 
 __all__ = ["evaluate", "CompareReport", "OutputComparison", "UnsupportedOpError", "RULES", "REFUSED",
-           "CUSTOM_CALL_RULES",
-           "default_tolerance"]
+           "CUSTOM_CALL_RULES", "OPAQUE_RULES", "default_tolerance"]
 
 
 class UnsupportedOpError(XlaSdkError):
@@ -51,25 +70,75 @@ class UnsupportedOpError(XlaSdkError):
 
 Value = Any  # np.ndarray, or a tuple of them for multi-result ops
 Rule = Callable[[XlaOp, list[Value], "_Evaluator"], Value]
-RULES: dict[str, Rule] = {}
 #: custom calls the evaluator knows, by ``call_target_name`` (the LAPACK targets of jaxlib's CPU lowering, ...)
 CUSTOM_CALL_RULES: dict[str, Rule] = {}
-#: ops the evaluator refuses on purpose, with the reason its error gives (every row of the op table has a
-#: rule here or an entry there: ``tests/test_reference_rules.py`` checks it)
-REFUSED: dict[str, str] = {
-    "stablehlo.infeed": "reads the device's infeed queue, which only the device has",
-    "stablehlo.outfeed": "writes to the device's outfeed queue, which only the device has",
-    "stablehlo.rng": "draws from XLA's own unspecified generator (RngBitGenerator is reproducible: use it)",
-    "stablehlo.return": "only ends a region (its operands are the region's results)",
-}
+#: ops that loaded modules hold and the op table has no row for (an opaque row of their own:
+#: ``func.call``, ``mhlo.copy``, ``stablehlo.dot``...), by op name, the only key they have; every
+#: op of the table binds its rule to its row instead (:func:`~xlasdk._optable.evaluates`)
+OPAQUE_RULES: dict[str, Rule] = {}
 
 
-def _rule(*names: str) -> Callable[[Rule], Rule]:
+def evaluates_opaque(*names: str) -> Callable[[Rule], Rule]:
+    """Decorator: the function is the rule of the opaque ops ``names`` (:data:`OPAQUE_RULES`).
+
+    Raises
+    ------
+    ValueError: a name has a row in the op table (bind the rule to the row), or a rule already.
+    """
     def deco(fn: Rule) -> Rule:
         for n in names:
-            RULES[n] = fn
+            if n in OPS or n in OPAQUE_RULES:
+                why = "is a row of the op table: bind to the row" if n in OPS else "has a rule already"
+                raise ValueError(f"reference: the opaque op {n!r} {why}")
+            OPAQUE_RULES[n] = fn
         return fn
     return deco
+
+
+def rule_of(o: XlaOp) -> Rule | None:
+    """The evaluation rule of node ``o``: its row's; for an opaque row of a loaded module (an op
+    the table lacks, or a table op whose flags did not fit the row), the table row of its name's,
+    else :data:`OPAQUE_RULES`' (None: no rule)."""
+    rule = o.opdef.evaluate
+    if rule is None:
+        row = OPS.get(o.opdef.name)
+        if row is None:
+            return OPAQUE_RULES.get(o.opdef.name)
+        rule = row.evaluate
+    return rule
+
+
+class _NameView(Mapping[str, Any]):
+    """A read-only mapping by op name, read from the op table each time (the rules bind at import)."""
+
+    def __init__(self, read: Callable[[], dict[str, Any]]) -> None:
+        self._read = read
+
+    def __getitem__(self, name: str) -> Any:
+        return self._read()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._read())
+
+    def __len__(self) -> int:
+        return len(self._read())
+
+    def __repr__(self) -> str:
+        return repr(self._read())
+
+
+def _rules_by_name() -> dict[str, Any]:
+    table = {name: row.evaluate for name, row in OPS.items() if row.evaluate is not None}
+    return {**table, **OPAQUE_RULES}
+
+
+#: every rule by op name, read-only: the table's rows' (:attr:`OpDef.evaluate
+#: <xlasdk._optable.OpDef.evaluate>`) and :data:`OPAQUE_RULES`
+RULES: Mapping[str, Rule] = _NameView(_rules_by_name)
+#: the ops the evaluator refuses on purpose, with the reason its error gives, read-only: the rows'
+#: :attr:`OpDef.no_evaluate <xlasdk._optable.OpDef.no_evaluate>` (every row of the op table has a
+#: rule or a refusal: ``tests/test_reference_rules.py`` checks it)
+REFUSED: Mapping[str, str] = _NameView(lambda: {n: r.no_evaluate for n, r in OPS.items() if r.no_evaluate})
 
 
 # -- element types ------------------------------------------------------------------------------------------
@@ -182,16 +251,15 @@ class _Evaluator:
 
     def node(self, o: XlaOp, env: dict[int, Value]) -> Value:
         args = [env[id(x)] for x in o.operands]
-        if o.opdef is GET_TUPLE_ELEMENT:
-            return args[0][o.extra]
-        if o.opdef is TUPLE:
-            return tuple(args)
-        rule = RULES.get(o.opcode)
+        rule = o.opdef.evaluate  # the op's row binds its rule
         if rule is None:
-            why = REFUSED.get(o.opcode)
-            if why is not None:
-                raise self.fail(o, f"is not evaluated by the reference: it {why}")
-            raise self.fail(o, "has no evaluation rule yet (the reference evaluator cannot check this program)")
+            rule = rule_of(o)
+            if rule is None:
+                row = OPS.get(o.opdef.name)
+                why = row.no_evaluate if row is not None else ""
+                if why:
+                    raise self.fail(o, f"is not evaluated by the reference: it {why}")
+                raise self.fail(o, "has no evaluation rule yet (the reference evaluator cannot check this program)")
         return rule(o, args, self)
 
     def region(self, r: Region, args: Sequence[Value]) -> list[Value]:
@@ -340,7 +408,7 @@ def _carried(o: XlaOp, vals: list[Value], errs: list[np.ndarray[Any, Any] | None
              ev: _Evaluator) -> np.ndarray[Any, Any] | None:
     """The operands' error bounds carried through ``o`` to its value ``out`` (None: not carried)."""
     op = o.opcode
-    rule = RULES.get(op)
+    rule = rule_of(o)
     if rule is None:
         return None
     with np.errstate(all="ignore"):
@@ -573,7 +641,7 @@ def _own_rounding(o: XlaOp, vals: list[Value], out: np.ndarray[Any, Any], ev: _E
     cplx = out.dtype.kind == "c" or any(_is_complex(v) for v in vals)
     if op in _EXACT and not (cplx and op in _INEXACT_COMPLEX):
         return zero
-    rule = RULES.get(op)
+    rule = rule_of(o)
     eps_out = _eps(out.dtype)
     if rule is None or not all(isinstance(v, np.ndarray) for v in vals):
         return eps_out * _magnitude(out)
@@ -737,366 +805,11 @@ def _reference(computation: XlaComputation, args: Sequence[Any], scales: bool = 
                                            for o in g.outputs]
 
 
-# -- rules: element-wise ----------------------------------------------------------------------------------------
-def _unary(fn: Callable[[Any], Any]) -> Rule:
-    def rule(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-        with np.errstate(all="ignore"):
-            return _out(fn(_wide(a[0])), o.shape)
-    return rule
-
-
-_erf = np.vectorize(math.erf, otypes=[np.float64])
-_erfc = np.vectorize(math.erfc, otypes=[np.float64])
-
-
-def _erfinv(y: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """The inverse of erf in float64: a first guess refined by Newton's method to full precision;
-    +-1 give +-inf and |y| > 1 NaN."""
-    y = np.asarray(y, dtype=np.float64)
-    with np.errstate(all="ignore"):
-        w = -np.log((1.0 - y) * (1.0 + y))
-        x = np.sign(y) * np.sqrt(np.maximum(w, 0.0) * 0.5 + 1e-300) * np.where(np.abs(y) < 0.9, 1.0, 1.0)
-        x = np.where(np.abs(y) < 0.5, y * np.sqrt(np.pi) / 2, x)
-        for _ in range(60):
-            err = _erf(x) - y
-            step = err / (2.0 / np.sqrt(np.pi) * np.exp(-x * x))
-            x = np.where(np.isfinite(step), x - step, x)
-    return np.where(np.abs(y) == 1, np.sign(y) * np.inf, np.where(np.abs(y) > 1, np.nan, x))
-
-_UNARY: dict[str, Callable[[Any], Any]] = {
-    "stablehlo.abs": np.abs, "stablehlo.negate": np.negative, "stablehlo.exponential": np.exp,
-    "stablehlo.exponential_minus_one": np.expm1, "stablehlo.log": np.log, "stablehlo.log_plus_one": np.log1p,
-    "stablehlo.sqrt": np.sqrt, "stablehlo.rsqrt": lambda x: 1.0 / np.sqrt(x), "stablehlo.cbrt": np.cbrt,
-    "stablehlo.sine": np.sin, "stablehlo.cosine": np.cos, "stablehlo.tan": np.tan, "stablehlo.tanh": np.tanh,
-    "stablehlo.logistic": lambda x: 1.0 / (1.0 + np.exp(-x)), "stablehlo.floor": np.floor,
-    "stablehlo.ceil": np.ceil, "stablehlo.round_nearest_even": np.rint,
-    "stablehlo.round_nearest_afz": lambda x: np.copysign(np.floor(np.abs(x) + 0.5), x),
-    "stablehlo.is_finite": np.isfinite, "stablehlo.real": np.real, "stablehlo.imag": np.imag,
-    "chlo.erf": _erf, "chlo.erfc": _erfc, "chlo.erf_inv": _erfinv,
-    "mhlo.erf": _erf,  # what XLA's HLO -> StableHLO import makes of HLO's erf
-}
-_lgamma = np.vectorize(lambda v: math.lgamma(v) if not (v <= 0 and v == math.floor(v)) else math.inf,
-                       otypes=[np.float64])
-
-
-def _digamma(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """psi(x) in float64: the reflection psi(1 - x) - pi / tan(pi x) below 1/2, the recurrence
-    psi(x) = psi(x + 1) - 1/x up to x >= 10, then the asymptotic series (error < 1e-15); NaN at
-    the poles 0, -1, -2, ... (XLA's CHLO decomposition gives NaN there too)."""
-    x = np.asarray(x, dtype=np.float64)
-    with np.errstate(all="ignore"):
-        reflect = x < 0.5
-        y = np.where(reflect, 1.0 - x, x)
-        acc = np.zeros_like(y)
-        for _ in range(10):
-            small = y < 10
-            acc = np.where(small, acc - 1.0 / y, acc)
-            y = np.where(small, y + 1.0, y)
-        inv2 = 1.0 / (y * y)
-        series = (np.log(y) - 0.5 / y - inv2 * (1.0 / 12 - inv2 * (1.0 / 120 - inv2 * (1.0 / 252 - inv2 * (
-            1.0 / 240 - inv2 * (1.0 / 132))))))
-        psi = series + acc
-        psi = np.where(reflect, psi - np.pi / np.tan(np.pi * x), psi)
-        return np.where((x <= 0) & (x == np.floor(x)), np.nan, psi)
-
-
-def _next_after(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    """The float of the result's type next to x in the direction of y, from the bits (for every
-    float type, bf16 and fp8 included): y when they are equal, NaN when either is."""
-    x, y = np.asarray(a[0]), np.asarray(a[1])
-    dt = _dtype(o.shape)
-    x, y = np.broadcast_arrays(x.astype(dt), y.astype(dt))
-    width = dt.itemsize
-    bits = np.ascontiguousarray(x).view(np.dtype(f"u{width}")).astype(np.int64)
-    xf, yf = _wide(x), _wide(y)
-    sign_bit = np.int64(1) << np.int64(8 * width - 1)
-    with np.errstate(all="ignore"):
-        toward_bigger_magnitude = (xf < yf) == (xf > 0)
-        step = np.where(toward_bigger_magnitude, bits + 1, bits - 1)
-        tiny = np.where(yf < 0, sign_bit | 1, 1)  # from +-0: the smallest subnormal on y's side
-        out = np.where(xf == 0, tiny, step)
-    res = out.astype(np.dtype(f"u{width}")).view(dt)
-    res = np.where(xf == yf, y, res)
-    return _out(np.where(np.isnan(xf) | np.isnan(yf), np.nan, _wide(np.asarray(res))), o.shape)
-
-
-def _scipy_special(name: str) -> Callable[..., Any] | None:
-    try:
-        import scipy.special  # an optional dependency: pip install "xlasdk[reference]"
-    except ImportError:
-        return None
-    fn: Callable[..., Any] = getattr(scipy.special, name)
-    return fn
-
-
-def _needs_scipy(name: str, nargs: int) -> Rule:
-    def rule(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-        fn = _scipy_special(name)
-        if fn is None:
-            raise ev.fail(o, f"needs scipy for its reference values (scipy.special.{name}): pip install "
-                             "'xlasdk[reference]'")
-        with np.errstate(all="ignore"):
-            return _out(fn(*(_wide(v) for v in a[:nargs])), o.shape)
-    return rule
-
-
-_UNARY.update({
-    "chlo.sinh": np.sinh, "chlo.cosh": np.cosh, "chlo.asinh": np.arcsinh, "chlo.acosh": np.arccosh,
-    "chlo.atanh": np.arctanh, "chlo.asin": np.arcsin, "chlo.acos": np.arccos, "chlo.atan": np.arctan,
-    "chlo.tan": np.tan, "chlo.square": lambda x: x * x, "chlo.conj": np.conj, "chlo.lgamma": _lgamma,
-    "chlo.digamma": _digamma, "chlo.is_inf": np.isinf, "chlo.is_pos_inf": np.isposinf,
-    "chlo.is_neg_inf": np.isneginf,
-})
-for _name, _fn in _UNARY.items():
-    RULES[_name] = _unary(_fn)
-RULES["chlo.next_after"] = _next_after
-RULES["chlo.bessel_i1e"] = _needs_scipy("i1e", 1)
-RULES["chlo.zeta"] = _needs_scipy("zeta", 2)
-RULES["chlo.polygamma"] = _needs_scipy("polygamma", 2)
-
-
-@_rule("stablehlo.fft")
-def _fft(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    """FFT / IFFT / RFFT / IRFFT over the last ``len(fft_length)`` dimensions, in complex128
-    (numpy.fft), rounded once to the result type."""
-    kind = str(ev.attr(o, "fft_type", "FFT"))
-    lengths = [int(v) for v in ev.attr(o, "fft_length", ())]
-    axes = tuple(range(-len(lengths), 0))
-    x = _wide(a[0])
-    y: np.ndarray[Any, Any]
-    with np.errstate(all="ignore"):
-        if kind == "FFT":
-            y = np.fft.fftn(x, axes=axes)
-        elif kind == "IFFT":
-            y = np.fft.ifftn(x, axes=axes)
-        elif kind == "RFFT":
-            y = np.fft.rfftn(x, s=lengths, axes=axes)
-        elif kind == "IRFFT":
-            y = np.fft.irfftn(x, s=lengths, axes=axes)
-        else:
-            raise ev.fail(o, f"of type {kind} has no evaluation rule")
-    return _out(y, o.shape)
-
-
-@_rule("stablehlo.reduce_precision")
-def _reduce_precision(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    """Round to ``mantissa_bits`` (to nearest, ties to even) and clamp to ``exponent_bits``:
-    past the largest exponent to +-inf, at or below the smallest normal one to +-0 (no
-    subnormals); NaN stays as it is (a NaN when no mantissa bit is kept). On the value's bits, as
-    XLA defines the op."""
-    x = np.asarray(a[0])
-    dt = x.dtype
-    info = ml_dtypes.finfo(dt) if _is_ml_float(dt) else np.finfo(dt)
-    width = dt.itemsize * 8
-    src_mant = int(info.nmant)
-    src_exp = width - 1 - src_mant
-    mant = int(ev.attr(o, "mantissa_bits"))
-    exp = int(ev.attr(o, "exponent_bits"))
-    u = np.dtype(f"u{dt.itemsize}")
-    bits = np.ascontiguousarray(x).view(u).astype(np.uint64)
-    one = np.uint64(1)
-    if mant < src_mant:
-        shift = np.uint64(src_mant - mant)
-        last = one << shift
-        bias = (last >> one) - one + ((bits & last) >> shift)
-        bits = (bits + bias) & ~(last - one) & np.uint64((1 << width) - 1)
-    if exp < src_exp:
-        sign = one << np.uint64(width - 1)
-        exp_mask = np.uint64(((1 << src_exp) - 1) << src_mant)
-        src_bias = (1 << (src_exp - 1)) - 1
-        reduced_bias = (1 << (exp - 1)) - 1
-        x_exp = bits & exp_mask
-        overflow = x_exp > np.uint64((src_bias + reduced_bias) << src_mant)
-        underflow = x_exp <= np.uint64((src_bias - reduced_bias) << src_mant)
-        signed_zero = bits & sign
-        bits = np.where(overflow, signed_zero | exp_mask, np.where(underflow, signed_zero, bits))
-    out = bits.astype(u).view(dt)
-    nan = np.isnan(_wide(x))
-    if nan.any():
-        out = np.where(nan, x if mant > 0 else np.asarray(np.nan, dt), out)
-    return _out(out, o.shape)
-
-
-@_rule("stablehlo.map")
-def _map(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    """The region applied element by element (all elements at once: it must be element-wise)."""
-    (body,) = o.regions
-    _check_elementwise(body, o, ev)
-    return _results(o, ev.region(body, list(a)))
-
-
-@_rule("stablehlo.sign")
-def _sign(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    x = _wide(a[0])
-    if x.dtype.kind == "c":
-        with np.errstate(all="ignore"):
-            m = np.abs(x)
-            return _out(np.where(m == 0, 0, x / np.where(m == 0, 1, m)), o.shape)
-    if x.dtype.kind == "f":  # NaN stays NaN and -0 stays -0
-        return _out(np.where(np.isnan(x) | (x == 0), x, np.sign(x)), o.shape)
-    return _out(np.sign(x), o.shape)
-
-
-@_rule("stablehlo.not")
-def _not(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    x = a[0]
-    return _out(np.logical_not(x) if x.dtype == np.bool_ else np.invert(x), o.shape)
-
-
-@_rule("stablehlo.popcnt")
-def _popcnt(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    x = a[0]
-    u = x.view(np.dtype(f"u{x.dtype.itemsize}"))
-    bits = np.unpackbits(u.reshape(-1, 1).view(np.uint8), axis=1).sum(axis=1)
-    return _out(bits.reshape(x.shape), o.shape)
-
-
-@_rule("stablehlo.count_leading_zeros")
-def _clz(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    x = a[0]
-    width = x.dtype.itemsize * 8
-    u = x.view(np.dtype(f"u{x.dtype.itemsize}")).astype(np.uint64)
-    n = np.full(x.shape, width, np.int64)
-    for k in range(width):
-        n = np.where((u >> np.uint64(k)) & np.uint64(1), width - 1 - k, n)
-    return _out(n, o.shape)
-
-
-def _binary(fn: Callable[[Any, Any], Any]) -> Rule:
-    def rule(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-        with np.errstate(all="ignore"):
-            return _out(fn(_wide(a[0]), _wide(a[1])), o.shape)
-    return rule
-
-
-def _int_div(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """XLA's integer division: toward zero; x / 0 is -1 (all ones); INT_MIN / -1 is INT_MIN."""
-    dt = x.dtype
-    zero = y == 0
-    safe = np.where(zero, 1, y)
-    if dt.kind == "i":
-        overflow = (x == np.iinfo(dt).min) & (safe == -1)
-        safe = np.where(overflow, 1, safe)
-        q = np.abs(x.astype(np.int64)) // np.abs(safe.astype(np.int64))
-        q = np.where((x < 0) != (safe < 0), -q, q).astype(dt)
-        q = np.where(overflow, x, q)
-        return np.where(zero, np.array(-1, dt), q)
-    return np.where(zero, np.array(np.iinfo(dt).max, dt), x // safe)
-
-
-def _int_rem(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """XLA's integer remainder: the sign of the dividend; x % 0 is x; INT_MIN % -1 is 0."""
-    zero = y == 0
-    safe = np.where(zero, 1, y)
-    if x.dtype.kind == "i":
-        safe = np.where((x == np.iinfo(x.dtype).min) & (safe == -1), 1, safe)
-        r = np.fmod(x.astype(np.int64), safe.astype(np.int64)).astype(x.dtype)
-    else:
-        r = x % safe
-    return np.where(zero, x, r)
-
-
-def _shift(kind: str) -> Rule:
-    def rule(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-        x, s = a
-        dt = x.dtype
-        width = dt.itemsize * 8
-        u = x.view(np.dtype(f"u{dt.itemsize}"))
-        su = s.astype(np.int64)
-        past = (su < 0) | (su >= width)
-        sc = np.where(past, 0, su).astype(u.dtype)
-        with np.errstate(all="ignore"):
-            if kind == "left":
-                r = np.where(past, 0, u << sc).astype(u.dtype).view(dt)
-            elif kind == "logical":
-                r = np.where(past, 0, u >> sc).astype(u.dtype).view(dt)
-            else:  # arithmetic: fill with the sign bit
-                xi = x.astype(np.int64) if dt.kind == "i" else x.view(np.dtype(f"i{dt.itemsize}")).astype(np.int64)
-                r64 = np.where(past, np.where(xi < 0, -1, 0), xi >> np.where(past, 0, su))
-                r = r64.astype(np.dtype(f"i{dt.itemsize}")).view(dt)
-        return _out(r, o.shape)
-    return rule
-
-
-RULES["stablehlo.shift_left"] = _shift("left")
-RULES["stablehlo.shift_right_logical"] = _shift("logical")
-RULES["stablehlo.shift_right_arithmetic"] = _shift("arithmetic")
-
-
-def _arith(fn: Callable[[Any, Any], Any], int_fn: Callable[[Any, Any], Any] | None = None) -> Rule:
-    def rule(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-        x, y = a
-        with np.errstate(all="ignore"):
-            if x.dtype.kind in "iub":
-                return _out((int_fn or fn)(x, y), o.shape)
-            return _out(fn(_wide(x), _wide(y)), o.shape)
-    return rule
-
-
-def _maxmin(fn: Callable[[Any, Any], Any]) -> Rule:
-    def rule(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-        x, y = a
-        if x.dtype.kind == "c":  # XLA orders complex numbers lexicographically (real, then imaginary)
-            pick_x = (x.real > y.real) | ((x.real == y.real) & (x.imag >= y.imag))
-            if fn is np.minimum:
-                pick_x = ~pick_x | ((x.real == y.real) & (x.imag == y.imag))
-            return _out(np.where(pick_x, x, y), o.shape)
-        wx, wy = _wide(x), _wide(y)
-        r = fn(wx, wy)  # NaN propagates, as in XLA
-        if wx.dtype.kind == "f":  # max(+0, -0) is +0 and min(+0, -0) is -0, whatever the order
-            both = (wx == 0) & (wy == 0)
-            neg = np.signbit(wx) & np.signbit(wy) if fn is np.maximum else np.signbit(wx) | np.signbit(wy)
-            r = np.where(both, np.where(neg, -0.0, 0.0), r)
-        return _out(r, o.shape)
-    return rule
-
-
-RULES.update({
-    "stablehlo.add": _arith(np.add), "stablehlo.subtract": _arith(np.subtract),
-    "stablehlo.multiply": _arith(np.multiply), "stablehlo.divide": _arith(np.divide, _int_div),
-    "stablehlo.remainder": _arith(np.fmod, _int_rem), "stablehlo.power": _arith(np.power),
-    "stablehlo.atan2": _binary(np.arctan2),
-    "stablehlo.maximum": _maxmin(np.maximum), "stablehlo.minimum": _maxmin(np.minimum),
-    "stablehlo.and": _arith(np.logical_and, np.bitwise_and), "stablehlo.or": _arith(np.logical_or, np.bitwise_or),
-    "stablehlo.xor": _arith(np.logical_xor, np.bitwise_xor),  # bool operands take the bitwise form too
-    "stablehlo.complex": _binary(lambda x, y: x + 1j * y),
-})
-
-
+# -- helpers the families' rules share ------------------------------------------------------------------------
 def _total_order_key(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     """Integers ordered as XLA's TOTALORDER orders floats (-NaN < -inf < ... < -0 < +0 < ... < NaN)."""
     bits = np.ascontiguousarray(x.astype(np.float64)).view(np.int64)
     return bits ^ ((bits >> np.int64(63)) & np.int64(0x7FFF_FFFF_FFFF_FFFF))
-
-
-@_rule("stablehlo.compare")
-def _compare(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    x, y = a
-    direction = ev.attr(o, "comparison_direction")
-    ctype = ev.attr(o, "compare_type")
-    if ctype == "TOTALORDER" and _is_float(x.dtype):
-        x, y = _total_order_key(x), _total_order_key(y)
-    elif x.dtype.kind == "c":
-        if direction not in ("EQ", "NE"):
-            raise ev.fail(o, f"{direction} of complex numbers is not an XLA comparison")
-    else:
-        x, y = _wide(x), _wide(y)
-    fn = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal, "GT": np.greater,
-          "GE": np.greater_equal}.get(str(direction))
-    if fn is None:
-        raise ev.fail(o, f"with comparison direction {direction!r}")
-    return _out(fn(x, y), o.shape)
-
-
-@_rule("stablehlo.select")
-def _select(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    return _out(np.where(a[0], a[1], a[2]), o.shape)
-
-
-@_rule("stablehlo.clamp")
-def _clamp(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    lo, x, hi = (_wide(v) for v in a)
-    return _out(np.minimum(np.maximum(x, lo), hi), o.shape)
 
 
 def _result_shapes(o: XlaOp) -> list[Shape]:
@@ -1107,6 +820,10 @@ def _result_shapes(o: XlaOp) -> list[Shape]:
 def _results(o: XlaOp, values: Sequence[Value]) -> Value:
     """``o``'s value from its results: the one result, or a tuple of several."""
     return values[0] if len(values) == 1 and len(_result_shapes(o)) == 1 else tuple(values)
+
+
+_REDUCERS = {"stablehlo.add": np.add, "stablehlo.multiply": np.multiply, "stablehlo.maximum": np.maximum,
+             "stablehlo.minimum": np.minimum, "stablehlo.and": np.logical_and, "stablehlo.or": np.logical_or}
 
 
 def _numpy_reducer(r: Region, dtype: np.dtype[Any]) -> Any:
@@ -1123,209 +840,10 @@ def _numpy_reducer(r: Region, dtype: np.dtype[Any]) -> Any:
     return fn
 
 
-# -- rules: conversions and constants -----------------------------------------------------------------------------
-@_rule("stablehlo.constant")
-def _constant(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    v = ev.attr(o, "value")
-    if not isinstance(v, np.ndarray):
-        raise ev.fail(o, f"of element type {o.shape.element_type().name} (its literal is not readable here)")
-    return _out(v, o.shape)
-
-
-@_rule("stablehlo.iota")
-def _iota(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    d = int(ev.attr(o, "iota_dimension"))
-    dims = o.shape.dimensions()
-    idx = np.arange(dims[d]).reshape([-1 if k == d else 1 for k in range(len(dims))])
-    return _out(np.broadcast_to(idx, dims), o.shape)
-
-
-@_rule("stablehlo.convert")
-def _convert(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    x = a[0]
-    dt = _dtype(o.shape)
-    if dt.kind in "iu" and _is_float(x.dtype):
-        w = _wide(x)
-        if w.dtype.kind == "c":
-            w = w.real
-        info = np.iinfo(dt)
-        t = np.trunc(np.where(np.isnan(w), 0.0, w))  # XLA:CPU: NaN -> 0, out of range saturates
-        hi, lo = t >= float(info.max), t <= float(info.min)
-        mid = np.where(hi | lo, 0.0, t).astype(np.uint64 if dt.kind == "u" else np.int64)
-        r = np.where(hi, np.array(info.max, dt), np.where(lo, np.array(info.min, dt), mid.astype(dt)))
-        return _out(r, o.shape)
-    if dt == np.bool_:
-        return _out(x != 0, o.shape)
-    if x.dtype.kind == "c" and dt.kind != "c":
-        return _out(_wide(x).real, o.shape)
-    return _out(_wide(x), o.shape)
-
-
-@_rule("stablehlo.bitcast_convert")
-def _bitcast(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    x = np.ascontiguousarray(a[0])
-    dt = _dtype(o.shape)
-    if dt.itemsize == x.dtype.itemsize:  # the same width: element by element (also in folded regions)
-        return x.view(dt)
-    return _out(x.view(dt).reshape(o.shape.dimensions()), o.shape)
-
-
-@_rule("mhlo.copy", "stablehlo.copy")
-def _copy(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    return a[0]
-
-
-@_rule("stablehlo.optimization_barrier")
-def _barrier(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    return a[0] if len(a) == 1 else tuple(a)
-
-
-# -- rules: shapes -----------------------------------------------------------------------------------------------
-@_rule("stablehlo.broadcast_in_dim")
-def _bcast(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    dims = tuple(ev.attr(o, "broadcast_dimensions", ()))
-    out = o.shape.dimensions()
-    x = a[0]
-    shape = [1] * len(out)
-    for i, d in enumerate(dims):
-        shape[d] = x.shape[i]
-    return _out(np.broadcast_to(x.reshape(shape), out), o.shape)
-
-
-@_rule("stablehlo.reshape")
-def _reshape(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    return _out(a[0].reshape(o.shape.dimensions()), o.shape)
-
-
-@_rule("stablehlo.transpose")
-def _transpose(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    return _out(np.transpose(a[0], tuple(ev.attr(o, "permutation"))), o.shape)
-
-
-@_rule("stablehlo.reverse")
-def _reverse(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    return _out(np.flip(a[0], tuple(ev.attr(o, "dimensions"))), o.shape)
-
-
-@_rule("stablehlo.slice")
-def _slice(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    starts, limits, strides = (ev.attr(o, k) for k in ("start_indices", "limit_indices", "strides"))
-    return _out(a[0][tuple(slice(s, e, t) for s, e, t in zip(starts, limits, strides, strict=True))], o.shape)
-
-
-def _clamped_starts(x: np.ndarray[Any, Any], starts: Sequence[Any], sizes: Sequence[int]) -> list[int]:
-    """XLA clamps each start to [0, dim - size]."""
-    return [int(min(max(int(np.asarray(s)), 0), d - n)) for s, d, n in zip(starts, x.shape, sizes, strict=True)]
-
-
-@_rule("stablehlo.dynamic_slice")
-def _dynamic_slice(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    sizes = tuple(ev.attr(o, "slice_sizes"))
-    starts = _clamped_starts(a[0], a[1:], sizes)
-    return _out(a[0][tuple(slice(s, s + n) for s, n in zip(starts, sizes, strict=True))], o.shape)
-
-
-@_rule("stablehlo.dynamic_update_slice")
-def _dynamic_update_slice(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    x, upd = a[0].copy(), a[1]
-    starts = _clamped_starts(x, a[2:], upd.shape)
-    x[tuple(slice(s, s + n) for s, n in zip(starts, upd.shape, strict=True))] = upd
-    return _out(x, o.shape)
-
-
-@_rule("stablehlo.concatenate")
-def _concat(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    return _out(np.concatenate(a, axis=int(ev.attr(o, "dimension"))), o.shape)
-
-
-@_rule("stablehlo.pad")
-def _pad(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    x, value = a
-    lo, hi, interior = (tuple(ev.attr(o, k)) for k in ("edge_padding_low", "edge_padding_high", "interior_padding"))
-    # interior padding first, then edges (negative edges cut)
-    shape = [d + max(d - 1, 0) * i for d, i in zip(x.shape, interior, strict=True)]
-    grown = np.full(shape, value, x.dtype)
-    grown[tuple(slice(None, None, i + 1) for i in interior)] = x
-    full = np.full([s + max(lo_, 0) + max(hi_, 0) for s, lo_, hi_ in zip(shape, lo, hi, strict=True)], value, x.dtype)
-    full[tuple(slice(max(lo_, 0), max(lo_, 0) + s) for s, lo_ in zip(shape, lo, strict=True))] = grown
-    cut = tuple(slice(max(-lo_, 0), full.shape[k] - max(-hi_, 0)) for k, (lo_, hi_) in enumerate(zip(lo, hi,
-                                                                                                    strict=True)))
-    return _out(full[cut], o.shape)
-
-
-# -- rules: contractions and reductions ---------------------------------------------------------------------------
-def _dot(o: XlaOp, x: np.ndarray[Any, Any], y: np.ndarray[Any, Any], dn: dict[str, tuple[int, ...]]) -> Value:
-    lb, rb = dn.get("lhs_batching_dimensions", ()), dn.get("rhs_batching_dimensions", ())
-    lc, rc = dn.get("lhs_contracting_dimensions", ()), dn.get("rhs_contracting_dimensions", ())
-    letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
-    ls = [next(letters) for _ in range(x.ndim)]
-    rs = [next(letters) for _ in range(y.ndim)]
-    for i, j in zip(lb, rb, strict=True):
-        rs[j] = ls[i]
-    for i, j in zip(lc, rc, strict=True):
-        rs[j] = ls[i]
-    out = [ls[i] for i in lb] + [ls[i] for i in range(x.ndim) if i not in lb and i not in lc] + [
-        rs[j] for j in range(y.ndim) if j not in rb and j not in rc]
-    wide_x, wide_y = _wide(x), _wide(y)
-    if wide_x.dtype.kind in "iub":  # integers: exact in int64, wrapped to the result type
-        wide_x, wide_y = wide_x.astype(np.int64), wide_y.astype(np.int64)
-    with np.errstate(all="ignore"):
-        r = np.einsum(f"{''.join(ls)},{''.join(rs)}->{''.join(out)}", wide_x, wide_y)
-    return _out(r, o.shape)
-
-
-@_rule("stablehlo.dot_general")
-def _dot_general(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    return _dot(o, a[0], a[1], ev.attr(o, "dot_dimension_numbers"))
-
-
-@_rule("stablehlo.dot")
-def _plain_dot(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    x, y = a
-    return _dot(o, x, y, {"lhs_contracting_dimensions": (x.ndim - 1,), "rhs_contracting_dimensions": (0,)})
-
-
-_REDUCERS = {"stablehlo.add": np.add, "stablehlo.multiply": np.multiply, "stablehlo.maximum": np.maximum,
-             "stablehlo.minimum": np.minimum, "stablehlo.and": np.logical_and, "stablehlo.or": np.logical_or}
-
-
-@_rule("stablehlo.reduce")
-def _reduce(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    n = len(a) // 2
-    xs, inits = a[:n], a[n:]
-    dims = tuple(sorted(ev.attr(o, "dimensions")))
-    (body,) = o.regions
-    shapes = _result_shapes(o)
-    fn = _numpy_reducer(body, xs[0].dtype) if n == 1 else None
-    if fn is not None:  # one of the usual reducers: numpy's reduction in the wide type
-        with np.errstate(all="ignore"):
-            if xs[0].dtype.kind in "iub":
-                acc = fn.reduce(xs[0], axis=dims, dtype=xs[0].dtype) if xs[0].size else None
-            else:
-                acc = fn.reduce(_wide(xs[0]), axis=dims) if xs[0].size else None
-            init = inits[0]
-            res = fn(_wide(init), acc) if acc is not None else np.broadcast_to(init, shapes[0].dimensions())
-        return _out(res, shapes[0])
-    # any other reducer: folded element by element along the reduced dimensions, the region run
-    # on whole slices at once; only element-wise regions can run that way
-    _check_elementwise(body, o, ev)
-    moved = [np.moveaxis(x, dims, tuple(range(len(dims)))).reshape((-1,) + tuple(
-        s for k, s in enumerate(x.shape) if k not in dims)) for x in xs]
-    acc_vals = [np.broadcast_to(i, m.shape[1:]).copy() for i, m in zip(inits, moved, strict=True)]
-    for k in range(moved[0].shape[0]):
-        outs = ev.region(body, [*acc_vals, *(m[k] for m in moved)])
-        acc_vals = [np.asarray(v) for v in outs]
-    return _results(o, [_out(v, sh) for v, sh in zip(acc_vals, shapes, strict=True)])
-
-
-_ELEMENTWISE = frozenset(
-    [*_UNARY, "stablehlo.sign", "stablehlo.not", "stablehlo.popcnt", "stablehlo.count_leading_zeros",
-     "stablehlo.add", "stablehlo.subtract", "stablehlo.multiply", "stablehlo.divide", "stablehlo.remainder",
-     "stablehlo.power", "stablehlo.atan2", "stablehlo.maximum", "stablehlo.minimum", "stablehlo.and",
-     "stablehlo.or", "stablehlo.xor", "stablehlo.complex", "stablehlo.shift_left", "stablehlo.shift_right_logical",
-     "stablehlo.shift_right_arithmetic", "stablehlo.compare", "stablehlo.select", "stablehlo.clamp",
-     "stablehlo.convert", "get_tuple_element", "tuple", "parameter"]
-)
+#: the ops a region run on whole slices may hold (:func:`_check_elementwise`), and whose error bounds
+#: are carried by probing their rule (:func:`_carried`): the graph's own here, the element-wise ops
+#: added by the family modules that bind them (:mod:`xlasdk.reference.elementwise`, ``convert``)
+_ELEMENTWISE: set[str] = {"get_tuple_element", "tuple", "parameter"}
 
 
 def _check_elementwise(r: Region, owner: XlaOp, ev: _Evaluator) -> None:
@@ -1347,191 +865,6 @@ def _check_elementwise(r: Region, owner: XlaOp, ev: _Evaluator) -> None:
         stack.extend(o.operands)
 
 
-def _windows(x: np.ndarray[Any, Any], window: Sequence[int], strides: Sequence[int],
-             dilation: Sequence[int]) -> np.ndarray[Any, Any]:
-    """``x``'s windows: shape ``out_dims + window`` (``x`` already padded and base-dilated)."""
-    span = [(w - 1) * d + 1 for w, d in zip(window, dilation, strict=True)]
-    view = np.lib.stride_tricks.sliding_window_view(x, span)
-    view = view[tuple(slice(None, None, s) for s in strides)]
-    picks: tuple[Any, ...] = (Ellipsis, *(slice(None, None, d) for d in dilation))
-    return np.asarray(view[picks])
-
-
-def _dilate_pad(x: np.ndarray[Any, Any], base: Sequence[int], pads: Sequence[tuple[int, int]],
-                value: Any) -> np.ndarray[Any, Any]:
-    """``x`` with ``base - 1`` copies of ``value`` between elements and ``pads`` (low, high) around it
-    (negative pads cut)."""
-    shape = [d + (d - 1) * (b - 1) if d else 0 for d, b in zip(x.shape, base, strict=True)]
-    grown = np.full(shape, value, x.dtype)
-    grown[tuple(slice(None, None, b) for b in base)] = x
-    full = np.full([s + max(lo, 0) + max(hi, 0) for s, (lo, hi) in zip(shape, pads, strict=True)], value, x.dtype)
-    full[tuple(slice(max(lo, 0), max(lo, 0) + s) for s, (lo, _) in zip(shape, pads, strict=True))] = grown
-    return full[tuple(slice(max(-lo, 0), full.shape[k] - max(-hi, 0)) for k, (lo, hi) in enumerate(pads))]
-
-
-@_rule("stablehlo.reduce_window")
-def _reduce_window(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    n = len(a) // 2
-    xs, inits = a[:n], a[n:]
-    rank = xs[0].ndim
-    window = tuple(ev.attr(o, "window_dimensions"))
-    strides = tuple(ev.attr(o, "window_strides", (1,) * rank))
-    base = tuple(ev.attr(o, "base_dilations", (1,) * rank))
-    wdil = tuple(ev.attr(o, "window_dilations", (1,) * rank))
-    pad = ev.attr(o, "padding")
-    pads = [(0, 0)] * rank if pad is None else [(int(lo), int(hi)) for lo, hi in np.asarray(pad).reshape(rank, 2)]
-    (body,) = o.regions
-    shapes = _result_shapes(o)
-    wins = [_windows(_dilate_pad(x, base, pads, i), window, strides, wdil) for x, i in zip(xs, inits, strict=True)]
-    fn = _numpy_reducer(body, xs[0].dtype) if n == 1 else None
-    if fn is not None:
-        w = wins[0] if wins[0].dtype.kind in "iub" else _wide(wins[0])
-        with np.errstate(all="ignore"):
-            acc = fn.reduce(w.reshape(w.shape[:rank] + (-1,)), axis=-1) if w.size else None
-            res = fn(_wide(inits[0]), acc) if acc is not None else np.broadcast_to(inits[0], shapes[0].dimensions())
-        return _out(res, shapes[0])
-    _check_elementwise(body, o, ev)
-    flat = [w.reshape(w.shape[:rank] + (-1,)) for w in wins]
-    acc_vals = [np.broadcast_to(i, f.shape[:rank]).copy() for i, f in zip(inits, flat, strict=True)]
-    for k in range(flat[0].shape[-1]):
-        acc_vals = [np.asarray(v) for v in ev.region(body, [*acc_vals, *(f[..., k] for f in flat)])]
-    return _results(o, [_out(v, sh) for v, sh in zip(acc_vals, shapes, strict=True)])
-
-
-@_rule("stablehlo.convolution")
-def _convolution(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    x, w = a
-    dn = ev.attr(o, "dimension_numbers")
-    if not isinstance(dn, dict):
-        raise ev.fail(o, "whose dimension numbers are not readable")
-    if int(ev.attr(o, "batch_group_count", 1)) != 1:
-        raise ev.fail(o, "with batch_group_count > 1")
-    if any(ev.attr(o, "window_reversal", ()) or ()):
-        raise ev.fail(o, "with window_reversal")
-    groups = int(ev.attr(o, "feature_group_count", 1))
-    sp_in, sp_k, sp_out = (tuple(dn[k]) for k in ("input_spatial_dimensions", "kernel_spatial_dimensions",
-                                                   "output_spatial_dimensions"))
-    nsp = len(sp_in)
-    # to (batch, feature, spatial...) and (out feature, in feature, spatial...)
-    xt = np.transpose(_wide(x), (dn["input_batch_dimension"], dn["input_feature_dimension"], *sp_in))
-    wt = np.transpose(_wide(w), (dn["kernel_output_feature_dimension"], dn["kernel_input_feature_dimension"], *sp_k))
-    strides = tuple(ev.attr(o, "window_strides", (1,) * nsp))
-    lhs_dil = tuple(ev.attr(o, "lhs_dilation", (1,) * nsp))
-    rhs_dil = tuple(ev.attr(o, "rhs_dilation", (1,) * nsp))
-    pad = ev.attr(o, "padding")
-    pads = [(0, 0)] * nsp if pad is None else [(int(lo), int(hi)) for lo, hi in np.asarray(pad).reshape(nsp, 2)]
-    xp = _dilate_pad(xt, (1, 1, *lhs_dil), [(0, 0), (0, 0), *pads], 0)
-    win = _windows(xp, (1, 1, *wt.shape[2:]), (1, 1, *strides), (1, 1, *rhs_dil))  # n, c, out..., 1, 1, k...
-    win = win.reshape(win.shape[:2 + nsp] + wt.shape[2:])
-    cin_g, cout = wt.shape[1], wt.shape[0]
-    cout_g = cout // groups
-    outs = []
-    letters = "abcdefghij"[:nsp]
-    klet = "pqrstuvwxy"[:nsp]
-    for g in range(groups):
-        xg = win[:, g * cin_g:(g + 1) * cin_g]
-        wg = wt[g * cout_g:(g + 1) * cout_g]
-        with np.errstate(all="ignore"):
-            outs.append(np.einsum(f"nc{letters}{klet},oc{klet}->no{letters}", xg, wg))
-    r = np.concatenate(outs, axis=1)
-    order = (dn["output_batch_dimension"], dn["output_feature_dimension"], *sp_out)
-    return _out(np.moveaxis(r, range(2 + nsp), order), o.shape)
-
-
-_SORT_BLOCK = 1 << 22  # comparator evaluations per vectorized block (elements of the pairwise arrays)
-
-
-def _sorted_order(cmp: Region, rows: list[np.ndarray[Any, Any]], ev: _Evaluator) -> np.ndarray[Any, Any] | None:
-    """The stable sorted order of one row, from the comparator evaluated on every pair at once (in
-    blocks): the position of ``i`` is the number of ``j`` that come before it (``cmp(j, i)``), plus
-    the equal ones (neither before the other) of smaller index. None when those positions are not
-    a permutation (the comparator is no strict weak order): the caller sorts pair by pair."""
-    n = rows[0].shape[0]
-    if n == 0:
-        return np.zeros(0, np.int64)
-    pos = np.zeros(n, np.int64)
-    step = max(1, _SORT_BLOCK // n)
-    cols = np.arange(n)
-    for start in range(0, n, step):
-        i = np.arange(start, min(n, start + step))[:, None]  # the elements placed, against every j
-        before = np.asarray(ev.region(cmp, [v for r in rows for v in (r[cols][None, :], r[i])])[0], dtype=bool)
-        after = np.asarray(ev.region(cmp, [v for r in rows for v in (r[i], r[cols][None, :])])[0], dtype=bool)
-        if before.shape != (i.shape[0], n) or after.shape != before.shape:
-            return None
-        tied_earlier = ~before & ~after & (cols[None, :] < i)
-        pos[start:start + i.shape[0]] = before.sum(axis=1) + tied_earlier.sum(axis=1)
-    if not np.array_equal(np.sort(pos), cols):
-        return None
-    order = np.empty(n, np.int64)
-    order[pos] = cols
-    return order
-
-
-@_rule("stablehlo.sort")
-def _sort(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    import functools
-
-    dim = int(ev.attr(o, "dimension", -1))
-    dim = dim % a[0].ndim if a[0].ndim else 0
-    stable = bool(ev.attr(o, "is_stable", False))
-    if not stable and len(a) > 1:  # the order of equal keys is XLA's choice, and the payloads would show it
-        raise ev.fail(o, "that is not stable and carries payloads (the order of equal keys is XLA's choice)")
-    (cmp,) = o.regions
-    _check_elementwise(cmp, o, ev)
-    moved = [np.moveaxis(x, dim, -1) for x in a]
-    lead = moved[0].shape[:-1]
-    n = moved[0].shape[-1]
-    outs = [np.empty_like(m) for m in moved]
-    for idx in np.ndindex(*lead):
-        rows = [m[idx] for m in moved]
-        order_fast = _sorted_order(cmp, rows, ev)
-        if order_fast is not None:
-            for out, r in zip(outs, rows, strict=True):
-                out[idx] = r[order_fast]
-            continue
-
-        def less(i: int, j: int, rows: list[np.ndarray[Any, Any]] = rows) -> int:
-            args = [v for r in rows for v in (r[i], r[j])]
-            if bool(np.asarray(ev.region(cmp, args)[0])):
-                return -1
-            args = [v for r in rows for v in (r[j], r[i])]
-            return 1 if bool(np.asarray(ev.region(cmp, args)[0])) else 0
-
-        order = sorted(range(n), key=functools.cmp_to_key(less))
-        for out, r in zip(outs, rows, strict=True):
-            out[idx] = r[order]
-    return _results(o, [_out(np.moveaxis(x, -1, dim), sh) for x, sh in zip(outs, _result_shapes(o), strict=True)])
-
-
-@_rule("stablehlo.gather")
-def _gather(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    x, idx = a
-    g = ev.attr(o, "dimension_numbers")
-    sizes = tuple(ev.attr(o, "slice_sizes"))
-    ivd = int(g["index_vector_dim"])
-    idx_m = np.moveaxis(idx, ivd, -1) if ivd < idx.ndim else idx[..., None]
-    out_dims = tuple(o.shape.dimensions())
-    offset_dims = tuple(g["offset_dims"])
-    batch_out = [d for d in range(len(out_dims)) if d not in offset_dims]
-    dropped = set(g["collapsed_slice_dims"]) | set(g["operand_batching_dims"])
-    kept = [d for d in range(x.ndim) if d not in dropped]
-    res = np.empty(out_dims, x.dtype)
-    for b in np.ndindex(*idx_m.shape[:-1]):
-        vec = idx_m[b]
-        start = [0] * x.ndim
-        for k, d in enumerate(g["start_index_map"]):
-            start[d] = int(vec[k])
-        for od, sd in zip(g["operand_batching_dims"], g["start_indices_batching_dims"], strict=True):
-            start[od] = b[sd if sd < ivd else sd - 1]
-        start = [min(max(v, 0), x.shape[d] - sizes[d]) for d, v in enumerate(start)]  # XLA clamps
-        piece = x[tuple(slice(v, v + n) for v, n in zip(start, sizes, strict=True))].reshape([sizes[d] for d in kept])
-        where: list[Any] = [slice(None)] * len(out_dims)
-        for pos, d in enumerate(batch_out):
-            where[d] = b[pos]
-        res[tuple(where)] = piece
-    return _out(res, o.shape)
-
-
 def _combine(r: Region, owner: XlaOp, ev: _Evaluator) -> Callable[[list[Any], list[Any]], list[Any]]:
     """How an update region combines current values with updates: numpy's function for the usual
     ones (and plain assignment), else the region run element-wise."""
@@ -1550,192 +883,25 @@ def _combine(r: Region, owner: XlaOp, ev: _Evaluator) -> Callable[[list[Any], li
     return lambda cur, upd: [np.asarray(v) for v in ev.region(r, [*cur, *upd])]
 
 
-@_rule("stablehlo.scatter")
-def _scatter(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    n = (len(a) - 1) // 2
-    inputs, idx, updates = [x.copy() for x in a[:n]], a[n], a[n + 1:]
-    sd = ev.attr(o, "scatter_dimension_numbers")
-    (body,) = o.regions
-    combine = _combine(body, o, ev)
-    ivd = int(sd["index_vector_dim"])
-    idx_m = np.moveaxis(idx, ivd, -1) if ivd < idx.ndim else idx[..., None]
-    uwd = tuple(sd["update_window_dims"])
-    upd_scatter = [d for d in range(updates[0].ndim) if d not in uwd]
-    dropped = set(sd["inserted_window_dims"]) | set(sd["input_batching_dims"])
-    window_to_operand = [d for d in range(inputs[0].ndim) if d not in dropped]
-    wsizes = [updates[0].shape[d] for d in uwd]
-    for b in np.ndindex(*idx_m.shape[:-1]):
-        vec = idx_m[b]
-        start = [0] * inputs[0].ndim
-        for k, d in enumerate(sd["scattered_dims_to_operand_dims"]):
-            start[d] = int(vec[k])
-        for od, sdim in zip(sd["input_batching_dims"], sd["scatter_indices_batching_dims"], strict=True):
-            start[od] = b[sdim if sdim < ivd else sdim - 1]
-        full = [1] * inputs[0].ndim
-        for d, w in zip(window_to_operand, wsizes, strict=True):
-            full[d] = w
-        if any(v < 0 or v + f > inputs[0].shape[d] for d, (v, f) in enumerate(zip(start, full, strict=True))):
-            continue  # XLA skips an update whose window leaves the operand
-        where: list[Any] = [slice(None)] * updates[0].ndim
-        for pos, d in enumerate(upd_scatter):
-            where[d] = b[pos]
-        target = tuple(slice(v, v + f) for v, f in zip(start, full, strict=True))
-        cur = [x[target] for x in inputs]
-        upd = [u[tuple(where)].reshape(cur[0].shape) for u in updates]
-        for x, v in zip(inputs, combine(cur, upd), strict=True):
-            x[target] = np.asarray(v).astype(x.dtype)
-    return _results(o, [_out(x, sh) for x, sh in zip(inputs, _result_shapes(o), strict=True)])
-
-
-@_rule("stablehlo.select_and_scatter")
-def _select_and_scatter(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    x, src, init = a
-    select, scatter = o.regions
-    _check_elementwise(select, o, ev)
-    combine = _combine(scatter, o, ev)
-    rank = x.ndim
-    window = tuple(ev.attr(o, "window_dimensions"))
-    strides = tuple(ev.attr(o, "window_strides", (1,) * rank))
-    pad = ev.attr(o, "padding")
-    pads = [(0, 0)] * rank if pad is None else [(int(lo), int(hi)) for lo, hi in np.asarray(pad).reshape(rank, 2)]
-    res = np.broadcast_to(init, x.shape).astype(x.dtype)
-    # the select phase, every window at once: scan the window's positions in order and keep the
-    # current pick unless select(pick, candidate) is false (padding is never selected)
-    grid = np.indices(src.shape)
-    best = [np.zeros(src.shape, np.int64) for _ in range(rank)]
-    best_val = np.zeros(src.shape, x.dtype)
-    has = np.zeros(src.shape, bool)
-    for k in np.ndindex(*window):
-        pos = [grid[d] * strides[d] + k[d] - pads[d][0] for d in range(rank)]
-        valid = np.ones(src.shape, bool)
-        for d in range(rank):
-            valid &= (pos[d] >= 0) & (pos[d] < x.shape[d])
-        clipped = tuple(np.clip(p_, 0, max(n - 1, 0)) for p_, n in zip(pos, x.shape, strict=True))
-        cand = x[clipped] if x.size else np.zeros(src.shape, x.dtype)
-        keep = np.asarray(ev.region(select, [best_val, cand])[0], dtype=bool) if has.any() else np.ones(src.shape, bool)
-        take = valid & (~has | ~keep)
-        for d in range(rank):
-            best[d] = np.where(take, clipped[d], best[d])
-        best_val = np.where(take, cand, best_val)
-        has |= valid
-    # the scatter phase, in the windows' order
-    if _numpy_reducer(scatter, np.dtype(x.dtype)) is np.add:
-        acc = _wide(res).copy()
-        np.add.at(acc, tuple(b[has] for b in best), _wide(src)[has])
-        return _out(acc, o.shape)
-    for w in zip(*np.nonzero(has), strict=True):
-        at = tuple(int(b[w]) for b in best)
-        res[at] = np.asarray(combine([res[at]], [src[w]])[0]).astype(x.dtype)
-    return _out(res, o.shape)
-
-
-@_rule("chlo.top_k", "mhlo.topk")
-def _top_k(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    """The ``k`` largest along the last dimension, largest first, ties by the lower index (XLA's
-    TopK: floats in total order, so NaN is the largest)."""
-    x = a[0]
-    k = int(ev.attr(o, "k"))
-    if ev.attr(o, "largest", True) is False:
-        raise ev.fail(o, "with largest=false")
-    if _is_float(x.dtype):
-        key = _total_order_key(x)
-    elif x.dtype == np.uint64:
-        key = (x ^ np.uint64(1 << 63)).view(np.int64)  # order-preserving into int64
-    else:
-        key = x.astype(np.int64)
-    order = np.argsort(~key, axis=-1, kind="stable")[..., :k]  # ~key: largest first, ties by index
-    vals = np.take_along_axis(x, order, axis=-1)
-    shapes = o.shape.tuple_shapes()
-    return (_out(vals, shapes[0]), _out(order, shapes[1]))
-
-
-# -- rules: control flow -----------------------------------------------------------------------------------------
-def _values(v: Value) -> list[Value]:
-    return list(v) if isinstance(v, tuple) else [v]
-
-
-@_rule("stablehlo.while")
-def _while(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    cond, body = o.regions
-    state = list(a)
-    while bool(np.asarray(ev.region(cond, state)[0])):
-        state = ev.region(body, state)
-    return _results(o, state)
-
-
-@_rule("stablehlo.if")
-def _if(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    branch = o.regions[0] if bool(np.asarray(a[0])) else o.regions[1]
-    outs = ev.region(branch, [])
-    return _results(o, outs)
-
-
-@_rule("stablehlo.case")
-def _case(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    i = int(np.asarray(a[0]))
-    n = len(o.regions)
-    branch = o.regions[i if 0 <= i < n else n - 1]  # out of range: the last branch, as XLA does
-    outs = ev.region(branch, [])
-    return _results(o, outs)
-
-
-#: custom calls that only annotate a value's sharding (JAX's ``jax.lax.with_sharding_constraint``,
-#: typed PRNG keys, shard_map's shape changes): on one device, where the shape stays, the value itself
-_SHARDING_MARKERS = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape"})
-
-
-@_rule("stablehlo.custom_call")
-def _custom_call(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    target = ev.attr(o, "call_target_name", "?")
-    if target == "TopK" and len(a) == 1 and o.shape.is_tuple():
-        return _topk_custom_call(o, a, ev)
-    rule = CUSTOM_CALL_RULES.get(target)
-    if rule is not None:
-        return rule(o, a, ev)
-    if target in _SHARDING_MARKERS and len(a) == 1 and not o.shape.is_tuple() \
-            and np.shape(a[0]) == tuple(o.shape.dimensions()) and np.asarray(a[0]).dtype == _dtype(o.shape):
-        return a[0]  # a sharding annotation: the value itself on one device (a shape change is refused below)
-    raise ev.fail(o, f"to {target!r} has no evaluation rule yet (the reference evaluator cannot check this program)")
-
-
-def _topk_custom_call(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    """XLA:CPU's ``TopK`` custom call (how its optimized HLO spells top_k): the ``k`` (the result's
-    last dimension) largest along the last dimension, as :func:`_top_k`; its comparator (the
-    function it calls) must be greater-than in total order, which is checked by running it on every
-    pair of probe values (NaN, infinities, signed zeros included)."""
-    called = ev.attr(o, "called_computations", ())
-    names = [_symbol(c) for c in (called if isinstance(called, (list, tuple)) else [called])]
-    if len(names) != 1:
-        raise ev.fail(o, "to 'TopK' without one comparator has no evaluation rule")
-    g = ev.callee(names[0])
-    x = a[0]
-    if not _is_float(x.dtype) or len(g.params) not in (2, 4):
-        raise ev.fail(o, "to 'TopK' on this operand has no evaluation rule (floats only)")
-    # the comparator must be "greater than" in total order: checked on every pair of probe values
-    probe = np.array([-np.inf, -2.5, -1.0, -0.0, 0.0, 1e-30, 1.0, 3.0, np.inf, np.nan, -np.nan], np.float64)
-    probe = probe.astype(x.dtype)
-    lhs, rhs = np.meshgrid(probe, probe, indexing="ij")
-    idx = np.zeros(lhs.shape, np.int32)
-    args = [lhs, rhs] if len(g.params) == 2 else [lhs, rhs, idx, idx]
-    env: dict[int, Value] = {id(p): v for p, v in zip(g.params, args, strict=True)}
-    got = np.asarray(ev.run_graph(g.outputs, env)[0], dtype=bool)
-    key = _total_order_key(probe)
-    if got.shape != lhs.shape or not np.array_equal(got, key[:, None] > key[None, :]):
-        raise ev.fail(o, "to 'TopK' whose comparator is not greater-than in total order has no evaluation rule")
-    k = int(o.shape.tuple_shapes()[0].dimensions()[-1])
-    order = np.argsort(~_total_order_key(x), axis=-1, kind="stable")[..., :k]  # largest first, ties by index
-    shapes = o.shape.tuple_shapes()
-    return (_out(np.take_along_axis(x, order, axis=-1), shapes[0]), _out(order, shapes[1]))
-
-
-@_rule("stablehlo.tuple")
+# -- rules: the graph's own rows (xlasdk/_optable.py) and calls -----------------------------------------------------
+@evaluates(TUPLE, STABLEHLO_TUPLE)
 def _tuple(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     return tuple(a)
 
 
-@_rule("stablehlo.get_tuple_element")
+@evaluates(GET_TUPLE_ELEMENT)
+def _graph_gte(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    return a[0][o.extra]
+
+
+@evaluates(STABLEHLO_GET_TUPLE_ELEMENT)
 def _gte(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     return a[0][int(ev.attr(o, "index"))]
+
+
+refuse_evaluation(PARAMETER, "is given its value: an argument of the evaluation, or of the region it belongs to")
+refuse_evaluation(CALL, "is a built graph's call, which the instruction graph the evaluator walks holds as func.call")
+refuse_evaluation(RETURN, "only ends a region (its operands are the region's results)")
 
 
 def _symbol(ref: Any) -> str:
@@ -1749,12 +915,12 @@ def _callee_name(o: XlaOp, ev: _Evaluator) -> str:
     return _symbol(ev.attr(o, "callee" if o.opcode == "func.call" else "decomposition"))
 
 
-@_rule("func.call")
+@evaluates_opaque("func.call")
 def _call(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     return ev.call(o, _callee_name(o, ev), a)
 
 
-@_rule("stablehlo.composite")
+@evaluates_opaque("stablehlo.composite")
 def _composite(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     """A named op (``chlo.top_k``, ``erf_inv``... as JAX exports them) is its decomposition."""
     return ev.call(o, _callee_name(o, ev), a)

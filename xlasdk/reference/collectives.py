@@ -36,9 +36,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._optable import evaluates
 from ..builder import XlaOp
 from ..errors import ShapeError, XlaSdkError
-from ._evaluator import Value, _combine, _Evaluator, _out, _reference, _result_shapes, _results, _rule
+from ..ops.collectives import (
+    ALL_GATHER,
+    ALL_REDUCE,
+    ALL_TO_ALL,
+    COLLECTIVE_PERMUTE,
+    PARTITION_ID,
+    REDUCE_SCATTER,
+    REPLICA_ID,
+)
+from ._evaluator import Value, _combine, _Evaluator, _out, _reference, _result_shapes, _results
 
 if TYPE_CHECKING:
     from ..computation import XlaComputation
@@ -198,7 +208,7 @@ def _reduce_over(o: XlaOp, ev: _Evaluator, values: list[np.ndarray[Any, Any]]) -
     return acc
 
 
-@_rule("stablehlo.all_reduce")
+@evaluates(ALL_REDUCE)
 def _all_reduce(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     group = _participants(o, ev, _device(), partition_mode=False)
     everyone = _meet(o, ev, group, list(a))
@@ -207,7 +217,7 @@ def _all_reduce(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     return _results(o, outs)
 
 
-@_rule("stablehlo.reduce_scatter")
+@evaluates(REDUCE_SCATTER)
 def _reduce_scatter(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     dev = _device()
     group = _participants(o, ev, dev, partition_mode=False)
@@ -222,7 +232,7 @@ def _reduce_scatter(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     return _results(o, outs)
 
 
-@_rule("stablehlo.all_gather")
+@evaluates(ALL_GATHER)
 def _all_gather(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     group = _participants(o, ev, _device(), partition_mode=False)
     everyone = _meet(o, ev, group, list(a))
@@ -232,7 +242,7 @@ def _all_gather(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
                         for k in range(len(a))])
 
 
-@_rule("stablehlo.all_to_all")
+@evaluates(ALL_TO_ALL)
 def _all_to_all(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     dev = _device()
     group = _participants(o, ev, dev, partition_mode=True)
@@ -247,7 +257,7 @@ def _all_to_all(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
                                             axis=concat), shapes[k]) for k in range(len(a))])
 
 
-@_rule("stablehlo.collective_permute")
+@evaluates(COLLECTIVE_PERMUTE)
 def _collective_permute(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     dev = _device()
     channel = _channel(o, ev)
@@ -267,12 +277,12 @@ def _collective_permute(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     return _out(everyone[sources[0]], o.shape)
 
 
-@_rule("stablehlo.replica_id")
+@evaluates(REPLICA_ID)
 def _replica_id(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     return _out(np.uint32(_device().replica), o.shape)
 
 
-@_rule("stablehlo.partition_id")
+@evaluates(PARTITION_ID)
 def _partition_id(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     return _out(np.uint32(_device().partition), o.shape)
 

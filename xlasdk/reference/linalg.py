@@ -24,48 +24,50 @@ it; nothing is guessed. scipy is an optional dependency (``pip install 'xlasdk[r
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from .._optable import evaluates
 from ..builder import XlaOp
-from ._evaluator import CUSTOM_CALL_RULES, RULES, Value, _Evaluator, _out, _result_shapes, _results, _rule, _wide
+from ..ops.linalg import CHOLESKY, DOT_GENERAL, TRIANGULAR_SOLVE
+from ..ops.reduce import BATCH_NORM_GRAD, BATCH_NORM_INFERENCE, BATCH_NORM_TRAINING
+from ._evaluator import CUSTOM_CALL_RULES, Value, _Evaluator, _out, _result_shapes, _results, _wide, evaluates_opaque
 
-__all__ = ["TOKEN"]
-
-#: a token's value (``stablehlo.create_token``, ``stablehlo.after_all``): tokens order side
-#: effects and carry no data; ops that pass values through (while, if, optimization_barrier) pass it.
-TOKEN: np.ndarray[Any, Any] = np.zeros((0,), np.bool_)
-TOKEN.flags.writeable = False
+__all__: list[str] = []
 
 
-# -- tokens and dimension sizes -----------------------------------------------------------------------------
-@_rule("stablehlo.create_token", "stablehlo.after_all")
-def _token(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    return TOKEN
+# -- dots ------------------------------------------------------------------------------------------------------
+def _dot(o: XlaOp, x: np.ndarray[Any, Any], y: np.ndarray[Any, Any], dn: dict[str, tuple[int, ...]]) -> Value:
+    lb, rb = dn.get("lhs_batching_dimensions", ()), dn.get("rhs_batching_dimensions", ())
+    lc, rc = dn.get("lhs_contracting_dimensions", ()), dn.get("rhs_contracting_dimensions", ())
+    letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    ls = [next(letters) for _ in range(x.ndim)]
+    rs = [next(letters) for _ in range(y.ndim)]
+    for i, j in zip(lb, rb, strict=True):
+        rs[j] = ls[i]
+    for i, j in zip(lc, rc, strict=True):
+        rs[j] = ls[i]
+    out = [ls[i] for i in lb] + [ls[i] for i in range(x.ndim) if i not in lb and i not in lc] + [
+        rs[j] for j in range(y.ndim) if j not in rb and j not in rc]
+    wide_x, wide_y = _wide(x), _wide(y)
+    if wide_x.dtype.kind in "iub":  # integers: exact in int64, wrapped to the result type
+        wide_x, wide_y = wide_x.astype(np.int64), wide_y.astype(np.int64)
+    with np.errstate(all="ignore"):
+        r = np.einsum(f"{''.join(ls)},{''.join(rs)}->{''.join(out)}", wide_x, wide_y)
+    return _out(r, o.shape)
 
 
-@_rule("stablehlo.get_dimension_size")
-def _get_dimension_size(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    """The size of the operand's value along ``dimension`` (s32): the reference holds values at
-    their full size only (see :func:`_set_dimension_size`), so this is the static size or bound."""
-    d = int(ev.attr(o, "dimension"))
-    return _out(np.int32(np.shape(a[0])[d]), o.shape)
+@evaluates(DOT_GENERAL)
+def _dot_general(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    return _dot(o, a[0], a[1], ev.attr(o, "dot_dimension_numbers"))
 
 
-@_rule("stablehlo.set_dimension_size")
-def _set_dimension_size(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    """The operand, when the size set is the dimension's whole bound. XLA:CPU returns a smaller
-    size as an array cut to that size, and later ops ignore (or pad with their own identity) the
-    rest: the reference does not follow dynamic sizes, so a smaller size raises."""
-    d = int(ev.attr(o, "dimension"))
-    x, size = a[0], int(np.asarray(a[1]))
-    if size != x.shape[d]:
-        raise ev.fail(o, f"to size {size} of dimension {d} (bound {x.shape[d]}) has no evaluation rule: the "
-                         "reference evaluator follows static sizes only (expected the whole bound)")
-    return x
+@evaluates_opaque("stablehlo.dot")  # HLO's dot of loaded modules (ops.Dot emits dot_general)
+def _plain_dot(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    x, y = a
+    return _dot(o, x, y, {"lhs_contracting_dimensions": (x.ndim - 1,), "rhs_contracting_dimensions": (0,)})
 
 
 # -- Cholesky and triangular solves ---------------------------------------------------------------------------
@@ -86,7 +88,7 @@ def _hermitian_from(x: np.ndarray[Any, Any], lower: bool) -> np.ndarray[Any, Any
 _CHOLESKY_MARGIN = 64.0  # a pivot within this many ulps * n of the matrix's scale is too close to call
 
 
-@_rule("stablehlo.cholesky")
+@evaluates(CHOLESKY)
 def _cholesky(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     """Cholesky factor of the Hermitian matrices given by the ``lower`` (else upper) triangle, in
     float64 / complex128, with the other triangle zero (as XLA:CPU returns it). A matrix that is
@@ -125,7 +127,7 @@ def _near_definite(m: np.ndarray[Any, Any], tol: float) -> bool:
     return bool(np.min(np.linalg.eigvalsh(m)) > -tol)
 
 
-@_rule("stablehlo.triangular_solve")
+@evaluates(TRIANGULAR_SOLVE)
 def _triangular_solve(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     """``op(a) x = b`` (``left_side``) or ``x op(a) = b``, reading only the ``lower`` (else upper)
     triangle of ``a`` (its diagonal taken as ones with ``unit_diagonal``), ``op`` by
@@ -162,7 +164,7 @@ def _triangular_solve(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     return _out(x, o.shape)
 
 
-# -- batch normalization ---------------------------------------------------------------------------------------
+# -- batch normalization (rows of ops/reduce.py, computed in float64 as the linear algebra is) ------------------------
 def _bn_axes(x: np.ndarray[Any, Any], f: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The reduced axes and the shape a per-feature vector broadcasts to."""
     axes = tuple(k for k in range(x.ndim) if k != f)
@@ -170,7 +172,7 @@ def _bn_axes(x: np.ndarray[Any, Any], f: int) -> tuple[tuple[int, ...], tuple[in
     return axes, shape
 
 
-@_rule("stablehlo.batch_norm_training")
+@evaluates(BATCH_NORM_TRAINING)
 def _batch_norm_training(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     """``(y, mean, var)`` with ``mean``, ``var`` (biased: divided by the count) over every axis but
     ``feature_index`` and ``y = (x - mean) / sqrt(var + epsilon) * scale + offset``, in float64."""
@@ -186,7 +188,7 @@ def _batch_norm_training(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     return _results(o, [_out(v, s) for v, s in zip((y, mean, var), shapes, strict=True)])
 
 
-@_rule("stablehlo.batch_norm_inference")
+@evaluates(BATCH_NORM_INFERENCE)
 def _batch_norm_inference(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     """``(x - mean) / sqrt(variance + epsilon) * scale + offset`` per feature, in float64."""
     x, scale, offset, mean, var = (_wide(np.asarray(v)) for v in a)
@@ -198,7 +200,7 @@ def _batch_norm_inference(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     return _out(y, o.shape)
 
 
-@_rule("stablehlo.batch_norm_grad")
+@evaluates(BATCH_NORM_GRAD)
 def _batch_norm_grad(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     """``(grad_operand, grad_scale, grad_offset)`` of batch_norm_training at ``mean``, ``variance``:
     with ``r = 1 / sqrt(variance + epsilon)``, ``xhat = (x - mean) r`` and N the elements per
@@ -217,49 +219,6 @@ def _batch_norm_grad(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
         g_x = (scale * r / count).reshape(shape) * centred
     shapes = _result_shapes(o)
     return _results(o, [_out(v, s) for v, s in zip((g_x, g_scale, g_offset), shapes, strict=True)])
-
-
-# -- convolution with batch_group_count ------------------------------------------------------------------------
-class _Regrouped:
-    """A convolution node seen with its batch groups moved into feature groups."""
-
-    def __init__(self, o: Any, groups: int) -> None:
-        self._o = o
-        self.attrs = dict(o.attrs)
-        self.attrs["batch_group_count"] = 1
-        self.attrs["feature_group_count"] = groups
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._o, name)
-
-
-_feature_grouped: Callable[[XlaOp, list[Value], _Evaluator], Value] = RULES["stablehlo.convolution"]
-
-
-@_rule("stablehlo.convolution")
-def _convolution(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    """The convolution of :mod:`xlasdk.reference` (feature groups), and with ``batch_group_count
-    = G > 1``: the input batch (``G * N``, group-major) splits into G groups, group ``g`` feeding
-    the ``g``-th group of output features; computed as a convolution of ``N`` batch elements with
-    ``G`` feature groups over the input features regrouped as ``(G, C)`` (what the weight gradient
-    of a grouped convolution is)."""
-    groups = int(ev.attr(o, "batch_group_count", 1))
-    if groups == 1:
-        return _feature_grouped(o, a, ev)
-    dn = ev.attr(o, "dimension_numbers")
-    if not isinstance(dn, dict):
-        raise ev.fail(o, "whose dimension numbers are not readable")
-    if int(ev.attr(o, "feature_group_count", 1)) != 1:
-        raise ev.fail(o, "with both feature_group_count and batch_group_count > 1 (XLA rejects it)")
-    x = np.asarray(a[0])
-    bd, fd = int(dn["input_batch_dimension"]), int(dn["input_feature_dimension"])
-    xt = np.moveaxis(x, (bd, fd), (0, 1))
-    n, c = xt.shape[:2]
-    if n % groups:
-        raise ev.fail(o, f"with batch_group_count {groups} not dividing the batch size {n}")
-    xt = xt.reshape((groups, n // groups, c) + xt.shape[2:]).swapaxes(0, 1).reshape((n // groups, groups * c)
-                                                                                    + xt.shape[2:])
-    return _feature_grouped(_Regrouped(o, groups), [np.moveaxis(xt, (0, 1), (bd, fd)), a[1]], ev)  # type: ignore[arg-type]
 
 
 # -- LAPACK custom calls (jaxlib's CPU lowering of jnp.linalg) ----------------------------------------------------
@@ -546,38 +505,3 @@ def _dtype_of(shape: Any) -> np.dtype[Any]:
 for _name in _ROUTINES:
     for _t in _ROUTINES[_name][2]:
         CUSTOM_CALL_RULES[f"lapack_{_t}{_name}_ffi"] = _lapack_rule
-
-
-# -- complex constants (jnp.linalg.eig's NaN fill): the literal spelled (re, im) ----------------------------------
-_readable_constant: Callable[[XlaOp, list[Value], _Evaluator], Value] = RULES["stablehlo.constant"]
-_PAIR = re.compile(r"\(\s*([^,()\s]+)\s*,\s*([^,()\s]+)\s*\)")
-
-
-def _part(text: str, real: np.dtype[Any]) -> float:
-    """One part of a complex literal: a decimal number, or a hexadecimal bit pattern of ``real``."""
-    if text.lower().startswith("0x"):
-        bits = int(text, 16)
-        return float(np.array(bits, np.uint64).astype(np.dtype(f"u{real.itemsize}")).view(real))
-    return float(text)
-
-
-@_rule("stablehlo.constant")
-def _constant(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    """The constant rule of :mod:`xlasdk.reference`; a complex literal the attribute reader gives
-    as text (``dense<(re,im)>``, or a list of such pairs, one per element) is read here. Any other
-    spelling (a hexadecimal blob) raises :class:`UnsupportedOpError`."""
-    v = ev.attr(o, "value")
-    dt = np.dtype(o.shape.numpy_dtype()) if o.shape.is_array() else None
-    if isinstance(v, np.ndarray) or dt is None or dt.kind != "c":
-        return _readable_constant(o, a, ev)
-    text = str(getattr(o.attrs.get("value"), "text", v)).split(":")[0]
-    real = np.dtype(np.float32 if dt.itemsize == 8 else np.float64)
-    pairs = _PAIR.findall(text)
-    dims = tuple(o.shape.dimensions())
-    size = int(np.prod(dims, dtype=np.int64))
-    if not text.strip().startswith("dense<") or len(pairs) not in (1, size) or "0x" in text.replace(
-            "(0x", "").replace(",0x", "").replace(", 0x", ""):
-        raise ev.fail(o, f"of element type {o.shape.element_type().name} spelled {text[:60]!r} (its literal is not "
-                         "readable here: expected dense<(re,im)> pairs)")
-    vals = np.array([complex(_part(r, real), _part(i, real)) for r, i in pairs], np.complex128)
-    return _out(np.broadcast_to(vals[0], dims) if len(pairs) == 1 else vals.reshape(dims), o.shape)

@@ -27,8 +27,10 @@ from typing import Any
 
 import numpy as np
 
+from .._optable import evaluates, refuse_evaluation
 from ..builder import XlaOp
-from ._evaluator import Value, _Evaluator, _result_shapes, _rule
+from ..ops.random import RNG, RNG_BIT_GENERATOR
+from ._evaluator import Value, _Evaluator, _result_shapes
 
 __all__ = ["threefry2x32", "philox4x32", "rng_bits"]
 
@@ -184,7 +186,7 @@ def rng_bits(algorithm: str, state: np.ndarray[Any, Any], dtype: Any,
     return new, out.astype(unsigned).view(dt)  # narrower: the low bits (astype copies: contiguous)
 
 
-@_rule("stablehlo.rng_bit_generator")
+@evaluates(RNG_BIT_GENERATOR)
 def _rng_bit_generator(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     algorithm = str(ev.attr(o, "rng_algorithm", "DEFAULT"))
     state_shape, out_shape = _result_shapes(o)
@@ -197,3 +199,6 @@ def _rng_bit_generator(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     except ValueError as e:
         raise ev.fail(o, str(e)) from None
     return new, out
+
+
+refuse_evaluation(RNG, "draws from XLA's own unspecified generator (RngBitGenerator is reproducible: use it)")

@@ -1,0 +1,342 @@
+"""Evaluation rules of the element-wise ops (:mod:`xlasdk.ops.elementwise`): the unary and binary
+tables' ops, compare, select and clamp, and the CHLO functions (erf, lgamma, digamma, next_after,
+the scipy-backed Bessel, zeta and polygamma).
+
+The tables' rows are reached by their op names (``OPS["stablehlo.add"]``, once, at import: an
+unknown name raises); compare, select and clamp by their rows. Floats are computed in float64 /
+complex128 and rounded once to the result's type; integers exactly, with XLA's edges (division by
+zero, shifts past the bit width). Element-wise unary ops of loaded modules that the table has no
+row for (``mhlo.erf``, ``chlo.is_inf``...) are bound by name (:func:`evaluates_opaque`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .._optable import OPS, bind_evaluation, evaluates
+from ..builder import XlaOp
+from ..ops.elementwise import CLAMP, COMPARE, SELECT
+from ._evaluator import (
+    _ELEMENTWISE,
+    Rule,
+    Value,
+    _dtype,
+    _Evaluator,
+    _is_float,
+    _out,
+    _total_order_key,
+    _wide,
+    evaluates_opaque,
+)
+
+__all__: list[str] = []
+
+
+def _unary(fn: Callable[[Any], Any]) -> Rule:
+    def rule(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+        with np.errstate(all="ignore"):
+            return _out(fn(_wide(a[0])), o.shape)
+    return rule
+
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+_erfc = np.vectorize(math.erfc, otypes=[np.float64])
+
+
+def _erfinv(y: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """The inverse of erf in float64: a first guess refined by Newton's method to full precision;
+    +-1 give +-inf and |y| > 1 NaN."""
+    y = np.asarray(y, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        w = -np.log((1.0 - y) * (1.0 + y))
+        x = np.sign(y) * np.sqrt(np.maximum(w, 0.0) * 0.5 + 1e-300) * np.where(np.abs(y) < 0.9, 1.0, 1.0)
+        x = np.where(np.abs(y) < 0.5, y * np.sqrt(np.pi) / 2, x)
+        for _ in range(60):
+            err = _erf(x) - y
+            step = err / (2.0 / np.sqrt(np.pi) * np.exp(-x * x))
+            x = np.where(np.isfinite(step), x - step, x)
+    return np.where(np.abs(y) == 1, np.sign(y) * np.inf, np.where(np.abs(y) > 1, np.nan, x))
+
+
+#: the unary ops' functions, in float64 / complex128, by op name (the rows of ``ops.elementwise.UNARY``)
+_UNARY: dict[str, Callable[[Any], Any]] = {
+    "stablehlo.abs": np.abs, "stablehlo.negate": np.negative, "stablehlo.exponential": np.exp,
+    "stablehlo.exponential_minus_one": np.expm1, "stablehlo.log": np.log, "stablehlo.log_plus_one": np.log1p,
+    "stablehlo.sqrt": np.sqrt, "stablehlo.rsqrt": lambda x: 1.0 / np.sqrt(x), "stablehlo.cbrt": np.cbrt,
+    "stablehlo.sine": np.sin, "stablehlo.cosine": np.cos, "stablehlo.tan": np.tan, "stablehlo.tanh": np.tanh,
+    "stablehlo.logistic": lambda x: 1.0 / (1.0 + np.exp(-x)), "stablehlo.floor": np.floor,
+    "stablehlo.ceil": np.ceil, "stablehlo.round_nearest_even": np.rint,
+    "stablehlo.round_nearest_afz": lambda x: np.copysign(np.floor(np.abs(x) + 0.5), x),
+    "stablehlo.is_finite": np.isfinite, "stablehlo.real": np.real, "stablehlo.imag": np.imag,
+    "chlo.erf": _erf, "chlo.erfc": _erfc, "chlo.erf_inv": _erfinv,
+}
+
+
+_lgamma = np.vectorize(lambda v: math.lgamma(v) if not (v <= 0 and v == math.floor(v)) else math.inf,
+                       otypes=[np.float64])
+
+
+def _digamma(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """psi(x) in float64: the reflection psi(1 - x) - pi / tan(pi x) below 1/2, the recurrence
+    psi(x) = psi(x + 1) - 1/x up to x >= 10, then the asymptotic series (error < 1e-15); NaN at
+    the poles 0, -1, -2, ... (XLA's CHLO decomposition gives NaN there too)."""
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        reflect = x < 0.5
+        y = np.where(reflect, 1.0 - x, x)
+        acc = np.zeros_like(y)
+        for _ in range(10):
+            small = y < 10
+            acc = np.where(small, acc - 1.0 / y, acc)
+            y = np.where(small, y + 1.0, y)
+        inv2 = 1.0 / (y * y)
+        series = (np.log(y) - 0.5 / y - inv2 * (1.0 / 12 - inv2 * (1.0 / 120 - inv2 * (1.0 / 252 - inv2 * (
+            1.0 / 240 - inv2 * (1.0 / 132))))))
+        psi = series + acc
+        psi = np.where(reflect, psi - np.pi / np.tan(np.pi * x), psi)
+        return np.where((x <= 0) & (x == np.floor(x)), np.nan, psi)
+
+
+def _next_after(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    """The float of the result's type next to x in the direction of y, from the bits (for every
+    float type, bf16 and fp8 included): y when they are equal, NaN when either is."""
+    x, y = np.asarray(a[0]), np.asarray(a[1])
+    dt = _dtype(o.shape)
+    x, y = np.broadcast_arrays(x.astype(dt), y.astype(dt))
+    width = dt.itemsize
+    bits = np.ascontiguousarray(x).view(np.dtype(f"u{width}")).astype(np.int64)
+    xf, yf = _wide(x), _wide(y)
+    sign_bit = np.int64(1) << np.int64(8 * width - 1)
+    with np.errstate(all="ignore"):
+        toward_bigger_magnitude = (xf < yf) == (xf > 0)
+        step = np.where(toward_bigger_magnitude, bits + 1, bits - 1)
+        tiny = np.where(yf < 0, sign_bit | 1, 1)  # from +-0: the smallest subnormal on y's side
+        out = np.where(xf == 0, tiny, step)
+    res = out.astype(np.dtype(f"u{width}")).view(dt)
+    res = np.where(xf == yf, y, res)
+    return _out(np.where(np.isnan(xf) | np.isnan(yf), np.nan, _wide(np.asarray(res))), o.shape)
+
+
+def _scipy_special(name: str) -> Callable[..., Any] | None:
+    try:
+        import scipy.special  # an optional dependency: pip install "xlasdk[reference]"
+    except ImportError:
+        return None
+    fn: Callable[..., Any] = getattr(scipy.special, name)
+    return fn
+
+
+def _needs_scipy(name: str, nargs: int) -> Rule:
+    def rule(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+        fn = _scipy_special(name)
+        if fn is None:
+            raise ev.fail(o, f"needs scipy for its reference values (scipy.special.{name}): pip install "
+                             "'xlasdk[reference]'")
+        with np.errstate(all="ignore"):
+            return _out(fn(*(_wide(v) for v in a[:nargs])), o.shape)
+    return rule
+
+
+_UNARY.update({
+    "chlo.sinh": np.sinh, "chlo.cosh": np.cosh, "chlo.asinh": np.arcsinh, "chlo.acosh": np.arccosh,
+    "chlo.atanh": np.arctanh, "chlo.asin": np.arcsin, "chlo.acos": np.arccos, "chlo.atan": np.arctan,
+    "chlo.square": lambda x: x * x, "chlo.conj": np.conj, "chlo.lgamma": _lgamma, "chlo.digamma": _digamma,
+})
+#: unary ops of loaded modules that the table has no row for (opaque: bound by name)
+_OPAQUE_UNARY: dict[str, Callable[[Any], Any]] = {
+    "mhlo.erf": _erf,  # what XLA's HLO -> StableHLO import makes of HLO's erf
+    "chlo.tan": np.tan, "chlo.is_inf": np.isinf, "chlo.is_pos_inf": np.isposinf, "chlo.is_neg_inf": np.isneginf,
+}
+for _name, _fn in _UNARY.items():
+    bind_evaluation(OPS[_name], _unary(_fn))
+for _name, _fn in _OPAQUE_UNARY.items():
+    evaluates_opaque(_name)(_unary(_fn))
+bind_evaluation(OPS["chlo.next_after"], _next_after)
+bind_evaluation(OPS["chlo.bessel_i1e"], _needs_scipy("i1e", 1))
+bind_evaluation(OPS["chlo.zeta"], _needs_scipy("zeta", 2))
+bind_evaluation(OPS["chlo.polygamma"], _needs_scipy("polygamma", 2))
+
+
+@evaluates(OPS["stablehlo.sign"])
+def _sign(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    x = _wide(a[0])
+    if x.dtype.kind == "c":
+        with np.errstate(all="ignore"):
+            m = np.abs(x)
+            return _out(np.where(m == 0, 0, x / np.where(m == 0, 1, m)), o.shape)
+    if x.dtype.kind == "f":  # NaN stays NaN and -0 stays -0
+        return _out(np.where(np.isnan(x) | (x == 0), x, np.sign(x)), o.shape)
+    return _out(np.sign(x), o.shape)
+
+
+@evaluates(OPS["stablehlo.not"])
+def _not(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    x = a[0]
+    return _out(np.logical_not(x) if x.dtype == np.bool_ else np.invert(x), o.shape)
+
+
+@evaluates(OPS["stablehlo.popcnt"])
+def _popcnt(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    x = a[0]
+    u = x.view(np.dtype(f"u{x.dtype.itemsize}"))
+    bits = np.unpackbits(u.reshape(-1, 1).view(np.uint8), axis=1).sum(axis=1)
+    return _out(bits.reshape(x.shape), o.shape)
+
+
+@evaluates(OPS["stablehlo.count_leading_zeros"])
+def _clz(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    x = a[0]
+    width = x.dtype.itemsize * 8
+    u = x.view(np.dtype(f"u{x.dtype.itemsize}")).astype(np.uint64)
+    n = np.full(x.shape, width, np.int64)
+    for k in range(width):
+        n = np.where((u >> np.uint64(k)) & np.uint64(1), width - 1 - k, n)
+    return _out(n, o.shape)
+
+
+def _binary(fn: Callable[[Any, Any], Any]) -> Rule:
+    def rule(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+        with np.errstate(all="ignore"):
+            return _out(fn(_wide(a[0]), _wide(a[1])), o.shape)
+    return rule
+
+
+def _int_div(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """XLA's integer division: toward zero; x / 0 is -1 (all ones); INT_MIN / -1 is INT_MIN."""
+    dt = x.dtype
+    zero = y == 0
+    safe = np.where(zero, 1, y)
+    if dt.kind == "i":
+        overflow = (x == np.iinfo(dt).min) & (safe == -1)
+        safe = np.where(overflow, 1, safe)
+        q = np.abs(x.astype(np.int64)) // np.abs(safe.astype(np.int64))
+        q = np.where((x < 0) != (safe < 0), -q, q).astype(dt)
+        q = np.where(overflow, x, q)
+        return np.where(zero, np.array(-1, dt), q)
+    return np.where(zero, np.array(np.iinfo(dt).max, dt), x // safe)
+
+
+def _int_rem(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """XLA's integer remainder: the sign of the dividend; x % 0 is x; INT_MIN % -1 is 0."""
+    zero = y == 0
+    safe = np.where(zero, 1, y)
+    if x.dtype.kind == "i":
+        safe = np.where((x == np.iinfo(x.dtype).min) & (safe == -1), 1, safe)
+        r = np.fmod(x.astype(np.int64), safe.astype(np.int64)).astype(x.dtype)
+    else:
+        r = x % safe
+    return np.where(zero, x, r)
+
+
+def _shift(kind: str) -> Rule:
+    def rule(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+        x, s = a
+        dt = x.dtype
+        width = dt.itemsize * 8
+        u = x.view(np.dtype(f"u{dt.itemsize}"))
+        su = s.astype(np.int64)
+        past = (su < 0) | (su >= width)
+        sc = np.where(past, 0, su).astype(u.dtype)
+        with np.errstate(all="ignore"):
+            if kind == "left":
+                r = np.where(past, 0, u << sc).astype(u.dtype).view(dt)
+            elif kind == "logical":
+                r = np.where(past, 0, u >> sc).astype(u.dtype).view(dt)
+            else:  # arithmetic: fill with the sign bit
+                xi = x.astype(np.int64) if dt.kind == "i" else x.view(np.dtype(f"i{dt.itemsize}")).astype(np.int64)
+                r64 = np.where(past, np.where(xi < 0, -1, 0), xi >> np.where(past, 0, su))
+                r = r64.astype(np.dtype(f"i{dt.itemsize}")).view(dt)
+        return _out(r, o.shape)
+    return rule
+
+
+bind_evaluation(OPS["stablehlo.shift_left"], _shift("left"))
+bind_evaluation(OPS["stablehlo.shift_right_logical"], _shift("logical"))
+bind_evaluation(OPS["stablehlo.shift_right_arithmetic"], _shift("arithmetic"))
+
+
+def _arith(fn: Callable[[Any, Any], Any], int_fn: Callable[[Any, Any], Any] | None = None) -> Rule:
+    def rule(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+        x, y = a
+        with np.errstate(all="ignore"):
+            if x.dtype.kind in "iub":
+                return _out((int_fn or fn)(x, y), o.shape)
+            return _out(fn(_wide(x), _wide(y)), o.shape)
+    return rule
+
+
+def _maxmin(fn: Callable[[Any, Any], Any]) -> Rule:
+    def rule(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+        x, y = a
+        if x.dtype.kind == "c":  # XLA orders complex numbers lexicographically (real, then imaginary)
+            pick_x = (x.real > y.real) | ((x.real == y.real) & (x.imag >= y.imag))
+            if fn is np.minimum:
+                pick_x = ~pick_x | ((x.real == y.real) & (x.imag == y.imag))
+            return _out(np.where(pick_x, x, y), o.shape)
+        wx, wy = _wide(x), _wide(y)
+        r = fn(wx, wy)  # NaN propagates, as in XLA
+        if wx.dtype.kind == "f":  # max(+0, -0) is +0 and min(+0, -0) is -0, whatever the order
+            both = (wx == 0) & (wy == 0)
+            neg = np.signbit(wx) & np.signbit(wy) if fn is np.maximum else np.signbit(wx) | np.signbit(wy)
+            r = np.where(both, np.where(neg, -0.0, 0.0), r)
+        return _out(r, o.shape)
+    return rule
+
+
+for _name, _rule_fn in {
+    "stablehlo.add": _arith(np.add), "stablehlo.subtract": _arith(np.subtract),
+    "stablehlo.multiply": _arith(np.multiply), "stablehlo.divide": _arith(np.divide, _int_div),
+    "stablehlo.remainder": _arith(np.fmod, _int_rem), "stablehlo.power": _arith(np.power),
+    "stablehlo.atan2": _binary(np.arctan2),
+    "stablehlo.maximum": _maxmin(np.maximum), "stablehlo.minimum": _maxmin(np.minimum),
+    "stablehlo.and": _arith(np.logical_and, np.bitwise_and), "stablehlo.or": _arith(np.logical_or, np.bitwise_or),
+    "stablehlo.xor": _arith(np.logical_xor, np.bitwise_xor),  # bool operands take the bitwise form too
+    "stablehlo.complex": _binary(lambda x, y: x + 1j * y),
+}.items():
+    bind_evaluation(OPS[_name], _rule_fn)
+
+
+@evaluates(COMPARE)
+def _compare(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    x, y = a
+    direction = ev.attr(o, "comparison_direction")
+    ctype = ev.attr(o, "compare_type")
+    if ctype == "TOTALORDER" and _is_float(x.dtype):
+        x, y = _total_order_key(x), _total_order_key(y)
+    elif x.dtype.kind == "c":
+        if direction not in ("EQ", "NE"):
+            raise ev.fail(o, f"{direction} of complex numbers is not an XLA comparison")
+    else:
+        x, y = _wide(x), _wide(y)
+    fn = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal, "GT": np.greater,
+          "GE": np.greater_equal}.get(str(direction))
+    if fn is None:
+        raise ev.fail(o, f"with comparison direction {direction!r}")
+    return _out(fn(x, y), o.shape)
+
+
+@evaluates(SELECT)
+def _select(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    return _out(np.where(a[0], a[1], a[2]), o.shape)
+
+
+@evaluates(CLAMP)
+def _clamp(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    lo, x, hi = (_wide(v) for v in a)
+    return _out(np.minimum(np.maximum(x, lo), hi), o.shape)
+
+
+# the ops a region run on whole slices may hold (and whose error bounds are probed through their rules)
+_ELEMENTWISE.update([
+    *_UNARY, *_OPAQUE_UNARY, "stablehlo.sign", "stablehlo.not", "stablehlo.popcnt", "stablehlo.count_leading_zeros",
+    "stablehlo.add", "stablehlo.subtract", "stablehlo.multiply", "stablehlo.divide", "stablehlo.remainder",
+    "stablehlo.power", "stablehlo.atan2", "stablehlo.maximum", "stablehlo.minimum", "stablehlo.and",
+    "stablehlo.or", "stablehlo.xor", "stablehlo.complex", "stablehlo.shift_left", "stablehlo.shift_right_logical",
+    "stablehlo.shift_right_arithmetic", "stablehlo.compare", "stablehlo.select", "stablehlo.clamp",
+])
