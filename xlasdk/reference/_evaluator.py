@@ -959,6 +959,9 @@ class OutputComparison:
     first_mismatch: tuple[int, ...] | None
     got: Any = field(repr=False, default=None)
     want: Any = field(repr=False, default=None)
+    #: mismatches where one side is NaN or infinite and the other is not (or is the other
+    #: infinity): the max columns, taken over finite differences, do not show them
+    nonfinite_mismatches: int = 0
 
     @property
     def ok(self) -> bool:
@@ -986,7 +989,7 @@ class CompareReport:
         """The report as JSON-ready values (what ``xlasdk compare --json`` writes)."""
         doc: dict[str, Any] = {"name": self.name, "against": self.against, "match": self.ok, "outputs": [
             {"index": o.index, "shape": list(o.shape), "dtype": o.dtype, "max_abs": o.max_abs, "max_rel": o.max_rel,
-             "max_ulp": o.max_ulp, "mismatches": o.mismatches,
+             "max_ulp": o.max_ulp, "mismatches": o.mismatches, "nonfinite_mismatches": o.nonfinite_mismatches,
              "first_mismatch": None if o.first_mismatch is None else list(o.first_mismatch)}
             for o in self.outputs]}
         for key, part in (("bisect_ops", self.bisect_ops), ("bisect_passes", self.bisect_passes),
@@ -1003,6 +1006,7 @@ class CompareReport:
             rows.append(
                 f"  {o.index:<7}{str(list(o.shape)):<18}{o.dtype:<10}{o.max_abs:>12.3g}{o.max_rel:>12.3g}"
                 f"{o.max_ulp:>10.3g}{o.mismatches:>12}  {'' if o.first_mismatch is None else list(o.first_mismatch)}"
+                + (f"  ({o.nonfinite_mismatches} NaN/Inf against a different value)" if o.nonfinite_mismatches else "")
             )
         extra = [str(x) for x in (self.bisect_ops, self.bisect_passes, self.nonfinite) if x is not None]
         return "\n".join([head, *rows, *extra])
@@ -1071,6 +1075,7 @@ def _compare_one(i: int, got: np.ndarray[Any, Any], want: np.ndarray[Any, Any], 
         float(np.max(np.real(rel), initial=0.0, where=np.isfinite(np.real(rel)))),
         float(np.max(ulp, initial=0.0, where=np.isfinite(ulp))), int(bad.sum()),
         tuple(int(k) for k in idx[0]) if len(idx) else None, got, want,
+        int(np.count_nonzero(bad & ~finite)),
     )
 
 
