@@ -139,3 +139,28 @@ def test_edited_programs_keep_the_instruction_names_they_had(dump: str) -> None:
     args = xs.random_inputs(comp, seed=3)
     (want,) = xs.evaluate(comp.with_outputs([mid]), *args)  # the reference evaluator: an independent oracle
     np.testing.assert_allclose(xs.compile(exposed)(*args).to_numpy(), want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("corpus", ["dumps", "dumps_jax012"])
+def test_a_fusions_function_is_walked_as_the_dump_writes_it(corpus: str) -> None:
+    """Each fusion of an optimized dump is a func.call; called_function() walks the function it
+    calls, and its instructions are the dump's fused computation's (bitcasts read as reshapes, as the
+    import of an optimized dump writes them)."""
+    import re
+
+    path = DATA / corpus / "transformer_bf16/module.cpu_after_optimizations.txt"
+    text = path.read_text()
+    comp = xs.load_computation(path)
+    calls = [i for i in comp.instructions() if i.opcode == "func.call"]
+    assert len(calls) >= 20
+    for call in calls:
+        fn = call.called_function()
+        assert fn is call.called_function()  # imported once
+        block = re.search(r"^%" + re.escape(fn.name) + r" \(.*?\{\n(.*?)^\}", text, re.M | re.S)
+        assert block is not None, fn.name
+        want = sorted("reshape" if o == "bitcast" else o for o in re.findall(
+            r"^\s*(?:ROOT )?%\S+ = \S+(?:\{[^}]*\})? ([a-z][\w-]*)\(", block.group(1), re.M))
+        assert sorted(i.hlo_opcode for i in fn.instructions) == want, fn.name
+        assert [i.shape for i in fn.instructions if i.opcode == "parameter"] == [o.shape for o in call.operands]
+    with pytest.raises(XlaSdkError, match="calls no function"):
+        comp.instructions()[0].called_function()  # a parameter

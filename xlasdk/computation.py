@@ -517,8 +517,9 @@ class XlaComputation(Computation):
         after optimizations) and a built one are walked the same way: the module is read through
         the MLIR bindings into the graph :class:`~xlasdk.XlaBuilder` makes, once, on the first
         call. Ops of regions (loop bodies, reducers, branches) are reached through each
-        instruction's ``op.regions``; a ``func.call`` is one opaque instruction (the function it
-        calls is kept whole, not walked).
+        instruction's ``op.regions``; a ``func.call`` (a fusion of an optimized dump, a JAX
+        private function) is one instruction, and the function it calls is walked with
+        :meth:`Instruction.called_function() <xlasdk.Instruction.called_function>`.
 
         Raises
         ------

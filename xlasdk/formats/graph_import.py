@@ -246,6 +246,26 @@ class Instruction:
             raise XlaSdkError(f"instruction {self.name!r} has {len(parts)} results; result {k!r} does not exist")
         return parts[k]
 
+    def called_function(self) -> InstructionGraph:
+        """The function a ``func.call`` instruction calls (a fusion of an optimized dump, a JAX
+        private function such as ``_where``), or a ``stablehlo.composite``'s decomposition, as the
+        same instruction index as the program's: its ``instructions`` in topological order (named
+        ``<opcode>.<index>`` and by their parameters), each with its operands, attributes and
+        location, and its own calls walkable the same way. Imported once per function.
+
+        Raises
+        ------
+        XlaSdkError
+            The instruction calls no function, or the module has no function of that name.
+        """
+        attr = {"func.call": "callee", "stablehlo.composite": "decomposition"}.get(self.op.opcode)
+        if attr is None or attr not in self.op.attrs:
+            raise XlaSdkError(f"instruction {self.name!r} ({self.opcode}) calls no function: only func.call and "
+                              "stablehlo.composite instructions do")
+        ref = self.op.attrs[attr]
+        callee = str(ref.value if isinstance(ref, MlirAttr) else ref).lstrip("@").strip('"')
+        return self._graph.callee(callee)
+
     def __repr__(self) -> str:
         return f"Instruction({self.name}: {self.opcode} -> {self.shape})"
 
@@ -272,6 +292,21 @@ class InstructionGraph:
     # other names that find an instruction (a module imported from HLO: the <opcode>.<index> names)
     aliases: dict[str, Instruction] = field(default_factory=dict)
     hlo_opcodes: dict[int, str] = field(default_factory=dict)  # index -> the HLO instruction's opcode
+    module: Any = field(default=None, repr=False)  # the verified module it was read from (for its calls)
+    _callees: dict[str, InstructionGraph] = field(default_factory=dict, repr=False)
+
+    def callee(self, function: str) -> InstructionGraph:
+        """The graph of the module's function ``function`` (see :meth:`Instruction.called_function`)."""
+        got = self._callees.get(function)
+        if got is None:
+            if self.module is None:
+                raise XlaSdkError(f"computation {self.name!r}: its module is not known, so its functions are not")
+            try:
+                got = import_graph(self.module, function, function)
+            except GraphImportError as e:
+                raise XlaSdkError(f"computation {self.name!r}: function {function!r}: {e}") from None
+            self._callees[function] = got
+        return got
 
     def as_graph(self) -> Graph:
         """The typed graph of ``main``: its parameters, one root (a tuple node when ``main``
@@ -441,7 +476,7 @@ def _import_graph(module: Any, name: str, function: str, hlo_names: HloNames | N
     graph = InstructionGraph(
         name, tuple(params), tuple(results), tuple(effects), tuple(instrs), names,
         tuple(rec.module_attrs), tuple(rec.others), tuple({n: MlirAttr(t) for n, t in a} for a in rec.res_attrs),
-        imp.parts, tuple(rec.meshes),
+        imp.parts, tuple(rec.meshes), module=module,
     )
     for ins in instrs:
         ins._graph = graph
