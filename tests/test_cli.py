@@ -956,3 +956,20 @@ def test_run_memory_limit_is_overridable(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("XLASDK_MAX_RUN_BYTES", "32")
     code, out, err = cli("run", str(tmp_path / "s.hlo"), "--random-inputs")
     assert code == 0, err
+
+
+def test_inputs_that_are_not_an_npz_say_what_they_are(tmp_path: Path) -> None:
+    """numpy's own message spoke of pickled object data for any file neither zip nor .npy (a new
+    user passed a snapshot as --inputs)."""
+    hlo = tmp_path / "m.hlo"
+    hlo.write_text("HloModule m\n\nENTRY main {\n  p = f32[2] parameter(0)\n  ROOT r = f32[2] negate(p)\n}\n")
+    snap = tmp_path / "m.snapshot.0.pb"
+    snap.write_bytes(b"\n\x05hello" + bytes(range(40)))
+    code, out, err = cli("run", str(hlo), "--inputs", str(snap))
+    assert (code, out) == (2, ""), (code, out, err)
+    assert_one_line_error(err, f"--inputs: {snap}: not a readable .npz file", "not a zip archive",
+                          "an HloSnapshot holds its own arguments: give it as FILE")
+    assert "pickle" not in err
+    np.savez(tmp_path / "ok.npz", p=np.array([1.5, -2.0], np.float32))
+    code, out, err = cli("run", str(hlo), "--inputs", str(tmp_path / "ok.npz"))
+    assert code == 0 and "-1.5" in out, (out, err)

@@ -14,7 +14,6 @@ import hashlib
 import importlib.metadata
 import json
 import os
-import stat
 import struct
 import tempfile
 import time
@@ -24,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Union
 
-from ._atomic import read_regular_file
+from ._atomic import file_path, read_regular_file
 from .errors import XlaSdkError
 
 __all__ = [
@@ -201,7 +200,9 @@ class CompileCache:
     Parameters
     ----------
     directory:
-        Where entries live (created on first store). Default: :func:`default_cache_dir`.
+        Where entries live (created on first store): a ``str`` or ``os.PathLike`` of one (anything
+        else, or a name holding NUL, is an :class:`~xlasdk.XlaSdkError`). Default:
+        :func:`default_cache_dir`.
     max_bytes:
         Size limit of all entries together; least recently used entries are evicted past it.
         Default: ``$XLASDK_CACHE_MAX_BYTES`` or 1 GiB.
@@ -215,7 +216,13 @@ class CompileCache:
     """
 
     def __init__(self, directory: str | os.PathLike[str] | None = None, *, max_bytes: int | None = None) -> None:
-        self._dir = os.path.abspath(os.fspath(directory)) if directory is not None else default_cache_dir()
+        if directory is None:
+            self._dir = default_cache_dir()
+        else:
+            try:
+                self._dir = os.path.abspath(file_path(directory))
+            except (TypeError, ValueError) as e:
+                raise XlaSdkError(f"CompileCache: the directory: {e}") from None
         if max_bytes is None:
             max_bytes = _default_max_bytes()
         if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
@@ -350,7 +357,11 @@ class CompileCache:
 
     # -- listing ---------------------------------------------------------------------------------
     def entries(self) -> list[CacheEntry]:
-        """Every entry, least recently used first."""
+        """Every entry, least recently used first.
+
+        Each entry is read whole and its checksum checked: the name of one that fails (corrupt,
+        foreign, not a regular file) is ``"?"``; characters of a name that are not printable show
+        as ``?``."""
         return sorted(self._scan(include_names=True), key=lambda e: e.last_used)
 
     def info(self) -> CacheInfo:
@@ -373,8 +384,9 @@ class CompileCache:
                     st = de.stat()
                 except OSError:
                     continue
-                name = _read_name(de.path) if include_names else ""
-                out.append(CacheEntry(de.name[: -len(_SUFFIX)], name, st.st_size, st.st_mtime, de.path))
+                key = de.name[: -len(_SUFFIX)]
+                name = _read_name(de.path, key) if include_names else ""
+                out.append(CacheEntry(key, name, st.st_size, st.st_mtime, de.path))
         return out
 
     def _clean_tmp(self, max_age: float = _STALE_TMP_SECONDS) -> None:
@@ -439,30 +451,31 @@ def _decode(raw: bytes, key: str) -> memoryview | None:
     return payload
 
 
-def _read_name(path: str) -> str:
-    """The name recorded in an entry's header, for display only ("?" when it cannot be read).
+def _read_name(path: str, key: str) -> str:
+    """The name recorded in an entry's header, for display only: ``"?"`` unless the whole entry's
+    sha256 holds and its header names ``key`` (an entry is trusted for nothing, not even its name,
+    before its checksum), with every character that is not printable (a newline, a terminal's
+    escape sequence) shown as ``?`` and at most 200 characters.
 
-    Read before any checksum, so trusted for nothing: a FIFO or device is not opened in a way that
-    blocks, the header is parsed within bounds, and anything odd gives "?"."""
+    A FIFO or device is not opened in a way that blocks (:func:`read_regular_file`), and the
+    header is parsed within bounds; anything odd gives ``"?"``."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
+        raw = read_regular_file(path)
+    except (OSError, ValueError, TypeError):
+        return "?"
+    parts = _split(raw)
+    if parts is None:
         return "?"
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return "?"
-        head = os.read(fd, len(_MAGIC) + _PREFIX.size + 32 + 4096)
-        fixed = len(_MAGIC) + _PREFIX.size + 32
-        if not head.startswith(_MAGIC) or len(head) < fixed:
-            return "?"
-        _, hlen, _ = _PREFIX.unpack_from(head, len(_MAGIC))
-        header = json.loads(head[fixed : fixed + hlen].decode())
-        name = header.get("name", "") if isinstance(header, dict) else "?"
-        return name[:200] if isinstance(name, str) else "?"
-    except (OSError, ValueError, UnicodeDecodeError, AttributeError, struct.error, RecursionError, OverflowError):
+        header = json.loads(bytes(parts[0]).decode())
+    except (ValueError, UnicodeDecodeError, RecursionError, OverflowError):
         return "?"
-    finally:
-        os.close(fd)
+    if not isinstance(header, dict) or header.get("key") != key:
+        return "?"
+    name = header.get("name", "")
+    if not isinstance(name, str):
+        return "?"
+    return "".join(c if c.isprintable() else "?" for c in name[:200])
 
 
 # -- the cache a compile uses ----------------------------------------------------------------------

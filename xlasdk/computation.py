@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from . import _metadata
 from ._emit import emit_module
 from ._hlo_emit import Unsupported, parsable_module_name, print_hlo_module
 from ._jaxlib import mlir as _mlir
@@ -60,6 +61,7 @@ class XlaComputation(Computation):
     _static_interface: bool  # made by static_interface(): compiled as it is (no dynamic-shape handling)
     _padded_params: bool  # dynamic parameters emitted as padded arguments + sizes (set_dimension_size)
     _names: HloNames | None  # an edited program's instruction names, carried from the one it was edited from
+    _optimized: bool | None  # XLA's optimized dump, or edited from one (from_optimized_dump), on first need
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError(
@@ -86,6 +88,7 @@ class XlaComputation(Computation):
         c._static_interface = False
         c._padded_params = False
         c._names = None
+        c._optimized = None
         return c
 
     @classmethod
@@ -126,12 +129,15 @@ class XlaComputation(Computation):
         return c
 
     @classmethod
-    def _from_graph(cls, graph: Graph, source_format: str, names: HloNames | None = None) -> XlaComputation:
+    def _from_graph(
+        cls, graph: Graph, source_format: str, names: HloNames | None = None, optimized_dump: bool = False
+    ) -> XlaComputation:
         """A computation of nodes of an imported module's graph (:mod:`xlasdk.formats.graph_import`):
         emitted with the module's context (``graph.context``) around ``main``, and, like a loaded
         computation, converted and compiled in the worker process first. ``names``: its
         instructions' names, in the order the emitter writes them (those of the program it was
-        edited from), paired with its instruction graph as a loaded HLO module's are."""
+        edited from), paired with its instruction graph as a loaded HLO module's are.
+        ``optimized_dump``: edited from XLA's optimized dump (:func:`from_optimized_dump`)."""
         params = graph.parameters
         pshape = ProgramShape([p.shape for p in params], graph.root.shape,
                               [p.extra[1] or f"p{i}" for i, p in enumerate(params)])
@@ -139,6 +145,7 @@ class XlaComputation(Computation):
         c._graph_cache = graph
         c._source_format = source_format
         c._names = names
+        c._optimized = optimized_dump
         return c
 
     @classmethod
@@ -648,6 +655,7 @@ class CompileRequest:
     from_file: bool
     heap_bytes: int
     static_interface: bool
+    optimized_dump: bool = False
 
 
 def compile_request(computation: XlaComputation) -> CompileRequest:
@@ -656,8 +664,25 @@ def compile_request(computation: XlaComputation) -> CompileRequest:
     text = c._mlir_module_text()
     return CompileRequest(
         c._name, c._program_shape, text, c._mlir_module, c._host_callbacks, c._cross_partition_ids,
-        c._source_format is not None, c._heap_bytes, c._static_interface,
+        c._source_format is not None, c._heap_bytes, c._static_interface, from_optimized_dump(c),
     )
+
+
+#: ``HloModuleProto.schedule``: XLA writes it into the modules its pipeline scheduled, its
+#: ``*after_optimizations*`` dumps (``is_scheduled=true`` in their text)
+_SCHEDULE_FIELD = 7
+
+
+def from_optimized_dump(computation: XlaComputation) -> bool:
+    """Whether ``computation`` is XLA's optimized dump of a program (an HLO module XLA had already
+    scheduled), loaded or edited from one: compiling it again must not let XLA drop the precision
+    conversions its first compile placed (see :func:`xlasdk.compile`)."""
+    c = computation
+    if c._optimized is None:
+        proto = c._proto if c._proto is not None else (
+            _mlir.hlo_proto(c._xla) if c._xla is not None and c._graph_cache is None else None)
+        c._optimized = proto is not None and any(n == _SCHEDULE_FIELD for n, *_ in _metadata._fields(proto))
+    return c._optimized
 
 
 @dataclass(frozen=True)

@@ -112,6 +112,21 @@ def _load_npy(path: str, what: str) -> np.ndarray[Any, Any]:
     return a
 
 
+def _not_npz_reason(path: str, e: BaseException) -> str:
+    """Why ``path`` is no .npz, in the user's terms: numpy's own message speaks of pickles for any
+    file that is neither a zip archive nor an .npy (an HloSnapshot given as inputs, say)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(6)
+    except OSError:
+        return str(e)
+    if head.startswith(b"PK") or head.startswith(b"\x93NUMPY"):
+        return str(e)
+    hint = ("; an HloSnapshot holds its own arguments: give it as FILE instead"
+            if ".snapshot" in os.path.basename(path) else "")
+    return f"it is not a zip archive of .npy arrays, as numpy.savez writes{hint}"
+
+
 def _npz_arrays(path: str, what: str) -> tuple[list[tuple[str, np.ndarray[Any, Any]]], dict[str, str]]:
     """The arrays of an .npz in file order, and its ``__dtypes__`` manifest (key -> ml_dtypes name)."""
     try:
@@ -119,7 +134,7 @@ def _npz_arrays(path: str, what: str) -> tuple[list[tuple[str, np.ndarray[Any, A
     except FileNotFoundError:
         raise UsageError(f"{what}: {path}: no such file") from None
     except (OSError, ValueError, EOFError) as e:
-        raise UsageError(f"{what}: {path}: not a readable .npz file ({e})") from None
+        raise UsageError(f"{what}: {path}: not a readable .npz file ({_not_npz_reason(path, e)})") from None
     if isinstance(npz, np.ndarray):
         raise UsageError(f"{what}: {path}: a single array; use --input NAME={path}")
     arrays: list[tuple[str, np.ndarray[Any, Any]]] = []

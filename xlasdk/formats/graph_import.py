@@ -637,14 +637,14 @@ def _edited(
     result_attrs: tuple[dict[str, Any], ...] | None = None,
     origin: dict[XlaOp, XlaOp] | None = None,
 ) -> XlaComputation:
-    from ..computation import XlaComputation  # computations are made of graphs: imported when one is made
+    from ..computation import XlaComputation, from_optimized_dump  # computations are made of graphs
 
     module_attrs = tuple((k, v) for k, v in graph.module_attrs if k != "mhlo.input_output_alias")
     kept = result_attrs if result_attrs and any(result_attrs) else None
     context = ModuleContext(module_attrs, graph.module_body, kept)
     return XlaComputation._from_graph(
         InstructionGraph.graph_of(graph.name, params, outputs, effects, context), source.source_format or "graph",
-        _carried_names(graph, params, [*outputs, *effects], origin or {}),
+        _carried_names(graph, params, [*outputs, *effects], origin or {}), from_optimized_dump(source),
     )
 
 

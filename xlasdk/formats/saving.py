@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .._atomic import atomic_write
+from .._atomic import atomic_write, file_path
 from .._jaxlib import mlir as _mlir
 from ..errors import FormatError
 from .artifact import serialize_portable_artifact
@@ -76,9 +75,15 @@ def save_computation(
     ------
     FormatError
         For an unknown suffix, a module the format cannot hold (``mhlo`` ops in a portable
-        artifact, a too-old ``target_version``) or a directory that cannot be written.
+        artifact, a too-old ``target_version``), a directory that cannot be written, a ``path``
+        that is (or links to) something other than a regular file, or one that is not a ``str`` or
+        ``os.PathLike`` of one or holds a NUL character.
     """
-    write_computation(comp, os.fspath(path), format, target_version=target_version)
+    try:
+        spath = file_path(path)
+    except (TypeError, ValueError) as e:
+        raise FormatError(f"save: {e}") from None
+    write_computation(comp, spath, format, target_version=target_version)
 
 
 def write_computation(

@@ -54,7 +54,9 @@ def run_and_compare(
     if ulps is not None and (isinstance(ulps, bool) or not isinstance(ulps, (int, float)) or not ulps >= 0):
         raise ShapeError(f"compare: ulps must be a number >= 0, got {ulps!r}")
     reference = isinstance(against, str) and against == "reference"
-    overrides = dict(STRICT_PRECISION) if reference and not excess_precision else {}
+    # excess_precision: XLA's default said outright (an optimized dump would otherwise compile without it)
+    overrides = (dict(STRICT_PRECISION) if not excess_precision else {k: True for k, _ in STRICT_PRECISION}
+                 ) if reference else {}
     overrides.update(xla_flags or {})
     options = CompileOptions(env_option_overrides=overrides) if overrides else None
     out = _compile(computation, device, options=options)(*args)

@@ -67,6 +67,24 @@ def _module_options(req: CompileRequest) -> CompileOptions:
     return _DEFAULT_OPTIONS
 
 
+#: What XLA's optimized dump compiles with unless the options say otherwise: its first compile
+#: placed the bf16/f16 rounding conversions where the program asked for them; with excess precision
+#: allowed, compiling it again removes them (f32 -> bf16 -> f32 pairs), and a bf16 dump no longer
+#: gives JAX's values (174 of 512 elements of a bf16 attention block, by up to 2^-6).
+_OPTIMIZED_DUMP_OVERRIDE = ("xla_allow_excess_precision", False)
+
+
+def _dump_precision(opts: CompileOptions, req: CompileRequest) -> CompileOptions:
+    """``opts``, for XLA's optimized dump with :data:`_OPTIMIZED_DUMP_OVERRIDE` unless it sets that
+    option itself."""
+    env = opts.env_option_overrides
+    if not req.optimized_dump or any(k == _OPTIMIZED_DUMP_OVERRIDE[0] for k, _ in env):
+        return opts
+    return CompileOptions(num_replicas=opts.num_replicas, num_partitions=opts.num_partitions,
+                          device_assignment=opts.device_assignment,
+                          env_option_overrides=(*env, _OPTIMIZED_DUMP_OVERRIDE))
+
+
 def compile(
     computation: XlaComputation,
     device: Device | str | None = None,
@@ -89,6 +107,10 @@ def compile(
         one device (a sharded program then computes its global values on it; ``comp.partitioning()``
         says what it records, for ``CompileOptions(num_partitions=N)``), except an optimized
         per-partition dump of XLA's SPMD partitioner, which gets the partitions it was split over.
+        XLA's optimized dump (``*after_optimizations*``, loaded or edited from one) compiles with
+        ``xla_allow_excess_precision=false`` unless the options set it: with excess precision XLA
+        drops the bf16/f16 rounding its first compile placed, and the dump no longer computes
+        the values of the program it was dumped from.
     cache:
         The on-disk compile cache: ``True`` (the default cache directory), a directory, an
         :class:`~xlasdk.runtime.cache.CompileCache`, ``False`` (never), or ``None`` (the cache in
@@ -120,6 +142,7 @@ def compile(
     opts = options if options is not None else _module_options(req)
     if not isinstance(opts, CompileOptions):
         raise TypeError(f"compile: options must be xs.CompileOptions, got {type(opts).__name__}")
+    opts = _dump_precision(opts, req)
     name, program_shape = req.name, req.program_shape
     _check_runnable(name, program_shape)
     if not req.static_interface and not all(

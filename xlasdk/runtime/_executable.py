@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import threading
@@ -13,9 +14,9 @@ from typing import Any, Final
 
 import numpy as np
 
-from .._atomic import atomic_write
+from .._atomic import atomic_write, file_path
 from .._jaxlib import pjrt
-from ..errors import CompileError, ExecutionTimeoutError, ShapeError, XlaRuntimeError, XlaSdkError
+from ..errors import CompileError, ExecutionTimeoutError, FormatError, ShapeError, XlaRuntimeError, XlaSdkError
 from ..ops._core import int_arg
 from ..shape import ProgramShape, Shape
 from ._arguments import _CallPlan, _describe_value
@@ -659,5 +660,23 @@ class Executable:
         The executable is serialized first, then written to a temporary file in the same
         directory, synced and renamed over ``path``: a failed serialization or write leaves an
         existing file exactly as it was and no temporary file behind (``OSError`` on a failed write).
+
+        Raises
+        ------
+        FormatError
+            ``path`` is not a ``str`` or ``os.PathLike`` of one, holds a NUL character, or is (or
+            links to) something other than a regular file: a directory, FIFO, device node or
+            socket, or a link that loops; nothing is written (as :meth:`XlaComputation.save`).
+        OSError
+            The write failed (a missing directory, a full disk...).
         """
-        atomic_write(path, self.serialize())
+        try:
+            spath = file_path(path)
+        except (TypeError, ValueError) as e:
+            raise FormatError(f"save: {e}") from None
+        try:
+            atomic_write(spath, self.serialize())
+        except OSError as e:
+            if e.errno in (errno.EEXIST, errno.ELOOP) and e.filename == spath:  # refused before writing
+                raise FormatError(f"save({spath!r}): cannot write the file: {e.strerror}") from None
+            raise
