@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 __all__ = [
     "UNIT", "I32", "UI64", "F32", "BoolArray", "I64Elements", "DenseElements", "IndexLayout", "IntArray", "AttrList",
     "DictAttr",
-    "mlir_str", "mlir_bytes", "mlir_unescape", "render", "render_attrs",
+    "mlir_str", "mlir_bytes", "mlir_unescape", "render", "render_attrs", "symbol_name",
 ]
 
 
@@ -213,6 +213,14 @@ def mlir_unescape(s: str) -> str:
         out += c.encode()
         i += 1
     return out.decode("utf-8", "replace")
+
+
+def symbol_name(ref: object) -> str:
+    """The name a symbol reference attribute names: ``@main`` -> ``main``, ``@"fused.1"`` ->
+    ``fused.1`` (a ``func.call``'s ``callee``, a composite's ``decomposition``)."""
+    name = str(ref)
+    name = name[1:] if name.startswith("@") else name
+    return name[1:-1] if name.startswith('"') and name.endswith('"') else name
 
 
 def render(value: Any) -> str:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._jaxlib import mlir_graph as _mg
 from .._metadata import Location
+from .._mlir_attrs import symbol_name
 from .._optable import GET_TUPLE_ELEMENT, OPS, PARAMETER, TUPLE, HloForm, OpDef
 from ..attrs import OpMetadata
 from ..builder import Computation, Graph, ModuleContext, Region, XlaBuilder, XlaOp
@@ -263,8 +264,7 @@ class Instruction:
             raise XlaSdkError(f"instruction {self.name!r} ({self.opcode}) calls no function: only func.call and "
                               "stablehlo.composite instructions do")
         ref = self.op.attrs[attr]
-        callee = str(ref.value if isinstance(ref, MlirAttr) else ref).lstrip("@").strip('"')
-        return self._graph.callee(callee)
+        return self._graph.callee(symbol_name(ref.value if isinstance(ref, MlirAttr) else ref))
 
     def __repr__(self) -> str:
         return f"Instruction({self.name}: {self.opcode} -> {self.shape})"

@@ -11,7 +11,6 @@ the worker has carried through every step reach XLA or MLIR in the user's proces
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +18,7 @@ from .. import _metadata
 from .._jaxlib import isolated
 from .._jaxlib import mlir as _mlir
 from ..errors import FormatError
+from ..sharding._spmd import hlo_header_counts
 from . import load_cache
 from .diagnostics import _mlir_problem, _one_line, _xla_text_problem
 from .hlo_check import check_hlo_claims
@@ -76,20 +76,11 @@ def load_hlo_in_worker(kind: str, data: str | bytes, what: str) -> tuple[bytes, 
     return proto, mtext, name, program_shape
 
 
-_HEADER_COUNT = re.compile(r"\b(num_partitions|replica_count)=(\d{1,9})\b")
-
-
 def _header_counts(text: str) -> dict[str, int]:
     """``{"mhlo.num_partitions": N, "mhlo.num_replicas": R}`` from an HLO module's header line
-    (``HloModule m, ..., replica_count=2, num_partitions=4``: XLA's dumps of SPMD programs), for
-    the counts above 1 it gives."""
-    start = text.find("HloModule")
-    if start < 0:
-        return {}
-    end = text.find("\n", start)
+    (``HloModule m, ..., replica_count=2, num_partitions=4``), for the counts above 1 it gives."""
     names = {"num_partitions": "mhlo.num_partitions", "replica_count": "mhlo.num_replicas"}
-    return {names[k]: int(v) for k, v in _HEADER_COUNT.findall(text[start : end if end >= 0 else None])
-            if int(v) > 1}
+    return {names[k]: v for k, v in hlo_header_counts(text).items() if v > 1}
 
 
 def parse_stablehlo_in_worker(data: str | bytes, kind: str, what: str) -> str:

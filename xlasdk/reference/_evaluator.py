@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import ml_dtypes as _ml_dtypes
 import numpy as np
 
+from .._mlir_attrs import symbol_name
 from .._optable import (
     CALL,
     GET_TUPLE_ELEMENT,
@@ -904,15 +905,9 @@ refuse_evaluation(CALL, "is a built graph's call, which the instruction graph th
 refuse_evaluation(RETURN, "only ends a region (its operands are the region's results)")
 
 
-def _symbol(ref: Any) -> str:
-    name = str(ref)
-    name = name[1:] if name.startswith("@") else name
-    return name[1:-1] if name.startswith('"') and name.endswith('"') else name
-
-
 def _callee_name(o: XlaOp, ev: _Evaluator) -> str:
     """The function a ``func.call`` calls, or a ``stablehlo.composite``'s decomposition."""
-    return _symbol(ev.attr(o, "callee" if o.opcode == "func.call" else "decomposition"))
+    return symbol_name(ev.attr(o, "callee" if o.opcode == "func.call" else "decomposition"))
 
 
 @evaluates_opaque("func.call")

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from .._mlir_attrs import symbol_name
 from .._optable import evaluates
 from ..builder import Region, XlaOp
 from ..ops.sort import SORT, TOP_K
@@ -21,7 +22,6 @@ from ._evaluator import (
     _out,
     _result_shapes,
     _results,
-    _symbol,
     _total_order_key,
     evaluates_opaque,
 )
@@ -123,7 +123,7 @@ def _topk_custom_call(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     if len(a) != 1 or not o.shape.is_tuple():
         raise ev.fail(o, "to 'TopK' has no evaluation rule yet (the reference evaluator cannot check this program)")
     called = ev.attr(o, "called_computations", ())
-    names = [_symbol(c) for c in (called if isinstance(called, (list, tuple)) else [called])]
+    names = [symbol_name(c) for c in (called if isinstance(called, (list, tuple)) else [called])]
     if len(names) != 1:
         raise ev.fail(o, "to 'TopK' without one comparator has no evaluation rule")
     g = ev.callee(names[0])

@@ -155,7 +155,17 @@ def check_computation_shardings(computation: Any, num_partitions: int, num_repli
             ) from None
 
 
-_HLO_HEADER_INT: Final = re.compile(r"\b(num_partitions|replica_count)=(\d+)")
+_HLO_HEADER_INT: Final = re.compile(r"\b(num_partitions|replica_count)=(\d{1,9})\b")
+
+
+def hlo_header_counts(hlo_text: str) -> dict[str, int]:
+    """``{"num_partitions": N, "replica_count": R}``, as far as the ``HloModule`` header line of
+    ``hlo_text`` gives them (XLA's dumps of SPMD programs write them)."""
+    start = hlo_text.find("HloModule")
+    if start < 0:
+        return {}
+    end = hlo_text.find("\n", start)
+    return {key: int(value) for key, value in _HLO_HEADER_INT.findall(hlo_text[start : end if end >= 0 else None])}
 _MODULE_ATTR_INT: Final = re.compile(r"\bmhlo\.(num_partitions|num_replicas)\s*=\s*(\d+)\s*:\s*i\d+")
 _SHARDING_ATTR: Final = re.compile(r'mhlo\.sharding\s*=\s*"((?:[^"\\]|\\.)*)"')
 
@@ -176,14 +186,8 @@ def module_spmd_counts(
     replicas: int | None = None
     partitions: int | None = None
     if hlo_text is not None:
-        start = hlo_text.find("HloModule")
-        if start >= 0:
-            end = hlo_text.find("\n", start)
-            for key, value in _HLO_HEADER_INT.findall(hlo_text[start : end if end >= 0 else None]):
-                if key == "num_partitions":
-                    partitions = int(value)
-                else:
-                    replicas = int(value)
+        header = hlo_header_counts(hlo_text)
+        partitions, replicas = header.get("num_partitions"), header.get("replica_count")
     text = module_text if module_text is not None else computation.as_stablehlo_text()
     for key, value in _MODULE_ATTR_INT.findall(text):  # module attributes (at the end in generic form)
         if key == "num_partitions" and partitions is None:
