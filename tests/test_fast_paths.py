@@ -285,6 +285,15 @@ def test_hot_paths_attempt_no_jax_import() -> None:
             total += float(xs.device_put(a).to_numpy().sum())
             total += float(np.asarray(exe(da, a)).sum())
         assert total == 20 * (60.0 + 60.0 + 15.0 + 60.0), total
+        # element types outside the buffer protocol read back through DLPack, not jaxlib's
+        # readback (which imports all of jax, 0.35-0.5 s, when jax is installed)
+        import ml_dtypes
+        for t in (ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2):
+            bt = xs.XlaBuilder("neg")
+            ops.Neg(ops.Parameter(bt, 0, xs.Shape.array_shape(np.dtype(t), (2, 3)), "x"))
+            h = np.arange(6).reshape(2, 3).astype(t)
+            got = xs.compile(bt.build())(h).to_numpy()
+            assert got.dtype == np.dtype(t) and (got.astype(np.float32) == -np.arange(6.0).reshape(2, 3)).all()
         print("LOOKUPS", seen)
         print("JAX_IMPORTED", "jax" in sys.modules)
         """

@@ -68,14 +68,17 @@ def test_the_same_hlo_bytes_are_verified_once(tmp_path: Path, worker_loads: list
     first = xs.load_computation(path)
     again = xs.load_computation(path)
     assert worker_loads == ["load_hlo_in_worker"]  # the second load asked the worker nothing
-    assert again.as_stablehlo_text() == first.as_stablehlo_text()
+    assert again.as_stablehlo_text() == first.as_stablehlo_text()  # parsed here from the verified bytecode
     assert again.program_shape() == first.program_shape()
-    _check_hlo(again)
+    assert worker_loads == ["load_hlo_in_worker"]
+    _check_hlo(again)  # compiling needs the module's text: printed by the worker, once for these bytes
+    _check_hlo(first)
+    assert worker_loads == ["load_hlo_in_worker", "module_text_in_worker"]
     # other bytes are another module: a one-character change is loaded (and verified) again
     other = tmp_path / "n.hlo"
     other.write_text(_HLO.format(tag="a").replace("add(m, x)", "add(m, y)"))
     xs.load_computation(other)
-    assert worker_loads == ["load_hlo_in_worker", "load_hlo_in_worker"]
+    assert worker_loads == ["load_hlo_in_worker", "module_text_in_worker", "load_hlo_in_worker"]
 
 
 def test_the_same_stablehlo_bytes_are_parsed_once(worker_loads: list[str]) -> None:
@@ -137,15 +140,17 @@ def test_on_disk_beside_the_compile_cache_across_processes(tmp_path: Path) -> No
     path = tmp_path / "m.hlo"
     path.write_text(_HLO.format(tag="d"))
     cache = tmp_path / "cache"
-    assert _child(path, cache) == ("True", "load_hlo_in_worker")
+    # the load, then the module's text for the compile: both printed by the worker, both kept
+    assert _child(path, cache) == ("True", "load_hlo_in_worker,module_text_in_worker")
     entries = list((cache / "loads").glob("*.xlaexe"))
-    assert len(entries) == 1
+    assert len(entries) == 2
     assert _child(path, cache) == ("True", "")  # a fresh process: verified before, on disk
     # a damaged entry fails its checksum: it is dropped and the file verified again, right
-    raw = bytearray(entries[0].read_bytes())
-    raw[-5] ^= 0x40
-    entries[0].write_bytes(bytes(raw))
-    assert _child(path, cache) == ("True", "load_hlo_in_worker")
+    for entry in entries:
+        raw = bytearray(entry.read_bytes())
+        raw[-5] ^= 0x40
+        entry.write_bytes(bytes(raw))
+    assert _child(path, cache) == ("True", "load_hlo_in_worker,module_text_in_worker")
 
 
 def test_a_record_naming_anything_but_shapes_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -53,6 +53,9 @@ class XlaComputation(Computation):
     _xla: Any
     _source_format: str | None
     _proto: bytes | None  # a loaded HLO module's verified HloModuleProto, read on first need
+    # a loaded HLO module's verified StableHLO bytecode and header attributes (formats.untrusted.load_hlo),
+    # parsed or printed (in the worker) on first need
+    _bytecode: tuple[bytes, tuple[tuple[str, int], ...]] | None
     _hlo_texts: dict[tuple[bool, bool], str | None]
     _cross_partition: list[tuple[str, str, list[int]]] | None
     _host_callbacks: tuple[Any, ...]  # callables of ops.HostCallback, by index (built graphs only)
@@ -80,6 +83,7 @@ class XlaComputation(Computation):
         c._xla = None
         c._source_format = None
         c._proto = None
+        c._bytecode = None
         c._hlo_texts = {}
         c._cross_partition = None
         c._host_callbacks = ()
@@ -104,11 +108,12 @@ class XlaComputation(Computation):
         name: str,
         program_shape: ProgramShape,
         module: Any,
-        text: str,
+        text: str | None,
         *,
         xla: Any = None,
         source_format: str | None = None,
         proto: bytes | None = None,
+        bytecode: tuple[bytes, tuple[tuple[str, int], ...]] | None = None,
     ) -> XlaComputation:
         """A computation loaded and verified by :mod:`xlasdk.formats`.
 
@@ -118,14 +123,18 @@ class XlaComputation(Computation):
         gives back the HLO that was loaded). ``module`` may be None (it is parsed from ``text``
         when first needed), and ``proto`` (a verified ``HloModuleProto``) may stand for ``xla``
         (read when first needed): loading a large module then costs only what the loader's
-        worker process spent on it.
+        worker process spent on it. ``text`` may be None when ``bytecode`` (the module's verified
+        bytecode and the attributes its HLO header gave it) is given: the module is parsed from
+        it, and its text printed by the worker, on first need.
         """
+        assert text is not None or bytecode is not None
         c = cls._new(name, program_shape)
         c._text = text
         c._module = module
         c._xla = xla
         c._source_format = source_format
         c._proto = proto
+        c._bytecode = bytecode
         return c
 
     @classmethod
@@ -234,9 +243,13 @@ class XlaComputation(Computation):
     # -- StableHLO ---------------------------------------------------------------------------
     def _mlir_module_text(self) -> str:
         """StableHLO module text (generic syntax, with locations), accepted by PJRT compile."""
+        if self._text is None and self._bytecode is not None:  # loaded from HLO: printed by the worker
+            from .formats.untrusted import module_text  # formats sit above (they make computations)
+
+            self._text = module_text(*self._bytecode, self._name)
         if self._text is None:
             g = self._graph_cache
-            assert g is not None  # a loaded computation has its text from the start
+            assert g is not None  # a loaded computation has its text or its bytecode from the start
             callbacks: list[Any] = []
             ctx = g.context or ModuleContext()
             self._text = emit_module(
@@ -251,10 +264,15 @@ class XlaComputation(Computation):
     def _callbacks(self) -> tuple[Any, ...]:
         """The Python host callbacks (``ops.HostCallback``) the module calls, in index order: what
         it must be compiled with. Empty for loaded computations."""
-        self._mlir_module_text()
+        if self._bytecode is None:  # (a module loaded from HLO has none: no need to print it)
+            self._mlir_module_text()
         return self._host_callbacks
 
     def _mlir_module(self) -> Any:
+        if self._module is None and self._text is None and self._bytecode is not None:
+            from .formats.untrusted import loaded_module  # formats sit above (they make computations)
+
+            self._module = loaded_module(*self._bytecode)  # the bytes the worker parsed and verified
         if self._module is None:
             try:
                 self._module = _mlir.parse_module(self._mlir_module_text())
@@ -292,6 +310,9 @@ class XlaComputation(Computation):
     # -- HLO ---------------------------------------------------------------------------------
     def _xla_computation(self) -> Any:
         if self._xla is None and self._proto is not None:  # loaded from HLO: the verified proto
+            from .formats.untrusted import check_hlo_proto  # formats sit above (they make computations)
+
+            check_hlo_proto(self._proto, self._name)  # XLA's proto reader: in the worker first
             self._xla = _mlir.xla_computation_from_proto(self._proto)
             self._proto = None
         if self._xla is None:

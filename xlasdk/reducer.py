@@ -145,10 +145,10 @@ class ReduceResult:
 def _load_in_worker(text: str) -> tuple[str, str]:
     """(the StableHLO text, the module name) of HLO ``text``, loaded as :func:`xlasdk.load_computation`
     loads it (runs in the worker process); raises ``isolated.Failed`` with the stage and XLA's message."""
-    from .formats.untrusted import load_hlo_in_worker
+    from .formats.untrusted import load_hlo_in_worker, module_text_in_worker
 
-    _, mtext, name, _ = load_hlo_in_worker("text", text, "candidate")
-    return mtext, name
+    _, bytecode, name, _, attributes = load_hlo_in_worker("text", text, "candidate")
+    return module_text_in_worker(bytecode, attributes), name
 
 
 def _compile_in_worker(mtext: str, name: str) -> None:

@@ -278,6 +278,99 @@ def test_delete_while_dlpack_consumer_alive_does_not_crash() -> None:
     assert "SURVIVED" in proc.stdout
 
 
+@pytest.mark.parametrize("dtype", [ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2])
+@pytest.mark.parametrize("shape", [(), (0,), (0, 3), (1,), (5, 1, 2), (2, 3, 4)])
+def test_readback_of_types_outside_the_buffer_protocol(dtype: Any, shape: tuple[int, ...]) -> None:
+    # read back through DLPack, a view of the device buffer (bits compared with the numpy input)
+    x = sample(dtype, shape)
+    a = rt.device_put(x)
+    back = a.to_numpy()
+    assert back.dtype == np.dtype(dtype) and back.shape == shape and not back.flags.writeable
+    assert back.tobytes() == x.tobytes()
+    if x.size:
+        assert back.ctypes.data == a.unsafe_buffer_pointer()  # zero-copy
+    assert a.to_numpy() is back  # cached
+    a.delete()  # the view keeps the memory: delete lets the buffer go instead of freeing it
+    assert a.is_deleted()
+    gc.collect()
+    junk = [rt.device_put(np.full(64, 7, np.float32)) for _ in range(8)]
+    assert back.tobytes() == x.tobytes()
+    del junk
+
+
+def _aligned_fortran(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """``x`` (2-d) in column-major order at a 64-byte aligned address (DLPack import then aliases
+    it and keeps its strides as the buffer's layout)."""
+    raw = np.empty(x.nbytes + 128, np.uint8)
+    off = (-raw.ctypes.data) % 64
+    f = raw[off:off + x.nbytes].view(x.dtype).reshape(x.shape[::-1]).T
+    f[...] = x
+    assert f.flags.f_contiguous and f.ctypes.data % 64 == 0
+    return f
+
+
+def test_dlpack_host_copy_follows_a_column_major_layout() -> None:
+    # A buffer whose layout is not row-major (DLPack import keeps a producer's strides) reads
+    # back in its logical order; float16 goes through the buffer protocol in DeviceArray, so
+    # the DLPack view is made directly here, of a buffer the buffer protocol refuses to show.
+    from xlasdk._jaxlib import pjrt
+
+    x = np.arange(12, dtype=np.float16).reshape(3, 4) - 5
+    f = _aligned_fortran(x)
+    arr = pjrt.dlpack_import_view(f.__dlpack__(), rt.devices()[0]._d, None)
+    assert pjrt.array_minor_to_major(arr) == (0, 1)
+    got = pjrt.dlpack_host_view(arr, (3, 4), np.dtype(np.float16))
+    assert got is not None and np.array_equal(got, x) and got.flags.f_contiguous
+    assert pjrt.dlpack_host_view(arr, (4, 3), np.dtype(np.float16)) is None  # not what DLPack says: refused
+    assert pjrt.dlpack_host_view(arr, (3, 4), np.dtype(np.float32)) is None
+
+
+def test_column_major_bfloat16_tensor_from_torch_reads_right() -> None:
+    torch = pytest.importorskip("torch")
+    t = (torch.arange(12, dtype=torch.float32).reshape(4, 3) - 5).to(torch.bfloat16).T  # (3, 4), strides (1, 3)
+    a = rt.device_put(DLPackOnly(t))
+    want = (np.arange(12, dtype=np.float32).reshape(4, 3) - 5).T
+    assert a.shape == (3, 4) and a.dtype == ml_dtypes.bfloat16
+    assert np.array_equal(a.to_numpy().astype(np.float32), want)
+
+
+def test_delete_racing_a_dlpack_readback_does_not_crash() -> None:
+    # The bfloat16 readback is a view that holds a DLPack capsule; deleting the buffer under it
+    # would abort the process in XLA. One thread reads, another deletes, in a child process.
+    code = textwrap.dedent(
+        """
+        import threading, numpy as np, ml_dtypes
+        import xlasdk.runtime as rt
+        from xlasdk.errors import XlaRuntimeError
+        x = np.arange(4096).astype(ml_dtypes.bfloat16)
+        arrays = [rt.device_put(x) for _ in range(2000)]
+        read = 0
+        both = threading.Barrier(2)  # each array: read and deleted at the same moment
+        def reader():
+            global read
+            for a in arrays:
+                both.wait()
+                try:
+                    v = a.to_numpy()
+                except XlaRuntimeError:
+                    continue
+                assert np.array_equal(v.view(np.uint16), x.view(np.uint16))
+                read += 1
+        def deleter():
+            for a in arrays:
+                both.wait()
+                a.delete()
+        ts = [threading.Thread(target=reader), threading.Thread(target=deleter)]
+        for t in ts: t.start()
+        for t in ts: t.join()
+        print("SURVIVED", read)
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "SURVIVED" in proc.stdout
+
+
 def test_no_fake_jax_module_left_behind() -> None:
     # The jax stand-in modules are present only during jaxlib calls.
     from xlasdk._jaxlib import pjrt

@@ -68,12 +68,14 @@ from ._pjrt_base import _sharding_cache as _sharding_cache
 from ._pjrt_base import _shimmed as _shimmed
 from .dlpack import _SEMANTICS as _SEMANTICS
 from .dlpack import (
+    HOLD_LOCK,
     ZERO_COPY_ALIGNMENT,
     DLPackError,
     array_is_ready,
     array_minor_to_major,
     array_share,
     dlpack_export,
+    dlpack_host_view,
     dlpack_import,
     dlpack_import_view,
     put_with_semantics,
@@ -126,8 +128,10 @@ __all__ = [
     "token_wait",
     "token_of_device",
     "array_to_numpy",
+    "dlpack_host_view",
     "host_view",
     "array_block",
+    "HOLD_LOCK",
     "array_delete",
     "array_is_deleted",
     "array_on_device_size",
@@ -461,7 +465,8 @@ def array_block(array: Any) -> None:
 
 
 def array_delete(array: Any) -> None:
-    """``ArrayImpl.delete()``: free the device buffer now."""
+    """``ArrayImpl.delete()``: free the device buffer now (the caller has checked, holding
+    :data:`HOLD_LOCK`, that no DLPack capsule of it is alive: that would abort the process)."""
     try:
         array.delete()
     except Exception as e:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from typing import Final
 
 from ..errors import FormatError, XlaSdkError
@@ -297,6 +298,8 @@ def _check_tuple_sizes(text: str, what: str, limit: int) -> None:
     if limit <= 0 or text.count(",") < limit:  # a tuple of limit + 1 elements has limit commas
         return
     # Only a line of 2 * limit characters can hold such a tuple (an element and its comma: 2 or more).
+    if max(map(len, text.split("\n"))) < 2 * limit:  # none (a C-speed look before the regex's walk)
+        return
     for line in re.finditer(rf"^[^\n]{{{2 * limit},}}", text, re.MULTILINE):
         _check_line_tuples(text, line.start(), line.end(), what, limit)
 
@@ -339,8 +342,19 @@ def _tuple_problem(text: str, line_start: int, pos: int, n: int, what: str, limi
             "(XLASDK_MAX_TUPLE_ELEMENTS raises it; XLA's parse and compile take time and memory that grow with it)")
 
 
+def _constants(text: str) -> Iterator[re.Match[str]]:
+    """The matches of :data:`_CONSTANT_RE` in ``text``, found from the literal ``constant(`` at C
+    speed (the regex alone tries its leading character class at every position of a large file)."""
+    pos = text.find("constant(", 1)
+    while pos > 0:
+        m = _CONSTANT_RE.match(text, pos - 1)
+        if m is not None:
+            yield m
+        pos = text.find("constant(", pos + 9)
+
+
 def _check_constant_sizes(text: str, what: str, limit: int) -> None:
-    for c in _CONSTANT_RE.finditer(text):
+    for c in _constants(text):
         line_start = text.rfind("\n", 0, c.start()) + 1
         m = _CONSTANT_HEAD_RE.fullmatch(text, line_start, c.start())
         if m is None:

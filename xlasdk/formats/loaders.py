@@ -87,7 +87,7 @@ def _from_hlo(kind: str, data: str | bytes, what: str, fmt: Format) -> XlaComput
     """Load HLO text or proto bytes: every native step runs first in the worker process."""
     text = data if isinstance(data, str) else None
     try:
-        proto, mtext, name, program_shape = untrusted.load_hlo(kind, data, what)
+        proto, bytecode, name, program_shape, attributes = untrusted.load_hlo(kind, data, what)
     except isolated.Failed as e:
         raise _hlo_failure(e, what, text) from None
     except FormatError:  # the worker died: the pre-check may know why, with a line number
@@ -95,11 +95,12 @@ def _from_hlo(kind: str, data: str | bytes, what: str, fmt: Format) -> XlaComput
             check_hlo_text(text, what)
         raise
     # The worker carried these exact bytes through every step the computation will take with
-    # them here (parse, verify, print, XLA's proto reader); they are read when first needed.
+    # them here (parse, verify); they are read when first needed, and the worker goes first for
+    # the rest (the module's text, XLA's proto reader) when that is needed.
     from ..computation import XlaComputation
 
     return XlaComputation._from_loaded(
-        name, program_shape, None, mtext, source_format=fmt.value, proto=proto
+        name, program_shape, None, None, source_format=fmt.value, proto=proto, bytecode=(bytecode, attributes)
     )
 
 

@@ -32,13 +32,26 @@ _Failed = isolated.Failed
 
 
 # -- run in the worker -------------------------------------------------------------------------
-def load_hlo_in_worker(kind: str, data: str | bytes, what: str) -> tuple[bytes, str, str, ProgramShape]:
-    """(``HloModuleProto``, the imported StableHLO module's text, module name, program shape) of
-    HLO text or a proto.
+#: ``(name, value)`` of each module attribute a loaded HLO module gets from its header
+ModuleAttributes = tuple[tuple[str, int], ...]
 
-    Every native step of :func:`xlasdk.formats.loaders._from_hlo_module` is run here: XLA's
+
+def load_hlo_in_worker(
+    kind: str, data: str | bytes, what: str
+) -> tuple[bytes, bytes, str, ProgramShape, ModuleAttributes]:
+    """(``HloModuleProto``, the imported StableHLO module as MLIR bytecode, module name, program
+    shape, module attributes from the HLO header) of HLO text or a proto.
+
+    The bytecode is the importer's own output, the very bytes parsed and verified here: the
+    user's process may parse them again (and give the module the same attributes) without a
+    step the worker has not taken. The module's text is printed only when it is needed
+    (:func:`module_text`).
+
+    Every native step the user's process takes with the result on load is run here: XLA's
     parser, the proto round trip, the optimized-HLO rewrite, the StableHLO import and MLIR's
-    verifier, the program shape and the module's text.
+    verifier, the program shape and the module's text. XLA's reader of the returned proto (an
+    ``XlaComputation``, for the HLO printer) is not: most loads never need it, and it costs about
+    0.7x XLA's parse; :func:`check_hlo_proto` runs it here first when the user's process does.
     """
     if kind == "text":
         assert isinstance(data, str)
@@ -56,7 +69,6 @@ def load_hlo_in_worker(kind: str, data: str | bytes, what: str) -> tuple[bytes, 
         text = _mlir.hlo_module_to_text(hm)
     proto = _mlir.hlo_module_to_proto(hm)
     name = str(hm.name)
-    _mlir.xla_computation_from_proto(proto)
     import_proto = proto
     rewritten = _importable_hlo(text)
     if rewritten is not None:  # an optimized module: fusions and bitcasts in StableHLO terms
@@ -72,8 +84,45 @@ def load_hlo_in_worker(kind: str, data: str | bytes, what: str) -> tuple[bytes, 
     counts = _header_counts(text)
     if counts:  # XLA's import drops them; JAX's StableHLO lowerings carry them as module attributes
         _mlir.set_missing_int_attributes(module, counts)
-    program_shape, mtext = _check_module(module, what)
-    return proto, mtext, name, program_shape
+    try:
+        program_shape = _program_shape(module, what)
+    except FormatError as e:
+        raise _Failed("format", str(e)) from None
+    return proto, bc, name, program_shape, tuple(sorted(counts.items()))
+
+
+def loaded_module(bytecode: bytes, attributes: ModuleAttributes) -> Any:
+    """The module :func:`load_hlo_in_worker` verified, parsed from its bytecode, with its header's
+    attributes (the same steps, in the same order, as the worker took)."""
+    module = _mlir.parse_module(bytecode)
+    if attributes:
+        _mlir.set_missing_int_attributes(module, dict(attributes))
+    return module
+
+
+def module_text_in_worker(bytecode: bytes, attributes: ModuleAttributes) -> str:
+    """The generic text (with locations) of a module :func:`load_hlo_in_worker` handed back as
+    bytecode; runs in the worker."""
+    return _mlir.module_to_text(loaded_module(bytecode, attributes), debug_info=True, generic=True)
+
+
+def module_text(bytecode: bytes, attributes: ModuleAttributes, name: str) -> str:
+    """:func:`module_text_in_worker` run in the worker, once per module (:mod:`.load_cache`).
+
+    Raises
+    ------
+    FormatError
+        MLIR's printer failed or died on the module (not expected of a verified module).
+    """
+    what = repr(name)
+    key_data = bytecode + repr(attributes).encode()
+    try:
+        text: str = _in_worker_once("module_text_in_worker", "bytecode", (bytecode, attributes), key_data, what,
+                                    "printing the module", "MLIR's printer crashed on this module",
+                                    lambda r: isinstance(r, str))
+    except isolated.Failed as e:
+        raise FormatError(f"{what}: cannot print the module: {e.message}") from None
+    return text
 
 
 def _header_counts(text: str) -> dict[str, int]:
@@ -176,7 +225,7 @@ def _in_worker_once(fn: str, kind: str, args: tuple[Any, ...], data: str | bytes
     return result
 
 
-def load_hlo(kind: str, data: str | bytes, what: str) -> tuple[bytes, str, str, ProgramShape]:
+def load_hlo(kind: str, data: str | bytes, what: str) -> tuple[bytes, bytes, str, ProgramShape, ModuleAttributes]:
     """:func:`load_hlo_in_worker` run in the worker.
 
     Raises
@@ -192,11 +241,38 @@ def load_hlo(kind: str, data: str | bytes, what: str) -> tuple[bytes, str, str, 
     """
     if kind == "text" and isinstance(data, str):
         check_hlo_claims(data, what)  # before XLA's parser allocates what the text claims
-    result: tuple[bytes, str, str, ProgramShape] = _in_worker_once(
+    result: tuple[bytes, bytes, str, ProgramShape, ModuleAttributes] = _in_worker_once(
         "load_hlo_in_worker", kind, (kind, data, what), data, what, "loading the module",
-        "XLA aborted while loading this module", lambda r: isinstance(r, tuple) and len(r) == 4,
+        "XLA aborted while loading this module", lambda r: isinstance(r, tuple) and len(r) == 5,
     )
     return result
+
+
+def hlo_proto_in_worker(proto: bytes) -> bool:
+    """XLA's reader and printer on a loaded module's ``HloModuleProto`` (from
+    :func:`load_hlo_in_worker`): what the user's process does with it when it first needs the
+    module as an ``XlaComputation`` (its HLO text, its proto, XLA's HLO graph); runs in the worker."""
+    try:
+        _mlir.hlo_text(_mlir.xla_computation_from_proto(proto))
+    except Exception as e:
+        raise _Failed("proto", _one_line(e)) from None
+    return True
+
+
+def check_hlo_proto(proto: bytes, name: str) -> None:
+    """:func:`hlo_proto_in_worker` run in the worker, once per proto (:mod:`.load_cache`).
+
+    Raises
+    ------
+    FormatError
+        XLA rejected the proto or died on it (not expected of a proto XLA wrote itself).
+    """
+    what = repr(name)
+    try:
+        _in_worker_once("hlo_proto_in_worker", "proto", (proto,), proto, what, "reading the module's HLO",
+                        "XLA aborted while reading the module's HLO", lambda r: r is True)
+    except isolated.Failed as e:
+        raise FormatError(f"{what}: XLA cannot read the module's HLO: {e.message}") from None
 
 
 def parse_stablehlo(data: str | bytes, kind: str, what: str) -> str:

@@ -214,13 +214,14 @@ class DeviceArray:
         Deleting twice is allowed. If the buffer was exported with DLPack, the memory is
         released when the last consumer lets go of it. Maps to PJRT ``Buffer::Delete``.
         """
-        arr = self._arr
-        if arr is None:
-            return
-        self._arr = None
-        self._host = None  # views already handed out keep their memory alive
-        if not self._exported:  # deleting under a live DLPack consumer aborts the process in XLA
-            pjrt.array_delete(arr)
+        with pjrt.HOLD_LOCK:  # the exported mark is set (to_numpy) and read under the same lock
+            arr = self._arr
+            if arr is None:
+                return
+            self._arr = None
+            self._host = None  # views already handed out keep their memory alive
+            if not self._exported:  # deleting under a live DLPack consumer aborts the process in XLA
+                pjrt.array_delete(arr)
 
     def _share(self) -> DeviceArray:
         """A second DeviceArray over the same buffer (jaxlib ``ArrayImpl.clone``). Neither deletes
@@ -293,7 +294,9 @@ class DeviceArray:
         """The value as a numpy array, waiting for it if needed.
 
         The result is **read-only** (``flags.writeable`` is False): it is a cached host copy
-        (on CPU, a zero-copy view) shared by every call. Use ``np.array(x)`` or
+        (on CPU, a zero-copy view: through the buffer protocol, or, for bfloat16 and float8,
+        through DLPack, after which :meth:`delete` leaves the memory to the view) shared by every
+        call. Use ``np.array(x)`` or
         ``x.to_numpy().copy()`` for a writable copy. It stays valid after :meth:`delete`.
 
         Raises
@@ -304,12 +307,35 @@ class DeviceArray:
         arr = self._live("to_numpy")
         v = self._host
         if v is None:
-            if self._dtype in _BUFFER_DTYPES and self._device.platform == "cpu":
-                v = pjrt.host_view(arr)  # the fast path: ~1 us, no hidden `import jax`
+            if self._device.platform == "cpu":
+                if self._dtype in _BUFFER_DTYPES:
+                    v = pjrt.host_view(arr)  # the fast path: ~1 us, no hidden `import jax`
+                else:  # bfloat16, float8...: a view through DLPack, without jaxlib's `import jax`
+                    v = self._dlpack_view()
             if v is None:
                 v = pjrt.array_to_numpy(arr)
             self._host = v
         return v
+
+    def _dlpack_view(self) -> np.ndarray[Any, Any] | None:
+        """:func:`pjrt.dlpack_host_view` of the buffer, which it keeps alive: from then on the
+        array is exported (``delete`` lets it go instead of freeing it under the view)."""
+        arr = self._arr
+        try:
+            if arr is None:
+                return None
+            pjrt.array_block(arr)  # not under the lock: a long computation must not hold up deletes
+        except XlaRuntimeError:
+            return None  # the readback reports it
+        with pjrt.HOLD_LOCK:
+            arr = self._arr
+            if arr is None:
+                return None  # deleted meanwhile: the readback says so
+            was, self._exported = self._exported, True
+            v = pjrt.dlpack_host_view(arr, self._shape, self._dtype)
+            if v is None:
+                self._exported = was
+            return v
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray[Any, Any]:
         """numpy conversion: ``np.asarray(x)`` is read-only (see :meth:`to_numpy`); ``np.array(x)``
