@@ -17,6 +17,7 @@ from typing import IO, Any
 import numpy as np
 
 from ._common import UsageError
+from ._verbs import add_input_arguments as add_input_arguments  # the parser lives in the light _verbs
 
 # -- run: arrays in and out ------------------------------------------------------------------------
 # numpy has no bf16, fp8, int4 or int2: ml_dtypes adds them, and np.save writes such arrays with a
@@ -192,19 +193,6 @@ def _typed_input(arr: np.ndarray[Any, Any], tag: str | None, want: np.dtype[Any]
 def _shell_safe(name: str, index: int) -> str:
     """A parameter's name as ``--input`` takes it, or its index when the name needs shell quoting."""
     return name if re.fullmatch(r"[\w.-]+", name) else str(index)
-
-
-def add_input_arguments(s: argparse.ArgumentParser) -> None:
-    """The options that give a program's inputs (``run``, ``compare``, ``reduce``: :func:`_gather_inputs`)."""
-    s.add_argument("--input", action="append", metavar="NAME=FILE.npy",
-                   help="one parameter's value (repeatable); FILE.npz:KEY takes one array of an .npz")
-    s.add_argument("--inputs", metavar="FILE.npz", default=None,
-                   help="parameter values keyed by parameter name or index (output_N of another run's --output "
-                        "is parameter N)")
-    s.add_argument("--random-inputs", action="store_true",
-                   help="random values for parameters not given (indices in bounds, log/sqrt/divisor operands "
-                        "positive: learned from the parameters' uses)")
-    s.add_argument("--seed", type=int, default=0, help="seed of --random-inputs (default 0)")
 
 
 def _ranges(comp: Any, n: int) -> list[Any]:

@@ -16,6 +16,10 @@ EXIT_OK = 0
 EXIT_RUNTIME = 1
 EXIT_USAGE = 2
 
+#: The verbs that start XLA: run in a supervised child process (see ``_supervisor``; the other verbs
+#: do not import it).
+_SUPERVISED = frozenset({"devices", "inspect", "convert", "run", "compare"})
+
 
 def failure_exit(command: str | None) -> int:
     """The exit code of ``command`` when it fails (an error, a timeout, a crash of XLA).
@@ -169,14 +173,22 @@ def _unknown_device_message(spec: str) -> str:
     return f"--device {spec}: no such device; the {platform} platform has {count}: {names}{hint}"
 
 
+def _check_exists(path: str) -> None:
+    """A missing ``path`` as the loaders report it (``FormatError``, exit code 2), before any of them
+    (and with them numpy and jaxlib) is imported."""
+    if not os.path.lexists(path):
+        from xlasdk.errors import FormatError
+
+        raise FormatError(f"{path}: no such file")
+
+
 def _load(path: str, fmt: str | None = None, option: str = "--format") -> Any:
     """``load_computation(path, fmt)``; errors about the forced format name ``option`` (``--from``...).
 
     A missing file is reported before the loaders (and with them jaxlib) are imported."""
     from xlasdk.errors import FormatError
 
-    if not os.path.lexists(path):
-        raise FormatError(f"{path}: no such file")
+    _check_exists(path)
     from xlasdk._jaxlib import isolated
 
     isolated.prestart()  # the worker imports jaxlib while this process does
@@ -197,7 +209,9 @@ def _load(path: str, fmt: str | None = None, option: str = "--format") -> Any:
 
 def _load_program(args: argparse.Namespace) -> tuple[Any, Any]:
     """``(computation, snapshot or None)``: an ``HloSnapshot`` file (by its content, binary or text
-    proto) is read whole, with its recorded arguments and result; any other file is loaded as a module."""
+    proto) is read whole, with its recorded arguments and result; any other file is loaded as a module.
+    A missing file is reported first, as :func:`_load` reports it."""
+    _check_exists(args.file)
     binary = args.format in (None, "pb", "proto", "hlo.pb") and not args.file.endswith((".hlo", ".txt", ".mlir",
                                                                                          ".mlirbc"))
     text = args.format is None and not args.file.endswith((".hlo", ".mlir", ".mlirbc"))

@@ -5,55 +5,15 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import IO, Any
+from typing import IO
 
-from ._arrays import _gather_inputs, add_input_arguments
-from ._common import EXIT_OK, UsageError, _check_writable, _load_program, _stage
+from ._arrays import _gather_inputs
+from ._common import EXIT_OK, UsageError, _load_program, _stage
 from ._run import _recorded_arguments
+from ._verbs import _REDUCE_DESCRIPTION as _REDUCE_DESCRIPTION  # the parser lives in the light _verbs
+from ._verbs import add_reduce_parser, check_reduce_flags
 
-_REDUCE_DESCRIPTION = """\
-Shrink FILE to the smallest module that still shows a problem, and write it as HLO text (what
-XLA's tools and `xlasdk run` read). The problem, one of:
-  --until crash                XLA aborts or dies compiling the module (checked in xlasdk's
-                               worker process: this one never crashes)
-  --until compile-error        the compile fails cleanly; compile-error=REGEX: with a message
-                               in which REGEX is found
-  --until diverge              `xlasdk compare` (against the reference evaluator, with --rtol,
-                               --atol, --excess-precision) reports a divergence on the inputs
-  --script CMD                 each candidate is written to a file whose path is appended to
-                               CMD (run by the shell); exit 0 means "still interesting"
-Strategies, as XLA's hlo_bisect and C-Reduce use them: drop outputs, cut the instruction sequence
-(bisected), replace instructions by parameters or by constants of their values on the inputs; then
-simplify shapes and attributes (shrink dimension sizes, drop metadata and attributes, constants
-to splats; an invalid candidate is rejected when loaded, and counted).
-Deterministic; one line per accepted step; --max-time bounds the search (the smallest module
-found so far is written). With inputs, MIN.snapshot.pb (an HloSnapshot with the arguments the
-reduced module shows the problem on) is written beside MIN.hlo. Inputs as `xlasdk run` takes
-them; a snapshot's recorded arguments are used for the parameters not given (diverge without
-inputs needs --random-inputs). Exit codes: 0 a reduced module was
-written, 2 usage or file error, or FILE does not show the problem."""
-
-
-def add_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str) -> None:
-    s = sub.add_parser("reduce", parents=[common], help="shrink a module that shows a problem",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, description=_REDUCE_DESCRIPTION)
-    s.add_argument("file", metavar="FILE", help="the module file")
-    s.add_argument("--format", default=None, help=fmt_help)
-    s.add_argument("--until", default=None, metavar="crash|compile-error[=REGEX]|diverge",
-                   help="the problem the reduced module must still show")
-    s.add_argument("--script", default=None, metavar="CMD",
-                   help="instead of --until: a shell command; the candidate's path is appended, exit 0 = interesting")
-    s.add_argument("--output", "-o", required=True, metavar="MIN.hlo", help="where the reduced module is written")
-    s.add_argument("--max-time", type=float, default=None, metavar="S",
-                   help="stop after S seconds and write the smallest module found so far")
-    s.add_argument("--check-timeout", type=float, default=300.0, metavar="S",
-                   help="seconds one check may take before it counts as not showing the problem (default 300)")
-    add_input_arguments(s)
-    s.add_argument("--rtol", type=float, default=None, help="diverge: relative tolerance (default: by element type)")
-    s.add_argument("--atol", type=float, default=None, help="diverge: absolute tolerance (default: by element type)")
-    s.add_argument("--excess-precision", action="store_true",
-                   help="diverge: let XLA keep bf16/f16 values in f32 between ops (its default)")
-    s.set_defaults(verb_parser=s)
+add_parser = add_reduce_parser  # its name before the parser moved to _verbs
 
 
 def _snapshot_path(output: str) -> str:
@@ -62,16 +22,7 @@ def _snapshot_path(output: str) -> str:
 
 
 def _cmd_reduce(args: argparse.Namespace, out: IO[str]) -> int:
-    if (args.until is None) == (args.script is None):
-        raise UsageError("give exactly one of --until crash|compile-error[=REGEX]|diverge and --script CMD")
-    if args.until is not None and not (args.until in ("crash", "diverge", "compile-error")
-                                       or args.until.startswith("compile-error=")):
-        raise UsageError(f"--until {args.until!r}: expected crash, compile-error, compile-error=REGEX or diverge")
-    if args.max_time is not None and not args.max_time > 0:
-        raise UsageError(f"--max-time must be > 0 seconds, got {args.max_time:g}")
-    if not args.check_timeout > 0:
-        raise UsageError(f"--check-timeout must be > 0 seconds, got {args.check_timeout:g}")
-    _check_writable(args.output, f"--output {args.output}")
+    check_reduce_flags(args)
     _stage("loading")
     comp, snap = _load_program(args)  # a snapshot's recorded arguments are the inputs
     recorded = _recorded_arguments(args, snap)

@@ -17,7 +17,6 @@ from ._common import (
     EXIT_OK,
     UsageError,
     _api,
-    _check_writable,
     _device,
     _human_time,
     _load_program,
@@ -25,6 +24,11 @@ from ._common import (
     _quiet_native_logs,
     _stage,
 )
+from ._verbs import _RUN_DESCRIPTION as _RUN_DESCRIPTION  # the help texts live in the light _verbs
+from ._verbs import _RUN_EPILOG as _RUN_EPILOG
+from ._verbs import check_run_flags
+
+_check_run_flags = check_run_flags  # its name before it moved to _verbs
 
 EXIT_DIVERGENCE = 1  # --expect: the outputs differ from the expected ones
 
@@ -234,32 +238,6 @@ def _expected(args: argparse.Namespace, snap: Any, n: int) -> tuple[list[Any], s
     return _expected_outputs(args.expect, n, "--expect"), f"the outputs in {args.expect}"
 
 
-def _check_run_flags(args: argparse.Namespace) -> None:
-    """Flag errors found before the (slow) load and compile."""
-    if args.repeat < 1:
-        raise UsageError(f"--repeat must be >= 1, got {args.repeat}")
-    if args.output is not None:
-        _check_writable(_npz_path(args.output), f"--output {args.output}")
-    for flag in ("devices", "replicas", "partitions"):
-        v = getattr(args, flag, None)
-        if v is not None and v < 1:
-            raise UsageError(f"--{flag} must be >= 1, got {v}")
-    if args.expect is not None and args.expect != "recorded":
-        if not args.expect.endswith(".npz"):
-            raise UsageError(f"--expect {args.expect!r}: expected 'recorded' or an .npz of outputs (output_0, "
-                             "output_1, ... as --output writes them)")
-    for flag in ("rtol", "atol"):
-        v = getattr(args, flag, None)
-        if v is not None and not v >= 0:
-            raise UsageError(f"--{flag} must be >= 0, got {v}")
-    if args.record is not None and os.path.exists(args.record) and not os.path.isdir(args.record):
-        raise UsageError(f"--record {args.record}: not a directory")
-    if args.iterations < 1:
-        raise UsageError(f"--iterations must be >= 1, got {args.iterations}")
-    if args.iterations > 1 and args.output is not None:
-        raise UsageError("--output saves the outputs of one run; drop --iterations (or --output)")
-
-
 def _record(args: argparse.Namespace, comp: Any, inputs: list[Any], host: list[Any], platform: str) -> str:
     """Write one run as an HloSnapshot under ``--record``; its path."""
     from xlasdk.formats.snapshot import new_snapshot_path, write_snapshot
@@ -301,7 +279,7 @@ def _cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
 def _run(args: argparse.Namespace, out: IO[str]) -> int:
     from xlasdk._atomic import atomic_write
 
-    _check_run_flags(args)
+    check_run_flags(args)
     _stage("loading")
     comp, snap = _load_program(args)
     ps = comp.program_shape()
@@ -389,39 +367,3 @@ def _run(args: argparse.Namespace, out: IO[str]) -> int:
     if npz is not None:
         out.write(f"  wrote {npz}\n")
     return EXIT_OK if ok else EXIT_DIVERGENCE
-
-
-_RUN_DESCRIPTION = """\
-Compile and run a module (any format, XLA dumps included) on a device; print each output's shape
-and a summary of its values, and with --repeat the min/median time per run. Inputs come from .npy
-files (--input NAME=FILE, NAME being a parameter name or index), an .npz (--inputs, keyed by
-parameter names) or random values (--random-inputs).
-
-A partitioned (SPMD) program runs on replicas x partitions devices: XLA's dumps of such programs
-record num_partitions (and replica_count) in their HloModule line, JAX's StableHLO mhlo.num_partitions,
-and --partitions / --replicas override them. Inputs and outputs are then the global arrays: each
-input is split by its parameter's sharding, each output is assembled from its shards (and printed
-with its sharding). --devices N gives the CPU client N devices (default: replicas x partitions)."""
-
-_RUN_EPILOG = """\
-element types:
-  Every XLA array type goes through .npy and .npz files: bf16, the fp8 types (f8e4m3fn, f8e5m2,
-  ...), f4e2m1fn, s4/u4 and s2/u2 too. numpy has no such types; ml_dtypes adds them and np.save
-  writes them as raw bytes ('|V2', '|V1'). An input holding raw bytes of the parameter's element
-  size is read as the parameter's type; other sizes are an error naming the parameter.
-  --output writes those outputs as raw bytes too, and their types (ml_dtypes names) in a
-  '__dtypes__' entry, so the file loads in plain numpy and is the --inputs of another run as it is.
-  In numpy:
-    z = np.load("out.npz")
-    z["output_0"].view(ml_dtypes.bfloat16)              # a bf16 output
-    types = json.loads(str(z["__dtypes__"]))            # {"output_0": "bfloat16", ...}
-    z["output_0"].view(getattr(ml_dtypes, types["output_0"]))
-
-crashes and --timeout:
-  The work runs in a child process: if XLA aborts, the command reports its "Check failed" line
-  (exit code 1) instead of dying. --timeout S bounds compiling and running (reading the files
-  and starting up are not counted): past S seconds the child is killed, exit code 1,
-  "FILE: the run did not finish within S s (--timeout)". --debug shows XLA's full log.
-
-exit codes: 0 success, 1 runtime failure (compile, execute, XLA abort, --timeout), 2 usage or input error
-"""

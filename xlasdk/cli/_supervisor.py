@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any, NoReturn
 
 from . import _common
-from ._common import EXIT_RUNTIME, UsageError, _ChildLink, _npz_path, failure_exit
+from ._common import _SUPERVISED, EXIT_RUNTIME, UsageError, _ChildLink, _npz_path, failure_exit
 
 # -- supervision ------------------------------------------------------------------------------------
 # XLA reports a broken invariant by aborting the process (CHECK failures), and an execution is one
@@ -38,7 +38,6 @@ from ._common import EXIT_RUNTIME, UsageError, _ChildLink, _npz_path, failure_ex
 # --timeout, where it starts a fresh interpreter (forking a process that runs XLA can deadlock)
 # and copies its output into the given streams. XLASDK_CLI_SUPERVISE=0 turns forking off (to run
 # the CLI under a debugger).
-_SUPERVISED = frozenset({"devices", "inspect", "convert", "run", "compare"})
 _STAGES: dict[str, tuple[str, str]] = {  # what the child reports it is doing -> (noun, "while ..." phrase)
     "start": ("the start", "while starting"),
     "client": ("starting the device client", "while starting the device client"),

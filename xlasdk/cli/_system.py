@@ -91,13 +91,27 @@ def _cmd_launch(args: argparse.Namespace, out: IO[str]) -> int:
     return result.returncode
 
 
+def _one_blas_thread() -> None:
+    """In the ``xlasdk version`` process (the command, not a program calling ``main()``): jaxlib's
+    StableHLO bindings import numpy, whose OpenBLAS starts a thread pool when it loads (about 0.07 s
+    of CPU); nothing in that process computes with it, so one thread does. Unless the variable is set."""
+    if "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 def _cmd_version(args: argparse.Namespace, out: IO[str]) -> int:
     from xlasdk._jaxlib.versions import jaxlib_version, stablehlo_versions
     from xlasdk._version import __version__
 
+    # What this needs to import: jaxlib's StableHLO bindings (jaxlib.mlir._mlir_libs._stablehlo), which
+    # import jaxlib.mlir.ir, which imports numpy; not jaxlib's XLA extension (jaxlib._jax) nor ml_dtypes.
     current, minimum = stablehlo_versions()
+    # That imported the jaxlib package, and with it jaxlib.version: its version, without reading the
+    # installed packages' metadata (importlib.metadata) as jaxlib_version() does.
+    jaxlib = sys.modules.get("jaxlib.version")
+    jaxlib_v = getattr(jaxlib, "__version__", None)
     out.write(
-        f"xlasdk {__version__}\njaxlib {jaxlib_version()}\n"
+        f"xlasdk {__version__}\njaxlib {jaxlib_v if isinstance(jaxlib_v, str) else jaxlib_version()}\n"
         f"stablehlo {current} (writes portable artifacts back to {minimum})\npython {sys.version.split()[0]}\n"
     )
     return EXIT_OK

@@ -1,0 +1,422 @@
+"""The ``xlasdk`` command's parser and the checks its verbs make before loading anything: every
+verb's options, descriptions and epilogs, and the verbs themselves imported only when they run.
+
+A light module (the standard library, ``_common``, ``xlasdk.errors`` and ``xlasdk.launch``'s
+options): ``xlasdk --help``, ``xlasdk VERB --help`` and the usage errors answer without importing
+numpy, ml_dtypes or jaxlib, which the verbs' modules (``_run``, ``_compare``, ``_reduce`` and
+``_arrays``) import. A supervised verb's module is imported by the child that runs it
+(``_supervisor``), so the parent imports none of them before the fork.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+from collections.abc import Callable
+from typing import IO, Any
+
+from ._common import UsageError, _check_exists, _check_writable, _npz_path, _Parser
+
+# -- help texts ----------------------------------------------------------------------------------------
+_RUN_DESCRIPTION = """\
+Compile and run a module (any format, XLA dumps included) on a device; print each output's shape
+and a summary of its values, and with --repeat the min/median time per run. Inputs come from .npy
+files (--input NAME=FILE, NAME being a parameter name or index), an .npz (--inputs, keyed by
+parameter names) or random values (--random-inputs).
+
+A partitioned (SPMD) program runs on replicas x partitions devices: XLA's dumps of such programs
+record num_partitions (and replica_count) in their HloModule line, JAX's StableHLO mhlo.num_partitions,
+and --partitions / --replicas override them. Inputs and outputs are then the global arrays: each
+input is split by its parameter's sharding, each output is assembled from its shards (and printed
+with its sharding). --devices N gives the CPU client N devices (default: replicas x partitions)."""
+
+_RUN_EPILOG = """\
+element types:
+  Every XLA array type goes through .npy and .npz files: bf16, the fp8 types (f8e4m3fn, f8e5m2,
+  ...), f4e2m1fn, s4/u4 and s2/u2 too. numpy has no such types; ml_dtypes adds them and np.save
+  writes them as raw bytes ('|V2', '|V1'). An input holding raw bytes of the parameter's element
+  size is read as the parameter's type; other sizes are an error naming the parameter.
+  --output writes those outputs as raw bytes too, and their types (ml_dtypes names) in a
+  '__dtypes__' entry, so the file loads in plain numpy and is the --inputs of another run as it is.
+  In numpy:
+    z = np.load("out.npz")
+    z["output_0"].view(ml_dtypes.bfloat16)              # a bf16 output
+    types = json.loads(str(z["__dtypes__"]))            # {"output_0": "bfloat16", ...}
+    z["output_0"].view(getattr(ml_dtypes, types["output_0"]))
+
+crashes and --timeout:
+  The work runs in a child process: if XLA aborts, the command reports its "Check failed" line
+  (exit code 1) instead of dying. --timeout S bounds compiling and running (reading the files
+  and starting up are not counted): past S seconds the child is killed, exit code 1,
+  "FILE: the run did not finish within S s (--timeout)". --debug shows XLA's full log.
+
+exit codes: 0 success, 1 runtime failure (compile, execute, XLA abort, --timeout), 2 usage or input error
+"""
+
+
+_COMPARE_DESCRIPTION = """\
+Run FILE on a device (XLA) and compare its outputs with a reference: xlasdk's reference evaluator
+(every op computed in numpy from its inputs, floats in float64 rounded once to the op's type;
+the default), XLA on another device (--against cpu:0), a snapshot's recorded result (--against
+recorded), or recorded outputs (--against OUT.npz,
+output_0, output_1, ... as `xlasdk run --output` writes them). Inputs as `xlasdk run` takes them
+(a snapshot FILE gives its recorded arguments).
+
+Per output it prints the largest absolute, relative and ulp error, the number of elements outside
+the tolerance and the first of them. An element matches when |got - want| <= atol + rtol * |want|;
+by default rtol and atol (as a fraction of the output's largest magnitude) follow the element type:
+f32 1e-5 / 1e-6, f16 2^-9 / 2^-9, bf16 2^-6 / 2^-6, f64 1e-12 / 1e-13, where the magnitude is the
+larger of the output's and of the terms the op that made it added (a sum that cancels), plus
+4 times the rounding error the ops before it may have carried to the element (a first-order
+bound), and never below the type's smallest normal number (XLA:CPU flushes subnormals); integers and bool
+must be equal; NaN matches only NaN. Against the reference, XLA compiles without excess
+precision (each bf16/f16 op rounded, as the reference rounds it); --excess-precision keeps XLA's
+default, which the tolerances do not model: a divergence it reports may be XLA being more precise
+than the reference's per-op rounding, not wrong (the default compile is the check).
+--ulps N: a float element also matches when it is at most N units in the last place of
+the reference value in the output's type (the "max ulp" column), whatever --rtol/--atol say
+(--rtol 0 --atol 0 --ulps N: ulps alone).
+
+--bisect ops: when the outputs diverge, the first instruction (topological order, as `xlasdk
+inspect` names them) that introduces the divergence: its device value differs from its rule on
+the device's values of its operands, while those agree with the reference. Found by binary search
+over programs cut after a candidate (O(log N) compiles), then compiled alone on the device's
+operand values; when it is right alone, the smallest group of ops before it whose compile still
+diverges is named (an optimization across them). Prints its name, opcode, HLO line, source line,
+error and values; says "not localised" rather than blame an op without evidence.
+--bisect passes: a smallest set of XLA passes (as xla_disable_hlo_passes names them, read from
+XLA's per-pass dump of this compile) whose disabling removes the divergence, by delta debugging;
+each step compiles in a worker process; a set whose compile fails counts as unknown.
+--find-nonfinite: the first instruction whose device value has a NaN or Inf while its operands
+have none (on any device; XLA's own checker is GPU-only), and whether its NaN/Inf reaches an
+output (flows there through values that all hold one) or is dropped (by a select, say); then, for
+each output that holds NaN/Inf that it does not reach, the first instruction on that output's path
+that introduces one. Progress of these goes to stderr.
+--html OUT.html: the report as a self-contained page (no scripts, nothing fetched): the outputs'
+errors, the bisections, and the program's graph, each instruction filled by its error against the
+reference (exact, within rounding, diverges), the one that introduces the divergence and the path
+that carries its value to the outputs marked, and the first NaN/Inf.
+
+--timeout S: compiling, running and comparing (bisections included) must end within S seconds.
+The command runs in a supervised child process: an XLA abort or crash is one error line.
+
+Exit codes: 0 match; 1 divergence, and nothing else; 2 no comparison could be made: usage or file
+error, an op the reference evaluator has no rule for (named), a compile XLA refused, a device
+error, an XLA crash or --timeout (the message says which)."""
+
+
+_REDUCE_DESCRIPTION = """\
+Shrink FILE to the smallest module that still shows a problem, and write it as HLO text (what
+XLA's tools and `xlasdk run` read). The problem, one of:
+  --until crash                XLA aborts or dies compiling the module (checked in xlasdk's
+                               worker process: this one never crashes)
+  --until compile-error        the compile fails cleanly; compile-error=REGEX: with a message
+                               in which REGEX is found
+  --until diverge              `xlasdk compare` (against the reference evaluator, with --rtol,
+                               --atol, --excess-precision) reports a divergence on the inputs
+  --script CMD                 each candidate is written to a file whose path is appended to
+                               CMD (run by the shell); exit 0 means "still interesting"
+Strategies, as XLA's hlo_bisect and C-Reduce use them: drop outputs, cut the instruction sequence
+(bisected), replace instructions by parameters or by constants of their values on the inputs; then
+simplify shapes and attributes (shrink dimension sizes, drop metadata and attributes, constants
+to splats; an invalid candidate is rejected when loaded, and counted).
+Deterministic; one line per accepted step; --max-time bounds the search (the smallest module
+found so far is written). With inputs, MIN.snapshot.pb (an HloSnapshot with the arguments the
+reduced module shows the problem on) is written beside MIN.hlo. Inputs as `xlasdk run` takes
+them; a snapshot's recorded arguments are used for the parameters not given (diverge without
+inputs needs --random-inputs). Exit codes: 0 a reduced module was
+written, 2 usage or file error, or FILE does not show the problem."""
+
+
+# -- parser --------------------------------------------------------------------------------------------
+def add_input_arguments(s: argparse.ArgumentParser) -> None:
+    """The options that give a program's inputs (``run``, ``compare``, ``reduce``: :func:`._arrays._gather_inputs`)."""
+    s.add_argument("--input", action="append", metavar="NAME=FILE.npy",
+                   help="one parameter's value (repeatable); FILE.npz:KEY takes one array of an .npz")
+    s.add_argument("--inputs", metavar="FILE.npz", default=None,
+                   help="parameter values keyed by parameter name or index (output_N of another run's --output "
+                        "is parameter N)")
+    s.add_argument("--random-inputs", action="store_true",
+                   help="random values for parameters not given (indices in bounds, log/sqrt/divisor operands "
+                        "positive: learned from the parameters' uses)")
+    s.add_argument("--seed", type=int, default=0, help="seed of --random-inputs (default 0)")
+
+
+def add_compare_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str) -> None:
+    s = sub.add_parser("compare", parents=[common], help="compare a module's outputs on a device with a reference",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, description=_COMPARE_DESCRIPTION)
+    s.add_argument("file", metavar="FILE", help="the module file")
+    s.add_argument("--format", default=None, help=fmt_help)
+    s.add_argument("--device", default=None, help="device XLA runs on, e.g. cpu:0 (default: the first device)")
+    s.add_argument("--against", default="reference", metavar="reference|DEVICE|recorded|OUT.npz",
+                   help="what to compare with (default: the reference evaluator)")
+    add_input_arguments(s)
+    s.add_argument("--rtol", type=float, default=None, help="relative tolerance (default: by element type)")
+    s.add_argument("--atol", type=float, default=None, help="absolute tolerance (default: by element type)")
+    s.add_argument("--xla-flags", default=None, metavar='"--xla_NAME=VALUE ..."',
+                   help="XLA flags (DebugOptions fields, as XLA_FLAGS spells them) for the device side's compile")
+    s.add_argument("--ulps", type=float, default=None, metavar="N",
+                   help="a float element also matches within N ulps of the reference (see below)")
+    s.add_argument("--bisect", choices=("ops", "passes"), default=None,
+                   help="on a divergence: the instruction that introduces it (ops) or the XLA passes that cause it")
+    s.add_argument("--find-nonfinite", action="store_true",
+                   help="the first instruction whose value has a NaN/Inf while its operands have none")
+    s.add_argument("--excess-precision", action="store_true",
+                   help="against the reference, let XLA keep bf16/f16 values in f32 between ops (its default; "
+                        "the tolerances do not model it: a divergence then may be XLA being more precise)")
+    s.add_argument("--timeout", type=float, default=None, metavar="S",
+                   help="stop when compiling, running and comparing take more than S seconds, with exit code 2 "
+                        "(a While whose condition stays true never ends, on the device or in the reference)")
+    s.add_argument("--json", metavar="OUT.json", default=None, help="also write the report as JSON")
+    s.add_argument("--html", metavar="OUT.html", default=None,
+                   help="also write the report as a self-contained HTML page (the program's graph, each "
+                        "instruction colored by its error, the first divergent one and its path marked)")
+    s.set_defaults(verb_parser=s)
+
+
+def add_reduce_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str) -> None:
+    s = sub.add_parser("reduce", parents=[common], help="shrink a module that shows a problem",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, description=_REDUCE_DESCRIPTION)
+    s.add_argument("file", metavar="FILE", help="the module file")
+    s.add_argument("--format", default=None, help=fmt_help)
+    s.add_argument("--until", default=None, metavar="crash|compile-error[=REGEX]|diverge",
+                   help="the problem the reduced module must still show")
+    s.add_argument("--script", default=None, metavar="CMD",
+                   help="instead of --until: a shell command; the candidate's path is appended, exit 0 = interesting")
+    s.add_argument("--output", "-o", required=True, metavar="MIN.hlo", help="where the reduced module is written")
+    s.add_argument("--max-time", type=float, default=None, metavar="S",
+                   help="stop after S seconds and write the smallest module found so far")
+    s.add_argument("--check-timeout", type=float, default=300.0, metavar="S",
+                   help="seconds one check may take before it counts as not showing the problem (default 300)")
+    add_input_arguments(s)
+    s.add_argument("--rtol", type=float, default=None, help="diverge: relative tolerance (default: by element type)")
+    s.add_argument("--atol", type=float, default=None, help="diverge: absolute tolerance (default: by element type)")
+    s.add_argument("--excess-precision", action="store_true",
+                   help="diverge: let XLA keep bf16/f16 values in f32 between ops (its default)")
+    s.set_defaults(verb_parser=s)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of the ``xlasdk`` command."""
+    common = _Parser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show Python tracebacks and XLA's log output on errors")
+    p = _Parser(
+        prog="xlasdk",
+        description="Build, inspect, convert and run XLA computations.",
+        epilog="Exit codes: 0 success, 1 runtime failure, 2 usage or input error.",
+        parents=[common],
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="VERB", parser_class=_Parser)
+
+    s = sub.add_parser("devices", parents=[common], help="list the devices of a platform",
+                       description="A table of the devices of a platform (default: the default platform).")
+    s.add_argument("--platform", default=None, help="platform name, e.g. cpu, cuda (default: the default platform)")
+    s.set_defaults(verb_parser=s)
+
+    s = sub.add_parser("version", parents=[common], help="print the xlasdk, jaxlib and StableHLO versions",
+                       description="Print the xlasdk, jaxlib, StableHLO and Python versions.")
+    s.set_defaults(verb_parser=s)
+
+    fmt_help = "force the input format: hlo, mlir, mlirbc or pb (default: by suffix, then by content)"
+    timeout_help = "stop when compiling takes more than S seconds (exit code 1)"
+    s = sub.add_parser(
+        "inspect", parents=[common], help="program shape, op counts, cost and memory of a module",
+        description="Print a module's program shape, HLO op counts by opcode, XLA's cost analysis and memory "
+                    "figures (compiled for --device), and optionally its HLO, StableHLO or optimized HLO. "
+                    "FILE is HLO text, StableHLO text, a portable artifact or an HLO proto, including XLA dump files.",
+    )
+    s.add_argument("file", metavar="FILE", help="the module file")
+    s.add_argument("--format", default=None, help=fmt_help)
+    s.add_argument("--device", default=None, help="device to compile for, e.g. cpu:0 (default: the first device)")
+    s.add_argument("--optimized", action="store_true", help="print the optimized HLO XLA compiled")
+    s.add_argument("--hlo", action="store_true", help="print the (unoptimized) HLO text")
+    s.add_argument("--stablehlo", action="store_true", help="print the StableHLO text")
+    s.add_argument("--no-compile", action="store_true", help="skip compiling (no cost or memory figures)")
+    s.add_argument("--json", action="store_true", help="print the report as JSON")
+    s.add_argument("--timeout", type=float, default=None, metavar="S", help=timeout_help)
+    s.set_defaults(verb_parser=s)
+
+    s = sub.add_parser(
+        "convert", parents=[common], help="convert a module between file formats",
+        description="Convert a module between HLO text (.hlo, .hlo.txt, .txt), StableHLO text (.mlir), StableHLO "
+                    "portable artifacts (.mlirbc) and HLO module protos (.pb). Formats follow the suffixes. The "
+                    "file is written under a temporary name, loaded back and, when IN compiles, compiled; only "
+                    "then is it renamed to OUT (a file that fails the check is removed, exit code 1, and an "
+                    "existing OUT is left as it was).",
+    )
+    s.add_argument("input", metavar="IN", help="the module to read")
+    s.add_argument("output", metavar="OUT", help="the file to write (format from its suffix)")
+    s.add_argument("--target-version", default=None,
+                   help="StableHLO version of a .mlirbc artifact, e.g. 1.9.0, or WEEK_4, WEEK_12, MAX, current "
+                        "(default: the oldest version that holds every op)")
+    s.add_argument("--from", dest="from_format", default=None, help=fmt_help)
+    s.add_argument("--to", dest="to_format", default=None, help="force the output format: hlo, mlir, mlirbc or pb")
+    s.add_argument("--no-compile", action="store_true", help="load the written file back, but do not compile it")
+    s.add_argument("--no-check", action="store_true", help="do not load the written file back (nor compile it)")
+    s.add_argument("--timeout", type=float, default=None, metavar="S", help=timeout_help)
+    s.set_defaults(verb_parser=s)
+
+    s = sub.add_parser(
+        "run", parents=[common], help="run a module on a device and summarize its outputs",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=_RUN_DESCRIPTION,
+        epilog=_RUN_EPILOG,
+    )
+    s.add_argument("file", metavar="FILE", help="the module file")
+    s.add_argument("--format", default=None, help=fmt_help)
+    s.add_argument("--device", default=None, help="device to run on, e.g. cpu:0 (default: the first device)")
+    add_input_arguments(s)
+    s.add_argument("--iterations", type=int, default=1, metavar="K",
+                   help="run K times, each with fresh random inputs (seed, seed+1, ...), as run_hlo_module does")
+    s.add_argument("--output", metavar="OUT.npz", default=None,
+                   help="save the outputs as output_0, output_1, ... (written atomically; see below for bf16, "
+                        "fp8, int4)")
+    s.add_argument("--repeat", type=int, default=1, metavar="N", help="run N times and report min/median time")
+    s.add_argument("--expect", default=None, metavar="recorded|OUT.npz",
+                   help="compare the outputs with a snapshot's recorded result or an .npz of outputs, as xlasdk "
+                        "compare does (per-type tolerances, --rtol / --atol); exit code 1 when they differ")
+    s.add_argument("--rtol", type=float, default=None, help="relative tolerance of --expect (default: by element type)")
+    s.add_argument("--atol", type=float, default=None, help="absolute tolerance of --expect (default: by element type)")
+    s.add_argument("--record", default=None, metavar="DIR",
+                   help="write the run (module, inputs, outputs) as an HloSnapshot DIR/NAME.snapshot.K.pb, which "
+                        "xlasdk run and XLA's run_hlo_module replay")
+    s.add_argument("--devices", type=int, default=None, metavar="N",
+                   help="run on a CPU client of N devices (default: replicas x partitions when that is above 1)")
+    s.add_argument("--replicas", type=int, default=None, metavar="R",
+                   help="number of replicas (default: the module's replica_count / mhlo.num_replicas, else 1)")
+    s.add_argument("--partitions", type=int, default=None, metavar="P",
+                   help="number of SPMD partitions (default: the module's num_partitions / mhlo.num_partitions, "
+                        "else the device count of its shardings, else 1)")
+    s.add_argument("--timeout", type=float, default=None, metavar="S",
+                   help="stop when compiling and running take more than S seconds, with exit code 1: a While whose "
+                        "condition stays true, or a Sort whose comparator is not a strict weak order, never ends")
+    s.set_defaults(verb_parser=s)
+
+    add_compare_parser(sub, common, fmt_help)
+    add_reduce_parser(sub, common, fmt_help)
+
+    s = sub.add_parser("cache", parents=[common], help="inspect or clear the compile cache",
+                       description="The on-disk compile cache (XLASDK_CACHE_DIR, default ~/.cache/xlasdk).")
+    csub = s.add_subparsers(dest="cache_command", required=True, metavar="ACTION", parser_class=_Parser)
+    for name, hlp in (("info", "entry count and size (--list: every entry)"), ("clear", "delete every entry")):
+        c = csub.add_parser(name, parents=[common], help=hlp, description=hlp[0].upper() + hlp[1:] + ".")
+        c.add_argument("--dir", default=None,
+                       help="the cache directory (default: $XLASDK_CACHE_DIR or ~/.cache/xlasdk)")
+        if name == "info":
+            c.add_argument("--list", action="store_true", help="list the entries, most recently used first")
+        c.set_defaults(verb_parser=c)
+
+    from xlasdk.launch import build_parser as launch_options
+
+    s = sub.add_parser(
+        "launch", parents=[common], help="run a Python script in N local processes of one xs.distributed job",
+        usage="xlasdk launch -n N [OPTIONS] (SCRIPT | -m MODULE) [ARGS...]",
+        description="Run 'python SCRIPT ARGS' (or 'python -m MODULE ARGS') in N local processes with "
+                    "XLASDK_COORDINATOR, XLASDK_NUM_PROCESSES and XLASDK_PROCESS_ID set, so that "
+                    "xs.distributed.initialize() joins them; the same as 'python -m xlasdk.launch'. Output lines "
+                    "are prefixed with [i]; when a process fails the others are stopped.",
+    )
+    launch_options(s)
+    s.set_defaults(verb_parser=s)
+    return p
+
+
+# -- the checks a verb makes before it loads anything ---------------------------------------------
+def check_run_flags(args: argparse.Namespace) -> None:
+    """Flag errors found before the (slow) load and compile."""
+    if args.repeat < 1:
+        raise UsageError(f"--repeat must be >= 1, got {args.repeat}")
+    if args.output is not None:
+        _check_writable(_npz_path(args.output), f"--output {args.output}")
+    for flag in ("devices", "replicas", "partitions"):
+        v = getattr(args, flag, None)
+        if v is not None and v < 1:
+            raise UsageError(f"--{flag} must be >= 1, got {v}")
+    if args.expect is not None and args.expect != "recorded":
+        if not args.expect.endswith(".npz"):
+            raise UsageError(f"--expect {args.expect!r}: expected 'recorded' or an .npz of outputs (output_0, "
+                             "output_1, ... as --output writes them)")
+    for flag in ("rtol", "atol"):
+        v = getattr(args, flag, None)
+        if v is not None and not v >= 0:
+            raise UsageError(f"--{flag} must be >= 0, got {v}")
+    if args.record is not None and os.path.exists(args.record) and not os.path.isdir(args.record):
+        raise UsageError(f"--record {args.record}: not a directory")
+    if args.iterations < 1:
+        raise UsageError(f"--iterations must be >= 1, got {args.iterations}")
+    if args.iterations > 1 and args.output is not None:
+        raise UsageError("--output saves the outputs of one run; drop --iterations (or --output)")
+
+
+def check_reduce_flags(args: argparse.Namespace) -> None:
+    """``reduce``'s flag errors, found before the (slow) load."""
+    if (args.until is None) == (args.script is None):
+        raise UsageError("give exactly one of --until crash|compile-error[=REGEX]|diverge and --script CMD")
+    if args.until is not None and not (args.until in ("crash", "diverge", "compile-error")
+                                       or args.until.startswith("compile-error=")):
+        raise UsageError(f"--until {args.until!r}: expected crash, compile-error, compile-error=REGEX or diverge")
+    if args.max_time is not None and not args.max_time > 0:
+        raise UsageError(f"--max-time must be > 0 seconds, got {args.max_time:g}")
+    if not args.check_timeout > 0:
+        raise UsageError(f"--check-timeout must be > 0 seconds, got {args.check_timeout:g}")
+    _check_writable(args.output, f"--output {args.output}")
+
+
+def _precheck_run(args: argparse.Namespace) -> None:
+    check_run_flags(args)
+    _check_exists(args.file)
+
+
+def _precheck_reduce(args: argparse.Namespace) -> None:
+    check_reduce_flags(args)
+    _check_exists(args.file)
+
+
+def _precheck_compare(args: argparse.Namespace) -> None:
+    _check_exists(args.file)
+
+
+# -- the verbs, imported when they run ---------------------------------------------------------------
+Command = Callable[[argparse.Namespace, IO[str]], int]
+
+#: verb -> (module of xlasdk.cli, its function)
+_VERBS: dict[str, tuple[str, str]] = {
+    "devices": ("_system", "_cmd_devices"),
+    "version": ("_system", "_cmd_version"),
+    "inspect": ("_inspect", "_cmd_inspect"),
+    "convert": ("_inspect", "_cmd_convert"),
+    "run": ("_run", "_cmd_run"),
+    "compare": ("_compare", "_cmd_compare"),
+    "reduce": ("_reduce", "_cmd_reduce"),
+    "cache": ("_system", "_cmd_cache"),
+    "launch": ("_system", "_cmd_launch"),
+}
+#: The checks a verb makes first, before it loads anything, for the verbs whose modules import numpy:
+#: run before importing the module, so that these usage errors (the same messages, in the same order,
+#: exit code 2) import nothing heavy. (``inspect`` finds a missing file in ``_load_program`` before any
+#: import; ``convert`` checks its output's format first, which needs ``xlasdk.formats``.)
+_PRECHECKS: dict[str, Callable[[argparse.Namespace], None]] = {
+    "run": _precheck_run,
+    "compare": _precheck_compare,
+    "reduce": _precheck_reduce,
+}
+
+
+def _lazy(verb: str) -> Command:
+    module, name = _VERBS[verb]
+
+    def command(args: argparse.Namespace, out: IO[str]) -> int:
+        precheck = _PRECHECKS.get(verb)
+        if precheck is not None:
+            precheck(args)
+        cmd: Command = getattr(importlib.import_module(f"{__package__}.{module}"), name)
+        return cmd(args, out)
+
+    command.__name__ = command.__qualname__ = name
+    return command
+
+
+#: verb -> the function that runs it (``fn(args, out) -> exit code``); each imports its module on its first call
+COMMANDS: dict[str, Command] = {verb: _lazy(verb) for verb in _VERBS}
