@@ -34,7 +34,7 @@ readback of a fresh array); the paths below avoid it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -122,6 +122,7 @@ __all__ = [
     "result_handler",
     "put",
     "execute",
+    "runner",
     "execute_multi",
     "execute_with_token",
     "execute_multi_with_token",
@@ -321,12 +322,24 @@ def put(value: np.ndarray[Any, Any], aval: Aval, sharding: Any, device: Any) -> 
     XlaRuntimeError
         When the transfer fails (for example, out of device memory).
     """
-    try:
-        return _batched_device_put(
-            aval, sharding, [value], [device], True, False, _IMMUTABLE_DURING_CALL, enable_x64=True
-        )
+    try:  # (enable_x64 positional: nanobind parses a keyword argument at every call)
+        return _batched_device_put(aval, sharding, [value], [device], True, False, _IMMUTABLE_DURING_CALL, True)
     except Exception as e:
         raise _runtime_error(f"transfer of {aval.dtype}{list(aval.shape)} to {device}", e) from e
+
+
+def runner(executable: Any, handlers: list[Any], name: str) -> Callable[[list[Any]], list[Any]]:
+    """:func:`execute` bound to one executable (``run(buffers)``): the per-call path of
+    ``Executable.__call__``, with jaxlib's bound method and the handlers looked up once."""
+    execute_sharded = executable.execute_sharded
+
+    def run(buffers: list[Any]) -> list[Any]:
+        try:
+            return execute_sharded(buffers).consume_with_handlers(handlers)  # type: ignore[no-any-return]
+        except Exception as e:
+            raise _runtime_error(f"executing {name!r}", e) from e
+
+    return run
 
 
 def execute(executable: Any, buffers: list[Any], handlers: list[Any], name: str) -> list[Any]:

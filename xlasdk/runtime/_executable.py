@@ -9,7 +9,7 @@ import os
 import threading
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -27,6 +27,7 @@ from .device import Client, Device, _execution_failed
 
 _ndarray: Final = np.ndarray
 _put: Final = pjrt.put  # bound once: the call path reads module globals only
+_new_array: Final = object.__new__
 
 
 # -- Executable -------------------------------------------------------------------------------
@@ -109,7 +110,7 @@ class Executable:
 
     __slots__ = (
         "_exe", "_name", "_program_shape", "_devices", "_num_replicas", "_num_partitions", "_plan",
-        "_host_callbacks", "_spmd", "_computation", "_xla_blob", "__weakref__",
+        "_host_callbacks", "_spmd", "_computation", "_xla_blob", "_run", "__weakref__",
     )
 
     _exe: Any
@@ -125,6 +126,7 @@ class Executable:
     # XLA's serialized executable this one was loaded from, if it was: what serialize() writes, since
     # XLA:CPU re-serializes a deserialized executable without its kernels ("Function ... not found")
     _xla_blob: bytes | None
+    _run: Callable[[list[Any]], list[Any]]  # pjrt.runner: execute + result handlers, bound once
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("Executable objects are made by xs.compile(computation, device)")
@@ -147,6 +149,7 @@ class Executable:
         self._num_replicas = num_replicas
         self._num_partitions = num_partitions
         self._plan = _CallPlan(name, program_shape, self._devices)
+        self._run = pjrt.runner(exe, self._plan.handlers, name)
         self._spmd = None  # execute_sharded's per-executable data (runtime/sharded.py), on first use
         self._host_callbacks = ()
         self._computation = None
@@ -286,11 +289,18 @@ class Executable:
                 bufs.append(_put(a, aval, plan.sharding, plan.jdevice))
                 continue
             bufs.append(spec.to_buffer(a, device))
-        outs = pjrt.execute(self._exe, bufs, plan.handlers, self._name)
+        outs = self._run(bufs)
         if plan.is_tuple:
             wrap = DeviceArray._wrap
             return tuple(wrap(o, d, t, device) for o, (d, t) in zip(outs, plan.outputs, strict=True))
-        return DeviceArray._wrap(outs[0], plan.out_dims, plan.out_dtype, device)
+        r = _new_array(DeviceArray)  # DeviceArray._wrap, inline (one call fewer per call)
+        r._arr = outs[0]
+        r._shape = plan.out_dims
+        r._dtype = plan.out_dtype
+        r._device = device
+        r._exported = False
+        r._host = None
+        return r
 
     def _single_device_buffers(self, args: tuple[Any, ...], replicated: str) -> list[Any]:
         """The device buffers of ``args`` for a one-device call, checked (``replicated`` names

@@ -80,6 +80,7 @@ _INT32_MAX: Final = 2**31 - 1
 _DL_HOST_READABLE: Final = frozenset({1, 3, 11, 13})  # kDLCPU, kDLCUDAHost, kDLROCMHost, kDLCUDAManaged
 
 _avals: dict[tuple[tuple[int, ...], np.dtype[Any]], pjrt.Aval] = {}
+_array_block: Final = pjrt.array_block
 # Element types the Python buffer protocol can export (the fast readback, pjrt.host_view).
 _BUFFER_DTYPES: Final = frozenset(
     np.dtype(t)
@@ -243,7 +244,10 @@ class DeviceArray:
         XlaRuntimeError
             If the array was deleted or the computation producing it failed.
         """
-        pjrt.array_block(self._live("block_until_ready"))
+        arr = self._arr  # (self._live, inline: this is on the dispatch path)
+        if arr is None:
+            raise self._deleted_error("block_until_ready")
+        _array_block(arr)
         return self
 
     def is_ready(self) -> bool:
@@ -304,7 +308,9 @@ class DeviceArray:
         XlaRuntimeError
             If the array was deleted or the computation producing it failed.
         """
-        arr = self._live("to_numpy")
+        arr = self._arr  # (self._live, inline: this is on the dispatch path)
+        if arr is None:
+            raise self._deleted_error("to_numpy")
         v = self._host
         if v is None:
             if self._device.platform == "cpu":
