@@ -269,7 +269,7 @@ class XlaComputation(Computation):
         return self._host_callbacks
 
     def _mlir_module(self) -> Any:
-        if self._module is None and self._text is None and self._bytecode is not None:
+        if self._module is None and self._bytecode is not None:  # (3x faster to parse than the text)
             from .formats.untrusted import loaded_module  # formats sit above (they make computations)
 
             self._module = loaded_module(*self._bytecode)  # the bytes the worker parsed and verified

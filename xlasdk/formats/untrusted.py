@@ -49,7 +49,7 @@ def load_hlo_in_worker(
 
     Every native step the user's process takes with the result on load is run here: XLA's
     parser, the proto round trip, the optimized-HLO rewrite, the StableHLO import and MLIR's
-    verifier, the program shape and the module's text. XLA's reader of the returned proto (an
+    verifier, the program shape. XLA's reader of the returned proto (an
     ``XlaComputation``, for the HLO printer) is not: most loads never need it, and it costs about
     0.7x XLA's parse; :func:`check_hlo_proto` runs it here first when the user's process does.
     """
