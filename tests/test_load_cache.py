@@ -74,11 +74,16 @@ def test_the_same_hlo_bytes_are_verified_once(tmp_path: Path, worker_loads: list
     _check_hlo(again)  # compiling needs the module's text: printed by the worker, once for these bytes
     _check_hlo(first)
     assert worker_loads == ["load_hlo_in_worker", "module_text_in_worker"]
+    # XLA's proto reader (for the HLO printer) runs in the worker first, once for these bytes
+    assert "ROOT %r = f32[4]{0} add(%m, %x)" in first.as_hlo_text()
+    assert again.as_hlo_text() == first.as_hlo_text()
+    assert worker_loads == ["load_hlo_in_worker", "module_text_in_worker", "hlo_proto_in_worker"]
     # other bytes are another module: a one-character change is loaded (and verified) again
     other = tmp_path / "n.hlo"
     other.write_text(_HLO.format(tag="a").replace("add(m, x)", "add(m, y)"))
     xs.load_computation(other)
-    assert worker_loads == ["load_hlo_in_worker", "module_text_in_worker", "load_hlo_in_worker"]
+    assert worker_loads == ["load_hlo_in_worker", "module_text_in_worker", "hlo_proto_in_worker",
+                            "load_hlo_in_worker"]
 
 
 def test_the_same_stablehlo_bytes_are_parsed_once(worker_loads: list[str]) -> None:

@@ -238,6 +238,22 @@ def test_live_buffers() -> None:
     del b, live
     gc.collect()
     assert ref() is None
+
+
+def test_live_buffers_hold_the_outputs_of_every_call_path() -> None:
+    # the fast path of exe(*args) (one output, device-resident or numpy arguments) and the
+    # checking path (a Python scalar) both register their output
+    dev = xs.default_device()
+    bld = xs.XlaBuilder("twice")
+    ops.Mul(ops.Parameter(bld, 0, xs.Shape.array_shape(np.float32, (3,)), "x"), ops.Constant(bld, np.float32(2)))
+    exe = xs.compile(bld.build())
+    x = np.arange(3, dtype=np.float32)
+    d = xs.device_put(x)
+    outs = [exe(d), exe(x)]
+    live = dev.live_buffers()
+    for o in outs:
+        assert isinstance(o, xs.DeviceArray) and np.array_equal(o.to_numpy(), 2 * x)
+        assert any(b is o for b in live)
     assert all(x is not None and not x.is_deleted() for x in dev.live_buffers())
     other = xs.client("cpu", num_devices=2).devices()[1]
     c = xs.device_put(np.ones(1, np.float32), other)

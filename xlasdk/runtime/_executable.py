@@ -27,7 +27,6 @@ from .device import Client, Device, _execution_failed
 
 _ndarray: Final = np.ndarray
 _put: Final = pjrt.put  # bound once: the call path reads module globals only
-_new_array: Final = object.__new__
 
 
 # -- Executable -------------------------------------------------------------------------------
@@ -293,14 +292,7 @@ class Executable:
         if plan.is_tuple:
             wrap = DeviceArray._wrap
             return tuple(wrap(o, d, t, device) for o, (d, t) in zip(outs, plan.outputs, strict=True))
-        r = _new_array(DeviceArray)  # DeviceArray._wrap, inline (one call fewer per call)
-        r._arr = outs[0]
-        r._shape = plan.out_dims
-        r._dtype = plan.out_dtype
-        r._device = device
-        r._exported = False
-        r._host = None
-        return r
+        return DeviceArray._wrap(outs[0], plan.out_dims, plan.out_dtype, device)
 
     def _single_device_buffers(self, args: tuple[Any, ...], replicated: str) -> list[Any]:
         """The device buffers of ``args`` for a one-device call, checked (``replicated`` names
