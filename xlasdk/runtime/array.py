@@ -212,8 +212,9 @@ class DeviceArray:
     def delete(self) -> None:
         """Free the device buffer now instead of when the array is garbage collected.
 
-        Deleting twice is allowed. If the buffer was exported with DLPack, the memory is
-        released when the last consumer lets go of it. Maps to PJRT ``Buffer::Delete``.
+        Deleting twice is allowed. If the buffer was exported with DLPack (``__dlpack__``, or
+        :meth:`to_numpy` of a bfloat16 or float8 array, whose view is a DLPack export), the memory
+        is released when the last consumer lets go of it. Maps to PJRT ``Buffer::Delete``.
         """
         with pjrt.HOLD_LOCK:  # the exported mark is set (to_numpy) and read under the same lock
             arr = self._arr
@@ -300,8 +301,8 @@ class DeviceArray:
         The result is **read-only** (``flags.writeable`` is False): it is a cached host copy
         (on CPU, a zero-copy view: through the buffer protocol, or, for bfloat16 and float8,
         through DLPack, after which :meth:`delete` leaves the memory to the view) shared by every
-        call. Use ``np.array(x)`` or
-        ``x.to_numpy().copy()`` for a writable copy. It stays valid after :meth:`delete`.
+        call. Use ``np.array(x)`` or ``x.to_numpy().copy()`` for a writable copy. It stays valid
+        after :meth:`delete`.
 
         Raises
         ------
