@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -248,13 +249,27 @@ def test_killed_coordinator_process_leaves_the_others_running(jobs: dict[str, Jo
     check_killed(job, 0, 3)
 
 
+def check_bounded_join(job: Job, r: dict[str, object]) -> None:
+    """A failed join ends at ``join_timeout`` (4 s here), not at jaxlib's own default (minutes).
+
+    The wait initialize() reports (the coordinator connection alone) is held to join_timeout plus
+    scheduling; the whole call (jaxlib's client, the probe of the address, the client's shutdown,
+    bounded by shutdown_timeout=5) gets more room: in CI the fixture's ~20 processes share 2 cores
+    with the suite, and a whole call once took 14.3 s.
+    """
+    found = re.search(r"(?:within|for) (\d+) s", str(r["error"]))
+    assert found is not None, job.describe()
+    assert 3 <= int(found.group(1)) <= 4 + 5, job.describe()
+    assert 3.0 <= float(r["seconds"]) < 4 + 5 + 30, job.describe()  # type: ignore[arg-type]
+
+
 def test_a_process_that_never_joins(jobs: dict[str, Job]) -> None:
     job = jobs["alone_0"].finish()  # process 0 (and its coordinator) waits for process 1
     assert job.codes[0] == 3, job.describe()
     r = job.results()[0]
     assert r["type"] == "DistributedError"
     assert "not every process joined" in str(r["error"]) and "join_timeout=4" in str(r["error"])
-    assert 3.0 <= float(r["seconds"]) < 4 + 10  # type: ignore[arg-type]
+    check_bounded_join(job, r)
 
 
 def test_no_coordinator(jobs: dict[str, Job]) -> None:
@@ -262,7 +277,7 @@ def test_no_coordinator(jobs: dict[str, Job]) -> None:
     assert job.codes[1] == 3, job.describe()
     r = job.results()[1]
     assert "coordinator" in str(r["error"]) and "not reachable" in str(r["error"])
-    assert float(r["seconds"]) < 4 + 10  # type: ignore[arg-type]
+    check_bounded_join(job, r)
 
 
 def test_shutdown_after_a_dead_peer_is_quick(jobs: dict[str, Job]) -> None:
