@@ -286,7 +286,8 @@ def test_shutdown_after_a_dead_peer_is_quick(jobs: dict[str, Job]) -> None:
     assert job.codes[1] == -signal.SIGKILL and job.codes[0] == 3 and job.codes[2] == 3, job.describe()
     check_killed(job, 1, 3)
     for p in (0, 2):
-        assert float(job.results()[p]["shutdown_seconds"]) < 2.0, job.describe()  # type: ignore[arg-type]
+        # (the bug took 25-29 s; 5 s leaves room for ~20 processes on 2 cores)
+        assert float(job.results()[p]["shutdown_seconds"]) < 5.0, job.describe()  # type: ignore[arg-type]
         check_quiet(job, p)
 
 
@@ -317,7 +318,8 @@ def test_processes_that_disagree_never_run(name: str, jobs: dict[str, Job]) -> N
             assert "Unexpected task registered with task=2" in error, error
         else:
             assert want in error and error.endswith("the job does not run"), error
-        assert float(r["seconds"]) < 15.0, r  # type: ignore[arg-type]  # all joined: at once, not at the timeout
+        # all joined: the refusal comes at once, not at join_timeout (20 s)
+        assert float(r["seconds"]) < 18.0, r  # type: ignore[arg-type]
         if name.endswith("_verbose") and key == 2:
             assert "Unexpected task registered" in job.err[key], job.describe()  # asked for: XLA's lines
         else:
