@@ -20,13 +20,13 @@ from ..errors import CompileError, ExecutionTimeoutError, FormatError, ShapeErro
 from ..ops._core import int_arg
 from ..shape import ProgramShape, Shape
 from ._arguments import _CallPlan, _describe_value
+from ._dispatch import FastCall, fast_call
 from ._options import MemoryStats
 from ._serial_format import _FORMAT_VERSION, _MAGIC, _PREFIX, _shape_to_json
 from .array import DeviceArray
 from .device import Client, Device, _execution_failed
 
 _ndarray: Final = np.ndarray
-_put: Final = pjrt.put  # bound once: the call path reads module globals only
 
 
 # -- Executable -------------------------------------------------------------------------------
@@ -109,7 +109,7 @@ class Executable:
 
     __slots__ = (
         "_exe", "_name", "_program_shape", "_devices", "_num_replicas", "_num_partitions", "_plan",
-        "_host_callbacks", "_spmd", "_computation", "_xla_blob", "_run", "__weakref__",
+        "_host_callbacks", "_spmd", "_computation", "_xla_blob", "_run", "_fast", "__weakref__",
     )
 
     _exe: Any
@@ -126,6 +126,7 @@ class Executable:
     # XLA:CPU re-serializes a deserialized executable without its kernels ("Function ... not found")
     _xla_blob: bytes | None
     _run: Callable[[list[Any]], list[Any]]  # pjrt.runner: execute + result handlers, bound once
+    _fast: FastCall  # the generated call path (runtime._dispatch), made once
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("Executable objects are made by xs.compile(computation, device)")
@@ -149,6 +150,7 @@ class Executable:
         self._num_partitions = num_partitions
         self._plan = _CallPlan(name, program_shape, self._devices)
         self._run = pjrt.runner(exe, self._plan.handlers, name)
+        self._fast = fast_call(self._plan, self._run)
         self._spmd = None  # execute_sharded's per-executable data (runtime/sharded.py), on first use
         self._host_callbacks = ()
         self._computation = None
@@ -269,30 +271,35 @@ class Executable:
         """
         if kwargs:
             args = self._bind_by_name(args, kwargs)
+        # The generated call path (runtime._dispatch): identity checks against values computed
+        # once; None for anything else (a deleted or foreign array, a scalar, a cast, a wrong
+        # shape...), which the checked path converts or refuses with its error.
+        out = self._fast(args)
+        if out is None:
+            return self._call_mixed(args)
+        return out  # type: ignore[no-any-return]
+
+    def _call_mixed(self, args: tuple[Any, ...]) -> DeviceArray | tuple[DeviceArray, ...]:
+        """``exe(*args)`` when the generated path declined: each argument it would take is taken
+        as it would (a Python scalar beside arrays does not make the arrays slow), the others go
+        through ``spec.to_buffer``, which checks and converts them (and raises the errors)."""
         plan = self._plan
         if not plan.fast or len(args) != plan.nparams:
             return self._call_checked(args)
-        # The fast path: every check below is an identity or tuple comparison against data
-        # computed once per executable; anything unusual goes through spec.to_buffer, which
-        # checks and converts (and raises the errors).
         device = plan.device
         bufs = []
-        for a, (spec, dtype, dims, aval) in zip(args, plan.checks):  # noqa: B905 (count checked; kwargs cost)
+        for a, (spec, dtype, dims, aval) in zip(args, plan.checks, strict=True):
             ty = type(a)
             if ty is DeviceArray:
                 arr = a._arr
-                if arr is not None and a._device is device and a._dtype is dtype and a._shape == dims:
+                if arr is not None and a._device is device and a._dtype == dtype and a._shape == dims:
                     bufs.append(arr)
                     continue
             elif ty is _ndarray and a.dtype is dtype and a.shape == dims:
-                bufs.append(_put(a, aval, plan.sharding, plan.jdevice))
+                bufs.append(pjrt.put(a, aval, plan.sharding, plan.jdevice))
                 continue
             bufs.append(spec.to_buffer(a, device))
-        outs = self._run(bufs)
-        if plan.is_tuple:
-            wrap = DeviceArray._wrap
-            return tuple(wrap(o, d, t, device) for o, (d, t) in zip(outs, plan.outputs, strict=True))
-        return DeviceArray._wrap(outs[0], plan.out_dims, plan.out_dtype, device)
+        return self._wrap_outputs(self._run(bufs))
 
     def _single_device_buffers(self, args: tuple[Any, ...], replicated: str) -> list[Any]:
         """The device buffers of ``args`` for a one-device call, checked (``replicated`` names

@@ -69,8 +69,9 @@ class HostBufferSemantics(enum.Enum):
 
 
 # Every DeviceArray made in this process is appended to runtime.device's weak list of them
-# (Device.live_buffers reads it); it is pruned here once it grows past _live_prune_at.
-_live_prune_at = 1024
+# (Device.live_buffers reads it); it is pruned here once it grows past _live_prune_at[0] (a list:
+# the executables' generated call paths read it too).
+_live_prune_at: Final = [1024]
 _ref: Final = weakref.ref
 _live_append: Final = _live.append
 
@@ -89,6 +90,50 @@ _BUFFER_DTYPES: Final = frozenset(
         np.float16, np.float32, np.float64, np.complex64, np.complex128,
     )
 )
+
+
+# How to_numpy reads an array back (DeviceArray._meta.readback).
+_READ_BUFFER: Final = 0  # a CPU buffer of a PEP 3118 element type: pjrt.host_view
+_READ_DLPACK: Final = 1  # a CPU buffer of bfloat16, float8...: a view through DLPack
+_READ_JAXLIB: Final = 2  # anything else: jaxlib's readback (a copy)
+
+
+class _Meta:
+    """A DeviceArray's ``(device, dtype, shape)`` and how it reads back, interned per triple.
+
+    Arrays and call plans of the same triple share one object (:func:`_meta_of`), so checking a
+    device-resident argument on the call path is one identity test, ``a._meta is expected``;
+    an array whose meta is another object of an equal triple (after the table was cleared) takes
+    the checked path, which compares the fields.
+    """
+
+    __slots__ = ("device", "dtype", "shape", "readback")
+
+    def __init__(self, device: Device, dtype: np.dtype[Any], shape: tuple[int, ...]) -> None:
+        self.device = device
+        self.dtype = dtype
+        self.shape = shape
+        if device.platform != "cpu":
+            self.readback = _READ_JAXLIB
+        else:
+            self.readback = _READ_BUFFER if dtype in _BUFFER_DTYPES else _READ_DLPACK
+
+
+# The interned metas, by (id(device), dtype, shape); each meta keeps its device alive, so an id
+# in a key stays that device's while the entry lives. Cleared when it grows past _METAS_MAX.
+_metas: dict[tuple[int, np.dtype[Any], tuple[int, ...]], _Meta] = {}
+_METAS_MAX: Final = 1 << 16
+
+
+def _meta_of(device: Device, dtype: np.dtype[Any], shape: tuple[int, ...]) -> _Meta:
+    """The interned :class:`_Meta` of ``(device, dtype, shape)``."""
+    key = (id(device), dtype, shape)
+    m = _metas.get(key)
+    if m is None:
+        if len(_metas) >= _METAS_MAX:
+            _metas.clear()
+        m = _metas[key] = _Meta(device, dtype, shape)
+    return m
 
 
 def _aval(shape: tuple[int, ...], dtype: np.dtype[Any]) -> pjrt.Aval:
@@ -118,9 +163,10 @@ class DeviceArray:
     Using a deleted array raises :class:`~xlasdk.XlaRuntimeError`.
     """
 
-    __slots__ = ("_arr", "_shape", "_dtype", "_device", "_exported", "_host", "__weakref__")
+    __slots__ = ("_arr", "_shape", "_dtype", "_device", "_meta", "_exported", "_host", "__weakref__")
 
     _arr: Any
+    _meta: _Meta  # the interned (device, dtype, shape): the call path's identity check
     _host: np.ndarray[Any, Any] | None  # the cached read-only host value (to_numpy)
     _shape: tuple[int, ...]
     _dtype: np.dtype[Any]
@@ -137,10 +183,11 @@ class DeviceArray:
         a._shape = shape
         a._dtype = dtype
         a._device = device
+        a._meta = _meta_of(device, dtype, shape)
         a._exported = False
         a._host = None
         _live_append(_ref(a))
-        if len(_live) >= _live_prune_at:
+        if len(_live) >= _live_prune_at[0]:
             _prune_live()
         return a
 
@@ -314,11 +361,11 @@ class DeviceArray:
             raise self._deleted_error("to_numpy")
         v = self._host
         if v is None:
-            if self._device.platform == "cpu":
-                if self._dtype in _BUFFER_DTYPES:
-                    v = pjrt.host_view(arr)  # the fast path: ~1 us, no hidden `import jax`
-                else:  # bfloat16, float8...: a view through DLPack, without jaxlib's `import jax`
-                    v = self._dlpack_view()
+            readback = self._meta.readback
+            if readback == _READ_BUFFER:
+                v = pjrt.host_view(arr)  # the fast path: ~1 us, no hidden `import jax`
+            elif readback == _READ_DLPACK:  # bfloat16, float8...: without jaxlib's `import jax`
+                v = self._dlpack_view()
             if v is None:
                 v = pjrt.array_to_numpy(arr)
             self._host = v
@@ -714,9 +761,8 @@ def aligned_empty(
 
 
 def _prune_live() -> None:
-    global _live_prune_at
     _live[:] = [r for r in _live if (a := r()) is not None and a._arr is not None]
-    _live_prune_at = max(1024, 2 * len(_live))
+    _live_prune_at[0] = max(1024, 2 * len(_live))
 
 
 def _semantics(value: Any) -> HostBufferSemantics:
