@@ -121,16 +121,19 @@ def test_a_device_array_of_another_device_or_meta_object_still_runs() -> None:
     # After the interning table is cleared, arrays made before it hold meta objects that are not
     # the plan's: the generated path declines them and the checked path compares the fields.
     near = xs.device_put(c)
-    saved = dict(_array._metas)
-    _array._metas.clear()
+    table = near.device._metas
+    saved = dict(table)
+    table.clear()
     try:
         fresh = xs.device_put(c)
         assert fresh._meta is not near._meta
-        assert (fresh._meta.device, fresh._meta.dtype, fresh._meta.shape) == (near.device, near.dtype, near.shape)
+        assert (fresh._meta.dtype, fresh._meta.shape) == (near.dtype, near.shape)
+        assert exe._fast((a, fresh)) is None  # not the plan's record: declined
+        assert exe._fast((a, near)) is not None  # made before: the plan's record
         for arg in (near, fresh):
             np.testing.assert_array_equal(exe(a, arg).to_numpy(), a + 2 * c)  # type: ignore[union-attr]
     finally:
-        _array._metas.update(saved)
+        table.update(saved)
 
 
 def test_meta_is_interned_per_device_dtype_and_shape() -> None:
@@ -141,7 +144,10 @@ def test_meta_is_interned_per_device_dtype_and_shape() -> None:
     w = xs.device_put(np.ones((2, 3), np.int32))
     assert x._meta is y._meta is _array._meta_of(d, np.dtype(np.float32), (2, 3))
     assert z._meta is not x._meta and w._meta is not x._meta
-    assert (x._meta.device, x._meta.dtype, x._meta.shape) == (d, np.float32, (2, 3))
+    assert (x._meta.dtype, x._meta.shape) == (np.float32, (2, 3))
+    # per device: the same dtype and shape on another device is another record
+    other = xs.client("cpu", num_devices=2).devices()[1]
+    assert xs.device_put(np.zeros((2, 3), np.float32), other)._meta is not x._meta
     # how each reads back on CPU: the buffer protocol, else DLPack (jaxlib's copy where that fails)
     import ml_dtypes
 

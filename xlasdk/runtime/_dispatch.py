@@ -9,8 +9,8 @@ built inline (the slots of :meth:`DeviceArray._wrap`, with its registration for
 ``Device.live_buffers``).
 
 The function returns ``None``, having done nothing, for any argument it does not accept, and
-the caller then takes the checked path (``Executable._call_checked``), which converts what can
-be converted and raises the errors. Nothing is put on the device before every argument passed.
+the caller then takes the checked path (``Executable._call_mixed``), which converts what can be
+converted and raises the errors. Nothing is put on the device before every argument passed.
 Generated code is used, as :mod:`dataclasses` does, because a loop over the arguments costs
 about as much as all the checks together (``bench/dispatch.py``).
 """

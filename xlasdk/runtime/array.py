@@ -99,40 +99,39 @@ _READ_JAXLIB: Final = 2  # anything else: jaxlib's readback (a copy)
 
 
 class _Meta:
-    """A DeviceArray's ``(device, dtype, shape)`` and how it reads back, interned per triple.
+    """A DeviceArray's ``(dtype, shape)`` on its device and how it reads back, interned per device.
 
-    Arrays and call plans of the same triple share one object (:func:`_meta_of`), so checking a
-    device-resident argument on the call path is one identity test, ``a._meta is expected``;
-    an array whose meta is another object of an equal triple (after the table was cleared) takes
-    the checked path, which compares the fields.
+    Arrays and call plans of the same device, dtype and shape share one object (:func:`_meta_of`),
+    so checking a device-resident argument on the call path is one identity test,
+    ``a._meta is expected``; an array whose meta is another object of an equal triple (after the
+    device's table was cleared) takes the checked path, which compares the fields.
     """
 
-    __slots__ = ("device", "dtype", "shape", "readback")
+    __slots__ = ("dtype", "shape", "readback")
 
-    def __init__(self, device: Device, dtype: np.dtype[Any], shape: tuple[int, ...]) -> None:
-        self.device = device
+    def __init__(self, platform: str, dtype: np.dtype[Any], shape: tuple[int, ...]) -> None:
         self.dtype = dtype
         self.shape = shape
-        if device.platform != "cpu":
+        if platform != "cpu":
             self.readback = _READ_JAXLIB
         else:
             self.readback = _READ_BUFFER if dtype in _BUFFER_DTYPES else _READ_DLPACK
 
 
-# The interned metas, by (id(device), dtype, shape); each meta keeps its device alive, so an id
-# in a key stays that device's while the entry lives. Cleared when it grows past _METAS_MAX.
-_metas: dict[tuple[int, np.dtype[Any], tuple[int, ...]], _Meta] = {}
+#: The most metas a device keeps (its table is cleared past it: a program of ever new shapes).
 _METAS_MAX: Final = 1 << 16
 
 
 def _meta_of(device: Device, dtype: np.dtype[Any], shape: tuple[int, ...]) -> _Meta:
-    """The interned :class:`_Meta` of ``(device, dtype, shape)``."""
-    key = (id(device), dtype, shape)
-    m = _metas.get(key)
+    """The interned :class:`_Meta` of ``(dtype, shape)`` on ``device`` (kept by the device, so it
+    lives as long as the device and holds nothing alive itself)."""
+    table = device._metas
+    key = (dtype, shape)
+    m: _Meta | None = table.get(key)
     if m is None:
-        if len(_metas) >= _METAS_MAX:
-            _metas.clear()
-        m = _metas[key] = _Meta(device, dtype, shape)
+        if len(table) >= _METAS_MAX:
+            table.clear()
+        m = table[key] = _Meta(device.platform, dtype, shape)
     return m
 
 

@@ -77,6 +77,7 @@ class Device:
 
     __slots__ = (
         "_d", "_client", "id", "platform", "device_kind", "local_hardware_id", "process_index", "_str", "_sharding",
+        "_metas",
     )
 
     id: int
@@ -88,6 +89,8 @@ class Device:
     _client: Client
     _str: str
     _sharding: Any
+    # runtime.array's interned (dtype, shape) records of this device's arrays (array._meta_of)
+    _metas: dict[Any, Any]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("Device objects come from xs.devices(), xs.client().devices() or Client.device(id)")
@@ -101,6 +104,7 @@ class Device:
         d.process_index = _dist.device_process_index(jax_device)
         d._str = f"{owner.name}:{d.id}"  # the name device strings resolve (a plugin's name)
         d._sharding = pjrt.single_device_sharding(jax_device)
+        d._metas = {}
         return d
 
     @property
