@@ -472,3 +472,40 @@ def test_hlo_names_pairing_that_is_not_one_to_one_keeps_the_plain_names() -> Non
                 HloNames(("Arg_0.1",), (("stablehlo.abs", "abs.2"),), {})):  # another op
         names, aliases, opcodes = _names([x], order, bad)
         assert [n for n, _ in names] == ["x", "negate.1"] and aliases == {} and opcodes == {}
+
+
+def test_metadata_strip_is_the_generic_rewrite_on_every_real_dump() -> None:
+    """``hlo_names.without_metadata`` (the names import's input) empties each instruction's metadata
+    and changes no other byte: equal, byte for byte, to the generic field rewrite
+    (``_metadata._rewrite``) on every real dump's proto of both corpora, before and after
+    optimizations (metadata longer than 127 bytes gives two-byte lengths; fusions nest computations)."""
+    from xlasdk import _metadata
+    from xlasdk._jaxlib import mlir as _mlir
+    from xlasdk.formats.hlo_names import without_metadata
+
+    def generic(proto: bytes) -> bytes:
+        def instruction(b: bytes) -> bytes:
+            return _metadata._rewrite(b, 7, lambda md: b"")
+
+        return _metadata._rewrite(proto, 3, lambda c: _metadata._rewrite(c, 2, instruction))
+
+    files = sorted((DATA / "dumps").glob("*/module.*.txt")) + sorted((DATA / "dumps_jax012").glob("*/module.*.txt"))
+    assert len(files) >= 10
+    long_metadata = 0
+    for f in files:
+        if "{...}" in f.read_text():  # elided constants: refused at load (the .hlo.pb is the same module)
+            continue
+        proto = xs.load_computation(f).as_serialized_hlo_module_proto()  # what the names import gets
+        stripped = without_metadata(proto)
+        assert stripped == generic(proto), f
+        for c in _metadata._fields(proto):  # a metadata of 128 bytes or more: a two-byte length
+            if c[0] == 3:
+                comp_bytes = _metadata._payload(proto, c[2], c[3])
+                for ins in _metadata._fields(comp_bytes):
+                    if ins[0] == 2:
+                        ib = _metadata._payload(comp_bytes, ins[2], ins[3])
+                        long_metadata += any(m[0] == 7 and m[3] - m[2] > 130 for m in _metadata._fields(ib))
+        # the module without its metadata still reads, with the same instructions
+        before = _mlir.hlo_instruction_opcodes(_mlir.hlo_module_from_proto(proto))
+        assert _mlir.hlo_instruction_opcodes(_mlir.hlo_module_from_proto(stripped)) == before, f
+    assert long_metadata >= 5
