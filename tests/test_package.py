@@ -5,6 +5,7 @@ extension or ml_dtypes."""
 from __future__ import annotations
 
 import ast
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -38,6 +39,10 @@ def test_every_public_name_resolves_and_the_type_checking_imports_match() -> Non
     for name in xlasdk.__all__:
         assert getattr(xlasdk, name) is not None, name
     assert set(xlasdk.__all__) <= set(dir(xlasdk))
+    # dir() shows the public names and submodules, not the package's own helpers (a new user's find)
+    assert not {"Any", "TYPE_CHECKING", "annotations", "importlib"} & set(dir(xlasdk))
+    importlib.import_module("xlasdk.ops")
+    assert "ops" in dir(xlasdk)
     tree = ast.parse(Path(xlasdk.__file__).read_text())
     typed: dict[str, tuple[str, str | None]] = {}
     for node in ast.walk(tree):

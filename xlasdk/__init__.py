@@ -233,4 +233,8 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    """The public names (``__all__``) and the submodules imported so far, not this module's own
+    helpers (``importlib``, ``Any``...)."""
+    prefix = __name__ + "."
+    subs = {n for n, v in globals().items() if isinstance(v, type(importlib)) and v.__name__.startswith(prefix)}
+    return sorted(set(__all__) | subs)
