@@ -165,7 +165,7 @@ class DeviceArray:
     __slots__ = ("_arr", "_shape", "_dtype", "_device", "_meta", "_exported", "_host", "__weakref__")
 
     _arr: Any
-    _meta: _Meta  # the interned (device, dtype, shape): the call path's identity check
+    _meta: _Meta  # its (dtype, shape) record, interned on its device: the call path's identity check
     _host: np.ndarray[Any, Any] | None  # the cached read-only host value (to_numpy)
     _shape: tuple[int, ...]
     _dtype: np.dtype[Any]
