@@ -331,17 +331,19 @@ def test_a_repeated_process_id_is_refused(name: str, jobs: dict[str, Job]) -> No
     # Issue 17, finding 8: a repeated process_id joined and finished. Now the process that came
     # second is refused; the others are refused too when they can still see it, else they form a
     # job without it, which agrees and computes the right values. Never a wrong value.
-    check_duplicate(jobs[name].finish(), late=name.endswith("_late"))
+    check_duplicate(jobs[name].finish())
 
 
-def check_duplicate(job: Job, late: bool) -> None:
+def check_duplicate(job: Job) -> None:
     res = job.results()
     refused = [k for k in (1, 2) if "process_id 1 is taken by two processes" in str(res.get(k, {}).get("error"))]
     assert len(refused) >= 1, job.describe()
     # Joining late, the second process 1 replaces the first at the coordinator, whose next heartbeat
     # then makes XLA end the first (SIGABRT, "the remote task has restarted"): a limit of XLA's
-    # service that no process can catch (README). Any other process answers right or raises.
-    displaced = [k for k in (1, 2) if late and k not in refused and job.codes[k] == -signal.SIGABRT]
+    # service that no process can catch (README). Joining at once, on a loaded machine, XLA has also
+    # ended the process 1 that ran (SIGABRT, "std::bad_cast" in its coordination client) once the
+    # other was refused. Any other process answers right or raises; no value is ever wrong.
+    displaced = [k for k in (1, 2) if k not in refused and job.codes[k] == -signal.SIGABRT]
     assert sorted(res) == sorted({0, 1, 2} - set(displaced)), job.describe()
     ran = [k for k in res if res[k]["error"] is None]
     for k in ran:
@@ -487,3 +489,17 @@ def test_xla_log_lines_are_kept_off_stderr(capfd: pytest.CaptureFixture[str]) ->
     assert capfd.readouterr().err == line and log.text == line
     assert jdist._proc_ip("0100007F") == "127.0.0.1"
     assert jdist._proc_ip("0000000000000000FFFF00000100007F") == "127.0.0.1"
+
+
+def test_a_coordinator_still_starting_at_its_timeout_is_reported_as_such() -> None:
+    """A coordinator that has not listened yet when the wait ends is killed here; that is a slow
+    start, not a crash while binding (CI once read "crashed (signal 9) while binding: is the port
+    taken?" for a coordinator still importing jaxlib past a 4 s join_timeout)."""
+    from xlasdk._jaxlib import distributed as _jd
+
+    slow = r"did not start listening on 127\.0\.0\.1 \(a free port\) within 0\.01 s"
+    with pytest.raises(xs.DistributedError, match=slow):
+        _jd.start_coordinator("127.0.0.1", 0, 2, heartbeat_timeout=5, register_timeout=5, shutdown_timeout=5,
+                              linger=1.0, startup_timeout=0.01)
+    # the wait for process 0's own coordinator is not the join: at least COORDINATOR_STARTUP_TIMEOUT
+    assert distributed.COORDINATOR_STARTUP_TIMEOUT >= 30

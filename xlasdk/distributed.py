@@ -94,6 +94,9 @@ ENV_JOIN_TIMEOUT: Final = "XLASDK_JOIN_TIMEOUT"
 ENV_HEARTBEAT_TIMEOUT: Final = "XLASDK_HEARTBEAT_TIMEOUT"
 ENV_SHUTDOWN_TIMEOUT: Final = "XLASDK_SHUTDOWN_TIMEOUT"
 ENV_GLOO_INTERFACE: Final = "XLASDK_GLOO_INTERFACE"
+#: seconds process 0 waits for the coordinator it starts to listen, at least (its own interpreter
+#: and jaxlib import: seconds on a loaded machine); a join_timeout above it is used instead
+COORDINATOR_STARTUP_TIMEOUT: Final = 30.0
 ENV_VERBOSE: Final = "XLASDK_DISTRIBUTED_VERBOSE"  # "1": let XLA's coordination-service log through
 
 DEFAULT_JOIN_TIMEOUT: Final = 120.0
@@ -305,7 +308,9 @@ def initialize(
             coordinator = _dist.start_coordinator(
                 bind_host, bind_port, n,
                 heartbeat_timeout=beat, register_timeout=join, shutdown_timeout=down,
-                linger=down + beat + 10.0, startup_timeout=join,
+                # its start (an interpreter and jaxlib) is not the join: a short join_timeout on a
+                # loaded machine must not kill a coordinator that is still importing
+                linger=down + beat + 10.0, startup_timeout=max(join, COORDINATOR_STARTUP_TIMEOUT),
             )
         dc = None
         t0 = time.monotonic()

@@ -182,9 +182,12 @@ def start_coordinator(
     line = _read_line(proc, startup_timeout)
     if line.startswith("ready "):
         return CoordinatorProcess(proc, host, int(line.split()[1]))
+    timed_out = line == "" and proc.poll() is None  # still starting: killed here, not crashed
     if proc.poll() is None:
         proc.kill()
     rc = proc.wait()
+    if timed_out:
+        raise DistributedError(f"the coordinator did not start listening on {where} within {startup_timeout:g} s")
     if line.startswith("error "):
         why = line[6:]
         if "Failed to start RPC server" in why:
@@ -195,8 +198,6 @@ def start_coordinator(
             raise DistributedError(
                 f"the coordinator process crashed (signal {-rc}) while binding {where}: is the port taken?"
             )
-        if rc is None:
-            raise DistributedError(f"the coordinator did not start listening on {where} within {startup_timeout:g} s")
     raise DistributedError(f"the coordinator process exited with code {rc} before listening on {where}")
 
 
