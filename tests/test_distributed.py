@@ -150,7 +150,9 @@ DUPLICATE: dict[str, dict[int, tuple[int, int, dict[str, str]]]] = {
         2: (1, 2, {"XLASDK_TEST_DELAY": "5"}),
     },
 }
-AGREE_ENV = {"XLASDK_JOIN_TIMEOUT": "20", "XLASDK_HEARTBEAT_TIMEOUT": "5", "XLASDK_SHUTDOWN_TIMEOUT": "5"}
+# join_timeout 60 s: a refusal comes when all have joined, far below it even when the coordinator's
+# start and the joins take 15-19 s on CI's loaded machine (a 20 s timeout left no room to tell them)
+AGREE_ENV = {"XLASDK_JOIN_TIMEOUT": "60", "XLASDK_HEARTBEAT_TIMEOUT": "5", "XLASDK_SHUTDOWN_TIMEOUT": "5"}
 
 
 @pytest.fixture(scope="module")
@@ -318,8 +320,8 @@ def test_processes_that_disagree_never_run(name: str, jobs: dict[str, Job]) -> N
             assert "Unexpected task registered with task=2" in error, error
         else:
             assert want in error and error.endswith("the job does not run"), error
-        # all joined: the refusal comes at once, not at join_timeout (20 s)
-        assert float(r["seconds"]) < 18.0, r  # type: ignore[arg-type]
+        # all joined: the refusal comes at once, not at join_timeout (60 s)
+        assert float(r["seconds"]) < 40.0, r  # type: ignore[arg-type]
         if name.endswith("_verbose") and key == 2:
             assert "Unexpected task registered" in job.err[key], job.describe()  # asked for: XLA's lines
         else:
