@@ -57,11 +57,6 @@ def fast_call(plan: _CallPlan, run: Callable[[list[Any]], list[Any]]) -> FastCal
         "put": pjrt.put, "sharding": plan.sharding, "jdevice": plan.jdevice, "run": run,
         "device": device,
     }
-    for i, (_spec, dtype, dims, aval) in enumerate(plan.checks):
-        env[f"m{i}"] = _meta_of(device, dtype, dims)
-        env[f"t{i}"] = dtype
-        env[f"s{i}"] = dims
-        env[f"v{i}"] = aval
     for j, (dims, dtype) in enumerate(plan.outputs):
         env[f"om{j}"] = _meta_of(device, dtype, dims)
         env[f"os{j}"] = dims
@@ -70,7 +65,7 @@ def fast_call(plan: _CallPlan, run: Callable[[list[Any]], list[Any]]) -> FastCal
     if n > MAX_UNROLLED:
         lines += _loop_body(env, plan)
     else:
-        lines += _unrolled_body(n)
+        lines += _unrolled_body(env, plan)
     outs = len(plan.outputs)
     for j in range(outs):
         lines += [
@@ -96,9 +91,15 @@ def fast_call(plan: _CallPlan, run: Callable[[list[Any]], list[Any]]) -> FastCal
     return fn
 
 
-def _unrolled_body(n: int) -> list[str]:
+def _unrolled_body(env: dict[str, Any], plan: _CallPlan) -> list[str]:
     """Accept each argument (binding ``b{i}``: its buffer, or None for a numpy argument), then put
     the numpy ones, then run."""
+    n = plan.nparams
+    for i, (_spec, dtype, dims, aval) in enumerate(plan.checks):
+        env[f"m{i}"] = _meta_of(plan.device, dtype, dims)
+        env[f"t{i}"] = dtype
+        env[f"s{i}"] = dims
+        env[f"v{i}"] = aval
     lines = []
     if n:
         lines.append(f"    {''.join(f'a{i}, ' for i in range(n))}= args")
