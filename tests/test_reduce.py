@@ -233,6 +233,34 @@ def test_time_budget_is_honoured() -> None:
     assert aborts_in_worker(res.hlo_text)  # what it returns so far still shows the problem
 
 
+# A reduce-window with negative padding (XLA's algebraic simplifier aborts on it, as NEG_PAD) beside a
+# while loop of 2**31 trips: its reference evaluation (the values that cuts turn into arguments, and
+# every "diverge" check) runs in this process for hours, and so does XLA's run of it.
+CRASH_AND_LOOP = DATA / "reduce/crash_and_long_loop.hlo"
+
+
+def test_max_time_stops_reduce_whatever_a_check_in_this_process_is_doing(tmp_path: Path) -> None:
+    """Issue 31: ``reduce --max-time 20`` ran on past 120 s on a module with a 2**31-trip loop (with
+    inputs, the values of the cut module's new parameters come from a reference evaluation of the loop)."""
+    out = tmp_path / "min.hlo"
+    t0 = time.monotonic()
+    r = cli("reduce", str(CRASH_AND_LOOP), "--until", "crash", "--random-inputs", "--max-time", "6",
+            "--output", str(out), timeout=120)
+    took = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr
+    # the budget, the 2 s the search is given to stop, the process's start and the final load, loosely
+    assert "(time budget reached)" in r.stdout and took < 6 + 20, (took, r.stdout)
+    assert aborts_in_worker(out.read_text())  # what it wrote still shows the problem
+    # "diverge": the check of the module given (XLA runs the loop, then the reference evaluator) is
+    # what the budget stops: said so, exit 2
+    t0 = time.monotonic()
+    r = cli("reduce", str(CRASH_AND_LOOP).replace("crash_and_long_loop", "long_loop"), "--until", "diverge",
+            "--random-inputs", "--max-time", "6", "--output", str(out), timeout=120)
+    took = time.monotonic() - t0
+    assert r.returncode == 2 and took < 6 + 20, (took, r.stderr)
+    assert "the time budget (max_time=6 s) ran out while checking that the module 'spin' shows the problem" in r.stderr
+
+
 # -- diverge ---------------------------------------------------------------------------------------------
 def assert_division_core(comp: xs.XlaComputation) -> None:
     """``comp`` is the spliced pattern's core: a parameter divided by 2**127 (a constant, or a broadcast

@@ -46,6 +46,7 @@ import re
 import shlex
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -162,6 +163,51 @@ def _compile_in_worker(mtext: str, name: str) -> None:
 # -- conditions ------------------------------------------------------------------------------------
 class _OutOfTime(Exception):
     pass
+
+
+class _Stop(BaseException):
+    """Raised inside the search thread when the time budget is spent (a BaseException, so that no
+    ``except Exception`` of the code it interrupts, the reference evaluator's included, swallows it)."""
+
+
+#: Seconds the search is given, once the budget is spent, to stop at its next Python step.
+_STOP_GRACE_S = 2.0
+_SEARCH_THREAD = "xlasdk-reduce-search"
+
+
+def _run_bounded(work: Callable[[], None], deadline: float) -> str:
+    """Run ``work`` in a daemon thread until it returns or ``deadline`` passes; then raise
+    :class:`_Stop` in it (at its next Python step: a reference evaluation or a Python loop stops
+    there) and wait :data:`_STOP_GRACE_S` more. ``"done"`` when ``work`` returned, ``"stopped"``
+    when it was stopped, ``"abandoned"`` when it is still inside native code (an XLA run of a long
+    loop), where nothing can stop it: it goes on in the background until that call returns, then
+    stops. ``work``'s exceptions are raised here."""
+    import ctypes
+
+    errors: list[BaseException] = []
+    stopped: list[bool] = []
+
+    def target() -> None:
+        try:
+            work()
+        except _Stop:
+            stopped.append(True)
+        except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+            errors.append(e)
+
+    t = threading.Thread(target=target, name=_SEARCH_THREAD, daemon=True)
+    t.start()
+    try:
+        t.join(max(0.0, deadline - time.monotonic()))
+    finally:  # the budget is spent, or the caller was interrupted (Ctrl-C): stop the search
+        if t.is_alive() and t.ident is not None:
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(t.ident), ctypes.py_object(_Stop))
+    t.join(_STOP_GRACE_S)
+    if t.is_alive():
+        return "abandoned"
+    if errors:
+        raise errors[0]
+    return "stopped" if stopped else "done"
 
 
 _NOT_LOADED = "loading"  # the start of a verdict on a candidate that did not load (an invalid module)
@@ -831,8 +877,12 @@ def reduce(
         ``seed``); intermediate values replaced by parameters or constants are computed from them
         by the reference evaluator.
     seed: the seed of those random arguments.
-    max_time: a budget in seconds: the search stops when it is spent and returns the smallest
-        module found so far (``timed_out``). Default: no limit.
+    max_time: a budget in seconds: the search stops when it is spent, whatever a check is doing,
+        and returns the smallest module found so far (``timed_out``), within a few seconds of the
+        budget: a check in the worker is stopped, one in this process (a reference evaluation, a
+        "diverge" run) is interrupted at its next Python step, and one still inside XLA's native
+        code after 2 s more is abandoned (it ends in the background; nothing more is loaded, so
+        the counts are then the search's own). Default: no limit.
     check_timeout: seconds one load or compile in the worker, or one script run, may take; one that
         runs longer counts as not showing the problem (``"diverge"`` compiles in the worker as
         every loaded module does, and runs the candidate in this process).
@@ -851,7 +901,8 @@ def reduce(
         every candidate is).
     XlaSdkError
         A bad ``until``, both or neither of ``until`` and ``script``, arguments that do not match
-        the parameters, a budget that is not positive.
+        the parameters, a budget that is not positive, a budget spent before the check of the
+        module given ended.
     """
     from .computation import XlaComputation
 
@@ -876,34 +927,71 @@ def reduce(
         except (_Unprintable, _Invalid) as e:
             raise XlaSdkError(f"reduce: the module {computation.name!r} cannot be printed as HLO text: {e}"
                               f"{where()}") from None
-        search = _Search(cond, None if max_time is None else started + max_time, check_timeout, progress)
-        ok, why = cond.holds(start.text, args if cond.needs_arguments else None, check_timeout)
-        search.candidates += 1
-        search.compiles += int(cond.compiles)
+        deadline = None if max_time is None else started + max_time
+        search = _Search(cond, deadline, check_timeout, progress)
+        reducer = _Reducer(search, start)
+        verdict: list[tuple[bool, str]] = []
+        timed_out = False
+
+        def work() -> None:
+            nonlocal timed_out
+            limit = check_timeout if deadline is None else max(1.0, min(check_timeout, deadline - time.monotonic()))
+            verdict.append(cond.holds(start.text, args if cond.needs_arguments else None, limit))
+            search.candidates += 1
+            search.compiles += int(cond.compiles)
+            if not verdict[0][0]:
+                return
+            try:
+                reducer.run()
+            except _OutOfTime:
+                timed_out = True
+
+        # With a budget, the search runs in a thread that is stopped when the budget is spent, whatever
+        # a check is doing (a check in the worker ends by then; one in this process, a reference
+        # evaluation or an XLA run of a long loop, is stopped or abandoned): the smallest module
+        # found so far is the result.
+        if deadline is None:
+            work()
+            ended = "done"
+        else:
+            ended = _run_bounded(work, deadline)
+        if not verdict:
+            raise XlaSdkError(
+                f"reduce: the time budget (max_time={max_time:g} s) ran out while checking that the module "
+                f"{computation.name!r} shows the problem ({cond.name}), before any reduction: that one check "
+                f"takes longer; give a larger max_time{where()}")
+        ok, why = verdict[0]
         if not ok:
+            if deadline is not None and time.monotonic() >= deadline and why.startswith("no verdict"):
+                raise XlaSdkError(
+                    f"reduce: the time budget (max_time={max_time:g} s) ran out while checking that the module "
+                    f"{computation.name!r} shows the problem ({cond.name}) ({why}); give a larger max_time{where()}")
             raise NotReproducedError(
                 f"reduce: the module {computation.name!r} does not show the problem ({cond.name}): {why}{where()}")
-        reducer = _Reducer(search, start)
-        timed_out = False
-        try:
-            reducer.run()
-        except _OutOfTime:
-            timed_out = True
+        timed_out = timed_out or ended != "done"
         best = reducer.cur
-    # Both counts on the module as its HLO text loads back (the search's own measure counts the
-    # candidate before printing; XLA's printer adds constants and tuple plumbing). A result that
-    # counts more than the module given that way is not returned: the module given is.
-    final = XlaComputation.from_hlo_text(best.text)
-    before = len(XlaComputation.from_hlo_text(start.text).instructions()) if best is not start else None
-    after = len(final.instructions())
-    if before is None or after > before:
-        best = start
-        final = XlaComputation.from_hlo_text(start.text) if before is not None else final
-        before = after = len(final.instructions())
+    history = list(search.history)
+    if ended == "abandoned":
+        # A check is still running in this process (native code nothing can stop) and may hold the
+        # worker: nothing more is loaded. The counts are the search's own (before printing).
+        before, after = len(start.instrs), len(best.instrs)
+        final = best.comp
+    else:
+        # Both counts on the module as its HLO text loads back (the search's own measure counts the
+        # candidate before printing; XLA's printer adds constants and tuple plumbing). A result that
+        # counts more than the module given that way is not returned: the module given is.
+        final = XlaComputation.from_hlo_text(best.text)
+        loaded_before = len(XlaComputation.from_hlo_text(start.text).instructions()) if best is not start else None
+        after = len(final.instructions())
+        if loaded_before is None or after > loaded_before:
+            best = start
+            final = XlaComputation.from_hlo_text(start.text) if loaded_before is not None else final
+            loaded_before = after = len(final.instructions())
+        before = loaded_before
     return ReduceResult(
         computation=final, hlo_text=best.text, arguments=best.args, condition=cond.name,
         instructions_before=before, instructions_after=after, steps=search.steps,
         candidates=search.candidates, compiles=search.compiles, cache_hits=search.cache_hits,
         unprintable=search.unprintable, invalid=search.invalid,
-        wall_s=time.monotonic() - started, timed_out=timed_out, history=search.history,
+        wall_s=time.monotonic() - started, timed_out=timed_out, history=history,
     )

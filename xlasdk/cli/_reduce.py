@@ -48,7 +48,7 @@ def _cmd_reduce(args: argparse.Namespace, out: IO[str]) -> int:
     except XlaSdkError as e:
         if not str(e).startswith("reduce:"):
             raise
-        raise UsageError(str(e).split(" — at ")[0]) from None
+        raise UsageError(f"{args.file}: {str(e).split(' — at ')[0].removeprefix('reduce: ')}") from None
     from xlasdk._atomic import atomic_write
 
     try:
