@@ -1,5 +1,6 @@
-"""Evaluation rules of :mod:`xlasdk.ops.sort`: sort (the comparator evaluated on every pair at once,
-pair by pair when it is no strict weak order), top_k (``chlo.top_k``; ``mhlo.topk`` of loaded
+"""Evaluation rules of :mod:`xlasdk.ops.sort`: sort (numpy's stable ``lexsort`` when the comparator
+is read as a lexicographic order of keys (:mod:`._comparator`), else the comparator evaluated on
+every pair at once, pair by pair when it is no strict weak order), top_k (``chlo.top_k``; ``mhlo.topk`` of loaded
 modules, bound by name) and XLA:CPU's ``TopK`` custom call (:data:`~xlasdk.reference.CUSTOM_CALL_RULES`).
 """
 
@@ -13,6 +14,7 @@ from .._mlir_attrs import symbol_name
 from .._optable import evaluates
 from ..builder import Region, XlaOp
 from ..ops.sort import SORT, TOP_K
+from ._comparator import key_values, read_comparator
 from ._evaluator import (
     CUSTOM_CALL_RULES,
     Value,
@@ -58,6 +60,25 @@ def _sorted_order(cmp: Region, rows: list[np.ndarray[Any, Any]], ev: _Evaluator)
     return order
 
 
+def _lexsorted(cmp: Region, moved: list[np.ndarray[Any, Any]], ev: _Evaluator) -> list[np.ndarray[Any, Any]] | None:
+    """The operands (sorted dimension last) sorted along it by numpy's stable ``lexsort`` of the keys
+    the comparator orders by, every row at once; None when the comparator is not read as a
+    lexicographic order of keys or a key has no total order on these values (the exact path)."""
+    keys = read_comparator(cmp, ev)
+    if keys is None:
+        return None
+    if not keys:  # no element before another: every one equal, the order kept
+        return [m.copy() for m in moved]
+    values = []
+    for k in keys:
+        v = key_values(k, moved[k.operand], ev)
+        if v is None:
+            return None
+        values.append(v)
+    order = np.lexsort(values[::-1], axis=-1)  # lexsort: the last key is the primary one
+    return [np.take_along_axis(m, order, axis=-1) for m in moved]
+
+
 @evaluates(SORT)
 def _sort(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     import functools
@@ -70,6 +91,9 @@ def _sort(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     (cmp,) = o.regions
     _check_elementwise(cmp, o, ev)
     moved = [np.moveaxis(x, dim, -1) for x in a]
+    fast = _lexsorted(cmp, moved, ev)
+    if fast is not None:
+        return _results(o, [_out(np.moveaxis(x, -1, dim), sh) for x, sh in zip(fast, _result_shapes(o), strict=True)])
     lead = moved[0].shape[:-1]
     n = moved[0].shape[-1]
     outs = [np.empty_like(m) for m in moved]
