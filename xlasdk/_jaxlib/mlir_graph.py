@@ -23,7 +23,7 @@ from .mlir import TypeInfo, _type_info, context
 
 __all__ = [
     "OpRecord", "RegionRecord", "MainRecord", "GraphReadError", "read_main", "attribute_value", "registered_op_names",
-    "main_locations",
+    "main_locations", "OpClaim", "ops_named",
 ]
 
 
@@ -287,6 +287,50 @@ def main_locations(module: Any, function: str = "main") -> tuple[list[str], list
         args = [str(a.location) for a in block.arguments]
         ops = [(op.operation.name, str(op.operation.location)) for op in block.operations]
         return args, ops[:-1]  # the terminator is no instruction
+
+
+@dataclass
+class OpClaim:
+    """One op of a module as its types and attributes claim it: ``name`` (``stablehlo.fft``), the
+    types of its operands and results (:data:`~xlasdk._jaxlib.mlir.TypeInfo`), its attributes as
+    Python values (:func:`attribute_value`'s reading, through the bindings) and its location's
+    spelling (``loc("fft.2")``)."""
+
+    name: str
+    operands: list[TypeInfo]
+    results: list[TypeInfo]
+    attrs: dict[str, Any]
+    loc: str
+
+
+def ops_named(module: Any, names: frozenset[str]) -> list[OpClaim]:
+    """Every op of ``module`` (a parsed, verified ``ir.Module``) whose name is in ``names``, in
+    every function and nested region, in order; read without recursion (a module nested
+    thousands of regions deep is walked like a flat one)."""
+    import numpy as np
+
+    out: list[OpClaim] = []
+    with context():
+        stack: list[Any] = [iter(module.body.operations)]
+        while stack:
+            op = next(stack[-1], None)
+            if op is None:
+                stack.pop()
+                continue
+            o = op.operation
+            if o.name in names:
+                attrs: dict[str, Any] = {}
+                for a in o.attributes:
+                    try:
+                        attrs[a] = _py(o.attributes[a], np)
+                    except TypeError:  # an attribute the bindings cannot hand to Python
+                        attrs[a] = None
+                out.append(OpClaim(o.name, [_type_info(x.type) for x in o.operands],
+                                   [_type_info(x.type) for x in o.results], attrs, str(o.location)))
+            for r in reversed(list(o.regions)):
+                for b in reversed(list(r.blocks)):
+                    stack.append(iter(b.operations))
+    return out
 
 
 def attribute_value(text: str) -> Any:

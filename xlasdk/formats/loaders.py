@@ -68,6 +68,8 @@ def _hlo_failure(e: isolated.Failed, what: str, text: str | None) -> FormatError
         return FormatError(e.message)
     if e.stage.startswith("verify"):
         return FormatError(f"{what}: the module is inconsistent: {_with_line(e.message, text)}")
+    if e.stage == "rule":
+        return FormatError(f"{what}: {_with_line(e.message, text)}")
     return FormatError(f"{what}: cannot load the HLO module: {e.message}")
 
 

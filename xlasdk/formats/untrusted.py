@@ -24,6 +24,7 @@ from .diagnostics import _mlir_problem, _one_line, _xla_text_problem
 from .hlo_check import check_hlo_claims
 from .hlo_rewrite import _importable_hlo
 from .program_shape import _program_shape
+from .rule_check import RuleViolation, check_rules
 
 if TYPE_CHECKING:
     from ..shape import ProgramShape
@@ -81,6 +82,7 @@ def load_hlo_in_worker(
     except Exception as e:
         raise _Failed("import", _one_line(e)) from None
     module = _parse_verified(bc, "hlo")
+    _check_rules(module, text)
     counts = _header_counts(text)
     if counts:  # XLA's import drops them; JAX's StableHLO lowerings carry them as module attributes
         _mlir.set_missing_int_attributes(module, counts)
@@ -151,7 +153,22 @@ def parse_stablehlo_in_worker(data: str | bytes, kind: str, what: str) -> str:
     text = _mlir.module_to_text(module, debug_info=True, generic=True)
     if kind != "text":
         module = _parse_verified(text, "bytecode")
+    try:
+        _check_rules(module, text)
+    except _Failed as e:
+        message = e.message.removeprefix("instruction ") if e.message.startswith("instruction line ") else e.message
+        raise _Failed("format", f"{what}: {message}") from None
     return _check_module(module, what)[1]
+
+
+def _check_rules(module: Any, text: str) -> None:
+    """:func:`~xlasdk.formats.rule_check.check_rules`: an op whose claims the builder's rule
+    refuses and XLA's runtime would trust is a ``"rule"`` failure naming the instruction."""
+    try:
+        check_rules(module, text)
+    except RuleViolation as e:
+        raise _Failed("rule", f"instruction {e.name}: {e.message} (XLA does not check this: the compiled module "
+                              "would read memory outside its operand or abort the process)") from None
 
 
 def _parse_verified(data: str | bytes, kind: str) -> Any:

@@ -1,0 +1,110 @@
+"""A loaded module's shape claims checked by the builder's own shape rules, where XLA does not check them.
+
+XLA's verifier (and StableHLO's) accepts some modules that the op's wrapper refuses when the same
+op is built, and XLA's runtime then trusts what the module claims: an FFT whose ``fft_length``
+disagrees with its operand's trailing dimensions (``fft_type=FFT, fft_length={8}`` on a
+``c64[16]`` operand) compiles, then computes from memory outside its operand (wrong values) or
+has the FFT library abort the user's process (``fft_length={32}``: ``array sizes are not
+conformable``). The loader's worker runs :func:`check_rules` on every verified module, so such a
+module is refused when it is loaded, naming the instruction, never run.
+
+The checks are the op table's rules (:attr:`xlasdk._optable.OpDef.rule`, the very functions the
+wrappers call): :data:`CHECKED` says, for each op whose claims XLA leaves unchecked, how its
+attributes and types become the rule's arguments; the rule itself is the row's.
+``tests/test_loaded_rules.py`` loads a program of each kind the builder refuses and expects a
+refusal at load or a clean compile error, never a crash or a value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+from .. import ops as _ops  # noqa: F401  (the op families define the rows whose rules run here)
+from .._jaxlib import mlir_graph as _mg
+from .._jaxlib.mlir import TypeInfo
+from .._optable import OPS
+from ..attrs import FftType
+from ..errors import DTypeError, ShapeError
+from ..types import PrimitiveType, etype_from_mlir
+
+__all__ = ["CHECKED", "RuleViolation", "check_rules"]
+
+
+class RuleViolation(Exception):
+    """An op of a loaded module that its row's shape rule refuses: ``name`` the instruction
+    (its location's name, or ``line N`` of StableHLO text), ``message`` the rule's words."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(f"{name}: {message}")
+        self.name = name
+        self.message = message
+
+
+def _array(t: TypeInfo) -> tuple[PrimitiveType, tuple[int, ...]] | None:
+    """Element type and dimensions of a static tensor type (None for anything else: the rule is
+    not asked about what it cannot be given exactly)."""
+    if t[0] != "tensor" or any(d is None for d in t[2]):
+        return None
+    try:
+        return etype_from_mlir(t[1]), tuple(int(d) for d in t[2])
+    except KeyError:
+        return None
+
+
+def _fft(rule: Callable[..., Any], c: _mg.OpClaim) -> None:
+    x = _array(c.operands[0]) if c.operands else None
+    kind, lengths = c.attrs.get("fft_type"), c.attrs.get("fft_length")
+    if x is None or not isinstance(kind, str) or kind not in FftType.__members__ or not isinstance(lengths, tuple):
+        return
+    rule("Fft", x[0], x[1], FftType[kind], tuple(int(v) for v in lengths))
+
+
+#: For each op name: how a loaded op's types and attributes become the arguments of its row's
+#: rule (``adapter(rule, claim)`` calls ``rule`` and lets ShapeError / DTypeError through).
+CHECKED: Final[dict[str, Callable[[Callable[..., Any], _mg.OpClaim], None]]] = {
+    "stablehlo.fft": _fft,
+}
+
+#: How each checked op may be spelled in a module's text: a text without any of them is not walked.
+_SPELLINGS: Final = ("fft",)
+
+
+def _instruction(loc: str) -> str:
+    """``'fft.2'`` of ``loc("fft.2")``; ``line 3`` of ``loc("file":3:8)``; else the location."""
+    if loc.startswith('loc("'):
+        end = loc.find('"', 5)
+        rest = loc[end + 1 :] if end > 0 else ""
+        if end > 0 and rest.startswith(":") and rest.split(":")[1].isdigit():
+            return f"line {rest.split(':')[1]}"
+        if end > 0:
+            return repr(loc[5:end])
+    return loc
+
+
+def _words(e: Exception) -> str:
+    """The rule's message without the `` — at file.py:N`` of the (worker's) call site."""
+    return str(e).split(" — at ", 1)[0]
+
+
+def check_rules(module: Any, text: str | None = None) -> None:
+    """Run the rule of each op of :data:`CHECKED` over ``module`` (parsed and verified).
+
+    ``text``: the module's text, HLO or StableHLO, when at hand: a text naming none of the
+    checked ops is not walked (most modules).
+
+    Raises
+    ------
+    RuleViolation
+        For the first op its rule refuses (the instruction's name and the rule's message).
+    """
+    if text is not None and not any(s in text for s in _SPELLINGS):
+        return
+    for c in _mg.ops_named(module, frozenset(CHECKED)):
+        row = OPS.get(c.name)
+        if row is None or row.rule is None:  # pragma: no cover - CHECKED names rows with rules
+            continue
+        try:
+            CHECKED[c.name](row.rule, c)
+        except (ShapeError, DTypeError) as e:
+            raise RuleViolation(_instruction(c.loc), _words(e)) from None
