@@ -115,12 +115,13 @@ def test_corrupt_entries_are_discarded(tmp_path: Path, damage: str) -> None:
         c.put(k2, b"other", name="m2")
         os.replace(tmp_path / f"{k2}.xlaexe", path)
     assert c.get(k) is None
-    assert not path.exists()
+    # a damaged entry of the cache's (its magic bytes) is deleted; a file without them is not the cache's: left
+    assert path.exists() == (damage in ("garbage", "empty"))
 
 
 def test_lru_eviction_keeps_recently_used_entries(tmp_path: Path) -> None:
     payload = b"p" * 4000
-    c = CompileCache(tmp_path, max_bytes=3 * 4200)
+    c = CompileCache(tmp_path, max_bytes=3 * 4300)  # three entries (4000 bytes + 212 of header) fit, four do not
     keys = [CompileCache.key(f"m{i}", **KEY_ARGS) for i in range(4)]
     now = time.time()
     for i, k in enumerate(keys[:3]):
@@ -136,17 +137,22 @@ def test_lru_eviction_keeps_recently_used_entries(tmp_path: Path) -> None:
 
 
 def test_stale_temporary_files_are_cleaned(tmp_path: Path) -> None:
+    """A writer's temporary file (its name and the entry's magic bytes) left for over an hour goes;
+    a fresh one stays until ``clear``; another program's ``.tmp-*`` file always stays (issue 31)."""
     c = CompileCache(tmp_path)
-    stale = tmp_path / ".tmp-dead-writer"
-    stale.write_bytes(b"half an entry")
+    stale = tmp_path / ".tmp-xlasdk-deadwrit"
+    stale.write_bytes(cache_mod._MAGIC + b"half an entry")
     old = time.time() - 7200
     os.utime(stale, (old, old))
-    fresh = tmp_path / ".tmp-live-writer"
-    fresh.write_bytes(b"being written")
+    fresh = tmp_path / ".tmp-xlasdk-livewrit"
+    fresh.write_bytes(cache_mod._MAGIC + b"being written")
+    foreign = tmp_path / ".tmp-dead-writer"  # not the cache's name
+    foreign.write_bytes(cache_mod._MAGIC + b"someone else's")
+    os.utime(foreign, (old, old))
     c.put(CompileCache.key("m", **KEY_ARGS), b"x")
-    assert not stale.exists() and fresh.exists()
+    assert not stale.exists() and fresh.exists() and foreign.exists()
     c.clear()
-    assert os.listdir(tmp_path) == []
+    assert sorted(os.listdir(tmp_path)) == [".tmp-dead-writer", ".xlasdk-cache-key", "CACHEDIR.TAG"]
 
 
 def test_concurrent_writers_and_readers_never_see_a_broken_entry(tmp_path: Path) -> None:
@@ -402,7 +408,7 @@ def test_a_corrupt_entry_is_still_a_miss_through_xs_compile(monkeypatch: pytest.
     want = np.asarray(xs.compile(comp, cache=tmp_path)(x))
     (entry,) = CompileCache(tmp_path).entries()
     raw = bytearray(Path(entry.path).read_bytes())
-    cache_fixed = len(cache_mod._MAGIC) + cache_mod._PREFIX.size + 32
+    cache_fixed = cache_mod._FIXED
     hlen = cache_mod._PREFIX.unpack_from(raw, len(cache_mod._MAGIC))[1]
     payload = cache_fixed + hlen  # where the xlasdk executable (its own magic, header, blob) starts
     at = {

@@ -10,7 +10,9 @@ What is stored, under which key, and how much: see :mod:`xlasdk.runtime.cache`.
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import hmac
 import importlib.metadata
 import json
 import os
@@ -23,7 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Union
 
-from ._atomic import file_path, read_regular_file
+from . import _cache_trust as trust
+from ._atomic import MAX_FILE_BYTES, file_path
 from .errors import XlaSdkError
 
 __all__ = [
@@ -44,10 +47,17 @@ DEFAULT_MAX_BYTES: Final = 1 << 30
 
 _MAGIC: Final = b"XLASDK-CACHE-ENTRY\n"
 _PREFIX: Final = struct.Struct("<IIQ")  # entry format version, header length, payload length
-_FORMAT_VERSION: Final = 1
+_FORMAT_VERSION: Final = 2  # 2: an HMAC of the checksum under the directory's key (xlasdk._cache_trust)
+#: bytes before the header: magic, prefix, sha256 of header + payload, HMAC of that sha256
+_FIXED: Final = len(_MAGIC) + _PREFIX.size + 32 + 32
 _SUFFIX: Final = ".xlaexe"
-_TMP_PREFIX: Final = ".tmp-"
+_TMP_PREFIX: Final = trust.TMP_PREFIX
 _STALE_TMP_SECONDS: Final = 3600.0
+
+#: per directory, for this process: "" when the cache may use it, else why not (the cache is off)
+_verdicts: dict[str, str] = {}
+#: per directory: its entry key (xlasdk._cache_trust.load_key), once read or made
+_mac_keys: dict[str, bytes] = {}
 
 CacheArg = Union[bool, str, "os.PathLike[str]", "CompileCache", None]
 
@@ -210,6 +220,11 @@ class CompileCache:
     Safe for several threads and processes at once: entries appear by atomic rename, readers
     validate every entry, and eviction tolerates files vanishing under it.
 
+    The directory is a trust boundary (:mod:`xlasdk._cache_trust`): it is used only if you own it
+    and no one else can write it (else the cache is off for the process, with one warning), an
+    entry only if it is a regular file of yours that no one else can write, at most ``max_bytes``,
+    whose HMAC under the directory's private key holds; cleaning deletes only what the cache wrote.
+
     ``hits`` and ``misses`` count the compiles this object served from disk and the ones XLA
     had to do, in this process (pass your own ``CompileCache`` to ``xs.compile(cache=...)`` to
     read them).
@@ -275,9 +290,60 @@ class CompileCache:
             raise XlaSdkError(f"CompileCache: not a cache key: {key!r}")
         return os.path.join(self._dir, key + _SUFFIX)
 
+    # -- trust (xlasdk._cache_trust) ---------------------------------------------------------------
+    def _verdict(self) -> str | None:
+        """``""`` when the directory may be used, why not when it may not (the cache is then off
+        for this process, said once by a warning), None when it does not exist yet."""
+        v = _verdicts.get(self._dir)
+        if v is None:
+            try:
+                problem = trust.directory_problem(self._dir)
+            except FileNotFoundError:
+                return None
+            v = _verdicts[self._dir] = problem or ""
+            if problem:
+                trust.warn_once(self._dir, "directory", f"xlasdk cache {self._dir} is off in this process: {problem}")
+        return v
+
+    def _distrust(self, problem: str) -> None:
+        _verdicts[self._dir] = problem
+        trust.warn_once(self._dir, "directory", f"xlasdk cache {self._dir} is off in this process: {problem}")
+
+    def _mac_key(self, *, make: bool) -> bytes | None:
+        """The directory's entry key (made when ``make``); None without one, or when the key file
+        cannot be trusted (the cache is then off)."""
+        k = _mac_keys.get(self._dir)
+        if k is None:
+            try:
+                k = trust.make_key(self._dir) if make else trust.load_key(self._dir)
+            except OSError as e:
+                self._distrust(e.strerror or str(e))
+                return None
+            if k is None:
+                return None
+            _mac_keys[self._dir] = k
+        return k
+
+    def _entry_limit(self) -> int:
+        """The largest entry read: the cache's size limit (an entry past it is evicted as soon as it
+        is stored) and ``XLASDK_MAX_FILE_BYTES``."""
+        try:
+            file_limit = int(os.environ.get("XLASDK_MAX_FILE_BYTES", "") or MAX_FILE_BYTES)
+        except ValueError:
+            file_limit = MAX_FILE_BYTES
+        return min(self._max, file_limit)
+
+    def _foreign(self, name: str, problem: str) -> None:
+        trust.warn_once(
+            self._dir, "entry",
+            f"xlasdk cache {self._dir}: {name} is ignored: {problem}. Only regular files of yours that no one "
+            "else can write are read; delete it (xlasdk cache clear leaves files it did not write)",
+        )
+
     # -- reading ---------------------------------------------------------------------------------
     def get(self, key: str) -> bytes | None:
-        """The stored bytes for ``key``, or None (missing or corrupt; a corrupt entry is deleted).
+        """The stored bytes for ``key``, or None (missing, corrupt, forged or not trusted; a
+        damaged entry the cache wrote is deleted).
 
         A hit refreshes the entry's last-used time.
         """
@@ -287,27 +353,57 @@ class CompileCache:
     def _load(self, key: str) -> memoryview | None:
         """:meth:`get` without copying: a view of the verified payload inside the file's bytes."""
         path = self._path(key)
+        if self._verdict() != "":
+            return None
+        mkey = self._mac_key(make=False)
+        if mkey is None:
+            return None
         try:
-            raw = read_regular_file(path)  # never a FIFO (it would block) or a device left in the directory
+            fd = trust.open_nofollow(path)  # never through a link, never blocking on a FIFO
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            self._foreign(os.path.basename(path), "it is a symbolic link" if e.errno == errno.ELOOP else
+                          f"it cannot be opened ({e.strerror})")
+            return None
+        try:
+            st = os.fstat(fd)
+            problem = trust.entry_problem(st)
+            if problem is not None:
+                self._foreign(os.path.basename(path), problem)
+                return None
+            if st.st_size > self._entry_limit():  # a miss, never read (a 6 GiB sparse file)
+                return None
+            raw = trust.read_fd(fd, st.st_size)
+            if raw is None:
+                return None
+            payload = _decode(raw, key, mkey)
+            if payload is None:
+                if raw.startswith(_MAGIC):  # one of the cache's own entries, damaged: drop it
+                    self._unlink(path)
+                return None
+            try:
+                os.utime(fd)
+            except (OSError, NotImplementedError):
+                pass
+            return payload
         except OSError:
             return None
-        payload = _decode(raw, key)
-        if payload is not None:
-            try:
-                os.utime(path)
-            except OSError:
-                pass
-        if payload is None:
-            self._unlink(path)
-        return payload
+        finally:
+            os.close(fd)
 
     def discard(self, key: str) -> None:
-        """Delete the entry for ``key`` if there is one."""
-        self._unlink(self._path(key))
+        """Delete the entry for ``key`` if there is one (and it is one the cache wrote)."""
+        path = self._path(key)
+        if self._verdict() == "" and self._own_entry(path) is not None:
+            self._unlink(path)
 
     # -- writing ---------------------------------------------------------------------------------
     def put(self, key: str, data: bytes, *, name: str = "") -> None:
         """Store ``data`` under ``key`` (atomically), then evict down to ``max_bytes``.
+
+        A directory the cache may not use (see :mod:`xlasdk._cache_trust`) stores nothing: one
+        warning said why.
 
         Raises
         ------
@@ -315,9 +411,18 @@ class CompileCache:
             When the directory cannot be created or written.
         """
         path = self._path(key)
-        os.makedirs(self._dir, exist_ok=True)
-        blob = _encode(key, name, bytes(data))
-        fd, tmp = tempfile.mkstemp(dir=self._dir, prefix=_TMP_PREFIX)
+        _make_private_dirs(self._dir)
+        if self._verdict() != "":
+            return
+        mkey = self._mac_key(make=True)
+        if mkey is None:
+            return
+        if os.path.lexists(path) and self._own_entry(path) is None:  # never replace a file the cache did not write
+            self._foreign(os.path.basename(path), "it is not an entry the cache wrote")
+            return
+        trust.write_tag(self._dir)
+        blob = _encode(key, name, bytes(data), mkey)
+        fd, tmp = tempfile.mkstemp(dir=self._dir, prefix=_TMP_PREFIX)  # mode 0600
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(blob)
@@ -330,9 +435,12 @@ class CompileCache:
     def evict(self, max_bytes: int | None = None) -> int:
         """Delete least recently used entries until the total is at most ``max_bytes``.
 
-        Also removes temporary files left for over an hour by writers that died. Returns the
-        number of entries deleted.
+        Also removes the cache's own temporary files left for over an hour by writers that died.
+        Only what the cache wrote is deleted (see :meth:`clear`). Returns the number of entries
+        deleted.
         """
+        if not self._cleanable():
+            return 0
         limit = self._max if max_bytes is None else max_bytes
         entries = self._scan(include_names=False)
         total = sum(e.size for e in entries)
@@ -347,7 +455,15 @@ class CompileCache:
         return removed
 
     def clear(self) -> int:
-        """Delete every entry (and stray temporary files); returns the number of entries deleted."""
+        """Delete every entry (and the cache's stray temporary files); returns the number of entries
+        deleted.
+
+        Only what the cache wrote goes, in a directory it uses and tagged ``CACHEDIR.TAG``: regular
+        files of the user's named as entries (64 hex digits + ``.xlaexe``, or ``.tmp-xlasdk-*``)
+        that begin with the entry's magic bytes. Symbolic links, a user's ``model.xlaexe`` and
+        other programs' files stay."""
+        if not self._cleanable():
+            return 0
         n = 0
         for e in self._scan(include_names=False):
             if self._unlink(e.path):
@@ -360,8 +476,7 @@ class CompileCache:
         """Every entry, least recently used first.
 
         Each entry is read whole and its checksum checked: the name of one that fails (corrupt,
-        foreign, not a regular file) is ``"?"``; characters of a name that are not printable show
-        as ``?``."""
+        forged, too large) is ``"?"``; characters of a name that are not printable show as ``?``."""
         return sorted(self._scan(include_names=True), key=lambda e: e.last_used)
 
     def info(self) -> CacheInfo:
@@ -370,22 +485,45 @@ class CompileCache:
         return CacheInfo(self._dir, len(entries), sum(e.size for e in entries), self._max)
 
     # -- helpers ---------------------------------------------------------------------------------
+    def _cleanable(self) -> bool:
+        """Whether the cache may delete in its directory: one it uses and made (``CACHEDIR.TAG``)."""
+        return self._verdict() == "" and trust.has_tag(self._dir)
+
+    def _own_entry(self, path: str) -> os.stat_result | None:
+        """The ``fstat`` of ``path`` when it is a file the cache wrote: a regular file (not a link)
+        of the user's that no one else can write, beginning with the entry's magic; else None."""
+        try:
+            fd = trust.open_nofollow(path)
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+            if trust.entry_problem(st) is not None or st.st_size < len(_MAGIC):
+                return None
+            return st if os.read(fd, len(_MAGIC)) == _MAGIC else None
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+
     def _scan(self, *, include_names: bool) -> list[CacheEntry]:
         out: list[CacheEntry] = []
+        if self._verdict() != "":
+            return out
         try:
             it = os.scandir(self._dir)
         except OSError:
             return out
+        mkey = self._mac_key(make=False) if include_names else None
         with it:
             for de in it:
-                if not de.name.endswith(_SUFFIX) or de.name.startswith("."):
+                if not trust.ENTRY_NAME.fullmatch(de.name):
                     continue
-                try:
-                    st = de.stat()
-                except OSError:
+                st = self._own_entry(de.path)
+                if st is None:
                     continue
                 key = de.name[: -len(_SUFFIX)]
-                name = _read_name(de.path, key) if include_names else ""
+                name = self._read_name(de.path, key, mkey) if include_names else ""
                 out.append(CacheEntry(key, name, st.st_size, st.st_mtime, de.path))
         return out
 
@@ -397,12 +535,47 @@ class CompileCache:
             return
         with it:
             for de in it:
-                if de.name.startswith(_TMP_PREFIX):
-                    try:
-                        if now - de.stat().st_mtime >= max_age:
-                            os.unlink(de.path)
-                    except OSError:
-                        pass
+                if trust.TMP_NAME.fullmatch(de.name):
+                    st = self._own_entry(de.path)
+                    if st is not None and now - st.st_mtime >= max_age:
+                        self._unlink(de.path)
+
+    def _read_name(self, path: str, key: str, mkey: bytes | None) -> str:
+        """The name recorded in an entry's header, for display only: ``"?"`` unless the whole
+        entry's sha256 and HMAC hold and its header names ``key`` (an entry is trusted for nothing,
+        not even its name, before that), with every character that is not printable (a newline, a
+        terminal's escape sequence) shown as ``?`` and at most 200 characters.
+
+        Read as :meth:`get` reads (no link followed, never blocking, within the size bound), the
+        header parsed within bounds; anything odd gives ``"?"``."""
+        if mkey is None:
+            return "?"
+        try:
+            fd = trust.open_nofollow(path)
+        except OSError:
+            return "?"
+        try:
+            st = os.fstat(fd)
+            if trust.entry_problem(st) is not None or st.st_size > self._entry_limit():
+                return "?"
+            raw = trust.read_fd(fd, st.st_size)
+        except OSError:
+            return "?"
+        finally:
+            os.close(fd)
+        parts = None if raw is None else _split(raw, mkey)
+        if parts is None:
+            return "?"
+        try:
+            header = json.loads(bytes(parts[0]).decode())
+        except (ValueError, UnicodeDecodeError, RecursionError, OverflowError):
+            return "?"
+        if not isinstance(header, dict) or header.get("key") != key:
+            return "?"
+        name = header.get("name", "")
+        if not isinstance(name, str):
+            return "?"
+        return "".join(c if c.isprintable() else "?" for c in name[:200])
 
     @staticmethod
     def _unlink(path: str) -> bool:
@@ -418,28 +591,48 @@ class CompileCache:
             warnings.warn(msg, RuntimeWarning, stacklevel=4)
 
 
-def _encode(key: str, name: str, payload: bytes) -> bytes:
+def _make_private_dirs(path: str) -> None:
+    """``os.makedirs(path)``, each directory it creates of mode 0700 (not only the last)."""
+    missing = []
+    p = path
+    while not os.path.isdir(p):
+        missing.append(p)
+        up = os.path.dirname(p)
+        if up == p:
+            break
+        p = up
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, 0o700)
+        except FileExistsError:
+            pass
+
+
+def _encode(key: str, name: str, payload: bytes, mkey: bytes) -> bytes:
     header = json.dumps({"key": key, "name": name, "created": time.time()}, separators=(",", ":")).encode()
     digest = hashlib.sha256(header + payload).digest()
-    return _MAGIC + _PREFIX.pack(_FORMAT_VERSION, len(header), len(payload)) + digest + header + payload
+    return (_MAGIC + _PREFIX.pack(_FORMAT_VERSION, len(header), len(payload)) + digest + trust.mac(mkey, digest)
+            + header + payload)
 
 
-def _split(raw: bytes) -> tuple[memoryview, memoryview] | None:
-    """(header, payload) views into ``raw`` once its length and sha256 check out, else None."""
-    fixed = len(_MAGIC) + _PREFIX.size + 32
-    if len(raw) < fixed or not raw.startswith(_MAGIC):
+def _split(raw: bytes, mkey: bytes) -> tuple[memoryview, memoryview] | None:
+    """(header, payload) views into ``raw`` once its length, sha256 and HMAC under ``mkey`` check
+    out, else None."""
+    if len(raw) < _FIXED or not raw.startswith(_MAGIC):
         return None
     version, hlen, plen = _PREFIX.unpack_from(raw, len(_MAGIC))
-    if version != _FORMAT_VERSION or len(raw) != fixed + hlen + plen:
+    if version != _FORMAT_VERSION or len(raw) != _FIXED + hlen + plen:
         return None
-    body = memoryview(raw)[fixed:]
-    if hashlib.sha256(body).digest() != raw[fixed - 32 : fixed]:
+    body = memoryview(raw)[_FIXED:]
+    digest = hashlib.sha256(body).digest()
+    if digest != raw[_FIXED - 64 : _FIXED - 32] or not hmac.compare_digest(trust.mac(mkey, digest),
+                                                                             raw[_FIXED - 32 : _FIXED]):
         return None
     return body[:hlen], body[hlen:]
 
 
-def _decode(raw: bytes, key: str) -> memoryview | None:
-    parts = _split(raw)
+def _decode(raw: bytes, key: str, mkey: bytes) -> memoryview | None:
+    parts = _split(raw, mkey)
     if parts is None:
         return None
     header, payload = parts
@@ -449,33 +642,6 @@ def _decode(raw: bytes, key: str) -> memoryview | None:
     except (ValueError, UnicodeDecodeError, AttributeError, RecursionError):
         return None
     return payload
-
-
-def _read_name(path: str, key: str) -> str:
-    """The name recorded in an entry's header, for display only: ``"?"`` unless the whole entry's
-    sha256 holds and its header names ``key`` (an entry is trusted for nothing, not even its name,
-    before its checksum), with every character that is not printable (a newline, a terminal's
-    escape sequence) shown as ``?`` and at most 200 characters.
-
-    A FIFO or device is not opened in a way that blocks (:func:`read_regular_file`), and the
-    header is parsed within bounds; anything odd gives ``"?"``."""
-    try:
-        raw = read_regular_file(path)
-    except (OSError, ValueError, TypeError):
-        return "?"
-    parts = _split(raw)
-    if parts is None:
-        return "?"
-    try:
-        header = json.loads(bytes(parts[0]).decode())
-    except (ValueError, UnicodeDecodeError, RecursionError, OverflowError):
-        return "?"
-    if not isinstance(header, dict) or header.get("key") != key:
-        return "?"
-    name = header.get("name", "")
-    if not isinstance(name, str):
-        return "?"
-    return "".join(c if c.isprintable() else "?" for c in name[:200])
 
 
 # -- the cache a compile uses ----------------------------------------------------------------------

@@ -119,7 +119,19 @@ def _cmd_version(args: argparse.Namespace, out: IO[str]) -> int:
 
 # -- cache --------------------------------------------------------------------------------------------
 def _cmd_cache(args: argparse.Namespace, out: IO[str]) -> int:
-    from xlasdk._cache import CompileCache
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:  # a cache that is off: one plain line each, not a traceback
+        warnings.simplefilter("always")
+        _cache_verb(args, out)
+    err = _ERR_STREAM[0] if _ERR_STREAM else sys.stderr
+    for w in caught:
+        err.write(f"xlasdk cache: warning: {w.message}\n")
+    return EXIT_OK
+
+
+def _cache_verb(args: argparse.Namespace, out: IO[str]) -> None:
+    from xlasdk._cache import CacheInfo, CompileCache
 
     cache = CompileCache(args.dir)
     loads = CompileCache(os.path.join(cache.directory, "loads"))  # xlasdk.formats.load_cache's verified loads
@@ -129,12 +141,15 @@ def _cmd_cache(args: argparse.Namespace, out: IO[str]) -> int:
             for e in reversed(cache.entries()):
                 stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.last_used))
                 out.write(f"  {e.key[:16]}  {_human_bytes(e.size):>10}  {stamp}  {e.name}\n")
-        li = loads.info()
+        li = loads.info() if not cache._verdict() else CacheInfo(loads.directory, 0, 0, loads.max_bytes)
         out.write(f"verified loads: {li.entries} entr{'y' if li.entries == 1 else 'ies'}, "
                   f"{_human_bytes(li.total_bytes)} in {loads.directory}\n")
-        return EXIT_OK
+        return
     n = cache.clear()
-    m = loads.clear()
+    m = loads.clear() if not cache._verdict() else 0
     out.write(f"removed {n} entr{'y' if n == 1 else 'ies'} from {cache.directory}"
               f" and {m} verified load{'' if m == 1 else 's'} from {loads.directory}\n")
-    return EXIT_OK
+    untagged = [c.directory for c in (cache, loads) if c._verdict() == "" and not c._cleanable()]
+    if untagged:
+        out.write(f"left alone: {', '.join(untagged)} (no CACHEDIR.TAG of xlasdk's: the cache never stored there, "
+                  "so nothing in it is known to be the cache's)\n")

@@ -12,11 +12,12 @@ Two levels:
 * in this process, always: the most recently used results, up to :data:`MEMORY_BYTES` in all;
 * on disk, when the compile cache is on (``$XLASDK_CACHE_DIR``, see :mod:`xlasdk.runtime.cache`):
   entries in its ``loads/`` subdirectory, written and checked as compile-cache entries are
-  (atomic rename, a sha256 checksum over each entry, least recently used evicted past a quarter
-  of the cache's size limit). The record is decoded by an unpickler that builds nothing but
-  bytes, strings, tuples and xlasdk's shape classes; an entry that fails any check is deleted
-  and the file loaded through the worker. Like compiled code, a cache directory must be
-  writable only by people you trust.
+  (:mod:`xlasdk._cache_trust`: a directory and entries of the user's that no one else can
+  write, atomic rename, a sha256 checksum over each entry and an HMAC of it under the
+  directory's private key, which ties the record to the key of the bytes it stands for; least
+  recently used evicted past a quarter of the cache's size limit). The record is a flat
+  :mod:`._record` (no pickle), read in one bounded pass; an entry that fails any check is a
+  miss (deleted when the cache wrote it) and the file is loaded through the worker.
 
 Failed loads are never remembered: a file that failed fails again, through the worker, with
 its own message. ``XLASDK_LOAD_CACHE=0`` turns both levels off.
@@ -25,25 +26,20 @@ its own message. ``XLASDK_LOAD_CACHE=0`` turns both levels off.
 from __future__ import annotations
 
 import hashlib
-import io
 import os
-import pickle
 import threading
 from collections import OrderedDict
 from typing import Any, Final
 
 from .._cache import CompileCache, resolve_cache
 from .._version import __version__
+from . import _record
 
 __all__ = ["MEMORY_BYTES", "clear", "key", "lookup", "remember"]
 
 #: the most bytes of results kept in this process (a result larger than a quarter is not kept)
 MEMORY_BYTES: Final = 256 << 20
-_FORMAT: Final = b"xlasdk-verified-load/1"
-_ALLOWED: Final = frozenset({
-    ("xlasdk.shape", "Shape"), ("xlasdk.shape", "ProgramShape"), ("xlasdk.shape", "Layout"),
-    ("xlasdk.types", "PrimitiveType"),
-})
+_FORMAT: Final = b"xlasdk-verified-load/2"
 
 _lock = threading.Lock()
 _memory: OrderedDict[str, tuple[Any, int]] = OrderedDict()
@@ -102,12 +98,12 @@ def lookup(k: str) -> Any:
     disk = _disk()
     if disk is None:
         return None
-    raw = disk.get(k)
+    raw = disk._load(k)
     if raw is None:
         return None
     try:
-        value = _Unpickler(io.BytesIO(raw)).load()
-    except Exception:  # a record this code cannot read back: drop it, load through the worker
+        value = _record.decode(raw)
+    except _record.RecordError:  # a record this code cannot read back: drop it, load through the worker
         disk.discard(k)
         return None
     _keep(k, value)
@@ -122,8 +118,8 @@ def remember(k: str, value: Any, name: str = "") -> None:
     disk = _disk()
     if disk is not None:
         try:
-            disk.put(k, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), name=name)
-        except OSError:  # an unwritable cache costs the next load its speed, nothing else
+            disk.put(k, _record.encode(value), name=name)
+        except (OSError, _record.RecordError):  # an unwritable cache costs the next load its speed, nothing else
             pass
 
 
@@ -153,7 +149,7 @@ def _keep(k: str, value: Any) -> None:
 def _disk() -> CompileCache | None:
     """The ``loads/`` store beside the compile cache, when that cache is on."""
     cache = resolve_cache(None)
-    if cache is None:
+    if cache is None or cache._verdict():  # off: the compile cache's directory is not trusted (warned once)
         return None
     directory = os.path.join(cache.directory, "loads")
     store = _stores.get(directory)
@@ -164,11 +160,3 @@ def _disk() -> CompileCache | None:
 
 _stores: dict[str, CompileCache] = {}
 
-
-class _Unpickler(pickle.Unpickler):
-    """Builds bytes, strings, numbers, tuples and xlasdk's shape classes; any other global is refused."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) not in _ALLOWED:
-            raise pickle.UnpicklingError(f"a verified-load record may not name {module}.{name}")
-        return super().find_class(module, name)

@@ -1,0 +1,257 @@
+"""What the on-disk caches trust: the directory, each entry, the key that authenticates entries.
+
+A cache entry is believed only because of where it is and who wrote it, so the checks are on
+both (:mod:`xlasdk._cache` applies them to every cache of xlasdk: the compile cache and the
+verified-load records in its ``loads/`` directory):
+
+* **The directory** is used only if the current user owns it and neither its group nor others
+  can write it, and no directory above it lets another user swap it (owned by someone other
+  than the user or root, or writable by everyone without the sticky bit). Otherwise the cache is
+  off for the process, with one warning saying why and how to fix it (as pip does with its
+  cache); the user's work goes on uncached. Directories xlasdk creates are mode 0700.
+* **An entry** is opened without following symbolic links (``O_NOFOLLOW``), without blocking
+  (a FIFO), and checked on the open descriptor before a byte is read: a regular file, owned by
+  the user, not writable by group or others, at most the cache's size limit (a 6 GiB sparse
+  file is a miss, never read). Anything else is ignored (one warning per directory), never
+  deleted.
+* **The key**: each entry carries an HMAC-SHA256, under a per-user key kept in the directory
+  (``.xlasdk-cache-key``, 32 random bytes, mode 0600, made with ``O_EXCL``), of its sha256
+  checksum, which covers its header (the entry's key: the hash of the bytes it stands for) and
+  its payload. An entry copied or forged under another key, or written by someone who cannot
+  read the key, fails it: a miss.
+* **Cleaning** (eviction, ``xlasdk cache clear``) happens only in a trusted directory tagged
+  ``CACHEDIR.TAG`` by xlasdk, and deletes only regular files owned by the user whose name has
+  the entry's pattern (64 hex digits + ``.xlaexe``, or ``.tmp-xlasdk-*`` for a writer's
+  temporary file) and whose first bytes are the entry's magic. A user's ``model.xlaexe``, a
+  symbolic link, or another program's ``.tmp-*`` file stays.
+
+A leaf module (it imports only :mod:`xlasdk._atomic`).
+"""
+
+from __future__ import annotations
+
+import errno
+import hmac
+import os
+import re
+import secrets
+import stat
+import tempfile
+import warnings
+from typing import Final
+
+from ._atomic import file_kind
+
+__all__ = [
+    "KEY_NAME", "TAG_NAME", "directory_problem", "entry_problem", "open_nofollow", "read_fd", "load_key",
+    "make_key", "has_tag", "write_tag", "warn_once", "mac",
+]
+
+KEY_NAME: Final = ".xlasdk-cache-key"
+TAG_NAME: Final = "CACHEDIR.TAG"
+_KEY_BYTES: Final = 32
+_TAG_SIGNATURE: Final = b"Signature: 8a477f597d28d172789f06886806bc55"
+_TAG: Final = (
+    _TAG_SIGNATURE + b"\n# This file is a cache directory tag created by xlasdk (its compile cache).\n"
+    b"# For information about cache directory tags, see https://bford.info/cachedir/\n"
+)
+_MAC_DOMAIN: Final = b"xlasdk-cache-entry/2\0"
+#: entry names: 64 hex digits + ``.xlaexe``; a writer's temporary file
+ENTRY_NAME: Final = re.compile(r"[0-9a-f]{64}\.xlaexe")
+TMP_PREFIX: Final = ".tmp-xlasdk-"
+TMP_NAME: Final = re.compile(r"\.tmp-xlasdk-[A-Za-z0-9_]{1,32}")
+
+_NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK: Final = getattr(os, "O_NONBLOCK", 0)
+_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
+
+
+def _euid() -> int | None:
+    return os.geteuid() if hasattr(os, "geteuid") else None
+
+
+def _who(uid: int) -> str:
+    try:
+        import pwd
+
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except (ImportError, KeyError):
+        return f"uid {uid}"
+
+
+def directory_problem(path: str) -> str | None:
+    """Why the cache directory ``path`` cannot be trusted, with how to fix it; None when it can.
+
+    Raises FileNotFoundError when ``path`` does not exist (nothing to read; a store creates it).
+    """
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):  # not there (a store creates it, or fails saying why)
+        raise FileNotFoundError(path) from None
+    except OSError as e:
+        return f"it cannot be examined ({e.strerror}). Check its permissions"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"it is {file_kind(st.st_mode)}, not a directory. Set XLASDK_CACHE_DIR to a directory of your own"
+    me = _euid()
+    if me is not None and st.st_uid != me:
+        return (f"it is owned by {_who(st.st_uid)}, not by you ({_who(me)}), and its entries would run as your "
+                "code. Set XLASDK_CACHE_DIR (or cache=) to a directory of your own")
+    if st.st_mode & 0o022:
+        who = "its group and others" if st.st_mode & 0o022 == 0o022 else ("others" if st.st_mode & 0o002 else
+                                                                         "its group")
+        return (f"its mode {stat.S_IMODE(st.st_mode):04o} lets {who} write entries that would run as your code. "
+                f"Run `chmod go-w {path}` if only you write there, or use a directory of your own")
+    if me is None:
+        return None
+    parent = os.path.dirname(os.path.realpath(path))
+    while True:
+        try:
+            pst = os.stat(parent)
+        except OSError as e:
+            return f"the directory above it, {parent}, cannot be examined ({e.strerror})"
+        if pst.st_uid not in (me, 0):
+            return (f"the directory above it, {parent}, is owned by {_who(pst.st_uid)}, who could replace it. "
+                    "Use a cache directory inside one of your own")
+        if pst.st_mode & 0o002 and not pst.st_mode & stat.S_ISVTX:
+            return (f"the directory above it, {parent}, is writable by everyone (mode "
+                    f"{stat.S_IMODE(pst.st_mode):04o}) without the sticky bit, so anyone could replace it. "
+                    "Use a cache directory inside one of your own")
+        up = os.path.dirname(parent)
+        if up == parent:
+            return None
+        parent = up
+
+
+def open_nofollow(path: str) -> int:
+    """A read-only descriptor of ``path``, not following a symbolic link (``ELOOP``) nor blocking."""
+    return os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC)
+
+
+def entry_problem(st: os.stat_result) -> str | None:
+    """Why the file of ``fstat`` ``st`` cannot be a cache entry (its size aside), or None."""
+    if not stat.S_ISREG(st.st_mode):
+        return f"it is {file_kind(st.st_mode)}"
+    me = _euid()
+    if me is not None and st.st_uid != me:
+        return f"it is owned by {_who(st.st_uid)}"
+    if st.st_mode & 0o022:
+        return f"its mode {stat.S_IMODE(st.st_mode):04o} lets others write it"
+    return None
+
+
+def read_fd(fd: int, size: int) -> bytes | None:
+    """The ``size`` bytes of the open regular file ``fd``; None when it holds another number."""
+    chunks = []
+    total = 0
+    while total <= size:
+        chunk = os.read(fd, min(1 << 24, size + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks) if total == size else None
+
+
+def load_key(directory: str) -> bytes | None:
+    """The directory's entry key; None when there is none yet.
+
+    Raises
+    ------
+    OSError
+        The key file is there but cannot be trusted (``strerror`` says why and how to fix it).
+    """
+    path = os.path.join(directory, KEY_NAME)
+    try:
+        fd = open_nofollow(path)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise OSError(errno.EPERM, f"{path} is a symbolic link. Delete it", path) from None
+        raise OSError(e.errno, f"{path} cannot be read ({e.strerror}). Delete it", path) from None
+    try:
+        st = os.fstat(fd)
+        me = _euid()
+        if (not stat.S_ISREG(st.st_mode) or (me is not None and st.st_uid != me) or st.st_mode & 0o077
+                or st.st_size != _KEY_BYTES):
+            raise OSError(errno.EPERM, f"{path} is not a private key file of yours (a 32-byte regular file "
+                          "of mode 0600). Delete it (the cache then makes a new key)", path)
+        data = read_fd(fd, _KEY_BYTES)
+    finally:
+        os.close(fd)
+    if data is None:
+        raise OSError(errno.EPERM, f"{path} changed while read. Delete it", path)
+    return data
+
+
+def make_key(directory: str) -> bytes:
+    """The directory's entry key, made (32 random bytes, mode 0600, ``O_EXCL``) if there is none.
+
+    The key is written whole to a temporary file and linked into place, so a concurrent process
+    sees no key or the whole key: the first link wins, the others read it.
+    """
+    got = load_key(directory)
+    if got is not None:
+        return got
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".key-")  # O_EXCL, mode 0600
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(secrets.token_bytes(_KEY_BYTES))
+        try:
+            os.link(tmp, os.path.join(directory, KEY_NAME))
+        except FileExistsError:
+            pass
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+    got = load_key(directory)
+    if got is None:  # pragma: no cover - deleted between the link and the read
+        raise OSError(errno.ENOENT, "the cache key vanished while made", directory)
+    return got
+
+
+def mac(key: bytes, digest: bytes) -> bytes:
+    """HMAC-SHA256 under ``key`` of an entry's sha256 ``digest``."""
+    return hmac.new(key, _MAC_DOMAIN + digest, "sha256").digest()
+
+
+def has_tag(directory: str) -> bool:
+    """Whether ``directory`` holds xlasdk's ``CACHEDIR.TAG`` (a regular file of the user's)."""
+    try:
+        fd = open_nofollow(os.path.join(directory, TAG_NAME))
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        if entry_problem(st) is not None or st.st_size < len(_TAG_SIGNATURE):
+            return False
+        return os.read(fd, len(_TAG_SIGNATURE)) == _TAG_SIGNATURE
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def write_tag(directory: str) -> None:
+    """Create ``directory``'s ``CACHEDIR.TAG`` unless there is one (the mark of a directory the
+    cache made or stored into: cleaning happens only there)."""
+    path = os.path.join(directory, TAG_NAME)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
+    except FileExistsError:
+        return
+    with os.fdopen(fd, "wb") as f:
+        f.write(_TAG)
+
+
+_warned: set[tuple[str, str]] = set()
+
+
+def warn_once(directory: str, topic: str, message: str) -> None:
+    """A RuntimeWarning ``message``, once per process for ``directory`` and ``topic``."""
+    if (directory, topic) in _warned:
+        return
+    _warned.add((directory, topic))
+    warnings.warn(message, RuntimeWarning, stacklevel=3)
