@@ -11,7 +11,6 @@ programs hold: JAX's (NaN and -0.0 canonicalized, ``TOTALORDER``), XLA's own lex
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -143,13 +142,6 @@ def _bits(a: np.ndarray[Any, Any]) -> bytes:
     return np.ascontiguousarray(a).tobytes()
 
 
-@pytest.fixture
-def exact_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The evaluator's exact paths only (the numpy fast paths off)."""
-    monkeypatch.setattr(ref_sort, "_lexsorted", lambda cmp, moved, ev: None)
-    yield
-
-
 def _fast_taken(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Record, per sort evaluated, whether the lexsort path answered."""
     taken: list[bool] = []
@@ -269,3 +261,189 @@ def test_comparators_read_as_lexicographic_keys(cmp: str, keys: list[tuple[int, 
     region, ev = _region_of(tmp_path, cmp, [np.dtype(np.float32), np.dtype(np.int32)])
     got = _comparator.read_comparator(region, ev)
     assert (None if got is None else [(k.operand, k.kind, k.descending) for k in got]) == keys
+
+
+# -- gather and scatter: every index at once ---------------------------------------------------------
+_COMBINERS = {
+    "add": "ROOT c = {t}[] add(a, b)",
+    "mul": "ROOT c = {t}[] multiply(b, a)",
+    "max": "ROOT c = {t}[] maximum(a, b)",
+    "min": "ROOT c = {t}[] minimum(a, b)",
+    "replace": "ROOT c = {t}[] add(a, b)\n  ROOT2",  # replaced below: the region returns its update
+    "general": "s = {t}[] add(a, b)\n  ROOT c = {t}[] multiply(s, s)",
+}
+
+
+def _combiner(kind: str, t: str) -> str:
+    body = _COMBINERS[kind].format(t=t)
+    if kind == "replace":
+        body = f"ROOT c = {t}[] parameter(1)"
+        return f"comb {{\n  a = {t}[] parameter(0)\n  {body}\n}}\n"
+    return f"comb {{\n  a = {t}[] parameter(0)\n  b = {t}[] parameter(1)\n  {body}\n}}\n"
+
+
+# (operand dims, index dims, index bound, update dims, the dimension numbers' HLO text)
+SCATTERS = {
+    "rows": ((50, 8), (300, 1), 50, (300, 8),
+             "update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1"),
+    "windows": ((6, 7, 8), (4, 5, 2), 7, (4, 5, 3, 4),
+                "update_window_dims={2,3}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0,2}, "
+                "index_vector_dim=2"),
+    "implicit_vector": ((20,), (40,), 20, (40,),
+                        "update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, "
+                        "index_vector_dim=1"),
+    "window_first": ((10, 4), (30, 1), 10, (4, 30),
+                     "update_window_dims={0}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, "
+                     "index_vector_dim=1"),
+    "batching": ((3, 10, 4), (3, 5, 1), 10, (3, 5, 4),
+                 "update_window_dims={2}, inserted_window_dims={1}, input_batching_dims={0}, "
+                 "scatter_indices_batching_dims={0}, scatter_dims_to_operand_dims={1}, index_vector_dim=2"),
+}
+
+
+def _scatter_module(case: str, comb: str, t: str, it: str = "s32") -> str:
+    xd, idd, _, ud, dn = SCATTERS[case]
+    sh = lambda d: ",".join(map(str, d))  # noqa: E731
+    return (f"HloModule sc\n\n{_combiner(comb, t)}\nENTRY main {{\n  x = {t}[{sh(xd)}] parameter(0)\n"
+            f"  i = {it}[{sh(idd)}] parameter(1)\n  u = {t}[{sh(ud)}] parameter(2)\n"
+            f"  ROOT s = {t}[{sh(xd)}] scatter(x, i, u), {dn}, to_apply=comb\n}}\n")
+
+
+def _typed(rng: np.random.Generator, dims: tuple[int, ...], t: str) -> np.ndarray[Any, Any]:
+    dt = _NAMES[t]
+    if dt.kind in "iu":
+        return rng.integers(-3, 4, dims).astype(dt)
+    if dt.kind == "c":
+        return (rng.standard_normal(dims) + 1j * rng.standard_normal(dims)).astype(dt)
+    x = _floats(rng, dims, np.float64, nan=False)
+    x = np.where(rng.random(dims) < 0.03, np.nan, x)
+    return x.astype(dt)
+
+
+_NAMES.update({"c64": np.dtype(np.complex64), "f16": np.dtype(np.float16), "u8": np.dtype(np.uint8)})
+TYPES.update({np.dtype(np.complex64): "c64", np.dtype(np.float16): "f16", np.dtype(np.uint8): "u8"})
+
+
+SCATTER_CASES = [(c, k, t) for c in SCATTERS for k, t in
+                 [("add", "f32"), ("add", "s32"), ("mul", "f64"), ("max", "f32"), ("min", "s32"), ("replace", "f32"),
+                  ("general", "f32"), ("add", "bf16"), ("add", "c64"), ("max", "f16"), ("mul", "c64")]]
+
+
+@pytest.mark.parametrize(("case", "comb", "t"), SCATTER_CASES, ids=[f"{c}-{k}-{t}" for c, k, t in SCATTER_CASES])
+def test_scatter_vectorized_is_the_exact_path_and_xla(case: str, comb: str, t: str, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from xlasdk.reference import _at, indexing
+
+    xd, idd, bound, ud, _ = SCATTERS[case]
+    comp = _load(tmp_path, _scatter_module(case, comb, t))
+    rng = np.random.default_rng(len(case) * 7 + len(comb))
+    idx = rng.integers(-2, bound + 2, idd).astype(np.int32)  # some windows leave the operand: skipped
+    args = [_typed(rng, xd, t), idx, _typed(rng, ud, t)]
+    node = comp.instruction_graph().outputs[0]
+    used = _at.combiner_at(node.regions[0], _NAMES[t]) is not None
+    fast = xs.evaluate(comp, *args)
+    monkeypatch.setattr(indexing, "_VECTORIZED", False)
+    exact = xs.evaluate(comp, *args)
+    monkeypatch.undo()
+    assert [_bits(a) for a in fast] == [_bits(a) for a in exact]
+    vectorized = comb != "general" and t != "bf16" and not (t == "c64" and comb == "mul") and not (
+        t == "f16" and comb in ("max", "min"))
+    assert bool(used) == vectorized
+    if t == "s32" or comb in ("max", "min") and t != "f16" or comb == "replace" and len(np.unique(idx)) == idx.size:
+        got = xs.compile(comp, "cpu")(*args)
+        np.testing.assert_array_equal(np.asarray(got), fast[0])
+
+
+def test_scatter_far_out_indices_are_skipped(tmp_path: Path) -> None:
+    """Indices near the integer limits (a sum of start and window size must not wrap) are skipped."""
+    for it, dt in (("s64", np.int64), ("u64", np.uint64), ("u8", np.uint8)):
+        text = _scatter_module("rows", "add", "s32", it=it)
+        comp = _load(tmp_path, text)
+        info = np.iinfo(dt)
+        idx = np.array([info.max, info.max - 1, info.min, 3, 49, 50] * 50, dt).reshape(300, 1)
+        x = np.zeros((50, 8), np.int32)
+        u = np.ones((300, 8), np.int32)
+        (got,) = xs.evaluate(comp, x, idx, u)
+        want = np.zeros((50, 8), np.int32)
+        for v in idx[:, 0]:
+            if 0 <= int(v) < 50:
+                want[int(v)] += 1
+        np.testing.assert_array_equal(got, want)
+
+
+GATHERS = {
+    "rows": ((50, 8), (300, 1), 50, "offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, "
+             "index_vector_dim=1, slice_sizes={1,8}", (300, 8)),
+    "windows": ((6, 7, 8), (4, 5, 2), 8, "offset_dims={2,3}, collapsed_slice_dims={0}, start_index_map={0,2}, "
+                "index_vector_dim=2, slice_sizes={1,3,4}", (4, 5, 3, 4)),
+    "implicit_vector": ((20,), (40,), 20, "offset_dims={}, collapsed_slice_dims={0}, start_index_map={0}, "
+                        "index_vector_dim=1, slice_sizes={1}", (40,)),
+    "offset_first": ((10, 4), (30, 1), 10, "offset_dims={0}, collapsed_slice_dims={0}, start_index_map={0}, "
+                     "index_vector_dim=1, slice_sizes={1,4}", (4, 30)),
+    "vector_first": ((9, 6), (2, 7), 9, "offset_dims={1,2}, collapsed_slice_dims={}, start_index_map={0,1}, "
+                     "index_vector_dim=0, slice_sizes={2,3}", (7, 2, 3)),
+    "batching": ((3, 10, 4), (3, 5, 1), 10, "offset_dims={2}, collapsed_slice_dims={1}, operand_batching_dims={0}, "
+                 "start_indices_batching_dims={0}, start_index_map={1}, index_vector_dim=2, slice_sizes={1,1,4}",
+                 (3, 5, 4)),
+}
+
+
+@pytest.mark.parametrize("case", list(GATHERS))
+@pytest.mark.parametrize("t", ["f32", "bf16", "s8"])
+def test_gather_vectorized_is_the_exact_path_and_xla(case: str, t: str, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from xlasdk.reference import indexing
+
+    xd, idd, bound, dn, od = GATHERS[case]
+    sh = lambda d: ",".join(map(str, d))  # noqa: E731
+    comp = _load(tmp_path, f"HloModule g\n\nENTRY main {{\n  x = {t}[{sh(xd)}] parameter(0)\n"
+                           f"  i = s32[{sh(idd)}] parameter(1)\n  ROOT g = {t}[{sh(od)}] gather(x, i), {dn}\n}}\n")
+    rng = np.random.default_rng(len(case))
+    args = [_typed(rng, xd, t), rng.integers(-3, bound + 3, idd).astype(np.int32)]  # clamped
+    fast = xs.evaluate(comp, *args)
+    monkeypatch.setattr(indexing, "_VECTORIZED", False)
+    exact = xs.evaluate(comp, *args)
+    monkeypatch.undo()
+    assert [_bits(a) for a in fast] == [_bits(a) for a in exact]
+    got = xs.compile(comp, "cpu")(*args)
+    assert _bits(np.asarray(got)) == _bits(fast[0])
+
+
+# -- select_and_scatter: every window's update at once ------------------------------------------------
+SELECT_AND_SCATTERS = {
+    # (operand dims, source dims, window HLO text)
+    "pool2x2": ((2, 8, 8, 3), (2, 4, 4, 3), "window={size=1x2x2x1 stride=1x2x2x1}"),
+    "overlap3x3": ((2, 9, 9, 2), (2, 5, 5, 2), "window={size=1x3x3x1 stride=1x2x2x1 pad=0_0x1_1x1_1x0_0}"),
+}
+SAS_CASES = [(c, sel, k, t) for c in SELECT_AND_SCATTERS for sel, k, t in
+             [("GE", "add", "f32"), ("GT", "add", "s32"), ("GE", "max", "f32"), ("LE", "min", "s32"),
+              ("GE", "mul", "f64"), ("GT", "replace", "f32"), ("GE", "general", "f32"), ("GE", "max", "bf16")]]
+
+
+@pytest.mark.parametrize(("case", "sel", "comb", "t"), SAS_CASES, ids=["-".join(c) for c in SAS_CASES])
+def test_select_and_scatter_vectorized_is_the_exact_path_and_xla(
+        case: str, sel: str, comb: str, t: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from xlasdk.reference import window
+
+    xd, sd, win = SELECT_AND_SCATTERS[case]
+    sh = lambda d: ",".join(map(str, d))  # noqa: E731
+    text = (f"HloModule sas\n\nsel {{\n  a = {t}[] parameter(0)\n  b = {t}[] parameter(1)\n"
+            f"  ROOT c = pred[] compare(a, b), direction={sel}\n}}\n\n{_combiner(comb, t)}\n"
+            f"ENTRY main {{\n  x = {t}[{sh(xd)}] parameter(0)\n  g = {t}[{sh(sd)}] parameter(1)\n"
+            f"  zero = {t}[] constant(0)\n  ROOT s = {t}[{sh(xd)}] select-and-scatter(x, g, zero), {win}, "
+            f"select=sel, scatter=comb\n}}\n")
+    comp = _load(tmp_path, text)
+    rng = np.random.default_rng(len(case) + len(comb))
+    args = [_typed(rng, xd, t), _typed(rng, sd, t)]
+    if t != "s32":
+        args = [np.nan_to_num(a) for a in args]  # XLA's select of a NaN is its own
+    fast = xs.evaluate(comp, *args)
+    monkeypatch.setattr(window, "_VECTORIZED", False)
+    exact = xs.evaluate(comp, *args)
+    monkeypatch.undo()
+    assert [_bits(a) for a in fast] == [_bits(a) for a in exact]
+    if t == "s32" or case == "pool2x2" and comb in ("add", "max", "replace") and t == "f32":
+        got = xs.compile(comp, "cpu")(*args)
+        # (values, not bits: the evaluator's max(0.0, -0.0) is numpy's -0.0, XLA:CPU's +0.0, before
+        # this change as after it)
+        np.testing.assert_array_equal(np.asarray(got), fast[0])

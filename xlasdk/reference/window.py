@@ -1,6 +1,7 @@
 """Evaluation rules of :mod:`xlasdk.ops.window`: reduce_window, and the select_and_scatter of loaded
 modules (``ops.SelectAndScatter`` is built from other ops, so the table has no row for it: opaque,
-bound by name), every window at once.
+bound by name), every window at once; select_and_scatter's usual combiners (:mod:`._at`) scatter
+every window's update at once too.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import numpy as np
 from .._optable import evaluates
 from ..builder import XlaOp
 from ..ops.window import REDUCE_WINDOW
+from ._at import apply_at, combiner_at
 from ._evaluator import (
     Value,
     _check_elementwise,
@@ -27,6 +29,8 @@ from ._evaluator import (
 )
 
 __all__: list[str] = []
+
+_VECTORIZED = True  # select_and_scatter's usual combiners through numpy's ufunc.at (tests turn it off)
 
 
 def _windows(x: np.ndarray[Any, Any], window: Sequence[int], strides: Sequence[int],
@@ -116,6 +120,12 @@ def _select_and_scatter(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
         acc = _wide(res).copy()
         np.add.at(acc, tuple(b[has] for b in best), _wide(src)[has])
         return _out(acc, o.shape)
+    fn = combiner_at(scatter, np.dtype(x.dtype)) if _VECTORIZED else None
+    if fn is not None and x.size:  # the usual combiners: every window's update at once, in the same order
+        target = np.ascontiguousarray(res)
+        flat = np.ravel_multi_index(tuple(b[has] for b in best), x.shape)
+        apply_at(target, flat, src[has].astype(x.dtype, copy=False), fn)
+        return _out(target, o.shape)
     for w in zip(*np.nonzero(has), strict=True):
         at = tuple(int(b[w]) for b in best)
         res[at] = np.asarray(combine([res[at]], [src[w]])[0]).astype(x.dtype)
