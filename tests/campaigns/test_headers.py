@@ -50,6 +50,8 @@ _EXE_MAGIC = b"XLASDK-EXECUTABLE\n"
 _EXE_PREFIX = struct.Struct("<IIQI")
 _CACHE_MAGIC = b"XLASDK-CACHE-ENTRY\n"
 _CACHE_PREFIX = struct.Struct("<IIQ")
+_CACHE_VERSION = 2  # magic, prefix, sha256, HMAC of the sha256 (issue 31), header, payload
+_CACHE_FIXED = len(_CACHE_MAGIC) + _CACHE_PREFIX.size + 64
 
 # The child's side: three programs, a valid serialized executable; load, run and judge.
 _SOURCE = r'''
@@ -325,7 +327,7 @@ def _damage(d: Path, rng: random.Random) -> list[str]:
                 p.rename(new)
                 done.append(f"renamed to {new.name[:20]!r}")
         elif kind in (1, 2):  # header rewritten, sha256 made to hold (kind 1) or not
-            fixed = len(_CACHE_MAGIC) + _CACHE_PREFIX.size + 32
+            fixed = _CACHE_FIXED
             _, hlen, plen = _CACHE_PREFIX.unpack_from(raw, len(_CACHE_MAGIC))
             header = json.loads(raw[fixed:fixed + hlen])
             payload = raw[fixed + hlen:]
@@ -340,8 +342,10 @@ def _damage(d: Path, rng: random.Random) -> list[str]:
                 label += " + payload"
             import hashlib
 
-            digest = hashlib.sha256(new_h + payload).digest() if kind == 1 else raw[fixed - 32:fixed]
-            p.write_bytes(_CACHE_MAGIC + _CACHE_PREFIX.pack(1, len(new_h), len(payload)) + digest + new_h + payload)
+            # the sha256 made to hold cannot make the HMAC hold (no key): every rewrite is a miss
+            digest = hashlib.sha256(new_h + payload).digest() if kind == 1 else raw[fixed - 64:fixed - 32]
+            p.write_bytes(_CACHE_MAGIC + _CACHE_PREFIX.pack(_CACHE_VERSION, len(new_h), len(payload)) + digest
+                          + raw[fixed - 32:fixed] + new_h + payload)
             done.append(f"header {label[:30]} ({'sha256 holds' if kind == 1 else 'old sha256'})")
         elif kind == 3:
             p.write_bytes(raw[: rng.randrange(len(raw))])
@@ -367,14 +371,14 @@ def _damage(d: Path, rng: random.Random) -> list[str]:
             done.append(("FIFO", "directory", "empty", "dangling link", "self link")[what])
         elif kind == 6:
             hlen = rng.choice((2**32 - 1, 0, 1 << 20))
-            p.write_bytes(raw[: len(_CACHE_MAGIC)] + _CACHE_PREFIX.pack(1, hlen, 2**64 - 1) + raw[len(_CACHE_MAGIC)
-                                                                                            + _CACHE_PREFIX.size:])
+            lengths = _CACHE_PREFIX.pack(_CACHE_VERSION, hlen, 2**64 - 1)
+            p.write_bytes(raw[: len(_CACHE_MAGIC)] + lengths + raw[len(_CACHE_MAGIC) + _CACHE_PREFIX.size:])
             done.append(f"lengths {hlen}")
         else:  # a junk file with an entry's suffix
             name = rng.choice(_JUNK_NAMES) + ".xlaexe"
             if not (d / name).exists():
                 (d / name).write_bytes(rng.choice((b"", b"junk", _CACHE_MAGIC + b"\xff" * 60,
-                                                   _CACHE_MAGIC + _CACHE_PREFIX.pack(1, 9, 0) + b"\0" * 32
+                                                   _CACHE_MAGIC + _CACHE_PREFIX.pack(_CACHE_VERSION, 9, 0) + b"\0" * 64
                                                    + b"[" * 9)))
                 done.append(f"junk file {name[:20]!r}")
     return done

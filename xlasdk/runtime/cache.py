@@ -21,7 +21,13 @@ Size
     recently used entries (by modification time, refreshed on every hit) are deleted until the
     total fits.
 
-Like any compiled code, a cache directory must be writable only by people you trust.
+Trust
+    The directory is used only if the current user owns it and no one else can write it (else
+    the cache is off for the process, with one warning); an entry only if it is a regular file of
+    the user's that no one else can write, within ``max_bytes``, opened without following links,
+    whose HMAC under the directory's private key (``.xlasdk-cache-key``, mode 0600) holds.
+    Cleaning deletes only what the cache wrote, in a directory it tagged ``CACHEDIR.TAG``. See
+    :mod:`xlasdk._cache_trust` and the README's "What the caches trust".
 
 This module is the public home of the cache's names; the byte store (:class:`CompileCache`,
 :func:`resolve_cache`, ...) is defined in the leaf module :mod:`xlasdk._cache`, which
