@@ -89,7 +89,9 @@ if TYPE_CHECKING:
         local_devices,
         register_custom_call_target,
     )
+    from .runtime.jax_interop import share_with_jax
     from .runtime.sharded import ShardedArray, shard
+    from .runtime.topology import CompileOnlyError, CompileOnlyExecutable, Topology, topology
     from .shape import Layout, ProgramShape, Shape, shape_from_pyval
     from .sharding import HloSharding
     from .types import PrimitiveType, bfloat16, dtype_to_etype, etype_to_dtype
@@ -177,6 +179,11 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "load_pjrt_plugin": ("runtime", "load_pjrt_plugin"),
     "local_devices": ("runtime", "local_devices"),
     "register_custom_call_target": ("runtime", "register_custom_call_target"),
+    "share_with_jax": ("runtime.jax_interop", "share_with_jax"),
+    "topology": ("runtime.topology", "topology"),
+    "Topology": ("runtime.topology", "Topology"),
+    "CompileOnlyExecutable": ("runtime.topology", "CompileOnlyExecutable"),
+    "CompileOnlyError": ("runtime.topology", "CompileOnlyError"),
     "ShardedArray": ("runtime.sharded", "ShardedArray"),
     "shard": ("runtime.sharded", "shard"),
     "Layout": ("shape", "Layout"),
@@ -209,6 +216,7 @@ __all__ = [
     "distributed", "local_devices", "process_index", "process_count", "DistributedError", "PluginError",
     "ExecutionTimeoutError",
     "HloSharding", "ShardedArray", "shard",
+    "share_with_jax", "topology", "Topology", "CompileOnlyExecutable", "CompileOnlyError",
     "HostBufferSemantics", "aligned_empty", "from_dlpack", "JaxlibVersion", "jaxlib_version_info",
     "register_custom_call_target",
     "Instruction", "GraphImportError", "Graph", "ModuleContext",

@@ -138,8 +138,16 @@ def _cmd_inspect(args: argparse.Namespace, out: IO[str]) -> int:
         report["partitioning"] = part
     exe = None
     if not args.no_compile:
-        dev = _device(args)
         rt = _api()
+        if args.topology is not None:
+            if args.device is not None:
+                raise UsageError("--topology and --device: give one (a topology's devices are compile-only)")
+            try:
+                dev = rt.topology(args.topology).devices[0]
+            except rt.UnknownDeviceError as e:
+                raise UsageError(f"--topology: {e}") from None
+        else:
+            dev = _device(args)
         _stage("compiling")
         exe = rt.compile(comp, dev)
         report["device"] = str(dev)

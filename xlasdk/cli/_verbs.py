@@ -120,7 +120,9 @@ XLA's tools and `xlasdk run` read). The problem, one of:
 Strategies, as XLA's hlo_bisect and C-Reduce use them: drop outputs, cut the instruction sequence
 (bisected), replace instructions by parameters or by constants of their values on the inputs; then
 simplify shapes and attributes (shrink dimension sizes, drop metadata and attributes, constants
-to splats; an invalid candidate is rejected when loaded, and counted).
+to splats; an invalid candidate is rejected when loaded, and counted). A file of HLO or MLIR text
+that XLA dies *loading* is cut as text (--until crash or --script): instructions, computations,
+parameters, attributes and lines are deleted while XLA still dies loading it the same way.
 Deterministic; one line per accepted step; --max-time bounds the search (the smallest module
 found so far is written). With inputs, MIN.snapshot.pb (an HloSnapshot with the arguments the
 reduced module shows the problem on) is written beside MIN.hlo. Inputs as `xlasdk run` takes
@@ -230,6 +232,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("file", metavar="FILE", help="the module file")
     s.add_argument("--format", default=None, help=fmt_help)
     s.add_argument("--device", default=None, help="device to compile for, e.g. cpu:0 (default: the first device)")
+    s.add_argument("--topology", default=None, metavar="NAME",
+                   help="compile for a TPU slice without a chip, e.g. v5e:1x1 or v5e:2x2 (needs libtpu: "
+                        "pip install 'xlasdk[tpu]'); instead of --device")
     s.add_argument("--optimized", action="store_true", help="print the optimized HLO XLA compiled")
     s.add_argument("--hlo", action="store_true", help="print the (unoptimized) HLO text")
     s.add_argument("--stablehlo", action="store_true", help="print the StableHLO text")
@@ -324,11 +329,33 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # -- the checks a verb makes before it loads anything ---------------------------------------------
+def _check_output_name(output: str) -> None:
+    """``--output`` names a file to write: not empty, not a directory (``out/``), not a special
+    file (``/dev/full``: np.savez would write ``/dev/full.npz`` beside it)."""
+    import stat
+
+    from xlasdk._atomic import file_kind
+
+    if not output:
+        raise UsageError("--output '': an empty file name (--output OUT.npz names the file the outputs are written to)")
+    if output.endswith(("/", os.sep)) or os.path.basename(output) in (".", ".."):
+        raise UsageError(f"--output {output}: names a directory, not a file (--output OUT.npz)")
+    for path in dict.fromkeys((output, _npz_path(output))):
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            raise UsageError(f"--output {output}: {path} is {file_kind(st.st_mode)}, not a regular file; --output "
+                             "writes an .npz file")
+
+
 def check_run_flags(args: argparse.Namespace) -> None:
     """Flag errors found before the (slow) load and compile."""
     if args.repeat < 1:
         raise UsageError(f"--repeat must be >= 1, got {args.repeat}")
     if args.output is not None:
+        _check_output_name(args.output)
         _check_writable(_npz_path(args.output), f"--output {args.output}")
     for flag in ("devices", "replicas", "partitions"):
         v = getattr(args, flag, None)

@@ -12,7 +12,7 @@ from .._jaxlib import pjrt
 from ..errors import DTypeError, ShapeError, XlaRuntimeError
 from ..shape import ProgramShape, Shape
 from ..types import COMPLEX, FLOATS, INTS, PrimitiveType
-from .array import DeviceArray, _aval, _native, _put_dlpack, _put_numpy
+from .array import DeviceArray, _aval, _native, _put_dlpack, _put_numpy, _shared_jax
 from .device import Device
 
 
@@ -163,7 +163,9 @@ class _ParamSpec:
                 f"(np.asarray(value, np.{self.dtype})), a scalar or a DeviceArray for {self.shape}"
             )
         if hasattr(a, "__dlpack__"):
-            da = _put_dlpack(a, device, self._where(where))
+            da = _shared_jax(a, device)
+            if da is None:
+                da = _put_dlpack(a, device, self._where(where))
             if da._shape != self.dims or da._dtype != self.dtype:
                 raise self.mismatch(da, where)
             return da._arr

@@ -162,6 +162,8 @@ def compile(
     if opts.num_partitions > 1:  # shardings that do not fit the partitions, before XLA sees them
         check_computation_shardings(computation, opts.num_partitions, opts.num_replicas)
     text = req.module_text
+    if devs[0].client.compile_only is not None:  # xs.topology's devices: compile, never run
+        return _remember(_compile_for_topology(req, opts, devs, timeout), computation)
     # Loaded from a file or bytes: not checked op by op, so XLA's compiler runs in the worker
     # process first (it aborts on some verified modules). Other platforms compile in-process.
     isolate = req.from_file and devs[0].platform == "cpu"
@@ -200,6 +202,21 @@ def compile(
         return made
 
     return _remember(compile_cached(cache, text, opts, devs, build, source=computation), computation)
+
+
+def _compile_for_topology(req: CompileRequest, opts: CompileOptions, devs: list[Device],
+                          timeout: float | None) -> Executable:
+    from .topology import compile_for_topology
+
+    if req.host_callbacks:
+        raise CompileError(
+            f"compile: {req.name!r} calls Python host callbacks, which a compile-only device cannot hold"
+        )
+    ids = [d.id for d in devs]
+    assignment = np.asarray(ids, dtype=np.int64).reshape(opts.num_replicas, opts.num_partitions)
+    jopts = pjrt.make_compile_options(opts.num_replicas, opts.num_partitions, assignment, opts.env_option_overrides)
+    return compile_for_topology(req.module_text, req.name, req.program_shape, devs, opts, jopts,
+                                isolate=req.from_file, timeout=_compile_timeout(timeout))
 
 
 def _remember(exe: Executable, computation: Any) -> Executable:

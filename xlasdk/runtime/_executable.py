@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import threading
 import time
-import zlib
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
@@ -22,7 +20,7 @@ from ..shape import ProgramShape, Shape
 from ._arguments import _CallPlan, _describe_value
 from ._dispatch import FastCall, fast_call
 from ._options import MemoryStats
-from ._serial_format import _FORMAT_VERSION, _MAGIC, _PREFIX, _shape_to_json
+from ._serial_format import pack
 from .array import DeviceArray
 from .device import Client, Device, _execution_failed
 
@@ -647,21 +645,8 @@ class Executable:
                 "process: it cannot be serialized (compile it again where it runs)"
             )
         blob = self._xla_blob if self._xla_blob is not None else pjrt.serialize_executable(self._exe, self._name)
-        header = {
-            "name": self._name,
-            "jaxlib": pjrt.JAXLIB_VERSION,
-            "xla_client_version": pjrt.XLA_CLIENT_VERSION,
-            "platform": self._devices[0].platform,
-            "num_replicas": self._num_replicas,
-            "num_partitions": self._num_partitions,
-            "device_ids": [d.id for d in self._devices],
-            "parameter_names": list(self._program_shape.parameter_names()),
-            "parameters": [_shape_to_json(s) for s in self._program_shape.parameter_shapes()],
-            "result": _shape_to_json(self._program_shape.result_shape()),
-        }
-        hbytes = json.dumps(header, separators=(",", ":")).encode()
-        crc = zlib.crc32(blob, zlib.crc32(hbytes))
-        return _MAGIC + _PREFIX.pack(_FORMAT_VERSION, len(hbytes), len(blob), crc) + hbytes + blob
+        return pack(self._name, blob, self._devices[0].platform, self._num_replicas, self._num_partitions,
+                    [d.id for d in self._devices], self._program_shape, pjrt.JAXLIB_VERSION, pjrt.XLA_CLIENT_VERSION)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write :meth:`serialize` to ``path`` (load it with :func:`load_executable`).

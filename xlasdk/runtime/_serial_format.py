@@ -8,7 +8,7 @@ import zlib
 from typing import Any, Final
 
 from ..errors import FormatError
-from ..shape import Shape
+from ..shape import ProgramShape, Shape
 from ..types import PrimitiveType
 
 # -- deserialization --------------------------------------------------------------------------
@@ -23,6 +23,28 @@ def _shape_to_json(s: Shape) -> Any:
     if s.is_token():
         return {"token": True}
     return {"etype": int(s.element_type()), "dims": list(s.dimensions())}
+
+
+def pack(
+    name: str, blob: bytes, platform: str, num_replicas: int, num_partitions: int, device_ids: list[int],
+    program_shape: ProgramShape, jaxlib: str, xla_client_version: int,
+) -> bytes:
+    """The serialized executable: :data:`_MAGIC`, the fixed header, the JSON header, XLA's blob."""
+    header = {
+        "name": name,
+        "jaxlib": jaxlib,
+        "xla_client_version": xla_client_version,
+        "platform": platform,
+        "num_replicas": num_replicas,
+        "num_partitions": num_partitions,
+        "device_ids": device_ids,
+        "parameter_names": list(program_shape.parameter_names()),
+        "parameters": [_shape_to_json(s) for s in program_shape.parameter_shapes()],
+        "result": _shape_to_json(program_shape.result_shape()),
+    }
+    hbytes = json.dumps(header, separators=(",", ":")).encode()
+    crc = zlib.crc32(blob, zlib.crc32(hbytes))
+    return _MAGIC + _PREFIX.pack(_FORMAT_VERSION, len(hbytes), len(blob), crc) + hbytes + blob
 
 
 #: Deepest tuple nesting a header may describe (XLA's own programs stay far below it).

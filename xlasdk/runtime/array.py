@@ -26,8 +26,8 @@ from typing import Any, Final
 
 import numpy as np
 
-from .._jaxlib import pjrt
-from ..errors import DTypeError, XlaRuntimeError
+from .._jaxlib import jax_bridge, pjrt
+from ..errors import DTypeError, XlaRuntimeError, XlaSdkError
 from ..shape import Shape
 from ..types import canonical_dtype
 from .device import Device, _live, _resolve_device
@@ -420,6 +420,25 @@ class DeviceArray:
         return self.to_numpy().__index__()
 
     # -- DLPack --------------------------------------------------------------------------------
+    def to_jax(self) -> Any:
+        """This array as a ``jax.Array`` over the same device buffer (no copy). JAX and xlasdk must
+        share the device's client: JAX came first, or ``xs.share_with_jax()`` before JAX's first use.
+
+        Raises
+        ------
+        XlaSdkError
+            When JAX uses another client for this platform, or JAX is not installed.
+        """
+        arr = self._live("to_jax")
+        client = self._device._client
+        if jax_bridge.jax_backend(client.platform) is not client._c:
+            raise XlaSdkError(
+                f"to_jax: {self._device} belongs to a client JAX does not use; call xs.share_with_jax() before "
+                "JAX's first use (or use JAX first: xlasdk then adopts its client), or copy through the host "
+                "(jax.numpy.asarray(array.to_numpy()))"
+            )
+        return jax_bridge.as_jax_array(arr, self._shape, self._dtype, self._device._d)
+
     def __dlpack_device__(self) -> tuple[int, int]:
         """``(device_type, device_id)`` for DLPack: ``(1, 0)`` on CPU, ``(2, id)`` on CUDA."""
         t = pjrt.dlpack_device_type(self._device.platform)
@@ -654,6 +673,15 @@ def _put_dlpack(value: Any, device: Device, what: str, copy: bool | None = True)
         return _put_numpy(np.ascontiguousarray(host), device)
 
 
+def _shared_jax(value: Any, device: Device) -> DeviceArray | None:
+    """A ``jax.Array`` on ``device`` itself (JAX and xlasdk share the client): the same buffer, no copy."""
+    buf = jax_bridge.single_device_buffer(value, device._d)
+    if buf is None:
+        return None
+    meta = pjrt.array_shape_dtype(buf)
+    return None if meta is None else DeviceArray._wrap(buf, meta[0], meta[1], device)
+
+
 def _is_capsule(value: Any) -> bool:
     return type(value).__name__ == "PyCapsule"
 
@@ -840,6 +868,8 @@ def device_put(
                 return value
             return _put_numpy(value.to_numpy(), dev)
         if not isinstance(value, np.generic) and hasattr(value, "__dlpack__"):
+            if not force_copy and (shared := _shared_jax(value, dev)) is not None:
+                return shared
             return _put_dlpack(value, dev, what, True)
         return _put_numpy(_to_host(value, what), dev)
     zero_copy = sem is HostBufferSemantics.ZERO_COPY and not force_copy
@@ -849,6 +879,8 @@ def device_put(
             return value
         return _put_numpy(value.to_numpy(), dev)
     if not isinstance(value, (np.ndarray, np.generic)) and hasattr(value, "__dlpack__"):
+        if not force_copy and (shared := _shared_jax(value, dev)) is not None:
+            return shared
         return _put_dlpack(value, dev, what, None if zero_copy else True)
     host = _native(value, what) if isinstance(value, np.ndarray) else _to_host(value, what)
     buf = pjrt.put_with_semantics(host, _aval(host.shape, host.dtype), dev._sharding, dev._d, sem.name, not zero_copy)

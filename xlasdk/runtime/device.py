@@ -163,7 +163,7 @@ class Client:
 
     __slots__ = (
         "_c", "name", "platform", "platform_version", "_devices", "_local", "_by_id", "process_index", "process_count",
-        "__weakref__",
+        "compile_only", "__weakref__",
     )
 
     name: str
@@ -175,6 +175,8 @@ class Client:
     _by_id: dict[int, Device]
     process_index: int
     process_count: int
+    #: the topology name of a compile-only client (``xs.topology``), else None
+    compile_only: str | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("use xs.client(platform, num_devices=None) or xs.load_pjrt_plugin(name, path)")
@@ -196,6 +198,22 @@ class Client:
         c._local = tuple(d for d in c._devices if d.id in local_ids)
         c._by_id = {d.id: d for d in c._devices}
         c.process_count = len({d.process_index for d in c._devices} | {c.process_index})
+        c.compile_only = None
+        return c
+
+    @classmethod
+    def _make_compile_only(cls, jax_client: Any, jax_devices: list[Any], topology: str) -> Client:
+        """The client of a topology's compile-only devices (``xs.topology``): every device counts
+        as this process's, for placing a compile; nothing runs on them."""
+        c = object.__new__(cls)
+        c._c = jax_client
+        c.name = f"{jax_client.platform}[{topology}]"
+        c.platform, c.platform_version = pjrt.client_info(jax_client)
+        c.process_index = 0
+        c._devices = c._local = tuple(Device._make(d, c) for d in jax_devices)
+        c._by_id = {d.id: d for d in c._devices}
+        c.process_count = len({d.process_index for d in c._devices})
+        c.compile_only = topology
         return c
 
     def devices(self) -> list[Device]:
@@ -268,14 +286,38 @@ def _canonical_platform(platform: str) -> str:
     return p
 
 
+_auto_platform: str | None = None
+
+
 def _default_platform() -> str:
+    """The default platform (:mod:`xlasdk.runtime.accelerators`): ``XLASDK_PLATFORMS`` /
+    ``JAX_PLATFORMS``, else the first plugin added in this process, else an attached accelerator
+    whose plugin is installed, else ``"cpu"``."""
+    global _auto_platform
+    from .accelerators import attached_accelerator, requested_platforms
+
+    asked = requested_platforms()
+    if asked is not None:
+        return _canonical_platform(asked[0][0])
     with _lock:
         for name in _plugins:
             return name
-    return "cpu"
+        if _auto_platform is None:
+            from .plugins import plugins
+
+            _auto_platform = attached_accelerator({p.name for p in plugins() if p.problem is None}) or "cpu"
+        return _auto_platform
 
 
-def _new_client(platform: str, num_devices: int | None) -> Client:
+def _new_client(platform: str, num_devices: int | None, *, adopt: bool = False) -> Client:
+    """A new client of ``platform``; with ``adopt`` (a platform's default client), JAX's client of
+    that platform when JAX has made one in this process (one client per platform, shared)."""
+    if adopt:
+        from .._jaxlib.jax_bridge import jax_backend
+
+        shared = jax_backend(platform)
+        if shared is not None:
+            return Client._make(shared, platform)
     if platform == "cpu":
         return Client._make(pjrt.make_cpu_client(num_devices), "cpu")
     if platform in _plugins:
@@ -291,6 +333,8 @@ def _new_client(platform: str, num_devices: int | None) -> Client:
         if found.problem is not None or found.library_path is None:
             raise PluginError(f"PJRT plugin {found.name!r} ({found.source}): {found.problem}")
         return load_pjrt_plugin(found.name, found.library_path, options=found.options)
+    if pjrt.plugin_loaded(platform):  # loaded by another framework (JAX) from a path we did not find
+        return _adopt_loaded_plugin(platform, None)
     loaded = ", ".join(["cpu", *_plugins])
     raise UnknownDeviceError(
         f"no PJRT client for platform {platform!r}: available are {loaded}, and no installed PJRT plugin "
@@ -357,7 +401,8 @@ def client(platform: str = "cpu", num_devices: int | None = None, *, cached: boo
             return _new_client(p, num_devices)
         default = _defaults.get(p)
         if default is None:
-            default = _defaults[p] = _new_client(p, None)
+            default = _new_client(p, None, adopt=True)
+            default = _defaults.setdefault(p, default)  # (a plugin's load may have set it)
         if num_devices is None or num_devices == len(default._local):
             return default if cached else _new_client(p, None)
         if p != "cpu":
@@ -544,16 +589,22 @@ def load_pjrt_plugin(
         failed = _failed_plugins.get(key)
         if failed is not None:
             raise PluginError(f"{failed} (an earlier attempt in this process; restart to retry)")
-        if pjrt.plugin_loaded(key):
-            raise UnknownDeviceError(f"load_pjrt_plugin: a PJRT plugin named {key!r} is already loaded")
         opts: dict[str, Any] | None = dict(options) if options is not None else None
         if opts is None and key in _GPU_ALIASES:
             opts = pjrt.gpu_plugin_options() or None
+        if pjrt.plugin_loaded(key):  # JAX (or another framework) loaded it: share it, and its client
+            return _adopt_loaded_plugin(key, opts, real)
         from .plugins import explain_load_error, preload_gpu_libraries
 
         preload_gpu_libraries(key)
         try:
-            pjrt.load_plugin(key, real)
+            if key == "tpu":
+                from .._jaxlib import tpu
+                from .accelerators import tpu_chips
+
+                tpu.ensure_plugin(real, chips_present=tpu_chips()[0] > 0)
+            else:
+                pjrt.load_plugin(key, real)
         except XlaRuntimeError as e:
             err = explain_load_error(key, real, str(e))
             if pjrt.plugin_loaded(key):  # loaded but not initialized: jaxlib keeps the name
@@ -561,6 +612,21 @@ def load_pjrt_plugin(
             raise err from e
         _plugins[key] = (real, opts)
         _default_device = None
+        return client(key)
+
+
+def _adopt_loaded_plugin(key: str, options: dict[str, Any] | None, path: str | None = None) -> Client:
+    """The client of a plugin another framework loaded in this process: JAX's own client when JAX
+    has made it (one client per platform per process, arrays shared), else a client of ours on it."""
+    global _default_device
+    from .._jaxlib.jax_bridge import jax_backend
+
+    with _lock:
+        _plugins[key] = (path or "(loaded by another framework in this process)", options)
+        _default_device = None
+        shared = jax_backend(key)
+        if shared is not None and key not in _defaults:
+            _defaults[key] = Client._make(shared, key)
         return client(key)
 
 

@@ -1,12 +1,14 @@
 """Finding installed PJRT plugins the way JAX's users get them, without importing JAX.
 
-Three sources, as ``jax._src.xla_bridge`` reads them:
+Four sources, as ``jax._src.xla_bridge`` reads them:
 
 1. ``PJRT_NAMES_AND_LIBRARY_PATHS="name:/path/plugin.so,name2:/path/config.json"`` (a ``.json``
    file holds ``library_path`` and optional ``create_options``);
-2. entry points of the groups ``jax_plugins`` (JAX's GPU/TPU wheels: ``jax-cuda12-pjrt`` declares
+2. libtpu for ``"tpu"``: ``TPU_LIBRARY_PATH`` when it names a file, else the ``libtpu`` package's
+   ``libtpu.so`` (found without importing it), as JAX's ``get_tpu_library_path``;
+3. entry points of the groups ``jax_plugins`` (JAX's GPU/TPU wheels: ``jax-cuda12-pjrt`` declares
    ``xla_cuda12 = jax_plugins.xla_cuda12``) and ``xla_plugins``;
-3. modules of the namespace packages ``jax_plugins`` / ``xla_plugins`` (``jax_plugins/NAME/``).
+4. modules of the namespace packages ``jax_plugins`` / ``xla_plugins`` (``jax_plugins/NAME/``).
 
 JAX imports each plugin module and calls its ``initialize()``, which imports ``jax``; xlasdk does
 not: it finds the module's directory and the PJRT library in it (``xla_cuda_plugin.so``...)
@@ -39,6 +41,7 @@ from ..errors import PluginError
 __all__ = ["PluginInfo", "plugins", "find_plugin", "install_hint", "preload_gpu_libraries"]
 
 ENV_PLUGINS: Final = "PJRT_NAMES_AND_LIBRARY_PATHS"
+ENV_TPU_LIBRARY: Final = "TPU_LIBRARY_PATH"
 ENV_SKIP_VERSION_CHECK: Final = "XLASDK_SKIP_PLUGIN_VERSION_CHECK"
 _GROUPS: Final = ("jax_plugins", "xla_plugins")
 _JAX_WHEEL_RE: Final = re.compile(r"^jax[-_](cuda|rocm|tpu|oneapi)\w*[-_](pjrt|plugin)$", re.IGNORECASE)
@@ -179,10 +182,42 @@ def _module_plugin(module: str, source: str, dist: str | None, version: str | No
     return PluginInfo(name, library, source, module, dist, version, problem=problem)
 
 
+def framework_options() -> dict[str, Any]:
+    """The client options that name the framework to the plugin, as JAX names itself
+    (``ml_framework_name`` / ``ml_framework_version``)."""
+    from .._version import __version__
+
+    return {"ml_framework_name": "xlasdk", "ml_framework_version": __version__}
+
+
+def _from_libtpu() -> PluginInfo | None:
+    """libtpu: ``TPU_LIBRARY_PATH`` if set, else the ``libtpu`` package's library (not imported)."""
+    env = os.environ.get(ENV_TPU_LIBRARY, "").strip()
+    if env:
+        src = f"{ENV_TPU_LIBRARY} ({env})"
+        problem = None if os.path.isfile(env) else f"{ENV_TPU_LIBRARY} names no file: {env} (unset it or fix the path)"
+        return PluginInfo("tpu", env, src, options=framework_options(), problem=problem)
+    directory = _module_dir("libtpu")
+    if directory is None:
+        return None
+    version: str | None = None
+    try:
+        version = importlib.metadata.version("libtpu")
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    library = os.path.join(directory, "libtpu.so")
+    problem = None if os.path.isfile(library) else f"the libtpu package at {directory} holds no libtpu.so"
+    return PluginInfo("tpu", library, "libtpu package", "libtpu", "libtpu", version,
+                      options=framework_options(), problem=problem)
+
+
 def _discover() -> dict[str, PluginInfo]:
     found: dict[str, PluginInfo] = {}
     for info in _from_env():  # explicit: wins over what is installed
         found.setdefault(info.name, info)
+    tpu = _from_libtpu()
+    if tpu is not None:
+        found.setdefault("tpu", tpu)
     modules: dict[str, tuple[str, str | None, str | None]] = {}
     for group in _GROUPS:
         try:

@@ -1,0 +1,81 @@
+"""Which accelerators this machine has, and which platform is the default: as JAX decides it.
+
+The default platform is the first of these that applies:
+
+1. ``XLASDK_PLATFORMS`` (else JAX's ``JAX_PLATFORMS``): a comma-separated list such as ``"tpu"``,
+   ``"cpu"`` or ``"tpu,cpu"``; its first entry is the default platform, and an entry that cannot be
+   opened is an error when it is used, never a silent move to the CPU;
+2. a plugin added in this process with ``xs.load_pjrt_plugin``;
+3. an accelerator that is really attached and whose plugin is installed: a TPU chip on the PCI bus
+   (Google's vendor id and a TPU device id, as JAX's ``hardware_utils`` reads ``/sys``) with libtpu,
+   or an NVIDIA device node with a CUDA plugin;
+4. the CPU.
+
+A machine with libtpu but no chip (a laptop, CI with the ``tpu`` extra) therefore keeps the CPU as
+its default and never initializes the TPU runtime unless asked (``xs.devices("tpu")``); it can still
+compile for a TPU with :func:`xlasdk.topology`.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from typing import Final
+
+__all__ = ["tpu_chips", "nvidia_gpu_visible", "requested_platforms", "attached_accelerator", "ENV_PLATFORMS"]
+
+ENV_PLATFORMS: Final = "XLASDK_PLATFORMS"
+_JAX_PLATFORMS: Final = "JAX_PLATFORMS"
+_GOOGLE_PCI_VENDOR: Final = "0x1ae0"
+#: TPU PCI device ids and their generations (JAX's ``hardware_utils._TPU_PCI_DEVICE_IDS``)
+TPU_PCI_DEVICES: Final = {
+    "0x0027": "v3", "0x0056": "plc", "0x005e": "v4", "0x0062": "v5p", "0x0063": "v5e", "0x006f": "v6e",
+    "0x0076": "tpu7x",
+}
+_NVIDIA_NODES: Final = ("/dev/nvidia0", "/dev/nvidiactl", "/dev/dxg")
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read(64).strip()
+    except OSError:
+        return ""
+
+
+def tpu_chips(root: str = "/sys/bus/pci/devices") -> tuple[int, str | None]:
+    """``(number of TPU chips on the PCI bus, their generation)``, read from ``/sys`` (no libtpu)."""
+    n, generation = 0, None
+    for vendor in glob.glob(os.path.join(root, "*", "vendor")):
+        if _read(vendor) != _GOOGLE_PCI_VENDOR:
+            continue
+        kind = TPU_PCI_DEVICES.get(_read(os.path.join(os.path.dirname(vendor), "device")))
+        if kind is not None:
+            n, generation = n + 1, kind
+    return n, generation
+
+
+def nvidia_gpu_visible() -> bool:
+    """Whether an NVIDIA device node exists (``/dev/nvidia0``...), as JAX checks."""
+    return any(os.path.exists(p) for p in _NVIDIA_NODES)
+
+
+def requested_platforms() -> tuple[tuple[str, ...], str] | None:
+    """The platforms ``XLASDK_PLATFORMS`` (else ``JAX_PLATFORMS``) asks for, and the variable's
+    name; None when neither is set."""
+    for var in (ENV_PLATFORMS, _JAX_PLATFORMS):
+        raw = os.environ.get(var, "").strip()
+        if raw:
+            names = tuple(p.strip().lower() for p in raw.split(",") if p.strip())
+            if names:
+                return names, var
+    return None
+
+
+def attached_accelerator(installed: set[str]) -> str | None:
+    """The platform of an accelerator attached to this machine whose plugin is ``installed``."""
+    if "tpu" in installed and tpu_chips()[0] > 0:
+        return "tpu"
+    if "cuda" in installed and nvidia_gpu_visible():
+        return "cuda"
+    return None

@@ -1,0 +1,266 @@
+"""Compiling for a TPU without one: ``xs.topology("v5e:2x2")`` and its compile-only devices.
+
+libtpu describes a TPU slice by its topology name and compiles for it on any machine, chip or not.
+``xs.compile(comp, device=topo.devices[0])`` then gives a :class:`CompileOnlyExecutable`: the TPU's
+optimized HLO (tiled layouts, memory spaces, its fusions), XLA's cost and memory figures, the
+serialized executable (which loads on a real chip of that kind with ``xs.deserialize_executable``)
+and, with ``XLA_FLAGS=--xla_dump_to=DIR``, XLA's dump files. Calling it raises
+:class:`CompileOnlyError`.
+
+The compile is the same as on the chip: the same libtpu and the same passes, with the topology's
+device kind; what a compile-only client cannot know is only what the chip reports at run time.
+
+A program loaded from a file compiles in xlasdk's worker process, as on the CPU, so that an abort
+of XLA's TPU compiler cannot end the user's process; a built program, whose every op xlasdk has
+checked, compiles in this process.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any, Final
+
+from .._jaxlib import isolated, pjrt
+from .._jaxlib import tpu as _tpu
+from ..errors import CompileError, PluginError, XlaSdkError
+from ..shape import ProgramShape
+from ._executable import Executable
+from ._options import CompileOptions
+from .device import Client, Device, UnknownDeviceError
+
+__all__ = ["Topology", "CompileOnlyExecutable", "CompileOnlyError", "topology"]
+
+
+class CompileOnlyError(XlaSdkError):
+    """A compile-only executable (compiled for a topology, not a chip) was asked to run."""
+
+
+class Topology:
+    """A TPU slice described by name, and its compile-only devices.
+
+    Attributes
+    ----------
+    name : str
+        The topology name (``"v5e:2x2"``).
+    platform : str
+        ``"tpu"``.
+    devices : tuple of Device
+        One per TPU core of the slice, in id order; pass one to :func:`xlasdk.compile`.
+    device_kind : str
+        The devices' kind as the chip reports it (``"TPU v5 lite"``).
+    platform_version : str
+        libtpu's version string.
+    """
+
+    __slots__ = ("name", "platform", "platform_version", "devices", "device_kind", "_client")
+
+    name: str
+    platform: str
+    platform_version: str
+    devices: tuple[Device, ...]
+    device_kind: str
+    _client: Client
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("use xs.topology(name)")
+
+    @classmethod
+    def _make(cls, name: str, client: Client) -> Topology:
+        t = object.__new__(cls)
+        t.name = name
+        t._client = client
+        t.platform = client.platform
+        t.platform_version = client.platform_version
+        t.devices = tuple(client.devices())
+        t.device_kind = t.devices[0].device_kind
+        return t
+
+    @property
+    def client(self) -> Client:
+        """The compile-only client of the topology's devices."""
+        return self._client
+
+    def __repr__(self) -> str:
+        return f"Topology({self.name!r}, devices={len(self.devices)}, kind={self.device_kind!r})"
+
+
+_lock: Final = threading.Lock()
+_topologies: dict[str, Topology] = {}
+
+
+def _libtpu() -> str:
+    """The libtpu library, found as JAX finds it; PluginError saying how to get it otherwise."""
+    from .plugins import find_plugin
+
+    found = find_plugin("tpu")
+    if found is None or found.library_path is None:
+        raise PluginError(
+            "compiling for a TPU needs libtpu: pip install 'xlasdk[tpu]' (the libtpu release that matches "
+            f"jaxlib {pjrt.JAXLIB_VERSION}), or set TPU_LIBRARY_PATH to a libtpu.so"
+        )
+    if found.problem is not None:
+        raise PluginError(f"libtpu ({found.source}): {found.problem}")
+    return found.library_path
+
+
+def topology(name: str, platform: str = "tpu") -> Topology:
+    """The compile-only devices of a TPU slice, on any machine (no chip needed).
+
+    Parameters
+    ----------
+    name:
+        The topology name, as JAX's ``jax.experimental.topologies.get_topology_desc`` and libtpu
+        take it: ``"v5e:1x1"``, ``"v5e:2x2"``, ``"v6e:2x2"``, ``"v5p:2x2x1"``, ``"v4:2x2x1"``.
+    platform:
+        ``"tpu"`` (the only platform whose plugin compiles without its hardware).
+
+    Returns
+    -------
+    Topology
+        Made once per name and process.
+
+    Raises
+    ------
+    UnknownDeviceError
+        For a name libtpu does not know, or another platform.
+    PluginError
+        When libtpu is not installed, or cannot be loaded.
+    """
+    if not isinstance(platform, str) or platform.strip().lower() != "tpu":
+        raise UnknownDeviceError(f"topology: only the TPU compiles without its hardware; got platform {platform!r}")
+    if not isinstance(name, str):
+        raise UnknownDeviceError(f"topology: name must be a string such as 'v5e:1x1', got {type(name).__name__}")
+    key = name.strip()
+    with _lock:
+        topo = _topologies.get(key)
+        if topo is not None:
+            return topo
+        try:
+            _tpu.parse_topology_name(key)
+        except _tpu.TopologyNameError as e:
+            raise UnknownDeviceError(f"topology: {e}") from None
+        path = _libtpu()
+        from .accelerators import tpu_chips
+
+        try:
+            _tpu.ensure_plugin(path, chips_present=tpu_chips()[0] > 0)
+        except XlaSdkError as e:
+            from .plugins import explain_load_error
+
+            raise explain_load_error("tpu", path, str(e)) from None
+        try:
+            jax_topology = _tpu.make_topology(key)
+        except _tpu.TopologyNameError as e:
+            raise UnknownDeviceError(f"topology: {e}") from None
+        jax_client, jax_devices = _tpu.topology_devices(jax_topology)
+        topo = _topologies[key] = Topology._make(key, Client._make_compile_only(jax_client, jax_devices, key))
+        return topo
+
+
+class CompileOnlyExecutable(Executable):
+    """A program compiled for a topology's compile-only devices: inspect it, serialize it; it
+    cannot run (calling or executing it raises :class:`CompileOnlyError`).
+
+    ``hlo_text()``, ``cost_analysis()``, ``memory_stats()``, ``serialize()`` and ``save()`` are
+    those of :class:`~xlasdk.Executable`; ``xs.deserialize_executable(data, "tpu:0")`` loads the
+    serialized bytes on a chip of the topology's kind.
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def _make_compile_only(cls, exe: Any, name: str, program_shape: ProgramShape, devices: list[Device],
+                           num_replicas: int, num_partitions: int, blob: bytes | None = None) -> CompileOnlyExecutable:
+        self = object.__new__(cls)
+        self._exe, self._name, self._program_shape = exe, name, program_shape
+        self._devices = tuple(devices)
+        self._num_replicas, self._num_partitions = num_replicas, num_partitions
+        self._xla_blob = blob
+        self._host_callbacks = ()
+        self._computation = None
+        self._spmd = None
+        self._run = self._fast = self._refuse
+        return self
+
+    @property
+    def topology(self) -> str:
+        """The topology it was compiled for (``"v5e:1x1"``)."""
+        return str(self._devices[0].client.compile_only)
+
+    def hlo_text(self) -> str:
+        """The optimized HLO the TPU compiler made (tiled layouts ``{1,0:T(8,128)}``, memory spaces)."""
+        return _tpu.unloaded_hlo_text(self._exe)
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise CompileOnlyError(
+            f"{self._name!r} was compiled for the compile-only devices of topology {self.topology!r}: it cannot "
+            "run; inspect it (hlo_text, cost_analysis, memory_stats), or serialize() it and load it on a chip with "
+            "xs.deserialize_executable(data, 'tpu:0'), or compile for a real device"
+        )
+
+    __call__ = _refuse
+    execute = _refuse
+    execute_with_token = _refuse
+    execute_replicated = _refuse
+    execute_replicated_with_tokens = _refuse
+    execute_sharded = _refuse
+    record = _refuse
+
+    def __repr__(self) -> str:
+        return f"CompileOnlyExecutable({self._name!r}, topology={self.topology!r}, devices={len(self._devices)})"
+
+
+def compile_for_topology(
+    module_text: str, name: str, program_shape: ProgramShape, devs: list[Device], options: CompileOptions,
+    jax_options: Any, *, isolate: bool, timeout: float | None,
+) -> CompileOnlyExecutable:
+    """Compile for compile-only devices; in the worker first when ``isolate`` (a loaded program)."""
+    topo = str(devs[0].client.compile_only)
+    client = devs[0].client._c
+    if not isolate:
+        exe = _tpu.compile_only(client, module_text, [d._d for d in devs], jax_options, name)
+        return CompileOnlyExecutable._make_compile_only(exe, name, program_shape, devs, options.num_replicas,
+                                                        options.num_partitions)
+    ids = [d.id for d in devs]
+    try:
+        blob = isolated.request(
+            "xlasdk.runtime.topology:compile_for_topology_in_worker", module_text, topo, ids,
+            options.num_replicas, options.num_partitions, tuple(options.env_option_overrides), name, timeout=timeout,
+        )
+    except isolated.Failed as e:
+        raise CompileError(e.message) from None
+    except isolated.WorkerDied as e:
+        if e.timed_out:
+            raise CompileError(
+                f"compiling {name!r} for {topo} did not finish within {timeout:g} s and was stopped"
+            ) from None
+        raise CompileError(f"compiling {name!r} for {topo} failed: XLA aborted on this program ({e.reason})") from None
+    # A compile-only client cannot deserialize (libtpu: "PjRtCompiler must be constructed with a
+    # Client"); the worker's compile showed that XLA's TPU compiler survives this module, and the
+    # compile is deterministic, so it is repeated here.
+    del blob
+    exe = _tpu.compile_only(client, module_text, [d._d for d in devs], jax_options, name)
+    return CompileOnlyExecutable._make_compile_only(exe, name, program_shape, devs, options.num_replicas,
+                                                    options.num_partitions)
+
+
+def compile_for_topology_in_worker(
+    module_text: str, topo: str, ids: list[int], num_replicas: int, num_partitions: int,
+    overrides: tuple[tuple[str, str | bool | int | float], ...], name: str,
+) -> bytes:  # pragma: no cover - runs in the worker process
+    """XLA's serialized TPU executable of ``module_text`` for topology ``topo`` (in the worker)."""
+    import numpy as np
+
+    # libtpu takes a lock file per process that loads it; this process only compiles (the user's
+    # process may hold the lock, and the chip): JAX's multi-process switch lets it load beside it
+    os.environ["ALLOW_MULTIPLE_LIBTPU_LOAD"] = "1"
+    t = topology(topo)
+    devs = [t.client.device(i) for i in ids]
+    assignment = np.asarray(ids, dtype=np.int64).reshape(num_replicas, num_partitions)
+    options = pjrt.make_compile_options(num_replicas, num_partitions, assignment, overrides)
+    try:
+        exe = _tpu.compile_only(t.client._c, module_text, [d._d for d in devs], options, name)
+    except CompileError as e:
+        raise isolated.Failed("compile", str(e)) from None
+    return pjrt.serialize_executable(exe, name)
