@@ -93,7 +93,9 @@ def directory_problem(path: str) -> str | None:
     if not stat.S_ISDIR(st.st_mode):
         return f"it is {file_kind(st.st_mode)}, not a directory. Set XLASDK_CACHE_DIR to a directory of your own"
     me = _euid()
-    if me is not None and st.st_uid != me:
+    if me is None:  # not POSIX (Windows): no owners or mode bits to check
+        return None
+    if st.st_uid != me:
         return (f"it is owned by {_who(st.st_uid)}, not by you ({_who(me)}), and its entries would run as your "
                 "code. Set XLASDK_CACHE_DIR (or cache=) to a directory of your own")
     if st.st_mode & 0o022:
@@ -101,8 +103,6 @@ def directory_problem(path: str) -> str | None:
                                                                          "its group")
         return (f"its mode {stat.S_IMODE(st.st_mode):04o} lets {who} write entries that would run as your code. "
                 f"Run `chmod go-w {path}` if only you write there, or use a directory of your own")
-    if me is None:
-        return None
     parent = os.path.dirname(os.path.realpath(path))
     while True:
         try:
@@ -132,7 +132,9 @@ def entry_problem(st: os.stat_result) -> str | None:
     if not stat.S_ISREG(st.st_mode):
         return f"it is {file_kind(st.st_mode)}"
     me = _euid()
-    if me is not None and st.st_uid != me:
+    if me is None:  # not POSIX: no owners or mode bits to check
+        return None
+    if st.st_uid != me:
         return f"it is owned by {_who(st.st_uid)}"
     if st.st_mode & 0o022:
         return f"its mode {stat.S_IMODE(st.st_mode):04o} lets others write it"
@@ -172,8 +174,8 @@ def load_key(directory: str) -> bytes | None:
     try:
         st = os.fstat(fd)
         me = _euid()
-        if (not stat.S_ISREG(st.st_mode) or (me is not None and st.st_uid != me) or st.st_mode & 0o077
-                or st.st_size != _KEY_BYTES):
+        if (not stat.S_ISREG(st.st_mode) or st.st_size != _KEY_BYTES
+                or (me is not None and (st.st_uid != me or st.st_mode & 0o077))):
             raise OSError(errno.EPERM, f"{path} is not a private key file of yours (a 32-byte regular file "
                           "of mode 0600). Delete it (the cache then makes a new key)", path)
         data = read_fd(fd, _KEY_BYTES)
