@@ -261,6 +261,82 @@ def test_max_time_stops_reduce_whatever_a_check_in_this_process_is_doing(tmp_pat
     assert "the time budget (max_time=6 s) ran out while checking that the module 'spin' shows the problem" in r.stderr
 
 
+# -- a module XLA's loader dies on: the text-level pass ----------------------------------------------------
+# A recv whose shape is not the (data, context, token) tuple XLA's HLO parser reads its parts from:
+# XLA CHECK-fails loading it ("shape.h:803] Check failed: state Expected a tuple shape. Got s32[8]"),
+# on jaxlib 0.10.2. Planted, with its readers, into a real optimized dump.
+RECV = ("  %after-all = token[] after-all()\n"
+        "  %recv = s32[8]{0} recv(%after-all), channel_id=7\n"
+        "  %recv-done = (s32[8]{0}, token[]) recv-done(%recv), channel_id=7\n"
+        "  %get-tuple-element.99 = s32[8]{0} get-tuple-element(%recv-done), index=0\n")
+
+
+def plant_recv(dump: str, after: str, reader: str, read: str) -> str:
+    """The optimized dump's text with :data:`RECV` after the line that defines ``after`` and ``reader``
+    (an instruction line that reads ``%get-tuple-element.99``) after it; ``read`` (``(old, new)``) is
+    substituted once in the ROOT line so the outputs read it."""
+    lines = (DATA / "dumps" / dump / "module.cpu_after_optimizations.txt").read_text().splitlines(keepends=True)
+    k = next(i for i, ln in enumerate(lines) if ln.lstrip().startswith(f"%{after} = "))
+    lines.insert(k + 1, RECV + reader)
+    root = max(i for i, ln in enumerate(lines) if ln.lstrip().startswith("ROOT"))
+    assert read[0] in lines[root]
+    lines[root] = lines[root].replace(read[0], read[1], 1)
+    return "".join(lines)
+
+
+def loader_dies(text: str) -> str | None:
+    """XLA's fatal line when loading ``text`` kills the worker (as ``xs.load_computation`` loads it)."""
+    from xlasdk._reduce_text import loader_death
+
+    return loader_death(text, 120)[1] if loader_death(text, 120)[0] else None
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param(("sharded_mlp", "ynn_fusion.1", "  %bad = s32[8]{0} negate(%get-tuple-element.99)\n",
+                  ("tuple(%ynn_fusion", "tuple(%ynn_fusion")), id="sharded_mlp-80-lines"),
+    pytest.param(("int_indexing", "select_divide_fusion",
+                  "  %add.99 = s32[8]{0} add(%select_divide_fusion, %get-tuple-element.99)\n",
+                  ("tuple(%reduce.1, %bitcast.1,", "tuple(%reduce.1, %add.99,")),
+                 id="int_indexing-340-lines", marks=pytest.mark.campaign),
+])
+def test_a_module_xlas_loader_dies_on_is_cut_as_text(case: Any, tmp_path: Path) -> None:
+    """Issue 36 item 3: ``reduce --until crash`` of a module XLA aborts *loading* (it was refused)."""
+    dump, after, reader, read = case
+    src = tmp_path / "crash.txt"
+    src.write_text(plant_recv(dump, after, reader, read))
+    why = loader_dies(src.read_text())
+    assert why is not None and "Check failed: state Expected a tuple shape" in why, why
+    with pytest.raises(xs.FormatError, match="XLA aborted while loading"):
+        xs.load_computation(src)
+    out = tmp_path / "min.hlo"
+    r = cli("reduce", str(src), "--until", "crash", "--output", str(out), timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"^step 1: text: ", r.stdout, re.M), r.stdout
+    m = re.search(r"^reduced (\d+) -> (\d+) instructions", r.stdout, re.M)
+    assert m is not None and int(m.group(1)) >= 20 and int(m.group(2)) <= 10, r.stdout
+    reduced = out.read_text()
+    # the oracle: XLA still dies loading what was written, on the same check; the recv is what is left
+    assert "Check failed: state Expected a tuple shape" in (loader_dies(reduced) or ""), reduced
+    assert " recv(" in reduced and "metadata=" not in reduced and "FileNames" not in reduced, reduced
+    # the API takes the path too; the result has no computation (it never loads)
+    res = xs.reduce(src, "crash")
+    assert res.computation is None and res.hlo_text == reduced and res.instructions_after == int(m.group(2))
+
+
+def test_a_module_xlas_loader_dies_on_is_refused_for_other_conditions(tmp_path: Path) -> None:
+    src = tmp_path / "crash.txt"
+    src.write_text(plant_recv("sharded_mlp", "ynn_fusion.1", "", ("tuple(%ynn_fusion", "tuple(%ynn_fusion")))
+    code, err = in_process("reduce", str(src), "--until", "compile-error", "--output", str(tmp_path / "m.hlo"))
+    assert code == 2 and "XLA dies loading it" in err and "only --until crash or --script" in err, err
+    with raises(xs.XlaSdkError, "XLA dies loading it", "only until='crash' or a script"):
+        xs.reduce(src, "compile-error")
+    # a file that fails to load cleanly is the loader's message, as before
+    bad = tmp_path / "bad.txt"
+    bad.write_text("HloModule m\n\nENTRY %e (x: f32[2]) -> f32[2] {\n  ROOT %y = f32[2] add(%x, )\n}\n")
+    code, err = in_process("reduce", str(bad), "--until", "crash", "--output", str(tmp_path / "m.hlo"))
+    assert code == 2 and "XLA dies" not in err and str(bad) in err, err
+
+
 # -- diverge ---------------------------------------------------------------------------------------------
 def assert_division_core(comp: xs.XlaComputation) -> None:
     """``comp`` is the spliced pattern's core: a parameter divided by 2**127 (a constant, or a broadcast

@@ -94,7 +94,7 @@ class ReduceResult:
     Attributes
     ----------
     computation: the smallest module found that still satisfies the condition, loaded back from
-        :attr:`hlo_text`.
+        :attr:`hlo_text`; None for a module XLA's loader dies on (reduced as text: it never loads).
     hlo_text: its HLO text (what ``xlasdk reduce --output`` writes; XLA's tools read it).
     arguments: the arguments it shows the problem on (one array per parameter), or None when the
         condition needs none or none were known.
@@ -116,7 +116,7 @@ class ReduceResult:
     history: one :class:`ReduceStep` per accepted reduction.
     """
 
-    computation: XlaComputation
+    computation: XlaComputation | None
     hlo_text: str
     arguments: list[np.ndarray[Any, Any]] | None
     condition: str
@@ -250,6 +250,24 @@ class _InWorker(_Condition):
                 return False, f"no verdict: {e.reason}"
             return self.kind == "crash" and stage == "compiling", f"XLA died {stage} it: {e.reason}"
         return False, "loads and compiles"
+
+
+class _LoaderCrash(_Condition):
+    """Loading the candidate's text kills the worker with the same fatal line as the module given."""
+
+    compiles = False
+
+    def __init__(self, signature: str) -> None:
+        self.signature = signature
+        self.name = "crash"
+
+    def holds(self, text: str, args: list[np.ndarray[Any, Any]] | None, timeout: float) -> tuple[bool, str]:
+        from ._reduce_text import loader_death
+
+        got, why = loader_death(text, timeout)
+        if got is not None and got != self.signature:
+            return False, f"another crash: {why}"
+        return got is not None, why
 
 
 class _Diverge(_Condition):
@@ -490,9 +508,9 @@ class _Search:
         self.cache[key] = ok
         return ok
 
-    def accept(self, strategy: str, m: _Module) -> None:
+    def accept(self, strategy: str, instructions: int) -> None:
         self.steps += 1
-        step = ReduceStep(self.steps, strategy, m.size[0], self.candidates, self.compiles,
+        step = ReduceStep(self.steps, strategy, instructions, self.candidates, self.compiles,
                           time.monotonic() - self.started)
         self.history.append(step)
         if self.progress is not None:
@@ -543,7 +561,7 @@ class _Reducer:
         if cand is None or not self.s.check(cand.text, cand.args if self.s.cond.needs_arguments else None):
             return False
         self.cur = cand
-        self.s.accept(strategy, cand)
+        self.s.accept(strategy, cand.size[0])
         return True
 
     def _extract(self, keep: set[str]) -> tuple[XlaComputation, list[np.ndarray[Any, Any]] | None] | None:
@@ -847,7 +865,7 @@ def _arguments(comp: XlaComputation, arguments: Sequence[Any]) -> list[np.ndarra
 
 # -- the entry point -------------------------------------------------------------------------------
 def reduce(
-    computation: XlaComputation,
+    computation: XlaComputation | str | os.PathLike[str],
     until: str | None = None,
     *,
     script: str | None = None,
@@ -864,7 +882,12 @@ def reduce(
 
     Parameters
     ----------
-    computation: the module (loaded or built) that shows the problem.
+    computation: the module (loaded or built) that shows the problem, or the path of its file. A
+        file of HLO or MLIR text that XLA's loader dies on (it never becomes a computation) is cut
+        as text (with ``until="crash"`` or a ``script``): instructions, lines and attributes are
+        deleted (:mod:`xlasdk._reduce_text`), each candidate loaded in the worker and kept when
+        XLA still dies loading it on the same fatal line; the result's ``computation`` is then
+        None and ``hlo_text`` is the text (MLIR text for an MLIR file).
     until: ``"crash"`` (XLA aborts or dies compiling it, loaded from its HLO text; checked in the
         worker process, never in this one; a candidate XLA dies *loading* is not kept),
         ``"compile-error"`` or ``"compile-error=REGEX"`` (the compile fails cleanly, with a message
@@ -907,13 +930,24 @@ def reduce(
     from .computation import XlaComputation
 
     started = time.monotonic()
-    if not isinstance(computation, XlaComputation):
-        raise XlaSdkError(f"reduce: expected an XlaComputation (xs.load_computation(path)), got "
-                          f"{type(computation).__name__}{where()}")
     if max_time is not None and not max_time > 0:
         raise XlaSdkError(f"reduce: max_time must be > 0 seconds, got {max_time}{where()}")
     if not check_timeout > 0:
         raise XlaSdkError(f"reduce: check_timeout must be > 0 seconds, got {check_timeout}{where()}")
+    if isinstance(computation, (str, os.PathLike)):
+        from .formats.load import load_computation
+
+        path = os.fspath(computation)
+        try:
+            computation = load_computation(path)
+        except FormatError as e:
+            dies = _dies_loading(path, e, until, script, check_timeout)
+            if dies is None:
+                raise
+            return _reduce_text(path, dies[0], dies[1], until, script, max_time, check_timeout, progress, started)
+    if not isinstance(computation, XlaComputation):
+        raise XlaSdkError(f"reduce: expected an XlaComputation or the path of a module file, got "
+                          f"{type(computation).__name__}{where()}")
     with tempfile.TemporaryDirectory(prefix="xlasdk-reduce-") as tmp:
         cond = _condition(until, script, rtol, atol, excess_precision, tmp)
         if arguments is not None:
@@ -994,4 +1028,82 @@ def reduce(
         candidates=search.candidates, compiles=search.compiles, cache_hits=search.cache_hits,
         unprintable=search.unprintable, invalid=search.invalid,
         wall_s=time.monotonic() - started, timed_out=timed_out, history=history,
+    )
+
+
+# -- modules XLA's loader dies on: the text-level pass -------------------------------------------------
+def _dies_loading(path: str, error: FormatError, until: str | None, script: str | None,
+                  check_timeout: float) -> tuple[str, str] | None:
+    """(the file's text, the crash signature) when loading the file's text kills XLA (checked in
+    the worker), else None (the load failed cleanly: ``error`` is the answer)."""
+    from ._atomic import read_regular_file
+    from ._reduce_text import loader_death
+
+    if "died" not in str(error) and "abort" not in str(error) and "crash" not in str(error):
+        return None
+    try:
+        text = read_regular_file(path).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None  # a binary file (a proto, bytecode): no text to cut
+    signature, why = loader_death(text, check_timeout)
+    if signature is None:
+        return None
+    if script is None and until != "crash":
+        raise XlaSdkError(f"reduce: {path}: XLA dies loading it ({why}): only until='crash' or a script can "
+                          f"reduce such a module, as text{where()}")
+    return text, signature
+
+
+def _reduce_text(path: str, text: str, signature: str, until: str | None, script: str | None,
+                 max_time: float | None, check_timeout: float, progress: Callable[[ReduceStep], None] | None,
+                 started: float) -> ReduceResult:
+    """:func:`reduce` of a module XLA dies loading: the text-level passes (:mod:`._reduce_text`)."""
+    from ._reduce_text import TextReducer, count_instructions
+
+    with tempfile.TemporaryDirectory(prefix="xlasdk-reduce-") as tmp:
+        cond: _Condition = (_LoaderCrash(signature) if script is None
+                            else _condition(None, script, None, None, False, tmp))
+        deadline = None if max_time is None else started + max_time
+        search = _Search(cond, deadline, check_timeout, progress)
+        search.candidates += 1  # the load that showed the crash
+        verdict: list[tuple[bool, str]] = []
+
+        def accept(strategy: str, t: str) -> None:
+            search.accept(strategy, count_instructions(t))
+
+        reducer = TextReducer(text, lambda t: search.check(t, None), accept)
+        timed_out = False
+
+        def work() -> None:
+            nonlocal timed_out
+            if script is not None:
+                verdict.append(cond.holds(text, None, check_timeout))
+                search.candidates += 1
+                if not verdict[0][0]:
+                    return
+            else:
+                verdict.append((True, ""))
+            try:
+                reducer.run()
+            except _OutOfTime:
+                timed_out = True
+
+        ended = "done"
+        if deadline is None:
+            work()
+        else:
+            ended = _run_bounded(work, deadline)
+        if not verdict:
+            raise XlaSdkError(f"reduce: the time budget (max_time={max_time:g} s) ran out while checking that "
+                              f"{path} shows the problem ({cond.name}){where()}")
+        if not verdict[0][0]:
+            raise NotReproducedError(f"reduce: {path} does not show the problem ({cond.name}): {verdict[0][1]}"
+                                     f"{where()}")
+        best = reducer.cur
+    return ReduceResult(
+        computation=None, hlo_text=best, arguments=None, condition=cond.name,
+        instructions_before=count_instructions(text), instructions_after=count_instructions(best),
+        steps=search.steps, candidates=search.candidates, compiles=search.compiles, cache_hits=search.cache_hits,
+        unprintable=0, invalid=0, wall_s=time.monotonic() - started, timed_out=timed_out or ended != "done",
+        history=list(search.history),
     )

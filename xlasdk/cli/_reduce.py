@@ -24,11 +24,23 @@ def _snapshot_path(output: str) -> str:
 def _cmd_reduce(args: argparse.Namespace, out: IO[str]) -> int:
     check_reduce_flags(args)
     _stage("loading")
-    comp, snap = _load_program(args)  # a snapshot's recorded arguments are the inputs
-    recorded = _recorded_arguments(args, snap)
-    given = args.input or args.inputs is not None or args.random_inputs or recorded is not None
-    inputs = (_gather_inputs(args, comp.program_shape(), recorded, comp) if given or args.until == "diverge"
-              else None)
+    from xlasdk.errors import FormatError
+
+    try:
+        comp, snap = _load_program(args)  # a snapshot's recorded arguments are the inputs
+    except FormatError as e:
+        if args.until != "crash" and args.script is None:
+            if "XLA aborted while loading" in str(e):
+                raise UsageError(f"{str(e).split(' — at ')[0]}; XLA dies loading it: only --until crash or --script "
+                                 "can reduce such a module (as text)") from None
+            raise
+        comp, snap = args.file, None  # reduce() cuts a module XLA's loader dies on as text, or says why not
+    inputs = None
+    if not isinstance(comp, str):
+        recorded = _recorded_arguments(args, snap)
+        given = args.input or args.inputs is not None or args.random_inputs or recorded is not None
+        inputs = (_gather_inputs(args, comp.program_shape(), recorded, comp) if given or args.until == "diverge"
+                  else None)
     _stage("reducing")
     from xlasdk.errors import XlaSdkError
     from xlasdk.reducer import NotReproducedError, ReduceStep, reduce
@@ -44,11 +56,15 @@ def _cmd_reduce(args: argparse.Namespace, out: IO[str]) -> int:
                      check_timeout=args.check_timeout, rtol=args.rtol, atol=args.atol,
                      excess_precision=args.excess_precision, progress=progress)
     except NotReproducedError as e:
-        raise UsageError(f"{args.file}: {str(e).split(' — at ')[0].removeprefix('reduce: ')}") from None
+        msg = str(e).split(" — at ")[0].removeprefix("reduce: ")
+        raise UsageError(msg if msg.startswith(args.file) else f"{args.file}: {msg}") from None
+    except FormatError:
+        raise  # the file cannot be loaded, and XLA does not die loading it: the loader's message
     except XlaSdkError as e:
         if not str(e).startswith("reduce:"):
             raise
-        raise UsageError(f"{args.file}: {str(e).split(' — at ')[0].removeprefix('reduce: ')}") from None
+        msg = str(e).split(" — at ")[0].removeprefix("reduce: ")
+        raise UsageError(msg if msg.startswith(args.file) else f"{args.file}: {msg}") from None
     from xlasdk._atomic import atomic_write
 
     try:
@@ -56,7 +72,7 @@ def _cmd_reduce(args: argparse.Namespace, out: IO[str]) -> int:
     except OSError as e:
         raise UsageError(f"--output {args.output}: cannot write: {e.strerror or e}") from None
     out.write(f"{res}\nwrote {args.output}\n")
-    if res.arguments:
+    if res.arguments and res.computation is not None:
         snap = _snapshot_path(args.output)
         from xlasdk.formats.snapshot import write_snapshot
 
