@@ -63,14 +63,17 @@ class WorkerDied(Exception):  # noqa: N818
     past its time limit. ``reason`` is one line: the signal and XLA's ``Check failed:`` line."""
 
     def __init__(self, reason: str, *, timed_out: bool = False, killed: bool = False,
-                 out_of_memory: bool = False) -> None:
+                 out_of_memory: bool = False, unavailable: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
         self.timed_out = timed_out
         # not the request's fault: SIGKILL from outside (twice: the request was retried once), or
-        # the worker's memory budget ran out (then ``out_of_memory`` too, and no retry)
-        self.killed = killed or out_of_memory
+        # the worker's memory budget ran out (then ``out_of_memory`` too, and no retry), or no
+        # worker to ask (then ``unavailable`` too: it could not start, or it ended with an exit
+        # status of its own, as Python does when its start-up fails; XLA's deaths are signals)
+        self.killed = killed or out_of_memory or unavailable
         self.out_of_memory = out_of_memory
+        self.unavailable = unavailable
 
 
 # -- the worker's memory budget ----------------------------------------------------------------
@@ -245,6 +248,9 @@ class _Worker:
                 reason, oom = self._death(start)
                 if oom:
                     raise WorkerDied(budget_exceeded(self.memory), out_of_memory=True) from None
+                if self.proc.returncode is not None and self.proc.returncode > 0:  # not XLA: it dies of a signal
+                    raise WorkerDied(f"xlasdk's worker process ended before it answered ({reason}; "
+                                     f"{self._last_line(start)})", unavailable=True) from None
                 raise WorkerDied(reason, killed=self.proc.returncode == -signal.SIGKILL) from None
             done = True
         finally:
@@ -260,6 +266,12 @@ class _Worker:
         if kind == "ok":
             return reply[2]
         raise Failed(reply[2], reply[3])
+
+    def _last_line(self, start: int) -> str:
+        """The last line the worker wrote to its log since ``start`` (a Python traceback's last)."""
+        self.log.seek(max(start, self.log.seek(0, os.SEEK_END) - _DEATH_TAIL))
+        lines = [ln.strip() for ln in self.log.read().decode("utf-8", "replace").splitlines() if ln.strip()]
+        return f"its last words: {lines[-1][:300]}" if lines else "it wrote nothing"
 
     def _death(self, start: int) -> tuple[str, bool]:
         """The reason the worker died (the signal and XLA's fatal line), and whether an allocation
@@ -352,7 +364,7 @@ def request(target: str, *args: Any, timeout: float | None = None) -> Any:
         return _request_once(target, args, timeout)
     except WorkerDied as e:
         _raise_if_xla_flags(e)
-        if not e.killed or e.out_of_memory:  # the same budget would run out again
+        if not e.killed or e.out_of_memory or e.unavailable:  # the same budget would run out again, no worker start
             raise
     # SIGKILL comes from outside (XLA aborts with SIGABRT or faults with SIGSEGV): the out-of-memory
     # killer, a user's kill -9. The file is not to blame for that: run the request once more.
@@ -394,8 +406,9 @@ def _request_once(target: str, args: tuple[Any, ...], timeout: float | None) -> 
                 _worker.kill()
             try:
                 _worker = _Worker()
-            except OSError as e:  # pragma: no cover - cannot start a Python process
-                raise WorkerDied(f"cannot start a worker process: {e}") from None
+            except OSError as e:  # cannot start a Python process (no such program, no processes left)
+                raise WorkerDied(f"cannot start xlasdk's worker process ({sys.executable}): {e.strerror or e}",
+                                 unavailable=True) from None
         w = _worker
         try:
             return w.call(target, args, timeout)

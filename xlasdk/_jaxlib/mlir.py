@@ -264,12 +264,22 @@ def module_to_text(module: Any, *, debug_info: bool = True, generic: bool = Fals
         )
 
 
+def string_value(attr: Any) -> str:
+    """The value of a ``StringAttr``; bytes that are not UTF-8 (``module @"a\\FF"``, a custom call's
+    ``backend_config``) shown escaped as ``\\xff``, never the bindings' raw ``RuntimeError``."""
+    a = _ir.StringAttr(attr)
+    try:
+        return str(a.value)
+    except (RuntimeError, UnicodeDecodeError):  # nanobind: "str_from_cstr_and_size(): conversion error!"
+        return bytes(a.value_bytes).decode("utf-8", "backslashreplace")
+
+
 def module_name(module: Any) -> str | None:
     """The module's ``sym_name`` (``module @name``), or None."""
     attrs = module.operation.attributes
     if "sym_name" not in attrs:
         return None
-    return str(_ir.StringAttr(attrs["sym_name"]).value)
+    return string_value(attrs["sym_name"])
 
 
 def set_missing_int_attributes(module: Any, values: dict[str, int]) -> None:
@@ -324,7 +334,7 @@ def main_signature(module: Any) -> tuple[list[TypeInfo], list[str | None], list[
             if op.operation.name != "func.func":
                 continue
             attrs = op.operation.attributes
-            if str(_ir.StringAttr(attrs["sym_name"]).value) != "main":
+            if string_value(attrs["sym_name"]) != "main":
                 continue
             ftype = _ir.FunctionType(_ir.TypeAttr(attrs["function_type"]).value)
             names: list[str | None] = []
@@ -415,7 +425,7 @@ def interpret_module(text: str, args: Sequence[Any]) -> list[Any]:
     with ctx, _ir.Location.unknown():
         module = _ir.Module.parse(text)
         main = next((op for op in module.body.operations if op.operation.name == "func.func"
-                     and str(_ir.StringAttr(op.operation.attributes["sym_name"]).value) == "main"), None)
+                     and string_value(op.operation.attributes["sym_name"]) == "main"), None)
         if main is None:
             raise ValueError("interpret_module: the module has no func.func @main")
         ftype = _ir.FunctionType(_ir.TypeAttr(main.operation.attributes["function_type"]).value)

@@ -19,7 +19,7 @@ from typing import Any
 
 from jaxlib.mlir import ir as _ir
 
-from .mlir import TypeInfo, _type_info, context
+from .mlir import TypeInfo, _type_info, context, string_value
 
 __all__ = [
     "OpRecord", "RegionRecord", "MainRecord", "GraphReadError", "read_main", "attribute_value", "registered_op_names",
@@ -219,7 +219,7 @@ def read_main(module: Any, function: str = "main") -> MainRecord:
     """
     with context():
         mattrs = module.operation.attributes
-        name = str(_ir.StringAttr(mattrs["sym_name"]).value) if "sym_name" in mattrs else None
+        name = string_value(mattrs["sym_name"]) if "sym_name" in mattrs else None
         module_attrs = [(n, str(mattrs[n])) for n in mattrs if n != "sym_name"]
         main = None
         others: list[str] = []
@@ -228,12 +228,12 @@ def read_main(module: Any, function: str = "main") -> MainRecord:
             o = op.operation
             attrs = o.attributes
             if main is None and o.name == "func.func" and "sym_name" in attrs and (
-                str(_ir.StringAttr(attrs["sym_name"]).value) == function
+                string_value(attrs["sym_name"]) == function
             ):
                 main = o
                 continue
             if o.name == "sdy.mesh" and "sym_name" in attrs and "mesh" in attrs:
-                meshes.append((str(_ir.StringAttr(attrs["sym_name"]).value), str(attrs["mesh"])))
+                meshes.append((string_value(attrs["sym_name"]), str(attrs["mesh"])))
             if function != "main":  # a called function's graph is read, never emitted as a module
                 continue
             others.append(
@@ -277,7 +277,7 @@ def main_locations(module: Any, function: str = "main") -> tuple[list[str], list
             o = op.operation
             attrs = o.attributes
             if o.name == "func.func" and "sym_name" in attrs and (
-                str(_ir.StringAttr(attrs["sym_name"]).value) == function
+                string_value(attrs["sym_name"]) == function
             ):
                 main = o
                 break
@@ -399,7 +399,7 @@ def _py(a: Any, np: Any) -> Any:
     if isinstance(a, _ir.FloatAttr):
         return float(a.value)
     if isinstance(a, _ir.StringAttr):
-        return str(a.value)
+        return string_value(a)
     if isinstance(a, (_ir.DenseI64ArrayAttr, _ir.DenseI32ArrayAttr)):
         return tuple(int(v) for v in a)
     if isinstance(a, _ir.DenseBoolArrayAttr):

@@ -182,7 +182,7 @@ def mark_manual(module: Any) -> None:
     for o in module.body.operations:
         op = o.operation
         if op.name == "func.func" and "sym_name" in op.attributes \
-                and ir.StringAttr(op.attributes["sym_name"]).value == "main":
+                and _mlir.string_value(op.attributes["sym_name"]) == "main":
             main = op
     if main is None:
         raise ValueError("the module has no main function")

@@ -10,13 +10,13 @@ import os
 import re
 import sys
 import warnings
-import zipfile
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
 from ._common import UsageError
+from ._npfiles import MAX_MANIFEST_BYTES, NpyArray, npy_file, npz_members
 from ._verbs import add_input_arguments as add_input_arguments  # the parser lives in the light _verbs
 
 # -- run: arrays in and out ------------------------------------------------------------------------
@@ -61,107 +61,31 @@ def _param_index(name: str, names: Sequence[str]) -> int | None:
     return None
 
 
-def _read_raw_npy(f: IO[bytes]) -> np.ndarray[Any, Any]:
-    """An .npy whose descriptor numpy does not accept (``'<f1'``, np.save's descriptor of
-    ml_dtypes.float8_e5m2) as raw bytes of its item size; anything else raises ValueError."""
-    import ast
-
-    magic = f.read(8)
-    if len(magic) != 8 or magic[:6] != b"\x93NUMPY":
-        raise ValueError("not an .npy file")
-    major = magic[6]
-    size_len = 2 if major == 1 else 4
-    size_bytes = f.read(size_len)
-    if len(size_bytes) != size_len:
-        raise ValueError("truncated header")
-    header = f.read(int.from_bytes(size_bytes, "little")).decode("utf-8" if major >= 3 else "latin1")
-    d = ast.literal_eval(header)
-    if not isinstance(d, dict) or not {"descr", "shape", "fortran_order"} <= d.keys():
-        raise ValueError("malformed header")
-    descr, shape = d["descr"], d["shape"]
-    m = re.fullmatch(r"[<>|=]?[a-zA-Z](\d+)", descr) if isinstance(descr, str) else None
-    if m is None or not isinstance(shape, tuple) or not all(isinstance(n, int) and n >= 0 for n in shape):
-        raise ValueError(f"unsupported header {header.strip()!r}")
-    itemsize = int(m.group(1))
-    count = int(np.prod(shape, dtype=np.int64))
-    data = f.read(count * itemsize)
-    if len(data) != count * itemsize:
-        raise ValueError(f"truncated data: {len(data)} of {count * itemsize} bytes")
-    raw = np.frombuffer(data, dtype=f"V{itemsize}")
-    return raw.reshape(shape, order="F" if d["fortran_order"] else "C")
+def _load_npy(path: str, what: str) -> NpyArray:
+    """The array of an .npy file, its header checked, its data read when used (:mod:`._npfiles`)."""
+    return npy_file(path, what)
 
 
-def _unknown_descr(e: BaseException) -> bool:
-    return isinstance(e, ValueError) and "descr" in str(e)
-
-
-def _load_npy(path: str, what: str) -> np.ndarray[Any, Any]:
-    try:
-        a = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise UsageError(f"{what}: {path}: no such file") from None
-    except (OSError, ValueError, EOFError) as e:
-        if not _unknown_descr(e):
-            raise UsageError(f"{what}: {path}: not a readable .npy file ({e})") from None
-        try:
-            with open(path, "rb") as f:
-                a = _read_raw_npy(f)
-        except (OSError, ValueError, SyntaxError) as e2:
-            raise UsageError(f"{what}: {path}: not a readable .npy file ({e}; {e2})") from None
-    if not isinstance(a, np.ndarray):
-        raise UsageError(f"{what}: {path}: holds several arrays; use --inputs for .npz files")
-    return a
-
-
-def _not_npz_reason(path: str, e: BaseException) -> str:
-    """Why ``path`` is no .npz, in the user's terms: numpy's own message speaks of pickles for any
-    file that is neither a zip archive nor an .npy (an HloSnapshot given as inputs, say)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(6)
-    except OSError:
-        return str(e)
-    if head.startswith(b"PK") or head.startswith(b"\x93NUMPY"):
-        return str(e)
-    hint = ("; an HloSnapshot holds its own arguments: give it as FILE instead"
-            if ".snapshot" in os.path.basename(path) else "")
-    return f"it is not a zip archive of .npy arrays, as numpy.savez writes{hint}"
-
-
-def _npz_arrays(path: str, what: str) -> tuple[list[tuple[str, np.ndarray[Any, Any]]], dict[str, str]]:
-    """The arrays of an .npz in file order, and its ``__dtypes__`` manifest (key -> ml_dtypes name)."""
-    try:
-        npz = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise UsageError(f"{what}: {path}: no such file") from None
-    except (OSError, ValueError, EOFError) as e:
-        raise UsageError(f"{what}: {path}: not a readable .npz file ({_not_npz_reason(path, e)})") from None
-    if isinstance(npz, np.ndarray):
-        raise UsageError(f"{what}: {path}: a single array; use --input NAME={path}")
-    arrays: list[tuple[str, np.ndarray[Any, Any]]] = []
+def _npz_arrays(path: str, what: str) -> tuple[list[tuple[str, NpyArray]], dict[str, str]]:
+    """The arrays of an .npz in file order (their data read when used), and its ``__dtypes__``
+    manifest (key -> ml_dtypes name)."""
+    arrays: list[tuple[str, NpyArray]] = []
     manifest: dict[str, str] = {}
-    with npz:
-        for key in npz.files:
-            try:
-                a = npz[key]
-            except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
-                if not _unknown_descr(e):
-                    raise UsageError(f"{what}: {path}[{key}]: not a readable array ({e})") from None
-                try:
-                    with npz.zip.open(key + ".npy") as f:
-                        a = _read_raw_npy(f)
-                except (OSError, KeyError, ValueError, SyntaxError, zipfile.BadZipFile) as e2:
-                    raise UsageError(f"{what}: {path}[{key}]: not a readable array ({e}; {e2})") from None
-            if key == _DTYPES_KEY:
-                try:
-                    m = json.loads(str(a[()]))
-                except (ValueError, TypeError, IndexError):
-                    m = None
-                if not isinstance(m, dict):
-                    raise UsageError(f"{what}: {path}[{key}]: not a dtype manifest (JSON {{key: ml_dtypes name}})")
-                manifest = {str(k): str(v) for k, v in m.items()}
-                continue
-            arrays.append((key, a))
+    for key, member in npz_members(path, what):
+        if key != _DTYPES_KEY:
+            arrays.append((key, member))
+            continue
+        where = f"{what}: {member.where}"
+        if member.nbytes > MAX_MANIFEST_BYTES or member.dtype.kind not in "US" or member.shape != ():
+            raise UsageError(f"{where}: not a dtype manifest (a JSON string {{key: ml_dtypes name}}, at most "
+                             f"{MAX_MANIFEST_BYTES:,} bytes; it holds {_describe_array(member.stub())})")
+        try:
+            m = json.loads(str(member.load()[()]))
+        except (ValueError, TypeError, IndexError, RecursionError):  # RecursionError: JSON nested too deeply
+            m = None
+        if not isinstance(m, dict) or not all(isinstance(v, str) for v in m.values()):
+            raise UsageError(f"{where}: not a dtype manifest (JSON {{key: ml_dtypes name}})")
+        manifest = {str(k): v for k, v in m.items()}
     return arrays, manifest
 
 
@@ -218,11 +142,11 @@ def _gather_inputs(args: argparse.Namespace, ps: Any, recorded: Sequence[np.ndar
     ranges :func:`xlasdk.inputs.input_ranges` learns from ``comp`` when it is given)."""
     names = list(ps.parameter_names())
     shapes = list(ps.parameter_shapes())
-    given: dict[int, tuple[np.ndarray[Any, Any], str, str | None]] = {}
+    given: dict[int, tuple[NpyArray, str, str | None]] = {}
 
     listing = ", ".join(f"{i}:{n}" for i, n in enumerate(names))
 
-    def assign(key: str, arr: np.ndarray[Any, Any], source: str, where: str, tag: str | None = None) -> None:
+    def assign(key: str, arr: NpyArray, source: str, where: str, tag: str | None = None) -> None:
         idx = _param_index(key, names)
         if idx is None and key.isdigit():
             have = f"{len(names)} parameter{'s' if len(names) != 1 else ''}"
@@ -277,17 +201,18 @@ def _gather_inputs(args: argparse.Namespace, ps: Any, recorded: Sequence[np.ndar
                 ranges = _ranges(comp, len(shapes))
             values.append(random_value(s, rng, ranges[i]))
             continue
-        arr, source, tag = given[i]
+        member, source, tag = given[i]
         want_dt = np.dtype(s.numpy_dtype())
-        arr = _typed_input(arr, tag, want_dt)
-        if _is_raw(arr.dtype):
+        declared = _typed_input(member.stub(), tag, want_dt)  # checked before the data is read
+        if _is_raw(declared.dtype):
             raise UsageError(
                 f"input for parameter {i} ({n!r}) must be {s} ({want_dt.itemsize}-byte elements), but {source} "
-                f"holds {_describe_array(arr)}"
+                f"holds {_describe_array(declared)}"
             )
-        if tuple(arr.shape) != tuple(s.dimensions()) or arr.dtype != want_dt:
-            raise UsageError(f"input for parameter {i} ({n!r}) must be {s}, but {source} holds {_describe_array(arr)}")
-        values.append(arr)
+        if tuple(declared.shape) != tuple(s.dimensions()) or declared.dtype != want_dt:
+            raise UsageError(
+                f"input for parameter {i} ({n!r}) must be {s}, but {source} holds {_describe_array(declared)}")
+        values.append(_typed_input(member.load(), tag, want_dt))
     return values
 
 
@@ -301,7 +226,7 @@ def _expected_outputs(path: str, n: int, flag: str) -> list[np.ndarray[Any, Any]
         key = f"output_{i}"
         if key not in by_key:
             raise UsageError(f"{flag} {path}: no {key} (the file holds {', '.join(sorted(by_key)) or 'nothing'})")
-        a = by_key[key]
+        a = by_key[key].load()
         out.append(_typed_input(a, manifest.get(key), a.dtype))
     return out
 

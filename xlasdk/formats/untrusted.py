@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .. import _metadata
 from .._jaxlib import isolated
 from .._jaxlib import mlir as _mlir
-from ..errors import FormatError
+from ..errors import FormatError, XlaSdkError
 from ..sharding._spmd import hlo_header_counts
 from . import load_cache
 from .diagnostics import _mlir_problem, _one_line, _xla_text_problem
@@ -224,6 +224,9 @@ def _in_worker(fn: str, args: tuple[Any, ...], data: str | bytes, what: str, doi
     except isolated.WorkerDied as e:
         if e.timed_out:
             raise _hung(what, doing, limit) from None
+        if e.unavailable:  # no worker to ask: nothing about the file is known
+            raise XlaSdkError(f"{what}: {doing} could not begin: {e.reason}; nothing is known about the file "
+                              "itself (XLA did not read it)") from None
         if e.killed:  # not the file's fault: say so, not "XLA aborted"
             raise FormatError(f"{what}: {doing} was stopped: {e.reason}") from None
         raise FormatError(f"{what}: {crashed} ({e.reason})") from None
