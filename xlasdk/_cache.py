@@ -379,7 +379,7 @@ class CompileCache:
                 return None
             payload = _decode(raw, key, mkey)
             if payload is None:
-                if raw.startswith(_MAGIC):  # one of the cache's own entries, damaged: drop it
+                if raw.startswith(_MAGIC) and trust.has_tag(self._dir):  # one of the cache's own, damaged: drop it
                     self._unlink(path)
                 return None
             try:
@@ -395,7 +395,7 @@ class CompileCache:
     def discard(self, key: str) -> None:
         """Delete the entry for ``key`` if there is one (and it is one the cache wrote)."""
         path = self._path(key)
-        if self._verdict() == "" and self._own_entry(path) is not None:
+        if self._cleanable() and self._own_entry(path) is not None:
             self._unlink(path)
 
     # -- writing ---------------------------------------------------------------------------------
