@@ -170,7 +170,9 @@ def test_record_round_trip_and_every_damaged_record_is_a_record_error() -> None:
                               xs.Shape.tuple_shape([xs.Shape.array_shape(np.complex64, (0, 5))])]),
         ["a", "b\udcff"],
     )
-    value = (b"\x00proto", b"bytecode", "m\u00e9", ps, (("mhlo.num_partitions", 2), ("n", -(1 << 63))), None, True)
+    names = (("arg", "x"), ("op.1", "caf\u00e9"), ("op.2", ""))  # a run of string pairs (hlo_names' form)
+    value = (b"\x00proto", b"bytecode", "m\u00e9", ps, (("mhlo.num_partitions", 2), ("n", -(1 << 63))), None, True,
+             names, ("a", "b"), ((), ("x",)))
     data = _record.encode(value)
     back = _record.decode(data)
     assert back == value and str(back[3]) == str(ps) and back[3].parameter_names() == ps.parameter_names()
@@ -187,7 +189,7 @@ def test_record_round_trip_and_every_damaged_record_is_a_record_error() -> None:
                 del b[at:]
                 b += bytes(rng.randrange(256) for _ in range(rng.randint(0, 8)))
             else:
-                b[at:at] = bytes([rng.choice(b"NTFistbSP")])
+                b[at:at] = bytes([rng.choice(b"NTFistbuSP")])
         try:
             _record.decode(bytes(b))
         except _record.RecordError:

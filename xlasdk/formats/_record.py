@@ -3,8 +3,9 @@
 A record is what the loader's worker hands back: ``None``, ``bool``, ``int`` (64-bit), ``str``,
 ``bytes``, tuples of them, :class:`~xlasdk.Shape` and :class:`~xlasdk.ProgramShape`. Each value
 is a one-byte tag and, for numbers, strings and bytes, a fixed-size field; a tuple is a tag, a
-count and its items in order; a shape is a tag and its five fields (element type, dimensions,
-tuple shapes, layout, dynamic flags), a program shape a tag and its three.
+count and its items in order (a tuple of strings, or of k-tuples of strings, as names are: a
+tag, counts, the lengths, then the bytes); a shape is a tag and its five fields (element type,
+dimensions, tuple shapes, layout, dynamic flags), a program shape a tag and its three.
 
 :func:`decode` reads it in one pass with an explicit stack: no recursion, at most
 :data:`MAX_DEPTH` levels of nesting and :data:`MAX_ITEMS` values, no count or length larger than
@@ -16,6 +17,7 @@ Unlike a pickle, a record names no class and runs no code.
 
 from __future__ import annotations
 
+import itertools
 import struct
 from typing import Any, Final
 
@@ -72,6 +74,14 @@ def encode(value: Any) -> bytes:
         elif isinstance(v, (bytes, bytearray, memoryview)):
             data = bytes(v)
             out.append(b"b" + _U64.pack(len(data)) + data)
+        elif isinstance(v, tuple) and (arity := _string_run(v)) is not None:  # names: one run, read at once
+            flat = v if arity == 0 else [x for row in v for x in row]
+            count[0] += len(v) * (arity + 1)
+            if depth + 2 > MAX_DEPTH or count[0] > MAX_ITEMS:
+                raise RecordError("the value is nested too deep or holds too many values for a record")
+            data = [x.encode("utf-8", "surrogatepass") for x in flat]
+            out.append(b"u" + _U32.pack(len(v)) + _U32.pack(arity) + struct.pack(f"<{len(data)}Q", *map(len, data))
+                       + b"".join(data))
         elif isinstance(v, tuple):
             out.append(b"t" + _U32.pack(len(v)))
             for item in v:
@@ -148,6 +158,33 @@ def decode(data: bytes | memoryview) -> Any:
                     value = chunk.decode("utf-8", "surrogatepass")
                 except UnicodeDecodeError:
                     raise RecordError("a string is not UTF-8") from None
+        elif tag == 0x75:  # u: a tuple of strings (arity 0) or of arity-tuples of strings: lengths, then bytes
+            if n - pos < 8:
+                raise RecordError("the record ends inside a count")
+            rows, arity = _U32.unpack_from(raw, pos)[0], _U32.unpack_from(raw, pos + 4)[0]
+            pos += 8
+            want = rows * max(arity, 1)
+            items += rows * (arity + 1)
+            if rows == 0 or want > (n - pos) // 8 or items > MAX_ITEMS or len(stack) + 1 >= MAX_DEPTH:
+                raise RecordError("a tuple of strings claims more than the record holds")
+            lengths = struct.unpack_from(f"<{want}Q", raw, pos)
+            pos += 8 * want
+            total = sum(lengths)
+            if total > n - pos:
+                raise RecordError("a tuple of strings claims more than the record holds")
+            blob = raw[pos : pos + total]
+            ends = list(itertools.accumulate(lengths))
+            starts = [0, *ends[:-1]]
+            pos += total
+            if blob.isascii():  # the usual names: one decode, then slices
+                text = blob.decode("ascii")
+                strings = [text[a:b] for a, b in zip(starts, ends, strict=True)]
+            else:
+                try:
+                    strings = [blob[a:b].decode("utf-8", "surrogatepass") for a, b in zip(starts, ends, strict=True)]
+                except UnicodeDecodeError:
+                    raise RecordError("a string is not UTF-8") from None
+            value = tuple(strings) if arity == 0 else tuple(zip(*[iter(strings)] * arity, strict=True))
         elif tag in (0x74, 0x53, 0x50):  # t, S, P
             if tag == 0x74:
                 if n - pos < 4:
@@ -178,6 +215,21 @@ def decode(data: bytes | memoryview) -> Any:
             if pos != n:
                 raise RecordError("bytes follow the record")
             return value
+
+
+def _string_run(v: tuple[Any, ...]) -> int | None:
+    """0 when ``v`` is a tuple of strings, k when a tuple of k-tuples of strings (k >= 1), else None."""
+    if not v:
+        return None
+    if all(type(x) is str for x in v):
+        return 0
+    first = v[0]
+    if type(first) is not tuple or not first:
+        return None
+    k = len(first)
+    if all(type(row) is tuple and len(row) == k and all(type(x) is str for x in row) for row in v):
+        return k
+    return None
 
 
 def _ints(v: Any, what: str) -> tuple[int, ...]:
