@@ -79,9 +79,9 @@ def encode(value: Any) -> bytes:
             count[0] += len(v) * (arity + 1)
             if depth + 2 > MAX_DEPTH or count[0] > MAX_ITEMS:
                 raise RecordError("the value is nested too deep or holds too many values for a record")
-            data = [x.encode("utf-8", "surrogatepass") for x in flat]
-            out.append(b"u" + _U32.pack(len(v)) + _U32.pack(arity) + struct.pack(f"<{len(data)}Q", *map(len, data))
-                       + b"".join(data))
+            encoded = [x.encode("utf-8", "surrogatepass") for x in flat]
+            out.append(b"u" + _U32.pack(len(v)) + _U32.pack(arity)
+                       + struct.pack(f"<{len(encoded)}Q", *(len(e) for e in encoded)) + b"".join(encoded))
         elif isinstance(v, tuple):
             out.append(b"t" + _U32.pack(len(v)))
             for item in v:
