@@ -145,6 +145,9 @@ def _header(f: IO[bytes], where: str, what: str) -> tuple[tuple[int, ...], np.dt
         return UsageError(f"{what}: {where}: not a readable .npy array ({problem})")
 
     head = f.read(8)
+    if head.startswith(b"PK\x03\x04") and "[" not in where:
+        raise UsageError(f"{what}: {where}: holds several arrays (an .npz archive); use --inputs {where}, or "
+                         f"--input NAME={where}:KEY for one of its arrays")
     if len(head) < 8 or head[:6] != _MAGIC:
         raise bad("it does not start with numpy's \\x93NUMPY header")
     major = head[6]
@@ -253,8 +256,10 @@ def npz_members(path: str, what: str) -> list[tuple[str, NpyArray]]:
     sizes (so nothing inflates past what the headers claim); data read by each ``load()``."""
     out: list[tuple[str, NpyArray]] = []
     with open_regular(path, what) as f:
-        head = f.read(4)
+        head = f.read(8)
         f.seek(0)
+        if head.startswith(_MAGIC):
+            raise UsageError(f"{what}: {path}: a single array; use --input NAME={path}")
         try:
             z = zipfile.ZipFile(f)
         except _ZIP_ERRORS as e:

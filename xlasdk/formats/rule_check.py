@@ -24,21 +24,24 @@ from .. import ops as _ops  # noqa: F401  (the op families define the rows whose
 from .._jaxlib import mlir_graph as _mg
 from .._jaxlib.mlir import TypeInfo
 from .._optable import OPS
-from ..attrs import FftType
+from ..attrs import FftType, RandomDistribution
 from ..errors import DTypeError, ShapeError
+from ..shape import Shape
 from ..types import PrimitiveType, etype_from_mlir
+from .program_shape import _shape_from_type
 
-__all__ = ["CHECKED", "RuleViolation", "check_rules"]
+__all__ = ["CHECKED", "WHY", "RuleViolation", "check_rules"]
 
 
 class RuleViolation(Exception):
     """An op of a loaded module that its row's shape rule refuses: ``name`` the instruction
     (its location's name, or ``line N`` of StableHLO text), ``message`` the rule's words."""
 
-    def __init__(self, name: str, message: str) -> None:
+    def __init__(self, name: str, message: str, why: str = "") -> None:
         super().__init__(f"{name}: {message}")
         self.name = name
         self.message = message
+        self.why = why  # what XLA would do with it
 
 
 def _array(t: TypeInfo) -> tuple[PrimitiveType, tuple[int, ...]] | None:
@@ -60,14 +63,53 @@ def _fft(rule: Callable[..., Any], c: _mg.OpClaim) -> None:
     rule("Fft", x[0], x[1], FftType[kind], tuple(int(v) for v in lengths))
 
 
+def _shape(t: TypeInfo) -> Shape | None:
+    if t[0] != "tensor" or any(d is None for d in t[2]):
+        return None
+    try:
+        return _shape_from_type(t)
+    except ValueError:
+        return None
+
+
+def _remainder(rule: Callable[..., Any], c: _mg.OpClaim) -> None:
+    shapes = [_shape(t) for t in c.operands]
+    if len(shapes) == 2 and shapes[0] is not None and shapes[1] is not None:
+        rule("Rem", shapes[0], shapes[1])
+
+
+def _rng(rule: Callable[..., Any], c: _mg.OpClaim) -> None:
+    dist = c.attrs.get("rng_distribution")
+    if len(c.operands) < 2 or len(c.results) != 1 or not isinstance(dist, str):
+        return
+    a, b, r = _shape(c.operands[0]), _shape(c.operands[1]), _shape(c.results[0])
+    if a is None or b is None or r is None or dist not in RandomDistribution.__members__:
+        return
+    rule("RngNormal" if dist == "NORMAL" else "RngUniform", RandomDistribution[dist], ("a", a), ("b", b), r)
+
+
 #: For each op name: how a loaded op's types and attributes become the arguments of its row's
-#: rule (``adapter(rule, claim)`` calls ``rule`` and lets ShapeError / DTypeError through).
+#: rule (``adapter(rule, claim)`` calls ``rule`` and lets ShapeError / DTypeError through). The
+#: ops whose claims XLA's verifier accepts and its compiler or runtime does not survive (found by
+#: ``tests/test_loaded_rules.py``'s list): an FFT whose lengths are not its operand's (the FFT
+#: library reads outside the operand or aborts), ``remainder`` of complex numbers (XLA:CPU's
+#: compiler dies of SIGSEGV), ``rng`` of pred (its compiler aborts: ``rng_expander.cc``).
 CHECKED: Final[dict[str, Callable[[Callable[..., Any], _mg.OpClaim], None]]] = {
     "stablehlo.fft": _fft,
+    "stablehlo.remainder": _remainder,
+    "stablehlo.rng": _rng,
 }
 
-#: How each checked op may be spelled in a module's text: a text without any of them is not walked.
-_SPELLINGS: Final = ("fft",)
+#: What XLA does with each checked op when its rule refuses it (for the message).
+WHY: Final[dict[str, str]] = {
+    "stablehlo.fft": "XLA does not check this: the compiled FFT reads memory outside its operand or aborts the process",
+    "stablehlo.remainder": "XLA's verifier accepts it, and XLA:CPU's compiler crashes on it",
+    "stablehlo.rng": "XLA's verifier accepts it, and XLA's compiler aborts on it",
+}
+
+#: How each checked op may be spelled in a module's text (HLO and StableHLO): a text without any
+#: of them is not walked.
+_SPELLINGS: Final = ("fft", "remainder", "rng")
 
 
 def _instruction(loc: str) -> str:
@@ -107,4 +149,4 @@ def check_rules(module: Any, text: str | None = None) -> None:
         try:
             CHECKED[c.name](row.rule, c)
         except (ShapeError, DTypeError) as e:
-            raise RuleViolation(_instruction(c.loc), _words(e)) from None
+            raise RuleViolation(_instruction(c.loc), _words(e), WHY.get(c.name, "")) from None

@@ -167,8 +167,7 @@ def _check_rules(module: Any, text: str) -> None:
     try:
         check_rules(module, text)
     except RuleViolation as e:
-        raise _Failed("rule", f"instruction {e.name}: {e.message} (XLA does not check this: the compiled module "
-                              "would read memory outside its operand or abort the process)") from None
+        raise _Failed("rule", f"instruction {e.name}: {e.message} ({e.why})") from None
 
 
 def _parse_verified(data: str | bytes, kind: str) -> Any:
