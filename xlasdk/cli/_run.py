@@ -282,6 +282,11 @@ def _run(args: argparse.Namespace, out: IO[str]) -> int:
     check_run_flags(args)
     _stage("loading")
     comp, snap = _load_program(args)
+    if snap is None:
+        from ._per_partition import per_partition_devices_of, run_per_partition
+
+        if (parts := per_partition_devices_of(comp)) is not None:  # one partition's program of an SPMD program
+            return run_per_partition(args, comp, parts, out)
     ps = comp.program_shape()
     _check_memory(ps, random_inputs=args.random_inputs)  # before any input is made, before XLA allocates results
     recorded = _recorded_arguments(args, snap)

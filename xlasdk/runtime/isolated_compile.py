@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from .._jaxlib import isolated, per_partition, pjrt
+from .._jaxlib import isolated, manual_collectives, per_partition, pjrt
 from ..errors import CompileError
 
 _clients: dict[int, Any] = {}
@@ -56,6 +56,8 @@ def _optimized_dump_for_compile(module_text: str, num_replicas: int, num_partiti
       as many devices as its collectives span, with its parameters and results marked
       ``{manual}`` so that the partitioner does not split it again: each device runs it on its
       own arguments (``execute_replicated``). Compiled for another device count it is refused.
+      Its variadic all-reduces (which the partitioner refuses in manual mode) become one
+      all-reduce per operand (:mod:`~xlasdk._jaxlib.manual_collectives`).
     """
     try:
         facts = per_partition.per_partition_facts(module_text)
@@ -71,7 +73,9 @@ def _optimized_dump_for_compile(module_text: str, num_replicas: int, num_partiti
     elif facts.fusions == 0:
         return module_text
     try:
-        return per_partition.rewrite_for_compile(module_text, manual=per_partition_program)
+        text = per_partition.rewrite_for_compile(module_text, manual=per_partition_program)
+        # in manual mode the partitioner refuses a variadic all-reduce (XLA's combiner writes them)
+        return manual_collectives.split_in_text(text) if per_partition_program else text
     except Exception as e:
         raise isolated.Failed("per-partition", f"compiling {name!r} failed: XLA's optimized module could not be "
                               f"made compilable again ({type(e).__name__}: {str(e)[:300]}); load the program's "

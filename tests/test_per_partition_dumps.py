@@ -1,0 +1,144 @@
+"""XLA's optimized dump of a JAX program on a 2x2 mesh (``tests/data/spmd/mesh2x2``, remade by
+``tools/make_spmd_mesh_fixture.py``): one partition's program, whose all-reduce combiner wrote a
+variadic ``(f32[], f32[3]) all-reduce(a, b)`` (issue 36 item 2).
+
+Oracle: JAX's own values, recorded on this jaxlib by the script (global outputs, and each device's
+shard of them), compared bit for bit."""
+
+from __future__ import annotations
+
+import io
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import xlasdk as xs
+from xlasdk.cli import main
+
+DATA = Path(__file__).parent / "data" / "spmd" / "mesh2x2"
+AFTER = DATA / "module.cpu_after_optimizations.txt"
+BEFORE = DATA / "module.before_optimizations.txt"
+
+
+@pytest.fixture(scope="module")
+def io_npz() -> Any:
+    return np.load(DATA / "io.npz")
+
+
+def cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def bits(a: Any) -> bytes:
+    return np.ascontiguousarray(np.asarray(a)).tobytes()
+
+
+def test_the_dump_holds_a_variadic_all_reduce() -> None:
+    text = AFTER.read_text()
+    assert ") all-reduce(" in text and "use_global_device_ids=true" in text and "replica_groups=mesh[" in text
+
+
+def test_optimized_dump_with_a_variadic_all_reduce_compiles_and_runs_as_jax_ran_it(io_npz: Any) -> None:
+    """It failed to compile: ``spmd_partitioner.cc ... supports only single-operand allreduce in manual
+    partitioning mode``. Each device, on JAX's pieces of the inputs, computes JAX's pieces of the outputs."""
+    comp = xs.load_computation(AFTER)
+    part = comp.partitioning()
+    shardings = [xs.HloSharding.parse(s) for s in part.parameter_shardings]
+    exe = xs.compile(comp, xs.client("cpu", num_devices=4).devices()[0])
+    assert (exe.num_replicas, exe.num_partitions) == (1, 4)
+    ins = [io_npz["in0"], io_npz["in1"]]
+    per_device = [[a[s.shard_slices(a.shape, 4)[k]] for a, s in zip(ins, shardings, strict=True)] for k in range(4)]
+    outs = exe.execute_replicated(per_device)
+    for k, out in enumerate(outs):
+        for i, o in enumerate(out):  # type: ignore[arg-type]
+            assert bits(o.to_numpy()) == bits(io_npz[f"out{i}_d{k}"]), (k, i)
+
+
+def test_run_with_global_inputs_serves_both_files(io_npz: Any, tmp_path: Path) -> None:
+    """The same --inputs file runs the before- and the after-optimizations files; the optimized one's
+    global inputs are split by its parameters' shardings and its outputs put together by the result
+    shardings of the before_optimizations file beside it: JAX's outputs, bit for bit."""
+    inputs, expect = tmp_path / "in.npz", tmp_path / "expect.npz"
+    np.savez(inputs, x=io_npz["in0"], w=io_npz["in1"])
+    np.savez(expect, **{f"output_{i}": io_npz[f"out{i}"] for i in range(3)})
+    for path in (AFTER, BEFORE):
+        out = tmp_path / f"{path.stem}.npz"
+        code, text, err = cli("run", str(path), "--inputs", str(inputs), "--expect", str(expect), "--output", str(out))
+        assert code == 0, err
+        assert "MATCH (bit-exact)" in text, text
+        with np.load(out) as got:
+            for i in range(3):
+                assert bits(got[f"output_{i}"]) == bits(io_npz[f"out{i}"])
+    code, text, _ = cli("run", str(AFTER), "--inputs", str(inputs))
+    assert "an optimized per-partition dump) on 4 cpu devices" in text and "global inputs split" in text
+    assert f"outputs put together by the result shardings of {BEFORE}" in text
+    assert "output 2: f32[16,6]" in text and "sharding {devices=[2,2]<=[4]}" in text
+
+
+def test_run_with_per_partition_inputs(io_npz: Any, tmp_path: Path) -> None:
+    """Each partition's own arrays, stacked on a leading axis: each partition's outputs, stacked."""
+    comp = xs.load_computation(AFTER)
+    shardings = [xs.HloSharding.parse(s) for s in comp.partitioning().parameter_shardings]
+    stacked = [np.stack([a[s.shard_slices(a.shape, 4)[k]] for k in range(4)])
+               for a, s in zip([io_npz["in0"], io_npz["in1"]], shardings, strict=True)]
+    inputs, out = tmp_path / "in.npz", tmp_path / "out.npz"
+    np.savez(inputs, x=stacked[0], w=stacked[1])
+    code, text, err = cli("run", str(AFTER), "--inputs", str(inputs), "--output", str(out))
+    assert code == 0, err
+    assert "per-partition inputs" in text and "outputs per partition (a leading axis of 4)" in text
+    with np.load(out) as got:
+        for i in range(3):
+            for k in range(4):
+                assert bits(got[f"output_{i}"][k]) == bits(io_npz[f"out{i}_d{k}"]), (i, k)
+    # one partition's arrays: every partition gets them
+    np.savez(inputs, x=stacked[0][1], w=stacked[1][1])
+    code, text, err = cli("run", str(AFTER), "--inputs", str(inputs), "--output", str(out))
+    assert code == 0, err
+    with np.load(out) as got:
+        assert got["output_2"].shape == (4, 8, 3) and bits(got["output_2"][1]) == bits(io_npz["out2_d1"])
+
+
+def test_run_says_what_to_give(io_npz: Any, tmp_path: Path) -> None:
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, x=io_npz["in0"][:5], w=io_npz["in1"])
+    code, _, err = cli("run", str(AFTER), "--inputs", str(inputs))
+    assert code == 2, err
+    assert "must be f32[16,8]" in err and "optimized per-partition dump (one partition's program of 4)" in err, err
+    assert "give the program's global arrays (x: f32[16,8], w: f32[8,6])" in err and "stacked on a leading axis" in err
+
+
+def test_without_the_before_file_outputs_stay_per_partition(io_npz: Any, tmp_path: Path) -> None:
+    """The optimized module does not record its result shardings: without the before_optimizations
+    file beside it, each partition's outputs are written (never a guess at how they fit together)."""
+    alone = tmp_path / "module.cpu_after_optimizations.txt"
+    shutil.copy(AFTER, alone)
+    inputs, out = tmp_path / "in.npz", tmp_path / "out.npz"
+    np.savez(inputs, x=io_npz["in0"], w=io_npz["in1"])
+    code, text, err = cli("run", str(alone), "--inputs", str(inputs), "--output", str(out))
+    assert code == 0, err
+    assert "outputs per partition (a leading axis of 4): the optimized module does not record" in text
+    with np.load(out) as got:
+        for k in range(4):
+            assert bits(got["output_1"][k]) == bits(io_npz[f"out1_d{k}"])
+
+
+def test_sharded_mlp_optimized_dump_runs_from_global_inputs(tmp_path: Path) -> None:
+    """The corpus' other per-partition dump (a single-operand all-reduce), from its global inputs."""
+    from tests.test_real_dumps import assert_matches_jax, recorded
+
+    ins, want = recorded("dumps/sharded_mlp")
+    inputs, out = tmp_path / "in.npz", tmp_path / "out.npz"
+    np.savez(inputs, **{str(i): a for i, a in enumerate(ins)})
+    path = Path(__file__).parent / "data" / "dumps" / "sharded_mlp" / "module.cpu_after_optimizations.txt"
+    code, text, err = cli("run", str(path), "--inputs", str(inputs), "--output", str(out))
+    assert code == 0, err
+    # its before_optimizations file leaves the results to XLA's propagation: compiled, it says which
+    assert "outputs put together by the result shardings XLA gives" in text, text
+    assert "output 0: f32[16,4]" in text and "sharding {devices=[4,1]<=[4]}" in text, text
+    with np.load(out) as got:
+        assert_matches_jax([got["output_0"], got["output_1"]], want, "sharded_mlp after optimizations")
