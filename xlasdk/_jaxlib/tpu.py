@@ -26,7 +26,7 @@ from ._pjrt_base import _one_line, _runtime_error
 
 __all__ = [
     "ensure_plugin", "parse_topology_name", "make_topology", "topology_devices", "compile_only",
-    "unloaded_hlo_text", "TopologyNameError",
+    "unloaded_hlo_text", "device_coords", "TopologyNameError",
 ]
 
 #: libtpu's own pattern for topology names (its error quotes it): ``v5e:2x2``, ``v6e=2x2``,
@@ -96,6 +96,16 @@ def topology_devices(topology: Any) -> tuple[Any, list[Any]]:
     """``(compile-only client, devices in id order)`` of a topology."""
     devices = sorted(topology._make_compile_only_devices(), key=lambda d: int(d.id))
     return devices[0].client, devices
+
+
+def device_coords(device: Any) -> tuple[int, int, int] | None:
+    """A TPU device's chip coordinates in its slice (``TpuDevice.coords``), or None."""
+    c = getattr(device, "coords", None)
+    try:
+        x, y, z = (int(v) for v in c)  # type: ignore[union-attr]
+    except (TypeError, ValueError):
+        return None
+    return x, y, z
 
 
 def compile_only(client: Any, module_text: str | bytes, devices: Sequence[Any], options: Any, name: str) -> Any:

@@ -165,8 +165,12 @@ def compile(
     if devs[0].client.compile_only is not None:  # xs.topology's devices: compile, never run
         return _remember(_compile_for_topology(req, opts, devs, timeout), computation)
     # Loaded from a file or bytes: not checked op by op, so XLA's compiler runs in the worker
-    # process first (it aborts on some verified modules). Other platforms compile in-process.
+    # process first (it aborts on some verified modules): for the CPU, and for a TPU through libtpu's
+    # compile-only client. Other platforms compile in-process.
     isolate = req.from_file and devs[0].platform == "cpu"
+    # On a TPU: compiled in the worker by libtpu's compile-only client, loaded here on the chip.
+    tpu_isolate = (req.from_file and devs[0].platform == "tpu"
+                   and os.environ.get("XLASDK_TPU_COMPILE", "").strip() != "in-process")
     # Arrays no machine holds: XLA:CPU of jaxlib 0.12 dies of SIGFPE compiling some of them
     # (s32[2**54], s8[2**28,2**28]); 0.10.2 compiles them. Such a program compiles in the worker too.
     if devs[0].platform == "cpu" and req.heap_bytes >= _ISOLATE_HEAP_BYTES:
@@ -195,6 +199,10 @@ def compile(
                 opts.num_replicas, opts.num_partitions, opts.env_option_overrides, name,
                 timeout=_compile_timeout(timeout),
             )
+        elif tpu_isolate:
+            from .topology import compile_for_chip
+
+            exe, blob = compile_for_chip(text, name, devs, opts, jopts, _compile_timeout(timeout))
         else:
             exe = pjrt.compile_and_load(devs[0].client._c, text, [d._d for d in devs], jopts, name)
         made = Executable._make(exe, name, program_shape, devs, opts.num_replicas, opts.num_partitions)

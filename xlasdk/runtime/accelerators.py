@@ -22,7 +22,9 @@ import glob
 import os
 from typing import Final
 
-__all__ = ["tpu_chips", "nvidia_gpu_visible", "requested_platforms", "attached_accelerator", "ENV_PLATFORMS"]
+__all__ = [
+    "tpu_chips", "tpu_holders", "nvidia_gpu_visible", "requested_platforms", "attached_accelerator", "ENV_PLATFORMS",
+]
 
 ENV_PLATFORMS: Final = "XLASDK_PLATFORMS"
 _JAX_PLATFORMS: Final = "JAX_PLATFORMS"
@@ -53,6 +55,27 @@ def tpu_chips(root: str = "/sys/bus/pci/devices") -> tuple[int, str | None]:
         if kind is not None:
             n, generation = n + 1, kind
     return n, generation
+
+
+#: what a process that holds a TPU has open: its device nodes, and libtpu's lock file
+_TPU_FILES: Final = ("/dev/accel", "/dev/vfio/", "/tmp/libtpu_lockfile")
+
+
+def tpu_holders(proc: str = "/proc") -> list[int]:
+    """The other processes that hold a TPU (have its device nodes or libtpu's lock file open),
+    read from ``/proc/PID/fd`` (only processes this user may inspect are seen)."""
+    me, found = os.getpid(), []
+    for fd_dir in glob.glob(os.path.join(proc, "[0-9]*", "fd")):
+        pid = int(fd_dir.split(os.sep)[-2])
+        if pid == me:
+            continue
+        try:
+            links = [os.readlink(os.path.join(fd_dir, fd)) for fd in os.listdir(fd_dir)]
+        except OSError:
+            continue
+        if any(link.startswith(_TPU_FILES) for link in links):
+            found.append(pid)
+    return sorted(found)
 
 
 def nvidia_gpu_visible() -> bool:

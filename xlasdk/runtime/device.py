@@ -325,7 +325,9 @@ def _new_client(platform: str, num_devices: int | None, *, adopt: bool = False) 
         try:
             return Client._make(_make_plugin_client(platform, options), platform)
         except XlaRuntimeError as e:
-            raise PluginError(f"PJRT plugin {platform!r} ({path}) loaded, but creating its client failed: {e}") from e
+            from .plugins import explain_client_error
+
+            raise explain_client_error(platform, path, str(e)) from e
     from .plugins import find_plugin, install_hint
 
     found = find_plugin(platform)

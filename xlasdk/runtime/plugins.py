@@ -327,6 +327,8 @@ def preload_gpu_libraries(name: str) -> list[str]:
 
 def explain_load_error(name: str, path: str, message: str) -> PluginError:
     """A :class:`PluginError` that says what a jaxlib load/initialize failure means."""
+    if name == "tpu" and "lockfile" in message:
+        return tpu_in_use(path, message)
     if "Failed to open" in message:
         why = "the file is not a loadable shared library (or a library it needs is missing)"
         if name == "cuda":
@@ -342,3 +344,30 @@ def explain_load_error(name: str, path: str, message: str) -> PluginError:
         why = "loading or initializing it failed"
     detail = re.sub(r"^(loading PJRT plugin .*? from .*?|initializing PJRT plugin '[^']*'): ", "", message)
     return PluginError(f"loading PJRT plugin {name!r} from {path} failed: {why} [{detail}]")
+
+
+def tpu_in_use(path: str, message: str) -> PluginError:
+    """The TPU is held by another process (libtpu's lock file is taken): name the process."""
+    from .accelerators import tpu_holders
+
+    pids = tpu_holders()
+    who = ("process " + ", ".join(str(p) for p in pids)) if pids else "another process"
+    return PluginError(
+        f"TPU initialization failed: the TPU is held by {who} (one process at a time may open a TPU, and libtpu "
+        f"{path} found its lock file taken); end that process (or wait for it), or use JAX and xlasdk in one "
+        f"process, where they share one client [{message}]"
+    )
+
+
+def explain_client_error(name: str, path: str, message: str) -> PluginError:
+    """A :class:`PluginError` that says what a failure to create a plugin's client means and what
+    to do (a TPU that is absent, or held by another process)."""
+    if name == "tpu" and "No jellyfish device found" in message:
+        return PluginError(
+            f"TPU initialization failed: this machine has no TPU chip (libtpu {path} found none); "
+            "to compile for a TPU without one use xs.topology('v5e:1x1') (xlasdk inspect --topology), or run "
+            f"on the CPU [{message}]"
+        )
+    if name == "tpu" and ("lockfile" in message or "already in use" in message):
+        return tpu_in_use(path, message)
+    return PluginError(f"PJRT plugin {name!r} ({path}) loaded, but creating its client failed: {message}")

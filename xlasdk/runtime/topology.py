@@ -211,20 +211,12 @@ class CompileOnlyExecutable(Executable):
         return f"CompileOnlyExecutable({self._name!r}, topology={self.topology!r}, devices={len(self._devices)})"
 
 
-def compile_for_topology(
-    module_text: str, name: str, program_shape: ProgramShape, devs: list[Device], options: CompileOptions,
-    jax_options: Any, *, isolate: bool, timeout: float | None,
-) -> CompileOnlyExecutable:
-    """Compile for compile-only devices; in the worker first when ``isolate`` (a loaded program)."""
-    topo = str(devs[0].client.compile_only)
-    client = devs[0].client._c
-    if not isolate:
-        exe = _tpu.compile_only(client, module_text, [d._d for d in devs], jax_options, name)
-        return CompileOnlyExecutable._make_compile_only(exe, name, program_shape, devs, options.num_replicas,
-                                                        options.num_partitions)
-    ids = [d.id for d in devs]
+def _worker_blob(module_text: str, topo: str, ids: list[int], options: CompileOptions, name: str,
+                 timeout: float | None) -> bytes:
+    """XLA's serialized TPU executable of ``module_text`` for ``topo``, compiled in the worker
+    (an abort of XLA's TPU compiler ends the worker, not this process)."""
     try:
-        blob = isolated.request(
+        blob: bytes = isolated.request(
             "xlasdk.runtime.topology:compile_for_topology_in_worker", module_text, topo, ids,
             options.num_replicas, options.num_partitions, tuple(options.env_option_overrides), name, timeout=timeout,
         )
@@ -236,13 +228,66 @@ def compile_for_topology(
                 f"compiling {name!r} for {topo} did not finish within {timeout:g} s and was stopped"
             ) from None
         raise CompileError(f"compiling {name!r} for {topo} failed: XLA aborted on this program ({e.reason})") from None
-    # A compile-only client cannot deserialize (libtpu: "PjRtCompiler must be constructed with a
-    # Client"); the worker's compile showed that XLA's TPU compiler survives this module, and the
-    # compile is deterministic, so it is repeated here.
-    del blob
+    return blob
+
+
+def compile_for_topology(
+    module_text: str, name: str, program_shape: ProgramShape, devs: list[Device], options: CompileOptions,
+    jax_options: Any, *, isolate: bool, timeout: float | None,
+) -> CompileOnlyExecutable:
+    """Compile for compile-only devices; in the worker first when ``isolate`` (a loaded program)."""
+    topo = str(devs[0].client.compile_only)
+    client = devs[0].client._c
+    if isolate:
+        # A compile-only client cannot deserialize (libtpu: "PjRtCompiler must be constructed with a
+        # Client"); the worker's compile showed that XLA's TPU compiler survives this module, and the
+        # compile is deterministic, so it is repeated here.
+        _worker_blob(module_text, topo, [d.id for d in devs], options, name, timeout)
     exe = _tpu.compile_only(client, module_text, [d._d for d in devs], jax_options, name)
     return CompileOnlyExecutable._make_compile_only(exe, name, program_shape, devs, options.num_replicas,
                                                     options.num_partitions)
+
+
+#: PJRT device kinds of TPU chips and their names in topology names
+_GENERATIONS: Final = {
+    "TPU v2": "v2", "TPU v3": "v3", "TPU v4": "v4", "TPU v5 lite": "v5e", "TPU v5e": "v5e", "TPU v5": "v5p",
+    "TPU v5p": "v5p", "TPU v6 lite": "v6e", "TPU v6e": "v6e", "TPU7x": "tpu7x",
+}
+
+
+def chip_topology(devs: list[Device]) -> str | None:
+    """The topology name of the slice ``devs``'s client drives (``"v5e:1x1"`` for one v5e chip),
+    from the device kind and the chips' coordinates; None when either is unknown."""
+    gen = _GENERATIONS.get(devs[0].device_kind)
+    coords = [_tpu.device_coords(d._d) for d in devs[0].client.devices()]
+    known = [c for c in coords if c is not None]
+    if gen is None or not known or len(known) != len(coords):
+        return None
+    dims = [max(c[i] for c in known) + 1 for i in range(3)]
+    shape = "x".join(str(d) for d in (dims if gen in ("v4", "v5p", "tpu7x") else dims[:2]))
+    return f"{gen}:{shape}" if gen in ("v4", "v5p", "tpu7x") or dims[2] == 1 else None
+
+
+def compile_for_chip(module_text: str, name: str, devs: list[Device], options: CompileOptions, jax_options: Any,
+                     timeout: float | None) -> tuple[Any, bytes]:
+    """A loaded program for a TPU chip: compiled in the worker by libtpu's compile-only client for
+    the chip's topology, and the executable loaded here on the chip (no second compile).
+
+    Raises
+    ------
+    CompileError
+        When XLA rejects or aborts on the module, or the chip's topology cannot be named
+        (``XLASDK_TPU_COMPILE=in-process`` then compiles in this process, unprotected).
+    """
+    topo = chip_topology(devs)
+    if topo is None:
+        raise CompileError(
+            f"compile: {name!r} is a loaded program, compiled first in xlasdk's worker so that an abort of XLA "
+            f"cannot end this process, but the topology of {devs[0].device_kind!r} devices is not known to xlasdk; "
+            "set XLASDK_TPU_COMPILE=in-process to compile it here without that protection"
+        )
+    blob = _worker_blob(module_text, topo, [d.id for d in devs], options, name, timeout)
+    return pjrt.deserialize_executable(devs[0].client._c, blob, [d._d for d in devs], jax_options, name), blob
 
 
 def compile_for_topology_in_worker(
