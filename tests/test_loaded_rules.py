@@ -146,7 +146,7 @@ _PARAMS = {
     "broadcast_dimension_size": ("f32", (3,)), "all_to_all_split_count": ("f32", (6,)),
     "cbrt_complex": ("c64", (4,)), "remainder_complex": ("c64", (4,)), "rng_uniform_pred": ("pred", ()),
     "maximum_complex": ("c64", (4,)), "minimum_complex": ("c64", (4,)), "topk_pred": ("pred", (4,)),
-    "rng_bit_generator_f32": ("u64", (2,)),
+    "rng_bit_generator_f32": ("u64", (2,)), "compare_lt_complex": ("c64", (4,)), "clamp_complex": ("c64", (4,)),
 }
 
 #: Programs the builder refuses that XLA verifies, compiles and runs to the answer its semantics
@@ -156,6 +156,9 @@ RUN_BY_XLA: dict[str, tuple[str, Builder]] = {
     "minimum_complex": (_program("a", "c64[4]", "c64[4] minimum(p, p)"), lambda b, p: ops.Min(p, p)),
     "topk_pred": (_program("a", "pred[4]", "(pred[2], s32[2]) topk(p), k=2, largest=true"),
                   lambda b, p: ops.TopK(p, 2)),
+    "compare_lt_complex": (_program("a", "c64[4]", "pred[4] compare(p, p), direction=LT"),
+                           lambda b, p: ops.Lt(p, p)),
+    "clamp_complex": (_program("a", "c64[4]", "c64[4] clamp(p, p, p)"), lambda b, p: ops.Clamp(p, p, p)),
     "rng_bit_generator_f32": (
         _program("a", "u64[2]", "(u64[2], f32[4]) rng-bit-generator(p), algorithm=rng_three_fry"),
         lambda b, p: ops.RngBitGenerator("THREE_FRY", p, xs.Shape.array_shape(xs.PrimitiveType.F32, [4]))),

@@ -345,7 +345,7 @@ def _check_output_name(output: str) -> None:
             st = os.stat(path)
         except (OSError, ValueError):
             continue
-        if not stat.S_ISREG(st.st_mode):
+        if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):  # a directory: _check_writable says so
             raise UsageError(f"--output {output}: {path} is {file_kind(st.st_mode)}, not a regular file; --output "
                              "writes an .npz file")
 
