@@ -43,8 +43,8 @@ from typing import Final
 from ._atomic import file_kind
 
 __all__ = [
-    "KEY_NAME", "TAG_NAME", "directory_problem", "entry_problem", "open_nofollow", "read_fd", "load_key",
-    "make_key", "has_tag", "write_tag", "warn_once", "mac",
+    "KEY_NAME", "TAG_NAME", "ENTRY_NAME", "TMP_NAME", "TMP_PREFIX", "directory_problem", "entry_problem",
+    "open_nofollow", "read_fd", "load_key", "make_key", "has_tag", "write_tag", "warn_once", "mac",
 ]
 
 KEY_NAME: Final = ".xlasdk-cache-key"
