@@ -89,6 +89,41 @@ def test_emit_python_callback_with_a_column_major_operand_layout(backend: xla_cl
         backend.emit_python_callback(lambda a: (a,), c, [x], [], operand_layouts=[(0, 0)])
 
 
+def test_emit_python_callback_hands_strided_operands_in_their_layout(backend: xla_client.Client) -> None:
+    # The former suite's PythonCallbackTest.testStriding: a column-major operand layout arrives as
+    # a Fortran-ordered array (jaxlib passed XLA's memory as it was); a C-ordered result given for a
+    # column-major result shape comes back with the right values. A rank-3 layout arrives with its
+    # strides too, and the default layout stays C-ordered.
+    c = xla_client.XlaBuilder("striding")
+    arg = np.arange(12, dtype=np.int16).reshape(3, 4)
+    f_layout = xla_client.Shape.array_shape(arg.dtype, arg.shape, layout=(0, 1))
+    seen: list[tuple[bool, tuple[int, ...]]] = []
+
+    def fn(x: np.ndarray[Any, Any]) -> tuple[Any, ...]:
+        seen.append((x.flags.f_contiguous, x.strides))
+        return (np.ascontiguousarray(x * 2),)
+
+    p = ops.Parameter(c, 0, xla_client.shape_from_pyval(arg))
+    backend.emit_python_callback(fn, c, [p], [f_layout], [f_layout])
+    np.testing.assert_array_equal(run(backend, c, arg)[0], arg * 2)
+    assert seen == [(True, (2, 6))]
+
+    c = xla_client.XlaBuilder("rank3")
+    v = np.arange(24, dtype=F32).reshape(2, 3, 4)
+    got: list[np.ndarray[Any, Any]] = []
+    p = ops.Parameter(c, 0, xla_client.shape_from_pyval(v))
+    q = ops.Parameter(c, 1, xla_client.shape_from_pyval(v))
+    shape = xla_client.shape_from_pyval(v)
+    backend.emit_python_callback(
+        lambda a, b: (got.extend([a, b]), (a - b,))[1], c, [p, q], [shape], operand_layouts=[(1, 2, 0), None]
+    )
+    out = run(backend, c, v, v[::-1].copy())
+    np.testing.assert_array_equal(out[0], v - v[::-1])
+    np.testing.assert_array_equal(got[0], v)
+    assert got[0].strides == (4 * 3 * 4, 4, 4 * 3)  # dimension 1 fastest (3 long), then 2 (4 long), then 0
+    assert got[1].flags.c_contiguous
+
+
 def test_emit_python_callback_with_token_operands_and_results(backend: xla_client.Client) -> None:
     # The former callback: a token operand arrives as None; a token result's entry is ignored and
     # the op gives a new token there, ordering later side effects after the call.
@@ -190,6 +225,11 @@ def test_create_sharded_buffer_and_sharded_buffers_come_back_sharded() -> None:
     for d in range(2):
         np.testing.assert_array_equal(np.asarray(outs[0][d]), xs_[d] + ys_[d])
         np.testing.assert_array_equal(np.asarray(outs[1][d]), xs_[d] * ys_[d])
+    # the with-tokens form too (the former suite's testExecuteShardedOverloadShardedBufferInput)
+    outs, token = exe.execute_sharded_on_local_devices_with_tokens([a, b])
+    token.block_until_ready()
+    assert len(outs) == 2 and all(isinstance(o, xla_client.ShardedBuffer) for o in outs)
+    np.testing.assert_array_equal(np.asarray(outs[1].block_until_ready()[1]), xs_[1] * ys_[1])
     # lists of buffers in, lists of buffers out (as before)
     plain = exe.execute_sharded_on_local_devices([a.get_pybuffers(), b.get_pybuffers()])
     assert isinstance(plain[0], list) and isinstance(plain[0][0], xla_client.Buffer)

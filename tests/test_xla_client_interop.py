@@ -166,6 +166,27 @@ def test_memoryview_of_a_cpu_buffer(backend: Any) -> None:
         memoryview(buffer)
 
 
+def test_buffer_protocol_of_a_dynamic_result_and_of_types_it_cannot_describe(backend: Any) -> None:
+    # The former suite's DynamicReshapeTest.testReshape2D: a dynamic result's view has its real
+    # extents; bfloat16 has no buffer-protocol format: BufferError, as jaxlib's buffers gave.
+    # ``memoryview(buf)`` calls ``__buffer__`` from Python 3.12; on 3.11 the method is called here.
+    c = xla_client.XlaBuilder("dynamic_reshape")
+    arg0 = np.array([[1, 2, 3], [4, 5, 6]], np.int32)
+    p0 = ops.Parameter(c, 0, xla_client.shape_from_pyval(arg0))
+    p1 = ops.Parameter(c, 1, xla_client.shape_from_pyval(np.int32(2)))
+    ops.DynamicReshape(p0, [p1, p1], [2, 3], [False, True])
+    [buf] = backend.compile(c.build()).execute([arg0, np.int32(2)])
+    view = memoryview(buf) if sys.version_info >= (3, 12) else buf.__buffer__(0)
+    assert view.shape == (2, 2) and view.readonly
+    np.testing.assert_array_equal(np.asarray(view), [[1, 2], [4, 5]])
+    bf16 = backend.buffer_from_pyval(np.ones(3, xla_client.bfloat16))
+    with pytest.raises(BufferError, match="BF16"):
+        memoryview(bf16) if sys.version_info >= (3, 12) else bf16.__buffer__(0)
+    with pytest.raises(BufferError, match="read-only"):
+        buf.__buffer__(1)  # PyBUF_WRITABLE
+    assert buf.aval is None and buf._device is None  # the former attributes JAX filled, None by default
+
+
 def test_live_buffers(backend: Any) -> None:
     client = xla_client.make_cpu_client()
     assert client.live_buffers() == []

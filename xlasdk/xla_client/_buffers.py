@@ -27,13 +27,18 @@ class Buffer:
     ----------
     shape : tuple of int
     dtype : numpy.dtype
+    aval, _device : None
+        Free slots that JAX once filled on the former buffers (its abstract value and committed
+        device); None until set, unused by xlasdk.
     """
 
-    __slots__ = ("_a", "_client", "_traceback", "__weakref__")
+    __slots__ = ("_a", "_client", "_traceback", "aval", "_device", "__weakref__")
 
     _a: DeviceArray
     _client: Client
     _traceback: Any
+    aval: Any
+    _device: Any
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("Buffers are made by Client.buffer_from_pyval(value, device) or LoadedExecutable.execute")
@@ -44,6 +49,8 @@ class Buffer:
         b._a = array
         b._client = owner
         b._traceback = _compat.current_traceback()
+        b.aval = None
+        b._device = None
         owner._track(b)
         return b
 
@@ -187,20 +194,29 @@ class Buffer:
 
     def __buffer__(self, flags: int) -> memoryview:
         """``memoryview(buffer)`` (Python 3.12+, PEP 688): a read-only view of the value on the
-        host. On Python 3.11 ``memoryview()`` does not ask objects for ``__buffer__`` and raises
-        ``TypeError``; use ``memoryview(np.asarray(buffer))`` there.
+        host, at its real extents for a dynamic result. On Python 3.11 ``memoryview()`` does
+        not ask objects for ``__buffer__`` and raises ``TypeError``; use
+        ``memoryview(np.asarray(buffer))`` there.
 
         Raises
         ------
         XlaRuntimeError
             If the buffer was deleted.
         BufferError
-            When a writable view is asked for (the host copy is read-only).
+            When a writable view is asked for (the host copy is read-only), or for an element
+            type the buffer protocol has no format for (bfloat16, the float8 and 4-bit types),
+            as jaxlib's buffers did.
         """
         if flags & 1:  # PyBUF_WRITABLE (inspect.BufferFlags.WRITABLE, Python 3.12+)
             raise BufferError("memoryview of an xla_client Buffer is read-only")
         host: Any = self._a.to_numpy()  # numpy arrays export the buffer protocol (typed so from numpy 2.x)
-        return memoryview(host)
+        try:
+            return memoryview(host)
+        except ValueError as e:  # numpy: "cannot include dtype 'E' in a buffer"
+            raise BufferError(
+                f"buffers of type {self._a.xla_shape().element_type().name} are not supported by the "
+                f"Python buffer protocol ({self._describe()})"
+            ) from e
 
     def __dlpack__(self, **kwargs: Any) -> Any:
         return self._a.__dlpack__(**kwargs)

@@ -56,6 +56,22 @@ class _FormerDevice(Device):
         return [b for b in former.live_buffers() if b._a.device == self]
 
 
+def _with_operand_layouts(fn: Callable[..., Any], layouts: Sequence[tuple[int, ...] | None]) -> Callable[..., Any]:
+    """``fn`` called with each operand laid out as ``layouts`` says (a ``minor_to_major``
+    permutation, or None for row-major): the same values, with the strides of that layout."""
+
+    def laid_out(*values: Any) -> Any:
+        args = list(values)
+        for i, m2m in enumerate(layouts):
+            if m2m is not None and isinstance(args[i], np.ndarray):
+                major_to_minor = m2m[::-1]
+                physical = np.ascontiguousarray(np.transpose(args[i], major_to_minor))
+                args[i] = np.transpose(physical, np.argsort(major_to_minor))
+        return fn(*args)
+
+    return laid_out
+
+
 # -- client -----------------------------------------------------------------------------------
 class Client:
     """A backend with the former ``xla_client.Client`` methods (from :func:`make_cpu_client`).
@@ -298,8 +314,8 @@ class Client:
             token Shapes.
         operand_layouts: None, or one entry per operand that is None, a Shape with a layout, or
             a ``minor_to_major`` permutation. The callable sees the same values whatever the
-            layout (jaxlib handed column-major memory over as Fortran-ordered arrays; xlasdk
-            hands over C-contiguous copies of the same values).
+            layout, with the strides of that layout, as jaxlib handed them over: ``(0, 1)`` gives
+            a Fortran-ordered (``f_contiguous``) array.
         has_side_effects: keep the call even when its results are unused.
 
         Tokens order the call: the call runs after the side effects that made its token
@@ -317,6 +333,7 @@ class Client:
             As ``ops.HostCallback``; ShapeError for an operand layout that is not a permutation
             of the operand's dimensions, or a count of layouts other than the operands'.
         """
+        layouts: list[tuple[int, ...] | None] = [None] * len(operands)
         if operand_layouts is not None:
             if len(operand_layouts) != len(operands):
                 raise ShapeError(
@@ -333,6 +350,10 @@ class Client:
                         f"emit_python_callback: operand_layouts[{i}] = {tuple(m2m)!r} is not a layout of a "
                         f"rank-{rank} operand (expected a permutation of 0..{rank - 1})"
                     )
+                if m2m is not None and list(m2m) != list(range(rank - 1, -1, -1)):
+                    layouts[i] = tuple(int(d) for d in m2m)
+        if any(lay is not None for lay in layouts):
+            callable = _with_operand_layouts(callable, layouts)  # noqa: A001 - the former name
         shapes = [_native_shape(s) if isinstance(s, _Shape) else s for s in result_shapes]
         in_tok = [isinstance(x, XlaOp) and x.shape.is_token() for x in operands]
         out_tok = [isinstance(s, _Shape) and s.is_token() for s in shapes]

@@ -123,6 +123,14 @@ class ShardedBuffer:
         return f"ShardedBuffer({self.dtype}{list(self.shape)} on {len(self._bufs)} devices)"
 
 
+def _as_sharded(outs: list[list[Buffer]], arguments: Sequence[Any]) -> list[Any]:
+    """``[output][device]`` buffers, or one :class:`ShardedBuffer` per output when every argument
+    is a ShardedBuffer (and there is one at least), as the former API returned."""
+    if arguments and all(isinstance(a, ShardedBuffer) for a in arguments):
+        return [ShardedBuffer(o) for o in outs]
+    return outs
+
+
 def _per_device(arg: Any) -> Any:
     return arg.get_pybuffers() if isinstance(arg, ShardedBuffer) else arg
 
@@ -259,11 +267,12 @@ class LoadedExecutable:
 
     def execute_sharded_on_local_devices_with_tokens(
         self, arguments: Sequence[Sequence[Any]]
-    ) -> tuple[list[list[Buffer]], ShardedToken]:
-        """:meth:`execute_sharded_on_local_devices`, also returning the run's :class:`ShardedToken`."""
+    ) -> tuple[list[Any], ShardedToken]:
+        """:meth:`execute_sharded_on_local_devices`, also returning the run's :class:`ShardedToken`
+        (outputs as there: one :class:`ShardedBuffer` per output when every argument is one)."""
         outs, token = self._execute_sharded(arguments, True)
         assert token is not None
-        return outs, ShardedToken(token)
+        return _as_sharded(outs, arguments), ShardedToken(token)
 
     def execute_sharded_on_local_devices(self, arguments: Sequence[Any]) -> list[Any]:
         """Run on every device of the executable.
@@ -286,10 +295,7 @@ class LoadedExecutable:
         ShapeError
             When a parameter's list does not have one entry per device, or as for :meth:`execute`.
         """
-        outs = self._execute_sharded(arguments, False)[0]
-        if arguments and all(isinstance(a, ShardedBuffer) for a in arguments):
-            return [ShardedBuffer(o) for o in outs]
-        return outs
+        return _as_sharded(self._execute_sharded(arguments, False)[0], arguments)
 
     def _execute_sharded(
         self, arguments: Sequence[Sequence[Any]], with_tokens: bool
