@@ -59,10 +59,15 @@ def parse_topology_name(name: str) -> tuple[str, tuple[int, int, int]]:
 def ensure_plugin(path: str, *, chips_present: bool) -> None:
     """Load and initialize libtpu as the PJRT plugin ``"tpu"`` unless it is (JAX and xlasdk then
     share it: JAX's ``make_tpu_client`` does the same checks). Without a chip on the PCI bus,
-    ``TPU_SKIP_MDS_QUERY=1`` keeps libtpu from waiting minutes for a cloud metadata server."""
+    ``TPU_SKIP_MDS_QUERY=1`` keeps libtpu from waiting minutes for a cloud metadata server, and
+    ``ALLOW_MULTIPLE_LIBTPU_LOAD=1`` lets several processes compile at once (the lock file libtpu
+    takes otherwise guards a chip there is none of)."""
     if not chips_present:  # no cloud metadata to ask for the slice's hosts: this host alone
         os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
         os.environ.setdefault("TPU_WORKER_HOSTNAMES", "localhost")
+        # libtpu's lock file guards the chip; without one it would keep a second process (a second
+        # test worker, a second compile) from compiling at all
+        os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
     try:
         if not _xc.pjrt_plugin_loaded("tpu"):
             _xc.load_pjrt_plugin_dynamically("tpu", path)
