@@ -397,3 +397,37 @@ def test_clear_deletes_nothing_in_a_directory_the_cache_did_not_make(tmp_path: P
     os.unlink(d / trust.TAG_NAME)
     assert c.clear() == 0 and (d / ("12" * 32 + ".xlaexe")).exists()
     assert c.get("12" * 32) == b"payload"  # still read: the tag marks what may be cleaned, not what is read
+
+
+def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": REPO}
+    env.pop("XLASDK_CACHE_DIR", None)
+    return subprocess.run([sys.executable, "-m", "xlasdk.cli", "cache", *argv], capture_output=True, text=True,
+                          env=env, timeout=300)
+
+
+def test_the_cli_says_once_why_a_cache_is_off_and_touches_nothing(tmp_path: Path) -> None:
+    d = tmp_path / "c"
+    c = CompileCache(d)
+    c.put("12" * 32, b"payload")
+    os.chmod(d, 0o777)
+    before = sorted(os.listdir(d))
+    for verb in (["info", "--list"], ["clear"]):
+        r = _cli(*verb, "--dir", str(d))
+        assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+        lines = r.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"xlasdk cache: warning: xlasdk cache {d} is off"), lines
+        assert "chmod go-w" in lines[0]
+    assert "entries:   0" in _cli("info", "--dir", str(d)).stdout
+    assert sorted(os.listdir(d)) == before
+
+
+def test_the_cli_leaves_a_directory_without_the_tag_and_says_so(tmp_path: Path) -> None:
+    d = tmp_path / "c"
+    CompileCache(d).put("12" * 32, b"payload")
+    os.unlink(d / trust.TAG_NAME)
+    r = _cli("clear", "--dir", str(d))
+    assert r.returncode == 0 and r.stderr == ""
+    assert r.stdout.splitlines()[0].startswith(f"removed 0 entries from {d}")
+    assert f"left alone: {d} (no CACHEDIR.TAG" in r.stdout
+    assert (d / ("12" * 32 + ".xlaexe")).exists()
