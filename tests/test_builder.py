@@ -157,3 +157,29 @@ def test_a_chain_of_4000_ops_compiles_and_runs(route: str, tmp_path: Any) -> Non
         comp = xs.load_computation(path)
     got = xs.compile(comp, "cpu:0")(np.full(4, 2.0, np.float32)).to_numpy()
     np.testing.assert_allclose(got, 2.0 * 1.0001**n, rtol=2e-4)  # 4,000 roundings of f32, in some order
+
+
+def test_a_chain_of_10000_mixed_elementwise_ops_compiles_and_runs() -> None:
+    """Issue 36, item 4: a 10,000-op chain (multiply, add, subtract, maximum, negate twice) built op
+    by op compiles (about 2 s here) and computes what numpy computes step by step in f32."""
+    n = 10_000
+    b = xs.XlaBuilder("chain10k")
+    x = ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, (5,)), "x")
+    half, quarter = ops.Constant(b, np.float32(0.5)), ops.Constant(b, np.float32(0.25))
+    v = np.array([-3.0, -0.5, 0.0, 1.25, 7.0], np.float32)
+    h, want = x, v.copy()
+    for i in range(n):
+        k = i % 5
+        if k == 0:
+            h, want = ops.Mul(h, half), want * np.float32(0.5)
+        elif k == 1:
+            h, want = ops.Add(h, x), want + v
+        elif k == 2:
+            h, want = ops.Sub(h, quarter), want - np.float32(0.25)
+        elif k == 3:
+            h, want = ops.Max(h, ops.Neg(x)), np.maximum(want, -v)
+        else:
+            h, want = ops.Neg(ops.Neg(h)), want
+    comp = b.build(h)
+    got = xs.compile(comp, "cpu:0")(v).to_numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6)
