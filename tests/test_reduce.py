@@ -337,6 +337,33 @@ def test_a_module_xlas_loader_dies_on_is_refused_for_other_conditions(tmp_path: 
     assert code == 2 and "XLA dies" not in err and str(bad) in err, err
 
 
+def test_text_passes_cut_mlir_text_by_lines_and_locations() -> None:
+    """MLIR text is cut line by line (and its locations dropped): here with a check that the text still
+    loads and still holds the maximum, the dead ops and the locations planted in it go, the rest stays."""
+    from xlasdk._reduce_text import TextReducer, count_instructions
+
+    text = (DATA / "dumps/sharded_mlp/lowered.mlir").read_text()
+    dead = ("    %d0 = stablehlo.add %2, %2 : tensor<16x4xf32> loc(#loc9)\n"
+            "    %d1 = stablehlo.negate %d0 : tensor<16x4xf32>\n"
+            "    %d2 = stablehlo.abs %0 : tensor<16x32xf32>\n")
+    text = text.replace("    return %2, %4", dead + "    return %2, %4", 1) + '#loc9 = loc("planted.py":1:2)\n'
+    xs.XlaComputation.from_stablehlo(text)  # it loads
+
+    def check(t: str) -> bool:
+        try:
+            xs.XlaComputation.from_stablehlo(t)
+        except xs.XlaSdkError:
+            return False
+        return "stablehlo.maximum" in t
+
+    steps: list[str] = []
+    r = TextReducer(text, check, lambda strategy, t: steps.append(strategy))
+    r.run()
+    assert "%d0" not in r.cur and "%d2" not in r.cur and "loc(" not in r.cur and "#loc9" not in r.cur, r.cur
+    assert check(r.cur) and count_instructions(r.cur) < count_instructions(text)
+    assert steps[0] == "text: drop locations" and "text: delete lines" in steps
+
+
 # -- diverge ---------------------------------------------------------------------------------------------
 def assert_division_core(comp: xs.XlaComputation) -> None:
     """``comp`` is the spliced pattern's core: a parameter divided by 2**127 (a constant, or a broadcast

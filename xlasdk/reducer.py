@@ -475,7 +475,7 @@ def reduce(
         try:
             computation = load_computation(path)
         except FormatError as e:
-            dies = _dies_loading(path, e, until, script, check_timeout)
+            dies = _dies_loading(path, e, until, script, min(check_timeout, max_time or check_timeout))
             if dies is None:
                 raise
             return _reduce_text(path, dies[0], dies[1], until, script, max_time, check_timeout, progress, started)
