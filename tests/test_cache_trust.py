@@ -194,6 +194,12 @@ def test_record_round_trip_and_every_damaged_record_is_a_record_error() -> None:
             _record.decode(bytes(b))
         except _record.RecordError:
             pass
+    for claim in (b"u" + b"\xff" * 8, b"u\x01\x00\x00\x00\xff\xff\xff\xff",  # runs of strings claiming too much
+                  b"u\x01\x00\x00\x00\x00\x00\x00\x00" + (1 << 62).to_bytes(8, "little") + b"abc",
+                  b"u\x00\x00\x00\x00\x00\x00\x00\x00",
+                  b"u\x01\x00\x00\x00\x00\x00\x00\x00\x01" + b"\x00" * 7 + b"\xff"):  # not UTF-8
+        with pytest.raises(_record.RecordError):
+            _record.decode(b"\x01" + claim)
     for bad in (object(), 1 << 64, np.int32(3), [1], {"a": 1}):
         with pytest.raises(_record.RecordError):
             _record.encode(bad)
