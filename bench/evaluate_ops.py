@@ -12,7 +12,11 @@ the issue's targets.
 * scatter-add of 100,000 rows of 16 into f32[1000,16], gather of 100,000 rows of 64 from
   f32[1000,64], reduce_window (3x3 max, stride 1, SAME padding) on 1M elements: no target (info).
 
-    python bench/evaluate_ops.py [--rounds N] [--json OUT]
+``--exact`` times the evaluator's exact paths instead (the comparator evaluated on pairs, scatter
+and gather one index vector at a time, select_and_scatter's combiner one window at a time): the
+figures before issue 35's numpy paths.
+
+    python bench/evaluate_ops.py [--rounds N] [--exact] [--json OUT]
 """
 
 from __future__ import annotations
@@ -85,6 +89,36 @@ ENTRY main {{
 }}
 """
 
+SORT_ROWS = """HloModule sort_rows
+
+cmp {
+  p0 = f32[] parameter(0)
+  p1 = f32[] parameter(1)
+  ROOT gt = pred[] compare(p0, p1), direction=GT, type=TOTALORDER
+}
+
+ENTRY main {
+  x = f32[64,10000] parameter(0)
+  ROOT s = f32[64,10000] sort(x), dimensions={1}, is_stable=true, to_apply=cmp
+}
+"""
+
+SORT_FLOAT_NAN = f"""HloModule sort_float
+
+cmp {{
+  p0 = f32[] parameter(0)
+  p1 = f32[] parameter(1)
+  ROOT lt = pred[] compare(p0, p1), direction=LT
+}}
+
+ENTRY main {{
+  x = f32[{N_SORT}] parameter(0)
+  ROOT s = f32[{N_SORT}] sort(x), dimensions={{0}}, is_stable=true, to_apply=cmp
+}}
+"""
+
+SORT_BIG = SORT_ARGSORT.replace(str(N_SORT), "100000")
+
 SELECT_AND_SCATTER = """HloModule maxpool_grad
 
 ge {
@@ -135,6 +169,8 @@ ENTRY main {
 }
 """
 
+SELECT_AND_SCATTER_MAX = SELECT_AND_SCATTER.replace("ROOT c = f32[] add(a, b)", "ROOT c = f32[] maximum(a, b)")
+
 REDUCE_WINDOW = """HloModule maxpool
 
 max {
@@ -157,6 +193,8 @@ def _cases(rng: np.random.Generator) -> list[tuple[str, str, list[Any], Callable
     x[rng.integers(0, N_SORT, 100)] = -0.0
     k1 = rng.integers(0, 50, N_SORT).astype(np.float32)  # many ties on the first key
     k2 = rng.integers(0, 1000, N_SORT).astype(np.int32)
+    big = rng.standard_normal(100_000).astype(np.float32)
+    rows64 = rng.standard_normal((64, N_SORT)).astype(np.float32)
     pool = rng.standard_normal((16, 256, 256, 1)).astype(np.float32)
     grad = rng.standard_normal((16, 128, 128, 1)).astype(np.float32)
     table = rng.standard_normal((1000, 16)).astype(np.float32)
@@ -174,7 +212,14 @@ def _cases(rng: np.random.Generator) -> list[tuple[str, str, list[Any], Callable
          lambda: np.argsort(x, kind="stable"), 0.5),
         (f"sort f32[{N_SORT}], s32[{N_SORT}] by two keys", SORT_TWO_KEYS, [k1, k2],
          lambda: np.lexsort((k2, k1)), 0.5),
+        ("sort f32[100000] + iota (jnp.argsort's comparator)", SORT_BIG, [big],
+         lambda: np.argsort(big, kind="stable"), None),
+        (f"sort f32[64,{N_SORT}] along its rows (GT, TOTALORDER)", SORT_ROWS, [rows64],
+         lambda: np.sort(rows64, axis=1), None),
+        (f"sort f32[{N_SORT}] with NaNs, FLOAT LT (not read: the exact path)", SORT_FLOAT_NAN, [x],
+         lambda: np.sort(x), None),
         ("select_and_scatter f32[16,256,256,1] (max-pool grad)", SELECT_AND_SCATTER, [pool, grad], None, 2.0),
+        ("select_and_scatter f32[16,256,256,1], max combiner", SELECT_AND_SCATTER_MAX, [pool, grad], None, None),
         ("scatter-add 100k x 16 into f32[1000,16]", SCATTER_ADD, [table, rows, upd], add_at, None),
         ("gather 100k rows of f32[1000,64]", GATHER, [emb, rows], lambda: np.take(emb, rows[:, 0], axis=0), None),
         ("reduce_window 3x3 max on f32[16,256,256,1]", REDUCE_WINDOW, [pool], None, None),
@@ -188,6 +233,15 @@ def _seconds(fn: Callable[[], Any], rounds: int) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
+
+
+def exact_paths_only() -> None:
+    """Switch the numpy paths of the reference evaluator off (a benchmark's comparison only)."""
+    from xlasdk.reference import indexing, sort, window
+
+    sort._lexsorted = lambda cmp, moved, ev: None  # type: ignore[assignment]
+    indexing._VECTORIZED = False
+    window._VECTORIZED = False
 
 
 def run(rounds: int = 3, only: str | None = None) -> list[dict[str, Any]]:
@@ -208,8 +262,7 @@ def run(rounds: int = 3, only: str | None = None) -> list[dict[str, Any]]:
             rows.append(tm.row(f"evaluate {label}", "s", round(mine, 4),
                                None if theirs is None else round(theirs, 5), "numpy's call" if peer else "",
                                round(mine / theirs, 1) if theirs else None, None,
-                               f"< {target} s" if target is not None else "(info)",
-                               ok_seconds=None if target is None else mine < target))
+                               f"< {target} s" if target is not None else "(info)"))
             rows[-1]["ok"] = None if target is None else mine < target
     return rows
 
@@ -218,8 +271,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--only", default=None, help="only the cases whose label holds this text")
+    ap.add_argument("--exact", action="store_true", help="the evaluator's exact paths (before issue 35)")
     ap.add_argument("--json", default=None)
     ns = ap.parse_args()
+    if ns.exact:
+        exact_paths_only()
     rows = run(ns.rounds, ns.only)
     for r in rows:
         verdict = {True: "ok", False: "MISSED", None: "info"}[r["ok"]]

@@ -7,7 +7,9 @@ at 1k, 10k and 100k ops), ``compile_cache.py`` (if present; else an n/a row) and
 (loading HLO text against XLA's bare parse: first loads, the same bytes again, the worker's cold
 start) and ``run_dump.py`` (``xlasdk run DUMP --random-inputs`` against jaxlib's calls alone, each
 in fresh processes), ``evaluate.py`` (``xs.evaluate`` of each dump against XLA:CPU's compile of
-it, and the evaluator's overhead per op beyond numpy's own work) and ``bisection.py`` (``compare
+it, and the evaluator's overhead per op beyond numpy's own work), ``evaluate_ops.py`` (``xs.evaluate``
+of single ops at real models' sizes: sort, select_and_scatter, scatter, gather, reduce_window, against
+the issue-35 targets) and ``bisection.py`` (``compare
 --bisect ops`` and ``--bisect passes`` on a 1,000-instruction module with a planted XLA:CPU wrong
 value, against their wall-time targets; ``--quick``: ops only).
 The peer is JAX (``pip install jax==<jaxlib's version>`` in the same environment; it is never an
@@ -110,6 +112,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     import cli_start
     import dispatch
     import evaluate
+    import evaluate_ops
     import load_hlo
     import matmul
     import run_dump
@@ -131,6 +134,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     rows += load_hlo.run([1000, 10000] if quick else [1000, 100000], rounds=2 if quick else 3)
     rows += run_dump.run(rounds=2 if quick else 5)
     rows += evaluate.run(rounds=2 if quick else 3)
+    rows += evaluate_ops.run(rounds=1 if quick else 3)
     rows += bisection.run(rounds=1, which=("ops",) if quick else ("ops", "passes"))
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     info["load_average_1m_at_end"] = None if load is None else round(load[0], 2)
