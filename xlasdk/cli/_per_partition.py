@@ -79,7 +79,8 @@ def plan_for(path: str, comp: Any, devices: int) -> _Plan:
     names = list(ps.parameter_names())
     local = list(ps.parameter_shapes())
     part = comp.partitioning()
-    shardings = [xs.HloSharding.parse(s) if s else xs.HloSharding.replicate() for s in part.parameter_shardings]
+    texts = list(part.parameter_shardings) + [None] * (len(names) - len(part.parameter_shardings))
+    shardings = [xs.HloSharding.parse(s) if s else xs.HloSharding.replicate() for s in texts[: len(names)]]
     global_shapes = []
     for n, s, sh in zip(names, local, shardings, strict=True):
         dims = tuple(s.dimensions()) if s.is_array() else ()
