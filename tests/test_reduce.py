@@ -337,6 +337,18 @@ def test_a_module_xlas_loader_dies_on_is_refused_for_other_conditions(tmp_path: 
     assert code == 2 and "XLA dies" not in err and str(bad) in err, err
 
 
+def test_the_text_pass_honours_max_time(tmp_path: Path) -> None:
+    src = tmp_path / "crash.txt"
+    src.write_text(plant_recv("sharded_mlp", "ynn_fusion.1", "", ("tuple(%ynn_fusion", "tuple(%ynn_fusion")))
+    t0 = time.monotonic()
+    res = xs.reduce(src, "crash", max_time=3.0)
+    took = time.monotonic() - t0
+    # the first load (XLA dies: a fresh worker), the budget, the 2 s the search is given to stop, loosely
+    assert res.timed_out and took < 3.0 + 20, took
+    assert res.instructions_after <= res.instructions_before
+    assert "Expected a tuple shape" in (loader_dies(res.hlo_text) or "")
+
+
 def test_text_passes_cut_mlir_text_by_lines_and_locations() -> None:
     """MLIR text is cut line by line (and its locations dropped): here with a check that the text still
     loads and still holds the maximum, the dead ops and the locations planted in it go, the rest stays."""
