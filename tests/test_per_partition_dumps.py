@@ -142,3 +142,17 @@ def test_sharded_mlp_optimized_dump_runs_from_global_inputs(tmp_path: Path) -> N
     assert "output 0: f32[16,4]" in text and "sharding {devices=[4,1]<=[4]}" in text, text
     with np.load(out) as got:
         assert_matches_jax([got["output_0"], got["output_1"]], want, "sharded_mlp after optimizations")
+
+
+def test_the_8_device_fixture_runs_from_global_inputs(tmp_path: Path) -> None:
+    """tests/data/spmd (a 2x4 mesh, replicated subgroups on both parameters and results): the optimized
+    dump from the global inputs, bit for bit JAX's outputs."""
+    spmd = DATA.parent
+    z = np.load(spmd / "io.npz")
+    inputs, expect = tmp_path / "in.npz", tmp_path / "expect.npz"
+    np.savez(inputs, a=z["in0"], w=z["in1"], v=z["in2"])
+    np.savez(expect, output_0=z["out0"], output_1=z["out1"])
+    code, text, err = cli("run", str(spmd / "module.after_optimizations.txt"), "--inputs", str(inputs),
+                          "--expect", str(expect))
+    assert code == 0, err
+    assert "on 8 cpu devices (1 replica x 8 partitions)" in text and "MATCH (bit-exact)" in text, text
