@@ -61,6 +61,14 @@ def _program(name: str, param: str, root: str, extra: str = "") -> str:
     return f"HloModule {name}\n\n{_COMPS}ENTRY main {{\n  p = {param} parameter(0)\n{extra}  ROOT r = {root}\n}}\n"
 
 
+def _f32(n: int) -> xs.Shape:
+    return xs.Shape.array_shape(xs.PrimitiveType.F32, [n])
+
+
+def _s32(n: int) -> xs.Shape:
+    return xs.Shape.array_shape(xs.PrimitiveType.S32, [n])
+
+
 def _z(b: xs.XlaBuilder) -> xs.XlaOp:
     return ops.Constant(b, np.float32(0))
 
@@ -131,6 +139,18 @@ REFUSED: dict[str, tuple[str, Builder | None]] = {
     "remainder_complex": (_program("a", "c64[4]", "c64[4] remainder(p, p)"), lambda b, p: ops.Rem(p, p)),
     "rng_uniform_pred": (_program("a", "pred[]", "pred[4] rng(p, p), distribution=rng_uniform"),
                          lambda b, p: ops.RngUniform(p, p, xs.Shape.array_shape(xs.PrimitiveType.PRED, [4]))),
+    "custom_call_topk_over_size": (
+        _program("a", "f32[4]", '(f32[8], s32[8]) custom-call(p), custom_call_target="TopK"'),
+        lambda b, p: ops.CustomCall(b, "TopK", [p], xs.Shape.tuple_shape([_f32(8), _s32(8)]))),
+    "custom_call_slice_to_dynamic": (
+        _program("a", "f32[4]", 'f32[4] custom-call(p), custom_call_target="SliceToDynamic"'),
+        lambda b, p: ops.CustomCall(b, "SliceToDynamic", [p], _f32(4))),
+    "custom_call_onednn": (
+        _program("a", "f32[4]", 'f32[4] custom-call(p), custom_call_target="__onednn$matmul"'),
+        lambda b, p: ops.CustomCall(b, "__onednn$matmul", [p], _f32(4))),
+    "custom_call_sharding_shape": (
+        _program("a", "f32[4]", 'f32[8] custom-call(p), custom_call_target="Sharding", sharding={replicated}'),
+        lambda b, p: ops.CustomCall(b, "Sharding", [p], _f32(8))),
     "all_to_all_split_count": (
         _program("a", "f32[6]", "f32[6] all-to-all(p), dimensions={0}, replica_groups={{0,1,2,3}}"),
         lambda b, p: ops.AllToAll(p, 0, 0, 4, [[0, 1, 2, 3]])),
@@ -168,7 +188,11 @@ RUN_BY_XLA: dict[str, tuple[str, Builder]] = {
 #: list), which only the loader's rule check (:data:`xlasdk.formats.rule_check.CHECKED`) refuses.
 CHECKED_AT_LOAD = {"fft_length_short": "Fft: ", "fft_length_long": "Fft: ", "ifft_length": "Fft: ",
                    "fft_2d_length": "Fft: ", "fft_3d_length": "Fft: ", "fft_length_zero": "Fft: ",
-                   "remainder_complex": "Rem: ", "rng_uniform_pred": "RngUniform: "}
+                   "remainder_complex": "Rem: ", "rng_uniform_pred": "RngUniform: ",
+                   "custom_call_topk_over_size": "CustomCall: target 'TopK'",
+                   "custom_call_slice_to_dynamic": "CustomCall: call_target_name 'SliceToDynamic'",
+                   "custom_call_onednn": "CustomCall: call_target_name '__onednn$matmul'",
+                   "custom_call_sharding_shape": "CustomCall: target 'Sharding'"}
 
 _CHILD = textwrap.dedent("""
     import json, sys

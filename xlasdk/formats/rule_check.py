@@ -88,16 +88,40 @@ def _rng(rule: Callable[..., Any], c: _mg.OpClaim) -> None:
     rule("RngNormal" if dist == "NORMAL" else "RngUniform", RandomDistribution[dist], ("a", a), ("b", b), r)
 
 
+def _any_shape(t: TypeInfo) -> Shape | None:
+    try:
+        return _shape_from_type(t)
+    except ValueError:
+        return None
+
+
+def _custom_call(rule: Callable[..., Any], c: _mg.OpClaim) -> None:
+    target = c.attrs.get("call_target_name")
+    if not isinstance(target, str) or "python_cpu_callback" in target or "python_gpu_callback" in target:
+        return  # host callbacks of a loaded JAX module: compiling it says why they cannot run here
+    operands = [_any_shape(t) for t in c.operands]
+    results = [_any_shape(t) for t in c.results]
+    if any(s is None for s in (*operands, *results)):
+        return
+    result = results[0] if len(results) == 1 else Shape.tuple_shape(results)
+    rule("CustomCall", target, operands, result)
+
+
 #: For each op name: how a loaded op's types and attributes become the arguments of its row's
 #: rule (``adapter(rule, claim)`` calls ``rule`` and lets ShapeError / DTypeError through). The
 #: ops whose claims XLA's verifier accepts and its compiler or runtime does not survive (found by
 #: ``tests/test_loaded_rules.py``'s list): an FFT whose lengths are not its operand's (the FFT
 #: library reads outside the operand or aborts), ``remainder`` of complex numbers (XLA:CPU's
-#: compiler dies of SIGSEGV), ``rng`` of pred (its compiler aborts: ``rng_expander.cc``).
+#: compiler dies of SIGSEGV), ``rng`` of pred (its compiler aborts: ``rng_expander.cc``), a custom
+#: call to a target xlasdk knows with shapes that target does not take (``TopK`` claiming more
+#: values than its operand holds reads outside it; ``SliceToDynamic`` and ``__onednn$*``, internal
+#: to XLA's CPU compiler, abort it or exhaust its memory). Custom calls to jaxlib's Python host
+#: callbacks are left to the compile, which says why a loaded program cannot call them.
 CHECKED: Final[dict[str, Callable[[Callable[..., Any], _mg.OpClaim], None]]] = {
     "stablehlo.fft": _fft,
     "stablehlo.remainder": _remainder,
     "stablehlo.rng": _rng,
+    "stablehlo.custom_call": _custom_call,
 }
 
 #: What XLA does with each checked op when its rule refuses it (for the message).
@@ -105,11 +129,13 @@ WHY: Final[dict[str, str]] = {
     "stablehlo.fft": "XLA does not check this: the compiled FFT reads memory outside its operand or aborts the process",
     "stablehlo.remainder": "XLA's verifier accepts it, and XLA:CPU's compiler crashes on it",
     "stablehlo.rng": "XLA's verifier accepts it, and XLA's compiler aborts on it",
+    "stablehlo.custom_call": "XLA's verifier accepts it; compiled, the call reads outside its operands, or XLA's "
+    "compiler aborts or refuses it",
 }
 
 #: How each checked op may be spelled in a module's text (HLO and StableHLO): a text without any
 #: of them is not walked.
-_SPELLINGS: Final = ("fft", "remainder", "rng")
+_SPELLINGS: Final = ("fft", "remainder", "rng", "custom_call", "custom-call")
 
 
 def _instruction(loc: str) -> str:
