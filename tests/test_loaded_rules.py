@@ -331,8 +331,9 @@ def test_check_rules_walks_nested_regions_and_skips_text_without_checked_ops() -
   }) : (tensor<i1>) -> tensor<16xcomplex<f32>>
   return %1""")
     module = mlir.parse_module(nested)
+    generic = mlir.module_to_text(module, debug_info=True, generic=True)  # the text the worker has
     with pytest.raises(rule_check.RuleViolation) as e:
-        rule_check.check_rules(module, nested)
+        rule_check.check_rules(module, generic)
     assert e.value.name == "line 5" and e.value.message.startswith("Fft: ")
     rule_check.check_rules(module, "no checked op is named in this text")  # not walked
     rule_check.check_rules(mlir.parse_module(FFT_MLIR.replace("[8]", "[16]")))  # a valid FFT passes
