@@ -150,6 +150,8 @@ NPY_KINDS: dict[str, Gen] = {
     "descr_unknown": lambda r: npy((4,), r.choice(["<x9", "zz", "", 5, None, "<f0", "<f100000"])),
     "descr_nested": lambda r: npy((4,), [("a", [("b", [("c", "<f4")])])] * 3),
     "descr_deep": lambda r: npy((4,), "[" * 2000),
+    "descr_zero_size": lambda r: npy((r.randint(0, 8),), r.choice(["|V0", "<U0", "|S0"])),
+    "descr_subarray": lambda r: npy((4,), ("<f4", (r.randint(1, 3),)), data=b"\0" * 48),
     "fortran_not_bool": lambda r: npy((4,), fortran=r.choice([1, "yes", None])),
     "data_cut": lambda r: npy((4,), data=b"\0" * r.randint(0, 15)),
     "data_extra": lambda r: npy((4,), data=b"\0" * r.randint(17, 4096)),

@@ -189,8 +189,10 @@ def _dtype(descr: Any, bad: Callable[[str], UsageError]) -> np.dtype[Any]:
         dt = np.dtype(f"V{int(m.group(1))}")  # np.save's descriptor of an ml_dtypes array ('<f1'): raw bytes
     if dt.hasobject:
         raise bad("it holds Python objects (a pickle), which are never read")
-    if dt.itemsize == 0 and dt.kind != "V":
-        raise bad(f"dtype {dt} has no size")
+    if dt.itemsize == 0:
+        raise bad(f"dtype {dt.str} has no size")
+    if dt.subdtype is not None:  # numpy writes a subarray's dimensions into the shape, never into descr
+        raise bad(f"dtype {dt} is a subarray dtype, which numpy never writes as an array's descr")
     return dt
 
 
@@ -223,7 +225,10 @@ def _read_data(f: IO[bytes], shape: tuple[int, ...], dtype: np.dtype[Any], fortr
     if f.read(1):
         raise UsageError(f"{what}: {where}: bytes after its array (the file changed while read)")
     a = np.frombuffer(buf, dtype=dtype) if need else np.zeros(0, dtype)
-    return a.reshape(shape, order="F" if fortran else "C")
+    try:
+        return a.reshape(shape, order="F" if fortran else "C")
+    except ValueError as e:  # pragma: no cover - the header's checks make the sizes agree
+        raise UsageError(f"{what}: {where}: not a readable .npy array ({e})") from None
 
 
 def npy_file(path: str, what: str) -> NpyArray:
