@@ -65,6 +65,7 @@ class XlaComputation(Computation):
     _padded_params: bool  # dynamic parameters emitted as padded arguments + sizes (set_dimension_size)
     _names: HloNames | None  # an edited program's instruction names, carried from the one it was edited from
     _optimized: bool | None  # XLA's optimized dump, or edited from one (from_optimized_dump), on first need
+    _tpu_meaning: tuple[int, str] | None  # loaded TPU-optimized HLO run as its CPU meaning: (rewritten, signs)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError(
@@ -93,6 +94,7 @@ class XlaComputation(Computation):
         c._padded_params = False
         c._names = None
         c._optimized = None
+        c._tpu_meaning = None
         return c
 
     @classmethod
@@ -582,12 +584,23 @@ class XlaComputation(Computation):
         Raises
         ------
         XlaSdkError
-            No such instruction (the message lists instructions of the same opcode).
+            No such instruction (the message lists instructions of the same opcode; for a module
+            loaded from HLO, a name of a region's instruction, in a while body or a reducer, says
+            which instruction of ``main`` holds it and how to walk it).
         """
         from .formats.graph_import import _resolve  # formats sit above (they make computations)
 
         graph = self.instruction_graph()
-        (op,) = _resolve(graph, [name], "instruction", outputs=False)
+        try:
+            (op,) = _resolve(graph, [name], "instruction", outputs=False)
+        except XlaSdkError:
+            if isinstance(name, str) and self._source_format in ("hlo", "pb"):
+                from .formats.hlo_names import region_hint
+
+                hint = region_hint(self.as_hlo_text(print_large_constants=False), name)
+                if hint is not None:
+                    raise XlaSdkError(f"instruction: no instruction named {name!r} in main: {hint}") from None
+            raise
         return graph.instruction_of(op)
 
     def with_outputs(

@@ -227,10 +227,12 @@ def hlo_module_from_proto(data: bytes) -> Any:
         return _hlo.XlaComputation(data).get_hlo_module()
 
 
-def hlo_module_to_text(module: Any, *, metadata: bool = True) -> str:
-    """HLO text of an ``HloModule`` with large constants written out (re-parsable)."""
+def hlo_module_to_text(module: Any, *, metadata: bool = True, backend_config: bool = True) -> str:
+    """HLO text of an ``HloModule`` with large constants written out (re-parsable); without the
+    instructions' ``backend_config`` when not ``backend_config``."""
     opts = _hlo.HloPrintOptions()
     opts.print_metadata = metadata
+    opts.print_backend_config = backend_config
     opts.print_large_constants = True
     return str(module.to_string(opts))
 

@@ -25,8 +25,7 @@ from .._jaxlib import isolated
 from .._jaxlib import mlir as _mlir
 from .._jaxlib import mlir_graph as _mg
 from . import load_cache
-from .hlo_rewrite import _importable_hlo
-from .untrusted import load_timeout
+from .untrusted import importable_text, load_timeout
 
 __all__ = ["HloNames", "hlo_names", "hlo_names_in_worker", "without_metadata"]
 
@@ -121,7 +120,7 @@ def hlo_names_in_worker(proto: bytes) -> _Record:
         hm = _mlir.hlo_module_from_proto(proto)
         opcodes = _mlir.hlo_instruction_opcodes(hm)
         # the optimized-module rewrite reads the text without metadata: half the text, half the time
-        rewritten = _importable_hlo(_mlir.hlo_module_to_text(hm, metadata=False))
+        rewritten, _ = importable_text(hm, _mlir.hlo_module_to_text(hm, metadata=False))
         if rewritten is not None:
             proto = _mlir.hlo_module_to_proto(_mlir.hlo_module_from_text(rewritten))
         module = _mlir.parse_module(_mlir.hlo_proto_to_stablehlo(without_metadata(proto)))
@@ -162,3 +161,55 @@ def _fits(got: object) -> bool:
         isinstance(got, tuple) and len(got) == 3 and isinstance(got[0], tuple)
         and all(isinstance(a, str) for a in got[0]) and pairs(got[1]) and pairs(got[2])
     )
+
+
+# -- where a name lives that main does not hold ------------------------------------------------------
+_COMPUTATION = re.compile(r"^(ENTRY\s+)?%?([^\s(%{]+)\s*(?:\(.*)?\{\s*$")
+_INSTRUCTION = re.compile(r"^\s+(?:ROOT\s+)?%?([^\s=%]+)\s*=\s*\S+.*?\s([a-z][a-z0-9\-]*)\(")
+_CALLS = re.compile(r"\b(to_apply|body|condition|calls|true_computation|false_computation|branch_computations)="
+                    r"(\{[^}]*\}|%?[^\s,{}]+)")
+
+
+def region_hint(hlo_text: str, name: str) -> str | None:
+    """Where HLO instruction ``name`` lives when it is not one of the entry computation's: the
+    computation that holds it and the chain of instructions that call that computation, up to
+    one of the entry's, with how to walk it (``op.regions`` of a while, reduce, sort, conditional...;
+    ``called_function()`` of a fusion or call). None when no computation of the text holds it."""
+    holder: dict[str, str] = {}  # instruction name -> its computation
+    callers: dict[str, tuple[str, str, str]] = {}  # computation -> (instruction, its opcode, its computation)
+    entry, current = "", ""
+    for line in hlo_text.splitlines():
+        head = _COMPUTATION.match(line)
+        if head is not None and not line.startswith((" ", "\t")):
+            current = head.group(2)
+            if head.group(1):
+                entry = current
+            continue
+        ins = _INSTRUCTION.match(line)
+        if ins is None or not current:
+            continue
+        holder.setdefault(ins.group(1), current)
+        for _, called in _CALLS.findall(line):
+            for c in called.strip("{}").split(","):
+                if c.strip():
+                    callers.setdefault(c.strip().lstrip("%"), (ins.group(1), ins.group(2), current))
+    where = holder.get(name)
+    if where is None or where == entry:
+        return None
+    chain: list[str] = []
+    comp, top = where, None
+    for _ in range(64):  # nested regions, up to the entry computation
+        call = callers.get(comp)
+        if call is None:
+            break
+        chain.append(f"called by {call[0]!r} ({call[1]}) in {call[2]!r}")
+        top, comp = call, call[2]
+        if comp == entry:
+            break
+    msg = f"{name!r} is an instruction of the HLO computation {where!r}"
+    if chain:
+        msg += ", " + ", ".join(chain)
+    if top is not None and comp == entry:
+        walk = "called_function()" if top[1] in ("fusion", "call") else "op.regions"
+        msg += f": walk it through comp.instruction({top[0]!r}).{walk}"
+    return msg

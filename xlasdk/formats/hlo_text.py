@@ -184,6 +184,10 @@ class _Parser:
             self.skip_group()
         else:
             self.next()
+            if t.text == "mesh" and (n := self.peek()) is not None and n.text == "[":  # mesh['x'=4] {'x'}
+                self.skip_group()
+                if (n := self.peek()) is not None and n.text == "{":
+                    self.skip_group()
         end_tok = self.toks[self.i - 1]
         return self.text[start : end_tok.pos + len(end_tok.text)]
 

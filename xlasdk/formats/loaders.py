@@ -66,6 +66,10 @@ def _hlo_failure(e: isolated.Failed, what: str, text: str | None) -> FormatError
         return FormatError(f"{what}: XLA could not import the HLO module: {e.message}")
     if e.stage == "format":
         return FormatError(e.message)
+    if e.stage == "tpu":
+        return FormatError(f"{what}: TPU-optimized module (XLA's after_optimizations HLO for a TPU) without a CPU "
+                           f"meaning: {_with_line(e.message, text)}; load the program's before_optimizations file "
+                           "(module.before_optimizations.txt / .hlo.pb) to run it off the TPU")
     if e.stage.startswith("verify"):
         return FormatError(f"{what}: the module is inconsistent: {_with_line(e.message, text)}")
     if e.stage == "rule":
@@ -89,7 +93,7 @@ def _from_hlo(kind: str, data: str | bytes, what: str, fmt: Format) -> XlaComput
     """Load HLO text or proto bytes: every native step runs first in the worker process."""
     text = data if isinstance(data, str) else None
     try:
-        proto, bytecode, name, program_shape, attributes = untrusted.load_hlo(kind, data, what)
+        proto, bytecode, name, program_shape, attributes, tpu = untrusted.load_hlo(kind, data, what)
     except isolated.Failed as e:
         raise _hlo_failure(e, what, text) from None
     except FormatError:  # the worker died: the pre-check may know why, with a line number
@@ -101,9 +105,11 @@ def _from_hlo(kind: str, data: str | bytes, what: str, fmt: Format) -> XlaComput
     # the rest (the module's text, XLA's proto reader) when that is needed.
     from ..computation import XlaComputation
 
-    return XlaComputation._from_loaded(
+    comp = XlaComputation._from_loaded(
         name, program_shape, None, None, source_format=fmt.value, proto=proto, bytecode=(bytecode, attributes)
     )
+    comp._tpu_meaning = tpu
+    return comp
 
 
 def computation_from_hlo_text(text: str, what: str = "from_hlo_text") -> XlaComputation:

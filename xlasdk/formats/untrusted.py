@@ -11,6 +11,7 @@ the worker has carried through every step reach XLA or MLIR in the user's proces
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ from .hlo_check import check_hlo_claims
 from .hlo_rewrite import _importable_hlo
 from .program_shape import _program_shape
 from .rule_check import RuleViolation, check_rules
+from .tpu_meaning import NoCpuMeaning, cpu_meaning
 
 if TYPE_CHECKING:
     from ..shape import ProgramShape
@@ -35,13 +37,16 @@ _Failed = isolated.Failed
 # -- run in the worker -------------------------------------------------------------------------
 #: ``(name, value)`` of each module attribute a loaded HLO module gets from its header
 ModuleAttributes = tuple[tuple[str, int], ...]
+#: ``(instructions rewritten, the signs)`` of a TPU-optimized module run as its CPU meaning
+#: (:mod:`.tpu_meaning`), or None for any other module
+TpuNote = tuple[int, str] | None
 
 
 def load_hlo_in_worker(
     kind: str, data: str | bytes, what: str
-) -> tuple[bytes, bytes, str, ProgramShape, ModuleAttributes]:
+) -> tuple[bytes, bytes, str, ProgramShape, ModuleAttributes, TpuNote]:
     """(``HloModuleProto``, the imported StableHLO module as MLIR bytecode, module name, program
-    shape, module attributes from the HLO header) of HLO text or a proto.
+    shape, module attributes from the HLO header, :data:`TpuNote`) of HLO text or a proto.
 
     The bytecode is the importer's own output, the very bytes parsed and verified here: the
     user's process may parse them again (and give the module the same attributes) without a
@@ -71,7 +76,7 @@ def load_hlo_in_worker(
     proto = _mlir.hlo_module_to_proto(hm)
     name = str(hm.name)
     import_proto = proto
-    rewritten = _importable_hlo(text)
+    rewritten, tpu = importable_text(hm, text)
     if rewritten is not None:  # an optimized module: fusions and bitcasts in StableHLO terms
         try:
             import_proto = _mlir.hlo_module_to_proto(_mlir.hlo_module_from_text(rewritten))
@@ -90,7 +95,32 @@ def load_hlo_in_worker(
         program_shape = _program_shape(module, what)
     except FormatError as e:
         raise _Failed("format", str(e)) from None
-    return proto, bc, name, program_shape, tuple(sorted(counts.items()))
+    return proto, bc, name, program_shape, tuple(sorted(counts.items())), tpu
+
+
+def importable_text(hm: Any, text: str) -> tuple[str | None, TpuNote]:
+    """The HLO text XLA's importer takes for a parsed module ``hm`` of ``text`` (None: ``text``
+    as it is), and its :data:`TpuNote`: a TPU-optimized module's CPU meaning
+    (:func:`~.tpu_meaning.cpu_meaning`, read from XLA's print of ``hm``), fusions as calls and
+    bitcasts in StableHLO terms (:func:`~.hlo_rewrite._importable_hlo`). Runs in the worker.
+
+    Raises
+    ------
+    isolated.Failed
+        ``"tpu"``: an instruction of a TPU-optimized module without a CPU meaning.
+    """
+    try:
+        meaning = cpu_meaning(_mlir.hlo_module_to_text(hm)) if _maybe_tpu(text) else None
+    except NoCpuMeaning as e:
+        raise _Failed("tpu", str(e)) from None
+    if meaning is None:
+        return _importable_hlo(text), None
+    return _importable_hlo(meaning.text) or meaning.text, (meaning.rewritten, meaning.signs.describe())
+
+
+def _maybe_tpu(text: str) -> bool:
+    """Whether HLO text may be TPU-optimized (a tiled layout or a memory space), without parsing it."""
+    return ":T(" in text or re.search(r"[:)]S\(\d+\)", text) is not None
 
 
 def loaded_module(bytecode: bytes, attributes: ModuleAttributes) -> Any:
@@ -244,7 +274,9 @@ def _in_worker_once(fn: str, kind: str, args: tuple[Any, ...], data: str | bytes
     return result
 
 
-def load_hlo(kind: str, data: str | bytes, what: str) -> tuple[bytes, bytes, str, ProgramShape, ModuleAttributes]:
+def load_hlo(
+    kind: str, data: str | bytes, what: str
+) -> tuple[bytes, bytes, str, ProgramShape, ModuleAttributes, TpuNote]:
     """:func:`load_hlo_in_worker` run in the worker.
 
     Raises
@@ -260,9 +292,9 @@ def load_hlo(kind: str, data: str | bytes, what: str) -> tuple[bytes, bytes, str
     """
     if kind == "text" and isinstance(data, str):
         check_hlo_claims(data, what)  # before XLA's parser allocates what the text claims
-    result: tuple[bytes, bytes, str, ProgramShape, ModuleAttributes] = _in_worker_once(
+    result: tuple[bytes, bytes, str, ProgramShape, ModuleAttributes, TpuNote] = _in_worker_once(
         "load_hlo_in_worker", kind, (kind, data, what), data, what, "loading the module",
-        "XLA aborted while loading this module", lambda r: isinstance(r, tuple) and len(r) == 5,
+        "XLA aborted while loading this module", lambda r: isinstance(r, tuple) and len(r) == 6,
     )
     return result
 

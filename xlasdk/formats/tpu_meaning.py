@@ -1,0 +1,534 @@
+"""The CPU meaning of XLA's TPU-optimized HLO: what a TPU ``after_optimizations`` dump computes,
+written in HLO that XLA:CPU runs.
+
+XLA's TPU compiler writes, in the module it hands to its backend, things that say *where* and *how*
+the TPU holds values, not *what* it computes, and a few TPU-only forms of ordinary ops:
+
+* layouts with tiles and memory spaces (``f32[5,6]{1,0:T(8,128)S(1)}``): dropped (the logical
+  dimension order, ``{1,0}``, stays: a ``bitcast`` reads it);
+* ``bitcast`` instructions that read the tiled bytes (``s32[1]{0:T(128)} bitcast(s32[8]{0:T(128)})``
+  takes the first element of the tile): each becomes the slice or gather of the elements its
+  result reads in the tiled layouts (:func:`tiled_offsets`), when that differs from what the
+  untiled layouts say;
+* ``copy-start`` / ``copy-done`` pairs (prefetches between memory spaces): one ``copy``; a ``copy``
+  that changes the element type (the TPU's ``f32`` -> ``bf16`` copy): a ``convert``;
+* the custom calls ``AllocateBuffer`` (an uninitialized buffer: zeros here) and
+  ``AssumeGatherIndicesInBound``, ``MoveToHost``, ``MoveToDevice`` (the identity: a ``copy``);
+* mixed-precision ops the TPU's HLO allows and XLA's shape rules do not: a ``pad`` whose padding
+  value has another float type than its operand (the value converted to the operand's type, as
+  the TPU does), a ``reduce`` / ``reduce-window`` over a ``bf16`` operand with an ``f32`` initial
+  value and reducer (the operand widened, the reduction done in the reducer's type and its result
+  rounded to the result's type);
+* the TPU backend's ``backend_config`` of every instruction: dropped by XLA's printer.
+
+Fusions become calls, bitcasts between untiled layouts reshapes, as for any optimized dump
+(:mod:`.hlo_rewrite`). What has no CPU meaning (a Mosaic ``tpu_custom_call`` kernel, another TPU
+custom call, a ``bitcast`` that reads tile padding) is refused with the instruction named
+(:class:`NoCpuMeaning`).
+
+Everything here runs in the worker process (:mod:`xlasdk._jaxlib.isolated`), on text XLA's parser
+has read: the rewrite reads the text with :mod:`.hlo_text`'s parser, edits instructions at the
+spans it gives, and has XLA's parser read the result again (and XLA's printer drop the backend
+configs).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+
+from .._jaxlib import mlir as _mlir
+from .hlo_rewrite import _ELEMENT_BITS, _apply_edits, _async_pair_as_op, _hlo_shape_text
+from .hlo_text import _TOKEN_RE, _Comp, _HShape, _Instr, _parse_hlo_text
+
+#: custom calls of TPU modules whose value is their operand's
+IDENTITY_CALLS: Final = frozenset({"AssumeGatherIndicesInBound", "MoveToHost", "MoveToDevice"})
+#: custom calls of TPU modules that make an uninitialized buffer of their shape
+ALLOCATION_CALLS: Final = frozenset({"AllocateBuffer"})
+#: custom calls only the TPU runs, and what they are
+NO_CPU_MEANING_CALLS: Final = {
+    "tpu_custom_call": "a Mosaic kernel (Pallas) compiled for the TPU",
+}
+#: bitcasts of tiled layouts are worked out element by element up to this many elements
+MAX_TILED_BITCAST: Final = 1 << 24
+_FLOATS: Final = frozenset({"f16", "bf16", "f32", "f64"})
+_TILES_RE: Final = re.compile(r"T\(([\d,]*)\)")
+_SHAPE_LAYOUT_RE: Final = re.compile(r"\{([\d,]*)(?::([^{}]*))?\}\s*$")
+# backend_config keys that only XLA's TPU backend writes
+_TPU_BACKEND_KEYS: Final = ('"scoped_memory_configs"', '"used_scoped_memory_configs"', '"flag_configs"')
+
+
+class NoCpuMeaning(Exception):
+    """An instruction of a TPU-optimized module that XLA:CPU cannot compute (the message names it)."""
+
+
+@dataclass(frozen=True)
+class TpuSigns:
+    """What marks a module as XLA's TPU-optimized HLO.
+
+    Attributes
+    ----------
+    tiled: instructions whose layout has tiles (``T(8,128)``).
+    memory_spaces: instructions whose layout names a memory space other than the default (``S(1)``).
+    tpu_custom_calls: custom calls with a TPU target (``AllocateBuffer``, ``tpu_custom_call``...).
+    tpu_backend_configs: instructions with a TPU backend's ``backend_config``.
+    """
+
+    tiled: int
+    memory_spaces: int
+    tpu_custom_calls: int
+    tpu_backend_configs: int
+
+    def __bool__(self) -> bool:
+        # tiles alone are not enough (XLA:GPU writes none, but other backends may); memory
+        # spaces, TPU custom calls and TPU backend configs are the TPU's own
+        return bool(self.memory_spaces or self.tpu_custom_calls or self.tpu_backend_configs
+                    or (self.tiled and self.tpu_backend_configs))
+
+    def describe(self) -> str:
+        parts = [(self.tiled, "tiled layouts"), (self.memory_spaces, "memory spaces"),
+                 (self.tpu_custom_calls, "TPU custom calls"), (self.tpu_backend_configs, "TPU backend configs")]
+        return ", ".join(f"{what} ({n})" for n, what in parts if n)
+
+
+@dataclass(frozen=True)
+class CpuMeaning:
+    """The CPU meaning of a TPU-optimized module: its HLO ``text`` (layouts untiled, no backend
+    configs; fusions and plain bitcasts left to :func:`~.hlo_rewrite._importable_hlo`), how many
+    instructions were ``rewritten`` (replaced by other instructions, or removed), and the ``signs``."""
+
+    text: str
+    rewritten: int
+    signs: TpuSigns
+
+
+# -- layouts ----------------------------------------------------------------------------------
+def _shape_text(text: str, ins: _Instr) -> str:
+    """The source text of ``ins``'s result shape (between ``=`` and its opcode)."""
+    start = text.index("=", ins.pos) + 1
+    return text[start:ins.spans["opcode"][0]].strip()
+
+
+def _tiles(shape_text: str) -> tuple[tuple[int, ...], ...] | None:
+    """The tiles of an array shape's layout text (``f32[5,6]{1,0:T(8,128)(2,1)S(1)}``:
+    ``((8, 128), (2, 1))``); None when a tile is not understood (``*``, an empty tile)."""
+    m = _SHAPE_LAYOUT_RE.search(shape_text)
+    if m is None or not m.group(2):
+        return ()
+    spec = m.group(2)
+    t = spec.find("T(")
+    if t < 0:
+        return ()
+    tiles: list[tuple[int, ...]] = []
+    pos = t + 1
+    while pos < len(spec) and spec[pos] == "(":
+        end = spec.index(")", pos)
+        body = spec[pos + 1:end]
+        if not body or not all(p.isdigit() for p in body.split(",")):
+            return None
+        tiles.append(tuple(int(p) for p in body.split(",")))
+        pos = end + 1
+    return tuple(tiles)
+
+
+def tiled_offsets(dims: tuple[int, ...], minor_to_major: tuple[int, ...],
+                  tiles: tuple[tuple[int, ...], ...]) -> tuple[np.ndarray, int]:
+    """The physical position of each element (row-major order of the logical index) of an array
+    of ``dims`` in a layout of ``minor_to_major`` and ``tiles`` (XLA's tiling: each tile tiles the
+    minor dimensions of the shape the tiles before it made), and the positions there are, tile
+    padding included."""
+    order = list(reversed(minor_to_major))  # physical order, major to minor
+    n = int(np.prod(dims, dtype=np.int64)) if dims else 1
+    grids = np.indices(dims, dtype=np.int64).reshape(len(dims), n) if dims else np.zeros((0, 1), np.int64)
+    idx = [grids[d] for d in order]
+    shape = [dims[d] for d in order]
+    for tile in tiles:
+        k = len(tile)
+        if k > len(shape):  # a tile of more dimensions than the shape: leading 1s
+            pad = k - len(shape)
+            shape = [1] * pad + shape
+            idx = [np.zeros(n, np.int64)] * pad + idx
+        head_s, tail_s = shape[:-k], shape[-k:]
+        head_i, tail_i = idx[:-k], idx[-k:]
+        shape = head_s + [-(-s // t) for s, t in zip(tail_s, tile, strict=True)] + list(tile)
+        pairs = list(zip(tail_i, tile, strict=True))
+        idx = head_i + [i // t for i, t in pairs] + [i % t for i, t in pairs]
+    offsets = np.zeros(n, np.int64)
+    for i, s in zip(idx, shape, strict=True):
+        offsets = offsets * s + i
+    return offsets, int(np.prod(shape, dtype=np.int64)) if shape else 1
+
+
+def _bitcast_source_index(src: _HShape, src_tiles: tuple[tuple[int, ...], ...],
+                          dst: _HShape, dst_tiles: tuple[tuple[int, ...], ...]) -> np.ndarray | None:
+    """For each element of ``dst`` (row-major), the row-major index of the element of ``src`` a
+    bitcast reads in the tiled layouts; None when one reads tile padding."""
+    assert src.layout is not None and dst.layout is not None
+    s_off, s_size = tiled_offsets(src.dims, src.layout, src_tiles)
+    d_off, _ = tiled_offsets(dst.dims, dst.layout, dst_tiles)
+    where = np.full(max(s_size, int(d_off.max(initial=0)) + 1), -1, np.int64)
+    where[s_off] = np.arange(s_off.size, dtype=np.int64)
+    got = where[d_off]
+    return None if (got < 0).any() else got
+
+
+def _tiled_bitcast(text: str, comp: _Comp, ins: _Instr) -> str | None:
+    """HLO lines for a ``bitcast`` between tiled layouts whose elements are not those the untiled
+    layouts give (a slice of the first elements, or a gather); None when the untiled layouts give
+    the same elements (:func:`~.hlo_rewrite._importable_hlo` then rewrites it)."""
+    if ins.operands is None or len(ins.operands) != 1:
+        return None
+    prod = comp.by_name.get(ins.operands[0])
+    src, dst = (prod.shape if prod is not None else None), ins.shape
+    if prod is None or src is None or dst is None or not (src.is_array and dst.is_array):
+        return None
+    src_tiles, dst_tiles = _tiles(_shape_text(text, prod)), _tiles(_shape_text(text, ins))
+    if not src_tiles and not dst_tiles:
+        return None
+    where = f"instruction {ins.name!r} (bitcast of {src} to {dst})"
+    if src_tiles is None or dst_tiles is None or src.layout is None or dst.layout is None:
+        raise NoCpuMeaning(f"{where}: its tiled layouts are not understood")
+    if _ELEMENT_BITS.get(src.etype) != _ELEMENT_BITS.get(dst.etype):
+        raise NoCpuMeaning(f"{where}: it changes the element width in tiled layouts")
+    if max(src.count(), dst.count()) > MAX_TILED_BITCAST:
+        raise NoCpuMeaning(f"{where}: over {MAX_TILED_BITCAST} elements in tiled layouts")
+    got = _bitcast_source_index(src, src_tiles, dst, dst_tiles)
+    if got is None:
+        raise NoCpuMeaning(f"{where}: it reads the padding of the TPU's tiles, whose values only the TPU knows")
+    if src.count() == dst.count():
+        plain = _bitcast_source_index(src, (), dst, ())
+        if plain is not None and np.array_equal(plain, got):
+            return None
+    et = src.etype
+    n, m = src.count(), dst.count()
+    base = f"{ins.name}.xlasdk_tpu"
+    lines = [f"{base}_flat = {et}[{n}] reshape({ins.operands[0]})"]
+    if np.array_equal(got, np.arange(m)):
+        lines.append(f"{base}_pick = {et}[{m}] slice({base}_flat), slice={{[0:{m}]}}")
+    else:
+        values = ", ".join(f"{{{v}}}" for v in got.tolist())
+        lines.append(f"{base}_idx = s32[{m},1] constant({{ {values} }})")
+        lines.append(f"{base}_pick = {et}[{m}] gather({base}_flat, {base}_idx), offset_dims={{}}, "
+                     "collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1}")
+    mid = _HShape(et, dst.dims)
+    root = "ROOT " if ins.root else ""
+    if dst.etype == et:
+        lines.append(f"{root}{ins.name} = {_hlo_shape_text(dst)} reshape({base}_pick)")
+    else:
+        lines.append(f"{base}_shaped = {_hlo_shape_text(mid)} reshape({base}_pick)")
+        lines.append(f"{root}{ins.name} = {_hlo_shape_text(dst)} bitcast-convert({base}_shaped)")
+    return "\n  ".join(lines)
+
+
+def untiled_layouts(text: str) -> str:
+    """``text`` with every layout's tiles, memory space and other physical annotations dropped
+    (``{1,0:T(8,128)S(1)}`` -> ``{1,0}``): a walk over the HLO tokens that edits only the layout of
+    a shape (a ``{`` right after a shape's ``]``)."""
+    edits: list[tuple[int, int, str]] = []
+    prev: tuple[str, str, int] | None = None
+    depth = 0
+    colon = opened = -1
+    for m in _TOKEN_RE.finditer(text):
+        kind = m.lastgroup or ""
+        if kind == "skip":
+            if depth == 0:
+                prev = None
+            continue
+        tok = m.group()
+        if depth:
+            if kind == "punct" and tok == "{":
+                depth += 1
+            elif kind == "punct" and tok == "}":
+                depth -= 1
+                if depth == 0 and colon >= 0:  # a scalar's "{:T(128)}" goes whole: "{}" does not parse
+                    edits.append((opened, m.end(), "") if colon == opened + 1 else (colon, m.start(), ""))
+            elif kind == "punct" and tok == ":" and depth == 1 and colon < 0:
+                colon = m.start()
+            continue
+        if kind == "punct" and tok == "{" and prev is not None and prev[1] == "]" and prev[2] == m.start():
+            depth, colon, opened = 1, -1, m.start()
+        prev = (kind, tok, m.end())
+    return _apply_edits(text, edits) or text
+
+
+# -- recognition ------------------------------------------------------------------------------
+def _layout_spec(shape_text: str) -> str:
+    """The physical part of every layout of a shape's text (after the ``:``), joined."""
+    return " ".join(m.group(2) or "" for m in re.finditer(r"\{([\d,]*)(?::([^{}]*))?\}", shape_text))
+
+
+def _target(ins: _Instr) -> str:
+    return ins.attrs.get("custom_call_target", "").strip().strip('"')
+
+
+def tpu_signs(text: str) -> TpuSigns | None:
+    """The :class:`TpuSigns` of HLO text, or None when it shows none (or is not understood)."""
+    if ":T(" not in text and "S(" not in text and "scoped_memory_configs" not in text:
+        return None
+    mod = _parse_hlo_text(text)
+    if mod is None:
+        return None
+    tiled = spaces = calls = configs = 0
+    tpu_targets = IDENTITY_CALLS | ALLOCATION_CALLS | frozenset(NO_CPU_MEANING_CALLS)
+    for comp in mod.comps:
+        for ins in comp.instrs:
+            spec = _layout_spec(_shape_text(text, ins))
+            tiled += "T(" in spec
+            spaces += bool(re.search(r"S\([1-9]\d*\)", spec))
+            calls += ins.opcode == "custom-call" and _target(ins) in tpu_targets
+            config = ins.attrs.get("backend_config", "")
+            configs += any(k in config for k in _TPU_BACKEND_KEYS)
+    signs = TpuSigns(tiled, spaces, calls, configs)
+    return signs if signs else None
+
+
+# -- the rewrite ------------------------------------------------------------------------------
+def _tail(text: str, ins: _Instr) -> str:
+    """The attributes of ``ins`` as written after its operand list (``, dimensions={1}, ...``)."""
+    return text[ins.spans["operands"][1]:ins.spans["all"][1]]
+
+
+def _keep(ins: _Instr) -> str:
+    return "".join(f", {k}={ins.attrs[k]}" for k in ("metadata", "sharding") if k in ins.attrs)
+
+
+def _custom_call(ins: _Instr) -> str | None:
+    """The CPU meaning of a TPU custom call (None for other custom calls)."""
+    target = _target(ins)
+    root = "ROOT " if ins.root else ""
+    shape = ins.shape
+    if target in NO_CPU_MEANING_CALLS:
+        raise NoCpuMeaning(f"instruction {ins.name!r} (custom-call {target!r}) is {NO_CPU_MEANING_CALLS[target]}; "
+                           "it has no CPU meaning")
+    if target in IDENTITY_CALLS:
+        if ins.operands is None or len(ins.operands) != 1 or shape is None:
+            raise NoCpuMeaning(f"instruction {ins.name!r} (custom-call {target!r}) takes one operand")
+        return f"{root}{ins.name} = {_hlo_shape_text(shape)} copy({ins.operands[0]}){_keep(ins)}"
+    if target in ALLOCATION_CALLS:
+        if shape is None or not shape.is_array or ins.operands:
+            raise NoCpuMeaning(f"instruction {ins.name!r} (custom-call {target!r}) is not an array allocation")
+        zero = "false" if shape.etype == "pred" else "0"
+        return (f"{ins.name}.xlasdk_tpu_zero = {shape.etype}[] constant({zero})\n  "
+                f"{root}{ins.name} = {_hlo_shape_text(shape)} broadcast({ins.name}.xlasdk_tpu_zero), "
+                f"dimensions={{}}{_keep(ins)}")
+    return None
+
+
+def _operand_etype(comp: _Comp, ref: str) -> str | None:
+    prod = comp.by_name.get(ref)
+    return prod.shape.etype if prod is not None and prod.shape is not None and prod.shape.is_array else None
+
+
+_ELEMENTWISE: Final = frozenset({
+    "abs", "add", "atan2", "cbrt", "ceil", "clamp", "compare", "cosine", "divide", "erf", "exponential",
+    "exponential-minus-one", "floor", "is-finite", "log", "log-plus-one", "logistic", "maximum", "minimum",
+    "multiply", "negate", "power", "remainder", "round-nearest-afz", "round-nearest-even", "rsqrt", "select",
+    "sign", "sine", "sqrt", "subtract", "tan", "tanh",
+})
+_WIDTH: Final = {"f16": 1, "bf16": 1, "f32": 2, "f64": 3}
+
+
+def _wider(types: list[str]) -> str:
+    """The float type the TPU computes ``types`` in: the widest (f32 for f16 with bf16)."""
+    best = max(types, key=lambda t: _WIDTH[t])
+    return "f32" if _WIDTH[best] == 1 and len(set(types)) > 1 else best
+
+
+def _mixed_elementwise(text: str, comp: _Comp, ins: _Instr) -> str | None:
+    """An element-wise op whose float operands and result do not all have one type (the TPU's
+    HLO lets an op round its result to another type, ``bf16 select(pred, f32, f32)``): the
+    operands converted to the widest of the types, the op computed there and its result converted
+    to the result's type. None when the types agree."""
+    ops, shape = ins.operands, ins.shape
+    if ops is None or shape is None or not shape.is_array:
+        return None
+    kinds = [_operand_etype(comp, o) for o in ops]
+    if any(k is None for k in kinds):
+        return None
+    floats = [k for k in kinds if k in _FLOATS]
+    out_float = shape.etype in _FLOATS
+    every = floats + ([shape.etype] if out_float else [])
+    if len(set(every)) <= 1:
+        return None
+    wide = _wider(every)
+    base = f"{ins.name}.xlasdk_tpu"
+    lines: list[str] = []
+    args: list[str] = []
+    for i, (ref, k) in enumerate(zip(ops, kinds, strict=True)):
+        if k in _FLOATS and k != wide:
+            src = comp.by_name[ref].shape
+            assert src is not None
+            lines.append(f"{base}_in{i} = {_hlo_shape_text(_HShape(wide, src.dims))} convert({ref})")
+            args.append(f"{base}_in{i}")
+        else:
+            args.append(ref)
+    root = "ROOT " if ins.root else ""
+    call = f"{ins.opcode}({', '.join(args)}){_tail(text, ins)}"
+    if out_float and shape.etype != wide:
+        lines.append(f"{base}_result = {_hlo_shape_text(_HShape(wide, shape.dims))} {call}")
+        lines.append(f"{root}{ins.name} = {_hlo_shape_text(shape)} convert({base}_result){_keep(ins)}")
+    else:
+        lines.append(f"{root}{ins.name} = {_hlo_shape_text(shape)} {call}")
+    return "\n  ".join(lines)
+
+
+def _mixed_precision(text: str, comp: _Comp, ins: _Instr) -> str | None:
+    """A ``pad`` with a padding value of another float type than its operand, or a ``reduce`` /
+    ``reduce-window`` whose inputs, initial values (the reducer's types) and results do not have
+    the same float types, in XLA's terms (None when the types agree)."""
+    ops, shape = ins.operands, ins.shape
+    if ops is None or len(ops) % 2 or not ops or shape is None:
+        return None
+    kinds = [_operand_etype(comp, o) for o in ops]
+    n = len(ops) // 2
+    outs = list(shape.elems) if shape.is_tuple else [shape]
+    if any(k is None for k in kinds) or len(outs) != (1 if ins.opcode == "pad" else n):
+        return None
+    ins_t, init_t = kinds[:n], kinds[n:]
+    root = "ROOT " if ins.root else ""
+    base = f"{ins.name}.xlasdk_tpu"
+    if ins.opcode == "pad":  # the TPU pads with the value rounded to the operand's type
+        a, v = kinds
+        if a == v or a not in _FLOATS or v not in _FLOATS:
+            return None
+        return (f"{base}_value = {a}[] convert({ops[1]})\n  "
+                f"{root}{ins.name} = {_hlo_shape_text(shape)} pad({ops[0]}, {base}_value){_tail(text, ins)}")
+    if all(a == v == o.etype for a, v, o in zip(ins_t, init_t, outs, strict=True)):
+        return None
+    lines: list[str] = []
+    args: list[str] = []
+    for i, (ref, a, v) in enumerate(zip(ops[:n], ins_t, init_t, strict=True)):
+        if a == v:
+            args.append(ref)
+            continue
+        if a not in _FLOATS or v not in _FLOATS:
+            raise NoCpuMeaning(f"instruction {ins.name!r} ({ins.opcode}) reduces {a} values with a {v} reducer")
+        src = comp.by_name[ref].shape
+        assert src is not None
+        lines.append(f"{base}_in{i} = {_hlo_shape_text(_HShape(str(v), src.dims))} convert({ref})")
+        args.append(f"{base}_in{i}")
+    wide = [_HShape(str(v), o.dims) for v, o in zip(init_t, outs, strict=True)]
+    wide_shape = _HShape("tuple", (), tuple(wide)) if shape.is_tuple else wide[0]
+    call = f"{ins.opcode}({', '.join(args + ops[n:])}){_tail(text, ins)}"
+    lines.append(f"{base}_result = {_hlo_shape_text(wide_shape)} {call}")
+    if not shape.is_tuple:
+        lines.append(f"{root}{ins.name} = {_hlo_shape_text(shape)} convert({base}_result){_keep(ins)}")
+        return "\n  ".join(lines)
+    parts = []
+    for i, (w, o) in enumerate(zip(wide, outs, strict=True)):
+        lines.append(f"{base}_gte{i} = {_hlo_shape_text(w)} get-tuple-element({base}_result), index={i}")
+        if w.etype != o.etype:
+            lines.append(f"{base}_out{i} = {_hlo_shape_text(o)} convert({base}_gte{i})")
+            parts.append(f"{base}_out{i}")
+        else:
+            parts.append(f"{base}_gte{i}")
+    lines.append(f"{root}{ins.name} = {_hlo_shape_text(shape)} tuple({', '.join(parts)})")
+    return "\n  ".join(lines)
+
+
+def _unreversed_convolution(text: str, comp: _Comp, ins: _Instr) -> str | None:
+    """A ``convolution`` whose window reverses the kernel (``rhs_reversal=1x1``, which the TPU's
+    compiler writes for the transposed convolution of a backward pass): the kernel reversed
+    along those spatial dimensions by a ``reverse``, and the convolution without the flag."""
+    window = ins.attrs.get("window", "")
+    m = re.search(r"\s*rhs_reversal=([\dx]+)", window)
+    labels = re.fullmatch(r"\s*(\w+)_(\w+)->(\w+)\s*", ins.attrs.get("dim_labels", ""))
+    if m is None:
+        return None
+    if labels is None or ins.operands is None or len(ins.operands) != 2 or ins.shape is None:
+        raise NoCpuMeaning(f"instruction {ins.name!r} (convolution with rhs_reversal) is not understood")
+    flags = [int(f) for f in m.group(1).split("x")]
+    rhs_labels = labels.group(2)
+    rhs = comp.by_name.get(ins.operands[1])
+    if rhs is None or rhs.shape is None or any(str(i) not in rhs_labels for i in range(len(flags))):
+        raise NoCpuMeaning(f"instruction {ins.name!r} (convolution with rhs_reversal) is not understood")
+    dims = [rhs_labels.index(str(i)) for i, f in enumerate(flags) if f]
+    if not dims:
+        return None
+    w0 = ins.attrs["window"]
+    new_window = w0.replace(m.group(0), "", 1)
+    flipped = f"{ins.name}.xlasdk_tpu_flipped"
+    a, b = ins.spans["all"]
+    line = text[a:b]
+    o0, o1 = (x - a for x in ins.spans["operands"])
+    operands = f"({ins.operands[0]}, {flipped})"
+    tail = line[o1:].replace(f"window={w0}", f"window={new_window}", 1)
+    reverse = f"reverse({ins.operands[1]}), dimensions={{{','.join(map(str, dims))}}}"
+    return f"{flipped} = {_hlo_shape_text(rhs.shape)} {reverse}\n  {line[:o0]}{operands}{tail}"
+
+
+def _rewrite(text: str) -> tuple[str, int]:
+    """``text`` with every TPU-only instruction replaced by its CPU meaning, and how many were."""
+    mod = _parse_hlo_text(text)
+    if mod is None:
+        raise NoCpuMeaning("xlasdk cannot read the module's text to rewrite it")
+    edits: list[tuple[int, int, str]] = []
+    count = 0
+    for comp in mod.comps:
+        users: dict[str, int] = {}
+        for ins in comp.instrs:
+            for used in ins.operands or ():
+                users[used] = users.get(used, 0) + 1
+        for ins in comp.instrs:
+            new: str | None = None
+            op = ins.opcode
+            if op == "custom-call":
+                new = _custom_call(ins)
+            elif op == "copy-done" and ins.operands is not None and len(ins.operands) == 1:
+                pair = _async_pair_as_op(ins, comp.by_name.get(ins.operands[0]), users, text)
+                if pair is None:
+                    raise NoCpuMeaning(f"instruction {ins.name!r} (copy-done) does not end a copy-start of its own")
+                (s0, s1), done_edit = pair
+                edits.extend([(s0, s1, ""), done_edit])
+                count += 2
+                continue
+            elif op == "copy-start":
+                if users.get(ins.name, 0) != 1:
+                    raise NoCpuMeaning(f"instruction {ins.name!r} (copy-start) has users besides its copy-done")
+                continue  # with its copy-done
+            elif op == "copy" and ins.operands is not None and len(ins.operands) == 1:
+                e = _operand_etype(comp, ins.operands[0])
+                if e is not None and ins.shape is not None and ins.shape.is_array and e != ins.shape.etype:
+                    new = (f"{'ROOT ' if ins.root else ''}{ins.name} = {_hlo_shape_text(ins.shape)} "
+                           f"convert({ins.operands[0]}){_keep(ins)}")
+            elif op in ("pad", "reduce", "reduce-window"):
+                new = _mixed_precision(text, comp, ins)
+            elif op == "bitcast":
+                new = _tiled_bitcast(text, comp, ins)
+            elif op == "convolution":
+                new = _unreversed_convolution(text, comp, ins)
+            elif op == "sort" and ins.operands is not None and len(ins.operands) > 1 and "is_stable" not in ins.attrs:
+                # the order of equal keys is the compiler's choice: the CPU meaning takes the stable one
+                a, b = ins.spans["all"]
+                new = text[a:b] + ", is_stable=true"
+            elif op in _ELEMENTWISE:
+                new = _mixed_elementwise(text, comp, ins)
+            if new is not None:
+                edits.append((*ins.spans["all"], new))
+                count += 1
+    return _apply_edits(text, edits) or text, count
+
+
+def cpu_meaning(text: str) -> CpuMeaning | None:
+    """The :class:`CpuMeaning` of HLO text (XLA's print of a parsed module), or None when it is
+    not TPU-optimized. Runs in the worker.
+
+    Raises
+    ------
+    NoCpuMeaning
+        An instruction XLA:CPU cannot compute (named), or the rewritten module does not parse.
+    """
+    signs = tpu_signs(text)
+    if signs is None:
+        return None
+    rewritten, count = _rewrite(text)
+    rewritten = untiled_layouts(rewritten)
+    try:
+        hm = _mlir.hlo_module_from_text(rewritten)
+    except Exception as e:  # a rewrite XLA does not take: a bug here, said plainly
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise NoCpuMeaning(f"the rewritten module does not parse ({first[:300]})") from None
+    return CpuMeaning(_mlir.hlo_module_to_text(hm, metadata=True, backend_config=False), count, signs)
