@@ -62,6 +62,15 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
         n = len(ps.result_shape().tuple_shapes()) if ps.result_shape().is_tuple() else 1
         against, label = _expected_outputs(against, n, "--against"), f"the outputs in {args.against}"
     flags = _xla_flags(args.xla_flags)
+    recorded_outputs = None
+    if getattr(args, "outputs", None):
+        if args.against != "reference" or args.bisect or args.find_nonfinite:
+            raise UsageError("--outputs (recorded elsewhere) is compared with the reference alone: no --against, "
+                             "--bisect or --find-nonfinite (they need the device)")
+        if args.device_kind is None:
+            raise UsageError("--outputs: give --device-kind, the kind of device that recorded them (e.g. tpu-v5e)")
+        n = len(ps.result_shape().tuple_shapes()) if ps.result_shape().is_tuple() else 1
+        recorded_outputs = _expected_outputs(args.outputs, n, "--outputs")
     _stage("comparing")
     from xlasdk.errors import XlaSdkError
     from xlasdk.reference import UnsupportedOpError, compare
@@ -81,7 +90,9 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
     try:
         report = compare(comp, inputs, device=dev, against=against, rtol=args.rtol, atol=args.atol,
                          excess_precision=args.excess_precision, ulps=args.ulps, bisect=args.bisect,
-                         find_nonfinite=args.find_nonfinite, progress=progress, xla_flags=flags)
+                         find_nonfinite=args.find_nonfinite, progress=progress, xla_flags=flags,
+                         device_kind=getattr(args, "device_kind", None), precision=getattr(args, "precision", None),
+                         outputs=recorded_outputs)
     except UnsupportedOpError as e:
         raise UsageError(f"cannot check {args.file}: {e}") from None
     except XlaSdkError as e:
@@ -92,6 +103,10 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
     if label is not None:
         report.against = label
     out.write(str(report) + "\n")
+    from xlasdk.formats.tpu_meaning import tpu_note
+
+    if (note := tpu_note(comp)) is not None:
+        out.write(f"  ran {note}\n")
     if args.json:
         from xlasdk._atomic import atomic_write
 

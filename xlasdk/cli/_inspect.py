@@ -97,6 +97,18 @@ def _partitioning(comp: Any) -> dict[str, Any] | None:
     }
 
 
+def _tpu_report(comp: Any, path: str) -> dict[str, Any] | None:
+    """What marks a module loaded from TPU-optimized HLO as such, and how it runs here (None for
+    any other module)."""
+    from xlasdk.formats.tpu_meaning import comp_env_beside, tpu_note
+
+    note = tpu_note(comp)
+    if note is None:
+        return None
+    rewritten, signs = comp._tpu_meaning
+    return {"signs": signs, "rewritten": rewritten, "comp_env": comp_env_beside(path), "note": note}
+
+
 def _sorted_counts(counts: Counter[str]) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
@@ -136,6 +148,9 @@ def _cmd_inspect(args: argparse.Namespace, out: IO[str]) -> int:
     part = _partitioning(comp)
     if part is not None:
         report["partitioning"] = part
+    tpu = _tpu_report(comp, args.file)
+    if tpu is not None:
+        report["tpu_optimized"] = tpu
     exe = None
     if not args.no_compile:
         rt = _api()
@@ -188,6 +203,10 @@ def _cmd_inspect(args: argparse.Namespace, out: IO[str]) -> int:
         for i, sh in enumerate(part["result_shardings"]):
             if sh is not None:
                 out.write(f"  result {i:<6}{sh}\n")
+    if tpu is not None:
+        env = f"; {os.path.basename(tpu['comp_env'])} beside it" if tpu["comp_env"] else ""
+        out.write(f"TPU-optimized: XLA's HLO for a TPU: {tpu['signs']}{env}\n")
+        out.write(f"  runs as {tpu['note']}\n")
     out.write(f"ops:           {sum(counts.values())} HLO instructions in the entry computation\n")
     for op, n in report["op_counts"].items():
         out.write(f"  {op:<28} {n}\n")

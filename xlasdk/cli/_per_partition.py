@@ -281,6 +281,10 @@ def run_per_partition(args: argparse.Namespace, comp: Any, devices: int, out: IO
     out.write(f"{comp.name} (an optimized per-partition dump) on {devices} {dev.platform} devices (1 replica x "
               f"{devices} partitions), each partition on its own arguments: {len(plan.names)} input(s), {how}; "
               f"{n_out} output(s); compiled in {_human_time(compile_s)}\n")
+    from xlasdk.formats.tpu_meaning import tpu_note
+
+    if (note := tpu_note(comp)) is not None:
+        out.write(f"  ran {note}\n")
     if gathered:
         out.write(f"  outputs put together by {plan.out_source}\n")
     else:

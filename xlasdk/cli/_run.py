@@ -33,6 +33,15 @@ _check_run_flags = check_run_flags  # its name before it moved to _verbs
 EXIT_DIVERGENCE = 1  # --expect: the outputs differ from the expected ones
 
 # -- run ---------------------------------------------------------------------------------------------
+def _tpu_line(comp: Any, out: IO[str]) -> None:
+    """``  ran the CPU meaning of a TPU-optimized module: ...`` for a module loaded from one."""
+    from xlasdk.formats.tpu_meaning import tpu_note
+
+    note = tpu_note(comp)
+    if note is not None:
+        out.write(f"  ran {note}\n")
+
+
 def _spmd_counts(args: argparse.Namespace, comp: Any) -> tuple[int, int]:
     """``(replicas, partitions)``: the flags, else what the module records (its HLO header's
     ``replica_count`` / ``num_partitions``, its StableHLO ``mhlo.num_replicas`` /
@@ -337,6 +346,7 @@ def _run(args: argparse.Namespace, out: IO[str]) -> int:
         f"{comp.name} on {where}: {len(inputs)} input(s){source}, {len(host)} output(s); "
         f"compiled in {_human_time(compile_s)}\n"
     )
+    _tpu_line(comp, out)
     if args.iterations > 1:
         out.write(f"iteration 0 (seed {args.seed}):\n")
     for i, a in enumerate(host):

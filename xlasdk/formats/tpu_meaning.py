@@ -223,10 +223,10 @@ def _tiled_bitcast(text: str, comp: _Comp, ins: _Instr) -> str | None:
     return "\n  ".join(lines)
 
 
-def untiled_layouts(text: str) -> str:
+def untiled_layouts(text: str, *, whole: bool = False) -> str:
     """``text`` with every layout's tiles, memory space and other physical annotations dropped
-    (``{1,0:T(8,128)S(1)}`` -> ``{1,0}``): a walk over the HLO tokens that edits only the layout of
-    a shape (a ``{`` right after a shape's ``]``)."""
+    (``{1,0:T(8,128)S(1)}`` -> ``{1,0}``), or with every layout dropped when ``whole``: a walk over
+    the HLO tokens that edits only the layout of a shape (a ``{`` right after a shape's ``]``)."""
     edits: list[tuple[int, int, str]] = []
     prev: tuple[str, str, int] | None = None
     depth = 0
@@ -243,7 +243,9 @@ def untiled_layouts(text: str) -> str:
                 depth += 1
             elif kind == "punct" and tok == "}":
                 depth -= 1
-                if depth == 0 and colon >= 0:  # a scalar's "{:T(128)}" goes whole: "{}" does not parse
+                if depth == 0 and whole:
+                    edits.append((opened, m.end(), ""))
+                elif depth == 0 and colon >= 0:  # a scalar's "{:T(128)}" goes whole: "{}" does not parse
                     edits.append((opened, m.end(), "") if colon == opened + 1 else (colon, m.start(), ""))
             elif kind == "punct" and tok == ":" and depth == 1 and colon < 0:
                 colon = m.start()
@@ -532,3 +534,29 @@ def cpu_meaning(text: str) -> CpuMeaning | None:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise NoCpuMeaning(f"the rewritten module does not parse ({first[:300]})") from None
     return CpuMeaning(_mlir.hlo_module_to_text(hm, metadata=True, backend_config=False), count, signs)
+
+
+# -- the user's process -----------------------------------------------------------------------
+def tpu_note(computation: object) -> str | None:
+    """The line ``run``, ``compare`` and ``inspect`` print for a computation loaded from
+    TPU-optimized HLO (``ran the CPU meaning of a TPU-optimized module: 12 instructions
+    rewritten``), or None for any other computation."""
+    info = getattr(computation, "_tpu_meaning", None)
+    if info is None:
+        return None
+    rewritten, _ = info
+    return (f"the CPU meaning of a TPU-optimized module: {rewritten} instruction{'s' if rewritten != 1 else ''} "
+            "rewritten (tiles, memory spaces and backend configs dropped)")
+
+
+def comp_env_beside(path: str) -> str | None:
+    """The ``tpu_comp_env.txt`` XLA writes beside a TPU dump (``module_0001.jit_f.cl_123.tpu_comp_env.txt``
+    beside ``module_0001.jit_f.cl_123.after_optimizations.txt``), when there is one."""
+    import os
+
+    folder, base = os.path.split(path)
+    for kind in (".after_optimizations", ".before_optimizations"):
+        if kind in base:
+            candidate = os.path.join(folder, base[:base.index(kind)] + ".tpu_comp_env.txt")
+            return candidate if os.path.isfile(candidate) else None
+    return None

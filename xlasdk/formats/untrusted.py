@@ -26,7 +26,7 @@ from .hlo_check import check_hlo_claims
 from .hlo_rewrite import _importable_hlo
 from .program_shape import _program_shape
 from .rule_check import RuleViolation, check_rules
-from .tpu_meaning import NoCpuMeaning, cpu_meaning
+from .tpu_meaning import NoCpuMeaning, cpu_meaning, untiled_layouts
 
 if TYPE_CHECKING:
     from ..shape import ProgramShape
@@ -115,7 +115,10 @@ def importable_text(hm: Any, text: str) -> tuple[str | None, TpuNote]:
         raise _Failed("tpu", str(e)) from None
     if meaning is None:
         return _importable_hlo(text), None
-    return _importable_hlo(meaning.text) or meaning.text, (meaning.rewritten, meaning.signs.describe())
+    # once bitcasts are ops, layouts say nothing about values: none is kept (a non-default one of the
+    # entry computation would stay in the import as a result layout that outlives with_outputs' cut)
+    importable = untiled_layouts(_importable_hlo(meaning.text) or meaning.text, whole=True)
+    return importable, (meaning.rewritten, meaning.signs.describe())
 
 
 def _maybe_tpu(text: str) -> bool:
