@@ -467,6 +467,12 @@ def test_cli_diverge_writes_the_module_and_a_snapshot(tmp_path: Path) -> None:
     assert_division_core(xs.load_computation(out))
     snap = load_snapshot(tmp_path / "min.snapshot.pb")
     assert not xs.compare(snap.computation, snap.arguments).ok  # the snapshot replays the divergence
+    # it records the result reduce showed (XLA's), so run --expect recorded checks it is still there
+    assert "and the result XLA gave" in r.stdout
+    xla = xs.compile(snap.computation, "cpu:0")(*snap.arguments).to_numpy()
+    np.testing.assert_array_equal(snap.outputs()[0], xla)
+    r = cli("run", str(tmp_path / "min.snapshot.pb"), "--expect", "recorded")
+    assert r.returncode == 0, r.stderr + r.stdout
 
 
 def test_cli_script_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -841,6 +841,10 @@ class XlaBuilder:
             ``ops.Tuple``, or a list of ops) gives a computation with a tuple result, which runs
             as several outputs.
 
+        ``build`` may be called again, after more ops or with another root: each call returns a
+        new, independent computation of the ops built so far (unlike XLA's C++ builder, the
+        builder stays usable), and computations built before are not changed.
+
         Raises
         ------
         ShapeError: no ops, ``root`` from another builder, gaps in parameter numbers, or arrays

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from .._proto import _int, _int_list, _ProtoLike
+from .._where import where
 from ..errors import ShapeError
 from ._base import _dim
 from ._enums import PaddingType
@@ -115,26 +116,38 @@ def make_padding_config(padding_config: PaddingConfig | Iterable[Sequence[int]])
     Raises
     ------
     ShapeError
-        If an entry is not a pair or triple of ints, or an interior padding is negative.
+        If an entry is not a pair or triple of ints, or an interior padding is negative; the
+        message names the dimension (``padding_config[0] (dimension 0)``) and the caller's line.
     """
     if isinstance(padding_config, PaddingConfig):
-        padding_config.validate()
+        try:
+            padding_config.validate()
+        except ShapeError as e:
+            raise ShapeError(f"make_padding_config: {e}{where()}") from None
         return padding_config
     if isinstance(padding_config, (str, bytes)) or not isinstance(padding_config, Iterable):
-        raise ShapeError(f"padding_config must be a sequence of (lo, hi[, interior]), got {padding_config!r}")
+        raise ShapeError(
+            f"make_padding_config: padding_config must be a sequence of (lo, hi[, interior]), "
+            f"got {padding_config!r}{where()}"
+        )
     dims: list[PaddingConfigDimension] = []
     for i, entry in enumerate(padding_config):
         if isinstance(entry, PaddingConfigDimension):
             dims.append(entry)
             continue
         if isinstance(entry, (str, bytes)) or not isinstance(entry, Iterable):
-            raise ShapeError(f"padding_config[{i}] must be (lo, hi) or (lo, hi, interior), got {entry!r}")
+            raise ShapeError(f"make_padding_config: padding_config[{i}] (dimension {i}) must be (lo, hi) or "
+                             f"(lo, hi, interior), got {entry!r}{where()}")
         values = list(entry)
         if len(values) not in (2, 3):
-            raise ShapeError(f"padding_config[{i}] must be (lo, hi) or (lo, hi, interior), got {entry!r}")
-        dims.append(
-            PaddingConfigDimension(*(_int(v, f"padding_config[{i}][{j}]") for j, v in enumerate(values)))
-        )
+            raise ShapeError(f"make_padding_config: padding_config[{i}] (dimension {i}) must be (lo, hi) or "
+                             f"(lo, hi, interior), got {entry!r}{where()}")
+        try:
+            dims.append(
+                PaddingConfigDimension(*(_int(v, f"padding_config[{i}][{j}]") for j, v in enumerate(values)))
+            )
+        except ShapeError as e:
+            raise ShapeError(f"make_padding_config: padding_config[{i}] (dimension {i}): {e}{where()}") from None
     return PaddingConfig(dims)
 
 

@@ -256,7 +256,9 @@ def _summary(a: np.ndarray[Any, Any]) -> str:
         f = flat.astype(np.float64) if a.dtype.kind not in "bc" else None
     except (TypeError, ValueError):
         f = None
-    if f is not None:
+    if a.dtype.kind in "iu":  # integers in integer notation (min -2147483648, not -2.14748e+09)
+        stats = f"min {int(flat.min())}  max {int(flat.max())}  mean {float(flat.mean(dtype=np.float64)):.6g}"
+    elif f is not None:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN array: "All-NaN slice", "Mean of empty"
             stats = f"min {np.nanmin(f):.6g}  max {np.nanmax(f):.6g}  mean {np.nanmean(f):.6g}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import IO
+from typing import IO, Any
 
 from ._arrays import _gather_inputs
 from ._common import EXIT_OK, UsageError, _load_program, _stage
@@ -19,6 +19,18 @@ add_parser = add_reduce_parser  # its name before the parser moved to _verbs
 def _snapshot_path(output: str) -> str:
     stem, ext = os.path.splitext(output)
     return (stem if ext else output) + ".snapshot.pb"
+
+
+def _shown_result(comp: Any, arguments: list[Any]) -> list[Any] | None:
+    """XLA's outputs of the reduced module on its arguments: the values ``--until diverge`` showed
+    differ from the reference, recorded in MIN.snapshot.pb (None when they cannot be had again)."""
+    import xlasdk as xs
+
+    try:
+        out = xs.compile(comp, "cpu:0")(*arguments)
+    except xs.XlaSdkError:
+        return None
+    return [o.to_numpy() for o in (out if isinstance(out, tuple) else (out,))]
 
 
 def _cmd_reduce(args: argparse.Namespace, out: IO[str]) -> int:
@@ -76,10 +88,12 @@ def _cmd_reduce(args: argparse.Namespace, out: IO[str]) -> int:
         snap = _snapshot_path(args.output)
         from xlasdk.formats.snapshot import write_snapshot
 
+        shown = _shown_result(res.computation, res.arguments) if args.until == "diverge" else None
         try:
-            write_snapshot(snap, res.computation, res.arguments)
+            write_snapshot(snap, res.computation, res.arguments, shown)
         except OSError as e:
             raise UsageError(f"{snap}: cannot write: {e.strerror or e}") from None
         out.write(f"wrote {snap} (the module with its {len(res.arguments)} argument"
-                  f"{'s' if len(res.arguments) != 1 else ''})\n")
+                  f"{'s' if len(res.arguments) != 1 else ''}"
+                  f"{' and the result XLA gave, for run --expect recorded' if shown is not None else ''})\n")
     return EXIT_OK

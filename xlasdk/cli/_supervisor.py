@@ -128,7 +128,12 @@ def _spawned_child(entry: Callable[[list[str]], int]) -> NoReturn:
 
 
 def _xla_started() -> bool:
-    """Whether this process already runs XLA (a client, the loader's worker): then it must not fork."""
+    """Whether this process already runs XLA (a client, the loader's worker, JAX's backends when
+    JAX is used beside xlasdk): then it must not fork."""
+    from xlasdk._jaxlib.jax_peer import jax_backends_started  # light: imports neither jax nor jaxlib
+
+    if jax_backends_started():
+        return True
     device = sys.modules.get("xlasdk.runtime.device")
     if getattr(device, "_clients", None):
         return True

@@ -206,12 +206,18 @@ class Instruction:
         (``dense<...>``), lists and dicts of those; StableHLO's structured attributes as dicts of
         their fields (``dot_dimension_numbers``: ``{"lhs_contracting_dimensions": (1,), ...}``) and
         its enums by name (``comparison_direction``: ``"LT"``); other dialects' attributes as their
-        MLIR spelling."""
+        MLIR spelling.
+
+        A rank-1/2 HLO ``dot`` with the default dimensions imports as ``stablehlo.dot``, which has no
+        ``dot_dimension_numbers``: it contracts the lhs's last dimension with the rhs's first (a
+        ``precision_config`` when the HLO had one); ``ops.Dot`` builds ``stablehlo.dot_general``."""
         return {k: (v.value if isinstance(v, MlirAttr) else v) for k, v in self.op.attrs.items()}
 
     @property
     def attribute_text(self) -> dict[str, str]:
-        """The op's attributes spelled as in the module."""
+        """The op's attributes as the module spells them: a dict from each attribute's name to its
+        MLIR text (``{"comparison_direction": "#stablehlo<comparison_direction LT>"}``), where
+        :attr:`attributes` gives Python values."""
         return {k: (v.text if isinstance(v, MlirAttr) else str(v)) for k, v in self.op.attrs.items()}
 
     @property
@@ -270,6 +276,16 @@ class Instruction:
         return f"Instruction({self.name}: {self.opcode} -> {self.shape})"
 
 
+class InstructionList(tuple[Instruction, ...]):
+    """The instructions of a graph, in topological order: a tuple that can also be called, so that
+    a called function's ``fn.instructions()`` (a list) is spelled as ``comp.instructions()``."""
+
+    __slots__ = ()
+
+    def __call__(self) -> list[Instruction]:
+        return list(self)
+
+
 @dataclass
 class InstructionGraph:
     """The graph of a loaded computation: ``params`` (Parameter nodes), ``outputs`` (the nodes
@@ -281,7 +297,7 @@ class InstructionGraph:
     params: tuple[XlaOp, ...]
     outputs: tuple[XlaOp, ...]
     effects: tuple[XlaOp, ...]
-    instructions: tuple[Instruction, ...]
+    instructions: InstructionList  # call it as comp.instructions(): fn.instructions() is a list too
     names: dict[XlaOp, Instruction]
     module_attrs: tuple[tuple[str, str], ...]
     module_body: tuple[str, ...]
@@ -474,7 +490,7 @@ def _import_graph(module: Any, name: str, function: str, hlo_names: HloNames | N
     own, aliases, opcodes = _names(params, imp.order, hlo_names)
     instrs = [Instruction(n, op, i, None) for i, (n, op) in enumerate(own)]  # type: ignore[arg-type]
     graph = InstructionGraph(
-        name, tuple(params), tuple(results), tuple(effects), tuple(instrs), names,
+        name, tuple(params), tuple(results), tuple(effects), InstructionList(instrs), names,
         tuple(rec.module_attrs), tuple(rec.others), tuple({n: MlirAttr(t) for n, t in a} for a in rec.res_attrs),
         imp.parts, tuple(rec.meshes), module=module,
     )

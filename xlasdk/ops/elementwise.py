@@ -291,10 +291,10 @@ def _unary(u: UnaryOp) -> UnaryFn:
             return u.lower(u, x, et, shape)
         return x.builder.add_op(u.opdef, (x,), shape, attrs)
 
-    erf = (" It is kept on ``chlo.erf`` in StableHLO, but HLO has no accuracy field for erf, so XLA's result "
-           "does not change.")
-    accuracy = (
-        "\n    result_accuracy: optional :class:`~xlasdk.ResultAccuracy` (DEFAULT, HIGHEST or a TOLERANCE)."
+    erf = ("\n    It is kept on ``chlo.erf`` in StableHLO, but HLO has no accuracy field for erf, so XLA's\n"
+           "    result does not change.")
+    accuracy = (  # a parameter of its own, level with ``operand`` (numpydoc)
+        "\nresult_accuracy: optional :class:`~xlasdk.ResultAccuracy` (DEFAULT, HIGHEST or a TOLERANCE)."
         + (erf if u.name == "Erf" else "") if u.accuracy else ""
     )
     op.__name__ = op.__qualname__ = u.name
