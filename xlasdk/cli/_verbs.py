@@ -170,6 +170,15 @@ def add_compare_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str)
     s.add_argument("--timeout", type=float, default=None, metavar="S",
                    help="stop when compiling, running and comparing take more than S seconds, with exit code 2 "
                         "(a While whose condition stays true never ends, on the device or in the reference)")
+    s.add_argument("--device-kind", default=None, metavar="cpu|gpu|tpu-v5e|tpu-v5p|tpu-v6e|...",
+                   help="whose error model judges each op (default: the device's; a TPU's f32 dots at DEFAULT "
+                        "precision are bf16 products, its tanh within 1365.5 ulp...: README 'How sure is compare?')")
+    s.add_argument("--precision", choices=("default", "high", "highest"), default=None,
+                   help="compile and judge every dot and convolution at this precision (highest: tells the "
+                        "device's precision from a bug)")
+    s.add_argument("--outputs", metavar="OUT.npz", default=None,
+                   help="outputs recorded on a device of --device-kind elsewhere (output_0, ...): compared with "
+                        "the reference computing as that device does (no local run)")
     s.add_argument("--json", metavar="OUT.json", default=None, help="also write the report as JSON")
     s.add_argument("--html", metavar="OUT.html", default=None,
                    help="also write the report as a self-contained HTML page (the program's graph, each "

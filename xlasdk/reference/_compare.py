@@ -30,6 +30,9 @@ def compare(
     find_nonfinite: bool = False,
     progress: Callable[[str], None] | None = None,
     xla_flags: Mapping[str, Any] | None = None,
+    device_kind: str | None = None,
+    precision: str | None = None,
+    outputs: Sequence[Any] | None = None,
 ) -> CompareReport:
     """Run ``computation`` on ``device`` (XLA) and compare its outputs with ``against``.
 
@@ -59,6 +62,14 @@ def compare(
     progress: called with a line of text per step of a bisection.
     xla_flags: XLA ``DebugOptions`` fields for the device side's compile (``{"xla_disable_hlo_passes":
         "algsimp"}``, as ``XLA_FLAGS`` names them without the ``--``), over xlasdk's own.
+    device_kind: whose error model judges each op (``"cpu"``, ``"gpu"``, ``"tpu-v5e"``, ...;
+        :mod:`xlasdk.reference._precision`): by default the kind of ``device``. A TPU's f32 dots
+        at DEFAULT precision are bf16 products, its ``tanh`` within 1365.5 ulp...
+    precision: ``"highest"`` (or ``"high"``, ``"default"``): every dot and convolution compiled,
+        and judged, at that precision (to tell the device's precision from a bug).
+    outputs: outputs recorded on a device of ``device_kind`` (no local run): compared with the
+        reference computing as that device does (a TPU's DEFAULT-precision f32 dot/convolution
+        operands rounded to bf16) and the rest of its bounds.
 
     Raises
     ------
@@ -71,12 +82,20 @@ def compare(
     from . import bisect as _bisect  # the bisections evaluate and compare: they sit above those modules
 
     reference = isinstance(against, str) and against == "reference"
+    if outputs is not None and (bisect is not None or find_nonfinite or not reference):
+        raise XlaSdkError("compare: outputs= (recorded elsewhere) are compared with the reference alone, without "
+                          "bisect or find_nonfinite (they need the device)")
     if bisect is not None and (bisect not in ("ops", "passes") or not reference):
         raise XlaSdkError(f"compare: bisect={bisect!r}: expected 'ops' or 'passes', against the reference"
                           + ("" if reference else f" (not against {against!r})"))
     c = run_and_compare(computation, args, device=device, against=against, rtol=rtol, atol=atol,
-                        excess_precision=excess_precision, ulps=ulps, xla_flags=xla_flags)
+                        excess_precision=excess_precision, ulps=ulps, xla_flags=xla_flags, device_kind=device_kind,
+                        precision=precision, outputs=outputs)
     report, got, want, scales, options = c.report, c.got, c.want, c.scales, c.options
+    if precision is not None:
+        from ._precision import set_precision
+
+        computation = set_precision(computation, precision)
     if bisect is not None or find_nonfinite:
 
         if bisect == "ops":

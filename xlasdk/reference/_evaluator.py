@@ -55,6 +55,7 @@ from .._optable import (
 from ..builder import Region, XlaOp
 from ..errors import XlaSdkError
 from ..shape import Shape
+from ._precision import DeviceKind, device_kind, dot_precision, op_bound, round_to
 
 if TYPE_CHECKING:
     from ..computation import XlaComputation
@@ -197,6 +198,11 @@ class _Evaluator:
         self.called: dict[tuple[int, int], tuple[Any, dict[int, Value]]] = {}
         self._recorded: set[int] = set()
         self._attrs: dict[tuple[int, str], tuple[Any, Any]] = {}  # the ops' attribute values read (:meth:`attr`)
+        # the error model the bounds follow (:mod:`._precision`): the device kind, every dot forced
+        # to a precision (``--precision``), and whether dots compute as that device does (emulate)
+        self.model: DeviceKind = device_kind(None)
+        self.precision: str | None = None
+        self.emulate = False
 
     def record_calls(self, scope: dict[int, Value]) -> None:
         """Keep the values inside the calls made from ``scope`` (an env about to be evaluated, the
@@ -261,6 +267,10 @@ class _Evaluator:
                 if why:
                     raise self.fail(o, f"is not evaluated by the reference: it {why}")
                 raise self.fail(o, "has no evaluation rule yet (the reference evaluator cannot check this program)")
+        if self.emulate and o.opcode in _BILINEAR and len(args) == 2:  # as the device computes it
+            dp = dot_precision(o, tuple(np.asarray(a).dtype for a in args), self.model, self.precision)
+            if dp.round_inputs is not None:
+                args = [round_to(a, dp.round_inputs) if np.asarray(a).dtype == np.float32 else a for a in args]
         return rule(o, args, self)
 
     def region(self, r: Region, args: Sequence[Value]) -> list[Value]:
@@ -640,7 +650,9 @@ def _own_rounding(o: XlaOp, vals: list[Value], out: np.ndarray[Any, Any], ev: _E
     op = o.opcode
     zero = np.zeros(out.shape, np.float64)
     cplx = out.dtype.kind == "c" or any(_is_complex(v) for v in vals)
-    if op in _EXACT and not (cplx and op in _INEXACT_COMPLEX):
+    row = op_bound(o, ev.model)  # the device kind's error model (:mod:`._precision`)
+    if (row is not None and row.kind == "exact" and not cplx) or (
+            op in _EXACT and not (cplx and op in _INEXACT_COMPLEX) and (row is None or row.kind != "ulps")):
         return zero
     rule = rule_of(o)
     eps_out = _eps(out.dtype)
@@ -652,9 +664,16 @@ def _own_rounding(o: XlaOp, vals: list[Value], out: np.ndarray[Any, Any], ev: _E
         exact_op: Any = _Widened(o, np.complex128) if out.dtype.kind == "c" else wide  # and the exact value
         if op in _BILINEAR and len(vals) == 2:
             terms = _magnitude(rule(wide, [_magnitude(v) for v in vals], ev))
-            k = max(vals[0].size * vals[1].size / max(out.size, 1), 1.0) ** 0.25  # sqrt of the contraction size
+            k = max(vals[0].size * vals[1].size / max(out.size, 1), 1.0) ** 0.5  # the contraction size
             exact = np.asarray(rule(exact_op, vals, ev))
-            return _flip(exact, eps * k * terms, out.dtype)
+            if ev.model.platform == "cpu" and ev.precision is None:  # f32 products, f32 sums
+                return _flip(exact, eps * k ** 0.5 * terms, out.dtype)
+            dp = dot_precision(o, (vals[0].dtype, vals[1].dtype), ev.model, ev.precision, ev.emulate)
+            acc = max(dp.acc_eps, eps if out.dtype.itemsize < 8 else 0.0)
+            return _flip(exact, (dp.product_rel + acc * k ** 0.5) * terms, out.dtype)
+        if row is not None and row.kind == "ulps" and op in _ELEMENTWISE and not cplx:  # real functions
+            exact = np.asarray(rule(exact_op, vals, ev))
+            return _flip(exact, row.ulps * eps * _magnitude(exact), out.dtype)
         if op in _SUMS and _sum_kind(o) == "add" and len(vals) == 2:
             terms = _magnitude(rule(wide, [_magnitude(vals[0]), np.zeros(np.shape(vals[1]))], ev))
             k = max(vals[0].size / max(out.size, 1), 1.0) ** 0.5
@@ -671,11 +690,26 @@ class _OutputScale(float):
     error bound (:func:`_error_bounds`) its value carries, or None, in ``bound``."""
 
     bound: np.ndarray[Any, Any] | None
+    #: the value is a dot's or a convolution's (through moves): the default tolerance is its bound
+    #: (relative to |A|·|B|, :mod:`._precision`) and one ulp, not a fraction of the output's scale
+    modeled: bool
 
-    def __new__(cls, value: float, bound: Any = None) -> _OutputScale:
+    def __new__(cls, value: float, bound: Any = None, modeled: bool = False) -> _OutputScale:
         self = super().__new__(cls, value)
         self.bound = bound if isinstance(bound, np.ndarray) else None
+        self.modeled = modeled
         return self
+
+
+def _made_by_dot(node: XlaOp) -> bool:
+    """Whether ``node`` is a dot's or a convolution's value, seen through ops that only move values."""
+    for _ in range(64):
+        if node.opcode in _BILINEAR:
+            return True
+        if not (node.opcode in _MOVES and node.opcode != "stablehlo.convert") or not node.operands:
+            return False
+        node = node.operands[0]
+    return False
 
 
 def _error_bounds(outputs: Sequence[XlaOp], env: dict[int, Value], ev: _Evaluator,
@@ -775,10 +809,13 @@ def evaluate(computation: XlaComputation, *args: Any) -> list[np.ndarray[Any, An
 
 
 def _reference(computation: XlaComputation, args: Sequence[Any], scales: bool = True,
-               callees: dict[str, Any] | None = None) -> tuple[list[np.ndarray[Any, Any]], list[float]]:
+               callees: dict[str, Any] | None = None, model: Any = None) -> tuple[list[np.ndarray[Any, Any]],
+                                                                               list[float]]:
     """The reference outputs and, per output (``scales``; else none), the term scale of the op that
     produced it with the per-element error bound its value carries (:class:`_OutputScale`).
-    ``callees``: the called functions' graphs, shared by the evaluators of several simulated devices."""
+    ``callees``: the called functions' graphs, shared by the evaluators of several simulated devices.
+    ``model``: ``(device kind, precision or None, emulate)``, the error model the bounds follow
+    (:mod:`._precision`; default: the CPU's)."""
     from ..errors import DTypeError, ShapeError
 
     g = computation.instruction_graph()
@@ -794,6 +831,8 @@ def _reference(computation: XlaComputation, args: Sequence[Any], scales: bool = 
             raise DTypeError(f"evaluate: argument {i} has element type {arr.dtype}, parameter {i} is {p.shape}")
         env[id(p)] = arr.astype(want, copy=False)
     ev = _Evaluator(computation)
+    if model is not None:
+        ev.model, ev.precision, ev.emulate = device_kind(model[0]), model[1], bool(model[2])
     if callees is not None:
         ev.callees = callees
     if scales:  # the bounds follow the calls' ops on the values they had
@@ -802,7 +841,7 @@ def _reference(computation: XlaComputation, args: Sequence[Any], scales: bool = 
     if not scales:  # the values alone (evaluate): no error bounds to carry
         return [np.asarray(o) for o in outs], []
     bounds = _error_bounds(g.outputs, env, ev)
-    return [np.asarray(o) for o in outs], [_OutputScale(_output_scale(o, env, ev), bounds.get(id(o)))
+    return [np.asarray(o) for o in outs], [_OutputScale(_output_scale(o, env, ev), bounds.get(id(o)), _made_by_dot(o))
                                            for o in g.outputs]
 
 
@@ -957,6 +996,9 @@ class OutputComparison:
     #: mismatches where one side is NaN or infinite and the other is not (or is the other
     #: infinity): the max columns, taken over finite differences, do not show them
     nonfinite_mismatches: int = 0
+    #: the largest absolute error relative to the output's scale (its largest finite magnitude):
+    #: unlike ``max_rel``, not dominated by elements near zero
+    max_scaled: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -975,6 +1017,11 @@ class CompareReport:
     bisect_ops: Any = None
     bisect_passes: Any = None
     nonfinite: Any = None
+    #: the device kind whose error model judged the values (``"cpu"``, ``"tpu-v5e"``...)
+    device_kind: str = "cpu"
+    #: the precision-limited ops of the program and the bound each is judged by
+    #: (``"convolution.3: TPU v5e DEFAULT precision (bf16 inputs; bound 7.8e-3 of |A|·|B|)"``)
+    precision_notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -984,9 +1031,10 @@ class CompareReport:
         """The report as JSON-ready values (what ``xlasdk compare --json`` writes)."""
         doc: dict[str, Any] = {"name": self.name, "against": self.against, "match": self.ok, "outputs": [
             {"index": o.index, "shape": list(o.shape), "dtype": o.dtype, "max_abs": o.max_abs, "max_rel": o.max_rel,
-             "max_ulp": o.max_ulp, "mismatches": o.mismatches, "nonfinite_mismatches": o.nonfinite_mismatches,
+             "max_ulp": o.max_ulp, "max_scaled": o.max_scaled, "mismatches": o.mismatches,
+             "nonfinite_mismatches": o.nonfinite_mismatches,
              "first_mismatch": None if o.first_mismatch is None else list(o.first_mismatch)}
-            for o in self.outputs]}
+            for o in self.outputs], "device_kind": self.device_kind, "precision_notes": list(self.precision_notes)}
         for key, part in (("bisect_ops", self.bisect_ops), ("bisect_passes", self.bisect_passes),
                           ("nonfinite", self.nonfinite)):
             if part is not None:
@@ -1003,8 +1051,12 @@ class CompareReport:
                 f"{o.max_ulp:>10.3g}{o.mismatches:>12}  {'' if o.first_mismatch is None else list(o.first_mismatch)}"
                 + (f"  ({o.nonfinite_mismatches} NaN/Inf against a different value)" if o.nonfinite_mismatches else "")
             )
+        scaled = [f"  output {o.index}: largest error {o.max_scaled:.3g} of the output's scale" for o in self.outputs
+                  if o.max_scaled > 0 and o.max_rel > 10 * o.max_scaled]  # where near-zero elements dominate max rel
+        notes = ([f"  precision-limited ops on {self.device_kind} (each within its bound):"]
+                 + [f"    {n}" for n in self.precision_notes]) if self.precision_notes else []
         extra = [str(x) for x in (self.bisect_ops, self.bisect_passes, self.nonfinite) if x is not None]
-        return "\n".join([head, *rows, *extra])
+        return "\n".join([head, *rows, *scaled, *notes, *extra])
 
 
 def _ulps(got: np.ndarray[Any, Any], want: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
@@ -1055,6 +1107,11 @@ def _compare_one(i: int, got: np.ndarray[Any, Any], want: np.ndarray[Any, Any], 
             diff = np.where(same, 0.0, np.abs(np.where(nan_g | nan_w, np.inf, g - w)))
             rel = np.where(np.abs(w) > 0, diff / np.where(np.abs(w) > 0, np.abs(w), 1.0), np.where(diff > 0, np.inf, 0))
             carried = getattr(scale, "bound", None) if atol is None else None
+            if carried is not None and carried.shape == w.shape and getattr(scale, "modeled", False) and (
+                    rtol == d_rtol and _is_float(want.dtype) and want.dtype.kind != "c"):
+                # a dot's value: its model's bound (relative to |A|·|B|, with what it carries in) and one
+                # ulp, not a fraction of the output's scale, which a wrong value hides under
+                tol_abs, rtol = _tiny(want.dtype), _eps(want.dtype)
             if carried is not None and carried.shape == w.shape:
                 tol_abs = tol_abs + _BOUND_MARGIN * carried  # the rounding the ops before it may have moved it by
             bad = ~same & ~(diff <= tol_abs + rtol * np.abs(np.where(finite_w, w, 0)))
@@ -1070,8 +1127,17 @@ def _compare_one(i: int, got: np.ndarray[Any, Any], want: np.ndarray[Any, Any], 
         float(np.max(np.real(rel), initial=0.0, where=np.isfinite(np.real(rel)))),
         float(np.max(ulp, initial=0.0, where=np.isfinite(ulp))), int(bad.sum()),
         tuple(int(k) for k in idx[0]) if len(idx) else None, got, want,
-        int(np.count_nonzero(bad & ~finite)),
+        int(np.count_nonzero(bad & ~finite)), _scaled(diff, w, finite),
     )
+
+
+def _scaled(diff: Any, w: np.ndarray[Any, Any], finite: np.ndarray[Any, Any]) -> float:
+    """The largest finite error over the largest finite magnitude of the wanted values."""
+    with np.errstate(all="ignore"):
+        mag = np.abs(w.astype(np.complex128) if w.dtype.kind == "c" else w.astype(np.float64))
+        big = float(np.max(mag, initial=0.0, where=np.isfinite(mag)))
+        top = float(np.max(np.real(diff), initial=0.0, where=finite))
+    return top / big if big > 0 else (0.0 if top == 0 else math.inf)
 
 
 #: What the device side of a comparison against the reference compiles with: XLA may otherwise keep

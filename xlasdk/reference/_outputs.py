@@ -42,12 +42,28 @@ def run_and_compare(
     excess_precision: bool = False,
     ulps: float | None = None,
     xla_flags: Mapping[str, Any] | None = None,
+    device_kind: Any = None,
+    precision: str | None = None,
+    outputs: Sequence[Any] | None = None,
 ) -> Comparison:
     """:func:`xlasdk.reference.compare` without the bisections: the report, with the outputs and
     options the bisections start from (:class:`Comparison`). Same parameters and errors."""
     from ..errors import ShapeError
     from ..runtime import CompileOptions
     from ..runtime import compile as _compile
+    from . import _precision
+
+    kind = _precision.device_kind(device_kind) if device_kind is not None else None
+    if precision is not None:
+        computation = _precision.set_precision(computation, precision)
+    if outputs is not None:  # values a device recorded elsewhere: the reference computes as that device does
+        return _recorded(computation, args, outputs, kind or _precision.device_kind(None), precision, rtol, atol,
+                         ulps)
+    if kind is None:
+        from ..runtime.device import _resolve_device, default_device
+
+        dev = default_device() if device is None else _resolve_device(device) if isinstance(device, str) else device
+        kind = _precision.device_kind_of(dev)
 
     if isinstance(rtol, (int, float)) and rtol < 0 or isinstance(atol, (int, float)) and atol < 0:
         raise ShapeError(f"compare: tolerances must be >= 0, got rtol={rtol}, atol={atol}")
@@ -64,7 +80,7 @@ def run_and_compare(
     scales = [0.0] * len(got)
     if reference:
         try:
-            want, scales = _reference(computation, args)
+            want, scales = _reference(computation, args, model=(kind, precision, False))
         except XlaSdkError:
             raise
         except Exception as e:  # a value the evaluator cannot read: never a divergence
@@ -85,7 +101,33 @@ def run_and_compare(
     report = CompareReport(computation.name, label, [
         _compare_one(i, g, w, rtol, atol, sc, ulps) for i, (g, w, sc) in enumerate(zip(got, want, scales,
                                                                                         strict=True))])
+    report.device_kind = kind.name
+    if reference:
+        report.precision_notes = _precision.precision_notes(computation, kind, precision)
     return Comparison(report, got, want, scales, options)
+
+
+def _recorded(computation: XlaComputation, args: Sequence[Any], outputs: Sequence[Any], kind: Any,
+              precision: str | None, rtol: float | None, atol: float | None, ulps: float | None) -> Comparison:
+    """Outputs recorded on a device of ``kind`` against the reference computing as that device does
+    (a TPU's DEFAULT-precision f32 dot/convolution operands rounded to bf16) with the rest of its bounds."""
+    from . import _precision
+
+    try:
+        want, scales = _reference(computation, args, model=(kind, precision, True))
+    except XlaSdkError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a value the evaluator cannot read: never a divergence
+        raise UnsupportedOpError(f"reference evaluator: could not evaluate this program ({type(e).__name__}: "
+                                 f"{str(e):.200}); it cannot check it") from None
+    got = _given_outputs(want, outputs, "the recorded outputs")
+    label = f"reference evaluator computing as {kind.label} does"
+    report = CompareReport(computation.name, label, [
+        _compare_one(i, g, w, rtol, atol, sc, ulps) for i, (g, w, sc) in enumerate(zip(got, want, scales,
+                                                                                        strict=True))])
+    report.device_kind = kind.name
+    report.precision_notes = _precision.precision_notes(computation, kind, precision, emulated=True)
+    return Comparison(report, got, want, scales, None)
 
 def _given_outputs(got: Sequence[np.ndarray[Any, Any]], want: Sequence[Any],
                    label: str | None = None) -> list[np.ndarray[Any, Any]]:

@@ -1,0 +1,247 @@
+"""The error model per device kind and per op (``xlasdk/reference/_precision.py``, issue 32).
+
+Oracles: numpy emulation of how a TPU multiplies f32 matrices (each input cut into bf16 pieces,
+products of the pieces summed in f32: DEFAULT 1 pass, HIGH 3, HIGHEST 6) on random,
+cancellation-heavy and long-contraction inputs, and the exact product in float64; JAX's
+``docs/accuracy.md`` for the table's figures. A correct emulated TPU result must fall within its
+bound; a bias of one bf16 ulp where the precision leaves none must not; and XLA:CPU's own runs
+must still match (no false alarm).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import xlasdk as xs
+from xlasdk._optable import OPS
+from xlasdk.reference import _precision as pm
+from xlasdk.reference._evaluator import _compare_one, _reference
+
+BF16 = ml_dtypes.bfloat16
+
+
+def _bf(x: Any) -> Any:
+    return np.asarray(x, np.float32).astype(BF16).astype(np.float32)
+
+
+def _pieces(a: Any, n: int) -> list[Any]:
+    out, rest = [], np.asarray(a, np.float32)
+    for _ in range(n):
+        p = _bf(rest)
+        out.append(p)
+        rest = (rest - p).astype(np.float32)
+    return out
+
+
+def tpu_dot(a: Any, b: Any, precision: str) -> Any:
+    """A TPU's f32 matrix product at ``precision``: bf16 pieces multiplied, summed in f32 (smallest first)."""
+    n, keep = {"DEFAULT": (1, [(0, 0)]), "HIGH": (2, [(1, 0), (0, 1), (0, 0)]),
+               "HIGHEST": (3, [(1, 1), (2, 0), (0, 2), (1, 0), (0, 1), (0, 0)])}[precision]
+    pa, pb = _pieces(a, n), _pieces(b, n)
+    acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
+    for i, j in keep:
+        acc = (acc + (pa[i] @ pb[j]).astype(np.float32)).astype(np.float32)
+    return acc
+
+
+def _bf16_ulp(x: Any) -> Any:
+    """One bf16 ulp at |x| (its spacing there)."""
+    _, e = np.frexp(np.maximum(np.abs(np.asarray(x, np.float64)), 2.0 ** -126))
+    return np.ldexp(2.0 ** -7, e - 1)
+
+
+def _dot_module(m: int, k: int, n: int, precision: str = "default") -> xs.XlaComputation:
+    return xs.XlaComputation.from_hlo_text(
+        f"HloModule m\nENTRY e {{\n  a = f32[{m},{k}] parameter(0)\n  b = f32[{k},{n}] parameter(1)\n"
+        f"  ROOT d = f32[{m},{n}] dot(a, b), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}, "
+        f"operand_precision={{{precision},{precision}}}\n}}\n")
+
+
+def _inputs(case: str) -> tuple[Any, Any]:
+    rng = np.random.default_rng({"random": 1, "cancel": 2, "long": 3}[case])
+    if case == "random":
+        return (rng.standard_normal((32, 256)).astype(np.float32),
+                rng.standard_normal((256, 16)).astype(np.float32))
+    if case == "cancel":  # each result a difference of two nearly equal sums: 1e-3 of |A|·|B|
+        u = rng.standard_normal((32, 128)).astype(np.float32)
+        v = rng.standard_normal((128, 16)).astype(np.float32)
+        return np.concatenate([u, u], 1), np.concatenate([v, (-v * np.float32(1.001)).astype(np.float32)], 0)
+    return (rng.uniform(0, 1, (8, 8192)).astype(np.float32),  # long contraction, all terms positive
+            rng.uniform(0, 1, (8192, 8)).astype(np.float32))
+
+
+CASES = ["random", "cancel", "long"]
+
+
+# -- the table -------------------------------------------------------------------------------------------------
+def test_the_model_is_rows_of_the_op_table_by_device_kind() -> None:
+    for (row, kind), bound in pm.ERROR_MODEL.items():
+        assert OPS[row.name] is row and kind in pm.DEVICE_KINDS and bound.source
+    tpu = pm.device_kind("tpu-v5e")
+    figures = {"stablehlo.tanh": 1365.5, "stablehlo.exponential": 116.0, "stablehlo.log": 4030.5,
+               "stablehlo.logistic": 243.0, "chlo.erf": 7.5}
+    for name, ulps in figures.items():
+        b = pm.ERROR_MODEL[OPS[name], tpu.name]
+        assert (b.kind, b.ulps) == ("ulps", ulps) and "accuracy.md" in b.source
+    for name in ("stablehlo.transpose", "stablehlo.select", "stablehlo.compare", "stablehlo.and",
+                 "stablehlo.convert", "stablehlo.reduce_precision"):
+        assert pm.ERROR_MODEL[OPS[name], tpu.name].kind == "exact"
+    assert pm.device_kind("TPU") is pm.device_kind("tpu-v5e")
+    with pytest.raises(xs.XlaSdkError, match="device kind 'tpu-v9' is not known"):
+        pm.device_kind("tpu-v9")
+
+
+def test_dot_bounds_follow_the_platforms_precision() -> None:
+    d = _dot_module(4, 64, 4)
+    o = d.instructions()[-1].op
+    f32 = (np.dtype(np.float32),) * 2
+    tpu, gpu, cpu = (pm.device_kind(k) for k in ("tpu-v5e", "gpu", "cpu"))
+    default = pm.dot_precision(o, f32, tpu)
+    assert default.round_inputs == "bfloat16" and abs(default.product_rel - 2 ** -7) < 2 ** -15
+    assert "TPU v5e DEFAULT precision (bf16 inputs; bound 0.0078" in default.describe(1)
+    assert pm.dot_precision(o, f32, tpu, "high").product_rel < 2 ** -13
+    assert pm.dot_precision(o, f32, tpu, "highest").product_rel < 2 ** -21
+    assert pm.dot_precision(o, f32, gpu).round_inputs == "tf32"
+    assert pm.dot_precision(o, f32, cpu).product_rel == 0.0
+    narrow = pm.dot_precision(o, (np.dtype(BF16),) * 2, tpu)  # bf16 inputs: exact products
+    assert narrow.product_rel == 0.0 and narrow.round_inputs is None
+    # the precision the op asks for is read from its HLO
+    assert pm.dot_precision(_dot_module(4, 64, 4, "highest").instructions()[-1].op, f32, tpu).precision == "HIGHEST"
+
+
+# -- the bounds against emulation --------------------------------------------------------------------------
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("precision", ["DEFAULT", "HIGH", "HIGHEST"])
+def test_an_emulated_tpu_dot_is_within_its_bound(case: str, precision: str) -> None:
+    """Element by element, without the comparison's margin: |emulated - exact| <= bound * (|A|·|B|)."""
+    a, b = _inputs(case)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    terms = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
+    got = tpu_dot(a, b, precision)
+    dp = pm.dot_precision(_dot_module(1, 1, 1).instructions()[-1].op, (np.dtype(np.float32),) * 2,
+                         pm.device_kind("tpu-v5e"), precision)
+    ratio = np.abs(got - exact) / (dp.relative_bound(a.shape[1]) * terms)
+    assert ratio.max() <= 1.0, (case, precision, ratio.max())
+    if precision == "DEFAULT" and case == "random":  # and the bound is not vacuous: the inputs' rounding shows
+        assert ratio.max() > 0.02
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("precision", ["default", "high", "highest"])
+def test_compare_on_the_tpu_model_accepts_a_correct_tpu_dot(case: str, precision: str) -> None:
+    a, b = _inputs(case)
+    comp = _dot_module(a.shape[0], a.shape[1], b.shape[1], precision)
+    got = tpu_dot(a, b, precision.upper())
+    want, scales = _reference(comp, [a, b], model=("tpu-v5e", None, False))
+    assert _compare_one(0, got, want[0], None, None, scales[0]).ok
+    # the same value, recorded on a TPU, against the reference computing as the TPU does
+    assert xs.compare(comp, [a, b], outputs=[got], device_kind="tpu-v5e").ok
+    if precision == "default":  # the CPU's model does not take a TPU's DEFAULT precision
+        want, scales = _reference(comp, [a, b], model=("cpu", None, False))
+        assert not _compare_one(0, got, want[0], None, None, scales[0]).ok
+
+
+@pytest.mark.parametrize("case", ["random", "long"])
+@pytest.mark.parametrize("precision", ["default", "highest"])
+def test_a_bias_of_one_bf16_ulp_where_none_belongs_is_flagged(case: str, precision: str) -> None:
+    """HIGHEST leaves no bf16-sized error; at DEFAULT, the reference computing as the TPU does
+    (inputs rounded to bf16) leaves only the f32 sums: one bf16 ulp of bias is a bug in both."""
+    a, b = _inputs(case)
+    comp = _dot_module(a.shape[0], a.shape[1], b.shape[1], precision)
+    got = tpu_dot(a, b, precision.upper())
+    biased = (got + _bf16_ulp(got)).astype(np.float32)
+    report = xs.compare(comp, [a, b], outputs=[biased], device_kind="tpu-v5e")
+    assert not report.ok and report.outputs[0].mismatches > got.size // 2, str(report)
+    assert xs.compare(comp, [a, b], outputs=[got], device_kind="tpu-v5e").ok
+
+
+def test_a_tpu_function_within_its_documented_ulps_matches_only_on_the_tpu_model() -> None:
+    b = xs.XlaBuilder("t")
+    x = xs.ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, (512,)), "x")
+    comp = b.build(xs.ops.Tanh(x))
+    v = np.linspace(-3, 3, 512, dtype=np.float32)
+    got = (np.tanh(v.astype(np.float64)) * (1 + 1000 * 2.0 ** -24)).astype(np.float32)  # 1000 ulps
+    assert xs.compare(comp, [v], outputs=[got], device_kind="tpu-v5e").ok
+    assert not xs.compare(comp, [v], outputs=[got], device_kind="cpu").ok
+    assert not xs.compare(comp, [v], outputs=[got * np.float32(1.001)], device_kind="tpu-v5e").ok
+
+
+# -- the CPU: a bf16 dot 5 ulps off is flagged, its correct value is not ----------------------------------
+BF16_DOT = """HloModule bf16_dot
+ENTRY e {
+  x = f32[128,256] parameter(0)
+  w = f32[256,256] parameter(1)
+  xb = bf16[128,256] convert(x)
+  wb = bf16[256,256] convert(w)
+  d = bf16[128,256] dot(xb, wb), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT t = bf16[256,128] transpose(d), dimensions={1,0}
+}
+"""
+
+
+def test_a_cpu_bf16_dot_five_ulps_off_is_flagged() -> None:
+    """XLA:CPU of jaxlib 0.12.0.1 computes this dot about 5 bf16 ulps off (issue 32); 0.10.2 right."""
+    comp = xs.XlaComputation.from_hlo_text(BF16_DOT)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((128, 256)).astype(np.float32)
+    w = (rng.standard_normal((256, 256)) / 8).astype(np.float32)
+    assert xs.compare(comp, [x, w]).ok  # XLA:CPU here computes it right
+    (ref,) = xs.evaluate(comp, x, w)
+    f = ref.astype(np.float32)
+    for off in (rng.integers(-5, 6, f.shape), np.full(f.shape, 5)):
+        bad = (f + off * _bf16_ulp(f)).astype(BF16)
+        report = xs.compare(comp, [x, w], outputs=[bad], device_kind="cpu")
+        assert not report.ok and report.outputs[0].mismatches > f.size // 2, str(report)
+
+
+# -- reports ---------------------------------------------------------------------------------------------------
+def test_reports_name_the_precision_limited_ops_and_the_scaled_error() -> None:
+    a, b = _inputs("cancel")
+    comp = _dot_module(a.shape[0], a.shape[1], b.shape[1])
+    got = tpu_dot(a, b, "DEFAULT")
+    want, scales = _reference(comp, [a, b], model=("tpu-v5e", None, False))
+    notes = pm.precision_notes(comp, pm.device_kind("tpu-v5e"))
+    assert notes == ["d: TPU v5e DEFAULT precision (bf16 inputs; bound 0.0078 of |A|·|B|)"]
+    c = _compare_one(0, got, want[0], None, None, scales[0])
+    assert c.max_scaled < c.max_rel / 10  # the near-zero elements dominate max rel, not the scaled error
+    doc = xs.compare(comp, [a, b], outputs=[got], device_kind="tpu-v5e").as_dict()
+    assert doc["device_kind"] == "tpu-v5e" and doc["precision_notes"] and "max_scaled" in doc["outputs"][0]
+    assert pm.precision_notes(comp, pm.device_kind("cpu")) == []  # an f32 dot on the CPU is f32
+
+
+def test_precision_highest_compiles_and_judges_every_dot_at_highest() -> None:
+    a, b = _inputs("random")
+    comp = _dot_module(a.shape[0], a.shape[1], b.shape[1])
+    assert "operand_precision={highest,highest}" in pm.set_precision(comp, "highest").as_hlo_text()
+    report = xs.compare(comp, [a, b], precision="highest")
+    assert report.ok
+    # a TPU's DEFAULT value is not a HIGHEST one
+    assert not xs.compare(comp, [a, b], outputs=[tpu_dot(a, b, "DEFAULT")], device_kind="tpu-v5e",
+                          precision="highest").ok
+    with pytest.raises(xs.XlaSdkError, match="precision 'best'"):
+        xs.compare(comp, [a, b], precision="best")
+
+
+def test_cli_compares_outputs_recorded_on_a_tpu(tmp_path: Any) -> None:
+    from tests.test_cli import cli
+
+    a, b = _inputs("random")
+    hlo = tmp_path / "d.hlo"
+    hlo.write_text(_dot_module(a.shape[0], a.shape[1], b.shape[1]).as_hlo_text())
+    np.savez(tmp_path / "in.npz", a=a, b=b)
+    np.savez(tmp_path / "out.npz", output_0=tpu_dot(a, b, "DEFAULT"))
+    args = ["compare", str(hlo), "--inputs", str(tmp_path / "in.npz"), "--outputs", str(tmp_path / "out.npz")]
+    code, out, err = cli(*args, "--device-kind", "tpu-v5e")
+    assert code == 0 and "computing as TPU v5e does: MATCH" in out and "TPU v5e DEFAULT precision" in out, (out, err)
+    code, out, _ = cli(*args, "--device-kind", "cpu")
+    assert code == 1 and "DIVERGENCE" in out
+    code, _, err = cli(*args)
+    assert code == 2 and "give --device-kind" in err
+    code, _, err = cli(*args, "--device-kind", "tpu-v9")
+    assert code == 2 and "device kind 'tpu-v9' is not known" in err
+    code, _, err = cli(*args, "--device-kind", "tpu-v5e", "--bisect", "ops")
+    assert code == 2 and "--outputs (recorded elsewhere)" in err

@@ -1,0 +1,368 @@
+"""The error model of each device kind, per op: how far a correct device may be from the exact
+value of an op on the device's own operands (:func:`op_bound`, :func:`dot_precision`), the data
+that :func:`xlasdk.compare`, ``--bisect ops``, ``run --expect`` and ``reduce --until diverge``
+judge each op by.
+
+The model is rows of tables keyed by the op table's rows (:data:`xlasdk._optable.OPS`) and a
+device kind, never opcode tests in code:
+
+- :data:`EXACT_OPS`: data movement, integer and bitwise ops, comparisons, selects, the ops that
+  round on purpose (``convert``, ``reduce_precision``): bit-exact on every device (a float result
+  of ``convert`` is the correctly rounded value; XLA flushes subnormal results to zero, which the
+  comparison's floor of the smallest normal number covers);
+- :data:`CORRECTLY_ROUNDED`: IEEE arithmetic (add, subtract, multiply; divide and sqrt where the
+  platform rounds them correctly): 0.5 ulp of the exact value, the reference's own rounding;
+- :data:`F32_ULPS`: the element-wise functions: the worst error in f32 ulps per platform from
+  JAX's ``docs/accuracy.md`` (exhaustive over every f32 input; "TPU v2-v5e", "TPU v5p", "TPU v6e",
+  "CPU" x86_64, "NVIDIA GPU" H100/B200); on the CPU the 4 ulps the reference's corpora were checked
+  with (:data:`CPU_FLOOR_ULPS`), or the table's figure where it is more than twice that;
+- dots and convolutions: :func:`dot_precision`, the precision the op really runs at from its
+  ``precision_config``, its operand and result types and the platform's meaning of
+  DEFAULT/HIGH/HIGHEST (:data:`DOT_PASSES`: bf16 passes on a TPU, TF32 on a GPU, f32 on the CPU),
+  a bound relative to ``|A|·|B|`` (the sum of the magnitudes of the products) and the contraction
+  size, never to the result (which cancels).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._optable import OPS, OpDef
+from ..errors import XlaSdkError
+
+__all__ = ["DeviceKind", "DEVICE_KINDS", "device_kind", "device_kind_of", "OpBound", "op_bound", "DotPrecision",
+           "dot_precision", "EXACT_OPS", "CORRECTLY_ROUNDED", "F32_ULPS", "DOT_PASSES", "CPU_FLOOR_ULPS",
+           "ACCURACY_SOURCE", "row_of"]
+
+ACCURACY_SOURCE = "JAX docs/accuracy.md, float32 table (exhaustive over f32 inputs)"
+CPU_FLOOR_ULPS = 4.0  # the reference's historical bound of XLA:CPU's functions, checked on its corpora
+
+
+@dataclass(frozen=True)
+class DeviceKind:
+    """A kind of device the model knows: ``name`` (``"tpu-v5e"``), its ``platform`` (``"cpu"``,
+    ``"gpu"``, ``"tpu"``), the column of :data:`F32_ULPS` it reads and how it is written in reports."""
+
+    name: str
+    platform: str
+    column: int
+    label: str
+
+
+#: Every device kind, by the name ``--device-kind`` takes.
+DEVICE_KINDS: dict[str, DeviceKind] = {k.name: k for k in (
+    DeviceKind("cpu", "cpu", 0, "CPU"),
+    DeviceKind("gpu", "gpu", 1, "GPU"),
+    DeviceKind("tpu-v2", "tpu", 2, "TPU v2"),
+    DeviceKind("tpu-v3", "tpu", 2, "TPU v3"),
+    DeviceKind("tpu-v4", "tpu", 2, "TPU v4"),
+    DeviceKind("tpu-v5e", "tpu", 2, "TPU v5e"),
+    DeviceKind("tpu-v5p", "tpu", 3, "TPU v5p"),
+    DeviceKind("tpu-v6e", "tpu", 4, "TPU v6e"),
+)}
+_ALIASES = {"tpu": "tpu-v5e", "cuda": "gpu", "rocm": "gpu", "tpu-v5-lite": "tpu-v5e", "tpu-v5litepod": "tpu-v5e",
+            "tpu-v6-lite": "tpu-v6e", "tpu-v5": "tpu-v5p"}
+
+
+def device_kind(name: str | DeviceKind | None) -> DeviceKind:
+    """The kind named ``name`` (``"tpu-v5e"``, ``"cpu"``, ``"gpu"``; ``"tpu"`` is a v5e), CPU for None.
+
+    Raises XlaSdkError naming the kinds known."""
+    if isinstance(name, DeviceKind):
+        return name
+    if name is None:
+        return DEVICE_KINDS["cpu"]
+    key = re.sub(r"[\s_]+", "-", str(name).strip().lower())
+    key = _ALIASES.get(key, key)
+    if key not in DEVICE_KINDS:
+        raise XlaSdkError(f"compare: device kind {name!r} is not known; expected one of "
+                          f"{', '.join(DEVICE_KINDS)}")
+    return DEVICE_KINDS[key]
+
+
+def device_kind_of(device: Any) -> DeviceKind:
+    """The kind of a PJRT device (its platform, and for a TPU its ``device_kind``: "TPU v5 lite")."""
+    platform = str(getattr(device, "platform", "cpu") or "cpu").lower()
+    if platform in ("cuda", "rocm", "gpu"):
+        return DEVICE_KINDS["gpu"]
+    if platform != "tpu":
+        return DEVICE_KINDS["cpu"]
+    text = str(getattr(device, "device_kind", "")).lower()
+    for pattern, name in ((r"v5\s*lite|v5e", "tpu-v5e"), (r"v6\s*lite|v6e", "tpu-v6e"), (r"v5p|v5$", "tpu-v5p"),
+                          (r"v4", "tpu-v4"), (r"v3", "tpu-v3"), (r"v2", "tpu-v2")):
+        if re.search(pattern, text):
+            return DEVICE_KINDS[name]
+    return DEVICE_KINDS["tpu-v5e"]  # the oldest bounds of a TPU the table has: the loosest
+
+
+@dataclass(frozen=True)
+class OpBound:
+    """One row of the model: how an op of some device kind may differ from its exact value on the
+    same operands. ``kind``: ``"exact"`` (bit for bit), ``"rounded"`` (correctly rounded: the
+    reference's own value), ``"ulps"`` (at most ``ulps`` f32 ulps of the exact value, then rounded
+    to the result's type), ``"dot"`` (:func:`dot_precision`); ``source``: where the bound comes from."""
+
+    kind: str
+    ulps: float
+    source: str
+
+
+# -- the tables ----------------------------------------------------------------------------------------------
+#: Bit-exact on every device: data movement, integer and bitwise ops, comparisons, selects, and the
+#: ops that round on purpose.
+EXACT_OPS = (
+    "stablehlo.reshape", "stablehlo.transpose", "stablehlo.broadcast_in_dim", "stablehlo.slice",
+    "stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice", "stablehlo.concatenate", "stablehlo.pad",
+    "stablehlo.gather", "stablehlo.reverse", "stablehlo.iota", "stablehlo.constant",
+    "stablehlo.optimization_barrier", "stablehlo.select", "stablehlo.clamp", "stablehlo.compare", "stablehlo.and",
+    "stablehlo.or", "stablehlo.xor", "stablehlo.not", "stablehlo.shift_left", "stablehlo.shift_right_arithmetic",
+    "stablehlo.shift_right_logical", "stablehlo.popcnt", "stablehlo.count_leading_zeros", "stablehlo.bitcast_convert",
+    "stablehlo.convert", "stablehlo.reduce_precision", "stablehlo.negate", "stablehlo.abs", "stablehlo.sign",
+    "stablehlo.maximum", "stablehlo.minimum", "stablehlo.floor", "stablehlo.ceil", "stablehlo.round_nearest_even",
+    "stablehlo.round_nearest_afz", "stablehlo.is_finite", "stablehlo.real", "stablehlo.imag", "stablehlo.complex",
+    "stablehlo.get_tuple_element", "stablehlo.tuple", "chlo.next_after",
+)
+#: IEEE arithmetic, correctly rounded on every device.
+CORRECTLY_ROUNDED = ("stablehlo.add", "stablehlo.subtract", "stablehlo.multiply", "chlo.square",
+                     "stablehlo.remainder")
+
+#: f32 worst cases in ulps (CPU, NVIDIA GPU, TPU v2-v5e, TPU v5p, TPU v6e) from JAX's
+#: docs/accuracy.md (:data:`ACCURACY_SOURCE`); ``divide`` is its ``reciprocal`` row plus the
+#: multiply's half ulp (XLA's TPU divide is x * reciprocal(y)), 0.5 where the platform divides in IEEE.
+F32_ULPS: dict[str, tuple[float, float, float, float, float]] = {
+    "stablehlo.tanh": (5.0, 5.5, 1365.5, 92.0, 1.5),
+    "stablehlo.exponential": (1.5, 2.0, 116.0, 109.5, 64.5),
+    "stablehlo.exponential_minus_one": (6.5, 1.5, 1772.0, 1357.5, 3.5),
+    "stablehlo.log": (1.5, 1.0, 4030.5, 62.0, 2.5),
+    "stablehlo.log_plus_one": (3.0, 1.0, 4034.0, 63.0, 3.0),
+    "stablehlo.logistic": (2.5, 4.0, 243.0, 124.0, 65.5),
+    "stablehlo.rsqrt": (2.0, 2.0, 2.5, 2.5, 1.5),
+    "stablehlo.sqrt": (0.5, 1.0, 3.0, 3.0, 2.0),
+    "stablehlo.cbrt": (0.5, 1.5, 4.5, 4.5, 1.5),
+    "stablehlo.sine": (0.5, 1.5, 3.5, 3.5, 3.5),
+    "stablehlo.cosine": (0.5, 2.0, 3.5, 3.5, 3.5),
+    "stablehlo.tan": (0.5, 3.5, 6.5, 7.0, 5.5),
+    "stablehlo.atan2": (0.5, 3.0, 3.5, 3.5, 3.5),
+    "stablehlo.divide": (0.5, 1.5, 198.5, 40.5, 2.0),
+    "chlo.erf": (7.0, 6.5, 7.5, 8.5, 1.5),
+    "chlo.erfc": (66.0, 66.5, 145.0, 157.0, 124.5),
+    "chlo.erf_inv": (65.0, 65.0, 427.0, 65.5, 65.0),
+    "chlo.acos": (1.5, 1.5, 5.0, 5.0, 4.0),
+    "chlo.asin": (2.0, 1.5, 5.0, 5.0, 4.5),
+    "chlo.atan": (5.5, 1.5, 2.5, 2.5, 2.5),
+    "chlo.acosh": (4.5, 2.5, 4031.0, 61.0, 4.5),
+    "chlo.asinh": (3.5, 2.0, 4034.5, 62.5, 3.5),
+    "chlo.atanh": (3.0, 3.5, 2183.5, 43.0, 3.5),
+    "chlo.cosh": (25.0, 2.5, 93.5, 99.0, 59.0),
+    "chlo.sinh": (25.0, 3.0, 1794.0, 1332.5, 59.0),
+    "chlo.bessel_i1e": (11.0, 15.5, 15.5, 15.5, 15.5),
+}
+_IEEE_DIVIDE = {"cpu"}  # platforms whose f32 divide and sqrt are IEEE (the f32 table's 0.5)
+
+#: How each platform runs an f32 dot or convolution at each precision: (label, bits of each input
+#: piece, pieces of each input, passes). A TPU multiplies bf16 pieces (8 significant bits) in f32:
+#: DEFAULT 1 pass, HIGH 3 (bf16_3x), HIGHEST 6 (bf16_6x); a GPU rounds f32 inputs to TF32 (11
+#: significant bits) below HIGHEST; the CPU multiplies in f32.
+DOT_PASSES: dict[tuple[str, str], tuple[str, int, int, int]] = {
+    ("tpu", "DEFAULT"): ("bf16 inputs", 8, 1, 1),
+    ("tpu", "HIGH"): ("bf16_3x", 8, 2, 3),
+    ("tpu", "HIGHEST"): ("bf16_6x", 8, 3, 6),
+    ("gpu", "DEFAULT"): ("TF32 inputs", 11, 1, 1),
+    ("gpu", "HIGH"): ("TF32 inputs", 11, 1, 1),
+    ("gpu", "HIGHEST"): ("f32", 24, 1, 1),
+    ("cpu", "DEFAULT"): ("f32", 24, 1, 1),
+    ("cpu", "HIGH"): ("f32", 24, 1, 1),
+    ("cpu", "HIGHEST"): ("f32", 24, 1, 1),
+}
+_DOTS = ("stablehlo.dot_general", "stablehlo.convolution")
+_ROW_ALIASES = {"stablehlo.dot": "stablehlo.dot_general", "mhlo.copy": "stablehlo.reshape",
+                "stablehlo.copy": "stablehlo.reshape"}
+_EXACT_SOURCE = "bit-exact by definition (moves, integers, comparisons, selects, deliberate rounding)"
+_IEEE_SOURCE = "IEEE 754 arithmetic: correctly rounded"
+
+
+def _build() -> dict[tuple[OpDef, str], OpBound]:
+    table: dict[tuple[OpDef, str], OpBound] = {}
+    for kind in DEVICE_KINDS.values():
+        for name in EXACT_OPS:
+            if name in OPS:
+                table[OPS[name], kind.name] = OpBound("exact", 0.0, _EXACT_SOURCE)
+        for name in CORRECTLY_ROUNDED:
+            table[OPS[name], kind.name] = OpBound("rounded", 0.5, _IEEE_SOURCE)
+        for name, cols in F32_ULPS.items():
+            ulps = cols[kind.column]
+            if kind.platform in _IEEE_DIVIDE and name in ("stablehlo.divide", "stablehlo.sqrt"):
+                table[OPS[name], kind.name] = OpBound("rounded", 0.5, _IEEE_SOURCE)
+                continue
+            if kind.platform == "cpu":  # the reference's checked 4 ulps, or the table's where it is far above
+                big = ulps > 2 * CPU_FLOOR_ULPS
+                table[OPS[name], kind.name] = OpBound(
+                    "ulps", ulps if big else CPU_FLOOR_ULPS,
+                    f"{ACCURACY_SOURCE}, CPU column" if big else
+                    f"measured: XLA:CPU within {CPU_FLOOR_ULPS:g} ulp on the reference's corpora "
+                    f"(accuracy.md's CPU column: {ulps:g})")
+            else:
+                column = ("CPU", "NVIDIA GPU", "TPU v2-v5e", "TPU v5p", "TPU v6e")[kind.column]
+                table[OPS[name], kind.name] = OpBound("ulps", ulps, f"{ACCURACY_SOURCE}, {column} column")
+        for name in _DOTS:
+            table[OPS[name], kind.name] = OpBound("dot", 0.0, "the precision the op runs at (DOT_PASSES)")
+    return table
+
+
+#: The model: ``(row, device kind name) -> OpBound``; an op without a row keeps the evaluator's
+#: generic bound (one ulp of its value for the ops whose work is not followed).
+ERROR_MODEL: dict[tuple[OpDef, str], OpBound] = _build()
+
+
+def row_of(node: Any) -> OpDef | None:
+    """The op table's row of a node (a loaded module's ``dot`` is a ``dot_general``)."""
+    opdef = getattr(node, "opdef", None)
+    name = getattr(node, "opcode", "")
+    if isinstance(opdef, OpDef) and OPS.get(opdef.name) is opdef:
+        return opdef
+    return OPS.get(_ROW_ALIASES.get(name, name))
+
+
+def op_bound(node: Any, kind: DeviceKind) -> OpBound | None:
+    """The model's row for ``node`` on ``kind`` (None: no row; the evaluator's generic bound)."""
+    row = row_of(node)
+    return None if row is None else ERROR_MODEL.get((row, kind.name))
+
+
+# -- dots and convolutions -----------------------------------------------------------------------------------
+_PRECISIONS = ("DEFAULT", "HIGHEST", "HIGH")
+
+
+def _precisions(node: Any) -> list[str]:
+    """The operand precisions of a dot/convolution (DEFAULT where none is given)."""
+    attrs = getattr(node, "attrs", {}) or {}
+    pc = attrs.get("precision_config")
+    if pc is None:
+        return ["DEFAULT", "DEFAULT"]
+    members = getattr(pc, "operand_precision", None)
+    if members is not None:
+        found = [str(getattr(m, "name", m)).upper() for m in members]
+    else:
+        found = re.findall(r"HIGHEST|HIGH|DEFAULT", str(pc).upper())
+    found = [p for p in found if p in _PRECISIONS] or ["DEFAULT"]
+    return (found * 2)[:2]
+
+
+@dataclass(frozen=True)
+class DotPrecision:
+    """How a dot or convolution runs on a device kind, and the bound that follows: the error of
+    each element is at most ``product_rel + acc_eps * sqrt(K)`` times ``(|A|·|B|)`` for that
+    element (``K`` the contraction size). ``round_inputs``: the type the device rounds f32 inputs to
+    before multiplying (the emulation of :func:`xlasdk.compare`'s device reference), or None."""
+
+    kind: DeviceKind
+    precision: str
+    label: str
+    product_rel: float
+    acc_eps: float
+    round_inputs: str | None
+
+    def relative_bound(self, k: int) -> float:
+        return self.product_rel + self.acc_eps * math.sqrt(max(k, 1))
+
+    def describe(self, k: int) -> str:
+        """``TPU v5e DEFAULT precision (bf16 inputs; bound 7.8e-3 of |A|·|B|)``."""
+        return (f"{self.kind.label} {self.precision} precision ({self.label}; bound {self.relative_bound(k):.2g} "
+                "of |A|·|B|)")
+
+
+def dot_precision(node: Any, dtypes: tuple[Any, ...], kind: DeviceKind, precision: str | None = None,
+                  emulated: bool = False) -> DotPrecision:
+    """The precision a dot/convolution ``node`` of operand types ``dtypes`` runs at on ``kind``
+    (``precision``: every dot forced to it, as ``--precision highest`` compiles them; ``emulated``:
+    its inputs were already rounded as the device rounds them, only the rest of the bound stays)."""
+    names = [np.dtype(d).name for d in dtypes] or ["float32"]
+    prec = precision.upper() if precision else max(_precisions(node), key=_PRECISIONS.index)  # the more precise
+    label, bits, pieces, _passes = DOT_PASSES[kind.platform, prec]
+    acc = 2.0 ** -23  # f32 accumulation (or f64's, smaller, for f64 inputs)
+    if any(n in ("float64", "complex128") for n in names):
+        return DotPrecision(kind, prec, "f64", 0.0, 2.0 ** -52, None)
+    narrow = all(n in ("bfloat16", "int8", "uint8", "int4", "uint4", "bool") or n.startswith("float8")
+                 for n in names)
+    if narrow or bits >= 24:  # exact products (bf16 x bf16 fits f32), or f32 products
+        return DotPrecision(kind, prec, "bf16 inputs, exact products" if narrow else label, 0.0, acc, None)
+    # f32 (or f16) inputs cut into ``pieces`` pieces of ``bits`` significant bits: what is dropped,
+    # the last piece's remainder of each input (relative 2**-(bits*pieces)) and the products of
+    # pieces a pass leaves out (relative 2**-(bits*pieces) each, at most pieces*(pieces-1)/2 ... kept small)
+    unit = 2.0 ** -(bits * pieces)
+    dropped = {1: 0.0, 2: 1.0, 3: 3.0}.get(pieces, float(pieces * pieces))
+    product_rel = (2.0 + dropped) * unit + unit * unit
+    if emulated:  # the inputs were rounded as the device does: the products are exact again
+        product_rel = 0.0 if pieces == 1 else (dropped + 1.0) * unit
+    rounding = ("bfloat16" if bits == 8 else "tf32") if pieces == 1 else None
+    return DotPrecision(kind, prec, label, product_rel, acc, rounding)
+
+
+def round_to(x: np.ndarray[Any, Any], kind: str) -> np.ndarray[Any, Any]:
+    """``x`` (float32) rounded to nearest even to ``"bfloat16"`` or ``"tf32"`` (10 fraction bits), as float32."""
+    import ml_dtypes
+
+    a = np.asarray(x, np.float32)
+    if kind == "bfloat16":
+        return np.asarray(a.astype(ml_dtypes.bfloat16).astype(np.float32))
+    bits = a.view(np.uint32).astype(np.uint64)
+    drop = 13
+    half = np.uint64(1 << (drop - 1))
+    odd = (bits >> np.uint64(drop)) & np.uint64(1)
+    rounded = ((bits + half - np.uint64(1) + odd) >> np.uint64(drop)) << np.uint64(drop)
+    out = rounded.astype(np.uint32).view(np.float32)
+    return np.asarray(np.where(np.isfinite(a), out, a))
+
+
+def _elements(shape: Any) -> int:
+    return int(np.prod([int(d) for d in shape.dimensions()] or [1])) if shape.is_array() else 0
+
+
+def precision_notes(comp: Any, kind: DeviceKind, precision: str | None = None, emulated: bool = False,
+                    limit: int = 20) -> list[str]:
+    """The ops of ``comp``'s main graph whose bound on ``kind`` is more than a rounding (dots and
+    convolutions below f32, functions of tens of ulps or more), each with that bound, at most
+    ``limit`` of them (then how many more)."""
+    from ._evaluator import _dtype
+
+    out: list[str] = []
+    for ins in comp.instructions():
+        o = ins.op
+        row = op_bound(o, kind)
+        if row is None or not o.shape.is_array() or _dtype(o.shape).kind not in "fc":
+            continue
+        if row.kind == "dot" and len(o.operands) == 2:
+            sizes = [_elements(x.shape) for x in o.operands]
+            k = int(round(math.sqrt(max(sizes[0] * sizes[1] / max(_elements(o.shape), 1), 1.0))))
+            dp = dot_precision(o, tuple(_dtype(x.shape) for x in o.operands), kind, precision, emulated)
+            if dp.round_inputs is not None or dp.product_rel > 0:  # inputs below f32
+                out.append(f"{ins.name}: {dp.describe(k)}" + (", inputs rounded as the device does" if emulated
+                                                               and dp.round_inputs else ""))
+        elif row.kind == "ulps" and row.ulps > 8:
+            out.append(f"{ins.name}: {kind.label} {o.opcode.split('.')[-1]} within {row.ulps:g} f32 ulp ({row.source})")
+    if len(out) > limit:
+        out = [*out[:limit], f"... and {len(out) - limit} more"]
+    return out
+
+
+def set_precision(comp: Any, precision: str) -> Any:
+    """``comp`` with every dot and convolution at ``precision`` (``--precision highest``): its HLO
+    text with each ``operand_precision`` replaced, loaded again."""
+    from ..computation import XlaComputation
+
+    if precision.upper() not in _PRECISIONS:
+        raise XlaSdkError(f"compare: precision {precision!r}: expected default, high or highest")
+    word = precision.lower()
+    lines = []
+    for line in comp.as_hlo_text().splitlines():
+        if re.search(r"\s(dot|convolution)\(", line):
+            line = re.sub(r",\s*operand_precision=\{[^}]*\}", "", line)
+            line = re.sub(r"(,\s*metadata=|$)", lambda m: f", operand_precision={{{word},{word}}}{m.group(1)}", line,
+                          count=1)
+        lines.append(line)
+    return XlaComputation.from_hlo_text("\n".join(lines) + "\n")
