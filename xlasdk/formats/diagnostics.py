@@ -28,7 +28,12 @@ def _mlir_problem(e: BaseException, kind: str) -> str:
             m2 = re.match(r'loc\("([^"]*)"\)$', loc)
             if m2 is not None and kind == "hlo":
                 where = f"instruction {m2.group(1)!r}: "
-        more = f" (and {len(diags) - 1} more error(s))" if len(diags) > 1 else ""
+        more = ""
+        if len(diags) > 1:
+            names = [n.group(1) for n in (re.match(r'loc\("([^"]*)"\)$', str(o.location)) for o in diags[1:])
+                     if n is not None and kind == "hlo"]
+            shown = ", ".join(repr(n) for n in names[:5]) + (", ..." if len(names) > 5 else "")
+            more = f" (and {len(diags) - 1} more error(s){', at instruction ' + shown if names else ''})"
         return where + str(d.message).splitlines()[0] + more
     msg = str(e)
     lines = [ln.strip() for ln in msg.splitlines() if ln.strip().startswith("error:")]

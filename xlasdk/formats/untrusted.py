@@ -86,7 +86,10 @@ def load_hlo_in_worker(
         bc = _mlir.hlo_proto_to_stablehlo(import_proto)
     except Exception as e:
         raise _Failed("import", _one_line(e)) from None
-    module = _parse_verified(bc, "hlo")
+    try:
+        module = _parse_verified(bc, "hlo")
+    except _Failed as e:
+        raise _Failed(e.stage, _named_verifier_problem(import_proto) or e.message) from None
     _check_rules(module, text)
     counts = _header_counts(text)
     if counts:  # XLA's import drops them; JAX's StableHLO lowerings carry them as module attributes
@@ -96,6 +99,23 @@ def load_hlo_in_worker(
     except FormatError as e:
         raise _Failed("format", str(e)) from None
     return proto, bc, name, program_shape, tuple(sorted(counts.items())), tpu
+
+
+def _named_verifier_problem(proto: bytes) -> str | None:
+    """MLIR's verifier message for an imported HLO module, each error at the instruction it is
+    about: XLA's importer names an op after its instruction only when the instruction has no
+    ``op_name`` (else the location is the op_name and the Python stack), so the module is imported
+    again without metadata (:func:`~.hlo_names.without_metadata`). None when that import
+    verifies or fails otherwise (the first message then stands)."""
+    from .hlo_names import without_metadata  # hlo_names imports this module
+
+    try:
+        bc = _mlir.hlo_proto_to_stablehlo(without_metadata(proto))
+        _mlir.parse_module(bc)
+    except Exception as e:
+        problem = _mlir_problem(e, "hlo")
+        return problem if problem.startswith("instruction ") else None
+    return None
 
 
 def importable_text(hm: Any, text: str) -> tuple[str | None, TpuNote]:
