@@ -5,8 +5,9 @@ device (``/dev/zero`` never ends), a zip bomb (2 MB that inflate to 2 GB), an .n
 claims ``(10**30,)`` elements or 4 TiB, a truncated archive, a member that fails its CRC, a
 ``__dtypes__`` entry nested 100,000 deep. Here:
 
-- a path is opened without blocking and checked on the open descriptor: anything but a regular
-  file is refused before a byte is read (:func:`open_regular`);
+- a path is checked with ``os.stat``, then opened without blocking and checked again on the open
+  descriptor: anything but a regular file is refused before it is opened, or at the latest before
+  a byte is read (:func:`open_regular`);
 - an .npy header (numpy's format, versions 1 to 3) is read on its own: its shape must be a
   tuple of whole numbers >= 0, its dtype one numpy knows (or raw bytes of a size, as np.save
   writes ml_dtypes arrays), never Python objects, and the bytes it claims must be exactly the
@@ -74,10 +75,19 @@ def _bytes(n: int) -> str:
 
 
 def open_regular(path: str, what: str) -> IO[bytes]:
-    """``path`` opened for reading, refused unless it is a regular file: opened without blocking
-    (a FIFO would block ``open``) and checked on the descriptor, before a byte is read."""
+    """``path`` opened for reading, refused unless it is a regular file: checked with ``os.stat``
+    first (a special file is never opened), then opened without blocking (a FIFO swapped in
+    would block ``open``) and checked again on the descriptor, before a byte is read."""
     if not path:
         raise UsageError(f"{what}: an empty file name")
+    try:  # not even opened unless regular (opening some devices acts: a watchdog, a tape rewinds)
+        st = os.stat(path)
+    except (OSError, ValueError):
+        pass  # os.open below says why
+    else:
+        if not stat.S_ISREG(st.st_mode):
+            raise UsageError(f"{what}: {path}: is {file_kind(st.st_mode)}, not a regular file (inputs are read from "
+                             ".npy and .npz files)")
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
