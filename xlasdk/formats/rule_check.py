@@ -101,10 +101,11 @@ def _custom_call(rule: Callable[..., Any], c: _mg.OpClaim) -> None:
     target = c.attrs.get("call_target_name")
     if not isinstance(target, str) or "python_cpu_callback" in target or "python_gpu_callback" in target:
         return  # host callbacks of a loaded JAX module: compiling it says why they cannot run here
-    operands = [_any_shape(t) for t in c.operands]
-    results = [_any_shape(t) for t in c.results]
-    if any(s is None for s in (*operands, *results)):
+    shapes = [_any_shape(t) for t in (*c.operands, *c.results)]
+    known = [s for s in shapes if s is not None]
+    if len(known) != len(shapes):
         return
+    operands, results = known[: len(c.operands)], known[len(c.operands) :]
     result = results[0] if len(results) == 1 else Shape.tuple_shape(results)
     rule("CustomCall", target, operands, result)
 
