@@ -256,7 +256,7 @@ class Instruction:
     def called_function(self) -> InstructionGraph:
         """The function a ``func.call`` instruction calls (a fusion of an optimized dump, a JAX
         private function such as ``_where``), or a ``stablehlo.composite``'s decomposition, as the
-        same instruction index as the program's: its ``instructions`` in topological order (named
+        same instruction index as the program's: its ``instructions()`` in topological order (named
         ``<opcode>.<index>`` and by their parameters), each with its operands, attributes and
         location, and its own calls walkable the same way. Imported once per function.
 
