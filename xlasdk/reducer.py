@@ -144,7 +144,7 @@ def _load_in_worker(text: str) -> tuple[str, str]:
     loads it (runs in the worker process); raises ``isolated.Failed`` with the stage and XLA's message."""
     from .formats.untrusted import load_hlo_in_worker, module_text_in_worker
 
-    _, bytecode, name, _, attributes = load_hlo_in_worker("text", text, "candidate")
+    _, bytecode, name, _, attributes, _ = load_hlo_in_worker("text", text, "candidate")
     return module_text_in_worker(bytecode, attributes), name
 
 

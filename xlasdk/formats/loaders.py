@@ -54,7 +54,7 @@ def _loaded(
 def _hlo_failure(e: isolated.Failed, what: str, text: str | None) -> FormatError:
     """The FormatError for an HLO module the worker could not load (after the Python pre-check,
     which names the line and instruction of the faults it knows, has had its say)."""
-    if text is not None:
+    if text is not None and e.stage != "tpu":  # the pre-check knows nothing of TPU layouts
         check_hlo_text(text, what)
     if e.stage == "syntax":
         return FormatError(f"{what}: HLO syntax error: {e.message}")
@@ -79,7 +79,7 @@ def _hlo_failure(e: isolated.Failed, what: str, text: str | None) -> FormatError
 
 def _with_line(message: str, text: str | None) -> str:
     """``instruction 'add.3': ...`` with the HLO line of that instruction, when the text has it."""
-    m = re.match(r"instruction '([^']+)': ", message)
+    m = re.match(r"instruction '([^']+)'[: ]", message)
     if m is None or text is None:
         return message
     name = re.escape(m.group(1))
