@@ -48,12 +48,23 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
     rt = _api()
     dev = _device(args)
     against: Any = args.against
-    if against not in ("reference", "recorded") and not against.endswith(".npz") and not re.fullmatch(
+    import os
+
+    module = against not in ("reference", "recorded") and not against.endswith(".npz") and os.path.isfile(against)
+    if not module and against not in ("reference", "recorded") and not against.endswith(".npz") and not re.fullmatch(
             r"[a-z][a-z0-9_]*(:\d+)?", against):
         raise UsageError(f"--against {against!r}: expected 'reference', a device such as cpu:0, 'recorded' (a "
-                         "snapshot's result) or an .npz of recorded outputs (output_0, output_1, ...)")
+                         "snapshot's result), an .npz of recorded outputs (output_0, output_1, ...) or a second "
+                         "module file (GOOD.hlo)")
     label = None
-    if against == "recorded":
+    if module:
+        import xlasdk as xs
+
+        try:
+            against = xs.load_computation(args.against)
+        except xs.XlaSdkError as e:
+            raise UsageError(f"--against {args.against}: cannot load it as a module: {e}") from None
+    elif against == "recorded":
         if snap is None or snap.result is None:
             what = "is not a snapshot" if snap is None else "records no result"
             raise UsageError(f"--against recorded: {args.file} {what}; give --against OUT.npz")
@@ -75,8 +86,10 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
     from xlasdk.errors import XlaSdkError
     from xlasdk.reference import UnsupportedOpError, compare
 
-    if (args.bisect or args.find_nonfinite) and args.against != "reference":
-        raise UsageError(f"--bisect / --find-nonfinite compare against the reference, not --against {args.against}")
+    if (args.bisect or args.find_nonfinite) and args.against != "reference" and not (module and args.bisect == "ops"
+                                                                                     and not args.find_nonfinite):
+        raise UsageError(f"--bisect / --find-nonfinite compare against the reference (--bisect ops against a second "
+                         f"module too), not --against {args.against}")
     if args.ulps is not None and not args.ulps >= 0:
         raise UsageError(f"--ulps {args.ulps}: expected a number of ulps >= 0")
 

@@ -151,8 +151,10 @@ def add_compare_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str)
     s.add_argument("file", metavar="FILE", help="the module file")
     s.add_argument("--format", default=None, help=fmt_help)
     s.add_argument("--device", default=None, help="device XLA runs on, e.g. cpu:0 (default: the first device)")
-    s.add_argument("--against", default="reference", metavar="reference|DEVICE|recorded|OUT.npz",
-                   help="what to compare with (default: the reference evaluator)")
+    s.add_argument("--against", default="reference", metavar="reference|DEVICE|recorded|OUT.npz|GOOD.hlo",
+                   help="what to compare with (default: the reference evaluator; GOOD.hlo: a second module that "
+                        "computes what FILE should, run on the same device, --bisect ops matching their "
+                        "instructions by name, then structure)")
     add_input_arguments(s)
     s.add_argument("--rtol", type=float, default=None, help="relative tolerance (default: by element type)")
     s.add_argument("--atol", type=float, default=None, help="absolute tolerance (default: by element type)")

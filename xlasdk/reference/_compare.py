@@ -42,7 +42,10 @@ def compare(
     args: one array per parameter.
     device: where XLA runs it (default: the default device).
     against: ``"reference"`` (:func:`evaluate`), a device or ``"cpu:0"``-style name (XLA on it),
-        or a list of arrays (recorded outputs, of the program's output shapes and element types).
+        a list of arrays (recorded outputs, of the program's output shapes and element types), or
+        a second :class:`~xlasdk.XlaComputation` that computes what this one should (run on the
+        same device; ``bisect="ops"`` matches their instructions by name, then by structure, and
+        names the first one that departs on agreeing values).
     rtol, atol: an element matches when ``|got - want| <= atol + rtol * |want|``. By default per
         element type (:func:`default_tolerance`), ``atol`` a fraction of the larger of the output's
         largest magnitude and the terms the op that made it added (a sum that cancels to 0 may
@@ -82,12 +85,13 @@ def compare(
     from . import bisect as _bisect  # the bisections evaluate and compare: they sit above those modules
 
     reference = isinstance(against, str) and against == "reference"
+    module = hasattr(against, "instruction_graph")  # a second module (matched instruction by instruction)
     if outputs is not None and (bisect is not None or find_nonfinite or not reference):
         raise XlaSdkError("compare: outputs= (recorded elsewhere) are compared with the reference alone, without "
                           "bisect or find_nonfinite (they need the device)")
-    if bisect is not None and (bisect not in ("ops", "passes") or not reference):
-        raise XlaSdkError(f"compare: bisect={bisect!r}: expected 'ops' or 'passes', against the reference"
-                          + ("" if reference else f" (not against {against!r})"))
+    if bisect is not None and (bisect not in ("ops", "passes") or not (reference or module and bisect == "ops")):
+        raise XlaSdkError(f"compare: bisect={bisect!r}: expected 'ops' or 'passes', against the reference ('ops' "
+                          "against a second module too)" + ("" if reference else f" (not against {against!r})"))
     c = run_and_compare(computation, args, device=device, against=against, rtol=rtol, atol=atol,
                         excess_precision=excess_precision, ulps=ulps, xla_flags=xla_flags, device_kind=device_kind,
                         precision=precision, outputs=outputs)
@@ -98,9 +102,16 @@ def compare(
         computation = set_precision(computation, precision)
     if bisect is not None or find_nonfinite:
 
-        if bisect == "ops":
+        if bisect == "ops" and module:
+            from ._against import compare_modules
+
+            report.bisect_ops = (_bisect.OpsBisection("no divergence") if report.ok else compare_modules(
+                computation, against, args, device=device, options=options, rtol=rtol, atol=atol, ulps=ulps,
+                progress=progress))
+        elif bisect == "ops":
             report.bisect_ops = _bisect.bisect_ops(computation, args, device=device, options=options, rtol=rtol,
-                                                   atol=atol, ulps=ulps, diverged=not report.ok, progress=progress)
+                                                   atol=atol, ulps=ulps, diverged=not report.ok, progress=progress,
+                                                   device_kind=report.device_kind, precision=precision)
         elif bisect == "passes":
             report.bisect_passes = (_bisect.PassBisection("no divergence") if report.ok else _bisect.bisect_passes(
                 computation, args, want, scales, device=device, options=options, rtol=rtol, atol=atol, ulps=ulps,

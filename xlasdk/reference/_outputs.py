@@ -92,6 +92,11 @@ def run_and_compare(
     elif isinstance(against, (list, tuple)):
         want = _given_outputs(got, against)
         label = "given outputs"
+    elif hasattr(against, "instruction_graph"):  # a second module that computes what this one should
+        other = _compile(against, device, options=options)(*args)
+        want = _given_outputs(got, [np.asarray(o) for o in (other if isinstance(other, (list, tuple)) else [other])],
+                              f"module {against.name!r}")
+        label = f"module {against.name!r}"
     else:
         other = _compile(computation, against)(*args)
         want = [np.asarray(o) for o in (other if isinstance(other, (list, tuple)) else [other])]

@@ -138,10 +138,13 @@ class OpError:
     max_rel: float
     max_ulp: float
     mismatches: int
+    #: why a value that differs is right (its own error on the device's operands, within the
+    #: device's precision: "dot.3: up to 1.9e-3 relative, within TPU v5e DEFAULT precision ..."), or ''
+    note: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "max_abs": self.max_abs, "max_rel": self.max_rel, "max_ulp": self.max_ulp,
-                "mismatches": self.mismatches}
+                "mismatches": self.mismatches, "note": self.note}
 
 
 @dataclass
@@ -185,6 +188,11 @@ class OpsBisection:
             out.extend(self.culprit.lines())
         if self.note:
             out.append(f"  {self.note}")
+        notes = [e.note for e in self.op_errors.values() if e.note and e.kind != "diverges"]
+        if notes:
+            out.append("  precision-limited ops, each within its device's bound on the device's operands:")
+            out.extend(f"    {n}" for n in notes[:12])
+            out.extend([f"    ... and {len(notes) - 12} more"] if len(notes) > 12 else [])
         return "\n".join(out)
 
 
@@ -327,6 +335,8 @@ class _Settings:
     rtol: float | None
     atol: float | None
     ulps: float | None
+    kind: Any = None  # the device kind whose error model judges each op (:mod:`._precision`; None: the CPU's)
+    precision: str | None = None
 
 
 class _Program:
@@ -408,10 +418,12 @@ class _Program:
 
     def _reference(self) -> None:
         from ._evaluator import _error_bounds, _Evaluator
+        from ._precision import device_kind
 
         env: dict[int, Any] = {id(p): a for p, a in zip(self.graph.params, self.args, strict=True)}
         roots = [n for i in self.instrs for n in self.slots[i.index]] + [*self.graph.outputs, *self.graph.effects]
         ev = _Evaluator(self.comp)
+        ev.model, ev.precision = device_kind(self.settings.kind), self.settings.precision
         ev.run_graph(roots, env)
         self.ref = env
         self.bounds = _error_bounds(roots, env, ev)
@@ -433,7 +445,9 @@ class _Program:
 
     def check(self, node: XlaOp, got: np.ndarray[Any, Any], want: np.ndarray[Any, Any],
               env: dict[int, Any] | None = None) -> OutputComparison:
-        from ._evaluator import _compare_one, _output_scale, _OutputScale
+        from ._evaluator import _BILINEAR, _compare_one, _made_by_dot, _output_scale, _OutputScale
+        from ._judge import is_exact, own_bound
+        from ._precision import device_kind
 
         s = self.settings
         try:
@@ -441,7 +455,12 @@ class _Program:
         except KeyError:
             scale = 0.0
         if env is None:  # against the reference's own values: the rounding carried from before counts
-            scale = _OutputScale(scale, self.bounds.get(id(node)))
+            scale = _OutputScale(scale, self.bounds.get(id(node)), _made_by_dot(node))
+        else:  # on the device's operand values: the op's own bound on the device's kind, exact ops exactly
+            kind = device_kind(s.kind)
+            own = own_bound(self.comp, node, env, want, kind, s.precision)
+            exact = is_exact(node, kind) and own is not None
+            scale = _OutputScale(0.0 if exact else scale, own, exact or node.opcode in _BILINEAR)
         return _compare_one(0, got, np.asarray(want), s.rtol, s.atol, scale, s.ulps)
 
     def cut(self, k: int) -> list[XlaOp]:
@@ -595,8 +614,9 @@ def _diverges(p: _Program, nodes: Sequence[XlaOp], got: Sequence[np.ndarray[Any,
 
 # -- ops ---------------------------------------------------------------------------------------------------------
 def local_divergences(comp: XlaComputation, args: Sequence[Any], *, device: Any = None, options: Any = None,
-                      rtol: float | None = None, atol: float | None = None,
-                      ulps: float | None = None) -> list[tuple[str, OutputComparison]]:
+                      rtol: float | None = None, atol: float | None = None, ulps: float | None = None,
+                      device_kind: str | None = None, precision: str | None = None,
+                      ) -> list[tuple[str, OutputComparison]]:
     """Every instruction whose device value differs from its reference rule applied to the
     device's values of its operands (the test :func:`bisect_ops` blames an instruction by), from one
     compile with every value exposed: ``(name, comparison)`` pairs in topological order (empty on a
@@ -605,7 +625,8 @@ def local_divergences(comp: XlaComputation, args: Sequence[Any], *, device: Any 
     """
     from ._evaluator import _Evaluator
 
-    p = _Program(comp, args, _Settings(device, options, rtol, atol, ulps), need_reference=False)
+    p = _Program(comp, args, _Settings(device, options, rtol, atol, ulps, device_kind, precision),
+                 need_reference=False)
     nodes = [n for i in p.instrs[p.nparams:] for n in p.slots[i.index]]
     dev = {id(q): a for q, a in zip(p.graph.params, p.args, strict=True)}
     if nodes:
@@ -626,7 +647,8 @@ def local_divergences(comp: XlaComputation, args: Sequence[Any], *, device: Any 
 
 def bisect_ops(comp: XlaComputation, args: Sequence[Any], *, device: Any = None, options: Any = None,
                rtol: float | None = None, atol: float | None = None, ulps: float | None = None,
-               diverged: bool | None = None, progress: Callable[[str], None] | None = None) -> OpsBisection:
+               diverged: bool | None = None, progress: Callable[[str], None] | None = None,
+               device_kind: str | None = None, precision: str | None = None) -> OpsBisection:
     """The first instruction that introduces a divergence of ``comp``'s outputs on ``device`` from
     the reference evaluator (see the module's docstring). ``options``: the compile options of the
     comparison (xla flags); ``diverged``: whether the outputs diverge, when the caller knows (else
@@ -639,13 +661,16 @@ def bisect_ops(comp: XlaComputation, args: Sequence[Any], *, device: Any = None,
         An op has no reference rule (the search needs every value's reference).
     """
     say = progress or (lambda s: None)
-    p = _Program(comp, args, _Settings(device, options, rtol, atol, ulps))
+    p = _Program(comp, args, _Settings(device, options, rtol, atol, ulps, device_kind, precision))
     try:
         result = _bisect_ops(p, diverged, say)
     except _CutFailed as e:
         result = OpsBisection("not localised", compiles=p.compiles, method=_OPS_METHOD,
                               note=f"a program cut out of this one could not be compiled or run ({e}); nothing is "
                                    "blamed")
+    if result.status == "not localised" and rtol is None and atol is None and ulps is None:
+        result.note += ("; a smaller error may hide under the default tolerances: a stricter one (--ulps 1 --rtol 0 "
+                        "--atol 0) may localise it")
     if result.status != "no divergence":
         say("bisect ops: one compile with every value exposed, for each instruction's error (the report's colors)")
         result.op_errors = _op_errors(p)
@@ -657,6 +682,8 @@ def _op_errors(p: _Program) -> dict[str, OpError]:
     """Each instruction's device value (one compile, every value exposed) against its reference
     value; empty when that compile fails."""
     from ._evaluator import _wide
+    from ._judge import why_within
+    from ._precision import device_kind
 
     nodes = [n for i in p.instrs[p.nparams:] for n in p.slots[i.index]]
     try:
@@ -679,7 +706,11 @@ def _op_errors(p: _Program) -> dict[str, OpError]:
             worst = [max(worst[0], c.max_abs), max(worst[1], c.max_rel), max(worst[2], c.max_ulp),
                      worst[3] + c.mismatches]
         kind = next(k for k in ("diverges", "rounding", "exact") if k in kinds)
-        out[ins.name] = OpError(kind, float(worst[0]), float(worst[1]), float(worst[2]), int(worst[3]))
+        note = ""
+        if kind == "rounding" and len(slots) == 1:
+            note = why_within(p.comp, ins.name, slots[0], dev, dev[id(slots[0])], device_kind(p.settings.kind),
+                              p.settings.precision)
+        out[ins.name] = OpError(kind, float(worst[0]), float(worst[1]), float(worst[2]), int(worst[3]), note)
     return out
 
 
@@ -1060,10 +1091,13 @@ def bisect_passes(comp: XlaComputation, args: Sequence[Any], want: Sequence[np.n
             return result
         first = test(cands)
         start = cands
-        if first == "diverges":
-            result.note = ("disabling every pass of the compile does not remove the divergence (it is not an "
-                           "optimization's doing, or comes from code generation)")
-            return result
+        if first == "diverges":  # passes interact (without one, another goes wrong): singles, then groups
+            from ._judge import search_parts
+
+            found, result.note = search_parts(cands, test)
+            if found is None:
+                return result
+            start = found
         if first == "unknown":
             # Some passes cannot be left out (XLA:CPU needs their rewrites): grow a set pass by pass,
             # in pipeline order, keeping each whose disabling the compile survives, until it fixes.

@@ -1,0 +1,152 @@
+"""Comparing a program with a second module that computes what it should (``compare(...,
+against=GOOD)``, ``xlasdk compare BAD.hlo --against GOOD.hlo``) and localising where they part
+(``bisect="ops"``): a program bug (a ``multiply`` turned into ``add`` deep in a backward pass) that
+the reference evaluator cannot see, since it evaluates the buggy program too.
+
+The instructions of the two modules are matched by name (same name, same shape), then by structure
+(same opcode and shape reading matched instructions; parameters by number). Both run on the device
+once each with every matched value exposed; the culprit is the first instruction, in topological
+order, whose value departs from its match while every value it reads agrees with its match (an
+error carried along a chain never counts against an op that only carries it), or an instruction
+without a match that reads agreeing values and whose users depart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import XlaSdkError
+
+if TYPE_CHECKING:
+    from ..computation import XlaComputation
+    from ..formats.graph_import import Instruction
+
+__all__ = ["match_instructions"]
+
+_METHOD = "the two modules' values compared instruction by instruction (matched by name, then by structure)"
+
+
+def match_instructions(bad: XlaComputation, good: XlaComputation) -> tuple[dict[int, Instruction], int, int]:
+    """For each instruction of ``bad`` (by index) its match in ``good``, and how many were matched
+    by name and by structure."""
+    g_ins = good.instructions()
+    by_name = {i.name: i for i in g_ins}
+    g_params = {i.op.extra: i for i in g_ins if i.opcode == "parameter"}
+    out: dict[int, Instruction] = {}
+    named = structural = 0
+    by_key: dict[tuple[Any, ...], list[Instruction]] = {}
+    g_index = {id(i.op): i for i in g_ins}
+
+    def key(ins: Instruction, matched: dict[int, Any]) -> tuple[Any, ...] | None:
+        srcs = []
+        for x in ins.operands:
+            m = matched.get(x.index)
+            if m is None:
+                return None
+            srcs.append(m)
+        return (ins.opcode, str(ins.shape), tuple(srcs), tuple(ins.operand_indices))
+
+    g_matched = {i.index: i.index for i in g_ins}
+    for gi in g_ins:
+        k = key(gi, g_matched)
+        if k is not None:
+            by_key.setdefault(k, []).append(gi)
+    used: set[int] = set()
+    for ins in bad.instructions():
+        cand = g_params.get(ins.op.extra) if ins.opcode == "parameter" else by_name.get(ins.name)
+        if cand is not None and str(cand.shape) == str(ins.shape) and cand.index not in used and (
+                ins.opcode != "parameter" or cand.opcode == "parameter"):
+            out[ins.index] = cand
+            used.add(cand.index)
+            named += 1
+            continue
+        k = key(ins, {i: m.index for i, m in out.items()})
+        for gi in by_key.get(k, []) if k is not None else []:
+            if gi.index not in used:
+                out[ins.index] = gi
+                used.add(gi.index)
+                structural += 1
+                break
+    del g_index
+    return out, named, structural
+
+
+def compare_modules(bad: XlaComputation, good: XlaComputation, args: Sequence[Any], *, device: Any,
+                    options: Any, rtol: float | None, atol: float | None, ulps: float | None,
+                    progress: Callable[[str], None] | None = None) -> Any:
+    """``bisect="ops"`` against a second module (see the module's docstring): an
+    :class:`~xlasdk.reference.bisect.OpsBisection`."""
+    from ._evaluator import _compare_one
+    from .bisect import OpsBisection, _CutFailed, _Program, _Settings
+
+    say = progress or (lambda s: None)
+    if len(bad.instruction_graph().params) != len(good.instruction_graph().params):
+        raise XlaSdkError(f"compare: the module compared against takes {len(good.instruction_graph().params)} "
+                          f"arguments, {bad.name!r} takes {len(bad.instruction_graph().params)}")
+    settings = _Settings(device, options, rtol, atol, ulps)
+    pb = _Program(bad, args, settings, need_reference=False)
+    pg = _Program(good, args, settings, need_reference=False)
+    match, named, structural = match_instructions(bad, good)
+    say(f"bisect ops: {named} instructions matched by name, {structural} by structure; one compile of each module "
+        "with every matched value exposed")
+    pairs: list[tuple[Any, Any]] = []
+    for ins in pb.instrs[pb.nparams:]:
+        m = match.get(ins.index)
+        if m is not None and len(pb.slots[ins.index]) == len(pg.slots[m.index]):
+            pairs.extend(zip(pb.slots[ins.index], pg.slots[m.index], strict=True))
+    try:
+        got_b = pb.run([b for b, _ in pairs]) if pairs else []
+        got_g = pg.run([g for _, g in pairs]) if pairs else []
+    except _CutFailed as e:
+        return OpsBisection("not localised", compiles=pb.compiles + pg.compiles, method=_METHOD,
+                            note=f"a module with every matched value exposed could not be compiled or run ({e})")
+    val_b = {id(b): v for (b, _), v in zip(pairs, got_b, strict=True)}
+    val_g = {id(b): v for (b, _), v in zip(pairs, got_g, strict=True)}
+    for q, a in zip(pb.graph.params, pb.args, strict=True):
+        val_b[id(q)] = val_g[id(q)] = a
+    differs: dict[int, bool] = {}
+
+    def departs(node: Any) -> bool | None:
+        if id(node) not in val_b:
+            return None
+        if id(node) not in differs:
+            g, w = np.asarray(val_b[id(node)]), np.asarray(val_g[id(node)])
+            differs[id(node)] = g.shape != w.shape or g.dtype != w.dtype or not _compare_one(
+                0, g, w, rtol, atol, 0.0, ulps).ok
+        return differs[id(node)]
+
+    compiles = pb.compiles + pg.compiles
+    for ins in pb.instrs[pb.nparams:]:
+        slots = pb.slots[ins.index]
+        if not slots:
+            continue
+        inputs = [x for x in pb.main_inputs(ins.op) if x.shape.is_array()]
+        fed_right = all(departs(x) is False for x in inputs)
+        if ins.index not in match:
+            users_depart = any(departs(n) for u in ins.users if u.index in match for n in pb.slots[u.index])
+            if fed_right and users_depart:
+                culprit = pb.culprit(ins, {id(x): val_b[id(x)] for x in inputs}, None, None)
+                return OpsBisection("localised", culprit, "", [], compiles, _METHOD, first_divergent=ins.name,
+                                    note=f"{ins.name} ({ins.opcode}) has no counterpart in the module compared "
+                                         "against; the values it reads agree and its users' depart")
+            continue
+        bad_slot = next((n for n in slots if departs(n)), None)
+        if bad_slot is None:
+            continue
+        if not fed_right:
+            continue  # carries an error made upstream (or reads a value without a match)
+        g, w = np.asarray(val_b[id(bad_slot)]), np.asarray(val_g[id(bad_slot)])
+        error = _compare_one(0, g, w, rtol, atol, 0.0, ulps) if g.shape == w.shape and g.dtype == w.dtype else None
+        culprit = pb.culprit(ins, {id(x): val_b[id(x)] for x in inputs}, g, error)
+        other = match[ins.index]
+        note = (f"{ins.name} ({ins.opcode}) gives another value than {other.name} ({other.opcode}) of the module "
+                f"compared against, on the same values ({named} instructions matched by name, {structural} by "
+                "structure)")
+        return OpsBisection("localised", culprit, "", [], compiles, _METHOD, note, first_divergent=ins.name)
+    return OpsBisection("not localised", compiles=compiles, method=_METHOD,
+                        note=f"no matched instruction departs from its match on agreeing values ({named} matched by "
+                             f"name, {structural} by structure, of {len(pb.instrs)}): the difference is in values "
+                             "that were not matched")
