@@ -31,9 +31,14 @@ import xlasdk as xs
 from xlasdk import ops
 
 
+#: the device the op tests run on: ``XLASDK_TEST_PLATFORM`` (``tpu``...) or the CPU (tests/conftest.py)
+TEST_DEVICE = (os.environ.get("XLASDK_TEST_PLATFORM", "cpu").strip().lower() or "cpu") + ":0"
+
+
 def run(comp: xs.XlaComputation, *args: Any) -> list[np.ndarray[Any, Any]]:
-    """Compile ``comp`` for cpu:0, run it on ``args`` and return every output as numpy."""
-    out = xs.compile(comp, device="cpu:0")(*(np.asarray(a) for a in args))
+    """Compile ``comp`` for :data:`TEST_DEVICE` (cpu:0 unless ``XLASDK_TEST_PLATFORM`` says
+    otherwise), run it on ``args`` and return every output as numpy."""
+    out = xs.compile(comp, device=TEST_DEVICE)(*(np.asarray(a) for a in args))
     outs = out if isinstance(out, tuple) else (out,)
     result = [o.to_numpy() for o in outs]
     if os.environ.get("XLASDK_CHECK_DIRECT_HLO"):  # a deep local run: every computation a test runs

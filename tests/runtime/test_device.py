@@ -88,7 +88,7 @@ def test_resolve_device_forms() -> None:
 @pytest.mark.parametrize(
     ("device", "match"),
     [
-        ("tpu:0", "no PJRT client for platform 'tpu'"),
+        ("xpu:0", "no PJRT client for platform 'xpu'"),
         ("cpu:99", "unknown device 'cpu:99'"),
         ("cpu:-1", "not of the form"),
         ("", "not of the form"),

@@ -168,9 +168,10 @@ def compile(
     # process first (it aborts on some verified modules): for the CPU, and for a TPU through libtpu's
     # compile-only client. Other platforms compile in-process.
     isolate = req.from_file and devs[0].platform == "cpu"
-    # On a TPU: compiled in the worker by libtpu's compile-only client, loaded here on the chip.
-    tpu_isolate = (req.from_file and devs[0].platform == "tpu"
-                   and os.environ.get("XLASDK_TPU_COMPILE", "").strip() != "in-process")
+    # On a TPU every program, built ones too (XLA's TPU compiler aborts on some programs the builder
+    # accepts: the op tests' unary ops did on a v5e), compiles in the worker by libtpu's compile-only
+    # client, and the executable is loaded here on the chip.
+    tpu_isolate = devs[0].platform == "tpu" and os.environ.get("XLASDK_TPU_COMPILE", "").strip() != "in-process"
     # Arrays no machine holds: XLA:CPU of jaxlib 0.12 dies of SIGFPE compiling some of them
     # (s32[2**54], s8[2**28,2**28]); 0.10.2 compiles them. Such a program compiles in the worker too.
     if devs[0].platform == "cpu" and req.heap_bytes >= _ISOLATE_HEAP_BYTES:
@@ -224,7 +225,8 @@ def _compile_for_topology(req: CompileRequest, opts: CompileOptions, devs: list[
     assignment = np.asarray(ids, dtype=np.int64).reshape(opts.num_replicas, opts.num_partitions)
     jopts = pjrt.make_compile_options(opts.num_replicas, opts.num_partitions, assignment, opts.env_option_overrides)
     return compile_for_topology(req.module_text, req.name, req.program_shape, devs, opts, jopts,
-                                isolate=req.from_file, timeout=_compile_timeout(timeout))
+                                isolate=os.environ.get("XLASDK_TPU_COMPILE", "").strip() != "in-process",
+                                timeout=_compile_timeout(timeout))
 
 
 def _remember(exe: Executable, computation: Any) -> Executable:

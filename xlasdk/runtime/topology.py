@@ -10,9 +10,11 @@ and, with ``XLA_FLAGS=--xla_dump_to=DIR``, XLA's dump files. Calling it raises
 The compile is the same as on the chip: the same libtpu and the same passes, with the topology's
 device kind; what a compile-only client cannot know is only what the chip reports at run time.
 
-A program loaded from a file compiles in xlasdk's worker process, as on the CPU, so that an abort
-of XLA's TPU compiler cannot end the user's process; a built program, whose every op xlasdk has
-checked, compiles in this process.
+Every program compiles first in xlasdk's worker process, so that an abort of XLA's TPU compiler
+cannot end the user's process: XLA's TPU compiler aborts on some programs xlasdk's builder accepts
+(on a v5e the op tests' unary ops did), so built programs are not shown safe for it either. A
+compile-only client cannot load a serialized executable, so the compile is then repeated here.
+``XLASDK_TPU_COMPILE=in-process`` compiles in this process only.
 """
 
 from __future__ import annotations
@@ -235,7 +237,7 @@ def compile_for_topology(
     module_text: str, name: str, program_shape: ProgramShape, devs: list[Device], options: CompileOptions,
     jax_options: Any, *, isolate: bool, timeout: float | None,
 ) -> CompileOnlyExecutable:
-    """Compile for compile-only devices; in the worker first when ``isolate`` (a loaded program)."""
+    """Compile for compile-only devices; in the worker first when ``isolate``."""
     topo = str(devs[0].client.compile_only)
     client = devs[0].client._c
     if isolate:
@@ -270,8 +272,8 @@ def chip_topology(devs: list[Device]) -> str | None:
 
 def compile_for_chip(module_text: str, name: str, devs: list[Device], options: CompileOptions, jax_options: Any,
                      timeout: float | None) -> tuple[Any, bytes]:
-    """A loaded program for a TPU chip: compiled in the worker by libtpu's compile-only client for
-    the chip's topology, and the executable loaded here on the chip (no second compile).
+    """A program for a TPU chip: compiled in the worker by libtpu's compile-only client for the
+    chip's topology, and the executable loaded here on the chip (no second compile).
 
     Raises
     ------
@@ -282,7 +284,7 @@ def compile_for_chip(module_text: str, name: str, devs: list[Device], options: C
     topo = chip_topology(devs)
     if topo is None:
         raise CompileError(
-            f"compile: {name!r} is a loaded program, compiled first in xlasdk's worker so that an abort of XLA "
+            f"compile: {name!r} is compiled for a TPU in xlasdk's worker so that an abort of XLA "
             f"cannot end this process, but the topology of {devs[0].device_kind!r} devices is not known to xlasdk; "
             "set XLASDK_TPU_COMPILE=in-process to compile it here without that protection"
         )
