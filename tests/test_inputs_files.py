@@ -260,6 +260,24 @@ def test_a_module_name_that_is_not_utf8_is_shown_escaped(tmp_path: Path) -> None
     assert code == 0 and "RuntimeError" not in err, err
 
 
+def test_an_hlo_proto_whose_module_name_is_not_utf8_is_refused_saying_so(tmp_path: Path) -> None:
+    good = tmp_path / "good.pb"
+    good.write_bytes(_proto_of(hi.PROGRAM))
+    data = good.read_bytes()
+    assert data.startswith(b"\n\x03add")
+    bad = tmp_path / "bad.pb"
+    bad.write_bytes(data.replace(b"\n\x03add", b"\n\x03a\xffd", 1))
+    assert xs.load_computation(good).name == "add"
+    with pytest.raises(xs.FormatError, match=r"bad.pb: .*the module's name b'a\\xffd' is not UTF-8 text"):
+        xs.load_computation(bad)
+
+
+def _proto_of(text: str) -> bytes:
+    from xlasdk.formats.loaders import computation_from_hlo_text
+
+    return computation_from_hlo_text(text).as_serialized_hlo_module_proto()
+
+
 def test_a_backend_config_that_is_not_utf8_is_shown_escaped(tmp_path: Path) -> None:
     f = tmp_path / "m.mlir"
     f.write_text(NOT_UTF8_CONFIG)

@@ -79,6 +79,13 @@ def _find_module_proto(data: bytes) -> bytes | None:
         if f1 and _printable_utf8(f1[0]) and has_comps:
             return msg
         if f1 and not _printable_utf8(f1[0]):
+            try:
+                _proto_fields(f1[0])
+            except ValueError:
+                if has_comps:  # a module whose name is not text: proto3 strings must be UTF-8 (XLA refuses them)
+                    raise ValueError(f"the module's name {f1[0][:40]!r} is not UTF-8 text, as a protobuf string "
+                                     "must be") from None
+                raise
             msg = f1[0]
             continue
         return None
