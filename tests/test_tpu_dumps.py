@@ -186,6 +186,12 @@ def test_with_outputs_cuts_a_tpu_module() -> None:
     np.testing.assert_array_equal(got[1], a[:1])
     np.testing.assert_array_equal(got[2], x[np.abs(a) % 5])  # jnp.take(x, abs(a) % 5): indices in bounds
     assert xs.compare(cut, ins).ok
+    # the tiled bitcast alone, on given operands: the ops of its CPU meaning, named after it
+    parts = [i.name for i in comp.instructions() if i.name.startswith("bitcast.25")]
+    assert "bitcast.25" in parts and len(parts) > 1, parts
+    one = comp.extract(parts)
+    assert [str(s) for s in one.program_shape().parameter_shapes()] == ["s32[8]"]
+    np.testing.assert_array_equal(_outs(xs.compile(one, device="cpu:0")(a))[0], a[:1])
 
 
 # -- hand-written modules, one rewrite each -----------------------------------------------------------------
@@ -226,6 +232,14 @@ def test_mosaic_custom_call_is_refused_naming_it() -> None:
         _load("  %a = f32[8,128]{1,0:T(8,128)} parameter(0)\n"
               '  ROOT %k = f32[8,128]{1,0:T(8,128)} custom-call(%a), custom_call_target="tpu_custom_call", '
               'backend_config="{}"', "a: f32[8,128]", "f32[8,128]")
+
+
+def test_unknown_custom_call_of_a_tpu_module_is_refused() -> None:
+    with pytest.raises(xs.FormatError, match=r"line 5: instruction 'k' \(custom-call 'SomeTpuKernel'\) is a custom "
+                       r"call of the TPU module whose meaning xlasdk does not know.*before_optimizations"):
+        _load("  %a = f32[8,128]{1,0:T(8,128)} parameter(0)\n"
+              '  ROOT %k = f32[8,128]{1,0:T(8,128)S(1)} custom-call(%a), custom_call_target="SomeTpuKernel"',
+              "a: f32[8,128]", "f32[8,128]")
 
 
 def test_mixed_precision_pad_copy_and_allocation() -> None:

@@ -297,8 +297,8 @@ def _keep(ins: _Instr) -> str:
     return "".join(f", {k}={ins.attrs[k]}" for k in ("metadata", "sharding") if k in ins.attrs)
 
 
-def _custom_call(ins: _Instr) -> str | None:
-    """The CPU meaning of a TPU custom call (None for other custom calls)."""
+def _custom_call(ins: _Instr) -> str:
+    """The CPU meaning of a TPU custom call (:class:`NoCpuMeaning` for one without)."""
     target = _target(ins)
     root = "ROOT " if ins.root else ""
     shape = ins.shape
@@ -316,7 +316,9 @@ def _custom_call(ins: _Instr) -> str | None:
         return (f"{ins.name}.xlasdk_tpu_zero = {shape.etype}[] constant({zero})\n  "
                 f"{root}{ins.name} = {_hlo_shape_text(shape)} broadcast({ins.name}.xlasdk_tpu_zero), "
                 f"dimensions={{}}{_keep(ins)}")
-    return None
+    # a custom call of a TPU module is the TPU's: XLA:CPU has no implementation of it
+    raise NoCpuMeaning(f"instruction {ins.name!r} (custom-call {target!r}) is a custom call of the TPU module "
+                       "whose meaning xlasdk does not know; it has no CPU meaning here")
 
 
 def _operand_etype(comp: _Comp, ref: str) -> str | None:
