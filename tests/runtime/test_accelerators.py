@@ -7,6 +7,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -56,12 +57,24 @@ def test_requested_platforms(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_attached_accelerator_needs_both_the_hardware_and_its_plugin(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[int] = []
+
+    def installed(names: set[str]) -> Callable[[], set[str]]:
+        def ask() -> set[str]:
+            asked.append(1)
+            return names
+        return ask
+
     monkeypatch.setattr(accelerators, "tpu_chips", lambda root="": (1, "v5e"))
     monkeypatch.setattr(accelerators, "nvidia_gpu_visible", lambda: False)
-    assert accelerators.attached_accelerator({"tpu"}) == "tpu"
-    assert accelerators.attached_accelerator(set()) is None
+    assert accelerators.attached_accelerator(installed({"tpu"})) == "tpu"
+    assert accelerators.attached_accelerator(installed(set())) is None
     monkeypatch.setattr(accelerators, "tpu_chips", lambda root="": (0, None))
-    assert accelerators.attached_accelerator({"tpu", "cuda"}) is None
+    asked.clear()
+    assert accelerators.attached_accelerator(installed({"tpu", "cuda"})) is None
+    assert not asked  # no hardware: the plugins are not even looked for
+    monkeypatch.setattr(accelerators, "nvidia_gpu_visible", lambda: True)
+    assert accelerators.attached_accelerator(installed({"tpu", "cuda"})) == "cuda"
 
 
 def test_libtpu_is_found_as_jax_finds_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

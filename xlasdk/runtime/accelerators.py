@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import glob
 import os
+from collections.abc import Callable
 from typing import Final
 
 __all__ = [
@@ -95,10 +96,16 @@ def requested_platforms() -> tuple[tuple[str, ...], str] | None:
     return None
 
 
-def attached_accelerator(installed: set[str]) -> str | None:
-    """The platform of an accelerator attached to this machine whose plugin is ``installed``."""
-    if "tpu" in installed and tpu_chips()[0] > 0:
+def attached_accelerator(installed: Callable[[], set[str]]) -> str | None:
+    """The platform of an accelerator attached to this machine whose plugin is among
+    ``installed()`` (asked only when the hardware is there: plugin discovery reads every installed
+    distribution's entry points)."""
+    tpu, gpu = tpu_chips()[0] > 0, nvidia_gpu_visible()
+    if not (tpu or gpu):
+        return None
+    names = installed()
+    if tpu and "tpu" in names:
         return "tpu"
-    if "cuda" in installed and nvidia_gpu_visible():
+    if gpu and "cuda" in names:
         return "cuda"
     return None

@@ -305,7 +305,7 @@ def _default_platform() -> str:
         if _auto_platform is None:
             from .plugins import plugins
 
-            _auto_platform = attached_accelerator({p.name for p in plugins() if p.problem is None}) or "cpu"
+            _auto_platform = attached_accelerator(lambda: {p.name for p in plugins() if p.problem is None}) or "cpu"
         return _auto_platform
 
 
