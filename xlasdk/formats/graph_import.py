@@ -580,7 +580,8 @@ def _names(
 
 _NAME_HINT = (
     "names are those of comp.instructions(): in a module loaded from HLO the HLO instruction names (dot.3), "
-    "else a parameter's name or <opcode>.<index>; find an instruction by ins.metadata.op_name or by its opcode"
+    "else a parameter's name or <opcode>.<index>; find an instruction by ins.metadata.op_name or by its opcode; "
+    "ops inside regions (loop bodies, reducers, branches) are not main's: reach them through ins.op.regions"
 )
 
 
