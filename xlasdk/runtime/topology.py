@@ -173,12 +173,12 @@ class CompileOnlyExecutable(Executable):
 
     @classmethod
     def _make_compile_only(cls, exe: Any, name: str, program_shape: ProgramShape, devices: list[Device],
-                           num_replicas: int, num_partitions: int, blob: bytes | None = None) -> CompileOnlyExecutable:
+                           num_replicas: int, num_partitions: int) -> CompileOnlyExecutable:
         self = object.__new__(cls)
         self._exe, self._name, self._program_shape = exe, name, program_shape
         self._devices = tuple(devices)
         self._num_replicas, self._num_partitions = num_replicas, num_partitions
-        self._xla_blob = blob
+        self._xla_blob = None
         self._host_callbacks = ()
         self._computation = None
         self._spmd = None
