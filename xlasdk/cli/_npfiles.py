@@ -53,6 +53,7 @@ MAX_MEMBERS: Final = 65_536
 MAX_MANIFEST_BYTES: Final = 1 << 20
 
 _MAGIC: Final = b"\x93NUMPY"
+_CHUNK: Final = 4 << 20
 # What reading a damaged or hostile zip archive raises, in the standard library's readers.
 _ZIP_ERRORS: Final = (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError, NotImplementedError,
                       RuntimeError, zlib.error, lzma.LZMAError, struct.error, OverflowError, KeyError)
@@ -225,8 +226,8 @@ def _read_data(f: IO[bytes], shape: tuple[int, ...], dtype: np.dtype[Any], fortr
     buf = bytearray(need)
     view = memoryview(buf)
     got = 0
-    while got < need:
-        n = f.readinto(view[got:]) if hasattr(f, "readinto") else 0
+    while got < need:  # in chunks: zipfile's read(n) of a large n joins its pieces quadratically
+        n = f.readinto(view[got : got + _CHUNK]) if hasattr(f, "readinto") else 0
         if not n:
             break
         got += n
