@@ -21,16 +21,17 @@ def _snapshot_path(output: str) -> str:
     return (stem if ext else output) + ".snapshot.pb"
 
 
-def _shown_result(comp: Any, arguments: list[Any]) -> list[Any] | None:
+def _shown_result(comp: Any, arguments: list[Any]) -> Any:
     """XLA's outputs of the reduced module on its arguments: the values ``--until diverge`` showed
-    differ from the reference, recorded in MIN.snapshot.pb (None when they cannot be had again)."""
+    differ from the reference, recorded in MIN.snapshot.pb (an array, a tuple of arrays for several
+    outputs, as the module's result; None when they cannot be had again)."""
     import xlasdk as xs
 
     try:
         out = xs.compile(comp, "cpu:0")(*arguments)
     except xs.XlaSdkError:
         return None
-    return [o.to_numpy() for o in (out if isinstance(out, tuple) else (out,))]
+    return tuple(o.to_numpy() for o in out) if isinstance(out, tuple) else out.to_numpy()
 
 
 def _cmd_reduce(args: argparse.Namespace, out: IO[str]) -> int:
