@@ -174,6 +174,21 @@ def test_bisect_ops_localizes_a_wrong_value_in_a_tpu_module(tmp_path: Path) -> N
     assert c is not None and (c.name, c.opcode, c.source) == ("spliced", "stablehlo.divide", "spliced.py:7"), report
 
 
+def test_reduce_shrinks_a_tpu_module_to_the_wrong_value(tmp_path: Path) -> None:
+    path = _spliced(tmp_path)
+    ins, _ = recorded("dumps/int_indexing")
+    if xs.compare(xs.load_computation(path), ins).ok:
+        return
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, **{str(i): a for i, a in enumerate(ins)})
+    out = tmp_path / "min.hlo"
+    code, text, err = cli("reduce", str(path), "--until", "diverge", "--inputs", str(inputs), "--output", str(out),
+                          "--max-time", "120")
+    assert code == 0, (text, err)
+    reduced = out.read_text()
+    assert " divide(" in reduced and len(re.findall(r"^\s*(?:ROOT )?%\S+ = ", reduced, re.M)) <= 4, reduced
+
+
 def test_with_outputs_cuts_a_tpu_module() -> None:
     """Values inside the program: the copy of parameter ``a`` (a copy-start/copy-done pair), the
     gather (through AssumeGatherIndicesInBound) and the tiled bitcast of ``a`` to its first element,
@@ -201,6 +216,25 @@ _CFG = 'backend_config={"flag_configs":[],"scoped_memory_configs":[]}'
 def _load(body: str, params: str, result: str, comps: str = "") -> xs.XlaComputation:
     return xs.XlaComputation.from_hlo_text(
         f"HloModule m, is_scheduled=true\n\n{comps}ENTRY %e ({params}) -> {result} {{\n{body}\n}}\n")
+
+
+def test_tiled_offsets_follow_xla_tiling() -> None:
+    """XLA's tiling (``layout.h``): a tile tiles the minor dimensions, tiles are laid out row-major,
+    each tile's elements row-major; a second tile tiles the first tile's dimensions."""
+    from xlasdk.formats.tpu_meaning import tiled_offsets
+
+    off, size = tiled_offsets((16, 256), (1, 0), ((8, 128),))
+    r, c = np.indices((16, 256)).reshape(2, -1)
+    np.testing.assert_array_equal(off, ((r // 8) * 2 + c // 128) * 1024 + (r % 8) * 128 + c % 128)
+    assert size == 4096
+    off, size = tiled_offsets((5, 6), (0, 1), ((8, 128),))  # column-major: dimension 1 is major
+    r, c = np.indices((5, 6)).reshape(2, -1)
+    np.testing.assert_array_equal(off, (c % 8) * 128 + r)
+    assert size == 8 * 128
+    off, size = tiled_offsets((4, 4), (1, 0), ((8, 128), (2, 1)))  # bf16's pairs of rows
+    r, c = np.indices((4, 4)).reshape(2, -1)
+    np.testing.assert_array_equal(off, (r // 2) * 256 + c * 2 + r % 2)
+    assert size == 8 * 128
 
 
 def test_tiled_bitcast_reads_the_tiled_bytes() -> None:

@@ -83,10 +83,9 @@ class TpuSigns:
     tpu_backend_configs: int
 
     def __bool__(self) -> bool:
-        # tiles alone are not enough (XLA:GPU writes none, but other backends may); memory
-        # spaces, TPU custom calls and TPU backend configs are the TPU's own
-        return bool(self.memory_spaces or self.tpu_custom_calls or self.tpu_backend_configs
-                    or (self.tiled and self.tpu_backend_configs))
+        # TPU custom calls and the TPU backend's configs are the TPU's own; memory spaces alone are
+        # not (XLA:GPU's host offloading writes S(5)), nor tiles alone (sub-byte types on any backend)
+        return bool(self.tpu_custom_calls or self.tpu_backend_configs or (self.tiled and self.memory_spaces))
 
     def describe(self) -> str:
         parts = [(self.tiled, "tiled layouts"), (self.memory_spaces, "memory spaces"),
