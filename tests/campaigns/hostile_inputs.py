@@ -140,6 +140,7 @@ NPY_KINDS: dict[str, Gen] = {
     "shape_huge": lambda r: npy((r.choice([1 << 40, 1 << 33, 1 << 62]),)),
     "shape_bigint": lambda r: npy((10 ** r.randint(19, 60),)),
     "shape_product_bigint": lambda r: npy((1 << 31, 1 << 31, 1 << 31)),
+    "shape_zero_and_huge": lambda r: npy((0, r.choice([10**30, 1 << 62, 1 << 40]), 1 << 40)),
     "shape_negative": lambda r: npy((r.randint(-(10**6), -1),)),
     "shape_float": lambda r: npy((4.0,)),
     "shape_bool": lambda r: npy((True,)),

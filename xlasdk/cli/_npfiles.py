@@ -187,6 +187,9 @@ def _header(f: IO[bytes], where: str, what: str) -> tuple[tuple[int, ...], np.dt
     if not isinstance(fortran, bool):
         raise bad(f"fortran_order is {str(fortran)[:40]}, not True or False")
     dtype = _dtype(descr, bad)
+    if _count(tuple(max(d, 1) for d in shape)) * dtype.itemsize >= 1 << 62:  # numpy's bound, zero dimensions or not
+        raise bad(f"its header claims shape {str(shape)[:80]}, more elements than numpy can address "
+                  "(even with a dimension of 0)")
     return shape, dtype, fortran, 8 + size_len + hlen
 
 
