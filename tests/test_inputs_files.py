@@ -89,7 +89,7 @@ def test_dev_zero_and_a_directory_as_inputs_are_refused(program: Path, tmp_path:
 # -- .npy headers --------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("shape", "words"), [
     ((1 << 40,), ["<f4[1099511627776]", "4.0 TiB", "more than the limit", "XLASDK_MAX_FILE_BYTES"]),
-    ((10**30,), ["<f4[1000000000000000000000000000000]", "more than the limit"]),
+    ((10**30,), ["shape (1000000000000000000000000000000,)", "more elements than numpy can address"]),
     ((-1,), ["shape (-1,)", "whole numbers >= 0"]),
     ((0, 10**30), ["shape (0, 1000000000000000000000000000000)", "more elements than numpy can address"]),
     ((4.0,), ["shape (4.0,)"]),
