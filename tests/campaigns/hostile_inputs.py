@@ -160,7 +160,25 @@ NPY_KINDS: dict[str, Gen] = {
     "version_3_bad_utf8": lambda r: b"\x93NUMPY\x03\x00" + struct.pack("<I", 64) + b"\xff" * 63 + b"\n",
     "flip": lambda r: _flip(r, valid_npy()),
     "cut": lambda r: valid_npy()[: r.randint(0, len(valid_npy()) - 1)],
+    "header_random": lambda r: _random_header(r),
 }
+
+_DIMS = (0, 1, 2, 3, 4, 5, 255, 1 << 31, 1 << 32, 1 << 62, 1 << 63, 1 << 64, 10**30, -1, -(1 << 63))
+_DESCRS = ("<f4", ">f4", "|b1", "<i8", "<c8", "<M8[ns]", "<m8[s]", ">U10", "|S3", "|V2", "<f1", "<f2", "|u1",
+           [("a", "<f4")], [("a", "<f4"), ("b", ">i2")], "|V0", "O", "<f16", "", "<x1")
+
+
+def _random_header(r: random.Random) -> bytes:
+    """A header of dimensions and dtypes drawn from pools of the usual and the hostile, with data
+    of the size it claims (when small) or of a random size."""
+    shape = tuple(r.choice(_DIMS) for _ in range(r.randint(0, 4)))
+    descr = r.choice(_DESCRS)
+    try:
+        need = int(np.prod([max(d, 0) for d in shape], dtype=object)) * np.dtype(descr).itemsize
+    except (TypeError, ValueError):
+        need = 16
+    size = need if 0 <= need <= 4096 and r.random() < 0.7 else r.randint(0, 64)
+    return npy(shape, descr, data=bytes(r.randrange(256) for _ in range(size)), fortran=r.random() < 0.2)
 
 #: name -> (generator of the .npz's bytes)
 NPZ_KINDS: dict[str, Gen] = {
@@ -194,7 +212,7 @@ NPZ_KINDS: dict[str, Gen] = {
 }
 
 #: The kinds that may leave a valid file (the campaign then accepts exit 0).
-MAY_PASS = frozenset({"npy/flip", "npz/flip", "npz/flip_compressed", "npz/member_compressed_hostile",
+MAY_PASS = frozenset({"npy/flip", "npy/header_random", "npz/flip", "npz/flip_compressed", "npz/member_compressed_hostile",
                       "npz/member_is_hostile_npy"})
 
 
