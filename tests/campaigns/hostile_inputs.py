@@ -212,8 +212,8 @@ NPZ_KINDS: dict[str, Gen] = {
 }
 
 #: The kinds that may leave a valid file (the campaign then accepts exit 0).
-MAY_PASS = frozenset({"npy/flip", "npy/header_random", "npz/flip", "npz/flip_compressed", "npz/member_compressed_hostile",
-                      "npz/member_is_hostile_npy"})
+MAY_PASS = frozenset({"npy/flip", "npy/header_random", "npz/flip", "npz/flip_compressed",
+                      "npz/member_compressed_hostile", "npz/member_is_hostile_npy"})
 
 
 def _twice() -> bytes:
