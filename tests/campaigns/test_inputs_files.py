@@ -6,7 +6,7 @@ deep, random byte flips...), and the special files (a FIFO, ``/dev/zero``, a dir
 given as ``--input x=FILE`` or ``--inputs FILE`` to a one-parameter program, in a child process
 (:mod:`harness`): each must end with exit 2 and one ``xlasdk run: error:`` line naming the file,
 never a traceback, an ``internal error``, a death or a hang (a random mutation that leaves a valid
-file may also run: exit 0). The quick profile (two of each kind, about 110 files) runs in the
+file may also run: exit 0). The quick profile (two of each kind, about 120 files) runs in the
 default suite; the long one (``XLASDK_INPUTS_CAMPAIGN_LONG`` files, default 3,000) under
 ``pytest -m campaign``.
 """
