@@ -239,18 +239,24 @@ def test_tiled_offsets_follow_xla_tiling() -> None:
 
 def test_tiled_bitcast_reads_the_tiled_bytes() -> None:
     """``s32[1]{0:T(128)} bitcast(s32[8]{0:T(128)})`` is the first element (the tile holds both);
-    ``f32[2,128]{1,0:T(2,128)} -> f32[256]{0:T(256)}`` is row-major, as untiled."""
+    ``f32[2,128]{1,0:T(2,128)} -> f32[256]{0:T(256)}`` is row-major, as untiled; ``f32[2,8]{1,0:T(2,4)}
+    -> f32[16]`` reads the tiles in turn."""
     comp = _load("  %a = s32[8]{0:T(128)} parameter(0)\n"
                  f"  %b = s32[1]{{0:T(128)S(1)}} bitcast(%a), {_CFG}\n"
                  "  %f = f32[2,128]{1,0:T(2,128)} parameter(1)\n"
                  "  %g = f32[256]{0:T(256)} bitcast(%f)\n"
-                 "  ROOT %t = (s32[1]{0:T(128)}, f32[256]{0:T(256)}) tuple(%b, %g)",
-                 "a: s32[8], f: f32[2,128]", "(s32[1], f32[256])")
+                 "  %h = f32[2,8]{1,0:T(2,4)} parameter(2)\n"
+                 "  %i = f32[16]{0} bitcast(%h)\n"
+                 "  ROOT %t = (s32[1]{0:T(128)}, f32[256]{0:T(256)}, f32[16]{0}) tuple(%b, %g, %i)",
+                 "a: s32[8], f: f32[2,128], h: f32[2,8]", "(s32[1], f32[256], f32[16])")
     a = np.arange(10, 18, dtype=np.int32)
     f = np.arange(256, dtype=np.float32).reshape(2, 128)
-    got = _outs(xs.compile(comp, device="cpu:0")(a, f))
+    h = np.arange(16, dtype=np.float32).reshape(2, 8)
+    got = _outs(xs.compile(comp, device="cpu:0")(a, f, h))
     np.testing.assert_array_equal(got[0], a[:1])
     np.testing.assert_array_equal(got[1], f.reshape(-1))
+    # 2x4 tiles, tile by tile: the first 4 columns of both rows, then the next 4 (a gather)
+    np.testing.assert_array_equal(got[2], h.reshape(2, 2, 4).transpose(1, 0, 2).reshape(-1))
 
 
 def test_tiled_bitcast_that_reads_tile_padding_is_refused() -> None:

@@ -4,8 +4,9 @@ written in HLO that XLA:CPU runs.
 XLA's TPU compiler writes, in the module it hands to its backend, things that say *where* and *how*
 the TPU holds values, not *what* it computes, and a few TPU-only forms of ordinary ops:
 
-* layouts with tiles and memory spaces (``f32[5,6]{1,0:T(8,128)S(1)}``): dropped (the logical
-  dimension order, ``{1,0}``, stays: a ``bitcast`` reads it);
+* layouts with tiles and memory spaces (``f32[5,6]{1,0:T(8,128)S(1)}``): tiles and memory spaces
+  dropped first (the dimension order, ``{1,0}``, stays while a ``bitcast`` reads it), then, once
+  every bitcast is an op, the layouts themselves (:func:`~.untrusted.importable_text`);
 * ``bitcast`` instructions that read the tiled bytes (``s32[1]{0:T(128)} bitcast(s32[8]{0:T(128)})``
   takes the first element of the tile): each becomes the slice or gather of the elements its
   result reads in the tiled layouts (:func:`tiled_offsets`), when that differs from what the
@@ -18,7 +19,11 @@ the TPU holds values, not *what* it computes, and a few TPU-only forms of ordina
   value has another float type than its operand (the value converted to the operand's type, as
   the TPU does), a ``reduce`` / ``reduce-window`` over a ``bf16`` operand with an ``f32`` initial
   value and reducer (the operand widened, the reduction done in the reducer's type and its result
-  rounded to the result's type);
+  rounded to the result's type), an element-wise op whose float operands and result differ in type
+  (computed in the widest, its result rounded);
+* a ``convolution`` with ``rhs_reversal`` (the TPU's transposed convolution): a ``reverse`` of the
+  kernel and the convolution without it; a ``sort`` that is not stable: the stable one (the order
+  of equal keys is the compiler's choice, and xlasdk's reference evaluator refuses to guess it);
 * the TPU backend's ``backend_config`` of every instruction: dropped by XLA's printer.
 
 Fusions become calls, bitcasts between untiled layouts reshapes, as for any optimized dump
@@ -54,8 +59,9 @@ NO_CPU_MEANING_CALLS: Final = {
 }
 #: bitcasts of tiled layouts are worked out element by element up to this many elements
 MAX_TILED_BITCAST: Final = 1 << 24
+#: a bitcast that picks elements other than a prefix becomes a gather of at most this many indices
+MAX_GATHER_BITCAST: Final = 1 << 20
 _FLOATS: Final = frozenset({"f16", "bf16", "f32", "f64"})
-_TILES_RE: Final = re.compile(r"T\(([\d,]*)\)")
 _SHAPE_LAYOUT_RE: Final = re.compile(r"\{([\d,]*)(?::([^{}]*))?\}\s*$")
 # backend_config keys that only XLA's TPU backend writes
 _TPU_BACKEND_KEYS: Final = ('"scoped_memory_configs"', '"used_scoped_memory_configs"', '"flag_configs"')
@@ -207,6 +213,8 @@ def _tiled_bitcast(text: str, comp: _Comp, ins: _Instr) -> str | None:
     lines = [f"{base}_flat = {et}[{n}] reshape({ins.operands[0]})"]
     if np.array_equal(got, np.arange(m)):
         lines.append(f"{base}_pick = {et}[{m}] slice({base}_flat), slice={{[0:{m}]}}")
+    elif m > MAX_GATHER_BITCAST:
+        raise NoCpuMeaning(f"{where}: it reorders elements in tiled layouts, and over {MAX_GATHER_BITCAST} of them")
     else:
         values = ", ".join(f"{{{v}}}" for v in got.tolist())
         lines.append(f"{base}_idx = s32[{m},1] constant({{ {values} }})")
