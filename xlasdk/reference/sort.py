@@ -1,7 +1,8 @@
 """Evaluation rules of :mod:`xlasdk.ops.sort`: sort (numpy's stable ``lexsort`` when the comparator
 is read as a lexicographic order of keys (:mod:`._comparator`), else the comparator evaluated on
-every pair at once, pair by pair when it is no strict weak order), top_k (``chlo.top_k``; ``mhlo.topk`` of loaded
-modules, bound by name) and XLA:CPU's ``TopK`` custom call (:data:`~xlasdk.reference.CUSTOM_CALL_RULES`).
+every pair at once, pair by pair when it is no strict weak order), top_k (``chlo.top_k``;
+``mhlo.topk`` of loaded modules, bound by name) and XLA:CPU's ``TopK`` custom call
+(:data:`~xlasdk.reference.CUSTOM_CALL_RULES`).
 """
 
 from __future__ import annotations
