@@ -447,3 +447,29 @@ def test_select_and_scatter_vectorized_is_the_exact_path_and_xla(
         # (values, not bits: the evaluator's max(0.0, -0.0) is numpy's -0.0, XLA:CPU's +0.0, before
         # this change as after it)
         np.testing.assert_array_equal(np.asarray(got), fast[0])
+
+
+@pytest.mark.parametrize(("dtypes", "comparator", "read"), [
+    ([np.float32, np.int32], None, True),  # ops.Sort's default: lhs_0 < rhs_0 in total order
+    ([np.float32], "gt", True),  # a Python callable: ops.Gt (FLOAT)
+    ([np.complex64], None, False),  # real then imaginary part: keys that are not one operand's own
+])
+def test_sorts_built_with_ops_take_the_same_paths(dtypes: list[Any], comparator: str | None, read: bool,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from xlasdk import ops
+
+    b = xs.XlaBuilder("built_sort")
+    ps = [ops.Parameter(b, i, xs.Shape.array_shape(dt, (100,))) for i, dt in enumerate(dtypes)]
+    cmp = (lambda a, c: ops.Gt(a, c)) if comparator == "gt" else None
+    comp = b.build(ops.Sort(b, ps, is_stable=True, comparator=cmp))
+    rng = np.random.default_rng(3)
+    x = _floats(rng, (100,), np.float64, nan=comparator is None)
+    args: list[Any] = [x.astype(np.float32), np.arange(100, dtype=np.int32)][:len(dtypes)]
+    if dtypes[0] == np.complex64:
+        args = [(x + 1j * rng.integers(0, 3, 100)).astype(np.complex64)]
+    taken = _fast_taken(monkeypatch)
+    fast = xs.evaluate(comp, *args)
+    assert taken == [read]
+    got = xs.compile(comp, "cpu")(*args)
+    got = list(got) if isinstance(got, tuple) else [got]
+    assert [_bits(np.asarray(g)) for g in got] == [_bits(a) for a in fast]
