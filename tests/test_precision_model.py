@@ -10,6 +10,7 @@ must still match (no false alarm).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import ml_dtypes
@@ -245,3 +246,65 @@ def test_cli_compares_outputs_recorded_on_a_tpu(tmp_path: Any) -> None:
     assert code == 2 and "device kind 'tpu-v9' is not known" in err
     code, _, err = cli(*args, "--device-kind", "tpu-v5e", "--bisect", "ops")
     assert code == 2 and "--outputs (recorded elsewhere)" in err
+
+
+# -- outputs recorded on a real TPU v5e ------------------------------------------------------------------------
+TPU_DUMPS = Path(__file__).resolve().parent / "data" / "dumps_tpu"
+
+
+def _tpu_outputs(prog: str) -> list[Any]:
+    d = np.load(TPU_DUMPS / prog / "tpu_v5e_outputs.npz")
+    return [d[f"output_{i}"] for i in range(len(d.files))]
+
+
+@pytest.mark.parametrize("prog", ["convnet_train", "gru_scan"])
+def test_a_real_tpu_v5e_run_of_a_correct_program_matches_on_the_tpu_model(prog: str) -> None:
+    """XLA:TPU's outputs (jaxlib 0.10.2, libtpu 0.0.42.1, a TPU v5e) of two correct JAX programs:
+    the TPU's model accepts them (as run there, and against the reference computing as the TPU
+    does), the CPU's does not (f32 convolutions and dots at bf16 precision, ReLU gradient branches
+    that TPU rounding flips); a 1% error in one output is still found."""
+    from tests.test_real_dumps import recorded
+
+    ins, _ = recorded(f"dumps/{prog}")
+    comp = xs.load_computation(Path(__file__).resolve().parent / "data" / "dumps" / prog /
+                               "module.before_optimizations.txt")
+    got = _tpu_outputs(prog)
+    want, scales = _reference(comp, ins, model=("tpu-v5e", None, False))
+    assert all(_compare_one(i, g, w, None, None, s).ok for i, (g, w, s) in enumerate(zip(got, want, scales,
+                                                                                             strict=True)))
+    assert xs.compare(comp, ins, outputs=got, device_kind="tpu-v5e").ok
+    assert not xs.compare(comp, ins, outputs=got, device_kind="cpu").ok
+    k = max(range(len(got)), key=lambda i: got[i].size)
+    wrong = [g.copy() for g in got]
+    wrong[k].flat[wrong[k].size // 2] *= np.float32(1.01)
+    report = xs.compare(comp, ins, outputs=wrong, device_kind="tpu-v5e")
+    assert not report.ok and report.outputs[k].mismatches == 1, str(report)
+
+
+def test_a_select_on_a_comparison_tpu_rounding_may_flip_takes_either_branch() -> None:
+    """relu'(x) * g as JAX writes it, select(x > 0, g, 0), with x a DEFAULT-precision dot that
+    cancels: where x is within its bound of 0, the TPU may take the other branch."""
+    text = ("HloModule relu_grad\nENTRY e {\n  a = f32[16,64] parameter(0)\n  b = f32[64,16] parameter(1)\n"
+            "  g = f32[16,16] parameter(2)\n"
+            "  x = f32[16,16] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+            "  z = f32[] constant(0)\n  zb = f32[16,16] broadcast(z), dimensions={}\n"
+            "  p = pred[16,16] compare(x, zb), direction=GT\n  ROOT y = f32[16,16] select(p, g, zb)\n}\n")
+    comp = xs.XlaComputation.from_hlo_text(text)
+    rng = np.random.default_rng(5)
+    u = rng.standard_normal((16, 32)).astype(np.float32)
+    v = rng.standard_normal((32, 16)).astype(np.float32)
+    a = np.concatenate([u, u], 1)  # x = -1e-3 u·v: within bf16 rounding of 0 in many places
+    b = np.concatenate([v, (-v * np.float32(1.001)).astype(np.float32)], 0)
+    g = rng.standard_normal((16, 16)).astype(np.float32) + np.float32(3)
+    x_tpu = tpu_dot(a, b, "DEFAULT")
+    got = np.where(x_tpu > 0, g, 0).astype(np.float32)
+    (ref,) = xs.evaluate(comp, a, b, g)
+    assert not np.array_equal(got, ref)  # the TPU took the other branch somewhere
+    want, scales = _reference(comp, [a, b, g], model=("tpu-v5e", None, False))
+    assert _compare_one(0, got, want[0], None, None, scales[0]).ok
+    want, scales = _reference(comp, [a, b, g], model=("cpu", None, False))
+    assert not _compare_one(0, got, want[0], None, None, scales[0]).ok
+    # a value that is neither branch's is still wrong
+    wrong = (got + 2 * np.abs(g) + 1).astype(np.float32)
+    want, scales = _reference(comp, [a, b, g], model=("tpu-v5e", None, False))
+    assert _compare_one(0, wrong, want[0], None, None, scales[0]).mismatches == got.size

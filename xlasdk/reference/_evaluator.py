@@ -748,7 +748,8 @@ def _follow(nodes: dict[int, XlaOp], bounds: dict[int, Any], env: dict[int, Valu
             continue
         out = env[id(o)]
         vals = [env[id(x)] for x in o.operands]
-        errs = [bounds.get(id(x)) if isinstance(bounds.get(id(x)), np.ndarray) else None for x in o.operands]
+        errs = [bounds.get(id(x)) if isinstance(bounds.get(id(x)), np.ndarray) and _is_float_array(v) else None
+                for x, v in zip(o.operands, vals, strict=True)]
         if o.opdef is GET_TUPLE_ELEMENT:
             e = bounds.get(id(o.operands[0]))
             if isinstance(e, tuple) and o.extra < len(e):
@@ -768,10 +769,17 @@ def _follow(nodes: dict[int, XlaOp], bounds: dict[int, Any], env: dict[int, Valu
             bounds[id(o)] = tuple(np.full(np.shape(r), top) + _eps(r.dtype) * _magnitude(r) if _is_float_array(r)
                                   else None for r in out)
             continue
+        flips = _flips(o, vals, bounds)
+        if flips is not None and not _is_float_array(out):
+            bounds[id(o)] = flips  # a predicate that may come out the other way
+            continue
         if not _is_float_array(out):
             continue
         own = _own_rounding(o, vals, out, ev) if o.opdef is not PARAMETER and o.opcode != "stablehlo.constant" \
             else np.zeros(out.shape, np.float64)
+        branch = _branch_flips(o, vals, bounds, out)
+        if branch is not None:
+            own = own + branch
         if not any(e is not None and e.any() for e in errs):
             bounds[id(o)] = own
             continue
@@ -783,6 +791,53 @@ def _follow(nodes: dict[int, XlaOp], bounds: dict[int, Any], env: dict[int, Valu
             carried = np.full(out.shape, max(float(np.max(e, initial=0.0)) for e in errs if e is not None))
         total = own + np.broadcast_to(np.asarray(carried, np.float64), out.shape)
         bounds[id(o)] = np.where(np.isnan(total), 0.0, total)
+
+
+_BOOLEAN = frozenset({"stablehlo.and", "stablehlo.or", "stablehlo.xor", "stablehlo.not"})
+
+
+def _flips(o: XlaOp, vals: list[Value], bounds: dict[int, Any]) -> np.ndarray[Any, Any] | None:
+    """Where a predicate may come out the other way on a device whose operands are off by their
+    bounds (1.0 there, 0.0 elsewhere: a comparison whose float operands are within ``_BOUND_MARGIN``
+    times their bounds of each other; a boolean op of such predicates), or None (never). A
+    ``select`` of such a predicate may take either branch (:func:`_branch_flips`), a ReLU's gradient
+    for one: first-order bounds do not see a branch change."""
+    masks = [bounds.get(id(x)) for x in o.operands]
+    if o.opcode == "stablehlo.compare" and len(vals) == 2 and all(_is_float_array(v) for v in vals):
+        errs = [m if isinstance(m, np.ndarray) else np.zeros(()) for m in masks]
+        if not any(e.any() for e in errs):
+            return None
+        with np.errstate(all="ignore"):
+            wide = np.complex128 if any(_is_complex(v) for v in vals) else np.float64
+            gap = np.abs(_wide(np.asarray(vals[0])).astype(wide) - _wide(np.asarray(vals[1])).astype(wide)).real
+            reach = _BOUND_MARGIN * (errs[0] + errs[1])
+            return np.asarray(np.where(~(gap > reach), 1.0, 0.0))
+    if o.opcode in _BOOLEAN and all(isinstance(v, np.ndarray) and v.dtype == np.bool_ for v in vals):
+        found = [m for m in masks if isinstance(m, np.ndarray)]
+        if found and any(m.any() for m in found):
+            return np.asarray(np.maximum.reduce([np.broadcast_to(m, np.shape(vals[0])) for m in found]), np.float64)
+    return None
+
+
+def _branch_flips(o: XlaOp, vals: list[Value], bounds: dict[int, Any], out: np.ndarray[Any, Any]) -> Any:
+    """What a predicate that may flip (:func:`_flips`) adds to the bound of ``o``'s value: for a
+    ``select``, the distance between its branches there; for a bool converted to a number, 1 there."""
+    if not o.operands:
+        return None
+    mask = bounds.get(id(o.operands[0]))
+    if not isinstance(mask, np.ndarray) or not isinstance(vals[0], np.ndarray) or vals[0].dtype != np.bool_ \
+            or not mask.any():
+        return None
+    with np.errstate(all="ignore"):
+        if o.opcode == "stablehlo.select" and len(vals) == 3:
+            t, f = (_wide(np.asarray(v)).astype(np.float64) for v in vals[1:])
+            gap = np.abs(np.broadcast_to(t, out.shape) - np.broadcast_to(f, out.shape))
+            # the branches' distance, once: an output's tolerance is _BOUND_MARGIN times its bound
+            return np.where(np.broadcast_to(mask, out.shape) > 0, np.where(np.isfinite(gap), gap, 0.0),
+                            0.0) / _BOUND_MARGIN
+        if o.opcode == "stablehlo.convert":
+            return np.broadcast_to(mask, out.shape).astype(np.float64) / _BOUND_MARGIN
+    return None
 
 
 def evaluate(computation: XlaComputation, *args: Any) -> list[np.ndarray[Any, Any]]:

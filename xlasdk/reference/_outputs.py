@@ -88,7 +88,8 @@ def run_and_compare(
                 f"reference evaluator: could not evaluate this program ({type(e).__name__}: {str(e):.200}); it "
                 "cannot check it"
             ) from None
-        label = "reference evaluator" + (" (XLA without excess precision)" if options is not None else "")
+        label = "reference evaluator" + (" (XLA with excess precision)" if excess_precision else
+                                         " (XLA without excess precision)")
     elif isinstance(against, (list, tuple)):
         want = _given_outputs(got, against)
         label = "given outputs"
