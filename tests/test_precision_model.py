@@ -308,3 +308,26 @@ def test_a_select_on_a_comparison_tpu_rounding_may_flip_takes_either_branch() ->
     wrong = (got + 2 * np.abs(g) + 1).astype(np.float32)
     want, scales = _reference(comp, [a, b, g], model=("tpu-v5e", None, False))
     assert _compare_one(0, wrong, want[0], None, None, scales[0]).mismatches == got.size
+
+
+def test_result_accuracy_where_set_moves_a_functions_bound() -> None:
+    """exp on a TPU v5e: 116 ulps by default, 1.5 at result_accuracy=HIGHEST (accuracy.md); a
+    requested TOLERANCE looser than the table is the bound."""
+    v = np.linspace(-5, 5, 256, dtype=np.float32)
+    off = (np.exp(v.astype(np.float64)) * (1 + 200 * 2.0 ** -23)).astype(np.float32)  # 100-200 ulps
+
+    def module(accuracy: Any) -> xs.XlaComputation:
+        b = xs.XlaBuilder("e")
+        x = xs.ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, (256,)), "x")
+        return b.build(xs.ops.Exp(x, result_accuracy=accuracy))
+
+    assert xs.compare(module(None), [v], outputs=[off], device_kind="tpu-v5e").ok
+    highest = module(xs.ResultAccuracy("HIGHEST"))
+    assert pm.result_accuracy(highest.instructions()[-1].op) == ("HIGHEST", 0.0, 0.0, 0.0)
+    assert not xs.compare(highest, [v], outputs=[off], device_kind="tpu-v5e").ok
+    loose = module(xs.ResultAccuracy("TOLERANCE", atol=0.0, rtol=1e-4, ulps=0))  # 840-1680 ulps
+    assert not xs.compare(module(None), [v], outputs=[off], device_kind="cpu").ok
+    assert xs.compare(loose, [v], outputs=[off], device_kind="cpu").ok
+    # read back from HLO text as from the built op
+    text = xs.XlaComputation.from_hlo_text(loose.as_hlo_text()).instructions()[-1].op
+    assert pm.result_accuracy(text) == ("TOLERANCE", 0.0, 1e-4, 0.0)

@@ -55,7 +55,7 @@ from .._optable import (
 from ..builder import Region, XlaOp
 from ..errors import XlaSdkError
 from ..shape import Shape
-from ._precision import DeviceKind, device_kind, dot_precision, op_bound, round_to
+from ._precision import DeviceKind, device_kind, dot_precision, function_ulps, op_bound, round_to
 
 if TYPE_CHECKING:
     from ..computation import XlaComputation
@@ -673,7 +673,9 @@ def _own_rounding(o: XlaOp, vals: list[Value], out: np.ndarray[Any, Any], ev: _E
             return _flip(exact, (dp.product_rel + acc * k ** 0.5) * terms, out.dtype)
         if row is not None and row.kind == "ulps" and op in _ELEMENTWISE and not cplx:  # real functions
             exact = np.asarray(rule(exact_op, vals, ev))
-            return _flip(exact, row.ulps * eps * _magnitude(exact), out.dtype)
+            ulps, r_atol, r_rtol = function_ulps(o, ev.model, row)  # result_accuracy where set
+            mag = _magnitude(exact)
+            return _flip(exact, np.maximum(ulps * eps * mag, np.maximum(r_atol, r_rtol * mag)), out.dtype)
         if op in _SUMS and _sum_kind(o) == "add" and len(vals) == 2:
             terms = _magnitude(rule(wide, [_magnitude(vals[0]), np.zeros(np.shape(vals[1]))], ev))
             k = max(vals[0].size / max(out.size, 1), 1.0) ** 0.5
