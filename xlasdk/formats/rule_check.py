@@ -107,7 +107,29 @@ def _custom_call(rule: Callable[..., Any], c: _mg.OpClaim) -> None:
         return
     operands, results = known[: len(c.operands)], known[len(c.operands) :]
     result = results[0] if len(results) == 1 else Shape.tuple_shape(results)
-    rule("CustomCall", target, operands, result)
+    rule("CustomCall", target, operands, result, _ffi_config(c), _layouts(c))
+
+
+def _ffi_config(c: _mg.OpClaim) -> dict[str, Any] | None:
+    """A typed-FFI call's attributes: ``backend_config`` when it is a dictionary, else
+    ``mhlo.backend_config`` (JAX's spelling); None when neither is, or when both are and
+    disagree (the contracts that need an attribute then refuse the call)."""
+    dicts = [v for v in (c.attrs.get("backend_config"), c.attrs.get("mhlo.backend_config")) if isinstance(v, dict)]
+    if not dicts or (len(dicts) == 2 and dicts[0] != dicts[1]):
+        return None
+    return dicts[0]
+
+
+def _layouts(c: _mg.OpClaim) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]] | None:
+    """``(operand_layouts, result_layouts)``, minor to major; None when the call has none, or
+    when they cannot be read (the rules that need them then refuse the call)."""
+    ops_, res = c.attrs.get("operand_layouts"), c.attrs.get("result_layouts")
+    if not isinstance(ops_, list) or not isinstance(res, list):
+        return None
+    try:
+        return [tuple(int(v) for v in x) for x in ops_], [tuple(int(v) for v in x) for x in res]
+    except (TypeError, ValueError):
+        return None
 
 
 #: For each op name: how a loaded op's types and attributes become the arguments of its row's

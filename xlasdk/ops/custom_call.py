@@ -20,6 +20,7 @@ from ..builder import XlaBuilder, XlaOp
 from ..shape import Shape
 from ..types import PrimitiveType, dtype_to_etype, mlir_element_type
 from ._core import LiteralLike, any_operand, bool_arg, dtype_error, is_index, shape_error, show
+from .lapack_contracts import is_lapack_target, lapack_check
 
 __all__ = [
     "CustomCall",
@@ -233,9 +234,14 @@ _ANNOTATIONS_RESHAPE = frozenset({"SPMDFullToShardShape", "SPMDShardToFullShape"
 _INTERNAL_ONLY = re.compile(r"^(SliceToDynamic|__onednn\$.*)$")
 
 
-def custom_call_target_check(op: str, target: str, operands: Sequence[Shape], result: Shape) -> None:
+def custom_call_target_check(
+    op: str, target: str, operands: Sequence[Shape], result: Shape, config: Mapping[str, Any] | None = None,
+    layouts: tuple[Sequence[Sequence[int]], Sequence[Sequence[int]]] | None = None,
+) -> None:
     """Shape rule of CustomCall for the targets xlasdk knows (sharding annotations, ``TopK``, the
-    forbidden internal ones): ShapeError/DTypeError when the operand shapes or ``result`` do not fit."""
+    forbidden internal ones, jaxlib's LAPACK kernels: :mod:`~xlasdk.ops.lapack_contracts`, which
+    also reads the typed-FFI attributes ``config`` and the ``(operand, result)`` ``layouts``, None
+    when the call has none): ShapeError/DTypeError when the operand shapes or ``result`` do not fit."""
     if "python_cpu_callback" in target or "python_gpu_callback" in target:
         shape_error(
             op,
@@ -261,6 +267,8 @@ def custom_call_target_check(op: str, target: str, operands: Sequence[Shape], re
             shape_error(op, f"target {target!r} returns its operand's shape {x}, got shape {result}")
     if target == "TopK":
         topk_check(op, operands, result)
+    if is_lapack_target(target):
+        lapack_check(op, target, operands, result, config, layouts)
 
 
 CUSTOM_CALL = define(
@@ -391,8 +399,28 @@ def _custom_call(
         aliases = _aliases(op, output_operand_aliasing, xs, result)
         if aliases:
             attrs["output_operand_aliases"] = AttrList(aliases)
-    custom_call_target_check(op, call_target_name, [x.shape for x in xs], result)
+    ffi_config = attrs["backend_config"].mapping if isinstance(attrs.get("backend_config"), FfiAttributes) else None
+    layouts = None
+    if operand_shapes_with_layout is not None:
+        layouts = ([tuple(v) for v in op_layouts], [tuple(v) for v in res_layouts])
+    custom_call_target_check(op, call_target_name, [x.shape for x in xs], result, _plain(ffi_config), layouts)
     return builder.add_op(CUSTOM_CALL, xs, result, attrs)
+
+
+def _plain(config: Mapping[Any, Any] | None) -> dict[str, Any] | None:
+    """A typed-FFI attribute dict with numpy scalars as Python ``int`` / ``bool`` (as a loaded
+    module's attributes read), for the targets' contracts."""
+    if config is None:
+        return None
+    out: dict[str, Any] = {}
+    for k, v in config.items():
+        if isinstance(v, (bool, np.bool_)):
+            out[str(k)] = bool(v)
+        elif isinstance(v, np.integer):
+            out[str(k)] = int(v)
+        else:
+            out[str(k)] = v
+    return out
 
 
 def _shape_index(op: str, name: str, v: Any) -> tuple[int, ...]:
