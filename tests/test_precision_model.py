@@ -331,3 +331,52 @@ def test_result_accuracy_where_set_moves_a_functions_bound() -> None:
     # read back from HLO text as from the built op
     text = xs.XlaComputation.from_hlo_text(loose.as_hlo_text()).instructions()[-1].op
     assert pm.result_accuracy(text) == ("TOLERANCE", 0.0, 1e-4, 0.0)
+
+
+def test_two_devices_are_compared_with_both_models() -> None:
+    """``--against cpu:0`` from a TPU: each output may be as far from the CPU's as both devices'
+    bounds allow together (here the TPU's value emulated, the CPU's run here)."""
+    from xlasdk.reference._outputs import _both_models
+
+    a, b = _inputs("cancel")
+    comp = _dot_module(a.shape[0], a.shape[1], b.shape[1])
+    cpu_out = (a @ b).astype(np.float32)
+    tpu_out = tpu_dot(a, b, "DEFAULT")
+    (both,) = _both_models(comp, [a, b], pm.device_kind("tpu-v5e"), "cpu:0", None, 1)
+    assert _compare_one(0, tpu_out, cpu_out, None, None, both).ok
+    (cpu_only,) = _both_models(comp, [a, b], pm.device_kind("cpu"), "cpu:0", None, 1)
+    assert not _compare_one(0, tpu_out, cpu_out, None, None, cpu_only).ok
+    report = xs.compare(comp, [a, b], against="cpu:0", device_kind="tpu-v5e")  # both run here: equal
+    assert report.ok and report.device_kind == "tpu-v5e"
+
+
+def test_bisect_judges_each_op_by_its_own_bound_on_the_devices_operands() -> None:
+    """``--bisect ops``'s test of one instruction: a TPU DEFAULT-precision dot on the device's
+    operands is within its bound on the TPU's model (and its report says why), not on the CPU's;
+    a transpose must be bit-exact."""
+    from xlasdk.reference._evaluator import _Evaluator
+    from xlasdk.reference._judge import why_within
+    from xlasdk.reference.bisect import _Program, _Settings
+
+    a, b = _inputs("random")
+    comp = xs.XlaComputation.from_hlo_text(
+        f"HloModule m\nENTRY e {{\n  a = f32[{a.shape[0]},{a.shape[1]}] parameter(0)\n"
+        f"  b = f32[{b.shape[0]},{b.shape[1]}] parameter(1)\n"
+        f"  d = f32[{a.shape[0]},{b.shape[1]}] dot(a, b), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}\n"
+        f"  ROOT t = f32[{b.shape[1]},{a.shape[0]}] transpose(d), dimensions={{1,0}}\n}}\n")
+    ins = {i.name: i.op for i in comp.instructions()}
+    got_d = tpu_dot(a, b, "DEFAULT")
+    env = {id(ins["a"]): a, id(ins["b"]): b}
+    _Evaluator(comp).run_graph([ins["d"]], env)
+    for kind, ok in (("tpu-v5e", True), ("cpu", False)):
+        p = _Program(comp, [a, b], _Settings(None, None, None, None, None, kind), need_reference=False)
+        assert p.check(ins["d"], got_d, env[id(ins["d"])], env).ok is ok, kind
+    note = why_within(comp, "d", ins["d"], env, got_d, pm.device_kind("tpu-v5e"), None)
+    assert note.startswith("d: up to ") and "relative, within TPU v5e DEFAULT precision (bf16 inputs" in note, note
+    env_t = {id(ins["d"]): got_d}
+    _Evaluator(comp).run_graph([ins["t"]], env_t)
+    t = env_t[id(ins["t"])]
+    p = _Program(comp, [a, b], _Settings(None, None, None, None, None, "tpu-v5e"), need_reference=False)
+    assert p.check(ins["t"], t, t, env_t).ok
+    one_ulp = np.nextafter(t, np.float32(np.inf)).astype(np.float32)
+    assert p.check(ins["t"], one_ulp, t, env_t).mismatches == t.size  # a move is bit-exact

@@ -41,7 +41,8 @@ def compare(
     computation: built or loaded.
     args: one array per parameter.
     device: where XLA runs it (default: the default device).
-    against: ``"reference"`` (:func:`evaluate`), a device or ``"cpu:0"``-style name (XLA on it),
+    against: ``"reference"`` (:func:`evaluate`), a device or ``"cpu:0"``-style name (XLA on it;
+        each output within both devices' bounds together, where the reference can evaluate it),
         a list of arrays (recorded outputs, of the program's output shapes and element types), or
         a second :class:`~xlasdk.XlaComputation` that computes what this one should (run on the
         same device; ``bisect="ops"`` matches their instructions by name, then by structure, and

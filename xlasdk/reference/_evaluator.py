@@ -696,10 +696,14 @@ class _OutputScale(float):
     #: (relative to |A|·|B|, :mod:`._precision`) and one ulp, not a fraction of the output's scale
     modeled: bool
 
-    def __new__(cls, value: float, bound: Any = None, modeled: bool = False) -> _OutputScale:
+    #: the value's op is bit-exact on the device's operands (moves, comparisons, selects...)
+    exact: bool
+
+    def __new__(cls, value: float, bound: Any = None, modeled: bool = False, exact: bool = False) -> _OutputScale:
         self = super().__new__(cls, value)
         self.bound = bound if isinstance(bound, np.ndarray) else None
-        self.modeled = modeled
+        self.modeled = modeled or exact
+        self.exact = exact
         return self
 
 
@@ -1168,7 +1172,7 @@ def _compare_one(i: int, got: np.ndarray[Any, Any], want: np.ndarray[Any, Any], 
                     rtol == d_rtol and _is_float(want.dtype) and want.dtype.kind != "c"):
                 # a dot's value: its model's bound (relative to |A|·|B|, with what it carries in) and one
                 # ulp, not a fraction of the output's scale, which a wrong value hides under
-                tol_abs, rtol = _tiny(want.dtype), _eps(want.dtype)
+                tol_abs, rtol = _tiny(want.dtype), 0.0 if getattr(scale, "exact", False) else _eps(want.dtype)
             if carried is not None and carried.shape == w.shape:
                 tol_abs = tol_abs + _BOUND_MARGIN * carried  # the rounding the ops before it may have moved it by
             bad = ~same & ~(diff <= tol_abs + rtol * np.abs(np.where(finite_w, w, 0)))

@@ -102,6 +102,7 @@ def run_and_compare(
         other = _compile(computation, against)(*args)
         want = [np.asarray(o) for o in (other if isinstance(other, (list, tuple)) else [other])]
         label = str(against)
+        scales = _both_models(computation, args, kind, against, precision, len(want))
     if len(want) != len(got):
         raise XlaSdkError(f"compare: the program has {len(got)} outputs, {label} gave {len(want)}")
     report = CompareReport(computation.name, label, [
@@ -111,6 +112,29 @@ def run_and_compare(
     if reference:
         report.precision_notes = _precision.precision_notes(computation, kind, precision)
     return Comparison(report, got, want, scales, options)
+
+
+def _both_models(computation: XlaComputation, args: Sequence[Any], kind: Any, against: Any, precision: str | None,
+                 n: int) -> list[Any]:
+    """Per output, the bounds of both devices' error models added (``--against cpu:0`` from a TPU:
+    each may be that far from the exact value), or no bounds (the default tolerances) where the
+    reference cannot evaluate the program."""
+    from ..runtime.device import _resolve_device
+    from . import _precision
+    from ._evaluator import _OutputScale
+
+    try:
+        other = _precision.device_kind_of(_resolve_device(against) if isinstance(against, str) else against)
+        per_kind = [_reference(computation, args, model=(k, precision, False))[1]
+                    for k in dict.fromkeys([kind.name, other.name])]
+    except Exception:  # noqa: BLE001 - a program the reference cannot read: the default tolerances
+        return [0.0] * n
+    out: list[Any] = []
+    for parts in zip(*per_kind, strict=True):
+        bounds = [getattr(p, "bound", None) for p in parts]
+        total = None if any(b is None for b in bounds) else sum(bounds[1:], bounds[0])
+        out.append(_OutputScale(max(float(p) for p in parts), total, all(getattr(p, "modeled", False) for p in parts)))
+    return out
 
 
 def _recorded(computation: XlaComputation, args: Sequence[Any], outputs: Sequence[Any], kind: Any,

@@ -460,7 +460,7 @@ class _Program:
             kind = device_kind(s.kind)
             own = own_bound(self.comp, node, env, want, kind, s.precision)
             exact = is_exact(node, kind) and own is not None
-            scale = _OutputScale(0.0 if exact else scale, own, exact or node.opcode in _BILINEAR)
+            scale = _OutputScale(0.0 if exact else scale, own, node.opcode in _BILINEAR, exact)
         return _compare_one(0, got, np.asarray(want), s.rtol, s.atol, scale, s.ulps)
 
     def cut(self, k: int) -> list[XlaOp]:
