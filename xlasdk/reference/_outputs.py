@@ -131,8 +131,8 @@ def _both_models(computation: XlaComputation, args: Sequence[Any], kind: Any, ag
         return [0.0] * n
     out: list[Any] = []
     for parts in zip(*per_kind, strict=True):
-        bounds = [getattr(p, "bound", None) for p in parts]
-        total = None if any(b is None for b in bounds) else sum(bounds[1:], bounds[0])
+        bounds: list[np.ndarray[Any, Any]] = [b for b in (getattr(p, "bound", None) for p in parts) if b is not None]
+        total = np.sum(bounds, axis=0) if len(bounds) == len(parts) else None
         out.append(_OutputScale(max(float(p) for p in parts), total, all(getattr(p, "modeled", False) for p in parts)))
     return out
 
