@@ -299,19 +299,21 @@ def test_unknown_targets_attributes_and_layouts_are_refused(monkeypatch: pytest.
 
     a = _matrix((4, 4), np.float32, spd=True)
     text = _cholesky_text()
-    cases = [
-        (text.replace("lapack_spotrf_ffi", "lapack_spotri_ffi"), r"'lapack_spotri_ffi' has no evaluation rule"),
-        (text.replace("uplo = 76 : ui8", "uplo = 88 : ui8"),
-         r"'lapack_spotrf_ffi' with uplo=88 has no evaluation rule"),
-        (text.replace("uplo = 76 : ui8", "uplo = 76 : ui8, blocksize = 8 : i32"),
-         r"'lapack_spotrf_ffi' with backend_config .*blocksize"),
+    bad = text.replace("uplo = 76 : ui8", "uplo = 76 : ui8, blocksize = 8 : i32")
+    assert bad != text
+    with pytest.raises(xs.UnsupportedOpError, match=r"'lapack_spotrf_ffi' with backend_config .*blocksize"):
+        xs.evaluate(xs.XlaComputation.from_stablehlo(bad), a)
+    # a target, attribute or layout the kernel's contract refuses does not load (xlasdk.ops.lapack_contracts)
+    refused = [
+        (text.replace("lapack_spotrf_ffi", "lapack_spotri_ffi"), r"'lapack_spotri_ffi' is a jaxlib LAPACK kernel"),
+        (text.replace("uplo = 76 : ui8", "uplo = 88 : ui8"), r"'lapack_spotrf_ffi' needs attribute uplo .* got 88"),
         (text.replace("operand_layouts = [dense<[0, 1]>", "operand_layouts = [dense<[1, 0]>"),
-         r"'lapack_spotrf_ffi' with operand_layouts .* column-major"),
+         r"'lapack_spotrf_ffi' needs operand 0 in layout \{0,1\}"),
     ]
-    for bad, words in cases:
+    for bad, words in refused:
         assert bad != text
-        with pytest.raises(xs.UnsupportedOpError, match=words):
-            xs.evaluate(xs.XlaComputation.from_stablehlo(bad), a)
+        with pytest.raises(xs.FormatError, match=words):
+            xs.XlaComputation.from_stablehlo(bad)
     monkeypatch.setattr(linalg, "_scipy_lapack", lambda: None)
     with pytest.raises(xs.UnsupportedOpError, match=r"lapack_spotrf_ffi' needs scipy .*xlasdk\[reference\]"):
         xs.evaluate(xs.XlaComputation.from_stablehlo(text), a)
