@@ -86,10 +86,12 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
     from xlasdk.errors import XlaSdkError
     from xlasdk.reference import UnsupportedOpError, compare
 
-    if (args.bisect or args.find_nonfinite) and args.against != "reference" and not (module and args.bisect == "ops"
-                                                                                     and not args.find_nonfinite):
+    device_against = not module and args.against not in ("reference", "recorded") and not args.against.endswith(
+        ".npz")
+    if (args.bisect or args.find_nonfinite) and args.against != "reference" and not (
+            (module or device_against) and args.bisect == "ops" and not args.find_nonfinite):
         raise UsageError(f"--bisect / --find-nonfinite compare against the reference (--bisect ops against a second "
-                         f"module too), not --against {args.against}")
+                         f"module or a device too), not --against {args.against}")
     if args.ulps is not None and not args.ulps >= 0:
         raise UsageError(f"--ulps {args.ulps}: expected a number of ulps >= 0")
 

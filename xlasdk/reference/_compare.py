@@ -87,12 +87,15 @@ def compare(
 
     reference = isinstance(against, str) and against == "reference"
     module = hasattr(against, "instruction_graph")  # a second module (matched instruction by instruction)
+    other_device = not (reference or module or isinstance(against, (list, tuple)))
     if outputs is not None and (bisect is not None or find_nonfinite or not reference):
         raise XlaSdkError("compare: outputs= (recorded elsewhere) are compared with the reference alone, without "
                           "bisect or find_nonfinite (they need the device)")
-    if bisect is not None and (bisect not in ("ops", "passes") or not (reference or module and bisect == "ops")):
+    if bisect is not None and (bisect not in ("ops", "passes") or not (
+            reference or (module or other_device) and bisect == "ops")):
         raise XlaSdkError(f"compare: bisect={bisect!r}: expected 'ops' or 'passes', against the reference ('ops' "
-                          "against a second module too)" + ("" if reference else f" (not against {against!r})"))
+                          "against a second module or device too)" + ("" if reference else f" (not against "
+                                                                                           f"{against!r})"))
     c = run_and_compare(computation, args, device=device, against=against, rtol=rtol, atol=atol,
                         excess_precision=excess_precision, ulps=ulps, xla_flags=xla_flags, device_kind=device_kind,
                         precision=precision, outputs=outputs)
@@ -109,6 +112,21 @@ def compare(
             report.bisect_ops = (_bisect.OpsBisection("no divergence") if report.ok else compare_modules(
                 computation, against, args, device=device, options=options, rtol=rtol, atol=atol, ulps=ulps,
                 progress=progress))
+        elif bisect == "ops" and other_device:  # each device's ops are judged by its own model
+            from ..runtime import CompileOptions
+            from ._evaluator import STRICT_PRECISION
+
+            strict = CompileOptions(env_option_overrides={**({} if excess_precision else dict(STRICT_PRECISION)),
+                                                          **(xla_flags or {})})
+            b = (_bisect.OpsBisection("no divergence") if report.ok else _bisect.bisect_ops(
+                computation, args, device=device, options=strict, rtol=rtol, atol=atol, ulps=ulps, progress=progress,
+                device_kind=report.device_kind, precision=precision))
+            if not report.ok:
+                b.note = (f"{b.note}; " if b.note else "") + (
+                    "bisected against the reference evaluator on this device, each op judged by "
+                    f"{report.device_kind}'s error model ({against}'s values are not needed to find the op that "
+                    "leaves its bound)")
+            report.bisect_ops = b
         elif bisect == "ops":
             report.bisect_ops = _bisect.bisect_ops(computation, args, device=device, options=options, rtol=rtol,
                                                    atol=atol, ulps=ulps, diverged=not report.ok, progress=progress,

@@ -80,7 +80,7 @@ def why_within(comp: Any, name: str, node: XlaOp, env: dict[int, Any], got: Any,
     if ulps == 0.0:
         return ""
     return (f"{name}: up to {ulps:.3g} f32 ulp, within {kind.label}'s {node.opcode.split('.')[-1]} bound of "
-            f"{row.ulps:g} ulp ({row.source})")
+            f"{row.ulps:g} ulp (JAX's docs/accuracy.md)")
 
 
 # -- --bisect passes when passes interact ------------------------------------------------------------------------
