@@ -437,3 +437,20 @@ def test_the_cli_leaves_a_directory_without_the_tag_and_says_so(tmp_path: Path) 
     assert r.stdout.splitlines()[0].startswith(f"removed 0 entries from {d}")
     assert f"left alone: {d} (no CACHEDIR.TAG" in r.stdout
     assert (d / ("12" * 32 + ".xlaexe")).exists()
+
+
+def test_the_cli_says_a_cache_is_off_in_one_plain_line(tmp_path: Path) -> None:
+    """`xlasdk run` with an untrusted cache: one `xlasdk run: warning:` line (a new user saw Python's
+    warning form, naming xlasdk's own file and source line), and the run goes on."""
+    d = tmp_path / "shared"
+    d.mkdir()
+    d.chmod(0o777)
+    hlo = tmp_path / "plus.hlo"
+    hlo.write_text(PLUS)
+    env = dict(os.environ, XLASDK_CACHE_DIR=str(d))
+    r = subprocess.run([sys.executable, "-m", "xlasdk.cli", "run", str(hlo), "--random-inputs"], capture_output=True,
+                       text=True, timeout=300, cwd=REPO, env=env)
+    assert r.returncode == 0, r.stderr[-800:]
+    lines = [ln for ln in r.stderr.splitlines() if "warning" in ln.lower()]
+    assert len(lines) == 1 and lines[0].startswith(f"xlasdk run: warning: xlasdk cache {d} is off"), r.stderr
+    assert "RuntimeWarning" not in r.stderr and ".py:" not in r.stderr, r.stderr

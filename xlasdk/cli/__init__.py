@@ -18,8 +18,9 @@ import argparse
 import os
 import sys
 import traceback
-from collections.abc import Sequence
-from typing import IO, NoReturn
+import warnings
+from collections.abc import Callable, Sequence
+from typing import IO, NoReturn, TextIO
 
 from . import _common, _verbs
 from ._common import EXIT_OK, EXIT_USAGE, UsageError, failure_exit
@@ -116,6 +117,28 @@ def _main(argv: Sequence[str] | None, out: IO[str], err: IO[str], own_process: b
         return int(e.code) if isinstance(e.code, int) else EXIT_USAGE
     if not hasattr(args, "debug"):
         args.debug = False
+    with warnings.catch_warnings():
+        warnings.showwarning = _plain_warnings(args.command, err)
+        return _run_command(args, argv, out, err, own_process)
+
+
+def _plain_warnings(command: str, err: IO[str]) -> Callable[..., None]:
+    """``warnings.showwarning`` for a command: xlasdk's own warnings (a cache that is off...) as one
+    line ``xlasdk VERB: warning: ...``, not Python's form with xlasdk's file and source line."""
+    previous = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: TextIO | None = None, line: str | None = None) -> None:
+        if f"{os.sep}xlasdk{os.sep}" in filename:
+            err.write(f"xlasdk {command}: warning: {message}\n")
+        else:
+            previous(message, category, filename, lineno, file, line)
+
+    return show
+
+
+def _run_command(args: argparse.Namespace, argv: Sequence[str] | None, out: IO[str], err: IO[str],
+                 own_process: bool) -> int:
     from xlasdk.errors import CompileError, DTypeError, FormatError, ShapeError, XlaRuntimeError, XlaSdkError
 
     try:

@@ -160,7 +160,7 @@ def _cmd_inspect(args: argparse.Namespace, out: IO[str]) -> int:
             try:
                 dev = rt.topology(args.topology).devices[0]
             except rt.UnknownDeviceError as e:
-                raise UsageError(f"--topology: {e}") from None
+                raise UsageError(f"--topology: {str(e).removeprefix('topology: ')}") from None
         else:
             dev = _device(args)
         _stage("compiling")
@@ -221,7 +221,7 @@ def _cmd_inspect(args: argparse.Namespace, out: IO[str]) -> int:
         for k, v in sorted(report["cost_analysis"].items()):
             if "{" in k:  # per-operand / per-output breakdowns
                 continue
-            out.write(f"  {k:<28} {v:,.0f}\n")
+            out.write(f"  {k:<28} {v:,.0f}\n" if v == 0 or abs(v) >= 1 else f"  {k:<28} {v:.3g}\n")
         out.write("memory:\n")
         for k, v in report["memory"].items():
             if v or not k.startswith("host_"):

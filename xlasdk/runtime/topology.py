@@ -141,7 +141,7 @@ def topology(name: str, platform: str = "tpu") -> Topology:
         try:
             _tpu.parse_topology_name(key)
         except _tpu.TopologyNameError as e:
-            raise UnknownDeviceError(f"topology: {e}") from None
+            raise UnknownDeviceError(str(e)) from None
         path = _libtpu()
         from .accelerators import tpu_chips
 
@@ -154,7 +154,7 @@ def topology(name: str, platform: str = "tpu") -> Topology:
         try:
             jax_topology = _tpu.make_topology(key)
         except _tpu.TopologyNameError as e:
-            raise UnknownDeviceError(f"topology: {e}") from None
+            raise UnknownDeviceError(str(e)) from None
         jax_client, jax_devices = _tpu.topology_devices(jax_topology)
         topo = _topologies[key] = Topology._make(key, Client._make_compile_only(jax_client, jax_devices, key))
         return topo
