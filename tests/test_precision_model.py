@@ -380,3 +380,11 @@ def test_bisect_judges_each_op_by_its_own_bound_on_the_devices_operands() -> Non
     assert p.check(ins["t"], t, t, env_t).ok
     one_ulp = np.nextafter(t, np.float32(np.inf)).astype(np.float32)
     assert p.check(ins["t"], one_ulp, t, env_t).mismatches == t.size  # a move is bit-exact
+
+
+def test_the_report_says_which_compile_it_checked() -> None:
+    """``--excess-precision`` reports said "(XLA without excess precision)" (issue 32)."""
+    a, b = _inputs("random")
+    comp = _dot_module(a.shape[0], a.shape[1], b.shape[1])
+    assert xs.compare(comp, [a, b]).against == "reference evaluator (XLA without excess precision)"
+    assert xs.compare(comp, [a, b], excess_precision=True).against == "reference evaluator (XLA with excess precision)"
