@@ -388,3 +388,15 @@ def test_the_report_says_which_compile_it_checked() -> None:
     comp = _dot_module(a.shape[0], a.shape[1], b.shape[1])
     assert xs.compare(comp, [a, b]).against == "reference evaluator (XLA without excess precision)"
     assert xs.compare(comp, [a, b], excess_precision=True).against == "reference evaluator (XLA with excess precision)"
+
+
+def test_mixed_operand_precisions_run_at_the_higher() -> None:
+    o = _dot_module(4, 8, 4).instructions()[-1].op
+    mixed = xs.XlaComputation.from_hlo_text(
+        "HloModule m\nENTRY e {\n  a = f32[4,8] parameter(0)\n  b = f32[8,4] parameter(1)\n"
+        "  ROOT d = f32[4,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+        "operand_precision={high,highest}\n}\n").instructions()[-1].op
+    f32 = (np.dtype(np.float32),) * 2
+    tpu = pm.device_kind("tpu-v5e")
+    assert pm.dot_precision(mixed, f32, tpu).precision == "HIGHEST"
+    assert pm.dot_precision(o, f32, tpu).precision == "DEFAULT"

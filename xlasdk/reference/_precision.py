@@ -282,7 +282,8 @@ def dot_precision(node: Any, dtypes: tuple[Any, ...], kind: DeviceKind, precisio
     (``precision``: every dot forced to it, as ``--precision highest`` compiles them; ``emulated``:
     its inputs were already rounded as the device rounds them, only the rest of the bound stays)."""
     names = [np.dtype(d).name for d in dtypes] or ["float32"]
-    prec = precision.upper() if precision else max(_precisions(node), key=_PRECISIONS.index)  # the more precise
+    rank = {"DEFAULT": 0, "HIGH": 1, "HIGHEST": 2}
+    prec = precision.upper() if precision else max(_precisions(node), key=rank.__getitem__)  # the more precise
     label, bits, pieces, _passes = DOT_PASSES[kind.platform, prec]
     acc = 2.0 ** -23  # f32 accumulation (or f64's, smaller, for f64 inputs)
     if any(n in ("float64", "complex128") for n in names):
@@ -291,9 +292,9 @@ def dot_precision(node: Any, dtypes: tuple[Any, ...], kind: DeviceKind, precisio
                  for n in names)
     if narrow or bits >= 24:  # exact products (bf16 x bf16 fits f32), or f32 products
         return DotPrecision(kind, prec, "bf16 inputs, exact products" if narrow else label, 0.0, acc, None)
-    # f32 (or f16) inputs cut into ``pieces`` pieces of ``bits`` significant bits: what is dropped,
-    # the last piece's remainder of each input (relative 2**-(bits*pieces)) and the products of
-    # pieces a pass leaves out (relative 2**-(bits*pieces) each, at most pieces*(pieces-1)/2 ... kept small)
+    # f32 (or f16) inputs cut into ``pieces`` pieces of ``bits`` significant bits. Dropped: the last
+    # piece's remainder of each input (relative 2**-(bits*pieces) each: 2 units) and the products of
+    # pieces the passes leave out (bf16_3x: lo*lo, 1 unit; bf16_6x: three of about a unit each)
     unit = 2.0 ** -(bits * pieces)
     dropped = {1: 0.0, 2: 1.0, 3: 3.0}.get(pieces, float(pieces * pieces))
     product_rel = (2.0 + dropped) * unit + unit * unit
