@@ -341,6 +341,8 @@ def _potrf(attrs: str = "backend_config = {uplo = 76 : ui8}", target: str = "lap
 @pytest.mark.parametrize(("text", "words"), [
     (_potrf(target="lapack_spotri_ffi"), "'lapack_spotri_ffi' is a jaxlib LAPACK kernel name xlasdk has no shape"),
     (_potrf(target="lapack_sungqr_ffi"), "'lapack_sungqr_ffi' is a jaxlib LAPACK kernel name"),
+    (_potrf(target="lapack_spotrf"), "'lapack_spotrf' is a jaxlib LAPACK kernel name"),  # the legacy form
+    (_potrf(target="cpu_csr_sparse_dense_ffi"), "'cpu_csr_sparse_dense_ffi' is a jaxlib CPU kernel xlasdk has no"),
     (_potrf(target="lapack_dpotrf_ffi"), "target 'lapack_dpotrf_ffi' takes f64 operands, got operand 0 of shape f32"),
     (_potrf("backend_config = {}"), "needs attribute uplo in backend_config, one of 'L' (76), 'U' (85); got no such"),
     (_potrf("backend_config = {uplo = 88 : ui8}"), "got 88"),

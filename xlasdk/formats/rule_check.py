@@ -140,7 +140,10 @@ def _layouts(c: _mg.OpClaim) -> tuple[list[tuple[int, ...]], list[tuple[int, ...
 #: compiler dies of SIGSEGV), ``rng`` of pred (its compiler aborts: ``rng_expander.cc``), a custom
 #: call to a target xlasdk knows with shapes that target does not take (``TopK`` claiming more
 #: values than its operand holds reads outside it; ``SliceToDynamic`` and ``__onednn$*``, internal
-#: to XLA's CPU compiler, abort it or exhaust its memory). Custom calls to jaxlib's Python host
+#: to XLA's CPU compiler, abort it or exhaust its memory; jaxlib's LAPACK kernels, which read and
+#: write the sizes their first operand implies whatever the other buffers claim, and refuse a
+#: ``lapack_*`` name they have no contract for: :mod:`xlasdk.ops.lapack_contracts`, which also reads
+#: the typed-FFI attributes and the layouts). Custom calls to jaxlib's Python host
 #: callbacks are left to the compile, which says why a loaded program cannot call them.
 CHECKED: Final[dict[str, Callable[[Callable[..., Any], _mg.OpClaim], None]]] = {
     "stablehlo.fft": _fft,

@@ -22,7 +22,7 @@ from ..shape import Shape
 from ..types import PrimitiveType
 from ._core import dtype_error, shape_error
 
-__all__ = ["ROUTINES", "is_lapack_target", "lapack_check"]
+__all__ = ["ROUTINES", "UNCHECKED_KERNELS", "is_lapack_target", "lapack_check"]
 
 _ETYPE: Final = {"s": PrimitiveType.F32, "d": PrimitiveType.F64, "c": PrimitiveType.C64, "z": PrimitiveType.C128}
 _REAL: Final = {PrimitiveType.F32: PrimitiveType.F32, PrimitiveType.F64: PrimitiveType.F64,
@@ -210,11 +210,15 @@ ROUTINES: Final[dict[str, tuple[int, Callable[[_Call], Expected]]]] = {
 _REAL_ONLY: Final = frozenset({"orgqr", "ormqr", "syevd", "sytrd"})
 _COMPLEX_ONLY: Final = frozenset({"ungqr", "unmqr", "heevd", "hetrd"})
 _PERTURBED: Final = "tridiagonal_solve_perturbed_ffi"
+#: jaxlib's other CPU kernels (``jaxlib.cpu._sparse``, registered when JAX's sparse module is
+#: imported in the process): no contract, so refused (a CSR matrix's indices are read as given).
+UNCHECKED_KERNELS: Final = frozenset({"cpu_csr_sparse_dense_ffi"})
 
 
 def is_lapack_target(target: str) -> bool:
-    """A name jaxlib's CPU LAPACK module registers, or could (``lapack_*``)."""
-    return target.startswith("lapack_") or target == _PERTURBED
+    """A name jaxlib's CPU kernel modules register, or could (``lapack_*``, the perturbed
+    tridiagonal solve, :data:`UNCHECKED_KERNELS`)."""
+    return target.startswith("lapack_") or target == _PERTURBED or target in UNCHECKED_KERNELS
 
 
 def _show(et: PrimitiveType, dims: Dims) -> str:
@@ -222,6 +226,9 @@ def _show(et: PrimitiveType, dims: Dims) -> str:
 
 
 def _routine(op: str, target: str, operands: Sequence[Shape]) -> tuple[PrimitiveType, int, Callable[[_Call], Expected]]:
+    if target in UNCHECKED_KERNELS:
+        shape_error(op, f"call_target_name {target!r} is a jaxlib CPU kernel xlasdk has no shape contract for (it "
+                    "trusts the shapes and indices a module gives it); it cannot be called from here")
     if target == _PERTURBED:
         x = operands[0] if operands and operands[0].is_array() else None
         et = x.element_type() if x is not None else None
