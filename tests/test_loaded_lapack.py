@@ -352,6 +352,10 @@ def _potrf(attrs: str = "backend_config = {uplo = 76 : ui8}", target: str = "lap
     (_potrf(layouts="operand_layouts = [dense<[0, 1]> : tensor<2xindex>], result_layouts = [dense<[1, 0]> : "
             "tensor<2xindex>, dense<> : tensor<0xindex>]"), "needs result 0 in layout {0,1}"),
     (_potrf(layouts="mhlo.frontend_attributes = {}"), "needs operand_layouts and result_layouts"),
+    (_potrf().replace("tensor<4x4xf32>", "tensor<?x4xf32>"),
+     "target 'lapack_spotrf_ffi' takes static array shapes, got (f32[?,4], f32[?,4], i32[])"),
+    (_potrf().replace("tensor<4x4xf32>", "tensor<?x4xf32, #stablehlo.bounds<4, ?>>"),
+     "target 'lapack_spotrf_ffi' takes static shapes (its kernel reads the buffers' sizes"),
     (_potrf("backend_config = {uplo = 76 : ui8}, mhlo.backend_config = {uplo = 85 : ui8}"),
      "needs attribute uplo"),  # two dictionaries that disagree: neither is believed
 ])

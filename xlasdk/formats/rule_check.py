@@ -28,6 +28,7 @@ from .._jaxlib.mlir import TypeInfo
 from .._optable import OPS
 from ..attrs import FftType, RandomDistribution
 from ..errors import DTypeError, ShapeError
+from ..ops.lapack_contracts import is_lapack_target
 from ..shape import Shape
 from ..types import PrimitiveType, etype_from_mlir
 from .program_shape import _shape_from_type
@@ -97,6 +98,13 @@ def _any_shape(t: TypeInfo) -> Shape | None:
         return None
 
 
+def _type_text(t: TypeInfo) -> str:
+    """``f32[?,4]`` of a tensor type (``?`` a dynamic dimension); the kind of any other type."""
+    if t[0] != "tensor":
+        return str(t[0])
+    return f"{t[1]}[{','.join('?' if d is None else str(d) for d in t[2])}]"
+
+
 def _custom_call(rule: Callable[..., Any], c: _mg.OpClaim) -> None:
     target = c.attrs.get("call_target_name")
     if not isinstance(target, str) or "python_cpu_callback" in target or "python_gpu_callback" in target:
@@ -104,6 +112,9 @@ def _custom_call(rule: Callable[..., Any], c: _mg.OpClaim) -> None:
     shapes = [_any_shape(t) for t in (*c.operands, *c.results)]
     known = [s for s in shapes if s is not None]
     if len(known) != len(shapes):
+        if is_lapack_target(target):  # its kernel trusts the shapes: what cannot be read is refused
+            raise ShapeError(f"CustomCall: target {target!r} takes static array shapes, got "
+                             f"({', '.join(_type_text(t) for t in (*c.operands, *c.results))})")
         return
     operands, results = known[: len(c.operands)], known[len(c.operands) :]
     result = results[0] if len(results) == 1 else Shape.tuple_shape(results)

@@ -268,13 +268,17 @@ def lapack_check(op: str, target: str, operands: Sequence[Shape], result: Shape,
     if len(operands) != count or not all(o.is_array() for o in operands):
         got = ", ".join(str(o) for o in operands)
         shape_error(op, f"target {target!r} takes {count} array operand{'s' * (count > 1)}, got ({got})")
+    leaves = list(result.tuple_shapes()) if result.is_tuple() else [result]
+    for s in (*operands, *leaves):
+        if s.is_array() and any(s.is_dynamic_dimension(i) for i in range(s.rank())):
+            shape_error(op, f"target {target!r} takes static shapes (its kernel reads the buffers' sizes, not the "
+                        f"bounds a module claims), got {s}")
     for i, o in enumerate(operands):
         if o.element_type() is not et:
             dtype_error(op, f"target {target!r} takes {et.name.lower()} operands, got operand {i} of shape {o}")
     call = _Call(op, target, et, operands, config)
     want_operands, want_results = contract(call)
     got_operands = [(o.element_type(), tuple(o.dimensions())) for o in operands]
-    leaves = list(result.tuple_shapes()) if result.is_tuple() else [result]
     got_results = [(r.element_type(), tuple(r.dimensions())) if r.is_array() else None for r in leaves]
     if got_operands != want_operands:
         want = ", ".join(_show(*w) for w in want_operands)
