@@ -121,3 +121,15 @@ def test_bisect_passes_tries_groups_then_says_what_it_tried() -> None:
     found, note = search_parts(PASSES, lambda d: "diverges")
     assert found is None
     assert "nor does disabling any single one (6 compiles) or any of 7 groups" in note, note
+
+
+def test_cli_bisect_against_recorded_outputs_says_what_to_do(tmp_path: Path) -> None:
+    from tests.test_cli import cli
+
+    hlo = tmp_path / "m.hlo"
+    hlo.write_text("HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n  ROOT y = f32[4] tanh(x)\n}\n")
+    np.savez(tmp_path / "in.npz", x=np.ones(4, np.float32))
+    np.savez(tmp_path / "out.npz", output_0=np.tanh(np.ones(4, np.float32)))
+    code, _, err = cli("compare", str(hlo), "--inputs", str(tmp_path / "in.npz"), "--against",
+                       str(tmp_path / "out.npz"), "--bisect", "ops")
+    assert code == 2 and "recorded outputs hold no intermediate values" in err and "--against GOOD.hlo" in err, err

@@ -90,8 +90,11 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
         ".npz")
     if (args.bisect or args.find_nonfinite) and args.against != "reference" and not (
             (module or device_against) and args.bisect == "ops" and not args.find_nonfinite):
+        why = ("; recorded outputs hold no intermediate values to bisect: bisect against the reference on the "
+               "device (no --against) or against a good module (--against GOOD.hlo)") if not (
+                   module or device_against) else ""
         raise UsageError(f"--bisect / --find-nonfinite compare against the reference (--bisect ops against a second "
-                         f"module or a device too), not --against {args.against}")
+                         f"module or a device too), not --against {args.against}{why}")
     if args.ulps is not None and not args.ulps >= 0:
         raise UsageError(f"--ulps {args.ulps}: expected a number of ulps >= 0")
 
