@@ -336,15 +336,15 @@ def test_result_accuracy_where_set_moves_a_functions_bound() -> None:
 def test_two_devices_are_compared_with_both_models() -> None:
     """``--against cpu:0`` from a TPU: each output may be as far from the CPU's as both devices'
     bounds allow together (here the TPU's value emulated, the CPU's run here)."""
-    from xlasdk.reference._outputs import _both_models
+    from xlasdk.reference._outputs import both_models
 
     a, b = _inputs("cancel")
     comp = _dot_module(a.shape[0], a.shape[1], b.shape[1])
     cpu_out = (a @ b).astype(np.float32)
     tpu_out = tpu_dot(a, b, "DEFAULT")
-    (both,) = _both_models(comp, [a, b], pm.device_kind("tpu-v5e"), "cpu:0", None, 1)
+    (both,) = both_models(comp, [a, b], ["tpu-v5e", "cpu"], None, 1)
     assert _compare_one(0, tpu_out, cpu_out, None, None, both).ok
-    (cpu_only,) = _both_models(comp, [a, b], pm.device_kind("cpu"), "cpu:0", None, 1)
+    (cpu_only,) = both_models(comp, [a, b], ["cpu", pm.device_kind("cpu")], None, 1)
     assert not _compare_one(0, tpu_out, cpu_out, None, None, cpu_only).ok
     report = xs.compare(comp, [a, b], against="cpu:0", device_kind="tpu-v5e")  # both run here: equal
     assert report.ok and report.device_kind == "tpu-v5e"
@@ -400,3 +400,24 @@ def test_mixed_operand_precisions_run_at_the_higher() -> None:
     tpu = pm.device_kind("tpu-v5e")
     assert pm.dot_precision(mixed, f32, tpu).precision == "HIGHEST"
     assert pm.dot_precision(o, f32, tpu).precision == "DEFAULT"
+
+
+def test_run_expect_judges_recorded_outputs_by_both_devices_models(tmp_path: Path) -> None:
+    """``xlasdk run --expect tpu_out.npz --expect-device-kind tpu-v5e`` on the CPU: a TPU's
+    DEFAULT-precision dot differs from the CPU's by its bound, which both models cover."""
+    from tests.test_cli import cli
+
+    a, b = _inputs("random")
+    hlo = tmp_path / "d.hlo"
+    hlo.write_text(_dot_module(a.shape[0], a.shape[1], b.shape[1]).as_hlo_text())
+    np.savez(tmp_path / "in.npz", a=a, b=b)
+    np.savez(tmp_path / "tpu.npz", output_0=tpu_dot(a, b, "DEFAULT"))
+    args = ["run", str(hlo), "--inputs", str(tmp_path / "in.npz"), "--expect", str(tmp_path / "tpu.npz")]
+    code, out, err = cli(*args)
+    assert code == 1, (out, err)  # the per-type tolerances do not take a TPU's bf16 passes
+    code, out, err = cli(*args, "--expect-device-kind", "tpu-v5e")
+    assert code == 0 and "MATCH" in out, (out, err)
+    code, _, err = cli(*args, "--expect-device-kind", "tpu-v9")
+    assert code == 2 and "--expect-device-kind: device kind 'tpu-v9' is not known" in err, err
+    code, _, err = cli(*args[:4], "--expect-device-kind", "tpu-v5e")
+    assert code == 2 and "give --expect" in err, err

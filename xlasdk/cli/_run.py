@@ -264,12 +264,26 @@ def _record(args: argparse.Namespace, comp: Any, inputs: list[Any], host: list[A
 
 
 def _expect_report(args: argparse.Namespace, comp: Any, host: list[Any], expected: tuple[list[Any], str],
-                   out: IO[str]) -> bool:
-    """Print how ``host`` compares with ``--expect``'s outputs; True when they match."""
+                   out: IO[str], inputs: Any = None, dev: Any = None) -> bool:
+    """Print how ``host`` compares with ``--expect``'s outputs; True when they match. With
+    ``--expect-device-kind``, each output may be as far from them as both devices' error models allow."""
     from xlasdk.reference import compare_outputs
 
     want, label = expected
-    report = compare_outputs(host, want, name=comp.name, against=label, rtol=args.rtol, atol=args.atol)
+    scales = None
+    kind = getattr(args, "expect_device_kind", None)
+    if kind is not None and inputs is not None:
+        from xlasdk.errors import XlaSdkError
+        from xlasdk.reference._outputs import both_models
+        from xlasdk.reference._precision import device_kind, device_kind_of
+
+        try:
+            kinds = [device_kind_of(dev), device_kind(kind)]
+        except XlaSdkError as e:
+            raise UsageError(f"--expect-device-kind: {str(e).removeprefix('compare: ')}") from None
+        scales = both_models(comp, inputs, kinds, None, len(host))
+    report = compare_outputs(host, want, name=comp.name, against=label, rtol=args.rtol, atol=args.atol,
+                             scales=scales)
     exact = all(o.got.tobytes() == o.want.tobytes() for o in report.outputs)
     head, _, table = str(report).partition("\n")
     head = head.replace(": device vs ", ": outputs vs ", 1) + (" (bit-exact)" if exact and report.ok else "")
@@ -301,6 +315,16 @@ def _run(args: argparse.Namespace, out: IO[str]) -> int:
     recorded = _recorded_arguments(args, snap)
     inputs = _gather_inputs(args, ps, recorded, comp)
     expected = _expected(args, snap, len(_leaf_shapes(ps.result_shape()))) if args.expect is not None else None
+    if getattr(args, "expect_device_kind", None) is not None:
+        from xlasdk.errors import XlaSdkError
+        from xlasdk.reference._precision import device_kind
+
+        if args.expect is None:
+            raise UsageError("--expect-device-kind: give --expect OUT.npz (the outputs that device recorded)")
+        try:
+            device_kind(args.expect_device_kind)
+        except XlaSdkError as e:
+            raise UsageError(f"--expect-device-kind: {str(e).removeprefix('compare: ')}") from None
     replicas, partitions = _spmd_counts(args, comp)
     spmd = replicas * partitions > 1 or args.devices is not None
     rt = _api()
@@ -352,7 +376,7 @@ def _run(args: argparse.Namespace, out: IO[str]) -> int:
     for i, a in enumerate(host):
         sharding = f"  sharding {outs[i].sharding}" if spmd else ""
         out.write(f"  output {i}: {_describe_array(a):<16} {_summary(a)}{sharding}\n")
-    ok = _expect_report(args, comp, host, expected, out) if expected is not None else True
+    ok = _expect_report(args, comp, host, expected, out, inputs, dev) if expected is not None else True
     if record_path is not None:
         out.write(f"  recorded {record_path}\n")
     for it in range(1, args.iterations):  # fresh random inputs, as run_hlo_module's --iterations
@@ -364,7 +388,7 @@ def _run(args: argparse.Namespace, out: IO[str]) -> int:
         for i, a in enumerate(host):
             out.write(f"  output {i}: {_describe_array(a):<16} {_summary(a)}\n")
         if expected is not None:
-            ok = _expect_report(args, comp, host, expected, out) and ok
+            ok = _expect_report(args, comp, host, expected, out, inputs, dev) and ok
         if path is not None:
             out.write(f"  recorded {path}\n")
     if args.repeat > 1:

@@ -293,6 +293,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--expect", default=None, metavar="recorded|OUT.npz",
                    help="compare the outputs with a snapshot's recorded result or an .npz of outputs, as xlasdk "
                         "compare does (per-type tolerances, --rtol / --atol); exit code 1 when they differ")
+    s.add_argument("--expect-device-kind", default=None, metavar="KIND",
+                   help="the kind of device that recorded --expect's outputs (cpu, gpu, tpu-v5e, ...): each output "
+                        "may differ by both devices' error bounds (xlasdk compare's model)")
     s.add_argument("--rtol", type=float, default=None, help="relative tolerance of --expect (default: by element type)")
     s.add_argument("--atol", type=float, default=None, help="absolute tolerance of --expect (default: by element type)")
     s.add_argument("--record", default=None, metavar="DIR",

@@ -16,7 +16,7 @@ from ._evaluator import STRICT_PRECISION, CompareReport, UnsupportedOpError, _co
 if TYPE_CHECKING:
     from ..computation import XlaComputation
 
-__all__ = ["Comparison", "run_and_compare", "compare_outputs"]
+__all__ = ["Comparison", "run_and_compare", "compare_outputs", "both_models"]
 
 
 @dataclass
@@ -102,7 +102,13 @@ def run_and_compare(
         other = _compile(computation, against)(*args)
         want = [np.asarray(o) for o in (other if isinstance(other, (list, tuple)) else [other])]
         label = str(against)
-        scales = _both_models(computation, args, kind, against, precision, len(want))
+        try:
+            from ..runtime.device import _resolve_device
+
+            other_kind = _precision.device_kind_of(_resolve_device(against) if isinstance(against, str) else against)
+        except Exception:  # noqa: BLE001 - compiled and ran on it above: its kind only decides the bounds
+            other_kind = kind
+        scales = both_models(computation, args, [kind, other_kind], precision, len(want))
     if len(want) != len(got):
         raise XlaSdkError(f"compare: the program has {len(got)} outputs, {label} gave {len(want)}")
     report = CompareReport(computation.name, label, [
@@ -114,19 +120,16 @@ def run_and_compare(
     return Comparison(report, got, want, scales, options)
 
 
-def _both_models(computation: XlaComputation, args: Sequence[Any], kind: Any, against: Any, precision: str | None,
-                 n: int) -> list[Any]:
-    """Per output, the bounds of both devices' error models added (``--against cpu:0`` from a TPU:
-    each may be that far from the exact value), or no bounds (the default tolerances) where the
-    reference cannot evaluate the program."""
-    from ..runtime.device import _resolve_device
-    from . import _precision
+def both_models(computation: XlaComputation, args: Sequence[Any], kinds: Sequence[Any], precision: str | None,
+                n: int) -> list[Any]:
+    """Per output, the bounds of the error models of the devices of ``kinds`` added (``--against
+    cpu:0`` from a TPU: each may be that far from the exact value), or no bounds (the default
+    tolerances) where the reference cannot evaluate the program."""
     from ._evaluator import _OutputScale
 
     try:
-        other = _precision.device_kind_of(_resolve_device(against) if isinstance(against, str) else against)
         per_kind = [_reference(computation, args, model=(k, precision, False))[1]
-                    for k in dict.fromkeys([kind.name, other.name])]
+                    for k in dict.fromkeys(getattr(k, "name", k) for k in kinds)]
     except Exception:  # noqa: BLE001 - a program the reference cannot read: the default tolerances
         return [0.0] * n
     out: list[Any] = []
@@ -185,11 +188,13 @@ def compare_outputs(
     against: str = "expected outputs",
     rtol: float | None = None,
     atol: float | None = None,
+    scales: Sequence[Any] | None = None,
 ) -> CompareReport:
     """Compare outputs already computed (``got``) with expected ones (``want``, e.g. a snapshot's
     recorded result or another run's ``--output``), element by element with :func:`compare`'s
     rule and default tolerances (the magnitude of each output stands for the terms of the op that
-    made it, which are unknown here).
+    made it, which are unknown here). ``scales``: per output, the error bounds of the devices'
+    models (:func:`both_models`), as ``xlasdk run --expect OUT.npz --expect-device-kind KIND`` gives them.
 
     Raises
     ------
@@ -205,6 +210,7 @@ def compare_outputs(
         raise ShapeError(f"compare: tolerances must be >= 0, got rtol={rtol}, atol={atol}")
     g_list = [np.asarray(g) for g in got]
     w_list = _given_outputs(g_list, want, against)
-    return CompareReport(name, against, [_compare_one(i, g, w, rtol, atol)
-                                         for i, (g, w) in enumerate(zip(g_list, w_list, strict=True))])
+    sc = list(scales) if scales is not None and len(scales) == len(g_list) else [0.0] * len(g_list)
+    return CompareReport(name, against, [_compare_one(i, g, w, rtol, atol, s)
+                                         for i, (g, w, s) in enumerate(zip(g_list, w_list, sc, strict=True))])
 
