@@ -194,7 +194,7 @@ def _build() -> dict[tuple[OpDef, str], OpBound]:
                 table[OPS[name], kind.name] = OpBound("exact", 0.0, _EXACT_SOURCE)
         for name in CORRECTLY_ROUNDED:
             table[OPS[name], kind.name] = OpBound("rounded", 0.5, _IEEE_SOURCE)
-        for name, cols in F32_ULPS.items():
+        for name, cols in F32_ULPS.items():  # (every name is a row: tests/test_precision_model.py)
             ulps = cols[kind.column]
             if kind.platform in _IEEE_DIVIDE and name in ("stablehlo.divide", "stablehlo.sqrt"):
                 table[OPS[name], kind.name] = OpBound("rounded", 0.5, _IEEE_SOURCE)
