@@ -450,3 +450,31 @@ def test_verified_loads_are_cached_under_the_contracts_source() -> None:
 
     stamp = load_cache._code_stamp()
     assert b"lapack_contracts.py:" in stamp and b"custom_call.py:" in stamp and b"rule_check.py:" in stamp
+
+
+def _alias(operand: int, output: str = "") -> str:
+    return (f"output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = [{output}], "
+            f"operand_index = {operand}, operand_tuple_indices = []>], ")
+
+
+def test_aliases_other_than_the_kernels_own_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``trsm`` works in place over ``b`` (operand 1): its result over ``a`` would overwrite the
+    triangle it still reads (a wrong answer); potrf's result 0 over operand 0 is its own alias."""
+    monkeypatch.setenv("XLASDK_LOAD_CACHE", "0")
+    t, attrs, operands, results = _only_call("inv", "lapack_strsm_ffi")
+    assert operands[0] == operands[1] == results[0]  # a and b of one shape: the verifier lets either alias through
+    f = tmp_path / "m.mlir"
+    assert "side = 76" in attrs and "trans_x = 78" in attrs, attrs  # a x = b
+    a, b = _a(2, 4, 4), _a(2, 4, 4)
+    tri = np.tril(a) if "uplo = 76" in attrs else np.triu(a)
+    if "diag = 85" in attrs:  # unit diagonal
+        tri = tri - tri * np.eye(4) + np.eye(4)
+    f.write_text(_module(t, attrs.replace("{", "{" + _alias(1), 1), operands, results))
+    _close(xs.compile(xs.load_computation(f), device="cpu:0")(a, b), np.linalg.solve(tri, b), 1e-3)
+    f.write_text(_module(t, attrs.replace("{", "{" + _alias(0), 1), operands, results))
+    with pytest.raises(xs.FormatError, match=r"line 2: CustomCall: target 'lapack_strsm_ffi' takes no output_operand_"
+                       r"aliases but its own \(result 0 over operand 1\); got result \[\] over operand 0"):
+        xs.load_computation(f)
+    t, attrs, operands, results = _only_call("cholesky", "lapack_spotrf_ffi")
+    f.write_text(_module(t, attrs.replace("{", "{" + _alias(0, "0"), 1), operands, results))
+    xs.load_computation(f)

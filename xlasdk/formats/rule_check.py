@@ -19,6 +19,7 @@ numbers, ``topk`` of pred...): those load as they did (the test lists them and r
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -118,7 +119,29 @@ def _custom_call(rule: Callable[..., Any], c: _mg.OpClaim) -> None:
         return
     operands, results = known[: len(c.operands)], known[len(c.operands) :]
     result = results[0] if len(results) == 1 else Shape.tuple_shape(results)
-    rule("CustomCall", target, operands, result, _ffi_config(c), _layouts(c))
+    rule("CustomCall", target, operands, result, _ffi_config(c), _layouts(c), _aliases(target, c))
+
+
+_ALIAS = re.compile(r"#stablehlo\.output_operand_alias<output_tuple_indices = \[([\d, ]*)\], "
+                    r"operand_index = (\d+), operand_tuple_indices = \[([\d, ]*)\]>")
+
+
+def _aliases(target: str, c: _mg.OpClaim) -> list[tuple[tuple[int, ...], int, tuple[int, ...]]]:
+    """The call's ``output_operand_aliases``, read from their spelling (ShapeError for a LAPACK
+    call whose aliases cannot be read: what the kernel would overwrite is unknown)."""
+    got = c.attrs.get("output_operand_aliases")
+    if got is None:
+        return []
+    out = []
+    for a in got if isinstance(got, list) else [got]:
+        m = _ALIAS.fullmatch(a) if isinstance(a, str) else None
+        if m is None:
+            if is_lapack_target(target):
+                raise ShapeError(f"CustomCall: target {target!r} with output_operand_aliases xlasdk cannot read: {a!r}")
+            return []
+        ints = [tuple(int(v) for v in g.split(",") if v.strip()) for g in (m.group(1), m.group(3))]
+        out.append((ints[0], int(m.group(2)), ints[1]))
+    return out
 
 
 def _ffi_config(c: _mg.OpClaim) -> dict[str, Any] | None:

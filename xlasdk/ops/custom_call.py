@@ -237,11 +237,13 @@ _INTERNAL_ONLY = re.compile(r"^(SliceToDynamic|__onednn\$.*)$")
 def custom_call_target_check(
     op: str, target: str, operands: Sequence[Shape], result: Shape, config: Mapping[str, Any] | None = None,
     layouts: tuple[Sequence[Sequence[int]], Sequence[Sequence[int]]] | None = None,
+    aliases: Sequence[tuple[tuple[int, ...], int, tuple[int, ...]]] = (),
 ) -> None:
     """Shape rule of CustomCall for the targets xlasdk knows (sharding annotations, ``TopK``, the
     forbidden internal ones, jaxlib's LAPACK kernels: :mod:`~xlasdk.ops.lapack_contracts`, which
-    also reads the typed-FFI attributes ``config`` and the ``(operand, result)`` ``layouts``, None
-    when the call has none): ShapeError/DTypeError when the operand shapes or ``result`` do not fit."""
+    also reads the typed-FFI attributes ``config``, the ``(operand, result)`` ``layouts``, None
+    when the call has none, and the ``output_operand_aliases``): ShapeError/DTypeError when the
+    operand shapes or ``result`` do not fit."""
     if "python_cpu_callback" in target or "python_gpu_callback" in target:
         shape_error(
             op,
@@ -268,7 +270,7 @@ def custom_call_target_check(
     if target == "TopK":
         topk_check(op, operands, result)
     if is_lapack_target(target):
-        lapack_check(op, target, operands, result, config, layouts)
+        lapack_check(op, target, operands, result, config, layouts, aliases)
 
 
 CUSTOM_CALL = define(
@@ -395,6 +397,7 @@ def _custom_call(
         res_layouts = [_layout_attr(op, "shape_with_layout", s) for s in res_leaves]
         attrs["operand_layouts"] = AttrList(op_layouts)
         attrs["result_layouts"] = AttrList(res_layouts)
+    aliases: list[OutputOperandAlias] = []
     if output_operand_aliasing is not None:
         aliases = _aliases(op, output_operand_aliasing, xs, result)
         if aliases:
@@ -403,7 +406,8 @@ def _custom_call(
     layouts = None
     if operand_shapes_with_layout is not None:
         layouts = ([tuple(v) for v in op_layouts], [tuple(v) for v in res_layouts])
-    custom_call_target_check(op, call_target_name, [x.shape for x in xs], result, _plain(ffi_config), layouts)
+    custom_call_target_check(op, call_target_name, [x.shape for x in xs], result, _plain(ffi_config), layouts,
+                             [(a.output_tuple_indices, a.operand_index, a.operand_tuple_indices) for a in aliases])
     return builder.add_op(CUSTOM_CALL, xs, result, attrs)
 
 

@@ -22,7 +22,11 @@ from ..shape import Shape
 from ..types import PrimitiveType
 from ._core import dtype_error, shape_error
 
-__all__ = ["ROUTINES", "UNCHECKED_KERNELS", "is_lapack_target", "lapack_check"]
+__all__ = ["ALIASES", "ROUTINES", "UNCHECKED_KERNELS", "is_lapack_target", "lapack_check"]
+
+#: A custom call's ``output_operand_aliases`` entry: ``(output_tuple_indices, operand_index,
+#: operand_tuple_indices)``.
+Alias = tuple[tuple[int, ...], int, tuple[int, ...]]
 
 _ETYPE: Final = {"s": PrimitiveType.F32, "d": PrimitiveType.F64, "c": PrimitiveType.C64, "z": PrimitiveType.C128}
 _REAL: Final = {PrimitiveType.F32: PrimitiveType.F32, PrimitiveType.F64: PrimitiveType.F64,
@@ -207,6 +211,14 @@ ROUTINES: Final[dict[str, tuple[int, Callable[[_Call], Expected]]]] = {
     "geev": (1, _geev), "gees": (1, _gees), "gehrd": (1, _gehrd),
     "sytrd": (1, _sytrd), "hetrd": (1, _sytrd), "trsm": (2, _trsm), "gtsv": (4, _gtsv),
 }
+#: routine -> the aliases JAX's lowering gives its calls, ``{result: operand}``: the kernel copies
+#: the operand to the result when they are not one buffer, and works in place when they are. Any
+#: other alias makes it overwrite an operand it still reads (``trsm``'s result over ``a``).
+ALIASES: Final[dict[str, dict[int, int]]] = {
+    "ormqr": {0: 2}, "unmqr": {0: 2}, "trsm": {0: 1}, "gtsv": {0: 0, 1: 1, 2: 2, 3: 3}, "geev": {},
+    **{r: {0: 0} for r in ("potrf", "getrf", "geqrf", "orgqr", "ungqr", "syevd", "heevd", "gesdd", "gesvd",
+                           "gees", "gehrd", "sytrd", "hetrd")},
+}
 _REAL_ONLY: Final = frozenset({"orgqr", "ormqr", "syevd", "sytrd"})
 _COMPLEX_ONLY: Final = frozenset({"ungqr", "unmqr", "heevd", "hetrd"})
 _PERTURBED: Final = "tridiagonal_solve_perturbed_ffi"
@@ -225,7 +237,9 @@ def _show(et: PrimitiveType, dims: Dims) -> str:
     return str(Shape.array_shape(et, list(dims)))
 
 
-def _routine(op: str, target: str, operands: Sequence[Shape]) -> tuple[PrimitiveType, int, Callable[[_Call], Expected]]:
+def _routine(
+    op: str, target: str, operands: Sequence[Shape],
+) -> tuple[PrimitiveType, int, Callable[[_Call], Expected], str]:
     if target in UNCHECKED_KERNELS:
         shape_error(op, f"call_target_name {target!r} is a jaxlib CPU kernel xlasdk has no shape contract for (it "
                     "trusts the shapes and indices a module gives it); it cannot be called from here")
@@ -236,7 +250,7 @@ def _routine(op: str, target: str, operands: Sequence[Shape]) -> tuple[Primitive
             got = ", ".join(str(o) for o in operands)
             dtype_error(op, f"target {target!r} needs f32, f64, c64 or c128 operands, got ({got})")
         assert et is not None
-        return et, 4, _tridiagonal_solve_perturbed
+        return et, 4, _tridiagonal_solve_perturbed, ""
     name = target[len("lapack_"):]
     routine = name[1:-len("_ffi")] if name.endswith("_ffi") else ""
     if (not routine or name[0] not in _ETYPE or routine not in ROUTINES
@@ -248,7 +262,7 @@ def _routine(op: str, target: str, operands: Sequence[Shape]) -> tuple[Primitive
             f"{', '.join(sorted(ROUTINES))}, and {_PERTURBED}",
         )
     n, contract = ROUTINES[routine]
-    return _ETYPE[name[0]], n, contract
+    return _ETYPE[name[0]], n, contract, routine
 
 
 def _layout_ok(layout: Sequence[int], rank: int, matrix: bool) -> bool:
@@ -258,13 +272,15 @@ def _layout_ok(layout: Sequence[int], rank: int, matrix: bool) -> bool:
 
 def lapack_check(op: str, target: str, operands: Sequence[Shape], result: Shape,
                  config: Mapping[str, Any] | None,
-                 layouts: tuple[Sequence[Sequence[int]], Sequence[Sequence[int]]] | None) -> None:
+                 layouts: tuple[Sequence[Sequence[int]], Sequence[Sequence[int]]] | None,
+                 aliases: Sequence[Alias] = ()) -> None:
     """The shape contract of jaxlib's LAPACK target ``target`` (``is_lapack_target``): ShapeError /
     DTypeError when the operands, ``result``, the attributes (``config``, the typed-FFI
     ``backend_config``) or the layouts (``(operand_layouts, result_layouts)`` minor to major, or
     None when the call has none: XLA's default row-major, which the kernels would read transposed)
-    are not what the kernel reads and writes."""
-    et, count, contract = _routine(op, target, operands)
+    are not what the kernel reads and writes, or an alias of ``aliases`` is not one of
+    :data:`ALIASES`."""
+    et, count, contract, routine = _routine(op, target, operands)
     if len(operands) != count or not all(o.is_array() for o in operands):
         got = ", ".join(str(o) for o in operands)
         shape_error(op, f"target {target!r} takes {count} array operand{'s' * (count > 1)}, got ({got})")
@@ -287,6 +303,13 @@ def lapack_check(op: str, target: str, operands: Sequence[Shape], result: Shape,
         want = ", ".join(_show(*w) for w in want_results)
         shown = f"({want})" if len(want_results) > 1 else want
         call.fail(f"on {', '.join(str(o) for o in operands)} returns {shown}, got shape {result}")
+    allowed = ALIASES.get(routine, {})
+    for out_index, operand_index, operand_tuple in aliases:
+        result_index = out_index[0] if len(out_index) == 1 else (0 if not out_index and len(leaves) == 1 else -1)
+        if operand_tuple or allowed.get(result_index) != operand_index:
+            want = ", ".join(f"result {r} over operand {o}" for r, o in allowed.items()) or "none"
+            call.fail(f"takes no output_operand_aliases but its own ({want}); got result {list(out_index)} over "
+                      f"operand {operand_index} {list(operand_tuple)} (the kernel would overwrite an operand it reads)")
     nb = len(want_operands[-1 if count == 4 else 0][1]) - 2  # the batch: a's (b's for the tridiagonal solves)
     if layouts is None:
         call.fail("needs operand_layouts and result_layouts with column-major matrices (its kernel reads them "
