@@ -151,6 +151,14 @@ REFUSED: dict[str, tuple[str, Builder | None]] = {
     "custom_call_sharding_shape": (
         _program("a", "f32[4]", 'f32[8] custom-call(p), custom_call_target="Sharding", sharding={replicated}'),
         lambda b, p: ops.CustomCall(b, "Sharding", [p], _f32(8))),
+    "custom_call_lapack_potrf_result": (
+        _program("a", "f32[4,4]", '(f32[64,64]{0,1}, s32[]) custom-call(p), custom_call_target="lapack_spotrf_ffi", '
+                 "operand_layout_constraints={f32[4,4]{0,1}}, api_version=API_VERSION_TYPED_FFI, "
+                 "backend_config={uplo = 76 : ui8}"),
+        lambda b, p: ops.CustomCallWithLayout(
+            b, "lapack_spotrf_ffi", [p], xs.Shape.tuple_shape([xs.Shape.array_shape(np.float32, (64, 64), (0, 1)),
+                                                               xs.Shape.array_shape(np.int32, ())]),
+            [p.shape], api_version=4, backend_config={"uplo": np.uint8(76)})),
     "all_to_all_split_count": (
         _program("a", "f32[6]", "f32[6] all-to-all(p), dimensions={0}, replica_groups={{0,1,2,3}}"),
         lambda b, p: ops.AllToAll(p, 0, 0, 4, [[0, 1, 2, 3]])),
@@ -167,6 +175,7 @@ _PARAMS = {
     "cbrt_complex": ("c64", (4,)), "remainder_complex": ("c64", (4,)), "rng_uniform_pred": ("pred", ()),
     "maximum_complex": ("c64", (4,)), "minimum_complex": ("c64", (4,)), "topk_pred": ("pred", (4,)),
     "rng_bit_generator_f32": ("u64", (2,)), "compare_lt_complex": ("c64", (4,)), "clamp_complex": ("c64", (4,)),
+    "custom_call_lapack_potrf_result": ("f32", (4, 4)),
 }
 
 #: Programs the builder refuses that XLA verifies, compiles and runs to the answer its semantics
@@ -192,7 +201,8 @@ CHECKED_AT_LOAD = {"fft_length_short": "Fft: ", "fft_length_long": "Fft: ", "iff
                    "custom_call_topk_over_size": "CustomCall: target 'TopK'",
                    "custom_call_slice_to_dynamic": "CustomCall: call_target_name 'SliceToDynamic'",
                    "custom_call_onednn": "CustomCall: call_target_name '__onednn$matmul'",
-                   "custom_call_sharding_shape": "CustomCall: target 'Sharding'"}
+                   "custom_call_sharding_shape": "CustomCall: target 'Sharding'",
+                   "custom_call_lapack_potrf_result": "CustomCall: target 'lapack_spotrf_ffi' on f32[4,4]"}
 
 _CHILD = textwrap.dedent("""
     import json, sys
