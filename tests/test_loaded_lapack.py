@@ -358,6 +358,9 @@ def _potrf(attrs: str = "backend_config = {uplo = 76 : ui8}", target: str = "lap
      "target 'lapack_spotrf_ffi' takes static shapes (its kernel reads the buffers' sizes"),
     (_potrf("backend_config = {uplo = 76 : ui8}, mhlo.backend_config = {uplo = 85 : ui8}"),
      "needs attribute uplo"),  # two dictionaries that disagree: neither is believed
+    # a dictionary next to a string: which one XLA reads is not guessed
+    (_potrf('backend_config = "{uplo = 85 : ui8}", mhlo.backend_config = {uplo = 76 : ui8}').replace(
+        "api_version = 4 : i32, ", ""), "needs attribute uplo"),
 ])
 def test_targets_attributes_and_layouts_outside_the_contract_are_refused(
         text: str, words: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -145,13 +145,16 @@ def _aliases(target: str, c: _mg.OpClaim) -> list[tuple[tuple[int, ...], int, tu
 
 
 def _ffi_config(c: _mg.OpClaim) -> dict[str, Any] | None:
-    """A typed-FFI call's attributes: ``backend_config`` when it is a dictionary, else
-    ``mhlo.backend_config`` (JAX's spelling); None when neither is, or when both are and
-    disagree (the contracts that need an attribute then refuse the call)."""
-    dicts = [v for v in (c.attrs.get("backend_config"), c.attrs.get("mhlo.backend_config")) if isinstance(v, dict)]
-    if not dicts or (len(dicts) == 2 and dicts[0] != dicts[1]):
+    """A typed-FFI call's attributes: ``backend_config`` when it is a dictionary, or
+    ``mhlo.backend_config`` (JAX's spelling, next to an empty ``backend_config = ""``); None
+    when there is no dictionary, or two that disagree, or a dictionary next to a non-empty string
+    (which of them XLA hands the kernel is not for this check to guess: the contracts that need an
+    attribute then refuse the call)."""
+    given = [v for v in (c.attrs.get("backend_config"), c.attrs.get("mhlo.backend_config")) if v not in (None, "")]
+    if not given or not all(isinstance(v, dict) for v in given) or any(v != given[0] for v in given):
         return None
-    return dicts[0]
+    config: dict[str, Any] = given[0]
+    return config
 
 
 def _layouts(c: _mg.OpClaim) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]] | None:
