@@ -265,9 +265,10 @@ def _routine(
     return _ETYPE[name[0]], n, contract, routine
 
 
-def _layout_ok(layout: Sequence[int], rank: int, matrix: bool) -> bool:
-    want = (rank - 2, rank - 1, *range(rank - 3, -1, -1)) if matrix else tuple(range(rank - 1, -1, -1))
-    return tuple(int(v) for v in layout) == want
+def _layout(rank: int, matrix: bool) -> tuple[int, ...]:
+    """The layout (minor to major) the kernels read: a matrix column-major over major batch
+    dimensions, anything else row-major."""
+    return (rank - 2, rank - 1, *range(rank - 3, -1, -1)) if matrix else tuple(range(rank - 1, -1, -1))
 
 
 def lapack_check(op: str, target: str, operands: Sequence[Shape], result: Shape,
@@ -318,9 +319,7 @@ def lapack_check(op: str, target: str, operands: Sequence[Shape], result: Shape,
         if len(lays) != len(shapes):
             call.fail(f"has {len(lays)} {kind}_layouts for {len(shapes)} {kind}s")
         for i, ((_, dims), lay) in enumerate(zip(shapes, lays, strict=True)):
-            if not _layout_ok(lay, len(dims), len(dims) == nb + 2):
-                rank = len(dims)
-                want_lay = (rank - 2, rank - 1, *range(rank - 3, -1, -1)) if len(dims) == nb + 2 \
-                    else tuple(range(rank - 1, -1, -1))
+            want_lay = _layout(len(dims), len(dims) == nb + 2)
+            if tuple(int(v) for v in lay) != want_lay:
                 call.fail(f"needs {kind} {i} in layout {{{','.join(map(str, want_lay))}}} (matrices column-major, "
                           f"the rest row-major), got {{{','.join(str(int(v)) for v in lay)}}}")
