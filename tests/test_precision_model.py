@@ -423,3 +423,10 @@ def test_run_expect_judges_recorded_outputs_by_both_devices_models(tmp_path: Pat
     assert code == 2 and "--expect-device-kind: device kind 'tpu-v9' is not known" in err, err
     code, _, err = cli(*args[:4], "--expect-device-kind", "tpu-v5e")
     assert code == 2 and "give --expect" in err, err
+
+
+def test_precision_notes_name_the_ops_inside_xlas_fusions() -> None:
+    dump = Path(__file__).resolve().parent / "data/dumps/transformer_bf16/module.cpu_after_optimizations.txt"
+    notes = pm.precision_notes(xs.load_computation(dump), pm.device_kind("tpu-v5e"))
+    assert any("fusion" in n and "/dot" in n and "TPU v5e DEFAULT precision" in n for n in notes), notes
+    assert any("/exponential: TPU v5e exponential within 116 f32 ulp" in n for n in notes), notes
