@@ -145,7 +145,7 @@ _OPTIONS = {
     "devices": ["--debug", "--help", "--platform", "-h"],
     "version": ["--debug", "--help", "-h"],
     "inspect": ["--debug", "--device", "--format", "--help", "--hlo", "--json", "--no-compile", "--optimized",
-                "--stablehlo", "--timeout", "-h", "file"],
+                "--stablehlo", "--timeout", "--topology", "-h", "file"],
     "convert": ["--debug", "--from", "--help", "--no-check", "--no-compile", "--target-version", "--timeout", "--to",
                 "-h", "input", "output"],
     "run": ["--atol", "--debug", "--device", "--devices", "--expect", "--expect-device-kind", "--format", "--help",

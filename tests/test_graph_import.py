@@ -475,13 +475,13 @@ def test_hlo_names_pairing_that_is_not_one_to_one_keeps_the_plain_names() -> Non
 
 
 def test_metadata_strip_is_the_generic_rewrite_on_every_real_dump() -> None:
-    """``hlo_names.without_metadata`` (the names import's input) empties each instruction's metadata
+    """``_metadata.without_metadata`` (the names import's input) empties each instruction's metadata
     and changes no other byte: equal, byte for byte, to the generic field rewrite
     (``_metadata._rewrite``) on every real dump's proto of both corpora, before and after
     optimizations (metadata longer than 127 bytes gives two-byte lengths; fusions nest computations)."""
     from xlasdk import _metadata
     from xlasdk._jaxlib import mlir as _mlir
-    from xlasdk.formats.hlo_names import without_metadata
+    from xlasdk._metadata import without_metadata
 
     def generic(proto: bytes) -> bytes:
         def instruction(b: bytes) -> bytes:

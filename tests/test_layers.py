@@ -41,8 +41,8 @@ TESTS = Path(__file__).resolve().parent
 #: to the layer of the longest prefix that names it.
 LAYERS: tuple[tuple[str, ...], ...] = (
     # leaf modules: the vocabulary every layer uses
-    ("errors", "types", "_where", "_atomic", "_version", "_cache", "_mlir_attrs", "_optable", "_metadata",
-     "_proto", "shape", "attrs", "sharding"),
+    ("errors", "types", "_where", "_atomic", "_version", "_cache", "_cache_trust", "_mlir_attrs", "_optable",
+     "_metadata", "_proto", "shape", "attrs", "sharding"),
     ("_jaxlib",),  # the only code that touches jaxlib internals
     ("builder",),  # the graph: XlaOp nodes, regions, the builder
     ("ops._core",),  # argument checks and tuple plumbing every op family needs
@@ -50,7 +50,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("computation", "_emit", "_hlo_emit"),  # a program and its emitters
     ("formats",),  # files: load, save, import into the graph
     ("runtime",),  # compile and run
-    ("reference", "bisect", "reducer", "inputs", "_graph_layout", "distributed", "launch"),  # the tools
+    ("reference", "bisect", "reducer", "_reduce_text", "_reduce_graph", "inputs", "_graph_layout", "distributed",
+     "launch"),  # the tools
     ("cli", "xla_client", ""),  # the command line, the former xla_client surface, the package face
 )
 

@@ -21,6 +21,7 @@ import xlasdk as xs
 from xlasdk._optable import OPS
 from xlasdk.reference import _precision as pm
 from xlasdk.reference._evaluator import _compare_one, _reference
+from xlasdk.reference._precision_notes import precision_notes
 
 BF16 = ml_dtypes.bfloat16
 
@@ -207,13 +208,13 @@ def test_reports_name_the_precision_limited_ops_and_the_scaled_error() -> None:
     comp = _dot_module(a.shape[0], a.shape[1], b.shape[1])
     got = tpu_dot(a, b, "DEFAULT")
     want, scales = _reference(comp, [a, b], model=("tpu-v5e", None, False))
-    notes = pm.precision_notes(comp, pm.device_kind("tpu-v5e"))
+    notes = precision_notes(comp, pm.device_kind("tpu-v5e"))
     assert notes == ["d: TPU v5e DEFAULT precision (bf16 inputs; bound 0.0078 of |A|·|B|)"]
     c = _compare_one(0, got, want[0], None, None, scales[0])
     assert c.max_scaled < c.max_rel / 10  # the near-zero elements dominate max rel, not the scaled error
     doc = xs.compare(comp, [a, b], outputs=[got], device_kind="tpu-v5e").as_dict()
     assert doc["device_kind"] == "tpu-v5e" and doc["precision_notes"] and "max_scaled" in doc["outputs"][0]
-    assert pm.precision_notes(comp, pm.device_kind("cpu")) == []  # an f32 dot on the CPU is f32
+    assert precision_notes(comp, pm.device_kind("cpu")) == []  # an f32 dot on the CPU is f32
 
 
 def test_precision_highest_compiles_and_judges_every_dot_at_highest() -> None:
@@ -427,6 +428,6 @@ def test_run_expect_judges_recorded_outputs_by_both_devices_models(tmp_path: Pat
 
 def test_precision_notes_name_the_ops_inside_xlas_fusions() -> None:
     dump = Path(__file__).resolve().parent / "data/dumps/transformer_bf16/module.cpu_after_optimizations.txt"
-    notes = pm.precision_notes(xs.load_computation(dump), pm.device_kind("tpu-v5e"))
+    notes = precision_notes(xs.load_computation(dump), pm.device_kind("tpu-v5e"))
     assert any("fusion" in n and "/dot" in n and "TPU v5e DEFAULT precision" in n for n in notes), notes
     assert any("/exponential: TPU v5e exponential within 116 f32 ulp" in n for n in notes), notes

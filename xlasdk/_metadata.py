@@ -41,6 +41,7 @@ __all__ = [
     "location",
     "mark_locations",
     "patch_hlo_proto",
+    "without_metadata",
 ]
 
 # OpMetadata fields xlasdk carries, in XLA's HLO printing order.
@@ -537,3 +538,63 @@ def patch_hlo_proto(proto: bytes, table: list[dict[str, Any]]) -> bytes:
         return _rewrite(b, 2, instruction)
 
     return _rewrite(proto, 3, computation)  # HloModuleProto.computations = 3
+
+
+# -- a module without its metadata ----------------------------------------------------------------
+# HloModuleProto.computations = 3, HloComputationProto.instructions = 2, HloInstructionProto.metadata = 7
+_COMPUTATIONS, _INSTRUCTIONS, _METADATA = 3, 2, 7
+
+
+def without_metadata(proto: bytes) -> bytes:
+    """A serialized ``HloModuleProto`` whose instructions carry empty metadata (the rest unchanged)."""
+
+    def computation(b: bytes) -> bytes:
+        return _rewrite(b, _INSTRUCTIONS, _instruction_without_metadata)
+
+    return _rewrite(proto, _COMPUTATIONS, computation)
+
+
+_EMPTY_METADATA = bytes((_METADATA << 3 | 2, 0))  # field 7, length-delimited, 0 bytes
+
+
+def _instruction_without_metadata(b: bytes) -> bytes:
+    """An ``HloInstructionProto`` with each ``metadata`` field emptied: one scan of its fields that
+    copies only the spans between metadata fields (the instruction level holds most of a module's
+    fields; :func:`xlasdk._rewrite` copies every field)."""
+    varint = _varint
+    pieces: list[bytes] = []
+    kept = 0
+    i, n = 0, len(b)
+    while i < n:
+        start = i
+        key = b[i]  # (one-byte varints, the common case, read inline)
+        if key < 0x80:
+            i += 1
+        else:
+            key, i = varint(b, i)
+        wt = key & 7
+        if wt == 2:
+            ln = b[i]
+            if ln < 0x80:
+                i += 1 + ln
+            else:
+                ln, i = varint(b, i)
+                i += ln
+            if key >> 3 == _METADATA:
+                pieces += (b[kept:start], _EMPTY_METADATA)
+                kept = i
+        elif wt == 0:
+            if b[i] < 0x80:
+                i += 1
+            else:
+                _, i = varint(b, i)
+        elif wt == 1:
+            i += 8
+        elif wt == 5:
+            i += 4
+        else:
+            raise ValueError(f"unsupported wire type {wt}")
+    if not pieces:
+        return b
+    pieces.append(b[kept:])
+    return b"".join(pieces)

@@ -595,7 +595,7 @@ class XlaComputation(Computation):
             (op,) = _resolve(graph, [name], "instruction", outputs=False)
         except XlaSdkError:
             if isinstance(name, str) and self._source_format in ("hlo", "pb"):
-                from .formats.hlo_names import region_hint
+                from .formats.hlo_names import region_hint  # formats sit above (they read HLO text)
 
                 hint = region_hint(self.as_hlo_text(print_large_constants=False), name)
                 if hint is not None:

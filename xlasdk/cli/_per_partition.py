@@ -21,6 +21,7 @@ import os
 import re
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -233,11 +234,15 @@ def put_together(name: str, per_device: list[list[np.ndarray[Any, Any]]], plan: 
     return outs
 
 
-def run_per_partition(args: argparse.Namespace, comp: Any, devices: int, out: IO[str]) -> int:
-    """``xlasdk run`` of an optimized per-partition dump (see the module's docstring)."""
+def run_per_partition(args: argparse.Namespace, comp: Any, devices: int, out: IO[str], *,
+                      expected_of: Callable[..., tuple[list[Any], str]], report: Callable[..., bool],
+                      device_of: Callable[[argparse.Namespace, int], Any], exit_divergence: int) -> int:
+    """``xlasdk run`` of an optimized per-partition dump (see the module's docstring). ``cli._run``,
+    which imports this module, hands over its ``--expect`` steps and device choice."""
     from xlasdk._atomic import atomic_write
 
-    from ._run import EXIT_DIVERGENCE, _expect_report, _expected, _spmd_device
+    EXIT_DIVERGENCE, _expect_report, _expected, _spmd_device = (  # noqa: N806
+        exit_divergence, report, expected_of, device_of)
 
     if args.record is not None:
         raise UsageError(f"--record: {args.file} is an optimized per-partition dump; record its "

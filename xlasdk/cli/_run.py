@@ -309,7 +309,8 @@ def _run(args: argparse.Namespace, out: IO[str]) -> int:
         from ._per_partition import per_partition_devices_of, run_per_partition
 
         if (parts := per_partition_devices_of(comp)) is not None:  # one partition's program of an SPMD program
-            return run_per_partition(args, comp, parts, out)
+            return run_per_partition(args, comp, parts, out, expected_of=_expected, report=_expect_report,
+                                     device_of=_spmd_device, exit_divergence=EXIT_DIVERGENCE)
     ps = comp.program_shape()
     _check_memory(ps, random_inputs=args.random_inputs)  # before any input is made, before XLA allocates results
     recorded = _recorded_arguments(args, snap)

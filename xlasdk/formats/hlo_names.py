@@ -27,10 +27,8 @@ from .._jaxlib import mlir_graph as _mg
 from . import load_cache
 from .untrusted import importable_text, load_timeout
 
-__all__ = ["HloNames", "hlo_names", "hlo_names_in_worker", "without_metadata"]
+__all__ = ["HloNames", "hlo_names", "hlo_names_in_worker"]
 
-# HloModuleProto.computations = 3, HloComputationProto.instructions = 2, HloInstructionProto.metadata = 7
-_COMPUTATIONS, _INSTRUCTIONS, _METADATA = 3, 2, 7
 _NAME_LOC = re.compile(r'^loc\("([^"\\]*)"\)$')
 
 
@@ -46,59 +44,6 @@ class HloNames:
     opcodes: dict[str, str]
 
 
-def without_metadata(proto: bytes) -> bytes:
-    """A serialized ``HloModuleProto`` whose instructions carry empty metadata (the rest unchanged)."""
-
-    def computation(b: bytes) -> bytes:
-        return _metadata._rewrite(b, _INSTRUCTIONS, _instruction_without_metadata)
-
-    return _metadata._rewrite(proto, _COMPUTATIONS, computation)
-
-
-_EMPTY_METADATA = bytes((_METADATA << 3 | 2, 0))  # field 7, length-delimited, 0 bytes
-
-
-def _instruction_without_metadata(b: bytes) -> bytes:
-    """An ``HloInstructionProto`` with each ``metadata`` field emptied: one scan of its fields that
-    copies only the spans between metadata fields (the instruction level holds most of a module's
-    fields; :func:`xlasdk._metadata._rewrite` copies every field)."""
-    varint = _metadata._varint
-    pieces: list[bytes] = []
-    kept = 0
-    i, n = 0, len(b)
-    while i < n:
-        start = i
-        key = b[i]  # (one-byte varints, the common case, read inline)
-        if key < 0x80:
-            i += 1
-        else:
-            key, i = varint(b, i)
-        wt = key & 7
-        if wt == 2:
-            ln = b[i]
-            if ln < 0x80:
-                i += 1 + ln
-            else:
-                ln, i = varint(b, i)
-                i += ln
-            if key >> 3 == _METADATA:
-                pieces += (b[kept:start], _EMPTY_METADATA)
-                kept = i
-        elif wt == 0:
-            if b[i] < 0x80:
-                i += 1
-            else:
-                _, i = varint(b, i)
-        elif wt == 1:
-            i += 8
-        elif wt == 5:
-            i += 4
-        else:
-            raise ValueError(f"unsupported wire type {wt}")
-    if not pieces:
-        return b
-    pieces.append(b[kept:])
-    return b"".join(pieces)
 
 
 def _name(loc: str) -> str:
@@ -123,7 +68,7 @@ def hlo_names_in_worker(proto: bytes) -> _Record:
         rewritten, _ = importable_text(hm, _mlir.hlo_module_to_text(hm, metadata=False))
         if rewritten is not None:
             proto = _mlir.hlo_module_to_proto(_mlir.hlo_module_from_text(rewritten))
-        module = _mlir.parse_module(_mlir.hlo_proto_to_stablehlo(without_metadata(proto)))
+        module = _mlir.parse_module(_mlir.hlo_proto_to_stablehlo(_metadata.without_metadata(proto)))
         args, ops = _mg.main_locations(module)
     except Exception as e:
         raise isolated.Failed("names", str(e).splitlines()[0] if str(e) else type(e).__name__) from None

@@ -105,9 +105,9 @@ def _named_verifier_problem(proto: bytes) -> str | None:
     """MLIR's verifier message for an imported HLO module, each error at the instruction it is
     about: XLA's importer names an op after its instruction only when the instruction has no
     ``op_name`` (else the location is the op_name and the Python stack), so the module is imported
-    again without metadata (:func:`~.hlo_names.without_metadata`). None when that import
+    again without metadata (:func:`xlasdk._metadata.without_metadata`). None when that import
     verifies or fails otherwise (the first message then stands)."""
-    from .hlo_names import without_metadata  # hlo_names imports this module
+    from .._metadata import without_metadata
 
     try:
         bc = _mlir.hlo_proto_to_stablehlo(without_metadata(proto))

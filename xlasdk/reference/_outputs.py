@@ -51,7 +51,7 @@ def run_and_compare(
     from ..errors import ShapeError
     from ..runtime import CompileOptions
     from ..runtime import compile as _compile
-    from . import _precision
+    from . import _precision, _precision_notes
 
     kind = _precision.device_kind(device_kind) if device_kind is not None else None
     if precision is not None:
@@ -116,7 +116,7 @@ def run_and_compare(
                                                                                         strict=True))])
     report.device_kind = kind.name
     if reference:
-        report.precision_notes = _precision.precision_notes(computation, kind, precision)
+        report.precision_notes = _precision_notes.precision_notes(computation, kind, precision)
     return Comparison(report, got, want, scales, options)
 
 
@@ -144,7 +144,7 @@ def _recorded(computation: XlaComputation, args: Sequence[Any], outputs: Sequenc
               precision: str | None, rtol: float | None, atol: float | None, ulps: float | None) -> Comparison:
     """Outputs recorded on a device of ``kind`` against the reference computing as that device does
     (a TPU's DEFAULT-precision f32 dot/convolution operands rounded to bf16) with the rest of its bounds."""
-    from . import _precision
+    from . import _precision_notes
 
     try:
         want, scales = _reference(computation, args, model=(kind, precision, True))
@@ -159,7 +159,7 @@ def _recorded(computation: XlaComputation, args: Sequence[Any], outputs: Sequenc
         _compare_one(i, g, w, rtol, atol, sc, ulps) for i, (g, w, sc) in enumerate(zip(got, want, scales,
                                                                                         strict=True))])
     report.device_kind = kind.name
-    report.precision_notes = _precision.precision_notes(computation, kind, precision, emulated=True)
+    report.precision_notes = _precision_notes.precision_notes(computation, kind, precision, emulated=True)
     return Comparison(report, got, want, scales, None)
 
 def _given_outputs(got: Sequence[np.ndarray[Any, Any]], want: Sequence[Any],

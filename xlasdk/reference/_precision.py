@@ -324,57 +324,6 @@ def _elements(shape: Any) -> int:
     return int(np.prod([int(d) for d in shape.dimensions()] or [1])) if shape.is_array() else 0
 
 
-def precision_notes(comp: Any, kind: DeviceKind, precision: str | None = None, emulated: bool = False,
-                    limit: int = 20) -> list[str]:
-    """The ops of ``comp``'s main graph whose bound on ``kind`` is more than a rounding (dots and
-    convolutions below f32, functions of tens of ulps or more), each with that bound, at most
-    ``limit`` of them (then how many more)."""
-    from ._evaluator import _CALLS, _callee_name, _dtype, _Evaluator
-
-    out: list[str] = []
-    ev = _Evaluator(comp)
-    todo: list[tuple[str, Any]] = [(ins.name, ins.op) for ins in comp.instructions()]
-    seen: set[str] = set()
-    for name, o in todo:  # the main graph's ops, then those of the functions it calls (XLA's fusions)
-        if o.opcode in _CALLS:
-            try:
-                callee = _callee_name(o, ev)
-                if callee not in seen:
-                    seen.add(callee)
-                    todo.extend((f"{name}/{n.opcode.split('.')[-1]}", n) for n in _nodes(ev.callee(callee)))
-            except Exception:  # noqa: BLE001 - a call the evaluator cannot read: its ops are not named here
-                pass
-            continue
-        row = op_bound(o, kind)
-        if row is None or not o.shape.is_array() or _dtype(o.shape).kind not in "fc":
-            continue
-        if row.kind == "dot" and len(o.operands) == 2:
-            sizes = [_elements(x.shape) for x in o.operands]
-            k = int(round(math.sqrt(max(sizes[0] * sizes[1] / max(_elements(o.shape), 1), 1.0))))
-            dp = dot_precision(o, tuple(_dtype(x.shape) for x in o.operands), kind, precision, emulated)
-            if dp.round_inputs is not None or dp.product_rel > 0:  # inputs below f32
-                out.append(f"{name}: {dp.describe(k)}" + (", inputs rounded as the device does" if emulated
-                                                               and dp.round_inputs else ""))
-        elif row.kind == "ulps" and row.ulps > 8:
-            out.append(f"{name}: {kind.label} {o.opcode.split('.')[-1]} within {row.ulps:g} f32 ulp "
-                       "(JAX's docs/accuracy.md)")
-    if len(out) > limit:
-        out = [*out[:limit], f"... and {len(out) - limit} more"]
-    return out
-
-
-def _nodes(graph: Any) -> list[Any]:
-    """The nodes a called function's outputs read, in creation order."""
-    found: dict[int, Any] = {}
-    stack = list(graph.outputs)
-    while stack:
-        o = stack.pop()
-        if id(o) not in found:
-            found[id(o)] = o
-            stack.extend(o.operands)
-    return sorted(found.values(), key=lambda n: n.id)
-
-
 def set_precision(comp: Any, precision: str) -> Any:
     """``comp`` with every dot and convolution at ``precision`` (``--precision highest``): its HLO
     text with each ``operand_precision`` replaced, loaded again."""
