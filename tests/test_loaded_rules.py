@@ -273,7 +273,10 @@ def test_programs_xla_runs_correctly_are_run_not_refused(tmp_path: Path) -> None
     """The builder refuses them too, but XLA runs them without harm: not refused at load (the
     check is for what XLA's compiler or runtime does not survive), and nothing dies."""
     got = _outcomes(tmp_path, list(RUN_BY_XLA))
-    assert {k: v[0] for k, v in got.items()} == dict.fromkeys(RUN_BY_XLA, "ran")
+    want = dict.fromkeys(RUN_BY_XLA, "ran")
+    if xs.jaxlib_version_info().xla_client >= 495:  # XLA of jaxlib 0.11+ refuses an ordered complex compare itself
+        want["compare_lt_complex"] = "compile"
+    assert {k: v[0] for k, v in got.items()} == want, got
 
 
 def test_fft_length_mismatch_aborts_the_process_when_nothing_checks_it(tmp_path: Path) -> None:

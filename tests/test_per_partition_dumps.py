@@ -34,8 +34,17 @@ def cli(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def bits(a: Any) -> bytes:
-    return np.ascontiguousarray(np.asarray(a)).tobytes()
+#: The fixtures record JAX's outputs of jaxlib 0.10.2: bit for bit there; XLA of jaxlib 0.11+ compiles
+#: the same module with another summation order (1e-7 relative on some elements): within f32 rounding.
+EXACT = xs.jaxlib_version_info().xla_client < 495
+MATCH_TEXT = ": MATCH (bit-exact)" if EXACT else ": MATCH"
+
+
+def same(a: Any, b: Any) -> bool:
+    x, y = np.asarray(a), np.asarray(b)
+    if EXACT or x.dtype.kind not in "fc":
+        return x.shape == y.shape and np.ascontiguousarray(x).tobytes() == np.ascontiguousarray(y).tobytes()
+    return x.shape == y.shape and bool(np.allclose(x, y, rtol=1e-5, atol=1e-6 * float(np.max(np.abs(y), initial=1))))
 
 
 def test_the_dump_holds_a_variadic_all_reduce() -> None:
@@ -56,7 +65,7 @@ def test_optimized_dump_with_a_variadic_all_reduce_compiles_and_runs_as_jax_ran_
     outs = exe.execute_replicated(per_device)
     for k, out in enumerate(outs):
         for i, o in enumerate(out):  # type: ignore[arg-type]
-            assert bits(o.to_numpy()) == bits(io_npz[f"out{i}_d{k}"]), (k, i)
+            assert same(o.to_numpy(), io_npz[f"out{i}_d{k}"]), (k, i)
 
 
 def test_run_with_global_inputs_serves_both_files(io_npz: Any, tmp_path: Path) -> None:
@@ -70,10 +79,10 @@ def test_run_with_global_inputs_serves_both_files(io_npz: Any, tmp_path: Path) -
         out = tmp_path / f"{path.stem}.npz"
         code, text, err = cli("run", str(path), "--inputs", str(inputs), "--expect", str(expect), "--output", str(out))
         assert code == 0, err
-        assert "MATCH (bit-exact)" in text, text
+        assert MATCH_TEXT in text, text
         with np.load(out) as got:
             for i in range(3):
-                assert bits(got[f"output_{i}"]) == bits(io_npz[f"out{i}"])
+                assert same(got[f"output_{i}"], io_npz[f"out{i}"])
     code, text, _ = cli("run", str(AFTER), "--inputs", str(inputs))
     assert "an optimized per-partition dump) on 4 cpu devices" in text and "global inputs split" in text
     assert f"outputs put together by the result shardings of {BEFORE}" in text
@@ -94,13 +103,13 @@ def test_run_with_per_partition_inputs(io_npz: Any, tmp_path: Path) -> None:
     with np.load(out) as got:
         for i in range(3):
             for k in range(4):
-                assert bits(got[f"output_{i}"][k]) == bits(io_npz[f"out{i}_d{k}"]), (i, k)
+                assert same(got[f"output_{i}"][k], io_npz[f"out{i}_d{k}"]), (i, k)
     # one partition's arrays: every partition gets them
     np.savez(inputs, x=stacked[0][1], w=stacked[1][1])
     code, text, err = cli("run", str(AFTER), "--inputs", str(inputs), "--output", str(out))
     assert code == 0, err
     with np.load(out) as got:
-        assert got["output_2"].shape == (4, 8, 3) and bits(got["output_2"][1]) == bits(io_npz["out2_d1"])
+        assert got["output_2"].shape == (4, 8, 3) and same(got["output_2"][1], io_npz["out2_d1"])
 
 
 def test_run_says_what_to_give(io_npz: Any, tmp_path: Path) -> None:
@@ -124,7 +133,7 @@ def test_without_the_before_file_outputs_stay_per_partition(io_npz: Any, tmp_pat
     assert "outputs per partition (a leading axis of 4): the optimized module does not record" in text
     with np.load(out) as got:
         for k in range(4):
-            assert bits(got["output_1"][k]) == bits(io_npz[f"out1_d{k}"])
+            assert same(got["output_1"][k], io_npz[f"out1_d{k}"])
 
 
 def test_sharded_mlp_optimized_dump_runs_from_global_inputs(tmp_path: Path) -> None:
@@ -155,4 +164,4 @@ def test_the_8_device_fixture_runs_from_global_inputs(tmp_path: Path) -> None:
     code, text, err = cli("run", str(spmd / "module.after_optimizations.txt"), "--inputs", str(inputs),
                           "--expect", str(expect))
     assert code == 0, err
-    assert "on 8 cpu devices (1 replica x 8 partitions)" in text and "MATCH (bit-exact)" in text, text
+    assert "on 8 cpu devices (1 replica x 8 partitions)" in text and MATCH_TEXT in text, text

@@ -187,13 +187,21 @@ ENTRY e {
 """
 
 
+def f_size(x: np.ndarray, w: np.ndarray) -> int:
+    return x.shape[0] * w.shape[1]
+
+
 def test_a_cpu_bf16_dot_five_ulps_off_is_flagged() -> None:
     """XLA:CPU of jaxlib 0.12.0.1 computes this dot about 5 bf16 ulps off (issue 32); 0.10.2 right."""
     comp = xs.XlaComputation.from_hlo_text(BF16_DOT)
     rng = np.random.default_rng(0)
     x = rng.standard_normal((128, 256)).astype(np.float32)
     w = (rng.standard_normal((256, 256)) / 8).astype(np.float32)
-    assert xs.compare(comp, [x, w]).ok  # XLA:CPU here computes it right
+    real = xs.compare(comp, [x, w])
+    if xs.jaxlib_version_info().xla_client < 495:
+        assert real.ok, str(real)  # XLA:CPU of jaxlib 0.10.2 computes it right
+    else:  # XLA:CPU of jaxlib 0.11+ computes it ~5 bf16 ulps off (22,425 of 32,768 elements on 0.12.0.1)
+        assert not real.ok and real.outputs[0].mismatches > f_size(x, w) // 2, str(real)
     (ref,) = xs.evaluate(comp, x, w)
     f = ref.astype(np.float32)
     for off in (rng.integers(-5, 6, f.shape), np.full(f.shape, 5)):
