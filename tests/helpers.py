@@ -30,7 +30,6 @@ import pytest
 import xlasdk as xs
 from xlasdk import ops
 
-
 #: the device the op tests run on: ``XLASDK_TEST_PLATFORM`` (``tpu``...) or the CPU (tests/conftest.py)
 TEST_DEVICE = (os.environ.get("XLASDK_TEST_PLATFORM", "cpu").strip().lower() or "cpu") + ":0"
 

@@ -1,14 +1,13 @@
 """On a TPU: can a program compiled by the compile-only client (in xlasdk's worker, beside this
 process that holds the chip) be loaded on the chip and give the in-process compile's values?"""
 
+import os
 import sys
 import time
 
 import numpy as np
 
 import xlasdk as xs
-
-import os
 
 os.environ["XLASDK_TPU_COMPILE"] = "in-process"  # the unprotected compile, as the reference here
 dev = xs.devices("tpu")[0]
@@ -28,7 +27,7 @@ try:
     print("topology compile (worker, then here): %.2f s" % (time.time() - t))
 except Exception as e:
     print("topology compile FAILED:", type(e).__name__, str(e)[:400])
-    raise SystemExit(1)
+    raise SystemExit(1) from None
 data = only.serialize()
 t = time.time()
 try:
@@ -36,7 +35,7 @@ try:
     print("deserialize on the chip: %.2f s" % (time.time() - t))
 except Exception as e:
     print("deserialize on the chip FAILED:", type(e).__name__, str(e)[:400])
-    raise SystemExit(1)
+    raise SystemExit(1) from None
 
 
 def values(exe):
@@ -49,8 +48,8 @@ print("topology executable on the chip, bit-exact with the in-process compile:",
 del os.environ["XLASDK_TPU_COMPILE"]
 t = time.time()
 safe = xs.compile(comp, dev)  # the default now: compiled in the worker, loaded on the chip
-print("xs.compile of a loaded program on the chip (worker): %.2f s; bit-exact: %s" % (time.time() - t,
-      values(safe) == want))
+took = time.time() - t
+print(f"xs.compile of a loaded program on the chip (worker): {took:.2f} s; bit-exact: {values(safe) == want}")
 bad = xs.load_computation("tools/tpu_abort_case.hlo")
 try:
     xs.compile(bad, dev)
