@@ -305,7 +305,8 @@ def _default_platform() -> str:
         if _auto_platform is None:
             from .plugins import plugins
 
-            _auto_platform = attached_accelerator(lambda: {p.name for p in plugins() if p.problem is None}) or "cpu"
+            # (a plugin with a problem counts: its error is the answer, never a quiet move to the CPU)
+            _auto_platform = attached_accelerator(lambda: {p.name for p in plugins()}) or "cpu"
         return _auto_platform
 
 
