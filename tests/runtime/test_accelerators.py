@@ -139,3 +139,15 @@ def test_asking_for_a_tpu_on_a_machine_without_one_says_so_and_never_falls_back(
         r = _run(c, **env)
         assert r.stdout.startswith("PluginError TPU initialization failed: this machine has no TPU chip"), (
             env, r.stdout, r.stderr[-400:])
+
+
+def test_an_attached_tpu_whose_libtpu_is_broken_is_an_error_not_the_cpu(tmp_path: Path) -> None:
+    """A TPU on the PCI bus (faked here) with TPU_LIBRARY_PATH naming no file: the default platform is
+    still the TPU, so the user gets the plugin's problem, not a quiet run on the CPU."""
+    code = ("from xlasdk.runtime import accelerators\n"
+            "accelerators.tpu_chips = lambda root='': (1, 'v5e')\n"
+            "import xlasdk as xs\n"
+            "try:\n    print(xs.devices())\nexcept xs.XlaSdkError as e:\n    print(type(e).__name__, e)\n")
+    r = _run(code, TPU_LIBRARY_PATH=str(tmp_path / "missing.so"))
+    assert r.stdout.startswith("PluginError") and "TPU_LIBRARY_PATH names no file" in r.stdout, (
+        r.stdout, r.stderr[-400:])
