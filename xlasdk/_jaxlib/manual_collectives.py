@@ -20,16 +20,9 @@ from typing import Any, Final
 
 from jaxlib.mlir import ir as _ir
 
+from .per_partition import _walk
+
 _HANDLE: Final = re.compile(r"handle\s*=\s*(\d+)\s*,\s*type\s*=\s*(\d+)")
-
-
-def _walk(op: Any, out: list[Any]) -> None:
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                o = inner.operation
-                out.append(o)
-                _walk(o, out)
 
 
 def _names(attributes: Any) -> list[str]:

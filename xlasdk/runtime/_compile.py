@@ -187,12 +187,7 @@ def compile(
         )
 
     def build() -> Executable:  # only on a cache miss (or with no cache)
-        # Always explicit: without it XLA assigns replica 0 to device 0 whatever DeviceList says.
-        ids = [d.id for d in devs]
-        assignment = np.asarray(ids, dtype=np.int64).reshape(opts.num_replicas, opts.num_partitions)
-        jopts = pjrt.make_compile_options(
-            opts.num_replicas, opts.num_partitions, assignment, opts.env_option_overrides
-        )
+        jopts = _jax_options(opts, devs)
         blob = None
         if isolate:
             exe, blob = compile_isolated(
@@ -213,6 +208,13 @@ def compile(
     return _remember(compile_cached(cache, text, opts, devs, build, source=computation), computation)
 
 
+def _jax_options(opts: CompileOptions, devs: list[Device]) -> Any:
+    """jaxlib's ``CompileOptions`` for ``opts`` on ``devs``, the device assignment always explicit
+    (without it XLA assigns replica 0 to device 0 whatever the DeviceList says)."""
+    assignment = np.asarray([d.id for d in devs], dtype=np.int64).reshape(opts.num_replicas, opts.num_partitions)
+    return pjrt.make_compile_options(opts.num_replicas, opts.num_partitions, assignment, opts.env_option_overrides)
+
+
 def _compile_for_topology(req: CompileRequest, opts: CompileOptions, devs: list[Device],
                           timeout: float | None) -> Executable:
     from .topology import compile_for_topology
@@ -221,9 +223,7 @@ def _compile_for_topology(req: CompileRequest, opts: CompileOptions, devs: list[
         raise CompileError(
             f"compile: {req.name!r} calls Python host callbacks, which a compile-only device cannot hold"
         )
-    ids = [d.id for d in devs]
-    assignment = np.asarray(ids, dtype=np.int64).reshape(opts.num_replicas, opts.num_partitions)
-    jopts = pjrt.make_compile_options(opts.num_replicas, opts.num_partitions, assignment, opts.env_option_overrides)
+    jopts = _jax_options(opts, devs)
     return compile_for_topology(req.module_text, req.name, req.program_shape, devs, opts, jopts,
                                 isolate=os.environ.get("XLASDK_TPU_COMPILE", "").strip() != "in-process",
                                 timeout=_compile_timeout(timeout))
@@ -271,9 +271,7 @@ def _compile_with_callbacks(req: CompileRequest, opts: CompileOptions, devs: lis
             f"compile: {name!r} calls Python host callbacks, which jaxlib {pjrt.JAXLIB_VERSION} runs on CPU "
             f"devices only (got {devs[0]})"
         )
-    ids = [d.id for d in devs]
-    assignment = np.asarray(ids, dtype=np.int64).reshape(opts.num_replicas, opts.num_partitions)
-    jopts = pjrt.make_compile_options(opts.num_replicas, opts.num_partitions, assignment, opts.env_option_overrides)
+    jopts = _jax_options(opts, devs)
     exe = compile_and_load_with_callbacks(
         devs[0].client._c, req.module(), [d._d for d in devs], jopts, name, callbacks
     )
