@@ -32,7 +32,7 @@ def ensure_registered() -> None:
         if _done:
             return
         from jaxlib import xla_client as _xc
-        from jaxlib.cpu import _lapack  # type: ignore[attr-defined]
+        from jaxlib.cpu import _lapack  # type: ignore[attr-defined,unused-ignore]  # typed or not, by jaxlib version
 
         _lapack.initialize()
         for name, value in _lapack.registrations().items():
