@@ -44,7 +44,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "types", "_where", "_atomic", "_version", "_cache", "_cache_trust", "_mlir_attrs", "_optable",
      "_metadata", "_proto", "shape", "attrs", "sharding"),
     ("_jaxlib",),  # the only code that touches jaxlib internals
-    ("builder",),  # the graph: XlaOp nodes, regions, the builder
+    ("builder", "_graph"),  # the graph: XlaOp nodes, regions, the builder
     ("ops._core",),  # argument checks and tuple plumbing every op family needs
     ("ops",),  # the op families: rows, shape rules, wrappers
     ("computation", "_emit", "_hlo_emit"),  # a program and its emitters
