@@ -12,7 +12,7 @@ import pytest
 import xlasdk as xs
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError, XlaRuntimeError
-from xlasdk.runtime import _dispatch
+from xlasdk.runtime import _device_array, _dispatch
 from xlasdk.runtime import array as _array
 
 
@@ -157,3 +157,36 @@ def test_meta_is_interned_per_device_dtype_and_shape() -> None:
         a = xs.device_put(v)
         assert a._meta.readback == _array._READ_DLPACK
         np.testing.assert_array_equal(a.to_numpy().astype(np.float32), [1, -2, 3])
+
+
+def test_every_path_that_makes_an_array_sets_every_slot_alike() -> None:
+    """DeviceArray's slots are written once (``_device_array._SLOTS``): the class's ``__slots__``,
+    ``_wrap`` (device_put, the checked call path) and the generated call path are made from it, so
+    each path sets every slot, to the same values for the same result."""
+    slots = [s for s in xs.DeviceArray.__slots__ if s != "__weakref__"]
+    assert slots == [s for s, _ in _device_array._SLOTS]
+    exe = sum_of(1)
+    host = np.ones((2, 3), np.float32)
+    fast = exe._fast((host,))
+    checked = exe._call_checked((host,))
+    put = xs.device_put(host * 2)
+    made = {"generated": fast, "checked": checked, "device_put": put}
+    for path, a in made.items():
+        assert isinstance(a, xs.DeviceArray)
+        missed = [s for s in slots if not hasattr(a, s)]  # an unset slot raises AttributeError
+        assert not missed, f"the {path} path leaves {missed} unset"
+    for s in slots:
+        if s == "_arr":
+            continue
+        want = getattr(checked, s)
+        assert all(getattr(a, s) is want or getattr(a, s) == want for a in made.values()), s
+    assert fast._meta is checked._meta is put._meta  # interned: the call path's identity check
+    assert fast._host is None and fast._exported is False
+    np.testing.assert_array_equal(fast.to_numpy(), checked.to_numpy())
+
+
+def test_init_slots_refuses_an_input_a_device_array_does_not_have() -> None:
+    assert _device_array.init_slots("x", arr="outs[0]")[0] == "x._arr = outs[0]"
+    with pytest.raises(ValueError, match="shap"):
+        _device_array.init_slots("x", shap="s")
+

@@ -12,7 +12,8 @@ from .._jaxlib import pjrt
 from ..errors import DTypeError, ShapeError, XlaRuntimeError
 from ..shape import ProgramShape, Shape
 from ..types import COMPLEX, FLOATS, INTS, PrimitiveType
-from .array import DeviceArray, _aval, _native, _put_dlpack, _put_numpy, _shared_jax
+from ._device_array import DeviceArray, _aval, _put_numpy
+from .array import _native, _put_dlpack, _shared_jax
 from .device import Device
 
 

@@ -8,7 +8,7 @@ from there or from :mod:`xlasdk`.
 from __future__ import annotations
 
 import weakref
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
@@ -100,6 +100,28 @@ def _aval(shape: tuple[int, ...], dtype: np.dtype[Any]) -> pjrt.Aval:
     return a
 
 
+#: A new DeviceArray's slots and what each starts as, written once: ``DeviceArray.__slots__``,
+#: ``DeviceArray._wrap`` and the executables' generated call path (``runtime._dispatch``, through
+#: :func:`init_slots`) are all made from it, so a slot added here is set on every path that makes
+#: an array. Each value is a Python expression over the new array's inputs, :data:`_SLOT_INPUTS`.
+_SLOTS: Final = (
+    ("_arr", "arr"), ("_shape", "shape"), ("_dtype", "dtype"), ("_device", "device"), ("_meta", "meta"),
+    ("_exported", "False"), ("_host", "None"),
+)
+#: The inputs of a new array: the jaxlib array, its dims, dtype, Device and interned _Meta.
+_SLOT_INPUTS: Final = frozenset({"arr", "shape", "dtype", "device", "meta"})
+
+
+def init_slots(target: str, **inputs: str) -> list[str]:
+    """Python statements that set every slot of the new DeviceArray named ``target``, from
+    :data:`_SLOTS`; ``inputs`` give the expressions of the inputs that the generating code holds
+    under other names (``arr="outs[0]"``)."""
+    unknown = set(inputs) - _SLOT_INPUTS
+    if unknown:
+        raise ValueError(f"init_slots: {sorted(unknown)} are not inputs of a DeviceArray ({sorted(_SLOT_INPUTS)})")
+    return [f"{target}.{slot} = {inputs.get(value, value)}" for slot, value in _SLOTS]
+
+
 class DeviceArray:
     """An array in the memory of one device.
 
@@ -116,7 +138,7 @@ class DeviceArray:
     Using a deleted array raises :class:`~xlasdk.XlaRuntimeError`.
     """
 
-    __slots__ = ("_arr", "_shape", "_dtype", "_device", "_meta", "_exported", "_host", "__weakref__")
+    __slots__ = (*(slot for slot, _ in _SLOTS), "__weakref__")
 
     _arr: Any
     _meta: _Meta  # its (dtype, shape) record, interned on its device: the call path's identity check
@@ -129,20 +151,12 @@ class DeviceArray:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("DeviceArray objects are made by xs.device_put(value, device) or executables")
 
-    @classmethod
-    def _wrap(cls, arr: Any, shape: tuple[int, ...], dtype: np.dtype[Any], device: Device) -> DeviceArray:
-        a = object.__new__(cls)
-        a._arr = arr
-        a._shape = shape
-        a._dtype = dtype
-        a._device = device
-        a._meta = _meta_of(device, dtype, shape)
-        a._exported = False
-        a._host = None
-        _live_append(_ref(a))
-        if len(_live) >= _live_prune_at[0]:
-            _prune_live()
-        return a
+    if TYPE_CHECKING:  # generated from _SLOTS below the class
+
+        @classmethod
+        def _wrap(cls, arr: Any, shape: tuple[int, ...], dtype: np.dtype[Any], device: Device) -> DeviceArray:
+            """A new DeviceArray over the jaxlib array ``arr`` of ``shape`` and ``dtype`` on ``device``."""
+            ...
 
     # -- metadata ------------------------------------------------------------------------------
     @property
@@ -458,3 +472,26 @@ def _put_numpy(arr: np.ndarray[Any, Any], device: Device) -> DeviceArray:
 def _prune_live() -> None:
     _live[:] = [r for r in _live if (a := r()) is not None and a._arr is not None]
     _live_prune_at[0] = max(1024, 2 * len(_live))
+
+
+def _generate_wrap() -> Any:
+    """``DeviceArray._wrap``, generated from :data:`_SLOTS` (as fast as if written out)."""
+    lines = [
+        "def _wrap(cls, arr, shape, dtype, device):",
+        "    a = object.__new__(cls)",
+        "    meta = _meta_of(device, dtype, shape)",
+        *(f"    {line}" for line in init_slots("a")),
+        "    _live_append(_ref(a))",
+        "    if len(_live) >= _live_prune_at[0]:",
+        "        _prune_live()",
+        "    return a",
+    ]
+    namespace: dict[str, Any] = {}
+    exec("\n".join(lines), globals(), namespace)  # generated from _SLOTS (no user text)
+    wrap = namespace["_wrap"]
+    wrap.__qualname__ = "DeviceArray._wrap"
+    wrap.__doc__ = "A new DeviceArray over the jaxlib array ``arr`` of ``shape`` and ``dtype`` on ``device``."
+    return classmethod(wrap)
+
+
+DeviceArray._wrap = _generate_wrap()  # type: ignore[method-assign]

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._jaxlib import pjrt
-from .array import DeviceArray, _live_prune_at, _meta_of, _prune_live
+from ._device_array import DeviceArray, _live_prune_at, _meta_of, _prune_live, init_slots
 from .device import _live
 
 if TYPE_CHECKING:
@@ -70,13 +70,8 @@ def fast_call(plan: _CallPlan, run: Callable[[list[Any]], list[Any]]) -> FastCal
     for j in range(outs):
         lines += [
             f"    x{j} = new(DA)",
-            f"    x{j}._arr = outs[{j}]",
-            f"    x{j}._shape = os{j}",
-            f"    x{j}._dtype = ot{j}",
-            f"    x{j}._device = device",
-            f"    x{j}._meta = om{j}",
-            f"    x{j}._exported = False",
-            f"    x{j}._host = None",
+            *(f"    {line}" for line in init_slots(f"x{j}", arr=f"outs[{j}]", shape=f"os{j}", dtype=f"ot{j}",
+                                                meta=f"om{j}")),
             f"    live_append(ref(x{j}))",
         ]
     lines += ["    if len(live) >= prune_at[0]:", "      prune()"]

@@ -34,7 +34,8 @@ import numpy as np
 from .._jaxlib import pjrt
 from ..errors import DTypeError, ShapeError, XlaRuntimeError
 from ..sharding import HloSharding, ShardingLike
-from .array import DeviceArray, _aval, _native, _to_host
+from ._device_array import DeviceArray, _aval
+from .array import _native, _to_host
 from .device import Client, Device, _resolve_device
 
 if TYPE_CHECKING:
