@@ -199,11 +199,11 @@ def test_crash_each_abort_reproducer_reduces_to_10_instructions(
 
 
 def test_direct_printer_of_loaded_graphs_computes_what_xlas_converter_does() -> None:
-    """xlasdk.formats.graph_hlo (the reducer's printer where XLA's converter dies) against XLA's
+    """xlasdk._reduce_graph.direct_hlo_text (the reducer's printer where XLA's converter dies) against XLA's
     StableHLO -> HLO converter: one extracted instruction of each opcode of two real dumps, printed
     both ways, loaded, compiled and run on the same inputs, gives the same bits."""
     from xlasdk._hlo_emit import Unsupported
-    from xlasdk.formats.graph_hlo import direct_hlo_text
+    from xlasdk._reduce_graph import direct_hlo_text
 
     done: set[str] = set()
     for dump in (II, CONVNET):

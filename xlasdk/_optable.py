@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 __all__ = [
     "OpDef", "HloForm", "HloUnsupported", "define", "OPS", "NO_RULE", "GRAPH_SHAPE", "EMITTER_ONLY",
     "PARAMETER", "TUPLE", "GET_TUPLE_ELEMENT", "CALL", "STABLEHLO_TUPLE", "STABLEHLO_GET_TUPLE_ELEMENT", "RETURN",
-    "braces", "hlo_window", "NOT_DEFINED", "evaluates", "bind_evaluation", "refuse_evaluation",
+    "braces", "hlo_window", "NOT_DEFINED", "evaluates", "bind_evaluation", "refuse_evaluation", "AttrKind",
 ]
 
 
@@ -97,6 +97,34 @@ class HloForm(enum.Enum):
     """A graph-level op (``tuple``, ``get_tuple_element``, ``call``) printed by the walker."""
 
 
+class AttrKind(enum.Enum):
+    """The kind of an op's declared attribute (:attr:`OpDef.attrs`): the typed value the op's wrapper
+    stores, which the emitters print (:func:`xlasdk._mlir_attrs.render`) and the importer reads
+    back (one reader per kind, :mod:`xlasdk.formats.attr_kinds`), as StableHLO's ODS declares each
+    attribute's type for its generated builder."""
+
+    INT = "int"
+    """``3 : i64``: an ``int``."""
+    I32 = "i32"
+    """``3 : i32``: an :class:`~xlasdk._mlir_attrs.I32`."""
+    BOOL = "bool"
+    """``true``: a ``bool``."""
+    INTS = "ints"
+    """``array<i64: 0, 1>`` (DenseI64ArrayAttr): a tuple of ``int``."""
+    I64_ELEMENTS = "i64_elements"
+    """``dense<[[0, 1]]> : tensor<1x2xi64>``: an :class:`~xlasdk._mlir_attrs.I64Elements` (padding)."""
+    ELEMENTS = "elements"
+    """A constant's ``dense<...>``: a :class:`~xlasdk._mlir_attrs.DenseElements` of the op's shape."""
+    COMPARISON_DIRECTION = "comparison_direction"
+    """``#stablehlo<comparison_direction LT>``: an :class:`~xlasdk.attrs.ComparisonDirection`."""
+    COMPARISON_TYPE = "comparison_type"
+    """``#stablehlo<comparison_type FLOAT>``: an :class:`~xlasdk.attrs.ComparisonType`."""
+    DOT_DIMENSION_NUMBERS = "dot_dimension_numbers"
+    """``#stablehlo.dot<...>``: a :class:`~xlasdk.attrs.DotDimensionNumbers`."""
+    PRECISION_CONFIG = "precision_config"
+    """``[#stablehlo<precision DEFAULT>, ...]``: a :class:`~xlasdk.attrs.PrecisionConfig`."""
+
+
 @dataclass(frozen=True, eq=False)
 class OpDef:
     """One row of the op table.
@@ -126,6 +154,9 @@ class OpDef:
         the evaluator refuses the op (then ``no_evaluate`` says why), or for a row outside the
         table (an opaque op of a loaded module).
     no_evaluate: (property) why the reference evaluator refuses the op ('' when it does not).
+    attrs: the op's declared attributes and their kinds (:class:`AttrKind`), as ``(name, kind)``
+        pairs: the importer reads each into the typed value the wrapper stores; an attribute not
+        declared (or an op outside the table) is kept as the module spelled it.
     """
 
     name: str
@@ -140,6 +171,11 @@ class OpDef:
     rule: Callable[..., Any] | None = None
     no_rule: str = ""
     host_callback: Callable[[XlaOp], Any] | None = None
+    attrs: tuple[tuple[str, AttrKind], ...] = ()
+
+    def attr_kind(self, name: str) -> AttrKind | None:
+        """The declared kind of attribute ``name`` (None: not declared)."""
+        return next((k for n, k in self.attrs if n == name), None)
 
     def __repr__(self) -> str:
         return f"OpDef({self.name})"
@@ -192,12 +228,14 @@ def define(
     rule: Callable[..., Any] | None = None,
     no_rule: str | None = None,
     host_callback: Callable[[XlaOp], Any] | None = None,
+    attrs: dict[str, AttrKind] | None = None,
 ) -> OpDef:
     """Register and return the row of ``name``.
 
     ``hlo_form`` defaults to PLAIN when ``hlo`` is given and NONE otherwise. ``rule`` is the op's
     shape rule; a row without one gives ``no_rule``, one of :data:`NO_RULE` (see the module
-    docstring). ``host_callback``: see :class:`OpDef`.
+    docstring). ``host_callback``: see :class:`OpDef`. ``attrs``: the op's attributes and their kinds
+    (:attr:`OpDef.attrs`).
 
     Raises
     ------
@@ -217,7 +255,7 @@ def define(
     plain = not variadic and form is not HloForm.GRAPH
     d = OpDef(
         name, hlo, form, hlo_attrs, side_effect, constant, variadic, tuple_result, plain,
-        rule=rule, no_rule=no_rule or "", host_callback=host_callback,
+        rule=rule, no_rule=no_rule or "", host_callback=host_callback, attrs=tuple((attrs or {}).items()),
     )
     OPS[name] = d
     return d

@@ -15,7 +15,7 @@ import numpy as np
 from .errors import XlaSdkError
 
 if TYPE_CHECKING:
-    from .builder import XlaBuilder, XlaOp
+    from .builder import Region, XlaBuilder, XlaOp
     from .computation import XlaComputation
     from .formats.graph_import import Instruction
     from .reducer import _Search
@@ -81,9 +81,8 @@ class _Invalid(Exception):
 def _hlo_text(comp: XlaComputation) -> str:
     """The candidate's HLO text: XLA's StableHLO -> HLO converter's, or, where the converter fails or
     dies (jaxlib 0.10.2 dies folding a constant integer division by zero), xlasdk's direct printer's
-    (:func:`xlasdk.formats.graph_hlo.direct_hlo_text`)."""
+    (:func:`direct_hlo_text`)."""
     from ._hlo_emit import Unsupported
-    from .formats.graph_hlo import direct_hlo_text
 
     try:
         return comp.as_hlo_text()
@@ -482,3 +481,118 @@ class _Reducer:
                     simplified = True
             if not simplified:
                 return
+
+
+# -- the direct printer of a loaded graph ----------------------------------------------------------
+# Attributes that change nothing a printed HLO instruction computes (layouts XLA's dumps record).
+_DROPPED = frozenset({"mhlo.frontend_attributes", "result_layout", "xla_shape"})
+
+
+def _hlo_attributes(o: XlaOp) -> dict[str, Any]:
+    """``o``'s attributes as the builder would hold them: each declared one read by its kind
+    (:func:`xlasdk.formats.attr_kinds.typed_attributes`), the defaults a module leaves out filled in
+    as the wrappers store them; :class:`~xlasdk._hlo_emit.Unsupported` for an attribute no row declares."""
+    from ._hlo_emit import Unsupported
+    from .errors import GraphImportError
+    from .formats.attr_kinds import MlirAttr, typed_attributes
+    from .ops.elementwise import COMPARE, default_compare_type
+    from .ops.sort import SORT
+    from .ops.window import REDUCE_WINDOW
+
+    try:
+        vals = {k: v for k, v in typed_attributes(o).items() if k not in _DROPPED}
+    except GraphImportError as e:
+        raise Unsupported(str(e)) from None
+    undeclared = sorted(k for k, v in vals.items() if isinstance(v, MlirAttr))
+    if undeclared:
+        raise Unsupported(f"{o.opdef.name} attributes {undeclared}")
+    if o.opdef is COMPARE and vals and "compare_type" not in vals:
+        from .attrs import ComparisonType
+
+        try:
+            vals["compare_type"] = ComparisonType[default_compare_type(o.operands[0].shape.element_type())]
+        except (KeyError, ValueError, XlaSdkError):
+            raise Unsupported(f"compare of {o.operands[0].shape.element_type().name}") from None
+    elif o.opdef is REDUCE_WINDOW and vals:
+        for k in ("window_strides", "base_dilations", "window_dilations"):
+            vals.setdefault(k, (1,) * o.operands[0].shape.rank())
+    elif o.opdef is SORT and vals:
+        vals.setdefault("dimension", -1)
+        vals.setdefault("is_stable", False)
+    return vals
+
+
+class _Copier:
+    """Copies of a graph's nodes (through regions) with typed attributes."""
+
+    def __init__(self) -> None:
+        self.memo: dict[int, XlaOp] = {}
+
+    def node(self, o: XlaOp) -> XlaOp:
+        from ._hlo_emit import Unsupported
+        from .builder import XlaOp
+
+        stack: list[tuple[XlaOp, bool]] = [(o, False)]
+        while stack:
+            n, ready = stack.pop()
+            if id(n) in self.memo:
+                continue
+            deps = [*n.operands, *(c for r in n.regions for c in (*r.captures, *(r.bindings or ())))]
+            if not ready:
+                stack.append((n, True))
+                stack.extend((d, False) for d in reversed(deps) if id(d) not in self.memo)
+                continue
+            if n.attrs and n.opdef.name == "parameter":
+                raise Unsupported("parameter attributes")
+            attrs = _hlo_attributes(n) if n.attrs else {}
+            regions = tuple(self.region(r) for r in n.regions)
+            self.memo[id(n)] = XlaOp(n.builder, n.opdef, tuple(self.memo[id(x)] for x in n.operands), n.shape, attrs,
+                                     regions, n.loc, n.extra)
+        return self.memo[id(o)]
+
+    def region(self, r: Region) -> Region:
+        from ._hlo_emit import Unsupported
+        from .builder import Region
+
+        if r.effects:
+            raise Unsupported("a region with side effects")
+        for p in r.params:
+            self.memo.setdefault(id(p), p)
+        return Region(r.params, tuple(self.node(x) for x in r.results),
+                      None if r.bindings is None else tuple(self.node(x) for x in r.bindings),
+                      captures=tuple(self.node(x) for x in r.captures), terminator=r.terminator)
+
+
+def direct_hlo_text(comp: XlaComputation) -> str:
+    """HLO text of ``comp``'s graph printed without XLA (:func:`xlasdk._hlo_emit.print_hlo_module`),
+    default layouts, with metadata: the reducer's printer where XLA's StableHLO -> HLO converter
+    fails or dies (it folds constants; jaxlib 0.10.2 dies with SIGFPE on a constant integer division
+    by zero, cases.md C-03). Each node is copied with its attributes read as the typed values the
+    builder makes (:func:`_hlo_attributes`). The module's other attributes (``mhlo.*`` module
+    attributes) are not printed. Nothing here is trusted to be the same program as the converter
+    would give beyond what the reducer's check of every candidate on the very text printed shows.
+
+    Raises
+    ------
+    Unsupported
+        ``comp`` holds an attribute its op's row does not declare (custom calls, gather,
+        convolution, ``func.call``, shardings...), a parameter attribute, side effects, or is not a
+        graph (a computation as loaded prints its own text).
+    """
+    from ._hlo_emit import Unsupported, print_hlo_module
+
+    g = comp.graph()
+    root, params = g.root, g.parameters
+    if g.side_effects:
+        raise Unsupported("side effects")
+    c = _Copier()
+    for p in params:
+        if p.attrs:
+            raise Unsupported("parameter attributes")
+        c.memo[id(p)] = p
+    try:
+        return print_hlo_module(comp.name, list(params), c.node(root))
+    except Unsupported:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:  # a value not as the rows expect
+        raise Unsupported(f"{type(e).__name__}: {e}") from None

@@ -27,7 +27,7 @@ shapes and attributes), again in rounds with the cuts while anything shrinks:
 A module is smaller when it has fewer instructions, then fewer parameters, then fewer elements
 (over every instruction's result), then shorter text. A candidate XLA's converter cannot print
 (it dies folding some constants) is printed by xlasdk's direct printer
-(:mod:`xlasdk.formats.graph_hlo`); a simplification that makes an invalid module is rejected when
+(:func:`xlasdk._reduce_graph.direct_hlo_text`); a simplification that makes an invalid module is rejected when
 it is loaded, as every candidate is, and counted (:attr:`ReduceResult.invalid`).
 
 Conditions: ``"crash"`` (XLA aborts or its process dies compiling the module: checked in xlasdk's
@@ -57,6 +57,7 @@ import numpy as np
 from ._jaxlib import isolated
 from ._reduce_graph import MAX_CONSTANT_ELEMENTS as MAX_CONSTANT_ELEMENTS
 from ._reduce_graph import _Invalid, _module, _Reducer, _Unprintable
+from ._reduce_regions import run_with_regions
 from ._where import where
 from .errors import FormatError, XlaSdkError
 
@@ -103,7 +104,7 @@ class ReduceResult:
     compiles: XLA compiles those checks made; cache_hits: candidates met again and not rechecked;
     unprintable: candidates skipped because XLA's StableHLO -> HLO converter failed or died on
         them (under jaxlib 0.10.2 it dies folding a constant integer division by zero) and
-        xlasdk's direct printer (:func:`xlasdk.formats.graph_hlo.direct_hlo_text`, which prints
+        xlasdk's direct printer (:func:`xlasdk._reduce_graph.direct_hlo_text`, which prints
         such candidates) has no form for one of their ops (a custom call, a ``func.call``...).
     invalid: candidates that are not valid modules (a simplification of shapes or attributes that
         XLA's loader or xlasdk's verification rejects): rejected, and counted here.
@@ -510,7 +511,7 @@ def reduce(
             if not verdict[0][0]:
                 return
             try:
-                reducer.run()
+                run_with_regions(reducer)
             except _OutOfTime:
                 timed_out = True
 
@@ -618,7 +619,7 @@ def _reduce_text(path: str, text: str, signature: str, until: str | None, script
             else:
                 verdict.append((True, ""))
             try:
-                reducer.run()
+                run_with_regions(reducer)
             except _OutOfTime:
                 timed_out = True
 

@@ -6,7 +6,9 @@ through the MLIR bindings (:mod:`xlasdk._jaxlib.mlir_graph`: no text parsing) an
 (:data:`xlasdk._optable.OPS`) and its result :class:`~xlasdk.Shape`. An op the table does not
 define (``func.call``, ``sdy.*``, ``mhlo.*`` of optimized dumps, a custom dialect's op) becomes
 an *opaque* node with a row of its own (:attr:`Instruction.is_opaque`): it keeps its op whole.
-Every node keeps its attributes exactly as the module spelled them (:class:`MlirAttr`), its
+Every node keeps its attributes exactly as the module spelled them (:class:`MlirAttr`; the
+attributes its op's row declares read as the builder's typed values with
+:func:`xlasdk.formats.attr_kinds.typed_attributes`), its
 location (so its metadata), its regions (nested :class:`~xlasdk.Region` graphs), and the
 module keeps its other functions, meshes and attributes: emitting the graph again gives the
 same program.
@@ -33,6 +35,7 @@ from ..attrs import OpMetadata
 from ..builder import Computation, Graph, ModuleContext, Region, XlaBuilder, XlaOp
 from ..errors import GraphImportError, XlaSdkError
 from ..shape import Shape
+from .attr_kinds import MlirAttr
 from .program_shape import _shape_from_type
 
 if TYPE_CHECKING:
@@ -41,35 +44,6 @@ if TYPE_CHECKING:
 
 __all__ = ["MlirAttr", "Instruction", "InstructionGraph", "Partitioning", "import_graph", "with_outputs", "extract",
            "partitioning", "hlo_opcode_of"]
-
-
-class MlirAttr:
-    """An attribute kept as the module spelled it (``array<i64: 0, 1>``,
-    ``#stablehlo.comparison_direction<LT>``): emitted back unchanged. ``value`` reads it as a
-    Python value through the MLIR bindings (see :attr:`Instruction.attributes`)."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def to_mlir(self) -> str:
-        return self.text
-
-    @property
-    def value(self) -> Any:
-        """``int``, ``float``, ``bool``, ``str``, a tuple (``array<...>``), a numpy array
-        (``dense<...>``), a list or dict of those, or the spelling itself for dialect attributes."""
-        return _mg.attribute_value(self.text)
-
-    def __repr__(self) -> str:
-        return f"MlirAttr({self.text if len(self.text) < 80 else self.text[:77] + '...'})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, MlirAttr) and other.text == self.text
-
-    def __hash__(self) -> int:
-        return hash(self.text)
 
 
 _OPAQUE: dict[tuple[str, bool], OpDef] = {}

@@ -9,7 +9,7 @@ from typing import Any
 import ml_dtypes
 
 from .._mlir_attrs import I32
-from .._optable import define
+from .._optable import AttrKind, define
 from ..builder import XlaOp
 from ..errors import DTypeError
 from ..shape import Shape
@@ -170,7 +170,7 @@ def reduce_precision_shape(op: str, operand: Shape, exponent_bits: int, mantissa
 REDUCE_PRECISION = define(
     "stablehlo.reduce_precision", "reduce-precision",
     hlo_attrs=lambda o: f", exponent_bits={o.attrs['exponent_bits']}, mantissa_bits={o.attrs['mantissa_bits']}",
-    rule=reduce_precision_shape,
+    rule=reduce_precision_shape, attrs={"exponent_bits": AttrKind.I32, "mantissa_bits": AttrKind.I32},
 )
 
 

@@ -27,7 +27,7 @@ import ml_dtypes
 import numpy as np
 
 from .._mlir_attrs import DenseElements
-from .._optable import HloForm, OpDef, define
+from .._optable import AttrKind, HloForm, OpDef, define
 from ..attrs import ComparisonDirection, ComparisonType, ResultAccuracy
 from ..builder import XlaOp
 from ..errors import ShapeError
@@ -712,7 +712,10 @@ def compare_result(
     return ct, array_shape(_P.PRED, operand.dimensions())
 
 
-COMPARE = define("stablehlo.compare", "compare", hlo_attrs=_compare_hlo, rule=compare_result)
+COMPARE = define(
+    "stablehlo.compare", "compare", hlo_attrs=_compare_hlo, rule=compare_result,
+    attrs={"comparison_direction": AttrKind.COMPARISON_DIRECTION, "compare_type": AttrKind.COMPARISON_TYPE},
+)
 
 
 def Compare(

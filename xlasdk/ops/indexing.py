@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .._optable import HloForm, braces, define
+from .._optable import AttrKind, HloForm, braces, define
 from ..attrs import GatherDimensionNumbers, ScatterDimensionNumbers
 from ..builder import Region, XlaBuilder, XlaOp
 from ..errors import ShapeError
@@ -532,7 +532,7 @@ def dynamic_slice_shape(op: str, operand_shape: Shape, slice_sizes: tuple[int, .
 DYNAMIC_SLICE = define(
     "stablehlo.dynamic_slice", "dynamic-slice",
     hlo_attrs=lambda o: f", dynamic_slice_sizes={braces(o.attrs['slice_sizes'])}",
-    rule=dynamic_slice_shape,
+    rule=dynamic_slice_shape, attrs={"slice_sizes": AttrKind.INTS},
 )
 
 

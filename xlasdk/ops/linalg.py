@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .._optable import HloUnsupported, define
+from .._optable import AttrKind, HloUnsupported, define
 from ..attrs import DotDimensionNumbers, PrecisionConfig, TriangularSolveOptions_Transpose, make_dot_dimension_numbers
 from ..attrs._dimension_numbers import DotDimensionNumbersLike
 from ..builder import XlaOp
@@ -153,7 +153,10 @@ def dot_general_shape(op: str, lhs: Shape, rhs: Shape, dn: Any, preferred_elemen
     return array_shape(preferred_type(op, et, preferred_element_type), out, op)
 
 
-DOT_GENERAL = define("stablehlo.dot_general", "dot", hlo_attrs=_dot_hlo, rule=dot_general_shape)
+DOT_GENERAL = define(
+    "stablehlo.dot_general", "dot", hlo_attrs=_dot_hlo, rule=dot_general_shape,
+    attrs={"dot_dimension_numbers": AttrKind.DOT_DIMENSION_NUMBERS, "precision_config": AttrKind.PRECISION_CONFIG},
+)
 
 
 def dot_shape(op: str, lhs: Shape, rhs: Shape, preferred_element_type: Any) -> Shape:

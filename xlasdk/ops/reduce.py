@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .._mlir_attrs import F32
-from .._optable import HloForm, HloUnsupported, OpDef, braces, define
+from .._optable import AttrKind, HloForm, HloUnsupported, OpDef, braces, define
 from ..builder import XlaBuilder, XlaOp
 from ..shape import Shape
 from ..types import FLOATS, PrimitiveType
@@ -105,7 +105,7 @@ def reduce_shape(op: str, operands: Sequence[Shape], inits: Sequence[Shape], dim
 REDUCE = define(
     "stablehlo.reduce", "reduce", hlo_form=HloForm.REGION,
     hlo_attrs=lambda o: f", dimensions={braces(o.attrs['dimensions'])}",
-    rule=reduce_shape,
+    rule=reduce_shape, attrs={"dimensions": AttrKind.INTS},
 )
 
 

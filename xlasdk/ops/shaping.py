@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .._optable import HloUnsupported, braces, define
+from .._optable import AttrKind, HloUnsupported, braces, define
 from ..attrs import PaddingConfig, PaddingConfigDimension
 from ..builder import XlaBuilder, XlaOp
 from ..shape import Shape
@@ -119,7 +119,7 @@ def broadcast_in_dim_shape(
 BROADCAST_IN_DIM = define(
     "stablehlo.broadcast_in_dim", "broadcast",
     hlo_attrs=lambda o: f", dimensions={braces(o.attrs['broadcast_dimensions'])}",
-    rule=broadcast_in_dim_shape,
+    rule=broadcast_in_dim_shape, attrs={"broadcast_dimensions": AttrKind.INTS},
 )
 
 
@@ -175,7 +175,7 @@ def transpose_shape(op: str, operand: Shape, permutation: tuple[int, ...]) -> Sh
 
 TRANSPOSE = define(
     "stablehlo.transpose", "transpose", hlo_attrs=lambda o: f", dimensions={braces(o.attrs['permutation'])}",
-    rule=transpose_shape,
+    rule=transpose_shape, attrs={"permutation": AttrKind.INTS},
 )
 
 
@@ -237,7 +237,10 @@ def slice_shape(
     return tuple(out)
 
 
-SLICE = define("stablehlo.slice", "slice", hlo_attrs=_slice_hlo, rule=slice_shape)
+SLICE = define(
+    "stablehlo.slice", "slice", hlo_attrs=_slice_hlo, rule=slice_shape,
+    attrs={"start_indices": AttrKind.INTS, "limit_indices": AttrKind.INTS, "strides": AttrKind.INTS},
+)
 
 
 def Slice(
@@ -290,7 +293,7 @@ def concat_shape(op: str, shapes: Sequence[Shape], dimension: int) -> Shape:
 
 CONCATENATE = define(
     "stablehlo.concatenate", "concatenate", hlo_attrs=lambda o: f", dimensions={{{o.attrs['dimension']}}}",
-    rule=concat_shape,
+    rule=concat_shape, attrs={"dimension": AttrKind.INT},
 )
 
 
@@ -339,7 +342,7 @@ def rev_shape(op: str, operand: Shape, dimensions: tuple[int, ...]) -> Shape:
 
 REVERSE = define(
     "stablehlo.reverse", "reverse", hlo_attrs=lambda o: f", dimensions={braces(o.attrs['dimensions'])}",
-    rule=rev_shape,
+    rule=rev_shape, attrs={"dimensions": AttrKind.INTS},
 )
 
 
@@ -434,7 +437,10 @@ def pad_shape(op: str, dims: tuple[int, ...], config: Sequence[tuple[int, int, i
     return tuple(out)
 
 
-PAD = define("stablehlo.pad", "pad", hlo_attrs=_pad_hlo, rule=pad_shape)
+PAD = define(
+    "stablehlo.pad", "pad", hlo_attrs=_pad_hlo, rule=pad_shape,
+    attrs={"edge_padding_low": AttrKind.INTS, "edge_padding_high": AttrKind.INTS, "interior_padding": AttrKind.INTS},
+)
 
 
 def Pad(operand: XlaOp, padding_value: XlaOp, padding_config: PaddingConfig | Sequence[Sequence[int]]) -> XlaOp:

@@ -7,7 +7,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from .._optable import HloForm, define
+from .._optable import AttrKind, HloForm, define
 from ..builder import Region, XlaBuilder, XlaOp
 from ..errors import DTypeError
 from ..shape import Shape
@@ -105,7 +105,10 @@ def sort_shape(op: str, operands: Sequence[Shape], dimension: int) -> Shape:
     return operands[0] if len(operands) == 1 else Shape.tuple_shape(list(operands))
 
 
-SORT = define("stablehlo.sort", "sort", hlo_form=HloForm.REGION, hlo_attrs=_sort_hlo, rule=sort_shape)
+SORT = define(
+    "stablehlo.sort", "sort", hlo_form=HloForm.REGION, hlo_attrs=_sort_hlo, rule=sort_shape,
+    attrs={"dimension": AttrKind.INT, "is_stable": AttrKind.BOOL},
+)
 
 
 @overload

@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 
 from .._mlir_attrs import DenseElements
-from .._optable import HloForm, define
+from .._optable import AttrKind, HloForm, define
 from ..builder import XlaBuilder, XlaOp
 from ..errors import DTypeError
 from ..shape import Shape
@@ -131,7 +131,10 @@ def constant_shape(op: str, dtype: np.dtype[Any], dims: tuple[int, ...]) -> Shap
     return array_shape(et, dims, op)
 
 
-CONSTANT = define("stablehlo.constant", "constant", hlo_form=HloForm.CONSTANT, rule=constant_shape)
+CONSTANT = define(
+    "stablehlo.constant", "constant", hlo_form=HloForm.CONSTANT, rule=constant_shape,
+    attrs={"value": AttrKind.ELEMENTS},
+)
 
 
 def iota_shape(op: str, shape: Shape, iota_dimension: int) -> Shape:
@@ -146,7 +149,7 @@ def iota_shape(op: str, shape: Shape, iota_dimension: int) -> Shape:
     return shape
 
 
-IOTA = define("stablehlo.iota", "iota", hlo_attrs=_iota_hlo, rule=iota_shape)
+IOTA = define("stablehlo.iota", "iota", hlo_attrs=_iota_hlo, rule=iota_shape, attrs={"iota_dimension": AttrKind.INT})
 
 
 def Constant(builder: XlaBuilder, value: LiteralLike) -> XlaOp:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .._mlir_attrs import I64Elements
-from .._optable import HloForm, HloUnsupported, define, hlo_window
+from .._optable import AttrKind, HloForm, HloUnsupported, define, hlo_window
 from ..attrs import PaddingType, ScatterDimensionNumbers, convert_padding
 from ..builder import Computation, Region, XlaBuilder, XlaOp
 from ..errors import ShapeError
@@ -222,6 +222,10 @@ def reduce_window_op_shape(
 REDUCE_WINDOW = define(
     "stablehlo.reduce_window", "reduce-window", hlo_form=HloForm.REGION, hlo_attrs=_reduce_window_hlo,
     rule=reduce_window_op_shape,
+    attrs={
+        "window_dimensions": AttrKind.INTS, "window_strides": AttrKind.INTS, "base_dilations": AttrKind.INTS,
+        "window_dilations": AttrKind.INTS, "padding": AttrKind.I64_ELEMENTS,
+    },
 )
 
 

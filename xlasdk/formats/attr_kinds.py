@@ -1,0 +1,194 @@
+"""A loaded op's attributes read into the typed values the builder stores: one reader per kind.
+
+Each row of the op table declares its attributes and their kinds (:attr:`xlasdk._optable.OpDef.attrs`,
+:class:`~xlasdk._optable.AttrKind`), as StableHLO's ODS declares each attribute's type for its
+generated builder. The importer (:mod:`xlasdk.formats.graph_import`) keeps every attribute as the
+module spelled it (:class:`MlirAttr`); :func:`typed_attributes` reads each *declared* attribute
+with the reader of its kind into the value the op's wrapper would have stored
+(``array<i64: 0, 1>`` -> ``(0, 1)``, ``#stablehlo<comparison_direction LT>`` ->
+``ComparisonDirection.LT``, ``#stablehlo.dot<...>`` -> :class:`~xlasdk.attrs.DotDimensionNumbers`,
+a constant's ``dense<...>`` -> :class:`~xlasdk._mlir_attrs.DenseElements` of the op's shape...).
+Each reader is the inverse of the spelling the emitter prints for that kind
+(:func:`xlasdk._mlir_attrs.render`), through the MLIR bindings (no text parsing here).
+
+Attributes that no row declares (an opaque op's, an undeclared one such as ``mhlo.*`` or a
+``result_accuracy``) stay :class:`MlirAttr`. A declared attribute whose spelling does not fit
+its kind raises :class:`~xlasdk.errors.GraphImportError` naming the op and the attribute: never a
+guess.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .._jaxlib import mlir_graph as _mg
+from .._mlir_attrs import I32, DenseElements, I64Elements
+from .._optable import AttrKind
+from ..attrs import ComparisonDirection, ComparisonType, DotDimensionNumbers, PrecisionConfig
+from ..errors import GraphImportError
+
+if TYPE_CHECKING:
+    from ..builder import XlaOp
+
+__all__ = ["MlirAttr", "READERS", "read_attribute", "typed_attributes"]
+
+
+class MlirAttr:
+    """An attribute kept as the module spelled it (``array<i64: 0, 1>``,
+    ``#stablehlo.comparison_direction<LT>``): emitted back unchanged. ``value`` reads it as a
+    Python value through the MLIR bindings (see :attr:`Instruction.attributes
+    <xlasdk.formats.graph_import.Instruction.attributes>`)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def to_mlir(self) -> str:
+        return self.text
+
+    @property
+    def value(self) -> Any:
+        """``int``, ``float``, ``bool``, ``str``, a tuple (``array<...>``), a numpy array
+        (``dense<...>``), a list or dict of those, or the spelling itself for dialect attributes."""
+        return _mg.attribute_value(self.text)
+
+    def __repr__(self) -> str:
+        return f"MlirAttr({self.text if len(self.text) < 80 else self.text[:77] + '...'})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MlirAttr) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+
+def _int(a: MlirAttr, op: XlaOp) -> int:
+    v = a.value
+    if type(v) is not int or not a.text.rstrip().endswith(": i64"):
+        raise ValueError("expected an i64 integer")
+    return v
+
+
+def _i32(a: MlirAttr, op: XlaOp) -> I32:
+    v = a.value
+    if type(v) is not int or not a.text.rstrip().endswith(": i32"):
+        raise ValueError("expected an i32 integer")
+    return I32(v)
+
+
+def _bool(a: MlirAttr, op: XlaOp) -> bool:
+    v = a.value
+    if type(v) is not bool:
+        raise ValueError("expected true or false")
+    return v
+
+
+def _ints(a: MlirAttr, op: XlaOp) -> tuple[int, ...]:
+    v = a.value
+    if not a.text.startswith("array<i64") or not isinstance(v, tuple) or any(type(x) is not int for x in v):
+        raise ValueError("expected array<i64: ...>")
+    return v
+
+
+def _i64_elements(a: MlirAttr, op: XlaOp) -> I64Elements:
+    v = a.value
+    if not isinstance(v, np.ndarray) or v.dtype != np.int64:
+        raise ValueError("expected dense<...> : tensor<...xi64>")
+    return I64Elements(v)
+
+
+def _elements(a: MlirAttr, op: XlaOp) -> DenseElements:
+    v = a.value
+    shape = op.shape
+    if not isinstance(v, np.ndarray) or not shape.is_array():
+        raise ValueError("expected dense<...> of the op's array shape")
+    dtype = np.dtype(shape.numpy_dtype())
+    if v.dtype != dtype or v.size not in (1, shape.size()):
+        raise ValueError(f"expected dense<...> of {dtype} and {shape.size()} elements, got {v.dtype} of {v.size}")
+    return DenseElements(np.ascontiguousarray(v).reshape(-1), shape)
+
+
+def _enum_name(a: MlirAttr, dialect: str) -> str:
+    v = a.value
+    if not isinstance(v, str) or not a.text.startswith(f"#stablehlo<{dialect} "):
+        raise ValueError(f"expected #stablehlo<{dialect} ...>")
+    return v
+
+
+def _direction(a: MlirAttr, op: XlaOp) -> ComparisonDirection:
+    return ComparisonDirection[_enum_name(a, "comparison_direction")]
+
+
+def _compare_type(a: MlirAttr, op: XlaOp) -> ComparisonType:
+    return ComparisonType[_enum_name(a, "comparison_type")]
+
+
+_DOT_FIELDS = ("lhs_batching_dimensions", "rhs_batching_dimensions", "lhs_contracting_dimensions",
+               "rhs_contracting_dimensions")
+
+
+def _dot_dimension_numbers(a: MlirAttr, op: XlaOp) -> DotDimensionNumbers:
+    v = a.value
+    if not a.text.startswith("#stablehlo.dot<") or not isinstance(v, dict) or set(v) - set(_DOT_FIELDS):
+        raise ValueError("expected #stablehlo.dot<...>")
+    get = {k: [int(x) for x in v.get(k, ())] for k in _DOT_FIELDS}
+    return DotDimensionNumbers(
+        lhs_contracting_dimensions=get["lhs_contracting_dimensions"],
+        rhs_contracting_dimensions=get["rhs_contracting_dimensions"],
+        lhs_batch_dimensions=get["lhs_batching_dimensions"],
+        rhs_batch_dimensions=get["rhs_batching_dimensions"],
+    )
+
+
+def _precision_config(a: MlirAttr, op: XlaOp) -> PrecisionConfig:
+    v = a.value
+    if not isinstance(v, list) or not all(isinstance(p, str) for p in v) or "#stablehlo<precision " not in a.text:
+        raise ValueError("expected [#stablehlo<precision ...>, ...]")
+    return PrecisionConfig(list(v))
+
+
+#: One reader per kind: ``reader(attribute as spelled, op) -> typed value`` (ValueError when the
+#: spelling does not fit the kind).
+READERS: dict[AttrKind, Callable[[MlirAttr, XlaOp], Any]] = {
+    AttrKind.INT: _int,
+    AttrKind.I32: _i32,
+    AttrKind.BOOL: _bool,
+    AttrKind.INTS: _ints,
+    AttrKind.I64_ELEMENTS: _i64_elements,
+    AttrKind.ELEMENTS: _elements,
+    AttrKind.COMPARISON_DIRECTION: _direction,
+    AttrKind.COMPARISON_TYPE: _compare_type,
+    AttrKind.DOT_DIMENSION_NUMBERS: _dot_dimension_numbers,
+    AttrKind.PRECISION_CONFIG: _precision_config,
+}
+
+
+def read_attribute(op: XlaOp, name: str, attr: Any) -> Any:
+    """``attr`` (attribute ``name`` of ``op``) as the typed value of its declared kind; ``attr``
+    itself when it is typed already or ``op``'s row does not declare ``name``.
+
+    Raises
+    ------
+    GraphImportError: the attribute is declared and its spelling does not fit its kind.
+    """
+    if not isinstance(attr, MlirAttr):
+        return attr
+    kind = op.opdef.attr_kind(name)
+    if kind is None:
+        return attr
+    try:
+        return READERS[kind](attr, op)
+    except (ValueError, KeyError, TypeError) as e:
+        raise GraphImportError(
+            f"{op.opdef.name}: attribute {name} = {attr.text[:200]}: not a {kind.value} attribute ({e})"
+        ) from None
+
+
+def typed_attributes(op: XlaOp) -> dict[str, Any]:
+    """``op``'s attributes with each declared one read into its typed value (:func:`read_attribute`);
+    undeclared ones stay as the module spelled them (:class:`MlirAttr`)."""
+    return {k: read_attribute(op, k, v) for k, v in op.attrs.items()}
