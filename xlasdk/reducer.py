@@ -57,7 +57,6 @@ import numpy as np
 from ._jaxlib import isolated
 from ._reduce_graph import MAX_CONSTANT_ELEMENTS as MAX_CONSTANT_ELEMENTS
 from ._reduce_graph import _Invalid, _module, _Reducer, _Unprintable
-from ._reduce_regions import run_with_regions
 from ._where import where
 from .errors import FormatError, XlaSdkError
 
@@ -511,7 +510,7 @@ def reduce(
             if not verdict[0][0]:
                 return
             try:
-                run_with_regions(reducer)
+                reducer.run()
             except _OutOfTime:
                 timed_out = True
 
@@ -619,7 +618,7 @@ def _reduce_text(path: str, text: str, signature: str, until: str | None, script
             else:
                 verdict.append((True, ""))
             try:
-                run_with_regions(reducer)
+                reducer.run()
             except _OutOfTime:
                 timed_out = True
 
