@@ -24,6 +24,11 @@ shapes and attributes), again in rounds with the cuts while anything shrinks:
   config; window strides, dilations and padding, whose defaults are the trivial window);
 - replace a constant's literal by a splat of its first element.
 
+When none of those shrinks it, the instructions inside regions (a ``while``'s body and condition,
+branches, reducers) are bypassed (replaced by an operand of their shape) or made zeros, one at a
+time, the rounds above running again after each (:mod:`xlasdk._reduce_regions`; a loop's counter,
+what its condition reads, is left alone so that the loop still ends).
+
 A module is smaller when it has fewer instructions, then fewer parameters, then fewer elements
 (over every instruction's result), then shorter text. A candidate XLA's converter cannot print
 (it dies folding some constants) is printed by xlasdk's direct printer
@@ -57,6 +62,7 @@ import numpy as np
 from ._jaxlib import isolated
 from ._reduce_graph import MAX_CONSTANT_ELEMENTS as MAX_CONSTANT_ELEMENTS
 from ._reduce_graph import _Invalid, _module, _Reducer, _Unprintable
+from ._reduce_regions import run_with_regions
 from ._where import where
 from .errors import FormatError, XlaSdkError
 
@@ -510,7 +516,7 @@ def reduce(
             if not verdict[0][0]:
                 return
             try:
-                reducer.run()
+                run_with_regions(reducer)
             except _OutOfTime:
                 timed_out = True
 
