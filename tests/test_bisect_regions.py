@@ -93,3 +93,23 @@ def test_a_right_loop_gives_no_divergence() -> None:
     comp = _load(_loop, X, W)
     report = xs.compare(comp, [X, W], bisect="ops")
     assert report.ok and report.bisect_ops.status == "no divergence" and report.bisect_ops.inside is None
+
+
+def test_nested_loops_are_followed_down_to_the_inner_body(wrong_multiply: None) -> None:
+    def f(x: Any, w: Any) -> Any:
+        def outer(i: Any, c: Any) -> Any:
+            inner = jax.lax.fori_loop(0, 3, lambda j, d: jnp.where((i == 2) & (j == 1), d * w, d) + 1.0, c)
+            return inner - 0.5
+
+        return jax.lax.fori_loop(0, 4, outer, x)
+
+    comp = _load(f, X, W)
+    b = xs.compare(comp, [X, W], bisect="ops").bisect_ops
+    assert b.status == "localised" and b.region == "body (iteration 2)", str(b)
+    regions = []
+    r = b
+    while r.inside is not None:
+        regions.append(r.region)
+        r = r.inside
+    assert "body (iteration 1)" in regions[1:], b.path  # the inner loop's second iteration
+    assert r.culprit.opcode == "stablehlo.multiply", str(b)

@@ -187,8 +187,10 @@ def _into_while(p: _Program, ins: Instruction, env: dict[int, Any], say: Callabl
         if not bool(np.asarray(c.ref[id(_outs(c)[0])])):
             return (f"iterations 0..{it - 1}", OpsBisection(
                 "not localised", note=f"each of the {it} iterations of {ins.name}'s condition and body computes on "
-                                      "the device what the reference does on the same carried values: the loop "
-                                      "diverges only compiled whole (bisect=\"passes\" may name the XLA passes)"))
+                                      "the device what the reference does on the same carried values: their "
+                                      "errors, each within tolerance, add up over the iterations, or the loop "
+                                      "diverges only compiled whole (bisect=\"passes\" may name the XLA passes); "
+                                      "nothing inside is blamed"))
         q = _program(p, body_c, [*state, *body_x])
         if _diverging(q, run_body(q.args)):
             return f"body (iteration {it})", _bisect_region(p, body_c, q.args, say, depth, q)
