@@ -44,10 +44,17 @@ TARGET = 1.2
 PEER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_peer_run.py")
 
 
-def source_copy(into: str) -> str:
-    """A copy of the xlasdk package (no bytecode) under ``into``; returns the folder to put on the path."""
-    shutil.copytree(os.path.join(ROOT, "xlasdk"), os.path.join(into, "xlasdk"),
-                    ignore=shutil.ignore_patterns("__pycache__"))
+def source_copy(into: str, ref: str | None = None) -> str:
+    """A copy of the xlasdk package (no bytecode) under ``into``: this tree's, or git revision
+    ``ref``'s; returns the folder to put on the path."""
+    if ref is None:
+        shutil.copytree(os.path.join(ROOT, "xlasdk"), os.path.join(into, "xlasdk"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        return into
+    os.makedirs(into, exist_ok=True)
+    archive = subprocess.run(["git", "-C", ROOT, "archive", "--format=tar", ref, "xlasdk"], capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", into], input=archive, check=True)
     return into
 
 
@@ -79,34 +86,46 @@ def _check_copy_runs(env: dict[str, str], cwd: str, tree: str) -> None:
         raise SystemExit(f"the timed xlasdk would be {where}, not the copy in {tree}")
 
 
-def run(rounds: int = 5, modes: tuple[bool, ...] = (True, False)) -> list[dict[str, Any]]:
+def run(rounds: int = 5, modes: tuple[bool, ...] = (True, False), baseline: str | None = None,
+        dumps: tuple[str, ...] = DUMPS) -> list[dict[str, Any]]:
+    """The rows of the table; with ``baseline`` (a git revision), that revision's xlasdk runs as a
+    third contender in the same interleaved rounds (its ratio to the peer is the row's ``baseline``)."""
     rows = []
     with tempfile.TemporaryDirectory(prefix="xlasdk-run-dump-") as tmp:
         for bytecode in modes:
-            tree = source_copy(os.path.join(tmp, "on" if bytecode else "off"))
-            env = child_env(tree, bytecode)
-            _check_copy_runs(env, tmp, tree)
-            for name in DUMPS:
+            tag = "on" if bytecode else "off"
+            tree = source_copy(os.path.join(tmp, tag))
+            envs = {"xlasdk": child_env(tree, bytecode), "peer": child_env(tree, bytecode)}
+            _check_copy_runs(envs["xlasdk"], tmp, tree)
+            if baseline is not None:
+                base = source_copy(os.path.join(tmp, f"{tag}-baseline"), baseline)
+                envs["baseline"] = child_env(base, bytecode)
+                _check_copy_runs(envs["baseline"], tmp, base)
+            for name in dumps:
                 path = os.path.join(ROOT, "tests", "data", "dumps", name, "module.before_optimizations.txt")
-                contenders = {
-                    "xlasdk": ["-m", "xlasdk.cli", "run", path, "--random-inputs"],
-                    "peer": [PEER, path],
-                }
+                cli = ["-m", "xlasdk.cli", "run", path, "--random-inputs"]
+                contenders = {"xlasdk": cli, "peer": [PEER, path]}
+                if baseline is not None:
+                    contenders["baseline"] = cli
                 times: dict[str, list[float]] = {k: [] for k in contenders}
                 for k in contenders:  # warm the file cache (and, cache on, write the copy's bytecode)
-                    _wall(contenders[k], env, tmp)
+                    _wall(contenders[k], envs[k], tmp)
                 for r in range(rounds):
                     order = list(contenders) if r % 2 == 0 else list(reversed(contenders))
                     for k in order:
-                        times[k].append(_wall(contenders[k], env, tmp))
+                        times[k].append(_wall(contenders[k], envs[k], tmp))
                 ratio = tm.ratio(times["xlasdk"], times["peer"])
                 target = TARGET if bytecode else None
+                extra: dict[str, Any] = {}
+                if baseline is not None:
+                    extra = {"baseline": round(tm.ratio(times["baseline"], times["peer"]), 3),
+                             "baseline_s": round(tm.median(times["baseline"]), 3)}
                 rows.append(tm.row(
-                    f"xlasdk run {name} --random-inputs (wall, bytecode {'on' if bytecode else 'off'})", "s",
+                    f"xlasdk run {name} --random-inputs (wall, bytecode {tag})", "s",
                     round(tm.median(times["xlasdk"]), 3), round(tm.median(times["peer"]), 3),
                     "jaxlib + numpy alone", round(ratio, 3), target,
                     f"<= {TARGET}x" if bytecode else "(info)",
-                    ratios=[round(m / p, 3) for m, p in zip(times["xlasdk"], times["peer"], strict=True)]))
+                    ratios=[round(m / p, 3) for m, p in zip(times["xlasdk"], times["peer"], strict=True)], **extra))
     return rows
 
 
@@ -115,13 +134,17 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--bytecode", choices=("on", "off", "both"), default="both")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--baseline", default=None, metavar="REV",
+                    help="also time git revision REV's xlasdk in the same rounds (before/after a change)")
+    ap.add_argument("--dump", action="append", choices=DUMPS, help="only these dumps (repeatable)")
     ns = ap.parse_args()
     modes = {"on": (True,), "off": (False,), "both": (True, False)}[ns.bytecode]
-    rows = run(ns.rounds, modes)
+    rows = run(ns.rounds, modes, ns.baseline, tuple(ns.dump) if ns.dump else DUMPS)
     for r in rows:
         verdict = {True: "ok", False: "MISSED", None: "info"}[r["ok"]]
+        base = f"  {ns.baseline}: {r['baseline_s']:.3f} s, ratio {r['baseline']:.2f}" if "baseline" in r else ""
         print(f"{r['figure']:<68} {r['xlasdk']:>7.3f} s  peer {r['peer']:.3f} s  ratio {r['ratio']:.2f}  "
-              f"{verdict} ({r['target_text']}); per round {r['ratios']}")
+              f"{verdict} ({r['target_text']}); per round {r['ratios']}{base}")
     if ns.json:
         with open(ns.json, "w") as f:
             json.dump(rows, f, indent=2)

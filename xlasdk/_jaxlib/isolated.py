@@ -34,6 +34,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Final
 
@@ -345,10 +346,15 @@ def _spawner() -> ThreadPoolExecutor:
     return _spawn_pool
 
 
-def request(target: str, *args: Any, timeout: float | None = None) -> Any:
+def request(target: str, *args: Any, timeout: float | None = None,
+            on_death: Callable[[WorkerDied], BaseException] | None = None) -> Any:
     """Call ``target`` (``"package.module:function"``) with ``args`` in the worker process and
     return what it returns (arguments and results are pickled; the function raises
     :class:`Failed` for a clean failure).
+
+    ``on_death`` is what the caller raises when the worker dies on the request: with it, a process
+    that another watches (the ``xlasdk`` command's supervised child, :mod:`.isolated_local`) runs
+    the request itself, with the worker's checks and limits, and the watcher reports its death so.
 
     Raises
     ------
@@ -360,6 +366,10 @@ def request(target: str, *args: Any, timeout: float | None = None) -> Any:
         with SIGABRT) is not the request's fault: the request runs once more in a fresh worker,
         and a second SIGKILL raises with ``killed`` set.
     """
+    if on_death is not None and _here():
+        from . import isolated_local
+
+        return isolated_local.call(isolated_local.target_function(target), args, timeout, on_death)
     try:
         return _request_once(target, args, timeout)
     except WorkerDied as e:
@@ -420,6 +430,12 @@ def _request_once(target: str, args: tuple[Any, ...], timeout: float | None) -> 
             raise
 
 
+def _here() -> bool:
+    """Whether requests that say what their death means run in this process (:mod:`.isolated_local`)."""
+    local = sys.modules.get("xlasdk._jaxlib.isolated_local")
+    return local is not None and bool(local.active())
+
+
 def prestart() -> None:
     """Start the worker now, in the background, unless one is running or a request is in flight.
 
@@ -428,7 +444,7 @@ def prestart() -> None:
     the CLI before it imports jaxlib. A worker that cannot start is left for the first request
     to report."""
     global _worker
-    if os.environ.get("XLASDK_WORKER") == "1" or not _lock.acquire(blocking=False):
+    if os.environ.get("XLASDK_WORKER") == "1" or _here() or not _lock.acquire(blocking=False):
         return
     try:
         if _worker is None or not _worker.alive():

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import IO, NoReturn, TextIO
 
 from . import _common, _verbs
-from ._common import EXIT_OK, EXIT_USAGE, UsageError, failure_exit
+from ._common import EXIT_OK, EXIT_USAGE, UsageError
 from ._verbs import build_parser as build_parser
 
 # The parser and the verb table come from the light _verbs: the verbs' modules (numpy, and through
@@ -139,8 +139,6 @@ def _plain_warnings(command: str, err: IO[str]) -> Callable[..., None]:
 
 def _run_command(args: argparse.Namespace, argv: Sequence[str] | None, out: IO[str], err: IO[str],
                  own_process: bool) -> int:
-    from xlasdk.errors import CompileError, DTypeError, FormatError, ShapeError, XlaRuntimeError, XlaSdkError
-
     try:
         timeout = getattr(args, "timeout", None)
         if timeout is not None and not timeout > 0:
@@ -167,15 +165,7 @@ def _run_command(args: argparse.Namespace, argv: Sequence[str] | None, out: IO[s
     except BaseException as e:
         if isinstance(e, SystemExit):
             raise
-        from ._inspect import CheckFailed
-
-        unknown_device = type(e).__name__ == "UnknownDeviceError" and type(e).__module__.startswith("xlasdk.")
-        if isinstance(e, (UsageError, FormatError, ShapeError, DTypeError)) or unknown_device:
-            code, kind = EXIT_USAGE, "error"
-        elif isinstance(e, (CheckFailed, CompileError, XlaRuntimeError, XlaSdkError)):
-            code, kind = failure_exit(args.command), "error"
-        else:
-            code, kind = failure_exit(args.command), f"internal error ({type(e).__name__})"
+        code, kind = _common.error_kind(args.command, e)
         if args.debug:
             traceback.print_exception(type(e), e, e.__traceback__, file=err)
         err.write(f"xlasdk {args.command}: {kind}: {_common._error_line(e)}\n")

@@ -107,6 +107,20 @@ def _stage(name: str) -> None:
         _CHILD.send(f"stage {name}")
 
 
+def error_kind(command: str | None, e: BaseException) -> tuple[int, str]:
+    """``(exit code, "error" or "internal error (Type)")`` of the command that failed with ``e``."""
+    from xlasdk.errors import CompileError, DTypeError, FormatError, ShapeError, XlaRuntimeError, XlaSdkError
+
+    from ._inspect import CheckFailed
+
+    unknown_device = type(e).__name__ == "UnknownDeviceError" and type(e).__module__.startswith("xlasdk.")
+    if isinstance(e, (UsageError, FormatError, ShapeError, DTypeError)) or unknown_device:
+        return EXIT_USAGE, "error"
+    if isinstance(e, (CheckFailed, CompileError, XlaRuntimeError, XlaSdkError)):
+        return failure_exit(command), "error"
+    return failure_exit(command), f"internal error ({type(e).__name__})"
+
+
 def _error_line(e: BaseException) -> str:
     msg = " ".join(str(e).split()) or type(e).__name__
     return msg

@@ -5,6 +5,7 @@ watches (stages, --timeout, XLA aborts reported as one line); the child's entry 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import signal
@@ -38,6 +39,9 @@ from ._common import _SUPERVISED, EXIT_RUNTIME, UsageError, _ChildLink, _npz_pat
 # --timeout, where it starts a fresh interpreter (forking a process that runs XLA can deadlock)
 # and copies its output into the given streams. XLASDK_CLI_SUPERVISE=0 turns forking off (to run
 # the CLI under a debugger).
+# The child is the isolation, so it loads, verifies and compiles the file itself (_Requests: the
+# worker's checks and limits, no worker process); should XLA end it in one of those steps, the
+# command runs once more with the worker doing them, and reports that run's answer, as it always has.
 _STAGES: dict[str, tuple[str, str]] = {  # what the child reports it is doing -> (noun, "while ..." phrase)
     "start": ("the start", "while starting"),
     "client": ("starting the device client", "while starting the device client"),
@@ -58,6 +62,39 @@ _FATAL_START_RE = re.compile(
     r"^(?:F\d{4} \d\d:\d\d:\d\d|\*\*\* Check failure stack trace|LLVM ERROR|Fatal Python error)"
     r"|Check failed|RET_CHECK failure"
 )
+
+
+class _Requests:
+    """The supervised child's :class:`xlasdk._jaxlib.isolated_local.Host`: the worker's requests
+    (loads, compiles) run in the child. Before each, the parent is told its time limit and what the
+    command prints when the request runs past it (``note {json}``), and after it that it ended
+    (``note -``): a child that dies while a note is pending died in such a request."""
+
+    def before(self, deaths: dict[str, BaseException], timeout: float | None, budget: int | None) -> None:
+        report = {}
+        for kind, e in deaths.items():
+            code, label = _common.error_kind(None, e)
+            report[kind] = [code == _common.EXIT_USAGE, label, _common._error_line(e)]
+        if _common._CHILD is not None:
+            _common._CHILD.send("note " + json.dumps({"deaths": report, "timeout": timeout}))
+
+    def after(self) -> None:
+        if _common._CHILD is not None:
+            _common._CHILD.send("note -")
+
+
+#: set in a child's environment when the worker's requests must go to the worker (the second run
+#: of a command whose child died in a request it ran itself)
+_WORKER_ENV = "XLASDK_CLI_CHILD_WORKER"
+
+
+def _run_requests_here() -> None:
+    """The child is the isolation: the worker's requests run in it (one process does the work)."""
+    if os.environ.pop(_WORKER_ENV, None) == "1":
+        return
+    from xlasdk._jaxlib import isolated_local
+
+    isolated_local.install(_Requests())
 
 
 def _child_exit(code: int) -> NoReturn:
@@ -105,6 +142,7 @@ def _forked_child(
         os.dup2(err_fd, 2)
         os.close(err_fd)
         _common._CHILD = _ChildLink(status_fd, quiet_fd)
+        _run_requests_here()
         code = entry(argv)
     except BaseException:  # never return into the parent's code
         traceback.print_exc()
@@ -120,6 +158,7 @@ def _spawned_child(entry: Callable[[list[str]], int]) -> NoReturn:
     try:
         status_fd, quiet_fd = (int(x) for x in os.environ.pop(_CHILD_ENV).split(","))
         _common._CHILD = _ChildLink(status_fd, quiet_fd)
+        _run_requests_here()
         code = entry(sys.argv[1:])
     except BaseException:
         traceback.print_exc()
@@ -192,6 +231,7 @@ class _Watch:
         self.holding = False
         self.held: list[str] = []
         self.tail: list[str] = []
+        self.note: dict[str, Any] | None = None  # a request the child runs now (_Requests), its deadline
 
     @staticmethod
     def _lines(fd: int) -> Iterator[tuple[str, bool]]:
@@ -222,6 +262,10 @@ class _Watch:
                         self.stage = value
                         if value in _TIMED_STAGES and self.clock is None:
                             self.clock = time.monotonic()
+                    elif kind == "note":
+                        self.note = None if value == "-" else json.loads(value)
+                        if self.note is not None and self.note.get("timeout") is not None:
+                            self.note["deadline"] = time.monotonic() + float(self.note["timeout"])
                     elif kind == "exit" and value.lstrip("-").isdigit():
                         self.exit_code = int(value)
                     self.changed.notify_all()
@@ -230,18 +274,25 @@ class _Watch:
                 self.ended = True
                 self.changed.notify_all()
 
-    def wait(self, timeout: float | None) -> bool:
-        """Wait for the child's end; False when ``timeout`` seconds of timed stages passed first."""
+    def wait(self, timeout: float | None) -> str | None:
+        """Wait for the child's end (None); ``"timeout"`` when ``timeout`` seconds of timed stages
+        passed first, ``"limit"`` when a request the child runs (:class:`_Requests`) ran past its own."""
         with self.changed:
             while not self.ended and self.exit_code is None:  # "exit N" comes last, after every output
-                if timeout is None or self.clock is None:
+                deadlines = []
+                if timeout is not None and self.clock is not None:
+                    deadlines.append((self.clock + timeout, "timeout"))
+                if self.note is not None and "deadline" in self.note:
+                    deadlines.append((self.note["deadline"], "limit"))
+                if not deadlines:
                     self.changed.wait()
                     continue
-                remaining = self.clock + timeout - time.monotonic()
+                when, what = min(deadlines)
+                remaining = when - time.monotonic()
                 if remaining <= 0:
-                    return False
+                    return what
                 self.changed.wait(remaining)
-        return True
+        return None
 
     def read_stderr(self, fd: int) -> None:
         for line, newline in self._lines(fd):
@@ -332,8 +383,10 @@ def _supervise(
     err: IO[str],
     fork: bool,
     entry: Callable[[list[str]], int],
+    by_worker: bool = False,
 ) -> int:
     """Run the command in a child process and report how it ended (see "supervision" above).
+    The child runs the worker's requests itself (:class:`_Requests`), unless ``by_worker``.
 
     ``entry`` runs the command in a forked child (``xlasdk.cli.main``); a spawned child imports
     ``xlasdk.cli.main`` itself (its command line names it)."""
@@ -353,6 +406,8 @@ def _supervise(
                 pid = os.fork()
                 if pid == 0:
                     _die_with_parent(parent)
+                    if by_worker:
+                        os.environ[_WORKER_ENV] = "1"
                     _forked_child(entry, argv, status_w, quiet.fileno(), err_w, (status_r, err_r))
                 child = _Child(pid=pid)
             else:
@@ -361,6 +416,8 @@ def _supervise(
                 out_r, out_w = os.pipe()
                 env = dict(os.environ)
                 env[_CHILD_ENV] = f"{status_w},{quiet.fileno()}"
+                if by_worker:
+                    env[_WORKER_ENV] = "1"
                 root = os.path.dirname(os.path.dirname(os.path.abspath(xlasdk.__file__)))
                 env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
                 try:
@@ -388,9 +445,11 @@ def _supervise(
         for t in readers:
             t.start()
         timed_out = interrupted = False
+        expired: str | None = None
         restore = _forward_termination(child)
         try:
-            if not watch.wait(timeout):
+            expired = watch.wait(timeout)
+            if expired is not None:
                 child.kill()
                 timed_out = watch.exit_code is None
         except KeyboardInterrupt:  # Ctrl-C reached both; a child inside XLA cannot stop by itself
@@ -413,6 +472,14 @@ def _supervise(
             watch.release()
             return watch.exit_code
         noun, during = _STAGES.get(watch.stage, (watch.stage, f"while {watch.stage}"))
+        note = watch.note
+        if timed_out and expired == "limit" and note is not None:
+            return _report_timed_out(args, err, note)
+        if note is not None and not timed_out and watch.exit_code is None and not by_worker:
+            # died in a load or compile it ran itself: the command runs once more with the worker
+            # doing those (an abort is deterministic), so that it reports the death as it always
+            # has (the file's pre-checks name the line XLA died on, a kill from outside is retried)
+            return _supervise(args, argv, out, err, fork, entry, by_worker=True)
         if timed_out:
             assert timeout is not None
             err.write(f"xlasdk {args.command}: error: {_subject(args)}{noun} did not finish within "
@@ -439,6 +506,14 @@ def _supervise(
         msg = f"{how}: {fatal}" if fatal else how + ("" if args.debug else "; rerun with --debug to see XLA's log")
         err.write(f"xlasdk {args.command}: error: {_subject(args)}{' '.join(msg.split())}\n")
         return failure_exit(args.command)
+
+
+def _report_timed_out(args: argparse.Namespace, err: IO[str], note: dict[str, Any]) -> int:
+    """Write the error line the command prints when a request the child ran itself (``note``) ran
+    past its time limit (what the caller raises when the worker is stopped so)."""
+    usage, label, message = note["deaths"]["timed_out"]
+    err.write(f"xlasdk {args.command}: {label}: {' '.join(message.split())}\n")
+    return _common.EXIT_USAGE if usage else failure_exit(args.command)
 
 
 def _forward_termination(child: _Child) -> Any:

@@ -24,6 +24,7 @@ from .. import _metadata
 from .._jaxlib import isolated
 from .._jaxlib import mlir as _mlir
 from .._jaxlib import mlir_graph as _mg
+from ..errors import XlaSdkError
 from . import load_cache
 from .untrusted import importable_text, load_timeout
 
@@ -86,7 +87,8 @@ def hlo_names(proto: bytes) -> HloNames | None:
     got = load_cache.lookup(k)
     if not _fits(got):
         try:
-            got = isolated.request("xlasdk.formats.hlo_names:hlo_names_in_worker", proto, timeout=load_timeout(proto))
+            got = isolated.request("xlasdk.formats.hlo_names:hlo_names_in_worker", proto, timeout=load_timeout(proto),
+                                   on_death=_names_died)
         except (isolated.Failed, isolated.WorkerDied):
             return None
         if not _fits(got):
@@ -94,6 +96,13 @@ def hlo_names(proto: bytes) -> HloNames | None:
         load_cache.remember(k, got)
     args, ops, opcodes = got
     return HloNames(tuple(args), tuple(ops), dict(opcodes))
+
+
+def _names_died(e: isolated.WorkerDied) -> XlaSdkError:
+    """What a process that reads the names itself (:mod:`xlasdk._jaxlib.isolated_local`) reports when
+    XLA ends it there (the worker's death only costs the names)."""
+    doing = "was stopped" if e.killed else "failed: XLA aborted"
+    return XlaSdkError(f"reading the loaded module's instruction names {doing} ({e.reason})")
 
 
 def _fits(got: object) -> bool:

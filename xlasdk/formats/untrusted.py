@@ -267,21 +267,25 @@ def _in_worker(fn: str, args: tuple[Any, ...], data: str | bytes, what: str, doi
     worker that dies raises FormatError naming ``what``: :func:`_hung` doing ``doing`` when it ran
     past the limit, else ``crashed`` and the reason."""
     limit = load_timeout(data)
+
+    def died(e: isolated.WorkerDied) -> XlaSdkError:
+        if e.timed_out:
+            return _hung(what, doing, limit)
+        if e.unavailable:  # no worker to ask: nothing about the file is known
+            return XlaSdkError(f"{what}: {doing} could not begin: {e.reason}; nothing is known about the file "
+                               "itself (XLA did not read it)")
+        if e.killed:  # not the file's fault: say so, not "XLA aborted"
+            return FormatError(f"{what}: {doing} was stopped: {e.reason}")
+        return FormatError(f"{what}: {crashed} ({e.reason})")
+
     try:
-        return isolated.request(f"xlasdk.formats.untrusted:{fn}", *args, timeout=limit)
+        return isolated.request(f"xlasdk.formats.untrusted:{fn}", *args, timeout=limit, on_death=died)
     except isolated.Failed as e:
         if e.stage == "memory":  # the worker's budget, not the file's fault: no "syntax error"
             raise FormatError(f"{what}: {doing} was stopped: {e.message}") from None
         raise
     except isolated.WorkerDied as e:
-        if e.timed_out:
-            raise _hung(what, doing, limit) from None
-        if e.unavailable:  # no worker to ask: nothing about the file is known
-            raise XlaSdkError(f"{what}: {doing} could not begin: {e.reason}; nothing is known about the file "
-                              "itself (XLA did not read it)") from None
-        if e.killed:  # not the file's fault: say so, not "XLA aborted"
-            raise FormatError(f"{what}: {doing} was stopped: {e.reason}") from None
-        raise FormatError(f"{what}: {crashed} ({e.reason})") from None
+        raise died(e) from None
 
 
 def _in_worker_once(fn: str, kind: str, args: tuple[Any, ...], data: str | bytes, what: str, doing: str,

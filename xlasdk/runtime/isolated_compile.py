@@ -114,9 +114,11 @@ def compile_isolated(
     client: Any, module_text: str, devices: Sequence[Any], options: Any,
     num_replicas: int, num_partitions: int, overrides: Sequence[tuple[str, str | bool | int | float]], name: str,
     *, timeout: float | None = None,
-) -> tuple[Any, bytes]:
+) -> tuple[Any, bytes | None]:
     """The jaxlib executable of ``module_text`` on ``devices``, compiled in the worker and loaded
-    here, and XLA's serialized executable it was loaded from.
+    here, and XLA's serialized executable it was loaded from. In a watched process (the ``xlasdk``
+    command's supervised child, :mod:`xlasdk._jaxlib.isolated_local`) it is compiled here, with
+    the worker's checks and limits, and no serialized executable comes with it (None).
 
     Raises
     ------
@@ -124,6 +126,30 @@ def compile_isolated(
         When XLA rejects the module, or aborts on it (the message then carries XLA's
         ``Check failed:`` line).
     """
+    def died(e: isolated.WorkerDied) -> CompileError:
+        if e.timed_out:
+            return CompileError(
+                f"compiling {name!r} did not finish within {timeout:g} s and was stopped (xs.compile(timeout=...), "
+                "XLASDK_COMPILE_TIMEOUT)"
+            )
+        if e.killed:
+            return CompileError(f"compiling {name!r} was stopped: {e.reason}")
+        return CompileError(f"compiling {name!r} failed: XLA aborted on this program ({e.reason})")
+
+    if isolated._here():  # a watched process (the xlasdk command's child): compiled here, on this client
+        from .._jaxlib import isolated_local
+
+        def here() -> Any:
+            text = _optimized_dump_for_compile(module_text, num_replicas, num_partitions, name)
+            try:
+                return pjrt.compile_and_load(client, text, devices, options, name)
+            except CompileError as e:
+                raise isolated.Failed("compile", str(e)) from None
+
+        try:
+            return isolated_local.call(here, (), timeout, died), None
+        except isolated.Failed as e:
+            raise CompileError(e.message) from None
     try:
         blob = isolated.request(
             "xlasdk.runtime.isolated_compile:compile_in_worker",
@@ -132,12 +158,5 @@ def compile_isolated(
     except isolated.Failed as e:
         raise CompileError(e.message) from None
     except isolated.WorkerDied as e:
-        if e.timed_out:
-            raise CompileError(
-                f"compiling {name!r} did not finish within {timeout:g} s and was stopped (xs.compile(timeout=...), "
-                "XLASDK_COMPILE_TIMEOUT)"
-            ) from None
-        if e.killed:
-            raise CompileError(f"compiling {name!r} was stopped: {e.reason}") from None
-        raise CompileError(f"compiling {name!r} failed: XLA aborted on this program ({e.reason})") from None
+        raise died(e) from None
     return pjrt.deserialize_executable(client, blob, devices, options, name), blob
