@@ -277,7 +277,7 @@ class XlaBuilder:
         self._loc_cache: dict[tuple[str, int], Location] = {}
         self._side_effects: list[XlaOp] = []
         self._nbytes = 0  # bytes of every array built, regions included (checked by build)
-        self._imported: Any = None  # formats.graph_import._Rewrite of a builder made by from_computation
+        self._imported: Any = None  # formats.graph_edit._Rewrite of a builder made by from_computation
 
     def _next_id(self) -> int:
         self._count += 1

@@ -588,7 +588,7 @@ class XlaComputation(Computation):
             loaded from HLO, a name of a region's instruction, in a while body or a reducer, says
             which instruction of ``main`` holds it and how to walk it).
         """
-        from .formats.graph_import import _resolve  # formats sit above (they make computations)
+        from .formats.graph_edit import _resolve  # formats sit above (they make computations)
 
         graph = self.instruction_graph()
         try:
@@ -624,7 +624,7 @@ class XlaComputation(Computation):
             An unknown name, an instruction of another computation, or a multi-result
             instruction given whole.
         """
-        from .formats.graph_import import with_outputs  # formats sit above (they make computations)
+        from .formats.graph_edit import with_outputs  # formats sit above (they make computations)
 
         return with_outputs(self, self.instruction_graph(), instructions)
 
@@ -643,14 +643,14 @@ class XlaComputation(Computation):
         XlaSdkError
             As :meth:`with_outputs`.
         """
-        from .formats.graph_import import extract  # formats sit above (they make computations)
+        from .formats.graph_edit import extract  # formats sit above (they make computations)
 
         return extract(self, self.instruction_graph(), instructions)
 
     def to_builder(self) -> XlaBuilder:
         """A builder holding a copy of this program's graph, to rewrite: see
         :meth:`XlaBuilder.from_computation <xlasdk.XlaBuilder.from_computation>`."""
-        from .formats.graph_import import builder_from  # formats sit above (they make computations)
+        from .formats.graph_edit import builder_from  # formats sit above (they make computations)
 
         return builder_from(self)
 

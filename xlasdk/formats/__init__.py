@@ -39,7 +39,9 @@ Modules of this package (everything public is re-exported here):
 ``diagnostics``        one-line descriptions of MLIR/XLA errors
 ``artifact``           portable artifact versions and serialization
 ``jax_export``         ``jax.export`` files (``Exported.serialize()``): :func:`read_jax_export`
-``graph_import``       a module's instruction graph: ``comp.instructions()``, ``with_outputs``, ``extract``
+``graph_import``       a module's instruction graph: ``comp.instructions()``
+``attr_kinds``         a loaded op's declared attributes read into the builder's typed values
+``graph_edit``         new computations from that graph: ``with_outputs``, ``extract``, ``from_computation``
 ``snapshot``           XLA's ``HloSnapshot`` files (module, arguments, result): :func:`load_snapshot`
 ``loaders``            ``computation_from_*``, :func:`load_computation`
 ``saving``             :func:`computation_bytes`, :func:`save_computation`

@@ -46,7 +46,7 @@ def region_computation(source: XlaComputation, graph: InstructionGraph, owner: X
     parameters are the region's (its block arguments, or the stand-ins of its bound values), then
     the values of main its ops read (returned, in order; their values are the program's last
     arguments)."""
-    from ..formats.graph_import import _copy, _edited
+    from ..formats.graph_edit import _copy, _edited
 
     main = owner.builder
     stops = {id(q) for q in region.params}
@@ -87,7 +87,8 @@ def _called_computation(p: _Program, ins: Instruction) -> XlaComputation:
     along: those it calls in turn)."""
     from .._graph import ModuleContext
     from ..computation import XlaComputation, from_optimized_dump
-    from ..formats.graph_import import InstructionGraph, _carried_names
+    from ..formats.graph_edit import _carried_names
+    from ..formats.graph_import import InstructionGraph
 
     g = ins.called_function()
     main = p.graph
