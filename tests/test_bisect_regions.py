@@ -9,6 +9,7 @@ iteration at which its value is first kept is chosen by the program (``i == 3``)
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,8 @@ from xlasdk import _optable, ops
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
+
+DATA = Path(__file__).resolve().parent / "data"
 
 
 @pytest.fixture
@@ -113,3 +116,18 @@ def test_nested_loops_are_followed_down_to_the_inner_body(wrong_multiply: None) 
         r = r.inside
     assert "body (iteration 1)" in regions[1:], b.path  # the inner loop's second iteration
     assert r.culprit.opcode == "stablehlo.multiply", str(b)
+
+
+@pytest.mark.parametrize(("fname", "top"), [
+    ("module.cpu_after_optimizations.txt", "func.call"),  # a fusion of XLA:CPU's optimized dump
+    ("module.before_optimizations.txt", "stablehlo.while"),  # the GRU's lax.scan
+])
+def test_a_real_dump_is_followed_into_its_fusion_or_its_scan(wrong_multiply: None, fname: str, top: str) -> None:
+    from tests.test_real_dumps import recorded
+
+    comp = xs.load_computation(f"{DATA}/dumps/gru_scan/{fname}")
+    b = xs.compare(comp, recorded("dumps/gru_scan")[0], bisect="ops").bisect_ops
+    assert b.status == "localised" and b.culprit is not None and b.culprit.opcode == top, str(b)
+    assert b.region == ("called function" if top == "func.call" else "body (iteration 0)"), str(b)
+    inner = _deepest(b)
+    assert inner.status == "localised" and inner.culprit.opcode == "stablehlo.multiply", str(b)
