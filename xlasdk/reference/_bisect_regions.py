@@ -181,7 +181,8 @@ def _into_while(p: _Program, ins: Instruction, env: dict[int, Any], say: Callabl
     body_x = [env[id(x)] for x in body_out]
     run_cond, run_body = _run(p, cond_c), _run(p, body_c)
     for it in range(MAX_ITERATIONS):
-        say(f"bisect ops: {ins.name}, iteration {it}: its condition and body on the device and on the reference")
+        if it & (it - 1) == 0:  # iterations 0, 1, 2, 4, 8...: a long loop does not flood the progress
+            say(f"bisect ops: {ins.name}, iteration {it}: its condition and body on the device and on the reference")
         c = _program(p, cond_c, [*state, *cond_x])
         if _diverging(c, run_cond(c.args)):
             return f"condition (iteration {it})", _bisect_region(p, cond_c, c.args, say, depth, c)
