@@ -82,7 +82,12 @@ def _built() -> tuple[xs.XlaComputation, list[XlaOp]]:
     bc = ops.BroadcastInDim(io, (3, 4), (1,))
     rp = ops.ReducePrecision(x, 5, 10)
     ds = ops.DynamicSlice(x, [ops.Constant(b, np.int32(0)), ops.Constant(b, np.int32(1))], (1, 2))
-    outs = [d, r, red, rw, ops.Add(srt, io), bc, rp, ds]
+    img = ops.Parameter(b, 2, xs.Shape.array_shape(xs.PrimitiveType.F32, (1, 2, 5, 5)), "img")
+    ker = ops.Parameter(b, 3, xs.Shape.array_shape(xs.PrimitiveType.F32, (3, 2, 2, 2)), "ker")
+    conv = ops.ConvGeneralDilated(img, ker, (2, 1), [(1, 0), (0, 1)], (1, 1), (1, 2),
+                                  xs.make_convolution_dimension_numbers(("NCHW", "OIHW", "NCHW"), 2),
+                                  precision_config=xs.PrecisionConfig(["HIGH"]))
+    outs = [d, r, red, rw, ops.Add(srt, io), bc, rp, ds, conv]
     comp = b.build(ops.Tuple(b, outs))
     return comp, outs
 

@@ -121,6 +121,9 @@ class AttrKind(enum.Enum):
     """``#stablehlo<comparison_type FLOAT>``: an :class:`~xlasdk.attrs.ComparisonType`."""
     DOT_DIMENSION_NUMBERS = "dot_dimension_numbers"
     """``#stablehlo.dot<...>``: a :class:`~xlasdk.attrs.DotDimensionNumbers`."""
+    CONV_DIMENSION_NUMBERS = "conv_dimension_numbers"
+    """``#stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>``: a
+    :class:`~xlasdk.attrs.ConvolutionDimensionNumbers`."""
     PRECISION_CONFIG = "precision_config"
     """``[#stablehlo<precision DEFAULT>, ...]``: a :class:`~xlasdk.attrs.PrecisionConfig`."""
 

@@ -27,7 +27,13 @@ import numpy as np
 from .._jaxlib import mlir_graph as _mg
 from .._mlir_attrs import I32, DenseElements, I64Elements
 from .._optable import AttrKind
-from ..attrs import ComparisonDirection, ComparisonType, DotDimensionNumbers, PrecisionConfig
+from ..attrs import (
+    ComparisonDirection,
+    ComparisonType,
+    ConvolutionDimensionNumbers,
+    DotDimensionNumbers,
+    PrecisionConfig,
+)
 from ..errors import GraphImportError
 
 if TYPE_CHECKING:
@@ -144,6 +150,22 @@ def _dot_dimension_numbers(a: MlirAttr, op: XlaOp) -> DotDimensionNumbers:
     )
 
 
+_CONV_INTS = ("input_batch_dimension", "input_feature_dimension", "kernel_input_feature_dimension",
+              "kernel_output_feature_dimension", "output_batch_dimension", "output_feature_dimension")
+_CONV_LISTS = ("input_spatial_dimensions", "kernel_spatial_dimensions", "output_spatial_dimensions")
+
+
+def _conv_dimension_numbers(a: MlirAttr, op: XlaOp) -> ConvolutionDimensionNumbers:
+    v = a.value
+    if not a.text.startswith("#stablehlo.conv<") or not isinstance(v, dict) or set(v) != {*_CONV_INTS, *_CONV_LISTS}:
+        raise ValueError("expected #stablehlo.conv<...>")
+    if any(type(v[k]) is not int for k in _CONV_INTS) or any(
+        not isinstance(v[k], tuple) or any(type(x) is not int for x in v[k]) for k in _CONV_LISTS
+    ):
+        raise ValueError("expected #stablehlo.conv<...> of integer dimensions")
+    return ConvolutionDimensionNumbers(**{k: v[k] if k in _CONV_INTS else list(v[k]) for k in v})
+
+
 def _precision_config(a: MlirAttr, op: XlaOp) -> PrecisionConfig:
     v = a.value
     if not isinstance(v, list) or not all(isinstance(p, str) for p in v) or "#stablehlo<precision " not in a.text:
@@ -164,6 +186,7 @@ READERS: dict[AttrKind, Callable[[MlirAttr, XlaOp], Any]] = {
     AttrKind.COMPARISON_TYPE: _compare_type,
     AttrKind.DOT_DIMENSION_NUMBERS: _dot_dimension_numbers,
     AttrKind.PRECISION_CONFIG: _precision_config,
+    AttrKind.CONV_DIMENSION_NUMBERS: _conv_dimension_numbers,
 }
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .._mlir_attrs import I64Elements
-from .._optable import HloUnsupported, define, hlo_window
+from .._optable import AttrKind, HloUnsupported, define, hlo_window
 from ..attrs import (
     ConvolutionDimensionNumbers,
     PaddingType,
@@ -249,7 +249,15 @@ def convolution_shape(
     return array_shape(preferred_type(op, lhs.element_type(), preferred_element_type), out, op)
 
 
-CONVOLUTION = define("stablehlo.convolution", "convolution", hlo_attrs=_convolution_hlo, rule=convolution_shape)
+CONVOLUTION = define(
+    "stablehlo.convolution", "convolution", hlo_attrs=_convolution_hlo, rule=convolution_shape,
+    attrs={  # window_reversal is not declared: no wrapper builds it (a loaded module's stays as spelled)
+        "window_strides": AttrKind.INTS, "padding": AttrKind.I64_ELEMENTS, "lhs_dilation": AttrKind.INTS,
+        "rhs_dilation": AttrKind.INTS, "dimension_numbers": AttrKind.CONV_DIMENSION_NUMBERS,
+        "feature_group_count": AttrKind.INT, "batch_group_count": AttrKind.INT,
+        "precision_config": AttrKind.PRECISION_CONFIG,
+    },
+)
 
 
 def _conv_general_dilated(
