@@ -50,15 +50,43 @@ Modules of this package (everything public is re-exported here):
 
 from __future__ import annotations
 
-from .artifact import portable_artifact_version, serialize_portable_artifact
-from .hlo_check import check_hlo_text
-from .hlo_text import hlo_opcode_counts
-from .jax_export import JaxExport, read_jax_export
-from .load import load_computation
-from .loaders import computation_from_hlo_proto, computation_from_hlo_text, computation_from_stablehlo
-from .saving import computation_bytes, save_computation
-from .snapshot import Snapshot, load_snapshot, read_snapshot, write_snapshot
-from .sniff import Format, PathLike, format_from_suffix, sniff_format
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the names below import their modules on first use (PEP 562): the CLI's loads need few
+    from .artifact import portable_artifact_version, serialize_portable_artifact
+    from .hlo_check import check_hlo_text
+    from .hlo_text import hlo_opcode_counts
+    from .jax_export import JaxExport, read_jax_export
+    from .load import load_computation
+    from .loaders import computation_from_hlo_proto, computation_from_hlo_text, computation_from_stablehlo
+    from .saving import computation_bytes, save_computation
+    from .snapshot import Snapshot, load_snapshot, read_snapshot, write_snapshot
+    from .sniff import Format, PathLike, format_from_suffix, sniff_format
+
+#: public name -> its module in this package
+_LAZY: dict[str, str] = {
+    "portable_artifact_version": "artifact",
+    "serialize_portable_artifact": "artifact",
+    "check_hlo_text": "hlo_check",
+    "hlo_opcode_counts": "hlo_text",
+    "JaxExport": "jax_export",
+    "read_jax_export": "jax_export",
+    "load_computation": "load",
+    "computation_from_hlo_proto": "loaders",
+    "computation_from_hlo_text": "loaders",
+    "computation_from_stablehlo": "loaders",
+    "computation_bytes": "saving",
+    "save_computation": "saving",
+    "Snapshot": "snapshot",
+    "load_snapshot": "snapshot",
+    "read_snapshot": "snapshot",
+    "write_snapshot": "snapshot",
+    "Format": "sniff",
+    "PathLike": "sniff",
+    "format_from_suffix": "sniff",
+    "sniff_format": "sniff",
+}
 
 __all__ = [
     "Format",
@@ -82,3 +110,21 @@ __all__ = [
     "read_snapshot",
     "write_snapshot",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first use (PEP 562), and keep the value here."""
+    try:
+        module = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``) and the submodules imported so far."""
+    prefix = __name__ + "."
+    subs = {n for n, v in globals().items() if isinstance(v, type(importlib)) and v.__name__.startswith(prefix)}
+    return sorted(set(__all__) | subs)
