@@ -124,6 +124,10 @@ class AttrKind(enum.Enum):
     CONV_DIMENSION_NUMBERS = "conv_dimension_numbers"
     """``#stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>``: a
     :class:`~xlasdk.attrs.ConvolutionDimensionNumbers`."""
+    GATHER_DIMENSION_NUMBERS = "gather_dimension_numbers"
+    """``#stablehlo.gather<...>``: a :class:`~xlasdk.attrs.GatherDimensionNumbers`."""
+    SCATTER_DIMENSION_NUMBERS = "scatter_dimension_numbers"
+    """``#stablehlo.scatter<...>``: a :class:`~xlasdk.attrs.ScatterDimensionNumbers`."""
     PRECISION_CONFIG = "precision_config"
     """``[#stablehlo<precision DEFAULT>, ...]``: a :class:`~xlasdk.attrs.PrecisionConfig`."""
 

@@ -32,7 +32,9 @@ from ..attrs import (
     ComparisonType,
     ConvolutionDimensionNumbers,
     DotDimensionNumbers,
+    GatherDimensionNumbers,
     PrecisionConfig,
+    ScatterDimensionNumbers,
 )
 from ..errors import GraphImportError
 
@@ -163,7 +165,40 @@ def _conv_dimension_numbers(a: MlirAttr, op: XlaOp) -> ConvolutionDimensionNumbe
         not isinstance(v[k], tuple) or any(type(x) is not int for x in v[k]) for k in _CONV_LISTS
     ):
         raise ValueError("expected #stablehlo.conv<...> of integer dimensions")
-    return ConvolutionDimensionNumbers(**{k: v[k] if k in _CONV_INTS else list(v[k]) for k in v})
+    fields: dict[str, Any] = {k: v[k] if k in _CONV_INTS else list(v[k]) for k in v}
+    return ConvolutionDimensionNumbers(**fields)
+
+
+def _fields(a: MlirAttr, mnemonic: str, names: dict[str, str]) -> dict[str, Any]:
+    """The fields of ``#stablehlo.<mnemonic><...>`` by the attribute class's names (``names``: the
+    bindings' name -> the class's)."""
+    v = a.value
+    if not a.text.startswith(f"#stablehlo.{mnemonic}<") or not isinstance(v, dict) or set(v) - set(names):
+        raise ValueError(f"expected #stablehlo.{mnemonic}<...>")
+    out: dict[str, Any] = {}
+    for k, x in v.items():
+        if type(x) is int:
+            out[names[k]] = x
+        elif isinstance(x, tuple) and all(type(y) is int for y in x):
+            out[names[k]] = list(x)
+        else:
+            raise ValueError(f"expected #stablehlo.{mnemonic}<...> of integer dimensions")
+    return out
+
+
+_GATHER = {k: k for k in ("offset_dims", "collapsed_slice_dims", "start_index_map", "index_vector_dim",
+                          "operand_batching_dims", "start_indices_batching_dims")}
+_SCATTER = {**{k: k for k in ("update_window_dims", "inserted_window_dims", "index_vector_dim", "input_batching_dims",
+                              "scatter_indices_batching_dims")},
+            "scattered_dims_to_operand_dims": "scatter_dims_to_operand_dims"}
+
+
+def _gather_dimension_numbers(a: MlirAttr, op: XlaOp) -> GatherDimensionNumbers:
+    return GatherDimensionNumbers(**_fields(a, "gather", _GATHER))
+
+
+def _scatter_dimension_numbers(a: MlirAttr, op: XlaOp) -> ScatterDimensionNumbers:
+    return ScatterDimensionNumbers(**_fields(a, "scatter", _SCATTER))
 
 
 def _precision_config(a: MlirAttr, op: XlaOp) -> PrecisionConfig:
@@ -187,6 +222,8 @@ READERS: dict[AttrKind, Callable[[MlirAttr, XlaOp], Any]] = {
     AttrKind.DOT_DIMENSION_NUMBERS: _dot_dimension_numbers,
     AttrKind.PRECISION_CONFIG: _precision_config,
     AttrKind.CONV_DIMENSION_NUMBERS: _conv_dimension_numbers,
+    AttrKind.GATHER_DIMENSION_NUMBERS: _gather_dimension_numbers,
+    AttrKind.SCATTER_DIMENSION_NUMBERS: _scatter_dimension_numbers,
 }
 
 

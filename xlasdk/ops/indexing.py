@@ -192,6 +192,10 @@ GATHER = define(
     hlo_attrs=lambda o: f", {o.attrs['dimension_numbers'].to_hlo()}, slice_sizes={braces(o.attrs['slice_sizes'])}"
     + _flags_hlo(o),
     rule=gather_shape,
+    attrs={
+        "dimension_numbers": AttrKind.GATHER_DIMENSION_NUMBERS, "slice_sizes": AttrKind.INTS,
+        "indices_are_sorted": AttrKind.BOOL,
+    },
 )
 
 
@@ -318,6 +322,10 @@ SCATTER = define(
     "stablehlo.scatter", "scatter", hlo_form=HloForm.REGION,
     hlo_attrs=lambda o: f", {o.attrs['scatter_dimension_numbers'].to_hlo()}" + _flags_hlo(o),
     rule=scatter_shape,
+    attrs={
+        "scatter_dimension_numbers": AttrKind.SCATTER_DIMENSION_NUMBERS, "indices_are_sorted": AttrKind.BOOL,
+        "unique_indices": AttrKind.BOOL,
+    },
 )
 
 
