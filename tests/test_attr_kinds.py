@@ -94,7 +94,20 @@ def _built() -> tuple[xs.XlaComputation, list[XlaOp]]:
                      xs.ScatterDimensionNumbers(update_window_dims=[1], inserted_window_dims=[0],
                                                 scatter_dims_to_operand_dims=[0], index_vector_dim=1),
                      unique_indices=True)
-    outs = [d, r, red, rw, ops.Add(srt, io), bc, rp, ds, conv, ga, sc]
+    sq = ops.Parameter(b, 5, xs.Shape.array_shape(xs.PrimitiveType.F32, (3, 3)), "sq")
+    ch = ops.Cholesky(sq, lower=False)
+    ts = ops.TriangularSolve(sq, x, left_side=False, lower=True, unit_diagonal=True, transpose_a="TRANSPOSE")
+    ff = ops.Fft(ops.ConvertElementType(x, xs.PrimitiveType.C64), "IFFT", (3,))
+    bn = ops.BatchNormInference(x, *(ops.Constant(b, np.ones(3, np.float32)) for _ in range(4)), 1e-3, 1)
+    mp = ops.Map(b, [x, c], ops.Max, (0, 1))
+    gd = ops.GetDimensionSize(x, 1)
+    st = ops.Parameter(b, 6, xs.Shape.array_shape(xs.PrimitiveType.U64, (2,)), "st")
+    rb = ops.RngBitGenerator("PHILOX", st, xs.Shape.array_shape(xs.PrimitiveType.U32, (4,)))
+    ru = ops.RngUniform(ops.Constant(b, np.float32(0)), ops.Constant(b, np.float32(1)),
+                        xs.Shape.array_shape(xs.PrimitiveType.F32, (2,)))
+    tk = ops.TopK(x, 2)
+    outs = [d, r, red, rw, ops.Add(srt, io), bc, rp, ds, conv, ga, sc, ch, ts, ff, bn, mp, gd,
+            ops.GetTupleElement(rb, 1), ru, ops.GetTupleElement(tk, 0)]
     comp = b.build(ops.Tuple(b, outs))
     return comp, outs
 
@@ -134,7 +147,7 @@ def test_a_built_programs_instructions_read_back_the_builders_typed_values() -> 
     built = [(o.opcode, _declared(o, o.attrs)) for o in _nodes([comp.graph().root]) if o.opdef.attrs]
     imported = [(o.opcode, _declared(o, typed_attributes(o)))
                 for o in _nodes(list(comp.instruction_graph().outputs)) if o.opdef.attrs]
-    assert len({n for n, _ in built}) >= 15, sorted(built)
+    assert len({n for n, _ in built}) >= 27, sorted({n for n, _ in built})
     assert sum(len(d) for _, d in built) >= 25
     _assert_same_entries(built, imported)
 

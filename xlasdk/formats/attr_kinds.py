@@ -20,22 +20,27 @@ guess.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from .._jaxlib import mlir_graph as _mg
-from .._mlir_attrs import I32, DenseElements, I64Elements
+from .._mlir_attrs import F32, I32, DenseElements, I64Elements
 from .._optable import AttrKind
 from ..attrs import (
     ComparisonDirection,
     ComparisonType,
     ConvolutionDimensionNumbers,
     DotDimensionNumbers,
+    FftType,
     GatherDimensionNumbers,
     PrecisionConfig,
+    RandomAlgorithm,
+    RandomDistribution,
     ScatterDimensionNumbers,
+    TriangularSolveOptions_Transpose,
 )
+from ..attrs._base import _AttrEnum
 from ..errors import GraphImportError
 
 if TYPE_CHECKING:
@@ -120,19 +125,27 @@ def _elements(a: MlirAttr, op: XlaOp) -> DenseElements:
     return DenseElements(np.ascontiguousarray(v).reshape(-1), shape)
 
 
-def _enum_name(a: MlirAttr, dialect: str) -> str:
+def _f32(a: MlirAttr, op: XlaOp) -> F32:
     v = a.value
-    if not isinstance(v, str) or not a.text.startswith(f"#stablehlo<{dialect} "):
-        raise ValueError(f"expected #stablehlo<{dialect} ...>")
-    return v
+    if type(v) is not float or not a.text.rstrip().endswith(": f32"):
+        raise ValueError("expected an f32 float")
+    return F32(v)
 
 
-def _direction(a: MlirAttr, op: XlaOp) -> ComparisonDirection:
-    return ComparisonDirection[_enum_name(a, "comparison_direction")]
+_E = TypeVar("_E", bound=_AttrEnum)
 
 
-def _compare_type(a: MlirAttr, op: XlaOp) -> ComparisonType:
-    return ComparisonType[_enum_name(a, "comparison_type")]
+def _enum(cls: type[_E]) -> Callable[[MlirAttr, XlaOp], _E]:
+    """The reader of an enum attribute: the member whose spelling (``to_mlir()``) the text is."""
+
+    def read(a: MlirAttr, op: XlaOp) -> _E:
+        v = a.value
+        member = cls.__members__.get(v) if isinstance(v, str) else None
+        if member is None or member.to_mlir() != a.text.strip():
+            raise ValueError(f"expected {cls._mlir_format().format('...')}")
+        return member
+
+    return read
 
 
 _DOT_FIELDS = ("lhs_batching_dimensions", "rhs_batching_dimensions", "lhs_contracting_dimensions",
@@ -217,8 +230,13 @@ READERS: dict[AttrKind, Callable[[MlirAttr, XlaOp], Any]] = {
     AttrKind.INTS: _ints,
     AttrKind.I64_ELEMENTS: _i64_elements,
     AttrKind.ELEMENTS: _elements,
-    AttrKind.COMPARISON_DIRECTION: _direction,
-    AttrKind.COMPARISON_TYPE: _compare_type,
+    AttrKind.F32: _f32,
+    AttrKind.COMPARISON_DIRECTION: _enum(ComparisonDirection),
+    AttrKind.COMPARISON_TYPE: _enum(ComparisonType),
+    AttrKind.FFT_TYPE: _enum(FftType),
+    AttrKind.RNG_ALGORITHM: _enum(RandomAlgorithm),
+    AttrKind.RNG_DISTRIBUTION: _enum(RandomDistribution),
+    AttrKind.TRANSPOSE: _enum(TriangularSolveOptions_Transpose),
     AttrKind.DOT_DIMENSION_NUMBERS: _dot_dimension_numbers,
     AttrKind.PRECISION_CONFIG: _precision_config,
     AttrKind.CONV_DIMENSION_NUMBERS: _conv_dimension_numbers,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._optable import braces, define
+from .._optable import AttrKind, braces, define
 from ..attrs import FftType
 from ..builder import XlaOp
 from ..types import PrimitiveType
@@ -65,7 +65,7 @@ def fft_shape(
 FFT = define(
     "stablehlo.fft", "fft",
     hlo_attrs=lambda o: f", fft_type={o.attrs['fft_type'].to_hlo()}, fft_length={braces(o.attrs['fft_length'])}",
-    rule=fft_shape,
+    rule=fft_shape, attrs={"fft_type": AttrKind.FFT_TYPE, "fft_length": AttrKind.INTS},
 )
 
 

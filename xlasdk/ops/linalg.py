@@ -313,7 +313,7 @@ def cholesky_shape(op: str, a: Shape) -> Shape:
 
 CHOLESKY = define(
     "stablehlo.cholesky", "cholesky", hlo_attrs=lambda o: ", lower=true" if o.attrs["lower"] else "",
-    rule=cholesky_shape,
+    rule=cholesky_shape, attrs={"lower": AttrKind.BOOL},
 )
 
 
@@ -339,6 +339,8 @@ def triangular_solve_shape(op: str, a: Shape, b: Shape, left_side: bool) -> Shap
 
 TRIANGULAR_SOLVE = define(
     "stablehlo.triangular_solve", "triangular-solve", hlo_attrs=_triangular_solve_hlo, rule=triangular_solve_shape,
+    attrs={"left_side": AttrKind.BOOL, "lower": AttrKind.BOOL, "unit_diagonal": AttrKind.BOOL,
+           "transpose_a": AttrKind.TRANSPOSE},
 )
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .._optable import HloForm, define
+from .._optable import AttrKind, HloForm, define
 from ..attrs import RandomAlgorithm, RandomDistribution
 from ..builder import XlaOp
 from ..shape import Shape
@@ -54,7 +54,7 @@ def rng_bit_generator_shape(op: str, algorithm: RandomAlgorithm, state: Shape, s
 RNG_BIT_GENERATOR = define(
     "stablehlo.rng_bit_generator", "rng-bit-generator", hlo_form=HloForm.TUPLE_RESULT, constant=False,
     hlo_attrs=lambda o: f", algorithm={o.attrs['rng_algorithm'].to_hlo()}",
-    rule=rng_bit_generator_shape,
+    rule=rng_bit_generator_shape, attrs={"rng_algorithm": AttrKind.RNG_ALGORITHM},
 )
 
 
@@ -78,7 +78,9 @@ def rng_shape(op: str, dist: RandomDistribution, p0: tuple[str, Shape], p1: tupl
     return array_shape(et, shape.dimensions(), op)
 
 
-RNG = define("stablehlo.rng", constant=False, rule=rng_shape)
+RNG = define(
+    "stablehlo.rng", constant=False, rule=rng_shape, attrs={"rng_distribution": AttrKind.RNG_DISTRIBUTION}
+)
 
 
 def RngBitGenerator(algorithm: RandomAlgorithm | str | int, initial_state: XlaOp, shape: Shape) -> XlaOp:

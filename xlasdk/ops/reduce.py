@@ -122,7 +122,7 @@ def map_shape(op: str, operands: Sequence[Shape], dimensions: Sequence[int]) -> 
     return dims0
 
 
-MAP = define("stablehlo.map", rule=map_shape)
+MAP = define("stablehlo.map", rule=map_shape, attrs={"dimensions": AttrKind.INTS})
 
 
 def reducer_region(op: str, computation: Any, inits: Sequence[XlaOp], builder: XlaBuilder) -> Any:
@@ -286,7 +286,7 @@ def batch_norm_training_shape(op: str, operand: Shape, scale: Shape, offset: Sha
 BATCH_NORM_TRAINING = define(
     "stablehlo.batch_norm_training", "batch-norm-training", hlo_form=HloForm.TUPLE_RESULT,
     hlo_attrs=_batch_norm_hlo,
-    rule=batch_norm_training_shape,
+    rule=batch_norm_training_shape, attrs={"epsilon": AttrKind.F32, "feature_index": AttrKind.INT},
 )
 
 
@@ -301,7 +301,7 @@ def batch_norm_inference_shape(
 
 BATCH_NORM_INFERENCE = define(
     "stablehlo.batch_norm_inference", "batch-norm-inference", hlo_attrs=_batch_norm_hlo,
-    rule=batch_norm_inference_shape,
+    rule=batch_norm_inference_shape, attrs={"epsilon": AttrKind.F32, "feature_index": AttrKind.INT},
 )
 
 
@@ -322,7 +322,7 @@ def batch_norm_grad_shape(
 
 BATCH_NORM_GRAD = define(
     "stablehlo.batch_norm_grad", "batch-norm-grad", hlo_form=HloForm.TUPLE_RESULT, hlo_attrs=_batch_norm_hlo,
-    rule=batch_norm_grad_shape,
+    rule=batch_norm_grad_shape, attrs={"epsilon": AttrKind.F32, "feature_index": AttrKind.INT},
 )
 
 

@@ -591,7 +591,9 @@ def get_dimension_size_shape(op: str, operand: Shape, dimension: int) -> Shape:
     return array_shape(PrimitiveType.S32, (), op)
 
 
-GET_DIMENSION_SIZE = define("stablehlo.get_dimension_size", rule=get_dimension_size_shape)
+GET_DIMENSION_SIZE = define(
+    "stablehlo.get_dimension_size", rule=get_dimension_size_shape, attrs={"dimension": AttrKind.INT}
+)
 
 
 def set_dimension_size_shape(op: str, operand: Shape, dimension: int) -> Shape:

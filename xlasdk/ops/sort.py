@@ -210,7 +210,7 @@ def top_k_shape(op: str, operand: Shape, k: int) -> Shape:
     return Shape.tuple_shape([array_shape(et, out_dims, op), array_shape(PrimitiveType.S32, out_dims, op)])
 
 
-TOP_K = define("chlo.top_k", rule=top_k_shape)
+TOP_K = define("chlo.top_k", rule=top_k_shape, attrs={"k": AttrKind.INT})
 
 
 def TopK(input: XlaOp, k: int, largest: bool = True) -> XlaOp:  # noqa: A002 - the former name
