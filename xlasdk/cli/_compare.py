@@ -18,6 +18,7 @@ from ._verbs import add_compare_parser
 add_parser = add_compare_parser  # its name before the parser moved to _verbs
 
 EXIT_DIVERGENCE = 1
+EXIT_CANNOT_JUDGE = 3  # no element outside its bound, but some bound too loose to judge by (never a match)
 
 
 def _xla_flags(text: str | None) -> dict[str, Any]:
@@ -141,4 +142,8 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
             atomic_write(args.html, html_report(comp, report).encode())
         except OSError as e:
             raise UsageError(f"--html {args.html}: cannot write: {e.strerror or e}") from None
-    return EXIT_OK if report.ok else EXIT_DIVERGENCE
+    if report.ok:
+        return EXIT_OK
+    from xlasdk.reference._orders import verdict
+
+    return EXIT_CANNOT_JUDGE if verdict(report) == "CANNOT JUDGE" else EXIT_DIVERGENCE

@@ -70,7 +70,11 @@ f32 1e-5 / 1e-6, f16 2^-9 / 2^-9, bf16 2^-6 / 2^-6, f64 1e-12 / 1e-13, where the
 larger of the output's and of the terms the op that made it added (a sum that cancels), plus
 4 times the rounding error the ops before it may have carried to the element (a first-order
 bound), and never below the type's smallest normal number (XLA:CPU flushes subnormals); integers and bool
-must be equal; NaN matches only NaN. Against the reference, XLA compiles without excess
+must be equal; NaN matches only NaN. Where an element differs and that carried bound reaches the
+largest of the output's magnitude, its terms and the arguments (any value of the output's size
+would pass), it is not judged: CANNOT JUDGE, exit 3, never a match. A top_k's indices match when
+they are a valid top-k of the reference's keys within those keys' bounds (near ties either way).
+Against the reference, XLA compiles without excess
 precision (each bf16/f16 op rounded, as the reference rounds it); --excess-precision keeps XLA's
 default, which the tolerances do not model: a divergence it reports may be XLA being more precise
 than the reference's per-op rounding, not wrong (the default compile is the check).

@@ -902,7 +902,8 @@ def _reference(computation: XlaComputation, args: Sequence[Any], scales: bool = 
     if not scales:  # the values alone (evaluate): no error bounds to carry
         return [np.asarray(o) for o in outs], []
     bounds = _error_bounds(g.outputs, env, ev)
-    return [np.asarray(o) for o in outs], [_OutputScale(_output_scale(o, env, ev), bounds.get(id(o)), _made_by_dot(o))
+    return [np.asarray(o) for o in outs], [with_order(_OutputScale(_output_scale(o, env, ev), bounds.get(id(o)),
+                                                                   _made_by_dot(o)), o, env, bounds, g.params)
                                            for o in g.outputs]
 
 
@@ -1060,6 +1061,9 @@ class OutputComparison:
     #: the largest absolute error relative to the output's scale (its largest finite magnitude):
     #: unlike ``max_rel``, not dominated by elements near zero
     max_scaled: float = 0.0
+    #: elements whose carried bound is too loose to judge them (:func:`._orders.vacuous`), the loosest
+    unjudged: int = 0
+    loosest: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -1086,14 +1090,15 @@ class CompareReport:
 
     @property
     def ok(self) -> bool:
-        return all(o.ok for o in self.outputs)
+        return all(o.ok and not o.unjudged for o in self.outputs)
 
     def as_dict(self) -> dict[str, Any]:
         """The report as JSON-ready values (what ``xlasdk compare --json`` writes)."""
-        doc: dict[str, Any] = {"name": self.name, "against": self.against, "match": self.ok, "outputs": [
+        doc: dict[str, Any] = {"name": self.name, "against": self.against, "match": self.ok, "verdict": verdict(self),
+                               "outputs": [
             {"index": o.index, "shape": list(o.shape), "dtype": o.dtype, "max_abs": o.max_abs, "max_rel": o.max_rel,
              "max_ulp": o.max_ulp, "max_scaled": o.max_scaled, "mismatches": o.mismatches,
-             "nonfinite_mismatches": o.nonfinite_mismatches,
+             "nonfinite_mismatches": o.nonfinite_mismatches, "unjudged": o.unjudged,
              "first_mismatch": None if o.first_mismatch is None else list(o.first_mismatch)}
             for o in self.outputs], "device_kind": self.device_kind, "precision_notes": list(self.precision_notes)}
         for key, part in (("bisect_ops", self.bisect_ops), ("bisect_passes", self.bisect_passes),
@@ -1103,7 +1108,7 @@ class CompareReport:
         return doc
 
     def __str__(self) -> str:
-        head = f"{self.name}: device vs {self.against}: {'MATCH' if self.ok else 'DIVERGENCE'}"
+        head = f"{self.name}: device vs {self.against}: {verdict(self)}"
         rows = [f"  {'output':<7}{'shape':<18}{'dtype':<10}{'max abs':>12}{'max rel':>12}{'max ulp':>10}"
                 f"{'mismatches':>12}  first"]
         for o in self.outputs:
@@ -1117,7 +1122,7 @@ class CompareReport:
         notes = ([f"  precision-limited ops on {self.device_kind} (each within its bound):"]
                  + [f"    {n}" for n in self.precision_notes]) if self.precision_notes else []
         extra = [str(x) for x in (self.bisect_ops, self.bisect_passes, self.nonfinite) if x is not None]
-        return "\n".join([head, *rows, *scaled, *notes, *extra])
+        return "\n".join([head, *rows, *scaled, *unjudged_lines(self.outputs), *notes, *extra])
 
 
 def _ulps(got: np.ndarray[Any, Any], want: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
@@ -1156,7 +1161,7 @@ def _compare_one(i: int, got: np.ndarray[Any, Any], want: np.ndarray[Any, Any], 
     w, g = _wide(want), _wide(got)
     with np.errstate(all="ignore"):
         if want.dtype.kind in "iub":
-            bad = got != want
+            bad, loose = judge_order(got, want, getattr(scale, "order", None), _BOUND_MARGIN)
             diff = np.abs(g.astype(np.float64) - w.astype(np.float64)) if want.dtype.kind != "b" else bad.astype(float)
             rel = diff / np.maximum(np.abs(w.astype(np.float64)), 1) if want.dtype.kind != "b" else diff
         else:
@@ -1175,7 +1180,8 @@ def _compare_one(i: int, got: np.ndarray[Any, Any], want: np.ndarray[Any, Any], 
                 tol_abs, rtol = _tiny(want.dtype), 0.0 if getattr(scale, "exact", False) else _eps(want.dtype)
             if carried is not None and carried.shape == w.shape:
                 tol_abs = tol_abs + _BOUND_MARGIN * carried  # the rounding the ops before it may have moved it by
-            bad = ~same & ~(diff <= tol_abs + rtol * np.abs(np.where(finite_w, w, 0)))
+            bad = ~same & ~(diff <= (tol := tol_abs + rtol * np.abs(np.where(finite_w, w, 0))))
+            loose = vacuous(carried, same | (diff == 0), tol, w, finite_w, max(big, scale, reach(scale)))
         ulp = _ulps(got, want) if want.size else np.zeros(0)
         ulp = np.where(np.isfinite(ulp), ulp, np.inf)
         if ulps is not None and _is_float(want.dtype) and want.dtype.kind != "c":
@@ -1188,20 +1194,13 @@ def _compare_one(i: int, got: np.ndarray[Any, Any], want: np.ndarray[Any, Any], 
         float(np.max(np.real(rel), initial=0.0, where=np.isfinite(np.real(rel)))),
         float(np.max(ulp, initial=0.0, where=np.isfinite(ulp))), int(bad.sum()),
         tuple(int(k) for k in idx[0]) if len(idx) else None, got, want,
-        int(np.count_nonzero(bad & ~finite)), _scaled(diff, w, finite),
-    )
-
-
-def _scaled(diff: Any, w: np.ndarray[Any, Any], finite: np.ndarray[Any, Any]) -> float:
-    """The largest finite error over the largest finite magnitude of the wanted values."""
-    with np.errstate(all="ignore"):
-        mag = np.abs(w.astype(np.complex128) if w.dtype.kind == "c" else w.astype(np.float64))
-        big = float(np.max(mag, initial=0.0, where=np.isfinite(mag)))
-        top = float(np.max(np.real(diff), initial=0.0, where=finite))
-    return top / big if big > 0 else (0.0 if top == 0 else math.inf)
+        int(np.count_nonzero(bad & ~finite)), _scaled(diff, w, finite), *loose)
 
 
 #: What the device side of a comparison against the reference compiles with: XLA may otherwise keep
 #: values of bf16/f16 ops in f32 between ops (``xla_allow_excess_precision``, on by default), which
 #: the per-op rounding of the reference does not do.
 STRICT_PRECISION = (("xla_allow_excess_precision", False),)
+
+
+from ._orders import _scaled, judge_order, reach, unjudged_lines, vacuous, verdict, with_order  # noqa: E402
