@@ -106,7 +106,12 @@ def _built() -> tuple[xs.XlaComputation, list[XlaOp]]:
     ru = ops.RngUniform(ops.Constant(b, np.float32(0)), ops.Constant(b, np.float32(1)),
                         xs.Shape.array_shape(xs.PrimitiveType.F32, (2,)))
     tk = ops.TopK(x, 2)
-    outs = [d, r, red, rw, ops.Add(srt, io), bc, rp, ds, conv, ga, sc, ch, ts, ff, bn, mp, gd,
+    ag = ops.AllGather(x, 0, 2, [[0, 1]], channel_id=3, use_global_device_ids=True)
+    ar = ops.AllReduce(x, ops.Add, [[0, 1]], channel_id=4)
+    rs = ops.ReduceScatter(x, ops.Add, 0, 2, [[0, 1]])
+    aa = ops.AllToAll(x, 0, 0, 2, [[0, 1]])
+    cp = ops.CollectivePermute(x, [(0, 1), (1, 0)], channel_id=5)
+    outs = [ag, ar, rs, aa, cp, d, r, red, rw, ops.Add(srt, io), bc, rp, ds, conv, ga, sc, ch, ts, ff, bn, mp, gd,
             ops.GetTupleElement(rb, 1), ru, ops.GetTupleElement(tk, 0)]
     comp = b.build(ops.Tuple(b, outs))
     return comp, outs
@@ -147,7 +152,7 @@ def test_a_built_programs_instructions_read_back_the_builders_typed_values() -> 
     built = [(o.opcode, _declared(o, o.attrs)) for o in _nodes([comp.graph().root]) if o.opdef.attrs]
     imported = [(o.opcode, _declared(o, typed_attributes(o)))
                 for o in _nodes(list(comp.instruction_graph().outputs)) if o.opdef.attrs]
-    assert len({n for n, _ in built}) >= 27, sorted({n for n, _ in built})
+    assert len({n for n, _ in built}) >= 32, sorted({n for n, _ in built})
     assert sum(len(d) for _, d in built) >= 25
     _assert_same_entries(built, imported)
 

@@ -138,6 +138,15 @@ class AttrKind(enum.Enum):
     """``#stablehlo<rng_distribution UNIFORM>``: a :class:`~xlasdk.attrs.RandomDistribution`."""
     TRANSPOSE = "transpose"
     """``#stablehlo<transpose NO_TRANSPOSE>``: a :class:`~xlasdk.attrs.TriangularSolveOptions_Transpose`."""
+    REPLICA_GROUPS = "replica_groups"
+    """A collective's ``replica_groups``: ``dense<[[0, 1]]> : tensor<1x2xi64>`` as an
+    :class:`~xlasdk._mlir_attrs.I64Elements`; the mesh-axes form
+    (``#stablehlo.replica_group_mesh_axes<...>``), which no wrapper builds, stays as spelled."""
+    UNIT = "unit"
+    """A unit attribute (present or absent): :data:`~xlasdk._mlir_attrs.UNIT`."""
+    CHANNEL_HANDLE = "channel_handle"
+    """``#stablehlo.channel_handle<handle = 1, type = 1>``: a collective's
+    :class:`~xlasdk.ops.collectives.ChannelHandle`."""
     PRECISION_CONFIG = "precision_config"
     """``[#stablehlo<precision DEFAULT>, ...]``: a :class:`~xlasdk.attrs.PrecisionConfig`."""
 

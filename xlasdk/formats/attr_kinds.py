@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from .._jaxlib import mlir_graph as _mg
-from .._mlir_attrs import F32, I32, DenseElements, I64Elements
+from .._mlir_attrs import F32, I32, UNIT, DenseElements, I64Elements
 from .._optable import AttrKind
 from ..attrs import (
     ComparisonDirection,
@@ -214,6 +214,28 @@ def _scatter_dimension_numbers(a: MlirAttr, op: XlaOp) -> ScatterDimensionNumber
     return ScatterDimensionNumbers(**_fields(a, "scatter", _SCATTER))
 
 
+def _replica_groups(a: MlirAttr, op: XlaOp) -> Any:
+    if a.text.startswith("#stablehlo.replica_group_mesh_axes<"):
+        return a  # a valid form no wrapper builds: kept as spelled
+    return _i64_elements(a, op)
+
+
+def _unit(a: MlirAttr, op: XlaOp) -> Any:
+    if a.text.strip() != "unit":
+        raise ValueError("expected a unit attribute")
+    return UNIT
+
+
+def _channel_handle(a: MlirAttr, op: XlaOp) -> Any:
+    from ..ops.collectives import ChannelHandle  # the op family's own attribute class
+
+    v = a.value
+    if (not a.text.startswith("#stablehlo.channel_handle<") or not isinstance(v, dict)
+            or set(v) != {"handle", "channel_type"} or any(type(x) is not int for x in v.values())):
+        raise ValueError("expected #stablehlo.channel_handle<handle = N, type = T>")
+    return ChannelHandle(v["handle"], v["channel_type"])
+
+
 def _precision_config(a: MlirAttr, op: XlaOp) -> PrecisionConfig:
     v = a.value
     if not isinstance(v, list) or not all(isinstance(p, str) for p in v) or "#stablehlo<precision " not in a.text:
@@ -222,7 +244,8 @@ def _precision_config(a: MlirAttr, op: XlaOp) -> PrecisionConfig:
 
 
 #: One reader per kind: ``reader(attribute as spelled, op) -> typed value`` (ValueError when the
-#: spelling does not fit the kind).
+#: spelling does not fit the kind; the attribute itself for a valid spelling that no wrapper builds,
+#: such as mesh-axes replica groups).
 READERS: dict[AttrKind, Callable[[MlirAttr, XlaOp], Any]] = {
     AttrKind.INT: _int,
     AttrKind.I32: _i32,
@@ -231,6 +254,9 @@ READERS: dict[AttrKind, Callable[[MlirAttr, XlaOp], Any]] = {
     AttrKind.I64_ELEMENTS: _i64_elements,
     AttrKind.ELEMENTS: _elements,
     AttrKind.F32: _f32,
+    AttrKind.UNIT: _unit,
+    AttrKind.REPLICA_GROUPS: _replica_groups,
+    AttrKind.CHANNEL_HANDLE: _channel_handle,
     AttrKind.COMPARISON_DIRECTION: _enum(ComparisonDirection),
     AttrKind.COMPARISON_TYPE: _enum(ComparisonType),
     AttrKind.FFT_TYPE: _enum(FftType),

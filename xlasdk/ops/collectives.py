@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .._mlir_attrs import UNIT, I64Elements
-from .._optable import HloForm, HloUnsupported, define
+from .._optable import AttrKind, HloForm, HloUnsupported, define
 from ..attrs import make_replica_groups
 from ..builder import Region, XlaBuilder, XlaOp
 from ..errors import ShapeError
@@ -138,6 +138,15 @@ class ChannelHandle:
     def to_mlir(self) -> str:
         return f"#stablehlo.channel_handle<handle = {self.handle}, type = {self.type}>"
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ChannelHandle) and (other.handle, other.type) == (self.handle, self.type)
+
+    def __hash__(self) -> int:
+        return hash((self.handle, self.type))
+
+    def __repr__(self) -> str:
+        return f"ChannelHandle({self.handle}, type={self.type})"
+
 
 def _channel(
     op: str, channel_id: Any, use_global_device_ids: Any = None, groups: Sequence[Sequence[int]] = ()
@@ -246,8 +255,15 @@ def all_gather_shape(dims: Sequence[int], all_gather_dimension: int, shard_count
     return tuple(out)
 
 
+# The attributes every grouped collective declares (beside its own).
+_GROUP_ATTRS = {
+    "replica_groups": AttrKind.REPLICA_GROUPS, "channel_handle": AttrKind.CHANNEL_HANDLE,
+    "use_global_device_ids": AttrKind.UNIT,
+}
+
 ALL_GATHER = define(
     "stablehlo.all_gather", "all-gather", hlo_attrs=_collective_hlo, constant=False, rule=all_gather_shape,
+    attrs={"all_gather_dim": AttrKind.INT, **_GROUP_ATTRS},
 )
 
 
@@ -269,7 +285,7 @@ def reduce_scatter_shape(op: str, shape: Shape, scatter_dimension: int, shard_co
 
 REDUCE_SCATTER = define(
     "stablehlo.reduce_scatter", "reduce-scatter", hlo_form=HloForm.REGION, hlo_attrs=_collective_hlo, constant=False,
-    rule=reduce_scatter_shape,
+    rule=reduce_scatter_shape, attrs={"scatter_dimension": AttrKind.INT, **_GROUP_ATTRS},
 )
 
 
@@ -291,6 +307,10 @@ def all_to_all_shape(
 
 ALL_TO_ALL = define(
     "stablehlo.all_to_all", "all-to-all", hlo_attrs=_collective_hlo, constant=False, rule=all_to_all_shape,
+    attrs={
+        "split_dimension": AttrKind.INT, "concat_dimension": AttrKind.INT, "split_count": AttrKind.INT,
+        "replica_groups": AttrKind.REPLICA_GROUPS, "channel_handle": AttrKind.CHANNEL_HANDLE,
+    },
 )
 
 
@@ -310,7 +330,7 @@ def all_reduce_shape(op: str, operand: Shape) -> Shape:
 
 ALL_REDUCE = define(
     "stablehlo.all_reduce", "all-reduce", hlo_form=HloForm.REGION, hlo_attrs=_collective_hlo, constant=False,
-    rule=all_reduce_shape,
+    rule=all_reduce_shape, attrs={**_GROUP_ATTRS},
 )
 
 
@@ -336,6 +356,7 @@ def collective_permute_shape(op: str, operand: Shape, source_target_pairs: Seque
 COLLECTIVE_PERMUTE = define(
     "stablehlo.collective_permute", "collective-permute", hlo_attrs=_collective_hlo, constant=False,
     rule=collective_permute_shape,
+    attrs={"source_target_pairs": AttrKind.I64_ELEMENTS, "channel_handle": AttrKind.CHANNEL_HANDLE},
 )
 
 
