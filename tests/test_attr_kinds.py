@@ -192,7 +192,8 @@ def test_dumps_round_trip_typed_attributes(fname: str) -> None:
 
 
 def test_the_direct_printer_prints_loaded_gathers_and_scatters_as_xla_does() -> None:
-    """Gather and scatter declare every attribute, so the reducer's direct printer prints them from
+    """Gather, scatter, cholesky, triangular_solve and fft declare every attribute, so the reducer's
+    direct printer prints them from
     a loaded module; oracle: XLA's own StableHLO -> HLO converter's program, run on the same inputs."""
     from xlasdk._reduce_graph import direct_hlo_text
 
@@ -204,11 +205,18 @@ def test_the_direct_printer_prints_loaded_gathers_and_scatters_as_xla_does() -> 
     sc = ops.Scatter(x, at, ops.Mul(ga, ga), ops.Add,
                      xs.ScatterDimensionNumbers(update_window_dims=[1], inserted_window_dims=[0],
                                                 scatter_dims_to_operand_dims=[0], index_vector_dim=1))
-    loaded = xs.XlaComputation.from_hlo_text(b.build(ops.Tuple(b, [ga, sc])).as_hlo_text())
+    sq = ops.Parameter(b, 2, xs.Shape.array_shape(xs.PrimitiveType.F32, (3, 3)), "sq")
+    spd = ops.Add(ops.Mul(sq, sq), ops.Constant(b, np.eye(3, dtype=np.float32) * 3))  # diagonally dominant
+    ch = ops.Cholesky(spd, lower=True)
+    ts = ops.TriangularSolve(ch, x, left_side=False, lower=True, transpose_a="TRANSPOSE")
+    ff = ops.Fft(ops.ConvertElementType(x, xs.PrimitiveType.C64), "FFT", (3,))
+    loaded = xs.XlaComputation.from_hlo_text(b.build(ops.Tuple(b, [ga, sc, ch, ts, ff])).as_hlo_text())
     assert any(isinstance(v, MlirAttr) for i in loaded.instructions() for v in i.op.attrs.values())
     text = direct_hlo_text(loaded)
-    assert "gather(" in text and "scatter(" in text
-    args = [np.arange(15, dtype=np.float32).reshape(5, 3), np.array([[4], [1]], dtype=np.int32)]
+    for hlo in ("gather(", "scatter(", "cholesky(", "triangular-solve(", "fft("):
+        assert hlo in text, hlo
+    args = [np.arange(15, dtype=np.float32).reshape(5, 3), np.array([[4], [1]], dtype=np.int32),
+            np.linspace(-1, 1, 9, dtype=np.float32).reshape(3, 3)]
     got = xs.compile(xs.XlaComputation.from_hlo_text(text))(*args)
     want = xs.compile(loaded)(*args)
     for g, w in zip(got, want, strict=True):

@@ -12,8 +12,9 @@ Each reader is the inverse of the spelling the emitter prints for that kind
 (:func:`xlasdk._mlir_attrs.render`), through the MLIR bindings (no text parsing here).
 
 Attributes that no row declares (an opaque op's, an undeclared one such as ``mhlo.*`` or a
-``result_accuracy``) stay :class:`MlirAttr`. A declared attribute whose spelling does not fit
-its kind raises :class:`~xlasdk.errors.GraphImportError` naming the op and the attribute: never a
+``result_accuracy``) stay :class:`MlirAttr`, and so does a declared one in a valid form that no
+wrapper builds (mesh-axes replica groups). A declared attribute whose spelling does not fit its
+kind raises :class:`~xlasdk.errors.GraphImportError` naming the op and the attribute: never a
 guess.
 """
 
