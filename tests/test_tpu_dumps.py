@@ -97,6 +97,41 @@ def test_optimized_tpu_module_runs_and_matches_the_reference(program: str) -> No
         assert " convert(" in (TPU / program / "module.after_optimizations.txt").read_text()
 
 
+@pytest.mark.parametrize("program", SINGLE)
+def test_optimized_tpu_module_matches_its_before_file_by_the_tpu_model(program: str) -> None:
+    """``compare(after, against=before)``: the optimized module's kept bf16 converts are the TPU's
+    DEFAULT precision, so both runs are judged with the TPU's error model added to the CPU's (before:
+    DIVERGENCE for the conv net and the GRU, on the default tolerances; and the conv net's scalar
+    loss had no bound at all, a 0-d sum of the models' bounds read as none)."""
+    ins, _ = recorded(f"dumps/{program}")
+    after = xs.load_computation(TPU / program / "module.after_optimizations.txt")
+    before = xs.load_computation(DATA / "dumps" / program / "module.before_optimizations.txt")
+    report = xs.compare(after, ins, against=before)
+    # no element departs (the conv net's weight updates carry more bound than their magnitude through
+    # the backward pass: those elements are reported unjudged, never as a match)
+    assert all(o.ok for o in report.outputs), str(report)
+    assert report.ok or program == "convnet_train", str(report)
+
+
+def test_a_program_bug_in_an_optimized_tpu_module_is_flagged_against_its_before_file(tmp_path: Path) -> None:
+    """The same judgement never waves a planted bug through: the conv net's optimized module with the
+    log-softmax backward's ``multiply`` made an ``add`` (the reference evaluator cannot see it: it
+    evaluates the buggy module too) departs from its before-optimizations file."""
+    src = (TPU / "convnet_train" / "module.after_optimizations.txt").read_text()
+    old = "%mul.13 = f32[4,10]{1,0:T(4,128)} multiply("
+    assert src.count(old) == 1
+    path = tmp_path / "module.after_optimizations.txt"
+    path.write_text(src.replace(old, old.replace("multiply(", "add(")))
+    ins, _ = recorded("dumps/convnet_train")
+    before = xs.load_computation(DATA / "dumps" / "convnet_train" / "module.before_optimizations.txt")
+    report = xs.compare(xs.load_computation(path), ins, against=before)
+    assert not report.ok and not report.outputs[5].ok, str(report)
+    # the two modules' constants are matched by value, never by a name XLA reused for another value
+    bisection = xs.compare(xs.load_computation(path), ins, against=before, bisect="ops").bisect_ops
+    assert bisection is not None
+    assert bisection.culprit is None or bisection.culprit.opcode != "stablehlo.constant", str(bisection)
+
+
 def test_optimized_tpu_per_partition_module_runs_on_its_four_devices() -> None:
     """sharded_mlp for a 2x2 v5e (4 partitions): one partition's program, run on 4 CPU devices each on
     its own rows; the rows put together and the all-reduced sum agree with the before-optimizations

@@ -47,7 +47,7 @@ def match_instructions(bad: XlaComputation, good: XlaComputation) -> tuple[dict[
             if m is None:
                 return None
             srcs.append(m)
-        return (ins.opcode, str(ins.shape), tuple(srcs), tuple(ins.operand_indices))
+        return (ins.opcode, str(ins.shape), tuple(srcs), tuple(ins.operand_indices), _literal(ins))
 
     g_matched = {i.index: i.index for i in g_ins}
     for gi in g_ins:
@@ -58,7 +58,7 @@ def match_instructions(bad: XlaComputation, good: XlaComputation) -> tuple[dict[
     for ins in bad.instructions():
         cand = g_params.get(ins.op.extra) if ins.opcode == "parameter" else by_name.get(ins.name)
         if cand is not None and str(cand.shape) == str(ins.shape) and cand.index not in used and (
-                ins.opcode != "parameter" or cand.opcode == "parameter"):
+                ins.opcode != "parameter" or cand.opcode == "parameter") and _literal(cand) == _literal(ins):
             out[ins.index] = cand
             used.add(cand.index)
             named += 1
@@ -72,6 +72,12 @@ def match_instructions(bad: XlaComputation, good: XlaComputation) -> tuple[dict[
                 break
     del g_index
     return out, named, structural
+
+
+def _literal(ins: Instruction) -> bytes | None:
+    """A constant's value (constants match by value: an optimized module renames and reuses them)."""
+    value = ins.attributes.get("value") if ins.opcode == "stablehlo.constant" else None
+    return np.asarray(value).tobytes() if isinstance(value, np.ndarray) else None
 
 
 def compare_modules(bad: XlaComputation, good: XlaComputation, args: Sequence[Any], *, device: Any,

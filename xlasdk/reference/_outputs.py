@@ -98,6 +98,7 @@ def run_and_compare(
         want = _given_outputs(got, [np.asarray(o) for o in (other if isinstance(other, (list, tuple)) else [other])],
                               f"module {against.name!r}")
         label = f"module {against.name!r}"
+        scales = both_models(against, args, _module_kinds(computation, kind, device), precision, len(want))
     else:
         other = _compile(computation, against)(*args)
         want = [np.asarray(o) for o in (other if isinstance(other, (list, tuple)) else [other])]
@@ -120,6 +121,20 @@ def run_and_compare(
     return Comparison(report, got, want, scales, options)
 
 
+def _module_kinds(computation: XlaComputation, kind: Any, device: Any) -> list[Any]:
+    """The error models a module is judged by against a second module that computes what it should:
+    the device both ran on, the kind the user named, and a TPU's where ``computation`` is the CPU
+    meaning of a TPU-optimized module (its kept bf16 converts are the TPU's DEFAULT precision)."""
+    from ..runtime.device import _resolve_device, default_device
+    from . import _precision
+
+    dev = default_device() if device is None else _resolve_device(device) if isinstance(device, str) else device
+    kinds = [kind, _precision.device_kind_of(dev)]
+    if getattr(computation, "_tpu_meaning", None) is not None:
+        kinds.append(_precision.device_kind("tpu"))
+    return kinds
+
+
 def both_models(computation: XlaComputation, args: Sequence[Any], kinds: Sequence[Any], precision: str | None,
                 n: int) -> list[Any]:
     """Per output, the bounds of the error models of the devices of ``kinds`` added (``--against
@@ -135,7 +150,7 @@ def both_models(computation: XlaComputation, args: Sequence[Any], kinds: Sequenc
     out: list[Any] = []
     for parts in zip(*per_kind, strict=True):
         bounds: list[np.ndarray[Any, Any]] = [b for b in (getattr(p, "bound", None) for p in parts) if b is not None]
-        total = np.sum(bounds, axis=0) if len(bounds) == len(parts) else None
+        total = np.asarray(np.sum(bounds, axis=0)) if len(bounds) == len(parts) else None  # 0-d stays an array
         out.append(_OutputScale(max(float(p) for p in parts), total, all(getattr(p, "modeled", False) for p in parts)))
     return out
 
