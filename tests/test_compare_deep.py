@@ -132,3 +132,15 @@ def test_top_k_indices_out_of_order_beyond_the_bound_are_a_divergence() -> None:
     assert judge_order(np.array([[0, 2, 1]]), want, keys, 4.0)[0].any()  # 1 selected, 2 left out
     close = OrderKeys(np.array([[5.0, 1.0, 3.0, 3.0 + 1e-7]]), np.full((1, 4), 1e-7))
     assert not judge_order(np.array([[0, 2, 3]]), np.array([[0, 3, 2]]), close, 4.0)[0].any()  # a tie either way
+
+
+def test_reduce_until_diverge_does_not_take_cannot_judge_for_a_divergence() -> None:
+    """``reduce --until diverge`` keeps a candidate only where compare finds an element outside its
+    bound: the clean deep chain (CANNOT JUDGE on the CPU: bounds of ~100 on errors of 1e-6) is not
+    one, the shallow one with the zeroing is."""
+    from xlasdk.reducer import _Diverge
+
+    args = _inputs()
+    clean = _lower(_model(None), *args)
+    assert xs.compare(clean, args).as_dict()["verdict"] == "CANNOT JUDGE"
+    assert _Diverge(None, None, False).holds(clean.as_hlo_text(), args, 60.0)[0] is False

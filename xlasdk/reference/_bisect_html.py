@@ -68,7 +68,9 @@ def html_report(comp: XlaComputation, report: Any) -> str:
         return f"<tr{attr}>" + "".join(f"<{tag}>{c if isinstance(c, _Html) else escape(str(c))}</{tag}>"
                                        for c in cells) + "</tr>"
 
-    status = "MATCH" if report.ok else "DIVERGENCE"
+    from ._orders import verdict
+
+    status = verdict(report)
     parts = ["<!DOCTYPE html><html><head><meta charset=\"utf-8\">"
              "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
              f"<title>{escape(report.name)}: {status}</title><style>{_CSS}</style></head><body>",
