@@ -6,8 +6,10 @@ safety, and it imports jaxlib and numpy only (nothing of xlasdk, whose package i
 otherwise pay): parse the HLO text with XLA's parser, convert it to StableHLO, make a CPU client,
 compile, draw random inputs with numpy, transfer them, run, read every result back (the buffer
 protocol; bfloat16 through DLPack, as ``xlasdk run`` does). ``xlasdk run`` does the same work after
-its own: a supervised child process, the file's checks, the load in the worker (parse, import,
-verify), the compile in the worker.
+its own: a supervised child process that imports xlasdk's loaders and runtime, checks the file,
+and parses, imports, verifies and compiles it with the worker's checks and limits (before issue
+35's change, the load and the compile ran in a third process, the worker). ``--baseline REV``
+times git revision REV's xlasdk in the same rounds (a before/after figure within one run).
 
 Each figure is taken twice, with Python's bytecode cache on and off. The timed xlasdk is a copy of
 this source tree in a temporary folder, put first on ``PYTHONPATH``: with the cache on, the first
@@ -19,7 +21,7 @@ wrote when it installed them, in both cases.
 Target (issue 35): the wall-time ratio xlasdk / peer at most 1.2 with the bytecode cache on, on
 the project's real dumps (``tests/data/dumps``); the figure without the cache is shown, no target.
 
-    python bench/run_dump.py [--rounds N] [--bytecode on|off|both] [--json OUT]
+    python bench/run_dump.py [--rounds N] [--bytecode on|off|both] [--baseline REV] [--dump NAME] [--json OUT]
 """
 
 from __future__ import annotations
