@@ -39,7 +39,7 @@ def order_keys(node: Any, env: dict[int, Any], bounds: dict[int, Any]) -> OrderK
     """The keys ``node`` (an output of the graph) ranks, when it is the index result of a top_k
     whose float keys carry an error bound; None otherwise."""
     from .._optable import GET_TUPLE_ELEMENT
-    from ._evaluator import _is_float_array
+    from ._bounds import _is_float_array
 
     if node.opdef is not GET_TUPLE_ELEMENT or node.extra != 1 or not node.operands:
         return None
@@ -115,7 +115,7 @@ def with_order(scale: Any, node: Any, env: dict[int, Any], bounds: dict[int, Any
     """``scale`` (an output's :class:`~._evaluator._OutputScale`) with the keys its index output
     ranks in ``order`` (:func:`order_keys`; None for other outputs) and in ``reach`` the largest
     finite magnitude of the program's float arguments ``params`` (their values in ``env``)."""
-    from ._evaluator import _is_float_array
+    from ._bounds import _is_float_array
 
     scale.order = order_keys(node, env, bounds)
     mags = [np.abs(v) for v in (env.get(id(p)) for p in params)

@@ -1,0 +1,579 @@
+"""How far XLA may be from the reference at each output (split from
+:mod:`xlasdk.reference._evaluator`, which re-exports its names): the term scale of the op that
+made an output (:func:`_output_scale`) and the first-order running error bound carried through the
+graph (:func:`_error_bounds`, each op's own rounding :func:`_own_rounding`)."""
+
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import ml_dtypes as _ml_dtypes
+import numpy as np
+
+from .._optable import (
+    GET_TUPLE_ELEMENT,
+    PARAMETER,
+)
+from ..builder import Region, XlaOp
+from ..shape import Shape
+from ._precision import dot_precision, function_ulps, op_bound
+from ._walk import (
+    _BILINEAR,
+    _ELEMENTWISE,
+    Rule,
+    Value,
+    _callee_name,
+    _Evaluator,
+    _is_float,
+    _is_ml_float,
+    _numpy_reducer,
+    _out,
+    _results,
+    _wide,
+    rule_of,
+)
+
+ml_dtypes: Any = _ml_dtypes  # untyped functions (finfo)
+
+__all__: list[str] = []
+
+
+_ADDITIVE = frozenset({"stablehlo.add", "stablehlo.subtract", "stablehlo.reduce", "stablehlo.dot_general",
+                       "stablehlo.dot", "stablehlo.convolution", "stablehlo.reduce_window", "stablehlo.fft"})
+#: ops that run a function of the module (an XLA fusion is loaded as such a call): bounds and scales follow its ops
+_CALLS = frozenset({"func.call", "stablehlo.composite"})
+
+
+def _term_scale(o: XlaOp, args: list[Value]) -> float:
+    """The largest magnitude among the terms ``o`` added (0 when it does not apply)."""
+    arrays = [np.asarray(a) for a in args if isinstance(a, np.ndarray) and _is_float(a.dtype)]
+    if not arrays:
+        return 0.0
+    with np.errstate(all="ignore"):
+        if o.opcode in ("stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution") and len(arrays) == 2:
+            # a product's terms: |x| |y| summed is at most max|x| max|y| times the contraction size
+            x, y = (np.abs(_wide(a)) for a in arrays)
+            big = float(np.max(x, initial=0.0)) * float(np.max(y, initial=0.0))
+            return big * max(x.size, y.size) ** 0.5 if np.isfinite(big) else 0.0
+        m = max(float(np.max(np.abs(_wide(a)), initial=0.0, where=np.isfinite(_wide(a)))) for a in arrays)
+        if o.opcode == "stablehlo.fft":  # each output sums n terms, through log2(n) stages of rounding
+            length = o.attrs.get("fft_length", ())
+            length = getattr(length, "value", length)  # a loaded module's attribute holds its value
+            n = max(int(np.prod([int(v) for v in length] or [1])), 1)
+            return float(m * n ** 0.5 * max(1.0, math.log2(n)))
+    return m
+
+
+def _output_scale(node: XlaOp, env: dict[int, Value], ev: _Evaluator | None = None) -> float:
+    """The term scale of the additive op (add, subtract, a sum, a dot, a convolution) that produced
+    an output, looking through ops that only move or convert values and, with ``ev`` (which
+    recorded the calls made from ``env``), into the function a call ran: the scale of its rounding
+    error, whatever the result's size (a difference of two large numbers can be 0 in one correct
+    rounding and 8 in another). Computed for the outputs only, from the main graph's values."""
+    k = 0  # which result of a multi-result op the value is
+    for _ in range(64):
+        if node.opcode in _ADDITIVE:
+            return _term_scale(node, [env[id(x)] for x in node.operands])
+        if node.opcode in _CALLS and ev is not None and (id(env), id(node)) in ev.called:
+            g, env = ev.called[id(env), id(node)]
+            node, k = g.outputs[k if len(g.outputs) > 1 else 0], 0
+            continue
+        if not (node.opcode in _MOVES or node.opdef is GET_TUPLE_ELEMENT) or not node.operands:
+            return 0.0
+        k = node.extra if node.opdef is GET_TUPLE_ELEMENT else 0
+        node = node.operands[0]
+    return 0.0
+
+
+_MOVES = frozenset({"stablehlo.reshape", "stablehlo.transpose", "stablehlo.broadcast_in_dim", "stablehlo.slice",
+                    "stablehlo.convert", "stablehlo.copy", "mhlo.copy", "stablehlo.reverse", "stablehlo.negate",
+                    "stablehlo.dynamic_slice", "stablehlo.concatenate", "stablehlo.optimization_barrier"})
+
+
+# -- how far rounding can move each value: a first-order running error bound -----------------------------------
+# XLA and the reference round differently at every op; an output's tolerance must cover what those
+# roundings can do by the time they reach it. Each float value of the main graph gets a per-element
+# bound of the error it may carry (:func:`_error_bounds`): its own rounding (:func:`_own_rounding`)
+# plus its operands' bounds carried through the op: element-wise ops (:data:`_ELEMENTWISE`, the ops
+# a region may hold) by evaluating the op's rule on the operands moved by their bounds
+# (each sign); moves, slices, gathers and maxima by running the op's rule on the bounds themselves;
+# sums, dots and convolutions as the root sum of squares of their terms' errors (e_x**2 * y**2 +
+# x**2 * e_y**2 summed: rounding errors of different terms do not line up; the worst case, all of
+# them with one sign, grows ~50x per layer of a tanh network whose real error grows ~4x). A call (an
+# XLA fusion loaded from HLO, a private function of JAX's StableHLO) is followed op by op through
+# the function it runs, from its operands' bounds (:func:`_call_bounds`); a loop through its body,
+# every iteration the evaluator runs, each iteration's results' bounds the next one's operands'
+# (:func:`_while_bounds`), a conditional through the branch it took (:func:`_branch_bounds`). Other
+# ops (sorts, custom calls...) carry their operands' largest bound to every element. Complex values carry a
+# bound of the modulus of their error (|z_xla - z_ref|, which bounds each component's error too):
+# an element-wise op moves each operand alone by +-e and +-ie (:func:`_spread`). An output may be
+# off by _BOUND_MARGIN times its bound (a margin applied once, at the end, not per op).
+_LINEAR = _MOVES | frozenset({
+    "stablehlo.pad", "stablehlo.gather", "stablehlo.dynamic_update_slice", "stablehlo.select",
+    "stablehlo.real", "stablehlo.imag", "stablehlo.complex",
+})
+_SUMS = frozenset({"stablehlo.reduce", "stablehlo.reduce_window"})
+_BOUND_MARGIN = 4.0  # how many times its carried error bound an output may be off by
+
+
+def _eps(dtype: np.dtype[Any]) -> float:
+    dt = np.dtype(dtype)
+    if dt.kind == "c":
+        dt = np.dtype(np.float32 if dt.itemsize == 8 else np.float64)
+    return float(ml_dtypes.finfo(dt).eps) if _is_ml_float(dt) else float(np.finfo(dt).eps)
+
+
+def _is_float_array(v: Any) -> bool:
+    return isinstance(v, np.ndarray) and _is_float(v.dtype)
+
+
+def _is_complex(v: Any) -> bool:
+    return isinstance(v, np.ndarray) and v.dtype.kind == "c"
+
+
+def _magnitude(v: Value) -> np.ndarray[Any, Any]:
+    with np.errstate(all="ignore"):
+        m = np.abs(_wide(np.asarray(v))).astype(np.float64)
+    return np.asarray(np.where(np.isfinite(m), m, 0.0))
+
+
+def _sum_kind(o: XlaOp) -> str | None:
+    """``"add"`` or ``"max"`` for a reduce / reduce_window whose region is one such binary op."""
+    if not o.regions:
+        return None
+    fn = _numpy_reducer(o.regions[0], np.dtype(np.float64))
+    return {np.add: "add", np.maximum: "max", np.minimum: "max"}.get(fn)
+
+
+def _carried(o: XlaOp, vals: list[Value], errs: list[np.ndarray[Any, Any] | None], out: np.ndarray[Any, Any],
+             ev: _Evaluator) -> np.ndarray[Any, Any] | None:
+    """The operands' error bounds carried through ``o`` to its value ``out`` (None: not carried)."""
+    op = o.opcode
+    rule = rule_of(o)
+    if rule is None:
+        return None
+    with np.errstate(all="ignore"):
+        if op in _ELEMENTWISE and (out.dtype.kind == "c" or any(_is_complex(v) for v in vals)):
+            return _spread(rule, o, vals, errs, out, ev)
+        if op in _ELEMENTWISE:
+            worst = np.zeros(out.shape, np.float64)
+            moved = [k for k, e in enumerate(errs) if e is not None]
+            for signs in range(1 << len(moved)):
+                moves = {k: (-1.0 if signs >> bit & 1 else 1.0) * errs[k] for bit, k in enumerate(moved)}  # type: ignore[operator]
+                worst = np.maximum(worst, _probe(rule, o, vals, moves, out, ev))
+            return worst
+        summing = op in _SUMS and _sum_kind(o) == "add"
+        if op in _LINEAR or (op in _SUMS and _sum_kind(o) is not None):
+            # a sum of terms with errors: their root sum of squares (rounding errors of different
+            # terms do not line up); moves and maxima carry the bounds as they are
+            carry: list[Any] = []
+            for e, v in zip(errs, vals, strict=True):
+                if e is not None:
+                    carry.append(e * e if summing else e)
+                else:
+                    carry.append(np.zeros(np.shape(v), np.float64) if _is_float_array(v) else v)
+            if op in _SUMS and len(vals) == 2:  # (operand, init): the init's error counts once
+                carry[1] = np.zeros(np.shape(vals[1]), np.float64)
+            spread = _magnitude(rule(_Widened(o), carry, ev))  # type: ignore[arg-type]
+            return np.sqrt(spread) if summing else spread
+        if op in _BILINEAR and len(vals) == 2:
+            wide_o = _Widened(o)
+            squares = [_magnitude(v) ** 2 for v in vals]
+            total = np.zeros(out.shape, np.float64)
+            if errs[0] is not None:
+                total += _magnitude(rule(wide_o, [errs[0] ** 2, squares[1]], ev))  # type: ignore[arg-type]
+            if errs[1] is not None:
+                total += _magnitude(rule(wide_o, [squares[0], errs[1] ** 2], ev))  # type: ignore[arg-type]
+            return np.sqrt(total)
+    return None
+
+
+def _probe(rule: Rule, o: Any, vals: list[Value], moves: Mapping[int, Any], base: np.ndarray[Any, Any],
+           ev: _Evaluator) -> np.ndarray[Any, Any]:
+    """``|rule(vals + moves) - base|`` per element for an element-wise op ``o`` whose value on
+    ``vals`` is ``base``. Where a move takes an operand out of the op's domain (a non-finite value
+    where ``base`` is finite: the square root of a sum of squares moved below 0), the move is
+    halved there until it is inside: the device's operands, for which it gave a finite value, lie
+    within."""
+    wide_base = _wide(np.asarray(base))
+    t: Any = 1.0
+    shrink = all(np.shape(vals[k]) == wide_base.shape for k in moves)
+    for _ in range(64):
+        args = list(vals)
+        for k, d in moves.items():
+            args[k] = _wide(np.asarray(vals[k])) + t * np.broadcast_to(d, np.shape(vals[k]))
+        got = _wide(np.asarray(rule(o, args, ev)))
+        outside = ~np.isfinite(got) & np.isfinite(wide_base)
+        if not shrink or not outside.any():
+            break
+        t = np.where(outside, 0.5 * t, t)
+    diff = np.abs(got - wide_base)
+    return np.asarray(np.where(np.isnan(diff), 0.0, diff))
+
+
+def _spread(rule: Rule, o: Any, vals: list[Value], errs: Sequence[np.ndarray[Any, Any] | None],
+            base: np.ndarray[Any, Any], ev: _Evaluator) -> np.ndarray[Any, Any]:
+    """How far the element-wise op ``o`` (its value ``base`` on ``vals``) can move when its operands
+    move by up to ``errs`` (a bound of each element's modulus; None: not moved), to first order:
+    each operand alone moved by +-e, and a complex one by +-ie too. An operand's error d (|d| <= e)
+    changes the value by L(d) for a map L linear over the reals, and |L(a + ib)| <= |a||L(1)| +
+    |b||L(i)| <= hypot(|L(1)|, |L(i)|) when a^2 + b^2 <= 1 (Cauchy-Schwarz): the two directions
+    combine as hypot, the operands add."""
+    total = np.zeros(np.shape(base), np.float64)
+    for k, e in enumerate(errs):
+        if e is None:
+            continue
+        v = _wide(np.asarray(vals[k]))
+        step = np.broadcast_to(e, v.shape)
+        parts = []
+        for direction in ((1.0, 1j) if v.dtype.kind == "c" else (1.0,)):
+            worst = np.zeros(np.shape(base), np.float64)
+            for sign in (1.0, -1.0):
+                worst = np.maximum(worst, _probe(rule, o, vals, {k: (sign * direction) * step}, base, ev))
+            parts.append(worst)
+        total += np.hypot(parts[0], parts[1]) if len(parts) == 2 else parts[0]
+    return total
+
+
+def _call_bounds(o: XlaOp, vals: list[Value], errs: list[Any], env: dict[int, Value], ev: _Evaluator) -> Any:
+    """The bounds of the results of call ``o`` (of scope ``env``, on ``vals`` carrying ``errs``): the
+    function's ops followed one by one (:func:`_error_bounds`), on the values the evaluator
+    recorded in this call, or, when it recorded none (an evaluator made without
+    :meth:`_Evaluator.record_calls`), on the call evaluated again."""
+    recorded = ev.called.get((id(env), id(o)))
+    if recorded is None:
+        g = ev.callee(_callee_name(o, ev))
+        inner = {id(p): _out(a, p.shape) for p, a in zip(g.params, vals, strict=True)}
+        ev.called[id(env), id(o)] = (g, inner)  # kept alive with its id, a key of the calls it makes
+        ev.record_calls(inner)
+        ev.run_graph([*g.outputs, *g.effects], inner)
+    else:
+        g, inner = recorded
+    seeds = {id(p): e for p, e in zip(g.params, errs, strict=True) if e is not None}
+    inside = _error_bounds(g.outputs, inner, ev, seeds)
+    res = tuple(inside.get(id(x)) for x in g.outputs)
+    return res[0] if len(res) == 1 else res
+
+
+def _region_bounds(r: Region, args: Sequence[Value], arg_errs: Sequence[Any], env: dict[int, Value],
+                   ev: _Evaluator, outer: Mapping[int, Any]) -> tuple[list[Value], list[Any]]:
+    """Region ``r`` run on ``args`` (its block arguments, carrying ``arg_errs``; a branch's bound
+    values instead, when it has bindings) in scope ``env`` (whose values carry the bounds ``outer``):
+    the values of its results and their bounds, its ops followed one by one (:func:`_error_bounds`)."""
+    inner = dict(env)
+    seeds: dict[int, Any] = {id(c): outer.get(id(c)) for c in r.captures}
+    if r.bindings is not None:
+        for p, b in zip(r.params, r.bindings, strict=True):
+            inner[id(p)], seeds[id(p)] = env[id(b)], outer.get(id(b))
+    else:
+        for p, a, e in zip(r.params, args, arg_errs, strict=True):
+            inner[id(p)], seeds[id(p)] = a, e
+    ev.record_calls(inner)  # the bounds follow the calls the region makes on the values they had
+    try:
+        vals = ev.run_graph([*r.results, *r.effects], inner)[: len(r.results)]
+        inside = _error_bounds(r.results, inner, ev, seeds)
+    finally:
+        ev.forget(inner)
+    return vals, [inside.get(id(x)) for x in r.results]
+
+
+def _while_bounds(o: XlaOp, vals: list[Value], errs: list[Any], env: dict[int, Value], ev: _Evaluator,
+                  outer: Mapping[int, Any]) -> Any:
+    """The bounds of the results of loop ``o`` (of scope ``env``, whose values carry ``outer``; its
+    operands ``vals`` carry ``errs``): its body followed op by op (:func:`_region_bounds`) on every
+    iteration the evaluator runs, the bounds of an iteration's results carried into the next; the
+    condition is run on the values alone (a loop whose trip count the device's rounding could change
+    is not a loop the reference can check element by element anyway)."""
+    cond, body = o.regions
+    state, state_errs = list(vals), list(errs)
+    saved = ev.current
+    ev.current = env  # the scope the condition's region reads
+    try:
+        while bool(np.asarray(ev.region(cond, state)[0])):
+            state, state_errs = _region_bounds(body, state, state_errs, env, ev, outer)
+            ev.current = env
+    finally:
+        ev.current = saved
+    return tuple(state_errs) if isinstance(_results(o, state), tuple) else state_errs[0]
+
+
+def _branch_bounds(o: XlaOp, vals: list[Value], env: dict[int, Value], ev: _Evaluator,
+                   outer: Mapping[int, Any]) -> Any:
+    """The bounds of the results of conditional ``o`` (``stablehlo.if`` / ``case``, of scope ``env``
+    whose values carry ``outer``): the branch it took (as its rule picks it) followed op by op."""
+    i = int(np.asarray(vals[0]))
+    n = len(o.regions)
+    if o.opcode == "stablehlo.if":
+        branch = o.regions[0] if bool(np.asarray(vals[0])) else o.regions[1]
+    else:
+        branch = o.regions[i if 0 <= i < n else n - 1]
+    outs, errs = _region_bounds(branch, [], [], env, ev, outer)
+    return tuple(errs) if isinstance(_results(o, outs), tuple) else errs[0]
+
+
+#: ops with regions whose bounds follow their regions' ops
+_CONTROL = frozenset({"stablehlo.while", "stablehlo.if", "stablehlo.case"})
+
+
+class _Widened:
+    """An op seen with a float64 result type (``dtype``), so that its rule computes error bounds in
+    float64 (a bound is a magnitude, not a value of the op's type); with complex128, the exact
+    value of a complex op."""
+
+    def __init__(self, o: XlaOp, dtype: Any = np.float64) -> None:
+        self._o = o
+        shape = o.shape
+        self.shape = Shape.array_shape(dtype, tuple(shape.dimensions())) if shape.is_array() else shape
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._o, name)
+
+
+# Ops XLA computes correctly rounded (IEEE), or only moves: on the same inputs they give the reference's
+# value exactly, and add no rounding of their own.
+_EXACT = _MOVES | frozenset({
+    "stablehlo.add", "stablehlo.subtract", "stablehlo.multiply", "stablehlo.divide", "stablehlo.sqrt",
+    "stablehlo.remainder", "stablehlo.reduce_precision", "stablehlo.abs", "stablehlo.maximum", "stablehlo.minimum",
+    "stablehlo.clamp", "stablehlo.select",
+    "stablehlo.floor", "stablehlo.ceil", "stablehlo.round_nearest_even", "stablehlo.round_nearest_afz",
+    "stablehlo.sign", "stablehlo.pad", "stablehlo.gather", "stablehlo.dynamic_update_slice", "stablehlo.scatter",
+    "stablehlo.real", "stablehlo.imag", "stablehlo.complex", "stablehlo.constant", "stablehlo.iota",
+    "stablehlo.bitcast_convert", "chlo.square", "chlo.next_after",
+})
+#: of those, the ops that round on complex numbers (a product's a*c - b*d, a modulus's hypot)
+_INEXACT_COMPLEX = frozenset({"stablehlo.multiply", "stablehlo.divide", "stablehlo.sqrt", "stablehlo.abs",
+                              "stablehlo.remainder", "chlo.square"})
+_IMPL_ULPS = 4.0  # how far XLA's transcendental functions may be from the exact value, in ulps of f32/f64
+
+
+def _flip(exact: np.ndarray[Any, Any], err: np.ndarray[Any, Any] | float, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
+    """How far rounding ``exact`` moved by up to ``err`` to ``dtype`` can land from rounding
+    ``exact`` itself: 0 away from a rounding boundary, a whole ulp of ``dtype`` next to one."""
+    if exact.dtype.kind == "c":  # each component rounds alone; their moves combine in the modulus
+        part = np.dtype(np.float32 if np.dtype(dtype).itemsize == 8 else np.float64)
+        return np.asarray(np.hypot(_flip(exact.real, err, part), _flip(exact.imag, err, part)))
+    with np.errstate(all="ignore"):
+        base = exact.astype(dtype).astype(np.float64)
+        up = np.abs((exact + err).astype(dtype).astype(np.float64) - base)
+        down = np.abs((exact - err).astype(dtype).astype(np.float64) - base)
+    return np.asarray(np.where(np.isfinite(up) & np.isfinite(down), np.maximum(up, down), 0.0))
+
+
+def _compute_eps(dtype: np.dtype[Any]) -> float:
+    """The precision XLA:CPU computes an op of ``dtype`` in: f32 for the types narrower than it (and
+    complex64, of f32 components)."""
+    dt = np.dtype(dtype)
+    wide = dt.itemsize >= (16 if dt.kind == "c" else 8)
+    return _eps(np.dtype(np.float64)) if wide else _eps(np.dtype(np.float32))
+
+
+def _own_rounding(o: XlaOp, vals: list[Value], out: np.ndarray[Any, Any], ev: _Evaluator) -> np.ndarray[Any, Any]:
+    """How far XLA's value of ``o`` may be from the reference's on the same operands: nothing for
+    an op XLA rounds correctly (add, multiply, divide, sqrt, convert, moves...); for a sum, a dot or
+    a convolution, an error of sqrt(terms) ulps (of its accumulation type) of the magnitude of its
+    terms, for a transcendental function 4 ulps of the exact value, each then rounded to the
+    result's type (where that rounding may land one ulp apart: only next to a rounding boundary);
+    one ulp of the value for the ops whose work is not followed here (loops, sorts, custom calls).
+    Complex: the modulus of the error, 4 ulps of the exact value's modulus for a product, a
+    quotient, a modulus or a complex function (XLA:CPU's complex64 log(1 + z/1000), exp, sqrt, tanh
+    and products stay within 1.6 ulps of it)."""
+    op = o.opcode
+    zero = np.zeros(out.shape, np.float64)
+    cplx = out.dtype.kind == "c" or any(_is_complex(v) for v in vals)
+    row = op_bound(o, ev.model)  # the device kind's error model (:mod:`._precision`)
+    if (row is not None and row.kind == "exact" and not cplx) or (
+            op in _EXACT and not (cplx and op in _INEXACT_COMPLEX) and (row is None or row.kind != "ulps")):
+        return zero
+    rule = rule_of(o)
+    eps_out = _eps(out.dtype)
+    if rule is None or not all(isinstance(v, np.ndarray) for v in vals):
+        return eps_out * _magnitude(out)
+    eps = _compute_eps(out.dtype)
+    with np.errstate(all="ignore"):
+        wide: Any = _Widened(o)  # the op with a float64 result: its rule gives magnitudes
+        exact_op: Any = _Widened(o, np.complex128) if out.dtype.kind == "c" else wide  # and the exact value
+        if op in _BILINEAR and len(vals) == 2:
+            terms = _magnitude(rule(wide, [_magnitude(v) for v in vals], ev))
+            k = max(vals[0].size * vals[1].size / max(out.size, 1), 1.0) ** 0.5  # the contraction size
+            exact = np.asarray(rule(exact_op, vals, ev))
+            if ev.model.platform == "cpu" and ev.precision is None:  # f32 products, f32 sums
+                return _flip(exact, eps * k ** 0.5 * terms, out.dtype)
+            dp = dot_precision(o, (vals[0].dtype, vals[1].dtype), ev.model, ev.precision, ev.emulate)
+            acc = max(dp.acc_eps, eps if out.dtype.itemsize < 8 else 0.0)
+            return _flip(exact, (dp.product_rel + acc * k ** 0.5) * terms, out.dtype)
+        if row is not None and row.kind == "ulps" and op in _ELEMENTWISE and not cplx:  # real functions
+            exact = np.asarray(rule(exact_op, vals, ev))
+            ulps, r_atol, r_rtol = function_ulps(o, ev.model, row)  # result_accuracy where set
+            mag = _magnitude(exact)
+            return _flip(exact, np.maximum(ulps * eps * mag, np.maximum(r_atol, r_rtol * mag)), out.dtype)
+        if op in _SUMS and _sum_kind(o) == "add" and len(vals) == 2:
+            terms = _magnitude(rule(wide, [_magnitude(vals[0]), np.zeros(np.shape(vals[1]))], ev))
+            k = max(vals[0].size / max(out.size, 1), 1.0) ** 0.5
+            exact = np.asarray(rule(exact_op, vals, ev))
+            return _flip(exact, eps * k * terms, out.dtype)
+        if op in _ELEMENTWISE:
+            exact = np.asarray(rule(exact_op, vals, ev))
+            return _flip(exact, _IMPL_ULPS * eps * _magnitude(exact), out.dtype)
+    return eps_out * _magnitude(out)
+
+
+class _OutputScale(float):
+    """An output's term scale (a float, as :func:`_output_scale` gives it) with the per-element
+    error bound (:func:`_error_bounds`) its value carries, or None, in ``bound``."""
+
+    bound: np.ndarray[Any, Any] | None
+    #: the value is a dot's or a convolution's (through moves): the default tolerance is its bound
+    #: (relative to |A|·|B|, :mod:`._precision`) and one ulp, not a fraction of the output's scale
+    modeled: bool
+
+    #: the value's op is bit-exact on the device's operands (moves, comparisons, selects...)
+    exact: bool
+
+    def __new__(cls, value: float, bound: Any = None, modeled: bool = False, exact: bool = False) -> _OutputScale:
+        self = super().__new__(cls, value)
+        self.bound = bound if isinstance(bound, np.ndarray) else None
+        self.modeled = modeled or exact
+        self.exact = exact
+        return self
+
+
+def _made_by_dot(node: XlaOp) -> bool:
+    """Whether ``node`` is a dot's or a convolution's value, seen through ops that only move values."""
+    for _ in range(64):
+        if node.opcode in _BILINEAR:
+            return True
+        if not (node.opcode in _MOVES and node.opcode != "stablehlo.convert") or not node.operands:
+            return False
+        node = node.operands[0]
+    return False
+
+
+def _error_bounds(outputs: Sequence[XlaOp], env: dict[int, Value], ev: _Evaluator,
+                  seeds: Mapping[int, Any] | None = None) -> dict[int, Any]:
+    """Per float or complex node of the graph that ``outputs`` read (``env``: its values): a
+    per-element bound (float64 array of the value's shape; a tuple of them for several results) of
+    the rounding error its value may carry (see the comment above :data:`_LINEAR`). ``seeds``: the
+    bounds its parameters carry in (a called function's, from the call's operands; else none)."""
+    nodes: dict[int, XlaOp] = {}
+    bounds: dict[int, Any] = dict(seeds or {})
+    stack = list(outputs)
+    while stack:
+        o = stack.pop()
+        if id(o) in nodes or id(o) not in env:
+            continue
+        nodes[id(o)] = o
+        if id(o) in bounds:  # a seeded value (a parameter, or an outer value a region reads)
+            continue
+        stack.extend(o.operands)
+        for r in o.regions:  # the outer values a region reads (a loop's body, a branch)
+            stack.extend(r.captures)
+            stack.extend(r.bindings or ())
+    saved = ev.current
+    ev.current = env  # the scope the regions of the ops' rules read
+    try:
+        _follow(nodes, bounds, env, ev)
+    finally:
+        ev.current = saved
+    return bounds
+
+
+def _follow(nodes: dict[int, XlaOp], bounds: dict[int, Any], env: dict[int, Value], ev: _Evaluator) -> None:
+    """The bounds of ``nodes`` (of scope ``env``) into ``bounds``, in creation order (see :func:`_error_bounds`)."""
+    for o in sorted(nodes.values(), key=lambda n: n.id):
+        if id(o) in bounds:  # a seeded parameter
+            continue
+        out = env[id(o)]
+        vals = [env[id(x)] for x in o.operands]
+        errs = [bounds.get(id(x)) if isinstance(bounds.get(id(x)), np.ndarray) and _is_float_array(v) else None
+                for x, v in zip(o.operands, vals, strict=True)]
+        if o.opdef is GET_TUPLE_ELEMENT:
+            e = bounds.get(id(o.operands[0]))
+            if isinstance(e, tuple) and o.extra < len(e):
+                bounds[id(o)] = e[o.extra]
+            continue
+        if o.opcode in _CALLS:
+            bounds[id(o)] = _call_bounds(o, vals, [bounds.get(id(x)) for x in o.operands], env, ev)
+            continue
+        if o.opcode == "stablehlo.while" and len(o.regions) == 2:
+            bounds[id(o)] = _while_bounds(o, vals, [bounds.get(id(x)) for x in o.operands], env, ev, bounds)
+            continue
+        if o.opcode in _CONTROL and o.regions and vals:
+            bounds[id(o)] = _branch_bounds(o, vals, env, ev, bounds)
+            continue
+        if isinstance(out, tuple):  # several results: each carries the largest bound in
+            top = max((float(np.max(e, initial=0.0)) for e in errs if e is not None), default=0.0)
+            bounds[id(o)] = tuple(np.full(np.shape(r), top) + _eps(r.dtype) * _magnitude(r) if _is_float_array(r)
+                                  else None for r in out)
+            continue
+        flips = _flips(o, vals, bounds)
+        if flips is not None and not _is_float_array(out):
+            bounds[id(o)] = flips  # a predicate that may come out the other way
+            continue
+        if not _is_float_array(out):
+            continue
+        own = _own_rounding(o, vals, out, ev) if o.opdef is not PARAMETER and o.opcode != "stablehlo.constant" \
+            else np.zeros(out.shape, np.float64)
+        branch = _branch_flips(o, vals, bounds, out)
+        if branch is not None:
+            own = own + branch
+        if not any(e is not None and e.any() for e in errs):
+            bounds[id(o)] = own
+            continue
+        try:
+            carried = _carried(o, vals, errs, out, ev)
+        except Exception:  # noqa: BLE001 - a rule that cannot take bounds: carry the largest
+            carried = None
+        if carried is None:
+            carried = np.full(out.shape, max(float(np.max(e, initial=0.0)) for e in errs if e is not None))
+        total = own + np.broadcast_to(np.asarray(carried, np.float64), out.shape)
+        bounds[id(o)] = np.where(np.isnan(total), 0.0, total)
+
+
+_BOOLEAN = frozenset({"stablehlo.and", "stablehlo.or", "stablehlo.xor", "stablehlo.not"})
+
+
+def _flips(o: XlaOp, vals: list[Value], bounds: dict[int, Any]) -> np.ndarray[Any, Any] | None:
+    """Where a predicate may come out the other way on a device whose operands are off by their
+    bounds (1.0 there, 0.0 elsewhere: a comparison whose float operands are within ``_BOUND_MARGIN``
+    times their bounds of each other; a boolean op of such predicates), or None (never). A
+    ``select`` of such a predicate may take either branch (:func:`_branch_flips`), a ReLU's gradient
+    for one: first-order bounds do not see a branch change."""
+    masks = [bounds.get(id(x)) for x in o.operands]
+    if o.opcode == "stablehlo.compare" and len(vals) == 2 and all(_is_float_array(v) for v in vals):
+        errs = [m if isinstance(m, np.ndarray) else np.zeros(()) for m in masks]
+        if not any(e.any() for e in errs):
+            return None
+        with np.errstate(all="ignore"):
+            wide = np.complex128 if any(_is_complex(v) for v in vals) else np.float64
+            gap = np.abs(_wide(np.asarray(vals[0])).astype(wide) - _wide(np.asarray(vals[1])).astype(wide)).real
+            reach = _BOUND_MARGIN * (errs[0] + errs[1])
+            return np.asarray(np.where(~(gap > reach), 1.0, 0.0))
+    if o.opcode in _BOOLEAN and all(isinstance(v, np.ndarray) and v.dtype == np.bool_ for v in vals):
+        found = [m for m in masks if isinstance(m, np.ndarray)]
+        if found and any(m.any() for m in found):
+            return np.asarray(np.maximum.reduce([np.broadcast_to(m, np.shape(vals[0])) for m in found]), np.float64)
+    return None
+
+
+def _branch_flips(o: XlaOp, vals: list[Value], bounds: dict[int, Any], out: np.ndarray[Any, Any]) -> Any:
+    """What a predicate that may flip (:func:`_flips`) adds to the bound of ``o``'s value: for a
+    ``select``, the distance between its branches there; for a bool converted to a number, 1 there."""
+    if not o.operands:
+        return None
+    mask = bounds.get(id(o.operands[0]))
+    if not isinstance(mask, np.ndarray) or not isinstance(vals[0], np.ndarray) or vals[0].dtype != np.bool_ \
+            or not mask.any():
+        return None
+    with np.errstate(all="ignore"):
+        if o.opcode == "stablehlo.select" and len(vals) == 3:
+            t, f = (_wide(np.asarray(v)).astype(np.float64) for v in vals[1:])
+            gap = np.abs(np.broadcast_to(t, out.shape) - np.broadcast_to(f, out.shape))
+            # the branches' distance, once: an output's tolerance is _BOUND_MARGIN times its bound
+            return np.where(np.broadcast_to(mask, out.shape) > 0, np.where(np.isfinite(gap), gap, 0.0),
+                            0.0) / _BOUND_MARGIN
+        if o.opcode == "stablehlo.convert":
+            return np.broadcast_to(mask, out.shape).astype(np.float64) / _BOUND_MARGIN
+    return None
