@@ -43,6 +43,15 @@ def _xla_flags(text: str | None) -> dict[str, Any]:
 def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
     _stage("loading")
     comp, snap = _load_program(args)
+    if snap is None:
+        from ._per_partition import per_partition_devices_of
+
+        if (parts := per_partition_devices_of(comp)) is not None:  # one partition's program of an SPMD program
+            from ._compare_per_partition import compare_per_partition
+            from ._run import _spmd_device
+
+            return compare_per_partition(args, comp, parts, out, device_of=_spmd_device,
+                                         exit_divergence=EXIT_DIVERGENCE, exit_cannot_judge=EXIT_CANNOT_JUDGE)
     ps = comp.program_shape()
     _check_memory(ps)
     inputs = _gather_inputs(args, ps, _recorded_arguments(args, snap), comp)

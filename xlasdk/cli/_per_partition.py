@@ -71,7 +71,7 @@ def per_partition_devices_of(comp: Any) -> int | None:
     return n
 
 
-def plan_for(path: str, comp: Any, devices: int) -> _Plan:
+def plan_for(path: str, comp: Any, devices: int, before: str | None = None) -> _Plan:
     """How to split the global inputs of the per-partition program ``comp`` (from ``path``) and put
     its outputs together."""
     import xlasdk as xs
@@ -92,17 +92,13 @@ def plan_for(path: str, comp: Any, devices: int) -> _Plan:
                                  "dimensions")
             dims = tuple(d * c for d, c in zip(dims, counts, strict=True))
         global_shapes.append(xs.Shape.array_shape(s.numpy_dtype(), dims) if s.is_array() else s)
-    out_shardings, out_dims, source = _result_shardings(path, comp, devices)
+    out_shardings, out_dims, source = _result_shardings(path, comp, devices, before)
     return _Plan(devices, names, local, shardings, global_shapes, out_shardings, out_dims, source)
 
 
-def _result_shardings(path: str, comp: Any, devices: int) -> tuple[list[Any] | None, list[tuple[int, ...]] | None, str]:
-    """The results' shardings and global dimensions: the module's own (a ROOT sharding), else the
-    ``before_optimizations`` file beside it; (None, None, why) when neither says."""
-    import xlasdk as xs
-
-    n_out = len(_leaves(comp.program_shape().result_shape()))
-    own = comp.partitioning().result_shardings
+def before_files(path: str) -> list[str]:
+    """The ``before_optimizations`` files XLA would have written beside the optimized dump ``path``
+    (those that exist)."""
     candidates = []
     base = os.path.basename(path)
     if _AFTER.search(base):
@@ -111,15 +107,26 @@ def _result_shardings(path: str, comp: Any, devices: int) -> tuple[list[Any] | N
             if ext:
                 name = re.sub(r"\.(txt|hlo\.pb|pb)$", "", name) + ext
             candidates.append(os.path.join(os.path.dirname(path), name))
-    for c in dict.fromkeys(candidates):
+    return [c for c in dict.fromkeys(candidates) if os.path.isfile(c)]
+
+
+def _result_shardings(path: str, comp: Any, devices: int, before: str | None = None
+                      ) -> tuple[list[Any] | None, list[tuple[int, ...]] | None, str]:
+    """The results' shardings and global dimensions: the module's own (a ROOT sharding), else the
+    ``before_optimizations`` file ``before`` or the one beside it; (None, None, why) when none says."""
+    import xlasdk as xs
+
+    n_out = len(_leaves(comp.program_shape().result_shape()))
+    own = comp.partitioning().result_shardings
+    for c in dict.fromkeys(([before] if before else []) + before_files(path)):
         if not os.path.isfile(c):
             continue
         try:
-            before = xs.load_computation(c)
+            loaded = xs.load_computation(c)
         except xs.XlaSdkError:
             continue
-        shardings: list[str | None] = list(before.partitioning().result_shardings)
-        shapes = _leaves(before.program_shape().result_shape())
+        shardings: list[str | None] = list(loaded.partitioning().result_shardings)
+        shapes = _leaves(loaded.program_shape().result_shape())
         if len(shapes) != n_out or len(shardings) != n_out:
             continue
         source = f"the result shardings of {c}"
@@ -127,7 +134,7 @@ def _result_shardings(path: str, comp: Any, devices: int) -> tuple[list[Any] | N
             # an unannotated result: XLA's sharding propagation chose its sharding; compiled, the
             # before_optimizations program says which
             try:
-                shardings = list(_compiled_result_shardings(before, devices))
+                shardings = list(_compiled_result_shardings(loaded, devices))
             except xs.XlaSdkError:
                 continue
             source = f"the result shardings XLA gives {c} (compiled for {devices} partitions)"

@@ -17,8 +17,10 @@ __all__: list[str] = []
 
 
 #: custom calls that only annotate a value's sharding (JAX's ``jax.lax.with_sharding_constraint``,
-#: typed PRNG keys, shard_map's shape changes): on one device, where the shape stays, the value itself
-_SHARDING_MARKERS = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape"})
+#: typed PRNG keys, shard_map's shape changes, Shardy's marks of a function's result sharding in the
+#: HLO of a Shardy-partitioned program): on one device, where the shape stays, the value itself
+_SHARDING_MARKERS = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape",
+                               "xla.sdy.FuncResultSharding"})
 
 
 @evaluates(CUSTOM_CALL)
