@@ -158,7 +158,8 @@ def compare_per_partition(args: argparse.Namespace, comp: Any, devices: int, out
         label = (f"reference evaluator on {os.path.basename(str(before_path))}'s global program (XLA "
                  f"{'with' if args.excess_precision else 'without'} excess precision)")
     elif module_path is not None:
-        other = xs.compile(before, _device(args))(*global_ins)
+        other = xs.compile(before, _device(args), options=xs.CompileOptions(env_option_overrides=flags or None)
+                           )(*global_ins)
         want = [np.asarray(o) for o in (other if isinstance(other, (list, tuple)) else [other])]
         label = f"module {before.name!r} on global inputs on one device"
     else:
