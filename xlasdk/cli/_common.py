@@ -279,3 +279,22 @@ def _npz_path(output: str) -> str:
 
 
 _ERR_STREAM: list[IO[str]] = []  # the error stream of the running main() (launch copies stderr there)
+
+
+def _xla_flags(text: str | None) -> dict[str, Any]:
+    """``--xla-flags "--xla_a=1 --xla_b"`` as DebugOptions overrides: ``{"xla_a": 1, "xla_b": True}``
+    (true/false as booleans, numbers as numbers, anything else as text)."""
+    out: dict[str, Any] = {}
+    for item in (text or "").split():
+        name, eq, raw = item.removeprefix("--").partition("=")
+        if not re.fullmatch(r"xla_\w+", name):
+            raise UsageError(f"--xla-flags: {item!r} is not an XLA flag (expected --xla_NAME=VALUE)")
+        value: Any = True if not eq else raw
+        if eq and raw.lower() in ("true", "false"):
+            value = raw.lower() == "true"
+        elif eq and re.fullmatch(r"-?\d+", raw):
+            value = int(raw)
+        elif eq and re.fullmatch(r"-?\d*\.\d+(e-?\d+)?", raw):
+            value = float(raw)
+        out[name] = value
+    return out

@@ -10,7 +10,7 @@ import sys
 from typing import IO, Any
 
 from ._arrays import _expected_outputs, _gather_inputs
-from ._common import _ERR_STREAM, EXIT_OK, UsageError, _api, _device, _load_program, _stage
+from ._common import _ERR_STREAM, EXIT_OK, UsageError, _api, _device, _load_program, _stage, _xla_flags
 from ._run import _check_memory, _recorded_arguments
 from ._verbs import _COMPARE_DESCRIPTION as _COMPARE_DESCRIPTION  # the parser lives in the light _verbs
 from ._verbs import add_compare_parser
@@ -19,25 +19,6 @@ add_parser = add_compare_parser  # its name before the parser moved to _verbs
 
 EXIT_DIVERGENCE = 1
 EXIT_CANNOT_JUDGE = 3  # no element outside its bound, but some bound too loose to judge by (never a match)
-
-
-def _xla_flags(text: str | None) -> dict[str, Any]:
-    """``--xla-flags "--xla_a=1 --xla_b"`` as DebugOptions overrides: ``{"xla_a": 1, "xla_b": True}``
-    (true/false as booleans, numbers as numbers, anything else as text)."""
-    out: dict[str, Any] = {}
-    for item in (text or "").split():
-        name, eq, raw = item.removeprefix("--").partition("=")
-        if not re.fullmatch(r"xla_\w+", name):
-            raise UsageError(f"--xla-flags: {item!r} is not an XLA flag (expected --xla_NAME=VALUE)")
-        value: Any = True if not eq else raw
-        if eq and raw.lower() in ("true", "false"):
-            value = raw.lower() == "true"
-        elif eq and re.fullmatch(r"-?\d+", raw):
-            value = int(raw)
-        elif eq and re.fullmatch(r"-?\d*\.\d+(e-?\d+)?", raw):
-            value = float(raw)
-        out[name] = value
-    return out
 
 
 def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:

@@ -134,7 +134,7 @@ def compare_per_partition(args: argparse.Namespace, comp: Any, devices: int, out
     if against == "reference":
         flags = (dict(STRICT_PRECISION) if not args.excess_precision
                  else {k: True for k, _ in STRICT_PRECISION})
-    from ._compare import _xla_flags
+    from ._common import _xla_flags
 
     flags.update(_xla_flags(args.xla_flags))
     _stage("compiling")

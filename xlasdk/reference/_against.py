@@ -85,8 +85,8 @@ def compare_modules(bad: XlaComputation, good: XlaComputation, args: Sequence[An
                     progress: Callable[[str], None] | None = None) -> Any:
     """``bisect="ops"`` against a second module (see the module's docstring): an
     :class:`~xlasdk.reference.bisect.OpsBisection`."""
+    from ._bisect_core import OpsBisection, _CutFailed, _Program, _Settings
     from ._evaluator import _compare_one
-    from .bisect import OpsBisection, _CutFailed, _Program, _Settings
 
     say = progress or (lambda s: None)
     if len(bad.instruction_graph().params) != len(good.instruction_graph().params):

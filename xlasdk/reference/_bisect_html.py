@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._graph_layout import layered_layout
 from ..errors import XlaSdkError
-from .bisect import ERROR_CLASSES, OpError
+from ._bisect_core import ERROR_CLASSES, OpError
 
 if TYPE_CHECKING:
     from ..computation import XlaComputation

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import XlaSdkError
-from .bisect import Culprit, _CutFailed, _Program, _Settings
+from ._bisect_core import Culprit, _CutFailed, _Program, _Settings
 
 if TYPE_CHECKING:
     from ..computation import XlaComputation

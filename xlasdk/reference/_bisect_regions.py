@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ..builder import Region
     from ..computation import XlaComputation
     from ..formats.graph_import import Instruction, InstructionGraph
-    from .bisect import OpsBisection, _Program
+    from ._bisect_core import OpsBisection, _Program
 
 __all__: list[str] = []
 
@@ -137,7 +137,7 @@ def _run(p: _Program, comp: XlaComputation) -> Callable[[Sequence[Any]], list[np
 
 
 def _program(p: _Program, comp: XlaComputation, args: Sequence[Any]) -> _Program:
-    from .bisect import _Program
+    from ._bisect_core import _Program
 
     return _Program(comp, args, p.settings)
 
@@ -149,11 +149,11 @@ def _outs(q: _Program) -> list[XlaOp]:
 def _bisect_region(p: _Program, comp: XlaComputation, args: Sequence[Any], say: Callable[[str], None], depth: int,
                    q: _Program | None = None) -> OpsBisection:
     """The ops bisection of ``comp`` (a region's program) on ``args``, its compiles counted in ``p``."""
-    from .bisect import _OPS_METHOD, OpsBisection, _bisect_ops, _CutFailed
+    from ._bisect_core import _OPS_METHOD, OpsBisection, _bisect_ops, _CutFailed
 
     q = q if q is not None else _program(p, comp, args)
     try:
-        r = _bisect_ops(q, True, say, depth + 1)
+        r = _bisect_ops(q, True, say, depth + 1, descend=descend)
     except _CutFailed as e:
         r = OpsBisection("not localised", compiles=q.compiles, method=_OPS_METHOD,
                          note=f"a program cut out of the region could not be compiled or run ({e}); nothing is "
@@ -163,7 +163,7 @@ def _bisect_region(p: _Program, comp: XlaComputation, args: Sequence[Any], say: 
 
 
 def _diverging(q: _Program, got: Sequence[np.ndarray[Any, Any]]) -> bool:
-    from .bisect import _diverges
+    from ._bisect_core import _diverges
 
     arrays = [g for o, g in zip(q.graph.outputs, got, strict=False) if o.shape.is_array()]
     return _diverges(q, _outs(q), arrays) is not None
@@ -171,7 +171,7 @@ def _diverging(q: _Program, got: Sequence[np.ndarray[Any, Any]]) -> bool:
 
 def _into_while(p: _Program, ins: Instruction, env: dict[int, Any], say: Callable[[str], None], depth: int,
                 ) -> tuple[str, OpsBisection | None]:
-    from .bisect import OpsBisection
+    from ._bisect_core import OpsBisection
 
     cond, body = ins.op.regions
     cond_c, cond_out = region_computation(p.comp, p.graph, ins.op, cond)
