@@ -366,10 +366,8 @@ def request(target: str, *args: Any, timeout: float | None = None,
         with SIGABRT) is not the request's fault: the request runs once more in a fresh worker,
         and a second SIGKILL raises with ``killed`` set.
     """
-    if on_death is not None and _here():
-        from . import isolated_local
-
-        return isolated_local.call(isolated_local.target_function(target), args, timeout, on_death)
+    if on_death is not None and _local_runner is not None:
+        return _local_runner(target, args, timeout, on_death)
     try:
         return _request_once(target, args, timeout)
     except WorkerDied as e:
@@ -430,10 +428,14 @@ def _request_once(target: str, args: tuple[Any, ...], timeout: float | None) -> 
             raise
 
 
+#: Runs a request that says what its death means in this process, set by :func:`.isolated_local.install`
+#: (``runner(target, args, timeout, on_death)``); None: every request goes to the worker.
+_local_runner: Callable[[str, tuple[Any, ...], float | None, Callable[[WorkerDied], BaseException]], Any] | None = None
+
+
 def _here() -> bool:
     """Whether requests that say what their death means run in this process (:mod:`.isolated_local`)."""
-    local = sys.modules.get("xlasdk._jaxlib.isolated_local")
-    return local is not None and bool(local.active())
+    return _local_runner is not None
 
 
 def prestart() -> None:

@@ -51,6 +51,12 @@ def install(host: Host | None) -> None:
     """Run the worker's requests in this process from now on, reporting to ``host`` (None: the worker again)."""
     global _host
     _host = host
+    isolated._local_runner = _run_target if host is not None else None
+
+
+def _run_target(target: str, args: tuple[Any, ...], timeout: float | None,
+                on_death: Callable[[isolated.WorkerDied], BaseException]) -> Any:
+    return call(target_function(target), args, timeout, on_death)
 
 
 def active() -> bool:

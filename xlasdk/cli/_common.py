@@ -107,11 +107,13 @@ def _stage(name: str) -> None:
         _CHILD.send(f"stage {name}")
 
 
+class CheckFailed(Exception):
+    """What ``convert`` wrote does not load back or compile (exit code 1; nothing is written)."""
+
+
 def error_kind(command: str | None, e: BaseException) -> tuple[int, str]:
     """``(exit code, "error" or "internal error (Type)")`` of the command that failed with ``e``."""
     from xlasdk.errors import CompileError, DTypeError, FormatError, ShapeError, XlaRuntimeError, XlaSdkError
-
-    from ._inspect import CheckFailed
 
     unknown_device = type(e).__name__ == "UnknownDeviceError" and type(e).__module__.startswith("xlasdk.")
     if isinstance(e, (UsageError, FormatError, ShapeError, DTypeError)) or unknown_device:

@@ -12,6 +12,7 @@ from typing import IO, Any
 
 from ._common import (
     EXIT_OK,
+    CheckFailed,
     UsageError,
     _api,
     _check_writable,
@@ -238,10 +239,6 @@ def _cmd_inspect(args: argparse.Namespace, out: IO[str]) -> int:
 
 
 # -- convert ------------------------------------------------------------------------------------------
-class CheckFailed(Exception):
-    """What ``convert`` wrote does not load back or compile (exit code 1; nothing is written)."""
-
-
 def _save_error(e: Exception, output: str) -> UsageError:
     """A FormatError of the save API in the CLI's words: ``OUT: ...``, ``--to``, ``--target-version``."""
     msg = str(e)
