@@ -636,6 +636,7 @@ def _extract_inputs(p: _Program, chosen: Sequence[Instruction]) -> list[XlaOp]:
 def _isolate(p: _Program, ins: Instruction, env: dict[int, Any]) -> tuple[str, list[str], str]:
     """Compile ``ins`` alone on the device's operand values, then with growing groups of its
     ancestors before it; which reproduces the divergence."""
+    from ._orders import verdict
     from ._outputs import run_and_compare
 
     s = p.settings
@@ -650,7 +651,8 @@ def _isolate(p: _Program, ins: Instruction, env: dict[int, Any]) -> tuple[str, l
                                 excess_precision=excess).report
         except Exception:  # noqa: BLE001 - a group that cannot be cut out proves nothing either way
             return None
-        return not r.ok
+        v = verdict(r)
+        return None if v == "CANNOT JUDGE" else v == "DIVERGENCE"  # a group too loose to judge proves nothing
 
     alone = diverges([ins], env)
     if alone:
