@@ -63,7 +63,7 @@ def compare(
         XLA passes whose disabling removes it (``report.bisect_passes``). Against the reference only.
     find_nonfinite: the first instruction whose device value has a NaN/Inf while its operands have
         none (``report.nonfinite``, :class:`xlasdk.bisect.NonFinite`).
-    progress: called with a line of text per step of a bisection.
+    progress: called with a line of text per step of a bisection or of the op-by-op judgment.
     xla_flags: XLA ``DebugOptions`` fields for the device side's compile (``{"xla_disable_hlo_passes":
         "algsimp"}``, as ``XLA_FLAGS`` names them without the ``--``), over xlasdk's own.
     device_kind: whose error model judges each op (``"cpu"``, ``"gpu"``, ``"tpu-v5e"``, ...;
@@ -104,6 +104,14 @@ def compare(
         from ._precision import set_precision
 
         computation = set_precision(computation, precision)
+    from ._orders import outputs_verdict
+
+    if reference and outputs is None and outputs_verdict(report) == "CANNOT JUDGE":
+        from ._per_op import judge_op_by_op  # settles what the outputs' carried bounds cannot
+
+        report.judged_op_by_op = judge_op_by_op(
+            computation, args, got, device=device, options=options, rtol=rtol, atol=atol, ulps=ulps,
+            device_kind=report.device_kind, precision=precision, progress=progress)
     if bisect is not None or find_nonfinite:
 
         if bisect == "ops" and module:

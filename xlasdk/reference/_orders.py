@@ -133,7 +133,15 @@ def reach(scale: Any) -> float:
 
 def verdict(report: Any) -> str:
     """``MATCH``, ``DIVERGENCE`` (an element outside its bound) or ``CANNOT JUDGE`` (none outside,
-    but some element's bound reaches its output's largest magnitude)."""
+    but some element's bound reaches its output's largest magnitude), that last one settled by the
+    report's ``judged_op_by_op`` where it has one (:mod:`._per_op`)."""
+    outputs = outputs_verdict(report)
+    per_op = getattr(report, "judged_op_by_op", None)
+    return str(per_op.verdict) if outputs == "CANNOT JUDGE" and per_op is not None else outputs
+
+
+def outputs_verdict(report: Any) -> str:
+    """:func:`verdict` on the outputs alone (their carried bounds), without the op-by-op judgment."""
     if any(o.mismatches for o in report.outputs):
         return "DIVERGENCE"
     return "CANNOT JUDGE" if any(o.unjudged for o in report.outputs) else "MATCH"

@@ -12,7 +12,7 @@ import ml_dtypes as _ml_dtypes
 import numpy as np
 
 from ._bounds import _BOUND_MARGIN, _eps
-from ._orders import _scaled, judge_order, reach, unjudged_lines, vacuous, verdict
+from ._orders import _scaled, judge_order, outputs_verdict, reach, unjudged_lines, vacuous, verdict
 from ._walk import _is_float, _is_ml_float, _wide
 
 ml_dtypes: Any = _ml_dtypes  # untyped functions (finfo)
@@ -85,10 +85,14 @@ class CompareReport:
     #: the precision-limited ops of the program and the bound each is judged by
     #: (``"convolution.3: TPU v5e DEFAULT precision (bf16 inputs; bound 7.8e-3 of |A|·|B|)"``)
     precision_notes: list[str] = field(default_factory=list)
+    #: where the outputs' carried bounds are too loose to judge them (CANNOT JUDGE), against the
+    #: reference: the program judged op by op on the device's own operands
+    #: (:class:`xlasdk.reference._per_op.OpByOp`), whose verdict is then the report's
+    judged_op_by_op: Any = None
 
     @property
     def ok(self) -> bool:
-        return all(o.ok and not o.unjudged for o in self.outputs)
+        return verdict(self) == "MATCH"
 
     def as_dict(self) -> dict[str, Any]:
         """The report as JSON-ready values (what ``xlasdk compare --json`` writes)."""
@@ -98,7 +102,9 @@ class CompareReport:
              "max_ulp": o.max_ulp, "max_scaled": o.max_scaled, "mismatches": o.mismatches,
              "nonfinite_mismatches": o.nonfinite_mismatches, "unjudged": o.unjudged,
              "first_mismatch": None if o.first_mismatch is None else list(o.first_mismatch)}
-            for o in self.outputs], "device_kind": self.device_kind, "precision_notes": list(self.precision_notes)}
+            for o in self.outputs], "device_kind": self.device_kind, "precision_notes": list(self.precision_notes),
+            "outputs_verdict": outputs_verdict(self),
+            "judged_op_by_op": None if self.judged_op_by_op is None else self.judged_op_by_op.as_dict()}
         for key, part in (("bisect_ops", self.bisect_ops), ("bisect_passes", self.bisect_passes),
                           ("nonfinite", self.nonfinite)):
             if part is not None:
@@ -120,7 +126,8 @@ class CompareReport:
         notes = ([f"  precision-limited ops on {self.device_kind} (each within its bound):"]
                  + [f"    {n}" for n in self.precision_notes]) if self.precision_notes else []
         extra = [str(x) for x in (self.bisect_ops, self.bisect_passes, self.nonfinite) if x is not None]
-        return "\n".join([head, *rows, *scaled, *unjudged_lines(self.outputs), *notes, *extra])
+        per_op = [] if self.judged_op_by_op is None else self.judged_op_by_op.lines()
+        return "\n".join([head, *rows, *scaled, *unjudged_lines(self.outputs), *per_op, *notes, *extra])
 
 
 def _ulps(got: np.ndarray[Any, Any], want: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
