@@ -343,6 +343,42 @@ def test_mixed_precision_pad_copy_and_allocation() -> None:
     np.testing.assert_array_equal(got[2], x[None])
 
 
+def test_mixed_precision_moves_keep_their_layouts_for_a_later_bitcast() -> None:
+    """A slice that rounds what it moves (``bf16[1,4,2]{1,2,0} slice(f32[3,4,2]{1,2,0})``, as a TPU
+    compile writes for ``xs[-1]`` fed to a bf16 dot) converts then slices; the rewrite keeps the
+    layouts, so the ``bitcast`` after it (a squeeze in physical terms) reads the right elements. The
+    same for an element-wise op rounding its result (found by a user's fresh TPU dump: the slice was
+    refused, then read transposed when the rewrite wrote default layouts)."""
+    comp = _load("  %p = f32[3,4,2]{1,2,0:T(8,128)} parameter(0)\n"
+                 f"  %s = bf16[1,4,2]{{1,2,0:T(8,128)(2,1)}} slice(%p), slice={{[2:3], [0:4], [0:2]}}, {_CFG}\n"
+                 "  %b = bf16[4,2]{0,1:T(8,128)(2,1)} bitcast(%s)\n"
+                 "  %q = f32[4,2]{0,1:T(8,128)} parameter(1)\n"
+                 f"  %m = bf16[4,2]{{0,1:T(8,128)(2,1)}} multiply(%q, %q), {_CFG}\n"
+                 "  %mb = bf16[2,4]{1,0:T(8,128)(2,1)} bitcast(%m)\n"
+                 "  ROOT %t = (bf16[4,2]{1,0}, bf16[2,4]{1,0}) tuple(%b, %mb)",
+                 "p: f32[3,4,2], q: f32[4,2]", "(bf16[4,2], bf16[2,4])")
+    assert comp._tpu_meaning is not None and comp._tpu_meaning[0] >= 2
+    bf = ml_dtypes.bfloat16
+    p = (np.arange(24, dtype=np.float32).reshape(3, 4, 2) + 0.1) / 7
+    q = (np.arange(8, dtype=np.float32).reshape(4, 2) + 0.3) / 3
+    got = _outs(xs.compile(comp, device="cpu:0")(p, q))
+    np.testing.assert_array_equal(got[0].view(np.uint16), p[2].astype(bf).view(np.uint16))
+    # bitcast f32[4,2]{0,1} -> [2,4]{1,0}: the same bytes, column-major of [4,2] = row-major of its transpose
+    np.testing.assert_array_equal(got[1].view(np.uint16), (q * q).astype(bf).T.view(np.uint16))
+
+
+def test_a_tpu_form_without_a_rewrite_is_named_as_such_not_inconsistent() -> None:
+    """XLA's own TPU file is never called "inconsistent": a form the CPU meaning does not rewrite
+    (here a ``reduce-precision`` that also rounds to bf16) names the line and instruction, says the
+    module is TPU-optimized, and points to the before-optimizations file."""
+    with pytest.raises(xs.FormatError) as e:
+        _load(f"  %p = f32[4]{{0:T(256)}} parameter(0)\n  ROOT %r = bf16[4]{{0:T(256)(2,1)}} reduce-precision(%p), "
+              f"exponent_bits=5, mantissa_bits=10, {_CFG}", "p: f32[4]", "bf16[4]")
+    msg = str(e.value)
+    assert "TPU-optimized module" in msg and "line 5: instruction 'r'" in msg and "before_optimizations" in msg, msg
+    assert "inconsistent" not in msg, msg
+
+
 def test_transposed_convolution_with_rhs_reversal() -> None:
     """``rhs_reversal=1`` (the TPU's transposed convolution): the kernel flipped along that spatial
     dimension, as numpy's correlation with the reversed kernel gives."""

@@ -70,6 +70,11 @@ def _hlo_failure(e: isolated.Failed, what: str, text: str | None) -> FormatError
         return FormatError(f"{what}: TPU-optimized module (XLA's after_optimizations HLO for a TPU) without a CPU "
                            f"meaning: {_with_line(e.message, text)}; load the program's before_optimizations file "
                            "(module.before_optimizations.txt / .hlo.pb) to run it off the TPU")
+    if e.stage.startswith("verify") and text is not None and _tpu_signs(text):
+        return FormatError(f"{what}: TPU-optimized module (XLA's after_optimizations HLO for a TPU) whose CPU meaning "
+                           f"does not verify: {_with_line(e.message, text)} (a form of XLA's TPU HLO that xlasdk does "
+                           "not rewrite yet); load the program's before_optimizations file (module.before_optimizations"
+                           ".txt / .hlo.pb) to run it off the TPU")
     if e.stage.startswith("verify"):
         return FormatError(f"{what}: the module is inconsistent: {_with_line(e.message, text)}")
     if e.stage == "rule":
@@ -87,6 +92,16 @@ def _with_line(message: str, text: str | None) -> str:
     if found is None:
         return message
     return f"line {text.count(chr(10), 0, found.start()) + 1}: {message}"
+
+
+def _tpu_signs(text: str) -> bool:
+    """Whether ``text`` reads as XLA's TPU-optimized HLO (:func:`.tpu_meaning.tpu_signs`)."""
+    from .tpu_meaning import tpu_signs
+
+    try:
+        return bool(tpu_signs(text))
+    except Exception:  # noqa: BLE001 - a text it cannot read is not called a TPU module
+        return False
 
 
 def _from_hlo(kind: str, data: str | bytes, what: str, fmt: Format) -> XlaComputation:

@@ -46,7 +46,7 @@ from typing import Final
 import numpy as np
 
 from .._jaxlib import mlir as _mlir
-from .hlo_rewrite import _ELEMENT_BITS, _apply_edits, _async_pair_as_op, _hlo_shape_text
+from .hlo_rewrite import _ELEMENT_BITS, _apply_edits, _async_pair_as_op
 from .hlo_text import _TOKEN_RE, _Comp, _HShape, _Instr, _parse_hlo_text
 
 #: custom calls of TPU modules whose value is their operand's
@@ -111,6 +111,15 @@ class CpuMeaning:
 
 
 # -- layouts ----------------------------------------------------------------------------------
+def _laid(s: _HShape) -> str:
+    """HLO text of ``s`` with its layout where it has one (``bf16[1,32,8]{1,2,0}``): an instruction a
+    rewrite writes keeps the layout of the one it replaces, which a later ``bitcast`` reads."""
+    if s.is_tuple:
+        return "(" + ", ".join(_laid(e) for e in s.elems) + ")"
+    dims = f"{s.etype}[{','.join(map(str, s.dims))}]"
+    return dims + ("{" + ",".join(map(str, s.layout)) + "}" if s.layout is not None and s.dims else "")
+
+
 def _shape_text(text: str, ins: _Instr) -> str:
     """The source text of ``ins``'s result shape (between ``=`` and its opcode)."""
     start = text.index("=", ins.pos) + 1
@@ -220,13 +229,13 @@ def _tiled_bitcast(text: str, comp: _Comp, ins: _Instr) -> str | None:
         lines.append(f"{base}_idx = s32[{m},1] constant({{ {values} }})")
         lines.append(f"{base}_pick = {et}[{m}] gather({base}_flat, {base}_idx), offset_dims={{}}, "
                      "collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1}")
-    mid = _HShape(et, dst.dims)
+    mid = _HShape(et, dst.dims, (), dst.layout)
     root = "ROOT " if ins.root else ""
     if dst.etype == et:
-        lines.append(f"{root}{ins.name} = {_hlo_shape_text(dst)} reshape({base}_pick)")
+        lines.append(f"{root}{ins.name} = {_laid(dst)} reshape({base}_pick)")
     else:
-        lines.append(f"{base}_shaped = {_hlo_shape_text(mid)} reshape({base}_pick)")
-        lines.append(f"{root}{ins.name} = {_hlo_shape_text(dst)} bitcast-convert({base}_shaped)")
+        lines.append(f"{base}_shaped = {_laid(mid)} reshape({base}_pick)")
+        lines.append(f"{root}{ins.name} = {_laid(dst)} bitcast-convert({base}_shaped)")
     return "\n  ".join(lines)
 
 
@@ -315,13 +324,13 @@ def _custom_call(ins: _Instr) -> str:
     if target in IDENTITY_CALLS:
         if ins.operands is None or len(ins.operands) != 1 or shape is None:
             raise NoCpuMeaning(f"instruction {ins.name!r} (custom-call {target!r}) takes one operand")
-        return f"{root}{ins.name} = {_hlo_shape_text(shape)} copy({ins.operands[0]}){_keep(ins)}"
+        return f"{root}{ins.name} = {_laid(shape)} copy({ins.operands[0]}){_keep(ins)}"
     if target in ALLOCATION_CALLS:
         if shape is None or not shape.is_array or ins.operands:
             raise NoCpuMeaning(f"instruction {ins.name!r} (custom-call {target!r}) is not an array allocation")
         zero = "false" if shape.etype == "pred" else "0"
         return (f"{ins.name}.xlasdk_tpu_zero = {shape.etype}[] constant({zero})\n  "
-                f"{root}{ins.name} = {_hlo_shape_text(shape)} broadcast({ins.name}.xlasdk_tpu_zero), "
+                f"{root}{ins.name} = {_laid(shape)} broadcast({ins.name}.xlasdk_tpu_zero), "
                 f"dimensions={{}}{_keep(ins)}")
     # a custom call of a TPU module is the TPU's: XLA:CPU has no implementation of it
     raise NoCpuMeaning(f"instruction {ins.name!r} (custom-call {target!r}) is a custom call of the TPU module "
@@ -372,17 +381,50 @@ def _mixed_elementwise(text: str, comp: _Comp, ins: _Instr) -> str | None:
         if k in _FLOATS and k != wide:
             src = comp.by_name[ref].shape
             assert src is not None
-            lines.append(f"{base}_in{i} = {_hlo_shape_text(_HShape(wide, src.dims))} convert({ref})")
+            lines.append(f"{base}_in{i} = {_laid(_HShape(wide, src.dims, (), src.layout))} convert({ref})")
             args.append(f"{base}_in{i}")
         else:
             args.append(ref)
     root = "ROOT " if ins.root else ""
     call = f"{ins.opcode}({', '.join(args)}){_tail(text, ins)}"
     if out_float and shape.etype != wide:
-        lines.append(f"{base}_result = {_hlo_shape_text(_HShape(wide, shape.dims))} {call}")
-        lines.append(f"{root}{ins.name} = {_hlo_shape_text(shape)} convert({base}_result){_keep(ins)}")
+        lines.append(f"{base}_result = {_laid(_HShape(wide, shape.dims, (), shape.layout))} {call}")
+        lines.append(f"{root}{ins.name} = {_laid(shape)} convert({base}_result){_keep(ins)}")
     else:
-        lines.append(f"{root}{ins.name} = {_hlo_shape_text(shape)} {call}")
+        lines.append(f"{root}{ins.name} = {_laid(shape)} {call}")
+    return "\n  ".join(lines)
+
+
+#: ops that only move elements: the TPU's HLO lets one round what it moves to another float type
+_MOVEMENT: Final = frozenset({
+    "slice", "reshape", "transpose", "broadcast", "reverse", "concatenate", "dynamic-slice",
+    "dynamic-update-slice", "gather",
+})
+
+
+def _mixed_movement(text: str, comp: _Comp, ins: _Instr) -> str | None:
+    """An op that only moves elements whose float result has another type than a float operand it
+    moves (``bf16[1,32,8] slice(f32[4,32,8])``): those operands converted to the result's type
+    first (rounding each element commutes with moving it). None when the types agree."""
+    ops, shape = ins.operands, ins.shape
+    if ops is None or shape is None or not shape.is_array or shape.etype not in _FLOATS:
+        return None
+    kinds = [_operand_etype(comp, o) for o in ops]
+    if not any(k in _FLOATS and k != shape.etype for k in kinds):
+        return None
+    base = f"{ins.name}.xlasdk_tpu"
+    lines: list[str] = []
+    args: list[str] = []
+    for i, (ref, k) in enumerate(zip(ops, kinds, strict=True)):
+        if k in _FLOATS and k != shape.etype:
+            src = comp.by_name[ref].shape
+            assert src is not None
+            lines.append(f"{base}_in{i} = {_laid(_HShape(shape.etype, src.dims, (), src.layout))} convert({ref})")
+            args.append(f"{base}_in{i}")
+        else:
+            args.append(ref)
+    root = "ROOT " if ins.root else ""
+    lines.append(f"{root}{ins.name} = {_laid(shape)} {ins.opcode}({', '.join(args)}){_tail(text, ins)}")
     return "\n  ".join(lines)
 
 
@@ -406,7 +448,7 @@ def _mixed_precision(text: str, comp: _Comp, ins: _Instr) -> str | None:
         if a == v or a not in _FLOATS or v not in _FLOATS:
             return None
         return (f"{base}_value = {a}[] convert({ops[1]})\n  "
-                f"{root}{ins.name} = {_hlo_shape_text(shape)} pad({ops[0]}, {base}_value){_tail(text, ins)}")
+                f"{root}{ins.name} = {_laid(shape)} pad({ops[0]}, {base}_value){_tail(text, ins)}")
     if all(a == v == o.etype for a, v, o in zip(ins_t, init_t, outs, strict=True)):
         return None
     lines: list[str] = []
@@ -419,24 +461,24 @@ def _mixed_precision(text: str, comp: _Comp, ins: _Instr) -> str | None:
             raise NoCpuMeaning(f"instruction {ins.name!r} ({ins.opcode}) reduces {a} values with a {v} reducer")
         src = comp.by_name[ref].shape
         assert src is not None
-        lines.append(f"{base}_in{i} = {_hlo_shape_text(_HShape(str(v), src.dims))} convert({ref})")
+        lines.append(f"{base}_in{i} = {_laid(_HShape(str(v), src.dims, (), src.layout))} convert({ref})")
         args.append(f"{base}_in{i}")
-    wide = [_HShape(str(v), o.dims) for v, o in zip(init_t, outs, strict=True)]
+    wide = [_HShape(str(v), o.dims, (), o.layout) for v, o in zip(init_t, outs, strict=True)]
     wide_shape = _HShape("tuple", (), tuple(wide)) if shape.is_tuple else wide[0]
     call = f"{ins.opcode}({', '.join(args + ops[n:])}){_tail(text, ins)}"
-    lines.append(f"{base}_result = {_hlo_shape_text(wide_shape)} {call}")
+    lines.append(f"{base}_result = {_laid(wide_shape)} {call}")
     if not shape.is_tuple:
-        lines.append(f"{root}{ins.name} = {_hlo_shape_text(shape)} convert({base}_result){_keep(ins)}")
+        lines.append(f"{root}{ins.name} = {_laid(shape)} convert({base}_result){_keep(ins)}")
         return "\n  ".join(lines)
     parts = []
     for i, (w, o) in enumerate(zip(wide, outs, strict=True)):
-        lines.append(f"{base}_gte{i} = {_hlo_shape_text(w)} get-tuple-element({base}_result), index={i}")
+        lines.append(f"{base}_gte{i} = {_laid(w)} get-tuple-element({base}_result), index={i}")
         if w.etype != o.etype:
-            lines.append(f"{base}_out{i} = {_hlo_shape_text(o)} convert({base}_gte{i})")
+            lines.append(f"{base}_out{i} = {_laid(o)} convert({base}_gte{i})")
             parts.append(f"{base}_out{i}")
         else:
             parts.append(f"{base}_gte{i}")
-    lines.append(f"{root}{ins.name} = {_hlo_shape_text(shape)} tuple({', '.join(parts)})")
+    lines.append(f"{root}{ins.name} = {_laid(shape)} tuple({', '.join(parts)})")
     return "\n  ".join(lines)
 
 
@@ -468,7 +510,7 @@ def _unreversed_convolution(text: str, comp: _Comp, ins: _Instr) -> str | None:
     operands = f"({ins.operands[0]}, {flipped})"
     tail = line[o1:].replace(f"window={w0}", f"window={new_window}", 1)
     reverse = f"reverse({ins.operands[1]}), dimensions={{{','.join(map(str, dims))}}}"
-    return f"{flipped} = {_hlo_shape_text(rhs.shape)} {reverse}\n  {line[:o0]}{operands}{tail}"
+    return f"{flipped} = {_laid(rhs.shape)} {reverse}\n  {line[:o0]}{operands}{tail}"
 
 
 def _rewrite(text: str) -> tuple[str, int]:
@@ -503,7 +545,7 @@ def _rewrite(text: str) -> tuple[str, int]:
             elif op == "copy" and ins.operands is not None and len(ins.operands) == 1:
                 e = _operand_etype(comp, ins.operands[0])
                 if e is not None and ins.shape is not None and ins.shape.is_array and e != ins.shape.etype:
-                    new = (f"{'ROOT ' if ins.root else ''}{ins.name} = {_hlo_shape_text(ins.shape)} "
+                    new = (f"{'ROOT ' if ins.root else ''}{ins.name} = {_laid(ins.shape)} "
                            f"convert({ins.operands[0]}){_keep(ins)}")
             elif op in ("pad", "reduce", "reduce-window"):
                 new = _mixed_precision(text, comp, ins)
@@ -517,6 +559,8 @@ def _rewrite(text: str) -> tuple[str, int]:
                 new = text[a:b] + ", is_stable=true"
             elif op in _ELEMENTWISE:
                 new = _mixed_elementwise(text, comp, ins)
+            elif op in _MOVEMENT:
+                new = _mixed_movement(text, comp, ins)
             if new is not None:
                 edits.append((*ins.spans["all"], new))
                 count += 1
