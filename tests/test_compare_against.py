@@ -133,3 +133,53 @@ def test_cli_bisect_against_recorded_outputs_says_what_to_do(tmp_path: Path) -> 
     code, _, err = cli("compare", str(hlo), "--inputs", str(tmp_path / "in.npz"), "--against",
                        str(tmp_path / "out.npz"), "--bisect", "ops")
     assert code == 2 and "recorded outputs hold no intermediate values" in err and "--against GOOD.hlo" in err, err
+
+
+_LOOP = """HloModule {name}
+
+%body (p: (s32[], f32[4])) -> (s32[], f32[4]) {{
+  %p = (s32[], f32[4]) parameter(0)
+  %i = s32[] get-tuple-element(%p), index=0
+  %x = f32[4] get-tuple-element(%p), index=1
+  %one = s32[] constant(1)
+  %i1 = s32[] add(%i, %one)
+  %two = f32[] constant(2)
+  %b = f32[4] broadcast(%two), dimensions={{}}
+  %y = f32[4] {op}(%x, %b)
+  ROOT %t = (s32[], f32[4]) tuple(%i1, %y)
+}}
+
+%cond (p: (s32[], f32[4])) -> pred[] {{
+  %p = (s32[], f32[4]) parameter(0)
+  %i = s32[] get-tuple-element(%p), index=0
+  %n = s32[] constant(3)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}}
+
+ENTRY %main (x: f32[4]) -> f32[4] {{
+  %x = f32[4] parameter(0)
+  %zero = s32[] constant(0)
+{init}
+  %w = (s32[], f32[4]) while(%init), condition=%cond, body=%body
+  ROOT %r = f32[4] get-tuple-element(%w), index=1
+}}
+"""
+
+
+def test_a_renamed_copy_feeding_a_loop_is_never_blamed_for_the_loops_bug() -> None:
+    """An optimized module copies the loop counter's initial value (``copy(constant(0))``, with no
+    counterpart in the other module); the bug is in the loop's body. The copy's value agrees with
+    the operand the loop's counterpart reads at the same position, so the loop is named, not the
+    copy (a new user's fresh dump: ``copy.24 (mhlo.copy) has no counterpart ... its users' depart``)."""
+    copied = "  %zero.copy = s32[] copy(%zero)\n  %init = (s32[], f32[4]) tuple(%zero.copy, %x)"
+    good = xs.XlaComputation.from_hlo_text(_LOOP.format(
+        name="good", op="multiply", init="  %init = (s32[], f32[4]) tuple(%zero, %x)"))
+    bad = xs.XlaComputation.from_hlo_text(_LOOP.format(name="bad", op="add", init=copied))
+    x = np.array([1.0, -2.0, 0.5, 3.0], np.float32)
+    report = xs.compare(bad, [x], against=good, bisect="ops")
+    assert not report.ok
+    b = report.bisect_ops
+    assert b is not None and b.status == "localised" and b.culprit is not None, str(b)
+    assert b.culprit.opcode == "stablehlo.while", str(b)
+    assert xs.compare(xs.XlaComputation.from_hlo_text(_LOOP.format(name="same", op="multiply", init=copied)),
+                      [x], against=good).ok  # no false alarm

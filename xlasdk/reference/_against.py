@@ -74,6 +74,23 @@ def match_instructions(bad: XlaComputation, good: XlaComputation) -> tuple[dict[
     return out, named, structural
 
 
+def inferred_by_users(bad: XlaComputation, match: dict[int, Instruction]) -> dict[int, Instruction]:
+    """For instructions of ``bad`` without a match, the instruction of the other module at the same
+    operand position of a matched (or so inferred) user's match, of the same shape: a guess (an
+    optimized module renames, copies and re-tuples what it reads) used only as evidence that a value
+    agrees, never to blame one."""
+    out: dict[int, Instruction] = {}
+    for ins in reversed(bad.instructions()):
+        m = match.get(ins.index) or out.get(ins.index)
+        if m is None or len(ins.operands) != len(m.operands):
+            continue
+        for x, y in zip(ins.operands, m.operands, strict=True):
+            if x.index in match or x.index in out or str(x.shape) != str(y.shape):
+                continue
+            out[x.index] = y  # one value of the other module may be read under several names here
+    return out
+
+
 def _literal(ins: Instruction) -> bytes | None:
     """A constant's value (constants match by value: an optimized module renames and reuses them)."""
     value = ins.attributes.get("value") if ins.opcode == "stablehlo.constant" else None
@@ -98,11 +115,15 @@ def compare_modules(bad: XlaComputation, good: XlaComputation, args: Sequence[An
     match, named, structural = match_instructions(bad, good)
     say(f"bisect ops: {named} instructions matched by name, {structural} by structure; one compile of each module "
         "with every matched value exposed")
+    guessed = inferred_by_users(bad, match)
     pairs: list[tuple[Any, Any]] = []
+    guesses: set[int] = set()  # ids of the values paired by a guess: agreement counts, a difference does not
     for ins in pb.instrs[pb.nparams:]:
-        m = match.get(ins.index)
+        m = match.get(ins.index) or guessed.get(ins.index)
         if m is not None and len(pb.slots[ins.index]) == len(pg.slots[m.index]):
             pairs.extend(zip(pb.slots[ins.index], pg.slots[m.index], strict=True))
+            if ins.index not in match:
+                guesses.update(id(n) for n in pb.slots[ins.index])
     try:
         got_b = pb.run([b for b, _ in pairs]) if pairs else []
         got_g = pg.run([g for _, g in pairs]) if pairs else []
@@ -122,6 +143,8 @@ def compare_modules(bad: XlaComputation, good: XlaComputation, args: Sequence[An
             g, w = np.asarray(val_b[id(node)]), np.asarray(val_g[id(node)])
             differs[id(node)] = g.shape != w.shape or g.dtype != w.dtype or not _compare_one(
                 0, g, w, rtol, atol, 0.0, ulps).ok
+        if differs[id(node)] and id(node) in guesses:
+            return None  # a guessed pair that differs proves nothing (the guess may be wrong)
         return differs[id(node)]
 
     compiles = pb.compiles + pg.compiles
@@ -132,6 +155,8 @@ def compare_modules(bad: XlaComputation, good: XlaComputation, args: Sequence[An
         inputs = [x for x in pb.main_inputs(ins.op) if x.shape.is_array()]
         fed_right = all(departs(x) is False for x in inputs)
         if ins.index not in match:
+            if ins.index in guessed and all(departs(n) is False for n in slots):
+                continue  # agrees with its users' counterpart's operand: nothing to blame here
             users_depart = any(departs(n) for u in ins.users if u.index in match for n in pb.slots[u.index])
             if fed_right and users_depart:
                 culprit = pb.culprit(ins, {id(x): val_b[id(x)] for x in inputs}, None, None)
