@@ -16,7 +16,7 @@ own keys (:func:`._orders.judge_order`), so a tie ranked either way is no depart
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -48,28 +48,37 @@ class OpByOp:
     #: how the first departing instruction's device value compares with its rule on its operands
     error: OutputComparison | None = None
     why: str = ""
+    #: the ops not exposed that the first departing instruction was judged together with
+    group: list[str] = field(default_factory=list)
+    #: instructions read only by data movement, not exposed (exposing them changed how XLA computed
+    #: the outputs): each judged with the op that moves it, over the bound carried across that group
+    hidden: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         e = self.error
         return {"verdict": self.verdict, "instructions": self.instructions, "first": self.first,
-                "opcode": self.opcode, "departing": self.departing, "why": self.why,
+                "opcode": self.opcode, "departing": self.departing, "why": self.why, "group": list(self.group),
+                "hidden": self.hidden,
                 "error": None if e is None else {"max_abs": e.max_abs, "max_rel": e.max_rel, "max_ulp": e.max_ulp,
                                                  "mismatches": e.mismatches, "first_mismatch": None if
                                                  e.first_mismatch is None else list(e.first_mismatch)}}
 
     def lines(self) -> list[str]:
         if self.verdict == "MATCH":
+            hid = (f"; {self.hidden} values read only by data movement were not exposed (exposing them changed how "
+                   "XLA computed the outputs): each judged with the op that moves it") if self.hidden else ""
             return [f"  {_METHOD}: {self.instructions} instructions, each within its own bound (the outputs' "
-                    "carried bounds were too loose to judge them; the compile with every value exposed gave "
-                    "bit-identical outputs)"]
+                    "carried bounds were too loose to judge them; the compile with the values exposed gave "
+                    f"bit-identical outputs{hid})"]
         if self.verdict == "DIVERGENCE":
             e = self.error
             err = "" if e is None else (f" ({e.mismatches} element{'s' if e.mismatches != 1 else ''} outside it, max "
                                         f"abs {e.max_abs:.3g}, max rel {e.max_rel:.3g}, first at "
                                         f"{[] if e.first_mismatch is None else list(e.first_mismatch)})")
             more = f"; {self.departing - 1} more after it" if self.departing > 1 else ""
-            return [f"  {_METHOD}: {self.first} ({self.opcode}) departs from its own bound on the device's values "
-                    f"of its operands{err}{more}; --bisect ops localises it on the original compile"]
+            with_ = f" (judged with {', '.join(self.group)}, not exposed)" if self.group else ""
+            return [f"  {_METHOD}: {self.first} ({self.opcode}){with_} departs from its own bound on the device's "
+                    f"values of its operands{err}{more}; --bisect ops localises it on the original compile"]
         return [f"  not {_METHOD}: {self.why}"]
 
 
@@ -90,7 +99,6 @@ def judge_op_by_op(
     """Judge ``comp`` op by op on ``device`` (compiled with ``options``, as the compile whose
     outputs were ``got``): see the module's docstring."""
     from ._bisect_core import _CutFailed, _Program, _Settings  # the engine sits above the comparison
-    from ._evaluator import _Evaluator
 
     def say(line: str) -> None:
         if progress is not None:
@@ -98,48 +106,147 @@ def judge_op_by_op(
 
     p = _Program(comp, args, _Settings(device, options, rtol, atol, ulps, device_kind, precision),
                  need_reference=False)
-    nodes = [n for i in p.instrs[p.nparams:] for n in p.slots[i.index]]
-    say(f"op by op: one compile with every value exposed ({len(nodes)} values)")
-    try:
-        values = p.run(nodes) if nodes else []
-    except _CutFailed as e:
-        return OpByOp("CANNOT JUDGE", why=f"the compile with every value exposed failed ({e})")
-    dev: dict[int, Any] = {id(q): a for q, a in zip(p.graph.params, p.args, strict=True)}
-    dev.update({id(n): g for n, g in zip(nodes, values, strict=True)})
     outs = [o for o in p.graph.outputs if o.shape.is_array()]
     if len(outs) != len(got) or len(outs) != len(p.graph.outputs):
         return OpByOp("CANNOT JUDGE", why=f"the program's {len(got)} outputs could not be matched with its "
                                           f"{len(p.graph.outputs)} output values")
+    body = [i for i in p.instrs[p.nparams:] if p.slots[i.index]]  # live instructions with array values
+    hidden: set[int] = set()
+    dev: dict[int, Any] = {}
+    for attempt in ("every value", "every value not read only by data movement"):
+        if attempt != "every value":  # exposing a value that only a transpose/reshape/broadcast reads changes its
+            hidden = _read_only_by_moves(p, body)  # layout or fusion: those are judged with the op that moves them
+        nodes = [n for i in body if i.index not in hidden for n in p.slots[i.index]]
+        say(f"op by op: one compile with {attempt} exposed ({len(nodes)} values)")
+        try:
+            values = p.run(nodes) if nodes else []
+        except _CutFailed as e:
+            return OpByOp("CANNOT JUDGE", why=f"the compile with {attempt} exposed failed ({e})")
+        dev = {id(q): a for q, a in zip(p.graph.params, p.args, strict=True)}
+        dev.update({id(n): g for n, g in zip(nodes, values, strict=True)})
+        differs = _differing_output(outs, got, dev)
+        if differs is None:
+            break
+        say(f"op by op: output {differs} of that compile is not bit-identical to the original compile's")
+    else:
+        return OpByOp("CANNOT JUDGE", why=f"the compile with every value exposed (and the one with every value not "
+                      f"read only by data movement) computed output {differs} differently from the original compile "
+                      "(not bit-identical), so judging its ops would not cover the original; --bisect ops judges "
+                      "cuts of the original program")
+    say("op by op: its outputs are bit-identical to the original compile's")
+    judged, unjudged = 0, []
+    departing: list[tuple[Any, OutputComparison, list[str]]] = []
+    step = max(1, len(body) // 4)
+    for j, ins in enumerate(body, 1):
+        if ins.index not in hidden:
+            judged += 1
+            r = _judge(p, ins, dev, hidden)
+            if r is None:
+                unjudged.append(ins.name)
+            elif not r[0].ok or r[0].unjudged:
+                departing.append((ins, *r))
+        if j % step == 0 or j == len(body):
+            say(f"op by op: {j}/{len(body)} instructions, {len(departing)} departing from their own bound")
+    if departing:  # the first outside its bound; else the first whose bound is too loose to judge it
+        ins, c, group = next((d for d in departing if not d[1].ok), departing[0])
+        return OpByOp("DIVERGENCE" if not c.ok else "CANNOT JUDGE", judged, ins.name, ins.opcode,
+                      sum(1 for d in departing if not d[1].ok), c,
+                      "" if not c.ok else f"{ins.name}'s bound over {', '.join(group) or 'its operands'} is too "
+                      "loose to judge it", group=group, hidden=len(hidden))
+    if unjudged:
+        return OpByOp("CANNOT JUDGE", judged, why=f"{len(unjudged)} instructions could not be judged on the device's "
+                      f"values of their operands ({', '.join(unjudged[:3])}{', ...' if len(unjudged) > 3 else ''})")
+    return OpByOp("MATCH", judged + len(hidden), hidden=len(hidden))
+
+
+def _differing_output(outs: Sequence[Any], got: Sequence[Any], dev: dict[int, Any]) -> int | None:
+    """The first output whose exposed value is not bit-identical to the original compile's (None: none)."""
     for k, (o, g) in enumerate(zip(outs, got, strict=True)):
         d = dev.get(id(o))
         if d is None:
-            return OpByOp("CANNOT JUDGE", why=f"output {k}'s value was not exposed")
+            return k
         d, g = np.asarray(d), np.asarray(g)
         if d.shape != g.shape or d.dtype != g.dtype or d.tobytes() != g.tobytes():
-            return OpByOp("CANNOT JUDGE", why=f"the compile with every value exposed computed output {k} differently "
-                          "from the original compile (not bit-identical), so judging its ops would not cover the "
-                          "original; --bisect ops judges cuts of the original program")
-    say("op by op: its outputs are bit-identical to the original compile's")
-    judged, departing = 0, []
-    body = p.instrs[p.nparams:]
-    step = max(1, len(body) // 4)
-    for j, ins in enumerate(body, 1):
-        inputs = [x for x in p.main_inputs(ins.op) if x.shape.is_array()]
-        if p.slots[ins.index] and all(id(x) in dev for x in inputs):
-            env = {id(x): dev[id(x)] for x in inputs}
-            _Evaluator(comp).run_graph(p.slots[ins.index], env)
-            judged += 1
-            for n in p.slots[ins.index]:
-                c = _check(p, n, np.asarray(dev[id(n)]), np.asarray(env[id(n)]), env)
-                if not c.ok:
-                    departing.append((ins, c))
-                    break
-        if j % step == 0 or j == len(body):
-            say(f"op by op: {j}/{len(body)} instructions, {len(departing)} departing from their own bound")
-    if not departing:
-        return OpByOp("MATCH", judged)
-    ins, c = departing[0]
-    return OpByOp("DIVERGENCE", judged, ins.name, ins.opcode, len(departing), c)
+            return k
+    return None
+
+
+def _read_only_by_moves(p: Any, body: Sequence[Any]) -> set[int]:
+    """The instructions (indices) of ``body`` read only by data movement (transpose, reshape,
+    broadcast), none of the program's outputs: XLA folds a transpose into its producer's layout and
+    a reduce into its broadcast's fusion, which exposing the value undoes."""
+    readers: dict[int, list[str]] = {}
+    for ins in body:
+        for src in p.reads.get(ins.index, ()):
+            readers.setdefault(src, []).append(ins.opcode)
+    end = len(p.instrs)
+    return {i.index for i in body if readers.get(i.index) and p.last_use[i.index] < end
+            and all(r in _MOVES for r in readers[i.index])}
+
+
+def _judge(p: Any, ins: Any, dev: dict[int, Any], hidden: set[int]) -> tuple[OutputComparison, list[str]] | None:
+    """The worst of ``ins``'s values against its rule on the device's values of its operands,
+    within its own bound; where some operands are not exposed (``hidden``), against the rules of
+    it and the ops that make them from the exposed values before, within the bound carried over
+    that group. None where an operand's value cannot be reached."""
+    from ._evaluator import _Evaluator
+
+    group: list[Any] = []
+    env: dict[int, Any] = {}
+    stack = [x for x in p.main_inputs(ins.op) if x.shape.is_array()]
+    while stack:
+        x = stack.pop()
+        if id(x) in env:
+            continue
+        if id(x) in dev:
+            env[id(x)] = dev[id(x)]
+            continue
+        try:
+            owner = p.graph.instruction_of(x)
+        except Exception:  # noqa: BLE001 - a value the exposed compile does not hold: not judged
+            return None
+        if owner.index not in hidden:
+            return None
+        if owner in group:
+            continue
+        group.append(owner)
+        stack.extend(y for y in p.main_inputs(owner.op) if y.shape.is_array())
+    roots = p.slots[ins.index]
+    ev = _Evaluator(p.comp)
+    ev.run_graph(roots, env)
+    worst: OutputComparison | None = None
+    for n in roots:
+        c = _check(p, n, np.asarray(dev[id(n)]), np.asarray(env[id(n)]), env) if not group else \
+            _check_group(p, n, np.asarray(dev[id(n)]), env, ev, group)
+        if worst is None or not c.ok or c.unjudged:
+            worst = c
+            if not c.ok or c.unjudged:
+                break
+    assert worst is not None
+    return worst, [g.name for g in sorted(group, key=lambda g: g.index)]
+
+
+def _check_group(p: Any, node: Any, got: np.ndarray[Any, Any], env: dict[int, Any], ev: Any,
+                 group: Sequence[Any]) -> OutputComparison:
+    """``node``'s device value against the rules of it and ``group`` (the hidden ops before it)
+    from the exposed values, within the bound carried from those (seeded exact) over the group."""
+    from ._evaluator import _compare_one, _error_bounds, _made_by_dot, _output_scale, _OutputScale
+
+    inner = {id(n) for g in group for n in p.slots[g.index]} | {id(n) for n in p.slots[
+        p.graph.instruction_of(node).index]}
+    seeds = {k: np.zeros(np.shape(v)) for k, v in env.items()
+             if k not in inner and isinstance(v, np.ndarray) and v.dtype.kind in "fcV"}
+    bounds = _error_bounds([node], env, ev, seeds)
+    try:
+        scale: float = _output_scale(node, env)
+    except KeyError:
+        scale = 0.0
+    s = p.settings
+    return _compare_one(0, got, np.asarray(env[id(node)]), s.rtol, s.atol,
+                        _OutputScale(scale, bounds.get(id(node)), _made_by_dot(node)), s.ulps)
+
+
+_MOVES = frozenset({"stablehlo.transpose", "stablehlo.reshape", "stablehlo.broadcast_in_dim", "stablehlo.broadcast"})
 
 
 def _check(p: Any, node: Any, got: np.ndarray[Any, Any], want: np.ndarray[Any, Any],
