@@ -163,3 +163,19 @@ def test_requests_run_here_with_the_workers_replies(monkeypatch: pytest.MonkeyPa
     finally:
         isolated_local.install(None)
     assert not isolated_local.active()
+
+
+def test_native_diagnostics_of_a_clean_failure_stay_off_the_terminal(tmp_path: Path) -> None:
+    """A truncated ``.mlirbc``: MLIR prints ``loc("-":0:0): error: ...`` lines on fd 2 before the
+    deserialization error the request replies with. In the worker they went to its log; run in the
+    child they must not reach the user's terminal either: one line, exit 2 (a new user's finding)."""
+    src = _hlo(tmp_path, 5)
+    full = tmp_path / "m.mlirbc"
+    r = _hooked(tmp_path, "plain", "convert", str(src), str(full))
+    assert r.returncode == 0, r.stderr
+    cut = tmp_path / "cut.mlirbc"
+    cut.write_bytes(full.read_bytes()[: len(full.read_bytes()) * 3 // 4])
+    r = _hooked(tmp_path, "plain", "run", str(cut), "--random-inputs")
+    assert r.returncode == 2, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("xlasdk run: error: ") and "cut.mlirbc" in lines[0], r.stderr

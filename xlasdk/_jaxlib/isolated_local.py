@@ -75,6 +75,7 @@ def call(fn: Callable[..., Any], args: tuple[Any, ...], timeout: float | None,
         deaths["timed_out"] = on_death(isolated.WorkerDied(f"did not finish within {timeout:g} s", timed_out=True))
     host.before(deaths, timeout, budget)
     restore = _limit_data(budget)
+    muted = _mute_stderr()
     try:
         return fn(*args)
     except isolated.Failed as e:
@@ -89,8 +90,34 @@ def call(fn: Callable[..., Any], args: tuple[Any, ...], timeout: float | None,
     except Exception as e:  # as the worker replies to a bug in a request
         raise isolated.Failed("internal", f"{type(e).__name__}: {e}") from None
     finally:
+        muted()
         restore()
         host.after()
+
+
+def _mute_stderr() -> Callable[[], None]:
+    """Send fd 2 to /dev/null until the returned function is called: what native code prints on the
+    way to a clean failure (MLIR's ``loc("-":0:0): error: ...`` before a deserialization error) goes
+    to the worker's log there, never to the user's terminal; the error is the reply. (A death here
+    is reported from the worker's run of the same request, which has its last words.)"""
+    import os
+    import sys
+
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+    except OSError:  # pragma: no cover - no usable fd 2: nothing to mute
+        return lambda: None
+
+    def unmute() -> None:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+    return unmute
 
 
 def target_function(target: str) -> Callable[..., Any]:
