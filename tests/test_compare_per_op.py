@@ -127,3 +127,21 @@ def test_unpatched_the_deep_chain_is_judged_op_by_op(clean: Any) -> None:
     assert per_op.verdict == "MATCH" and report.ok, str(report)
     assert per_op.instructions == len([i for i in comp.instructions() if i.opcode != "parameter"])
     assert "op by op: its outputs are bit-identical to the original compile's" in lines
+
+
+def test_a_wrong_value_judged_with_the_hidden_op_before_it_is_named(clean: Any, monkeypatch: Any) -> None:
+    """A transpose whose operand (a dot read only by it) stays hidden is judged with that dot from
+    the exposed values before: a 1% error in the value it gives is named there."""
+    comp, args, _ = clean
+    g = comp.instruction_graph()
+    ops_ = {i.name: i for i in comp.instructions()}
+    transposes = [i for i in comp.instructions() if i.opcode == "stablehlo.transpose"
+                  and g.instruction_of(i.op.operands[0]).opcode == "stablehlo.dot"]
+    t = transposes[len(transposes) // 2]
+    _exposed(monkeypatch, comp, None, plant=t.name, factor=1.01)
+    report = xs.compare(comp, args)
+    per_op = report.judged_op_by_op
+    assert report.as_dict()["verdict"] == "DIVERGENCE" and per_op.first == t.name, str(report)
+    dot = g.instruction_of(t.op.operands[0]).name
+    assert per_op.hidden > 0 and dot in per_op.group and ops_[dot].opcode == "stablehlo.dot", str(report)
+    assert f"judged with {', '.join(per_op.group)}, not exposed" in str(report)
