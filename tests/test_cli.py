@@ -973,3 +973,27 @@ def test_inputs_that_are_not_an_npz_say_what_they_are(tmp_path: Path) -> None:
     np.savez(tmp_path / "ok.npz", p=np.array([1.5, -2.0], np.float32))
     code, out, err = cli("run", str(hlo), "--inputs", str(tmp_path / "ok.npz"))
     assert code == 0 and "-1.5" in out, (out, err)
+
+
+def test_expected_outputs_are_read_as_np_savez_names_them(tmp_path: Path) -> None:
+    """``--expect`` / ``--against OUT.npz`` take ``output_N`` (what ``run --output`` writes) and, in
+    a file without them, the positional names ``np.savez(path, *outputs)`` gives (``arr_N``), as
+    ``--inputs`` does; a file with neither names both spellings (a new user's finding)."""
+    b = xs.XlaBuilder("twice")
+    x = ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, (3,)), "x")
+    comp = b.build(ops.Add(x, x))
+    path = tmp_path / "twice.hlo"
+    path.write_text(comp.as_hlo_text())
+    a = np.array([1.0, 2.0, 3.5], np.float32)
+    np.savez(tmp_path / "in.npz", a)
+    np.savez(tmp_path / "want.npz", a + a)
+    ins = str(tmp_path / "in.npz")
+    code, text, err = cli("run", str(path), "--inputs", ins, "--expect", str(tmp_path / "want.npz"))
+    assert code == 0 and "MATCH" in text, (text, err)
+    np.savez(tmp_path / "wrong.npz", a)
+    code, text, err = cli("compare", str(path), "--inputs", str(tmp_path / "in.npz"), "--against",
+                          str(tmp_path / "wrong.npz"))
+    assert code == 1 and "DIVERGENCE" in text, (text, err)
+    np.savez(tmp_path / "other.npz", y=a)
+    code, text, err = cli("run", str(path), "--inputs", ins, "--expect", str(tmp_path / "other.npz"))
+    assert code == 2 and "no output_0" in err and "arr_0" in err, (text, err)

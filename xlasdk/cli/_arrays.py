@@ -218,14 +218,21 @@ def _gather_inputs(args: argparse.Namespace, ps: Any, recorded: Sequence[np.ndar
 
 def _expected_outputs(path: str, n: int, flag: str) -> list[np.ndarray[Any, Any]]:
     """Outputs ``output_0`` ... ``output_{n-1}`` of an .npz (as ``xlasdk run --output`` writes them,
-    bf16 and other raw-byte types read through its ``__dtypes__`` entry); ``flag`` names the option."""
+    bf16 and other raw-byte types read through its ``__dtypes__`` entry), or, in a file without
+    them, by position as ``np.savez(path, *outputs)`` names them (``arr_0``...) or as ``--inputs``
+    takes them (``0``...); ``flag`` names the option."""
     arrays, manifest = _npz_arrays(path, flag)
     by_key = dict(arrays)
+    prefix = "output_"
+    if "output_0" not in by_key:
+        prefix = next((p for p in ("arr_", "") if f"{p}0" in by_key), prefix)
     out = []
     for i in range(n):
-        key = f"output_{i}"
+        key = f"{prefix}{i}"
         if key not in by_key:
-            raise UsageError(f"{flag} {path}: no {key} (the file holds {', '.join(sorted(by_key)) or 'nothing'})")
+            raise UsageError(f"{flag} {path}: no {key} (the file holds {', '.join(sorted(by_key)) or 'nothing'}; "
+                             "outputs are output_0, output_1... as `xlasdk run --output` writes them, or arr_0, "
+                             "arr_1... as np.savez(path, *outputs) does)")
         a = by_key[key].load()
         out.append(_typed_input(a, manifest.get(key), a.dtype))
     return out
