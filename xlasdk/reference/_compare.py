@@ -75,6 +75,13 @@ def compare(
         reference computing as that device does (a TPU's DEFAULT-precision f32 dot/convolution
         operands rounded to bf16) and the rest of its bounds.
 
+    Where the outputs' error bounds, carried through every op before them, are too loose to judge
+    them (``CANNOT JUDGE``: a deep model), against the reference the program is judged op by op
+    (``report.judged_op_by_op``, :mod:`xlasdk.reference._per_op`): one compile with every value
+    exposed, each instruction against its own bound on the device's own operand values, valid
+    only where that compile's outputs are bit-identical to the original's; its verdict becomes the
+    report's.
+
     Raises
     ------
     UnsupportedOpError
