@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import signal
 import struct
 import subprocess
@@ -388,16 +389,18 @@ def request(target: str, *args: Any, timeout: float | None = None,
         ) from None
 
 
-_XLA_FLAGS_DEATH: Final = "Unknown flag in XLA_FLAGS"
+#: XLA's fatal line for unknown flags in XLA_FLAGS ("Unknown flag in ...: --a", "Unknown flags in ...: --a --b")
+_XLA_FLAGS_DEATH: Final = re.compile(r"Unknown flags? in XLA_FLAGS: ((?:-+\w+(?:=[^\s;)]*)?[ \t]*)+)")
 
 
 def _raise_if_xla_flags(e: WorkerDied) -> None:
     """A worker that died of a flag in ``XLA_FLAGS`` XLA does not know: the environment's fault, not
     the request's (the file, the program); every process that starts XLA with it dies the same way."""
-    if _XLA_FLAGS_DEATH in e.reason:
-        line = e.reason.partition(": ")[2] or e.reason
+    found = _XLA_FLAGS_DEATH.findall(e.reason)
+    if found:
+        what = " ".join(dict.fromkeys(f for group in found for f in group.split()))
         raise XlaRuntimeError(
-            f"XLA_FLAGS holds a flag this XLA does not know ({line}); XLA ends any process that reads it "
+            f"XLA_FLAGS holds a flag this XLA does not know: {what}; XLA ends any process that reads it "
             "(xlasdk read it in its worker process first, so this one lives): fix or unset XLA_FLAGS"
         ) from None
 
@@ -483,7 +486,7 @@ def check_xla_flags() -> None:
     except WorkerDied as e:
         raise XlaRuntimeError(f"checking XLA_FLAGS in xlasdk's worker process: it died ({e.reason})") from None
     except Failed as e:  # pragma: no cover - a client that cannot start for another reason: XLA says why later
-        if _XLA_FLAGS_DEATH in e.message:
+        if _XLA_FLAGS_DEATH.search(e.message):
             raise XlaRuntimeError(f"XLA_FLAGS: {e.message}") from None
     _flags_checked = flags
 
