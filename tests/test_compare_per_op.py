@@ -145,3 +145,30 @@ def test_a_wrong_value_judged_with_the_hidden_op_before_it_is_named(clean: Any, 
     dot = g.instruction_of(t.op.operands[0]).name
     assert per_op.hidden > 0 and dot in per_op.group and ops_[dot].opcode == "stablehlo.dot", str(report)
     assert f"judged with {', '.join(per_op.group)}, not exposed" in str(report)
+
+
+def test_bisect_ops_on_a_deep_divergence_gets_the_op_by_op_witness(monkeypatch: Any) -> None:
+    """bench/compare_model.py's transformer with XLA:CPU's wrong value planted in layer 3 of 6
+    (``x / 2**127`` is 0 there: the reciprocal flushed): its outputs' carried bounds are too loose to
+    see the zeroed floats, and the cuts of ``--bisect ops`` stopped at a ``top_k`` further on. The
+    op-by-op judgment (one compile, bit-identical outputs) names the division, and the bisection's
+    report says to look there first. (The cut search is replaced by a stand-in here: it takes minutes.)"""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import compare_model as cm
+
+    from xlasdk.reference import bisect as _bisect
+
+    comp = xs.XlaComputation.from_hlo_text(cm.model_text(6, True))
+    args = [np.asarray(a) for a in jax.tree_util.tree_leaves(cm.model_inputs(6))]
+    divides = [i for i in comp.instructions() if i.opcode == "stablehlo.divide"]
+    stand_in = _bisect.OpsBisection("not localised", compiles=0, method="stand-in", note="the cuts found nothing")
+    monkeypatch.setattr(_bisect, "bisect_ops", lambda *a, **k: stand_in)
+    report = xs.compare(comp, args, bisect="ops")
+    per_op = report.judged_op_by_op
+    assert per_op is not None and per_op.verdict == "DIVERGENCE", str(report)
+    assert per_op.opcode == "stablehlo.divide" and per_op.first in {d.name for d in divides}, str(report)
+    assert f"{per_op.first} (stablehlo.divide) departs from its own bound first" in report.bisect_ops.note
+    assert not report.ok

@@ -113,7 +113,9 @@ def compare(
         computation = set_precision(computation, precision)
     from ._orders import outputs_verdict
 
-    if reference and outputs is None and outputs_verdict(report) == "CANNOT JUDGE":
+    judged = outputs_verdict(report)
+    if reference and outputs is None and (judged == "CANNOT JUDGE" or judged == "DIVERGENCE" and bisect == "ops"):
+        # on a divergence, --bisect ops gets a second witness: each op on the device's own operands
         from ._per_op import judge_op_by_op  # settles what the outputs' carried bounds cannot
 
         report.judged_op_by_op = judge_op_by_op(
@@ -146,6 +148,7 @@ def compare(
             report.bisect_ops = _bisect.bisect_ops(computation, args, device=device, options=options, rtol=rtol,
                                                    atol=atol, ulps=ulps, diverged=not report.ok, progress=progress,
                                                    device_kind=report.device_kind, precision=precision)
+            _second_witness(report)
         elif bisect == "passes":
             report.bisect_passes = (_bisect.PassBisection("no divergence") if report.ok else _bisect.bisect_passes(
                 computation, args, want, scales, device=device, options=options, rtol=rtol, atol=atol, ulps=ulps,
@@ -155,3 +158,20 @@ def compare(
                                                       outputs=got, progress=progress)
     return report
 
+
+def _second_witness(report: CompareReport) -> None:
+    """Where the op-by-op judgment (one compile with the values exposed, bit-identical outputs) names
+    another first departing instruction than the bisection's cuts, the bisection's note says so: the
+    cuts judge each cut's values by the bounds carried to them, which a deep program can make too
+    loose to see a wrong value (a zeroed layer) while an index output further on is compared bit for
+    bit."""
+    b, per_op = report.bisect_ops, report.judged_op_by_op
+    if b is None or per_op is None or per_op.verdict != "DIVERGENCE" or per_op.first is None:
+        return
+    named = b.culprit.name if b.culprit is not None else None
+    if named == per_op.first:
+        return
+    b.note = (f"{b.note}; " if b.note else "") + (
+        f"judged op by op on the device's own operands, {per_op.first} ({per_op.opcode}) departs from its own bound "
+        f"first ({per_op.departing} instruction{'s depart' if per_op.departing != 1 else ' departs'}): look there first"
+        + (f" (the cuts named {named}, judged by the bounds carried to it)" if named else ""))
