@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 from .._jaxlib import isolated
 from ..errors import FormatError
-from .jax_export import read_jax_export
 from .loaders import (
     _from_bytecode,
     _path_name,
@@ -17,7 +16,6 @@ from .loaders import (
     computation_from_hlo_text,
     computation_from_stablehlo,
 )
-from .snapshot import read_snapshot
 from .sniff import (
     _BYTECODE_MAGIC,
     _SUFFIX_LIST,
@@ -39,6 +37,8 @@ __all__ = ["load_computation"]
 
 def _from_jax_export(data: bytes, what: str) -> XlaComputation:
     """The module of a ``jax.export`` file (:mod:`xlasdk.formats.jax_export`)."""
+    from .jax_export import read_jax_export  # imported for such a file only (a plain module's load needs neither)
+
     info = read_jax_export(data, what)
     return _from_bytecode(info.mlir_module, f"{what} (its jax.export module)")
 
@@ -88,6 +88,8 @@ def load_computation(path: PathLike, format: Format | str | None = None) -> XlaC
         if fmt is not None:
             raise FormatError(f"{what}: the suffix says {fmt.description}, but the file holds a text-format "
                               "HloSnapshot (xs.load_snapshot reads it with its arguments)")
+        from .snapshot import read_snapshot
+
         return read_snapshot(data, what).computation
     if fmt is None:
         if sniffed is None:

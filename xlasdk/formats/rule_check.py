@@ -21,18 +21,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from .. import ops as _ops  # noqa: F401  (the op families define the rows whose rules run here)
-from .._jaxlib import mlir_graph as _mg
 from .._jaxlib.mlir import TypeInfo
 from .._optable import OPS
-from ..attrs import FftType, RandomDistribution
 from ..errors import DTypeError, ShapeError
-from ..ops.lapack_contracts import is_lapack_target
 from ..shape import Shape
 from ..types import PrimitiveType, etype_from_mlir
 from .program_shape import _shape_from_type
+
+if TYPE_CHECKING:
+    from .._jaxlib import mlir_graph as _mg
+
+# The op families (xlasdk.ops: their rows' rules, the LAPACK contracts), the attribute enums and
+# the MLIR walk are imported when a module's text names a checked op (check_rules), not with the
+# loaders (issue 35): most modules have none. (Building the computation, and reading its
+# instructions, still imports the op families: their rows say what each loaded op is.)
 
 __all__ = ["CHECKED", "WHY", "RuleViolation", "check_rules"]
 
@@ -60,6 +64,8 @@ def _array(t: TypeInfo) -> tuple[PrimitiveType, tuple[int, ...]] | None:
 
 
 def _fft(rule: Callable[..., Any], c: _mg.OpClaim) -> None:
+    from ..attrs import FftType
+
     x = _array(c.operands[0]) if c.operands else None
     kind, lengths = c.attrs.get("fft_type"), c.attrs.get("fft_length")
     if x is None or not isinstance(kind, str) or kind not in FftType.__members__ or not isinstance(lengths, tuple):
@@ -83,6 +89,8 @@ def _remainder(rule: Callable[..., Any], c: _mg.OpClaim) -> None:
 
 
 def _rng(rule: Callable[..., Any], c: _mg.OpClaim) -> None:
+    from ..attrs import RandomDistribution
+
     dist = c.attrs.get("rng_distribution")
     if len(c.operands) < 2 or len(c.results) != 1 or not isinstance(dist, str):
         return
@@ -107,6 +115,8 @@ def _type_text(t: TypeInfo) -> str:
 
 
 def _custom_call(rule: Callable[..., Any], c: _mg.OpClaim) -> None:
+    from ..ops.lapack_contracts import is_lapack_target
+
     target = c.attrs.get("call_target_name")
     if not isinstance(target, str) or "python_cpu_callback" in target or "python_gpu_callback" in target:
         return  # host callbacks of a loaded JAX module: compiling it says why they cannot run here
@@ -129,6 +139,8 @@ _ALIAS = re.compile(r"#stablehlo\.output_operand_alias<output_tuple_indices = \[
 def _aliases(target: str, c: _mg.OpClaim) -> list[tuple[tuple[int, ...], int, tuple[int, ...]]]:
     """The call's ``output_operand_aliases``, read from their spelling (ShapeError for a LAPACK
     call whose aliases cannot be read: what the kernel would overwrite is unknown)."""
+    from ..ops.lapack_contracts import is_lapack_target
+
     got = c.attrs.get("output_operand_aliases")
     if got is None:
         return []
@@ -234,6 +246,9 @@ def check_rules(module: Any, text: str | None = None) -> None:
     """
     if text is not None and not any(s in text for s in _SPELLINGS):
         return
+    from .. import ops as _ops  # noqa: F401  (the op families define the rows whose rules run here)
+    from .._jaxlib import mlir_graph as _mg
+
     for c in _mg.ops_named(module, frozenset(CHECKED)):
         row = OPS.get(c.name)
         if row is None or row.rule is None:  # pragma: no cover - CHECKED names rows with rules
