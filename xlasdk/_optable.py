@@ -3,7 +3,8 @@
 Every node of an xlasdk graph (:class:`xlasdk.builder.XlaOp`) points at its ``OpDef``: the
 StableHLO/CHLO op it emits, the HLO instruction the direct HLO printer writes for it and how
 (``hlo_attrs``, ``hlo_form``), and its flags (side effects, whether its value is a function of
-its operands, tuple operands passed element by element). Op families define their rows beside
+its operands, tuple operands passed element by element) and, in :attr:`OpDef.props`, what the
+tools know of it (:class:`OpProps`, declared in :mod:`xlasdk.ops._props`). Op families define their rows beside
 their wrappers and shape rules with :func:`define` (``ADD = define("stablehlo.add", hlo="add")``)
 and build nodes with :meth:`XlaBuilder.add_op <xlasdk.builder.XlaBuilder.add_op>`; the emitters
 (:mod:`xlasdk._emit`, :mod:`xlasdk._hlo_emit`) read only the row, never an opcode string.
@@ -54,7 +55,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ __all__ = [
     "OpDef", "HloForm", "HloUnsupported", "define", "OPS", "NO_RULE", "GRAPH_SHAPE", "EMITTER_ONLY",
     "PARAMETER", "TUPLE", "GET_TUPLE_ELEMENT", "CALL", "STABLEHLO_TUPLE", "STABLEHLO_GET_TUPLE_ELEMENT", "RETURN",
     "braces", "hlo_window", "NOT_DEFINED", "evaluates", "bind_evaluation", "refuse_evaluation", "AttrKind",
+    "OpProps", "declare", "OPAQUE_PROPS", "ROW_ALIASES",
 ]
 
 
@@ -214,6 +216,109 @@ class OpDef:
     def no_evaluate(self) -> str:
         return _NO_EVALUATE.get(self, "")
 
+    @property
+    def table_row(self) -> OpDef | None:
+        """The table's row this op reads as: the row itself, or for an opaque row of a loaded module
+        (one the importer made because the table's row of its name did not fit this use, or an op
+        the table does not define) the table's row of its name or of its :data:`ROW_ALIASES` alias;
+        None: none."""
+        if OPS.get(self.name) is self:
+            return self
+        return OPS.get(ROW_ALIASES.get(self.name, self.name))
+
+    @property
+    def props(self) -> OpProps:
+        """What the tools know of the op (:class:`OpProps`, declared with :func:`declare`): those
+        :data:`OPAQUE_PROPS` gives its name, else its :attr:`table_row`'s, else none."""
+        opaque = OPAQUE_PROPS.get(self.name)
+        if opaque is not None:
+            return opaque
+        row = self.table_row
+        found = _PROPS.get(row) if row is not None else None
+        return found if found is not None else _NO_PROPS
+
+    def same_op(self, row: OpDef) -> bool:
+        """Whether this is the op of table row ``row``: ``row`` itself, or an opaque row of a loaded
+        module that reads as it (:attr:`table_row`; the importer keeps a ``stablehlo.while`` of
+        tuple operands as such a row)."""
+        return self is row or self.table_row is row
+
+
+@dataclass(frozen=True)
+class OpProps:
+    """What the tools (the reference evaluator's error bounds, bisect, the reducer, input
+    generation) know of an op beyond its shape and evaluation rules: each a flag, False unless the
+    op's row declares it (:func:`declare`, in :mod:`xlasdk.ops._props`); read as
+    ``node.opdef.props.moves_data``. ``tests/test_op_props.py`` pins each field's set of ops."""
+
+    moves_data: bool = False
+    """The op only moves, copies, converts or negates its operand's elements (reshape, transpose,
+    slice, convert, negate...): the error bounds look through it to the op that made the values
+    (an output's term scale, whether a value is a dot's), carry bounds by running its rule on them,
+    and take it as exact (it adds no rounding of its own beyond a convert's)."""
+    linear: bool = False
+    """Besides the ops that move data, the op's elements are its operands' elements picked or placed
+    (pad, gather, select, real/imag/complex, dynamic_update_slice): an error bound is carried by
+    running the op's rule on the operands' bounds."""
+    additive: bool = False
+    """The op's outputs are sums of terms (add, subtract, a reduce, a dot, a convolution, an FFT): the
+    scale of its rounding error is that of its largest term, not of its result."""
+    sums: bool = False
+    """A reduction whose region is the op applied (reduce, reduce_window): an ``add`` region's error
+    is the root sum of squares of its terms', a ``max``/``min`` region carries the bounds as they are."""
+    bilinear: bool = False
+    """A product of its two operands summed over a contraction (dot_general, convolution): the error
+    bounds and the dot precision model treat it as a dot."""
+    matches_reference: bool = False
+    """Besides the ops that move data, XLA computes the op correctly rounded (IEEE) or exactly: on the
+    reference's operands it gives the reference's value, and the error bounds add no rounding of
+    its own (unless the device kind's error model gives it ulps)."""
+    bit_exact: bool = False
+    """The precision model's "exact" row on every device kind: data movement, integer and bitwise
+    ops, comparisons, selects, the ops that round on purpose (``reduce_precision``, ``convert``)."""
+    correctly_rounded: bool = False
+    """The precision model's "rounded" row on every device kind: IEEE arithmetic, correctly rounded
+    (add, subtract, multiply, square, remainder)."""
+    inexact_complex: bool = False
+    """Of the ops that match the reference, one that rounds on complex numbers (a product's
+    ``a*c - b*d``, a modulus's hypot): not exact on complex operands."""
+    control_flow: bool = False
+    """An op with regions whose error bounds follow the ops of the regions it ran (while, if, case)."""
+    calls_function: bool = False
+    """The op runs a function of the module (``func.call``, a loaded XLA fusion; a composite's
+    decomposition): bounds and term scales follow the called function's ops."""
+    logical: bool = False
+    """A boolean op (and, or, xor, not): on predicates that may come out the other way on the
+    device, its result may too."""
+    passes_operands: tuple[int, ...] | None = ()
+    """The operand positions whose values reach the result unchanged (convert, reshape, a select's
+    branches...; None: every operand, as a concatenate's): the range ``--random-inputs`` must keep
+    for the result (an index, a positive value) is followed back through them to the parameters."""
+    positive_operands: tuple[int, ...] = ()
+    """The operand positions ``--random-inputs`` keeps > 0 (a log's, a sqrt's operand, a divisor)."""
+
+
+_NO_PROPS = OpProps()
+
+#: Ops the table has no row for that the tools read as a row's op (:attr:`OpDef.table_row`): a
+#: loaded module may hold them (XLA's ``mhlo.copy`` and ``stablehlo.copy`` in converted HLO, the
+#: legacy ``stablehlo.dot``), and the importer keeps them as opaque rows.
+ROW_ALIASES: dict[str, str] = {
+    "stablehlo.dot": "stablehlo.dot_general",
+    "mhlo.copy": "stablehlo.reshape",
+    "stablehlo.copy": "stablehlo.reshape",
+}
+
+#: The props of ops the table has no row for, by name (the ``func.call`` of an XLA fusion or of a
+#: private function, a ``stablehlo.composite``; ``mhlo.copy``, whose props are these rather than its
+#: alias's: the input ranges do not follow it): with :data:`ROW_ALIASES`, the only place outside
+#: the rows where the tools' op properties are named.
+OPAQUE_PROPS: dict[str, OpProps] = {
+    "mhlo.copy": OpProps(moves_data=True),
+    "func.call": OpProps(calls_function=True),
+    "stablehlo.composite": OpProps(calls_function=True),
+}
+
 
 #: Every row, by name.
 OPS: dict[str, OpDef] = {}
@@ -227,6 +332,10 @@ OPS: dict[str, OpDef] = {}
 # shares a row's name is another key.
 _EVALUATE: dict[OpDef, Callable[..., Any]] = {}
 _NO_EVALUATE: dict[OpDef, str] = {}
+# The props declared for the rows (:attr:`OpDef.props`), by row object: a side table for the same
+# reason (the props are declared in one table beside the families, :mod:`xlasdk.ops._props`, after
+# the rows are frozen), written only by :func:`declare`.
+_PROPS: dict[OpDef, OpProps] = {}
 
 #: ``no_rule`` reason: the graph gives the op's shape (parameter, tuple, get_tuple_element, call, return).
 GRAPH_SHAPE = (
@@ -319,6 +428,30 @@ def refuse_evaluation(row: OpDef, reason: str) -> None:
         raise ValueError(f"op table: refusing {row.name!r} needs a reason")
     _check_binding(row, "a refusal")
     _NO_EVALUATE[row] = reason
+
+
+def declare(*rows: OpDef, **flags: Any) -> None:
+    """Set the :class:`OpProps` fields ``flags`` on ``rows`` (:attr:`OpDef.props`): a flag True, an
+    operand-position field a tuple of ints (or None where the field allows it); a row's props may
+    come from several calls.
+
+    Raises
+    ------
+    ValueError: a row is not a row of :data:`OPS`, or a flag is not a field of :class:`OpProps`,
+        or its value is not one the field takes (or is the field's default).
+    """
+    for name, value in flags.items():
+        default = getattr(_NO_PROPS, name, ...)
+        ok = value is True if isinstance(default, bool) else (
+            (value is None and name == "passes_operands")
+            or (isinstance(value, tuple) and all(isinstance(k, int) and k >= 0 for k in value)))
+        if default is ... or not ok or value == default:
+            raise ValueError(f"op table: declare takes OpProps fields (flags set to True, operand positions), "
+                             f"not {name}={value!r}")
+    for row in rows:
+        if not isinstance(row, OpDef) or OPS.get(row.name) is not row:
+            raise ValueError(f"op table: props are declared on rows of the table (OPS), not on {row!r}")
+        _PROPS[row] = replace(_PROPS.get(row, _NO_PROPS), **flags)
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])

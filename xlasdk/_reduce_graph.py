@@ -130,12 +130,19 @@ def _arrays(shape: Shape) -> list[Shape]:
     return [shape] if shape.is_array() else []
 
 
+def _is_constant(op: XlaOp) -> bool:
+    """Whether ``op`` is a ``stablehlo.constant`` (its row's op)."""
+    from .ops.sources import CONSTANT
+
+    return op.opdef.same_op(CONSTANT)
+
+
 def _value_of(op: XlaOp) -> np.ndarray[Any, Any] | None:
     """The literal of a ``stablehlo.constant`` node (as loaded, or as a simplification wrote it)."""
     from ._mlir_attrs import DenseElements
     from .formats.graph_import import MlirAttr
 
-    v = op.attrs.get("value") if op.opcode == "stablehlo.constant" else None
+    v = op.attrs.get("value") if _is_constant(op) else None
     if isinstance(v, MlirAttr):
         got = v.value
         return got if isinstance(got, np.ndarray) else None
@@ -302,7 +309,7 @@ class _Reducer:
         """Replace one instruction (or parameter) by a constant of its value on the arguments
         (zeros when unknown), the last first; restart after each success."""
         for ins in reversed(self.cur.instrs):
-            if ins.opcode == "stablehlo.constant" or ins.shape.is_tuple() or not ins.shape.is_array():
+            if _is_constant(ins.op) or ins.shape.is_tuple() or not ins.shape.is_array():
                 continue
             if int(np.prod(ins.shape.dimensions(), dtype=np.int64)) > MAX_CONSTANT_ELEMENTS:
                 continue
@@ -386,7 +393,7 @@ class _Reducer:
             shape = resized(node.shape)
             if shape == node.shape:
                 continue
-            if node.opcode == "stablehlo.constant":
+            if _is_constant(node):
                 arr = _value_of(node)
                 if arr is None:
                     raise XlaSdkError("a constant whose value is not read here")

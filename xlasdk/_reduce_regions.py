@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._optable import PARAMETER
+from ._optable import PARAMETER, TUPLE
 
 if TYPE_CHECKING:
     from ._reduce_graph import _Reducer
@@ -24,7 +24,11 @@ if TYPE_CHECKING:
 
 __all__: list[str] = []
 
-_KEEP = frozenset({"stablehlo.constant", "parameter", "get-tuple-element", "tuple"})
+def _kept(n: XlaOp) -> bool:
+    """An instruction the regions' pass never replaces: a constant, a parameter, a tuple."""
+    from .ops.sources import CONSTANT
+
+    return n.opdef.same_op(CONSTANT) or n.opdef.same_op(PARAMETER) or n.opdef.same_op(TUPLE)
 
 
 def run_with_regions(r: _Reducer) -> None:
@@ -57,15 +61,17 @@ def _inner(region: Region) -> list[XlaOp]:
 def _candidates(r: _Reducer) -> list[tuple[str, int, int, int | None]]:
     """``(owner, region, position, operand)`` of each replacement to try, the owner's last
     instruction first and each region's last instructions first; ``operand`` None: zeros."""
+    from .ops.control import WHILE
+
     out: list[tuple[str, int, int, int | None]] = []
     for ins in reversed(r.cur.instrs):
-        loop = ins.op.opcode == "stablehlo.while" and len(ins.op.regions) == 2
+        loop = ins.op.opdef.same_op(WHILE) and len(ins.op.regions) == 2
         for k, region in enumerate(ins.op.regions):
             inner = _inner(region)
             counted = _counter(ins.op.regions) if loop and k == 1 else set()
             for j in reversed(range(len(inner))):
                 n = inner[j]
-                if n.opcode in _KEEP or not n.shape.is_array() or id(n) in counted:
+                if _kept(n) or not n.shape.is_array() or id(n) in counted:
                     continue
                 if loop and k == 0:  # the condition: only its result, to false (the loop stops)
                     if any(n is x for x in region.results):

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -61,17 +61,9 @@ class InputRange:
         return InputRange(hi, self.positive or other.positive, self.reasons + other.reasons)
 
 
-# Ops whose result holds (some of) their operands' values unchanged: operand positions followed.
-_PASS_THROUGH: Final[dict[str, tuple[int, ...] | None]] = {
-    "stablehlo.convert": (0,), "stablehlo.reshape": (0,), "stablehlo.broadcast_in_dim": (0,),
-    "stablehlo.transpose": (0,), "stablehlo.copy": (0,), "stablehlo.slice": (0,), "stablehlo.reverse": (0,),
-    "stablehlo.concatenate": None, "stablehlo.select": (1, 2), "stablehlo.dynamic_slice": (0,),
-    "stablehlo.gather": (0,), "stablehlo.pad": (0,), "stablehlo.optimization_barrier": None,
-}
-_POSITIVE: Final[dict[str, tuple[int, ...]]] = {
-    "stablehlo.log": (0,), "stablehlo.log_plus_one": (0,), "stablehlo.sqrt": (0,), "stablehlo.rsqrt": (0,),
-    "stablehlo.divide": (1,), "stablehlo.remainder": (1,), "stablehlo.power": (0,),
-}
+# Which operands reach an op's result unchanged (followed back to the parameters) and which
+# must be > 0, the rows say (``OpProps.passes_operands`` / ``positive_operands``,
+# :mod:`xlasdk.ops._props`).
 
 
 def _dims(ins: Instruction) -> tuple[int, ...]:
@@ -80,22 +72,24 @@ def _dims(ins: Instruction) -> tuple[int, ...]:
 
 def _index_uses(ins: Instruction) -> list[tuple[int, int]]:
     """``(operand position, largest valid index)`` for the index operands of ``ins``."""
-    op, ops = ins.opcode, ins.operands
+    from .ops.indexing import DYNAMIC_SLICE, DYNAMIC_UPDATE_SLICE, GATHER, SCATTER
+
+    op, ops = ins.op.opdef, ins.operands
     attrs = ins.attributes
     out: list[tuple[int, int]] = []
-    if op == "stablehlo.dynamic_slice":
+    if op.same_op(DYNAMIC_SLICE):
         sizes = attrs.get("slice_sizes", ())
         base = _dims(ops[0])
         out = [(1 + k, base[k] - int(sizes[k])) for k in range(min(len(base), len(sizes), len(ops) - 1))]
-    elif op == "stablehlo.dynamic_update_slice":
+    elif op.same_op(DYNAMIC_UPDATE_SLICE):
         base, upd = _dims(ops[0]), _dims(ops[1])
         out = [(2 + k, base[k] - upd[k]) for k in range(min(len(base), len(upd), len(ops) - 2))]
-    elif op == "stablehlo.gather":
+    elif op.same_op(GATHER):
         dn, sizes, base = attrs.get("dimension_numbers", {}), attrs.get("slice_sizes", ()), _dims(ops[0])
         mapped = [int(d) for d in dn.get("start_index_map", ())]
         if mapped and len(sizes) == len(base):
             out = [(1, min(base[d] - int(sizes[d]) for d in mapped))]
-    elif op == "stablehlo.scatter" and len(ops) >= 3 and (len(ops) - 1) % 2 == 0:
+    elif op.same_op(SCATTER) and len(ops) >= 3 and (len(ops) - 1) % 2 == 0:
         n = (len(ops) - 1) // 2
         dn, base, upd = attrs.get("scatter_dimension_numbers", {}), _dims(ops[0]), _dims(ops[n + 1])
         mapped = [int(d) for d in dn.get("scattered_dims_to_operand_dims", ())]
@@ -151,7 +145,7 @@ def _graph_ranges(instrs: Sequence[Instruction], of_callee: Any) -> list[InputRa
         if ins.opcode == "parameter":
             needs[ins.index] = needs.get(ins.index, InputRange()).merge(r)
             return
-        positions = _PASS_THROUGH.get(ins.opcode, ())
+        positions = ins.op.opdef.props.passes_operands
         operands = ins.operands
         for k in range(len(operands)) if positions is None else positions:
             if k < len(operands):
@@ -161,7 +155,7 @@ def _graph_ranges(instrs: Sequence[Instruction], of_callee: Any) -> list[InputRa
         for k, hi in _index_uses(ins):
             if k < len(ins.operands):
                 need(ins.operands[k], InputRange(index_max=hi, reasons=(f"{ins.opcode} {ins.name}",)), set())
-        for k in _POSITIVE.get(ins.opcode, ()):
+        for k in ins.op.opdef.props.positive_operands:
             if k < len(ins.operands):
                 need(ins.operands[k], InputRange(positive=True, reasons=(f"{ins.opcode} {ins.name}",)), set())
         name = _callee(ins)

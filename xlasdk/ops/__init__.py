@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from ..attrs import TriangularSolveOptions_Transpose
 from . import (
+    _props,  # noqa: F401  - the tools' op properties (OpProps), declared on the rows
     collectives,
     control,
     conv,

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import XlaSdkError
+from ..ops.sources import CONSTANT
 
 if TYPE_CHECKING:
     from ..computation import XlaComputation
@@ -93,7 +94,7 @@ def inferred_by_users(bad: XlaComputation, match: dict[int, Instruction]) -> dic
 
 def _literal(ins: Instruction) -> bytes | None:
     """A constant's value (constants match by value: an optimized module renames and reuses them)."""
-    value = ins.attributes.get("value") if ins.opcode == "stablehlo.constant" else None
+    value = ins.attributes.get("value") if ins.op.opdef.same_op(CONSTANT) else None
     return np.asarray(value).tobytes() if isinstance(value, np.ndarray) else None
 
 

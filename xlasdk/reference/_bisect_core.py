@@ -299,7 +299,7 @@ class _Program:
 
     def check(self, node: XlaOp, got: np.ndarray[Any, Any], want: np.ndarray[Any, Any],
               env: dict[int, Any] | None = None) -> OutputComparison:
-        from ._evaluator import _BILINEAR, _compare_one, _made_by_dot, _output_scale, _OutputScale
+        from ._evaluator import _compare_one, _made_by_dot, _output_scale, _OutputScale
         from ._judge import is_exact, own_bound
         from ._precision import device_kind
 
@@ -314,7 +314,7 @@ class _Program:
             kind = device_kind(s.kind)
             own = own_bound(self.comp, node, env, want, kind, s.precision)
             exact = is_exact(node, kind) and own is not None
-            scale = _OutputScale(0.0 if exact else scale, own, node.opcode in _BILINEAR, exact)
+            scale = _OutputScale(0.0 if exact else scale, own, node.opdef.props.bilinear, exact)
         return _compare_one(0, got, np.asarray(want), s.rtol, s.atol, scale, s.ulps)
 
     def cut(self, k: int) -> list[XlaOp]:

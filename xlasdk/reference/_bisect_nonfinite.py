@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import XlaSdkError
+from ..ops.sources import CONSTANT
 from ._bisect_core import Culprit, _CutFailed, _Program, _Settings
 
 if TYPE_CHECKING:
@@ -155,7 +156,7 @@ def find_nonfinite(comp: XlaComputation, args: Sequence[Any], *, device: Any = N
              if any(id(n) in dev and _nonfinite(dev[id(n)]) for n in p.slots[ins.index])}
     introduces = [ins for ins in p.instrs[p.nparams:] if ins.index in holds
                   and not any(id(x) in dev and _nonfinite(dev[id(x)]) for x in p.main_inputs(ins.op))]
-    computed = [ins for ins in introduces if ins.opcode != "stablehlo.constant"]
+    computed = [ins for ins in introduces if not ins.op.opdef.same_op(CONSTANT)]
     flows = _flows_to_outputs(p, holds, bad_outputs)
     cache: dict[int, tuple[Culprit, str]] = {}
 
@@ -202,7 +203,7 @@ def _nonfinite_culprit(p: _Program, ins: Instruction, dev: dict[int, Any]) -> tu
     env = {id(x): dev[id(x)] for x in inputs if id(x) in dev}
     mine = [dev[id(n)] for n in p.slots[ins.index] if id(n) in dev]
     reference = ""
-    if ins.opcode != "stablehlo.constant":
+    if not ins.op.opdef.same_op(CONSTANT):
         try:
             from ._evaluator import _Evaluator
 

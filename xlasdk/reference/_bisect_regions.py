@@ -23,6 +23,7 @@ import numpy as np
 
 from .._optable import PARAMETER
 from ..builder import XlaBuilder, XlaOp
+from ..ops.control import CASE, IF, WHILE
 
 if TYPE_CHECKING:
     from ..builder import Region
@@ -37,7 +38,7 @@ MAX_ITERATIONS = 10_000
 #: how deep it follows regions inside regions
 MAX_DEPTH = 16
 
-_CONTROL = {"stablehlo.while": "while", "stablehlo.if": "if", "stablehlo.case": "case", "func.call": "call"}
+_CONTROL = {WHILE: "while", IF: "if", CASE: "case"}  # by row; and a func.call (no row): "call"
 
 
 def region_computation(source: XlaComputation, graph: InstructionGraph, owner: XlaOp, region: Region,
@@ -103,7 +104,8 @@ def descend(p: _Program, ins: Instruction, env: dict[int, Any], result: OpsBisec
             depth: int = 0) -> OpsBisection:
     """``result`` (``ins`` localised on the device's operand values ``env``) with the search
     carried inside ``ins``'s region when it has one: ``result.region``/``result.inside``."""
-    kind = _CONTROL.get(ins.op.opcode)
+    row = ins.op.opdef.table_row
+    kind = _CONTROL.get(row) if row is not None else "call" if ins.op.opcode == "func.call" else None
     if kind is None or depth >= MAX_DEPTH:
         return result
     try:
@@ -207,7 +209,7 @@ def _into_branch(p: _Program, ins: Instruction, env: dict[int, Any], say: Callab
     op = ins.op
     pick = int(np.asarray(env[id(op.operands[0])]))
     n = len(op.regions)
-    if op.opcode == "stablehlo.if":
+    if op.opdef.same_op(IF):
         k, label = (0, "true branch") if pick else (1, "false branch")
     else:
         k = pick if 0 <= pick < n else n - 1  # out of range: the last branch, as XLA does

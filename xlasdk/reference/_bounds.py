@@ -18,10 +18,14 @@ from .._optable import (
     PARAMETER,
 )
 from ..builder import Region, XlaOp
+from ..ops.control import IF, WHILE
+from ..ops.convert import CONVERT
+from ..ops.elementwise import COMPARE, SELECT
+from ..ops.fft import FFT
+from ..ops.sources import CONSTANT
 from ..shape import Shape
 from ._precision import dot_precision, function_ulps, op_bound
 from ._walk import (
-    _BILINEAR,
     _ELEMENTWISE,
     Rule,
     Value,
@@ -41,10 +45,8 @@ ml_dtypes: Any = _ml_dtypes  # untyped functions (finfo)
 __all__: list[str] = []
 
 
-_ADDITIVE = frozenset({"stablehlo.add", "stablehlo.subtract", "stablehlo.reduce", "stablehlo.dot_general",
-                       "stablehlo.dot", "stablehlo.convolution", "stablehlo.reduce_window", "stablehlo.fft"})
-#: ops that run a function of the module (an XLA fusion is loaded as such a call): bounds and scales follow its ops
-_CALLS = frozenset({"func.call", "stablehlo.composite"})
+# The ops' properties these bounds read (what moves data, what adds terms, what is exact...) are
+# the rows' (:class:`xlasdk._optable.OpProps`, declared in :mod:`xlasdk.ops._props`).
 
 
 def _term_scale(o: XlaOp, args: list[Value]) -> float:
@@ -53,13 +55,13 @@ def _term_scale(o: XlaOp, args: list[Value]) -> float:
     if not arrays:
         return 0.0
     with np.errstate(all="ignore"):
-        if o.opcode in ("stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution") and len(arrays) == 2:
+        if o.opdef.props.bilinear and len(arrays) == 2:
             # a product's terms: |x| |y| summed is at most max|x| max|y| times the contraction size
             x, y = (np.abs(_wide(a)) for a in arrays)
             big = float(np.max(x, initial=0.0)) * float(np.max(y, initial=0.0))
             return big * max(x.size, y.size) ** 0.5 if np.isfinite(big) else 0.0
         m = max(float(np.max(np.abs(_wide(a)), initial=0.0, where=np.isfinite(_wide(a)))) for a in arrays)
-        if o.opcode == "stablehlo.fft":  # each output sums n terms, through log2(n) stages of rounding
+        if o.opdef.same_op(FFT):  # each output sums n terms, through log2(n) stages of rounding
             length = o.attrs.get("fft_length", ())
             length = getattr(length, "value", length)  # a loaded module's attribute holds its value
             n = max(int(np.prod([int(v) for v in length] or [1])), 1)
@@ -75,22 +77,18 @@ def _output_scale(node: XlaOp, env: dict[int, Value], ev: _Evaluator | None = No
     rounding and 8 in another). Computed for the outputs only, from the main graph's values."""
     k = 0  # which result of a multi-result op the value is
     for _ in range(64):
-        if node.opcode in _ADDITIVE:
+        props = node.opdef.props
+        if props.additive:
             return _term_scale(node, [env[id(x)] for x in node.operands])
-        if node.opcode in _CALLS and ev is not None and (id(env), id(node)) in ev.called:
+        if props.calls_function and ev is not None and (id(env), id(node)) in ev.called:
             g, env = ev.called[id(env), id(node)]
             node, k = g.outputs[k if len(g.outputs) > 1 else 0], 0
             continue
-        if not (node.opcode in _MOVES or node.opdef is GET_TUPLE_ELEMENT) or not node.operands:
+        if not (props.moves_data or node.opdef is GET_TUPLE_ELEMENT) or not node.operands:
             return 0.0
         k = node.extra if node.opdef is GET_TUPLE_ELEMENT else 0
         node = node.operands[0]
     return 0.0
-
-
-_MOVES = frozenset({"stablehlo.reshape", "stablehlo.transpose", "stablehlo.broadcast_in_dim", "stablehlo.slice",
-                    "stablehlo.convert", "stablehlo.copy", "mhlo.copy", "stablehlo.reverse", "stablehlo.negate",
-                    "stablehlo.dynamic_slice", "stablehlo.concatenate", "stablehlo.optimization_barrier"})
 
 
 # -- how far rounding can move each value: a first-order running error bound -----------------------------------
@@ -99,7 +97,8 @@ _MOVES = frozenset({"stablehlo.reshape", "stablehlo.transpose", "stablehlo.broad
 # bound of the error it may carry (:func:`_error_bounds`): its own rounding (:func:`_own_rounding`)
 # plus its operands' bounds carried through the op: element-wise ops (:data:`_ELEMENTWISE`, the ops
 # a region may hold) by evaluating the op's rule on the operands moved by their bounds
-# (each sign); moves, slices, gathers and maxima by running the op's rule on the bounds themselves;
+# (each sign); moves, slices, gathers and maxima (``OpProps.moves_data`` / ``linear`` / ``sums``)
+# by running the op's rule on the bounds themselves;
 # sums, dots and convolutions as the root sum of squares of their terms' errors (e_x**2 * y**2 +
 # x**2 * e_y**2 summed: rounding errors of different terms do not line up; the worst case, all of
 # them with one sign, grows ~50x per layer of a tanh network whose real error grows ~4x). A call (an
@@ -111,11 +110,6 @@ _MOVES = frozenset({"stablehlo.reshape", "stablehlo.transpose", "stablehlo.broad
 # bound of the modulus of their error (|z_xla - z_ref|, which bounds each component's error too):
 # an element-wise op moves each operand alone by +-e and +-ie (:func:`_spread`). An output may be
 # off by _BOUND_MARGIN times its bound (a margin applied once, at the end, not per op).
-_LINEAR = _MOVES | frozenset({
-    "stablehlo.pad", "stablehlo.gather", "stablehlo.dynamic_update_slice", "stablehlo.select",
-    "stablehlo.real", "stablehlo.imag", "stablehlo.complex",
-})
-_SUMS = frozenset({"stablehlo.reduce", "stablehlo.reduce_window"})
 _BOUND_MARGIN = 4.0  # how many times its carried error bound an output may be off by
 
 
@@ -152,6 +146,7 @@ def _carried(o: XlaOp, vals: list[Value], errs: list[np.ndarray[Any, Any] | None
              ev: _Evaluator) -> np.ndarray[Any, Any] | None:
     """The operands' error bounds carried through ``o`` to its value ``out`` (None: not carried)."""
     op = o.opcode
+    props = o.opdef.props
     rule = rule_of(o)
     if rule is None:
         return None
@@ -165,8 +160,8 @@ def _carried(o: XlaOp, vals: list[Value], errs: list[np.ndarray[Any, Any] | None
                 moves = {k: (-1.0 if signs >> bit & 1 else 1.0) * errs[k] for bit, k in enumerate(moved)}  # type: ignore[operator]
                 worst = np.maximum(worst, _probe(rule, o, vals, moves, out, ev))
             return worst
-        summing = op in _SUMS and _sum_kind(o) == "add"
-        if op in _LINEAR or (op in _SUMS and _sum_kind(o) is not None):
+        summing = props.sums and _sum_kind(o) == "add"
+        if props.moves_data or props.linear or (props.sums and _sum_kind(o) is not None):
             # a sum of terms with errors: their root sum of squares (rounding errors of different
             # terms do not line up); moves and maxima carry the bounds as they are
             carry: list[Any] = []
@@ -175,11 +170,11 @@ def _carried(o: XlaOp, vals: list[Value], errs: list[np.ndarray[Any, Any] | None
                     carry.append(e * e if summing else e)
                 else:
                     carry.append(np.zeros(np.shape(v), np.float64) if _is_float_array(v) else v)
-            if op in _SUMS and len(vals) == 2:  # (operand, init): the init's error counts once
+            if props.sums and len(vals) == 2:  # (operand, init): the init's error counts once
                 carry[1] = np.zeros(np.shape(vals[1]), np.float64)
             spread = _magnitude(rule(_Widened(o), carry, ev))  # type: ignore[arg-type]
             return np.sqrt(spread) if summing else spread
-        if op in _BILINEAR and len(vals) == 2:
+        if props.bilinear and len(vals) == 2:
             wide_o = _Widened(o)
             squares = [_magnitude(v) ** 2 for v in vals]
             total = np.zeros(out.shape, np.float64)
@@ -306,16 +301,12 @@ def _branch_bounds(o: XlaOp, vals: list[Value], env: dict[int, Value], ev: _Eval
     whose values carry ``outer``): the branch it took (as its rule picks it) followed op by op."""
     i = int(np.asarray(vals[0]))
     n = len(o.regions)
-    if o.opcode == "stablehlo.if":
+    if o.opdef.same_op(IF):
         branch = o.regions[0] if bool(np.asarray(vals[0])) else o.regions[1]
     else:
         branch = o.regions[i if 0 <= i < n else n - 1]
     outs, errs = _region_bounds(branch, [], [], env, ev, outer)
     return tuple(errs) if isinstance(_results(o, outs), tuple) else errs[0]
-
-
-#: ops with regions whose bounds follow their regions' ops
-_CONTROL = frozenset({"stablehlo.while", "stablehlo.if", "stablehlo.case"})
 
 
 class _Widened:
@@ -332,20 +323,6 @@ class _Widened:
         return getattr(self._o, name)
 
 
-# Ops XLA computes correctly rounded (IEEE), or only moves: on the same inputs they give the reference's
-# value exactly, and add no rounding of their own.
-_EXACT = _MOVES | frozenset({
-    "stablehlo.add", "stablehlo.subtract", "stablehlo.multiply", "stablehlo.divide", "stablehlo.sqrt",
-    "stablehlo.remainder", "stablehlo.reduce_precision", "stablehlo.abs", "stablehlo.maximum", "stablehlo.minimum",
-    "stablehlo.clamp", "stablehlo.select",
-    "stablehlo.floor", "stablehlo.ceil", "stablehlo.round_nearest_even", "stablehlo.round_nearest_afz",
-    "stablehlo.sign", "stablehlo.pad", "stablehlo.gather", "stablehlo.dynamic_update_slice", "stablehlo.scatter",
-    "stablehlo.real", "stablehlo.imag", "stablehlo.complex", "stablehlo.constant", "stablehlo.iota",
-    "stablehlo.bitcast_convert", "chlo.square", "chlo.next_after",
-})
-#: of those, the ops that round on complex numbers (a product's a*c - b*d, a modulus's hypot)
-_INEXACT_COMPLEX = frozenset({"stablehlo.multiply", "stablehlo.divide", "stablehlo.sqrt", "stablehlo.abs",
-                              "stablehlo.remainder", "chlo.square"})
 _IMPL_ULPS = 4.0  # how far XLA's transcendental functions may be from the exact value, in ulps of f32/f64
 
 
@@ -381,11 +358,13 @@ def _own_rounding(o: XlaOp, vals: list[Value], out: np.ndarray[Any, Any], ev: _E
     quotient, a modulus or a complex function (XLA:CPU's complex64 log(1 + z/1000), exp, sqrt, tanh
     and products stay within 1.6 ulps of it)."""
     op = o.opcode
+    props = o.opdef.props
     zero = np.zeros(out.shape, np.float64)
     cplx = out.dtype.kind == "c" or any(_is_complex(v) for v in vals)
     row = op_bound(o, ev.model)  # the device kind's error model (:mod:`._precision`)
     if (row is not None and row.kind == "exact" and not cplx) or (
-            op in _EXACT and not (cplx and op in _INEXACT_COMPLEX) and (row is None or row.kind != "ulps")):
+            (props.moves_data or props.matches_reference) and not (cplx and props.inexact_complex)
+            and (row is None or row.kind != "ulps")):
         return zero
     rule = rule_of(o)
     eps_out = _eps(out.dtype)
@@ -395,7 +374,7 @@ def _own_rounding(o: XlaOp, vals: list[Value], out: np.ndarray[Any, Any], ev: _E
     with np.errstate(all="ignore"):
         wide: Any = _Widened(o)  # the op with a float64 result: its rule gives magnitudes
         exact_op: Any = _Widened(o, np.complex128) if out.dtype.kind == "c" else wide  # and the exact value
-        if op in _BILINEAR and len(vals) == 2:
+        if props.bilinear and len(vals) == 2:
             terms = _magnitude(rule(wide, [_magnitude(v) for v in vals], ev))
             k = max(vals[0].size * vals[1].size / max(out.size, 1), 1.0) ** 0.5  # the contraction size
             exact = np.asarray(rule(exact_op, vals, ev))
@@ -409,7 +388,7 @@ def _own_rounding(o: XlaOp, vals: list[Value], out: np.ndarray[Any, Any], ev: _E
             ulps, r_atol, r_rtol = function_ulps(o, ev.model, row)  # result_accuracy where set
             mag = _magnitude(exact)
             return _flip(exact, np.maximum(ulps * eps * mag, np.maximum(r_atol, r_rtol * mag)), out.dtype)
-        if op in _SUMS and _sum_kind(o) == "add" and len(vals) == 2:
+        if props.sums and _sum_kind(o) == "add" and len(vals) == 2:
             terms = _magnitude(rule(wide, [_magnitude(vals[0]), np.zeros(np.shape(vals[1]))], ev))
             k = max(vals[0].size / max(out.size, 1), 1.0) ** 0.5
             exact = np.asarray(rule(exact_op, vals, ev))
@@ -443,9 +422,9 @@ class _OutputScale(float):
 def _made_by_dot(node: XlaOp) -> bool:
     """Whether ``node`` is a dot's or a convolution's value, seen through ops that only move values."""
     for _ in range(64):
-        if node.opcode in _BILINEAR:
+        if node.opdef.props.bilinear:
             return True
-        if not (node.opcode in _MOVES and node.opcode != "stablehlo.convert") or not node.operands:
+        if not (node.opdef.props.moves_data and not node.opdef.same_op(CONVERT)) or not node.operands:
             return False
         node = node.operands[0]
     return False
@@ -455,7 +434,7 @@ def _error_bounds(outputs: Sequence[XlaOp], env: dict[int, Value], ev: _Evaluato
                   seeds: Mapping[int, Any] | None = None) -> dict[int, Any]:
     """Per float or complex node of the graph that ``outputs`` read (``env``: its values): a
     per-element bound (float64 array of the value's shape; a tuple of them for several results) of
-    the rounding error its value may carry (see the comment above :data:`_LINEAR`). ``seeds``: the
+    the rounding error its value may carry (see the comment above :data:`_BOUND_MARGIN`). ``seeds``: the
     bounds its parameters carry in (a called function's, from the call's operands; else none)."""
     nodes: dict[int, XlaOp] = {}
     bounds: dict[int, Any] = dict(seeds or {})
@@ -494,13 +473,14 @@ def _follow(nodes: dict[int, XlaOp], bounds: dict[int, Any], env: dict[int, Valu
             if isinstance(e, tuple) and o.extra < len(e):
                 bounds[id(o)] = e[o.extra]
             continue
-        if o.opcode in _CALLS:
+        props = o.opdef.props
+        if props.calls_function:
             bounds[id(o)] = _call_bounds(o, vals, [bounds.get(id(x)) for x in o.operands], env, ev)
             continue
-        if o.opcode == "stablehlo.while" and len(o.regions) == 2:
+        if o.opdef.same_op(WHILE) and len(o.regions) == 2:
             bounds[id(o)] = _while_bounds(o, vals, [bounds.get(id(x)) for x in o.operands], env, ev, bounds)
             continue
-        if o.opcode in _CONTROL and o.regions and vals:
+        if props.control_flow and o.regions and vals:
             bounds[id(o)] = _branch_bounds(o, vals, env, ev, bounds)
             continue
         if isinstance(out, tuple):  # several results: each carries the largest bound in
@@ -514,7 +494,7 @@ def _follow(nodes: dict[int, XlaOp], bounds: dict[int, Any], env: dict[int, Valu
             continue
         if not _is_float_array(out):
             continue
-        own = _own_rounding(o, vals, out, ev) if o.opdef is not PARAMETER and o.opcode != "stablehlo.constant" \
+        own = _own_rounding(o, vals, out, ev) if o.opdef is not PARAMETER and not o.opdef.same_op(CONSTANT) \
             else np.zeros(out.shape, np.float64)
         branch = _branch_flips(o, vals, bounds, out)
         if branch is not None:
@@ -532,9 +512,6 @@ def _follow(nodes: dict[int, XlaOp], bounds: dict[int, Any], env: dict[int, Valu
         bounds[id(o)] = np.where(np.isnan(total), 0.0, total)
 
 
-_BOOLEAN = frozenset({"stablehlo.and", "stablehlo.or", "stablehlo.xor", "stablehlo.not"})
-
-
 def _flips(o: XlaOp, vals: list[Value], bounds: dict[int, Any]) -> np.ndarray[Any, Any] | None:
     """Where a predicate may come out the other way on a device whose operands are off by their
     bounds (1.0 there, 0.0 elsewhere: a comparison whose float operands are within ``_BOUND_MARGIN``
@@ -542,7 +519,7 @@ def _flips(o: XlaOp, vals: list[Value], bounds: dict[int, Any]) -> np.ndarray[An
     ``select`` of such a predicate may take either branch (:func:`_branch_flips`), a ReLU's gradient
     for one: first-order bounds do not see a branch change."""
     masks = [bounds.get(id(x)) for x in o.operands]
-    if o.opcode == "stablehlo.compare" and len(vals) == 2 and all(_is_float_array(v) for v in vals):
+    if o.opdef.same_op(COMPARE) and len(vals) == 2 and all(_is_float_array(v) for v in vals):
         errs = [m if isinstance(m, np.ndarray) else np.zeros(()) for m in masks]
         if not any(e.any() for e in errs):
             return None
@@ -551,7 +528,7 @@ def _flips(o: XlaOp, vals: list[Value], bounds: dict[int, Any]) -> np.ndarray[An
             gap = np.abs(_wide(np.asarray(vals[0])).astype(wide) - _wide(np.asarray(vals[1])).astype(wide)).real
             reach = _BOUND_MARGIN * (errs[0] + errs[1])
             return np.asarray(np.where(~(gap > reach), 1.0, 0.0))
-    if o.opcode in _BOOLEAN and all(isinstance(v, np.ndarray) and v.dtype == np.bool_ for v in vals):
+    if o.opdef.props.logical and all(isinstance(v, np.ndarray) and v.dtype == np.bool_ for v in vals):
         found = [m for m in masks if isinstance(m, np.ndarray)]
         if found and any(m.any() for m in found):
             return np.asarray(np.maximum.reduce([np.broadcast_to(m, np.shape(vals[0])) for m in found]), np.float64)
@@ -568,12 +545,12 @@ def _branch_flips(o: XlaOp, vals: list[Value], bounds: dict[int, Any], out: np.n
             or not mask.any():
         return None
     with np.errstate(all="ignore"):
-        if o.opcode == "stablehlo.select" and len(vals) == 3:
+        if o.opdef.same_op(SELECT) and len(vals) == 3:
             t, f = (_wide(np.asarray(v)).astype(np.float64) for v in vals[1:])
             gap = np.abs(np.broadcast_to(t, out.shape) - np.broadcast_to(f, out.shape))
             # the branches' distance, once: an output's tolerance is _BOUND_MARGIN times its bound
             return np.where(np.broadcast_to(mask, out.shape) > 0, np.where(np.isfinite(gap), gap, 0.0),
                             0.0) / _BOUND_MARGIN
-        if o.opcode == "stablehlo.convert":
+        if o.opdef.same_op(CONVERT):
             return np.broadcast_to(mask, out.shape).astype(np.float64) / _BOUND_MARGIN
     return None

@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 
 from ..builder import Region, XlaOp
+from ..ops.elementwise import BINARY, COMPARE, SELECT, UNARY
+from ..ops.sources import CONSTANT
 from ._evaluator import Value, _dtype, _Evaluator, _is_float, _total_order_key
 
 __all__: list[str] = []
@@ -167,10 +169,10 @@ class _Reader:
         self.memo[id(o)] = None
         if _dtype(o.shape) != np.bool_ or o.shape.dimensions() != ():
             raise _Decline
-        op = o.opcode
-        if op == "stablehlo.compare":
+        op = o.opdef
+        if op.same_op(COMPARE):
             a, b = o.operands
-            if _dtype(a.shape) == np.bool_ and (a.opcode == "stablehlo.compare" or b.opcode == "stablehlo.compare"):
+            if _dtype(a.shape) == np.bool_ and (a.opdef.same_op(COMPARE) or b.opdef.same_op(COMPARE)):
                 raise _Decline  # a comparison of comparisons
             key, lhs_first = self.key_of(a, b, o)
             direction = str(self.ev.attr(o, "comparison_direction"))
@@ -178,10 +180,10 @@ class _Reader:
                 raise _Decline
             self.atoms.append((key, lhs_first, direction))
             self.memo[id(o)] = len(self.atoms) - 1
-        elif op in ("stablehlo.and", "stablehlo.or", "stablehlo.xor", "stablehlo.not", "stablehlo.select"):
+        elif op.props.logical or op.same_op(SELECT):
             for x in o.operands:
                 self.collect(x)
-        elif op == "stablehlo.constant":
+        elif op.same_op(CONSTANT):
             if o.regions:
                 raise _Decline
         else:
@@ -192,22 +194,22 @@ class _Reader:
         got = seen.get(id(o))
         if got is not None:
             return got
-        op = o.opcode
-        if op == "stablehlo.compare":
+        op = o.opdef
+        if op.same_op(COMPARE):
             key, lhs_first, direction = self.atoms[self.memo[id(o)]]
             r = rel[key] if lhs_first else 2 - rel[key]
             v = {"EQ": r == 1, "NE": r != 1, "LT": r == 0, "LE": r <= 1, "GT": r == 2, "GE": r >= 1}[direction]
-        elif op == "stablehlo.constant":
+        elif op.same_op(CONSTANT):
             v = np.broadcast_to(bool(np.asarray(self.ev.attr(o, "value"))), rel[0].shape if rel else (1,))
         else:
             xs = [self.value(x, rel, seen) for x in o.operands]
-            if op == "stablehlo.and":
+            if op.same_op(BINARY["And"].opdef):
                 v = xs[0] & xs[1]
-            elif op == "stablehlo.or":
+            elif op.same_op(BINARY["Or"].opdef):
                 v = xs[0] | xs[1]
-            elif op == "stablehlo.xor":
+            elif op.same_op(BINARY["Xor"].opdef):
                 v = xs[0] ^ xs[1]
-            elif op == "stablehlo.not":
+            elif op.same_op(UNARY["Not"].opdef):
                 v = ~xs[0]
             else:
                 v = np.where(xs[0], xs[1], xs[2])

@@ -40,7 +40,6 @@ import ml_dtypes as _ml_dtypes
 import numpy as np
 
 from ._bounds import _BOUND_MARGIN as _BOUND_MARGIN
-from ._bounds import _CALLS as _CALLS
 from ._bounds import _error_bounds as _error_bounds
 from ._bounds import _is_float_array as _is_float_array
 from ._bounds import _made_by_dot as _made_by_dot
@@ -57,7 +56,6 @@ from ._report import OutputComparison as OutputComparison
 from ._report import _compare_one as _compare_one
 from ._report import _ulps as _ulps
 from ._report import default_tolerance as default_tolerance
-from ._walk import _BILINEAR as _BILINEAR
 from ._walk import _ELEMENTWISE as _ELEMENTWISE
 from ._walk import CUSTOM_CALL_RULES as CUSTOM_CALL_RULES
 from ._walk import OPAQUE_RULES as OPAQUE_RULES

@@ -51,7 +51,7 @@ def why_within(comp: Any, name: str, node: XlaOp, env: dict[int, Any], got: Any,
     """``"dot.3: up to 1.9e-3 relative, within TPU v5e DEFAULT precision (bf16 inputs; bound
     7.8e-3 of |A|·|B|)"`` for a dot/convolution or a function of tens of ulps whose device value
     ``got`` (on the device's operand values in ``env``) differs from its rule's; '' otherwise."""
-    from ._evaluator import _BILINEAR, _Evaluator, _magnitude, _wide, _Widened, rule_of
+    from ._evaluator import _Evaluator, _magnitude, _wide, _Widened, rule_of
 
     ev = _Evaluator(comp)
     row = op_bound(node, kind)
@@ -65,7 +65,7 @@ def why_within(comp: Any, name: str, node: XlaOp, env: dict[int, Any], got: Any,
     with np.errstate(all="ignore"):
         exact = np.asarray(rule(_Widened(node), vals, ev))  # type: ignore[arg-type]
         err = np.abs(_wide(g).astype(np.float64) - exact)
-        if row.kind == "dot" and node.opcode in _BILINEAR and len(vals) == 2:
+        if row.kind == "dot" and node.opdef.props.bilinear and len(vals) == 2:
             terms = _magnitude(rule(_Widened(node), [_magnitude(v) for v in vals], ev))  # type: ignore[arg-type]
             rel = float(np.max(np.where(terms > 0, err / np.where(terms > 0, terms, 1.0), 0.0), initial=0.0))
             k = int(round(math.sqrt(max(vals[0].size * vals[1].size / max(g.size, 1), 1.0))))

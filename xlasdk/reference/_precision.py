@@ -6,12 +6,14 @@ judge each op by.
 The model is rows of tables keyed by the op table's rows (:data:`xlasdk._optable.OPS`) and a
 device kind, never opcode tests in code:
 
-- :data:`EXACT_OPS`: data movement, integer and bitwise ops, comparisons, selects, the ops that
-  round on purpose (``convert``, ``reduce_precision``): bit-exact on every device (a float result
-  of ``convert`` is the correctly rounded value; XLA flushes subnormal results to zero, which the
-  comparison's floor of the smallest normal number covers);
-- :data:`CORRECTLY_ROUNDED`: IEEE arithmetic (add, subtract, multiply; divide and sqrt where the
-  platform rounds them correctly): 0.5 ulp of the exact value, the reference's own rounding;
+- the rows that are ``bit_exact`` (:class:`xlasdk._optable.OpProps`): data movement, integer and
+  bitwise ops, comparisons, selects, the ops that round on purpose (``convert``,
+  ``reduce_precision``): bit-exact on every device (a float result of ``convert`` is the correctly
+  rounded value; XLA flushes subnormal results to zero, which the comparison's floor of the
+  smallest normal number covers);
+- the rows that are ``correctly_rounded``: IEEE arithmetic (add, subtract, multiply; divide and
+  sqrt where the platform rounds them correctly): 0.5 ulp of the exact value, the reference's own
+  rounding;
 - :data:`F32_ULPS`: the element-wise functions: the worst error in f32 ulps per platform from
   JAX's ``docs/accuracy.md`` (exhaustive over every f32 input; "TPU v2-v5e", "TPU v5p", "TPU v6e",
   "CPU" x86_64, "NVIDIA GPU" H100/B200); on the CPU the 4 ulps the reference's corpora were checked
@@ -32,11 +34,12 @@ from typing import Any
 
 import numpy as np
 
-from .._optable import OPS, OpDef
+from .._optable import OPS, ROW_ALIASES, OpDef
 from ..errors import XlaSdkError
+from ..ops.elementwise import BINARY, UNARY
 
 __all__ = ["DeviceKind", "DEVICE_KINDS", "device_kind", "device_kind_of", "OpBound", "op_bound", "DotPrecision",
-           "dot_precision", "EXACT_OPS", "CORRECTLY_ROUNDED", "F32_ULPS", "DOT_PASSES", "CPU_FLOOR_ULPS",
+           "dot_precision", "F32_ULPS", "DOT_PASSES", "CPU_FLOOR_ULPS",
            "ACCURACY_SOURCE", "row_of"]
 
 ACCURACY_SOURCE = "JAX docs/accuracy.md, float32 table (exhaustive over f32 inputs)"
@@ -113,54 +116,42 @@ class OpBound:
 
 
 # -- the tables ----------------------------------------------------------------------------------------------
-#: Bit-exact on every device: data movement, integer and bitwise ops, comparisons, selects, and the
-#: ops that round on purpose.
-EXACT_OPS = (
-    "stablehlo.reshape", "stablehlo.transpose", "stablehlo.broadcast_in_dim", "stablehlo.slice",
-    "stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice", "stablehlo.concatenate", "stablehlo.pad",
-    "stablehlo.gather", "stablehlo.reverse", "stablehlo.iota", "stablehlo.constant",
-    "stablehlo.optimization_barrier", "stablehlo.select", "stablehlo.clamp", "stablehlo.compare", "stablehlo.and",
-    "stablehlo.or", "stablehlo.xor", "stablehlo.not", "stablehlo.shift_left", "stablehlo.shift_right_arithmetic",
-    "stablehlo.shift_right_logical", "stablehlo.popcnt", "stablehlo.count_leading_zeros", "stablehlo.bitcast_convert",
-    "stablehlo.convert", "stablehlo.reduce_precision", "stablehlo.negate", "stablehlo.abs", "stablehlo.sign",
-    "stablehlo.maximum", "stablehlo.minimum", "stablehlo.floor", "stablehlo.ceil", "stablehlo.round_nearest_even",
-    "stablehlo.round_nearest_afz", "stablehlo.is_finite", "stablehlo.real", "stablehlo.imag", "stablehlo.complex",
-    "stablehlo.get_tuple_element", "stablehlo.tuple", "chlo.next_after",
-)
-#: IEEE arithmetic, correctly rounded on every device.
-CORRECTLY_ROUNDED = ("stablehlo.add", "stablehlo.subtract", "stablehlo.multiply", "chlo.square",
-                     "stablehlo.remainder")
+# Which ops are bit-exact on every device (data movement, integer and bitwise ops, comparisons,
+# selects, the ops that round on purpose) and which are IEEE arithmetic, correctly rounded on every
+# device, the rows say (``OpProps.bit_exact`` / ``correctly_rounded``, :mod:`xlasdk.ops._props`).
+_U = {k: u.opdef for k, u in UNARY.items()}
+_B = {k: b.opdef for k, b in BINARY.items()}
 
 #: f32 worst cases in ulps (CPU, NVIDIA GPU, TPU v2-v5e, TPU v5p, TPU v6e) from JAX's
 #: docs/accuracy.md (:data:`ACCURACY_SOURCE`); ``divide`` is its ``reciprocal`` row plus the
 #: multiply's half ulp (XLA's TPU divide is x * reciprocal(y)), 0.5 where the platform divides in IEEE.
-F32_ULPS: dict[str, tuple[float, float, float, float, float]] = {
-    "stablehlo.tanh": (5.0, 5.5, 1365.5, 92.0, 1.5),
-    "stablehlo.exponential": (1.5, 2.0, 116.0, 109.5, 64.5),
-    "stablehlo.exponential_minus_one": (6.5, 1.5, 1772.0, 1357.5, 3.5),
-    "stablehlo.log": (1.5, 1.0, 4030.5, 62.0, 2.5),
-    "stablehlo.log_plus_one": (3.0, 1.0, 4034.0, 63.0, 3.0),
-    "stablehlo.logistic": (2.5, 4.0, 243.0, 124.0, 65.5),
-    "stablehlo.rsqrt": (2.0, 2.0, 2.5, 2.5, 1.5),
-    "stablehlo.sqrt": (0.5, 1.0, 3.0, 3.0, 2.0),
-    "stablehlo.cbrt": (0.5, 1.5, 4.5, 4.5, 1.5),
-    "stablehlo.sine": (0.5, 1.5, 3.5, 3.5, 3.5),
-    "stablehlo.cosine": (0.5, 2.0, 3.5, 3.5, 3.5),
-    "stablehlo.tan": (0.5, 3.5, 6.5, 7.0, 5.5),
-    "stablehlo.atan2": (0.5, 3.0, 3.5, 3.5, 3.5),
-    "stablehlo.divide": (0.5, 1.5, 198.5, 40.5, 2.0),
-    "chlo.erf": (7.0, 6.5, 7.5, 8.5, 1.5),
-    "chlo.erfc": (66.0, 66.5, 145.0, 157.0, 124.5),
-    "chlo.erf_inv": (65.0, 65.0, 427.0, 65.5, 65.0),
-    "chlo.acos": (1.5, 1.5, 5.0, 5.0, 4.0),
-    "chlo.asin": (2.0, 1.5, 5.0, 5.0, 4.5),
-    "chlo.atan": (5.5, 1.5, 2.5, 2.5, 2.5),
-    "chlo.acosh": (4.5, 2.5, 4031.0, 61.0, 4.5),
-    "chlo.asinh": (3.5, 2.0, 4034.5, 62.5, 3.5),
-    "chlo.atanh": (3.0, 3.5, 2183.5, 43.0, 3.5),
-    "chlo.cosh": (25.0, 2.5, 93.5, 99.0, 59.0),
-    "chlo.sinh": (25.0, 3.0, 1794.0, 1332.5, 59.0),
-    "chlo.bessel_i1e": (11.0, 15.5, 15.5, 15.5, 15.5),
+F32_ULPS: dict[OpDef, tuple[float, float, float, float, float]] = {
+    _U["Tanh"]: (5.0, 5.5, 1365.5, 92.0, 1.5),
+    _U["Exp"]: (1.5, 2.0, 116.0, 109.5, 64.5),
+    _U["Expm1"]: (6.5, 1.5, 1772.0, 1357.5, 3.5),
+    _U["Log"]: (1.5, 1.0, 4030.5, 62.0, 2.5),
+    _U["Log1p"]: (3.0, 1.0, 4034.0, 63.0, 3.0),
+    _U["Logistic"]: (2.5, 4.0, 243.0, 124.0, 65.5),
+    _U["Rsqrt"]: (2.0, 2.0, 2.5, 2.5, 1.5),
+    _U["Sqrt"]: (0.5, 1.0, 3.0, 3.0, 2.0),
+    _U["Cbrt"]: (0.5, 1.5, 4.5, 4.5, 1.5),
+    _U["Sin"]: (0.5, 1.5, 3.5, 3.5, 3.5),
+    _U["Cos"]: (0.5, 2.0, 3.5, 3.5, 3.5),
+    _U["Tan"]: (0.5, 3.5, 6.5, 7.0, 5.5),
+    _B["Atan2"]: (0.5, 3.0, 3.5, 3.5, 3.5),
+    _B["Div"]: (0.5, 1.5, 198.5, 40.5, 2.0),
+    _U["Erf"]: (7.0, 6.5, 7.5, 8.5, 1.5),
+    _U["Erfc"]: (66.0, 66.5, 145.0, 157.0, 124.5),
+    _U["ErfInv"]: (65.0, 65.0, 427.0, 65.5, 65.0),
+    _U["Acos"]: (1.5, 1.5, 5.0, 5.0, 4.0),
+    _U["Asin"]: (2.0, 1.5, 5.0, 5.0, 4.5),
+    _U["Atan"]: (5.5, 1.5, 2.5, 2.5, 2.5),
+    _U["Acosh"]: (4.5, 2.5, 4031.0, 61.0, 4.5),
+    _U["Asinh"]: (3.5, 2.0, 4034.5, 62.5, 3.5),
+    _U["Atanh"]: (3.0, 3.5, 2183.5, 43.0, 3.5),
+    _U["Cosh"]: (25.0, 2.5, 93.5, 99.0, 59.0),
+    _U["Sinh"]: (25.0, 3.0, 1794.0, 1332.5, 59.0),
+    _U["BesselI1e"]: (11.0, 15.5, 15.5, 15.5, 15.5),
 }
 _IEEE_DIVIDE = {"cpu"}  # platforms whose f32 divide and sqrt are IEEE (the f32 table's 0.5)
 
@@ -179,9 +170,6 @@ DOT_PASSES: dict[tuple[str, str], tuple[str, int, int, int]] = {
     ("cpu", "HIGH"): ("f32", 24, 1, 1),
     ("cpu", "HIGHEST"): ("f32", 24, 1, 1),
 }
-_DOTS = ("stablehlo.dot_general", "stablehlo.convolution")
-_ROW_ALIASES = {"stablehlo.dot": "stablehlo.dot_general", "mhlo.copy": "stablehlo.reshape",
-                "stablehlo.copy": "stablehlo.reshape"}
 _EXACT_SOURCE = "bit-exact by definition (moves, integers, comparisons, selects, deliberate rounding)"
 _IEEE_SOURCE = "IEEE 754 arithmetic: correctly rounded"
 
@@ -189,28 +177,29 @@ _IEEE_SOURCE = "IEEE 754 arithmetic: correctly rounded"
 def _build() -> dict[tuple[OpDef, str], OpBound]:
     table: dict[tuple[OpDef, str], OpBound] = {}
     for kind in DEVICE_KINDS.values():
-        for name in EXACT_OPS:
-            if name in OPS:
-                table[OPS[name], kind.name] = OpBound("exact", 0.0, _EXACT_SOURCE)
-        for name in CORRECTLY_ROUNDED:
-            table[OPS[name], kind.name] = OpBound("rounded", 0.5, _IEEE_SOURCE)
-        for name, cols in F32_ULPS.items():  # (every name is a row: tests/test_precision_model.py)
+        for row in OPS.values():
+            if row.props.bit_exact:
+                table[row, kind.name] = OpBound("exact", 0.0, _EXACT_SOURCE)
+            elif row.props.correctly_rounded:
+                table[row, kind.name] = OpBound("rounded", 0.5, _IEEE_SOURCE)
+        for row, cols in F32_ULPS.items():
             ulps = cols[kind.column]
-            if kind.platform in _IEEE_DIVIDE and name in ("stablehlo.divide", "stablehlo.sqrt"):
-                table[OPS[name], kind.name] = OpBound("rounded", 0.5, _IEEE_SOURCE)
+            if kind.platform in _IEEE_DIVIDE and row in (_B["Div"], _U["Sqrt"]):
+                table[row, kind.name] = OpBound("rounded", 0.5, _IEEE_SOURCE)
                 continue
             if kind.platform == "cpu":  # the reference's checked 4 ulps, or the table's where it is far above
                 big = ulps > 2 * CPU_FLOOR_ULPS
-                table[OPS[name], kind.name] = OpBound(
+                table[row, kind.name] = OpBound(
                     "ulps", ulps if big else CPU_FLOOR_ULPS,
                     f"{ACCURACY_SOURCE}, CPU column" if big else
                     f"measured: XLA:CPU within {CPU_FLOOR_ULPS:g} ulp on the reference's corpora "
                     f"(accuracy.md's CPU column: {ulps:g})")
             else:
                 column = ("CPU", "NVIDIA GPU", "TPU v2-v5e", "TPU v5p", "TPU v6e")[kind.column]
-                table[OPS[name], kind.name] = OpBound("ulps", ulps, f"{ACCURACY_SOURCE}, {column} column")
-        for name in _DOTS:
-            table[OPS[name], kind.name] = OpBound("dot", 0.0, "the precision the op runs at (DOT_PASSES)")
+                table[row, kind.name] = OpBound("ulps", ulps, f"{ACCURACY_SOURCE}, {column} column")
+        for row in OPS.values():
+            if row.props.bilinear:
+                table[row, kind.name] = OpBound("dot", 0.0, "the precision the op runs at (DOT_PASSES)")
     return table
 
 
@@ -222,10 +211,10 @@ ERROR_MODEL: dict[tuple[OpDef, str], OpBound] = _build()
 def row_of(node: Any) -> OpDef | None:
     """The op table's row of a node (a loaded module's ``dot`` is a ``dot_general``)."""
     opdef = getattr(node, "opdef", None)
+    if isinstance(opdef, OpDef):
+        return opdef.table_row
     name = getattr(node, "opcode", "")
-    if isinstance(opdef, OpDef) and OPS.get(opdef.name) is opdef:
-        return opdef
-    return OPS.get(_ROW_ALIASES.get(name, name))
+    return OPS.get(ROW_ALIASES.get(name, name))
 
 
 def op_bound(node: Any, kind: DeviceKind) -> OpBound | None:
@@ -344,10 +333,10 @@ def set_precision(comp: Any, precision: str) -> Any:
 
 #: f32 worst cases of ``result_accuracy = HIGHEST`` where JAX's table gives one (same columns as
 #: :data:`F32_ULPS`); other ops at HIGHEST keep their default row.
-F32_ULPS_HIGHEST: dict[str, tuple[float, float, float, float, float]] = {
-    "stablehlo.exponential": (1.5, 2.0, 1.5, 1.5, 1.5),
-    "stablehlo.exponential_minus_one": (6.5, 1.5, 2.0, 2.0, 2.0),
-    "chlo.erfc": (4.0, 5.0, 5.5, 5.0, 5.0),
+F32_ULPS_HIGHEST: dict[OpDef, tuple[float, float, float, float, float]] = {
+    _U["Exp"]: (1.5, 2.0, 1.5, 1.5, 1.5),
+    _U["Expm1"]: (6.5, 1.5, 2.0, 2.0, 2.0),
+    _U["Erfc"]: (4.0, 5.0, 5.5, 5.0, 5.0),
 }
 
 
@@ -380,8 +369,8 @@ def function_ulps(node: Any, kind: DeviceKind, row: OpBound) -> tuple[float, flo
         return ulps, atol, rtol
     mode, r_atol, r_rtol, r_ulps = ra
     r = row_of(node)
-    if mode == "HIGHEST" and r is not None and r.name in F32_ULPS_HIGHEST:
-        ulps = F32_ULPS_HIGHEST[r.name][kind.column]
+    if mode == "HIGHEST" and r is not None and r in F32_ULPS_HIGHEST:
+        ulps = F32_ULPS_HIGHEST[r][kind.column]
         if kind.platform == "cpu":
             ulps = max(ulps, CPU_FLOOR_ULPS)
     elif mode == "TOLERANCE":

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ._evaluator import _CALLS, _callee_name, _dtype, _Evaluator
+from ._evaluator import _callee_name, _dtype, _Evaluator
 from ._precision import DeviceKind, _elements, dot_precision, op_bound
 
 __all__ = ["precision_notes"]
@@ -24,7 +24,7 @@ def precision_notes(comp: Any, kind: DeviceKind, precision: str | None = None, e
     todo: list[tuple[str, Any]] = [(ins.name, ins.op) for ins in comp.instructions()]
     seen: set[str] = set()
     for name, o in todo:  # the main graph's ops, then those of the functions it calls (XLA's fusions)
-        if o.opcode in _CALLS:
+        if o.opdef.props.calls_function:
             try:
                 callee = _callee_name(o, ev)
                 if callee not in seen:

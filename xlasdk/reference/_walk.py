@@ -29,6 +29,9 @@ from .._optable import (
 )
 from ..builder import Region, XlaOp
 from ..errors import XlaSdkError
+from ..ops.convert import BITCAST_CONVERT
+from ..ops.elementwise import BINARY
+from ..ops.sources import CONSTANT
 from ..shape import Shape
 from ._precision import DeviceKind, device_kind, dot_precision, round_to
 
@@ -241,7 +244,7 @@ class _Evaluator:
                 if why:
                     raise self.fail(o, f"is not evaluated by the reference: it {why}")
                 raise self.fail(o, "has no evaluation rule yet (the reference evaluator cannot check this program)")
-        if self.emulate and o.opcode in _BILINEAR and len(args) == 2:  # as the device computes it
+        if self.emulate and o.opdef.props.bilinear and len(args) == 2:  # as the device computes it
             dp = dot_precision(o, tuple(np.asarray(a).dtype for a in args), self.model, self.precision)
             if dp.round_inputs is not None:
                 args = [round_to(a, dp.round_inputs) if np.asarray(a).dtype == np.float32 else a for a in args]
@@ -281,9 +284,6 @@ class _Evaluator:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-_BILINEAR = frozenset({"stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution"})
-
-
 # -- helpers the families' rules share ------------------------------------------------------------------------
 def _total_order_key(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     """Integers ordered as XLA's TOTALORDER orders floats (-NaN < -inf < ... < -0 < +0 < ... < NaN)."""
@@ -301,8 +301,10 @@ def _results(o: XlaOp, values: Sequence[Value]) -> Value:
     return values[0] if len(values) == 1 and len(_result_shapes(o)) == 1 else tuple(values)
 
 
-_REDUCERS = {"stablehlo.add": np.add, "stablehlo.multiply": np.multiply, "stablehlo.maximum": np.maximum,
-             "stablehlo.minimum": np.minimum, "stablehlo.and": np.logical_and, "stablehlo.or": np.logical_or}
+#: the usual reducers' numpy ufuncs, by row
+_REDUCERS = {BINARY[name].opdef: fn for name, fn in (
+    ("Add", np.add), ("Mul", np.multiply), ("Max", np.maximum), ("Min", np.minimum), ("And", np.logical_and),
+    ("Or", np.logical_or))}
 
 
 def _numpy_reducer(r: Region, dtype: np.dtype[Any]) -> Any:
@@ -311,7 +313,8 @@ def _numpy_reducer(r: Region, dtype: np.dtype[Any]) -> Any:
     if len(r.results) != 1 or len(r.params) != 2:
         return None
     res = r.results[0]
-    fn = _REDUCERS.get(res.opcode)
+    table_row = OPS.get(res.opdef.name)  # an opaque row of a loaded module reads as its name's row
+    fn = _REDUCERS.get(table_row) if table_row is not None else None
     if fn is None or len(res.operands) != 2 or set(map(id, res.operands)) != set(map(id, r.params)):
         return None
     if dtype.kind in "iu" and fn in (np.logical_and, np.logical_or):
@@ -334,8 +337,8 @@ def _check_elementwise(r: Region, owner: XlaOp, ev: _Evaluator) -> None:
         if id(o) in seen or o in r.params:
             continue
         seen.add(id(o))
-        scalar_const = o.opcode == "stablehlo.constant" and not o.shape.is_tuple() and o.shape.dimensions() == ()
-        same_width_bitcast = o.opcode == "stablehlo.bitcast_convert" and (
+        scalar_const = o.opdef.same_op(CONSTANT) and not o.shape.is_tuple() and o.shape.dimensions() == ()
+        same_width_bitcast = o.opdef.same_op(BITCAST_CONVERT) and (
             _dtype(o.shape).itemsize == _dtype(o.operands[0].shape).itemsize)
         if o.opcode not in _ELEMENTWISE and not scalar_const and not same_width_bitcast:
             raise ev.fail(owner, f"with a region holding {o.opcode} (only element-wise regions are evaluated)")

@@ -83,4 +83,4 @@ def _bitcast(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     return _out(x.view(dt).reshape(o.shape.dimensions()), o.shape)
 
 
-_ELEMENTWISE.add("stablehlo.convert")  # a region run on whole slices may convert
+_ELEMENTWISE.add(CONVERT.name)  # a region run on whole slices may convert

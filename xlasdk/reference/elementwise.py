@@ -2,8 +2,8 @@
 tables' ops, compare, select and clamp, and the CHLO functions (erf, lgamma, digamma, next_after,
 the scipy-backed Bessel, zeta and polygamma).
 
-The tables' rows are reached by their op names (``OPS["stablehlo.add"]``, once, at import: an
-unknown name raises); compare, select and clamp by their rows. Floats are computed in float64 /
+The rules are bound to the rows of :mod:`xlasdk.ops.elementwise` (its ``UNARY`` / ``BINARY``
+tables', compare, select and clamp). Floats are computed in float64 /
 complex128 and rounded once to the result's type; integers exactly, with XLA's edges (division by
 zero, shifts past the bit width). Element-wise unary ops of loaded modules that the table has no
 row for (``mhlo.erf``, ``chlo.is_inf``...) are bound by name (:func:`evaluates_opaque`).
@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from .._optable import OPS, bind_evaluation, evaluates
+from .._optable import OpDef, bind_evaluation, evaluates
 from ..builder import XlaOp
-from ..ops.elementwise import CLAMP, COMPARE, SELECT
+from ..ops.elementwise import BINARY, CLAMP, COMPARE, SELECT, UNARY
 from ._evaluator import (
     _ELEMENTWISE,
     Rule,
@@ -64,17 +64,20 @@ def _erfinv(y: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     return np.where(np.abs(y) == 1, np.sign(y) * np.inf, np.where(np.abs(y) > 1, np.nan, x))
 
 
-#: the unary ops' functions, in float64 / complex128, by op name (the rows of ``ops.elementwise.UNARY``)
-_UNARY: dict[str, Callable[[Any], Any]] = {
-    "stablehlo.abs": np.abs, "stablehlo.negate": np.negative, "stablehlo.exponential": np.exp,
-    "stablehlo.exponential_minus_one": np.expm1, "stablehlo.log": np.log, "stablehlo.log_plus_one": np.log1p,
-    "stablehlo.sqrt": np.sqrt, "stablehlo.rsqrt": lambda x: 1.0 / np.sqrt(x), "stablehlo.cbrt": np.cbrt,
-    "stablehlo.sine": np.sin, "stablehlo.cosine": np.cos, "stablehlo.tan": np.tan, "stablehlo.tanh": np.tanh,
-    "stablehlo.logistic": lambda x: 1.0 / (1.0 + np.exp(-x)), "stablehlo.floor": np.floor,
-    "stablehlo.ceil": np.ceil, "stablehlo.round_nearest_even": np.rint,
-    "stablehlo.round_nearest_afz": lambda x: np.copysign(np.floor(np.abs(x) + 0.5), x),
-    "stablehlo.is_finite": np.isfinite, "stablehlo.real": np.real, "stablehlo.imag": np.imag,
-    "chlo.erf": _erf, "chlo.erfc": _erfc, "chlo.erf_inv": _erfinv,
+_U = {k: u.opdef for k, u in UNARY.items()}
+_B = {k: b.opdef for k, b in BINARY.items()}
+
+#: the unary ops' functions, in float64 / complex128, by row (of ``ops.elementwise.UNARY``)
+_UNARY: dict[OpDef, Callable[[Any], Any]] = {
+    _U["Abs"]: np.abs, _U["Neg"]: np.negative, _U["Exp"]: np.exp,
+    _U["Expm1"]: np.expm1, _U["Log"]: np.log, _U["Log1p"]: np.log1p,
+    _U["Sqrt"]: np.sqrt, _U["Rsqrt"]: lambda x: 1.0 / np.sqrt(x), _U["Cbrt"]: np.cbrt,
+    _U["Sin"]: np.sin, _U["Cos"]: np.cos, _U["Tan"]: np.tan, _U["Tanh"]: np.tanh,
+    _U["Logistic"]: lambda x: 1.0 / (1.0 + np.exp(-x)), _U["Floor"]: np.floor,
+    _U["Ceil"]: np.ceil, _U["RoundNearestEven"]: np.rint,
+    _U["Round"]: lambda x: np.copysign(np.floor(np.abs(x) + 0.5), x),
+    _U["IsFinite"]: np.isfinite, _U["Real"]: np.real, _U["Imag"]: np.imag,
+    _U["Erf"]: _erf, _U["Erfc"]: _erfc, _U["ErfInv"]: _erfinv,
 }
 
 
@@ -144,26 +147,26 @@ def _needs_scipy(name: str, nargs: int) -> Rule:
 
 
 _UNARY.update({
-    "chlo.sinh": np.sinh, "chlo.cosh": np.cosh, "chlo.asinh": np.arcsinh, "chlo.acosh": np.arccosh,
-    "chlo.atanh": np.arctanh, "chlo.asin": np.arcsin, "chlo.acos": np.arccos, "chlo.atan": np.arctan,
-    "chlo.square": lambda x: x * x, "chlo.conj": np.conj, "chlo.lgamma": _lgamma, "chlo.digamma": _digamma,
+    _U["Sinh"]: np.sinh, _U["Cosh"]: np.cosh, _U["Asinh"]: np.arcsinh, _U["Acosh"]: np.arccosh,
+    _U["Atanh"]: np.arctanh, _U["Asin"]: np.arcsin, _U["Acos"]: np.arccos, _U["Atan"]: np.arctan,
+    _U["Square"]: lambda x: x * x, _U["Conj"]: np.conj, _U["Lgamma"]: _lgamma, _U["Digamma"]: _digamma,
 })
 #: unary ops of loaded modules that the table has no row for (opaque: bound by name)
 _OPAQUE_UNARY: dict[str, Callable[[Any], Any]] = {
     "mhlo.erf": _erf,  # what XLA's HLO -> StableHLO import makes of HLO's erf
     "chlo.tan": np.tan, "chlo.is_inf": np.isinf, "chlo.is_pos_inf": np.isposinf, "chlo.is_neg_inf": np.isneginf,
 }
-for _name, _fn in _UNARY.items():
-    bind_evaluation(OPS[_name], _unary(_fn))
+for _row, _fn in _UNARY.items():
+    bind_evaluation(_row, _unary(_fn))
 for _name, _fn in _OPAQUE_UNARY.items():
     evaluates_opaque(_name)(_unary(_fn))
-bind_evaluation(OPS["chlo.next_after"], _next_after)
-bind_evaluation(OPS["chlo.bessel_i1e"], _needs_scipy("i1e", 1))
-bind_evaluation(OPS["chlo.zeta"], _needs_scipy("zeta", 2))
-bind_evaluation(OPS["chlo.polygamma"], _needs_scipy("polygamma", 2))
+bind_evaluation(_B["NextAfter"], _next_after)
+bind_evaluation(_U["BesselI1e"], _needs_scipy("i1e", 1))
+bind_evaluation(_B["Zeta"], _needs_scipy("zeta", 2))
+bind_evaluation(_B["Polygamma"], _needs_scipy("polygamma", 2))
 
 
-@evaluates(OPS["stablehlo.sign"])
+@evaluates(_U["Sign"])
 def _sign(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     x = _wide(a[0])
     if x.dtype.kind == "c":
@@ -175,13 +178,13 @@ def _sign(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     return _out(np.sign(x), o.shape)
 
 
-@evaluates(OPS["stablehlo.not"])
+@evaluates(_U["Not"])
 def _not(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     x = a[0]
     return _out(np.logical_not(x) if x.dtype == np.bool_ else np.invert(x), o.shape)
 
 
-@evaluates(OPS["stablehlo.popcnt"])
+@evaluates(_U["PopulationCount"])
 def _popcnt(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     x = a[0]
     u = x.view(np.dtype(f"u{x.dtype.itemsize}"))
@@ -189,7 +192,7 @@ def _popcnt(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     return _out(bits.reshape(x.shape), o.shape)
 
 
-@evaluates(OPS["stablehlo.count_leading_zeros"])
+@evaluates(_U["Clz"])
 def _clz(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     x = a[0]
     width = x.dtype.itemsize * 8
@@ -256,9 +259,9 @@ def _shift(kind: str) -> Rule:
     return rule
 
 
-bind_evaluation(OPS["stablehlo.shift_left"], _shift("left"))
-bind_evaluation(OPS["stablehlo.shift_right_logical"], _shift("logical"))
-bind_evaluation(OPS["stablehlo.shift_right_arithmetic"], _shift("arithmetic"))
+bind_evaluation(_B["ShiftLeft"], _shift("left"))
+bind_evaluation(_B["ShiftRightLogical"], _shift("logical"))
+bind_evaluation(_B["ShiftRightArithmetic"], _shift("arithmetic"))
 
 
 def _arith(fn: Callable[[Any, Any], Any], int_fn: Callable[[Any, Any], Any] | None = None) -> Rule:
@@ -289,17 +292,17 @@ def _maxmin(fn: Callable[[Any, Any], Any]) -> Rule:
     return rule
 
 
-for _name, _rule_fn in {
-    "stablehlo.add": _arith(np.add), "stablehlo.subtract": _arith(np.subtract),
-    "stablehlo.multiply": _arith(np.multiply), "stablehlo.divide": _arith(np.divide, _int_div),
-    "stablehlo.remainder": _arith(np.fmod, _int_rem), "stablehlo.power": _arith(np.power),
-    "stablehlo.atan2": _binary(np.arctan2),
-    "stablehlo.maximum": _maxmin(np.maximum), "stablehlo.minimum": _maxmin(np.minimum),
-    "stablehlo.and": _arith(np.logical_and, np.bitwise_and), "stablehlo.or": _arith(np.logical_or, np.bitwise_or),
-    "stablehlo.xor": _arith(np.logical_xor, np.bitwise_xor),  # bool operands take the bitwise form too
-    "stablehlo.complex": _binary(lambda x, y: x + 1j * y),
+for _row, _rule_fn in {
+    _B["Add"]: _arith(np.add), _B["Sub"]: _arith(np.subtract),
+    _B["Mul"]: _arith(np.multiply), _B["Div"]: _arith(np.divide, _int_div),
+    _B["Rem"]: _arith(np.fmod, _int_rem), _B["Pow"]: _arith(np.power),
+    _B["Atan2"]: _binary(np.arctan2),
+    _B["Max"]: _maxmin(np.maximum), _B["Min"]: _maxmin(np.minimum),
+    _B["And"]: _arith(np.logical_and, np.bitwise_and), _B["Or"]: _arith(np.logical_or, np.bitwise_or),
+    _B["Xor"]: _arith(np.logical_xor, np.bitwise_xor),  # bool operands take the bitwise form too
+    _B["Complex"]: _binary(lambda x, y: x + 1j * y),
 }.items():
-    bind_evaluation(OPS[_name], _rule_fn)
+    bind_evaluation(_row, _rule_fn)
 
 
 @evaluates(COMPARE)
@@ -333,10 +336,11 @@ def _clamp(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
 
 
 # the ops a region run on whole slices may hold (and whose error bounds are probed through their rules)
-_ELEMENTWISE.update([
-    *_UNARY, *_OPAQUE_UNARY, "stablehlo.sign", "stablehlo.not", "stablehlo.popcnt", "stablehlo.count_leading_zeros",
-    "stablehlo.add", "stablehlo.subtract", "stablehlo.multiply", "stablehlo.divide", "stablehlo.remainder",
-    "stablehlo.power", "stablehlo.atan2", "stablehlo.maximum", "stablehlo.minimum", "stablehlo.and",
-    "stablehlo.or", "stablehlo.xor", "stablehlo.complex", "stablehlo.shift_left", "stablehlo.shift_right_logical",
-    "stablehlo.shift_right_arithmetic", "stablehlo.compare", "stablehlo.select", "stablehlo.clamp",
+_ELEMENTWISE.update(_OPAQUE_UNARY)
+_ELEMENTWISE.update(row.name for row in [
+    *_UNARY, _U["Sign"], _U["Not"], _U["PopulationCount"], _U["Clz"],
+    _B["Add"], _B["Sub"], _B["Mul"], _B["Div"], _B["Rem"],
+    _B["Pow"], _B["Atan2"], _B["Max"], _B["Min"], _B["And"],
+    _B["Or"], _B["Xor"], _B["Complex"], _B["ShiftLeft"], _B["ShiftRightLogical"],
+    _B["ShiftRightArithmetic"], COMPARE, SELECT, CLAMP,
 ])
