@@ -50,8 +50,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("computation", "_emit", "_hlo_emit"),  # a program and its emitters
     ("formats",),  # files: load, save, import into the graph
     ("runtime",),  # compile and run
-    ("reference", "bisect", "reducer", "_reduce_text", "_reduce_graph", "_reduce_regions", "inputs", "_graph_layout", "distributed",
-     "launch"),  # the tools
+    ("reference", "bisect", "reducer", "_reduce_text", "_reduce_graph", "_reduce_regions", "inputs", "_graph_layout",
+     "distributed", "launch"),  # the tools
     ("cli", "xla_client", ""),  # the command line, the former xla_client surface, the package face
 )
 
