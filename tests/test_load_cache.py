@@ -46,10 +46,10 @@ def worker_loads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     seen: list[str] = []
     real = isolated.request
 
-    def counting(target: str, *args: Any, timeout: float | None = None) -> Any:
+    def counting(target: str, *args: Any, timeout: float | None = None, **how: Any) -> Any:
         if target.startswith("xlasdk.formats.untrusted:"):
             seen.append(target.rpartition(":")[2])
-        return real(target, *args, timeout=timeout)
+        return real(target, *args, timeout=timeout, **how)  # on_death: the CLI's child runs it in-process
 
     monkeypatch.setattr(isolated, "request", counting)
     yield seen
@@ -119,10 +119,10 @@ _CHILD = textwrap.dedent("""
     from xlasdk._jaxlib import isolated
     seen = []
     real = isolated.request
-    def counting(target, *args, timeout=None):
+    def counting(target, *args, timeout=None, **how):
         if target.startswith("xlasdk.formats.untrusted:"):
             seen.append(target.rpartition(":")[2])
-        return real(target, *args, timeout=timeout)
+        return real(target, *args, timeout=timeout, **how)
     isolated.request = counting
     comp = xs.load_computation(sys.argv[1])
     x = np.array([1.5, -2.0, 0.25, 8.0], np.float32)
