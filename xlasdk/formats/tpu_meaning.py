@@ -357,6 +357,23 @@ def _wider(types: list[str]) -> str:
     return "f32" if _WIDTH[best] == 1 and len(set(types)) > 1 else best
 
 
+def _floats_as(comp: _Comp, ops: list[str], kinds: list[str | None], etype: str,
+               base: str) -> tuple[list[str], list[str]]:
+    """The lines converting each float operand of another type than ``etype`` to it (named
+    ``{base}_in{i}``, in its own layout), and the operands to use in their place."""
+    lines: list[str] = []
+    args: list[str] = []
+    for i, (ref, k) in enumerate(zip(ops, kinds, strict=True)):
+        if k in _FLOATS and k != etype:
+            src = comp.by_name[ref].shape
+            assert src is not None
+            lines.append(f"{base}_in{i} = {_laid(_HShape(etype, src.dims, (), src.layout))} convert({ref})")
+            args.append(f"{base}_in{i}")
+        else:
+            args.append(ref)
+    return lines, args
+
+
 def _mixed_elementwise(text: str, comp: _Comp, ins: _Instr) -> str | None:
     """An element-wise op whose float operands and result do not all have one type (the TPU's
     HLO lets an op round its result to another type, ``bf16 select(pred, f32, f32)``): the
@@ -375,16 +392,7 @@ def _mixed_elementwise(text: str, comp: _Comp, ins: _Instr) -> str | None:
         return None
     wide = _wider(every)
     base = f"{ins.name}.xlasdk_tpu"
-    lines: list[str] = []
-    args: list[str] = []
-    for i, (ref, k) in enumerate(zip(ops, kinds, strict=True)):
-        if k in _FLOATS and k != wide:
-            src = comp.by_name[ref].shape
-            assert src is not None
-            lines.append(f"{base}_in{i} = {_laid(_HShape(wide, src.dims, (), src.layout))} convert({ref})")
-            args.append(f"{base}_in{i}")
-        else:
-            args.append(ref)
+    lines, args = _floats_as(comp, ops, kinds, wide, base)
     root = "ROOT " if ins.root else ""
     call = f"{ins.opcode}({', '.join(args)}){_tail(text, ins)}"
     if out_float and shape.etype != wide:
@@ -412,17 +420,7 @@ def _mixed_movement(text: str, comp: _Comp, ins: _Instr) -> str | None:
     kinds = [_operand_etype(comp, o) for o in ops]
     if not any(k in _FLOATS and k != shape.etype for k in kinds):
         return None
-    base = f"{ins.name}.xlasdk_tpu"
-    lines: list[str] = []
-    args: list[str] = []
-    for i, (ref, k) in enumerate(zip(ops, kinds, strict=True)):
-        if k in _FLOATS and k != shape.etype:
-            src = comp.by_name[ref].shape
-            assert src is not None
-            lines.append(f"{base}_in{i} = {_laid(_HShape(shape.etype, src.dims, (), src.layout))} convert({ref})")
-            args.append(f"{base}_in{i}")
-        else:
-            args.append(ref)
+    lines, args = _floats_as(comp, ops, kinds, shape.etype, f"{ins.name}.xlasdk_tpu")
     root = "ROOT " if ins.root else ""
     lines.append(f"{root}{ins.name} = {_laid(shape)} {ins.opcode}({', '.join(args)}){_tail(text, ins)}")
     return "\n  ".join(lines)
