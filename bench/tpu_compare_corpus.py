@@ -17,8 +17,9 @@ sys.path.insert(0, str(ROOT))
 
 import xlasdk as xs  # noqa: E402
 from tests.test_real_dumps import recorded  # noqa: E402
-from xlasdk.reference._evaluator import _compare_one, _reference  # noqa: E402
+from xlasdk.reference._evaluator import run_reference  # noqa: E402
 from xlasdk.reference._outputs import run_and_compare  # noqa: E402
+from xlasdk.reference._report import compare_one  # noqa: E402
 
 
 def main() -> int:
@@ -35,8 +36,8 @@ def main() -> int:
         except Exception as e:  # noqa: BLE001 - a program this device cannot run: said, not hidden
             print(f"{prog}: {type(e).__name__}: {str(e)[:200]}")
             continue
-        want, scales = _reference(comp, ins, model=("cpu", None, False))
-        cpu = [_compare_one(i, g, w, None, None, s)
+        want, scales = run_reference(comp, ins, model=("cpu", None, False))
+        cpu = [compare_one(i, g, w, None, None, s)
                for i, (g, w, s) in enumerate(zip(c.got, want, scales, strict=True))]
         r = c.report
         print(f"{prog}: {r.device_kind} model: {'MATCH' if r.ok else 'DIVERGENCE'} "

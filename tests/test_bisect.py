@@ -23,7 +23,8 @@ import xlasdk as xs
 from tests.test_real_dumps import recorded
 from tests.test_reference import SUPPORTED
 from xlasdk import ops
-from xlasdk.reference._evaluator import STRICT_PRECISION, _compare_one, _reference
+from xlasdk.reference._evaluator import run_reference
+from xlasdk.reference._report import STRICT_PRECISION, compare_one
 from xlasdk.reference.bisect import local_divergences
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -105,17 +106,17 @@ def test_bisect_passes_names_a_set_whose_disabling_removes_the_divergence(tmp_pa
     assert b.status == "found", str(report)
     assert b.passes and set(b.passes) <= set(b.candidates) and "algsimp" in b.candidates
     # XLA compiled with that set disabled matches the reference (compared again, output by output)
-    ref, scales = _reference(comp, ins)
+    ref, scales = run_reference(comp, ins)
     flags = [*STRICT_PRECISION, ("xla_disable_hlo_passes", ",".join(b.passes))]
     got = xs.compile(comp, options=xs.CompileOptions(env_option_overrides=flags), cache=False)(*ins)
-    assert all(_compare_one(i, np.asarray(g), w, None, None, sc).ok
+    assert all(compare_one(i, np.asarray(g), w, None, None, sc).ok
                for i, (g, w, sc) in enumerate(zip(got, ref, scales, strict=True)))
     # 1-minimal: leaving any pass of the set enabled brings the divergence back
     for p in b.passes:
         rest = [q for q in b.passes if q != p]
         flags = [*STRICT_PRECISION, ("xla_disable_hlo_passes", ",".join(rest))] if rest else list(STRICT_PRECISION)
         out = xs.compile(comp, options=xs.CompileOptions(env_option_overrides=flags), cache=False)(*ins)
-        assert not all(_compare_one(i, np.asarray(g), w, None, None, sc).ok
+        assert not all(compare_one(i, np.asarray(g), w, None, None, sc).ok
                        for i, (g, w, sc) in enumerate(zip(out, ref, scales, strict=True)))
     assert b.compiles < 60 and f"disabling {', '.join(b.passes)} removes the divergence" in str(report)
 
@@ -347,17 +348,17 @@ def _html_rows(page: str) -> list[tuple[str, list[str]]]:
 
 def test_ulp_error_is_counted_in_the_output_type_at_the_reference_value() -> None:
     """numpy's nextafter is one ulp; the count holds across binades and for subnormals."""
-    from xlasdk.reference._evaluator import _ulps
+    from xlasdk.reference._report import ulps_apart
 
     w = np.array([1.0, 3.0, 1e30, 1e-40, 0.0], np.float32)
     g = w.copy()
     for _ in range(5):
         g = np.nextafter(g, np.float32(np.inf))
-    np.testing.assert_allclose(_ulps(g, w), 5.0)
+    np.testing.assert_allclose(ulps_apart(g, w), 5.0)
     bf = np.dtype(xs.bfloat16)
     wb = np.array([1.0, 3.0, -7.0], bf)
     gb = (wb.astype(np.float64) + np.array([2.0**-7, 2 * 2.0**-6, -3 * 2.0**-5])).astype(bf)  # 1, 2, 3 ulps
-    np.testing.assert_allclose(_ulps(gb, wb), [1.0, 2.0, 3.0])
+    np.testing.assert_allclose(ulps_apart(gb, wb), [1.0, 2.0, 3.0])
 
 
 def test_bisect_ops_blames_nobody_when_the_divergence_needs_ops_compiled_together() -> None:

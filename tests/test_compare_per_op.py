@@ -20,7 +20,7 @@ from tests.test_compare_deep import _inputs, _lower, _model  # noqa: E402  (the 
 @pytest.fixture(scope="module")
 def clean() -> tuple[xs.XlaComputation, list[np.ndarray[Any, Any]], list[np.ndarray[Any, Any]]]:
     """The clean 12-layer chain, its inputs and the outputs of its compile with every value exposed."""
-    from xlasdk.reference._evaluator import STRICT_PRECISION
+    from xlasdk.reference._report import STRICT_PRECISION
     from xlasdk.runtime import CompileOptions
 
     args = _inputs()

@@ -20,8 +20,9 @@ import pytest
 import xlasdk as xs
 from xlasdk._optable import OPS
 from xlasdk.reference import _precision as pm
-from xlasdk.reference._evaluator import _compare_one, _reference
+from xlasdk.reference._evaluator import run_reference
 from xlasdk.reference._precision_notes import precision_notes
+from xlasdk.reference._report import compare_one
 
 BF16 = ml_dtypes.bfloat16
 
@@ -140,13 +141,13 @@ def test_compare_on_the_tpu_model_accepts_a_correct_tpu_dot(case: str, precision
     a, b = _inputs(case)
     comp = _dot_module(a.shape[0], a.shape[1], b.shape[1], precision)
     got = tpu_dot(a, b, precision.upper())
-    want, scales = _reference(comp, [a, b], model=("tpu-v5e", None, False))
-    assert _compare_one(0, got, want[0], None, None, scales[0]).ok
+    want, scales = run_reference(comp, [a, b], model=("tpu-v5e", None, False))
+    assert compare_one(0, got, want[0], None, None, scales[0]).ok
     # the same value, recorded on a TPU, against the reference computing as the TPU does
     assert xs.compare(comp, [a, b], outputs=[got], device_kind="tpu-v5e").ok
     if precision == "default":  # the CPU's model does not take a TPU's DEFAULT precision
-        want, scales = _reference(comp, [a, b], model=("cpu", None, False))
-        assert not _compare_one(0, got, want[0], None, None, scales[0]).ok
+        want, scales = run_reference(comp, [a, b], model=("cpu", None, False))
+        assert not compare_one(0, got, want[0], None, None, scales[0]).ok
 
 
 @pytest.mark.parametrize("case", ["random", "long"])
@@ -215,10 +216,10 @@ def test_reports_name_the_precision_limited_ops_and_the_scaled_error() -> None:
     a, b = _inputs("cancel")
     comp = _dot_module(a.shape[0], a.shape[1], b.shape[1])
     got = tpu_dot(a, b, "DEFAULT")
-    want, scales = _reference(comp, [a, b], model=("tpu-v5e", None, False))
+    want, scales = run_reference(comp, [a, b], model=("tpu-v5e", None, False))
     notes = precision_notes(comp, pm.device_kind("tpu-v5e"))
     assert notes == ["d: TPU v5e DEFAULT precision (bf16 inputs; bound 0.0078 of |A|·|B|)"]
-    c = _compare_one(0, got, want[0], None, None, scales[0])
+    c = compare_one(0, got, want[0], None, None, scales[0])
     assert c.max_scaled < c.max_rel / 10  # the near-zero elements dominate max rel, not the scaled error
     doc = xs.compare(comp, [a, b], outputs=[got], device_kind="tpu-v5e").as_dict()
     assert doc["device_kind"] == "tpu-v5e" and doc["precision_notes"] and "max_scaled" in doc["outputs"][0]
@@ -280,8 +281,8 @@ def test_a_real_tpu_v5e_run_of_a_correct_program_matches_on_the_tpu_model(prog: 
     comp = xs.load_computation(Path(__file__).resolve().parent / "data" / "dumps" / prog /
                                "module.before_optimizations.txt")
     got = _tpu_outputs(prog)
-    want, scales = _reference(comp, ins, model=("tpu-v5e", None, False))
-    assert all(_compare_one(i, g, w, None, None, s).ok for i, (g, w, s) in enumerate(zip(got, want, scales,
+    want, scales = run_reference(comp, ins, model=("tpu-v5e", None, False))
+    assert all(compare_one(i, g, w, None, None, s).ok for i, (g, w, s) in enumerate(zip(got, want, scales,
                                                                                              strict=True)))
     assert xs.compare(comp, ins, outputs=got, device_kind="tpu-v5e").ok
     assert not xs.compare(comp, ins, outputs=got, device_kind="cpu").ok
@@ -311,14 +312,14 @@ def test_a_select_on_a_comparison_tpu_rounding_may_flip_takes_either_branch() ->
     got = np.where(x_tpu > 0, g, 0).astype(np.float32)
     (ref,) = xs.evaluate(comp, a, b, g)
     assert not np.array_equal(got, ref)  # the TPU took the other branch somewhere
-    want, scales = _reference(comp, [a, b, g], model=("tpu-v5e", None, False))
-    assert _compare_one(0, got, want[0], None, None, scales[0]).ok
-    want, scales = _reference(comp, [a, b, g], model=("cpu", None, False))
-    assert not _compare_one(0, got, want[0], None, None, scales[0]).ok
+    want, scales = run_reference(comp, [a, b, g], model=("tpu-v5e", None, False))
+    assert compare_one(0, got, want[0], None, None, scales[0]).ok
+    want, scales = run_reference(comp, [a, b, g], model=("cpu", None, False))
+    assert not compare_one(0, got, want[0], None, None, scales[0]).ok
     # a value that is neither branch's is still wrong
     wrong = (got + 2 * np.abs(g) + 1).astype(np.float32)
-    want, scales = _reference(comp, [a, b, g], model=("tpu-v5e", None, False))
-    assert _compare_one(0, wrong, want[0], None, None, scales[0]).mismatches == got.size
+    want, scales = run_reference(comp, [a, b, g], model=("tpu-v5e", None, False))
+    assert compare_one(0, wrong, want[0], None, None, scales[0]).mismatches == got.size
 
 
 def test_result_accuracy_where_set_moves_a_functions_bound() -> None:
@@ -354,9 +355,9 @@ def test_two_devices_are_compared_with_both_models() -> None:
     cpu_out = (a @ b).astype(np.float32)
     tpu_out = tpu_dot(a, b, "DEFAULT")
     (both,) = both_models(comp, [a, b], ["tpu-v5e", "cpu"], None, 1)
-    assert _compare_one(0, tpu_out, cpu_out, None, None, both).ok
+    assert compare_one(0, tpu_out, cpu_out, None, None, both).ok
     (cpu_only,) = both_models(comp, [a, b], ["cpu", pm.device_kind("cpu")], None, 1)
-    assert not _compare_one(0, tpu_out, cpu_out, None, None, cpu_only).ok
+    assert not compare_one(0, tpu_out, cpu_out, None, None, cpu_only).ok
     report = xs.compare(comp, [a, b], against="cpu:0", device_kind="tpu-v5e")  # both run here: equal
     assert report.ok and report.device_kind == "tpu-v5e"
 
@@ -365,8 +366,8 @@ def test_bisect_judges_each_op_by_its_own_bound_on_the_devices_operands() -> Non
     """``--bisect ops``'s test of one instruction: a TPU DEFAULT-precision dot on the device's
     operands is within its bound on the TPU's model (and its report says why), not on the CPU's;
     a transpose must be bit-exact."""
-    from xlasdk.reference._evaluator import _Evaluator
     from xlasdk.reference._judge import why_within
+    from xlasdk.reference._walk import Evaluator
     from xlasdk.reference.bisect import _Program, _Settings
 
     a, b = _inputs("random")
@@ -378,14 +379,14 @@ def test_bisect_judges_each_op_by_its_own_bound_on_the_devices_operands() -> Non
     ins = {i.name: i.op for i in comp.instructions()}
     got_d = tpu_dot(a, b, "DEFAULT")
     env = {id(ins["a"]): a, id(ins["b"]): b}
-    _Evaluator(comp).run_graph([ins["d"]], env)
+    Evaluator(comp).run_graph([ins["d"]], env)
     for kind, ok in (("tpu-v5e", True), ("cpu", False)):
         p = _Program(comp, [a, b], _Settings(None, None, None, None, None, kind), need_reference=False)
         assert p.check(ins["d"], got_d, env[id(ins["d"])], env).ok is ok, kind
     note = why_within(comp, "d", ins["d"], env, got_d, pm.device_kind("tpu-v5e"), None)
     assert note.startswith("d: up to ") and "relative, within TPU v5e DEFAULT precision (bf16 inputs" in note, note
     env_t = {id(ins["d"]): got_d}
-    _Evaluator(comp).run_graph([ins["t"]], env_t)
+    Evaluator(comp).run_graph([ins["t"]], env_t)
     t = env_t[id(ins["t"])]
     p = _Program(comp, [a, b], _Settings(None, None, None, None, None, "tpu-v5e"), need_reference=False)
     assert p.check(ins["t"], t, t, env_t).ok

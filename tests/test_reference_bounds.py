@@ -1,5 +1,5 @@
-"""The rounding-error bounds of ``xs.compare`` against the reference (``_error_bounds`` in
-``xlasdk/reference/__init__.py``): followed through called functions (JAX's private functions in
+"""The rounding-error bounds of ``xs.compare`` against the reference (``error_bounds`` in
+``xlasdk/reference/_bounds.py``): followed through called functions (JAX's private functions in
 StableHLO, XLA's fusions in optimized HLO) and carried by complex values.
 
 A debugging tool never cries wolf: on correct programs (XLA:CPU computes them right; numpy/scipy
@@ -19,7 +19,9 @@ import numpy as np
 import pytest
 
 import xlasdk as xs
-from xlasdk.reference import _evaluator as reference
+from xlasdk.reference._bounds import OutputScale, error_bounds
+from xlasdk.reference._evaluator import run_reference
+from xlasdk.reference._walk import Evaluator
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
@@ -70,8 +72,8 @@ def test_lstsq_of_an_exactly_solvable_square_system_matches(dt: Any, form: str) 
     assert int(rank) == 4
     np.testing.assert_allclose(sv, np.linalg.svd(a.astype(wide), compute_uv=False), rtol=64 * eps)
     # the residual's bound covers its rounding noise, but not a value 100 times its scale
-    bound = reference._reference(comp, [a, b])[1][1]
-    assert isinstance(bound, reference._OutputScale) and bound.bound is not None
+    bound = run_reference(comp, [a, b])[1][1]
+    assert isinstance(bound, OutputScale) and bound.bound is not None
     assert np.all(bound.bound < 100 * ceiling)
 
 
@@ -134,11 +136,11 @@ def test_complex_functions_match_with_bounds_of_tens_of_ulps(dt: Any, form: str)
     s = r(np.sqrt(r(np.log(r(r(np.exp(r(r(c(0.1) * r(z64 * w64)) / r(w64 + 2)))) + 1)))))
     arg = r(1 + r(c(1e-3) * z64))
     oracle = [s, r(r(np.abs(s) + s.real) - s.imag), r(np.tanh(s)), r(np.log(arg))]
-    outs, scales = reference._reference(comp, [z, w])
+    outs, scales = run_reference(comp, [z, w])
     eps = float(np.finfo(dt).eps)
     for k, (got, want, sc) in enumerate(zip(outs, oracle, scales, strict=True)):
         np.testing.assert_allclose(got, want, rtol=4 * eps, atol=0)
-        assert isinstance(sc, reference._OutputScale) and sc.bound is not None
+        assert isinstance(sc, OutputScale) and sc.bound is not None
         # log(1 + z/1000): its argument, rounded in the sum, is known to an ulp of 1: a flip of it
         # (when the product before it may land on either side of a rounding boundary) moves the log
         # by up to ~2 eps, of a value of ~1e-3
@@ -157,9 +159,9 @@ def test_imag_and_abs_carry_a_complex_error_in_every_direction() -> None:
     z = np.array([3 + 1e-3j, -2 + 2e-3j, 1 - 1e-4j], np.complex64)  # z^2 nearly real: imag(z^2) << |z^2|
     g = comp.instruction_graph()
     env: dict[int, Any] = {id(g.params[0]): z}
-    ev = reference._Evaluator(comp)
+    ev = Evaluator(comp)
     ev.run_graph(g.outputs, env)
-    bounds = reference._error_bounds(g.outputs, env, ev)
+    bounds = error_bounds(g.outputs, env, ev)
     prod = g.outputs[0].operands[0]
     assert prod.opcode == "stablehlo.multiply" and all(o.operands[0] is prod for o in g.outputs)
     square = z.astype(np.complex128) ** 2
@@ -184,12 +186,12 @@ def test_bounds_of_a_call_are_the_same_evaluated_again_or_recorded() -> None:
     found = []
     for record in (True, False):
         env: dict[int, Any] = {id(p): v for p, v in zip(g.params, [a, b], strict=True)}
-        ev = reference._Evaluator(comp)
+        ev = Evaluator(comp)
         if record:
             ev.record_calls(env)
         ev.run_graph(g.outputs, env)
         assert bool(ev.called) == record
-        bounds = reference._error_bounds(g.outputs, env, ev)
+        bounds = error_bounds(g.outputs, env, ev)
         found.append([bounds[id(o)] for o in g.outputs if isinstance(bounds.get(id(o)), np.ndarray)])
     assert len(found[0]) == 3  # the three float outputs
     for r, e in zip(*found, strict=True):

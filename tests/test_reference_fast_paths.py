@@ -232,13 +232,13 @@ def test_large_sorts_take_the_lexsort_path(tmp_path: Path, monkeypatch: pytest.M
 
 
 def _region_of(tmp_path: Path, cmp: str, dtypes: list[np.dtype[Any]]) -> tuple[Any, Any]:
-    from xlasdk.reference._evaluator import _Evaluator
+    from xlasdk.reference._walk import Evaluator
 
     comp = _load(tmp_path, _module(cmp, dtypes, (4,), 0, True))
     node = comp.instruction_graph().outputs[0]
     while node.opcode != "stablehlo.sort":
         node = node.operands[0]
-    return node.regions[0], _Evaluator(comp)
+    return node.regions[0], Evaluator(comp)
 
 
 @pytest.mark.parametrize(("cmp", "keys"), [

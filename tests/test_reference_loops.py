@@ -1,6 +1,6 @@
 """The rounding-error bounds of ``xs.compare`` against the reference followed through loops
 (``stablehlo.while``: ``lax.scan``, ``lax.fori_loop``) and conditionals, op by op, on every
-iteration the evaluator runs (``_while_bounds`` in ``xlasdk/reference/__init__.py``).
+iteration the evaluator runs (``_while_bounds`` in ``xlasdk/reference/_bounds.py``).
 
 A debugging tool never cries wolf: a recurrence amplifies XLA:CPU's few-ulp transcendental
 functions (its tanh is ~4.5 ulp off) step after step, and one rounding allowance for the whole loop
@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 
 import xlasdk as xs
-from xlasdk.reference import _evaluator as reference
+from xlasdk.reference._bounds import BOUND_MARGIN
+from xlasdk.reference._evaluator import run_reference
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
@@ -39,11 +40,11 @@ def _forms(fn: Callable[..., Any], *args: Any) -> dict[str, xs.XlaComputation]:
 
 def _check(comp: xs.XlaComputation, args: list[np.ndarray[Any, Any]], oracle: list[np.ndarray[Any, Any]]) -> None:
     """``compare`` matches, and each float output of the evaluator is within its derived bound (the
-    tolerance ``compare`` gives it: _BOUND_MARGIN times the bound, plus one ulp of rounding to f32) of
+    tolerance ``compare`` gives it: BOUND_MARGIN times the bound, plus one ulp of rounding to f32) of
     the float64 ``oracle``; the bound is not vacuous (below 1e-2 of the output's magnitude)."""
     report = xs.compare(comp, args)
     assert report.ok, str(report)
-    want, scales = reference._reference(comp, args)
+    want, scales = run_reference(comp, args)
     assert len(want) == len(oracle)
     for got, exact, scale in zip(want, oracle, scales, strict=True):
         bound = getattr(scale, "bound", None)
@@ -51,7 +52,7 @@ def _check(comp: xs.XlaComputation, args: list[np.ndarray[Any, Any]], oracle: li
         assert np.any(bound > 0)
         err = np.abs(got.astype(np.float64) - exact)
         ulp = np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64)
-        tol = reference._BOUND_MARGIN * bound + ulp
+        tol = BOUND_MARGIN * bound + ulp
         assert np.all(err <= tol), float(np.max(err / tol))
         assert np.max(bound) < 1e-2 * max(float(np.max(np.abs(exact))), 1.0)
 

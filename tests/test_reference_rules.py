@@ -332,7 +332,7 @@ def test_binding_twice_or_binding_what_is_no_row_raises() -> None:
 
 
 def test_opaque_ops_are_bound_by_name_and_never_a_row_s_name() -> None:
-    from xlasdk.reference._evaluator import evaluates_opaque
+    from xlasdk.reference._walk import evaluates_opaque
 
     with pytest.raises(ValueError, match="is a row of the op table"):
         evaluates_opaque("stablehlo.add")(lambda o, a, ev: None)
@@ -344,7 +344,7 @@ def test_an_opaque_row_of_a_table_op_takes_the_row_s_rule_and_refusal() -> None:
     """A loaded module's op whose flags do not fit its table row gets an opaque row of the same
     name: the evaluator takes the table row's rule (or its refusal) by that name."""
     from xlasdk._optable import OpDef
-    from xlasdk.reference._evaluator import rule_of
+    from xlasdk.reference._walk import rule_of
 
     class Node:
         def __init__(self, row: OpDef) -> None:

@@ -74,11 +74,11 @@ def compare_per_partition(args: argparse.Namespace, comp: Any, devices: int, out
     """``xlasdk compare`` of an optimized per-partition dump (see the module's docstring)."""
     import xlasdk as xs
     from xlasdk.errors import XlaSdkError
-    from xlasdk.reference._evaluator import STRICT_PRECISION, _reference
+    from xlasdk.reference._evaluator import run_reference
     from xlasdk.reference._orders import verdict
     from xlasdk.reference._outputs import _module_kinds, both_models
     from xlasdk.reference._precision import device_kind, device_kind_of
-    from xlasdk.reference._report import CompareReport, _compare_one
+    from xlasdk.reference._report import STRICT_PRECISION, CompareReport, compare_one
 
     _refuse(args, devices)
     if args.ulps is not None and not args.ulps >= 0:
@@ -147,7 +147,7 @@ def compare_per_partition(args: argparse.Namespace, comp: Any, devices: int, out
     _stage("comparing")
     if against == "reference":
         try:
-            want, _ = _reference(before, global_ins, model=(kind, None, False))
+            want, _ = run_reference(before, global_ins, model=(kind, None, False))
         except XlaSdkError:
             raise
         except Exception as e:  # noqa: BLE001 - a value the evaluator cannot read: never a divergence
@@ -174,7 +174,7 @@ def compare_per_partition(args: argparse.Namespace, comp: Any, devices: int, out
     if before is not None:  # the device's (and named) model, and the TPU's for a TPU-optimized module
         # (the default tolerances where the reference cannot read the before file, as on one device)
         scales = both_models(before, global_ins, _module_kinds(comp, kind, dev), None, n_out)
-    report = CompareReport(comp.name, label, [_compare_one(i, g, np.asarray(w), args.rtol, args.atol, sc, args.ulps)
+    report = CompareReport(comp.name, label, [compare_one(i, g, np.asarray(w), args.rtol, args.atol, sc, args.ulps)
                                               for i, (g, w, sc) in enumerate(zip(got, want, scales, strict=True))])
     report.device_kind = kind.name
     out.write(str(report) + "\n")

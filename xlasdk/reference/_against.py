@@ -104,7 +104,7 @@ def compare_modules(bad: XlaComputation, good: XlaComputation, args: Sequence[An
     """``bisect="ops"`` against a second module (see the module's docstring): an
     :class:`~xlasdk.reference.bisect.OpsBisection`."""
     from ._bisect_core import OpsBisection, _CutFailed, _Program, _Settings
-    from ._evaluator import _compare_one
+    from ._report import compare_one
 
     say = progress or (lambda s: None)
     if len(bad.instruction_graph().params) != len(good.instruction_graph().params):
@@ -142,7 +142,7 @@ def compare_modules(bad: XlaComputation, good: XlaComputation, args: Sequence[An
             return None
         if id(node) not in differs:
             g, w = np.asarray(val_b[id(node)]), np.asarray(val_g[id(node)])
-            differs[id(node)] = g.shape != w.shape or g.dtype != w.dtype or not _compare_one(
+            differs[id(node)] = g.shape != w.shape or g.dtype != w.dtype or not compare_one(
                 0, g, w, rtol, atol, 0.0, ulps).ok
         if differs[id(node)] and id(node) in guesses:
             return None  # a guessed pair that differs proves nothing (the guess may be wrong)
@@ -171,7 +171,7 @@ def compare_modules(bad: XlaComputation, good: XlaComputation, args: Sequence[An
         if not fed_right:
             continue  # carries an error made upstream (or reads a value without a match)
         g, w = np.asarray(val_b[id(bad_slot)]), np.asarray(val_g[id(bad_slot)])
-        error = _compare_one(0, g, w, rtol, atol, 0.0, ulps) if g.shape == w.shape and g.dtype == w.dtype else None
+        error = compare_one(0, g, w, rtol, atol, 0.0, ulps) if g.shape == w.shape and g.dtype == w.dtype else None
         culprit = pb.culprit(ins, {id(x): val_b[id(x)] for x in inputs}, g, error)
         other = match[ins.index]
         note = (f"{ins.name} ({ins.opcode}) gives another value than {other.name} ({other.opcode}) of the module "

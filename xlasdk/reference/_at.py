@@ -1,5 +1,5 @@
 """Combining many updates into an array at once, in their order, as the exact paths of scatter and
-select_and_scatter combine them one by one (:func:`~xlasdk.reference._evaluator._combine`: the
+select_and_scatter combine them one by one (:func:`~xlasdk.reference._walk.combiner`: the
 combiner computed in the wide type, the result rounded to the operand's type after each update).
 
 numpy's unbuffered ``ufunc.at`` applies the updates in the order given, in the operand's own type.
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..builder import Region
-from ._evaluator import _numpy_reducer
+from ._walk import numpy_reducer
 
 __all__: list[str] = []
 
@@ -38,7 +38,7 @@ def combiner_at(r: Region, dtype: np.dtype[Any]) -> Any:
         return None
     if r.results[0] is r.params[1]:
         return REPLACE
-    fn = _numpy_reducer(r, dtype)
+    fn = numpy_reducer(r, dtype)
     if fn is None:
         return None
     if dtype.kind in "iub":

@@ -18,7 +18,7 @@ from ..errors import XlaSdkError
 if TYPE_CHECKING:
     from ..computation import XlaComputation
     from ..formats.graph_import import Instruction
-    from ._evaluator import OutputComparison
+    from ._report import OutputComparison
 
 
 BISECT_MODES = ("ops", "passes")
@@ -199,12 +199,12 @@ class _Program:
 
     def __init__(self, comp: XlaComputation, args: Sequence[Any], settings: _Settings,
                  need_reference: bool = True) -> None:
-        from ._evaluator import _dtype
+        from ._walk import dtype_of
 
         self.comp = comp
         self.graph = comp.instruction_graph()
         self.instrs: list[Instruction] = comp.instructions()
-        self.args = [np.asarray(a).astype(_dtype(p.shape), copy=False) for a, p in zip(args, self.graph.params,
+        self.args = [np.asarray(a).astype(dtype_of(p.shape), copy=False) for a, p in zip(args, self.graph.params,
                                                                                       strict=True)]
         self.settings = settings
         self.compiles = 0
@@ -271,16 +271,17 @@ class _Program:
         return list(out.values())
 
     def _reference(self) -> None:
-        from ._evaluator import _error_bounds, _Evaluator
+        from ._bounds import error_bounds
         from ._precision import device_kind
+        from ._walk import Evaluator
 
         env: dict[int, Any] = {id(p): a for p, a in zip(self.graph.params, self.args, strict=True)}
         roots = [n for i in self.instrs for n in self.slots[i.index]] + [*self.graph.outputs, *self.graph.effects]
-        ev = _Evaluator(self.comp)
+        ev = Evaluator(self.comp)
         ev.model, ev.precision = device_kind(self.settings.kind), self.settings.precision
         ev.run_graph(roots, env)
         self.ref = env
-        self.bounds = _error_bounds(roots, env, ev)
+        self.bounds = error_bounds(roots, env, ev)
 
     # -- running parts of it on the device
     def run(self, nodes: Sequence[XlaOp]) -> list[np.ndarray[Any, Any]]:
@@ -299,23 +300,24 @@ class _Program:
 
     def check(self, node: XlaOp, got: np.ndarray[Any, Any], want: np.ndarray[Any, Any],
               env: dict[int, Any] | None = None) -> OutputComparison:
-        from ._evaluator import _compare_one, _made_by_dot, _output_scale, _OutputScale
+        from ._bounds import OutputScale, made_by_dot, output_scale
         from ._judge import is_exact, own_bound
         from ._precision import device_kind
+        from ._report import compare_one
 
         s = self.settings
         try:
-            scale: float = _output_scale(node, env if env is not None else self.ref)
+            scale: float = output_scale(node, env if env is not None else self.ref)
         except KeyError:
             scale = 0.0
         if env is None:  # against the reference's own values: the rounding carried from before counts
-            scale = _OutputScale(scale, self.bounds.get(id(node)), _made_by_dot(node))
+            scale = OutputScale(scale, self.bounds.get(id(node)), made_by_dot(node))
         else:  # on the device's operand values: the op's own bound on the device's kind, exact ops exactly
             kind = device_kind(s.kind)
             own = own_bound(self.comp, node, env, want, kind, s.precision)
             exact = is_exact(node, kind) and own is not None
-            scale = _OutputScale(0.0 if exact else scale, own, node.opdef.props.bilinear, exact)
-        return _compare_one(0, got, np.asarray(want), s.rtol, s.atol, scale, s.ulps)
+            scale = OutputScale(0.0 if exact else scale, own, node.opdef.props.bilinear, exact)
+        return compare_one(0, got, np.asarray(want), s.rtol, s.atol, scale, s.ulps)
 
     def cut(self, k: int) -> list[XlaOp]:
         """The values live after instruction ``k`` (read by a later instruction, or an output), and
@@ -477,7 +479,7 @@ def local_divergences(comp: XlaComputation, args: Sequence[Any], *, device: Any 
     program XLA computes right). Exposing every value changes what XLA fuses, so a divergence that
     needs fusion may not show here; :func:`bisect_ops` does not rely on it.
     """
-    from ._evaluator import _Evaluator
+    from ._walk import Evaluator
 
     p = _Program(comp, args, _Settings(device, options, rtol, atol, ulps, device_kind, precision),
                  need_reference=False)
@@ -491,7 +493,7 @@ def local_divergences(comp: XlaComputation, args: Sequence[Any], *, device: Any 
         if not p.slots[ins.index] or any(id(x) not in dev for x in inputs):
             continue
         env = {id(x): dev[id(x)] for x in inputs}
-        _Evaluator(comp).run_graph(p.slots[ins.index], env)
+        Evaluator(comp).run_graph(p.slots[ins.index], env)
         for n in p.slots[ins.index]:
             c = p.check(n, dev[id(n)], env[id(n)], env)
             if not c.ok:
@@ -502,9 +504,9 @@ def local_divergences(comp: XlaComputation, args: Sequence[Any], *, device: Any 
 def _op_errors(p: _Program) -> dict[str, OpError]:
     """Each instruction's device value (one compile, every value exposed) against its reference
     value; empty when that compile fails."""
-    from ._evaluator import _wide
     from ._judge import why_within
     from ._precision import device_kind
+    from ._walk import widened
 
     nodes = [n for i in p.instrs[p.nparams:] for n in p.slots[i.index]]
     try:
@@ -521,7 +523,7 @@ def _op_errors(p: _Program) -> dict[str, OpError]:
         for n in slots:
             got, want = np.asarray(dev[id(n)]), np.asarray(p.ref[id(n)])
             c = p.check(n, got, want)
-            g, w = _wide(got), _wide(want)
+            g, w = widened(got), widened(want)
             exact = g.shape == w.shape and bool(np.array_equal(g, w, equal_nan=g.dtype.kind in "fc"))
             kinds.append("diverges" if not c.ok else "exact" if exact else "rounding")
             worst = [max(worst[0], c.max_abs), max(worst[1], c.max_rel), max(worst[2], c.max_ulp),
@@ -582,10 +584,10 @@ def _bisect_ops(p: _Program, diverged: bool | None, say: Callable[[str], None], 
                             note=f"the divergence appears at {ins.name} ({ins.opcode}), but its operands' device "
                                  "values could not be read")
     # the evidence: its rule on the device's operand values against its device value
-    from ._evaluator import _Evaluator
+    from ._walk import Evaluator
 
     env = {id(x): before[id(x)] for x in op_inputs}
-    ev = _Evaluator(comp)
+    ev = Evaluator(comp)
     ev.run_graph(p.slots[ins.index], env)
     errors = [p.check(n, v, env[id(n)], {**p.ref, **env}) for n, v in zip(p.slots[ins.index], dev_value, strict=True)]
     bad = [e for e in errors if not e.ok]

@@ -116,12 +116,12 @@ def _outputs_text(outputs: Sequence[int]) -> str:
 
 # -- non-finite values -------------------------------------------------------------------------------------------
 def _nonfinite(a: np.ndarray[Any, Any]) -> bool:
-    from ._evaluator import _is_float, _wide
+    from ._walk import is_float, widened
 
-    if not _is_float(a.dtype):
+    if not is_float(a.dtype):
         return False
     with np.errstate(all="ignore"):
-        return not bool(np.all(np.isfinite(_wide(a))))
+        return not bool(np.all(np.isfinite(widened(a))))
 
 
 def find_nonfinite(comp: XlaComputation, args: Sequence[Any], *, device: Any = None, options: Any = None,
@@ -205,10 +205,10 @@ def _nonfinite_culprit(p: _Program, ins: Instruction, dev: dict[int, Any]) -> tu
     reference = ""
     if not ins.op.opdef.same_op(CONSTANT):
         try:
-            from ._evaluator import _Evaluator
+            from ._walk import Evaluator
 
             renv = dict(env)
-            _Evaluator(p.comp).run_graph(p.slots[ins.index] or [ins.op], renv)
+            Evaluator(p.comp).run_graph(p.slots[ins.index] or [ins.op], renv)
             reference = ("also non-finite (its operands call for it)"
                          if any(_nonfinite(np.asarray(renv[id(n)])) for n in p.slots[ins.index])
                          else "finite (the NaN/Inf is XLA's own)")

@@ -114,7 +114,7 @@ def bisect_passes(comp: XlaComputation, args: Sequence[Any], want: Sequence[np.n
     whose compile or run fails is unknown (never "fixes it"). At most ``max_compiles`` compiles."""
     from ..runtime import CompileOptions
     from ..runtime import compile as _compile
-    from ._evaluator import _compare_one
+    from ._report import compare_one
 
     say = progress or (lambda s: None)
     target = _isolated(comp)
@@ -139,7 +139,7 @@ def bisect_passes(comp: XlaComputation, args: Sequence[Any], want: Sequence[np.n
             out = _compile(target, device, options=opts, cache=False)(*args)
             got = [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
             ok = len(got) == len(want) and all(
-                _compare_one(i, g, w, rtol, atol, sc, ulps).ok
+                compare_one(i, g, w, rtol, atol, sc, ulps).ok
                 for i, (g, w, sc) in enumerate(zip(got, want, scales, strict=True)))
             verdict = "fixed" if ok else "diverges"
         except Exception:  # noqa: BLE001 - a compile XLA refuses with these passes off: unknown

@@ -1,7 +1,7 @@
 """How far XLA may be from the reference at each output (split from
-:mod:`xlasdk.reference._evaluator`, which re-exports its names): the term scale of the op that
-made an output (:func:`_output_scale`) and the first-order running error bound carried through the
-graph (:func:`_error_bounds`, each op's own rounding :func:`_own_rounding`)."""
+:mod:`xlasdk.reference._evaluator`; import its names from here): the term scale of the op that
+made an output (:func:`output_scale`) and the first-order running error bound carried through the
+graph (:func:`error_bounds`, each op's own rounding :func:`own_rounding`)."""
 
 
 from __future__ import annotations
@@ -26,18 +26,18 @@ from ..ops.sources import CONSTANT
 from ..shape import Shape
 from ._precision import dot_precision, function_ulps, op_bound
 from ._walk import (
-    _ELEMENTWISE,
+    ELEMENTWISE_OPS,
+    Evaluator,
     Rule,
     Value,
-    _callee_name,
-    _Evaluator,
-    _is_float,
-    _is_ml_float,
-    _numpy_reducer,
-    _out,
-    _results,
-    _wide,
+    as_output,
+    callee_name,
+    is_float,
+    is_ml_float,
+    numpy_reducer,
+    results_of,
     rule_of,
+    widened,
 )
 
 ml_dtypes: Any = _ml_dtypes  # untyped functions (finfo)
@@ -51,16 +51,16 @@ __all__: list[str] = []
 
 def _term_scale(o: XlaOp, args: list[Value]) -> float:
     """The largest magnitude among the terms ``o`` added (0 when it does not apply)."""
-    arrays = [np.asarray(a) for a in args if isinstance(a, np.ndarray) and _is_float(a.dtype)]
+    arrays = [np.asarray(a) for a in args if isinstance(a, np.ndarray) and is_float(a.dtype)]
     if not arrays:
         return 0.0
     with np.errstate(all="ignore"):
         if o.opdef.props.bilinear and len(arrays) == 2:
             # a product's terms: |x| |y| summed is at most max|x| max|y| times the contraction size
-            x, y = (np.abs(_wide(a)) for a in arrays)
+            x, y = (np.abs(widened(a)) for a in arrays)
             big = float(np.max(x, initial=0.0)) * float(np.max(y, initial=0.0))
             return big * max(x.size, y.size) ** 0.5 if np.isfinite(big) else 0.0
-        m = max(float(np.max(np.abs(_wide(a)), initial=0.0, where=np.isfinite(_wide(a)))) for a in arrays)
+        m = max(float(np.max(np.abs(widened(a)), initial=0.0, where=np.isfinite(widened(a)))) for a in arrays)
         if o.opdef.same_op(FFT):  # each output sums n terms, through log2(n) stages of rounding
             length = o.attrs.get("fft_length", ())
             length = getattr(length, "value", length)  # a loaded module's attribute holds its value
@@ -69,7 +69,7 @@ def _term_scale(o: XlaOp, args: list[Value]) -> float:
     return m
 
 
-def _output_scale(node: XlaOp, env: dict[int, Value], ev: _Evaluator | None = None) -> float:
+def output_scale(node: XlaOp, env: dict[int, Value], ev: Evaluator | None = None) -> float:
     """The term scale of the additive op (add, subtract, a sum, a dot, a convolution) that produced
     an output, looking through ops that only move or convert values and, with ``ev`` (which
     recorded the calls made from ``env``), into the function a call ran: the scale of its rounding
@@ -94,8 +94,8 @@ def _output_scale(node: XlaOp, env: dict[int, Value], ev: _Evaluator | None = No
 # -- how far rounding can move each value: a first-order running error bound -----------------------------------
 # XLA and the reference round differently at every op; an output's tolerance must cover what those
 # roundings can do by the time they reach it. Each float value of the main graph gets a per-element
-# bound of the error it may carry (:func:`_error_bounds`): its own rounding (:func:`_own_rounding`)
-# plus its operands' bounds carried through the op: element-wise ops (:data:`_ELEMENTWISE`, the ops
+# bound of the error it may carry (:func:`error_bounds`): its own rounding (:func:`own_rounding`)
+# plus its operands' bounds carried through the op: element-wise ops (:data:`ELEMENTWISE_OPS`, the ops
 # a region may hold) by evaluating the op's rule on the operands moved by their bounds
 # (each sign); moves, slices, gathers and maxima (``OpProps.moves_data`` / ``linear`` / ``sums``)
 # by running the op's rule on the bounds themselves;
@@ -109,28 +109,28 @@ def _output_scale(node: XlaOp, env: dict[int, Value], ev: _Evaluator | None = No
 # ops (sorts, custom calls...) carry their operands' largest bound to every element. Complex values carry a
 # bound of the modulus of their error (|z_xla - z_ref|, which bounds each component's error too):
 # an element-wise op moves each operand alone by +-e and +-ie (:func:`_spread`). An output may be
-# off by _BOUND_MARGIN times its bound (a margin applied once, at the end, not per op).
-_BOUND_MARGIN = 4.0  # how many times its carried error bound an output may be off by
+# off by BOUND_MARGIN times its bound (a margin applied once, at the end, not per op).
+BOUND_MARGIN = 4.0  # how many times its carried error bound an output may be off by
 
 
-def _eps(dtype: np.dtype[Any]) -> float:
+def type_eps(dtype: np.dtype[Any]) -> float:
     dt = np.dtype(dtype)
     if dt.kind == "c":
         dt = np.dtype(np.float32 if dt.itemsize == 8 else np.float64)
-    return float(ml_dtypes.finfo(dt).eps) if _is_ml_float(dt) else float(np.finfo(dt).eps)
+    return float(ml_dtypes.finfo(dt).eps) if is_ml_float(dt) else float(np.finfo(dt).eps)
 
 
-def _is_float_array(v: Any) -> bool:
-    return isinstance(v, np.ndarray) and _is_float(v.dtype)
+def is_float_array(v: Any) -> bool:
+    return isinstance(v, np.ndarray) and is_float(v.dtype)
 
 
 def _is_complex(v: Any) -> bool:
     return isinstance(v, np.ndarray) and v.dtype.kind == "c"
 
 
-def _magnitude(v: Value) -> np.ndarray[Any, Any]:
+def magnitude(v: Value) -> np.ndarray[Any, Any]:
     with np.errstate(all="ignore"):
-        m = np.abs(_wide(np.asarray(v))).astype(np.float64)
+        m = np.abs(widened(np.asarray(v))).astype(np.float64)
     return np.asarray(np.where(np.isfinite(m), m, 0.0))
 
 
@@ -138,12 +138,12 @@ def _sum_kind(o: XlaOp) -> str | None:
     """``"add"`` or ``"max"`` for a reduce / reduce_window whose region is one such binary op."""
     if not o.regions:
         return None
-    fn = _numpy_reducer(o.regions[0], np.dtype(np.float64))
+    fn = numpy_reducer(o.regions[0], np.dtype(np.float64))
     return {np.add: "add", np.maximum: "max", np.minimum: "max"}.get(fn)
 
 
 def _carried(o: XlaOp, vals: list[Value], errs: list[np.ndarray[Any, Any] | None], out: np.ndarray[Any, Any],
-             ev: _Evaluator) -> np.ndarray[Any, Any] | None:
+             ev: Evaluator) -> np.ndarray[Any, Any] | None:
     """The operands' error bounds carried through ``o`` to its value ``out`` (None: not carried)."""
     op = o.opcode
     props = o.opdef.props
@@ -151,9 +151,9 @@ def _carried(o: XlaOp, vals: list[Value], errs: list[np.ndarray[Any, Any] | None
     if rule is None:
         return None
     with np.errstate(all="ignore"):
-        if op in _ELEMENTWISE and (out.dtype.kind == "c" or any(_is_complex(v) for v in vals)):
+        if op in ELEMENTWISE_OPS and (out.dtype.kind == "c" or any(_is_complex(v) for v in vals)):
             return _spread(rule, o, vals, errs, out, ev)
-        if op in _ELEMENTWISE:
+        if op in ELEMENTWISE_OPS:
             worst = np.zeros(out.shape, np.float64)
             moved = [k for k, e in enumerate(errs) if e is not None]
             for signs in range(1 << len(moved)):
@@ -169,38 +169,38 @@ def _carried(o: XlaOp, vals: list[Value], errs: list[np.ndarray[Any, Any] | None
                 if e is not None:
                     carry.append(e * e if summing else e)
                 else:
-                    carry.append(np.zeros(np.shape(v), np.float64) if _is_float_array(v) else v)
+                    carry.append(np.zeros(np.shape(v), np.float64) if is_float_array(v) else v)
             if props.sums and len(vals) == 2:  # (operand, init): the init's error counts once
                 carry[1] = np.zeros(np.shape(vals[1]), np.float64)
-            spread = _magnitude(rule(_Widened(o), carry, ev))  # type: ignore[arg-type]
+            spread = magnitude(rule(Widened(o), carry, ev))  # type: ignore[arg-type]
             return np.sqrt(spread) if summing else spread
         if props.bilinear and len(vals) == 2:
-            wide_o = _Widened(o)
-            squares = [_magnitude(v) ** 2 for v in vals]
+            wide_o = Widened(o)
+            squares = [magnitude(v) ** 2 for v in vals]
             total = np.zeros(out.shape, np.float64)
             if errs[0] is not None:
-                total += _magnitude(rule(wide_o, [errs[0] ** 2, squares[1]], ev))  # type: ignore[arg-type]
+                total += magnitude(rule(wide_o, [errs[0] ** 2, squares[1]], ev))  # type: ignore[arg-type]
             if errs[1] is not None:
-                total += _magnitude(rule(wide_o, [squares[0], errs[1] ** 2], ev))  # type: ignore[arg-type]
+                total += magnitude(rule(wide_o, [squares[0], errs[1] ** 2], ev))  # type: ignore[arg-type]
             return np.sqrt(total)
     return None
 
 
 def _probe(rule: Rule, o: Any, vals: list[Value], moves: Mapping[int, Any], base: np.ndarray[Any, Any],
-           ev: _Evaluator) -> np.ndarray[Any, Any]:
+           ev: Evaluator) -> np.ndarray[Any, Any]:
     """``|rule(vals + moves) - base|`` per element for an element-wise op ``o`` whose value on
     ``vals`` is ``base``. Where a move takes an operand out of the op's domain (a non-finite value
     where ``base`` is finite: the square root of a sum of squares moved below 0), the move is
     halved there until it is inside: the device's operands, for which it gave a finite value, lie
     within."""
-    wide_base = _wide(np.asarray(base))
+    wide_base = widened(np.asarray(base))
     t: Any = 1.0
     shrink = all(np.shape(vals[k]) == wide_base.shape for k in moves)
     for _ in range(64):
         args = list(vals)
         for k, d in moves.items():
-            args[k] = _wide(np.asarray(vals[k])) + t * np.broadcast_to(d, np.shape(vals[k]))
-        got = _wide(np.asarray(rule(o, args, ev)))
+            args[k] = widened(np.asarray(vals[k])) + t * np.broadcast_to(d, np.shape(vals[k]))
+        got = widened(np.asarray(rule(o, args, ev)))
         outside = ~np.isfinite(got) & np.isfinite(wide_base)
         if not shrink or not outside.any():
             break
@@ -210,7 +210,7 @@ def _probe(rule: Rule, o: Any, vals: list[Value], moves: Mapping[int, Any], base
 
 
 def _spread(rule: Rule, o: Any, vals: list[Value], errs: Sequence[np.ndarray[Any, Any] | None],
-            base: np.ndarray[Any, Any], ev: _Evaluator) -> np.ndarray[Any, Any]:
+            base: np.ndarray[Any, Any], ev: Evaluator) -> np.ndarray[Any, Any]:
     """How far the element-wise op ``o`` (its value ``base`` on ``vals``) can move when its operands
     move by up to ``errs`` (a bound of each element's modulus; None: not moved), to first order:
     each operand alone moved by +-e, and a complex one by +-ie too. An operand's error d (|d| <= e)
@@ -221,7 +221,7 @@ def _spread(rule: Rule, o: Any, vals: list[Value], errs: Sequence[np.ndarray[Any
     for k, e in enumerate(errs):
         if e is None:
             continue
-        v = _wide(np.asarray(vals[k]))
+        v = widened(np.asarray(vals[k]))
         step = np.broadcast_to(e, v.shape)
         parts = []
         for direction in ((1.0, 1j) if v.dtype.kind == "c" else (1.0,)):
@@ -233,31 +233,31 @@ def _spread(rule: Rule, o: Any, vals: list[Value], errs: Sequence[np.ndarray[Any
     return total
 
 
-def _call_bounds(o: XlaOp, vals: list[Value], errs: list[Any], env: dict[int, Value], ev: _Evaluator) -> Any:
+def _call_bounds(o: XlaOp, vals: list[Value], errs: list[Any], env: dict[int, Value], ev: Evaluator) -> Any:
     """The bounds of the results of call ``o`` (of scope ``env``, on ``vals`` carrying ``errs``): the
-    function's ops followed one by one (:func:`_error_bounds`), on the values the evaluator
+    function's ops followed one by one (:func:`error_bounds`), on the values the evaluator
     recorded in this call, or, when it recorded none (an evaluator made without
-    :meth:`_Evaluator.record_calls`), on the call evaluated again."""
+    :meth:`Evaluator.record_calls`), on the call evaluated again."""
     recorded = ev.called.get((id(env), id(o)))
     if recorded is None:
-        g = ev.callee(_callee_name(o, ev))
-        inner = {id(p): _out(a, p.shape) for p, a in zip(g.params, vals, strict=True)}
+        g = ev.callee(callee_name(o, ev))
+        inner = {id(p): as_output(a, p.shape) for p, a in zip(g.params, vals, strict=True)}
         ev.called[id(env), id(o)] = (g, inner)  # kept alive with its id, a key of the calls it makes
         ev.record_calls(inner)
         ev.run_graph([*g.outputs, *g.effects], inner)
     else:
         g, inner = recorded
     seeds = {id(p): e for p, e in zip(g.params, errs, strict=True) if e is not None}
-    inside = _error_bounds(g.outputs, inner, ev, seeds)
+    inside = error_bounds(g.outputs, inner, ev, seeds)
     res = tuple(inside.get(id(x)) for x in g.outputs)
     return res[0] if len(res) == 1 else res
 
 
 def _region_bounds(r: Region, args: Sequence[Value], arg_errs: Sequence[Any], env: dict[int, Value],
-                   ev: _Evaluator, outer: Mapping[int, Any]) -> tuple[list[Value], list[Any]]:
+                   ev: Evaluator, outer: Mapping[int, Any]) -> tuple[list[Value], list[Any]]:
     """Region ``r`` run on ``args`` (its block arguments, carrying ``arg_errs``; a branch's bound
     values instead, when it has bindings) in scope ``env`` (whose values carry the bounds ``outer``):
-    the values of its results and their bounds, its ops followed one by one (:func:`_error_bounds`)."""
+    the values of its results and their bounds, its ops followed one by one (:func:`error_bounds`)."""
     inner = dict(env)
     seeds: dict[int, Any] = {id(c): outer.get(id(c)) for c in r.captures}
     if r.bindings is not None:
@@ -269,13 +269,13 @@ def _region_bounds(r: Region, args: Sequence[Value], arg_errs: Sequence[Any], en
     ev.record_calls(inner)  # the bounds follow the calls the region makes on the values they had
     try:
         vals = ev.run_graph([*r.results, *r.effects], inner)[: len(r.results)]
-        inside = _error_bounds(r.results, inner, ev, seeds)
+        inside = error_bounds(r.results, inner, ev, seeds)
     finally:
         ev.forget(inner)
     return vals, [inside.get(id(x)) for x in r.results]
 
 
-def _while_bounds(o: XlaOp, vals: list[Value], errs: list[Any], env: dict[int, Value], ev: _Evaluator,
+def _while_bounds(o: XlaOp, vals: list[Value], errs: list[Any], env: dict[int, Value], ev: Evaluator,
                   outer: Mapping[int, Any]) -> Any:
     """The bounds of the results of loop ``o`` (of scope ``env``, whose values carry ``outer``; its
     operands ``vals`` carry ``errs``): its body followed op by op (:func:`_region_bounds`) on every
@@ -292,10 +292,10 @@ def _while_bounds(o: XlaOp, vals: list[Value], errs: list[Any], env: dict[int, V
             ev.current = env
     finally:
         ev.current = saved
-    return tuple(state_errs) if isinstance(_results(o, state), tuple) else state_errs[0]
+    return tuple(state_errs) if isinstance(results_of(o, state), tuple) else state_errs[0]
 
 
-def _branch_bounds(o: XlaOp, vals: list[Value], env: dict[int, Value], ev: _Evaluator,
+def _branch_bounds(o: XlaOp, vals: list[Value], env: dict[int, Value], ev: Evaluator,
                    outer: Mapping[int, Any]) -> Any:
     """The bounds of the results of conditional ``o`` (``stablehlo.if`` / ``case``, of scope ``env``
     whose values carry ``outer``): the branch it took (as its rule picks it) followed op by op."""
@@ -306,10 +306,10 @@ def _branch_bounds(o: XlaOp, vals: list[Value], env: dict[int, Value], ev: _Eval
     else:
         branch = o.regions[i if 0 <= i < n else n - 1]
     outs, errs = _region_bounds(branch, [], [], env, ev, outer)
-    return tuple(errs) if isinstance(_results(o, outs), tuple) else errs[0]
+    return tuple(errs) if isinstance(results_of(o, outs), tuple) else errs[0]
 
 
-class _Widened:
+class Widened:
     """An op seen with a float64 result type (``dtype``), so that its rule computes error bounds in
     float64 (a bound is a magnitude, not a value of the op's type); with complex128, the exact
     value of a complex op."""
@@ -344,10 +344,10 @@ def _compute_eps(dtype: np.dtype[Any]) -> float:
     complex64, of f32 components)."""
     dt = np.dtype(dtype)
     wide = dt.itemsize >= (16 if dt.kind == "c" else 8)
-    return _eps(np.dtype(np.float64)) if wide else _eps(np.dtype(np.float32))
+    return type_eps(np.dtype(np.float64)) if wide else type_eps(np.dtype(np.float32))
 
 
-def _own_rounding(o: XlaOp, vals: list[Value], out: np.ndarray[Any, Any], ev: _Evaluator) -> np.ndarray[Any, Any]:
+def own_rounding(o: XlaOp, vals: list[Value], out: np.ndarray[Any, Any], ev: Evaluator) -> np.ndarray[Any, Any]:
     """How far XLA's value of ``o`` may be from the reference's on the same operands: nothing for
     an op XLA rounds correctly (add, multiply, divide, sqrt, convert, moves...); for a sum, a dot or
     a convolution, an error of sqrt(terms) ulps (of its accumulation type) of the magnitude of its
@@ -367,15 +367,15 @@ def _own_rounding(o: XlaOp, vals: list[Value], out: np.ndarray[Any, Any], ev: _E
             and (row is None or row.kind != "ulps")):
         return zero
     rule = rule_of(o)
-    eps_out = _eps(out.dtype)
+    eps_out = type_eps(out.dtype)
     if rule is None or not all(isinstance(v, np.ndarray) for v in vals):
-        return eps_out * _magnitude(out)
+        return eps_out * magnitude(out)
     eps = _compute_eps(out.dtype)
     with np.errstate(all="ignore"):
-        wide: Any = _Widened(o)  # the op with a float64 result: its rule gives magnitudes
-        exact_op: Any = _Widened(o, np.complex128) if out.dtype.kind == "c" else wide  # and the exact value
+        wide: Any = Widened(o)  # the op with a float64 result: its rule gives magnitudes
+        exact_op: Any = Widened(o, np.complex128) if out.dtype.kind == "c" else wide  # and the exact value
         if props.bilinear and len(vals) == 2:
-            terms = _magnitude(rule(wide, [_magnitude(v) for v in vals], ev))
+            terms = magnitude(rule(wide, [magnitude(v) for v in vals], ev))
             k = max(vals[0].size * vals[1].size / max(out.size, 1), 1.0) ** 0.5  # the contraction size
             exact = np.asarray(rule(exact_op, vals, ev))
             if ev.model.platform == "cpu" and ev.precision is None:  # f32 products, f32 sums
@@ -383,25 +383,25 @@ def _own_rounding(o: XlaOp, vals: list[Value], out: np.ndarray[Any, Any], ev: _E
             dp = dot_precision(o, (vals[0].dtype, vals[1].dtype), ev.model, ev.precision, ev.emulate)
             acc = max(dp.acc_eps, eps if out.dtype.itemsize < 8 else 0.0)
             return _flip(exact, (dp.product_rel + acc * k ** 0.5) * terms, out.dtype)
-        if row is not None and row.kind == "ulps" and op in _ELEMENTWISE and not cplx:  # real functions
+        if row is not None and row.kind == "ulps" and op in ELEMENTWISE_OPS and not cplx:  # real functions
             exact = np.asarray(rule(exact_op, vals, ev))
             ulps, r_atol, r_rtol = function_ulps(o, ev.model, row)  # result_accuracy where set
-            mag = _magnitude(exact)
+            mag = magnitude(exact)
             return _flip(exact, np.maximum(ulps * eps * mag, np.maximum(r_atol, r_rtol * mag)), out.dtype)
         if props.sums and _sum_kind(o) == "add" and len(vals) == 2:
-            terms = _magnitude(rule(wide, [_magnitude(vals[0]), np.zeros(np.shape(vals[1]))], ev))
+            terms = magnitude(rule(wide, [magnitude(vals[0]), np.zeros(np.shape(vals[1]))], ev))
             k = max(vals[0].size / max(out.size, 1), 1.0) ** 0.5
             exact = np.asarray(rule(exact_op, vals, ev))
             return _flip(exact, eps * k * terms, out.dtype)
-        if op in _ELEMENTWISE:
+        if op in ELEMENTWISE_OPS:
             exact = np.asarray(rule(exact_op, vals, ev))
-            return _flip(exact, _IMPL_ULPS * eps * _magnitude(exact), out.dtype)
-    return eps_out * _magnitude(out)
+            return _flip(exact, _IMPL_ULPS * eps * magnitude(exact), out.dtype)
+    return eps_out * magnitude(out)
 
 
-class _OutputScale(float):
-    """An output's term scale (a float, as :func:`_output_scale` gives it) with the per-element
-    error bound (:func:`_error_bounds`) its value carries, or None, in ``bound``."""
+class OutputScale(float):
+    """An output's term scale (a float, as :func:`output_scale` gives it) with the per-element
+    error bound (:func:`error_bounds`) its value carries, or None, in ``bound``."""
 
     bound: np.ndarray[Any, Any] | None
     #: the value is a dot's or a convolution's (through moves): the default tolerance is its bound
@@ -411,7 +411,7 @@ class _OutputScale(float):
     #: the value's op is bit-exact on the device's operands (moves, comparisons, selects...)
     exact: bool
 
-    def __new__(cls, value: float, bound: Any = None, modeled: bool = False, exact: bool = False) -> _OutputScale:
+    def __new__(cls, value: float, bound: Any = None, modeled: bool = False, exact: bool = False) -> OutputScale:
         self = super().__new__(cls, value)
         self.bound = bound if isinstance(bound, np.ndarray) else None
         self.modeled = modeled or exact
@@ -419,7 +419,7 @@ class _OutputScale(float):
         return self
 
 
-def _made_by_dot(node: XlaOp) -> bool:
+def made_by_dot(node: XlaOp) -> bool:
     """Whether ``node`` is a dot's or a convolution's value, seen through ops that only move values."""
     for _ in range(64):
         if node.opdef.props.bilinear:
@@ -430,11 +430,11 @@ def _made_by_dot(node: XlaOp) -> bool:
     return False
 
 
-def _error_bounds(outputs: Sequence[XlaOp], env: dict[int, Value], ev: _Evaluator,
+def error_bounds(outputs: Sequence[XlaOp], env: dict[int, Value], ev: Evaluator,
                   seeds: Mapping[int, Any] | None = None) -> dict[int, Any]:
     """Per float or complex node of the graph that ``outputs`` read (``env``: its values): a
     per-element bound (float64 array of the value's shape; a tuple of them for several results) of
-    the rounding error its value may carry (see the comment above :data:`_BOUND_MARGIN`). ``seeds``: the
+    the rounding error its value may carry (see the comment above :data:`BOUND_MARGIN`). ``seeds``: the
     bounds its parameters carry in (a called function's, from the call's operands; else none)."""
     nodes: dict[int, XlaOp] = {}
     bounds: dict[int, Any] = dict(seeds or {})
@@ -459,14 +459,14 @@ def _error_bounds(outputs: Sequence[XlaOp], env: dict[int, Value], ev: _Evaluato
     return bounds
 
 
-def _follow(nodes: dict[int, XlaOp], bounds: dict[int, Any], env: dict[int, Value], ev: _Evaluator) -> None:
-    """The bounds of ``nodes`` (of scope ``env``) into ``bounds``, in creation order (see :func:`_error_bounds`)."""
+def _follow(nodes: dict[int, XlaOp], bounds: dict[int, Any], env: dict[int, Value], ev: Evaluator) -> None:
+    """The bounds of ``nodes`` (of scope ``env``) into ``bounds``, in creation order (see :func:`error_bounds`)."""
     for o in sorted(nodes.values(), key=lambda n: n.id):
         if id(o) in bounds:  # a seeded parameter
             continue
         out = env[id(o)]
         vals = [env[id(x)] for x in o.operands]
-        errs = [bounds.get(id(x)) if isinstance(bounds.get(id(x)), np.ndarray) and _is_float_array(v) else None
+        errs = [bounds.get(id(x)) if isinstance(bounds.get(id(x)), np.ndarray) and is_float_array(v) else None
                 for x, v in zip(o.operands, vals, strict=True)]
         if o.opdef is GET_TUPLE_ELEMENT:
             e = bounds.get(id(o.operands[0]))
@@ -485,16 +485,16 @@ def _follow(nodes: dict[int, XlaOp], bounds: dict[int, Any], env: dict[int, Valu
             continue
         if isinstance(out, tuple):  # several results: each carries the largest bound in
             top = max((float(np.max(e, initial=0.0)) for e in errs if e is not None), default=0.0)
-            bounds[id(o)] = tuple(np.full(np.shape(r), top) + _eps(r.dtype) * _magnitude(r) if _is_float_array(r)
+            bounds[id(o)] = tuple(np.full(np.shape(r), top) + type_eps(r.dtype) * magnitude(r) if is_float_array(r)
                                   else None for r in out)
             continue
         flips = _flips(o, vals, bounds)
-        if flips is not None and not _is_float_array(out):
+        if flips is not None and not is_float_array(out):
             bounds[id(o)] = flips  # a predicate that may come out the other way
             continue
-        if not _is_float_array(out):
+        if not is_float_array(out):
             continue
-        own = _own_rounding(o, vals, out, ev) if o.opdef is not PARAMETER and not o.opdef.same_op(CONSTANT) \
+        own = own_rounding(o, vals, out, ev) if o.opdef is not PARAMETER and not o.opdef.same_op(CONSTANT) \
             else np.zeros(out.shape, np.float64)
         branch = _branch_flips(o, vals, bounds, out)
         if branch is not None:
@@ -514,19 +514,19 @@ def _follow(nodes: dict[int, XlaOp], bounds: dict[int, Any], env: dict[int, Valu
 
 def _flips(o: XlaOp, vals: list[Value], bounds: dict[int, Any]) -> np.ndarray[Any, Any] | None:
     """Where a predicate may come out the other way on a device whose operands are off by their
-    bounds (1.0 there, 0.0 elsewhere: a comparison whose float operands are within ``_BOUND_MARGIN``
+    bounds (1.0 there, 0.0 elsewhere: a comparison whose float operands are within ``BOUND_MARGIN``
     times their bounds of each other; a boolean op of such predicates), or None (never). A
     ``select`` of such a predicate may take either branch (:func:`_branch_flips`), a ReLU's gradient
     for one: first-order bounds do not see a branch change."""
     masks = [bounds.get(id(x)) for x in o.operands]
-    if o.opdef.same_op(COMPARE) and len(vals) == 2 and all(_is_float_array(v) for v in vals):
+    if o.opdef.same_op(COMPARE) and len(vals) == 2 and all(is_float_array(v) for v in vals):
         errs = [m if isinstance(m, np.ndarray) else np.zeros(()) for m in masks]
         if not any(e.any() for e in errs):
             return None
         with np.errstate(all="ignore"):
             wide = np.complex128 if any(_is_complex(v) for v in vals) else np.float64
-            gap = np.abs(_wide(np.asarray(vals[0])).astype(wide) - _wide(np.asarray(vals[1])).astype(wide)).real
-            reach = _BOUND_MARGIN * (errs[0] + errs[1])
+            gap = np.abs(widened(np.asarray(vals[0])).astype(wide) - widened(np.asarray(vals[1])).astype(wide)).real
+            reach = BOUND_MARGIN * (errs[0] + errs[1])
             return np.asarray(np.where(~(gap > reach), 1.0, 0.0))
     if o.opdef.props.logical and all(isinstance(v, np.ndarray) and v.dtype == np.bool_ for v in vals):
         found = [m for m in masks if isinstance(m, np.ndarray)]
@@ -546,11 +546,11 @@ def _branch_flips(o: XlaOp, vals: list[Value], bounds: dict[int, Any], out: np.n
         return None
     with np.errstate(all="ignore"):
         if o.opdef.same_op(SELECT) and len(vals) == 3:
-            t, f = (_wide(np.asarray(v)).astype(np.float64) for v in vals[1:])
+            t, f = (widened(np.asarray(v)).astype(np.float64) for v in vals[1:])
             gap = np.abs(np.broadcast_to(t, out.shape) - np.broadcast_to(f, out.shape))
-            # the branches' distance, once: an output's tolerance is _BOUND_MARGIN times its bound
+            # the branches' distance, once: an output's tolerance is BOUND_MARGIN times its bound
             return np.where(np.broadcast_to(mask, out.shape) > 0, np.where(np.isfinite(gap), gap, 0.0),
-                            0.0) / _BOUND_MARGIN
+                            0.0) / BOUND_MARGIN
         if o.opdef.same_op(CONVERT):
-            return np.broadcast_to(mask, out.shape).astype(np.float64) / _BOUND_MARGIN
+            return np.broadcast_to(mask, out.shape).astype(np.float64) / BOUND_MARGIN
     return None

@@ -25,7 +25,7 @@ import numpy as np
 from ..builder import Region, XlaOp
 from ..ops.elementwise import BINARY, COMPARE, SELECT, UNARY
 from ..ops.sources import CONSTANT
-from ._evaluator import Value, _dtype, _Evaluator, _is_float, _total_order_key
+from ._walk import Evaluator, Value, dtype_of, is_float, total_order_key
 
 __all__: list[str] = []
 
@@ -73,7 +73,7 @@ def _params_of(node: XlaOp, r: Region) -> set[int]:
     return out
 
 
-def _attrs_equal(a: XlaOp, b: XlaOp, ev: _Evaluator) -> bool:
+def _attrs_equal(a: XlaOp, b: XlaOp, ev: Evaluator) -> bool:
     if set(a.attrs) != set(b.attrs):
         return False
     for name in a.attrs:
@@ -92,7 +92,7 @@ def _attrs_equal(a: XlaOp, b: XlaOp, ev: _Evaluator) -> bool:
     return True
 
 
-def _same_expr(a: XlaOp, b: XlaOp, pa: XlaOp, pb: XlaOp, ev: _Evaluator) -> bool:
+def _same_expr(a: XlaOp, b: XlaOp, pa: XlaOp, pb: XlaOp, ev: Evaluator) -> bool:
     """Whether ``b`` is ``a`` with the block argument ``pa`` replaced by ``pb``, node for node."""
     memo: dict[tuple[int, int], bool] = {}
 
@@ -113,11 +113,11 @@ def _same_expr(a: XlaOp, b: XlaOp, pa: XlaOp, pb: XlaOp, ev: _Evaluator) -> bool
     return same(a, b)
 
 
-def _kind(node: XlaOp, compare: XlaOp, ev: _Evaluator) -> str:
-    dt = _dtype(node.shape)
+def _kind(node: XlaOp, compare: XlaOp, ev: Evaluator) -> str:
+    dt = dtype_of(node.shape)
     if dt.kind == "c":
         raise _Decline
-    if _is_float(dt):
+    if is_float(dt):
         return "TOTALORDER" if ev.attr(compare, "compare_type") == "TOTALORDER" else "FLOAT"
     if dt.kind not in "iub":
         raise _Decline
@@ -127,7 +127,7 @@ def _kind(node: XlaOp, compare: XlaOp, ev: _Evaluator) -> str:
 class _Reader:
     """Reads one comparator: its keys, and its value on every combination of their relations."""
 
-    def __init__(self, r: Region, ev: _Evaluator) -> None:
+    def __init__(self, r: Region, ev: Evaluator) -> None:
         self.r = r
         self.ev = ev
         self.keys: list[tuple[int, XlaOp, str]] = []  # (operand, lhs-side expression, kind)
@@ -167,12 +167,12 @@ class _Reader:
         if id(o) in self.memo:
             return
         self.memo[id(o)] = None
-        if _dtype(o.shape) != np.bool_ or o.shape.dimensions() != ():
+        if dtype_of(o.shape) != np.bool_ or o.shape.dimensions() != ():
             raise _Decline
         op = o.opdef
         if op.same_op(COMPARE):
             a, b = o.operands
-            if _dtype(a.shape) == np.bool_ and (a.opdef.same_op(COMPARE) or b.opdef.same_op(COMPARE)):
+            if dtype_of(a.shape) == np.bool_ and (a.opdef.same_op(COMPARE) or b.opdef.same_op(COMPARE)):
                 raise _Decline  # a comparison of comparisons
             key, lhs_first = self.key_of(a, b, o)
             direction = str(self.ev.attr(o, "comparison_direction"))
@@ -240,7 +240,7 @@ def _lexicographic(f: np.ndarray[Any, Any], rel: list[np.ndarray[Any, Any]]) -> 
     return order
 
 
-def read_comparator(r: Region, ev: _Evaluator) -> list[SortKey] | None:
+def read_comparator(r: Region, ev: Evaluator) -> list[SortKey] | None:
     """The lexicographic keys comparator ``r`` orders by (most significant first), or None when it
     is not read (see the module's docstring)."""
     if r.bindings is not None or r.captures or r.effects or len(r.results) != 1 or len(r.params) % 2:
@@ -261,7 +261,7 @@ def read_comparator(r: Region, ev: _Evaluator) -> list[SortKey] | None:
             for k, desc in order]
 
 
-def key_values(key: SortKey, operand: np.ndarray[Any, Any], ev: _Evaluator) -> np.ndarray[Any, Any] | None:
+def key_values(key: SortKey, operand: np.ndarray[Any, Any], ev: Evaluator) -> np.ndarray[Any, Any] | None:
     """int64 values of ``operand`` (any shape) that order as ``key`` orders its elements (ascending:
     reversed for a descending key), or None when no such values exist (a ``FLOAT`` comparison of a
     NaN, which is unordered against everything: the caller keeps its exact path)."""
@@ -273,12 +273,12 @@ def key_values(key: SortKey, operand: np.ndarray[Any, Any], ev: _Evaluator) -> n
         v = ev.run_graph([key.expr], env)[0]
     v = np.broadcast_to(np.asarray(v), operand.shape)
     if key.kind == "TOTALORDER":
-        out = _total_order_key(v)
+        out = total_order_key(v)
     elif key.kind == "FLOAT":
         w = v.astype(np.float64)
         if np.isnan(w).any():
             return None
-        out = _total_order_key(np.where(w == 0, 0.0, w))  # -0.0 == +0.0
+        out = total_order_key(np.where(w == 0, 0.0, w))  # -0.0 == +0.0
     elif v.dtype == np.uint64:
         out = (v ^ np.uint64(1 << 63)).view(np.int64)  # order-preserving into int64
     else:

@@ -7,8 +7,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import XlaSdkError
-from ._evaluator import CompareReport
 from ._outputs import run_and_compare
+from ._report import CompareReport
 
 if TYPE_CHECKING:
     from ..computation import XlaComputation
@@ -131,7 +131,7 @@ def compare(
                 progress=progress))
         elif bisect == "ops" and other_device:  # each device's ops are judged by its own model
             from ..runtime import CompileOptions
-            from ._evaluator import STRICT_PRECISION
+            from ._report import STRICT_PRECISION
 
             strict = CompileOptions(env_option_overrides={**({} if excess_precision else dict(STRICT_PRECISION)),
                                                           **(xla_flags or {})})

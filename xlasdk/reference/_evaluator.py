@@ -14,7 +14,7 @@ guessed.
 reports per output with this module's :class:`CompareReport`.
 
 **Rules.** An op's evaluation rule is ``rule(node, operands, ev) -> value``: operands are numpy
-arrays (tuples for multi-result ops), ``ev`` (the :class:`_Evaluator`) reads attributes and
+arrays (tuples for multi-result ops), ``ev`` (the :class:`Evaluator`) reads attributes and
 evaluates regions. Each rule is bound to its row of the op table (:attr:`OpDef.evaluate
 <xlasdk._optable.OpDef.evaluate>`, with :func:`~xlasdk._optable.evaluates`) in the module of this
 package that mirrors the op's family (``reference/indexing.py`` for ``ops/indexing.py``'s
@@ -25,9 +25,11 @@ jaxlib's CPU lowering...), and the ops that a loaded module holds and the table 
 (:data:`OPAQUE_RULES`, by op name: ``func.call``, ``mhlo.copy``, ``stablehlo.dot``...).
 :data:`RULES` and :data:`REFUSED` are read-only views of all of them by op name.
 
-The code lives in three modules below this one, whose names are all re-exported here (import them
-from here): :mod:`._walk` (the rule tables, the walk, the helpers the families share),
-:mod:`._bounds` (output scales and error bounds) and :mod:`._report` (comparing an output, the report).
+The code lives in three modules below this one: :mod:`._walk` (the rule tables, the
+:class:`~._walk.Evaluator` every rule receives, the helpers the families share), :mod:`._bounds`
+(output scales and error bounds) and :mod:`._report` (comparing an output, the report). This module
+re-exports only the public names of its ``__all__``; everything else is imported from the module that
+defines it.
 """
 
 
@@ -36,54 +38,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import ml_dtypes as _ml_dtypes
 import numpy as np
 
-from ._bounds import _BOUND_MARGIN as _BOUND_MARGIN
-from ._bounds import _error_bounds as _error_bounds
-from ._bounds import _is_float_array as _is_float_array
-from ._bounds import _made_by_dot as _made_by_dot
-from ._bounds import _magnitude as _magnitude
-from ._bounds import _output_scale as _output_scale
-from ._bounds import _OutputScale as _OutputScale
-from ._bounds import _own_rounding as _own_rounding
-from ._bounds import _Widened as _Widened
+from ._bounds import OutputScale, error_bounds, made_by_dot, output_scale
 from ._orders import with_order
 from ._precision import device_kind
-from ._report import STRICT_PRECISION as STRICT_PRECISION
-from ._report import CompareReport as CompareReport
-from ._report import OutputComparison as OutputComparison
-from ._report import _compare_one as _compare_one
-from ._report import _ulps as _ulps
-from ._report import default_tolerance as default_tolerance
-from ._walk import _ELEMENTWISE as _ELEMENTWISE
-from ._walk import CUSTOM_CALL_RULES as CUSTOM_CALL_RULES
-from ._walk import OPAQUE_RULES as OPAQUE_RULES
-from ._walk import REFUSED as REFUSED
-from ._walk import RULES as RULES
-from ._walk import Rule as Rule
-from ._walk import UnsupportedOpError as UnsupportedOpError
-from ._walk import Value as Value
-from ._walk import _callee_name as _callee_name
-from ._walk import _check_elementwise as _check_elementwise
-from ._walk import _combine as _combine
-from ._walk import _dtype as _dtype
-from ._walk import _Evaluator as _Evaluator
-from ._walk import _is_float as _is_float
-from ._walk import _is_ml_float as _is_ml_float
-from ._walk import _numpy_reducer as _numpy_reducer
-from ._walk import _out as _out
-from ._walk import _result_shapes as _result_shapes
-from ._walk import _results as _results
-from ._walk import _total_order_key as _total_order_key
-from ._walk import _wide as _wide
-from ._walk import evaluates_opaque as evaluates_opaque
-from ._walk import rule_of as rule_of
+from ._report import CompareReport, OutputComparison, default_tolerance
+from ._walk import CUSTOM_CALL_RULES, OPAQUE_RULES, REFUSED, RULES, Evaluator, UnsupportedOpError, Value, dtype_of
 
 if TYPE_CHECKING:
     from ..computation import XlaComputation
-
-ml_dtypes: Any = _ml_dtypes  # untyped functions (finfo)
 
 __all__ = ["evaluate", "CompareReport", "OutputComparison", "UnsupportedOpError", "RULES", "REFUSED",
            "CUSTOM_CALL_RULES", "OPAQUE_RULES", "default_tolerance"]
@@ -109,14 +73,14 @@ def evaluate(computation: XlaComputation, *args: Any) -> list[np.ndarray[Any, An
     ShapeError, DTypeError
         Wrong number of arguments, or one of the wrong shape or element type.
     """
-    return _reference(computation, args, scales=False)[0]
+    return run_reference(computation, args, scales=False)[0]
 
 
-def _reference(computation: XlaComputation, args: Sequence[Any], scales: bool = True,
+def run_reference(computation: XlaComputation, args: Sequence[Any], scales: bool = True,
                callees: dict[str, Any] | None = None, model: Any = None) -> tuple[list[np.ndarray[Any, Any]],
                                                                                list[float]]:
     """The reference outputs and, per output (``scales``; else none), the term scale of the op that
-    produced it with the per-element error bound its value carries (:class:`_OutputScale`).
+    produced it with the per-element error bound its value carries (:class:`OutputScale`).
     ``callees``: the called functions' graphs, shared by the evaluators of several simulated devices.
     ``model``: ``(device kind, precision or None, emulate)``, the error model the bounds follow
     (:mod:`._precision`; default: the CPU's)."""
@@ -128,13 +92,13 @@ def _reference(computation: XlaComputation, args: Sequence[Any], scales: bool = 
     env: dict[int, Value] = {}
     for i, (p, a) in enumerate(zip(g.params, args, strict=True)):
         arr = np.asarray(a)
-        want = _dtype(p.shape)
+        want = dtype_of(p.shape)
         if arr.shape != tuple(p.shape.dimensions()):
             raise ShapeError(f"evaluate: argument {i} has shape {arr.shape}, parameter {i} is {p.shape}")
         if arr.dtype != want and not isinstance(a, (bool, int, float, complex)):  # as exe(...) checks them
             raise DTypeError(f"evaluate: argument {i} has element type {arr.dtype}, parameter {i} is {p.shape}")
         env[id(p)] = arr.astype(want, copy=False)
-    ev = _Evaluator(computation)
+    ev = Evaluator(computation)
     if model is not None:
         ev.model, ev.precision, ev.emulate = device_kind(model[0]), model[1], bool(model[2])
     if callees is not None:
@@ -144,7 +108,7 @@ def _reference(computation: XlaComputation, args: Sequence[Any], scales: bool = 
     outs = ev.run_graph([*g.outputs, *g.effects], env)[: len(g.outputs)]
     if not scales:  # the values alone (evaluate): no error bounds to carry
         return [np.asarray(o) for o in outs], []
-    bounds = _error_bounds(g.outputs, env, ev)
-    return [np.asarray(o) for o in outs], [with_order(_OutputScale(_output_scale(o, env, ev), bounds.get(id(o)),
-                                                                   _made_by_dot(o)), o, env, bounds, g.params)
+    bounds = error_bounds(g.outputs, env, ev)
+    return [np.asarray(o) for o in outs], [with_order(OutputScale(output_scale(o, env, ev), bounds.get(id(o)),
+                                                                   made_by_dot(o)), o, env, bounds, g.params)
                                            for o in g.outputs]

@@ -22,17 +22,18 @@ def own_bound(comp: Any, node: XlaOp, env: dict[int, Any], out: Any, kind: Devic
     """How far a correct device's value of ``node`` may be from its rule's value ``out`` on the
     operand values of ``env`` (per element, float64), by ``kind``'s model; None when it cannot be
     computed (the caller keeps the default tolerance)."""
-    from ._evaluator import _Evaluator, _is_float_array, _own_rounding
+    from ._bounds import is_float_array, own_rounding
+    from ._walk import Evaluator
 
-    if not _is_float_array(out) or any(id(x) not in env for x in node.operands):
+    if not is_float_array(out) or any(id(x) not in env for x in node.operands):
         return None
-    ev = _Evaluator(comp)
+    ev = Evaluator(comp)
     ev.model, ev.precision = kind, precision
     saved = ev.current
     ev.current = env
     try:
         with np.errstate(all="ignore"):
-            b = _own_rounding(node, [env[id(x)] for x in node.operands], np.asarray(out), ev)
+            b = own_rounding(node, [env[id(x)] for x in node.operands], np.asarray(out), ev)
     except Exception:  # noqa: BLE001 - a rule that cannot give magnitudes: no bound of its own
         return None
     finally:
@@ -51,9 +52,10 @@ def why_within(comp: Any, name: str, node: XlaOp, env: dict[int, Any], got: Any,
     """``"dot.3: up to 1.9e-3 relative, within TPU v5e DEFAULT precision (bf16 inputs; bound
     7.8e-3 of |A|·|B|)"`` for a dot/convolution or a function of tens of ulps whose device value
     ``got`` (on the device's operand values in ``env``) differs from its rule's; '' otherwise."""
-    from ._evaluator import _Evaluator, _magnitude, _wide, _Widened, rule_of
+    from ._bounds import Widened, magnitude
+    from ._walk import Evaluator, rule_of, widened
 
-    ev = _Evaluator(comp)
+    ev = Evaluator(comp)
     row = op_bound(node, kind)
     rule = rule_of(node)
     if row is None or rule is None or row.kind not in ("dot", "ulps") or any(id(x) not in env for x in node.operands):
@@ -63,10 +65,10 @@ def why_within(comp: Any, name: str, node: XlaOp, env: dict[int, Any], got: Any,
     if g.dtype.kind not in "fV" or not all(isinstance(v, np.ndarray) for v in vals):
         return ""
     with np.errstate(all="ignore"):
-        exact = np.asarray(rule(_Widened(node), vals, ev))  # type: ignore[arg-type]
-        err = np.abs(_wide(g).astype(np.float64) - exact)
+        exact = np.asarray(rule(Widened(node), vals, ev))  # type: ignore[arg-type]
+        err = np.abs(widened(g).astype(np.float64) - exact)
         if row.kind == "dot" and node.opdef.props.bilinear and len(vals) == 2:
-            terms = _magnitude(rule(_Widened(node), [_magnitude(v) for v in vals], ev))  # type: ignore[arg-type]
+            terms = magnitude(rule(Widened(node), [magnitude(v) for v in vals], ev))  # type: ignore[arg-type]
             rel = float(np.max(np.where(terms > 0, err / np.where(terms > 0, terms, 1.0), 0.0), initial=0.0))
             k = int(round(math.sqrt(max(vals[0].size * vals[1].size / max(g.size, 1), 1.0))))
             dp = dot_precision(node, (vals[0].dtype, vals[1].dtype), kind, precision)

@@ -39,7 +39,7 @@ def order_keys(node: Any, env: dict[int, Any], bounds: dict[int, Any]) -> OrderK
     """The keys ``node`` (an output of the graph) ranks, when it is the index result of a top_k
     whose float keys carry an error bound; None otherwise."""
     from .._optable import GET_TUPLE_ELEMENT
-    from ._bounds import _is_float_array
+    from ._bounds import is_float_array
 
     if node.opdef is not GET_TUPLE_ELEMENT or node.extra != 1 or not node.operands:
         return None
@@ -48,7 +48,7 @@ def order_keys(node: Any, env: dict[int, Any], bounds: dict[int, Any]) -> OrderK
     if not (t.opcode in _TOPK or t.opcode.endswith("custom_call") and "TopK" in target) or len(t.operands) != 1:
         return None
     keys, bound = env.get(id(t.operands[0])), bounds.get(id(t.operands[0]))
-    if not isinstance(keys, np.ndarray) or not _is_float_array(keys) or not isinstance(bound, np.ndarray) \
+    if not isinstance(keys, np.ndarray) or not is_float_array(keys) or not isinstance(bound, np.ndarray) \
             or bound.shape != keys.shape:
         return None
     return OrderKeys(np.asarray(keys).astype(np.float64), np.asarray(bound, np.float64))
@@ -112,14 +112,14 @@ def vacuous(carried: Any, equal: np.ndarray[Any, Any], tol: Any, w: np.ndarray[A
 
 
 def with_order(scale: Any, node: Any, env: dict[int, Any], bounds: dict[int, Any], params: Any = ()) -> Any:
-    """``scale`` (an output's :class:`~._evaluator._OutputScale`) with the keys its index output
+    """``scale`` (an output's :class:`~._bounds.OutputScale`) with the keys its index output
     ranks in ``order`` (:func:`order_keys`; None for other outputs) and in ``reach`` the largest
     finite magnitude of the program's float arguments ``params`` (their values in ``env``)."""
-    from ._bounds import _is_float_array
+    from ._bounds import is_float_array
 
     scale.order = order_keys(node, env, bounds)
     mags = [np.abs(v) for v in (env.get(id(p)) for p in params)
-            if isinstance(v, np.ndarray) and _is_float_array(v) and v.size]
+            if isinstance(v, np.ndarray) and is_float_array(v) and v.size]
     scale.reach = max((float(np.max(m, initial=0.0, where=np.isfinite(m))) for m in mags), default=0.0)
     if scale.order is not None:
         scale.order.reach = scale.reach

@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import XlaSdkError
-from ._evaluator import STRICT_PRECISION, CompareReport, UnsupportedOpError, _compare_one, _reference
+from ._evaluator import run_reference
+from ._report import STRICT_PRECISION, CompareReport, compare_one
+from ._walk import UnsupportedOpError
 
 if TYPE_CHECKING:
     from ..computation import XlaComputation
@@ -80,7 +82,7 @@ def run_and_compare(
     scales = [0.0] * len(got)
     if reference:
         try:
-            want, scales = _reference(computation, args, model=(kind, precision, False))
+            want, scales = run_reference(computation, args, model=(kind, precision, False))
         except XlaSdkError:
             raise
         except Exception as e:  # a value the evaluator cannot read: never a divergence
@@ -113,7 +115,7 @@ def run_and_compare(
     if len(want) != len(got):
         raise XlaSdkError(f"compare: the program has {len(got)} outputs, {label} gave {len(want)}")
     report = CompareReport(computation.name, label, [
-        _compare_one(i, g, w, rtol, atol, sc, ulps) for i, (g, w, sc) in enumerate(zip(got, want, scales,
+        compare_one(i, g, w, rtol, atol, sc, ulps) for i, (g, w, sc) in enumerate(zip(got, want, scales,
                                                                                         strict=True))])
     report.device_kind = kind.name
     if reference:
@@ -140,10 +142,10 @@ def both_models(computation: XlaComputation, args: Sequence[Any], kinds: Sequenc
     """Per output, the bounds of the error models of the devices of ``kinds`` added (``--against
     cpu:0`` from a TPU: each may be that far from the exact value), or no bounds (the default
     tolerances) where the reference cannot evaluate the program."""
-    from ._evaluator import _OutputScale
+    from ._bounds import OutputScale
 
     try:
-        per_kind = [_reference(computation, args, model=(k, precision, False))[1]
+        per_kind = [run_reference(computation, args, model=(k, precision, False))[1]
                     for k in dict.fromkeys(getattr(k, "name", k) for k in kinds)]
     except Exception:  # noqa: BLE001 - a program the reference cannot read: the default tolerances
         return [0.0] * n
@@ -151,7 +153,7 @@ def both_models(computation: XlaComputation, args: Sequence[Any], kinds: Sequenc
     for parts in zip(*per_kind, strict=True):
         bounds: list[np.ndarray[Any, Any]] = [b for b in (getattr(p, "bound", None) for p in parts) if b is not None]
         total = np.asarray(np.sum(bounds, axis=0)) if len(bounds) == len(parts) else None  # 0-d stays an array
-        out.append(_OutputScale(max(float(p) for p in parts), total, all(getattr(p, "modeled", False) for p in parts)))
+        out.append(OutputScale(max(float(p) for p in parts), total, all(getattr(p, "modeled", False) for p in parts)))
     return out
 
 
@@ -162,7 +164,7 @@ def _recorded(computation: XlaComputation, args: Sequence[Any], outputs: Sequenc
     from . import _precision_notes
 
     try:
-        want, scales = _reference(computation, args, model=(kind, precision, True))
+        want, scales = run_reference(computation, args, model=(kind, precision, True))
     except XlaSdkError:
         raise
     except Exception as e:  # noqa: BLE001 - a value the evaluator cannot read: never a divergence
@@ -171,7 +173,7 @@ def _recorded(computation: XlaComputation, args: Sequence[Any], outputs: Sequenc
     got = _given_outputs(want, outputs, "the recorded outputs")
     label = f"reference evaluator computing as {kind.label} does"
     report = CompareReport(computation.name, label, [
-        _compare_one(i, g, w, rtol, atol, sc, ulps) for i, (g, w, sc) in enumerate(zip(got, want, scales,
+        compare_one(i, g, w, rtol, atol, sc, ulps) for i, (g, w, sc) in enumerate(zip(got, want, scales,
                                                                                         strict=True))])
     report.device_kind = kind.name
     report.precision_notes = _precision_notes.precision_notes(computation, kind, precision, emulated=True)
@@ -226,6 +228,6 @@ def compare_outputs(
     g_list = [np.asarray(g) for g in got]
     w_list = _given_outputs(g_list, want, against)
     sc = list(scales) if scales is not None and len(scales) == len(g_list) else [0.0] * len(g_list)
-    return CompareReport(name, against, [_compare_one(i, g, w, rtol, atol, s)
+    return CompareReport(name, against, [compare_one(i, g, w, rtol, atol, s)
                                          for i, (g, w, s) in enumerate(zip(g_list, w_list, sc, strict=True))])
 

@@ -189,7 +189,7 @@ def _judge(p: Any, ins: Any, dev: dict[int, Any], hidden: set[int]) -> tuple[Out
     within its own bound; where some operands are not exposed (``hidden``), against the rules of
     it and the ops that make them from the exposed values before, within the bound carried over
     that group. None where an operand's value cannot be reached."""
-    from ._evaluator import _Evaluator
+    from ._walk import Evaluator
 
     group: list[Any] = []
     env: dict[int, Any] = {}
@@ -212,7 +212,7 @@ def _judge(p: Any, ins: Any, dev: dict[int, Any], hidden: set[int]) -> tuple[Out
         group.append(owner)
         stack.extend(y for y in p.main_inputs(owner.op) if y.shape.is_array())
     roots = p.slots[ins.index]
-    ev = _Evaluator(p.comp)
+    ev = Evaluator(p.comp)
     ev.run_graph(roots, env)
     worst: OutputComparison | None = None
     for n in roots:
@@ -230,20 +230,21 @@ def _check_group(p: Any, node: Any, got: np.ndarray[Any, Any], env: dict[int, An
                  group: Sequence[Any]) -> OutputComparison:
     """``node``'s device value against the rules of it and ``group`` (the hidden ops before it)
     from the exposed values, within the bound carried from those (seeded exact) over the group."""
-    from ._evaluator import _compare_one, _error_bounds, _made_by_dot, _output_scale, _OutputScale
+    from ._bounds import OutputScale, error_bounds, made_by_dot, output_scale
+    from ._report import compare_one
 
     inner = {id(n) for g in group for n in p.slots[g.index]} | {id(n) for n in p.slots[
         p.graph.instruction_of(node).index]}
     seeds = {k: np.zeros(np.shape(v)) if isinstance(v, np.ndarray) else None for k, v in env.items()
              if k not in inner}  # every exposed value read: the device's, taken as exact
-    bounds = _error_bounds([node], env, ev, seeds)
+    bounds = error_bounds([node], env, ev, seeds)
     try:
-        scale: float = _output_scale(node, env)
+        scale: float = output_scale(node, env)
     except KeyError:
         scale = 0.0
     s = p.settings
-    return _compare_one(0, got, np.asarray(env[id(node)]), s.rtol, s.atol,
-                        _OutputScale(scale, bounds.get(id(node)), _made_by_dot(node)), s.ulps)
+    return compare_one(0, got, np.asarray(env[id(node)]), s.rtol, s.atol,
+                        OutputScale(scale, bounds.get(id(node)), made_by_dot(node)), s.ulps)
 
 
 _MOVES = frozenset({"stablehlo.transpose", "stablehlo.reshape", "stablehlo.broadcast_in_dim", "stablehlo.broadcast"})
@@ -253,13 +254,14 @@ def _check(p: Any, node: Any, got: np.ndarray[Any, Any], want: np.ndarray[Any, A
            env: dict[int, Any]) -> OutputComparison:
     """``node``'s device value against its rule on the device's operand values ``env``, within the
     op's own bound; a top_k's index output by the order it gives on the device's own keys."""
-    from ._evaluator import _compare_one, _OutputScale
+    from ._bounds import OutputScale
     from ._orders import order_keys
+    from ._report import compare_one
 
     if want.dtype.kind in "iu":
         keys = order_keys(node, env, {k: np.zeros(np.shape(v)) for k, v in env.items() if isinstance(v, np.ndarray)})
         if keys is not None:
-            scale = _OutputScale(0.0)
+            scale = OutputScale(0.0)
             scale.order = keys  # type: ignore[attr-defined]
-            return _compare_one(0, got, want, None, None, scale, None)
+            return compare_one(0, got, want, None, None, scale, None)
     return p.check(node, got, want, env)  # type: ignore[no-any-return]

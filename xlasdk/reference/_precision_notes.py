@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ._evaluator import _callee_name, _dtype, _Evaluator
 from ._precision import DeviceKind, _elements, dot_precision, op_bound
+from ._walk import Evaluator, callee_name, dtype_of
 
 __all__ = ["precision_notes"]
 
@@ -20,13 +20,13 @@ def precision_notes(comp: Any, kind: DeviceKind, precision: str | None = None, e
     convolutions below f32, functions of tens of ulps or more), each with that bound, at most
     ``limit`` of them (then how many more)."""
     out: list[str] = []
-    ev = _Evaluator(comp)
+    ev = Evaluator(comp)
     todo: list[tuple[str, Any]] = [(ins.name, ins.op) for ins in comp.instructions()]
     seen: set[str] = set()
     for name, o in todo:  # the main graph's ops, then those of the functions it calls (XLA's fusions)
         if o.opdef.props.calls_function:
             try:
-                callee = _callee_name(o, ev)
+                callee = callee_name(o, ev)
                 if callee not in seen:
                     seen.add(callee)
                     todo.extend((f"{name}/{n.opcode.split('.')[-1]}", n) for n in _nodes(ev.callee(callee)))
@@ -34,12 +34,12 @@ def precision_notes(comp: Any, kind: DeviceKind, precision: str | None = None, e
                 pass
             continue
         row = op_bound(o, kind)
-        if row is None or not o.shape.is_array() or _dtype(o.shape).kind not in "fc":
+        if row is None or not o.shape.is_array() or dtype_of(o.shape).kind not in "fc":
             continue
         if row.kind == "dot" and len(o.operands) == 2:
             sizes = [_elements(x.shape) for x in o.operands]
             k = int(round(math.sqrt(max(sizes[0] * sizes[1] / max(_elements(o.shape), 1), 1.0))))
-            dp = dot_precision(o, tuple(_dtype(x.shape) for x in o.operands), kind, precision, emulated)
+            dp = dot_precision(o, tuple(dtype_of(x.shape) for x in o.operands), kind, precision, emulated)
             if dp.round_inputs is not None or dp.product_rel > 0:  # inputs below f32
                 out.append(f"{name}: {dp.describe(k)}" + (", inputs rounded as the device does" if emulated
                                                                and dp.round_inputs else ""))

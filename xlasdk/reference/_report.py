@@ -1,6 +1,6 @@
 """Comparing an output with the reference and the report (split from
-:mod:`xlasdk.reference._evaluator`, which re-exports its names): :func:`default_tolerance`,
-:func:`_compare_one`, :class:`OutputComparison`, :class:`CompareReport`."""
+:mod:`xlasdk.reference._evaluator`, which re-exports the public ones): :func:`default_tolerance`,
+:func:`compare_one`, :class:`OutputComparison`, :class:`CompareReport`."""
 
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 import ml_dtypes as _ml_dtypes
 import numpy as np
 
-from ._bounds import _BOUND_MARGIN, _eps
+from ._bounds import BOUND_MARGIN, type_eps
 from ._orders import _scaled, judge_order, outputs_verdict, reach, unjudged_lines, vacuous, verdict
-from ._walk import _is_float, _is_ml_float, _wide
+from ._walk import is_float, is_ml_float, widened
 
 ml_dtypes: Any = _ml_dtypes  # untyped functions (finfo)
 
@@ -130,30 +130,30 @@ class CompareReport:
         return "\n".join([head, *rows, *scaled, *unjudged_lines(self.outputs), *per_op, *notes, *extra])
 
 
-def _ulps(got: np.ndarray[Any, Any], want: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+def ulps_apart(got: np.ndarray[Any, Any], want: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     dt = want.dtype
-    if not _is_float(dt) or dt.kind == "c":
+    if not is_float(dt) or dt.kind == "c":
         if dt.kind == "b":
             return np.asarray(got != want, dtype=np.float64)
-        return np.asarray(np.abs(_wide(got).astype(np.complex128) - _wide(want).astype(np.complex128)).real)
-    eps = float(ml_dtypes.finfo(dt).eps) if _is_ml_float(dt) else float(np.finfo(dt).eps)
-    w = _wide(want)
+        return np.asarray(np.abs(widened(got).astype(np.complex128) - widened(want).astype(np.complex128)).real)
+    eps = float(ml_dtypes.finfo(dt).eps) if is_ml_float(dt) else float(np.finfo(dt).eps)
+    w = widened(want)
     with np.errstate(all="ignore"):  # the spacing of the type at |want| (its subnormal spacing below the normals)
         _, e = np.frexp(np.maximum(np.abs(w), _tiny(dt)))
         spacing = np.ldexp(eps, e - 1)
-    return np.asarray(np.abs(_wide(got) - w) / spacing)
+    return np.asarray(np.abs(widened(got) - w) / spacing)
 
 
 def _tiny(dt: np.dtype[Any]) -> float:
     """The smallest normal number of a float type (0 for others)."""
     if dt.kind == "c":
         return float(np.finfo(dt).tiny)
-    if not _is_float(dt):
+    if not is_float(dt):
         return 0.0
-    return float(ml_dtypes.finfo(dt).smallest_normal) if _is_ml_float(dt) else float(np.finfo(dt).tiny)
+    return float(ml_dtypes.finfo(dt).smallest_normal) if is_ml_float(dt) else float(np.finfo(dt).tiny)
 
 
-def _compare_one(i: int, got: np.ndarray[Any, Any], want: np.ndarray[Any, Any], rtol: float | None,
+def compare_one(i: int, got: np.ndarray[Any, Any], want: np.ndarray[Any, Any], rtol: float | None,
                  atol: float | None, scale: float = 0.0, ulps: float | None = None) -> OutputComparison:
     """How output ``i`` compares. An element matches when ``|got - want| <= tol_abs + rtol * |want|``
     with ``tol_abs = atol`` or, by default, the type's fraction of the larger of the output's largest
@@ -163,10 +163,10 @@ def _compare_one(i: int, got: np.ndarray[Any, Any], want: np.ndarray[Any, Any], 
     spacing of the output's type at ``|want|``; the report's ``max_ulp``)."""
     d_rtol, d_atol = default_tolerance(want.dtype)
     rtol = d_rtol if rtol is None else rtol
-    w, g = _wide(want), _wide(got)
+    w, g = widened(want), widened(got)
     with np.errstate(all="ignore"):
         if want.dtype.kind in "iub":
-            bad, loose = judge_order(got, want, getattr(scale, "order", None), _BOUND_MARGIN)
+            bad, loose = judge_order(got, want, getattr(scale, "order", None), BOUND_MARGIN)
             diff = np.abs(g.astype(np.float64) - w.astype(np.float64)) if want.dtype.kind != "b" else bad.astype(float)
             rel = diff / np.maximum(np.abs(w.astype(np.float64)), 1) if want.dtype.kind != "b" else diff
         else:
@@ -179,17 +179,17 @@ def _compare_one(i: int, got: np.ndarray[Any, Any], want: np.ndarray[Any, Any], 
             rel = np.where(np.abs(w) > 0, diff / np.where(np.abs(w) > 0, np.abs(w), 1.0), np.where(diff > 0, np.inf, 0))
             carried = getattr(scale, "bound", None) if atol is None else None
             if carried is not None and carried.shape == w.shape and getattr(scale, "modeled", False) and (
-                    rtol == d_rtol and _is_float(want.dtype) and want.dtype.kind != "c"):
+                    rtol == d_rtol and is_float(want.dtype) and want.dtype.kind != "c"):
                 # a dot's value: its model's bound (relative to |A|·|B|, with what it carries in) and one
                 # ulp, not a fraction of the output's scale, which a wrong value hides under
-                tol_abs, rtol = _tiny(want.dtype), 0.0 if getattr(scale, "exact", False) else _eps(want.dtype)
+                tol_abs, rtol = _tiny(want.dtype), 0.0 if getattr(scale, "exact", False) else type_eps(want.dtype)
             if carried is not None and carried.shape == w.shape:
-                tol_abs = tol_abs + _BOUND_MARGIN * carried  # the rounding the ops before it may have moved it by
+                tol_abs = tol_abs + BOUND_MARGIN * carried  # the rounding the ops before it may have moved it by
             bad = ~same & ~(diff <= (tol := tol_abs + rtol * np.abs(np.where(finite_w, w, 0))))
             loose = vacuous(carried, same | (diff == 0), tol, w, finite_w, max(big, scale, reach(scale)))
-        ulp = _ulps(got, want) if want.size else np.zeros(0)
+        ulp = ulps_apart(got, want) if want.size else np.zeros(0)
         ulp = np.where(np.isfinite(ulp), ulp, np.inf)
-        if ulps is not None and _is_float(want.dtype) and want.dtype.kind != "c":
+        if ulps is not None and is_float(want.dtype) and want.dtype.kind != "c":
             bad = bad & ~(ulp <= ulps)
     idx = np.argwhere(bad)
     finite = np.isfinite(np.real(diff))

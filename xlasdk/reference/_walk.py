@@ -1,8 +1,8 @@
 """The reference evaluator's walk (split from :mod:`xlasdk.reference._evaluator`, which re-exports
-its names): the rule tables (:data:`CUSTOM_CALL_RULES`, :data:`OPAQUE_RULES`, :func:`rule_of`), the
-element types of values, the :class:`_Evaluator` that walks a program's graph, the helpers the
-families' rules share, and the rules of the graph's own rows (``tuple``, ``get_tuple_element``) and
-of calls."""
+the public ones; rules and tools import the others from here): the rule tables
+(:data:`CUSTOM_CALL_RULES`, :data:`OPAQUE_RULES`, :func:`rule_of`), the element types of values, the
+:class:`Evaluator` that walks a program's graph, the helpers the families' rules share, and the rules
+of the graph's own rows (``tuple``, ``get_tuple_element``) and of calls."""
 
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class UnsupportedOpError(XlaSdkError):
 
 
 Value = Any  # np.ndarray, or a tuple of them for multi-result ops
-Rule = Callable[[XlaOp, list[Value], "_Evaluator"], Value]
+Rule = Callable[[XlaOp, list[Value], "Evaluator"], Value]
 #: custom calls the evaluator knows, by ``call_target_name`` (the LAPACK targets of jaxlib's CPU lowering, ...)
 CUSTOM_CALL_RULES: dict[str, Rule] = {}
 #: ops that loaded modules hold and the op table has no row for (an opaque row of their own:
@@ -121,20 +121,20 @@ REFUSED: Mapping[str, str] = _NameView(lambda: {n: r.no_evaluate for n, r in OPS
 
 
 # -- element types ------------------------------------------------------------------------------------------
-def _dtype(shape: Shape) -> np.dtype[Any]:
+def dtype_of(shape: Shape) -> np.dtype[Any]:
     return np.dtype(shape.numpy_dtype())
 
 
-def _wide(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+def widened(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     """A float operand as float64 (complex as complex128); others as they are."""
     if x.dtype.kind == "c":
         return x.astype(np.complex128)
-    if x.dtype.kind == "f" or x.dtype.kind == "V" or _is_ml_float(x.dtype):
+    if x.dtype.kind == "f" or x.dtype.kind == "V" or is_ml_float(x.dtype):
         return x.astype(np.float64)
     return x
 
 
-def _is_ml_float(dt: np.dtype[Any]) -> bool:
+def is_ml_float(dt: np.dtype[Any]) -> bool:
     try:
         ml_dtypes.finfo(dt)
         return dt.kind not in "iub"
@@ -142,15 +142,15 @@ def _is_ml_float(dt: np.dtype[Any]) -> bool:
         return False
 
 
-def _is_float(dt: np.dtype[Any]) -> bool:
-    return dt.kind in "fc" or _is_ml_float(dt)
+def is_float(dt: np.dtype[Any]) -> bool:
+    return dt.kind in "fc" or is_ml_float(dt)
 
 
-def _out(x: Any, shape: Shape) -> np.ndarray[Any, Any]:
+def as_output(x: Any, shape: Shape) -> np.ndarray[Any, Any]:
     """``x`` rounded once to the result's element type (and broadcast to its shape when it has
     fewer dimensions; inside a region folded element-wise (:func:`_reduce`) values carry the
     batch of folds as leading dimensions)."""
-    dt = _dtype(shape)
+    dt = dtype_of(shape)
     with np.errstate(all="ignore"):
         a = np.asarray(x)
         if a.dtype != dt:
@@ -165,7 +165,25 @@ def _out(x: Any, shape: Shape) -> np.ndarray[Any, Any]:
 _CALLEES: weakref.WeakKeyDictionary[XlaComputation, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
-class _Evaluator:
+class Evaluator:
+    """The walk over a program's graph, and the interface every evaluation rule receives as ``ev``
+    (``rule(node, operands, ev) -> value``) and the tools (bisect, compare op by op) drive.
+
+    What rules may use:
+
+    - :meth:`attr` (``ev.attr(node, name, default)``): an attribute's value, read once per op;
+    - :meth:`fail` (``raise ev.fail(node, why)``): the :class:`UnsupportedOpError` naming the op;
+    - :meth:`region` (``ev.region(r, args)``): a region's results on its block arguments, the outer
+      values it reads taken from :attr:`current`, the scope being evaluated;
+    - :meth:`call` / :meth:`callee`: a called function's results, its graph (imported once);
+    - :attr:`model`, :attr:`precision`, :attr:`emulate`: the error model the bounds follow.
+
+    What the tools use as well: :meth:`run_graph` (evaluate the nodes some roots need into an env),
+    :meth:`node` (one node's value), :meth:`record_calls` / :meth:`forget` and :attr:`called` (the
+    values inside calls, which the error bounds follow), :attr:`callees` (the called functions'
+    graphs, shared by several evaluators of one computation).
+    """
+
     def __init__(self, comp: XlaComputation) -> None:
         self.comp = comp
         self.callees: dict[str, Any] = _CALLEES.setdefault(comp, {})
@@ -276,7 +294,7 @@ class _Evaluator:
 
     def call(self, o: XlaOp, callee: str, args: list[Value]) -> Value:
         g = self.callee(callee)
-        env: dict[int, Value] = {id(p): _out(a, p.shape) for p, a in zip(g.params, args, strict=True)}
+        env: dict[int, Value] = {id(p): as_output(a, p.shape) for p, a in zip(g.params, args, strict=True)}
         if id(self.current) in self._recorded:
             self.called[id(self.current), id(o)] = (g, env)
             self._recorded.add(id(env))
@@ -285,20 +303,20 @@ class _Evaluator:
 
 
 # -- helpers the families' rules share ------------------------------------------------------------------------
-def _total_order_key(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+def total_order_key(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     """Integers ordered as XLA's TOTALORDER orders floats (-NaN < -inf < ... < -0 < +0 < ... < NaN)."""
     bits = np.ascontiguousarray(x.astype(np.float64)).view(np.int64)
     return bits ^ ((bits >> np.int64(63)) & np.int64(0x7FFF_FFFF_FFFF_FFFF))
 
 
-def _result_shapes(o: XlaOp) -> list[Shape]:
+def result_shapes(o: XlaOp) -> list[Shape]:
     """One shape per result of ``o`` (several results make a tuple shape)."""
     return list(o.shape.tuple_shapes()) if o.shape.is_tuple() and not o.opdef.tuple_result else [o.shape]
 
 
-def _results(o: XlaOp, values: Sequence[Value]) -> Value:
+def results_of(o: XlaOp, values: Sequence[Value]) -> Value:
     """``o``'s value from its results: the one result, or a tuple of several."""
-    return values[0] if len(values) == 1 and len(_result_shapes(o)) == 1 else tuple(values)
+    return values[0] if len(values) == 1 and len(result_shapes(o)) == 1 else tuple(values)
 
 
 #: the usual reducers' numpy ufuncs, by row
@@ -307,7 +325,7 @@ _REDUCERS = {BINARY[name].opdef: fn for name, fn in (
     ("Or", np.logical_or))}
 
 
-def _numpy_reducer(r: Region, dtype: np.dtype[Any]) -> Any:
+def numpy_reducer(r: Region, dtype: np.dtype[Any]) -> Any:
     """numpy's ufunc for a region that is one of the usual reducers of its two parameters (add,
     multiply, max, min, and, or: bitwise for integers), else None."""
     if len(r.results) != 1 or len(r.params) != 2:
@@ -322,13 +340,13 @@ def _numpy_reducer(r: Region, dtype: np.dtype[Any]) -> Any:
     return fn
 
 
-#: the ops a region run on whole slices may hold (:func:`_check_elementwise`), and whose error bounds
+#: the ops a region run on whole slices may hold (:func:`check_elementwise`), and whose error bounds
 #: are carried by probing their rule (:func:`_carried`): the graph's own here, the element-wise ops
 #: added by the family modules that bind them (:mod:`xlasdk.reference.elementwise`, ``convert``)
-_ELEMENTWISE: set[str] = {"get_tuple_element", "tuple", "parameter"}
+ELEMENTWISE_OPS: set[str] = {"get_tuple_element", "tuple", "parameter"}
 
 
-def _check_elementwise(r: Region, owner: XlaOp, ev: _Evaluator) -> None:
+def check_elementwise(r: Region, owner: XlaOp, ev: Evaluator) -> None:
     """Refuse a region that is not element-wise on scalars (it cannot run on whole slices)."""
     seen: set[int] = set()
     stack = list(r.results)
@@ -339,45 +357,45 @@ def _check_elementwise(r: Region, owner: XlaOp, ev: _Evaluator) -> None:
         seen.add(id(o))
         scalar_const = o.opdef.same_op(CONSTANT) and not o.shape.is_tuple() and o.shape.dimensions() == ()
         same_width_bitcast = o.opdef.same_op(BITCAST_CONVERT) and (
-            _dtype(o.shape).itemsize == _dtype(o.operands[0].shape).itemsize)
-        if o.opcode not in _ELEMENTWISE and not scalar_const and not same_width_bitcast:
+            dtype_of(o.shape).itemsize == dtype_of(o.operands[0].shape).itemsize)
+        if o.opcode not in ELEMENTWISE_OPS and not scalar_const and not same_width_bitcast:
             raise ev.fail(owner, f"with a region holding {o.opcode} (only element-wise regions are evaluated)")
         if o.regions:
             raise ev.fail(owner, "with a region holding nested regions")
         stack.extend(o.operands)
 
 
-def _combine(r: Region, owner: XlaOp, ev: _Evaluator) -> Callable[[list[Any], list[Any]], list[Any]]:
+def combiner(r: Region, owner: XlaOp, ev: Evaluator) -> Callable[[list[Any], list[Any]], list[Any]]:
     """How an update region combines current values with updates: numpy's function for the usual
     ones (and plain assignment), else the region run element-wise."""
     if len(r.results) == 1 and len(r.params) == 2:
         res = r.results[0]
         if res is r.params[1]:
             return lambda cur, upd: [upd[0]]
-        fn = _numpy_reducer(r, _dtype(r.params[0].shape))
+        fn = numpy_reducer(r, dtype_of(r.params[0].shape))
         if fn is not None:
             def numpy_fn(cur: list[Any], upd: list[Any]) -> list[Any]:
                 c, u = cur[0], upd[0]
                 with np.errstate(all="ignore"):
-                    return [fn(c, u) if c.dtype.kind in "iub" else fn(_wide(c), _wide(u))]
+                    return [fn(c, u) if c.dtype.kind in "iub" else fn(widened(c), widened(u))]
             return numpy_fn
-    _check_elementwise(r, owner, ev)
+    check_elementwise(r, owner, ev)
     return lambda cur, upd: [np.asarray(v) for v in ev.region(r, [*cur, *upd])]
 
 
 # -- rules: the graph's own rows (xlasdk/_optable.py) and calls -----------------------------------------------------
 @evaluates(TUPLE, STABLEHLO_TUPLE)
-def _tuple(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _tuple(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     return tuple(a)
 
 
 @evaluates(GET_TUPLE_ELEMENT)
-def _graph_gte(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _graph_gte(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     return a[0][o.extra]
 
 
 @evaluates(STABLEHLO_GET_TUPLE_ELEMENT)
-def _gte(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _gte(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     return a[0][int(ev.attr(o, "index"))]
 
 
@@ -386,17 +404,17 @@ refuse_evaluation(CALL, "is a built graph's call, which the instruction graph th
 refuse_evaluation(RETURN, "only ends a region (its operands are the region's results)")
 
 
-def _callee_name(o: XlaOp, ev: _Evaluator) -> str:
+def callee_name(o: XlaOp, ev: Evaluator) -> str:
     """The function a ``func.call`` calls, or a ``stablehlo.composite``'s decomposition."""
     return symbol_name(ev.attr(o, "callee" if o.opcode == "func.call" else "decomposition"))
 
 
 @evaluates_opaque("func.call")
-def _call(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    return ev.call(o, _callee_name(o, ev), a)
+def _call(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
+    return ev.call(o, callee_name(o, ev), a)
 
 
 @evaluates_opaque("stablehlo.composite")
-def _composite(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _composite(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     """A named op (``chlo.top_k``, ``erf_inv``... as JAX exports them) is its decomposition."""
-    return ev.call(o, _callee_name(o, ev), a)
+    return ev.call(o, callee_name(o, ev), a)

@@ -48,7 +48,8 @@ from ..ops.collectives import (
     REDUCE_SCATTER,
     REPLICA_ID,
 )
-from ._evaluator import Value, _combine, _Evaluator, _out, _reference, _result_shapes, _results
+from ._evaluator import run_reference
+from ._walk import Evaluator, Value, as_output, combiner, result_shapes, results_of
 
 if TYPE_CHECKING:
     from ..computation import XlaComputation
@@ -134,7 +135,7 @@ def _device() -> _Device:
 
 
 # -- who takes part ----------------------------------------------------------------------------------------
-def _groups(o: XlaOp, ev: _Evaluator, name: str) -> list[list[int]]:
+def _groups(o: XlaOp, ev: Evaluator, name: str) -> list[list[int]]:
     v = ev.attr(o, name)
     if v is None:
         return []
@@ -145,7 +146,7 @@ def _groups(o: XlaOp, ev: _Evaluator, name: str) -> list[list[int]]:
     return [[int(i) for i in row if int(i) >= 0] for row in rows]  # -1 pads uneven groups
 
 
-def _channel(o: XlaOp, ev: _Evaluator) -> bool:
+def _channel(o: XlaOp, ev: Evaluator) -> bool:
     ch = ev.attr(o, "channel_handle")
     if isinstance(ch, dict):
         return int(ch.get("handle", 0)) > 0
@@ -153,7 +154,7 @@ def _channel(o: XlaOp, ev: _Evaluator) -> bool:
     return handle is not None and int(handle) > 0
 
 
-def _participants(o: XlaOp, ev: _Evaluator, dev: _Device, *, partition_mode: bool) -> tuple[int, ...]:
+def _participants(o: XlaOp, ev: Evaluator, dev: _Device, *, partition_mode: bool) -> tuple[int, ...]:
     """The devices of ``dev``'s group for collective ``o``, in group order (see the module's doc).
     ``partition_mode``: AllToAll / CollectivePermute (a channel makes the ids partition ids)."""
     R, P = dev.num_replicas, dev.num_partitions
@@ -184,7 +185,7 @@ def _participants(o: XlaOp, ev: _Evaluator, dev: _Device, *, partition_mode: boo
     return tuple(d for i in mine_in[0] for d in to_device(i))
 
 
-def _meet(o: XlaOp, ev: _Evaluator, group: tuple[int, ...], value: Any) -> list[Any]:
+def _meet(o: XlaOp, ev: Evaluator, group: tuple[int, ...], value: Any) -> list[Any]:
     """Hand ``value`` to the other members of ``group`` at this execution of ``o``; their values
     (this device's included) in group order."""
     dev = _device()
@@ -198,10 +199,10 @@ def _meet(o: XlaOp, ev: _Evaluator, group: tuple[int, ...], value: Any) -> list[
 
 
 # -- rules ---------------------------------------------------------------------------------------------------
-def _reduce_over(o: XlaOp, ev: _Evaluator, values: list[np.ndarray[Any, Any]]) -> Any:
+def _reduce_over(o: XlaOp, ev: Evaluator, values: list[np.ndarray[Any, Any]]) -> Any:
     """``values`` (one array per member, in group order) folded with ``o``'s reduction region, in
     float64 / complex128 for floats, exact for integers (not yet rounded)."""
-    fold = _combine(o.regions[0], o, ev)
+    fold = combiner(o.regions[0], o, ev)
     acc = values[0]
     for v in values[1:]:
         acc = np.asarray(fold([acc], [v])[0])
@@ -209,41 +210,41 @@ def _reduce_over(o: XlaOp, ev: _Evaluator, values: list[np.ndarray[Any, Any]]) -
 
 
 @evaluates(ALL_REDUCE)
-def _all_reduce(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _all_reduce(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     group = _participants(o, ev, _device(), partition_mode=False)
     everyone = _meet(o, ev, group, list(a))
-    shapes = _result_shapes(o)
-    outs = [_out(_reduce_over(o, ev, [vals[k] for vals in everyone]), shapes[k]) for k in range(len(a))]
-    return _results(o, outs)
+    shapes = result_shapes(o)
+    outs = [as_output(_reduce_over(o, ev, [vals[k] for vals in everyone]), shapes[k]) for k in range(len(a))]
+    return results_of(o, outs)
 
 
 @evaluates(REDUCE_SCATTER)
-def _reduce_scatter(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _reduce_scatter(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     dev = _device()
     group = _participants(o, ev, dev, partition_mode=False)
     everyone = _meet(o, ev, group, list(a))
     dim = int(ev.attr(o, "scatter_dimension"))
     me = group.index(dev.index)
-    shapes = _result_shapes(o)
+    shapes = result_shapes(o)
     outs = []
     for k in range(len(a)):
         total = _reduce_over(o, ev, [vals[k] for vals in everyone])
-        outs.append(_out(np.split(np.asarray(total), len(group), axis=dim)[me], shapes[k]))
-    return _results(o, outs)
+        outs.append(as_output(np.split(np.asarray(total), len(group), axis=dim)[me], shapes[k]))
+    return results_of(o, outs)
 
 
 @evaluates(ALL_GATHER)
-def _all_gather(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _all_gather(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     group = _participants(o, ev, _device(), partition_mode=False)
     everyone = _meet(o, ev, group, list(a))
     dim = int(ev.attr(o, "all_gather_dim"))
-    shapes = _result_shapes(o)
-    return _results(o, [_out(np.concatenate([vals[k] for vals in everyone], axis=dim), shapes[k])
+    shapes = result_shapes(o)
+    return results_of(o, [as_output(np.concatenate([vals[k] for vals in everyone], axis=dim), shapes[k])
                         for k in range(len(a))])
 
 
 @evaluates(ALL_TO_ALL)
-def _all_to_all(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _all_to_all(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     dev = _device()
     group = _participants(o, ev, dev, partition_mode=True)
     split, concat = int(ev.attr(o, "split_dimension")), int(ev.attr(o, "concat_dimension"))
@@ -252,13 +253,13 @@ def _all_to_all(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
         raise ev.fail(o, f"with split_count {n} over a group of {len(group)} devices {list(group)}")
     everyone = _meet(o, ev, group, list(a))
     me = group.index(dev.index)
-    shapes = _result_shapes(o)
-    return _results(o, [_out(np.concatenate([np.split(vals[k], n, axis=split)[me] for vals in everyone],
+    shapes = result_shapes(o)
+    return results_of(o, [as_output(np.concatenate([np.split(vals[k], n, axis=split)[me] for vals in everyone],
                                             axis=concat), shapes[k]) for k in range(len(a))])
 
 
 @evaluates(COLLECTIVE_PERMUTE)
-def _collective_permute(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _collective_permute(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     dev = _device()
     channel = _channel(o, ev)
     count, mine = (dev.num_partitions, dev.partition) if channel else (dev.num_replicas, dev.replica)
@@ -273,18 +274,18 @@ def _collective_permute(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     everyone = _meet(o, ev, line, a[0])
     sources = [s for s, t in pairs if t == mine]
     if not sources:  # no pair targets this device: zeros
-        return _out(np.zeros(np.shape(a[0]), np.asarray(a[0]).dtype), o.shape)
-    return _out(everyone[sources[0]], o.shape)
+        return as_output(np.zeros(np.shape(a[0]), np.asarray(a[0]).dtype), o.shape)
+    return as_output(everyone[sources[0]], o.shape)
 
 
 @evaluates(REPLICA_ID)
-def _replica_id(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    return _out(np.uint32(_device().replica), o.shape)
+def _replica_id(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
+    return as_output(np.uint32(_device().replica), o.shape)
 
 
 @evaluates(PARTITION_ID)
-def _partition_id(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    return _out(np.uint32(_device().partition), o.shape)
+def _partition_id(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
+    return as_output(np.uint32(_device().partition), o.shape)
 
 
 # -- running every device ------------------------------------------------------------------------------------
@@ -365,7 +366,7 @@ def evaluate_spmd(
     def run(i: int) -> None:
         _LOCAL.device = _Device(i // num_partitions, i % num_partitions, num_replicas, num_partitions, hub)
         try:
-            results[i] = _reference(computation, lists[i], scales=False, callees=callees)[0]
+            results[i] = run_reference(computation, lists[i], scales=False, callees=callees)[0]
         except BaseException as e:  # noqa: BLE001 - handed to the caller below
             errors[i] = e
             hub.fail()

@@ -9,31 +9,31 @@ import numpy as np
 from .._optable import evaluates
 from ..builder import XlaOp
 from ..ops.control import CASE, IF, WHILE
-from ._evaluator import Value, _Evaluator, _results
+from ._walk import Evaluator, Value, results_of
 
 __all__: list[str] = []
 
 
 @evaluates(WHILE)
-def _while(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _while(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     cond, body = o.regions
     state = list(a)
     while bool(np.asarray(ev.region(cond, state)[0])):
         state = ev.region(body, state)
-    return _results(o, state)
+    return results_of(o, state)
 
 
 @evaluates(IF)
-def _if(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _if(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     branch = o.regions[0] if bool(np.asarray(a[0])) else o.regions[1]
     outs = ev.region(branch, [])
-    return _results(o, outs)
+    return results_of(o, outs)
 
 
 @evaluates(CASE)
-def _case(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _case(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     i = int(np.asarray(a[0]))
     n = len(o.regions)
     branch = o.regions[i if 0 <= i < n else n - 1]  # out of range: the last branch, as XLA does
     outs = ev.region(branch, [])
-    return _results(o, outs)
+    return results_of(o, outs)

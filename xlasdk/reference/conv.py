@@ -12,13 +12,13 @@ import numpy as np
 from .._optable import evaluates
 from ..builder import XlaOp
 from ..ops.conv import CONVOLUTION
-from ._evaluator import Value, _Evaluator, _out, _wide
+from ._walk import Evaluator, Value, as_output, widened
 from .window import _dilate_pad, _windows
 
 __all__: list[str] = []
 
 
-def _feature_grouped(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _feature_grouped(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     x, w = a
     dn = ev.attr(o, "dimension_numbers")
     if not isinstance(dn, dict):
@@ -32,8 +32,8 @@ def _feature_grouped(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
                                                    "output_spatial_dimensions"))
     nsp = len(sp_in)
     # to (batch, feature, spatial...) and (out feature, in feature, spatial...)
-    xt = np.transpose(_wide(x), (dn["input_batch_dimension"], dn["input_feature_dimension"], *sp_in))
-    wt = np.transpose(_wide(w), (dn["kernel_output_feature_dimension"], dn["kernel_input_feature_dimension"], *sp_k))
+    xt = np.transpose(widened(x), (dn["input_batch_dimension"], dn["input_feature_dimension"], *sp_in))
+    wt = np.transpose(widened(w), (dn["kernel_output_feature_dimension"], dn["kernel_input_feature_dimension"], *sp_k))
     strides = tuple(ev.attr(o, "window_strides", (1,) * nsp))
     lhs_dil = tuple(ev.attr(o, "lhs_dilation", (1,) * nsp))
     rhs_dil = tuple(ev.attr(o, "rhs_dilation", (1,) * nsp))
@@ -54,7 +54,7 @@ def _feature_grouped(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
             outs.append(np.einsum(f"nc{letters}{klet},oc{klet}->no{letters}", xg, wg))
     r = np.concatenate(outs, axis=1)
     order = (dn["output_batch_dimension"], dn["output_feature_dimension"], *sp_out)
-    return _out(np.moveaxis(r, range(2 + nsp), order), o.shape)
+    return as_output(np.moveaxis(r, range(2 + nsp), order), o.shape)
 
 
 # -- convolution with batch_group_count ------------------------------------------------------------------------
@@ -72,7 +72,7 @@ class _Regrouped:
 
 
 @evaluates(CONVOLUTION)
-def _convolution(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _convolution(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     """The convolution with feature groups (:func:`_feature_grouped`), and with ``batch_group_count
     = G > 1``: the input batch (``G * N``, group-major) splits into G groups, group ``g`` feeding
     the ``g``-th group of output features; computed as a convolution of ``N`` batch elements with

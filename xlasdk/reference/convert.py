@@ -9,20 +9,20 @@ import numpy as np
 from .._optable import evaluates
 from ..builder import XlaOp
 from ..ops.convert import BITCAST_CONVERT, CONVERT, REDUCE_PRECISION
-from ._evaluator import _ELEMENTWISE, Value, _dtype, _Evaluator, _is_float, _is_ml_float, _out, _wide, ml_dtypes
+from ._walk import ELEMENTWISE_OPS, Evaluator, Value, as_output, dtype_of, is_float, is_ml_float, ml_dtypes, widened
 
 __all__: list[str] = []
 
 
 @evaluates(REDUCE_PRECISION)
-def _reduce_precision(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _reduce_precision(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     """Round to ``mantissa_bits`` (to nearest, ties to even) and clamp to ``exponent_bits``:
     past the largest exponent to +-inf, at or below the smallest normal one to +-0 (no
     subnormals); NaN stays as it is (a NaN when no mantissa bit is kept). On the value's bits, as
     XLA defines the op."""
     x = np.asarray(a[0])
     dt = x.dtype
-    info = ml_dtypes.finfo(dt) if _is_ml_float(dt) else np.finfo(dt)
+    info = ml_dtypes.finfo(dt) if is_ml_float(dt) else np.finfo(dt)
     width = dt.itemsize * 8
     src_mant = int(info.nmant)
     src_exp = width - 1 - src_mant
@@ -47,18 +47,18 @@ def _reduce_precision(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
         signed_zero = bits & sign
         bits = np.where(overflow, signed_zero | exp_mask, np.where(underflow, signed_zero, bits))
     out = bits.astype(u).view(dt)
-    nan = np.isnan(_wide(x))
+    nan = np.isnan(widened(x))
     if nan.any():
         out = np.where(nan, x if mant > 0 else np.asarray(np.nan, dt), out)
-    return _out(out, o.shape)
+    return as_output(out, o.shape)
 
 
 @evaluates(CONVERT)
-def _convert(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _convert(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     x = a[0]
-    dt = _dtype(o.shape)
-    if dt.kind in "iu" and _is_float(x.dtype):
-        w = _wide(x)
+    dt = dtype_of(o.shape)
+    if dt.kind in "iu" and is_float(x.dtype):
+        w = widened(x)
         if w.dtype.kind == "c":
             w = w.real
         info = np.iinfo(dt)
@@ -66,21 +66,21 @@ def _convert(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
         hi, lo = t >= float(info.max), t <= float(info.min)
         mid = np.where(hi | lo, 0.0, t).astype(np.uint64 if dt.kind == "u" else np.int64)
         r = np.where(hi, np.array(info.max, dt), np.where(lo, np.array(info.min, dt), mid.astype(dt)))
-        return _out(r, o.shape)
+        return as_output(r, o.shape)
     if dt == np.bool_:
-        return _out(x != 0, o.shape)
+        return as_output(x != 0, o.shape)
     if x.dtype.kind == "c" and dt.kind != "c":
-        return _out(_wide(x).real, o.shape)
-    return _out(_wide(x), o.shape)
+        return as_output(widened(x).real, o.shape)
+    return as_output(widened(x), o.shape)
 
 
 @evaluates(BITCAST_CONVERT)
-def _bitcast(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _bitcast(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     x = np.ascontiguousarray(a[0])
-    dt = _dtype(o.shape)
+    dt = dtype_of(o.shape)
     if dt.itemsize == x.dtype.itemsize:  # the same width: element by element (also in folded regions)
         return x.view(dt)
-    return _out(x.view(dt).reshape(o.shape.dimensions()), o.shape)
+    return as_output(x.view(dt).reshape(o.shape.dimensions()), o.shape)
 
 
-_ELEMENTWISE.add(CONVERT.name)  # a region run on whole slices may convert
+ELEMENTWISE_OPS.add(CONVERT.name)  # a region run on whole slices may convert

@@ -11,7 +11,7 @@ import numpy as np
 from .._optable import evaluates
 from ..builder import XlaOp
 from ..ops.custom_call import CUSTOM_CALL
-from ._evaluator import CUSTOM_CALL_RULES, Value, _dtype, _Evaluator
+from ._walk import CUSTOM_CALL_RULES, Evaluator, Value, dtype_of
 
 __all__: list[str] = []
 
@@ -24,12 +24,12 @@ _SHARDING_MARKERS = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToF
 
 
 @evaluates(CUSTOM_CALL)
-def _custom_call(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _custom_call(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     target = ev.attr(o, "call_target_name", "?")
     rule = CUSTOM_CALL_RULES.get(target)
     if rule is not None:
         return rule(o, a, ev)
     if target in _SHARDING_MARKERS and len(a) == 1 and not o.shape.is_tuple() \
-            and np.shape(a[0]) == tuple(o.shape.dimensions()) and np.asarray(a[0]).dtype == _dtype(o.shape):
+            and np.shape(a[0]) == tuple(o.shape.dimensions()) and np.asarray(a[0]).dtype == dtype_of(o.shape):
         return a[0]  # a sharding annotation: the value itself on one device (a shape change is refused below)
     raise ev.fail(o, f"to {target!r} has no evaluation rule yet (the reference evaluator cannot check this program)")

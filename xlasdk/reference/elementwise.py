@@ -20,26 +20,26 @@ import numpy as np
 from .._optable import OpDef, bind_evaluation, evaluates
 from ..builder import XlaOp
 from ..ops.elementwise import BINARY, CLAMP, COMPARE, SELECT, UNARY
-from ._evaluator import (
-    _ELEMENTWISE,
+from ._walk import (
+    ELEMENTWISE_OPS,
+    Evaluator,
     Rule,
     Value,
-    _dtype,
-    _Evaluator,
-    _is_float,
-    _out,
-    _total_order_key,
-    _wide,
+    as_output,
+    dtype_of,
     evaluates_opaque,
+    is_float,
+    total_order_key,
+    widened,
 )
 
 __all__: list[str] = []
 
 
 def _unary(fn: Callable[[Any], Any]) -> Rule:
-    def rule(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    def rule(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
         with np.errstate(all="ignore"):
-            return _out(fn(_wide(a[0])), o.shape)
+            return as_output(fn(widened(a[0])), o.shape)
     return rule
 
 
@@ -106,15 +106,15 @@ def _digamma(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         return np.where((x <= 0) & (x == np.floor(x)), np.nan, psi)
 
 
-def _next_after(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _next_after(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     """The float of the result's type next to x in the direction of y, from the bits (for every
     float type, bf16 and fp8 included): y when they are equal, NaN when either is."""
     x, y = np.asarray(a[0]), np.asarray(a[1])
-    dt = _dtype(o.shape)
+    dt = dtype_of(o.shape)
     x, y = np.broadcast_arrays(x.astype(dt), y.astype(dt))
     width = dt.itemsize
     bits = np.ascontiguousarray(x).view(np.dtype(f"u{width}")).astype(np.int64)
-    xf, yf = _wide(x), _wide(y)
+    xf, yf = widened(x), widened(y)
     sign_bit = np.int64(1) << np.int64(8 * width - 1)
     with np.errstate(all="ignore"):
         toward_bigger_magnitude = (xf < yf) == (xf > 0)
@@ -123,7 +123,7 @@ def _next_after(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
         out = np.where(xf == 0, tiny, step)
     res = out.astype(np.dtype(f"u{width}")).view(dt)
     res = np.where(xf == yf, y, res)
-    return _out(np.where(np.isnan(xf) | np.isnan(yf), np.nan, _wide(np.asarray(res))), o.shape)
+    return as_output(np.where(np.isnan(xf) | np.isnan(yf), np.nan, widened(np.asarray(res))), o.shape)
 
 
 def _scipy_special(name: str) -> Callable[..., Any] | None:
@@ -136,13 +136,13 @@ def _scipy_special(name: str) -> Callable[..., Any] | None:
 
 
 def _needs_scipy(name: str, nargs: int) -> Rule:
-    def rule(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    def rule(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
         fn = _scipy_special(name)
         if fn is None:
             raise ev.fail(o, f"needs scipy for its reference values (scipy.special.{name}): pip install "
                              "'xlasdk[reference]'")
         with np.errstate(all="ignore"):
-            return _out(fn(*(_wide(v) for v in a[:nargs])), o.shape)
+            return as_output(fn(*(widened(v) for v in a[:nargs])), o.shape)
     return rule
 
 
@@ -167,46 +167,46 @@ bind_evaluation(_B["Polygamma"], _needs_scipy("polygamma", 2))
 
 
 @evaluates(_U["Sign"])
-def _sign(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    x = _wide(a[0])
+def _sign(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
+    x = widened(a[0])
     if x.dtype.kind == "c":
         with np.errstate(all="ignore"):
             m = np.abs(x)
-            return _out(np.where(m == 0, 0, x / np.where(m == 0, 1, m)), o.shape)
+            return as_output(np.where(m == 0, 0, x / np.where(m == 0, 1, m)), o.shape)
     if x.dtype.kind == "f":  # NaN stays NaN and -0 stays -0
-        return _out(np.where(np.isnan(x) | (x == 0), x, np.sign(x)), o.shape)
-    return _out(np.sign(x), o.shape)
+        return as_output(np.where(np.isnan(x) | (x == 0), x, np.sign(x)), o.shape)
+    return as_output(np.sign(x), o.shape)
 
 
 @evaluates(_U["Not"])
-def _not(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _not(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     x = a[0]
-    return _out(np.logical_not(x) if x.dtype == np.bool_ else np.invert(x), o.shape)
+    return as_output(np.logical_not(x) if x.dtype == np.bool_ else np.invert(x), o.shape)
 
 
 @evaluates(_U["PopulationCount"])
-def _popcnt(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _popcnt(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     x = a[0]
     u = x.view(np.dtype(f"u{x.dtype.itemsize}"))
     bits = np.unpackbits(u.reshape(-1, 1).view(np.uint8), axis=1).sum(axis=1)
-    return _out(bits.reshape(x.shape), o.shape)
+    return as_output(bits.reshape(x.shape), o.shape)
 
 
 @evaluates(_U["Clz"])
-def _clz(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _clz(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     x = a[0]
     width = x.dtype.itemsize * 8
     u = x.view(np.dtype(f"u{x.dtype.itemsize}")).astype(np.uint64)
     n = np.full(x.shape, width, np.int64)
     for k in range(width):
         n = np.where((u >> np.uint64(k)) & np.uint64(1), width - 1 - k, n)
-    return _out(n, o.shape)
+    return as_output(n, o.shape)
 
 
 def _binary(fn: Callable[[Any, Any], Any]) -> Rule:
-    def rule(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    def rule(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
         with np.errstate(all="ignore"):
-            return _out(fn(_wide(a[0]), _wide(a[1])), o.shape)
+            return as_output(fn(widened(a[0]), widened(a[1])), o.shape)
     return rule
 
 
@@ -238,7 +238,7 @@ def _int_rem(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> np.ndarray[Any
 
 
 def _shift(kind: str) -> Rule:
-    def rule(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    def rule(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
         x, s = a
         dt = x.dtype
         width = dt.itemsize * 8
@@ -255,7 +255,7 @@ def _shift(kind: str) -> Rule:
                 xi = x.astype(np.int64) if dt.kind == "i" else x.view(np.dtype(f"i{dt.itemsize}")).astype(np.int64)
                 r64 = np.where(past, np.where(xi < 0, -1, 0), xi >> np.where(past, 0, su))
                 r = r64.astype(np.dtype(f"i{dt.itemsize}")).view(dt)
-        return _out(r, o.shape)
+        return as_output(r, o.shape)
     return rule
 
 
@@ -265,30 +265,30 @@ bind_evaluation(_B["ShiftRightArithmetic"], _shift("arithmetic"))
 
 
 def _arith(fn: Callable[[Any, Any], Any], int_fn: Callable[[Any, Any], Any] | None = None) -> Rule:
-    def rule(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    def rule(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
         x, y = a
         with np.errstate(all="ignore"):
             if x.dtype.kind in "iub":
-                return _out((int_fn or fn)(x, y), o.shape)
-            return _out(fn(_wide(x), _wide(y)), o.shape)
+                return as_output((int_fn or fn)(x, y), o.shape)
+            return as_output(fn(widened(x), widened(y)), o.shape)
     return rule
 
 
 def _maxmin(fn: Callable[[Any, Any], Any]) -> Rule:
-    def rule(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+    def rule(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
         x, y = a
         if x.dtype.kind == "c":  # XLA orders complex numbers lexicographically (real, then imaginary)
             pick_x = (x.real > y.real) | ((x.real == y.real) & (x.imag >= y.imag))
             if fn is np.minimum:
                 pick_x = ~pick_x | ((x.real == y.real) & (x.imag == y.imag))
-            return _out(np.where(pick_x, x, y), o.shape)
-        wx, wy = _wide(x), _wide(y)
+            return as_output(np.where(pick_x, x, y), o.shape)
+        wx, wy = widened(x), widened(y)
         r = fn(wx, wy)  # NaN propagates, as in XLA
         if wx.dtype.kind == "f":  # max(+0, -0) is +0 and min(+0, -0) is -0, whatever the order
             both = (wx == 0) & (wy == 0)
             neg = np.signbit(wx) & np.signbit(wy) if fn is np.maximum else np.signbit(wx) | np.signbit(wy)
             r = np.where(both, np.where(neg, -0.0, 0.0), r)
-        return _out(r, o.shape)
+        return as_output(r, o.shape)
     return rule
 
 
@@ -306,38 +306,38 @@ for _row, _rule_fn in {
 
 
 @evaluates(COMPARE)
-def _compare(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _compare(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     x, y = a
     direction = ev.attr(o, "comparison_direction")
     ctype = ev.attr(o, "compare_type")
-    if ctype == "TOTALORDER" and _is_float(x.dtype):
-        x, y = _total_order_key(x), _total_order_key(y)
+    if ctype == "TOTALORDER" and is_float(x.dtype):
+        x, y = total_order_key(x), total_order_key(y)
     elif x.dtype.kind == "c":
         if direction not in ("EQ", "NE"):
             raise ev.fail(o, f"{direction} of complex numbers is not an XLA comparison")
     else:
-        x, y = _wide(x), _wide(y)
+        x, y = widened(x), widened(y)
     fn = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal, "GT": np.greater,
           "GE": np.greater_equal}.get(str(direction))
     if fn is None:
         raise ev.fail(o, f"with comparison direction {direction!r}")
-    return _out(fn(x, y), o.shape)
+    return as_output(fn(x, y), o.shape)
 
 
 @evaluates(SELECT)
-def _select(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    return _out(np.where(a[0], a[1], a[2]), o.shape)
+def _select(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
+    return as_output(np.where(a[0], a[1], a[2]), o.shape)
 
 
 @evaluates(CLAMP)
-def _clamp(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
-    lo, x, hi = (_wide(v) for v in a)
-    return _out(np.minimum(np.maximum(x, lo), hi), o.shape)
+def _clamp(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
+    lo, x, hi = (widened(v) for v in a)
+    return as_output(np.minimum(np.maximum(x, lo), hi), o.shape)
 
 
 # the ops a region run on whole slices may hold (and whose error bounds are probed through their rules)
-_ELEMENTWISE.update(_OPAQUE_UNARY)
-_ELEMENTWISE.update(row.name for row in [
+ELEMENTWISE_OPS.update(_OPAQUE_UNARY)
+ELEMENTWISE_OPS.update(row.name for row in [
     *_UNARY, _U["Sign"], _U["Not"], _U["PopulationCount"], _U["Clz"],
     _B["Add"], _B["Sub"], _B["Mul"], _B["Div"], _B["Rem"],
     _B["Pow"], _B["Atan2"], _B["Max"], _B["Min"], _B["And"],

@@ -11,19 +11,19 @@ import numpy as np
 from .._optable import evaluates
 from ..builder import XlaOp
 from ..ops.fft import FFT
-from ._evaluator import Value, _Evaluator, _out, _wide
+from ._walk import Evaluator, Value, as_output, widened
 
 __all__: list[str] = []
 
 
 @evaluates(FFT)
-def _fft(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _fft(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     """FFT / IFFT / RFFT / IRFFT over the last ``len(fft_length)`` dimensions, in complex128
     (numpy.fft), rounded once to the result type."""
     kind = str(ev.attr(o, "fft_type", "FFT"))
     lengths = [int(v) for v in ev.attr(o, "fft_length", ())]
     axes = tuple(range(-len(lengths), 0))
-    x = _wide(a[0])
+    x = widened(a[0])
     y: np.ndarray[Any, Any]
     with np.errstate(all="ignore"):
         if kind == "FFT":
@@ -36,4 +36,4 @@ def _fft(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
             y = np.fft.irfftn(x, s=lengths, axes=axes)
         else:
             raise ev.fail(o, f"of type {kind} has no evaluation rule")
-    return _out(y, o.shape)
+    return as_output(y, o.shape)

@@ -16,7 +16,7 @@ from .._optable import evaluates
 from ..builder import XlaOp
 from ..ops.indexing import DYNAMIC_SLICE, DYNAMIC_UPDATE_SLICE, GATHER, SCATTER
 from ._at import apply_at, combiner_at
-from ._evaluator import Value, _combine, _Evaluator, _out, _result_shapes, _results
+from ._walk import Evaluator, Value, as_output, combiner, result_shapes, results_of
 
 __all__: list[str] = []
 
@@ -29,18 +29,18 @@ def _clamped_starts(x: np.ndarray[Any, Any], starts: Sequence[Any], sizes: Seque
 
 
 @evaluates(DYNAMIC_SLICE)
-def _dynamic_slice(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _dynamic_slice(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     sizes = tuple(ev.attr(o, "slice_sizes"))
     starts = _clamped_starts(a[0], a[1:], sizes)
-    return _out(a[0][tuple(slice(s, s + n) for s, n in zip(starts, sizes, strict=True))], o.shape)
+    return as_output(a[0][tuple(slice(s, s + n) for s, n in zip(starts, sizes, strict=True))], o.shape)
 
 
 @evaluates(DYNAMIC_UPDATE_SLICE)
-def _dynamic_update_slice(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _dynamic_update_slice(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     x, upd = a[0].copy(), a[1]
     starts = _clamped_starts(x, a[2:], upd.shape)
     x[tuple(slice(s, s + n) for s, n in zip(starts, upd.shape, strict=True))] = upd
-    return _out(x, o.shape)
+    return as_output(x, o.shape)
 
 
 def _starts(idx_m: np.ndarray[Any, Any], rank: int, index_map: Sequence[int], operand_batching: Sequence[int],
@@ -90,7 +90,7 @@ def _gather_fast(o: XlaOp, x: np.ndarray[Any, Any], idx_m: np.ndarray[Any, Any],
 
 
 @evaluates(GATHER)
-def _gather(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _gather(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     x, idx = a
     g = ev.attr(o, "dimension_numbers")
     sizes = tuple(ev.attr(o, "slice_sizes"))
@@ -102,7 +102,7 @@ def _gather(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     dropped = set(g["collapsed_slice_dims"]) | set(g["operand_batching_dims"])
     kept = [d for d in range(x.ndim) if d not in dropped]
     if _VECTORIZED and x.size and idx_m.size:
-        return _out(_gather_fast(o, x, idx_m, g, sizes, ivd, kept, batch_out, out_dims), o.shape)
+        return as_output(_gather_fast(o, x, idx_m, g, sizes, ivd, kept, batch_out, out_dims), o.shape)
     res = np.empty(out_dims, x.dtype)
     for b in np.ndindex(*idx_m.shape[:-1]):
         vec = idx_m[b]
@@ -117,7 +117,7 @@ def _gather(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
         for pos, d in enumerate(batch_out):
             where[d] = b[pos]
         res[tuple(where)] = piece
-    return _out(res, o.shape)
+    return as_output(res, o.shape)
 
 
 def _scatter_fast(x: np.ndarray[Any, Any], idx_m: np.ndarray[Any, Any], updates: np.ndarray[Any, Any], sd: Any,
@@ -142,12 +142,12 @@ def _scatter_fast(x: np.ndarray[Any, Any], idx_m: np.ndarray[Any, Any], updates:
 
 
 @evaluates(SCATTER)
-def _scatter(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _scatter(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     n = (len(a) - 1) // 2
     inputs, idx, updates = [x.copy() for x in a[:n]], a[n], a[n + 1:]
     sd = ev.attr(o, "scatter_dimension_numbers")
     (body,) = o.regions
-    combine = _combine(body, o, ev)
+    combine = combiner(body, o, ev)
     ivd = int(sd["index_vector_dim"])
     idx_m = np.moveaxis(idx, ivd, -1) if ivd < idx.ndim else idx[..., None]
     uwd = tuple(sd["update_window_dims"])
@@ -157,8 +157,8 @@ def _scatter(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     wsizes = [updates[0].shape[d] for d in uwd]
     fn = combiner_at(body, inputs[0].dtype) if n == 1 and _VECTORIZED else None
     if fn is not None and inputs[0].size and idx_m.size:
-        return _results(o, [_out(_scatter_fast(inputs[0], idx_m, updates[0], sd, ivd, upd_scatter, window_to_operand,
-                                               wsizes, fn), _result_shapes(o)[0])])
+        return results_of(o, [as_output(_scatter_fast(inputs[0], idx_m, updates[0], sd, ivd, upd_scatter,
+                                                      window_to_operand, wsizes, fn), result_shapes(o)[0])])
     for b in np.ndindex(*idx_m.shape[:-1]):
         vec = idx_m[b]
         start = [0] * inputs[0].ndim
@@ -179,4 +179,4 @@ def _scatter(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
         upd = [u[tuple(where)].reshape(cur[0].shape) for u in updates]
         for x, v in zip(inputs, combine(cur, upd), strict=True):
             x[target] = np.asarray(v).astype(x.dtype)
-    return _results(o, [_out(x, sh) for x, sh in zip(inputs, _result_shapes(o), strict=True)])
+    return results_of(o, [as_output(x, sh) for x, sh in zip(inputs, result_shapes(o), strict=True)])

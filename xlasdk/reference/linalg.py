@@ -33,7 +33,7 @@ from .._optable import evaluates
 from ..builder import XlaOp
 from ..ops.linalg import CHOLESKY, DOT_GENERAL, TRIANGULAR_SOLVE
 from ..ops.reduce import BATCH_NORM_GRAD, BATCH_NORM_INFERENCE, BATCH_NORM_TRAINING
-from ._evaluator import CUSTOM_CALL_RULES, Value, _Evaluator, _out, _result_shapes, _results, _wide, evaluates_opaque
+from ._walk import CUSTOM_CALL_RULES, Evaluator, Value, as_output, evaluates_opaque, result_shapes, results_of, widened
 
 __all__: list[str] = []
 
@@ -51,21 +51,21 @@ def _dot(o: XlaOp, x: np.ndarray[Any, Any], y: np.ndarray[Any, Any], dn: dict[st
         rs[j] = ls[i]
     out = [ls[i] for i in lb] + [ls[i] for i in range(x.ndim) if i not in lb and i not in lc] + [
         rs[j] for j in range(y.ndim) if j not in rb and j not in rc]
-    wide_x, wide_y = _wide(x), _wide(y)
+    wide_x, wide_y = widened(x), widened(y)
     if wide_x.dtype.kind in "iub":  # integers: exact in int64, wrapped to the result type
         wide_x, wide_y = wide_x.astype(np.int64), wide_y.astype(np.int64)
     with np.errstate(all="ignore"):
         r = np.einsum(f"{''.join(ls)},{''.join(rs)}->{''.join(out)}", wide_x, wide_y)
-    return _out(r, o.shape)
+    return as_output(r, o.shape)
 
 
 @evaluates(DOT_GENERAL)
-def _dot_general(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _dot_general(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     return _dot(o, a[0], a[1], ev.attr(o, "dot_dimension_numbers"))
 
 
 @evaluates_opaque("stablehlo.dot")  # HLO's dot of loaded modules (ops.Dot emits dot_general)
-def _plain_dot(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _plain_dot(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     x, y = a
     return _dot(o, x, y, {"lhs_contracting_dimensions": (x.ndim - 1,), "rhs_contracting_dimensions": (0,)})
 
@@ -89,14 +89,14 @@ _CHOLESKY_MARGIN = 64.0  # a pivot within this many ulps * n of the matrix's sca
 
 
 @evaluates(CHOLESKY)
-def _cholesky(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _cholesky(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     """Cholesky factor of the Hermitian matrices given by the ``lower`` (else upper) triangle, in
     float64 / complex128, with the other triangle zero (as XLA:CPU returns it). A matrix that is
     not positive definite gives NaN everywhere (XLA:CPU's value). One whose smallest pivot is
     within rounding of the element type of zero (XLA may find it positive definite or not) raises
     :class:`UnsupportedOpError` rather than guess."""
     lower = bool(ev.attr(o, "lower", False))
-    x = _wide(np.asarray(a[0]))
+    x = widened(np.asarray(a[0]))
     h = _hermitian_from(x, lower)
     n = x.shape[-1]
     flat = h.reshape((-1, n, n))
@@ -117,7 +117,7 @@ def _cholesky(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
         elif lo is not None or _near_definite(m, n * _CHOLESKY_MARGIN * eps * scale):
             raise ev.fail(o, f"of a matrix (batch element {k}) that is positive definite only within rounding of "
                              f"{o.shape.element_type().name} has no reference value (XLA may give its factor or NaN)")
-    return _out(out.reshape(x.shape), o.shape)
+    return as_output(out.reshape(x.shape), o.shape)
 
 
 def _near_definite(m: np.ndarray[Any, Any], tol: float) -> bool:
@@ -128,7 +128,7 @@ def _near_definite(m: np.ndarray[Any, Any], tol: float) -> bool:
 
 
 @evaluates(TRIANGULAR_SOLVE)
-def _triangular_solve(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _triangular_solve(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     """``op(a) x = b`` (``left_side``) or ``x op(a) = b``, reading only the ``lower`` (else upper)
     triangle of ``a`` (its diagonal taken as ones with ``unit_diagonal``), ``op`` by
     ``transpose_a`` (NO_TRANSPOSE, TRANSPOSE, ADJOINT), in float64 / complex128 by substitution (a
@@ -140,8 +140,8 @@ def _triangular_solve(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     if tr not in ("NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"):
         raise ev.fail(o, f"with transpose_a={tr!r} has no evaluation rule (expected NO_TRANSPOSE, TRANSPOSE or "
                          "ADJOINT)")
-    m = _wide(np.asarray(a[0]))
-    b = _wide(np.asarray(a[1]))
+    m = widened(np.asarray(a[0]))
+    b = widened(np.asarray(a[1]))
     t = np.tril(m) if lower else np.triu(m)
     if unit:
         idx = np.arange(m.shape[-1])
@@ -161,7 +161,7 @@ def _triangular_solve(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
             x[..., i, :] = acc / t[..., i, i][..., None]
     if not left:
         x = np.swapaxes(x, -1, -2)
-    return _out(x, o.shape)
+    return as_output(x, o.shape)
 
 
 # -- batch normalization (rows of ops/reduce.py, computed in float64 as the linear algebra is) ------------------------
@@ -173,10 +173,10 @@ def _bn_axes(x: np.ndarray[Any, Any], f: int) -> tuple[tuple[int, ...], tuple[in
 
 
 @evaluates(BATCH_NORM_TRAINING)
-def _batch_norm_training(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _batch_norm_training(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     """``(y, mean, var)`` with ``mean``, ``var`` (biased: divided by the count) over every axis but
     ``feature_index`` and ``y = (x - mean) / sqrt(var + epsilon) * scale + offset``, in float64."""
-    x, scale, offset = (_wide(np.asarray(v)) for v in a)
+    x, scale, offset = (widened(np.asarray(v)) for v in a)
     eps = float(ev.attr(o, "epsilon"))
     axes, shape = _bn_axes(x, int(ev.attr(o, "feature_index")))
     with np.errstate(all="ignore"):
@@ -184,29 +184,29 @@ def _batch_norm_training(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
         var = np.mean((x - mean.reshape(shape)) ** 2, axis=axes)
         y = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + eps) * scale.reshape(shape) \
             + offset.reshape(shape)
-    shapes = _result_shapes(o)
-    return _results(o, [_out(v, s) for v, s in zip((y, mean, var), shapes, strict=True)])
+    shapes = result_shapes(o)
+    return results_of(o, [as_output(v, s) for v, s in zip((y, mean, var), shapes, strict=True)])
 
 
 @evaluates(BATCH_NORM_INFERENCE)
-def _batch_norm_inference(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _batch_norm_inference(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     """``(x - mean) / sqrt(variance + epsilon) * scale + offset`` per feature, in float64."""
-    x, scale, offset, mean, var = (_wide(np.asarray(v)) for v in a)
+    x, scale, offset, mean, var = (widened(np.asarray(v)) for v in a)
     eps = float(ev.attr(o, "epsilon"))
     _, shape = _bn_axes(x, int(ev.attr(o, "feature_index")))
     with np.errstate(all="ignore"):
         y = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + eps) * scale.reshape(shape) \
             + offset.reshape(shape)
-    return _out(y, o.shape)
+    return as_output(y, o.shape)
 
 
 @evaluates(BATCH_NORM_GRAD)
-def _batch_norm_grad(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _batch_norm_grad(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     """``(grad_operand, grad_scale, grad_offset)`` of batch_norm_training at ``mean``, ``variance``:
     with ``r = 1 / sqrt(variance + epsilon)``, ``xhat = (x - mean) r`` and N the elements per
     feature, ``grad_offset = sum(dy)``, ``grad_scale = sum(dy xhat)``, ``grad_operand = scale r /
     N (N dy - grad_offset - xhat grad_scale)``, in float64."""
-    x, scale, mean, var, dy = (_wide(np.asarray(v)) for v in a)
+    x, scale, mean, var, dy = (widened(np.asarray(v)) for v in a)
     eps = float(ev.attr(o, "epsilon"))
     axes, shape = _bn_axes(x, int(ev.attr(o, "feature_index")))
     count = x.size // max(x.shape[int(ev.attr(o, "feature_index"))], 1)
@@ -217,8 +217,8 @@ def _batch_norm_grad(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
         g_scale = np.sum(dy * xhat, axis=axes)
         centred = count * dy - g_offset.reshape(shape) - xhat * g_scale.reshape(shape)
         g_x = (scale * r / count).reshape(shape) * centred
-    shapes = _result_shapes(o)
-    return _results(o, [_out(v, s) for v, s in zip((g_x, g_scale, g_offset), shapes, strict=True)])
+    shapes = result_shapes(o)
+    return results_of(o, [as_output(v, s) for v, s in zip((g_x, g_scale, g_offset), shapes, strict=True)])
 
 
 # -- LAPACK custom calls (jaxlib's CPU lowering of jnp.linalg) ----------------------------------------------------
@@ -238,7 +238,7 @@ class _LapackCall:
     """One LAPACK custom call as the rules read it: its node, its type letter (s, d, c, z), its
     attributes (``mhlo.backend_config`` or ``backend_config``, as single characters or ints)."""
 
-    def __init__(self, o: XlaOp, ev: _Evaluator, target: str, t: str, routine: str, config: dict[str, Any],
+    def __init__(self, o: XlaOp, ev: Evaluator, target: str, t: str, routine: str, config: dict[str, Any],
                  lapack: Any, blas: Any) -> None:
         self.o, self.ev, self.target, self.t, self.routine = o, ev, target, t, routine
         self.config, self.lapack, self.blas = config, lapack, blas
@@ -421,7 +421,7 @@ def _layout_ok(layout: Any, rank: int, matrix: bool) -> bool:
         return False
 
 
-def _lapack_config(o: XlaOp, ev: _Evaluator) -> dict[str, Any] | None:
+def _lapack_config(o: XlaOp, ev: Evaluator) -> dict[str, Any] | None:
     """The call's attributes: ``mhlo.backend_config`` (StableHLO) or ``backend_config`` (HLO); None
     when neither is a dictionary (or an empty one)."""
     for name in ("mhlo.backend_config", "backend_config"):
@@ -435,7 +435,7 @@ def _lapack_config(o: XlaOp, ev: _Evaluator) -> dict[str, Any] | None:
     return {}
 
 
-def _lapack_rule(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _lapack_rule(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     """A ``lapack_<t><routine>_ffi`` custom call of jaxlib's CPU lowering, by the same LAPACK
     routine through scipy (see the module's docstring), batch element by batch element."""
     target = str(ev.attr(o, "call_target_name"))
@@ -456,11 +456,11 @@ def _lapack_rule(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     call = _LapackCall(o, ev, target, t, routine, config, *mods)
     dtype = np.dtype(_LAPACK_TYPES[t])
     xs_ = [np.asarray(v) for v in a]
-    result_shapes = _result_shapes(o)
-    one_tuple = len(result_shapes) == 1 and result_shapes[0].is_tuple()  # HLO's form: one tuple-shaped result
+    res_shapes = result_shapes(o)
+    one_tuple = len(res_shapes) == 1 and res_shapes[0].is_tuple()  # HLO's form: one tuple-shaped result
     if one_tuple:
-        result_shapes = list(result_shapes[0].tuple_shapes())
-    shapes = [tuple(s.dimensions()) for s in result_shapes]
+        res_shapes = list(res_shapes[0].tuple_shapes())
+    shapes = [tuple(s.dimensions()) for s in res_shapes]
     if len(xs_) != len(op_ranks) or len(shapes) != len(res_ranks) or xs_[0].ndim < 2:
         raise call.fail(f"with {len(xs_)} operands and {len(shapes)} results has no evaluation rule (expected "
                         f"{len(op_ranks)} and {len(res_ranks)}, the first a matrix)")
@@ -486,15 +486,15 @@ def _lapack_rule(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
                 _layout_ok(la, r, r == nb + 2) for la, r in zip(layouts, ranks, strict=True)):
             raise call.fail(f"with {which}_layouts {layouts!r} has no evaluation rule (expected matrices "
                             "column-major, the batch major)")
-    outs = [np.zeros(s, _dtype_of(sh)) for s, sh in zip(shapes, result_shapes, strict=True)]
+    outs = [np.zeros(s, _dtype_of(sh)) for s, sh in zip(shapes, res_shapes, strict=True)]
     per = [s[nb:] for s in shapes]
     with np.errstate(all="ignore"):
         for idx in np.ndindex(*batch):
             got = fn(call, [x[idx] for x in xs_], per)
             for out, g in zip(outs, got, strict=True):
                 out[idx] = np.asarray(g).reshape(out[idx].shape) if np.ndim(out[idx]) else g
-    values = [_out(v, s) for v, s in zip(outs, result_shapes, strict=True)]
-    return tuple(values) if one_tuple else _results(o, values)
+    values = [as_output(v, s) for v, s in zip(outs, res_shapes, strict=True)]
+    return tuple(values) if one_tuple else results_of(o, values)
 
 
 def _dtype_of(shape: Any) -> np.dtype[Any]:

@@ -10,43 +10,43 @@ import numpy as np
 from .._optable import evaluates
 from ..builder import XlaOp
 from ..ops.reduce import MAP, REDUCE
-from ._evaluator import Value, _check_elementwise, _Evaluator, _numpy_reducer, _out, _result_shapes, _results, _wide
+from ._walk import Evaluator, Value, as_output, check_elementwise, numpy_reducer, result_shapes, results_of, widened
 
 __all__: list[str] = []
 
 
 @evaluates(MAP)
-def _map(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _map(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     """The region applied element by element (all elements at once: it must be element-wise)."""
     (body,) = o.regions
-    _check_elementwise(body, o, ev)
-    return _results(o, ev.region(body, list(a)))
+    check_elementwise(body, o, ev)
+    return results_of(o, ev.region(body, list(a)))
 
 
 @evaluates(REDUCE)
-def _reduce(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _reduce(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     n = len(a) // 2
     xs, inits = a[:n], a[n:]
     dims = tuple(sorted(ev.attr(o, "dimensions")))
     (body,) = o.regions
-    shapes = _result_shapes(o)
-    fn = _numpy_reducer(body, xs[0].dtype) if n == 1 else None
+    shapes = result_shapes(o)
+    fn = numpy_reducer(body, xs[0].dtype) if n == 1 else None
     if fn is not None:  # one of the usual reducers: numpy's reduction in the wide type
         with np.errstate(all="ignore"):
             if xs[0].dtype.kind in "iub":
                 acc = fn.reduce(xs[0], axis=dims, dtype=xs[0].dtype) if xs[0].size else None
             else:
-                acc = fn.reduce(_wide(xs[0]), axis=dims) if xs[0].size else None
+                acc = fn.reduce(widened(xs[0]), axis=dims) if xs[0].size else None
             init = inits[0]
-            res = fn(_wide(init), acc) if acc is not None else np.broadcast_to(init, shapes[0].dimensions())
-        return _out(res, shapes[0])
+            res = fn(widened(init), acc) if acc is not None else np.broadcast_to(init, shapes[0].dimensions())
+        return as_output(res, shapes[0])
     # any other reducer: folded element by element along the reduced dimensions, the region run
     # on whole slices at once; only element-wise regions can run that way
-    _check_elementwise(body, o, ev)
+    check_elementwise(body, o, ev)
     moved = [np.moveaxis(x, dims, tuple(range(len(dims)))).reshape((-1,) + tuple(
         s for k, s in enumerate(x.shape) if k not in dims)) for x in xs]
     acc_vals = [np.broadcast_to(i, m.shape[1:]).copy() for i, m in zip(inits, moved, strict=True)]
     for k in range(moved[0].shape[0]):
         outs = ev.region(body, [*acc_vals, *(m[k] for m in moved)])
         acc_vals = [np.asarray(v) for v in outs]
-    return _results(o, [_out(v, sh) for v, sh in zip(acc_vals, shapes, strict=True)])
+    return results_of(o, [as_output(v, sh) for v, sh in zip(acc_vals, shapes, strict=True)])

@@ -30,7 +30,7 @@ import numpy as np
 from .._optable import evaluates, refuse_evaluation
 from ..builder import XlaOp
 from ..ops.random import RNG, RNG_BIT_GENERATOR
-from ._evaluator import Value, _Evaluator, _result_shapes
+from ._walk import Evaluator, Value, result_shapes
 
 __all__ = ["threefry2x32", "philox4x32", "rng_bits"]
 
@@ -187,9 +187,9 @@ def rng_bits(algorithm: str, state: np.ndarray[Any, Any], dtype: Any,
 
 
 @evaluates(RNG_BIT_GENERATOR)
-def _rng_bit_generator(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _rng_bit_generator(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     algorithm = str(ev.attr(o, "rng_algorithm", "DEFAULT"))
-    state_shape, out_shape = _result_shapes(o)
+    state_shape, out_shape = result_shapes(o)
     dt = np.dtype(out_shape.numpy_dtype())
     if dt.kind not in "iu":
         raise ev.fail(o, f"with output {out_shape}: XLA:CPU returns random bits of a non-integer type as an unsigned "

@@ -11,13 +11,13 @@ import numpy as np
 from .._optable import evaluates, refuse_evaluation
 from ..builder import XlaOp
 from ..ops.side_effects import AFTER_ALL, CREATE_TOKEN, INFEED, OPTIMIZATION_BARRIER, OUTFEED
-from ._evaluator import Value, _Evaluator
+from ._walk import Evaluator, Value
 
 __all__ = ["TOKEN"]
 
 
 @evaluates(OPTIMIZATION_BARRIER)
-def _barrier(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _barrier(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     return a[0] if len(a) == 1 else tuple(a)
 
 
@@ -28,7 +28,7 @@ TOKEN.flags.writeable = False
 
 
 @evaluates(CREATE_TOKEN, AFTER_ALL)
-def _token(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _token(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     return TOKEN
 
 

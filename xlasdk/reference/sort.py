@@ -16,17 +16,17 @@ from .._optable import evaluates
 from ..builder import Region, XlaOp
 from ..ops.sort import SORT, TOP_K
 from ._comparator import key_values, read_comparator
-from ._evaluator import (
+from ._walk import (
     CUSTOM_CALL_RULES,
+    Evaluator,
     Value,
-    _check_elementwise,
-    _Evaluator,
-    _is_float,
-    _out,
-    _result_shapes,
-    _results,
-    _total_order_key,
+    as_output,
+    check_elementwise,
     evaluates_opaque,
+    is_float,
+    result_shapes,
+    results_of,
+    total_order_key,
 )
 
 __all__: list[str] = []
@@ -35,7 +35,7 @@ __all__: list[str] = []
 _SORT_BLOCK = 1 << 22  # comparator evaluations per vectorized block (elements of the pairwise arrays)
 
 
-def _sorted_order(cmp: Region, rows: list[np.ndarray[Any, Any]], ev: _Evaluator) -> np.ndarray[Any, Any] | None:
+def _sorted_order(cmp: Region, rows: list[np.ndarray[Any, Any]], ev: Evaluator) -> np.ndarray[Any, Any] | None:
     """The stable sorted order of one row, from the comparator evaluated on every pair at once (in
     blocks): the position of ``i`` is the number of ``j`` that come before it (``cmp(j, i)``), plus
     the equal ones (neither before the other) of smaller index. None when those positions are not
@@ -61,7 +61,7 @@ def _sorted_order(cmp: Region, rows: list[np.ndarray[Any, Any]], ev: _Evaluator)
     return order
 
 
-def _lexsorted(cmp: Region, moved: list[np.ndarray[Any, Any]], ev: _Evaluator) -> list[np.ndarray[Any, Any]] | None:
+def _lexsorted(cmp: Region, moved: list[np.ndarray[Any, Any]], ev: Evaluator) -> list[np.ndarray[Any, Any]] | None:
     """The operands (sorted dimension last) sorted along it by numpy's stable ``lexsort`` of the keys
     the comparator orders by, every row at once; None when the comparator is not read as a
     lexicographic order of keys or a key has no total order on these values (the exact path)."""
@@ -81,7 +81,7 @@ def _lexsorted(cmp: Region, moved: list[np.ndarray[Any, Any]], ev: _Evaluator) -
 
 
 @evaluates(SORT)
-def _sort(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _sort(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     import functools
 
     dim = int(ev.attr(o, "dimension", -1))
@@ -90,11 +90,12 @@ def _sort(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     if not stable and len(a) > 1:  # the order of equal keys is XLA's choice, and the payloads would show it
         raise ev.fail(o, "that is not stable and carries payloads (the order of equal keys is XLA's choice)")
     (cmp,) = o.regions
-    _check_elementwise(cmp, o, ev)
+    check_elementwise(cmp, o, ev)
     moved = [np.moveaxis(x, dim, -1) for x in a]
     fast = _lexsorted(cmp, moved, ev)
     if fast is not None:
-        return _results(o, [_out(np.moveaxis(x, -1, dim), sh) for x, sh in zip(fast, _result_shapes(o), strict=True)])
+        return results_of(o, [as_output(np.moveaxis(x, -1, dim), sh)
+                              for x, sh in zip(fast, result_shapes(o), strict=True)])
     lead = moved[0].shape[:-1]
     n = moved[0].shape[-1]
     outs = [np.empty_like(m) for m in moved]
@@ -116,20 +117,20 @@ def _sort(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
         order = sorted(range(n), key=functools.cmp_to_key(less))
         for out, r in zip(outs, rows, strict=True):
             out[idx] = r[order]
-    return _results(o, [_out(np.moveaxis(x, -1, dim), sh) for x, sh in zip(outs, _result_shapes(o), strict=True)])
+    return results_of(o, [as_output(np.moveaxis(x, -1, dim), sh) for x, sh in zip(outs, result_shapes(o), strict=True)])
 
 
 @evaluates(TOP_K)
 @evaluates_opaque("mhlo.topk")
-def _top_k(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _top_k(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     """The ``k`` largest along the last dimension, largest first, ties by the lower index (XLA's
     TopK: floats in total order, so NaN is the largest)."""
     x = a[0]
     k = int(ev.attr(o, "k"))
     if ev.attr(o, "largest", True) is False:
         raise ev.fail(o, "with largest=false")
-    if _is_float(x.dtype):
-        key = _total_order_key(x)
+    if is_float(x.dtype):
+        key = total_order_key(x)
     elif x.dtype == np.uint64:
         key = (x ^ np.uint64(1 << 63)).view(np.int64)  # order-preserving into int64
     else:
@@ -137,10 +138,10 @@ def _top_k(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     order = np.argsort(~key, axis=-1, kind="stable")[..., :k]  # ~key: largest first, ties by index
     vals = np.take_along_axis(x, order, axis=-1)
     shapes = o.shape.tuple_shapes()
-    return (_out(vals, shapes[0]), _out(order, shapes[1]))
+    return (as_output(vals, shapes[0]), as_output(order, shapes[1]))
 
 
-def _topk_custom_call(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _topk_custom_call(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     """XLA:CPU's ``TopK`` custom call (how its optimized HLO spells top_k): the ``k`` (the result's
     last dimension) largest along the last dimension, as :func:`_top_k`; its comparator (the
     function it calls) must be greater-than in total order, which is checked by running it on every
@@ -153,7 +154,7 @@ def _topk_custom_call(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
         raise ev.fail(o, "to 'TopK' without one comparator has no evaluation rule")
     g = ev.callee(names[0])
     x = a[0]
-    if not _is_float(x.dtype) or len(g.params) not in (2, 4):
+    if not is_float(x.dtype) or len(g.params) not in (2, 4):
         raise ev.fail(o, "to 'TopK' on this operand has no evaluation rule (floats only)")
     # the comparator must be "greater than" in total order: checked on every pair of probe values
     probe = np.array([-np.inf, -2.5, -1.0, -0.0, 0.0, 1e-30, 1.0, 3.0, np.inf, np.nan, -np.nan], np.float64)
@@ -163,13 +164,13 @@ def _topk_custom_call(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     args = [lhs, rhs] if len(g.params) == 2 else [lhs, rhs, idx, idx]
     env: dict[int, Value] = {id(p): v for p, v in zip(g.params, args, strict=True)}
     got = np.asarray(ev.run_graph(g.outputs, env)[0], dtype=bool)
-    key = _total_order_key(probe)
+    key = total_order_key(probe)
     if got.shape != lhs.shape or not np.array_equal(got, key[:, None] > key[None, :]):
         raise ev.fail(o, "to 'TopK' whose comparator is not greater-than in total order has no evaluation rule")
     k = int(o.shape.tuple_shapes()[0].dimensions()[-1])
-    order = np.argsort(~_total_order_key(x), axis=-1, kind="stable")[..., :k]  # largest first, ties by index
+    order = np.argsort(~total_order_key(x), axis=-1, kind="stable")[..., :k]  # largest first, ties by index
     shapes = o.shape.tuple_shapes()
-    return (_out(np.take_along_axis(x, order, axis=-1), shapes[0]), _out(order, shapes[1]))
+    return (as_output(np.take_along_axis(x, order, axis=-1), shapes[0]), as_output(order, shapes[1]))
 
 
 CUSTOM_CALL_RULES["TopK"] = _topk_custom_call

@@ -12,24 +12,24 @@ import numpy as np
 from .._optable import evaluates
 from ..builder import XlaOp
 from ..ops.sources import CONSTANT, IOTA
-from ._evaluator import Value, _Evaluator, _out
+from ._walk import Evaluator, Value, as_output
 
 __all__: list[str] = []
 
 
-def _readable_constant(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _readable_constant(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     v = ev.attr(o, "value")
     if not isinstance(v, np.ndarray):
         raise ev.fail(o, f"of element type {o.shape.element_type().name} (its literal is not readable here)")
-    return _out(v, o.shape)
+    return as_output(v, o.shape)
 
 
 @evaluates(IOTA)
-def _iota(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _iota(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     d = int(ev.attr(o, "iota_dimension"))
     dims = o.shape.dimensions()
     idx = np.arange(dims[d]).reshape([-1 if k == d else 1 for k in range(len(dims))])
-    return _out(np.broadcast_to(idx, dims), o.shape)
+    return as_output(np.broadcast_to(idx, dims), o.shape)
 
 
 # -- complex constants (jnp.linalg.eig's NaN fill): the literal spelled (re, im) ----------------------------------
@@ -45,7 +45,7 @@ def _part(text: str, real: np.dtype[Any]) -> float:
 
 
 @evaluates(CONSTANT)
-def _constant(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _constant(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     """The constant (:func:`_readable_constant`); a complex literal the attribute reader gives
     as text (``dense<(re,im)>``, or a list of such pairs, one per element) is read here. Any other
     spelling (a hexadecimal blob) raises :class:`UnsupportedOpError`."""
@@ -63,4 +63,4 @@ def _constant(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
         raise ev.fail(o, f"of element type {o.shape.element_type().name} spelled {text[:60]!r} (its literal is not "
                          "readable here: expected dense<(re,im)> pairs)")
     vals = np.array([complex(_part(r, real), _part(i, real)) for r, i in pairs], np.complex128)
-    return _out(np.broadcast_to(vals[0], dims) if len(pairs) == 1 else vals.reshape(dims), o.shape)
+    return as_output(np.broadcast_to(vals[0], dims) if len(pairs) == 1 else vals.reshape(dims), o.shape)

@@ -15,17 +15,17 @@ from .._optable import evaluates
 from ..builder import XlaOp
 from ..ops.window import REDUCE_WINDOW
 from ._at import apply_at, combiner_at
-from ._evaluator import (
+from ._walk import (
+    Evaluator,
     Value,
-    _check_elementwise,
-    _combine,
-    _Evaluator,
-    _numpy_reducer,
-    _out,
-    _result_shapes,
-    _results,
-    _wide,
+    as_output,
+    check_elementwise,
+    combiner,
     evaluates_opaque,
+    numpy_reducer,
+    result_shapes,
+    results_of,
+    widened,
 )
 
 __all__: list[str] = []
@@ -56,7 +56,7 @@ def _dilate_pad(x: np.ndarray[Any, Any], base: Sequence[int], pads: Sequence[tup
 
 
 @evaluates(REDUCE_WINDOW)
-def _reduce_window(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _reduce_window(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     n = len(a) // 2
     xs, inits = a[:n], a[n:]
     rank = xs[0].ndim
@@ -67,29 +67,29 @@ def _reduce_window(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
     pad = ev.attr(o, "padding")
     pads = [(0, 0)] * rank if pad is None else [(int(lo), int(hi)) for lo, hi in np.asarray(pad).reshape(rank, 2)]
     (body,) = o.regions
-    shapes = _result_shapes(o)
+    shapes = result_shapes(o)
     wins = [_windows(_dilate_pad(x, base, pads, i), window, strides, wdil) for x, i in zip(xs, inits, strict=True)]
-    fn = _numpy_reducer(body, xs[0].dtype) if n == 1 else None
+    fn = numpy_reducer(body, xs[0].dtype) if n == 1 else None
     if fn is not None:
-        w = wins[0] if wins[0].dtype.kind in "iub" else _wide(wins[0])
+        w = wins[0] if wins[0].dtype.kind in "iub" else widened(wins[0])
         with np.errstate(all="ignore"):
             acc = fn.reduce(w.reshape(w.shape[:rank] + (-1,)), axis=-1) if w.size else None
-            res = fn(_wide(inits[0]), acc) if acc is not None else np.broadcast_to(inits[0], shapes[0].dimensions())
-        return _out(res, shapes[0])
-    _check_elementwise(body, o, ev)
+            res = fn(widened(inits[0]), acc) if acc is not None else np.broadcast_to(inits[0], shapes[0].dimensions())
+        return as_output(res, shapes[0])
+    check_elementwise(body, o, ev)
     flat = [w.reshape(w.shape[:rank] + (-1,)) for w in wins]
     acc_vals = [np.broadcast_to(i, f.shape[:rank]).copy() for i, f in zip(inits, flat, strict=True)]
     for k in range(flat[0].shape[-1]):
         acc_vals = [np.asarray(v) for v in ev.region(body, [*acc_vals, *(f[..., k] for f in flat)])]
-    return _results(o, [_out(v, sh) for v, sh in zip(acc_vals, shapes, strict=True)])
+    return results_of(o, [as_output(v, sh) for v, sh in zip(acc_vals, shapes, strict=True)])
 
 
 @evaluates_opaque("stablehlo.select_and_scatter")
-def _select_and_scatter(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
+def _select_and_scatter(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     x, src, init = a
     select, scatter = o.regions
-    _check_elementwise(select, o, ev)
-    combine = _combine(scatter, o, ev)
+    check_elementwise(select, o, ev)
+    combine = combiner(scatter, o, ev)
     rank = x.ndim
     window = tuple(ev.attr(o, "window_dimensions"))
     strides = tuple(ev.attr(o, "window_strides", (1,) * rank))
@@ -116,17 +116,17 @@ def _select_and_scatter(o: XlaOp, a: list[Value], ev: _Evaluator) -> Value:
         best_val = np.where(take, cand, best_val)
         has |= valid
     # the scatter phase, in the windows' order
-    if _numpy_reducer(scatter, np.dtype(x.dtype)) is np.add:
-        acc = _wide(res).copy()
-        np.add.at(acc, tuple(b[has] for b in best), _wide(src)[has])
-        return _out(acc, o.shape)
+    if numpy_reducer(scatter, np.dtype(x.dtype)) is np.add:
+        acc = widened(res).copy()
+        np.add.at(acc, tuple(b[has] for b in best), widened(src)[has])
+        return as_output(acc, o.shape)
     fn = combiner_at(scatter, np.dtype(x.dtype)) if _VECTORIZED else None
     if fn is not None and x.size:  # the usual combiners: every window's update at once, in the same order
         target = np.ascontiguousarray(res)
         flat = np.ravel_multi_index(tuple(b[has] for b in best), x.shape)
         apply_at(target, flat, src[has].astype(x.dtype, copy=False), fn)
-        return _out(target, o.shape)
+        return as_output(target, o.shape)
     for w in zip(*np.nonzero(has), strict=True):
         at = tuple(int(b[w]) for b in best)
         res[at] = np.asarray(combine([res[at]], [src[w]])[0]).astype(x.dtype)
-    return _out(res, o.shape)
+    return as_output(res, o.shape)
