@@ -22,7 +22,8 @@ step tests_cpu "${TESTS_LIMIT:-240}" python3 -m pytest -p no:cacheprovider -o ad
   tests/test_reference.py tests/test_compare_against.py tests/test_compare_deep.py tests/test_op_props.py
 # the recorded inputs and JAX's outputs of each real program as the CLI reads them (keys 0, 1, ... and
 # output_0, ...; raw bf16 bytes named in a "__dtypes__" manifest, as `xlasdk run --output` writes them)
-python3 - "$OUT" <<'PY'
+IO=/tmp/tpu_io; mkdir -p "$IO"
+python3 - "$IO" <<'PY'
 import json, pathlib, sys
 import numpy as np
 out = pathlib.Path(sys.argv[1])
@@ -40,12 +41,12 @@ PY
 # 2. the real programs on the chip: compare against the reference (a correct program must not diverge)
 for p in convnet_train gru_scan int_indexing transformer_bf16; do
   step "compare_tpu_$p" 90 python3 -m xlasdk.cli compare "tests/data/dumps/$p/module.before_optimizations.txt" \
-    --device tpu:0 --inputs "$OUT/$p.in.npz" --json "$OUT/compare_$p.json"
+    --device tpu:0 --inputs "$IO/$p.in.npz" --json "$OUT/compare_$p.json"
 done
 # 3. the TPU-optimized dumps as compiled, on the chip, against JAX's outputs
 for p in convnet_train transformer_bf16; do
   step "run_tpu_optimized_$p" 90 python3 -m xlasdk.cli run "tests/data/dumps_tpu/$p/module.after_optimizations.txt" \
-    --device tpu:0 --inputs "$OUT/$p.in.npz" --expect "$OUT/$p.out.npz"
+    --device tpu:0 --inputs "$IO/$p.in.npz" --expect "$IO/$p.out.npz"
 done
 # 4. the accelerator bench (dispatch, transfers, matmul against JAX in separate processes)
 step bench "${BENCH_LIMIT:-200}" python3 bench/accelerator.py --rounds 5 --json "$OUT/accelerator.json"
