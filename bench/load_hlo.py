@@ -28,7 +28,7 @@ import _timing as tm  # noqa: E402
 import xlasdk as xs  # noqa: E402
 from xlasdk._jaxlib import isolated  # noqa: E402
 from xlasdk._jaxlib import mlir as _mlir  # noqa: E402
-from xlasdk.formats import load_cache  # noqa: E402
+from xlasdk.program import load_cache  # noqa: E402
 
 _TINY = "HloModule tiny\n\nENTRY main {\n  p = f32[4] parameter(0)\n  ROOT n = f32[4] negate(p)\n}\n"
 

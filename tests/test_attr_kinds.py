@@ -1,4 +1,4 @@
-"""The op table's declared attribute kinds and the importer's readers (:mod:`xlasdk.formats.attr_kinds`).
+"""The op table's declared attribute kinds and the importer's readers (:mod:`xlasdk.program.attr_kinds`).
 
 Oracles: the typed values the builder itself stores on a built program's nodes (the importer's
 reading of the emitted module must give them back), and the emitter: every real dump's graph with
@@ -21,7 +21,7 @@ from xlasdk._mlir_attrs import DenseElements
 from xlasdk._optable import OPS, AttrKind
 from xlasdk.builder import XlaOp
 from xlasdk.errors import GraphImportError
-from xlasdk.formats.attr_kinds import READERS, MlirAttr, read_attribute, typed_attributes
+from xlasdk.program.attr_kinds import READERS, MlirAttr, read_attribute, typed_attributes
 
 DATA = Path(__file__).resolve().parent / "data"
 CORPORA = ("dumps", "dumps_tpu", "dumps_jax012")

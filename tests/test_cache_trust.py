@@ -29,7 +29,7 @@ import pytest
 import xlasdk as xs
 from xlasdk import _cache as cache_mod
 from xlasdk import _cache_trust as trust
-from xlasdk.formats import _record, load_cache
+from xlasdk.program import _record, load_cache
 from xlasdk.runtime.cache import CompileCache
 
 REPO = str(Path(__file__).resolve().parents[1])
@@ -114,7 +114,7 @@ _PLANT = textwrap.dedent("""
     import os, sys, time
     import numpy as np
     import xlasdk as xs
-    from xlasdk.formats import load_cache
+    from xlasdk.program import load_cache
     text = sys.argv[1]
     record = bytes.fromhex(sys.stdin.read().strip())
     store = load_cache._disk()

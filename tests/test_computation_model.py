@@ -1,5 +1,5 @@
 """One computation model: built or loaded, an XlaComputation is a typed graph and its verified
-module, each made from the other on first need (``xlasdk/computation.py``)."""
+module, each made from the other on first need (``xlasdk/program/computation.py``)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 import xlasdk as xs
 from xlasdk import ops
 from xlasdk.builder import Computation
-from xlasdk.computation import compile_request, static_interface
 from xlasdk.errors import CompileError, XlaSdkError
+from xlasdk.program.computation import compile_request, static_interface
 
 DUMP = Path(__file__).parent / "data" / "dumps" / "int_indexing" / "module.before_optimizations.txt"
 
@@ -173,7 +173,7 @@ def test_an_optimized_bf16_dump_computes_its_programs_bits(corpus: str, fname: s
     f32 -> bf16 -> f32 roundings its first compile placed, and jaxlib 0.10.2 computes other bits
     for the jax 0.12 transformer's dump (a new-user trial: 174 of 512 elements of a bf16 attention
     block by up to 2^-6). The oracle: the same program before optimizations, as JAX compiles it."""
-    from xlasdk.computation import from_optimized_dump
+    from xlasdk.program.computation import from_optimized_dump
     from xlasdk.runtime._compile import _OPTIMIZED_DUMP_OVERRIDE
 
     d = DATA / corpus / "transformer_bf16"

@@ -457,8 +457,7 @@ def test_stablehlo_and_built_names_and_hlo_opcodes() -> None:
 
 
 def test_hlo_names_pairing_that_is_not_one_to_one_keeps_the_plain_names() -> None:
-    from xlasdk.formats.graph_import import _names
-    from xlasdk.formats.hlo_names import HloNames
+    from xlasdk.program.graph_import import HloNames, _names
 
     b = xs.XlaBuilder("f")
     x = _f32(b, 0, (3,), "x")

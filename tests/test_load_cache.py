@@ -1,4 +1,4 @@
-"""The verified-load cache (xlasdk.formats.load_cache, issue 21): the same bytes are verified once.
+"""The verified-load cache (xlasdk.program.load_cache, issue 21): the same bytes are verified once.
 
 Each test counts the loader's requests to the worker process, and checks what a cached load
 gives against numpy on the module's own arithmetic, not against another xlasdk load."""
@@ -18,7 +18,7 @@ import pytest
 
 import xlasdk as xs
 from xlasdk._jaxlib import isolated
-from xlasdk.formats import load_cache
+from xlasdk.program import load_cache
 
 _HLO = """HloModule cached_{tag}
 
@@ -47,7 +47,7 @@ def worker_loads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     real = isolated.request
 
     def counting(target: str, *args: Any, timeout: float | None = None, **how: Any) -> Any:
-        if target.startswith("xlasdk.formats.untrusted:"):
+        if target.startswith(("xlasdk.formats.untrusted:", "xlasdk.program._worker:")):
             seen.append(target.rpartition(":")[2])
         return real(target, *args, timeout=timeout, **how)  # on_death: the CLI's child runs it in-process
 
@@ -120,7 +120,7 @@ _CHILD = textwrap.dedent("""
     seen = []
     real = isolated.request
     def counting(target, *args, timeout=None, **how):
-        if target.startswith("xlasdk.formats.untrusted:"):
+        if target.startswith(("xlasdk.formats.untrusted:", "xlasdk.program._worker:")):
             seen.append(target.rpartition(":")[2])
         return real(target, *args, timeout=timeout, **how)
     isolated.request = counting

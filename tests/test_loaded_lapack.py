@@ -449,7 +449,7 @@ def test_a_lying_potrf_corrupts_the_heap_when_nothing_checks_it() -> None:
 def test_verified_loads_are_cached_under_the_contracts_source() -> None:
     """A verified load is cached under a stamp of the loader's code: the contracts (in
     ``xlasdk/ops``) are part of it, so an edited contract never reads what the older one passed."""
-    from xlasdk.formats import load_cache
+    from xlasdk.program import load_cache
 
     stamp = load_cache._code_stamp()
     assert b"lapack_contracts.py:" in stamp and b"custom_call.py:" in stamp and b"rule_check.py:" in stamp

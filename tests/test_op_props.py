@@ -11,7 +11,7 @@ import pytest
 
 import xlasdk.ops  # noqa: F401  - defines the rows and declares their props
 from xlasdk._optable import OPAQUE_PROPS, OPS, ROW_ALIASES, OpDef, OpProps, declare
-from xlasdk.formats.graph_import import _opaque_row
+from xlasdk.program.graph_import import _opaque_row
 
 # The sets as xlasdk/reference/_bounds.py and _walk.py spelled them (commit 1006757).
 _MOVES = {"stablehlo.reshape", "stablehlo.transpose", "stablehlo.broadcast_in_dim", "stablehlo.slice",

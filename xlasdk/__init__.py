@@ -42,7 +42,6 @@ if TYPE_CHECKING:
         window_padding_type_to_pad_values,
     )
     from .builder import Graph, ModuleContext, XlaBuilder, XlaOp
-    from .computation import XlaComputation
     from .distributed import process_count, process_index
     from .errors import (
         CompileError,
@@ -58,9 +57,10 @@ if TYPE_CHECKING:
         XlaSdkError,
     )
     from .formats import load_computation
-    from .formats.graph_import import Instruction
     from .formats.snapshot import Snapshot, load_snapshot, write_snapshot
     from .inputs import random_inputs
+    from .program.computation import XlaComputation
+    from .program.graph_import import Instruction
     from .reducer import NotReproducedError, ReduceResult, reduce
     from .reference import CompareReport, UnsupportedOpError, compare, evaluate
     from .reference.collectives import CollectiveTimeoutError, evaluate_spmd
@@ -126,7 +126,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "Graph": ("builder", "Graph"),
     "ModuleContext": ("builder", "ModuleContext"),
     "XlaOp": ("builder", "XlaOp"),
-    "XlaComputation": ("computation", "XlaComputation"),
+    "XlaComputation": ("program.computation", "XlaComputation"),
     "process_count": ("distributed", "process_count"),
     "process_index": ("distributed", "process_index"),
     "CompileError": ("errors", "CompileError"),
@@ -141,7 +141,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "XlaRuntimeError": ("errors", "XlaRuntimeError"),
     "XlaSdkError": ("errors", "XlaSdkError"),
     "load_computation": ("formats", "load_computation"),
-    "Instruction": ("formats.graph_import", "Instruction"),
+    "Instruction": ("program.graph_import", "Instruction"),
     "Snapshot": ("formats.snapshot", "Snapshot"),
     "load_snapshot": ("formats.snapshot", "load_snapshot"),
     "write_snapshot": ("formats.snapshot", "write_snapshot"),

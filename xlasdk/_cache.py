@@ -1,7 +1,7 @@
 """The byte store behind the compile cache: an on-disk cache of compiled executables, shared by processes.
 
 A leaf module: what it stores are bytes (the compile cache stores serialized executables,
-:mod:`xlasdk.formats.load_cache` the records of verified loads); compiling and loading the
+:mod:`xlasdk.program.load_cache` the records of verified loads); compiling and loading the
 executables is :mod:`xlasdk.runtime.cache`'s (:func:`~xlasdk.runtime.cache.compile_cached`), which
 is also the public home of the names defined here.
 

@@ -340,7 +340,7 @@ def emit_module(
     :func:`xlasdk._metadata.patch_hlo_proto` after conversion (what
     :func:`xlasdk._metadata.mark_locations` does to module text).
 
-    An imported module's graph (:mod:`xlasdk.formats.graph_import`) also gives
+    An imported module's graph (:mod:`xlasdk.program.graph_import`) also gives
     ``module_body``, the module's other top-level ops (private functions, meshes) as MLIR
     text, written before ``main``, and ``result_attrs``, the attributes of each result of
     ``main`` (in place of the root's shardings).

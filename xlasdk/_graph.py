@@ -31,7 +31,7 @@ class Region:
     implicitly (the branches of ``stablehlo.if`` / ``stablehlo.case`` work this way). Bound
     values are dependencies of the op that owns the region.
 
-    Regions of an imported module (:mod:`xlasdk.formats.graph_import`) keep what the module
+    Regions of an imported module (:mod:`xlasdk.program.graph_import`) keep what the module
     had: ``captures`` are outer values the region's ops use directly (dependencies of the
     owning op, as bindings are), ``effects`` are ops of the region that no result uses but
     that run with it (side effects), ``terminator`` the op that ends the block

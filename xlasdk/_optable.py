@@ -102,7 +102,7 @@ class HloForm(enum.Enum):
 class AttrKind(enum.Enum):
     """The kind of an op's declared attribute (:attr:`OpDef.attrs`): the typed value the op's wrapper
     stores, which the emitters print (:func:`xlasdk._mlir_attrs.render`) and the importer reads
-    back (one reader per kind, :mod:`xlasdk.formats.attr_kinds`), as StableHLO's ODS declares each
+    back (one reader per kind, :mod:`xlasdk.program.attr_kinds`), as StableHLO's ODS declares each
     attribute's type for its generated builder."""
 
     INT = "int"

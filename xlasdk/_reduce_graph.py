@@ -16,8 +16,8 @@ from .errors import XlaSdkError
 
 if TYPE_CHECKING:
     from .builder import Region, XlaBuilder, XlaOp
-    from .computation import XlaComputation
-    from .formats.graph_import import Instruction
+    from .program.computation import XlaComputation
+    from .program.graph_import import Instruction
     from .reducer import _Search
     from .shape import Shape
 
@@ -140,7 +140,7 @@ def _is_constant(op: XlaOp) -> bool:
 def _value_of(op: XlaOp) -> np.ndarray[Any, Any] | None:
     """The literal of a ``stablehlo.constant`` node (as loaded, or as a simplification wrote it)."""
     from ._mlir_attrs import DenseElements
-    from .formats.graph_import import MlirAttr
+    from .program.graph_import import MlirAttr
 
     v = op.attrs.get("value") if _is_constant(op) else None
     if isinstance(v, MlirAttr):
@@ -430,7 +430,7 @@ class _Reducer:
         every location ``loc(unknown)`` (loaded in the worker, like a file); where that text does
         not load, only ``main``'s own ops lose their locations."""
         from ._jaxlib.mlir import text_without_locations
-        from .computation import XlaComputation
+        from .program.computation import XlaComputation
 
         try:
             text = text_without_locations(self.cur.comp.compiler_ir())
@@ -497,14 +497,14 @@ _DROPPED = frozenset({"mhlo.frontend_attributes", "result_layout", "xla_shape"})
 
 def _hlo_attributes(o: XlaOp) -> dict[str, Any]:
     """``o``'s attributes as the builder would hold them: each declared one read by its kind
-    (:func:`xlasdk.formats.attr_kinds.typed_attributes`), the defaults a module leaves out filled in
+    (:func:`xlasdk.program.attr_kinds.typed_attributes`), the defaults a module leaves out filled in
     as the wrappers store them; :class:`~xlasdk._hlo_emit.Unsupported` for an attribute no row declares."""
     from ._hlo_emit import Unsupported
     from .errors import GraphImportError
-    from .formats.attr_kinds import MlirAttr, typed_attributes
     from .ops.elementwise import COMPARE, default_compare_type
     from .ops.sort import SORT
     from .ops.window import REDUCE_WINDOW
+    from .program.attr_kinds import MlirAttr, typed_attributes
 
     try:
         vals = {k: v for k, v in typed_attributes(o).items() if k not in _DROPPED}

@@ -418,7 +418,8 @@ def _drop_attr(line: str, key: str) -> str:
 # -- the checks, in the worker ------------------------------------------------------------------------
 def load_hlo_text_in_worker(text: str) -> None:
     """Every step :func:`xlasdk.load_computation` takes in the worker with HLO text (runs in the worker)."""
-    from .formats.untrusted import load_hlo_in_worker, module_text_in_worker
+    from .formats.untrusted import load_hlo_in_worker
+    from .program._worker import module_text_in_worker
 
     _, bytecode, _, _, attributes, _ = load_hlo_in_worker("text", text, "candidate")
     module_text_in_worker(bytecode, attributes)

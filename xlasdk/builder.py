@@ -3,7 +3,7 @@
 An :class:`XlaOp` is a node of the graph: its result :class:`~xlasdk.shape.Shape` is computed
 by the op's shape rule in Python when the op is built, before anything reaches MLIR or XLA.
 :meth:`XlaBuilder.build` turns the graph reachable from a root into an
-:class:`~xlasdk.computation.XlaComputation` (a StableHLO module; HLO on demand).
+:class:`~xlasdk.program.computation.XlaComputation` (a StableHLO module; HLO on demand).
 
 The graph is plain Python; the only text form produced here is StableHLO in MLIR's generic
 syntax (see :mod:`xlasdk._emit`), so building needs no MLIR context and no jaxlib call.
@@ -31,7 +31,7 @@ from .sharding import HloSharding
 from .sharding._spmd import sharding_for_shape
 
 if TYPE_CHECKING:
-    from .computation import XlaComputation
+    from .program.computation import XlaComputation
     from .sharding import ShardingLike
 
 __all__ = ["XlaBuilder", "XlaOp", "Region", "Graph", "ModuleContext", "Computation", "user_frame", "where"]
@@ -257,7 +257,7 @@ class XlaBuilder:
 
     ``b = XlaBuilder("name")``; add ops with the functions of :mod:`xlasdk.ops` (each takes the
     builder or an operand of it); ``b.build(root)`` returns the
-    :class:`~xlasdk.computation.XlaComputation`. A builder may be used by one thread at a time.
+    :class:`~xlasdk.program.computation.XlaComputation`. A builder may be used by one thread at a time.
     """
 
     def __init__(self, name: str = "xla_computation") -> None:
@@ -277,7 +277,7 @@ class XlaBuilder:
         self._loc_cache: dict[tuple[str, int], Location] = {}
         self._side_effects: list[XlaOp] = []
         self._nbytes = 0  # bytes of every array built, regions included (checked by build)
-        self._imported: Any = None  # formats.graph_edit._Rewrite of a builder made by from_computation
+        self._imported: Any = None  # program.graph_edit._Rewrite of a builder made by from_computation
 
     def _next_id(self) -> int:
         self._count += 1
@@ -541,7 +541,7 @@ class XlaBuilder:
         loc: Location,
         extra: Any = None,
     ) -> XlaOp:
-        """Add a node read from a module (:mod:`xlasdk.formats.graph_import`): with the location,
+        """Add a node read from a module (:mod:`xlasdk.program.graph_import`): with the location,
         attributes and regions the module gave it, no shape rule run, and no builder state
         (metadata, sharding, side-effect list) applied. A ``parameter`` node (``extra`` is
         ``(number, name)``) becomes parameter ``number``. Its arrays count towards
@@ -665,7 +665,7 @@ class XlaBuilder:
             self._last = last
 
     def set_rewrite(self, rewrite: Any) -> None:
-        """Make this builder the rewrite of an imported program (:mod:`xlasdk.formats.graph_import`
+        """Make this builder the rewrite of an imported program (:mod:`xlasdk.program.graph_import`
         calls it for :meth:`from_computation`): :meth:`instruction`, :meth:`replace`,
         :meth:`outputs` and :meth:`build` then act on that program."""
         self._imported = rewrite
@@ -723,7 +723,7 @@ class XlaBuilder:
         that add up to more than 2**62 bytes (``xs.shape.MAX_ARRAY_BYTES``; sub-computations
         included).
         """
-        from .computation import XlaComputation  # computation is built from this module's graphs
+        from .program.computation import XlaComputation  # computation is built from this module's graphs
 
         if self._imported is not None:
             return self._imported.build(root)  # type: ignore[no-any-return]

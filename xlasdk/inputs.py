@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from .computation import XlaComputation
-    from .formats.graph_import import Instruction
+    from .program.computation import XlaComputation
+    from .program.graph_import import Instruction
     from .shape import Shape
 
 __all__ = ["InputRange", "input_ranges", "random_inputs", "random_value"]
@@ -108,7 +108,7 @@ def input_ranges(computation: XlaComputation) -> list[InputRange]:
     an optimized dump's fusions are such calls), see the module docstring.
 
     Raises :class:`~xlasdk.errors.GraphImportError` when the module cannot be read as a graph."""
-    from .formats.graph_import import import_graph
+    from .program.graph_import import import_graph
 
     callees: dict[str, list[InputRange] | None] = {}
 

@@ -67,7 +67,7 @@ from ._where import where
 from .errors import FormatError, XlaSdkError
 
 if TYPE_CHECKING:
-    from .computation import XlaComputation
+    from .program.computation import XlaComputation
 
 __all__ = ["NotReproducedError", "ReduceResult", "ReduceStep", "reduce"]
 
@@ -148,7 +148,8 @@ class ReduceResult:
 def _load_in_worker(text: str) -> tuple[str, str]:
     """(the StableHLO text, the module name) of HLO ``text``, loaded as :func:`xlasdk.load_computation`
     loads it (runs in the worker process); raises ``isolated.Failed`` with the stage and XLA's message."""
-    from .formats.untrusted import load_hlo_in_worker, module_text_in_worker
+    from .formats.untrusted import load_hlo_in_worker
+    from .program._worker import module_text_in_worker
 
     _, bytecode, name, _, attributes, _ = load_hlo_in_worker("text", text, "candidate")
     return module_text_in_worker(bytecode, attributes), name
@@ -280,7 +281,7 @@ class _Diverge(_Condition):
         self.rtol, self.atol, self.excess_precision = rtol, atol, excess_precision
 
     def holds(self, text: str, args: list[np.ndarray[Any, Any]] | None, timeout: float) -> tuple[bool, str]:
-        from .computation import XlaComputation
+        from .program.computation import XlaComputation
         from .reference import compare
 
         assert args is not None
@@ -469,7 +470,7 @@ def reduce(
         the parameters, a budget that is not positive, a budget spent before the check of the
         module given ended.
     """
-    from .computation import XlaComputation
+    from .program.computation import XlaComputation
 
     started = time.monotonic()
     if max_time is not None and not max_time > 0:

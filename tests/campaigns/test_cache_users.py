@@ -66,7 +66,7 @@ _VICTIM = r"""
 import json, sys, warnings
 import numpy as np
 import xlasdk as xs
-from xlasdk.formats import load_cache
+from xlasdk.program import load_cache
 texts = json.loads(sys.argv[1])
 x = np.array([1.5, -2.0, 0.25, 8.0], np.float32)
 want = {"plus": x + 1, "times": x * 1000}
@@ -88,7 +88,7 @@ _STAGE = r"""
 import json, sys
 import numpy as np
 import xlasdk as xs
-from xlasdk.formats import load_cache
+from xlasdk.program import load_cache
 texts = json.loads(sys.argv[1])
 out = {}
 c = xs.CompileCache()

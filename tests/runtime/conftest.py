@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from xlasdk.computation import XlaComputation
+from xlasdk.program.computation import XlaComputation
 from xlasdk.shape import ProgramShape, Shape
 from xlasdk.types import PrimitiveType
 

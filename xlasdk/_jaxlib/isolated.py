@@ -20,7 +20,7 @@ how to raise it (:func:`budget_exceeded`), never as a corrupt file, and is not r
 
 A request names a function (``"xlasdk.formats.untrusted:load_hlo"``) that the worker imports
 and calls; this module knows nothing of what the functions do (``xlasdk.formats.untrusted``
-holds them), so ``_jaxlib`` depends on nothing above it.
+and ``xlasdk.program._worker`` hold them), so ``_jaxlib`` depends on nothing above it.
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ __all__ = [
 ]
 
 _LEN: Final = struct.Struct("<Q")
-#: what the worker imports as soon as it starts (every request needs jaxlib and the loaders)
+#: what the worker imports as soon as it starts (every request needs jaxlib and the loaders; they import
+#: ``xlasdk.program._worker``)
 _PRELOAD: Final = ("xlasdk.formats.untrusted",)
 _DEATH_TAIL: Final = 64 * 1024  # bytes of the child's stderr searched for XLA's fatal line
 

@@ -6,7 +6,7 @@ value numbers, result types as :data:`xlasdk._jaxlib.mlir.TypeInfo`, each attrib
 spelling, regions, locations. Nothing here parses text: every field comes from the bindings
 (``Operation.name``, ``operands``, ``results``, ``attributes``, ``regions``, ``location``), and
 the spellings are MLIR's own printing of each attribute, type and location, which parses back
-in a module. :mod:`xlasdk.formats.graph_import` builds the typed graph from the records.
+in a module. :mod:`xlasdk.program.graph_import` builds the typed graph from the records.
 
 The module's other top-level ops (private functions, Shardy meshes) are kept whole as their
 generic-syntax text, so a module rebuilt around an edited ``main`` calls them as before.

@@ -60,7 +60,7 @@ class _ShapesOf:
 
 def per_partition_devices_of(comp: Any) -> int | None:
     """The device count of ``comp`` when it is an optimized per-partition dump, else None."""
-    from xlasdk.computation import compile_request
+    from xlasdk.program.computation import compile_request
     from xlasdk.runtime.isolated_compile import per_partition_devices
 
     text = compile_request(comp).module_text

@@ -46,7 +46,7 @@ def _spmd_counts(args: argparse.Namespace, comp: Any) -> tuple[int, int]:
     """``(replicas, partitions)``: the flags, else what the module records (its HLO header's
     ``replica_count`` / ``num_partitions``, its StableHLO ``mhlo.num_replicas`` /
     ``mhlo.num_partitions``, or the device count its shardings need), else 1."""
-    from xlasdk.computation import compile_request
+    from xlasdk.program.computation import compile_request
     from xlasdk.sharding._spmd import module_spmd_counts
 
     header = None

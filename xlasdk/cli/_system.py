@@ -134,7 +134,7 @@ def _cache_verb(args: argparse.Namespace, out: IO[str]) -> None:
     from xlasdk._cache import CacheInfo, CompileCache
 
     cache = CompileCache(args.dir)
-    loads = CompileCache(os.path.join(cache.directory, "loads"))  # xlasdk.formats.load_cache's verified loads
+    loads = CompileCache(os.path.join(cache.directory, "loads"))  # xlasdk.program.load_cache's verified loads
     if args.cache_command == "info":
         out.write(str(cache.info()) + "\n")
         if args.list:

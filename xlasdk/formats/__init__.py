@@ -27,7 +27,9 @@ Optimized HLO (XLA's ``*after_optimizations*`` dumps) loads too: for the StableH
 ``fusion`` instructions become calls of their fused computations and ``bitcast`` instructions
 become reshapes/transposes; ``as_hlo_text()`` still prints the module as it was loaded.
 
-Modules of this package (everything public is re-exported here):
+Modules of this package (everything public is re-exported here). The program model they load
+into and save from (the computation, a module's instruction graph and its edits, the program
+shape, the worker's services and load records) is :mod:`xlasdk.program`, one layer below:
 
 =====================  ========================================================================
 ``sniff``              :class:`Format`, file suffixes, recognising a format from the content
@@ -35,13 +37,12 @@ Modules of this package (everything public is re-exported here):
 ``hlo_text``           the small HLO text parser; :func:`hlo_opcode_counts`
 ``hlo_check``          :func:`check_hlo_text`: rejects HLO that XLA's parser/importer abort on
 ``hlo_rewrite``        optimized HLO made importable (``fusion`` -> ``call``, ``bitcast``)
-``program_shape``      the program shape of a loaded module, from MLIR types
-``diagnostics``        one-line descriptions of MLIR/XLA errors
 ``artifact``           portable artifact versions and serialization
 ``jax_export``         ``jax.export`` files (``Exported.serialize()``): :func:`read_jax_export`
-``graph_import``       a module's instruction graph: ``comp.instructions()``
-``attr_kinds``         a loaded op's declared attributes read into the builder's typed values
-``graph_edit``         new computations from that graph: ``with_outputs``, ``extract``, ``from_computation``
+``untrusted``          loading bytes xlasdk did not write: every XLA/MLIR step first in the worker
+``hlo_names``          a module loaded from HLO: its instructions' HLO names, read in the worker
+``rule_check``         the builder's shape rules on a loaded module's ops
+``tpu_meaning``        XLA's TPU-optimized HLO read as its CPU meaning
 ``snapshot``           XLA's ``HloSnapshot`` files (module, arguments, result): :func:`load_snapshot`
 ``loaders``            ``computation_from_*``, :func:`load_computation`
 ``saving``             :func:`computation_bytes`, :func:`save_computation`

@@ -16,7 +16,7 @@ from ..errors import FormatError
 from .sniff import _BYTECODE_MAGIC
 
 if TYPE_CHECKING:
-    from ..computation import XlaComputation
+    from ..program.computation import XlaComputation
 
 
 # sha256 of bytecode this process wrote itself (safe to decode in-process); the rest is decoded

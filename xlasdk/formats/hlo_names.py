@@ -6,45 +6,36 @@ instruction without an ``op_name`` gets its own name there (``loc("dot.3")``, se
 ``GenerateInstructionLocation``). To walk a dump by the names it prints (``%dot.3``),
 :func:`hlo_names` imports a second copy of the module whose instructions carry no metadata, so
 that every op's location is the name of the instruction it came from, and returns those names in
-the order of ``main``'s arguments and ops; :func:`xlasdk.formats.graph_import.import_graph` pairs
+the order of ``main``'s arguments and ops; :func:`xlasdk.program.graph_import.import_graph` pairs
 them with the ops of the module the computation holds (the same import of the same module, only
 its metadata differs).
 
 The second import runs in the worker process (:mod:`xlasdk._jaxlib.isolated`), like every step
 of a load: XLA's importer aborts the process on some modules. Its result is remembered by content
-(:mod:`.load_cache`).
+(:mod:`.load_cache`). The loader gives each computation it makes from HLO :func:`hlo_names`
+to read them with when its instruction graph is first needed (the program model, one layer below,
+does not import this module).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .. import _metadata
 from .._jaxlib import isolated
 from .._jaxlib import mlir as _mlir
-from .._jaxlib import mlir_graph as _mg
 from ..errors import XlaSdkError
-from . import load_cache
-from .untrusted import importable_text, load_timeout
+from ..program import load_cache
+from ..program._worker import load_timeout
+from .untrusted import importable_text
 
-__all__ = ["HloNames", "hlo_names", "hlo_names_in_worker"]
+if TYPE_CHECKING:
+    from ..program.graph_import import HloNames
+
+__all__ = ["hlo_names", "hlo_names_in_worker"]
 
 _NAME_LOC = re.compile(r'^loc\("([^"\\]*)"\)$')
-
-
-@dataclass(frozen=True)
-class HloNames:
-    """The HLO instruction name of each argument of ``main`` and of each op of its body (with the
-    op's name, ``stablehlo.dot_general``, to pair it with), in order; ``""`` where the location
-    names no instruction. ``opcodes``: the HLO opcode of each named instruction, as the module
-    held it (``fusion`` for a fusion the import made a ``func.call``)."""
-
-    args: tuple[str, ...]
-    ops: tuple[tuple[str, str], ...]
-    opcodes: dict[str, str]
-
-
 
 
 def _name(loc: str) -> str:
@@ -56,12 +47,14 @@ _Record = tuple[tuple[str, ...], tuple[tuple[str, str], ...], tuple[tuple[str, s
 
 
 def hlo_names_in_worker(proto: bytes) -> _Record:
-    """``(args, ops, opcodes)`` of :class:`HloNames` (``opcodes`` as pairs: the names of ``args``
-    and ``ops`` only) for a verified ``HloModuleProto``; runs in the worker.
+    """``(args, ops, opcodes)`` of :class:`~xlasdk.program.graph_import.HloNames` (``opcodes`` as
+    pairs: the names of ``args`` and ``ops`` only) for a verified ``HloModuleProto``; runs in the worker.
 
     The module is imported as the loader imported it (:func:`xlasdk.formats.untrusted.load_hlo_in_worker`:
     an optimized module rewritten first), its metadata cleared.
     """
+    from .._jaxlib import mlir_graph as _mg  # the MLIR walk: only where the names are read
+
     try:
         hm = _mlir.hlo_module_from_proto(proto)
         opcodes = _mlir.hlo_instruction_opcodes(hm)
@@ -80,9 +73,9 @@ def hlo_names_in_worker(proto: bytes) -> _Record:
 
 
 def hlo_names(proto: bytes) -> HloNames | None:
-    """The :class:`HloNames` of a verified ``HloModuleProto`` (one the loader's worker carried
-    through the import), read in the worker; None when the worker could not (the instruction
-    graph then keeps its own names)."""
+    """The :class:`~xlasdk.program.graph_import.HloNames` of a verified ``HloModuleProto`` (one the
+    loader's worker carried through the import), read in the worker; None when the worker could not
+    (the instruction graph then keeps its own names)."""
     k = load_cache.key("hlo_names_in_worker", "proto", proto)
     got = load_cache.lookup(k)
     if not _fits(got):
@@ -94,6 +87,8 @@ def hlo_names(proto: bytes) -> HloNames | None:
         if not _fits(got):
             return None
         load_cache.remember(k, got)
+    from ..program.graph_import import HloNames  # the names are read for the graph's import
+
     args, ops, opcodes = got
     return HloNames(tuple(args), tuple(ops), dict(opcodes))
 
@@ -115,55 +110,3 @@ def _fits(got: object) -> bool:
         isinstance(got, tuple) and len(got) == 3 and isinstance(got[0], tuple)
         and all(isinstance(a, str) for a in got[0]) and pairs(got[1]) and pairs(got[2])
     )
-
-
-# -- where a name lives that main does not hold ------------------------------------------------------
-_COMPUTATION = re.compile(r"^(ENTRY\s+)?%?([^\s(%{]+)\s*(?:\(.*)?\{\s*$")
-_INSTRUCTION = re.compile(r"^\s+(?:ROOT\s+)?%?([^\s=%]+)\s*=\s*\S+.*?\s([a-z][a-z0-9\-]*)\(")
-_CALLS = re.compile(r"\b(to_apply|body|condition|calls|true_computation|false_computation|branch_computations)="
-                    r"(\{[^}]*\}|%?[^\s,{}]+)")
-
-
-def region_hint(hlo_text: str, name: str) -> str | None:
-    """Where HLO instruction ``name`` lives when it is not one of the entry computation's: the
-    computation that holds it and the chain of instructions that call that computation, up to
-    one of the entry's, with how to walk it (``op.regions`` of a while, reduce, sort, conditional...;
-    ``called_function()`` of a fusion or call). None when no computation of the text holds it."""
-    holder: dict[str, str] = {}  # instruction name -> its computation
-    callers: dict[str, tuple[str, str, str]] = {}  # computation -> (instruction, its opcode, its computation)
-    entry, current = "", ""
-    for line in hlo_text.splitlines():
-        head = _COMPUTATION.match(line)
-        if head is not None and not line.startswith((" ", "\t")):
-            current = head.group(2)
-            if head.group(1):
-                entry = current
-            continue
-        ins = _INSTRUCTION.match(line)
-        if ins is None or not current:
-            continue
-        holder.setdefault(ins.group(1), current)
-        for _, called in _CALLS.findall(line):
-            for c in called.strip("{}").split(","):
-                if c.strip():
-                    callers.setdefault(c.strip().lstrip("%"), (ins.group(1), ins.group(2), current))
-    where = holder.get(name)
-    if where is None or where == entry:
-        return None
-    chain: list[str] = []
-    comp, top = where, None
-    for _ in range(64):  # nested regions, up to the entry computation
-        call = callers.get(comp)
-        if call is None:
-            break
-        chain.append(f"called by {call[0]!r} ({call[1]}) in {call[2]!r}")
-        top, comp = call, call[2]
-        if comp == entry:
-            break
-    msg = f"{name!r} is an instruction of the HLO computation {where!r}"
-    if chain:
-        msg += ", " + ", ".join(chain)
-    if top is not None and comp == entry:
-        walk = "called_function()" if top[1] in ("fusion", "call") else "op.regions"
-        msg += f": walk it through comp.instruction({top[0]!r}).{walk}"
-    return msg

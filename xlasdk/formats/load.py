@@ -30,7 +30,7 @@ from .sniff import (
 )
 
 if TYPE_CHECKING:
-    from ..computation import XlaComputation
+    from ..program.computation import XlaComputation
 
 __all__ = ["load_computation"]
 

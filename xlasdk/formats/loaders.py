@@ -14,12 +14,13 @@ from .._atomic import file_path, read_regular_file
 from .._jaxlib import isolated
 from .._jaxlib import mlir as _mlir
 from ..errors import FormatError
+from ..program.diagnostics import _one_line
+from ..program.program_shape import _program_shape
 from . import untrusted
 from .artifact import _TRUSTED_BYTECODE, _vtuple, portable_artifact_version
-from .diagnostics import _one_line
 from .hlo_check import check_elided_constants, check_hlo_text
+from .hlo_names import hlo_names
 from .hlo_rewrite import _backported_hlo_text
-from .program_shape import _program_shape
 from .protobuf import _find_module_proto
 from .sniff import (
     _BYTECODE_MAGIC,
@@ -32,7 +33,7 @@ from .sniff import (
 )
 
 if TYPE_CHECKING:
-    from ..computation import XlaComputation
+    from ..program.computation import XlaComputation
 
 
 def _loaded(
@@ -43,7 +44,7 @@ def _loaded(
     xla: Any = None,
     name: str | None = None,
 ) -> XlaComputation:
-    from ..computation import XlaComputation
+    from ..program.computation import XlaComputation
 
     program_shape = _program_shape(module, what)
     mname = name or _mlir.module_name(module) or "main"
@@ -118,12 +119,13 @@ def _from_hlo(kind: str, data: str | bytes, what: str, fmt: Format) -> XlaComput
     # The worker carried these exact bytes through every step the computation will take with
     # them here (parse, verify); they are read when first needed, and the worker goes first for
     # the rest (the module's text, XLA's proto reader) when that is needed.
-    from ..computation import XlaComputation
+    from ..program.computation import XlaComputation
 
     comp = XlaComputation._from_loaded(
         name, program_shape, None, None, source_format=fmt.value, proto=proto, bytecode=(bytecode, attributes)
     )
     comp._tpu_meaning = tpu
+    comp._read_names = hlo_names  # its instruction graph names instructions as the HLO does, read in the worker
     return comp
 
 

@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any, Final
 from .._jaxlib.mlir import TypeInfo
 from .._optable import OPS
 from ..errors import DTypeError, ShapeError
+from ..program.program_shape import _shape_from_type
 from ..shape import Shape
 from ..types import PrimitiveType, etype_from_mlir
-from .program_shape import _shape_from_type
 
 if TYPE_CHECKING:
     from .._jaxlib import mlir_graph as _mg

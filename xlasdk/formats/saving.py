@@ -12,7 +12,7 @@ from .artifact import serialize_portable_artifact
 from .sniff import _SUFFIX_LIST, Format, PathLike, _parse_format, format_from_suffix
 
 if TYPE_CHECKING:
-    from ..computation import XlaComputation
+    from ..program.computation import XlaComputation
 
 
 def _atomic_write(path: str, data: bytes, check: Callable[[str], object] | None = None) -> None:

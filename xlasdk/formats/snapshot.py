@@ -53,7 +53,7 @@ from .sniff import PathLike, _as_text, text_snapshot_kind
 from .text_proto import binary_from_text
 
 if TYPE_CHECKING:
-    from ..computation import XlaComputation
+    from ..program.computation import XlaComputation
 
 __all__ = [
     "Snapshot", "load_snapshot", "read_snapshot", "write_snapshot", "snapshot_kind", "new_snapshot_path",

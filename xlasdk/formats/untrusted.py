@@ -5,26 +5,26 @@ stack overflows) on inputs that a user can have in a file. The functions named `
 run in :mod:`xlasdk._jaxlib.isolated`'s child process and perform, on the very bytes the user
 gave, every native step the loader will then repeat in the user's process; the parent functions
 call them and turn a clean failure or a death into :class:`~xlasdk.FormatError`. Only bytes that
-the worker has carried through every step reach XLA or MLIR in the user's process.
+the worker has carried through every step reach XLA or MLIR in the user's process. What a loaded
+computation asks of the worker later (its module's text, XLA's proto reader, the conversion to HLO)
+is :mod:`xlasdk.program._worker`'s, which runs these loads too
+(:func:`~xlasdk.program._worker._in_worker_once`).
 """
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .. import _metadata
 from .._jaxlib import isolated
 from .._jaxlib import mlir as _mlir
-from ..errors import FormatError, XlaSdkError
+from ..errors import FormatError
+from ..program._worker import ModuleAttributes, _in_worker_once
+from ..program.diagnostics import _mlir_problem, _one_line, _xla_text_problem
+from ..program.program_shape import _program_shape
 from ..sharding._spmd import hlo_header_counts
-from . import load_cache
-from .diagnostics import _mlir_problem, _one_line, _xla_text_problem
 from .hlo_check import check_hlo_claims
 from .hlo_rewrite import _importable_hlo
-from .program_shape import _program_shape
 from .rule_check import RuleViolation, check_rules
 from .tpu_meaning import NoCpuMeaning, cpu_meaning, untiled_layouts
 
@@ -35,8 +35,6 @@ _Failed = isolated.Failed
 
 
 # -- run in the worker -------------------------------------------------------------------------
-#: ``(name, value)`` of each module attribute a loaded HLO module gets from its header
-ModuleAttributes = tuple[tuple[str, int], ...]
 #: ``(instructions rewritten, the signs)`` of a TPU-optimized module run as its CPU meaning
 #: (:mod:`.tpu_meaning`), or None for any other module
 TpuNote = tuple[int, str] | None
@@ -51,13 +49,14 @@ def load_hlo_in_worker(
     The bytecode is the importer's own output, the very bytes parsed and verified here: the
     user's process may parse them again (and give the module the same attributes) without a
     step the worker has not taken. The module's text is printed only when it is needed
-    (:func:`module_text`).
+    (:func:`~xlasdk.program._worker.module_text`).
 
     Every native step the user's process takes with the result on load is run here: XLA's
     parser, the proto round trip, the optimized-HLO rewrite, the StableHLO import and MLIR's
     verifier, the program shape. XLA's reader of the returned proto (an
     ``XlaComputation``, for the HLO printer) is not: most loads never need it, and it costs about
-    0.7x XLA's parse; :func:`check_hlo_proto` runs it here first when the user's process does.
+    0.7x XLA's parse; :func:`~xlasdk.program._worker.check_hlo_proto` runs it here first when the
+    user's process does.
     """
     if kind == "text":
         assert isinstance(data, str)
@@ -146,40 +145,6 @@ def _maybe_tpu(text: str) -> bool:
     return ":T(" in text or re.search(r"[:)]S\(\d+\)", text) is not None
 
 
-def loaded_module(bytecode: bytes, attributes: ModuleAttributes) -> Any:
-    """The module :func:`load_hlo_in_worker` verified, parsed from its bytecode, with its header's
-    attributes (the same steps, in the same order, as the worker took)."""
-    module = _mlir.parse_module(bytecode)
-    if attributes:
-        _mlir.set_missing_int_attributes(module, dict(attributes))
-    return module
-
-
-def module_text_in_worker(bytecode: bytes, attributes: ModuleAttributes) -> str:
-    """The generic text (with locations) of a module :func:`load_hlo_in_worker` handed back as
-    bytecode; runs in the worker."""
-    return _mlir.module_to_text(loaded_module(bytecode, attributes), debug_info=True, generic=True)
-
-
-def module_text(bytecode: bytes, attributes: ModuleAttributes, name: str) -> str:
-    """:func:`module_text_in_worker` run in the worker, once per module (:mod:`.load_cache`).
-
-    Raises
-    ------
-    FormatError
-        MLIR's printer failed or died on the module (not expected of a verified module).
-    """
-    what = repr(name)
-    key_data = bytecode + repr(attributes).encode()
-    try:
-        text: str = _in_worker_once("module_text_in_worker", "bytecode", (bytecode, attributes), key_data, what,
-                                    "printing the module", "MLIR's printer crashed on this module",
-                                    lambda r: isinstance(r, str))
-    except isolated.Failed as e:
-        raise FormatError(f"{what}: cannot print the module: {e.message}") from None
-    return text
-
-
 def _header_counts(text: str) -> dict[str, int]:
     """``{"mhlo.num_partitions": N, "mhlo.num_replicas": R}`` from an HLO module's header line
     (``HloModule m, ..., replica_count=2, num_partitions=4``), for the counts above 1 it gives."""
@@ -240,67 +205,6 @@ def _check_module(module: Any, what: str) -> tuple[ProgramShape, str]:
 
 
 # -- the user's process ------------------------------------------------------------------------
-def load_timeout(data: str | bytes) -> float:
-    """Seconds a load may take in the worker before it is killed as hung: ``XLASDK_LOAD_TIMEOUT``
-    if set, else 120 s plus 60 s per MB of input (MLIR's bytecode reader spins forever on some
-    corrupt bytes; a 100,000-instruction HLO dump loads in about 10 s on a busy 2-core machine)."""
-    env = os.environ.get("XLASDK_LOAD_TIMEOUT")
-    if env:
-        try:
-            value = float(env)
-        except ValueError:
-            value = 0.0
-        if value > 0:
-            return value
-    return 120.0 + 60.0 * len(data) / 1e6
-
-
-def _hung(what: str, doing: str, seconds: float) -> FormatError:
-    return FormatError(
-        f"{what}: {doing} did not finish within {seconds:g} s and was stopped (corrupt input makes "
-        "MLIR's and XLA's readers spin; XLASDK_LOAD_TIMEOUT sets the limit)"
-    )
-
-
-def _in_worker(fn: str, args: tuple[Any, ...], data: str | bytes, what: str, doing: str, crashed: str) -> Any:
-    """``fn(*args)`` of this module run in the worker within :func:`load_timeout` of ``data``; a
-    worker that dies raises FormatError naming ``what``: :func:`_hung` doing ``doing`` when it ran
-    past the limit, else ``crashed`` and the reason."""
-    limit = load_timeout(data)
-
-    def died(e: isolated.WorkerDied) -> XlaSdkError:
-        if e.timed_out:
-            return _hung(what, doing, limit)
-        if e.unavailable:  # no worker to ask: nothing about the file is known
-            return XlaSdkError(f"{what}: {doing} could not begin: {e.reason}; nothing is known about the file "
-                               "itself (XLA did not read it)")
-        if e.killed:  # not the file's fault: say so, not "XLA aborted"
-            return FormatError(f"{what}: {doing} was stopped: {e.reason}")
-        return FormatError(f"{what}: {crashed} ({e.reason})")
-
-    try:
-        return isolated.request(f"xlasdk.formats.untrusted:{fn}", *args, timeout=limit, on_death=died)
-    except isolated.Failed as e:
-        if e.stage == "memory":  # the worker's budget, not the file's fault: no "syntax error"
-            raise FormatError(f"{what}: {doing} was stopped: {e.message}") from None
-        raise
-    except isolated.WorkerDied as e:
-        raise died(e) from None
-
-
-def _in_worker_once(fn: str, kind: str, args: tuple[Any, ...], data: str | bytes, what: str, doing: str,
-                    crashed: str, fits: Callable[[Any], bool]) -> Any:
-    """:func:`_in_worker`, unless these very bytes of ``kind`` went through ``fn`` before: then what
-    it gave (:mod:`.load_cache`; ``fits`` says whether a kept record has the result's form)."""
-    k = load_cache.key(fn, kind, data)
-    known = load_cache.lookup(k)
-    if known is not None and fits(known):
-        return known
-    result = _in_worker(fn, args, data, what, doing, crashed)
-    load_cache.remember(k, result)
-    return result
-
-
 def load_hlo(
     kind: str, data: str | bytes, what: str
 ) -> tuple[bytes, bytes, str, ProgramShape, ModuleAttributes, TpuNote]:
@@ -312,8 +216,8 @@ def load_hlo(
         A clean failure (``stage`` and XLA's message).
     FormatError
         The worker died on the module: names ``what`` and XLA's ``Check failed:`` line.
-        Also when the load ran past :func:`load_timeout` (the worker is then replaced) or past the
-        worker's memory budget (:func:`isolated.memory_budget`), and, before the worker sees it,
+        Also when the load ran past :func:`~xlasdk.program._worker.load_timeout` (the worker is then
+        replaced) or past the worker's memory budget (:func:`isolated.memory_budget`), and, before the worker sees it,
         for HLO text whose tuples or constants claim more than
         :func:`~xlasdk.formats.hlo_check.check_hlo_claims` allows.
     """
@@ -321,81 +225,16 @@ def load_hlo(
         check_hlo_claims(data, what)  # before XLA's parser allocates what the text claims
     result: tuple[bytes, bytes, str, ProgramShape, ModuleAttributes, TpuNote] = _in_worker_once(
         "load_hlo_in_worker", kind, (kind, data, what), data, what, "loading the module",
-        "XLA aborted while loading this module", lambda r: isinstance(r, tuple) and len(r) == 6,
+        "XLA aborted while loading this module", lambda r: isinstance(r, tuple) and len(r) == 6, __name__,
     )
     return result
-
-
-def hlo_proto_in_worker(proto: bytes) -> bool:
-    """XLA's reader and printer on a loaded module's ``HloModuleProto`` (from
-    :func:`load_hlo_in_worker`): what the user's process does with it when it first needs the
-    module as an ``XlaComputation`` (its HLO text, its proto, XLA's HLO graph); runs in the worker."""
-    try:
-        _mlir.hlo_text(_mlir.xla_computation_from_proto(proto))
-    except Exception as e:
-        raise _Failed("proto", _one_line(e)) from None
-    return True
-
-
-def check_hlo_proto(proto: bytes, name: str) -> None:
-    """:func:`hlo_proto_in_worker` run in the worker, once per proto (:mod:`.load_cache`).
-
-    Raises
-    ------
-    FormatError
-        XLA rejected the proto or died on it (not expected of a proto XLA wrote itself).
-    """
-    what = repr(name)
-    try:
-        _in_worker_once("hlo_proto_in_worker", "proto", (proto,), proto, what, "reading the module's HLO",
-                        "XLA aborted while reading the module's HLO", lambda r: r is True)
-    except isolated.Failed as e:
-        raise FormatError(f"{what}: XLA cannot read the module's HLO: {e.message}") from None
 
 
 def parse_stablehlo(data: str | bytes, kind: str, what: str) -> str:
     """:func:`parse_stablehlo_in_worker` run in the worker (raises as :func:`load_hlo`)."""
     text: str = _in_worker_once(
         "parse_stablehlo_in_worker", kind, (data, kind, what), data, what, "reading the module",
-        "the MLIR parser crashed on this module", lambda r: isinstance(r, str),
+        "the MLIR parser crashed on this module", lambda r: isinstance(r, str), __name__,
     )
     return text
-
-
-def converted_hlo_in_worker(text: str) -> bytes:
-    """XLA's StableHLO -> HLO conversion of a loaded module's text (with the metadata fields the
-    converter drops written back), as a serialized ``HloModuleProto``; runs in the worker."""
-    marked = _metadata.mark_locations(text)
-    try:
-        if marked is None:
-            proto = _mlir.hlo_proto(_mlir.module_to_hlo(text))
-        else:
-            proto = _mlir.hlo_proto_with_metadata(*marked)
-    except Exception as e:
-        raise _Failed("convert", _one_line(e)) from None
-    try:  # what the user's process does with it next: read it, print it
-        xla = _mlir.xla_computation_from_proto(proto)
-        _mlir.hlo_text(xla)
-    except Exception as e:
-        raise _Failed("convert", _one_line(e)) from None
-    return proto
-
-
-def converted_hlo_proto(text: str, name: str) -> bytes:
-    """:func:`converted_hlo_in_worker` run in the worker.
-
-    Raises
-    ------
-    RuntimeError
-        XLA's converter rejected the module or died on it (the caller makes it a CompileError).
-    """
-    try:
-        proto: bytes = isolated.request("xlasdk.formats.untrusted:converted_hlo_in_worker", text)
-    except isolated.Failed as e:
-        raise RuntimeError(e.message) from None
-    except isolated.WorkerDied as e:
-        if e.killed:
-            raise RuntimeError(f"converting {name!r} to HLO was stopped: {e.reason}") from None
-        raise RuntimeError(f"XLA aborted while converting {name!r} to HLO ({e.reason})") from None
-    return proto
 

@@ -348,7 +348,7 @@ def tuple_element(op: XlaOp, index: int) -> XlaOp:
 
 # -- sub-computations ----------------------------------------------------------------------------
 # The op wing knows computations through the interface :class:`xlasdk.builder.Computation` (name,
-# source_format, graph()); it never imports ``xlasdk.computation``.
+# source_format, graph()); it never imports ``xlasdk.program.computation``.
 
 
 #: What an op takes as a sub-computation (reducer, comparator, loop body, branch): a built

@@ -22,8 +22,8 @@ from ..errors import XlaSdkError
 from ..ops.sources import CONSTANT
 
 if TYPE_CHECKING:
-    from ..computation import XlaComputation
-    from ..formats.graph_import import Instruction
+    from ..program.computation import XlaComputation
+    from ..program.graph_import import Instruction
 
 __all__ = ["match_instructions"]
 

@@ -16,8 +16,8 @@ from ..builder import XlaOp
 from ..errors import XlaSdkError
 
 if TYPE_CHECKING:
-    from ..computation import XlaComputation
-    from ..formats.graph_import import Instruction
+    from ..program.computation import XlaComputation
+    from ..program.graph_import import Instruction
     from ._report import OutputComparison
 
 

@@ -11,8 +11,8 @@ from ..errors import XlaSdkError
 from ._bisect_core import ERROR_CLASSES, OpError
 
 if TYPE_CHECKING:
-    from ..computation import XlaComputation
-    from ..formats.graph_import import Instruction
+    from ..program.computation import XlaComputation
+    from ..program.graph_import import Instruction
 
 __all__ = ["ERROR_COLORS", "html_report"]
 

@@ -14,8 +14,8 @@ from ..ops.sources import CONSTANT
 from ._bisect_core import Culprit, _CutFailed, _Program, _Settings
 
 if TYPE_CHECKING:
-    from ..computation import XlaComputation
-    from ..formats.graph_import import Instruction
+    from ..program.computation import XlaComputation
+    from ..program.graph_import import Instruction
 
 __all__ = ["NonFinite", "NonFiniteSource", "find_nonfinite"]
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from ..computation import XlaComputation
+    from ..program.computation import XlaComputation
 
 __all__ = ["PassBisection", "bisect_passes", "pass_names"]
 

@@ -27,8 +27,8 @@ from ..ops.control import CASE, IF, WHILE
 
 if TYPE_CHECKING:
     from ..builder import Region
-    from ..computation import XlaComputation
-    from ..formats.graph_import import Instruction, InstructionGraph
+    from ..program.computation import XlaComputation
+    from ..program.graph_import import Instruction, InstructionGraph
     from ._bisect_core import OpsBisection, _Program
 
 __all__: list[str] = []
@@ -47,7 +47,7 @@ def region_computation(source: XlaComputation, graph: InstructionGraph, owner: X
     parameters are the region's (its block arguments, or the stand-ins of its bound values), then
     the values of main its ops read (returned, in order; their values are the program's last
     arguments)."""
-    from ..formats.graph_edit import _copy, _edited
+    from ..program.graph_edit import _copy, _edited
 
     main = owner.builder
     stops = {id(q) for q in region.params}
@@ -87,9 +87,8 @@ def _called_computation(p: _Program, ins: Instruction) -> XlaComputation:
     """The function a ``func.call`` calls, as a program of its own (the module's other functions
     along: those it calls in turn)."""
     from .._graph import ModuleContext
-    from ..computation import XlaComputation, from_optimized_dump
-    from ..formats.graph_edit import _carried_names
-    from ..formats.graph_import import InstructionGraph
+    from ..program.graph_edit import _carried_names
+    from ..program.graph_import import InstructionGraph
 
     g = ins.called_function()
     main = p.graph
@@ -97,7 +96,7 @@ def _called_computation(p: _Program, ins: Instruction) -> XlaComputation:
                             main.module_body, None)
     graph = InstructionGraph.graph_of(main.name, g.params, list(g.outputs), list(g.effects), context)
     names = _carried_names(g, g.params, [*g.outputs, *g.effects], {})
-    return XlaComputation._from_graph(graph, p.comp.source_format or "graph", names, from_optimized_dump(p.comp))
+    return p.comp._edited(graph, names)
 
 
 def descend(p: _Program, ins: Instruction, env: dict[int, Any], result: OpsBisection, say: Callable[[str], None],

@@ -11,7 +11,7 @@ from ._outputs import run_and_compare
 from ._report import CompareReport
 
 if TYPE_CHECKING:
-    from ..computation import XlaComputation
+    from ..program.computation import XlaComputation
 
 __all__ = ["compare"]
 

@@ -47,7 +47,7 @@ from ._report import CompareReport, OutputComparison, default_tolerance
 from ._walk import CUSTOM_CALL_RULES, OPAQUE_RULES, REFUSED, RULES, Evaluator, UnsupportedOpError, Value, dtype_of
 
 if TYPE_CHECKING:
-    from ..computation import XlaComputation
+    from ..program.computation import XlaComputation
 
 __all__ = ["evaluate", "CompareReport", "OutputComparison", "UnsupportedOpError", "RULES", "REFUSED",
            "CUSTOM_CALL_RULES", "OPAQUE_RULES", "default_tolerance"]

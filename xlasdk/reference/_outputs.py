@@ -16,7 +16,7 @@ from ._report import STRICT_PRECISION, CompareReport, compare_one
 from ._walk import UnsupportedOpError
 
 if TYPE_CHECKING:
-    from ..computation import XlaComputation
+    from ..program.computation import XlaComputation
 
 __all__ = ["Comparison", "run_and_compare", "compare_outputs", "both_models"]
 

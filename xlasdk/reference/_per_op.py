@@ -24,7 +24,7 @@ import numpy as np
 from ._report import OutputComparison
 
 if TYPE_CHECKING:
-    from ..computation import XlaComputation
+    from ..program.computation import XlaComputation
 
 __all__ = ["OpByOp", "judge_op_by_op"]
 

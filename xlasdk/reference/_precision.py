@@ -316,7 +316,7 @@ def _elements(shape: Any) -> int:
 def set_precision(comp: Any, precision: str) -> Any:
     """``comp`` with every dot and convolution at ``precision`` (``--precision highest``): its HLO
     text with each ``operand_precision`` replaced, loaded again."""
-    from ..computation import XlaComputation
+    from ..program.computation import XlaComputation
 
     if precision.upper() not in _PRECISIONS:
         raise XlaSdkError(f"compare: precision {precision!r}: expected default, high or highest")

@@ -36,7 +36,7 @@ from ..shape import Shape
 from ._precision import DeviceKind, device_kind, dot_precision, round_to
 
 if TYPE_CHECKING:
-    from ..computation import XlaComputation
+    from ..program.computation import XlaComputation
 
 ml_dtypes: Any = _ml_dtypes  # untyped functions (finfo)
 
@@ -285,7 +285,7 @@ class Evaluator:
 
     def callee(self, name: str) -> Any:
         """The graph of the function ``name`` of the module (imported once)."""
-        from ..formats.graph_import import import_graph
+        from ..program.graph_import import import_graph
 
         g = self.callees.get(name)
         if g is None:

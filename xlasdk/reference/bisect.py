@@ -59,7 +59,7 @@ from ._bisect_passes import PassBisection, bisect_passes, pass_names
 from ._bisect_regions import descend
 
 if TYPE_CHECKING:
-    from ..computation import XlaComputation
+    from ..program.computation import XlaComputation
 
 __all__ = ["Culprit", "OpsBisection", "PassBisection", "NonFinite", "NonFiniteSource", "bisect_ops",
            "bisect_passes", "find_nonfinite", "local_divergences", "pass_names", "html_report", "BISECT_MODES",

@@ -52,7 +52,7 @@ from ._evaluator import run_reference
 from ._walk import Evaluator, Value, as_output, combiner, result_shapes, results_of
 
 if TYPE_CHECKING:
-    from ..computation import XlaComputation
+    from ..program.computation import XlaComputation
 
 __all__ = ["evaluate_spmd", "CollectiveTimeoutError"]
 
@@ -299,7 +299,7 @@ class _SharedCallees(dict[str, Any]):
         self._lock = threading.Lock()
 
     def get(self, name: str, default: Any = None) -> Any:
-        from ..formats.graph_import import import_graph
+        from ..program.graph_import import import_graph
 
         with self._lock:
             if name not in self:

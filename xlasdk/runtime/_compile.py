@@ -11,9 +11,9 @@ import numpy as np
 from .._atomic import file_path, read_regular_file
 from .._cache import CacheArg, _fingerprint_of, _key, resolve_cache
 from .._jaxlib import pjrt
-from ..computation import CompileRequest, XlaComputation, compile_request, static_interface
 from ..errors import CompileError, FormatError, XlaSdkError
 from ..ops.collectives import partition_ids_problem
+from ..program.computation import CompileRequest, XlaComputation, compile_request, static_interface
 from ..shape import ProgramShape, Shape
 from ..sharding._spmd import check_computation_shardings
 from ._executable import Executable

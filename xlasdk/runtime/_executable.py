@@ -576,7 +576,7 @@ class Executable:
         outs = self(*args)
         comp = self._computation
         if comp is None:
-            from ..computation import XlaComputation
+            from ..program.computation import XlaComputation
 
             comp = XlaComputation.from_hlo_text(self.hlo_text())
         host = [o.to_numpy() for o in (outs if isinstance(outs, tuple) else (outs,))]

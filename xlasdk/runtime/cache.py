@@ -31,7 +31,7 @@ Trust
 
 This module is the public home of the cache's names; the byte store (:class:`CompileCache`,
 :func:`resolve_cache`, ...) is defined in the leaf module :mod:`xlasdk._cache`, which
-:mod:`xlasdk.formats.load_cache` uses too. :func:`compile_cached` (compiling and loading
+:mod:`xlasdk.program.load_cache` uses too. :func:`compile_cached` (compiling and loading
 executables through the store) is defined with ``xs.compile`` in :mod:`xlasdk.runtime._compile`.
 """
 

@@ -17,7 +17,7 @@ run-time size are garbage), and cannot take dynamic-shape arguments at all (its 
 * a computation loaded from a file with dynamic results is refused (its graph cannot be
   extended here).
 
-The program rewrite is :func:`xlasdk.computation.static_interface` (a graph rewrite);
+The program rewrite is :func:`xlasdk.program.computation.static_interface` (a graph rewrite);
 ``xs.compile`` compiles the rewritten program and wraps it in :class:`DynamicResultExecutable`.
 """
 

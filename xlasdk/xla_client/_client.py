@@ -13,8 +13,8 @@ from .. import ops as _xs_ops
 from .._jaxlib import compat as _compat
 from ..builder import XlaBuilder as _XlaBuilder
 from ..builder import XlaOp
-from ..computation import XlaComputation as _XlaComputation
 from ..errors import ShapeError, XlaRuntimeError
+from ..program.computation import XlaComputation as _XlaComputation
 from ..runtime import CompileOptions as _CompileOptions
 from ..runtime import Device, DeviceArray, HostBufferSemantics, UnknownDeviceError, device_put
 from ..runtime import client as _sdk_client

@@ -11,7 +11,7 @@ from .. import errors as _errors
 from .._jaxlib import mlir as _mlir
 from ..builder import XlaBuilder as _XlaBuilder
 from ..builder import XlaOp
-from ..computation import XlaComputation as _XlaComputation
+from ..program.computation import XlaComputation as _XlaComputation
 from ._shapes import FormatError, ProgramShape, Shape, _compat_shape
 
 

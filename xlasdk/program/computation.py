@@ -11,19 +11,18 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import _metadata
-from ._emit import emit_module
-from ._hlo_emit import Unsupported, parsable_module_name, print_hlo_module
-from ._jaxlib import mlir as _mlir
-from .builder import Computation, Graph, ModuleContext
-from .errors import CompileError, XlaSdkError
-from .ops.collectives import cross_partition_ids
-from .shape import ProgramShape, Shape
+from .. import _metadata
+from .._emit import emit_module
+from .._hlo_emit import Unsupported, parsable_module_name, print_hlo_module
+from .._jaxlib import mlir as _mlir
+from ..builder import Computation, Graph, ModuleContext
+from ..errors import CompileError, XlaSdkError
+from ..ops.collectives import cross_partition_ids
+from ..shape import ProgramShape, Shape
 
 if TYPE_CHECKING:
-    from .builder import XlaBuilder, XlaOp
-    from .formats.graph_import import Instruction, InstructionGraph, Partitioning
-    from .formats.hlo_names import HloNames
+    from ..builder import XlaBuilder, XlaOp
+    from .graph_import import HloNames, Instruction, InstructionGraph, Partitioning
 
 __all__ = ["XlaComputation", "CompileRequest", "compile_request", "StaticInterface", "static_interface"]
 
@@ -60,10 +59,11 @@ class XlaComputation(Computation):
     _cross_partition: list[tuple[str, str, list[int]]] | None
     _host_callbacks: tuple[Any, ...]  # callables of ops.HostCallback, by index (built graphs only)
     _heap_bytes: int  # bytes of every array of a built graph (0 when loaded)
-    _instruction_graph: InstructionGraph | None  # the instruction index (formats.graph_import), on first need
+    _instruction_graph: InstructionGraph | None  # the instruction index (program.graph_import), on first need
     _static_interface: bool  # made by static_interface(): compiled as it is (no dynamic-shape handling)
     _padded_params: bool  # dynamic parameters emitted as padded arguments + sizes (set_dimension_size)
     _names: HloNames | None  # an edited program's instruction names, carried from the one it was edited from
+    _read_names: Callable[[bytes], HloNames | None] | None  # a loaded HLO module's names, from its proto (formats')
     _optimized: bool | None  # XLA's optimized dump, or edited from one (from_optimized_dump), on first need
     _tpu_meaning: tuple[int, str] | None  # loaded TPU-optimized HLO run as its CPU meaning: (rewritten, signs)
 
@@ -93,6 +93,7 @@ class XlaComputation(Computation):
         c._static_interface = False
         c._padded_params = False
         c._names = None
+        c._read_names = None
         c._optimized = None
         c._tpu_meaning = None
         return c
@@ -139,24 +140,21 @@ class XlaComputation(Computation):
         c._bytecode = bytecode
         return c
 
-    @classmethod
-    def _from_graph(
-        cls, graph: Graph, source_format: str, names: HloNames | None = None, optimized_dump: bool = False
-    ) -> XlaComputation:
-        """A computation of nodes of an imported module's graph (:mod:`xlasdk.formats.graph_import`):
+    def _edited(self, graph: Graph, names: HloNames | None = None) -> XlaComputation:
+        """A computation of nodes of this program's imported graph (:mod:`xlasdk.program.graph_edit`):
         emitted with the module's context (``graph.context``) around ``main``, and, like a loaded
-        computation, converted and compiled in the worker process first. ``names``: its
-        instructions' names, in the order the emitter writes them (those of the program it was
-        edited from), paired with its instruction graph as a loaded HLO module's are.
-        ``optimized_dump``: edited from XLA's optimized dump (:func:`from_optimized_dump`)."""
+        computation, converted and compiled in the worker process first. It keeps this program's
+        format (``"graph"`` when built) and, edited from XLA's optimized dump, is one too
+        (:func:`from_optimized_dump`). ``names``: its instructions' names, in the order the emitter
+        writes them (this program's), paired with its instruction graph as a loaded HLO module's are."""
         params = graph.parameters
         pshape = ProgramShape([p.shape for p in params], graph.root.shape,
                               [p.extra[1] or f"p{i}" for i, p in enumerate(params)])
-        c = cls._new(graph.name, pshape)
+        c = self._new(graph.name, pshape)
         c._graph_cache = graph
-        c._source_format = source_format
+        c._source_format = self._source_format or "graph"
         c._names = names
-        c._optimized = optimized_dump
+        c._optimized = from_optimized_dump(self)
         return c
 
     @classmethod
@@ -188,7 +186,7 @@ class XlaComputation(Computation):
         FormatError
             For syntax errors or an inconsistent module, naming the line and the problem.
         """
-        from .formats import computation_from_hlo_text  # formats sit above (they make computations)
+        from ..formats import computation_from_hlo_text  # formats sit above (they make computations)
 
         return computation_from_hlo_text(text)
 
@@ -204,7 +202,7 @@ class XlaComputation(Computation):
         FormatError
             For syntax or verification errors, corrupt bytecode, or no ``main`` function.
         """
-        from .formats import computation_from_stablehlo  # formats sit above (they make computations)
+        from ..formats import computation_from_stablehlo  # formats sit above (they make computations)
 
         return computation_from_stablehlo(text_or_bytes)
 
@@ -219,7 +217,7 @@ class XlaComputation(Computation):
         FormatError
             For empty, truncated, corrupt or non-proto data and inconsistent modules.
         """
-        from .formats import computation_from_hlo_proto  # formats sit above (they make computations)
+        from ..formats import computation_from_hlo_proto  # formats sit above (they make computations)
 
         return computation_from_hlo_proto(data)
 
@@ -246,7 +244,7 @@ class XlaComputation(Computation):
     def _mlir_module_text(self) -> str:
         """StableHLO module text (generic syntax, with locations), accepted by PJRT compile."""
         if self._text is None and self._bytecode is not None:  # loaded from HLO: printed by the worker
-            from .formats.untrusted import module_text  # formats sit above (they make computations)
+            from ._worker import module_text  # the worker's services load only when a loaded program needs them
 
             self._text = module_text(*self._bytecode, self._name)
         if self._text is None:
@@ -272,7 +270,7 @@ class XlaComputation(Computation):
 
     def _mlir_module(self) -> Any:
         if self._module is None and self._bytecode is not None:  # (3x faster to parse than the text)
-            from .formats.untrusted import loaded_module  # formats sit above (they make computations)
+            from ._worker import loaded_module
 
             self._module = loaded_module(*self._bytecode)  # the bytes the worker parsed and verified
         if self._module is None:
@@ -312,7 +310,7 @@ class XlaComputation(Computation):
     # -- HLO ---------------------------------------------------------------------------------
     def _xla_computation(self) -> Any:
         if self._xla is None and self._proto is not None:  # loaded from HLO: the verified proto
-            from .formats.untrusted import check_hlo_proto  # formats sit above (they make computations)
+            from ._worker import check_hlo_proto
 
             check_hlo_proto(self._proto, self._name)  # XLA's proto reader: in the worker first
             self._xla = _mlir.xla_computation_from_proto(self._proto)
@@ -335,7 +333,7 @@ class XlaComputation(Computation):
         each such location and the fields are written into the converted HLO module proto.
         """
         if self._source_format is not None:  # loaded or imported: XLA's converter may abort; the worker goes first
-            from .formats.untrusted import converted_hlo_proto  # formats sit above (they make computations)
+            from ._worker import converted_hlo_proto
 
             return _mlir.xla_computation_from_proto(converted_hlo_proto(self._mlir_module_text(), self._name))
         g = self._graph_cache
@@ -459,7 +457,7 @@ class XlaComputation(Computation):
         FormatError
             For an unknown suffix, a module the format cannot hold, or an unwritable path.
         """
-        from .formats import save_computation  # formats sit above (they make computations)
+        from ..formats import save_computation  # formats sit above (they make computations)
 
         save_computation(self, path, format, target_version=target_version)
 
@@ -486,7 +484,7 @@ class XlaComputation(Computation):
             or is too old for an op used (the message gives the oldest version that works); or
             if the module holds non-StableHLO ops (``mhlo.fusion`` from an optimized XLA dump).
         """
-        from .formats import serialize_portable_artifact  # formats sit above (they make computations)
+        from ..formats import serialize_portable_artifact  # formats sit above (they make computations)
 
         return serialize_portable_artifact(self, target_version)
 
@@ -518,21 +516,20 @@ class XlaComputation(Computation):
         """The instruction index of ``main`` that :meth:`instructions`, :meth:`with_outputs` and the
         debugging tools read: every instruction in order with its name, the nodes of multi-result
         instructions, users, and the module around ``main``
-        (:class:`~xlasdk.formats.graph_import.InstructionGraph`). Read from the verified module
+        (:class:`~xlasdk.program.graph_import.InstructionGraph`). Read from the verified module
         through the MLIR bindings, once, on first call. A module loaded from HLO (text, proto,
         snapshot) names its instructions as the HLO does (``dot.3``): the names are read from a
-        second import of the module, in the worker process (:mod:`xlasdk.formats.hlo_names`)."""
+        second import of the module, in the worker process (:func:`xlasdk.formats.hlo_names.hlo_names`,
+        which the loader gives the computation)."""
         if self._instruction_graph is None:
-            from .formats.graph_import import import_graph  # the import reads modules: it sits above
+            from .graph_import import import_graph  # loaded when a program is first walked
 
             names = self._names
-            if self._source_format in ("hlo", "pb") and self._graph_cache is None:  # loaded from HLO, not edited
+            if self._read_names is not None and self._graph_cache is None:  # loaded from HLO, not edited
                 proto = self._proto if self._proto is not None else (
                     None if self._xla is None else _mlir.hlo_proto(self._xla))
                 if proto is not None:
-                    from .formats.hlo_names import hlo_names  # the formats' code, like import_graph
-
-                    names = hlo_names(proto)
+                    names = self._read_names(proto)
             self._instruction_graph = import_graph(self._mlir_module(), self._name, hlo_names=names)
         return self._instruction_graph
 
@@ -573,7 +570,7 @@ class XlaComputation(Computation):
         ``HloModuleProto`` does not hold them (they are in XLA's module config), so a proto
         says only what its shardings say.
         """
-        from .formats.graph_import import partitioning  # formats sit above (they make computations)
+        from .graph_import import partitioning
 
         return partitioning(self.instruction_graph())
 
@@ -588,15 +585,13 @@ class XlaComputation(Computation):
             loaded from HLO, a name of a region's instruction, in a while body or a reducer, says
             which instruction of ``main`` holds it and how to walk it).
         """
-        from .formats.graph_edit import _resolve  # formats sit above (they make computations)
+        from .graph_edit import _resolve, region_hint  # loaded when a program is first edited
 
         graph = self.instruction_graph()
         try:
             (op,) = _resolve(graph, [name], "instruction", outputs=False)
         except XlaSdkError:
             if isinstance(name, str) and self._source_format in ("hlo", "pb"):
-                from .formats.hlo_names import region_hint  # formats sit above (they read HLO text)
-
                 hint = region_hint(self.as_hlo_text(print_large_constants=False), name)
                 if hint is not None:
                     raise XlaSdkError(f"instruction: no instruction named {name!r} in main: {hint}") from None
@@ -624,7 +619,7 @@ class XlaComputation(Computation):
             An unknown name, an instruction of another computation, or a multi-result
             instruction given whole.
         """
-        from .formats.graph_edit import with_outputs  # formats sit above (they make computations)
+        from .graph_edit import with_outputs
 
         return with_outputs(self, self.instruction_graph(), instructions)
 
@@ -643,14 +638,14 @@ class XlaComputation(Computation):
         XlaSdkError
             As :meth:`with_outputs`.
         """
-        from .formats.graph_edit import extract  # formats sit above (they make computations)
+        from .graph_edit import extract
 
         return extract(self, self.instruction_graph(), instructions)
 
     def to_builder(self) -> XlaBuilder:
         """A builder holding a copy of this program's graph, to rewrite: see
         :meth:`XlaBuilder.from_computation <xlasdk.XlaBuilder.from_computation>`."""
-        from .formats.graph_edit import builder_from  # formats sit above (they make computations)
+        from .graph_edit import builder_from
 
         return builder_from(self)
 
@@ -753,8 +748,8 @@ def static_interface(computation: XlaComputation) -> StaticInterface:
         For a computation loaded from a file: its graph is the module's, which jaxlib cannot give
         dynamic arguments and whose padded results it cannot cut.
     """
-    from .ops.control import GetTupleElement, Tuple  # the rewrite builds with the public ops
-    from .ops.shaping import GetDimensionSize
+    from ..ops.control import GetTupleElement, Tuple  # the rewrite builds with the public ops
+    from ..ops.shaping import GetDimensionSize
 
     program_shape = computation.program_shape()
     g = computation._built()

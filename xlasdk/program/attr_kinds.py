@@ -2,7 +2,7 @@
 
 Each row of the op table declares its attributes and their kinds (:attr:`xlasdk._optable.OpDef.attrs`,
 :class:`~xlasdk._optable.AttrKind`), as StableHLO's ODS declares each attribute's type for its
-generated builder. The importer (:mod:`xlasdk.formats.graph_import`) keeps every attribute as the
+generated builder. The importer (:mod:`xlasdk.program.graph_import`) keeps every attribute as the
 module spelled it (:class:`MlirAttr`); :func:`typed_attributes` reads each *declared* attribute
 with the reader of its kind into the value the op's wrapper would have stored
 (``array<i64: 0, 1>`` -> ``(0, 1)``, ``#stablehlo<comparison_direction LT>`` ->
@@ -54,7 +54,7 @@ class MlirAttr:
     """An attribute kept as the module spelled it (``array<i64: 0, 1>``,
     ``#stablehlo.comparison_direction<LT>``): emitted back unchanged. ``value`` reads it as a
     Python value through the MLIR bindings (see :attr:`Instruction.attributes
-    <xlasdk.formats.graph_import.Instruction.attributes>`)."""
+    <xlasdk.program.graph_import.Instruction.attributes>`)."""
 
     __slots__ = ("text",)
 

@@ -8,13 +8,13 @@ define (``func.call``, ``sdy.*``, ``mhlo.*`` of optimized dumps, a custom dialec
 an *opaque* node with a row of its own (:attr:`Instruction.is_opaque`): it keeps its op whole.
 Every node keeps its attributes exactly as the module spelled them (:class:`MlirAttr`; the
 attributes its op's row declares read as the builder's typed values with
-:func:`xlasdk.formats.attr_kinds.typed_attributes`), its
+:func:`xlasdk.program.attr_kinds.typed_attributes`), its
 location (so its metadata), its regions (nested :class:`~xlasdk.Region` graphs), and the
 module keeps its other functions, meshes and attributes: emitting the graph again gives the
 same program.
 
 :class:`Instruction` is the view users walk (``comp.instructions()``); ``comp.with_outputs``
-and ``comp.extract`` (:func:`xlasdk.formats.graph_edit.with_outputs`, ``extract``) make new computations from the
+and ``comp.extract`` (:func:`xlasdk.program.graph_edit.with_outputs`, ``extract``) make new computations from the
 graph, which print, save, compile and run like any other.
 """
 
@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._jaxlib import mlir_graph as _mg
 from .._metadata import Location
@@ -38,11 +38,8 @@ from ..shape import Shape
 from .attr_kinds import MlirAttr
 from .program_shape import _shape_from_type
 
-if TYPE_CHECKING:
-    from .hlo_names import HloNames
-
-__all__ = ["MlirAttr", "Instruction", "InstructionGraph", "Partitioning", "import_graph", "partitioning",
-           "hlo_opcode_of"]
+__all__ = ["MlirAttr", "Instruction", "InstructionGraph", "Partitioning", "HloNames", "import_graph",
+           "partitioning", "hlo_opcode_of"]
 
 
 _OPAQUE: dict[tuple[str, bool], OpDef] = {}
@@ -422,6 +419,18 @@ _PURE = frozenset(
     if not d.side_effect and n not in ("stablehlo.custom_call", "stablehlo.outfeed", "stablehlo.send",
                                       "stablehlo.recv", "stablehlo.infeed", "stablehlo.optimization_barrier")
 )
+
+
+@dataclass(frozen=True)
+class HloNames:
+    """The HLO instruction name of each argument of ``main`` and of each op of its body (with the
+    op's name, ``stablehlo.dot_general``, to pair it with), in order; ``""`` where the location
+    names no instruction. ``opcodes``: the HLO opcode of each named instruction, as the module
+    held it (``fusion`` for a fusion the import made a ``func.call``)."""
+
+    args: tuple[str, ...]
+    ops: tuple[tuple[str, str], ...]
+    opcodes: dict[str, str]
 
 
 def import_graph(

@@ -1,24 +1,25 @@
 """Editing a loaded module's graph: new computations from its instructions.
 
 ``comp.with_outputs`` and ``comp.extract`` (:func:`with_outputs`, :func:`extract`) make new
-computations from the graph :mod:`xlasdk.formats.graph_import` imports, which print, save, compile
+computations from the graph :mod:`xlasdk.program.graph_import` imports, which print, save, compile
 and run like any other; ``XlaBuilder.from_computation`` (:func:`builder_from`) makes a builder that
-rewrites it (``b.replace(old, new)``).
+rewrites it (``b.replace(old, new)``). :func:`region_hint` says where an HLO instruction name
+lives that ``main`` does not hold (``comp.instruction(name)``'s error).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._optable import GET_TUPLE_ELEMENT, PARAMETER, TUPLE
 from ..builder import Computation, ModuleContext, Region, XlaBuilder, XlaOp
 from ..errors import XlaSdkError
-from .graph_import import Instruction, InstructionGraph
+from .graph_import import HloNames, Instruction, InstructionGraph
 
 if TYPE_CHECKING:
-    from ..computation import XlaComputation
-    from .hlo_names import HloNames
+    from .computation import XlaComputation
 
 __all__ = ["with_outputs", "extract", "builder_from"]
 
@@ -74,6 +75,58 @@ def _resolve(
     return out
 
 
+# -- where a name lives that main does not hold ------------------------------------------------------
+_COMPUTATION = re.compile(r"^(ENTRY\s+)?%?([^\s(%{]+)\s*(?:\(.*)?\{\s*$")
+_INSTRUCTION = re.compile(r"^\s+(?:ROOT\s+)?%?([^\s=%]+)\s*=\s*\S+.*?\s([a-z][a-z0-9\-]*)\(")
+_CALLS = re.compile(r"\b(to_apply|body|condition|calls|true_computation|false_computation|branch_computations)="
+                    r"(\{[^}]*\}|%?[^\s,{}]+)")
+
+
+def region_hint(hlo_text: str, name: str) -> str | None:
+    """Where HLO instruction ``name`` lives when it is not one of the entry computation's: the
+    computation that holds it and the chain of instructions that call that computation, up to
+    one of the entry's, with how to walk it (``op.regions`` of a while, reduce, sort, conditional...;
+    ``called_function()`` of a fusion or call). None when no computation of the text holds it."""
+    holder: dict[str, str] = {}  # instruction name -> its computation
+    callers: dict[str, tuple[str, str, str]] = {}  # computation -> (instruction, its opcode, its computation)
+    entry, current = "", ""
+    for line in hlo_text.splitlines():
+        head = _COMPUTATION.match(line)
+        if head is not None and not line.startswith((" ", "\t")):
+            current = head.group(2)
+            if head.group(1):
+                entry = current
+            continue
+        ins = _INSTRUCTION.match(line)
+        if ins is None or not current:
+            continue
+        holder.setdefault(ins.group(1), current)
+        for _, called in _CALLS.findall(line):
+            for c in called.strip("{}").split(","):
+                if c.strip():
+                    callers.setdefault(c.strip().lstrip("%"), (ins.group(1), ins.group(2), current))
+    where = holder.get(name)
+    if where is None or where == entry:
+        return None
+    chain: list[str] = []
+    comp, top = where, None
+    for _ in range(64):  # nested regions, up to the entry computation
+        call = callers.get(comp)
+        if call is None:
+            break
+        chain.append(f"called by {call[0]!r} ({call[1]}) in {call[2]!r}")
+        top, comp = call, call[2]
+        if comp == entry:
+            break
+    msg = f"{name!r} is an instruction of the HLO computation {where!r}"
+    if chain:
+        msg += ", " + ", ".join(chain)
+    if top is not None and comp == entry:
+        walk = "called_function()" if top[1] in ("fusion", "call") else "op.regions"
+        msg += f": walk it through comp.instruction({top[0]!r}).{walk}"
+    return msg
+
+
 def _multi(op: XlaOp) -> bool:
     """Whether ``op`` is an instruction with several results (its value is not one array)."""
     return op.shape.is_tuple() and op.opdef is not GET_TUPLE_ELEMENT and not op.opdef.tuple_result
@@ -99,14 +152,12 @@ def _edited(
     result_attrs: tuple[dict[str, Any], ...] | None = None,
     origin: dict[XlaOp, XlaOp] | None = None,
 ) -> XlaComputation:
-    from ..computation import XlaComputation, from_optimized_dump  # computations are made of graphs
-
     module_attrs = tuple((k, v) for k, v in graph.module_attrs if k != "mhlo.input_output_alias")
     kept = result_attrs if result_attrs and any(result_attrs) else None
     context = ModuleContext(module_attrs, graph.module_body, kept)
-    return XlaComputation._from_graph(
-        InstructionGraph.graph_of(graph.name, params, outputs, effects, context), source.source_format or "graph",
-        _carried_names(graph, params, [*outputs, *effects], origin or {}), from_optimized_dump(source),
+    return source._edited(  # the computation of an edited graph is made by the one it was edited from
+        InstructionGraph.graph_of(graph.name, params, outputs, effects, context),
+        _carried_names(graph, params, [*outputs, *effects], origin or {}),
     )
 
 
@@ -116,9 +167,8 @@ def _carried_names(
     """The names the instructions of an edited graph had in ``source`` (``""`` for new nodes;
     ``origin``: copy -> the node of ``source`` it copies), in the order the emitter writes its ops,
     to pair with its instruction graph as a loaded HLO module's names are
-    (:func:`xlasdk.formats.graph_import._names`: a list that does not pair one to one is not used)."""
+    (:func:`xlasdk.program.graph_import._names`: a list that does not pair one to one is not used)."""
     from .._emit import pending  # the emitter's order of a graph's ops
-    from .hlo_names import HloNames
 
     def instruction(op: XlaOp) -> Instruction | None:
         op = origin.get(op, op)

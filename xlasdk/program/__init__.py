@@ -1,0 +1,16 @@
+"""The program model, one layer below the files (:mod:`xlasdk.formats` builds on it, not the reverse).
+
+Modules of this package (the public names are re-exported by :mod:`xlasdk`):
+
+=====================  ========================================================================
+``computation``        :class:`~xlasdk.XlaComputation`: a built or loaded program, its module and graph
+``graph_import``       a module's instruction graph: ``comp.instructions()``, :class:`HloNames`
+``attr_kinds``         a loaded op's declared attributes read into the builder's typed values
+``graph_edit``         new computations from that graph: ``with_outputs``, ``extract``, ``from_computation``
+``program_shape``      the program shape of a module, from MLIR types
+``diagnostics``        one-line descriptions of MLIR/XLA errors
+``_worker``            what a loaded program asks of the worker process (its module's text, XLA's
+                       proto reader, the conversion to HLO)
+``load_cache``         the records of the worker's verified loads, by content (``_record``: their form)
+=====================  ========================================================================
+"""
