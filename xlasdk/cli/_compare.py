@@ -47,7 +47,8 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
         raise UsageError(f"--against {against!r}: expected 'reference', a device such as cpu:0, 'recorded' (a "
                          "snapshot's result), an .npz of recorded outputs (output_0, output_1, ...) or a second "
                          "module file (GOOD.hlo)")
-    label = None
+    from xlasdk.reference._runners import GivenOutputs  # recorded outputs: compared as given ones, named
+
     if module:
         import xlasdk as xs
 
@@ -59,10 +60,10 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
         if snap is None or snap.result is None:
             what = "is not a snapshot" if snap is None else "records no result"
             raise UsageError(f"--against recorded: {args.file} {what}; give --against OUT.npz")
-        against, label = snap.outputs(), "the recorded result"
+        against = GivenOutputs(snap.outputs(), "the recorded result")
     elif against.endswith(".npz"):
         n = len(ps.result_shape().tuple_shapes()) if ps.result_shape().is_tuple() else 1
-        against, label = _expected_outputs(against, n, "--against"), f"the outputs in {args.against}"
+        against = GivenOutputs(_expected_outputs(against, n, "--against"), f"the outputs in {args.against}")
     flags = _xla_flags(args.xla_flags)
     recorded_outputs = None
     if getattr(args, "outputs", None):
@@ -109,8 +110,6 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
             raise
         raise UsageError(str(e)) from None
     del rt
-    if label is not None:
-        report.against = label
     out.write(str(report) + "\n")
     from xlasdk.formats.tpu_meaning import tpu_note
 

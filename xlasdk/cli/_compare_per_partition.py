@@ -76,9 +76,9 @@ def compare_per_partition(args: argparse.Namespace, comp: Any, devices: int, out
     from xlasdk.errors import XlaSdkError
     from xlasdk.reference._evaluator import run_reference
     from xlasdk.reference._orders import verdict
-    from xlasdk.reference._outputs import _module_kinds, both_models
     from xlasdk.reference._precision import device_kind, device_kind_of
     from xlasdk.reference._report import STRICT_PRECISION, CompareReport, compare_one
+    from xlasdk.reference._runners import both_models, module_kinds
 
     _refuse(args, devices)
     if args.ulps is not None and not args.ulps >= 0:
@@ -173,7 +173,7 @@ def compare_per_partition(args: argparse.Namespace, comp: Any, devices: int, out
     scales: list[Any] = [0.0] * n_out
     if before is not None:  # the device's (and named) model, and the TPU's for a TPU-optimized module
         # (the default tolerances where the reference cannot read the before file, as on one device)
-        scales = both_models(before, global_ins, _module_kinds(comp, kind, dev), None, n_out)
+        scales = both_models(before, global_ins, module_kinds(comp, kind, dev), None, n_out)
     report = CompareReport(comp.name, label, [compare_one(i, g, np.asarray(w), args.rtol, args.atol, sc, args.ulps)
                                               for i, (g, w, sc) in enumerate(zip(got, want, scales, strict=True))])
     report.device_kind = kind.name

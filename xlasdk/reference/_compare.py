@@ -4,11 +4,13 @@ outputs (:func:`compare`), with the bisections of :mod:`xlasdk.reference.bisect`
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import XlaSdkError
 from ._outputs import run_and_compare
 from ._report import CompareReport
+from ._runners import reference_for
 
 if TYPE_CHECKING:
     from ..program.computation import XlaComputation
@@ -92,18 +94,15 @@ def compare(
     """
     from . import bisect as _bisect  # the bisections evaluate and compare: they sit above those modules
 
-    reference = isinstance(against, str) and against == "reference"
-    module = hasattr(against, "instruction_graph")  # a second module (matched instruction by instruction)
-    other_device = not (reference or module or isinstance(against, (list, tuple)))
-    if outputs is not None and (bisect is not None or find_nonfinite or not reference):
+    runner = reference_for(against, excess_precision=excess_precision)
+    if outputs is not None and (bisect is not None or find_nonfinite or not runner.evaluates):
         raise XlaSdkError("compare: outputs= (recorded elsewhere) are compared with the reference alone, without "
                           "bisect or find_nonfinite (they need the device)")
-    if bisect is not None and (bisect not in ("ops", "passes") or not (
-            reference or (module or other_device) and bisect == "ops")):
+    if bisect is not None and bisect not in runner.bisect_modes:
         raise XlaSdkError(f"compare: bisect={bisect!r}: expected 'ops' or 'passes', against the reference ('ops' "
-                          "against a second module or device too)" + ("" if reference else f" (not against "
-                                                                                           f"{against!r})"))
-    c = run_and_compare(computation, args, device=device, against=against, rtol=rtol, atol=atol,
+                          "against a second module or device too)" + (
+                              "" if runner.evaluates else f" (not against {runner.source!r})"))
+    c = run_and_compare(computation, args, device=device, against=runner, rtol=rtol, atol=atol,
                         excess_precision=excess_precision, ulps=ulps, xla_flags=xla_flags, device_kind=device_kind,
                         precision=precision, outputs=outputs)
     report, got, want, scales, options = c.report, c.got, c.want, c.scales, c.options
@@ -114,7 +113,8 @@ def compare(
     from ._orders import outputs_verdict
 
     judged = outputs_verdict(report)
-    if reference and outputs is None and (judged == "CANNOT JUDGE" or judged == "DIVERGENCE" and bisect == "ops"):
+    if runner.evaluates and outputs is None and (
+            judged == "CANNOT JUDGE" or judged == "DIVERGENCE" and bisect == "ops"):
         # on a divergence, --bisect ops gets a second witness: each op on the device's own operands
         from ._per_op import judge_op_by_op  # settles what the outputs' carried bounds cannot
 
@@ -122,33 +122,10 @@ def compare(
             computation, args, got, device=device, options=options, rtol=rtol, atol=atol, ulps=ulps,
             device_kind=report.device_kind, precision=precision, progress=progress)
     if bisect is not None or find_nonfinite:
-
-        if bisect == "ops" and module:
-            from ._against import compare_modules
-
-            report.bisect_ops = (_bisect.OpsBisection("no divergence") if report.ok else compare_modules(
-                computation, against, args, device=device, options=options, rtol=rtol, atol=atol, ulps=ulps,
-                progress=progress))
-        elif bisect == "ops" and other_device:  # each device's ops are judged by its own model
-            from ..runtime import CompileOptions
-            from ._report import STRICT_PRECISION
-
-            strict = CompileOptions(env_option_overrides={**({} if excess_precision else dict(STRICT_PRECISION)),
-                                                          **(xla_flags or {})})
-            b = (_bisect.OpsBisection("no divergence") if report.ok else _bisect.bisect_ops(
-                computation, args, device=device, options=strict, rtol=rtol, atol=atol, ulps=ulps, progress=progress,
-                device_kind=report.device_kind, precision=precision))
-            if not report.ok:
-                b.note = (f"{b.note}; " if b.note else "") + (
-                    "bisected against the reference evaluator on this device, each op judged by "
-                    f"{report.device_kind}'s error model ({against}'s values are not needed to find the op that "
-                    "leaves its bound)")
-            report.bisect_ops = b
-        elif bisect == "ops":
-            report.bisect_ops = _bisect.bisect_ops(computation, args, device=device, options=options, rtol=rtol,
-                                                   atol=atol, ulps=ulps, diverged=not report.ok, progress=progress,
-                                                   device_kind=report.device_kind, precision=precision)
-            _second_witness(report)
+        if bisect == "ops":
+            report.bisect_ops = runner.bisect_ops(_OpsBisector(
+                computation, args, report, device, options, rtol, atol, ulps, excess_precision, xla_flags, precision,
+                progress))
         elif bisect == "passes":
             report.bisect_passes = (_bisect.PassBisection("no divergence") if report.ok else _bisect.bisect_passes(
                 computation, args, want, scales, device=device, options=options, rtol=rtol, atol=atol, ulps=ulps,
@@ -157,6 +134,64 @@ def compare(
             report.nonfinite = _bisect.find_nonfinite(computation, args, device=device, options=options,
                                                       outputs=got, progress=progress)
     return report
+
+
+@dataclass
+class _OpsBisector:
+    """compare's ``bisect="ops"`` strategies (:class:`~xlasdk.reference._runners.OpsBisector`), on the
+    comparison already made (``report``, the options the device side compiled with); the runner
+    compared against picks one."""
+
+    computation: XlaComputation
+    args: Sequence[Any]
+    report: CompareReport
+    device: Any
+    options: Any
+    rtol: float | None
+    atol: float | None
+    ulps: float | None
+    excess_precision: bool
+    xla_flags: Mapping[str, Any] | None
+    precision: str | None
+    progress: Callable[[str], None] | None
+
+    def against_evaluator(self) -> Any:
+        from . import bisect as _bisect
+
+        r = self.report
+        b = _bisect.bisect_ops(self.computation, self.args, device=self.device, options=self.options, rtol=self.rtol,
+                               atol=self.atol, ulps=self.ulps, diverged=not r.ok, progress=self.progress,
+                               device_kind=r.device_kind, precision=self.precision)
+        r.bisect_ops = b
+        _second_witness(r)
+        return b
+
+    def against_device(self, label: str) -> Any:  # each device's ops are judged by its own model
+        from ..runtime import CompileOptions
+        from . import bisect as _bisect
+        from ._report import STRICT_PRECISION
+
+        r = self.report
+        if r.ok:
+            return _bisect.OpsBisection("no divergence")
+        strict = CompileOptions(env_option_overrides={
+            **({} if self.excess_precision else dict(STRICT_PRECISION)), **(self.xla_flags or {})})
+        b = _bisect.bisect_ops(self.computation, self.args, device=self.device, options=strict, rtol=self.rtol,
+                               atol=self.atol, ulps=self.ulps, progress=self.progress, device_kind=r.device_kind,
+                               precision=self.precision)
+        b.note = (f"{b.note}; " if b.note else "") + (
+            "bisected against the reference evaluator on this device, each op judged by "
+            f"{r.device_kind}'s error model ({label}'s values are not needed to find the op that leaves its bound)")
+        return b
+
+    def against_module(self, module: XlaComputation) -> Any:
+        from . import bisect as _bisect
+        from ._against import compare_modules
+
+        if self.report.ok:
+            return _bisect.OpsBisection("no divergence")
+        return compare_modules(self.computation, module, self.args, device=self.device, options=self.options,
+                               rtol=self.rtol, atol=self.atol, ulps=self.ulps, progress=self.progress)
 
 
 def _second_witness(report: CompareReport) -> None:

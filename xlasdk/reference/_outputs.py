@@ -11,9 +11,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import XlaSdkError
-from ._evaluator import run_reference
-from ._report import STRICT_PRECISION, CompareReport, compare_one
-from ._walk import UnsupportedOpError
+from ._report import CompareReport, compare_one
+from ._runners import both_models, evaluate_as, given_outputs, reference_for
 
 if TYPE_CHECKING:
     from ..program.computation import XlaComputation
@@ -49,7 +48,8 @@ def run_and_compare(
     outputs: Sequence[Any] | None = None,
 ) -> Comparison:
     """:func:`xlasdk.reference.compare` without the bisections: the report, with the outputs and
-    options the bisections start from (:class:`Comparison`). Same parameters and errors."""
+    options the bisections start from (:class:`Comparison`). Same parameters and errors; ``against``
+    is read by :func:`~xlasdk.reference._runners.reference_for` (a runner is taken as is)."""
     from ..errors import ShapeError
     from ..runtime import CompileOptions
     from ..runtime import compile as _compile
@@ -71,90 +71,23 @@ def run_and_compare(
         raise ShapeError(f"compare: tolerances must be >= 0, got rtol={rtol}, atol={atol}")
     if ulps is not None and (isinstance(ulps, bool) or not isinstance(ulps, (int, float)) or not ulps >= 0):
         raise ShapeError(f"compare: ulps must be a number >= 0, got {ulps!r}")
-    reference = isinstance(against, str) and against == "reference"
-    # excess_precision: XLA's default said outright (an optimized dump would otherwise compile without it)
-    overrides = (dict(STRICT_PRECISION) if not excess_precision else {k: True for k, _ in STRICT_PRECISION}
-                 ) if reference else {}
+    runner = reference_for(against, excess_precision=excess_precision)
+    overrides = runner.device_overrides()
     overrides.update(xla_flags or {})
     options = CompileOptions(env_option_overrides=overrides) if overrides else None
     out = _compile(computation, device, options=options)(*args)
     got = [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
-    scales = [0.0] * len(got)
-    if reference:
-        try:
-            want, scales = run_reference(computation, args, model=(kind, precision, False))
-        except XlaSdkError:
-            raise
-        except Exception as e:  # a value the evaluator cannot read: never a divergence
-            raise UnsupportedOpError(
-                f"reference evaluator: could not evaluate this program ({type(e).__name__}: {str(e):.200}); it "
-                "cannot check it"
-            ) from None
-        label = "reference evaluator" + (" (XLA with excess precision)" if excess_precision else
-                                         " (XLA without excess precision)")
-    elif isinstance(against, (list, tuple)):
-        want = _given_outputs(got, against)
-        label = "given outputs"
-    elif hasattr(against, "instruction_graph"):  # a second module that computes what this one should
-        other = _compile(against, device, options=options)(*args)
-        want = _given_outputs(got, [np.asarray(o) for o in (other if isinstance(other, (list, tuple)) else [other])],
-                              f"module {against.name!r}")
-        label = f"module {against.name!r}"
-        scales = both_models(against, args, _module_kinds(computation, kind, device), precision, len(want))
-    else:
-        other = _compile(computation, against)(*args)
-        want = [np.asarray(o) for o in (other if isinstance(other, (list, tuple)) else [other])]
-        label = str(against)
-        try:
-            from ..runtime.device import _resolve_device
-
-            other_kind = _precision.device_kind_of(_resolve_device(against) if isinstance(against, str) else against)
-        except Exception:  # noqa: BLE001 - compiled and ran on it above: its kind only decides the bounds
-            other_kind = kind
-        scales = both_models(computation, args, [kind, other_kind], precision, len(want))
+    want, scales = runner.expected(computation, args, got, device=device, options=options, kind=kind,
+                                   precision=precision)
     if len(want) != len(got):
-        raise XlaSdkError(f"compare: the program has {len(got)} outputs, {label} gave {len(want)}")
-    report = CompareReport(computation.name, label, [
+        raise XlaSdkError(f"compare: the program has {len(got)} outputs, {runner.label} gave {len(want)}")
+    report = CompareReport(computation.name, runner.label, [
         compare_one(i, g, w, rtol, atol, sc, ulps) for i, (g, w, sc) in enumerate(zip(got, want, scales,
-                                                                                        strict=True))])
+                                                                                       strict=True))])
     report.device_kind = kind.name
-    if reference:
+    if runner.evaluates:
         report.precision_notes = _precision_notes.precision_notes(computation, kind, precision)
     return Comparison(report, got, want, scales, options)
-
-
-def _module_kinds(computation: XlaComputation, kind: Any, device: Any) -> list[Any]:
-    """The error models a module is judged by against a second module that computes what it should:
-    the device both ran on, the kind the user named, and a TPU's where ``computation`` is the CPU
-    meaning of a TPU-optimized module (its kept bf16 converts are the TPU's DEFAULT precision)."""
-    from ..runtime.device import _resolve_device, default_device
-    from . import _precision
-
-    dev = default_device() if device is None else _resolve_device(device) if isinstance(device, str) else device
-    kinds = [kind, _precision.device_kind_of(dev)]
-    if getattr(computation, "_tpu_meaning", None) is not None:
-        kinds.append(_precision.device_kind("tpu"))
-    return kinds
-
-
-def both_models(computation: XlaComputation, args: Sequence[Any], kinds: Sequence[Any], precision: str | None,
-                n: int) -> list[Any]:
-    """Per output, the bounds of the error models of the devices of ``kinds`` added (``--against
-    cpu:0`` from a TPU: each may be that far from the exact value), or no bounds (the default
-    tolerances) where the reference cannot evaluate the program."""
-    from ._bounds import OutputScale
-
-    try:
-        per_kind = [run_reference(computation, args, model=(k, precision, False))[1]
-                    for k in dict.fromkeys(getattr(k, "name", k) for k in kinds)]
-    except Exception:  # noqa: BLE001 - a program the reference cannot read: the default tolerances
-        return [0.0] * n
-    out: list[Any] = []
-    for parts in zip(*per_kind, strict=True):
-        bounds: list[np.ndarray[Any, Any]] = [b for b in (getattr(p, "bound", None) for p in parts) if b is not None]
-        total = np.asarray(np.sum(bounds, axis=0)) if len(bounds) == len(parts) else None  # 0-d stays an array
-        out.append(OutputScale(max(float(p) for p in parts), total, all(getattr(p, "modeled", False) for p in parts)))
-    return out
 
 
 def _recorded(computation: XlaComputation, args: Sequence[Any], outputs: Sequence[Any], kind: Any,
@@ -163,14 +96,8 @@ def _recorded(computation: XlaComputation, args: Sequence[Any], outputs: Sequenc
     (a TPU's DEFAULT-precision f32 dot/convolution operands rounded to bf16) with the rest of its bounds."""
     from . import _precision_notes
 
-    try:
-        want, scales = run_reference(computation, args, model=(kind, precision, True))
-    except XlaSdkError:
-        raise
-    except Exception as e:  # noqa: BLE001 - a value the evaluator cannot read: never a divergence
-        raise UnsupportedOpError(f"reference evaluator: could not evaluate this program ({type(e).__name__}: "
-                                 f"{str(e):.200}); it cannot check it") from None
-    got = _given_outputs(want, outputs, "the recorded outputs")
+    want, scales = evaluate_as(computation, args, kind, precision, emulated=True)
+    got = given_outputs(want, outputs, "the recorded outputs")
     label = f"reference evaluator computing as {kind.label} does"
     report = CompareReport(computation.name, label, [
         compare_one(i, g, w, rtol, atol, sc, ulps) for i, (g, w, sc) in enumerate(zip(got, want, scales,
@@ -178,23 +105,6 @@ def _recorded(computation: XlaComputation, args: Sequence[Any], outputs: Sequenc
     report.device_kind = kind.name
     report.precision_notes = _precision_notes.precision_notes(computation, kind, precision, emulated=True)
     return Comparison(report, got, want, scales, None)
-
-def _given_outputs(got: Sequence[np.ndarray[Any, Any]], want: Sequence[Any],
-                   label: str | None = None) -> list[np.ndarray[Any, Any]]:
-    """``want`` as arrays of ``got``'s shapes and types (raw bytes of the element's size, as numpy
-    saves bf16, read as the output's type), or an XlaSdkError naming ``label`` (None: "given")."""
-    w_list = [np.asarray(w) for w in want]
-    if len(w_list) != len(got):
-        held = f"{len(w_list)} were given" if label is None else f"{label} hold {len(w_list)}"
-        raise XlaSdkError(f"compare: the program has {len(got)} outputs, {held}")
-    for k, (g_, w_) in enumerate(zip(got, w_list, strict=True)):
-        if w_.dtype != g_.dtype and w_.dtype.kind == "V" and w_.dtype.itemsize == g_.dtype.itemsize:
-            w_list[k] = w_ = w_.view(g_.dtype)
-        if w_.shape != g_.shape or w_.dtype != g_.dtype:
-            where = "given " if label is None else f"{label}: "
-            raise XlaSdkError(f"compare: {where}output {k} is {w_.dtype}{list(w_.shape)}, the program's output {k} "
-                              f"is {g_.dtype}{list(g_.shape)}")
-    return w_list
 
 
 def compare_outputs(
@@ -226,7 +136,7 @@ def compare_outputs(
     if isinstance(rtol, (int, float)) and rtol < 0 or isinstance(atol, (int, float)) and atol < 0:
         raise ShapeError(f"compare: tolerances must be >= 0, got rtol={rtol}, atol={atol}")
     g_list = [np.asarray(g) for g in got]
-    w_list = _given_outputs(g_list, want, against)
+    w_list = given_outputs(g_list, want, against)
     sc = list(scales) if scales is not None and len(scales) == len(g_list) else [0.0] * len(g_list)
     return CompareReport(name, against, [compare_one(i, g, w, rtol, atol, s)
                                          for i, (g, w, s) in enumerate(zip(g_list, w_list, sc, strict=True))])

@@ -1,0 +1,334 @@
+"""What :func:`~xlasdk.reference.compare` compares a device's outputs against: one runner per kind
+(:class:`Reference`), as XLA's ``run_hlo_module`` treats its reference platform.
+
+- :class:`ReferenceEvaluator`: the reference evaluator on the same program (``against="reference"``);
+- :class:`OtherDevice`: XLA on another device (``against="cpu:0"`` or a :class:`~xlasdk.Device`);
+- :class:`GivenOutputs`: outputs computed elsewhere (a list of arrays; the CLI's ``--against
+  recorded`` and ``--against OUT.npz``);
+- :class:`SecondModule`: a second module that computes what this one should.
+
+Each knows the report's text for it (``label``), how to produce the expected outputs and the error
+scales they are judged by (``expected``, following the error models of ``models``), the XLA options
+the device side compiles with against it (``device_overrides``) and which bisections it supports
+(``bisect_modes``, ``bisect_ops``). :func:`reference_for` reads ``against`` once: the only place
+that asks what kind of value it is.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+import numpy as np
+
+from ..errors import XlaSdkError
+from ._evaluator import run_reference
+from ._report import STRICT_PRECISION
+from ._walk import UnsupportedOpError
+
+if TYPE_CHECKING:
+    from ..program.computation import XlaComputation
+
+__all__ = ["Reference", "ReferenceEvaluator", "OtherDevice", "GivenOutputs", "SecondModule", "OpsBisector",
+           "reference_for", "both_models", "module_kinds", "given_outputs", "evaluate_as"]
+
+Expected = tuple[list[np.ndarray[Any, Any]], list[Any]]
+
+
+class OpsBisector(Protocol):
+    """The ``bisect="ops"`` strategies :func:`~xlasdk.reference.compare` offers; a runner picks its
+    own (:meth:`Reference.bisect_ops`). They live with compare, above the bisections, which compare
+    again."""
+
+    def against_evaluator(self) -> Any:
+        """The first op that leaves the reference evaluator's bound, on this program."""
+
+    def against_device(self, label: str) -> Any:
+        """Against another device (``label``): each op judged by the device's own error model."""
+
+    def against_module(self, module: XlaComputation) -> Any:
+        """The first instruction that departs from its match in ``module`` on agreeing values."""
+
+
+class Reference(abc.ABC):
+    """What compare compares against.
+
+    ``label`` is the report's text for it; ``source`` what the caller gave (named in errors);
+    ``bisect_modes`` the ``bisect=`` values it supports; ``evaluates``: the expected values are the
+    reference evaluator's on this same program (its precision notes, the op-by-op judgment and
+    ``outputs=`` recorded elsewhere apply).
+    """
+
+    bisect_modes: ClassVar[frozenset[str]] = frozenset()
+    evaluates: ClassVar[bool] = False
+
+    @property
+    @abc.abstractmethod
+    def label(self) -> str:
+        """The report's text for what the outputs were compared against."""
+
+    @property
+    @abc.abstractmethod
+    def source(self) -> Any:
+        """What the caller gave (named in errors)."""
+
+    def device_overrides(self) -> dict[str, Any]:
+        """XLA ``DebugOptions`` fields the device side compiles with against this (before ``xla_flags``)."""
+        return {}
+
+    @abc.abstractmethod
+    def expected(self, computation: XlaComputation, args: Sequence[Any], got: Sequence[np.ndarray[Any, Any]], *,
+                 device: Any, options: Any, kind: Any, precision: str | None) -> Expected:
+        """The outputs ``got`` (the device's, compiled with ``options``) should match, and per output the
+        error scale they are judged by (0.0: the default tolerances).
+
+        Raises
+        ------
+        UnsupportedOpError
+            The reference evaluator cannot evaluate the program.
+        XlaSdkError
+            Outputs of another number, shape or element type than ``got``.
+        """
+
+    @abc.abstractmethod
+    def models(self, computation: XlaComputation, kind: Any, device: Any) -> list[Any]:
+        """The device kinds whose error models the scales follow (``kind``: the device's, or the one named)."""
+
+    def bisect_ops(self, bisector: OpsBisector) -> Any:
+        """``bisect="ops"`` against this: an :class:`~xlasdk.reference.bisect.OpsBisection`."""
+        raise XlaSdkError(f"compare: bisect='ops' is not supported against {self.label}")
+
+
+class ReferenceEvaluator(Reference):
+    """The reference evaluator on the same program (``against="reference"``). The device side compiles
+    each bf16/f16 op rounded, as the evaluator rounds it, unless ``excess_precision``."""
+
+    bisect_modes: ClassVar[frozenset[str]] = frozenset({"ops", "passes"})
+    evaluates: ClassVar[bool] = True
+
+    def __init__(self, excess_precision: bool = False) -> None:
+        self.excess_precision = excess_precision
+
+    @property
+    def source(self) -> Any:
+        return "reference"
+
+    @property
+    def label(self) -> str:
+        return "reference evaluator" + (" (XLA with excess precision)" if self.excess_precision else
+                                        " (XLA without excess precision)")
+
+    def device_overrides(self) -> dict[str, Any]:
+        # excess_precision: XLA's default said outright (an optimized dump would otherwise compile without it)
+        return dict(STRICT_PRECISION) if not self.excess_precision else {k: True for k, _ in STRICT_PRECISION}
+
+    def expected(self, computation: XlaComputation, args: Sequence[Any], got: Sequence[np.ndarray[Any, Any]], *,
+                 device: Any, options: Any, kind: Any, precision: str | None) -> Expected:
+        return evaluate_as(computation, args, kind, precision, emulated=False)
+
+    def models(self, computation: XlaComputation, kind: Any, device: Any) -> list[Any]:
+        return [kind]
+
+    def bisect_ops(self, bisector: OpsBisector) -> Any:
+        return bisector.against_evaluator()
+
+
+class OtherDevice(Reference):
+    """XLA on another device (a :class:`~xlasdk.Device`, a ``"cpu:0"``-style name, an int id, None for
+    the default device); each output within both devices' error bounds together, where the reference
+    can evaluate it."""
+
+    bisect_modes: ClassVar[frozenset[str]] = frozenset({"ops"})
+
+    def __init__(self, device: Any) -> None:
+        self.device = device
+
+    @property
+    def label(self) -> str:
+        return str(self.device)
+
+    @property
+    def source(self) -> Any:
+        return self.device
+
+    def expected(self, computation: XlaComputation, args: Sequence[Any], got: Sequence[np.ndarray[Any, Any]], *,
+                 device: Any, options: Any, kind: Any, precision: str | None) -> Expected:
+        from ..runtime import compile as _compile
+
+        other = _compile(computation, self.device)(*args)
+        want = [np.asarray(o) for o in (other if isinstance(other, (list, tuple)) else [other])]
+        return want, both_models(computation, args, self.models(computation, kind, device), precision, len(want))
+
+    def models(self, computation: XlaComputation, kind: Any, device: Any) -> list[Any]:
+        from . import _precision
+
+        try:
+            from ..runtime.device import _resolve_device
+
+            other = _resolve_device(self.device) if isinstance(self.device, str) else self.device
+            other_kind = _precision.device_kind_of(other)
+        except Exception:  # noqa: BLE001 - compiled and ran on it: its kind only decides the bounds
+            other_kind = kind
+        return [kind, other_kind]
+
+    def bisect_ops(self, bisector: OpsBisector) -> Any:
+        return bisector.against_device(self.label)
+
+
+class GivenOutputs(Reference):
+    """Outputs computed elsewhere, of the program's output shapes and element types: ``label`` names
+    them in the report (the CLI's recorded result or .npz); errors speak of "given" outputs."""
+
+    def __init__(self, outputs: Sequence[Any], label: str = "given outputs") -> None:
+        self.outputs = outputs
+        self._label = label
+
+    @property
+    def label(self) -> str:
+        return self._label
+
+    @property
+    def source(self) -> Any:
+        return self.outputs
+
+    def expected(self, computation: XlaComputation, args: Sequence[Any], got: Sequence[np.ndarray[Any, Any]], *,
+                 device: Any, options: Any, kind: Any, precision: str | None) -> Expected:
+        return given_outputs(got, self.outputs), [0.0] * len(got)
+
+    def models(self, computation: XlaComputation, kind: Any, device: Any) -> list[Any]:
+        return []  # nothing known of where they were computed: the default tolerances
+
+
+class SecondModule(Reference):
+    """A second module that computes what this one should, run on the same device with the same
+    options; ``bisect="ops"`` matches the two instruction by instruction (:mod:`._against`)."""
+
+    bisect_modes: ClassVar[frozenset[str]] = frozenset({"ops"})
+
+    def __init__(self, module: XlaComputation) -> None:
+        self.module = module
+
+    @property
+    def label(self) -> str:
+        return f"module {self.module.name!r}"
+
+    @property
+    def source(self) -> Any:
+        return self.module
+
+    def expected(self, computation: XlaComputation, args: Sequence[Any], got: Sequence[np.ndarray[Any, Any]], *,
+                 device: Any, options: Any, kind: Any, precision: str | None) -> Expected:
+        from ..runtime import compile as _compile
+
+        other = _compile(self.module, device, options=options)(*args)
+        want = given_outputs(got, [np.asarray(o) for o in (other if isinstance(other, (list, tuple)) else [other])],
+                             self.label)
+        return want, both_models(self.module, args, self.models(computation, kind, device), precision, len(want))
+
+    def models(self, computation: XlaComputation, kind: Any, device: Any) -> list[Any]:
+        return module_kinds(computation, kind, device)
+
+    def bisect_ops(self, bisector: OpsBisector) -> Any:
+        return bisector.against_module(self.module)
+
+
+def reference_for(against: Any, *, excess_precision: bool = False) -> Reference:
+    """The runner for compare's ``against``: ``"reference"``, a device (a :class:`~xlasdk.Device`, a
+    ``"cpu:0"``-style name, an int id, None for the default device), a list or tuple of outputs, a
+    second module (anything with an ``instruction_graph``), or a :class:`Reference` (returned as is,
+    with its own settings: the CLI names recorded outputs so, ``GivenOutputs(values, "the recorded
+    result")``).
+
+    Raises
+    ------
+    UnknownDeviceError
+        A value of another type.
+    """
+    from ..runtime.device import Device, UnknownDeviceError
+
+    if isinstance(against, Reference):
+        return against
+    if isinstance(against, str) and against == "reference":
+        return ReferenceEvaluator(excess_precision)
+    if isinstance(against, (list, tuple)):
+        return GivenOutputs(against)
+    if hasattr(against, "instruction_graph"):  # a second module that computes what this one should
+        return SecondModule(against)
+    if against is None or isinstance(against, (str, Device)) or isinstance(against, int) and not isinstance(
+            against, bool):
+        return OtherDevice(against)
+    raise UnknownDeviceError(f"compare: against must be 'reference', a device (an xs.Device, a 'cpu:0'-style "
+                             "name or an int id), a list or tuple of outputs or a second XlaComputation; got "
+                             f"{type(against).__name__}")
+
+
+def evaluate_as(computation: XlaComputation, args: Sequence[Any], kind: Any, precision: str | None, *,
+                emulated: bool) -> Expected:
+    """The reference evaluator's outputs and error scales under ``kind``'s model (``emulated``: computing
+    as that device does, its DEFAULT-precision f32 dot operands rounded to bf16 on a TPU).
+
+    Raises
+    ------
+    UnsupportedOpError
+        An op without a rule, or a value the evaluator cannot read (never a divergence).
+    """
+    try:
+        return run_reference(computation, args, model=(kind, precision, emulated))
+    except XlaSdkError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a value the evaluator cannot read: never a divergence
+        raise UnsupportedOpError(f"reference evaluator: could not evaluate this program ({type(e).__name__}: "
+                                 f"{str(e):.200}); it cannot check it") from None
+
+
+def module_kinds(computation: XlaComputation, kind: Any, device: Any) -> list[Any]:
+    """The error models a module is judged by against a second module that computes what it should:
+    the device both ran on, the kind the user named, and a TPU's where ``computation`` is the CPU
+    meaning of a TPU-optimized module (its kept bf16 converts are the TPU's DEFAULT precision)."""
+    from ..runtime.device import _resolve_device, default_device
+    from . import _precision
+
+    dev = default_device() if device is None else _resolve_device(device) if isinstance(device, str) else device
+    kinds = [kind, _precision.device_kind_of(dev)]
+    if getattr(computation, "_tpu_meaning", None) is not None:
+        kinds.append(_precision.device_kind("tpu"))
+    return kinds
+
+
+def both_models(computation: XlaComputation, args: Sequence[Any], kinds: Sequence[Any], precision: str | None,
+                n: int) -> list[Any]:
+    """Per output, the bounds of the error models of the devices of ``kinds`` added (``--against
+    cpu:0`` from a TPU: each may be that far from the exact value), or no bounds (the default
+    tolerances) where the reference cannot evaluate the program."""
+    from ._bounds import OutputScale
+
+    try:
+        per_kind = [run_reference(computation, args, model=(k, precision, False))[1]
+                    for k in dict.fromkeys(getattr(k, "name", k) for k in kinds)]
+    except Exception:  # noqa: BLE001 - a program the reference cannot read: the default tolerances
+        return [0.0] * n
+    out: list[Any] = []
+    for parts in zip(*per_kind, strict=True):
+        bounds: list[np.ndarray[Any, Any]] = [b for b in (getattr(p, "bound", None) for p in parts) if b is not None]
+        total = np.asarray(np.sum(bounds, axis=0)) if len(bounds) == len(parts) else None  # 0-d stays an array
+        out.append(OutputScale(max(float(p) for p in parts), total, all(getattr(p, "modeled", False) for p in parts)))
+    return out
+
+
+def given_outputs(got: Sequence[np.ndarray[Any, Any]], want: Sequence[Any],
+                  label: str | None = None) -> list[np.ndarray[Any, Any]]:
+    """``want`` as arrays of ``got``'s shapes and types (raw bytes of the element's size, as numpy
+    saves bf16, read as the output's type), or an XlaSdkError naming ``label`` (None: "given")."""
+    w_list = [np.asarray(w) for w in want]
+    if len(w_list) != len(got):
+        held = f"{len(w_list)} were given" if label is None else f"{label} hold {len(w_list)}"
+        raise XlaSdkError(f"compare: the program has {len(got)} outputs, {held}")
+    for k, (g_, w_) in enumerate(zip(got, w_list, strict=True)):
+        if w_.dtype != g_.dtype and w_.dtype.kind == "V" and w_.dtype.itemsize == g_.dtype.itemsize:
+            w_list[k] = w_ = w_.view(g_.dtype)
+        if w_.shape != g_.shape or w_.dtype != g_.dtype:
+            where = "given " if label is None else f"{label}: "
+            raise XlaSdkError(f"compare: {where}output {k} is {w_.dtype}{list(w_.shape)}, the program's output {k} "
+                              f"is {g_.dtype}{list(g_.shape)}")
+    return w_list
