@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from .builder import Graph, ModuleContext, XlaBuilder, XlaOp
     from .distributed import process_count, process_index
     from .errors import (
+        CompareArgumentError,
         CompileError,
         DistributedError,
         DTypeError,
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
         HostCallbackError,
         PluginError,
         ShapeError,
+        ToleranceError,
         XlaRuntimeError,
         XlaSdkError,
     )
@@ -129,6 +131,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "XlaComputation": ("program.computation", "XlaComputation"),
     "process_count": ("distributed", "process_count"),
     "process_index": ("distributed", "process_index"),
+    "CompareArgumentError": ("errors", "CompareArgumentError"),
     "CompileError": ("errors", "CompileError"),
     "DistributedError": ("errors", "DistributedError"),
     "ExecutionTimeoutError": ("errors", "ExecutionTimeoutError"),
@@ -138,6 +141,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "HostCallbackError": ("errors", "HostCallbackError"),
     "PluginError": ("errors", "PluginError"),
     "ShapeError": ("errors", "ShapeError"),
+    "ToleranceError": ("errors", "ToleranceError"),
     "XlaRuntimeError": ("errors", "XlaRuntimeError"),
     "XlaSdkError": ("errors", "XlaSdkError"),
     "load_computation": ("formats", "load_computation"),
@@ -203,6 +207,7 @@ __all__ = [
     "Shape", "ProgramShape", "Layout", "shape_from_pyval", "PrimitiveType", "bfloat16", "dtype_to_etype",
     "etype_to_dtype",
     "XlaSdkError", "ShapeError", "DTypeError", "CompileError", "XlaRuntimeError", "FormatError",
+    "CompareArgumentError", "ToleranceError",
     "ComparisonDirection", "ComparisonType", "ConvolutionDimensionNumbers", "CurrentSourceInfoMetadata",
     "DotDimensionNumbers", "FftType", "GatherDimensionNumbers", "OpMetadata", "OpSharding", "PaddingConfig",
     "PaddingConfigDimension", "PaddingType", "PrecisionConfig", "RandomAlgorithm", "ResultAccuracy",

@@ -19,6 +19,8 @@ __all__ = [
     "PluginError",
     "HostCallbackError",
     "GraphImportError",
+    "CompareArgumentError",
+    "ToleranceError",
 ]
 
 
@@ -51,6 +53,17 @@ class GraphImportError(XlaSdkError):
     blocks, an unbounded dynamic dimension, ``main`` returning a tuple-typed value), named in the
     message. Raised by ``comp.instructions()`` and the tools built on it; the module itself still
     prints, saves, compiles and runs."""
+
+
+class CompareArgumentError(XlaSdkError, ValueError):
+    """``compare`` cannot run as asked: what it compares against, ``bisect``, ``outputs``, the device
+    kind or the precision do not fit the program or each other. The message starts with
+    ``compare:`` and says which; ``xlasdk compare`` reports it as a usage error (exit 2)."""
+
+
+class ToleranceError(CompareArgumentError, ShapeError):
+    """A tolerance of ``compare`` (``rtol``, ``atol``, ``ulps``) that is not a number >= 0 (also a
+    :class:`ShapeError`, as it was before this class)."""
 
 
 class ExecutionTimeoutError(XlaRuntimeError):

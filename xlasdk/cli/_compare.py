@@ -75,7 +75,7 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
         n = len(ps.result_shape().tuple_shapes()) if ps.result_shape().is_tuple() else 1
         recorded_outputs = _expected_outputs(args.outputs, n, "--outputs")
     _stage("comparing")
-    from xlasdk.errors import XlaSdkError
+    from xlasdk.errors import CompareArgumentError
     from xlasdk.reference import UnsupportedOpError, compare
 
     device_against = not module and args.against not in ("reference", "recorded") and not args.against.endswith(
@@ -105,9 +105,7 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
                          outputs=recorded_outputs)
     except UnsupportedOpError as e:
         raise UsageError(f"cannot check {args.file}: {e}") from None
-    except XlaSdkError as e:
-        if "compare:" not in str(e):
-            raise
+    except CompareArgumentError as e:  # what was asked does not fit the program (a usage error, exit 2)
         raise UsageError(str(e)) from None
     del rt
     out.write(str(report) + "\n")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import XlaSdkError
+from ..errors import CompareArgumentError
 from ..ops.sources import CONSTANT
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ def compare_modules(bad: XlaComputation, good: XlaComputation, args: Sequence[An
 
     say = progress or (lambda s: None)
     if len(bad.instruction_graph().params) != len(good.instruction_graph().params):
-        raise XlaSdkError(f"compare: the module compared against takes {len(good.instruction_graph().params)} "
+        raise CompareArgumentError(f"compare: the module compared against takes {len(good.instruction_graph().params)} "
                           f"arguments, {bad.name!r} takes {len(bad.instruction_graph().params)}")
     settings = _Settings(device, options, rtol, atol, ulps)
     pb = _Program(bad, args, settings, need_reference=False)

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import XlaSdkError
+from ..errors import CompareArgumentError
 from ._outputs import run_and_compare
 from ._report import CompareReport
 from ._runners import reference_for
@@ -89,19 +89,22 @@ def compare(
     UnsupportedOpError
         ``against="reference"`` and an op has no evaluation rule, or the evaluator cannot read a
         value of the program (it never guesses).
-    XlaSdkError
-        Recorded outputs of another number, shape or element type than the program's.
+    CompareArgumentError
+        ``against``, ``bisect`` or ``outputs`` that do not fit the program or each other (recorded
+        outputs of another number, shape or element type than the program's...).
+    ToleranceError
+        A tolerance that is not a number >= 0.
     """
     from . import bisect as _bisect  # the bisections evaluate and compare: they sit above those modules
 
     runner = reference_for(against, excess_precision=excess_precision)
     if outputs is not None and (bisect is not None or find_nonfinite or not runner.evaluates):
-        raise XlaSdkError("compare: outputs= (recorded elsewhere) are compared with the reference alone, without "
-                          "bisect or find_nonfinite (they need the device)")
+        raise CompareArgumentError("compare: outputs= (recorded elsewhere) are compared with the reference alone, "
+                                   "without bisect or find_nonfinite (they need the device)")
     if bisect is not None and bisect not in runner.bisect_modes:
-        raise XlaSdkError(f"compare: bisect={bisect!r}: expected 'ops' or 'passes', against the reference ('ops' "
-                          "against a second module or device too)" + (
-                              "" if runner.evaluates else f" (not against {runner.source!r})"))
+        raise CompareArgumentError(
+            f"compare: bisect={bisect!r}: expected 'ops' or 'passes', against the reference ('ops' against a "
+            "second module or device too)" + ("" if runner.evaluates else f" (not against {runner.source!r})"))
     c = run_and_compare(computation, args, device=device, against=runner, rtol=rtol, atol=atol,
                         excess_precision=excess_precision, ulps=ulps, xla_flags=xla_flags, device_kind=device_kind,
                         precision=precision, outputs=outputs)

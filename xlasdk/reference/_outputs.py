@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import XlaSdkError
+from ..errors import CompareArgumentError, ToleranceError
 from ._report import CompareReport, compare_one
 from ._runners import both_models, evaluate_as, given_outputs, reference_for
 
@@ -50,7 +50,6 @@ def run_and_compare(
     """:func:`xlasdk.reference.compare` without the bisections: the report, with the outputs and
     options the bisections start from (:class:`Comparison`). Same parameters and errors; ``against``
     is read by :func:`~xlasdk.reference._runners.reference_for` (a runner is taken as is)."""
-    from ..errors import ShapeError
     from ..runtime import CompileOptions
     from ..runtime import compile as _compile
     from . import _precision, _precision_notes
@@ -68,9 +67,9 @@ def run_and_compare(
         kind = _precision.device_kind_of(dev)
 
     if isinstance(rtol, (int, float)) and rtol < 0 or isinstance(atol, (int, float)) and atol < 0:
-        raise ShapeError(f"compare: tolerances must be >= 0, got rtol={rtol}, atol={atol}")
+        raise ToleranceError(f"compare: tolerances must be >= 0, got rtol={rtol}, atol={atol}")
     if ulps is not None and (isinstance(ulps, bool) or not isinstance(ulps, (int, float)) or not ulps >= 0):
-        raise ShapeError(f"compare: ulps must be a number >= 0, got {ulps!r}")
+        raise ToleranceError(f"compare: ulps must be a number >= 0, got {ulps!r}")
     runner = reference_for(against, excess_precision=excess_precision)
     overrides = runner.device_overrides()
     overrides.update(xla_flags or {})
@@ -80,7 +79,7 @@ def run_and_compare(
     want, scales = runner.expected(computation, args, got, device=device, options=options, kind=kind,
                                    precision=precision)
     if len(want) != len(got):
-        raise XlaSdkError(f"compare: the program has {len(got)} outputs, {runner.label} gave {len(want)}")
+        raise CompareArgumentError(f"compare: the program has {len(got)} outputs, {runner.label} gave {len(want)}")
     report = CompareReport(computation.name, runner.label, [
         compare_one(i, g, w, rtol, atol, sc, ulps) for i, (g, w, sc) in enumerate(zip(got, want, scales,
                                                                                        strict=True))])
@@ -125,16 +124,15 @@ def compare_outputs(
 
     Raises
     ------
-    ShapeError
-        A negative tolerance.
-    XlaSdkError
+    ToleranceError
+        A negative tolerance (a ShapeError).
+    CompareArgumentError
         Another number of outputs, or an output of another shape or element type (raw-byte arrays
         of the element's size, as numpy saves bf16, are read as the output's type).
     """
-    from ..errors import ShapeError
 
     if isinstance(rtol, (int, float)) and rtol < 0 or isinstance(atol, (int, float)) and atol < 0:
-        raise ShapeError(f"compare: tolerances must be >= 0, got rtol={rtol}, atol={atol}")
+        raise ToleranceError(f"compare: tolerances must be >= 0, got rtol={rtol}, atol={atol}")
     g_list = [np.asarray(g) for g in got]
     w_list = given_outputs(g_list, want, against)
     sc = list(scales) if scales is not None and len(scales) == len(g_list) else [0.0] * len(g_list)

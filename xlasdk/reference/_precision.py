@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from .._optable import OPS, ROW_ALIASES, OpDef
-from ..errors import XlaSdkError
+from ..errors import CompareArgumentError
 from ..ops.elementwise import BINARY, UNARY
 
 __all__ = ["DeviceKind", "DEVICE_KINDS", "device_kind", "device_kind_of", "OpBound", "op_bound", "DotPrecision",
@@ -75,7 +75,7 @@ _ALIASES = {"tpu": "tpu-v5e", "cuda": "gpu", "rocm": "gpu", "tpu-v5-lite": "tpu-
 def device_kind(name: str | DeviceKind | None) -> DeviceKind:
     """The kind named ``name`` (``"tpu-v5e"``, ``"cpu"``, ``"gpu"``; ``"tpu"`` is a v5e), CPU for None.
 
-    Raises XlaSdkError naming the kinds known."""
+    Raises CompareArgumentError (an XlaSdkError) naming the kinds known."""
     if isinstance(name, DeviceKind):
         return name
     if name is None:
@@ -83,7 +83,7 @@ def device_kind(name: str | DeviceKind | None) -> DeviceKind:
     key = re.sub(r"[\s_]+", "-", str(name).strip().lower())
     key = _ALIASES.get(key, key)
     if key not in DEVICE_KINDS:
-        raise XlaSdkError(f"compare: device kind {name!r} is not known; expected one of "
+        raise CompareArgumentError(f"compare: device kind {name!r} is not known; expected one of "
                           f"{', '.join(DEVICE_KINDS)}")
     return DEVICE_KINDS[key]
 
@@ -319,7 +319,7 @@ def set_precision(comp: Any, precision: str) -> Any:
     from ..program.computation import XlaComputation
 
     if precision.upper() not in _PRECISIONS:
-        raise XlaSdkError(f"compare: precision {precision!r}: expected default, high or highest")
+        raise CompareArgumentError(f"compare: precision {precision!r}: expected default, high or highest")
     word = precision.lower()
     lines = []
     for line in comp.as_hlo_text().splitlines():

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
-from ..errors import XlaSdkError
+from ..errors import CompareArgumentError, XlaSdkError
 from ._evaluator import run_reference
 from ._report import STRICT_PRECISION
 from ._walk import UnsupportedOpError
@@ -97,7 +97,7 @@ class Reference(abc.ABC):
 
     def bisect_ops(self, bisector: OpsBisector) -> Any:
         """``bisect="ops"`` against this: an :class:`~xlasdk.reference.bisect.OpsBisection`."""
-        raise XlaSdkError(f"compare: bisect='ops' is not supported against {self.label}")
+        raise CompareArgumentError(f"compare: bisect='ops' is not supported against {self.label}")
 
 
 class ReferenceEvaluator(Reference):
@@ -323,12 +323,12 @@ def given_outputs(got: Sequence[np.ndarray[Any, Any]], want: Sequence[Any],
     w_list = [np.asarray(w) for w in want]
     if len(w_list) != len(got):
         held = f"{len(w_list)} were given" if label is None else f"{label} hold {len(w_list)}"
-        raise XlaSdkError(f"compare: the program has {len(got)} outputs, {held}")
+        raise CompareArgumentError(f"compare: the program has {len(got)} outputs, {held}")
     for k, (g_, w_) in enumerate(zip(got, w_list, strict=True)):
         if w_.dtype != g_.dtype and w_.dtype.kind == "V" and w_.dtype.itemsize == g_.dtype.itemsize:
             w_list[k] = w_ = w_.view(g_.dtype)
         if w_.shape != g_.shape or w_.dtype != g_.dtype:
             where = "given " if label is None else f"{label}: "
-            raise XlaSdkError(f"compare: {where}output {k} is {w_.dtype}{list(w_.shape)}, the program's output {k} "
-                              f"is {g_.dtype}{list(g_.shape)}")
+            raise CompareArgumentError(f"compare: {where}output {k} is {w_.dtype}{list(w_.shape)}, the program's "
+                                       f"output {k} is {g_.dtype}{list(g_.shape)}")
     return w_list
