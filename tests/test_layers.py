@@ -258,13 +258,15 @@ def _largest_circle(package_edges: bool) -> int:
 
 def test_the_upward_imports_tie_few_modules_together() -> None:
     """Counting the upward imports (:data:`UPWARD`), what they close stays small: the builder, the
-    op families it calls and the program model it builds (16 modules; 31 with the package faces,
+    op families it calls and the program model it builds (13 modules; 28 with the package faces,
     the ``ops`` face loading every family). No format module is in it since ``program/`` sits
-    below ``formats/`` (issue 34; 34 modules before), and it does not grow back."""
+    below ``formats/``, nor the emitters (they read nodes, typed only) nor the attribute readers
+    (the attribute classes live in ``attrs``) (issue 34: 34 modules before, target 14), and it does
+    not grow back."""
     size = _largest_circle(package_edges=False)
     print(f"largest import circle with the upward imports: {size} modules "
           f"({_largest_circle(package_edges=True)} with package edges)")
-    assert size <= 16
+    assert size <= 14
 
 
 def _all_of(tree: ast.Module) -> set[str] | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from ._metadata import Location
 from ._mlir_attrs import UI64, DictAttr, mlir_str, render_attrs
@@ -27,11 +27,14 @@ from ._optable import (
     STABLEHLO_GET_TUPLE_ELEMENT,
     STABLEHLO_TUPLE,
     TUPLE,
+    OpDef,
 )
-from .builder import Region, XlaOp
-from .ops.shaping import SET_DIMENSION_SIZE
 from .shape import Shape
 from .sharding._spmd import _result_shardings
+
+if TYPE_CHECKING:  # the graph's node types (this module reads nodes; the builder makes them)
+    from ._graph import Region
+    from .builder import XlaOp
 
 Val = Union[str, tuple["Val", ...]]
 
@@ -318,7 +321,7 @@ def emit_module(
     module_attrs: str = "",
     side_effects: Sequence[XlaOp] = (),
     host_callbacks: list[Any] | None = None,
-    padded_dynamic_params: bool = False,
+    padded_dynamic_params: OpDef | None = None,
     metadata_table: list[dict[str, Any]] | None = None,
     module_body: Sequence[str] = (),
     result_attrs: Sequence[Mapping[str, Any]] | None = None,
@@ -330,7 +333,8 @@ def emit_module(
     given, receives the callables of the module's host callbacks (``ops.HostCallback``) in index
     order: what the module must be compiled with.
 
-    With ``padded_dynamic_params``, a parameter with dynamic dimensions (``f32[<=5]``) becomes a
+    With ``padded_dynamic_params`` (the ``set_dimension_size`` row of the op table, which the ops
+    layer defines), a parameter with dynamic dimensions (``f32[<=5]``) becomes a
     static argument of its bounds plus one ``s32[]`` size argument per dynamic dimension (after
     all the parameters, in parameter then dimension order), joined by ``set_dimension_size``:
     XLA:CPU cannot take dynamic arguments (no ``PadToStatic``).
@@ -356,7 +360,7 @@ def emit_module(
         arg_attrs = f" {{{render_attrs(p.attrs)}}}" if p.attrs else ""  # a Parameter built under set_sharding
         shape = p.shape
         dyn = [d for d in range(shape.rank()) if shape.is_array() and shape.is_dynamic_dimension(d)]
-        if padded_dynamic_params and dyn:
+        if padded_dynamic_params is not None and dyn:
             et, dims = shape.element_type(), shape.dimensions()
             args.append(f"{a}: {Shape.array_shape(et, dims).mlir_type()}{arg_attrs} loc({mlir_str(pname)})")
             cur, flags = a, [False] * len(dims)
@@ -368,7 +372,7 @@ def emit_module(
                 after = Shape.array_shape(et, dims, dynamic_dimensions=flags).mlir_type()
                 nxt = em.fresh()
                 em.lines.append(
-                    f'{indent}{nxt} = "{SET_DIMENSION_SIZE.name}"({cur}, {size}) {{dimension = {d} : i64}} : '
+                    f'{indent}{nxt} = "{padded_dynamic_params.name}"({cur}, {size}) {{dimension = {d} : i64}} : '
                     f"({before}, tensor<i32>) -> {after}\n"
                 )
                 cur = nxt

@@ -24,19 +24,22 @@ parser accepts it, and the program computes the same values as the converter's H
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ml_dtypes
 import numpy as np
 
 from ._emit import Val, inline_call, pending
+from ._graph import Region
 from ._metadata import FIELDS as _MD_FIELDS
 from ._metadata import Location, name_location
 from ._mlir_attrs import DenseElements
 from ._optable import CALL, GET_TUPLE_ELEMENT, TUPLE, HloForm, HloUnsupported, braces
-from .builder import Region, XlaOp
 from .shape import Shape
 from .types import PrimitiveType, hlo_element_name
+
+if TYPE_CHECKING:  # the graph's node type (this module reads nodes; the builder makes them)
+    from .builder import XlaOp
 
 __all__ = ["Unsupported", "print_hlo_module"]
 

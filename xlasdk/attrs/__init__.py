@@ -49,7 +49,7 @@ from ._padding import (
     window_padding_type_to_pad_values,
 )
 from ._precision import Precision, PrecisionConfig, ResultAccuracy
-from ._replica_groups import make_replica_groups, replica_groups_to_mlir
+from ._replica_groups import ChannelHandle, make_replica_groups, replica_groups_to_mlir
 
 __all__ = [
     "ComparisonDirection",
@@ -79,6 +79,7 @@ __all__ = [
     "make_dot_dimension_numbers",
     "make_padding_config",
     "make_replica_groups",
+    "ChannelHandle",
     "replica_groups_to_mlir",
     "window_padding_type_to_pad_values",
 ]

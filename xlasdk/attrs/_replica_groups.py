@@ -1,4 +1,5 @@
-"""Replica groups of the collectives (``replica_groups`` lists and their StableHLO attribute)."""
+"""Replica groups and channel handles of the collectives (``replica_groups`` lists and their StableHLO
+attribute; ``#stablehlo.channel_handle<...>``)."""
 
 from __future__ import annotations
 
@@ -56,3 +57,25 @@ def replica_groups_to_mlir(groups: Iterable[Iterable[int]] | None) -> str:
         return "dense<> : tensor<0x0xi64>"
     body = ", ".join(_mlir_list(g) for g in checked)
     return f"dense<[{body}]> : tensor<{len(checked)}x{len(checked[0])}xi64>"
+
+
+class ChannelHandle:
+    """``#stablehlo.channel_handle<handle = N, type = T>`` (type 1: device to device)."""
+
+    __slots__ = ("handle", "type")
+
+    def __init__(self, handle: int, type: int = 1) -> None:  # noqa: A002 - the field's name
+        self.handle = handle
+        self.type = type
+
+    def to_mlir(self) -> str:
+        return f"#stablehlo.channel_handle<handle = {self.handle}, type = {self.type}>"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ChannelHandle) and (other.handle, other.type) == (self.handle, self.type)
+
+    def __hash__(self) -> int:
+        return hash((self.handle, self.type))
+
+    def __repr__(self) -> str:
+        return f"ChannelHandle({self.handle}, type={self.type})"

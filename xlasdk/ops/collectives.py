@@ -23,6 +23,7 @@ import numpy as np
 
 from .._mlir_attrs import UNIT, I64Elements
 from .._optable import AttrKind, HloForm, HloUnsupported, define
+from ..attrs import ChannelHandle as ChannelHandle  # defined in attrs since issue 34; its old home keeps the name
 from ..attrs import make_replica_groups
 from ..builder import Region, XlaBuilder, XlaOp
 from ..errors import ShapeError
@@ -124,28 +125,6 @@ def _groups_attr(groups: Sequence[Sequence[int]]) -> I64Elements:
     if not groups:
         return I64Elements(np.zeros((0, 0), dtype=np.int64))
     return I64Elements(groups)
-
-
-class ChannelHandle:
-    """``#stablehlo.channel_handle<handle = N, type = T>`` (type 1: device to device)."""
-
-    __slots__ = ("handle", "type")
-
-    def __init__(self, handle: int, type: int = 1) -> None:  # noqa: A002 - the field's name
-        self.handle = handle
-        self.type = type
-
-    def to_mlir(self) -> str:
-        return f"#stablehlo.channel_handle<handle = {self.handle}, type = {self.type}>"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ChannelHandle) and (other.handle, other.type) == (self.handle, self.type)
-
-    def __hash__(self) -> int:
-        return hash((self.handle, self.type))
-
-    def __repr__(self) -> str:
-        return f"ChannelHandle({self.handle}, type={self.type})"
 
 
 def _channel(

@@ -18,6 +18,7 @@ from .._jaxlib import mlir as _mlir
 from ..builder import Computation, Graph, ModuleContext
 from ..errors import CompileError, XlaSdkError
 from ..ops.collectives import cross_partition_ids
+from ..ops.shaping import SET_DIMENSION_SIZE
 from ..shape import ProgramShape, Shape
 
 if TYPE_CHECKING:
@@ -256,7 +257,7 @@ class XlaComputation(Computation):
                 self._name, list(g.parameters), g.root, side_effects=g.side_effects,
                 host_callbacks=callbacks, module_attrs=", ".join(f"{k} = {v}" for k, v in ctx.attributes),
                 module_body=ctx.body, result_attrs=ctx.result_attributes,
-                padded_dynamic_params=self._padded_params,
+                padded_dynamic_params=SET_DIMENSION_SIZE if self._padded_params else None,
             )
             self._host_callbacks = tuple(callbacks)
         return self._text
@@ -341,7 +342,7 @@ class XlaComputation(Computation):
         table: list[dict[str, Any]] = []
         marked = emit_module(
             self._name, list(g.parameters), g.root, side_effects=g.side_effects, metadata_table=table,
-            padded_dynamic_params=self._padded_params,
+            padded_dynamic_params=SET_DIMENSION_SIZE if self._padded_params else None,
         )
         if not table:
             return _mlir.parsed_module_to_hlo(self._mlir_module())
