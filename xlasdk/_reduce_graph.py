@@ -138,17 +138,19 @@ def _is_constant(op: XlaOp) -> bool:
 
 
 def _value_of(op: XlaOp) -> np.ndarray[Any, Any] | None:
-    """The literal of a ``stablehlo.constant`` node (as loaded, or as a simplification wrote it)."""
+    """The literal of a ``stablehlo.constant`` node (as loaded, or as a simplification wrote it);
+    None for one its kind's reader does not read (complex pairs, ``i4``)."""
     from ._mlir_attrs import DenseElements
-    from .program.graph_import import MlirAttr
+    from .errors import GraphImportError
+    from .program.attr_kinds import typed_attr
 
-    v = op.attrs.get("value") if _is_constant(op) else None
-    if isinstance(v, MlirAttr):
-        got = v.value
-        return got if isinstance(got, np.ndarray) else None
-    if isinstance(v, DenseElements):
-        return v.value()
-    return None
+    if not _is_constant(op):
+        return None
+    try:
+        v = typed_attr(op, "value")
+    except GraphImportError:
+        return None
+    return v.value() if isinstance(v, DenseElements) else None
 
 
 def _literal(ins: Instruction) -> np.ndarray[Any, Any] | None:

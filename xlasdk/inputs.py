@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
+    from .attrs import GatherDimensionNumbers, ScatterDimensionNumbers
     from .program.computation import XlaComputation
     from .program.graph_import import Instruction
     from .shape import Shape
@@ -73,30 +74,33 @@ def _dims(ins: Instruction) -> tuple[int, ...]:
 def _index_uses(ins: Instruction) -> list[tuple[int, int]]:
     """``(operand position, largest valid index)`` for the index operands of ``ins``."""
     from .ops.indexing import DYNAMIC_SLICE, DYNAMIC_UPDATE_SLICE, GATHER, SCATTER
+    from .program.attr_kinds import typed_attr
 
-    op, ops = ins.op.opdef, ins.operands
-    attrs = ins.attributes
+    node, op, ops = ins.op, ins.op.opdef, ins.operands
     out: list[tuple[int, int]] = []
     if op.same_op(DYNAMIC_SLICE):
-        sizes = attrs.get("slice_sizes", ())
+        sizes: tuple[int, ...] = typed_attr(node, "slice_sizes", ())
         base = _dims(ops[0])
-        out = [(1 + k, base[k] - int(sizes[k])) for k in range(min(len(base), len(sizes), len(ops) - 1))]
+        out = [(1 + k, base[k] - sizes[k]) for k in range(min(len(base), len(sizes), len(ops) - 1))]
     elif op.same_op(DYNAMIC_UPDATE_SLICE):
         base, upd = _dims(ops[0]), _dims(ops[1])
         out = [(2 + k, base[k] - upd[k]) for k in range(min(len(base), len(upd), len(ops) - 2))]
     elif op.same_op(GATHER):
-        dn, sizes, base = attrs.get("dimension_numbers", {}), attrs.get("slice_sizes", ()), _dims(ops[0])
-        mapped = [int(d) for d in dn.get("start_index_map", ())]
+        g: GatherDimensionNumbers | None = typed_attr(node, "dimension_numbers")
+        sizes, base = typed_attr(node, "slice_sizes", ()), _dims(ops[0])
+        mapped = g.start_index_map if g is not None else []
         if mapped and len(sizes) == len(base):
-            out = [(1, min(base[d] - int(sizes[d]) for d in mapped))]
+            out = [(1, min(base[d] - sizes[d] for d in mapped))]
     elif op.same_op(SCATTER) and len(ops) >= 3 and (len(ops) - 1) % 2 == 0:
         n = (len(ops) - 1) // 2
-        dn, base, upd = attrs.get("scatter_dimension_numbers", {}), _dims(ops[0]), _dims(ops[n + 1])
-        mapped = [int(d) for d in dn.get("scattered_dims_to_operand_dims", ())]
-        inserted = {int(d) for d in (*dn.get("inserted_window_dims", ()), *dn.get("input_batching_dims", ()))}
-        window_dims = [int(d) for d in dn.get("update_window_dims", ())]
+        sd: ScatterDimensionNumbers | None = typed_attr(node, "scatter_dimension_numbers")
+        if sd is None:
+            return []
+        base, upd = _dims(ops[0]), _dims(ops[n + 1])
+        mapped = sd.scatter_dims_to_operand_dims
+        inserted = {*sd.inserted_window_dims, *sd.input_batching_dims}
         window = dict(zip([d for d in range(len(base)) if d not in inserted],
-                          [upd[w] for w in window_dims if w < len(upd)], strict=False))
+                          [upd[w] for w in sd.update_window_dims if w < len(upd)], strict=False))
         if mapped:
             out = [(n, min(base[d] - window.get(d, 1) for d in mapped if d < len(base)))]
     return [(k, max(hi, 0)) for k, hi in out]

@@ -27,9 +27,8 @@ import numpy as np
 
 from .._jaxlib import mlir_graph as _mg
 from .._mlir_attrs import F32, I32, UNIT, DenseElements, I64Elements
-from .._optable import AttrKind
+from .._optable import OPS, AttrKind
 from ..attrs import (
-    ChannelHandle,
     ComparisonDirection,
     ComparisonType,
     ConvolutionDimensionNumbers,
@@ -48,7 +47,7 @@ from ..errors import GraphImportError
 if TYPE_CHECKING:
     from ..builder import XlaOp
 
-__all__ = ["MlirAttr", "READERS", "read_attribute", "typed_attributes"]
+__all__ = ["MlirAttr", "READERS", "read_attribute", "typed_attributes", "declared_kind", "typed_attr"]
 
 
 class MlirAttr:
@@ -229,6 +228,7 @@ def _unit(a: MlirAttr, op: XlaOp) -> Any:
 
 
 def _channel_handle(a: MlirAttr, op: XlaOp) -> Any:
+    from ..ops.collectives import ChannelHandle  # the op family's own attribute class
 
     v = a.value
     if (not a.text.startswith("#stablehlo.channel_handle<") or not isinstance(v, dict)
@@ -285,6 +285,10 @@ def read_attribute(op: XlaOp, name: str, attr: Any) -> Any:
     kind = op.opdef.attr_kind(name)
     if kind is None:
         return attr
+    return _read(op, name, attr, kind)
+
+
+def _read(op: XlaOp, name: str, attr: MlirAttr, kind: AttrKind) -> Any:
     try:
         return READERS[kind](attr, op)
     except (ValueError, KeyError, TypeError) as e:
@@ -297,3 +301,34 @@ def typed_attributes(op: XlaOp) -> dict[str, Any]:
     """``op``'s attributes with each declared one read into its typed value (:func:`read_attribute`);
     undeclared ones stay as the module spelled them (:class:`MlirAttr`)."""
     return {k: read_attribute(op, k, v) for k, v in op.attrs.items()}
+
+
+def declared_kind(op: XlaOp, name: str) -> AttrKind | None:
+    """The kind ``op``'s row declares for attribute ``name`` (None: not declared). A loaded op of
+    a table name whose row's flags did not fit it has an opaque row of its own; the table row of
+    its name declares its attributes (that row's evaluation rule is the one it runs)."""
+    kind = op.opdef.attr_kind(name)
+    if kind is None:
+        row = OPS.get(op.opdef.name)
+        if row is not None and row is not op.opdef:
+            kind = row.attr_kind(name)
+    return kind
+
+
+def typed_attr(op: XlaOp, name: str, default: Any = None) -> Any:
+    """Attribute ``name`` of ``op`` as the tools read it, ``default`` when ``op`` has none: a
+    declared one (:func:`declared_kind`) as the typed value its wrapper stores (a loaded op's
+    read by its kind's reader, a built op's as stored); an undeclared one as the MLIR bindings
+    read it (:attr:`MlirAttr.value`), or as stored.
+
+    Raises
+    ------
+    GraphImportError: the attribute is declared and its spelling does not fit its kind.
+    """
+    attr = op.attrs.get(name)
+    if attr is None:
+        return default
+    if isinstance(attr, MlirAttr):
+        kind = declared_kind(op, name)
+        attr = attr.value if kind is None else _read(op, name, attr, kind)
+    return default if attr is None else attr

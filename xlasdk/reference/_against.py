@@ -93,9 +93,19 @@ def inferred_by_users(bad: XlaComputation, match: dict[int, Instruction]) -> dic
 
 
 def _literal(ins: Instruction) -> bytes | None:
-    """A constant's value (constants match by value: an optimized module renames and reuses them)."""
-    value = ins.attributes.get("value") if ins.op.opdef.same_op(CONSTANT) else None
-    return np.asarray(value).tobytes() if isinstance(value, np.ndarray) else None
+    """A constant's value (constants match by value: an optimized module renames and reuses them);
+    None for one its kind's reader does not read (complex pairs, ``i4``)."""
+    from .._mlir_attrs import DenseElements
+    from ..errors import GraphImportError
+    from ..program.attr_kinds import typed_attr
+
+    if not ins.op.opdef.same_op(CONSTANT):
+        return None
+    try:
+        value = typed_attr(ins.op, "value")
+    except GraphImportError:
+        return None
+    return np.ascontiguousarray(value.value()).tobytes() if isinstance(value, DenseElements) else None
 
 
 def compare_modules(bad: XlaComputation, good: XlaComputation, args: Sequence[Any], *, device: Any,

@@ -23,6 +23,7 @@ from ..ops.convert import CONVERT
 from ..ops.elementwise import COMPARE, SELECT
 from ..ops.fft import FFT
 from ..ops.sources import CONSTANT
+from ..program.attr_kinds import typed_attr
 from ..shape import Shape
 from ._precision import dot_precision, function_ulps, op_bound
 from ._walk import (
@@ -62,9 +63,8 @@ def _term_scale(o: XlaOp, args: list[Value]) -> float:
             return big * max(x.size, y.size) ** 0.5 if np.isfinite(big) else 0.0
         m = max(float(np.max(np.abs(widened(a)), initial=0.0, where=np.isfinite(widened(a)))) for a in arrays)
         if o.opdef.same_op(FFT):  # each output sums n terms, through log2(n) stages of rounding
-            length = o.attrs.get("fft_length", ())
-            length = getattr(length, "value", length)  # a loaded module's attribute holds its value
-            n = max(int(np.prod([int(v) for v in length] or [1])), 1)
+            length: tuple[int, ...] = typed_attr(o, "fft_length", ())
+            n = max(int(np.prod(length or (1,))), 1)
             return float(m * n ** 0.5 * max(1.0, math.log2(n)))
     return m
 

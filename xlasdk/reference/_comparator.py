@@ -22,10 +22,12 @@ from typing import Any
 
 import numpy as np
 
+from .._mlir_attrs import DenseElements
+from ..attrs import ComparisonDirection, ComparisonType
 from ..builder import Region, XlaOp
 from ..ops.elementwise import BINARY, COMPARE, SELECT, UNARY
 from ..ops.sources import CONSTANT
-from ._walk import Evaluator, Value, dtype_of, is_float, total_order_key
+from ._walk import Evaluator, UnsupportedOpError, Value, dtype_of, is_float, total_order_key
 
 __all__: list[str] = []
 
@@ -77,7 +79,10 @@ def _attrs_equal(a: XlaOp, b: XlaOp, ev: Evaluator) -> bool:
     if set(a.attrs) != set(b.attrs):
         return False
     for name in a.attrs:
-        x, y = ev.attr(a, name), ev.attr(b, name)
+        try:
+            x, y = (v.value() if isinstance(v, DenseElements) else v for v in (ev.attr(a, name), ev.attr(b, name)))
+        except UnsupportedOpError:  # an attribute the evaluator cannot read: not known to be the same
+            return False
         if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
             xa, ya = np.asarray(x), np.asarray(y)
             if xa.dtype != ya.dtype or xa.shape != ya.shape or xa.tobytes() != ya.tobytes():
@@ -118,7 +123,7 @@ def _kind(node: XlaOp, compare: XlaOp, ev: Evaluator) -> str:
     if dt.kind == "c":
         raise _Decline
     if is_float(dt):
-        return "TOTALORDER" if ev.attr(compare, "compare_type") == "TOTALORDER" else "FLOAT"
+        return "TOTALORDER" if ev.attr(compare, "compare_type") is ComparisonType.TOTALORDER else "FLOAT"
     if dt.kind not in "iub":
         raise _Decline
     return "INT"
@@ -131,7 +136,7 @@ class _Reader:
         self.r = r
         self.ev = ev
         self.keys: list[tuple[int, XlaOp, str]] = []  # (operand, lhs-side expression, kind)
-        self.atoms: list[tuple[int, bool, str]] = []  # (key, lhs on the left, direction)
+        self.atoms: list[tuple[int, bool, ComparisonDirection]] = []  # (key, lhs on the left, direction)
         self.memo: dict[int, Any] = {}
 
     def key_of(self, a: XlaOp, b: XlaOp, compare: XlaOp) -> tuple[int, bool]:
@@ -175,9 +180,7 @@ class _Reader:
             if dtype_of(a.shape) == np.bool_ and (a.opdef.same_op(COMPARE) or b.opdef.same_op(COMPARE)):
                 raise _Decline  # a comparison of comparisons
             key, lhs_first = self.key_of(a, b, o)
-            direction = str(self.ev.attr(o, "comparison_direction"))
-            if direction not in ("EQ", "NE", "LT", "LE", "GT", "GE"):
-                raise _Decline
+            direction: ComparisonDirection = self.ev.attr(o, "comparison_direction")
             self.atoms.append((key, lhs_first, direction))
             self.memo[id(o)] = len(self.atoms) - 1
         elif op.props.logical or op.same_op(SELECT):
@@ -198,9 +201,9 @@ class _Reader:
         if op.same_op(COMPARE):
             key, lhs_first, direction = self.atoms[self.memo[id(o)]]
             r = rel[key] if lhs_first else 2 - rel[key]
-            v = {"EQ": r == 1, "NE": r != 1, "LT": r == 0, "LE": r <= 1, "GT": r == 2, "GE": r >= 1}[direction]
+            v = {"EQ": r == 1, "NE": r != 1, "LT": r == 0, "LE": r <= 1, "GT": r == 2, "GE": r >= 1}[direction.name]
         elif op.same_op(CONSTANT):
-            v = np.broadcast_to(bool(np.asarray(self.ev.attr(o, "value"))), rel[0].shape if rel else (1,))
+            v = np.broadcast_to(bool(self.ev.attr(o, "value").value()), rel[0].shape if rel else (1,))
         else:
             xs = [self.value(x, rel, seen) for x in o.operands]
             if op.same_op(BINARY["And"].opdef):

@@ -27,6 +27,7 @@ device kind, never opcode tests in code:
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from dataclasses import dataclass
@@ -35,8 +36,11 @@ from typing import Any
 import numpy as np
 
 from .._optable import OPS, ROW_ALIASES, OpDef
-from ..errors import CompareArgumentError
+from ..attrs import PrecisionConfig
+from ..builder import XlaOp
+from ..errors import CompareArgumentError, GraphImportError
 from ..ops.elementwise import BINARY, UNARY
+from ..program.attr_kinds import read_attribute
 
 __all__ = ["DeviceKind", "DEVICE_KINDS", "device_kind", "device_kind_of", "OpBound", "op_bound", "DotPrecision",
            "dot_precision", "F32_ULPS", "DOT_PASSES", "CPU_FLOOR_ULPS",
@@ -233,11 +237,13 @@ def _precisions(node: Any) -> list[str]:
     pc = attrs.get("precision_config")
     if pc is None:
         return ["DEFAULT", "DEFAULT"]
-    members = getattr(pc, "operand_precision", None)
-    if members is not None:
-        found = [str(getattr(m, "name", m)).upper() for m in members]
-    else:
-        found = re.findall(r"HIGHEST|HIGH|DEFAULT", str(pc).upper())
+    if isinstance(node, XlaOp):
+        with contextlib.suppress(GraphImportError):  # a spelling its kind does not read: searched below
+            pc = read_attribute(node, "precision_config", pc)
+    if isinstance(pc, PrecisionConfig):
+        found = [p.name for p in pc.precisions()]
+    else:  # an undeclared one (a loaded stablehlo.dot's), as spelled
+        found = re.findall(r"HIGHEST|HIGH|DEFAULT", str(getattr(pc, "text", pc)).upper())
     found = [p for p in found if p in _PRECISIONS] or ["DEFAULT"]
     return (found * 2)[:2]
 

@@ -28,10 +28,11 @@ from .._optable import (
     refuse_evaluation,
 )
 from ..builder import Region, XlaOp
-from ..errors import XlaSdkError
+from ..errors import GraphImportError, XlaSdkError
 from ..ops.convert import BITCAST_CONVERT
 from ..ops.elementwise import BINARY
 from ..ops.sources import CONSTANT
+from ..program.attr_kinds import typed_attr
 from ..shape import Shape
 from ._precision import DeviceKind, device_kind, dot_precision, round_to
 
@@ -159,6 +160,15 @@ def as_output(x: Any, shape: Shape) -> np.ndarray[Any, Any]:
     return np.broadcast_to(a, dims).copy() if a.ndim < len(dims) else a
 
 
+class _Unreadable:
+    """What :meth:`Evaluator.attr` keeps of a declared attribute its kind's reader refused."""
+
+    __slots__ = ("why",)
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+
 # -- the evaluator --------------------------------------------------------------------------------------------
 #: the graphs of each computation's called functions (fusions, private functions), imported once per
 #: computation, not once per evaluation (an import reads the module: ~25 ms a function on the dumps)
@@ -171,7 +181,8 @@ class Evaluator:
 
     What rules may use:
 
-    - :meth:`attr` (``ev.attr(node, name, default)``): an attribute's value, read once per op;
+    - :meth:`attr` (``ev.attr(node, name, default)``): an attribute's value (one the op's row declares
+      as the typed value the builder stores, on built and loaded nodes alike), read once per op;
     - :meth:`fail` (``raise ev.fail(node, why)``): the :class:`UnsupportedOpError` naming the op;
     - :meth:`region` (``ev.region(r, args)``): a region's results on its block arguments, the outer
       values it reads taken from :attr:`current`, the scope being evaluated;
@@ -213,15 +224,28 @@ class Evaluator:
             self.forget(self.called.pop(key)[1])
 
     def attr(self, node: XlaOp, name: str, default: Any = None) -> Any:
+        """Attribute ``name`` of ``node`` (``default`` when it has none): one its row declares as the
+        typed value the op's wrapper stores (a built node's as stored, a loaded one's read by its
+        kind: :func:`~xlasdk.program.attr_kinds.typed_attr`), another as the MLIR bindings read it.
+
+        Raises
+        ------
+        UnsupportedOpError: a declared attribute whose spelling does not fit its kind (naming the
+        op and the attribute).
+        """
         # a loaded module's attribute is parsed from its text: once per op and evaluator, not per iteration
         attrs = node.attrs
         seen = self._attrs.get((id(attrs), name))
         if seen is not None and seen[0] is attrs:  # (the op's attributes kept: their id is not another's)
             v = seen[1]
         else:
-            v = attrs.get(name)
-            v = None if v is None else v.value if hasattr(v, "value") else v
+            try:
+                v = typed_attr(node, name)
+            except GraphImportError as e:
+                v = _Unreadable(str(e))
             self._attrs[id(attrs), name] = (attrs, v)
+        if isinstance(v, _Unreadable):
+            raise self.fail(node, f"with an attribute the reference evaluator cannot read ({v.why})")
         return default if v is None else v
 
     def fail(self, node: XlaOp, why: str) -> UnsupportedOpError:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._mlir_attrs import I64Elements
 from .._optable import evaluates
 from ..builder import XlaOp
 from ..errors import ShapeError, XlaSdkError
@@ -139,7 +140,9 @@ def _groups(o: XlaOp, ev: Evaluator, name: str) -> list[list[int]]:
     v = ev.attr(o, name)
     if v is None:
         return []
-    arr = np.asarray(v)
+    if not isinstance(v, I64Elements):  # the mesh-axes form, kept as spelled
+        raise ev.fail(o, f"with {name} {getattr(v, 'text', v)} has no evaluation rule (expected dense<...> groups)")
+    arr = v.values
     if arr.size == 0:  # no groups: every device of the mode's kind
         return []
     rows = arr.reshape(arr.shape[0], -1) if arr.ndim == 2 else arr.reshape(1, -1)
@@ -147,11 +150,8 @@ def _groups(o: XlaOp, ev: Evaluator, name: str) -> list[list[int]]:
 
 
 def _channel(o: XlaOp, ev: Evaluator) -> bool:
-    ch = ev.attr(o, "channel_handle")
-    if isinstance(ch, dict):
-        return int(ch.get("handle", 0)) > 0
-    handle = getattr(ch, "handle", None)
-    return handle is not None and int(handle) > 0
+    ch = ev.attr(o, "channel_handle")  # a ChannelHandle
+    return ch is not None and int(ch.handle) > 0
 
 
 def _participants(o: XlaOp, ev: Evaluator, dev: _Device, *, partition_mode: bool) -> tuple[int, ...]:
@@ -160,7 +160,7 @@ def _participants(o: XlaOp, ev: Evaluator, dev: _Device, *, partition_mode: bool
     R, P = dev.num_replicas, dev.num_partitions
     groups = _groups(o, ev, "replica_groups")
     channel = _channel(o, ev)
-    flattened = channel and bool(ev.attr(o, "use_global_device_ids", False)) and not partition_mode
+    flattened = channel and ev.attr(o, "use_global_device_ids") is not None and not partition_mode
     if partition_mode and channel:
         kind, count, mine = "partition", P, dev.partition
         to_device: Callable[[int], list[int]] = lambda i: [dev.replica * P + i]  # noqa: E731
@@ -263,7 +263,7 @@ def _collective_permute(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     dev = _device()
     channel = _channel(o, ev)
     count, mine = (dev.num_partitions, dev.partition) if channel else (dev.num_replicas, dev.replica)
-    pairs = [(int(s), int(t)) for s, t in np.asarray(ev.attr(o, "source_target_pairs")).reshape(-1, 2)]
+    pairs = [(int(s), int(t)) for s, t in ev.attr(o, "source_target_pairs").values.reshape(-1, 2)]
     bad = sorted({i for p in pairs for i in p if not 0 <= i < count})
     if bad:
         kind = "partition" if channel else "replica"

@@ -9,7 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from .._mlir_attrs import I64Elements
 from .._optable import evaluates
+from ..attrs import ConvolutionDimensionNumbers
 from ..builder import XlaOp
 from ..ops.conv import CONVOLUTION
 from ._walk import Evaluator, Value, as_output, widened
@@ -20,25 +22,23 @@ __all__: list[str] = []
 
 def _feature_grouped(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     x, w = a
-    dn = ev.attr(o, "dimension_numbers")
-    if not isinstance(dn, dict):
-        raise ev.fail(o, "whose dimension numbers are not readable")
-    if int(ev.attr(o, "batch_group_count", 1)) != 1:
+    dn: ConvolutionDimensionNumbers = ev.attr(o, "dimension_numbers")
+    if ev.attr(o, "batch_group_count", 1) != 1:
         raise ev.fail(o, "with batch_group_count > 1")
     if any(ev.attr(o, "window_reversal", ()) or ()):
         raise ev.fail(o, "with window_reversal")
-    groups = int(ev.attr(o, "feature_group_count", 1))
-    sp_in, sp_k, sp_out = (tuple(dn[k]) for k in ("input_spatial_dimensions", "kernel_spatial_dimensions",
-                                                   "output_spatial_dimensions"))
+    groups: int = ev.attr(o, "feature_group_count", 1)
+    sp_in, sp_k, sp_out = (tuple(dn.input_spatial_dimensions), tuple(dn.kernel_spatial_dimensions),
+                           tuple(dn.output_spatial_dimensions))
     nsp = len(sp_in)
     # to (batch, feature, spatial...) and (out feature, in feature, spatial...)
-    xt = np.transpose(widened(x), (dn["input_batch_dimension"], dn["input_feature_dimension"], *sp_in))
-    wt = np.transpose(widened(w), (dn["kernel_output_feature_dimension"], dn["kernel_input_feature_dimension"], *sp_k))
+    xt = np.transpose(widened(x), (dn.input_batch_dimension, dn.input_feature_dimension, *sp_in))
+    wt = np.transpose(widened(w), (dn.kernel_output_feature_dimension, dn.kernel_input_feature_dimension, *sp_k))
     strides = tuple(ev.attr(o, "window_strides", (1,) * nsp))
     lhs_dil = tuple(ev.attr(o, "lhs_dilation", (1,) * nsp))
     rhs_dil = tuple(ev.attr(o, "rhs_dilation", (1,) * nsp))
-    pad = ev.attr(o, "padding")
-    pads = [(0, 0)] * nsp if pad is None else [(int(lo), int(hi)) for lo, hi in np.asarray(pad).reshape(nsp, 2)]
+    pad: I64Elements | None = ev.attr(o, "padding")
+    pads = [(0, 0)] * nsp if pad is None else [(int(lo), int(hi)) for lo, hi in pad.values.reshape(nsp, 2)]
     xp = _dilate_pad(xt, (1, 1, *lhs_dil), [(0, 0), (0, 0), *pads], 0)
     win = _windows(xp, (1, 1, *wt.shape[2:]), (1, 1, *strides), (1, 1, *rhs_dil))  # n, c, out..., 1, 1, k...
     win = win.reshape(win.shape[:2 + nsp] + wt.shape[2:])
@@ -53,7 +53,7 @@ def _feature_grouped(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
         with np.errstate(all="ignore"):
             outs.append(np.einsum(f"nc{letters}{klet},oc{klet}->no{letters}", xg, wg))
     r = np.concatenate(outs, axis=1)
-    order = (dn["output_batch_dimension"], dn["output_feature_dimension"], *sp_out)
+    order = (dn.output_batch_dimension, dn.output_feature_dimension, *sp_out)
     return as_output(np.moveaxis(r, range(2 + nsp), order), o.shape)
 
 
@@ -78,16 +78,14 @@ def _convolution(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     the ``g``-th group of output features; computed as a convolution of ``N`` batch elements with
     ``G`` feature groups over the input features regrouped as ``(G, C)`` (what the weight gradient
     of a grouped convolution is)."""
-    groups = int(ev.attr(o, "batch_group_count", 1))
+    groups: int = ev.attr(o, "batch_group_count", 1)
     if groups == 1:
         return _feature_grouped(o, a, ev)
-    dn = ev.attr(o, "dimension_numbers")
-    if not isinstance(dn, dict):
-        raise ev.fail(o, "whose dimension numbers are not readable")
-    if int(ev.attr(o, "feature_group_count", 1)) != 1:
+    dn: ConvolutionDimensionNumbers = ev.attr(o, "dimension_numbers")
+    if ev.attr(o, "feature_group_count", 1) != 1:
         raise ev.fail(o, "with both feature_group_count and batch_group_count > 1 (XLA rejects it)")
     x = np.asarray(a[0])
-    bd, fd = int(dn["input_batch_dimension"]), int(dn["input_feature_dimension"])
+    bd, fd = dn.input_batch_dimension, dn.input_feature_dimension
     xt = np.moveaxis(x, (bd, fd), (0, 1))
     n, c = xt.shape[:2]
     if n % groups:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .._optable import OpDef, bind_evaluation, evaluates
+from ..attrs import ComparisonDirection, ComparisonType
 from ..builder import XlaOp
 from ..ops.elementwise import BINARY, CLAMP, COMPARE, SELECT, UNARY
 from ._walk import (
@@ -305,23 +306,25 @@ for _row, _rule_fn in {
     bind_evaluation(_row, _rule_fn)
 
 
+#: numpy's comparison of each direction
+COMPARISONS: dict[ComparisonDirection, Callable[[Any, Any], Any]] = {
+    ComparisonDirection.EQ: np.equal, ComparisonDirection.NE: np.not_equal, ComparisonDirection.LT: np.less,
+    ComparisonDirection.LE: np.less_equal, ComparisonDirection.GT: np.greater, ComparisonDirection.GE: np.greater_equal,
+}
+
+
 @evaluates(COMPARE)
 def _compare(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     x, y = a
-    direction = ev.attr(o, "comparison_direction")
-    ctype = ev.attr(o, "compare_type")
-    if ctype == "TOTALORDER" and is_float(x.dtype):
+    direction: ComparisonDirection = ev.attr(o, "comparison_direction")
+    if ev.attr(o, "compare_type") is ComparisonType.TOTALORDER and is_float(x.dtype):
         x, y = total_order_key(x), total_order_key(y)
     elif x.dtype.kind == "c":
-        if direction not in ("EQ", "NE"):
-            raise ev.fail(o, f"{direction} of complex numbers is not an XLA comparison")
+        if direction not in (ComparisonDirection.EQ, ComparisonDirection.NE):
+            raise ev.fail(o, f"{direction.name} of complex numbers is not an XLA comparison")
     else:
         x, y = widened(x), widened(y)
-    fn = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal, "GT": np.greater,
-          "GE": np.greater_equal}.get(str(direction))
-    if fn is None:
-        raise ev.fail(o, f"with comparison direction {direction!r}")
-    return as_output(fn(x, y), o.shape)
+    return as_output(COMPARISONS[direction](x, y), o.shape)
 
 
 @evaluates(SELECT)

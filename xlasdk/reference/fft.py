@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from .._optable import evaluates
+from ..attrs import FftType
 from ..builder import XlaOp
 from ..ops.fft import FFT
 from ._walk import Evaluator, Value, as_output, widened
@@ -20,8 +21,8 @@ __all__: list[str] = []
 def _fft(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     """FFT / IFFT / RFFT / IRFFT over the last ``len(fft_length)`` dimensions, in complex128
     (numpy.fft), rounded once to the result type."""
-    kind = str(ev.attr(o, "fft_type", "FFT"))
-    lengths = [int(v) for v in ev.attr(o, "fft_length", ())]
+    kind = ev.attr(o, "fft_type", FftType.FFT).name
+    lengths: list[int] = list(ev.attr(o, "fft_length", ()))
     axes = tuple(range(-len(lengths), 0))
     x = widened(a[0])
     y: np.ndarray[Any, Any]

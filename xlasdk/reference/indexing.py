@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .._optable import evaluates
+from ..attrs import GatherDimensionNumbers, ScatterDimensionNumbers
 from ..builder import XlaOp
 from ..ops.indexing import DYNAMIC_SLICE, DYNAMIC_UPDATE_SLICE, GATHER, SCATTER
 from ._at import apply_at, combiner_at
@@ -30,7 +31,7 @@ def _clamped_starts(x: np.ndarray[Any, Any], starts: Sequence[Any], sizes: Seque
 
 @evaluates(DYNAMIC_SLICE)
 def _dynamic_slice(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
-    sizes = tuple(ev.attr(o, "slice_sizes"))
+    sizes: tuple[int, ...] = ev.attr(o, "slice_sizes")
     starts = _clamped_starts(a[0], a[1:], sizes)
     return as_output(a[0][tuple(slice(s, s + n) for s, n in zip(starts, sizes, strict=True))], o.shape)
 
@@ -68,11 +69,11 @@ def _offsets(shape: Sequence[int], full: Sequence[int]) -> np.ndarray[Any, Any]:
     return np.asarray(strides @ grid, np.int64) if len(full) else np.zeros(1, np.int64)
 
 
-def _gather_fast(o: XlaOp, x: np.ndarray[Any, Any], idx_m: np.ndarray[Any, Any], g: Any, sizes: Sequence[int],
+def _gather_fast(o: XlaOp, x: np.ndarray[Any, Any], idx_m: np.ndarray[Any, Any], g: GatherDimensionNumbers,
+                 sizes: Sequence[int],
                  ivd: int, kept: list[int], batch_out: list[int], out_dims: tuple[int, ...]) -> np.ndarray[Any, Any]:
     """Every slice at once: the clamped starts of all index vectors, plus the window's offsets."""
-    start = _starts(idx_m, x.ndim, g["start_index_map"], g["operand_batching_dims"],
-                    g["start_indices_batching_dims"], ivd)
+    start = _starts(idx_m, x.ndim, g.start_index_map, g.operand_batching_dims, g.start_indices_batching_dims, ivd)
     hi = np.array([x.shape[d] - sizes[d] for d in range(x.ndim)], np.int64)
     start = np.clip(start, 0, hi)  # XLA clamps
     strides = np.array([int(np.prod(x.shape[k + 1:])) for k in range(x.ndim)], np.int64)
@@ -92,14 +93,14 @@ def _gather_fast(o: XlaOp, x: np.ndarray[Any, Any], idx_m: np.ndarray[Any, Any],
 @evaluates(GATHER)
 def _gather(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     x, idx = a
-    g = ev.attr(o, "dimension_numbers")
-    sizes = tuple(ev.attr(o, "slice_sizes"))
-    ivd = int(g["index_vector_dim"])
+    g: GatherDimensionNumbers = ev.attr(o, "dimension_numbers")
+    sizes: tuple[int, ...] = ev.attr(o, "slice_sizes")
+    ivd = g.index_vector_dim
     idx_m = np.moveaxis(idx, ivd, -1) if ivd < idx.ndim else idx[..., None]
     out_dims = tuple(o.shape.dimensions())
-    offset_dims = tuple(g["offset_dims"])
+    offset_dims = g.offset_dims
     batch_out = [d for d in range(len(out_dims)) if d not in offset_dims]
-    dropped = set(g["collapsed_slice_dims"]) | set(g["operand_batching_dims"])
+    dropped = set(g.collapsed_slice_dims) | set(g.operand_batching_dims)
     kept = [d for d in range(x.ndim) if d not in dropped]
     if _VECTORIZED and x.size and idx_m.size:
         return as_output(_gather_fast(o, x, idx_m, g, sizes, ivd, kept, batch_out, out_dims), o.shape)
@@ -107,9 +108,9 @@ def _gather(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     for b in np.ndindex(*idx_m.shape[:-1]):
         vec = idx_m[b]
         start = [0] * x.ndim
-        for k, d in enumerate(g["start_index_map"]):
+        for k, d in enumerate(g.start_index_map):
             start[d] = int(vec[k])
-        for od, sd in zip(g["operand_batching_dims"], g["start_indices_batching_dims"], strict=True):
+        for od, sd in zip(g.operand_batching_dims, g.start_indices_batching_dims, strict=True):
             start[od] = b[sd if sd < ivd else sd - 1]
         start = [min(max(v, 0), x.shape[d] - sizes[d]) for d, v in enumerate(start)]  # XLA clamps
         piece = x[tuple(slice(v, v + n) for v, n in zip(start, sizes, strict=True))].reshape([sizes[d] for d in kept])
@@ -120,7 +121,8 @@ def _gather(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     return as_output(res, o.shape)
 
 
-def _scatter_fast(x: np.ndarray[Any, Any], idx_m: np.ndarray[Any, Any], updates: np.ndarray[Any, Any], sd: Any,
+def _scatter_fast(x: np.ndarray[Any, Any], idx_m: np.ndarray[Any, Any], updates: np.ndarray[Any, Any],
+                  sd: ScatterDimensionNumbers,
                   ivd: int, upd_scatter: list[int], window_to_operand: list[int], wsizes: list[int],
                   fn: Any) -> np.ndarray[Any, Any]:
     """Every update at once (one operand, a combiner of :func:`._at.combiner_at`), in the exact
@@ -128,8 +130,8 @@ def _scatter_fast(x: np.ndarray[Any, Any], idx_m: np.ndarray[Any, Any], updates:
     full = [1] * x.ndim
     for d, w in zip(window_to_operand, wsizes, strict=True):
         full[d] = w
-    start = _starts(idx_m, x.ndim, sd["scattered_dims_to_operand_dims"], sd["input_batching_dims"],
-                    sd["scatter_indices_batching_dims"], ivd)
+    start = _starts(idx_m, x.ndim, sd.scatter_dims_to_operand_dims, sd.input_batching_dims,
+                    sd.scatter_indices_batching_dims, ivd)
     dims = np.array(x.shape, np.int64)
     valid = ((start >= 0) & (start + np.array(full, np.int64) <= dims)).all(axis=-1)  # else skipped, as XLA
     strides = np.array([int(np.prod(x.shape[k + 1:])) for k in range(x.ndim)], np.int64)
@@ -145,14 +147,14 @@ def _scatter_fast(x: np.ndarray[Any, Any], idx_m: np.ndarray[Any, Any], updates:
 def _scatter(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     n = (len(a) - 1) // 2
     inputs, idx, updates = [x.copy() for x in a[:n]], a[n], a[n + 1:]
-    sd = ev.attr(o, "scatter_dimension_numbers")
+    sd: ScatterDimensionNumbers = ev.attr(o, "scatter_dimension_numbers")
     (body,) = o.regions
     combine = combiner(body, o, ev)
-    ivd = int(sd["index_vector_dim"])
+    ivd = sd.index_vector_dim
     idx_m = np.moveaxis(idx, ivd, -1) if ivd < idx.ndim else idx[..., None]
-    uwd = tuple(sd["update_window_dims"])
+    uwd = sd.update_window_dims
     upd_scatter = [d for d in range(updates[0].ndim) if d not in uwd]
-    dropped = set(sd["inserted_window_dims"]) | set(sd["input_batching_dims"])
+    dropped = set(sd.inserted_window_dims) | set(sd.input_batching_dims)
     window_to_operand = [d for d in range(inputs[0].ndim) if d not in dropped]
     wsizes = [updates[0].shape[d] for d in uwd]
     fn = combiner_at(body, inputs[0].dtype) if n == 1 and _VECTORIZED else None
@@ -162,9 +164,9 @@ def _scatter(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     for b in np.ndindex(*idx_m.shape[:-1]):
         vec = idx_m[b]
         start = [0] * inputs[0].ndim
-        for k, d in enumerate(sd["scattered_dims_to_operand_dims"]):
+        for k, d in enumerate(sd.scatter_dims_to_operand_dims):
             start[d] = int(vec[k])
-        for od, sdim in zip(sd["input_batching_dims"], sd["scatter_indices_batching_dims"], strict=True):
+        for od, sdim in zip(sd.input_batching_dims, sd.scatter_indices_batching_dims, strict=True):
             start[od] = b[sdim if sdim < ivd else sdim - 1]
         full = [1] * inputs[0].ndim
         for d, w in zip(window_to_operand, wsizes, strict=True):

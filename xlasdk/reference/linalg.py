@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from .._optable import evaluates
+from ..attrs import DotDimensionNumbers, TriangularSolveOptions_Transpose
 from ..builder import XlaOp
 from ..ops.linalg import CHOLESKY, DOT_GENERAL, TRIANGULAR_SOLVE
 from ..ops.reduce import BATCH_NORM_GRAD, BATCH_NORM_INFERENCE, BATCH_NORM_TRAINING
@@ -39,9 +40,9 @@ __all__: list[str] = []
 
 
 # -- dots ------------------------------------------------------------------------------------------------------
-def _dot(o: XlaOp, x: np.ndarray[Any, Any], y: np.ndarray[Any, Any], dn: dict[str, tuple[int, ...]]) -> Value:
-    lb, rb = dn.get("lhs_batching_dimensions", ()), dn.get("rhs_batching_dimensions", ())
-    lc, rc = dn.get("lhs_contracting_dimensions", ()), dn.get("rhs_contracting_dimensions", ())
+def _dot(o: XlaOp, x: np.ndarray[Any, Any], y: np.ndarray[Any, Any], dn: DotDimensionNumbers) -> Value:
+    lb, rb = dn.lhs_batch_dimensions, dn.rhs_batch_dimensions
+    lc, rc = dn.lhs_contracting_dimensions, dn.rhs_contracting_dimensions
     letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
     ls = [next(letters) for _ in range(x.ndim)]
     rs = [next(letters) for _ in range(y.ndim)]
@@ -67,7 +68,7 @@ def _dot_general(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
 @evaluates_opaque("stablehlo.dot")  # HLO's dot of loaded modules (ops.Dot emits dot_general)
 def _plain_dot(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     x, y = a
-    return _dot(o, x, y, {"lhs_contracting_dimensions": (x.ndim - 1,), "rhs_contracting_dimensions": (0,)})
+    return _dot(o, x, y, DotDimensionNumbers([x.ndim - 1], [0]))
 
 
 # -- Cholesky and triangular solves ---------------------------------------------------------------------------
@@ -95,7 +96,7 @@ def _cholesky(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     not positive definite gives NaN everywhere (XLA:CPU's value). One whose smallest pivot is
     within rounding of the element type of zero (XLA may find it positive definite or not) raises
     :class:`UnsupportedOpError` rather than guess."""
-    lower = bool(ev.attr(o, "lower", False))
+    lower: bool = ev.attr(o, "lower", False)
     x = widened(np.asarray(a[0]))
     h = _hermitian_from(x, lower)
     n = x.shape[-1]
@@ -133,13 +134,10 @@ def _triangular_solve(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     triangle of ``a`` (its diagonal taken as ones with ``unit_diagonal``), ``op`` by
     ``transpose_a`` (NO_TRANSPOSE, TRANSPOSE, ADJOINT), in float64 / complex128 by substitution (a
     zero on the diagonal gives inf/NaN, as substitution does)."""
-    left = bool(ev.attr(o, "left_side", False))
-    lower = bool(ev.attr(o, "lower", False))
-    unit = bool(ev.attr(o, "unit_diagonal", False))
-    tr = str(ev.attr(o, "transpose_a", "NO_TRANSPOSE")).rsplit(".", 1)[-1].upper()
-    if tr not in ("NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"):
-        raise ev.fail(o, f"with transpose_a={tr!r} has no evaluation rule (expected NO_TRANSPOSE, TRANSPOSE or "
-                         "ADJOINT)")
+    left: bool = ev.attr(o, "left_side", False)
+    lower: bool = ev.attr(o, "lower", False)
+    unit: bool = ev.attr(o, "unit_diagonal", False)
+    tr = ev.attr(o, "transpose_a", TriangularSolveOptions_Transpose.NO_TRANSPOSE).name
     m = widened(np.asarray(a[0]))
     b = widened(np.asarray(a[1]))
     t = np.tril(m) if lower else np.triu(m)
@@ -178,7 +176,7 @@ def _batch_norm_training(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     ``feature_index`` and ``y = (x - mean) / sqrt(var + epsilon) * scale + offset``, in float64."""
     x, scale, offset = (widened(np.asarray(v)) for v in a)
     eps = float(ev.attr(o, "epsilon"))
-    axes, shape = _bn_axes(x, int(ev.attr(o, "feature_index")))
+    axes, shape = _bn_axes(x, ev.attr(o, "feature_index"))
     with np.errstate(all="ignore"):
         mean = np.mean(x, axis=axes)
         var = np.mean((x - mean.reshape(shape)) ** 2, axis=axes)
@@ -193,7 +191,7 @@ def _batch_norm_inference(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     """``(x - mean) / sqrt(variance + epsilon) * scale + offset`` per feature, in float64."""
     x, scale, offset, mean, var = (widened(np.asarray(v)) for v in a)
     eps = float(ev.attr(o, "epsilon"))
-    _, shape = _bn_axes(x, int(ev.attr(o, "feature_index")))
+    _, shape = _bn_axes(x, ev.attr(o, "feature_index"))
     with np.errstate(all="ignore"):
         y = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + eps) * scale.reshape(shape) \
             + offset.reshape(shape)
@@ -208,8 +206,9 @@ def _batch_norm_grad(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     N (N dy - grad_offset - xhat grad_scale)``, in float64."""
     x, scale, mean, var, dy = (widened(np.asarray(v)) for v in a)
     eps = float(ev.attr(o, "epsilon"))
-    axes, shape = _bn_axes(x, int(ev.attr(o, "feature_index")))
-    count = x.size // max(x.shape[int(ev.attr(o, "feature_index"))], 1)
+    f: int = ev.attr(o, "feature_index")
+    axes, shape = _bn_axes(x, f)
+    count = x.size // max(x.shape[f], 1)
     with np.errstate(all="ignore"):
         r = 1.0 / np.sqrt(var + eps)
         xhat = (x - mean.reshape(shape)) * r.reshape(shape)

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from .._optable import evaluates, refuse_evaluation
+from ..attrs import RandomAlgorithm
 from ..builder import XlaOp
 from ..ops.random import RNG, RNG_BIT_GENERATOR
 from ._walk import Evaluator, Value, result_shapes
@@ -188,7 +189,7 @@ def rng_bits(algorithm: str, state: np.ndarray[Any, Any], dtype: Any,
 
 @evaluates(RNG_BIT_GENERATOR)
 def _rng_bit_generator(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
-    algorithm = str(ev.attr(o, "rng_algorithm", "DEFAULT"))
+    algorithm = ev.attr(o, "rng_algorithm", RandomAlgorithm.DEFAULT).name
     state_shape, out_shape = result_shapes(o)
     dt = np.dtype(out_shape.numpy_dtype())
     if dt.kind not in "iu":

@@ -1,5 +1,5 @@
 """Evaluation rules of :mod:`xlasdk.ops.sources`: constant (a complex literal the attribute reader
-gives as text is read here) and iota.
+does not read is read here from its spelling) and iota.
 """
 
 from __future__ import annotations
@@ -9,19 +9,13 @@ from typing import Any
 
 import numpy as np
 
+from .._mlir_attrs import DenseElements
 from .._optable import evaluates
 from ..builder import XlaOp
 from ..ops.sources import CONSTANT, IOTA
-from ._walk import Evaluator, Value, as_output
+from ._walk import Evaluator, UnsupportedOpError, Value, as_output
 
 __all__: list[str] = []
-
-
-def _readable_constant(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
-    v = ev.attr(o, "value")
-    if not isinstance(v, np.ndarray):
-        raise ev.fail(o, f"of element type {o.shape.element_type().name} (its literal is not readable here)")
-    return as_output(v, o.shape)
 
 
 @evaluates(IOTA)
@@ -46,14 +40,20 @@ def _part(text: str, real: np.dtype[Any]) -> float:
 
 @evaluates(CONSTANT)
 def _constant(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
-    """The constant (:func:`_readable_constant`); a complex literal the attribute reader gives
-    as text (``dense<(re,im)>``, or a list of such pairs, one per element) is read here. Any other
-    spelling (a hexadecimal blob) raises :class:`UnsupportedOpError`."""
-    v = ev.attr(o, "value")
+    """The constant's elements (:class:`~xlasdk._mlir_attrs.DenseElements`); a complex literal the
+    attribute reader does not read (``dense<(re,im)>``, or a list of such pairs, one per element) is
+    read here from its spelling. Any other literal it does not read (a hexadecimal blob, ``i4``)
+    raises :class:`UnsupportedOpError`."""
+    try:
+        v: DenseElements | None = ev.attr(o, "value")
+    except UnsupportedOpError:  # a literal the reader of its kind does not read
+        v = None
+    if v is not None:
+        return as_output(v.value(), o.shape)
     dt = np.dtype(o.shape.numpy_dtype()) if o.shape.is_array() else None
-    if isinstance(v, np.ndarray) or dt is None or dt.kind != "c":
-        return _readable_constant(o, a, ev)
-    text = str(getattr(o.attrs.get("value"), "text", v)).split(":")[0]
+    if dt is None or dt.kind != "c":
+        raise ev.fail(o, f"of element type {o.shape.element_type().name} (its literal is not readable here)")
+    text = str(getattr(o.attrs.get("value"), "text", "")).split(":")[0]
     real = np.dtype(np.float32 if dt.itemsize == 8 else np.float64)
     pairs = _PAIR.findall(text)
     dims = tuple(o.shape.dimensions())

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .._mlir_attrs import I64Elements
 from .._optable import evaluates
 from ..builder import XlaOp
 from ..ops.window import REDUCE_WINDOW
@@ -60,12 +61,12 @@ def _reduce_window(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     n = len(a) // 2
     xs, inits = a[:n], a[n:]
     rank = xs[0].ndim
-    window = tuple(ev.attr(o, "window_dimensions"))
-    strides = tuple(ev.attr(o, "window_strides", (1,) * rank))
-    base = tuple(ev.attr(o, "base_dilations", (1,) * rank))
-    wdil = tuple(ev.attr(o, "window_dilations", (1,) * rank))
-    pad = ev.attr(o, "padding")
-    pads = [(0, 0)] * rank if pad is None else [(int(lo), int(hi)) for lo, hi in np.asarray(pad).reshape(rank, 2)]
+    window: tuple[int, ...] = ev.attr(o, "window_dimensions")
+    strides: tuple[int, ...] = ev.attr(o, "window_strides", (1,) * rank)
+    base: tuple[int, ...] = ev.attr(o, "base_dilations", (1,) * rank)
+    wdil: tuple[int, ...] = ev.attr(o, "window_dilations", (1,) * rank)
+    pad: I64Elements | None = ev.attr(o, "padding")
+    pads = [(0, 0)] * rank if pad is None else [(int(lo), int(hi)) for lo, hi in pad.values.reshape(rank, 2)]
     (body,) = o.regions
     shapes = result_shapes(o)
     wins = [_windows(_dilate_pad(x, base, pads, i), window, strides, wdil) for x, i in zip(xs, inits, strict=True)]
