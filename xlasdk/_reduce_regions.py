@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._optable import PARAMETER, TUPLE
+from .program.walk import reachable
 
 if TYPE_CHECKING:
     from ._reduce_graph import _Reducer
@@ -92,15 +93,8 @@ def _counter(regions: tuple[Region, ...]) -> set[int]:
         id(x) for x in cond.results if x.opdef is PARAMETER}
     carried = [k for k, q in enumerate(cond.params) if id(q) in read]
     stops = {id(x) for x in (*body.params, *body.captures)}
-    out: set[int] = set()
-    stack = [body.results[k] for k in carried if k < len(body.results)]
-    while stack:
-        n = stack.pop()
-        if id(n) in out or id(n) in stops or n.opdef is PARAMETER:
-            continue
-        out.add(id(n))
-        stack.extend(n.operands)
-    return out
+    roots = [body.results[k] for k in carried if k < len(body.results)]
+    return {id(n) for n in reachable(roots, stop=lambda n: id(n) in stops or n.opdef is PARAMETER)}
 
 
 def shrink_regions(r: _Reducer) -> bool:

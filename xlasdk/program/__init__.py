@@ -7,6 +7,7 @@ Modules of this package (the public names are re-exported by :mod:`xlasdk`):
 ``graph_import``       a module's instruction graph: ``comp.instructions()``, :class:`HloNames`
 ``attr_kinds``         a loaded op's declared attributes read into the builder's typed values
 ``graph_edit``         new computations from that graph: ``with_outputs``, ``extract``, ``from_computation``
+``walk``               the graph walker: what some nodes need (in creation order), who reads a node
 ``program_shape``      the program shape of a module, from MLIR types
 ``diagnostics``        one-line descriptions of MLIR/XLA errors
 ``_worker``            what a loaded program asks of the worker process (its module's text, XLA's

@@ -17,6 +17,8 @@ from .._optable import GET_TUPLE_ELEMENT, PARAMETER, TUPLE
 from ..builder import Computation, ModuleContext, Region, XlaBuilder, XlaOp
 from ..errors import XlaSdkError
 from .graph_import import HloNames, Instruction, InstructionGraph
+from .walk import reachable
+from .walk import users as users_of
 
 if TYPE_CHECKING:
     from .computation import XlaComputation
@@ -316,19 +318,9 @@ class _Rewrite:
         return self.copies[id(original)]
 
     def _nodes(self) -> list[XlaOp]:
-        """Every node of the copied program's main graph reachable from its outputs and effects."""
-        seen: dict[int, XlaOp] = {}
-        stack = [*self.outputs, *self.effects]
-        while stack:
-            o = stack.pop()
-            if id(o) in seen:
-                continue
-            seen[id(o)] = o
-            stack.extend(o.operands)
-            for r in o.regions:
-                stack.extend(r.captures)
-                stack.extend(r.bindings or ())
-        return list(seen.values())
+        """Every node of the copied program's main graph reachable from its outputs and effects, in
+        creation order."""
+        return reachable([*self.outputs, *self.effects], regions=True)
 
     def replace(self, old: XlaOp, new: XlaOp) -> None:
         from ..errors import DTypeError, ShapeError
@@ -351,18 +343,9 @@ class _Rewrite:
                        f"{old.shape}")
         if new is old:
             return
-        users = [o for o in self._nodes() if any(x is old for x in o.operands) and id(o) in self.imported]
+        users = [o for o in users_of(self._nodes()).get(old.id, ()) if id(o) in self.imported]
         # new must not be computed from a user of old (the program would read its own result)
-        cone: set[int] = set()
-        stack = [new]
-        while stack:
-            o = stack.pop()
-            if id(o) in cone:
-                continue
-            cone.add(id(o))
-            stack.extend(o.operands)
-            for r in o.regions:
-                stack.extend(r.captures)
+        cone = {id(o) for o in reachable([new], regions=True)}
         bad = [u for u in users if id(u) in cone]
         if bad:
             raise ShapeError(

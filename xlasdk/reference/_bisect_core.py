@@ -14,6 +14,7 @@ import numpy as np
 from .._optable import GET_TUPLE_ELEMENT
 from ..builder import XlaOp
 from ..errors import XlaSdkError
+from ..program.walk import closure
 
 if TYPE_CHECKING:
     from ..program.computation import XlaComputation
@@ -235,13 +236,7 @@ class _Program:
                 continue
         self.last_use = last
         # only what the outputs and side effects need: dead instructions are neither run nor blamed
-        live: set[int] = set()
-        stack = [i for i, u in last.items() if u == end]
-        while stack:
-            k = stack.pop()
-            if k not in live:
-                live.add(k)
-                stack.extend(self.reads.get(k, ()))
+        live = closure([i for i, u in last.items() if u == end], lambda k: self.reads.get(k, ()))
         for ins in self.instrs:
             if ins.index not in live:
                 self.slots[ins.index] = []
@@ -687,11 +682,5 @@ def _isolate(p: _Program, ins: Instruction, env: dict[int, Any]) -> tuple[str, l
 
 
 def _ancestors(p: _Program, k: int) -> set[int]:
-    seen = {k}
-    stack = [k]
-    while stack:
-        for s in p.reads.get(stack.pop(), ()):
-            if s not in seen:
-                seen.add(s)
-                stack.append(s)
-    return seen
+    """Instruction ``k`` and every instruction it reads, directly or not (by index)."""
+    return closure([k], lambda i: p.reads.get(i, ()))

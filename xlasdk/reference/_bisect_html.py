@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._graph_layout import layered_layout
 from ..errors import XlaSdkError
+from ..program.walk import closure
 from ._bisect_core import ERROR_CLASSES, OpError
 
 if TYPE_CHECKING:
@@ -103,14 +104,8 @@ def html_report(comp: XlaComputation, report: Any) -> str:
             continue
 
     def reach(start: str, step: Callable[[Instruction], Sequence[Instruction]]) -> set[str]:
-        seen: set[str] = set()
-        stack = [comp.instruction(start)]
-        while stack:
-            for u in step(stack.pop()):
-                if u.name not in seen:
-                    seen.add(u.name)
-                    stack.append(u)
-        return seen
+        """The names of the instructions ``start`` reaches through ``step`` (itself left out)."""
+        return {i.name for i in closure(step(comp.instruction(start)), step)}
 
     carries = reach(culprit, lambda i: i.users) if culprit is not None else set()
     path: set[str] = set()

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..errors import XlaSdkError
 from ..ops.sources import CONSTANT
+from ..program.walk import closure
 from ._bisect_core import Culprit, _CutFailed, _Program, _Settings
 
 if TYPE_CHECKING:
@@ -229,12 +230,6 @@ def _flows_to_outputs(p: _Program, holds: set[int], outputs: Sequence[int]) -> d
         except XlaSdkError:
             out[k] = set()
             continue
-        seen = {start} if start in holds else set()
-        stack = list(seen)
-        while stack:
-            for s in p.reads.get(stack.pop(), ()):
-                if s in holds and s not in seen:
-                    seen.add(s)
-                    stack.append(s)
-        out[k] = seen
+        out[k] = closure([start] if start in holds else [],
+                         lambda i: [s for s in p.reads.get(i, ()) if s in holds])
     return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..program.walk import reachable
 from ._precision import DeviceKind, _elements, dot_precision, op_bound
 from ._walk import Evaluator, callee_name, dtype_of
 
@@ -53,11 +54,4 @@ def precision_notes(comp: Any, kind: DeviceKind, precision: str | None = None, e
 
 def _nodes(graph: Any) -> list[Any]:
     """The nodes a called function's outputs read, in creation order."""
-    found: dict[int, Any] = {}
-    stack = list(graph.outputs)
-    while stack:
-        o = stack.pop()
-        if id(o) not in found:
-            found[id(o)] = o
-            stack.extend(o.operands)
-    return sorted(found.values(), key=lambda n: n.id)
+    return reachable(graph.outputs)
