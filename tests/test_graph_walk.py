@@ -56,6 +56,9 @@ def test_reachable_stops_at_what_stop_names() -> None:
     assert _names(g, reachable([g["out"], g["d"]], stop=lambda o: o.id in done)) == ["q", "d", "n", "s", "out"]
     # a stopped root is not listed
     assert reachable([g["a"]], stop=lambda o: o.id in done) == []
+    # the same with the ids of the nodes done given as such
+    assert _names(g, reachable([g["out"], g["d"]], known=done)) == ["q", "d", "n", "s", "out"]
+    assert _names(g, reachable([g["out"]], known={g["a"].id: None}, stop=lambda o: o is g["n"])) == ["s", "out"]
 
 
 def test_reachable_stop_may_refuse_a_node() -> None:

@@ -29,6 +29,7 @@ from ._optable import (
     TUPLE,
     OpDef,
 )
+from .program.walk import reachable
 from .shape import Shape
 from .sharding._spmd import _result_shardings
 
@@ -279,20 +280,11 @@ def _region_callbacks(r: Region) -> list[XlaOp]:
 def pending(env: Mapping[int, object], roots: list[XlaOp]) -> list[XlaOp]:
     """Every op reachable from ``roots`` (through operands and region bindings) not yet in
     ``env``, in creation order: the ops a graph walk still has to emit."""
-    todo: dict[int, XlaOp] = {}
-    stack = list(roots)
-    while stack:
-        o = stack.pop()
-        if o.id in env or o.id in todo:
-            continue
+    todo = reachable(roots, known=env, regions=True)
+    for o in todo:  # a parameter is always in env: one listed has no value
         if o.opdef is PARAMETER:
             raise AssertionError(f"parameter {o.extra} not bound")  # pragma: no cover
-        todo[o.id] = o
-        stack.extend(o.operands)
-        for r in o.regions:
-            stack.extend(r.bindings or ())
-            stack.extend(r.captures)
-    return [todo[i] for i in sorted(todo)]
+    return todo
 
 
 def inline_call(o: XlaOp, env: dict[int, Any], graph: Callable[[dict[int, Any], list[XlaOp]], list[int]]) -> None:

@@ -21,7 +21,7 @@ The walks use an explicit stack, never recursion, so a chain of a hundred thousa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Container, Hashable, Iterable
 from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
@@ -33,13 +33,17 @@ T = TypeVar("T", bound=Hashable)
 
 
 def reachable(
-    roots: Iterable[XlaOp], *, stop: Callable[[XlaOp], bool] | None = None, regions: bool = False
+    roots: Iterable[XlaOp], *, known: Container[int] = (), stop: Callable[[XlaOp], bool] | None = None,
+    regions: bool = False,
 ) -> list[XlaOp]:
     """Every node ``roots`` need (the roots included), each once, in creation (= topological) order.
 
     Parameters
     ----------
     roots: the nodes to start from (their order does not matter).
+    known: the ids (:attr:`XlaOp.id <xlasdk.builder.XlaOp>`) of nodes already done (an emitter's
+        values, by node id): neither listed nor gone past. The same as ``stop=lambda o: o.id in
+        known``, without a call per node (the emitters' and the evaluator's walks are hot paths).
     stop: ``stop(node)`` true: the node is neither listed nor gone past (a parameter, a value already
         evaluated or emitted, the boundary of a region). It may raise, to refuse a node (a parameter
         that has no value); it is asked once per edge until the node is listed, so keep it cheap.
@@ -55,11 +59,13 @@ def reachable(
     while stack:
         o = pop()
         k = o.id
-        if k in found or (stop is not None and stop(o)):
+        if k in found or k in known:
+            continue
+        if stop is not None and stop(o):
             continue
         found[k] = o
         push(o.operands)
-        if regions:
+        if regions and o.regions:
             for r in o.regions:
                 push(r.captures)
                 if r.bindings:
