@@ -161,3 +161,79 @@ class PerTestRng:
         if g is None:
             g = self._by_test[test] = np.random.default_rng([self._seed, zlib.crc32(test.encode())])
         return getattr(g, name)
+
+
+# -- JAX's recorded outputs as an oracle on any host -----------------------------------------------
+
+def _ordered_bits(a: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Each float's bits as an integer that orders like the floats (-0 and +0 both 0): two floats' ulp
+    distance is the difference of these (Python ints for 64-bit floats: no overflow)."""
+    bits = np.ascontiguousarray(a).view(np.dtype(f"i{a.dtype.itemsize}")).astype(np.int64)
+    magnitude = bits & ((1 << (8 * a.dtype.itemsize - 1)) - 1)
+    ordered = np.where(bits < 0, -magnitude, magnitude)
+    return np.asarray(ordered.astype(object) if a.dtype.itemsize == 8 else ordered)
+
+
+def _ulp(x: np.ndarray[Any, Any]) -> float:
+    """The spacing of the floats of ``x``'s type at ``x[0]`` (>= 0): the gap to the next float up, or
+    down from the largest finite one."""
+    ints = np.dtype(f"i{x.dtype.itemsize}")
+    up = (x.view(ints) + 1).view(x.dtype)
+    if np.isfinite(up.astype(np.float64))[0]:
+        return float(up.astype(np.float64)[0] - x.astype(np.float64)[0])
+    return float(x.astype(np.float64)[0] - (x.view(ints) - 1).view(x.dtype).astype(np.float64)[0])
+
+
+def assert_same_or_within_ulps(got: Any, want: Any, ulps: int = 4, what: str = "") -> None:
+    """``got`` is ``want`` (JAX's recorded output) as computed on another host: same shape and dtype;
+    integers, bools and other non-float types bit for bit; floats (complex: both parts) with NaN where
+    ``want`` has NaN, the same infinities, and every other element within ``ulps`` ulps of ``want``,
+    in the output's type, either of the element itself or of the output's largest finite magnitude.
+
+    Why a tolerance: XLA:CPU compiles for the host's CPU (vector width, FMA, its vectorized exp/tanh
+    polynomials), so the recorded bits hold only on the host that recorded them; other x86-64 hosts
+    give a few ulps off. Why also the output's scale: a dot or a sum that cancels loses its bits
+    relative to the terms it adds, not to its small result (sharded_mlp/mesh2x2: 192 ulps of an
+    element -0.0257 of an output whose largest magnitude is 4.67, 0.75 ulp of 4.67). An error of
+    1e-3 relative is some thousands of ulps: caught (tests/test_helpers.py plants one)."""
+    g, w = np.asarray(got), np.asarray(want)
+    assert (g.shape, g.dtype) == (w.shape, w.dtype), f"{what}: got {g.dtype}{g.shape}, want {w.dtype}{w.shape}"
+    if g.dtype.kind == "c":
+        assert_same_or_within_ulps(g.real.copy(), w.real.copy(), ulps, f"{what} (real part)")
+        assert_same_or_within_ulps(g.imag.copy(), w.imag.copy(), ulps, f"{what} (imaginary part)")
+        return
+    try:
+        import ml_dtypes
+
+        ml_dtypes.finfo(g.dtype)  # type: ignore[no-untyped-call]
+    except ValueError:  # integers, bools, int4...: no rounding to differ in
+        np.testing.assert_array_equal(g, w, err_msg=what)
+        return
+    g64, w64 = g.astype(np.float64), w.astype(np.float64)
+    finite = np.isfinite(w64)
+    odd = ~finite | ~np.isfinite(g64)
+    same_odd = (np.isnan(g64) & np.isnan(w64)) | (g64 == w64)
+    bad_odd = np.flatnonzero(odd & ~same_odd)
+    assert bad_odd.size == 0, (f"{what}: element {bad_odd[0]} is {g64.flat[bad_odd[0]]}, want "
+                               f"{w64.flat[bad_odd[0]]} ({bad_odd.size} NaN/inf mismatches)")
+    scale = np.max(np.abs(w64), initial=0.0, where=finite)
+    scale_ulp = _ulp(np.asarray([scale]).astype(g.dtype))
+    dist = np.abs(_ordered_bits(g) - _ordered_bits(w))
+    dist = np.where(odd, 0, dist)
+    scale_dist = np.abs(np.where(odd, 0.0, g64) - np.where(odd, 0.0, w64)) / scale_ulp
+    bad = np.flatnonzero((dist > ulps) & (scale_dist > ulps))
+    worst = int(np.max(dist, initial=0))
+    worst_scale = float(np.max(scale_dist, initial=0.0))
+    assert bad.size == 0, (
+        f"{what}: {bad.size} of {g.size} elements more than {ulps} ulps off (worst {worst} ulps of the element, "
+        f"{worst_scale:.3g} ulps of the output's scale {scale:g}); first: element {bad[0]} "
+        f"{g64.flat[bad[0]]!r}, want {w64.flat[bad[0]]!r}")
+
+
+def assert_same_bits(got: Any, want: Any, what: str = "") -> None:
+    """The same shape, dtype and bytes (the oracle is the same program run on this host)."""
+    g, w = np.asarray(got), np.asarray(want)
+    assert (g.shape, g.dtype) == (w.shape, w.dtype), f"{what}: got {g.dtype}{g.shape}, want {w.dtype}{w.shape}"
+    if np.ascontiguousarray(g).tobytes() != np.ascontiguousarray(w).tobytes():
+        diff = np.flatnonzero(np.ascontiguousarray(g).view(np.uint8) != np.ascontiguousarray(w).view(np.uint8))
+        raise AssertionError(f"{what}: not the same bits ({diff.size} bytes differ, first at byte {diff[0]})")

@@ -180,7 +180,8 @@ def test_sharded_optimized_dump_runs_per_partition(corpus: str, fname: str) -> N
     the results put together, and every device's sum, are the bits of the program before
     optimizations run from global inputs on 4 partitions (as JAX runs it) on this machine, and
     JAX's recorded values (recorded on another CPU: jaxlib 0.12's dot differs in the last bit on
-    this session's AVX-512 EPYC, for JAX itself too)."""
+    this session's AVX-512 EPYC, for JAX itself too). The rows' bits hold when this jaxlib made the
+    dump; the other corpus' dump (another XLA's fusions) is within 4 ulps of them."""
     import xlasdk as xs
 
     ins, want = recorded(f"{corpus}/sharded_mlp")
@@ -198,7 +199,12 @@ def test_sharded_optimized_dump_runs_per_partition(corpus: str, fname: str) -> N
     for d in per_device:
         assert_matches_jax([rows, d[1]], want, f"{corpus}/sharded_mlp/{fname}")
         assert np.array_equal(d[1], here[1])  # the all-reduced sum: the same bits on every device
-    assert np.array_equal(rows, here[0])
+    if xs.jaxlib_version_info().release.startswith("0.12" if corpus == "dumps_jax012" else "0.10"):
+        assert np.array_equal(rows, here[0])  # this XLA made the dump: its program of the before file, bit for bit
+    else:  # another XLA's optimized program (other fusions): this XLA's within rounding (not bit for bit
+        from tests.helpers import assert_same_or_within_ulps  # with 0.10.2 on an AVX2 EPYC)
+
+        assert_same_or_within_ulps(rows, here[0], what=f"{corpus}/{fname} rows")
     with pytest.raises(xs.ShapeError, match=r"is f32\[16,8\], expected f32\[4,8\]"):  # global arrays: refused
         exe.execute_sharded(ins)
 
