@@ -29,6 +29,7 @@ from .._jaxlib import mlir_graph as _mg
 from .._mlir_attrs import F32, I32, UNIT, DenseElements, I64Elements
 from .._optable import OPS, AttrKind
 from ..attrs import (
+    ChannelHandle,
     ComparisonDirection,
     ComparisonType,
     ConvolutionDimensionNumbers,
@@ -228,8 +229,6 @@ def _unit(a: MlirAttr, op: XlaOp) -> Any:
 
 
 def _channel_handle(a: MlirAttr, op: XlaOp) -> Any:
-    from ..ops.collectives import ChannelHandle  # the op family's own attribute class
-
     v = a.value
     if (not a.text.startswith("#stablehlo.channel_handle<") or not isinstance(v, dict)
             or set(v) != {"handle", "channel_type"} or any(type(x) is not int for x in v.values())):
