@@ -83,8 +83,8 @@ def test_optimized_tpu_module_runs_and_matches_the_reference(program: str) -> No
     file's run within bf16's tolerance."""
     ins, want = recorded(f"dumps/{program}")
     comp, from_proto = (xs.load_computation(TPU / program / f) for f in FILES)
-    assert comp._tpu_meaning is not None and comp._tpu_meaning[0] > 0
-    assert from_proto._tpu_meaning == comp._tpu_meaning
+    assert comp.tpu_rewrite is not None and comp.tpu_rewrite[0] > 0
+    assert from_proto.tpu_rewrite == comp.tpu_rewrite
     assert from_proto.as_stablehlo_text() == comp.as_stablehlo_text()  # text and proto: one CPU meaning
     first = _outs(xs.compile(comp, device="cpu:0")(*ins))
     report = xs.compare(comp, ins)
@@ -138,7 +138,7 @@ def test_optimized_tpu_per_partition_module_runs_on_its_four_devices() -> None:
     file compiled for 4 partitions (within bf16: the TPU rounds the f32 dots' inputs to bf16)."""
     ins, _ = recorded("dumps/sharded_mlp")
     comp = xs.load_computation(TPU / "sharded_mlp" / "module.after_optimizations.txt")
-    assert comp._tpu_meaning is not None
+    assert comp.tpu_rewrite is not None
     first = xs.client("cpu", num_devices=4).devices()[0]
     exe = xs.compile(comp, first)
     assert (exe.num_replicas, exe.num_partitions) == (1, 4)
@@ -332,7 +332,7 @@ def test_mixed_precision_pad_copy_and_allocation() -> None:
                  "  %row = f32[1,3]{1,0:T(1,128)} slice(%dus), slice={[1:2], [0:3]}\n"
                  "  ROOT %t = (bf16[5]{0}, bf16[3]{0}, f32[1,3]{1,0}) tuple(%pad, %cp, %row)",
                  "p: bf16[3], x: f32[3]", "(bf16[5], bf16[3], f32[1,3])")
-    assert comp._tpu_meaning is not None and comp._tpu_meaning[0] == 3
+    assert comp.tpu_rewrite is not None and comp.tpu_rewrite[0] == 3
     bf = ml_dtypes.bfloat16
     p = np.array([1, 2, 3], dtype=bf)
     x = np.array([0.1, 1 / 3, 7.77], dtype=np.float32)
@@ -357,7 +357,7 @@ def test_mixed_precision_moves_keep_their_layouts_for_a_later_bitcast() -> None:
                  "  %mb = bf16[2,4]{1,0:T(8,128)(2,1)} bitcast(%m)\n"
                  "  ROOT %t = (bf16[4,2]{1,0}, bf16[2,4]{1,0}) tuple(%b, %mb)",
                  "p: f32[3,4,2], q: f32[4,2]", "(bf16[4,2], bf16[2,4])")
-    assert comp._tpu_meaning is not None and comp._tpu_meaning[0] >= 2
+    assert comp.tpu_rewrite is not None and comp.tpu_rewrite[0] >= 2
     bf = ml_dtypes.bfloat16
     p = (np.arange(24, dtype=np.float32).reshape(3, 4, 2) + 0.1) / 7
     q = (np.arange(8, dtype=np.float32).reshape(4, 2) + 0.3) / 3

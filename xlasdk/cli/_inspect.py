@@ -104,9 +104,9 @@ def _tpu_report(comp: Any, path: str) -> dict[str, Any] | None:
     from xlasdk.formats.tpu_meaning import comp_env_beside, tpu_note
 
     note = tpu_note(comp)
-    if note is None:
+    if note is None or comp.tpu_rewrite is None:
         return None
-    rewritten, signs = comp._tpu_meaning
+    rewritten, signs = comp.tpu_rewrite
     return {"signs": signs, "rewritten": rewritten, "comp_env": comp_env_beside(path), "note": note}
 
 

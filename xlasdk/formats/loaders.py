@@ -122,10 +122,9 @@ def _from_hlo(kind: str, data: str | bytes, what: str, fmt: Format) -> XlaComput
     from ..program.computation import XlaComputation
 
     comp = XlaComputation._from_loaded(
-        name, program_shape, None, None, source_format=fmt.value, proto=proto, bytecode=(bytecode, attributes)
+        name, program_shape, None, None, source_format=fmt.value, proto=proto, bytecode=(bytecode, attributes),
+        tpu_meaning=tpu, read_names=hlo_names,  # its instruction graph names instructions as the HLO does
     )
-    comp._tpu_meaning = tpu
-    comp._read_names = hlo_names  # its instruction graph names instructions as the HLO does, read in the worker
     return comp
 
 

@@ -41,13 +41,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
 from .._jaxlib import mlir as _mlir
 from .hlo_rewrite import _ELEMENT_BITS, _apply_edits, _async_pair_as_op
 from .hlo_text import _TOKEN_RE, _Comp, _HShape, _Instr, _parse_hlo_text
+
+if TYPE_CHECKING:
+    from ..program.computation import XlaComputation
 
 #: custom calls of TPU modules whose value is their operand's
 IDENTITY_CALLS: Final = frozenset({"AssumeGatherIndicesInBound", "MoveToHost", "MoveToDevice"})
@@ -588,11 +591,11 @@ def cpu_meaning(text: str) -> CpuMeaning | None:
 
 
 # -- the user's process -----------------------------------------------------------------------
-def tpu_note(computation: object) -> str | None:
+def tpu_note(computation: XlaComputation) -> str | None:
     """The line ``run``, ``compare`` and ``inspect`` print for a computation loaded from
     TPU-optimized HLO (``ran the CPU meaning of a TPU-optimized module: 12 instructions
     rewritten``), or None for any other computation."""
-    info = getattr(computation, "_tpu_meaning", None)
+    info = computation.tpu_rewrite
     if info is None:
         return None
     rewritten, _ = info

@@ -93,10 +93,7 @@ class XlaComputation(Computation):
         c._instruction_graph = None
         c._static_interface = False
         c._padded_params = False
-        c._names = None
-        c._read_names = None
-        c._optimized = None
-        c._tpu_meaning = None
+        c._names = c._read_names = c._optimized = c._tpu_meaning = None
         return c
 
     @classmethod
@@ -118,6 +115,8 @@ class XlaComputation(Computation):
         source_format: str | None = None,
         proto: bytes | None = None,
         bytecode: tuple[bytes, tuple[tuple[str, int], ...]] | None = None,
+        tpu_meaning: tuple[int, str] | None = None,
+        read_names: Callable[[bytes], HloNames | None] | None = None,
     ) -> XlaComputation:
         """A computation loaded and verified by :mod:`xlasdk.formats`.
 
@@ -129,8 +128,8 @@ class XlaComputation(Computation):
         (read when first needed): loading a large module then costs only what the loader's
         worker process spent on it. ``text`` may be None when ``bytecode`` (the module's verified
         bytecode and the attributes its HLO header gave it) is given: the module is parsed from
-        it, and its text printed by the worker, on first need.
-        """
+        it, and its text printed by the worker, on first need. ``tpu_meaning``: :attr:`tpu_rewrite`;
+        ``read_names``: the HLO instruction names of the module's proto. """
         assert text is not None or bytecode is not None
         c = cls._new(name, program_shape)
         c._text = text
@@ -139,6 +138,7 @@ class XlaComputation(Computation):
         c._source_format = source_format
         c._proto = proto
         c._bytecode = bytecode
+        c._tpu_meaning, c._read_names = tpu_meaning, read_names
         return c
 
     def _edited(self, graph: Graph, names: HloNames | None = None) -> XlaComputation:
@@ -488,6 +488,12 @@ class XlaComputation(Computation):
         from ..formats import serialize_portable_artifact  # formats sit above (they make computations)
 
         return serialize_portable_artifact(self, target_version)
+
+    @property
+    def tpu_rewrite(self) -> tuple[int, str] | None:
+        """For HLO loaded from XLA's TPU-optimized dump, run here as its CPU meaning: ``(instructions
+        rewritten, the signs that marked it TPU-optimized)``; None for any other computation."""
+        return self._tpu_meaning
 
     @property
     def source_format(self) -> str | None:

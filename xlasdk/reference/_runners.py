@@ -291,7 +291,7 @@ def module_kinds(computation: XlaComputation, kind: Any, device: Any) -> list[An
 
     dev = default_device() if device is None else _resolve_device(device) if isinstance(device, str) else device
     kinds = [kind, _precision.device_kind_of(dev)]
-    if getattr(computation, "_tpu_meaning", None) is not None:
+    if computation.tpu_rewrite is not None:
         kinds.append(_precision.device_kind("tpu"))
     return kinds
 
