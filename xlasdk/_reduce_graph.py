@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import XlaSdkError
+from .program.walk import closure
 
 if TYPE_CHECKING:
     from .builder import Region, XlaBuilder, XlaOp
@@ -159,15 +160,10 @@ def _literal(ins: Instruction) -> np.ndarray[Any, Any] | None:
 
 def _cone(roots: Sequence[Instruction], stop: set[str]) -> set[str]:
     """Names of the non-parameter instructions ``roots`` read, transitively, not looking past ``stop``."""
-    seen: set[str] = set()
-    stack = [r for r in roots if r.name not in stop]
-    while stack:
-        i = stack.pop()
-        if i.name in seen or i.opcode == "parameter":
-            continue
-        seen.add(i.name)
-        stack.extend(o for o in i.operands if o.name not in stop)
-    return seen
+    def kept(ins: Sequence[Instruction]) -> list[Instruction]:
+        return [i for i in ins if i.name not in stop and i.opcode != "parameter"]
+
+    return {i.name for i in closure(kept(roots), lambda i: kept(i.operands))}
 
 
 class _Reducer:

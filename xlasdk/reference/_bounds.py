@@ -24,6 +24,7 @@ from ..ops.elementwise import COMPARE, SELECT
 from ..ops.fft import FFT
 from ..ops.sources import CONSTANT
 from ..program.attr_kinds import typed_attr
+from ..program.walk import reachable
 from ..shape import Shape
 from ._precision import dot_precision, function_ulps, op_bound
 from ._walk import (
@@ -436,20 +437,9 @@ def error_bounds(outputs: Sequence[XlaOp], env: dict[int, Value], ev: Evaluator,
     per-element bound (float64 array of the value's shape; a tuple of them for several results) of
     the rounding error its value may carry (see the comment above :data:`BOUND_MARGIN`). ``seeds``: the
     bounds its parameters carry in (a called function's, from the call's operands; else none)."""
-    nodes: dict[int, XlaOp] = {}
     bounds: dict[int, Any] = dict(seeds or {})
-    stack = list(outputs)
-    while stack:
-        o = stack.pop()
-        if id(o) in nodes or id(o) not in env:
-            continue
-        nodes[id(o)] = o
-        if id(o) in bounds:  # a seeded value (a parameter, or an outer value a region reads)
-            continue
-        stack.extend(o.operands)
-        for r in o.regions:  # the outer values a region reads (a loop's body, a branch)
-            stack.extend(r.captures)
-            stack.extend(r.bindings or ())
+    # not past a seeded value (a parameter, or an outer value a region reads), nor one not evaluated
+    nodes = reachable(outputs, stop=lambda o: id(o) not in env or id(o) in bounds, regions=True)
     saved = ev.current
     ev.current = env  # the scope the regions of the ops' rules read
     try:
@@ -459,10 +449,10 @@ def error_bounds(outputs: Sequence[XlaOp], env: dict[int, Value], ev: Evaluator,
     return bounds
 
 
-def _follow(nodes: dict[int, XlaOp], bounds: dict[int, Any], env: dict[int, Value], ev: Evaluator) -> None:
-    """The bounds of ``nodes`` (of scope ``env``) into ``bounds``, in creation order (see :func:`error_bounds`)."""
-    for o in sorted(nodes.values(), key=lambda n: n.id):
-        if id(o) in bounds:  # a seeded parameter
+def _follow(nodes: list[XlaOp], bounds: dict[int, Any], env: dict[int, Value], ev: Evaluator) -> None:
+    """The bounds of ``nodes`` (of scope ``env``, in creation order) into ``bounds`` (see :func:`error_bounds`)."""
+    for o in nodes:
+        if id(o) in bounds:  # already known
             continue
         out = env[id(o)]
         vals = [env[id(x)] for x in o.operands]
