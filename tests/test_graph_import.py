@@ -520,3 +520,25 @@ def test_metadata_strip_is_the_generic_rewrite_on_every_real_dump() -> None:
         before = _mlir.hlo_instruction_opcodes(_mlir.hlo_module_from_proto(proto))
         assert _mlir.hlo_instruction_opcodes(_mlir.hlo_module_from_proto(stripped)) == before, f
     assert long_metadata >= 5
+
+
+def test_rewrite_refuses_a_cycle_through_a_branch_operand() -> None:
+    """A Conditional's branch operands are bound to its branches (region bindings), not operands of
+    the node: replace used to miss a new value that reads the replaced one's user through them, and
+    built a program that reads its own result."""
+    b = xs.XlaBuilder("f")
+    x = _f32(b, 0, (3,), "x")
+    comp = b.build(ops.Sin(ops.Exp(x)))
+    rb = xs.XlaBuilder.from_computation(comp)
+    names = [i.name for i in comp.instructions()]
+    e = rb.instruction(next(n for n in names if n.startswith("exponential")))
+    s = rb.instruction(next(n for n in names if n.startswith("sine")))
+    pred = ops.Constant(rb, np.bool_(True))
+    new = ops.Conditional(pred, s, lambda v: ops.Cos(v), s, lambda v: ops.Neg(v))
+    cycle = "computed from .sine.2. .*, which reads .exponential.1. .*the value it replaces"
+    with pytest.raises(xs.ShapeError, match=cycle):
+        rb.replace(e, new)
+    # a new value that reads the old one itself is fine
+    rb.replace(e, ops.Conditional(pred, e, lambda v: ops.Cos(v), e, lambda v: ops.Neg(v)))
+    got = _run(rb.build(), [np.array([0.5, 1.0, -2.0], np.float32)])
+    np.testing.assert_allclose(got[0], np.sin(np.cos(np.exp([0.5, 1.0, -2.0]))), rtol=1e-6)
