@@ -87,7 +87,7 @@ class Reference(abc.ABC):
         ------
         UnsupportedOpError
             The reference evaluator cannot evaluate the program.
-        XlaSdkError
+        CompareArgumentError
             Outputs of another number, shape or element type than ``got``.
         """
 
@@ -319,7 +319,7 @@ def both_models(computation: XlaComputation, args: Sequence[Any], kinds: Sequenc
 def given_outputs(got: Sequence[np.ndarray[Any, Any]], want: Sequence[Any],
                   label: str | None = None) -> list[np.ndarray[Any, Any]]:
     """``want`` as arrays of ``got``'s shapes and types (raw bytes of the element's size, as numpy
-    saves bf16, read as the output's type), or an XlaSdkError naming ``label`` (None: "given")."""
+    saves bf16, read as the output's type), or a CompareArgumentError naming ``label`` (None: "given")."""
     w_list = [np.asarray(w) for w in want]
     if len(w_list) != len(got):
         held = f"{len(w_list)} were given" if label is None else f"{label} hold {len(w_list)}"
