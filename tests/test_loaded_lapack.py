@@ -453,6 +453,8 @@ def test_verified_loads_are_cached_under_the_contracts_source() -> None:
 
     stamp = load_cache._code_stamp()
     assert b"lapack_contracts.py:" in stamp and b"custom_call.py:" in stamp and b"rule_check.py:" in stamp
+    # the loader's code in both packages: formats' checks and program's worker services (moved there)
+    assert b"untrusted.py:" in stamp and b"hlo_check.py:" in stamp and b"_worker.py:" in stamp
 
 
 def _alias(operand: int, output: str = "") -> str:

@@ -53,16 +53,17 @@ def _enabled() -> bool:
 
 def _code_stamp() -> bytes:
     """The versions and the loader code that made a result: jaxlib's version, xlasdk's, and the
-    size and modification time of each module of ``xlasdk.formats``, ``xlasdk._jaxlib`` and
-    ``xlasdk.ops`` (whose shape rules the worker runs on loaded modules: ``rule_check``), so an
-    edited source tree never reads what older code wrote."""
+    size and modification time of each module of ``xlasdk.program`` (this package: the worker's
+    services), ``xlasdk.formats`` (the loaders and their checks), ``xlasdk._jaxlib`` and ``xlasdk.ops``
+    (whose shape rules the worker runs on loaded modules: ``rule_check``), so an edited source tree
+    never reads what older code wrote."""
     global _stamp
     if _stamp is None:
         from .._jaxlib.versions import jaxlib_version
 
         parts = [_FORMAT, __version__.encode(), jaxlib_version().encode()]
         here = os.path.dirname(os.path.abspath(__file__))
-        for folder in (here, *(os.path.join(os.path.dirname(here), sub) for sub in ("_jaxlib", "ops"))):
+        for folder in (here, *(os.path.join(os.path.dirname(here), sub) for sub in ("formats", "_jaxlib", "ops"))):
             for name in sorted(os.listdir(folder)):
                 if name.endswith(".py"):
                     st = os.stat(os.path.join(folder, name))
