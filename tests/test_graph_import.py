@@ -309,7 +309,8 @@ def test_rewrite_reaches_inside_branches() -> None:
     np.testing.assert_allclose(no, -(np.exp(a) + 10), rtol=1e-6)
 
 
-def test_rewrite_errors() -> None:
+def _sin_exp_rewrite() -> tuple[Any, Any, Any]:
+    """A rewrite of sin(exp(x)), f32[3]: the builder and its exp and sin instructions."""
     b = xs.XlaBuilder("f")
     x = _f32(b, 0, (3,), "x")
     comp = b.build(ops.Sin(ops.Exp(x)))
@@ -317,6 +318,11 @@ def test_rewrite_errors() -> None:
     names = [i.name for i in comp.instructions()]
     e = rb.instruction(next(n for n in names if n.startswith("exponential")))
     s = rb.instruction(next(n for n in names if n.startswith("sine")))
+    return rb, e, s
+
+
+def test_rewrite_errors() -> None:
+    rb, e, s = _sin_exp_rewrite()
     with pytest.raises(xs.ShapeError, match=r"shape f32\[2\], the instruction it replaces .*exponential.* f32\[3\]"):
         rb.replace(e, ops.Constant(rb, np.zeros(2, np.float32)))
     cycle = "computed from .sine.2. .*, which reads .exponential.1. .*the value it replaces"
@@ -526,13 +532,7 @@ def test_rewrite_refuses_a_cycle_through_a_branch_operand() -> None:
     """A Conditional's branch operands are bound to its branches (region bindings), not operands of
     the node: replace used to miss a new value that reads the replaced one's user through them, and
     built a program that reads its own result."""
-    b = xs.XlaBuilder("f")
-    x = _f32(b, 0, (3,), "x")
-    comp = b.build(ops.Sin(ops.Exp(x)))
-    rb = xs.XlaBuilder.from_computation(comp)
-    names = [i.name for i in comp.instructions()]
-    e = rb.instruction(next(n for n in names if n.startswith("exponential")))
-    s = rb.instruction(next(n for n in names if n.startswith("sine")))
+    rb, e, s = _sin_exp_rewrite()
     pred = ops.Constant(rb, np.bool_(True))
     new = ops.Conditional(pred, s, lambda v: ops.Cos(v), s, lambda v: ops.Neg(v))
     cycle = "computed from .sine.2. .*, which reads .exponential.1. .*the value it replaces"

@@ -34,7 +34,17 @@ from ..attrs import DotDimensionNumbers, TriangularSolveOptions_Transpose
 from ..builder import XlaOp
 from ..ops.linalg import CHOLESKY, DOT_GENERAL, TRIANGULAR_SOLVE
 from ..ops.reduce import BATCH_NORM_GRAD, BATCH_NORM_INFERENCE, BATCH_NORM_TRAINING
-from ._walk import CUSTOM_CALL_RULES, Evaluator, Value, as_output, evaluates_opaque, result_shapes, results_of, widened
+from ._walk import (
+    CUSTOM_CALL_RULES,
+    Evaluator,
+    Value,
+    as_output,
+    dtype_of,
+    evaluates_opaque,
+    result_shapes,
+    results_of,
+    widened,
+)
 
 __all__: list[str] = []
 
@@ -485,7 +495,7 @@ def _lapack_rule(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
                 _layout_ok(la, r, r == nb + 2) for la, r in zip(layouts, ranks, strict=True)):
             raise call.fail(f"with {which}_layouts {layouts!r} has no evaluation rule (expected matrices "
                             "column-major, the batch major)")
-    outs = [np.zeros(s, _dtype_of(sh)) for s, sh in zip(shapes, res_shapes, strict=True)]
+    outs = [np.zeros(s, dtype_of(sh)) for s, sh in zip(shapes, res_shapes, strict=True)]
     per = [s[nb:] for s in shapes]
     with np.errstate(all="ignore"):
         for idx in np.ndindex(*batch):
@@ -494,11 +504,6 @@ def _lapack_rule(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
                 out[idx] = np.asarray(g).reshape(out[idx].shape) if np.ndim(out[idx]) else g
     values = [as_output(v, s) for v, s in zip(outs, res_shapes, strict=True)]
     return tuple(values) if one_tuple else results_of(o, values)
-
-
-def _dtype_of(shape: Any) -> np.dtype[Any]:
-    dt: np.dtype[Any] = np.dtype(shape.numpy_dtype())
-    return dt
 
 
 for _name in _ROUTINES:
