@@ -13,6 +13,7 @@ before-optimizations files do not); numpy for the hand-written modules of each r
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 from typing import Any
@@ -150,6 +151,53 @@ def test_optimized_tpu_per_partition_module_runs_on_its_four_devices() -> None:
     for d in per_device:
         assert np.array_equal(d[1], per_device[0][1])  # the same sum on every device
     _within_bf16([rows, per_device[0][1]], here, "sharded_mlp")
+
+
+# -- compiled for a TPU (libtpu's compile-only client) -------------------------------------------------------
+_LIBTPU = pytest.mark.skipif(importlib.util.find_spec("libtpu") is None, reason="libtpu is not installed")
+
+
+@_LIBTPU
+@pytest.mark.parametrize("program", SINGLE)
+def test_optimized_tpu_module_compiles_for_a_tpu(program: str) -> None:
+    """The CPU meaning of a TPU-optimized dump compiles for a v5e: XLA's import writes each HLO ``copy``
+    as ``mhlo.copy``, which XLA:CPU takes and libtpu refuses ("failed to legalize operation
+    'mhlo.copy'", on a v5e for the conv net and the transformer); for any device but the CPU a copy is
+    compiled as its operand."""
+    comp = xs.load_computation(TPU / program / "module.after_optimizations.txt")
+    assert "mhlo.copy" in comp.as_stablehlo_text()
+    exe = xs.compile(comp, device=xs.topology("v5e:1x1").devices[0])
+    assert isinstance(exe, xs.CompileOnlyExecutable)
+    assert exe.input_shapes == tuple(comp.program_shape().parameter_shapes())
+    assert "{1,0:T(" in exe.hlo_text()  # XLA's TPU compiler laid it out again
+
+
+@_LIBTPU
+@pytest.mark.xfail(strict=True, raises=xs.CompileError, reason="its all-reduce's replica groups are mesh axes "
+                   "(replica_group_mesh_axes<mesh = @mesh>), which the TPU's compile path cannot resolve: 'Failed "
+                   "to find mesh attribute on symbol' (jaxlib 0.10.2, libtpu 0.0.42.1)")
+def test_optimized_per_partition_tpu_module_compiles_for_a_tpu() -> None:
+    comp = xs.load_computation(TPU / "sharded_mlp" / "module.after_optimizations.txt")
+    xs.compile(comp, device=xs.topology("v5e:2x2").devices[0], options=xs.CompileOptions(num_partitions=4))
+
+
+@pytest.mark.parametrize("program", ("gru_scan", "transformer_bf16"))
+def test_the_module_without_copies_computes_the_same_bits(program: str) -> None:
+    """What a device other than the CPU compiles (the module with each ``mhlo.copy`` replaced by its
+    operand) gives, on the CPU, the very bits of the module with its copies (the GRU: 90 copies,
+    in and around its loop; the transformer: bf16)."""
+    from xlasdk._jaxlib import mlir as _mlir
+    from xlasdk.program.computation import compile_request
+
+    ins, _ = recorded(f"dumps/{program}")
+    comp = xs.load_computation(TPU / program / "module.after_optimizations.txt")
+    text = compile_request(comp).module_text
+    bare = _mlir.without_copies(text)
+    assert "mhlo.copy" in text and "mhlo.copy" not in bare
+    exact = xs.CompileOptions(env_option_overrides=(("xla_allow_excess_precision", False),))
+    want = _outs(xs.compile(comp, device="cpu:0", options=exact)(*ins))
+    got = _outs(xs.compile(xs.XlaComputation.from_stablehlo(bare), device="cpu:0", options=exact)(*ins))
+    assert [(g.dtype, g.shape, g.tobytes()) for g in got] == [(w.dtype, w.shape, w.tobytes()) for w in want]
 
 
 # -- the command line -------------------------------------------------------------------------------------

@@ -51,6 +51,7 @@ __all__ = [
     "set_missing_int_attributes",
     "xla_computation_from_proto",
     "module_to_text",
+    "without_copies",
     "main_signature",
     "module_name",
     "serialize_portable_artifact",
@@ -264,6 +265,32 @@ def module_to_text(module: Any, *, debug_info: bool = True, generic: bool = Fals
                 enable_debug_info=debug_info, print_generic_op_form=generic, large_elements_limit=None
             )
         )
+
+
+def without_copies(text: str) -> str:
+    """Generic text (with locations) of the verified module ``text`` with every ``mhlo.copy``
+    replaced by its operand.
+
+    XLA's HLO -> StableHLO import writes an HLO ``copy`` (a change of layout: its value is its
+    operand's) as ``mhlo.copy``, which has no StableHLO op. XLA:CPU's pipeline converts it back to
+    HLO; libtpu's refuses it (``failed to legalize operation 'mhlo.copy'``). A copy whose result
+    type is not its operand's (none that XLA writes) is kept, for the compiler to name.
+    """
+    with context():
+        module = parse_module(text, verify=False)
+        copies: list[Any] = []
+
+        def visit(op: Any) -> Any:
+            if op.name == "mhlo.copy":
+                copies.append(op)
+            return _ir.WalkResult.ADVANCE
+
+        module.operation.walk(visit)
+        for op in copies:
+            if len(op.operands) == 1 and len(op.results) == 1 and op.operands[0].type == op.results[0].type:
+                op.results[0].replace_all_uses_with(op.operands[0])
+                op.erase()
+        return module_to_text(module, debug_info=True, generic=True)
 
 
 def string_value(attr: Any) -> str:

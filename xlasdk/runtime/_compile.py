@@ -10,10 +10,12 @@ import numpy as np
 
 from .._atomic import file_path, read_regular_file
 from .._cache import CacheArg, _fingerprint_of, _key, resolve_cache
+from .._jaxlib import mlir as _mlir
 from .._jaxlib import pjrt
 from ..errors import CompileError, FormatError, XlaSdkError
 from ..ops.collectives import partition_ids_problem
-from ..program.computation import CompileRequest, XlaComputation, compile_request, static_interface
+from ..program.computation import CompileRequest, XlaComputation, compile_request
+from ..program.static_interface import static_interface
 from ..shape import ProgramShape, Shape
 from ..sharding._spmd import check_computation_shardings
 from ._executable import Executable
@@ -161,9 +163,9 @@ def compile(
     devs = _place(opts, device)
     if opts.num_partitions > 1:  # shardings that do not fit the partitions, before XLA sees them
         check_computation_shardings(computation, opts.num_partitions, opts.num_replicas)
-    text = req.module_text
+    text = _module_text_for(req.module_text, devs[0])
     if devs[0].client.compile_only is not None:  # xs.topology's devices: compile, never run
-        return _remember(_compile_for_topology(req, opts, devs, timeout), computation)
+        return _remember(_compile_for_topology(req, text, opts, devs, timeout), computation)
     # Loaded from a file or bytes: not checked op by op, so XLA's compiler runs in the worker
     # process first (it aborts on some verified modules): for the CPU, and for a TPU through libtpu's
     # compile-only client. Other platforms compile in-process.
@@ -215,7 +217,16 @@ def _jax_options(opts: CompileOptions, devs: list[Device]) -> Any:
     return pjrt.make_compile_options(opts.num_replicas, opts.num_partitions, assignment, opts.env_option_overrides)
 
 
-def _compile_for_topology(req: CompileRequest, opts: CompileOptions, devs: list[Device],
+def _module_text_for(text: str, device: Device) -> str:
+    """The module text compiled for ``device``: for any platform but the CPU, without ``mhlo.copy``
+    (XLA's HLO import writes one for each ``copy`` of a loaded HLO module, a change of layout whose
+    value is its operand's; libtpu's pipeline refuses the op). XLA:CPU compiles ``text`` as it is."""
+    if device.platform == "cpu" or "mhlo.copy" not in text:
+        return text
+    return _mlir.without_copies(text)
+
+
+def _compile_for_topology(req: CompileRequest, text: str, opts: CompileOptions, devs: list[Device],
                           timeout: float | None) -> Executable:
     from .topology import compile_for_topology
 
@@ -224,7 +235,7 @@ def _compile_for_topology(req: CompileRequest, opts: CompileOptions, devs: list[
             f"compile: {req.name!r} calls Python host callbacks, which a compile-only device cannot hold"
         )
     jopts = _jax_options(opts, devs)
-    return compile_for_topology(req.module_text, req.name, req.program_shape, devs, opts, jopts,
+    return compile_for_topology(text, req.name, req.program_shape, devs, opts, jopts,
                                 isolate=os.environ.get("XLASDK_TPU_COMPILE", "").strip() != "in-process",
                                 timeout=_compile_timeout(timeout))
 
