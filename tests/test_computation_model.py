@@ -12,7 +12,8 @@ import xlasdk as xs
 from xlasdk import ops
 from xlasdk.builder import Computation
 from xlasdk.errors import CompileError, XlaSdkError
-from xlasdk.program.computation import compile_request, static_interface
+from xlasdk.program.computation import compile_request
+from xlasdk.program.static_interface import static_interface
 
 DUMP = Path(__file__).parent / "data" / "dumps" / "int_indexing" / "module.before_optimizations.txt"
 

@@ -36,6 +36,7 @@ from xlasdk.attrs import (
 )
 from xlasdk.ops.collectives import ChannelHandle
 from xlasdk.program.attr_kinds import MlirAttr, declared_kind, typed_attr
+from xlasdk.program.built_index import indexable
 from xlasdk.reference._walk import Evaluator, UnsupportedOpError, dtype_of
 
 RNG = np.random.default_rng(34)
@@ -291,9 +292,14 @@ def _nodes(comp: xs.XlaComputation) -> list[xs.XlaOp]:
     return out
 
 
+def _loaded(comp: xs.XlaComputation) -> xs.XlaComputation:
+    """The same program loaded from its StableHLO text (a built one is walked on its own nodes)."""
+    return xs.XlaComputation.from_stablehlo(comp.as_stablehlo_text())
+
+
 def test_loaded_nodes_read_each_declared_kind_typed() -> None:
     seen: set[AttrKind] = set()
-    for comp in [*(make()[0] for make in PROGRAMS.values()), _collectives()]:
+    for comp in [_loaded(c) for c in [*(make()[0] for make in PROGRAMS.values()), _collectives()]]:
         ev = Evaluator(comp)
         for o in _nodes(comp):
             for name, attr in o.attrs.items():
@@ -306,6 +312,26 @@ def test_loaded_nodes_read_each_declared_kind_typed() -> None:
                 assert type(typed_attr(o, name)) is type(got)
                 seen.add(kind)
     assert seen == set(AttrKind)
+
+
+def test_built_nodes_hold_each_declared_kind_as_the_wrapper_stored_it() -> None:
+    # a built program is walked on its own nodes: the typed values, never re-read from the module
+    seen: set[AttrKind] = set()
+    built = [*(make()[0] for make in PROGRAMS.values()), _collectives()]
+    walked = [c for c in built if indexable(c.graph())]  # (the others hold tuples their modules do not)
+    assert len(walked) >= len(built) - 3, [c.name for c in built if c not in walked]
+    for comp in walked:
+        ev = Evaluator(comp)
+        for o in _nodes(comp):
+            for name, attr in o.attrs.items():
+                kind = declared_kind(o, name)
+                if kind is None:
+                    continue
+                assert not isinstance(attr, MlirAttr), (o.opcode, name)
+                assert ev.attr(o, name) is attr
+                assert isinstance(attr, _KIND_TYPES[kind]), (o.opcode, name, attr)
+                seen.add(kind)
+    assert len(seen) >= len(AttrKind) - 2, set(AttrKind) - seen
 
 
 def test_a_loaded_convolution_from_hlo_text(tmp_path: Any) -> None:
@@ -332,7 +358,7 @@ ENTRY main {
 def test_an_unreadable_declared_attribute_is_an_unsupported_op() -> None:
     """A declared attribute whose spelling does not fit its kind: the evaluator cannot check the
     program (UnsupportedOpError naming the op and the attribute), as before kinds were read."""
-    comp, args, _ = _dot()
+    comp = _loaded(_dot()[0])
     (dot,) = [i.op for i in comp.instructions() if i.opcode == "stablehlo.dot_general"]
     dot.attrs = {**dot.attrs, "dot_dimension_numbers": MlirAttr('"not dimension numbers"')}
     with pytest.raises(UnsupportedOpError, match=r"stablehlo.dot_general.*dot_dimension_numbers"):

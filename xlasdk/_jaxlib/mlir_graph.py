@@ -349,6 +349,26 @@ def attribute_value(text: str) -> Any:
         return _py(a, np)
 
 
+def attribute_text(text: str) -> str:
+    """An attribute's spelling as the bindings print it once parsed (what :func:`read_main` gives
+    for the same attribute of a parsed module); ``text`` itself where the bindings cannot parse it."""
+    with context():
+        try:
+            return str(_ir.Attribute.parse(text))
+        except TypeError:  # one the bindings cannot hand to Python (dense complex elements): the printer's
+            pass
+        except Exception:  # an attribute of a dialect this context lacks
+            return text
+        try:
+            m = _ir.Module.parse(f"module attributes {{xlasdk.a = {text}}} {{\n}}")
+        except Exception:
+            return text
+        printed = str(m.operation.get_asm(large_elements_limit=None))
+        head, tail = "module attributes {xlasdk.a = ", "} {"
+        i, j = printed.find(head), printed.rfind(tail)
+        return printed[i + len(head):j] if 0 <= i < j else text
+
+
 # StableHLO's structured attributes the bindings read field by field: their values become dicts
 # (``{"lhs_contracting_dimensions": (1,), ...}``) or, for enums, the name (``"LT"``).
 _STABLEHLO_ATTRS = (

@@ -19,13 +19,13 @@ from ..builder import Computation, Graph, ModuleContext
 from ..errors import CompileError, XlaSdkError
 from ..ops.collectives import cross_partition_ids
 from ..ops.shaping import SET_DIMENSION_SIZE
-from ..shape import ProgramShape, Shape
+from ..shape import ProgramShape
 
 if TYPE_CHECKING:
     from ..builder import XlaBuilder, XlaOp
     from .graph_import import HloNames, Instruction, InstructionGraph, Partitioning
 
-__all__ = ["XlaComputation", "CompileRequest", "compile_request", "StaticInterface", "static_interface"]
+__all__ = ["XlaComputation", "CompileRequest", "compile_request"]
 
 
 _T = TypeVar("_T")
@@ -523,11 +523,20 @@ class XlaComputation(Computation):
         """The instruction index of ``main`` that :meth:`instructions`, :meth:`with_outputs` and the
         debugging tools read: every instruction in order with its name, the nodes of multi-result
         instructions, users, and the module around ``main``
-        (:class:`~xlasdk.program.graph_import.InstructionGraph`). Read from the verified module
-        through the MLIR bindings, once, on first call. A module loaded from HLO (text, proto,
+        (:class:`~xlasdk.program.graph_import.InstructionGraph`), made once, on first call. A built
+        computation's is over the nodes its builder made, the nodes of :meth:`graph`
+        (:func:`~xlasdk.program.built_index.index_built`), where those are the instructions of the
+        module it emits; a loaded one's (and a built one's that holds tuples its module does not) is
+        read from the verified module through the MLIR bindings. A module loaded from HLO (text, proto,
         snapshot) names its instructions as the HLO does (``dot.3``): the names are read from a
         second import of the module, in the worker process (:func:`xlasdk.formats.hlo_names.hlo_names`,
         which the loader gives the computation)."""
+        if self._instruction_graph is None:
+            built = self._built()
+            if built is not None:  # walked on its own nodes, where they are the module's instructions
+                from .built_index import index_built
+
+                self._instruction_graph = index_built(built)
         if self._instruction_graph is None:
             from .graph_import import import_graph  # loaded when a program is first walked
 
@@ -548,10 +557,14 @@ class XlaComputation(Computation):
         :class:`~xlasdk.XlaOp` node).
 
         A loaded module (HLO text or proto, StableHLO text or bytecode, XLA dumps before and
-        after optimizations) and a built one are walked the same way: the module is read through
-        the MLIR bindings into the graph :class:`~xlasdk.XlaBuilder` makes, once, on the first
-        call. Ops of regions (loop bodies, reducers, branches) are reached through each
-        instruction's ``op.regions``; a ``func.call`` (a fusion of an optimized dump, a JAX
+        after optimizations) and a built one are walked the same way: a loaded module is read
+        through the MLIR bindings into the graph :class:`~xlasdk.XlaBuilder` makes, once, on the
+        first call; a built program's instructions are its own nodes (``instructions()[-1].op is
+        graph().root`` for a program of one result), listed as the module it emits has them (a
+        multi-result op's ``get_tuple_element`` nodes are its :meth:`Instruction.result
+        <xlasdk.Instruction.result>` parts, a result tuple's elements are the outputs). Ops of
+        regions (loop bodies, reducers, branches) are reached through each instruction's
+        ``op.regions``; a ``func.call`` (a fusion of an optimized dump, a JAX
         private function) is one instruction, and the function it calls is walked with
         :meth:`Instruction.called_function() <xlasdk.Instruction.called_function>`.
 
@@ -719,80 +732,3 @@ def from_optimized_dump(computation: XlaComputation) -> bool:
             _mlir.hlo_proto(c._xla) if c._xla is not None and c._graph_cache is None else None)
         c._optimized = proto is not None and any(n == _SCHEDULE_FIELD for n, *_ in _metadata._fields(proto))
     return c._optimized
-
-
-@dataclass(frozen=True)
-class StaticInterface:
-    """A computation with bounded dynamic shapes rewritten for a runtime of static arrays
-    (:func:`static_interface`).
-
-    Attributes
-    ----------
-    computation: the rewritten program: each dynamic parameter a static argument of its bounds
-        followed (after all parameters) by one ``s32[]`` size per dynamic dimension, joined by
-        ``set_dimension_size`` inside; the results, then one ``s32[]`` size per dynamic dimension
-        of a result (``GetDimensionSize``).
-    n_results: the number of results of the original program (before the sizes).
-    dynamic_results: ``(result, dimension)`` of each size result, in order.
-    dynamic_params: ``(parameter, dimensions)`` of each dynamic parameter, in order.
-    """
-
-    computation: XlaComputation
-    n_results: int
-    dynamic_results: tuple[tuple[int, int], ...]
-    dynamic_params: tuple[tuple[int, tuple[int, ...]], ...]
-
-
-def static_interface(computation: XlaComputation) -> StaticInterface:
-    """Rewrite a built computation with bounded dynamic shapes (``f32[<=5]``) into one with a
-    static interface (:class:`StaticInterface`): what jaxlib's runtime can run. The original
-    builder gains the ``GetDimensionSize`` / ``Tuple`` nodes of the rewrite; its default root
-    (the last op built) does not change.
-
-    Raises
-    ------
-    CompileError
-        For a computation loaded from a file: its graph is the module's, which jaxlib cannot give
-        dynamic arguments and whose padded results it cannot cut.
-    """
-    from ..ops.control import GetTupleElement, Tuple  # the rewrite builds with the public ops
-    from ..ops.shaping import GetDimensionSize
-
-    program_shape = computation.program_shape()
-    g = computation._built()
-    if g is None:
-        raise CompileError(
-            f"compile: {computation.name!r} has dynamic shapes ({program_shape}) and was loaded from a file: jaxlib "
-            "cannot take dynamic arguments and hands back padded results; build it with an XlaBuilder"
-        )
-    b = g.builder
-    result = program_shape.result_shape()
-    dyn: list[tuple[int, int]] = []
-    with b.keeping_default_root():
-        n = len(result.tuple_shapes()) if result.is_tuple() else 0
-        outs = [GetTupleElement(g.root, i) for i in range(n)] if result.is_tuple() else [g.root]
-        sizes = []
-        for k, o in enumerate(outs):
-            for d in range(o.shape.rank()):
-                if o.shape.is_dynamic_dimension(d):
-                    dyn.append((k, d))
-                    sizes.append(GetDimensionSize(o, d))
-        root = Tuple(b, outs + sizes) if sizes else g.root
-    params = program_shape.parameter_shapes()
-    dyn_params = tuple(
-        (i, tuple(d for d in range(p.rank()) if p.is_dynamic_dimension(d)))
-        for i, p in enumerate(params)
-        if p.is_array() and not p.is_static()
-    )
-    static = [Shape.array_shape(p.element_type(), p.dimensions()) if not p.is_static() else p for p in params]
-    names = list(program_shape.parameter_names())
-    extra = [f"{names[i]}_size{d}" for i, dims in dyn_params for d in dims]
-    s32 = Shape.scalar_shape("int32")
-    rewritten = XlaComputation._with_static_interface(
-        Graph(g.name, g.parameters, root, g.side_effects),
-        ProgramShape(static + [s32] * len(extra), root.shape, names + extra) if dyn_params
-        else ProgramShape(list(params), root.shape, names),
-        padded_params=bool(dyn_params),
-    )
-    rewritten._heap_bytes = computation._heap_bytes
-    return StaticInterface(rewritten, len(outs), tuple(dyn), dyn_params)

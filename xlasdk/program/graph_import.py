@@ -29,7 +29,7 @@ from typing import Any
 
 from .._jaxlib import mlir_graph as _mg
 from .._metadata import Location
-from .._mlir_attrs import symbol_name
+from .._mlir_attrs import UNIT, mlir_unescape, render, symbol_name
 from .._optable import GET_TUPLE_ELEMENT, OPS, PARAMETER, TUPLE, HloForm, OpDef
 from ..attrs import OpMetadata
 from ..builder import Graph, ModuleContext, Region, XlaBuilder, XlaOp
@@ -64,7 +64,7 @@ def _location(text: str) -> Location:
     fields: dict[str, Any] = {}
     m = _LOC_NAME.match(text)
     if m:
-        fields["op_name"] = m.group(1).encode().decode("unicode_escape") if "\\" in m.group(1) else m.group(1)
+        fields["op_name"] = mlir_unescape(m.group(1))
     f = _LOC_FILE.search(text)
     if f:
         fields["source_file"] = f.group(1)
@@ -181,14 +181,16 @@ class Instruction:
         A rank-1/2 HLO ``dot`` with the default dimensions imports as ``stablehlo.dot``, which has no
         ``dot_dimension_numbers``: it contracts the lhs's last dimension with the rhs's first (a
         ``precision_config`` when the HLO had one); ``ops.Dot`` builds ``stablehlo.dot_general``."""
-        return {k: (v.value if isinstance(v, MlirAttr) else v) for k, v in self.op.attrs.items()}
+        return {k: (v.value if isinstance(v, MlirAttr) else _mg.attribute_value(_mg.attribute_text(_spelling(v))))
+                for k, v in self.op.attrs.items()}
 
     @property
     def attribute_text(self) -> dict[str, str]:
         """The op's attributes as the module spells them: a dict from each attribute's name to its
         MLIR text (``{"comparison_direction": "#stablehlo<comparison_direction LT>"}``), where
         :attr:`attributes` gives Python values."""
-        return {k: (v.text if isinstance(v, MlirAttr) else str(v)) for k, v in self.op.attrs.items()}
+        return {k: (v.text if isinstance(v, MlirAttr) else _mg.attribute_text(_spelling(v)))
+                for k, v in self.op.attrs.items()}
 
     @property
     def metadata(self) -> OpMetadata:
@@ -244,6 +246,11 @@ class Instruction:
 
     def __repr__(self) -> str:
         return f"Instruction({self.name}: {self.opcode} -> {self.shape})"
+
+
+def _spelling(value: Any) -> str:
+    """The MLIR spelling of a typed attribute value (a built node's), as the emitter writes it."""
+    return "unit" if value is UNIT else render(value)
 
 
 class InstructionList(tuple[Instruction, ...]):
@@ -383,7 +390,7 @@ class _Importer:
         params = []
         for i, (k, t, text, loc) in enumerate(rec.args):
             m = _LOC_NAME.match(loc)
-            pname = m.group(1) if (m and top and loc.endswith('")')) else ""
+            pname = mlir_unescape(m.group(1)) if (m and top and loc.endswith('")')) else ""
             shape = self.shape(t, text, f"{where}: argument {i}")
             p = b.add_imported(PARAMETER, (), shape, {}, (), Location(loc, {}, ""), (i, pname))
             self.values[k] = p

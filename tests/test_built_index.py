@@ -1,0 +1,233 @@
+"""A built computation is walked on its own nodes (:mod:`xlasdk.program.built_index`).
+
+Oracles: the builder's own nodes (identity: ``instructions()[i].op is`` the node built), and for
+every instruction view the module's own import (:func:`xlasdk.program.graph_import.import_graph`
+of the emitted, verified module: what ``instructions()`` gave before built programs were walked
+on their nodes), which the direct index must equal field by field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import xlasdk as xs
+from xlasdk import ops
+from xlasdk._optable import GET_TUPLE_ELEMENT
+from xlasdk.attrs import DotDimensionNumbers
+from xlasdk.program.built_index import index_built, indexable
+from xlasdk.program.graph_import import InstructionGraph, import_graph, partitioning
+from xlasdk.reference import evaluate
+
+F32 = np.float32
+
+
+def _shape(dt: Any, dims: tuple[int, ...]) -> xs.Shape:
+    return xs.Shape.array_shape(dt, dims)
+
+
+# -- the programs: each a (builder, what the test builds) pair, with the parameters' arrays -----------------------
+def _elementwise() -> xs.XlaComputation:
+    b = xs.XlaBuilder("elementwise")
+    x = ops.Parameter(b, 0, _shape(F32, (3, 4)), "x")
+    y = ops.Parameter(b, 1, _shape(F32, (3, 4)), "y")
+    z = ops.Select(ops.Lt(x, y), ops.Exp(x), ops.Tanh(y))
+    ops.Add(ops.Mul(z, ops.Constant(b, np.float32(2.5))), ops.Neg(x))
+    return b.build()
+
+
+def _dot_and_reduce() -> xs.XlaComputation:
+    b = xs.XlaBuilder("dot_reduce")
+    x = ops.Parameter(b, 0, _shape(F32, (2, 3, 4)), "x")
+    w = ops.Parameter(b, 1, _shape(F32, (4, 5)), "w")
+    d = ops.DotGeneral(x, w, DotDimensionNumbers((2,), (0,), (), ()))
+    ops.Reduce(b, d, ops.Constant(b, np.float32(0)), lambda a, c: ops.Add(a, c), [1])
+    return b.build()
+
+
+def _sort_pair() -> xs.XlaComputation:
+    """A multi-result op (a sort of keys and values) read through get_tuple_element."""
+    b = xs.XlaBuilder("sort_pair")
+    k = ops.Parameter(b, 0, _shape(F32, (6,)), "k")
+    v = ops.Parameter(b, 1, _shape(np.int32, (6,)), "v")
+    s = ops.Sort(b, [k, v], dimension=0, is_stable=True)
+    ops.Add(ops.GetTupleElement(s, 1), ops.Constant(b, np.int32(1)))
+    return b.build()
+
+
+def _several_results() -> xs.XlaComputation:
+    b = xs.XlaBuilder("several")
+    x = ops.Parameter(b, 0, _shape(F32, (4,)), "x")
+    ops.Tuple(b, [ops.Sin(x), ops.Cos(x), ops.Iota(b, _shape(np.int32, (4,)), 0)])
+    return b.build()
+
+
+def _constants() -> xs.XlaComputation:
+    b = xs.XlaBuilder("constants")
+    x = ops.Parameter(b, 0, _shape(np.complex64, (3,)), "x")
+    c = ops.Constant(b, np.array([1 + 2j, -3j, 0.5], np.complex64))
+    i = ops.Constant(b, np.arange(6, dtype=np.int8).reshape(2, 3))
+    ops.Tuple(b, [ops.Mul(x, c), ops.Transpose(i, [1, 0]), ops.Constant(b, np.bool_(True))])
+    return b.build()
+
+
+def _windows_and_indexing() -> xs.XlaComputation:
+    b = xs.XlaBuilder("windows")
+    x = ops.Parameter(b, 0, _shape(F32, (1, 6, 6, 2)), "x")
+    k = ops.Parameter(b, 1, _shape(F32, (3, 3, 2, 4)), "k")
+    conv = ops.ConvGeneralDilated(x, k, [1, 1], [(1, 1), (1, 1)], dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    pooled = ops.ReduceWindow(conv, ops.Constant(b, np.float32(-np.inf)), lambda a, c: ops.Max(a, c),
+                              [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+    s = ops.DynamicSlice(pooled, [ops.Constant(b, np.int32(0))] * 4, [1, 2, 2, 4])
+    ops.Pad(s, ops.Constant(b, np.float32(0)), [(0, 0, 0), (1, 0, 1), (0, 1, 0), (0, 0, 0)])
+    return b.build()
+
+
+def _multi_result_root() -> xs.XlaComputation:
+    """A root of several results (the new state and the bits): its parts are the outputs."""
+    b = xs.XlaBuilder("rng_root")
+    state = ops.Parameter(b, 0, _shape(np.uint64, (2,)), "state")
+    ops.RngBitGenerator("THREE_FRY", state, _shape(np.uint32, (2, 5)))
+    return b.build()
+
+
+PROGRAMS: dict[str, Callable[[], xs.XlaComputation]] = {
+    "elementwise": _elementwise, "dot_reduce": _dot_and_reduce, "sort_pair": _sort_pair,
+    "several": _several_results, "constants": _constants, "windows": _windows_and_indexing,
+    "rng_root": _multi_result_root,
+}
+
+
+def _imported(comp: xs.XlaComputation) -> InstructionGraph:
+    return import_graph(comp.compiler_ir(), comp.name)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return bool(np.asarray(a).dtype == np.asarray(b).dtype and np.array_equal(a, b, equal_nan=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
+    return bool(a == b)
+
+
+@pytest.mark.parametrize("make", PROGRAMS.values(), ids=list(PROGRAMS))
+def test_a_built_program_is_indexed_as_its_module_would_be(make: Callable[[], xs.XlaComputation]) -> None:
+    comp = make()
+    direct = comp.instruction_graph()
+    assert indexable(comp.graph())
+    ref = _imported(comp)
+    assert [i.name for i in direct.instructions] == [i.name for i in ref.instructions]
+    for x, y in zip(direct.instructions, ref.instructions, strict=True):
+        assert (x.opcode, x.hlo_opcode, x.shape, x.is_opaque) == (y.opcode, y.hlo_opcode, y.shape, y.is_opaque), x
+        assert [o.index for o in x.operands] == [o.index for o in y.operands], x
+        assert x.operand_indices == y.operand_indices, x
+        assert [u.index for u in x.users] == [u.index for u in y.users], x
+        assert _same(x.attributes, y.attributes), (x, x.attributes, y.attributes)
+        assert x.attribute_text == y.attribute_text, x
+        if x.opcode != "parameter":  # (a parameter's location is where it was built: the module has its name)
+            assert (x.location, x.metadata) == (y.location, y.metadata), x
+        assert (x.op.id in direct.parts) == (y.op.id in ref.parts), x
+    assert [direct.instruction_of(o).index for o in direct.outputs] == [ref.instruction_of(o).index
+                                                                        for o in ref.outputs]
+    assert partitioning(direct) == partitioning(ref)
+
+
+@pytest.mark.parametrize("make", PROGRAMS.values(), ids=list(PROGRAMS))
+def test_the_instructions_are_the_nodes_the_builder_made(make: Callable[[], xs.XlaComputation]) -> None:
+    comp = make()
+    g = comp.graph()
+    instrs = comp.instructions()
+    outputs = list(g.root.operands) if g.root.opcode == "tuple" else [g.root]
+    assert [i.op for i in instrs[: len(g.parameters)]] == list(g.parameters)
+    assert all(i.op is p for i, p in zip(instrs, g.parameters, strict=False))
+    assert [comp.instruction_graph().instruction_of(o).op for o in outputs] == outputs
+    if g.root.opcode != "tuple":
+        assert instrs[-1].op is g.root
+    assert comp._text is None  # walked without emitting (or parsing, or importing) the module
+
+
+def test_a_multi_result_ops_get_tuple_elements_are_its_parts() -> None:
+    comp = _sort_pair()
+    g = comp.graph()
+    gte = g.root.operands[0]
+    assert gte.opdef is GET_TUPLE_ELEMENT
+    sort = comp.instruction_graph().instruction_of(gte)
+    assert sort.opcode == "stablehlo.sort" and sort.op is gte.operands[0]
+    assert sort.result(1) is gte  # the node the program reads, not a copy
+    assert sort.result(0).operands[0] is sort.op and sort.result(0).extra == 0  # the result no node reads
+    assert [i.opcode for i in comp.instructions()].count("get_tuple_element") == 0
+    assert comp.instructions()[-1].operand_indices == (1, None)
+
+
+def test_typed_attributes_on_the_nodes_and_the_public_views_unchanged() -> None:
+    comp = _dot_and_reduce()
+    (dot,) = [i for i in comp.instructions() if i.opcode == "stablehlo.dot_general"]
+    assert isinstance(dot.op.attrs["dot_dimension_numbers"], DotDimensionNumbers)  # the value the wrapper stored
+    assert dot.attributes["dot_dimension_numbers"]["lhs_contracting_dimensions"] == (2,)
+    assert dot.attribute_text["dot_dimension_numbers"].startswith("#stablehlo.dot<")
+
+
+def test_the_evaluator_walks_the_built_nodes_and_gives_the_same_values() -> None:
+    comp = _windows_and_indexing()
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 6, 6, 2)).astype(F32)
+    k = rng.standard_normal((3, 3, 2, 4)).astype(F32)
+    got = evaluate(comp, x, k)
+    assert comp._text is None  # no module emitted to evaluate it
+    loaded = xs.XlaComputation.from_stablehlo(comp.as_stablehlo_text())  # the same program, indexed by import
+    want = evaluate(loaded, x, k)
+    assert len(got) == len(want) == 1
+    np.testing.assert_array_equal(got[0], want[0])
+    # an independent oracle for the padding: rows 0 (low) and 2 (interior) and column 2 (high) are zero
+    out = got[0]
+    assert out.shape == (1, 4, 3, 4)
+    assert np.all(out[0, 0] == 0) and np.all(out[0, 2] == 0) and np.all(out[0, :, 2] == 0)
+    assert np.all(out[0, 1, :2] != 0)
+
+
+def _tuple_carry() -> xs.XlaComputation:
+    b = xs.XlaBuilder("loop")
+    x = ops.Parameter(b, 0, _shape(F32, (2,)), "x")
+    init = ops.Tuple(b, [ops.Constant(b, np.int32(0)), x])
+    out = ops.While(lambda s: ops.Lt(ops.GetTupleElement(s, 0), 3),
+                    lambda s: [ops.Add(ops.GetTupleElement(s, 0), 1), ops.Mul(ops.GetTupleElement(s, 1), 2.0)],
+                    init)
+    ops.GetTupleElement(out, 1)
+    return b.build()
+
+
+def test_a_tuple_the_module_does_not_hold_falls_back_to_the_modules_index() -> None:
+    comp = _tuple_carry()
+    assert not indexable(comp.graph()) and index_built(comp.graph()) is None
+    instrs = comp.instructions()
+    assert "tuple" not in [i.opcode for i in instrs]  # the module's instructions: the carry is two operands
+    (w,) = [i for i in instrs if i.opcode == "stablehlo.while"]
+    assert len(w.operands) == 2
+    np.testing.assert_array_equal(evaluate(comp, np.array([1, -2], F32))[0], np.array([8, -16], F32))
+
+
+def test_a_builder_edit_after_build_does_not_change_the_built_program() -> None:
+    b = xs.XlaBuilder("edit")
+    x = ops.Parameter(b, 0, _shape(F32, (2,)), "x")
+    y = ops.Exp(x)
+    comp = b.build(y)
+    before = [(i.name, i.opcode) for i in comp.instructions()]
+    ops.Neg(y)  # the builder goes on; the computation's root stays y
+    assert [(i.name, i.opcode) for i in comp.instructions()] == before
+    assert [(i.name, i.opcode) for i in b.build(y).instructions()] == before
+
+
+def test_a_parameter_name_with_quotes_and_backslashes_reads_back_as_given() -> None:
+    # the importer once kept MLIR's escapes (in \22q\22) in the names of a loaded module's parameters
+    b = xs.XlaBuilder("names")
+    name = 'in "q"\\n'
+    x = ops.Parameter(b, 0, _shape(F32, (2,)), name)
+    built = b.build(ops.Exp(x))
+    loaded = xs.XlaComputation.from_stablehlo(built.as_stablehlo_text(debug_info=True))
+    for comp in (built, loaded):
+        assert comp.instructions()[0].name == name == comp.program_shape().parameter_names()[0]
