@@ -43,10 +43,19 @@ for p in convnet_train gru_scan int_indexing transformer_bf16; do
   step "compare_tpu_$p" 90 python3 -m xlasdk.cli compare "tests/data/dumps/$p/module.before_optimizations.txt" \
     --device tpu:0 --inputs "$IO/$p.in.npz" --json "$OUT/compare_$p.json"
 done
+# the outputs of one program as compiled from before optimizations (beside its optimized dump's, below)
+step run_tpu_before_convnet_train 90 python3 -m xlasdk.cli run \
+  tests/data/dumps/convnet_train/module.before_optimizations.txt --device tpu:0 --inputs "$IO/convnet_train.in.npz" \
+  --output "$OUT/before_opt_outputs_convnet_train.npz"
 # 3. the TPU-optimized dumps as compiled, on the chip, against JAX's outputs
-for p in convnet_train transformer_bf16; do
+#    (their outputs kept: compare them off the chip with `xlasdk compare ... --outputs FILE --device-kind tpu-v5e`),
+#    and compared on the chip against the reference evaluator
+for p in convnet_train gru_scan int_indexing transformer_bf16; do
   step "run_tpu_optimized_$p" 90 python3 -m xlasdk.cli run "tests/data/dumps_tpu/$p/module.after_optimizations.txt" \
-    --device tpu:0 --inputs "$IO/$p.in.npz" --expect "$IO/$p.out.npz"
+    --device tpu:0 --inputs "$IO/$p.in.npz" --expect "$IO/$p.out.npz" --output "$OUT/after_opt_outputs_$p.npz"
+  step "compare_tpu_optimized_$p" 120 python3 -m xlasdk.cli compare \
+    "tests/data/dumps_tpu/$p/module.after_optimizations.txt" --device tpu:0 --inputs "$IO/$p.in.npz" \
+    --json "$OUT/compare_optimized_$p.json"
 done
 # 4. the accelerator bench (dispatch, transfers, matmul against JAX in separate processes)
 step bench "${BENCH_LIMIT:-200}" python3 bench/accelerator.py --rounds 5 --json "$OUT/accelerator.json"
