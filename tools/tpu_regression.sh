@@ -19,7 +19,8 @@ python3 -c "import jax, jaxlib, numpy; print('jax', jax.__version__, 'jaxlib', j
 # 1. the platform-independent tests that cover the program model, the evaluator and compare (on the CPU there)
 step tests_cpu "${TESTS_LIMIT:-240}" python3 -m pytest -p no:cacheprovider -o addopts="-m 'not campaign'" -q -x \
   tests/test_layers.py tests/test_computation_model.py tests/test_graph_import.py tests/test_attr_kinds.py \
-  tests/test_reference.py tests/test_compare_against.py tests/test_compare_deep.py tests/test_op_props.py
+  tests/test_reference.py tests/test_compare_against.py tests/test_compare_deep.py tests/test_op_props.py \
+  tests/test_built_index.py tests/test_typed_rules.py tests/test_tpu_dumps.py
 # the recorded inputs and JAX's outputs of each real program as the CLI reads them (keys 0, 1, ... and
 # output_0, ...; raw bf16 bytes named in a "__dtypes__" manifest, as `xlasdk run --output` writes them)
 IO=/tmp/tpu_io; mkdir -p "$IO"
