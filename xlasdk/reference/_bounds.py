@@ -22,6 +22,7 @@ from ..ops.control import IF, WHILE
 from ..ops.convert import CONVERT
 from ..ops.elementwise import COMPARE, SELECT
 from ..ops.fft import FFT
+from ..ops.reduce import REDUCE
 from ..ops.sources import CONSTANT
 from ..program.attr_kinds import typed_attr
 from ..program.walk import reachable
@@ -483,6 +484,9 @@ def _follow(nodes: list[XlaOp], bounds: dict[int, Any], env: dict[int, Value], e
             bounds[id(o)] = flips  # a predicate that may come out the other way
             continue
         if not is_float_array(out):
+            moved = _moved_flips(o, vals, bounds, out, ev)
+            if moved is not None:  # an integer or boolean value made from one that may come out otherwise
+                bounds[id(o)] = moved
             continue
         own = own_rounding(o, vals, out, ev) if o.opdef is not PARAMETER and not o.opdef.same_op(CONSTANT) \
             else np.zeros(out.shape, np.float64)
@@ -523,6 +527,38 @@ def _flips(o: XlaOp, vals: list[Value], bounds: dict[int, Any]) -> np.ndarray[An
         if found and any(m.any() for m in found):
             return np.asarray(np.maximum.reduce([np.broadcast_to(m, np.shape(vals[0])) for m in found]), np.float64)
     return None
+
+
+def _moved_flips(o: XlaOp, vals: list[Value], bounds: dict[int, Any], out: Any, ev: Evaluator
+                 ) -> np.ndarray[Any, Any] | None:
+    """Where an integer or boolean value may differ on the device because an operand may (1.0 there,
+    0.0 elsewhere): a predicate that may flip (:func:`_flips`) carried through the integer ops XLA
+    writes around it (a TPU-optimized module packs a ReLU's mask into the bits of a ``u8`` with
+    ``convert``, ``shift-left`` and an or-``reduce``, and unpacks it with ``broadcast``, ``and`` and
+    ``convert``); None: no operand may. Element-wise ops: where any operand may; one-operand moves
+    (broadcast, reshape, transpose, slice...): the operand's mask moved by the op; a ``reduce``: where
+    any element it reduces may; anything else: everywhere."""
+    if not isinstance(out, np.ndarray):
+        return None
+    masks = [bounds.get(id(x)) if isinstance(v, np.ndarray) and not is_float_array(v) else None
+             for x, v in zip(o.operands, vals, strict=True)]
+    if not any(isinstance(m, np.ndarray) and m.any() for m in masks):
+        return None
+    found = [(k, np.asarray(m, np.float64)) for k, m in enumerate(masks) if isinstance(m, np.ndarray)]
+    try:
+        with np.errstate(all="ignore"):
+            if o.opcode in ELEMENTWISE_OPS:
+                return np.asarray(np.maximum.reduce([np.broadcast_to(m, out.shape) for _, m in found]), np.float64)
+            rule = rule_of(o)
+            if o.opdef.props.moves_data and len(vals) == 1 and rule is not None:
+                moved = magnitude(rule(Widened(o), [found[0][1]], ev))  # type: ignore[arg-type]
+                return np.asarray(np.where(moved > 0, 1.0, 0.0))
+            if o.opdef.same_op(REDUCE) and len(vals) == 2 and [k for k, _ in found] == [0]:
+                dims = tuple(int(d) for d in ev.attr(o, "dimensions", ()))
+                return np.asarray(np.max(found[0][1], axis=dims, initial=0.0).reshape(out.shape), np.float64)
+    except Exception:  # noqa: BLE001 - a rule that cannot take a mask: everywhere
+        pass
+    return np.ones(out.shape, np.float64)
 
 
 def _branch_flips(o: XlaOp, vals: list[Value], bounds: dict[int, Any], out: np.ndarray[Any, Any]) -> Any:
