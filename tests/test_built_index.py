@@ -211,6 +211,41 @@ def test_a_tuple_the_module_does_not_hold_falls_back_to_the_modules_index() -> N
     np.testing.assert_array_equal(evaluate(comp, np.array([1, -2], F32))[0], np.array([8, -16], F32))
 
 
+def test_a_programs_own_nodes_find_their_instructions_where_its_module_is_indexed() -> None:
+    """A loop with a tuple carry is indexed from its module; the nodes the user built still name
+    its instructions (instruction_of, with_outputs, extract): each the op the emitter wrote for it."""
+    b = xs.XlaBuilder("loop_nodes")
+    x = ops.Parameter(b, 0, _shape(F32, (3,)), "x")
+    carry = ops.Tuple(b, [ops.Constant(b, np.int32(0)), x])
+    loop = ops.While(lambda i, a: ops.Lt(i, 4), lambda i, a: [ops.Add(i, 1), ops.Mul(a, 2.0)], carry)
+    scaled = ops.GetTupleElement(loop, 1)
+    root = ops.Neg(scaled)
+    comp = b.build()
+    g = comp.instruction_graph()
+    assert index_built(comp.graph()) is None
+    assert g.instruction_of(root) is comp.instructions()[-1]
+    assert g.instruction_of(x).name == "x" and g.instruction_of(loop).opcode == "stablehlo.while"
+    assert g.instruction_of(scaled) is g.instruction_of(loop)
+    assert g.instruction_of(ops.GetTupleElement(carry, 1)).name == "x"  # a tuple's element
+    with pytest.raises(xs.XlaSdkError, match="is a tuple, whose elements are instructions"):
+        g.instruction_of(carry)
+    edited = comp.with_outputs([root, scaled, x])
+    xv = np.array([1, -2, 0.5], F32)
+    got = evaluate(edited, xv)
+    for k, want in enumerate([-16 * xv, 16 * xv, xv]):  # oracle: four doublings
+        np.testing.assert_array_equal(got[k], want.astype(F32))
+    with pytest.raises(xs.XlaSdkError, match="has 2 results"):
+        comp.with_outputs([loop])
+
+
+def test_negative_instruction_indices_count_from_the_end() -> None:
+    comp = _elementwise()
+    assert comp.instruction(-1) is comp.instructions()[-1]
+    assert comp.instruction(-len(comp.instructions())).name == "x"
+    with pytest.raises(xs.XlaSdkError, match="out of range"):
+        comp.instruction(-len(comp.instructions()) - 1)
+
+
 def test_a_builder_edit_after_build_does_not_change_the_built_program() -> None:
     b = xs.XlaBuilder("edit")
     x = ops.Parameter(b, 0, _shape(F32, (2,)), "x")

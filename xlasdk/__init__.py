@@ -14,7 +14,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from . import distributed, ops
+    from . import distributed, ops, reference
     from ._cache import CompileCache
     from ._version import __version__
     from .attrs import (
@@ -102,6 +102,7 @@ if TYPE_CHECKING:
 _LAZY: dict[str, tuple[str, str | None]] = {
     "distributed": ("distributed", None),
     "ops": ("ops", None),
+    "reference": ("reference", None),
     "ComparisonDirection": ("attrs", "ComparisonDirection"),
     "ComparisonType": ("attrs", "ComparisonType"),
     "ConvolutionDimensionNumbers": ("attrs", "ConvolutionDimensionNumbers"),
@@ -225,7 +226,8 @@ __all__ = [
     "HostBufferSemantics", "aligned_empty", "from_dlpack", "JaxlibVersion", "jaxlib_version_info",
     "register_custom_call_target",
     "Instruction", "GraphImportError", "Graph", "ModuleContext",
-    "evaluate", "compare", "CompareReport", "UnsupportedOpError", "evaluate_spmd", "CollectiveTimeoutError",
+    "reference", "evaluate", "compare", "CompareReport", "UnsupportedOpError", "evaluate_spmd",
+    "CollectiveTimeoutError",
     "reduce", "ReduceResult", "NotReproducedError",
     "Snapshot", "load_snapshot", "write_snapshot", "random_inputs",
     "__version__",

@@ -69,6 +69,14 @@ class Emitter:
         self.metadata_table = metadata_table  # see emit_module
         self._marked: dict[Location, str] = {}
         self._entry_index: dict[tuple[tuple[str, Any], ...], int] = {}
+        # with emit_module's node_lines: node id -> position of its op among main's ops (self.top: main's indent)
+        self.node_lines: dict[int, int] | None = None
+        self.top = ""
+
+    def _placed(self, o: XlaOp, indent: str) -> None:
+        """Note that node ``o`` is main's op just written (see ``emit_module``'s ``node_lines``)."""
+        if self.node_lines is not None and indent == self.top:
+            self.node_lines[o.id] = len(self.lines) - 1
 
     def loc(self, loc: Location) -> str:
         """The text of an op's location; with a metadata table, a location whose fields XLA's
@@ -164,6 +172,8 @@ class Emitter:
                     f'{indent}{name} = "{code}"({", ".join(fast_args)}){attrs} : ({", ".join(fast_types)}) -> '
                     f"{o.shape.mlir_type()} {self.loc(o.loc)}\n"
                 )
+                if self.node_lines is not None:
+                    self._placed(o, indent)
                 return
         if d is TUPLE:
             env[o.id] = tuple(env[x.id] for x in o.operands)
@@ -184,6 +194,7 @@ class Emitter:
                 f"({src.shape.mlir_type()}) -> {o.shape.mlir_type()} {self.loc(o.loc)}\n"
             )
             env[o.id] = name
+            self._placed(o, indent)
             return
         variadic = d.variadic
         args: list[str] = []
@@ -217,6 +228,7 @@ class Emitter:
             f'{indent}{lhs}"{code}"({", ".join(args)}){region_txt}{attrs} : ({_types(in_shapes)}) -> '
             f"{_results(out_shapes) if out_shapes else '()'} {self.loc(o.loc)}\n"
         )
+        self._placed(o, indent)
 
     def region(self, r: Region, outer: dict[int, Val], indent: str) -> str:
         inner = indent + "  "
@@ -317,6 +329,7 @@ def emit_module(
     metadata_table: list[dict[str, Any]] | None = None,
     module_body: Sequence[str] = (),
     result_attrs: Sequence[Mapping[str, Any]] | None = None,
+    node_lines: dict[int, int] | None = None,
 ) -> str:
     """The full StableHLO module text of the graph ``params -> root``.
 
@@ -341,7 +354,11 @@ def emit_module(
     text, written before ``main``, and ``result_attrs``, the attributes of each result of
     ``main`` (in place of the root's shardings).
     """
+    # node_lines, when given, receives for each node written as one op of main (not a tuple, which
+    # becomes its elements, nor an inlined call) its position among main's ops: what pairs a built
+    # graph's nodes with the instructions of the module's import
     em = Emitter(metadata_table)
+    em.node_lines, em.top = node_lines, "    "
     env: dict[int, Val] = {}
     args = []
     size_args: list[str] = []

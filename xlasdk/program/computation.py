@@ -67,6 +67,7 @@ class XlaComputation(Computation):
     _read_names: Callable[[bytes], HloNames | None] | None  # a loaded HLO module's names, from its proto (formats')
     _optimized: bool | None  # XLA's optimized dump, or edited from one (from_optimized_dump), on first need
     _tpu_meaning: tuple[int, str] | None  # loaded TPU-optimized HLO run as its CPU meaning: (rewritten, signs)
+    _node_lines: dict[int, int] | None  # a built graph's nodes -> their ops' places in main (emit_module's)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError(
@@ -93,7 +94,7 @@ class XlaComputation(Computation):
         c._instruction_graph = None
         c._static_interface = False
         c._padded_params = False
-        c._names = c._read_names = c._optimized = c._tpu_meaning = None
+        c._names = c._read_names = c._optimized = c._tpu_meaning = c._node_lines = None
         return c
 
     @classmethod
@@ -253,11 +254,13 @@ class XlaComputation(Computation):
             assert g is not None  # a loaded computation has its text or its bytecode from the start
             callbacks: list[Any] = []
             ctx = g.context or ModuleContext()
+            self._node_lines = {} if self._built() is not None else None
             self._text = emit_module(
                 self._name, list(g.parameters), g.root, side_effects=g.side_effects,
                 host_callbacks=callbacks, module_attrs=", ".join(f"{k} = {v}" for k, v in ctx.attributes),
                 module_body=ctx.body, result_attrs=ctx.result_attributes,
                 padded_dynamic_params=SET_DIMENSION_SIZE if self._padded_params else None,
+                node_lines=self._node_lines,
             )
             self._host_callbacks = tuple(callbacks)
         return self._text
@@ -531,12 +534,11 @@ class XlaComputation(Computation):
         snapshot) names its instructions as the HLO does (``dot.3``): the names are read from a
         second import of the module, in the worker process (:func:`xlasdk.formats.hlo_names.hlo_names`,
         which the loader gives the computation)."""
-        if self._instruction_graph is None:
-            built = self._built()
-            if built is not None:  # walked on its own nodes, where they are the module's instructions
-                from .built_index import index_built
+        built = self._built() if self._instruction_graph is None else None
+        if built is not None:  # walked on its own nodes, where they are the module's instructions
+            from .built_index import index_built
 
-                self._instruction_graph = index_built(built)
+            self._instruction_graph = index_built(built)
         if self._instruction_graph is None:
             from .graph_import import import_graph  # loaded when a program is first walked
 
@@ -547,6 +549,8 @@ class XlaComputation(Computation):
                 if proto is not None:
                     names = self._read_names(proto)
             self._instruction_graph = import_graph(self._mlir_module(), self._name, hlo_names=names)
+            if built is not None and self._node_lines is not None:  # the builder's nodes find their instructions
+                self._instruction_graph.pair_built(built.parameters, self._node_lines)
         return self._instruction_graph
 
     def instructions(self) -> list[Instruction]:
@@ -562,7 +566,11 @@ class XlaComputation(Computation):
         first call; a built program's instructions are its own nodes (``instructions()[-1].op is
         graph().root`` for a program of one result), listed as the module it emits has them (a
         multi-result op's ``get_tuple_element`` nodes are its :meth:`Instruction.result
-        <xlasdk.Instruction.result>` parts, a result tuple's elements are the outputs). Ops of
+        <xlasdk.Instruction.result>` parts, a result tuple's elements are the outputs). A built
+        program holding a tuple its module does not (a tuple carried into a loop, a branch or a
+        call, a tuple parameter), a host callback or a dynamic parameter is indexed from the module
+        it emits instead; its own nodes still find their instructions (``instruction_graph().
+        instruction_of(node)``, :meth:`with_outputs`, :meth:`extract`). Ops of
         regions (loop bodies, reducers, branches) are reached through each instruction's
         ``op.regions``; a ``func.call`` (a fusion of an optimized dump, a JAX
         private function) is one instruction, and the function it calls is walked with

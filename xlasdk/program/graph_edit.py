@@ -49,8 +49,7 @@ def _resolve(
                 raise XlaSdkError(f"{what}: instruction {it.name!r} belongs to another computation")
             out.append(it.op)
         elif isinstance(it, XlaOp):
-            graph.instruction_of(it)
-            out.append(it)
+            out.append(graph.node_of(it))
         elif isinstance(it, str):
             if it not in by_name:
                 near = [i.name for i in graph.instructions if i.name.split(".")[0] == it.split(".")[0]][:8]
@@ -60,8 +59,9 @@ def _resolve(
                 )
             out.append(by_name[it].op)
         elif isinstance(it, int) and not isinstance(it, bool):
-            if not 0 <= it < len(graph.instructions):
-                raise XlaSdkError(f"{what}: instruction index {it} is out of range (0..{len(graph.instructions) - 1})")
+            n = len(graph.instructions)
+            if not -n <= it < n:  # (negative: from the end, as Python indexes)
+                raise XlaSdkError(f"{what}: instruction index {it} is out of range (0..{n - 1}, or -{n}..-1)")
             out.append(graph.instructions[it].op)
         else:
             raise XlaSdkError(f"{what}: expected an Instruction, its name or its index, got {type(it).__name__}")

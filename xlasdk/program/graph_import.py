@@ -287,6 +287,48 @@ class InstructionGraph:
     hlo_opcodes: dict[int, str] = field(default_factory=dict)  # index -> the HLO instruction's opcode
     module: Any = field(default=None, repr=False)  # the verified module it was read from (for its calls)
     _callees: dict[str, InstructionGraph] = field(default_factory=dict, repr=False)
+    # a built program indexed from its module (see built_index): its builder's node ids -> their nodes here
+    built: dict[int, XlaOp] = field(default_factory=dict, repr=False)
+
+    def pair_built(self, params: Sequence[XlaOp], node_lines: dict[int, int]) -> None:
+        """Pair a built graph's nodes with this import of the module they were emitted as: its
+        parameters in order, and each node the emitter wrote as one op of ``main``, by that op's
+        place (``node_lines``, from :func:`xlasdk._emit.emit_module`)."""
+        ops = [ins.op for ins in self.instructions[len(self.params):]]
+        for p, q in zip(params, self.params, strict=False):
+            self.built[p.id] = q
+        for k, line in node_lines.items():
+            if 0 <= line < len(ops):
+                self.built[k] = ops[line]
+
+    def node_of(self, op: XlaOp) -> XlaOp:
+        """This graph's node for ``op``: ``op`` itself (an instruction's node, or a result of a
+        multi-result one), or for a built program indexed from its module the node its builder's
+        node ``op`` became (a tuple's element for a ``get_tuple_element`` of a tuple).
+
+        Raises
+        ------
+        XlaSdkError
+            ``op`` is not an instruction of the computation (a region's node, a tuple, another
+            computation's node).
+        """
+        if op in self.names:
+            return op
+        if op.opdef is GET_TUPLE_ELEMENT and op.operands[0] in self.names:
+            return op
+        mapped = self.built.get(op.id)
+        if mapped is not None:
+            return mapped
+        if op.opdef is GET_TUPLE_ELEMENT and self.built:
+            src = op.operands[0]
+            if src.opdef is TUPLE and 0 <= op.extra < len(src.operands):
+                return self.node_of(src.operands[int(op.extra)])
+            whole = self.built.get(src.id)
+            parts = None if whole is None else self.parts.get(whole.id)
+            if parts is not None and 0 <= op.extra < len(parts):
+                return parts[int(op.extra)]
+        what = "a tuple, whose elements are instructions" if op.opdef is TUPLE else "not an instruction"
+        raise XlaSdkError(f"the node {op!r} is {what} of computation {self.name!r}")
 
     def callee(self, function: str) -> InstructionGraph:
         """The graph of the module's function ``function`` (see :meth:`Instruction.called_function`)."""
@@ -324,6 +366,11 @@ class InstructionGraph:
         got = self.names.get(op)
         if got is None and op.opdef is GET_TUPLE_ELEMENT:
             got = self.names.get(op.operands[0])
+        if got is None and self.built:  # a built program's node, in the import of its module
+            node = self.node_of(op)
+            got = self.names.get(node)
+            if got is None and node.opdef is GET_TUPLE_ELEMENT:
+                got = self.names.get(node.operands[0])
         if got is None:
             raise XlaSdkError(f"the node {op!r} is not an instruction of computation {self.name!r}")
         return got
