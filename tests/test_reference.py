@@ -353,3 +353,27 @@ def test_a_bf16_matmul_upstream_does_not_hide_a_wrong_f32_loss() -> None:
         return jax.nn.logsumexp(h, axis=-1).mean()
 
     assert xs.compare(xs.XlaComputation.from_stablehlo(jax.jit(right).lower(w, x).as_text()), [w, x]).ok
+
+
+def test_an_unstable_sort_with_payloads_is_evaluated_where_no_keys_tie() -> None:
+    """Where no two keys tie, a sort that is not stable orders its payloads one way only: the
+    evaluator computes it (it used to refuse every such sort); where keys tie it refuses, naming it."""
+    def build(comparator: Any = None) -> xs.XlaComputation:
+        b = xs.XlaBuilder("unstable")
+        k = _p(b, 0, np.float32, (2, 5), "k")
+        v = _p(b, 1, np.int32, (2, 5), "v")
+        s = ops.Sort(b, [k, v], dimension=1, comparator=comparator)  # is_stable=False
+        return b.build(ops.GetTupleElement(s, 1))
+
+    keys = np.array([[3, 1, 2, 5, 4], [0.5, -1, 7, 2, -3]], np.float32)
+    vals = np.arange(10, dtype=np.int32).reshape(2, 5)
+    (got,) = xs.evaluate(build(), keys, vals)
+    np.testing.assert_array_equal(got, np.take_along_axis(vals, np.argsort(keys, axis=1), axis=1))
+    descending = build(lambda a, c, x, y: ops.Gt(a, c))
+    (got,) = xs.evaluate(descending, keys, vals)
+    np.testing.assert_array_equal(got, np.take_along_axis(vals, np.argsort(-keys, axis=1), axis=1))
+    assert xs.compare(build(), [keys, vals]).ok  # XLA agrees
+    tied = keys.copy()
+    tied[1, 3] = tied[1, 0]
+    with pytest.raises(xs.UnsupportedOpError, match="not stable and carries payloads, on keys that tie"):
+        xs.evaluate(build(), tied, vals)

@@ -87,13 +87,13 @@ def _sort(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     dim = int(ev.attr(o, "dimension", -1))
     dim = dim % a[0].ndim if a[0].ndim else 0
     stable = bool(ev.attr(o, "is_stable", False))
-    if not stable and len(a) > 1:  # the order of equal keys is XLA's choice, and the payloads would show it
-        raise ev.fail(o, "that is not stable and carries payloads (the order of equal keys is XLA's choice)")
     (cmp,) = o.regions
     check_elementwise(cmp, o, ev)
     moved = [np.moveaxis(x, dim, -1) for x in a]
     fast = _lexsorted(cmp, moved, ev)
     if fast is not None:
+        if not stable and len(a) > 1:
+            _refuse_ties(o, cmp, fast, ev)
         return results_of(o, [as_output(np.moveaxis(x, -1, dim), sh)
                               for x, sh in zip(fast, result_shapes(o), strict=True)])
     lead = moved[0].shape[:-1]
@@ -117,7 +117,23 @@ def _sort(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
         order = sorted(range(n), key=functools.cmp_to_key(less))
         for out, r in zip(outs, rows, strict=True):
             out[idx] = r[order]
+    if not stable and len(a) > 1:
+        _refuse_ties(o, cmp, outs, ev)
     return results_of(o, [as_output(np.moveaxis(x, -1, dim), sh) for x, sh in zip(outs, result_shapes(o), strict=True)])
+
+
+def _refuse_ties(o: XlaOp, cmp: Region, ordered: list[np.ndarray[Any, Any]], ev: Evaluator) -> None:
+    """A sort that is not stable and carries payloads is determined only where no two keys tie
+    (neither orders before the other): the order of equal keys is XLA's choice, and the payloads
+    would show it. ``ordered``: the operands sorted (stably) along their last dimension; each
+    neighbour must come strictly before the next, by the comparator run on them all at once."""
+    if ordered[0].shape[-1] < 2:
+        return
+    args = [v for m in ordered for v in (m[..., :-1], m[..., 1:])]
+    before = np.asarray(ev.region(cmp, args)[0], dtype=bool)
+    if not before.all():
+        raise ev.fail(o, "that is not stable and carries payloads, on keys that tie (the order of equal keys is "
+                         "XLA's choice)")
 
 
 @evaluates(TOP_K)
