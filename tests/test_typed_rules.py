@@ -11,7 +11,7 @@ both against numpy where the op is simple.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -292,6 +292,15 @@ def _nodes(comp: xs.XlaComputation) -> list[xs.XlaOp]:
     return out
 
 
+def _declared(comp: xs.XlaComputation) -> Iterator[tuple[xs.XlaOp, str, Any, AttrKind]]:
+    """``(node, name, value, kind)`` of every attribute a row declares, on the program's nodes."""
+    for o in _nodes(comp):
+        for name, attr in o.attrs.items():
+            kind = declared_kind(o, name)
+            if kind is not None:
+                yield o, name, attr, kind
+
+
 def _loaded(comp: xs.XlaComputation) -> xs.XlaComputation:
     """The same program loaded from its StableHLO text (a built one is walked on its own nodes)."""
     return xs.XlaComputation.from_stablehlo(comp.as_stablehlo_text())
@@ -301,16 +310,12 @@ def test_loaded_nodes_read_each_declared_kind_typed() -> None:
     seen: set[AttrKind] = set()
     for comp in [_loaded(c) for c in [*(make()[0] for make in PROGRAMS.values()), _collectives()]]:
         ev = Evaluator(comp)
-        for o in _nodes(comp):
-            for name, attr in o.attrs.items():
-                kind = declared_kind(o, name)
-                if kind is None:
-                    continue
-                assert isinstance(attr, MlirAttr)  # as the module spells it
-                got = ev.attr(o, name)
-                assert isinstance(got, _KIND_TYPES[kind]), (o.opcode, name, got)
-                assert type(typed_attr(o, name)) is type(got)
-                seen.add(kind)
+        for o, name, attr, kind in _declared(comp):
+            assert isinstance(attr, MlirAttr)  # as the module spells it
+            got = ev.attr(o, name)
+            assert isinstance(got, _KIND_TYPES[kind]), (o.opcode, name, got)
+            assert type(typed_attr(o, name)) is type(got)
+            seen.add(kind)
     assert seen == set(AttrKind)
 
 
@@ -322,16 +327,12 @@ def test_built_nodes_hold_each_declared_kind_as_the_wrapper_stored_it() -> None:
     assert len(walked) >= len(built) - 3, [c.name for c in built if c not in walked]
     for comp in walked:
         ev = Evaluator(comp)
-        for o in _nodes(comp):
-            for name, attr in o.attrs.items():
-                kind = declared_kind(o, name)
-                if kind is None:
-                    continue
-                assert not isinstance(attr, MlirAttr), (o.opcode, name)
-                assert ev.attr(o, name) is attr
-                assert isinstance(attr, _KIND_TYPES[kind]), (o.opcode, name, attr)
-                seen.add(kind)
-    assert len(seen) >= len(AttrKind) - 2, set(AttrKind) - seen
+        for o, name, attr, kind in _declared(comp):
+            assert not isinstance(attr, MlirAttr), (o.opcode, name)
+            assert ev.attr(o, name) is attr
+            assert isinstance(attr, _KIND_TYPES[kind]), (o.opcode, name, attr)
+            seen.add(kind)
+    assert seen == set(AttrKind)
 
 
 def test_a_loaded_convolution_from_hlo_text(tmp_path: Any) -> None:
