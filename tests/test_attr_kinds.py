@@ -22,6 +22,7 @@ from xlasdk._optable import OPS, AttrKind
 from xlasdk.builder import XlaOp
 from xlasdk.errors import GraphImportError
 from xlasdk.program.attr_kinds import READERS, MlirAttr, read_attribute, typed_attributes
+from xlasdk.program.graph_import import import_graph
 
 DATA = Path(__file__).resolve().parent / "data"
 CORPORA = ("dumps", "dumps_tpu", "dumps_jax012")
@@ -150,8 +151,10 @@ def _assert_same_entries(first: _Entries, second: _Entries) -> None:
 def test_a_built_programs_instructions_read_back_the_builders_typed_values() -> None:
     comp, _ = _built()
     built = [(o.opcode, _declared(o, o.attrs)) for o in _nodes([comp.graph().root]) if o.opdef.attrs]
+    module_graph = import_graph(comp.compiler_ir(), comp.name)  # the module's import (comp walks its own nodes)
+    assert not set(map(id, _nodes(list(module_graph.outputs)))) & set(map(id, _nodes([comp.graph().root])))
     imported = [(o.opcode, _declared(o, typed_attributes(o)))
-                for o in _nodes(list(comp.instruction_graph().outputs)) if o.opdef.attrs]
+                for o in _nodes(list(module_graph.outputs)) if o.opdef.attrs]
     assert len({n for n, _ in built}) >= 32, sorted({n for n, _ in built})
     assert sum(len(d) for _, d in built) >= 25
     _assert_same_entries(built, imported)
