@@ -17,7 +17,8 @@ Where the built graph holds a tuple that the emitted module does not (a tuple ca
 a branch, a tuple-shaped parameter, a ``call`` the emitter inlines, a region returning a tuple) or
 writes something its nodes do not hold (a host callback's index, dynamic parameters written as
 padded arguments), the two would not be the same walk: :func:`index_built` returns None and the
-computation indexes the module it emits instead (:func:`.graph_import.import_graph`).
+computation indexes the module it emits instead (:func:`.graph_import.import_graph`), where the
+builder's nodes still find their instructions (:meth:`.graph_import.InstructionGraph.pair_built`).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def _node_fits(o: XlaOp) -> bool:
         return False  # (a host callback's module has the index of its callable, which the node does not)
     if _dynamic(o):
         return False
-    return all(not x.shape.is_tuple() or x.opdef is GET_TUPLE_ELEMENT for x in o.operands)
+    return all(not x.shape.is_tuple() for x in o.operands)  # (the emitter spreads or packs a tuple operand)
 
 
 def _region_fits(r: Region) -> bool:
