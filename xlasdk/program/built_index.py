@@ -23,13 +23,12 @@ builder's nodes still find their instructions (:meth:`.graph_import.InstructionG
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from .._optable import CALL, GET_TUPLE_ELEMENT, OPS, PARAMETER, TUPLE, HloForm
 from ..builder import Graph, Region, XlaOp
 from ..sharding._spmd import _result_shardings
 from .attr_kinds import MlirAttr
 from .graph_import import _PURE, Instruction, InstructionGraph, InstructionList, _names
+from .walk import reachable
 
 __all__ = ["index_built", "indexable"]
 
@@ -65,14 +64,7 @@ def _region_fits(r: Region) -> bool:
         return False
     if any(p.opdef is not PARAMETER or p.shape.is_tuple() for p in r.params):
         return False
-    params = {p.id for p in r.params}
-    return all(_fits(o) for o in _nodes([*r.results, *r.effects], params))
-
-
-def _nodes(roots: Sequence[XlaOp], known: set[int]) -> list[XlaOp]:
-    from .walk import reachable
-
-    return reachable(roots, known=known)
+    return all(_fits(o) for o in reachable([*r.results, *r.effects], known={p.id for p in r.params}))
 
 
 def _fits(o: XlaOp) -> bool:
@@ -81,30 +73,36 @@ def _fits(o: XlaOp) -> bool:
     return _node_fits(o) and all(_region_fits(r) for r in o.regions)
 
 
+def _own_instructions(graph: Graph) -> list[XlaOp] | None:
+    """The nodes of ``main`` but its parameters and a result tuple, in creation order, when every node
+    (regions included) is an op of the module the graph emits (see :func:`indexable`); else None."""
+    if graph.context is not None:
+        return None
+    root = graph.root
+    outputs = list(root.operands) if root.opdef is TUPLE else [root]
+    if any(x.shape.is_tuple() for x in outputs) and not (root.opdef is not TUPLE and _multi(root)):
+        return None
+    if not all(_node_fits(p) for p in graph.parameters):
+        return None
+    nodes = reachable([*outputs, *graph.side_effects], known={p.id for p in graph.parameters})
+    return nodes if all(_fits(o) for o in nodes) else None
+
+
 def indexable(graph: Graph) -> bool:
     """Whether a built graph's own nodes are the instructions of the module it emits (see the module
     docstring): no tuple but the result tuple, no tuple-shaped or dynamic parameter, no ``call``, no
     host callback, no region with bound parameters or a tuple result, anywhere."""
-    if graph.context is not None:
-        return False
-    root = graph.root
-    outputs = list(root.operands) if root.opdef is TUPLE else [root]
-    if any(x.shape.is_tuple() for x in outputs) and not (root.opdef is not TUPLE and _multi(root)):
-        return False
-    if not all(_node_fits(p) for p in graph.parameters):
-        return False
-    params = {p.id for p in graph.parameters}
-    return all(_fits(o) for o in _nodes([*outputs, *graph.side_effects], params))
+    return _own_instructions(graph) is not None
 
 
 def index_built(graph: Graph) -> InstructionGraph | None:
     """The :class:`~.graph_import.InstructionGraph` of a built graph's own nodes, or None when
     :func:`indexable` says they are not the module's instructions."""
-    if not indexable(graph):
+    nodes = _own_instructions(graph)
+    if nodes is None:
         return None
     root = graph.root
     params = tuple(graph.parameters)
-    nodes = [o for o in _nodes([root, *graph.side_effects], {p.id for p in params}) if o.opdef is not TUPLE]
     parts: dict[int, list[XlaOp | None]] = {}
     order: list[tuple[XlaOp, str]] = []
     for o in nodes:

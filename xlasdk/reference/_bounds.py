@@ -509,7 +509,8 @@ def _follow(nodes: list[XlaOp], bounds: dict[int, Any], env: dict[int, Value], e
 def _flips(o: XlaOp, vals: list[Value], bounds: dict[int, Any]) -> np.ndarray[Any, Any] | None:
     """Where a predicate may come out the other way on a device whose operands are off by their
     bounds (1.0 there, 0.0 elsewhere: a comparison whose float operands are within ``BOUND_MARGIN``
-    times their bounds of each other; a boolean op of such predicates), or None (never). A
+    times their bounds of each other), or None (never; a boolean op of such predicates carries
+    them on as any integer or boolean value does: :func:`_moved_flips`). A
     ``select`` of such a predicate may take either branch (:func:`_branch_flips`), a ReLU's gradient
     for one: first-order bounds do not see a branch change."""
     masks = [bounds.get(id(x)) for x in o.operands]
@@ -522,10 +523,6 @@ def _flips(o: XlaOp, vals: list[Value], bounds: dict[int, Any]) -> np.ndarray[An
             gap = np.abs(widened(np.asarray(vals[0])).astype(wide) - widened(np.asarray(vals[1])).astype(wide)).real
             reach = BOUND_MARGIN * (errs[0] + errs[1])
             return np.asarray(np.where(~(gap > reach), 1.0, 0.0))
-    if o.opdef.props.logical and all(isinstance(v, np.ndarray) and v.dtype == np.bool_ for v in vals):
-        found = [m for m in masks if isinstance(m, np.ndarray)]
-        if found and any(m.any() for m in found):
-            return np.asarray(np.maximum.reduce([np.broadcast_to(m, np.shape(vals[0])) for m in found]), np.float64)
     return None
 
 
