@@ -265,7 +265,10 @@ def test_a_directory_of_another_user_is_off(tmp_path: Path, monkeypatch: pytest.
         monkeypatch.setattr(trust, "_euid", lambda: real + 1)
     hits, misses, said = _compiles(comp, tmp_path / "theirs2")
     assert (hits, misses) == (0, 2)
-    assert len(said) == 1 and "is owned by" in said[0] and "a directory of your own" in said[0]
+    # as root the directory is another user's; otherwise every directory of ours is, and the walk
+    # from / down names the first of them (the way to the directory is checked before it)
+    fix = "a directory of your own" if os.geteuid() == 0 else "a cache directory inside one of your own"
+    assert len(said) == 1 and "is owned by" in said[0] and fix in said[0]
 
 
 def test_a_directory_under_a_world_writable_one_without_sticky_bit_is_off(tmp_path: Path) -> None:
@@ -291,6 +294,168 @@ def test_a_new_cache_directory_is_private(tmp_path: Path) -> None:
         assert stat.S_IMODE(os.stat(d).st_mode) == 0o700, d
     key = tmp_path / "a" / "b" / "cache" / trust.KEY_NAME
     assert stat.S_IMODE(os.stat(key).st_mode) == 0o600 and key.stat().st_size == 32
+
+
+# -- symbolic links on the way: who chooses where the cache is ---------------------------------------
+OTHER = 65534  # nobody: another user, for the tests that run as root
+
+
+def _theirs(d: Path, mode: int = 0o755) -> Path:
+    """A directory of another user's (made by root, handed over)."""
+    d.mkdir()
+    os.chown(d, OTHER, OTHER)
+    os.chmod(d, mode)
+    return d
+
+
+def _link(link: Path, target: Path, owner: int | None = None) -> Path:
+    link.symlink_to(target)
+    if owner is not None:
+        os.lchown(link, owner, owner)
+    return link
+
+
+def _tree(root: Path) -> dict[str, tuple[int, int, int, int]]:
+    """Every path under ``root`` (``root`` included) with its inode, mode, size and mtime: anything
+    written there changes it."""
+    out = {}
+    for d, dirs, files in os.walk(root):
+        for p in [d, *(os.path.join(d, n) for n in dirs + files)]:
+            st = os.lstat(p)
+            out[p] = (st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns)
+    return out
+
+
+def _through_env(cache: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int, list[str]]:
+    """(hits, misses) of two loads and compiles of PLUS with ``$XLASDK_CACHE_DIR`` = ``cache`` (the
+    compile cache and its loads/), from a cold memory each time, and the cache's warnings."""
+    monkeypatch.setenv("XLASDK_CACHE_DIR", str(cache))
+    monkeypatch.delenv("XLASDK_LOAD_CACHE", raising=False)
+    c = cache_mod.resolve_cache(None)
+    assert c is not None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            load_cache.clear()
+            comp = xs.XlaComputation.from_hlo_text(PLUS)
+            np.testing.assert_array_equal(np.asarray(xs.compile(comp)(X).to_numpy()), X + 1)
+    load_cache.clear()
+    return c.hits, c.misses, [str(w.message) for w in caught if "xlasdk cache" in str(w.message)]
+
+
+def _victim_home(tmp_path: Path) -> Path:
+    """The current user's private directory, with a ``.ssh`` in it."""
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    (home / ".ssh").mkdir(mode=0o700)
+    (home / ".ssh" / "authorized_keys").write_text("ssh-ed25519 AAAA me\n")
+    return home
+
+
+@pytest.mark.parametrize("below", [False, True], ids=["the-link", "below-the-link"])
+@pytest.mark.parametrize("where", ["their-directory", "sticky-directory"])
+def test_another_users_link_to_the_users_directory_turns_the_cache_off_and_writes_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str, below: bool) -> None:
+    """Another user's link (in their directory, or in a shared sticky one as /tmp) to the user's
+    ``~/.ssh``: the cache is off with one warning, and nothing is written there (no CACHEDIR.TAG,
+    key, entry or loads/), nor is a directory made below the link."""
+    if os.geteuid() != 0:
+        pytest.skip("another user's directory and link need root to make")
+    home = _victim_home(tmp_path)
+    if where == "their-directory":
+        holder = _theirs(tmp_path / "theirs")
+    else:
+        holder = tmp_path / "shared-tmp"  # root's, mode 1777: anyone may add a link, only its owner replace it
+        holder.mkdir()
+        os.chmod(holder, 0o1777)
+    link = _link(holder / "xlasdk-cache", home / ".ssh", owner=OTHER)
+    cache = link / "xlasdk" if below else link
+    before = _tree(home)
+    hits, misses, said = _through_env(cache, monkeypatch)
+    assert (hits, misses) == (0, 2)
+    assert len(said) == 1 and f"xlasdk cache {cache} is off in this process" in said[0], said
+    culprit = str(holder) if where == "their-directory" else str(link)
+    assert culprit in said[0] and "nobody" in said[0], said[0]
+    assert _tree(home) == before  # nothing written at the target
+    assert CompileCache(cache).clear() == 0 and CompileCache(cache).entries() == [] and _tree(home) == before
+
+
+@pytest.mark.parametrize("below", [False, True], ids=["the-link", "below-the-link"])
+def test_the_users_own_link_to_the_users_directory_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         below: bool) -> None:
+    """No crying wolf: a link of the user's, in the user's directory, to a directory of the user's
+    (the common ``~/.cache -> /data/me/cache``) is a cache like any other."""
+    real = tmp_path / "data" / "cache"
+    real.mkdir(parents=True, mode=0o700)
+    link = _link(tmp_path / "dot-cache", real)
+    cache = link / "xlasdk" if below else link
+    hits, misses, said = _through_env(cache, monkeypatch)
+    assert (hits, misses) == (1, 1) and said == []
+    stored = real / "xlasdk" if below else real
+    assert (stored / trust.TAG_NAME).is_file() and (stored / trust.KEY_NAME).is_file()
+    assert len(CompileCache(cache).entries()) == 1 and CompileCache(cache / "loads").entries() != []
+    assert link.is_symlink()  # written through, not replaced
+
+
+@pytest.mark.parametrize("how", ["their-directory-above-the-given-path", "their-link-in-the-users-directory",
+                                 "their-link-on-the-way-only"])
+def test_another_users_directory_or_link_on_the_way_turns_the_cache_off(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch,
+                                                                          how: str) -> None:
+    """The resolved path is all the user's; the way to it is not: another user's directory above
+    the path as given (holding a link of the user's), a link of another user's in the user's own
+    directory, or another user's link met only on the way (the user's link leads to it, it leads
+    back to the user's directory: neither the path as given nor the resolved one names it)."""
+    if os.geteuid() != 0:
+        pytest.skip("another user's directory and link need root to make")
+    home = _victim_home(tmp_path)
+    target = home / "cache"
+    target.mkdir(mode=0o700)
+    if how == "their-directory-above-the-given-path":
+        theirs = _theirs(tmp_path / "theirs")
+        cache = _link(theirs / "c", target)  # the link is the user's: its directory is not
+        culprit = f"the directory above it, {theirs}, is owned by"
+    elif how == "their-link-in-the-users-directory":
+        cache = _link(home / "c", target, owner=OTHER)
+        culprit = f"the symbolic link {cache} on the way to it is owned by"
+    else:
+        theirs = _theirs(tmp_path / "theirs")
+        hop = _link(theirs / "hop", target, owner=OTHER)
+        cache = _link(home / "c", hop)
+        assert not {str(theirs), str(hop)} & {*map(str, cache.parents), *map(str, cache.resolve().parents)}
+        culprit = f"the directory {theirs}, on the way to it through a symbolic link, is owned by"
+    assert cache.resolve() == target
+    before = _tree(home)
+    hits, misses, said = _through_env(cache, monkeypatch)
+    assert (hits, misses) == (0, 2)
+    assert len(said) == 1 and culprit in said[0] and "nobody" in said[0], said
+    assert _tree(home) == before
+
+
+def test_the_way_to_a_cache_directory_is_walked_as_the_system_resolves_it(tmp_path: Path) -> None:
+    """directory_problem on links with ``..``, links to links, a loop and a dangling link: the
+    verdict the walk gives, and FileNotFoundError only where nothing on the way is untrusted."""
+    base = tmp_path / "b"
+    (base / "x" / "y").mkdir(parents=True, mode=0o700)
+    _link(base / "up", Path("x/y/.."))  # relative, with ..: base/x
+    assert trust.directory_problem(str(base / "up")) is None
+    _link(base / "chain", base / "up")
+    assert trust.directory_problem(str(base / "chain" / "y")) is None
+    with pytest.raises(FileNotFoundError):
+        trust.directory_problem(str(base / "chain" / "new" / "deeper"))
+    _link(base / "dangling", base / "gone")
+    with pytest.raises(FileNotFoundError):
+        trust.directory_problem(str(base / "dangling"))
+    _link(base / "loop", base / "loop")
+    problem = trust.directory_problem(str(base / "loop"))
+    assert problem is not None and "cannot be examined" in problem.why
+    open_top = tmp_path / "open"
+    open_top.mkdir()
+    os.chmod(open_top, 0o777)
+    _link(base / "to-open", open_top / "missing")
+    problem = trust.directory_problem(str(base / "to-open"))  # not there, but the way to it is untrusted
+    assert problem is not None and problem.at == str(open_top) and "without the sticky bit" in problem.why
+    assert not (open_top / "missing").exists()
 
 
 @pytest.mark.parametrize("how", ["group-writable", "other-owner", "symlink"])

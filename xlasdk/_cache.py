@@ -220,8 +220,9 @@ class CompileCache:
     Safe for several threads and processes at once: entries appear by atomic rename, readers
     validate every entry, and eviction tolerates files vanishing under it.
 
-    The directory is a trust boundary (:mod:`xlasdk._cache_trust`): it is used only if you own it
-    and no one else can write it (else the cache is off for the process, with one warning), an
+    The directory is a trust boundary (:mod:`xlasdk._cache_trust`): it is used only if you own it,
+    no one else can write it, and no one else's directory or symbolic link is on the way to it
+    (else the cache is off for the process, with one warning, and nothing is written), an
     entry only if it is a regular file of yours that no one else can write, at most ``max_bytes``,
     whose HMAC under the directory's private key holds; cleaning deletes only what the cache wrote.
 
@@ -300,9 +301,9 @@ class CompileCache:
                 problem = trust.directory_problem(self._dir)
             except FileNotFoundError:
                 return None
-            v = _verdicts[self._dir] = problem or ""
-            if problem:
-                trust.warn_once(self._dir, "directory", f"xlasdk cache {self._dir} is off in this process: {problem}")
+            v = _verdicts[self._dir] = "" if problem is None else problem.why
+            if problem is not None:  # said once per cause: a cache and its loads/ are off for one reason
+                trust.warn_once(problem.at, "directory", f"xlasdk cache {self._dir} is off in this process: {v}")
         return v
 
     def _distrust(self, problem: str) -> None:
@@ -411,7 +412,9 @@ class CompileCache:
             When the directory cannot be created or written.
         """
         path = self._path(key)
-        _make_private_dirs(self._dir)
+        if self._verdict():  # off (said once): nothing is created, not even the directory
+            return
+        _make_private_dirs(self._dir)  # below directories the verdict found trusted
         if self._verdict() != "":
             return
         mkey = self._mac_key(make=True)

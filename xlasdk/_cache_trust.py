@@ -5,10 +5,14 @@ both (:mod:`xlasdk._cache` applies them to every cache of xlasdk: the compile ca
 verified-load records in its ``loads/`` directory):
 
 * **The directory** is used only if the current user owns it and neither its group nor others
-  can write it, and no directory above it lets another user swap it (owned by someone other
-  than the user or root, or writable by everyone without the sticky bit). Otherwise the cache is
-  off for the process, with one warning saying why and how to fix it (as pip does with its
-  cache); the user's work goes on uncached. Directories xlasdk creates are mode 0700.
+  can write it, and nothing on the way to it lets another user swap it or choose where it
+  leads: the path is walked as the system resolves it, so each directory above the path as
+  given and above wherever its symbolic links lead must be the user's or root's and not
+  writable by everyone without the sticky bit, and each symbolic link on the way the user's or
+  root's. Otherwise the cache is off for the process, with one warning saying why and how to
+  fix it (as pip does with its cache), and nothing is written (not even the directory); the
+  user's work goes on uncached. Directories xlasdk creates are mode 0700, made only below
+  directories found trusted.
 * **An entry** is opened without following symbolic links (``O_NOFOLLOW``), without blocking
   (a FIFO), and checked on the open descriptor before a byte is read: a regular file, owned by
   the user, not writable by group or others, at most the cache's size limit (a 6 GiB sparse
@@ -38,12 +42,12 @@ import secrets
 import stat
 import tempfile
 import warnings
-from typing import Final
+from typing import Final, NamedTuple
 
 from ._atomic import file_kind
 
 __all__ = [
-    "KEY_NAME", "TAG_NAME", "ENTRY_NAME", "TMP_NAME", "TMP_PREFIX", "directory_problem", "entry_problem",
+    "KEY_NAME", "TAG_NAME", "ENTRY_NAME", "TMP_NAME", "TMP_PREFIX", "Distrust", "directory_problem", "entry_problem",
     "open_nofollow", "read_fd", "load_key", "make_key", "has_tag", "write_tag", "warn_once", "mac",
 ]
 
@@ -61,6 +65,8 @@ ENTRY_NAME: Final = re.compile(r"[0-9a-f]{64}\.xlaexe")
 TMP_PREFIX: Final = ".tmp-xlasdk-"
 TMP_NAME: Final = re.compile(r"\.tmp-xlasdk-[A-Za-z0-9_]{1,32}")
 
+#: symbolic links followed on the way to a cache directory before it counts as a loop (Linux's limit)
+_MAX_LINKS: Final = 40
 _NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK: Final = getattr(os, "O_NONBLOCK", 0)
 _CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
@@ -79,47 +85,153 @@ def _who(uid: int) -> str:
         return f"uid {uid}"
 
 
-def directory_problem(path: str) -> str | None:
+class Distrust(NamedTuple):
+    """Why a cache directory cannot be trusted: ``why`` (with how to fix it), caused by ``at``.
+
+    ``at`` is the directory or symbolic link at fault (the cache directory itself as resolved, or
+    one on the way to it): the warning is said once per ``at``, so a cache and its ``loads/``,
+    off for one reason, say it once.
+    """
+
+    at: str
+    why: str
+
+
+def directory_problem(path: str) -> Distrust | None:
     """Why the cache directory ``path`` cannot be trusted, with how to fix it; None when it can.
 
-    Raises FileNotFoundError when ``path`` does not exist (nothing to read; a store creates it).
+    ``path`` is checked the way the system resolves it, from ``/`` down (:func:`_way_problem`):
+    every directory a name is looked up in, above the path as given and above wherever its
+    symbolic links lead, must be the user's or root's and not writable by everyone without the
+    sticky bit; every symbolic link on the way must be the user's or root's. Then the directory
+    itself (where the links lead) must be the user's and writable by no one else.
+
+    Raises FileNotFoundError when ``path`` does not exist and nothing on the way to it is
+    untrusted (a store then creates it, mode 0700, and checks it again): a path through another
+    user's directory or link is refused before anything is created.
     """
+    path = os.path.abspath(path)
     try:
-        st = os.stat(path)
+        st: os.stat_result | None = os.stat(path)
     except (FileNotFoundError, NotADirectoryError):  # not there (a store creates it, or fails saying why)
-        raise FileNotFoundError(path) from None
+        st = None
     except OSError as e:
-        return f"it cannot be examined ({e.strerror}). Check its permissions"
-    if not stat.S_ISDIR(st.st_mode):
-        return f"it is {file_kind(st.st_mode)}, not a directory. Set XLASDK_CACHE_DIR to a directory of your own"
+        return Distrust(path, f"it cannot be examined ({e.strerror}). Check its permissions")
     me = _euid()
-    if me is None:  # not POSIX (Windows): no owners or mode bits to check
+    if me is not None:  # POSIX (Windows has no owners or mode bits to check)
+        problem = _way_problem(path, me)
+        if problem is not None:
+            return problem
+    if st is None:
+        raise FileNotFoundError(path)
+    real = os.path.realpath(path)
+    if not stat.S_ISDIR(st.st_mode):
+        return Distrust(real, f"it is {file_kind(st.st_mode)}, not a directory. Set XLASDK_CACHE_DIR to a "
+                        "directory of your own")
+    if me is None:
         return None
     if st.st_uid != me:
-        return (f"it is owned by {_who(st.st_uid)}, not by you ({_who(me)}), and its entries would run as your "
-                "code. Set XLASDK_CACHE_DIR (or cache=) to a directory of your own")
+        return Distrust(real, f"it is owned by {_who(st.st_uid)}, not by you ({_who(me)}), and its entries would "
+                        "run as your code. Set XLASDK_CACHE_DIR (or cache=) to a directory of your own")
     if st.st_mode & 0o022:
         who = "its group and others" if st.st_mode & 0o022 == 0o022 else ("others" if st.st_mode & 0o002 else
                                                                          "its group")
-        return (f"its mode {stat.S_IMODE(st.st_mode):04o} lets {who} write entries that would run as your code. "
-                f"Run `chmod go-w {path}` if only you write there, or use a directory of your own")
-    parent = os.path.dirname(os.path.realpath(path))
+        return Distrust(real, f"its mode {stat.S_IMODE(st.st_mode):04o} lets {who} write entries that would run as "
+                        f"your code. Run `chmod go-w {path}` if only you write there, or use a directory of your own")
+    return None
+
+
+def _names(path: str) -> list[str]:
+    return [n for n in path.split("/") if n not in ("", ".")]
+
+
+def _above(path: str) -> set[str]:
+    """The directories above ``path`` (absolute), ``/`` included."""
+    out: set[str] = set()
     while True:
+        up = os.path.dirname(path)
+        if up == path:
+            return out
+        out.add(up)
+        path = up
+
+
+def _way_problem(path: str, me: int) -> Distrust | None:
+    """What on the way to the absolute ``path`` lets another user choose where it leads; None if nothing.
+
+    Walks ``path`` as the system resolves it, one name at a time from ``/``, following each
+    symbolic link (a link's own owner counts: in a sticky directory such as ``/tmp`` its owner
+    can replace it). Each directory a name is looked up in is checked: owned by the user or root,
+    not writable by everyone without the sticky bit. The last directory, the cache directory
+    itself, is left to :func:`directory_problem`'s stricter rule; the walk stops at the first name
+    that does not exist (what the store creates below it is the user's, mode 0700).
+    """
+    above = _above(path) | _above(os.path.realpath(path))
+    todo = _names(path)[::-1]  # a stack: the next name last
+    current = "/"
+    links = 0
+    if todo:
+        problem = _lookup_problem("/", "/" in above, me)
+        if problem is not None:
+            return problem
+    while todo:
+        name = todo.pop()
+        if name == "..":
+            current = os.path.dirname(current)
+            continue
+        step = os.path.join(current, name)
         try:
-            pst = os.stat(parent)
-        except OSError as e:
-            return f"the directory above it, {parent}, cannot be examined ({e.strerror})"
-        if pst.st_uid not in (me, 0):
-            return (f"the directory above it, {parent}, is owned by {_who(pst.st_uid)}, who could replace it. "
-                    "Use a cache directory inside one of your own")
-        if pst.st_mode & 0o002 and not pst.st_mode & stat.S_ISVTX:
-            return (f"the directory above it, {parent}, is writable by everyone (mode "
-                    f"{stat.S_IMODE(pst.st_mode):04o}) without the sticky bit, so anyone could replace it. "
-                    "Use a cache directory inside one of your own")
-        up = os.path.dirname(parent)
-        if up == parent:
+            st = os.lstat(step)
+        except (FileNotFoundError, NotADirectoryError):
             return None
-        parent = up
+        except OSError as e:
+            return Distrust(step, f"{_directory(step, step in above)} cannot be examined ({e.strerror})")
+        if stat.S_ISLNK(st.st_mode):
+            if st.st_uid not in (me, 0):
+                return Distrust(step, f"the symbolic link {step} on the way to it is owned by {_who(st.st_uid)}, who "
+                                "could point it elsewhere. Use a cache directory inside one of your own, reached "
+                                "through no one else's links")
+            links += 1
+            try:
+                if links > _MAX_LINKS:
+                    raise OSError(errno.ELOOP, os.strerror(errno.ELOOP))
+                target = os.readlink(step)
+            except OSError as e:
+                return Distrust(step, f"the symbolic link {step} on the way to it cannot be followed ({e.strerror})")
+            if target.startswith("/"):
+                current = "/"
+            todo.extend(reversed(_names(target)))
+            continue
+        if not stat.S_ISDIR(st.st_mode):  # a file on the way: there is no directory (a store fails saying why)
+            return None
+        current = step
+        if todo:  # a directory a name is looked up in (the last one is the cache directory itself)
+            problem = _lookup_problem(step, step in above, me, st)
+            if problem is not None:
+                return problem
+    return None
+
+
+def _directory(path: str, above: bool) -> str:
+    return (f"the directory above it, {path}," if above
+            else f"the directory {path}, on the way to it through a symbolic link,")
+
+
+def _lookup_problem(directory: str, above: bool, me: int, st: os.stat_result | None = None) -> Distrust | None:
+    """Why a name looked up in ``directory`` cannot be trusted (another user could replace it), or None."""
+    where = _directory(directory, above)
+    if st is None:
+        try:
+            st = os.stat(directory)
+        except OSError as e:
+            return Distrust(directory, f"{where} cannot be examined ({e.strerror})")
+    if st.st_uid not in (me, 0):
+        return Distrust(directory, f"{where} is owned by {_who(st.st_uid)}, who could replace it. "
+                        "Use a cache directory inside one of your own")
+    if st.st_mode & 0o002 and not st.st_mode & stat.S_ISVTX:
+        return Distrust(directory, f"{where} is writable by everyone (mode {stat.S_IMODE(st.st_mode):04o}) without "
+                        "the sticky bit, so anyone could replace it. Use a cache directory inside one of your own")
+    return None
 
 
 def open_nofollow(path: str) -> int:

@@ -8,7 +8,10 @@ private 0700 directory. What is planted, a random pick per trial: the first user
 and verified-load record of ``x * 1000`` re-labelled as those of ``x + 1`` (sha256 made to hold,
 HMAC copied), entries and a key file made with the second user's own key, a record nested 100,000
 deep, garbage, a 6 GiB sparse file, a FIFO, symbolic links (to the first user's files, to the key
-file) under entry names, ``.tmp-*`` files, a ``CACHEDIR.TAG``.
+file) under entry names, ``.tmp-*`` files, a ``CACHEDIR.TAG``. In a fifth place the second user
+plants no cache at all, only a symbolic link (in that user's directory, or in a shared sticky one
+as ``/tmp``) to the first user's ``~/.ssh``, which the first user's ``XLASDK_CACHE_DIR`` names
+(the link, or a directory below it): the cache must be off and write nothing under the home.
 
 Then the first user, in a fresh process, loads and compiles ``x + 1`` and ``x * 1000`` through the
 cache (``XLASDK_CACHE_DIR``) and runs them, and runs ``xlasdk cache clear`` and ``cache info``. The
@@ -18,7 +21,7 @@ directory, the files links point to) is still there and unchanged (cleaning dele
 cache wrote), and a directory the cache may not use is reported in one warning line.
 
 Skipped unless running as root with ``useradd`` available. The quick profile runs one trial of
-each of the four places; the long one (``pytest -m campaign``) ``XLASDK_CACHE_USERS_LONG`` trials
+each of the five places; the long one (``pytest -m campaign``) ``XLASDK_CACHE_USERS_LONG`` trials
 (default 100).
 """
 
@@ -44,7 +47,7 @@ import pytest
 LONG = int(os.environ.get("XLASDK_CACHE_USERS_LONG", "100"))
 REPO = str(Path(__file__).resolve().parents[2])
 USER = "xlasdk-cache-mallory"
-PLACES = ("theirs", "mine-0777", "under-theirs", "mine-private")
+PLACES = ("theirs", "mine-0777", "under-theirs", "mine-private", "linked-by-theirs")
 _MAGIC = b"XLASDK-CACHE-ENTRY\n"
 _FIXED = len(_MAGIC) + 16 + 64  # magic, version + lengths, sha256, HMAC (xlasdk._cache)
 
@@ -170,6 +173,8 @@ def _trial(i: int, place: str, rng: random.Random, base: Path, pw: pwd.struct_pa
     t = base / f"t{i}"
     t.mkdir(mode=0o711)
     os.chmod(t, 0o711)
+    if place == "linked-by-theirs":
+        return _linked_trial(i, rng, t, pw)
     mine = t / "mine"  # the first user's own files, outside the cache
     mine.mkdir(mode=0o755)
     secret = mine / "secret.xlaexe"
@@ -257,6 +262,59 @@ def _trial(i: int, place: str, rng: random.Random, base: Path, pw: pwd.struct_pa
         changed = [p for p, v in _snapshot([Path(p) for p in keep]).items() if v != keep[p]]
         if changed:
             problems.append(f"{what}: files the cache did not write were changed: {changed}")
+    return problems
+
+
+def _tree(root: Path) -> dict[str, tuple[int, int, int, int]]:
+    out = {}
+    for d, dirs, files in os.walk(root):
+        for p in [d, *(os.path.join(d, n) for n in dirs + files)]:
+            st = os.lstat(p)
+            out[p] = (st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns)
+    return out
+
+
+def _linked_trial(i: int, rng: random.Random, t: Path, pw: pwd.struct_passwd) -> list[str]:
+    """The second user's link to the first user's ``~/.ssh``, named by the first user's
+    ``XLASDK_CACHE_DIR``: off with one warning, nothing written under the home (no CACHEDIR.TAG,
+    key, entry, ``loads/`` or directory below the link), by the compiles nor by ``cache clear``/``info``."""
+    home = t / "home"  # the first user's, private
+    home.mkdir(mode=0o700)
+    (home / ".ssh").mkdir(mode=0o700)
+    (home / ".ssh" / "authorized_keys").write_text("ssh-ed25519 AAAA the-first-user\n")
+    if rng.random() < 0.5:
+        holder = t / "theirs"
+        _theirs(holder, pw, 0o755)
+    else:
+        holder = t / "tmp"  # a shared sticky directory, as /tmp
+        holder.mkdir()
+        os.chmod(holder, 0o1777)
+    _as_user(pw, f"ln -s {home}/.ssh {holder}/xlasdk-cache")
+    cache = holder / "xlasdk-cache"
+    if rng.random() < 0.5:
+        cache = cache / "xlasdk"
+    before = _tree(home)
+    what = f"trial {i} (linked-by-theirs: {cache} -> {home}/.ssh)"
+    problems: list[str] = []
+    r = _py(_VICTIM, cache, json.dumps({"plus": PLUS, "times": TIMES}))
+    if r.returncode != 0:
+        problems.append(f"{what}: the first user's process exited {r.returncode}: {r.stderr[-2000:]}")
+    else:
+        got = json.loads(r.stdout.strip().splitlines()[-1])
+        if not got["ok"]:
+            problems.append(f"{what}: wrong values")
+        dir_warnings = [w for w in got["warnings"] if "is off in this process" in w]
+        if len(dir_warnings) != 1:
+            problems.append(f"{what}: {len(dir_warnings)} warnings that the directory is off: {got['warnings']}")
+    for verb in (["clear"], ["info", "--list"]):
+        c = subprocess.run([sys.executable, "-m", "xlasdk.cli", "cache", *verb, "--dir", str(cache)],
+                           capture_output=True, text=True, env=_env(None), timeout=300)
+        if c.returncode != 0 or "Traceback" in c.stderr:
+            problems.append(f"{what}: cache {verb[0]} exited {c.returncode}: {c.stderr[-1500:]}")
+    after = _tree(home)
+    if after != before:
+        problems.append(f"{what}: written under the first user's home: "
+                        f"{sorted(set(after) ^ set(before)) or [p for p in after if after[p] != before.get(p)]}")
     return problems
 
 
