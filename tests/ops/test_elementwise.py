@@ -195,6 +195,8 @@ UNARY_REF: dict[str, tuple[Callable[[Any], Any], str, str, float]] = {
     "Abs": (np.abs, "any", "any", 1),
     "Neg": (np.negative, "any", "any", 1),
     "Exp": (np.exp, "exp", "any", 4),
+    "Exp2": (np.exp2, "exp", "any", 4),
+    "Log2": (np.log2, "pos", "pos", 4),
     "Expm1": (np.expm1, "exp", "any", 4),
     "Log": (np.log, "pos", "pos", 4),
     "Log1p": (np.log1p, "gt-1", "pos", 4),

@@ -109,7 +109,7 @@ def deserialize_executable(client: Any, blob: bytes, devices: Sequence[Any], opt
     FormatError
         When XLA cannot parse the blob.
     """
-    if b"lapack_" in blob:
+    if lapack.names_a_target(blob):
         lapack.ensure_registered()
     try:
         return client.deserialize_executable(blob, _xc.DeviceList(tuple(devices)), options)

@@ -1,20 +1,31 @@
-"""jaxlib's LAPACK kernels as XLA:CPU custom-call targets.
+"""jaxlib's own XLA:CPU custom-call targets: LAPACK kernels and special functions.
 
-jaxlib 0.10.2 ships typed-FFI LAPACK handlers (``lapack_sgetrf_ffi``, ``lapack_dgeqrf_ffi``, ...)
-in ``jaxlib.cpu._lapack`` but registers them with XLA only when jax imports them. xlasdk never
-imports jax: :func:`ensure_registered` registers every ``*_ffi`` handler once, for the ``cpu``
-platform, before the first op that calls one is built.
+jaxlib ships typed-FFI handlers for XLA:CPU in ``jaxlib.cpu``: LAPACK (``_lapack``:
+``lapack_sgetrf_ffi``, ``lapack_dgeqrf_ffi``, ...), special functions (``_math``, new in jaxlib
+0.12.1: ``cpu_lgamma_ffi`` and ``cpu_digamma_ffi``, which JAX 0.12.1 lowers
+``jax.scipy.special.gammaln`` / ``digamma`` to on the CPU) and sparse kernels (``_sparse``:
+``cpu_csr_sparse_dense_ffi``). jaxlib registers them with XLA only when jax imports them; xlasdk
+never imports jax: :func:`ensure_registered` registers every ``*_ffi`` handler of every such module
+the installed jaxlib has, once, for the ``cpu`` platform, before a program that calls one is
+compiled or loaded (:func:`names_a_target` tells from its text or bytes).
 """
 
 from __future__ import annotations
 
+import importlib
+import re
 import threading
 from typing import Final
 
 from ..types import PrimitiveType
 
-__all__ = ["ensure_registered", "target_name"]
+__all__ = ["ensure_registered", "names_a_target", "target_name", "MODULES"]
 
+MODULES: Final[tuple[str, ...]] = ("jaxlib.cpu._lapack", "jaxlib.cpu._math", "jaxlib.cpu._sparse")
+"""The ``jaxlib.cpu`` extension modules whose ``registrations()`` give XLA:CPU FFI handlers (a
+module the installed jaxlib lacks is skipped: ``_math`` is new in 0.12.1)."""
+
+_TARGET: Final = re.compile(rb"\b(?:lapack|cpu)_\w+_ffi\b")
 _lock: Final = threading.Lock()
 _done = False
 
@@ -23,8 +34,16 @@ _PREFIX: Final[dict[PrimitiveType, str]] = {
 }
 
 
+def names_a_target(program: str | bytes) -> bool:
+    """Whether a program's text or serialized bytes may call one of jaxlib's CPU targets
+    (``lapack_*_ffi``, ``cpu_*_ffi``)."""
+    data = program.encode("utf-8", "surrogateescape") if isinstance(program, str) else program
+    return _TARGET.search(data) is not None
+
+
 def ensure_registered() -> None:
-    """Register jaxlib's LAPACK FFI handlers with XLA:CPU (idempotent, thread-safe)."""
+    """Register jaxlib's XLA:CPU FFI handlers (LAPACK, special functions, sparse) with XLA
+    (idempotent, thread-safe)."""
     global _done
     if _done:
         return
@@ -32,12 +51,18 @@ def ensure_registered() -> None:
         if _done:
             return
         from jaxlib import xla_client as _xc
-        from jaxlib.cpu import _lapack  # type: ignore[attr-defined,unused-ignore]  # typed or not, by jaxlib version
 
-        _lapack.initialize()
-        for name, value in _lapack.registrations().items():
-            if name.endswith("_ffi"):
-                _xc.register_custom_call_target(name, value, platform="cpu", api_version=1)
+        for name in MODULES:
+            try:
+                module = importlib.import_module(name)
+            except ImportError:  # this jaxlib has no such module
+                continue
+            init = getattr(module, "initialize", None)
+            if init is not None:
+                init()
+            for target, value in module.registrations().items():
+                if target.endswith("_ffi"):
+                    _xc.register_custom_call_target(target, value, platform="cpu", api_version=1)
         _done = True
 
 

@@ -287,7 +287,7 @@ def compile_and_load(client: Any, module_text: str, devices: Sequence[Any], opti
     CompileError
         When XLA rejects the module or the options; the message names the computation.
     """
-    if "lapack_" in module_text:  # jaxlib's LAPACK custom calls (ops.LU, jax dumps): register them
+    if lapack.names_a_target(module_text):  # jaxlib's CPU custom calls (ops.LU, jax dumps): register them
         lapack.ensure_registered()
     try:
         return client.compile_and_load(module_text, _xc.DeviceList(tuple(devices)), options)

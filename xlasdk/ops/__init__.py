@@ -2,7 +2,7 @@
 
 Each op lives in the module of its family, beside its shape rule:
 ``sources`` (Parameter, Constant, Iota), ``elementwise`` (unary, binary, comparisons, Select,
-Clamp), ``convert`` (ConvertElementType, BitcastConvertType, ReducePrecision), ``shaping``
+Clamp), ``fma`` (Fma), ``convert`` (ConvertElementType, BitcastConvertType, ReducePrecision), ``shaping``
 (Broadcast, Reshape, Transpose, Slice, ConcatInDim...), ``linalg`` (Dot, DotGeneral, Cholesky,
 TriangularSolve), ``decompositions`` (QR, LU, Eigh, SVD...), ``conv`` (ConvGeneralDilated, Conv),
 ``reduce`` (Reduce, Map, BatchNormTraining/Inference/Grad), ``window`` (ReduceWindow...),
@@ -27,6 +27,7 @@ from . import (
     decompositions,
     elementwise,
     fft,
+    fma,
     host_callback,
     indexing,
     linalg,
@@ -47,6 +48,7 @@ from .custom_call import *  # noqa: F403
 from .decompositions import *  # noqa: F403
 from .elementwise import *  # noqa: F403
 from .fft import *  # noqa: F403
+from .fma import *  # noqa: F403
 from .host_callback import *  # noqa: F403
 from .indexing import *  # noqa: F403
 from .linalg import *  # noqa: F403
@@ -69,6 +71,7 @@ __all__ += custom_call.__all__
 __all__ += decompositions.__all__
 __all__ += elementwise.__all__
 __all__ += fft.__all__
+__all__ += fma.__all__
 __all__ += host_callback.__all__
 __all__ += indexing.__all__
 __all__ += linalg.__all__

@@ -20,6 +20,7 @@ broadcasting the binary ops, comparisons and ``Clamp`` share live in :mod:`xlasd
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, Union
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Union
 import ml_dtypes
 import numpy as np
 
+from .._jaxlib.opset import HAS_EXP2_LOG2_FMA
 from .._optable import AttrKind, HloForm, OpDef, define
 from ..attrs import ComparisonDirection, ComparisonType, ResultAccuracy
 from ..builder import XlaOp
@@ -77,10 +79,10 @@ Scalar = Union[bool, int, float, complex, np.generic]
 __all__ = [
     "Abs", "Acos", "Acosh", "Add", "And", "Asin", "Asinh", "Atan", "Atan2", "Atanh", "BesselI1e", "Cbrt", "Ceil",
     "Clamp", "Clz", "Compare", "Complex", "Conj", "Cos", "Cosh", "Digamma", "Div", "Eq", "Erf", "Erfc", "ErfInv",
-    "Exp", "Expm1", "Floor", "Ge", "Gt", "Imag", "IsFinite", "Le", "Lgamma", "Log", "Log1p", "Logistic", "Lt", "Max",
-    "Min", "Mul", "Ne", "Neg", "NextAfter", "Not", "Or", "Polygamma", "PopulationCount", "Pow", "Real", "Reciprocal",
-    "Rem", "Round", "RoundNearestEven", "Rsqrt", "Select", "ShiftLeft", "ShiftRightArithmetic", "ShiftRightLogical",
-    "Sign", "Sin", "Sinh", "Sqrt", "Square", "Sub", "Tan", "Tanh", "Xor", "Zeta",
+    "Exp", "Exp2", "Expm1", "Floor", "Ge", "Gt", "Imag", "IsFinite", "Le", "Lgamma", "Log", "Log1p", "Log2",
+    "Logistic", "Lt", "Max", "Min", "Mul", "Ne", "Neg", "NextAfter", "Not", "Or", "Polygamma", "PopulationCount", "Pow",
+    "Real", "Reciprocal", "Rem", "Round", "RoundNearestEven", "Rsqrt", "Select", "ShiftLeft", "ShiftRightArithmetic",
+    "ShiftRightLogical", "Sign", "Sin", "Sinh", "Sqrt", "Square", "Sub", "Tan", "Tanh", "Xor", "Zeta",
 ]
 
 
@@ -136,7 +138,33 @@ def via_f32(u: UnaryOp, x: XlaOp, et: PrimitiveType, shape: Shape) -> XlaOp:
     return b.add_op(CONVERT, (b.add_op(u.opdef, (wide,), f32),), shape)
 
 
+def _widened(x: XlaOp, et: PrimitiveType) -> XlaOp:
+    """``x`` converted to f32 when its type is a float narrower than f32 (itself otherwise)."""
+    if et in (_P.F32, _P.F64) or et in COMPLEX:
+        return x
+    return x.builder.add_op(CONVERT, (x,), array_shape(_P.F32, x.shape.dimensions()))
+
+
+def exp2_via_pow(u: UnaryOp, x: XlaOp, et: PrimitiveType, shape: Shape) -> XlaOp:
+    """jaxlib before 0.12.1 has no ``stablehlo.exp2``: ``2 ** x`` (``power``), in f32 for the
+    floats narrower than f32."""
+    w = _widened(x, et)
+    y = x.builder.add_op(BINARY["Pow"].opdef, (constant_like(u.name, 2, w), w), w.shape)
+    return y if w is x else x.builder.add_op(CONVERT, (y,), shape)
+
+
+def log2_via_log(u: UnaryOp, x: XlaOp, et: PrimitiveType, shape: Shape) -> XlaOp:
+    """jaxlib before 0.12.1 has no ``stablehlo.log2``: ``log(x) * (1 / ln 2)``, in f32 for the
+    floats narrower than f32."""
+    w = _widened(x, et)
+    ln = x.builder.add_op(UNARY["Log"].opdef, (w,), w.shape)
+    y = x.builder.add_op(BINARY["Mul"].opdef, (ln, constant_like(u.name, 1 / math.log(2), ln)), w.shape)
+    return y if w is x else x.builder.add_op(CONVERT, (y,), shape)
+
+
 _SIGNED = frozenset(AS_UNSIGNED)  # signed integer types that have an unsigned twin
+# stablehlo.exp2 / log2 are built as such from jaxlib 0.12.1 on, lowered for every type before it.
+_NO_EXP2_LOG2 = frozenset[PrimitiveType]() if HAS_EXP2_LOG2_FMA else _FC
 # CHLO ops XLA cannot lower for 8- and 4-bit floats are computed in f32 and rounded back.
 _NARROW_FLOATS = frozenset(e for e in FLOATS if e not in (_P.F16, _P.BF16, _P.F32, _P.F64))
 
@@ -201,6 +229,8 @@ UNARY: dict[str, UnaryOp] = {
         _u("Abs", "stablehlo.abs", "abs", _SNUM, _part),
         _u("Neg", "stablehlo.negate", "negate", _NUM),
         _u("Exp", "stablehlo.exponential", "exponential", _FC, accuracy=True),
+        _u("Exp2", "stablehlo.exp2", "exp2", _FC, lower=(exp2_via_pow, _NO_EXP2_LOG2)),
+        _u("Log2", "stablehlo.log2", "log2", _FC, lower=(log2_via_log, _NO_EXP2_LOG2)),
         _u("Expm1", "stablehlo.exponential_minus_one", "exponential-minus-one", _FC, accuracy=True),
         _u("Log", "stablehlo.log", "log", _FC, accuracy=True),
         _u("Log1p", "stablehlo.log_plus_one", "log-plus-one", _FC, accuracy=True),
@@ -621,7 +651,7 @@ def _comparison(direction: str) -> BinaryFn:
 
 
 # -- generated public functions (in table order; tests check each name) --------------------------
-(Abs, Neg, Exp, Expm1, Log, Log1p, Sqrt, Rsqrt, Cbrt, Tanh, Logistic, Sin, Cos, Tan, Floor, Ceil, Round,
+(Abs, Neg, Exp, Exp2, Log2, Expm1, Log, Log1p, Sqrt, Rsqrt, Cbrt, Tanh, Logistic, Sin, Cos, Tan, Floor, Ceil, Round,
  RoundNearestEven, Sign, Not, IsFinite, Real, Imag, Conj, PopulationCount, Clz, Erf, Erfc, ErfInv, Lgamma, Digamma,
  Acos, Asin, Atan, Acosh, Asinh, Atanh, Cosh, Sinh, Square, BesselI1e) = (
     _unary(u) for u in UNARY.values()

@@ -22,7 +22,7 @@ from ..shape import Shape
 from ..types import PrimitiveType
 from ._core import dtype_error, shape_error
 
-__all__ = ["ALIASES", "ROUTINES", "UNCHECKED_KERNELS", "is_lapack_target", "lapack_check"]
+__all__ = ["ALIASES", "ELEMENTWISE_KERNELS", "ROUTINES", "UNCHECKED_KERNELS", "is_lapack_target", "lapack_check"]
 
 #: A custom call's ``output_operand_aliases`` entry: ``(output_tuple_indices, operand_index,
 #: operand_tuple_indices)``.
@@ -225,12 +225,23 @@ _PERTURBED: Final = "tridiagonal_solve_perturbed_ffi"
 #: jaxlib's other CPU kernels (``jaxlib.cpu._sparse``, registered when JAX's sparse module is
 #: imported in the process): no contract, so refused (a CSR matrix's indices are read as given).
 UNCHECKED_KERNELS: Final = frozenset({"cpu_csr_sparse_dense_ffi"})
+#: jaxlib's element-wise special-function kernels (``jaxlib.cpu._math``, jaxlib 0.12.1+; JAX 0.12.1
+#: lowers ``gammaln`` / ``digamma`` to them on the CPU): one float array in, the same shape and type
+#: out, row-major (the kernel walks the operand's elements and writes as many).
+ELEMENTWISE_KERNELS: Final = frozenset({"cpu_lgamma_ffi", "cpu_digamma_ffi"})
+_ELEMENTWISE_TYPES: Final = frozenset({PrimitiveType.F16, PrimitiveType.BF16, PrimitiveType.F32, PrimitiveType.F64})
 
 
 def is_lapack_target(target: str) -> bool:
     """A name jaxlib's CPU kernel modules register, or could (``lapack_*``, the perturbed
-    tridiagonal solve, :data:`UNCHECKED_KERNELS`)."""
-    return target.startswith("lapack_") or target == _PERTURBED or target in UNCHECKED_KERNELS
+    tridiagonal solve, :data:`ELEMENTWISE_KERNELS`, :data:`UNCHECKED_KERNELS`)."""
+    return (target.startswith("lapack_") or target == _PERTURBED or target in UNCHECKED_KERNELS
+            or target in ELEMENTWISE_KERNELS)
+
+
+def _elementwise(c: _Call) -> Expected:
+    dims = tuple(c.operands[0].dimensions())
+    return [(c.et, dims)], [(c.et, dims)]
 
 
 def _show(et: PrimitiveType, dims: Dims) -> str:
@@ -243,6 +254,13 @@ def _routine(
     if target in UNCHECKED_KERNELS:
         shape_error(op, f"call_target_name {target!r} is a jaxlib CPU kernel xlasdk has no shape contract for (it "
                     "trusts the shapes and indices a module gives it); it cannot be called from here")
+    if target in ELEMENTWISE_KERNELS:
+        et = operands[0].element_type() if operands and operands[0].is_array() else None
+        if et not in _ELEMENTWISE_TYPES:
+            got = ", ".join(str(o) for o in operands)
+            dtype_error(op, f"target {target!r} needs an f16, bf16, f32 or f64 operand, got ({got})")
+        assert et is not None
+        return et, 1, _elementwise, ""
     if target == _PERTURBED:
         x = operands[0] if operands and operands[0].is_array() else None
         et = x.element_type() if x is not None else None
@@ -312,6 +330,8 @@ def lapack_check(op: str, target: str, operands: Sequence[Shape], result: Shape,
             call.fail(f"takes no output_operand_aliases but its own ({want}); got result {list(out_index)} over "
                       f"operand {operand_index} {list(operand_tuple)} (the kernel would overwrite an operand it reads)")
     nb = len(want_operands[-1 if count == 4 else 0][1]) - 2  # the batch: a's (b's for the tridiagonal solves)
+    if layouts is None and target in ELEMENTWISE_KERNELS:
+        return  # XLA's default layout: row-major, as the kernel reads
     if layouts is None:
         call.fail("needs operand_layouts and result_layouts with column-major matrices (its kernel reads them "
                   "column-major; XLA's default row-major layout would be read transposed)")
@@ -319,7 +339,7 @@ def lapack_check(op: str, target: str, operands: Sequence[Shape], result: Shape,
         if len(lays) != len(shapes):
             call.fail(f"has {len(lays)} {kind}_layouts for {len(shapes)} {kind}s")
         for i, ((_, dims), lay) in enumerate(zip(shapes, lays, strict=True)):
-            want_lay = _layout(len(dims), len(dims) == nb + 2)
+            want_lay = _layout(len(dims), len(dims) == nb + 2 and target not in ELEMENTWISE_KERNELS)
             if tuple(int(v) for v in lay) != want_lay:
                 call.fail(f"needs {kind} {i} in layout {{{','.join(map(str, want_lay))}}} (matrices column-major, "
                           f"the rest row-major), got {{{','.join(str(int(v)) for v in lay)}}}")

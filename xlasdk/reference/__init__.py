@@ -22,6 +22,7 @@ from . import convert as convert
 from . import custom_call as custom_call
 from . import elementwise as elementwise
 from . import fft as fft
+from . import fma as fma
 from . import indexing as indexing
 from . import linalg as linalg
 from . import reduce as reduce

@@ -22,6 +22,7 @@ from ..attrs import ComparisonDirection, ComparisonType
 from ..builder import XlaOp
 from ..ops.elementwise import BINARY, CLAMP, COMPARE, SELECT, UNARY
 from ._walk import (
+    CUSTOM_CALL_RULES,
     ELEMENTWISE_OPS,
     Evaluator,
     Rule,
@@ -70,7 +71,7 @@ _B = {k: b.opdef for k, b in BINARY.items()}
 
 #: the unary ops' functions, in float64 / complex128, by row (of ``ops.elementwise.UNARY``)
 _UNARY: dict[OpDef, Callable[[Any], Any]] = {
-    _U["Abs"]: np.abs, _U["Neg"]: np.negative, _U["Exp"]: np.exp,
+    _U["Abs"]: np.abs, _U["Neg"]: np.negative, _U["Exp"]: np.exp, _U["Exp2"]: np.exp2, _U["Log2"]: np.log2,
     _U["Expm1"]: np.expm1, _U["Log"]: np.log, _U["Log1p"]: np.log1p,
     _U["Sqrt"]: np.sqrt, _U["Rsqrt"]: lambda x: 1.0 / np.sqrt(x), _U["Cbrt"]: np.cbrt,
     _U["Sin"]: np.sin, _U["Cos"]: np.cos, _U["Tan"]: np.tan, _U["Tanh"]: np.tanh,
@@ -159,6 +160,9 @@ _OPAQUE_UNARY: dict[str, Callable[[Any], Any]] = {
 }
 for _row, _fn in _UNARY.items():
     bind_evaluation(_row, _unary(_fn))
+# jaxlib's element-wise special-function kernels (``cpu_lgamma_ffi``...: JAX 0.12.1's CPU lowering of
+# gammaln / digamma), their shape contract in :mod:`xlasdk.ops.lapack_contracts`
+CUSTOM_CALL_RULES.update({"cpu_lgamma_ffi": _unary(_lgamma), "cpu_digamma_ffi": _unary(_digamma)})
 for _name, _fn in _OPAQUE_UNARY.items():
     evaluates_opaque(_name)(_unary(_fn))
 bind_evaluation(_B["NextAfter"], _next_after)
