@@ -1,6 +1,9 @@
-"""Evaluation rule of :mod:`xlasdk.ops.conv`: convolution, with feature groups and with
-``batch_group_count`` (the weight gradient of a grouped convolution), in float64 through
-``numpy.einsum`` over the windows.
+"""Evaluation rule of :mod:`xlasdk.ops.conv`: convolution, with feature groups, with
+``batch_group_count`` (the weight gradient of a grouped convolution) and with window reversal (the
+kernel flipped along the flagged spatial dimensions: what XLA's CPU compiler writes for the
+gradient of a transposed convolution), in float64 (integers in 64 bits, wrapped to the result type)
+through ``numpy.einsum`` over the windows, any number of spatial dimensions; a window larger than
+the padded input gives the empty result.
 """
 
 from __future__ import annotations
@@ -19,21 +22,46 @@ from .window import _dilate_pad, _windows
 
 __all__: list[str] = []
 
+#: the most spatial dimensions numpy's view of the windows holds: it has 4 + 2 * spatial dimensions
+#: (each of the input's, then each of the window's), and numpy 2 holds 64 (numpy 1: 32)
+_MAX_SPATIAL = ((64 if np.lib.NumpyVersion(np.__version__) >= "2.0.0" else 32) - 4) // 2
+
+
+def _window_reversal(o: XlaOp, ev: Evaluator, nsp: int) -> tuple[bool, ...]:
+    """The convolution's ``window_reversal`` flags, one per spatial dimension (none: all false).
+    The builder never writes the attribute (``ConvGeneralDilated(window_reversal=)`` reverses the
+    kernel with an op of its own); a loaded module's (``array<i1: ...>``, HLO's ``rhs_reversal=``)
+    is read as the MLIR bindings read it."""
+    flags = ev.attr(o, "window_reversal", ())
+    if not isinstance(flags, tuple) or any(type(f) is not bool for f in flags) or len(flags) not in (0, nsp):
+        raise ev.fail(o, f"with a window_reversal that is not {nsp} booleans (got {flags!r:.80})")
+    return flags or (False,) * nsp
+
+
+def _wide(v: Value) -> np.ndarray[Any, Any]:
+    """An operand as the rule computes it: floats in float64, complex in complex128, integers in
+    64 bits (their products and sums wrap to the result type as XLA's narrower ones do)."""
+    w = widened(np.asarray(v))
+    return w.astype(np.int64) if w.dtype.kind in "iub" else w
+
 
 def _feature_grouped(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     x, w = a
     dn: ConvolutionDimensionNumbers = ev.attr(o, "dimension_numbers")
     if ev.attr(o, "batch_group_count", 1) != 1:
         raise ev.fail(o, "with batch_group_count > 1")
-    if any(ev.attr(o, "window_reversal", ()) or ()):
-        raise ev.fail(o, "with window_reversal")
     groups: int = ev.attr(o, "feature_group_count", 1)
     sp_in, sp_k, sp_out = (tuple(dn.input_spatial_dimensions), tuple(dn.kernel_spatial_dimensions),
                            tuple(dn.output_spatial_dimensions))
     nsp = len(sp_in)
+    if nsp > _MAX_SPATIAL:
+        raise ev.fail(o, f"with {nsp} spatial dimensions (numpy's view of its windows holds at most {_MAX_SPATIAL})")
+    reversal = _window_reversal(o, ev, nsp)
     # to (batch, feature, spatial...) and (out feature, in feature, spatial...)
-    xt = np.transpose(widened(x), (dn.input_batch_dimension, dn.input_feature_dimension, *sp_in))
-    wt = np.transpose(widened(w), (dn.kernel_output_feature_dimension, dn.kernel_input_feature_dimension, *sp_k))
+    xt = np.transpose(_wide(x), (dn.input_batch_dimension, dn.input_feature_dimension, *sp_in))
+    wt = np.transpose(_wide(w), (dn.kernel_output_feature_dimension, dn.kernel_input_feature_dimension, *sp_k))
+    # window reversal: the kernel flipped along the flagged spatial dimensions, then correlated
+    wt = np.flip(wt, tuple(2 + i for i, r in enumerate(reversal) if r))
     strides = tuple(ev.attr(o, "window_strides", (1,) * nsp))
     lhs_dil = tuple(ev.attr(o, "lhs_dilation", (1,) * nsp))
     rhs_dil = tuple(ev.attr(o, "rhs_dilation", (1,) * nsp))
@@ -44,14 +72,16 @@ def _feature_grouped(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
     win = win.reshape(win.shape[:2 + nsp] + wt.shape[2:])
     cin_g, cout = wt.shape[1], wt.shape[0]
     cout_g = cout // groups
+    # einsum's labels as integers: batch 0, input feature 1, output feature 2, the kernel's spatial
+    # dimensions 3.., the output's spatial dimensions the ellipsis (no label is shared by two)
+    n_, c_, o_ = 0, 1, 2
+    k_ = list(range(3, 3 + nsp))
     outs = []
-    letters = "abcdefghij"[:nsp]
-    klet = "pqrstuvwxy"[:nsp]
     for g in range(groups):
         xg = win[:, g * cin_g:(g + 1) * cin_g]
         wg = wt[g * cout_g:(g + 1) * cout_g]
         with np.errstate(all="ignore"):
-            outs.append(np.einsum(f"nc{letters}{klet},oc{klet}->no{letters}", xg, wg))
+            outs.append(np.einsum(xg, [n_, c_, ..., *k_], wg, [o_, c_, *k_], [n_, o_, ...]))
     r = np.concatenate(outs, axis=1)
     order = (dn.output_batch_dimension, dn.output_feature_dimension, *sp_out)
     return as_output(np.moveaxis(r, range(2 + nsp), order), o.shape)

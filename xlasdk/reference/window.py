@@ -6,6 +6,7 @@ every window's update at once too.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,8 +37,13 @@ _VECTORIZED = True  # select_and_scatter's usual combiners through numpy's ufunc
 
 def _windows(x: np.ndarray[Any, Any], window: Sequence[int], strides: Sequence[int],
              dilation: Sequence[int]) -> np.ndarray[Any, Any]:
-    """``x``'s windows: shape ``out_dims + window`` (``x`` already padded and base-dilated)."""
+    """``x``'s windows: shape ``out_dims + window`` (``x`` already padded and base-dilated); where a
+    dilated window is larger than ``x`` there is none along that dimension (an empty result, as XLA
+    computes it)."""
     span = [(w - 1) * d + 1 for w, d in zip(window, dilation, strict=True)]
+    if any(s > n for s, n in zip(span, x.shape, strict=True)):
+        out = [(n - s) // st + 1 if n >= s else 0 for n, s, st in zip(x.shape, span, strides, strict=True)]
+        return np.zeros((*out, *window), x.dtype)
     view = np.lib.stride_tricks.sliding_window_view(x, span)
     view = view[tuple(slice(None, None, s) for s in strides)]
     picks: tuple[Any, ...] = (Ellipsis, *(slice(None, None, d) for d in dilation))
@@ -78,7 +84,7 @@ def _reduce_window(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
             res = fn(widened(inits[0]), acc) if acc is not None else np.broadcast_to(inits[0], shapes[0].dimensions())
         return as_output(res, shapes[0])
     check_elementwise(body, o, ev)
-    flat = [w.reshape(w.shape[:rank] + (-1,)) for w in wins]
+    flat = [w.reshape(w.shape[:rank] + (math.prod(w.shape[rank:]),)) for w in wins]  # (no -1: may be empty)
     acc_vals = [np.broadcast_to(i, f.shape[:rank]).copy() for i, f in zip(inits, flat, strict=True)]
     for k in range(flat[0].shape[-1]):
         acc_vals = [np.asarray(v) for v in ev.region(body, [*acc_vals, *(f[..., k] for f in flat)])]
