@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import xlasdk as xs
+from tests import xla_faults
 from xlasdk import ops
 from xlasdk._jaxlib import isolated
 
@@ -107,6 +108,7 @@ def test_real_dumps_compile_for_v5e(program: str) -> None:
 
 
 def test_a_loaded_program_that_aborts_the_tpu_compiler_is_an_error_not_a_dead_process() -> None:
+    xla_faults.require(xla_faults.TPU_ABORTS[0], tpu=True)  # libtpu 0.0.52 no longer dies on it
     bad = xs.load_computation(ABORT_CASE)
     with pytest.raises(xs.CompileError, match=r"for v5e:1x1 failed: XLA aborted on this program .*SIGABRT"):
         xs.compile(bad, device=xs.topology("v5e:1x1").devices[0])
@@ -116,6 +118,7 @@ def test_a_loaded_program_that_aborts_the_tpu_compiler_is_an_error_not_a_dead_pr
 def test_built_abort_case_would_kill_the_process() -> None:
     """The abort case is real: compiled in-process (as a built program is), XLA's TPU compiler ends
     the process; this is what the worker keeps away from the user's process."""
+    xla_faults.require(xla_faults.TPU_ABORTS[0], tpu=True)
     code = (
         "import xlasdk as xs\n"
         "from xlasdk._jaxlib import tpu\n"
