@@ -147,3 +147,23 @@ ENTRY main {
     np.testing.assert_array_equal(got, exact_fma(a, b, c))
     assert "MATCH" in str(xs.compare(comp, [a, b, c])).splitlines()[0]
 
+
+
+@pytest.mark.parametrize("suffix,text", [
+    (".hlo", "HloModule m\n\nENTRY main {\n  a = f32[3]{0} parameter(0)\n  ROOT e = f32[3]{0} exp2(a)\n}\n"),
+    (".mlir", "func.func @main(%a: tensor<3xf32>) -> tensor<3xf32> {\n  %0 = stablehlo.fma %a, %a, %a : "
+              "tensor<3xf32>\n  return %0 : tensor<3xf32>\n}\n"),
+], ids=["hlo-exp2", "stablehlo-fma"])
+def test_a_file_with_the_new_ops_loads_or_names_the_release(suffix: str, text: str, tmp_path: Any) -> None:
+    """A file jaxlib 0.12.1 wrote with exp2 / fma: it runs where jaxlib has the ops; under an older
+    jaxlib the FormatError names the release that has them."""
+    path = tmp_path / f"new_ops{suffix}"
+    path.write_text(text)
+    if not HAS_EXP2_LOG2_FMA:
+        with pytest.raises(xs.FormatError, match=r"is an op of jaxlib 0\.12\.1 and newer"):
+            xs.load_computation(path)
+        return
+    a = np.array([0.5, 1.0, 3.0], np.float32)
+    got = xs.compile(xs.load_computation(path), device="cpu:0")(a).to_numpy()
+    want = np.exp2(a) if "exp2" in text else exact_fma(a, a, a)
+    np.testing.assert_array_equal(got, want.astype(np.float32))

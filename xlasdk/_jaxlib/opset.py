@@ -12,14 +12,27 @@ user's program.
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 from jaxlib import xla_client as _xc
 
-__all__ = ["HAS_EXP2_LOG2_FMA", "FIRST_WITH_EXP2_LOG2_FMA"]
+__all__ = ["HAS_EXP2_LOG2_FMA", "FIRST_WITH_EXP2_LOG2_FMA", "newer_op_hint"]
 
 FIRST_WITH_EXP2_LOG2_FMA: Final[str] = "0.12.1"
 """The first jaxlib release whose StableHLO and XLA have ``exp2``, ``log2`` and ``fma``."""
 
 HAS_EXP2_LOG2_FMA: Final[bool] = int(getattr(_xc, "_version", 0)) >= 525
 """True where ``stablehlo.exp2`` / ``log2`` / ``fma`` can be written (jaxlib 0.12.1+)."""
+
+_NEWER_OP = re.compile(r"(?:Unknown opcode: |custom op 'stablehlo\.)(exp2|log2|fma)\b")
+
+
+def newer_op_hint(message: str) -> str:
+    """For a parser's refusal of an op this jaxlib lacks (``Unknown opcode: exp2``, ``custom op
+    'stablehlo.fma' is unknown``): a sentence naming the release that has it; "" otherwise."""
+    m = _NEWER_OP.search(message)
+    if m is None or HAS_EXP2_LOG2_FMA:
+        return ""
+    return (f" ({m.group(1)} is an op of jaxlib {FIRST_WITH_EXP2_LOG2_FMA} and newer, which wrote this file; the "
+            f"installed jaxlib's XLA has no {m.group(1)}: load it under jaxlib {FIRST_WITH_EXP2_LOG2_FMA}+)")

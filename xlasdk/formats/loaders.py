@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .._atomic import file_path, read_regular_file
 from .._jaxlib import isolated
 from .._jaxlib import mlir as _mlir
+from .._jaxlib.opset import newer_op_hint
 from ..errors import FormatError
 from ..program.diagnostics import _one_line
 from ..program.program_shape import _program_shape
@@ -58,7 +59,7 @@ def _hlo_failure(e: isolated.Failed, what: str, text: str | None) -> FormatError
     if text is not None and e.stage != "tpu":  # the pre-check knows nothing of TPU layouts
         check_hlo_text(text, what)
     if e.stage == "syntax":
-        return FormatError(f"{what}: HLO syntax error: {e.message}")
+        return FormatError(f"{what}: HLO syntax error: {e.message}{newer_op_hint(e.message)}")
     if e.stage == "proto":
         return FormatError(f"{what}: corrupt HloModuleProto: {e.message}")
     if e.stage == "rewrite":
@@ -226,7 +227,7 @@ def _stablehlo_in_worker(data: str | bytes, kind: str, what: str, problem: str) 
     except isolated.Failed as e:
         if e.stage == "format":
             raise FormatError(e.message) from None
-        raise FormatError(f"{what}: {problem}: {e.message}") from None
+        raise FormatError(f"{what}: {problem}: {e.message}{newer_op_hint(e.message)}") from None
 
 
 def _from_bytecode(data: bytes, what: str) -> XlaComputation:
