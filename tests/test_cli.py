@@ -276,7 +276,7 @@ def test_run_input_errors(hlo_file: Path, tmp_path: Path) -> None:
         (["--input", f"a={tmp_path / 'none.npy'}"], "none.npy: no such file"),
         (["--input", "a"], "expected NAME=FILE.npy"),
         (["--inputs", str(tmp_path / "a.npy")], "a single array; use --input"),
-        (["--random-inputs", "--repeat", "0"], "--repeat must be >= 1"),
+        (["--random-inputs", "--repeat", "0"], "argument --repeat: must be an integer >= 1, got '0'"),
         (["--random-inputs", "--device", "cpu:99"], "cpu:99"),
     ]
     for args, fragment in cases:
@@ -410,7 +410,7 @@ def test_usage_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run"]) == 2
     assert_one_line_error(capsys.readouterr().err, "xlasdk run: error:", "FILE")
     assert main(["run", "x.hlo", "--repeat", "many"]) == 2
-    assert_one_line_error(capsys.readouterr().err, "invalid int value: 'many'")
+    assert_one_line_error(capsys.readouterr().err, "argument --repeat: must be an integer >= 1, got 'many'")
 
 
 # -- cache ------------------------------------------------------------------------------------------------------
@@ -792,7 +792,7 @@ def test_timeout_ends_programs_that_never_finish(tmp_path: Path) -> None:
                          err), err
     code, _, err = cli("run", str(forever), "--timeout", "0")
     assert code == 2
-    assert_one_line_error(err, "--timeout must be > 0 seconds")
+    assert_one_line_error(err, "argument --timeout: must be a number of seconds > 0")
 
 
 def test_compare_exits_1_for_a_divergence_only(tmp_path: Path) -> None:

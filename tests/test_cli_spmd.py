@@ -55,7 +55,7 @@ def test_run_device_flags(dump_inputs: Path) -> None:
     code, _, err = cli("run", str(DUMP), "--inputs", str(dump_inputs), "--devices", "8", "--device", "cpu:2")
     assert code == 2 and "needs 8 devices from there, but the cpu client has 8" in err
     code, _, err = cli("run", str(DUMP), "--inputs", str(dump_inputs), "--partitions", "0")
-    assert code == 2 and "--partitions must be >= 1" in err
+    assert code == 2 and "argument --partitions: must be an integer >= 1" in err
     code, _, err = cli("run", str(DUMP), "--inputs", str(dump_inputs), "--partitions", "4")
     assert code == 1 and "tile_assignment should have 4 devices but has 8" in err
 

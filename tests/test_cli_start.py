@@ -60,7 +60,8 @@ def test_help_and_argparse_errors_import_nothing_heavy(argv: list[str]) -> None:
 @pytest.mark.parametrize("argv, message", [
     (["run", MISSING], f"xlasdk run: error: {MISSING}: no such file"),
     (["run", "/nonexistent/missing.pb"], "xlasdk run: error: /nonexistent/missing.pb: no such file"),
-    (["run", MISSING, "--repeat", "0"], "xlasdk run: error: --repeat must be >= 1, got 0"),  # flags come first
+    (["run", MISSING, "--repeat", "0"],  # flags come first
+     "xlasdk run: error: argument --repeat: must be an integer >= 1, got '0' (see 'xlasdk run --help')"),
     (["run", MISSING, "--timeout", "5"], f"xlasdk run: error: {MISSING}: no such file"),  # spawn mode: no child
     (["inspect", "/nonexistent/missing"], "xlasdk inspect: error: /nonexistent/missing: no such file"),
     (["compare", MISSING], f"xlasdk compare: error: {MISSING}: no such file"),

@@ -430,7 +430,7 @@ def test_cli_launch_usage_errors() -> None:
 
     for argv, msg in (
         (["launch", "-n", "2"], "script to run is required"),
-        (["launch", "-n", "0", "x.py"], "-n must be >= 1"),
+        (["launch", "-n", "0", "x.py"], "argument -n/--num-processes: must be an integer >= 1, got '0'"),
         (["launch", "-n", "2", "/nonexistent/x.py"], "no such script"),
     ):
         out, err = io.StringIO(), io.StringIO()

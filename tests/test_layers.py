@@ -42,7 +42,7 @@ TESTS = Path(__file__).resolve().parent
 LAYERS: tuple[tuple[str, ...], ...] = (
     # leaf modules: the vocabulary every layer uses
     ("errors", "types", "_where", "_atomic", "_version", "_cache", "_cache_trust", "_mlir_attrs", "_optable",
-     "_metadata", "_proto", "shape", "attrs", "sharding"),
+     "_metadata", "_proto", "_numbers", "shape", "attrs", "sharding"),
     ("_jaxlib",),  # the only code that touches jaxlib internals
     ("builder", "_graph"),  # the graph: XlaOp nodes, regions, the builder
     ("ops._core",),  # argument checks and tuple plumbing every op family needs

@@ -62,8 +62,8 @@ class CompareArgumentError(XlaSdkError, ValueError):
 
 
 class ToleranceError(CompareArgumentError, ShapeError):
-    """A tolerance of ``compare`` (``rtol``, ``atol``, ``ulps``) that is not a number >= 0 (also a
-    :class:`ShapeError`, as it was before this class)."""
+    """A tolerance of ``compare`` (``rtol``, ``atol``, ``ulps``) that is not a finite number >= 0 (also
+    a :class:`ShapeError`, as it was before this class)."""
 
 
 class ExecutionTimeoutError(XlaRuntimeError):

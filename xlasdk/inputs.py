@@ -222,14 +222,12 @@ def random_inputs(
     is used as it is for parameter ``i``. Deterministic for a ``seed``.
 
     Raises :class:`~xlasdk.errors.ShapeError` for a tuple parameter (only arrays are drawn),
-    :class:`~xlasdk.errors.XlaSdkError` for a ``seed`` numpy cannot seed with (not an integer >= 0)."""
-    from .errors import GraphImportError, ShapeError, XlaSdkError
+    :class:`~xlasdk.errors.XlaSdkError` for a ``seed`` that is not an integer from 0 to 2**64 - 1
+    (``xlasdk._numbers.SEED``, as ``--seed`` takes it)."""
+    from ._numbers import SEED
+    from .errors import GraphImportError, ShapeError
 
-    try:
-        rng = np.random.default_rng(seed)
-    except (TypeError, ValueError) as e:
-        raise XlaSdkError(f"random_inputs: seed {seed!r} ({type(seed).__name__}) cannot seed numpy's generator "
-                          f"({e}); give an integer >= 0") from None
+    rng = np.random.default_rng(SEED.check(seed, "random_inputs: seed"))
 
     ps = computation.program_shape()
     shapes = ps.parameter_shapes()

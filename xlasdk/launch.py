@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, NoReturn
 
+from ._numbers import COUNT, SECONDS, SECONDS_OR_NONE
 from .errors import DistributedError
 
 __all__ = ["launch", "LaunchResult", "main", "build_parser", "split_argv", "command_for"]
@@ -336,15 +337,15 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         usage="python -m xlasdk.launch -n N [OPTIONS] (SCRIPT | -m MODULE) [ARGS...]",
         description="Run a Python script in N local processes of one xs.distributed job.",
     )
-    p.add_argument("-n", "--num-processes", type=int, required=True, metavar="N", help="number of processes")
-    p.add_argument("--timeout", type=float, default=None, metavar="S",
+    p.add_argument("-n", "--num-processes", type=COUNT.parse, required=True, metavar="N", help="number of processes")
+    p.add_argument("--timeout", type=SECONDS.parse, default=None, metavar="S",
                    help="stop every process after S seconds (exit code 124)")
-    p.add_argument("--local-device-count", type=int, default=None, metavar="K",
+    p.add_argument("--local-device-count", type=COUNT.parse, default=None, metavar="K",
                    help="CPU devices per process (default 1)")
-    p.add_argument("--join-timeout", type=float, default=None, metavar="S",
+    p.add_argument("--join-timeout", type=SECONDS.parse, default=None, metavar="S",
                    help="seconds initialize() waits for every process (default 120)")
     p.add_argument("--keep-going", action="store_true", help="do not stop the others when a process fails")
-    p.add_argument("--grace", type=float, default=3.0, metavar="S",
+    p.add_argument("--grace", type=SECONDS_OR_NONE.parse, default=3.0, metavar="S",
                    help="seconds between SIGTERM and SIGKILL when stopping processes (default 3)")
     p.add_argument("--no-prefix", action="store_true", help="do not prefix output lines with [i]")
     p.add_argument("--verbose", action="store_true",
@@ -390,13 +391,7 @@ def run_args(
     args: argparse.Namespace, module: str | None, script: str | None, rest: list[str], error: Any
 ) -> int:
     """Run a parsed command line; ``error(message)`` reports a usage error (and exits)."""
-    if args.num_processes < 1:
-        error(f"-n must be >= 1, got {args.num_processes}")
-    if args.timeout is not None and not args.timeout > 0:
-        error(f"--timeout must be > 0 seconds, got {args.timeout:g}")
-    if args.local_device_count is not None and args.local_device_count < 1:
-        error(f"--local-device-count must be >= 1, got {args.local_device_count}")
-    try:
+    try:  # the numbers were checked as they were parsed (xlasdk._numbers)
         command = command_for(module, script, rest)
     except ValueError as e:
         error(str(e))

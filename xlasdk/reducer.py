@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._jaxlib import isolated
+from ._numbers import SECONDS, SEED, tolerances
 from ._reduce_graph import MAX_CONSTANT_ELEMENTS as MAX_CONSTANT_ELEMENTS
 from ._reduce_graph import _Invalid, _module, _Reducer, _Unprintable
 from ._reduce_regions import run_with_regions
@@ -442,7 +443,7 @@ def reduce(
     arguments: one array per parameter (``"diverge"``: default :func:`xlasdk.random_inputs` of
         ``seed``); intermediate values replaced by parameters or constants are computed from them
         by the reference evaluator.
-    seed: the seed of those random arguments.
+    seed: the seed of those random arguments, an integer from 0 to 2**64 - 1.
     max_time: a budget in seconds: the search stops when it is spent, whatever a check is doing,
         and returns the smallest module found so far (``timed_out``), within a few seconds of the
         budget: a check in the worker is stopped, one in this process (a reference evaluation, a
@@ -451,7 +452,9 @@ def reduce(
         the counts are then the search's own). Default: no limit.
     check_timeout: seconds one load or compile in the worker, or one script run, may take; one that
         runs longer counts as not showing the problem (``"diverge"`` compiles in the worker as
-        every loaded module does, and runs the candidate in this process).
+        every loaded module does, and runs the candidate in this process). It and ``max_time`` are
+        numbers of seconds > 0 and <= 10**6 (NaN and infinities are refused: no limit is
+        ``max_time=None``).
     progress: called with a :class:`ReduceStep` after each accepted reduction.
 
     Returns
@@ -467,16 +470,19 @@ def reduce(
         every candidate is).
     XlaSdkError
         A bad ``until``, both or neither of ``until`` and ``script``, arguments that do not match
-        the parameters, a budget that is not positive, a budget spent before the check of the
+        the parameters, a budget or seed out of its range, a budget spent before the check of the
         module given ended.
+    ToleranceError
+        ``rtol`` or ``atol`` that is not a finite number >= 0.
     """
     from .program.computation import XlaComputation
 
     started = time.monotonic()
-    if max_time is not None and not max_time > 0:
-        raise XlaSdkError(f"reduce: max_time must be > 0 seconds, got {max_time}{where()}")
-    if not check_timeout > 0:
-        raise XlaSdkError(f"reduce: check_timeout must be > 0 seconds, got {check_timeout}{where()}")
+    if max_time is not None:
+        max_time = SECONDS.check(max_time, "reduce: max_time", hint="None for no limit")
+    check_timeout = SECONDS.check(check_timeout, "reduce: check_timeout")
+    seed = SEED.check(seed, "reduce: seed")
+    rtol, atol, _ = tolerances("reduce", rtol, atol)
     if isinstance(computation, (str, os.PathLike)):
         from .formats.load import load_computation
 

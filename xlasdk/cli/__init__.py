@@ -15,6 +15,7 @@ the command quietly with exit code 0.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import traceback
@@ -23,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import IO, NoReturn, TextIO
 
 from . import _common, _verbs
-from ._common import EXIT_OK, EXIT_USAGE, UsageError
+from ._common import EXIT_OK, EXIT_USAGE
 from ._verbs import build_parser as build_parser
 
 # The parser and the verb table come from the light _verbs: the verbs' modules (numpy, and through
@@ -98,21 +99,10 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
 def _main(argv: Sequence[str] | None, out: IO[str], err: IO[str], own_process: bool = False) -> int:
     parser = build_parser()
     try:
-        raw = list(argv) if argv is not None else sys.argv[1:]
-        verb_at = next((i for i, t in enumerate(raw) if not t.startswith("-")), None)
-        launch_program: tuple[str | None, str | None, list[str]] | None = None
-        if verb_at is not None and raw[verb_at] == "launch":  # the program's arguments are not ours
-            from xlasdk.launch import split_argv
-
-            opts, module, script, rest = split_argv(raw[verb_at + 1 :])
-            raw = raw[: verb_at + 1] + opts
-            launch_program = (module, script, rest)
-        raw = _joined_values(raw, "--xla-flags")  # its value starts with "--": argparse would take it for an option
-        args, extras = parser.parse_known_args(raw)
-        if launch_program is not None:
-            args.launch_module, args.launch_script, args.launch_args = launch_program
-        if extras:
-            _unrecognized(parser, args, extras)
+        # argparse writes its usage errors (a number that is not of its xlasdk._numbers kind among
+        # them) to sys.stderr: they go to ``err``, as every other usage error, when main() is given one
+        with contextlib.redirect_stderr(err):
+            args = _parse(parser, argv)
     except SystemExit as e:  # argparse: --help (0) or a usage error (2), already printed
         return int(e.code) if isinstance(e.code, int) else EXIT_USAGE
     if not hasattr(args, "debug"):
@@ -120,6 +110,26 @@ def _main(argv: Sequence[str] | None, out: IO[str], err: IO[str], own_process: b
     with warnings.catch_warnings():
         warnings.showwarning = _plain_warnings(args.command, err)
         return _run_command(args, argv, out, err, own_process)
+
+
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line's namespace; SystemExit after --help or a usage error (printed)."""
+    raw = list(argv) if argv is not None else sys.argv[1:]
+    verb_at = next((i for i, t in enumerate(raw) if not t.startswith("-")), None)
+    launch_program: tuple[str | None, str | None, list[str]] | None = None
+    if verb_at is not None and raw[verb_at] == "launch":  # the program's arguments are not ours
+        from xlasdk.launch import split_argv
+
+        opts, module, script, rest = split_argv(raw[verb_at + 1 :])
+        raw = raw[: verb_at + 1] + opts
+        launch_program = (module, script, rest)
+    raw = _joined_values(raw, "--xla-flags")  # its value starts with "--": argparse would take it for an option
+    args, extras = parser.parse_known_args(raw)
+    if launch_program is not None:
+        args.launch_module, args.launch_script, args.launch_args = launch_program
+    if extras:
+        _unrecognized(parser, args, extras)
+    return args
 
 
 def _plain_warnings(command: str, err: IO[str]) -> Callable[..., None]:
@@ -140,9 +150,6 @@ def _plain_warnings(command: str, err: IO[str]) -> Callable[..., None]:
 def _run_command(args: argparse.Namespace, argv: Sequence[str] | None, out: IO[str], err: IO[str],
                  own_process: bool) -> int:
     try:
-        timeout = getattr(args, "timeout", None)
-        if timeout is not None and not timeout > 0:
-            raise UsageError(f"--timeout must be > 0 seconds, got {timeout:g}")
         _common._ERR_STREAM[:] = [err]
         if args.command == "version" and own_process:
             from ._system import _one_blas_thread

@@ -165,8 +165,9 @@ def _device(args: argparse.Namespace) -> Any:
             raise UsageError(_unknown_device_message(args.device)) from None
 
 
-def _unknown_device_message(spec: str) -> str:
-    """Why ``--device SPEC`` names no device, the devices there are, and how to get more CPU devices."""
+def _unknown_device_message(spec: str, option: str = "--device") -> str:
+    """Why ``--device SPEC`` (or ``option SPEC``) names no device, the devices there are, and how to
+    get more CPU devices."""
     from xlasdk.runtime.device import UnknownDeviceError
 
     rt = _api()
@@ -177,16 +178,16 @@ def _unknown_device_message(spec: str) -> str:
     )
     m = re.match(r"^\s*([A-Za-z_]\w*)\s*(?::\s*(\d+))?\s*$", spec)
     if m is None:
-        return f"--device {spec!r}: expected PLATFORM:ID such as cpu:0; the devices are {known} (see 'xlasdk devices')"
+        return f"{option} {spec!r}: expected PLATFORM:ID such as cpu:0; the devices are {known} (see 'xlasdk devices')"
     platform = m.group(1)
     try:
         devs = rt.devices(platform)
     except UnknownDeviceError:
-        return f"--device {spec}: no platform {platform!r}; the devices are {known} (see 'xlasdk devices')"
+        return f"{option} {spec}: no platform {platform!r}; the devices are {known} (see 'xlasdk devices')"
     names = ", ".join(str(d) for d in devs)
     count = f"{len(devs)} device{'s' if len(devs) != 1 else ''}"
     hint = more if devs and devs[0].platform == "cpu" else " (see 'xlasdk devices')"
-    return f"--device {spec}: no such device; the {platform} platform has {count}: {names}{hint}"
+    return f"{option} {spec}: no such device; the {platform} platform has {count}: {names}{hint}"
 
 
 def _check_exists(path: str) -> None:

@@ -5,20 +5,48 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
+import os
 import sys
 from typing import IO, Any
 
 from ._arrays import _expected_outputs, _gather_inputs
-from ._common import _ERR_STREAM, EXIT_OK, UsageError, _api, _device, _load_program, _stage, _xla_flags
+from ._common import (
+    _ERR_STREAM,
+    EXIT_OK,
+    UsageError,
+    _api,
+    _device,
+    _load_program,
+    _quiet_native_logs,
+    _stage,
+    _unknown_device_message,
+    _xla_flags,
+)
 from ._run import _check_memory, _recorded_arguments
 from ._verbs import _COMPARE_DESCRIPTION as _COMPARE_DESCRIPTION  # the parser lives in the light _verbs
-from ._verbs import add_compare_parser
+from ._verbs import add_compare_parser, against_path_problem
 
 add_parser = add_compare_parser  # its name before the parser moved to _verbs
 
 EXIT_DIVERGENCE = 1
 EXIT_CANNOT_JUDGE = 3  # no element outside its bound, but some bound too loose to judge by (never a match)
+
+
+def _check_against_device(args: argparse.Namespace) -> None:
+    """``--against NAME`` that is no regular file names a device: a name no device answers to is a
+    usage error that also says what is wrong with NAME as a file (``--against modules``, a
+    directory, said "no PJRT client for platform 'modules'"), except for a ``PLATFORM:ID`` that
+    names no file, which was meant as a device."""
+    from xlasdk.runtime.device import UnknownDeviceError, _resolve_device
+
+    try:
+        with _quiet_native_logs(not args.debug):
+            _resolve_device(args.against)
+    except UnknownDeviceError:
+        message = _unknown_device_message(args.against, "--against")
+        if ":" in args.against and not os.path.lexists(args.against):  # cpu:7: meant as a device
+            raise UsageError(message) from None
+        raise UsageError(f"{message}; as a file: {against_path_problem(args.against)}") from None
 
 
 def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
@@ -39,14 +67,10 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
     rt = _api()
     dev = _device(args)
     against: Any = args.against
-    import os
-
+    # check_against (the precheck) made a value that is no device name a regular file
     module = against not in ("reference", "recorded") and not against.endswith(".npz") and os.path.isfile(against)
-    if not module and against not in ("reference", "recorded") and not against.endswith(".npz") and not re.fullmatch(
-            r"[a-z][a-z0-9_]*(:\d+)?", against):
-        raise UsageError(f"--against {against!r}: expected 'reference', a device such as cpu:0, 'recorded' (a "
-                         "snapshot's result), an .npz of recorded outputs (output_0, output_1, ...) or a second "
-                         "module file (GOOD.hlo)")
+    if not module and against not in ("reference", "recorded") and not against.endswith(".npz"):
+        _check_against_device(args)
     from xlasdk.reference._runners import GivenOutputs  # recorded outputs: compared as given ones, named
 
     if module:
@@ -87,8 +111,6 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
                    module or device_against) else ""
         raise UsageError(f"--bisect / --find-nonfinite compare against the reference (--bisect ops against a second "
                          f"module or a device too), not --against {args.against}{why}")
-    if args.ulps is not None and not args.ulps >= 0:
-        raise UsageError(f"--ulps {args.ulps}: expected a number of ulps >= 0")
 
     def progress(line: str) -> None:
         err = _ERR_STREAM[0] if _ERR_STREAM else sys.stderr

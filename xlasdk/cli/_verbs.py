@@ -13,8 +13,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 from collections.abc import Callable
 from typing import IO, Any
+
+from xlasdk._numbers import COUNT, MAX_SEED, SECONDS, SEED, TOLERANCE
 
 from ._common import UsageError, _check_exists, _check_writable, _npz_path, _Parser
 
@@ -146,7 +149,7 @@ def add_input_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--random-inputs", action="store_true",
                    help="random values for parameters not given (indices in bounds, log/sqrt/divisor operands "
                         "positive: learned from the parameters' uses)")
-    s.add_argument("--seed", type=int, default=0, help="seed of --random-inputs (default 0)")
+    s.add_argument("--seed", type=SEED.parse, default=0, help="seed of --random-inputs (default 0)")
 
 
 def add_compare_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str) -> None:
@@ -160,11 +163,11 @@ def add_compare_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str)
                         "computes what FILE should, run on the same device, --bisect ops matching their "
                         "instructions by name, then structure)")
     add_input_arguments(s)
-    s.add_argument("--rtol", type=float, default=None, help="relative tolerance (default: by element type)")
-    s.add_argument("--atol", type=float, default=None, help="absolute tolerance (default: by element type)")
+    s.add_argument("--rtol", type=TOLERANCE.parse, default=None, help="relative tolerance (default: by element type)")
+    s.add_argument("--atol", type=TOLERANCE.parse, default=None, help="absolute tolerance (default: by element type)")
     s.add_argument("--xla-flags", default=None, metavar='"--xla_NAME=VALUE ..."',
                    help="XLA flags (DebugOptions fields, as XLA_FLAGS spells them) for the device side's compile")
-    s.add_argument("--ulps", type=float, default=None, metavar="N",
+    s.add_argument("--ulps", type=TOLERANCE.parse, default=None, metavar="N",
                    help="a float element also matches within N ulps of the reference (see below)")
     s.add_argument("--bisect", choices=("ops", "passes"), default=None,
                    help="on a divergence: the instruction that introduces it (ops) or the XLA passes that cause it")
@@ -173,7 +176,7 @@ def add_compare_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str)
     s.add_argument("--excess-precision", action="store_true",
                    help="against the reference, let XLA keep bf16/f16 values in f32 between ops (its default; "
                         "the tolerances do not model it: a divergence then may be XLA being more precise)")
-    s.add_argument("--timeout", type=float, default=None, metavar="S",
+    s.add_argument("--timeout", type=SECONDS.parse, default=None, metavar="S",
                    help="stop when compiling, running and comparing take more than S seconds, with exit code 2 "
                         "(a While whose condition stays true never ends, on the device or in the reference)")
     s.add_argument("--device-kind", default=None, metavar="cpu|gpu|tpu-v5e|tpu-v5p|tpu-v6e|...",
@@ -202,13 +205,15 @@ def add_reduce_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str) 
     s.add_argument("--script", default=None, metavar="CMD",
                    help="instead of --until: a shell command; the candidate's path is appended, exit 0 = interesting")
     s.add_argument("--output", "-o", required=True, metavar="MIN.hlo", help="where the reduced module is written")
-    s.add_argument("--max-time", type=float, default=None, metavar="S",
+    s.add_argument("--max-time", type=SECONDS.parse, default=None, metavar="S",
                    help="stop after S seconds and write the smallest module found so far")
-    s.add_argument("--check-timeout", type=float, default=300.0, metavar="S",
+    s.add_argument("--check-timeout", type=SECONDS.parse, default=300.0, metavar="S",
                    help="seconds one check may take before it counts as not showing the problem (default 300)")
     add_input_arguments(s)
-    s.add_argument("--rtol", type=float, default=None, help="diverge: relative tolerance (default: by element type)")
-    s.add_argument("--atol", type=float, default=None, help="diverge: absolute tolerance (default: by element type)")
+    s.add_argument("--rtol", type=TOLERANCE.parse, default=None,
+                   help="diverge: relative tolerance (default: by element type)")
+    s.add_argument("--atol", type=TOLERANCE.parse, default=None,
+                   help="diverge: absolute tolerance (default: by element type)")
     s.add_argument("--excess-precision", action="store_true",
                    help="diverge: let XLA keep bf16/f16 values in f32 between ops (its default)")
     s.set_defaults(verb_parser=s)
@@ -255,7 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--stablehlo", action="store_true", help="print the StableHLO text")
     s.add_argument("--no-compile", action="store_true", help="skip compiling (no cost or memory figures)")
     s.add_argument("--json", action="store_true", help="print the report as JSON")
-    s.add_argument("--timeout", type=float, default=None, metavar="S", help=timeout_help)
+    s.add_argument("--timeout", type=SECONDS.parse, default=None, metavar="S", help=timeout_help)
     s.set_defaults(verb_parser=s)
 
     s = sub.add_parser(
@@ -275,7 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--to", dest="to_format", default=None, help="force the output format: hlo, mlir, mlirbc or pb")
     s.add_argument("--no-compile", action="store_true", help="load the written file back, but do not compile it")
     s.add_argument("--no-check", action="store_true", help="do not load the written file back (nor compile it)")
-    s.add_argument("--timeout", type=float, default=None, metavar="S", help=timeout_help)
+    s.add_argument("--timeout", type=SECONDS.parse, default=None, metavar="S", help=timeout_help)
     s.set_defaults(verb_parser=s)
 
     s = sub.add_parser(
@@ -288,31 +293,33 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--format", default=None, help=fmt_help)
     s.add_argument("--device", default=None, help="device to run on, e.g. cpu:0 (default: the first device)")
     add_input_arguments(s)
-    s.add_argument("--iterations", type=int, default=1, metavar="K",
+    s.add_argument("--iterations", type=COUNT.parse, default=1, metavar="K",
                    help="run K times, each with fresh random inputs (seed, seed+1, ...), as run_hlo_module does")
     s.add_argument("--output", metavar="OUT.npz", default=None,
                    help="save the outputs as output_0, output_1, ... (written atomically; see below for bf16, "
                         "fp8, int4)")
-    s.add_argument("--repeat", type=int, default=1, metavar="N", help="run N times and report min/median time")
+    s.add_argument("--repeat", type=COUNT.parse, default=1, metavar="N", help="run N times and report min/median time")
     s.add_argument("--expect", default=None, metavar="recorded|OUT.npz",
                    help="compare the outputs with a snapshot's recorded result or an .npz of outputs, as xlasdk "
                         "compare does (per-type tolerances, --rtol / --atol); exit code 1 when they differ")
     s.add_argument("--expect-device-kind", default=None, metavar="KIND",
                    help="the kind of device that recorded --expect's outputs (cpu, gpu, tpu-v5e, ...): each output "
                         "may differ by both devices' error bounds (xlasdk compare's model)")
-    s.add_argument("--rtol", type=float, default=None, help="relative tolerance of --expect (default: by element type)")
-    s.add_argument("--atol", type=float, default=None, help="absolute tolerance of --expect (default: by element type)")
+    s.add_argument("--rtol", type=TOLERANCE.parse, default=None,
+                   help="relative tolerance of --expect (default: by element type)")
+    s.add_argument("--atol", type=TOLERANCE.parse, default=None,
+                   help="absolute tolerance of --expect (default: by element type)")
     s.add_argument("--record", default=None, metavar="DIR",
                    help="write the run (module, inputs, outputs) as an HloSnapshot DIR/NAME.snapshot.K.pb, which "
                         "xlasdk run and XLA's run_hlo_module replay")
-    s.add_argument("--devices", type=int, default=None, metavar="N",
+    s.add_argument("--devices", type=COUNT.parse, default=None, metavar="N",
                    help="run on a CPU client of N devices (default: replicas x partitions when that is above 1)")
-    s.add_argument("--replicas", type=int, default=None, metavar="R",
+    s.add_argument("--replicas", type=COUNT.parse, default=None, metavar="R",
                    help="number of replicas (default: the module's replica_count / mhlo.num_replicas, else 1)")
-    s.add_argument("--partitions", type=int, default=None, metavar="P",
+    s.add_argument("--partitions", type=COUNT.parse, default=None, metavar="P",
                    help="number of SPMD partitions (default: the module's num_partitions / mhlo.num_partitions, "
                         "else the device count of its shardings, else 1)")
-    s.add_argument("--timeout", type=float, default=None, metavar="S",
+    s.add_argument("--timeout", type=SECONDS.parse, default=None, metavar="S",
                    help="stop when compiling and running take more than S seconds, with exit code 1: a While whose "
                         "condition stays true, or a Sort whose comparator is not a strict weak order, never ends")
     s.set_defaults(verb_parser=s)
@@ -348,14 +355,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 # -- the checks a verb makes before it loads anything ---------------------------------------------
 def _check_output_name(output: str) -> None:
-    """``--output`` names a file to write: not empty, not a directory (``out/``), not a special
-    file (``/dev/full``: np.savez would write ``/dev/full.npz`` beside it)."""
+    """``--output`` names a file to write (an empty name was refused first: :func:`_check_paths_named`):
+    not a directory (``out/``), not a special file (``/dev/full``: np.savez would write
+    ``/dev/full.npz`` beside it)."""
     import stat
 
     from xlasdk._atomic import file_kind
 
-    if not output:
-        raise UsageError("--output '': an empty file name (--output OUT.npz names the file the outputs are written to)")
     if output.endswith(("/", os.sep)) or os.path.basename(output) in (".", ".."):
         raise UsageError(f"--output {output}: names a directory, not a file (--output OUT.npz)")
     for path in dict.fromkeys((output, _npz_path(output))):
@@ -368,29 +374,85 @@ def _check_output_name(output: str) -> None:
                              "writes an .npz file")
 
 
+#: What each option that names a file is for, said when it is given an empty name.
+_PATH_OPTIONS: dict[str, str] = {
+    "output": "--output OUT.npz names the file the outputs are written to",
+    "record": "--record DIR names the directory the snapshots are written to",
+    "json": "--json OUT.json names the file the report is written to",
+    "html": "--html OUT.html names the file the report is written to",
+    "outputs": "--outputs OUT.npz names the file of outputs recorded elsewhere",
+}
+
+
+def _check_paths_named(args: argparse.Namespace, flags: tuple[str, ...]) -> None:
+    """An option of ``flags`` (``_PATH_OPTIONS``) given an empty name is a usage error, as
+    ``--output ''`` always was (``--json ''`` and ``--html ''`` were silently ignored); the
+    report files (``--json``, ``--html``) must be writable before the comparison runs."""
+    for flag in flags:
+        value = getattr(args, flag, None)
+        if value is None:
+            continue
+        if not value:
+            raise UsageError(f"--{flag} '': an empty file name ({_PATH_OPTIONS[flag]})")
+        if flag in ("json", "html"):
+            _check_writable(value, f"--{flag} {value}")
+
+
+#: A device as ``--against`` names one (``cpu``, ``cuda:1``); anything else names a file.
+_DEVICE_NAME = re.compile(r"[a-z][a-z0-9_]*(:\d+)?")
+_AGAINST_FORMS = ("expected 'reference', a device such as cpu:0, 'recorded' (a snapshot's result), an .npz of "
+                  "recorded outputs (output_0, output_1, ...) or a second module file (GOOD.hlo)")
+
+
+def against_path_problem(value: str) -> str | None:
+    """What is wrong with ``--against VALUE`` as a file (a module or an .npz of outputs): None for a
+    regular file, else ``"no such file"``, ``"it is a directory, ..."``, ``"it is a FIFO, not a regular
+    file ..."``."""
+    import stat
+
+    from xlasdk._atomic import file_kind
+
+    try:
+        st = os.stat(value)
+    except (OSError, ValueError):  # missing, a broken link, a NUL in the name
+        return "it is a broken symbolic link" if os.path.islink(value) else "no such file"
+    if stat.S_ISREG(st.st_mode):
+        return None
+    if stat.S_ISDIR(st.st_mode):
+        return "it is a directory, not a module file or an .npz of recorded outputs"
+    return f"it is {file_kind(st.st_mode)}, not a regular file (a module file or an .npz of recorded outputs)"
+
+
+def check_against(value: str) -> None:
+    """``--against VALUE``, before anything is loaded: a value that is no device name (it has a
+    ``/``, a suffix, capitals...) names a file, which must be a regular one; the message says what is
+    wrong with the path. A device name that is no regular file is resolved as a device later (where
+    an unknown platform's message adds the path's problem: :func:`against_path_problem`)."""
+    if not value:
+        raise UsageError(f"--against '': an empty name; {_AGAINST_FORMS}")
+    if value in ("reference", "recorded") or _DEVICE_NAME.fullmatch(value):
+        return
+    problem = against_path_problem(value)
+    if problem is not None:
+        raise UsageError(f"--against {value}: {problem}" + (f"; {_AGAINST_FORMS}" if problem == "no such file" else ""))
+
+
 def check_run_flags(args: argparse.Namespace) -> None:
-    """Flag errors found before the (slow) load and compile."""
-    if args.repeat < 1:
-        raise UsageError(f"--repeat must be >= 1, got {args.repeat}")
+    """Flag errors found before the (slow) load and compile (the numbers were checked as they were
+    parsed: :mod:`xlasdk._numbers`)."""
+    _check_paths_named(args, ("output", "record"))
     if args.output is not None:
         _check_output_name(args.output)
         _check_writable(_npz_path(args.output), f"--output {args.output}")
-    for flag in ("devices", "replicas", "partitions"):
-        v = getattr(args, flag, None)
-        if v is not None and v < 1:
-            raise UsageError(f"--{flag} must be >= 1, got {v}")
     if args.expect is not None and args.expect != "recorded":
         if not args.expect.endswith(".npz"):
             raise UsageError(f"--expect {args.expect!r}: expected 'recorded' or an .npz of outputs (output_0, "
                              "output_1, ... as --output writes them)")
-    for flag in ("rtol", "atol"):
-        v = getattr(args, flag, None)
-        if v is not None and not v >= 0:
-            raise UsageError(f"--{flag} must be >= 0, got {v}")
     if args.record is not None and os.path.exists(args.record) and not os.path.isdir(args.record):
         raise UsageError(f"--record {args.record}: not a directory")
-    if args.iterations < 1:
-        raise UsageError(f"--iterations must be >= 1, got {args.iterations}")
+    if args.seed + args.iterations - 1 > MAX_SEED:  # run K uses seed + K - 1
+        raise UsageError(f"--seed {args.seed} --iterations {args.iterations}: the last run's seed would be "
+                         f"{args.seed + args.iterations - 1}; --seed must be {SEED.expected}")
     if args.iterations > 1 and args.output is not None:
         raise UsageError("--output saves the outputs of one run; drop --iterations (or --output)")
 
@@ -402,10 +464,6 @@ def check_reduce_flags(args: argparse.Namespace) -> None:
     if args.until is not None and not (args.until in ("crash", "diverge", "compile-error")
                                        or args.until.startswith("compile-error=")):
         raise UsageError(f"--until {args.until!r}: expected crash, compile-error, compile-error=REGEX or diverge")
-    if args.max_time is not None and not args.max_time > 0:
-        raise UsageError(f"--max-time must be > 0 seconds, got {args.max_time:g}")
-    if not args.check_timeout > 0:
-        raise UsageError(f"--check-timeout must be > 0 seconds, got {args.check_timeout:g}")
     _check_writable(args.output, f"--output {args.output}")
 
 
@@ -420,6 +478,8 @@ def _precheck_reduce(args: argparse.Namespace) -> None:
 
 
 def _precheck_compare(args: argparse.Namespace) -> None:
+    _check_paths_named(args, ("json", "html", "outputs", "inputs"))
+    check_against(args.against)
     _check_exists(args.file)
 
 

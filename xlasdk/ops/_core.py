@@ -43,6 +43,7 @@ __all__ = [
     "INT64_MAX",
     "MAX_PARAMETER_NUMBER",
     "MAX_PARTICIPANTS",
+    "MAX_INT_LIST",
     "array_shape",
     "subcomputation",
     "ComputationLike",
@@ -134,6 +135,14 @@ MAX_PARAMETER_NUMBER = 2**31 - 1
 #: members (``shard_count``, ``split_count``). xlasdk writes every id of the groups it makes into
 #: the module, so these bound the text a single integer can make it write.
 MAX_PARTICIPANTS = 2**20
+#: The longest integer list an op takes: its lists hold one entry per dimension of an array
+#: (dimension numbers, sizes, strides, permutations, window sizes...). XLA sets no limit on an
+#: array's rank, but compiling one grows faster than its rank (a transpose of a rank-1000 array
+#: compiles in 0.5 s on XLA:CPU, of rank 4000 in 17 s) and numpy, which holds xlasdk's arguments
+#: and results, gives an array at most 64 dimensions. :func:`int_list` checks a list's ``len()``
+#: against it before reading its entries (a lazy ``range(2**40)`` was read for a minute, to a
+#: ``MemoryError``).
+MAX_INT_LIST = 4096
 
 
 def is_index(value: Any) -> bool:
@@ -193,6 +202,20 @@ def bool_arg(op: str, name: str, value: Any, error: type[Exception] = DTypeError
     return bool(value)
 
 
+def _check_length(op: str, name: str, value: Any) -> None:
+    """ShapeError for a sequence of more than :data:`MAX_INT_LIST` entries, from its ``len()``."""
+    try:
+        n = len(value)
+    except OverflowError:  # range(2**70): more entries than an index holds
+        n = None
+    except Exception:  # noqa: BLE001 - a user Sequence whose __len__ fails: not read further
+        shape_error(op, f"{name} must be a sequence of ints with a length, got {show(value)}")
+    if n is None or n > MAX_INT_LIST:
+        count = "more than 2**63" if n is None else str(n)
+        shape_error(op, f"{name} has {count} entries, expected at most {MAX_INT_LIST} (one per dimension of an "
+                        f"array), got {show(value)}")
+
+
 def int_list(
     op: str,
     name: str,
@@ -207,8 +230,11 @@ def int_list(
 
     Anything else (strings, sets, dicts, generators, nested lists, floats, bools, None inside)
     raises ``error`` ("NAME must be a sequence of ints"), an int out of range ShapeError naming
-    its position.
+    its position, a sequence of more than :data:`MAX_INT_LIST` entries ShapeError (before any
+    entry is read).
     """
+    if is_sequence(value):
+        _check_length(op, name, value)
     if type(value) is tuple or type(value) is list:  # the common case: Python ints in range
         for v in value:
             if type(v) is not int or not lo <= v <= hi:

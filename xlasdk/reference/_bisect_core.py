@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._numbers import tolerances
 from .._optable import GET_TUPLE_ELEMENT
 from ..builder import XlaOp
 from ..errors import XlaSdkError
@@ -192,6 +193,9 @@ class _Settings:
     ulps: float | None
     kind: Any = None  # the device kind whose error model judges each op (:mod:`._precision`; None: the CPU's)
     precision: str | None = None
+
+    def __post_init__(self) -> None:  # bisect_ops, local_divergences and the op-by-op judgment take them here
+        self.rtol, self.atol, self.ulps = tolerances("compare", self.rtol, self.atol, self.ulps)
 
 
 class _Program:

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._numbers import tolerances
+
 if TYPE_CHECKING:
     from ..program.computation import XlaComputation
 
@@ -116,6 +118,7 @@ def bisect_passes(comp: XlaComputation, args: Sequence[Any], want: Sequence[np.n
     from ..runtime import compile as _compile
     from ._report import compare_one
 
+    rtol, atol, ulps = tolerances("bisect_passes", rtol, atol, ulps)
     say = progress or (lambda s: None)
     target = _isolated(comp)
     base = [(k, v) for k, v in _env(options) if k != "xla_disable_hlo_passes"]

@@ -93,7 +93,8 @@ def compare(
         ``against``, ``bisect`` or ``outputs`` that do not fit the program or each other (recorded
         outputs of another number, shape or element type than the program's...).
     ToleranceError
-        A tolerance that is not a number >= 0.
+        A tolerance that is not a finite number >= 0 (NaN and infinities included: a NaN tolerance
+        matched no element).
     """
     from . import bisect as _bisect  # the bisections evaluate and compare: they sit above those modules
 

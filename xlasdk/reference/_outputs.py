@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import CompareArgumentError, ToleranceError
+from .._numbers import tolerances
+from ..errors import CompareArgumentError
 from ._report import CompareReport, compare_one
 from ._runners import both_models, evaluate_as, given_outputs, reference_for
 
@@ -54,6 +55,7 @@ def run_and_compare(
     from ..runtime import compile as _compile
     from . import _precision, _precision_notes
 
+    rtol, atol, ulps = tolerances("compare", rtol, atol, ulps)
     kind = _precision.device_kind(device_kind) if device_kind is not None else None
     if precision is not None:
         computation = _precision.set_precision(computation, precision)
@@ -66,10 +68,6 @@ def run_and_compare(
         dev = default_device() if device is None else _resolve_device(device) if isinstance(device, str) else device
         kind = _precision.device_kind_of(dev)
 
-    if isinstance(rtol, (int, float)) and rtol < 0 or isinstance(atol, (int, float)) and atol < 0:
-        raise ToleranceError(f"compare: tolerances must be >= 0, got rtol={rtol}, atol={atol}")
-    if ulps is not None and (isinstance(ulps, bool) or not isinstance(ulps, (int, float)) or not ulps >= 0):
-        raise ToleranceError(f"compare: ulps must be a number >= 0, got {ulps!r}")
     runner = reference_for(against, excess_precision=excess_precision)
     overrides = runner.device_overrides()
     overrides.update(xla_flags or {})
@@ -125,14 +123,12 @@ def compare_outputs(
     Raises
     ------
     ToleranceError
-        A negative tolerance (a ShapeError).
+        A tolerance that is not a finite number >= 0 (a ShapeError).
     CompareArgumentError
         Another number of outputs, or an output of another shape or element type (raw-byte arrays
         of the element's size, as numpy saves bf16, are read as the output's type).
     """
-
-    if isinstance(rtol, (int, float)) and rtol < 0 or isinstance(atol, (int, float)) and atol < 0:
-        raise ToleranceError(f"compare: tolerances must be >= 0, got rtol={rtol}, atol={atol}")
+    rtol, atol, _ = tolerances("compare", rtol, atol)
     g_list = [np.asarray(g) for g in got]
     w_list = given_outputs(g_list, want, against)
     sc = list(scales) if scales is not None and len(scales) == len(g_list) else [0.0] * len(g_list)

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._mlir_attrs import I64Elements
+from .._numbers import SECONDS
 from .._optable import evaluates
 from ..builder import XlaOp
 from ..errors import ShapeError, XlaSdkError
@@ -328,7 +329,8 @@ def evaluate_spmd(
         parameters' shapes and element types).
     num_replicas: default ``len(per_device_args) // num_partitions``.
     num_partitions: partitions per replica (``>= 1``).
-    timeout: seconds a device waits at a collective for the rest of its group before raising.
+    timeout: seconds a device waits at a collective for the rest of its group before raising (> 0
+        and <= 10**6).
 
     Returns
     -------
@@ -337,8 +339,9 @@ def evaluate_spmd(
     Raises
     ------
     ShapeError
-        ``len(per_device_args)`` is not ``num_replicas * num_partitions``, a count below 1, or a
-        device's arguments are wrong (as :func:`xlasdk.evaluate`; the message names the device).
+        ``len(per_device_args)`` is not ``num_replicas * num_partitions``, a count below 1, a
+        ``timeout`` that is not a number of seconds > 0 and <= 10**6, or a device's arguments are
+        wrong (as :func:`xlasdk.evaluate`; the message names the device).
     CollectiveTimeoutError
         Devices did not meet at a collective within ``timeout`` (it names the op and the devices).
     UnsupportedOpError
@@ -355,10 +358,9 @@ def evaluate_spmd(
     if len(lists) != num_replicas * num_partitions:
         raise ShapeError(f"evaluate_spmd: {len(lists)} argument lists for {num_replicas} replica(s) x "
                          f"{num_partitions} partition(s); expected one per device ({num_replicas * num_partitions})")
-    if not timeout > 0:
-        raise ShapeError(f"evaluate_spmd: timeout must be > 0 seconds, got {timeout!r}")
+    seconds = SECONDS.check(timeout, "evaluate_spmd: timeout", ShapeError)  # an inf wait overflowed
     computation.instruction_graph()  # imported once, before the threads share it
-    hub = _Hub(float(timeout))
+    hub = _Hub(seconds)
     callees = _SharedCallees(computation)
     results: list[list[np.ndarray[Any, Any]] | None] = [None] * len(lists)
     errors: list[BaseException | None] = [None] * len(lists)

@@ -12,6 +12,7 @@ from .._atomic import file_path, read_regular_file
 from .._cache import CacheArg, _fingerprint_of, _key, resolve_cache
 from .._jaxlib import mlir as _mlir
 from .._jaxlib import pjrt
+from .._numbers import SECONDS_OR_NO_LIMIT
 from ..errors import CompileError, FormatError, XlaSdkError
 from ..ops.collectives import partition_ids_problem
 from ..program.computation import CompileRequest, XlaComputation, compile_request
@@ -122,8 +123,10 @@ def compile(
         Seconds the compile may take where it runs in xlasdk's worker process (a computation
         loaded from a file, or edited from one, on the CPU): past it the worker is stopped and a
         :class:`CompileError` says so. Default: ``$XLASDK_COMPILE_TIMEOUT``, else 3600; ``0`` for
-        no limit. A computation built with :class:`XlaBuilder` compiles in this process, where XLA
-        cannot be stopped, and takes no limit.
+        no limit. A number of seconds from 0 to 10**6 (11.6 days; ``xlasdk._numbers.MAX_SECONDS``):
+        NaN, an infinity (no limit is ``0``, not ``inf``) or a negative number is refused, whatever
+        the computation. A computation built with :class:`XlaBuilder` compiles in this process,
+        where XLA cannot be stopped, and takes no limit.
 
     Returns
     -------
@@ -132,7 +135,10 @@ def compile(
     Raises
     ------
     CompileError
-        When XLA rejects the program or the options.
+        When XLA rejects the program or the options, or ``$XLASDK_COMPILE_TIMEOUT`` is not a number
+        of seconds from 0 to 10**6.
+    XlaSdkError
+        A ``timeout`` that is not a number of seconds from 0 to 10**6.
     UnknownDeviceError
         For an unknown device, or a device assignment naming a missing device.
 
@@ -140,6 +146,8 @@ def compile(
     """
     if not isinstance(computation, XlaComputation):
         raise TypeError(f"compile: expected an XlaComputation, got {type(computation).__name__}")
+    if timeout is not None:  # refused whether or not this compile runs in the worker
+        timeout = SECONDS_OR_NO_LIMIT.check(timeout, "compile: timeout")
     req = compile_request(computation)
     opts = options if options is not None else _module_options(req)
     if not isinstance(opts, CompileOptions):
@@ -152,7 +160,7 @@ def compile(
     ):
         # bounded dynamic shapes: the static-interface rewrite, run with real extents of the results
         rw = static_interface(computation)
-        exe = compile(rw.computation, device, options=opts, cache=cache)
+        exe = compile(rw.computation, device, options=opts, cache=cache, timeout=timeout)
         dynamic = DynamicResultExecutable._wrap(
             exe, program_shape, rw.n_results, rw.dynamic_results, rw.dynamic_params
         )
@@ -251,16 +259,16 @@ DEFAULT_COMPILE_TIMEOUT = 3600.0
 
 
 def _compile_timeout(timeout: float | None) -> float | None:
-    """The limit of a worker compile: ``timeout``, else ``$XLASDK_COMPILE_TIMEOUT``, else the default;
-    0 (or less) means none."""
+    """The limit of a worker compile: ``timeout`` (checked by :func:`compile`), else
+    ``$XLASDK_COMPILE_TIMEOUT``, else the default; 0 means none."""
     if timeout is None:
         env = os.environ.get("XLASDK_COMPILE_TIMEOUT", "").strip()
         try:
             timeout = float(env) if env else DEFAULT_COMPILE_TIMEOUT
         except ValueError:
-            raise CompileError(f"XLASDK_COMPILE_TIMEOUT must be a number of seconds, got {env!r}") from None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise TypeError(f"compile: timeout must be a number of seconds, got {type(timeout).__name__}")
+            timeout = None
+        if timeout is None or not SECONDS_OR_NO_LIMIT.fits(timeout):
+            raise CompileError(f"XLASDK_COMPILE_TIMEOUT must be {SECONDS_OR_NO_LIMIT.expected}, got {env!r}")
     return float(timeout) if timeout > 0 else None
 
 

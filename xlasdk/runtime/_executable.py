@@ -14,7 +14,8 @@ import numpy as np
 
 from .._atomic import atomic_write, file_path
 from .._jaxlib import pjrt
-from ..errors import CompileError, ExecutionTimeoutError, FormatError, ShapeError, XlaRuntimeError, XlaSdkError
+from .._numbers import SECONDS
+from ..errors import CompileError, ExecutionTimeoutError, FormatError, ShapeError, XlaRuntimeError
 from ..ops._core import int_arg
 from ..shape import ProgramShape, Shape
 from ._arguments import _CallPlan, _describe_value
@@ -396,21 +397,20 @@ class Executable:
         *args, **kwargs:
             As for ``exe(*args)`` (a parameter named ``timeout`` must be given by position).
         timeout:
-            Seconds to wait for the outputs, > 0; None: no limit (Ctrl-C still returns).
+            Seconds to wait for the outputs, > 0 and at most 10**6 (11.6 days); None: no limit
+            (Ctrl-C still returns). NaN and infinities are refused (no limit is None).
 
         Raises
         ------
         ExecutionTimeoutError
             The outputs were not ready after ``timeout`` seconds.
         XlaSdkError
-            A ``timeout`` that is not a positive number.
+            A ``timeout`` that is not a number of seconds > 0 and <= 10**6.
         ShapeError, DTypeError, XlaRuntimeError
             As ``exe(*args)``; a failed run raises here.
         """
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
-                                    or not timeout > 0):
-            raise XlaSdkError(f"{self._name}: execute: timeout must be a number of seconds > 0 or None, "
-                              f"got {timeout!r}")
+        if timeout is not None:
+            timeout = SECONDS.check(timeout, f"{self._name}: execute: timeout", hint="None for no limit")
         if kwargs:
             args = self._bind_by_name(args, kwargs)
         bufs = self._single_device_buffers(args, "execute_replicated")
