@@ -151,6 +151,7 @@ def _templates() -> dict[str, Template]:
             "Compare": lambda c: ([c.p(F32, (2, 3)), c.p(F32, (2, 3)), "LT"], {"compare_type": "FLOAT"}),
             "Select": lambda c: ([c.p(PRED, (2, 3)), c.p(F32, (2, 3)), c.p(F32, (2, 3))], {}),
             "Clamp": lambda c: ([0.0, c.p(F32, (2, 3)), 1.0], {}),
+            "Fma": lambda c: ([c.p(F32, (2, 3)), c.p(F32, (2, 3)), 1.0], {}),
             "ConvertElementType": lambda c: ([c.p(F32, (2, 3)), np.int32], {}),
             "BitcastConvertType": lambda c: ([c.p(F32, (2, 3)), np.int32], {}),
             "ReducePrecision": lambda c: ([c.p(F32, (2, 3)), 5, 10], {}),
