@@ -213,3 +213,81 @@ def test_cli_convert_failures_keep_the_old_file(tmp_path: Path, monkeypatch: pyt
     code, _, err = cli("convert", str(tmp_path / "m.hlo"), str(target))
     assert code == 0, err
     assert target.read_bytes() != OLD and names(tmp_path) == ["m.hlo", "m.mlirbc"]
+
+
+def test_pending_temp_files_are_known_until_renamed(tmp_path: Path) -> None:
+    """While ``atomic_write`` writes, its temporary file is listed for a signal handler that ends the
+    process at once (remove_pending_temp_files); once renamed, nothing is."""
+    target = tmp_path / "out.bin"
+    seen: list[str] = []
+
+    def write(f: BinaryIO) -> None:
+        f.write(b"x")
+        (name,) = _atomic._PENDING
+        seen.append(name)
+        assert os.path.exists(name)
+        assert _atomic.remove_pending_temp_files() == [name]
+        assert not os.path.exists(name) and not _atomic._PENDING
+
+    with pytest.raises(OSError):  # its file removed under it: the rename fails, the target stays absent
+        atomic_write(target, write)
+    assert seen and not target.exists() and not _atomic._PENDING
+    atomic_write(target, b"y")
+    assert target.read_bytes() == b"y" and not _atomic._PENDING and _atomic.remove_pending_temp_files() == []
+
+
+def _big_hlo(path: Path, n: int = 3000) -> None:
+    lines = ["HloModule big", "", "ENTRY main {", "  p0 = f32[8] parameter(0)"]
+    lines += [f"  p{i} = f32[8] multiply(p{i - 1}, p{i - 1})" for i in range(1, n)]
+    lines += [f"  ROOT r = f32[8] negate(p{n - 1})", "}"]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_sigterm_during_convert_leaves_no_temporary_file(tmp_path: Path) -> None:
+    """Issue 47: a SIGTERM while ``xlasdk convert`` wrote and checked its output (the supervising
+    command killed the child and exited, past the removal of the child's temporary file) left
+    ``.out.mlir.PID-HEX.tmp`` beside the output. The signal goes to the command or to its whole
+    group, from the moment the temporary file exists to a second later (while the written file is
+    loaded back and compiled)."""
+    import random
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    src = tmp_path / "big.hlo"
+    _big_hlo(src)
+    rng = random.Random(47)
+    repo = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env["PYTHONPATH"] = str(repo)
+
+    def default_signals() -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
+
+    left = []
+    for i, (target, delay) in enumerate([("command", 0.0), ("group", 0.0)] + [
+            (("command", "group")[k % 2], rng.uniform(0.05, 1.0)) for k in range(4)]):
+        out = tmp_path / f"out{i}.mlir"
+        proc = subprocess.Popen([sys.executable, "-m", "xlasdk.cli", "convert", str(src), str(out)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=repo,
+                                start_new_session=True, preexec_fn=default_signals)
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob(f".{out.name}.*.tmp")) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.002)
+        time.sleep(delay)
+        (os.killpg if target == "group" else os.kill)(proc.pid, signal.SIGTERM)
+        try:
+            _, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+        assert proc.returncode in (0, 128 + signal.SIGTERM, -signal.SIGTERM), (target, delay, proc.returncode, err)
+        time.sleep(0.1)  # a child killed by the kernel after its parent: give it its moment
+        temps = sorted(p.name for p in tmp_path.glob(f".{out.name}.*"))
+        if temps:
+            left.append(f"SIGTERM to the {target} {delay:.2f} s after the temporary file appeared "
+                        f"(exit {proc.returncode}): {temps}")
+    assert not left, "\n".join(left)

@@ -35,7 +35,8 @@ from collections.abc import Callable
 from typing import BinaryIO
 
 __all__ = [
-    "atomic_write", "temp_path", "remove_temp_files", "read_regular_file", "file_path", "file_kind", "MAX_FILE_BYTES",
+    "atomic_write", "temp_path", "remove_temp_files", "remove_pending_temp_files", "read_regular_file", "file_path",
+    "file_kind", "MAX_FILE_BYTES",
 ]
 
 _TEMP_SUFFIX = ".tmp"
@@ -171,14 +172,38 @@ def remove_temp_files(path: str | os.PathLike[str], pid: int) -> list[str]:
     return removed
 
 
+#: The temporary files :func:`atomic_write` is writing now in this process (each is named here
+#: before it is created and until it is renamed or removed).
+_PENDING: set[str] = set()
+
+
+def remove_pending_temp_files() -> list[str]:
+    """Remove the temporary files this process is writing now; returns their names.
+
+    For a signal handler that ends the process at once (the ``xlasdk`` command's child on SIGINT,
+    SIGTERM or SIGHUP), where :func:`atomic_write`'s own cleanup never runs."""
+    removed = []
+    for name in list(_PENDING):
+        _PENDING.discard(name)
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+            removed.append(name)
+    return removed
+
+
 def _create_temp(target: str) -> tuple[int, str]:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
     for _ in range(100):
         name = temp_path(target)
+        _PENDING.add(name)  # before the file exists: a handler that runs in between finds no file
         try:
             return os.open(name, flags, 0o666), name  # 0666 less the umask, as open() would create it
         except FileExistsError:  # pragma: no cover - 32 random bits collided
+            _PENDING.discard(name)
             continue
+        except BaseException:
+            _PENDING.discard(name)
+            raise
     raise FileExistsError(f"cannot create a temporary file next to {target}")  # pragma: no cover
 
 
@@ -248,5 +273,7 @@ def atomic_write(
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    finally:
+        _PENDING.discard(tmp)
     if fsync:
         _fsync_dir(os.path.dirname(target))

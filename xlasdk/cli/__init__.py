@@ -94,6 +94,9 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
     except BrokenPipeError:
         _silence_stdout(out)
         return EXIT_OK
+    except KeyboardInterrupt:  # before the verb's own handler (reading the command line)
+        err.write("xlasdk: interrupted\n")
+        return 130
 
 
 def _main(argv: Sequence[str] | None, out: IO[str], err: IO[str], own_process: bool = False) -> int:

@@ -18,6 +18,8 @@ import traceback
 from collections.abc import Callable, Iterator
 from typing import IO, Any, NoReturn
 
+from xlasdk._atomic import remove_pending_temp_files, remove_temp_files
+
 from . import _common
 from ._common import _SUPERVISED, EXIT_RUNTIME, UsageError, _ChildLink, _npz_path, failure_exit
 
@@ -97,7 +99,57 @@ def _run_requests_here() -> None:
     isolated_local.install(_Requests())
 
 
+#: The signals that end a command: blocked from before the child is made until each side has its
+#: handlers (the parent's: :func:`_forward_termination`; the child's: :func:`_child_signals`), so
+#: that one sent in between waits for them instead of meeting Python's own (a traceback).
+_ENDING_SIGNALS = frozenset(s for s in (getattr(signal, n, None) for n in ("SIGINT", "SIGTERM", "SIGHUP"))
+                            if s is not None)
+
+
+def _child_interrupted(signum: int, frame: Any) -> None:
+    """The child's SIGINT handler: end at once, exit status 130, the parent saying the one line
+    "xlasdk: interrupted". A KeyboardInterrupt raised into whatever the child does could not be
+    caught everywhere: in an import it left half-made modules (an ImportError or RecursionError
+    later, an internal error), in a native extension's start or callback an abort (reported as XLA
+    aborting on the user's file), before the command's own handler a traceback."""
+    _child_ends()
+    for stream in (sys.stdout, sys.stderr):  # what the command printed before the interrupt
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - the handler interrupted a write to this stream
+            pass
+    if _common._CHILD is not None:
+        _common._CHILD.send("interrupted")
+    os._exit(130)
+
+
+def _child_terminated(signum: int, frame: Any) -> None:
+    """The child's SIGTERM / SIGHUP handler: its temporary files removed, then the signal's own end."""
+    _child_ends()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _child_ends() -> None:
+    """What every end of the child does first: no second signal handled, temporary files removed."""
+    for sig in _ENDING_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+    remove_pending_temp_files()
+
+
+def _child_signals() -> None:
+    """Install the child's handlers and take the ending signals (blocked since before the child
+    was made: one that came meanwhile is handled now). A signal the command was started with
+    ignored (``nohup``, a background job's SIGINT) stays ignored."""
+    for sig in _ENDING_SIGNALS:
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, _child_interrupted if sig == signal.SIGINT else _child_terminated)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _ENDING_SIGNALS)
+
+
 def _child_exit(code: int) -> NoReturn:
+    for sig in _ENDING_SIGNALS:  # the answer is complete: a signal now changes nothing
+        signal.signal(sig, signal.SIG_IGN)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -142,6 +194,7 @@ def _forked_child(
         os.dup2(err_fd, 2)
         os.close(err_fd)
         _common._CHILD = _ChildLink(status_fd, quiet_fd)
+        _child_signals()
         _run_requests_here()
         code = entry(argv)
     except BaseException:  # never return into the parent's code
@@ -158,6 +211,7 @@ def _spawned_child(entry: Callable[[list[str]], int]) -> NoReturn:
     try:
         status_fd, quiet_fd = (int(x) for x in os.environ.pop(_CHILD_ENV).split(","))
         _common._CHILD = _ChildLink(status_fd, quiet_fd)
+        _child_signals()  # the parent started this interpreter with them blocked
         _run_requests_here()
         code = entry(sys.argv[1:])
     except BaseException:
@@ -232,6 +286,7 @@ class _Watch:
         self.held: list[str] = []
         self.tail: list[str] = []
         self.note: dict[str, Any] | None = None  # a request the child runs now (_Requests), its deadline
+        self.interrupted = False  # the child ended on SIGINT (_child_interrupted)
 
     @staticmethod
     def _lines(fd: int) -> Iterator[tuple[str, bool]]:
@@ -268,6 +323,8 @@ class _Watch:
                             self.note["deadline"] = time.monotonic() + float(self.note["timeout"])
                     elif kind == "exit" and value.lstrip("-").isdigit():
                         self.exit_code = int(value)
+                    elif kind == "interrupted":
+                        self.interrupted = True
                     self.changed.notify_all()
         finally:
             with self.changed:
@@ -390,82 +447,93 @@ def _supervise(
 
     ``entry`` runs the command in a forked child (``xlasdk.cli.main``); a spawned child imports
     ``xlasdk.cli.main`` itself (its command line names it)."""
-    from xlasdk._atomic import remove_temp_files
-
     timeout: float | None = getattr(args, "timeout", None)
     watch = _Watch(err, args.debug)
     with tempfile.TemporaryFile() as quiet:
         status_r, status_w = os.pipe()
         err_r, err_w = os.pipe()
         out_r: int | None = None
+        # The ending signals wait (blocked) until both sides have their handlers: the child takes
+        # them in _child_signals (a spawned interpreter inherits the mask), this process in the try below.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _ENDING_SIGNALS)
         try:
-            if fork:
-                out.flush()
-                err.flush()
-                parent = os.getpid()
-                pid = os.fork()
-                if pid == 0:
-                    _die_with_parent(parent)
-                    if by_worker:
-                        os.environ[_WORKER_ENV] = "1"
-                    _forked_child(entry, argv, status_w, quiet.fileno(), err_w, (status_r, err_r))
-                child = _Child(pid=pid)
-            else:
-                import xlasdk
+            try:
+                if fork:
+                    out.flush()
+                    err.flush()
+                    parent = os.getpid()
+                    pid = os.fork()
+                    if pid == 0:
+                        _die_with_parent(parent)
+                        if by_worker:
+                            os.environ[_WORKER_ENV] = "1"
+                        _forked_child(entry, argv, status_w, quiet.fileno(), err_w, (status_r, err_r))
+                    child = _Child(pid=pid)
+                else:
+                    import xlasdk
 
-                out_r, out_w = os.pipe()
-                env = dict(os.environ)
-                env[_CHILD_ENV] = f"{status_w},{quiet.fileno()}"
-                if by_worker:
-                    env[_WORKER_ENV] = "1"
-                root = os.path.dirname(os.path.dirname(os.path.abspath(xlasdk.__file__)))
-                env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-                try:
-                    popen = subprocess.Popen(
-                        [sys.executable, "-c", _SPAWN_CODE, *argv],
-                        stdin=subprocess.DEVNULL, stdout=out_w, stderr=err_w, env=env,
-                        pass_fds=(status_w, quiet.fileno()),
-                    )
-                except BaseException:
-                    for fd in (out_r, status_r, err_r):
-                        os.close(fd)
-                    raise
-                finally:
-                    os.close(out_w)
-                child = _Child(popen=popen)
-        finally:
-            os.close(status_w)
-            os.close(err_w)
-        readers = [
-            threading.Thread(target=watch.read_status, args=(status_r,), daemon=True),
-            threading.Thread(target=watch.read_stderr, args=(err_r,), daemon=True),
-        ]
-        if out_r is not None:
-            readers.append(threading.Thread(target=watch.read_stdout, args=(out_r, out), daemon=True))
-        for t in readers:
-            t.start()
+                    out_r, out_w = os.pipe()
+                    env = dict(os.environ)
+                    env[_CHILD_ENV] = f"{status_w},{quiet.fileno()}"
+                    if by_worker:
+                        env[_WORKER_ENV] = "1"
+                    root = os.path.dirname(os.path.dirname(os.path.abspath(xlasdk.__file__)))
+                    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+                    try:
+                        popen = subprocess.Popen(
+                            [sys.executable, "-c", _SPAWN_CODE, *argv],
+                            stdin=subprocess.DEVNULL, stdout=out_w, stderr=err_w, env=env,
+                            pass_fds=(status_w, quiet.fileno()),
+                        )
+                    except BaseException:
+                        for fd in (out_r, status_r, err_r):
+                            os.close(fd)
+                        raise
+                    finally:
+                        os.close(out_w)
+                    child = _Child(popen=popen)
+            finally:
+                os.close(status_w)
+                os.close(err_w)
+            readers = [
+                threading.Thread(target=watch.read_status, args=(status_r,), daemon=True),
+                threading.Thread(target=watch.read_stderr, args=(err_r,), daemon=True),
+            ]
+            if out_r is not None:
+                readers.append(threading.Thread(target=watch.read_stdout, args=(out_r, out), daemon=True))
+            for t in readers:
+                t.start()
+            ending = _forward_termination(child)
+        except BaseException:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            raise
         timed_out = interrupted = False
         expired: str | None = None
-        restore = _forward_termination(child)
         try:
-            expired = watch.wait(timeout)
-            if expired is not None:
+            try:
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a signal that came meanwhile lands here
+                expired = watch.wait(timeout)
+                if expired is not None:
+                    child.kill()
+                    timed_out = watch.exit_code is None
+            except KeyboardInterrupt:  # Ctrl-C reached this process; a child inside XLA cannot stop by itself
+                interrupted = True
+                readers[0].join(2.0)
                 child.kill()
-                timed_out = watch.exit_code is None
-        except KeyboardInterrupt:  # Ctrl-C reached both; a child inside XLA cannot stop by itself
-            interrupted = True
-            readers[0].join(2.0)
-            child.kill()
+            except _Terminated:  # SIGTERM / SIGHUP: the handler killed the child
+                pass
+            rc = child.wait()
+            for t in readers[1:]:
+                t.join(5.0)
+            if watch.exit_code is None:  # killed, or died: it may have left a temporary file
+                for target in _output_targets(args):
+                    remove_temp_files(target, child.pid)
         finally:
-            restore()
-        rc = child.wait()
-        for t in readers[1:]:
-            t.join(5.0)
-        if watch.exit_code is None:  # killed, or died: it may have left a temporary file
-            for target in _output_targets(args):
-                remove_temp_files(target, child.pid)
-        if interrupted:
-            if watch.exit_code != 130:
+            ending.restore()
+        if ending.signum is not None:
+            raise SystemExit(128 + ending.signum)
+        if interrupted or watch.interrupted:
+            if watch.exit_code != 130:  # 130: the command's own handler said it
                 err.write("xlasdk: interrupted\n")
             return 130
         if watch.exit_code is not None:
@@ -499,6 +567,8 @@ def _supervise(
                 how = f"XLA aborted {during} ({sig})"
             elif sig == "SIGKILL":
                 how = f"the process was killed {during} (SIGKILL; out of memory?)"
+            elif sig in ("SIGTERM", "SIGHUP", "SIGQUIT"):  # sent from outside: not XLA's doing
+                how = f"the process was ended by {sig} {during}"
             else:
                 how = f"XLA crashed {during} ({sig})"
         else:
@@ -516,23 +586,44 @@ def _report_timed_out(args: argparse.Namespace, err: IO[str], note: dict[str, An
     return _common.EXIT_USAGE if usage else failure_exit(args.command)
 
 
-def _forward_termination(child: _Child) -> Any:
-    """Kill the child when this process is told to end (SIGTERM, SIGHUP); returns the undo function."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-    saved: dict[int, Any] = {}
+class _Terminated(BaseException):
+    """SIGTERM or SIGHUP reached the supervising process (raised by :class:`_Ending`'s handler)."""
 
-    def handler(signum: int, frame: Any) -> None:
-        child.kill()
-        raise SystemExit(128 + signum)
 
-    for name in ("SIGTERM", "SIGHUP"):
-        sig = getattr(signal, name, None)
-        if sig is not None:
-            saved[sig] = signal.signal(sig, handler)
+class _Ending:
+    """How the supervising process ends while its child runs. SIGTERM, SIGHUP: the child is
+    killed and :class:`_Terminated` raised, once (the child's temporary files are removed before the
+    process exits with 128 + the signal); SIGINT: KeyboardInterrupt, once. A second signal only
+    kills the child again, so that the cleanup runs to its end. :meth:`restore` puts the previous
+    handlers back. Handlers are only installed in the main thread."""
 
-    def restore() -> None:
-        for sig, old in saved.items():
+    def __init__(self, child: _Child) -> None:
+        self.child = child
+        self.signum: int | None = None
+        self.interrupted = False
+        self.saved: dict[int, Any] = {}
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in _ENDING_SIGNALS:
+            if signal.getsignal(sig) is not signal.SIG_IGN:  # nohup's SIGHUP, a background job's SIGINT
+                self.saved[sig] = signal.signal(sig, self._handle)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if signum == signal.SIGINT:
+            if not self.interrupted and self.signum is None:
+                self.interrupted = True
+                raise KeyboardInterrupt
+            return
+        self.child.kill()
+        if self.signum is None and not self.interrupted:
+            self.signum = signum
+            raise _Terminated(signum)
+
+    def restore(self) -> None:
+        for sig, old in self.saved.items():
             signal.signal(sig, old)
 
-    return restore
+
+def _forward_termination(child: _Child) -> _Ending:
+    """Kill the child when this process is told to end (SIGTERM, SIGHUP); undone by ``restore()``."""
+    return _Ending(child)
