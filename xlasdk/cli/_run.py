@@ -31,6 +31,7 @@ from ._verbs import check_run_flags
 _check_run_flags = check_run_flags  # its name before it moved to _verbs
 
 EXIT_DIVERGENCE = 1  # --expect: the outputs differ from the expected ones
+EXIT_CANNOT_JUDGE = 3  # --expect-device-kind: no element outside its bound, some bound too loose (as compare's)
 
 # -- run ---------------------------------------------------------------------------------------------
 def _tpu_line(comp: Any, out: IO[str]) -> None:
@@ -265,30 +266,74 @@ def _record(args: argparse.Namespace, comp: Any, inputs: list[Any], host: list[A
 
 def _expect_report(args: argparse.Namespace, comp: Any, host: list[Any], expected: tuple[list[Any], str],
                    out: IO[str], inputs: Any = None, dev: Any = None) -> bool:
-    """Print how ``host`` compares with ``--expect``'s outputs; True when they match. With
-    ``--expect-device-kind``, each output may be as far from them as both devices' error models allow."""
+    """:func:`_expect_verdict`: True for a match."""
+    return _expect_verdict(args, comp, host, expected, out, inputs, dev) == "MATCH"
+
+
+def _expect_verdict(args: argparse.Namespace, comp: Any, host: list[Any], expected: tuple[list[Any], str],
+                    out: IO[str], inputs: Any = None, dev: Any = None) -> str:
+    """Print how ``host`` compares with ``--expect``'s outputs; the verdict: ``MATCH``, ``DIVERGENCE``
+    or ``CANNOT JUDGE`` (:func:`_verdict_exit` gives its exit code). With ``--expect-device-kind``,
+    :func:`_judge_by_kinds`."""
     from xlasdk.reference import compare_outputs
+    from xlasdk.reference._orders import verdict
 
     want, label = expected
-    scales = None
     kind = getattr(args, "expect_device_kind", None)
     if kind is not None and inputs is not None:
-        from xlasdk.errors import XlaSdkError
-        from xlasdk.reference._outputs import both_models
-        from xlasdk.reference._precision import device_kind, device_kind_of
-
-        try:
-            kinds = [device_kind_of(dev), device_kind(kind)]
-        except XlaSdkError as e:
-            raise UsageError(f"--expect-device-kind: {str(e).removeprefix('compare: ')}") from None
-        scales = both_models(comp, inputs, kinds, None, len(host))
-    report = compare_outputs(host, want, name=comp.name, against=label, rtol=args.rtol, atol=args.atol,
-                             scales=scales)
+        return _judge_by_kinds(args, comp, host, want, label, out, inputs, dev)
+    report = compare_outputs(host, want, name=comp.name, against=label, rtol=args.rtol, atol=args.atol)
     exact = all(o.got.tobytes() == o.want.tobytes() for o in report.outputs)
     head, _, table = str(report).partition("\n")
     head = head.replace(": device vs ", ": outputs vs ", 1) + (" (bit-exact)" if exact and report.ok else "")
     out.write(f"{head}\n{table}\n")
-    return report.ok
+    return str(verdict(report))
+
+
+#: the verdicts from best to worst: two judgments together give the worse
+_VERDICTS = ("MATCH", "CANNOT JUDGE", "DIVERGENCE")
+
+
+def _judge_by_kinds(args: argparse.Namespace, comp: Any, host: list[Any], want: list[Any], label: str,
+                    out: IO[str], inputs: Any, dev: Any) -> str:
+    """``--expect OUT.npz --expect-device-kind KIND``: the outputs recorded on a device of KIND judged
+    as ``xlasdk compare --outputs OUT.npz --device-kind KIND`` judges them, by the same call
+    (:func:`xlasdk.reference.compare` with ``outputs=``: against the reference computing as KIND does),
+    and this run's outputs by that call too, as recorded on this device's kind. Each within its own
+    device's bounds of the reference, they agree as closely as both devices allow; the verdict is the
+    worse of the two, so that it is compare's whenever this device computes right (a verdict of the
+    two outputs' difference alone, under the sum of both devices' bounds, could not judge where a
+    TPU's bf16 passes loosen those bounds: CANNOT JUDGE where compare said MATCH)."""
+    from xlasdk.errors import CompareArgumentError, XlaSdkError
+    from xlasdk.reference import UnsupportedOpError, compare
+    from xlasdk.reference._orders import verdict
+    from xlasdk.reference._precision import device_kind, device_kind_of
+
+    try:
+        theirs, ours = device_kind(args.expect_device_kind), device_kind_of(dev)
+    except XlaSdkError as e:
+        raise UsageError(f"--expect-device-kind: {str(e).removeprefix('compare: ')}") from None
+    _stage("comparing")
+    try:
+        reports = [(f"the outputs in {args.expect}", compare(comp, inputs, outputs=want, device_kind=theirs.name,
+                                                              rtol=args.rtol, atol=args.atol)),
+                   ("this run's outputs", compare(comp, inputs, outputs=host, device_kind=ours.name,
+                                                  rtol=args.rtol, atol=args.atol))]
+    except UnsupportedOpError as e:  # as compare --outputs: no verdict without the reference
+        raise UsageError(f"--expect-device-kind: cannot check {args.file}: {e}") from None
+    except CompareArgumentError as e:
+        raise UsageError(f"--expect {args.expect}: {str(e).removeprefix('compare: ')}") from None
+    found = max((str(verdict(r)) for _, r in reports), key=_VERDICTS.index)
+    out.write(f"{comp.name}: outputs vs {label} (recorded on {theirs.label}): {found}, each judged against the "
+              f"reference as its device computes\n")
+    for what, report in reports:
+        out.write(str(report).replace(": device vs ", f": {what} vs ", 1) + "\n")
+    return found
+
+
+def _verdict_exit(found: str) -> int:
+    """The exit code of ``--expect``'s verdict, as ``xlasdk compare`` gives it: 0, 1 (DIVERGENCE) or 3."""
+    return EXIT_OK if found == "MATCH" else EXIT_CANNOT_JUDGE if found == "CANNOT JUDGE" else EXIT_DIVERGENCE
 
 
 def _cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
@@ -377,7 +422,7 @@ def _run(args: argparse.Namespace, out: IO[str]) -> int:
     for i, a in enumerate(host):
         sharding = f"  sharding {outs[i].sharding}" if spmd else ""
         out.write(f"  output {i}: {_describe_array(a):<16} {_summary(a)}{sharding}\n")
-    ok = _expect_report(args, comp, host, expected, out, inputs, dev) if expected is not None else True
+    found = _expect_verdict(args, comp, host, expected, out, inputs, dev) if expected is not None else "MATCH"
     if record_path is not None:
         out.write(f"  recorded {record_path}\n")
     for it in range(1, args.iterations):  # fresh random inputs, as run_hlo_module's --iterations
@@ -389,7 +434,7 @@ def _run(args: argparse.Namespace, out: IO[str]) -> int:
         for i, a in enumerate(host):
             out.write(f"  output {i}: {_describe_array(a):<16} {_summary(a)}\n")
         if expected is not None:
-            ok = _expect_report(args, comp, host, expected, out, inputs, dev) and ok
+            found = max(found, _expect_verdict(args, comp, host, expected, out, inputs, dev), key=_VERDICTS.index)
         if path is not None:
             out.write(f"  recorded {path}\n")
     if args.repeat > 1:
@@ -406,4 +451,4 @@ def _run(args: argparse.Namespace, out: IO[str]) -> int:
         )
     if npz is not None:
         out.write(f"  wrote {npz}\n")
-    return EXIT_OK if ok else EXIT_DIVERGENCE
+    return _verdict_exit(found)
