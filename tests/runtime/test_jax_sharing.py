@@ -61,6 +61,42 @@ def test_xlasdk_first_share_with_jax_hands_jax_our_client() -> None:
     assert r.stdout.strip() == "OK", r.stderr[-1500:]
 
 
+def test_to_jax_right_after_share_with_jax_is_jaxs_first_use() -> None:
+    """Issue 47: ``to_jax()`` as JAX's first use after ``xs.share_with_jax()`` was refused (JAX had not
+    made its clients yet), with a message telling the user to call share_with_jax() first. It starts
+    JAX's clients from the factory share_with_jax registered, and hands the array over uncopied."""
+    r = _run(PROGRAM + (
+        "c = xs.share_with_jax()\n"
+        "d = xs.compile(comp)(np.arange(4, dtype=np.float32))\n"
+        "import sys\n"
+        "xb = sys.modules.get('jax._src.xla_bridge')\n"
+        "assert xb is None or not xb._backends, 'JAX started before to_jax'\n"
+        "j = d.to_jax()\n"
+        "import jax\n"
+        "assert jax.devices()[0].client is c._c, 'two clients'\n"
+        "assert j.unsafe_buffer_pointer() == d.unsafe_buffer_pointer(), 'to_jax copied'\n"
+        "assert jax.jit(lambda a: a + 1)(j).tolist() == [1.0, 2.0, 5.0, 10.0]\n"
+        "print('OK')\n"
+    ))
+    assert r.stdout.strip() == "OK", (r.stdout, r.stderr[-1500:])
+
+
+def test_to_jax_before_any_sharing_says_to_share_and_starts_nothing() -> None:
+    """Without share_with_jax() and before JAX's first use, to_jax() is refused (sharing is still
+    possible: the message says how) and JAX is not started by it."""
+    r = _run(PROGRAM + (
+        "d = xs.device_put(np.ones(3, np.float32))\n"
+        "try:\n    d.to_jax()\nexcept xs.XlaSdkError as e:\n    print('refused:', e)\n"
+        "import sys\n"
+        "xb = sys.modules.get('jax._src.xla_bridge')\n"
+        "print('started:', bool(xb is not None and xb._backends))\n"
+    ))
+    lines = r.stdout.splitlines()
+    assert len(lines) == 2, (r.stdout, r.stderr[-1500:])
+    assert lines[0].startswith("refused: to_jax: cpu:0 belongs to a client JAX does not use; call xs.share_with_jax()")
+    assert lines[1] == "started: False"
+
+
 def test_without_sharing_jax_works_and_to_jax_says_why_it_cannot() -> None:
     r = _run(PROGRAM + (
         "d = xs.device_put(np.ones(3, np.float32))\n"

@@ -21,7 +21,11 @@ from typing import Any
 
 from ..errors import XlaSdkError
 
-__all__ = ["jax_backend", "jax_backends_initialized", "give_to_jax", "as_jax_array", "single_device_buffer"]
+__all__ = ["jax_backend", "jax_backends_initialized", "give_to_jax", "jax_uses", "as_jax_array",
+           "single_device_buffer"]
+
+#: platform -> the client :func:`give_to_jax` registered as JAX's backend factory for it
+_GIVEN: dict[str, Any] = {}
 
 
 def _xla_bridge() -> Any | None:
@@ -70,6 +74,30 @@ def give_to_jax(platform: str, client: Any) -> None:
     old = xb._backend_factories.get(platform)
     priority = int(getattr(old, "priority", 0)) if old is not None else (300 if platform == "tpu" else 0)
     xb.register_backend_factory(platform, lambda: client, priority=priority, fail_quietly=False)
+    _GIVEN[platform] = client
+
+
+def jax_uses(platform: str, client: Any) -> bool:
+    """Whether JAX uses ``client`` for ``platform``. When :func:`give_to_jax` gave it to JAX and JAX
+    has not made its clients yet (this is JAX's first use), JAX makes them now, from the factory
+    registered: the client given is then JAX's. Otherwise JAX is neither imported nor started here.
+
+    Raises
+    ------
+    XlaSdkError
+        JAX failed to make its clients.
+    """
+    if jax_backend(platform) is client:
+        return True
+    if _GIVEN.get(platform) is not client or jax_backends_initialized():
+        return False
+    from jax._src import xla_bridge as xb
+
+    try:
+        xb.backends()
+    except Exception as e:  # noqa: BLE001 - JAX's own error, in one line
+        raise XlaSdkError(f"JAX could not make its clients ({type(e).__name__}: {str(e)[:300]})") from None
+    return jax_backend(platform) is client
 
 
 def as_jax_array(buffer: Any, shape: tuple[int, ...], dtype: Any, device: Any) -> Any:

@@ -399,7 +399,11 @@ class DeviceArray:
         """
         arr = self._live("to_jax")
         client = self._device._client
-        if jax_bridge.jax_backend(client.platform) is not client._c:
+        try:
+            shared = jax_bridge.jax_uses(client.platform, client._c)  # after xs.share_with_jax(), JAX starts here
+        except XlaSdkError as e:
+            raise XlaSdkError(f"to_jax: {e}") from None
+        if not shared:
             raise XlaSdkError(
                 f"to_jax: {self._device} belongs to a client JAX does not use; call xs.share_with_jax() before "
                 "JAX's first use (or use JAX first: xlasdk then adopts its client), or copy through the host "
