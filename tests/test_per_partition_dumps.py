@@ -208,3 +208,28 @@ def test_the_8_device_fixture_runs_from_global_inputs(tmp_path: Path) -> None:
         for i in range(2):
             assert_same_or_within_ulps(got[f"output_{i}"], z[f"out{i}"], what=f"output {i}")
             assert_put_together(got[f"output_{i}"], [o[i] for o in host], result_shardings[i], f"output {i}")
+
+
+def test_inspect_says_what_the_command_can_do_for_a_per_partition_dump(tmp_path: Path) -> None:
+    """Issue 47: ``xlasdk inspect`` of one partition's program (4 partitions) on a 1-device CPU client
+    ended with the API's hint ``for CPU use xs.client('cpu', num_devices=4)``, which the command
+    cannot act on. It names what the command can do, and each way works: XLA_FLAGS for 4 CPU
+    devices (in a fresh process: this one's client has its devices already), or --no-compile."""
+    import os
+    import subprocess
+    import sys
+
+    code, out, err = cli("inspect", str(AFTER))
+    assert code == 2 and not out, (out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert "the program runs on 4 devices" in lines[0], err
+    assert "set XLA_FLAGS=--xla_force_host_platform_device_count=4 for 4 CPU devices" in lines[0], err
+    assert "or give --no-compile" in lines[0] and "xs.client" not in lines[0], err
+    code, out, err = cli("inspect", str(AFTER), "--no-compile")
+    assert code == 0 and "partitioning:" in out, (out, err)
+    repo = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "PYTHONPATH": str(repo)}
+    r = subprocess.run([sys.executable, "-m", "xlasdk.cli", "inspect", str(AFTER)], capture_output=True, text=True,
+                       env=env, cwd=repo, timeout=300)
+    assert r.returncode == 0 and "cost analysis (cpu:0)" in r.stdout, (r.stdout, r.stderr[-1000:])

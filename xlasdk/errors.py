@@ -13,6 +13,7 @@ __all__ = [
     "ShapeError",
     "DTypeError",
     "CompileError",
+    "DeviceCountError",
     "XlaRuntimeError",
     "FormatError",
     "DistributedError",
@@ -38,6 +39,20 @@ class DTypeError(XlaSdkError, TypeError):
 
 class CompileError(XlaSdkError):
     """XLA failed to compile a computation (wraps jaxlib's ``JaxRuntimeError``)."""
+
+
+class DeviceCountError(CompileError):
+    """A program that runs on more devices (``num_replicas`` x ``num_partitions``, the options' or
+    those its module records) than its device's client has from that device on.
+
+    Attributes: ``needed`` (the program's device count), ``available`` (the client's devices from
+    the given one on), ``platform`` (the client's platform)."""
+
+    def __init__(self, message: str = "", *, needed: int = 0, available: int = 0, platform: str = "") -> None:
+        super().__init__(message)
+        self.needed = needed
+        self.available = available
+        self.platform = platform
 
 
 class XlaRuntimeError(XlaSdkError, RuntimeError):

@@ -114,6 +114,21 @@ def _sorted_counts(counts: Counter[str]) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
+def _device_count_message(args: argparse.Namespace, e: Any, dev: Any) -> str:
+    """``FILE``'s program runs on more devices than ``dev``'s client has from ``dev`` on (a
+    per-partition dump): what ``xlasdk inspect`` can do about it (the API's message names
+    ``xs.client('cpu', num_devices=N)``, which the command cannot take)."""
+    have = f"{e.available} device{'s' if e.available != 1 else ''}"
+    if e.platform == "cpu":
+        n = e.needed + len(dev.client.devices()) - e.available  # the devices before ``dev`` too
+        more = f"set XLA_FLAGS=--xla_force_host_platform_device_count={n} for {n} CPU devices"
+    else:
+        more = f"compile for a TPU slice of {e.needed} chips with --topology NAME (v5e:2x2 has 4)"
+    return (f"{args.file}: the program runs on {e.needed} devices (one per partition and replica), the "
+            f"{e.platform} client has {have} from {dev} on; {more}, or give --no-compile (no cost or memory "
+            "figures)")
+
+
 def _cmd_inspect(args: argparse.Namespace, out: IO[str]) -> int:
     _stage("loading")
     comp, snap = _load_program(args)
@@ -165,7 +180,12 @@ def _cmd_inspect(args: argparse.Namespace, out: IO[str]) -> int:
         else:
             dev = _device(args)
         _stage("compiling")
-        exe = rt.compile(comp, dev)
+        from xlasdk.errors import DeviceCountError
+
+        try:
+            exe = rt.compile(comp, dev)
+        except DeviceCountError as e:  # the API's hint names xs.client(...): say what this command can do
+            raise UsageError(_device_count_message(args, e, dev)) from None
         report["device"] = str(dev)
         report["cost_analysis"] = exe.cost_analysis()
         report["memory"] = exe.memory_stats().as_dict()

@@ -13,7 +13,7 @@ from .._cache import CacheArg, _fingerprint_of, _key, resolve_cache
 from .._jaxlib import mlir as _mlir
 from .._jaxlib import pjrt
 from .._numbers import SECONDS_OR_NO_LIMIT
-from ..errors import CompileError, FormatError, XlaSdkError
+from ..errors import CompileError, DeviceCountError, FormatError, XlaSdkError
 from ..ops.collectives import partition_ids_problem
 from ..program.computation import CompileRequest, XlaComputation, compile_request
 from ..program.static_interface import static_interface
@@ -50,10 +50,11 @@ def _place(options: CompileOptions, device: Device | str | None) -> list[Device]
     all_devs = base.client.devices()  # under xs.distributed: every process's, the same everywhere
     start = 0 if device is None else all_devs.index(base)
     if start + n > len(all_devs):
-        raise CompileError(
+        raise DeviceCountError(
             f"compile: num_replicas={options.num_replicas} x num_partitions={options.num_partitions} needs "
             f"{n} devices from {base}, but the {base.client.name} client has {len(all_devs)} "
-            f"({', '.join(str(d) for d in all_devs)}); for CPU use xs.client('cpu', num_devices={n})"
+            f"({', '.join(str(d) for d in all_devs)}); for CPU use xs.client('cpu', num_devices={n})",
+            needed=n, available=len(all_devs) - start, platform=base.platform,
         )
     return all_devs[start : start + n]
 
