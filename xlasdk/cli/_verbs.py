@@ -303,8 +303,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compare the outputs with a snapshot's recorded result or an .npz of outputs, as xlasdk "
                         "compare does (per-type tolerances, --rtol / --atol); exit code 1 when they differ")
     s.add_argument("--expect-device-kind", default=None, metavar="KIND",
-                   help="the kind of device that recorded --expect's outputs (cpu, gpu, tpu-v5e, ...): each output "
-                        "may differ by both devices' error bounds (xlasdk compare's model)")
+                   help="the kind of device that recorded --expect's outputs (cpu, gpu, tpu-v5e, ...): they are "
+                        "judged as xlasdk compare --outputs OUT.npz --device-kind KIND judges them, and this run's "
+                        "outputs as recorded on this device's kind; the worse verdict counts (exit code 1 for "
+                        "DIVERGENCE, 3 for CANNOT JUDGE, as compare's)")
     s.add_argument("--rtol", type=TOLERANCE.parse, default=None,
                    help="relative tolerance of --expect (default: by element type)")
     s.add_argument("--atol", type=TOLERANCE.parse, default=None,
