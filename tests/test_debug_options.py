@@ -77,3 +77,24 @@ def test_the_file_is_read_strictly(tmp_path: Path) -> None:
     opts.write_bytes(b"xla_cpu_enable_fast_math: \xff\n")
     with pytest.raises(xs.FormatError, match="UTF-8"):
         dump_debug_options(dump)
+
+
+def test_run_applies_and_names_the_dumps_options(tmp_path: Path) -> None:
+    """``xlasdk run DUMP_FILE --expect`` replays with the dump's options and names them; with
+    ``--no-debug-options`` it compiles without them."""
+    path, want = _dump(tmp_path, "--xla_cpu_enable_fast_math=true")
+    np.savez(tmp_path / "inputs.npz", **{"0": np.linspace(-3, 3, 1000).astype(np.float32),
+                                          "1": np.linspace(0.1, 7, 1000).astype(np.float32)})
+    np.savez(tmp_path / "want.npz", **{f"output_{i}": w for i, w in enumerate(want)})
+
+    def run(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "xlasdk.cli", "run", str(path), "--inputs",
+                               str(tmp_path / "inputs.npz"), "--expect", str(tmp_path / "want.npz"), *extra],
+                              capture_output=True, text=True, timeout=300)
+
+    r = run()
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "XLA options of the dump (" in r.stdout and "--xla_cpu_enable_fast_math=true" in r.stdout
+    r = run("--no-debug-options")
+    assert "XLA options of the dump" not in r.stdout
+    assert r.returncode in (0, 1), r.stdout + r.stderr  # 1 where fast math changed a value (jaxlib 0.12.1: it does)

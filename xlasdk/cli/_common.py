@@ -301,3 +301,18 @@ def _xla_flags(text: str | None) -> dict[str, Any]:
             value = float(raw)
         out[name] = value
     return out
+
+
+def dump_options(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    """The XLA options the dump file ``args.file`` was compiled with (its ``debug_options`` file's
+    that change values: :func:`xlasdk.formats.debug_options.dump_debug_options`) and a line naming
+    them for the report; ``({}, "")`` with ``--no-debug-options`` or when the file has none."""
+    from xlasdk.formats.debug_options import debug_options_path, dump_debug_options
+
+    if getattr(args, "no_debug_options", False) or (found := debug_options_path(args.file)) is None:
+        return {}, ""
+    opts = dump_debug_options(args.file)
+    if not opts:
+        return {}, ""
+    shown = " ".join(f"--{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in opts.items())
+    return opts, f"XLA options of the dump ({found.name}; --no-debug-options to leave them out): {shown}\n"

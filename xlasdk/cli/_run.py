@@ -23,6 +23,7 @@ from ._common import (
     _npz_path,
     _quiet_native_logs,
     _stage,
+    dump_options,
 )
 from ._verbs import _RUN_DESCRIPTION as _RUN_DESCRIPTION  # the help texts live in the light _verbs
 from ._verbs import _RUN_EPILOG as _RUN_EPILOG
@@ -381,10 +382,12 @@ def _run(args: argparse.Namespace, out: IO[str]) -> int:
     else:
         dev = _device(args)
         where = str(dev)
+    dump_opts, dump_line = dump_options(args)
     _stage("compiling")
     t0 = time.perf_counter()
-    if spmd:
-        exe = rt.compile(comp, dev, options=rt.CompileOptions(num_replicas=replicas, num_partitions=partitions))
+    if spmd or dump_opts:
+        exe = rt.compile(comp, dev, options=rt.CompileOptions(num_replicas=replicas, num_partitions=partitions,
+                                                              env_option_overrides=dump_opts))
     else:
         exe = rt.compile(comp, dev)
     compile_s = time.perf_counter() - t0
@@ -412,6 +415,7 @@ def _run(args: argparse.Namespace, out: IO[str]) -> int:
     if n_rec:
         source = (f" (the recorded arguments of the {snap.kind.replace('_', ' ')})" if n_rec == len(inputs)
                   else f" ({n_rec} of them the snapshot's recorded arguments)")
+    out.write(dump_line)
     out.write(
         f"{comp.name} on {where}: {len(inputs)} input(s){source}, {len(host)} output(s); "
         f"compiled in {_human_time(compile_s)}\n"

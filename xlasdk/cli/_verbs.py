@@ -140,7 +140,11 @@ written, 2 usage or file error, or FILE does not show the problem."""
 
 # -- parser --------------------------------------------------------------------------------------------
 def add_input_arguments(s: argparse.ArgumentParser) -> None:
-    """The options that give a program's inputs (``run``, ``compare``, ``reduce``: :func:`._arrays._gather_inputs`)."""
+    """The options that give a program's inputs (``run``, ``compare``, ``reduce``: :func:`._arrays._gather_inputs`),
+    and ``--no-debug-options``."""
+    s.add_argument("--no-debug-options", action="store_true",
+                   help="compile a file of an XLA dump without the options it was compiled with (by default those "
+                        "of its module_NNNN.NAME.debug_options that change values are applied, and named)")
     s.add_argument("--input", action="append", metavar="NAME=FILE.npy",
                    help="one parameter's value (repeatable); FILE.npz:KEY takes one array of an .npz")
     s.add_argument("--inputs", metavar="FILE.npz", default=None,
