@@ -55,6 +55,7 @@ lt {
 """
 
 Builder = Callable[[xs.XlaBuilder, xs.XlaOp], Any]
+FRS = "xla.sdy.FuncResultSharding"
 
 
 def _program(name: str, param: str, root: str, extra: str = "") -> str:
@@ -162,6 +163,21 @@ REFUSED: dict[str, tuple[str, Builder | None]] = {
     "all_to_all_split_count": (
         _program("a", "f32[6]", "f32[6] all-to-all(p), dimensions={0}, replica_groups={{0,1,2,3}}"),
         lambda b, p: ops.AllToAll(p, 0, 0, 4, [[0, 1, 2, 3]])),
+    "custom_call_sdy_func_result_sharding": (
+        _program("a", "f32[4]", f'f32[4] custom-call(p), custom_call_target="{FRS}"'),
+        lambda b, p: ops.CustomCall(b, FRS, [p], _f32(4))),
+    "custom_call_sdy_propagation_barrier_none": (
+        _program("a", "f32[4]", 'f32[4] custom-call(), custom_call_target="xla.sdy.PropagationBarrier"'),
+        lambda b, p: ops.CustomCall(b, "xla.sdy.PropagationBarrier", [], _f32(4))),
+    "custom_call_sdy_sharding_group_two": (
+        _program("a", "f32[4]", 'f32[4] custom-call(p, p), custom_call_target="xla.sdy.ShardingGroup"'),
+        lambda b, p: ops.CustomCall(b, "xla.sdy.ShardingGroup", [p, p], _f32(4))),
+    "custom_call_eigh_none": (
+        _program("a", "f32[4,4]", 'f32[4,4] custom-call(), custom_call_target="Eigh"'),
+        lambda b, p: ops.CustomCall(b, "Eigh", [], p.shape)),
+    "custom_call_qr_none": (
+        _program("a", "f32[4,4]", 'f32[4,4] custom-call(), custom_call_target="Qr"'),
+        lambda b, p: ops.CustomCall(b, "Qr", [], p.shape)),
 }
 
 _PARAMS = {
@@ -175,7 +191,8 @@ _PARAMS = {
     "cbrt_complex": ("c64", (4,)), "remainder_complex": ("c64", (4,)), "rng_uniform_pred": ("pred", ()),
     "maximum_complex": ("c64", (4,)), "minimum_complex": ("c64", (4,)), "topk_pred": ("pred", (4,)),
     "rng_bit_generator_f32": ("u64", (2,)), "compare_lt_complex": ("c64", (4,)), "clamp_complex": ("c64", (4,)),
-    "custom_call_lapack_potrf_result": ("f32", (4, 4)),
+    "custom_call_lapack_potrf_result": ("f32", (4, 4)), "custom_call_eigh_none": ("f32", (4, 4)),
+    "custom_call_qr_none": ("f32", (4, 4)),
 }
 
 #: Programs the builder refuses that XLA verifies, compiles and runs to the answer its semantics
@@ -202,7 +219,14 @@ CHECKED_AT_LOAD = {"fft_length_short": "Fft: ", "fft_length_long": "Fft: ", "iff
                    "custom_call_slice_to_dynamic": "CustomCall: call_target_name 'SliceToDynamic'",
                    "custom_call_onednn": "CustomCall: call_target_name '__onednn$matmul'",
                    "custom_call_sharding_shape": "CustomCall: target 'Sharding'",
-                   "custom_call_lapack_potrf_result": "CustomCall: target 'lapack_spotrf_ffi' on f32[4,4]"}
+                   "custom_call_lapack_potrf_result": "CustomCall: target 'lapack_spotrf_ffi' on f32[4,4]",
+                   "custom_call_sdy_func_result_sharding": f"CustomCall: target '{FRS}' gives a result of the entry",
+                   "custom_call_sdy_propagation_barrier_none":
+                       "CustomCall: target 'xla.sdy.PropagationBarrier' takes exactly one operand, got no operand",
+                   "custom_call_sdy_sharding_group_two":
+                       "CustomCall: target 'xla.sdy.ShardingGroup' takes exactly one operand, got (f32[4], f32[4])",
+                   "custom_call_eigh_none": "CustomCall: target 'Eigh' takes one operand (the matrix), got no operand",
+                   "custom_call_qr_none": "CustomCall: target 'Qr' takes one operand (the matrix), got no operand"}
 
 _CHILD = textwrap.dedent("""
     import json, sys
@@ -350,3 +374,199 @@ def test_check_rules_walks_nested_regions_and_skips_text_without_checked_ops() -
     assert e.value.name == "line 5" and e.value.message.startswith("Fft: ")
     rule_check.check_rules(module, "no checked op is named in this text")  # not walked
     rule_check.check_rules(mlir.parse_module(FFT_MLIR.replace("[8]", "[16]")))  # a valid FFT passes
+
+
+# -- custom calls XLA's verifier accepts and its compiler dies on (jaxlib 0.10.2 and 0.12.1 alike) ---------
+#: The standalone reproducers, as found: name -> (HLO text, the line of the call, the rule's words).
+#: Each loaded as it is and compiled, XLA:CPU dies: ``attribute_exporter.cc`` (SIGABRT: ``xla.sdy.
+#: FuncResultSharding custom call should have frontend attrs``), ``sharding_remover.cc`` (SIGABRT:
+#: ``Sharding instruction must have exactly one operand``), the Eigh expander (SIGSEGV).
+ABORT_REPRODUCERS = {
+    "sdy_func_result_sharding_custom_call": (
+        'HloModule sdy_func_result_sharding\n\nENTRY main {\n  x = f32[4,4] parameter(0)\n'
+        f'  ROOT r = f32[4,4] custom-call(x), custom_call_target="{FRS}"\n}}\n',
+        5, f"CustomCall: target '{FRS}' gives a result of the entry function, so it needs the frontend attribute "
+        "xla.sdy.sharding, a #sdy.sharding_per_value holding the result's one sharding"),
+    "sdy_propagation_barrier_no_operand_custom_call": (
+        'HloModule sdy_propagation_barrier\n\nENTRY main {\n'
+        '  ROOT r = f32[4,4] custom-call(), custom_call_target="xla.sdy.PropagationBarrier"\n}\n',
+        4, "CustomCall: target 'xla.sdy.PropagationBarrier' takes exactly one operand, got no operand"),
+    "sdy_sharding_group_two_operands_custom_call": (
+        'HloModule sdy_sharding_group\n\nENTRY main {\n  x = u32[4] parameter(0)\n  y = u32[4] parameter(1)\n'
+        '  ROOT r = u64[4] custom-call(x, y), custom_call_target="xla.sdy.ShardingGroup"\n}\n',
+        6, "CustomCall: target 'xla.sdy.ShardingGroup' takes exactly one operand, got (u32[4], u32[4])"),
+    "eigh_no_operand_custom_call_sigsegv": (
+        'HloModule eigh_no_operand\n\nENTRY main {\n  ROOT r = f32[4,4] custom-call(), custom_call_target="Eigh"\n}\n',
+        4, "CustomCall: target 'Eigh' takes one operand (the matrix), got no operand"),
+}
+
+
+def _stablehlo(call: str, n_args: int = 1, attrs: str = "", pre: str = "", ret: str = "%0") -> str:
+    """A StableHLO module whose ``main`` (``n_args`` f32[4,4] arguments) returns ``call`` (line 3)."""
+    args = ", ".join(f"%arg{i}: tensor<4x4xf32>" for i in range(n_args))
+    head = f"module @m attributes {{{attrs}}} {{\n" if attrs else "module @m {\n"
+    return (f"{head}{pre}  func.func public @main({args}) -> tensor<4x4xf32> {{\n    {call}\n"
+            f"    return {ret} : tensor<4x4xf32>\n  }}\n}}\n")
+
+
+def _sdy_call(target: str, operands: str, attrs: str = "") -> str:
+    n = len([o for o in operands.split(",") if o.strip()])
+    types = ", ".join(["tensor<4x4xf32>"] * n)
+    return f"%0 = stablehlo.custom_call @{target}({operands}) {{{attrs}}} : ({types}) -> tensor<4x4xf32>"
+
+
+#: The same calls in StableHLO (a loaded module of JAX's form): name -> (text, the rule's words).
+ABORT_REPRODUCERS_STABLEHLO = {
+    "func_result_sharding": (_stablehlo(_sdy_call(FRS, "%arg0", "has_side_effect = true")),
+                             f"line 3: CustomCall: target '{FRS}' gives a result of the entry function"),
+    "propagation_barrier_two": (_stablehlo(_sdy_call("xla.sdy.PropagationBarrier", "%arg0, %arg1"), 2),
+                                "line 3: CustomCall: target 'xla.sdy.PropagationBarrier' takes exactly one operand"),
+    "sharding_group_none": (_stablehlo(_sdy_call("xla.sdy.ShardingGroup", ""), 0),
+                            "line 3: CustomCall: target 'xla.sdy.ShardingGroup' takes exactly one operand"),
+    "qr_none": (_stablehlo(_sdy_call("Qr", ""), 0), "line 3: CustomCall: target 'Qr' takes one operand"),
+}
+
+
+@pytest.mark.parametrize("name", list(ABORT_REPRODUCERS))
+def test_each_abort_reproducer_is_refused_at_load(name: str, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each found module loaded (XLA's verifier lets it through) and XLA:CPU died compiling it (in the
+    worker): now its load is refused, naming the line, the instruction and what XLA requires."""
+    monkeypatch.setenv("XLASDK_LOAD_CACHE", "0")
+    text, line, words = ABORT_REPRODUCERS[name]
+    f = tmp_path / f"{name}.hlo"
+    f.write_text(text)
+    with pytest.raises(xs.FormatError) as e:
+        xs.load_computation(f)
+    msg = str(e.value)
+    assert msg.startswith(str(f)) and f"line {line}: instruction 'r': {words}" in msg, msg
+    assert "XLA's verifier accepts it" in msg, msg
+    with pytest.raises(xs.FormatError, match=f"line {line}: instruction 'r': CustomCall"):
+        xs.XlaComputation.from_hlo_text(text)
+
+
+@pytest.mark.parametrize("name", list(ABORT_REPRODUCERS_STABLEHLO))
+def test_each_abort_reproducer_is_refused_at_load_from_stablehlo(name: str, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loaded StableHLO module dies the same way (``stablehlo.custom_call @xla.sdy.FuncResultSharding``
+    without ``mhlo.frontend_attributes``, returned by main: ``attribute_exporter.cc``): refused alike."""
+    monkeypatch.setenv("XLASDK_LOAD_CACHE", "0")
+    text, words = ABORT_REPRODUCERS_STABLEHLO[name]
+    f = tmp_path / f"{name}.mlir"
+    f.write_text(text)
+    with pytest.raises(xs.FormatError) as e:
+        xs.load_computation(f)
+    assert str(e.value).startswith(f"{f}: {words}"), str(e.value)
+
+
+_PV = '"#sdy.sharding_per_value<[<{}, [{{}}, {{}}]>]>"'
+_MESHES = 'mhlo.frontend_attributes = {{xla.sdy.meshes = "{{{}}}"}}'
+_X2 = '#sdy.mesh<[\\\\\\"x\\\\\\"=2]>'  # C-escaped quotes, as Shardy's export writes them: #sdy.mesh<[\"x\"=2]>
+
+
+def _frs(sharding: str) -> str:
+    attrs = f"has_side_effect = true, mhlo.frontend_attributes = {{xla.sdy.sharding = {sharding}}}"
+    return _sdy_call(FRS, "%arg0", attrs)
+
+
+#: ``xla.sdy.FuncResultSharding`` calls returned by main with a frontend attribute XLA's exporter
+#: cannot use (each aborts or crashes XLA:CPU): name -> (StableHLO text, the rule's words).
+BAD_RESULT_SHARDINGS = {
+    "not_per_value": (_stablehlo(_frs('"#sdy.sharding<mesh<[]>, [{}, {}]>"')), "is not a string spelling a #sdy"),
+    "not_a_string": (_stablehlo(_frs("3 : i64")), "is not a string spelling a #sdy.sharding_per_value"),
+    "trailing_backslash": (_stablehlo(_frs('"#sdy.sharding_per_value<[<mesh<[]>, [{}, {}]>]>\\\\"')),
+                           "is not a string spelling"),
+    "two_shardings": (_stablehlo(_frs('"#sdy.sharding_per_value<[<mesh<[]>, [{}, {}]>, <mesh<[]>, [{}, {}]>]>"')),
+                      "holds 2 shardings; XLA takes exactly one"),
+    "mesh_nowhere": (_stablehlo(_frs(_PV.format("@mesh"))), "names mesh @mesh, which the module does not define"),
+    "mesh_not_in_meshes": (_stablehlo(_frs(_PV.format("@mesh")), attrs=_MESHES.format(f"other = {_X2}")),
+                           "names mesh @mesh"),
+    # jaxlib 0.10.2 reads the sdy.mesh ops (and dies on the first), 0.12.1 xla.sdy.meshes (and dies on the second)
+    "mesh_ops_without_it": (_stablehlo(_frs(_PV.format("@mesh")), attrs=_MESHES.format(f"mesh = {_X2}"),
+                                       pre='  sdy.mesh @other = <["x"=2]>\n'), "names mesh @mesh"),
+    "mesh_op_only": (_stablehlo(_frs(_PV.format("@mesh")), pre='  sdy.mesh @mesh = <["x"=2]>\n'), "names mesh @mesh"),
+    "unknown_axis": (_stablehlo(_frs('"#sdy.sharding_per_value<[<@mesh, [{\\\\\\"q\\\\\\"}, {}]>]>"'),
+                                attrs=_MESHES.format(f"mesh = {_X2}")),
+                     "shards along axis 'q', which mesh @mesh (axes 'x') does not have"),
+}
+
+#: What XLA compiles: a mark with the attribute it reads (inline mesh, named mesh, C escapes), one
+#: without it that main does not return (here or in a callee), Shardy's barrier on one operand. (A
+#: mesh only an sdy.mesh op defines compiles on jaxlib 0.10.2 and aborts 0.12.1: refused above.)
+GOOD_SHARDY = {
+    "inline_mesh": _stablehlo(_frs('"#sdy.sharding_per_value<[<mesh<[\\\\\\"x\\\\\\"=1]>, [{}, {}]>]>"')),
+    "named_mesh": _stablehlo(_frs(_PV.format("@mesh")), attrs=_MESHES.format(f"mesh = {_X2}")),
+    "sdy_mesh_op_and_meshes": _stablehlo(_frs(_PV.format("@mesh")), attrs=_MESHES.format(f"mesh = {_X2}"),
+                                         pre='  sdy.mesh @mesh = <["x"=2]>\n'),
+    "not_returned": _stablehlo(_sdy_call(FRS, "%arg0") + "\n    %1 = stablehlo.negate %0 : tensor<4x4xf32>",
+                               ret="%1"),
+    "returned_by_a_callee": (
+        "module @m {\n  func.func private @f(%a: tensor<4x4xf32>) -> tensor<4x4xf32> {\n"
+        f"    %0 = stablehlo.custom_call @{FRS}(%a) : (tensor<4x4xf32>) -> tensor<4x4xf32>\n"
+        "    return %0 : tensor<4x4xf32>\n  }\n  func.func public @main(%arg0: tensor<4x4xf32>) -> tensor<4x4xf32> {\n"
+        "    %0 = call @f(%arg0) : (tensor<4x4xf32>) -> tensor<4x4xf32>\n    return %0 : tensor<4x4xf32>\n  }\n}\n"),
+    "propagation_barrier": _stablehlo(_sdy_call("xla.sdy.PropagationBarrier", "%arg0")),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_RESULT_SHARDINGS))
+def test_result_sharding_attributes_xla_cannot_read_are_refused(name: str, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XLASDK_LOAD_CACHE", "0")
+    text, words = BAD_RESULT_SHARDINGS[name]
+    f = tmp_path / f"{name}.mlir"
+    f.write_text(text)
+    with pytest.raises(xs.FormatError) as e:
+        xs.load_computation(f)
+    msg = str(e.value)
+    line = 4 if "sdy.mesh @" in text else 3
+    assert f"line {line}: CustomCall: target '{FRS}' gives a result of the entry function: its frontend attribute " \
+           "xla.sdy.sharding = " in msg and words in msg, msg
+
+
+def test_what_xla_compiles_of_shardys_marks_still_loads_and_compiles(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check requires what XLA's compiler requires, no more: each of these loads and compiles;
+    ``Eigh`` with one operand of the wrong kind is XLA's clean compile error, not a load refusal."""
+    monkeypatch.setenv("XLASDK_LOAD_CACHE", "0")
+    for name, text in GOOD_SHARDY.items():
+        f = tmp_path / f"{name}.mlir"
+        f.write_text(text)
+        xs.compile(xs.load_computation(f))
+    hlo = ('HloModule m, frontend_attributes={xla.sdy.meshes={mesh = #sdy.mesh<["x"=1]>}}\n\nENTRY main {\n'
+           '  x = f32[4,4] parameter(0)\n  n = f32[4,4] negate(x)\n'
+           f'  r = f32[4,4] custom-call(n), custom_call_target="{FRS}", custom_call_has_side_effect=true, '
+           'frontend_attributes={xla.sdy.sharding="#sdy.sharding_per_value<[<@mesh, [{\\"x\\"}, {}]>]>"}\n'
+           f'  u = f32[4,4] custom-call(x), custom_call_target="{FRS}"\n  a = f32[4,4] add(r, u)\n'
+           f'  ROOT t = (f32[4,4], f32[4,4]) tuple(r, a)\n}}\n')
+    xs.compile(xs.XlaComputation.from_hlo_text(hlo))
+    eigh = 'HloModule m\n\nENTRY main {\n  x = f32[4,4] parameter(0)\n  ROOT r = f32[4,4] custom-call(x), ' \
+           'custom_call_target="Eigh"\n}\n'
+    with pytest.raises(xs.CompileError) as e:
+        xs.compile(xs.XlaComputation.from_hlo_text(eigh))
+    assert "XLA aborted" not in str(e.value), str(e.value)
+
+
+SHARDY_DUMPS = sorted(p for p in (Path(__file__).resolve().parent / "data").rglob("*")
+                      if p.is_file() and b"sdy" in p.read_bytes() and not p.name.endswith("tpu_comp_env.txt")
+                      and p.suffix != ".npz")
+
+
+@pytest.mark.parametrize("path", SHARDY_DUMPS, ids=lambda p: str(p).split("/data/", 1)[1])
+def test_real_shardy_dumps_still_load(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """JAX's Shardy-partitioned programs load as before: the lowerings and exports (``sdy.mesh``,
+    ``sdy.sharding``) and the HLO dumps, whose ``xla.sdy.FuncResultSharding`` calls carry the
+    frontend attribute ``xla.sdy.sharding`` and the module its meshes (``xla.sdy.meshes``); the
+    calls main returns are the ones the check reads."""
+    monkeypatch.setenv("XLASDK_LOAD_CACHE", "0")
+    comp = xs.load_computation(path)
+    if b"FuncResultSharding" not in path.read_bytes():
+        return
+    from xlasdk._jaxlib import mlir, mlir_graph
+
+    claims = [c for c in mlir_graph.ops_named(mlir.parse_module(comp.as_stablehlo_text()),
+                                              frozenset({"stablehlo.custom_call"}))
+              if c.attrs.get("call_target_name") == FRS]
+    assert claims and all(c.returned for c in claims), claims
+    assert all((c.frontend_attributes or {}).get("xla.sdy.sharding", "").startswith("#sdy.sharding_per_value<[")
+               for c in claims), claims

@@ -155,6 +155,12 @@ def _custom_call(target: str, operands: str, shape: str) -> str:
     return f'  %bad = {shape} custom-call({operands}), custom_call_target="{target}"\n'
 
 
+def _sharded(line: str, mesh: str) -> str:
+    """``line`` (one instruction) with the frontend attribute ``xla.sdy.sharding`` of a 2-D value on ``mesh``."""
+    return line.replace("\n", f', frontend_attributes={{xla.sdy.sharding="#sdy.sharding_per_value<[<{mesh}, '
+                        '[{}, {}]>]>"}\n')
+
+
 CPLX = "  %z = c64[1]{0} constant({(1, 2)})\n  %bad = pred[1]{0} compare(%z, %z), direction=LT\n"
 ABORTS = [
     ("C-06-negative-padding", NEG_PAD, "f32[4,3,4,8]", CONVNET, (True, True), False),  # the crash fixture too
@@ -173,6 +179,28 @@ REFUSED_AT_LOAD = [
     ("onednn-softmax-no-operand", _custom_call("__onednn$softmax", "", "f32[4,4]{1,0}"), "f32[4,4]"),
     ("LayoutConstraint-tuple", _custom_call("LayoutConstraint", "%x.1", "(f32[5,6]{1,0}, s32[4,4]{1,0})"),
      "(f32[5,6], s32[4,4])"),
+    # Shardy's marks (jaxlib 0.10.2 and 0.12.1 abort: attribute_exporter.cc, sharding_remover.cc) and XLA's
+    # decompositions without their operands (SIGSEGV)
+    ("sdy-FuncResultSharding-no-frontend-attributes",
+     _custom_call("xla.sdy.FuncResultSharding", "%x.1", "f32[5,6]{1,0}"), "f32[5,6]"),
+    ("sdy-FuncResultSharding-no-operand", _custom_call("xla.sdy.FuncResultSharding", "", "f32[4,4]{1,0}"),
+     "f32[4,4]"),
+    ("sdy-FuncResultSharding-two-operands",
+     _custom_call("xla.sdy.FuncResultSharding", "%x.1, %x.1", "f32[5,6]{1,0}"), "f32[5,6]"),
+    ("sdy-FuncResultSharding-two-operands-with-sharding",
+     _sharded(_custom_call("xla.sdy.FuncResultSharding", "%x.1, %x.1", "f32[5,6]{1,0}"), "mesh<[]>"), "f32[5,6]"),
+    ("sdy-FuncResultSharding-mesh-not-defined",
+     _sharded(_custom_call("xla.sdy.FuncResultSharding", "%x.1", "f32[5,6]{1,0}"), "@mesh"), "f32[5,6]"),
+    ("sdy-PropagationBarrier-no-operand", _custom_call("xla.sdy.PropagationBarrier", "", "f32[4,4]{1,0}"), "f32[4,4]"),
+    ("sdy-PropagationBarrier-two-operands",
+     _custom_call("xla.sdy.PropagationBarrier", "%x.1, %x.1", "f32[5,6]{1,0}"), "f32[5,6]"),
+    ("sdy-ShardingGroup-no-operand", _custom_call("xla.sdy.ShardingGroup", "", "f32[4,4]{1,0}"), "f32[4,4]"),
+    ("sdy-ShardingGroup-two-operands", _custom_call("xla.sdy.ShardingGroup", "%x.1, %x.1", "f32[5,6]{1,0}"),
+     "f32[5,6]"),
+    ("Eigh-no-operand", _custom_call("Eigh", "", "f32[4,4]{1,0}"), "f32[4,4]"),
+    ("Qr-no-operand", _custom_call("Qr", "", "f32[4,4]{1,0}"), "f32[4,4]"),
+    ("ProductOfElementaryHouseholderReflectors-one-operand",
+     _custom_call("ProductOfElementaryHouseholderReflectors", "%x.1", "f32[5,6]{1,0}"), "f32[5,6]"),
 ]
 
 
@@ -181,6 +209,21 @@ def test_custom_call_abort_reproducers_are_refused_at_load(name: str, lines: str
     text = splice(lines, shape, II)
     with pytest.raises(xs.FormatError, match=r"line \d+: instruction 'bad': CustomCall"):
         xs.XlaComputation.from_hlo_text(text)
+
+
+#: Their well-formed twins, spliced alike: XLA compiles (or cleanly refuses) them, so they load.
+LOADED_AS_BEFORE = [
+    ("sdy-FuncResultSharding-with-sharding",
+     _sharded(_custom_call("xla.sdy.FuncResultSharding", "%x.1", "f32[5,6]{1,0}"), "mesh<[]>"), "f32[5,6]"),
+    ("sdy-PropagationBarrier-one-operand", _custom_call("xla.sdy.PropagationBarrier", "%x.1", "f32[5,6]{1,0}"),
+     "f32[5,6]"),
+    ("Eigh-one-operand", _custom_call("Eigh", "%x.1", "f32[5,6]{1,0}"), "f32[5,6]"),
+]
+
+
+@pytest.mark.parametrize("name,lines,shape", [pytest.param(*a, id=a[0]) for a in LOADED_AS_BEFORE])
+def test_well_formed_twins_of_the_refused_custom_calls_load(name: str, lines: str, shape: str) -> None:
+    xs.XlaComputation.from_hlo_text(splice(lines, shape, II))
 
 
 @pytest.mark.parametrize("name,lines,shape,dump,dies,quick", [

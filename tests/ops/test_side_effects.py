@@ -20,7 +20,7 @@ import xlasdk as xs
 from tests.helpers import param, raises, run
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
-from xlasdk.ops.custom_call import custom_call_target_check, topk_check
+from xlasdk.ops.custom_call import ShardySharding, custom_call_operand_check, custom_call_target_check, topk_check
 from xlasdk.ops.side_effects import infeed_shape, optimization_barrier_shape, outfeed_check
 
 S = xs.Shape
@@ -260,6 +260,12 @@ def test_builtin_target_misuse_no_longer_aborts_the_process() -> None:
             ("SetBound", [], f),
             ("SliceToDynamic", [p], f),
             ("__onednn$softmax", [], f),
+            ("xla.sdy.FuncResultSharding", [p], f),
+            ("xla.sdy.PropagationBarrier", [], f),
+            ("xla.sdy.ShardingGroup", [p, p], f),
+            ("Eigh", [], f),
+            ("Qr", [], f),
+            ("ProductOfElementaryHouseholderReflectors", [p], f),
         ]
         for target, operands, shape in bad:
             try:
@@ -363,3 +369,48 @@ def test_custom_call_target_rules() -> None:
         custom_call_target_check("CustomCall", "Sharding", [x], xs.Shape.array_shape(np.float32, (8, 3)))
     with raises(ShapeError, "is internal to XLA's CPU compiler"):
         custom_call_target_check("CustomCall", "SliceToDynamic", [x], x)
+
+
+def test_shardys_marks_and_xlas_decompositions_take_the_operands_xla_reads() -> None:
+    """XLA's sharding remover aborts on Shardy's marks with other than one operand, its expanders
+    crash on Eigh / Qr without their operands, and its exporter aborts on an
+    ``xla.sdy.FuncResultSharding`` giving a result of the entry function without the frontend
+    attribute it reads: one rule refuses them where they are built and where they are loaded."""
+    x = xs.Shape.array_shape(np.float32, (3, 3))
+    frs = "xla.sdy.FuncResultSharding"
+    for target in ("xla.sdy.PropagationBarrier", "xla.sdy.ShardingGroup"):
+        custom_call_target_check("CustomCall", target, [x], x)
+        with raises(ShapeError, f"target {target!r} takes exactly one operand, got no operand"):
+            custom_call_target_check("CustomCall", target, [], x)
+        with raises(ShapeError, f"target {target!r} takes exactly one operand, got (f32[3,3], f32[3,3])"):
+            custom_call_target_check("CustomCall", target, [x, x], x)
+    for target in ("Eigh", "Qr"):
+        custom_call_target_check("CustomCall", target, [x], x)  # XLA says what else is wrong, cleanly
+        with raises(ShapeError, f"target {target!r} takes one operand (the matrix), got no operand"):
+            custom_call_target_check("CustomCall", target, [], x)
+    with raises(ShapeError, "takes 2 operands (the reflectors and their scales (taus)), got (f32[3,3])"):
+        custom_call_target_check("CustomCall", "ProductOfElementaryHouseholderReflectors", [x], x)
+    # the builder attaches no frontend attributes, and cannot know whether the call ends up a result
+    b = xs.XlaBuilder("frs")
+    p = ops.Parameter(b, 0, x)
+    with raises(ShapeError, f"target {frs!r} needs the frontend attribute xla.sdy.sharding",
+                "CustomCall attaches no frontend attributes"):
+        ops.CustomCall(b, frs, [p], x)
+    # a loaded call: what the loader read of its attribute (xlasdk/formats/rule_check.py)
+    sharding = ShardySharding('#sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>]>', 1, "@mesh", ("x",), ("x",))
+    custom_call_target_check("CustomCall", frs, [x], x, sharding=sharding, entry_result=True)
+    custom_call_target_check("CustomCall", frs, [x], x, entry_result=False)  # main does not return it: no attribute
+    with raises(ShapeError, "gives a result of the entry function, so it needs the frontend attribute"):
+        custom_call_target_check("CustomCall", frs, [x], x, entry_result=True)
+    with raises(ShapeError, "= 'garbage' is not a string spelling a #sdy.sharding_per_value"):
+        custom_call_operand_check("CustomCall", frs, ["f32[3,3]"], ShardySharding("garbage"), True)
+    with raises(ShapeError, "holds 2 shardings; XLA takes exactly one"):
+        custom_call_operand_check("CustomCall", frs, ["f32[3,3]"], ShardySharding("two", 2), True)
+    with raises(ShapeError, "names mesh @m, which the module does not define as XLA reads it"):
+        custom_call_operand_check("CustomCall", frs, ["f32[3,3]"], ShardySharding("m", 1, "@m", None), True)
+    with raises(ShapeError, "shards along axis 'q', which mesh @m (axes 'x') does not have"):
+        custom_call_operand_check("CustomCall", frs, ["f32[3,3]"], ShardySharding("q", 1, "@m", ("x",), ("q",)), True)
+    # an empty mesh (or a maximal one) takes any axis: XLA replicates the value
+    custom_call_operand_check("CustomCall", frs, ["f32[3,3]"], ShardySharding("q", 1, "", (), ("q",)), True)
+    with raises(ShapeError, f"target {frs!r} takes exactly one operand, got no operand"):
+        custom_call_operand_check("CustomCall", frs, [], sharding, True)

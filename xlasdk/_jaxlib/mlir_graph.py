@@ -294,13 +294,18 @@ class OpClaim:
     """One op of a module as its types and attributes claim it: ``name`` (``stablehlo.fft``), the
     types of its operands and results (:data:`~xlasdk._jaxlib.mlir.TypeInfo`), its attributes as
     Python values (:func:`attribute_value`'s reading, through the bindings) and its location's
-    spelling (``loc("fft.2")``)."""
+    spelling (``loc("fft.2")``); ``frontend_attributes`` its ``mhlo.frontend_attributes`` as XLA
+    reads them (:func:`~xlasdk._jaxlib.shardy.frontend_attributes`: name to string, None when
+    it has none), and ``returned`` whether ``func.func @main`` returns one of its results (an
+    operand of main's ``func.return``: what XLA's exporter reads a result's sharding from)."""
 
     name: str
     operands: list[TypeInfo]
     results: list[TypeInfo]
     attrs: dict[str, Any]
     loc: str
+    frontend_attributes: dict[str, str | None] | None = None
+    returned: bool = False
 
 
 def ops_named(module: Any, names: frozenset[str]) -> list[OpClaim]:
@@ -309,11 +314,14 @@ def ops_named(module: Any, names: frozenset[str]) -> list[OpClaim]:
     thousands of regions deep is walked like a flat one)."""
     import numpy as np
 
+    from .shardy import frontend_attributes
+
     out: list[OpClaim] = []
     with context():
-        stack: list[Any] = [iter(module.body.operations)]
+        # (ops of a block, whether the block is main's body)
+        stack: list[tuple[Any, bool]] = [(iter(module.body.operations), False)]
         while stack:
-            op = next(stack[-1], None)
+            op = next(stack[-1][0], None)
             if op is None:
                 stack.pop()
                 continue
@@ -325,11 +333,15 @@ def ops_named(module: Any, names: frozenset[str]) -> list[OpClaim]:
                         attrs[a] = _py(o.attributes[a], np)
                     except TypeError:  # an attribute the bindings cannot hand to Python
                         attrs[a] = None
+                returned = stack[-1][1] and any(u.owner.name == "func.return" for r in o.results for u in r.uses)
                 out.append(OpClaim(o.name, [_type_info(x.type) for x in o.operands],
-                                   [_type_info(x.type) for x in o.results], attrs, str(o.location)))
+                                   [_type_info(x.type) for x in o.results], attrs, str(o.location),
+                                   frontend_attributes(o.attributes), returned))
+            main = len(stack) == 1 and o.name == "func.func" and "sym_name" in o.attributes and (
+                string_value(o.attributes["sym_name"]) == "main")
             for r in reversed(list(o.regions)):
                 for b in reversed(list(r.blocks)):
-                    stack.append(iter(b.operations))
+                    stack.append((iter(b.operations), main))
     return out
 
 

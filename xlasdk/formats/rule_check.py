@@ -32,6 +32,7 @@ from ..types import PrimitiveType, etype_from_mlir
 
 if TYPE_CHECKING:
     from .._jaxlib import mlir_graph as _mg
+    from ..ops.custom_call import ShardySharding
 
 # The op families (xlasdk.ops: their rows' rules, the LAPACK contracts), the attribute enums and
 # the MLIR walk are imported when a module's text names a checked op (check_rules), not with the
@@ -63,7 +64,7 @@ def _array(t: TypeInfo) -> tuple[PrimitiveType, tuple[int, ...]] | None:
         return None
 
 
-def _fft(rule: Callable[..., Any], c: _mg.OpClaim) -> None:
+def _fft(rule: Callable[..., Any], c: _mg.OpClaim, module: Any) -> None:
     from ..attrs import FftType
 
     x = _array(c.operands[0]) if c.operands else None
@@ -82,13 +83,13 @@ def _shape(t: TypeInfo) -> Shape | None:
         return None
 
 
-def _remainder(rule: Callable[..., Any], c: _mg.OpClaim) -> None:
+def _remainder(rule: Callable[..., Any], c: _mg.OpClaim, module: Any) -> None:
     shapes = [_shape(t) for t in c.operands]
     if len(shapes) == 2 and shapes[0] is not None and shapes[1] is not None:
         rule("Rem", shapes[0], shapes[1])
 
 
-def _rng(rule: Callable[..., Any], c: _mg.OpClaim) -> None:
+def _rng(rule: Callable[..., Any], c: _mg.OpClaim, module: Any) -> None:
     from ..attrs import RandomDistribution
 
     dist = c.attrs.get("rng_distribution")
@@ -114,22 +115,52 @@ def _type_text(t: TypeInfo) -> str:
     return f"{t[1]}[{','.join('?' if d is None else str(d) for d in t[2])}]"
 
 
-def _custom_call(rule: Callable[..., Any], c: _mg.OpClaim) -> None:
+def _custom_call(rule: Callable[..., Any], c: _mg.OpClaim, module: Any) -> None:
+    from ..ops.custom_call import custom_call_operand_check
     from ..ops.lapack_contracts import is_lapack_target
 
     target = c.attrs.get("call_target_name")
     if not isinstance(target, str) or "python_cpu_callback" in target or "python_gpu_callback" in target:
         return  # host callbacks of a loaded JAX module: compiling it says why they cannot run here
+    sharding = _shardy_sharding(c, module) if target == "xla.sdy.FuncResultSharding" and c.returned else None
     shapes = [_any_shape(t) for t in (*c.operands, *c.results)]
     known = [s for s in shapes if s is not None]
     if len(known) != len(shapes):
         if is_lapack_target(target):  # its kernel trusts the shapes: what cannot be read is refused
             raise ShapeError(f"CustomCall: target {target!r} takes static array shapes, got "
                              f"({', '.join(_type_text(t) for t in (*c.operands, *c.results))})")
+        # what needs no shapes is checked all the same (operand counts, Shardy's frontend attribute)
+        custom_call_operand_check("CustomCall", target, [_type_text(t) for t in c.operands], sharding, c.returned)
         return
     operands, results = known[: len(c.operands)], known[len(c.operands) :]
     result = results[0] if len(results) == 1 else Shape.tuple_shape(results)
-    rule("CustomCall", target, operands, result, _ffi_config(c), _layouts(c), _aliases(target, c))
+    rule("CustomCall", target, operands, result, _ffi_config(c), _layouts(c), _aliases(target, c),
+         sharding=sharding, entry_result=c.returned)
+
+
+def _shardy_sharding(c: _mg.OpClaim, module: Any) -> ShardySharding | None:
+    """What XLA's HLO exporter reads of an ``xla.sdy.FuncResultSharding`` call that gives a result
+    of the entry function: its frontend attribute ``xla.sdy.sharding``, parsed as a
+    ``#sdy.sharding_per_value``, and the mesh its sharding names, looked up as XLA does
+    (:mod:`xlasdk._jaxlib.shardy`); None when the call has no such attribute."""
+    from .._jaxlib import shardy
+    from ..ops.custom_call import ShardySharding
+
+    attrs = c.frontend_attributes or {}
+    if "xla.sdy.sharding" not in attrs:
+        return None
+    spelled = attrs["xla.sdy.sharding"]
+    if spelled is None:  # XLA casts it to a string: an attribute of another kind (or not UTF-8) is refused
+        given = c.attrs.get("mhlo.frontend_attributes")
+        return ShardySharding(str(given.get("xla.sdy.sharding") if isinstance(given, dict) else given))
+    read = shardy.sharding_per_value(spelled)
+    if read is None or len(read) != 1:
+        return ShardySharding(spelled, None if read is None else len(read))
+    name, inline_axes, axes = read[0]
+    if name is None:
+        return ShardySharding(spelled, 1, "", inline_axes, axes)
+    meshes = shardy.module_meshes(module)
+    return ShardySharding(spelled, 1, f"@{name}", None if meshes is None else meshes.get(name), axes)
 
 
 _ALIAS = re.compile(r"#stablehlo\.output_operand_alias<output_tuple_indices = \[([\d, ]*)\], "
@@ -182,19 +213,24 @@ def _layouts(c: _mg.OpClaim) -> tuple[list[tuple[int, ...]], list[tuple[int, ...
 
 
 #: For each op name: how a loaded op's types and attributes become the arguments of its row's
-#: rule (``adapter(rule, claim)`` calls ``rule`` and lets ShapeError / DTypeError through). The
+#: rule (``adapter(rule, claim, module)`` calls ``rule`` and lets ShapeError / DTypeError through;
+#: ``module``, the parsed module, for what the op names outside itself: a Shardy mesh). The
 #: ops whose claims XLA's verifier accepts and its compiler or runtime does not survive (found by
 #: ``tests/test_loaded_rules.py``'s list): an FFT whose lengths are not its operand's (the FFT
 #: library reads outside the operand or aborts), ``remainder`` of complex numbers (XLA:CPU's
 #: compiler dies of SIGSEGV), ``rng`` of pred (its compiler aborts: ``rng_expander.cc``), a custom
 #: call to a target xlasdk knows with shapes that target does not take (``TopK`` claiming more
-#: values than its operand holds reads outside it; ``SliceToDynamic`` and ``__onednn$*``, internal
+#: values than its operand holds reads outside it; Shardy's marks (``xla.sdy.*``) with other than
+#: one operand, or an ``xla.sdy.FuncResultSharding`` that gives a result of the entry function
+#: without the frontend attribute ``xla.sdy.sharding`` XLA's exporter reads, abort it; ``Eigh``,
+#: ``Qr`` and ``ProductOfElementaryHouseholderReflectors`` without their operands crash it
+#: (SIGSEGV); ``SliceToDynamic`` and ``__onednn$*``, internal
 #: to XLA's CPU compiler, abort it or exhaust its memory; jaxlib's LAPACK kernels, which read and
 #: write the sizes their first operand implies whatever the other buffers claim, and refuse a
 #: ``lapack_*`` name they have no contract for: :mod:`xlasdk.ops.lapack_contracts`, which also reads
 #: the typed-FFI attributes and the layouts). Custom calls to jaxlib's Python host
 #: callbacks are left to the compile, which says why a loaded program cannot call them.
-CHECKED: Final[dict[str, Callable[[Callable[..., Any], _mg.OpClaim], None]]] = {
+CHECKED: Final[dict[str, Callable[[Callable[..., Any], _mg.OpClaim, Any], None]]] = {
     "stablehlo.fft": _fft,
     "stablehlo.remainder": _remainder,
     "stablehlo.rng": _rng,
@@ -254,6 +290,6 @@ def check_rules(module: Any, text: str | None = None) -> None:
         if row is None or row.rule is None:  # pragma: no cover - CHECKED names rows with rules
             continue
         try:
-            CHECKED[c.name](row.rule, c)
+            CHECKED[c.name](row.rule, c, module)
         except (ShapeError, DTypeError) as e:
             raise RuleViolation(_instruction(c.loc), _words(e), WHY.get(c.name, "")) from None

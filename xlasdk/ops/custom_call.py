@@ -10,7 +10,8 @@ import math
 import operator
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Final
 
 import numpy as np
 
@@ -232,18 +233,101 @@ _ANNOTATIONS_SAME_SHAPE = frozenset(
 )
 _ANNOTATIONS_RESHAPE = frozenset({"SPMDFullToShardShape", "SPMDShardToFullShape"})
 _INTERNAL_ONLY = re.compile(r"^(SliceToDynamic|__onednn\$.*)$")
+#: Shardy's marks, which XLA's sharding remover replaces by their one operand (it aborts on another
+#: count: ``sharding_remover.cc`` ``Sharding instruction must have exactly one operand``).
+_SDY_ONE_OPERAND: Final = frozenset({"xla.sdy.FuncResultSharding", "xla.sdy.PropagationBarrier",
+                                     "xla.sdy.ShardingGroup"})
+#: Targets XLA's expanders rewrite, reading their first operands unchecked (fewer: SIGSEGV).
+_MIN_OPERANDS: Final = {"Eigh": (1, "the matrix"), "Qr": (1, "the matrix"),
+                        "ProductOfElementaryHouseholderReflectors": (2, "the reflectors and their scales (taus)")}
+
+
+@dataclass(frozen=True)
+class ShardySharding:
+    """The frontend attribute ``xla.sdy.sharding`` of a loaded ``xla.sdy.FuncResultSharding``
+    call, as XLA's HLO exporter reads it (read by :mod:`xlasdk.formats.rule_check`).
+
+    ``text``: its string. ``shardings``: how many shardings the ``#sdy.sharding_per_value`` it
+    spells holds (C escapes undone); None when it spells none. ``mesh``: the mesh its sharding
+    names (``"@mesh"``; ``""`` for an inline mesh). ``mesh_axes``: that mesh's axis names; None when
+    the module does not define that mesh as every jaxlib reads it (an entry of the module's
+    frontend attribute ``xla.sdy.meshes``, which jaxlib 0.12.1 reads, and, where the module has
+    ``sdy.mesh`` ops, one of them alike, which jaxlib 0.10.2 reads instead). ``axes``: the axis
+    names its dimension shardings and unreduced axes use.
+    """
+
+    text: str
+    shardings: int | None = None
+    mesh: str = ""
+    mesh_axes: tuple[str, ...] | None = ()
+    axes: tuple[str, ...] = ()
+
+
+def _func_result_sharding(op: str, sharding: ShardySharding | None, entry_result: bool | None) -> None:
+    """XLA's HLO exporter reads the sharding of each result of the entry function that an
+    ``xla.sdy.FuncResultSharding`` call gives from the call's frontend attribute, and aborts the
+    process (``attribute_exporter.cc``) when there is none, when it is not one
+    ``#sdy.sharding_per_value`` sharding, or when its mesh or an axis it shards along is unknown."""
+    t = "target 'xla.sdy.FuncResultSharding'"
+    need = ("the frontend attribute xla.sdy.sharding, a #sdy.sharding_per_value holding the result's one sharding "
+            '(as JAX writes it: frontend_attributes={xla.sdy.sharding="#sdy.sharding_per_value<[<@mesh, [{}, {}]>]>"})')
+    if sharding is None:
+        if entry_result is None:
+            shape_error(op, f"{t} needs {need} when it gives a result of the entry computation, and "
+                        "CustomCall attaches no frontend attributes: build the result without Shardy's mark")
+        shape_error(op, f"{t} gives a result of the entry function, so it needs {need}; this call has none")
+    where = f"{t} gives a result of the entry function: its frontend attribute xla.sdy.sharding = {sharding.text!r}"
+    if sharding.shardings is None:
+        shape_error(op, f"{where} is not a string spelling a #sdy.sharding_per_value (XLA reads it with its C escapes "
+                    "undone)")
+    if sharding.shardings != 1:
+        shape_error(op, f"{where} holds {sharding.shardings} shardings; XLA takes exactly one (the result's)")
+    if sharding.mesh_axes is None:
+        shape_error(op, f"{where} names mesh {sharding.mesh}, which the module does not define as XLA reads it: an "
+                    "entry of its frontend attribute xla.sdy.meshes (jaxlib 0.12.1 reads that), and an sdy.mesh op "
+                    "alike where it has sdy.mesh ops (jaxlib 0.10.2 reads those)")
+    unknown = [a for a in sharding.axes if a not in sharding.mesh_axes]
+    if sharding.mesh_axes and unknown:
+        mesh = f"mesh {sharding.mesh}" if sharding.mesh else "its inline mesh"
+        shape_error(op, f"{where} shards along axis {unknown[0]!r}, which {mesh} (axes "
+                    f"{', '.join(map(repr, sharding.mesh_axes))}) does not have")
+
+
+def custom_call_operand_check(
+    op: str, target: str, operands: Sequence[str], sharding: ShardySharding | None = None,
+    entry_result: bool | None = None,
+) -> None:
+    """The part of CustomCall's target rule that needs no operand shapes (``operands``: their
+    spellings, such as ``f32[4,4]``): Shardy's marks take exactly one operand, XLA's
+    ``Eigh`` / ``Qr`` / ``ProductOfElementaryHouseholderReflectors`` the operands their expanders
+    read, and ``xla.sdy.FuncResultSharding``, where it gives a result of the entry function
+    (``entry_result``: True, False, or None when not known, as when it is built), needs its
+    frontend attribute ``sharding`` (:class:`ShardySharding`). ShapeError when they do not:
+    XLA's verifier lets all of these through, and its compiler aborts on them."""
+    if target == "xla.sdy.FuncResultSharding" and entry_result is not False:
+        _func_result_sharding(op, sharding, entry_result)
+    got = f"({', '.join(operands)})" if operands else "no operand"
+    if target in _SDY_ONE_OPERAND and len(operands) != 1:
+        shape_error(op, f"target {target!r} takes exactly one operand, got {got}")
+    if target in _MIN_OPERANDS and len(operands) < _MIN_OPERANDS[target][0]:
+        k, what = _MIN_OPERANDS[target]
+        shape_error(op, f"target {target!r} takes {'one operand' if k == 1 else f'{k} operands'} ({what}), got {got}")
 
 
 def custom_call_target_check(
     op: str, target: str, operands: Sequence[Shape], result: Shape, config: Mapping[str, Any] | None = None,
     layouts: tuple[Sequence[Sequence[int]], Sequence[Sequence[int]]] | None = None,
     aliases: Sequence[tuple[tuple[int, ...], int, tuple[int, ...]]] = (),
+    sharding: ShardySharding | None = None, entry_result: bool | None = None,
 ) -> None:
-    """Shape rule of CustomCall for the targets xlasdk knows (sharding annotations, ``TopK``, the
-    forbidden internal ones, jaxlib's LAPACK kernels: :mod:`~xlasdk.ops.lapack_contracts`, which
-    also reads the typed-FFI attributes ``config``, the ``(operand, result)`` ``layouts``, None
-    when the call has none, and the ``output_operand_aliases``): ShapeError/DTypeError when the
-    operand shapes or ``result`` do not fit."""
+    """Shape rule of CustomCall for the targets xlasdk knows (sharding annotations, Shardy's marks
+    and XLA's decompositions: :func:`custom_call_operand_check`, which also reads ``sharding`` and
+    ``entry_result``; ``TopK``, the forbidden internal ones, jaxlib's LAPACK kernels:
+    :mod:`~xlasdk.ops.lapack_contracts`, which also reads the typed-FFI attributes ``config``, the
+    ``(operand, result)`` ``layouts``, None when the call has none, and the
+    ``output_operand_aliases``): ShapeError/DTypeError when the operand shapes or ``result`` do not
+    fit."""
+    custom_call_operand_check(op, target, [str(s) for s in operands], sharding, entry_result)
     if "python_cpu_callback" in target or "python_gpu_callback" in target:
         shape_error(
             op,
@@ -501,8 +585,10 @@ def CustomCall(
     The target is looked up when the computation is compiled: an unknown name fails then
     (``xs.CompileError`` naming the target), not here. What the call computes is up to the
     target; a target given operands or a result shape it does not expect has undefined
-    behaviour. XLA's CPU compiler handles some targets itself (``TopK``, ``Sharding``...); their
-    signatures are checked here, since wrong ones crash XLA.
+    behaviour. XLA's CPU compiler handles some targets itself (``TopK``, ``Sharding``, Shardy's
+    ``xla.sdy.*`` marks, ``Eigh``, ``Qr``...); their signatures are checked here, since wrong ones
+    crash XLA. ``xla.sdy.FuncResultSharding`` is refused: XLA needs a frontend attribute on it
+    that CustomCall does not attach.
 
     Parameters
     ----------
