@@ -13,19 +13,25 @@ compiled or loaded (:func:`names_a_target` tells from its text or bytes).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import re
 import threading
 from typing import Final
 
 from ..types import PrimitiveType
 
-__all__ = ["ensure_registered", "names_a_target", "target_name", "MODULES"]
+__all__ = ["ensure_registered", "names_a_target", "target_name", "missing_kernel_hint", "MODULES", "NEWER_KERNELS"]
 
 MODULES: Final[tuple[str, ...]] = ("jaxlib.cpu._lapack", "jaxlib.cpu._math", "jaxlib.cpu._sparse")
 """The ``jaxlib.cpu`` extension modules whose ``registrations()`` give XLA:CPU FFI handlers (a
 module the installed jaxlib lacks is skipped: ``_math`` is new in 0.12.1)."""
 
+#: jaxlib's CPU kernels that a release added, by the first release that has them (a program JAX of
+#: that release lowered calls them; an older jaxlib has no handler to register).
+NEWER_KERNELS: Final[dict[str, str]] = {"cpu_lgamma_ffi": "0.12.1", "cpu_digamma_ffi": "0.12.1"}
+
 _TARGET: Final = re.compile(rb"\b(?:lapack|cpu)_\w+_ffi\b")
+_NO_HANDLER: Final = re.compile(r"No FFI handler registered for (\w+)")
 _lock: Final = threading.Lock()
 _done = False
 
@@ -69,3 +75,15 @@ def ensure_registered() -> None:
 def target_name(routine: str, et: PrimitiveType) -> str:
     """``lapack_<s|d|c|z><routine>_ffi`` for an f32/f64/c64/c128 element type."""
     return f"lapack_{_PREFIX[et]}{routine}_ffi"
+
+
+def missing_kernel_hint(message: str) -> str:
+    """For XLA's "No FFI handler registered for cpu_lgamma_ffi" where the installed jaxlib has no
+    such kernel (:data:`NEWER_KERNELS`): a sentence naming the release that has it; "" otherwise."""
+    m = _NO_HANDLER.search(message)
+    release = NEWER_KERNELS.get(m.group(1), "") if m is not None else ""
+    if not release or importlib.util.find_spec("jaxlib.cpu._math") is not None:
+        return ""
+    assert m is not None
+    return (f" ({m.group(1)} is a CPU kernel of jaxlib {release} and newer, whose JAX lowers gammaln / digamma to "
+            f"it; the installed jaxlib has none: run this program under jaxlib {release}+)")

@@ -295,7 +295,7 @@ def compile_and_load(client: Any, module_text: str, devices: Sequence[Any], opti
         msg = str(e).strip()
         if "Suspected Python Code Location" in msg:
             msg = msg.split("Suspected Python Code Location")[0].strip()
-        raise CompileError(f"compiling {name!r} failed: {msg}") from e
+        raise CompileError(f"compiling {name!r} failed: {msg}{lapack.missing_kernel_hint(msg)}") from e
 
 
 # -- transfers and execution -----------------------------------------------------------------

@@ -110,7 +110,8 @@ The command runs in a supervised child process: an XLA abort or crash is one err
 
 Exit codes: 0 match; 1 divergence, and nothing else; 2 no comparison could be made: usage or file
 error, an op the reference evaluator has no rule for (named), a compile XLA refused, a device
-error, an XLA crash or --timeout (the message says which)."""
+error, an XLA crash or --timeout (the message says which); 3 CANNOT JUDGE (a bound too loose to
+judge an output, with the op-by-op step's reason); 130 interrupted."""
 
 
 _REDUCE_DESCRIPTION = """\
