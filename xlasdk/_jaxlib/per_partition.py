@@ -32,6 +32,13 @@ from . import mlir as _mlir
 
 _MESH_AXIS: Final = re.compile(r'"[^"]*"\s*=\s*(\d+)')
 
+#: The module attribute xlasdk's HLO loader gives one partition's program (the entry computation
+#: of XLA's HLO is named ``<name>_spmd``, as its SPMD partitioner names it): the partition count,
+#: 0 when the module does not say (:func:`xlasdk.sharding._spmd.spmd_partitions`). XLA of jaxlib
+#: 0.10 marks no collective of such a module, and the HLO loader's rewrites leave it no fusion.
+SPMD_PARTITIONS: Final = "xlasdk.spmd_partitions"
+_SPMD_PARTITIONS_ATTR: Final = re.compile(r"\bxlasdk\.spmd_partitions\s*=\s*(\d+)")
+
 
 @dataclass(frozen=True)
 class PerPartitionFacts:
@@ -42,8 +49,10 @@ class PerPartitionFacts:
     fusions: how many ``mhlo.fusion`` ops it holds (XLA's fusions: an optimized dump).
     spmd_collectives: how many collectives XLA's SPMD partitioner wrote (an ``is_spmd_generated``
         frontend attribute, or replica groups given as mesh axes, which only the partitioner
-        writes): the module is one partition's program.
-    mesh_devices: the device count of its ``sdy.mesh`` (the largest, when several), or None.
+        writes), plus 1 when the loader marked the module :data:`SPMD_PARTITIONS`: the module
+        is one partition's program.
+    mesh_devices: the device count of its ``sdy.mesh`` (the largest, when several), else the
+        partition count of :data:`SPMD_PARTITIONS`, or None.
     """
 
     fusions: int
@@ -81,9 +90,10 @@ def mesh_devices(attr_text: str) -> int:
     return n
 
 
-def _facts(ops: list[Any]) -> PerPartitionFacts:
+def _facts(module: Any, ops: list[Any]) -> PerPartitionFacts:
     fusions = spmd = 0
     mesh: int | None = None
+    marked = module.operation.attributes[SPMD_PARTITIONS] if SPMD_PARTITIONS in module.operation.attributes else None
     for o in ops:
         name = o.name
         if name == "mhlo.fusion":
@@ -96,17 +106,29 @@ def _facts(ops: list[Any]) -> PerPartitionFacts:
             spmd += 1
         elif "mhlo.frontend_attributes" in attrs and "is_spmd_generated" in str(attrs["mhlo.frontend_attributes"]):
             spmd += 1
+    if marked is not None:
+        spmd += 1
+        n = _ir.IntegerAttr(marked).value
+        if mesh is None and n > 1:
+            mesh = n
     return PerPartitionFacts(fusions, spmd, mesh)
 
 
 def per_partition_facts(module_text: str) -> PerPartitionFacts:
     """:class:`PerPartitionFacts` of a module's text (MLIR generic or pretty syntax)."""
     if "mhlo.fusion" not in module_text and "replica_group_mesh_axes" not in module_text \
-            and "is_spmd_generated" not in module_text:
+            and "is_spmd_generated" not in module_text and SPMD_PARTITIONS not in module_text:
         return PerPartitionFacts(0, 0, None)  # nothing to look for: no parse
     with _mlir.context():
         module = _mlir.parse_module(module_text, verify=False)
-        return _facts(_ops(module))
+        return _facts(module, _ops(module))
+
+
+def marked_partitions(module_text: str) -> int | None:
+    """The :data:`SPMD_PARTITIONS` mark of a module's text (read without parsing it): the
+    partition count, 0 when unknown; None when the module has no mark."""
+    m = _SPMD_PARTITIONS_ATTR.search(module_text)
+    return int(m.group(1)) if m is not None else None
 
 
 def _inline_fusion(fusion: Any) -> None:
@@ -174,22 +196,43 @@ def _manual_list(attr_list: Any, count: int) -> Any:
     return ir.ArrayAttr.get(dicts)
 
 
+def _without_shardings(attr_list: Any) -> Any:
+    """A func's ``arg_attrs`` / ``res_attrs`` without ``mhlo.sharding`` / ``sdy.sharding`` entries."""
+    ir = _ir
+    dicts = []
+    for i in range(len(attr_list)):
+        d = attr_list[i]
+        dicts.append(ir.DictAttr.get({d[j].name: d[j].attr for j in range(len(d))
+                                      if d[j].name not in ("mhlo.sharding", "sdy.sharding")}))
+    return ir.ArrayAttr.get(dicts)
+
+
 def mark_manual(module: Any) -> None:
     """Give ``main``'s parameters and results the ``{manual}`` sharding and drop the
-    shardings of the ops inside (a per-partition program: the partitioner keeps it as it is)."""
+    shardings of the ops inside and of the other functions' parameters and results (a
+    per-partition program: the partitioner keeps it as it is; an instruction of XLA's fused
+    computations that kept its sharding is the result of a called function once the fusion is
+    a call)."""
     ir = _ir
     main = None
+    funcs = []
     for o in module.body.operations:
         op = o.operation
-        if op.name == "func.func" and "sym_name" in op.attributes \
-                and _mlir.string_value(op.attributes["sym_name"]) == "main":
-            main = op
+        if op.name == "func.func" and "sym_name" in op.attributes:
+            if _mlir.string_value(op.attributes["sym_name"]) == "main":
+                main = op
+            else:
+                funcs.append(op)
     if main is None:
         raise ValueError("the module has no main function")
     ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
     attrs = main.attributes
     attrs["arg_attrs"] = _manual_list(attrs["arg_attrs"] if "arg_attrs" in attrs else None, len(ftype.inputs))
     attrs["res_attrs"] = _manual_list(attrs["res_attrs"] if "res_attrs" in attrs else None, len(ftype.results))
+    for f in funcs:
+        for key in ("arg_attrs", "res_attrs"):
+            if key in f.attributes:
+                f.attributes[key] = _without_shardings(f.attributes[key])
     for o in _ops(module):
         for key in ("mhlo.sharding", "sdy.sharding", "sdy.sharding_rule"):
             if key in o.attributes:

@@ -3,12 +3,14 @@ its SPMD partitioner split over several devices: one partition's program).
 
 The same ``--inputs`` file serves the before- and the after-optimizations files: the program's
 *global* arrays are split by each parameter's sharding (the ``sharding={...}`` the dump keeps on
-its parameters), as JAX splits its inputs, each partition runs the program on its own pieces
+its parameters; XLA of jaxlib 0.12 keeps none, and they are then the before file's, below), as
+JAX splits its inputs, each partition runs the program on its own pieces
 (``Executable.execute_replicated``), and the outputs are put together by the result shardings,
 which the optimized module does not keep: they are read from the ``before_optimizations`` file XLA
 wrote beside it (``module_0000.jit_f.before_optimizations.txt`` for
 ``module_0000.jit_f.cpu_after_optimizations.txt``). Without it, or with per-partition inputs, each
-output is written per partition (a leading axis of one entry per partition).
+output is written per partition (a leading axis of one entry per partition). Shardings in every
+notation XLA writes are read (``{devices=[4,1]<=[4]}``, ``{mesh['x'=4], [{'x'}, {}]}``, Shardy's).
 
 Per-partition inputs stay possible: one partition's array (every partition gets it), or the
 arrays of every partition stacked on a leading axis (partition ``k`` gets entry ``k``).
@@ -43,6 +45,7 @@ class _Plan:
     out_shardings: list[Any] | None  # each result's HloSharding, None when unknown
     out_dims: list[tuple[int, ...]] | None  # each result's global dimensions
     out_source: str  # where the result shardings were read
+    in_source: str | None = "the dump's parameter shardings"  # where they were read; None: nowhere (unknown)
 
 
 class _ShapesOf:
@@ -73,27 +76,58 @@ def per_partition_devices_of(comp: Any) -> int | None:
 
 def plan_for(path: str, comp: Any, devices: int, before: str | None = None) -> _Plan:
     """How to split the global inputs of the per-partition program ``comp`` (from ``path``) and put
-    its outputs together."""
-    import xlasdk as xs
-
+    its outputs together: its parameters' shardings are its own, else (XLA of jaxlib 0.12 writes
+    none into an optimized module) those of the before_optimizations file ``before`` or the one
+    beside it (:func:`before_files`)."""
     ps = comp.program_shape()
     names = list(ps.parameter_names())
     local = list(ps.parameter_shapes())
     part = comp.partitioning()
     texts = list(part.parameter_shardings) + [None] * (len(names) - len(part.parameter_shardings))
-    shardings = [xs.HloSharding.parse(s) if s else xs.HloSharding.replicate() for s in texts[: len(names)]]
-    global_shapes = []
-    for n, s, sh in zip(names, local, shardings, strict=True):
-        dims = tuple(s.dimensions()) if s.is_array() else ()
-        if sh.is_tiled and s.is_array():
-            counts = sh.tile_counts
-            if len(counts) != len(dims):
-                raise UsageError(f"{path}: parameter {n!r} is {s} but its sharding {sh} splits {len(counts)} "
-                                 "dimensions")
-            dims = tuple(d * c for d, c in zip(dims, counts, strict=True))
-        global_shapes.append(xs.Shape.array_shape(s.numpy_dtype(), dims) if s.is_array() else s)
-    out_shardings, out_dims, source = _result_shardings(path, comp, devices, before)
-    return _Plan(devices, names, local, shardings, global_shapes, out_shardings, out_dims, source)
+    befores = _Befores(path, before)
+    in_source: str | None = "the dump's parameter shardings"
+    if any(texts[: len(names)]) or not names:
+        shardings = [_parse(path, s, part.meshes) if s else _replicated() for s in texts[: len(names)]]
+        global_shapes = [_global_shape(path, n, s, sh) for n, s, sh in zip(names, local, shardings, strict=True)]
+    else:
+        found = _before_parameter_shardings(comp, devices, befores)
+        if found is not None:
+            shardings, global_shapes, in_source = found
+        else:
+            shardings, global_shapes, in_source = [_replicated() for _ in names], list(local), None
+    out_shardings, out_dims, source = _result_shardings(comp, devices, befores)
+    return _Plan(devices, names, local, shardings, global_shapes, out_shardings, out_dims, source, in_source)
+
+
+def _replicated() -> Any:
+    import xlasdk as xs
+
+    return xs.HloSharding.replicate()
+
+
+def _parse(path: str, text: str, meshes: Any) -> Any:
+    import xlasdk as xs
+
+    try:
+        return xs.HloSharding.parse(text, meshes=meshes)
+    except xs.ShapeError as e:
+        raise UsageError(f"{path}: {e}") from None
+
+
+def _global_shape(path: str, name: str, s: Any, sh: Any) -> Any:
+    """The global shape of a parameter of per-partition shape ``s`` and sharding ``sh``."""
+    import xlasdk as xs
+
+    if not s.is_array():
+        return s
+    dims = tuple(s.dimensions())
+    if sh.is_tiled:
+        counts = sh.tile_counts
+        if len(counts) != len(dims):
+            raise UsageError(f"{path}: parameter {name!r} is {s} but its sharding {sh} splits {len(counts)} "
+                             "dimensions")
+        dims = tuple(d * c for d, c in zip(dims, counts, strict=True))
+    return xs.Shape.array_shape(s.numpy_dtype(), dims)
 
 
 def before_files(path: str) -> list[str]:
@@ -110,22 +144,71 @@ def before_files(path: str) -> list[str]:
     return [c for c in dict.fromkeys(candidates) if os.path.isfile(c)]
 
 
-def _result_shardings(path: str, comp: Any, devices: int, before: str | None = None
+class _Befores:
+    """The before_optimizations modules of an optimized dump, loaded once each: ``before`` (given)
+    first, then those beside ``path``."""
+
+    def __init__(self, path: str, before: str | None) -> None:
+        self.paths = list(dict.fromkeys(([before] if before else []) + before_files(path)))
+        self._loaded: dict[str, Any] = {}
+
+    def __iter__(self) -> Any:
+        import xlasdk as xs
+
+        for c in self.paths:
+            if c not in self._loaded:
+                try:
+                    self._loaded[c] = xs.load_computation(c) if os.path.isfile(c) else None
+                except xs.XlaSdkError:
+                    self._loaded[c] = None
+            if self._loaded[c] is not None:
+                yield c, self._loaded[c]
+
+
+def _before_parameter_shardings(comp: Any, devices: int, befores: _Befores
+                                ) -> tuple[list[Any], list[Any], str] | None:
+    """``(shardings, global shapes, source)`` of ``comp``'s parameters from a before_optimizations
+    module of as many parameters whose shardings split its global shapes into ``comp``'s; None
+    when none does."""
+    import xlasdk as xs
+
+    local = list(comp.program_shape().parameter_shapes())
+    for c, loaded in befores:
+        shapes = list(loaded.program_shape().parameter_shapes())
+        if len(shapes) != len(local):
+            continue
+        part = loaded.partitioning()
+        texts: list[str | None] = list(part.parameter_shardings)
+        source = f"the parameter shardings of {c}"
+        if not all(texts):  # XLA's propagation chose them: compiled, the before_optimizations program says which
+            try:
+                texts = list(_compiled_shardings(loaded, devices)[0])
+            except xs.XlaSdkError:
+                continue
+            source = f"the parameter shardings XLA gives {c} (compiled for {devices} partitions)"
+        try:
+            shardings = [xs.HloSharding.parse(t or "{replicated}", meshes=part.meshes) for t in texts]
+            fits = all(not g.is_array() or (s.is_array() and tuple(sh.tile_shape(g)) == tuple(s.dimensions()))
+                       for g, s, sh in zip(shapes, local, shardings, strict=True))
+        except xs.XlaSdkError:
+            continue
+        if fits:
+            return shardings, shapes, source
+    return None
+
+
+def _result_shardings(comp: Any, devices: int, befores: _Befores
                       ) -> tuple[list[Any] | None, list[tuple[int, ...]] | None, str]:
     """The results' shardings and global dimensions: the module's own (a ROOT sharding), else the
     ``before_optimizations`` file ``before`` or the one beside it; (None, None, why) when none says."""
     import xlasdk as xs
 
     n_out = len(_leaves(comp.program_shape().result_shape()))
-    own = comp.partitioning().result_shardings
-    for c in dict.fromkeys(([before] if before else []) + before_files(path)):
-        if not os.path.isfile(c):
-            continue
-        try:
-            loaded = xs.load_computation(c)
-        except xs.XlaSdkError:
-            continue
-        shardings: list[str | None] = list(loaded.partitioning().result_shardings)
+    part = comp.partitioning()
+    own = part.result_shardings
+    for c, loaded in befores:
+        lpart = loaded.partitioning()
+        shardings: list[str | None] = list(lpart.result_shardings)
         shapes = _leaves(loaded.program_shape().result_shape())
         if len(shapes) != n_out or len(shardings) != n_out:
             continue
@@ -134,15 +217,18 @@ def _result_shardings(path: str, comp: Any, devices: int, before: str | None = N
             # an unannotated result: XLA's sharding propagation chose its sharding; compiled, the
             # before_optimizations program says which
             try:
-                shardings = list(_compiled_result_shardings(loaded, devices))
+                shardings = list(_compiled_shardings(loaded, devices)[1])
             except xs.XlaSdkError:
                 continue
             source = f"the result shardings XLA gives {c} (compiled for {devices} partitions)"
-        parsed = [xs.HloSharding.parse(s) for s in shardings if s is not None]
+        try:
+            parsed = [xs.HloSharding.parse(s, meshes=lpart.meshes) for s in shardings if s is not None]
+        except xs.ShapeError:
+            continue
         return parsed, [tuple(s.dimensions()) for s in shapes], source
     if own and len(own) == n_out and all(own):
         # the module's own ROOT shardings: global dimensions from the per-partition ones
-        parsed = [xs.HloSharding.parse(s) for s in own]
+        parsed = [xs.HloSharding.parse(s, meshes=part.meshes) for s in own if s is not None]
         dims = []
         for s, sh in zip(_leaves(comp.program_shape().result_shape()), parsed, strict=True):
             d = tuple(s.dimensions())
@@ -152,17 +238,18 @@ def _result_shardings(path: str, comp: Any, devices: int, before: str | None = N
                         "file lies beside it")
 
 
-def _compiled_result_shardings(comp: Any, devices: int) -> list[str]:
-    """The result shardings of ``comp`` compiled for ``devices`` partitions (after XLA's propagation)."""
+def _compiled_shardings(comp: Any, devices: int) -> tuple[list[str], list[str]]:
+    """The parameter and result shardings of ``comp`` compiled for ``devices`` partitions (after
+    XLA's propagation)."""
     import xlasdk as xs
     from xlasdk._jaxlib import pjrt
 
     first = xs.client("cpu", num_devices=devices).devices()[0]
     exe = xs.compile(comp, first, options=xs.CompileOptions(num_partitions=devices))
-    _, out_texts = pjrt.executable_shardings(exe._exe)  # what execute_sharded reads (xlasdk.runtime.sharded)
-    if not out_texts:
-        raise xs.XlaSdkError("the compiled program reports no result shardings")
-    return [str(t) for t in out_texts]
+    in_texts, out_texts = pjrt.executable_shardings(exe._exe)  # what execute_sharded reads (xlasdk.runtime.sharded)
+    if not out_texts or not in_texts:
+        raise xs.XlaSdkError("the compiled program reports no shardings")
+    return [str(t) for t in in_texts], [str(t) for t in out_texts]
 
 
 def _leaves(shape: Any) -> list[Any]:
@@ -172,31 +259,44 @@ def _leaves(shape: Any) -> list[Any]:
 def gather(args: argparse.Namespace, comp: Any, plan: _Plan, seed: int | None = None
            ) -> tuple[list[list[np.ndarray[Any, Any]]], str]:
     """(each partition's arguments, ``"global"`` or ``"per-partition"``) from the inputs given."""
-    try:
-        values = _gather_inputs(args, _ShapesOf(plan.names, plan.global_shapes), None, comp, seed=seed)
-    except UsageError as e:
-        if "must be" not in str(e):
-            raise
-        first = e
-    else:
-        return [[_piece(v, sh, k, plan) for v, sh in zip(values, plan.shardings, strict=True)]
-                for k in range(plan.devices)], "global"
+    first: UsageError | None = None
+    if plan.in_source is not None:  # the parameters' shardings are known: global arrays first
+        try:
+            values = _gather_inputs(args, _ShapesOf(plan.names, plan.global_shapes), None, comp, seed=seed)
+        except UsageError as e:
+            if "must be" not in str(e):
+                raise
+            first = e
+        else:
+            return [[_piece(v, sh, k, plan) for v, sh in zip(values, plan.shardings, strict=True)]
+                    for k in range(plan.devices)], "global"
     import xlasdk as xs
 
     stacked = [xs.Shape.array_shape(s.numpy_dtype(), (plan.devices, *s.dimensions())) for s in plan.local]
     for shapes, each in ((plan.local, False), (stacked, True)):
         try:
             values = _gather_inputs(args, _ShapesOf(plan.names, shapes), None, comp, seed=seed)
-        except UsageError:
+        except UsageError as e:
+            if "must be" not in str(e):
+                raise
+            first = first or e
             continue
         return [[np.ascontiguousarray(v[k]) if each else v for v in values] for k in range(plan.devices)], \
             "per-partition"
+    per_partition = (f"per-partition arrays: one partition's ({', '.join(str(s) for s in plan.local)}; every "
+                     f"partition gets it) or {plan.devices} of them stacked on a leading axis")
+    if plan.in_source is None:
+        raise UsageError(
+            f"{first}; {comp.name!r} is an optimized per-partition dump (one partition's program of {plan.devices}) "
+            "whose parameters carry no sharding (XLA of jaxlib 0.12 writes none into an optimized module) and no "
+            "before_optimizations file beside it says how the program's global arrays are split: give "
+            f"{per_partition}, or put the program's before_optimizations file beside it (module.before_optimizations"
+            ".txt for module.cpu_after_optimizations.txt) to give its global arrays") from None
     want = ", ".join(f"{n}: {g}" for n, g in zip(plan.names, plan.global_shapes, strict=True))
     raise UsageError(
         f"{first}; {comp.name!r} is an optimized per-partition dump (one partition's program of {plan.devices}): "
-        f"give the program's global arrays ({want}), as for its before_optimizations file, or per-partition "
-        f"arrays: one partition's ({', '.join(str(s) for s in plan.local)}; every partition gets it) or "
-        f"{plan.devices} of them stacked on a leading axis") from None
+        f"give the program's global arrays ({want}), as for its before_optimizations file (split by "
+        f"{plan.in_source}), or {per_partition}") from None
 
 
 def _piece(v: np.ndarray[Any, Any], sharding: Any, k: int, plan: _Plan) -> np.ndarray[Any, Any]:
@@ -288,8 +388,9 @@ def run_per_partition(args: argparse.Namespace, comp: Any, devices: int, out: IO
             atomic_write(npz, lambda f: savez(f, **entries))
         except OSError as e:
             raise UsageError(f"--output {args.output}: cannot write: {e.strerror or e}") from None
-    how = ("global inputs split by the parameters' shardings" if mode == "global"
-           else "per-partition inputs")
+    how = ("global inputs split by the parameters' shardings" if mode == "global" else "per-partition inputs")
+    if mode == "global" and plan.in_source != "the dump's parameter shardings":
+        how += f" ({plan.in_source})"
     out.write(f"{comp.name} (an optimized per-partition dump) on {devices} {dev.platform} devices (1 replica x "
               f"{devices} partitions), each partition on its own arguments: {len(plan.names)} input(s), {how}; "
               f"{n_out} output(s); compiled in {_human_time(compile_s)}\n")

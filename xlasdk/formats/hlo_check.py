@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Final
 
 from ..errors import FormatError, XlaSdkError
+from .hlo_rewrite import explicit_replica_groups
 from .hlo_text import _Comp, _HloModuleText, _HShape, _Instr, _parse_hlo_text, _Parser, _Unparsed
 
 
@@ -177,9 +178,11 @@ def check_hlo_text(text: str, what: str = "HLO text") -> None:
     as garbage); element counts of ``reshape``; operands and
     indices of ``get-tuple-element``; parameter numbering; the arity and parameter shapes of
     computations called by ``call``, ``fusion``, ``while`` and ``conditional``; ``topk`` results;
-    the parameter count of ``entry_computation_layout``; first, in linear time, the size claims
-    of :func:`check_hlo_claims` (the rest takes time and memory that grow with them). Text this
-    checker cannot follow is left to XLA's parser (which reports syntax errors cleanly).
+    the parameter count of ``entry_computation_layout``; replica groups over mesh axes that name
+    no groups of their mesh (XLA of jaxlib 0.10 aborts on an unknown axis); first, in linear time,
+    the size claims of :func:`check_hlo_claims` (the rest takes time and memory that grow with
+    them). Text this checker cannot follow is left to XLA's parser (which reports syntax errors
+    cleanly).
 
     Raises
     ------
@@ -190,6 +193,10 @@ def check_hlo_text(text: str, what: str = "HLO text") -> None:
     """
     check_hlo_claims(text, what)
     check_elided_constants(text, what)
+    try:
+        explicit_replica_groups(text)
+    except FormatError as e:
+        raise FormatError(f"{what}: {e}") from None
     mod = _parse_hlo_text(text)
     if mod is None:
         return

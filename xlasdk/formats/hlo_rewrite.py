@@ -1,10 +1,14 @@
-"""Optimized HLO rewritten so it imports as StableHLO (``fusion`` -> ``call``, ``bitcast`` -> reshapes)."""
+"""Optimized HLO rewritten so it imports as StableHLO (``fusion`` -> ``call``, ``bitcast`` -> reshapes,
+replica groups over mesh axes -> the groups they name)."""
 
 from __future__ import annotations
 
 import re
 from typing import Final
 
+from ..errors import FormatError, ShapeError
+from ..sharding._mesh import format_groups
+from ..sharding._parse import parse_replica_groups
 from .hlo_text import _Comp, _HShape, _Instr, _parse_hlo_text
 
 
@@ -262,3 +266,33 @@ def _shape_with_layout(s: _HShape) -> str:
 
 _IS_STABLE_RE: Final = re.compile(r",\s*is_stable=(?:true|false)")
 _ORDER_RE: Final = re.compile(r",\s*order=(TOTAL|PARTIAL)\b")
+
+
+_MESH_GROUPS: Final = re.compile(
+    r"(?<=replica_groups=)(mesh\[[^\]]*\](?:,\s*device_ids=\((?:[^()]|\([^()]*\))*\))?\s*\{[^}]*\})")
+
+
+def explicit_replica_groups(text: str) -> str | None:
+    """HLO text with every ``replica_groups=`` written over mesh axes (``mesh['x'=2,'y'=2] {'x'}``,
+    what XLA's SPMD partitioner writes) written as the device groups it names (``{{0,2},{1,3}}``):
+    the same collective, in the notation every XLA reads and every importer takes (XLA imports
+    mesh axes as a ``replica_group_mesh_axes`` over an ``sdy.mesh`` that its ``all_to_all`` and the
+    TPU's compile path do not take). None when there are none.
+
+    Raises
+    ------
+    FormatError
+        For replica groups over mesh axes that do not name groups of the mesh (an unknown axis,
+        a sub-axis that does not divide its axis), naming the line.
+    """
+    if "replica_groups=mesh[" not in text:
+        return None
+
+    def groups(m: re.Match[str]) -> str:
+        try:
+            return format_groups(parse_replica_groups(m.group(1)))
+        except ShapeError as e:
+            line = text.count("\n", 0, m.start()) + 1
+            raise FormatError(f"line {line}: {e}") from None
+
+    return _MESH_GROUPS.sub(groups, text)

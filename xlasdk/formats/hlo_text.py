@@ -182,14 +182,34 @@ class _Parser:
         start = t.pos
         if t.kind == "punct" and t.text in "({[":
             self.skip_group()
+            if t.text == "[":  # iota replica groups: [2,2]<=[4] or [2,2]<=[2,2]T(1,0)
+                self._iota_tail()
         else:
             self.next()
             if t.text == "mesh" and (n := self.peek()) is not None and n.text == "[":  # mesh['x'=4] {'x'}
                 self.skip_group()
+                n, n1, n2 = self.peek(), self.peek(1), self.peek(2)  # , device_ids=([2,2]T(1,0))
+                if n is not None and n.text == "," and n1 is not None and n1.text == "device_ids" \
+                        and n2 is not None and n2.text == "=":
+                    self.i += 3
+                    self.skip_group()
                 if (n := self.peek()) is not None and n.text == "{":
                     self.skip_group()
         end_tok = self.toks[self.i - 1]
         return self.text[start : end_tok.pos + len(end_tok.text)]
+
+    def _iota_tail(self) -> None:
+        """Skip ``<=[dims]`` and an optional ``T(perm)`` after an iota's ``[dims]`` (the tokens
+        ``<``, ``=``, ``[...]``, ``T``, ``(...)``)."""
+        t, t1, t2 = self.peek(), self.peek(1), self.peek(2)
+        if t is None or t.text != "<" or t1 is None or t1.text != "=" or t2 is None or t2.text != "[":
+            return
+        self.i += 2
+        self.skip_group()
+        t, t1 = self.peek(), self.peek(1)
+        if t is not None and t.text == "T" and t1 is not None and t1.text == "(":
+            self.i += 1
+            self.skip_group()
 
     # grammar
     def shape(self) -> _HShape:

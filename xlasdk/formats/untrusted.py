@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from .._jaxlib import isolated
 from .._jaxlib import mlir as _mlir
+from .._jaxlib.per_partition import SPMD_PARTITIONS
 from ..errors import FormatError
 from ..program._worker import ModuleAttributes, _in_worker_once
 from ..program.diagnostics import _mlir_problem, _one_line, _xla_text_problem
 from ..program.program_shape import _program_shape
-from ..sharding._spmd import hlo_header_counts
+from ..sharding._spmd import hlo_header_counts, spmd_partitions
 from .hlo_check import check_hlo_claims
-from .hlo_rewrite import _importable_hlo
+from .hlo_rewrite import _importable_hlo, explicit_replica_groups
 from .rule_check import RuleViolation, check_rules
 from .tpu_meaning import NoCpuMeaning, cpu_meaning, untiled_layouts
 
@@ -121,23 +122,35 @@ def importable_text(hm: Any, text: str) -> tuple[str | None, TpuNote]:
     """The HLO text XLA's importer takes for a parsed module ``hm`` of ``text`` (None: ``text``
     as it is), and its :data:`TpuNote`: a TPU-optimized module's CPU meaning
     (:func:`~.tpu_meaning.cpu_meaning`, read from XLA's print of ``hm``), fusions as calls and
-    bitcasts in StableHLO terms (:func:`~.hlo_rewrite._importable_hlo`). Runs in the worker.
+    bitcasts in StableHLO terms (:func:`~.hlo_rewrite._importable_hlo`), replica groups over mesh
+    axes as the groups they name (:func:`~.hlo_rewrite.explicit_replica_groups`). Runs in the worker.
 
     Raises
     ------
     isolated.Failed
-        ``"tpu"``: an instruction of a TPU-optimized module without a CPU meaning.
+        ``"tpu"``: an instruction of a TPU-optimized module without a CPU meaning; ``"rewrite"``:
+        replica groups over mesh axes that name no groups of their mesh.
     """
     try:
         meaning = cpu_meaning(_mlir.hlo_module_to_text(hm)) if _maybe_tpu(text) else None
     except NoCpuMeaning as e:
         raise _Failed("tpu", str(e)) from None
     if meaning is None:
-        return _importable_hlo(text), None
+        return _explicit_groups(_importable_hlo(text), text), None
     # once bitcasts are ops, layouts say nothing about values: none is kept (a non-default one of the
     # entry computation would stay in the import as a result layout that outlives with_outputs' cut)
     importable = untiled_layouts(_importable_hlo(meaning.text) or meaning.text, whole=True)
-    return importable, (meaning.rewritten, meaning.signs.describe())
+    return _explicit_groups(importable, text), (meaning.rewritten, meaning.signs.describe())
+
+
+def _explicit_groups(rewritten: str | None, text: str) -> str | None:
+    """``rewritten`` (or ``text`` when it is None) with :func:`~.hlo_rewrite.explicit_replica_groups`
+    applied; None when neither changed ``text``."""
+    try:
+        explicit = explicit_replica_groups(rewritten if rewritten is not None else text)
+    except FormatError as e:
+        raise _Failed("rewrite", str(e)) from None
+    return explicit if explicit is not None else rewritten
 
 
 def _maybe_tpu(text: str) -> bool:
@@ -147,9 +160,16 @@ def _maybe_tpu(text: str) -> bool:
 
 def _header_counts(text: str) -> dict[str, int]:
     """``{"mhlo.num_partitions": N, "mhlo.num_replicas": R}`` from an HLO module's header line
-    (``HloModule m, ..., replica_count=2, num_partitions=4``), for the counts above 1 it gives."""
+    (``HloModule m, ..., replica_count=2, num_partitions=4``), for the counts above 1 it gives;
+    and, for one partition's program (XLA's optimized dump of a program its SPMD partitioner
+    split), ``"xlasdk.spmd_partitions"``: its partition count, 0 when it does not say
+    (:func:`~xlasdk.sharding._spmd.spmd_partitions`; :mod:`xlasdk._jaxlib.per_partition` reads it)."""
     names = {"num_partitions": "mhlo.num_partitions", "replica_count": "mhlo.num_replicas"}
-    return {names[k]: v for k, v in hlo_header_counts(text).items() if v > 1}
+    counts = {names[k]: v for k, v in hlo_header_counts(text).items() if v > 1}
+    partitions = spmd_partitions(text)
+    if partitions is not None:
+        counts[SPMD_PARTITIONS] = partitions
+    return counts
 
 
 def parse_stablehlo_in_worker(data: str | bytes, kind: str, what: str) -> str:

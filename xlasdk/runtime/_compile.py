@@ -24,7 +24,7 @@ from ._options import CompileOptions
 from ._serial_format import _parse, _shape_from_json
 from .device import Device, UnknownDeviceError, _resolve_device
 from .dynamic import DynamicResultExecutable
-from .isolated_compile import compile_isolated, per_partition_devices
+from .isolated_compile import compile_isolated, optimized_dump_for_device, per_partition_devices
 
 
 # -- compile ----------------------------------------------------------------------------------
@@ -173,6 +173,8 @@ def compile(
     if opts.num_partitions > 1:  # shardings that do not fit the partitions, before XLA sees them
         check_computation_shardings(computation, opts.num_partitions, opts.num_replicas)
     text = _module_text_for(req.module_text, devs[0])
+    if devs[0].platform != "cpu" and req.from_file:  # an optimized per-partition dump: compiled as on the CPU
+        text = optimized_dump_for_device(text, opts.num_replicas, opts.num_partitions, name, _compile_timeout(timeout))
     if devs[0].client.compile_only is not None:  # xs.topology's devices: compile, never run
         return _remember(_compile_for_topology(req, text, opts, devs, timeout), computation)
     # Loaded from a file or bytes: not checked op by op, so XLA's compiler runs in the worker

@@ -82,14 +82,52 @@ def _optimized_dump_for_compile(module_text: str, num_replicas: int, num_partiti
                               "before_optimizations file instead") from None
 
 
+def optimized_dump_text_in_worker(module_text: str, num_replicas: int, num_partitions: int, name: str) -> str:
+    """:func:`_optimized_dump_for_compile` of ``module_text``, in the worker process."""
+    return _optimized_dump_for_compile(module_text, num_replicas, num_partitions, name)
+
+
+def optimized_dump_for_device(module_text: str, num_replicas: int, num_partitions: int, name: str,
+                              timeout: float | None = None) -> str:
+    """``module_text`` as a device other than the CPU compiles it when it is one of XLA's optimized
+    dumps (a per-partition program marked ``{manual}``, fusions inlined: what
+    :func:`compile_in_worker` compiles for the CPU; libtpu's Shardy import refuses the program's
+    own tiled shardings, ``Expected HloShardingV3 ... but got non-replicated HloShardingV2``),
+    rewritten in the worker; any other module unchanged, without a parse.
+
+    Raises
+    ------
+    CompileError
+        When the module is a per-partition program compiled for another device count, or cannot be
+        rewritten (the worker's message); when the worker dies on it.
+    """
+    if per_partition_devices(module_text) is None and "mhlo.fusion" not in module_text \
+            and per_partition.marked_partitions(module_text) is None:
+        return module_text
+    try:
+        text: str = isolated.request("xlasdk.runtime.isolated_compile:optimized_dump_text_in_worker",
+                                     module_text, num_replicas, num_partitions, name, timeout=timeout)
+    except isolated.Failed as e:
+        raise CompileError(e.message) from None
+    except isolated.WorkerDied as e:
+        raise CompileError(f"rewriting {name!r} for the compile failed: XLA aborted on this program ({e.reason})"
+                           ) from None
+    return text
+
+
 _MESH: Final = re.compile(r"#sdy\.mesh<\[([^\]]*)\]")
 
 
 def per_partition_devices(module_text: str) -> int | None:
     """The device count of an optimized per-partition dump, read from its text without parsing it
-    (for :func:`xlasdk.compile`'s default options): the size of its ``sdy.mesh`` when it holds
-    collectives of XLA's SPMD partitioner (``is_spmd_generated``, or replica groups given as mesh
-    axes); None for any other module. The worker checks the module itself before compiling it."""
+    (for :func:`xlasdk.compile`'s default options): the partition count the HLO loader marked it
+    with (:data:`~xlasdk._jaxlib.per_partition.SPMD_PARTITIONS`), else the size of its ``sdy.mesh``
+    when it holds collectives of XLA's SPMD partitioner (``is_spmd_generated``, or replica groups
+    given as mesh axes); None for any other module. The worker checks the module itself before
+    compiling it."""
+    marked = per_partition.marked_partitions(module_text)
+    if marked is not None and marked > 1:
+        return marked
     if "replica_group_mesh_axes" not in module_text and "is_spmd_generated" not in module_text:
         return None
     sizes = [per_partition.mesh_devices(axes) for axes in _MESH.findall(module_text)]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -16,6 +16,7 @@ from .._proto import _int_list, _ProtoLike
 from ..errors import DTypeError, ShapeError
 from . import _placement
 from ._fields import _MAX_DEVICES, _SIMPLE, _SUBGROUP_ORDER, _int, _ints, _subgroup_kinds
+from ._mesh import MeshSharding
 from ._parse import ParsedSharding, parse_sharding
 
 # --------------------------------------------------------------------------------------------
@@ -175,7 +176,7 @@ class HloSharding:
     """
 
     __slots__ = ("_kind", "_dims", "_devices", "_iota", "_subgroups", "_device", "_elements", "_shard_group",
-                 "_text", "_key", "_array")
+                 "_text", "_key", "_array", "_named")
 
     _kind: str
     _dims: tuple[int, ...]
@@ -188,6 +189,7 @@ class HloSharding:
     _text: str | None
     _key: Any
     _array: np.ndarray[Any, Any] | None
+    _named: MeshSharding | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError(
@@ -209,6 +211,7 @@ class HloSharding:
         s._text = None
         s._key = None
         s._array = None
+        s._named = None
         return s
 
     # -- constructors --------------------------------------------------------------------------
@@ -358,7 +361,7 @@ class HloSharding:
         )
 
     @classmethod
-    def parse(cls, text: str) -> HloSharding:
+    def parse(cls, text: str, meshes: Mapping[str, str] | Iterable[str] | None = None) -> HloSharding:
         """Parse XLA's sharding notation (what HLO text prints after ``sharding=``).
 
         Accepts everything ``HloSharding::ToString`` prints: ``{replicated}``, ``{manual}``,
@@ -366,6 +369,11 @@ class HloSharding:
         explicit device list or an iota (``<=[4]``, ``<=[2,2]T(1,0)``), ``last_tile_dim_replicate``,
         ``last_tile_dims={...}``, ``shard_as N`` / ``shard_like N``, and tuples ``{{...}, {...}}``
         (``{}`` is the empty tuple). ``metadata={...}`` is read and dropped, as XLA's printer does.
+        Shardings over a named mesh too (:mod:`xlasdk.sharding._mesh`): XLA's mesh notation
+        (``{mesh['x'=4], [{'x'}, {}]}``, jaxlib 0.12's dumps) and Shardy's attributes
+        (``#sdy.sharding<@mesh, [{"x"}, {}]>``; ``meshes``: the module's meshes, a mapping
+        ``{"mesh": '#sdy.mesh<["x"=4]>'}`` or ``comp.partitioning().meshes``). They mean the tile
+        assignment :meth:`to_hlo` prints; :attr:`mesh_sharding` keeps them as written.
 
         Raises
         ------
@@ -378,7 +386,7 @@ class HloSharding:
         if not isinstance(text, str):
             raise DTypeError(f"HloSharding.parse: expected a str, got {type(text).__name__}")
         try:
-            return cls._from_parsed(parse_sharding(text))
+            return cls._from_parsed(parse_sharding(text, meshes))
         except ShapeError as e:
             msg = str(e)
             if msg.startswith("HloSharding.parse"):
@@ -391,12 +399,20 @@ class HloSharding:
         if p.kind == "tuple":
             return cls.tuple_sharding([cls._from_parsed(e) for e in p.elements])
         if p.kind == "maximal":
-            return cls.maximal(p.device)
-        if p.kind == "tiled":
-            if p.iota is not None:
-                return _tiled(p.dims, None, p.iota[0], p.iota[1], p.subgroups, p.shard_group)
-            return _tiled(p.dims, p.devices, None, None, p.subgroups, p.shard_group)
-        return _SIMPLE_SHARDINGS[p.kind]
+            s = cls.maximal(p.device)
+        elif p.kind == "tiled" and p.iota is not None:
+            s = _tiled(p.dims, None, p.iota[0], p.iota[1], p.subgroups, p.shard_group)
+        elif p.kind == "tiled":
+            s = _tiled(p.dims, p.devices, None, None, p.subgroups, p.shard_group)
+        else:
+            s = _SIMPLE_SHARDINGS[p.kind]
+        if p.named is None:
+            return s
+        named = cls._new(s._kind)  # the same sharding, which remembers the mesh it was written over
+        for slot in HloSharding.__slots__:
+            setattr(named, slot, getattr(s, slot))
+        named._named = p.named
+        return named
 
     @classmethod
     def from_op_sharding(cls, op: OpSharding) -> HloSharding:
@@ -480,6 +496,13 @@ class HloSharding:
         if self._kind != "maximal":
             raise ShapeError(f"HloSharding.device: {self} is not a maximal sharding")
         return self._device
+
+    @property
+    def mesh_sharding(self) -> MeshSharding | None:
+        """The sharding as it was written over a named mesh (XLA's ``{mesh[...], ...}`` or Shardy's
+        ``#sdy.sharding<...>``), which ``.to_hlo()`` / ``.to_sdy()`` print back; None for the
+        other notations (and for built shardings)."""
+        return self._named
 
     @property
     def tuple_elements(self) -> tuple[HloSharding, ...]:

@@ -1,19 +1,30 @@
-"""The parser of XLA's sharding notation (``HloSharding.parse``).
+"""The parser of XLA's sharding notation (``HloSharding.parse``) and of replica groups.
 
 It reads the text into a :class:`ParsedSharding`, the notation's fields as written, and knows
 nothing of :class:`~xlasdk.sharding.HloSharding`, which builds (and checks) the sharding from
-them: the parser sits below the value it parses.
+them: the parser sits below the value it parses. The notations over a named mesh (XLA's
+``{mesh[...], [...]}`` and Shardy's ``#sdy.sharding<@mesh, ...>``) are read by
+:mod:`xlasdk.sharding._mesh` on the same tokens.
 """
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Iterable, Mapping
 from typing import Final, NamedTuple
 
-from ..errors import ShapeError
-from ._fields import _SIMPLE, _SUBGROUP_ORDER, _subgroup_kinds
+import numpy as np
 
-_TOKEN_RE: Final = re.compile(r'\s*(?:(<=)|([{}\[\](),=])|(-?\d+)|([A-Za-z_][A-Za-z0-9_.\-]*)|("(?:[^"\\]|\\.)*"))')
+from ..errors import ShapeError
+from . import _mesh
+from ._fields import _SIMPLE, _SUBGROUP_ORDER, _subgroup_kinds
+from ._mesh import Mesh, MeshSharding
+
+_TOKEN_RE: Final = re.compile(
+    r'\s*(?:(<=)|([{}\[\](),=<>?:@])|(-?\d+)|([A-Za-z_#][A-Za-z0-9_.\-]*)|("(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'))')
+_HINT: Final = ("XLA's sharding notation looks like {devices=[2,1]0,1}, {replicated}, {maximal device=0} or "
+                "{mesh['x'=2], [{'x'}, {}]}")
 
 
 class ParsedSharding(NamedTuple):
@@ -27,24 +38,54 @@ class ParsedSharding(NamedTuple):
     subgroups: tuple[str, ...] = ()  # tiled: the kinds of the trailing subgroup dimensions
     shard_group: tuple[str, int] | None = None  # tiled: ("as" or "like", group id)
     elements: tuple[ParsedSharding, ...] = ()  # tuple
+    named: MeshSharding | None = None  # the sharding over a named mesh, as written (the fields: what it means)
 
 
-def parse_sharding(text: str) -> ParsedSharding:
-    """The fields of ``text`` in XLA's sharding notation.
+def parse_sharding(text: str, meshes: Mapping[str, str] | Iterable[str] | None = None) -> ParsedSharding:
+    """The fields of ``text`` in XLA's sharding notation (or Shardy's, whose ``@name`` meshes
+    ``meshes`` defines: see :func:`xlasdk.sharding._mesh.mesh_table`).
 
     Raises
     ------
     ShapeError
         For text that is not a sharding, naming the column and what was expected.
     """
-    return _Parser(text).parse()
+    return _Parser(text, _mesh.mesh_table(meshes)).parse()
+
+
+def parse_replica_groups(text: str) -> tuple[tuple[int, ...], ...]:
+    """The device groups of a collective's ``replica_groups=`` value in any notation XLA writes:
+    ``{{0,1},{2,3}}``, an iota ``[2,2]<=[4]`` / ``[2,2]<=[2,2]T(1,0)``, or mesh axes
+    ``mesh['x'=2,'y'=2] {'x'}``.
+
+    Raises
+    ------
+    ShapeError
+        For text in none of them, naming the column and what was expected.
+    """
+    return _Parser(text, {}, what="replica groups").replica_groups()
+
+
+def _from_named(ms: MeshSharding) -> ParsedSharding:
+    if ms.kind == "maximal":
+        assert ms.mesh.maximal is not None
+        return ParsedSharding("maximal", device=ms.mesh.maximal, named=ms)
+    if ms.kind != "tiled":
+        return ParsedSharding(ms.kind, named=ms)
+    if ms.mesh.devices is None and ms.mesh.iota is None:  # devices 0, 1, ...: the assignment is an iota
+        dims, pieces, order, kinds = ms.iota_assignment()
+        return ParsedSharding("tiled", dims=dims, iota=(pieces, order), subgroups=kinds, named=ms)
+    dims, devices, kinds = ms.tile_assignment()
+    return ParsedSharding("tiled", dims=dims, devices=devices, subgroups=kinds, named=ms)
 
 
 class _Parser:
     """Recursive descent over XLA's sharding grammar (``HloParser::ParseSharding``)."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, meshes: dict[str, str] | None = None, what: str = "sharding") -> None:
         self.text = text
+        self.meshes = meshes or {}
+        self.what = what
         self.toks: list[tuple[str, str, int]] = []  # (kind, text, column)
         pos = 0
         n = len(text)
@@ -63,10 +104,10 @@ class _Parser:
 
     def _error_at(self, col: int, what: str) -> ShapeError:
         shown = self.text if len(self.text) <= 200 else self.text[:200] + "..."
-        return ShapeError(
-            f"HloSharding.parse: {what} at column {col + 1} of {shown!r} (XLA's sharding notation looks like "
-            "{devices=[2,1]0,1}, {replicated} or {maximal device=0})"
-        )
+        if self.what != "sharding":
+            return ShapeError(f"{self.what}: {what} at column {col + 1} of {shown!r} (XLA writes them as "
+                              "{{0,1},{2,3}}, [2,2]<=[4] or mesh['x'=2,'y'=2] {'x'})")
+        return ShapeError(f"HloSharding.parse: {what} at column {col + 1} of {shown!r} ({_HINT})")
 
     def _error(self, what: str) -> ShapeError:
         col = self.toks[self.i][2] if self.i < len(self.toks) else len(self.text)
@@ -109,13 +150,92 @@ class _Parser:
     def parse(self) -> ParsedSharding:
         if not self.toks:
             raise self._error_at(0, "expected a sharding, got empty text")
-        s = self._sharding(top=True)
+        head = self._peek() or ""
+        s = self._sdy() if head.startswith("#") else self._sharding(top=True)
         if self.i != len(self.toks):
             raise self._error(f"unexpected {self._peek()!r} after the sharding")
         return s
 
+    def _sdy(self) -> ParsedSharding:
+        """Shardy's ``#sdy.sharding<...>`` or ``#sdy.sharding_per_value<[<...>, ...]>``."""
+        word = self._next("#sdy.sharding<...>")[1]
+        if word not in ("#sdy.sharding", "#sdy.sharding_per_value"):
+            self.i -= 1
+            raise self._error(f"expected #sdy.sharding<...> or #sdy.sharding_per_value<[...]>, got {word!r}")
+        self._expect("<")
+        if word == "#sdy.sharding":
+            return _from_named(_mesh.parse_sdy_sharding_body(self, self.meshes, self._mesh_of))
+        self._expect("[")
+        elems: list[ParsedSharding] = []
+        while self._peek() != "]":
+            if elems:
+                self._expect(",")
+            self._expect("<")
+            elems.append(_from_named(_mesh.parse_sdy_sharding_body(self, self.meshes, self._mesh_of)))
+        self.i += 1
+        self._expect(">")
+        return ParsedSharding("tuple", elements=tuple(elems))
+
+    def _mesh_of(self, text: str) -> Mesh:
+        """The mesh of a ``#sdy.mesh<...>`` text (``<...>`` alone too), from ``meshes=``."""
+        inner = _Parser(text.strip().removeprefix("#sdy.mesh").removeprefix("mesh"), self.meshes, self.what)
+        if inner._peek() != "<":
+            raise self._error(f"expected a mesh such as #sdy.mesh<[\"x\"=4]>, got {text!r}")
+        inner.i += 1
+        mesh = _mesh.parse_sdy_mesh_body(inner)
+        if inner.i != len(inner.toks):
+            raise inner._error(f"unexpected {inner._peek()!r} after the mesh")
+        return mesh
+
+    def replica_groups(self) -> tuple[tuple[int, ...], ...]:
+        head = self._peek()
+        if head is None:
+            raise self._error_at(0, "expected replica groups, got empty text")
+        if head in ("mesh", "maximal_mesh"):
+            mesh = _mesh.parse_mesh(self)
+            axes = _mesh._axis_list(self, mesh, sdy=False, allow_open=False)[0] if self._peek() == "{" else ()
+            try:
+                groups = _mesh.mesh_groups(mesh, axes)
+            except ShapeError as e:
+                raise self._error(str(e)) from None
+        elif head == "[":
+            self.i += 1
+            dims = self._int_list("]")
+            self._expect("<=")
+            self._expect("[")
+            reshape = self._int_list("]")
+            perm = tuple(range(len(reshape)))
+            if self._peek() == "T":
+                self.i += 1
+                self._expect("(")
+                perm = self._int_list(")")
+            if len(dims) != 2 or math.prod(dims) != math.prod(reshape) or sorted(perm) != list(range(len(reshape))):
+                raise self._error(f"expected an iota [groups,size]<=[dims]T(perm) of as many devices as groups x "
+                                  f"size and a permutation of the dims, got {list(dims)}<={list(reshape)}T{perm}")
+            a = np.arange(math.prod(reshape), dtype=np.int64).reshape(reshape).transpose(perm).reshape(dims)
+            groups = tuple(tuple(int(d) for d in g) for g in a)
+        else:
+            self._expect("{")
+            out: list[tuple[int, ...]] = []
+            while self._peek() != "}":
+                if out:
+                    self._expect(",")
+                self._expect("{")
+                if self._peek() == "}":
+                    self.i += 1
+                    out.append(())
+                else:
+                    out.append(self._int_list("}"))
+            self.i += 1
+            groups = tuple(out)
+        if self.i != len(self.toks):
+            raise self._error(f"unexpected {self._peek()!r} after the replica groups")
+        return groups
+
     def _sharding(self, top: bool) -> ParsedSharding:
         self._expect("{")
+        if self._peek() in ("mesh", "maximal_mesh"):
+            return _from_named(_mesh.parse_mesh_sharding(self))
         if self._peek() == "}":
             self.i += 1
             return ParsedSharding("tuple") if top else self._fail_empty()

@@ -13,6 +13,7 @@ from .._optable import TUPLE
 from .._where import PKG_DIR, where
 from ..errors import CompileError, ShapeError
 from ._hlo_sharding import _REPLICATED, HloSharding
+from ._parse import parse_replica_groups
 
 if TYPE_CHECKING:
     from ..builder import XlaOp
@@ -166,6 +167,34 @@ def hlo_header_counts(hlo_text: str) -> dict[str, int]:
         return {}
     end = hlo_text.find("\n", start)
     return {key: int(value) for key, value in _HLO_HEADER_INT.findall(hlo_text[start : end if end >= 0 else None])}
+
+
+_ENTRY_NAME: Final = re.compile(r"^ENTRY\s+%?([^\s(]+)", re.M)
+#: a ``replica_groups=`` value in any notation: mesh axes, an iota, or explicit groups
+REPLICA_GROUPS: Final = re.compile(
+    r"replica_groups=(mesh\[[^\]]*\](?:,\s*device_ids=\((?:[^()]|\([^()]*\))*\))?\s*\{[^}]*\}"
+    r"|\[[\d,]*\]<=\[[\d,]*\](?:T\([\d,]*\))?|\{(?:\{[\d,]*\},?)*\})")
+
+
+def spmd_partitions(hlo_text: str) -> int | None:
+    """For the HLO text of one partition's program (XLA's optimized dump of a program its SPMD
+    partitioner split: the partitioner renames the entry computation ``<name>_spmd``), its
+    partition count: the header's ``num_partitions``, else the devices its collectives' groups
+    name (a ``.hlo.pb`` has no header), else 0 (it does not say). None for any other module."""
+    m = _ENTRY_NAME.search(hlo_text)
+    if m is None or not m.group(1).endswith("_spmd"):
+        return None
+    n = hlo_header_counts(hlo_text).get("num_partitions")
+    if n is not None:
+        return n
+    most = 0
+    for value in REPLICA_GROUPS.findall(hlo_text):
+        try:
+            groups = parse_replica_groups(value)
+        except ShapeError:
+            continue
+        most = max([most, *(d + 1 for g in groups for d in g)])
+    return most
 _MODULE_ATTR_INT: Final = re.compile(r"\bmhlo\.(num_partitions|num_replicas)\s*=\s*(\d+)\s*:\s*i\d+")
 _SHARDING_ATTR: Final = re.compile(r'mhlo\.sharding\s*=\s*"((?:[^"\\]|\\.)*)"')
 
@@ -200,7 +229,6 @@ def module_spmd_counts(
             try:
                 s = HloSharding.parse(_mlir_unescape(raw))
             except ShapeError:
-                need = max(need, _mesh_devices(_mlir_unescape(raw)))
                 continue
             for e in iter_shardings(s):
                 if e.is_tiled:
@@ -209,23 +237,3 @@ def module_spmd_counts(
                     need = max(need, e.device + 1)
         partitions = need or None
     return replicas, partitions
-
-
-_MESH_SHARDING: Final = re.compile(r"^\{mesh\[([^\]]*)\],\s*\[(.*)\]")
-_MESH_AXIS: Final = re.compile(r"'([^']*)'\s*=\s*(\d+)")
-
-
-def _mesh_devices(text: str) -> int:
-    """The devices a sharding in XLA's mesh form needs (``{mesh['x'=4], [{'x'}, {}]}``, what
-    jaxlib 0.12's HLO dumps write): the mesh's size when a dimension is split over one of its
-    axes, else 0 (replicated, or not this form)."""
-    m = _MESH_SHARDING.match(text.strip())
-    if m is None:
-        return 0
-    axes = {name: int(n) for name, n in _MESH_AXIS.findall(m.group(1))}
-    if not any(f"'{name}'" in m.group(2) for name in axes):
-        return 0
-    total = 1
-    for n in axes.values():
-        total *= n
-    return total
