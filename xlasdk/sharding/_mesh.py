@@ -29,7 +29,7 @@ sizes of the sub-axes before it, so ``'x':(1)2`` of ``'x'=8`` is its major facto
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, NamedTuple, Protocol
 
 import numpy as np
@@ -527,7 +527,8 @@ def parse_sdy_mesh_body(c: Cursor) -> Mesh:
     return _checked(c, Mesh(tuple(axes), devices if devices != tuple(range(len(devices or ()))) else None))
 
 
-def parse_sdy_sharding_body(c: Cursor, meshes: dict[str, str], parse_mesh_text: Any) -> MeshSharding:
+def parse_sdy_sharding_body(c: Cursor, meshes: dict[str, str],
+                            parse_mesh_text: Callable[[str], Mesh]) -> MeshSharding:
     """Shardy's sharding after its ``<``: ``@mesh, [{"x"}, {}], replicated={"y"}>`` (``>`` read too).
     ``parse_mesh_text(text)``: the :class:`Mesh` of a ``#sdy.mesh<...>`` text."""
     name: str | None = None
