@@ -139,6 +139,18 @@ class _Parser:
             raise self._error(f"expected a number >= 0, got {t[1]}")
         return int(t[1])
 
+    def _iota(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """An iota's ``[reshape]T(perm)`` after its ``<=``: the dimensions its devices are laid out
+        in and their transpose (the identity without ``T``)."""
+        self._expect("[")
+        reshape = self._int_list("]")
+        perm = tuple(range(len(reshape)))
+        if self._peek() == "T":
+            self.i += 1
+            self._expect("(")
+            perm = self._int_list(")")
+        return reshape, perm
+
     def _int_list(self, close: str) -> tuple[int, ...]:
         out = [self._int()]
         while self._peek() == ",":
@@ -202,13 +214,7 @@ class _Parser:
             self.i += 1
             dims = self._int_list("]")
             self._expect("<=")
-            self._expect("[")
-            reshape = self._int_list("]")
-            perm = tuple(range(len(reshape)))
-            if self._peek() == "T":
-                self.i += 1
-                self._expect("(")
-                perm = self._int_list(")")
+            reshape, perm = self._iota()
             if len(dims) != 2 or math.prod(dims) != math.prod(reshape) or sorted(perm) != list(range(len(reshape))):
                 raise self._error(f"expected an iota [groups,size]<=[dims]T(perm) of as many devices as groups x "
                                   f"size and a permutation of the dims, got {list(dims)}<={list(reshape)}T{perm}")
@@ -283,14 +289,7 @@ class _Parser:
                 dims = self._int_list("]")
                 if self._peek() == "<=":
                     self.i += 1
-                    self._expect("[")
-                    reshape = self._int_list("]")
-                    perm = tuple(range(len(reshape)))
-                    if self._peek() == "T":
-                        self.i += 1
-                        self._expect("(")
-                        perm = self._int_list(")")
-                    iota = (reshape, perm)
+                    iota = self._iota()
                 else:
                     devs = [self._int()]
                     while self._peek() == ",":
