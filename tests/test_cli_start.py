@@ -151,7 +151,7 @@ _OPTIONS = {
                 "-h", "input", "output"],
     "run": ["--atol", "--debug", "--device", "--devices", "--expect", "--expect-device-kind", "--format", "--help",
             "--input", "--inputs",
-            "--iterations", "--output", "--partitions", "--random-inputs", "--record", "--repeat", "--replicas",
+            "--iterations", "--no-debug-options", "--output", "--partitions", "--random-inputs", "--record", "--repeat", "--replicas",
             "--rtol", "--seed", "--timeout", "-h", "file"],
     "compare": ["--against", "--atol", "--bisect", "--debug", "--device", "--device-kind", "--excess-precision",
                 "--find-nonfinite", "--format", "--help", "--html", "--input", "--inputs", "--json", "--outputs",

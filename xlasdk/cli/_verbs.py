@@ -141,11 +141,7 @@ written, 2 usage or file error, or FILE does not show the problem."""
 
 # -- parser --------------------------------------------------------------------------------------------
 def add_input_arguments(s: argparse.ArgumentParser) -> None:
-    """The options that give a program's inputs (``run``, ``compare``, ``reduce``: :func:`._arrays._gather_inputs`),
-    and ``--no-debug-options``."""
-    s.add_argument("--no-debug-options", action="store_true",
-                   help="compile a file of an XLA dump without the options it was compiled with (by default those "
-                        "of its module_NNNN.NAME.debug_options that change values are applied, and named)")
+    """The options that give a program's inputs (``run``, ``compare``, ``reduce``: :func:`._arrays._gather_inputs`)."""
     s.add_argument("--input", action="append", metavar="NAME=FILE.npy",
                    help="one parameter's value (repeatable); FILE.npz:KEY takes one array of an .npz")
     s.add_argument("--inputs", metavar="FILE.npz", default=None,
@@ -298,6 +294,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--format", default=None, help=fmt_help)
     s.add_argument("--device", default=None, help="device to run on, e.g. cpu:0 (default: the first device)")
     add_input_arguments(s)
+    s.add_argument("--no-debug-options", action="store_true",
+                   help="compile a file of an XLA dump without the options it was compiled with (by default those "
+                        "of its module_NNNN.NAME.debug_options that change values are applied, and named)")
     s.add_argument("--iterations", type=COUNT.parse, default=1, metavar="K",
                    help="run K times, each with fresh random inputs (seed, seed+1, ...), as run_hlo_module does")
     s.add_argument("--output", metavar="OUT.npz", default=None,
