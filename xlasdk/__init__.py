@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from .program.computation import XlaComputation
     from .program.graph_import import Instruction
     from .reducer import NotReproducedError, ReduceResult, reduce
-    from .reference import CompareReport, UnsupportedOpError, compare, evaluate
+    from .reference import CompareReport, CompareSettings, UnsupportedOpError, compare, evaluate
     from .reference.collectives import CollectiveTimeoutError, evaluate_spmd
     from .runtime import (
         Client,
@@ -157,6 +157,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "ReduceResult": ("reducer", "ReduceResult"),
     "reduce": ("reducer", "reduce"),
     "CompareReport": ("reference", "CompareReport"),
+    "CompareSettings": ("reference", "CompareSettings"),
     "UnsupportedOpError": ("reference", "UnsupportedOpError"),
     "compare": ("reference", "compare"),
     "evaluate": ("reference", "evaluate"),
@@ -228,7 +229,7 @@ __all__ = [
     "HostBufferSemantics", "aligned_empty", "from_dlpack", "JaxlibVersion", "jaxlib_version_info",
     "register_custom_call_target",
     "Instruction", "GraphImportError", "Graph", "ModuleContext",
-    "reference", "evaluate", "compare", "CompareReport", "UnsupportedOpError", "evaluate_spmd",
+    "reference", "evaluate", "compare", "CompareReport", "CompareSettings", "UnsupportedOpError", "evaluate_spmd",
     "CollectiveTimeoutError",
     "reduce", "ReduceResult", "NotReproducedError",
     "Snapshot", "load_snapshot", "write_snapshot", "random_inputs",

@@ -1,15 +1,15 @@
 """A reference evaluator for XLA programs, and comparing a device's results against it.
 
 :func:`evaluate` runs a computation (built or loaded) op by op in numpy, on its instruction graph
-(:meth:`XlaComputation.instructions <xlasdk.XlaComputation.instructions>`); :func:`compare` runs
-it on a device and against the reference (or another device, or recorded outputs) and reports per
-output (:class:`CompareReport`); :mod:`xlasdk.reference.bisect` finds where a divergence comes
-from. The evaluator's core (the walk, values, error bounds, the comparison) is
-:mod:`xlasdk.reference._evaluator`; the evaluation rules sit in one module per op family, mirroring
-:mod:`xlasdk.ops` (``reference/indexing.py`` holds the rules of ``ops/indexing.py``'s gather,
-scatter and dynamic slices), each rule bound to its row of the op table
-(:attr:`OpDef.evaluate <xlasdk._optable.OpDef.evaluate>`). They are imported below, which binds
-their rules.
+(:meth:`XlaComputation.instructions <xlasdk.XlaComputation.instructions>`); :func:`compare` runs it
+on a device and against the reference (or another device, or recorded outputs), its settings one
+record (:class:`CompareSettings`), and reports per output (:class:`CompareReport`);
+:mod:`xlasdk.reference.bisect` finds where a divergence comes from. The evaluator's core (the walk,
+values, error bounds, the comparison) is :mod:`xlasdk.reference._evaluator`; the evaluation rules
+sit in one module per op family, mirroring :mod:`xlasdk.ops` (``reference/indexing.py`` holds the
+rules of ``ops/indexing.py``'s gather, scatter and dynamic slices), each rule bound to its row of
+the op table (:attr:`OpDef.evaluate <xlasdk._optable.OpDef.evaluate>`). They are imported below,
+which binds their rules.
 """
 
 from __future__ import annotations
@@ -45,8 +45,10 @@ from ._evaluator import (
     evaluate,
 )
 from ._outputs import compare_outputs
+from ._settings import CompareSettings
 
-__all__ = ["evaluate", "compare", "compare_outputs", "CompareReport", "OutputComparison", "UnsupportedOpError",
+__all__ = ["evaluate", "compare", "compare_outputs", "CompareSettings", "CompareReport", "OutputComparison",
+           "UnsupportedOpError",
            "RULES", "REFUSED", "CUSTOM_CALL_RULES", "OPAQUE_RULES", "default_tolerance",
            "collectives", "control", "conv", "convert", "custom_call", "elementwise", "fft", "indexing", "linalg",
            "reduce", "rng", "shaping", "side_effects", "sort", "sources", "window"]

@@ -31,7 +31,7 @@ import contextlib
 import math
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,8 +42,11 @@ from ..errors import CompareArgumentError, GraphImportError
 from ..ops.elementwise import BINARY, UNARY
 from ..program.attr_kinds import read_attribute
 
+if TYPE_CHECKING:
+    from ..runtime.device import Device
+
 __all__ = ["DeviceKind", "DEVICE_KINDS", "device_kind", "device_kind_of", "OpBound", "op_bound", "DotPrecision",
-           "dot_precision", "F32_ULPS", "DOT_PASSES", "CPU_FLOOR_ULPS",
+           "dot_precision", "checked_precision", "F32_ULPS", "DOT_PASSES", "CPU_FLOOR_ULPS",
            "ACCURACY_SOURCE", "row_of"]
 
 ACCURACY_SOURCE = "JAX docs/accuracy.md, float32 table (exhaustive over f32 inputs)"
@@ -92,7 +95,7 @@ def device_kind(name: str | DeviceKind | None) -> DeviceKind:
     return DEVICE_KINDS[key]
 
 
-def device_kind_of(device: Any) -> DeviceKind:
+def device_kind_of(device: Device | None) -> DeviceKind:
     """The kind of a PJRT device (its platform, and for a TPU its ``device_kind``: "TPU v5 lite")."""
     platform = str(getattr(device, "platform", "cpu") or "cpu").lower()
     if platform in ("cuda", "rocm", "gpu"):
@@ -319,14 +322,21 @@ def _elements(shape: Any) -> int:
     return int(np.prod([int(d) for d in shape.dimensions()] or [1])) if shape.is_array() else 0
 
 
+def checked_precision(precision: str) -> str:
+    """``precision`` when it names a dot precision (``"highest"``, ``"high"``, ``"default"``, any case).
+
+    Raises CompareArgumentError naming the three."""
+    if not isinstance(precision, str) or precision.upper() not in _PRECISIONS:
+        raise CompareArgumentError(f"compare: precision {precision!r}: expected default, high or highest")
+    return precision
+
+
 def set_precision(comp: Any, precision: str) -> Any:
     """``comp`` with every dot and convolution at ``precision`` (``--precision highest``): its HLO
     text with each ``operand_precision`` replaced, loaded again."""
     from ..program.computation import XlaComputation
 
-    if precision.upper() not in _PRECISIONS:
-        raise CompareArgumentError(f"compare: precision {precision!r}: expected default, high or highest")
-    word = precision.lower()
+    word = checked_precision(precision).lower()
     lines = []
     for line in comp.as_hlo_text().splitlines():
         if re.search(r"\s(dot|convolution)\(", line):
