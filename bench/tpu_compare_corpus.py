@@ -18,8 +18,8 @@ sys.path.insert(0, str(ROOT))
 import xlasdk as xs  # noqa: E402
 from tests.test_real_dumps import recorded  # noqa: E402
 from xlasdk.reference._evaluator import run_reference  # noqa: E402
-from xlasdk.reference._outputs import run_and_compare  # noqa: E402
 from xlasdk.reference._report import compare_one  # noqa: E402
+from xlasdk.reference._runners import reference_for, run_against  # noqa: E402
 
 
 def main() -> int:
@@ -32,7 +32,7 @@ def main() -> int:
         ins, _ = recorded(f"dumps/{prog}")
         comp = xs.load_computation(ROOT / "tests/data/dumps" / prog / "module.before_optimizations.txt")
         try:
-            c = run_and_compare(comp, ins)
+            c = run_against(comp, ins, xs.CompareSettings(), reference_for("reference"))
         except Exception as e:  # noqa: BLE001 - a program this device cannot run: said, not hidden
             print(f"{prog}: {type(e).__name__}: {str(e)[:200]}")
             continue

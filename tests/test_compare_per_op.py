@@ -25,8 +25,8 @@ def clean() -> tuple[xs.XlaComputation, list[np.ndarray[Any, Any]], list[np.ndar
 
     args = _inputs()
     comp = _lower(_model(None), *args)
-    p = _bisect_core._Program(comp, args, _bisect_core._Settings(
-        None, CompileOptions(env_option_overrides=dict(STRICT_PRECISION)), None, None, None), need_reference=False)
+    p = _bisect_core._Program(comp, args, xs.CompareSettings(), CompileOptions(env_option_overrides=dict(
+        STRICT_PRECISION)), need_reference=False)
     nodes = [n for i in p.instrs[p.nparams:] for n in p.slots[i.index]]
     values = dict(zip([id(n) for n in nodes], p.run(nodes), strict=True))
     return comp, args, [values[id(o)] for o in p.graph.outputs]

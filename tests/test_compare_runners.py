@@ -72,10 +72,11 @@ def test_the_error_models_each_runner_follows() -> None:
 
     cpu = device_kind("cpu")
     good = _program()
-    assert reference_for("reference").models(good, cpu, None) == [cpu]
-    assert reference_for([np.zeros(4, np.float32)]).models(good, cpu, None) == []
-    assert [getattr(k, "name", k) for k in reference_for("cpu:0").models(good, cpu, None)] == ["cpu", "cpu"]
-    assert [getattr(k, "name", k) for k in reference_for(good).models(good, cpu, None)] == ["cpu", "cpu"]
+    settings = xs.CompareSettings(device_kind="cpu")
+    assert reference_for("reference").models(good, settings) == [cpu]
+    assert reference_for([np.zeros(4, np.float32)]).models(good, settings) == []
+    assert [getattr(k, "name", k) for k in reference_for("cpu:0").models(good, settings)] == ["cpu", "cpu"]
+    assert [getattr(k, "name", k) for k in reference_for(good).models(good, settings)] == ["cpu", "cpu"]
 
 
 def test_a_correct_program_matches_against_each_runner() -> None:

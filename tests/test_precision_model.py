@@ -461,7 +461,7 @@ def test_bisect_judges_each_op_by_its_own_bound_on_the_devices_operands() -> Non
     a transpose must be bit-exact."""
     from xlasdk.reference._judge import why_within
     from xlasdk.reference._walk import Evaluator
-    from xlasdk.reference.bisect import _Program, _Settings
+    from xlasdk.reference.bisect import _Program
 
     a, b = _inputs("random")
     comp = xs.XlaComputation.from_hlo_text(
@@ -474,14 +474,14 @@ def test_bisect_judges_each_op_by_its_own_bound_on_the_devices_operands() -> Non
     env = {id(ins["a"]): a, id(ins["b"]): b}
     Evaluator(comp).run_graph([ins["d"]], env)
     for kind, ok in (("tpu-v5e", True), ("cpu", False)):
-        p = _Program(comp, [a, b], _Settings(None, None, None, None, None, kind), need_reference=False)
+        p = _Program(comp, [a, b], xs.CompareSettings(device_kind=kind), need_reference=False)
         assert p.check(ins["d"], got_d, env[id(ins["d"])], env).ok is ok, kind
     note = why_within(comp, "d", ins["d"], env, got_d, pm.device_kind("tpu-v5e"), None)
     assert note.startswith("d: up to ") and "relative, within TPU v5e DEFAULT precision (bf16 inputs" in note, note
     env_t = {id(ins["d"]): got_d}
     Evaluator(comp).run_graph([ins["t"]], env_t)
     t = env_t[id(ins["t"])]
-    p = _Program(comp, [a, b], _Settings(None, None, None, None, None, "tpu-v5e"), need_reference=False)
+    p = _Program(comp, [a, b], xs.CompareSettings(device_kind="tpu-v5e"), need_reference=False)
     assert p.check(ins["t"], t, t, env_t).ok
     one_ulp = np.nextafter(t, np.float32(np.inf)).astype(np.float32)
     assert p.check(ins["t"], one_ulp, t, env_t).mismatches == t.size  # a move is bit-exact

@@ -100,7 +100,7 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
         recorded_outputs = _expected_outputs(args.outputs, n, "--outputs")
     _stage("comparing")
     from xlasdk.errors import CompareArgumentError
-    from xlasdk.reference import UnsupportedOpError, compare
+    from xlasdk.reference import CompareSettings, UnsupportedOpError, compare
 
     device_against = not module and args.against not in ("reference", "recorded") and not args.against.endswith(
         ".npz")
@@ -120,11 +120,12 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
     if args.bisect or args.find_nonfinite:
         _stage("bisecting")
     try:
-        report = compare(comp, inputs, device=dev, against=against, rtol=args.rtol, atol=args.atol,
-                         excess_precision=args.excess_precision, ulps=args.ulps, bisect=args.bisect,
-                         find_nonfinite=args.find_nonfinite, progress=progress, xla_flags=flags,
-                         device_kind=getattr(args, "device_kind", None), precision=getattr(args, "precision", None),
-                         outputs=recorded_outputs)
+        settings = CompareSettings(device=dev, rtol=args.rtol, atol=args.atol, ulps=args.ulps,
+                                   excess_precision=args.excess_precision, xla_flags=flags, progress=progress,
+                                   device_kind=getattr(args, "device_kind", None),
+                                   precision=getattr(args, "precision", None), outputs=recorded_outputs)
+        report = compare(comp, inputs, against=against, settings=settings, bisect=args.bisect,
+                         find_nonfinite=args.find_nonfinite)
     except UnsupportedOpError as e:
         raise UsageError(f"cannot check {args.file}: {e}") from None
     except CompareArgumentError as e:  # what was asked does not fit the program (a usage error, exit 2)

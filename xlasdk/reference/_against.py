@@ -13,7 +13,7 @@ without a match that reads agreeing values and whose users depart.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,6 +24,8 @@ from ..ops.sources import CONSTANT
 if TYPE_CHECKING:
     from ..program.computation import XlaComputation
     from ..program.graph_import import Instruction
+    from ..runtime import CompileOptions
+    from ._settings import CompareSettings
 
 __all__ = ["match_instructions"]
 
@@ -108,21 +110,20 @@ def _literal(ins: Instruction) -> bytes | None:
     return np.ascontiguousarray(value.value()).tobytes() if isinstance(value, DenseElements) else None
 
 
-def compare_modules(bad: XlaComputation, good: XlaComputation, args: Sequence[Any], *, device: Any,
-                    options: Any, rtol: float | None, atol: float | None, ulps: float | None,
-                    progress: Callable[[str], None] | None = None) -> Any:
-    """``bisect="ops"`` against a second module (see the module's docstring): an
+def compare_modules(bad: XlaComputation, good: XlaComputation, args: Sequence[Any], settings: CompareSettings,
+                    options: CompileOptions | None) -> Any:
+    """``bisect="ops"`` against a second module (see the module's docstring), both run on the
+    settings' device with ``options`` and compared at its tolerances: an
     :class:`~xlasdk.reference.bisect.OpsBisection`."""
-    from ._bisect_core import OpsBisection, _CutFailed, _Program, _Settings
+    from ._bisect_core import OpsBisection, _CutFailed, _Program
     from ._report import compare_one
 
-    say = progress or (lambda s: None)
+    say, rtol, atol, ulps = settings.say, settings.rtol, settings.atol, settings.ulps
     if len(bad.instruction_graph().params) != len(good.instruction_graph().params):
         raise CompareArgumentError(f"compare: the module compared against takes {len(good.instruction_graph().params)} "
                           f"arguments, {bad.name!r} takes {len(bad.instruction_graph().params)}")
-    settings = _Settings(device, options, rtol, atol, ulps)
-    pb = _Program(bad, args, settings, need_reference=False)
-    pg = _Program(good, args, settings, need_reference=False)
+    pb = _Program(bad, args, settings, options, need_reference=False)
+    pg = _Program(good, args, settings, options, need_reference=False)
     match, named, structural = match_instructions(bad, good)
     say(f"bisect ops: {named} instructions matched by name, {structural} by structure; one compile of each module "
         "with every matched value exposed")

@@ -6,21 +6,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._numbers import tolerances
 from .._optable import GET_TUPLE_ELEMENT
 from ..builder import XlaOp
 from ..errors import XlaSdkError
 from ..program.walk import closure
+from ._settings import CompareSettings, refuse_both
 
 if TYPE_CHECKING:
     from ..program.computation import XlaComputation
     from ..program.graph_import import Instruction
+    from ..runtime import CompileOptions
     from ._report import OutputComparison
+    from ._settings import DeviceLike
 
 
 BISECT_MODES = ("ops", "passes")
@@ -184,34 +186,26 @@ class OpsBisection:
 
 
 # -- the program's values ------------------------------------------------------------------------------------------
-@dataclass
-class _Settings:
-    device: Any
-    options: Any  # CompileOptions | None
-    rtol: float | None
-    atol: float | None
-    ulps: float | None
-    kind: Any = None  # the device kind whose error model judges each op (:mod:`._precision`; None: the CPU's)
-    precision: str | None = None
-
-    def __post_init__(self) -> None:  # bisect_ops, local_divergences and the op-by-op judgment take them here
-        self.rtol, self.atol, self.ulps = tolerances("compare", self.rtol, self.atol, self.ulps)
-
-
 class _Program:
     """The instruction graph of a computation, its values (slots: one per array result of each
-    instruction), who reads what, and the reference value of every slot."""
+    instruction), who reads what, and the reference value of every slot. Its cuts run on the
+    settings' device, compiled with ``options`` (the comparison's), and are judged by the
+    settings' tolerances and device kind.
 
-    def __init__(self, comp: XlaComputation, args: Sequence[Any], settings: _Settings,
-                 need_reference: bool = True) -> None:
+    Raises CompareArgumentError for settings of recorded outputs: nothing runs on a device."""
+
+    def __init__(self, comp: XlaComputation, args: Sequence[Any], settings: CompareSettings,
+                 options: CompileOptions | None = None, need_reference: bool = True) -> None:
         from ._walk import dtype_of
 
+        self.device = settings.device_to_run()
         self.comp = comp
         self.graph = comp.instruction_graph()
         self.instrs: list[Instruction] = comp.instructions()
         self.args = [np.asarray(a).astype(dtype_of(p.shape), copy=False) for a, p in zip(args, self.graph.params,
                                                                                       strict=True)]
         self.settings = settings
+        self.options = options
         self.compiles = 0
         self.nparams = sum(1 for i in self.instrs if i.opcode == "parameter")
         # slots: (instruction index, node) for each array value of each instruction
@@ -271,13 +265,12 @@ class _Program:
 
     def _reference(self) -> None:
         from ._bounds import error_bounds
-        from ._precision import device_kind
         from ._walk import Evaluator
 
         env: dict[int, Any] = {id(p): a for p, a in zip(self.graph.params, self.args, strict=True)}
         roots = [n for i in self.instrs for n in self.slots[i.index]] + [*self.graph.outputs, *self.graph.effects]
         ev = Evaluator(self.comp)
-        ev.model, ev.precision = device_kind(self.settings.kind), self.settings.precision
+        ev.model, ev.precision = self.settings.kind, self.settings.precision
         ev.run_graph(roots, env)
         self.ref = env
         self.bounds = error_bounds(roots, env, ev)
@@ -292,7 +285,7 @@ class _Program:
         self.compiles += 1
         try:
             sub = self.comp.with_outputs(list(nodes))
-            out = _compile(sub, self.settings.device, options=self.settings.options)(*self.args)
+            out = _compile(sub, self.device, options=self.options)(*self.args)
         except Exception as e:  # noqa: BLE001 - reported as what stopped the search, never as a culprit
             raise _CutFailed(f"{type(e).__name__}: {' '.join(str(e).split())[:300]}") from e
         return [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
@@ -301,7 +294,6 @@ class _Program:
               env: dict[int, Any] | None = None) -> OutputComparison:
         from ._bounds import OutputScale, made_by_dot, output_scale
         from ._judge import is_exact, own_bound
-        from ._precision import device_kind
         from ._report import compare_one
 
         s = self.settings
@@ -312,7 +304,7 @@ class _Program:
         if env is None:  # against the reference's own values: the rounding carried from before counts
             scale = OutputScale(scale, self.bounds.get(id(node)), made_by_dot(node))
         else:  # on the device's operand values: the op's own bound on the device's kind, exact ops exactly
-            kind = device_kind(s.kind)
+            kind = s.kind
             own = own_bound(self.comp, node, env, want, kind, s.precision)
             exact = is_exact(node, kind) and own is not None
             scale = OutputScale(0.0 if exact else scale, own, node.opdef.props.bilinear, exact)
@@ -468,20 +460,28 @@ def _diverges(p: _Program, nodes: Sequence[XlaOp], got: Sequence[np.ndarray[Any,
 
 
 # -- ops ---------------------------------------------------------------------------------------------------------
-def local_divergences(comp: XlaComputation, args: Sequence[Any], *, device: Any = None, options: Any = None,
-                      rtol: float | None = None, atol: float | None = None, ulps: float | None = None,
-                      device_kind: str | None = None, precision: str | None = None,
-                      ) -> list[tuple[str, OutputComparison]]:
+def local_divergences(comp: XlaComputation, args: Sequence[Any], *, device: DeviceLike = None,
+                      options: CompileOptions | None = None, rtol: float | None = None, atol: float | None = None,
+                      ulps: float | None = None, device_kind: str | None = None, precision: str | None = None,
+                      settings: CompareSettings | None = None) -> list[tuple[str, OutputComparison]]:
     """Every instruction whose device value differs from its reference rule applied to the
     device's values of its operands (the test :func:`bisect_ops` blames an instruction by), from one
     compile with every value exposed: ``(name, comparison)`` pairs in topological order (empty on a
     program XLA computes right). Exposing every value changes what XLA fuses, so a divergence that
-    needs fusion may not show here; :func:`bisect_ops` does not rely on it.
+    needs fusion may not show here; :func:`bisect_ops` does not rely on it. ``settings``: the
+    keywords but ``options`` as one :class:`~xlasdk.CompareSettings` (``options`` left out: its
+    ``xla_flags``), as :func:`bisect_ops` takes it.
     """
     from ._walk import Evaluator
 
-    p = _Program(comp, args, _Settings(device, options, rtol, atol, ulps, device_kind, precision),
-                 need_reference=False)
+    refuse_both("local_divergences", settings, device=device, rtol=rtol, atol=atol, ulps=ulps,
+                device_kind=device_kind, precision=precision)
+    s = settings if settings is not None else CompareSettings(
+        device=device, rtol=rtol, atol=atol, ulps=ulps, precision=precision,
+        device_kind=device_kind if device_kind is not None else "cpu")  # the keywords' model, as ever: the CPU's
+    if settings is not None and options is None:
+        options = settings.flag_options()
+    p = _Program(comp, args, s, options, need_reference=False)
     nodes = [n for i in p.instrs[p.nparams:] for n in p.slots[i.index]]
     dev = {id(q): a for q, a in zip(p.graph.params, p.args, strict=True)}
     if nodes:
@@ -504,7 +504,6 @@ def _op_errors(p: _Program) -> dict[str, OpError]:
     """Each instruction's device value (one compile, every value exposed) against its reference
     value; empty when that compile fails."""
     from ._judge import why_within
-    from ._precision import device_kind
     from ._walk import widened
 
     nodes = [n for i in p.instrs[p.nparams:] for n in p.slots[i.index]]
@@ -530,7 +529,7 @@ def _op_errors(p: _Program) -> dict[str, OpError]:
         kind = next(k for k in ("diverges", "rounding", "exact") if k in kinds)
         note = ""
         if kind == "rounding" and len(slots) == 1:
-            note = why_within(p.comp, ins.name, slots[0], dev, dev[id(slots[0])], device_kind(p.settings.kind),
+            note = why_within(p.comp, ins.name, slots[0], dev, dev[id(slots[0])], p.settings.kind,
                               p.settings.precision)
         out[ins.name] = OpError(kind, float(worst[0]), float(worst[1]), float(worst[2]), int(worst[3]), note)
     return out
@@ -638,18 +637,20 @@ def _isolate(p: _Program, ins: Instruction, env: dict[int, Any]) -> tuple[str, l
     """Compile ``ins`` alone on the device's operand values, then with growing groups of its
     ancestors before it; which reproduces the divergence."""
     from ._orders import verdict
-    from ._outputs import run_and_compare
+    from ._runners import ReferenceEvaluator, run_against
 
-    s = p.settings
-    excess = s.options is None  # compare's own choice: strict precision unless it was asked not to
+    # each group against the reference at the settings' tolerances, judged by the device's own model, XLA
+    # compiling it without excess precision when the search's compiles had options (compare's), with it else
+    s = replace(p.settings, excess_precision=p.options is None, xla_flags={}, device_kind=None, precision=None,
+                progress=None)
+    runner = ReferenceEvaluator(s.excess_precision)
 
     def diverges(group: list[Instruction], values: dict[int, Any]) -> bool | None:
         try:
             sub = p.comp.extract([g.name for g in group])
             feed = [values[id(x)] for x in _extract_inputs(p, group)]
             p.compiles += 1
-            r = run_and_compare(sub, feed, device=s.device, rtol=s.rtol, atol=s.atol, ulps=s.ulps,
-                                excess_precision=excess).report
+            r = run_against(sub, feed, s, runner).report
         except Exception:  # noqa: BLE001 - a group that cannot be cut out proves nothing either way
             return None
         v = verdict(r)

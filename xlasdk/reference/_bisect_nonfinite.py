@@ -12,11 +12,14 @@ import numpy as np
 from ..errors import XlaSdkError
 from ..ops.sources import CONSTANT
 from ..program.walk import closure
-from ._bisect_core import Culprit, _CutFailed, _Program, _Settings
+from ._bisect_core import Culprit, _CutFailed, _Program
+from ._settings import CompareSettings, refuse_both
 
 if TYPE_CHECKING:
     from ..program.computation import XlaComputation
     from ..program.graph_import import Instruction
+    from ..runtime import CompileOptions
+    from ._settings import DeviceLike
 
 __all__ = ["NonFinite", "NonFiniteSource", "find_nonfinite"]
 
@@ -125,8 +128,10 @@ def _nonfinite(a: np.ndarray[Any, Any]) -> bool:
         return not bool(np.all(np.isfinite(widened(a))))
 
 
-def find_nonfinite(comp: XlaComputation, args: Sequence[Any], *, device: Any = None, options: Any = None,
-                   outputs: Sequence[Any] | None = None, progress: Callable[[str], None] | None = None) -> NonFinite:
+def find_nonfinite(comp: XlaComputation, args: Sequence[Any], *, device: DeviceLike = None,
+                   options: CompileOptions | None = None, outputs: Sequence[Any] | None = None,
+                   progress: Callable[[str], None] | None = None, settings: CompareSettings | None = None,
+                   ) -> NonFinite:
     """The first instruction (topological order) whose device value holds a NaN or Inf while its
     operands hold none (XLA's own NaN checker is GPU-only), whether its NaN/Inf flows to an output,
     and for each output that holds one the first instruction whose NaN/Inf flows to it; see
@@ -134,9 +139,16 @@ def find_nonfinite(comp: XlaComputation, args: Sequence[Any], *, device: Any = N
     NaN/Inf too (a select that drops it stops it). Constants are not computed: their NaN/Inf (a
     max-pool's ``-inf`` start value) are the program's own inputs, named only as an output's source
     when nothing computed is. ``outputs``: the program's outputs on the device when the caller has
-    them (else one more compile gets them when no intermediate value holds a NaN/Inf)."""
-    say = progress or (lambda s: None)
-    p = _Program(comp, args, _Settings(device, options, None, None, None), need_reference=False)
+    them (else one more compile gets them when no intermediate value holds a NaN/Inf). ``settings``:
+    ``device`` and ``progress`` as one :class:`~xlasdk.CompareSettings` (as :func:`xlasdk.compare`
+    hands them on; ``options`` left out: its ``xla_flags``), else the keywords; CompareArgumentError
+    for both."""
+    refuse_both("find_nonfinite", settings, device=device, progress=progress)
+    s = settings if settings is not None else CompareSettings(device=device, progress=progress)
+    if settings is not None and options is None:
+        options = settings.flag_options()
+    say = s.say
+    p = _Program(comp, args, s, options, need_reference=False)
     if any(_nonfinite(a) for a in p.args):
         bad = [p.instrs[i].name for i, a in enumerate(p.args) if _nonfinite(a)]
         return NonFinite("from inputs", note=f"the arguments hold NaN/Inf: {', '.join(bad)}")
@@ -185,7 +197,7 @@ def find_nonfinite(comp: XlaComputation, args: Sequence[Any], *, device: Any = N
     if outputs is None:
         from ..runtime import compile as _compile
 
-        out = _compile(comp, device, options=options)(*p.args)
+        out = _compile(comp, p.device, options=options)(*p.args)
         p.compiles += 1
         outputs = out if isinstance(out, (list, tuple)) else [out]
     direct = [np.asarray(o) for o in outputs]

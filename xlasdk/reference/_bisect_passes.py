@@ -14,9 +14,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._numbers import tolerances
+from ._settings import CompareSettings, refuse_both, resolve_device
 
 if TYPE_CHECKING:
     from ..program.computation import XlaComputation
+    from ..runtime import CompileOptions
+    from ._settings import DeviceLike
 
 __all__ = ["PassBisection", "bisect_passes", "pass_names"]
 
@@ -63,7 +66,7 @@ _PASS_FILE = re.compile(r"\.(\d{4})\.([^.]+)\.after_([^.]+)\.before_([^.]+)\.txt
 _NOT_PASSES = frozenset({"pipeline-start", "pipeline-end"})
 
 
-def pass_names(comp: XlaComputation, device: Any = None, options: Any = None) -> list[str]:
+def pass_names(comp: XlaComputation, device: DeviceLike = None, options: CompileOptions | None = None) -> list[str]:
     """The HLO passes of XLA's compile of ``comp`` that change the module, in first-run order, as
     XLA names them (what ``xla_disable_hlo_passes`` takes), read from its per-pass dump file names
     (``...after_PASS.before_NEXT.txt``, written when PASS changed the module) in a temporary
@@ -74,7 +77,8 @@ def pass_names(comp: XlaComputation, device: Any = None, options: Any = None) ->
     d = tempfile.mkdtemp(prefix="xlasdk-passes-")
     try:
         env = [*_env(options), ("xla_dump_to", d), ("xla_dump_hlo_pass_re", ".*")]
-        _compile(_isolated(comp), device, options=CompileOptions(env_option_overrides=env), cache=False)
+        _compile(_isolated(comp), resolve_device(device), options=CompileOptions(env_option_overrides=env),
+                 cache=False)
         order: list[tuple[int, str]] = []
         pipelines: set[str] = set()
         for f in os.listdir(d):
@@ -94,7 +98,7 @@ def pass_names(comp: XlaComputation, device: Any = None, options: Any = None) ->
     return list(seen)
 
 
-def _env(options: Any) -> list[tuple[str, Any]]:
+def _env(options: CompileOptions | None) -> list[tuple[str, Any]]:
     return [] if options is None else list(options.env_option_overrides)
 
 
@@ -107,19 +111,43 @@ def _isolated(comp: XlaComputation) -> XlaComputation:
 
 
 def bisect_passes(comp: XlaComputation, args: Sequence[Any], want: Sequence[np.ndarray[Any, Any]],
-                  scales: Sequence[float], *, device: Any = None, options: Any = None, rtol: float | None = None,
-                  atol: float | None = None, ulps: float | None = None, max_compiles: int = 400,
-                  progress: Callable[[str], None] | None = None) -> PassBisection:
+                  scales: Sequence[Any], *, device: DeviceLike = None, options: CompileOptions | None = None,
+                  rtol: float | None = None, atol: float | None = None, ulps: float | None = None,
+                  max_compiles: int = 400, progress: Callable[[str], None] | None = None,
+                  settings: CompareSettings | None = None) -> PassBisection:
     """A smallest set of XLA passes whose disabling makes ``comp``'s outputs on ``device`` match
     ``want`` (the reference outputs; ``scales`` their term scales, as :func:`xlasdk.compare` computes
     them). Each test is a compile in xlasdk's worker process with ``xla_disable_hlo_passes``; a set
-    whose compile or run fails is unknown (never "fixes it"). At most ``max_compiles`` compiles."""
+    whose compile or run fails is unknown (never "fixes it"). At most ``max_compiles`` compiles.
+    ``settings``: ``device``, the tolerances and ``progress`` as one :class:`~xlasdk.CompareSettings`
+    (as :func:`xlasdk.compare` hands them on; ``options`` left out: its ``xla_flags``), else the
+    keywords.
+
+    Raises
+    ------
+    ToleranceError
+        A tolerance that is not a finite number >= 0.
+    CompareArgumentError
+        ``settings`` given with one of the keywords it holds.
+    """
+    refuse_both("bisect_passes", settings, device=device, rtol=rtol, atol=atol, ulps=ulps, progress=progress)
+    if settings is None:
+        rtol, atol, ulps = tolerances("bisect_passes", rtol, atol, ulps)  # its own name in the message
+        settings = CompareSettings(device=device, rtol=rtol, atol=atol, ulps=ulps, progress=progress)
+    elif options is None:
+        options = settings.flag_options()
+    return _bisect_passes(comp, args, want, scales, settings, options, max_compiles)
+
+
+def _bisect_passes(comp: XlaComputation, args: Sequence[Any], want: Sequence[np.ndarray[Any, Any]],
+                   scales: Sequence[Any], settings: CompareSettings, options: CompileOptions | None,
+                   max_compiles: int) -> PassBisection:
     from ..runtime import CompileOptions
     from ..runtime import compile as _compile
     from ._report import compare_one
 
-    rtol, atol, ulps = tolerances("bisect_passes", rtol, atol, ulps)
-    say = progress or (lambda s: None)
+    s = settings
+    device, rtol, atol, ulps, say = s.device_to_run(), s.rtol, s.atol, s.ulps, s.say
     target = _isolated(comp)
     base = [(k, v) for k, v in _env(options) if k != "xla_disable_hlo_passes"]
     result = PassBisection("not found")

@@ -127,7 +127,7 @@ def descend(p: _Program, ins: Instruction, env: dict[int, Any], result: OpsBisec
 def _run(p: _Program, comp: XlaComputation) -> Callable[[Sequence[Any]], list[np.ndarray[Any, Any]]]:
     from ..runtime import compile as _compile
 
-    exe = _compile(comp, p.settings.device, options=p.settings.options)
+    exe = _compile(comp, p.device, options=p.options)
     p.compiles += 1
 
     def run(args: Sequence[Any]) -> list[np.ndarray[Any, Any]]:
@@ -140,7 +140,7 @@ def _run(p: _Program, comp: XlaComputation) -> Callable[[Sequence[Any]], list[np
 def _program(p: _Program, comp: XlaComputation, args: Sequence[Any]) -> _Program:
     from ._bisect_core import _Program
 
-    return _Program(comp, args, p.settings)
+    return _Program(comp, args, p.settings, p.options)
 
 
 def _outs(q: _Program) -> list[XlaOp]:

@@ -8,12 +8,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CompareArgumentError
-from ._outputs import run_and_compare
 from ._report import CompareReport
-from ._runners import reference_for
+from ._runners import reference_for, run_against
+from ._settings import CompareSettings, refuse_both
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from ..program.computation import XlaComputation
+    from ..runtime import CompileOptions
+    from ._settings import DeviceLike
 
 __all__ = ["compare"]
 
@@ -22,19 +26,20 @@ def compare(
     computation: XlaComputation,
     args: Sequence[Any],
     *,
-    device: Any = None,
     against: Any = "reference",
+    settings: CompareSettings | None = None,
+    bisect: str | None = None,
+    find_nonfinite: bool = False,
+    device: DeviceLike = None,
     rtol: float | None = None,
     atol: float | None = None,
     excess_precision: bool = False,
     ulps: float | None = None,
-    bisect: str | None = None,
-    find_nonfinite: bool = False,
     progress: Callable[[str], None] | None = None,
     xla_flags: Mapping[str, Any] | None = None,
     device_kind: str | None = None,
     precision: str | None = None,
-    outputs: Sequence[Any] | None = None,
+    outputs: Sequence[ArrayLike] | None = None,
 ) -> CompareReport:
     """Run ``computation`` on ``device`` (XLA) and compare its outputs with ``against``.
 
@@ -42,7 +47,10 @@ def compare(
     ----------
     computation: built or loaded.
     args: one array per parameter.
-    device: where XLA runs it (default: the default device).
+    settings: every setting below from ``device`` to ``outputs`` as one record
+        (:class:`~xlasdk.CompareSettings`, checked when it was made); the keywords make one when
+        it is not given, and are refused beside it.
+    device: where XLA runs it (default: the default device), resolved once.
     against: ``"reference"`` (:func:`evaluate`), a device or ``"cpu:0"``-style name (XLA on it;
         each output within both devices' bounds together, where the reference can evaluate it),
         a list of arrays (recorded outputs, of the program's output shapes and element types), or
@@ -91,52 +99,46 @@ def compare(
         value of the program (it never guesses).
     CompareArgumentError
         ``against``, ``bisect`` or ``outputs`` that do not fit the program or each other (recorded
-        outputs of another number, shape or element type than the program's...).
+        outputs of another number, shape or element type than the program's...); ``settings``
+        given with one of the keywords it holds; an unknown ``device_kind`` or ``precision``.
     ToleranceError
         A tolerance that is not a finite number >= 0 (NaN and infinities included: a NaN tolerance
         matched no element).
     """
     from . import bisect as _bisect  # the bisections evaluate and compare: they sit above those modules
 
-    runner = reference_for(against, excess_precision=excess_precision)
-    if outputs is not None and (bisect is not None or find_nonfinite or not runner.evaluates):
+    refuse_both("compare", settings, device=device, rtol=rtol, atol=atol, excess_precision=excess_precision,
+                ulps=ulps, progress=progress, xla_flags=xla_flags, device_kind=device_kind, precision=precision,
+                outputs=outputs)
+    s = settings if settings is not None else CompareSettings(
+        device=device, rtol=rtol, atol=atol, excess_precision=excess_precision, ulps=ulps, progress=progress,
+        xla_flags=xla_flags, device_kind=device_kind, precision=precision, outputs=outputs)
+    runner = reference_for(against, excess_precision=s.excess_precision)
+    if s.outputs is not None and (bisect is not None or find_nonfinite or not runner.evaluates):
         raise CompareArgumentError("compare: outputs= (recorded elsewhere) are compared with the reference alone, "
                                    "without bisect or find_nonfinite (they need the device)")
     if bisect is not None and bisect not in runner.bisect_modes:
         raise CompareArgumentError(
             f"compare: bisect={bisect!r}: expected 'ops' or 'passes', against the reference ('ops' against a "
             "second module or device too)" + ("" if runner.evaluates else f" (not against {runner.source!r})"))
-    c = run_and_compare(computation, args, device=device, against=runner, rtol=rtol, atol=atol,
-                        excess_precision=excess_precision, ulps=ulps, xla_flags=xla_flags, device_kind=device_kind,
-                        precision=precision, outputs=outputs)
-    report, got, want, scales, options = c.report, c.got, c.want, c.scales, c.options
-    if precision is not None:
-        from ._precision import set_precision
-
-        computation = set_precision(computation, precision)
+    c = run_against(computation, args, s, runner)
+    report, computation = c.report, c.computation  # the program as it ran (at the settings' precision)
     from ._orders import outputs_verdict
 
     judged = outputs_verdict(report)
-    if runner.evaluates and outputs is None and (
+    if runner.evaluates and s.outputs is None and (
             judged == "CANNOT JUDGE" or judged == "DIVERGENCE" and bisect == "ops"):
         # on a divergence, --bisect ops gets a second witness: each op on the device's own operands
         from ._per_op import judge_op_by_op  # settles what the outputs' carried bounds cannot
 
-        report.judged_op_by_op = judge_op_by_op(
-            computation, args, got, device=device, options=options, rtol=rtol, atol=atol, ulps=ulps,
-            device_kind=report.device_kind, precision=precision, progress=progress)
-    if bisect is not None or find_nonfinite:
-        if bisect == "ops":
-            report.bisect_ops = runner.bisect_ops(_OpsBisector(
-                computation, args, report, device, options, rtol, atol, ulps, excess_precision, xla_flags, precision,
-                progress))
-        elif bisect == "passes":
-            report.bisect_passes = (_bisect.PassBisection("no divergence") if report.ok else _bisect.bisect_passes(
-                computation, args, want, scales, device=device, options=options, rtol=rtol, atol=atol, ulps=ulps,
-                progress=progress))
-        if find_nonfinite:
-            report.nonfinite = _bisect.find_nonfinite(computation, args, device=device, options=options,
-                                                      outputs=got, progress=progress)
+        report.judged_op_by_op = judge_op_by_op(computation, args, c.got, settings=s, options=c.options)
+    if bisect == "ops":
+        report.bisect_ops = runner.bisect_ops(_OpsBisector(computation, args, report, s, c.options))
+    elif bisect == "passes":
+        report.bisect_passes = (_bisect.PassBisection("no divergence") if report.ok else _bisect.bisect_passes(
+            computation, args, c.want, c.scales, options=c.options, settings=s))
+    if find_nonfinite:
+        report.nonfinite = _bisect.find_nonfinite(computation, args, options=c.options, outputs=c.got, settings=s)
     return report
 
 
@@ -149,23 +151,15 @@ class _OpsBisector:
     computation: XlaComputation
     args: Sequence[Any]
     report: CompareReport
-    device: Any
-    options: Any
-    rtol: float | None
-    atol: float | None
-    ulps: float | None
-    excess_precision: bool
-    xla_flags: Mapping[str, Any] | None
-    precision: str | None
-    progress: Callable[[str], None] | None
+    settings: CompareSettings
+    options: CompileOptions | None
 
     def against_evaluator(self) -> Any:
         from . import bisect as _bisect
 
         r = self.report
-        b = _bisect.bisect_ops(self.computation, self.args, device=self.device, options=self.options, rtol=self.rtol,
-                               atol=self.atol, ulps=self.ulps, diverged=not r.ok, progress=self.progress,
-                               device_kind=r.device_kind, precision=self.precision)
+        b = _bisect.bisect_ops(self.computation, self.args, options=self.options, diverged=not r.ok,
+                               settings=self.settings)
         r.bisect_ops = b
         _second_witness(r)
         return b
@@ -175,14 +169,12 @@ class _OpsBisector:
         from . import bisect as _bisect
         from ._report import STRICT_PRECISION
 
-        r = self.report
+        r, s = self.report, self.settings
         if r.ok:
             return _bisect.OpsBisection("no divergence")
         strict = CompileOptions(env_option_overrides={
-            **({} if self.excess_precision else dict(STRICT_PRECISION)), **(self.xla_flags or {})})
-        b = _bisect.bisect_ops(self.computation, self.args, device=self.device, options=strict, rtol=self.rtol,
-                               atol=self.atol, ulps=self.ulps, progress=self.progress, device_kind=r.device_kind,
-                               precision=self.precision)
+            **({} if s.excess_precision else dict(STRICT_PRECISION)), **s.xla_flags})
+        b = _bisect.bisect_ops(self.computation, self.args, options=strict, settings=s)
         b.note = (f"{b.note}; " if b.note else "") + (
             "bisected against the reference evaluator on this device, each op judged by "
             f"{r.device_kind}'s error model ({label}'s values are not needed to find the op that leaves its bound)")
@@ -194,8 +186,7 @@ class _OpsBisector:
 
         if self.report.ok:
             return _bisect.OpsBisection("no divergence")
-        return compare_modules(self.computation, module, self.args, device=self.device, options=self.options,
-                               rtol=self.rtol, atol=self.atol, ulps=self.ulps, progress=self.progress)
+        return compare_modules(self.computation, module, self.args, self.settings, self.options)
 
 
 def _second_witness(report: CompareReport) -> None:

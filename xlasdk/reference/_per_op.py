@@ -15,7 +15,7 @@ own keys (:func:`._orders.judge_order`), so a tie ranked either way is no depart
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,8 @@ from ._report import OutputComparison
 
 if TYPE_CHECKING:
     from ..program.computation import XlaComputation
+    from ..runtime import CompileOptions
+    from ._settings import CompareSettings
 
 __all__ = ["OpByOp", "judge_op_by_op"]
 
@@ -87,25 +89,16 @@ def judge_op_by_op(
     args: Sequence[Any],
     got: Sequence[np.ndarray[Any, Any]],
     *,
-    device: Any = None,
-    options: Any = None,
-    rtol: float | None = None,
-    atol: float | None = None,
-    ulps: float | None = None,
-    device_kind: str | None = None,
-    precision: str | None = None,
-    progress: Callable[[str], None] | None = None,
+    settings: CompareSettings,
+    options: CompileOptions | None,
 ) -> OpByOp:
-    """Judge ``comp`` op by op on ``device`` (compiled with ``options``, as the compile whose
-    outputs were ``got``): see the module's docstring."""
-    from ._bisect_core import _CutFailed, _Program, _Settings  # the engine sits above the comparison
+    """Judge ``comp`` op by op on the settings' device (compiled with ``options``, as the compile
+    whose outputs were ``got``), each op by the settings' tolerances and device kind: see the
+    module's docstring."""
+    from ._bisect_core import _CutFailed, _Program  # the engine sits above the comparison
 
-    def say(line: str) -> None:
-        if progress is not None:
-            progress(line)
-
-    p = _Program(comp, args, _Settings(device, options, rtol, atol, ulps, device_kind, precision),
-                 need_reference=False)
+    say = settings.say
+    p = _Program(comp, args, settings, options, need_reference=False)
     outs = [o for o in p.graph.outputs if o.shape.is_array()]
     if len(outs) != len(got) or len(outs) != len(p.graph.outputs):
         return OpByOp("CANNOT JUDGE", why=f"the program's {len(got)} outputs could not be matched with its "

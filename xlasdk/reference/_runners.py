@@ -9,29 +9,42 @@
 
 Each knows the report's text for it (``label``), how to produce the expected outputs and the error
 scales they are judged by (``expected``, following the error models of ``models``), the XLA options
-the device side compiles with against it (``device_overrides``) and which bisections it supports
-(``bisect_modes``, ``bisect_ops``). :func:`reference_for` reads ``against`` once: the only place
-that asks what kind of value it is.
+the device side compiles with against it (``device_overrides``, ``device_options``) and which
+bisections it supports (``bisect_modes``, ``bisect_ops``). :func:`reference_for` reads ``against``
+once: the only place that asks what kind of value it is. Each takes compare's settings as one
+record (:class:`~xlasdk.reference._settings.CompareSettings`).
+
+The device side is :func:`run_against`: the program run on the settings' device with the runner's
+options, and its outputs compared with what the runner expects (:class:`Comparison`).
 """
 
 from __future__ import annotations
 
 import abc
+import functools
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
 from ..errors import CompareArgumentError, XlaSdkError
 from ._evaluator import run_reference
-from ._report import STRICT_PRECISION
+from ._precision import DeviceKind, device_kind, device_kind_of, set_precision
+from ._precision_notes import precision_notes
+from ._report import STRICT_PRECISION, CompareReport, compare_one
+from ._settings import CompareSettings, resolve_device
 from ._walk import UnsupportedOpError
 
 if TYPE_CHECKING:
     from ..program.computation import XlaComputation
+    from ..runtime import CompileOptions
+    from ..runtime.device import Device
+    from ._settings import DeviceLike
 
 __all__ = ["Reference", "ReferenceEvaluator", "OtherDevice", "GivenOutputs", "SecondModule", "OpsBisector",
-           "reference_for", "both_models", "module_kinds", "given_outputs", "evaluate_as"]
+           "Comparison", "run_against", "run_on", "reference_for", "both_models", "module_kinds",
+           "given_outputs", "evaluate_as"]
 
 Expected = tuple[list[np.ndarray[Any, Any]], list[Any]]
 
@@ -77,11 +90,19 @@ class Reference(abc.ABC):
         """XLA ``DebugOptions`` fields the device side compiles with against this (before ``xla_flags``)."""
         return {}
 
+    def device_options(self, settings: CompareSettings) -> CompileOptions | None:
+        """What the device side compiles with against this: :meth:`device_overrides`, then the
+        settings' ``xla_flags`` over them (None when both are empty)."""
+        from ..runtime import CompileOptions
+
+        overrides = {**self.device_overrides(), **settings.xla_flags}
+        return CompileOptions(env_option_overrides=overrides) if overrides else None
+
     @abc.abstractmethod
-    def expected(self, computation: XlaComputation, args: Sequence[Any], got: Sequence[np.ndarray[Any, Any]], *,
-                 device: Any, options: Any, kind: Any, precision: str | None) -> Expected:
-        """The outputs ``got`` (the device's, compiled with ``options``) should match, and per output the
-        error scale they are judged by (0.0: the default tolerances).
+    def expected(self, computation: XlaComputation, args: Sequence[Any], got: Sequence[np.ndarray[Any, Any]],
+                 settings: CompareSettings) -> Expected:
+        """The outputs ``got`` (the device's, compiled with :meth:`device_options`) should match, and per
+        output the error scale they are judged by (0.0: the default tolerances).
 
         Raises
         ------
@@ -92,8 +113,9 @@ class Reference(abc.ABC):
         """
 
     @abc.abstractmethod
-    def models(self, computation: XlaComputation, kind: Any, device: Any) -> list[Any]:
-        """The device kinds whose error models the scales follow (``kind``: the device's, or the one named)."""
+    def models(self, computation: XlaComputation, settings: CompareSettings) -> list[DeviceKind]:
+        """The device kinds whose error models the scales follow (``settings.kind``: the device's, or the
+        one named, among them)."""
 
     def bisect_ops(self, bisector: OpsBisector) -> Any:
         """``bisect="ops"`` against this: an :class:`~xlasdk.reference.bisect.OpsBisection`."""
@@ -123,12 +145,12 @@ class ReferenceEvaluator(Reference):
         # excess_precision: XLA's default said outright (an optimized dump would otherwise compile without it)
         return dict(STRICT_PRECISION) if not self.excess_precision else {k: True for k, _ in STRICT_PRECISION}
 
-    def expected(self, computation: XlaComputation, args: Sequence[Any], got: Sequence[np.ndarray[Any, Any]], *,
-                 device: Any, options: Any, kind: Any, precision: str | None) -> Expected:
-        return evaluate_as(computation, args, kind, precision, emulated=False)
+    def expected(self, computation: XlaComputation, args: Sequence[Any], got: Sequence[np.ndarray[Any, Any]],
+                 settings: CompareSettings) -> Expected:
+        return evaluate_as(computation, args, settings.kind, settings.precision, emulated=False)
 
-    def models(self, computation: XlaComputation, kind: Any, device: Any) -> list[Any]:
-        return [kind]
+    def models(self, computation: XlaComputation, settings: CompareSettings) -> list[DeviceKind]:
+        return [settings.kind]
 
     def bisect_ops(self, bisector: OpsBisector) -> Any:
         return bisector.against_evaluator()
@@ -141,8 +163,13 @@ class OtherDevice(Reference):
 
     bisect_modes: ClassVar[frozenset[str]] = frozenset({"ops"})
 
-    def __init__(self, device: Any) -> None:
+    def __init__(self, device: DeviceLike) -> None:
         self.device = device
+
+    @functools.cached_property
+    def resolved(self) -> Device:
+        """The device it names, resolved when first needed (UnknownDeviceError for none)."""
+        return resolve_device(self.device)
 
     @property
     def label(self) -> str:
@@ -152,22 +179,16 @@ class OtherDevice(Reference):
     def source(self) -> Any:
         return self.device
 
-    def expected(self, computation: XlaComputation, args: Sequence[Any], got: Sequence[np.ndarray[Any, Any]], *,
-                 device: Any, options: Any, kind: Any, precision: str | None) -> Expected:
-        from ..runtime import compile as _compile
+    def expected(self, computation: XlaComputation, args: Sequence[Any], got: Sequence[np.ndarray[Any, Any]],
+                 settings: CompareSettings) -> Expected:
+        want = run_on(computation, args, self.resolved, None)
+        return want, both_models(computation, args, self.models(computation, settings), settings.precision,
+                                 len(want))
 
-        other = _compile(computation, self.device)(*args)
-        want = [np.asarray(o) for o in (other if isinstance(other, (list, tuple)) else [other])]
-        return want, both_models(computation, args, self.models(computation, kind, device), precision, len(want))
-
-    def models(self, computation: XlaComputation, kind: Any, device: Any) -> list[Any]:
-        from . import _precision
-
+    def models(self, computation: XlaComputation, settings: CompareSettings) -> list[DeviceKind]:
+        kind = settings.kind
         try:
-            from ..runtime.device import _resolve_device
-
-            other = _resolve_device(self.device) if isinstance(self.device, str) else self.device
-            other_kind = _precision.device_kind_of(other)
+            other_kind = device_kind_of(self.resolved)
         except Exception:  # noqa: BLE001 - compiled and ran on it: its kind only decides the bounds
             other_kind = kind
         return [kind, other_kind]
@@ -192,11 +213,11 @@ class GivenOutputs(Reference):
     def source(self) -> Any:
         return self.outputs
 
-    def expected(self, computation: XlaComputation, args: Sequence[Any], got: Sequence[np.ndarray[Any, Any]], *,
-                 device: Any, options: Any, kind: Any, precision: str | None) -> Expected:
+    def expected(self, computation: XlaComputation, args: Sequence[Any], got: Sequence[np.ndarray[Any, Any]],
+                 settings: CompareSettings) -> Expected:
         return given_outputs(got, self.outputs), [0.0] * len(got)
 
-    def models(self, computation: XlaComputation, kind: Any, device: Any) -> list[Any]:
+    def models(self, computation: XlaComputation, settings: CompareSettings) -> list[DeviceKind]:
         return []  # nothing known of where they were computed: the default tolerances
 
 
@@ -217,17 +238,15 @@ class SecondModule(Reference):
     def source(self) -> Any:
         return self.module
 
-    def expected(self, computation: XlaComputation, args: Sequence[Any], got: Sequence[np.ndarray[Any, Any]], *,
-                 device: Any, options: Any, kind: Any, precision: str | None) -> Expected:
-        from ..runtime import compile as _compile
-
-        other = _compile(self.module, device, options=options)(*args)
-        want = given_outputs(got, [np.asarray(o) for o in (other if isinstance(other, (list, tuple)) else [other])],
+    def expected(self, computation: XlaComputation, args: Sequence[Any], got: Sequence[np.ndarray[Any, Any]],
+                 settings: CompareSettings) -> Expected:
+        want = given_outputs(got, run_on(self.module, args, settings.device_to_run(), self.device_options(settings)),
                              self.label)
-        return want, both_models(self.module, args, self.models(computation, kind, device), precision, len(want))
+        return want, both_models(self.module, args, self.models(computation, settings), settings.precision,
+                                 len(want))
 
-    def models(self, computation: XlaComputation, kind: Any, device: Any) -> list[Any]:
-        return module_kinds(computation, kind, device)
+    def models(self, computation: XlaComputation, settings: CompareSettings) -> list[DeviceKind]:
+        return module_kinds(computation, settings.kind, settings.device_to_run())
 
     def bisect_ops(self, bisector: OpsBisector) -> Any:
         return bisector.against_module(self.module)
@@ -263,7 +282,7 @@ def reference_for(against: Any, *, excess_precision: bool = False) -> Reference:
                              f"{type(against).__name__}")
 
 
-def evaluate_as(computation: XlaComputation, args: Sequence[Any], kind: Any, precision: str | None, *,
+def evaluate_as(computation: XlaComputation, args: Sequence[Any], kind: DeviceKind, precision: str | None, *,
                 emulated: bool) -> Expected:
     """The reference evaluator's outputs and error scales under ``kind``'s model (``emulated``: computing
     as that device does, its DEFAULT-precision f32 dot operands rounded to bf16 on a TPU).
@@ -282,17 +301,14 @@ def evaluate_as(computation: XlaComputation, args: Sequence[Any], kind: Any, pre
                                  f"{str(e):.200}); it cannot check it") from None
 
 
-def module_kinds(computation: XlaComputation, kind: Any, device: Any) -> list[Any]:
+def module_kinds(computation: XlaComputation, kind: DeviceKind, device: Device) -> list[DeviceKind]:
     """The error models a module is judged by against a second module that computes what it should:
-    the device both ran on, the kind the user named, and a TPU's where ``computation`` is the CPU
-    meaning of a TPU-optimized module (its kept bf16 converts are the TPU's DEFAULT precision)."""
-    from ..runtime.device import _resolve_device, default_device
-    from . import _precision
-
-    dev = default_device() if device is None else _resolve_device(device) if isinstance(device, str) else device
-    kinds = [kind, _precision.device_kind_of(dev)]
+    the device both ran on (a resolved one), the kind the user named, and a TPU's where
+    ``computation`` is the CPU meaning of a TPU-optimized module (its kept bf16 converts are the
+    TPU's DEFAULT precision)."""
+    kinds = [kind, device_kind_of(device)]
     if computation.tpu_rewrite is not None:
-        kinds.append(_precision.device_kind("tpu"))
+        kinds.append(device_kind("tpu"))
     return kinds
 
 
@@ -332,3 +348,68 @@ def given_outputs(got: Sequence[np.ndarray[Any, Any]], want: Sequence[Any],
             raise CompareArgumentError(f"compare: {where}output {k} is {w_.dtype}{list(w_.shape)}, the program's "
                                        f"output {k} is {g_.dtype}{list(g_.shape)}")
     return w_list
+
+
+def run_on(computation: XlaComputation, args: Sequence[Any], device: Device,
+           options: CompileOptions | None) -> list[np.ndarray[Any, Any]]:
+    """``computation``'s outputs on ``device``, compiled with ``options``, as arrays."""
+    from ..runtime import compile as _compile
+
+    out = _compile(computation, device, options=options)(*args)
+    return [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
+
+
+@dataclass
+class Comparison:
+    """What :func:`run_against` found: the report, the program as it ran (at the settings' precision),
+    the device's outputs, the values compared against with the evaluator's carried error scales, and
+    the options XLA compiled with (the bisections start from them)."""
+
+    report: CompareReport
+    computation: XlaComputation
+    got: list[np.ndarray[Any, Any]]
+    want: list[np.ndarray[Any, Any]]
+    scales: list[Any]
+    options: CompileOptions | None
+
+
+def run_against(computation: XlaComputation, args: Sequence[Any], settings: CompareSettings,
+                runner: Reference) -> Comparison:
+    """:func:`xlasdk.reference.compare` without the bisections: the device side (``computation`` on
+    the settings' device, compiled with the runner's options) against ``runner``, or the settings'
+    recorded outputs against the reference computing as their device kind does.
+
+    Raises
+    ------
+    UnsupportedOpError, CompareArgumentError
+        As :func:`~xlasdk.reference.compare`.
+    """
+    if settings.precision is not None:
+        computation = set_precision(computation, settings.precision)
+    kind = settings.kind
+    if settings.outputs is not None:  # values a device recorded elsewhere: the reference computes as it does
+        want, scales = evaluate_as(computation, args, kind, settings.precision, emulated=True)
+        got = given_outputs(want, settings.outputs, "the recorded outputs")
+        report = _report(computation, f"reference evaluator computing as {kind.label} does", got, want, scales,
+                         settings)
+        report.precision_notes = precision_notes(computation, kind, settings.precision, emulated=True)
+        return Comparison(report, computation, got, want, scales, None)
+    options = runner.device_options(settings)
+    got = run_on(computation, args, settings.device_to_run(), options)
+    want, scales = runner.expected(computation, args, got, settings)
+    if len(want) != len(got):
+        raise CompareArgumentError(f"compare: the program has {len(got)} outputs, {runner.label} gave {len(want)}")
+    report = _report(computation, runner.label, got, want, scales, settings)
+    if runner.evaluates:
+        report.precision_notes = precision_notes(computation, kind, settings.precision)
+    return Comparison(report, computation, got, want, scales, options)
+
+
+def _report(computation: XlaComputation, label: str, got: Sequence[np.ndarray[Any, Any]],
+            want: Sequence[np.ndarray[Any, Any]], scales: Sequence[Any], settings: CompareSettings) -> CompareReport:
+    s = settings
+    report = CompareReport(computation.name, label, [
+        compare_one(i, g, w, s.rtol, s.atol, sc, s.ulps) for i, (g, w, sc) in enumerate(zip(got, want, scales,
+                                                                                             strict=True))])
+    report.device_kind = s.kind.name
+    return report

@@ -49,7 +49,6 @@ from ._bisect_core import (
     _CutFailed,
     _op_errors,
     _Program,
-    _Settings,
     hlo_line,
     local_divergences,
 )
@@ -57,43 +56,60 @@ from ._bisect_html import ERROR_COLORS, html_report
 from ._bisect_nonfinite import NonFinite, NonFiniteSource, find_nonfinite
 from ._bisect_passes import PassBisection, bisect_passes, pass_names
 from ._bisect_regions import descend
+from ._settings import CompareSettings, refuse_both
 
 if TYPE_CHECKING:
     from ..program.computation import XlaComputation
+    from ..runtime import CompileOptions
+    from ._settings import DeviceLike
 
 __all__ = ["Culprit", "OpsBisection", "PassBisection", "NonFinite", "NonFiniteSource", "bisect_ops",
            "bisect_passes", "find_nonfinite", "local_divergences", "pass_names", "html_report", "BISECT_MODES",
-           "OpError", "ERROR_CLASSES", "ERROR_COLORS", "hlo_line", "_Program", "_Settings"]
+           "OpError", "ERROR_CLASSES", "ERROR_COLORS", "hlo_line", "_Program"]
 
 
-def bisect_ops(comp: XlaComputation, args: Sequence[Any], *, device: Any = None, options: Any = None,
-               rtol: float | None = None, atol: float | None = None, ulps: float | None = None,
-               diverged: bool | None = None, progress: Callable[[str], None] | None = None,
-               device_kind: str | None = None, precision: str | None = None) -> OpsBisection:
+def bisect_ops(comp: XlaComputation, args: Sequence[Any], *, device: DeviceLike = None,
+               options: CompileOptions | None = None, rtol: float | None = None, atol: float | None = None,
+               ulps: float | None = None, diverged: bool | None = None, progress: Callable[[str], None] | None = None,
+               device_kind: str | None = None, precision: str | None = None,
+               settings: CompareSettings | None = None) -> OpsBisection:
     """The first instruction that introduces a divergence of ``comp``'s outputs on ``device`` from
     the reference evaluator (see the module's docstring). ``options``: the compile options of the
     comparison (xla flags); ``diverged``: whether the outputs diverge, when the caller knows (else
-    one compile finds out). Returns an :class:`OpsBisection`; ``status="no divergence"`` when the
-    outputs match.
+    one compile finds out). ``settings``: ``device``, the tolerances, ``progress``, ``device_kind``
+    and ``precision`` as one :class:`~xlasdk.CompareSettings` (as :func:`xlasdk.compare` hands
+    them on; its ``device_kind`` left out is the device's; ``options`` left out: its ``xla_flags``),
+    else the keywords (``device_kind`` left out: the CPU's model; ``options`` left out: XLA's
+    defaults).
+    Returns an :class:`OpsBisection`; ``status="no divergence"`` when the outputs match.
 
     Raises
     ------
     UnsupportedOpError
         An op has no reference rule (the search needs every value's reference).
+    CompareArgumentError
+        ``settings`` given with one of the keywords it holds, or settings of recorded outputs
+        (nothing to bisect on a device).
     """
-    say = progress or (lambda s: None)
-    p = _Program(comp, args, _Settings(device, options, rtol, atol, ulps, device_kind, precision))
+    refuse_both("bisect_ops", settings, device=device, rtol=rtol, atol=atol, ulps=ulps, progress=progress,
+                device_kind=device_kind, precision=precision)
+    s = settings if settings is not None else CompareSettings(
+        device=device, rtol=rtol, atol=atol, ulps=ulps, progress=progress, precision=precision,
+        device_kind=device_kind if device_kind is not None else "cpu")  # the keywords' model, as ever: the CPU's
+    if settings is not None and options is None:
+        options = settings.flag_options()
+    p = _Program(comp, args, s, options)
     try:
-        result = _bisect_ops(p, diverged, say, descend=descend)
+        result = _bisect_ops(p, diverged, s.say, descend=descend)
     except _CutFailed as e:
         result = OpsBisection("not localised", compiles=p.compiles, method=_OPS_METHOD,
                               note=f"a program cut out of this one could not be compiled or run ({e}); nothing is "
                                    "blamed")
-    if result.status == "not localised" and rtol is None and atol is None and ulps is None:
+    if result.status == "not localised" and s.rtol is None and s.atol is None and s.ulps is None:
         result.note += ("; a smaller error may hide under the default tolerances: a stricter one (--ulps 1 --rtol 0 "
                         "--atol 0) may localise it")
     if result.status != "no divergence":
-        say("bisect ops: one compile with every value exposed, for each instruction's error (the report's colors)")
+        s.say("bisect ops: one compile with every value exposed, for each instruction's error (the report's colors)")
         result.op_errors = _op_errors(p)
         result.compiles = p.compiles
     return result
