@@ -121,9 +121,22 @@ _CHILD = textwrap.dedent(
 )
 
 
+_ENDING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _default_signals() -> None:
+    """In the child before it runs: the ending signals' default actions, unblocked. The child must
+    not inherit what an earlier test of this pytest process left (an ignored SIGHUP, a blocked mask):
+    under ``-n 2`` the SIGHUP case then waited 30 s for a child that could not die."""
+    for sig in _ENDING:
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _ENDING)
+
+
 def _start_child(how: str) -> tuple[subprocess.Popen[str], int]:
     proc = subprocess.Popen(
-        [sys.executable, "-c", _CHILD, how], stdout=subprocess.PIPE, text=True, env=dict(os.environ)
+        [sys.executable, "-c", _CHILD, how], stdout=subprocess.PIPE, text=True, env=dict(os.environ),
+        preexec_fn=_default_signals,
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()
