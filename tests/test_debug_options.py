@@ -98,3 +98,26 @@ def test_run_applies_and_names_the_dumps_options(tmp_path: Path) -> None:
     r = run("--no-debug-options")
     assert "XLA options of the dump" not in r.stdout
     assert r.returncode in (0, 1), r.stdout + r.stderr  # 1 where fast math changed a value (jaxlib 0.12.1: it does)
+
+
+def test_compare_applies_and_names_the_dumps_options(tmp_path: Path) -> None:
+    """``xlasdk compare DUMP_FILE`` compiles the device side with the dump's options, names them in
+    its report and its JSON; ``--no-debug-options`` leaves them out."""
+    import json
+
+    path, _ = _dump(tmp_path, "--xla_cpu_enable_fast_math=true")
+    np.savez(tmp_path / "inputs.npz", **{"0": np.linspace(-3, 3, 1000).astype(np.float32),
+                                          "1": np.linspace(0.1, 7, 1000).astype(np.float32)})
+
+    def compare(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "xlasdk.cli", "compare", str(path), "--inputs",
+                               str(tmp_path / "inputs.npz"), "--json", str(tmp_path / "r.json"), *extra],
+                              capture_output=True, text=True, timeout=300)
+
+    r = compare()
+    assert r.returncode == 0, r.stdout + r.stderr  # fast math's exp and log are within the f32 tolerances
+    assert "XLA options of the dump (" in r.stdout and "--xla_cpu_enable_fast_math=true" in r.stdout
+    assert json.loads((tmp_path / "r.json").read_text())["dump_debug_options"]["xla_cpu_enable_fast_math"] is True
+    r = compare("--no-debug-options")
+    assert r.returncode == 0 and "XLA options of the dump" not in r.stdout, r.stdout + r.stderr
+    assert "dump_debug_options" not in json.loads((tmp_path / "r.json").read_text())

@@ -21,6 +21,7 @@ from ._common import (
     _stage,
     _unknown_device_message,
     _xla_flags,
+    dump_options,
 )
 from ._run import _check_memory, _recorded_arguments
 from ._verbs import _COMPARE_DESCRIPTION as _COMPARE_DESCRIPTION  # the parser lives in the light _verbs
@@ -88,7 +89,8 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
     elif against.endswith(".npz"):
         n = len(ps.result_shape().tuple_shapes()) if ps.result_shape().is_tuple() else 1
         against = GivenOutputs(_expected_outputs(against, n, "--against"), f"the outputs in {args.against}")
-    flags = _xla_flags(args.xla_flags)
+    dump_opts, dump_line = dump_options(args)  # the dump's own options, under --xla-flags
+    flags = {**dump_opts, **_xla_flags(args.xla_flags)}
     recorded_outputs = None
     if getattr(args, "outputs", None):
         if args.against != "reference" or args.bisect or args.find_nonfinite:
@@ -131,6 +133,7 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
     except CompareArgumentError as e:  # what was asked does not fit the program (a usage error, exit 2)
         raise UsageError(str(e)) from None
     del rt
+    out.write(dump_line)
     out.write(str(report) + "\n")
     from xlasdk.formats.tpu_meaning import tpu_note
 
@@ -140,6 +143,8 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
         from xlasdk._atomic import atomic_write
 
         doc = report.as_dict()
+        if dump_opts:
+            doc["dump_debug_options"] = dump_opts
         try:
             atomic_write(args.json, json.dumps(doc, indent=2).encode() + b"\n")
         except OSError as e:

@@ -168,6 +168,10 @@ def add_compare_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str)
     s.add_argument("--atol", type=TOLERANCE.parse, default=None, help="absolute tolerance (default: by element type)")
     s.add_argument("--xla-flags", default=None, metavar='"--xla_NAME=VALUE ..."',
                    help="XLA flags (DebugOptions fields, as XLA_FLAGS spells them) for the device side's compile")
+    s.add_argument("--no-debug-options", action="store_true",
+                   help="compile a file of an XLA dump without the options it was compiled with (by default the "
+                        "device side gets those of its module_NNNN.NAME.debug_options that change values, under "
+                        "--xla-flags, and the report names them)")
     s.add_argument("--ulps", type=TOLERANCE.parse, default=None, metavar="N",
                    help="a float element also matches within N ulps of the reference (see below)")
     s.add_argument("--bisect", choices=("ops", "passes"), default=None,
