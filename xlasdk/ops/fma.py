@@ -14,7 +14,7 @@ from typing import Union
 import numpy as np
 
 from .._jaxlib.opset import FIRST_WITH_EXP2_LOG2_FMA, HAS_EXP2_LOG2_FMA
-from .._optable import define
+from .._optable import OpDef, define
 from ..builder import XlaOp
 from ..shape import Shape
 from ..types import PrimitiveType
@@ -92,8 +92,12 @@ def _cmp(x: XlaOp, y: XlaOp, direction: str) -> XlaOp:
     return x.builder.add_op(COMPARE, (x, y), pred, compare_attrs(direction, ctype))
 
 
-def _op(name: str, *xs: XlaOp) -> XlaOp:
-    row = UNARY[name].opdef if name in UNARY else BINARY[name].opdef
+_ADD, _SUB, _MUL, _AND = (BINARY[k].opdef for k in ("Add", "Sub", "Mul", "And"))
+_ABS, _IS_FINITE = UNARY["Abs"].opdef, UNARY["IsFinite"].opdef
+
+
+def _op(row: OpDef, *xs: XlaOp) -> XlaOp:
+    """The element-wise op ``row`` of ``xs``, of the first operand's shape."""
     return xs[0].builder.add_op(row, xs, xs[0].shape)
 
 
@@ -106,9 +110,9 @@ def _to_odd(r: XlaOp, inexact: XlaOp, away_from_zero: XlaOp) -> XlaOp:
     ishape = array_shape(bits_et, r.shape.dimensions())
     bits = b.add_op(BITCAST_CONVERT, (r,), ishape)
     one = constant_like("Fma", 1, bits)
-    even = _cmp(b.add_op(BINARY["And"].opdef, (bits, one), ishape), constant_like("Fma", 0, bits), "EQ")
-    moved = b.add_op(SELECT, (away_from_zero, _op("Add", bits, one), _op("Sub", bits, one)), ishape)
-    nudge = _op("And", _op("And", inexact, even), b.add_op(UNARY["IsFinite"].opdef, (r,), inexact.shape))
+    even = _cmp(_op(_AND, bits, one), constant_like("Fma", 0, bits), "EQ")
+    moved = b.add_op(SELECT, (away_from_zero, _op(_ADD, bits, one), _op(_SUB, bits, one)), ishape)
+    nudge = _op(_AND, _op(_AND, inexact, even), b.add_op(_IS_FINITE, (r,), inexact.shape))
     return b.add_op(BITCAST_CONVERT, (b.add_op(SELECT, (nudge, moved, bits), ishape),), r.shape)
 
 
@@ -124,10 +128,10 @@ def fma_by_round_to_odd(a: XlaOp, b: XlaOp, c: XlaOp, shape: Shape) -> XlaOp:
     bld = a.builder
     f64 = array_shape(_P.F64, shape.dimensions())
     x, y, z = (bld.add_op(CONVERT, (v,), f64) for v in (a, b, c))
-    p = _op("Mul", x, y)
-    s = _op("Add", p, z)
-    bb = _op("Sub", s, p)  # TwoSum: err = (p - (s - bb)) + (z - bb) is exactly p + z - s
-    err = _op("Add", _op("Sub", p, _op("Sub", s, bb)), _op("Sub", z, bb))
+    p = _op(_MUL, x, y)
+    s = _op(_ADD, p, z)
+    bb = _op(_SUB, s, p)  # TwoSum: err = (p - (s - bb)) + (z - bb) is exactly p + z - s
+    err = _op(_ADD, _op(_SUB, p, _op(_SUB, s, bb)), _op(_SUB, z, bb))
     zero64 = constant_like("Fma", 0, err)
     odd = _to_odd(s, _cmp(err, zero64, "NE"), _cmp(_cmp(err, zero64, "GT"), _cmp(s, zero64, "GT"), "EQ"))
     if shape.element_type() is _P.F32:
@@ -135,5 +139,5 @@ def fma_by_round_to_odd(a: XlaOp, b: XlaOp, c: XlaOp, shape: Shape) -> XlaOp:
     f32 = array_shape(_P.F32, shape.dimensions())
     r = bld.add_op(CONVERT, (odd,), f32)
     back = bld.add_op(CONVERT, (r,), f64)
-    odd32 = _to_odd(r, _cmp(back, odd, "NE"), _cmp(_op("Abs", odd), _op("Abs", back), "GT"))
+    odd32 = _to_odd(r, _cmp(back, odd, "NE"), _cmp(_op(_ABS, odd), _op(_ABS, back), "GT"))
     return bld.add_op(CONVERT, (odd32,), shape)
