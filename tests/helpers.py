@@ -237,3 +237,14 @@ def assert_same_bits(got: Any, want: Any, what: str = "") -> None:
     if np.ascontiguousarray(g).tobytes() != np.ascontiguousarray(w).tobytes():
         diff = np.flatnonzero(np.ascontiguousarray(g).view(np.uint8) != np.ascontiguousarray(w).view(np.uint8))
         raise AssertionError(f"{what}: not the same bits ({diff.size} bytes differ, first at byte {diff[0]})")
+
+
+def path_states(root: Any) -> dict[str, tuple[int, int, int, int]]:
+    """Every path under ``root`` (``root`` included) with its inode, mode, size and mtime: anything
+    written there changes it."""
+    out = {}
+    for d, dirs, files in os.walk(root):
+        for p in [d, *(os.path.join(d, n) for n in dirs + files)]:
+            st = os.lstat(p)
+            out[p] = (st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns)
+    return out

@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 
 import xlasdk as xs
+from tests.helpers import path_states
 from xlasdk import _cache as cache_mod
 from xlasdk import _cache_trust as trust
 from xlasdk.program import _record, load_cache
@@ -315,17 +316,6 @@ def _link(link: Path, target: Path, owner: int | None = None) -> Path:
     return link
 
 
-def _tree(root: Path) -> dict[str, tuple[int, int, int, int]]:
-    """Every path under ``root`` (``root`` included) with its inode, mode, size and mtime: anything
-    written there changes it."""
-    out = {}
-    for d, dirs, files in os.walk(root):
-        for p in [d, *(os.path.join(d, n) for n in dirs + files)]:
-            st = os.lstat(p)
-            out[p] = (st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns)
-    return out
-
-
 def _through_env(cache: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int, list[str]]:
     """(hits, misses) of two loads and compiles of PLUS with ``$XLASDK_CACHE_DIR`` = ``cache`` (the
     compile cache and its loads/), from a cold memory each time, and the cache's warnings."""
@@ -370,14 +360,14 @@ def test_another_users_link_to_the_users_directory_turns_the_cache_off_and_write
         os.chmod(holder, 0o1777)
     link = _link(holder / "xlasdk-cache", home / ".ssh", owner=OTHER)
     cache = link / "xlasdk" if below else link
-    before = _tree(home)
+    before = path_states(home)
     hits, misses, said = _through_env(cache, monkeypatch)
     assert (hits, misses) == (0, 2)
     assert len(said) == 1 and f"xlasdk cache {cache} is off in this process" in said[0], said
     culprit = str(holder) if where == "their-directory" else str(link)
     assert culprit in said[0] and "nobody" in said[0], said[0]
-    assert _tree(home) == before  # nothing written at the target
-    assert CompileCache(cache).clear() == 0 and CompileCache(cache).entries() == [] and _tree(home) == before
+    assert path_states(home) == before  # nothing written at the target
+    assert CompileCache(cache).clear() == 0 and CompileCache(cache).entries() == [] and path_states(home) == before
 
 
 @pytest.mark.parametrize("below", [False, True], ids=["the-link", "below-the-link"])
@@ -425,11 +415,11 @@ def test_another_users_directory_or_link_on_the_way_turns_the_cache_off(tmp_path
         assert not {str(theirs), str(hop)} & {*map(str, cache.parents), *map(str, cache.resolve().parents)}
         culprit = f"the directory {theirs}, on the way to it through a symbolic link, is owned by"
     assert cache.resolve() == target
-    before = _tree(home)
+    before = path_states(home)
     hits, misses, said = _through_env(cache, monkeypatch)
     assert (hits, misses) == (0, 2)
     assert len(said) == 1 and culprit in said[0] and "nobody" in said[0], said
-    assert _tree(home) == before
+    assert path_states(home) == before
 
 
 def test_the_way_to_a_cache_directory_is_walked_as_the_system_resolves_it(tmp_path: Path) -> None:

@@ -44,6 +44,8 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import path_states
+
 LONG = int(os.environ.get("XLASDK_CACHE_USERS_LONG", "100"))
 REPO = str(Path(__file__).resolve().parents[2])
 USER = "xlasdk-cache-mallory"
@@ -236,13 +238,8 @@ def _trial(i: int, place: str, rng: random.Random, base: Path, pw: pwd.struct_pa
     keep = _snapshot([*planted, model, secret])
     problems: list[str] = []
     what = f"trial {i} ({place}; {len(chosen)} plants: {[c.split()[0] + ' ' + c.split()[-1][-20:] for c in chosen]})"
-    r = _py(_VICTIM, cache, json.dumps({"plus": PLUS, "times": TIMES}))
-    if r.returncode != 0:
-        problems.append(f"{what}: the first user's process exited {r.returncode}: {r.stderr[-2000:]}")
-    else:
-        got = json.loads(r.stdout.strip().splitlines()[-1])
-        if not got["ok"]:
-            problems.append(f"{what}: wrong values")
+    got = _victim(cache, what, problems)
+    if got is not None:
         # off: a directory the second user can write or swap, or a key file that is not the first user's
         off = place != "mine-private" or any("theirs-key" in c for c in chosen)
         dir_warnings = [w for w in got["warnings"] if "is off in this process" in w]
@@ -265,13 +262,17 @@ def _trial(i: int, place: str, rng: random.Random, base: Path, pw: pwd.struct_pa
     return problems
 
 
-def _tree(root: Path) -> dict[str, tuple[int, int, int, int]]:
-    out = {}
-    for d, dirs, files in os.walk(root):
-        for p in [d, *(os.path.join(d, n) for n in dirs + files)]:
-            st = os.lstat(p)
-            out[p] = (st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns)
-    return out
+def _victim(cache: Path, what: str, problems: list[str]) -> dict[str, Any] | None:
+    """The first user's process on ``cache``: its report, or None (the problem noted) when it failed;
+    wrong values are noted too."""
+    r = _py(_VICTIM, cache, json.dumps({"plus": PLUS, "times": TIMES}))
+    if r.returncode != 0:
+        problems.append(f"{what}: the first user's process exited {r.returncode}: {r.stderr[-2000:]}")
+        return None
+    got: dict[str, Any] = json.loads(r.stdout.strip().splitlines()[-1])
+    if not got["ok"]:
+        problems.append(f"{what}: wrong values")
+    return got
 
 
 def _linked_trial(i: int, rng: random.Random, t: Path, pw: pwd.struct_passwd) -> list[str]:
@@ -293,16 +294,11 @@ def _linked_trial(i: int, rng: random.Random, t: Path, pw: pwd.struct_passwd) ->
     cache = holder / "xlasdk-cache"
     if rng.random() < 0.5:
         cache = cache / "xlasdk"
-    before = _tree(home)
+    before = path_states(home)
     what = f"trial {i} (linked-by-theirs: {cache} -> {home}/.ssh)"
     problems: list[str] = []
-    r = _py(_VICTIM, cache, json.dumps({"plus": PLUS, "times": TIMES}))
-    if r.returncode != 0:
-        problems.append(f"{what}: the first user's process exited {r.returncode}: {r.stderr[-2000:]}")
-    else:
-        got = json.loads(r.stdout.strip().splitlines()[-1])
-        if not got["ok"]:
-            problems.append(f"{what}: wrong values")
+    got = _victim(cache, what, problems)
+    if got is not None:
         dir_warnings = [w for w in got["warnings"] if "is off in this process" in w]
         if len(dir_warnings) != 1:
             problems.append(f"{what}: {len(dir_warnings)} warnings that the directory is off: {got['warnings']}")
@@ -311,7 +307,7 @@ def _linked_trial(i: int, rng: random.Random, t: Path, pw: pwd.struct_passwd) ->
                            capture_output=True, text=True, env=_env(None), timeout=300)
         if c.returncode != 0 or "Traceback" in c.stderr:
             problems.append(f"{what}: cache {verb[0]} exited {c.returncode}: {c.stderr[-1500:]}")
-    after = _tree(home)
+    after = path_states(home)
     if after != before:
         problems.append(f"{what}: written under the first user's home: "
                         f"{sorted(set(after) ^ set(before)) or [p for p in after if after[p] != before.get(p)]}")
