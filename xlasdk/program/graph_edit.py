@@ -148,13 +148,69 @@ def _edited_params(graph: InstructionGraph, params: Sequence[XlaOp]) -> list[Xla
     return out
 
 
+# Module attributes that describe main's parameters, or its results, one entry each (XLA's
+# entry_computation_layout, as the HLO importer writes it; the cross-program prefetches name parameters).
+_PARAM_ATTRS = ("mhlo.xla_entry_computation_parameter_layouts", "mhlo.xla_entry_computation_parameter_tiles",
+                "mhlo.cross_program_prefetches")
+_RESULT_ATTRS = ("mhlo.xla_entry_computation_result_layout", "mhlo.xla_entry_computation_result_tiles")
+# mhlo.frontend_attributes entries with one ';'-separated item per parameter / result, and their defaults
+_FRONTEND_LISTS = {"arg_layout_modes": (True, "default"), "arg_memory_spaces": (True, "0"),
+                   "out_layout_modes": (False, "default"), "out_memory_spaces": (False, "0")}
+_FRONTEND_ITEM = re.compile(r'(\w+) = "([^"\\]*)"')
+
+
+def _module_attrs(
+    graph: InstructionGraph, param_from: Sequence[int | None], result_from: Sequence[int | None],
+) -> tuple[tuple[str, str], ...]:
+    """The module attributes of an edited graph whose parameter ``k`` is the original's parameter
+    ``param_from[k]`` and whose result ``k`` its result ``result_from[k]`` (None: a new one).
+
+    What describes the original's parameters or results one by one stays only where they stayed:
+    the entry computation's layouts (tiled ones of a TPU dump among them) are dropped where the
+    parameters or results changed (the new ones get XLA's default layouts, which hold the same
+    values), and the ``*_layout_modes`` / ``*_memory_spaces`` lists of ``mhlo.frontend_attributes``
+    are rebuilt entry by entry (an original's entry, else the default). Donations
+    (``mhlo.input_output_alias``) never stay."""
+    same_params = list(param_from) == list(range(len(graph.params)))
+    same_results = list(result_from) == list(range(len(graph.outputs)))
+    out: list[tuple[str, str]] = []
+    for k, v in graph.module_attrs:
+        if k == "mhlo.input_output_alias" or (k in _PARAM_ATTRS and not same_params) or (
+                k in _RESULT_ATTRS and not same_results):
+            continue
+        if k == "mhlo.frontend_attributes" and not (same_params and same_results):
+            v = _frontend_lists(v, param_from, result_from)
+        out.append((k, v))
+    return tuple(out)
+
+
+def _frontend_lists(text: str, param_from: Sequence[int | None], result_from: Sequence[int | None]) -> str:
+    """``mhlo.frontend_attributes`` (``{arg_layout_modes = "default;default", ...}``) with its
+    per-parameter and per-result lists rebuilt for the edited graph (an entry the original lacks:
+    the default); its other entries as they were."""
+
+    def rebuilt(m: re.Match[str]) -> str:
+        key, value = m.group(1), m.group(2)
+        spec = _FRONTEND_LISTS.get(key)
+        if spec is None:
+            return m.group(0)
+        per_param, default = spec
+        items = value.split(";") if value else []
+        where = param_from if per_param else result_from
+        got = [items[i] if i is not None and i < len(items) else default for i in where]
+        return f'{key} = "{";".join(got)}"'
+
+    return _FRONTEND_ITEM.sub(rebuilt, text)
+
+
 def _edited(
     source: XlaComputation, graph: InstructionGraph, params: Sequence[XlaOp], outputs: Sequence[XlaOp],
     effects: Sequence[XlaOp],
     result_attrs: tuple[dict[str, Any], ...] | None = None,
     origin: dict[XlaOp, XlaOp] | None = None,
+    *, param_from: Sequence[int | None], result_from: Sequence[int | None],
 ) -> XlaComputation:
-    module_attrs = tuple((k, v) for k, v in graph.module_attrs if k != "mhlo.input_output_alias")
+    module_attrs = _module_attrs(graph, param_from, result_from)
     kept = result_attrs if result_attrs and any(result_attrs) else None
     context = ModuleContext(module_attrs, graph.module_body, kept)
     return source._edited(  # the computation of an edited graph is made by the one it was edited from
@@ -196,13 +252,23 @@ def with_outputs(source: XlaComputation, graph: InstructionGraph, items: Any) ->
     for o, a in zip(graph.outputs, graph.result_attrs, strict=False):
         kept.setdefault(id(o), a)
     result_attrs = tuple(kept.get(id(o), {}) for o in outs)
+    result_from = _positions(graph.outputs, outs)
     subst = {id(a): b for a, b in zip(graph.params, params, strict=True) if a is not b}
     origin: dict[XlaOp, XlaOp] = {a: b for b, a in zip(graph.params, params, strict=True) if a is not b}
     if subst:
         outs, effects = _copy([*outs, *graph.effects], subst, len(outs), origin=origin)
     else:
         effects = list(graph.effects)
-    return _edited(source, graph, params, outs, effects, result_attrs, origin=origin)
+    return _edited(source, graph, params, outs, effects, result_attrs, origin=origin,
+                   param_from=range(len(params)), result_from=result_from)
+
+
+def _positions(originals: Sequence[XlaOp], nodes: Sequence[XlaOp]) -> list[int | None]:
+    """For each of ``nodes``, its first position in ``originals`` (None where it is not there)."""
+    first: dict[int, int] = {}
+    for i, o in enumerate(originals):
+        first.setdefault(id(o), i)
+    return [first.get(id(n)) for n in nodes]
 
 
 def extract(source: XlaComputation, graph: InstructionGraph, items: Any) -> XlaComputation:
@@ -237,8 +303,10 @@ def extract(source: XlaComputation, graph: InstructionGraph, items: Any) -> XlaC
     # an instruction with several results gives them all
     outs = [p for o in outs for p in (graph.parts.get(o.id, (o,)) if _multi(o) else (o,))]
     origin: dict[XlaOp, XlaOp] = {}
+    result_from = _positions(graph.outputs, outs)
+    param_from = _positions(graph.params, list(inputs.values()))
     copied, _ = _copy(outs, subst, len(outs), origin=origin)
-    return _edited(source, graph, params, copied, [], origin=origin)
+    return _edited(source, graph, params, copied, [], origin=origin, param_from=param_from, result_from=result_from)
 
 
 def _copy(
@@ -401,7 +469,9 @@ class _Rewrite:
         result_attrs = tuple(kept.get(id(o), {}) for o in outs)
         effects = [*self.effects, *self.builder.side_effects()[self.user_count:]]
         params = self.builder.parameters()
-        return _edited(self.source, self.graph, params, outs, effects, result_attrs)
+        originals = [self.copies[id(p)] for p in self.graph.params]
+        return _edited(self.source, self.graph, params, outs, effects, result_attrs,
+                       param_from=_positions(originals, params), result_from=_positions(self.original_outputs, outs))
 
 
 def _replace_in_regions(owner: XlaOp, old: XlaOp, new: XlaOp) -> None:

@@ -1,0 +1,168 @@
+"""``with_outputs`` and ``extract`` on every module of the TPU corpus (issue 42): XLA's TPU dumps give
+their entry computation tiled layouts (``f32[4,4]{1,0:T(4,128)}``); a cut of such a module kept the
+original's per-result layouts and ``out_*`` frontend lists, one per result of the *original* program,
+and XLA died converting it (SIGSEGV, caught by the worker) or refused it (``RET_CHECK ... shape.cc:132
+... element_type TUPLE should not have a layout``).
+
+Oracles: the reference evaluator's values of the original program's instructions, computed op by op
+on the original graph (``Evaluator.run_graph``): the cut, evaluated by the same evaluator, gives those
+very bits (so it computes the instructions it names), and its CPU run is judged against them by
+``xs.compare``'s error bounds; where a value is an output of the original program, the CPU run of
+the full program gives it too.
+"""
+
+from __future__ import annotations
+
+import collections
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import xlasdk as xs
+from tests.test_real_dumps import _partition_args, recorded
+
+TPU = Path(__file__).resolve().parent / "data" / "dumps_tpu"
+FILES = sorted(str(p.relative_to(TPU)) for p in TPU.glob("*/module.*_optimizations.txt"))
+PER_PARTITION = "sharded_mlp/module.after_optimizations.txt"  # one partition's program of 4
+ONE_DEVICE = [f for f in FILES if f != PER_PARTITION]
+_LIBTPU = importlib.util.find_spec("libtpu") is not None
+
+
+def _outs(result: Any) -> list[np.ndarray[Any, Any]]:
+    return [np.asarray(o.to_numpy()) for o in (result if isinstance(result, (tuple, list)) else (result,))]
+
+
+def _reference_values(comp: xs.XlaComputation, args: list[Any]) -> dict[int, Any]:
+    """The reference evaluator's value of every instruction (and every result of a multi-result one)
+    of ``comp``'s main, by node id, computed on ``comp``'s own graph."""
+    from xlasdk.reference._walk import Evaluator, dtype_of
+
+    g = comp.instruction_graph()
+    env: dict[int, Any] = {id(p): np.asarray(a).astype(dtype_of(p.shape), copy=False)
+                           for p, a in zip(g.params, args, strict=True)}
+    roots = [*g.outputs, *g.effects, *(i.op for i in g.instructions),
+             *(part for i in g.instructions for part in g.parts.get(i.op.id, ()))]
+    Evaluator(comp).run_graph(roots, env)
+    return env
+
+
+def _same_bits(got: Any, want: Any, what: str) -> None:
+    g, w = np.asarray(got), np.asarray(want)
+    assert (g.dtype, g.shape) == (w.dtype, w.shape), f"{what}: {g.dtype}{g.shape} vs {w.dtype}{w.shape}"
+    assert g.tobytes() == w.tobytes(), f"{what}: other bits than the original program's"
+
+
+def _selections(comp: xs.XlaComputation) -> dict[str, list[str]]:
+    """Sets of instructions to expose: two (one from the middle of the program, one of its outputs),
+    and every value of each of the three most frequent opcodes."""
+    g = comp.instruction_graph()
+    values = [i for i in comp.instructions() if i.op.opcode != "parameter" and i.op.shape.is_array()]
+    outputs = [i for i in values if any(i.op is o for o in g.outputs)]
+    assert values and outputs
+    mid = values[len(values) // 2]
+    two = [mid.name, next((o.name for o in outputs if o.name != mid.name), values[-1].name)]
+    kinds = collections.Counter(i.op.opcode for i in values)
+    out = {"two": two}
+    for kind, _ in kinds.most_common(3):
+        out[f"all {kind}"] = [i.name for i in values if i.op.opcode == kind]
+    return out
+
+
+@pytest.fixture(scope="module")
+def corpus() -> dict[str, Any]:
+    return {}
+
+
+def _loaded(name: str, cache: dict[str, Any]) -> tuple[xs.XlaComputation, list[Any], dict[int, Any], list[Any]]:
+    if name not in cache:
+        comp = xs.load_computation(TPU / name)
+        args, _ = recorded(f"dumps/{name.split('/')[0]}")
+        full = _outs(xs.compile(comp, device="cpu:0")(*args))
+        cache[name] = (comp, args, _reference_values(comp, args), full)
+    got: tuple[xs.XlaComputation, list[Any], dict[int, Any], list[Any]] = cache[name]
+    return got
+
+
+@pytest.mark.parametrize("name", ONE_DEVICE)
+def test_with_outputs_on_every_tpu_dump(name: str, corpus: dict[str, Any]) -> None:
+    """Two values, and all values of a few kinds, exposed: the cut compiles and runs on the CPU, the
+    reference evaluator gives it the original's bits, its CPU run passes ``compare`` and, for a value
+    the original returns, is the original's CPU output."""
+    comp, args, env, full = _loaded(name, corpus)
+    g = comp.instruction_graph()
+    for what, names in _selections(comp).items():
+        cut = comp.with_outputs(names)
+        ops = [comp.instruction(n).op for n in names]
+        assert [str(s) for s in cut.program_shape().parameter_shapes()] == \
+            [str(s) for s in comp.program_shape().parameter_shapes()]
+        got = _outs(xs.compile(cut, device="cpu:0")(*args))
+        assert len(got) == len(names)
+        for k, (n, op, value) in enumerate(zip(names, ops, xs.evaluate(cut, *args), strict=True)):
+            _same_bits(value, env[id(op)], f"{name}: {what}: reference value of {n}")
+            if any(op is o for o in g.outputs):
+                _same_bits(got[k], full[[i for i, o in enumerate(g.outputs) if o is op][0]],
+                           f"{name}: {what}: CPU value of output {n}")
+        report = xs.compare(cut, args)
+        assert report.ok, f"{name}: {what}: {report}"
+
+
+@pytest.mark.parametrize("name", ONE_DEVICE)
+def test_extract_on_every_tpu_dump(name: str, corpus: dict[str, Any]) -> None:
+    """Two instructions extracted: fed the reference values of what they read in the original, the
+    extracted program gives the original's reference bits, and its CPU run passes ``compare``."""
+    comp, _, env, _ = _loaded(name, corpus)
+    g = comp.instruction_graph()
+    names = _selections(comp)["two"]
+    one = comp.extract(names)
+    inputs = []
+    for pname in one.program_shape().parameter_names():
+        owner, _, part = pname.partition("#")
+        op = comp.instruction(owner).op
+        inputs.append(env[id(g.parts[op.id][int(part)])] if part else env[id(op)])
+    chosen = [comp.instruction(n).op for n in names]
+    read = {id(x) for o in chosen for x in o.operands}
+    want = [o for o in chosen if id(o) not in read]
+    values = xs.evaluate(one, *inputs)
+    assert len(values) == len(want)
+    for o, v in zip(want, values, strict=True):
+        _same_bits(v, env[id(o)], f"{name}: extract {names}")
+    _outs(xs.compile(one, device="cpu:0")(*inputs))
+    assert xs.compare(one, inputs).ok
+
+
+@pytest.mark.skipif(not _LIBTPU, reason="libtpu is not installed")
+@pytest.mark.parametrize("name", ONE_DEVICE)
+def test_cuts_of_every_tpu_dump_compile_for_a_tpu(name: str) -> None:
+    """The same cuts compile for a TPU v5e (libtpu's compile-only client; sharded_mlp's program, laid out
+    for 4 partitions, for a v5e:2x2 as its dump was made)."""
+    comp = xs.load_computation(TPU / name)
+    names = _selections(comp)["two"]
+    parts = 4 if name.startswith("sharded_mlp/") else 1
+    device = xs.topology("v5e:2x2" if parts == 4 else "v5e:1x1").devices[0]
+    for cut in (comp.with_outputs(names), comp.extract(names)):
+        exe = xs.compile(cut, device=device, options=xs.CompileOptions(num_partitions=parts))
+        assert isinstance(exe, xs.CompileOnlyExecutable)
+        assert exe.input_shapes == tuple(cut.program_shape().parameter_shapes())
+
+
+def test_with_outputs_of_a_per_partition_tpu_dump() -> None:
+    """sharded_mlp's TPU-optimized module (one partition's program of 4, an all-reduce inside): every
+    value exposed, run on 4 CPU devices each on its rows: the prefetched copy is ``w1``, the other two
+    the full program's outputs on each device."""
+    comp = xs.load_computation(TPU / PER_PARTITION)
+    ins, _ = recorded("dumps/sharded_mlp")
+    first = xs.client("cpu", num_devices=4).devices()[0]
+    per_device = _partition_args(ins, 4)
+    full = [_outs(out) for out in xs.compile(comp, first).execute_replicated(per_device)]  # type: ignore[union-attr]
+    cut = comp.with_outputs(["copy-done", "copy", "all-reduce"])
+    got = [_outs(out) for out in xs.compile(cut, first).execute_replicated(per_device)]  # type: ignore[union-attr]
+    for d, (g, f) in enumerate(zip(got, full, strict=True)):
+        _same_bits(g[0], ins[1], f"device {d}: copy-done")
+        _same_bits(g[1], f[0], f"device {d}: copy")
+        _same_bits(g[2], f[1], f"device {d}: all-reduce")
+    if _LIBTPU:
+        exe = xs.compile(cut, device=xs.topology("v5e:2x2").devices[0], options=xs.CompileOptions(num_partitions=4))
+        assert isinstance(exe, xs.CompileOnlyExecutable)
