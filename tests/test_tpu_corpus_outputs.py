@@ -166,3 +166,37 @@ def test_with_outputs_of_a_per_partition_tpu_dump() -> None:
     if _LIBTPU:
         exe = xs.compile(cut, device=xs.topology("v5e:2x2").devices[0], options=xs.CompileOptions(num_partitions=4))
         assert isinstance(exe, xs.CompileOnlyExecutable)
+
+
+# -- a cut XLA dies on: the worker's death, never the user's process ---------------------------------------
+def _cuts(case_text: str) -> list[xs.XlaComputation]:
+    comp = xs.XlaComputation.from_hlo_text(case_text)
+    names = [i.name for i in comp.instructions()]
+    values = [i.name for i in comp.instructions() if i.op.opcode != "parameter"]
+    return [comp.with_outputs([values[-1], names[0]]), comp.extract(values)]
+
+
+def test_a_cut_that_xla_dies_on_compiles_in_the_worker() -> None:
+    """A module XLA:CPU dies compiling (tests/xla_faults.py's probe finds one this jaxlib still dies on):
+    its cuts (with_outputs of two values, extract) are compiled in xlasdk's worker first, so XLA's death
+    is a CompileError naming it, and this process goes on."""
+    from tests import xla_faults
+
+    case = xla_faults.cpu_abort()
+    for cut in _cuts(case.text):
+        with pytest.raises(xs.CompileError, match="XLA aborted"):
+            xs.compile(cut, device="cpu:0")
+    assert _outs(xs.compile(xs.XlaComputation.from_hlo_text(
+        "HloModule ok\n\nENTRY e {\n  ROOT c = f32[] constant(2)\n}\n"), device="cpu:0")()) == [np.float32(2)]
+
+
+@pytest.mark.skipif(not _LIBTPU, reason="libtpu is not installed")
+def test_a_cut_that_xla_tpu_dies_on_compiles_in_the_worker() -> None:
+    """The same for a TPU v5e (compile-only): libtpu's death on a cut is a CompileError."""
+    from tests import xla_faults
+
+    case = xla_faults.TPU_ABORTS[0]
+    xla_faults.require(case, tpu=True)
+    for cut in _cuts(case.text):
+        with pytest.raises(xs.CompileError, match="XLA aborted"):
+            xs.compile(cut, device=xs.topology("v5e:1x1").devices[0])
