@@ -50,6 +50,14 @@ def _check_against_device(args: argparse.Namespace) -> None:
         raise UsageError(f"{message}; as a file: {against_path_problem(args.against)}") from None
 
 
+def _max_trials(args: argparse.Namespace) -> dict[str, int]:
+    """``--max-trials N`` as CompareSettings' ``max_trials`` ({} when not given: its default)."""
+    n = getattr(args, "max_trials", None)
+    if n is not None and args.bisect != "passes":
+        raise UsageError(f"--max-trials {n} bounds --bisect passes: give --bisect passes (or leave it out)")
+    return {} if n is None else {"max_trials": n}
+
+
 def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
     _stage("loading")
     comp, snap = _load_program(args)
@@ -125,7 +133,8 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
         settings = CompareSettings(device=dev, rtol=args.rtol, atol=args.atol, ulps=args.ulps,
                                    excess_precision=args.excess_precision, xla_flags=flags, progress=progress,
                                    device_kind=getattr(args, "device_kind", None),
-                                   precision=getattr(args, "precision", None), outputs=recorded_outputs)
+                                   precision=getattr(args, "precision", None), outputs=recorded_outputs,
+                                   **_max_trials(args))
         report = compare(comp, inputs, against=against, settings=settings, bisect=args.bisect,
                          find_nonfinite=args.find_nonfinite)
     except UnsupportedOpError as e:

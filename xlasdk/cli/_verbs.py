@@ -92,9 +92,13 @@ over programs cut after a candidate (O(log N) compiles), then compiled alone on 
 operand values; when it is right alone, the smallest group of ops before it whose compile still
 diverges is named (an optimization across them). Prints its name, opcode, HLO line, source line,
 error and values; says "not localised" rather than blame an op without evidence.
---bisect passes: a smallest set of XLA passes (as xla_disable_hlo_passes names them, read from
-XLA's per-pass dump of this compile) whose disabling removes the divergence, by delta debugging;
-each step compiles in a worker process; a set whose compile fails counts as unknown.
+--bisect passes: a minimal set of XLA passes (as xla_disable_hlo_passes names them, read from
+XLA's per-pass dump of this compile) whose disabling removes the divergence, by delta debugging
+(ddmin); says when passes interact ("either of A or B", "A and B together"), confirms the set by
+two final compiles (disabled: match; enabled: divergence) and prints the XLA_FLAGS line of the
+good run. Passes disabled already (the dump's debug_options, --xla-flags, $XLA_FLAGS) stay
+disabled. Each trial compiles in a worker process; a set whose compile fails counts as unknown;
+at most --max-trials trials.
 --find-nonfinite: the first instruction whose device value has a NaN or Inf while its operands
 have none (on any device; XLA's own checker is GPU-only), and whether its NaN/Inf reaches an
 output (flows there through values that all hold one) or is dropped (by a select, say); then, for
@@ -176,6 +180,9 @@ def add_compare_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str)
                    help="a float element also matches within N ulps of the reference (see below)")
     s.add_argument("--bisect", choices=("ops", "passes"), default=None,
                    help="on a divergence: the instruction that introduces it (ops) or the XLA passes that cause it")
+    s.add_argument("--max-trials", type=COUNT.parse, default=None, metavar="N",
+                   help="--bisect passes: at most N trial compiles (default 200; the report says when the search "
+                        "stopped there)")
     s.add_argument("--find-nonfinite", action="store_true",
                    help="the first instruction whose value has a NaN/Inf while its operands have none")
     s.add_argument("--excess-precision", action="store_true",

@@ -1,10 +1,12 @@
-"""``bisect="passes"`` (:func:`bisect_passes`): the XLA passes whose disabling removes a divergence,
-by delta debugging over the passes that change the module (see :mod:`xlasdk.reference.bisect`)."""
+"""``bisect="passes"`` (:func:`bisect_passes`): a minimal set of the XLA passes whose disabling
+removes a divergence, by delta debugging (:mod:`._ddmin`) over the passes that change the module
+(see :mod:`xlasdk.reference.bisect`), and the ``XLA_FLAGS`` line that reproduces the good run."""
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
@@ -13,46 +15,83 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._numbers import tolerances
-from ._settings import CompareSettings, refuse_both, resolve_device
+from .._numbers import COUNT, tolerances
+from ..errors import CompareArgumentError
+from ._ddmin import Interaction, Outcome, TrialBudgetSpent, Trials, describe, interaction, minimal_sets
+from ._settings import DEFAULT_MAX_TRIALS, CompareSettings, refuse_both, resolve_device
 
 if TYPE_CHECKING:
     from ..program.computation import XlaComputation
     from ..runtime import CompileOptions
+    from ..runtime._options import OptionValue
     from ._settings import DeviceLike
 
-__all__ = ["PassBisection", "bisect_passes", "pass_names"]
+__all__ = ["PassBisection", "bisect_passes", "pass_names", "DEFAULT_MAX_TRIALS", "StartingPoint"]
+
+_DISABLE = "xla_disable_hlo_passes"
+_DISABLE_ALL = "xla_disable_all_hlo_passes"
 
 
 @dataclass
 class PassBisection:
     """The result of ``bisect="passes"``.
 
-    ``status``: ``"no divergence"``, ``"found"`` (disabling ``passes`` makes the outputs match, and
-    no pass of the set can be left out), ``"not found"`` (disabling every candidate at once does not
-    remove it, or makes the compile fail: ``unknown``). ``candidates``: the passes that changed the
-    module in this compile (from XLA's per-pass dump), ``compiles``: how many compiles the search
-    took, ``unknown``: sets whose disabling made the compile or the run fail (counted as not
-    removing it).
+    ``status``: ``"no divergence"``; ``"found"`` (disabling ``passes``, over the passes disabled
+    already, makes the outputs match, no pass of it can be left out, and two final compiles
+    confirmed it: with the set disabled the outputs match, with it enabled they diverge);
+    ``"unverified"`` (a set was found but a final compile disagreed: the outputs vary from run to
+    run, or with the compile); ``"not found"`` (no set of the candidates removes it, the
+    trials' limit was reached, or there is no pass to disable).
+    ``passes``: the set found (the first of ``sets``); ``sets``: every 1-minimal set found,
+    disjoint, each enough alone; ``interaction``: how they relate (an
+    :class:`~xlasdk.reference._ddmin.Interaction`: ``SINGLE`` one pass, ``TOGETHER`` only the
+    passes of one set together, ``EITHER`` any one of several sets). ``candidates``: the passes
+    that changed the module in this compile (from XLA's per-pass dump); ``disabled_before``: the
+    passes disabled already (the compile options' ``xla_disable_hlo_passes``: a dump's
+    ``debug_options``, the xla flags given; and ``$XLA_FLAGS``'), which stay disabled in every
+    trial; ``xla_flags``: the ``XLA_FLAGS=...`` line that reproduces the good run (every XLA flag the
+    compile had, with ``passes`` and ``disabled_before`` disabled; "" when nothing was found);
+    ``trials``: the compiles the search made (each distinct set once), ``max_trials`` its limit and
+    ``budget_hit`` whether the search stopped there; ``compiles``: all compiles (the listing of the
+    passes and the two final ones included); ``unknown``: sets whose disabling made the compile
+    or the run fail (counted as not removing it).
     """
 
     status: str
     passes: list[str] = field(default_factory=list)
+    sets: list[list[str]] = field(default_factory=list)
+    interaction: Interaction = Interaction.NONE
     candidates: list[str] = field(default_factory=list)
+    disabled_before: list[str] = field(default_factory=list)
+    xla_flags: str = ""
+    trials: int = 0
+    max_trials: int = DEFAULT_MAX_TRIALS
+    budget_hit: bool = False
     compiles: int = 0
     unknown: list[list[str]] = field(default_factory=list)
     note: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "passes": self.passes, "candidates": self.candidates,
-                "compiles": self.compiles, "unknown": self.unknown, "note": self.note}
+        return {"status": self.status, "passes": self.passes, "sets": self.sets,
+                "interaction": self.interaction.value, "candidates": self.candidates,
+                "disabled_before": self.disabled_before, "xla_flags": self.xla_flags, "trials": self.trials,
+                "max_trials": self.max_trials, "budget_hit": self.budget_hit, "compiles": self.compiles,
+                "unknown": self.unknown, "note": self.note}
 
     def __str__(self) -> str:
-        out = [f"bisect passes: {self.status}" + (f" ({self.compiles} compiles, {len(self.candidates)} candidate "
-                                                  "passes)" if self.compiles else "")]
-        if self.passes:
-            out.append(f"  disabling {', '.join(self.passes)} removes the divergence "
-                       f"(xla_disable_hlo_passes={','.join(self.passes)})")
+        head = f"bisect passes: {self.status}"
+        if self.compiles:
+            head += (f" ({self.compiles} compiles, {self.trials} trials of at most {self.max_trials}, "
+                     f"{len(self.candidates)} candidate passes)")
+        out = [head]
+        if self.disabled_before:
+            out.append(f"  disabled already, and kept so: {', '.join(self.disabled_before)}")
+        if self.sets:
+            out.append(f"  disabling {describe(self.sets)} removes the divergence")
+            if self.interaction is Interaction.EITHER:
+                out.append("  (the passes interact: the divergence needs each of these sets' rewrites)")
+        if self.xla_flags:
+            out.append(f"  the good run: {self.xla_flags}")
         if self.unknown:
             out.append(f"  {len(self.unknown)} pass set(s) could not be tested (the compile or the run failed with "
                        "them disabled)")
@@ -110,138 +149,213 @@ def _isolated(comp: XlaComputation) -> XlaComputation:
     return comp.with_outputs(list(comp.instruction_graph().outputs))
 
 
+# -- where the search starts ---------------------------------------------------------------------------------------
+def _flag_text(value: OptionValue) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _names(text: str) -> list[str]:
+    return [p for p in (x.strip() for x in text.split(",")) if p]
+
+
+def _true(value: object) -> bool:
+    return value is True or (isinstance(value, str) and value.lower() in ("true", "1"))
+
+
+@dataclass(frozen=True)
+class StartingPoint:
+    """What every trial compiles with: ``overrides``, the compile options' XLA flags (a dump's
+    ``debug_options``, the xla flags given, compare's own) without ``xla_disable_hlo_passes``;
+    ``environment``, the flags of ``$XLA_FLAGS`` (``--name=value`` words, as written) that the
+    overrides do not set, without it either; ``disabled``, the passes disabled already by either
+    (kept disabled: a compile option ``xla_disable_hlo_passes`` replaces ``$XLA_FLAGS``' rather
+    than adding to it); ``all_disabled``, whether ``xla_disable_all_hlo_passes`` is set."""
+
+    overrides: tuple[tuple[str, OptionValue], ...]
+    environment: tuple[str, ...]
+    disabled: tuple[str, ...]
+    all_disabled: bool
+
+    @classmethod
+    def of(cls, options: CompileOptions | None, xla_flags_env: str | None) -> StartingPoint:
+        """The starting point of compile options ``options`` under ``$XLA_FLAGS`` = ``xla_flags_env``.
+
+        Raises
+        ------
+        CompareArgumentError
+            ``$XLA_FLAGS`` that cannot be split into words (an unclosed quote).
+        """
+        try:
+            words = shlex.split(xla_flags_env or "")
+        except ValueError as e:
+            raise CompareArgumentError(f"bisect_passes: $XLA_FLAGS cannot be split into flags ({e}): expected "
+                                       f"--xla_NAME=VALUE words, got {xla_flags_env!r}") from None
+        given = dict(_env(options))
+        disabled: dict[str, None] = {}
+        environment: list[str] = []
+        all_disabled = _true(given.get(_DISABLE_ALL, False))
+        for word in words:
+            name, eq, raw = word.lstrip("-").partition("=")
+            if name == _DISABLE:
+                disabled.update(dict.fromkeys(_names(raw)))
+            elif name not in given:
+                environment.append(word)
+                if name == _DISABLE_ALL and (not eq or _true(raw)):
+                    all_disabled = True
+        if _DISABLE in given:
+            disabled.update(dict.fromkeys(_names(_flag_text(given[_DISABLE]))))
+        overrides = tuple((k, v) for k, v in given.items() if k != _DISABLE)
+        return cls(overrides, tuple(environment), tuple(disabled), all_disabled)
+
+    def options(self, more: Sequence[str] = ()) -> CompileOptions:
+        """The compile options of a trial disabling ``more`` passes over :attr:`disabled`."""
+        from ..runtime import CompileOptions
+
+        passes = self.passes(more)
+        return CompileOptions(env_option_overrides=[*self.overrides, *([(_DISABLE, ",".join(passes))]
+                                                                     if passes else [])])
+
+    def passes(self, more: Sequence[str] = ()) -> list[str]:
+        """:attr:`disabled`, then those of ``more`` not among them."""
+        return list(dict.fromkeys([*self.disabled, *more]))
+
+    def xla_flags_line(self, more: Sequence[str]) -> str:
+        """The shell line ``XLA_FLAGS=...`` of the compile disabling ``more`` over :attr:`disabled`:
+        the environment's flags, then the options' (which win over them), then the passes."""
+        words = [*self.environment, *(f"--{k}={_flag_text(v)}" for k, v in self.overrides),
+                 f"--{_DISABLE}={','.join(self.passes(more))}"]
+        return "XLA_FLAGS=" + shlex.quote(" ".join(words))
+
+
+# -- the search ------------------------------------------------------------------------------------------------------
 def bisect_passes(comp: XlaComputation, args: Sequence[Any], want: Sequence[np.ndarray[Any, Any]],
                   scales: Sequence[Any], *, device: DeviceLike = None, options: CompileOptions | None = None,
                   rtol: float | None = None, atol: float | None = None, ulps: float | None = None,
-                  max_compiles: int = 400, progress: Callable[[str], None] | None = None,
+                  max_trials: int | None = None, progress: Callable[[str], None] | None = None,
                   settings: CompareSettings | None = None) -> PassBisection:
-    """A smallest set of XLA passes whose disabling makes ``comp``'s outputs on ``device`` match
+    """A minimal set of XLA passes whose disabling makes ``comp``'s outputs on ``device`` match
     ``want`` (the reference outputs; ``scales`` their term scales, as :func:`xlasdk.compare` computes
-    them). Each test is a compile in xlasdk's worker process with ``xla_disable_hlo_passes``; a set
-    whose compile or run fails is unknown (never "fixes it"). At most ``max_compiles`` compiles.
-    ``settings``: ``device``, the tolerances and ``progress`` as one :class:`~xlasdk.CompareSettings`
-    (as :func:`xlasdk.compare` hands them on; ``options`` left out: its ``xla_flags``), else the
-    keywords.
+    them), by delta debugging (Zeller's ddmin) over the passes that change the module.
+
+    The search starts from the compile as it diverges: ``options``' XLA flags (a dump's
+    ``debug_options``, the flags given) and ``$XLA_FLAGS``; a pass either disables stays disabled
+    in every trial. Each trial is a compile in xlasdk's worker process (an abort cannot take this
+    one) with ``xla_disable_hlo_passes``; a set whose compile or run fails is unknown (never "removes
+    it"). First the compile as given (the outputs must diverge: else ``"no divergence"``); then a set
+    that removes the divergence: all the candidates, or when passes interact (disabling all of them
+    does not), chunks and complements at finer and finer granularity; ddmin shrinks it to a 1-minimal
+    set; the passes left are tried together for a second, disjoint set ("either of A or B"). Two final
+    compiles, fresh, confirm it: the set disabled matches, enabled diverges. At most ``max_trials``
+    trial compiles (default :data:`DEFAULT_MAX_TRIALS`; reported when reached).
+    ``settings``: ``device``, the tolerances, ``progress`` and ``max_trials`` as one
+    :class:`~xlasdk.CompareSettings` (as :func:`xlasdk.compare` hands them on; ``options`` left
+    out: its ``xla_flags``), else the keywords.
+
+    Returns
+    -------
+    PassBisection
+        The set, how the passes interact, the ``XLA_FLAGS`` line of the good run, the trials made.
 
     Raises
     ------
     ToleranceError
         A tolerance that is not a finite number >= 0.
     CompareArgumentError
-        ``settings`` given with one of the keywords it holds.
+        ``settings`` given with one of the keywords it holds; ``max_trials`` that is not an integer
+        >= 1; ``$XLA_FLAGS`` that cannot be split into words.
     """
-    refuse_both("bisect_passes", settings, device=device, rtol=rtol, atol=atol, ulps=ulps, progress=progress)
+    refuse_both("bisect_passes", settings, device=device, rtol=rtol, atol=atol, ulps=ulps, progress=progress,
+                max_trials=max_trials)
     if settings is None:
         rtol, atol, ulps = tolerances("bisect_passes", rtol, atol, ulps)  # its own name in the message
-        settings = CompareSettings(device=device, rtol=rtol, atol=atol, ulps=ulps, progress=progress)
+        limit = DEFAULT_MAX_TRIALS if max_trials is None else COUNT.check(
+            max_trials, "bisect_passes: max_trials", CompareArgumentError)
+        settings = CompareSettings(device=device, rtol=rtol, atol=atol, ulps=ulps, progress=progress,
+                                   max_trials=limit)
     elif options is None:
         options = settings.flag_options()
-    return _bisect_passes(comp, args, want, scales, settings, options, max_compiles)
+    start = StartingPoint.of(options, os.environ.get("XLA_FLAGS"))
+    return _bisect_passes(comp, args, want, scales, settings, start)
+
+
+@dataclass
+class _Run:
+    """One compile and run of the program with some passes disabled, judged against ``want``."""
+
+    comp: XlaComputation
+    args: Sequence[Any]
+    want: Sequence[np.ndarray[Any, Any]]
+    scales: Sequence[Any]
+    settings: CompareSettings
+    start: StartingPoint
+    compiles: int = 0
+
+    def __call__(self, disabled: Sequence[str]) -> Outcome:
+        from ..runtime import compile as _compile
+        from ._report import compare_one
+
+        s = self.settings
+        self.compiles += 1
+        try:
+            out = _compile(self.comp, s.device_to_run(), options=self.start.options(disabled), cache=False)(*self.args)
+            got = [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
+        except Exception:  # noqa: BLE001 - a compile XLA refuses with these passes off: unknown
+            return Outcome.UNRESOLVED
+        ok = len(got) == len(self.want) and all(
+            compare_one(i, g, w, s.rtol, s.atol, sc, s.ulps).ok
+            for i, (g, w, sc) in enumerate(zip(got, self.want, self.scales, strict=True)))
+        return Outcome.GOOD if ok else Outcome.BAD
 
 
 def _bisect_passes(comp: XlaComputation, args: Sequence[Any], want: Sequence[np.ndarray[Any, Any]],
-                   scales: Sequence[Any], settings: CompareSettings, options: CompileOptions | None,
-                   max_compiles: int) -> PassBisection:
-    from ..runtime import CompileOptions
-    from ..runtime import compile as _compile
-    from ._report import compare_one
+                   scales: Sequence[Any], settings: CompareSettings, start: StartingPoint) -> PassBisection:
+    say = settings.say
+    run = _Run(_isolated(comp), args, want, scales, settings, start)
 
-    s = settings
-    device, rtol, atol, ulps, say = s.device_to_run(), s.rtol, s.atol, s.ulps, s.say
-    target = _isolated(comp)
-    base = [(k, v) for k, v in _env(options) if k != "xla_disable_hlo_passes"]
-    result = PassBisection("not found")
+    def trial(disabled: Sequence[str]) -> Outcome:
+        say(f"bisect passes: trial {trials.count}, disabling {len(disabled)} pass(es)")
+        return run(disabled)
+
+    trials = Trials(trial, settings.max_trials)
+    result = PassBisection("not found", disabled_before=list(start.disabled), max_trials=settings.max_trials)
+
+    def done(status: str, note: str = "") -> PassBisection:
+        result.status, result.note = status, note
+        result.trials, result.compiles, result.unknown = trials.count, run.compiles, trials.unresolved
+        return result
+
+    if start.all_disabled:
+        return done("not found", f"{_DISABLE_ALL} is set: every HLO pass is disabled already, none is left to "
+                                 "bisect")
     say("bisect passes: listing the passes of the compile")
-    cands = pass_names(comp, device, options)
-    result.compiles += 1
-    result.candidates = cands
-    cache: dict[frozenset[str], str] = {}
-
-    def test(disabled: Sequence[str]) -> str:
-        key = frozenset(disabled)
-        if key in cache:
-            return cache[key]
-        if result.compiles >= max_compiles:
-            raise _Budget
-        result.compiles += 1
-        say(f"bisect passes: compile {result.compiles}, disabling {len(disabled)} pass(es)")
-        try:
-            opts = CompileOptions(env_option_overrides=[*base, ("xla_disable_hlo_passes", ",".join(disabled))])
-            out = _compile(target, device, options=opts, cache=False)(*args)
-            got = [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
-            ok = len(got) == len(want) and all(
-                compare_one(i, g, w, rtol, atol, sc, ulps).ok
-                for i, (g, w, sc) in enumerate(zip(got, want, scales, strict=True)))
-            verdict = "fixed" if ok else "diverges"
-        except Exception:  # noqa: BLE001 - a compile XLA refuses with these passes off: unknown
-            verdict = "unknown"
-            result.unknown.append(sorted(disabled))
-        cache[key] = verdict
-        return verdict
-
+    result.candidates = cands = pass_names(comp, settings.device_to_run(), start.options())
+    run.compiles += 1
     try:
+        first = trials([])
+        if first is Outcome.GOOD:
+            return done("no divergence", "the outputs match as compiled: no pass to blame")
+        if first is Outcome.UNRESOLVED:
+            return done("not found", "the program as given could not be compiled or run")
         if not cands:
-            result.note = "XLA's dump named no passes for this compile"
-            return result
-        first = test(cands)
-        start = cands
-        if first == "diverges":  # passes interact (without one, another goes wrong): singles, then groups
-            from ._judge import search_parts
-
-            found, result.note = search_parts(cands, test)
-            if found is None:
-                return result
-            start = found
-        if first == "unknown":
-            # Some passes cannot be left out (XLA:CPU needs their rewrites): grow a set pass by pass,
-            # in pipeline order, keeping each whose disabling the compile survives, until it fixes.
-            grown: list[str] = []
-            verdict = "diverges"
-            for name in cands:
-                v = test([*grown, name])
-                if v == "unknown":
-                    continue
-                grown.append(name)
-                if v == "fixed":
-                    verdict = v
-                    break
-            if verdict != "fixed":
-                result.note = ("no set of passes the compile can do without removes the divergence (disabling "
-                               "every pass makes the compile fail)")
-                return result
-            start = grown
-        result.passes = _ddmin(start, test)
-        result.status = "found"
-    except _Budget:
-        result.note = f"stopped after {max_compiles} compiles"
-        result.status = "not found"
-    return result
-
-
-class _Budget(Exception):
-    pass
-
-
-def _ddmin(items: list[str], test: Callable[[Sequence[str]], str]) -> list[str]:
-    """Zeller's ddmin: a 1-minimal subset of ``items`` for which ``test`` says ``"fixed"`` (``items``
-    itself must)."""
-    c = list(items)
-    n = 2
-    while len(c) >= 2:
-        chunks = [c[i * len(c) // n:(i + 1) * len(c) // n] for i in range(n)]
-        chunks = [ch for ch in chunks if ch]
-        for ch in chunks:
-            if test(ch) == "fixed":
-                c, n = ch, 2
-                break
-        else:
-            for ch in chunks:
-                rest = [x for x in c if x not in ch]
-                if rest and test(rest) == "fixed":
-                    c, n = rest, max(n - 1, 2)
-                    break
-            else:
-                if n >= len(c):
-                    break
-                n = min(len(c), 2 * n)
-    return c
+            return done("not found", "XLA's dump named no pass that changes this module")
+        sets = minimal_sets(cands, trials)
+    except TrialBudgetSpent:
+        result.budget_hit = True
+        return done("not found", f"stopped at the limit of {settings.max_trials} trials (max_trials / --max-trials) "
+                                 "before a minimal set was found")
+    if not sets:
+        how = {Outcome.BAD: "does not remove it", Outcome.UNRESOLVED: "makes the compile fail",
+               None: "was not tried"}[trials.known(cands)]
+        return done("not found", f"disabling all {len(cands)} candidate passes {how}, and no part of them (chunks "
+                                 "and complements, down to each pass alone and all but one) removes it: it is not "
+                                 "one pass's doing, or comes from code generation")
+    result.sets, result.passes, result.interaction = sets, sets[0], interaction(sets)
+    say("bisect passes: two final compiles (the set disabled, then enabled)")
+    good, bad = run(result.passes), run([])
+    if good is not Outcome.GOOD or bad is not Outcome.BAD:
+        what = ("with the set disabled the outputs did not match" if good is not Outcome.GOOD else
+                "with the set enabled the outputs matched")
+        return done("unverified", f"a final compile disagreed with the search ({what}): the outputs vary from "
+                                  "compile to compile or run to run; nothing is claimed")
+    result.xla_flags = start.xla_flags_line(result.passes)
+    return done("found")

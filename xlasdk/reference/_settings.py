@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from .._numbers import TOLERANCE
+from .._numbers import COUNT, TOLERANCE
 from ..errors import CompareArgumentError, ToleranceError
 from ._precision import DEVICE_KINDS, DeviceKind, checked_precision, device_kind_of
 from ._precision import device_kind as named_kind
@@ -30,7 +30,11 @@ if TYPE_CHECKING:
     #: of the default platform, or None for the default device.
     DeviceLike = Device | str | int | None
 
-__all__ = ["CompareSettings", "resolve_device", "refuse_both"]
+__all__ = ["CompareSettings", "resolve_device", "refuse_both", "DEFAULT_MAX_TRIALS"]
+
+#: The most trial compiles of one pass bisection (``bisect="passes"``), unless told
+#: (``max_trials``, ``--max-trials``).
+DEFAULT_MAX_TRIALS = 200
 
 
 def resolve_device(device: DeviceLike) -> Device:
@@ -73,13 +77,15 @@ class CompareSettings:
         judged, at that precision; None: as the program says.
     outputs: outputs recorded on a device of ``device_kind`` (no local run), as a tuple.
     progress: called with a line of text per step of a bisection or of the op-by-op judgment.
+    max_trials: the most trial compiles of a pass bisection (``bisect="passes"``; an integer >= 1,
+        default :data:`DEFAULT_MAX_TRIALS`): the search stops there and says so.
 
     Raises
     ------
     ToleranceError
         A tolerance that is not a finite number >= 0 (``compare: rtol must be ...``).
     CompareArgumentError
-        A device kind or precision that is not known.
+        A device kind or precision that is not known; ``max_trials`` that is not an integer >= 1.
     UnknownDeviceError
         A device that is not known.
     """
@@ -94,6 +100,7 @@ class CompareSettings:
     precision: str | None
     outputs: tuple[ArrayLike, ...] | None = field(repr=False)
     progress: Callable[[str], None] | None
+    max_trials: int
 
     def __init__(
         self,
@@ -108,6 +115,7 @@ class CompareSettings:
         precision: str | None = None,
         outputs: Sequence[ArrayLike] | None = None,
         progress: Callable[[str], None] | None = None,
+        max_trials: int = DEFAULT_MAX_TRIALS,
     ) -> None:
         def tolerance(name: str, value: float | None) -> float | None:
             return None if value is None else TOLERANCE.check(value, f"compare: {name}", ToleranceError)
@@ -122,6 +130,7 @@ class CompareSettings:
         put(self, "xla_flags", MappingProxyType(dict(xla_flags or {})))
         put(self, "outputs", None if outputs is None else tuple(outputs))
         put(self, "progress", progress)
+        put(self, "max_trials", COUNT.check(max_trials, "compare: max_trials", CompareArgumentError))
         # recorded outputs: nothing runs here, and no client is started for them
         put(self, "device", None if outputs is not None else resolve_device(device))
 

@@ -20,12 +20,17 @@ operands, nobody is blamed ("not localised"), and such a group is named when one
 
 **Passes** (:func:`bisect_passes`). The passes that change this module are read from the names
 of XLA's per-pass dump files (``xla_dump_to`` + ``xla_dump_hlo_pass_re=.*``, in a temporary
-directory); a delta-debugging search (Zeller's ddmin) over them, each step a compile with
-``xla_disable_hlo_passes`` in xlasdk's worker process, finds a smallest set (no pass of it can be
-left out) whose disabling makes the outputs match the reference. A set whose disabling makes the
-compile (or run) fail is *unknown*, never "fixes it"; when disabling them all fails so (XLA:CPU
-needs some passes), the search starts from the passes taken in pipeline order, each kept when the
-compile survives its disabling, until the divergence goes.
+directory); delta debugging (Zeller's ddmin, :mod:`._ddmin`) over them, each trial a compile with
+``xla_disable_hlo_passes`` in xlasdk's worker process, finds a 1-minimal set (no pass of it can be
+left out) whose disabling makes the outputs match the reference. It starts from the compile as it
+diverges: the passes its options (a dump's ``debug_options``, the flags given) and ``$XLA_FLAGS``
+disable stay disabled. When disabling every candidate does not remove the divergence (passes
+interact: without one, another goes wrong) or makes the compile fail, chunks and complements at
+finer and finer granularity give the start. The passes left are tried for a second set ("either
+of A or B"); a set of two or more is "A and B together" (no pass of it alone was enough). A set
+whose disabling makes the compile (or run) fail is *unknown*, never "fixes it". Two final compiles
+confirm the set (disabled: match; enabled: divergence), and the report gives the ``XLA_FLAGS``
+line of the good run; at most ``max_trials`` trials.
 
 **Non-finite values** (:func:`find_nonfinite`): the first instruction (topological order) whose
 device value holds a NaN or an Inf while its operands hold none, from one compile with every
