@@ -28,12 +28,16 @@ def executable_num_outputs(executable: Any) -> int | None:
         return None
 
 
-def executable_hlo_text(executable: Any) -> str:
-    """``LoadedExecutable.get_hlo_text()``: optimized, scheduled HLO with metadata."""
+def executable_hlo_text(executable: Any, *, large_constants: bool = True) -> str:
+    """The optimized, scheduled HLO of ``LoadedExecutable.hlo_modules()`` with metadata (as
+    ``get_hlo_text()`` prints it), large constants written out when ``large_constants``."""
+    from .mlir import hlo_modules_text
+
     try:
-        return str(executable.get_hlo_text())
+        modules = executable.hlo_modules()
     except Exception as e:
-        raise _runtime_error("get_hlo_text", e) from e
+        raise _runtime_error("hlo_modules", e) from e
+    return hlo_modules_text(modules, large_constants=large_constants)
 
 
 def executable_hlo_modules(executable: Any) -> list[Any]:

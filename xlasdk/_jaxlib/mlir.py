@@ -154,6 +154,16 @@ def hlo_text(xla_computation: Any, *, metadata: bool = True, large_constants: bo
     return str(xla_computation.get_hlo_module().to_string(opts))
 
 
+def hlo_modules_text(modules: Sequence[Any], *, large_constants: bool) -> str:
+    """HLO text of jaxlib ``HloModule`` objects (an executable's), with metadata; with
+    ``large_constants`` every constant written out (text XLA's parser reads back), else constants
+    of more than 10 elements as ``{...}`` (XLA's default printer)."""
+    opts = _hlo.HloPrintOptions()
+    opts.print_metadata = True
+    opts.print_large_constants = large_constants
+    return "\n\n".join(str(m.to_string(opts)) for m in modules)
+
+
 def hlo_proto(xla_computation: Any) -> bytes:
     return bytes(xla_computation.as_serialized_hlo_module_proto())
 

@@ -24,7 +24,7 @@ from jaxlib import xla_client as _xc
 
 from ..errors import CompileError
 from ._pjrt_base import _one_line, _runtime_error
-from .mlir import _QuietNativeStderr
+from .mlir import _QuietNativeStderr, hlo_modules_text
 
 __all__ = [
     "ensure_plugin", "parse_topology_name", "make_topology", "topology_devices", "compile_only",
@@ -142,10 +142,11 @@ def compile_only(client: Any, module_text: str | bytes, devices: Sequence[Any], 
         raise CompileError(f"compiling {name!r} failed: {msg}") from None
 
 
-def unloaded_hlo_text(executable: Any) -> str:
-    """The optimized HLO of an unloaded executable (its first module, with metadata)."""
+def unloaded_hlo_text(executable: Any, *, large_constants: bool = True) -> str:
+    """The optimized HLO of an unloaded executable (its modules, with metadata; large constants
+    written out when ``large_constants``)."""
     try:
         modules = executable.hlo_modules()
-        return "\n\n".join(str(m.to_string()) for m in modules)
     except Exception as e:
         raise _runtime_error("hlo_modules", e) from e
+    return hlo_modules_text(modules, large_constants=large_constants)

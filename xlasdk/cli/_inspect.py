@@ -191,7 +191,7 @@ def _cmd_inspect(args: argparse.Namespace, out: IO[str]) -> int:
         report["memory"] = exe.memory_stats().as_dict()
     if args.json:
         if args.optimized and exe is not None:
-            report["optimized_hlo"] = exe.hlo_text()
+            report["optimized_hlo"] = exe.hlo_text(print_large_constants=True)  # loads back
         if args.hlo:
             report["hlo"] = comp.as_hlo_text()
         if args.stablehlo:
@@ -254,7 +254,7 @@ def _cmd_inspect(args: argparse.Namespace, out: IO[str]) -> int:
     if args.optimized:
         if exe is None:
             raise UsageError("--optimized needs compilation; drop --no-compile")
-        out.write("\noptimized HLO:\n" + exe.hlo_text())
+        out.write("\noptimized HLO:\n" + exe.hlo_text(print_large_constants=True))  # loads back
     return EXIT_OK
 
 

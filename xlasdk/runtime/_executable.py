@@ -592,9 +592,17 @@ class Executable:
         return outs, path
 
     # -- introspection -------------------------------------------------------------------------
-    def hlo_text(self) -> str:
-        """The optimized, scheduled HLO module with ``metadata={...}`` (``get_hlo_text()``)."""
-        return pjrt.executable_hlo_text(self._exe)
+    def hlo_text(self, print_large_constants: bool = True) -> str:
+        """The optimized, scheduled HLO module with ``metadata={...}``.
+
+        Parameters
+        ----------
+        print_large_constants: write every constant's value out (the default: the text loads back
+            with :func:`xlasdk.load_computation` / ``XlaComputation.from_hlo_text`` and computes the
+            same); False prints constants of more than 10 elements as ``{...}``, as XLA's
+            ``get_hlo_text()`` does (shorter, to read; it does not load back).
+        """
+        return pjrt.executable_hlo_text(self._exe, large_constants=print_large_constants)
 
     def _hlo_modules(self) -> list[Any]:
         """jaxlib ``HloModule`` objects of the optimized program (for the compat layer)."""

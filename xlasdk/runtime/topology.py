@@ -190,9 +190,16 @@ class CompileOnlyExecutable(Executable):
         """The topology it was compiled for (``"v5e:1x1"``)."""
         return str(self._devices[0].client.compile_only)
 
-    def hlo_text(self) -> str:
-        """The optimized HLO the TPU compiler made (tiled layouts ``{1,0:T(8,128)}``, memory spaces)."""
-        return _tpu.unloaded_hlo_text(self._exe)
+    def hlo_text(self, print_large_constants: bool = True) -> str:
+        """The optimized HLO the TPU compiler made (tiled layouts ``{1,0:T(8,128)}``, memory spaces).
+
+        Parameters
+        ----------
+        print_large_constants: as :meth:`Executable.hlo_text <xlasdk.Executable.hlo_text>`: every
+            constant written out by default (the text loads back); False: ``{...}`` for constants of
+            more than 10 elements.
+        """
+        return _tpu.unloaded_hlo_text(self._exe, large_constants=print_large_constants)
 
     def _refuse(self, *args: Any, **kwargs: Any) -> Any:
         raise CompileOnlyError(
