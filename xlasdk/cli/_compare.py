@@ -115,12 +115,13 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
     device_against = not module and args.against not in ("reference", "recorded") and not args.against.endswith(
         ".npz")
     if (args.bisect or args.find_nonfinite) and args.against != "reference" and not (
-            (module or device_against) and args.bisect == "ops" and not args.find_nonfinite):
-        why = ("; recorded outputs hold no intermediate values to bisect: bisect against the reference on the "
-               "device (no --against) or against a good module (--against GOOD.hlo)") if not (
-                   module or device_against) else ""
-        raise UsageError(f"--bisect / --find-nonfinite compare against the reference (--bisect ops against a second "
-                         f"module or a device too), not --against {args.against}{why}")
+            (module or device_against) and args.bisect in (None, "ops")):
+        why = ("; recorded outputs hold no intermediate values to bisect, and going into a while's iterations, a "
+               "call or a fusion needs a good side that runs: bisect against the reference on the device (no "
+               "--against) or against a good module (--against GOOD.hlo)") if not (module or device_against) else ""
+        raise UsageError(f"--bisect / --find-nonfinite compare against the reference (--bisect ops against a "
+                         f"second module or a device too, and --find-nonfinite), not --against "
+                         f"{args.against}{why}")
 
     def progress(line: str) -> None:
         err = _ERR_STREAM[0] if _ERR_STREAM else sys.stderr

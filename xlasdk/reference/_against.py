@@ -114,19 +114,35 @@ def compare_modules(bad: XlaComputation, good: XlaComputation, args: Sequence[An
                     options: CompileOptions | None) -> Any:
     """``bisect="ops"`` against a second module (see the module's docstring), both run on the
     settings' device with ``options`` and compared at its tolerances: an
-    :class:`~xlasdk.reference.bisect.OpsBisection`."""
-    from ._bisect_core import OpsBisection, _CutFailed, _Program
-    from ._report import compare_one
+    :class:`~xlasdk.reference.bisect.OpsBisection`. When the instruction named is a ``while``, a
+    call (a fusion), an ``if`` or a ``case`` whose operands agree, the search goes on inside it,
+    the matched regions of both modules fed the good run's values
+    (:mod:`._bisect_regions_against`)."""
+    from ._bisect_core import _Program
 
-    say, rtol, atol, ulps = settings.say, settings.rtol, settings.atol, settings.ulps
     if len(bad.instruction_graph().params) != len(good.instruction_graph().params):
         raise CompareArgumentError(f"compare: the module compared against takes {len(good.instruction_graph().params)} "
                           f"arguments, {bad.name!r} takes {len(bad.instruction_graph().params)}")
     pb = _Program(bad, args, settings, options, need_reference=False)
     pg = _Program(good, args, settings, options, need_reference=False)
+    return compare_programs(pb, pg)
+
+
+def compare_programs(pb: Any, pg: Any, depth: int = 0) -> Any:
+    """The first instruction of ``pb`` (a ``_Program``, the bad side, with its arguments) whose value
+    departs from its match in ``pg`` (the good side) while every value it reads agrees, each side
+    run on its own device with its own options, one compile each with every matched value exposed;
+    then inside it, when it holds regions (``depth``: how deep this search is already)."""
+    from ._bisect_core import OpsBisection, _CutFailed
+    from ._bisect_regions_against import descend_pair
+    from ._report import compare_one
+
+    settings = pb.settings
+    say, rtol, atol, ulps = settings.say, settings.rtol, settings.atol, settings.ulps
+    bad, good = pb.comp, pg.comp
     match, named, structural = match_instructions(bad, good)
-    say(f"bisect ops: {named} instructions matched by name, {structural} by structure; one compile of each module "
-        "with every matched value exposed")
+    say(f"bisect ops: {named} instructions matched by name, {structural} by structure; one compile of each "
+        f"{'module' if depth == 0 else 'region'} with every matched value exposed")
     guessed = inferred_by_users(bad, match)
     pairs: list[tuple[Any, Any]] = []
     guesses: set[int] = set()  # ids of the values paired by a guess: agreement counts, a difference does not
@@ -141,11 +157,15 @@ def compare_modules(bad: XlaComputation, good: XlaComputation, args: Sequence[An
         got_g = pg.run([g for _, g in pairs]) if pairs else []
     except _CutFailed as e:
         return OpsBisection("not localised", compiles=pb.compiles + pg.compiles, method=_METHOD,
-                            note=f"a module with every matched value exposed could not be compiled or run ({e})")
+                            note=f"a {'module' if depth == 0 else 'region'} with every matched value exposed could "
+                                 f"not be compiled or run ({e})")
     val_b = {id(b): v for (b, _), v in zip(pairs, got_b, strict=True)}
     val_g = {id(b): v for (b, _), v in zip(pairs, got_g, strict=True)}
+    own_g = {id(g): v for (_, g), v in zip(pairs, got_g, strict=True)}  # the good side's values, by its nodes
     for q, a in zip(pb.graph.params, pb.args, strict=True):
-        val_b[id(q)] = val_g[id(q)] = a
+        val_b[id(q)] = a
+    for q, qg, a in zip(pb.graph.params, pg.graph.params, pg.args, strict=True):
+        val_g[id(q)] = own_g[id(qg)] = a
     differs: dict[int, bool] = {}
 
     def departs(node: Any) -> bool | None:
@@ -159,7 +179,7 @@ def compare_modules(bad: XlaComputation, good: XlaComputation, args: Sequence[An
             return None  # a guessed pair that differs proves nothing (the guess may be wrong)
         return differs[id(node)]
 
-    compiles = pb.compiles + pg.compiles
+    what = "module" if depth == 0 else "region"
     for ins in pb.instrs[pb.nparams:]:
         slots = pb.slots[ins.index]
         if not slots:
@@ -172,8 +192,9 @@ def compare_modules(bad: XlaComputation, good: XlaComputation, args: Sequence[An
             users_depart = any(departs(n) for u in ins.users if u.index in match for n in pb.slots[u.index])
             if fed_right and users_depart:
                 culprit = pb.culprit(ins, {id(x): val_b[id(x)] for x in inputs}, None, None)
-                return OpsBisection("localised", culprit, "", [], compiles, _METHOD, first_divergent=ins.name,
-                                    note=f"{ins.name} ({ins.opcode}) has no counterpart in the module compared "
+                return OpsBisection("localised", culprit, "", [], pb.compiles + pg.compiles, _METHOD,
+                                    first_divergent=ins.name,
+                                    note=f"{ins.name} ({ins.opcode}) has no counterpart in the {what} compared "
                                          "against; the values it reads agree and its users' depart")
             continue
         bad_slot = next((n for n in slots if departs(n)), None)
@@ -185,11 +206,14 @@ def compare_modules(bad: XlaComputation, good: XlaComputation, args: Sequence[An
         error = compare_one(0, g, w, rtol, atol, 0.0, ulps) if g.shape == w.shape and g.dtype == w.dtype else None
         culprit = pb.culprit(ins, {id(x): val_b[id(x)] for x in inputs}, g, error)
         other = match[ins.index]
-        note = (f"{ins.name} ({ins.opcode}) gives another value than {other.name} ({other.opcode}) of the module "
+        note = (f"{ins.name} ({ins.opcode}) gives another value than {other.name} ({other.opcode}) of the {what} "
                 f"compared against, on the same values ({named} instructions matched by name, {structural} by "
                 "structure)")
-        return OpsBisection("localised", culprit, "", [], compiles, _METHOD, note, first_divergent=ins.name)
-    return OpsBisection("not localised", compiles=compiles, method=_METHOD,
+        found = OpsBisection("localised", culprit, "", [], 0, _METHOD, note, first_divergent=ins.name)
+        found = descend_pair(pb, pg, ins, other, val_g, own_g, found, depth)
+        found.compiles += pb.compiles + pg.compiles
+        return found
+    return OpsBisection("not localised", compiles=pb.compiles + pg.compiles, method=_METHOD,
                         note=f"no matched instruction departs from its match on agreeing values ({named} matched by "
                              f"name, {structural} by structure, of {len(pb.instrs)}): the difference is in values "
                              "that were not matched")

@@ -148,6 +148,9 @@ class OpsBisection:
     #: ``"called function"``) and its bisection there, as a program of its own
     region: str = ""
     inside: OpsBisection | None = None
+    #: what the part gone into was fed: the device's values (against the reference), the good run's
+    #: (against a second module: both sides fed the same)
+    inside_on: str = "the device's values"
 
     @property
     def path(self) -> str:
@@ -159,23 +162,33 @@ class OpsBisection:
             r = r.inside
         return " > ".join(parts)
 
+    @property
+    def deepest(self) -> OpsBisection:
+        """The bisection down the regions that names the instruction itself (``self`` without regions)."""
+        r = self
+        while r.inside is not None and r.inside.culprit is not None:
+            r = r.inside
+        return r
+
     def as_dict(self) -> dict[str, Any]:
         return {"status": self.status, "culprit": None if self.culprit is None else self.culprit.as_dict(),
                 "isolation": self.isolation, "group": self.group, "compiles": self.compiles, "method": self.method,
                 "note": self.note, "first_divergent": self.first_divergent, "path": self.path, "region": self.region,
-                "inside": None if self.inside is None else self.inside.as_dict(),
+                "inside": None if self.inside is None else self.inside.as_dict(), "inside_on": self.inside_on,
+                "where": _where(self.deepest.culprit),
                 "op_errors": {k: v.as_dict() for k, v in self.op_errors.items()}}
 
     def __str__(self) -> str:
         head = f"bisect ops: {self.status}" + (f" ({self.compiles} compiles; {self.method})" if self.compiles else "")
-        out = [head] + ([f"  path: {self.path}"] if self.inside is not None else [])
+        where = _where(self.deepest.culprit) if self.inside is not None else ""
+        out = [head] + ([f"  path: {self.path}" + (f" ({where})" if where else "")] if self.inside is not None else [])
         if self.culprit is not None:
             out.append("  the first instruction that introduces the divergence:")
             out.extend(self.culprit.lines())
         if self.note:
             out.append(f"  {self.note}")
         if self.inside is not None and self.culprit is not None:
-            out.append(f"  inside {self.culprit.name}, its {self.region}, on the device's values there:")
+            out.append(f"  inside {self.culprit.name}, its {self.region}, on {self.inside_on} there:")
             out.extend("  " + x for x in str(self.inside).splitlines()[1:])
         notes = [e.note for e in self.op_errors.values() if e.note and e.kind != "diverges"]
         if notes:
@@ -183,6 +196,15 @@ class OpsBisection:
             out.extend(f"    {n}" for n in notes[:12])
             out.extend([f"    ... and {len(notes) - 12} more"] if len(notes) > 12 else [])
         return "\n".join(out)
+
+
+def _where(c: Culprit | None) -> str:
+    """The HLO name an instruction of a region's program came from and its source line, as a path's
+    last step is read: ``sub.3, at model.py:12`` ('' when neither is known)."""
+    if c is None:
+        return ""
+    parts = ([c.op_name] if c.op_name and c.op_name != c.name else []) + ([f"at {c.source}"] if c.source else [])
+    return ", ".join(parts)
 
 
 # -- the program's values ------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import XlaSdkError
 from ..ops.sources import CONSTANT
 from ..program.walk import closure
-from ._bisect_core import Culprit, _CutFailed, _Program
+from ._bisect_core import Culprit, _CutFailed, _Program, _where
 from ._settings import CompareSettings, refuse_both
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ..runtime import CompileOptions
     from ._settings import DeviceLike
 
-__all__ = ["NonFinite", "NonFiniteSource", "find_nonfinite"]
+__all__ = ["NonFinite", "NonFiniteSource", "find_nonfinite", "search_nonfinite"]
 
 
 @dataclass
@@ -66,15 +66,43 @@ class NonFinite:
     outputs: tuple[int, ...] = ()  # the outputs that hold a NaN/Inf
     reaches: tuple[int, ...] = ()  # those the culprit's NaN/Inf flows to
     sources: list[NonFiniteSource] = field(default_factory=list)
+    #: when the culprit is a while, if, case or call (a fusion): the part of it the search went into
+    #: (``"body (iteration 3)"``, iterations from 0; ``"true branch"``, ``"branch 2"``, ``"called
+    #: function"``) and the search there, on the device's values, as a program of its own
+    region: str = ""
+    inside: NonFinite | None = None
+
+    @property
+    def path(self) -> str:
+        """Where the first NaN/Inf is made, down the regions: ``while.6 > body (iteration 3) > log.4``."""
+        parts: list[str] = []
+        r: NonFinite | None = self
+        while r is not None and r.culprit is not None:
+            parts.append(r.culprit.name + (f" > {r.region}" if r.inside is not None else ""))
+            r = r.inside
+        return " > ".join(parts)
+
+    @property
+    def deepest(self) -> NonFinite:
+        """The search down the regions that names the instruction itself (``self`` without regions)."""
+        r = self
+        while r.inside is not None and r.inside.culprit is not None:
+            r = r.inside
+        return r
 
     def as_dict(self) -> dict[str, Any]:
         return {"status": self.status, "culprit": None if self.culprit is None else self.culprit.as_dict(),
                 "reference": self.reference, "in_outputs": self.in_outputs, "outputs": list(self.outputs),
                 "reaches": list(self.reaches), "sources": [x.as_dict() for x in self.sources],
-                "compiles": self.compiles, "note": self.note}
+                "compiles": self.compiles, "note": self.note, "path": self.path, "region": self.region,
+                "inside": None if self.inside is None else self.inside.as_dict(),
+                "where": _where(self.deepest.culprit)}
 
     def __str__(self) -> str:
         out = [f"find nonfinite: {self.status}"]
+        if self.inside is not None:
+            where = _where(self.deepest.culprit)
+            out.append(f"  path: {self.path}" + (f" ({where})" if where else ""))
         if self.culprit is not None:
             out.append("  the first instruction whose value has a NaN or Inf while its operands have none:")
             out.extend(self.culprit.lines())
@@ -109,6 +137,9 @@ class NonFinite:
                 out.append(f"    the reference on the same operands: {first.reference}")
         if self.note:
             out.append(f"  {self.note}")
+        if self.inside is not None and self.culprit is not None:
+            out.append(f"  inside {self.culprit.name}, its {self.region}, on the device's values there:")
+            out.extend("  " + x for x in str(self.inside).splitlines()[1:])
         return "\n".join(out)
 
 
@@ -147,6 +178,15 @@ def find_nonfinite(comp: XlaComputation, args: Sequence[Any], *, device: DeviceL
     s = settings if settings is not None else CompareSettings(device=device, progress=progress)
     if settings is not None and options is None:
         options = settings.flag_options()
+    return search_nonfinite(comp, args, s, options, outputs)
+
+
+def search_nonfinite(comp: XlaComputation, args: Sequence[Any], s: CompareSettings, options: CompileOptions | None,
+                     outputs: Sequence[Any] | None = None, depth: int = 0) -> NonFinite:
+    """:func:`find_nonfinite` on settings ``s``, ``depth`` regions down (a region's program: its
+    search goes on inside the culprit's regions while ``depth`` < ``MAX_DEPTH``)."""
+    from ._nonfinite_regions import descend_nonfinite
+
     say = s.say
     p = _Program(comp, args, s, options, need_reference=False)
     if any(_nonfinite(a) for a in p.args):
@@ -188,8 +228,9 @@ def find_nonfinite(comp: XlaComputation, args: Sequence[Any], *, device: DeviceL
         ins = computed[0]
         c, reference = described(ins)
         reaches = tuple(k for k in bad_outputs if ins.index in flows[k])
-        return NonFinite("found", c, reference, p.compiles, in_outputs=bool(bad_outputs), outputs=bad_outputs,
-                         reaches=reaches, sources=sources)
+        found = NonFinite("found", c, reference, p.compiles, in_outputs=bool(bad_outputs), outputs=bad_outputs,
+                          reaches=reaches, sources=sources)
+        return descend_nonfinite(p, ins, dev, found, depth)
     if bad_outputs:
         return NonFinite("not localised", compiles=p.compiles, in_outputs=True, outputs=bad_outputs, sources=sources,
                          note="no computed value introduces a NaN/Inf: the outputs' NaN/Inf come from constants "

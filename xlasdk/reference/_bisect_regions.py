@@ -16,6 +16,7 @@ call's operands. The report's path reads ``while.5 > body (iteration 4) > multip
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ from ..builder import XlaBuilder, XlaOp
 from ..ops.control import CASE, IF, WHILE
 
 if TYPE_CHECKING:
+    from .._graph import ModuleContext
     from ..builder import Region
     from ..program.computation import XlaComputation
     from ..program.graph_import import Instruction, InstructionGraph
@@ -47,7 +49,8 @@ def region_computation(source: XlaComputation, graph: InstructionGraph, owner: X
     parameters are the region's (its block arguments, or the stand-ins of its bound values), then
     the values of main its ops read (returned, in order; their values are the program's last
     arguments)."""
-    from ..program.graph_edit import _copy, _edited
+    from ..program.graph_edit import _carried_names, _copy
+    from ..program.graph_import import InstructionGraph
 
     main = owner.builder
     stops = {id(q) for q in region.params}
@@ -80,21 +83,44 @@ def region_computation(source: XlaComputation, graph: InstructionGraph, owner: X
         params.append(q)
     origin: dict[XlaOp, XlaOp] = {}
     results, effects = _copy([*region.results, *region.effects], subst, len(region.results), origin=origin)
-    return _edited(source, graph, params, results, effects, origin=origin), outside
+    sub = InstructionGraph.graph_of(graph.name, params, results, effects, _region_context(graph))
+    return source._edited(sub, _carried_names(graph, params, [*results, *effects], origin)), outside
+
+
+#: module attributes that describe main's parameters or results one by one (XLA's entry computation
+#: layouts, tiled ones of a TPU dump among them; donations; prefetches of parameters): a region's
+#: program has parameters and results of its own, laid out as XLA chooses
+_ENTRY_ATTRS = ("mhlo.input_output_alias", "mhlo.cross_program_prefetches")
+_ENTRY_PREFIX = "mhlo.xla_entry_computation_"
+_ENTRY_LISTS = re.compile(r'\s*,?\s*\b(?:arg|out)_(?:layout_modes|memory_spaces) = "[^"\\]*"')
+
+
+def _region_context(graph: InstructionGraph) -> ModuleContext:
+    """The module context of a program made of a region of ``graph``'s main function (or of a
+    function it calls): ``graph``'s module attributes but those of main's own parameters and results."""
+    from .._graph import ModuleContext
+
+    attrs = []
+    for k, v in graph.module_attrs:
+        if k in _ENTRY_ATTRS or k.startswith(_ENTRY_PREFIX):
+            continue
+        if k == "mhlo.frontend_attributes":
+            v = _ENTRY_LISTS.sub("", v).replace("{,", "{").replace("{ ,", "{")
+            if not v.strip("{} "):
+                continue
+        attrs.append((k, v))
+    return ModuleContext(tuple(attrs), graph.module_body, None)
 
 
 def _called_computation(p: _Program, ins: Instruction) -> XlaComputation:
     """The function a ``func.call`` calls, as a program of its own (the module's other functions
     along: those it calls in turn)."""
-    from .._graph import ModuleContext
     from ..program.graph_edit import _carried_names
     from ..program.graph_import import InstructionGraph
 
     g = ins.called_function()
     main = p.graph
-    context = ModuleContext(tuple((k, v) for k, v in main.module_attrs if k != "mhlo.input_output_alias"),
-                            main.module_body, None)
-    graph = InstructionGraph.graph_of(main.name, g.params, list(g.outputs), list(g.effects), context)
+    graph = InstructionGraph.graph_of(main.name, g.params, list(g.outputs), list(g.effects), _region_context(main))
     names = _carried_names(g, g.params, [*g.outputs, *g.effects], {})
     return p.comp._edited(graph, names)
 
