@@ -156,7 +156,7 @@ ENTRY e {
   ROOT s = f32[256] subtract(m, n)
 }
 """
-STRICT = {"rtol": 0.0, "atol": 0.0, "ulps": 0.0}
+STRICT: dict[str, Any] = {"rtol": 0.0, "atol": 0.0, "ulps": 0.0}
 
 
 def _inputs() -> list[np.ndarray[Any, Any]]:
@@ -357,3 +357,53 @@ def test_cli_help_names_the_default_limit(capsys: pytest.CaptureFixture[str]) ->
     out += capsys.readouterr().out  # argparse prints the help itself
     assert code == 0 and f"--bisect passes: at most N trial compiles (default {DEFAULT_MAX_TRIALS};" in " ".join(
         out.split())
+
+
+# -- the orchestration, on scripted trials --------------------------------------------------------------------------
+def _scripted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, verdict: Callable[[set[str], int], Outcome],
+              **settings: Any) -> Any:
+    """bisect_passes with XLA's pass list and each compile's verdict scripted (``verdict(disabled,
+    compile_number)``): what it concludes from them."""
+    from xlasdk.reference import _bisect_passes as bp
+
+    calls: list[int] = []
+
+    def run(self: Any, disabled: Sequence[str]) -> Outcome:
+        self.compiles += 1
+        calls.append(1)
+        return verdict(set(disabled), len(calls))
+
+    monkeypatch.setattr(bp._Run, "__call__", run)
+    monkeypatch.setattr(bp, "pass_names", lambda comp, device, options: list(NAMES))
+    comp = _load(tmp_path, _NONE)
+    return bisect_passes(comp, [], [], [], settings=xs.CompareSettings(**settings))
+
+
+def test_either_reported_with_both_sets(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    b = _scripted(monkeypatch, tmp_path, lambda d, k: Outcome.GOOD if {"p03", "p12"} & d else Outcome.BAD)
+    assert b.status == "found" and b.sets == [["p03"], ["p12"]] and b.interaction is Interaction.EITHER
+    assert b.passes == ["p03"] and b.xla_flags == "XLA_FLAGS=--xla_disable_hlo_passes=p03"
+    assert "disabling either of p03 or p12 (each alone is enough) removes the divergence" in str(b)
+    assert b.compiles == b.trials + 3  # the listing and the two final compiles
+    assert b.as_dict()["interaction"] == "either" and b.as_dict()["sets"] == [["p03"], ["p12"]]
+
+
+def test_a_final_compile_that_disagrees_claims_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Outputs that vary from run to run: a set that fixed it once does not the second time (the
+    search tries each set once; the final compile tries the set found again)."""
+    tried: set[frozenset[str]] = set()
+
+    def flaky(d: set[str], k: int) -> Outcome:
+        again = frozenset(d) in tried
+        tried.add(frozenset(d))
+        return Outcome.GOOD if "p05" in d and not again else Outcome.BAD
+
+    b = _scripted(monkeypatch, tmp_path, flaky)
+    assert b.status == "unverified" and b.xla_flags == "" and "nothing is claimed" in b.note, str(b)
+
+
+def test_not_found_says_what_was_tried(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    b = _scripted(monkeypatch, tmp_path, lambda d, k: Outcome.UNRESOLVED if len(d) > 8 else Outcome.BAD)
+    assert b.status == "not found" and b.passes == [] and not b.budget_hit, str(b)
+    assert f"disabling all {len(NAMES)} candidate passes makes the compile fail" in b.note
+    assert b.unknown and b.trials <= 4 * len(NAMES) + 1
