@@ -235,6 +235,19 @@ def test_a_multiply_in_a_fusion_of_xla_cpu_s_optimized_dump_is_named() -> None:
     assert xs.compare(good, args, against=before, bisect="ops").ok
 
 
+def test_a_multiply_in_a_fusion_of_a_tpu_optimized_dump_is_named() -> None:
+    from tests.test_real_dumps import recorded
+
+    text = _strip((DATA / "dumps_tpu/gru_scan/module.after_optimizations.txt").read_text())
+    bad_text, planted = _plant(text, r"(%mul\.39\.clone\.3 = \S+) multiply\(", r"\1 add(")  # a fusion of the body
+    bad, good = _pair(text, bad_text)
+    report = xs.compare(bad, recorded("dumps/gru_scan")[0], against=good, bisect="ops")
+    b = report.bisect_ops
+    assert b.status == "localised" and b.culprit.opcode == "stablehlo.while", str(report)
+    assert b.region == "body (iteration 0)" and "called function" in b.path, b.path
+    assert b.deepest.culprit.op_name == planted and b.deepest.culprit.opcode == "stablehlo.add", str(b)
+
+
 # -- find_nonfinite -----------------------------------------------------------------------------------------------
 def _nan_loop(x: Any) -> Any:
     return jax.lax.fori_loop(0, 6, lambda i, c: jnp.log(c - 0.3) + 1.0 - 0.1 * i, x)
