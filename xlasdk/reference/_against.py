@@ -8,7 +8,9 @@ The instructions of the two modules are matched by name (same name, same shape),
 once each with every matched value exposed; the culprit is the first instruction, in topological
 order, whose value departs from its match while every value it reads agrees with its match (an
 error carried along a chain never counts against an op that only carries it), or an instruction
-without a match that reads agreeing values and whose users depart.
+without a match that reads agreeing values and whose users depart. When it is a ``while``, a call
+(a fusion) or a conditional, the search goes on inside its matched regions, both fed the good run's
+values, a ``while`` iteration by iteration (:mod:`._bisect_regions_against`).
 """
 
 from __future__ import annotations

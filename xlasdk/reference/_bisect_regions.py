@@ -11,7 +11,9 @@ values; the first iteration whose condition or body departs is bisected as a pro
 (``if``/``case``) is the one the device's predicate or index takes; a call, its function on the
 call's operands. The report's path reads ``while.5 > body (iteration 4) > multiply.3``
 (iterations counted from 0; names inside a region are those of the region's program:
-``XlaComputation.instructions()`` of it).
+``XlaComputation.instructions()`` of it). Against a second module the same regions are compared
+bad against good (:mod:`._bisect_regions_against`); ``find_nonfinite`` goes inside them too
+(:mod:`._nonfinite_regions`).
 """
 
 from __future__ import annotations
