@@ -27,7 +27,7 @@ from ..ops.sources import CONSTANT
 from ..program.attr_kinds import typed_attr
 from ..program.walk import reachable
 from ..shape import Shape
-from ._precision import dot_precision, function_ulps, op_bound
+from ._precision import dot_precision, function_ulps, op_bound, round_to
 from ._walk import (
     ELEMENTWISE_OPS,
     Evaluator,
@@ -496,6 +496,7 @@ def _follow(nodes: list[XlaOp], bounds: dict[int, Any], env: dict[int, Value], e
         if not any(e is not None and e.any() for e in errs):
             bounds[id(o)] = own
             continue
+        errs = _through_input_rounding(o, vals, errs, ev)
         try:
             carried = _carried(o, vals, errs, out, ev)
         except Exception:  # noqa: BLE001 - a rule that cannot take bounds: carry the largest
@@ -504,6 +505,36 @@ def _follow(nodes: list[XlaOp], bounds: dict[int, Any], env: dict[int, Value], e
             carried = np.full(out.shape, max(float(np.max(e, initial=0.0)) for e in errs if e is not None))
         total = own + np.broadcast_to(np.asarray(carried, np.float64), out.shape)
         bounds[id(o)] = np.where(np.isnan(total), 0.0, total)
+
+
+def _through_input_rounding(o: XlaOp, vals: list[Value], errs: list[np.ndarray[Any, Any] | None],
+                            ev: Evaluator) -> list[np.ndarray[Any, Any] | None]:
+    """The errors of a dot's (a convolution's) operands after the device rounds them, where the
+    reference computes as the device does (``ev.emulate``: f32 inputs rounded to bf16 or tf32): an
+    operand off by up to ``e`` may round to a neighbouring value, one unit of the narrow type away,
+    where ``[x - e, x + e]`` holds a rounding boundary, and to the reference's own rounded value
+    where it does not. The device's product takes ``r(y)``, the reference's ``r(x)``, ``|y - x| <= e``;
+    rounding is monotonic, so the interval's ends bound ``|r(y) - r(x)|``:
+    ``max(|r(x + e) - r(x)|, |r(x - e) - r(x)|)``. Other ops' errors pass unchanged."""
+    if not (ev.emulate and o.opdef.props.bilinear and len(vals) == 2):
+        return errs
+    dp = dot_precision(o, tuple(np.asarray(v).dtype for v in vals), ev.model, ev.precision)
+    if dp.round_inputs is None:
+        return errs
+    out: list[np.ndarray[Any, Any] | None] = []
+    for v, e in zip(vals, errs, strict=True):
+        x = np.asarray(v)
+        if e is None or x.dtype != np.float32:
+            out.append(e)
+            continue
+        with np.errstate(all="ignore"):
+            wide = x.astype(np.float64)
+            r = round_to(x, dp.round_inputs).astype(np.float64)
+            ends = [np.abs(round_to((wide + s * e).astype(np.float32), dp.round_inputs).astype(np.float64) - r)
+                    for s in (1.0, -1.0)]
+            moved = np.maximum(ends[0], ends[1])
+        out.append(np.where(np.isfinite(moved), moved, e))
+    return out
 
 
 def _flips(o: XlaOp, vals: list[Value], bounds: dict[int, Any]) -> np.ndarray[Any, Any] | None:
