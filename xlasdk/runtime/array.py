@@ -195,11 +195,35 @@ def _import_capsule(capsule: Any, device: Device, copy: bool | None, what: str) 
     return a
 
 
-def _dlpack_device_of(value: Any) -> int:
-    try:
-        return int(value.__dlpack_device__()[0])
-    except Exception:
+def _dlpack_device_of(value: Any) -> int | None:
+    """The DLPack device type of ``value``'s memory: 1 (the host) for a producer with no
+    ``__dlpack_device__``; None where it has one that fails (a ``jax.Array`` on a TPU: XLA:TPU
+    exports no DLPack, jaxlib raises "... cannot be used as a DLPack device")."""
+    method = getattr(value, "__dlpack_device__", None)
+    if method is None:
         return 1
+    try:
+        return int(method()[0])
+    except Exception:
+        return None
+
+
+def _through_host(value: Any, device: Device, what: str, copy: bool | None, why: str) -> DeviceArray:
+    """``value`` copied through the host (its ``__array__``) to ``device``, where DLPack cannot
+    carry it (``why``); ``copy=False`` or a producer the host cannot read: an error that says what
+    to do instead."""
+    advice = ("for no copy between JAX and xlasdk, call xs.share_with_jax() before JAX's first use "
+              "(then JAX and xlasdk use one client and its arrays pass as they are)")
+    if copy is False:
+        raise BufferError(f"{what}: {why}; it cannot be used without a copy: {advice}")
+    if not hasattr(value, "__array__"):
+        raise XlaRuntimeError(f"{what}: {why}, and the {type(value).__name__} cannot be read by the host "
+                              f"(no __array__): copy it to the host first; {advice}")
+    try:
+        host = np.asarray(value)
+    except Exception as e:
+        raise XlaRuntimeError(f"{what}: {why}, and copying it to the host failed: {e}") from e
+    return _put_numpy(_native(host, what), device)
 
 
 def _capsule_of(value: Any, what: str) -> Any:
@@ -217,6 +241,10 @@ def _put_dlpack(value: Any, device: Device, what: str, copy: bool | None = True)
     if isinstance(value, DeviceArray):
         return value if copy is not True and value._device == device else _put_numpy(value.to_numpy(), device)
     dev_type = _dlpack_device_of(value)
+    if dev_type is None:
+        return _through_host(value, device, what, copy,
+                             f"a {type(value).__name__} whose memory DLPack cannot describe "
+                             "(its __dlpack_device__ failed)")
     host_ok = dev_type in _DL_HOST_READABLE
     if host_ok and copy is True and device.platform == "cpu":
         host = _dlpack_host(value, what)  # numpy reads it: one copy, by the transfer
