@@ -55,20 +55,40 @@ def _same_bits(got: Any, want: Any, what: str) -> None:
     assert g.tobytes() == w.tobytes(), f"{what}: other bits than the original program's"
 
 
-def _selections(comp: xs.XlaComputation) -> dict[str, list[str]]:
-    """Sets of instructions to expose: two (one from the middle of the program, one of its outputs),
-    and every value of each of the three most frequent opcodes."""
+def _values(comp: xs.XlaComputation) -> list[Any]:
+    """The nodes of every value of main but its parameters: each instruction's, or each result of a
+    multi-result one (a ``while``'s)."""
     g = comp.instruction_graph()
-    values = [i for i in comp.instructions() if i.op.opcode != "parameter" and i.op.shape.is_array()]
-    outputs = [i for i in values if any(i.op is o for o in g.outputs)]
-    assert values and outputs
+    out: list[Any] = []
+    for i in comp.instructions():
+        if i.op.opcode == "parameter":
+            continue
+        parts = g.parts.get(i.op.id)
+        out.extend(parts if parts is not None else [i.op] if i.op.shape.is_array() else [])
+    return out
+
+
+def _selections(comp: xs.XlaComputation) -> dict[str, list[Any]]:
+    """Sets of values to expose: two (one from the middle of the program, one of its outputs), and
+    every value of each of the three most frequent opcodes."""
+    g = comp.instruction_graph()
+    values = _values(comp)
+    assert len(values) >= 2
     mid = values[len(values) // 2]
-    two = [mid.name, next((o.name for o in outputs if o.name != mid.name), values[-1].name)]
-    kinds = collections.Counter(i.op.opcode for i in values)
+    outputs = [v for v in values if any(v is o for o in g.outputs) and v is not mid]
+    two = [mid, outputs[0] if outputs else next(v for v in reversed(values) if v is not mid)]
+    kinds = collections.Counter(v.opcode for v in values)
     out = {"two": two}
     for kind, _ in kinds.most_common(3):
-        out[f"all {kind}"] = [i.name for i in values if i.op.opcode == kind]
+        out[f"all {kind}"] = [v for v in values if v.opcode == kind]
     return out
+
+
+def _two_instructions(comp: xs.XlaComputation) -> list[str]:
+    """Two instructions (not parameters) to extract: one from the middle, and the last."""
+    names = [i.name for i in comp.instructions() if i.op.opcode != "parameter"]
+    assert len(names) >= 2
+    return [names[len(names) // 2], names[-1]] if len(names) // 2 != len(names) - 1 else names[:2]
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +99,8 @@ def corpus() -> dict[str, Any]:
 def _loaded(name: str, cache: dict[str, Any]) -> tuple[xs.XlaComputation, list[Any], dict[int, Any], list[Any]]:
     if name not in cache:
         comp = xs.load_computation(TPU / name)
-        args, _ = recorded(f"dumps/{name.split('/')[0]}")
+        program = name.split("/")[0]
+        args, _ = recorded(f"dumps_tpu/{program}" if (TPU / program / "io.npz").exists() else f"dumps/{program}")
         full = _outs(xs.compile(comp, device="cpu:0")(*args))
         cache[name] = (comp, args, _reference_values(comp, args), full)
     got: tuple[xs.XlaComputation, list[Any], dict[int, Any], list[Any]] = cache[name]
@@ -93,9 +114,9 @@ def test_with_outputs_on_every_tpu_dump(name: str, corpus: dict[str, Any]) -> No
     the original returns, is the original's CPU output."""
     comp, args, env, full = _loaded(name, corpus)
     g = comp.instruction_graph()
-    for what, names in _selections(comp).items():
-        cut = comp.with_outputs(names)
-        ops = [comp.instruction(n).op for n in names]
+    for what, ops in _selections(comp).items():
+        cut = comp.with_outputs(ops)
+        names = [repr(op) for op in ops]
         assert [str(s) for s in cut.program_shape().parameter_shapes()] == \
             [str(s) for s in comp.program_shape().parameter_shapes()]
         got = _outs(xs.compile(cut, device="cpu:0")(*args))
@@ -115,7 +136,7 @@ def test_extract_on_every_tpu_dump(name: str, corpus: dict[str, Any]) -> None:
     extracted program gives the original's reference bits, and its CPU run passes ``compare``."""
     comp, _, env, _ = _loaded(name, corpus)
     g = comp.instruction_graph()
-    names = _selections(comp)["two"]
+    names = _two_instructions(comp)
     one = comp.extract(names)
     inputs = []
     for pname in one.program_shape().parameter_names():
@@ -124,7 +145,7 @@ def test_extract_on_every_tpu_dump(name: str, corpus: dict[str, Any]) -> None:
         inputs.append(env[id(g.parts[op.id][int(part)])] if part else env[id(op)])
     chosen = [comp.instruction(n).op for n in names]
     read = {id(x) for o in chosen for x in o.operands}
-    want = [o for o in chosen if id(o) not in read]
+    want = [p for o in chosen if id(o) not in read for p in g.parts.get(o.id, (o,))]
     values = xs.evaluate(one, *inputs)
     assert len(values) == len(want)
     for o, v in zip(want, values, strict=True):
@@ -139,10 +160,10 @@ def test_cuts_of_every_tpu_dump_compile_for_a_tpu(name: str) -> None:
     """The same cuts compile for a TPU v5e (libtpu's compile-only client; sharded_mlp's program, laid out
     for 4 partitions, for a v5e:2x2 as its dump was made)."""
     comp = xs.load_computation(TPU / name)
-    names = _selections(comp)["two"]
+    two, names = _selections(comp)["two"], _two_instructions(comp)
     parts = 4 if name.startswith("sharded_mlp/") else 1
     device = xs.topology("v5e:2x2" if parts == 4 else "v5e:1x1").devices[0]
-    for cut in (comp.with_outputs(names), comp.extract(names)):
+    for cut in (comp.with_outputs(two), comp.extract(names)):
         exe = xs.compile(cut, device=device, options=xs.CompileOptions(num_partitions=parts))
         assert isinstance(exe, xs.CompileOnlyExecutable)
         assert exe.input_shapes == tuple(cut.program_shape().parameter_shapes())

@@ -235,14 +235,22 @@ def _backported_hlo_text(text: str) -> str | None:
             ops_text = text[o0:o1]
             for ref in ins.operands:
                 base, sep, idx = ref.partition("#")
-                if not sep or not idx.isdigit():
+                if not sep:
                     continue
                 producer = comp.by_name.get(base) or comp.by_name.get(base.lstrip("%"))
-                if producer is None or producer.shape is None or not producer.shape.is_tuple:
-                    return None
+                shape = None if producer is None else producer.shape
+                why = ("its index is not a number" if not idx.isdigit()
+                       else f"computation {comp.name!r} has no instruction {base!r}" if producer is None
+                       else f"{base!r} has no tuple shape" if shape is None or not shape.is_tuple
+                       else f"{base!r} has {len(shape.elems)} elements" if int(idx) >= len(shape.elems)
+                       else "")
+                if why:  # fail closed: never guess which value an operand names
+                    raise FormatError(
+                        f"line {mod.line(a)}: operand {ref!r} of {ins.name!r} ({ins.opcode}) reads element {idx} of "
+                        f"a tuple (the 'name#k' operands of jaxlib 0.12's XLA, which this jaxlib's parser lacks), "
+                        f"but {why}")
+                assert producer is not None and producer.shape is not None
                 k = int(idx)
-                if k >= len(producer.shape.elems):
-                    return None
                 name = f"{base.lstrip('%')}.gte{k}"
                 new_ref = ("%" if ref.startswith("%") else "") + name
                 ops_text = re.sub(re.escape(ref) + r"(?![\w.\-#])", new_ref, ops_text)
@@ -256,11 +264,18 @@ def _backported_hlo_text(text: str) -> str | None:
 
 
 def _shape_with_layout(s: _HShape) -> str:
+    """HLO text of ``s`` with its layout as the file wrote it (tiles and memory space included:
+    ``s32[]{:T(128)}``, which the older parser reads); a layout of no dimensions written alone as
+    ``{}`` is left out (the older parser refuses ``s32[]{}``: "expects opcode"; a scalar has that
+    layout only)."""
     if s.is_tuple:
         return "(" + ", ".join(_shape_with_layout(e) for e in s.elems) + ")"
     if s.etype == "token":
         return "token[]"
-    lay = "" if s.layout is None else "{" + ",".join(map(str, s.layout)) + "}"
+    if s.layout_text is not None and s.layout_text.replace(" ", "") != "{}":
+        lay = s.layout_text
+    else:
+        lay = "" if s.layout is None or not s.dims else "{" + ",".join(map(str, s.layout)) + "}"
     return f"{s.etype}[{','.join(map(str, s.dims))}]{lay}"
 
 

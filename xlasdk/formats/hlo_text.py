@@ -42,6 +42,8 @@ class _HShape:
     dims: tuple[int, ...] = ()
     elems: tuple[_HShape, ...] = ()
     layout: tuple[int, ...] | None = None  # minor_to_major, when written
+    # the layout as written, tiles and memory space included ("{1,0:T(8,128)S(1)}")
+    layout_text: str | None = field(default=None, compare=False)
 
     @property
     def is_tuple(self) -> bool:
@@ -255,6 +257,8 @@ class _Parser:
                         break
                     m2m.append(int(tok.text))
             layout = tuple(m2m) if len(m2m) == len(dims) else None  # may be invalid: see hlo_rewrite._valid_layout
+            written = self.text[self.toks[start].pos : self.toks[self.i - 1].pos + 1]
+            return _HShape(et, tuple(dims), (), layout, written)
         return _HShape(et, tuple(dims), (), layout)
 
     def operands(self, opcode: str) -> list[str] | None:
