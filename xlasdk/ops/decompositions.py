@@ -1,6 +1,6 @@
-"""Matrix decompositions built from other ops or from XLA:CPU's LAPACK-backed custom calls:
-``QR``, ``QrDecomposition``, ``ProductOfElementaryHouseholderReflectors``, ``LU``, ``Eigh``
-(Jacobi sweeps), ``SVD`` (one-sided Jacobi)."""
+"""Matrix decompositions built from other ops or from XLA's own custom calls: ``QR``,
+``QrDecomposition``, ``ProductOfElementaryHouseholderReflectors``, ``Eigh`` (Jacobi sweeps),
+``SVD`` (one-sided Jacobi); ``LU`` lives in :mod:`xlasdk.ops.lu`."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .._jaxlib import lapack as _lapack
-from .._mlir_attrs import I32, AttrList, DictAttr, IndexLayout
+from .._mlir_attrs import I32
 from ..builder import XlaBuilder, XlaOp
 from ..shape import Shape
 from ..types import COMPLEX, PrimitiveType, etype_to_dtype
@@ -18,7 +17,7 @@ from . import elementwise as ew
 from ._core import array_shape, bool_arg, dtype_error, shape_error, show
 from ._core import operand as _operand
 from .control import GetTupleElement
-from .custom_call import CUSTOM_CALL, OutputOperandAlias
+from .custom_call import CUSTOM_CALL
 from .linalg import REAL_OF, expanded_check, matrix_check, matrix_operand
 from .reduce import Reduce
 from .shaping import BroadcastInDim, ConcatInDim, Pad, Slice, Transpose
@@ -354,14 +353,6 @@ def householder_product_shape(op: str, a: Shape, taus: Shape) -> Shape:
     return a
 
 
-def lu_shapes(op: str, a: Shape) -> tuple[Shape, Shape, Shape]:
-    """Shapes ``(lu, pivots, permutation)`` of LU; raises DTypeError/ShapeError on a bad matrix."""
-    d = matrix_check(op, "operand", a, square=False)
-    lead, (m, n) = d[:-2], d[-2:]
-    s32 = PrimitiveType.S32
-    return a, array_shape(s32, lead + (min(m, n),), op), array_shape(s32, lead + (m,), op)
-
-
 def eigh_shapes(op: str, a: Shape) -> tuple[Shape, Shape]:
     """Shapes ``(v, w)`` of Eigh; raises DTypeError/ShapeError on a bad matrix or a too large padded one."""
     d = matrix_check(op, "a", a)
@@ -433,100 +424,6 @@ def QR(operand: XlaOp, full_matrices: bool = True) -> tuple[XlaOp, XlaOp]:
 def _legacy_call(target: str) -> dict[str, Any]:
     """The attributes of a call of one of XLA:CPU's own targets (API_VERSION_ORIGINAL)."""
     return {"call_target_name": target, "api_version": I32(1)}
-
-
-def _col_major(rank: int) -> IndexLayout:
-    """``operand_layouts``/``result_layouts`` entry: the last two dimensions column-major."""
-    return IndexLayout((rank - 2, rank - 1, *range(rank - 3, -1, -1)))
-
-
-def _row_major(rank: int) -> IndexLayout:
-    return IndexLayout(range(rank - 1, -1, -1))
-
-
-def _pivots_to_permutation(pivots: XlaOp, m: int) -> XlaOp:
-    """s32 ``(..., m)``: the row permutation made by applying the 0-based row swaps
-    ``pivots (..., k)`` in order to ``iota(m)`` (a While loop over the k swaps)."""
-    b = pivots.builder
-    dims = pivots.shape.dimensions()
-    lead, k = dims[:-1], dims[-1]
-    perm = _iota(b, lead + (m,), len(lead))
-    if k == 0 or m == 0:
-        return perm
-    counter = Constant(b, np.int32(0))
-
-    def cond(v: list[XlaOp]) -> XlaOp:
-        return ew.Lt(v[0], constant_like("LU", k, v[0]))
-
-    def body(v: list[XlaOp]) -> list[XlaOp]:
-        i, piv, p = v
-        sb = i.builder
-        r = len(lead)
-        at_i_k = ew.Eq(_iota(sb, lead + (k,), r), ew.broadcast_to(i, lead + (k,), ()))
-        j = _sum(ew.Select(at_i_k, piv, _zeros(piv)), -1)  # (...,): the row swapped with row i
-        at_i = ew.Eq(_iota(sb, lead + (m,), r), ew.broadcast_to(i, lead + (m,), ()))
-        at_j = ew.Eq(_iota(sb, lead + (m,), r), ew.broadcast_to(j, lead + (m,), tuple(range(r))))
-        x = _sum(ew.Select(at_i, p, _zeros(p)), -1)
-        y = _sum(ew.Select(at_j, p, _zeros(p)), -1)
-        p = ew.Select(at_i, ew.broadcast_to(y, lead + (m,), tuple(range(r))), p)
-        p = ew.Select(at_j, ew.broadcast_to(x, lead + (m,), tuple(range(r))), p)
-        return [ew.Add(i, constant_like("LU", 1, i)), piv, p]
-
-    return while_loop([counter, pivots, perm], cond, body)[2]
-
-
-def LU(operand: XlaOp) -> tuple[XlaOp, XlaOp, XlaOp]:
-    """LU decomposition with partial pivoting, ``a[..., permutation, :] = L @ U`` (the former
-    ``xla_client.ops.LU``).
-
-    Lowered as jax lowers ``lax.linalg.lu`` on CPU: jaxlib's LAPACK ``getrf`` kernel as a typed-FFI
-    custom call (``lapack_{s,d,c,z}getrf_ffi``, column-major operand layout; xlasdk registers
-    jaxlib's LAPACK targets with XLA:CPU when this op is built), then the 1-based LAPACK pivots
-    made 0-based and turned into a permutation by a ``While`` loop. Runs on CPU only (the former
-    op's ``LuDecomposition`` custom call has no XLA:CPU implementation).
-
-    Parameters
-    ----------
-    operand: ``(..., m, n)`` of f32, f64, c64 or c128.
-
-    Returns
-    -------
-    A Python tuple ``(lu, pivots, permutation)``: ``lu (..., m, n)`` of the operand's type with
-    ``U`` in its upper triangle and the unit-diagonal ``L`` strictly below it; ``pivots`` s32
-    ``(..., min(m, n))``, 0-based: row ``i`` was swapped with row ``pivots[i]`` in step ``i``;
-    ``permutation`` s32 ``(..., m)``: the row order those swaps produce. A singular matrix
-    factors without error (zeros on ``U``'s diagonal), as LAPACK does.
-
-    Raises
-    ------
-    ShapeError: rank < 2.
-    DTypeError: another element type, or ``operand`` not an XlaOp.
-    """
-    op = "LU"
-    x = _operand(op, "operand", operand)
-    _, piv_shape, _ = lu_shapes(op, x.shape)
-    b = x.builder
-    d = x.shape.dimensions()
-    lead, (m, n) = d[:-2], d[-2:]
-    k = min(m, n)
-    et = x.shape.element_type()
-    if k == 0:  # nothing to factor: LAPACK is not called
-        return x, Iota(b, piv_shape, len(lead)), _iota(b, lead + (m,), len(lead))
-    _lapack.ensure_registered()
-    info_shape = array_shape(PrimitiveType.S32, lead, op)
-    r = len(d)
-    attrs = {
-        "call_target_name": _lapack.target_name("getrf", et),
-        "api_version": I32(4),
-        "backend_config": DictAttr(),
-        "operand_layouts": AttrList([_col_major(r)]),
-        "result_layouts": AttrList([_col_major(r), _row_major(r - 1), _row_major(r - 2)]),
-        "output_operand_aliases": AttrList([OutputOperandAlias((0,), 0, ())]),
-    }
-    res = b.add_op(CUSTOM_CALL, (x,), Shape.tuple_shape([x.shape, piv_shape, info_shape]), attrs)
-    lu = GetTupleElement(res, 0)
-    pivots = ew.Sub(GetTupleElement(res, 1), constant_like(op, 1, GetTupleElement(res, 1)))
-    return lu, pivots, _pivots_to_permutation(pivots, m)
 
 
 def QrDecomposition(operand: XlaOp) -> tuple[XlaOp, XlaOp]:
@@ -771,3 +668,6 @@ def SVD(
     if wide:
         return v, s, u
     return u, s, v
+
+
+from .lu import LU, lu_shapes  # noqa: E402, F401  (LU's module reads the helpers above)

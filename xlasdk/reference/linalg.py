@@ -509,3 +509,106 @@ def _lapack_rule(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
 for _name in _ROUTINES:
     for _t in _ROUTINES[_name][2]:
         CUSTOM_CALL_RULES[f"lapack_{_t}{_name}_ffi"] = _lapack_rule
+
+
+# -- XLA's own linear-algebra custom calls (the forms other platforms compile LAPACK calls to) ------------------
+# ``Qr`` and ``ProductOfElementaryHouseholderReflectors`` (XLA's QrExpander: every platform) and the TPU's
+# ``LuDecomposition`` (:mod:`xlasdk.ops.lapack_lowering`): row-major operands, a tuple or one array out. ``Qr``
+# and ``LuDecomposition`` by LAPACK's ``geqrf`` / ``getrf`` through scipy in the operand's precision (the same
+# algorithm, so the same Householder vectors and pivots as a correct kernel); the product of reflectors by its
+# definition, ``Q = H_0 H_1 ... H_{k-1}`` applied to the identity's first ``n`` columns, in float64/complex128.
+
+_XLA_CALL_TYPES = {np.dtype(np.float32): "s", np.dtype(np.float64): "d", np.dtype(np.complex64): "c",
+                   np.dtype(np.complex128): "z"}
+
+
+def _xla_call_operands(o: XlaOp, a: list[Value], ev: Evaluator, count: int) -> tuple[list[np.ndarray[Any, Any]], str]:
+    target = str(ev.attr(o, "call_target_name"))
+    xs_ = [np.asarray(v) for v in a]
+    t = _XLA_CALL_TYPES.get(xs_[0].dtype) if xs_ else None
+    if len(xs_) != count or t is None or xs_[0].ndim < 2:
+        got = ", ".join(f"{x.dtype}{list(x.shape)}" for x in xs_)
+        raise ev.fail(o, f"to {target!r} with operands ({got}) has no evaluation rule (expected {count}, the first an "
+                         "f32, f64, c64 or c128 matrix)")
+    return xs_, t
+
+
+def _lapack_module(o: XlaOp, ev: Evaluator) -> Any:
+    mods = _scipy_lapack()
+    if mods is None:
+        raise ev.fail(o, f"to {ev.attr(o, 'call_target_name')!r} needs scipy for its reference values "
+                         "(scipy.linalg.lapack): pip install 'xlasdk[reference]'")
+    return mods[0]
+
+
+def _swaps_to_permutation(piv: np.ndarray[Any, Any], m: int) -> np.ndarray[Any, Any]:
+    perm = np.arange(m, dtype=np.int32)
+    for i, j in enumerate(piv):
+        perm[[i, j]] = perm[[j, i]]
+    return perm
+
+
+def _lu_decomposition(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
+    """The TPU's ``LuDecomposition``: ``(lu, pivots 0-based, permutation)``, LAPACK's ``getrf``."""
+    (x,), t = _xla_call_operands(o, a, ev, 1)
+    lapack = _lapack_module(o, ev)
+    m, n = x.shape[-2:]
+    lu = np.array(x, copy=True)
+    piv = np.zeros(x.shape[:-2] + (min(m, n),), np.int32)
+    perm = np.zeros(x.shape[:-2] + (m,), np.int32)
+    with np.errstate(all="ignore"):
+        for idx in np.ndindex(*x.shape[:-2]):
+            if min(m, n) == 0:
+                perm[idx] = np.arange(m)
+                continue
+            f, p, _ = getattr(lapack, t + "getrf")(x[idx])
+            lu[idx], piv[idx], perm[idx] = f, p, _swaps_to_permutation(np.asarray(p), m)
+    shapes = result_shapes(o)
+    leaves = list(shapes[0].tuple_shapes()) if len(shapes) == 1 and shapes[0].is_tuple() else shapes
+    values = [as_output(v, s) for v, s in zip((lu, piv, perm), leaves, strict=True)]
+    return tuple(values)
+
+
+def _qr_call(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
+    """XLA's ``Qr``: ``(q_and_r, taus)`` in LAPACK ``geqrf``'s convention."""
+    (x,), t = _xla_call_operands(o, a, ev, 1)
+    lapack = _lapack_module(o, ev)
+    m, n = x.shape[-2:]
+    qr = np.array(x, copy=True)
+    taus = np.zeros(x.shape[:-2] + (min(m, n),), x.dtype)
+    with np.errstate(all="ignore"):
+        for idx in np.ndindex(*x.shape[:-2]):
+            if min(m, n) == 0:
+                continue
+            lwork = max(int(np.real(getattr(lapack, t + "geqrf_lwork")(m, n)[0])), 1)
+            f, tau, _, _ = getattr(lapack, t + "geqrf")(x[idx], lwork=lwork)
+            qr[idx], taus[idx] = f, tau
+    shapes = result_shapes(o)
+    leaves = list(shapes[0].tuple_shapes()) if len(shapes) == 1 and shapes[0].is_tuple() else shapes
+    return tuple(as_output(v, s) for v, s in zip((qr, taus), leaves, strict=True))
+
+
+def _householder_product(o: XlaOp, a: list[Value], ev: Evaluator) -> Value:
+    """XLA's ``ProductOfElementaryHouseholderReflectors``: the first ``n`` columns of
+    ``prod_i (I - taus[i] v_i v_i^H)``, ``v_i`` column ``i`` of ``a`` below the diagonal, 1 on it."""
+    (x, taus), _ = _xla_call_operands(o, a, ev, 2)
+    m, n = x.shape[-2:]
+    k = taus.shape[-1]
+    wide = np.complex128 if np.iscomplexobj(x) else np.float64
+    out = np.zeros(x.shape, wide)
+    with np.errstate(all="ignore"):
+        for idx in np.ndindex(*x.shape[:-2]):
+            q = np.eye(m, n, dtype=wide)
+            for i in reversed(range(k)):
+                v = np.zeros(m, wide)
+                v[i] = 1
+                v[i + 1:] = x[idx][i + 1:, i]
+                q = q - np.outer(taus[idx][i] * v, np.conj(v) @ q)
+            out[idx] = q
+    (shape,) = result_shapes(o)
+    return as_output(out, shape)
+
+
+CUSTOM_CALL_RULES["LuDecomposition"] = _lu_decomposition
+CUSTOM_CALL_RULES["Qr"] = _qr_call
+CUSTOM_CALL_RULES["ProductOfElementaryHouseholderReflectors"] = _householder_product

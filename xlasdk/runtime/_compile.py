@@ -21,6 +21,7 @@ from ..shape import ProgramShape, Shape
 from ..sharding._spmd import check_computation_shardings
 from ._executable import Executable
 from ._options import CompileOptions
+from ._platform_lowering import for_device
 from ._serial_format import _parse, _shape_from_json
 from .device import Device, UnknownDeviceError, _resolve_device
 from .dynamic import DynamicResultExecutable
@@ -149,6 +150,7 @@ def compile(
         raise TypeError(f"compile: expected an XlaComputation, got {type(computation).__name__}")
     if timeout is not None:  # refused whether or not this compile runs in the worker
         timeout = SECONDS_OR_NO_LIMIT.check(timeout, "compile: timeout")
+    computation = for_device(computation, device)  # LAPACK calls in the device's own linear algebra
     req = compile_request(computation)
     opts = options if options is not None else _module_options(req)
     if not isinstance(opts, CompileOptions):
