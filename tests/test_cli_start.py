@@ -156,9 +156,9 @@ _OPTIONS = {
                 "--find-nonfinite", "--format", "--help", "--html", "--input", "--inputs", "--json",
                 "--no-debug-options", "--outputs", "--precision", "--random-inputs", "--rtol", "--seed", "--timeout",
                 "--ulps", "--xla-flags", "-h", "file"],
-    "reduce": ["--atol", "--check-timeout", "--debug", "--excess-precision", "--format", "--help", "--input",
-               "--inputs", "--max-time", "--output", "--random-inputs", "--rtol", "--script", "--seed", "--until",
-               "-h", "-o", "file"],
+    "reduce": ["--against", "--atol", "--check-timeout", "--debug", "--device", "--excess-precision", "--format",
+               "--help", "--input", "--inputs", "--max-time", "--output", "--random-inputs", "--rtol", "--script",
+               "--seed", "--until", "-h", "-o", "file"],
     "cache": ["--debug", "--help", "-h", "cache_command"],
 }
 

@@ -105,8 +105,11 @@ class ReduceResult:
     instructions_before, instructions_after: ``len(comp.instructions())`` (parameters counted)
         of the module given and of the result, both as loaded back from their HLO text (a splat
         constant prints as a scalar constant and a broadcast). When the result would count more
-        than the module given, the module given is the result.
-    steps: accepted reductions; candidates: modules checked (cache hits not counted);
+        than the module given, the module given is the result. With ``against=GOOD``: the
+        instructions of every computation of the HLO text (a loop body's, a fusion's, a called
+        function's too).
+    steps: accepted reductions; candidates: modules checked (cache hits not counted; with
+        ``against``: the pairs of cuts compared);
     compiles: XLA compiles those checks made; cache_hits: candidates met again and not rechecked;
     unprintable: candidates skipped because XLA's StableHLO -> HLO converter failed or died on
         them (under jaxlib 0.10.2 it dies folding a constant integer division by zero) and
@@ -117,6 +120,12 @@ class ReduceResult:
     wall_s: seconds spent; timed_out: the ``max_time`` budget ran out before the search ended
         (the result is then the smallest module found so far).
     history: one :class:`ReduceStep` per accepted reduction.
+    good_computation, good_hlo_text: with ``against=GOOD``, the cut of GOOD that matches
+        :attr:`computation` (the same parameters, fed :attr:`arguments`; its values are what the
+        reduced module's should be); None otherwise.
+    located: with ``against=GOOD``, where the ops bisection found the difference, down the regions
+        (``while.6 > body (iteration 3) > add.12``; names inside a region are those of the region's
+        program, each instruction's HLO name its ``op_name``); '' when the repro is the modules.
     """
 
     computation: XlaComputation | None
@@ -134,15 +143,20 @@ class ReduceResult:
     wall_s: float
     timed_out: bool
     history: list[ReduceStep] = field(default_factory=list, repr=False)
+    good_computation: XlaComputation | None = field(default=None, repr=False)
+    good_hlo_text: str | None = field(default=None, repr=False)
+    located: str = ""
 
     def __str__(self) -> str:
         budget = " (time budget reached)" if self.timed_out else ""
         skipped = (f"; {self.unprintable} candidates skipped: neither XLA nor xlasdk could print them as HLO"
                    if self.unprintable else "")
         invalid = f"; {self.invalid} invalid candidates rejected" if self.invalid else ""
+        located = f"; the difference from {self.condition.removeprefix('differs from ')} is at {self.located}" if (
+            self.located) else ""
         return (f"reduced {self.instructions_before} -> {self.instructions_after} instructions in {self.steps} steps: "
                 f"{self.candidates} candidates, {self.compiles} compiles, {self.wall_s:.1f} s"
-                f"{budget}{skipped}{invalid}")
+                f"{budget}{skipped}{invalid}{located}")
 
 
 # -- the worker side -------------------------------------------------------------------------------
@@ -421,6 +435,8 @@ def reduce(
     atol: float | None = None,
     excess_precision: bool = False,
     progress: Callable[[ReduceStep], None] | None = None,
+    against: XlaComputation | str | os.PathLike[str] | None = None,
+    device: Any = None,
 ) -> ReduceResult:
     """The smallest module found that still shows the problem ``until`` (or ``script``) describes.
 
@@ -456,6 +472,19 @@ def reduce(
         numbers of seconds > 0 and <= 10**6 (NaN and infinities are refused: no limit is
         ``max_time=None``).
     progress: called with a :class:`ReduceStep` after each accepted reduction.
+    against: instead of ``until`` and ``script``: a second module (or the path of its file) that
+        computes what ``computation`` should (a program bug: an opcode, a compare direction, a
+        constant edited). The result is a small cut of ``computation``, the instruction that first
+        departs from its match in ``against`` (found by ``compare(..., against=GOOD,
+        bisect="ops")``'s search, into ``while`` bodies, called functions, fusions and branches),
+        with the values it reads as parameters and the good run's values of them as
+        :attr:`~ReduceResult.arguments`; :attr:`~ReduceResult.good_computation` is the matching cut
+        of ``against``. It is returned only when :func:`xlasdk.compare` of the cut against the good
+        cut on those arguments says DIVERGENCE (at ``rtol``/``atol``, compare's by default); else a
+        larger repro (the region's program, at worst the modules themselves) is
+        (:mod:`xlasdk._reduce_against`). ``arguments``: BAD's and GOOD's (default
+        :func:`xlasdk.random_inputs` of ``seed``).
+    device: with ``against``: where both run (default: the first device).
 
     Returns
     -------
@@ -467,7 +496,8 @@ def reduce(
     ------
     NotReproducedError
         The module given does not satisfy the condition (printed as HLO text and checked as
-        every candidate is).
+        every candidate is); with ``against``: compare finds no divergence of the module from
+        ``against`` on the arguments ("nothing to reduce").
     XlaSdkError
         A bad ``until``, both or neither of ``until`` and ``script``, arguments that do not match
         the parameters, a budget or seed out of its range, a budget spent before the check of the
@@ -483,6 +513,13 @@ def reduce(
     check_timeout = SECONDS.check(check_timeout, "reduce: check_timeout")
     seed = SEED.check(seed, "reduce: seed")
     rtol, atol, _ = tolerances("reduce", rtol, atol)
+    if against is not None:
+        from ._reduce_against import reduce_to_repro
+
+        if until is not None or script is not None:
+            raise XlaSdkError(f"reduce: against= is a problem of its own: give no until= or script= with it; got "
+                              f"until={until!r}, script={script!r}{where()}")
+        return reduce_to_repro(computation, against, arguments, seed, max_time, rtol, atol, device, progress, started)
     if isinstance(computation, (str, os.PathLike)):
         from .formats.load import load_computation
 

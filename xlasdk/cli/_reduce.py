@@ -52,8 +52,10 @@ def _cmd_reduce(args: argparse.Namespace, out: IO[str]) -> int:
     if not isinstance(comp, str):
         recorded = _recorded_arguments(args, snap)
         given = args.input or args.inputs is not None or args.random_inputs or recorded is not None
-        inputs = (_gather_inputs(args, comp.program_shape(), recorded, comp) if given or args.until == "diverge"
-                  else None)
+        inputs = (_gather_inputs(args, comp.program_shape(), recorded, comp)
+                  if given or args.until == "diverge" or args.against is not None else None)
+    if args.against is not None:
+        return _reduce_against(args, comp, inputs, out)
     _stage("reducing")
     from xlasdk.errors import XlaSdkError
     from xlasdk.reducer import NotReproducedError, ReduceStep, reduce
@@ -97,4 +99,86 @@ def _cmd_reduce(args: argparse.Namespace, out: IO[str]) -> int:
         out.write(f"wrote {snap} (the module with its {len(res.arguments)} argument"
                   f"{'s' if len(res.arguments) != 1 else ''}"
                   f"{' and the result XLA gave, for run --expect recorded' if shown is not None else ''})\n")
+    return EXIT_OK
+
+
+def _sibling(output: str, suffix: str, ext: str | None = None) -> str:
+    """MIN.hlo -> MIN{suffix}.hlo (or MIN{suffix}{ext})."""
+    stem, own = os.path.splitext(output)
+    return f"{stem}{suffix}{own if ext is None else ext}"
+
+
+def _write_inputs(path: str, arrays: list[Any]) -> None:
+    """``arg0``, ``arg1``... as ``xlasdk run --inputs`` reads them (ml_dtypes arrays as raw bytes and a
+    ``__dtypes__`` manifest, as ``run --output`` writes them)."""
+    import io
+
+    import numpy as np
+
+    from xlasdk._atomic import atomic_write
+
+    from ._arrays import _npz_entries
+
+    entries: dict[str, Any] = {k.replace("output_", "arg"): v for k, v in _npz_entries(arrays).items()}
+    if "__dtypes__" in entries:
+        import json
+
+        manifest = json.loads(str(entries["__dtypes__"]))
+        entries["__dtypes__"] = np.array(json.dumps({k.replace("output_", "arg"): v for k, v in manifest.items()},
+                                                    sort_keys=True))
+    buf = io.BytesIO()
+    np.savez(buf, **entries)
+    atomic_write(path, buf.getvalue())
+
+
+def _reduce_against(args: argparse.Namespace, comp: Any, inputs: Any, out: IO[str]) -> int:
+    """``reduce FILE --against GOOD``: MIN.hlo, MIN.good.hlo, MIN.npz and MIN.snapshot.pb."""
+    import xlasdk as xs
+    from xlasdk.errors import FormatError, XlaSdkError
+    from xlasdk.reducer import NotReproducedError, ReduceStep, reduce
+
+    if isinstance(comp, str):
+        raise UsageError(f"{comp}: cannot be loaded; --against compares two modules that load")
+    try:
+        good = xs.load_computation(args.against)
+    except FormatError as e:
+        raise UsageError(f"--against {args.against}: cannot load it as a module: {str(e).split(' — at ')[0]}") from None
+    _stage("reducing")
+
+    def progress(step: ReduceStep) -> None:
+        out.write(f"step {step.step}: {step.strategy}: {step.instructions} instruction"
+                  f"{'' if step.instructions == 1 else 's'} ({step.elapsed_s:.1f} s)\n")
+        out.flush()
+
+    try:
+        res = reduce(comp, against=good, arguments=inputs, max_time=args.max_time, rtol=args.rtol, atol=args.atol,
+                     device=args.device, progress=progress)
+    except NotReproducedError as e:
+        msg = str(e).split(" — at ")[0].removeprefix("reduce: ")
+        raise UsageError(f"{args.file} --against {args.against}: {msg}") from None
+    except XlaSdkError as e:
+        if not str(e).startswith("reduce:"):
+            raise
+        raise UsageError(f"{args.file}: {str(e).split(' — at ')[0].removeprefix('reduce: ')}") from None
+    from xlasdk._atomic import atomic_write
+
+    good_path, inputs_path = _sibling(args.output, ".good"), _sibling(args.output, "", ".npz")
+    try:
+        atomic_write(args.output, res.hlo_text.encode())
+        atomic_write(good_path, (res.good_hlo_text or "").encode())
+        _write_inputs(inputs_path, list(res.arguments or []))
+    except OSError as e:
+        raise UsageError(f"--output {args.output}: cannot write: {e.strerror or e}") from None
+    out.write(f"{res}\nwrote {args.output} (FILE's cut), {good_path} (GOOD's matching cut) and {inputs_path} (their "
+              f"inputs: the good run's values)\n")
+    if res.arguments and res.computation is not None:
+        snap = _snapshot_path(args.output)
+        from xlasdk.formats.snapshot import write_snapshot
+
+        try:
+            write_snapshot(snap, res.computation, res.arguments, None)
+        except OSError as e:
+            raise UsageError(f"{snap}: cannot write: {e.strerror or e}") from None
+        out.write(f"wrote {snap} (the cut with its inputs)\n")
+    out.write(f"see the difference: xlasdk compare {args.output} --inputs {inputs_path} --against {good_path}\n")
     return EXIT_OK

@@ -129,6 +129,15 @@ XLA's tools and `xlasdk run` read). The problem, one of:
                                --atol, --excess-precision) reports a divergence on the inputs
   --script CMD                 each candidate is written to a file whose path is appended to
                                CMD (run by the shell); exit 0 means "still interesting"
+  --against GOOD.hlo           FILE differs from GOOD (a program bug): MIN.hlo is the instruction
+                               of FILE that first departs from its match in GOOD (found as
+                               `compare --against GOOD --bisect ops` finds it, inside while
+                               bodies, calls, fusions and branches), its operands parameters;
+                               MIN.good.hlo the matching cut of GOOD; MIN.npz the good run's
+                               values of the operands (`xlasdk compare MIN.hlo --inputs MIN.npz
+                               --against MIN.good.hlo` shows the difference). Kept only when
+                               compare says DIVERGENCE on them, else a larger repro; FILE and GOOD
+                               agreeing: "nothing to reduce", exit 2
 Strategies, as XLA's hlo_bisect and C-Reduce use them: drop outputs, cut the instruction sequence
 (bisected), replace instructions by parameters or by constants of their values on the inputs; then
 simplify shapes and attributes (shrink dimension sizes, drop metadata and attributes, constants
@@ -216,6 +225,10 @@ def add_reduce_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str) 
                    help="the problem the reduced module must still show")
     s.add_argument("--script", default=None, metavar="CMD",
                    help="instead of --until: a shell command; the candidate's path is appended, exit 0 = interesting")
+    s.add_argument("--against", default=None, metavar="GOOD.hlo",
+                   help="instead of --until: a module that computes what FILE should; MIN.hlo is a small cut of "
+                        "FILE that still differs from GOOD's matching cut (MIN.good.hlo) on MIN.npz")
+    s.add_argument("--device", default=None, help="--against: where both run, e.g. cpu:0 (default: the first device)")
     s.add_argument("--output", "-o", required=True, metavar="MIN.hlo", help="where the reduced module is written")
     s.add_argument("--max-time", type=SECONDS.parse, default=None, metavar="S",
                    help="stop after S seconds and write the smallest module found so far")
@@ -476,8 +489,13 @@ def check_run_flags(args: argparse.Namespace) -> None:
 
 def check_reduce_flags(args: argparse.Namespace) -> None:
     """``reduce``'s flag errors, found before the (slow) load."""
-    if (args.until is None) == (args.script is None):
-        raise UsageError("give exactly one of --until crash|compile-error[=REGEX]|diverge and --script CMD")
+    given = [f for f, v in (("--until", args.until), ("--script", args.script), ("--against", args.against))
+             if v is not None]
+    if len(given) != 1:
+        raise UsageError("give exactly one of --until crash|compile-error[=REGEX]|diverge and --script CMD"
+                         + (f" (or --against GOOD.hlo); got {' and '.join(given)}" if given else ""))
+    if args.device is not None and args.against is None:
+        raise UsageError("--device is where --against runs both modules; give --against GOOD.hlo")
     if args.until is not None and not (args.until in ("crash", "diverge", "compile-error")
                                        or args.until.startswith("compile-error=")):
         raise UsageError(f"--until {args.until!r}: expected crash, compile-error, compile-error=REGEX or diverge")
@@ -492,6 +510,8 @@ def _precheck_run(args: argparse.Namespace) -> None:
 def _precheck_reduce(args: argparse.Namespace) -> None:
     check_reduce_flags(args)
     _check_exists(args.file)
+    if args.against is not None and not os.path.lexists(args.against):
+        raise UsageError(f"--against {args.against}: no such file")
 
 
 def _precheck_compare(args: argparse.Namespace) -> None:
