@@ -350,6 +350,7 @@ def reduce_against(bad: XlaComputation, good: XlaComputation, args: Sequence[np.
     ``bad`` and ``good`` agree on ``args`` (compare's verdict is not DIVERGENCE). ``say``: a line
     of text per event of the search; ``step``: (what was done, the bad side's instruction count)
     for each level gone into and for the repro kept."""
+    from ._reduce_text import count_instructions
     from .reference._bisect_core import _Program
 
     n_b, n_g = len(bad.program_shape().parameter_shapes()), len(good.program_shape().parameter_shapes())
@@ -360,6 +361,9 @@ def reduce_against(bad: XlaComputation, good: XlaComputation, args: Sequence[np.
         raise NotDifferent(f"nothing to reduce: {bad.name!r} and {good.name!r} agree on the arguments (compare "
                            "finds no divergence)")
     compiles, checked = 2, 1
+    bt, bc = _printed(bad)
+    gt, gc = _printed(good)
+    most = count_instructions(bt)
     exact = replace(settings, rtol=0.0, atol=0.0, ulps=None)
     deepest: _Found | None = None
 
@@ -378,7 +382,7 @@ def reduce_against(bad: XlaComputation, good: XlaComputation, args: Sequence[np.
         try:
             cut = _cut(found)
             compiles, checked = compiles + found.compiles + 2, checked + 1
-            got = _check(cut, settings)
+            got = _check(cut, settings, most)
         except _NoCut as e:
             compiles += found.compiles
             say(f"reduce: no cut at {where or 'the top'}: {e}")
@@ -391,27 +395,32 @@ def reduce_against(bad: XlaComputation, good: XlaComputation, args: Sequence[np.
         try:
             cut = _whole(deepest)
             compiles, checked = compiles + 2, checked + 1
-            got = _check(cut, settings)
-            if got is not None:
+            got = _check(cut, settings, most)
+            if got is None:
+                say(f"reduce: the program of {' > '.join(deepest.path)} gives the good one's values")
+            else:
                 step("the whole program of the deepest region", len(got[1].instructions()))
                 return AgainstRepro(got[1], got[0], got[3], got[2], cut.args, " > ".join(deepest.path),
                                     "the whole program of the deepest region", compiles, checked, False)
         except _NoCut as e:
             say(f"reduce: no repro of the deepest region's whole program: {e}")
-    bt, bc = _printed(bad)
-    gt, gc = _printed(good)
     return AgainstRepro(bc, bt, gc, gt, [np.asarray(a) for a in args], "", "the modules themselves", compiles,
                         checked, out_of_time())
 
 
-def _check(cut: _Cut, settings: CompareSettings) -> tuple[str, XlaComputation, str, XlaComputation] | None:
+def _check(cut: _Cut, settings: CompareSettings, most: int) -> tuple[str, XlaComputation, str, XlaComputation] | None:
     """Both cuts printed as HLO text and loaded back from it (so what is written is what was checked),
-    when the bad one diverges from the good one on the cut's inputs; else None."""
+    when the bad one diverges from the good one on the cut's inputs; else None. Refused
+    (:class:`_NoCut`) when the bad cut counts more than ``most`` instructions (the module's own)."""
+    from ._reduce_text import count_instructions
+
     try:
         bt, bc = _printed(cut.bad)
         gt, gc = _printed(cut.good)
     except XlaSdkError as e:
         raise _NoCut(f"a cut cannot be printed and loaded back: {e}") from None
+    if count_instructions(bt) > most:
+        raise _NoCut(f"the cut counts {count_instructions(bt)} instructions, more than the module's {most}")
     try:
         differs = _differs(bc, gc, cut.args, settings)
     except XlaSdkError as e:  # a cut that cannot be compiled or run proves nothing
@@ -455,7 +464,7 @@ def reduce_to_repro(computation: Any, against: Any, arguments: Sequence[Any] | N
         r = reduce_against(bad, good, args, settings, settings.flag_options(), deadline, lambda line: None, step)
     except NotDifferent as e:
         raise NotReproducedError(f"reduce: {e}{where()}") from None
-    before = count_instructions(bad.as_hlo_text(print_metadata=False))  # every computation's, regions' too
+    before = count_instructions(bad.as_hlo_text())  # every computation's, regions' too
     after = count_instructions(r.bad_text)
     return ReduceResult(
         computation=r.bad, hlo_text=r.bad_text, arguments=r.arguments, condition=f"differs from {good.name!r}",

@@ -484,7 +484,9 @@ def reduce(
         larger repro (the region's program, at worst the modules themselves) is
         (:mod:`xlasdk._reduce_against`). ``arguments``: BAD's and GOOD's (default
         :func:`xlasdk.random_inputs` of ``seed``).
-    device: with ``against``: where both run (default: the first device).
+    device: with ``against`` (only): where both run (default: the first device). With
+        ``against``, ``max_time`` is checked between the levels of the search and between its
+        steps; once it is spent the modules themselves are the repro (``timed_out``).
 
     Returns
     -------
@@ -513,6 +515,8 @@ def reduce(
     check_timeout = SECONDS.check(check_timeout, "reduce: check_timeout")
     seed = SEED.check(seed, "reduce: seed")
     rtol, atol, _ = tolerances("reduce", rtol, atol)
+    if device is not None and against is None:
+        raise XlaSdkError(f"reduce: device= is where against= runs both modules; give against= with it{where()}")
     if against is not None:
         from ._reduce_against import reduce_to_repro
 

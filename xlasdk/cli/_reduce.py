@@ -102,12 +102,6 @@ def _cmd_reduce(args: argparse.Namespace, out: IO[str]) -> int:
     return EXIT_OK
 
 
-def _sibling(output: str, suffix: str, ext: str | None = None) -> str:
-    """MIN.hlo -> MIN{suffix}.hlo (or MIN{suffix}{ext})."""
-    stem, own = os.path.splitext(output)
-    return f"{stem}{suffix}{own if ext is None else ext}"
-
-
 def _write_inputs(path: str, arrays: list[Any]) -> None:
     """``arg0``, ``arg1``... as ``xlasdk run --inputs`` reads them (ml_dtypes arrays as raw bytes and a
     ``__dtypes__`` manifest, as ``run --output`` writes them)."""
@@ -160,19 +154,36 @@ def _reduce_against(args: argparse.Namespace, comp: Any, inputs: Any, out: IO[st
         if not str(e).startswith("reduce:"):
             raise
         raise UsageError(f"{args.file}: {str(e).split(' — at ')[0].removeprefix('reduce: ')}") from None
+    write_repro(res, args.output, out)
+    return EXIT_OK
+
+
+def repro_paths(output: str) -> tuple[str, str]:
+    """Where a repro of ``reduce --against`` beside MIN.hlo (``output``) goes: GOOD's cut
+    (MIN.good.hlo) and the inputs (MIN.npz; MIN.inputs.npz when ``output`` is itself an .npz)."""
+    stem, ext = os.path.splitext(output)
+    return f"{stem}.good{ext}", f"{stem}{'.inputs' if ext == '.npz' else ''}.npz"
+
+
+def write_repro(res: Any, output: str, out: IO[str]) -> None:
+    """A repro (a :class:`~xlasdk.ReduceResult` of ``reduce(BAD, against=GOOD)``) written as
+    ``xlasdk reduce --against`` writes it: ``output`` (BAD's cut, HLO text), its
+    :func:`repro_paths` (GOOD's matching cut; the inputs, ``arg0``... as ``run --inputs`` reads
+    them) and MIN.snapshot.pb (the cut with its inputs); a line per file to ``out``, and the
+    command that shows the difference."""
     from xlasdk._atomic import atomic_write
 
-    good_path, inputs_path = _sibling(args.output, ".good"), _sibling(args.output, "", ".npz")
+    good_path, inputs_path = repro_paths(output)
     try:
-        atomic_write(args.output, res.hlo_text.encode())
+        atomic_write(output, res.hlo_text.encode())
         atomic_write(good_path, (res.good_hlo_text or "").encode())
         _write_inputs(inputs_path, list(res.arguments or []))
     except OSError as e:
-        raise UsageError(f"--output {args.output}: cannot write: {e.strerror or e}") from None
-    out.write(f"{res}\nwrote {args.output} (FILE's cut), {good_path} (GOOD's matching cut) and {inputs_path} (their "
-              f"inputs: the good run's values)\n")
+        raise UsageError(f"--output {output}: cannot write: {e.strerror or e}") from None
+    out.write(f"{res}\nwrote {output} (FILE's cut), {good_path} (GOOD's matching cut) and {inputs_path} (their "
+              "inputs: the good run's values)\n")
     if res.arguments and res.computation is not None:
-        snap = _snapshot_path(args.output)
+        snap = _snapshot_path(output)
         from xlasdk.formats.snapshot import write_snapshot
 
         try:
@@ -180,5 +191,4 @@ def _reduce_against(args: argparse.Namespace, comp: Any, inputs: Any, out: IO[st
         except OSError as e:
             raise UsageError(f"{snap}: cannot write: {e.strerror or e}") from None
         out.write(f"wrote {snap} (the cut with its inputs)\n")
-    out.write(f"see the difference: xlasdk compare {args.output} --inputs {inputs_path} --against {good_path}\n")
-    return EXIT_OK
+    out.write(f"see the difference: xlasdk compare {output} --inputs {inputs_path} --against {good_path}\n")
