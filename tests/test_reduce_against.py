@@ -148,6 +148,19 @@ def test_a_scale_in_a_tpu_compiled_module_run_on_the_cpu() -> None:
     assert "called function" in res.located and res.located.startswith("fusion."), res.located
 
 
+def test_a_scale_in_a_tpu_dump_before_optimizations() -> None:
+    """The attention scale's divisor sqrt(8) of the module XLA's TPU compiler received, made 2: the
+    broadcast constant (a constant of the repro, not an input) and the divide that reads it."""
+    from tests.test_real_dumps import recorded
+
+    text = _strip((DATA / "dumps_tpu/transformer_bf16/module.before_optimizations.txt").read_text())
+    bad_text, _ = _plant(text, r"constant\(2\.82842708\)", "constant(2)")
+    res = _reduced(bad_text, text, recorded("dumps/transformer_bf16")[0], "constant(2)", "constant(2.82842708)")
+    (s,) = res.arguments or []
+    np.testing.assert_allclose(_outputs(res.hlo_text, [s])[0], s / np.float32(2), rtol=1e-6)
+    np.testing.assert_allclose(_outputs(res.good_hlo_text or "", [s])[0], s / np.float32(2.82842708), rtol=1e-6)
+
+
 # -- the command ---------------------------------------------------------------------------------------------------
 def _main(*argv: str) -> tuple[int, str, str]:
     from xlasdk.cli import main

@@ -269,17 +269,48 @@ def _walk(pb: _Program, pg: _Program, say: Callable[[str], None], step: Callable
 
 # -- the cut and its check -----------------------------------------------------------------------------------------
 def _chain(p: _Program, ins: Instruction) -> list[Instruction]:
-    """``ins``, and when it reads no value (a constant, an iota) the users it feeds, up to
-    :data:`MAX_CHAIN`, until the cut reads one."""
+    """``ins`` with the constants it reads (a constant is part of the repro, not an input: a changed
+    constant and what broadcasts it), and when those read no value (a constant, an iota) the users
+    they feed, up to :data:`MAX_CHAIN`, until the cut reads one."""
+    from .ops.sources import CONSTANT
     from .reference._bisect_core import _extract_inputs
 
     out = [ins]
-    while len(out) <= MAX_CHAIN and not _extract_inputs(p, out):
+
+    def constants() -> None:
+        taken = {c.index for c in out}
+        for x in _extract_inputs(p, out):
+            c = p.graph.instruction_of(x)
+            if c.index not in taken and c.op.opdef.same_op(CONSTANT):
+                out.append(c)
+                taken.add(c.index)
+        out.sort(key=lambda c: c.index)
+
+    constants()
+    for _ in range(MAX_CHAIN):
+        if _extract_inputs(p, out):
+            break
         taken = {c.index for c in out}
         users = sorted((u for c in out for u in c.users if u.index not in taken), key=lambda u: u.index)
         if not users:
             break
         out.append(users[0])
+        constants()
+    return out
+
+
+def _constants_read(chosen: Sequence[Instruction], cp: dict[int, Instruction]) -> dict[int, Instruction]:
+    """The counterparts of the constants of ``chosen`` that another of ``chosen`` reads: what that
+    one's counterpart reads at the same operand position (the matching pairs constants by value,
+    so a changed constant may be paired with another of the good program's of the same value)."""
+    out: dict[int, Instruction] = {}
+    for u in chosen:
+        mu = cp.get(u.index)
+        if mu is None or len(mu.operands) != len(u.operands):
+            continue
+        for x, y in zip(u.operands, mu.operands, strict=True):
+            if any(c.index == x.index for c in chosen) and x.index not in out and not x.operands:
+                out[x.index] = y
     return out
 
 
@@ -300,10 +331,10 @@ def _cut(found: _Found) -> _Cut:
         raise _NoCut("no instruction was found")
     cp = _counterparts(pb, pg)
     chosen_b = _chain(pb, ins)
-    while chosen_b and any(c.index not in cp for c in chosen_b):
-        chosen_b = chosen_b[:-1]
-    if not chosen_b:
-        raise _NoCut(f"{ins.name} has no counterpart in the good program")
+    cp = {**cp, **_constants_read(chosen_b, cp)}
+    if any(c.index not in cp for c in chosen_b):
+        raise _NoCut(f"{', '.join(c.name for c in chosen_b if c.index not in cp)}: no counterpart in the good "
+                     "program")
     chosen_g = [cp[c.index] for c in chosen_b]
     xs_b, xs_g = _extract_inputs(pb, chosen_b), _extract_inputs(pg, chosen_g)
     if len(xs_b) != len(xs_g):
