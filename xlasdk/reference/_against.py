@@ -36,10 +36,40 @@ _METHOD = "the two modules' values compared instruction by instruction (matched 
 
 def match_instructions(bad: XlaComputation, good: XlaComputation) -> tuple[dict[int, Instruction], int, int]:
     """For each instruction of ``bad`` (by index) its match in ``good``, and how many were matched
-    by name and by structure."""
+    by name (an ``origin`` naming it counted among them) and by structure.
+
+    Where the dumps carry XLA's ``origin={...}`` (the original value: :mod:`._origin`), an
+    instruction of ``bad`` matches first the one of ``good`` its array's origin names, or that
+    carries the same origin, or whose origin names it (``good`` optimized from ``bad``); then
+    by name; then by structure (same opcode and shape, reading matched instructions).
+
+    Raises
+    ------
+    FormatError
+        An ``origin`` attribute of another form than XLA writes.
+    """
+    from ._origin import origins
+
     g_ins = good.instructions()
     by_name = {i.name: i for i in g_ins}
     g_params = {i.op.extra: i for i in g_ins if i.opcode == "parameter"}
+    o_bad, o_good = origins(bad), origins(good)
+    by_origin: dict[str, Instruction] = {}  # good's instructions by the original array they hold
+    for gi in g_ins:
+        arr = o_good[gi.name].array() if gi.name in o_good else None
+        if arr is not None and not arr.shape_index:
+            by_origin.setdefault(arr.instruction, gi)
+
+    def candidates(ins: Instruction) -> list[Instruction | None]:
+        if ins.opcode == "parameter":
+            return [g_params.get(ins.op.extra)]
+        if ins.name in o_bad:  # its origin is what it is: a name that happens to agree is not asked
+            arr = o_bad[ins.name].array()
+            if arr is None or arr.shape_index:
+                return []
+            return [by_name.get(arr.instruction), by_origin.get(arr.instruction)]
+        return [by_origin.get(ins.name), by_name.get(ins.name)]
+
     out: dict[int, Instruction] = {}
     named = structural = 0
     by_key: dict[tuple[Any, ...], list[Instruction]] = {}
@@ -61,9 +91,10 @@ def match_instructions(bad: XlaComputation, good: XlaComputation) -> tuple[dict[
             by_key.setdefault(k, []).append(gi)
     used: set[int] = set()
     for ins in bad.instructions():
-        cand = g_params.get(ins.op.extra) if ins.opcode == "parameter" else by_name.get(ins.name)
-        if cand is not None and str(cand.shape) == str(ins.shape) and cand.index not in used and (
-                ins.opcode != "parameter" or cand.opcode == "parameter") and _literal(cand) == _literal(ins):
+        cand = next((c for c in candidates(ins) if c is not None and str(c.shape) == str(ins.shape)
+                     and c.index not in used and (ins.opcode != "parameter" or c.opcode == "parameter")
+                     and _literal(c) == _literal(ins)), None)
+        if cand is not None:
             out[ins.index] = cand
             used.add(cand.index)
             named += 1

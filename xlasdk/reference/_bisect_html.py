@@ -39,10 +39,35 @@ def _short(text: str, n: int) -> str:
     return text if len(text) <= n else text[:n - 1] + "\u2026"
 
 
+def _values(report: Any, row: Callable[..., str]) -> list[str]:
+    """The per-value summaries (each side's min, max, mean and CRC-32) and the score histogram."""
+    from ._summaries import histogram_line
+
+    out = ["<h2>Values</h2><table>", row(["output", "side", "min", "max", "mean", "crc32", "NaN/Inf"], tag="th")]
+    for o in report.outputs:
+        for side, s in zip(("device", "expected"), o.summaries(), strict=True):
+            if s is not None:
+                out.append(row([o.index, side, f"{s.min:.6g}", f"{s.max:.6g}", f"{s.mean:.6g}", s.checksum,
+                                s.nonfinite]))
+    out.append("</table>")
+    hist = report.score_histogram()
+    out.append("<p>Scores (largest error over largest magnitude): outputs: "
+               f"{_esc(histogram_line(hist['outputs']))}"
+               + (f"; op by op: {_esc(histogram_line(hist['op_by_op']))}" if "op_by_op" in hist else "") + "</p>")
+    return out
+
+
+def _esc(text: str) -> str:
+    from html import escape
+
+    return escape(text)
+
+
 def html_report(comp: XlaComputation, report: Any) -> str:
     """``report`` (a :class:`~xlasdk.CompareReport` of ``comp``) as a self-contained HTML page.
 
-    The page holds the outputs' errors, the bisections' text, and the program's graph drawn as
+    The page holds the outputs' errors, each compared value's summary (min, max, mean, CRC-32) and
+    the score histogram, the bisections' text, and the program's graph drawn as
     inline SVG: one box per instruction (:meth:`XlaComputation.instructions`, layered top to
     bottom in dataflow order, edges from operands to users), filled by its error class against the
     reference (:data:`ERROR_COLORS`: ``exact``, ``rounding``, ``diverges``; ``unmeasured`` when
@@ -84,6 +109,7 @@ def html_report(comp: XlaComputation, report: Any) -> str:
                           o.mismatches, "" if o.first_mismatch is None else list(o.first_mismatch)],
                          "ok" if o.ok else "bad"))
     parts.append("</table>")
+    parts.extend(_values(report, row))
     for title, part in (("Bisection to the op", report.bisect_ops), ("Bisection to the pass", report.bisect_passes),
                         ("First NaN/Inf", report.nonfinite)):
         if part is not None:

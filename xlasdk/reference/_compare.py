@@ -86,7 +86,10 @@ def compare(
         operands rounded to bf16) and the rest of its bounds.
 
     Where the outputs' error bounds, carried through every op before them, are too loose to judge
-    them (``CANNOT JUDGE``: a deep model), against the reference the program is judged op by op
+    them (``CANNOT JUDGE``: a deep model), against any runner the op-by-op step settles it where it
+    applies (:mod:`xlasdk.reference._per_op_runners`: against another device both runs, against a
+    second module its run and both modules in the reference evaluator; recorded outputs say why
+    not, and ``report.judged_by`` what model judged them). Against the reference the program is judged op by op
     (``report.judged_op_by_op``, :mod:`xlasdk.reference._per_op`): one compile with every value
     exposed, each instruction against its own bound on the device's own operand values, valid
     only where that compile's outputs are bit-identical to the original's; its verdict becomes the
@@ -132,6 +135,10 @@ def compare(
         from ._per_op import judge_op_by_op  # settles what the outputs' carried bounds cannot
 
         report.judged_op_by_op = judge_op_by_op(computation, args, c.got, settings=s, options=c.options)
+    else:  # against a device, a module or recorded outputs: the op-by-op step where it applies (issue 42)
+        from ._per_op_runners import settle
+
+        settle(report, runner, computation, args, c, s)
     if bisect == "ops":
         report.bisect_ops = runner.bisect_ops(_OpsBisector(computation, args, report, s, c.options))
     elif bisect == "passes":

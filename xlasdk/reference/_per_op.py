@@ -55,17 +55,42 @@ class OpByOp:
     #: instructions read only by data movement, not exposed (exposing them changed how XLA computed
     #: the outputs): each judged with the op that moves it, over the bound carried across that group
     hidden: int = 0
+    #: the steps it was made of, each named (against another device: both runs; against a second
+    #: module: its run and the two modules in the reference evaluator; :mod:`._per_op_runners`)
+    parts: list[tuple[str, OpByOp]] = field(default_factory=list)
+    #: per instruction judged, its score (largest error over largest magnitude against its rule on its
+    #: operands) and whether a NaN/Inf stood against another value: the report's score histogram
+    scores: dict[str, tuple[float, bool]] = field(default_factory=dict)
+    #: how it was judged, in words (the report's lines)
+    method: str = _METHOD
+
+    def deciding(self) -> list[str]:
+        """The ops (or outputs) that decide the verdict: the first departing one on a DIVERGENCE, the
+        one whose bound is too loose on a CANNOT JUDGE (with every step's), none on a MATCH."""
+        own = [self.first] if self.first is not None and self.verdict != "MATCH" else []
+        return own + [d for _, p in self.parts for d in p.deciding() if d not in own]
 
     def as_dict(self) -> dict[str, Any]:
         e = self.error
         return {"verdict": self.verdict, "instructions": self.instructions, "first": self.first,
                 "opcode": self.opcode, "departing": self.departing, "why": self.why, "group": list(self.group),
-                "hidden": self.hidden,
+                "hidden": self.hidden, "deciding": self.deciding(),
+                "parts": [{"step": w, **p.as_dict()} for w, p in self.parts],
                 "error": None if e is None else {"max_abs": e.max_abs, "max_rel": e.max_rel, "max_ulp": e.max_ulp,
                                                  "mismatches": e.mismatches, "first_mismatch": None if
                                                  e.first_mismatch is None else list(e.first_mismatch)}}
 
     def lines(self) -> list[str]:
+        if self.parts:
+            head = {"MATCH": "each step matches", "DIVERGENCE": f"DIVERGENCE ({self.why})",
+                    "CANNOT JUDGE": "CANNOT JUDGE"}[self.verdict]
+            out = [f"  the outputs' carried bounds were too loose to judge them; the op-by-op step: {head}"]
+            for w, p in self.parts:
+                out.append(f"  - {w}: {p.verdict}")
+                out.extend("  " + ln for ln in p.lines())
+            return out
+        if self.verdict == "MATCH" and self.why:
+            return [f"  {self.why}"]
         if self.verdict == "MATCH":
             hid = (f"; {self.hidden} values read only by data movement were not exposed (exposing them changed how "
                    "XLA computed the outputs): each judged with the op that moves it") if self.hidden else ""
@@ -77,11 +102,13 @@ class OpByOp:
             err = "" if e is None else (f" ({e.mismatches} element{'s' if e.mismatches != 1 else ''} outside it, max "
                                         f"abs {e.max_abs:.3g}, max rel {e.max_rel:.3g}, first at "
                                         f"{[] if e.first_mismatch is None else list(e.first_mismatch)})")
+            if not self.opcode:  # an output of a step that compares whole programs (._per_op_runners)
+                return [f"  {self.first}: {self.why}{err}"]
             more = f"; {self.departing - 1} more after it" if self.departing > 1 else ""
             with_ = f" (judged with {', '.join(self.group)}, not exposed)" if self.group else ""
             return [f"  {_METHOD}: {self.first} ({self.opcode}){with_} departs from its own bound on the device's "
                     f"values of its operands{err}{more}; --bisect ops localises it on the original compile"]
-        return [f"  not {_METHOD}: {self.why}"]
+        return [f"  not {self.method}: {self.why}"]
 
 
 def judge_op_by_op(
@@ -128,6 +155,7 @@ def judge_op_by_op(
                       "cuts of the original program")
     say("op by op: its outputs are bit-identical to the original compile's")
     judged, unjudged = 0, []
+    scores: dict[str, tuple[float, bool]] = {}
     departing: list[tuple[Any, OutputComparison, list[str]]] = []
     step = max(1, len(body) // 4)
     for j, ins in enumerate(body, 1):
@@ -136,8 +164,10 @@ def judge_op_by_op(
             r = _judge(p, ins, dev, hidden)
             if r is None:
                 unjudged.append(ins.name)
-            elif not r[0].ok or r[0].unjudged:
-                departing.append((ins, *r))
+            else:
+                scores[ins.name] = (r[0].max_scaled, r[0].nonfinite_mismatches > 0)
+                if not r[0].ok or r[0].unjudged:
+                    departing.append((ins, *r))
         if j % step == 0 or j == len(body):
             say(f"op by op: {j}/{len(body)} instructions, {len(departing)} departing from their own bound")
     if departing:  # the first outside its bound; else the first whose bound is too loose to judge it
@@ -145,11 +175,12 @@ def judge_op_by_op(
         return OpByOp("DIVERGENCE" if not c.ok else "CANNOT JUDGE", judged, ins.name, ins.opcode,
                       sum(1 for d in departing if not d[1].ok), c,
                       "" if not c.ok else f"{ins.name}'s bound over {', '.join(group) or 'its operands'} is too "
-                      "loose to judge it", group=group, hidden=len(hidden))
+                      "loose to judge it", group=group, hidden=len(hidden), scores=scores)
     if unjudged:
         return OpByOp("CANNOT JUDGE", judged, why=f"{len(unjudged)} instructions could not be judged on the device's "
-                      f"values of their operands ({', '.join(unjudged[:3])}{', ...' if len(unjudged) > 3 else ''})")
-    return OpByOp("MATCH", judged + len(hidden), hidden=len(hidden))
+                      f"values of their operands ({', '.join(unjudged[:3])}{', ...' if len(unjudged) > 3 else ''})",
+                      scores=scores)
+    return OpByOp("MATCH", judged + len(hidden), hidden=len(hidden), scores=scores)
 
 
 def _differing_output(outs: Sequence[Any], got: Sequence[Any], dev: dict[int, Any]) -> int | None:

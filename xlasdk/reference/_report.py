@@ -67,6 +67,14 @@ class OutputComparison:
     def ok(self) -> bool:
         return self.mismatches == 0
 
+    def summaries(self) -> tuple[Any, Any]:
+        """The device's value and the one compared against, each summarized
+        (:class:`~xlasdk.reference._summaries.ValueSummary`: min, max, mean, checksum); None for a
+        side not kept."""
+        from ._summaries import summarize
+
+        return (None if self.got is None else summarize(self.got), None if self.want is None else summarize(self.want))
+
 
 @dataclass
 class CompareReport:
@@ -89,10 +97,25 @@ class CompareReport:
     #: reference: the program judged op by op on the device's own operands
     #: (:class:`xlasdk.reference._per_op.OpByOp`), whose verdict is then the report's
     judged_op_by_op: Any = None
+    #: outputs recorded on another device (``outputs=``): what model judged them and, on a
+    #: DIVERGENCE, which outputs left which bounds (:func:`._per_op_runners.recorded_why`)
+    judged_by: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return verdict(self) == "MATCH"
+
+    def score_histogram(self) -> dict[str, dict[str, int]]:
+        """How many compared values fall in each decade of score (their largest error over their
+        largest magnitude; :data:`~xlasdk.reference._summaries.SCORE_BUCKETS`): the outputs, and the
+        instructions the op-by-op step judged (each against its rule on its operands) where it ran."""
+        from ._summaries import score_histogram
+
+        out = {"outputs": score_histogram((o.max_scaled, o.nonfinite_mismatches > 0) for o in self.outputs)}
+        per_op = self.judged_op_by_op
+        if per_op is not None and getattr(per_op, "scores", None):
+            out["op_by_op"] = score_histogram(per_op.scores.values())
+        return out
 
     def as_dict(self) -> dict[str, Any]:
         """The report as JSON-ready values (what ``xlasdk compare --json`` writes)."""
@@ -104,7 +127,9 @@ class CompareReport:
              "first_mismatch": None if o.first_mismatch is None else list(o.first_mismatch)}
             for o in self.outputs], "device_kind": self.device_kind, "precision_notes": list(self.precision_notes),
             "outputs_verdict": outputs_verdict(self),
-            "judged_op_by_op": None if self.judged_op_by_op is None else self.judged_op_by_op.as_dict()}
+            "judged_op_by_op": None if self.judged_op_by_op is None else self.judged_op_by_op.as_dict(),
+            "judged_by": list(self.judged_by), "summaries": [_summary_dict(o) for o in self.outputs],
+            "score_histogram": self.score_histogram()}
         for key, part in (("bisect_ops", self.bisect_ops), ("bisect_passes", self.bisect_passes),
                           ("nonfinite", self.nonfinite)):
             if part is not None:
@@ -127,7 +152,36 @@ class CompareReport:
                  + [f"    {n}" for n in self.precision_notes]) if self.precision_notes else []
         extra = [str(x) for x in (self.bisect_ops, self.bisect_passes, self.nonfinite) if x is not None]
         per_op = [] if self.judged_op_by_op is None else self.judged_op_by_op.lines()
-        return "\n".join([head, *rows, *scaled, *unjudged_lines(self.outputs), *per_op, *notes, *extra])
+        judged_by = [f"  {ln}" for ln in self.judged_by]
+        return "\n".join([head, *rows, *scaled, *unjudged_lines(self.outputs), *per_op, *judged_by, *notes, *extra,
+                          *summary_lines(self)])
+
+
+def _summary_dict(o: OutputComparison) -> dict[str, Any]:
+    got, want = o.summaries()
+    return {"index": o.index, "score": o.max_scaled, "got": None if got is None else got.as_dict(),
+            "want": None if want is None else want.as_dict()}
+
+
+def summary_lines(report: CompareReport) -> list[str]:
+    """The report's short text form of the per-value summaries: per output, each side's min, max,
+    mean and checksum (one line when both sides are bit-identical), and the score histogram."""
+    from ._summaries import histogram_line
+
+    out = ["  values (min, max, mean, crc32 of the bytes):"]
+    for o in report.outputs:
+        got, want = o.summaries()
+        if got is None or want is None:
+            continue
+        if got.checksum == want.checksum:
+            out.append(f"    output {o.index}: {got} (both)")
+        else:
+            out.append(f"    output {o.index}: device {got}")
+            out.append(f"    {'':>{len(str(o.index)) + 7}}  expected {want}")
+    hist = report.score_histogram()
+    out.append("  scores (largest error over largest magnitude): outputs: " + histogram_line(hist["outputs"])
+               + (f"; op by op: {histogram_line(hist['op_by_op'])}" if "op_by_op" in hist else ""))
+    return out if len(out) > 2 else out[-1:]
 
 
 def ulps_apart(got: np.ndarray[Any, Any], want: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
