@@ -153,7 +153,7 @@ _OPTIONS = {
             "--input", "--inputs", "--iterations", "--no-debug-options", "--output", "--partitions",
             "--random-inputs", "--record", "--repeat", "--replicas", "--rtol", "--seed", "--timeout", "-h", "file"],
     "compare": ["--against", "--atol", "--bisect", "--debug", "--device", "--device-kind", "--excess-precision",
-                "--find-nonfinite", "--format", "--help", "--html", "--input", "--inputs", "--json",
+                "--find-nonfinite", "--format", "--help", "--html", "--input", "--inputs", "--json", "--max-trials",
                 "--no-debug-options", "--outputs", "--precision", "--random-inputs", "--rtol", "--seed", "--timeout",
                 "--ulps", "--xla-flags", "-h", "file"],
     "reduce": ["--against", "--atol", "--check-timeout", "--debug", "--device", "--excess-precision", "--format",
