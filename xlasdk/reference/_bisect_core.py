@@ -500,7 +500,7 @@ def local_divergences(comp: XlaComputation, args: Sequence[Any], *, device: Devi
                 device_kind=device_kind, precision=precision)
     s = settings if settings is not None else CompareSettings(
         device=device, rtol=rtol, atol=atol, ulps=ulps, precision=precision,
-        device_kind=device_kind if device_kind is not None else "cpu")  # the keywords' model, as ever: the CPU's
+        device_kind=device_kind)  # left out: the device's kind, as compare judges it
     if settings is not None and options is None:
         options = settings.flag_options()
     p = _Program(comp, args, s, options, need_reference=False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import CompareArgumentError
 from ._report import CompareReport
@@ -17,13 +17,14 @@ if TYPE_CHECKING:
 
     from ..program.computation import XlaComputation
     from ..runtime import CompileOptions
+    from ..runtime.per_partition import PerPartitionPlan
     from ._settings import DeviceLike
 
 __all__ = ["compare"]
 
 
 def compare(
-    computation: XlaComputation,
+    computation: XlaComputation | PerPartitionPlan,
     args: Sequence[Any],
     *,
     against: Any = "reference",
@@ -45,8 +46,13 @@ def compare(
 
     Parameters
     ----------
-    computation: built or loaded.
-    args: one array per parameter.
+    computation: built or loaded. An optimized per-partition dump (one partition's program of an
+        SPMD program, or its :class:`~xlasdk.runtime.per_partition.PerPartitionPlan`) runs from the
+        program's global arrays as ``xlasdk compare`` runs it: split by the parameters' shardings,
+        each partition on its own device, the outputs put together, compared with the program's
+        global meaning (the reference on the plan's before_optimizations module, a second module:
+        the before_optimizations module, or recorded global outputs); no bisection.
+    args: one array per parameter (the program's global arrays for a per-partition dump).
     settings: every setting below from ``device`` to ``outputs`` as one record
         (:class:`~xlasdk.CompareSettings`, checked when it was made); the keywords make one when
         it is not given, and are refused beside it.
@@ -116,6 +122,12 @@ def compare(
     s = settings if settings is not None else CompareSettings(
         device=device, rtol=rtol, atol=atol, excess_precision=excess_precision, ulps=ulps, progress=progress,
         xla_flags=xla_flags, device_kind=device_kind, precision=precision, outputs=outputs)
+    from ._per_partition import compare_if_per_partition  # one partition's program: run from global arrays
+
+    if (pp := compare_if_per_partition(computation, args, against, s, bisect=bisect,
+                                       find_nonfinite=find_nonfinite)) is not None:
+        return pp
+    computation = cast("XlaComputation", computation)  # a plan was compared above
     runner = reference_for(against, excess_precision=s.excess_precision)
     if s.outputs is not None and (bisect is not None or find_nonfinite or not runner.evaluates):
         raise CompareArgumentError("compare: outputs= (recorded elsewhere) are compared with the reference alone, "

@@ -83,9 +83,9 @@ def bisect_ops(comp: XlaComputation, args: Sequence[Any], *, device: DeviceLike 
     comparison (xla flags); ``diverged``: whether the outputs diverge, when the caller knows (else
     one compile finds out). ``settings``: ``device``, the tolerances, ``progress``, ``device_kind``
     and ``precision`` as one :class:`~xlasdk.CompareSettings` (as :func:`xlasdk.compare` hands
-    them on; its ``device_kind`` left out is the device's; ``options`` left out: its ``xla_flags``),
-    else the keywords (``device_kind`` left out: the CPU's model; ``options`` left out: XLA's
-    defaults).
+    them on; ``options`` left out: its ``xla_flags``), else the keywords (``options`` left out:
+    XLA's defaults). Either way ``device_kind`` left out is the device's kind (a TPU's ops are
+    judged by the TPU's error model), as :func:`xlasdk.compare` judges them.
     Returns an :class:`OpsBisection`; ``status="no divergence"`` when the outputs match.
 
     Raises
@@ -100,7 +100,7 @@ def bisect_ops(comp: XlaComputation, args: Sequence[Any], *, device: DeviceLike 
                 device_kind=device_kind, precision=precision)
     s = settings if settings is not None else CompareSettings(
         device=device, rtol=rtol, atol=atol, ulps=ulps, progress=progress, precision=precision,
-        device_kind=device_kind if device_kind is not None else "cpu")  # the keywords' model, as ever: the CPU's
+        device_kind=device_kind)  # left out: the device's kind, as compare judges it
     if settings is not None and options is None:
         options = settings.flag_options()
     p = _Program(comp, args, s, options)
