@@ -158,7 +158,7 @@ _OPTIONS = {
                 "--ulps", "--xla-flags", "-h", "file"],
     "reduce": ["--against", "--atol", "--check-timeout", "--debug", "--device", "--excess-precision", "--format",
                "--help", "--input", "--inputs", "--max-time", "--output", "--random-inputs", "--rtol", "--script",
-               "--seed", "--until", "-h", "-o", "file"],
+               "--seed", "--topology", "--until", "-h", "-o", "file"],
     "cache": ["--debug", "--help", "-h", "cache_command"],
 }
 

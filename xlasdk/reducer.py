@@ -170,12 +170,20 @@ def _load_in_worker(text: str) -> tuple[str, str]:
     return module_text_in_worker(bytecode, attributes), name
 
 
-def _compile_in_worker(mtext: str, name: str) -> None:
-    """Compile a loaded module for the CPU (runs in the worker process); raises ``isolated.Failed``
-    with stage ``compile`` and XLA's message."""
-    from .runtime.isolated_compile import compile_in_worker
+def _compile_in_worker(mtext: str, name: str, topology: str | None = None) -> None:
+    """Compile a loaded module for the CPU, or for one device of the TPU ``topology`` without a chip
+    (runs in the worker process); raises ``isolated.Failed`` with stage ``compile`` and XLA's message."""
+    if topology is None:
+        from .runtime.isolated_compile import compile_in_worker
 
-    compile_in_worker(mtext, 1, 1, (), name)
+        compile_in_worker(mtext, 1, 1, (), name)
+        return
+    from ._jaxlib.mlir import without_copies
+    from .runtime.topology import compile_for_topology_in_worker
+
+    if "mhlo.copy" in mtext:  # as xs.compile hands it to a TPU (libtpu's pipeline refuses the op)
+        mtext = without_copies(mtext)
+    compile_for_topology_in_worker(mtext, topology, [0], 1, 1, (), name)
 
 
 # -- conditions ------------------------------------------------------------------------------------
@@ -243,10 +251,30 @@ class _Condition:
 
 
 class _InWorker(_Condition):
-    def __init__(self, kind: str, pattern: re.Pattern[str] | None) -> None:
+    """XLA dies (``crash``) or fails cleanly (``compile-error``) compiling the candidate, for the
+    CPU or for ``topology`` (a TPU without a chip). Without a REGEX, the failure must be the module
+    given's: the same signature (:mod:`xlasdk._failure_signature`: the check's file:line, else the
+    status code and the message with names and numbers normalised), pinned by the first check."""
+
+    def __init__(self, kind: str, pattern: re.Pattern[str] | None, topology: str | None = None) -> None:
         self.kind = kind
         self.pattern = pattern
+        self.topology = topology
         self.name = kind if pattern is None else f"{kind}={pattern.pattern}"
+        if topology is not None:
+            self.name += f" on {topology}"
+        self.signature: str | None = None
+
+    def _same(self, message: str, died: bool) -> tuple[bool, str]:
+        from ._failure_signature import signature
+
+        got = signature(message, died=died)
+        if self.pattern is not None:
+            return True, got
+        if self.signature is None:
+            self.signature = got  # the module given: its failure is the one kept
+            return True, got
+        return got == self.signature, got
 
     def holds(self, text: str, args: list[np.ndarray[Any, Any]] | None, timeout: float) -> tuple[bool, str]:
         # Two requests: a candidate XLA dies *loading* is not kept (the module written must load; the
@@ -256,17 +284,23 @@ class _InWorker(_Condition):
         try:
             mtext, name = isolated.request("xlasdk.reducer:_load_in_worker", text, timeout=timeout)
             stage = "compiling"
-            isolated.request("xlasdk.reducer:_compile_in_worker", mtext, name,
+            isolated.request("xlasdk.reducer:_compile_in_worker", mtext, name, self.topology,
                              timeout=max(0.5, end - time.monotonic()))
         except isolated.Failed as e:
             if self.kind != "compile-error" or e.stage != "compile":
                 return False, f"{stage} failed ({e.stage}): {e.message}"
             found = self.pattern is None or self.pattern.search(e.message) is not None
-            return found, f"compile error: {e.message}"
+            if not found:
+                return False, f"compile error: {e.message}"
+            same, sig = self._same(e.message, False)
+            return same, f"compile error{'' if same else ' of another kind'} ({sig}): {e.message}"
         except isolated.WorkerDied as e:
             if e.timed_out or e.killed:  # a hang or an outside kill is not XLA dying on the module
                 return False, f"no verdict: {e.reason}"
-            return self.kind == "crash" and stage == "compiling", f"XLA died {stage} it: {e.reason}"
+            if self.kind != "crash" or stage != "compiling":
+                return False, f"XLA died {stage} it: {e.reason}"
+            same, sig = self._same(e.reason, True)
+            return same, f"XLA died compiling it{'' if same else ' another way'} ({sig}): {e.reason}"
         return False, "loads and compiles"
 
 
@@ -330,7 +364,7 @@ class _Script(_Condition):
 
 
 def _condition(until: str | None, script: str | None, rtol: float | None, atol: float | None,
-               excess_precision: bool, directory: str) -> _Condition:
+               excess_precision: bool, directory: str, topology: str | None = None) -> _Condition:
     if (until is None) == (script is None):
         raise XlaSdkError("reduce: give exactly one of until= ('crash', 'compile-error[=REGEX]', 'diverge') "
                           f"and script=; got until={until!r}, script={script!r}{where()}")
@@ -340,7 +374,7 @@ def _condition(until: str | None, script: str | None, rtol: float | None, atol: 
         return _Script(script, directory)
     assert until is not None
     if until == "crash":
-        return _InWorker("crash", None)
+        return _InWorker("crash", None, topology)
     if until == "diverge":
         return _Diverge(rtol, atol, excess_precision)
     if until == "compile-error" or until.startswith("compile-error="):
@@ -350,7 +384,7 @@ def _condition(until: str | None, script: str | None, rtol: float | None, atol: 
         except re.error as e:
             raise XlaSdkError(
                 f"reduce: until={until!r}: the regular expression does not compile: {e}{where()}") from None
-        return _InWorker("compile-error", pattern)
+        return _InWorker("compile-error", pattern, topology)
     raise XlaSdkError(f"reduce: until={until!r}: expected 'crash', 'compile-error', 'compile-error=REGEX' or "
                       f"'diverge'{where()}")
 
@@ -421,6 +455,31 @@ def _arguments(comp: XlaComputation, arguments: Sequence[Any]) -> list[np.ndarra
     return out
 
 
+def _topology_of(device: Any) -> str | None:
+    """The TPU topology ``device`` belongs to (each candidate is compiled for it in the worker, no
+    chip needed): ``xs.topology(NAME).devices[i]``, or a TPU chip's device (its slice's topology);
+    None for a CPU device. Any other device is refused."""
+    from .runtime.device import Device, _resolve_device
+
+    try:
+        dev = device if isinstance(device, Device) else _resolve_device(device)
+    except XlaSdkError as e:
+        raise XlaSdkError(f"reduce: device={device!r}: {e}") from None
+    if dev.client.compile_only is not None:
+        return str(dev.client.compile_only)
+    if dev.platform == "cpu":
+        return None
+    if dev.platform == "tpu":
+        from .runtime.topology import chip_topology
+
+        name = chip_topology([dev])
+        if name is not None:
+            return name
+    raise XlaSdkError(f"reduce: device={dev}: until='crash' and 'compile-error' compile each candidate in xlasdk's "
+                      f"worker for the CPU or for a TPU topology (xs.topology('v5e:1x1').devices[0]); got a "
+                      f"{dev.platform} device{where()}")
+
+
 # -- the entry point -------------------------------------------------------------------------------
 def reduce(
     computation: XlaComputation | str | os.PathLike[str],
@@ -484,9 +543,17 @@ def reduce(
         larger repro (the region's program, at worst the modules themselves) is
         (:mod:`xlasdk._reduce_against`). ``arguments``: BAD's and GOOD's (default
         :func:`xlasdk.random_inputs` of ``seed``).
-    device: with ``against`` (only): where both run (default: the first device). With
+    device: with ``against``: where both run (default: the first device). With
         ``against``, ``max_time`` is checked between the levels of the search and between its
-        steps; once it is spent the modules themselves are the repro (``timed_out``).
+        steps; once it is spent the modules themselves are the repro (``timed_out``). With
+        ``until="crash"`` or ``"compile-error"``: what each candidate is compiled for, in the
+        worker: a CPU device (the default), or a TPU's device (``xs.topology("v5e:1x1").devices[0]``,
+        no chip needed; a chip's device compiles for its slice's topology): a failure only XLA:TPU
+        has shrinks on a machine without a TPU.
+
+    Without a REGEX, ``"crash"`` and ``"compile-error"`` keep the module given's failure: a
+    candidate that fails another way (another check's file:line, another status code or message
+    once names and numbers are normalised: :mod:`xlasdk._failure_signature`) is not kept.
 
     Returns
     -------
@@ -515,8 +582,15 @@ def reduce(
     check_timeout = SECONDS.check(check_timeout, "reduce: check_timeout")
     seed = SEED.check(seed, "reduce: seed")
     rtol, atol, _ = tolerances("reduce", rtol, atol)
+    topology = None
     if device is not None and against is None:
-        raise XlaSdkError(f"reduce: device= is where against= runs both modules; give against= with it{where()}")
+        if until is None:
+            raise XlaSdkError(f"reduce: device= is where against= runs both modules, or what until='crash' or "
+                              f"'compile-error' compiles for; give one of them with it{where()}")
+        if until != "crash" and not until.startswith("compile-error"):
+            raise XlaSdkError(f"reduce: device= is where against= runs both modules, or what until='crash' or "
+                              f"'compile-error[=REGEX]' compiles each candidate for; got until={until!r}{where()}")
+        topology = _topology_of(device)
     if against is not None:
         from ._reduce_against import reduce_to_repro
 
@@ -539,7 +613,7 @@ def reduce(
         raise XlaSdkError(f"reduce: expected an XlaComputation or the path of a module file, got "
                           f"{type(computation).__name__}{where()}")
     with tempfile.TemporaryDirectory(prefix="xlasdk-reduce-") as tmp:
-        cond = _condition(until, script, rtol, atol, excess_precision, tmp)
+        cond = _condition(until, script, rtol, atol, excess_precision, tmp, topology)
         if arguments is not None:
             args: list[np.ndarray[Any, Any]] | None = _arguments(computation, arguments)
         elif cond.needs_arguments:

@@ -66,10 +66,19 @@ def _cmd_reduce(args: argparse.Namespace, out: IO[str]) -> int:
                   f"candidates, {step.compiles} compiles, {step.elapsed_s:.1f} s)\n")
         out.flush()
 
+    device = None
+    if args.topology is not None:
+        import xlasdk as xs
+
+        try:
+            device = xs.topology(args.topology).devices[0]
+        except (xs.UnknownDeviceError, xs.PluginError) as e:
+            raise UsageError(f"--topology {args.topology}: {str(e).split(' — at ')[0].removeprefix('topology: ')}"
+                             ) from None
     try:
         res = reduce(comp, args.until, script=args.script, arguments=inputs, max_time=args.max_time,
                      check_timeout=args.check_timeout, rtol=args.rtol, atol=args.atol,
-                     excess_precision=args.excess_precision, progress=progress)
+                     excess_precision=args.excess_precision, progress=progress, device=device)
     except NotReproducedError as e:
         msg = str(e).split(" — at ")[0].removeprefix("reduce: ")
         raise UsageError(msg if msg.startswith(args.file) else f"{args.file}: {msg}") from None

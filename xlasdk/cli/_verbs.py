@@ -124,7 +124,11 @@ XLA's tools and `xlasdk run` read). The problem, one of:
   --until crash                XLA aborts or dies compiling the module (checked in xlasdk's
                                worker process: this one never crashes)
   --until compile-error        the compile fails cleanly; compile-error=REGEX: with a message
-                               in which REGEX is found
+                               in which REGEX is found. Without REGEX (and for crash) the failure
+                               must stay FILE's: the same check file:line, or the same status code
+                               and message once names and numbers are normalised
+  --topology NAME              with crash / compile-error: compile for a TPU slice without a chip
+                               (v5e:1x1; needs libtpu): an XLA:TPU failure shrinks on any machine
   --until diverge              `xlasdk compare` (against the reference evaluator, with --rtol,
                                --atol, --excess-precision) reports a divergence on the inputs
   --script CMD                 each candidate is written to a file whose path is appended to
@@ -229,6 +233,9 @@ def add_reduce_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str) 
                    help="instead of --until: a module that computes what FILE should; MIN.hlo is a small cut of "
                         "FILE that still differs from GOOD's matching cut (MIN.good.hlo) on MIN.npz")
     s.add_argument("--device", default=None, help="--against: where both run, e.g. cpu:0 (default: the first device)")
+    s.add_argument("--topology", default=None, metavar="NAME",
+                   help="--until crash|compile-error: compile each candidate for a TPU slice without a chip, e.g. "
+                        "v5e:1x1 (needs libtpu), keeping XLA:TPU's failure (default: the CPU)")
     s.add_argument("--output", "-o", required=True, metavar="MIN.hlo", help="where the reduced module is written")
     s.add_argument("--max-time", type=SECONDS.parse, default=None, metavar="S",
                    help="stop after S seconds and write the smallest module found so far")
@@ -495,7 +502,11 @@ def check_reduce_flags(args: argparse.Namespace) -> None:
         raise UsageError("give exactly one of --until crash|compile-error[=REGEX]|diverge and --script CMD"
                          + (f" (or --against GOOD.hlo); got {' and '.join(given)}" if given else ""))
     if args.device is not None and args.against is None:
-        raise UsageError("--device is where --against runs both modules; give --against GOOD.hlo")
+        raise UsageError("--device is where --against runs both modules; give --against GOOD.hlo"
+                         " (--topology NAME compiles for a TPU without a chip with --until crash|compile-error)")
+    if args.topology is not None and (args.until is None or args.until == "diverge"):
+        raise UsageError("--topology NAME compiles each candidate for that TPU: it goes with --until crash or "
+                         "--until compile-error[=REGEX]")
     if args.until is not None and not (args.until in ("crash", "diverge", "compile-error")
                                        or args.until.startswith("compile-error=")):
         raise UsageError(f"--until {args.until!r}: expected crash, compile-error, compile-error=REGEX or diverge")
