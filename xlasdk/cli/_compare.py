@@ -58,6 +58,24 @@ def _max_trials(args: argparse.Namespace) -> dict[str, int]:
     return {} if n is None else {"max_trials": n}
 
 
+def _other_environment(args: argparse.Namespace) -> Any:
+    """``--against-python PATH`` / ``--against-jaxlib VERSION`` as an OtherEnvironment (the venv of
+    VERSION made first when missing), or None."""
+    from xlasdk.reference._other_env import OtherEnvironment, OtherEnvironmentError
+
+    if getattr(args, "against_python", None) is not None:
+        return OtherEnvironment(args.against_python)
+    if getattr(args, "against_jaxlib", None) is not None:
+        from xlasdk.reference._env_venv import jaxlib_environment
+
+        _stage("preparing the jaxlib environment")
+        try:
+            return OtherEnvironment(jaxlib_environment(args.against_jaxlib), name=f"jaxlib {args.against_jaxlib}")
+        except OtherEnvironmentError as e:
+            raise UsageError(str(e)) from None
+    return None
+
+
 def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
     _stage("loading")
     comp, snap = _load_program(args)
@@ -82,7 +100,10 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
         _check_against_device(args)
     from xlasdk.reference._runners import GivenOutputs  # recorded outputs: compared as given ones, named
 
-    if module:
+    env = _other_environment(args)
+    if env is not None:
+        against = env
+    elif module:
         import xlasdk as xs
 
         try:
@@ -111,10 +132,11 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
     _stage("comparing")
     from xlasdk.errors import CompareArgumentError
     from xlasdk.reference import CompareSettings, UnsupportedOpError, compare
+    from xlasdk.reference._other_env import OtherEnvironmentError
 
     device_against = not module and args.against not in ("reference", "recorded") and not args.against.endswith(
         ".npz")
-    if (args.bisect or args.find_nonfinite) and args.against != "reference" and not (
+    if env is None and (args.bisect or args.find_nonfinite) and args.against != "reference" and not (
             (module or device_against) and args.bisect in (None, "ops")):
         why = ("; recorded outputs hold no intermediate values to bisect, and going into a while's iterations, a "
                "call or a fusion needs a good side that runs: bisect against the reference on the device (no "
@@ -142,6 +164,8 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
         raise UsageError(f"cannot check {args.file}: {e}") from None
     except CompareArgumentError as e:  # what was asked does not fit the program (a usage error, exit 2)
         raise UsageError(str(e)) from None
+    except OtherEnvironmentError as e:  # no answer from the other environment: never a verdict
+        raise UsageError(str(e)) from None
     del rt
     out.write(dump_line)
     out.write(str(report) + "\n")
@@ -153,6 +177,8 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
         from xlasdk._atomic import atomic_write
 
         doc = report.as_dict()
+        if env is not None and env.versions is not None and env.here is not None:
+            doc["environments"] = {"this": env.here.as_dict(), "other": env.versions.as_dict()}
         if dump_opts:
             doc["dump_debug_options"] = dump_opts
         try:

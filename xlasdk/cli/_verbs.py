@@ -180,6 +180,13 @@ def add_compare_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str)
                    help="what to compare with (default: the reference evaluator; GOOD.hlo: a second module that "
                         "computes what FILE should, run on the same device, --bisect ops matching their "
                         "instructions by name, then structure)")
+    s.add_argument("--against-python", default=None, metavar="PATH",
+                   help="compare with the same module compiled and run under another Python environment: PATH is "
+                        "its interpreter (or a wrapper that execs one), with jaxlib>=0.10.2,<0.13, numpy and "
+                        "ml_dtypes; --bisect ops names the first instruction whose value differs there")
+    s.add_argument("--against-jaxlib", default=None, metavar="VERSION",
+                   help="as --against-python, in a virtual environment with that jaxlib made once with pip and "
+                        "kept in xlasdk's cache directory (envs/)")
     add_input_arguments(s)
     s.add_argument("--rtol", type=TOLERANCE.parse, default=None, help="relative tolerance (default: by element type)")
     s.add_argument("--atol", type=TOLERANCE.parse, default=None, help="absolute tolerance (default: by element type)")
@@ -503,6 +510,30 @@ def check_reduce_flags(args: argparse.Namespace) -> None:
                          + (f" (or --against GOOD.hlo); got {' and '.join(given)}" if given else ""))
     if args.device is not None and args.against is None:
         raise UsageError("--device is where --against runs both modules; give --against GOOD.hlo"
+def check_against_environment(args: argparse.Namespace) -> None:
+    """``--against-python PATH`` / ``--against-jaxlib VERSION``: one of them, instead of --against,
+    with no --bisect but ops and no --outputs; PATH an existing file."""
+    given = [f for f, v in (("--against-python", args.against_python), ("--against-jaxlib", args.against_jaxlib))
+             if v is not None]
+    if not given:
+        return
+    if len(given) > 1 or args.against != "reference":
+        raise UsageError(f"{given[0]}: give one of --against, --against-python and --against-jaxlib")
+    if args.bisect == "passes" or args.find_nonfinite or args.outputs:
+        raise UsageError(f"{given[0]}: --bisect ops is the search between two environments (not --bisect passes, "
+                         "--find-nonfinite or --outputs)")
+    if args.against_python is not None and not os.path.isfile(args.against_python):
+        raise UsageError(f"--against-python {args.against_python}: no such file (expected a Python interpreter)")
+    if args.against_jaxlib is not None:
+        from xlasdk.reference._env_venv import checked_version
+        from xlasdk.reference._other_env import OtherEnvironmentError
+
+        try:
+            checked_version(args.against_jaxlib)
+        except OtherEnvironmentError as e:
+            raise UsageError(str(e)) from None
+
+
                          " (--topology NAME compiles for a TPU without a chip with --until crash|compile-error)")
     if args.topology is not None and (args.until is None or args.until == "diverge"):
         raise UsageError("--topology NAME compiles each candidate for that TPU: it goes with --until crash or "
@@ -563,6 +594,7 @@ def _lazy(verb: str) -> Command:
     def command(args: argparse.Namespace, out: IO[str]) -> int:
         precheck = _PRECHECKS.get(verb)
         if precheck is not None:
+    check_against_environment(args)
             precheck(args)
         cmd: Command = getattr(importlib.import_module(f"{__package__}.{module}"), name)
         return cmd(args, out)

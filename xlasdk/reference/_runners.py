@@ -54,6 +54,15 @@ class OpsBisector(Protocol):
     own (:meth:`Reference.bisect_ops`). They live with compare, above the bisections, which compare
     again."""
 
+    # the comparison they start from (a runner with its own search, as
+    # :class:`~._other_env.OtherEnvironment`, reads it): the program as it ran, its arguments, the
+    # report, the settings and the options the device side compiled with
+    computation: XlaComputation
+    args: Sequence[Any]
+    report: CompareReport
+    settings: CompareSettings
+    options: CompileOptions | None
+
     def against_evaluator(self) -> Any:
         """The first op that leaves the reference evaluator's bound, on this program."""
 
