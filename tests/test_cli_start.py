@@ -160,6 +160,7 @@ _OPTIONS = {
     "reduce": ["--against", "--atol", "--check-timeout", "--debug", "--device", "--excess-precision", "--format",
                "--help", "--input", "--inputs", "--max-time", "--output", "--random-inputs", "--rtol", "--script",
                "--seed", "--topology", "--until", "-h", "-o", "file"],
+    "triage": ["--debug", "--device", "--help", "--json", "--repeat", "--timeout", "--topology", "-h", "paths"],
     "cache": ["--debug", "--help", "-h", "cache_command"],
 }
 
@@ -168,7 +169,8 @@ def test_the_parser_has_every_verb_and_option() -> None:
     from xlasdk.cli import build_parser
 
     verbs = _subparsers(build_parser())
-    assert list(verbs) == ["devices", "version", "inspect", "convert", "run", "compare", "reduce", "cache", "launch"]
+    assert list(verbs) == ["devices", "version", "inspect", "convert", "run", "compare", "reduce", "triage", "cache",
+                           "launch"]
     for verb, options in _OPTIONS.items():
         assert _options(verbs[verb]) == options, verb
     cache = _subparsers(verbs["cache"])

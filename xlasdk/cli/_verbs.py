@@ -258,6 +258,34 @@ def add_reduce_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str) 
     s.set_defaults(verb_parser=s)
 
 
+_TRIAGE_DESCRIPTION = """\
+Load and compile each module (files, and the module files of directories: .hlo, .txt, .mlir,
+.mlirbc, .pb, .stablehlo) in xlasdk's worker process, and group the modules that fail by the
+way they fail: an abort by its check's location (XLA's "Check failed" / "F0000 ... file.cc:NNN]"
+line), a clean failure by its status code and message with names and numbers normalised, a load
+that fails marked "loading:". For each failing module one more compile with XLA's per-pass dump
+names the last HLO pass XLA entered. --repeat N compiles each module N times: a group holding a
+module whose compiles did not all end the same way is flaky. Prints a table (signature, count,
+last pass, example file, flaky); --json OUT writes the groups with every file. Exit codes: 0 every
+module compiled, 1 some failed (the table says how), 2 usage error (a path that does not exist, a
+directory with no module file)."""
+
+
+def add_triage_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    s = sub.add_parser("triage", parents=[common], help="compile many modules and group their failures",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, description=_TRIAGE_DESCRIPTION)
+    s.add_argument("paths", nargs="+", metavar="DIR_OR_FILE", help="module files and directories of them")
+    s.add_argument("--device", default=None, help="compile for this device, e.g. cpu:0 (default: the CPU)")
+    s.add_argument("--topology", default=None, metavar="NAME",
+                   help="compile for a TPU slice without a chip, e.g. v5e:1x1 (needs libtpu); instead of --device")
+    s.add_argument("--repeat", type=COUNT.parse, default=1, metavar="N",
+                   help="compile each module N times and mark the groups whose modules fail differently as flaky")
+    s.add_argument("--json", default=None, metavar="OUT.json", help="write the groups as JSON")
+    s.add_argument("--timeout", type=SECONDS.parse, default=300.0, metavar="S",
+                   help="seconds one compile may take (past it: a 'timeout' failure; default 300)")
+    s.set_defaults(verb_parser=s)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of the ``xlasdk`` command."""
     common = _Parser(add_help=False)
@@ -370,6 +398,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_compare_parser(sub, common, fmt_help)
     add_reduce_parser(sub, common, fmt_help)
+    add_triage_parser(sub, common)
 
     s = sub.add_parser("cache", parents=[common], help="inspect or clear the compile cache",
                        description="The on-disk compile cache (XLASDK_CACHE_DIR, default ~/.cache/xlasdk).")
@@ -481,6 +510,30 @@ def check_against(value: str) -> None:
         raise UsageError(f"--against {value}: {problem}" + (f"; {_AGAINST_FORMS}" if problem == "no such file" else ""))
 
 
+def check_against_environment(args: argparse.Namespace) -> None:
+    """``--against-python PATH`` / ``--against-jaxlib VERSION``: one of them, instead of --against,
+    with no --bisect but ops and no --outputs; PATH an existing file."""
+    given = [f for f, v in (("--against-python", args.against_python), ("--against-jaxlib", args.against_jaxlib))
+             if v is not None]
+    if not given:
+        return
+    if len(given) > 1 or args.against != "reference":
+        raise UsageError(f"{given[0]}: give one of --against, --against-python and --against-jaxlib")
+    if args.bisect == "passes" or args.find_nonfinite or args.outputs:
+        raise UsageError(f"{given[0]}: --bisect ops is the search between two environments (not --bisect passes, "
+                         "--find-nonfinite or --outputs)")
+    if args.against_python is not None and not os.path.isfile(args.against_python):
+        raise UsageError(f"--against-python {args.against_python}: no such file (expected a Python interpreter)")
+    if args.against_jaxlib is not None:
+        from xlasdk.reference._env_venv import checked_version
+        from xlasdk.reference._other_env import OtherEnvironmentError
+
+        try:
+            checked_version(args.against_jaxlib)
+        except OtherEnvironmentError as e:
+            raise UsageError(str(e)) from None
+
+
 def check_run_flags(args: argparse.Namespace) -> None:
     """Flag errors found before the (slow) load and compile (the numbers were checked as they were
     parsed: :mod:`xlasdk._numbers`)."""
@@ -510,30 +563,6 @@ def check_reduce_flags(args: argparse.Namespace) -> None:
                          + (f" (or --against GOOD.hlo); got {' and '.join(given)}" if given else ""))
     if args.device is not None and args.against is None:
         raise UsageError("--device is where --against runs both modules; give --against GOOD.hlo"
-def check_against_environment(args: argparse.Namespace) -> None:
-    """``--against-python PATH`` / ``--against-jaxlib VERSION``: one of them, instead of --against,
-    with no --bisect but ops and no --outputs; PATH an existing file."""
-    given = [f for f, v in (("--against-python", args.against_python), ("--against-jaxlib", args.against_jaxlib))
-             if v is not None]
-    if not given:
-        return
-    if len(given) > 1 or args.against != "reference":
-        raise UsageError(f"{given[0]}: give one of --against, --against-python and --against-jaxlib")
-    if args.bisect == "passes" or args.find_nonfinite or args.outputs:
-        raise UsageError(f"{given[0]}: --bisect ops is the search between two environments (not --bisect passes, "
-                         "--find-nonfinite or --outputs)")
-    if args.against_python is not None and not os.path.isfile(args.against_python):
-        raise UsageError(f"--against-python {args.against_python}: no such file (expected a Python interpreter)")
-    if args.against_jaxlib is not None:
-        from xlasdk.reference._env_venv import checked_version
-        from xlasdk.reference._other_env import OtherEnvironmentError
-
-        try:
-            checked_version(args.against_jaxlib)
-        except OtherEnvironmentError as e:
-            raise UsageError(str(e)) from None
-
-
                          " (--topology NAME compiles for a TPU without a chip with --until crash|compile-error)")
     if args.topology is not None and (args.until is None or args.until == "diverge"):
         raise UsageError("--topology NAME compiles each candidate for that TPU: it goes with --until crash or "
@@ -556,8 +585,16 @@ def _precheck_reduce(args: argparse.Namespace) -> None:
         raise UsageError(f"--against {args.against}: no such file")
 
 
+def _precheck_triage(args: argparse.Namespace) -> None:
+    if args.topology is not None and args.device is not None:
+        raise UsageError("--topology and --device: give one (a topology's devices are compile-only)")
+    if args.json is not None:
+        _check_writable(args.json, f"--json {args.json}")
+
+
 def _precheck_compare(args: argparse.Namespace) -> None:
     _check_paths_named(args, ("json", "html", "outputs", "inputs"))
+    check_against_environment(args)
     check_against(args.against)
     _check_exists(args.file)
 
@@ -574,6 +611,7 @@ _VERBS: dict[str, tuple[str, str]] = {
     "run": ("_run", "_cmd_run"),
     "compare": ("_compare", "_cmd_compare"),
     "reduce": ("_reduce", "_cmd_reduce"),
+    "triage": ("_triage", "_cmd_triage"),
     "cache": ("_system", "_cmd_cache"),
     "launch": ("_system", "_cmd_launch"),
 }
@@ -585,6 +623,7 @@ _PRECHECKS: dict[str, Callable[[argparse.Namespace], None]] = {
     "run": _precheck_run,
     "compare": _precheck_compare,
     "reduce": _precheck_reduce,
+    "triage": _precheck_triage,
 }
 
 
@@ -594,7 +633,6 @@ def _lazy(verb: str) -> Command:
     def command(args: argparse.Namespace, out: IO[str]) -> int:
         precheck = _PRECHECKS.get(verb)
         if precheck is not None:
-    check_against_environment(args)
             precheck(args)
         cmd: Command = getattr(importlib.import_module(f"{__package__}.{module}"), name)
         return cmd(args, out)

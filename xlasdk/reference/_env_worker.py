@@ -68,12 +68,13 @@ def main(directory: str, info: dict[str, Any]) -> int:
     with open(os.path.join(directory, req["module"])) as f:
         text = f.read()
     try:
-        from ..program.computation import XlaComputation
-        from ..runtime import CompileOptions
-        from ..runtime import compile as _compile
+        import xlasdk as xs
+        from xlasdk.runtime import CompileOptions
+        from xlasdk.runtime import compile as _compile
+
         from ._settings import resolve_device
 
-        comp = XlaComputation.from_hlo_text(text)
+        comp = xs.XlaComputation.from_hlo_text(text)
         overrides = dict(req["overrides"])
         options = CompileOptions(env_option_overrides=overrides) if overrides else None
         device = resolve_device(req["device"]) if req["device"] else None

@@ -1,0 +1,283 @@
+"""Many modules that make XLA fail, grouped by how they fail (:func:`triage`, ``xlasdk triage``).
+
+Each module is loaded (XLA's loader runs in xlasdk's worker process first, as every file's load
+does) and compiled in the worker (for the CPU, or for a TPU topology without a chip), ``repeat``
+times. A failure's *signature* (:mod:`xlasdk._failure_signature`) is the check's location when XLA
+aborts (``abort at algebraic_simplifier.cc:586``: its ``F0000 ... file.cc:NNN]`` / ``Check failed``
+line), else the status code and the message with names and numbers normalised; a failure while
+loading is marked ``loading:``. Modules are grouped by their failure's signature, and for each
+failing module the compile is made once more with XLA's per-pass dump
+(``--xla_dump_hlo_pass_re=.*`` into a temporary directory) to name the last HLO pass XLA entered
+(the ``before_PASS`` of its last dump file), which the group shows when its modules agree.
+
+A module whose compiles do not all end the same way (a crash one time, a success or another
+signature the next) is *flaky*; its group is marked flaky. A module that compiled every time is in
+no group (:attr:`TriageReport.compiled`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from ._failure_signature import signature
+from ._jaxlib import isolated
+from ._where import where
+from .errors import XlaSdkError
+
+__all__ = ["Attempt", "TriageGroup", "TriageReport", "triage"]
+
+#: the suffixes of the module files a directory is searched for
+MODULE_SUFFIXES: Final = (".hlo", ".txt", ".mlir", ".mlirbc", ".pb", ".stablehlo")
+_DUMP: Final = re.compile(r"^module_(\d+)\..*\.(\d{4})\.([\w-]+)\.after_[\w-]+\.before_([\w-]+)\.txt$")
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One load and compile of one module: ``signature`` None when it compiled."""
+
+    signature: str | None
+    message: str
+
+
+@dataclass
+class TriageGroup:
+    """Modules that fail the same way.
+
+    Attributes
+    ----------
+    signature: the failure's signature (``abort at FILE:LINE``, ``CODE at FILE:LINE`` for a
+        RET_CHECK, ``CODE: normalised message``; ``loading: ...`` when the load failed).
+    files: the modules, in the order given; example: the first of them.
+    message: the example's message (XLA's, with its names).
+    last_pass: the last HLO pass XLA entered compiling them (``pipeline/pass``) where XLA's dump
+        says it and every module of the group that says one says the same; else None.
+    flaky: some module of the group did not fail this way on every compile.
+    """
+
+    signature: str
+    files: list[str]
+    message: str
+    last_pass: str | None = None
+    flaky: bool = False
+
+    @property
+    def count(self) -> int:
+        return len(self.files)
+
+    @property
+    def example(self) -> str:
+        return self.files[0]
+
+
+@dataclass
+class TriageReport:
+    """What :func:`triage` found: the failure groups (most modules first), the modules that
+    compiled every time, the device and the number of compiles per module."""
+
+    groups: list[TriageGroup]
+    compiled: list[str]
+    device: str
+    repeat: int
+    attempts: dict[str, list[Attempt]] = field(default_factory=dict, repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready values."""
+        return {
+            "device": self.device, "repeat": self.repeat, "modules": len(self.compiled) + sum(
+                g.count for g in self.groups),
+            "compiled": list(self.compiled),
+            "groups": [{"signature": g.signature, "count": g.count, "example": g.example, "files": list(g.files),
+                        "message": g.message, "last_pass": g.last_pass, "flaky": g.flaky} for g in self.groups],
+        }
+
+    def table(self) -> str:
+        """A text table: signature, count, last pass, example file, flaky."""
+        rows = [("signature", "count", "last pass", "example", "flaky")]
+        rows += [(g.signature, str(g.count), g.last_pass or "-", g.example, "flaky" if g.flaky else "")
+                 for g in self.groups]
+        widths = [min(90, max(len(r[i]) for r in rows)) for i in range(4)]
+        lines = ["  ".join(c[:w].ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "  " + r[4]
+                 for r in rows]
+        failing = sum(g.count for g in self.groups)
+        lines.append(f"{failing} of {failing + len(self.compiled)} modules failed on {self.device} in "
+                     f"{len(self.groups)} group{'s' if len(self.groups) != 1 else ''}; {len(self.compiled)} compiled"
+                     f"{f' (each compiled {self.repeat} times)' if self.repeat > 1 else ''}")
+        return "\n".join(line.rstrip() for line in lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+
+# -- the worker side -------------------------------------------------------------------------------
+def _compile_in_worker(mtext: str, name: str, topology: str | None,
+                       overrides: tuple[tuple[str, str | bool | int | float], ...]) -> None:
+    """Compile ``mtext`` for the CPU or for one device of ``topology`` with the debug options
+    ``overrides`` (runs in the worker process)."""
+    if topology is None:
+        from .runtime.isolated_compile import compile_in_worker
+
+        compile_in_worker(mtext, 1, 1, overrides, name)
+        return
+    from ._jaxlib.mlir import without_copies
+    from .runtime.topology import compile_for_topology_in_worker
+
+    if "mhlo.copy" in mtext:
+        mtext = without_copies(mtext)
+    compile_for_topology_in_worker(mtext, topology, [0], 1, 1, overrides, name)
+
+
+# -- one module ------------------------------------------------------------------------------------
+def _attempt(path: str, topology: str | None, timeout: float,
+             overrides: tuple[tuple[str, str | bool | int | float], ...] = ()) -> Attempt:
+    from .formats.load import load_computation
+
+    try:
+        comp = load_computation(path)  # XLA's loader runs in the worker first
+    except XlaSdkError as e:
+        msg = str(e).split(" — at ")[0]
+        died = "XLA aborted" in msg or "died" in msg
+        msg = msg.replace(path, "FILE")
+        return Attempt(f"loading: {signature(msg, died=died)}", msg)
+    try:
+        isolated.request("xlasdk.triage:_compile_in_worker", comp.as_stablehlo_text(), comp.name, topology,
+                         overrides, timeout=timeout)
+    except isolated.Failed as e:
+        return Attempt(signature(e.message, died=False), e.message)
+    except isolated.WorkerDied as e:
+        if e.timed_out:
+            return Attempt(f"timeout: the compile ran past {timeout:g} s", e.reason)
+        if e.killed:
+            raise XlaSdkError(f"triage: {path}: the worker was killed or could not run ({e.reason}); "
+                              f"nothing can be said of this module{where()}") from None
+        return Attempt(signature(e.reason, died=True), e.reason)
+    return Attempt(None, "compiled")
+
+
+def last_pass(dump_dir: str) -> str | None:
+    """``pipeline/pass`` of the last ``...NNNN.PIPELINE.after_X.before_PASS.txt`` file XLA's
+    per-pass dump wrote in ``dump_dir`` (the pass it entered last), None when there is none."""
+    best: tuple[int, int, str] | None = None
+    try:
+        names = os.listdir(dump_dir)
+    except OSError:
+        return None
+    for n in names:
+        m = _DUMP.match(n)
+        if m is not None:
+            key = (int(m.group(1)), int(m.group(2)), f"{m.group(3)}/{m.group(4)}")
+            if best is None or key > best:
+                best = key
+    return None if best is None else best[2]
+
+
+def _last_pass_of(path: str, topology: str | None, timeout: float) -> str | None:
+    tmp = tempfile.mkdtemp(prefix="xlasdk-triage-dump-")
+    try:
+        _attempt(path, topology, timeout, (("xla_dump_to", tmp), ("xla_dump_hlo_pass_re", ".*")))
+        return last_pass(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# -- the entry point -------------------------------------------------------------------------------
+def module_files(paths: Sequence[str | os.PathLike[str]]) -> list[str]:
+    """The module files of ``paths``: a file as it is, a directory's files whose names end in one
+    of :data:`MODULE_SUFFIXES` (recursively, sorted).
+
+    Raises
+    ------
+    XlaSdkError
+        A path that does not exist or is neither a file nor a directory, a directory that holds no
+        module file, no path at all.
+    """
+    if isinstance(paths, (str, os.PathLike)) or not paths:
+        raise XlaSdkError(f"triage: expected a list of module files or directories, got {paths!r}{where()}")
+    out: list[str] = []
+    for p in paths:
+        p = os.fspath(p)
+        if os.path.isdir(p):
+            found = sorted(os.path.join(d, n) for d, _, names in os.walk(p) for n in names
+                           if n.endswith(MODULE_SUFFIXES) and not n.endswith(".debug_options"))
+            if not found:
+                raise XlaSdkError(f"triage: {p}: a directory with no module file (expected names ending in "
+                                  f"{', '.join(MODULE_SUFFIXES)}){where()}")
+            out += found
+        elif os.path.isfile(p):
+            out.append(p)
+        elif os.path.lexists(p):
+            raise XlaSdkError(f"triage: {p}: expected a module file or a directory, got neither{where()}")
+        else:
+            raise XlaSdkError(f"triage: {p}: no such file or directory{where()}")
+    return out
+
+
+def triage(paths: Sequence[str | os.PathLike[str]], *, device: Any = None, repeat: int = 1,
+           timeout: float = 300.0, progress: Callable[[str, list[Attempt]], None] | None = None) -> TriageReport:
+    """Load and compile each module ``repeat`` times in xlasdk's worker and group the failures.
+
+    Parameters
+    ----------
+    paths: module files (any format ``xs.load_computation`` reads) and directories (their module
+        files, recursively: :func:`module_files`).
+    device: what to compile for: a CPU device (default) or a TPU topology's device
+        (``xs.topology("v5e:1x1").devices[0]``, no chip needed; a chip's device compiles for its
+        slice's topology).
+    repeat: compiles per module (>= 1); a module whose compiles end differently is flaky.
+    timeout: seconds one compile may take (past it: a ``timeout:`` failure).
+    progress: called with each module's path and its attempts as it is done.
+
+    Returns
+    -------
+    :class:`TriageReport`: groups by signature (most modules first), the modules that compiled.
+
+    Raises
+    ------
+    XlaSdkError
+        Bad paths (:func:`module_files`), a ``repeat`` that is not an integer >= 1, a device the
+        worker cannot compile for, a worker that could not run.
+    """
+    from ._numbers import COUNT, SECONDS
+    from .reducer import _topology_of
+
+    repeat = COUNT.check(repeat, "triage: repeat")
+    timeout = SECONDS.check(timeout, "triage: timeout")
+    files = module_files(paths)
+    try:
+        topology = None if device is None else _topology_of(device)
+    except XlaSdkError as e:
+        raise XlaSdkError(str(e).split(" — at ")[0].replace("reduce:", "triage:", 1).replace(
+            "until='crash' and 'compile-error' compile", "triage compiles") + where()) from None
+    groups: dict[str, TriageGroup] = {}
+    compiled: list[str] = []
+    attempts: dict[str, list[Attempt]] = {}
+    passes: dict[str, list[str | None]] = {}
+    for f in files:
+        tries = [_attempt(f, topology, timeout) for _ in range(repeat)]
+        attempts[f] = tries
+        if progress is not None:
+            progress(f, tries)
+        sigs = [a.signature for a in tries]
+        failed = [s for s in sigs if s is not None]
+        if not failed:
+            compiled.append(f)
+            continue
+        sig = Counter(failed).most_common(1)[0][0]
+        g = groups.get(sig)
+        if g is None:
+            g = groups[sig] = TriageGroup(sig, [], next(a.message for a in tries if a.signature == sig))
+        g.files.append(f)
+        g.flaky = g.flaky or len(set(sigs)) > 1
+        if not sig.startswith(("loading:", "timeout:")):
+            passes.setdefault(sig, []).append(_last_pass_of(f, topology, timeout))
+    for sig, seen in passes.items():
+        said = {p for p in seen if p is not None}
+        groups[sig].last_pass = said.pop() if len(said) == 1 else None
+    ordered = sorted(groups.values(), key=lambda g: (-g.count, g.signature))
+    return TriageReport(ordered, compiled, "cpu" if topology is None else topology, repeat, attempts)
