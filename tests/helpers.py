@@ -34,9 +34,44 @@ from xlasdk import ops
 TEST_DEVICE = (os.environ.get("XLASDK_TEST_PLATFORM", "cpu").strip().lower() or "cpu") + ":0"
 
 
+#: ``XLASDK_RECORD_PROGRAMS=DIR``: every program :func:`run` compiles is written to ``DIR`` as StableHLO
+#: text with its locations, one file per distinct text (``<sha256>.mlir``): the programs of the op
+#: tests, which tests/test_tpu_compile_only.py compiles for a TPU v5e without a chip.
+RECORD_PROGRAMS = os.environ.get("XLASDK_RECORD_PROGRAMS", "").strip()
+
+
+def record_program(comp: xs.XlaComputation) -> None:
+    """Write ``comp`` to :data:`RECORD_PROGRAMS` (when set), named by its text's sha256 (written once)."""
+    import hashlib
+
+    text = comp.as_stablehlo_text(debug_info=True)
+    path = os.path.join(RECORD_PROGRAMS, hashlib.sha256(text.encode()).hexdigest()[:32] + ".mlir")
+    if not os.path.exists(path):
+        os.makedirs(RECORD_PROGRAMS, exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+
+
+def on_test_device(comp: xs.XlaComputation) -> None:
+    """Before a test compiles ``comp`` for :data:`TEST_DEVICE`: record it (``XLASDK_RECORD_PROGRAMS``),
+    and on another platform than the CPU skip the test where the device's capability table
+    (:mod:`xlasdk.runtime.capabilities`) refuses the program, with the table's reason."""
+    if RECORD_PROGRAMS:
+        record_program(comp)
+    if not TEST_DEVICE.startswith("cpu"):
+        from xlasdk.runtime._platform_lowering import for_device
+
+        found = xs.capabilities(TEST_DEVICE).refusals(for_device(comp, TEST_DEVICE))  # as xs.compile checks it
+        if found:
+            pytest.skip(f"capability table: {found[0]}")
+
+
 def run(comp: xs.XlaComputation, *args: Any) -> list[np.ndarray[Any, Any]]:
     """Compile ``comp`` for :data:`TEST_DEVICE` (cpu:0 unless ``XLASDK_TEST_PLATFORM`` says
     otherwise), run it on ``args`` and return every output as numpy."""
+    on_test_device(comp)
     out = xs.compile(comp, device=TEST_DEVICE)(*(np.asarray(a) for a in args))
     outs = out if isinstance(out, tuple) else (out,)
     result = [o.to_numpy() for o in outs]

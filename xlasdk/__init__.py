@@ -56,6 +56,7 @@ if TYPE_CHECKING:
         PluginError,
         ShapeError,
         ToleranceError,
+        UnsupportedOnDeviceError,
         XlaRuntimeError,
         XlaSdkError,
     )
@@ -92,6 +93,7 @@ if TYPE_CHECKING:
         local_devices,
         register_custom_call_target,
     )
+    from .runtime.capabilities import Capabilities, capabilities
     from .runtime.jax_interop import share_with_jax
     from .runtime.sharded import ShardedArray, shard
     from .runtime.topology import CompileOnlyError, CompileOnlyExecutable, Topology, topology
@@ -136,6 +138,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "CompareArgumentError": ("errors", "CompareArgumentError"),
     "CompileError": ("errors", "CompileError"),
     "DeviceCountError": ("errors", "DeviceCountError"),
+    "UnsupportedOnDeviceError": ("errors", "UnsupportedOnDeviceError"),
     "DistributedError": ("errors", "DistributedError"),
     "ExecutionTimeoutError": ("errors", "ExecutionTimeoutError"),
     "DTypeError": ("errors", "DTypeError"),
@@ -189,6 +192,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "register_custom_call_target": ("runtime", "register_custom_call_target"),
     "share_with_jax": ("runtime.jax_interop", "share_with_jax"),
     "topology": ("runtime.topology", "topology"),
+    "capabilities": ("runtime.capabilities", "capabilities"),
+    "Capabilities": ("runtime.capabilities", "Capabilities"),
     "Topology": ("runtime.topology", "Topology"),
     "CompileOnlyExecutable": ("runtime.topology", "CompileOnlyExecutable"),
     "CompileOnlyError": ("runtime.topology", "CompileOnlyError"),
@@ -223,9 +228,10 @@ __all__ = [
     "client", "compile", "default_device", "deserialize_executable", "device_put", "devices", "load_executable",
     "load_pjrt_plugin", "load_computation", "CompileCache",
     "distributed", "local_devices", "process_index", "process_count", "DistributedError", "PluginError",
-    "ExecutionTimeoutError", "DeviceCountError",
+    "ExecutionTimeoutError", "DeviceCountError", "UnsupportedOnDeviceError",
     "HloSharding", "ShardedArray", "shard",
     "share_with_jax", "topology", "Topology", "CompileOnlyExecutable", "CompileOnlyError",
+    "capabilities", "Capabilities",
     "HostBufferSemantics", "aligned_empty", "from_dlpack", "JaxlibVersion", "jaxlib_version_info",
     "register_custom_call_target",
     "Instruction", "GraphImportError", "Graph", "ModuleContext",

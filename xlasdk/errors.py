@@ -14,6 +14,7 @@ __all__ = [
     "DTypeError",
     "CompileError",
     "DeviceCountError",
+    "UnsupportedOnDeviceError",
     "XlaRuntimeError",
     "FormatError",
     "DistributedError",
@@ -53,6 +54,18 @@ class DeviceCountError(CompileError):
         self.needed = needed
         self.available = available
         self.platform = platform
+
+
+class UnsupportedOnDeviceError(CompileError):
+    """A program holds what the device's compiler does not take (an element type, an op, an
+    attribute), as its capability table (``xs.capabilities(device)``) knows: refused before XLA sees
+    it, with the instruction, its source line, what XLA says and what to do instead.
+
+    Attribute: ``refusals``, every refused instruction (``xlasdk.runtime.capabilities.Refusal``)."""
+
+    def __init__(self, message: str = "", *, refusals: tuple[object, ...] = ()) -> None:
+        super().__init__(message)
+        self.refusals = refusals
 
 
 class XlaRuntimeError(XlaSdkError, RuntimeError):

@@ -23,6 +23,7 @@ from ._executable import Executable
 from ._options import CompileOptions
 from ._platform_lowering import for_device
 from ._serial_format import _parse, _shape_from_json
+from .capabilities import check_capabilities
 from .device import Device, UnknownDeviceError, _resolve_device
 from .dynamic import DynamicResultExecutable
 from .isolated_compile import compile_isolated, optimized_dump_for_device, per_partition_devices
@@ -172,6 +173,7 @@ def compile(
     if problem is not None:
         raise CompileError(f"compile: {name!r}: {problem}")
     devs = _place(opts, device)
+    check_capabilities(computation, devs[0])  # what the device's compiler fails on, before XLA sees it
     if opts.num_partitions > 1:  # shardings that do not fit the partitions, before XLA sees them
         check_computation_shardings(computation, opts.num_partitions, opts.num_replicas)
     text = _module_text_for(req.module_text, devs[0])

@@ -1,0 +1,485 @@
+"""What each platform's compiler takes: the capability table, checked before XLA sees a program.
+
+XLA's TPU compiler does not take every program XLA:CPU takes. Some it refuses with its own words
+("While rewriting computation to not contain X{64|128} element types ..."), some it aborts on
+(SIGABRT in its precision rewriter, caught by xlasdk's worker). :func:`capabilities` gives a
+device's table; ``xs.compile`` checks the program against it when it compiles for a TPU (a chip,
+or the compile-only devices of ``xs.topology``), before XLA sees the program, and raises
+:class:`~xlasdk.errors.UnsupportedOnDeviceError` naming the instruction, its source line, what XLA
+says and what to do instead::
+
+    >>> caps = xs.capabilities(xs.topology("v5e:1x1").devices[0])
+    >>> caps.refusals(comp)              # [] when the table refuses nothing of comp
+    >>> caps.check(comp)                 # raises UnsupportedOnDeviceError where it does
+    >>> caps.custom_call_available("lapack_sgetrf_ffi")   # False: LAPACK is jaxlib's CPU kernels
+
+The table holds only what was measured (``xs.topology("v5e:1x1")``, libtpu 0.0.42.1 and 0.0.52)
+or documented, as typed rows (:class:`Unsupported`): the ops, element types and attributes XLA:TPU
+fails on. A row names an op and a condition exact enough that it never refuses what the device
+runs: XLA:TPU compiles f64, s64 and c64 arithmetic through its X64 rewriter (an f64 ``add``, a
+``convert`` from f64), so "the TPU has no f64" is not a rule; an f64 ``rng`` or ``fft`` is. Every
+row is backed by a test that compiles its probe program for ``v5e:1x1`` without the table and sees
+XLA fail (tests/test_capabilities.py; skipped, naming the release, where a newer libtpu no longer
+fails), and tests/test_tpu_compile_only.py compiles every op test's program for ``v5e:1x1`` and
+fails on any that XLA refuses and the table does not name.
+
+The table is about the compiler, not values: a program that compiles and computes other values
+than the CPU (the TPU's f32 dot at DEFAULT precision, its transcendental functions) is the error
+model's business (``xs.compare``).
+
+The CPU's table refuses nothing: every op xlasdk builds compiles for XLA:CPU. The generations of
+TPU rows are those measured (``v5e``); a row holds for every TPU generation where XLA's TPU
+compiler is the same code (the X64 rewriter, the precision rewriter), so rows name the generations
+they are known for and apply to the other TPU generations as well (fail closed: a compile for an
+unmeasured generation is refused where v5e's is).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ..builder import XlaOp
+from ..errors import GraphImportError, UnsupportedOnDeviceError
+from ..program.attr_kinds import typed_attr
+from ..program.computation import XlaComputation
+from ..shape import Shape
+from ..types import PrimitiveType
+from .device import Device
+
+__all__ = ["Capabilities", "Refusal", "Unsupported", "Platform", "capabilities", "check_capabilities", "TABLE"]
+
+P = PrimitiveType
+
+
+class Platform(enum.Enum):
+    """The compilers the table knows."""
+
+    CPU = "cpu"
+    TPU = "tpu"
+    OTHER = "other"  # a platform the table has no rows for (cuda, rocm, a plugin)
+
+
+# -- what an op holds ---------------------------------------------------------------------------
+def _leaves(s: Shape) -> tuple[Shape, ...]:
+    return s.tuple_shapes() if s.is_tuple() else (s,)
+
+
+def _types(op: XlaOp) -> set[PrimitiveType]:
+    """The element types of ``op``'s results and operands (tuples flattened; tokens left out)."""
+    out: set[PrimitiveType] = set()
+    for s in (op.shape, *(x.shape for x in op.operands)):
+        for leaf in _leaves(s):
+            if leaf.is_array():
+                out.add(leaf.element_type())
+    return out
+
+
+def _target(op: XlaOp) -> str:
+    t = typed_attr(op, "call_target_name", "")
+    return t.decode("utf-8", "replace") if isinstance(t, (bytes, bytearray)) else str(t)
+
+
+def _accuracy_mode(op: XlaOp) -> str | None:
+    """The mode of ``op``'s ``result_accuracy`` (``"HIGHEST"``, ``"TOLERANCE"``), None when it has
+    none or DEFAULT; a spelling this reader does not know counts as set (fail closed)."""
+    from ..attrs import ResultAccuracy
+
+    attr = op.attrs.get("result_accuracy")
+    if attr is None:
+        return None
+    if isinstance(attr, ResultAccuracy):
+        mode = attr.mode.name
+    else:
+        text = str(typed_attr(op, "result_accuracy", ""))
+        mode = next((m.name for m in ResultAccuracy.Mode if f"result_accuracy_mode<{m.name}>" in text), "UNKNOWN")
+    return None if mode == "DEFAULT" else mode
+
+
+# -- the rows -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Unsupported:
+    """One thing a platform's compiler fails on: a row of the capability table.
+
+    Attributes
+    ----------
+    name: the row's short name (``"f64-rng"``), as tests and messages cite it.
+    platform: the :class:`Platform` whose compiler fails.
+    what: what is not supported, as the message starts (``"f64 rng"``).
+    opcodes: the StableHLO/CHLO ops it concerns (``stablehlo.rng``); empty: any op.
+    element_types: the row holds where the op has one of these element types among its results and
+        operands; empty: any.
+    when: a further condition on the op (an attribute, a target, a shape), None for none; ``when_text``
+        says it in words.
+    xla_says: what XLA says (its message, or the check it aborts on).
+    instead: what to do instead.
+    measured: the releases seen failing (``"libtpu 0.0.42.1"``).
+    generations: the TPU generations it was measured on (it applies to every generation: see the
+        module's docstring).
+    fixed_in: the first libtpu release seen compiling it (``(0, 0, 52)``), None while every
+        measured release fails.
+    """
+
+    name: str
+    platform: Platform
+    what: str
+    opcodes: frozenset[str]
+    element_types: frozenset[PrimitiveType]
+    xla_says: str
+    instead: str
+    measured: tuple[str, ...]
+    when: Callable[[XlaOp], bool] | None = None
+    when_text: str = ""
+    generations: tuple[str, ...] = ("v5e",)
+    fixed_in: tuple[int, ...] | None = None
+
+    def applies_to(self, release: tuple[int, ...] | None) -> bool:
+        """Whether the row holds for the compiler release ``release`` (libtpu's version as numbers;
+        None when unknown: every row holds, fail closed): a row with ``fixed_in`` (the first release
+        seen compiling it) holds for the releases before it."""
+        return self.fixed_in is None or release is None or release < self.fixed_in
+
+    def matches(self, op: XlaOp) -> bool:
+        """Whether ``op`` is what this row refuses."""
+        if self.opcodes and op.opcode not in self.opcodes:
+            return False
+        if self.element_types and not (self.element_types & _types(op)):
+            return False
+        return self.when is None or self.when(op)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A row of the table that refuses an instruction of a program.
+
+    Attributes: ``row`` (the :class:`Unsupported` row), ``instruction`` (its opcode and shape, as
+    ``stablehlo.rng -> f64[64,1024]``), ``source`` (``file.py:LINE`` of the op, ``""`` when unknown),
+    ``device`` (``"TPU v5e"``)."""
+
+    row: Unsupported
+    instruction: str
+    source: str
+    device: str
+
+    def __str__(self) -> str:
+        at = f" at {self.source}" if self.source else ""
+        return (f"{self.row.what} is not supported on {self.device} (XLA:{self.row.platform.name} fails on "
+                f"{self.instruction}{at}: {self.row.xla_says}): {self.row.instead}")
+
+
+_X64_UNIMPLEMENTED: Final = ("While rewriting computation to not contain X{64|128} element types, XLA encountered "
+                             "an HLO for which this rewriting is not implemented")
+_ON_CPU: Final = "run it on cpu:0"
+
+_MEASURED: Final = ("libtpu 0.0.42.1", "libtpu 0.0.52")
+_TWO_BIT: Final = frozenset({P.S2, P.U2})
+_X64_INTS: Final = frozenset({P.S64, P.U64})
+
+
+def _two_bit_tile_too_small(op: XlaOp) -> bool:
+    """A 2-bit array among ``op``'s values whose rank is below 2, or whose two minor dimensions are
+    below 16 (XLA:TPU tiles INT2 16 sublanes deep: s2[16,16] and s2[17,128] compile, s2[16,8],
+    s2[8,128], s2[128] do not)."""
+    for s in (op.shape, *(x.shape for x in op.operands)):
+        for leaf in _leaves(s):
+            if leaf.is_array() and leaf.element_type() in _TWO_BIT:
+                d = leaf.dimensions()
+                if len(d) < 2 or d[-2] < 16 or d[-1] < 16:
+                    return True
+    return False
+
+
+def _lapack_call(op: XlaOp) -> bool:
+    from ..ops.lapack_contracts import is_lapack_target
+
+    return is_lapack_target(_target(op))
+
+
+def _reducer_not_add(op: XlaOp) -> bool:
+    """An all-reduce whose reducer's result is not one ``add`` of its two parameters."""
+    from ..ops.elementwise import BINARY
+
+    add = BINARY["Add"].opdef.name
+    for r in op.regions:
+        if len(r.results) != 1 or r.results[0].opcode != add:
+            return True
+    return not op.regions
+
+
+#: c128 ops XLA:TPU of libtpu 0.0.42.1 aborts on (0.0.52 compiles each of them)
+_C128_ABORTS: Final = ("Abs", "Exp2", "Expm1", "Rsqrt", "Tanh", "Logistic", "Sin", "Cos", "Tan", "Sign", "Div",
+                       "Pow", "Atan2")
+
+
+def _changes_c128(op: XlaOp) -> bool:
+    """A convert between c128 and another type."""
+    kinds = {leaf.element_type() for x in (op, *op.operands) for leaf in _leaves(x.shape) if leaf.is_array()}
+    return P.C128 in kinds and len(kinds) > 1
+
+
+def _default_rng_odd_state(op: XlaOp) -> bool:
+    from ..attrs import RandomAlgorithm
+
+    algorithm = typed_attr(op, "rng_algorithm")
+    state = op.operands[0].shape if op.operands else None
+    default = not isinstance(algorithm, RandomAlgorithm) or algorithm is RandomAlgorithm.DEFAULT  # unread: refused
+    return default and (state is None or not state.is_array() or state.dimensions() != (2,))
+
+
+def _topk_rank1(op: XlaOp) -> bool:
+    return _target(op) == "TopK" and any(x.shape.is_array() and x.shape.rank() == 1 for x in op.operands)
+
+
+def _tolerance_accuracy(op: XlaOp) -> bool:
+    return _accuracy_mode(op) not in (None, "HIGHEST")
+
+
+def _any_accuracy(op: XlaOp) -> bool:
+    return _accuracy_mode(op) is not None
+
+
+def _names(*ops: str) -> frozenset[str]:
+    """The StableHLO names of the elementwise ops ``ops`` (their rows' names: no spelling typed here)."""
+    from ..ops.elementwise import BINARY, UNARY
+
+    return frozenset((UNARY.get(o) or BINARY[o]).opdef.name for o in ops)
+
+
+def _tpu_rows() -> tuple[Unsupported, ...]:
+    from ..ops.collectives import ALL_REDUCE, REDUCE_SCATTER
+    from ..ops.convert import CONVERT, REDUCE_PRECISION
+    from ..ops.custom_call import CUSTOM_CALL
+    from ..ops.fft import FFT
+    from ..ops.linalg import DOT_GENERAL
+    from ..ops.random import RNG, RNG_BIT_GENERATOR
+
+    tpu = Platform.TPU
+    dots = frozenset({DOT_GENERAL.name, "stablehlo.dot"})  # stablehlo.dot: a loaded HLO dot (not built)
+    return (
+        Unsupported(
+            "tpu-int2-tile", tpu, "a 2-bit integer array (s2/u2) of rank below 2 or with a minor dimension below 16",
+            frozenset(), _TWO_BIT,
+            "INT2 is not supported for rank 1 / for second minor size 2, expected to be greater than or equal to "
+            "sublane count * multichunk factor (16); or it aborts (pipeline_emitter.cc: Check failed: "
+            "operand.span_size.RawSize() > 0; shape.h: Check failed: buffer != nullptr)",
+            "keep 2-bit arrays at least [16, 16], convert them to s8/u8, or run on cpu:0", _MEASURED,
+            when=_two_bit_tile_too_small, when_text="rank < 2, or either of the two minor dimensions < 16"),
+        Unsupported(
+            "tpu-lapack", tpu, "a LAPACK custom call (jaxlib's CPU kernels lapack_*_ffi)",
+            frozenset({CUSTOM_CALL.name}), frozenset(),
+            "Custom emitter for lapack_sgetrf_ffi not found; for 64-bit and complex types: " + _X64_UNIMPLEMENTED,
+            "build the decomposition for the TPU (XLA's expanders) or run on cpu:0", _MEASURED,
+            when=_lapack_call, when_text="call_target_name is a LAPACK kernel"),
+        Unsupported(
+            "tpu-fft-x64", tpu, "an f64/c128 FFT", frozenset({FFT.name}), frozenset({P.F64, P.C128}),
+            "Unexpected operand type for FFT: c128[2,8]", "convert to f32/c64 or run on cpu:0", _MEASURED),
+        Unsupported(
+            "tpu-rng-f64", tpu, "an f64 rng", frozenset({RNG.name}), frozenset({P.F64}),
+            _X64_UNIMPLEMENTED + ": rng f64[64,1024]", "draw f32 values and convert, or run on cpu:0", _MEASURED),
+        Unsupported(
+            "tpu-dot-s64", tpu, "a 64-bit integer dot", dots, _X64_INTS,
+            _X64_UNIMPLEMENTED + ": dot s64[]", "convert to s32 (or f64) or run on cpu:0", _MEASURED),
+        Unsupported(
+            "tpu-all-reduce-x64-not-sum", tpu, "a 64-bit all-reduce other than a sum", frozenset({ALL_REDUCE.name}),
+            frozenset({P.F64, P.S64, P.U64}),
+            "Supported lowering only of Sum all reduce", "reduce in 32 bits, or run on cpu:0", _MEASURED,
+            when=_reducer_not_add, when_text="the reducer is not one add"),
+        Unsupported(
+            "tpu-reduce-scatter-x64", tpu, "an f64/c64/c128 reduce-scatter", frozenset({REDUCE_SCATTER.name}),
+            frozenset({P.F64, P.C64, P.C128}),
+            "Supported lowering only of Sum reduce-scatter (f64, even of an add); c64/c128: " + _X64_UNIMPLEMENTED,
+            "reduce-scatter in f32 (real and imaginary parts apart), or run on cpu:0", ("libtpu 0.0.52",)),
+        Unsupported(
+            "tpu-topk-rank1", tpu, "a TopK custom call of a rank-1 operand", frozenset({CUSTOM_CALL.name}),
+            frozenset(), "SIGILL (XLA:TPU dies of an illegal instruction compiling it)",
+            "reshape the operand to [1, N] and back, or run on cpu:0", ("libtpu 0.0.52",),
+            when=_topk_rank1, when_text="call_target_name TopK, operand of rank 1"),
+        Unsupported(
+            "tpu-f8-erf", tpu, "an fp8 erf", _names("Erf"), frozenset({P.F8E4M3FN, P.F8E5M2}),
+            "CHLO => [StableHLO+Shape] => StableHLO failed: failed to legalize operation 'chlo.erf' that was "
+            "explicitly marked illegal", "compute erf in f32 or bf16 and convert, or run on cpu:0", ("libtpu 0.0.52",)),
+        Unsupported(
+            "tpu-reduce-precision-f64", tpu, "an f64 reduce-precision", frozenset({REDUCE_PRECISION.name}),
+            frozenset({P.F64}), _X64_UNIMPLEMENTED + ": reduce-precision f64[6005]",
+            "reduce the precision of an f32 value, or run on cpu:0", _MEASURED),
+        Unsupported(
+            "tpu-rng-bit-generator-default-state", tpu, "rng-bit-generator DEFAULT with a state other than u64[2]",
+            frozenset({RNG_BIT_GENERATOR.name}), frozenset(),
+            "RET_CHECK failure (hlo_computation.cc) ShapeUtil::Compatible(old_instruction->shape(), "
+            "new_instruction->shape()) get-tuple-element (u32[3]) vs concatenate (u32[2])",
+            "give the DEFAULT algorithm a u64[2] state, or name THREE_FRY / PHILOX, or run on cpu:0", _MEASURED,
+            when=_default_rng_odd_state, when_text="algorithm DEFAULT and a state that is not u64[2]"),
+        Unsupported(
+            "tpu-convert-c128", tpu, "a convert to or from c128", frozenset({CONVERT.name}), frozenset({P.C128}),
+            "SIGABRT: xprecision_rewriter.cc:2101] Unsupported CVT X{64|128} expansion from f32[16] to c128[16] "
+            "(and from c128[16] to f32[16], from pred, s32, f64, c64...)",
+            "compute in c64, or run on cpu:0", ("libtpu 0.0.42.1",),
+            when=_changes_c128, when_text="one side is c128, the other is not", fixed_in=(0, 0, 52)),
+        Unsupported(
+            "tpu-c128-math", tpu, "c128 " + "/".join(_C128_ABORTS), _names(*_C128_ABORTS), frozenset({P.C128}),
+            "SIGABRT: xprecision_rewriter.cc:3271] Check failed: operand->shape().IsTuple() (sign: its RET_CHECK "
+            "operand->shape().IsTuple() && TupleElementCount == 2)",
+            "compute in c64, or run on cpu:0", ("libtpu 0.0.42.1",), fixed_in=(0, 0, 52)),
+        Unsupported(
+            "tpu-f64-nextafter", tpu, "an f64 nextafter", _names("NextAfter"), frozenset({P.F64}),
+            "Binary op and with different element types: s32[16] and u32[16]",
+            "compute it in f32, or run on cpu:0", ("libtpu 0.0.42.1",), fixed_in=(0, 0, 52)),
+        Unsupported(
+            "tpu-accuracy-tolerance", tpu, "result_accuracy TOLERANCE on exp/expm1/sqrt/rsqrt/tan",
+            _names("Exp", "Expm1", "Sqrt", "Rsqrt", "Tan"), frozenset(),
+            "No implementation found for requested accuracy: tolerance ... (select_accuracy.cc:44)",
+            "leave result_accuracy DEFAULT or ask for HIGHEST, or run on cpu:0", _MEASURED,
+            when=_tolerance_accuracy, when_text="result_accuracy mode TOLERANCE"),
+        Unsupported(
+            "tpu-accuracy-cbrt", tpu, "result_accuracy on cbrt", _names("Cbrt"), frozenset(),
+            "Accuracy analysis for cbrt is not implemented yet (llo_region_builder.cc)",
+            "leave result_accuracy DEFAULT, or run on cpu:0", _MEASURED,
+            when=_any_accuracy, when_text="any result_accuracy but DEFAULT"),
+    )
+
+
+TABLE: tuple[Unsupported, ...] = _tpu_rows()
+"""Every row, every platform. The CPU has none: every op xlasdk builds compiles for XLA:CPU."""
+
+
+# -- the table of a device ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Capabilities:
+    """A device's capability table.
+
+    Attributes
+    ----------
+    platform: the :class:`Platform`.
+    generation: the TPU generation (``"v5e"``, ``"v4"``...; None for the CPU, or a TPU whose kind
+        xlasdk does not know).
+    device: how messages name the device (``"TPU v5e"``, ``"cpu"``).
+    release: the compiler's release as numbers (libtpu's ``(0, 0, 52)``), None when not known.
+    rows: the rows that hold for that release (:class:`Unsupported`).
+    """
+
+    platform: Platform
+    generation: str | None
+    device: str
+    release: tuple[int, ...] | None
+    rows: tuple[Unsupported, ...]
+
+    def refusals(self, computation: XlaComputation) -> list[Refusal]:
+        """Every instruction of ``computation`` (its regions' too) that a row refuses, in program order."""
+        if not isinstance(computation, XlaComputation):
+            raise TypeError(f"refusals: expected an XlaComputation, got {type(computation).__name__}")
+        if not self.rows:
+            return []
+        out = []
+        for op in _every_op(computation):
+            for row in self.rows:
+                if row.matches(op):
+                    out.append(Refusal(row, _describe(op), _source(op), self.device))
+        return out
+
+    def check(self, computation: XlaComputation) -> None:
+        """Raise :class:`~xlasdk.errors.UnsupportedOnDeviceError` for the first refused instruction.
+
+        Raises
+        ------
+        UnsupportedOnDeviceError
+            Naming the instruction, its source line, what XLA says and what to do instead; its
+            ``refusals`` attribute lists every refused instruction.
+        """
+        found = self.refusals(computation)
+        if found:
+            more = f" (and {len(found) - 1} more refused instructions)" if len(found) > 1 else ""
+            raise UnsupportedOnDeviceError(f"compile: {str(found[0])}{more}", refusals=tuple(found))
+
+    def custom_call_available(self, target: str) -> bool:
+        """Whether a custom call to ``target`` compiles here, as far as the table knows (False for
+        the targets a row refuses on this platform: jaxlib's LAPACK kernels off the CPU)."""
+        from ..ops.lapack_contracts import is_lapack_target
+
+        return not (self.platform is Platform.TPU and is_lapack_target(target))
+
+
+def _every_op(computation: XlaComputation) -> Iterator[XlaOp]:
+    """Every op of ``main`` and of its ops' regions (loop bodies, reducers, branches), each once."""
+    seen: set[int] = set()
+    stack: list[XlaOp] = [i.op for i in reversed(computation.instructions())]
+    order: list[XlaOp] = []
+    while stack:
+        o = stack.pop()
+        if o.id in seen:
+            continue
+        seen.add(o.id)
+        order.append(o)
+        stack.extend(o.operands)
+        for r in o.regions:
+            stack.extend((*r.results, *r.effects, *r.captures, *(r.bindings or ())))
+    order.sort(key=lambda o: o.id)
+    return iter(order)
+
+
+def _describe(op: XlaOp) -> str:
+    return f"{op.opcode} -> {op.shape}"
+
+
+def _source(op: XlaOp) -> str:
+    import os
+
+    f = op.loc.fields
+    file, line = str(f.get("source_file", "")), int(f.get("source_line", 0) or 0)
+    return f"{os.path.basename(file)}:{line}" if file and line else ""
+
+
+def check_capabilities(computation: XlaComputation, device: Device) -> None:
+    """The compile step's check (:func:`xlasdk.compile`, for a chip or a topology's compile-only
+    devices): :meth:`Capabilities.check` where ``device``'s platform has rows (the TPU's), nothing
+    to do elsewhere. A module the instruction graph cannot hold (:class:`GraphImportError`) is left
+    to XLA's compiler, which runs in xlasdk's worker for a TPU (an abort ends the worker, not the
+    user's process).
+
+    Raises
+    ------
+    UnsupportedOnDeviceError
+        As :meth:`Capabilities.check`.
+    """
+    if device.platform != "tpu":
+        return
+    try:
+        capabilities(device).check(computation)
+    except GraphImportError:
+        return
+
+
+def capabilities(device: Any) -> Capabilities:
+    """The capability table of ``device`` (a :class:`~xlasdk.Device`, ``"cpu:0"``-style string, or
+    None for the default device): what its compiler refuses, as measured.
+
+    Raises
+    ------
+    UnknownDeviceError
+        For an unknown device.
+    """
+    from .device import _resolve_device
+    from .topology import _GENERATIONS
+
+    dev = _resolve_device(device)
+    if dev.platform == "cpu":
+        return Capabilities(Platform.CPU, None, "cpu", None, tuple(r for r in TABLE if r.platform is Platform.CPU))
+    if dev.platform == "tpu":
+        gen = _GENERATIONS.get(dev.device_kind)
+        name = f"TPU {gen}" if gen is not None else str(dev.device_kind)
+        release = _libtpu_release()
+        rows = tuple(r for r in TABLE if r.platform is Platform.TPU and r.applies_to(release))
+        return Capabilities(Platform.TPU, gen, name, release, rows)
+    return Capabilities(Platform.OTHER, None, str(dev.platform), None, ())
+
+
+def _libtpu_release() -> tuple[int, ...] | None:
+    """The installed libtpu's release (``(0, 0, 52)``), None when libtpu is not a wheel xlasdk can read
+    (a ``TPU_LIBRARY_PATH`` library: every row then holds)."""
+    from .plugins import _release, find_plugin
+
+    found = find_plugin("tpu")
+    if found is None or found.version is None or found.library_path is None:
+        return None
+    return _release(found.version) or None
