@@ -50,7 +50,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("program", "_emit", "_hlo_emit"),  # the program model (computation, import, graph walker) and its emitters
     ("formats",),  # files: load, save, import into the graph
     ("runtime",),  # compile and run
-    ("reference", "bisect", "reducer", "_reduce_text", "_reduce_graph", "_reduce_regions", "inputs", "_graph_layout",
+    ("reference", "bisect", "reducer", "_reduce_text", "_reduce_graph", "_reduce_regions", "_reduce_against",
+     "_failure_signature", "triage", "inputs", "_graph_layout",
      "distributed", "launch"),  # the tools
     ("cli", "xla_client", ""),  # the command line, the former xla_client surface, the package face
 )

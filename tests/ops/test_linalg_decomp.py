@@ -350,7 +350,8 @@ def _s(dtype: Any, *dims: int) -> xs.Shape:
 
 
 def test_qr_lu_shape_rules() -> None:
-    from xlasdk.ops.decompositions import householder_product_shape, lu_shapes, qr_decomposition_shapes, qr_shapes
+    from xlasdk.ops.decompositions import householder_product_shape, qr_decomposition_shapes, qr_shapes
+    from xlasdk.ops.lu import lu_shapes
 
     a = _s(np.float32, 2, 5, 3)
     assert qr_shapes("QR", a, True) == (_s(np.float32, 2, 5, 5), a)

@@ -31,6 +31,7 @@ from . import (
     host_callback,
     indexing,
     linalg,
+    lu,
     random,
     reduce,
     shaping,
@@ -52,6 +53,7 @@ from .fma import *  # noqa: F403
 from .host_callback import *  # noqa: F403
 from .indexing import *  # noqa: F403
 from .linalg import *  # noqa: F403
+from .lu import *  # noqa: F403
 from .random import *  # noqa: F403
 from .reduce import *  # noqa: F403
 from .shaping import *  # noqa: F403
@@ -75,6 +77,7 @@ __all__ += fma.__all__
 __all__ += host_callback.__all__
 __all__ += indexing.__all__
 __all__ += linalg.__all__
+__all__ += lu.__all__
 __all__ += random.__all__
 __all__ += reduce.__all__
 __all__ += shaping.__all__

@@ -25,7 +25,7 @@ from .sort import Sort
 from .sources import Constant, Iota, constant_like
 from .special import any_true, while_loop
 
-__all__ = ["QR", "Eigh", "SVD", "LU", "QrDecomposition", "ProductOfElementaryHouseholderReflectors"]
+__all__ = ["QR", "Eigh", "SVD", "QrDecomposition", "ProductOfElementaryHouseholderReflectors"]
 
 
 # -- small building blocks of the decompositions ----------------------------------------------------
@@ -670,4 +670,3 @@ def SVD(
     return u, s, v
 
 
-from .lu import LU, lu_shapes  # noqa: E402, F401  (LU's module reads the helpers above)

@@ -21,7 +21,7 @@ from .reduce import Reduce
 from .sources import Constant, Iota, constant_like
 from .special import while_loop
 
-__all__ = ["LU", "lu_from_ops", "lu_shapes"]
+__all__ = ["LU"]
 
 
 def lu_shapes(op: str, a: Shape) -> tuple[Shape, Shape, Shape]:

@@ -13,7 +13,7 @@ call's operands. The report's path reads ``while.5 > body (iteration 4) > multip
 (iterations counted from 0; names inside a region are those of the region's program:
 ``XlaComputation.instructions()`` of it). Against a second module the same regions are compared
 bad against good (:mod:`._bisect_regions_against`); ``find_nonfinite`` goes inside them too
-(:mod:`._nonfinite_regions`).
+(:mod:`._bisect_nonfinite`).
 """
 
 from __future__ import annotations

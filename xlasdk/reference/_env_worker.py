@@ -68,13 +68,12 @@ def main(directory: str, info: dict[str, Any]) -> int:
     with open(os.path.join(directory, req["module"])) as f:
         text = f.read()
     try:
-        import xlasdk as xs
-        from xlasdk.runtime import CompileOptions
-        from xlasdk.runtime import compile as _compile
-
+        from ..program.computation import XlaComputation
+        from ..runtime import CompileOptions
+        from ..runtime import compile as _compile
         from ._settings import resolve_device
 
-        comp = xs.XlaComputation.from_hlo_text(text)
+        comp = XlaComputation.from_hlo_text(text)
         overrides = dict(req["overrides"])
         options = CompileOptions(env_option_overrides=overrides) if overrides else None
         device = resolve_device(req["device"]) if req["device"] else None

@@ -513,7 +513,7 @@ for _name in _ROUTINES:
 
 # -- XLA's own linear-algebra custom calls (the forms other platforms compile LAPACK calls to) ------------------
 # ``Qr`` and ``ProductOfElementaryHouseholderReflectors`` (XLA's QrExpander: every platform) and the TPU's
-# ``LuDecomposition`` (:mod:`xlasdk.ops.lapack_lowering`): row-major operands, a tuple or one array out. ``Qr``
+# ``LuDecomposition`` (:mod:`xlasdk.runtime._lapack_lowering`): row-major operands, a tuple or one array out. ``Qr``
 # and ``LuDecomposition`` by LAPACK's ``geqrf`` / ``getrf`` through scipy in the operand's precision (the same
 # algorithm, so the same Householder vectors and pivots as a correct kernel); the product of reflectors by its
 # definition, ``Q = H_0 H_1 ... H_{k-1}`` applied to the identity's first ``n`` columns, in float64/complex128.

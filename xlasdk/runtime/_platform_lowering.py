@@ -8,11 +8,11 @@ which only XLA:CPU has. JAX lowers such primitives per platform; xlasdk lowers t
 compile time: :func:`for_device` (called by :func:`xlasdk.compile` before anything else) gives a
 program for a device that is not a CPU in which every custom call to jaxlib's CPU kernels is
 replaced by its value built from what that platform has
-(:func:`xlasdk.ops.lapack_lowering.lower_lapack_call`: on a TPU ``LuDecomposition``,
+(:func:`xlasdk.runtime._lapack_lowering.lower_lapack_call`: on a TPU ``LuDecomposition``,
 ``stablehlo.cholesky``...). A program compiled for the CPU is never touched (bit for bit the
 program built), and the same rewrite serves programs loaded from a CPU dump of JAX
 (``jnp.linalg.*`` lowered to ``lapack_*_ffi``). A call with no form on the platform is refused with
-a :class:`~xlasdk.ops.lapack_lowering.PlatformLoweringError` (a CompileError) naming the target and
+a :class:`~xlasdk.runtime._lapack_lowering.PlatformLoweringError` (a CompileError) naming the target and
 the platform, before XLA says "Custom emitter ... not found".
 """
 
@@ -45,7 +45,7 @@ def for_platform(computation: XlaComputation, platform: str) -> XlaComputation:
         A call with no form on ``platform``, or one inside a region (a loop body, a branch, a
         called function) where the rewrite does not reach.
     """
-    from ..ops.lapack_lowering import PlatformLoweringError, lapack_target, lower_lapack_call
+    from ._lapack_lowering import PlatformLoweringError, lapack_target, lower_lapack_call
 
     if platform == "cpu":
         return computation

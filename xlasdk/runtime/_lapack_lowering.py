@@ -34,14 +34,11 @@ import numpy as np
 from ..attrs import TriangularSolveOptions_Transpose
 from ..builder import XlaOp
 from ..errors import CompileError
-from ..program.attr_kinds import typed_attr
-from ..shape import Shape
-from ..types import COMPLEX, PrimitiveType
-from . import elementwise as ew
-from ._core import array_shape
-from .control import GetTupleElement, Tuple
-from .custom_call import CUSTOM_CALL
-from .decompositions import (
+from ..ops import elementwise as ew
+from ..ops._core import array_shape
+from ..ops.control import GetTupleElement, Tuple
+from ..ops.custom_call import CUSTOM_CALL
+from ..ops.decompositions import (
     SVD,
     Eigh,
     ProductOfElementaryHouseholderReflectors,
@@ -53,11 +50,14 @@ from .decompositions import (
     _slice2,
     _tri_mask,
 )
-from .lapack_contracts import is_lapack_target
-from .linalg import Cholesky, TriangularSolve
-from .lu import lu_from_ops
-from .reduce import Reduce
-from .sources import Constant, constant_like
+from ..ops.lapack_contracts import is_lapack_target
+from ..ops.linalg import Cholesky, TriangularSolve
+from ..ops.lu import lu_from_ops
+from ..ops.reduce import Reduce
+from ..ops.sources import Constant, constant_like
+from ..program.attr_kinds import typed_attr
+from ..shape import Shape
+from ..types import COMPLEX, PrimitiveType
 
 __all__ = ["PlatformLoweringError", "LOWERED_ROUTINES", "lapack_target", "lower_lapack_call"]
 
