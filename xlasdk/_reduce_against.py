@@ -39,10 +39,10 @@ from ._where import where
 from .errors import XlaSdkError
 
 if TYPE_CHECKING:
+    from ._reduce_graph import ReduceResult, ReduceStep
     from .builder import XlaOp
     from .program.computation import XlaComputation
     from .program.graph_import import Instruction
-    from .reducer import ReduceResult, ReduceStep
     from .reference._bisect_core import _Program
     from .reference._settings import CompareSettings
     from .runtime import CompileOptions
@@ -476,8 +476,8 @@ def reduce_to_repro(computation: Any, against: Any, arguments: Sequence[Any] | N
                     max_time: float | None, rtol: float | None, atol: float | None, device: Any,
                     progress: Callable[[ReduceStep], None] | None, started: float) -> ReduceResult:
     """:func:`xlasdk.reduce` with ``against=GOOD`` (its arguments checked there but these)."""
+    from ._reduce_graph import NotReproducedError, ReduceResult, ReduceStep, _arguments, _random_arguments
     from ._reduce_text import count_instructions
-    from .reducer import NotReproducedError, ReduceResult, ReduceStep, _arguments, _random_arguments
     from .reference._settings import CompareSettings
 
     bad, good = _loaded("the module", computation), _loaded("against", against)

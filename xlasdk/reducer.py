@@ -54,7 +54,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -62,7 +61,10 @@ import numpy as np
 from ._jaxlib import isolated
 from ._numbers import SECONDS, SEED, tolerances
 from ._reduce_graph import MAX_CONSTANT_ELEMENTS as MAX_CONSTANT_ELEMENTS
-from ._reduce_graph import _Invalid, _module, _Reducer, _Unprintable
+from ._reduce_graph import NotReproducedError as NotReproducedError
+from ._reduce_graph import ReduceResult as ReduceResult
+from ._reduce_graph import ReduceStep as ReduceStep
+from ._reduce_graph import _arguments, _Invalid, _module, _random_arguments, _Reducer, _Unprintable
 from ._reduce_regions import run_with_regions
 from ._where import where
 from .errors import FormatError, XlaSdkError
@@ -72,91 +74,6 @@ if TYPE_CHECKING:
 
 __all__ = ["NotReproducedError", "ReduceResult", "ReduceStep", "reduce"]
 
-
-
-class NotReproducedError(XlaSdkError):
-    """The module given to :func:`reduce` does not satisfy the condition: there is nothing to shrink."""
-
-
-@dataclass(frozen=True)
-class ReduceStep:
-    """One accepted reduction: what made it and where the search stands."""
-
-    step: int
-    strategy: str
-    instructions: int
-    candidates: int
-    compiles: int
-    elapsed_s: float
-
-
-@dataclass
-class ReduceResult:
-    """What :func:`reduce` found.
-
-    Attributes
-    ----------
-    computation: the smallest module found that still satisfies the condition, loaded back from
-        :attr:`hlo_text`; None for a module XLA's loader dies on (reduced as text: it never loads).
-    hlo_text: its HLO text (what ``xlasdk reduce --output`` writes; XLA's tools read it).
-    arguments: the arguments it shows the problem on (one array per parameter), or None when the
-        condition needs none or none were known.
-    condition: the condition, as given (``"crash"``, ``"diverge"``, ``"script: CMD"``...).
-    instructions_before, instructions_after: ``len(comp.instructions())`` (parameters counted)
-        of the module given and of the result, both as loaded back from their HLO text (a splat
-        constant prints as a scalar constant and a broadcast). When the result would count more
-        than the module given, the module given is the result. With ``against=GOOD``: the
-        instructions of every computation of the HLO text (a loop body's, a fusion's, a called
-        function's too).
-    steps: accepted reductions; candidates: modules checked (cache hits not counted; with
-        ``against``: the pairs of cuts compared);
-    compiles: XLA compiles those checks made; cache_hits: candidates met again and not rechecked;
-    unprintable: candidates skipped because XLA's StableHLO -> HLO converter failed or died on
-        them (under jaxlib 0.10.2 it dies folding a constant integer division by zero) and
-        xlasdk's direct printer (:func:`xlasdk._reduce_graph.direct_hlo_text`, which prints
-        such candidates) has no form for one of their ops (a custom call, a ``func.call``...).
-    invalid: candidates that are not valid modules (a simplification of shapes or attributes that
-        XLA's loader or xlasdk's verification rejects): rejected, and counted here.
-    wall_s: seconds spent; timed_out: the ``max_time`` budget ran out before the search ended
-        (the result is then the smallest module found so far).
-    history: one :class:`ReduceStep` per accepted reduction.
-    good_computation, good_hlo_text: with ``against=GOOD``, the cut of GOOD that matches
-        :attr:`computation` (the same parameters, fed :attr:`arguments`; its values are what the
-        reduced module's should be); None otherwise.
-    located: with ``against=GOOD``, where the ops bisection found the difference, down the regions
-        (``while.6 > body (iteration 3) > add.12``; names inside a region are those of the region's
-        program, each instruction's HLO name its ``op_name``); '' when the repro is the modules.
-    """
-
-    computation: XlaComputation | None
-    hlo_text: str
-    arguments: list[np.ndarray[Any, Any]] | None
-    condition: str
-    instructions_before: int
-    instructions_after: int
-    steps: int
-    candidates: int
-    compiles: int
-    cache_hits: int
-    unprintable: int
-    invalid: int
-    wall_s: float
-    timed_out: bool
-    history: list[ReduceStep] = field(default_factory=list, repr=False)
-    good_computation: XlaComputation | None = field(default=None, repr=False)
-    good_hlo_text: str | None = field(default=None, repr=False)
-    located: str = ""
-
-    def __str__(self) -> str:
-        budget = " (time budget reached)" if self.timed_out else ""
-        skipped = (f"; {self.unprintable} candidates skipped: neither XLA nor xlasdk could print them as HLO"
-                   if self.unprintable else "")
-        invalid = f"; {self.invalid} invalid candidates rejected" if self.invalid else ""
-        located = f"; the difference from {self.condition.removeprefix('differs from ')} is at {self.located}" if (
-            self.located) else ""
-        return (f"reduced {self.instructions_before} -> {self.instructions_after} instructions in {self.steps} steps: "
-                f"{self.candidates} candidates, {self.compiles} compiles, {self.wall_s:.1f} s"
-                f"{budget}{skipped}{invalid}{located}")
 
 
 # -- the worker side -------------------------------------------------------------------------------
@@ -434,27 +351,6 @@ class _Search:
 
 
 # -- arguments -------------------------------------------------------------------------------------
-def _random_arguments(comp: XlaComputation, seed: int) -> list[np.ndarray[Any, Any]]:
-    """Seeded values for every parameter, inside the ranges its uses need (:func:`xlasdk.random_inputs`)."""
-    from .inputs import random_inputs
-
-    return random_inputs(comp, seed)
-
-
-def _arguments(comp: XlaComputation, arguments: Sequence[Any]) -> list[np.ndarray[Any, Any]]:
-    shapes = list(comp.program_shape().parameter_shapes())
-    if len(arguments) != len(shapes):
-        raise XlaSdkError(f"reduce: {comp.name!r} takes {len(shapes)} arguments, {len(arguments)} were given{where()}")
-    out = []
-    for i, (a, s) in enumerate(zip(arguments, shapes, strict=True)):
-        arr = np.asarray(a)
-        want = np.dtype(s.numpy_dtype())
-        if arr.shape != tuple(s.dimensions()) or arr.dtype != want:
-            raise XlaSdkError(f"reduce: argument {i} is {arr.dtype}{list(arr.shape)}, parameter {i} is {s}{where()}")
-        out.append(arr)
-    return out
-
-
 def _topology_of(device: Any) -> str | None:
     """The TPU topology ``device`` belongs to (each candidate is compiled for it in the worker, no
     chip needed): ``xs.topology(NAME).devices[i]``, or a TPU chip's device (its slice's topology);
