@@ -27,19 +27,19 @@ RA = xs.ResultAccuracy
 S = xs.Shape.array_shape
 
 
-def _libtpu_or_skip() -> xs.Device:
+def _libtpu_or_skip(topology: str = "v5e:1x1") -> xs.Device:
     try:
-        return xs.topology("v5e:1x1").devices[0]
+        return xs.topology(topology).devices[0]
     except xs.PluginError as e:
         pytest.skip(f"no libtpu: {e}")
 
 
-def xla_tpu_says(comp: xs.XlaComputation, timeout: float = 300) -> str | None:
-    """What XLA:TPU says compiling ``comp`` for v5e:1x1 without the capability table (in the worker:
-    an abort ends it, not pytest): its error or death, None when it compiles."""
+def xla_tpu_says(comp: xs.XlaComputation, timeout: float = 300, topology: str = "v5e:1x1") -> str | None:
+    """What XLA:TPU says compiling ``comp`` for ``topology``'s first device without the capability
+    table (in the worker: an abort ends it, not pytest): its error or death, None when it compiles."""
     text = compile_request(comp).module_text
     try:
-        isolated.request("xlasdk.runtime.topology:compile_for_topology_in_worker", text, "v5e:1x1", [0], 1, 1, (),
+        isolated.request("xlasdk.runtime.topology:compile_for_topology_in_worker", text, topology, [0], 1, 1, (),
                          "probe", timeout=timeout)
     except isolated.Failed as e:
         return e.message
@@ -109,6 +109,7 @@ PROBES: dict[str, tuple[Callable[[], xs.XlaComputation], list[Callable[[], xs.Xl
                       [lambda: _unary(P.S2, (16, 16), lambda x: ops.Add(x, x)),
                        lambda: _unary(P.U2, (17, 128), lambda x: ops.Add(x, x))]),
     "tpu-lapack": (_lapack, []),
+    "tpu-int2-v4": (lambda: _unary(P.S2, (64, 256), lambda x: ops.Add(x, x)), []),
     "tpu-fft-x64": (lambda: _fft(P.C128), [lambda: _fft(P.C64), lambda: _fft(P.F32)]),
     "tpu-rng-f64": (lambda: _rng(P.F64), [lambda: _rng(P.F32)]),
     "tpu-dot-s64": (lambda: _unary(P.S64, (4, 4), lambda x: ops.Dot(x, x)),
@@ -129,6 +130,11 @@ PROBES: dict[str, tuple[Callable[[], xs.XlaComputation], list[Callable[[], xs.Xl
                          [lambda: _unary(P.F32, (16,), lambda x: ops.ConvertElementType(x, P.C64))]),
     "tpu-c128-math": (lambda: _unary(P.C128, (16,), ops.Sin),
                       [lambda: _unary(P.C128, (16,), lambda x: ops.Add(x, x)), lambda: _unary(P.C64, (16,), ops.Sin)]),
+    "tpu-c128-reverse-rank3": (lambda: _unary(P.C128, (2, 3, 4), lambda x: ops.Rev(x, [0])),
+                               [lambda: _unary(P.C128, (3, 4), lambda x: ops.Rev(x, [0])),
+                                lambda: _unary(P.C64, (2, 3, 4), lambda x: ops.Rev(x, [0]))]),
+    "tpu-c128-qr": (lambda: _unary(P.C128, (3, 6), lambda x: ops.QR(x, full_matrices=False)),
+                    [lambda: _unary(P.C64, (3, 6), lambda x: ops.QR(x, full_matrices=False))]),
     "tpu-f64-nextafter": (lambda: _unary(P.F64, (16,), lambda x: ops.NextAfter(x, x)),
                           [lambda: _unary(P.F32, (16,), lambda x: ops.NextAfter(x, x))]),
     "tpu-accuracy-tolerance": (
@@ -146,14 +152,16 @@ def test_every_row_has_a_probe() -> None:
 
 @pytest.mark.parametrize("name", sorted(PROBES))
 def test_row_refuses_what_xla_tpu_fails_on(name: str) -> None:
-    dev = _libtpu_or_skip()
-    caps = xs.capabilities(dev)
     row = next(r for r in TABLE if r.name == name)
+    topology = "v4:2x2x1" if row.generations == ("v4",) else "v5e:1x1"
+    dev = _libtpu_or_skip(topology)
+    caps = xs.capabilities(dev)
     comp = PROBES[name][0]()
-    if not row.applies_to(caps.release):
-        assert not caps.refusals(comp) or any(r.row is not row for r in caps.refusals(comp))
-        pytest.skip(f"row {name} is fixed in libtpu {row.fixed_in}; installed: {release()}")
-    said = xla_tpu_says(comp)
+    if not row.applies_to(caps.release, caps.generation):  # fixed in this release: it must compile
+        assert all(r.row is not row for r in caps.refusals(comp))
+        assert xla_tpu_says(comp, topology=topology) is None, f"row {name}: fixed_in {row.fixed_in} is wrong"
+        return
+    said = xla_tpu_says(comp, topology=topology)
     if said is None:
         pytest.skip(f"XLA:TPU of {release()} compiles the probe of row {name}: bound the row with fixed_in")
     assert {r.row.name for r in caps.refusals(comp)} == {name}
@@ -163,7 +171,7 @@ def test_row_refuses_what_xla_tpu_fails_on(name: str) -> None:
         xs.compile(comp, device=dev)
     assert isinstance(info.value, xs.CompileError)
     msg = str(info.value)
-    assert f"{row.what} is not supported on TPU v5e" in msg and row.instead in msg, msg
+    assert f"{row.what} is not supported on {caps.device}" in msg and row.instead in msg, msg
     assert "test_capabilities.py:" in msg, msg  # the op's source line
     assert {r.row.name for r in info.value.refusals} == {name}  # type: ignore[attr-defined]
 
@@ -175,6 +183,15 @@ def test_row_does_not_refuse_what_xla_tpu_compiles(name: str) -> None:
         comp = make()
         assert xs.capabilities(dev).refusals(comp) == [], comp.as_hlo_text()
         assert xla_tpu_says(comp) is None, comp.as_hlo_text()
+
+
+def test_two_bit_integers_of_full_tiles_are_refused_on_v4_only() -> None:
+    """s2[64,256]: XLA:TPU of v5e compiles it, v4's has no 2-bit vector unpacking."""
+    comp = PROBES["tpu-int2-v4"][0]()
+    v5e = _libtpu_or_skip()
+    assert xs.capabilities(v5e).refusals(comp) == []
+    assert xla_tpu_says(comp) is None
+    assert {r.row.name for r in xs.capabilities(_libtpu_or_skip("v4:2x2x1")).refusals(comp)} == {"tpu-int2-v4"}
 
 
 def test_f64_s64_c64_arithmetic_is_not_refused() -> None:

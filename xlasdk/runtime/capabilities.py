@@ -27,11 +27,11 @@ The table is about the compiler, not values: a program that compiles and compute
 than the CPU (the TPU's f32 dot at DEFAULT precision, its transcendental functions) is the error
 model's business (``xs.compare``).
 
-The CPU's table refuses nothing: every op xlasdk builds compiles for XLA:CPU. The generations of
-TPU rows are those measured (``v5e``); a row holds for every TPU generation where XLA's TPU
-compiler is the same code (the X64 rewriter, the precision rewriter), so rows name the generations
-they are known for and apply to the other TPU generations as well (fail closed: a compile for an
-unmeasured generation is refused where v5e's is).
+The CPU's table refuses nothing: every op xlasdk builds compiles for XLA:CPU. The TPU rows were
+measured with libtpu 0.0.52 on ``v4``, ``v5e``, ``v5p`` and ``v6e`` topologies, which fail alike
+but for 2-bit integers (none on v4), and with libtpu 0.0.42.1 on ``v5e``; a row holds for every
+generation unless it names some (a generation xlasdk does not know gets every row: fail closed),
+and for every libtpu release before its ``fixed_in`` (an unknown release gets every row).
 """
 
 from __future__ import annotations
@@ -116,8 +116,8 @@ class Unsupported:
     xla_says: what XLA says (its message, or the check it aborts on).
     instead: what to do instead.
     measured: the releases seen failing (``"libtpu 0.0.42.1"``).
-    generations: the TPU generations it was measured on (it applies to every generation: see the
-        module's docstring).
+    generations: the TPU generations it holds for, None for every one (the rows of libtpu 0.0.52
+        were measured on v4, v5e, v5p and v6e alike; those of 0.0.42.1 on v5e).
     fixed_in: the first libtpu release seen compiling it (``(0, 0, 52)``), None while every
         measured release fails.
     """
@@ -132,13 +132,16 @@ class Unsupported:
     measured: tuple[str, ...]
     when: Callable[[XlaOp], bool] | None = None
     when_text: str = ""
-    generations: tuple[str, ...] = ("v5e",)
+    generations: tuple[str, ...] | None = None
     fixed_in: tuple[int, ...] | None = None
 
-    def applies_to(self, release: tuple[int, ...] | None) -> bool:
+    def applies_to(self, release: tuple[int, ...] | None, generation: str | None = None) -> bool:
         """Whether the row holds for the compiler release ``release`` (libtpu's version as numbers;
-        None when unknown: every row holds, fail closed): a row with ``fixed_in`` (the first release
-        seen compiling it) holds for the releases before it."""
+        None when unknown: every row holds, fail closed) on TPU ``generation`` (None when unknown:
+        every row holds): a row with ``fixed_in`` (the first release seen compiling it) holds for
+        the releases before it, one with ``generations`` only on those."""
+        if self.generations is not None and generation is not None and generation not in self.generations:
+            return False
         return self.fixed_in is None or release is None or release < self.fixed_in
 
     def matches(self, op: XlaOp) -> bool:
@@ -228,6 +231,14 @@ def _default_rng_odd_state(op: XlaOp) -> bool:
     return default and (state is None or not state.is_array() or state.dimensions() != (2,))
 
 
+def _rank3(op: XlaOp) -> bool:
+    return op.shape.is_array() and op.shape.rank() >= 3
+
+
+def _qr_call(op: XlaOp) -> bool:
+    return _target(op) == "Qr"
+
+
 def _topk_rank1(op: XlaOp) -> bool:
     return _target(op) == "TopK" and any(x.shape.is_array() and x.shape.rank() == 1 for x in op.operands)
 
@@ -254,6 +265,7 @@ def _tpu_rows() -> tuple[Unsupported, ...]:
     from ..ops.fft import FFT
     from ..ops.linalg import DOT_GENERAL
     from ..ops.random import RNG, RNG_BIT_GENERATOR
+    from ..ops.shaping import REVERSE
 
     tpu = Platform.TPU
     dots = frozenset({DOT_GENERAL.name, "stablehlo.dot"})  # stablehlo.dot: a loaded HLO dot (not built)
@@ -266,6 +278,10 @@ def _tpu_rows() -> tuple[Unsupported, ...]:
             "operand.span_size.RawSize() > 0; shape.h: Check failed: buffer != nullptr)",
             "keep 2-bit arrays at least [16, 16], convert them to s8/u8, or run on cpu:0", _MEASURED,
             when=_two_bit_tile_too_small, when_text="rank < 2, or either of the two minor dimensions < 16"),
+        Unsupported(
+            "tpu-int2-v4", tpu, "a 2-bit integer array (s2/u2) on TPU v4", frozenset(), _TWO_BIT,
+            "LLO_CHECK failure (llo_region_builder.cc) target().SupportsVectorUnpackOps(VpackFormat::kCompressedB2)",
+            "convert 2-bit arrays to s4/s8, or run on cpu:0", ("libtpu 0.0.52",), generations=("v4",)),
         Unsupported(
             "tpu-lapack", tpu, "a LAPACK custom call (jaxlib's CPU kernels lapack_*_ffi)",
             frozenset({CUSTOM_CALL.name}), frozenset(),
@@ -322,6 +338,19 @@ def _tpu_rows() -> tuple[Unsupported, ...]:
             "SIGABRT: xprecision_rewriter.cc:3271] Check failed: operand->shape().IsTuple() (sign: its RET_CHECK "
             "operand->shape().IsTuple() && TupleElementCount == 2)",
             "compute in c64, or run on cpu:0", ("libtpu 0.0.42.1",), fixed_in=(0, 0, 52)),
+        Unsupported(
+            "tpu-c128-reverse-rank3", tpu, "a c128 reverse of rank 3 or more", frozenset({REVERSE.name}),
+            frozenset({P.C128}),
+            "RET_CHECK failure (xprecision_emitters.cc:78) Layout::Equal().IgnoreMemorySpace()(operand_shape.layout(), "
+            "hlo_instruction_->shape().layout()) f64[2,3,4] vs c128[2,3,4]",
+            "reverse a c64 array, or run on cpu:0", ("libtpu 0.0.42.1",),
+            when=_rank3, when_text="rank >= 3", fixed_in=(0, 0, 52)),
+        Unsupported(
+            "tpu-c128-qr", tpu, "a c128 Qr custom call (XLA's QR expander)", frozenset({CUSTOM_CALL.name}),
+            frozenset({P.C128}),
+            "SIGABRT: xprecision_rewriter.cc:2101] Unsupported CVT X{64|128} expansion from pred[3,1] to c128[3,1]",
+            "decompose a c64 matrix, or run on cpu:0", ("libtpu 0.0.42.1",),
+            when=_qr_call, when_text="call_target_name Qr", fixed_in=(0, 0, 52)),
         Unsupported(
             "tpu-f64-nextafter", tpu, "an f64 nextafter", _names("NextAfter"), frozenset({P.F64}),
             "Binary op and with different element types: s32[16] and u32[16]",
@@ -469,7 +498,7 @@ def capabilities(device: Any) -> Capabilities:
         gen = _GENERATIONS.get(dev.device_kind)
         name = f"TPU {gen}" if gen is not None else str(dev.device_kind)
         release = _libtpu_release()
-        rows = tuple(r for r in TABLE if r.platform is Platform.TPU and r.applies_to(release))
+        rows = tuple(r for r in TABLE if r.platform is Platform.TPU and r.applies_to(release, gen))
         return Capabilities(Platform.TPU, gen, name, release, rows)
     return Capabilities(Platform.OTHER, None, str(dev.platform), None, ())
 
