@@ -16,6 +16,7 @@ values, a ``while`` iteration by iteration (:mod:`._bisect_regions_against`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -41,7 +42,9 @@ def match_instructions(bad: XlaComputation, good: XlaComputation) -> tuple[dict[
     Where the dumps carry XLA's ``origin={...}`` (the original value: :mod:`._origin`), an
     instruction of ``bad`` matches first the one of ``good`` its array's origin names, or that
     carries the same origin, or whose origin names it (``good`` optimized from ``bad``); then
-    by name; then by structure (same opcode and shape, reading matched instructions).
+    by name; then by structure (same opcode and shape, reading matched instructions). A constant
+    is then paired with the constant its users' matches read at its operand position, whatever
+    its value (so a changed constant departs from the one it replaced), else by value.
 
     Raises
     ------
@@ -107,7 +110,32 @@ def match_instructions(bad: XlaComputation, good: XlaComputation) -> tuple[dict[
                 structural += 1
                 break
     del g_index
+    _constants_by_position(bad.instructions(), out)
     return out, named, structural
+
+
+def _constants_by_position(bad_ins: Sequence[Instruction], out: dict[int, Instruction]) -> None:
+    """Pairs each constant of ``bad`` with the constant its first matched user's match (same opcode,
+    as many operands) reads at the same operand position, whatever its value: the value matching
+    above pairs a changed constant (``constant(2)`` where ``constant(2.82842708)`` was) with an
+    unrelated constant of the same value, which agrees and so hides it. A constant of ``good``
+    taken so is no longer the value match of another constant of ``bad`` (that one is matched by
+    its own users, or left to the users' guess)."""
+    def constant(i: Instruction) -> bool:
+        return i.op.opdef.same_op(CONSTANT)
+
+    want: dict[int, Instruction] = {}
+    for u in bad_ins:
+        mu = out.get(u.index)
+        if mu is None or mu.opcode != u.opcode or len(mu.operands) != len(u.operands):
+            continue
+        for x, y in zip(u.operands, mu.operands, strict=True):
+            if x.index not in want and constant(x) and constant(y) and str(x.shape) == str(y.shape):
+                want[x.index] = y
+    claimed = {y.index for y in want.values()}
+    for i in [i for i, m in out.items() if i not in want and m.index in claimed]:
+        del out[i]
+    out.update(want)
 
 
 def inferred_by_users(bad: XlaComputation, match: dict[int, Instruction]) -> dict[int, Instruction]:
@@ -158,20 +186,61 @@ def compare_modules(bad: XlaComputation, good: XlaComputation, args: Sequence[An
                           f"arguments, {bad.name!r} takes {len(bad.instruction_graph().params)}")
     pb = _Program(bad, args, settings, options, need_reference=False)
     pg = _Program(good, args, settings, options, need_reference=False)
-    return compare_programs(pb, pg)
+    r = compare_programs(pb, pg)
+    stop = _stop(r)
+    if stop is None:
+        return r
+    # A difference hidden, at compare's tolerances, under a larger value of the same output (a wrong
+    # attention scale under the -1e9 of the mask): the search again, every difference counted, so it
+    # is followed down to the instruction that makes it; what it blames must still depart at compare's
+    # tolerances from its match on exactly the same values, or nothing is blamed.
+    settings.say("bisect ops: not localised at compare's tolerances; the search again with every difference "
+                 "counted")
+    exact = replace(settings, rtol=0.0, atol=0.0, ulps=None)
+    e = compare_programs(_Program(bad, args, exact, options, need_reference=False),
+                         _Program(good, args, exact, options, need_reference=False), blame=settings)
+    if _stop(e) is not None:
+        r.compiles += e.compiles
+        r.note = (r.note + "; " if r.note else "") + (
+            "followed with every difference counted, the search finds no instruction that departs from its "
+            "match at compare's tolerances on the same values either")
+        return r
+    e.compiles += r.compiles
+    e.method = _METHOD + "; every difference counted (tolerances 0) to follow the values down"
+    e.note = (f"at compare's tolerances the search stopped at {stop} (not localised): the difference is "
+              "hidden there under a larger value of the same output; every difference counted, it is followed "
+              "to an instruction that departs at compare's tolerances from its match on exactly the same values"
+              + ("; " + e.note if e.note else ""))
+    return e
 
 
-def compare_programs(pb: Any, pg: Any, depth: int = 0) -> Any:
+def _stop(r: Any) -> str | None:
+    """Where a search that did not get down to an instruction stopped (its path, or 'the top'); None
+    when it names an instruction without regions gone into."""
+    last = r
+    while last.inside is not None:
+        last = last.inside
+    if last.status == "localised":
+        return None
+    return r.path or "the top"
+
+
+def compare_programs(pb: Any, pg: Any, depth: int = 0, *, blame: CompareSettings | None = None) -> Any:
     """The first instruction of ``pb`` (a ``_Program``, the bad side, with its arguments) whose value
     departs from its match in ``pg`` (the good side) while every value it reads agrees, each side
     run on its own device with its own options, one compile each with every matched value exposed;
-    then inside it, when it holds regions (``depth``: how deep this search is already)."""
-    from ._bisect_core import OpsBisection, _CutFailed
-    from ._bisect_regions_against import descend_pair
+    then inside it, when it holds regions (``depth``: how deep this search is already).
+
+    ``blame``: other tolerances than ``pb``'s settings' at which an instruction without regions (or
+    the users of one without a match) must depart to be blamed; one that departs only at ``pb``'s
+    (every difference counted) is passed over, and what reads it then reads a differing value."""
+    from ._bisect_core import OpsBisection, _CutFailed, _summary
+    from ._bisect_regions_against import descend_pair, region_kind
     from ._report import compare_one
 
     settings = pb.settings
     say, rtol, atol, ulps = settings.say, settings.rtol, settings.atol, settings.ulps
+    j = blame if blame is not None else settings
     bad, good = pb.comp, pg.comp
     match, named, structural = match_instructions(bad, good)
     say(f"bisect ops: {named} instructions matched by name, {structural} by structure; one compile of each "
@@ -212,6 +281,14 @@ def compare_programs(pb: Any, pg: Any, depth: int = 0) -> Any:
             return None  # a guessed pair that differs proves nothing (the guess may be wrong)
         return differs[id(node)]
 
+    def blamed(node: Any) -> bool:
+        """Whether ``node``'s difference counts against it at the ``blame`` tolerances."""
+        if blame is None:
+            return bool(departs(node))
+        g, w = np.asarray(val_b[id(node)]), np.asarray(val_g[id(node)])
+        return bool(departs(node)) and (g.shape != w.shape or g.dtype != w.dtype or not compare_one(
+            0, g, w, j.rtol, j.atol, 0.0, j.ulps).ok)
+
     what = "module" if depth == 0 else "region"
     for ins in pb.instrs[pb.nparams:]:
         slots = pb.slots[ins.index]
@@ -222,7 +299,7 @@ def compare_programs(pb: Any, pg: Any, depth: int = 0) -> Any:
         if ins.index not in match:
             if ins.index in guessed and all(departs(n) is False for n in slots):
                 continue  # agrees with its users' counterpart's operand: nothing to blame here
-            users_depart = any(departs(n) for u in ins.users if u.index in match for n in pb.slots[u.index])
+            users_depart = any(blamed(n) for u in ins.users if u.index in match for n in pb.slots[u.index])
             if fed_right and users_depart:
                 culprit = pb.culprit(ins, {id(x): val_b[id(x)] for x in inputs}, None, None)
                 return OpsBisection("localised", culprit, "", [], pb.compiles + pg.compiles, _METHOD,
@@ -235,15 +312,21 @@ def compare_programs(pb: Any, pg: Any, depth: int = 0) -> Any:
             continue
         if not fed_right:
             continue  # carries an error made upstream (or reads a value without a match)
+        if blame is not None and region_kind(ins) is None:
+            bad_slot = next((n for n in slots if blamed(n)), None)
+            if bad_slot is None:
+                continue  # departs only with every difference counted: not blamed, its users read it
         g, w = np.asarray(val_b[id(bad_slot)]), np.asarray(val_g[id(bad_slot)])
-        error = compare_one(0, g, w, rtol, atol, 0.0, ulps) if g.shape == w.shape and g.dtype == w.dtype else None
+        error = compare_one(0, g, w, j.rtol, j.atol, 0.0, j.ulps) if g.shape == w.shape and g.dtype == w.dtype else None
         culprit = pb.culprit(ins, {id(x): val_b[id(x)] for x in inputs}, g, error)
         other = match[ins.index]
+        same = (f"which holds {_summary(w)} (it reads nothing; {other.name} is what its users' matches read in its "
+                "place)") if not inputs and ins.op.opdef.same_op(CONSTANT) else "on the same values"
         note = (f"{ins.name} ({ins.opcode}) gives another value than {other.name} ({other.opcode}) of the {what} "
-                f"compared against, on the same values ({named} instructions matched by name, {structural} by "
-                "structure)")
+                f"compared against, {same} ({named} instructions matched by name, {structural} by structure)")
         found = OpsBisection("localised", culprit, "", [], 0, _METHOD, note, first_divergent=ins.name)
-        found = descend_pair(pb, pg, ins, other, val_g, own_g, found, depth)
+        found = descend_pair(pb, pg, ins, other, val_g, own_g, found, depth,
+                             lambda qb, qg, d: compare_programs(qb, qg, d, blame=blame))
         found.compiles += pb.compiles + pg.compiles
         return found
     return OpsBisection("not localised", compiles=pb.compiles + pg.compiles, method=_METHOD,

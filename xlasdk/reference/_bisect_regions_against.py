@@ -37,6 +37,9 @@ __all__: list[str] = []
 #: what a pair's inner report says it was fed
 FED_GOOD = "the good run's values"
 
+#: the search of a pair of region programs: (bad side, good side, depth) -> its bisection
+Search = Callable[["_Program", "_Program", int], "OpsBisection"]
+
 
 def region_kind(ins: Instruction) -> str | None:
     """``"while"``, ``"if"``, ``"case"`` or ``"call"`` (a ``func.call``: a fusion or a called
@@ -51,11 +54,13 @@ class _NoDescent(Exception):
 
 
 def descend_pair(pb: _Program, pg: _Program, ins: Instruction, m: Instruction, fed_b: dict[int, Any],
-                 fed_g: dict[int, Any], result: OpsBisection, depth: int) -> OpsBisection:
+                 fed_g: dict[int, Any], result: OpsBisection, depth: int, search: Search) -> OpsBisection:
     """``result`` (``ins`` of ``pb`` departs from ``m`` of ``pg`` on agreeing values) with the search
     carried inside their regions when both have them, of one kind: ``result.region``/``result.inside``.
     ``fed_b``: by ``pb``'s nodes, the good run's values of their matches; ``fed_g``: by ``pg``'s
-    nodes, its values (what ``m`` reads and is not there is read with one more compile)."""
+    nodes, its values (what ``m`` reads and is not there is read with one more compile). ``search``:
+    the search of a pair of region programs (the bad side, the good side, their depth):
+    :func:`._against.compare_programs` with its tolerances to blame."""
     kind = region_kind(ins)
     if kind is None or depth >= MAX_DEPTH:
         return result
@@ -67,15 +72,16 @@ def descend_pair(pb: _Program, pg: _Program, ins: Instruction, m: Instruction, f
         if missing:
             fed_g.update({id(y): v for y, v in zip(missing, pg.run(missing), strict=True)})
         if kind == "while":
-            region, inside = _into_whiles(pb, pg, ins, m, fed_b, fed_g, depth)
+            region, inside = _into_whiles(pb, pg, ins, m, fed_b, fed_g, depth, search)
         elif kind == "call":
             comp_b, comp_g = _called_computation(pb, ins), _called_computation(pg, m)
             args_b = [_value(fed_b, x, ins) for x in ins.op.operands]
             args_g = [_value(fed_g, y, m) for y in m.op.operands]
             say(f"bisect ops: {ins.name}: inside its called function")
-            region, inside = "called function", _pair(pb, pg, comp_b, comp_g, args_b, args_g, depth)
+            region, inside = "called function", _pair(pb, pg, comp_b, comp_g, args_b, args_g, depth,
+                                                         search)
         else:
-            region, inside = _into_branches(pb, pg, ins, m, fed_b, fed_g, depth)
+            region, inside = _into_branches(pb, pg, ins, m, fed_b, fed_g, depth, search)
     except Exception as e:  # noqa: BLE001 - the culprit stands; what stopped the descent is said
         why = str(e) if isinstance(e, _NoDescent) else f"{type(e).__name__}: {' '.join(str(e).split())[:200]}"
         result.note = (result.note + "; " if result.note else "") + f"the search could not go inside {ins.name}: {why}"
@@ -109,13 +115,11 @@ def _side(p: _Program, comp: XlaComputation, args: Sequence[Any]) -> _Program:
 
 
 def _pair(pb: _Program, pg: _Program, comp_b: XlaComputation, comp_g: XlaComputation, args_b: Sequence[Any],
-          args_g: Sequence[Any], depth: int) -> OpsBisection:
-    """The bad region's program against the good one's (:func:`._against.compare_programs`), its
-    compiles counted in ``pb``."""
-    from ._against import compare_programs
-
+          args_g: Sequence[Any], depth: int, search: Search) -> OpsBisection:
+    """The bad region's program against the good one's (``search``: :func:`._against.compare_programs`),
+    its compiles counted in ``pb``."""
     qb, qg = _side(pb, comp_b, args_b), _side(pg, comp_g, args_g)
-    r: OpsBisection = compare_programs(qb, qg, depth + 1)
+    r = search(qb, qg, depth + 1)
     pb.compiles += r.compiles
     return r
 
@@ -149,7 +153,7 @@ def differ(p: _Program, got: Sequence[np.ndarray[Any, Any]], want: Sequence[np.n
 
 
 def _into_whiles(pb: _Program, pg: _Program, ins: Instruction, m: Instruction, fed_b: dict[int, Any],
-                 fed_g: dict[int, Any], depth: int) -> tuple[str, OpsBisection]:
+                 fed_g: dict[int, Any], depth: int, search: Search) -> tuple[str, OpsBisection]:
     from ._bisect_core import OpsBisection
 
     if len(ins.op.operands) != len(m.op.operands):
@@ -166,7 +170,7 @@ def _into_whiles(pb: _Program, pg: _Program, ins: Instruction, m: Instruction, f
         c_b, c_g = run_cb([*state, *cx_b]), run_cg([*state, *cx_g])
         if differ(pb, c_b, c_g):
             return f"condition (iteration {it})", _pair(pb, pg, cond_b, cond_g, [*state, *cx_b], [*state, *cx_g],
-                                                        depth)
+                                                        depth, search)
         if not bool(np.asarray(c_g[0])):
             return (f"iterations 0..{it - 1}", OpsBisection(
                 "not localised", note=f"each of the {it} iterations of {ins.name}'s condition and body gives the "
@@ -175,14 +179,15 @@ def _into_whiles(pb: _Program, pg: _Program, ins: Instruction, m: Instruction, f
                                       "compiled whole; nothing inside is blamed"))
         b_b, b_g = run_bb([*state, *bx_b]), run_bg([*state, *bx_g])
         if differ(pb, b_b, b_g):
-            return f"body (iteration {it})", _pair(pb, pg, body_b, body_g, [*state, *bx_b], [*state, *bx_g], depth)
+            return f"body (iteration {it})", _pair(pb, pg, body_b, body_g, [*state, *bx_b], [*state, *bx_g], depth,
+                                                   search)
         state = b_g
     return (f"iterations 0..{MAX_ITERATIONS - 1}", OpsBisection(
         "not localised", note=f"no iteration of the first {MAX_ITERATIONS} differs; the search stopped there"))
 
 
 def _into_branches(pb: _Program, pg: _Program, ins: Instruction, m: Instruction, fed_b: dict[int, Any],
-                   fed_g: dict[int, Any], depth: int) -> tuple[str, OpsBisection]:
+                   fed_g: dict[int, Any], depth: int, search: Search) -> tuple[str, OpsBisection]:
     from ..ops.control import IF
 
     pick = int(np.asarray(_value(fed_g, m.op.operands[0], m)))
@@ -198,4 +203,4 @@ def _into_branches(pb: _Program, pg: _Program, ins: Instruction, m: Instruction,
     comp_b, args_b = _region_args(pb, ins, rb, lead_b, fed_b)
     comp_g, args_g = _region_args(pg, m, rg, lead_g, fed_g)
     pb.settings.say(f"bisect ops: {ins.name}: inside its {label}")
-    return label, _pair(pb, pg, comp_b, comp_g, args_b, args_g, depth)
+    return label, _pair(pb, pg, comp_b, comp_g, args_b, args_g, depth, search)
