@@ -10,7 +10,10 @@ order, whose value departs from its match while every value it reads agrees with
 error carried along a chain never counts against an op that only carries it), or an instruction
 without a match that reads agreeing values and whose users depart. When it is a ``while``, a call
 (a fusion) or a conditional, the search goes on inside its matched regions, both fed the good run's
-values, a ``while`` iteration by iteration (:mod:`._bisect_regions_against`).
+values, a ``while`` iteration by iteration (:mod:`._bisect_regions_against`). A search that stops
+short of an instruction at compare's tolerances (a difference hidden under a larger value of the
+same output) runs again with every difference counted; what it blames must still depart from its
+match at compare's tolerances on exactly the same values, or the first result stands.
 """
 
 from __future__ import annotations
