@@ -135,6 +135,9 @@ PROBES: dict[str, tuple[Callable[[], xs.XlaComputation], list[Callable[[], xs.Xl
                                 lambda: _unary(P.C64, (2, 3, 4), lambda x: ops.Rev(x, [0]))]),
     "tpu-c128-qr": (lambda: _unary(P.C128, (3, 6), lambda x: ops.QR(x, full_matrices=False)),
                     [lambda: _unary(P.C64, (3, 6), lambda x: ops.QR(x, full_matrices=False))]),
+    "tpu-c128-cholesky": (lambda: _unary(P.C128, (3, 5, 5), ops.Cholesky),
+                          [lambda: _unary(P.C64, (3, 5, 5), ops.Cholesky),
+                           lambda: _unary(P.F64, (3, 5, 5), ops.Cholesky)]),
     "tpu-f64-nextafter": (lambda: _unary(P.F64, (16,), lambda x: ops.NextAfter(x, x)),
                           [lambda: _unary(P.F32, (16,), lambda x: ops.NextAfter(x, x))]),
     "tpu-accuracy-tolerance": (
@@ -172,7 +175,8 @@ def test_row_refuses_what_xla_tpu_fails_on(name: str) -> None:
     assert isinstance(info.value, xs.CompileError)
     msg = str(info.value)
     assert f"{row.what} is not supported on {caps.device}" in msg and row.instead in msg, msg
-    assert "test_capabilities.py:" in msg, msg  # the op's source line
+    first = next(r for r in info.value.refusals if r.opcode != "parameter")  # type: ignore[attr-defined]
+    assert f"fails on {first.instruction} at test_capabilities.py:" in msg and first.opcode in msg, msg
     assert {r.row.name for r in info.value.refusals} == {name}  # type: ignore[attr-defined]
 
 

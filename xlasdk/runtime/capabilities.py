@@ -45,6 +45,7 @@ from ..builder import XlaOp
 from ..errors import GraphImportError, UnsupportedOnDeviceError
 from ..program.attr_kinds import typed_attr
 from ..program.computation import XlaComputation
+from ..program.graph_import import Instruction
 from ..shape import Shape
 from ..types import PrimitiveType
 from .device import Device
@@ -157,14 +158,15 @@ class Unsupported:
 class Refusal:
     """A row of the table that refuses an instruction of a program.
 
-    Attributes: ``row`` (the :class:`Unsupported` row), ``instruction`` (its opcode and shape, as
-    ``stablehlo.rng -> f64[64,1024]``), ``source`` (``file.py:LINE`` of the op, ``""`` when unknown),
-    ``device`` (``"TPU v5e"``)."""
+    Attributes: ``row`` (the :class:`Unsupported` row), ``instruction`` (its name, opcode and shape, as
+    ``rng.3 (stablehlo.rng -> f64[64,1024])``), ``source`` (``file.py:LINE`` of the op, ``""`` when unknown),
+    ``device`` (``"TPU v5e"``), ``opcode`` (``stablehlo.rng``; ``parameter`` for a parameter)."""
 
     row: Unsupported
     instruction: str
     source: str
     device: str
+    opcode: str = ""
 
     def __str__(self) -> str:
         at = f" at {self.source}" if self.source else ""
@@ -174,8 +176,6 @@ class Refusal:
 
 _X64_UNIMPLEMENTED: Final = ("While rewriting computation to not contain X{64|128} element types, XLA encountered "
                              "an HLO for which this rewriting is not implemented")
-_ON_CPU: Final = "run it on cpu:0"
-
 _MEASURED: Final = ("libtpu 0.0.42.1", "libtpu 0.0.52")
 _TWO_BIT: Final = frozenset({P.S2, P.U2})
 _X64_INTS: Final = frozenset({P.S64, P.U64})
@@ -263,7 +263,7 @@ def _tpu_rows() -> tuple[Unsupported, ...]:
     from ..ops.convert import CONVERT, REDUCE_PRECISION
     from ..ops.custom_call import CUSTOM_CALL
     from ..ops.fft import FFT
-    from ..ops.linalg import DOT_GENERAL
+    from ..ops.linalg import CHOLESKY, DOT_GENERAL, TRIANGULAR_SOLVE
     from ..ops.random import RNG, RNG_BIT_GENERATOR
     from ..ops.shaping import REVERSE
 
@@ -281,7 +281,7 @@ def _tpu_rows() -> tuple[Unsupported, ...]:
         Unsupported(
             "tpu-int2-v4", tpu, "a 2-bit integer array (s2/u2) on TPU v4", frozenset(), _TWO_BIT,
             "LLO_CHECK failure (llo_region_builder.cc) target().SupportsVectorUnpackOps(VpackFormat::kCompressedB2)",
-            "convert 2-bit arrays to s4/s8, or run on cpu:0", ("libtpu 0.0.52",), generations=("v4",)),
+            "convert 2-bit arrays to s4/s8, or run on cpu:0", _MEASURED, generations=("v4",)),
         Unsupported(
             "tpu-lapack", tpu, "a LAPACK custom call (jaxlib's CPU kernels lapack_*_ffi)",
             frozenset({CUSTOM_CALL.name}), frozenset(),
@@ -306,16 +306,16 @@ def _tpu_rows() -> tuple[Unsupported, ...]:
             "tpu-reduce-scatter-x64", tpu, "an f64/c64/c128 reduce-scatter", frozenset({REDUCE_SCATTER.name}),
             frozenset({P.F64, P.C64, P.C128}),
             "Supported lowering only of Sum reduce-scatter (f64, even of an add); c64/c128: " + _X64_UNIMPLEMENTED,
-            "reduce-scatter in f32 (real and imaginary parts apart), or run on cpu:0", ("libtpu 0.0.52",)),
+            "reduce-scatter in f32 (real and imaginary parts apart), or run on cpu:0", _MEASURED),
         Unsupported(
             "tpu-topk-rank1", tpu, "a TopK custom call of a rank-1 operand", frozenset({CUSTOM_CALL.name}),
             frozenset(), "SIGILL (XLA:TPU dies of an illegal instruction compiling it)",
-            "reshape the operand to [1, N] and back, or run on cpu:0", ("libtpu 0.0.52",),
+            "reshape the operand to [1, N] and back, or run on cpu:0", _MEASURED,
             when=_topk_rank1, when_text="call_target_name TopK, operand of rank 1"),
         Unsupported(
             "tpu-f8-erf", tpu, "an fp8 erf", _names("Erf"), frozenset({P.F8E4M3FN, P.F8E5M2}),
             "CHLO => [StableHLO+Shape] => StableHLO failed: failed to legalize operation 'chlo.erf' that was "
-            "explicitly marked illegal", "compute erf in f32 or bf16 and convert, or run on cpu:0", ("libtpu 0.0.52",)),
+            "explicitly marked illegal", "compute erf in f32 or bf16 and convert, or run on cpu:0", _MEASURED),
         Unsupported(
             "tpu-reduce-precision-f64", tpu, "an f64 reduce-precision", frozenset({REDUCE_PRECISION.name}),
             frozenset({P.F64}), _X64_UNIMPLEMENTED + ": reduce-precision f64[6005]",
@@ -351,6 +351,12 @@ def _tpu_rows() -> tuple[Unsupported, ...]:
             "SIGABRT: xprecision_rewriter.cc:2101] Unsupported CVT X{64|128} expansion from pred[3,1] to c128[3,1]",
             "decompose a c64 matrix, or run on cpu:0", ("libtpu 0.0.42.1",),
             when=_qr_call, when_text="call_target_name Qr", fixed_in=(0, 0, 52)),
+        Unsupported(
+            "tpu-c128-cholesky", tpu, "a c128 cholesky / triangular-solve",
+            frozenset({CHOLESKY.name, TRIANGULAR_SOLVE.name}), frozenset({P.C128}),
+            "SIGABRT: xprecision_rewriter.cc:3271] Check failed: operand->shape().IsTuple() (triangular-solve: "
+            "xprecision_rewriter.cc:2101] Unsupported CVT X{64|128} expansion from pred[4,4] to c128[4,4])",
+            "factor a c64 matrix, or run on cpu:0", ("libtpu 0.0.42.1",), fixed_in=(0, 0, 52)),
         Unsupported(
             "tpu-f64-nextafter", tpu, "an f64 nextafter", _names("NextAfter"), frozenset({P.F64}),
             "Binary op and with different element types: s32[16] and u32[16]",
@@ -400,11 +406,13 @@ class Capabilities:
             raise TypeError(f"refusals: expected an XlaComputation, got {type(computation).__name__}")
         if not self.rows:
             return []
+        instructions = computation.instructions()
+        names = {i.op.id: i.name for i in instructions}
         out = []
-        for op in _every_op(computation):
+        for op in _every_op(instructions):
             for row in self.rows:
                 if row.matches(op):
-                    out.append(Refusal(row, _describe(op), _source(op), self.device))
+                    out.append(Refusal(row, _describe(op, names.get(op.id)), _source(op), self.device, op.opcode))
         return out
 
     def check(self, computation: XlaComputation) -> None:
@@ -418,8 +426,9 @@ class Capabilities:
         """
         found = self.refusals(computation)
         if found:
+            first = next((f for f in found if f.opcode != "parameter"), found[0])  # the op that uses it
             more = f" (and {len(found) - 1} more refused instructions)" if len(found) > 1 else ""
-            raise UnsupportedOnDeviceError(f"compile: {str(found[0])}{more}", refusals=tuple(found))
+            raise UnsupportedOnDeviceError(f"compile: {first}{more}", refusals=tuple(found))
 
     def custom_call_available(self, target: str) -> bool:
         """Whether a custom call to ``target`` compiles here, as far as the table knows (False for
@@ -429,10 +438,10 @@ class Capabilities:
         return not (self.platform is Platform.TPU and is_lapack_target(target))
 
 
-def _every_op(computation: XlaComputation) -> Iterator[XlaOp]:
+def _every_op(instructions: list[Instruction]) -> Iterator[XlaOp]:
     """Every op of ``main`` and of its ops' regions (loop bodies, reducers, branches), each once."""
     seen: set[int] = set()
-    stack: list[XlaOp] = [i.op for i in reversed(computation.instructions())]
+    stack: list[XlaOp] = [i.op for i in reversed(instructions)]
     order: list[XlaOp] = []
     while stack:
         o = stack.pop()
@@ -447,8 +456,10 @@ def _every_op(computation: XlaComputation) -> Iterator[XlaOp]:
     return iter(order)
 
 
-def _describe(op: XlaOp) -> str:
-    return f"{op.opcode} -> {op.shape}"
+def _describe(op: XlaOp, name: str | None) -> str:
+    """``rng.3 (stablehlo.rng -> f64[4,4])``; an op of a region (no instruction of ``main``) by its op."""
+    what = f"{op.opcode} -> {op.shape}"
+    return f"{name} ({what})" if name is not None else f"{what} (in a region)"
 
 
 def _source(op: XlaOp) -> str:
