@@ -4,6 +4,10 @@
   ml_dtypes results such as bf16, fp8 and int4). With ``XLASDK_CHECK_DIRECT_HLO=1`` in the
   environment it also checks every computation it runs with :func:`check_direct_hlo` (a deep
   local run of the direct HLO printer against XLA; about twice the compile time).
+- :func:`on_test_device` (called by :func:`run`): with ``XLASDK_RECORD_PROGRAMS=DIR`` it records every
+  program an op test compiles (tests/test_tpu_compile_only.py compiles them for a TPU v5e); on
+  another platform than the CPU it skips a test whose program the device's capability table
+  (``xs.capabilities``) refuses, with the table's reason.
 - :func:`check_direct_hlo` checks xlasdk's directly printed HLO text against XLA.
 - :func:`raises` (``with raises(exc, *words):``) asserts that the block raises the expected error
   whose message names the given words and points at the line that raised in the calling test
