@@ -170,6 +170,10 @@ def test_the_wrappers_compile_for_a_tpu(op: str, dt: Any) -> None:
     c128 Cholesky): skipped there naming the release, run where libtpu compiles them (0.0.52)."""
     try:
         exe = xs.compile(_build(op, dt), device=tpu_device())
+    except xs.UnsupportedOnDeviceError as e:  # the capability table's row for this release (c128 on 0.0.42)
+        if dt is not np.complex128:
+            raise
+        pytest.skip(f"capability table: {e}")
     except xs.CompileError as e:
         if dt is not np.complex128 or "XLA aborted" not in str(e):
             raise
