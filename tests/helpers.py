@@ -64,7 +64,7 @@ def on_test_device(comp: xs.XlaComputation) -> None:
     (:mod:`xlasdk.runtime.capabilities`) refuses the program, with the table's reason."""
     if RECORD_PROGRAMS:
         record_program(comp)
-    if not TEST_DEVICE.startswith("cpu"):
+    if not str(TEST_DEVICE).startswith("cpu"):
         from xlasdk.runtime._platform_lowering import for_device
 
         found = xs.capabilities(TEST_DEVICE).refusals(for_device(comp, TEST_DEVICE))  # as xs.compile checks it

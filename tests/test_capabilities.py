@@ -239,3 +239,14 @@ def test_custom_call_available() -> None:
     dev = _libtpu_or_skip()
     assert not xs.capabilities(dev).custom_call_available("lapack_sgetrf_ffi")
     assert xs.capabilities("cpu:0").custom_call_available("lapack_sgetrf_ffi")
+
+
+def test_op_tests_on_a_tpu_skip_by_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tests.helpers.run on a TPU (TEST_DEVICE) skips a program the table refuses, with its reason,
+    and goes on with one it does not."""
+    import tests.helpers as helpers
+
+    monkeypatch.setattr(helpers, "TEST_DEVICE", _libtpu_or_skip())
+    with pytest.raises(pytest.skip.Exception, match="capability table: an f64 rng is not supported on TPU v5e"):
+        helpers.on_test_device(_rng(P.F64))
+    helpers.on_test_device(_unary(P.F64, (16,), lambda x: ops.Add(x, x)))  # no skip
