@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 
 import xlasdk as xs
-from xlasdk.reference._other_env import OtherEnvironment, OtherEnvironmentError, in_range
+from xlasdk.errors import OtherEnvironmentError
+from xlasdk.reference._other_env import OtherEnvironment, in_range
 
 DATA = Path(__file__).resolve().parent / "data"
 

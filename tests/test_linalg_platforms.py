@@ -25,7 +25,7 @@ import pytest
 
 import xlasdk as xs
 from xlasdk import ops
-from xlasdk.runtime._lapack_lowering import PlatformLoweringError
+from xlasdk.errors import PlatformLoweringError
 from xlasdk.runtime._platform_lowering import for_platform
 
 S = xs.Shape.array_shape

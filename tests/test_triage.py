@@ -1,4 +1,4 @@
-"""``xlasdk triage`` / :func:`xlasdk.triage.triage`: many modules compiled in the worker, their
+"""``xlasdk triage`` / :func:`xlasdk.triage`: many modules compiled in the worker, their
 failures grouped by signature (openxla/xla#47398: 452 crashing modules grouped by hand).
 
 Oracles: the files are made to fail in known ways (two modules with a custom call to a target
@@ -20,7 +20,7 @@ import pytest
 import xlasdk as xs
 from tests import xla_faults
 from tests.helpers import raises
-from xlasdk import triage as tr
+from xlasdk import _triage as tr
 
 GOOD = {
     "good1.hlo": "HloModule good1\n\nENTRY main {\n  p = f32[4] parameter(0)\n  ROOT n = f32[4] negate(p)\n}\n",

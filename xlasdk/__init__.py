@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from . import distributed, ops, reference
     from ._cache import CompileCache
+    from ._triage import TriageReport, triage
     from ._version import __version__
     from .attrs import (
         ComparisonDirection,
@@ -53,6 +54,8 @@ if TYPE_CHECKING:
         FormatError,
         GraphImportError,
         HostCallbackError,
+        OtherEnvironmentError,
+        PlatformLoweringError,
         PluginError,
         ShapeError,
         ToleranceError,
@@ -67,6 +70,7 @@ if TYPE_CHECKING:
     from .program.graph_import import Instruction
     from .reducer import NotReproducedError, ReduceResult, reduce
     from .reference import CompareReport, CompareSettings, UnsupportedOpError, compare, evaluate
+    from .reference._other_env import OtherEnvironment
     from .reference.collectives import CollectiveTimeoutError, evaluate_spmd
     from .runtime import (
         Client,
@@ -95,6 +99,7 @@ if TYPE_CHECKING:
     )
     from .runtime.capabilities import Capabilities, capabilities
     from .runtime.jax_interop import share_with_jax
+    from .runtime.per_partition import PerPartitionPlan, run_per_partition
     from .runtime.sharded import ShardedArray, shard
     from .runtime.topology import CompileOnlyError, CompileOnlyExecutable, Topology, topology
     from .shape import Layout, ProgramShape, Shape, shape_from_pyval
@@ -139,6 +144,13 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "CompileError": ("errors", "CompileError"),
     "DeviceCountError": ("errors", "DeviceCountError"),
     "UnsupportedOnDeviceError": ("errors", "UnsupportedOnDeviceError"),
+    "PlatformLoweringError": ("errors", "PlatformLoweringError"),
+    "OtherEnvironmentError": ("errors", "OtherEnvironmentError"),
+    "OtherEnvironment": ("reference._other_env", "OtherEnvironment"),
+    "PerPartitionPlan": ("runtime.per_partition", "PerPartitionPlan"),
+    "run_per_partition": ("runtime.per_partition", "run_per_partition"),
+    "triage": ("_triage", "triage"),
+    "TriageReport": ("_triage", "TriageReport"),
     "DistributedError": ("errors", "DistributedError"),
     "ExecutionTimeoutError": ("errors", "ExecutionTimeoutError"),
     "DTypeError": ("errors", "DTypeError"),
@@ -228,7 +240,8 @@ __all__ = [
     "client", "compile", "default_device", "deserialize_executable", "device_put", "devices", "load_executable",
     "load_pjrt_plugin", "load_computation", "CompileCache",
     "distributed", "local_devices", "process_index", "process_count", "DistributedError", "PluginError",
-    "ExecutionTimeoutError", "DeviceCountError", "UnsupportedOnDeviceError",
+    "ExecutionTimeoutError", "DeviceCountError", "UnsupportedOnDeviceError", "PlatformLoweringError",
+    "PerPartitionPlan", "run_per_partition",
     "HloSharding", "ShardedArray", "shard",
     "share_with_jax", "topology", "Topology", "CompileOnlyExecutable", "CompileOnlyError",
     "capabilities", "Capabilities",
@@ -236,8 +249,8 @@ __all__ = [
     "register_custom_call_target",
     "Instruction", "GraphImportError", "Graph", "ModuleContext",
     "reference", "evaluate", "compare", "CompareReport", "CompareSettings", "UnsupportedOpError", "evaluate_spmd",
-    "CollectiveTimeoutError",
-    "reduce", "ReduceResult", "NotReproducedError",
+    "CollectiveTimeoutError", "OtherEnvironment", "OtherEnvironmentError",
+    "reduce", "triage", "TriageReport", "ReduceResult", "NotReproducedError",
     "Snapshot", "load_snapshot", "write_snapshot", "random_inputs",
     "__version__",
 ]

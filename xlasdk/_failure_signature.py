@@ -1,4 +1,4 @@
-"""What kind of failure XLA had: the signature :func:`xlasdk.triage` groups modules by and
+"""What kind of failure XLA had: the signature :func:`xlasdk.triage` (:mod:`xlasdk._triage`) groups modules by and
 :func:`xlasdk.reduce` keeps while it shrinks a module (the same error, not the same words).
 
 An abort is known by its check's location (``xprecision_rewriter.cc:2101`` of XLA's

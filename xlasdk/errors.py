@@ -15,6 +15,8 @@ __all__ = [
     "CompileError",
     "DeviceCountError",
     "UnsupportedOnDeviceError",
+    "PlatformLoweringError",
+    "OtherEnvironmentError",
     "XlaRuntimeError",
     "FormatError",
     "DistributedError",
@@ -66,6 +68,18 @@ class UnsupportedOnDeviceError(CompileError):
     def __init__(self, message: str = "", *, refusals: tuple[object, ...] = ()) -> None:
         super().__init__(message)
         self.refusals = refusals
+
+
+class PlatformLoweringError(CompileError):
+    """A program holds a platform's custom call (jaxlib's LAPACK kernels) that the target platform
+    has no form of; the message names the target and the platform."""
+
+
+class OtherEnvironmentError(XlaSdkError):
+    """``compare --against-python`` / ``--against-jaxlib``: the other environment could not give an
+    answer: its interpreter does not start, is no Python with jaxlib (in xlasdk's range), numpy and
+    ml_dtypes, dies, runs past its time, answers with something else than the worker's result, or its
+    XLA could not compile or run the module."""
 
 
 class XlaRuntimeError(XlaSdkError, RuntimeError):

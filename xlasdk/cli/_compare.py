@@ -61,7 +61,8 @@ def _max_trials(args: argparse.Namespace) -> dict[str, int]:
 def _other_environment(args: argparse.Namespace) -> Any:
     """``--against-python PATH`` / ``--against-jaxlib VERSION`` as an OtherEnvironment (the venv of
     VERSION made first when missing), or None."""
-    from xlasdk.reference._other_env import OtherEnvironment, OtherEnvironmentError
+    from xlasdk.errors import OtherEnvironmentError
+    from xlasdk.reference._other_env import OtherEnvironment
 
     if getattr(args, "against_python", None) is not None:
         return OtherEnvironment(args.against_python)
@@ -130,9 +131,8 @@ def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
         n = len(ps.result_shape().tuple_shapes()) if ps.result_shape().is_tuple() else 1
         recorded_outputs = _expected_outputs(args.outputs, n, "--outputs")
     _stage("comparing")
-    from xlasdk.errors import CompareArgumentError
+    from xlasdk.errors import CompareArgumentError, OtherEnvironmentError
     from xlasdk.reference import CompareSettings, UnsupportedOpError, compare
-    from xlasdk.reference._other_env import OtherEnvironmentError
 
     device_against = not module and args.against not in ("reference", "recorded") and not args.against.endswith(
         ".npz")

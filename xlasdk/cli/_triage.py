@@ -1,5 +1,5 @@
 """``xlasdk triage``: compile many modules in xlasdk's worker and group their failures
-(:func:`xlasdk.triage.triage`)."""
+(:func:`xlasdk.triage`)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from ._common import EXIT_OK, EXIT_RUNTIME, UsageError, _stage
 
 def _cmd_triage(args: argparse.Namespace, out: IO[str]) -> int:
     import xlasdk as xs
+    from xlasdk._triage import Attempt, module_files, triage
     from xlasdk.errors import XlaSdkError
-    from xlasdk.triage import Attempt, module_files, triage
 
     try:
         files = module_files(args.paths)

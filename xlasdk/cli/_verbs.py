@@ -525,8 +525,8 @@ def check_against_environment(args: argparse.Namespace) -> None:
     if args.against_python is not None and not os.path.isfile(args.against_python):
         raise UsageError(f"--against-python {args.against_python}: no such file (expected a Python interpreter)")
     if args.against_jaxlib is not None:
+        from xlasdk.errors import OtherEnvironmentError
         from xlasdk.reference._env_venv import checked_version
-        from xlasdk.reference._other_env import OtherEnvironmentError
 
         try:
             checked_version(args.against_jaxlib)

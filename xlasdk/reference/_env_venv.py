@@ -17,7 +17,8 @@ import subprocess
 import sys
 import tempfile
 
-from ._other_env import OtherEnvironmentError, in_range
+from ..errors import OtherEnvironmentError
+from ._other_env import in_range
 
 __all__ = ["checked_version", "venv_commands", "jaxlib_environment"]
 

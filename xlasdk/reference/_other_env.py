@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..errors import XlaSdkError
+from ..errors import OtherEnvironmentError
 from ._bisect_core import _CutFailed, _Program
 from ._bisect_regions_against import _NoDescent
 from ._runners import Expected, OpsBisector, Reference, both_models, given_outputs
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from ._precision import DeviceKind
     from ._settings import CompareSettings
 
-__all__ = ["OtherEnvironment", "OtherEnvironmentError", "EnvironmentVersions", "JAXLIB_RANGE", "this_environment",
+__all__ = ["OtherEnvironment", "EnvironmentVersions", "JAXLIB_RANGE", "this_environment",
            "in_range"]
 
 #: xlasdk's supported jaxlib releases (pyproject's ``jaxlib>=0.10.2,<0.13``): lowest included, highest excluded
@@ -87,12 +87,6 @@ if missing or not (lo <= nums < hi):
 from xlasdk.reference._env_worker import main
 sys.exit(main(d, info))
 """.replace("__PROTOCOL__", str(_PROTOCOL)).replace("__RANGE__", f"{JAXLIB_RANGE[0]!r}, {JAXLIB_RANGE[1]!r}")
-
-
-class OtherEnvironmentError(XlaSdkError):
-    """The other environment could not give an answer: its interpreter does not start, is no Python
-    with jaxlib (in xlasdk's range), numpy and ml_dtypes, dies, runs past its time, answers with
-    something else than the worker's result, or its XLA could not compile or run the module."""
 
 
 def in_range(version: str | None) -> bool:

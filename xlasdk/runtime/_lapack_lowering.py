@@ -33,7 +33,7 @@ import numpy as np
 
 from ..attrs import TriangularSolveOptions_Transpose
 from ..builder import XlaOp
-from ..errors import CompileError
+from ..errors import CompileError, PlatformLoweringError
 from ..ops import elementwise as ew
 from ..ops._core import array_shape
 from ..ops.control import GetTupleElement, Tuple
@@ -59,11 +59,7 @@ from ..program.attr_kinds import typed_attr
 from ..shape import Shape
 from ..types import COMPLEX, PrimitiveType
 
-__all__ = ["PlatformLoweringError", "LOWERED_ROUTINES", "lapack_target", "lower_lapack_call"]
-
-
-class PlatformLoweringError(CompileError):
-    """A program holds a platform's custom call that the target platform has no form of."""
+__all__ = ["LOWERED_ROUTINES", "lapack_target", "lower_lapack_call"]
 
 
 #: The TPU custom call of LU with partial pivoting (``jax/_src/lax/linalg.py``'s TPU lowering of

@@ -45,7 +45,8 @@ def for_platform(computation: XlaComputation, platform: str) -> XlaComputation:
         A call with no form on ``platform``, or one inside a region (a loop body, a branch, a
         called function) where the rewrite does not reach.
     """
-    from ._lapack_lowering import PlatformLoweringError, lapack_target, lower_lapack_call
+    from ..errors import PlatformLoweringError
+    from ._lapack_lowering import lapack_target, lower_lapack_call
 
     if platform == "cpu":
         return computation

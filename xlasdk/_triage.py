@@ -146,7 +146,7 @@ def _attempt(path: str, topology: str | None, timeout: float,
         msg = msg.replace(path, "FILE")
         return Attempt(f"loading: {signature(msg, died=died)}", msg)
     try:
-        isolated.request("xlasdk.triage:_compile_in_worker", comp.as_stablehlo_text(), comp.name, topology,
+        isolated.request("xlasdk._triage:_compile_in_worker", comp.as_stablehlo_text(), comp.name, topology,
                          overrides, timeout=timeout)
     except isolated.Failed as e:
         return Attempt(signature(e.message, died=False), e.message)
