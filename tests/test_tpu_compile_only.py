@@ -13,13 +13,14 @@ A program XLA:TPU fails on that the table does not name fails the test ("capabil
 so the table stays complete; one the table refuses and XLA:TPU compiles fails it too ("refuses what
 XLA:TPU compiles"). A compile that outlasts :data:`PER_PROGRAM_S` is reported, not judged.
 
-The quick profile (every run) records the programs of :data:`QUICK_FILES` (about 100 programs; 22 s on 2
-cores, recording included, on libtpu 0.0.42.1 and 0.0.52 alike; 2 minutes when other jobs share them); ``pytest -m campaign tests/test_tpu_compile_only.py``
-records every file of tests/ops (449 distinct programs, recorded in about 70 s; XLA:TPU's compiles
-add up to 10 minutes with libtpu 0.0.42.1 and 22 with 0.0.52 on 2 busy cores, the median 0.1 s, a
-few programs of test_linalg_decomp and test_elementwise 30-150 s each). ``XLASDK_TPU_PROGRAMS=DIR``
-compiles the programs already recorded in DIR instead (``XLASDK_RECORD_PROGRAMS=DIR pytest
-tests/ops`` records them). Skipped cleanly where libtpu is not installed.
+The quick profile (every run) records the programs of :data:`QUICK_FILES` (about 100 programs: 22 s
+on 2 cores, recording included, with libtpu 0.0.42.1 and 0.0.52 alike; 2 minutes when other jobs
+share the cores). ``pytest -m campaign tests/test_tpu_compile_only.py`` records every file of
+tests/ops (449 distinct programs, recorded in about 70 s; XLA:TPU's compiles add up to 10 minutes
+with libtpu 0.0.42.1 and 22 with 0.0.52 on 2 busy cores, the median 0.1 s, a few programs of
+test_linalg_decomp and test_elementwise 30-150 s each). ``XLASDK_TPU_PROGRAMS=DIR`` compiles the
+programs already recorded in DIR instead (``XLASDK_RECORD_PROGRAMS=DIR pytest tests/ops`` records
+them). Skipped cleanly where libtpu is not installed.
 """
 
 from __future__ import annotations
