@@ -5,6 +5,7 @@
 #
 #   tools/tpu_ops.sh [--budget SECONDS] [FILE...]      (default: every tests/ops/test_*.py)
 #
+# (pyproject's addopts give -q: one more would drop the "N passed, M failed" line read below.)
 # Files run one after the other, each in its own process (one process at a time may hold the chip),
 # until the budget is spent; the files not reached are listed so the next call can take them.
 # Under $OUT (default /tmp/tpu_out): one log per file, failures.txt ("test :: phase :: last line"),
@@ -28,7 +29,7 @@ for f in "${files[@]}"; do
   if [ "$left" -lt 30 ]; then echo "$f" >> "$OUT/not_run.txt"; continue; fi
   name=$(basename "$f" .py)
   t0=$(date +%s)
-  timeout "$left" python3 -m pytest -p no:xdist -p no:cacheprovider -q -rfE --tb=line \
+  timeout "$left" python3 -m pytest -p no:xdist -p no:cacheprovider -rfE --tb=line \
     "$f" > "$OUT/$name.log" 2>&1
   rc=$?
   line=$(grep -E "^(=+ )?[0-9]+ (passed|failed|skipped|error)" "$OUT/$name.log" | tail -n 1)
