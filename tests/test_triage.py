@@ -178,3 +178,25 @@ def test_topology_groups_xla_tpu_failures_without_a_tpu(tmp_path: Path) -> None:
         [a] = [g for g in rep.groups if g.signature.startswith(("abort at", "died"))]
         assert [Path(f).name for f in a.files] == ["abort.hlo"]
     assert len(rep.groups) == 1 + (dies is not None)
+
+
+def test_a_real_xla_dump_directory_counts_only_its_modules(tmp_path: Path) -> None:
+    """XLA writes reports beside a dump's modules (``...-buffer-assignment.txt``,
+    ``...-memory-usage-report.txt``): they are no modules, so a dump of programs that compile is
+    all green (a new user's dump counted 12 of 21 files as failed modules)."""
+    pytest.importorskip("jax")
+    import os
+    import subprocess
+    import sys
+
+    dump = tmp_path / "dump"
+    env = {**os.environ, "XLA_FLAGS": f"--xla_dump_to={dump}", "JAX_PLATFORMS": "cpu"}
+    subprocess.run([sys.executable, "-c", "import jax, jax.numpy as jnp\n"
+                    "print(jax.jit(lambda x: jnp.tanh(x) @ x.T)(jnp.ones((4, 4))).sum())"],
+                   env=env, check=True, capture_output=True, timeout=120)
+    names = sorted(p.name for p in dump.iterdir())
+    assert any("buffer-assignment" in n for n in names), names  # the reports are there
+    found = tr.module_files([dump])
+    assert found and not any(any(r in Path(f).name for r in tr.XLA_REPORT_FILES) for f in found), found
+    rc, out, _ = _cli("triage", str(dump))
+    assert rc == 0, out

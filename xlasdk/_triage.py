@@ -187,9 +187,16 @@ def _last_pass_of(path: str, topology: str | None, timeout: float) -> str | None
 
 
 # -- the entry point -------------------------------------------------------------------------------
+#: the parts of the names of the reports XLA writes beside a dump's modules (``--xla_dump_to``):
+#: text files that are not modules (``module_0001.jit_f.cpu_after_optimizations-buffer-assignment.txt``)
+XLA_REPORT_FILES: tuple[str, ...] = ("-buffer-assignment", "-memory-usage-report", "-live-range",
+                                      "buffer-assignment-values", "-thunk-sequence")
+
+
 def module_files(paths: Sequence[str | os.PathLike[str]]) -> list[str]:
     """The module files of ``paths``: a file as it is, a directory's files whose names end in one
-    of :data:`MODULE_SUFFIXES` (recursively, sorted).
+    of :data:`MODULE_SUFFIXES` (recursively, sorted), but for XLA's reports beside a dump's modules
+    (:data:`XLA_REPORT_FILES`) and its ``.debug_options``.
 
     Raises
     ------
@@ -204,7 +211,8 @@ def module_files(paths: Sequence[str | os.PathLike[str]]) -> list[str]:
         p = os.fspath(p)
         if os.path.isdir(p):
             found = sorted(os.path.join(d, n) for d, _, names in os.walk(p) for n in names
-                           if n.endswith(MODULE_SUFFIXES) and not n.endswith(".debug_options"))
+                           if n.endswith(MODULE_SUFFIXES) and not n.endswith(".debug_options")
+                           and not any(r in n for r in XLA_REPORT_FILES))
             if not found:
                 raise XlaSdkError(f"triage: {p}: a directory with no module file (expected names ending in "
                                   f"{', '.join(MODULE_SUFFIXES)}){where()}")
