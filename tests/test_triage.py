@@ -200,3 +200,28 @@ def test_a_real_xla_dump_directory_counts_only_its_modules(tmp_path: Path) -> No
     assert found and not any(any(r in Path(f).name for r in tr.XLA_REPORT_FILES) for f in found), found
     rc, out, _ = _cli("triage", str(dump))
     assert rc == 0, out
+
+
+def test_each_group_gets_a_small_repro_that_fails_the_same_way(tmp_path: Path) -> None:
+    """``--reduce DIR``: each group's example shrunk by the reducer (the group's signature kept): the
+    custom call to a target nothing registered, buried in 12 other instructions, comes out alone
+    with its operand; the repro fails with the group's signature; a load failure gets a note."""
+    d = tmp_path / "mods"
+    d.mkdir()
+    body = "".join(f"  t{i} = f32[8] tanh(t{i - 1})\n" for i in range(1, 12))
+    (d / "big.hlo").write_text(
+        "HloModule big\n\nENTRY main {\n  t0 = f32[8] parameter(0)\n" + body
+        + "  c = f32[8] custom-call(t11), custom_call_target=\"xlasdk_no_such_target\"\n"
+        + "  ROOT r = f32[8] add(c, t3)\n}\n")
+    (d / "broken.hlo").write_text("HloModule broken\n\nENTRY main {\n  ROOT x = f32[2] nonsense(\n}\n")
+    rc, out, _ = _cli("triage", str(d), "--reduce", str(tmp_path / "repros"), "--json", str(tmp_path / "g.json"))
+    assert rc == 1, out
+    groups = json.loads((tmp_path / "g.json").read_text())["groups"]
+    cc = next(g for g in groups if "big.hlo" in g["example"])
+    assert cc["repro"] and cc["repro_instructions"] <= 3, cc
+    text = Path(cc["repro"]).read_text()
+    assert "xlasdk_no_such_target" in text and "tanh" not in text, text
+    again = tr.triage([cc["repro"]])
+    assert [g.signature for g in again.groups] == [cc["signature"]]
+    loading = next(g for g in groups if g["signature"].startswith("loading:"))
+    assert loading["repro"] is None and "fail loading" in loading["repro_note"]

@@ -66,6 +66,11 @@ class TriageGroup:
     message: str
     last_pass: str | None = None
     flaky: bool = False
+    #: the example shrunk by the reducer (``triage(..., repro_dir=DIR)``): the HLO file written, its
+    #: instruction count, or why there is none (``repro_note``)
+    repro: str | None = None
+    repro_instructions: int | None = None
+    repro_note: str | None = None
 
     @property
     def count(self) -> int:
@@ -94,7 +99,9 @@ class TriageReport:
                 g.count for g in self.groups),
             "compiled": list(self.compiled),
             "groups": [{"signature": g.signature, "count": g.count, "example": g.example, "files": list(g.files),
-                        "message": g.message, "last_pass": g.last_pass, "flaky": g.flaky} for g in self.groups],
+                        "message": g.message, "last_pass": g.last_pass, "flaky": g.flaky, "repro": g.repro,
+                        "repro_instructions": g.repro_instructions, "repro_note": g.repro_note}
+                       for g in self.groups],
         }
 
     def table(self) -> str:
@@ -105,6 +112,11 @@ class TriageReport:
         widths = [min(90, max(len(r[i]) for r in rows)) for i in range(4)]
         lines = ["  ".join(c[:w].ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "  " + r[4]
                  for r in rows]
+        for k, g in enumerate(self.groups):
+            if g.repro is not None:
+                lines.append(f"group {k + 1}: small repro {g.repro} ({g.repro_instructions} instructions)")
+            elif g.repro_note is not None:
+                lines.append(f"group {k + 1}: no small repro: {g.repro_note}")
         failing = sum(g.count for g in self.groups)
         lines.append(f"{failing} of {failing + len(self.compiled)} modules failed on {self.device} in "
                      f"{len(self.groups)} group{'s' if len(self.groups) != 1 else ''}; {len(self.compiled)} compiled"
@@ -227,7 +239,8 @@ def module_files(paths: Sequence[str | os.PathLike[str]]) -> list[str]:
 
 
 def triage(paths: Sequence[str | os.PathLike[str]], *, device: Any = None, repeat: int = 1,
-           timeout: float = 300.0, progress: Callable[[str, list[Attempt]], None] | None = None) -> TriageReport:
+           timeout: float = 300.0, progress: Callable[[str, list[Attempt]], None] | None = None,
+           repro_dir: str | os.PathLike[str] | None = None, repro_time: float = 120.0) -> TriageReport:
     """Load and compile each module ``repeat`` times in xlasdk's worker and group the failures.
 
     Parameters
@@ -240,6 +253,10 @@ def triage(paths: Sequence[str | os.PathLike[str]], *, device: Any = None, repea
     repeat: compiles per module (>= 1); a module whose compiles end differently is flaky.
     timeout: seconds one compile may take (past it: a ``timeout:`` failure).
     progress: called with each module's path and its attempts as it is done.
+    repro_dir: where to write one small repro per group (``group_K.hlo``): the group's example shrunk
+        by :func:`xlasdk.reduce` (``"crash"`` for an abort, else ``"compile-error"``; a candidate is kept
+        only when it fails with the group's signature), within ``repro_time`` seconds each. Groups
+        of load failures and timeouts get none (the note says why).
 
     Returns
     -------
@@ -288,4 +305,30 @@ def triage(paths: Sequence[str | os.PathLike[str]], *, device: Any = None, repea
         said = {p for p in seen if p is not None}
         groups[sig].last_pass = said.pop() if len(said) == 1 else None
     ordered = sorted(groups.values(), key=lambda g: (-g.count, g.signature))
+    if repro_dir is not None:
+        repro_time = SECONDS.check(repro_time, "triage: repro_time")
+        os.makedirs(repro_dir, exist_ok=True)
+        for k, g in enumerate(ordered):
+            _shrink(g, os.path.join(os.fspath(repro_dir), f"group_{k + 1}.hlo"), device, repro_time)
     return TriageReport(ordered, compiled, "cpu" if topology is None else topology, repeat, attempts)
+
+
+def _shrink(g: TriageGroup, out: str, device: Any, seconds: float) -> None:
+    """``g``'s example shrunk by the reducer into ``out`` (``g.repro``), or ``g.repro_note`` saying why not."""
+    from ._atomic import atomic_write
+    from .reducer import NotReproducedError, reduce
+
+    if g.signature.startswith(("loading:", "timeout:")):
+        g.repro_note = "the modules fail loading or run past the time limit; the reducer keeps what compiles"
+        return
+    until = "crash" if g.signature.startswith("abort") else "compile-error"
+    try:
+        res = reduce(g.example, until, max_time=seconds, device=device)
+    except NotReproducedError as e:  # a flaky group: the example did not fail this way again
+        g.repro_note = f"the example did not fail again ({' '.join(str(e).split())[:200]})"
+        return
+    except XlaSdkError as e:
+        g.repro_note = f"the reducer could not work on it: {' '.join(str(e).split())[:200]}"
+        return
+    atomic_write(out, res.hlo_text.encode())
+    g.repro, g.repro_instructions = out, res.instructions_after

@@ -41,7 +41,8 @@ def _cmd_triage(args: argparse.Namespace, out: IO[str]) -> int:
         sys.stderr.flush()
 
     try:
-        report = triage(files, device=device, repeat=args.repeat, timeout=args.timeout, progress=progress)
+        report = triage(files, device=device, repeat=args.repeat, timeout=args.timeout, progress=progress,
+                        repro_dir=args.reduce, repro_time=args.reduce_time)
     except XlaSdkError as e:
         if not str(e).startswith("triage:"):
             raise

@@ -283,6 +283,10 @@ def add_triage_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     s.add_argument("--json", default=None, metavar="OUT.json", help="write the groups as JSON")
     s.add_argument("--timeout", type=SECONDS.parse, default=300.0, metavar="S",
                    help="seconds one compile may take (past it: a 'timeout' failure; default 300)")
+    s.add_argument("--reduce", default=None, metavar="DIR",
+                   help="shrink each group's example with the reducer into DIR/group_K.hlo (same failure kept)")
+    s.add_argument("--reduce-time", type=SECONDS.parse, default=120.0, metavar="S",
+                   help="seconds the reducer may spend per group (default 120)")
     s.set_defaults(verb_parser=s)
 
 
