@@ -249,6 +249,58 @@ def test_a_multiply_in_a_fusion_of_a_tpu_optimized_dump_is_named() -> None:
     assert b.deepest.culprit.op_name == planted and b.deepest.culprit.opcode == "stablehlo.add", str(b)
 
 
+# -- an op whose only user is its region's root (its value is an output of the region's program) ----------------
+A4 = np.linspace(-1, 1, 16).astype(np.float32).reshape(4, 4)
+B4 = np.linspace(0, 2, 16).astype(np.float32).reshape(4, 4)
+
+
+def _root_loop(a: Any, b: Any) -> Any:
+    return jax.lax.fori_loop(0, 4, lambda i, c: (c[0], jnp.tanh(c[0]) + c[1] * 0.5), (a, b))
+
+
+def _root_loop_sub(a: Any, b: Any) -> Any:
+    return jax.lax.fori_loop(0, 4, lambda i, c: (c[0], jnp.tanh(c[0]) - c[1] * 0.5), (a, b))
+
+
+def root_loop_planted() -> tuple[str, str, str]:
+    """The fori_loop whose body's ``add`` (read only by the body's ROOT tuple) is planted as a
+    ``subtract``: (good text, bad text, the planted instruction's HLO name)."""
+    text = _text(_root_loop, A4, B4)
+    return (text, *_plant(text, r"f32\[4,4\]\{1,0\} add\(", "f32[4,4]{1,0} subtract("))
+
+
+def root_fused_planted() -> tuple[str, str, str]:
+    """XLA:CPU's optimized module of the loop with ``subtract``, the ``subtract`` at the ROOT of a
+    fused computation planted as an ``add``: (good text, bad text, the planted instruction's HLO name)."""
+    text = _strip(jax.jit(_root_loop_sub).lower(A4, B4).compile().as_text())
+    blocks = re.findall(r"^%?(fused_computation[\w.]*) [^\n]*\{\n(.*?)^\}", text, re.M | re.S)
+    root = re.compile(r"\s*ROOT \S+ = f32\[4,4\]\S* subtract\(")
+    roots = [ln for _, body in blocks for ln in body.splitlines() if root.match(ln)]
+    assert len(roots) == 1, text
+    return (text, *_plant(text, re.escape(roots[0]), roots[0].replace(" subtract(", " add(")))
+
+
+def test_an_op_read_only_by_the_root_of_a_loop_body_is_named() -> None:
+    text, bad_text, planted = root_loop_planted()
+    bad, good = _pair(text, bad_text)
+    report = xs.compare(bad, [A4, B4], against=good, bisect="ops")
+    deep = _named(report, planted, "stablehlo.while", ["body (iteration 0)"])
+    assert deep.culprit.opcode == "stablehlo.subtract" and "output it makes departs" in deep.note, str(report)
+    _no_alarm(text, [A4, B4])
+
+
+def test_an_op_at_the_root_of_a_fused_computation_of_xla_cpu_s_optimized_module_is_named() -> None:
+    text, bad_text, planted = root_fused_planted()
+    bad, good = _pair(text, bad_text)
+    report = xs.compare(bad, [A4, B4], against=good, bisect="ops")
+    b = report.bisect_ops
+    assert not report.ok and b.status == "localised", str(report)
+    assert " > body (iteration 0) > " in b.path and "called function" in b.path, b.path
+    assert b.deepest.culprit.op_name == planted and b.deepest.culprit.opcode == "stablehlo.add", str(b)
+    assert f"path: {b.path} ({planted}" in str(report), str(report)
+    _no_alarm(text, [A4, B4])
+
+
 # -- find_nonfinite -----------------------------------------------------------------------------------------------
 def _nan_loop(x: Any) -> Any:
     return jax.lax.fori_loop(0, 6, lambda i, c: jnp.log(c - 0.3) + 1.0 - 0.1 * i, x)

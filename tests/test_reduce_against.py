@@ -27,6 +27,8 @@ jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 
 from tests.test_bisect_regions_against import (  # noqa: E402 - after the skip: those tests import jax too
+    A4,
+    B4,
     DATA,
     W,
     X,
@@ -38,6 +40,8 @@ from tests.test_bisect_regions_against import (  # noqa: E402 - after the skip: 
     _strip,
     _text,
     _tril,
+    root_fused_planted,
+    root_loop_planted,
 )
 
 #: the issue's bound on a repro, every computation's instructions counted (parameters too)
@@ -130,6 +134,26 @@ def test_a_multiply_in_the_backward_pass_of_a_gradient() -> None:
     np.testing.assert_array_equal(_outputs(res.hlo_text, [a, b])[0], a + b)
     np.testing.assert_array_equal(_outputs(res.good_hlo_text or "", [a, b])[0], a * b)
     _nothing_to_reduce(text, [W, X])
+
+
+def test_an_op_read_only_by_the_root_of_a_loop_body() -> None:
+    text, bad_text, _ = root_loop_planted()
+    res = _reduced(bad_text, text, [A4, B4], " subtract(", " add(")
+    assert "body (iteration 0)" in res.located and count_instructions(res.hlo_text) <= 4, (res.located, res.hlo_text)
+    a, b = res.arguments or []
+    np.testing.assert_array_equal(_outputs(res.hlo_text, [a, b])[0], a - b)
+    np.testing.assert_array_equal(_outputs(res.good_hlo_text or "", [a, b])[0], a + b)
+    _nothing_to_reduce(text, [A4, B4])
+
+
+def test_an_op_at_the_root_of_a_fused_computation_of_an_optimized_module() -> None:
+    text, bad_text, _ = root_fused_planted()
+    res = _reduced(bad_text, text, [A4, B4], " add(", " subtract(")
+    assert "called function" in res.located and count_instructions(res.hlo_text) <= 4, (res.located, res.hlo_text)
+    a, b = res.arguments or []
+    np.testing.assert_array_equal(_outputs(res.hlo_text, [a, b])[0], a + b)
+    np.testing.assert_array_equal(_outputs(res.good_hlo_text or "", [a, b])[0], a - b)
+    _nothing_to_reduce(text, [A4, B4])
 
 
 def test_a_scale_in_a_tpu_compiled_module_run_on_the_cpu() -> None:

@@ -97,12 +97,24 @@ class _Found:
 
 # -- the walk down the levels ------------------------------------------------------------------------------------
 def _counterparts(pb: _Program, pg: _Program) -> dict[int, Instruction]:
-    """By instruction index of ``pb``: its match in ``pg`` (by name, then structure), else the guess
-    its users' matches give (:func:`xlasdk.reference._against.inferred_by_users`)."""
-    from .reference._against import inferred_by_users, match_instructions
+    """By instruction index of ``pb``: its match in ``pg`` (by name, then structure), else, for one
+    that makes outputs of ``pb``, what makes the outputs of ``pg`` at the same positions
+    (:func:`xlasdk.reference._against.at_outputs`), else the guess its users' matches give
+    (:func:`xlasdk.reference._against.inferred_by_users`)."""
+    from .reference._against import at_outputs, inferred_by_users, match_instructions
 
     match, _, _ = match_instructions(pb.comp, pg.comp)
-    return {**inferred_by_users(pb.comp, match), **match}
+    outputs = at_outputs(pb.graph, pg.graph)
+    placed: dict[int, Instruction] = {}  # without a match, making outputs: the maker of the other's there
+    for ins in pb.instrs:
+        slots = pb.slots.get(ins.index, [])
+        if ins.index in match or not slots or any(id(n) not in outputs for n in slots):
+            continue
+        there = [outputs[id(n)] for n in slots]
+        g = pg.graph.instruction_of(there[0])
+        if [id(n) for n in pg.slots.get(g.index, [])] == [id(n) for n in there]:
+            placed[ins.index] = g
+    return {**inferred_by_users(pb.comp, match), **placed, **match}
 
 
 def _good_node(pb: _Program, pg: _Program, x: XlaOp, cp: dict[int, Instruction]) -> XlaOp:

@@ -28,8 +28,9 @@ from ..errors import CompareArgumentError
 from ..ops.sources import CONSTANT
 
 if TYPE_CHECKING:
+    from ..builder import XlaOp
     from ..program.computation import XlaComputation
-    from ..program.graph_import import Instruction
+    from ..program.graph_import import Instruction, InstructionGraph
     from ..runtime import CompileOptions
     from ._settings import CompareSettings
 
@@ -158,6 +159,22 @@ def inferred_by_users(bad: XlaComputation, match: dict[int, Instruction]) -> dic
     return out
 
 
+def at_outputs(bad: InstructionGraph, good: InstructionGraph) -> dict[int, XlaOp]:
+    """By id of each array output of ``bad`` (a program or a region's program): the output of
+    ``good`` at the same position, of the same shape, as compare pairs outputs. The counterpart of
+    an output made by an instruction without a match (an op changed where its only user is the
+    root: a loop body's tuple, a fusion's root), whose value would else be exposed nowhere; none
+    when the two programs have other numbers of outputs."""
+    outs_b, outs_g = list(bad.outputs), list(good.outputs)
+    out: dict[int, XlaOp] = {}
+    if len(outs_b) != len(outs_g):
+        return out
+    for x, y in zip(outs_b, outs_g, strict=True):
+        if x.shape.is_array() and str(x.shape) == str(y.shape):
+            out.setdefault(id(x), y)
+    return out
+
+
 def _literal(ins: Instruction) -> bytes | None:
     """A constant's value (constants match by value: an optimized module renames and reuses them);
     None for one its kind's reader does not read (complex pairs, ``i4``)."""
@@ -249,9 +266,16 @@ def compare_programs(pb: Any, pg: Any, depth: int = 0, *, blame: CompareSettings
     say(f"bisect ops: {named} instructions matched by name, {structural} by structure; one compile of each "
         f"{'module' if depth == 0 else 'region'} with every matched value exposed")
     guessed = inferred_by_users(bad, match)
+    outputs = at_outputs(pb.graph, pg.graph)
     pairs: list[tuple[Any, Any]] = []
     guesses: set[int] = set()  # ids of the values paired by a guess: agreement counts, a difference does not
+    placed: set[int] = set()  # ids of outputs without a match paired by position with the other's outputs
     for ins in pb.instrs[pb.nparams:]:
+        at = [(n, outputs[id(n)]) for n in pb.slots[ins.index] if id(n) in outputs]
+        if ins.index not in match and at:
+            pairs.extend(at)
+            placed.update(id(n) for n, _ in at)
+            continue
         m = match.get(ins.index) or guessed.get(ins.index)
         if m is not None and len(pb.slots[ins.index]) == len(pg.slots[m.index]):
             pairs.extend(zip(pb.slots[ins.index], pg.slots[m.index], strict=True))
@@ -303,12 +327,16 @@ def compare_programs(pb: Any, pg: Any, depth: int = 0, *, blame: CompareSettings
             if ins.index in guessed and all(departs(n) is False for n in slots):
                 continue  # agrees with its users' counterpart's operand: nothing to blame here
             users_depart = any(blamed(n) for u in ins.users if u.index in match for n in pb.slots[u.index])
-            if fed_right and users_depart:
+            out_slot = next((n for n in slots if id(n) in placed and blamed(n)), None)
+            if fed_right and (users_depart or out_slot is not None):
                 culprit = pb.culprit(ins, {id(x): val_b[id(x)] for x in inputs}, None, None)
+                which = "its users' depart" if users_depart else (
+                    f"the {what}'s output it makes departs from the one at the same position of the {what} "
+                    "compared against")
                 return OpsBisection("localised", culprit, "", [], pb.compiles + pg.compiles, _METHOD,
                                     first_divergent=ins.name,
                                     note=f"{ins.name} ({ins.opcode}) has no counterpart in the {what} compared "
-                                         "against; the values it reads agree and its users' depart")
+                                         f"against; the values it reads agree and {which}")
             continue
         bad_slot = next((n for n in slots if departs(n)), None)
         if bad_slot is None:
