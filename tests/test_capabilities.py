@@ -20,7 +20,7 @@ from tests.xla_faults import release
 from xlasdk import ops
 from xlasdk._jaxlib import isolated
 from xlasdk.program.computation import compile_request
-from xlasdk.runtime.capabilities import TABLE, Platform
+from xlasdk.runtime.capabilities import TABLE, Platform, Refusal
 
 P = xs.PrimitiveType
 RA = xs.ResultAccuracy
@@ -250,3 +250,37 @@ def test_op_tests_on_a_tpu_skip_by_the_table(monkeypatch: pytest.MonkeyPatch) ->
     with pytest.raises(pytest.skip.Exception, match="capability table: an f64 rng is not supported on TPU v5e"):
         helpers.on_test_device(_rng(P.F64))
     helpers.on_test_device(_unary(P.F64, (16,), lambda x: ops.Add(x, x)))  # no skip
+
+
+@pytest.mark.parametrize("dialect", ["stablehlo", "hlo"])
+@pytest.mark.parametrize("case", ["fft", "reduce_precision"])
+def test_refusal_inside_a_called_function_names_it(case: str, dialect: str) -> None:
+    """JAX wraps ``jnp.fft.fft`` and a nested ``jax.jit`` in a private function (``func.call``, an
+    HLO ``call``): the op refused there is found and named, before XLA's raw error."""
+    jax = pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
+    dev = _libtpu_or_skip()
+
+    def fft(x: object) -> object:
+        return jnp.abs(jnp.fft.fft(x))
+
+    def nested(x: object) -> object:
+        return jax.jit(lambda y: jax.lax.reduce_precision(y, exponent_bits=11, mantissa_bits=52) * 2)(x) + 1
+
+    f, row, opcode = {"fft": (fft, "tpu-fft-x64", "stablehlo.fft"),
+                      "reduce_precision": (nested, "tpu-reduce-precision-f64", "stablehlo.reduce_precision")}[case]
+    was = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        text = jax.jit(f).lower(np.zeros(8, np.float64)).as_text(dialect=dialect)
+    finally:
+        jax.config.update("jax_enable_x64", was)
+    assert "call" in text  # the op is in a called function
+    comp = xs.XlaComputation.from_stablehlo(text) if dialect == "stablehlo" else xs.XlaComputation.from_hlo_text(text)
+    with pytest.raises(xs.UnsupportedOnDeviceError) as info:
+        xs.compile(comp, device=dev)
+    refusals = [r for r in info.value.refusals if isinstance(r, Refusal)]
+    assert len(refusals) == len(info.value.refusals)
+    assert row in [f.row.name for f in refusals], refusals
+    found = next(f for f in refusals if f.row.name == row)
+    assert opcode in str(found) and "in function" in str(found), str(found)

@@ -26,6 +26,7 @@ import pytest
 import xlasdk as xs
 from xlasdk import ops
 from xlasdk.errors import PlatformLoweringError
+from xlasdk.runtime._lapack_lowering import lapack_target
 from xlasdk.runtime._platform_lowering import for_platform
 
 S = xs.Shape.array_shape
@@ -296,3 +297,75 @@ def test_a_call_inside_a_loop_is_refused_not_left_to_xla() -> None:
     _, out = while_loop([i0, a], lambda v: ops.Lt(v[0], 2), lambda v: [v[0] + 1, ops.LU(v[1])[0]])
     with pytest.raises(PlatformLoweringError, match="lapack_sgetrf_ffi.*inside a loop body"):
         for_platform(b.build(out), "tpu")
+
+
+def test_a_loaded_lu_hlo_text_compiles_for_a_tpu() -> None:
+    """ops.LU written as HLO text and loaded: its tuple-result custom call (another op row than a
+    built one's) is found and lowered, not refused as out of reach."""
+    comp = xs.XlaComputation.from_hlo_text(_build("LU", np.float32).as_hlo_text())
+    tpu = for_platform(comp, "tpu")
+    assert "lapack_" not in tpu.as_stablehlo_text() and "LuDecomposition" in tpu.as_stablehlo_text()
+    a = rand(np.random.default_rng(5), (2, 6, 5), np.float32)
+    _lu_check(a.astype(np.float64), [np.asarray(g) for g in xs.reference.evaluate(tpu, a)], 50 * EPS[np.float32])
+    if importlib.util.find_spec("libtpu") is not None:
+        xs.compile(comp, device=tpu_device())
+
+
+def _jax_cases() -> dict[str, tuple[Callable[..., Any], Callable[[np.random.Generator], list[Arr]],
+                                    Callable[[list[Arr], list[Arr], float], None]]]:
+    jnp = pytest.importorskip("jax.numpy")
+    jsl = pytest.importorskip("jax.scipy.linalg")
+
+    def spd(rng: np.random.Generator) -> list[Arr]:
+        return [_spd(rng, (5, 5), np.float32)]
+
+    def solve(args: list[Arr], out: list[Arr], tol: float) -> None:
+        a, b = args
+        assert rel(a @ out[0], b) < tol * np.linalg.cond(a)
+
+    def lu_factor(args: list[Arr], out: list[Arr], tol: float) -> None:
+        lu, piv = out
+        perm = np.arange(5)
+        for i, j in enumerate(piv):
+            perm[[i, j]] = perm[[j, i]]
+        _lu_check(args[0], [lu, piv, perm], tol)
+
+    return {
+        "solve": (jnp.linalg.solve, lambda r: [rand(r, (5, 5), np.float32), rand(r, (5, 2), np.float32)], solve),
+        "cholesky": (jnp.linalg.cholesky, spd, lambda a, o, t: _cholesky_check(a[0], o, t)),
+        "qr": (jnp.linalg.qr, lambda r: [rand(r, (5, 4), np.float32)], lambda a, o, t: _qr_check(a[0], o, t)),
+        "eigh": (jnp.linalg.eigh, spd, lambda a, o, t: _eigh_check(a[0], [o[1], o[0]], t)),
+        "lu_factor": (jsl.lu_factor, lambda r: [rand(r, (5, 5), np.float32)], lu_factor),
+    }
+
+
+@pytest.mark.parametrize("name", ["solve", "cholesky", "qr", "eigh", "lu_factor"])
+def test_a_jax_cpu_dump_of_jnp_linalg_gets_the_tpu_form(name: str) -> None:
+    """JAX's CPU dumps of jnp.linalg call the LAPACK kernel inside a private function (HLO
+    ``call`` to ``cholesky.1``...): the call is lowered there too, the program compiles for a TPU
+    and its values satisfy the decomposition."""
+    jax = pytest.importorskip("jax")
+    f, make, check = _jax_cases()[name]
+    args = make(np.random.default_rng(11))
+    text = jax.jit(f).lower(*args).as_text(dialect="hlo")
+    assert "lapack_" in text
+    comp = xs.XlaComputation.from_hlo_text(text)
+    tpu = for_platform(comp, "tpu")
+    lowered = tpu.as_stablehlo_text()
+    assert [t for op in _called_ops(tpu) if (t := lapack_target(op)) is not None] == []
+    got: Any
+    if "LuDecomposition" in lowered:  # the TPU's own LU: the reference evaluator computes it
+        got = xs.reference.evaluate(tpu, *args)
+    else:  # XLA's ops and expanders: run on the CPU as the TPU compiles them
+        got = xs.compile(tpu, device="cpu:0")(*args)
+    outs = [np.asarray(g) for g in (got if isinstance(got, (list, tuple)) else [got])]
+    check([a.astype(np.float64) for a in args], outs, 50 * EPS[np.float32])
+    if importlib.util.find_spec("libtpu") is not None:
+        xs.compile(comp, device=tpu_device())
+
+
+def _called_ops(comp: xs.XlaComputation) -> list[Any]:
+    """Every op of ``comp``'s main and of the functions it calls."""
+    from xlasdk.runtime.capabilities import every_called_op
+
+    return [op for op, _ in every_called_op(comp.instruction_graph())]

@@ -512,3 +512,27 @@ def builder_from(source: XlaComputation) -> XlaBuilder:
           builder=b, only=main)
     b.set_rewrite(_Rewrite(source, graph, b, memo))
     return b
+
+
+def inline_function(b: XlaBuilder, function: InstructionGraph, operands: Sequence[XlaOp]) -> list[XlaOp]:
+    """The outputs of the called function ``function`` (:meth:`InstructionGraph.callee`) computed
+    in the rewrite builder ``b`` from ``operands`` (nodes of ``b``, one per parameter): a copy of
+    its graph, what replacing a ``func.call`` by its body needs.
+
+    Raises
+    ------
+    XlaSdkError
+        The operands do not match the parameters, or the function has side effects (which an
+        inlined copy could reorder).
+    """
+    if len(operands) != len(function.params) or any(
+            o.shape != p.shape for o, p in zip(operands, function.params, strict=True)):
+        raise XlaSdkError(f"inline_function: function {function.name!r} takes "
+                          f"{[str(p.shape) for p in function.params]}, got {[str(o.shape) for o in operands]}")
+    if function.effects:
+        raise XlaSdkError(f"inline_function: function {function.name!r} has side effects")
+    owner = function.params[0].builder if function.params else (
+        function.outputs[0].builder if function.outputs else None)
+    memo: dict[int, XlaOp] = {id(p): o for p, o in zip(function.params, operands, strict=True)}
+    copied, _ = _copy(list(function.outputs), memo, len(function.outputs), builder=b, only=owner)
+    return copied

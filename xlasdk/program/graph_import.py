@@ -237,15 +237,25 @@ class Instruction:
         XlaSdkError
             The instruction calls no function, or the module has no function of that name.
         """
-        attr = {"func.call": "callee", "stablehlo.composite": "decomposition"}.get(self.op.opcode)
-        if attr is None or attr not in self.op.attrs:
+        name = callee_of(self.op)
+        if name is None:
             raise XlaSdkError(f"instruction {self.name!r} ({self.opcode}) calls no function: only func.call and "
                               "stablehlo.composite instructions do")
-        ref = self.op.attrs[attr]
-        return self._graph.callee(symbol_name(ref.value if isinstance(ref, MlirAttr) else ref))
+        return self._graph.callee(name)
 
     def __repr__(self) -> str:
         return f"Instruction({self.name}: {self.opcode} -> {self.shape})"
+
+
+def callee_of(op: XlaOp) -> str | None:
+    """The name of the function ``op`` calls: a ``func.call``'s callee (an HLO ``call``'s
+    ``to_apply``, a fusion of an optimized dump), a ``stablehlo.composite``'s decomposition; None
+    for any other op."""
+    attr = {"func.call": "callee", "stablehlo.composite": "decomposition"}.get(op.opcode)
+    if attr is None or attr not in op.attrs:
+        return None
+    ref = op.attrs[attr]
+    return symbol_name(ref.value if isinstance(ref, MlirAttr) else ref)
 
 
 def _spelling(value: Any) -> str:

@@ -77,7 +77,7 @@ _TRANSPOSE: Final = {"N": TriangularSolveOptions_Transpose.NO_TRANSPOSE,
 def lapack_target(op: XlaOp) -> str | None:
     """The call target of ``op`` when it is a custom call to one of jaxlib's CPU kernels
     (:func:`~xlasdk.ops.lapack_contracts.is_lapack_target`), else None."""
-    if op.opdef is not CUSTOM_CALL:
+    if not op.opdef.same_op(CUSTOM_CALL):  # a loaded tuple-result call has an opaque row of its name
         return None
     target = typed_attr(op, "call_target_name")
     return target if isinstance(target, str) and is_lapack_target(target) else None

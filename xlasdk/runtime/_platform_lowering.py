@@ -42,17 +42,22 @@ def for_platform(computation: XlaComputation, platform: str) -> XlaComputation:
     Raises
     ------
     PlatformLoweringError
-        A call with no form on ``platform``, or one inside a region (a loop body, a branch, a
-        called function) where the rewrite does not reach.
+        A call with no form on ``platform``, or one inside a region (a loop body, a branch, or a
+        function called from one) where the rewrite does not reach. A call inside a function
+        ``main`` calls (``func.call``, an HLO ``call``: JAX's private functions such as
+        ``cholesky``), at any depth, is lowered: each such call is replaced by a copy of the
+        function's body (so a function called from several places is copied, and lowered, at each).
     """
     from ..errors import PlatformLoweringError
     from ._lapack_lowering import lapack_target, lower_lapack_call
+    from .capabilities import every_called_op
 
     if platform == "cpu":
         return computation
     text = compile_request(computation).module_text
     if not names_a_target(text):
         return computation
+    computation = _inline_lapack_functions(computation)
     calls = [ins.name for ins in computation.instructions() if lapack_target(ins.op) is not None]
     if calls:
         b = computation.to_builder()
@@ -61,18 +66,74 @@ def for_platform(computation: XlaComputation, platform: str) -> XlaComputation:
                 old = b.instruction(name)
                 b.replace(old, lower_lapack_call(old, platform))
         computation = b.build()
-        text = compile_request(computation).module_text
-    if names_a_target(text):  # a call the rewrite did not reach: refused rather than left to XLA
-        found = _first_target(text)
+    # a call the rewrite did not reach (in main, a region, a function it calls): refused rather than
+    # left to XLA; functions main no longer calls (inlined above) are not compiled
+    found = next((t for op, _ in every_called_op(computation.instruction_graph())
+                  if (t := lapack_target(op)) is not None), None)
+    if found is not None:
         raise PlatformLoweringError(
-            f"compile: {computation.name!r} calls {found!r} (a jaxlib XLA:CPU kernel) inside a loop body, a branch "
-            f"or a called function, where xlasdk does not lower it for {platform}; run the program on cpu:0"
+            f"compile: {computation.name!r} calls {found!r} (a jaxlib XLA:CPU kernel) inside a loop body or a "
+            f"branch (or a function called from one), where xlasdk does not lower it for {platform}; run the "
+            "program on cpu:0"
         )
     return computation
 
 
-def _first_target(text: str) -> str:
-    import re
+def _inline_lapack_functions(computation: XlaComputation) -> XlaComputation:
+    """``computation`` with each call of ``main`` to a function that calls a LAPACK kernel (at any
+    depth, outside loops and branches) replaced by the function's body, until ``main`` calls none.
 
-    m = re.search(r"\b(?:lapack|cpu)_\w+_ffi\b", text)
-    return m.group(0) if m else "a LAPACK kernel"
+    Raises
+    ------
+    PlatformLoweringError
+        A function the rewrite cannot copy (its graph cannot be read, it has side effects, it calls itself).
+    """
+    from ..errors import PlatformLoweringError, XlaSdkError
+    from ..ops.control import Tuple
+    from ..program.graph_edit import inline_function
+    from ..program.graph_import import InstructionGraph, callee_of
+    from ._lapack_lowering import lapack_target
+
+    def calls_lapack(graph: InstructionGraph, name: str, memo: dict[str, bool], path: tuple[str, ...]) -> bool:
+        if name in memo:
+            return memo[name]
+        if name in path:
+            raise PlatformLoweringError(f"compile: function {name!r} calls itself ({' -> '.join((*path, name))})")
+        fn = graph.callee(name)
+        found = False
+        for ins in fn.instructions:
+            inner = callee_of(ins.op)
+            if lapack_target(ins.op) is not None or (
+                    inner is not None and calls_lapack(graph, inner, memo, (*path, name))):
+                found = True
+                break
+        memo[name] = found
+        return found
+
+    for _ in range(_MAX_INLINE_ROUNDS):
+        try:
+            graph = computation.instruction_graph()
+            memo: dict[str, bool] = {}
+            sites = [(ins.name, name) for ins in graph.instructions
+                     if (name := callee_of(ins.op)) is not None and calls_lapack(graph, name, memo, ())]
+            if not sites:
+                return computation
+            b = computation.to_builder()
+            with b.keeping_default_root():
+                for ins_name, name in sites:
+                    old = b.instruction(ins_name)
+                    outs = inline_function(b, graph.callee(name), old.operands)
+                    b.replace(old, outs[0] if len(outs) == 1 and not old.shape.is_tuple() else Tuple(b, outs))
+            computation = b.build()
+        except PlatformLoweringError:
+            raise
+        except XlaSdkError as e:
+            raise PlatformLoweringError(
+                f"compile: {computation.name!r} calls a function that calls a LAPACK kernel, which xlasdk cannot "
+                f"copy into the program to lower it: {e}; run the program on cpu:0") from None
+    raise PlatformLoweringError(f"compile: {computation.name!r} calls LAPACK kernels through more than "
+                                f"{_MAX_INLINE_ROUNDS} levels of functions; run the program on cpu:0")
+
+
+#: How deep a chain of functions calling functions the LAPACK lowering copies into ``main``.
+_MAX_INLINE_ROUNDS = 64

@@ -42,10 +42,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ..builder import XlaOp
-from ..errors import GraphImportError, UnsupportedOnDeviceError
+from ..errors import GraphImportError, UnsupportedOnDeviceError, XlaSdkError
 from ..program.attr_kinds import typed_attr
 from ..program.computation import XlaComputation
-from ..program.graph_import import Instruction
+from ..program.graph_import import Instruction, InstructionGraph, callee_of
 from ..shape import Shape
 from ..types import PrimitiveType
 from .device import Device
@@ -406,13 +406,11 @@ class Capabilities:
             raise TypeError(f"refusals: expected an XlaComputation, got {type(computation).__name__}")
         if not self.rows:
             return []
-        instructions = computation.instructions()
-        names = {i.op.id: i.name for i in instructions}
         out = []
-        for op in _every_op(instructions):
+        for op, where in every_called_op(computation.instruction_graph()):
             for row in self.rows:
                 if row.matches(op):
-                    out.append(Refusal(row, _describe(op, names.get(op.id)), _source(op), self.device, op.opcode))
+                    out.append(Refusal(row, where, _source(op), self.device, op.opcode))
         return out
 
     def check(self, computation: XlaComputation) -> None:
@@ -456,10 +454,38 @@ def _every_op(instructions: list[Instruction]) -> Iterator[XlaOp]:
     return iter(order)
 
 
-def _describe(op: XlaOp, name: str | None) -> str:
-    """``rng.3 (stablehlo.rng -> f64[4,4])``; an op of a region (no instruction of ``main``) by its op."""
+def every_called_op(graph: InstructionGraph) -> Iterator[tuple[XlaOp, str]]:
+    """Every op of ``main`` and of the functions it calls (``func.call``, an HLO ``call``, a
+    composite's decomposition, at any depth, from regions too; each function once), with its
+    description (:func:`_describe`): ``main``'s first, then each function's in the order first called.
+
+    Raises
+    ------
+    GraphImportError
+        A called function the instruction graph cannot hold (the check cannot read it).
+    """
+    done: set[str] = set()
+    todo: list[tuple[str | None, InstructionGraph]] = [(None, graph)]
+    while todo:
+        function, g = todo.pop(0)
+        names = {i.op.id: i.name for i in g.instructions}
+        for op in _every_op(list(g.instructions)):
+            yield op, _describe(op, names.get(op.id), function)
+            callee = callee_of(op)
+            if callee is not None and callee not in done:
+                done.add(callee)
+                try:
+                    todo.append((callee, graph.callee(callee)))
+                except XlaSdkError as e:
+                    raise GraphImportError(f"capabilities: function {callee!r}: {e}") from None
+
+
+def _describe(op: XlaOp, name: str | None, function: str | None = None) -> str:
+    """``rng.3 (stablehlo.rng -> f64[4,4])``; an op of a region (no instruction of ``main``) by its
+    op; ``... in function 'fft.1'`` for one of a called function."""
     what = f"{op.opcode} -> {op.shape}"
-    return f"{name} ({what})" if name is not None else f"{what} (in a region)"
+    found = f"{name} ({what})" if name is not None else f"{what} (in a region)"
+    return found if function is None else f"{found} in function {function!r}"
 
 
 def _source(op: XlaOp) -> str:
