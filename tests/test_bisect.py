@@ -291,7 +291,8 @@ def test_cli_bisect_ops_and_usage(tmp_path: Path) -> None:
     (ldiv,) = [i.name for i in loaded.instructions() if i.opcode == "stablehlo.divide"]
     (lmul,) = [i.name for i in loaded.instructions() if i.opcode == "stablehlo.multiply"]
     assert marked.get(ldiv) == "culprit" and marked.get(lmul) == "carries", marked
-    assert len(rows) == len(loaded.instructions()) + 1  # the output row, then every instruction
+    # the output row, its value summaries (device, expected), then every instruction
+    assert len(rows) == 1 + 2 + len(loaded.instructions())
 
     assert code == 1 and "(stablehlo.divide, instruction" in out and "bisect_ops.py" not in out, (out, err)
     assert "bisect ops: instructions" in err  # progress, a line per step
