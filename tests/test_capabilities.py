@@ -284,3 +284,15 @@ def test_refusal_inside_a_called_function_names_it(case: str, dialect: str) -> N
     assert row in [f.row.name for f in refusals], refusals
     found = next(f for f in refusals if f.row.name == row)
     assert opcode in str(found) and "in function" in str(found), str(found)
+
+
+def test_the_table_prints_as_a_table() -> None:
+    """``print(xs.capabilities(device))`` is one line per row (a new user got an 8,000-character
+    dataclass repr with function addresses)."""
+    cpu = xs.capabilities("cpu:0")
+    assert str(cpu) == "cpu: no refusals known"
+    tpu = xs.capabilities(_libtpu_or_skip())
+    lines = str(tpu).splitlines()
+    assert lines[0].startswith("TPU v5e: ") and len(lines) == 1 + len(tpu.rows)
+    assert all(line.startswith("  ") and " at 0x" not in line for line in lines[1:])
+    assert any("f64 rng" in line for line in lines)

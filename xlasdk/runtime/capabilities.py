@@ -400,6 +400,18 @@ class Capabilities:
     release: tuple[int, ...] | None
     rows: tuple[Unsupported, ...]
 
+    def table(self) -> str:
+        """The table as text: a line naming the device and its compiler's release, then one line per
+        row (its name, what is not supported, what to do instead)."""
+        release = ".".join(map(str, self.release)) if self.release else "unknown"
+        head = (f"{self.device}: {len(self.rows)} thing{'s' if len(self.rows) != 1 else ''} its compiler refuses"
+                f" (release {release})" if self.rows else f"{self.device}: no refusals known")
+        width = max((len(r.name) for r in self.rows), default=0)
+        return "\n".join([head, *(f"  {r.name.ljust(width)}  {r.what}: {r.instead}" for r in self.rows)])
+
+    def __str__(self) -> str:
+        return self.table()
+
     def refusals(self, computation: XlaComputation) -> list[Refusal]:
         """Every instruction of ``computation`` (its regions' too) that a row refuses, in program order."""
         if not isinstance(computation, XlaComputation):
