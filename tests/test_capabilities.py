@@ -177,6 +177,8 @@ def test_row_refuses_what_xla_tpu_fails_on(name: str) -> None:
     assert f"{row.what} is not supported on {caps.device}" in msg and row.instead in msg, msg
     first = next(r for r in info.value.refusals if r.opcode != "parameter")  # type: ignore[attr-defined]
     assert f"fails on {first.instruction} at test_capabilities.py:" in msg and first.opcode in msg, msg
+    # XLA's words are quoted as measured on a probe (their shapes are the probe's), not as this program's
+    assert "what it said of such a program when measured: " in msg, msg
     assert {r.row.name for r in info.value.refusals} == {name}  # type: ignore[attr-defined]
 
 

@@ -171,7 +171,8 @@ class Refusal:
     def __str__(self) -> str:
         at = f" at {self.source}" if self.source else ""
         return (f"{self.row.what} is not supported on {self.device} (XLA:{self.row.platform.name} fails on "
-                f"{self.instruction}{at}: {self.row.xla_says}): {self.row.instead}")
+                f"{self.instruction}{at}; what it said of such a program when measured: {self.row.xla_says}): "
+                f"{self.row.instead}")
 
 
 _X64_UNIMPLEMENTED: Final = ("While rewriting computation to not contain X{64|128} element types, XLA encountered "
