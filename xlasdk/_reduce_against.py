@@ -165,27 +165,6 @@ def _value(fed: dict[int, Any], x: XlaOp) -> Any:
         raise _NoCut("a value the region reads has no value from the good run") from None
 
 
-def _side(p: _Program, comp: XlaComputation, args: Sequence[Any]) -> _Program:
-    from .reference._bisect_core import _Program
-
-    q = _Program(comp, args, p.settings, p.options, need_reference=False)
-    q.device = p.device
-    return q
-
-
-def _runner(p: _Program, comp: XlaComputation) -> Callable[[Sequence[Any]], list[np.ndarray[Any, Any]]]:
-    from .runtime import compile as _compile
-
-    exe = _compile(comp, p.device, options=p.options)
-    p.compiles += 1
-
-    def run(args: Sequence[Any]) -> list[np.ndarray[Any, Any]]:
-        out = exe(*args)
-        return [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
-
-    return run
-
-
 def _region(p: _Program, owner: Instruction, k: int, lead: Sequence[Any], fed: dict[int, Any],
             ) -> tuple[XlaComputation, list[Any]]:
     from .reference._bisect_regions import region_computation
@@ -198,8 +177,13 @@ def _inside(pb: _Program, pg: _Program, ins: Instruction, m: Instruction, kind: 
             ) -> tuple[str, _Program, _Program]:
     """The pair of region programs the bisection goes into (``ins`` of ``pb`` departs from ``m``
     of ``pg`` on agreeing values), both fed the good run's values: (label, bad side, good side)."""
-    from .ops.control import IF
-    from .reference._bisect_regions import MAX_ITERATIONS, _called_computation
+    from .reference._bisect_regions import (
+        MAX_ITERATIONS,
+        _called_computation,
+        run_region,
+        side_program,
+        taken_branch,
+    )
     from .reference._bisect_regions_against import differ
 
     cp = _counterparts(pb, pg)
@@ -207,42 +191,36 @@ def _inside(pb: _Program, pg: _Program, ins: Instruction, m: Instruction, kind: 
     if kind == "call":
         args_b = [_value(fed_b, x) for x in ins.op.operands]
         args_g = [_value(fed_g, y) for y in m.op.operands]
-        return ("called function", _side(pb, _called_computation(pb, ins), args_b),
-                _side(pg, _called_computation(pg, m), args_g))
+        return ("called function", side_program(pb, _called_computation(pb, ins), args_b),
+                side_program(pg, _called_computation(pg, m), args_g))
     if kind == "while":
         if len(ins.op.operands) != len(m.op.operands):
             raise _NoCut(f"{m.name} carries other values than {ins.name}")
         state = [_value(fed_g, y) for y in m.op.operands]
         (cond_b, cx_b), (body_b, bx_b) = (_region(pb, ins, k, [], fed_b) for k in (0, 1))
         (cond_g, cx_g), (body_g, bx_g) = (_region(pg, m, k, [], fed_g) for k in (0, 1))
-        run_cb, run_bb, run_cg, run_bg = (_runner(p, c) for p, c in ((pb, cond_b), (pb, body_b), (pg, cond_g),
+        run_cb, run_bb, run_cg, run_bg = (run_region(p, c) for p, c in ((pb, cond_b), (pb, body_b), (pg, cond_g),
                                                                       (pg, body_g)))
         for it in range(MAX_ITERATIONS):
             c_b, c_g = run_cb([*state, *cx_b]), run_cg([*state, *cx_g])
             if differ(pb, c_b, c_g):
-                return (f"condition (iteration {it})", _side(pb, cond_b, [*state, *cx_b]),
-                        _side(pg, cond_g, [*state, *cx_g]))
+                return (f"condition (iteration {it})", side_program(pb, cond_b, [*state, *cx_b]),
+                        side_program(pg, cond_g, [*state, *cx_g]))
             if not bool(np.asarray(c_g[0])):
                 raise _NoCut(f"no iteration of {ins.name} differs from {m.name}'s on the same carried values")
             b_b, b_g = run_bb([*state, *bx_b]), run_bg([*state, *bx_g])
             if differ(pb, b_b, b_g):
-                return (f"body (iteration {it})", _side(pb, body_b, [*state, *bx_b]),
-                        _side(pg, body_g, [*state, *bx_g]))
+                return (f"body (iteration {it})", side_program(pb, body_b, [*state, *bx_b]),
+                        side_program(pg, body_g, [*state, *bx_g]))
             state = b_g
         raise _NoCut(f"no iteration of the first {MAX_ITERATIONS} of {ins.name} differs")
-    pick = int(np.asarray(_value(fed_g, m.op.operands[0])))
-    n = len(m.op.regions)
-    if m.op.opdef.same_op(IF):
-        k, label = (0, "true branch") if pick else (1, "false branch")
-    else:
-        k = pick if 0 <= pick < n else n - 1
-        label = f"branch {k}"
+    k, label = taken_branch(m.op, _value(fed_g, m.op.operands[0]))
     rb, rg = ins.op.regions[k], m.op.regions[k]
     lead_b = [_value(fed_b, x) for x in rb.bindings] if rb.bindings is not None else []
     lead_g = [_value(fed_g, y) for y in rg.bindings] if rg.bindings is not None else []
     comp_b, args_b = _region(pb, ins, k, lead_b, fed_b)
     comp_g, args_g = _region(pg, m, k, lead_g, fed_g)
-    return label, _side(pb, comp_b, args_b), _side(pg, comp_g, args_g)
+    return label, side_program(pb, comp_b, args_b), side_program(pg, comp_g, args_g)
 
 
 def _walk(pb: _Program, pg: _Program, say: Callable[[str], None], step: Callable[[str, int], None],

@@ -165,6 +165,20 @@ def _device(args: argparse.Namespace) -> Any:
             raise UsageError(_unknown_device_message(args.device)) from None
 
 
+def _topology_device(args: argparse.Namespace) -> Any:
+    """The first compile-only device of ``--topology NAME`` (a TPU slice without a chip), None without
+    the option; a name libtpu does not know (or no libtpu) is a usage error."""
+    if args.topology is None:
+        return None
+    import xlasdk as xs
+
+    try:
+        return xs.topology(args.topology).devices[0]
+    except (xs.UnknownDeviceError, xs.PluginError) as e:
+        raise UsageError(f"--topology {args.topology}: {str(e).split(' — at ')[0].removeprefix('topology: ')}"
+                         ) from None
+
+
 def _unknown_device_message(spec: str, option: str = "--device") -> str:
     """Why ``--device SPEC`` (or ``option SPEC``) names no device, the devices there are, and how to
     get more CPU devices."""

@@ -8,7 +8,7 @@ import os
 from typing import IO, Any
 
 from ._arrays import _gather_inputs
-from ._common import EXIT_OK, UsageError, _load_program, _stage
+from ._common import EXIT_OK, UsageError, _load_program, _stage, _topology_device
 from ._run import _recorded_arguments
 from ._verbs import _REDUCE_DESCRIPTION as _REDUCE_DESCRIPTION  # the parser lives in the light _verbs
 from ._verbs import add_reduce_parser, check_reduce_flags
@@ -66,15 +66,7 @@ def _cmd_reduce(args: argparse.Namespace, out: IO[str]) -> int:
                   f"candidates, {step.compiles} compiles, {step.elapsed_s:.1f} s)\n")
         out.flush()
 
-    device = None
-    if args.topology is not None:
-        import xlasdk as xs
-
-        try:
-            device = xs.topology(args.topology).devices[0]
-        except (xs.UnknownDeviceError, xs.PluginError) as e:
-            raise UsageError(f"--topology {args.topology}: {str(e).split(' — at ')[0].removeprefix('topology: ')}"
-                             ) from None
+    device = _topology_device(args)
     try:
         res = reduce(comp, args.until, script=args.script, arguments=inputs, max_time=args.max_time,
                      check_timeout=args.check_timeout, rtol=args.rtol, atol=args.atol,

@@ -8,11 +8,10 @@ import json
 import sys
 from typing import IO
 
-from ._common import EXIT_OK, EXIT_RUNTIME, UsageError, _stage
+from ._common import EXIT_OK, EXIT_RUNTIME, UsageError, _device, _stage, _topology_device
 
 
 def _cmd_triage(args: argparse.Namespace, out: IO[str]) -> int:
-    import xlasdk as xs
     from xlasdk._triage import Attempt, module_files, triage
     from xlasdk.errors import XlaSdkError
 
@@ -20,16 +19,8 @@ def _cmd_triage(args: argparse.Namespace, out: IO[str]) -> int:
         files = module_files(args.paths)
     except XlaSdkError as e:
         raise UsageError(str(e).split(" — at ")[0].removeprefix("triage: ")) from None
-    device = None
-    if args.topology is not None:
-        try:
-            device = xs.topology(args.topology).devices[0]
-        except (xs.UnknownDeviceError, xs.PluginError) as e:
-            raise UsageError(f"--topology {args.topology}: {str(e).split(' — at ')[0].removeprefix('topology: ')}"
-                             ) from None
-    elif args.device is not None:
-        from ._common import _device
-
+    device = _topology_device(args)
+    if device is None and args.device is not None:
         device = _device(args)
     _stage("compiling")
     done = [0]

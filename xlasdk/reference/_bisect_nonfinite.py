@@ -13,7 +13,14 @@ from ..errors import XlaSdkError
 from ..ops.sources import CONSTANT
 from ..program.walk import closure
 from ._bisect_core import Culprit, _CutFailed, _Program, _where
-from ._bisect_regions import MAX_DEPTH, MAX_ITERATIONS, _called_computation, region_computation
+from ._bisect_regions import (
+    MAX_DEPTH,
+    MAX_ITERATIONS,
+    _called_computation,
+    region_computation,
+    run_region,
+    taken_branch,
+)
 from ._bisect_regions_against import region_kind
 from ._settings import CompareSettings, refuse_both
 
@@ -333,24 +340,19 @@ def descend_nonfinite(p: _Program, ins: Instruction, dev: dict[int, Any], result
 def _into_while(p: _Program, ins: Instruction, dev: dict[int, Any]) -> tuple[str, XlaComputation | None, list[Any]]:
     """The first iteration of ``ins`` whose body makes a NaN/Inf, its body's program and its
     arguments; or why none is searched (and None)."""
-    from ..runtime import compile as _compile
-
     cond, body = ins.op.regions
     cond_c, cond_out = region_computation(p.comp, p.graph, ins.op, cond)
     body_c, body_out = region_computation(p.comp, p.graph, ins.op, body)
     state = [dev[id(x)] for x in ins.op.operands]
     cx, bx = [dev[id(x)] for x in cond_out], [dev[id(x)] for x in body_out]
-    run_cond, run_body = (_compile(c, p.device, options=p.options) for c in (cond_c, body_c))
-    p.compiles += 2
+    run_cond, run_body = run_region(p, cond_c), run_region(p, body_c)
     for it in range(MAX_ITERATIONS):
         if it & (it - 1) == 0:
             p.settings.say(f"find nonfinite: {ins.name}, iteration {it}: its condition and body on the device")
-        go = run_cond(*state, *cx)
-        if not bool(np.asarray(go[0] if isinstance(go, (list, tuple)) else go)):
+        if not bool(run_cond([*state, *cx])[0]):
             return (f"none of the {it} iterations of {ins.name} makes a NaN/Inf from finite values when its body "
                     "runs alone (exposing the values changes what XLA fuses); nothing inside is named", None, [])
-        out = run_body(*state, *bx)
-        vals = [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
+        vals = run_body([*state, *bx])
         if any(_nonfinite(v) for v in vals):
             return f"body (iteration {it})", body_c, [*state, *bx]
         state = vals
@@ -358,16 +360,8 @@ def _into_while(p: _Program, ins: Instruction, dev: dict[int, Any]) -> tuple[str
 
 
 def _into_branch(p: _Program, ins: Instruction, dev: dict[int, Any]) -> tuple[str, XlaComputation | None, list[Any]]:
-    from ..ops.control import IF
-
     op = ins.op
-    pick = int(np.asarray(dev[id(op.operands[0])]))
-    n = len(op.regions)
-    if op.opdef.same_op(IF):
-        k, label = (0, "true branch") if pick else (1, "false branch")
-    else:
-        k = pick if 0 <= pick < n else n - 1  # out of range: the last branch, as XLA does
-        label = f"branch {k}"
+    k, label = taken_branch(op, dev[id(op.operands[0])])
     region = op.regions[k]
     comp, outside = region_computation(p.comp, p.graph, op, region)
     bound = [dev[id(x)] for x in region.bindings] if region.bindings is not None else []

@@ -152,7 +152,9 @@ def descend(p: _Program, ins: Instruction, env: dict[int, Any], result: OpsBisec
     return result
 
 
-def _run(p: _Program, comp: XlaComputation) -> Callable[[Sequence[Any]], list[np.ndarray[Any, Any]]]:
+def run_region(p: _Program, comp: XlaComputation) -> Callable[[Sequence[Any]], list[np.ndarray[Any, Any]]]:
+    """``comp`` (a region's program) compiled once on ``p``'s device with its options (counted in
+    ``p.compiles``): a function of its arguments giving its results as numpy arrays."""
     from ..runtime import compile as _compile
 
     exe = _compile(comp, p.device, options=p.options)
@@ -163,6 +165,27 @@ def _run(p: _Program, comp: XlaComputation) -> Callable[[Sequence[Any]], list[np
         return [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
 
     return run
+
+
+def side_program(p: _Program, comp: XlaComputation, args: Sequence[Any]) -> _Program:
+    """``comp`` on ``args`` as one side of a pair compared with another module's (no reference
+    values): ``p``'s settings, device and options."""
+    from ._bisect_core import _Program
+
+    q = _Program(comp, args, p.settings, p.options, need_reference=False)
+    q.device = p.device
+    return q
+
+
+def taken_branch(op: XlaOp, pick: Any) -> tuple[int, str]:
+    """The branch of an ``if``/``case`` ``op`` that predicate or index ``pick`` takes, and its label
+    (an index out of range takes the last branch, as XLA does)."""
+    p = int(np.asarray(pick))
+    if op.opdef.same_op(IF):
+        return (0, "true branch") if p else (1, "false branch")
+    n = len(op.regions)
+    k = p if 0 <= p < n else n - 1
+    return k, f"branch {k}"
 
 
 def _program(p: _Program, comp: XlaComputation, args: Sequence[Any]) -> _Program:
@@ -208,7 +231,7 @@ def _into_while(p: _Program, ins: Instruction, env: dict[int, Any], say: Callabl
     state = [env[id(x)] for x in ins.op.operands]
     cond_x = [env[id(x)] for x in cond_out]
     body_x = [env[id(x)] for x in body_out]
-    run_cond, run_body = _run(p, cond_c), _run(p, body_c)
+    run_cond, run_body = run_region(p, cond_c), run_region(p, body_c)
     for it in range(MAX_ITERATIONS):
         if it & (it - 1) == 0:  # iterations 0, 1, 2, 4, 8...: a long loop does not flood the progress
             say(f"bisect ops: {ins.name}, iteration {it}: its condition and body on the device and on the reference")
@@ -234,13 +257,7 @@ def _into_while(p: _Program, ins: Instruction, env: dict[int, Any], say: Callabl
 def _into_branch(p: _Program, ins: Instruction, env: dict[int, Any], say: Callable[[str], None], depth: int,
                  ) -> tuple[str, OpsBisection | None]:
     op = ins.op
-    pick = int(np.asarray(env[id(op.operands[0])]))
-    n = len(op.regions)
-    if op.opdef.same_op(IF):
-        k, label = (0, "true branch") if pick else (1, "false branch")
-    else:
-        k = pick if 0 <= pick < n else n - 1  # out of range: the last branch, as XLA does
-        label = f"branch {k}"
+    k, label = taken_branch(op, env[id(op.operands[0])])
     region = op.regions[k]
     comp, outside = region_computation(p.comp, p.graph, op, region)
     bound = [env[id(x)] for x in region.bindings] if region.bindings is not None else []

@@ -24,7 +24,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._bisect_regions import _CONTROL, MAX_DEPTH, MAX_ITERATIONS, _called_computation, region_computation
+from ._bisect_regions import (
+    _CONTROL,
+    MAX_DEPTH,
+    MAX_ITERATIONS,
+    _called_computation,
+    region_computation,
+    run_region,
+    side_program,
+    taken_branch,
+)
 
 if TYPE_CHECKING:
     from ..builder import Region, XlaOp
@@ -105,36 +114,14 @@ def _region_args(p: _Program, owner: Instruction, region: Region, lead: Sequence
     return comp, [*lead, *(_value(fed, x, owner) for x in outside)]
 
 
-def _side(p: _Program, comp: XlaComputation, args: Sequence[Any]) -> _Program:
-    """``comp`` on ``args`` as a side of a pair: ``p``'s settings, device and options."""
-    from ._bisect_core import _Program
-
-    q = _Program(comp, args, p.settings, p.options, need_reference=False)
-    q.device = p.device
-    return q
-
-
 def _pair(pb: _Program, pg: _Program, comp_b: XlaComputation, comp_g: XlaComputation, args_b: Sequence[Any],
           args_g: Sequence[Any], depth: int, search: Search) -> OpsBisection:
     """The bad region's program against the good one's (``search``: :func:`._against.compare_programs`),
     its compiles counted in ``pb``."""
-    qb, qg = _side(pb, comp_b, args_b), _side(pg, comp_g, args_g)
+    qb, qg = side_program(pb, comp_b, args_b), side_program(pg, comp_g, args_g)
     r = search(qb, qg, depth + 1)
     pb.compiles += r.compiles
     return r
-
-
-def _runner(p: _Program, comp: XlaComputation) -> Callable[[Sequence[Any]], list[np.ndarray[Any, Any]]]:
-    from ..runtime import compile as _compile
-
-    exe = _compile(comp, p.device, options=p.options)
-    p.compiles += 1
-
-    def run(args: Sequence[Any]) -> list[np.ndarray[Any, Any]]:
-        out = exe(*args)
-        return [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
-
-    return run
 
 
 def differ(p: _Program, got: Sequence[np.ndarray[Any, Any]], want: Sequence[np.ndarray[Any, Any]]) -> bool:
@@ -162,8 +149,8 @@ def _into_whiles(pb: _Program, pg: _Program, ins: Instruction, m: Instruction, f
     state = [_value(fed_g, y, m) for y in m.op.operands]  # the good run's carried values, fed to both
     (cond_b, cx_b), (body_b, bx_b) = (_region_args(pb, ins, r, [], fed_b) for r in ins.op.regions)
     (cond_g, cx_g), (body_g, bx_g) = (_region_args(pg, m, r, [], fed_g) for r in m.op.regions)
-    run_cb, run_bb = _runner(pb, cond_b), _runner(pb, body_b)
-    run_cg, run_bg = _runner(pg, cond_g), _runner(pg, body_g)
+    run_cb, run_bb = run_region(pb, cond_b), run_region(pb, body_b)
+    run_cg, run_bg = run_region(pg, cond_g), run_region(pg, body_g)
     for it in range(MAX_ITERATIONS):
         if it & (it - 1) == 0:  # iterations 0, 1, 2, 4, 8...: a long loop does not flood the progress
             say(f"bisect ops: {ins.name}, iteration {it}: its condition and body, bad and good, on the same values")
@@ -188,15 +175,7 @@ def _into_whiles(pb: _Program, pg: _Program, ins: Instruction, m: Instruction, f
 
 def _into_branches(pb: _Program, pg: _Program, ins: Instruction, m: Instruction, fed_b: dict[int, Any],
                    fed_g: dict[int, Any], depth: int, search: Search) -> tuple[str, OpsBisection]:
-    from ..ops.control import IF
-
-    pick = int(np.asarray(_value(fed_g, m.op.operands[0], m)))
-    n = len(m.op.regions)
-    if m.op.opdef.same_op(IF):
-        k, label = (0, "true branch") if pick else (1, "false branch")
-    else:
-        k = pick if 0 <= pick < n else n - 1  # out of range: the last branch, as XLA does
-        label = f"branch {k}"
+    k, label = taken_branch(m.op, _value(fed_g, m.op.operands[0], m))
     rb, rg = ins.op.regions[k], m.op.regions[k]
     lead_b = [_value(fed_b, x, ins) for x in rb.bindings] if rb.bindings is not None else []
     lead_g = [_value(fed_g, y, m) for y in rg.bindings] if rg.bindings is not None else []
