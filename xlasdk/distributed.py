@@ -229,7 +229,8 @@ def initialize(
     Raises
     ------
     DistributedError
-        For missing or invalid arguments, when already initialized, when the coordinator cannot
+        For missing or invalid arguments, when already initialized, when this process has already
+        made a TPU's (or another plugin's) client, which cannot join a job, when the coordinator cannot
         start (port taken), when not every process joined within ``join_timeout`` seconds (also: a
         wrong address), or when the processes disagree: on ``num_processes``, on the job's devices,
         or two processes with one ``process_id``. Every process checks this at join through the
@@ -240,7 +241,10 @@ def initialize(
         without it (which agrees; XLA then ends the process it displaced: see the module's limits).
 
     After it, ``xs.client("cpu")``, ``xs.devices()`` and device strings use the multi-process
-    client; devices obtained before belong to a separate single-process client. :func:`shutdown`
+    client; devices obtained before belong to a separate single-process client. A TPU (or other
+    plugin) client made after it joins the job as JAX's does: the plugin gets the distributed
+    runtime client (``make_c_api_client("tpu", options, distributed_client)``), and its devices are
+    those of every host of the slice (see :mod:`xlasdk.launch` for a multi-host TPU run). :func:`shutdown`
     runs at exit. Maps to jaxlib's distributed runtime service and client (``recoverable=True``)
     and ``make_cpu_client(distributed_client=..., collectives=make_gloo_tcp_collectives(...))``.
     """
@@ -250,6 +254,14 @@ def initialize(
             raise DistributedError(
                 f"initialize: already initialized (process {_state.process_id} of {_state.num_processes}, "
                 f"coordinator {_state.address}); call xs.distributed.shutdown() first"
+            )
+        made = _device._single_process_plugin_clients()
+        if made:  # as JAX's: its backends must not exist yet
+            raise DistributedError(
+                f"initialize: must be called before the first use of a TPU or other accelerator: this process "
+                f"has already made its {', '.join(repr(m) for m in made)} client, which belongs to this host "
+                f"alone and cannot join the job (xs.devices(), xs.client(), a device string, xs.compile and "
+                f"xs.device_put make it); call xs.distributed.initialize() first in every process"
             )
         address = coordinator_address if coordinator_address is not None else os.environ.get(ENV_COORDINATOR)
         n = num_processes if num_processes is not None else _env_int(ENV_NUM_PROCESSES)

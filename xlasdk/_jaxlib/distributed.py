@@ -43,7 +43,7 @@ from typing import Any, Final
 
 from jaxlib import xla_client as _xc
 
-from ..errors import DistributedError, XlaRuntimeError
+from ..errors import DistributedError
 from ._pjrt_base import _one_line
 
 __all__ = [
@@ -590,16 +590,19 @@ def make_plugin_client(
     name: str, options: dict[str, Any] | None, client: Any, process_id: int, num_processes: int
 ) -> Any:
     """``make_c_api_client`` of a loaded PJRT plugin joined to the job, as JAX makes it: the
-    distributed client, plus ``node_id`` / ``num_nodes`` options.
+    distributed client, plus ``node_id`` / ``num_nodes`` options; for the TPU (libtpu) the
+    distributed client alone, as JAX's ``make_tpu_client``: libtpu refuses those options
+    (``INVALID_ARGUMENT: Unexpected option name passed to PJRT_Client_Create: num_nodes``,
+    libtpu 0.0.42.1 and 0.0.52) and learns its host's place in the slice from its environment
+    (``TPU_WORKER_ID``, ``TPU_WORKER_HOSTNAMES``, ``MEGASCALE_*``) and the distributed client.
 
     Raises
     ------
     XlaRuntimeError
         When the plugin cannot create its client.
     """
-    opts: dict[str, Any] = {"node_id": process_id, "num_nodes": num_processes}
+    from . import pjrt
+
+    opts: dict[str, Any] = {} if name == "tpu" else {"node_id": process_id, "num_nodes": num_processes}
     opts.update(options or {})
-    try:
-        return _xc.make_c_api_client(name, opts, client)
-    except Exception as e:
-        raise XlaRuntimeError(f"creating a client for PJRT plugin {name!r}: {_one_line(e)}") from e
+    return pjrt.make_plugin_client(name, opts, client)

@@ -208,12 +208,18 @@ def gpu_plugin_options() -> dict[str, Any]:
         return {}
 
 
-def make_plugin_client(name: str, options: Mapping[str, Any] | None) -> Any:
-    """``xla_client.make_c_api_client(name, options)`` for a loaded plugin (``XLA_FLAGS`` read in the
-    worker first, as for :func:`make_cpu_client`)."""
+def make_plugin_client(name: str, options: Mapping[str, Any] | None, distributed_client: Any = None) -> Any:
+    """``xla_client.make_c_api_client(name, options, distributed_client)`` for a loaded plugin
+    (``XLA_FLAGS`` read in the worker first, as for :func:`make_cpu_client`).
+
+    Every plugin client xlasdk makes is made here: a multi-process job's client (``xs.distributed``)
+    passes the distributed runtime client, which the plugin uses to exchange its topology with the
+    other processes (as JAX's ``xla_bridge`` makes its TPU client: ``make_c_api_client("tpu",
+    options, distributed.global_state.client)``).
+    """
     isolated.check_xla_flags()
     try:
-        return _xc.make_c_api_client(name, dict(options) if options else None)
+        return _xc.make_c_api_client(name, dict(options) if options else None, distributed_client)
     except Exception as e:
         raise _runtime_error(f"creating a client for PJRT plugin {name!r}", e) from e
 

@@ -469,6 +469,13 @@ def _uninstall_distributed(c: Client) -> None:
             _default_device = None
 
 
+def _single_process_plugin_clients() -> list[str]:
+    """The platforms whose plugin clients (TPU, GPU...) this process has made: made before
+    ``xs.distributed.initialize``, each is a client of this host alone, which the job cannot join."""
+    with _lock:
+        return sorted({c.name for c in (*_defaults.values(), *_clients.values()) if c.name != "cpu"})
+
+
 # -- the multi-process job (xs.distributed) -----------------------------------------------------------
 DEFAULT_HEARTBEAT_TIMEOUT: Final = 30.0
 """Seconds of silence after which the coordination service declares a process gone (``xs.distributed``)."""
