@@ -317,13 +317,16 @@ def initialize(
             bind_host, bind_port = (
                 _split_address(coordinator_bind_address) if coordinator_bind_address is not None else ("::", port)
             )
-            coordinator = _dist.start_coordinator(
-                bind_host, bind_port, n,
-                heartbeat_timeout=beat, register_timeout=join, shutdown_timeout=down,
-                # its start (an interpreter and jaxlib) is not the join: a short join_timeout on a
-                # loaded machine must not kill a coordinator that is still importing
-                linger=down + beat + 10.0, startup_timeout=max(join, COORDINATOR_STARTUP_TIMEOUT),
-            )
+            try:
+                coordinator = _dist.start_coordinator(
+                    bind_host, bind_port, n,
+                    heartbeat_timeout=beat, register_timeout=join, shutdown_timeout=down,
+                    # its start (an interpreter and jaxlib) is not the join: a short join_timeout on a
+                    # loaded machine must not kill a coordinator that is still importing
+                    linger=down + beat + 10.0, startup_timeout=max(join, COORDINATOR_STARTUP_TIMEOUT),
+                )
+            except DistributedError as e:
+                raise DistributedError(f"initialize: {who}: {e}") from None
         dc = None
         t0 = time.monotonic()
         try:

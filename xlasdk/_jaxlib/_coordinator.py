@@ -19,6 +19,14 @@ then shut down through this service).
 A port of 0 picks a free port: a socket with ``SO_REUSEPORT`` is bound to port 0 and kept open
 while the service runs (gRPC binds with ``SO_REUSEPORT`` too, so it shares that port), which
 keeps the kernel from handing the same port to anyone else who asks for a free one.
+
+One coordinator per port: gRPC's ``SO_REUSEPORT`` also lets a *second* service bind a port where
+one listens already (measured with jaxlib 0.10.2 and 0.12.1: both start), and the kernel then hands
+each client's connection to either of them at random, so that the processes of one job split
+between two services (two processes that both say ``process_id`` 0, or two jobs on one address):
+which process joins which job depends on timing. On Linux the service is therefore refused when a
+socket listens on the port before it starts, and refused again (stopped at once) when another one
+listens there once it has started (two that start at the same moment both refuse).
 """
 
 from __future__ import annotations
@@ -41,6 +49,28 @@ def _reserve(host: str) -> tuple[socket.socket, int]:
     return s, int(s.getsockname()[1])
 
 
+def _listeners(port: int) -> int | None:
+    """How many sockets of this network namespace listen on TCP ``port`` (None: unknown, not Linux)."""
+    found = None
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        found = found or 0
+        for row in rows:
+            cols = row.split()
+            if len(cols) > 3 and cols[3] == "0A" and cols[1].rpartition(":")[2] == f"{port:04X}":
+                found += 1
+    return found
+
+
+def _taken(port: int) -> str:
+    return (f"another process listens on port {port} already (a coordinator of another job, or two processes "
+            f"that both say process_id 0): the address is taken")
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--host", required=True)
@@ -58,6 +88,8 @@ def main() -> int:
     try:
         if port == 0:
             reservation, port = _reserve(host)
+        elif (_listeners(port) or 0) > 0:
+            raise OSError(_taken(port))
         import importlib
 
         jax_ext = importlib.import_module("jaxlib._jax")
@@ -75,6 +107,13 @@ def main() -> int:
         sys.stdout.write(f"error {msg}\n")
         sys.stdout.flush()
         return 3
+    if (_listeners(port) or 0) > 1:  # another service bound it too, meanwhile (SO_REUSEPORT)
+        worker = threading.Thread(target=service.shutdown, daemon=True)
+        worker.start()
+        worker.join(5.0)
+        sys.stdout.write(f"error {_taken(port)}\n")
+        sys.stdout.flush()
+        os._exit(3)
     sys.stdout.write(f"ready {port}\n")
     sys.stdout.flush()
     stop = False
