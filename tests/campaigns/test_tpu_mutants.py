@@ -1,0 +1,80 @@
+"""TPU-dump mutants judged by ``xlasdk compare MUTANT --against ORIGINAL`` (issue 47); see ``tpu_mutants.py``.
+
+The quick profile (6 mutants of the small dumps: planted, neutral and damaged) runs in the default
+suite; the long profile (120 mutants of every dump) is ``pytest -m campaign``, its seed
+``XLASDK_TPU_MUTANTS_SEED`` (default 4701). Both fail on a death, a hang, a raw exception, an exit
+code outside 0-3, a multi-line refusal of a damaged file, or a wrong verdict against the reference
+evaluator's outputs of both modules.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from typing import Any
+
+import pytest
+import tpu_mutants as tm
+
+LONG_SEED = int(os.environ.get("XLASDK_TPU_MUTANTS_SEED", str(tm.LONG.seed)))
+
+
+def test_every_mutation_applies_to_some_dump() -> None:
+    texts = [open(tm.seed_path(p)).read() for p in tm.ALL]
+    for mutate in tm.PLANTED + tm.NEUTRAL:
+        changed = 0
+        for k, text in enumerate(texts):
+            lines = text.split("\n")
+            if mutate(random.Random(k), lines) is not None and "\n".join(lines) != text:
+                changed += 1
+        assert changed, f"{mutate.__name__} changed no dump"
+
+
+def test_mutants_are_a_function_of_seed_and_index() -> None:
+    for i in range(8):
+        a, b = tm.make(tm.QUICK, 5, i), tm.make(tm.QUICK, 5, i)
+        assert (a.program, a.kind, a.change, a.data) == (b.program, b.kind, b.change, b.data)
+    kinds = {tm.make(tm.QUICK, 5, i).kind for i in range(4)}
+    assert kinds == {"planted", "neutral", "damaged"}
+
+
+def test_the_judge_counts_wrong_verdicts_and_no_misses_for_dead_changes() -> None:
+    planted = tm.Mutant("k", "p", "planted", "c", b"")
+    neutral = tm.Mutant("k", "p", "neutral", "c", b"")
+    damaged = tm.Mutant("k", "p", "damaged", "c", b"")
+    assert tm.judge(planted, "clear", 1, "", False) == "ok"
+    assert tm.judge(planted, "clear", 0, "", False) == "wrong"
+    assert tm.judge(planted, "same", 0, "", False) == "ok"  # a dead change: MATCH is right, not a miss
+    assert tm.judge(planted, "same", 1, "", False) == "wrong"
+    assert tm.judge(planted, "close", 0, "", False) == "ok"
+    assert tm.judge(neutral, "same", 1, "", False) == "wrong"
+    assert tm.judge(neutral, "same", 0, "Traceback (most recent call last):\n", False) == "raw"
+    assert tm.judge(damaged, "", 2, "xlasdk compare: error: bad\n", False) == "ok"
+    assert tm.judge(damaged, "", 2, "xlasdk compare: error: bad\nmore\n", False) == "messy"
+    assert tm.judge(damaged, "", -11, "", False) == "death"
+    assert tm.judge(damaged, "", None, "", True) == "hang"
+
+
+def _run(profile: tm.Profile, seed: int, capsys: Any) -> tm.Campaign:
+    def progress(line: str) -> None:
+        with capsys.disabled():
+            print(line, flush=True)
+
+    camp = tm.run_campaign(profile, seed, progress=progress if profile is tm.LONG else None)
+    with capsys.disabled():
+        print("\n" + camp.figures())
+    assert len(camp.results) == profile.mutants
+    assert not camp.oracle_failures, camp.oracle_failures
+    if camp.failures:
+        pytest.fail(f"{len(camp.failures)} mutants failed:\n{camp.describe_failures()}", pytrace=False)
+    return camp
+
+
+def test_tpu_mutants_quick(capsys: Any) -> None:
+    camp = _run(tm.QUICK, tm.QUICK.seed, capsys)
+    assert {r.rc for r in camp.results if r.mutant.kind == "planted" and r.oracle == "clear"} == {1}, camp.figures()
+
+
+@pytest.mark.campaign
+def test_tpu_mutants_long(capsys: Any) -> None:
+    _run(tm.LONG, LONG_SEED, capsys)
