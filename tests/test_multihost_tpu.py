@@ -5,6 +5,7 @@ tests that need it skip without it. What needs a pod is written down in xlasdk/l
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -13,7 +14,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+import xlasdk as xs
+from xlasdk import ops
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_libtpu = pytest.mark.skipif(importlib.util.find_spec("libtpu") is None, reason="libtpu is not installed")
@@ -132,3 +137,138 @@ def test_initialize_after_the_cpu_client_exists_is_fine() -> None:
     """)
     _lived(r)
     assert out == {"devices": 1}
+
+
+# -- each host's part of a program compiled for a whole slice ------------------------------------------
+def _f32(*dims: int) -> xs.Shape:
+    return xs.Shape.array_shape(np.float32, dims)
+
+
+def _contracting_split_matmul(n: int) -> xs.XlaComputation:
+    """x @ w with the contracting dimension split over ``n`` partitions: the replicated result needs
+    an all-reduce over every partition (across every host)."""
+    b = xs.XlaBuilder(f"mm{n}")
+    with b.sharding(f"{{devices=[1,{n}]<=[{n}]}}"):
+        x = ops.Parameter(b, 0, _f32(16, 16 * n), "x")
+    with b.sharding(f"{{devices=[{n},1]<=[{n}]}}"):
+        w = ops.Parameter(b, 1, _f32(16 * n, 128), "w")
+    with b.sharding("{replicated}"):
+        y = ops.Dot(x, w)
+    return b.build(y)
+
+
+def _host_of(coords: tuple[int, int, int]) -> int:
+    """The oracle: a v5e host holds a 2x2 block of chips (libtpu's default ``chips_per_host_bounds``),
+    numbered x first across the 4x4 slice."""
+    x, y, _ = coords
+    return x // 2 + 2 * (y // 2)
+
+
+@needs_libtpu
+def test_v5e_4x4_has_four_hosts_of_four_chips() -> None:
+    from xlasdk._jaxlib.tpu import device_coords
+
+    topo = xs.topology("v5e:4x4")
+    assert len(topo.devices) == 16 and topo.process_count == 4 and topo.num_slices == 1
+    for p in range(4):
+        mine = topo.local_devices(p)
+        coords = [device_coords(d._d) for d in mine]
+        assert len(mine) == 4 and all(c is not None and _host_of(c) == p for c in coords), (p, coords)
+    with pytest.raises(xs.UnknownDeviceError, match="processes 0 .. 3"):
+        topo.local_devices(4)
+
+
+@needs_libtpu
+def test_a_16_partition_program_for_v5e_4x4_gives_four_host_parts(tmp_path: Path) -> None:
+    from xlasdk.runtime._serial_format import _parse
+    from xlasdk.runtime.host_parts import read_host_part
+
+    topo = xs.topology("v5e:4x4")
+    exe = xs.compile(_contracting_split_matmul(16), device=topo.devices[0],
+                     options=xs.CompileOptions(num_partitions=16))
+    assert "all-reduce" in exe.hlo_text()
+    order = [d.id for d in exe.devices]  # the program's device order: partition k runs on order[k]
+    parts = exe.host_parts()
+    assert [p.process_index for p in parts] == [0, 1, 2, 3]
+    whole = exe.serialize()
+    seen: list[int] = []
+    for part in parts:
+        assert sorted(part.local_device_ids) == [d.id for d in topo.local_devices(part.process_index)]
+        assert part.logical_ids == tuple((0, order.index(i)) for i in part.local_device_ids)
+        assert part.executable == whole and part.process_count == 4 and part.device_kind == "TPU v5 lite"
+        seen += [q for _, q in part.logical_ids]
+    assert sorted(seen) == list(range(16))  # every partition on exactly one host
+    dirs = exe.save_per_host(tmp_path)
+    assert [Path(d).name for d in dirs] == [f"process_{k}" for k in range(4)]
+    for k, part in enumerate(parts):
+        back = read_host_part(tmp_path, k)  # DIR and the process index, as a host reads it
+        assert back == part and read_host_part(dirs[k]) == part
+        header, blob = _parse(back.executable, "part")
+        assert header["platform"] == "tpu" and header["num_partitions"] == 16 and header["device_ids"] == order
+        assert len(blob) > 10_000
+    assert hashlib.sha256((tmp_path / "process_2" / "executable.xlasdk").read_bytes()).hexdigest() == parts[2].sha256
+
+
+@needs_libtpu
+def test_a_host_part_is_checked_when_read(tmp_path: Path) -> None:
+    from xlasdk.runtime.host_parts import read_host_part
+
+    exe = xs.compile(_contracting_split_matmul(4), device=xs.topology("v5e:4x4").devices[0],
+                     options=xs.CompileOptions(num_partitions=4))
+    parts = exe.host_parts()  # partitions 0..3 on devices 0..3: hosts 0 (0, 1) and 1 (2, 3)
+    assert [(p.process_index, p.local_device_ids) for p in parts] == [(0, (0, 1)), (1, (2, 3))]
+    d0, _ = exe.save_per_host(tmp_path)
+    with pytest.raises(xs.FormatError, match="not of process 1"):
+        read_host_part(d0, 1)
+    meta = json.loads((Path(d0) / "host.json").read_text())
+    meta["local_device_ids"] = [2, 3]  # another host's devices under host 0's logical ids
+    (Path(d0) / "host.json").write_text(json.dumps(meta))
+    with pytest.raises(xs.FormatError, match=r"\(replica, partition\)"):
+        read_host_part(d0)
+    exe.save_per_host(tmp_path)
+    blob = bytearray((Path(d0) / "executable.xlasdk").read_bytes())
+    blob[-100] ^= 1
+    (Path(d0) / "executable.xlasdk").write_bytes(bytes(blob))
+    with pytest.raises(xs.FormatError, match="sha256"):
+        read_host_part(d0)
+    with pytest.raises(xs.FormatError, match="cannot read host.json"):
+        read_host_part(tmp_path / "process_7")
+
+
+@needs_libtpu
+def test_loading_a_host_part_outside_its_job_is_refused(tmp_path: Path) -> None:
+    """On this machine (one process, no TPU) every part of a 4-host program is refused, naming the
+    processes: a host never runs another host's partitions."""
+    from xlasdk.runtime.host_parts import load_host_part
+
+    exe = xs.compile(_contracting_split_matmul(16), device=xs.topology("v5e:4x4").devices[0],
+                     options=xs.CompileOptions(num_partitions=16))
+    exe.save_per_host(tmp_path)
+    with pytest.raises(xs.DistributedError, match=r"process 0's of 4 \(v5e:4x4\), but this is process 0 of 1"):
+        load_host_part(tmp_path)
+    with pytest.raises(xs.DistributedError, match="process 3's of 4"):
+        load_host_part(tmp_path / "process_3")
+
+
+@needs_libtpu
+def test_multi_slice_topologies_compile_and_split_by_host() -> None:
+    two = xs.topology("v5e:2x2,num_slices=2")
+    assert xs.topology("v5e:2x2", num_slices=2) is two and two.num_slices == 2
+    assert len(two.devices) == 8 and two.process_count == 2
+    assert [d.id for d in two.local_devices(1)] == [200000, 200001, 200002, 200003]
+    exe = xs.compile(_contracting_split_matmul(8), device=two.devices[0], options=xs.CompileOptions(num_partitions=8))
+    assert exe.topology == "v5e:2x2,num_slices=2" and "all-reduce" in exe.hlo_text()
+    parts = exe.host_parts()
+    assert [p.local_device_ids for p in parts] == [(100000, 100001, 100002, 100003), (200000, 200001, 200002, 200003)]
+    assert [q for p in parts for _, q in p.logical_ids] == list(range(8))
+
+
+@pytest.mark.parametrize(("name", "kwargs", "words"), [
+    ("v5e:2x2,num_slices=x", {}, "NAME,num_slices=N"),
+    ("v5e:2x2,num_slices=2", {"num_slices": 3}, "has 2 slices, but num_slices=3"),
+    ("v5e:2x2", {"num_slices": 0}, "at least 1"),
+    ("v5e:2x2", {"num_slices": True}, "must be an int"),
+])
+def test_a_bad_slice_count_is_an_error(name: str, kwargs: dict[str, object], words: str) -> None:
+    with pytest.raises(xs.UnknownDeviceError, match=words):
+        xs.topology(name, **kwargs)  # type: ignore[arg-type]

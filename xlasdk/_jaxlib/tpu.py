@@ -28,7 +28,7 @@ from .mlir import _QuietNativeStderr, hlo_modules_text
 
 __all__ = [
     "ensure_plugin", "parse_topology_name", "make_topology", "topology_devices", "compile_only",
-    "unloaded_hlo_text", "device_coords", "TopologyNameError",
+    "unloaded_hlo_text", "device_coords", "device_slice_index", "TopologyNameError",
 ]
 
 #: libtpu's own pattern for topology names (its error quotes it): ``v5e:2x2``, ``v6e=2x2``,
@@ -83,8 +83,10 @@ def ensure_plugin(path: str, *, chips_present: bool) -> None:
         raise _runtime_error(f"loading PJRT plugin 'tpu' from {path}", e) from e
 
 
-def make_topology(name: str) -> Any:
-    """libtpu's ``DeviceTopology`` for ``name`` (the plugin must be initialized).
+def make_topology(name: str, num_slices: int = 1) -> Any:
+    """libtpu's ``DeviceTopology`` for ``name`` (the plugin must be initialized), of ``num_slices``
+    slices joined by the data-center network (multi-slice, libtpu's ``megascale``: device ids
+    ``100000 * (slice + 1) + i``, each device's ``slice_index``).
 
     A slice smaller than one host's default bounds (``v5e:1x1``) is given bounds of its own size.
 
@@ -97,10 +99,11 @@ def make_topology(name: str) -> Any:
     bounds = [min(d, h) for d, h in zip(dims, _HOST_BOUNDS, strict=True)]
     try:
         return _xc.make_tfrt_tpu_c_api_device_topology(
-            name.strip(), chip_config_name="default", chips_per_host_bounds=bounds, num_slices=1
+            name.strip(), chip_config_name="default", chips_per_host_bounds=bounds, num_slices=num_slices
         )
     except Exception as e:
-        raise TopologyNameError(f"libtpu refuses the topology {name!r}: {_one_line(e)}") from None
+        slices = f" of {num_slices} slices" if num_slices != 1 else ""
+        raise TopologyNameError(f"libtpu refuses the topology {name!r}{slices}: {_one_line(e)}") from None
 
 
 def topology_devices(topology: Any) -> tuple[Any, list[Any]]:
@@ -117,6 +120,14 @@ def device_coords(device: Any) -> tuple[int, int, int] | None:
     except (TypeError, ValueError):
         return None
     return x, y, z
+
+
+def device_slice_index(device: Any) -> int:
+    """The slice of a multi-slice topology's device (``TpuDevice.slice_index``); 0 in one slice."""
+    try:
+        return int(getattr(device, "slice_index", 0) or 0)
+    except (TypeError, ValueError):
+        return 0
 
 
 def compile_only(client: Any, module_text: str | bytes, devices: Sequence[Any], options: Any, name: str) -> Any:

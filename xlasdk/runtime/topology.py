@@ -30,6 +30,7 @@ from ..shape import ProgramShape
 from ._executable import Executable
 from ._options import CompileOptions
 from .device import Client, Device, UnknownDeviceError
+from .host_parts import HostPart, parts_of
 
 __all__ = ["Topology", "CompileOnlyExecutable", "CompileOnlyError", "topology"]
 
@@ -39,36 +40,44 @@ class CompileOnlyError(XlaSdkError):
 
 
 class Topology:
-    """A TPU slice described by name, and its compile-only devices.
+    """A TPU slice (or several: multi-slice) described by name, and its compile-only devices.
 
     Attributes
     ----------
     name : str
-        The topology name (``"v5e:2x2"``).
+        The topology name (``"v5e:2x2"``; ``"v5e:4x4,num_slices=2"`` for two slices).
     platform : str
         ``"tpu"``.
     devices : tuple of Device
-        One per TPU core of the slice, in id order; pass one to :func:`xlasdk.compile`.
+        One per TPU core of the slice(s), in id order; pass one to :func:`xlasdk.compile`.
     device_kind : str
         The devices' kind as the chip reports it (``"TPU v5 lite"``).
     platform_version : str
         libtpu's version string.
+    num_slices : int
+        How many slices (1 unless multi-slice).
+    process_count : int
+        How many hosts (one process each, as JAX runs a pod) drive the devices: libtpu's
+        ``process_index`` of each device (4 chips a host by default: ``v5e:4x4`` has 4 hosts).
     """
 
-    __slots__ = ("name", "platform", "platform_version", "devices", "device_kind", "_client")
+    __slots__ = ("name", "platform", "platform_version", "devices", "device_kind", "num_slices", "process_count",
+                 "_client")
 
     name: str
     platform: str
     platform_version: str
     devices: tuple[Device, ...]
     device_kind: str
+    num_slices: int
+    process_count: int
     _client: Client
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("use xs.topology(name)")
 
     @classmethod
-    def _make(cls, name: str, client: Client) -> Topology:
+    def _make(cls, name: str, client: Client, num_slices: int) -> Topology:
         t = object.__new__(cls)
         t.name = name
         t._client = client
@@ -76,6 +85,8 @@ class Topology:
         t.platform_version = client.platform_version
         t.devices = tuple(client.devices())
         t.device_kind = t.devices[0].device_kind
+        t.num_slices = num_slices
+        t.process_count = len({d.process_index for d in t.devices})
         return t
 
     @property
@@ -83,8 +94,26 @@ class Topology:
         """The compile-only client of the topology's devices."""
         return self._client
 
+    def local_devices(self, process_index: int) -> list[Device]:
+        """The devices host ``process_index`` drives, in id order (JAX's
+        ``jax.local_devices(process_index=...)``).
+
+        Raises
+        ------
+        UnknownDeviceError
+            For an index outside ``0 .. process_count - 1``.
+        """
+        if isinstance(process_index, bool) or not isinstance(process_index, int) \
+                or not 0 <= process_index < self.process_count:
+            raise UnknownDeviceError(
+                f"topology {self.name!r} has processes 0 .. {self.process_count - 1}; got process_index "
+                f"{process_index!r}"
+            )
+        return [d for d in self.devices if d.process_index == process_index]
+
     def __repr__(self) -> str:
-        return f"Topology({self.name!r}, devices={len(self.devices)}, kind={self.device_kind!r})"
+        hosts = f", processes={self.process_count}" if self.process_count > 1 else ""
+        return f"Topology({self.name!r}, devices={len(self.devices)}{hosts}, kind={self.device_kind!r})"
 
 
 _lock: Final = threading.Lock()
@@ -106,21 +135,50 @@ def _libtpu() -> str:
     return found.library_path
 
 
-def topology(name: str, platform: str = "tpu") -> Topology:
+_SLICES: Final = ",num_slices="
+
+
+def _split_slices(name: str, num_slices: int | None) -> tuple[str, int]:
+    """``("v5e:4x4", 2)`` from ``"v5e:4x4,num_slices=2"`` or ``("v5e:4x4", num_slices=2)``."""
+    base, sep, count = name.strip().partition(_SLICES)
+    written: int | None = None
+    if sep:
+        if not count.isdigit():
+            raise UnknownDeviceError(
+                f"topology {name!r}: the number of slices must be written as 'NAME,num_slices=N' "
+                "('v5e:4x4,num_slices=2')"
+            )
+        written = int(count)
+    if num_slices is not None and (isinstance(num_slices, bool) or not isinstance(num_slices, int)):
+        raise UnknownDeviceError(f"topology: num_slices must be an int >= 1, got {num_slices!r}")
+    if written is not None and num_slices is not None and written != num_slices:
+        raise UnknownDeviceError(f"topology {name!r} has {written} slices, but num_slices={num_slices}")
+    n = written if written is not None else (num_slices if num_slices is not None else 1)
+    if n < 1:
+        raise UnknownDeviceError(f"topology {name!r}: num_slices must be at least 1, got {n}")
+    return base.strip(), n
+
+
+def topology(name: str, platform: str = "tpu", *, num_slices: int | None = None) -> Topology:
     """The compile-only devices of a TPU slice, on any machine (no chip needed).
 
     Parameters
     ----------
     name:
         The topology name, as JAX's ``jax.experimental.topologies.get_topology_desc`` and libtpu
-        take it: ``"v5e:1x1"``, ``"v5e:2x2"``, ``"v6e:2x2"``, ``"v5p:2x2x1"``, ``"v4:2x2x1"``.
+        take it: ``"v5e:1x1"``, ``"v5e:2x2"``, ``"v5e:4x4"``, ``"v6e:2x2"``, ``"v5p:2x2x1"``,
+        ``"v4:2x2x1"``; ``"v5e:4x4,num_slices=2"`` for several slices (the form ``--topology`` takes).
     platform:
         ``"tpu"`` (the only platform whose plugin compiles without its hardware).
+    num_slices:
+        Slices joined by the data-center network (multi-slice; JAX's and libtpu's ``num_slices``);
+        default 1, or the count written in ``name``.
 
     Returns
     -------
     Topology
-        Made once per name and process.
+        Made once per name and process. Its devices belong to ``process_count`` hosts (libtpu's
+        4 chips a host): :meth:`CompileOnlyExecutable.host_parts` splits a program among them.
 
     Raises
     ------
@@ -133,13 +191,14 @@ def topology(name: str, platform: str = "tpu") -> Topology:
         raise UnknownDeviceError(f"topology: only the TPU compiles without its hardware; got platform {platform!r}")
     if not isinstance(name, str):
         raise UnknownDeviceError(f"topology: name must be a string such as 'v5e:1x1', got {type(name).__name__}")
-    key = name.strip()
+    base, slices = _split_slices(name, num_slices)
+    key = base if slices == 1 else f"{base}{_SLICES}{slices}"
     with _lock:
         topo = _topologies.get(key)
         if topo is not None:
             return topo
         try:
-            _tpu.parse_topology_name(key)
+            _tpu.parse_topology_name(base)
         except _tpu.TopologyNameError as e:
             raise UnknownDeviceError(str(e)) from None
         path = _libtpu()
@@ -152,11 +211,12 @@ def topology(name: str, platform: str = "tpu") -> Topology:
 
             raise explain_load_error("tpu", path, str(e)) from None
         try:
-            jax_topology = _tpu.make_topology(key)
+            jax_topology = _tpu.make_topology(base, slices)
         except _tpu.TopologyNameError as e:
             raise UnknownDeviceError(str(e)) from None
         jax_client, jax_devices = _tpu.topology_devices(jax_topology)
-        topo = _topologies[key] = Topology._make(key, Client._make_compile_only(jax_client, jax_devices, key))
+        client = Client._make_compile_only(jax_client, jax_devices, key)
+        topo = _topologies[key] = Topology._make(key, client, slices)
         return topo
 
 
@@ -200,6 +260,42 @@ class CompileOnlyExecutable(Executable):
             more than 10 elements.
         """
         return _tpu.unloaded_hlo_text(self._exe, large_constants=print_large_constants)
+
+    def host_parts(self) -> tuple[HostPart, ...]:
+        """What each host of the topology loads to run this program (a TPU pod runs one process per
+        host, as JAX does): per process index, the serialized executable (the same for every host:
+        one SPMD program) and which of its devices, and which (replica, partition), are that host's.
+
+        Returns
+        -------
+        tuple of HostPart
+            One per host that drives a device of the program, by process index (``v5e:4x4``: 4 hosts
+            of 4 chips each, libtpu's ``process_index``).
+
+        Raises
+        ------
+        XlaRuntimeError
+            As :meth:`serialize`.
+        """
+        return parts_of(self.topology, self._devices, self._num_partitions, self._topology_processes(),
+                        self.serialize())
+
+    def save_per_host(self, directory: str | os.PathLike[str]) -> list[str]:
+        """Write :meth:`host_parts` to ``directory/process_K`` (``executable.xlasdk`` and ``host.json``
+        each); returns the part directories, by process index. On each host, after
+        ``xs.distributed.initialize()``, ``xs.runtime.host_parts.load_host_part(directory)`` loads its own
+        (see :mod:`xlasdk.launch` for a multi-host TPU run).
+
+        Raises
+        ------
+        OSError
+            A write failed.
+        """
+        root = os.fspath(directory)
+        return [part.save(os.path.join(root, f"process_{part.process_index}")) for part in self.host_parts()]
+
+    def _topology_processes(self) -> int:
+        return len({d.process_index for d in self._devices[0].client.devices()})
 
     def _refuse(self, *args: Any, **kwargs: Any) -> Any:
         raise CompileOnlyError(
