@@ -117,6 +117,56 @@ def test_cli_shrinks_it_with_topology(program: tuple[Path, xs.XlaComputation, st
     _check_reduced(out.read_text(), err)
 
 
+def _program_200() -> str:
+    """StableHLO text of a 12-layer f64 MLP-like JAX program (about 200 HLO instructions: dots,
+    tanh, sin, means, broadcasts), a reduce-precision after its seventh layer."""
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    lax = jax.lax
+    jax.config.update("jax_enable_x64", True)
+    try:
+        def f(x: Any, y: Any, w: Any) -> Any:
+            a = x
+            for i in range(12):
+                a = jnp.tanh(a @ w + y * (i + 1)) + jnp.sin(a) * 0.5
+                a = a - jnp.mean(a, axis=0, keepdims=True)
+                if i == 6:
+                    a = lax.reduce_precision(a, exponent_bits=8, mantissa_bits=7)
+            return jnp.sum(a * a), jnp.max(a, axis=1)
+
+        x = jnp.ones((8, 8), jnp.float64)
+        text: str = jax.jit(f).lower(x, x, x).as_text()
+    finally:
+        jax.config.update("jax_enable_x64", False)
+    return text
+
+
+@pytest.mark.campaign
+def test_a_200_instruction_program_shrinks_to_its_refused_op(tmp_path: Path) -> None:
+    """Issue 45's size: about 200 instructions shrunk on a CPU machine to at most 10 that XLA:TPU
+    refuses with the same signature. Measured: 202 -> 2 instructions in 586 s (libtpu 0.0.52, 2
+    loaded cores): a campaign test (``pytest -m campaign``)."""
+    import time
+
+    release = _libtpu()
+    path = tmp_path / "big200.mlir"
+    path.write_text(_program_200())
+    comp = xs.load_computation(str(path))
+    err = _tpu_compile_error(comp)
+    if err is None or not X64.search(err):
+        pytest.skip(f"XLA:TPU of libtpu {release} compiles an f64 reduce-precision (or fails otherwise: {err})")
+    xs.compile(comp, "cpu:0")
+    start = time.monotonic()
+    res = xs.reduce(comp, "compile-error", device=xs.topology("v5e:1x1").devices[0], max_time=1500)
+    took = time.monotonic() - start
+    assert res.instructions_before >= 190 and res.instructions_after <= 10, res
+    small = xs.XlaComputation.from_hlo_text(res.hlo_text)
+    again = _tpu_compile_error(small)
+    assert again is not None and signature(again, died=False) == signature(err, died=False), (again, err)
+    assert signature(err, died=False).startswith("UNIMPLEMENTED (reduce-precision): "), err
+    print(f"200-instruction TPU case: {res.instructions_before} -> {res.instructions_after} in {took:.0f} s")
+
+
 def test_on_the_cpu_the_program_shows_no_problem(program: tuple[Path, xs.XlaComputation, str]) -> None:
     with raises(xs.NotReproducedError, "does not show the problem", "loads and compiles"):
         xs.reduce(program[1], "compile-error")
@@ -156,9 +206,9 @@ def test_signature_names_the_class_of_failure_not_its_names() -> None:
     c = a.replace("reduce-precision", "cbrt")
     assert signature(a, died=False) == signature(b, died=False)
     assert signature(a, died=False) != signature(c, died=False)
-    assert signature(a, died=False).startswith("UNIMPLEMENTED: While rewriting")
+    assert signature(a, died=False).startswith("UNIMPLEMENTED (reduce-precision): While rewriting")
     death = "it died with SIGABRT: xprecision_rewriter.cc:2101] Unsupported CVT X{64|128} expansion from c128[19]"
-    assert signature(death, died=True) == "abort at xprecision_rewriter.cc:2101"
+    assert signature(death, died=True) == "abort at xprecision_rewriter.cc:2101 (convert)"
     assert signature(death.replace("c128[19]", "c128[1]"), died=True) == signature(death, died=True)
     assert signature(death.replace("2101", "2102"), died=True) != signature(death, died=True)
     assert signature("it died with SIGSEGV", died=True) == "died (SIGSEGV)"

@@ -173,7 +173,7 @@ def test_topology_groups_xla_tpu_failures_without_a_tpu(tmp_path: Path) -> None:
     if not x64:
         pytest.skip(f"XLA:TPU of libtpu {release} compiles an f64 reduce-precision ({rep})")
     assert len(x64) == 1 and sorted(Path(f).name for f in x64[0].files) == ["rp1.hlo", "rp2.hlo"]
-    assert x64[0].signature.startswith("UNIMPLEMENTED: ")
+    assert x64[0].signature.startswith("UNIMPLEMENTED (reduce-precision): ")
     if dies is not None:
         [a] = [g for g in rep.groups if g.signature.startswith(("abort at", "died"))]
         assert [Path(f).name for f in a.files] == ["abort.hlo"]

@@ -105,13 +105,21 @@ class TriageReport:
         }
 
     def table(self) -> str:
-        """A text table: signature, count, last pass, example file, flaky."""
-        rows = [("signature", "count", "last pass", "example", "flaky")]
-        rows += [(g.signature, str(g.count), g.last_pass or "-", g.example, "flaky" if g.flaky else "")
-                 for g in self.groups]
-        widths = [min(90, max(len(r[i]) for r in rows)) for i in range(4)]
-        lines = ["  ".join(c[:w].ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "  " + r[4]
-                 for r in rows]
+        """A text table: per group its number, count, flaky mark, last pass and example file, then its
+        signature whole on the lines below (wrapped at 100 characters, never cut)."""
+        import textwrap
+
+        rows = [("group", "count", "flaky", "last pass", "example")]
+        rows += [(str(k), str(g.count), "flaky" if g.flaky else "", g.last_pass or "-", g.example)
+                 for k, g in enumerate(self.groups, 1)]
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        lines = []
+        for i, r in enumerate(rows):
+            lines.append("  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "  " + r[4])
+            if i > 0:
+                g = self.groups[i - 1]
+                lines += ["    " + part for part in textwrap.wrap(g.signature, 100, break_long_words=False,
+                                                                   break_on_hyphens=False)]
         for k, g in enumerate(self.groups):
             if g.repro is not None:
                 lines.append(f"group {k + 1}: small repro {g.repro} ({g.repro_instructions} instructions)")
@@ -122,6 +130,14 @@ class TriageReport:
                      f"{len(self.groups)} group{'s' if len(self.groups) != 1 else ''}; {len(self.compiled)} compiled"
                      f"{f' (each compiled {self.repeat} times)' if self.repeat > 1 else ''}")
         return "\n".join(line.rstrip() for line in lines)
+
+    def html(self, page_path: str | os.PathLike[str] | None = None) -> str:
+        """The report as a self-contained HTML page (no script, nothing fetched, every text
+        escaped): groups, counts, signatures whole, last pass, flaky mark, files, XLA's message, one
+        small repro per group linked (relative to ``page_path``'s directory, where the page goes)."""
+        from ._triage_html import triage_html
+
+        return triage_html(self, None if page_path is None else os.fspath(page_path))
 
     def __str__(self) -> str:
         return self.table()

@@ -47,4 +47,12 @@ def _cmd_triage(args: argparse.Namespace, out: IO[str]) -> int:
         except OSError as e:
             raise UsageError(f"--json {args.json}: cannot write: {e.strerror or e}") from None
         out.write(f"wrote {args.json}\n")
+    if args.html is not None:
+        from xlasdk._atomic import atomic_write
+
+        try:
+            atomic_write(args.html, report.html(args.html).encode())
+        except OSError as e:
+            raise UsageError(f"--html {args.html}: cannot write: {e.strerror or e}") from None
+        out.write(f"wrote {args.html}\n")
     return EXIT_RUNTIME if report.groups else EXIT_OK

@@ -262,11 +262,14 @@ _TRIAGE_DESCRIPTION = """\
 Load and compile each module (files, and the module files of directories: .hlo, .txt, .mlir,
 .mlirbc, .pb, .stablehlo) in xlasdk's worker process, and group the modules that fail by the
 way they fail: an abort by its check's location (XLA's "Check failed" / "F0000 ... file.cc:NNN]"
-line), a clean failure by its status code and message with names and numbers normalised, a load
-that fails marked "loading:". For each failing module one more compile with XLA's per-pass dump
-names the last HLO pass XLA entered. --repeat N compiles each module N times: a group holding a
-module whose compiles did not all end the same way is flaky. Prints a table (signature, count,
-last pass, example file, flaky); --json OUT writes the groups with every file. Exit codes: 0 every
+line), a clean failure by its status code and message with what is particular to one module
+blanked (sizes, layouts, names' numbers, numbers, paths; element types and XLA's words kept), the
+failing instruction's opcode in parentheses where XLA names one, a load that fails marked
+"loading:". For each failing module one more compile with XLA's per-pass dump names the last HLO
+pass XLA entered. --repeat N compiles each module N times: a group holding a module whose compiles
+did not all end the same way is flaky. Prints a table (group, count, flaky, last pass, example
+file, the signature whole below); --json OUT writes the groups with every file; --html OUT a
+self-contained page (the groups, XLA's messages, links to --reduce's repros). Exit codes: 0 every
 module compiled, 1 some failed (the table says how), 2 usage error (a path that does not exist, a
 directory with no module file)."""
 
@@ -281,6 +284,8 @@ def add_triage_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     s.add_argument("--repeat", type=COUNT.parse, default=1, metavar="N",
                    help="compile each module N times and mark the groups whose modules fail differently as flaky")
     s.add_argument("--json", default=None, metavar="OUT.json", help="write the groups as JSON")
+    s.add_argument("--html", default=None, metavar="OUT.html",
+                   help="write the groups as a self-contained HTML page (repros of --reduce linked)")
     s.add_argument("--timeout", type=SECONDS.parse, default=300.0, metavar="S",
                    help="seconds one compile may take (past it: a 'timeout' failure; default 300)")
     s.add_argument("--reduce", default=None, metavar="DIR",
@@ -594,6 +599,8 @@ def _precheck_triage(args: argparse.Namespace) -> None:
         raise UsageError("--topology and --device: give one (a topology's devices are compile-only)")
     if args.json is not None:
         _check_writable(args.json, f"--json {args.json}")
+    if args.html is not None:
+        _check_writable(args.html, f"--html {args.html}")
 
 
 def _precheck_compare(args: argparse.Namespace) -> None:
