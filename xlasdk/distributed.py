@@ -45,7 +45,12 @@ reason in one line); ``verbose=True`` or ``XLASDK_DISTRIBUTED_VERBOSE=1`` lets i
 Limits (XLA's, measured with jaxlib 0.10.2 and 0.12): a process that loses the coordinator (the
 coordinator's host goes down, or its own link does) is ended by XLA (SIGABRT); nothing in the
 process can catch that. A second process with the same ``process_id`` that joins after the job
-formed replaces the first at the coordinator, and XLA then ends the first the same way.
+formed replaces the first at the coordinator, and XLA then ends the first the same way. A process
+whose ``process_id`` is not below process 0's ``num_processes`` is refused by XLA's coordinator
+before it can tell the others (its client cannot reach the key-value store), so it is refused
+alone: the others, who agree among themselves, form their job (process 0 with ``num_processes=1``
+beside a process 1 of 2 runs alone). A second coordinator on a port where one listens is refused
+when it starts (gRPC would share the port and split the job's connections between the two).
 
 Maps to jaxlib's ``get_distributed_runtime_service`` / ``get_distributed_runtime_client``,
 ``make_gloo_tcp_collectives`` and ``make_cpu_client(distributed_client=..., node_id=...,
