@@ -180,3 +180,91 @@ def test_the_tools_spell_no_opcode_strings() -> None:
                 counts[name] = n
     assert counts == _ALLOWED
     assert sum(counts.values()) == 6
+
+
+# -- every row's props are declared, or it says why none applies (issue 44 step 6) ---------------------------
+_GRAPH = "the graph's own row: its value is its argument's, its operands' or its callee's, which the tools follow"
+_ULPS = ("an element-wise function with no measured f32 ulps row (reference/_precision.F32_ULPS): judged by the "
+         "generic bound of an element-wise function (4 ulps of the exact value)")
+_SPECIAL = "a special function with no measured f32 ulps row: " + _ULPS.split(": ", 1)[1]
+_GENERIC = "whose work the bounds do not follow: one ulp of its value (the generic bound)"
+_TOKEN = "a token or a host queue: no value for the bounds, the precision model or the input ranges"
+_MOVES_DEVICES = ("moves data between devices (one device: the value itself); not declared moves_data or bit_exact "
+                  "yet: the generic bound applies (a candidate for both)")
+_SUMS_DEVICES = "sums over devices (one device: the value itself); not declared additive yet: the generic bound applies"
+_INTEGER = "an integer result (an id, a size, random bits): compared exactly by its type, no flag changes that"
+#: rows of the op table with no declared props (``xlasdk/ops/_props.py``) and no precision-model row
+#: (``F32_ULPS``), each with why none applies; a new row must be in one of the three
+NO_PROPS: dict[str, str] = {
+    "parameter": _GRAPH,
+    "tuple": _GRAPH,
+    "get_tuple_element": _GRAPH,
+    "call": _GRAPH,
+    "stablehlo.return": "ends a region: its operands are the region's results",
+    "stablehlo.cholesky": "a factorization " + _GENERIC + "; it needs a positive definite operand, which no "
+                          "flag of the input ranges expresses",
+    "stablehlo.triangular_solve": "a solve " + _GENERIC,
+    "stablehlo.get_dimension_size": _INTEGER,
+    "stablehlo.set_dimension_size": ("the operand at its bound (the reference follows static sizes only, a smaller "
+                                     "size is refused): not declared moves_data yet (a candidate)"),
+    "stablehlo.exp2": _ULPS,
+    "stablehlo.log2": _ULPS + "; its operand is not kept positive by --random-inputs yet (log's is: a candidate)",
+    "chlo.conj": ("negates the imaginary part, exactly: not declared moves_data or bit_exact yet (negate is): the "
+                  "generic element-wise bound applies (a candidate for both)"),
+    "chlo.lgamma": _SPECIAL,
+    "chlo.digamma": _SPECIAL,
+    "chlo.polygamma": _SPECIAL,
+    "chlo.zeta": _SPECIAL,
+    "stablehlo.map": "applies its region element by element; an op " + _GENERIC,
+    "stablehlo.batch_norm_training": "means and variances XLA expands into sums; an op " + _GENERIC,
+    "stablehlo.batch_norm_inference": "a normalization XLA expands; an op " + _GENERIC,
+    "stablehlo.batch_norm_grad": "gradients XLA expands into sums; an op " + _GENERIC,
+    "stablehlo.custom_call": "means what its target does (the evaluator's rules by target name); an op " + _GENERIC,
+    "stablehlo.create_token": _TOKEN,
+    "stablehlo.after_all": _TOKEN,
+    "stablehlo.infeed": _TOKEN + " (refused by the evaluator)",
+    "stablehlo.outfeed": _TOKEN + " (refused by the evaluator)",
+    "stablehlo.all_gather": _MOVES_DEVICES,
+    "stablehlo.all_to_all": _MOVES_DEVICES,
+    "stablehlo.collective_permute": _MOVES_DEVICES,
+    "stablehlo.all_reduce": _SUMS_DEVICES,
+    "stablehlo.reduce_scatter": _SUMS_DEVICES,
+    "stablehlo.replica_id": _INTEGER,
+    "stablehlo.partition_id": _INTEGER,
+    "stablehlo.rng_bit_generator": _INTEGER,
+    "stablehlo.rng": "draws from XLA's own generator: refused by the evaluator, nothing to bound",
+    "stablehlo.sort": ("reorders its operands' elements; its order is judged by the keys (reference/_orders.py), not "
+                       "a flag: not declared moves_data yet (a candidate)"),
+    "chlo.top_k": "the largest elements and their indices, judged by their order (reference/_orders.py) as a sort's",
+    "stablehlo.fma": ("a*b + c rounded once: no precision row yet, the generic element-wise bound applies (a "
+                      "candidate for correctly_rounded where XLA:CPU emits a fused multiply-add)"),
+}
+
+
+def _unconsidered() -> tuple[list[str], list[str]]:
+    """The rows with no declared props, no precision-model row and no NO_PROPS line, and the NO_PROPS
+    lines that are stale (their row declares props or has a precision row, or is no row)."""
+    from xlasdk.reference import _precision as pm
+
+    considered = {n for n, row in OPS.items() if row.props != OpProps()}
+    considered |= {row.name for row in [*pm.F32_ULPS, *pm.F32_ULPS_HIGHEST]}
+    missing = sorted(set(OPS) - considered - set(NO_PROPS))
+    stale = sorted((set(NO_PROPS) & considered) | (set(NO_PROPS) - set(OPS)))
+    return missing, stale
+
+
+def test_every_row_declares_its_props_or_says_why_not() -> None:
+    """Adding an op: its row gets its props (``declare(...)`` in ``xlasdk/ops/_props.py``), its
+    precision-model row, or a line here saying why none applies; nothing is left to a default unseen."""
+    missing, stale = _unconsidered()
+    assert not missing, (f"rows without props: {missing}: declare them in xlasdk/ops/_props.py (and add them to the "
+                         "oracle sets above), give them a precision-model row, or a line in NO_PROPS saying why none "
+                         "applies (CONTRIBUTING.md, 'Adding an op')")
+    assert not stale, f"NO_PROPS lines for rows that declare props, have a precision row or are no rows: {stale}"
+    assert all(len(why) > 30 for why in NO_PROPS.values())
+
+
+def test_a_new_row_without_props_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(OPS, "stablehlo.new_op", OpDef("stablehlo.new_op"))
+    monkeypatch.setitem(NO_PROPS, "stablehlo.gone", "a row that no longer exists, left behind by a rename")
+    assert _unconsidered() == (["stablehlo.new_op"], ["stablehlo.gone"])
