@@ -96,8 +96,12 @@ def device_kind(name: str | DeviceKind | None) -> DeviceKind:
 
 
 def device_kind_of(device: Device | None) -> DeviceKind:
-    """The kind of a PJRT device (its platform, and for a TPU its ``device_kind``: "TPU v5 lite")."""
-    platform = str(getattr(device, "platform", "cpu") or "cpu").lower()
+    """The kind of a PJRT device (its platform, and for a TPU its ``device_kind``: "TPU v5 lite"); a
+    device behind the ``proxy`` platform (IFRT Proxy, Pathways) by its ``device_kind``: a TPU is a TPU."""
+    from ..runtime.accelerators import model_platform
+
+    platform = model_platform(str(getattr(device, "platform", "cpu") or "cpu"),
+                              str(getattr(device, "device_kind", "") or ""))
     if platform in ("cuda", "rocm", "gpu"):
         return DEVICE_KINDS["gpu"]
     if platform != "tpu":

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 from collections.abc import Callable
 from typing import Final
 
 __all__ = [
     "tpu_chips", "tpu_holders", "nvidia_gpu_visible", "requested_platforms", "attached_accelerator", "ENV_PLATFORMS",
+    "model_platform",
 ]
 
 ENV_PLATFORMS: Final = "XLASDK_PLATFORMS"
@@ -109,3 +111,24 @@ def attached_accelerator(installed: Callable[[], set[str]]) -> str | None:
     if gpu and "cuda" in names:
         return "cuda"
     return None
+
+
+#: platforms whose devices are the hardware their name says (the others: read the device kind)
+_HARDWARE_PLATFORMS: Final = {"cpu": "cpu", "host": "cpu", "cuda": "gpu", "rocm": "gpu", "gpu": "gpu", "tpu": "tpu"}
+
+
+def model_platform(platform: str, device_kind: str) -> str:
+    """The hardware whose numerics a device has (``"cpu"``, ``"gpu"`` or ``"tpu"``): its platform's,
+    or, for a device reached through another client (the ``proxy`` platform: IFRT Proxy, Pathways)
+    or an unknown plugin, the one its ``device_kind`` names: ``"TPU v5 lite"`` is a TPU, an
+    ``"NVIDIA ..."`` or ``"AMD ..."`` kind a GPU. A kind that names none of them is the CPU, whose
+    model is the strictest (an unknown device is never judged with a TPU's looser bounds)."""
+    known = _HARDWARE_PLATFORMS.get(platform.strip().lower())
+    if known is not None:
+        return known
+    kind = device_kind.strip().lower()
+    if kind.startswith("tpu") or re.search(r"\btpu\b", kind):
+        return "tpu"
+    if re.search(r"\b(nvidia|tesla|geforce|quadro|amd|radeon|instinct)\b", kind):
+        return "gpu"
+    return "cpu"

@@ -321,6 +321,10 @@ def _new_client(platform: str, num_devices: int | None, *, adopt: bool = False) 
             return Client._make(shared, platform)
     if platform == "cpu":
         return Client._make(pjrt.make_cpu_client(num_devices), "cpu")
+    if platform == "proxy":  # jaxlib's IFRT Proxy client (Pathways): runtime/proxy.py
+        from .proxy import proxy_client
+
+        return Client._make(proxy_client(), "proxy")
     if platform in _plugins:
         path, options = _plugins[platform]
         try:
