@@ -56,6 +56,15 @@ if TYPE_CHECKING:
 IDENTITY_CALLS: Final = frozenset({"AssumeGatherIndicesInBound", "MoveToHost", "MoveToDevice"})
 #: custom calls of TPU modules that make an uninitialized buffer of their shape
 ALLOCATION_CALLS: Final = frozenset({"AllocateBuffer"})
+#: custom calls of TPU modules whose value is their operand's, as long as the result has the operand's
+#: shape: XLA:TPU's mark on the index operand of a gather or scatter whose indices it packed into one
+#: ``s32`` and unpacked again (``concatenate(and(x, 63) >> 0, and(x, 8128) >> 6)``) right before the call
+INDEX_MARK_CALLS: Final = frozenset({"GatherScatterIndicesBitpacked"})
+#: XLA:TPU's Cholesky of each matrix of its operand (the lower triangle read, the lower factor written)
+CHOLESKY_CALLS: Final = frozenset({"Cholesky"})
+#: XLA:TPU's triangular-solve helper: the inverse of each (lower / upper) triangular diagonal block
+#: ``[..., blocks, k, k]`` of its operand (XLA's TriangularSolveExpander's ``InvertDiagonalBlocks``)
+INVERT_DIAG_BLOCKS_CALLS: Final = {"InvertDiagBlocksLowerTriangular": True, "InvertDiagBlocksUpperTriangular": False}
 #: custom calls only the TPU runs, and what they are
 NO_CPU_MEANING_CALLS: Final = {
     "tpu_custom_call": "a Mosaic kernel (Pallas) compiled for the TPU",
@@ -293,7 +302,8 @@ def tpu_signs(text: str) -> TpuSigns | None:
     if mod is None:
         return None
     tiled = spaces = calls = configs = 0
-    tpu_targets = IDENTITY_CALLS | ALLOCATION_CALLS | frozenset(NO_CPU_MEANING_CALLS)
+    tpu_targets = (IDENTITY_CALLS | ALLOCATION_CALLS | INDEX_MARK_CALLS | CHOLESKY_CALLS
+                   | frozenset(INVERT_DIAG_BLOCKS_CALLS) | frozenset(NO_CPU_MEANING_CALLS))
     for comp in mod.comps:
         for ins in comp.instrs:
             spec = _layout_spec(_shape_text(text, ins))
@@ -316,7 +326,7 @@ def _keep(ins: _Instr) -> str:
     return "".join(f", {k}={ins.attrs[k]}" for k in ("metadata", "sharding") if k in ins.attrs)
 
 
-def _custom_call(ins: _Instr) -> str:
+def _custom_call(comp: _Comp, ins: _Instr) -> str:
     """The CPU meaning of a TPU custom call (:class:`NoCpuMeaning` for one without)."""
     target = _target(ins)
     root = "ROOT " if ins.root else ""
@@ -328,6 +338,9 @@ def _custom_call(ins: _Instr) -> str:
         if ins.operands is None or len(ins.operands) != 1 or shape is None:
             raise NoCpuMeaning(f"instruction {ins.name!r} (custom-call {target!r}) takes one operand")
         return f"{root}{ins.name} = {_laid(shape)} copy({ins.operands[0]}){_keep(ins)}"
+    if target in INDEX_MARK_CALLS | CHOLESKY_CALLS or target in INVERT_DIAG_BLOCKS_CALLS:
+        prod = comp.by_name.get(ins.operands[0]) if ins.operands is not None and len(ins.operands) == 1 else None
+        return _linalg_or_index_call(ins, target, prod.shape if prod is not None else None)
     if target in ALLOCATION_CALLS:
         if shape is None or not shape.is_array or ins.operands:
             raise NoCpuMeaning(f"instruction {ins.name!r} (custom-call {target!r}) is not an array allocation")
@@ -338,6 +351,69 @@ def _custom_call(ins: _Instr) -> str:
     # a custom call of a TPU module is the TPU's: XLA:CPU has no implementation of it
     raise NoCpuMeaning(f"instruction {ins.name!r} (custom-call {target!r}) is a custom call of the TPU module "
                        "whose meaning xlasdk does not know; it has no CPU meaning here")
+
+
+def _one_operand_same_shape(ins: _Instr, target: str, operand: _HShape | None) -> _HShape:
+    """The result shape of a custom call that takes one array operand of its own result's shape."""
+    shape = ins.shape
+    if (ins.operands is None or len(ins.operands) != 1 or shape is None or operand is None
+            or not shape.is_array or not operand.is_array or operand.etype != shape.etype
+            or tuple(operand.dims) != tuple(shape.dims)):
+        raise NoCpuMeaning(f"instruction {ins.name!r} (custom-call {target!r}): xlasdk knows its meaning for one "
+                           f"array operand of the result's shape, and it has {ins.operands} of {operand} -> {shape}")
+    return shape
+
+
+def _linalg_or_index_call(ins: _Instr, target: str, operand: _HShape | None = None) -> str:
+    """The CPU meaning of XLA:TPU's ``GatherScatterIndicesBitpacked`` (a ``copy``), ``Cholesky`` (an HLO
+    ``cholesky``, lower) and ``InvertDiagBlocks{Lower,Upper}Triangular`` (a ``triangular-solve`` of each
+    block against the identity), each for the operand and result shapes seen in XLA:TPU's modules
+    (tests/test_tpu_meaning_linalg.py checks each on modules XLA:TPU wrote: the module run with its
+    meaning gives the values of the program it was compiled from); any other form is refused."""
+    shape = _one_operand_same_shape(ins, target, operand)
+    root = "ROOT " if ins.root else ""
+    src = ins.operands[0] if ins.operands else ""
+    if target in INDEX_MARK_CALLS:
+        if shape.etype not in ("s32", "u32", "s64", "u64", "s16", "u16", "s8", "u8"):
+            raise NoCpuMeaning(f"instruction {ins.name!r} (custom-call {target!r}) marks {shape.etype} values, "
+                               "not integer indices")
+        return f"{root}{ins.name} = {_laid(shape)} copy({src}){_keep(ins)}"
+    dims = tuple(shape.dims)
+    if shape.etype != "f32" or len(dims) < 2 or dims[-1] != dims[-2]:
+        raise NoCpuMeaning(f"instruction {ins.name!r} (custom-call {target!r}) of {shape}: xlasdk knows its meaning "
+                           "for f32 arrays of square matrices [..., n, n] only (as XLA:TPU writes it)")
+    base = f"{ins.name}.xlasdk_tpu"
+    if target in CHOLESKY_CALLS:
+        # the lower factor; the other triangle, which XLA:TPU leaves unspecified and its modules never
+        # read (every use selects the lower triangle: the modules give the same values with NaN there),
+        # is NaN here: a module that read it would show NaN, not a guess
+        return (f"{base}_factor = {_laid(shape)} cholesky({src}), lower=true\n  "
+                + _triangle(base, shape, lower=True, value=f"{base}_factor", root=f"{root}{ins.name}", keep=_keep(ins)))
+    lower = INVERT_DIAG_BLOCKS_CALLS[target]
+    plain = _HShape(shape.etype, shape.dims, (), None)
+    n = len(dims)
+    idx = _HShape("s32", shape.dims, (), None)
+    flags = _HShape("pred", shape.dims, (), None)
+    return (f"{base}_row = {_laid(idx)} iota(), iota_dimension={n - 2}\n  "
+            f"{base}_col = {_laid(idx)} iota(), iota_dimension={n - 1}\n  "
+            f"{base}_diag = {_laid(flags)} compare({base}_row, {base}_col), direction=EQ\n  "
+            f"{base}_eye = {_laid(plain)} convert({base}_diag)\n  "
+            f"{root}{ins.name} = {_laid(shape)} triangular-solve({src}, {base}_eye), left_side=true, "
+            f"lower={'true' if lower else 'false'}, transpose_a=NO_TRANSPOSE{_keep(ins)}")
+
+
+def _triangle(base: str, shape: _HShape, *, lower: bool, value: str, root: str, keep: str) -> str:
+    """HLO lines keeping the lower (upper) triangle, diagonal included, of ``value`` and NaN elsewhere."""
+    n = len(shape.dims)
+    idx = _HShape("s32", shape.dims, (), None)
+    flags = _HShape("pred", shape.dims, (), None)
+    return (f"{base}_r = {_laid(idx)} iota(), iota_dimension={n - 2}\n  "
+            f"{base}_c = {_laid(idx)} iota(), iota_dimension={n - 1}\n  "
+            f"{base}_keep = {_laid(flags)} compare({base}_r, {base}_c), direction={'GE' if lower else 'LE'}\n  "
+            f"{base}_unknown = {shape.etype}[] constant(nan)\n  "
+            f"{base}_unknowns = {_laid(_HShape(shape.etype, shape.dims, (), None))} "
+            f"broadcast({base}_unknown), dimensions={{}}\n  "
+            f"{root} = {_laid(shape)} select({base}_keep, {value}, {base}_unknowns){keep}")
 
 
 def _operand_etype(comp: _Comp, ref: str) -> str | None:
@@ -530,7 +606,7 @@ def _rewrite(text: str) -> tuple[str, int]:
             new: str | None = None
             op = ins.opcode
             if op == "custom-call":
-                new = _custom_call(ins)
+                new = _custom_call(comp, ins)
             elif op == "copy-done" and ins.operands is not None and len(ins.operands) == 1:
                 pair = _async_pair_as_op(ins, comp.by_name.get(ins.operands[0]), users, text)
                 if pair is None:
