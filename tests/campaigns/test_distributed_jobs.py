@@ -34,7 +34,7 @@ def test_distributed_jobs_round(round_: int) -> None:
         for name in DISAGREE:
             quick.test_processes_that_disagree_never_run(name, jobs)
         for name in DUPLICATE:
-            check_duplicate(jobs[name].finish(), late=name.endswith("_late"))
+            check_duplicate(jobs[name].finish())
     finally:
         for job in jobs.values():
             job.finish()
