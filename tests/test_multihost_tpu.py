@@ -126,6 +126,22 @@ def test_initialize_after_the_tpu_client_exists_is_an_xlasdk_error() -> None:
     assert "before the first use of a TPU" in str(out["error"]) and "'tpu'" in str(out["error"]), out
 
 
+def test_a_tpu_client_that_places_the_host_elsewhere_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """libtpu numbers a pod's hosts itself (the TPU worker number): a job whose process_id disagrees
+    would feed one host's devices with another's data; the client is refused (a CPU client, process
+    index 0, stands in for libtpu's through xlasdk's seam)."""
+    from xlasdk._jaxlib import distributed, pjrt
+
+    made: list[object] = []
+    monkeypatch.setattr(pjrt, "make_plugin_client",
+                        lambda name, options, dc=None: made.append(options) or pjrt.make_cpu_client(1))
+    with pytest.raises(xs.XlaRuntimeError, match="process index 0, but the job gave it process_id 1.*TPU_WORKER_ID"):
+        distributed.make_plugin_client("tpu", None, None, 1, 2)
+    assert made == [{}]  # no node_id / num_nodes for libtpu
+    assert distributed.make_plugin_client("cuda", None, None, 0, 2) is not None
+    assert made[-1] == {"node_id": 0, "num_nodes": 2}
+
+
 def test_initialize_after_the_cpu_client_exists_is_fine() -> None:
     """The CPU client is the one initialize replaces: using it first is allowed (the README's examples)."""
     r, out = _script("""

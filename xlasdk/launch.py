@@ -1,4 +1,4 @@
-"""Run a script in N local processes joined by ``xs.distributed``: ``python -m xlasdk.launch``.
+r"""Run a script in N local processes joined by ``xs.distributed``: ``python -m xlasdk.launch``.
 
 ::
 
@@ -18,6 +18,50 @@ succeed; 2 for a usage error.
 Ports: the coordinator's port is picked by the kernel and held for the whole run, so launchers
 running side by side (tests in parallel) never share one; gloo's own connections use ephemeral
 ports.
+
+Multi-host TPU
+--------------
+The launcher starts processes on this machine only. A TPU pod slice runs one process per host, as
+JAX runs it, started on every host by the TPU VM's tools; each process joins the job with
+:func:`xlasdk.distributed.initialize` before its first TPU use, and the TPU client it then makes
+gets the job's distributed runtime client (``make_c_api_client("tpu", options, distributed_client)``,
+as JAX's ``xla_bridge``): ``xs.devices("tpu")`` lists every chip of the slice, ``xs.local_devices("tpu")``
+this host's. A TPU client made before ``initialize`` belongs to its host alone: ``initialize`` then
+raises. Each host's process id must be its place in the slice as libtpu numbers it (its TPU worker
+number; with several slices, ``slice * hosts_per_slice + worker``): the TPU client is refused otherwise.
+
+Compile off the pod, on any machine with libtpu (no chip), and write each host's part::
+
+    topo = xs.topology("v5e:4x4")                     # v5litepod-16: 16 chips, 4 hosts of 4
+    exe = xs.compile(comp, device=topo.devices[0], options=xs.CompileOptions(num_partitions=16))
+    exe.save_per_host("parts")                        # parts/process_0 .. parts/process_3
+
+``job.py``, the same on every host::
+
+    import xlasdk as xs
+    from xlasdk.runtime.host_parts import load_host_part
+
+    xs.distributed.initialize()                       # XLASDK_COORDINATOR, _NUM_PROCESSES, _PROCESS_ID
+    exe = load_host_part("parts")                     # this process's part, on the TPU; refuses another's
+    mine = [k for k, d in enumerate(exe.devices) if d in exe.local_devices]   # its partitions
+    outs = exe.execute_replicated([args_of_partition(k) for k in mine])
+    xs.distributed.shutdown()
+
+Run it on every host of a Cloud TPU VM slice (from a workstation with ``gcloud``; port 8476 is
+JAX's; the worker number comes from the host's metadata)::
+
+    W0=$(gcloud compute tpus tpu-vm describe NAME --zone=ZONE --format='value(networkEndpoints[0].ipAddress)')
+    gcloud compute tpus tpu-vm scp --recurse parts job.py NAME: --zone=ZONE --worker=all
+    gcloud compute tpus tpu-vm ssh NAME --zone=ZONE --worker=all --command="
+      ID=\$(curl -s -H Metadata-Flavor:Google \
+        http://metadata.google.internal/computeMetadata/v1/instance/attributes/agent-worker-number)
+      XLASDK_COORDINATOR=$W0:8476 XLASDK_NUM_PROCESSES=4 XLASDK_PROCESS_ID=\$ID python3 job.py"
+
+Several slices: ``xs.topology("v5e:4x4,num_slices=2")`` compiles for both (8 hosts, device ids
+``100000 * (slice + 1) + i``); libtpu joins the slices through ``MEGASCALE_COORDINATOR_ADDRESS``,
+``MEGASCALE_NUM_SLICES`` and ``MEGASCALE_SLICE_ID``, which the slices' provisioning (GKE, queued
+resources) sets. Checked here without a pod: the options and the distributed client libtpu's client
+gets, the order, the host parts of ``v5e:4x4`` and of two slices; not yet run on a pod.
 """
 
 from __future__ import annotations

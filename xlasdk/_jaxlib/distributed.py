@@ -43,7 +43,7 @@ from typing import Any, Final
 
 from jaxlib import xla_client as _xc
 
-from ..errors import DistributedError
+from ..errors import DistributedError, XlaRuntimeError
 from ._pjrt_base import _one_line
 
 __all__ = [
@@ -599,10 +599,19 @@ def make_plugin_client(
     Raises
     ------
     XlaRuntimeError
-        When the plugin cannot create its client.
+        When the plugin cannot create its client, or its client places this host at another process
+        index than the job's ``process_id`` (a TPU host's process id must be its TPU worker number).
     """
     from . import pjrt
 
     opts: dict[str, Any] = {} if name == "tpu" else {"node_id": process_id, "num_nodes": num_processes}
     opts.update(options or {})
-    return pjrt.make_plugin_client(name, opts, client)
+    made = pjrt.make_plugin_client(name, opts, client)
+    placed = client_process_index(made)
+    if placed != process_id:
+        raise XlaRuntimeError(
+            f"the {name} client places this host at process index {placed}, but the job gave it process_id "
+            f"{process_id}: give each host its own place in the slice as its process id (on a TPU host its TPU "
+            "worker number, TPU_WORKER_ID; with several slices, slice * hosts per slice + worker number)"
+        )
+    return made
