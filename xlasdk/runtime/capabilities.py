@@ -50,7 +50,8 @@ from ..shape import Shape
 from ..types import PrimitiveType
 from .device import Device
 
-__all__ = ["Capabilities", "Refusal", "Unsupported", "Platform", "capabilities", "check_capabilities", "TABLE"]
+__all__ = ["Capabilities", "Refusal", "Support", "Unsupported", "Platform", "capabilities", "check_capabilities",
+           "TABLE"]
 
 P = PrimitiveType
 
@@ -173,6 +174,49 @@ class Refusal:
         return (f"{self.row.what} is not supported on {self.device} (XLA:{self.row.platform.name} fails on "
                 f"{self.instruction}{at}; what it said of such a program when measured: {self.row.xla_says}): "
                 f"{self.row.instead}")
+
+
+@dataclass(frozen=True)
+class Support:
+    """The answer of :meth:`Capabilities.supports` / ``Device.supports(what)``: whether the device's
+    compiler takes ``what``, as its capability table knows (nothing is compiled). True in a boolean
+    context when it does.
+
+    Attributes
+    ----------
+    supported: whether the table refuses nothing of ``what``.
+    device: how messages name the device (``"TPU v5e"``, ``"cpu"``).
+    what: what was asked about (``"computation 'f'"``, ``"op stablehlo.rng -> f64[4]"``, ``"element type F64"``).
+    refusals: for a computation or an op, every :class:`Refusal` (empty when supported).
+    reasons: why not, one line each (a refusal's words, or what the platform's lowering says); empty when
+        supported.
+    limits: for an element type the device supports, the rows that refuse some ops or shapes of it
+        (``f64 rng``, ``f64/c128 FFT``): what to expect of it there.
+    """
+
+    supported: bool
+    device: str
+    what: str
+    refusals: tuple[Refusal, ...] = ()
+    reasons: tuple[str, ...] = ()
+    limits: tuple[Unsupported, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.supported
+
+    @property
+    def reason(self) -> str:
+        """The first reason (``""`` when supported)."""
+        return self.reasons[0] if self.reasons else ""
+
+    def __str__(self) -> str:
+        if not self.supported:
+            more = f" (and {len(self.reasons) - 1} more)" if len(self.reasons) > 1 else ""
+            return f"{self.what} is not supported on {self.device}: {self.reason}{more}"
+        if self.limits:
+            return (f"{self.what} is supported on {self.device}, except: "
+                    + "; ".join(f"{r.what} ({r.name})" for r in self.limits))
+        return f"{self.what} is supported on {self.device}"
 
 
 _X64_UNIMPLEMENTED: Final = ("While rewriting computation to not contain X{64|128} element types, XLA encountered "
@@ -440,6 +484,66 @@ class Capabilities:
             first = next((f for f in found if f.opcode != "parameter"), found[0])  # the op that uses it
             more = f" (and {len(found) - 1} more refused instructions)" if len(found) > 1 else ""
             raise UnsupportedOnDeviceError(f"compile: {first}{more}", refusals=tuple(found))
+
+    def supports(self, what: Any, *, device: Any = None) -> Support:
+        """Whether this device's compiler takes ``what``, by the table (nothing is compiled).
+
+        Parameters
+        ----------
+        what:
+            An :class:`~xlasdk.XlaComputation` (checked as ``xs.compile`` checks it: every instruction,
+            of every called function, after the platform's own lowering of LAPACK calls), an
+            :class:`~xlasdk.XlaOp` (that op as written, its operands' and results' types), or an
+            element type (a numpy / ml_dtypes dtype, ``"f64"``, a :class:`~xlasdk.PrimitiveType`):
+            unsupported when a row refuses every array of it; else supported, with the rows that
+            refuse some ops of it in ``limits``.
+        device:
+            The device a computation is for (its platform's lowering of LAPACK calls applies first, as
+            in ``xs.compile``); None: the computation as written. ``Device.supports`` passes itself.
+
+        Raises
+        ------
+        DTypeError
+            ``what`` is none of these.
+        GraphImportError
+            A computation the check cannot read (it does not guess).
+        """
+        from ..errors import PlatformLoweringError
+        from ..types import dtype_to_etype
+
+        if isinstance(what, XlaComputation):
+            label = f"computation {what.name!r}"
+            if device is not None:
+                from ._platform_lowering import for_device
+
+                try:
+                    what = for_device(what, device)
+                except PlatformLoweringError as e:
+                    return Support(False, self.device, label, (), (str(e),))
+            found = tuple(self.refusals(what))
+            return Support(not found, self.device, label, found, tuple(str(f) for f in found))
+        if isinstance(what, XlaOp):
+            label = f"op {what.opcode} -> {what.shape}"
+            where = _source(what)
+            hits = tuple(Refusal(r, label, where, self.device, what.opcode) for r in self.rows if r.matches(what))
+            return Support(not hits, self.device, label, hits, tuple(str(h) for h in hits))
+        if not isinstance(what, PrimitiveType) and (isinstance(what, (bool, int, float, complex)) or what is None):
+            from ..errors import DTypeError
+
+            raise DTypeError(f"supports: expected an XlaComputation, an XlaOp or an element type, got {what!r}")
+        try:
+            etype = dtype_to_etype(what)
+        except XlaSdkError as e:
+            from ..errors import DTypeError
+
+            raise DTypeError(f"supports: expected an XlaComputation, an XlaOp or an element type; {e}") from None
+        label = f"element type {etype.name}"
+        rows = tuple(r for r in self.rows if etype in r.element_types)
+        every = tuple(r for r in rows if not r.opcodes and r.when is None)
+        if every:
+            return Support(False, self.device, label, (), tuple(
+                f"{r.what} is not supported on {self.device} ({r.xla_says}): {r.instead}" for r in every), every)
+        return Support(True, self.device, label, limits=rows)
 
     def custom_call_available(self, target: str) -> bool:
         """Whether a custom call to ``target`` compiles here, as far as the table knows (False for
