@@ -288,3 +288,60 @@ def test_multi_slice_topologies_compile_and_split_by_host() -> None:
 def test_a_bad_slice_count_is_an_error(name: str, kwargs: dict[str, object], words: str) -> None:
     with pytest.raises(xs.UnknownDeviceError, match=words):
         xs.topology(name, **kwargs)  # type: ignore[arg-type]
+
+
+# -- a rehearsal of the pod's steps with CPU processes ---------------------------------------------------
+_REHEARSAL = '''
+import os, sys
+import numpy as np
+import xlasdk as xs
+from xlasdk import ops
+from xlasdk.runtime.host_parts import load_host_part, parts_of
+
+out = sys.argv[1]
+xs.distributed.initialize()
+me, n, P = xs.process_index(), xs.process_count(), len(xs.devices())
+b = xs.XlaBuilder("mm")
+with b.sharding(f"{{devices=[1,{P}]<=[{P}]}}"):
+    x = ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, (8, 4 * P)), "x")
+with b.sharding(f"{{devices=[{P},1]<=[{P}]}}"):
+    w = ops.Parameter(b, 1, xs.Shape.array_shape(np.float32, (4 * P, 8)), "w")
+with b.sharding("{replicated}"):
+    y = ops.Dot(x, w)
+if me == 0:  # one process compiles and writes every host's part
+    exe = xs.compile(b.build(y), options=xs.CompileOptions(num_partitions=P))
+    for part in parts_of("cpu", tuple(exe.devices), P, n, exe.serialize()):
+        part.save(os.path.join(out, f"process_{part.process_index}"))
+xs.distributed.barrier("written", 120)
+try:
+    load_host_part(os.path.join(out, f"process_{1 - me}"))
+    refused = ""
+except xs.DistributedError as e:
+    refused = str(e)
+exe = load_host_part(out)
+mine = [k for k, d in enumerate(exe.devices) if d in exe.local_devices]
+rng = np.random.default_rng(0)
+X = rng.standard_normal((8, 4 * P)).astype(np.float32)
+W = rng.standard_normal((4 * P, 8)).astype(np.float32)
+got = exe.execute_sharded([X, W])
+want = X.astype(np.float64) @ W.astype(np.float64)
+ok = len(got.shards) == len(mine) and all(np.allclose(s.to_numpy(), want, rtol=1e-4, atol=1e-4) for s in got.shards)
+print(f"REPORT {me} {mine} {'MATCH' if ok else 'MISMATCH'} {'refused' if 'process ' in refused else 'NOT REFUSED'}")
+xs.distributed.shutdown()
+'''
+
+
+def test_host_parts_load_and_run_in_a_two_process_cpu_job(tmp_path: Path) -> None:
+    """The pod's steps, rehearsed with 2 CPU processes of 2 devices: process 0 compiles a 4-partition
+    program (its all-reduce crosses the processes) and writes each process's part; each process
+    loads its own with load_host_part (refusing the other's), runs its partitions and gets x @ w
+    (numpy's, float64)."""
+    script = tmp_path / "rehearsal.py"
+    script.write_text(_REHEARSAL)
+    r = subprocess.run([sys.executable, "-m", "xlasdk.launch", "-n", "2", "--local-device-count", "2",
+                        "--timeout", "240", str(script), str(tmp_path / "parts")], capture_output=True, text=True,
+                       timeout=300, cwd=ROOT, env=_env())
+    assert r.returncode == 0, (r.returncode, r.stdout[-1500:], r.stderr[-1500:])
+    reports = sorted(line.split("REPORT ", 1)[1] for line in r.stdout.splitlines() if "REPORT " in line)
+    assert reports == ["0 [0, 1] MATCH refused", "1 [2, 3] MATCH refused"], r.stdout[-1500:]
+    assert sorted(p.name for p in (tmp_path / "parts").iterdir()) == ["process_0", "process_1"]
