@@ -345,3 +345,30 @@ def test_host_parts_load_and_run_in_a_two_process_cpu_job(tmp_path: Path) -> Non
     reports = sorted(line.split("REPORT ", 1)[1] for line in r.stdout.splitlines() if "REPORT " in line)
     assert reports == ["0 [0, 1] MATCH refused", "1 [2, 3] MATCH refused"], r.stdout[-1500:]
     assert sorted(p.name for p in (tmp_path / "parts").iterdir()) == ["process_0", "process_1"]
+
+
+@needs_libtpu
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="jax (a test-only peer) is not installed")
+def test_the_hosts_are_jaxs() -> None:
+    """JAX's own topology description (``jax.experimental.topologies.get_topology_desc``, in a process
+    of its own) puts every device on the same host as xs.topology does, multi-slice included."""
+    code = textwrap.dedent("""
+        import json, os
+        os.environ.update(JAX_PLATFORMS="cpu", TPU_SKIP_MDS_QUERY="1", TPU_WORKER_HOSTNAMES="localhost",
+                          ALLOW_MULTIPLE_LIBTPU_LOAD="1")
+        from jax.experimental import topologies
+        out = {}
+        for name, slices in (("v5e:4x4", 1), ("v5e:2x4", 1), ("v5e:2x2", 2)):
+            t = topologies.get_topology_desc(name, "tpu", num_slices=slices) if slices > 1 else \\
+                topologies.get_topology_desc(name, "tpu")
+            out[f"{name}/{slices}"] = sorted([d.id, d.process_index] for d in t.devices)
+        print(json.dumps(out))
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240, cwd=ROOT,
+                       env=_env())
+    assert r.returncode == 0, r.stderr[-1500:]
+    jax_hosts = json.loads(r.stdout.strip().splitlines()[-1])
+    for key, want in jax_hosts.items():
+        name, slices = key.split("/")
+        topo = xs.topology(name, num_slices=int(slices))
+        assert sorted([d.id, d.process_index] for d in topo.devices) == want, key
