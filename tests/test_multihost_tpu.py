@@ -372,3 +372,27 @@ def test_the_hosts_are_jaxs() -> None:
         name, slices = key.split("/")
         topo = xs.topology(name, num_slices=int(slices))
         assert sorted([d.id, d.process_index] for d in topo.devices) == want, key
+
+
+@needs_libtpu
+@pytest.mark.parametrize(("change", "words"), [
+    (lambda m: [m], "not an xlasdk host part"),
+    (lambda m: dict(m, version=2), "version 2 is unsupported"),
+    (lambda m: dict(m, process_index="0"), "corrupt"),
+    (lambda m: dict(m, process_index=5), "corrupt"),
+    (lambda m: dict(m, logical_ids=7), "corrupt"),
+    (lambda m: dict(m, logical_ids=[[0, 0]]), "corrupt"),
+    (lambda m: dict(m, local_device_ids=["0", "1"]), "list of ints"),
+    (lambda m: dict(m, device_ids=[0, 1, 2, 5]), "are not the part's"),
+    (lambda m: {k: v for k, v in m.items() if k != "sha256"}, "corrupt"),
+])
+def test_a_hostile_host_json_is_a_format_error(tmp_path: Path, change: object, words: str) -> None:
+    from xlasdk.runtime.host_parts import read_host_part
+
+    exe = xs.compile(_contracting_split_matmul(4), device=xs.topology("v5e:2x2").devices[0],
+                     options=xs.CompileOptions(num_partitions=4))
+    (d,) = exe.save_per_host(tmp_path)
+    meta = json.loads((Path(d) / "host.json").read_text())
+    (Path(d) / "host.json").write_text(json.dumps(change(meta)))  # type: ignore[operator]
+    with pytest.raises(xs.FormatError, match=words):
+        read_host_part(d)
