@@ -72,16 +72,117 @@ def on_test_device(comp: xs.XlaComputation) -> None:
             pytest.skip(f"capability table: {found[0]}")
 
 
+#: A run of :func:`run`: the computation, its arguments and (weakly) its outputs, which
+#: :func:`assert_device_close` judges by the test device's error model off the CPU.
+Program = tuple[xs.XlaComputation, tuple[Any, ...], list[Any]]
+#: the program each test ran last (by ``PYTEST_CURRENT_TEST``), and the program of each output array
+#: still alive (by ``id``, with a weak reference to tell a reused id)
+_LAST_RUN: dict[str, Program] = {}
+_PROGRAM_OF: dict[int, tuple[Any, int, Program]] = {}
+
+
+def _current_test() -> str:
+    return os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0]
+
+
+def _remember(comp: xs.XlaComputation, args: tuple[Any, ...], result: list[np.ndarray[Any, Any]]) -> None:
+    import weakref
+
+    for k in [k for k, (ref, _, _) in _PROGRAM_OF.items() if ref() is None]:
+        del _PROGRAM_OF[k]
+    program: Program = (comp, args, [weakref.ref(r) for r in result])
+    _LAST_RUN[_current_test()] = program
+    for i, r in enumerate(result):
+        _PROGRAM_OF[id(r)] = (weakref.ref(r), i, program)
+
+
+def program_of(got: Any) -> tuple[Program, int] | None:
+    """The program (and output index) :func:`run` returned ``got`` from, if it is one of its outputs."""
+    found = _PROGRAM_OF.get(id(got))
+    if found is None or found[0]() is not got:
+        return None
+    return found[2], found[1]
+
+
 def run(comp: xs.XlaComputation, *args: Any) -> list[np.ndarray[Any, Any]]:
     """Compile ``comp`` for :data:`TEST_DEVICE` (cpu:0 unless ``XLASDK_TEST_PLATFORM`` says
-    otherwise), run it on ``args`` and return every output as numpy."""
+    otherwise), run it on ``args`` and return every output as numpy (C-contiguous: a device's
+    layout may give other strides, and a test's ``.view(dtype)`` of another width needs them)."""
     on_test_device(comp)
-    out = xs.compile(comp, device=TEST_DEVICE)(*(np.asarray(a) for a in args))
+    host = tuple(np.asarray(a) for a in args)
+    out = xs.compile(comp, device=TEST_DEVICE)(*host)
     outs = out if isinstance(out, tuple) else (out,)
-    result = [o.to_numpy() for o in outs]
+    result = [np.ascontiguousarray(o.to_numpy()) for o in outs]
+    _remember(comp, host, result)
     if os.environ.get("XLASDK_CHECK_DIRECT_HLO"):  # a deep local run: every computation a test runs
         check_direct_hlo(comp, *args, outs=result)
     return result
+
+
+# -- value checks judged by the test device's error model ------------------------------------------
+
+def test_device_kind() -> str:
+    """The error model the op tests' value checks judge by: ``"cpu"`` on the CPU (each test's own
+    tolerance), else the test device's kind in :mod:`xlasdk.reference._precision` (``"tpu-v5e"``: the
+    model ``xlasdk compare --device-kind tpu-v5e`` uses)."""
+    if str(TEST_DEVICE).startswith("cpu"):
+        return "cpu"
+    from xlasdk.reference._precision import device_kind_of
+    from xlasdk.runtime.device import _resolve_device
+
+    return device_kind_of(_resolve_device(TEST_DEVICE)).name
+
+
+test_device_kind.__test__ = False  # type: ignore[attr-defined]  # a helper, not a test
+
+
+def assert_device_close(got: Any, want: Any, *, rtol: float = 1e-7, atol: float = 0.0, equal_nan: bool = True,
+                        err_msg: str = "", kind: str | None = None, of: Any = None) -> None:
+    """The value check of an op test, by the error model of the device that computed ``got``.
+
+    ``kind`` (default :func:`test_device_kind`) ``"cpu"``: exactly ``np.testing.assert_allclose(got,
+    want, rtol=rtol, atol=atol, equal_nan=equal_nan, err_msg=err_msg)``, the test's check as written for
+    XLA:CPU. Any other kind (``"tpu-v5e"``): the tolerance was written for XLA:CPU and says nothing of
+    that device, so the program that computed the values is judged as ``xlasdk compare --outputs
+    --device-kind KIND`` judges it: against the reference evaluator computing as that device does (a
+    TPU's DEFAULT-precision f32 dots on bf16 operands), each op within that device's bound (a TPU's
+    tanh within 1365.5 ulps...). The program: that of ``of`` (an output array :func:`run` returned:
+    that output alone is judged), else that of ``got`` when it is such an output, else the one this
+    test ran last (every output judged: ``got`` is a value derived from them). A program the model
+    cannot judge fails the check (it never passes unjudged)."""
+    kind = test_device_kind() if kind is None else kind
+    if kind == "cpu":
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=equal_nan, err_msg=err_msg)
+        return
+    found = program_of(of if of is not None else got)
+    program, index = found if found is not None else (_LAST_RUN.get(_current_test()), None)
+    if program is None:
+        pytest.fail(f"assert_device_close on {kind}: no program to judge by its error model ({err_msg})")
+    judge(program, kind, index, err_msg)
+
+
+def judge(program: Program, kind: str, index: int | None = None, what: str = "") -> None:
+    """Assert that the error model of device ``kind`` takes ``program``'s outputs (output ``index`` only,
+    when given): ``xs.compare(comp, args, outputs=..., device_kind=kind)``."""
+    comp, args, refs = program
+    outs = [r() if callable(r) else r for r in refs]
+    if any(o is None for o in outs):  # an output the test let go: the device gives it again
+        out = xs.compile(comp, device=TEST_DEVICE)(*args)
+        outs = [np.asarray(o.to_numpy()) for o in (out if isinstance(out, tuple) else (out,))]
+    report = xs.compare(comp, list(args), outputs=outs, device_kind=kind)
+    ok = report.outputs[index].ok if index is not None else report.ok
+    assert ok, f"{what}: by the error model of {kind}{f' (output {index})' if index is not None else ''}:\n{report}"
+
+
+def skip_where_device_defines_otherwise(name: str) -> None:
+    """Skip the test on a test device whose platform defines the behaviour ``name`` (a row of
+    :data:`xlasdk.runtime.capabilities.BEHAVIOURS`) otherwise than the test checks (XLA:CPU's), with the
+    row's reason; nothing to do on the CPU or where the row does not hold."""
+    from xlasdk.runtime.capabilities import BEHAVIOURS
+
+    row = BEHAVIOURS[name]
+    if test_device_kind() != "cpu" and xs.capabilities(TEST_DEVICE).platform is row.platform:
+        pytest.skip(f"capability table, behaviour {row.name}: {row}")
 
 
 def assert_same_outputs(

@@ -50,8 +50,8 @@ from ..shape import Shape
 from ..types import PrimitiveType
 from .device import Device
 
-__all__ = ["Capabilities", "Refusal", "Support", "Unsupported", "Platform", "capabilities", "check_capabilities",
-           "TABLE"]
+__all__ = ["Behaviour", "BEHAVIOURS", "Capabilities", "Refusal", "Support", "Unsupported", "Platform", "capabilities",
+           "check_capabilities", "TABLE"]
 
 P = PrimitiveType
 
@@ -422,6 +422,52 @@ def _tpu_rows() -> tuple[Unsupported, ...]:
 
 TABLE: tuple[Unsupported, ...] = _tpu_rows()
 """Every row, every platform. The CPU has none: every op xlasdk builds compiles for XLA:CPU."""
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """A value a platform's compiled code defines otherwise than XLA:CPU (StableHLO leaves it to the
+    implementation, or the platform approximates what XLA:CPU computes exactly): the platform compiles
+    the program, but a check of XLA:CPU's values cannot hold there (op tests skip it, naming the row).
+
+    Attributes
+    ----------
+    name: the row's short name (``"tpu-float-to-int-nan"``).
+    platform: the :class:`Platform` that defines it otherwise.
+    what: the behaviour (``"convert of NaN and out-of-range floats to integers"``).
+    cpu: what XLA:CPU gives.
+    device: what the platform gives, as far as measured or documented.
+    measured: where it was seen.
+    """
+
+    name: str
+    platform: Platform
+    what: str
+    cpu: str
+    device: str
+    measured: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return (f"{self.what}: XLA:CPU gives {self.cpu}; XLA:{self.platform.name} {self.device} "
+                f"(seen: {'; '.join(self.measured)})")
+
+
+_V5E_OPS: Final = "a TPU v5e, libtpu 0.0.42.1, the op suite of main e94d0b0 (tpu-ops-failures.txt)"
+
+#: Every behaviour row, by name.
+BEHAVIOURS: dict[str, Behaviour] = {b.name: b for b in (
+    Behaviour("tpu-float-to-int-nan", Platform.TPU, "convert of NaN and of out-of-range floats to integers",
+              "0 for NaN and the integer type's bounds beyond them (saturation)",
+              "gives other integers for some of them (-2147483648 where the CPU's answer differs); StableHLO "
+              "leaves the result implementation-defined", (_V5E_OPS,)),
+    Behaviour("tpu-fp8-rounding", Platform.TPU, "convert of f32 to f8e4m3fn / f8e5m2",
+              "the nearest fp8 value, ties to even, NaN beyond f8e4m3fn's range",
+              "rounds some values otherwise", (_V5E_OPS,)),
+    Behaviour("tpu-float-remainder", Platform.TPU, "remainder of f16 / bf16 / f32 values",
+              "the exact remainder (fmod), as numpy's",
+              "computes it through its approximate division: some results are far from the exact one, "
+              "beyond any ulp bound of the error model (which has no row for remainder)", (_V5E_OPS,)),
+)}
 
 
 # -- the table of a device ----------------------------------------------------------------------
