@@ -162,7 +162,7 @@ def test_xla_cpu_optimized_per_partition_dumps(tmp_path: Path, after: Path, befo
 
 
 @pytest.mark.parametrize("argv,says", [
-    (["--bisect", "ops"], "bisect its before_optimizations file"),
+    (["--bisect", "passes"], "bisect its before_optimizations file"),
     (["--find-nonfinite"], "bisect its before_optimizations file"),
     (["--against", "cpu:0"], "compare it against the reference, its before_optimizations file"),
     (["--against", "recorded"], "is not a snapshot"),

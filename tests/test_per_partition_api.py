@@ -255,8 +255,11 @@ def test_what_compare_cannot_do_with_a_per_partition_dump_says_what_to_give() ->
     after = MLP / "module.cpu_after_optimizations.txt"
     comp = xs.load_computation(after)
     ins = io_arrays(MLP / "io.npz", "in")
-    with pytest.raises(CompareArgumentError, match="bisect its before_optimizations module"):
+    with pytest.raises(CompareArgumentError, match="its ops are bisected against the reference evaluator on the "
+                       "module itself"):
         xs.compare(comp, ins, against=xs.load_computation(MLP / "module.before_optimizations.txt"), bisect="ops")
+    with pytest.raises(CompareArgumentError, match="bisect its before_optimizations module"):
+        xs.compare(comp, ins, bisect="passes")
     with pytest.raises(CompareArgumentError, match="bisect its before_optimizations module"):
         xs.compare(comp, ins, find_nonfinite=True)
     with pytest.raises(CompareArgumentError, match="compare it against the reference"):

@@ -8,7 +8,15 @@ optimized module on its own pieces and the outputs are put together by the resul
 - ``--against reference`` (the default): the reference evaluator on the before-optimizations file's
   global program (the per-partition module's collectives are not evaluated per partition);
 - ``--against BEFORE.hlo``: that module run on the global inputs on one device;
-- ``--against OUT.npz``: the program's global outputs recorded elsewhere.
+- ``--against OUT.npz``: the program's global outputs recorded elsewhere;
+- ``--against GOOD.hlo`` where GOOD is a per-partition module of the same program (one that
+  computes it right): run per partition on the same pieces.
+
+``--bisect ops`` bisects the per-partition module itself: the reference evaluator runs it (or, with
+``--against GOOD.hlo``, the good per-partition module, instructions paired by name) on every
+partition at once (collectives simulated), each cut runs on every partition's device, and the
+report names the first instruction that introduces a divergence and the partitions in which it
+departs (:mod:`xlasdk.reference._bisect_partitions`).
 
 Judged by the error models as the single-device path: the device's, the one ``--device-kind`` names
 and, for a TPU-optimized module's CPU meaning, the TPU's (its kept bf16 converts are the TPU's DEFAULT
@@ -39,11 +47,17 @@ from ._per_partition import _ShapesOf, gather, plan_for
 def _refuse(args: argparse.Namespace, devices: int) -> None:
     """The options a per-partition comparison cannot honour: a clear error naming what to use instead."""
     f = args.file
-    if args.bisect or args.find_nonfinite:
+    if (args.bisect and args.bisect != "ops") or args.find_nonfinite:
         what = f"--bisect {args.bisect}" if args.bisect else "--find-nonfinite"
         raise UsageError(f"{what}: {f} is an optimized per-partition dump ({devices} partitions); bisect its "
                          "before_optimizations file (xlasdk compare BEFORE.hlo " + (
-                             f"--bisect {args.bisect})" if args.bisect else "--find-nonfinite)"))
+                             f"--bisect {args.bisect})" if args.bisect else "--find-nonfinite)") +
+                         ", or its ops with --bisect ops")
+    if args.bisect == "ops" and args.against.endswith(".npz"):
+        raise UsageError(f"--bisect ops --against {args.against}: {f} is an optimized per-partition dump ({devices} "
+                         "partitions); its ops are bisected against the reference evaluator on the module itself "
+                         "(leave out --against) or on a per-partition module of the same program that computes it "
+                         "right (--against GOOD.hlo), every partition simulated")
     if getattr(args, "outputs", None):
         raise UsageError(f"--outputs: {f} is an optimized per-partition dump; compare the before_optimizations "
                          "file with --outputs (the global outputs), or give them as --against OUT.npz")
@@ -60,6 +74,20 @@ def _refuse(args: argparse.Namespace, devices: int) -> None:
         raise UsageError(f"--against {against}: {f} is an optimized per-partition dump ({devices} partitions); "
                          "compare it against the reference, its before_optimizations file (--against BEFORE.hlo) "
                          "or recorded global outputs (--against OUT.npz)")
+
+
+def _per_partition_module(path: str) -> Any:
+    """The module ``--against`` names when it is a per-partition module itself (another optimized
+    dump of the program, compared piece by piece), else None (the before_optimizations file)."""
+    from xlasdk.errors import FormatError
+    from xlasdk.formats.load import load_computation
+    from xlasdk.runtime.per_partition import per_partition_count
+
+    try:
+        loaded = load_computation(path)
+    except FormatError as e:
+        raise UsageError(f"--against {path}: cannot load it as a module: {e}") from None
+    return loaded if per_partition_count(loaded) is not None else None
 
 
 def _global_inputs(plan: PerPartitionPlan, per_device: list[list[np.ndarray[Any, Any]]]
@@ -86,7 +114,8 @@ def compare_per_partition(args: argparse.Namespace, comp: Any, devices: int, out
     _refuse(args, devices)
     against: str = args.against
     module_path = against if against != "reference" and not against.endswith(".npz") else None
-    plan = plan_for(args.file, comp, devices, before=module_path)
+    good = _per_partition_module(module_path) if module_path is not None else None
+    plan = plan_for(args.file, comp, devices, before=module_path if good is None else None)
     if plan.result_shardings is None:
         raise UsageError(f"{args.file}: {plan.result_source}; the outputs cannot be put together into the global "
                          "outputs compare judges: give --against BEFORE.hlo (its result shardings), or run it "
@@ -98,7 +127,9 @@ def compare_per_partition(args: argparse.Namespace, comp: Any, devices: int, out
     else:
         global_ins = _global_inputs(plan, ins)
     runner: Any
-    if module_path is not None:
+    if good is not None:
+        runner = SecondModule(good)
+    elif module_path is not None:
         assert plan.before is not None  # plan_for loaded it (or said it cannot)
         runner = SecondModule(plan.before)
     elif against == "reference":
@@ -115,7 +146,7 @@ def compare_per_partition(args: argparse.Namespace, comp: Any, devices: int, out
                                excess_precision=args.excess_precision, xla_flags=_xla_flags(args.xla_flags),
                                device_kind=getattr(args, "device_kind", None))
     _stage("compiling")
-    report = compare_plan(plan, global_ins, runner, settings, pieces=ins)
+    report = compare_plan(plan, global_ins, runner, settings, pieces=ins, bisect_ops=args.bisect == "ops")
     out.write(str(report) + "\n")
     how = "global inputs split by the parameters' shardings" if mode == "global" else (
         "per-partition inputs (put together into the global inputs by the parameters' shardings)")

@@ -151,6 +151,10 @@ class OpsBisection:
     #: what the part gone into was fed: the device's values (against the reference), the good run's
     #: (against a second module: both sides fed the same)
     inside_on: str = "the device's values"
+    #: for an optimized per-partition dump (one partition's program of an SPMD program): the
+    #: partitions in which the culprit computes another value than its rule (or than the same
+    #: instruction of the per-partition module compared against); empty otherwise
+    partitions: list[int] = field(default_factory=list)
 
     @property
     def path(self) -> str:
@@ -175,6 +179,7 @@ class OpsBisection:
                 "isolation": self.isolation, "group": self.group, "compiles": self.compiles, "method": self.method,
                 "note": self.note, "first_divergent": self.first_divergent, "path": self.path, "region": self.region,
                 "inside": None if self.inside is None else self.inside.as_dict(), "inside_on": self.inside_on,
+                "partitions": self.partitions,
                 "where": _where(self.deepest.culprit),
                 "op_errors": {k: v.as_dict() for k, v in self.op_errors.items()}}
 

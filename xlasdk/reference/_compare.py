@@ -51,7 +51,10 @@ def compare(
         program's global arrays as ``xlasdk compare`` runs it: split by the parameters' shardings,
         each partition on its own device, the outputs put together, compared with the program's
         global meaning (the reference on the plan's before_optimizations module, a second module:
-        the before_optimizations module, or recorded global outputs); no bisection.
+        the before_optimizations module, or recorded global outputs); ``bisect="ops"`` (against the
+        reference, or another per-partition module of the program that computes it right) bisects
+        the per-partition module's ops, every partition simulated, and names the partitions where
+        the culprit departs; no other bisection.
     args: one array per parameter (the program's global arrays for a per-partition dump).
     settings: every setting below from ``device`` to ``outputs`` as one record
         (:class:`~xlasdk.CompareSettings`, checked when it was made); the keywords make one when

@@ -32,7 +32,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -40,7 +40,7 @@ from .._mlir_attrs import I64Elements
 from .._numbers import SECONDS
 from .._optable import evaluates
 from ..builder import XlaOp
-from ..errors import ShapeError, XlaSdkError
+from ..errors import CollectiveTimeoutError, ShapeError, XlaSdkError
 from ..ops.collectives import (
     ALL_GATHER,
     ALL_REDUCE,
@@ -58,14 +58,10 @@ if TYPE_CHECKING:
 
 __all__ = ["evaluate_spmd", "CollectiveTimeoutError"]
 
+_T = TypeVar("_T")
+
 #: how long a simulated device waits at a collective for the other members of its group, in seconds
 DEFAULT_TIMEOUT = 60.0
-
-
-class CollectiveTimeoutError(XlaSdkError):
-    """A simulated device waited at a collective longer than the timeout for devices that never
-    came (they took another path through the program, or the op's groups name a device that does
-    not run it); the message names the op and the devices."""
 
 
 class _Aborted(XlaSdkError):
@@ -359,16 +355,29 @@ def evaluate_spmd(
         raise ShapeError(f"evaluate_spmd: {len(lists)} argument lists for {num_replicas} replica(s) x "
                          f"{num_partitions} partition(s); expected one per device ({num_replicas * num_partitions})")
     seconds = SECONDS.check(timeout, "evaluate_spmd: timeout", ShapeError)  # an inf wait overflowed
+    results = on_every_device(computation, lambda i, callees: run_reference(
+        computation, lists[i], scales=False, callees=callees)[0], num_replicas, num_partitions, seconds)
+    return list(results)
+
+
+def on_every_device(computation: XlaComputation, body: Callable[[int, Any], _T], num_replicas: int,
+                    num_partitions: int, timeout: float = DEFAULT_TIMEOUT) -> list[_T]:
+    """``body(i, callees)`` run as each simulated device ``i`` of ``num_replicas x num_partitions``
+    (replica-major), one thread each, their collectives meeting (as :func:`evaluate_spmd` runs a
+    program; ``callees``: the called functions' graphs, shared, for an evaluator's
+    :attr:`~xlasdk.reference._walk.Evaluator.callees`). The first error a device raised is raised,
+    naming the device (an error of a device that stopped because another failed comes last)."""
     computation.instruction_graph()  # imported once, before the threads share it
-    hub = _Hub(seconds)
+    count = num_replicas * num_partitions
+    hub = _Hub(timeout)
     callees = _SharedCallees(computation)
-    results: list[list[np.ndarray[Any, Any]] | None] = [None] * len(lists)
-    errors: list[BaseException | None] = [None] * len(lists)
+    results: list[Any] = [None] * count
+    errors: list[BaseException | None] = [None] * count
 
     def run(i: int) -> None:
         _LOCAL.device = _Device(i // num_partitions, i % num_partitions, num_replicas, num_partitions, hub)
         try:
-            results[i] = run_reference(computation, lists[i], scales=False, callees=callees)[0]
+            results[i] = body(i, callees)
         except BaseException as e:  # noqa: BLE001 - handed to the caller below
             errors[i] = e
             hub.fail()
@@ -376,7 +385,7 @@ def evaluate_spmd(
             _LOCAL.device = None
 
     threads = [threading.Thread(target=run, args=(i,), name=f"xlasdk-device-{i}", daemon=True)
-               for i in range(len(lists))]
+               for i in range(count)]
     for t in threads:
         t.start()
     for t in threads:
@@ -393,4 +402,5 @@ def evaluate_spmd(
         except Exception:  # noqa: BLE001 - an error class that takes other arguments: as it came
             named = e
         raise named from (e if named is not e else None)
-    return [r for r in results if r is not None]
+    return results
+
