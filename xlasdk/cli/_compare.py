@@ -80,6 +80,10 @@ def _other_environment(args: argparse.Namespace) -> Any:
 def _cmd_compare(args: argparse.Namespace, out: IO[str]) -> int:
     _stage("loading")
     comp, snap = _load_program(args)
+    if getattr(args, "optimized_hlo", False):  # two environments' compiles, nothing run
+        from ._compare_optimized import compare_optimized
+
+        return compare_optimized(args, comp, _other_environment(args), out)
     if snap is None:
         from ._per_partition import per_partition_devices_of
 

@@ -187,6 +187,13 @@ def add_compare_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str)
     s.add_argument("--against-jaxlib", default=None, metavar="VERSION",
                    help="as --against-python, in a virtual environment with that jaxlib made once with pip and "
                         "kept in xlasdk's cache directory (envs/)")
+    s.add_argument("--optimized-hlo", action="store_true",
+                   help="with --against-python/--against-jaxlib: compare the optimized HLO XLA makes of FILE here "
+                        "and there, instruction by instruction (matched by origin, then structure: added, removed, "
+                        "changed opcode, shape, layout, fusion kind); nothing runs; exit 1 when they differ")
+    s.add_argument("--topology", default=None, metavar="NAME",
+                   help="--optimized-hlo: compile for one device of this TPU slice without a chip, e.g. v5e:1x1 "
+                        "(each environment's libtpu; default: the CPU)")
     add_input_arguments(s)
     s.add_argument("--rtol", type=TOLERANCE.parse, default=None, help="relative tolerance (default: by element type)")
     s.add_argument("--atol", type=TOLERANCE.parse, default=None, help="absolute tolerance (default: by element type)")
@@ -524,6 +531,15 @@ def check_against_environment(args: argparse.Namespace) -> None:
     with no --bisect but ops and no --outputs; PATH an existing file."""
     given = [f for f, v in (("--against-python", args.against_python), ("--against-jaxlib", args.against_jaxlib))
              if v is not None]
+    if getattr(args, "topology", None) is not None and not getattr(args, "optimized_hlo", False):
+        raise UsageError("--topology NAME is where --optimized-hlo compiles: give --optimized-hlo")
+    if getattr(args, "optimized_hlo", False):
+        if not given:
+            raise UsageError("--optimized-hlo compares two environments' compiles: give --against-python PATH or "
+                             "--against-jaxlib VERSION")
+        if args.bisect or args.find_nonfinite or args.outputs or args.html:
+            raise UsageError("--optimized-hlo compiles and compares the optimized HLO, nothing runs: no --bisect, "
+                             "--find-nonfinite, --outputs or --html")
     if not given:
         return
     if len(given) > 1 or args.against != "reference":

@@ -141,6 +141,7 @@ class _Answer:
     versions: EnvironmentVersions
     outputs: list[np.ndarray[Any, Any]] | None
     error: str | None
+    text: str | None = None  # the optimized HLO, for an "optimized" request
 
 
 class OtherEnvironment(Reference):
@@ -225,6 +226,27 @@ class OtherEnvironment(Reference):
             f"between this environment and {self.label}: the same module, every value exposed on both sides")
         return found
 
+    def optimized_hlo(self, computation: XlaComputation, topology: str | None,
+                      overrides: Mapping[str, Any] | None = None) -> str:
+        """The optimized HLO XLA makes of ``computation`` there: for one device of the TPU
+        ``topology`` without a chip (``"v5e:1x1"``: that environment's libtpu), or for the CPU
+        (None), with the XLA options ``overrides``.
+
+        Raises
+        ------
+        OtherEnvironmentError
+            As the class says, and XLA's refusal there (its message quoted)."""
+        platform = "cpu" if topology is None else "tpu"
+        if self.here is None:
+            self.here = this_environment(platform)
+        a = self._call({"optimized": topology or "cpu", "overrides": dict(overrides or {}), "device": None}, [],
+                       computation.as_hlo_text(), platform)
+        if a.error is not None:
+            raise OtherEnvironmentError(f"{self.label}: XLA could not compile {computation.name!r} for "
+                                        f"{topology or 'the CPU'} there: {a.error}")
+        assert a.text is not None
+        return a.text
+
     # -- the subprocess
     def run(self, computation: XlaComputation, args: Sequence[Any], settings: CompareSettings,
             overrides: Mapping[str, Any]) -> _Answer:
@@ -262,6 +284,13 @@ class OtherEnvironment(Reference):
                 return _Answer(versions, None, str(doc["error"]))
             if request.get("probe"):
                 return _Answer(versions, None, None)
+            if request.get("optimized"):
+                try:
+                    with open(os.path.join(directory, str(doc["optimized"]))) as f:
+                        return _Answer(versions, None, None, f.read())
+                except (OSError, KeyError, UnicodeDecodeError) as e:
+                    raise OtherEnvironmentError(f"{self._who()}: its optimized HLO could not be read "
+                                                f"({type(e).__name__})") from None
             try:
                 outs = unpack(os.path.join(directory, "outputs.npz"), list(doc["outputs"]))
             except Exception as e:  # noqa: BLE001 - anything unreadable there is no answer
