@@ -45,8 +45,10 @@ if TYPE_CHECKING:
     from .builder import Graph, ModuleContext, XlaBuilder, XlaOp
     from .distributed import process_count, process_index
     from .errors import (
+        CollectiveTimeoutError,
         CompareArgumentError,
         CompileError,
+        CompileOnlyError,
         DeviceCountError,
         DistributedError,
         DTypeError,
@@ -54,12 +56,15 @@ if TYPE_CHECKING:
         FormatError,
         GraphImportError,
         HostCallbackError,
+        NotReproducedError,
         OtherEnvironmentError,
         PlatformLoweringError,
         PluginError,
         ShapeError,
         ToleranceError,
+        UnknownDeviceError,
         UnsupportedOnDeviceError,
+        UnsupportedOpError,
         XlaRuntimeError,
         XlaSdkError,
     )
@@ -68,10 +73,10 @@ if TYPE_CHECKING:
     from .inputs import random_inputs
     from .program.computation import XlaComputation
     from .program.graph_import import Instruction
-    from .reducer import NotReproducedError, ReduceResult, reduce
-    from .reference import CompareReport, CompareSettings, UnsupportedOpError, compare, evaluate
+    from .reducer import ReduceResult, reduce
+    from .reference import CompareReport, CompareSettings, compare, evaluate
     from .reference._other_env import OtherEnvironment
-    from .reference.collectives import CollectiveTimeoutError, evaluate_spmd
+    from .reference.collectives import evaluate_spmd
     from .runtime import (
         Client,
         CompileOptions,
@@ -82,7 +87,6 @@ if TYPE_CHECKING:
         HostBufferSemantics,
         JaxlibVersion,
         MemoryStats,
-        UnknownDeviceError,
         aligned_empty,
         client,
         compile,
@@ -101,7 +105,7 @@ if TYPE_CHECKING:
     from .runtime.jax_interop import share_with_jax
     from .runtime.per_partition import PerPartitionPlan, run_per_partition
     from .runtime.sharded import ShardedArray, shard
-    from .runtime.topology import CompileOnlyError, CompileOnlyExecutable, Topology, topology
+    from .runtime.topology import CompileOnlyExecutable, Topology, topology
     from .shape import Layout, ProgramShape, Shape, shape_from_pyval
     from .sharding import HloSharding
     from .types import PrimitiveType, bfloat16, dtype_to_etype, etype_to_dtype
@@ -168,16 +172,16 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "load_snapshot": ("formats.snapshot", "load_snapshot"),
     "write_snapshot": ("formats.snapshot", "write_snapshot"),
     "random_inputs": ("inputs", "random_inputs"),
-    "NotReproducedError": ("reducer", "NotReproducedError"),
+    "NotReproducedError": ("errors", "NotReproducedError"),
     "ReduceResult": ("reducer", "ReduceResult"),
     "reduce": ("reducer", "reduce"),
     "CompareReport": ("reference", "CompareReport"),
     "CompareSettings": ("reference", "CompareSettings"),
-    "UnsupportedOpError": ("reference", "UnsupportedOpError"),
+    "UnsupportedOpError": ("errors", "UnsupportedOpError"),
     "compare": ("reference", "compare"),
     "evaluate": ("reference", "evaluate"),
     "evaluate_spmd": ("reference.collectives", "evaluate_spmd"),
-    "CollectiveTimeoutError": ("reference.collectives", "CollectiveTimeoutError"),
+    "CollectiveTimeoutError": ("errors", "CollectiveTimeoutError"),
     "Client": ("runtime", "Client"),
     "CompileCache": ("_cache", "CompileCache"),
     "CompileOptions": ("runtime", "CompileOptions"),
@@ -188,7 +192,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "HostBufferSemantics": ("runtime", "HostBufferSemantics"),
     "JaxlibVersion": ("runtime", "JaxlibVersion"),
     "MemoryStats": ("runtime", "MemoryStats"),
-    "UnknownDeviceError": ("runtime", "UnknownDeviceError"),
+    "UnknownDeviceError": ("errors", "UnknownDeviceError"),
     "aligned_empty": ("runtime", "aligned_empty"),
     "client": ("runtime", "client"),
     "compile": ("runtime", "compile"),
@@ -208,7 +212,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "Capabilities": ("runtime.capabilities", "Capabilities"),
     "Topology": ("runtime.topology", "Topology"),
     "CompileOnlyExecutable": ("runtime.topology", "CompileOnlyExecutable"),
-    "CompileOnlyError": ("runtime.topology", "CompileOnlyError"),
+    "CompileOnlyError": ("errors", "CompileOnlyError"),
     "ShardedArray": ("runtime.sharded", "ShardedArray"),
     "shard": ("runtime.sharded", "shard"),
     "Layout": ("shape", "Layout"),

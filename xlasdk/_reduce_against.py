@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._where import where
-from .errors import XlaSdkError
+from .errors import NotReproducedError, XlaSdkError
 
 if TYPE_CHECKING:
     from ._reduce_graph import ReduceResult, ReduceStep
@@ -466,7 +466,7 @@ def reduce_to_repro(computation: Any, against: Any, arguments: Sequence[Any] | N
                     max_time: float | None, rtol: float | None, atol: float | None, device: Any,
                     progress: Callable[[ReduceStep], None] | None, started: float) -> ReduceResult:
     """:func:`xlasdk.reduce` with ``against=GOOD`` (its arguments checked there but these)."""
-    from ._reduce_graph import NotReproducedError, ReduceResult, ReduceStep, _arguments, _random_arguments
+    from ._reduce_graph import ReduceResult, ReduceStep, _arguments, _random_arguments
     from ._reduce_text import count_instructions
     from .reference._settings import CompareSettings
 

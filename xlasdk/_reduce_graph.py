@@ -605,10 +605,6 @@ def direct_hlo_text(comp: XlaComputation) -> str:
 
 
 # -- what the reducer returns (here, below both xlasdk.reducer and xlasdk._reduce_against) -----
-class NotReproducedError(XlaSdkError):
-    """The module given to :func:`reduce` does not satisfy the condition: there is nothing to shrink."""
-
-
 @dataclass(frozen=True)
 class ReduceStep:
     """One accepted reduction: what made it and where the search stands."""

@@ -4,6 +4,10 @@ Every error xlasdk raises for something a user passed derives from :class:`XlaSd
 Build-time mistakes are :class:`ShapeError` (also a ``ValueError``) or :class:`DTypeError`
 (also a ``TypeError``), raised by the op call itself and naming the op, the operand, what was
 expected and what was given, and the user's source line.
+
+Every public error class is defined here (``tests/test_errors.py`` checks it): the modules that
+raise them import them from here, and the few that defined one before keep the name importable
+from their old path (``xlasdk.runtime.device.UnknownDeviceError`` is this module's class).
 """
 
 from __future__ import annotations
@@ -25,6 +29,13 @@ __all__ = [
     "GraphImportError",
     "CompareArgumentError",
     "ToleranceError",
+    "ExecutionTimeoutError",
+    "UnknownDeviceError",
+    "CompileOnlyError",
+    "DLPackError",
+    "UnsupportedOpError",
+    "CollectiveTimeoutError",
+    "NotReproducedError",
 ]
 
 
@@ -134,3 +145,30 @@ class HostCallbackError(XlaRuntimeError):
     exception the callback raised (or the one xlasdk raised about its return value)."""
 
     exception: BaseException | None = None
+
+
+class UnknownDeviceError(XlaSdkError, ValueError):
+    """A device or platform name matches no device of any available client."""
+
+
+class CompileOnlyError(XlaSdkError):
+    """A compile-only executable (compiled for a topology, not a chip) was asked to run."""
+
+
+class DLPackError(XlaRuntimeError, BufferError):
+    """A DLPack capsule that cannot be imported as asked (used twice, or not aliasable): both
+    the ``BufferError`` of the array API standard and the ``RuntimeError`` jaxlib raised."""
+
+
+class UnsupportedOpError(XlaSdkError):
+    """The reference evaluator has no rule for an op of the program (named in the message)."""
+
+
+class CollectiveTimeoutError(XlaSdkError):
+    """A simulated device waited at a collective longer than the timeout for devices that never
+    came (they took another path through the program, or the op's groups name a device that does
+    not run it); the message names the op and the devices."""
+
+
+class NotReproducedError(XlaSdkError):
+    """The module given to :func:`reduce` does not satisfy the condition: there is nothing to shrink."""

@@ -61,13 +61,12 @@ import numpy as np
 from ._jaxlib import isolated
 from ._numbers import SECONDS, SEED, tolerances
 from ._reduce_graph import MAX_CONSTANT_ELEMENTS as MAX_CONSTANT_ELEMENTS
-from ._reduce_graph import NotReproducedError as NotReproducedError
 from ._reduce_graph import ReduceResult as ReduceResult
 from ._reduce_graph import ReduceStep as ReduceStep
 from ._reduce_graph import _arguments, _Invalid, _module, _random_arguments, _Reducer, _Unprintable
 from ._reduce_regions import run_with_regions
 from ._where import where
-from .errors import FormatError, XlaSdkError
+from .errors import FormatError, NotReproducedError, XlaSdkError
 
 if TYPE_CHECKING:
     from .program.computation import XlaComputation

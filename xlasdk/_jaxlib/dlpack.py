@@ -10,7 +10,7 @@ from typing import Any, Final
 import numpy as np
 from jaxlib import xla_client as _xc
 
-from ..errors import XlaRuntimeError
+from ..errors import DLPackError as DLPackError  # defined in errors; importable from here as before
 from ._pjrt_base import _J, Aval, _batched_device_put, _one_line, _runtime_error, _shimmed
 
 
@@ -147,11 +147,6 @@ def put_with_semantics(
         )
     except Exception as e:
         raise _runtime_error(f"transfer of {aval.dtype}{list(aval.shape)} to {device} ({semantics})", e) from e
-
-
-class DLPackError(XlaRuntimeError, BufferError):
-    """A DLPack capsule that cannot be imported as asked (used twice, or not aliasable): both
-    the ``BufferError`` of the array API standard and the ``RuntimeError`` jaxlib raised."""
 
 
 def array_is_ready(array: Any) -> bool:

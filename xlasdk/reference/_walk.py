@@ -28,7 +28,7 @@ from .._optable import (
     refuse_evaluation,
 )
 from ..builder import Region, XlaOp
-from ..errors import GraphImportError, XlaSdkError
+from ..errors import GraphImportError, UnsupportedOpError, XlaSdkError
 from ..ops.convert import BITCAST_CONVERT
 from ..ops.elementwise import BINARY
 from ..ops.sources import CONSTANT
@@ -42,10 +42,6 @@ if TYPE_CHECKING:
 ml_dtypes: Any = _ml_dtypes  # untyped functions (finfo)
 
 __all__: list[str] = ["UnsupportedOpError", "RULES", "REFUSED", "CUSTOM_CALL_RULES", "OPAQUE_RULES"]
-
-
-class UnsupportedOpError(XlaSdkError):
-    """The reference evaluator has no rule for an op of the program (named in the message)."""
 
 
 Value = Any  # np.ndarray, or a tuple of them for multi-result ops

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from .._jaxlib import distributed as _dist
 from .._jaxlib import pjrt
-from ..errors import DistributedError, FormatError, PluginError, XlaRuntimeError, XlaSdkError
+from ..errors import DistributedError, FormatError, PluginError, UnknownDeviceError, XlaRuntimeError
 from ..types import show
 
 if TYPE_CHECKING:
@@ -48,10 +48,6 @@ __all__ = [
 #: time and memory that grow faster than the device count (about 3 s and 0.6 GB for 4096), so a
 #: larger count would tie up the process instead of failing.
 MAX_CPU_DEVICES: Final = 4096
-
-
-class UnknownDeviceError(XlaSdkError, ValueError):
-    """A device or platform name matches no device of any available client."""
 
 
 class Device:

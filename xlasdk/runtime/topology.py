@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from .._jaxlib import isolated, pjrt
 from .._jaxlib import tpu as _tpu
-from ..errors import CompileError, PluginError, XlaSdkError
+from ..errors import CompileError, CompileOnlyError, PluginError, XlaSdkError
 from ..shape import ProgramShape
 from ._executable import Executable
 from ._options import CompileOptions
@@ -33,10 +33,6 @@ from .device import Client, Device, UnknownDeviceError
 from .host_parts import HostPart, parts_of
 
 __all__ = ["Topology", "CompileOnlyExecutable", "CompileOnlyError", "topology"]
-
-
-class CompileOnlyError(XlaSdkError):
-    """A compile-only executable (compiled for a topology, not a chip) was asked to run."""
 
 
 class Topology:
