@@ -40,7 +40,7 @@ from .._mlir_attrs import I64Elements
 from .._numbers import SECONDS
 from .._optable import evaluates
 from ..builder import XlaOp
-from ..errors import ShapeError, XlaSdkError
+from ..errors import CollectiveTimeoutError, ShapeError, XlaSdkError
 from ..ops.collectives import (
     ALL_GATHER,
     ALL_REDUCE,
@@ -62,12 +62,6 @@ _T = TypeVar("_T")
 
 #: how long a simulated device waits at a collective for the other members of its group, in seconds
 DEFAULT_TIMEOUT = 60.0
-
-
-class CollectiveTimeoutError(XlaSdkError):
-    """A simulated device waited at a collective longer than the timeout for devices that never
-    came (they took another path through the program, or the op's groups name a device that does
-    not run it); the message names the op and the devices."""
 
 
 class _Aborted(XlaSdkError):
