@@ -1,10 +1,11 @@
 """TPU-dump mutants judged by ``xlasdk compare MUTANT --against ORIGINAL`` (issue 47); see ``tpu_mutants.py``.
 
-The quick profile (6 mutants of the small dumps: planted, neutral and damaged) runs in the default
-suite; the long profile (120 mutants of every dump) is ``pytest -m campaign``, its seed
-``XLASDK_TPU_MUTANTS_SEED`` (default 4701). Both fail on a death, a hang, a raw exception, an exit
-code outside 0-3, a multi-line refusal of a damaged file, or a wrong verdict against the reference
-evaluator's outputs of both modules.
+The quick profile (4 mutants of the small dumps: planted, neutral and damaged; one planted mutant of
+the conv net judged against a TPU's recorded outputs) runs in the default suite; the long profile
+(120 mutants of every dump, those of the two recorded programs judged both ways) is
+``pytest -m campaign``, its seed ``XLASDK_TPU_MUTANTS_SEED`` (default 4701). Both fail on a death, a
+hang, a raw exception, an exit code outside 0-3, a multi-line refusal of a damaged file, or a wrong
+verdict against the reference evaluator's outputs of both modules.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def _run(profile: tm.Profile, seed: int, capsys: Any) -> tm.Campaign:
     camp = tm.run_campaign(profile, seed, progress=progress if profile is tm.LONG else None)
     with capsys.disabled():
         print("\n" + camp.figures())
-    assert len(camp.results) == profile.mutants
+    assert len({r.mutant.key for r in camp.results}) == profile.mutants
     assert not camp.oracle_failures, camp.oracle_failures
     if camp.failures:
         pytest.fail(f"{len(camp.failures)} mutants failed:\n{camp.describe_failures()}", pytrace=False)
@@ -91,6 +92,11 @@ def _run(profile: tm.Profile, seed: int, capsys: Any) -> tm.Campaign:
 def test_tpu_mutants_quick(capsys: Any) -> None:
     camp = _run(tm.QUICK, tm.QUICK.seed, capsys)
     assert {r.rc for r in camp.results if r.mutant.kind == "planted" and r.oracle == "clear"} == {1}, camp.figures()
+
+
+def test_tpu_mutants_against_recorded_tpu_outputs_quick(capsys: Any) -> None:
+    camp = _run(tm.RECORDED_QUICK, tm.RECORDED_QUICK.seed, capsys)
+    assert [(r.mode, r.oracle, r.rc) for r in camp.results] == [("outputs", "clear", 1)], camp.figures()
 
 
 @pytest.mark.campaign

@@ -14,8 +14,11 @@ a pure function of ``(s, i)`` (``random.Random(f"{s}:{i}")``), one change to one
 * damaged: the file truncated, or 1-8 of its bytes flipped.
 
 Each mutant goes through ``python -m xlasdk.cli compare MUTANT --against ORIGINAL --random-inputs
---seed K`` in a fresh process, and (planted and neutral) through the reference evaluator on both
-modules with the same inputs (``xs.random_inputs``, in a harness child): the oracle. The verdict is
+--seed K`` in a fresh process (mode ``against``), and (planted and neutral) through the reference
+evaluator on both modules with the same inputs (``xs.random_inputs``, in a harness child): the oracle.
+A mutant of a module whose outputs a TPU v5e recorded (``convnet_train`` and ``gru_scan`` before
+optimizations) also goes through ``compare MUTANT --inputs IN.npz --outputs tpu_v5e_outputs.npz
+--device-kind tpu-v5e`` (mode ``outputs``; the oracle then runs on the recorded inputs). The verdict is
 wrong when the reference's outputs are equal and ``compare`` says DIVERGENCE, or differ clearly
 (:data:`CLEAR`) and it says MATCH; a planted change that leaves the reference's outputs equal (a
 dead instruction) expects MATCH and is no miss. Failures in every case: a death (a signal), a hang,
@@ -42,6 +45,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 from harness import Task, Worker
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -58,14 +62,31 @@ class Profile:
     mutants: int
     seed: int
     programs: tuple[str, ...]  # seed files: "<program>/<before|after>"
+    modes: tuple[str, ...] = ("against", "outputs")  # "outputs": where a TPU's outputs are recorded
 
 
 SMALL = ("fori_loop_libtpu052/after", "fori_loop_libtpu052/before", "int_indexing/before", "int_indexing/after",
          "sharded_mlp/before")
 ALL = SMALL + ("convnet_train/before", "convnet_train/after", "gru_scan/before", "gru_scan/after",
                "transformer_bf16/before", "transformer_bf16/after")
-QUICK = Profile("quick", mutants=6, seed=47, programs=SMALL)
+QUICK = Profile("quick", mutants=4, seed=47, programs=SMALL)
+RECORDED_QUICK = Profile("recorded", mutants=1, seed=47, programs=("convnet_train/before",), modes=("outputs",))
 LONG = Profile("long", mutants=120, seed=4701, programs=ALL)
+RECORDED = {"convnet_train/before": "convnet_train", "gru_scan/before": "gru_scan"}
+
+
+def recorded_files(program: str, out_dir: str) -> tuple[str, str]:
+    """(the recorded inputs as ``--inputs`` takes them, by parameter index; the TPU's outputs)."""
+    name = RECORDED[program]
+    path = os.path.join(out_dir, f"{name}.inputs.npz")
+    if not os.path.exists(path):
+        if REPO not in sys.path:
+            sys.path.insert(0, REPO)
+        from tests.test_real_dumps import recorded
+
+        ins, _ = recorded(f"dumps/{name}")
+        np.savez(path, **{str(i): a for i, a in enumerate(ins)})
+    return path, os.path.join(DUMPS_TPU, name, "tpu_v5e_outputs.npz")
 
 
 def seed_path(program: str) -> str:
@@ -320,10 +341,14 @@ def _differs(a, b, clear):
     return "clear" if d > clear * scale else "close"
 
 def main(job):
-    original, mutant, seed, clear = job
+    original, mutant, seed, clear, inputs = job
     good = xs.load_computation(original)
     bad = xs.load_computation(mutant)
-    args = xs.random_inputs(good, seed=seed)
+    if inputs is None:
+        args = xs.random_inputs(good, seed=seed)
+    else:
+        with np.load(inputs) as z:
+            args = [z[str(i)] for i in range(len(z.files))]
     want = xs.evaluate(good, *args)
     got = xs.evaluate(bad, *args)
     if len(want) != len(got):
@@ -337,6 +362,7 @@ def main(job):
 @dataclass
 class Result:
     mutant: Mutant
+    mode: str  # against | outputs
     oracle: str  # same | close | clear | "error: ..." | "" (damaged: none)
     rc: int | None
     outcome: str  # ok | wrong | death | hang | raw | badexit | messy
@@ -352,12 +378,11 @@ def _preexec() -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def run_compare(mutant_path: str, original: str, seed: int) -> tuple[int | None, str, bool]:
-    """``xlasdk compare MUTANT --against ORIGINAL``: (exit code or None for a signal, stderr, hung)."""
+def run_compare(mutant_path: str, judge_by: list[str]) -> tuple[int | None, str, bool]:
+    """``xlasdk compare MUTANT JUDGE_BY...``: (exit code or None for a signal, stderr, hung)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]))
     env.pop("XLASDK_CACHE_DIR", None)
-    argv = [sys.executable, "-m", "xlasdk.cli", "compare", mutant_path, "--against", original, "--random-inputs",
-            "--seed", str(seed)]
+    argv = [sys.executable, "-m", "xlasdk.cli", "compare", mutant_path, *judge_by]
     p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=REPO,
                          preexec_fn=_preexec, start_new_session=True)
     try:
@@ -402,10 +427,12 @@ class Campaign:
         return [r for r in self.results if r.failed]
 
     def figures(self) -> str:
-        by_kind = Counter((r.mutant.kind, r.rc) for r in self.results)
+        by_kind = Counter((r.mutant.kind, r.mode, r.rc) for r in self.results)
         outcomes = Counter(r.outcome for r in self.results)
         oracle = Counter(r.oracle.split(":")[0] for r in self.results if r.mutant.kind != "damaged")
-        return (f"tpu mutants ({self.profile}, seed {self.seed}): {len(self.results)} mutants; exit codes by kind "
+        mutants = len({r.mutant.key for r in self.results})
+        return (f"tpu mutants ({self.profile}, seed {self.seed}): {mutants} mutants, {len(self.results)} compares; "
+                f"exit codes by kind and mode "
                 f"{dict(sorted(by_kind.items(), key=str))}; reference oracle {dict(oracle)}; deaths "
                 f"{outcomes['death']}, hangs {outcomes['hang']}, raw exceptions {outcomes['raw']}, wrong verdicts "
                 f"{outcomes['wrong']}, other exit codes {outcomes['badexit']}, multi-line refusals "
@@ -414,7 +441,7 @@ class Campaign:
 
     def describe_failures(self) -> str:
         return "\n".join(
-            f"- {r.outcome}: {r.mutant.key} {r.mutant.kind} {r.mutant.program} ({r.mutant.change}); oracle "
+            f"- {r.outcome}: {r.mutant.key} {r.mutant.kind} {r.mode} {r.mutant.program} ({r.mutant.change}); oracle "
             f"{r.oracle}; exit {r.rc}; stderr: {r.stderr.strip()[-600:]}" for r in self.failures)
 
 
@@ -429,21 +456,33 @@ def run_campaign(profile: Profile, seed: int | None = None, out_dir: str | None 
             path = os.path.join(out_dir, f"{m.key}.{m.kind}.txt")
             with open(path, "wb") as f:
                 f.write(m.data)
-            verdict = ""
-            if m.kind != "damaged":
-                o = oracle.run(Task(ORACLE_SOURCE, (seed_path(m.program), path, i, CLEAR), key=m.key))
-                verdict = str(o.value) if o.status == "ok" else f"error: {o.status} {o.error or ''}"[:300]
-                if o.status in ("died", "timeout"):
-                    camp.oracle_failures.append(f"{m.key}: {o.describe()}")
-            t0 = time.monotonic()
-            rc, err, hung = run_compare(path, seed_path(m.program), i)
-            outcome = judge(m, verdict, rc, err, hung)
-            camp.results.append(Result(m, verdict, rc, outcome, err[-3000:], time.monotonic() - t0))
-            if outcome == "ok":
+            kept = False
+            for mode in profile.modes:
+                inputs = None
+                if mode == "against":
+                    judge_by = ["--against", seed_path(m.program), "--random-inputs", "--seed", str(i)]
+                elif m.program in RECORDED and m.kind != "damaged":
+                    inputs, outputs = recorded_files(m.program, out_dir)
+                    judge_by = ["--inputs", inputs, "--outputs", outputs, "--device-kind", "tpu-v5e"]
+                else:
+                    continue
+                verdict = ""
+                if m.kind != "damaged":
+                    job = (seed_path(m.program), path, i, CLEAR, inputs)
+                    o = oracle.run(Task(ORACLE_SOURCE, job, key=m.key))
+                    verdict = str(o.value) if o.status == "ok" else f"error: {o.status} {o.error or ''}"[:300]
+                    if o.status in ("died", "timeout"):
+                        camp.oracle_failures.append(f"{m.key}: {o.describe()}")
+                t0 = time.monotonic()
+                rc, err, hung = run_compare(path, judge_by)
+                outcome = judge(m, verdict, rc, err, hung)
+                camp.results.append(Result(m, mode, verdict, rc, outcome, err[-3000:], time.monotonic() - t0))
+                kept = kept or outcome != "ok"
+                if progress is not None:
+                    progress(f"{i + 1}/{profile.mutants} {m.kind} {mode} {m.program}: {m.change[:80]} -> oracle "
+                             f"{verdict[:40]}, exit {rc} ({outcome}, {time.monotonic() - t0:.1f} s)")
+            if not kept:
                 os.unlink(path)  # failures keep their mutant
-            if progress is not None:
-                progress(f"{i + 1}/{profile.mutants} {m.kind} {m.program}: {m.change[:80]} -> oracle {verdict[:40]}, "
-                         f"exit {rc} ({outcome}, {time.monotonic() - t0:.1f} s)")
     return camp
 
 
@@ -455,7 +494,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = ap.parse_args(argv)
     profile = QUICK if a.profile == "quick" else LONG
     if a.mutants is not None:
-        profile = Profile(profile.name, a.mutants, profile.seed, profile.programs)
+        profile = Profile(profile.name, a.mutants, profile.seed, profile.programs, profile.modes)
     camp = run_campaign(profile, a.seed, progress=lambda line: print(line, flush=True))
     print(camp.figures())
     if camp.failures:
