@@ -173,7 +173,7 @@ def test_cli_against_python(tmp_path: Path) -> None:
     (["--against-jaxlib", "0.9.1"], "xlasdk supports jaxlib>=0.10.2,<0.13"),
     (["--against-jaxlib", "latest"], "expected a jaxlib release number"),
     (["--against-jaxlib", "0.12.1", "--against", "cpu:0"], "give one of --against"),
-    (["--against-jaxlib", "0.12.1", "--bisect", "passes"], "--bisect ops is the search"),
+    (["--against-jaxlib", "0.12.1", "--find-nonfinite"], "--bisect ops and --bisect passes are the searches"),
 ])
 def test_cli_against_environment_flags(tmp_path: Path, flags: list[str], message: str) -> None:
     from tests.test_cli import cli

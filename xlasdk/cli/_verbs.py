@@ -544,9 +544,9 @@ def check_against_environment(args: argparse.Namespace) -> None:
         return
     if len(given) > 1 or args.against != "reference":
         raise UsageError(f"{given[0]}: give one of --against, --against-python and --against-jaxlib")
-    if args.bisect == "passes" or args.find_nonfinite or args.outputs:
-        raise UsageError(f"{given[0]}: --bisect ops is the search between two environments (not --bisect passes, "
-                         "--find-nonfinite or --outputs)")
+    if args.find_nonfinite or args.outputs:
+        raise UsageError(f"{given[0]}: --bisect ops and --bisect passes are the searches between two environments "
+                         "(not --find-nonfinite or --outputs)")
     if args.against_python is not None and not os.path.isfile(args.against_python):
         raise UsageError(f"--against-python {args.against_python}: no such file (expected a Python interpreter)")
     if args.against_jaxlib is not None:

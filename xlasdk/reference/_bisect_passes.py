@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ..runtime._options import OptionValue
     from ._settings import DeviceLike
 
-__all__ = ["PassBisection", "bisect_passes", "pass_names", "DEFAULT_MAX_TRIALS", "StartingPoint"]
+__all__ = ["PassBisection", "bisect_passes", "pass_names", "passes_in_dump", "DEFAULT_MAX_TRIALS", "StartingPoint"]
 
 _DISABLE = "xla_disable_hlo_passes"
 _DISABLE_ALL = "xla_disable_all_hlo_passes"
@@ -70,13 +70,22 @@ class PassBisection:
     compiles: int = 0
     unknown: list[list[str]] = field(default_factory=list)
     note: str = ""
+    #: between two environments (``against=OtherEnvironment``): the side bisected (``"here"`` or
+    #: ``"there"``: the one whose outputs leave the device's model of the reference, or ``"here"``
+    #: when both or neither do), why, and the passes that changed the module in one release's compile
+    #: and not in the other's (None: not between environments)
+    side: str | None = None
+    side_reason: str = ""
+    passes_only_here: list[str] | None = None
+    passes_only_there: list[str] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"status": self.status, "passes": self.passes, "sets": self.sets,
                 "interaction": self.interaction.value, "candidates": self.candidates,
                 "disabled_before": self.disabled_before, "xla_flags": self.xla_flags, "trials": self.trials,
                 "max_trials": self.max_trials, "budget_hit": self.budget_hit, "compiles": self.compiles,
-                "unknown": self.unknown, "note": self.note}
+                "unknown": self.unknown, "note": self.note, "side": self.side, "side_reason": self.side_reason,
+                "passes_only_here": self.passes_only_here, "passes_only_there": self.passes_only_there}
 
     def __str__(self) -> str:
         head = f"bisect passes: {self.status}"
@@ -84,6 +93,15 @@ class PassBisection:
             head += (f" ({self.compiles} compiles, {self.trials} trials of at most {self.max_trials}, "
                      f"{len(self.candidates)} candidate passes)")
         out = [head]
+        if self.side is not None:
+            out.append(f"  bisected {'in this environment' if self.side == 'here' else 'in the other environment'}"
+                       f" ({self.side_reason})")
+        if self.passes_only_here is not None and self.passes_only_there is not None:
+            if self.passes_only_here or self.passes_only_there:
+                out.append("  the pass lists differ: only here " + (", ".join(self.passes_only_here) or "none")
+                           + "; only there " + (", ".join(self.passes_only_there) or "none"))
+            else:
+                out.append("  the same passes changed the module in both releases' compiles")
         if self.disabled_before:
             out.append(f"  disabled already, and kept so: {', '.join(self.disabled_before)}")
         if self.sets:
@@ -118,18 +136,24 @@ def pass_names(comp: XlaComputation, device: DeviceLike = None, options: Compile
         env = [*_env(options), ("xla_dump_to", d), ("xla_dump_hlo_pass_re", ".*")]
         _compile(_isolated(comp), resolve_device(device), options=CompileOptions(env_option_overrides=env),
                  cache=False)
-        order: list[tuple[int, str]] = []
-        pipelines: set[str] = set()
-        for f in os.listdir(d):
-            m = _PASS_FILE.search(f)
-            if m is None:
-                continue
-            step = int(m.group(1))
-            pipelines.add(m.group(2))
-            order.append((step, m.group(3)))  # the pass that changed the module (one that changes nothing is
-            # never dumped after: disabling it cannot change the result)
+        return passes_in_dump(d)
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def passes_in_dump(d: str) -> list[str]:
+    """The passes that changed the module in the per-pass dump (``xla_dump_hlo_pass_re=.*``) written
+    into directory ``d``, in first-run order (pipelines left out)."""
+    order: list[tuple[int, str]] = []
+    pipelines: set[str] = set()
+    for f in os.listdir(d):
+        m = _PASS_FILE.search(f)
+        if m is None:
+            continue
+        step = int(m.group(1))
+        pipelines.add(m.group(2))
+        order.append((step, m.group(3)))  # the pass that changed the module (one that changes nothing is
+        # never dumped after: disabling it cannot change the result)
     seen: dict[str, None] = {}
     for _, name in sorted(order):
         if name not in _NOT_PASSES and name not in pipelines:
@@ -290,15 +314,21 @@ class _Run:
     start: StartingPoint
     compiles: int = 0
 
-    def __call__(self, disabled: Sequence[str]) -> Outcome:
+    def outputs(self, disabled: Sequence[str]) -> list[np.ndarray[Any, Any]]:
+        """The outputs of the compile with ``disabled`` off (raises when XLA refuses it)."""
         from ..runtime import compile as _compile
+
+        out = _compile(self.comp, self.settings.device_to_run(), options=self.start.options(disabled),
+                       cache=False)(*self.args)
+        return [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
+
+    def __call__(self, disabled: Sequence[str]) -> Outcome:
         from ._report import compare_one
 
         s = self.settings
         self.compiles += 1
         try:
-            out = _compile(self.comp, s.device_to_run(), options=self.start.options(disabled), cache=False)(*self.args)
-            got = [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
+            got = self.outputs(disabled)
         except Exception:  # noqa: BLE001 - a compile XLA refuses with these passes off: unknown
             return Outcome.UNRESOLVED
         ok = len(got) == len(self.want) and all(
@@ -308,9 +338,13 @@ class _Run:
 
 
 def _bisect_passes(comp: XlaComputation, args: Sequence[Any], want: Sequence[np.ndarray[Any, Any]],
-                   scales: Sequence[Any], settings: CompareSettings, start: StartingPoint) -> PassBisection:
+                   scales: Sequence[Any], settings: CompareSettings, start: StartingPoint,
+                   run: _Run | None = None, list_passes: Callable[[], list[str]] | None = None) -> PassBisection:
+    """The search; ``run`` (default: compiles here) makes each trial and ``list_passes`` (default: XLA's
+    dump here) names the candidates: another environment's (:mod:`._bisect_passes_env`)."""
     say = settings.say
-    run = _Run(_isolated(comp), args, want, scales, settings, start)
+    if run is None:
+        run = _Run(_isolated(comp), args, want, scales, settings, start)
 
     def trial(disabled: Sequence[str]) -> Outcome:
         say(f"bisect passes: trial {trials.count}, disabling {len(disabled)} pass(es)")
@@ -328,7 +362,8 @@ def _bisect_passes(comp: XlaComputation, args: Sequence[Any], want: Sequence[np.
         return done("not found", f"{_DISABLE_ALL} is set: every HLO pass is disabled already, none is left to "
                                  "bisect")
     say("bisect passes: listing the passes of the compile")
-    result.candidates = cands = pass_names(comp, settings.device_to_run(), start.options())
+    result.candidates = cands = (list_passes() if list_passes is not None else
+                                 pass_names(comp, settings.device_to_run(), start.options()))
     run.compiles += 1
     try:
         first = trials([])

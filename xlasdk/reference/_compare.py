@@ -157,8 +157,8 @@ def compare(
     if bisect == "ops":
         report.bisect_ops = runner.bisect_ops(_OpsBisector(computation, args, report, s, c.options))
     elif bisect == "passes":
-        report.bisect_passes = (_bisect.PassBisection("no divergence") if report.ok else _bisect.bisect_passes(
-            computation, args, c.want, c.scales, options=c.options, settings=s))
+        report.bisect_passes = (_bisect.PassBisection("no divergence") if report.ok else runner.bisect_passes(
+            _OpsBisector(computation, args, report, s, c.options), c.want, c.scales))
     if find_nonfinite:
         report.nonfinite = _bisect.find_nonfinite(computation, args, options=c.options, outputs=c.got, settings=s)
     return report

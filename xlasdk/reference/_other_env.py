@@ -153,7 +153,8 @@ class OtherEnvironment(Reference):
     ``versions`` and ``here`` (after the comparison) are each side's :class:`EnvironmentVersions`;
     the report's ``against`` names both. ``timeout``: seconds each run there may take.
     ``bisect="ops"``: the first instruction whose value differs between the two environments on
-    agreeing operands.
+    agreeing operands; ``bisect="passes"``: the passes whose disabling, on the side that leaves the
+    reference, removes the difference, and the passes one release ran and the other did not.
 
     Raises
     ------
@@ -161,7 +162,7 @@ class OtherEnvironment(Reference):
         When the comparison runs: see the class.
     """
 
-    bisect_modes: ClassVar[frozenset[str]] = frozenset({"ops"})
+    bisect_modes: ClassVar[frozenset[str]] = frozenset({"ops", "passes"})
 
     def __init__(self, python: str | os.PathLike[str], *, timeout: float = DEFAULT_TIMEOUT, name: str | None = None,
                  ) -> None:
@@ -246,6 +247,15 @@ class OtherEnvironment(Reference):
                                         f"{topology or 'the CPU'} there: {a.error}")
         assert a.text is not None
         return a.text
+
+    def bisect_passes(self, bisector: OpsBisector, want: Sequence[np.ndarray[Any, Any]], scales: Sequence[Any]
+                      ) -> Any:
+        """``bisect="passes"`` between the environments (:func:`._bisect_passes_env.bisect_passes_between`):
+        on the side whose outputs leave the device's model of the reference, and the passes one
+        release's compile ran and the other's did not."""
+        from ._bisect_passes_env import bisect_passes_between
+
+        return bisect_passes_between(self, bisector, want, scales)
 
     # -- the subprocess
     def run(self, computation: XlaComputation, args: Sequence[Any], settings: CompareSettings,

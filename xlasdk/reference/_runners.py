@@ -130,6 +130,16 @@ class Reference(abc.ABC):
         """``bisect="ops"`` against this: an :class:`~xlasdk.reference.bisect.OpsBisection`."""
         raise CompareArgumentError(f"compare: bisect='ops' is not supported against {self.label}")
 
+    def bisect_passes(self, bisector: OpsBisector, want: Sequence[np.ndarray[Any, Any]], scales: Sequence[Any]
+                      ) -> Any:
+        """``bisect="passes"`` against this (``want``, ``scales``: the expected outputs and their
+        scales): a :class:`~xlasdk.reference.bisect.PassBisection`; by default the passes of this
+        side's compile whose disabling makes its outputs match ``want``."""
+        from ._bisect_passes import bisect_passes
+
+        return bisect_passes(bisector.computation, bisector.args, want, scales, options=bisector.options,
+                             settings=bisector.settings)
+
 
 class ReferenceEvaluator(Reference):
     """The reference evaluator on the same program (``against="reference"``). The device side compiles
