@@ -49,9 +49,27 @@ def _reserve(host: str) -> tuple[socket.socket, int]:
     return s, int(s.getsockname()[1])
 
 
+def _own_sockets() -> set[int]:
+    """The inodes of this process's sockets."""
+    found = set()
+    try:
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                target = os.readlink(f"/proc/self/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                found.add(int(target[8:-1]))
+    except OSError:
+        pass
+    return found
+
+
 def _listeners(port: int) -> int | None:
-    """How many sockets of this network namespace listen on TCP ``port`` (None: unknown, not Linux)."""
+    """How many sockets of other processes listen on TCP ``port`` in this network namespace (None:
+    unknown, not Linux). This process's own (the service's, however many it binds) are not counted."""
     found = None
+    own = _own_sockets()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             with open(table) as f:
@@ -61,7 +79,8 @@ def _listeners(port: int) -> int | None:
         found = found or 0
         for row in rows:
             cols = row.split()
-            if len(cols) > 3 and cols[3] == "0A" and cols[1].rpartition(":")[2] == f"{port:04X}":
+            if (len(cols) > 9 and cols[3] == "0A" and cols[1].rpartition(":")[2] == f"{port:04X}"
+                    and cols[9].isdigit() and int(cols[9]) not in own):
                 found += 1
     return found
 
@@ -107,7 +126,7 @@ def main() -> int:
         sys.stdout.write(f"error {msg}\n")
         sys.stdout.flush()
         return 3
-    if (_listeners(port) or 0) > 1:  # another service bound it too, meanwhile (SO_REUSEPORT)
+    if (_listeners(port) or 0) > 0:  # another service bound it too, meanwhile (SO_REUSEPORT)
         worker = threading.Thread(target=service.shutdown, daemon=True)
         worker.start()
         worker.join(5.0)
