@@ -4,8 +4,9 @@ Each module is loaded (XLA's loader runs in xlasdk's worker process first, as ev
 does) and compiled in the worker (for the CPU, or for a TPU topology without a chip), ``repeat``
 times. A failure's *signature* (:mod:`xlasdk._failure_signature`) is the check's location when XLA
 aborts (``abort at algebraic_simplifier.cc:586``: its ``F0000 ... file.cc:NNN]`` / ``Check failed``
-line), else the status code and the message with names and numbers normalised; a failure while
-loading is marked ``loading:``. Modules are grouped by their failure's signature, and for each
+line), else the status code and the message with what is particular to one module blanked
+(element types and XLA's words kept), with the failing instruction's opcode where XLA names one; a
+failure while loading is marked ``loading:``. Modules are grouped by their failure's signature, and for each
 failing module the compile is made once more with XLA's per-pass dump
 (``--xla_dump_hlo_pass_re=.*`` into a temporary directory) to name the last HLO pass XLA entered
 (the ``before_PASS`` of its last dump file), which the group shows when its modules agree.
@@ -53,7 +54,8 @@ class TriageGroup:
     Attributes
     ----------
     signature: the failure's signature (``abort at FILE:LINE``, ``CODE at FILE:LINE`` for a
-        RET_CHECK, ``CODE: normalised message``; ``loading: ...`` when the load failed).
+        RET_CHECK, ``CODE: normalised message``; the failing instruction's opcode in parentheses
+        after the head where XLA names one; ``loading: ...`` when the load failed).
     files: the modules, in the order given; example: the first of them.
     message: the example's message (XLA's, with its names).
     last_pass: the last HLO pass XLA entered compiling them (``pipeline/pass``) where XLA's dump

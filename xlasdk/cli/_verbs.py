@@ -183,7 +183,9 @@ def add_compare_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str)
     s.add_argument("--against-python", default=None, metavar="PATH",
                    help="compare with the same module compiled and run under another Python environment: PATH is "
                         "its interpreter (or a wrapper that execs one), with jaxlib>=0.10.2,<0.13, numpy and "
-                        "ml_dtypes; --bisect ops names the first instruction whose value differs there")
+                        "ml_dtypes; --bisect ops names the first instruction whose value differs there, --bisect "
+                        "passes the passes that make the difference (on the side that leaves the reference) and the "
+                        "passes one release runs and the other does not")
     s.add_argument("--against-jaxlib", default=None, metavar="VERSION",
                    help="as --against-python, in a virtual environment with that jaxlib made once with pip and "
                         "kept in xlasdk's cache directory (envs/)")

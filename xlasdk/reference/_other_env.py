@@ -20,6 +20,11 @@ cut that does not compile here does.
 the values it reads agree is named (:func:`._against.compare_programs`, the two sides being the
 same module). The search does not go inside a ``while``, call or branch there (yet): the
 instruction stands, and the report says so.
+
+``bisect="passes"``: :mod:`._bisect_passes_env` (the side that leaves the reference bisected, the
+two releases' pass lists compared). :meth:`OtherEnvironment.optimized_hlo`: the optimized HLO XLA
+makes there (for a TPU topology without a chip, or the CPU), which :mod:`xlasdk._optimized_diff`
+compares with this environment's.
 """
 
 from __future__ import annotations
