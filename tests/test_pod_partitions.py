@@ -14,7 +14,7 @@ made the fixture runs it: the same XLA compiles the same program), within
 per-partition module (one constant changed, a partition's entry of XLA's partition-offset table
 changed, a select that errs only where ``partition-id`` is 13) and in the reference evaluator's rule of
 ``multiply`` (wrong on simulated partition 5 only), each of which the bisection must name, with the
-partitions where it departs. No jax needed: the fixtures are files.
+partitions where it departs (inside the fusion that holds it, for the last). No jax needed: the fixtures are files.
 """
 
 from __future__ import annotations
@@ -249,7 +249,12 @@ def test_a_departure_on_one_simulated_partition_is_named_with_it(multiply_wrong_
     b = report.bisect_ops
     assert b.status == "localised" and b.partitions == [5], str(b)
     assert b.culprit.name == "multiply_copy_fusion" and b.culprit.error is not None, str(b)
-    assert "in partition 5 of 64" in b.note and "not searched inside" in b.note, b.note
+    assert "in partition 5 of 64" in b.note, b.note
+    # inside the fusion (a per-partition program of its own, on every partition's device operand values):
+    # the multiply itself, on partition 5 only
+    deep = b.deepest
+    assert b.region == "called function" and deep.culprit.opcode == "stablehlo.multiply", str(b)
+    assert deep.partitions == [5] and b.path.startswith("multiply_copy_fusion > called function > multiply"), b.path
 
 
 def test_bisect_ops_against_recorded_outputs_says_what_to_use() -> None:

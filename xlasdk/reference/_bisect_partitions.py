@@ -12,11 +12,14 @@ global inputs. The device runs are the module cut after a candidate instruction
 diverging where any partition's value departs from that partition's reference value; the
 instruction found is blamed when, on the device's operand values of each partition (all of them at
 once for a collective), its rule gives another value than the device's in some partition: the
-report names the instruction and those partitions (a fusion of the optimized dump is named, not
-searched inside). With ``good`` (the per-partition module of the same program that computes it
-right, ``compare --against GOOD.hlo``), the reference values are that module's, on every
-partition, its instructions paired with this one's by name: a bug in the module itself (a
-constant changed, an op that errs only where ``partition-id`` is ``k``) is named.
+report names the instruction and those partitions; a culprit that calls a function (a fusion of the
+optimized dump) is searched inside, the function a per-partition program of its own on every
+partition's device operand values (the report's path: ``fusion.3 > called function > multiply.1``).
+
+With ``good`` (the per-partition module of the same program that computes it right, ``compare
+--against GOOD.hlo``), the reference values are that module's, on every partition, its
+instructions paired with this one's by name: a bug in the module itself (a constant changed, an op
+that errs only where ``partition-id`` is ``k``) is named (not searched inside).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ if TYPE_CHECKING:
     from ..program.computation import XlaComputation
     from ..program.graph_import import Instruction
     from ..runtime import CompileOptions
+    from ..runtime.device import Device
     from ..runtime.per_partition import PerPartitionPlan
     from ._settings import CompareSettings
 
@@ -55,7 +59,8 @@ def bisect_ops_per_partition(plan: PerPartitionPlan, pieces: Sequence[Sequence[A
     UnsupportedOpError
         An op has no reference rule.
     """
-    p = _Partitioned(plan, pieces, settings, options, good)
+    p = _Partitioned(plan.computation, plan.num_partitions, plan.device_for(settings.device), pieces, settings,
+                     options, good)
     try:
         return _search(p, settings.say, diverged)
     except _CutFailed as e:
@@ -65,6 +70,8 @@ def bisect_ops_per_partition(plan: PerPartitionPlan, pieces: Sequence[Sequence[A
 
 
 _METHOD = _OPS_METHOD + ", each cut run on every partition"
+#: how deep the search follows calls inside calls
+MAX_DEPTH = 8
 
 
 class _Partitioned:
@@ -72,16 +79,17 @@ class _Partitioned:
     arguments and reference values), and its cuts run on every partition. With ``good``, the
     reference values are ``good``'s, by instruction name (then the outputs by position)."""
 
-    def __init__(self, plan: PerPartitionPlan, pieces: Sequence[Sequence[Any]], settings: CompareSettings,
-                 options: CompileOptions | None, good: XlaComputation | None) -> None:
+    def __init__(self, comp: XlaComputation, n: int, device: Device, pieces: Sequence[Sequence[Any]],
+                 settings: CompareSettings, options: CompileOptions | None, good: XlaComputation | None) -> None:
         from ..runtime import CompileOptions
 
-        self.n = plan.num_partitions
-        self.comp = plan.computation
+        self.n = n
+        self.comp = comp
         self.good = good
+        self.settings, self.flags = settings, options
         self.progs = [_Program(self.comp, row, settings, options, need_reference=False) for row in pieces]
         self.base = self.progs[0]
-        self.device = plan.device_for(settings.device)
+        self.device = device
         opts = CompileOptions(num_replicas=1, num_partitions=self.n)
         if options is not None:
             opts.env_option_overrides = options.env_option_overrides
@@ -162,7 +170,7 @@ class _Partitioned:
         return [k for k, row in enumerate(got) if any(self.departs(k, n, g) for n, g in zip(nodes, row, strict=True))]
 
 
-def _search(p: _Partitioned, say: Callable[[str], None], diverged: bool | None) -> OpsBisection:
+def _search(p: _Partitioned, say: Callable[[str], None], diverged: bool | None, depth: int = 0) -> OpsBisection:
     base = p.base
     outs = [o for o in base.graph.outputs if o.shape.is_array()]
     if not outs:
@@ -192,11 +200,11 @@ def _search(p: _Partitioned, say: Callable[[str], None], diverged: bool | None) 
             hi, values[hi] = mid, vals
         else:
             lo, values[lo] = mid, vals
-    return _blame(p, base.instrs[hi], values[lo], values[hi], say)
+    return _blame(p, base.instrs[hi], values[lo], values[hi], say, depth)
 
 
 def _blame(p: _Partitioned, ins: Instruction, before: list[dict[int, Any]], after: list[dict[int, Any]],
-           say: Callable[[str], None]) -> OpsBisection:
+           say: Callable[[str], None], depth: int = 0) -> OpsBisection:
     """The verdict on ``ins``, where the values first depart: its rule on each partition's device
     operand values (``before``) against its device values (``after``)."""
     from ._walk import Evaluator
@@ -245,11 +253,37 @@ def _blame(p: _Partitioned, ins: Instruction, before: list[dict[int, Any]], afte
     ks = [b[0] for b in bad]
     note = (f"{ins.name} computes another value than its rule on the device's operand values in "
             f"{_partitions(ks, p.n)}; the operand and result values shown are partition {k}'s")
-    if ins.op.opcode == "func.call":
-        note += ("; its called function is not searched inside (its program, cut out of the per-partition module, "
-                 "would run on one device as partition 0)")
-    return OpsBisection("localised", culprit, "", [], p.compiles, _METHOD, note, first_divergent=ins.name,
-                        partitions=ks)
+    found = OpsBisection("localised", culprit, "", [], p.compiles, _METHOD, note, first_divergent=ins.name,
+                         partitions=ks)
+    if ins.op.opcode == "func.call" and depth < MAX_DEPTH:
+        say(f"bisect ops: {ins.name} departs from its rule; going inside its called function on every partition")
+        _into_call(p, ins, before, found, say, depth)
+    found.compiles = p.compiles
+    return found
+
+
+def _into_call(p: _Partitioned, ins: Instruction, before: list[dict[int, Any]], found: OpsBisection,
+               say: Callable[[str], None], depth: int) -> None:
+    """``found`` (``ins``, a call: a fusion of the optimized dump, blamed) with the search carried
+    inside its called function, a per-partition program of its own on every partition's device
+    operand values (``found.region``/``found.inside``); what stops it is added to the note."""
+    from ._bisect_regions import _called_computation
+
+    try:
+        sub = _called_computation(p.base, ins)
+        pieces = [[before[k][id(x)] for x in ins.op.operands] for k in range(p.n)]
+        q = _Partitioned(sub, p.n, p.device, pieces, p.settings, p.flags, None)
+        try:
+            inside = _search(q, say, True, depth + 1)
+        except _CutFailed as e:
+            inside = OpsBisection("not localised", compiles=q.compiles, method=_METHOD,
+                                  note=f"a program cut out of the called function could not be compiled or run ({e})")
+        p.compiles += q.compiles
+    except Exception as e:  # noqa: BLE001 - the culprit stands; what stopped the descent is said
+        found.note += (f"; the search could not go inside {ins.name}: {type(e).__name__}: "
+                       f"{' '.join(str(e).split())[:200]}")
+        return
+    found.region, found.inside = "called function", inside
 
 
 def _blame_against(p: _Partitioned, ins: Instruction, before: list[dict[int, Any]], after: list[dict[int, Any]],
