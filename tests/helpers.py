@@ -104,6 +104,11 @@ def program_of(got: Any) -> tuple[Program, int] | None:
     return found[2], found[1]
 
 
+def _c_order(a: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """``a`` itself when C-contiguous (0-d arrays always are), else a C-ordered copy."""
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+
+
 def run(comp: xs.XlaComputation, *args: Any) -> list[np.ndarray[Any, Any]]:
     """Compile ``comp`` for :data:`TEST_DEVICE` (cpu:0 unless ``XLASDK_TEST_PLATFORM`` says
     otherwise), run it on ``args`` and return every output as numpy (C-contiguous: a device's
@@ -112,7 +117,7 @@ def run(comp: xs.XlaComputation, *args: Any) -> list[np.ndarray[Any, Any]]:
     host = tuple(np.asarray(a) for a in args)
     out = xs.compile(comp, device=TEST_DEVICE)(*host)
     outs = out if isinstance(out, tuple) else (out,)
-    result = [np.ascontiguousarray(o.to_numpy()) for o in outs]
+    result = [_c_order(o.to_numpy()) for o in outs]
     _remember(comp, host, result)
     if os.environ.get("XLASDK_CHECK_DIRECT_HLO"):  # a deep local run: every computation a test runs
         check_direct_hlo(comp, *args, outs=result)
@@ -174,6 +179,15 @@ def judge(program: Program, kind: str, index: int | None = None, what: str = "")
     assert ok, f"{what}: by the error model of {kind}{f' (output {index})' if index is not None else ''}:\n{report}"
 
 
+def device_defines_otherwise(name: str) -> bool:
+    """Whether the test device's platform defines the behaviour ``name`` (a row of
+    :data:`xlasdk.runtime.capabilities.BEHAVIOURS`) otherwise than XLA:CPU (False on the CPU)."""
+    from xlasdk.runtime.capabilities import BEHAVIOURS
+
+    row = BEHAVIOURS[name]
+    return test_device_kind() != "cpu" and xs.capabilities(TEST_DEVICE).platform is row.platform
+
+
 def skip_where_device_defines_otherwise(name: str) -> None:
     """Skip the test on a test device whose platform defines the behaviour ``name`` (a row of
     :data:`xlasdk.runtime.capabilities.BEHAVIOURS`) otherwise than the test checks (XLA:CPU's), with the
@@ -181,7 +195,7 @@ def skip_where_device_defines_otherwise(name: str) -> None:
     from xlasdk.runtime.capabilities import BEHAVIOURS
 
     row = BEHAVIOURS[name]
-    if test_device_kind() != "cpu" and xs.capabilities(TEST_DEVICE).platform is row.platform:
+    if device_defines_otherwise(name):
         pytest.skip(f"capability table, behaviour {row.name}: {row}")
 
 

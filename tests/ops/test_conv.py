@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import xlasdk as xs
-from tests.helpers import PARAM_AND_CONST, PerTestRng, case_inputs, param, raises, run, run_case
+from tests.helpers import PARAM_AND_CONST, PerTestRng, assert_device_close, case_inputs, param, raises, run, run_case
 from xlasdk import ops
 from xlasdk.errors import ShapeError
 
@@ -116,7 +116,7 @@ def test_conv_general_dilated_nchw(dtype: Any) -> None:
         if np.dtype(dtype).kind == "i":
             np.testing.assert_array_equal(got, want, err_msg=case[0])
         else:
-            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=case[0])
+            assert_device_close(got, want, rtol=1e-5, atol=1e-5, err_msg=case[0])
 
 
 def test_conv_layouts_nhwc_hwio_and_mixed() -> None:
@@ -137,10 +137,10 @@ def test_conv_layouts_nhwc_hwio_and_mixed() -> None:
         ops.ConvGeneralDilated(X1, W1, [1, 1], "VALID", dimension_numbers=("HNWC", "WIHO", "CNHW")),
     ]
     r = run(b.build(outs), x, w, x1, w1)
-    np.testing.assert_allclose(r[0], want.transpose(0, 2, 3, 1), rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(r[1], want, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(r[2], r[0], rtol=0, atol=0)
-    np.testing.assert_allclose(r[3], want1.transpose(1, 0, 2, 3), rtol=1e-5, atol=1e-5)
+    assert_device_close(r[0], want.transpose(0, 2, 3, 1), rtol=1e-5, atol=1e-5)
+    assert_device_close(r[1], want, rtol=1e-5, atol=1e-5)
+    assert_device_close(r[2], r[0], rtol=0, atol=0)
+    assert_device_close(r[3], want1.transpose(1, 0, 2, 3), rtol=1e-5, atol=1e-5)
 
 
 def test_conv_1d_and_3d() -> None:
@@ -155,9 +155,9 @@ def test_conv_1d_and_3d() -> None:
         ops.ConvGeneralDilated(X3, W3, [1, 1, 1], "VALID"),  # None: NC.../OI.../NC...
     ]
     r = run(b.build(outs), x1, w1, x3, w3)
-    np.testing.assert_allclose(r[0], ref_conv(x1, w1, [2], [(1, 2)], None, [2]), rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(r[1], ref_conv(x3, w3, [1, 2, 1], [(1, 0), (0, 0), (1, 1)]), rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(r[2], ref_conv(x3, w3, [1, 1, 1], [(0, 0)] * 3), rtol=1e-5, atol=1e-5)
+    assert_device_close(r[0], ref_conv(x1, w1, [2], [(1, 2)], None, [2]), rtol=1e-5, atol=1e-5)
+    assert_device_close(r[1], ref_conv(x3, w3, [1, 2, 1], [(1, 0), (0, 0), (1, 1)]), rtol=1e-5, atol=1e-5)
+    assert_device_close(r[2], ref_conv(x3, w3, [1, 1, 1], [(0, 0)] * 3), rtol=1e-5, atol=1e-5)
 
 
 def test_conv_shorthand() -> None:
@@ -173,11 +173,11 @@ def test_conv_shorthand() -> None:
     assert outs[0].dims == (2, 6, 6, 5)
     r = run(b.build(outs), x, w)
     want0 = ref_conv(x, w, [1, 1], same_pads([6, 5], [3, 3], [1, 1]), fgc=2)
-    np.testing.assert_allclose(r[0], want0, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(r[1], ref_conv(x, w, [2, 1], [(0, 0), (0, 0)], fgc=2), rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(r[2], ref_conv(x, w, [1, 2], [(2, 0), (1, 1)], fgc=2), rtol=1e-5, atol=1e-5)
+    assert_device_close(r[0], want0, rtol=1e-5, atol=1e-5)
+    assert_device_close(r[1], ref_conv(x, w, [2, 1], [(0, 0), (0, 0)], fgc=2), rtol=1e-5, atol=1e-5)
+    assert_device_close(r[2], ref_conv(x, w, [1, 2], [(2, 0), (1, 1)], fgc=2), rtol=1e-5, atol=1e-5)
     want3 = ref_conv(x.reshape(4, 2, 6, 5), w, [1, 1], [(0, 0)] * 2, bgc=2)
-    np.testing.assert_allclose(r[3], want3, rtol=1e-5, atol=1e-5)
+    assert_device_close(r[3], want3, rtol=1e-5, atol=1e-5)
 
 
 def test_conv_precision_and_preferred_type() -> None:

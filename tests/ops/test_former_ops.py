@@ -12,7 +12,7 @@ import pytest
 import scipy.linalg as sl
 
 import xlasdk as xs
-from tests.helpers import run
+from tests.helpers import run, skip_where_device_defines_otherwise
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
 
@@ -208,6 +208,7 @@ def test_approx_top_k_max_with_indices(fallback: bool, reduction_dim: int) -> No
 def test_approx_top_k_output_size_not_aggregated() -> None:
     """Without aggregate_to_topk the result keeps ApproxTopKReductionOutputSize elements, as jax's
     approx_max_k does on CPU (same values)."""
+    skip_where_device_defines_otherwise("tpu-approx-top-k")
     jax = pytest.importorskip("jax")
     x = rand((2, 3000), np.float32, seed=5)
     size, log2 = ops.ApproxTopKReductionOutputSize(3000, 2, 10, 0.9, aggregate_to_topk=False)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import xlasdk as xs
-from tests.helpers import raises, run, shape
+from tests.helpers import raises, run, shape, skip_where_device_defines_otherwise
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
 from xlasdk.ops.indexing import scatter_shape
@@ -121,6 +121,8 @@ def _gather(x: Arr, idx: Arr, dn: xs.GatherDimensionNumbers, sizes: Sequence[int
     ],
 )
 def test_gather_rows_like_take(dtype: Any, idx_dtype: Any) -> None:
+    if dtype == np.float64:
+        skip_where_device_defines_otherwise("tpu-f64-emulated")
     # x[idx] along axis 0; starts outside [0, N-1] are clamped into range (np.take mode="clip").
     rng = np.random.default_rng(1)
     x = (rng.standard_normal((5, 3)) * 10).astype(dtype)
@@ -435,6 +437,8 @@ def _clamp(s: int, d: int, n: int) -> int:
 
 @pytest.mark.parametrize("idx_dtype", [np.int32, np.int64, np.uint32, np.int8, np.uint8])
 def test_dynamic_slice_and_update_clamp_starts(idx_dtype: Any) -> None:
+    if idx_dtype == np.int64:
+        skip_where_device_defines_otherwise("tpu-s64-dynamic-slice-starts")
     info = np.iinfo(idx_dtype)
     starts = [tuple(int(min(max(v, info.min), info.max)) for v in p) for p in STARTS]
     if idx_dtype in (np.uint32,):

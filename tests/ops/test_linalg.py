@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import xlasdk as xs
-from tests.helpers import PerTestRng, param, raises, run
+from tests.helpers import PerTestRng, assert_device_close, param, raises, run
 from xlasdk import ops
 
 RNG = PerTestRng(7)  # per test: values that do not depend on the order of the suite
@@ -39,7 +39,7 @@ def test_dot_all_rank_combinations(dtype: Any) -> None:
     for o, want in zip(r, wants, strict=True):
         assert o.dtype == np.dtype(dtype)
         if np.dtype(dtype).kind in "fc":
-            np.testing.assert_allclose(o, want, rtol=1e-5, atol=1e-6)
+            assert_device_close(o, want, rtol=1e-5, atol=1e-6)
         else:
             np.testing.assert_array_equal(o, want)
 
@@ -87,7 +87,7 @@ def test_dot_general_vs_einsum(ls: tuple[int, ...], rs: tuple[int, ...], dn: Any
     assert all(o.dims == want.shape for o in outs)
     r = run(b.build(outs), x, y, xi, yi)
     for o in r[:3]:
-        np.testing.assert_allclose(o, want, rtol=1e-5, atol=1e-5)
+        assert_device_close(o, want, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(r[3], np.einsum(spec, xi, yi))
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import xlasdk as xs
-from tests.helpers import raises, run
+from tests.helpers import raises, run, skip_where_device_defines_otherwise
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
 
@@ -57,6 +57,8 @@ def rel(x: np.ndarray[Any, Any], ref: np.ndarray[Any, Any]) -> float:
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_cholesky(dtype: Any) -> None:
     """tril(L) tril(L)^H = a and triu(U)^H triu(U) = a; only the named triangle is read."""
+    if dtype in (np.float64, np.complex128):
+        skip_where_device_defines_otherwise("tpu-f64-emulated")
     rng = np.random.default_rng(0)
     g = rand(rng, (3, 5, 5), dtype)
     a = (g @ H(g) + 5 * np.eye(5)).astype(dtype)
@@ -116,6 +118,8 @@ def test_triangular_solve_all_options(dtype: Any) -> None:
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_qr(dtype: Any) -> None:
     """q r = a, q^H q = I, r upper triangular, with full and reduced shapes."""
+    if dtype in (np.float64, np.complex128):
+        skip_where_device_defines_otherwise("tpu-f64-emulated")
     rng = np.random.default_rng(2)
     shapes = [(5, 3), (3, 5), (2, 4, 4)]
     mats = [rand(rng, s, dtype) for s in shapes]
@@ -149,6 +153,8 @@ def test_eigh(dtype: Any) -> None:
     """v diag(w) v^H = a, v^H v = I, w ascending and equal to numpy's eigenvalues: random,
     repeated-eigenvalue, zero and diagonal matrices in one batch of odd size; an even size read
     from the upper triangle (junk below); a 1x1; the unsorted variant."""
+    if dtype in (np.float64, np.complex128):
+        skip_where_device_defines_otherwise("tpu-f64-emulated")
     rng = np.random.default_rng(3)
     batch = np.stack([
         hermitian(rng, (5, 5), dtype),
@@ -207,6 +213,8 @@ def test_eigh_and_svd_extreme_scales() -> None:
 def test_svd(dtype: Any) -> None:
     """u diag(s) v^H = a, u and v orthonormal, s descending, >= 0 and equal to numpy's: tall
     (random, rank-deficient and zero in one batch; full and reduced), wide (full) and 1x1."""
+    if dtype in (np.float64, np.complex128):
+        skip_where_device_defines_otherwise("tpu-f64-emulated")
     rng = np.random.default_rng(5)
     deficient = rand(rng, (6, 4), dtype)
     deficient[:, 2] = 2 * deficient[:, 0]
@@ -249,6 +257,7 @@ def test_svd(dtype: Any) -> None:
 def test_decompositions_not_converged_stay_orthonormal() -> None:
     """With max_iter=1 the factors are not yet exact, but v (a product of rotations) stays
     orthonormal, and a diagonal input is exact after one sweep."""
+    skip_where_device_defines_otherwise("tpu-f64-emulated")  # f64 matrices
     rng = np.random.default_rng(6)
     a = hermitian(rng, (8, 8), np.float64)
     d = np.diag(np.arange(8.0)[::-1])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import xlasdk as xs
-from tests.helpers import PerTestRng, param, raises, run
+from tests.helpers import PerTestRng, device_defines_otherwise, param, raises, run
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
 
@@ -43,6 +43,8 @@ def test_sort_default_order_across_dtypes() -> None:
     outs.append(ops.ConvertElementType(ops.Sort(b, ops.Constant(b, bf)), np.float32))
     got = run(b.build(outs))
     for g, a in zip(got, arrays, strict=False):
+        if a.dtype == np.float64 and device_defines_otherwise("tpu-f64-emulated"):
+            continue  # the capability table's row: XLA:TPU's f64 is not binary64
         assert g.dtype == a.dtype
         np.testing.assert_array_equal(g, np.sort(a))
     np.testing.assert_array_equal(got[-1], np.sort(bf.astype(np.float32)))

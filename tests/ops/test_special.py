@@ -11,7 +11,7 @@ import pytest
 import scipy.special as sp
 
 import xlasdk as xs
-from tests.helpers import raises, run
+from tests.helpers import assert_device_close, raises, run, skip_where_device_defines_otherwise
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
 
@@ -37,6 +37,8 @@ TOL = {np.float32: (2e-4, 2e-6), np.float64: (1e-10, 1e-13)}
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_special_functions_against_scipy(dtype: Any) -> None:
+    if dtype == np.float64:
+        skip_where_device_defines_otherwise("tpu-f64-emulated")
     a, b, x, u, z = grid(dtype)
     bld = xs.XlaBuilder("special")
     pa, pb, px, pu, pz = (ops.Parameter(bld, i, S(dtype, a.shape)) for i in range(5))
@@ -46,11 +48,11 @@ def test_special_functions_against_scipy(dtype: Any) -> None:
     a64, b64, x64, u64, z64 = (v.astype(np.float64) for v in (a, b, x, u, z))
     rtol, atol = TOL[dtype]
     want_p, want_q = sp.gammainc(a64, x64), sp.gammaincc(a64, x64)
-    np.testing.assert_allclose(got_p, want_p, rtol=rtol, atol=atol)
-    np.testing.assert_allclose(got_q, want_q, rtol=rtol, atol=atol)
-    np.testing.assert_allclose(got_p.astype(np.float64) + got_q, 1.0, atol=50 * atol)
-    np.testing.assert_allclose(got_i, sp.betainc(a64, b64, u64), rtol=rtol * 2, atol=atol * 5)
-    np.testing.assert_allclose(got_e, sp.i0e(z64), rtol=rtol / 20, atol=0)
+    assert_device_close(got_p, want_p, rtol=rtol, atol=atol)
+    assert_device_close(got_q, want_q, rtol=rtol, atol=atol)
+    assert_device_close(got_p.astype(np.float64) + got_q, 1.0, atol=50 * atol)
+    assert_device_close(got_i, sp.betainc(a64, b64, u64), rtol=rtol * 2, atol=atol * 5)
+    assert_device_close(got_e, sp.i0e(z64), rtol=rtol / 20, atol=0)
     # The small tails keep their relative accuracy where scipy's value is not tiny
     mid = (want_p > 1e-3) & (want_p < 1 - 1e-3)
     assert mid.sum() > 1000
@@ -59,6 +61,7 @@ def test_special_functions_against_scipy(dtype: Any) -> None:
 def test_special_edges_match_scipy() -> None:
     """x = 0, x = inf, a = 0, a = inf, negative and NaN arguments; x = 0, 1 and out of [0, 1]
     for the beta function; 0, +-inf, NaN, huge arguments for I0e."""
+    skip_where_device_defines_otherwise("tpu-f64-emulated")  # f64 values
     ga = np.array([0, 0, 0, 1, -1, 1, INF, INF, 1, NAN, 1, 2.5, 1e-30, 3, 200, 0.5], np.float64)
     gx = np.array([0, 1, INF, 0, 1, -1, 1, INF, INF, 1, NAN, 1e-40, 1e-30, 1e4, 150, 1e-300], np.float64)
     ba = np.array([0, 1, 1, 1, 2, 2, INF, 1, 0, 2, 2, -1, 3, 1e-3, 1e3, 1, INF, INF, 0], np.float64)
@@ -70,12 +73,12 @@ def test_special_edges_match_scipy() -> None:
     outs = [ops.Igamma(p[0], p[1]), ops.Igammac(p[0], p[1]), ops.RegularizedIncompleteBeta(p[2], p[3], p[4]),
             ops.BesselI0e(p[5])]
     got = run(b.build(ops.Tuple(b, outs)), ga, gx, ba, bb, bx, z)
-    np.testing.assert_allclose(got[0], sp.gammainc(ga, gx), rtol=1e-10, atol=1e-300, equal_nan=True)
+    assert_device_close(got[0], sp.gammainc(ga, gx), rtol=1e-10, atol=1e-300, equal_nan=True)
     # Q = 1 - P where x < max(1, a): absolute accuracy there (Q(1e-30, 1e-30) = 6.9e-29 gives 0)
-    np.testing.assert_allclose(got[1], sp.gammaincc(ga, gx), rtol=1e-10, atol=1e-14, equal_nan=True)
+    assert_device_close(got[1], sp.gammaincc(ga, gx), rtol=1e-10, atol=1e-14, equal_nan=True)
     assert np.all((got[1][~np.isnan(got[1])] >= 0) & (got[1][~np.isnan(got[1])] <= 1))
-    np.testing.assert_allclose(got[2], sp.betainc(ba, bb, bx), rtol=1e-9, atol=1e-300, equal_nan=True)
-    np.testing.assert_allclose(got[3], sp.i0e(z), rtol=1e-14, atol=0, equal_nan=True)
+    assert_device_close(got[2], sp.betainc(ba, bb, bx), rtol=1e-9, atol=1e-300, equal_nan=True)
+    assert_device_close(got[3], sp.i0e(z), rtol=1e-14, atol=0, equal_nan=True)
     np.testing.assert_array_equal(got[0][:4], [NAN, 1.0, 1.0, 0.0])  # hand values: P(0,0), P(0,1), P(0,inf), P(1,0)
     assert got[3][0] == 1.0 and got[3][7] == 0.0 and got[3][8] == 0.0
 
@@ -102,12 +105,12 @@ def test_half_precision_and_scalar_broadcast() -> None:
     assert outs[1].dtype == np.float32 and outs[2].dims == (5,) and outs[4].dims == (5,)
     got = run(b.build(ops.Tuple(b, outs)), a, x)
     a64, x64 = a.astype(np.float64), x.astype(np.float64)
-    np.testing.assert_allclose(got[0], sp.gammainc(a64, x64), rtol=2e-3, atol=1e-3)
-    np.testing.assert_allclose(got[1], sp.i0e(x.astype(ml_dtypes.bfloat16).astype(np.float64)), rtol=1e-2)
-    np.testing.assert_allclose(got[2], sp.gammainc(2.0, x64), rtol=1e-4, atol=1e-6)
-    np.testing.assert_allclose(got[3], sp.gammaincc(a64, 3.0), rtol=1e-4, atol=1e-6)
-    np.testing.assert_allclose(got[4], sp.betainc(a64, 2.0, 0.25), rtol=1e-4, atol=1e-6)
-    np.testing.assert_allclose(got[5], sp.i0e(-3.0), rtol=1e-3)
+    assert_device_close(got[0], sp.gammainc(a64, x64), rtol=2e-3, atol=1e-3)
+    assert_device_close(got[1], sp.i0e(x.astype(ml_dtypes.bfloat16).astype(np.float64)), rtol=1e-2)
+    assert_device_close(got[2], sp.gammainc(2.0, x64), rtol=1e-4, atol=1e-6)
+    assert_device_close(got[3], sp.gammaincc(a64, 3.0), rtol=1e-4, atol=1e-6)
+    assert_device_close(got[4], sp.betainc(a64, 2.0, 0.25), rtol=1e-4, atol=1e-6)
+    assert_device_close(got[5], sp.i0e(-3.0), rtol=1e-3)
 
 
 def test_special_errors() -> None:

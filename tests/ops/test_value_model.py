@@ -120,3 +120,13 @@ def test_behaviours_a_tpu_defines_otherwise_skip_with_their_row(monkeypatch: pyt
         h.skip_where_device_defines_otherwise("tpu-float-to-int-nan")
     with pytest.raises(KeyError):
         h.skip_where_device_defines_otherwise("no-such-row")
+
+
+def test_run_gives_c_ordered_outputs() -> None:
+    """tests.helpers.run's outputs are C-contiguous (a TPU's host copy may keep the device layout's
+    strides, and ``.view`` of another width needs C order); a 0-d output stays 0-d."""
+    f = np.asfortranarray(np.arange(12.0).reshape(3, 4))
+    c = h._c_order(f)
+    assert c.flags.c_contiguous and np.array_equal(c, f)
+    s = np.asarray(np.float32(3))
+    assert h._c_order(s) is s and h._c_order(s).shape == ()

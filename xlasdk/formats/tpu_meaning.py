@@ -15,6 +15,13 @@ the TPU holds values, not *what* it computes, and a few TPU-only forms of ordina
   that changes the element type (the TPU's ``f32`` -> ``bf16`` copy): a ``convert``;
 * the custom calls ``AllocateBuffer`` (an uninitialized buffer: zeros here) and
   ``AssumeGatherIndicesInBound``, ``MoveToHost``, ``MoveToDevice`` (the identity: a ``copy``);
+* XLA:TPU's linear-algebra and indexing custom calls, in the forms its modules hold (one f32 operand of
+  the result's shape; any other form refused): ``Cholesky`` (an HLO ``cholesky``, lower; the other
+  triangle, which XLA:TPU leaves unspecified and its modules never read, NaN),
+  ``InvertDiagBlocksLowerTriangular`` / ``...UpperTriangular`` (the inverse of each triangular block
+  ``[..., k, k]``: a ``triangular-solve`` against the identity) and ``GatherScatterIndicesBitpacked`` (its
+  integer indices, which the module packed into one ``s32`` and unpacked before the call: a ``copy``),
+  each established on XLA:TPU's own modules (tests/test_tpu_meaning_linalg.py);
 * mixed-precision ops the TPU's HLO allows and XLA's shape rules do not: a ``pad`` whose padding
   value has another float type than its operand (the value converted to the operand's type, as
   the TPU does), a ``reduce`` / ``reduce-window`` over a ``bf16`` operand with an ``f32`` initial

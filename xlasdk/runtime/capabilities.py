@@ -467,6 +467,18 @@ BEHAVIOURS: dict[str, Behaviour] = {b.name: b for b in (
               "the exact remainder (fmod), as numpy's",
               "computes it through its approximate division: some results are far from the exact one, "
               "beyond any ulp bound of the error model (which has no row for remainder)", (_V5E_OPS,)),
+    Behaviour("tpu-f64-emulated", Platform.TPU, "f64 values (XLA:TPU has no 64-bit float unit: its X64 rewriter "
+              "emulates f64 in 32-bit pieces)", "IEEE binary64 values",
+              "gives values that are not binary64's: f64 arrays moved, floored, rounded, sorted and the f64 "
+              "decompositions failed their checks; xlasdk's error model has no row for the emulation", (_V5E_OPS,)),
+    Behaviour("tpu-x64-collectives", Platform.TPU, "collectives of f64, s64 and c64 values on one device",
+              "each operand itself (one participant)", "gave other values for some of them", (_V5E_OPS,)),
+    Behaviour("tpu-s64-dynamic-slice-starts", Platform.TPU, "dynamic-slice / dynamic-update-slice with s64 "
+              "start indices out of range", "the starts clamped into the operand",
+              "gave other elements", (_V5E_OPS,)),
+    Behaviour("tpu-approx-top-k", Platform.TPU, "approx-top-k (ApproxTopK)",
+              "the exact top k (XLA:CPU sorts)", "an approximation at the call's recall target, as documented "
+              "for the TPU (XLA's ApproxTopK)", (_V5E_OPS,)),
 )}
 
 
