@@ -20,6 +20,7 @@ partitions where it departs (inside the fusion that holds it, for the last). No 
 from __future__ import annotations
 
 import io
+import json
 import re
 import shutil
 from pathlib import Path
@@ -180,11 +181,14 @@ def test_a_partitions_table_entry_changed_is_named_against_the_good_dump(tmp_pat
     partition 13."""
     bad = _plant(tmp_path, *_offset_table(13))
     code, text, err = cli("compare", str(bad), "--inputs", str(HERE / "in.npz"), "--against",
-                          str(HERE / f"{AFTER}.txt"), "--bisect", "ops")
+                          str(HERE / f"{AFTER}.txt"), "--bisect", "ops", "--json", str(tmp_path / "r.json"))
     assert code == 1, err + text
     assert ": DIVERGENCE" in text and "partition 13's piece differs" in text, text
     assert "bisect ops: localised" in text and "constant.20 (stablehlo.constant" in text, text
     assert "first at [13]" in text, text
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["verdict"] == "DIVERGENCE" and doc["bisect_ops"]["culprit"]["name"] == "constant.20", doc
+    assert doc["bisect_ops"]["partitions"] == list(range(64)), doc["bisect_ops"]  # the table is every partition's
 
 
 def test_a_bug_only_where_partition_id_is_k_is_named_with_its_partition(tmp_path: Path) -> None:
