@@ -130,3 +130,15 @@ def test_run_gives_c_ordered_outputs() -> None:
     assert c.flags.c_contiguous and np.array_equal(c, f)
     s = np.asarray(np.float32(3))
     assert h._c_order(s) is s and h._c_order(s).shape == ()
+
+
+def test_every_behaviour_row_is_cited_by_an_op_test() -> None:
+    """A row of BEHAVIOURS exists for an op test that skips by it (no row nobody reads), and says what
+    XLA:CPU gives and what the platform does."""
+    from xlasdk.runtime.capabilities import BEHAVIOURS
+
+    here = Path(__file__).resolve().parent
+    text = "".join(p.read_text() for p in here.glob("test_*.py") if p.name != Path(__file__).name)
+    for name, row in BEHAVIOURS.items():
+        assert f'"{name}"' in text, name
+        assert row.name == name and row.cpu and row.device and row.measured, row

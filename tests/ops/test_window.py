@@ -202,7 +202,10 @@ def test_C06_formerly_crashing_case_survives_in_subprocess() -> None:
 
     tests_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     repo = os.path.dirname(tests_dir)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([tests_dir, repo, os.environ.get("PYTHONPATH", "")]))
+    # the child runs on the CPU: under XLASDK_TEST_PLATFORM=tpu this process holds the chip, which one
+    # process at a time may open (the child failed on libtpu's lockfile there)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([tests_dir, repo, os.environ.get("PYTHONPATH", "")]),
+               XLASDK_TEST_PLATFORM="cpu", XLASDK_PLATFORMS="cpu")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "C06-OK" in proc.stdout
