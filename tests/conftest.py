@@ -3,8 +3,24 @@
 from __future__ import annotations
 
 import os
+import sys
+import tempfile
 
 import pytest
+
+# Bytecode: where PYTHONDONTWRITEBYTECODE is set (to keep source trees free of __pycache__), every
+# process the suite starts (the xdist workers, each CLI subprocess, each xlasdk worker process) would
+# compile xlasdk's ~64,000 lines from source again (about 0.35 s of CPU each, some hundreds of
+# processes a run) and pytest would rewrite every test module again in each worker. The suite's
+# processes write their bytecode instead to one directory outside the tree (PYTHONPYCACHEPREFIX), so
+# the tree stays as clean as the variable asked. Nothing under test depends on it; an explicit
+# PYTHONPYCACHEPREFIX is kept.
+if sys.dont_write_bytecode:
+    _prefix = sys.pycache_prefix or os.path.join(tempfile.gettempdir(), f"xlasdk-test-pycache-{os.getuid()}")
+    sys.pycache_prefix = _prefix
+    sys.dont_write_bytecode = False
+    os.environ["PYTHONPYCACHEPREFIX"] = _prefix
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 # The shared helpers assert too: have pytest explain their failures as it does in test files.
 pytest.register_assert_rewrite("tests.helpers")
