@@ -5,7 +5,11 @@ loaded with ``xs.XlaComputation.from_stablehlo`` and compiled for ``xs.topology(
 dump flags; the modules before and after optimizations are copied to
 tests/data/dumps_tpu_custom_calls/<program>/ (tests/test_tpu_meaning_linalg.py reads them).
 
-    python tools/make_tpu_custom_call_dumps.py     # needs jax and libtpu (pip install 'xlasdk[tpu]' jax)
+    python tools/make_tpu_custom_call_dumps.py [OUT]   # needs jax and libtpu (pip install 'xlasdk[tpu]' jax)
+
+OUT (default tests/data/dumps_tpu_custom_calls): the folder the programs' folders go to (the tests read
+dumps_tpu_custom_calls, made with jaxlib 0.10.2 / libtpu 0.0.42.1, and dumps_tpu_custom_calls_libtpu052,
+made with jaxlib 0.12.1 / libtpu 0.0.52).
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ xs.compile(comp, device=xs.topology("v5e:1x1").devices[0])
 
 
 def main() -> None:
+    dst = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else DST
     for program, (fn, shapes) in PROGRAMS.items():
         with tempfile.TemporaryDirectory() as tmp:
             env = dict(os.environ, XLA_FLAGS=f"--xla_dump_to={tmp} --xla_dump_hlo_as_text")
@@ -61,7 +66,7 @@ def main() -> None:
                                text=True, cwd=ROOT)
             if r.returncode != 0:
                 raise SystemExit(f"{program}: {r.stderr[-2000:]}")
-            out = DST / program
+            out = dst / program
             shutil.rmtree(out, ignore_errors=True)
             out.mkdir(parents=True)
             for f in sorted(glob.glob(os.path.join(tmp, "module_*"))):
