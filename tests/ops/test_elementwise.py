@@ -298,6 +298,8 @@ def unary_results(et: xs.PrimitiveType) -> dict[str, tuple[np.ndarray[Any, Any],
 def test_unary_values(name: str, et: xs.PrimitiveType) -> None:
     if et in (P.F64, P.C128):
         skip_where_device_defines_otherwise("tpu-f64-emulated")
+    if name == "PopulationCount" and et in (P.S4, P.S8, P.S16):
+        skip_where_device_defines_otherwise("tpu-popcnt-narrow-signed")
     x, got = unary_results(et)[name]
     u = ew.UNARY[name]
     assert got.dtype == dt(u.result(et)), (got.dtype, u.result(et))

@@ -476,6 +476,9 @@ BEHAVIOURS: dict[str, Behaviour] = {b.name: b for b in (
     Behaviour("tpu-s64-dynamic-slice-starts", Platform.TPU, "dynamic-slice / dynamic-update-slice with s64 "
               "start indices out of range", "the starts clamped into the operand",
               "gave other elements", (_V5E_OPS,)),
+    Behaviour("tpu-popcnt-narrow-signed", Platform.TPU, "population-count of s4 / s8 / s16 values",
+              "the number of set bits in the value's own width", "gave other counts for some values",
+              (_V5E_OPS,)),
     Behaviour("tpu-approx-top-k", Platform.TPU, "approx-top-k (ApproxTopK)",
               "the exact top k (XLA:CPU sorts)", "an approximation at the call's recall target, as documented "
               "for the TPU (XLA's ApproxTopK)", (_V5E_OPS,)),
