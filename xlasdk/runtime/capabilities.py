@@ -12,6 +12,11 @@ says and what to do instead::
     >>> caps.refusals(comp)              # [] when the table refuses nothing of comp
     >>> caps.check(comp)                 # raises UnsupportedOnDeviceError where it does
     >>> caps.custom_call_available("lapack_sgetrf_ffi")   # False: LAPACK is jaxlib's CPU kernels
+    >>> ok = device.supports(comp)       # a Support, true when the table refuses nothing (no compile)
+    >>> ok.reason                        # else why: the first refusal's words
+
+:data:`BEHAVIOURS` holds the other kind of row: values a platform's compiled code defines otherwise than
+XLA:CPU (XLA:TPU's emulated f64, its float-to-int of NaN...), which the op tests skip by on that platform.
 
 The table holds only what was measured (``xs.topology("v5e:1x1")``, libtpu 0.0.42.1 and 0.0.52)
 or documented, as typed rows (:class:`Unsupported`): the ops, element types and attributes XLA:TPU
