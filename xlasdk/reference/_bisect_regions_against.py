@@ -15,10 +15,14 @@ programs (the same matching, by name then by structure, and the same descent bel
 takes; a call, the two called functions on the call's operands. The report's path reads
 ``while.6 > body (iteration 3) > subtract.12`` (iterations from 0; names inside a region are those
 of the region's program, the HLO name it came from in each culprit's ``op_name``).
+
+A side that runs elsewhere (:class:`RunsElsewhere`: the other Python environment of
+``--against-python``) runs its region programs and makes its pair sides itself; the search is the same.
 """
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +64,28 @@ def region_kind(ins: Instruction) -> str | None:
 
 class _NoDescent(Exception):
     """Why the search cannot go inside a pair of regions (said in the report; the culprit stands)."""
+
+
+class RunsElsewhere(abc.ABC):
+    """A side whose programs run somewhere else than this process's devices (another Python
+    environment: :class:`~._other_env._ThereProgram`): it runs its regions' programs itself and
+    makes its own side of a pair of region programs."""
+
+    @abc.abstractmethod
+    def region_runner(self, comp: XlaComputation) -> Callable[[Sequence[Any]], list[np.ndarray[Any, Any]]]:
+        """``comp`` (a region's program) as a function of its arguments giving its results."""
+
+    @abc.abstractmethod
+    def side(self, comp: XlaComputation, args: Sequence[Any]) -> _Program:
+        """``comp`` on ``args`` as this side of a pair of region programs."""
+
+
+def _runner(p: _Program, comp: XlaComputation) -> Callable[[Sequence[Any]], list[np.ndarray[Any, Any]]]:
+    return p.region_runner(comp) if isinstance(p, RunsElsewhere) else run_region(p, comp)
+
+
+def _side(p: _Program, comp: XlaComputation, args: Sequence[Any]) -> _Program:
+    return p.side(comp, args) if isinstance(p, RunsElsewhere) else side_program(p, comp, args)
 
 
 def descend_pair(pb: _Program, pg: _Program, ins: Instruction, m: Instruction, fed_b: dict[int, Any],
@@ -118,7 +144,7 @@ def _pair(pb: _Program, pg: _Program, comp_b: XlaComputation, comp_g: XlaComputa
           args_g: Sequence[Any], depth: int, search: Search) -> OpsBisection:
     """The bad region's program against the good one's (``search``: :func:`._against.compare_programs`),
     its compiles counted in ``pb``."""
-    qb, qg = side_program(pb, comp_b, args_b), side_program(pg, comp_g, args_g)
+    qb, qg = _side(pb, comp_b, args_b), _side(pg, comp_g, args_g)
     r = search(qb, qg, depth + 1)
     pb.compiles += r.compiles
     return r
@@ -149,8 +175,8 @@ def _into_whiles(pb: _Program, pg: _Program, ins: Instruction, m: Instruction, f
     state = [_value(fed_g, y, m) for y in m.op.operands]  # the good run's carried values, fed to both
     (cond_b, cx_b), (body_b, bx_b) = (_region_args(pb, ins, r, [], fed_b) for r in ins.op.regions)
     (cond_g, cx_g), (body_g, bx_g) = (_region_args(pg, m, r, [], fed_g) for r in m.op.regions)
-    run_cb, run_bb = run_region(pb, cond_b), run_region(pb, body_b)
-    run_cg, run_bg = run_region(pg, cond_g), run_region(pg, body_g)
+    run_cb, run_bb = _runner(pb, cond_b), _runner(pb, body_b)
+    run_cg, run_bg = _runner(pg, cond_g), _runner(pg, body_g)
     for it in range(MAX_ITERATIONS):
         if it & (it - 1) == 0:  # iterations 0, 1, 2, 4, 8...: a long loop does not flood the progress
             say(f"bisect ops: {ins.name}, iteration {it}: its condition and body, bad and good, on the same values")

@@ -18,8 +18,10 @@ cut that does not compile here does.
 ``bisect="ops"``: both environments run the module with every value exposed
 (:meth:`~xlasdk.XlaComputation.with_outputs`), and the first instruction whose value differs while
 the values it reads agree is named (:func:`._against.compare_programs`, the two sides being the
-same module). The search does not go inside a ``while``, call or branch there (yet): the
-instruction stands, and the report says so.
+same module). When that instruction is a ``while``, a call or a branch whose operands agree, the
+search goes inside it as against a second module (:mod:`._bisect_regions_against`), the other
+side's region programs run there (one worker run per region program run: a ``while`` compared
+iteration by iteration costs two runs there per iteration).
 
 ``bisect="passes"``: :mod:`._bisect_passes_env` (the side that leaves the reference bisected, the
 two releases' pass lists compared). :meth:`OtherEnvironment.optimized_hlo`: the optimized HLO XLA
@@ -36,7 +38,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -44,7 +46,7 @@ import numpy as np
 
 from ..errors import OtherEnvironmentError
 from ._bisect_core import _CutFailed, _Program
-from ._bisect_regions_against import _NoDescent
+from ._bisect_regions_against import RunsElsewhere
 from ._runners import Expected, OpsBisector, Reference, both_models, given_outputs
 
 if TYPE_CHECKING:
@@ -376,7 +378,7 @@ def _twice(scale: Any) -> Any:
     return scale
 
 
-class _ThereProgram(_Program):
+class _ThereProgram(_Program, RunsElsewhere):
     """The other environment's side of ``bisect="ops"``: a ``_Program`` (its graph, slots and
     arguments) whose runs happen there."""
 
@@ -394,7 +396,19 @@ class _ThereProgram(_Program):
         assert a.outputs is not None
         return a.outputs
 
-    def main_inputs(self, op: XlaOp) -> list[XlaOp]:
-        # asked of the good side only when the search would go inside a region: not done in another
-        # environment (yet); the instruction found stands, and the report says why it goes no deeper
-        raise _NoDescent("the search does not go inside regions run in another environment (yet)")
+    def region_runner(self, comp: XlaComputation) -> Callable[[Sequence[Any]], list[np.ndarray[Any, Any]]]:
+        """``comp`` (a region's program) run there, one run of the worker per call."""
+        self.compiles += 1
+
+        def run(args: Sequence[Any]) -> list[np.ndarray[Any, Any]]:
+            a = self.env.run(comp, args, self.settings, self.overrides)
+            if a.error is not None:
+                raise _CutFailed(f"in {self.env.label}: {a.error[:300]}")
+            assert a.outputs is not None
+            return a.outputs
+
+        return run
+
+    def side(self, comp: XlaComputation, args: Sequence[Any]) -> _Program:
+        """``comp`` on ``args`` run there: this side of a pair of region programs."""
+        return _ThereProgram(self.env, comp, args, self.settings, self.overrides)
