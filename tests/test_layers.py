@@ -22,6 +22,7 @@ The checks:
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import inspect
 import sys
@@ -125,7 +126,11 @@ def imports_of(name: str) -> Iterator[Import]:
     yield from visit(tree, False)
 
 
-IMPORTS: list[Import] = [i for m in MODULES for i in imports_of(m) if i.target != m]
+@functools.cache
+def all_imports() -> tuple[Import, ...]:
+    """Every import between xlasdk's modules, read once, when a test first asks (not at collection,
+    where each xdist worker would parse all of xlasdk: ~1.5 s of CPU each)."""
+    return tuple(i for m in MODULES for i in imports_of(m) if i.target != m)
 
 
 def _short(module: str) -> str:
@@ -159,7 +164,7 @@ def graph() -> dict[str, set[str]]:
     """The import graph, without the allowed upward imports (which close a circle by design: they
     are what the layer below calls on the layer above, at run time)."""
     g: dict[str, set[str]] = {m: set() for m in MODULES}
-    for i in IMPORTS:
+    for i in all_imports():
         if _allowed_upward(i):
             continue
         g[i.importer].add(i.target)
@@ -223,7 +228,7 @@ def test_every_module_has_a_layer() -> None:
 
 def test_imports_point_down() -> None:
     bad, seen = [], set()
-    for i in IMPORTS:
+    for i in all_imports():
         (li, _), (lt, tp) = layer_of(i.importer), layer_of(i.target)
         if lt <= li:
             continue
@@ -249,7 +254,7 @@ def _largest_circle(package_edges: bool) -> int:
     modules that a run-time call up the layers ties together (module edges only, or with the
     package faces each import runs first)."""
     g: dict[str, set[str]] = {m: set() for m in MODULES}
-    for i in IMPORTS:
+    for i in all_imports():
         g[i.importer].add(i.target)
         if package_edges:
             g[i.importer].update(p for p in _packages_of(i.target)
@@ -298,7 +303,7 @@ def test_package_faces_export_their_all_only() -> None:
                         continue
                     if bound.startswith("_"):
                         bad.append(f"{name}: binds the private name {bound!r} (from {node.module})")
-    for i in IMPORTS:  # nobody takes from a face what it does not export
+    for i in all_imports():  # nobody takes from a face what it does not export
         path = MODULES[i.target]
         if path.name == "__init__.py":
             exported = _all_of(ast.parse(path.read_text(encoding="utf-8"))) or set()
