@@ -1,5 +1,5 @@
 """The optimized HLO of one module under two environments, instruction by instruction
-(:mod:`xlasdk._optimized_diff`, ``xlasdk compare FILE --optimized-hlo --against-python PATH
+(:mod:`xlasdk.reference._optimized_diff`, ``xlasdk compare FILE --optimized-hlo --against-python PATH
 [--topology v5e:1x1]``): libtpu releases compared without a chip.
 
 Oracles: hand-written optimized texts whose differences are known (a fusion kind, a layout, an
@@ -24,7 +24,7 @@ import pytest
 
 import xlasdk as xs
 from tests.helpers import raises
-from xlasdk._optimized_diff import OptimizedDiff, diff_optimized, optimized_hlo_here, parse_optimized
+from xlasdk.reference._optimized_diff import OptimizedDiff, diff_optimized, optimized_hlo_here, parse_optimized
 from xlasdk.reference._other_env import OtherEnvironment
 
 A = """HloModule m, is_scheduled=true

@@ -96,8 +96,8 @@ def _optimized(directory: str, doc: dict[str, Any], text: str, target: str, over
     """The optimized HLO of ``text`` for ``target`` (a TPU topology's name, or ``cpu``) written to
     ``optimized.hlo`` and named in the result, or XLA's error."""
     try:
-        from .._optimized_diff import optimized_hlo_here
         from ..program.computation import XlaComputation
+        from ._optimized_diff import optimized_hlo_here
 
         comp = XlaComputation.from_hlo_text(text)
         hlo = optimized_hlo_here(comp, None if target == "cpu" else target, overrides)

@@ -25,7 +25,7 @@ iteration by iteration costs two runs there per iteration).
 
 ``bisect="passes"``: :mod:`._bisect_passes_env` (the side that leaves the reference bisected, the
 two releases' pass lists compared). :meth:`OtherEnvironment.optimized_hlo`: the optimized HLO XLA
-makes there (for a TPU topology without a chip, or the CPU), which :mod:`xlasdk._optimized_diff`
+makes there (for a TPU topology without a chip, or the CPU), which :mod:`xlasdk.reference._optimized_diff`
 compares with this environment's.
 """
 

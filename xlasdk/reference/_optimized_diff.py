@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ._where import where
-from .errors import XlaSdkError
+from .._where import where
+from ..errors import XlaSdkError
 
 __all__ = ["OptInstruction", "OptimizedDiff", "Change", "parse_optimized", "diff_optimized"]
 
@@ -334,14 +334,14 @@ def optimized_hlo_here(computation: Any, topology: str | None, overrides: dict[s
     """The optimized HLO XLA makes of ``computation`` in this environment: for one device of the TPU
     ``topology`` (no chip needed: libtpu's compile-only client; the compile runs in xlasdk's worker
     first, so an abort of XLA is an error here), or for the CPU when ``topology`` is None."""
-    from .runtime import CompileOptions
-    from .runtime import compile as _compile
+    from ..runtime import CompileOptions
+    from ..runtime import compile as _compile
 
     options = CompileOptions(env_option_overrides=dict(overrides)) if overrides else None
     if topology is None:
         device: Any = "cpu:0"
     else:
-        from .runtime.topology import topology as _topology
+        from ..runtime.topology import topology as _topology
 
         device = _topology(topology).devices[0]
     text: str = _compile(computation, device, options=options).hlo_text()
@@ -364,7 +364,7 @@ def compare_optimized_hlo(computation: Any, other: Any, *, topology: str | None 
     XlaSdkError
         An unknown topology; an optimized text that cannot be read.
     """
-    from .reference._other_env import this_environment
+    from ._other_env import this_environment
 
     platform = "cpu" if topology is None else "tpu"
     text_here = optimized_hlo_here(computation, topology, xla_flags)
