@@ -467,10 +467,15 @@ def reduce_to_repro(computation: Any, against: Any, arguments: Sequence[Any] | N
                     progress: Callable[[ReduceStep], None] | None, started: float) -> ReduceResult:
     """:func:`xlasdk.reduce` with ``against=GOOD`` (its arguments checked there but these)."""
     from ._reduce_graph import ReduceResult, ReduceStep, _arguments, _random_arguments
+    from ._reduce_partitions import refuse_against
     from ._reduce_text import count_instructions
     from .reference._settings import CompareSettings
+    from .runtime.per_partition import PerPartitionPlan
 
+    if isinstance(computation, PerPartitionPlan):
+        computation = computation.computation
     bad, good = _loaded("the module", computation), _loaded("against", against)
+    refuse_against(bad, good)
     args = _arguments(bad, arguments) if arguments is not None else _random_arguments(bad, seed)
     settings = CompareSettings(device=device, rtol=rtol, atol=atol)
     deadline = None if max_time is None else started + max_time

@@ -34,14 +34,21 @@ class _Module:
     args: list[np.ndarray[Any, Any]] | None
     size: tuple[int, int, int, int]  # instructions, parameters, elements, text length: smaller is better
     instrs: list[Instruction]
+    #: a per-partition module's partition count (its :attr:`args` each that many partitions' arrays
+    #: stacked on a leading axis, its :meth:`values` too), None for one device's module
+    partitions: int | None = None
     _values: dict[str, np.ndarray[Any, Any]] | None = None
 
     def values(self) -> dict[str, np.ndarray[Any, Any]]:
-        """Every instruction's value on :attr:`args` (reference evaluator), by the names ``extract``
-        gives the parameters it makes; empty when unknown."""
+        """Every instruction's value on :attr:`args` (reference evaluator; a per-partition module's
+        on every simulated partition, stacked), by the names ``extract`` gives the parameters it
+        makes; empty when unknown."""
         if self._values is not None:
             return self._values
         from .reference import evaluate
+
+        run: Callable[..., list[np.ndarray[Any, Any]]] = (
+            evaluate if self.partitions is None else partial(_evaluate_per_partition, self.partitions))
 
         vals: dict[str, np.ndarray[Any, Any]] = {}
         if self.args is not None:
@@ -61,7 +68,7 @@ class _Module:
                 names.extend(f"{ins.name}#{k}" for k in range(len(parts)))
                 outs.extend(parts)
             try:
-                got = evaluate(self.comp.with_outputs(outs), *self.args) if outs else []
+                got = run(self.comp.with_outputs(outs), *self.args) if outs else []
             except Exception:  # noqa: BLE001 - no rule, or a value it cannot read: values unknown
                 got = []
             if len(got) == len(names):
@@ -105,11 +112,31 @@ def _elements(instrs: Sequence[Instruction]) -> int:
     return n
 
 
-def _module(comp: XlaComputation, args: list[np.ndarray[Any, Any]] | None, text: str | None = None) -> _Module:
+def _module(comp: XlaComputation, args: list[np.ndarray[Any, Any]] | None, text: str | None = None,
+            partitions: int | None = None) -> _Module:
     text = _hlo_text(comp) if text is None else text
+    if partitions is not None:  # the text says what it is: one partition's program of ``partitions``
+        head, nl, body = text.partition("\n")
+        if head.startswith("HloModule ") and "num_partitions=" not in head:
+            text = f"{head}, num_partitions={partitions}{nl}{body}"
     instrs = comp.instructions()
     n_params = sum(1 for i in instrs if i.opcode == "parameter")
-    return _Module(comp, text, args, (len(instrs), n_params, _elements(instrs), len(text)), instrs)
+    return _Module(comp, text, args, (len(instrs), n_params, _elements(instrs), len(text)), instrs, partitions)
+
+
+def _evaluate_per_partition(n: int, comp: XlaComputation, *stacked: np.ndarray[Any, Any]
+                            ) -> list[np.ndarray[Any, Any]]:
+    """The reference outputs of the per-partition module ``comp`` on each of ``n`` simulated
+    partitions (their collectives meeting, ``partition-id`` each its own), from each argument's
+    ``n`` arrays stacked on a leading axis; each output stacked the same way."""
+    from .reference._evaluator import run_reference
+    from .reference.collectives import on_every_device
+
+    def body(k: int, callees: Any) -> list[np.ndarray[Any, Any]]:
+        return run_reference(comp, [a[k] for a in stacked], scales=False, callees=callees)[0]
+
+    rows = on_every_device(comp, body, 1, n)
+    return [np.stack([np.asarray(r[j]) for r in rows]) for j in range(len(rows[0]))] if rows else []
 
 
 # Attributes a simplification may drop: what the program computes does not depend on them, or their
@@ -183,7 +210,7 @@ class _Reducer:
         if self.s.cond.needs_arguments and args is None:
             return None
         try:
-            cand = _module(comp, args)
+            cand = _module(comp, args, partitions=self.cur.partitions)
         except _Invalid:  # a simplification that made an invalid module
             self.s.invalid += 1
             return None
@@ -322,6 +349,9 @@ class _Reducer:
 
         dtype = np.dtype(ins.shape.numpy_dtype())
         value = self.cur.values().get(ins.name)
+        if value is not None and self.cur.partitions is not None:
+            # one constant in every partition's program: only a value all partitions share
+            value = value[0] if all(v.tobytes() == value[0].tobytes() for v in value) else None
         if value is None:
             if self.s.cond.needs_arguments:
                 return None
@@ -406,7 +436,8 @@ class _Reducer:
             node.shape = shape
         if self.cur.args is None:
             return None
-        return [a[tuple(slice(0, n) for n in dims(a.shape))] for a in self.cur.args]
+        lead = () if self.cur.partitions is None else (slice(None),)  # the partitions' axis stays
+        return [a[(*lead, *(slice(0, n) for n in dims(a.shape[len(lead):])))] for a in self.cur.args]
 
     def drop_attributes(self) -> bool:
         """Drop the metadata (every op's source location) at once, then one attribute of one

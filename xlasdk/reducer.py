@@ -70,6 +70,7 @@ from .errors import FormatError, NotReproducedError, XlaSdkError
 
 if TYPE_CHECKING:
     from .program.computation import XlaComputation
+    from .runtime.per_partition import PerPartitionPlan
 
 __all__ = ["NotReproducedError", "ReduceResult", "ReduceStep", "reduce"]
 
@@ -377,7 +378,7 @@ def _topology_of(device: Any) -> str | None:
 
 # -- the entry point -------------------------------------------------------------------------------
 def reduce(
-    computation: XlaComputation | str | os.PathLike[str],
+    computation: XlaComputation | PerPartitionPlan | str | os.PathLike[str],
     until: str | None = None,
     *,
     script: str | None = None,
@@ -478,7 +479,7 @@ def reduce(
     seed = SEED.check(seed, "reduce: seed")
     rtol, atol, _ = tolerances("reduce", rtol, atol)
     topology = None
-    if device is not None and against is None:
+    if device is not None and against is None and until != "diverge":  # diverge: a per-partition dump's (below)
         if until is None:
             raise XlaSdkError(f"reduce: device= is where against= runs both modules, or what until='crash' or "
                               f"'compile-error' compiles for; give one of them with it{where()}")
@@ -493,6 +494,7 @@ def reduce(
             raise XlaSdkError(f"reduce: against= is a problem of its own: give no until= or script= with it; got "
                               f"until={until!r}, script={script!r}{where()}")
         return reduce_to_repro(computation, against, arguments, seed, max_time, rtol, atol, device, progress, started)
+    path: str | None = None
     if isinstance(computation, (str, os.PathLike)):
         from .formats.load import load_computation
 
@@ -504,19 +506,34 @@ def reduce(
             if dies is None:
                 raise
             return _reduce_text(path, dies[0], dies[1], until, script, max_time, check_timeout, progress, started)
+    from ._reduce_partitions import DivergePartitions, partition_arguments, plan_of
+
+    plan = plan_of(computation, path, until, script)
+    if plan is not None:
+        computation = plan.computation
     if not isinstance(computation, XlaComputation):
         raise XlaSdkError(f"reduce: expected an XlaComputation or the path of a module file, got "
                           f"{type(computation).__name__}{where()}")
+    partitions = None if plan is None else plan.num_partitions
+    if device is not None and against is None and plan is None and until == "diverge":
+        raise XlaSdkError(f"reduce: device= is where against= runs both modules, where an optimized per-partition "
+                          f"dump's partitions run (until='diverge'), or what until='crash' or 'compile-error[=REGEX]' "
+                          f"compiles each candidate for; got until='diverge' of {computation.name!r}, one device's "
+                          f"program{where()}")
     with tempfile.TemporaryDirectory(prefix="xlasdk-reduce-") as tmp:
         cond = _condition(until, script, rtol, atol, excess_precision, tmp, topology)
-        if arguments is not None:
-            args: list[np.ndarray[Any, Any]] | None = _arguments(computation, arguments)
+        if plan is not None and isinstance(cond, _Diverge):
+            cond = DivergePartitions(plan.num_partitions, plan.device_for(device), rtol, atol, excess_precision)
+        if plan is not None and cond.needs_arguments:
+            args: list[np.ndarray[Any, Any]] | None = partition_arguments(plan, arguments, seed)
+        elif arguments is not None:
+            args = _arguments(computation, arguments)
         elif cond.needs_arguments:
             args = _random_arguments(computation, seed)
         else:
             args = None
         try:
-            start = _module(computation, args)
+            start = _module(computation, args, partitions=partitions)
         except (_Unprintable, _Invalid) as e:
             raise XlaSdkError(f"reduce: the module {computation.name!r} cannot be printed as HLO text: {e}"
                               f"{where()}") from None

@@ -49,6 +49,11 @@ def _cmd_reduce(args: argparse.Namespace, out: IO[str]) -> int:
             raise
         comp, snap = args.file, None  # reduce() cuts a module XLA's loader dies on as text, or says why not
     inputs = None
+    if not isinstance(comp, str) and snap is None:
+        from ._per_partition import per_partition_devices_of
+
+        if (parts := per_partition_devices_of(comp)) is not None:  # one partition's program of an SPMD program
+            return _reduce_per_partition(args, comp, parts, out)
     if not isinstance(comp, str):
         recorded = _recorded_arguments(args, snap)
         given = args.input or args.inputs is not None or args.random_inputs or recorded is not None
@@ -193,3 +198,63 @@ def write_repro(res: Any, output: str, out: IO[str]) -> None:
             raise UsageError(f"{snap}: cannot write: {e.strerror or e}") from None
         out.write(f"wrote {snap} (the cut with its inputs)\n")
     out.write(f"see the difference: xlasdk compare {output} --inputs {inputs_path} --against {good_path}\n")
+
+
+def _reduce_per_partition(args: argparse.Namespace, comp: Any, parts: int, out: IO[str]) -> int:
+    """``reduce FILE --until diverge`` of an optimized per-partition dump: every cut run on all
+    ``parts`` partitions (:mod:`xlasdk._reduce_partitions`); MIN.hlo and MIN.npz (each parameter's
+    per-partition arguments stacked on a leading axis, as ``run --inputs`` reads them)."""
+    import numpy as np
+
+    f = args.file
+    what = f"{f} is an optimized per-partition dump (one partition's program of {parts})"
+    if args.against is not None:
+        raise UsageError(f"--against {args.against}: {what}; localize the difference per partition with xlasdk "
+                         f"compare {f} --against {args.against} --bisect ops, or reduce it with --until diverge "
+                         f"(each cut run on all {parts} partitions)")
+    if args.script is None and args.until != "diverge":
+        raise UsageError(f"--until {args.until}: {what}, which compiled for one device is another program; reduce "
+                         f"it with --until diverge (each cut run on all {parts} partitions) or --script, localize a "
+                         "divergence with xlasdk compare --bisect ops")
+    from ._per_partition import gather, plan_for
+
+    plan = plan_for(f, comp, parts)
+    inputs = None
+    if args.until == "diverge" or args.input or args.inputs is not None or args.random_inputs:
+        pieces, _ = gather(args, comp, plan)
+        inputs = [np.stack([np.asarray(row[i]) for row in pieces]) for i in range(len(plan.parameter_names))]
+    _stage("reducing")
+    from xlasdk.errors import XlaSdkError
+    from xlasdk.reducer import ReduceStep, reduce
+
+    def progress(step: ReduceStep) -> None:
+        out.write(f"step {step.step}: {step.strategy}: {step.instructions} instruction"
+                  f"{'' if step.instructions == 1 else 's'} ({step.candidates} candidates, {step.compiles} compiles, "
+                  f"{step.elapsed_s:.1f} s)\n")
+        out.flush()
+
+    try:
+        res = reduce(plan, args.until, script=args.script, arguments=inputs, max_time=args.max_time,
+                     check_timeout=args.check_timeout, rtol=args.rtol, atol=args.atol,
+                     excess_precision=args.excess_precision, progress=progress, device=args.device)
+    except XlaSdkError as e:
+        if not str(e).startswith("reduce:"):
+            raise
+        msg = str(e).split(" — at ")[0].removeprefix("reduce: ")
+        raise UsageError(msg if msg.startswith(f) else f"{f}: {msg}") from None
+    from xlasdk._atomic import atomic_write
+
+    try:
+        atomic_write(args.output, res.hlo_text.encode())
+    except OSError as e:
+        raise UsageError(f"--output {args.output}: cannot write: {e.strerror or e}") from None
+    out.write(f"{res}\nwrote {args.output} (one partition's program of {parts})\n")
+    if res.arguments:
+        inputs_path = repro_paths(args.output)[1]
+        try:
+            _write_inputs(inputs_path, list(res.arguments))
+        except OSError as e:
+            raise UsageError(f"{inputs_path}: cannot write: {e.strerror or e}") from None
+        out.write(f"wrote {inputs_path} (its arguments: each parameter's {parts} per-partition arrays stacked on a "
+                  "leading axis, as xlasdk run --inputs reads them)\n")
+    return EXIT_OK
