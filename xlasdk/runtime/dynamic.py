@@ -40,12 +40,15 @@ class DynamicResultExecutable(Executable):
     """An :class:`Executable` whose results have dynamic dimensions: each call returns them cut
     to their run-time sizes (``exe.output_shapes`` shows the bounds, ``f32[<=5]``)."""
 
-    __slots__ = ("_user_shape", "_nout", "_dyn", "_dyn_params")
+    __slots__ = ("_user_shape", "_nout", "_dyn", "_dyn_params", "_size_params")
 
     _user_shape: ProgramShape
     _nout: int
     _dyn: tuple[tuple[int, int], ...]
     _dyn_params: tuple[tuple[int, tuple[int, ...]], ...]
+    #: (parameter number, instruction, dimension, bound) of each parameter that sets a dimension's
+    #: run-time size (:func:`xlasdk.inputs.dimension_size_parameters`), read on the first call
+    _size_params: tuple[tuple[int, str, int, int], ...] | None
 
     @classmethod
     def _wrap(
@@ -64,7 +67,32 @@ class DynamicResultExecutable(Executable):
         new._nout = nout
         new._dyn = tuple(dyn)
         new._dyn_params = tuple(dyn_params)
+        new._size_params = None
         return new
+
+    def _check_sizes(self, args: Sequence[Any], where: str = "") -> None:
+        """A ShapeError for an argument that sets a dimension's run-time size outside ``[0, bound]``
+        (XLA would run on with a size past the buffer)."""
+        if self._size_params is None:
+            from ..inputs import dimension_size_parameters
+
+            comp = getattr(self, "_computation", None)
+            try:
+                self._size_params = () if comp is None else tuple(dimension_size_parameters(comp))
+            except Exception:  # noqa: BLE001 - a program the graph cannot read: the sizes XLA returns are checked
+                self._size_params = ()
+        names = self._user_shape.parameter_names()
+        for i, ins, dim, bound in self._size_params:
+            if i >= len(args):
+                continue
+            a = args[i].to_numpy() if isinstance(args[i], DeviceArray) else np.asarray(args[i])
+            if a.size != 1 or a.dtype.kind not in "iu":
+                continue  # the argument's own shape or dtype error comes from the call
+            size = int(a.reshape(-1)[0])
+            if not 0 <= size <= bound:
+                raise ShapeError(
+                    f"{self._name}: {where}argument {i} ({names[i]!r}) is the run-time size of dimension {dim} of "
+                    f"{ins}, whose bound is {bound}: expected a size in [0, {bound}], got {size}")
 
     @property
     def input_shapes(self) -> tuple[Shape, ...]:
@@ -125,14 +153,19 @@ class DynamicResultExecutable(Executable):
         r = self._user_shape.result_shape()
         return r.tuple_shapes() if r.is_tuple() else (r,)
 
-    def _cut(self, padded: Any) -> DeviceArray | tuple[DeviceArray, ...]:
+    def _cut(self, padded: Any, where: str = "") -> DeviceArray | tuple[DeviceArray, ...]:
         if not self._dyn:
             return padded  # type: ignore[no-any-return]
         vals = list(padded)
         outs, sizes = vals[: self._nout], vals[self._nout :]
         extents: dict[int, list[int]] = {}
         for (k, d), size in zip(self._dyn, sizes, strict=True):
-            extents.setdefault(k, list(outs[k].shape))[d] = int(size.to_numpy())
+            n, bound = int(size.to_numpy()), int(outs[k].shape[d])
+            if not 0 <= n <= bound:  # a size the program computed from its arguments
+                raise ShapeError(
+                    f"{self._name}: {where}result {k}'s dimension {d} came out of run-time size {n}, outside [0, "
+                    f"{bound}] (its bound): a size computed from the arguments must stay within the bound")
+            extents.setdefault(k, list(outs[k].shape))[d] = n
         # XLA:CPU writes a dynamic result densely at the start of its padded buffer (row-major
         # in the real extents), not at the positions of the padded array.
         cut = [
@@ -148,12 +181,23 @@ class DynamicResultExecutable(Executable):
 
     def __call__(self, *args: Any) -> DeviceArray | tuple[DeviceArray, ...]:
         """Run as ``Executable.__call__``: an argument for a dynamic parameter may be smaller than
-        its bound along the dynamic dimensions; dynamic results come back at their run-time sizes."""
+        its bound along the dynamic dimensions; dynamic results come back at their run-time sizes.
+
+        Raises
+        ------
+        ShapeError
+            An argument larger than its bound, or one that sets a dimension's run-time size
+            (``DynamicReshape``'s sizes, ``SetDimensionSize``) outside ``[0, bound]`` (naming the
+            parameter, the dimension, the bound and the size given), or a size the program
+            computes outside it."""
+        self._check_sizes(args)
         return self._cut(Executable.__call__(self, *self._pad(args)))
 
     def execute_replicated(
         self, per_device_args: Sequence[Sequence[Any]]
     ) -> list[DeviceArray | tuple[DeviceArray, ...]]:
         """As :meth:`Executable.execute_replicated`, with dynamic arguments and results as for a call."""
+        for k, a in enumerate(per_device_args):
+            self._check_sizes(a, f"device {k}, ")
         padded = [self._pad(a, f"device {k}, ") for k, a in enumerate(per_device_args)]
-        return [self._cut(r) for r in Executable.execute_replicated(self, padded)]
+        return [self._cut(r, f"device {k}, ") for k, r in enumerate(Executable.execute_replicated(self, padded))]
