@@ -41,6 +41,71 @@ def own_bound(comp: Any, node: XlaOp, env: dict[int, Any], out: Any, kind: Devic
     return np.asarray(b, np.float64) if np.shape(b) == np.shape(out) else None
 
 
+#: how many iterations past the reference's exit a device may run while the loop's condition may come out
+#: the other way (each one a sweep whose decision rounding could change), and the most iterations followed
+MORE_TRIPS = 4
+MAX_TRIPS = 4096
+
+
+def other_trip_counts(comp: Any, o: XlaOp, init: list[Any], env: dict[int, Any], kind: DeviceKind,
+                      precision: str | None) -> list[tuple[int, list[Any], list[Any]]]:
+    """The states a correct device may leave loop ``o`` (a ``while`` of scope ``env``) in, started
+    from the device's values ``init`` of its operands (taken as exact): the reference's own exit
+    state, and those after the iterations where the loop's condition may come out the other way (a
+    float comparison, in the condition or carried into it as a predicate by the body, whose operands
+    are within ``BOUND_MARGIN`` times their carried bounds of each other: :func:`._bounds._flips`):
+    fewer iterations (the device stopped where the condition may be false), or up to
+    :data:`MORE_TRIPS` more (it went on where it may be true). Each as ``(iterations, values,
+    bounds)``: per result its reference value and its carried bound (float: the rounding the body's
+    ops carried from ``init``; integer or boolean: where it may differ, 1.0, or None), the
+    reference's own trip count first. Empty when the loop runs over :data:`MAX_TRIPS` iterations."""
+    from ._bounds import _region_bounds, is_float_array
+    from ._walk import Evaluator
+
+    cond, body = o.regions
+    ev = Evaluator(comp)
+    ev.model, ev.precision = kind, precision
+    saved = ev.current
+
+    def decide(state: list[Any], errs: list[Any]) -> tuple[bool, bool]:  # (goes on, may come out otherwise)
+        ev.current = env  # the scope the condition's region reads
+        c, ce = _region_bounds(cond, state, errs, env, ev, {})
+        return bool(np.asarray(c[0])), isinstance(ce[0], np.ndarray) and bool(np.any(ce[0]))
+
+    def step(state: list[Any], errs: list[Any]) -> tuple[list[Any], list[Any]]:
+        ev.current = env
+        return _region_bounds(body, state, errs, env, ev, {})
+
+    state = list(init)
+    errs: list[Any] = [np.zeros(np.shape(v)) if is_float_array(v) else None for v in state]
+    states: list[tuple[list[Any], list[Any], bool, bool]] = []
+    try:
+        with np.errstate(all="ignore"):
+            while True:
+                go, flips = decide(state, errs)
+                states.append((state, errs, go, flips))
+                if not go:
+                    break
+                if len(states) > MAX_TRIPS:
+                    return []
+                state, errs = step(state, errs)
+            n = len(states) - 1
+            while len(states) - 1 < n + MORE_TRIPS and (states[-1][2] or states[-1][3]):
+                state, errs = step(*states[-1][:2])
+                states.append((state, errs, *decide(state, errs)))
+    finally:
+        ev.current = saved
+    fewer = [m for m in range(n) if states[m][3]]  # the device stopped where the condition may be false
+    more = []  # the device went on past n where the condition may be true, and stopped where it may be false
+    for m in range(n + 1, len(states)):
+        if not states[m - 1][3] and not states[m - 1][2]:
+            break
+        if not states[m][2] or states[m][3]:
+            more.append(m)
+    order = sorted([*fewer, *more], key=lambda m: (abs(m - n), m))
+    return [(m, states[m][0], states[m][1]) for m in [n, *order]]
+
+
 def is_exact(node: XlaOp, kind: DeviceKind) -> bool:
     """The model says ``node`` is bit-exact on ``kind`` (moves, integers, comparisons, selects...)."""
     row = op_bound(node, kind)

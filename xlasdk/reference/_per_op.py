@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._optable import GET_TUPLE_ELEMENT
+from ..ops.control import WHILE
 from ._report import OutputComparison
 
 if TYPE_CHECKING:
@@ -247,7 +249,51 @@ def _judge(p: Any, ins: Any, dev: dict[int, Any], hidden: set[int]) -> tuple[Out
             if not c.ok or c.unjudged:
                 break
     assert worst is not None
+    if not worst.ok and not group and ins.op.opdef.same_op(WHILE) and len(ins.op.regions) == 2:
+        worst = _judge_loop(p, ins.op, roots, dev, env) or worst
     return worst, [g.name for g in sorted(group, key=lambda g: g.index)]
+
+
+def _judge_loop(p: Any, o: Any, roots: Sequence[Any], dev: dict[int, Any], env: dict[int, Any]
+                ) -> OutputComparison | None:
+    """A ``while`` whose device values depart from its rule on the device's operands, judged again
+    against every state a correct device may leave it in (:func:`._judge.other_trip_counts`: where
+    the float comparison deciding an iteration may come out the other way, one iteration more or
+    fewer): floats as the loop's values are (its own bound), integers and booleans exactly but where
+    they may differ (made from such a comparison). The first state every result
+    matches (None: none does, the departure stands). Its iteration counter is judged exactly: a loop
+    that counts wrong, or computes a wrong value, matches none."""
+    from ._bounds import OutputScale, is_float_array
+    from ._judge import other_trip_counts
+    from ._report import compare_one
+
+    s = p.settings
+    results = [n.extra if n.opdef is GET_TUPLE_ELEMENT else 0 for n in roots]
+    try:
+        states = other_trip_counts(p.comp, o, [env[id(x)] for x in o.operands], env, s.kind, s.precision)
+    except Exception:  # noqa: BLE001 - a loop the bounds cannot follow: the departure stands
+        return None
+    for m, values, bounds in states:
+        worst: OutputComparison | None = None
+        for n, k in zip(roots, results, strict=True):
+            got, want, bound = np.asarray(dev[id(n)]), np.asarray(values[k]), bounds[k]
+            if got.shape != want.shape or got.dtype != want.dtype:
+                return None
+            if is_float_array(want):  # as the loop's own values are judged (:meth:`._Program.check`)
+                c = p.check(n, got, want, env)
+            else:  # where it may differ, the device's own value
+                may = np.broadcast_to(np.asarray(bound) > 0, want.shape) if isinstance(bound, np.ndarray) \
+                    else np.zeros(want.shape, bool)
+                c = compare_one(0, got, np.where(may, got, want), None, None, OutputScale(0.0), None)
+            if worst is None or not c.ok or c.unjudged:
+                worst = c
+            if not c.ok or c.unjudged:
+                break
+        if worst is not None and worst.ok and not worst.unjudged:
+            s.say(f"op by op: {o.opcode} matches the reference stopped after {m} iterations (its condition's float "
+                  "comparison may come out the other way there)")
+            return worst
+    return None
 
 
 def _check_group(p: Any, node: Any, got: np.ndarray[Any, Any], env: dict[int, Any], ev: Any,
