@@ -10,7 +10,9 @@ judges a candidate), so error carried along a chain never counts against an op t
 That judgment covers the original compile only where XLA computed it the same way: the exposed
 compile's outputs must be bit-identical to the original compile's, else the verdict stays CANNOT
 JUDGE and says why. Index outputs of a ``top_k`` are judged by the order they give on the device's
-own keys (:func:`._orders.judge_order`), so a tie ranked either way is no departure.
+own keys (:func:`._orders.judge_order`), so a tie ranked either way is no departure. A ``while``
+that departs is judged again against the states a correct device may leave it in where a float
+comparison decides its trip count (:func:`_judge_loop`): rounding may run one iteration more or fewer.
 """
 
 from __future__ import annotations
