@@ -51,6 +51,7 @@ if TYPE_CHECKING:
         CompileOnlyError,
         DeviceCountError,
         DistributedError,
+        DLPackError,
         DTypeError,
         ExecutionTimeoutError,
         FormatError,
@@ -101,7 +102,8 @@ if TYPE_CHECKING:
         local_devices,
         register_custom_call_target,
     )
-    from .runtime.capabilities import Capabilities, capabilities
+    from .runtime.capabilities import Capabilities, Support, capabilities
+    from .runtime.host_parts import HostPart, load_host_part, read_host_part
     from .runtime.jax_interop import share_with_jax
     from .runtime.per_partition import PerPartitionPlan, run_per_partition
     from .runtime.sharded import ShardedArray, shard
@@ -210,6 +212,11 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "topology": ("runtime.topology", "topology"),
     "capabilities": ("runtime.capabilities", "capabilities"),
     "Capabilities": ("runtime.capabilities", "Capabilities"),
+    "Support": ("runtime.capabilities", "Support"),
+    "HostPart": ("runtime.host_parts", "HostPart"),
+    "load_host_part": ("runtime.host_parts", "load_host_part"),
+    "read_host_part": ("runtime.host_parts", "read_host_part"),
+    "DLPackError": ("errors", "DLPackError"),
     "Topology": ("runtime.topology", "Topology"),
     "CompileOnlyExecutable": ("runtime.topology", "CompileOnlyExecutable"),
     "CompileOnlyError": ("errors", "CompileOnlyError"),
@@ -248,7 +255,7 @@ __all__ = [
     "PerPartitionPlan", "run_per_partition",
     "HloSharding", "ShardedArray", "shard",
     "share_with_jax", "topology", "Topology", "CompileOnlyExecutable", "CompileOnlyError",
-    "capabilities", "Capabilities",
+    "capabilities", "Capabilities", "Support", "HostPart", "load_host_part", "read_host_part", "DLPackError",
     "HostBufferSemantics", "aligned_empty", "from_dlpack", "JaxlibVersion", "jaxlib_version_info",
     "register_custom_call_target",
     "Instruction", "GraphImportError", "Graph", "ModuleContext",
