@@ -1,4 +1,4 @@
-"""A built computation is walked on its own nodes (:mod:`xlasdk.program.built_index`).
+"""A built computation is walked on its own nodes (:func:`xlasdk.program.origin.index_built`).
 
 Oracles: the builder's own nodes (identity: ``instructions()[i].op is`` the node built), and for
 every instruction view the module's own import (:func:`xlasdk.program.graph_import.import_graph`
@@ -18,8 +18,8 @@ import xlasdk as xs
 from xlasdk import ops
 from xlasdk._optable import GET_TUPLE_ELEMENT
 from xlasdk.attrs import DotDimensionNumbers
-from xlasdk.program.built_index import index_built, indexable
 from xlasdk.program.graph_import import InstructionGraph, import_graph, partitioning
+from xlasdk.program.origin import Built, index_built, indexable
 from xlasdk.reference import evaluate
 
 F32 = np.float32
@@ -148,7 +148,7 @@ def test_the_instructions_are_the_nodes_the_builder_made(make: Callable[[], xs.X
     assert [comp.instruction_graph().instruction_of(o).op for o in outputs] == outputs
     if g.root.opcode != "tuple":
         assert instrs[-1].op is g.root
-    assert comp._text is None  # walked without emitting (or parsing, or importing) the module
+    assert isinstance(comp.origin, Built) and not comp.origin.emitted  # walked without emitting the module
 
 
 def test_a_multi_result_ops_get_tuple_elements_are_its_parts() -> None:
@@ -178,7 +178,7 @@ def test_the_evaluator_walks_the_built_nodes_and_gives_the_same_values() -> None
     x = rng.standard_normal((1, 6, 6, 2)).astype(F32)
     k = rng.standard_normal((3, 3, 2, 4)).astype(F32)
     got = evaluate(comp, x, k)
-    assert comp._text is None  # no module emitted to evaluate it
+    assert isinstance(comp.origin, Built) and not comp.origin.emitted  # no module emitted to evaluate it
     loaded = xs.XlaComputation.from_stablehlo(comp.as_stablehlo_text())  # the same program, indexed by import
     want = evaluate(loaded, x, k)
     assert len(got) == len(want) == 1

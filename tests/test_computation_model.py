@@ -194,3 +194,75 @@ def test_an_optimized_bf16_dump_computes_its_programs_bits(corpus: str, fname: s
     want = run(before)
     assert run(comp) == want and run(exposed) == want
     assert run(comp, xla_allow_excess_precision=False) == want  # the user's own setting is kept as given
+
+
+#: what an XlaComputation holds (issue 44, step 2): its name, program shape and origin, and the
+#: caches of its graph and instruction index; everything that differs with where the program came
+#: from is its origin's
+_STATE = {"_name", "_program_shape", "_origin", "_graph_cache", "_instruction_graph"}
+
+
+def _exercised(comp: xs.XlaComputation) -> xs.XlaComputation:
+    """``comp`` printed, walked and converted (every form its origin makes)."""
+    comp.as_stablehlo_text()
+    comp.as_hlo_text()
+    comp.as_serialized_hlo_module_proto()
+    comp.instructions()
+    comp.graph()
+    compile_request(comp)
+    return comp
+
+
+def test_each_origin_is_an_object_and_the_computation_holds_only_caches() -> None:
+    from xlasdk.program.origin import Built, Edited, Loaded, LoadedHlo, StaticRewrite
+
+    comp, _, _ = _built()
+    loaded_hlo = xs.load_computation(DUMP)
+    loaded = xs.XlaComputation.from_stablehlo(comp.as_stablehlo_text())
+    edited = loaded_hlo.with_outputs(list(loaded_hlo.instruction_graph().outputs))
+    b = xs.XlaBuilder("dyn")
+    x = ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, (5,), dynamic_dimensions=[True]), "x")
+    dyn = b.build(ops.Add(x, x))
+    rewritten = static_interface(dyn).computation
+    kinds = [(comp, Built, None), (loaded_hlo, LoadedHlo, "hlo"), (loaded, Loaded, "mlir"),
+             (edited, Edited, "hlo"), (rewritten, StaticRewrite, None)]
+    for c, kind, fmt in kinds:
+        assert type(c.origin) is kind and c.source_format == fmt
+        assert set(vars(_exercised(c))) == _STATE, (kind, sorted(vars(c)))
+    assert comp._built() is comp.graph() and rewritten._built() is not None
+    assert [c._built() for c in (loaded_hlo, loaded, edited)] == [None, None, None]
+    assert compile_request(rewritten).static_interface and not compile_request(comp).static_interface
+    assert compile_request(rewritten).heap_bytes == compile_request(dyn).heap_bytes == 2 * 20  # x, x + x: f32[<=5]
+    assert [compile_request(c).heap_bytes for c in (loaded_hlo, loaded, edited)] == [0, 0, 0]
+
+
+def test_a_computation_is_made_of_an_origin() -> None:
+    from xlasdk.program.origin import Loaded
+
+    with pytest.raises(TypeError, match="expected an origin"):
+        xs.XlaComputation("f", xs.ProgramShape([], xs.Shape.scalar_shape(np.float32)), "module {}")  # type: ignore[arg-type]
+    text = ("module @f { func.func public @main(%a: tensor<3xf32>) -> tensor<3xf32> {\n"
+            "  %0 = stablehlo.add %a, %a : tensor<3xf32>\n  return %0 : tensor<3xf32>\n} }")
+    s = xs.Shape.array_shape(np.float32, (3,))
+    comp = xs.XlaComputation("f", xs.ProgramShape([s], s, ["a"]), Loaded("mlir", text))
+    out = xs.compile(comp)(np.array([1, 2, 3], np.float32)).to_numpy()
+    np.testing.assert_array_equal(out, [2, 4, 6])  # oracle: 2 * a
+
+
+def test_no_module_outside_program_calls_a_private_constructor_of_the_computation() -> None:
+    """``XlaComputation(name, program_shape, origin)`` and the origins' constructors are the ways
+    to make one: nothing outside ``xlasdk/program/`` reads a private name of the class."""
+    import ast
+
+    own = {n for n in vars(xs.XlaComputation) if n.startswith("_") and not n.startswith("__")}
+    assert not own & {"_new", "_from_builder", "_from_loaded", "_edited", "_with_static_interface"}
+    pkg = Path(xs.__file__).parent
+    bad = []
+    for path in sorted(pkg.rglob("*.py")):
+        if path.parent.name == "program":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Attribute) and node.attr in own
+                    and isinstance(node.value, ast.Name) and node.value.id == "XlaComputation"):
+                bad.append(f"{path.relative_to(pkg)}:{node.lineno} XlaComputation.{node.attr}")
+    assert not bad, bad

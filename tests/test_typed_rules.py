@@ -36,7 +36,7 @@ from xlasdk.attrs import (
 )
 from xlasdk.ops.collectives import ChannelHandle
 from xlasdk.program.attr_kinds import MlirAttr, declared_kind, typed_attr
-from xlasdk.program.built_index import indexable
+from xlasdk.program.origin import indexable
 from xlasdk.reference._walk import Evaluator, UnsupportedOpError, dtype_of
 
 RNG = np.random.default_rng(34)

@@ -724,6 +724,7 @@ class XlaBuilder:
         included).
         """
         from .program.computation import XlaComputation  # computation is built from this module's graphs
+        from .program.origin import Built  # a built computation's origin (program sits above: built on demand)
 
         if self._imported is not None:
             return self._imported.build(root)  # type: ignore[no-any-return]
@@ -734,7 +735,8 @@ class XlaBuilder:
                 f"2**{self._nbytes.bit_length() - 1}); a computation may hold at most 2**62 bytes of arrays "
                 f"(XLA places them all in one int64-addressed heap and aborts when it overflows){where()}"
             )
-        return XlaComputation._from_builder(self, r, self._program_shape(r))
+        graph = Graph(self.name, tuple(self.parameters()), r, tuple(self.side_effects()))
+        return XlaComputation(self.name, self._program_shape(r), Built(graph, self._nbytes))
 
     def is_constant(self, op: XlaOp) -> bool:
         """True if ``op`` depends on no Parameter and no side-effecting or random op."""

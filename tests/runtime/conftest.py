@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from xlasdk.program.computation import XlaComputation
+from xlasdk.program.origin import Loaded
 from xlasdk.shape import ProgramShape, Shape
 from xlasdk.types import PrimitiveType
 
@@ -23,7 +24,7 @@ def MlirComputation(  # noqa: N802 (it stands where a class stood)
 ) -> XlaComputation:
     """A computation of hand-written StableHLO ``text`` with the given program shape, compiled in
     this process as a built one would be (the runtime tests need no builder)."""
-    return XlaComputation._from_loaded(name, ProgramShape(params, result, names), None, text)
+    return XlaComputation(name, ProgramShape(params, result, names), Loaded(None, text))
 
 
 def shape(dtype: Any, *dims: int) -> Shape:

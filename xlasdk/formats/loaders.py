@@ -42,15 +42,15 @@ def _loaded(
     what: str,
     *,
     fmt: Format,
-    xla: Any = None,
     name: str | None = None,
 ) -> XlaComputation:
     from ..program.computation import XlaComputation
+    from ..program.origin import Loaded
 
     program_shape = _program_shape(module, what)
     mname = name or _mlir.module_name(module) or "main"
     text = _mlir.module_to_text(module, debug_info=True, generic=True)  # the pretty form may not parse back
-    return XlaComputation._from_loaded(mname, program_shape, module, text, xla=xla, source_format=fmt.value)
+    return XlaComputation(mname, program_shape, Loaded(fmt.value, text, module))
 
 
 def _hlo_failure(e: isolated.Failed, what: str, text: str | None) -> FormatError:
@@ -121,12 +121,12 @@ def _from_hlo(kind: str, data: str | bytes, what: str, fmt: Format) -> XlaComput
     # them here (parse, verify); they are read when first needed, and the worker goes first for
     # the rest (the module's text, XLA's proto reader) when that is needed.
     from ..program.computation import XlaComputation
+    from ..program.origin import LoadedHlo
 
-    comp = XlaComputation._from_loaded(
-        name, program_shape, None, None, source_format=fmt.value, proto=proto, bytecode=(bytecode, attributes),
-        tpu_meaning=tpu, read_names=hlo_names,  # its instruction graph names instructions as the HLO does
+    origin = LoadedHlo(  # its instruction graph names instructions as the HLO does (read_names)
+        fmt.value, proto, (bytecode, attributes), read_names=hlo_names, tpu_rewrite=tpu,
     )
-    return comp
+    return XlaComputation(name, program_shape, origin)
 
 
 def computation_from_hlo_text(text: str, what: str = "from_hlo_text") -> XlaComputation:

@@ -4,6 +4,7 @@ Modules of this package (the public names are re-exported by :mod:`xlasdk`):
 
 =====================  ========================================================================
 ``computation``        :class:`~xlasdk.XlaComputation`: a built or loaded program, its module and graph
+``origin``             where a program came from (built, loaded, edited, rewritten): its forms, made once
 ``graph_import``       a module's instruction graph: ``comp.instructions()``, :class:`HloNames`
 ``attr_kinds``         a loaded op's declared attributes read into the builder's typed values
 ``graph_edit``         new computations from that graph: ``with_outputs``, ``extract``, ``from_computation``

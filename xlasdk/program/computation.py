@@ -11,21 +11,18 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .. import _metadata
-from .._emit import emit_module
-from .._hlo_emit import Unsupported, parsable_module_name, print_hlo_module
+from .._hlo_emit import parsable_module_name
 from .._jaxlib import mlir as _mlir
-from ..builder import Computation, Graph, ModuleContext
+from ..builder import Computation, Graph
 from ..errors import CompileError, XlaSdkError
-from ..ops.collectives import cross_partition_ids
-from ..ops.shaping import SET_DIMENSION_SIZE
 from ..shape import ProgramShape
+from .origin import Edited, Origin, direct_hlo_text
 
 if TYPE_CHECKING:
     from ..builder import XlaBuilder, XlaOp
     from .graph_import import HloNames, Instruction, InstructionGraph, Partitioning
 
-__all__ = ["XlaComputation", "CompileRequest", "compile_request"]
+__all__ = ["XlaComputation", "CompileRequest", "compile_request", "from_optimized_dump"]
 
 
 _T = TypeVar("_T")
@@ -41,137 +38,39 @@ class XlaComputation(Computation):
     module (:meth:`compiler_ir`), each made from the other on first need. A built computation
     starts from its graph (the module is emitted when first printed or compiled); a loaded one
     starts from its verified module (the graph is imported when first walked). What differs is
-    only where it came from (:attr:`source_format`): a program not checked op by op by xlasdk's
-    shape rules is converted and compiled in the worker process first.
+    only where it came from, its :attr:`origin` (:mod:`xlasdk.program.origin`): a program not
+    checked op by op by xlasdk's shape rules is converted and compiled in the worker process first.
     """
 
     _name: str
     _program_shape: ProgramShape
-    _graph_cache: Graph | None  # the typed graph: given when built, imported on first need when loaded
-    _text: str | None
-    _module: Any
-    _xla: Any
-    _source_format: str | None
-    _proto: bytes | None  # a loaded HLO module's verified HloModuleProto, read on first need
-    # a loaded HLO module's verified StableHLO bytecode and header attributes (formats.untrusted.load_hlo),
-    # parsed or printed (in the worker) on first need
-    _bytecode: tuple[bytes, tuple[tuple[str, int], ...]] | None
-    _hlo_texts: dict[tuple[bool, bool], str | None]
-    _cross_partition: list[tuple[str, str, list[int]]] | None
-    _host_callbacks: tuple[Any, ...]  # callables of ops.HostCallback, by index (built graphs only)
-    _heap_bytes: int  # bytes of every array of a built graph (0 when loaded)
-    _instruction_graph: InstructionGraph | None  # the instruction index (program.graph_import), on first need
-    _static_interface: bool  # made by static_interface(): compiled as it is (no dynamic-shape handling)
-    _padded_params: bool  # dynamic parameters emitted as padded arguments + sizes (set_dimension_size)
-    _names: HloNames | None  # an edited program's instruction names, carried from the one it was edited from
-    _read_names: Callable[[bytes], HloNames | None] | None  # a loaded HLO module's names, from its proto (formats')
-    _optimized: bool | None  # XLA's optimized dump, or edited from one (from_optimized_dump), on first need
-    _tpu_meaning: tuple[int, str] | None  # loaded TPU-optimized HLO run as its CPU meaning: (rewritten, signs)
-    _node_lines: dict[int, int] | None  # a built graph's nodes -> their ops' places in main (emit_module's)
+    _origin: Origin  # where the program came from: its module, HLO, graph and index are made by it
+    _graph_cache: Graph | None  # the typed graph (:meth:`graph`), on first need
+    _instruction_graph: InstructionGraph | None  # the instruction index (:meth:`instruction_graph`), on first need
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise TypeError(
-            "XlaComputation is made by XlaBuilder.build() or loaded with xs.load_computation / "
-            "XlaComputation.from_hlo_text / from_stablehlo / from_hlo_proto"
-        )
+    def __init__(self, name: str, program_shape: ProgramShape, origin: Origin) -> None:
+        """The computation ``name`` of ``program_shape`` made of ``origin``
+        (:mod:`xlasdk.program.origin`: :class:`~xlasdk.program.origin.Built`,
+        :class:`~xlasdk.program.origin.Loaded`, ...). Users get computations from
+        :meth:`XlaBuilder.build <xlasdk.XlaBuilder.build>`, :func:`xlasdk.load_computation` and
+        :meth:`from_hlo_text` / :meth:`from_stablehlo` / :meth:`from_hlo_proto`.
 
-    @classmethod
-    def _new(cls, name: str, program_shape: ProgramShape) -> XlaComputation:
-        c = object.__new__(cls)
-        c._name = name
-        c._program_shape = program_shape
-        c._graph_cache = None
-        c._text = None
-        c._module = None
-        c._xla = None
-        c._source_format = None
-        c._proto = None
-        c._bytecode = None
-        c._hlo_texts = {}
-        c._cross_partition = None
-        c._host_callbacks = ()
-        c._heap_bytes = 0
-        c._instruction_graph = None
-        c._static_interface = False
-        c._padded_params = False
-        c._names = c._read_names = c._optimized = c._tpu_meaning = c._node_lines = None
-        return c
-
-    @classmethod
-    def _from_builder(cls, builder: XlaBuilder, root: XlaOp, program_shape: ProgramShape) -> XlaComputation:
-        c = cls._new(builder.name, program_shape)
-        c._graph_cache = Graph(builder.name, tuple(builder.parameters()), root, tuple(builder.side_effects()))
-        c._heap_bytes = builder._nbytes
-        return c
-
-    @classmethod
-    def _from_loaded(
-        cls,
-        name: str,
-        program_shape: ProgramShape,
-        module: Any,
-        text: str | None,
-        *,
-        xla: Any = None,
-        source_format: str | None = None,
-        proto: bytes | None = None,
-        bytecode: tuple[bytes, tuple[tuple[str, int], ...]] | None = None,
-        tpu_meaning: tuple[int, str] | None = None,
-        read_names: Callable[[bytes], HloNames | None] | None = None,
-    ) -> XlaComputation:
-        """A computation loaded and verified by :mod:`xlasdk.formats`.
-
-        ``module`` is the parsed ``ir.Module``, ``text`` its StableHLO text with locations (op
-        metadata lives there, see :meth:`_converted`); ``xla`` the jaxlib
-        ``XlaComputation`` of the original HLO when it was loaded from HLO (so ``as_hlo_text``
-        gives back the HLO that was loaded). ``module`` may be None (it is parsed from ``text``
-        when first needed), and ``proto`` (a verified ``HloModuleProto``) may stand for ``xla``
-        (read when first needed): loading a large module then costs only what the loader's
-        worker process spent on it. ``text`` may be None when ``bytecode`` (the module's verified
-        bytecode and the attributes its HLO header gave it) is given: the module is parsed from
-        it, and its text printed by the worker, on first need. ``tpu_meaning``: :attr:`tpu_rewrite`;
-        ``read_names``: the HLO instruction names of the module's proto. """
-        assert text is not None or bytecode is not None
-        c = cls._new(name, program_shape)
-        c._text = text
-        c._module = module
-        c._xla = xla
-        c._source_format = source_format
-        c._proto = proto
-        c._bytecode = bytecode
-        c._tpu_meaning, c._read_names = tpu_meaning, read_names
-        return c
-
-    def _edited(self, graph: Graph, names: HloNames | None = None) -> XlaComputation:
-        """A computation of nodes of this program's imported graph (:mod:`xlasdk.program.graph_edit`):
-        emitted with the module's context (``graph.context``) around ``main``, and, like a loaded
-        computation, converted and compiled in the worker process first. It keeps this program's
-        format (``"graph"`` when built) and, edited from XLA's optimized dump, is one too
-        (:func:`from_optimized_dump`). ``names``: its instructions' names, in the order the emitter
-        writes them (this program's), paired with its instruction graph as a loaded HLO module's are."""
-        params = graph.parameters
-        pshape = ProgramShape([p.shape for p in params], graph.root.shape,
-                              [p.extra[1] or f"p{i}" for i, p in enumerate(params)])
-        c = self._new(graph.name, pshape)
-        c._graph_cache = graph
-        c._source_format = self._source_format or "graph"
-        c._names = names
-        c._optimized = from_optimized_dump(self)
-        return c
-
-    @classmethod
-    def _with_static_interface(
-        cls, graph: Graph, program_shape: ProgramShape, *, padded_params: bool
-    ) -> XlaComputation:
-        """The computation of ``graph`` (built, with bounded dynamic shapes) as XLA:CPU can run it:
-        each dynamic parameter becomes a static argument of its bounds plus an ``s32[]`` size per
-        dynamic dimension (``program_shape`` says so), joined by ``set_dimension_size`` in the
-        program; results are compiled as they are (padded; :mod:`xlasdk.runtime.dynamic` cuts them)."""
-        c = cls._new(graph.name, program_shape)
-        c._graph_cache = graph
-        c._static_interface = True
-        c._padded_params = padded_params
-        return c
+        Raises
+        ------
+        TypeError
+            ``origin`` is not an :class:`~xlasdk.program.origin.Origin`.
+        """
+        if not isinstance(origin, Origin):
+            raise TypeError(
+                f"XlaComputation(name, program_shape, origin): expected an origin (xlasdk.program.origin), got "
+                f"{type(origin).__name__}; computations are made by XlaBuilder.build() or loaded with "
+                "xs.load_computation / XlaComputation.from_hlo_text / from_stablehlo / from_hlo_proto"
+            )
+        self._name = name
+        self._program_shape = program_shape
+        self._origin = origin
+        self._graph_cache = None
+        self._instruction_graph = None
 
     # -- loading (see xlasdk.formats) --------------------------------------------------------
     @classmethod
@@ -236,55 +135,29 @@ class XlaComputation(Computation):
     def __repr__(self) -> str:
         return f"XlaComputation({self._name!r}, {self._program_shape})"
 
+    @property
+    def origin(self) -> Origin:
+        """Where the program came from (:mod:`xlasdk.program.origin`): built, loaded, edited, or
+        a built program rewritten for a static interface."""
+        return self._origin
+
     def _built(self) -> Graph | None:
         """The graph when xlasdk built it op by op with its shape rules (trusted: printed directly,
         compiled in this process), else None."""
-        g = self._graph_cache
-        return g if g is not None and g.context is None and self._source_format is None else None
+        return self._origin.built_graph()
 
     # -- StableHLO ---------------------------------------------------------------------------
     def _mlir_module_text(self) -> str:
         """StableHLO module text (generic syntax, with locations), accepted by PJRT compile."""
-        if self._text is None and self._bytecode is not None:  # loaded from HLO: printed by the worker
-            from ._worker import module_text  # the worker's services load only when a loaded program needs them
-
-            self._text = module_text(*self._bytecode, self._name)
-        if self._text is None:
-            g = self._graph_cache
-            assert g is not None  # a loaded computation has its text or its bytecode from the start
-            callbacks: list[Any] = []
-            ctx = g.context or ModuleContext()
-            self._node_lines = {} if self._built() is not None else None
-            self._text = emit_module(
-                self._name, list(g.parameters), g.root, side_effects=g.side_effects,
-                host_callbacks=callbacks, module_attrs=", ".join(f"{k} = {v}" for k, v in ctx.attributes),
-                module_body=ctx.body, result_attrs=ctx.result_attributes,
-                padded_dynamic_params=SET_DIMENSION_SIZE if self._padded_params else None,
-                node_lines=self._node_lines,
-            )
-            self._host_callbacks = tuple(callbacks)
-        return self._text
+        return self._origin.module_text(self._name)
 
     def _callbacks(self) -> tuple[Any, ...]:
         """The Python host callbacks (``ops.HostCallback``) the module calls, in index order: what
         it must be compiled with. Empty for loaded computations."""
-        if self._bytecode is None:  # (a module loaded from HLO has none: no need to print it)
-            self._mlir_module_text()
-        return self._host_callbacks
+        return self._origin.host_callbacks(self._name)
 
     def _mlir_module(self) -> Any:
-        if self._module is None and self._bytecode is not None:  # (3x faster to parse than the text)
-            from ._worker import loaded_module
-
-            self._module = loaded_module(*self._bytecode)  # the bytes the worker parsed and verified
-        if self._module is None:
-            try:
-                self._module = _mlir.parse_module(self._mlir_module_text())
-            except _mlir.MlirError as e:  # an xlasdk bug: shape rules should have caught it
-                raise XlaSdkError(
-                    f"internal error: xlasdk produced an invalid StableHLO module for {self._name!r}: {e}"
-                ) from e
-        return self._module
+        return self._origin.module(self._name)
 
     def compiler_ir(self) -> Any:
         """The verified StableHLO module, a jaxlib ``mlir.ir.Module`` (as JAX's
@@ -304,52 +177,11 @@ class XlaComputation(Computation):
     def _cross_partition_ids(self) -> list[tuple[str, str, list[int]]]:
         """The partition ids named by cross-partition collectives of a built graph (found once;
         ``xs.compile`` checks them against ``num_partitions``). Empty for loaded computations."""
-        if self._cross_partition is None:
-            # Loaded and imported graphs: their attributes are as the module spelled them; they compile in
-            # the worker, where XLA:CPU's abort on a bad partition id cannot reach this process.
-            g = self._built()
-            self._cross_partition = cross_partition_ids([] if g is None else [g.root, *g.side_effects])
-        return self._cross_partition
+        return self._origin.cross_partition_ids()
 
     # -- HLO ---------------------------------------------------------------------------------
     def _xla_computation(self) -> Any:
-        if self._xla is None and self._proto is not None:  # loaded from HLO: the verified proto
-            from ._worker import check_hlo_proto
-
-            check_hlo_proto(self._proto, self._name)  # XLA's proto reader: in the worker first
-            self._xla = _mlir.xla_computation_from_proto(self._proto)
-            self._proto = None
-        if self._xla is None:
-            self._mlir_module()  # verify first: a clear error instead of a converter message
-            try:
-                self._xla = self._converted()
-            except Exception as e:  # jaxlib raises its own runtime error type
-                raise CompileError(f"converting {self._name!r} to HLO failed: {e}") from e
-        return self._xla
-
-    def _converted(self) -> Any:
-        """XLA's StableHLO -> HLO conversion of the module, with every op's metadata.
-
-        The converter reads ``op_type``, ``op_name`` and the ``source_*`` fields from locations;
-        the fields it drops (``deduplicated_name``, ``scheduling_name``, names with an ``@``, the
-        end of a range lost in a portable artifact) sit in a dictionary on the location
-        (:mod:`xlasdk._metadata`). Where there is one, the module is converted with a marker in
-        each such location and the fields are written into the converted HLO module proto.
-        """
-        if self._source_format is not None:  # loaded or imported: XLA's converter may abort; the worker goes first
-            from ._worker import converted_hlo_proto
-
-            return _mlir.xla_computation_from_proto(converted_hlo_proto(self._mlir_module_text(), self._name))
-        g = self._graph_cache
-        assert g is not None
-        table: list[dict[str, Any]] = []
-        marked = emit_module(
-            self._name, list(g.parameters), g.root, side_effects=g.side_effects, metadata_table=table,
-            padded_dynamic_params=SET_DIMENSION_SIZE if self._padded_params else None,
-        )
-        if not table:
-            return _mlir.parsed_module_to_hlo(self._mlir_module())
-        return _mlir.xla_computation_from_proto(_mlir.hlo_proto_with_metadata(marked, table))
+        return self._origin.xla_computation(self._name)
 
     def as_hlo_text(self, print_metadata: bool = True, print_large_constants: bool = True) -> str:
         """HLO text of the (unoptimized) computation.
@@ -377,26 +209,14 @@ class XlaComputation(Computation):
         with :meth:`from_hlo_text`; ``tests/test_hlo_emit.py`` checks the direct text against
         XLA. A computation loaded from HLO prints the HLO it was loaded from.
         """
-        if self._built() is not None and not self._static_interface:
-            key = (print_metadata, print_large_constants)
-            if key not in self._hlo_texts:
-                self._hlo_texts[key] = self._direct_hlo_text(print_metadata, print_large_constants)
-            text = self._hlo_texts[key]
-            if text is not None:
-                return text
-        return self._converted_hlo_text(print_metadata, print_large_constants)
+        text = self._origin.hlo_text(self._name, print_metadata, print_large_constants)
+        return text if text is not None else self._converted_hlo_text(print_metadata, print_large_constants)
 
     def _direct_hlo_text(self, print_metadata: bool, print_large_constants: bool) -> str | None:
-        """The graph printed as HLO by :mod:`xlasdk._hlo_emit`, or None where it cannot."""
+        """The built graph printed as HLO by :mod:`xlasdk._hlo_emit`, or None where it cannot."""
         g = self._built()
         assert g is not None
-        try:
-            return print_hlo_module(
-                self._name, list(g.parameters), g.root, g.side_effects,
-                metadata=print_metadata, large_constants=print_large_constants,
-            )
-        except Unsupported:
-            return None
+        return direct_hlo_text(self._name, g, print_metadata, print_large_constants)
 
     def _hlo_call(self, fn: Callable[..., _T], **kwargs: Any) -> _T:
         """``fn(xla_computation, **kwargs)``, XLA's errors (a module without a program shape) as
@@ -496,14 +316,14 @@ class XlaComputation(Computation):
     def tpu_rewrite(self) -> tuple[int, str] | None:
         """For HLO loaded from XLA's TPU-optimized dump, run here as its CPU meaning: ``(instructions
         rewritten, the signs that marked it TPU-optimized)``; None for any other computation."""
-        return self._tpu_meaning
+        return self._origin.tpu_rewrite
 
     @property
     def source_format(self) -> str | None:
         """The format the computation was loaded from (``"hlo"``, ``"mlir"``, ``"mlirbc"``,
         ``"pb"``), or None for a built computation. A computation made by :meth:`with_outputs` or
         :meth:`extract` keeps its source's format (``"graph"`` when the source was built)."""
-        return self._source_format
+        return self._origin.source_format
 
     # -- the graph: walk and edit --------------------------------------------------------------
     def graph(self) -> Graph:
@@ -519,7 +339,7 @@ class XlaComputation(Computation):
             The module has a construct the graph cannot hold (see :meth:`instructions`).
         """
         if self._graph_cache is None:
-            self._graph_cache = self.instruction_graph().as_graph()
+            self._graph_cache = self._origin.graph(self.instruction_graph)
         return self._graph_cache
 
     def instruction_graph(self) -> InstructionGraph:
@@ -528,29 +348,14 @@ class XlaComputation(Computation):
         instructions, users, and the module around ``main``
         (:class:`~xlasdk.program.graph_import.InstructionGraph`), made once, on first call. A built
         computation's is over the nodes its builder made, the nodes of :meth:`graph`
-        (:func:`~xlasdk.program.built_index.index_built`), where those are the instructions of the
+        (:func:`~xlasdk.program.origin.index_built`), where those are the instructions of the
         module it emits; a loaded one's (and a built one's that holds tuples its module does not) is
         read from the verified module through the MLIR bindings. A module loaded from HLO (text, proto,
         snapshot) names its instructions as the HLO does (``dot.3``): the names are read from a
         second import of the module, in the worker process (:func:`xlasdk.formats.hlo_names.hlo_names`,
         which the loader gives the computation)."""
-        built = self._built() if self._instruction_graph is None else None
-        if built is not None:  # walked on its own nodes, where they are the module's instructions
-            from .built_index import index_built
-
-            self._instruction_graph = index_built(built)
         if self._instruction_graph is None:
-            from .graph_import import import_graph  # loaded when a program is first walked
-
-            names = self._names
-            if self._read_names is not None and self._graph_cache is None:  # loaded from HLO, not edited
-                proto = self._proto if self._proto is not None else (
-                    None if self._xla is None else _mlir.hlo_proto(self._xla))
-                if proto is not None:
-                    names = self._read_names(proto)
-            self._instruction_graph = import_graph(self._mlir_module(), self._name, hlo_names=names)
-            if built is not None and self._node_lines is not None:  # the builder's nodes find their instructions
-                self._instruction_graph.pair_built(built.parameters, self._node_lines)
+            self._instruction_graph = self._origin.index(self._name)
         return self._instruction_graph
 
     def instructions(self) -> list[Instruction]:
@@ -619,7 +424,7 @@ class XlaComputation(Computation):
         try:
             (op,) = _resolve(graph, [name], "instruction", outputs=False)
         except XlaSdkError:
-            if isinstance(name, str) and self._source_format in ("hlo", "pb"):
+            if isinstance(name, str) and self.source_format in ("hlo", "pb"):
                 hint = region_hint(self.as_hlo_text(print_large_constants=False), name)
                 if hint is not None:
                     raise XlaSdkError(f"instruction: no instruction named {name!r} in main: {hint}") from None
@@ -677,6 +482,22 @@ class XlaComputation(Computation):
 
         return builder_from(self)
 
+    def edited(self, graph: Graph, names: HloNames | None = None) -> XlaComputation:
+        """A computation of nodes of this program's imported graph (:mod:`xlasdk.program.graph_edit`,
+        a region of a bisection): emitted with the module's context (``graph.context``) around
+        ``main``, and, like a loaded computation, converted and compiled in the worker process first
+        (:class:`~xlasdk.program.origin.Edited`). It keeps this program's format (``"graph"`` when
+        built) and class, and, edited from XLA's optimized dump, is one too
+        (:func:`from_optimized_dump`). ``names``: its instructions' names, in the order the emitter
+        writes them (this program's), paired with its instruction graph as a loaded HLO module's are."""
+        params = graph.parameters
+        pshape = ProgramShape([p.shape for p in params], graph.root.shape,
+                              [p.extra[1] or f"p{i}" for i, p in enumerate(params)])
+        origin = Edited(graph, self.source_format or "graph", optimized_dump=self._origin.optimized_dump(), names=names)
+        c = object.__new__(type(self))  # (a subclass, xla_client's, has a constructor of its own)
+        XlaComputation.__init__(c, graph.name, pshape, origin)
+        return c
+
     def get_hlo_module(self) -> Any:
         """jaxlib's ``HloModule`` (for the ``xla_client`` compatibility surface)."""
         return self._xla_computation().get_hlo_module()
@@ -717,26 +538,15 @@ class CompileRequest:
 
 def compile_request(computation: XlaComputation) -> CompileRequest:
     """The :class:`CompileRequest` of ``computation`` (its module emitted on first need)."""
-    c = computation
-    text = c._mlir_module_text()
+    c, origin = computation, computation.origin
     return CompileRequest(
-        c._name, c._program_shape, text, c._mlir_module, c._host_callbacks, c._cross_partition_ids,
-        c._source_format is not None, c._heap_bytes, c._static_interface, from_optimized_dump(c),
+        c._name, c._program_shape, c._mlir_module_text(), c._mlir_module, c._callbacks(), c._cross_partition_ids,
+        origin.source_format is not None, origin.heap_bytes, origin.static_interface, origin.optimized_dump(),
     )
-
-
-#: ``HloModuleProto.schedule``: XLA writes it into the modules its pipeline scheduled, its
-#: ``*after_optimizations*`` dumps (``is_scheduled=true`` in their text)
-_SCHEDULE_FIELD = 7
 
 
 def from_optimized_dump(computation: XlaComputation) -> bool:
     """Whether ``computation`` is XLA's optimized dump of a program (an HLO module XLA had already
     scheduled), loaded or edited from one: compiling it again must not let XLA drop the precision
     conversions its first compile placed (see :func:`xlasdk.compile`)."""
-    c = computation
-    if c._optimized is None:
-        proto = c._proto if c._proto is not None else (
-            _mlir.hlo_proto(c._xla) if c._xla is not None and c._graph_cache is None else None)
-        c._optimized = proto is not None and any(n == _SCHEDULE_FIELD for n, *_ in _metadata._fields(proto))
-    return c._optimized
+    return computation.origin.optimized_dump()

@@ -213,7 +213,7 @@ def _edited(
     module_attrs = _module_attrs(graph, param_from, result_from)
     kept = result_attrs if result_attrs and any(result_attrs) else None
     context = ModuleContext(module_attrs, graph.module_body, kept)
-    return source._edited(  # the computation of an edited graph is made by the one it was edited from
+    return source.edited(  # the computation of an edited graph keeps what it was edited from
         InstructionGraph.graph_of(graph.name, params, outputs, effects, context),
         _carried_names(graph, params, [*outputs, *effects], origin or {}),
     )

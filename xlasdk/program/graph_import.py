@@ -297,7 +297,7 @@ class InstructionGraph:
     hlo_opcodes: dict[int, str] = field(default_factory=dict)  # index -> the HLO instruction's opcode
     module: Any = field(default=None, repr=False)  # the verified module it was read from (for its calls)
     _callees: dict[str, InstructionGraph] = field(default_factory=dict, repr=False)
-    # a built program indexed from its module (see built_index): its builder's node ids -> their nodes here
+    # a built program indexed from its module (see origin.index_built): its builder's node ids -> their nodes here
     built: dict[int, XlaOp] = field(default_factory=dict, repr=False)
 
     def pair_built(self, params: Sequence[XlaOp], node_lines: dict[int, int]) -> None:

@@ -9,6 +9,7 @@ from ..builder import Graph
 from ..errors import CompileError
 from ..shape import ProgramShape, Shape
 from .computation import XlaComputation
+from .origin import StaticRewrite
 
 __all__ = ["StaticInterface", "static_interface"]
 
@@ -80,11 +81,11 @@ def static_interface(computation: XlaComputation) -> StaticInterface:
     names = list(program_shape.parameter_names())
     extra = [f"{names[i]}_size{d}" for i, dims in dyn_params for d in dims]
     s32 = Shape.scalar_shape("int32")
-    rewritten = XlaComputation._with_static_interface(
-        Graph(g.name, g.parameters, root, g.side_effects),
+    rewritten = XlaComputation(
+        g.name,
         ProgramShape(static + [s32] * len(extra), root.shape, names + extra) if dyn_params
         else ProgramShape(list(params), root.shape, names),
-        padded_params=bool(dyn_params),
+        StaticRewrite(Graph(g.name, g.parameters, root, g.side_effects), computation.origin.heap_bytes,
+                      padded_params=bool(dyn_params)),
     )
-    rewritten._heap_bytes = computation._heap_bytes
     return StaticInterface(rewritten, len(outs), tuple(dyn), dyn_params)

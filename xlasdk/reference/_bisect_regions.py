@@ -86,7 +86,7 @@ def region_computation(source: XlaComputation, graph: InstructionGraph, owner: X
     origin: dict[XlaOp, XlaOp] = {}
     results, effects = _copy([*region.results, *region.effects], subst, len(region.results), origin=origin)
     sub = InstructionGraph.graph_of(graph.name, params, results, effects, _region_context(graph))
-    return source._edited(sub, _carried_names(graph, params, [*results, *effects], origin)), outside
+    return source.edited(sub, _carried_names(graph, params, [*results, *effects], origin)), outside
 
 
 #: module attributes that describe main's parameters or results one by one (XLA's entry computation
@@ -124,7 +124,7 @@ def _called_computation(p: _Program, ins: Instruction) -> XlaComputation:
     main = p.graph
     graph = InstructionGraph.graph_of(main.name, g.params, list(g.outputs), list(g.effects), _region_context(main))
     names = _carried_names(g, g.params, [*g.outputs, *g.effects], {})
-    return p.comp._edited(graph, names)
+    return p.comp.edited(graph, names)
 
 
 def descend(p: _Program, ins: Instruction, env: dict[int, Any], result: OpsBisection, say: Callable[[str], None],
