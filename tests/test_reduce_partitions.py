@@ -5,7 +5,8 @@ partition by partition against the reference evaluator on the cut itself, every 
 with one line saying what works.
 
 The fixture is ``tests/test_pod_partitions.py``'s 64-partition MLP step (the jaxlib's own: ``HERE``), its
-planted bug the reference's ``multiply`` made wrong on simulated partition 5 only (the device, right,
+planted bug that file's (``multiply_wrong_on_partition_5``, kept to floating-point multiplies): the
+reference's ``multiply`` made wrong on simulated partition 5 only (the device, right,
 departs from it there, as a device that miscompiles one partition's program would). Oracles: the reduced
 module run on the 64 devices against the reference evaluator with its rule restored (the same values in
 every partition, bit for bit: an f32 multiply rounds once) and with the planted rule (partition 5 alone
@@ -22,7 +23,6 @@ import pytest
 
 import xlasdk as xs
 from tests.test_pod_partitions import AFTER, BEFORE, HERE, _ins, cli
-from tests.test_pod_partitions import multiply_wrong_on_partition_5 as multiply_wrong_on_partition_5  # noqa: F401
 from xlasdk._reduce_graph import _evaluate_per_partition
 from xlasdk.runtime import CompileOptions
 from xlasdk.runtime.per_partition import PerPartitionPlan
@@ -31,7 +31,29 @@ N = 64
 DUMP = HERE / f"{AFTER}.txt"
 
 
-def _run_on_partitions(comp: xs.XlaComputation, stacked: list[np.ndarray[Any, Any]]) -> list[list[np.ndarray[Any, Any]]]:
+@pytest.fixture
+def float_multiply_wrong_on_partition_5(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``tests/test_pod_partitions.py``'s planted bug kept to floating-point multiplies, in their own
+    type (``a * b + 1`` on simulated partition 5): the partition-offset arithmetic (u32 multiplies) stays
+    right, so a cut that keeps it is judged, not refused by a rule that gives another type."""
+    import xlasdk.reference  # noqa: F401 - binds the rules
+    from xlasdk import _optable, ops
+    from xlasdk.reference import collectives
+
+    b = xs.XlaBuilder("row")
+    p = ops.Parameter(b, 0, xs.Shape.array_shape(np.float32, ()), "p")
+    row = ops.Mul(p, p).opdef
+    right = _optable._EVALUATE[row]
+
+    def wrong(o: Any, a: Any, ev: Any) -> Any:
+        v = np.asarray(right(o, a, ev))
+        return v + v.dtype.type(1) if v.dtype.kind == "f" and collectives._device().partition == 5 else v
+
+    monkeypatch.setitem(_optable._EVALUATE, row, wrong)
+
+
+def _run_on_partitions(comp: xs.XlaComputation, stacked: list[np.ndarray[Any, Any]]
+                       ) -> list[list[np.ndarray[Any, Any]]]:
     """Each partition's outputs of ``comp`` compiled for 1 x 64 partitions, run on the 64 CPU devices."""
     from xlasdk.runtime.device import client
 
@@ -45,7 +67,7 @@ def _stacked(path: Path) -> list[np.ndarray[Any, Any]]:
         return [z[f"arg{i}"] for i in range(len(z.files))]
 
 
-def test_a_departure_on_one_partition_reduces_to_the_multiply(multiply_wrong_on_partition_5: None,
+def test_a_departure_on_one_partition_reduces_to_the_multiply(float_multiply_wrong_on_partition_5: None,
                                                               monkeypatch: pytest.MonkeyPatch,
                                                               tmp_path: Path) -> None:
     out = tmp_path / "min.hlo"
@@ -72,7 +94,7 @@ def test_a_departure_on_one_partition_reduces_to_the_multiply(multiply_wrong_on_
 
 
 def test_the_api_takes_global_or_stacked_arguments_and_keeps_the_program_s_pieces(
-        multiply_wrong_on_partition_5: None) -> None:
+        float_multiply_wrong_on_partition_5: None) -> None:
     """``xs.reduce`` of the plan: the global inputs split by the plan (numpy's split of them are the
     stacked arguments of a cut that keeps the parameters), the same result from the stacked pieces."""
     plan = PerPartitionPlan.of(xs.load_computation(DUMP), path=DUMP)

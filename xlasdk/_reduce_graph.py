@@ -115,13 +115,21 @@ def _elements(instrs: Sequence[Instruction]) -> int:
 def _module(comp: XlaComputation, args: list[np.ndarray[Any, Any]] | None, text: str | None = None,
             partitions: int | None = None) -> _Module:
     text = _hlo_text(comp) if text is None else text
-    if partitions is not None:  # the text says what it is: one partition's program of ``partitions``
+    if partitions is not None:
+        # the text says what it is, as XLA's dump of it does: one partition's program of ``partitions``
+        # (the header's count, the entry computation named ``*_spmd``), loaded as one and never
+        # partitioned again (XLA's SPMD partitioner refuses a partition-id)
         head, nl, body = text.partition("\n")
         if head.startswith("HloModule ") and "num_partitions=" not in head:
             text = f"{head}, num_partitions={partitions}{nl}{body}"
+        text = _SPMD_ENTRY.sub(
+            lambda m: m.group(0) if m.group(2).endswith("_spmd") else f"{m.group(1)}{m.group(2)}_spmd", text, count=1)
     instrs = comp.instructions()
     n_params = sum(1 for i in instrs if i.opcode == "parameter")
     return _Module(comp, text, args, (len(instrs), n_params, _elements(instrs), len(text)), instrs, partitions)
+
+
+_SPMD_ENTRY = re.compile(r"^(ENTRY\s+%?)([^\s(]+)", re.M)
 
 
 def _evaluate_per_partition(n: int, comp: XlaComputation, *stacked: np.ndarray[Any, Any]

@@ -71,6 +71,8 @@ class DivergePartitions(_Condition):
             ks = p.diverging(outs, p.run(outs)) if outs else []
         except (XlaSdkError, _CutFailed) as e:  # cannot tell: never counted as a divergence
             return False, f"no verdict: {type(e).__name__}: {' '.join(str(e).split())[:300]}"
+        except Exception as e:  # noqa: BLE001 - a rule that fails on the cut's values: no verdict, never kept
+            return False, f"no verdict: the reference failed ({type(e).__name__}: {' '.join(str(e).split())[:300]})"
         if not ks:
             return False, f"nothing to reduce: every partition of {self.n} computes what the reference gives"
         return True, f"partitions {ks} diverge from the reference"
