@@ -91,6 +91,12 @@ def test_a_departure_on_one_partition_reduces_to_the_multiply(float_multiply_wro
     for k in range(N):
         for g, w in zip(got[k], right, strict=True):
             assert g.dtype == w.dtype and g.tobytes() == w[k].tobytes(), k
+    # the files written run as they were checked: one partition's program on 64 devices, each its own arguments
+    assert f"xlasdk run {out} --inputs {tmp_path / 'min.npz'}" in text, text
+    code, ran, err = cli("run", str(out), "--inputs", str(tmp_path / "min.npz"), "--output", str(tmp_path / "o.npz"))
+    assert code == 0 and "on 64 cpu devices" in ran and "outputs per partition" in ran, err + ran
+    with np.load(tmp_path / "o.npz") as z:
+        assert all(z["output_0"][k].tobytes() == got[k][0].tobytes() for k in range(N))
 
 
 def test_the_api_takes_global_or_stacked_arguments_and_keeps_the_program_s_pieces(
