@@ -402,7 +402,14 @@ def reduce(
         as text (with ``until="crash"`` or a ``script``): instructions, lines and attributes are
         deleted (:mod:`xlasdk._reduce_text`), each candidate loaded in the worker and kept when
         XLA still dies loading it on the same fatal line; the result's ``computation`` is then
-        None and ``hlo_text`` is the text (MLIR text for an MLIR file).
+        None and ``hlo_text`` is the text (MLIR text for an MLIR file). An optimized
+        per-partition dump (one partition's program of an SPMD program of N partitions, or its
+        :class:`~xlasdk.runtime.per_partition.PerPartitionPlan`) is reduced with ``"diverge"``
+        (or a script): each cut runs on all N partitions and each partition's outputs are judged
+        against the reference evaluator on the cut, every partition simulated
+        (:mod:`xlasdk._reduce_partitions`); ``arguments`` are the program's global arrays (split
+        by the plan) or each parameter's N per-partition arrays stacked on a leading axis, as the
+        result's are; ``"crash"``, ``"compile-error"`` and ``against`` are refused.
     until: ``"crash"`` (XLA aborts or dies compiling it, loaded from its HLO text; checked in the
         worker process, never in this one; a candidate XLA dies *loading* is not kept),
         ``"compile-error"`` or ``"compile-error=REGEX"`` (the compile fails cleanly, with a message
