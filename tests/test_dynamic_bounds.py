@@ -49,7 +49,7 @@ def test_a_computed_size_outside_the_bound_is_a_shape_error() -> None:
 
 
 def test_random_inputs_draw_a_size_within_the_bound() -> None:
-    from xlasdk.inputs import dimension_size_parameters
+    from xlasdk.program.dynamic_sizes import dimension_size_parameters
 
     comp = _reshape()
     assert dimension_size_parameters(comp)[0][::2] == (1, 0) and dimension_size_parameters(comp)[0][3] == 2

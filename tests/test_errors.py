@@ -28,9 +28,7 @@ ELSEWHERE: dict[str, str] = {
 }
 
 #: classes of errors.__all__ that ``xlasdk`` does not export (a user reaches them as ``xlasdk.errors.X``)
-NOT_EXPORTED: dict[str, str] = {
-    "DLPackError": "raised by from_dlpack, caught as the BufferError or the XlaRuntimeError it also is",
-}
+NOT_EXPORTED: dict[str, str] = {}
 
 #: the classes that moved to errors.py and the old paths they stay importable from
 MOVED: dict[str, tuple[str, ...]] = {

@@ -52,6 +52,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("formats",),  # files: load, save, import into the graph
     ("runtime",),  # compile and run
     ("reference", "bisect", "reducer", "_reduce_text", "_reduce_graph", "_reduce_regions", "_reduce_against",
+     "_reduce_partitions", "_reduce_condition",
      "_failure_signature", "_triage", "inputs", "_graph_layout",
      "distributed", "launch"),  # the tools
     ("cli", "xla_client", ""),  # the command line, the former xla_client surface, the package face

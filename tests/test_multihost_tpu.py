@@ -255,7 +255,7 @@ def test_a_host_part_is_checked_when_read(tmp_path: Path) -> None:
 def test_loading_a_host_part_outside_its_job_is_refused(tmp_path: Path) -> None:
     """On this machine (one process, no TPU) every part of a 4-host program is refused, naming the
     processes: a host never runs another host's partitions."""
-    from xlasdk.runtime.host_parts import load_host_part
+    from xlasdk.runtime.host_load import load_host_part
 
     exe = xs.compile(_contracting_split_matmul(16), device=xs.topology("v5e:4x4").devices[0],
                      options=xs.CompileOptions(num_partitions=16))
@@ -296,7 +296,8 @@ import os, sys
 import numpy as np
 import xlasdk as xs
 from xlasdk import ops
-from xlasdk.runtime.host_parts import load_host_part, parts_of
+from xlasdk.runtime.host_load import load_host_part
+from xlasdk.runtime.host_parts import parts_of
 
 out = sys.argv[1]
 xs.distributed.initialize()

@@ -103,7 +103,8 @@ if TYPE_CHECKING:
         register_custom_call_target,
     )
     from .runtime.capabilities import Capabilities, Support, capabilities
-    from .runtime.host_parts import HostPart, load_host_part, read_host_part
+    from .runtime.host_load import load_host_part
+    from .runtime.host_parts import HostPart, read_host_part
     from .runtime.jax_interop import share_with_jax
     from .runtime.per_partition import PerPartitionPlan, run_per_partition
     from .runtime.sharded import ShardedArray, shard
@@ -214,7 +215,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "Capabilities": ("runtime.capabilities", "Capabilities"),
     "Support": ("runtime.capabilities", "Support"),
     "HostPart": ("runtime.host_parts", "HostPart"),
-    "load_host_part": ("runtime.host_parts", "load_host_part"),
+    "load_host_part": ("runtime.host_load", "load_host_part"),
     "read_host_part": ("runtime.host_parts", "read_host_part"),
     "DLPackError": ("errors", "DLPackError"),
     "Topology": ("runtime.topology", "Topology"),

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._reduce_condition import Condition
 from ._reduce_graph import _arguments
 from ._where import where
 from .errors import XlaSdkError
-from .reducer import _Condition
 
 if TYPE_CHECKING:
     from .runtime.device import Device
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["DivergePartitions", "partition_arguments", "plan_of", "refuse_against"]
 
 
-class DivergePartitions(_Condition):
+class DivergePartitions(Condition):
     """``"diverge"`` of an optimized per-partition dump (one partition's program of an SPMD program
     of ``n`` partitions): the candidate compiled for ``1 x n`` partitions and run on ``n`` devices,
     each partition's outputs judged against the reference evaluator on the candidate itself, every

@@ -39,7 +39,7 @@ Compile off the pod, on any machine with libtpu (no chip), and write each host's
 ``job.py``, the same on every host::
 
     import xlasdk as xs
-    from xlasdk.runtime.host_parts import load_host_part
+    from xlasdk import load_host_part
 
     xs.distributed.initialize()                       # XLASDK_COORDINATOR, _NUM_PROCESSES, _PROCESS_ID
     exe = load_host_part("parts")                     # this process's part, on the TPU; refuses another's

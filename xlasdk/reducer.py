@@ -60,6 +60,7 @@ import numpy as np
 
 from ._jaxlib import isolated
 from ._numbers import SECONDS, SEED, tolerances
+from ._reduce_condition import Condition
 from ._reduce_graph import MAX_CONSTANT_ELEMENTS as MAX_CONSTANT_ELEMENTS
 from ._reduce_graph import ReduceResult as ReduceResult
 from ._reduce_graph import ReduceStep as ReduceStep
@@ -156,15 +157,7 @@ def _run_bounded(work: Callable[[], None], deadline: float) -> str:
 _NOT_LOADED = "loading"  # the start of a verdict on a candidate that did not load (an invalid module)
 
 
-class _Condition:
-    """Whether a candidate (HLO text and arguments) still shows the problem."""
-
-    name = ""
-    needs_arguments = False
-    compiles = True
-
-    def holds(self, text: str, args: list[np.ndarray[Any, Any]] | None, timeout: float) -> tuple[bool, str]:
-        raise NotImplementedError
+_Condition = Condition  # the search protocol, in ._reduce_condition (below ._reduce_partitions)
 
 
 class _InWorker(_Condition):

@@ -1,6 +1,6 @@
 """``xlasdk compare FILE --optimized-hlo --against-python PATH [--topology v5e:1x1]``: the optimized
 HLO of FILE in this environment and in another one (another jaxlib / libtpu release) compared
-instruction by instruction (:func:`xlasdk.reference._optimized_diff.compare_optimized_hlo`)."""
+instruction by instruction (:func:`xlasdk.reference._other_env.compare_optimized_hlo`)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ EXIT_DIFFERENT = 1
 def compare_optimized(args: argparse.Namespace, comp: Any, env: Any, out: IO[str]) -> int:
     """Compile ``comp`` here and in ``env`` for ``args.topology`` (a TPU without a chip) or the CPU,
     print the diff (and ``--json``); exit 1 when they differ."""
-    from xlasdk.reference._optimized_diff import compare_optimized_hlo
     from xlasdk.errors import CompileError, OtherEnvironmentError, XlaSdkError
+    from xlasdk.reference._other_env import compare_optimized_hlo
 
     dump_opts, dump_line = dump_options(args)
     flags = {**dump_opts, **_xla_flags(args.xla_flags)}

@@ -1,6 +1,6 @@
 """The optimized HLO of one module under two environments (two jaxlib / libtpu releases), compared
-instruction by instruction (:func:`compare_optimized_hlo`, ``xlasdk compare FILE --optimized-hlo
---against-python PATH [--topology v5e:1x1]``).
+instruction by instruction (:func:`xlasdk.reference._other_env.compare_optimized_hlo`,
+``xlasdk compare FILE --optimized-hlo --against-python PATH [--topology v5e:1x1]``).
 
 Both sides compile the same module (for a TPU topology without a chip, or for the CPU) and print the
 HLO XLA made. Each text is read line by line (:func:`parse_optimized`: no XLA parser, so a printer's
@@ -346,33 +346,3 @@ def optimized_hlo_here(computation: Any, topology: str | None, overrides: dict[s
         device = _topology(topology).devices[0]
     text: str = _compile(computation, device, options=options).hlo_text()
     return text
-
-
-def compare_optimized_hlo(computation: Any, other: Any, *, topology: str | None = None,
-                          xla_flags: dict[str, Any] | None = None) -> OptimizedDiff:
-    """The optimized HLO of ``computation`` here and in ``other`` (an :class:`~xlasdk.OtherEnvironment`:
-    another jaxlib / libtpu release), compiled for one device of the TPU ``topology`` without a chip
-    (``"v5e:1x1"``) or for the CPU (None), with the XLA options ``xla_flags`` on both sides, compared
-    instruction by instruction (:func:`diff_optimized`).
-
-    Raises
-    ------
-    CompileError
-        XLA refuses (or aborts on) the module here.
-    OtherEnvironmentError
-        No answer from the other environment, or XLA's refusal there.
-    XlaSdkError
-        An unknown topology; an optimized text that cannot be read.
-    """
-    from ._other_env import this_environment
-
-    platform = "cpu" if topology is None else "tpu"
-    text_here = optimized_hlo_here(computation, topology, xla_flags)
-    text_there = other.optimized_hlo(computation, topology, xla_flags or {})
-    here_v = this_environment(platform)
-    there_v = other.versions
-    return diff_optimized(parse_optimized(text_here, "the optimized HLO here"),
-                          parse_optimized(text_there, f"the optimized HLO of {other.label}"),
-                          here_name=f"this environment ({here_v})",
-                          there_name=f"{other.name or 'python ' + str(other.python)} ({there_v})",
-                          target=topology or "cpu")

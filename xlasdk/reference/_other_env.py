@@ -52,10 +52,11 @@ from ._runners import Expected, OpsBisector, Reference, both_models, given_outpu
 if TYPE_CHECKING:
     from ..builder import XlaOp
     from ..program.computation import XlaComputation
+    from ._optimized_diff import OptimizedDiff
     from ._precision import DeviceKind
     from ._settings import CompareSettings
 
-__all__ = ["OtherEnvironment", "EnvironmentVersions", "JAXLIB_RANGE", "this_environment",
+__all__ = ["OtherEnvironment", "EnvironmentVersions", "JAXLIB_RANGE", "this_environment", "compare_optimized_hlo",
            "in_range"]
 
 #: xlasdk's supported jaxlib releases (pyproject's ``jaxlib>=0.10.2,<0.13``): lowest included, highest excluded
@@ -412,3 +413,33 @@ class _ThereProgram(_Program, RunsElsewhere):
     def side(self, comp: XlaComputation, args: Sequence[Any]) -> _Program:
         """``comp`` on ``args`` run there: this side of a pair of region programs."""
         return _ThereProgram(self.env, comp, args, self.settings, self.overrides)
+
+
+def compare_optimized_hlo(computation: Any, other: Any, *, topology: str | None = None,
+                          xla_flags: dict[str, Any] | None = None) -> OptimizedDiff:
+    """The optimized HLO of ``computation`` here and in ``other`` (an :class:`~xlasdk.OtherEnvironment`:
+    another jaxlib / libtpu release), compiled for one device of the TPU ``topology`` without a chip
+    (``"v5e:1x1"``) or for the CPU (None), with the XLA options ``xla_flags`` on both sides, compared
+    instruction by instruction (:func:`~xlasdk.reference._optimized_diff.diff_optimized`).
+
+    Raises
+    ------
+    CompileError
+        XLA refuses (or aborts on) the module here.
+    OtherEnvironmentError
+        No answer from the other environment, or XLA's refusal there.
+    XlaSdkError
+        An unknown topology; an optimized text that cannot be read.
+    """
+    from ._optimized_diff import diff_optimized, optimized_hlo_here, parse_optimized
+
+    platform = "cpu" if topology is None else "tpu"
+    text_here = optimized_hlo_here(computation, topology, xla_flags)
+    text_there = other.optimized_hlo(computation, topology, xla_flags or {})
+    here_v = this_environment(platform)
+    there_v = other.versions
+    return diff_optimized(parse_optimized(text_here, "the optimized HLO here"),
+                          parse_optimized(text_there, f"the optimized HLO of {other.label}"),
+                          here_name=f"this environment ({here_v})",
+                          there_name=f"{other.name or 'python ' + str(other.python)} ({there_v})",
+                          target=topology or "cpu")

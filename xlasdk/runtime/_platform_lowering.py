@@ -49,8 +49,8 @@ def for_platform(computation: XlaComputation, platform: str) -> XlaComputation:
         function's body (so a function called from several places is copied, and lowered, at each).
     """
     from ..errors import PlatformLoweringError
+    from ..program.called_ops import every_called_op
     from ._lapack_lowering import lapack_target, lower_lapack_call
-    from .capabilities import every_called_op
 
     if platform == "cpu":
         return computation

@@ -12,7 +12,7 @@ says and what to do instead::
     >>> caps.refusals(comp)              # [] when the table refuses nothing of comp
     >>> caps.check(comp)                 # raises UnsupportedOnDeviceError where it does
     >>> caps.custom_call_available("lapack_sgetrf_ffi")   # False: LAPACK is jaxlib's CPU kernels
-    >>> ok = device.supports(comp)       # a Support, true when the table refuses nothing (no compile)
+    >>> ok = caps.supports(comp)         # a Support, true when the table refuses nothing (no compile)
     >>> ok.reason                        # else why: the first refusal's words
 
 :data:`BEHAVIOURS` holds the other kind of row: values a platform's compiled code defines otherwise than
@@ -42,15 +42,15 @@ and for every libtpu release before its ``fixed_in`` (an unknown release gets ev
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ..builder import XlaOp
 from ..errors import GraphImportError, UnsupportedOnDeviceError, XlaSdkError
 from ..program.attr_kinds import typed_attr
+from ..program.called_ops import every_called_op as every_called_op
 from ..program.computation import XlaComputation
-from ..program.graph_import import Instruction, InstructionGraph, callee_of
 from ..shape import Shape
 from ..types import PrimitiveType
 from .device import Device
@@ -183,7 +183,7 @@ class Refusal:
 
 @dataclass(frozen=True)
 class Support:
-    """The answer of :meth:`Capabilities.supports` / ``Device.supports(what)``: whether the device's
+    """The answer of :meth:`Capabilities.supports`: whether the device's
     compiler takes ``what``, as its capability table knows (nothing is compiled). True in a boolean
     context when it does.
 
@@ -503,6 +503,8 @@ class Capabilities:
     device: how messages name the device (``"TPU v5e"``, ``"cpu"``).
     release: the compiler's release as numbers (libtpu's ``(0, 0, 52)``), None when not known.
     rows: the rows that hold for that release (:class:`Unsupported`).
+    target: the device the table was made for (:func:`capabilities`), whose platform's lowering of
+        LAPACK calls :meth:`supports` applies first; None for a table made by hand.
     """
 
     platform: Platform
@@ -510,6 +512,7 @@ class Capabilities:
     device: str
     release: tuple[int, ...] | None
     rows: tuple[Unsupported, ...]
+    target: Device | None = field(default=None, compare=False, repr=False)
 
     def table(self) -> str:
         """The table as text: a line naming the device and its compiler's release, then one line per
@@ -551,7 +554,7 @@ class Capabilities:
             more = f" (and {len(found) - 1} more refused instructions)" if len(found) > 1 else ""
             raise UnsupportedOnDeviceError(f"compile: {first}{more}", refusals=tuple(found))
 
-    def supports(self, what: Any, *, device: Any = None) -> Support:
+    def supports(self, what: Any, *, as_written: bool = False) -> Support:
         """Whether this device's compiler takes ``what``, by the table (nothing is compiled).
 
         Parameters
@@ -563,9 +566,14 @@ class Capabilities:
             element type (a numpy / ml_dtypes dtype, ``"f64"``, a :class:`~xlasdk.PrimitiveType`):
             unsupported when a row refuses every array of it; else supported, with the rows that
             refuse some ops of it in ``limits``.
-        device:
-            The device a computation is for (its platform's lowering of LAPACK calls applies first, as
-            in ``xs.compile``); None: the computation as written. ``Device.supports`` passes itself.
+        as_written:
+            Check a computation as written, without its platform's lowering of LAPACK calls (which
+            ``xs.compile`` applies first, and so does this check by default).
+
+        Example::
+
+            >>> ok = xs.capabilities(xs.topology("v5e:1x1").devices[0]).supports(comp)
+            >>> if not ok: print(ok.reason)   # "f64 rng is not supported on TPU v5e (...): ..."
 
         Raises
         ------
@@ -579,11 +587,11 @@ class Capabilities:
 
         if isinstance(what, XlaComputation):
             label = f"computation {what.name!r}"
-            if device is not None:
-                from ._platform_lowering import for_device
+            if self.target is not None and not as_written:
+                from ._platform_lowering import for_platform
 
                 try:
-                    what = for_device(what, device)
+                    what = for_platform(what, str(self.target.platform))
                 except PlatformLoweringError as e:
                     return Support(False, self.device, label, (), (str(e),))
             found = tuple(self.refusals(what))
@@ -617,58 +625,6 @@ class Capabilities:
         from ..ops.lapack_contracts import is_lapack_target
 
         return not (self.platform is Platform.TPU and is_lapack_target(target))
-
-
-def _every_op(instructions: list[Instruction]) -> Iterator[XlaOp]:
-    """Every op of ``main`` and of its ops' regions (loop bodies, reducers, branches), each once."""
-    seen: set[int] = set()
-    stack: list[XlaOp] = [i.op for i in reversed(instructions)]
-    order: list[XlaOp] = []
-    while stack:
-        o = stack.pop()
-        if o.id in seen:
-            continue
-        seen.add(o.id)
-        order.append(o)
-        stack.extend(o.operands)
-        for r in o.regions:
-            stack.extend((*r.results, *r.effects, *r.captures, *(r.bindings or ())))
-    order.sort(key=lambda o: o.id)
-    return iter(order)
-
-
-def every_called_op(graph: InstructionGraph) -> Iterator[tuple[XlaOp, str]]:
-    """Every op of ``main`` and of the functions it calls (``func.call``, an HLO ``call``, a
-    composite's decomposition, at any depth, from regions too; each function once), with its
-    description (:func:`_describe`): ``main``'s first, then each function's in the order first called.
-
-    Raises
-    ------
-    GraphImportError
-        A called function the instruction graph cannot hold (the check cannot read it).
-    """
-    done: set[str] = set()
-    todo: list[tuple[str | None, InstructionGraph]] = [(None, graph)]
-    while todo:
-        function, g = todo.pop(0)
-        names = {i.op.id: i.name for i in g.instructions}
-        for op in _every_op(list(g.instructions)):
-            yield op, _describe(op, names.get(op.id), function)
-            callee = callee_of(op)
-            if callee is not None and callee not in done:
-                done.add(callee)
-                try:
-                    todo.append((callee, graph.callee(callee)))
-                except XlaSdkError as e:
-                    raise GraphImportError(f"capabilities: function {callee!r}: {e}") from None
-
-
-def _describe(op: XlaOp, name: str | None, function: str | None = None) -> str:
-    """``rng.3 (stablehlo.rng -> f64[4,4])``; an op of a region (no instruction of ``main``) by its
-    op; ``... in function 'fft.1'`` for one of a called function."""
-    what = f"{op.opcode} -> {op.shape}"
-    found = f"{name} ({what})" if name is not None else f"{what} (in a region)"
-    return found if function is None else f"{found} in function {function!r}"
 
 
 def _source(op: XlaOp) -> str:
@@ -713,14 +669,15 @@ def capabilities(device: Any) -> Capabilities:
 
     dev = _resolve_device(device)
     if dev.platform == "cpu":
-        return Capabilities(Platform.CPU, None, "cpu", None, tuple(r for r in TABLE if r.platform is Platform.CPU))
+        return Capabilities(Platform.CPU, None, "cpu", None, tuple(r for r in TABLE if r.platform is Platform.CPU),
+                            dev)
     if dev.platform == "tpu":
         gen = _GENERATIONS.get(dev.device_kind)
         name = f"TPU {gen}" if gen is not None else str(dev.device_kind)
         release = _libtpu_release()
         rows = tuple(r for r in TABLE if r.platform is Platform.TPU and r.applies_to(release, gen))
-        return Capabilities(Platform.TPU, gen, name, release, rows)
-    return Capabilities(Platform.OTHER, None, str(dev.platform), None, ())
+        return Capabilities(Platform.TPU, gen, name, release, rows, dev)
+    return Capabilities(Platform.OTHER, None, str(dev.platform), None, (), dev)
 
 
 def _libtpu_release() -> tuple[int, ...] | None:

@@ -29,7 +29,6 @@ from ..types import show
 
 if TYPE_CHECKING:
     from .array import DeviceArray
-    from .capabilities import Support
 
 __all__ = [
     "Device",
@@ -125,26 +124,6 @@ class Device:
         handed to a DLPack consumer with ``take_ownership`` count as deleted.
         """
         return live_arrays(self)
-
-    def supports(self, what: Any) -> Support:
-        """Whether this device's compiler takes ``what`` (a computation, an op or an element type),
-        by its capability table (:func:`xlasdk.capabilities`), without compiling anything: a
-        :class:`~xlasdk.runtime.capabilities.Support`, true when it does, else with its ``reasons``
-        (for an element type that only some ops refuse, those rows in ``limits``)::
-
-            >>> ok = xs.topology("v5e:1x1").devices[0].supports(comp)
-            >>> if not ok: print(ok.reason)   # "f64 rng is not supported on TPU v5e (...): ..."
-
-        Raises
-        ------
-        DTypeError
-            ``what`` is no computation, op or element type.
-        GraphImportError
-            A computation the check cannot read.
-        """
-        from .capabilities import capabilities
-
-        return capabilities(self).supports(what, device=self)
 
     def __str__(self) -> str:
         return self._str

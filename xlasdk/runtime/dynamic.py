@@ -47,7 +47,7 @@ class DynamicResultExecutable(Executable):
     _dyn: tuple[tuple[int, int], ...]
     _dyn_params: tuple[tuple[int, tuple[int, ...]], ...]
     #: (parameter number, instruction, dimension, bound) of each parameter that sets a dimension's
-    #: run-time size (:func:`xlasdk.inputs.dimension_size_parameters`), read on the first call
+    #: run-time size (:func:`xlasdk.program.dynamic_sizes.dimension_size_parameters`), read on the first call
     _size_params: tuple[tuple[int, str, int, int], ...] | None
 
     @classmethod
@@ -74,7 +74,7 @@ class DynamicResultExecutable(Executable):
         """A ShapeError for an argument that sets a dimension's run-time size outside ``[0, bound]``
         (XLA would run on with a size past the buffer)."""
         if self._size_params is None:
-            from ..inputs import dimension_size_parameters
+            from ..program.dynamic_sizes import dimension_size_parameters
 
             comp = getattr(self, "_computation", None)
             try:

@@ -12,15 +12,16 @@ per process index, what that host loads: the serialized executable and which dev
                                       (replica, partition), the executable's sha256
     DIR/process_1/...
 
-On each host of the pod, after ``xs.distributed.initialize()``, :func:`load_host_part` (``DIR``
-or ``DIR/process_K``) loads this process's part on the TPU client and checks it is the right one:
-the process index, the number of processes, the device kind and the local devices must be the
-part's, else it refuses (a host that loaded another's part would feed the wrong partitions).
+On each host of the pod, after ``xs.distributed.initialize()``,
+:func:`~xlasdk.runtime.host_load.load_host_part` (``DIR`` or ``DIR/process_K``) loads this process's
+part on the TPU client and checks it is the right one: the process index, the number of processes,
+the device kind and the local devices must be the part's, else it refuses (a host that loaded
+another's part would feed the wrong partitions).
 
 The serialized executable is the same for every host (one SPMD program); what differs is the
 devices and partitions each host owns. A compile-only client cannot deserialize (libtpu:
 "PjRtCompiler must be constructed with a Client"): :func:`read_host_part` checks a part without a
-chip (its files, checksum and the executable's header against the part), :func:`load_host_part`
+chip (its files, checksum and the executable's header against the part), ``load_host_part``
 loads it on a real TPU client.
 """
 
@@ -30,17 +31,14 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from .._atomic import atomic_write, file_path, read_regular_file
-from ..errors import DistributedError, FormatError
+from ..errors import FormatError
 from ._serial_format import _parse
-from .device import Device, UnknownDeviceError, _resolve_device
+from .device import Device
 
-if TYPE_CHECKING:
-    from ._executable import Executable
-
-__all__ = ["HostPart", "read_host_part", "load_host_part", "PART_FILE", "EXECUTABLE_FILE"]
+__all__ = ["HostPart", "read_host_part", "PART_FILE", "EXECUTABLE_FILE"]
 
 PART_FILE: Final = "host.json"
 EXECUTABLE_FILE: Final = "executable.xlasdk"
@@ -206,60 +204,3 @@ def read_host_part(path: str | os.PathLike[str], process_index: int | None = Non
         raise FormatError(f"{where}: the executable's devices {ids} do not give this part's devices {list(local)} "
                           f"the (replica, partition) {[list(x) for x in logical]}")
     return HostPart(topo, pidx, pcount, kind, every, local, logical, exe)  # type: ignore[arg-type]
-
-
-# -- loading on the pod ----------------------------------------------------------------------------------
-def load_host_part(path: str | os.PathLike[str], device: Device | str | None = None) -> Executable:
-    """Load this process's part (written by ``save_per_host``) on the TPU of a multi-host job.
-
-    Parameters
-    ----------
-    path:
-        ``DIR`` (this process's ``DIR/process_K`` is read, K its process index) or ``DIR/process_K``.
-    device:
-        A device of the client to load on (default: the default device; after
-        ``xs.distributed.initialize()`` on a TPU host, the job's TPU client).
-
-    Returns
-    -------
-    Executable
-        Compiled for every device of the slice; this process runs it on its own devices
-        (``execute_replicated`` with its local devices' arguments, as a multi-process job does).
-
-    Raises
-    ------
-    DistributedError
-        The part is another process's, or the job has another number of processes (run
-        ``xs.distributed.initialize()`` on every host first).
-    UnknownDeviceError
-        This process's devices are not the part's (another topology, another kind of device).
-    FormatError
-        As :func:`read_host_part`; or the executable does not load (another platform or jaxlib).
-    """
-    from ._compile import deserialize_executable
-
-    base = _resolve_device(device)
-    client = base.client
-    try:
-        where = file_path(path)
-    except (TypeError, ValueError) as e:
-        raise FormatError(f"load_host_part: {e}") from None
-    part = read_host_part(_part_dir(where, client.process_index))
-    if client.process_count != part.process_count or client.process_index != part.process_index:
-        raise DistributedError(
-            f"load_host_part: the part is process {part.process_index}'s of {part.process_count} ({part.topology}), "
-            f"but this is process {client.process_index} of {client.process_count} of {client.name!r}: run "
-            "xs.distributed.initialize() on every host of the slice before its first TPU use, and load DIR "
-            "(each process reads its own process_K)"
-        )
-    if base.device_kind != part.device_kind:
-        raise UnknownDeviceError(f"load_host_part: the part is for {part.device_kind!r} devices ({part.topology}); "
-                                 f"{base} is a {base.device_kind!r}")
-    mine = sorted(d.id for d in client.local_devices() if d.id in set(part.device_ids))
-    if mine != sorted(part.local_device_ids):
-        raise UnknownDeviceError(
-            f"load_host_part: process {part.process_index}'s part drives devices {list(part.local_device_ids)} "
-            f"of {part.topology}; this process drives {mine} of them (of its devices "
-            f"{[d.id for d in client.local_devices()]})"
-        )
-    return deserialize_executable(part.executable, base, _what=f"load_host_part({path!s})")

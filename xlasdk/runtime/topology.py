@@ -279,7 +279,7 @@ class CompileOnlyExecutable(Executable):
     def save_per_host(self, directory: str | os.PathLike[str]) -> list[str]:
         """Write :meth:`host_parts` to ``directory/process_K`` (``executable.xlasdk`` and ``host.json``
         each); returns the part directories, by process index. On each host, after
-        ``xs.distributed.initialize()``, ``xs.runtime.host_parts.load_host_part(directory)`` loads its own
+        ``xs.distributed.initialize()``, ``xs.load_host_part(directory)`` loads its own
         (see :mod:`xlasdk.launch` for a multi-host TPU run).
 
         Raises
