@@ -31,6 +31,7 @@ from ._optable import (
 )
 from .program.walk import reachable
 from .shape import Shape
+from .sharding import HloSharding
 from .sharding._spmd import _result_shardings
 
 if TYPE_CHECKING:  # the graph's node types (this module reads nodes; the builder makes them)
@@ -40,6 +41,8 @@ if TYPE_CHECKING:  # the graph's node types (this module reads nodes; the builde
 Val = Union[str, tuple["Val", ...]]
 
 _SYM_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_$.]*$")
+
+_REPLICATED = HloSharding.replicate()
 
 
 def _symbol(name: str) -> str:
@@ -395,6 +398,11 @@ def emit_module(
     attrs = f" attributes {{{module_attrs}}}" if module_attrs else ""
     results = _types(rshapes)
     shardings = _result_shardings(root, len(rshapes)) if result_attrs is None else None
+    if result_attrs is None and shardings is None and any("mhlo.sharding" in p.attrs for p in params):
+        # sharded parameters and no result sharding: the results are replicated, as XLA makes them
+        # (measured with jaxlib 0.10.2), said outright: jaxlib 0.12.1's Shardy import aborts the
+        # process on such a module ("Expected HloShardingV3 ... but got non-replicated HloShardingV2")
+        shardings = [_REPLICATED] * len(rshapes)
     if result_attrs is not None:
         results = ", ".join(
             t.mlir_type() + (f" {{{render_attrs(a)}}}" if a else "")
