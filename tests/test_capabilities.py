@@ -103,6 +103,15 @@ def _lapack() -> xs.XlaComputation:
     return b.build()
 
 
+def _fma(t: P) -> xs.XlaComputation:
+    from xlasdk._jaxlib.opset import FIRST_WITH_EXP2_LOG2_FMA, HAS_EXP2_LOG2_FMA
+
+    if not HAS_EXP2_LOG2_FMA:  # no stablehlo.fma: xlasdk lowers f32 fma itself and refuses f64 (ops/fma.py)
+        release = xs.jaxlib_version_info().release
+        pytest.skip(f"jaxlib {release} has no stablehlo.fma (first in {FIRST_WITH_EXP2_LOG2_FMA})")
+    return _unary(t, (8,), lambda x: ops.Fma(x, x, x))
+
+
 #: row name -> (a program it refuses, programs of the same ops it must not refuse)
 PROBES: dict[str, tuple[Callable[[], xs.XlaComputation], list[Callable[[], xs.XlaComputation]]]] = {
     "tpu-int2-tile": (lambda: _unary(P.S2, (8, 128), lambda x: ops.Add(x, x)),
@@ -124,6 +133,7 @@ PROBES: dict[str, tuple[Callable[[], xs.XlaComputation], list[Callable[[], xs.Xl
                    [lambda: _unary(P.F8E4M3FN, (24,), ops.Exp), lambda: _unary(P.BF16, (24,), ops.Erf)]),
     "tpu-reduce-precision-f64": (lambda: _unary(P.F64, (16,), lambda x: ops.ReducePrecision(x, 8, 23)),
                                  [lambda: _unary(P.F32, (16,), lambda x: ops.ReducePrecision(x, 5, 10))]),
+    "tpu-fma-f64": (lambda: _fma(P.F64), [lambda: _fma(P.F32)]),
     "tpu-rng-bit-generator-default-state": (lambda: _bits("DEFAULT", 3),
                                             [lambda: _bits("DEFAULT", 2), lambda: _bits("THREE_FRY", 2)]),
     "tpu-convert-c128": (lambda: _unary(P.F32, (16,), lambda x: ops.ConvertElementType(x, P.C128)),

@@ -313,6 +313,7 @@ def _tpu_rows() -> tuple[Unsupported, ...]:
     from ..ops.convert import CONVERT, REDUCE_PRECISION
     from ..ops.custom_call import CUSTOM_CALL
     from ..ops.fft import FFT
+    from ..ops.fma import FMA
     from ..ops.linalg import CHOLESKY, DOT_GENERAL, TRIANGULAR_SOLVE
     from ..ops.random import RNG, RNG_BIT_GENERATOR
     from ..ops.shaping import REVERSE
@@ -370,6 +371,10 @@ def _tpu_rows() -> tuple[Unsupported, ...]:
             "tpu-reduce-precision-f64", tpu, "an f64 reduce-precision", frozenset({REDUCE_PRECISION.name}),
             frozenset({P.F64}), _X64_UNIMPLEMENTED + ": reduce-precision f64[6005]",
             "reduce the precision of an f32 value, or run on cpu:0", _MEASURED),
+        Unsupported(
+            "tpu-fma-f64", tpu, "an f64 fma", frozenset({FMA.name}), frozenset({P.F64}),
+            _X64_UNIMPLEMENTED + ": fma f64[8] (what JAX 0.12's erf_inv, so an f64 jax.random.normal, holds)",
+            "compute a * b + c unfused, or in f32, or run on cpu:0", ("libtpu 0.0.52",)),
         Unsupported(
             "tpu-rng-bit-generator-default-state", tpu, "rng-bit-generator DEFAULT with a state other than u64[2]",
             frozenset({RNG_BIT_GENERATOR.name}), frozenset(),
