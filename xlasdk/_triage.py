@@ -175,6 +175,15 @@ def _attempt(path: str, topology: str | None, timeout: float,
         died = "XLA aborted" in msg or "died" in msg
         msg = msg.replace(path, "FILE")
         return Attempt(f"loading: {signature(msg, died=died)}", msg)
+    if topology is not None:  # as xs.compile for a TPU: jaxlib's LAPACK calls become the TPU's own first
+        from .errors import PlatformLoweringError
+        from .runtime._platform_lowering import for_platform
+
+        try:
+            comp = for_platform(comp, "tpu")
+        except PlatformLoweringError as e:
+            msg = str(e).split(" — at ")[0]
+            return Attempt(signature(msg, died=False), msg)
     try:
         isolated.request("xlasdk._triage:_compile_in_worker", comp.as_stablehlo_text(), comp.name, topology,
                          overrides, timeout=timeout)
