@@ -89,6 +89,30 @@ def test_diff_names_each_known_difference() -> None:
     assert same.same and "the same instructions" in same.text()
 
 
+SHARED_OP_NAME = """HloModule m, is_scheduled=true
+
+ENTRY %main (a: f32[8,64], b: f32[8,16]) -> (f32[8,64], f32[8,16]) {
+  %a = f32[8,64]{1,0} parameter(0)
+  %b = f32[8,16]{1,0} parameter(1)
+  %mul.8 = f32[8,64]{1,0} multiply(%a, %a), metadata={op_name="jit(f)/jvp()/mul"}
+  %mul.23 = f32[8,16]{1,0} multiply(%b, %b), metadata={op_name="jit(f)/jvp()/mul"}
+  ROOT %t = (f32[8,64]{1,0}, f32[8,16]{1,0}) tuple(%mul.8, %mul.23)
+}
+"""
+
+
+def test_instructions_sharing_an_op_name_are_paired_by_shape_and_name() -> None:
+    """Many instructions share an op_name (``jvp()/mul``): one release's extra instruction of that
+    op_name must not take another's partner (a new user's diff said ``mul.8 -> mul.23: shape
+    f32[8,64] -> f32[8,16]`` and listed ``mul.8`` as only here)."""
+    extra = SHARED_OP_NAME.replace(
+        '  %mul.8 = ', '  %mul.5 = f32[8,16]{1,0} multiply(%b, %b), metadata={op_name="jit(f)/jvp()/mul"}\n  %mul.8 = ')
+    d = diff_optimized(parse_optimized(SHARED_OP_NAME), parse_optimized(extra))
+    assert not d.changed and not d.only_here and [i.name for i in d.only_there] == ["mul.5"], d.text()
+    d = diff_optimized(parse_optimized(extra), parse_optimized(SHARED_OP_NAME))
+    assert not d.changed and [i.name for i in d.only_here] == ["mul.5"] and not d.only_there, d.text()
+
+
 _LINE = re.compile(r"^\s*(?:ROOT )?%?[\w.-]+ = (?:\(.*?\)|\S+) ([a-z][\w-]*)\(")
 
 

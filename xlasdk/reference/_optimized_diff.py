@@ -296,13 +296,18 @@ def _pairs(here: list[int], there: list[int], key_here: Sequence[Any], key_there
 
 def diff_optimized(here: Sequence[OptInstruction], there: Sequence[OptInstruction], *, here_name: str = "here",
                    there_name: str = "there", target: str = "") -> OptimizedDiff:
-    """Match ``here``'s instructions with ``there``'s (by op_name, then by source location, the same
-    opcode first each time; then by opcode and shape; then by opcode) and report what differs."""
+    """Match ``here``'s instructions with ``there``'s (by op_name: of the same opcode, shape and name,
+    then of the same opcode and shape, then of the same opcode, then any; by source location; then
+    by opcode and shape; then by opcode) and report what differs."""
     left = set(range(len(here)))
     right = set(range(len(there)))
     pairs: list[tuple[int, int]] = []
     by_origin = 0
     keys: tuple[Callable[[OptInstruction], tuple[Any, ...] | None], ...] = (
+        # many instructions share an op_name (``jvp()/mul``): the one of the same name and shape first,
+        # then of the same shape, in order, before any of the op_name's
+        (lambda i: (i.op_name, i.fused, i.opcode, i.shape, i.name) if i.op_name else None),
+        (lambda i: (i.op_name, i.fused, i.opcode, i.shape) if i.op_name else None),
         (lambda i: (i.op_name, i.fused, i.opcode) if i.op_name else None),
         (lambda i: (i.op_name, i.fused) if i.op_name else None),
         (lambda i: (i.source, i.fused, i.opcode) if i.source else None),
@@ -319,7 +324,7 @@ def diff_optimized(here: Sequence[OptInstruction], there: Sequence[OptInstructio
             left.discard(a)
             right.discard(b)
         pairs += found
-        if step < 4:
+        if step < 6:
             by_origin += len(found)
     changed = []
     for a, b in sorted(pairs):
