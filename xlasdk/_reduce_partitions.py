@@ -74,7 +74,10 @@ class DivergePartitions(Condition):
         except Exception as e:  # noqa: BLE001 - a rule that fails on the cut's values: no verdict, never kept
             return False, f"no verdict: the reference failed ({type(e).__name__}: {' '.join(str(e).split())[:300]})"
         if not ks:
-            return False, f"nothing to reduce: every partition of {self.n} computes what the reference gives"
+            return False, (f"nothing to reduce: every partition of {self.n} computes what the reference gives for the "
+                           "module as written (a change written into the module's text is not a divergence here: "
+                           "compare it with the program it was compiled from, or with a good per-partition module "
+                           "by compare BAD --against GOOD --bisect ops)")
         return True, f"partitions {ks} diverge from the reference"
 
 
