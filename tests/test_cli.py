@@ -140,6 +140,20 @@ def test_inspect_json_optimized_and_options(hlo_file: Path) -> None:
     assert_one_line_error(err, "--optimized needs compilation")
 
 
+def test_inspect_compiles_a_global_spmd_module_for_its_partitions() -> None:
+    """A JAX dump of a sharded program (``num_partitions=4`` in its header) is compiled for its 4
+    partitions, so the optimized HLO and the cost are what XLA runs: the per-partition shapes and the
+    collectives (it was compiled for one device, quietly: a new user's finding)."""
+    f = Path(__file__).parent / "data" / "dumps" / "sharded_mlp" / "module.before_optimizations.txt"
+    code, out, err = cli("inspect", str(f), "--json", "--optimized")
+    assert code == 0, err
+    rep = json.loads(out)
+    assert rep["compiled_for"] == {"num_replicas": 1, "num_partitions": 4}
+    assert "all-reduce" in rep["optimized_hlo"] or "all-gather" in rep["optimized_hlo"], rep["optimized_hlo"]
+    code, out, err = cli("inspect", str(f))
+    assert code == 0 and "compiled for 4 partition(s) x 1 replica(s) as the module says" in out, err
+
+
 def test_inspect_counts_sub_computations_apart(tmp_path: Path) -> None:
     """5 parameters and two reducer regions of 2 parameters each: 'parameter 5' in the entry computation,
     the regions' instructions listed apart under 'in 2 sub-computations'."""

@@ -177,13 +177,27 @@ def _cmd_inspect(args: argparse.Namespace, out: IO[str]) -> int:
                 dev = rt.topology(args.topology).devices[0]
             except rt.UnknownDeviceError as e:
                 raise UsageError(f"--topology: {str(e).removeprefix('topology: ')}") from None
-        else:
-            dev = _device(args)
+        options = None
+        if part is not None:  # as the module says (a global SPMD program), so the HLO is what XLA runs
+            from xlasdk.runtime.per_partition import per_partition_count
+
+            r, n = part["num_replicas"] or 1, part["num_partitions"] or 1
+            if r * n > 1 and per_partition_count(comp) is None:
+                options = rt.CompileOptions(num_replicas=r, num_partitions=n)
+                report["compiled_for"] = {"num_replicas": r, "num_partitions": n}
+        if args.topology is None:
+            if options is not None:  # a CPU client with a device per partition and replica, as run makes
+                from ._run import _spmd_device
+
+                dev = _spmd_device(argparse.Namespace(devices=None, device=args.device, debug=args.debug),
+                                   options.num_replicas * options.num_partitions)
+            else:
+                dev = _device(args)
         _stage("compiling")
         from xlasdk.errors import DeviceCountError
 
         try:
-            exe = rt.compile(comp, dev)
+            exe = rt.compile(comp, dev, options=options)
         except DeviceCountError as e:  # the API's hint names xs.client(...): say what this command can do
             raise UsageError(_device_count_message(args, e, dev)) from None
         report["device"] = str(dev)
@@ -238,7 +252,10 @@ def _cmd_inspect(args: argparse.Namespace, out: IO[str]) -> int:
         for op, n in report["sub_computations"]["op_counts"].items():
             out.write(f"    {op:<26} {n}\n")
     if exe is not None:
-        out.write(f"cost analysis ({report['device']}):\n")
+        spmd = report.get("compiled_for")
+        on = (f"{report['device']}, compiled for {spmd['num_partitions']} partition(s) x {spmd['num_replicas']} "
+              "replica(s) as the module says" if spmd else report["device"])
+        out.write(f"cost analysis ({on}):\n")
         for k, v in sorted(report["cost_analysis"].items()):
             if "{" in k:  # per-operand / per-output breakdowns
                 continue
