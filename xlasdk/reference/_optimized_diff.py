@@ -338,13 +338,18 @@ def diff_optimized(here: Sequence[OptInstruction], there: Sequence[OptInstructio
 def optimized_hlo_here(computation: Any, topology: str | None, overrides: dict[str, Any] | None = None) -> str:
     """The optimized HLO XLA makes of ``computation`` in this environment: for one device of the TPU
     ``topology`` (no chip needed: libtpu's compile-only client; the compile runs in xlasdk's worker
-    first, so an abort of XLA is an error here), or for the CPU when ``topology`` is None."""
+    first, so an abort of XLA is an error here), or for the CPU when ``topology`` is None; a global
+    SPMD module for the partitions and replicas it asks for."""
     from ..runtime import CompileOptions
+    from ..runtime import client as _client
     from ..runtime import compile as _compile
+    from ..runtime.per_partition import per_partition_count
 
-    options = CompileOptions(env_option_overrides=dict(overrides)) if overrides else None
+    p = computation.partitioning()  # a global SPMD module: compiled for its partitions, as XLA runs it
+    r, n = (p.num_replicas or 1, p.num_partitions or 1) if per_partition_count(computation) is None else (1, 1)
+    options = CompileOptions(num_replicas=r, num_partitions=n, env_option_overrides=dict(overrides or {}))
     if topology is None:
-        device: Any = "cpu:0"
+        device: Any = _client("cpu", num_devices=r * n).devices()[0] if r * n > 1 else "cpu:0"
     else:
         from ..runtime.topology import topology as _topology
 
