@@ -135,7 +135,7 @@ def test_the_table_shows_each_signature_whole() -> None:
 def test_the_page_escapes_everything_and_links_the_repros(tmp_path: Path) -> None:
     rep = _report()
     page = rep.html(tmp_path / "out" / "t.html")
-    assert "<script" not in page and "http" not in page
+    assert "<script" not in page and "http://" not in page and "https://" not in page
     assert html.escape(rep.groups[1].signature, quote=True) in page
     assert "&lt;c&gt;&amp;.hlo" in page and "<c>" not in page and "&lt;why&gt;" in page
     assert 'class="flaky"' in page and "v5e:1x1" in page
@@ -143,6 +143,9 @@ def test_the_page_escapes_everything_and_links_the_repros(tmp_path: Path) -> Non
     assert m is not None, page
     assert (tmp_path / "out" / html.unescape(m.group(1))).resolve() == Path("/m/repros/group_1.hlo").resolve()
     assert page.count("<tr id=\"group-") == 2 and "/m/ok.hlo" in page
+    assert "Content-Security-Policy\" content=\"default-src 'none'" in page  # nothing runs, nothing is fetched
+    m = re.search(r'<li><a href="([^"]+)">/m/ok\.hlo</a></li>', page)  # each module a link, as written
+    assert m is not None and (tmp_path / "out" / html.unescape(m.group(1))).resolve() == Path("/m/ok.hlo").resolve()
 
 
 def test_cli_writes_the_page_and_groups_xla_cpu_failures(tmp_path: Path) -> None:

@@ -386,6 +386,11 @@ def _href(target: str, page_dir: str | None) -> str:
     return _e("file://" + urllib.parse.quote(os.path.abspath(target).replace(os.sep, "/")))
 
 
+def _link(path: str, page_dir: str | None) -> str:
+    """``path`` as a link (relative to the page where it can be) showing the path itself."""
+    return f"<a href=\"{_href(path, page_dir)}\">{_e(path)}</a>"
+
+
 def triage_html(report: TriageReport, page_path: str | None = None) -> str:
     """The report as a self-contained page: a summary, then one row per group (its signature whole,
     count, last pass, flaky mark, example, small repro linked when there is one), each group's files
@@ -394,7 +399,9 @@ def triage_html(report: TriageReport, page_path: str | None = None) -> str:
     page_dir = None if page_path is None else os.path.dirname(os.path.abspath(page_path))
     failing = sum(g.count for g in report.groups)
     total = failing + len(report.compiled)
-    out = ["<!DOCTYPE html>", "<html><head><meta charset=\"utf-8\"><title>xlasdk triage</title>",
+    out = ["<!DOCTYPE html>", "<html><head><meta charset=\"utf-8\">",
+           "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">",
+           "<title>xlasdk triage</title>",
            f"<style>{_CSS}</style></head><body>", "<h1>xlasdk triage</h1>",
            f"<p>{failing} of {total} modules failed on {_e(report.device)} in {len(report.groups)} "
            f"group{'s' if len(report.groups) != 1 else ''}; {len(report.compiled)} compiled"
@@ -413,15 +420,17 @@ def triage_html(report: TriageReport, page_path: str | None = None) -> str:
             flaky = "<td class=\"flaky\">flaky</td>" if g.flaky else "<td></td>"
             out.append(f"<tr id=\"group-{k}\"><td class=\"num\"><a href=\"#details-{k}\">{k}</a></td>"
                        f"<td class=\"sig\">{_e(g.signature)}</td><td class=\"num\">{g.count}</td>"
-                       f"<td>{_e(g.last_pass or '-')}</td>{flaky}<td>{_e(g.example)}</td><td>{repro}</td></tr>")
+                       f"<td>{_e(g.last_pass or '-')}</td>{flaky}<td>{_link(g.example, page_dir)}</td>"
+                       f"<td>{repro}</td></tr>")
         out.append("</table>")
         for k, g in enumerate(report.groups, 1):
             out.append(f"<h2 id=\"details-{k}\">group {k}: {g.count} module{'s' if g.count != 1 else ''}</h2>")
             out.append(f"<pre>{_e(g.signature)}</pre>")
             out.append("<p>XLA's message (the example's):</p>")
             out.append(f"<pre>{_e(g.message)}</pre>")
-            out.append("<ul>" + "".join(f"<li>{_e(f)}</li>" for f in g.files) + "</ul>")
+            out.append("<ul>" + "".join(f"<li>{_link(f, page_dir)}</li>" for f in g.files) + "</ul>")
     if report.compiled:
-        out.append("<h2>compiled</h2><ul>" + "".join(f"<li>{_e(f)}</li>" for f in report.compiled) + "</ul>")
+        out.append("<h2>compiled</h2><ul>" + "".join(f"<li>{_link(f, page_dir)}</li>" for f in report.compiled)
+                   + "</ul>")
     out.append("</body></html>")
     return "\n".join(out) + "\n"
