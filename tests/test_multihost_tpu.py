@@ -397,3 +397,24 @@ def test_a_hostile_host_json_is_a_format_error(tmp_path: Path, change: object, w
     (Path(d) / "host.json").write_text(json.dumps(change(meta)))  # type: ignore[operator]
     with pytest.raises(xs.FormatError, match=words):
         read_host_part(d)
+
+
+@needs_libtpu
+def test_a_part_moved_to_another_process_directory_or_a_dir_without_index(tmp_path: Path) -> None:
+    """process_2/host.json edited to say process 3 (it would hand process 3 process 2's devices) is
+    refused; ``read_host_part(DIR)`` without an index names the parts and what to give (a new user's
+    findings)."""
+    from xlasdk.runtime.host_parts import read_host_part
+
+    exe = xs.compile(_contracting_split_matmul(16), device=xs.topology("v5e:4x4").devices[0],
+                     options=xs.CompileOptions(num_partitions=16))
+    dirs = exe.save_per_host(tmp_path)
+    assert [Path(d).name for d in dirs] == ["process_0", "process_1", "process_2", "process_3"]
+    assert read_host_part(tmp_path, process_index=2).process_index == 2
+    with pytest.raises(xs.FormatError, match=r"holds the parts process_0, process_1, process_2, process_3: give "
+                                             r"process_index=K"):
+        read_host_part(tmp_path)
+    part = Path(dirs[2]) / "host.json"
+    part.write_text(json.dumps(dict(json.loads(part.read_text()), process_index=3)))
+    with pytest.raises(xs.FormatError, match="holds the part of process 3, but its directory is process 2's"):
+        read_host_part(dirs[2])

@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -164,7 +165,10 @@ def read_host_part(path: str | os.PathLike[str], process_index: int | None = Non
         raw = read_regular_file(os.path.join(d, PART_FILE), limit=_MAX_PART_BYTES)
         meta = json.loads(raw.decode())
     except OSError as e:
-        raise FormatError(f"{where}: cannot read {PART_FILE}: {e.strerror or e}") from None
+        subs = sorted(n for n in (os.listdir(d) if os.path.isdir(d) else []) if re.fullmatch(r"process_\d+", n))
+        hint = (f" (it holds the parts {', '.join(subs[:4])}{', ...' if len(subs) > 4 else ''}: give process_index=K "
+                "or the part's own directory)" if subs and process_index is None else "")
+        raise FormatError(f"{where}: cannot read {PART_FILE}: {e.strerror or e}{hint}") from None
     except (ValueError, UnicodeDecodeError, RecursionError) as e:
         raise FormatError(f"{where}: {PART_FILE} is not JSON: {e}") from None
     if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
@@ -185,6 +189,10 @@ def read_host_part(path: str | os.PathLike[str], process_index: int | None = Non
                           f"{len(logical)} logical ids")
     if process_index is not None and pidx != process_index:
         raise FormatError(f"{where}: holds the part of process {pidx}, not of process {process_index}")
+    named = re.fullmatch(r"process_(\d+)", os.path.basename(os.path.normpath(d)))
+    if named is not None and int(named.group(1)) != pidx:  # save_per_host names each part's directory by its process
+        raise FormatError(f"{where}: holds the part of process {pidx}, but its directory is process "
+                          f"{named.group(1)}'s (a part moved or edited)")
     try:
         exe = read_regular_file(os.path.join(d, EXECUTABLE_FILE))
     except OSError as e:
