@@ -126,11 +126,14 @@ class _Comp:
 
 
 class HloLines:
-    """HLO text as lines, with its computations and instructions found (what the edits need)."""
+    """HLO text as lines, with its computations and instructions found (what the edits need);
+    ``unread``: the indices of lines in a computation that look like an instruction (``name = ...``)
+    but could not be read as one (no opcode, unbalanced brackets)."""
 
     def __init__(self, text: str) -> None:
         self.lines = text.splitlines()
         self.comps: list[_Comp] = []
+        self.unread: list[int] = []
         cur: _Comp | None = None
         for k, ln in enumerate(self.lines):
             h = _HEADER.match(ln)
@@ -146,6 +149,8 @@ class HloLines:
                 ins = _instr(k, ln)
                 if ins is not None:
                     cur.instrs.append(ins)
+                elif _INSTR.match(ln):
+                    self.unread.append(k)
 
     def text(self, lines: list[str] | None = None) -> str:
         return "\n".join(self.lines if lines is None else lines) + "\n"
@@ -170,6 +175,8 @@ def _instr(k: int, ln: str) -> _Ins | None:
     rest = m.group(4)
     if rest.startswith("("):
         end = _balanced(rest, 0)
+        if rest[end - 1] != ")":  # unbalanced
+            return None
     else:
         end = rest.find(" ")
         end = len(rest) if end < 0 else end
@@ -178,6 +185,8 @@ def _instr(k: int, ln: str) -> _Ins | None:
     if op is None:
         return None
     close = _balanced(rest, op.end() - 1)
+    if rest[close - 1] != ")":  # unbalanced operands
+        return None
     operands = rest[op.end(): close - 1]
     attrs = rest[close:]
     refs = set(_REF.findall(operands)) | set(_REF.findall(attrs))

@@ -3,7 +3,8 @@ instruction by instruction (:func:`xlasdk.reference._other_env.compare_optimized
 ``xlasdk compare FILE --optimized-hlo --against-python PATH [--topology v5e:1x1]``).
 
 Both sides compile the same module (for a TPU topology without a chip, or for the CPU) and print the
-HLO XLA made. Each text is read line by line (:func:`parse_optimized`: no XLA parser, so a printer's
+HLO XLA made. Each text is read line by line (:func:`parse_optimized`, on the reducer's
+:class:`~xlasdk._reduce_text.HloLines`: no XLA parser, so a printer's
 new attribute cannot stop it): every instruction of every computation with its opcode, shape (element
 type and dimensions), layout (tiles and memory space included), fusion kind, custom-call target and
 the ``op_name`` of its metadata (the JAX op it came from). The parameters of fused computations are
@@ -28,8 +29,6 @@ from ..errors import XlaSdkError
 
 __all__ = ["OptInstruction", "OptimizedDiff", "Change", "parse_optimized", "diff_optimized"]
 
-_HEADER: Final = re.compile(r"^(ENTRY )?%?([\w.-]+) \(.*\) -> .*\{\s*$")
-_START: Final = re.compile(r"^\s*(ROOT )?%?([\w.-]+) = ")
 _ARRAY: Final = re.compile(r"^([a-z][a-z0-9]*\[[^\]]*\])(\{.*\})?$")
 _KIND: Final = re.compile(r"\bkind=(k\w+)")
 _CALLS: Final = re.compile(r"\bcalls=%?([\w.-]+)")
@@ -80,30 +79,6 @@ class OptInstruction:
                 "op_name": self.op_name, "source": self.source}
 
 
-def _balanced(text: str, i: int) -> int:
-    """The index after the bracket closing the one at ``text[i]`` (``(``, ``{``, ``[``), quotes skipped."""
-    depth = 0
-    quote = False
-    j = i
-    while j < len(text):
-        c = text[j]
-        if quote:
-            if c == "\\":
-                j += 1
-            elif c == '"':
-                quote = False
-        elif c == '"':
-            quote = True
-        elif c in "({[":
-            depth += 1
-        elif c in ")}]":
-            depth -= 1
-            if depth == 0:
-                return j + 1
-        j += 1
-    raise ValueError("unbalanced brackets")
-
-
 def _split_shape(shape: str) -> tuple[str, str]:
     """``f32[8,64]{1,0:T(8,128)}`` -> (``f32[8,64]``, ``{1,0:T(8,128)}``); a tuple's elements each."""
     shape = shape.strip()
@@ -139,57 +114,32 @@ def parse_optimized(text: str, what: str = "the optimized HLO") -> list[OptInstr
     XlaSdkError
         A text with no computation or an instruction line that cannot be read (``what`` names it).
     """
-    rows: list[tuple[str, str, str, str, str, str, str, str]] = []
-    fused_bodies: set[str] = set()
-    computation: str | None = None
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if computation is None:
-            if (h := _HEADER.match(line)) is not None:
-                computation = h.group(2)
-            continue
-        if line.strip() == "}":
-            computation = None
-            continue
-        m = _START.match(line)
-        if m is None:
-            continue
-        rest = line[m.end():]
-        try:
-            if rest.startswith("("):
-                end = _balanced(rest, 0)
-            else:
-                end = rest.index(" ")
-            shape = rest[:end]
-            after = rest[end:].lstrip()
-            op = re.match(r"([a-z][\w-]*)\(", after)
-            if op is None:
-                raise ValueError("no opcode")
-            close = _balanced(after, op.end() - 1)
-        except ValueError as e:
-            raise XlaSdkError(f"{what}: line {lineno} is no instruction xlasdk can read ({e}): "
-                              f"{line.strip()[:200]!r}{where()}") from None
-        attrs = after[close:]
-        kind = _KIND.search(attrs)
-        calls = _CALLS.search(attrs)
-        if op.group(1) == "fusion" and calls is not None:
-            fused_bodies.add(calls.group(1))
-        target = _TARGET.search(attrs)
-        op_name = _OP_NAME.search(attrs)
-        source = _SOURCE.search(attrs)
-        place = "" if source is None else (
-            f"{source.group(1)}:{source.group(2)}" + (f":{source.group(3)}" if source.group(3) else ""))
-        rows.append((computation, m.group(2), op.group(1), shape, kind.group(1) if kind else "",
-                     target.group(1) if target else "", op_name.group(1) if op_name else "", place))
-    if not rows:
+    from .._reduce_text import HloLines
+
+    h = HloLines(text)
+    if h.unread:
+        k = h.unread[0]
+        raise XlaSdkError(f"{what}: line {k + 1} is no instruction xlasdk can read: "
+                          f"{h.lines[k].strip()[:200]!r}{where()}")
+    if not any(c.instrs for c in h.comps):
         raise XlaSdkError(f"{what}: no instruction found: expected XLA's HLO text (HloModule ..., computations "
                           f"of 'name = shape opcode(operands)' lines){where()}")
+    fused_bodies = {calls.group(1) for c in h.comps for i in c.instrs
+                    if i.opcode == "fusion" and (calls := _CALLS.search(i.attrs)) is not None}
     out = []
-    for comp, name, opcode, shape, kind_, target_, op_name_, place in rows:
-        fused = comp in fused_bodies
-        if fused and opcode == "parameter":
-            continue
-        plain, layout = _split_shape(shape)
-        out.append(OptInstruction(comp, fused, name, opcode, plain, layout, kind_, target_, op_name_, place))
+    for c in h.comps:
+        fused = c.name in fused_bodies
+        for i in c.instrs:
+            if fused and i.opcode == "parameter":
+                continue
+            kind, target = _KIND.search(i.attrs), _TARGET.search(i.attrs)
+            op_name, source = _OP_NAME.search(i.attrs), _SOURCE.search(i.attrs)
+            place = "" if source is None else (
+                f"{source.group(1)}:{source.group(2)}" + (f":{source.group(3)}" if source.group(3) else ""))
+            plain, layout = _split_shape(i.shape)
+            out.append(OptInstruction(c.name, fused, i.name, i.opcode, plain, layout, kind.group(1) if kind else "",
+                                      target.group(1) if target else "", op_name.group(1) if op_name else "",
+                                      place))
     return out
 
 
