@@ -77,15 +77,19 @@ class Origin(abc.ABC):
     def module_text(self, name: str) -> str:
         """The StableHLO module text (generic syntax, with locations), accepted by PJRT compile."""
 
-    @abc.abstractmethod
+    _module: Any = None  # the verified module, once parsed
+    _xla: Any = None  # XLA's HLO, once converted
+
     def module(self, name: str) -> Any:
         """The verified StableHLO module (``ir.Module``)."""
+        if self._module is None:
+            self._module = _parsed(self.module_text(name), name)
+        return self._module
 
     def host_callbacks(self, name: str) -> tuple[Any, ...]:
         """The Python callables of the module's ``ops.HostCallback`` ops, by index (built graphs only)."""
         return ()
 
-    @abc.abstractmethod
     def xla_computation(self, name: str) -> Any:
         """jaxlib's ``XlaComputation`` of the program (XLA's HLO).
 
@@ -94,6 +98,14 @@ class Origin(abc.ABC):
         CompileError
             XLA's StableHLO -> HLO converter failed.
         """
+        if self._xla is None:
+            self.module(name)  # verify first: a clear error instead of a converter message
+            self._xla = _converting(name, lambda: self._converted(name))
+        return self._xla
+
+    @abc.abstractmethod
+    def _converted(self, name: str) -> Any:
+        """XLA's StableHLO -> HLO conversion of the module."""
 
     @abc.abstractmethod
     def graph(self, index: Callable[[], InstructionGraph]) -> Graph:
@@ -177,8 +189,6 @@ class _FromGraph(Origin):
     def __init__(self, graph: Graph) -> None:
         self._graph = graph
         self._emission: _Emission | None = None
-        self._module: Any = None
-        self._xla: Any = None
 
     @property
     def emitted(self) -> bool:
@@ -207,21 +217,6 @@ class _FromGraph(Origin):
 
     def host_callbacks(self, name: str) -> tuple[Any, ...]:
         return self.emission(name).host_callbacks
-
-    def module(self, name: str) -> Any:
-        if self._module is None:
-            self._module = _parsed(self.module_text(name), name)
-        return self._module
-
-    def xla_computation(self, name: str) -> Any:
-        if self._xla is None:
-            self.module(name)  # verify first: a clear error instead of a converter message
-            self._xla = _converting(name, lambda: self._converted(name))
-        return self._xla
-
-    @abc.abstractmethod
-    def _converted(self, name: str) -> Any:
-        """XLA's StableHLO -> HLO conversion of the module."""
 
     def graph(self, index: Callable[[], InstructionGraph]) -> Graph:
         return self._graph
@@ -356,21 +351,12 @@ class Loaded(Origin):
         self.source_format = source_format
         self._text = text
         self._module = module
-        self._xla: Any = None
 
     def module_text(self, name: str) -> str:
         return self._text
 
-    def module(self, name: str) -> Any:
-        if self._module is None:
-            self._module = _parsed(self.module_text(name), name)
-        return self._module
-
-    def xla_computation(self, name: str) -> Any:
-        if self._xla is None:
-            self.module(name)  # verify first: a clear error instead of a converter message
-            self._xla = _converting(name, lambda: _in_worker_converted(self.module_text(name), name))
-        return self._xla
+    def _converted(self, name: str) -> Any:
+        return _in_worker_converted(self.module_text(name), name)
 
     def graph(self, index: Callable[[], InstructionGraph]) -> Graph:
         """Imported from the module on first need (loading, compiling and running do not pay for it)."""
