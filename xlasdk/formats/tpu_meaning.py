@@ -398,26 +398,27 @@ def _linalg_or_index_call(ins: _Instr, target: str, operand: _HShape | None = No
                 + _triangle(base, shape, lower=True, value=f"{base}_factor", root=f"{root}{ins.name}", keep=_keep(ins)))
     lower = INVERT_DIAG_BLOCKS_CALLS[target]
     plain = _HShape(shape.etype, shape.dims, (), None)
-    n = len(dims)
-    idx = _HShape("s32", shape.dims, (), None)
-    flags = _HShape("pred", shape.dims, (), None)
-    return (f"{base}_row = {_laid(idx)} iota(), iota_dimension={n - 2}\n  "
-            f"{base}_col = {_laid(idx)} iota(), iota_dimension={n - 1}\n  "
-            f"{base}_diag = {_laid(flags)} compare({base}_row, {base}_col), direction=EQ\n  "
-            f"{base}_eye = {_laid(plain)} convert({base}_diag)\n  "
+    return (_where_row_col(base, shape, "diag", "EQ")
+            + f"{base}_eye = {_laid(plain)} convert({base}_diag)\n  "
             f"{root}{ins.name} = {_laid(shape)} triangular-solve({src}, {base}_eye), left_side=true, "
             f"lower={'true' if lower else 'false'}, transpose_a=NO_TRANSPOSE{_keep(ins)}")
 
 
-def _triangle(base: str, shape: _HShape, *, lower: bool, value: str, root: str, keep: str) -> str:
-    """HLO lines keeping the lower (upper) triangle, diagonal included, of ``value`` and NaN elsewhere."""
+def _where_row_col(base: str, shape: _HShape, mask: str, direction: str) -> str:
+    """HLO lines of ``{base}_{mask}``: a ``pred`` array of ``shape``'s dimensions, true where the row
+    index compares to the column index (the two minor dimensions) by ``direction`` (``EQ``, ``GE``...)."""
     n = len(shape.dims)
     idx = _HShape("s32", shape.dims, (), None)
     flags = _HShape("pred", shape.dims, (), None)
     return (f"{base}_r = {_laid(idx)} iota(), iota_dimension={n - 2}\n  "
             f"{base}_c = {_laid(idx)} iota(), iota_dimension={n - 1}\n  "
-            f"{base}_keep = {_laid(flags)} compare({base}_r, {base}_c), direction={'GE' if lower else 'LE'}\n  "
-            f"{base}_unknown = {shape.etype}[] constant(nan)\n  "
+            f"{base}_{mask} = {_laid(flags)} compare({base}_r, {base}_c), direction={direction}\n  ")
+
+
+def _triangle(base: str, shape: _HShape, *, lower: bool, value: str, root: str, keep: str) -> str:
+    """HLO lines keeping the lower (upper) triangle, diagonal included, of ``value`` and NaN elsewhere."""
+    return (_where_row_col(base, shape, "keep", "GE" if lower else "LE")
+            + f"{base}_unknown = {shape.etype}[] constant(nan)\n  "
             f"{base}_unknowns = {_laid(_HShape(shape.etype, shape.dims, (), None))} "
             f"broadcast({base}_unknown), dimensions={{}}\n  "
             f"{root} = {_laid(shape)} select({base}_keep, {value}, {base}_unknowns){keep}")
