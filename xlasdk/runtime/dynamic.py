@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DTypeError, ShapeError, XlaRuntimeError
+from ..errors import DTypeError, ShapeError, XlaRuntimeError, XlaSdkError
 from ..shape import ProgramShape, Shape
 from ._executable import Executable
 from .array import DeviceArray, device_put
@@ -79,9 +79,8 @@ class DynamicResultExecutable(Executable):
             comp = getattr(self, "_computation", None)
             try:
                 self._size_params = () if comp is None else tuple(dimension_size_parameters(comp))
-            except Exception:  # noqa: BLE001 - a program the graph cannot read: the sizes XLA returns are checked
+            except XlaSdkError:  # a program the graph cannot read: the sizes XLA returns are checked
                 self._size_params = ()
-        names = self._user_shape.parameter_names()
         for i, ins, dim, bound in self._size_params:
             if i >= len(args):
                 continue
@@ -90,8 +89,9 @@ class DynamicResultExecutable(Executable):
                 continue  # the argument's own shape or dtype error comes from the call
             size = int(a.reshape(-1)[0])
             if not 0 <= size <= bound:
+                name = self._user_shape.parameter_names()[i]
                 raise ShapeError(
-                    f"{self._name}: {where}argument {i} ({names[i]!r}) is the run-time size of dimension {dim} of "
+                    f"{self._name}: {where}argument {i} ({name!r}) is the run-time size of dimension {dim} of "
                     f"{ins}, whose bound is {bound}: expected a size in [0, {bound}], got {size}")
 
     @property
