@@ -160,8 +160,8 @@ _OPTIONS = {
     "reduce": ["--against", "--atol", "--check-timeout", "--debug", "--device", "--excess-precision", "--format",
                "--help", "--input", "--inputs", "--max-time", "--output", "--random-inputs", "--rtol", "--script",
                "--seed", "--topology", "--until", "-h", "-o", "file"],
-    "triage": ["--debug", "--device", "--help", "--html", "--json", "--reduce", "--reduce-time", "--repeat", "--timeout",
-               "--topology", "-h", "paths"],
+    "triage": ["--debug", "--device", "--help", "--html", "--json", "--reduce", "--reduce-time", "--repeat",
+               "--timeout", "--topology", "-h", "paths"],
     "cache": ["--debug", "--help", "-h", "cache_command"],
 }
 
