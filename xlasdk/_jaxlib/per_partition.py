@@ -250,3 +250,49 @@ def rewrite_for_compile(module_text: str, *, manual: bool) -> str:
         if not module.operation.verify():  # pragma: no cover - verify raises instead
             raise ValueError("the rewritten module does not verify")
     return _mlir.module_to_text(module, debug_info=True, generic=True)
+
+
+_REPLICATED: Final = "{replicated}"
+
+
+def replicate_unannotated_results(module_text: str) -> str:
+    """The module's text with ``{replicated}`` on ``main``'s results when some parameter has an
+    ``mhlo.sharding`` and no result has a sharding; else the text as it came.
+
+    XLA makes such results replicated (jaxlib 0.10.2 measured), but jaxlib 0.12's Shardy import
+    aborts the process on them ("Expected HloShardingV3 ... but got non-replicated
+    HloShardingV2"): a loaded HLO module that leaves its results unannotated says so outright.
+    """
+    if "mhlo.sharding" not in module_text:
+        return module_text
+    ir = _ir
+    with _mlir.context():
+        module = _mlir.parse_module(module_text, verify=False)
+        main = next((o.operation for o in module.body.operations
+                     if o.operation.name == "func.func" and "sym_name" in o.operation.attributes
+                     and _mlir.string_value(o.operation.attributes["sym_name"]) == "main"), None)
+        if main is None:
+            return module_text
+        attrs = main.attributes
+
+        def names(key: str) -> list[set[str]]:
+            if key not in attrs:
+                return []
+            lst = attrs[key]
+            return [{lst[i][j].name for j in range(len(lst[i]))} for i in range(len(lst))]
+
+        sharded_args = any("mhlo.sharding" in a for a in names("arg_attrs"))
+        annotated = any(("mhlo.sharding" in r or "sdy.sharding" in r) for r in names("res_attrs"))
+        if not sharded_args or annotated:
+            return module_text
+        count = len(ir.FunctionType(ir.TypeAttr(attrs["function_type"]).value).results)
+        old = attrs["res_attrs"] if "res_attrs" in attrs else None
+        dicts = []
+        for i in range(count):
+            entries: dict[str, Any] = {}
+            if old is not None:
+                entries.update({old[i][j].name: old[i][j].attr for j in range(len(old[i]))})
+            entries["mhlo.sharding"] = ir.StringAttr.get(_REPLICATED)
+            dicts.append(ir.DictAttr.get(entries))
+        attrs["res_attrs"] = ir.ArrayAttr.get(dicts)
+        return _mlir.module_to_text(module, debug_info=True, generic=True)
