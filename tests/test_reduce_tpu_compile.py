@@ -216,3 +216,57 @@ def test_signature_names_the_class_of_failure_not_its_names() -> None:
     rc = "INTERNAL: RET_CHECK failure (external/xla/xla/service/algebraic_simplifier.cc:123) Compatible(a, b)"
     assert signature(rc, died=False) == "INTERNAL at algebraic_simplifier.cc:123"
     assert location("no location here") is None
+
+
+# -- LAPACK calls: lowered for the TPU first, as xs.compile does ------------------------------------
+def _program_with_lapack(x64_bug: bool) -> str:
+    """StableHLO of a JAX CPU program calling LAPACK (jnp.linalg.cholesky: ``lapack_spotrf_ffi``), which
+    xs.compile lowers for a TPU; with ``x64_bug``, an f64 reduce-precision after it (XLA:TPU's X64 rewriter
+    refuses that)."""
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    lax = jax.lax
+    jax.config.update("jax_enable_x64", x64_bug)
+    try:
+        def f(a: Any, y: Any) -> Any:
+            c = jnp.linalg.cholesky(a @ a.T + 4.0 * jnp.eye(4, dtype=a.dtype))
+            s = jnp.sum(c) + jnp.sum(jnp.tanh(c))
+            if x64_bug:
+                z = lax.reduce_precision(jnp.sin(y) * 2.0, exponent_bits=8, mantissa_bits=7)
+                return s.astype(jnp.float32), jnp.exp(z) + y
+            return s, jnp.cos(y)
+
+        a = jnp.ones((4, 4), jnp.float32)
+        y = jnp.ones((8,), jnp.float64 if x64_bug else jnp.float32)
+        text: str = jax.jit(f).lower(a, y).as_text()
+    finally:
+        jax.config.update("jax_enable_x64", False)
+    assert "lapack_" in text, "jax no longer lowers cholesky to LAPACK on the CPU"
+    return text
+
+
+def test_a_lapack_call_is_lowered_before_each_candidate_compiles(tmp_path: Path) -> None:
+    """A CPU program whose only TPU "failure" would be its LAPACK call (xs.compile lowers it for a
+    TPU) is not a TPU compile failure: reduce says it does not show the problem (it would have
+    shrunk to a LAPACK call XLA:TPU has no emitter for)."""
+    _libtpu()
+    path = tmp_path / "chol.mlir"
+    path.write_text(_program_with_lapack(False))
+    comp = xs.load_computation(str(path))
+    with raises(xs.NotReproducedError, "does not show the problem"):
+        xs.reduce(comp, "compile-error", device=xs.topology("v5e:1x1").devices[0], max_time=200)
+
+
+def test_a_tpu_failure_beside_a_lapack_call_shrinks_to_the_failure(tmp_path: Path) -> None:
+    release = _libtpu()
+    path = tmp_path / "chol64.mlir"
+    path.write_text(_program_with_lapack(True))
+    comp = xs.load_computation(str(path))
+    from xlasdk.runtime._platform_lowering import for_platform
+
+    err = _tpu_compile_error(for_platform(comp, "tpu"))
+    if err is None or not X64.search(err):
+        pytest.skip(f"XLA:TPU of libtpu {release} compiles an f64 reduce-precision (or fails otherwise: {err})")
+    res = xs.reduce(comp, "compile-error", device=xs.topology("v5e:1x1").devices[0], max_time=400)
+    assert "lapack" not in res.hlo_text and "reduce-precision" in res.hlo_text, res.hlo_text
+    assert res.instructions_after <= 5, res

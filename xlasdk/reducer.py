@@ -67,7 +67,7 @@ from ._reduce_graph import ReduceStep as ReduceStep
 from ._reduce_graph import _arguments, _Invalid, _module, _random_arguments, _Reducer, _Unprintable
 from ._reduce_regions import run_with_regions
 from ._where import where
-from .errors import FormatError, NotReproducedError, XlaSdkError
+from .errors import FormatError, NotReproducedError, PlatformLoweringError, XlaSdkError
 
 if TYPE_CHECKING:
     from .program.computation import XlaComputation
@@ -102,6 +102,19 @@ def _compile_in_worker(mtext: str, name: str, topology: str | None = None) -> No
     if "mhlo.copy" in mtext:  # as xs.compile hands it to a TPU (libtpu's pipeline refuses the op)
         mtext = without_copies(mtext)
     compile_for_topology_in_worker(mtext, topology, [0], 1, 1, (), name)
+
+
+def _lowered_for_tpu(mtext: str, name: str) -> str:
+    """A candidate's module with jaxlib's LAPACK custom calls lowered for a TPU, as :func:`xlasdk.compile`
+    lowers them for one (:mod:`xlasdk.runtime._platform_lowering`); raises ``isolated.Failed`` (stage
+    ``compile``) with the lowering's message where a call has no form on a TPU."""
+    from .formats.loaders import computation_from_stablehlo  # loaded when a TPU candidate calls LAPACK
+    from .runtime._platform_lowering import for_platform
+
+    try:
+        return for_platform(computation_from_stablehlo(mtext, name), "tpu").as_stablehlo_text()
+    except PlatformLoweringError as e:
+        raise isolated.Failed("compile", str(e).split(" — at ")[0]) from None
 
 
 # -- conditions ------------------------------------------------------------------------------------
@@ -194,6 +207,8 @@ class _InWorker(_Condition):
         try:
             mtext, name = isolated.request("xlasdk.reducer:_load_in_worker", text, timeout=timeout)
             stage = "compiling"
+            if self.topology is not None and "lapack_" in mtext:  # as xs.compile for a TPU: LAPACK calls
+                mtext = _lowered_for_tpu(mtext, name)  # become the TPU's own linear algebra first
             isolated.request("xlasdk.reducer:_compile_in_worker", mtext, name, self.topology,
                              timeout=max(0.5, end - time.monotonic()))
         except isolated.Failed as e:
