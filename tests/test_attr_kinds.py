@@ -8,6 +8,7 @@ equal typed attributes, and the same program (XLA's own HLO text of both is the 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from xlasdk._mlir_attrs import DenseElements
 from xlasdk._optable import OPS, AttrKind
 from xlasdk.builder import XlaOp
 from xlasdk.errors import GraphImportError
-from xlasdk.program.attr_kinds import READERS, MlirAttr, read_attribute, typed_attributes
+from xlasdk.program.attr_kinds import READERS, MlirAttr
 from xlasdk.program.graph_import import import_graph
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -122,6 +123,12 @@ def _declared(o: XlaOp, attrs: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in attrs.items() if o.opdef.attr_kind(k) is not None}
 
 
+def _typed(o: XlaOp) -> dict[str, Any]:
+    """``o``'s attributes, each one its row declares read as a typed value (:meth:`XlaOp.attr`),
+    the others as stored."""
+    return {k: o.attr(k) if o.opdef.attr_kind(k) is not None else v for k, v in o.attrs.items()}
+
+
 _Entries = list[tuple[str, dict[str, Any]]]
 
 
@@ -153,23 +160,66 @@ def test_a_built_programs_instructions_read_back_the_builders_typed_values() -> 
     built = [(o.opcode, _declared(o, o.attrs)) for o in _nodes([comp.graph().root]) if o.opdef.attrs]
     module_graph = import_graph(comp.compiler_ir(), comp.name)  # the module's import (comp walks its own nodes)
     assert not set(map(id, _nodes(list(module_graph.outputs)))) & set(map(id, _nodes([comp.graph().root])))
-    imported = [(o.opcode, _declared(o, typed_attributes(o)))
+    imported = [(o.opcode, _declared(o, _typed(o)))
                 for o in _nodes(list(module_graph.outputs)) if o.opdef.attrs]
     assert len({n for n, _ in built}) >= 32, sorted({n for n, _ in built})
     assert sum(len(d) for _, d in built) >= 25
     _assert_same_entries(built, imported)
 
 
+def test_a_loaded_programs_nodes_read_the_built_nodes_typed_values_of_every_kind() -> None:
+    """One attribute form (issue 44): built -> StableHLO text -> loaded, each loaded op's declared
+    attributes read with :meth:`XlaOp.attr` equal the typed values the built op holds, for every
+    kind (dot and convolution dimension numbers, gather/scatter, comparison direction and type,
+    precision config, replica groups, channel handles...); each read once, its spelling kept for
+    the emitter."""
+    comp, _ = _built()
+    built_nodes = [o for o in _nodes([comp.graph().root]) if o.opdef.attrs]
+    loaded = xs.XlaComputation.from_stablehlo(comp.as_stablehlo_text())
+    loaded_nodes = [o for o in _nodes(list(loaded.instruction_graph().outputs)) if o.opdef.attrs]
+    assert not set(map(id, loaded_nodes)) & set(map(id, built_nodes))
+    # (StableHLO's printer leaves out a false flag: ``lower = false``; compared where both hold it)
+    built = [(o.opcode, {k: o.attr(k) for k in _declared(o, o.attrs) if o.attr(k) is not False}) for o in built_nodes]
+    imported = [(o.opcode, {k: o.attr(k) for k in _declared(o, o.attrs) if o.attr(k) is not False})
+                for o in loaded_nodes]
+    assert all(o.attr(k) is v for o in built_nodes for k, v in _declared(o, o.attrs).items())  # as stored
+    assert {o.opdef.attr_kind(k) for o in built_nodes for k in _declared(o, o.attrs)} == set(AttrKind)
+    _assert_same_entries(built, imported)
+    for o in loaded_nodes:
+        for k in _declared(o, o.attrs):
+            assert isinstance(o.attrs[k], MlirAttr)  # the module's spelling, which the emitter writes
+            assert o.attr(k) is o.attr(k)  # read on first access, kept
+    assert loaded.with_outputs(list(loaded.instructions())[-1:]).as_stablehlo_text()  # (emits as spelled)
+
+
+def test_no_tool_reads_attributes_through_a_bridge() -> None:
+    """Every module outside :mod:`xlasdk.program` reads a node's attributes with :meth:`XlaOp.attr`
+    (source scan): no ``typed_attr`` / ``typed_attributes`` / ``read_attribute`` bridge."""
+    root = Path(xs.__file__).resolve().parent
+    bridge = re.compile(r"\b(typed_attr|typed_attributes|read_attribute)\b")
+    found = sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
+                   if p.relative_to(root).parts[0] != "program" and bridge.search(p.read_text()))
+    assert found == []
+    assert len(list(root.rglob("*.py"))) > 100  # (the scan saw the package)
+
+
 def test_a_declared_attribute_that_does_not_fit_its_kind_is_an_error() -> None:
     comp, _ = _built()
     cmp = next(i.op for i in comp.instructions() if i.opcode == "stablehlo.compare")
-    with pytest.raises(GraphImportError, match="stablehlo.compare: attribute comparison_direction"):
-        read_attribute(cmp, "comparison_direction", MlirAttr("3 : i64"))
+
+    def spelled(name: str, text: str) -> XlaOp:  # the compare, with attribute ``name`` spelled ``text``
+        return XlaOp(cmp.builder, cmp.opdef, cmp.operands, cmp.shape, {**cmp.attrs, name: MlirAttr(text)}, (),
+                     cmp.loc, cmp.extra)
+
+    bad = spelled("comparison_direction", "3 : i64")
+    for _ in range(2):  # refused again when read again (the refusal is kept, not the value)
+        with pytest.raises(GraphImportError, match="stablehlo.compare: attribute comparison_direction"):
+            bad.attr("comparison_direction")
     with pytest.raises(GraphImportError, match="not a comparison_type"):
-        read_attribute(cmp, "compare_type", MlirAttr("#stablehlo<comparison_direction LT>"))
-    # an undeclared attribute stays as spelled
-    odd = MlirAttr('"x"')
-    assert read_attribute(cmp, "mhlo.whatever", odd) is odd
+        spelled("compare_type", "#stablehlo<comparison_direction LT>").attr("compare_type")
+    # an undeclared attribute reads as the MLIR bindings read it
+    assert spelled("mhlo.whatever", '"x"').attr("mhlo.whatever") == "x"
+    assert spelled("mhlo.whatever", "[1 : i32, 2 : i32]").attr("mhlo.whatever") == [1, 2]
 
 
 @pytest.mark.parametrize("fname", FILES)
@@ -179,14 +229,14 @@ def test_dumps_round_trip_typed_attributes(fname: str) -> None:
     graph = comp.instruction_graph()
     first: list[tuple[str, dict[str, Any]]] = []
     for o in list(_nodes(list(graph.outputs))):
-        typed = typed_attributes(o)
+        typed = _typed(o)
         if o.opdef.attrs:
             first.append((o.opcode, _declared(o, typed)))
         o.attrs = typed  # the graph now holds the builder's typed values
     if not any(d for _, d in first):
         pytest.skip("no declared attribute")
     again = comp.with_outputs(list(graph.outputs))
-    second = [(o.opcode, _declared(o, typed_attributes(o)))
+    second = [(o.opcode, _declared(o, _typed(o)))
               for o in _nodes(list(again.instruction_graph().outputs)) if o.opdef.attrs]
     _assert_same_multiset(first, second)
     # the same program: XLA's HLO text of both modules is the same

@@ -35,7 +35,7 @@ from xlasdk.attrs import (
     TriangularSolveOptions_Transpose,
 )
 from xlasdk.ops.collectives import ChannelHandle
-from xlasdk.program.attr_kinds import MlirAttr, declared_kind, typed_attr
+from xlasdk.program.attr_kinds import MlirAttr, declared_kind
 from xlasdk.program.origin import indexable
 from xlasdk.reference._walk import Evaluator, UnsupportedOpError, dtype_of
 
@@ -314,7 +314,7 @@ def test_loaded_nodes_read_each_declared_kind_typed() -> None:
             assert isinstance(attr, MlirAttr)  # as the module spells it
             got = ev.attr(o, name)
             assert isinstance(got, _KIND_TYPES[kind]), (o.opcode, name, got)
-            assert type(typed_attr(o, name)) is type(got)
+            assert type(o.attr(name)) is type(got)
             seen.add(kind)
     assert seen == set(AttrKind)
 

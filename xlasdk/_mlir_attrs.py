@@ -42,9 +42,25 @@ if TYPE_CHECKING:
 
 __all__ = [
     "UNIT", "I32", "UI64", "F32", "BoolArray", "I64Elements", "DenseElements", "IndexLayout", "IntArray", "AttrList",
-    "DictAttr",
+    "DictAttr", "SpelledAttr",
     "mlir_str", "mlir_bytes", "mlir_unescape", "render", "render_attrs", "symbol_name",
 ]
+
+
+class SpelledAttr:
+    """An attribute value kept as a module spelled it (a loaded op's:
+    :class:`xlasdk.program.attr_kinds.MlirAttr`): written back as spelled (``to_mlir()``), read
+    as a typed value with :meth:`typed`, which :meth:`XlaOp.attr <xlasdk.builder.XlaOp.attr>`
+    calls."""
+
+    __slots__ = ()
+
+    def to_mlir(self) -> str:
+        raise NotImplementedError
+
+    def typed(self, op: Any, name: str) -> Any:
+        """The value of attribute ``name`` of ``op`` (this one) as a built op would hold it."""
+        raise NotImplementedError
 
 
 class _Unit:

@@ -179,12 +179,11 @@ def _value_of(op: XlaOp) -> np.ndarray[Any, Any] | None:
     None for one its kind's reader does not read (complex pairs, ``i4``)."""
     from ._mlir_attrs import DenseElements
     from .errors import GraphImportError
-    from .program.attr_kinds import typed_attr
 
     if not _is_constant(op):
         return None
     try:
-        v = typed_attr(op, "value")
+        v = op.attr("value")
     except GraphImportError:
         return None
     return v.value() if isinstance(v, DenseElements) else None
@@ -534,21 +533,32 @@ _DROPPED = frozenset({"mhlo.frontend_attributes", "result_layout", "xla_shape"})
 
 
 def _hlo_attributes(o: XlaOp) -> dict[str, Any]:
-    """``o``'s attributes as the builder would hold them: each declared one read by its kind
-    (:func:`xlasdk.program.attr_kinds.typed_attributes`), the defaults a module leaves out filled in
-    as the wrappers store them; :class:`~xlasdk._hlo_emit.Unsupported` for an attribute no row declares."""
+    """``o``'s attributes as the builder would hold them: each one read as a typed value
+    (:meth:`XlaOp.attr <xlasdk.builder.XlaOp.attr>`), the defaults a module leaves out filled in
+    as the wrappers store them; :class:`~xlasdk._hlo_emit.Unsupported` for a loaded attribute its
+    op's row does not declare, or declares and no wrapper builds in that form."""
     from ._hlo_emit import Unsupported
+    from ._mlir_attrs import SpelledAttr
     from .errors import GraphImportError
     from .ops.elementwise import COMPARE, default_compare_type
     from .ops.sort import SORT
     from .ops.window import REDUCE_WINDOW
-    from .program.attr_kinds import MlirAttr, typed_attributes
 
-    try:
-        vals = {k: v for k, v in typed_attributes(o).items() if k not in _DROPPED}
-    except GraphImportError as e:
-        raise Unsupported(str(e)) from None
-    undeclared = sorted(k for k, v in vals.items() if isinstance(v, MlirAttr))
+    vals: dict[str, Any] = {}
+    undeclared: list[str] = []
+    for k, v in o.attrs.items():
+        if k in _DROPPED:
+            continue
+        if isinstance(v, SpelledAttr) and o.opdef.attr_kind(k) is None:  # as spelled: no typed value to print
+            undeclared.append(k)
+            continue
+        try:
+            vals[k] = o.attr(k)
+        except GraphImportError as e:
+            raise Unsupported(str(e)) from None
+        if isinstance(vals[k], SpelledAttr):  # a declared one in a form no wrapper builds
+            undeclared.append(k)
+    undeclared.sort()
     if undeclared:
         raise Unsupported(f"{o.opdef.name} attributes {undeclared}")
     if o.opdef is COMPARE and vals and "compare_type" not in vals:

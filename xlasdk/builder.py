@@ -21,6 +21,7 @@ import numpy as np
 
 from ._graph import Computation, Graph, ModuleContext, Region
 from ._metadata import FIELDS, INT_FIELDS, Location, file_line_location, op_location
+from ._mlir_attrs import SpelledAttr
 from ._optable import PARAMETER, OpDef
 from ._where import PKG_DIR as _PKG_DIR
 from ._where import user_frame, where
@@ -48,6 +49,8 @@ class XlaOp:
     ----------
     builder: the builder that owns the op.
     shape: the result :class:`Shape`, known as soon as the op is built.
+    attrs: the op's attributes as the emitter writes them: a built op's typed values, a loaded
+        op's as the module spelled them; :meth:`attr` reads either as a typed value.
 
     Python operators map to XLA ops: ``+ - * / % ** @`` to Add, Sub, Mul, Div, Rem, Pow, Dot,
     unary ``-`` to Neg and ``abs()`` to Abs; a Python scalar on one side becomes a constant of
@@ -82,6 +85,27 @@ class XlaOp:
     def opcode(self) -> str:
         """The StableHLO/CHLO op name (``stablehlo.add``) or graph pseudo-op (``parameter``)."""
         return self.opdef.name
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        """Attribute ``name`` of the op as a typed value; ``default`` when the op has none.
+
+        One form for built and loaded ops: a built op's value as its wrapper stored it; a loaded
+        op's read once from the module's spelling, an attribute its op's row declares
+        (:attr:`OpDef.attrs <xlasdk._optable.OpDef.attrs>`) into the value a built op holds
+        (:class:`~xlasdk.attrs.DotDimensionNumbers`, :class:`~xlasdk.attrs.ComparisonDirection`, a
+        tuple of ints for ``array<i64: ...>``...), another as the MLIR bindings read it (``str``,
+        ``int``, a dict...).
+
+        Raises
+        ------
+        GraphImportError
+            A loaded op's declared attribute whose spelling does not fit its kind (the message
+            names the op and the attribute).
+        """
+        v = self.attrs.get(name)
+        if isinstance(v, SpelledAttr):
+            v = v.typed(self, name)
+        return default if v is None else v
 
     # -- Pythonic views of the shape ---------------------------------------------------------
     @property

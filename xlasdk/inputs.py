@@ -81,26 +81,25 @@ def _dims(ins: Instruction) -> tuple[int, ...]:
 def _index_uses(ins: Instruction) -> list[tuple[int, int]]:
     """``(operand position, largest valid index)`` for the index operands of ``ins``."""
     from .ops.indexing import DYNAMIC_SLICE, DYNAMIC_UPDATE_SLICE, GATHER, SCATTER
-    from .program.attr_kinds import typed_attr
 
     node, op, ops = ins.op, ins.op.opdef, ins.operands
     out: list[tuple[int, int]] = []
     if op.same_op(DYNAMIC_SLICE):
-        sizes: tuple[int, ...] = typed_attr(node, "slice_sizes", ())
+        sizes: tuple[int, ...] = node.attr("slice_sizes", ())
         base = _dims(ops[0])
         out = [(1 + k, base[k] - sizes[k]) for k in range(min(len(base), len(sizes), len(ops) - 1))]
     elif op.same_op(DYNAMIC_UPDATE_SLICE):
         base, upd = _dims(ops[0]), _dims(ops[1])
         out = [(2 + k, base[k] - upd[k]) for k in range(min(len(base), len(upd), len(ops) - 2))]
     elif op.same_op(GATHER):
-        g: GatherDimensionNumbers | None = typed_attr(node, "dimension_numbers")
-        sizes, base = typed_attr(node, "slice_sizes", ()), _dims(ops[0])
+        g: GatherDimensionNumbers | None = node.attr("dimension_numbers")
+        sizes, base = node.attr("slice_sizes", ()), _dims(ops[0])
         mapped = g.start_index_map if g is not None else []
         if mapped and len(sizes) == len(base):
             out = [(1, min(base[d] - sizes[d] for d in mapped))]
     elif op.same_op(SCATTER) and len(ops) >= 3 and (len(ops) - 1) % 2 == 0:
         n = (len(ops) - 1) // 2
-        sd: ScatterDimensionNumbers | None = typed_attr(node, "scatter_dimension_numbers")
+        sd: ScatterDimensionNumbers | None = node.attr("scatter_dimension_numbers")
         if sd is None:
             return []
         base, upd = _dims(ops[0]), _dims(ops[n + 1])

@@ -3,19 +3,21 @@
 Each row of the op table declares its attributes and their kinds (:attr:`xlasdk._optable.OpDef.attrs`,
 :class:`~xlasdk._optable.AttrKind`), as StableHLO's ODS declares each attribute's type for its
 generated builder. The importer (:mod:`xlasdk.program.graph_import`) keeps every attribute as the
-module spelled it (:class:`MlirAttr`); :func:`typed_attributes` reads each *declared* attribute
-with the reader of its kind into the value the op's wrapper would have stored
-(``array<i64: 0, 1>`` -> ``(0, 1)``, ``#stablehlo<comparison_direction LT>`` ->
-``ComparisonDirection.LT``, ``#stablehlo.dot<...>`` -> :class:`~xlasdk.attrs.DotDimensionNumbers`,
-a constant's ``dense<...>`` -> :class:`~xlasdk._mlir_attrs.DenseElements` of the op's shape...).
-Each reader is the inverse of the spelling the emitter prints for that kind
-(:func:`xlasdk._mlir_attrs.render`), through the MLIR bindings (no text parsing here).
+module spelled it (:class:`MlirAttr`: the emitter writes it back unchanged);
+:meth:`XlaOp.attr <xlasdk.builder.XlaOp.attr>` reads a *declared* one on first access with the
+reader of its kind into the value the op's wrapper would have stored (``array<i64: 0, 1>`` ->
+``(0, 1)``, ``#stablehlo<comparison_direction LT>`` -> ``ComparisonDirection.LT``,
+``#stablehlo.dot<...>`` -> :class:`~xlasdk.attrs.DotDimensionNumbers`, a constant's ``dense<...>``
+-> :class:`~xlasdk._mlir_attrs.DenseElements` of the op's shape...): the same typed value a built
+node holds, so the tools read both alike. Each reader is the inverse of the spelling the emitter
+prints for that kind (:func:`xlasdk._mlir_attrs.render`), through the MLIR bindings (no text
+parsing here).
 
-Attributes that no row declares (an opaque op's, an undeclared one such as ``mhlo.*`` or a
-``result_accuracy``) stay :class:`MlirAttr`, and so does a declared one in a valid form that no
-wrapper builds (mesh-axes replica groups). A declared attribute whose spelling does not fit its
-kind raises :class:`~xlasdk.errors.GraphImportError` naming the op and the attribute: never a
-guess.
+An attribute that no row declares (an opaque op's, an undeclared one such as ``mhlo.*`` or a
+``result_accuracy``) reads as the MLIR bindings read it (:attr:`MlirAttr.value`), and a declared
+one in a valid form that no wrapper builds (mesh-axes replica groups) as itself. A declared
+attribute whose spelling does not fit its kind raises :class:`~xlasdk.errors.GraphImportError`
+naming the op and the attribute: never a guess.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from .._jaxlib import mlir_graph as _mg
-from .._mlir_attrs import F32, I32, UNIT, DenseElements, I64Elements
+from .._mlir_attrs import F32, I32, UNIT, DenseElements, I64Elements, SpelledAttr
 from .._optable import OPS, AttrKind
 from ..attrs import (
     ChannelHandle,
@@ -48,19 +50,22 @@ from ..errors import GraphImportError
 if TYPE_CHECKING:
     from ..builder import XlaOp
 
-__all__ = ["MlirAttr", "READERS", "read_attribute", "typed_attributes", "declared_kind", "typed_attr"]
+__all__ = ["MlirAttr", "READERS", "declared_kind"]
 
 
-class MlirAttr:
+class MlirAttr(SpelledAttr):
     """An attribute kept as the module spelled it (``array<i64: 0, 1>``,
-    ``#stablehlo.comparison_direction<LT>``): emitted back unchanged. ``value`` reads it as a
-    Python value through the MLIR bindings (see :attr:`Instruction.attributes
-    <xlasdk.program.graph_import.Instruction.attributes>`)."""
+    ``#stablehlo.comparison_direction<LT>``): emitted back unchanged. :meth:`typed` (what
+    :meth:`XlaOp.attr <xlasdk.builder.XlaOp.attr>` calls) reads it once as the typed value of its
+    declared kind; ``value`` reads it as a Python value through the MLIR bindings (see
+    :attr:`Instruction.attributes <xlasdk.program.graph_import.Instruction.attributes>`)."""
 
-    __slots__ = ("text",)
+    __slots__ = ("text", "_read")
 
     def __init__(self, text: str) -> None:
         self.text = text
+        # the last reading: ((op name, attribute name, kind, shape read against), value or _Unread)
+        self._read: tuple[tuple[Any, ...], Any] | None = None
 
     def to_mlir(self) -> str:
         return self.text
@@ -71,6 +76,29 @@ class MlirAttr:
         (``dense<...>``), a list or dict of those, or the spelling itself for dialect attributes."""
         return _mg.attribute_value(self.text)
 
+    def typed(self, op: Any, name: str) -> Any:
+        """This attribute, ``name`` of ``op``, as the tools read it: a declared one
+        (:func:`declared_kind`) as the typed value its op's wrapper stores, read by its kind's
+        reader (:data:`READERS`; itself for a valid spelling no wrapper builds); an undeclared
+        one as the MLIR bindings read it (:attr:`value`). Read once (again only for another op
+        name, kind or, for a constant's elements, shape).
+
+        Raises
+        ------
+        GraphImportError: the attribute is declared and its spelling does not fit its kind.
+        """
+        kind = declared_kind(op, name)
+        key = (op.opdef.name, name, kind, op.shape if kind is AttrKind.ELEMENTS else None)
+        got = self._read
+        if got is None or got[0] != key:
+            got = self._read = (key, self.value if kind is None else _read(op, name, self, kind))
+        if isinstance(got[1], _Unread):
+            raise GraphImportError(got[1].why)
+        return got[1]
+
+    def __reduce__(self) -> tuple[type[MlirAttr], tuple[str]]:
+        return MlirAttr, (self.text,)  # the spelling alone: a copy reads it again
+
     def __repr__(self) -> str:
         return f"MlirAttr({self.text if len(self.text) < 80 else self.text[:77] + '...'})"
 
@@ -79,6 +107,15 @@ class MlirAttr:
 
     def __hash__(self) -> int:
         return hash(self.text)
+
+
+class _Unread:
+    """What :meth:`MlirAttr.typed` keeps of a declared attribute its kind's reader refused."""
+
+    __slots__ = ("why",)
+
+    def __init__(self, why: str) -> None:
+        self.why = why
 
 
 def _int(a: MlirAttr, op: XlaOp) -> int:
@@ -271,35 +308,12 @@ READERS: dict[AttrKind, Callable[[MlirAttr, XlaOp], Any]] = {
 }
 
 
-def read_attribute(op: XlaOp, name: str, attr: Any) -> Any:
-    """``attr`` (attribute ``name`` of ``op``) as the typed value of its declared kind; ``attr``
-    itself when it is typed already or ``op``'s row does not declare ``name``.
-
-    Raises
-    ------
-    GraphImportError: the attribute is declared and its spelling does not fit its kind.
-    """
-    if not isinstance(attr, MlirAttr):
-        return attr
-    kind = op.opdef.attr_kind(name)
-    if kind is None:
-        return attr
-    return _read(op, name, attr, kind)
-
-
 def _read(op: XlaOp, name: str, attr: MlirAttr, kind: AttrKind) -> Any:
+    """``attr`` read by ``kind``'s reader, or :class:`_Unread` saying why it does not fit."""
     try:
         return READERS[kind](attr, op)
     except (ValueError, KeyError, TypeError) as e:
-        raise GraphImportError(
-            f"{op.opdef.name}: attribute {name} = {attr.text[:200]}: not a {kind.value} attribute ({e})"
-        ) from None
-
-
-def typed_attributes(op: XlaOp) -> dict[str, Any]:
-    """``op``'s attributes with each declared one read into its typed value (:func:`read_attribute`);
-    undeclared ones stay as the module spelled them (:class:`MlirAttr`)."""
-    return {k: read_attribute(op, k, v) for k, v in op.attrs.items()}
+        return _Unread(f"{op.opdef.name}: attribute {name} = {attr.text[:200]}: not a {kind.value} attribute ({e})")
 
 
 def declared_kind(op: XlaOp, name: str) -> AttrKind | None:
@@ -312,22 +326,3 @@ def declared_kind(op: XlaOp, name: str) -> AttrKind | None:
         if row is not None and row is not op.opdef:
             kind = row.attr_kind(name)
     return kind
-
-
-def typed_attr(op: XlaOp, name: str, default: Any = None) -> Any:
-    """Attribute ``name`` of ``op`` as the tools read it, ``default`` when ``op`` has none: a
-    declared one (:func:`declared_kind`) as the typed value its wrapper stores (a loaded op's
-    read by its kind's reader, a built op's as stored); an undeclared one as the MLIR bindings
-    read it (:attr:`MlirAttr.value`), or as stored.
-
-    Raises
-    ------
-    GraphImportError: the attribute is declared and its spelling does not fit its kind.
-    """
-    attr = op.attrs.get(name)
-    if attr is None:
-        return default
-    if isinstance(attr, MlirAttr):
-        kind = declared_kind(op, name)
-        attr = attr.value if kind is None else _read(op, name, attr, kind)
-    return default if attr is None else attr

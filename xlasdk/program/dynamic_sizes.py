@@ -22,11 +22,10 @@ def size_uses(ins: Instruction) -> list[tuple[int, int, int]]:
     run-time size (``set_dimension_size``'s size, which ``DynamicReshape`` and a dynamic parameter
     are built with): valid sizes are ``[0, bound]``, the dimension's static extent."""
     from ..ops.shaping import SET_DIMENSION_SIZE
-    from .attr_kinds import typed_attr
 
     if not ins.op.opdef.same_op(SET_DIMENSION_SIZE) or len(ins.operands) != 2:
         return []
-    dim: int | None = typed_attr(ins.op, "dimension")
+    dim: int | None = ins.op.attr("dimension")
     base = _dims(ins.operands[0])
     return [] if dim is None or not 0 <= int(dim) < len(base) else [(1, int(dim), base[int(dim)])]
 

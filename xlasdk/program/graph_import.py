@@ -6,9 +6,9 @@ through the MLIR bindings (:mod:`xlasdk._jaxlib.mlir_graph`: no text parsing) an
 (:data:`xlasdk._optable.OPS`) and its result :class:`~xlasdk.Shape`. An op the table does not
 define (``func.call``, ``sdy.*``, ``mhlo.*`` of optimized dumps, a custom dialect's op) becomes
 an *opaque* node with a row of its own (:attr:`Instruction.is_opaque`): it keeps its op whole.
-Every node keeps its attributes exactly as the module spelled them (:class:`MlirAttr`; the
-attributes its op's row declares read as the builder's typed values with
-:func:`xlasdk.program.attr_kinds.typed_attributes`), its
+Every node keeps its attributes exactly as the module spelled them (:class:`MlirAttr`) and reads
+them as the typed values a built node holds (:meth:`XlaOp.attr <xlasdk.builder.XlaOp.attr>`: each
+one its op's row declares read by its kind on first access, :mod:`xlasdk.program.attr_kinds`), its
 location (so its metadata), its regions (nested :class:`~xlasdk.Region` graphs), and the
 module keeps its other functions, meshes and attributes: emitting the graph again gives the
 same program.

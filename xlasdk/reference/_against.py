@@ -180,12 +180,11 @@ def _literal(ins: Instruction) -> bytes | None:
     None for one its kind's reader does not read (complex pairs, ``i4``)."""
     from .._mlir_attrs import DenseElements
     from ..errors import GraphImportError
-    from ..program.attr_kinds import typed_attr
 
     if not ins.op.opdef.same_op(CONSTANT):
         return None
     try:
-        value = typed_attr(ins.op, "value")
+        value = ins.op.attr("value")
     except GraphImportError:
         return None
     return np.ascontiguousarray(value.value()).tobytes() if isinstance(value, DenseElements) else None

@@ -24,7 +24,6 @@ from ..ops.elementwise import COMPARE, SELECT
 from ..ops.fft import FFT
 from ..ops.reduce import REDUCE
 from ..ops.sources import CONSTANT
-from ..program.attr_kinds import typed_attr
 from ..program.walk import reachable
 from ..shape import Shape
 from ._precision import dot_precision, function_ulps, op_bound, round_to
@@ -65,7 +64,7 @@ def _term_scale(o: XlaOp, args: list[Value]) -> float:
             return big * max(x.size, y.size) ** 0.5 if np.isfinite(big) else 0.0
         m = max(float(np.max(np.abs(widened(a)), initial=0.0, where=np.isfinite(widened(a)))) for a in arrays)
         if o.opdef.same_op(FFT):  # each output sums n terms, through log2(n) stages of rounding
-            length: tuple[int, ...] = typed_attr(o, "fft_length", ())
+            length: tuple[int, ...] = o.attr("fft_length", ())
             n = max(int(np.prod(length or (1,))), 1)
             return float(m * n ** 0.5 * max(1.0, math.log2(n)))
     return m

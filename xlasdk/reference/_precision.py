@@ -40,7 +40,6 @@ from ..attrs import PrecisionConfig
 from ..builder import XlaOp
 from ..errors import CompareArgumentError, GraphImportError
 from ..ops.elementwise import BINARY, UNARY
-from ..program.attr_kinds import read_attribute
 
 if TYPE_CHECKING:
     from ..runtime.device import Device
@@ -246,7 +245,7 @@ def _precisions(node: Any) -> list[str]:
         return ["DEFAULT", "DEFAULT"]
     if isinstance(node, XlaOp):
         with contextlib.suppress(GraphImportError):  # a spelling its kind does not read: searched below
-            pc = read_attribute(node, "precision_config", pc)
+            pc = node.attr("precision_config")
     if isinstance(pc, PrecisionConfig):
         found = [p.name for p in pc.precisions()]
     else:  # an undeclared one (a loaded stablehlo.dot's), as spelled

@@ -32,7 +32,6 @@ from ..errors import GraphImportError, UnsupportedOpError, XlaSdkError
 from ..ops.convert import BITCAST_CONVERT
 from ..ops.elementwise import BINARY
 from ..ops.sources import CONSTANT
-from ..program.attr_kinds import typed_attr
 from ..shape import Shape
 from ._precision import DeviceKind, device_kind, dot_precision, round_to
 
@@ -156,15 +155,6 @@ def as_output(x: Any, shape: Shape) -> np.ndarray[Any, Any]:
     return np.broadcast_to(a, dims).copy() if a.ndim < len(dims) else a
 
 
-class _Unreadable:
-    """What :meth:`Evaluator.attr` keeps of a declared attribute its kind's reader refused."""
-
-    __slots__ = ("why",)
-
-    def __init__(self, why: str) -> None:
-        self.why = why
-
-
 # -- the evaluator --------------------------------------------------------------------------------------------
 #: the graphs of each computation's called functions (fusions, private functions), imported once per
 #: computation, not once per evaluation (an import reads the module: ~25 ms a function on the dumps)
@@ -199,7 +189,6 @@ class Evaluator:
         # by ``(id(caller's scope), id(call node))``: the error bounds follow a call's ops on them
         self.called: dict[tuple[int, int], tuple[Any, dict[int, Value]]] = {}
         self._recorded: set[int] = set()
-        self._attrs: dict[tuple[int, str], tuple[Any, Any]] = {}  # the ops' attribute values read (:meth:`attr`)
         # the error model the bounds follow (:mod:`._precision`): the device kind, every dot forced
         # to a precision (``--precision``), and whether dots compute as that device does (emulate)
         self.model: DeviceKind = device_kind(None)
@@ -220,29 +209,18 @@ class Evaluator:
             self.forget(self.called.pop(key)[1])
 
     def attr(self, node: XlaOp, name: str, default: Any = None) -> Any:
-        """Attribute ``name`` of ``node`` (``default`` when it has none): one its row declares as the
-        typed value the op's wrapper stores (a built node's as stored, a loaded one's read by its
-        kind: :func:`~xlasdk.program.attr_kinds.typed_attr`), another as the MLIR bindings read it.
+        """Attribute ``name`` of ``node`` as a typed value (``default`` when it has none):
+        :meth:`XlaOp.attr <xlasdk.builder.XlaOp.attr>` (a loaded node's read once from its spelling).
 
         Raises
         ------
         UnsupportedOpError: a declared attribute whose spelling does not fit its kind (naming the
         op and the attribute).
         """
-        # a loaded module's attribute is parsed from its text: once per op and evaluator, not per iteration
-        attrs = node.attrs
-        seen = self._attrs.get((id(attrs), name))
-        if seen is not None and seen[0] is attrs:  # (the op's attributes kept: their id is not another's)
-            v = seen[1]
-        else:
-            try:
-                v = typed_attr(node, name)
-            except GraphImportError as e:
-                v = _Unreadable(str(e))
-            self._attrs[id(attrs), name] = (attrs, v)
-        if isinstance(v, _Unreadable):
-            raise self.fail(node, f"with an attribute the reference evaluator cannot read ({v.why})")
-        return default if v is None else v
+        try:
+            return node.attr(name, default)
+        except GraphImportError as e:
+            raise self.fail(node, f"with an attribute the reference evaluator cannot read ({e})") from None
 
     def fail(self, node: XlaOp, why: str) -> UnsupportedOpError:
         return UnsupportedOpError(f"reference evaluator: {node.opcode} {why}")

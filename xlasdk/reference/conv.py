@@ -97,6 +97,10 @@ class _Regrouped:
         self.attrs["batch_group_count"] = 1
         self.attrs["feature_group_count"] = groups
 
+    def attr(self, name: str, default: Any = None) -> Any:
+        """The node's attribute, with the group counts above (:meth:`XlaOp.attr <xlasdk.builder.XlaOp.attr>`)."""
+        return self.attrs[name] if name in ("batch_group_count", "feature_group_count") else self._o.attr(name, default)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._o, name)
 

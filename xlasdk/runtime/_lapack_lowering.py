@@ -55,7 +55,6 @@ from ..ops.linalg import Cholesky, TriangularSolve
 from ..ops.lu import lu_from_ops
 from ..ops.reduce import Reduce
 from ..ops.sources import Constant, constant_like
-from ..program.attr_kinds import typed_attr
 from ..shape import Shape
 from ..types import COMPLEX, PrimitiveType
 
@@ -79,7 +78,7 @@ def lapack_target(op: XlaOp) -> str | None:
     (:func:`~xlasdk.ops.lapack_contracts.is_lapack_target`), else None."""
     if not op.opdef.same_op(CUSTOM_CALL):  # a loaded tuple-result call has an opaque row of its name
         return None
-    target = typed_attr(op, "call_target_name")
+    target = op.attr("call_target_name")
     return target if isinstance(target, str) and is_lapack_target(target) else None
 
 
@@ -121,7 +120,7 @@ class _Call:
 def _config(op: XlaOp) -> dict[str, Any]:
     """The typed-FFI attributes: ``backend_config`` (StableHLO) or ``mhlo.backend_config`` (from HLO)."""
     for name in ("backend_config", "mhlo.backend_config"):
-        v = typed_attr(op, name)
+        v = op.attr(name)
         if isinstance(v, Mapping) and v:
             return dict(v)
     return {}

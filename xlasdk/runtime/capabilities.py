@@ -48,7 +48,6 @@ from typing import Any, Final
 
 from ..builder import XlaOp
 from ..errors import GraphImportError, UnsupportedOnDeviceError, XlaSdkError
-from ..program.attr_kinds import typed_attr
 from ..program.called_ops import every_called_op as every_called_op
 from ..program.computation import XlaComputation
 from ..shape import Shape
@@ -85,7 +84,7 @@ def _types(op: XlaOp) -> set[PrimitiveType]:
 
 
 def _target(op: XlaOp) -> str:
-    t = typed_attr(op, "call_target_name", "")
+    t = op.attr("call_target_name", "")
     return t.decode("utf-8", "replace") if isinstance(t, (bytes, bytearray)) else str(t)
 
 
@@ -100,7 +99,7 @@ def _accuracy_mode(op: XlaOp) -> str | None:
     if isinstance(attr, ResultAccuracy):
         mode = attr.mode.name
     else:
-        text = str(typed_attr(op, "result_accuracy", ""))
+        text = str(op.attr("result_accuracy", ""))
         mode = next((m.name for m in ResultAccuracy.Mode if f"result_accuracy_mode<{m.name}>" in text), "UNKNOWN")
     return None if mode == "DEFAULT" else mode
 
@@ -275,7 +274,7 @@ def _changes_c128(op: XlaOp) -> bool:
 def _default_rng_odd_state(op: XlaOp) -> bool:
     from ..attrs import RandomAlgorithm
 
-    algorithm = typed_attr(op, "rng_algorithm")
+    algorithm = op.attr("rng_algorithm")
     state = op.operands[0].shape if op.operands else None
     default = not isinstance(algorithm, RandomAlgorithm) or algorithm is RandomAlgorithm.DEFAULT  # unread: refused
     return default and (state is None or not state.is_array() or state.dimensions() != (2,))
