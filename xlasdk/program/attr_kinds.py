@@ -29,7 +29,7 @@ import numpy as np
 
 from .._jaxlib import mlir_graph as _mg
 from .._mlir_attrs import F32, I32, UNIT, DenseElements, I64Elements, SpelledAttr
-from .._optable import OPS, AttrKind
+from .._optable import OPS, AttrKind, OpDef
 from ..attrs import (
     ChannelHandle,
     ComparisonDirection,
@@ -49,6 +49,7 @@ from ..errors import GraphImportError
 
 if TYPE_CHECKING:
     from ..builder import XlaOp
+    from ..shape import Shape
 
 __all__ = ["MlirAttr", "READERS", "declared_kind"]
 
@@ -64,8 +65,8 @@ class MlirAttr(SpelledAttr):
 
     def __init__(self, text: str) -> None:
         self.text = text
-        # the last reading: ((op name, attribute name, kind, shape read against), value or _Unread)
-        self._read: tuple[tuple[Any, ...], Any] | None = None
+        # the last reading: (the op's row, the attribute's name, the op's shape, the value or _Unread)
+        self._read: tuple[OpDef, str, Shape, Any] | None = None
 
     def to_mlir(self) -> str:
         return self.text
@@ -80,21 +81,20 @@ class MlirAttr(SpelledAttr):
         """This attribute, ``name`` of ``op``, as the tools read it: a declared one
         (:func:`declared_kind`) as the typed value its op's wrapper stores, read by its kind's
         reader (:data:`READERS`; itself for a valid spelling no wrapper builds); an undeclared
-        one as the MLIR bindings read it (:attr:`value`). Read once (again only for another op
-        name, kind or, for a constant's elements, shape).
+        one as the MLIR bindings read it (:attr:`value`). Read once (again only for an op of
+        another row or shape).
 
         Raises
         ------
         GraphImportError: the attribute is declared and its spelling does not fit its kind.
         """
-        kind = declared_kind(op, name)
-        key = (op.opdef.name, name, kind, op.shape if kind is AttrKind.ELEMENTS else None)
         got = self._read
-        if got is None or got[0] != key:
-            got = self._read = (key, self.value if kind is None else _read(op, name, self, kind))
-        if isinstance(got[1], _Unread):
-            raise GraphImportError(got[1].why)
-        return got[1]
+        if got is None or got[0] is not op.opdef or got[1] != name or got[2] is not op.shape:
+            kind = declared_kind(op, name)
+            got = self._read = (op.opdef, name, op.shape, self.value if kind is None else _read(op, name, self, kind))
+        if isinstance(got[3], _Unread):
+            raise GraphImportError(got[3].why)
+        return got[3]
 
     def __reduce__(self) -> tuple[type[MlirAttr], tuple[str]]:
         return MlirAttr, (self.text,)  # the spelling alone: a copy reads it again

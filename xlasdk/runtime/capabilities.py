@@ -93,13 +93,13 @@ def _accuracy_mode(op: XlaOp) -> str | None:
     none or DEFAULT; a spelling this reader does not know counts as set (fail closed)."""
     from ..attrs import ResultAccuracy
 
-    attr = op.attrs.get("result_accuracy")
+    attr = op.attr("result_accuracy")  # a built op's ResultAccuracy, a loaded one's spelling (undeclared)
     if attr is None:
         return None
     if isinstance(attr, ResultAccuracy):
         mode = attr.mode.name
     else:
-        text = str(op.attr("result_accuracy", ""))
+        text = str(attr)
         mode = next((m.name for m in ResultAccuracy.Mode if f"result_accuracy_mode<{m.name}>" in text), "UNKNOWN")
     return None if mode == "DEFAULT" else mode
 
