@@ -183,7 +183,8 @@ def add_compare_parser(sub: Any, common: argparse.ArgumentParser, fmt_help: str)
     s.add_argument("--against-python", default=None, metavar="PATH",
                    help="compare with the same module compiled and run under another Python environment: PATH is "
                         "its interpreter (or a wrapper that execs one), with jaxlib>=0.10.2,<0.13, numpy and "
-                        "ml_dtypes; --bisect ops names the first instruction whose value differs there, --bisect "
+                        "ml_dtypes; --bisect ops names the first instruction whose value differs there (where exposing "
+                        "the values hides it, the one from which the module cut there still differs), --bisect "
                         "passes the passes that make the difference (on the side that leaves the reference) and the "
                         "passes one release runs and the other does not")
     s.add_argument("--against-jaxlib", default=None, metavar="VERSION",

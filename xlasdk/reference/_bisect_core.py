@@ -191,7 +191,7 @@ class OpsBisection:
             out.append("  the first instruction that introduces the divergence:")
             out.extend(self.culprit.lines())
         if self.note:
-            out.append(f"  {self.note}")
+            out.extend(f"  {line}" for line in self.note.splitlines())  # a note of several lines: each indented
         if self.inside is not None and self.culprit is not None:
             out.append(f"  inside {self.culprit.name}, its {self.region}, on {self.inside_on} there:")
             out.extend("  " + x for x in str(self.inside).splitlines()[1:])

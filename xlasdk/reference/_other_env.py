@@ -21,7 +21,10 @@ the values it reads agree is named (:func:`._against.compare_programs`, the two 
 same module). When that instruction is a ``while``, a call or a branch whose operands agree, the
 search goes inside it as against a second module (:mod:`._bisect_regions_against`), the other
 side's region programs run there (one worker run per region program run: a ``while`` compared
-iteration by iteration costs two runs there per iteration).
+iteration by iteration costs two runs there per iteration). When no instruction differs with every
+value exposed (a difference XLA makes only when it compiles instructions together, which exposing
+a value prevents), the module is cut the other way (:mod:`._bisect_env_suffix`): from an
+instruction to its outputs, fed this environment's values of what it reads, on both sides.
 
 ``bisect="passes"``: :mod:`._bisect_passes_env` (the side that leaves the reference bisected, the
 two releases' pass lists compared). :meth:`OtherEnvironment.optimized_hlo`: the optimized HLO XLA
@@ -56,8 +59,8 @@ if TYPE_CHECKING:
     from ._precision import DeviceKind
     from ._settings import CompareSettings
 
-__all__ = ["OtherEnvironment", "EnvironmentVersions", "JAXLIB_RANGE", "this_environment", "compare_optimized_hlo",
-           "in_range"]
+__all__ = ["OtherEnvironment", "EnvSide", "EnvironmentVersions", "JAXLIB_RANGE", "this_environment",
+           "compare_optimized_hlo", "in_range"]
 
 #: xlasdk's supported jaxlib releases (pyproject's ``jaxlib>=0.10.2,<0.13``): lowest included, highest excluded
 JAXLIB_RANGE: tuple[tuple[int, ...], tuple[int, ...]] = ((0, 10, 2), (0, 13))
@@ -161,8 +164,10 @@ class OtherEnvironment(Reference):
     ``versions`` and ``here`` (after the comparison) are each side's :class:`EnvironmentVersions`;
     the report's ``against`` names both. ``timeout``: seconds each run there may take.
     ``bisect="ops"``: the first instruction whose value differs between the two environments on
-    agreeing operands; ``bisect="passes"``: the passes whose disabling, on the side that leaves the
-    reference, removes the difference, and the passes one release ran and the other did not.
+    agreeing operands, or, where exposing the values hides the difference, the instruction from
+    which the module cut there still differs (compiled together with what follows it);
+    ``bisect="passes"``: the passes whose disabling, on the side that leaves the reference, removes
+    the difference, and the passes one release ran and the other did not.
 
     Raises
     ------
@@ -211,8 +216,14 @@ class OtherEnvironment(Reference):
                                         f"{a.error}")
         assert a.outputs is not None
         want = given_outputs(got, a.outputs, self.label)
-        scales = both_models(computation, args, self.models(computation, settings), settings.precision, len(want))
-        return want, [_twice(s) for s in scales]
+        return want, self.scales(computation, args, settings, len(want))
+
+    def scales(self, computation: XlaComputation, args: Sequence[Any], settings: CompareSettings, n: int
+               ) -> list[Any]:
+        """The scales the ``n`` outputs of ``computation`` on ``args`` are judged by (each release's
+        value within its device's error model of the exact one: the bounds doubled)."""
+        return [_twice(s) for s in both_models(computation, args, self.models(computation, settings),
+                                               settings.precision, n)]
 
     def models(self, computation: XlaComputation, settings: CompareSettings) -> list[DeviceKind]:
         return [settings.kind]
@@ -233,7 +244,19 @@ class OtherEnvironment(Reference):
         found = compare_programs(pb, pg)
         found.note = (f"{found.note}; " if found.note else "") + (
             f"between this environment and {self.label}: the same module, every value exposed on both sides")
-        return found
+        if found.status != "not localised":
+            return found
+        # exposing the values may hide the difference (XLA fuses or rewrites instructions together only
+        # where the value between them is no output): the module cut the other way, from an instruction on
+        from ._bisect_env_suffix import HereSide, bisect_suffixes
+
+        s.say("bisect ops: not localised with every value exposed; searching the module's suffixes")
+        suffix = bisect_suffixes(bisector.computation, bisector.args, s, HereSide(pb.device, bisector.options),
+                                 EnvSide(self, s, self.overrides(s)),
+                                 scales=lambda comp, args, n: self.scales(comp, args, s, n))
+        suffix.compiles += found.compiles
+        suffix.note = f"{suffix.note}\nwith every value exposed first: {found.note}"
+        return suffix
 
     def optimized_hlo(self, computation: XlaComputation, topology: str | None,
                       overrides: Mapping[str, Any] | None = None) -> str:
@@ -413,6 +436,34 @@ class _ThereProgram(_Program, RunsElsewhere):
     def side(self, comp: XlaComputation, args: Sequence[Any]) -> _Program:
         """``comp`` on ``args`` run there: this side of a pair of region programs."""
         return _ThereProgram(self.env, comp, args, self.settings, self.overrides)
+
+
+class EnvSide:
+    """The other environment as a side of ``bisect="ops"``'s suffix cuts
+    (:class:`~._bisect_env_suffix.Side`): each run one run of its worker, with the XLA options
+    ``overrides``."""
+
+    def __init__(self, env: OtherEnvironment, settings: CompareSettings, overrides: Mapping[str, Any]) -> None:
+        self.env = env
+        self.settings = settings
+        self.overrides = dict(overrides)
+
+    @property
+    def label(self) -> str:
+        return self.env.label
+
+    def run(self, comp: XlaComputation, args: Sequence[np.ndarray[Any, Any]]) -> list[np.ndarray[Any, Any]]:
+        a = self.env.run(comp, args, self.settings, self.overrides)
+        if a.error is not None:
+            raise _CutFailed(f"in {self.env.label}: {a.error[:300]}")
+        assert a.outputs is not None
+        return list(a.outputs)
+
+    def optimized(self, comp: XlaComputation) -> str | None:
+        """The optimized HLO XLA makes of ``comp`` there, for the CPU; None on another platform."""
+        if self.settings.device_to_run().platform != "cpu":
+            return None
+        return self.env.optimized_hlo(comp, None, self.overrides)
 
 
 def compare_optimized_hlo(computation: Any, other: Any, *, topology: str | None = None,
