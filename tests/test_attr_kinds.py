@@ -22,7 +22,7 @@ from xlasdk._mlir_attrs import DenseElements
 from xlasdk._optable import OPS, AttrKind
 from xlasdk.builder import XlaOp
 from xlasdk.errors import GraphImportError
-from xlasdk.program.attr_kinds import READERS, MlirAttr
+from xlasdk.program.attr_kinds import READERS, MlirAttr, typed_attributes
 from xlasdk.program.graph_import import import_graph
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -189,6 +189,7 @@ def test_a_loaded_programs_nodes_read_the_built_nodes_typed_values_of_every_kind
         for k in _declared(o, o.attrs):
             assert isinstance(o.attrs[k], MlirAttr)  # the module's spelling, which the emitter writes
             assert o.attr(k) is o.attr(k)  # read on first access, kept
+        assert typed_attributes(o) == {k: o.attr(k) if k in _declared(o, o.attrs) else v for k, v in o.attrs.items()}
     assert loaded.with_outputs(list(loaded.instructions())[-1:]).as_stablehlo_text()  # (emits as spelled)
 
 

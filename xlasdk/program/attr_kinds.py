@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from ..builder import XlaOp
     from ..shape import Shape
 
-__all__ = ["MlirAttr", "READERS", "declared_kind"]
+__all__ = ["MlirAttr", "READERS", "declared_kind", "typed_attributes"]
 
 
 class MlirAttr(SpelledAttr):
@@ -326,3 +326,15 @@ def declared_kind(op: XlaOp, name: str) -> AttrKind | None:
         if row is not None and row is not op.opdef:
             kind = row.attr_kind(name)
     return kind
+
+
+def typed_attributes(op: XlaOp) -> dict[str, Any]:
+    """``op``'s attributes as a dict: each one its row declares as the typed value a built op holds
+    (:meth:`XlaOp.attr <xlasdk.builder.XlaOp.attr>`), the others as stored (a loaded op's as the
+    module spelled them, :class:`MlirAttr`).
+
+    Raises
+    ------
+    GraphImportError: a declared attribute whose spelling does not fit its kind.
+    """
+    return {k: op.attr(k) if declared_kind(op, k) is not None else v for k, v in op.attrs.items()}
