@@ -176,7 +176,8 @@ class Instruction:
         (``dense<...>``), lists and dicts of those; StableHLO's structured attributes as dicts of
         their fields (``dot_dimension_numbers``: ``{"lhs_contracting_dimensions": (1,), ...}``) and
         its enums by name (``comparison_direction``: ``"LT"``); other dialects' attributes as their
-        MLIR spelling.
+        MLIR spelling. ``ins.op.attr(name)`` reads one as the typed value a built op holds
+        (:class:`~xlasdk.attrs.DotDimensionNumbers`, :class:`~xlasdk.attrs.ComparisonDirection`...).
 
         A rank-1/2 HLO ``dot`` with the default dimensions imports as ``stablehlo.dot``, which has no
         ``dot_dimension_numbers``: it contracts the lhs's last dimension with the rhs's first (a
