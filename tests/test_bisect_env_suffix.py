@@ -133,6 +133,49 @@ def test_the_group_is_narrowed_to_the_way_from_the_culprit(comp: Any, args: Any)
                              "%d (dot), %t (transpose); alone it matches"), b.note
 
 
+CHAIN = """HloModule chain
+ENTRY e {
+  x = f32[16,32] parameter(0)
+  w = f32[32,32] parameter(1)
+  e1 = f32[16,32] exponential(x)
+  sa = f32[16,32] sine(x)
+  xb = bf16[16,32] convert(e1)
+  wb = bf16[32,32] convert(w)
+  d = bf16[16,32] dot(xb, wb), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  sb = f32[16,32] cosine(sa)
+  t = bf16[32,16] transpose(d), dimensions={1,0}
+  tf = f32[32,16] convert(t)
+  sc = f32[32,16] transpose(sb), dimensions={1,0}
+  a = f32[32,16] add(tf, sc)
+  ROOT n = f32[32,16] negate(a)
+}
+"""
+
+
+def test_a_longer_module_is_bisected_in_log_steps() -> None:
+    """The pair inside a chain with a branch beside it (sa, sb, sc read nothing of d): d is named,
+    the group leaves the branch out, and the runs grow with log2 of the instructions."""
+    chain = xs.XlaComputation.from_hlo_text(CHAIN)
+    rng = np.random.default_rng(1)
+    args = [rng.standard_normal((16, 32)).astype(np.float32), rng.standard_normal((32, 32)).astype(np.float32)]
+    b = _search(chain, args, FakeThere(["d", "t"]))
+    assert b.status == "localised" and b.culprit.name == "d" and b.group == ["d", "t"], str(b)
+    assert b.note.startswith(GROUP_NOTE), b.note
+    m = len(chain.instructions()) - 2  # live instructions (parameters left out)
+    log = int(np.ceil(np.log2(m)))
+    # the values, the module, the suffixes, both verifications, d alone, the runs from d, the group: 2 runs each
+    assert b.compiles <= 1 + 2 * (1 + log + 2 + 1 + log + 1), (b.compiles, m)
+    # d wrong only compiled with a: the run from d to a holds the branch (the topological order puts it
+    # between t and a), left out of the group named
+    names = [i.name for i in chain.instructions()]
+    assert names.index("d") < names.index("sa") < names.index("a"), names
+    b = _search(chain, args, FakeThere(["d", "a"]))
+    assert b.status == "localised" and b.culprit.name == "d" and b.group == ["d", "t", "tf", "a"], str(b)
+    # an independent branch wrong alone is named alone, the chain's pair not blamed
+    b = _search(chain, args, FakeThere(["sb"]))
+    assert b.status == "localised" and b.culprit.name == "sb" and b.isolation == "alone", str(b)
+
+
 def test_agreeing_environments_get_no_culprit(comp: Any, args: Any) -> None:
     b = _search(comp, args, FakeThere([]))
     assert b.status == "not localised" and b.culprit is None and b.group == [] and b.first_divergent == ""
