@@ -302,9 +302,10 @@ def test_jaxlib_0_12_0_1_bf16_dot_is_named(tmp_path: Path, comp: Any, args: Any)
     b = r.bisect_ops
     assert b.status == "localised" and b.culprit.name == "d" and b.group == ["d", "t"], str(r)
     assert b.note.startswith(GROUP_NOTE), b.note
-    # the CLI, as a user runs it
+    # the CLI, as a user runs it (the environment found cached above)
     src, inputs = tmp_path / "bf16_dot.hlo", tmp_path / "in.npz"
     src.write_text(BF16_DOT)
     np.savez(inputs, x=x, w=w)
-    code, out, err = cli("compare", str(src), "--inputs", str(inputs), "--against-python", python, "--bisect", "ops")
+    code, out, err = cli("compare", str(src), "--inputs", str(inputs), "--against-jaxlib", "0.12.0.1",
+                         "--bisect", "ops")
     assert code == 1 and "DIVERGENCE" in out and "  " + GROUP_NOTE in out, (out, err)

@@ -125,7 +125,8 @@ class OpsBisection:
     (``culprit`` introduces it, with evidence) or ``"not localised"`` (``note`` says why; nobody is
     blamed). ``isolation``: ``"alone"`` (compiled alone on the device's operand values it still
     diverges), ``"group"`` (only compiled together with ``group``, the ops before it, an
-    optimization across them) or ``"context"`` (only inside the program). ``compiles``: how many
+    optimization across them; between two environments by suffix cuts, the culprit and the ops
+    after it it must be compiled with) or ``"context"`` (only inside the program). ``compiles``: how many
     compiles the search took; ``method``: how it searched. ``first_divergent``: the instruction
     where the values first depart from the reference (the culprit when localised; '' when the
     search did not get that far). ``op_errors``: for a divergence, each instruction's device value
