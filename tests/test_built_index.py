@@ -1,9 +1,11 @@
-"""A built computation is walked on its own nodes (:func:`xlasdk.program.origin.index_built`).
+"""A built computation is indexed by the record its emitter makes of ``main`` as it writes the
+module (:func:`xlasdk.program.origin.index_of_record`), its own nodes wherever the module writes
+them as they are.
 
 Oracles: the builder's own nodes (identity: ``instructions()[i].op is`` the node built), and for
 every instruction view the module's own import (:func:`xlasdk.program.graph_import.import_graph`
-of the emitted, verified module: what ``instructions()`` gave before built programs were walked
-on their nodes), which the direct index must equal field by field.
+of the emitted, verified module: what ``instructions()`` gave before built programs were indexed
+by the emitter), which the record must equal field by field, regions included.
 """
 
 from __future__ import annotations
@@ -16,10 +18,16 @@ import pytest
 
 import xlasdk as xs
 from xlasdk import ops
+from xlasdk._jaxlib import mlir as _mlir
+from xlasdk._jaxlib import mlir_graph as _mg
+from xlasdk._mlir_attrs import UNIT, render
 from xlasdk._optable import GET_TUPLE_ELEMENT
 from xlasdk.attrs import DotDimensionNumbers
+from xlasdk.program import graph_import
+from xlasdk.program.attr_kinds import MlirAttr
 from xlasdk.program.graph_import import InstructionGraph, import_graph, partitioning
-from xlasdk.program.origin import Built, index_built, indexable
+from xlasdk.program.origin import Built
+from xlasdk.program.static_interface import static_interface
 from xlasdk.reference import evaluate
 
 F32 = np.float32
@@ -94,11 +102,116 @@ def _multi_result_root() -> xs.XlaComputation:
     return b.build()
 
 
+#: programs whose module writes every node as the builder made it
 PROGRAMS: dict[str, Callable[[], xs.XlaComputation]] = {
     "elementwise": _elementwise, "dot_reduce": _dot_and_reduce, "sort_pair": _sort_pair,
     "several": _several_results, "constants": _constants, "windows": _windows_and_indexing,
     "rng_root": _multi_result_root,
 }
+
+
+# -- programs whose module writes some nodes otherwise than the builder made them ------------------
+def _tuple_carry() -> xs.XlaComputation:
+    b = xs.XlaBuilder("loop")
+    x = ops.Parameter(b, 0, _shape(F32, (2,)), "x")
+    init = ops.Tuple(b, [ops.Constant(b, np.int32(0)), x])
+    out = ops.While(lambda s: ops.Lt(ops.GetTupleElement(s, 0), 3),
+                    lambda s: [ops.Add(ops.GetTupleElement(s, 0), 1), ops.Mul(ops.GetTupleElement(s, 1), 2.0)],
+                    init)
+    ops.GetTupleElement(out, 1)
+    return b.build()
+
+
+def _branches() -> xs.XlaComputation:
+    """Both forms of conditional, a tuple operand and branches returning tuples."""
+    b = xs.XlaBuilder("branches")
+    x = ops.Parameter(b, 0, _shape(F32, (2,)), "x")
+    flag = ops.Parameter(b, 1, _shape(np.bool_, ()), "flag")
+    idx = ops.Parameter(b, 2, _shape(np.int32, ()), "idx")
+    pair = ops.Tuple(b, [x, ops.Neg(x)])
+    c1 = ops.Conditional(flag, x, lambda a: ops.Neg(a), pair,
+                         lambda t: ops.Add(ops.GetTupleElement(t, 0), ops.GetTupleElement(t, 1)))
+    c2 = ops.Conditional(idx, [lambda a: ops.Tuple(a.builder, [ops.Exp(a), a]),
+                               lambda a: ops.Tuple(a.builder, [a, a])], [x, x])
+    return b.build(ops.Tuple(b, [c1, ops.GetTupleElement(c2, 0), ops.GetTupleElement(c2, 1)]))
+
+
+def _calls() -> xs.XlaComputation:
+    """One computation called twice (written in place each time), its results a tuple."""
+    sub = xs.XlaBuilder("fn")
+    u = ops.Parameter(sub, 0, _shape(F32, (2,)), "u")
+    v = ops.Parameter(sub, 1, _shape(F32, (2,)), "v")
+    fn = sub.build(ops.Tuple(sub, [ops.Add(u, v), ops.Mul(u, ops.Constant(sub, np.float32(3)))]))
+    b = xs.XlaBuilder("calls")
+    x = ops.Parameter(b, 0, _shape(F32, (2,)), "x")
+    y = ops.Parameter(b, 1, _shape(F32, (2,)), "y")
+    r1 = ops.Call(b, fn, [x, y])
+    r2 = ops.Call(b, fn, [ops.GetTupleElement(r1, 0), y])
+    return b.build(ops.Sub(ops.GetTupleElement(r2, 1), ops.GetTupleElement(r1, 1)))
+
+
+def _tuple_parameter() -> xs.XlaComputation:
+    b = xs.XlaBuilder("tuple_param")
+    t = ops.Parameter(b, 0, xs.Shape.tuple_shape([_shape(F32, (2,)), _shape(np.int32, ())]), "t")
+    y = ops.Parameter(b, 1, _shape(F32, (2,)), "y")
+    scale = ops.ConvertElementType(ops.GetTupleElement(t, 1), F32)
+    return b.build(ops.Add(ops.GetTupleElement(t, 0), ops.Mul(y, scale)))
+
+
+def _host_callback() -> xs.XlaComputation:
+    b = xs.XlaBuilder("host_callback")
+    x = ops.Parameter(b, 0, _shape(F32, (2,)), "x")
+    cb = ops.HostCallback(lambda a: a * 2, [x], x.shape)
+    return b.build(ops.Add(cb, x))
+
+
+def _dynamic_parameter() -> xs.XlaComputation:
+    b = xs.XlaBuilder("dynamic")
+    x = ops.Parameter(b, 0, xs.Shape.array_shape(F32, (5,), dynamic_dimensions=[True]), "x")
+    return b.build(ops.Add(x, x))
+
+
+def _padded_dynamic_parameter() -> xs.XlaComputation:
+    """The static interface: the dynamic parameter a padded argument and its size."""
+    return static_interface(_dynamic_parameter()).computation
+
+
+def _sharded_parameter() -> xs.XlaComputation:
+    """Sharded parameters and no result sharding: the module says the results are replicated."""
+    b = xs.XlaBuilder("sharded")
+    b.set_sharding(xs.OpSharding(type=xs.OpSharding.Type.OTHER, tile_assignment_dimensions=[2, 1],
+                                 tile_assignment_devices=[0, 1]))
+    x = ops.Parameter(b, 0, _shape(F32, (4, 2)), "x")
+    b.clear_sharding()
+    return b.build(ops.Neg(x))
+
+
+def _loop_in_a_branch() -> xs.XlaComputation:
+    b = xs.XlaBuilder("nested")
+    x = ops.Parameter(b, 0, _shape(F32, (3,)), "x")
+    flag = ops.Parameter(b, 1, _shape(np.bool_, ()), "flag")
+
+    def branch(a: xs.XlaOp) -> xs.XlaOp:
+        carry = ops.Tuple(a.builder, [ops.Constant(a.builder, np.int32(0)), a])
+        loop = ops.While(lambda i, c: ops.Lt(i, 3), lambda i, c: [ops.Add(i, 1), ops.Add(c, c)], carry)
+        return ops.GetTupleElement(loop, 1)
+
+    return b.build(ops.Conditional(flag, x, branch, x, lambda a: ops.Neg(a)))
+
+
+def _tuple_parameter_returned() -> xs.XlaComputation:
+    b = xs.XlaBuilder("tuple_root")
+    ops.Parameter(b, 0, xs.Shape.tuple_shape([_shape(F32, (2,)), _shape(np.int32, ())]), "t")
+    return b.build()
+
+
+#: programs holding what their module writes otherwise (tuples, calls, host callbacks, dynamic parameters)
+WRITTEN_OTHERWISE: dict[str, Callable[[], xs.XlaComputation]] = {
+    "tuple_carry": _tuple_carry, "branches": _branches, "calls": _calls, "tuple_param": _tuple_parameter,
+    "host_callback": _host_callback, "dynamic": _dynamic_parameter, "padded": _padded_dynamic_parameter,
+    "sharded": _sharded_parameter, "loop_in_branch": _loop_in_a_branch, "tuple_root": _tuple_parameter_returned,
+}
+EVERY = {**PROGRAMS, **WRITTEN_OTHERWISE}
 
 
 def _imported(comp: xs.XlaComputation) -> InstructionGraph:
@@ -115,11 +228,40 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-@pytest.mark.parametrize("make", PROGRAMS.values(), ids=list(PROGRAMS))
+def _text(v: Any) -> str:
+    """An attribute's MLIR text as the bindings print it (a built node's typed value rendered first)."""
+    return v.text if isinstance(v, MlirAttr) else _mg.attribute_text("unit" if v is UNIT else render(v))
+
+
+def _same_node(x: xs.XlaOp, y: xs.XlaOp, pairs: dict[int, int]) -> None:
+    """``x`` (the record's) and ``y`` (the import's) are the same op, down through their operands
+    and regions (each node of one paired with one node of the other)."""
+    if x.id in pairs:
+        assert pairs[x.id] == y.id, (x, y)
+        return
+    pairs[x.id] = y.id
+    assert (x.opcode, x.shape, x.opdef.tuple_result) == (y.opcode, y.shape, y.opdef.tuple_result), (x, y)
+    assert {k: _text(v) for k, v in x.attrs.items()} == {k: _text(v) for k, v in y.attrs.items()}, (x, y)
+    if x.opcode == "parameter":
+        assert x.extra[0] == y.extra[0], (x, y)
+    if x.opcode == "get_tuple_element":
+        assert x.extra == y.extra, (x, y)
+    assert len(x.operands) == len(y.operands) and len(x.regions) == len(y.regions), (x, y)
+    for a, c in zip(x.operands, y.operands, strict=True):
+        _same_node(a, c, pairs)
+    for r, q in zip(x.regions, y.regions, strict=True):
+        assert r.bindings is None and r.terminator == q.terminator
+        for mine, theirs in ((r.params, q.params), (r.captures, q.captures), (r.results, q.results),
+                             (r.effects, q.effects)):
+            assert len(mine) == len(theirs), (x, r, q)
+            for a, c in zip(mine, theirs, strict=True):
+                _same_node(a, c, pairs)
+
+
+@pytest.mark.parametrize("make", EVERY.values(), ids=list(EVERY))
 def test_a_built_program_is_indexed_as_its_module_would_be(make: Callable[[], xs.XlaComputation]) -> None:
     comp = make()
     direct = comp.instruction_graph()
-    assert indexable(comp.graph())
     ref = _imported(comp)
     assert [i.name for i in direct.instructions] == [i.name for i in ref.instructions]
     for x, y in zip(direct.instructions, ref.instructions, strict=True):
@@ -129,16 +271,36 @@ def test_a_built_program_is_indexed_as_its_module_would_be(make: Callable[[], xs
         assert [u.index for u in x.users] == [u.index for u in y.users], x
         assert _same(x.attributes, y.attributes), (x, x.attributes, y.attributes)
         assert x.attribute_text == y.attribute_text, x
-        if x.opcode != "parameter":  # (a parameter's location is where it was built: the module has its name)
+        # (a parameter's location is where it was built: the module has its name; an op the emitter
+        # adds has none, where the parser gives it the module text's line)
+        if x.opcode != "parameter" and x.location != "loc(unknown)":
             assert (x.location, x.metadata) == (y.location, y.metadata), x
         assert (x.op.id in direct.parts) == (y.op.id in ref.parts), x
     assert [direct.instruction_of(o).index for o in direct.outputs] == [ref.instruction_of(o).index
                                                                         for o in ref.outputs]
     assert partitioning(direct) == partitioning(ref)
+    pairs: dict[int, int] = {}  # the whole graph, regions included, node for node
+    for a, c in zip([*direct.params, *(i.op for i in direct.instructions), *direct.outputs, *direct.effects],
+                    [*ref.params, *(i.op for i in ref.instructions), *ref.outputs, *ref.effects], strict=True):
+        _same_node(a, c, pairs)
+    for i, j in zip(direct.instructions, ref.instructions, strict=True):
+        for a, c in zip(direct.parts.get(i.op.id, ()), ref.parts.get(j.op.id, ()), strict=True):
+            _same_node(a, c, pairs)
+
+
+@pytest.fixture
+def no_module_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parsing or importing a module fails the test: a built program is indexed without either."""
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a module was parsed or imported")
+
+    monkeypatch.setattr(_mlir, "parse_module", refused)
+    monkeypatch.setattr(graph_import, "import_graph", refused)
 
 
 @pytest.mark.parametrize("make", PROGRAMS.values(), ids=list(PROGRAMS))
-def test_the_instructions_are_the_nodes_the_builder_made(make: Callable[[], xs.XlaComputation]) -> None:
+def test_the_instructions_are_the_nodes_the_builder_made(make: Callable[[], xs.XlaComputation],
+                                                         no_module_read: None) -> None:
     comp = make()
     g = comp.graph()
     instrs = comp.instructions()
@@ -148,7 +310,7 @@ def test_the_instructions_are_the_nodes_the_builder_made(make: Callable[[], xs.X
     assert [comp.instruction_graph().instruction_of(o).op for o in outputs] == outputs
     if g.root.opcode != "tuple":
         assert instrs[-1].op is g.root
-    assert isinstance(comp.origin, Built) and not comp.origin.emitted  # walked without emitting the module
+    assert isinstance(comp.origin, Built) and comp.origin.emitted  # the emitter's record: no module parsed
 
 
 def test_a_multi_result_ops_get_tuple_elements_are_its_parts() -> None:
@@ -172,13 +334,14 @@ def test_typed_attributes_on_the_nodes_and_the_public_views_unchanged() -> None:
     assert dot.attribute_text["dot_dimension_numbers"].startswith("#stablehlo.dot<")
 
 
-def test_the_evaluator_walks_the_built_nodes_and_gives_the_same_values() -> None:
+def test_the_evaluator_walks_the_built_nodes_and_gives_the_same_values(monkeypatch: pytest.MonkeyPatch) -> None:
     comp = _windows_and_indexing()
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, 6, 6, 2)).astype(F32)
     k = rng.standard_normal((3, 3, 2, 4)).astype(F32)
-    got = evaluate(comp, x, k)
-    assert isinstance(comp.origin, Built) and not comp.origin.emitted  # no module emitted to evaluate it
+    with monkeypatch.context() as m:
+        m.setattr(graph_import, "import_graph", lambda *a, **k: pytest.fail("the built program's module was imported"))
+        got = evaluate(comp, x, k)
     loaded = xs.XlaComputation.from_stablehlo(comp.as_stablehlo_text())  # the same program, indexed by import
     want = evaluate(loaded, x, k)
     assert len(got) == len(want) == 1
@@ -190,20 +353,8 @@ def test_the_evaluator_walks_the_built_nodes_and_gives_the_same_values() -> None
     assert np.all(out[0, 1, :2] != 0)
 
 
-def _tuple_carry() -> xs.XlaComputation:
-    b = xs.XlaBuilder("loop")
-    x = ops.Parameter(b, 0, _shape(F32, (2,)), "x")
-    init = ops.Tuple(b, [ops.Constant(b, np.int32(0)), x])
-    out = ops.While(lambda s: ops.Lt(ops.GetTupleElement(s, 0), 3),
-                    lambda s: [ops.Add(ops.GetTupleElement(s, 0), 1), ops.Mul(ops.GetTupleElement(s, 1), 2.0)],
-                    init)
-    ops.GetTupleElement(out, 1)
-    return b.build()
-
-
-def test_a_tuple_the_module_does_not_hold_falls_back_to_the_modules_index() -> None:
+def test_a_tuple_carry_is_indexed_as_the_module_writes_it(no_module_read: None) -> None:
     comp = _tuple_carry()
-    assert not indexable(comp.graph()) and index_built(comp.graph()) is None
     instrs = comp.instructions()
     assert "tuple" not in [i.opcode for i in instrs]  # the module's instructions: the carry is two operands
     (w,) = [i for i in instrs if i.opcode == "stablehlo.while"]
@@ -212,8 +363,9 @@ def test_a_tuple_the_module_does_not_hold_falls_back_to_the_modules_index() -> N
 
 
 def test_a_programs_own_nodes_find_their_instructions_where_its_module_is_indexed() -> None:
-    """A loop with a tuple carry is indexed from its module; the nodes the user built still name
-    its instructions (instruction_of, with_outputs, extract): each the op the emitter wrote for it."""
+    """A loop with a tuple carry is indexed as its module writes it (the carry as two operands);
+    the nodes the user built still name its instructions (instruction_of, with_outputs, extract):
+    each the op the emitter wrote for it."""
     b = xs.XlaBuilder("loop_nodes")
     x = ops.Parameter(b, 0, _shape(F32, (3,)), "x")
     carry = ops.Tuple(b, [ops.Constant(b, np.int32(0)), x])
@@ -222,7 +374,6 @@ def test_a_programs_own_nodes_find_their_instructions_where_its_module_is_indexe
     root = ops.Neg(scaled)
     comp = b.build()
     g = comp.instruction_graph()
-    assert index_built(comp.graph()) is None
     assert g.instruction_of(root) is comp.instructions()[-1]
     assert g.instruction_of(x).name == "x" and g.instruction_of(loop).opcode == "stablehlo.while"
     assert g.instruction_of(scaled) is g.instruction_of(loop)

@@ -10,16 +10,27 @@ Regions are emitted with block arguments for their parameters, or, when the regi
 ``bindings`` (branches of ``stablehlo.if``/``stablehlo.case``), with each parameter standing for
 an outer value captured implicitly. The pseudo-op ``call`` (XLA ``Call``) is inlined: its
 region's graph is emitted in place with the parameters bound to the operands.
+
+Asked for it (``emit_module(..., record=True)``), the emitter also records ``main`` as it writes
+it (:class:`MainRecord`): one node per op of ``main`` and of its regions, in the order written,
+where each is the built node when the op written is that node exactly (its operands, attributes
+and regions), and a node of its own otherwise (a loop's tuple carry written as its elements, a
+tuple packed or unpacked, a host callback's index, a padded dynamic argument). The record is
+what a loaded copy of the module would import as (:func:`xlasdk.program.graph_import.import_graph`),
+made without printing, parsing or pairing: a built program's instruction index
+(:meth:`xlasdk.program.origin.Built.index`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
+from ._graph import Region
 from ._metadata import Location
-from ._mlir_attrs import UI64, DictAttr, mlir_str, render_attrs
+from ._mlir_attrs import I32, UI64, DictAttr, mlir_str, render_attrs
 from ._optable import (
     CALL,
     GET_TUPLE_ELEMENT,
@@ -33,10 +44,10 @@ from .program.walk import reachable
 from .shape import Shape
 from .sharding import HloSharding
 from .sharding._spmd import _result_shardings
+from .types import PrimitiveType
 
-if TYPE_CHECKING:  # the graph's node types (this module reads nodes; the builder makes them)
-    from ._graph import Region
-    from .builder import XlaOp
+if TYPE_CHECKING:  # the graph's node types (this module reads nodes; its record makes them of the graph's type)
+    from .builder import XlaBuilder, XlaOp
 
 Val = Union[str, tuple["Val", ...]]
 
@@ -61,10 +72,230 @@ def _results(shapes: list[Shape]) -> str:
     return "(" + _types(shapes) + ")"
 
 
+#: the location of an op the emitter adds (a tuple it packs or unpacks, a dynamic argument's size
+#: set): the module gives it none of its own
+_NO_LOC = Location("loc(unknown)", {}, "")
+
+
+@dataclass(frozen=True)
+class MainRecord:
+    """``main`` as the emitter wrote it, node by node (see the module docstring).
+
+    Attributes
+    ----------
+    params: its arguments in order: the built parameters, but a padded dynamic one (a static
+        argument of its bounds), then the padded arguments' ``s32[]`` sizes.
+    ops: its ops in the order written, each with the op name written (``stablehlo.add``).
+    outputs: the values it returns, in order.
+    unused: its ops whose values no op and no output reads (the side effects, and any other
+        unused op: :func:`xlasdk.program.graph_import.import_graph` keeps the impure ones).
+    parts: for each op of several results (in regions too), by node id, a node per result: the
+        built ``get_tuple_element`` that reads it, where that is the node written, else one of its own.
+    result_attrs: the attributes written on each result (its sharding).
+    built: each built node of ``main`` (not a tuple, whose elements are its values) that is not its
+        own record, by id: the node of the value it was written as (a parameter's: the argument).
+    """
+
+    params: tuple[XlaOp, ...]
+    ops: tuple[tuple[XlaOp, str], ...]
+    outputs: tuple[XlaOp, ...]
+    unused: tuple[XlaOp, ...]
+    parts: dict[int, tuple[XlaOp, ...]]
+    result_attrs: tuple[dict[str, Any], ...]
+    built: dict[int, XlaOp]
+
+
+@dataclass(frozen=True)
+class EmittedModule:
+    """What :func:`emit_module` wrote: the module's ``text``, the callables of its host callbacks
+    by index (what it must be compiled with), and, when asked for, ``main``'s record."""
+
+    text: str
+    host_callbacks: tuple[Any, ...]
+    main: MainRecord | None = None
+
+
+class _Scope:
+    """What a block (``main``, a region) defines and reads, by SSA name, and the nodes written in it."""
+
+    __slots__ = ("defined", "used", "nodes")
+
+    def __init__(self) -> None:
+        self.defined: set[str] = set()
+        self.used: list[str] = []
+        self.nodes: list[XlaOp] = []
+
+
+class _Recorder:
+    """Records ``main`` as the :class:`Emitter` writes it (:class:`MainRecord`): each SSA value
+    written gets its node, made as the importer makes the module's (a parameter per block
+    argument, a node per op, a ``get_tuple_element`` per result of an op of several results),
+    where the node written is the built one exactly, that node itself."""
+
+    def __init__(self, root: XlaOp) -> None:
+        self.builder: XlaBuilder = root.builder  # the owner of the nodes the emitter adds
+        self.node_type = type(root)  # XlaOp (the builder's layer, which the emitters only read)
+        self.values: dict[str, XlaOp] = {}  # SSA name -> node
+        self.order_of: dict[str, int] = {}  # SSA name -> place in definition order (captures are listed in it)
+        self.results: dict[str, tuple[XlaOp, int]] = {}  # "%N#i" -> (op, i)
+        self.parts: dict[int, tuple[XlaOp, list[XlaOp | None]]] = {}  # op id -> (op, a node per result)
+        self.reused: set[int] = set()  # built nodes that are a record's (each stands once)
+        self.scopes = [_Scope()]
+        self.ops: list[tuple[XlaOp, str]] = []
+        self.built: dict[int, XlaOp] = {}
+
+    @property
+    def in_main(self) -> bool:
+        return len(self.scopes) == 1
+
+    def _define(self, name: str, node: XlaOp) -> None:
+        self.order_of[name] = len(self.order_of)
+        if len(self.scopes) > 1:  # (what main defines and reads is asked of regions only)
+            self.scopes[-1].defined.add(name)
+        self.values[name] = node
+
+    def _claim(self, o: XlaOp) -> bool:
+        """Whether built node ``o`` may be a record's (once: a node written twice is copied)."""
+        if o.id in self.reused:
+            return False
+        self.reused.add(o.id)
+        return True
+
+    def _part(self, op: XlaOp, i: int) -> XlaOp:
+        """The node of result ``i`` of ``op`` (an op of several results): the built node that read
+        it as written, else a ``get_tuple_element`` of its own (as the importer gives each result)."""
+        slots = self.parts[op.id][1]
+        got = slots[i]
+        if got is None:
+            shape = op.shape.tuple_shapes()[i]
+            got = slots[i] = self.node_type(op.builder, GET_TUPLE_ELEMENT, (op,), shape, {}, (), op.loc, i)
+        return got
+
+    def node(self, name: str) -> XlaOp:
+        """The node of the SSA value ``name``."""
+        got = self.values.get(name)
+        if got is None:  # a result of an op of several results
+            got = self.values[name] = self._part(*self.results[name])
+        return got
+
+    def use(self, names: Sequence[str]) -> None:
+        if len(self.scopes) > 1:
+            self.scopes[-1].used.extend(names)
+
+    def param(self, name: str, p: XlaOp | None, shape: Shape, index: int, pname: str = "",
+              attrs: dict[str, Any] | None = None, loc: Location = _NO_LOC) -> XlaOp:
+        """The node of block argument ``index`` (of ``main`` or a region): the built parameter ``p``
+        where it is that argument, else a parameter of its own."""
+        if p is not None and p.extra[0] == index and p.shape == shape and self._claim(p):
+            node = p
+        else:
+            b = self.builder if p is None else p.builder
+            node = self.node_type(b, PARAMETER, (), shape, {} if attrs is None else attrs, (), loc, (index, pname))
+        self._define(name, node)
+        return node
+
+    def line(self, o: XlaOp | None, row: OpDef, name: str, args: Sequence[str], shape: Shape,
+             attrs: dict[str, Any], regions: Sequence[Region] = (), loc: Location = _NO_LOC) -> XlaOp:
+        """The node of the op just written (``name``: its SSA name; ``o``: the built node it is
+        written for, None for an op the emitter adds): ``o`` itself where the op is ``o`` exactly
+        (its row, operands, attributes and regions), else a node of its own."""
+        scope = self.scopes[-1]
+        inner = len(self.scopes) > 1  # (what main defines and reads is asked of regions only)
+        if inner:
+            scope.used.extend(args)
+        values = self.values
+        operands = tuple([values[a] if a in values else self.node(a) for a in args])
+        node: XlaOp
+        # (tuples of nodes and of regions compare their items by identity)
+        if (o is not None and row is o.opdef and attrs is o.attrs and operands == o.operands
+                and tuple(regions) == o.regions and self._claim(o)):
+            node = o
+        else:
+            b = self.builder if o is None else o.builder
+            node = self.node_type(b, row, operands, shape, attrs, tuple(regions), o.loc if o is not None else loc, None)
+        if shape.is_tuple() and not row.tuple_result:  # one value per result
+            k = len(shape.tuple_shapes())
+            self.parts[node.id] = (node, [None] * k)
+            for i in range(k):
+                part = f"{name}#{i}"
+                self.order_of[part] = len(self.order_of)
+                self.results[part] = (node, i)
+                if inner:
+                    scope.defined.add(part)
+        else:
+            self.order_of[name] = len(self.order_of)
+            values[name] = node
+            if inner:
+                scope.defined.add(name)
+        scope.nodes.append(node)
+        if not inner:
+            self.ops.append((node, row.name))
+            if o is not None and node is not o:
+                self.built[o.id] = node
+        return node
+
+    def read(self, o: XlaOp, val: Val) -> None:
+        """Built node ``o`` (a ``get_tuple_element`` of a tuple, a call, ...) is the value ``val``
+        written before: where ``o`` reads that result of an op of several results as the op's own
+        node, it is that result's node."""
+        if not isinstance(val, str):
+            return
+        got = self.results.get(val)
+        if (got is not None and val not in self.values and o.opdef is GET_TUPLE_ELEMENT and o.operands[0] is got[0]
+                and o.extra == got[1] and self._claim(o)):
+            self.parts[got[0].id][1][got[1]] = o
+            self.values[val] = o
+        if self.in_main and o.opdef is not PARAMETER:
+            node = self.node(val)
+            if node is not o:
+                self.built[o.id] = node
+
+    def open(self) -> None:
+        self.scopes.append(_Scope())
+
+    def close(self, r: Region, params: Sequence[XlaOp], rets: Sequence[str]) -> Region:
+        """The record of region ``r`` just written (``params``: its block arguments' nodes,
+        ``rets``: the values it returns): ``r`` itself where it is that region exactly."""
+        self.use(rets)
+        scope = self.scopes.pop()
+        captured = sorted({n for n in scope.used if n not in scope.defined}, key=self.order_of.__getitem__)
+        self.use(captured)  # what a region reads from outside, its op reads
+        results = tuple(self.node(n) for n in rets)
+        captures = tuple(self.node(n) for n in captured)
+        effects = unused(scope.nodes, results)
+        if (r.bindings is None and tuple(params) == r.params and results == r.results and captures == r.captures
+                and effects == r.effects):
+            return r
+        return Region(params, results, captures=captures, effects=effects, terminator=r.terminator)
+
+    def record(self, params: Sequence[XlaOp], rets: Sequence[str], result_attrs: tuple[dict[str, Any], ...]
+               ) -> MainRecord:
+        self.use(rets)
+        outputs = tuple(self.node(n) for n in rets)
+        parts = {k: tuple(self._part(op, i) for i in range(len(slots))) for k, (op, slots) in self.parts.items()}
+        return MainRecord(tuple(params), tuple(self.ops), outputs, unused(self.scopes[0].nodes, outputs), parts,
+                          result_attrs, self.built)
+
+
+def unused(nodes: Sequence[XlaOp], results: Sequence[XlaOp]) -> tuple[XlaOp, ...]:
+    """The ``nodes`` of a block whose values no node of it reads, nor its ``results`` (as the
+    importer finds a block's side effects: read through an operand, a result's op through a
+    ``get_tuple_element``, a region's captures)."""
+    used: set[int] = set()
+    for o in nodes:
+        used.update(x.id for x in o.operands)
+        used.update(x.operands[0].id for x in o.operands if x.opdef is GET_TUPLE_ELEMENT)
+        for r in o.regions:
+            used.update(x.id for x in r.captures)
+    used.update(x.id for x in results)
+    used.update(x.operands[0].id for x in results if x.opdef is GET_TUPLE_ELEMENT)
+    return tuple(o for o in nodes if o.id not in used)
+
+
 class Emitter:
     """Turns graphs into generic-syntax MLIR lines."""
 
-    def __init__(self, metadata_table: list[dict[str, Any]] | None = None) -> None:
+    def __init__(self, metadata_table: list[dict[str, Any]] | None = None, record: _Recorder | None = None) -> None:
         self.n = 0
         self.lines: list[str] = []
         self.host_callbacks: list[Any] = []  # the callables of host-callback nodes, by index
@@ -72,14 +303,7 @@ class Emitter:
         self.metadata_table = metadata_table  # see emit_module
         self._marked: dict[Location, str] = {}
         self._entry_index: dict[tuple[tuple[str, Any], ...], int] = {}
-        # with emit_module's node_lines: node id -> position of its op among main's ops (self.top: main's indent)
-        self.node_lines: dict[int, int] | None = None
-        self.top = ""
-
-    def _placed(self, o: XlaOp, indent: str) -> None:
-        """Note that node ``o`` is main's op just written (see ``emit_module``'s ``node_lines``)."""
-        if self.node_lines is not None and indent == self.top:
-            self.node_lines[o.id] = len(self.lines) - 1
+        self.rec = record  # main's record, when asked for (emit_module's record)
 
     def loc(self, loc: Location) -> str:
         """The text of an op's location; with a metadata table, a location whose fields XLA's
@@ -97,14 +321,14 @@ class Emitter:
             text = self._marked[loc] = loc.marked(k)[0]
         return text
 
-    def callback_attrs(self, o: XlaOp, callback: Any) -> str:
+    def callback_attrs(self, o: XlaOp, callback: Any) -> dict[str, Any]:
         """``o``'s attributes with the index of its host callback ``callback`` (one index per op,
         in emission order)."""
         idx = self._callback_index.get(o.id)
         if idx is None:
             idx = self._callback_index[o.id] = len(self.host_callbacks)
             self.host_callbacks.append(callback)
-        return render_attrs({**o.attrs, "backend_config": DictAttr(index=UI64(idx))})
+        return {**o.attrs, "backend_config": DictAttr(index=UI64(idx))}
 
     def fresh(self) -> str:
         self.n += 1
@@ -122,6 +346,8 @@ class Emitter:
             f'{indent}{name} = "{STABLEHLO_TUPLE.name}"({", ".join(parts)}) : ({_types(list(elems))}) -> '
             f"{shape.mlir_type()}\n"
         )
+        if self.rec is not None:
+            self.rec.line(None, STABLEHLO_TUPLE, name, parts, shape, {})
         return name
 
     def flat(self, val: Val, shape: Shape, indent: str) -> tuple[list[str], list[Shape]]:
@@ -137,6 +363,8 @@ class Emitter:
                     f'{indent}{name} = "{STABLEHLO_GET_TUPLE_ELEMENT.name}"({val}) {{index = {i} : i32}} : '
                     f"({shape.mlir_type()}) -> {s.mlir_type()}\n"
                 )
+                if self.rec is not None:
+                    self.rec.line(None, STABLEHLO_GET_TUPLE_ELEMENT, name, [val], s, {"index": I32(i)})
                 names.append(name)
             return names, elems
         return [self.ref(val, shape, indent)], [shape]
@@ -148,8 +376,11 @@ class Emitter:
         Returns the ids of the ops emitted (so a region can drop them from ``env`` afterwards).
         """
         todo = pending(env, roots)
+        rec = self.rec
         for o in todo:
             self.op(o, env, indent)
+            if rec is not None and (o.opdef is GET_TUPLE_ELEMENT or o.opdef is CALL):  # (the others are written)
+                rec.read(o, env[o.id])
         return [o.id for o in todo]
 
     def op(self, o: XlaOp, env: dict[int, Val], indent: str) -> None:
@@ -175,8 +406,8 @@ class Emitter:
                     f'{indent}{name} = "{code}"({", ".join(fast_args)}){attrs} : ({", ".join(fast_types)}) -> '
                     f"{o.shape.mlir_type()} {self.loc(o.loc)}\n"
                 )
-                if self.node_lines is not None:
-                    self._placed(o, indent)
+                if self.rec is not None:
+                    self.rec.line(o, d, name, fast_args, o.shape, o.attrs)
                 return
         if d is TUPLE:
             env[o.id] = tuple(env[x.id] for x in o.operands)
@@ -197,7 +428,8 @@ class Emitter:
                 f"({src.shape.mlir_type()}) -> {o.shape.mlir_type()} {self.loc(o.loc)}\n"
             )
             env[o.id] = name
-            self._placed(o, indent)
+            if self.rec is not None:
+                self.rec.line(o, STABLEHLO_GET_TUPLE_ELEMENT, name, [sval], o.shape, {"index": I32(idx)}, loc=o.loc)
             return
         variadic = d.variadic
         args: list[str] = []
@@ -213,8 +445,9 @@ class Emitter:
         multi = o.shape.is_tuple() and not d.tuple_result
         out_shapes = list(o.shape.tuple_shapes()) if multi else [o.shape]
         region_txt = ""
-        if o.regions:
-            region_txt = " (" + ", ".join(self.region(r, env, indent) for r in o.regions) + ")"
+        regions = [self.region(r, env, indent) for r in o.regions]
+        if regions:
+            region_txt = " (" + ", ".join(text for text, _ in regions) + ")"
         name = self.fresh()
         if multi:
             lhs = f"{name}:{len(out_shapes)} = " if out_shapes else ""
@@ -223,18 +456,22 @@ class Emitter:
             lhs = f"{name} = "
             env[o.id] = name
         callback = _host_callback(o)
-        if callback is not None:
-            attrs = f" {{{self.callback_attrs(o, callback)}}}"
-        else:
-            attrs = f" {{{render_attrs(o.attrs)}}}" if o.attrs else ""
+        written = o.attrs if callback is None else self.callback_attrs(o, callback)
+        attrs = f" {{{render_attrs(written)}}}" if written else ""
         self.lines.append(
             f'{indent}{lhs}"{code}"({", ".join(args)}){region_txt}{attrs} : ({_types(in_shapes)}) -> '
             f"{_results(out_shapes) if out_shapes else '()'} {self.loc(o.loc)}\n"
         )
-        self._placed(o, indent)
+        if self.rec is not None:
+            self.rec.line(o, d, name, args, o.shape, written, [r for _, r in regions if r is not None])
 
-    def region(self, r: Region, outer: dict[int, Val], indent: str) -> str:
+    def region(self, r: Region, outer: dict[int, Val], indent: str) -> tuple[str, Region | None]:
+        """The text of region ``r`` and, with a record, its record (see :meth:`_Recorder.close`)."""
         inner = indent + "  "
+        rec = self.rec
+        if rec is not None:
+            rec.open()
+        params: list[XlaOp] = []  # the record's block arguments
         # One env for every scope: op ids are unique across builders, so the region's entries
         # cannot clash with the outer ones; they are dropped at the end so that the same
         # computation can be emitted again as another region (no per-region copy of env).
@@ -249,11 +486,15 @@ class Emitter:
                     a = self.fresh()
                     bargs.append(f"{a}: {s.mlir_type()}")
                     vals.append(a)
+                    if rec is not None:
+                        params.append(rec.param(a, None, s, len(bargs) - 1))
                 env[p.id] = tuple(vals)
             else:
                 a = self.fresh()
                 bargs.append(f"{a}: {p.shape.mlir_type()}")
                 env[p.id] = a
+                if rec is not None:
+                    params.append(rec.param(a, p, p.shape, len(bargs) - 1))
         saved = self.lines
         self.lines = []
         emitted = self.graph(env, list(r.results) + _region_callbacks(r), inner)
@@ -265,13 +506,14 @@ class Emitter:
             rshapes.extend(shapes)
         body = self.lines
         self.lines = saved
+        record = None if rec is None else rec.close(r, params, rets)
         for k in emitted:
             del env[k]
         for p in r.params:
             del env[p.id]
         head = f"{indent}^bb0({', '.join(bargs)}):\n" if bargs else ""
         ret = f'{inner}"{r.terminator}"({", ".join(rets)}) : ({_types(rshapes)}) -> ()\n'
-        return "{\n" + head + "".join(body) + ret + indent + "}"
+        return "{\n" + head + "".join(body) + ret + indent + "}", record
 
     def inline(self, o: XlaOp, env: dict[int, Val], indent: str) -> None:
         inline_call(o, env, lambda e, roots: self.graph(e, roots, indent))
@@ -327,19 +569,18 @@ def emit_module(
     root: XlaOp,
     module_attrs: str = "",
     side_effects: Sequence[XlaOp] = (),
-    host_callbacks: list[Any] | None = None,
     padded_dynamic_params: OpDef | None = None,
     metadata_table: list[dict[str, Any]] | None = None,
     module_body: Sequence[str] = (),
     result_attrs: Sequence[Mapping[str, Any]] | None = None,
-    node_lines: dict[int, int] | None = None,
-) -> str:
-    """The full StableHLO module text of the graph ``params -> root``.
+    record: bool = False,
+) -> EmittedModule:
+    """The full StableHLO module text of the graph ``params -> root``, the callables of its host
+    callbacks (``ops.HostCallback``) in index order (what the module must be compiled with), and
+    with ``record``, ``main``'s record (:class:`MainRecord`, see the module docstring).
 
     ``side_effects`` are ops emitted even if ``root`` does not depend on them (outfeed, send,
-    custom calls with side effects), in their place in creation order. ``host_callbacks``, when
-    given, receives the callables of the module's host callbacks (``ops.HostCallback``) in index
-    order: what the module must be compiled with.
+    custom calls with side effects), in their place in creation order.
 
     With ``padded_dynamic_params`` (the ``set_dimension_size`` row of the op table, which the ops
     layer defines), a parameter with dynamic dimensions (``f32[<=5]``) becomes a
@@ -357,14 +598,13 @@ def emit_module(
     text, written before ``main``, and ``result_attrs``, the attributes of each result of
     ``main`` (in place of the root's shardings).
     """
-    # node_lines, when given, receives for each node written as one op of main (not a tuple, which
-    # becomes its elements, nor an inlined call) its position among main's ops: what pairs a built
-    # graph's nodes with the instructions of the module's import
-    em = Emitter(metadata_table)
-    em.node_lines, em.top = node_lines, "    "
+    rec = _Recorder(root) if record else None
+    em = Emitter(metadata_table, rec)
     env: dict[int, Val] = {}
     args = []
     size_args: list[str] = []
+    arg_nodes: list[XlaOp] = []  # the record's arguments
+    padded: list[tuple[int, XlaOp, list[int], OpDef]] = []  # (number, parameter, its dynamic dimensions, row)
     indent = "    "
     for i, p in enumerate(params):
         a = f"%arg{i}"
@@ -373,26 +613,47 @@ def emit_module(
         shape = p.shape
         dyn = [d for d in range(shape.rank()) if shape.is_array() and shape.is_dynamic_dimension(d)]
         if padded_dynamic_params is not None and dyn:
-            et, dims = shape.element_type(), shape.dimensions()
-            args.append(f"{a}: {Shape.array_shape(et, dims).mlir_type()}{arg_attrs} loc({mlir_str(pname)})")
-            cur, flags = a, [False] * len(dims)
-            for d in dyn:
-                size = f"%arg{i}_size{d}"
-                size_args.append(f"{size}: tensor<i32> loc({mlir_str(f'{pname}_size{d}')})")
-                before = Shape.array_shape(et, dims, dynamic_dimensions=flags).mlir_type()
-                flags[d] = True
-                after = Shape.array_shape(et, dims, dynamic_dimensions=flags).mlir_type()
-                nxt = em.fresh()
-                em.lines.append(
-                    f'{indent}{nxt} = "{padded_dynamic_params.name}"({cur}, {size}) {{dimension = {d} : i64}} : '
-                    f"({before}, tensor<i32>) -> {after}\n"
-                )
-                cur = nxt
-            env[p.id] = cur
+            static = Shape.array_shape(shape.element_type(), shape.dimensions())
+            args.append(f"{a}: {static.mlir_type()}{arg_attrs} loc({mlir_str(pname)})")
+            size_args += [f"%arg{i}_size{d}: tensor<i32> loc({mlir_str(f'{pname}_size{d}')})" for d in dyn]
+            padded.append((i, p, dyn, padded_dynamic_params))
+            if rec is not None:
+                loc = Location(f"loc({mlir_str(pname)})", {}, "")
+                arg_nodes.append(rec.param(a, None, static, i, pname, p.attrs, loc))
             continue
         args.append(f"{a}: {p.shape.mlir_type()}{arg_attrs} loc({mlir_str(pname)})")
         env[p.id] = a
+        if rec is not None:
+            arg_nodes.append(rec.param(a, p, p.shape, i, pname))
+            rec.built[p.id] = arg_nodes[-1]
     args += size_args
+    if rec is not None:  # the sizes' arguments, after all the parameters
+        s32 = Shape.array_shape(PrimitiveType.S32, ())
+        for i, p, dyn, _ in padded:
+            pname = p.extra[1] if p.extra[1] else f"p{i}"
+            for d in dyn:
+                loc = Location(f"loc({mlir_str(f'{pname}_size{d}')})", {}, "")
+                arg_nodes.append(rec.param(f"%arg{i}_size{d}", None, s32, len(arg_nodes), f"{pname}_size{d}", loc=loc))
+    for i, p, dyn, sds in padded:  # each padded argument joined with its sizes
+        shape = p.shape
+        et, dims = shape.element_type(), shape.dimensions()
+        cur, flags = f"%arg{i}", [False] * len(dims)
+        for d in dyn:
+            size = f"%arg{i}_size{d}"
+            before = Shape.array_shape(et, dims, dynamic_dimensions=flags).mlir_type()
+            flags[d] = True
+            after = Shape.array_shape(et, dims, dynamic_dimensions=flags)
+            nxt = em.fresh()
+            em.lines.append(
+                f'{indent}{nxt} = "{sds.name}"({cur}, {size}) {{dimension = {d} : i64}} : '
+                f"({before}, tensor<i32>) -> {after.mlir_type()}\n"
+            )
+            if rec is not None:
+                rec.line(None, sds, nxt, [cur, size], after, {"dimension": d})
+            cur = nxt
+        env[p.id] = cur
+        if rec is not None:
+            rec.built[p.id] = rec.values[f"%arg{i}"]
     em.graph(env, [root, *side_effects], indent)
     rets, rshapes = em.flat(env[root.id], root.shape, indent)
     attrs = f" attributes {{{module_attrs}}}" if module_attrs else ""
@@ -403,12 +664,15 @@ def emit_module(
         # (measured with jaxlib 0.10.2), said outright: jaxlib 0.12.1's Shardy import aborts the
         # process on such a module ("Expected HloShardingV3 ... but got non-replicated HloShardingV2")
         shardings = [_REPLICATED] * len(rshapes)
+    written: list[dict[str, Any]] = [{} for _ in rshapes]  # each result's attributes
     if result_attrs is not None:
+        written = [dict(a) for a in result_attrs]
         results = ", ".join(
             t.mlir_type() + (f" {{{render_attrs(a)}}}" if a else "")
             for t, a in zip(rshapes, result_attrs, strict=True)
         )
     elif shardings is not None:  # the root's shardings are the program's result shardings
+        written = [{} if sh is None else {"mhlo.sharding": sh} for sh in shardings]
         results = ", ".join(
             t.mlir_type() + (f" {{mhlo.sharding = {sh.to_mlir()}}}" if sh is not None else "")
             for t, sh in zip(rshapes, shardings, strict=True)
@@ -419,6 +683,5 @@ def emit_module(
         + f"  func.func public @main({', '.join(args)}) -> ({results}) {{\n"
     )
     tail = f'    "func.return"({", ".join(rets)}) : ({_types(rshapes)}) -> ()\n  }}\n}}\n'
-    if host_callbacks is not None:
-        host_callbacks.extend(em.host_callbacks)
-    return head + "".join(em.lines) + tail
+    main = None if rec is None else rec.record(arg_nodes, rets, tuple(written))
+    return EmittedModule(head + "".join(em.lines) + tail, tuple(em.host_callbacks), main)

@@ -20,33 +20,33 @@ only names the program and caches what it reads from it:
 
 Each origin makes its forms of the program once, on first need (module text, the verified MLIR
 module, XLA's ``XlaComputation``, the instruction index), so a computation never asks which of
-them it holds. :func:`index_built` is how a built graph is walked on its own nodes (its index).
+them it holds. A built graph's instruction index is the record its emitter makes of ``main`` as
+it writes the module (:func:`index_of_record`); :func:`~.graph_import.import_graph` indexes the
+modules xlasdk did not write (loaded and edited programs).
 """
 
 from __future__ import annotations
 
 import abc
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import _metadata
-from .._emit import emit_module
-from .._graph import Graph, ModuleContext, Region
+from .._emit import EmittedModule, MainRecord, emit_module
+from .._graph import Graph, ModuleContext
 from .._hlo_emit import Unsupported, print_hlo_module
 from .._jaxlib import mlir as _mlir
-from .._optable import CALL, GET_TUPLE_ELEMENT, OPS, PARAMETER, TUPLE, HloForm, OpDef
+from .._mlir_attrs import render
+from .._optable import OpDef
 from ..builder import XlaOp
 from ..errors import CompileError, XlaSdkError
 from ..ops.collectives import cross_partition_ids
 from ..ops.shaping import SET_DIMENSION_SIZE
-from .walk import reachable
 
 if TYPE_CHECKING:
     from .graph_import import HloNames, InstructionGraph
 
-__all__ = ["Origin", "Built", "StaticRewrite", "Edited", "Loaded", "LoadedHlo", "direct_hlo_text", "index_built",
-           "indexable"]
+__all__ = ["Origin", "Built", "StaticRewrite", "Edited", "Loaded", "LoadedHlo", "direct_hlo_text", "index_of_record"]
 
 #: ``HloModuleProto.schedule``: XLA writes it into the modules its pipeline scheduled, its
 #: ``*after_optimizations*`` dumps (``is_scheduled=true`` in their text)
@@ -170,46 +170,35 @@ def direct_hlo_text(name: str, graph: Graph, metadata: bool, large_constants: bo
         return None
 
 
-@dataclass(frozen=True)
-class _Emission:
-    """A graph's module as the emitter wrote it: its text, the host callbacks it calls by index,
-    and where each node of the graph is among ``main``'s ops (``emit_module``'s ``node_lines``)."""
-
-    text: str
-    host_callbacks: tuple[Any, ...]
-    node_lines: dict[int, int]
-
-
 class _FromGraph(Origin):
     """An origin whose module is emitted from a graph (built, rewritten or edited)."""
 
     #: how dynamic parameters are written (padded arguments joined by ``set_dimension_size``), or None
     _padded: OpDef | None = None
+    #: whether the emitter records ``main`` as it writes it (the index of a built graph)
+    _records_main = False
 
     def __init__(self, graph: Graph) -> None:
         self._graph = graph
-        self._emission: _Emission | None = None
+        self._emission: EmittedModule | None = None
 
     @property
     def emitted(self) -> bool:
-        """Whether the module has been emitted (on first need: printing, compiling, an index read from
-        the module; walking a built graph on its own nodes does not emit it)."""
+        """Whether the module has been emitted (on first need: printing, compiling, indexing a
+        built graph)."""
         return self._emission is not None
 
-    def emission(self, name: str) -> _Emission:
-        """The module emitted from the graph (once)."""
+    def emission(self, name: str) -> EmittedModule:
+        """The module emitted from the graph (once), with ``main``'s record where it is the index."""
         if self._emission is None:
             g = self._graph
-            callbacks: list[Any] = []
-            node_lines: dict[int, int] = {}
             ctx = g.context or ModuleContext()
-            text = emit_module(
+            self._emission = emit_module(
                 name, list(g.parameters), g.root, side_effects=g.side_effects,
-                host_callbacks=callbacks, module_attrs=", ".join(f"{k} = {v}" for k, v in ctx.attributes),
+                module_attrs=", ".join(f"{k} = {v}" for k, v in ctx.attributes),
                 module_body=ctx.body, result_attrs=ctx.result_attributes,
-                padded_dynamic_params=self._padded, node_lines=node_lines,
+                padded_dynamic_params=self._padded, record=self._records_main,
             )
-            self._emission = _Emission(text, tuple(callbacks), node_lines)
         return self._emission
 
     def module_text(self, name: str) -> str:
@@ -224,13 +213,16 @@ class _FromGraph(Origin):
 
 class Built(_FromGraph):
     """A graph built op by op by an XlaBuilder, its shape rules checking every op: printed as HLO
-    directly, converted and compiled in this process, walked on its own nodes.
+    directly, converted and compiled in this process, indexed by the record its emitter makes of
+    ``main`` (its own nodes wherever the module writes them as they are).
 
     Parameters
     ----------
     graph: the builder's graph (no module context).
     heap_bytes: bytes of every array of the graph (the builder counts them).
     """
+
+    _records_main = True
 
     def __init__(self, graph: Graph, heap_bytes: int = 0) -> None:
         super().__init__(graph)
@@ -267,23 +259,17 @@ class Built(_FromGraph):
         marked = emit_module(
             name, list(g.parameters), g.root, side_effects=g.side_effects, metadata_table=table,
             padded_dynamic_params=self._padded,
-        )
+        ).text
         if not table:
             return _mlir.parsed_module_to_hlo(self.module(name))
         return _mlir.xla_computation_from_proto(_mlir.hlo_proto_with_metadata(marked, table))
 
     def index(self, name: str) -> InstructionGraph:
-        """Walked on its own nodes where they are the instructions of the module it emits
-        (:func:`index_built`); else the emitted module is indexed and
-        the builder's nodes find their instructions in it."""
-        found = index_built(self._graph)
-        if found is not None:
-            return found
-        from .graph_import import import_graph  # loaded when a program is first walked
-
-        found = import_graph(self.module(name), name)
-        found.pair_built(self._graph.parameters, self.emission(name).node_lines)
-        return found
+        """The record the emitter made of ``main`` as it wrote the module (:func:`index_of_record`)."""
+        main = self.emission(name).main
+        if main is None:  # pragma: no cover - a built graph's emission records main
+            raise XlaSdkError(f"internal error: computation {name!r} was emitted without its record")
+        return index_of_record(name, main)
 
 
 class StaticRewrite(Built):
@@ -434,141 +420,39 @@ class LoadedHlo(Loaded):
         return self._optimized
 
 
-# -- a built graph's instruction index, over its own nodes (Built.index) ------------------------
-def _multi(o: XlaOp) -> bool:
-    """Whether ``o`` is one op of several results (a tuple shape that the module spells as results)."""
-    return o.shape.is_tuple() and not o.opdef.tuple_result and o.opdef is not TUPLE and o.opdef is not PARAMETER
+# -- a built graph's instruction index: the emitter's record of main (Built.index) -------------------
+def index_of_record(name: str, main: MainRecord) -> InstructionGraph:
+    """The :class:`~.graph_import.InstructionGraph` of a built program: the record its emitter made
+    of ``main`` as it wrote the module (:class:`xlasdk._emit.MainRecord`), listed with the
+    conventions the importer gives a loaded module (:mod:`.graph_import`), so that every tool reads
+    a built and a loaded program the same way:
 
-
-def _dynamic(o: XlaOp) -> bool:
-    s = o.shape
-    return s.is_array() and any(s.is_dynamic_dimension(d) for d in range(s.rank()))
-
-
-def _node_fits(o: XlaOp) -> bool:
-    """Whether the module writes node ``o`` as one op the importer reads back as this node."""
-    d = o.opdef
-    if d is PARAMETER:
-        return not o.shape.is_tuple() and not _dynamic(o)
-    if d is GET_TUPLE_ELEMENT:
-        return _multi(o.operands[0])
-    if d is TUPLE or d is CALL or d.hlo_form is HloForm.GRAPH or OPS.get(d.name) is not d:
-        return False
-    if d.tuple_result or (d.host_callback is not None and d.host_callback(o) is not None):
-        return False  # (a host callback's module has the index of its callable, which the node does not)
-    if _dynamic(o):
-        return False
-    return all(not x.shape.is_tuple() for x in o.operands)  # (the emitter spreads or packs a tuple operand)
-
-
-def _region_fits(r: Region) -> bool:
-    if r.bindings is not None or any(x.shape.is_tuple() for x in r.results):
-        return False
-    if any(p.opdef is not PARAMETER or p.shape.is_tuple() for p in r.params):
-        return False
-    return all(_fits(o) for o in reachable([*r.results, *r.effects], known={p.id for p in r.params}))
-
-
-def _fits(o: XlaOp) -> bool:
-    if o.opdef is PARAMETER:  # a region's own parameters are checked with it; another's is read from outside
-        return True
-    return _node_fits(o) and all(_region_fits(r) for r in o.regions)
-
-
-def _own_instructions(graph: Graph) -> list[XlaOp] | None:
-    """The nodes of ``main`` but its parameters and a result tuple, in creation order, when every node
-    (regions included) is an op of the module the graph emits (see :func:`indexable`); else None."""
-    if graph.context is not None:
-        return None
-    root = graph.root
-    outputs = list(root.operands) if root.opdef is TUPLE else [root]
-    if any(x.shape.is_tuple() for x in outputs) and not (root.opdef is not TUPLE and _multi(root)):
-        return None
-    if not all(_node_fits(p) for p in graph.parameters):
-        return None
-    nodes = reachable([*outputs, *graph.side_effects], known={p.id for p in graph.parameters})
-    return nodes if all(_fits(o) for o in nodes) else None
-
-
-def indexable(graph: Graph) -> bool:
-    """Whether a built graph's own nodes are the instructions of the module it emits (see the module
-    docstring): no tuple but the result tuple, no tuple-shaped or dynamic parameter, no ``call``, no
-    host callback, no region with bound parameters or a tuple result, anywhere."""
-    return _own_instructions(graph) is not None
-
-
-def index_built(graph: Graph) -> InstructionGraph | None:
-    """The :class:`~.graph_import.InstructionGraph` of a built graph's own nodes, or None when
-    :func:`indexable` says they are not the module's instructions.
-
-    A computation built op by op is walked on its own nodes, listed with the conventions the
-    importer gives a loaded module (:mod:`.graph_import`), so that every tool reads a built and a
-    loaded program the same way, and ``comp.instructions()[-1].op is comp.graph().root`` for a
-    program of one result:
-
-    * the parameters first, then every node the result and the side effects need, in creation
-      order (the order the emitter writes them, so the order a loaded copy of the module has);
+    * the arguments first, then every op of ``main`` in the order written (the order a loaded copy
+      of the module has); the nodes are the builder's own wherever the module writes a node as it
+      is (``comp.instructions()[-1].op is comp.graph().root`` for a program of one result), and
+      nodes of their own where it does not (a tuple carried into a loop or a branch written as its
+      elements, a ``call`` written in place, a tuple-shaped parameter unpacked, a host callback
+      written with its index, a dynamic parameter written as a padded argument and its sizes);
     * a node of several results (``while``, a variadic ``reduce``, ``sort``...) is one
       instruction, and the ``get_tuple_element`` nodes that read its results are its parts
       (:attr:`InstructionGraph.parts`), not instructions of their own;
     * a result tuple (the root of a program of several results) is not an instruction: its
-      elements are the program's outputs, as ``main`` returns them (a root of several results:
-      its parts).
-
-    Where the built graph holds a tuple that the emitted module does not (a tuple carried into a
-    loop or a branch, a tuple-shaped parameter, a ``call`` the emitter inlines, a region returning
-    a tuple) or writes something its nodes do not hold (a host callback's index, dynamic
-    parameters written as padded arguments), the two would not be the same walk: this returns
-    None and :meth:`Built.index` indexes the module it emits instead
-    (:func:`.graph_import.import_graph`), where the builder's nodes still find their instructions
-    (:meth:`.graph_import.InstructionGraph.pair_built`).
+      elements are the program's outputs, as ``main`` returns them;
+    * the builder's nodes the module does not write as they are find the instruction of the
+      value they were written as (:meth:`InstructionGraph.node_of`, from the record's ``built``).
     """
-    nodes = _own_instructions(graph)
-    if nodes is None:
-        return None
-    from ..sharding._spmd import _result_shardings
-    from .attr_kinds import MlirAttr
-    from .graph_import import _PURE, Instruction, InstructionGraph, InstructionList, _names  # on first walk
+    from .attr_kinds import MlirAttr  # loaded when a program is first walked
+    from .graph_import import _PURE, Instruction, InstructionGraph, InstructionList, _names
 
-    root = graph.root
-    params = tuple(graph.parameters)
-    parts: dict[int, list[XlaOp | None]] = {}
-    order: list[tuple[XlaOp, str]] = []
-    for o in nodes:
-        if o.opdef is GET_TUPLE_ELEMENT:
-            src = o.operands[0]
-            slot = parts.setdefault(src.id, [None] * len(src.shape.tuple_shapes()))
-            if slot[o.extra] is None:
-                slot[o.extra] = o
-        else:
-            order.append((o, o.opdef.name))
-            if _multi(o):
-                parts.setdefault(o.id, [None] * len(o.shape.tuple_shapes()))
-    ops = {o.id: o for o, _ in order}
-    full: dict[int, tuple[XlaOp, ...]] = {}
-    for k, slot in parts.items():  # a result no node reads gets a node of its own, as the importer gives it
-        src = ops[k]
-        full[k] = tuple(x if x is not None else XlaOp(src.builder, GET_TUPLE_ELEMENT, (src,), s, {}, (), src.loc, i)
-                        for i, (x, s) in enumerate(zip(slot, src.shape.tuple_shapes(), strict=True)))
-    used: set[int] = set()
-    for o, _ in order:
-        used.update(x.id for x in o.operands)
-        used.update(x.operands[0].id for x in o.operands if x.opdef is GET_TUPLE_ELEMENT)
-        for r in o.regions:
-            used.update(x.id for x in r.captures)
-    # the outputs: a result tuple's elements, a multi-result root's parts, or the root
-    outputs = tuple(root.operands) if root.opdef is TUPLE else full[root.id] if root.id in full else (root,)
-    used.update(x.id for x in outputs)
-    used.update(x.operands[0].id for x in outputs if x.opdef is GET_TUPLE_ELEMENT)
-    effects = tuple(o for o, _ in order if o.id not in used and o.opdef.name not in _PURE)
-    shardings = _result_shardings(root, len(outputs))
-    result_attrs: tuple[dict[str, object], ...] = () if shardings is None else tuple(
-        {} if sh is None else {"mhlo.sharding": MlirAttr(sh.to_mlir())} for sh in shardings)
-    own, _, _ = _names(params, order, None)
+    params = main.params
+    effects = tuple(o for o in main.unused if o.opdef.name not in _PURE)
+    result_attrs = tuple({k: v if isinstance(v, MlirAttr) else MlirAttr(render(v)) for k, v in a.items()}
+                         for a in main.result_attrs)
+    own, _, _ = _names(params, main.ops, None)
     names: dict[XlaOp, Instruction] = {}
     instrs = [Instruction(n, op, i, None) for i, (n, op) in enumerate(own)]  # type: ignore[arg-type]
-    index = InstructionGraph(graph.name, params, outputs, effects, InstructionList(instrs), names, (), (),
-                             result_attrs, full)
+    index = InstructionGraph(name, params, main.outputs, effects, InstructionList(instrs), names, (), (),
+                             result_attrs, main.parts, built=main.built)
     for ins in instrs:
         ins._graph = index
         names[ins.op] = ins
