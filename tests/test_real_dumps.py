@@ -2,8 +2,12 @@
 loadable file of every program loads, compiles and reproduces JAX's recorded outputs, through the API
 and through ``xlasdk run``; JAX's own ``Exported.serialize()`` file is refused with a FormatError.
 
-Each load/compile/run happens in a child process: a crash in XLA (an abort, a segfault) fails that
-one test, naming the signal and XLA's last words, instead of killing pytest. Nothing here imports jax.
+Loads, compiles and runs happen in this process: xlasdk runs XLA's steps on a file in its worker
+process first (fail closed), so a file that aborts XLA fails that one test instead of killing pytest.
+``xlasdk run`` is called in this process (``xlasdk.cli.main``: the command's loading and argument
+handling) for every case, and as a command in its own process (the supervised child that loads and
+compiles the file itself) for every file format, on one program of each corpus; a crash there names
+the signal and XLA's last words. Nothing here imports jax.
 
 Comparison (``assert_matches_jax``): shapes and dtypes exact; integers, bool and unsigned exact;
 floats pass if bit-identical, else within a per-dtype tolerance (``FLOAT_TOL``). A module compiled
@@ -25,7 +29,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -226,16 +229,37 @@ def test_sharded_optimized_dump_refuses_other_device_counts(corpus: str, fname: 
 
 # -- the same through `xlasdk run` ------------------------------------------------------------------------------
 
+#: the program whose files (of both corpora, each of CLI_CASES' formats) ``xlasdk run`` runs as a command
+#: in its own process; the other cases call it in this process. The richest program: a while loop, a
+#: sort, an element-type-changing bitcast
+CLI_PROCESS_PROGRAM = "gru_scan"
+
+
+def cli_in_process(*argv: str) -> tuple[int, str, str]:
+    """``xlasdk ARGV`` run in this process: exit code, stdout, stderr."""
+    import io
+
+    from xlasdk.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
 @pytest.mark.parametrize(("program", "fname"), CLI_CASES)
 def test_cli_run_matches_jax(program: str, fname: str, tmp_path: Path) -> None:
     ins, want = recorded(program)
     inputs, out = tmp_path / "in.npz", tmp_path / "out.npz"
     np.savez(inputs, **{str(i): a for i, a in enumerate(ins)})  # keyed by parameter index
     path = DUMPS / program / fname
-    r = run_child(["-m", "xlasdk.cli", "run", str(path), "--device", "cpu:0", "--inputs", str(inputs),
-                   "--output", str(out)])
-    if r.returncode != 0 or not out.exists():
-        pytest.fail(died(r, f"xlasdk run {program}/{fname}"), pytrace=False)
+    argv = ["run", str(path), "--device", "cpu:0", "--inputs", str(inputs), "--output", str(out)]
+    if program.endswith("/" + CLI_PROCESS_PROGRAM):
+        r = run_child(["-m", "xlasdk.cli", *argv])
+        if r.returncode != 0 or not out.exists():
+            pytest.fail(died(r, f"xlasdk run {program}/{fname}"), pytrace=False)
+    else:
+        code, stdout, err = cli_in_process(*argv)
+        assert code == 0 and out.exists(), (code, stdout[-1000:], err)
     with np.load(out, allow_pickle=False) as z:  # output_N; bf16 as raw |V2 named in the "__dtypes__" manifest
         raw = [z[f"output_{i}"] for i in range(sum(k.startswith("output_") for k in z.files))]
         types = json.loads(str(z["__dtypes__"])) if "__dtypes__" in z.files else {}
@@ -244,21 +268,6 @@ def test_cli_run_matches_jax(program: str, fname: str, tmp_path: Path) -> None:
 
 
 # -- jax.export's own serialization is not a module -----------------------------------------------------------
-
-REFUSE = textwrap.dedent(
-    """
-    import sys
-    sys.path.insert(0, {repo!r})
-    import xlasdk as xs
-    try:
-        xs.load_computation(sys.argv[1])
-    except xs.FormatError as e:
-        print("FormatError: " + str(e))
-    else:
-        print("LOADED")
-    """
-).format(repo=str(REPO))
-
 
 @pytest.mark.parametrize("program", PROGRAMS)
 def test_damaged_jax_export_file_is_refused(program: str, tmp_path: Path) -> None:
@@ -271,11 +280,14 @@ def test_damaged_jax_export_file_is_refused(program: str, tmp_path: Path) -> Non
     bad = tmp_path / "bad.jax_export"
     bad.write_bytes(data[: module_at + 24] + bytes(b ^ 0x5A for b in data[module_at + 24: module_at + 200])
                     + data[module_at + 200:])
+    import xlasdk as xs
+
     for path in (cut, bad):
-        r = run_child(["-c", REFUSE, str(path)])
-        if r.returncode != 0:
-            pytest.fail(died(r, f"xs.load_computation({path.name})"), pytrace=False)
-        line = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
-        assert line.startswith("FormatError: ") and str(path) in line, line
-        r = run_child(["-m", "xlasdk.cli", "run", str(path), "--random-inputs"])
-        assert r.returncode == 2, died(r, f"xlasdk run {path.name} (want exit code 2)")
+        with pytest.raises(xs.FormatError) as caught:  # in this process: xlasdk's loaders fail closed
+            xs.load_computation(path)
+        assert str(path) in str(caught.value), caught.value
+        code, _, err = cli_in_process("run", str(path), "--random-inputs")
+        assert code == 2, (code, err)
+    # as a command in its own process too (its supervised child reads the damaged module itself)
+    r = run_child(["-m", "xlasdk.cli", "run", str(bad), "--random-inputs"])
+    assert r.returncode == 2, died(r, f"xlasdk run {bad.name} (want exit code 2)")

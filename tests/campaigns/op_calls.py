@@ -58,6 +58,8 @@ from xlasdk import ops
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CALL_TIMEOUT_S = float(os.environ.get("XLASDK_CAMPAIGN_TIMEOUT_S", "120"))  # no progress this long: a hang
+#: a child's start-up (its imports, before its first call) may take this long, whatever CALL_TIMEOUT_S is
+START_TIMEOUT_S = 120.0
 MEMORY_LIMIT = 6 << 30  # address-space limit of each child, bytes
 RUN_LIMIT_BYTES = 16 << 20  # computations whose inputs + outputs exceed this are compiled, not run
 
@@ -799,9 +801,11 @@ def run_campaign(
         threading.Thread(target=err_lines.extend, args=(proc.stderr or [],), daemon=True).start()
         begun: int | None = None
         hung = False
+        started = False
         while True:
             try:
-                line = q.get(timeout=CALL_TIMEOUT_S)
+                line = q.get(timeout=CALL_TIMEOUT_S if started else max(CALL_TIMEOUT_S, START_TIMEOUT_S))
+                started = True
             except queue.Empty:
                 hung = True
                 proc.kill()

@@ -60,7 +60,8 @@ def test_a_child_that_dies_is_reported_and_the_campaign_goes_on(monkeypatch: pyt
 
 def test_a_child_that_hangs_is_killed_and_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XLASDK_CAMPAIGN_HANG_AT", "2")
-    monkeypatch.setattr(op_calls, "CALL_TIMEOUT_S", 30.0)
+    # calls 0 and 1 only build (milliseconds); the child's start-up has START_TIMEOUT_S of its own
+    monkeypatch.setattr(op_calls, "CALL_TIMEOUT_S", 10.0)
     report = op_calls.run_campaign(4, seed=1, batch=4, compile_run=False)
     assert report.calls == 4
     assert [f["index"] for f in report.failures] == [2] and report.kinds["hang"] == 1, report.summary()
