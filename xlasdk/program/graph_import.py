@@ -298,24 +298,14 @@ class InstructionGraph:
     hlo_opcodes: dict[int, str] = field(default_factory=dict)  # index -> the HLO instruction's opcode
     module: Any = field(default=None, repr=False)  # the verified module it was read from (for its calls)
     _callees: dict[str, InstructionGraph] = field(default_factory=dict, repr=False)
-    # a built program indexed from its module (see origin.index_built): its builder's node ids -> their nodes here
+    # a built program (its emitter's record, see origin.index_of_record): the ids of its builder's nodes
+    # that the module writes otherwise -> the nodes of the values they were written as
     built: dict[int, XlaOp] = field(default_factory=dict, repr=False)
-
-    def pair_built(self, params: Sequence[XlaOp], node_lines: dict[int, int]) -> None:
-        """Pair a built graph's nodes with this import of the module they were emitted as: its
-        parameters in order, and each node the emitter wrote as one op of ``main``, by that op's
-        place (``node_lines``, from :func:`xlasdk._emit.emit_module`)."""
-        ops = [ins.op for ins in self.instructions[len(self.params):]]
-        for p, q in zip(params, self.params, strict=False):
-            self.built[p.id] = q
-        for k, line in node_lines.items():
-            if 0 <= line < len(ops):
-                self.built[k] = ops[line]
 
     def node_of(self, op: XlaOp) -> XlaOp:
         """This graph's node for ``op``: ``op`` itself (an instruction's node, or a result of a
-        multi-result one), or for a built program indexed from its module the node its builder's
-        node ``op`` became (a tuple's element for a ``get_tuple_element`` of a tuple).
+        multi-result one), or for a built program the node of the value its builder's node ``op``
+        was written as (a tuple's element for a ``get_tuple_element`` of a tuple).
 
         Raises
         ------
