@@ -30,13 +30,15 @@ def unary(name: str, x: np.ndarray, fn: Callable[[xs.XlaOp], xs.XlaOp]) -> tuple
 def probes() -> list[tuple[str, xs.XlaComputation, np.ndarray]]:
     specials = np.array([np.nan, -np.nan, np.inf, -np.inf, 3e9, -3e9, 1e20, -1e20, 2.5e9, 4.3e9, -0.5, 0.7,
                          127.5, 128.0, -129.0, 255.9, 256.0, 32768.0, -32769.0, 65536.0, 2147483520.0,
-                         2147483648.0, -2147483904.0, 9.3e18, -9.3e18], np.float32)
+                         2147483648.0, -2147483904.0, 9.3e18, -9.3e18, 2.9, -2.9, -2147483648.0], np.float32)
     out = []
     for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64):
         out.append(unary(f"f32_to_{np.dtype(t).name}", specials,
                          lambda p, t=t: ops.ConvertElementType(p, np.dtype(t))))
     grid = np.concatenate([np.linspace(-500, 500, 4001, dtype=np.float32),
-                           np.array([1e-3, 1e-6, 3e-3, 0.0137, 448.0, 464.0, 480.0, 57344.0, 61440.0], np.float32)])
+                           np.array([1e-3, 1e-6, 3e-3, 0.0137, 448.0, 464.0, 480.0, 57344.0, 61440.0, 465.0, 1000.0,
+                                     -1000.0, np.inf, -np.inf, np.nan, 2.0**-9, 2.0**-10, 0.0029296875, -0.0,
+                                     2.0**-7 * 1.0625, 2.0**-8 * 1.5, 2.0**-16, 2.0**-17, 1.5 * 2.0**-16], np.float32)])
     for t in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2):
         out.append(unary(f"f32_to_{np.dtype(t).name}", grid,
                          lambda p, t=t: ops.ConvertElementType(p, np.dtype(t))))
@@ -103,19 +105,24 @@ def ulps_lines(device: str, saved: dict[str, np.ndarray]) -> list[str]:
             args = (y, a) if name == "Polygamma" else (a, y)
         else:
             args = (x,)
-        def build(dt: type) -> xs.XlaComputation:
+        def build(dt: type, name: str = name, fn: Callable[..., xs.XlaOp] = fn,
+                  args: tuple[np.ndarray, ...] = args) -> xs.XlaComputation:
             b = xs.XlaBuilder(f"ulps_{name}_{np.dtype(dt).name}")
-            ps = [ops.Parameter(b, i, xs.Shape.array_shape(np.dtype(dt), v.shape), f"p{i}") for i, v in enumerate(args)]
+            ps = [ops.Parameter(b, i, xs.Shape.array_shape(np.dtype(dt), v.shape), f"p{i}")
+                  for i, v in enumerate(args)]
             return b.build(fn(*ps))
         try:
             dev = np.asarray(xs.compile(build(np.float32), device=device)(*args).to_numpy())
-            ref = np.asarray(xs.compile(build(np.float64), device="cpu:0")(*(v.astype(np.float64) for v in args)).to_numpy())
+            wide = tuple(v.astype(np.float64) for v in args)
+            ref = np.asarray(xs.compile(build(np.float64), device="cpu:0")(*wide).to_numpy())
         except Exception as e:
             lines.append(f"ulps {name}: ERROR {type(e).__name__}: {str(e).splitlines()[0][:300]}")
             continue
         worst, p999, absmax, n, nonfinite, at = ulps_error(dev, ref)
-        where = "" if at < 0 else f" at {', '.join(repr(float(v[at])) for v in args)}: {float(dev[at])!r} vs {float(ref[at])!r}"
-        lines.append(f"ulps {name}: max {worst:.1f}, 99.9% {p999:.1f}, abs below 1 {absmax:.3g} over {n} elements; {nonfinite} not finite where f64 is{where}")
+        where = "" if at < 0 else (f" at {', '.join(repr(float(v[at])) for v in args)}: "
+                                    f"{float(dev[at])!r} vs {float(ref[at])!r}")
+        lines.append(f"ulps {name}: max {worst:.1f}, 99.9% {p999:.1f}, abs below 1 {absmax:.3g} over {n} elements; "
+                     f"{nonfinite} not finite where f64 is{where}")
         for i, v in enumerate(args):
             saved[f"ulps_{name}.in{i}"] = v
         saved[f"ulps_{name}.device"], saved[f"ulps_{name}.f64"] = dev, ref

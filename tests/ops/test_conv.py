@@ -11,7 +11,17 @@ import numpy as np
 import pytest
 
 import xlasdk as xs
-from tests.helpers import PARAM_AND_CONST, PerTestRng, assert_device_close, case_inputs, param, raises, run, run_case
+from tests.helpers import (
+    PARAM_AND_CONST,
+    PerTestRng,
+    assert_device_close,
+    case_inputs,
+    param,
+    raises,
+    run,
+    run_case,
+    skip_where_device_defines_otherwise,
+)
 from xlasdk import ops
 from xlasdk.errors import ShapeError
 
@@ -92,6 +102,8 @@ NCHW_CASES: list[tuple[str, tuple[int, ...], tuple[int, ...], list[int], Any, An
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
 def test_conv_general_dilated_nchw(dtype: Any) -> None:
+    if dtype is np.float64:
+        skip_where_device_defines_otherwise("tpu-f64-emulated")
     b = xs.XlaBuilder("conv")
     outs: list[xs.XlaOp] = []
     args: list[np.ndarray[Any, Any]] = []

@@ -10,7 +10,15 @@ import numpy as np
 import pytest
 
 import xlasdk as xs
-from tests.helpers import PARAM_AND_CONST, case_inputs, raises, run, run_case, skip_where_device_defines_otherwise
+from tests.helpers import (
+    PARAM_AND_CONST,
+    case_inputs,
+    device_defines_otherwise,
+    raises,
+    run,
+    run_case,
+    skip_where_device_defines_otherwise,
+)
 from xlasdk import ops
 from xlasdk.errors import DTypeError, ShapeError
 
@@ -32,30 +40,26 @@ def test_bitcast_same_width_matches_view() -> None:
     """Same-width bitcasts keep the dimensions and every bit (NaN payloads, -0.0, denormals)."""
     rng = np.random.default_rng(0)
     f32 = SPECIAL_F32_BITS.view(np.float32).reshape(2, 7)
-    f64 = rng.integers(0, 2**63, 6, dtype=np.int64).view(np.float64).reshape(3, 2)
     u16 = rng.integers(0, 2**16, 5, dtype=np.uint16)
     s8 = np.array([-128, -1, 0, 1, 127], np.int8)
     b = xs.XlaBuilder("same")
     p32 = ops.Parameter(b, 0, S(np.float32, (2, 7)))
-    p64 = ops.Parameter(b, 1, S(np.float64, (3, 2)))
-    p16 = ops.Parameter(b, 2, S(np.uint16, (5,)))
-    p8 = ops.Parameter(b, 3, S(np.int8, (5,)))
+    p16 = ops.Parameter(b, 1, S(np.uint16, (5,)))
+    p8 = ops.Parameter(b, 2, S(np.int8, (5,)))
     outs = [
         ops.BitcastConvertType(p32, np.uint32),
         ops.BitcastConvertType(p32, "int32"),
         ops.BitcastConvertType(ops.BitcastConvertType(p32, np.int32), np.float32),
-        ops.BitcastConvertType(p64, np.int64),
-        ops.BitcastConvertType(p64, xs.PrimitiveType.U64),
         ops.BitcastConvertType(p16, np.float16),
         ops.BitcastConvertType(p16, ml_dtypes.bfloat16),
         ops.BitcastConvertType(p8, np.uint8),
     ]
-    assert all(o.dims == d for o, d in zip(outs, [(2, 7)] * 3 + [(3, 2)] * 2 + [(5,)] * 3, strict=True))
+    assert all(o.dims == d for o, d in zip(outs, [(2, 7)] * 3 + [(5,)] * 3, strict=True))
     # bf16 cannot come back through the test runner: bitcast it back to u16 inside the graph
-    outs[6] = ops.BitcastConvertType(outs[6], np.uint16)
-    got = run(b.build(ops.Tuple(b, outs)), f32, f64, u16, s8)
-    wants: list[np.ndarray[Any, Any]] = [f32.view(np.uint32), f32.view(np.int32), f32, f64.view(np.int64),
-                                         f64.view(np.uint64), u16.view(np.float16), u16, s8.view(np.uint8)]
+    outs[4] = ops.BitcastConvertType(outs[4], np.uint16)
+    got = run(b.build(ops.Tuple(b, outs)), f32, u16, s8)
+    wants: list[np.ndarray[Any, Any]] = [f32.view(np.uint32), f32.view(np.int32), f32, u16.view(np.float16), u16,
+                                         s8.view(np.uint8)]
     for g, w in zip(got, wants, strict=True):
         assert g.dtype == w.dtype
         np.testing.assert_array_equal(g.view(np.uint8), w.view(np.uint8))
@@ -65,27 +69,21 @@ def test_bitcast_to_narrower_adds_minor_dimension() -> None:
     """f32 -> u8 gives (..., 4), least significant byte first, as numpy's view on little-endian."""
     rng = np.random.default_rng(1)
     f32 = SPECIAL_F32_BITS.view(np.float32).reshape(2, 7)
-    f64 = rng.standard_normal((3,))
     u64 = rng.integers(0, 2**63, (2, 2), dtype=np.int64).view(np.uint64)
     b = xs.XlaBuilder("narrower")
     p32 = ops.Parameter(b, 0, S(np.float32, (2, 7)))
-    p64 = ops.Parameter(b, 1, S(np.float64, (3,)))
-    pu = ops.Parameter(b, 2, S(np.uint64, (2, 2)))
+    pu = ops.Parameter(b, 1, S(np.uint64, (2, 2)))
     scalar = ops.Constant(b, np.float32(1.0))
     outs = [
         ops.BitcastConvertType(p32, np.uint8),
-        ops.BitcastConvertType(p64, np.uint16),
         ops.BitcastConvertType(pu, np.uint32),
-        ops.BitcastConvertType(p64, np.float32),
         ops.BitcastConvertType(scalar, np.int16),
     ]
-    assert [o.dims for o in outs] == [(2, 7, 4), (3, 4), (2, 2, 2), (3, 2), (2,)]
-    got = run(b.build(ops.Tuple(b, outs)), f32, f64, u64)
+    assert [o.dims for o in outs] == [(2, 7, 4), (2, 2, 2), (2,)]
+    got = run(b.build(ops.Tuple(b, outs)), f32, u64)
     wants = [
         f32.view(np.uint8).reshape(2, 7, 4),
-        f64.view(np.uint16).reshape(3, 4),
         u64.view(np.uint32).reshape(2, 2, 2),
-        f64.view(np.float32).reshape(3, 2),
         np.float32(1.0).reshape(1).view(np.int16),
     ]
     for g, w in zip(got, wants, strict=True):
@@ -98,20 +96,45 @@ def test_bitcast_to_wider_removes_minor_dimension() -> None:
     rng = np.random.default_rng(2)
     u8 = rng.integers(0, 256, (3, 4), dtype=np.uint8)
     s16 = rng.integers(-(2**15), 2**15, (2, 5, 2), dtype=np.int16)
-    f32 = rng.standard_normal((4, 2)).astype(np.float32)
     b = xs.XlaBuilder("wider")
     p8 = ops.Parameter(b, 0, S(np.uint8, (3, 4)))
     p16 = ops.Parameter(b, 1, S(np.int16, (2, 5, 2)))
-    pf = ops.Parameter(b, 2, S(np.float32, (4, 2)))
     outs = [
         ops.BitcastConvertType(p8, np.float32),
         ops.BitcastConvertType(p16, np.int32),
+    ]
+    assert [o.dims for o in outs] == [(3,), (2, 5)]
+    got = run(b.build(ops.Tuple(b, outs)), u8, s16)
+    wants: list[np.ndarray[Any, Any]] = [u8.view(np.float32).reshape(3), s16.view(np.int32).reshape(2, 5)]
+    for g, w in zip(got, wants, strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g.view(np.uint8), w.view(np.uint8))
+
+
+def test_bitcast_of_f64_keeps_every_bit() -> None:
+    """f64 <-> s64/u64 (same width), f64 -> u16/f32 (narrower), f32 -> f64 (wider): every bit, as
+    numpy's view (random bit patterns: NaN payloads and denormals among them). A TPU keeps f64 values
+    as pairs of f32 (its X64 rewriter), so not every bit pattern survives there: skipped by the row."""
+    skip_where_device_defines_otherwise("tpu-f64-emulated")
+    rng = np.random.default_rng(0)
+    f64 = rng.integers(0, 2**63, 6, dtype=np.int64).view(np.float64).reshape(3, 2)
+    g64 = rng.standard_normal((3,))
+    f32 = rng.standard_normal((4, 2)).astype(np.float32)
+    b = xs.XlaBuilder("f64_bits")
+    p64 = ops.Parameter(b, 0, S(np.float64, (3, 2)))
+    q64 = ops.Parameter(b, 1, S(np.float64, (3,)))
+    pf = ops.Parameter(b, 2, S(np.float32, (4, 2)))
+    outs = [
+        ops.BitcastConvertType(p64, np.int64),
+        ops.BitcastConvertType(p64, xs.PrimitiveType.U64),
+        ops.BitcastConvertType(q64, np.uint16),
+        ops.BitcastConvertType(q64, np.float32),
         ops.BitcastConvertType(pf, np.float64),
     ]
-    assert [o.dims for o in outs] == [(3,), (2, 5), (4,)]
-    got = run(b.build(ops.Tuple(b, outs)), u8, s16, f32)
-    wants: list[np.ndarray[Any, Any]] = [u8.view(np.float32).reshape(3), s16.view(np.int32).reshape(2, 5),
-                                         f32.view(np.float64).reshape(4)]
+    assert [o.dims for o in outs] == [(3, 2), (3, 2), (3, 4), (3, 2), (4,)]
+    got = run(b.build(ops.Tuple(b, outs)), f64, g64, f32)
+    wants: list[np.ndarray[Any, Any]] = [f64.view(np.int64), f64.view(np.uint64), g64.view(np.uint16).reshape(3, 4),
+                                         g64.view(np.float32).reshape(3, 2), f32.view(np.float64).reshape(4)]
     for g, w in zip(got, wants, strict=True):
         assert g.dtype == w.dtype and g.shape == w.shape
         np.testing.assert_array_equal(g.view(np.uint8), w.view(np.uint8))
@@ -316,21 +339,32 @@ FLOAT_TO_INT_WANT = {
     np.uint32: [0, 4294967295, 0, 3000000000, 0, 2, 0, 2147483520, 2147483648, 0, 0],
     np.int8: [0, 127, -128, 127, -128, 2, -2, 127, 127, -128, 0],
     np.uint8: [0, 255, 0, 255, 0, 2, 0, 255, 255, 0, 0],
-    np.int64: [0, I64_MAX, I64_MIN, 3000000000, -3000000000, 2, -2, 2147483520, 2147483648, -2147483648, 0],
 }
+FLOAT_TO_S64_WANT = [0, I64_MAX, I64_MIN, 3000000000, -3000000000, 2, -2, 2147483520, 2147483648, -2147483648, 0]
 
 
 @PARAM_AND_CONST
 def test_float_to_int_gives_zero_for_nan_and_saturates(const: bool) -> None:
     """Case C-04 (shared/cases/cases.md): float to integer conversion gives 0 for NaN, saturates infinities and
-    out-of-range values to the type's bounds, and truncates toward zero."""
-    skip_where_device_defines_otherwise("tpu-float-to-int-nan")
+    out-of-range values to the type's bounds, and truncates toward zero (8- and 32-bit targets: the
+    same on a TPU v5e, measured)."""
     b = xs.XlaBuilder("c04")
     (X,) = case_inputs(b, [FLOAT_TO_INT_X], const)
     res = run_case(b, [ops.ConvertElementType(X, t) for t in FLOAT_TO_INT_WANT], [FLOAT_TO_INT_X], const)
     for got, (t, want) in zip(res, FLOAT_TO_INT_WANT.items(), strict=True):
         assert got.dtype == t
         np.testing.assert_array_equal(got, np.array(want, t), err_msg=str(t))
+
+
+@PARAM_AND_CONST
+def test_float_to_s64_gives_zero_for_nan_and_saturates(const: bool) -> None:
+    """The same to s64, which a TPU defines otherwise beyond s64's range (its row says how)."""
+    skip_where_device_defines_otherwise("tpu-float-to-int-nan")
+    b = xs.XlaBuilder("c04_s64")
+    (X,) = case_inputs(b, [FLOAT_TO_INT_X], const)
+    (got,) = run_case(b, [ops.ConvertElementType(X, np.int64)], [FLOAT_TO_INT_X], const)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, np.array(FLOAT_TO_S64_WANT, np.int64))
 
 
 @PARAM_AND_CONST
@@ -383,14 +417,18 @@ FP8_E5M2_BITS = [0x5F, 0x5F, 0x5F, 0x64, 0xE4, 0x7C, 0xFC, 0x7E, 0x18, 0x14, 0x1
 @PARAM_AND_CONST
 def test_f32_to_fp8_rounds_to_nearest_even_and_e4m3fn_overflows_to_nan(const: bool) -> None:
     """Case C-11 (shared/cases/cases.md): f32 to f8e4m3fn and f8e5m2 rounds to nearest even, into the subnormals too;
-    f8e4m3fn, which has no infinity, takes out-of-range values and infinities to NaN; bit for bit."""
-    skip_where_device_defines_otherwise("tpu-fp8-rounding")
+    f8e4m3fn, which has no infinity, takes out-of-range values and infinities to NaN; bit for bit (on a
+    device whose row says so, -inf's NaN may have either sign)."""
     b = xs.XlaBuilder("c11")
     (X,) = case_inputs(b, [FP8_X], const)
     e4, e5 = run_case(b, [ops.ConvertElementType(X, ml_dtypes.float8_e4m3fn), ops.ConvertElementType(X, "float8_e5m2")],
                       [FP8_X], const)
     assert e4.dtype == ml_dtypes.float8_e4m3fn and e5.dtype == ml_dtypes.float8_e5m2
-    np.testing.assert_array_equal(e4.view(np.uint8), np.array(FP8_E4M3FN_BITS, np.uint8))
+    want = np.array(FP8_E4M3FN_BITS, np.uint8)
+    if device_defines_otherwise("tpu-fp8-nan-sign"):  # -inf: the NaN without its sign (0x7f), measured on a v5e
+        assert e4.view(np.uint8)[6] in (0x7F, 0xFF), hex(e4.view(np.uint8)[6])
+        want[6] = e4.view(np.uint8)[6]
+    np.testing.assert_array_equal(e4.view(np.uint8), want)
     np.testing.assert_array_equal(e5.view(np.uint8), np.array(FP8_E5M2_BITS, np.uint8))
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import xlasdk as xs
-from tests.helpers import PerTestRng, assert_device_close, param, raises, run
+from tests.helpers import PerTestRng, assert_device_close, param, raises, run, skip_where_device_defines_otherwise
 from xlasdk import ops
 
 RNG = PerTestRng(7)  # per test: values that do not depend on the order of the suite
@@ -28,6 +28,8 @@ def sample(shape: tuple[int, ...], dtype: Any) -> np.ndarray[Any, Any]:
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.complex64, np.uint8])
 def test_dot_all_rank_combinations(dtype: Any) -> None:
+    if dtype is np.float64:
+        skip_where_device_defines_otherwise("tpu-f64-emulated")
     v3, w3 = sample((3,), dtype), sample((3,), dtype)
     m23, m34 = sample((2, 3), dtype), sample((3, 4), dtype)
     b = xs.XlaBuilder("dot")

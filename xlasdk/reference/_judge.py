@@ -147,7 +147,7 @@ def why_within(comp: Any, name: str, node: XlaOp, env: dict[int, Any], got: Any,
     if ulps == 0.0:
         return ""
     return (f"{name}: up to {ulps:.3g} f32 ulp, within {kind.label}'s {node.opcode.split('.')[-1]} bound of "
-            f"{row.ulps:g} ulp (JAX's docs/accuracy.md)")
+            f"{row.ulps:g} ulp{f' or {row.atol:g} absolutely' if row.atol else ''} ({row.cited})")
 
 
 # -- --bisect passes when passes interact ------------------------------------------------------------------------

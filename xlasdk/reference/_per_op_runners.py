@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import XlaSdkError
 from ._per_op import OpByOp, judge_op_by_op
+from ._precision import DEVICE_KINDS
 
 if TYPE_CHECKING:
     from ..program.computation import XlaComputation
@@ -130,11 +131,24 @@ def combined(parts: Sequence[tuple[str, OpByOp]]) -> OpByOp:
     return out
 
 
+def _number(v: Any) -> str:
+    """An element as a report writes it (a complex one with both parts)."""
+    return f"{complex(v):.6g}" if np.iscomplexobj(v) else f"{float(v):.6g}"
+
+
+#: How each platform's DEFAULT-precision f32 dots and convolutions take their operands, as the
+#: reference evaluator computing as that device does takes them.
+_DOT_INPUTS = {"tpu": " (its DEFAULT-precision f32 dots and convolutions from bf16-rounded operands, as a TPU's "
+                      "matrix unit takes them)",
+               "gpu": " (its DEFAULT-precision f32 dots and convolutions from TF32-rounded operands)"}
+
+
 def recorded_why(report: CompareReport, scales: Sequence[Any]) -> list[str]:
     """For outputs recorded on another device: what model judged them, and on a DIVERGENCE, per
     diverging output, how far it is off against the bound it was judged by."""
-    lines = [f"judged by the reference evaluator computing as {report.device_kind} does (its DEFAULT-precision "
-             "f32 dots and convolutions from bf16-rounded operands on a TPU), each element within the error "
+    kind = DEVICE_KINDS.get(str(report.device_kind))
+    lines = [f"judged by the reference evaluator computing as {report.device_kind} does"
+             f"{_DOT_INPUTS.get(kind.platform, '') if kind is not None else ''}, each element within the error "
              "that kind's model carries to it through every op before it"]
     for o, sc in zip(report.outputs, scales, strict=False):
         if o.ok or o.got is None or o.want is None:
@@ -145,7 +159,7 @@ def recorded_why(report: CompareReport, scales: Sequence[Any]) -> list[str]:
         at = list(idx)
         g, w = np.asarray(o.got)[idx], np.asarray(o.want)[idx]
         lines.append(f"output {o.index}: {o.mismatches} element{'s' if o.mismatches != 1 else ''} outside the bound; "
-                     f"at {at} got {float(g):.6g}, the model's value {float(w):.6g}"
+                     f"at {at} got {_number(g)}, the model's value {_number(w)}"
                      + (f", carried bound {b:.3g}" if b is not None else ", default tolerance (no carried bound)"))
     if report.precision_notes:
         lines.append("the precision-limited ops the model applied: " + "; ".join(report.precision_notes[:6])

@@ -45,8 +45,7 @@ def precision_notes(comp: Any, kind: DeviceKind, precision: str | None = None, e
                 out.append(f"{name}: {dp.describe(k)}" + (", inputs rounded as the device does" if emulated
                                                                and dp.round_inputs else ""))
         elif row.kind == "ulps" and row.ulps > 8:
-            out.append(f"{name}: {kind.label} {o.opcode.split('.')[-1]} within {row.ulps:g} f32 ulp "
-                       "(JAX's docs/accuracy.md)")
+            out.append(f"{name}: {kind.label} {o.opcode.split('.')[-1]} {row.within()} ({row.cited})")
     if len(out) > limit:
         out = [*out[:limit], f"... and {len(out) - limit} more"]
     return out
