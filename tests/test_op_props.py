@@ -209,7 +209,6 @@ NO_PROPS: dict[str, str] = {
                                      "size is refused): not declared moves_data yet (a candidate)"),
     "chlo.conj": ("negates the imaginary part, exactly: not declared moves_data or bit_exact yet (negate is): the "
                   "generic element-wise bound applies (a candidate for both)"),
-    "chlo.polygamma": _SPECIAL,
     "chlo.zeta": _SPECIAL,
     "stablehlo.map": "applies its region element by element; an op " + _GENERIC,
     "stablehlo.batch_norm_training": "means and variances XLA expands into sums; an op " + _GENERIC,

@@ -349,5 +349,5 @@ ELEMENTWISE_OPS.update(row.name for row in [
     _B["Add"], _B["Sub"], _B["Mul"], _B["Div"], _B["Rem"],
     _B["Pow"], _B["Atan2"], _B["Max"], _B["Min"], _B["And"],
     _B["Or"], _B["Xor"], _B["Complex"], _B["ShiftLeft"], _B["ShiftRightLogical"],
-    _B["ShiftRightArithmetic"], COMPARE, SELECT, CLAMP,
+    _B["ShiftRightArithmetic"], COMPARE, SELECT, CLAMP, _B["Polygamma"],
 ])
