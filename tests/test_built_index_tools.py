@@ -40,14 +40,14 @@ def built_modules_are_not_imported(monkeypatch: pytest.MonkeyPatch) -> Iterator[
     """Importing the module of a built program (the old road: emit, parse, import, pair) fails the
     test; the modules of programs edited from it (``with_outputs``) may be imported. Yields the
     names of the modules imported."""
-    built: set[int] = set()
+    built: dict[int, Any] = {}  # id -> the module (kept: the id of a module gone could name another)
     imported: list[str] = []
     module, import_graph = Origin.module, graph_import.import_graph
 
     def built_module(self: Origin, name: str) -> Any:
         got = module(self, name)
         if isinstance(self, Built):
-            built.add(id(got))
+            built[id(got)] = got
         return got
 
     def guarded(mod: Any, name: str, *args: Any, **kwargs: Any) -> Any:
