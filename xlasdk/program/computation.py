@@ -347,10 +347,10 @@ class XlaComputation(Computation):
         debugging tools read: every instruction in order with its name, the nodes of multi-result
         instructions, users, and the module around ``main``
         (:class:`~xlasdk.program.graph_import.InstructionGraph`), made once, on first call. A built
-        computation's is over the nodes its builder made, the nodes of :meth:`graph`
-        (:func:`~xlasdk.program.origin.index_built`), where those are the instructions of the
-        module it emits; a loaded one's (and a built one's that holds tuples its module does not) is
-        read from the verified module through the MLIR bindings. A module loaded from HLO (text, proto,
+        computation's is the record its emitter makes of ``main`` as it writes the module
+        (:func:`~xlasdk.program.origin.index_of_record`): the nodes of :meth:`graph` wherever the
+        module writes them as they are; a loaded one's is read from the verified module through the
+        MLIR bindings. A module loaded from HLO (text, proto,
         snapshot) names its instructions as the HLO does (``dot.3``): the names are read from a
         second import of the module, in the worker process (:func:`xlasdk.formats.hlo_names.hlo_names`,
         which the loader gives the computation)."""
@@ -371,11 +371,11 @@ class XlaComputation(Computation):
         first call; a built program's instructions are its own nodes (``instructions()[-1].op is
         graph().root`` for a program of one result), listed as the module it emits has them (a
         multi-result op's ``get_tuple_element`` nodes are its :meth:`Instruction.result
-        <xlasdk.Instruction.result>` parts, a result tuple's elements are the outputs). A built
-        program holding a tuple its module does not (a tuple carried into a loop, a branch or a
-        call, a tuple parameter), a host callback or a dynamic parameter is indexed from the module
-        it emits instead; its own nodes still find their instructions (``instruction_graph().
-        instruction_of(node)``, :meth:`with_outputs`, :meth:`extract`). Ops of
+        <xlasdk.Instruction.result>` parts, a result tuple's elements are the outputs). Where its
+        module writes a node otherwise (a tuple carried into a loop, a branch or a call as its
+        elements, a call in place, a tuple parameter unpacked, a host callback with its index, a
+        dynamic parameter padded), the instruction is the op written, and the node finds it
+        (``instruction_graph().instruction_of(node)``, :meth:`with_outputs`, :meth:`extract`). Ops of
         regions (loop bodies, reducers, branches) are reached through each instruction's
         ``op.regions``; a ``func.call`` (a fusion of an optimized dump, a JAX
         private function) is one instruction, and the function it calls is walked with
