@@ -471,10 +471,11 @@ BEHAVIOURS: dict[str, Behaviour] = {b.name: b for b in (
               "gives -1 for +inf and 1e20, 1 for -inf, wraps 9.3e18 (to -9146743772980183040) and negative values "
               "into u64 (-129 to 18446744073709551487); to 8-, 16- and 32-bit integers it gives the CPU's values, "
               "NaN included. StableHLO leaves the result implementation-defined", (_V5E_OPS, _V5E_PROBE)),
-    Behaviour("tpu-fp8-nan-sign", Platform.TPU, "convert of -inf to f8e4m3fn (which has no infinity)",
-              "the NaN with the sign bit set (0xff)",
-              "gives the NaN without it (0x7f); every other value of a 4,025-value grid (ties, subnormals, "
-              "beyond 448, -1000, NaN) and every f8e5m2 value as the CPU's", (_V5E_OPS, _V5E_PROBE)),
+    Behaviour("tpu-fp8-nan-sign", Platform.TPU, "convert of -inf and of negative values beyond its range to "
+              "f8e4m3fn (which has no infinity)", "the NaN with the sign bit set (0xff)",
+              "gives the NaN without it (0x7f) for -inf, and for -1000 where XLA folds a constant (0xff from a "
+              "parameter); every other value of a 4,025-value grid (ties, subnormals, beyond 448, NaN) and every "
+              "f8e5m2 value as the CPU's", (_V5E_OPS, _V5E_PROBE)),
     Behaviour("tpu-float-remainder", Platform.TPU, "remainder of f16 / bf16 / f32 values",
               "the exact remainder (fmod), as numpy's",
               "computes it through its approximate division: some results are far from the exact one, "
