@@ -179,6 +179,8 @@ class _Recorder:
         return got
 
     def use(self, names: Sequence[str]) -> None:
+        """The block being written reads the values ``names`` (a region's captures are those it
+        does not define)."""
         if len(self.scopes) > 1:
             self.scopes[-1].used.extend(names)
 
@@ -235,9 +237,10 @@ class _Recorder:
         return node
 
     def read(self, o: XlaOp, val: Val) -> None:
-        """Built node ``o`` (a ``get_tuple_element`` of a tuple, a call, ...) is the value ``val``
-        written before: where ``o`` reads that result of an op of several results as the op's own
-        node, it is that result's node."""
+        """Built node ``o``, which the emitter writes no op for (a ``get_tuple_element`` of a tuple
+        or of an op of several results, a call written in place), is the value ``val`` written
+        before: where ``o`` reads that result of an op of several results as the op's own node, it
+        is that result's node."""
         if not isinstance(val, str):
             return
         got = self.results.get(val)
@@ -245,12 +248,13 @@ class _Recorder:
                 and o.extra == got[1] and self._claim(o)):
             self.parts[got[0].id][1][got[1]] = o
             self.values[val] = o
-        if self.in_main and o.opdef is not PARAMETER:
+        if self.in_main:
             node = self.node(val)
             if node is not o:
                 self.built[o.id] = node
 
     def open(self) -> None:
+        """A region's block is written next."""
         self.scopes.append(_Scope())
 
     def close(self, r: Region, params: Sequence[XlaOp], rets: Sequence[str]) -> Region:
@@ -262,7 +266,7 @@ class _Recorder:
         self.use(captured)  # what a region reads from outside, its op reads
         results = tuple(self.node(n) for n in rets)
         captures = tuple(self.node(n) for n in captured)
-        effects = unused(scope.nodes, results)
+        effects = _unused(scope.nodes, results)
         if (r.bindings is None and tuple(params) == r.params and results == r.results and captures == r.captures
                 and effects == r.effects):
             return r
@@ -270,14 +274,16 @@ class _Recorder:
 
     def record(self, params: Sequence[XlaOp], rets: Sequence[str], result_attrs: tuple[dict[str, Any], ...]
                ) -> MainRecord:
+        """The record of ``main``, written: ``params``, its arguments' nodes; ``rets``, the values
+        it returns; ``result_attrs``, the attributes written on each."""
         self.use(rets)
         outputs = tuple(self.node(n) for n in rets)
         parts = {k: tuple(self._part(op, i) for i in range(len(slots))) for k, (op, slots) in self.parts.items()}
-        return MainRecord(tuple(params), tuple(self.ops), outputs, unused(self.scopes[0].nodes, outputs), parts,
+        return MainRecord(tuple(params), tuple(self.ops), outputs, _unused(self.scopes[0].nodes, outputs), parts,
                           result_attrs, self.built)
 
 
-def unused(nodes: Sequence[XlaOp], results: Sequence[XlaOp]) -> tuple[XlaOp, ...]:
+def _unused(nodes: Sequence[XlaOp], results: Sequence[XlaOp]) -> tuple[XlaOp, ...]:
     """The ``nodes`` of a block whose values no node of it reads, nor its ``results`` (as the
     importer finds a block's side effects: read through an operand, a result's op through a
     ``get_tuple_element``, a region's captures)."""
@@ -624,8 +630,9 @@ def emit_module(
         args.append(f"{a}: {p.shape.mlir_type()}{arg_attrs} loc({mlir_str(pname)})")
         env[p.id] = a
         if rec is not None:
-            arg_nodes.append(rec.param(a, p, p.shape, i, pname))
-            rec.built[p.id] = arg_nodes[-1]
+            arg_nodes.append(rec.param(a, p, p.shape, i, pname, p.attrs))
+            if arg_nodes[-1] is not p:
+                rec.built[p.id] = arg_nodes[-1]
     args += size_args
     if rec is not None:  # the sizes' arguments, after all the parameters
         s32 = Shape.array_shape(PrimitiveType.S32, ())
