@@ -86,7 +86,13 @@ def test_a_departure_on_one_partition_reduces_to_the_multiply(float_multiply_wro
     planted = _evaluate_per_partition(N, comp, *args)
     departs = [k for k in range(N) if any(not np.array_equal(g, w[k]) for g, w in zip(got[k], planted, strict=True))]
     assert departs == [5], departs
+    # compare judges the files written as the search did: partition 5 alone departs from the module as written
+    assert f"xlasdk compare {out} --inputs {tmp_path / 'min.npz'}" in text, text
+    code, judged, err = cli("compare", str(out), "--inputs", str(tmp_path / "min.npz"))
+    assert code == 1 and "DIVERGENCE" in judged and "partition [5] depart" in judged, err + judged
     monkeypatch.undo()  # the reference's own multiply: every partition's device values, bit for bit
+    code, judged, err = cli("compare", str(out), "--inputs", str(tmp_path / "min.npz"))
+    assert code == 0 and "MATCH" in judged, err + judged
     right = _evaluate_per_partition(N, comp, *args)
     for k in range(N):
         for g, w in zip(got[k], right, strict=True):

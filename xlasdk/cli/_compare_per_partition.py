@@ -116,13 +116,17 @@ def compare_per_partition(args: argparse.Namespace, comp: Any, devices: int, out
     module_path = against if against != "reference" and not against.endswith(".npz") else None
     good = _per_partition_module(module_path) if module_path is not None else None
     plan = plan_for(args.file, comp, devices, before=module_path if good is None else None)
-    if plan.result_shardings is None:
+    # nothing says what the global program is: the module as written, judged partition by partition
+    as_written = against == "reference" and (plan.before is None or plan.result_shardings is None)
+    if plan.result_shardings is None and not as_written:
         raise UsageError(f"{args.file}: {plan.result_source}; the outputs cannot be put together into the global "
                          "outputs compare judges: give --against BEFORE.hlo (its result shardings), or run it "
                          "with xlasdk run (outputs per partition)")
     per_device, mode = gather(args, comp, plan)
     ins = [[np.asarray(v) for v in row] for row in per_device]
-    if mode == "global":  # the same arrays gather split (a random input comes from the same seed)
+    if as_written:
+        global_ins: list[np.ndarray[Any, Any]] = []  # each partition's own arguments are judged
+    elif mode == "global":  # the same arrays gather split (a random input comes from the same seed)
         global_ins = _gather_inputs(args, _ShapesOf(plan.parameter_names, plan.global_parameter_shapes), None, comp)
     else:
         global_ins = _global_inputs(plan, ins)
@@ -133,10 +137,6 @@ def compare_per_partition(args: argparse.Namespace, comp: Any, devices: int, out
         assert plan.before is not None  # plan_for loaded it (or said it cannot)
         runner = SecondModule(plan.before)
     elif against == "reference":
-        if plan.before is None:  # none given: the first before_optimizations file beside it that loads
-            raise UsageError(f"--against reference: {args.file} is one partition's program of {devices}; the "
-                             "reference evaluates the program's global module, and no before_optimizations file "
-                             "lies beside it: give --against BEFORE.hlo")
         runner = ReferenceEvaluator(args.excess_precision)
     else:
         runner = GivenOutputs(_expected_outputs(against, plan.num_results, "--against"), f"the outputs in {against}")
@@ -149,9 +149,15 @@ def compare_per_partition(args: argparse.Namespace, comp: Any, devices: int, out
     report = compare_plan(plan, global_ins, runner, settings, pieces=ins, bisect_ops=args.bisect == "ops")
     out.write(str(report) + "\n")
     how = "global inputs split by the parameters' shardings" if mode == "global" else (
+        "per-partition inputs" if as_written else
         "per-partition inputs (put together into the global inputs by the parameters' shardings)")
-    out.write(f"  ran as one partition's program of {devices} on {devices} {dev.platform} devices: {how}; outputs "
-              f"put together by {plan.result_source}\n")
+    if as_written:
+        out.write(f"  ran as one partition's program of {devices} on {devices} {dev.platform} devices: {how}; no "
+                  "before_optimizations module says what the global program is, so each partition is judged "
+                  "against the module as written (give --against BEFORE.hlo to judge the module itself)\n")
+    else:
+        out.write(f"  ran as one partition's program of {devices} on {devices} {dev.platform} devices: {how}; "
+                  f"outputs put together by {plan.result_source}\n")
     from xlasdk.formats.tpu_meaning import tpu_note
 
     if (note := tpu_note(comp)) is not None:

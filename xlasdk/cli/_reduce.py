@@ -257,5 +257,7 @@ def _reduce_per_partition(args: argparse.Namespace, comp: Any, parts: int, out: 
             raise UsageError(f"{inputs_path}: cannot write: {e.strerror or e}") from None
         out.write(f"wrote {inputs_path} (its arguments: each parameter's {parts} per-partition arrays stacked on a "
                   "leading axis, as xlasdk run --inputs reads them)\n")
-        out.write(f"run it on every partition: xlasdk run {args.output} --inputs {inputs_path}\n")
+        out.write(f"run it on every partition: xlasdk run {args.output} --inputs {inputs_path}\n"
+                  f"judge each partition against the module as written: xlasdk compare {args.output} --inputs "
+                  f"{inputs_path} [--bisect ops]\n")
     return EXIT_OK

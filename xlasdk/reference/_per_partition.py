@@ -84,6 +84,10 @@ def compare_per_partition(plan: PerPartitionPlan, args: Sequence[Any], runner: R
     if not isinstance(runner, (ReferenceEvaluator, SecondModule, GivenOutputs)):
         raise CompareArgumentError(f"compare: against={runner.label}: {what}; compare it against the reference, its "
                                    "before_optimizations module or recorded global outputs")
+    if isinstance(runner, ReferenceEvaluator) and (plan.before is None or plan.result_shardings is None):
+        from ._per_partition_written import compare_as_written  # the module as written: no global program
+
+        return compare_as_written(plan, args, settings, pieces=pieces, bisect_ops=bisect_ops)
     good = _good_module(runner, plan, what)
     if bisect_ops and not isinstance(runner, ReferenceEvaluator) and good is None:
         raise CompareArgumentError(f"compare: bisect='ops' against={runner.label}: {what}; its ops are bisected "

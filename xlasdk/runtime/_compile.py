@@ -12,7 +12,6 @@ from .._atomic import file_path, read_regular_file
 from .._cache import CacheArg, _fingerprint_of, _key, resolve_cache
 from .._jaxlib import mlir as _mlir
 from .._jaxlib import pjrt
-from .._jaxlib.per_partition import replicate_unannotated_results
 from .._numbers import SECONDS_OR_NO_LIMIT
 from ..errors import CompileError, DeviceCountError, FormatError, XlaSdkError
 from ..ops.collectives import partition_ids_problem
@@ -178,8 +177,6 @@ def compile(
     if opts.num_partitions > 1:  # shardings that do not fit the partitions, before XLA sees them
         check_computation_shardings(computation, opts.num_partitions, opts.num_replicas)
     text = _module_text_for(req.module_text, devs[0])
-    if req.from_file and opts.num_partitions > 1:  # sharded parameters, results unannotated: replicated,
-        text = replicate_unannotated_results(text)  # said outright (jaxlib 0.12's Shardy import aborts)
     if devs[0].platform != "cpu" and req.from_file:  # an optimized per-partition dump: compiled as on the CPU
         text = optimized_dump_for_device(text, opts.num_replicas, opts.num_partitions, name, _compile_timeout(timeout))
     if devs[0].client.compile_only is not None:  # xs.topology's devices: compile, never run
