@@ -43,3 +43,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if mark is not None:
             why = mark.kwargs.get("reason") or (mark.args[0] if mark.args else "assumes XLA:CPU")
             item.add_marker(pytest.mark.skip(reason=f"cpu_only: {why}"))
+
+
+@pytest.fixture
+def shared_compile_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Turn xlasdk's on-disk compile cache on (``XLASDK_CACHE_DIR``) for one test, in one directory of this
+    run shared by its xdist workers: a module the test compiles again (the same text and options: another
+    format of the same program, or ``compare`` after ``compile``) is read back instead of compiled again.
+
+    For modules whose tests are about values, not about compiling (they use it through ``pytestmark``);
+    a test that sets ``XLASDK_CACHE_DIR`` itself wins. Every distinct module is still compiled, once."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # .../pytest-N/popen-gwK: the run's directory is the parent
+        root = root.parent
+    directory = root / "shared-compile-cache"
+    directory.mkdir(mode=0o700, exist_ok=True)
+    monkeypatch.setenv("XLASDK_CACHE_DIR", str(directory))
+    return str(directory)

@@ -7,7 +7,9 @@ process first (fail closed), so a file that aborts XLA fails that one test inste
 ``xlasdk run`` is called in this process (``xlasdk.cli.main``: the command's loading and argument
 handling) for every case, and as a command in its own process (the supervised child that loads and
 compiles the file itself) for every file format, on one program of each corpus; a crash there names
-the signal and XLA's last words. Nothing here imports jax.
+the signal and XLA's last words. Files that load to the same module text (a dump's text and its
+HloProto) are compiled once: the others read the executable back from the run's compile cache
+(``shared_compile_cache``, tests/conftest.py) and are still loaded and run. Nothing here imports jax.
 
 Comparison (``assert_matches_jax``): shapes and dtypes exact; integers, bool and unsigned exact;
 floats pass if bit-identical, else within a per-dtype tolerance (``FLOAT_TOL``). A module compiled
@@ -38,6 +40,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
+# compiling the same module again (another file of the same program, compare after compile) reads it
+# back from a compile cache of this run (tests/conftest.py): these tests are about values, not compiling
+pytestmark = pytest.mark.usefixtures("shared_compile_cache")
 # Two corpora of the same programs: written by jax/jaxlib 0.10.2 (dumps/) and by 0.12.0.1
 # (dumps_jax012/, whose XLA writes other metadata, layouts and StableHLO versions). Every file of
 # both must load and reproduce JAX's outputs under every jaxlib of the range.
@@ -94,6 +99,7 @@ def died(r: subprocess.CompletedProcess[str], what: str) -> str:
 def run_child(argv: list[str]) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="1", PYTHONPATH=str(REPO))
     env.pop("XLA_FLAGS", None)  # a dump flag in the environment would slow every child and litter
+    env.pop("XLASDK_CACHE_DIR", None)  # the command compiles the file itself, not from the run's compile cache
     try:
         return subprocess.run([sys.executable, *argv], capture_output=True, text=True, env=env, timeout=TIMEOUT,
                               cwd=str(REPO))

@@ -21,6 +21,9 @@ from tests.test_real_dumps import recorded
 from xlasdk import ops
 
 DATA = Path(__file__).resolve().parent / "data"
+# compiling the same module again (another file of the same program, compare after compile) reads it
+# back from a compile cache of this run (tests/conftest.py): these tests are about values, not compiling
+pytestmark = pytest.mark.usefixtures("shared_compile_cache")
 
 
 def _p(b: xs.XlaBuilder, n: int, dt: Any, dims: tuple[int, ...], name: str = "") -> xs.XlaOp:
