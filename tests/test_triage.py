@@ -228,3 +228,42 @@ def test_each_group_gets_a_small_repro_that_fails_the_same_way(tmp_path: Path) -
     assert [g.signature for g in again.groups] == [cc["signature"]]
     loading = next(g for g in groups if g["signature"].startswith("loading:"))
     assert loading["repro"] is None and "fail loading" in loading["repro_note"]
+
+
+def test_a_tpu_dump_directory_counts_only_its_modules(tmp_path: Path) -> None:
+    """XLA:TPU writes more files beside its modules (``tpu_comp_env.txt``, ``target_arguments.txt``,
+    ``execution_options.txt``...): no modules either (a new user's TPU dump had 6 counted as failed,
+    "not a recognised computation format")."""
+    import importlib.metadata
+    import os
+    import subprocess
+    import sys
+
+    try:
+        importlib.metadata.version("libtpu")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("libtpu is not installed: no compile for a TPU without a chip")
+    src = tmp_path / "m.hlo"
+    src.write_text("HloModule m\n\nENTRY main {\n  p = f32[8,128] parameter(0)\n  ROOT t = f32[8,128] tanh(p)\n}\n")
+    dump = tmp_path / "dump"
+    env = {**os.environ, "XLA_FLAGS": f"--xla_dump_to={dump}"}
+    subprocess.run([sys.executable, "-m", "xlasdk.cli", "inspect", str(src), "--topology", "v5e:1x1", "--optimized"],
+                   env=env, check=True, capture_output=True, timeout=300)
+    names = sorted(p.name for p in dump.iterdir())
+    side = [n for n in names if any(k in n for k in ("tpu_comp_env", "target_arguments", "execution_options"))]
+    if not side:
+        pytest.skip(f"this libtpu writes none of XLA:TPU's side files: {names}")
+    found = [Path(f).name for f in tr.module_files([dump])]
+    assert found and not any(n in found for n in side), (found, side)
+    rc, out, _ = _cli("triage", str(dump), "--topology", "v5e:1x1")
+    assert "not a recognised computation format" not in out, out
+
+
+def test_the_last_pass_is_named_without_its_instance_number(tmp_path: Path) -> None:
+    """XLA numbers a pass that runs more than once (``apply-xla-transforms-7``), and the number depends
+    on what else the process compiled (a new user saw -7, -3 and -5 for one module): the group names
+    the pass alone, so one crash stays one group."""
+    for n, name in ((1, "before_apply-xla-transforms-7"), (2, "before_algsimp")):
+        (tmp_path / f"module_0003.jit_f.000{n}.pipe.after_x.{name}.txt").write_text("")
+    (tmp_path / "module_0003.jit_f.0003.pipe.after_x.before_apply-xla-transforms-12.txt").write_text("")
+    assert tr.last_pass(str(tmp_path)) == "pipe/apply-xla-transforms"

@@ -38,6 +38,7 @@ __all__ = ["Attempt", "TriageGroup", "TriageReport", "triage"]
 
 #: the suffixes of the module files a directory is searched for
 MODULE_SUFFIXES: Final = (".hlo", ".txt", ".mlir", ".mlirbc", ".pb", ".stablehlo")
+_INSTANCE: Final = re.compile(r"-\d+$")  # a pass's instance number
 _DUMP: Final = re.compile(r"^module_(\d+)\..*\.(\d{4})\.([\w-]+)\.after_[\w-]+\.before_([\w-]+)\.txt$")
 
 
@@ -210,7 +211,9 @@ def last_pass(dump_dir: str) -> str | None:
     for n in names:
         m = _DUMP.match(n)
         if m is not None:
-            key = (int(m.group(1)), int(m.group(2)), f"{m.group(3)}/{m.group(4)}")
+            # a pass run more than once carries its instance number (apply-xla-transforms-7): which
+            # instance depends on what else the process compiled, so the group names the pass alone
+            key = (int(m.group(1)), int(m.group(2)), f"{m.group(3)}/{_INSTANCE.sub('', m.group(4))}")
             if best is None or key > best:
                 best = key
     return None if best is None else best[2]
@@ -229,7 +232,10 @@ def _last_pass_of(path: str, topology: str | None, timeout: float) -> str | None
 #: the parts of the names of the reports XLA writes beside a dump's modules (``--xla_dump_to``):
 #: text files that are not modules (``module_0001.jit_f.cpu_after_optimizations-buffer-assignment.txt``)
 XLA_REPORT_FILES: tuple[str, ...] = ("-buffer-assignment", "-memory-usage-report", "-live-range",
-                                      "buffer-assignment-values", "-thunk-sequence")
+                                      "buffer-assignment-values", "-thunk-sequence",
+                                      # and XLA:TPU's (``module_0001.jit_f.cl_123.tpu_comp_env.txt``)
+                                      ".tpu_comp_env.", ".target_arguments.", ".execution_options.",
+                                      ".hlo_module_config.", ".basic_compiler_metadata.", ".transfer_stats.")
 
 
 def module_files(paths: Sequence[str | os.PathLike[str]]) -> list[str]:
