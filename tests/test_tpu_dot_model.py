@@ -91,3 +91,15 @@ def test_a_complex_mismatch_is_reported_with_both_parts() -> None:
     text = str(xs.compare(comp, [lhs, rhs], outputs=[out], device_kind="cpu"))
     assert re.search(r"got \S+[-+]\S+j, the model's value \S+[-+]\S+j", text), text
     assert "computing as cpu does, each element" in text, text  # no TPU wording for the CPU
+
+
+def test_the_report_says_a_vector_dot_may_take_its_f32_inputs() -> None:
+    lhs, rhs = _f32(3, 16), _f32(16)
+    comp = _dot(lhs, rhs, [1], [0])
+    out = np.asarray(xs.compile(comp, "cpu:0")(lhs, rhs).to_numpy())
+    text = str(xs.compare(comp, [lhs, rhs], outputs=[out], device_kind="tpu-v5e"))
+    assert "or its f32 inputs as they are (a vector's dot or an outer product" in text, text
+    m_lhs, m_rhs = _f32(8, 32), _f32(32, 8)
+    m = _dot(m_lhs, m_rhs, [1], [0])
+    mout = np.asarray(xs.compile(m, "cpu:0")(m_lhs, m_rhs).to_numpy())
+    assert "or its f32 inputs" not in str(xs.compare(m, [m_lhs, m_rhs], outputs=[mout], device_kind="tpu-v5e"))

@@ -22,12 +22,11 @@ from ..ops.control import IF, WHILE
 from ..ops.convert import CONVERT
 from ..ops.elementwise import COMPARE, SELECT
 from ..ops.fft import FFT
-from ..ops.linalg import DOT_GENERAL
 from ..ops.reduce import REDUCE
 from ..ops.sources import CONSTANT
 from ..program.walk import reachable
 from ..shape import Shape
-from ._precision import dot_precision, function_ulps, op_bound, round_to
+from ._precision import dot_precision, function_ulps, op_bound, round_to, strength_reduced
 from ._walk import (
     ELEMENTWISE_OPS,
     Evaluator,
@@ -356,30 +355,6 @@ def _compute_eps(dtype: np.dtype[Any]) -> float:
 _COMPLEX_PARTS = 1.0
 
 
-def _strength_reduced(o: XlaOp, vals: list[Value], ev: Evaluator) -> bool:
-    """Whether XLA:TPU may compute a dot from its f32 inputs as they are, not rounded to bf16: a dot
-    that contracts nothing (an outer product) or one of whose operands has no free dimension (a
-    vector's dot) becomes multiplies and a sum in XLA's algebraic simplifier (dot strength
-    reduction) and never reaches the matrix unit. Measured on a TPU v5e (libtpu 0.0.42.1): such
-    dots came out at the f32 products' values, the matrix-matrix dots of the same test at the
-    bf16-rounded inputs' values, bit for bit."""
-    if not o.opdef.same_op(DOT_GENERAL) or len(vals) != 2:
-        return False
-    dn = ev.attr(o, "dot_dimension_numbers")
-    if dn is None:  # a plain dot (a loaded stablehlo.dot): lhs's last dimension with rhs's first
-        lc, rc, lb, rb = [np.ndim(vals[0]) - 1], [0], [], []
-    else:
-        lc, rc = list(dn.lhs_contracting_dimensions), list(dn.rhs_contracting_dimensions)
-        lb, rb = list(dn.lhs_batch_dimensions), list(dn.rhs_batch_dimensions)
-
-    def free(v: Any, used: list[int]) -> int:
-        shape = np.shape(v)
-        return int(np.prod([shape[d] for d in range(len(shape)) if d not in used] or [1]))
-
-    contracted = int(np.prod([np.shape(vals[0])[d] for d in lc] or [1]))
-    return contracted == 1 or free(vals[0], lc + lb) == 1 or free(vals[1], rc + rb) == 1
-
-
 def own_rounding(o: XlaOp, vals: list[Value], out: np.ndarray[Any, Any], ev: Evaluator) -> np.ndarray[Any, Any]:
     """How far XLA's value of ``o`` may be from the reference's on the same operands: nothing for
     an op XLA rounds correctly (add, multiply, divide, sqrt, convert, moves...); for a sum, a dot or
@@ -420,7 +395,7 @@ def own_rounding(o: XlaOp, vals: list[Value], out: np.ndarray[Any, Any], ev: Eva
                                                        ev.precision)).round_inputs is not None:
                 if cplx:  # the device's real dots of the parts (or of their sums) round them: no emulation
                     bound = bound + _COMPLEX_PARTS * rounds.product_rel * terms
-                elif _strength_reduced(o, vals, ev):  # the device may multiply the f32 inputs themselves
+                elif strength_reduced(o, np.shape(vals[0]), np.shape(vals[1])):  # f32 inputs as they are
                     bound = bound + np.abs(exact - np.asarray(out, np.float64))
             return _flip(exact, bound, out.dtype)
         if row is not None and row.kind == "ulps" and op in ELEMENTWISE_OPS and not cplx:  # real functions

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from ..program.walk import reachable
-from ._precision import DeviceKind, _elements, dot_precision, op_bound
+from ._precision import DeviceKind, _elements, dot_precision, op_bound, strength_reduced
 from ._walk import Evaluator, callee_name, dtype_of
 
 __all__ = ["precision_notes"]
@@ -42,8 +42,12 @@ def precision_notes(comp: Any, kind: DeviceKind, precision: str | None = None, e
             k = int(round(math.sqrt(max(sizes[0] * sizes[1] / max(_elements(o.shape), 1), 1.0))))
             dp = dot_precision(o, tuple(dtype_of(x.shape) for x in o.operands), kind, precision, emulated)
             if dp.round_inputs is not None or dp.product_rel > 0:  # inputs below f32
-                out.append(f"{name}: {dp.describe(k)}" + (", inputs rounded as the device does" if emulated
-                                                               and dp.round_inputs else ""))
+                note = ", inputs rounded as the device does" if emulated and dp.round_inputs else ""
+                if note and strength_reduced(
+                        o, o.operands[0].shape.dimensions(), o.operands[1].shape.dimensions()):
+                    note += (", or its f32 inputs as they are (a vector's dot or an outer product: XLA's dot "
+                             "strength reduction)")
+                out.append(f"{name}: {dp.describe(k)}{note}")
         elif row.kind == "ulps" and row.ulps > 8:
             out.append(f"{name}: {kind.label} {o.opcode.split('.')[-1]} {row.within()} ({row.cited})")
     if len(out) > limit:
