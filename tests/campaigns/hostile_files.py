@@ -102,7 +102,9 @@ class Profile:
     extra_loaders: int | None  # loaders besides the suffix's one per input (None: every loader)
 
 
-QUICK = Profile("quick", files=200, cli=20, seed=1, specials="quick", extra_loaders=1)
+# the quick profile (the default suite): every quick special input and the first 74 mutations (was 134, with
+# 20 CLI runs: cut for the suite's time, issue 44; the long profile runs them all and more)
+QUICK = Profile("quick", files=140, cli=12, seed=1, specials="quick", extra_loaders=1)
 LONG = Profile("long", files=10_000, cli=400, seed=2, specials="all", extra_loaders=None)
 PROFILES = {"quick": QUICK, "long": LONG}
 
