@@ -25,6 +25,13 @@ def compare_optimized(args: argparse.Namespace, comp: Any, env: Any, out: IO[str
     try:
         diff = compare_optimized_hlo(comp, env, topology=args.topology, xla_flags=flags)
     except OtherEnvironmentError as e:
+        version = getattr(args, "against_jaxlib", None)
+        if version is not None and args.topology is not None and "libtpu" in str(e):
+            raise UsageError(
+                f"--against-jaxlib {version} --topology {args.topology}: the environment xlasdk makes for "
+                f"--against-jaxlib holds jaxlib alone, no libtpu; make one with the libtpu release to compare "
+                f"(python -m venv D && D/bin/pip install jaxlib=={version} libtpu==RELEASE numpy ml_dtypes) "
+                "and give --against-python D/bin/python") from None
         raise UsageError(str(e)) from None
     except CompileError as e:
         raise UsageError(f"{args.file}: XLA could not compile it here for {args.topology or 'the CPU'}: {e}") from None
