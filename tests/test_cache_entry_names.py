@@ -53,3 +53,27 @@ def test_cache_info_list_prints_one_line_per_entry(tmp_path: Path) -> None:
     listed = [ln for ln in lines if ln.startswith("  ")]
     assert len(listed) == 3 and "\x1b" not in out.getvalue()
     assert sorted(ln.split()[-1] for ln in listed) == ["?", "plain", "two?lines?[2J"]
+
+
+def test_jaxlib_environments_are_listed_and_cleared_with_the_cache(tmp_path: Path) -> None:
+    """The environments ``--against-jaxlib`` makes (about 550 MB each) live under the cache's ``envs/``:
+    ``cache info`` lists them with their sizes and ``cache clear`` deletes them (a new user found them
+    in neither); an unfinished one and a directory the command did not make are left alone."""
+    _cache(tmp_path)
+    envs = tmp_path / "envs"
+    done = envs / "jaxlib-0.12.0.1-py3.12"
+    (done / "bin").mkdir(parents=True)
+    (done / ".xlasdk-env-complete").write_text("0.12.0.1\n")
+    (done / "bin" / "python").write_bytes(b"x" * 3000)
+    half = envs / ".tmp-xlasdk-env-abc"
+    half.mkdir()
+    other = envs / "mine"
+    other.mkdir()
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["cache", "info", "--dir", str(tmp_path)], stdout=out, stderr=err) == 0, err.getvalue()
+    text = out.getvalue()
+    assert "jaxlib environments (--against-jaxlib): 1," in text and "jaxlib-0.12.0.1-py3.12" in text, text
+    out = io.StringIO()
+    assert main(["cache", "clear", "--dir", str(tmp_path)], stdout=out, stderr=err) == 0, err.getvalue()
+    assert "removed 1 jaxlib environment" in out.getvalue(), out.getvalue()
+    assert not done.exists() and half.exists() and other.exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import time
 from typing import IO, Any
@@ -130,6 +131,22 @@ def _cmd_cache(args: argparse.Namespace, out: IO[str]) -> int:
     return EXIT_OK
 
 
+def _jaxlib_envs(directory: str) -> list[tuple[str, int]]:
+    """The environments ``--against-jaxlib`` made in ``directory`` (those it finished: the marker file
+    in them), each with its size in bytes."""
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        path = os.path.join(directory, name)
+        if name.startswith("jaxlib-") and os.path.isfile(os.path.join(path, ".xlasdk-env-complete")):
+            size = sum(os.lstat(os.path.join(d, f)).st_size for d, _, files in os.walk(path) for f in files)
+            found.append((path, size))
+    return found
+
+
 def _cache_verb(args: argparse.Namespace, out: IO[str]) -> None:
     from xlasdk._cache import CacheInfo, CompileCache
 
@@ -144,11 +161,21 @@ def _cache_verb(args: argparse.Namespace, out: IO[str]) -> None:
         li = loads.info() if not cache._verdict() else CacheInfo(loads.directory, 0, 0, loads.max_bytes)
         out.write(f"verified loads: {li.entries} entr{'y' if li.entries == 1 else 'ies'}, "
                   f"{_human_bytes(li.total_bytes)} in {loads.directory}\n")
+        envs = _jaxlib_envs(os.path.join(cache.directory, "envs"))
+        out.write(f"jaxlib environments (--against-jaxlib): {len(envs)}, "
+                  f"{_human_bytes(sum(size for _, size in envs))} in {os.path.join(cache.directory, 'envs')}"
+                  + "".join(f"\n  {os.path.basename(p)}  {_human_bytes(size)}" for p, size in envs) + "\n")
         return
     n = cache.clear()
     m = loads.clear() if not cache._verdict() else 0
     out.write(f"removed {n} entr{'y' if n == 1 else 'ies'} from {cache.directory}"
               f" and {m} verified load{'' if m == 1 else 's'} from {loads.directory}\n")
+    envs = _jaxlib_envs(os.path.join(cache.directory, "envs")) if not cache._verdict() else []
+    for path, _ in envs:
+        shutil.rmtree(path, ignore_errors=True)
+    if envs:
+        out.write(f"removed {len(envs)} jaxlib environment{'' if len(envs) == 1 else 's'} (--against-jaxlib, "
+                  f"{_human_bytes(sum(size for _, size in envs))}) from {os.path.join(cache.directory, 'envs')}\n")
     untagged = [c.directory for c in (cache, loads) if c._verdict() == "" and not c._cleanable()]
     if untagged:
         out.write(f"left alone: {', '.join(untagged)} (no CACHEDIR.TAG of xlasdk's: the cache never stored there, "
