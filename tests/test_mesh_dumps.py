@@ -34,8 +34,11 @@ from tests.helpers import assert_same_bits
 from tests.test_real_dumps import assert_matches_jax
 from xlasdk.cli import main
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("jax") is None,
-                                reason="jax (a test-only peer) is not installed")
+pytestmark = [pytest.mark.skipif(importlib.util.find_spec("jax") is None,
+                                 reason="jax (a test-only peer) is not installed"),
+              # compiling the same module again reads it back from a compile cache of this run
+              # (tests/conftest.py): these tests are about values, not compiling
+              pytest.mark.usefixtures("shared_compile_cache")]
 
 MAKER = Path(__file__).parent / "jax_sharded_programs.py"
 BEFORE, AFTER = "module.before_optimizations", "module.cpu_after_optimizations"

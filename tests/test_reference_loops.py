@@ -28,6 +28,9 @@ jnp = pytest.importorskip("jax.numpy")
 lax = pytest.importorskip("jax.lax")
 
 FORMS = ["stablehlo", "optimized"]
+# compiling the same module again reads it back from a compile cache of this run (tests/conftest.py):
+# these tests are about values, not compiling
+pytestmark = pytest.mark.usefixtures("shared_compile_cache")
 
 
 def _forms(fn: Callable[..., Any], *args: Any) -> dict[str, xs.XlaComputation]:

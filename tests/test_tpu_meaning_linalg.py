@@ -26,6 +26,9 @@ from xlasdk import ops
 DATA = Path(__file__).resolve().parent / "data" / "dumps_tpu_custom_calls"
 #: the dumps of each libtpu release
 RELEASES = {"libtpu-0.0.42": DATA, "libtpu-0.0.52": DATA.with_name("dumps_tpu_custom_calls_libtpu052")}
+# compiling the same module again reads it back from a compile cache of this run (tests/conftest.py):
+# these tests are about values, not compiling
+pytestmark = pytest.mark.usefixtures("shared_compile_cache")
 LINALG = ("cholesky", "cholesky_batch", "cholesky_blocked", "cho_solve", "triangular_solve_blocked",
           "triangular_solve_upper", "triangular_solve_batch")
 INDEXING = ("gather_2d", "scatter_add_2d", "take_along_axis")
