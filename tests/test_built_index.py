@@ -201,6 +201,16 @@ def _loop_in_a_branch() -> xs.XlaComputation:
     return b.build(ops.Conditional(flag, x, branch, x, lambda a: ops.Neg(a)))
 
 
+def _nested_tuple_parameter() -> xs.XlaComputation:
+    """A tuple parameter holding a tuple: its get_tuple_element of the inner tuple is one value, a
+    tuple (the record once took it for an op of two results: KeyError)."""
+    b = xs.XlaBuilder("nested_tuple_param")
+    inner = xs.Shape.tuple_shape([_shape(F32, (3,)), _shape(np.int32, ())])
+    t = ops.Parameter(b, 0, xs.Shape.tuple_shape([_shape(F32, (2,)), inner]), "t")
+    c = ops.GetTupleElement(ops.GetTupleElement(t, 1), 0)
+    return b.build(ops.Tuple(b, [ops.Neg(ops.GetTupleElement(t, 0)), ops.Neg(c)]))
+
+
 def _tuple_parameter_returned() -> xs.XlaComputation:
     b = xs.XlaBuilder("tuple_root")
     ops.Parameter(b, 0, xs.Shape.tuple_shape([_shape(F32, (2,)), _shape(np.int32, ())]), "t")
@@ -212,6 +222,7 @@ WRITTEN_OTHERWISE: dict[str, Callable[[], xs.XlaComputation]] = {
     "tuple_carry": _tuple_carry, "branches": _branches, "calls": _calls, "tuple_param": _tuple_parameter,
     "host_callback": _host_callback, "dynamic": _dynamic_parameter, "padded": _padded_dynamic_parameter,
     "sharded": _sharded_parameter, "loop_in_branch": _loop_in_a_branch, "tuple_root": _tuple_parameter_returned,
+    "nested_tuple_param": _nested_tuple_parameter,
 }
 EVERY = {**PROGRAMS, **WRITTEN_OTHERWISE}
 

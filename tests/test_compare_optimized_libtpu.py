@@ -28,11 +28,9 @@ def _failing(*a: Any, **k: Any) -> Any:
 
 
 def test_the_missing_libtpu_of_a_made_environment_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
-    import xlasdk.cli._compare_optimized as co
     import xlasdk.reference._other_env as oe
 
     monkeypatch.setattr(oe, "compare_optimized_hlo", _failing)
-    monkeypatch.setattr(co, "dump_options", lambda args: ({}, ""))
     with pytest.raises(UsageError, match=r"holds jaxlib alone, no libtpu.*--against-python D/bin/python"):
         compare_optimized(_args(), object(), object(), io.StringIO())
     with pytest.raises(UsageError, match=r"needs libtpu") as info:  # --against-python: the error as it came

@@ -39,6 +39,7 @@ from ._optable import (
     STABLEHLO_TUPLE,
     TUPLE,
     OpDef,
+    opaque_row,
 )
 from .program.walk import reachable
 from .shape import Shape
@@ -201,6 +202,8 @@ class _Recorder:
         """The node of the op just written (``name``: its SSA name; ``o``: the built node it is
         written for, None for an op the emitter adds): ``o`` itself where the op is ``o`` exactly
         (its row, operands, attributes and regions), else a node of its own."""
+        if row is STABLEHLO_GET_TUPLE_ELEMENT and shape.is_tuple():  # one result, a tuple: the importer's
+            row = opaque_row(row.name, True)  # opaque row of that form, as the module imports
         scope = self.scopes[-1]
         inner = len(self.scopes) > 1  # (what main defines and reads is asked of regions only)
         if inner:
@@ -215,7 +218,7 @@ class _Recorder:
         else:
             b = self.builder if o is None else o.builder
             node = self.node_type(b, row, operands, shape, attrs, tuple(regions), o.loc if o is not None else loc, None)
-        if shape.is_tuple() and not row.tuple_result:  # one value per result
+        if shape.is_tuple() and not row.tuple_result:
             k = len(shape.tuple_shapes())
             self.parts[node.id] = (node, [None] * k)
             for i in range(k):

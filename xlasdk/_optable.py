@@ -65,7 +65,7 @@ __all__ = [
     "OpDef", "HloForm", "HloUnsupported", "define", "OPS", "NO_RULE", "GRAPH_SHAPE", "EMITTER_ONLY",
     "PARAMETER", "TUPLE", "GET_TUPLE_ELEMENT", "CALL", "STABLEHLO_TUPLE", "STABLEHLO_GET_TUPLE_ELEMENT", "RETURN",
     "braces", "hlo_window", "NOT_DEFINED", "evaluates", "bind_evaluation", "refuse_evaluation", "AttrKind",
-    "OpProps", "declare", "OPAQUE_PROPS", "ROW_ALIASES",
+    "OpProps", "declare", "OPAQUE_PROPS", "ROW_ALIASES", "opaque_row",
 ]
 
 
@@ -348,6 +348,20 @@ EMITTER_ONLY = "written by the emitters themselves from values they already type
 NO_RULE: frozenset[str] = frozenset({GRAPH_SHAPE, EMITTER_ONLY})
 
 _NAME = re.compile(r"(?:stablehlo|chlo)\.[a-z][a-z0-9_]*|parameter|tuple|get_tuple_element|call")
+
+
+_OPAQUE_ROWS: dict[tuple[str, bool], OpDef] = {}
+
+
+def opaque_row(name: str, tuple_result: bool) -> OpDef:
+    """The row of an op the table does not define (or whose row's flags do not fit this use: a
+    ``stablehlo.get_tuple_element`` whose one result is a tuple), one per name and form: the
+    importer's and the emitter's record's alike."""
+    key = (name, tuple_result)
+    d = _OPAQUE_ROWS.get(key)
+    if d is None:
+        d = _OPAQUE_ROWS[key] = OpDef(name, constant=False, tuple_result=tuple_result, plain_emit=not tuple_result)
+    return d
 
 
 def define(

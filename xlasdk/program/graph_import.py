@@ -30,7 +30,7 @@ from typing import Any
 from .._jaxlib import mlir_graph as _mg
 from .._metadata import Location
 from .._mlir_attrs import UNIT, mlir_unescape, render, symbol_name
-from .._optable import GET_TUPLE_ELEMENT, OPS, PARAMETER, TUPLE, HloForm, OpDef
+from .._optable import GET_TUPLE_ELEMENT, OPS, PARAMETER, TUPLE, HloForm, opaque_row
 from ..attrs import OpMetadata
 from ..builder import Graph, ModuleContext, Region, XlaBuilder, XlaOp
 from ..errors import GraphImportError, XlaSdkError
@@ -42,16 +42,7 @@ __all__ = ["MlirAttr", "Instruction", "InstructionGraph", "Partitioning", "HloNa
            "partitioning", "hlo_opcode_of"]
 
 
-_OPAQUE: dict[tuple[str, bool], OpDef] = {}
-
-
-def _opaque_row(name: str, tuple_result: bool) -> OpDef:
-    """The row of an op the table does not define (or whose row's flags do not fit this use)."""
-    key = (name, tuple_result)
-    d = _OPAQUE.get(key)
-    if d is None:
-        d = _OPAQUE[key] = OpDef(name, constant=False, tuple_result=tuple_result, plain_emit=not tuple_result)
-    return d
+_opaque_row = opaque_row  # (the table's: the emitter's record makes the same rows)
 
 
 _LOC_NAME = re.compile(r'^loc\("((?:[^"\\]|\\.)*)"(?=[()])')

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._where import where
 from ._bounds import OutputScale, error_bounds, made_by_dot, output_scale
 from ._orders import with_order
 from ._precision import device_kind
@@ -90,14 +91,28 @@ def run_reference(computation: XlaComputation, args: Sequence[Any], scales: bool
     if len(args) != len(g.params):
         raise ShapeError(f"evaluate: {computation.name!r} takes {len(g.params)} arguments, got {len(args)}")
     env: dict[int, Value] = {}
-    for i, (p, a) in enumerate(zip(g.params, args, strict=True)):
+
+    def argument(i: int, shape: Any, a: Any, at: str) -> Value:
+        """Argument ``i`` (its element ``at`` in a tuple parameter) checked against ``shape``."""
+        if shape.is_tuple():  # a tuple parameter: a tuple (or list) of its elements, nested as it is
+            parts = shape.tuple_shapes()
+            if not isinstance(a, (tuple, list)) or len(a) != len(parts):
+                got = f"a {type(a).__name__} of {len(a)}" if isinstance(a, (tuple, list)) else type(a).__name__
+                raise ShapeError(f"evaluate: argument {i}{at} must be a tuple of {len(parts)} values for parameter "
+                                 f"{i}'s {shape}, got {got}{where()}")
+            return tuple(argument(i, s, x, f"{at}[{k}]") for k, (s, x) in enumerate(zip(parts, a, strict=True)))
         arr = np.asarray(a)
-        want = dtype_of(p.shape)
-        if arr.shape != tuple(p.shape.dimensions()):
-            raise ShapeError(f"evaluate: argument {i} has shape {arr.shape}, parameter {i} is {p.shape}")
+        want = dtype_of(shape)
+        if arr.shape != tuple(shape.dimensions()):
+            raise ShapeError(f"evaluate: argument {i}{at} has shape {arr.shape}, parameter {i}{at} is {shape}"
+                             f"{where()}")
         if arr.dtype != want and not isinstance(a, (bool, int, float, complex)):  # as exe(...) checks them
-            raise DTypeError(f"evaluate: argument {i} has element type {arr.dtype}, parameter {i} is {p.shape}")
-        env[id(p)] = arr.astype(want, copy=False)
+            raise DTypeError(f"evaluate: argument {i}{at} has element type {arr.dtype}, parameter {i}{at} is "
+                             f"{shape}{where()}")
+        return arr.astype(want, copy=False)
+
+    for i, (p, a) in enumerate(zip(g.params, args, strict=True)):
+        env[id(p)] = argument(i, p.shape, a, "")
     ev = Evaluator(computation)
     if model is not None:
         ev.model, ev.precision, ev.emulate = device_kind(model[0]), model[1], bool(model[2])
