@@ -41,6 +41,7 @@ from ..attrs import PrecisionConfig
 from ..builder import XlaOp
 from ..errors import CompareArgumentError, GraphImportError
 from ..ops.elementwise import BINARY, UNARY
+from ..ops.linalg import DOT_GENERAL
 
 if TYPE_CHECKING:
     from ..runtime.device import Device
@@ -346,7 +347,7 @@ def strength_reduced(node: Any, lhs: Sequence[int], rhs: Sequence[int]) -> bool:
     algebraic simplifier (dot strength reduction) and never reaches the matrix unit. Measured on a
     TPU v5e (libtpu 0.0.42.1): such dots came out at the f32 products' values, the matrix-matrix
     dots of the same test at the bf16-rounded inputs' values, bit for bit."""
-    if row_of(node) is not OPS.get("stablehlo.dot_general"):
+    if row_of(node) is not DOT_GENERAL:
         return False
     dn = node.attr("dot_dimension_numbers") if isinstance(node, XlaOp) else None
     if dn is None:  # a plain dot (a loaded stablehlo.dot): lhs's last dimension with rhs's first
