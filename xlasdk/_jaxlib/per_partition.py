@@ -250,4 +250,3 @@ def rewrite_for_compile(module_text: str, *, manual: bool) -> str:
         if not module.operation.verify():  # pragma: no cover - verify raises instead
             raise ValueError("the rewritten module does not verify")
     return _mlir.module_to_text(module, debug_info=True, generic=True)
-
