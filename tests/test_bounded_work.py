@@ -240,6 +240,16 @@ def _die_of_bad_alloc(log: str) -> None:  # pragma: no cover - runs in the worke
     os.abort()
 
 
+def _die_as_glibc_does(log: str) -> None:  # pragma: no cover - runs in the worker process
+    """What glibc prints and does when a new thread's memory is past RLIMIT_AS (seen once in a full run
+    of test_a_compile_past_the_budget_is_a_budget_error: exit 127, "ended before it answered")."""
+    with open(log, "a") as f:
+        f.write("x")
+    sys.stderr.write("cannot allocate memory for thread-local data: ABORT\n")
+    sys.stderr.flush()
+    os._exit(127)
+
+
 def _allocate(n: int) -> int:  # pragma: no cover - runs in the worker process
     return len(bytearray(n))
 
@@ -254,6 +264,10 @@ def test_worker_deaths_and_failures_of_memory_say_so_and_are_not_retried(
     assert info.value.out_of_memory and info.value.killed and not info.value.timed_out
     assert info.value.reason == _BUDGET_SENTENCE.format("2.0 GiB")
     assert log.read_text() == "x"  # once: the same budget would run out again
+    with pytest.raises(isolated.WorkerDied) as info:  # glibc's words for a thread past the budget
+        isolated.request("tests.test_bounded_work:_die_as_glibc_does", str(log))
+    assert info.value.out_of_memory and info.value.reason == _BUDGET_SENTENCE.format("2.0 GiB")
+    assert log.read_text() == "xx"
     with pytest.raises(isolated.Failed) as failed:
         isolated.request("tests.test_bounded_work:_allocate", 1 << 40)
     assert failed.value.stage == "memory" and failed.value.message == _BUDGET_SENTENCE.format("2.0 GiB")

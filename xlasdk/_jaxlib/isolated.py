@@ -89,7 +89,10 @@ _UNITS: Final = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 #: words in the log of a worker that died because an allocation failed
 _OOM_MARKS: Final = ("std::bad_alloc", "Cannot allocate memory", "out of memory", "Out of memory",
                      "MemoryError", "Failed to allocate", "failed to allocate", "pthread_create() failed",
-                     "failed to map segment")
+                     "failed to map segment",
+                     # glibc's, starting a thread past RLIMIT_AS (exit 127): "cannot allocate memory for
+                     # thread-local data: ABORT"
+                     "cannot allocate memory")
 
 
 def _machine_memory() -> int | None:
