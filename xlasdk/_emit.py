@@ -41,7 +41,7 @@ from ._optable import (
     OpDef,
     opaque_row,
 )
-from .program.walk import reachable
+from .program.walk import reachable, unread
 from .shape import Shape
 from .sharding import HloSharding
 from .sharding._spmd import _result_shardings
@@ -269,7 +269,7 @@ class _Recorder:
         self.use(captured)  # what a region reads from outside, its op reads
         results = tuple(self.node(n) for n in rets)
         captures = tuple(self.node(n) for n in captured)
-        effects = _unused(scope.nodes, results)
+        effects = tuple(unread(scope.nodes, results))
         if (r.bindings is None and tuple(params) == r.params and results == r.results and captures == r.captures
                 and effects == r.effects):
             return r
@@ -282,23 +282,8 @@ class _Recorder:
         self.use(rets)
         outputs = tuple(self.node(n) for n in rets)
         parts = {k: tuple(self._part(op, i) for i in range(len(slots))) for k, (op, slots) in self.parts.items()}
-        return MainRecord(tuple(params), tuple(self.ops), outputs, _unused(self.scopes[0].nodes, outputs), parts,
+        return MainRecord(tuple(params), tuple(self.ops), outputs, tuple(unread(self.scopes[0].nodes, outputs)), parts,
                           result_attrs, self.built)
-
-
-def _unused(nodes: Sequence[XlaOp], results: Sequence[XlaOp]) -> tuple[XlaOp, ...]:
-    """The ``nodes`` of a block whose values no node of it reads, nor its ``results`` (as the
-    importer finds a block's side effects: read through an operand, a result's op through a
-    ``get_tuple_element``, a region's captures)."""
-    used: set[int] = set()
-    for o in nodes:
-        used.update(x.id for x in o.operands)
-        used.update(x.operands[0].id for x in o.operands if x.opdef is GET_TUPLE_ELEMENT)
-        for r in o.regions:
-            used.update(x.id for x in r.captures)
-    used.update(x.id for x in results)
-    used.update(x.operands[0].id for x in results if x.opdef is GET_TUPLE_ELEMENT)
-    return tuple(o for o in nodes if o.id not in used)
 
 
 class Emitter:

@@ -37,6 +37,7 @@ from ..errors import GraphImportError, XlaSdkError
 from ..shape import Shape
 from .attr_kinds import MlirAttr
 from .program_shape import _shape_from_type
+from .walk import unread
 
 __all__ = ["MlirAttr", "Instruction", "InstructionGraph", "Partitioning", "HloNames", "import_graph",
            "partitioning", "hlo_opcode_of"]
@@ -441,15 +442,7 @@ class _Importer:
             if top:
                 self.order.append((op, orec.name))
         results = [self.values[k] for k in rec.returns]
-        used: set[int] = set()
-        for op in nodes:
-            used.update(x.id for x in op.operands)
-            used.update(x.operands[0].id for x in op.operands if x.opdef is GET_TUPLE_ELEMENT)
-            for r in op.regions:
-                used.update(x.id for x in r.captures)
-        used.update(x.id for x in results)
-        used.update(x.operands[0].id for x in results if x.opdef is GET_TUPLE_ELEMENT)
-        effects = [op for op in nodes if op.id not in used and op.opdef.name not in _PURE]
+        effects = [op for op in unread(nodes, results) if op.opdef.name not in _PURE]
         return params, results, effects
 
     def region(self, rec: _mg.RegionRecord, where: str) -> Region:

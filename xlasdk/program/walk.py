@@ -21,13 +21,15 @@ The walks use an explicit stack, never recursion, so a chain of a hundred thousa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Hashable, Iterable
+from collections.abc import Callable, Container, Hashable, Iterable, Sequence
 from typing import TYPE_CHECKING, TypeVar
+
+from .._optable import GET_TUPLE_ELEMENT
 
 if TYPE_CHECKING:
     from ..builder import XlaOp
 
-__all__ = ["reachable", "users", "closure"]
+__all__ = ["reachable", "users", "closure", "unread"]
 
 T = TypeVar("T", bound=Hashable)
 
@@ -102,3 +104,18 @@ def closure(starts: Iterable[T], step: Callable[[T], Iterable[T]]) -> set[T]:
                 seen.add(y)
                 stack.append(y)
     return seen
+
+
+def unread(nodes: Sequence[XlaOp], results: Sequence[XlaOp]) -> list[XlaOp]:
+    """The ``nodes`` of a block whose values no node of it reads, nor its ``results``: read through an
+    operand, a result's op through a ``get_tuple_element`` of it, a region's captures (a block's side
+    effects, as the importer and the emitter's record find them)."""
+    used: set[int] = set()
+    for o in nodes:
+        used.update(x.id for x in o.operands)
+        used.update(x.operands[0].id for x in o.operands if x.opdef is GET_TUPLE_ELEMENT)
+        for r in o.regions:
+            used.update(x.id for x in r.captures)
+    used.update(x.id for x in results)
+    used.update(x.operands[0].id for x in results if x.opdef is GET_TUPLE_ELEMENT)
+    return [o for o in nodes if o.id not in used]
