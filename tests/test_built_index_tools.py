@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import xlasdk as xs
+from tests.test_built_index import _branches
 from xlasdk import ops
 from xlasdk.inputs import input_ranges
 from xlasdk.program import graph_import
@@ -86,16 +87,7 @@ def test_a_tuple_carry() -> None:
 
 @pytest.mark.parametrize(("flag", "idx"), [(True, 0), (False, 1), (True, 5)])
 def test_branches_taking_and_returning_tuples(flag: bool, idx: int) -> None:
-    b = xs.XlaBuilder("branches")
-    x = ops.Parameter(b, 0, _shape(F32, (2,)), "x")
-    f = ops.Parameter(b, 1, _shape(np.bool_, ()), "flag")
-    i = ops.Parameter(b, 2, _shape(np.int32, ()), "idx")
-    pair = ops.Tuple(b, [x, ops.Neg(x)])
-    c1 = ops.Conditional(f, x, lambda a: ops.Neg(a), pair,
-                         lambda t: ops.Add(ops.GetTupleElement(t, 0), ops.GetTupleElement(t, 1)))
-    c2 = ops.Conditional(i, [lambda a: ops.Tuple(a.builder, [ops.Exp(a), a]),
-                             lambda a: ops.Tuple(a.builder, [a, a])], [x, x])
-    comp = b.build(ops.Tuple(b, [c1, ops.GetTupleElement(c2, 0), ops.GetTupleElement(c2, 1)]))
+    comp = _branches()  # both forms of conditional, a tuple operand, branches returning tuples
     assert _opcodes(comp).count("stablehlo.case") + _opcodes(comp).count("stablehlo.if") == 2
     xv = np.array([0.5, -2], F32)
     args = [xv, np.bool_(flag), np.int32(idx)]
