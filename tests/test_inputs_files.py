@@ -274,7 +274,7 @@ def test_an_hlo_proto_whose_module_name_is_not_utf8_is_refused_saying_so(tmp_pat
 
 
 def _proto_of(text: str) -> bytes:
-    from xlasdk.formats.loaders import computation_from_hlo_text
+    from xlasdk.formats.load import computation_from_hlo_text
 
     return computation_from_hlo_text(text).as_serialized_hlo_module_proto()
 

@@ -108,7 +108,7 @@ def _lowered_for_tpu(mtext: str, name: str) -> str:
     """A candidate's module with jaxlib's LAPACK custom calls lowered for a TPU, as :func:`xlasdk.compile`
     lowers them for one (:mod:`xlasdk.runtime._platform_lowering`); raises ``isolated.Failed`` (stage
     ``compile``) with the lowering's message where a call has no form on a TPU."""
-    from .formats.loaders import computation_from_stablehlo  # loaded when a TPU candidate calls LAPACK
+    from .formats.load import computation_from_stablehlo  # loaded when a TPU candidate calls LAPACK
     from .runtime._platform_lowering import for_platform
 
     try:

@@ -29,7 +29,8 @@ become reshapes/transposes; ``as_hlo_text()`` still prints the module as it was 
 
 Modules of this package (everything public is re-exported here). The program model they load
 into and save from (the computation, a module's instruction graph and its edits, the program
-shape, the worker's services and load records) is :mod:`xlasdk.program`, one layer below:
+shape, the worker's services and load records) is :mod:`xlasdk.program`: its computation class
+sits between this package's readers (below it) and ``load`` and ``snapshot`` (above it):
 
 =====================  ========================================================================
 ``sniff``              :class:`Format`, file suffixes, recognising a format from the content
@@ -44,8 +45,10 @@ shape, the worker's services and load records) is :mod:`xlasdk.program`, one lay
 ``rule_check``         the builder's shape rules on a loaded module's ops
 ``tpu_meaning``        XLA's TPU-optimized HLO read as its CPU meaning
 ``snapshot``           XLA's ``HloSnapshot`` files (module, arguments, result): :func:`load_snapshot`
-``loaders``            ``computation_from_*``, :func:`load_computation`
+``loaders``            each format's text or bytes read and checked: a computation's parts
 ``saving``             :func:`computation_bytes`, :func:`save_computation`
+``load``               ``computation_from_*``, :func:`load_computation` (above the program model:
+                       they make computations of what ``loaders`` reads)
 =====================  ========================================================================
 """
 
@@ -59,8 +62,12 @@ if TYPE_CHECKING:  # the names below import their modules on first use (PEP 562)
     from .hlo_check import check_hlo_text
     from .hlo_text import hlo_opcode_counts
     from .jax_export import JaxExport, read_jax_export
-    from .load import load_computation
-    from .loaders import computation_from_hlo_proto, computation_from_hlo_text, computation_from_stablehlo
+    from .load import (
+        computation_from_hlo_proto,
+        computation_from_hlo_text,
+        computation_from_stablehlo,
+        load_computation,
+    )
     from .saving import computation_bytes, save_computation
     from .snapshot import Snapshot, load_snapshot, read_snapshot, write_snapshot
     from .sniff import Format, PathLike, format_from_suffix, sniff_format
@@ -74,9 +81,9 @@ _LAZY: dict[str, str] = {
     "JaxExport": "jax_export",
     "read_jax_export": "jax_export",
     "load_computation": "load",
-    "computation_from_hlo_proto": "loaders",
-    "computation_from_hlo_text": "loaders",
-    "computation_from_stablehlo": "loaders",
+    "computation_from_hlo_proto": "load",
+    "computation_from_hlo_text": "load",
+    "computation_from_stablehlo": "load",
     "computation_bytes": "saving",
     "save_computation": "saving",
     "Snapshot": "snapshot",

@@ -1,21 +1,15 @@
 """``load_computation``: a computation from any file XLA, JAX or xlasdk writes, its format chosen
-by the suffix and recognised from the content (:mod:`.loaders` reads each format;
-:mod:`.snapshot` and :mod:`.jax_export` the files that wrap a module)."""
+by the suffix and recognised from the content; ``computation_from_*``: from a format's text or
+bytes (:mod:`.loaders` reads each format; :mod:`.snapshot` and :mod:`.jax_export` the files that
+wrap a module). This module sits above the program model: it makes :class:`~xlasdk.XlaComputation`
+objects of what :mod:`.loaders` reads."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from .._jaxlib import isolated
 from ..errors import FormatError
-from .loaders import (
-    _from_bytecode,
-    _path_name,
-    _read,
-    computation_from_hlo_proto,
-    computation_from_hlo_text,
-    computation_from_stablehlo,
-)
+from ..program.computation import XlaComputation
+from .loaders import _path_name, _read, bytecode_program, hlo_proto_program, hlo_text_program, stablehlo_program
 from .sniff import (
     _BYTECODE_MAGIC,
     _SUFFIX_LIST,
@@ -29,10 +23,48 @@ from .sniff import (
     text_snapshot_kind,
 )
 
-if TYPE_CHECKING:
-    from ..program.computation import XlaComputation
+__all__ = ["load_computation", "computation_from_hlo_text", "computation_from_hlo_proto", "computation_from_stablehlo"]
 
-__all__ = ["load_computation"]
+
+def computation_from_hlo_text(text: str, what: str = "from_hlo_text") -> XlaComputation:
+    """An :class:`~xlasdk.XlaComputation` from HLO text (``HloModule ...``).
+
+    XLA parses the text, imports it as StableHLO and verifies it, first in xlasdk's worker
+    process (XLA aborts on some inconsistent modules), then here. Optimized HLO (fusions,
+    bitcasts, layouts, the stack-frame tables of JAX dumps) is rewritten for the import.
+
+    Raises
+    ------
+    FormatError
+        For syntax errors and inconsistent modules, naming ``what``, the line and the problem;
+        for modules XLA aborts on, XLA's ``Check failed:`` line.
+    """
+    return XlaComputation(*hlo_text_program(text, what))
+
+
+def computation_from_hlo_proto(data: bytes, what: str = "from_hlo_proto") -> XlaComputation:
+    """An :class:`~xlasdk.XlaComputation` from a serialized ``HloModuleProto``.
+
+    Also accepts the ``HloProto`` and ``HloSnapshot`` wrappers of XLA's ``*.hlo.pb`` dumps.
+
+    Raises
+    ------
+    FormatError
+        For empty, truncated or corrupt data and inconsistent modules.
+    """
+    return XlaComputation(*hlo_proto_program(data, what))
+
+
+def computation_from_stablehlo(data: str | bytes, what: str = "from_stablehlo") -> XlaComputation:
+    """An :class:`~xlasdk.XlaComputation` from StableHLO text, MLIR bytecode or a portable artifact.
+
+    Raises
+    ------
+    FormatError
+        For syntax errors, modules that fail MLIR verification, corrupt bytecode or a module
+        without a ``main`` function.
+    """
+    return XlaComputation(*stablehlo_program(data, what))
 
 
 def _from_jax_export(data: bytes, what: str) -> XlaComputation:
@@ -40,7 +72,7 @@ def _from_jax_export(data: bytes, what: str) -> XlaComputation:
     from .jax_export import read_jax_export  # imported for such a file only (a plain module's load needs neither)
 
     info = read_jax_export(data, what)
-    return _from_bytecode(info.mlir_module, f"{what} (its jax.export module)")
+    return XlaComputation(*bytecode_program(info.mlir_module, f"{what} (its jax.export module)"))
 
 
 def load_computation(path: PathLike, format: Format | str | None = None) -> XlaComputation:
@@ -115,5 +147,5 @@ def load_computation(path: PathLike, format: Format | str | None = None) -> XlaC
     if fmt is Format.PORTABLE_ARTIFACT:
         if not data.startswith(_BYTECODE_MAGIC):
             raise FormatError(f"{what}: not a StableHLO portable artifact (no 'ML\\xefR' bytecode header)")
-        return _from_bytecode(data, what)
+        return XlaComputation(*bytecode_program(data, what))
     return computation_from_hlo_proto(data, what)

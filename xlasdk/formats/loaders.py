@@ -1,14 +1,17 @@
-"""Loading computations: from HLO text, HLO protos, StableHLO text and bytecode, and from files.
+"""Reading modules: from HLO text, HLO protos, StableHLO text and bytecode, as a :class:`LoadedProgram`.
 
 HLO is pre-checked (:mod:`.hlo_check`), parsed by XLA, imported as StableHLO and verified;
-bytecode this process did not write itself is decoded in a child process first.
+bytecode this process did not write itself is decoded in a child process first. What comes back
+is an :class:`~xlasdk.XlaComputation`'s parts (name, program shape, origin): the program model
+(``XlaComputation.from_hlo_text`` ...) and :mod:`.load` (``computation_from_*``,
+``load_computation``) make the computation of them, so this module sits below the program model.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._atomic import file_path, read_regular_file
 from .._jaxlib import isolated
@@ -16,6 +19,7 @@ from .._jaxlib import mlir as _mlir
 from .._jaxlib.opset import newer_op_hint
 from ..errors import FormatError
 from ..program.diagnostics import _one_line
+from ..program.origin import Loaded, LoadedHlo
 from ..program.program_shape import _program_shape
 from . import untrusted
 from .artifact import _TRUSTED_BYTECODE, _vtuple, portable_artifact_version
@@ -34,23 +38,24 @@ from .sniff import (
 )
 
 if TYPE_CHECKING:
-    from ..program.computation import XlaComputation
+    from ..program.origin import Origin
+    from ..shape import ProgramShape
 
 
-def _loaded(
-    module: Any,
-    what: str,
-    *,
-    fmt: Format,
-    name: str | None = None,
-) -> XlaComputation:
-    from ..program.computation import XlaComputation
-    from ..program.origin import Loaded
+class LoadedProgram(NamedTuple):
+    """A module read from one of XLA's formats: the parts of its :class:`~xlasdk.XlaComputation`,
+    which is ``XlaComputation(*program)``."""
 
+    name: str
+    program_shape: ProgramShape
+    origin: Origin
+
+
+def _loaded(module: Any, what: str, *, fmt: Format) -> LoadedProgram:
     program_shape = _program_shape(module, what)
-    mname = name or _mlir.module_name(module) or "main"
+    mname = _mlir.module_name(module) or "main"
     text = _mlir.module_to_text(module, debug_info=True, generic=True)  # the pretty form may not parse back
-    return XlaComputation(mname, program_shape, Loaded(fmt.value, text, module))
+    return LoadedProgram(mname, program_shape, Loaded(fmt.value, text, module))
 
 
 def _hlo_failure(e: isolated.Failed, what: str, text: str | None) -> FormatError:
@@ -106,7 +111,7 @@ def _tpu_signs(text: str) -> bool:
         return False
 
 
-def _from_hlo(kind: str, data: str | bytes, what: str, fmt: Format) -> XlaComputation:
+def _from_hlo(kind: str, data: str | bytes, what: str, fmt: Format) -> LoadedProgram:
     """Load HLO text or proto bytes: every native step runs first in the worker process."""
     text = data if isinstance(data, str) else None
     try:
@@ -120,28 +125,14 @@ def _from_hlo(kind: str, data: str | bytes, what: str, fmt: Format) -> XlaComput
     # The worker carried these exact bytes through every step the computation will take with
     # them here (parse, verify); they are read when first needed, and the worker goes first for
     # the rest (the module's text, XLA's proto reader) when that is needed.
-    from ..program.computation import XlaComputation
-    from ..program.origin import LoadedHlo
-
     origin = LoadedHlo(  # its instruction graph names instructions as the HLO does (read_names)
         fmt.value, proto, (bytecode, attributes), read_names=hlo_names, tpu_rewrite=tpu,
     )
-    return XlaComputation(name, program_shape, origin)
+    return LoadedProgram(name, program_shape, origin)
 
 
-def computation_from_hlo_text(text: str, what: str = "from_hlo_text") -> XlaComputation:
-    """An :class:`~xlasdk.XlaComputation` from HLO text (``HloModule ...``).
-
-    XLA parses the text, imports it as StableHLO and verifies it, first in xlasdk's worker
-    process (XLA aborts on some inconsistent modules), then here. Optimized HLO (fusions,
-    bitcasts, layouts, the stack-frame tables of JAX dumps) is rewritten for the import.
-
-    Raises
-    ------
-    FormatError
-        For syntax errors and inconsistent modules, naming ``what``, the line and the problem;
-        for modules XLA aborts on, XLA's ``Check failed:`` line.
-    """
+def hlo_text_program(text: str, what: str) -> LoadedProgram:
+    """HLO text (``HloModule ...``) read (:func:`xlasdk.formats.computation_from_hlo_text`)."""
     if not isinstance(text, str):
         raise FormatError(f"{what}: expected HLO text (str), got {type(text).__name__}")
     if not text.strip():
@@ -157,16 +148,8 @@ def computation_from_hlo_text(text: str, what: str = "from_hlo_text") -> XlaComp
     return _from_hlo("text", text, what, Format.HLO_TEXT)
 
 
-def computation_from_hlo_proto(data: bytes, what: str = "from_hlo_proto") -> XlaComputation:
-    """An :class:`~xlasdk.XlaComputation` from a serialized ``HloModuleProto``.
-
-    Also accepts the ``HloProto`` and ``HloSnapshot`` wrappers of XLA's ``*.hlo.pb`` dumps.
-
-    Raises
-    ------
-    FormatError
-        For empty, truncated or corrupt data and inconsistent modules.
-    """
+def hlo_proto_program(data: bytes, what: str) -> LoadedProgram:
+    """A serialized ``HloModuleProto`` read (:func:`xlasdk.formats.computation_from_hlo_proto`)."""
     if isinstance(data, (bytearray, memoryview)):
         data = bytes(data)
     if not isinstance(data, bytes):
@@ -187,22 +170,16 @@ def computation_from_hlo_proto(data: bytes, what: str = "from_hlo_proto") -> Xla
     return _from_hlo("proto", inner, what, Format.HLO_PROTO)
 
 
-def computation_from_stablehlo(data: str | bytes, what: str = "from_stablehlo") -> XlaComputation:
-    """An :class:`~xlasdk.XlaComputation` from StableHLO text, MLIR bytecode or a portable artifact.
-
-    Raises
-    ------
-    FormatError
-        For syntax errors, modules that fail MLIR verification, corrupt bytecode or a module
-        without a ``main`` function.
-    """
+def stablehlo_program(data: str | bytes, what: str) -> LoadedProgram:
+    """StableHLO text, MLIR bytecode or a portable artifact read
+    (:func:`xlasdk.formats.computation_from_stablehlo`)."""
     if isinstance(data, (bytearray, memoryview)):
         data = bytes(data)
     if isinstance(data, bytes):
         if not data:
             raise FormatError(f"{what}: the data is empty")
         if data.startswith(_BYTECODE_MAGIC):
-            return _from_bytecode(data, what)
+            return bytecode_program(data, what)
         text = _as_text(data)
         if text is None and (hint := jax_exported_hint(data)) is not None:
             raise FormatError(f"{what}: {hint}")
@@ -230,7 +207,8 @@ def _stablehlo_in_worker(data: str | bytes, kind: str, what: str, problem: str) 
         raise FormatError(f"{what}: {problem}: {e.message}{newer_op_hint(e.message)}") from None
 
 
-def _from_bytecode(data: bytes, what: str) -> XlaComputation:
+def bytecode_program(data: bytes, what: str) -> LoadedProgram:
+    """MLIR bytecode or a StableHLO portable artifact read (``b"ML\\xefR"`` first)."""
     version = portable_artifact_version(data)
     kind = f"StableHLO portable artifact (v{version})" if version else "MLIR bytecode"
     if hashlib.sha256(data).digest() in _TRUSTED_BYTECODE:

@@ -40,20 +40,18 @@ import dataclasses
 import os
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final, Literal
 
 import numpy as np
 
 from .._atomic import atomic_write
 from ..errors import FormatError
+from ..program.computation import XlaComputation
 from ..types import PrimitiveType, dtype_to_etype, etype_to_dtype
-from .loaders import _path_name, _read, computation_from_hlo_proto
+from .loaders import _path_name, _read, hlo_proto_program
 from .protobuf import _proto_fields
 from .sniff import PathLike, _as_text, text_snapshot_kind
 from .text_proto import binary_from_text
-
-if TYPE_CHECKING:
-    from ..program.computation import XlaComputation
 
 __all__ = [
     "Snapshot", "load_snapshot", "read_snapshot", "write_snapshot", "snapshot_kind", "new_snapshot_path",
@@ -434,7 +432,7 @@ def read_snapshot(data: bytes, what: str = "snapshot") -> Snapshot:
         plat = [v for num, wt, v in fields if num == 4 and wt == 2]
         platform = plat[0].decode("utf-8", "replace") if plat else None
         kind = "snapshot"
-    comp = computation_from_hlo_proto(module, what)
+    comp = XlaComputation(*hlo_proto_program(module, what))
     arguments = partitions[0] if partitions else ()
     _check_arguments(comp, arguments, what)
     if result is not None:

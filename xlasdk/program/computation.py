@@ -87,9 +87,9 @@ class XlaComputation(Computation):
         FormatError
             For syntax errors or an inconsistent module, naming the line and the problem.
         """
-        from ..formats import computation_from_hlo_text  # formats sit above (they make computations)
+        from ..formats.loaders import hlo_text_program  # the readers load XLA's parsers' services on first use
 
-        return computation_from_hlo_text(text)
+        return XlaComputation(*hlo_text_program(text, "from_hlo_text"))
 
     @classmethod
     def from_stablehlo(cls, text_or_bytes: str | bytes) -> XlaComputation:
@@ -103,9 +103,9 @@ class XlaComputation(Computation):
         FormatError
             For syntax or verification errors, corrupt bytecode, or no ``main`` function.
         """
-        from ..formats import computation_from_stablehlo  # formats sit above (they make computations)
+        from ..formats.loaders import stablehlo_program  # the readers load XLA's parsers' services on first use
 
-        return computation_from_stablehlo(text_or_bytes)
+        return XlaComputation(*stablehlo_program(text_or_bytes, "from_stablehlo"))
 
     @classmethod
     def from_hlo_proto(cls, data: bytes) -> XlaComputation:
@@ -118,9 +118,9 @@ class XlaComputation(Computation):
         FormatError
             For empty, truncated, corrupt or non-proto data and inconsistent modules.
         """
-        from ..formats import computation_from_hlo_proto  # formats sit above (they make computations)
+        from ..formats.loaders import hlo_proto_program  # the readers load XLA's parsers' services on first use
 
-        return computation_from_hlo_proto(data)
+        return XlaComputation(*hlo_proto_program(data, "from_hlo_proto"))
 
     # -- identity ----------------------------------------------------------------------------
     @property
@@ -281,7 +281,7 @@ class XlaComputation(Computation):
         FormatError
             For an unknown suffix, a module the format cannot hold, or an unwritable path.
         """
-        from ..formats import save_computation  # formats sit above (they make computations)
+        from ..formats.saving import save_computation  # the writers load on first use
 
         save_computation(self, path, format, target_version=target_version)
 
@@ -308,7 +308,7 @@ class XlaComputation(Computation):
             or is too old for an op used (the message gives the oldest version that works); or
             if the module holds non-StableHLO ops (``mhlo.fusion`` from an optimized XLA dump).
         """
-        from ..formats import serialize_portable_artifact  # formats sit above (they make computations)
+        from ..formats.artifact import serialize_portable_artifact  # the writers load on first use
 
         return serialize_portable_artifact(self, target_version)
 
