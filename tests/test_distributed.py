@@ -344,8 +344,10 @@ def check_duplicate(job: Job) -> None:
     # then makes XLA end the first (SIGABRT, "the remote task has restarted"): a limit of XLA's
     # service that no process can catch (README). Joining at once, on a loaded machine, XLA has also
     # ended the process 1 that ran (SIGABRT, "std::bad_cast" in its coordination client) once the
-    # other was refused. Any other process answers right or raises; no value is ever wrong.
-    displaced = [k for k in (1, 2) if k not in refused and job.codes[k] == -signal.SIGABRT]
+    # other was refused, and once (a full run, 2 cores) process 0 with it, the same way. Any other
+    # process answers right or raises; no value is ever wrong.
+    displaced = [k for k in (0, 1, 2) if k not in refused and job.codes[k] == -signal.SIGABRT]
+    assert len(displaced) < 3, job.describe()
     assert sorted(res) == sorted({0, 1, 2} - set(displaced)), job.describe()
     ran = [k for k in res if res[k]["error"] is None]
     for k in ran:

@@ -431,7 +431,7 @@ def test_a_lying_potrf_corrupts_the_heap_when_nothing_checks_it() -> None:
         from xlasdk.formats.loaders import _loaded
         from xlasdk.formats.sniff import Format
         text = '''%s'''
-        comp = _loaded(mlir.parse_module(text), "potrf", fmt=Format.STABLEHLO_TEXT)
+        comp = xs.XlaComputation(*_loaded(mlir.parse_module(text), "potrf", fmt=Format.STABLEHLO_TEXT))
         exe = xs.compile(comp, device="cpu:0")
         print("compiled", flush=True)
         for _ in range(3):

@@ -312,7 +312,8 @@ def test_fft_length_mismatch_aborts_the_process_when_nothing_checks_it(tmp_path:
         from xlasdk.formats.loaders import _loaded
         from xlasdk.formats.sniff import Format
         text = '''%s'''
-        comp = _loaded(mlir.parse_module(text.replace("[8]", "[32]")), "fft", fmt=Format.STABLEHLO_TEXT)
+        module = mlir.parse_module(text.replace("[8]", "[32]"))
+        comp = xs.XlaComputation(*_loaded(module, "fft", fmt=Format.STABLEHLO_TEXT))
         exe = xs.compile(comp, device="cpu:0")
         print("compiled", flush=True)
         exe(np.ones(16, np.complex64))
