@@ -1,4 +1,6 @@
-"""The program model, one layer below the files (:mod:`xlasdk.formats` builds on it, not the reverse).
+"""The program model. Its parts (origins, the instruction graph, the worker's services) sit below
+:mod:`xlasdk.formats`, whose readers make a computation's parts of a file's bytes; the computation
+class sits above those readers (its file methods call them) and below ``formats.load``.
 
 Modules of this package (the public names are re-exported by :mod:`xlasdk`):
 
