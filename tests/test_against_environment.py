@@ -10,7 +10,9 @@ wolf), or behind one that disables XLA's algebraic simplifier (which rewrites ``
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
+import re
 import stat
 import sys
 from pathlib import Path
@@ -184,6 +186,27 @@ def test_cli_against_environment_flags(tmp_path: Path, flags: list[str], message
     assert code == 2 and message in err, err
 
 
+def test_the_installed_jaxlib_is_not_an_other_release(tmp_path: Path) -> None:
+    """``--against-jaxlib`` naming the installed release is refused at once, before a 550 MB
+    environment is made to compare that release with itself."""
+    from tests.test_cli import cli
+    from xlasdk._jaxlib.versions import jaxlib_version
+    from xlasdk.reference._env_venv import checked_version
+
+    installed = importlib.metadata.version("jaxlib")
+    assert jaxlib_version() == installed
+    with pytest.raises(OtherEnvironmentError, match=rf"--against-jaxlib {re.escape(installed)}: that is the jaxlib "
+                                                    "installed here; name another release"):
+        checked_version(installed)
+    other = "0.12.0.1" if installed != "0.12.0.1" else "0.12.1"
+    assert checked_version(other) == other
+    src = tmp_path / "m.hlo"
+    src.write_text(PROGRAM)
+    code, _, err = cli("compare", str(src), "--against-jaxlib", installed)
+    assert code == 2 and "that is the jaxlib installed here" in err, err
+    assert not (tmp_path / "envs").exists()
+
+
 def test_venv_commands(tmp_path: Path) -> None:
     from xlasdk.reference._env_venv import env_directory, venv_commands
 
@@ -200,5 +223,6 @@ def test_against_jaxlib_real(tmp_path: Path, comp: Any, x: Any) -> None:
     """Makes a venv with pip (network): not run in CI."""
     from xlasdk.reference._env_venv import jaxlib_environment
 
-    env = OtherEnvironment(jaxlib_environment("0.12.1"))
+    installed = importlib.metadata.version("jaxlib")
+    env = OtherEnvironment(jaxlib_environment("0.12.0.1" if installed != "0.12.0.1" else "0.12.1"))
     assert xs.compare(comp, [x], against=env).ok

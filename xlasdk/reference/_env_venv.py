@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 
+from .._jaxlib.versions import jaxlib_version
 from ..errors import OtherEnvironmentError
 from ._other_env import in_range
 
@@ -26,12 +27,18 @@ _VERSION = re.compile(r"\d+(\.\d+){1,3}(\.post\d+)?")
 
 
 def checked_version(version: str) -> str:
-    """``version`` when it is a release number in xlasdk's jaxlib range (``0.12.0.1``), else an
-    OtherEnvironmentError saying what was expected."""
+    """``version`` when it is a release number in xlasdk's jaxlib range (``0.12.0.1``) other than
+    the installed one, else an OtherEnvironmentError saying what was expected (the installed
+    release would be compared with itself, in an environment of about 550 MB made for nothing)."""
     if not _VERSION.fullmatch(version):
         raise OtherEnvironmentError(f"--against-jaxlib {version!r}: expected a jaxlib release number such as 0.12.1")
     if not in_range(version):
         raise OtherEnvironmentError(f"--against-jaxlib {version}: xlasdk supports jaxlib>=0.10.2,<0.13")
+    if version == jaxlib_version():
+        raise OtherEnvironmentError(
+            f"--against-jaxlib {version}: that is the jaxlib installed here; name another release of "
+            "jaxlib>=0.10.2,<0.13 to compare with (or --against-python PATH for another interpreter)"
+        )
     return version
 
 
