@@ -276,6 +276,18 @@ def test_imports_point_down() -> None:
     assert seen == set(UPWARD), f"UPWARD lists imports that no longer exist: {set(UPWARD) - seen}"
 
 
+def test_a_lazy_face_hides_no_import() -> None:
+    """``from xlasdk.formats import load_computation`` (the face imports ``formats.load`` when the name
+    is first used, PEP 562) is read as an import of ``formats.load``, not of the face, whose static
+    imports are empty: the layering and the circles see what runs."""
+    assert lazy_face("xlasdk.formats")["load_computation"] == "xlasdk.formats.load"
+    assert lazy_face("xlasdk.formats")["computation_from_hlo_text"] == "xlasdk.formats.load"
+    got = {(i.target, i.names) for i in imports_of("xlasdk.cli._inspect")}
+    assert ("xlasdk.formats.load", ("load_computation",)) in got, got
+    assert ("xlasdk.formats.hlo_text", ("hlo_opcode_counts",)) in got, got
+    assert not any(t == "xlasdk.formats" for t, _ in got), got
+
+
 def test_no_import_circles() -> None:
     circles = sorted(sorted(c) for c in strongly_connected(graph()) if len(c) > 1)
     assert not circles, f"import circles: {circles}"
