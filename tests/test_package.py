@@ -55,6 +55,16 @@ def test_every_public_name_resolves_and_the_type_checking_imports_match() -> Non
         xlasdk.nope  # noqa: B018
 
 
+@pytest.mark.parametrize("sub", ["formats", "sharding", "ops", "reference", "distributed"])
+def test_the_documented_subpackages_are_there_after_import_xlasdk(sub: str) -> None:
+    """``import xlasdk as xs`` then ``xs.formats.read_jax_export(...)`` / ``xs.sharding.parse_replica_groups``
+    (README): each subpackage the README names answers on first use, in a fresh interpreter where
+    nothing imported it before (a fresh user's find: ``xs.formats`` raised AttributeError)."""
+    code = f"import xlasdk as xs\nm = xs.{sub}\nprint(m.__name__)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == f"xlasdk.{sub}", proc.stderr[-2000:]
+
+
 def test_no_public_function_shares_its_name_with_a_submodule() -> None:
     """Importing ``xlasdk.NAME`` sets the package attribute NAME to the module: a public function of
     that name (``xs.reduce`` and a module ``xlasdk/reduce.py``) would be replaced by the module."""

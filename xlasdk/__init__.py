@@ -14,7 +14,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from . import distributed, ops, reference
+    from . import distributed, formats, ops, reference, sharding
     from ._cache import CompileCache
     from ._triage import TriageReport, triage
     from ._version import __version__
@@ -116,8 +116,10 @@ if TYPE_CHECKING:
 # public name -> (module relative to this package, attribute; None: the module itself)
 _LAZY: dict[str, tuple[str, str | None]] = {
     "distributed": ("distributed", None),
+    "formats": ("formats", None),
     "ops": ("ops", None),
     "reference": ("reference", None),
+    "sharding": ("sharding", None),
     "ComparisonDirection": ("attrs", "ComparisonDirection"),
     "ComparisonType": ("attrs", "ComparisonType"),
     "ConvolutionDimensionNumbers": ("attrs", "ConvolutionDimensionNumbers"),
@@ -236,7 +238,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
 }
 
 __all__ = [
-    "ops", "XlaBuilder", "XlaOp", "XlaComputation",
+    "ops", "formats", "sharding", "XlaBuilder", "XlaOp", "XlaComputation",
     "Shape", "ProgramShape", "Layout", "shape_from_pyval", "PrimitiveType", "bfloat16", "dtype_to_etype",
     "etype_to_dtype",
     "XlaSdkError", "ShapeError", "DTypeError", "CompileError", "XlaRuntimeError", "FormatError",
