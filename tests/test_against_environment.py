@@ -198,8 +198,14 @@ def test_the_installed_jaxlib_is_not_an_other_release(tmp_path: Path) -> None:
     with pytest.raises(OtherEnvironmentError, match=rf"--against-jaxlib {re.escape(installed)}: that is the jaxlib "
                                                     "installed here; name another release"):
         checked_version(installed)
+    major, minor, micro = (int(x) for x in installed.split(".")[:3])
+    for spelling in (f"{installed}.0", f"0{installed}", f"{major}.0{minor}.{micro}"):  # pip's same release
+        if installed.count(".") == 2:
+            with pytest.raises(OtherEnvironmentError, match="that is the jaxlib installed here"):
+                checked_version(spelling)
     other = "0.12.0.1" if installed != "0.12.0.1" else "0.12.1"
     assert checked_version(other) == other
+    assert checked_version(f"{major}.{minor}.{micro + 1}") == f"{major}.{minor}.{micro + 1}"
     src = tmp_path / "m.hlo"
     src.write_text(PROGRAM)
     code, _, err = cli("compare", str(src), "--against-jaxlib", installed)

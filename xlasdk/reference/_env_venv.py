@@ -34,12 +34,25 @@ def checked_version(version: str) -> str:
         raise OtherEnvironmentError(f"--against-jaxlib {version!r}: expected a jaxlib release number such as 0.12.1")
     if not in_range(version):
         raise OtherEnvironmentError(f"--against-jaxlib {version}: xlasdk supports jaxlib>=0.10.2,<0.13")
-    if version == jaxlib_version():
+    if _release(version) == _release(jaxlib_version()):
         raise OtherEnvironmentError(
             f"--against-jaxlib {version}: that is the jaxlib installed here; name another release of "
             "jaxlib>=0.10.2,<0.13 to compare with (or --against-python PATH for another interpreter)"
         )
     return version
+
+
+def _release(version: str) -> tuple[tuple[int, ...], int] | None:
+    """A release number as pip compares it: its numbers without leading zeros or trailing zero parts
+    (``0.12.1``, ``0.12.1.0`` and ``0.012.01`` are one release) and its ``.postN``; None for another
+    form (``unknown``)."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)*)(?:\.post(\d+))?", version)
+    if m is None:
+        return None
+    nums = [int(x) for x in m[1].split(".")]
+    while len(nums) > 1 and nums[-1] == 0:
+        nums.pop()
+    return tuple(nums), int(m[2] or 0)
 
 
 def env_directory(version: str, cache_dir: str | None = None) -> str:
