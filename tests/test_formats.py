@@ -285,6 +285,22 @@ def test_tuple_parameters_of_hlo_are_flattened_in_the_program_shape() -> None:
     assert i == 7
 
 
+def test_a_format_given_that_the_file_does_not_hold_names_the_argument(tmp_path: Path) -> None:
+    """``format=`` names the format, not the suffix: the error says which one spoke (a fresh user's find:
+    "the suffix says StableHLO portable artifact" of ``m.hlo.txt`` loaded with ``format="mlirbc"``)."""
+    built = build_mixed()
+    path = tmp_path / "m.hlo.txt"
+    path.write_text(built.as_hlo_text())
+    with pytest.raises(xs.FormatError, match=r"m\.hlo\.txt: format='mlirbc' says StableHLO portable artifact, but "
+                                             "the file holds HLO text"):
+        load_computation(path, format="mlirbc")
+    other = tmp_path / "m.mlirbc"
+    other.write_text(built.as_hlo_text())
+    with pytest.raises(xs.FormatError, match=r"m\.mlirbc: the suffix says StableHLO portable artifact, but the file "
+                                             "holds HLO text"):
+        load_computation(other)
+
+
 def test_txt_and_unknown_suffixes_are_recognised_by_content(tmp_path: Path) -> None:
     built = build_mixed()
     expect = run(built, A, B)
@@ -436,6 +452,12 @@ def test_save_errors_and_atomic_write(tmp_path: Path) -> None:
         built.save(tmp_path / "x.hlo", target_version="1.0.0")
     with pytest.raises(xs.FormatError, match="cannot write the file"):
         built.save(tmp_path / "no" / "such" / "dir.hlo")
+    for d in (tmp_path, f"{tmp_path}/", tmp_path / "d.hlo"):  # a directory, with a suffix or none (a fresh user's find:
+        (tmp_path / "d.hlo").mkdir(exist_ok=True)              # "unknown suffix" was said of a directory)
+        with pytest.raises(xs.FormatError, match=r"save\('.*'\): is a directory; name the file to write"):
+            built.save(d)
+    assert (tmp_path / "d.hlo").is_dir() and not any((tmp_path / "d.hlo").iterdir())
+    (tmp_path / "d.hlo").rmdir()
     built.save(tmp_path / "ok.txt")  # .txt saves HLO text
     assert (tmp_path / "ok.txt").read_text().startswith("HloModule mixed")
     built.save(tmp_path / "forced.out", format="mlir")

@@ -231,10 +231,10 @@ def _load(path: str, fmt: str | None = None, option: str = "--format") -> Any:
         msg = str(e)
         if fmt is not None and msg.startswith("unknown format "):
             raise UsageError(f"{option} {fmt}: {msg}") from None
-        if fmt is not None and ": the suffix says " in msg:  # the API's name for its format= argument
-            raise UsageError(
-                msg.replace(": the suffix says ", f": {option} {fmt} says ", 1) + f"; drop {option} to detect it"
-            ) from None
+        said = f": format={fmt!r} says "  # the API's name for its format= argument
+        if fmt is not None and said in msg:
+            said_here = f": {option} {fmt} says "
+            raise UsageError(msg.replace(said, said_here, 1) + f"; drop {option} to detect it") from None
         raise
 
 

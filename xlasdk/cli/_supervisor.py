@@ -522,12 +522,25 @@ def _supervise(
                 child.kill()
             except _Terminated:  # SIGTERM / SIGHUP: the handler killed the child
                 pass
-            rc = child.wait()
-            for t in readers[1:]:
-                t.join(5.0)
-            if watch.exit_code is None:  # killed, or died: it may have left a temporary file
-                for target in _output_targets(args):
-                    remove_temp_files(target, child.pid)
+            # The child's end is reaped and cleaned up whole: a signal now waits until that is done
+            # (one raised between waitpid and its result, or in a temporary file's removal, left
+            # an "internal error" or a reaped child waited for again; the reader threads were
+            # started with these signals blocked, so only this thread takes them).
+            settling = signal.pthread_sigmask(signal.SIG_BLOCK, _ENDING_SIGNALS)
+            try:
+                rc = child.wait()
+                for t in readers[1:]:
+                    t.join(5.0)
+                if watch.exit_code is None:  # killed, or died: it may have left a temporary file
+                    for target in _output_targets(args):
+                        remove_temp_files(target, child.pid)
+            finally:
+                try:
+                    signal.pthread_sigmask(signal.SIG_SETMASK, settling)  # a signal that came meanwhile lands here
+                except _Terminated:
+                    pass
+                except KeyboardInterrupt:
+                    interrupted = True
         finally:
             ending.restore()
         if ending.signum is not None:

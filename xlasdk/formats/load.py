@@ -111,6 +111,7 @@ def load_computation(path: PathLike, format: Format | str | None = None) -> XlaC
         raise FormatError(f"{what}: the file is empty")
     isolated.prestart()  # its start overlaps the checks below
     fmt = _parse_format(format) if format is not None else format_from_suffix(what)
+    said = f"format={format!r} says" if format is not None else "the suffix says"  # who named the format
     sniffed = sniff_format(data)
     if sniffed is None and fmt is None and jax_exported_hint(data) is not None:
         return _from_jax_export(data, what)
@@ -118,7 +119,7 @@ def load_computation(path: PathLike, format: Format | str | None = None) -> XlaC
         raise FormatError(f"{what}: {hint}")
     if sniffed is None and text_snapshot_kind(data) is not None:
         if fmt is not None:
-            raise FormatError(f"{what}: the suffix says {fmt.description}, but the file holds a text-format "
+            raise FormatError(f"{what}: {said} {fmt.description}, but the file holds a text-format "
                               "HloSnapshot (xs.load_snapshot reads it with its arguments)")
         from .snapshot import read_snapshot
 
@@ -132,7 +133,7 @@ def load_computation(path: PathLike, format: Format | str | None = None) -> XlaC
         fmt = sniffed
     elif sniffed is not None and sniffed is not fmt:
         raise FormatError(
-            f"{what}: the suffix says {fmt.description}, but the file holds {sniffed.description}"
+            f"{what}: {said} {fmt.description}, but the file holds {sniffed.description}"
         )
     if fmt is Format.HLO_TEXT:
         text = _as_text(data)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -48,6 +49,9 @@ def save_format(spath: str, format: Format | str | None, target_version: str | N
     FormatError
         For an unknown suffix or format, or a ``target_version`` for another format than ``.mlirbc``.
     """
+    if os.path.isdir(spath):
+        raise FormatError(f"save({spath!r}): is a directory; name the file to write (e.g. {spath.rstrip('/')}/"
+                          "module.hlo)")
     if format is not None:
         fmt = _parse_format(format)
     else:
