@@ -294,6 +294,8 @@ def test_a_format_given_that_the_file_does_not_hold_names_the_argument(tmp_path:
     with pytest.raises(xs.FormatError, match=r"m\.hlo\.txt: format='mlirbc' says StableHLO portable artifact, but "
                                              "the file holds HLO text"):
         load_computation(path, format="mlirbc")
+    with pytest.raises(xs.FormatError, match=r"m\.hlo\.txt: format='mlirbc' says"):
+        load_computation(path, format=xs.formats.Format.PORTABLE_ARTIFACT)
     other = tmp_path / "m.mlirbc"
     other.write_text(built.as_hlo_text())
     with pytest.raises(xs.FormatError, match=r"m\.mlirbc: the suffix says StableHLO portable artifact, but the file "

@@ -111,7 +111,8 @@ def load_computation(path: PathLike, format: Format | str | None = None) -> XlaC
         raise FormatError(f"{what}: the file is empty")
     isolated.prestart()  # its start overlaps the checks below
     fmt = _parse_format(format) if format is not None else format_from_suffix(what)
-    said = f"format={format!r} says" if format is not None else "the suffix says"  # who named the format
+    shown = format.value if isinstance(format, Format) else format
+    said = f"format={shown!r} says" if format is not None else "the suffix says"  # who named the format
     sniffed = sniff_format(data)
     if sniffed is None and fmt is None and jax_exported_hint(data) is not None:
         return _from_jax_export(data, what)
