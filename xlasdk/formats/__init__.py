@@ -21,16 +21,18 @@ parser and its HLO -> StableHLO importer abort the process on some inconsistent 
 ``conditional`` branch of the wrong arity...), so HLO is first checked here, in Python, for the
 inconsistencies known to crash XLA; everything loaded is then verified by the MLIR verifier.
 MLIR's bytecode reader can crash on corrupt bytes, so bytecode this process did not write itself
-is decoded in a child process first (about 0.3 s per file).
+is decoded in xlasdk's worker process first (which starts once per process, in about 1 s; a few
+milliseconds per file after that).
 
 Optimized HLO (XLA's ``*after_optimizations*`` dumps) loads too: for the StableHLO import,
 ``fusion`` instructions become calls of their fused computations and ``bitcast`` instructions
 become reshapes/transposes; ``as_hlo_text()`` still prints the module as it was loaded.
 
-Modules of this package (everything public is re-exported here). The program model they load
-into and save from (the computation, a module's instruction graph and its edits, the program
-shape, the worker's services and load records) is :mod:`xlasdk.program`: its computation class
-sits between this package's readers (below it) and ``load`` and ``snapshot`` (above it):
+Modules of this package (the names of ``__all__`` below are re-exported here; ``text_proto`` and
+``debug_options`` serve the loaders and the CLI). The program model they load into and save from
+(the computation, a module's instruction graph and its edits, the program shape, the worker's
+services and load records) is :mod:`xlasdk.program`: its computation class sits between this
+package's readers (below it) and ``load`` and ``snapshot`` (above it):
 
 =====================  ========================================================================
 ``sniff``              :class:`Format`, file suffixes, recognising a format from the content
@@ -45,6 +47,8 @@ sits between this package's readers (below it) and ``load`` and ``snapshot`` (ab
 ``rule_check``         the builder's shape rules on a loaded module's ops
 ``tpu_meaning``        XLA's TPU-optimized HLO read as its CPU meaning
 ``snapshot``           XLA's ``HloSnapshot`` files (module, arguments, result): :func:`load_snapshot`
+``text_proto``         text-format protos of XLA's messages (``HloSnapshot``...) to their binary form
+``debug_options``      the compiler options an XLA dump was made with (``*.debug_options``)
 ``loaders``            each format's text or bytes read and checked: a computation's parts
 ``saving``             :func:`computation_bytes`, :func:`save_computation`
 ``load``               ``computation_from_*``, :func:`load_computation` (above the program model:
