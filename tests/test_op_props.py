@@ -10,8 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 import xlasdk.ops  # noqa: F401  - defines the rows and declares their props
-from xlasdk._optable import OPAQUE_PROPS, OPS, ROW_ALIASES, OpDef, OpProps, declare
-from xlasdk.program.graph_import import _opaque_row
+from xlasdk._optable import OPAQUE_PROPS, OPS, ROW_ALIASES, OpDef, OpProps, declare, opaque_row
 
 # The sets as xlasdk/reference/_bounds.py and _walk.py spelled them (commit 1006757).
 _MOVES = {"stablehlo.reshape", "stablehlo.transpose", "stablehlo.broadcast_in_dim", "stablehlo.slice",
@@ -81,7 +80,7 @@ _NAMES = sorted({*OPS, *ROW_ALIASES, *OPAQUE_PROPS})
 
 def _props_of(name: str) -> OpProps:
     """The props a node of op ``name`` has: its row's, or an opaque row's as the importer makes it."""
-    return OPS[name].props if name in OPS else _opaque_row(name, False).props
+    return OPS[name].props if name in OPS else opaque_row(name, False).props
 
 
 def _flagged(flag: str) -> set[str]:
@@ -107,7 +106,7 @@ def test_the_error_model_rows_are_the_old_sets(flag: str, kind: str) -> None:
     tpu = pm.device_kind("tpu-v5e")
     got = set()
     for name in _NAMES:
-        row = OPS[name] if name in OPS else _opaque_row(name, False)
+        row = OPS[name] if name in OPS else opaque_row(name, False)
         bound = pm.op_bound(SimpleNamespace(opdef=row, opcode=name), tpu)
         if bound is not None and bound.kind == kind:
             got.add(name)
@@ -132,7 +131,7 @@ def test_the_ulps_tables_keep_their_ops() -> None:
 def test_an_opaque_row_has_the_props_of_its_name(name: str) -> None:
     """A loaded module's opaque row (a while of tuple operands, an op without a row) reads as the
     old opcode-string tests read it: by name, or by the name of the row it is an alias of."""
-    row = _opaque_row(name, False)
+    row = opaque_row(name, False)
     table = OPS.get(ROW_ALIASES.get(name, name))
     want = OPAQUE_PROPS[name] if name in OPAQUE_PROPS else table.props if table is not None else OpProps()
     assert row.props == want

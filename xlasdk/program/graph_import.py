@@ -43,9 +43,6 @@ __all__ = ["MlirAttr", "Instruction", "InstructionGraph", "Partitioning", "HloNa
            "partitioning", "hlo_opcode_of"]
 
 
-_opaque_row = opaque_row  # (the table's: the emitter's record makes the same rows)
-
-
 _LOC_NAME = re.compile(r'^loc\("((?:[^"\\]|\\.)*)"(?=[()])')
 _LOC_FILE = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):(\d+)')
 
@@ -407,7 +404,7 @@ class _Importer:
         if row is None or row.tuple_result != tuple_result or row.hlo_form is HloForm.GRAPH or (
             row.variadic and any(x.shape.is_tuple() for x in operands)
         ):
-            row = _opaque_row(rec.name, tuple_result)
+            row = opaque_row(rec.name, tuple_result)
         # each region's captures: the outer values its ops read directly (dependencies of the op)
         regions = tuple(self.region(r, f"{where} > {rec.name}") for r in rec.regions)
         attrs = {n: MlirAttr(t) for n, t in rec.attrs}
